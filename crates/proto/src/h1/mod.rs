@@ -1,0 +1,9 @@
+//! HTTP/1.x (RFC 9112): request head parsing, request body decoding, response encoding.
+
+pub mod decode;
+pub mod encode;
+pub mod parse;
+
+pub use decode::{BodyDecoder, DecodeStep};
+pub use encode::{ResponseFraming, ResponseHead};
+pub use parse::HeadParser;

@@ -1,0 +1,95 @@
+//! The request head: the one type every wire protocol produces and the WSGI bridge consumes.
+//!
+//! It owns one contiguous copy of the head's bytes and keeps ranges into it, so that handing a
+//! parsed request to another thread is one allocation and no per-header strings.
+
+use std::ops::Range;
+
+/// HTTP version of the request. Only 1.0 and 1.1 are accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    Http10,
+    Http11,
+}
+
+impl Version {
+    /// "HTTP/1.0" or "HTTP/1.1", exactly as SERVER_PROTOCOL wants it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+        }
+    }
+}
+
+/// How the request body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFraming {
+    /// No body (no Content-Length and no Transfer-Encoding, or Content-Length: 0).
+    None,
+    /// Content-Length: n (n > 0).
+    Length(u64),
+    /// Transfer-Encoding: chunked.
+    Chunked,
+}
+
+/// A parsed, validated request head. Byte ranges index into `buf`.
+#[derive(Debug, Clone)]
+pub struct RequestHead {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) method: Range<u32>,
+    /// The whole request target as sent (e.g. "/a%20b?x=1").
+    pub(crate) target: Range<u32>,
+    /// The path part of the target, still percent-encoded (for absolute-form targets, the path
+    /// after the authority; "*" for OPTIONS *).
+    pub(crate) path: Range<u32>,
+    /// The query after '?', without the '?'; empty range if none.
+    pub(crate) query: Range<u32>,
+    /// (name, value) ranges; value has leading/trailing whitespace trimmed. In wire order.
+    pub(crate) headers: Vec<(Range<u32>, Range<u32>)>,
+    pub version: Version,
+    pub body: BodyFraming,
+    /// After this request, may the connection carry another one? (1.1 default yes unless
+    /// `Connection: close`; 1.0 only with `Connection: keep-alive`.)
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` was sent (and the version is 1.1).
+    pub expect_continue: bool,
+    /// The method is HEAD: the response carries no body.
+    pub is_head: bool,
+}
+
+impl RequestHead {
+    pub fn method(&self) -> &[u8] {
+        &self.buf[r(&self.method)]
+    }
+    pub fn target(&self) -> &[u8] {
+        &self.buf[r(&self.target)]
+    }
+    pub fn path(&self) -> &[u8] {
+        &self.buf[r(&self.path)]
+    }
+    pub fn query(&self) -> &[u8] {
+        &self.buf[r(&self.query)]
+    }
+    /// Number of header fields.
+    pub fn header_count(&self) -> usize {
+        self.headers.len()
+    }
+    /// Header fields in wire order, names as sent (case preserved).
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.headers
+            .iter()
+            .map(move |(n, v)| (&self.buf[r(n)], &self.buf[r(v)]))
+    }
+    /// First value of a header, case-insensitive name match.
+    pub fn header(&self, name: &[u8]) -> Option<&[u8]> {
+        self.headers()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+}
+
+#[inline]
+fn r(range: &Range<u32>) -> Range<usize> {
+    range.start as usize..range.end as usize
+}

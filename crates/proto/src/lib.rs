@@ -1,0 +1,17 @@
+//! sluicegate-proto: the sans-I/O protocol core.
+//!
+//! Bytes in, events out. Nothing here knows sockets, threads or Python, so every rule of
+//! RFC 9112 that the server enforces can be unit-tested and fuzzed on plain byte slices.
+//! The request head produced here ([`RequestHead`]) is wire-protocol neutral: HTTP/1.1 today,
+//! the uwsgi protocol later, and the WSGI bridge only ever sees this type.
+
+pub mod date;
+pub mod error;
+pub mod h1;
+pub mod head;
+pub mod limits;
+pub mod path;
+
+pub use error::ProtoError;
+pub use head::{BodyFraming, RequestHead, Version};
+pub use limits::Limits;

@@ -1,0 +1,61 @@
+"""Type stub for sluicegate._core, the Rust extension (I/O layer + WSGI bridge).
+
+The Python front (cli/options/config/loader) resolves and validates every option, binds the
+listening sockets itself (so errors such as "address in use" are reported in Python, and so that a
+pre-fork supervisor can share them later), and hands the Rust core one frozen config.
+"""
+
+from typing import Any, Callable, Mapping, Sequence, Tuple
+
+__version__: str
+
+# (fd, kind, server_name, server_port). kind is "tcp" or "unix". The core takes ownership of fd
+# (the caller must socket.detach() it). server_name/server_port feed SERVER_NAME/SERVER_PORT.
+Listener = Tuple[int, str, str, str]
+
+class Server:
+    """One server process: the event loop, the elastic app thread pool, the WSGI bridge.
+
+    config keys (all required; the Python front fills defaults):
+      threads_min: int, threads_max: int            -- elastic pool bounds
+      header_timeout: float                         -- seconds for a whole request head (408)
+      keepalive_timeout: float                      -- idle seconds between requests
+      read_timeout: float                           -- seconds without body progress (app gets an error)
+      write_timeout: float                          -- seconds without write progress (connection closed)
+      graceful_timeout: float                       -- seconds in-flight requests get at shutdown
+      limit_request_line: int, limit_header_bytes: int, limit_headers: int, limit_body: int
+      max_drain: int                                -- unread request body drained up to this, else close
+      root_path: str                                -- SCRIPT_NAME
+      url_scheme: str                               -- wsgi.url_scheme ("http")
+      server_header: str                            -- Server header value ("" = none)
+      access_log_fd: int                            -- -1 = no access log; else fd to write lines to
+      errors: Any                                   -- the object given to apps as wsgi.errors
+      signal_fd: int                                -- read end of signal.set_wakeup_fd's pipe, or -1
+    """
+
+    def __init__(
+        self,
+        app: Callable[..., Any],
+        listeners: Sequence[Listener],
+        config: Mapping[str, Any],
+    ) -> None: ...
+    def run(self) -> None:
+        """Serve until shutdown() is called (from a signal handler or another thread). Releases
+        the GIL while waiting; runs Python signal handlers when signal_fd becomes readable.
+        Returns after in-flight requests finished (or graceful_timeout passed)."""
+    def shutdown(self, graceful: bool = True) -> None:
+        """Stop accepting; finish in-flight requests within graceful_timeout; close idle
+        keep-alive connections. Safe to call from any thread or a signal handler."""
+    @property
+    def stats(self) -> dict:
+        """Counters for tests and diagnostics: requests, inline_calls, dispatched_calls,
+        threads, takeovers, mode ("inline" or "dispatch"), connections."""
+
+class FileWrapper:
+    """wsgi.file_wrapper(filelike, blksize=8192): iterable in Python; sent with sendfile(2) by
+    the core when filelike has a regular-file fileno()."""
+
+    def __init__(self, filelike: Any, blksize: int = 8192) -> None: ...
+    def __iter__(self) -> "FileWrapper": ...
+    def __next__(self) -> bytes: ...
+    def close(self) -> None: ...
