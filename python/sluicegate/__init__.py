@@ -1,0 +1,43 @@
+"""sluicegate: a WSGI HTTP server with a Rust core.
+
+This package is the thin Python front: options (options.py), app loading (loader.py), socket
+binding (listeners.py), and running the server (supervisor.py); the HTTP and WSGI work happens
+in the Rust extension `sluicegate._core`. From Python, `serve()` is the whole API:
+
+    import sluicegate
+    sluicegate.serve(app, bind="127.0.0.1:8080", threads="4:64")
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Union
+
+try:
+    from ._core import __version__
+except ImportError:  # the extension is not built: still report the package's version
+    try:
+        from importlib.metadata import version as _version
+
+        __version__ = _version("sluicegate")
+    except Exception:
+        __version__ = "0+unknown"
+
+__all__ = ["serve", "__version__"]
+
+
+def serve(app: Union[Callable[..., Any], str], **options: Any) -> None:
+    """Serve the WSGI `app` (a callable, or a "module:app" string) until SIGTERM/SIGINT (or, in
+    a thread other than the main one, until the process ends).
+
+    `options` are the command-line options under their Python names (docs/options.md), e.g.
+    `bind=["127.0.0.1:0", "unix:/tmp/app.sock"]` or `bind="127.0.0.1:8080"`,
+    `threads="4:64"` or `threads=(4, 64)`, `header_timeout=5`, `limit_body="16M"`. Like the
+    command line, an option not given is read from its SLUICEGATE_<NAME> environment variable,
+    else defaults. An unknown option raises TypeError; a bad value raises OptionError (a
+    ValueError); app loading and binding errors raise LoadError and BindError.
+    """
+    from .options import resolve
+    from .supervisor import serve_config
+
+    cfg = resolve({**options, "app": app})
+    serve_config(cfg, __version__)

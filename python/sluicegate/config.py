@@ -1,0 +1,29 @@
+"""The config mapping handed to the Rust core (`_core.Server(app, listeners, config)`).
+
+The keys and their meaning are the contract in _core.pyi. Options marked `core=True` in the
+table (options.py) pass through unchanged under their own name, so adding such an option needs no
+change here; only the keys that are not one option each are built below: the thread pool bounds
+(one `--threads MIN:MAX` option, two keys) and what the supervisor opens at start (the access log
+fd, wsgi.errors, the signal pipe).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from .options import OPTIONS
+
+#: The only URL scheme until TLS exists.
+URL_SCHEME = "http"
+
+
+def core_config(cfg: Any, *, access_log_fd: int, errors: Any, signal_fd: int) -> Dict[str, Any]:
+    """Every key `_core.Server` requires, from the validated Config and what the supervisor
+    opened. `access_log_fd` and `signal_fd` are -1 when off."""
+    out: Dict[str, Any] = {o.name: getattr(cfg, o.name) for o in OPTIONS if o.core}
+    out["threads_min"], out["threads_max"] = cfg.threads
+    out["url_scheme"] = URL_SCHEME
+    out["access_log_fd"] = access_log_fd
+    out["errors"] = errors
+    out["signal_fd"] = signal_fd
+    return out

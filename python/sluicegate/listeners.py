@@ -1,0 +1,234 @@
+"""Listening addresses: their syntax, and binding them to sockets in Python.
+
+sluicegate binds its sockets here rather than in the Rust core for two reasons:
+  - errors such as "address already in use" or "permission denied" become one clear line from
+    Python, before the core starts;
+  - binding is separate from serving. A `BoundSocket` stays an open socket until it is handed
+    over with `to_listener()`, so a future pre-fork supervisor can bind once, fork, and give each
+    worker process its own `os.dup()` of the same sockets (and add SO_REUSEPORT as an option).
+
+Address syntax (the `--bind` option): `HOST:PORT`, `[IPV6]:PORT` or `unix:PATH`. Port 0 asks the
+kernel for a free port; the real one is read back after bind and is what gets reported (the
+`Listening at:` log line, SERVER_PORT), so tests can bind port 0 and never race for a port.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import stat
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+from .errors import BindError
+
+#: What `_core.Server` takes per listener: (fd, kind, server_name, server_port).
+Listener = Tuple[int, str, str, str]
+
+_SYNTAX = "expected HOST:PORT, [IPV6]:PORT or unix:PATH"
+
+
+@dataclass(frozen=True)
+class BindAddress:
+    """One parsed `--bind` value. `host` is the host as written (IPv6 without brackets), or the
+    socket's path for kind "unix"; `port` is the requested port (0 = any free port)."""
+
+    kind: str  # "tcp" or "unix"
+    host: str
+    port: int = 0
+
+    def __str__(self) -> str:
+        if self.kind == "unix":
+            return f"unix:{self.host}"
+        if ":" in self.host:
+            return f"[{self.host}]:{self.port}"
+        return f"{self.host}:{self.port}"
+
+
+def parse_bind(text: str) -> BindAddress:
+    """Parse one address; raise ValueError with a one-line reason if it is malformed."""
+    text = text.strip()
+    if text.startswith("unix:"):
+        path = text[len("unix:"):]
+        if not path:
+            raise ValueError("unix: needs a path, e.g. unix:/run/sluicegate.sock")
+        if "\0" in path:
+            raise ValueError("a unix socket path cannot contain NUL")
+        return BindAddress("unix", path)
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or not rest.startswith(":"):
+            raise ValueError(f"{_SYNTAX} (an IPv6 address looks like [::1]:8000)")
+        port_text = rest[1:]
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            raise ValueError(f"{_SYNTAX} (no port given)")
+        if ":" in host:
+            raise ValueError(f"{_SYNTAX} (put an IPv6 address in brackets: [{host}]:{port_text})")
+    if not host:
+        raise ValueError(f"{_SYNTAX} (no host given; 0.0.0.0 or [::] listens on every interface)")
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"port {port_text!r} is not a number from 0 to 65535")
+    return BindAddress("tcp", host, int(port_text))
+
+
+class BoundSocket:
+    """A listening, non-blocking socket, not yet handed to a server."""
+
+    def __init__(self, address: BindAddress, sock: socket.socket) -> None:
+        self.address = address
+        self._sock: Optional[socket.socket] = sock
+        #: The real port after bind (port 0 reports the one the kernel chose); 0 for unix.
+        self.port: int = sock.getsockname()[1] if address.kind == "tcp" else 0
+        # The identity of the socket file we created, so cleanup never removes a file that
+        # someone else put at the same path after us.
+        self._unix_inode: Optional[Tuple[int, int]] = None
+        if address.kind == "unix":
+            st = os.stat(address.host)
+            self._unix_inode = (st.st_dev, st.st_ino)
+
+    @property
+    def url(self) -> str:
+        """Where clients reach this socket, as logged in the `Listening at:` line."""
+        if self.address.kind == "unix":
+            return f"unix:{self.address.host}"
+        host = f"[{self.address.host}]" if ":" in self.address.host else self.address.host
+        return f"http://{host}:{self.port}"
+
+    def to_listener(self) -> Listener:
+        """Hand the socket over: detach its fd (the Rust core takes ownership of it) and return
+        the `(fd, kind, server_name, server_port)` tuple that `_core.Server` wants."""
+        if self._sock is None:
+            raise RuntimeError(f"{self.address} was already handed over or closed")
+        fd = self._sock.detach()
+        self._sock = None
+        port = "" if self.address.kind == "unix" else str(self.port)
+        return (fd, self.address.kind, self.address.host, port)
+
+    def close(self) -> None:
+        """Close the socket if still ours, and remove the unix socket file we created."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self.remove_unix_file()
+
+    def remove_unix_file(self) -> None:
+        """Remove the unix socket file if it is still the one this process created."""
+        if self._unix_inode is None:
+            return
+        try:
+            st = os.stat(self.address.host)
+            if (st.st_dev, st.st_ino) == self._unix_inode:
+                os.unlink(self.address.host)
+        except OSError:
+            pass
+        self._unix_inode = None
+
+
+def bind_all(addresses: Sequence[BindAddress], backlog: int) -> List[BoundSocket]:
+    """Bind and listen on every address, or on none: if one fails, the ones already bound are
+    closed and BindError is raised."""
+    bound: List[BoundSocket] = []
+    try:
+        for address in addresses:
+            bound.append(bind(address, backlog))
+    except BaseException:
+        for b in bound:
+            b.close()
+        raise
+    return bound
+
+
+def bind(address: BindAddress, backlog: int) -> BoundSocket:
+    """Bind and listen on one address; raise BindError with a one-line reason on failure."""
+    if address.kind == "unix":
+        sock = _bind_unix(address, backlog)
+    else:
+        sock = _bind_tcp(address, backlog)
+    return BoundSocket(address, sock)
+
+
+def _bind_tcp(address: BindAddress, backlog: int) -> socket.socket:
+    try:
+        infos = socket.getaddrinfo(
+            address.host, address.port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
+        )
+    except socket.gaierror as e:
+        raise BindError(f"cannot listen on {address}: cannot resolve {address.host!r}: {e.strerror}")
+    # A name can resolve to several addresses (localhost: 127.0.0.1 and ::1); like gunicorn we
+    # take the first. Bind each literally (-b 127.0.0.1:0 -b [::1]:0) to get both.
+    family, type_, proto, _, sockaddr = infos[0]
+    sock = socket.socket(family, type_, proto)
+    try:
+        # Restart without waiting for TIME_WAIT connections of the previous process to expire.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            # [::]:8000 means IPv6 only, so that 0.0.0.0:8000 can be bound beside it.
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(sockaddr)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError as e:
+        sock.close()
+        raise BindError(f"cannot listen on {address}: {_reason(e, address)}")
+    return sock
+
+
+def _bind_unix(address: BindAddress, backlog: int) -> socket.socket:
+    path = address.host
+    _remove_stale_unix_socket(address)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+    except OSError as e:
+        sock.close()
+        raise BindError(f"cannot listen on {address}: {_reason(e)}")
+    try:
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError as e:
+        sock.close()
+        os.unlink(path)
+        raise BindError(f"cannot listen on {address}: {_reason(e)}")
+    return sock
+
+
+def _remove_stale_unix_socket(address: BindAddress) -> None:
+    """A socket file left by a server that died is removed; one that a live server is listening
+    on is an "address already in use" error, never silently stolen."""
+    path = address.host
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise BindError(f"cannot listen on {address}: {_reason(e)}")
+    if not stat.S_ISSOCK(st.st_mode):
+        raise BindError(f"cannot listen on {address}: the path exists and is not a socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+    except ConnectionRefusedError:
+        os.unlink(path)  # nobody listening: stale
+        return
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise BindError(f"cannot listen on {address}: {_reason(e)}")
+    finally:
+        probe.close()
+    raise BindError(f"cannot listen on {address}: address already in use (a server is listening on it)")
+
+
+def _reason(e: OSError, address: Optional[BindAddress] = None) -> str:
+    if e.errno == errno.EADDRINUSE:
+        return "address already in use"
+    if e.errno in (errno.EACCES, errno.EPERM):
+        if address is not None and address.kind == "tcp" and 0 < address.port < 1024:
+            return "permission denied (ports below 1024 need privileges)"
+        return "permission denied"
+    text = e.strerror or str(e)
+    return text[:1].lower() + text[1:]

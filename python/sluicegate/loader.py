@@ -1,0 +1,183 @@
+"""Finding the user's WSGI application from a `MODULE:APP` string.
+
+Accepted forms (as gunicorn accepts them):
+  - `module:app`, `pkg.module:app`
+  - dotted attributes: `pkg.mod:obj.app`
+  - factories: `module:create_app()` and with literal arguments
+    `module:create_app('prod', debug=True)`. The call is parsed with `ast`, and only literals
+    are allowed (`ast.literal_eval`), so the string can never run arbitrary code.
+
+The current directory goes first on sys.path, so `sluicegate myapp:app` finds ./myapp.py whether
+started as `python -m sluicegate` or as the `sluicegate` console script.
+
+Every failure is a `LoadError` with one line saying what to fix. In particular "module X not
+found" (a typo in the app path) is told apart from an ImportError raised while importing the
+app's own module (a missing dependency of the app), which shows that error's one line and where
+it was raised. The original exception is kept as `__cause__`, for `--log-level debug`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import os
+import sys
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .errors import LoadError, one_line
+
+_EXAMPLE = "e.g. myproject.wsgi:application or app:create_app()"
+
+
+def load_app(spec: str) -> Callable[..., Any]:
+    """Import and return the WSGI callable named by `spec`; raise LoadError on any failure."""
+    module_name, names, call = parse_spec(spec)
+    _put_cwd_first_on_sys_path()
+    obj: Any = _import(module_name)
+    for i, name in enumerate(names):
+        try:
+            obj = getattr(obj, name)
+        except AttributeError:
+            owner = f"module {module_name!r}" if i == 0 else repr(f"{module_name}:{'.'.join(names[:i])}")
+            raise LoadError(f"{owner} has no attribute {name!r} (app path {spec!r})") from None
+    if call is not None:
+        args, kwargs = call
+        try:
+            obj = obj(*args, **kwargs)
+        except Exception as e:
+            raise LoadError(f"app factory {spec!r} raised {_describe(e)}") from e
+        if obj is None:
+            raise LoadError(f"app factory {spec!r} returned None instead of a WSGI app")
+    if not callable(obj):
+        raise LoadError(
+            f"{spec!r} is not a WSGI app: it is an object of type {type(obj).__name__}, "
+            "which cannot be called as app(environ, start_response)"
+        )
+    _check_wsgi_signature(obj, spec, call is not None)
+    return obj
+
+
+def parse_spec(spec: str) -> Tuple[str, List[str], Optional[Tuple[tuple, Dict[str, Any]]]]:
+    """Split `module:attr.path(args)` into (module name, attribute names, (args, kwargs) or
+    None); raise LoadError if it is malformed."""
+    module_name, sep, target = spec.strip().partition(":")
+    if not sep or not module_name or not target.strip():
+        raise LoadError(f"app path {spec!r} is not MODULE:APP ({_EXAMPLE})")
+    if module_name.endswith(".py") or "/" in module_name or os.sep in module_name:
+        guess = module_name[:-3] if module_name.endswith(".py") else module_name
+        guess = guess.replace(os.sep, ".").replace("/", ".").strip(".")
+        raise LoadError(
+            f"app path {spec!r}: give a module name, not a file name "
+            f"(e.g. {guess}:{target}, run from the directory that contains it, or use --chdir)"
+        )
+    if not all(part.isidentifier() for part in module_name.split(".")):
+        raise LoadError(f"app path {spec!r}: {module_name!r} is not a module name ({_EXAMPLE})")
+    try:
+        expr = ast.parse(target.strip(), mode="eval").body
+    except SyntaxError:
+        raise LoadError(f"app path {spec!r}: {target!r} is not an attribute name or a call ({_EXAMPLE})") from None
+    call = None
+    if isinstance(expr, ast.Call):
+        call = _literal_arguments(expr, spec)
+        expr = expr.func
+    names = _dotted_names(expr)
+    if names is None:
+        raise LoadError(f"app path {spec!r}: {target!r} is not an attribute name or a call ({_EXAMPLE})")
+    return module_name, names, call
+
+
+def _dotted_names(node: ast.expr) -> Optional[List[str]]:
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        head = _dotted_names(node.value)
+        return None if head is None else head + [node.attr]
+    return None
+
+
+def _literal_arguments(call: ast.Call, spec: str) -> Tuple[tuple, Dict[str, Any]]:
+    try:
+        args = tuple(ast.literal_eval(a) for a in call.args)
+        kwargs = {}
+        for kw in call.keywords:
+            if kw.arg is None:
+                raise ValueError("**kwargs")
+            kwargs[kw.arg] = ast.literal_eval(kw.value)
+    except ValueError:
+        raise LoadError(
+            f"app path {spec!r}: a factory's arguments must be literals "
+            "(strings, numbers, True/False/None, lists, dicts)"
+        ) from None
+    return args, kwargs
+
+
+def _put_cwd_first_on_sys_path() -> None:
+    cwd = os.getcwd()
+    if cwd in sys.path:
+        sys.path.remove(cwd)
+    sys.path.insert(0, cwd)
+
+
+def _import(module_name: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        missing = e.name or ""
+        if missing and (module_name == missing or module_name.startswith(missing + ".")):
+            # The app's module itself (or a package on its path) does not exist: a typo, or the
+            # wrong directory.
+            raise LoadError(
+                f"module {module_name!r} not found (searched the current directory "
+                f"{os.getcwd()} and sys.path; use --chdir to serve from elsewhere)"
+            ) from e
+        raise LoadError(f"cannot import {module_name!r}: {_describe(e)}{_where(e)}") from e
+    except (Exception, SystemExit) as e:
+        raise LoadError(f"cannot import {module_name!r}: {_describe(e)}{_where(e)}") from e
+
+
+def _describe(e: BaseException) -> str:
+    text = one_line(str(e))
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _where(e: BaseException) -> str:
+    """` (file.py, line 3)`: the innermost frame outside the import machinery and this module,
+    i.e. the line of the app's code that raised. Empty for a SyntaxError, whose message
+    already says where."""
+    if isinstance(e, SyntaxError):
+        return ""
+    here = os.path.abspath(__file__)
+    frames = [
+        f for f in traceback.extract_tb(e.__traceback__)
+        if not f.filename.startswith("<") and os.path.abspath(f.filename) != here
+        and os.sep + "importlib" + os.sep not in f.filename
+    ]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    path = frame.filename
+    try:
+        relative = os.path.relpath(path)
+        if not relative.startswith(".."):
+            path = relative
+    except ValueError:
+        pass
+    return f" ({path}, line {frame.lineno})"
+
+
+def _check_wsgi_signature(obj: Any, spec: str, called: bool) -> None:
+    """Catch `module:create_app` given without its `()`: a plain function that cannot take
+    (environ, start_response) would otherwise fail only at the first request."""
+    if not (inspect.isfunction(obj) or inspect.ismethod(obj)):
+        return
+    try:
+        inspect.signature(obj).bind(object(), object())
+    except TypeError:
+        hint = "" if called else f"; if it is an app factory, call it: '{spec}()'"
+        raise LoadError(
+            f"{spec!r} cannot be called as app(environ, start_response){hint}"
+        ) from None
+    except ValueError:  # no signature available
+        return

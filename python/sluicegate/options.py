@@ -1,0 +1,574 @@
+"""The one table of sluicegate's options, and the two phases that turn what a user wrote into a
+frozen, validated `Config`.
+
+Every option is declared once, in `OPTIONS` (name, parser, default, help, metavar, repeatable).
+Everything else is derived from that table, so nothing can drift:
+  - the command line and its `--help` (`build_parser`),
+  - the environment variables `SLUICEGATE_<NAME>`,
+  - the keywords and defaults of `sluicegate.serve()`,
+  - the `Config` dataclass (one field per option),
+  - the keys passed straight through to the Rust core (`core=True`, see config.py),
+  - docs/options.md (`python -m sluicegate.options --markdown > docs/options.md`; a test checks
+    that the committed file equals the generated text).
+
+Resolution has two phases, like ripgrep's lowargs -> hiargs:
+  1. raw (`raw_values`): per option, the value from the command line (or a `serve()` keyword),
+     else from the environment, else the default, still as written, with where it came from;
+  2. validated (`validate`): each raw value goes through its option's parser, giving a frozen
+     `Config`. A bad value raises `OptionError` whose one line names the option, the value as
+     written and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import math
+import os
+import re
+import sys
+from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
+
+from .errors import OptionError
+from .listeners import BindAddress, parse_bind
+
+ENV_PREFIX = "SLUICEGATE_"
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+# Upper bounds that keep a value inside the Rust core's integer and Duration types (a u64 byte
+# count; Duration::from_secs_f64 panics on overflow). Far beyond any sensible setting.
+_MAX_BYTES = 2**63 - 1
+_MAX_COUNT = 2**31 - 1
+_MAX_SECONDS = 1e9
+
+
+# --- Parsers: each takes the value as written (a str from the command line or the environment,
+# --- or a Python value given to serve()) and returns the typed value, or raises ValueError with
+# --- a one-line reason that does not repeat the value.
+
+
+def _int(value: object, what: str) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"expected {what}, not a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        return int(value)
+    raise ValueError(f"expected {what}")
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, not {type(value).__name__}")
+    return value
+
+
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_size(value: object, minimum: int = 0) -> int:
+    """A byte count: `65536`, or with a binary suffix `64k`, `16M`, `1G` (k = 1024 bytes)."""
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)\s*", value)
+        if not m:
+            raise ValueError("expected a byte count such as 65536, 64k, 16M or 1G")
+        n = int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    else:
+        n = _int(value, "a byte count such as 65536, 64k, 16M or 1G")
+    if not minimum <= n <= _MAX_BYTES:
+        raise ValueError(f"must be at least {minimum}" if n < minimum else "is too large")
+    return n
+
+
+def parse_positive_size(value: object) -> int:
+    return parse_size(value, minimum=1)
+
+
+def parse_count(value: object) -> int:
+    """A whole number of at least 1."""
+    n = _int(value, "a whole number")
+    if not 1 <= n <= _MAX_COUNT:
+        raise ValueError("must be at least 1" if n < 1 else "is too large")
+    return n
+
+
+def parse_seconds(value: object) -> float:
+    """A duration in seconds, > 0: `10`, `2.5`."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number of seconds, not a boolean")
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError("expected a number of seconds such as 30 or 2.5") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError("must be a number of seconds greater than 0")
+    if seconds > _MAX_SECONDS:
+        raise ValueError("is too large")
+    return seconds
+
+
+def parse_threads(value: object) -> Tuple[int, int]:
+    """`MIN:MAX`, or a single `N` meaning `1:N`; MIN >= 0, MAX >= 1, MIN <= MAX."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError("expected (MIN, MAX)")
+        low, high = _int(value[0], "MIN:MAX"), _int(value[1], "MIN:MAX")
+    elif isinstance(value, str) and ":" in value:
+        low_text, _, high_text = value.partition(":")
+        low, high = _int(low_text, "MIN:MAX or N"), _int(high_text, "MIN:MAX or N")
+    else:
+        low, high = 1, _int(value, "MIN:MAX or N")
+        low = min(low, high)  # "--threads 0" is refused below for MAX, not for MIN > MAX
+    if low < 0:
+        raise ValueError("MIN must be 0 or more")
+    if high < 1:
+        raise ValueError("MAX must be at least 1")
+    if high > _MAX_COUNT:
+        raise ValueError("MAX is too large")
+    if low > high:
+        raise ValueError(f"MIN ({low}) is larger than MAX ({high})")
+    return (low, high)
+
+
+def parse_app(value: object) -> Union[str, Callable[..., Any]]:
+    """`MODULE:APP` (checked by the loader), or, through serve(), the WSGI callable itself."""
+    if callable(value) and not isinstance(value, str):
+        return value
+    text = _str(value).strip()
+    if not text:
+        raise ValueError("expected MODULE:APP, e.g. myproject.wsgi:application")
+    return text
+
+
+def parse_bind_value(value: object) -> BindAddress:
+    return parse_bind(_str(value))
+
+
+def parse_root_path(value: object) -> str:
+    """'' or a path that starts with '/' and does not end with '/'."""
+    text = _str(value)
+    if text and (not text.startswith("/") or text.endswith("/")):
+        raise ValueError("must be empty or start with '/' and not end with '/', e.g. /app")
+    if any(ord(c) < 32 or c == "\x7f" for c in text):
+        raise ValueError("cannot contain control characters")
+    return text
+
+
+def parse_access_log(value: object) -> Optional[str]:
+    """A file path, or '-' for standard output; '' or None turns the access log off."""
+    if value is None:
+        return None
+    text = _str(value)
+    return text or None
+
+
+def parse_log_level(value: object) -> str:
+    text = _str(value).strip().lower()
+    if text not in LOG_LEVELS:
+        raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}")
+    return text
+
+
+def parse_server_header(value: object) -> str:
+    """Any visible text; it becomes a response header, so CR, LF and other controls are refused."""
+    text = _str(value)
+    if any((ord(c) < 32 and c != "\t") or c == "\x7f" for c in text):
+        raise ValueError("cannot contain control characters (CR, LF, ...)")
+    if not text.isascii():
+        raise ValueError("must be ASCII")
+    return text.strip()
+
+
+def parse_chdir(value: object) -> Optional[str]:
+    if value is None:
+        return None
+    text = os.fspath(value) if isinstance(value, os.PathLike) else _str(value)
+    if not text:
+        return None
+    if not os.path.isdir(text):
+        raise ValueError("no such directory")
+    return text
+
+
+# --- The table.
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One option, declared once. `name` is the Python identifier (the Config field, the
+    serve() keyword, the core's config key); the flag and the env var are derived from it."""
+
+    name: str
+    parse: Callable[[object], Any]
+    #: The default as a user would write it (shown in --help and the docs); None = off.
+    default: Any
+    help: str
+    metavar: str
+    #: The type of the validated value (the Config field's annotation).
+    type: Any
+    short: Optional[str] = None
+    #: Given several times on the command line; comma-separated in the environment.
+    repeatable: bool = False
+    positional: bool = False
+    #: Passed unchanged to `_core.Server`'s config under the same key.
+    core: bool = False
+
+    @property
+    def flag(self) -> str:
+        return self.metavar if self.positional else "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def flags(self) -> List[str]:
+        return [self.flag] + ([self.short] if self.short else [])
+
+
+OPTIONS: Tuple[Option, ...] = (
+    Option(
+        "app", parse_app, "sluicegate.demo:app",
+        "The WSGI application to serve, as MODULE:APP. APP may be a dotted attribute "
+        "(pkg.mod:obj.app) or a factory call with literal arguments (mod:create_app() or "
+        "mod:create_app('prod', debug=False)). The current directory is searched first. "
+        "Without it, sluicegate serves its built-in demo app.",
+        "MODULE:APP", Union[str, Callable[..., Any]], positional=True,
+    ),
+    Option(
+        "bind", parse_bind_value, ["127.0.0.1:8000"],
+        "Address to listen on: HOST:PORT, [IPV6]:PORT or unix:PATH. Port 0 picks a free port "
+        "(the 'Listening at:' log line shows it). Give it several times to listen on several "
+        "addresses.",
+        "ADDRESS", Tuple[BindAddress, ...], short="-b", repeatable=True,
+    ),
+    Option(
+        "threads", parse_threads, "1:1024",
+        "Bounds of the elastic pool of threads that run the app: MIN:MAX, or N for 1:N. Threads "
+        "beyond MIN are started under load and stop when idle.",
+        "MIN:MAX", Tuple[int, int],
+    ),
+    Option(
+        "backlog", parse_count, "2048",
+        "Most connections waiting to be accepted (listen(2) backlog; the kernel may cap it at "
+        "net.core.somaxconn).",
+        "N", int,
+    ),
+    Option(
+        "header_timeout", parse_seconds, "10",
+        "Seconds a client has to send a whole request head; slower gets 408 Request Timeout "
+        "(protects against slowloris).",
+        "SECONDS", float, core=True,
+    ),
+    Option(
+        "keepalive_timeout", parse_seconds, "75",
+        "Seconds an idle keep-alive connection is kept open waiting for its next request.",
+        "SECONDS", float, core=True,
+    ),
+    Option(
+        "read_timeout", parse_seconds, "30",
+        "Seconds without progress while the app reads a request body; the app's read then "
+        "fails and the connection is closed.",
+        "SECONDS", float, core=True,
+    ),
+    Option(
+        "write_timeout", parse_seconds, "30",
+        "Seconds without progress while sending a response; the connection is then closed.",
+        "SECONDS", float, core=True,
+    ),
+    Option(
+        "graceful_timeout", parse_seconds, "30",
+        "Seconds in-flight requests get to finish after SIGTERM or the first SIGINT.",
+        "SECONDS", float, core=True,
+    ),
+    Option(
+        "limit_request_line", parse_positive_size, "8k",
+        "Longest request line (method, target, version) in bytes; longer gets 414 URI Too Long.",
+        "BYTES", int, core=True,
+    ),
+    Option(
+        "limit_header_bytes", parse_positive_size, "64k",
+        "Largest request head (request line and header fields) in bytes; larger gets 431 "
+        "Request Header Fields Too Large.",
+        "BYTES", int, core=True,
+    ),
+    Option(
+        "limit_headers", parse_count, "100",
+        "Most header fields in one request; more gets 431 Request Header Fields Too Large.",
+        "N", int, core=True,
+    ),
+    Option(
+        "limit_body", parse_size, "1G",
+        "Largest request body in bytes; larger gets 413 Content Too Large.",
+        "BYTES", int, core=True,
+    ),
+    Option(
+        "max_drain", parse_size, "64k",
+        "A request body the app did not read is drained up to this many bytes so the "
+        "connection can be kept alive; a larger one closes the connection.",
+        "BYTES", int, core=True,
+    ),
+    Option(
+        "root_path", parse_root_path, "",
+        "The path the app is mounted at, given to it as SCRIPT_NAME: empty, or like /app (a "
+        "leading '/' and no trailing '/').",
+        "PATH", str, core=True,
+    ),
+    Option(
+        "access_log", parse_access_log, None,
+        "Write one line per request to this file; '-' means standard output.",
+        "PATH", Optional[str],
+    ),
+    Option(
+        "log_level", parse_log_level, "info",
+        "Level of the error log (standard error): debug, info, warning, error or critical. "
+        "debug also prints the traceback behind an app loading error.",
+        "LEVEL", str,
+    ),
+    Option(
+        "server_header", parse_server_header, "sluicegate",
+        "Value of the Server response header; empty sends none.",
+        "TEXT", str, core=True,
+    ),
+    Option(
+        "chdir", parse_chdir, None,
+        "Change to this directory before loading the app.",
+        "DIR", Optional[str],
+    ),
+)
+
+BY_NAME: Dict[str, Option] = {o.name: o for o in OPTIONS}
+
+Config = dataclasses.make_dataclass(
+    "Config",
+    [(o.name, o.type) for o in OPTIONS],
+    frozen=True,
+    namespace={
+        "__doc__": "The validated options, one field per entry of OPTIONS (see options.py).",
+        "__module__": __name__,
+    },
+)
+
+
+# --- Phase 1: raw values, with where each came from.
+
+
+@dataclasses.dataclass(frozen=True)
+class Raw:
+    """A value as written, and where: '--threads', 'SLUICEGATE_THREADS', 'threads=' (a serve()
+    keyword) or 'default'. The source is part of every error message."""
+
+    value: Any
+    source: str
+
+
+def raw_values(
+    given: Mapping[str, Raw] = {},
+    env: Optional[Mapping[str, str]] = None,
+) -> Dict[str, Raw]:
+    """Per option: the given value (command line or serve() keyword), else the environment,
+    else the default."""
+    env = os.environ if env is None else env
+    raw: Dict[str, Raw] = {}
+    for o in OPTIONS:
+        if o.name in given:
+            raw[o.name] = given[o.name]
+        elif o.env in env:
+            text = env[o.env]
+            raw[o.name] = Raw(text.split(",") if o.repeatable else text, o.env)
+        else:
+            raw[o.name] = Raw(o.default, "default")
+    return raw
+
+
+def from_keywords(keywords: Mapping[str, Any], caller: str = "serve()") -> Dict[str, Raw]:
+    """serve()'s keyword arguments as raw values; an unknown name is a TypeError, as for any
+    Python function."""
+    raw: Dict[str, Raw] = {}
+    for name, value in keywords.items():
+        if name not in BY_NAME:
+            close = difflib.get_close_matches(name, BY_NAME, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"{caller} got an unexpected keyword argument {name!r}{hint}")
+        o = BY_NAME[name]
+        if o.repeatable and (isinstance(value, (str, bytes)) or not isinstance(value, Sequence)):
+            value = [value]
+        raw[name] = Raw(value, f"{name}=")
+    return raw
+
+
+# --- Phase 2: validation.
+
+
+def validate(raw: Mapping[str, Raw]) -> Any:
+    """Parse every raw value with its option's parser into a frozen Config; raise OptionError
+    naming the first bad one."""
+    values: Dict[str, Any] = {}
+    for o in OPTIONS:
+        r = raw[o.name]
+        if o.repeatable:
+            items = list(r.value)
+            if not items:
+                raise OptionError(f"{_where(o, r)}: give at least one value")
+            parsed = tuple(_parse_one(o, r, item) for item in items)
+            for i, p in enumerate(parsed):
+                if p in parsed[:i]:
+                    raise OptionError(f"{_where(o, r, items[i])}: given twice")
+            values[o.name] = parsed
+        else:
+            values[o.name] = _parse_one(o, r, r.value)
+    return Config(**values)
+
+
+def _parse_one(o: Option, r: Raw, value: object) -> Any:
+    try:
+        return o.parse(value)
+    except ValueError as e:
+        raise OptionError(f"{_where(o, r, value)}: {e}") from None
+
+
+def _where(o: Option, r: Raw, value: object = None) -> str:
+    """How the bad value is named in an error: `--threads '5:2'`, `SLUICEGATE_THREADS='5:2'`,
+    `threads=(5, 2)`."""
+    shown = repr(value if value is not None else r.value)
+    if r.source == "default":
+        return f"default of {o.flag} {shown}"
+    if r.source.startswith(ENV_PREFIX) or r.source.endswith("="):
+        name = r.source if r.source.endswith("=") else r.source + "="
+        return f"{name}{shown}"
+    return f"{r.source} {shown}"
+
+
+def resolve(keywords: Mapping[str, Any] = {}, env: Optional[Mapping[str, str]] = None) -> Any:
+    """Both phases for serve(): keywords > environment > defaults -> Config."""
+    return validate(raw_values(from_keywords(keywords), env))
+
+
+# --- The command line.
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (`sluicegate: error: ...`, exit status 2)
+    instead of the usage text followed by the error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise OptionError(f"{message} (see sluicegate --help)")
+
+
+def build_parser(version: str = "") -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="sluicegate",
+        usage="sluicegate [OPTIONS] [MODULE:APP]",
+        description="Serve a WSGI application over HTTP with sluicegate's Rust core.",
+        epilog=(
+            f"Every option can also be set with an environment variable {ENV_PREFIX}<NAME> "
+            f"(e.g. {ENV_PREFIX}THREADS=4:64; several addresses comma-separated in "
+            f"{ENV_PREFIX}BIND). The command line wins over the environment. "
+            "Byte sizes take the suffixes k, M and G (powers of 1024). "
+            "Signals: SIGTERM or SIGINT shut down gracefully; a second SIGINT stops at once."
+        ),
+        allow_abbrev=False,
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=32),
+    )
+    for o in OPTIONS:
+        help_text = f"{o.help} [default: {_show_default(o)}; env: {o.env}]".replace("%", "%%")
+        if o.positional:
+            parser.add_argument(
+                o.name, nargs="?", metavar=o.metavar, default=argparse.SUPPRESS, help=help_text
+            )
+        else:
+            parser.add_argument(
+                *([o.short] if o.short else []), o.flag,
+                dest=o.name,
+                metavar=o.metavar,
+                action="append" if o.repeatable else "store",
+                default=argparse.SUPPRESS,
+                help=help_text,
+            )
+    parser.add_argument(
+        "--version", action="version", version=f"sluicegate {version}",
+        help="Print sluicegate's version and exit.",
+    )
+    return parser
+
+
+def from_command_line(argv: Sequence[str], version: str = "") -> Dict[str, Raw]:
+    """Phase 1 for the command line: only the options given, as written."""
+    namespace = build_parser(version).parse_args(list(argv))
+    return {
+        name: Raw(value, BY_NAME[name].flag) for name, value in vars(namespace).items()
+    }
+
+
+def _show_default(o: Option) -> str:
+    if o.default is None:
+        return "off"
+    if isinstance(o.default, list):
+        return ", ".join(o.default)
+    return repr(o.default) if o.default == "" else str(o.default)
+
+
+# --- docs/options.md
+
+
+def markdown() -> str:
+    """The text of docs/options.md, generated from OPTIONS."""
+    lines = [
+        "# sluicegate options",
+        "",
+        "<!-- Generated from python/sluicegate/options.py by",
+        "     `python -m sluicegate.options --markdown > docs/options.md`; do not edit by hand. -->",
+        "",
+        "Usage: `sluicegate [OPTIONS] [MODULE:APP]`, `python -m sluicegate [OPTIONS] [MODULE:APP]`,",
+        "or `sluicegate.serve(app, **options)` from Python.",
+        "",
+        "Each option is set, from strongest to weakest, on the command line (or as a keyword of",
+        f"`serve()`), in its environment variable `{ENV_PREFIX}<NAME>`, or by its default. Byte",
+        "sizes take the suffixes `k`, `M` and `G` (powers of 1024: `64k` = 65536). A bad value",
+        "stops sluicegate with one line naming the option (exit status 2).",
+        "",
+        "| Option | Environment variable | `serve()` keyword | Default |",
+        "| --- | --- | --- | --- |",
+    ]
+    for o in OPTIONS:
+        flag = f"`{o.flag}`" if o.positional else f"`{o.flag} {o.metavar}`"
+        lines.append(f"| {flag} | `{o.env}` | `{o.name}` | {_md_default(o)} |")
+    lines.append("| `--version` | | | |")
+    lines.append("")
+    for o in OPTIONS:
+        title = ", ".join(f"`{f}`" for f in o.flags)
+        lines += [f"## {title}" + ("" if o.positional else f" {o.metavar}"), "", o.help, ""]
+        lines.append(f"- Default: {_md_default(o)}")
+        env_note = " (comma-separated list)" if o.repeatable else ""
+        lines.append(f"- Environment: `{o.env}`{env_note}")
+        if o.repeatable:
+            lines.append(f"- `serve()`: `{o.name}=` a string or a list of strings")
+        else:
+            lines.append(f"- `serve()`: `{o.name}=`")
+        if o.repeatable:
+            lines.append("- Repeatable")
+        lines.append("")
+    lines += ["## `--version`", "", "Print sluicegate's version and exit.", ""]
+    return "\n".join(lines)
+
+
+def _md_default(o: Option) -> str:
+    if o.default is None:
+        return "off"
+    if o.default == "":
+        return "empty"
+    return f"`{_show_default(o)}`"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args != ["--markdown"]:
+        print("usage: python -m sluicegate.options --markdown > docs/options.md", file=sys.stderr)
+        return 2
+    sys.stdout.write(markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""Running one server in this process: logging, startup order, signals, shutdown.
+
+Startup order (`serve_config`): configure the error log -> chdir -> load the app -> bind the
+sockets -> open the access log and the signal pipe -> build `_core.Server` -> log one
+`Listening at:` line per socket -> `Server.run()`. Binding happens before the core exists and
+stays in listeners.py, so a pre-fork supervisor can later bind once and start several workers
+from the same sockets; the `Supervisor` class is the one-worker case of that.
+
+Signals: the core's event loop releases the GIL and waits in Rust, where Python signal handlers
+cannot run. So we create a pipe, make its write end Python's wakeup fd (`signal.set_wakeup_fd`:
+the C-level handler writes the signal number there) and hand the read end to the core as
+`signal_fd`; when it becomes readable the core runs the Python handlers below, which call
+`Server.shutdown()`. SIGTERM and the first SIGINT shut down gracefully (in-flight requests get
+--graceful-timeout seconds); a second SIGINT stops at once.
+
+Tests find the port of a `-b 127.0.0.1:0` server by parsing the `Listening at: http://HOST:PORT`
+line: its wording is a contract.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any, Callable, Dict, List, Optional
+
+from .config import core_config
+from .errors import StartError
+from .listeners import BoundSocket, bind_all
+from .loader import load_app
+
+LOGGER_NAME = "sluicegate"
+LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
+LOG_DATE_FORMAT = "%Y-%m-%d %H:%M:%S %z"
+
+log = logging.getLogger(LOGGER_NAME)
+
+
+def configure_logging(level: str) -> None:
+    """The error log: the `sluicegate` logger, to standard error. Idempotent (serve() may be
+    called more than once in a process)."""
+    handler = next((h for h in log.handlers if getattr(h, "_sluicegate", False)), None)
+    if handler is None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler._sluicegate = True  # type: ignore[attr-defined]
+        handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
+        log.addHandler(handler)
+    log.setLevel(level.upper())
+    log.propagate = False
+
+
+def serve_config(cfg: Any, version: str = "") -> int:
+    """Start-to-finish for one validated Config: returns the exit status (0) after shutdown;
+    raises a SluicegateError subclass on any user error."""
+    configure_logging(cfg.log_level)
+    if cfg.chdir:
+        os.chdir(cfg.chdir)
+    if callable(cfg.app):
+        app, app_name = cfg.app, getattr(cfg.app, "__qualname__", repr(cfg.app))
+    else:
+        app, app_name = load_app(cfg.app), cfg.app
+    sockets = bind_all(cfg.bind, cfg.backlog)
+    return Supervisor(app, cfg, sockets, app_name=app_name, version=version).run()
+
+
+class Supervisor:
+    """One server in this process, on sockets already bound."""
+
+    def __init__(
+        self,
+        app: Callable[..., Any],
+        cfg: Any,
+        sockets: List[BoundSocket],
+        *,
+        app_name: str = "",
+        version: str = "",
+    ) -> None:
+        self.app = app
+        self.cfg = cfg
+        self.sockets = sockets
+        self.app_name = app_name
+        self.version = version
+        self._server: Any = None
+        self._shutdown_requested: Optional[bool] = None  # graceful flag, if before the server exists
+        self._signals_seen: Dict[int, int] = {}
+
+    def run(self) -> int:
+        access_fd = -1
+        wake_r = wake_w = -1
+        old_wakeup = -1
+        old_handlers: Dict[int, Any] = {}
+        # set_wakeup_fd and signal handlers exist only in the main thread; serve() run in
+        # another thread is stopped by calling shutdown() instead.
+        on_main_thread = threading.current_thread() is threading.main_thread()
+        try:
+            core = _import_core()
+            access_fd = _open_access_log(self.cfg.access_log)
+            if on_main_thread:
+                wake_r, wake_w = os.pipe()
+                os.set_blocking(wake_r, False)
+                os.set_blocking(wake_w, False)
+            config = core_config(
+                self.cfg, access_log_fd=access_fd, errors=sys.stderr, signal_fd=wake_r
+            )
+            listeners = [s.to_listener() for s in self.sockets]
+            self._server = core.Server(self.app, listeners, config)
+            if on_main_thread:
+                old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+                for signum in (signal.SIGTERM, signal.SIGINT):
+                    old_handlers[signum] = signal.signal(signum, self._on_signal)
+            if self._shutdown_requested is not None:
+                self._server.shutdown(graceful=self._shutdown_requested)
+            threads_min, threads_max = self.cfg.threads
+            log.info(
+                "Starting sluicegate %s: app %s, threads %d:%d",
+                self.version, self.app_name, threads_min, threads_max,
+            )
+            for s in self.sockets:
+                log.info("Listening at: %s", s.url)
+            self._server.run()
+        finally:
+            for signum, handler in old_handlers.items():
+                signal.signal(signum, handler)
+            if on_main_thread and wake_w != -1:
+                signal.set_wakeup_fd(old_wakeup)
+            for fd in (wake_r, wake_w):
+                if fd != -1:
+                    os.close(fd)
+            if access_fd > 2:
+                os.close(access_fd)
+            for s in self.sockets:
+                s.close()  # closes what was not handed over; removes our unix socket files
+        log.info("Shutdown complete")
+        return 0
+
+    def shutdown(self, graceful: bool = True) -> None:
+        """Stop the server (from any thread); before it exists, stop it as soon as it does."""
+        if self._server is None:
+            self._shutdown_requested = graceful
+        else:
+            self._server.shutdown(graceful=graceful)
+
+    def _on_signal(self, signum: int, frame: Optional[FrameType]) -> None:
+        seen = self._signals_seen.get(signum, 0) + 1
+        self._signals_seen[signum] = seen
+        name = signal.Signals(signum).name
+        if signum == signal.SIGINT and seen > 1:
+            log.info("Received %s again: stopping now", name)
+            self.shutdown(graceful=False)
+        else:
+            log.info(
+                "Received %s: finishing in-flight requests (up to %gs)",
+                name, self.cfg.graceful_timeout,
+            )
+            self.shutdown(graceful=True)
+
+
+def _import_core() -> Any:
+    try:
+        from . import _core
+    except ImportError as e:
+        raise StartError(
+            f"the Rust core sluicegate._core cannot be imported ({e}); build it with ./dev build"
+        ) from e
+    return _core
+
+
+def _open_access_log(path: Optional[str]) -> int:
+    """The fd the core writes access log lines to: -1 = off, 1 = standard output ('-')."""
+    if path is None:
+        return -1
+    if path == "-":
+        return 1
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise StartError(f"cannot open access log {path!r}: {e.strerror}") from e
