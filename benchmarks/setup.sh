@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# benchmarks/setup.sh — installs everything the benchmark suite needs, idempotently.
+#
+# Owns: Debian's load tools (wrk, ab, httperf, nginx, tcpdump) and build deps (apache2-dev for
+# mod_wsgi, libev-dev for bjoern); benchmarks/.venv with every peer server and matplotlib; and
+# benchmarks/.venv-modwsgi, a venv of Debian's own /usr/bin/python3 for mod_wsgi-express, which
+# must serve as www-data and www-data cannot read a Python installed under /root.
+# Each peer's install outcome (built / failed + the error's last line) is recorded in
+# benchmarks/.work/install.json, which run.py copies into every report: a peer that does not
+# build is reported, never hidden.
+#
+# Usage: benchmarks/setup.sh            (safe to re-run; only missing things are installed)
+#        FORCE=1 benchmarks/setup.sh    (re-try every peer, including those that failed before)
+set -uo pipefail
+cd "$(dirname "$0")"
+BENCH=$PWD
+WORK=$BENCH/.work
+VENV=$BENCH/.venv
+MODWSGI_VENV=$BENCH/.venv-modwsgi
+PY=${PYTHON:-python3.11}
+mkdir -p "$WORK/install-logs"
+
+# ---- Debian packages --------------------------------------------------------------------
+DEB_PKGS=(wrk apache2-utils httperf nginx tcpdump apache2-dev libev-dev python3-venv python3-dev curl)
+missing=()
+for p in "${DEB_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: missing Debian packages ${missing[*]} and not root; install them by hand" >&2
+  else
+    echo "setup: apt-get install ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >"$WORK/install-logs/apt.log" 2>&1 \
+      || { echo "setup: apt-get failed, see $WORK/install-logs/apt.log" >&2; tail -3 "$WORK/install-logs/apt.log" >&2; }
+    # nginx's Debian package starts a system-wide nginx on port 80; the suite runs its own.
+    command -v systemctl >/dev/null && systemctl disable --now nginx >/dev/null 2>&1 || true
+    [ -f /run/nginx.pid ] && kill "$(cat /run/nginx.pid)" 2>/dev/null || true
+  fi
+fi
+
+# ---- the peers' venv (the project's Python, 3.11) ---------------------------------------
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV" || { echo "setup: cannot create $VENV with $PY" >&2; exit 1; }
+  "$VENV/bin/pip" install --quiet --upgrade pip
+fi
+if [ ! -x "$MODWSGI_VENV/bin/python" ]; then
+  /usr/bin/python3 -m venv "$MODWSGI_VENV" && "$MODWSGI_VENV/bin/pip" install --quiet --no-cache-dir --upgrade pip
+  # www-data must traverse and read it.
+  chmod -R a+rX "$MODWSGI_VENV" 2>/dev/null || true
+fi
+
+# The peers themselves: bench/install.py holds the table (pip arguments, import check) and
+# records each outcome.
+"$PY" "$BENCH/bench/install.py" --venv "$VENV" --modwsgi-venv "$MODWSGI_VENV" \
+  --record "$WORK/install.json" --logs "$WORK/install-logs" ${FORCE:+--force}
+chmod -R a+rX "$MODWSGI_VENV" 2>/dev/null || true
