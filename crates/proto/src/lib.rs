@@ -11,6 +11,7 @@ pub mod h1;
 pub mod head;
 pub mod limits;
 pub mod path;
+mod token;
 
 pub use error::ProtoError;
 pub use head::{BodyFraming, RequestHead, Version};

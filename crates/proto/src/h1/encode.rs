@@ -1,6 +1,9 @@
 //! Response encoding: status line, headers, framing (Content-Length, chunked or close-delimited),
 //! Connection, Date and Server, all into one buffer so that a small response leaves in one write.
+//! Also the checks the WSGI bridge runs on what the app returns (habit 9): a CR or LF that
+//! reached the wire here would let an app's data split the response (response splitting).
 
+use crate::token::{is_field_value_byte, is_token, push_dec};
 use crate::ProtoError;
 use crate::Version;
 
@@ -39,34 +42,117 @@ pub struct ResponseHead<'a> {
 /// Adds `Content-Length` for `Length(n)` only when the app did not set it, `Transfer-Encoding:
 /// chunked` for `Chunked`, and `Connection: close` when !keep_alive, or `Connection: keep-alive`
 /// when keep_alive on HTTP/1.0.
+///
+/// The status line always says `HTTP/1.1`, for 1.0 requests too: RFC 9110 §6.2 has a server
+/// send its highest conformant version, and 1.0 clients accept it. `head.version` is the
+/// *request's* version and only decides the keep-alive signalling. The caller must not ask for
+/// `Chunked` on an HTTP/1.0 request (a 1.0 client cannot decode it: use `CloseDelimited`).
+/// `Date` is skipped if `head.date` is empty.
 pub fn encode_response_head(out: &mut Vec<u8>, head: &ResponseHead<'_>) {
-    let _ = (out, head);
-    todo!()
+    // One reservation for everything: the fixed parts below are ~90 bytes at most.
+    let app_len: usize = head
+        .headers
+        .iter()
+        .map(|(n, v)| n.len() + v.len() + 4)
+        .sum();
+    out.reserve(128 + head.status.len() + app_len + head.date.len() + head.server.len());
+
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(head.status);
+    out.extend_from_slice(b"\r\n");
+
+    let (mut has_date, mut has_server, mut has_length) = (false, false, false);
+    for (name, value) in head.headers {
+        out.extend_from_slice(name);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+        // Length first: most names match none of the three and leave after one compare.
+        match name.len() {
+            4 => has_date |= name.eq_ignore_ascii_case(b"date"),
+            6 => has_server |= name.eq_ignore_ascii_case(b"server"),
+            14 => has_length |= name.eq_ignore_ascii_case(b"content-length"),
+            _ => {}
+        }
+    }
+    if !has_date && !head.date.is_empty() {
+        out.extend_from_slice(b"Date: ");
+        out.extend_from_slice(head.date);
+        out.extend_from_slice(b"\r\n");
+    }
+    if !has_server && !head.server.is_empty() {
+        out.extend_from_slice(b"Server: ");
+        out.extend_from_slice(head.server);
+        out.extend_from_slice(b"\r\n");
+    }
+    match head.framing {
+        ResponseFraming::Length(n) if !has_length => {
+            out.extend_from_slice(b"Content-Length: ");
+            push_dec(out, n);
+            out.extend_from_slice(b"\r\n");
+        }
+        ResponseFraming::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        ResponseFraming::Length(_) | ResponseFraming::CloseDelimited | ResponseFraming::NoBody => {}
+    }
+    if !head.keep_alive {
+        out.extend_from_slice(b"Connection: close\r\n");
+    } else if head.version == Version::Http10 {
+        out.extend_from_slice(b"Connection: keep-alive\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Validate a WSGI status string: 3 digits, a space, a reason with no CR, LF, NUL or other
-/// control byte (tab allowed).
+/// control byte (tab allowed). The code must be 100-999 (a leading 0 is no status code).
 pub fn validate_status(status: &[u8]) -> Result<(), ProtoError> {
-    let _ = status;
-    todo!()
+    let ok = status.len() >= 4
+        && (b'1'..=b'9').contains(&status[0])
+        && status[1].is_ascii_digit()
+        && status[2].is_ascii_digit()
+        && status[3] == b' '
+        && status[4..].iter().all(|&b| is_field_value_byte(b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ProtoError::BadRequest(
+            "invalid status line from the application",
+        ))
+    }
 }
 /// Validate a header name: an RFC 9110 token (non-empty, tchar only).
 pub fn validate_header_name(name: &[u8]) -> Result<(), ProtoError> {
-    let _ = name;
-    todo!()
+    if is_token(name) {
+        Ok(())
+    } else {
+        Err(ProtoError::BadRequest(
+            "invalid header name from the application",
+        ))
+    }
 }
-/// Validate a header value: no CR, LF, NUL or other control byte except tab.
+/// Validate a header value: no CR, LF, NUL or other control byte except tab (obs-text, bytes
+/// 0x80-0xFF, is allowed).
 pub fn validate_header_value(value: &[u8]) -> Result<(), ProtoError> {
-    let _ = value;
-    todo!()
+    if value.iter().all(|&b| is_field_value_byte(b)) {
+        Ok(())
+    } else {
+        Err(ProtoError::BadRequest(
+            "invalid header value from the application",
+        ))
+    }
 }
 
 /// Chunk framing for `len` bytes of data: the hex size line, written into `buf`; returns the
 /// used prefix. The data follows, then `CHUNK_END`. Lets the I/O layer writev framing around
-/// the app's buffers without copying them.
+/// the app's buffers without copying them. (`len` must not be 0: that would be the last chunk.)
 pub fn chunk_header(len: usize, buf: &mut [u8; 18]) -> &[u8] {
-    let _ = (len, buf);
-    todo!()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = ((usize::BITS - len.leading_zeros()).div_ceil(4)).max(1) as usize;
+    for i in 0..digits {
+        buf[digits - 1 - i] = HEX[(len >> (4 * i)) & 0xf];
+    }
+    buf[digits] = b'\r';
+    buf[digits + 1] = b'\n';
+    &buf[..digits + 2]
 }
 /// Written after each chunk's data.
 pub const CHUNK_END: &[u8] = b"\r\n";
@@ -74,7 +160,8 @@ pub const CHUNK_END: &[u8] = b"\r\n";
 pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 /// A complete minimal error response (e.g. 400, 408, 413, 414, 431, 500, 503) with a short
-/// plain-text body of the reason phrase, `Connection: close` unless keep_alive, Date and Server.
+/// plain-text body of the reason phrase, `Connection: close` unless keep_alive, Date and Server
+/// (each skipped when empty). `reason` must be a valid reason phrase (no CR/LF).
 pub fn encode_error_response(
     out: &mut Vec<u8>,
     status: u16,
@@ -83,6 +170,257 @@ pub fn encode_error_response(
     date: &[u8],
     server: &[u8],
 ) {
-    let _ = (out, status, reason, keep_alive, date, server);
-    todo!()
+    out.reserve(160 + 2 * reason.len() + date.len() + server.len());
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_dec(out, u64::from(status));
+    out.push(b' ');
+    out.extend_from_slice(reason.as_bytes());
+    out.extend_from_slice(b"\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ");
+    push_dec(out, reason.len() as u64 + 1);
+    out.extend_from_slice(b"\r\n");
+    if !keep_alive {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    if !date.is_empty() {
+        out.extend_from_slice(b"Date: ");
+        out.extend_from_slice(date);
+        out.extend_from_slice(b"\r\n");
+    }
+    if !server.is_empty() {
+        out.extend_from_slice(b"Server: ");
+        out.extend_from_slice(server);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(reason.as_bytes());
+    out.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
+
+    fn head<'a>(
+        version: Version,
+        headers: &'a [(&'a [u8], &'a [u8])],
+        framing: ResponseFraming,
+        keep_alive: bool,
+    ) -> ResponseHead<'a> {
+        ResponseHead {
+            version,
+            status: b"200 OK",
+            headers,
+            framing,
+            keep_alive,
+            date: DATE,
+            server: b"sluicegate",
+        }
+    }
+
+    fn encode(h: &ResponseHead<'_>) -> String {
+        let mut out = b"prefix|".to_vec();
+        encode_response_head(&mut out, h);
+        let s = String::from_utf8(out).unwrap();
+        s.strip_prefix("prefix|").expect("appends").to_string()
+    }
+
+    #[test]
+    fn minimal_keep_alive_11_with_length() {
+        let got = encode(&head(
+            Version::Http11,
+            &[],
+            ResponseFraming::Length(5),
+            true,
+        ));
+        assert_eq!(
+            got,
+            "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: sluicegate\r\n\
+             Content-Length: 5\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn app_headers_in_order_then_chunked_and_close() {
+        let hs: &[(&[u8], &[u8])] = &[(b"Content-Type", b"text/html"), (b"X-A", b"1")];
+        let got = encode(&head(Version::Http11, hs, ResponseFraming::Chunked, false));
+        assert_eq!(
+            got,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-A: 1\r\n\
+             Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: sluicegate\r\n\
+             Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn http10_request_gets_11_status_line_and_keep_alive_header() {
+        let got = encode(&head(
+            Version::Http10,
+            &[],
+            ResponseFraming::Length(0),
+            true,
+        ));
+        assert!(got.starts_with("HTTP/1.1 200 OK\r\n"));
+        assert!(got.ends_with("Content-Length: 0\r\nConnection: keep-alive\r\n\r\n"));
+        let got = encode(&head(
+            Version::Http10,
+            &[],
+            ResponseFraming::CloseDelimited,
+            false,
+        ));
+        assert!(got.ends_with("Server: sluicegate\r\nConnection: close\r\n\r\n"));
+        assert!(!got.contains("Content-Length") && !got.contains("Transfer-Encoding"));
+    }
+
+    #[test]
+    fn app_set_date_server_length_are_not_duplicated() {
+        let hs: &[(&[u8], &[u8])] = &[
+            (b"dAtE", b"x"),
+            (b"SERVER", b"app"),
+            (b"content-length", b"7"),
+        ];
+        let got = encode(&head(Version::Http11, hs, ResponseFraming::Length(7), true));
+        assert_eq!(
+            got,
+            "HTTP/1.1 200 OK\r\ndAtE: x\r\nSERVER: app\r\ncontent-length: 7\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn empty_server_and_date_are_not_added() {
+        let mut h = head(Version::Http11, &[], ResponseFraming::NoBody, true);
+        h.server = b"";
+        h.date = b"";
+        assert_eq!(encode(&h), "HTTP/1.1 200 OK\r\n\r\n");
+    }
+
+    #[test]
+    fn no_body_keeps_app_content_length_and_adds_none() {
+        let hs: &[(&[u8], &[u8])] = &[(b"Content-Length", b"42")];
+        let mut h = head(Version::Http11, hs, ResponseFraming::NoBody, true);
+        h.status = b"304 Not Modified";
+        let got = encode(&h);
+        assert!(got.starts_with("HTTP/1.1 304 Not Modified\r\nContent-Length: 42\r\n"));
+        assert_eq!(got.matches("Content-Length").count(), 1);
+        assert!(!got.contains("Transfer-Encoding"));
+    }
+
+    #[test]
+    fn large_content_length() {
+        let got = encode(&head(
+            Version::Http11,
+            &[],
+            ResponseFraming::Length(u64::MAX),
+            true,
+        ));
+        assert!(got.contains("Content-Length: 18446744073709551615\r\n"));
+    }
+
+    #[test]
+    fn status_validation() {
+        for ok in [
+            "200 OK",
+            "404 Not Found",
+            "999 ",
+            "200 Tab\there",
+            "200 caf\u{e9}",
+        ] {
+            assert_eq!(validate_status(ok.as_bytes()), Ok(()), "{ok:?}");
+        }
+        for bad in [
+            "",
+            "200",
+            "20 OK",
+            "2000 OK",
+            "200OK",
+            "099 X",
+            "abc OK",
+            "200 A\r\nX: y",
+            "200 A\nB",
+            "200 A\0",
+            "200 A\x7f",
+            "200 A\x01",
+            " 200 OK",
+        ] {
+            assert_eq!(
+                validate_status(bad.as_bytes()).map_err(|e| e.status()),
+                Err(400),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn header_name_and_value_validation() {
+        assert!(validate_header_name(b"X-Custom_Header.1~").is_ok());
+        for bad in [
+            &b""[..],
+            b"X Y",
+            b"X:Y",
+            b"X\r\n",
+            b"\xc3\xa9",
+            b"(x)",
+            b"a\0",
+        ] {
+            assert!(validate_header_name(bad).is_err(), "{bad:?}");
+        }
+        for ok in [
+            &b""[..],
+            b"plain",
+            b"with\ttab",
+            b" spaced ",
+            b"obs-text \x80\xff",
+        ] {
+            assert!(validate_header_value(ok).is_ok(), "{ok:?}");
+        }
+        for bad in [&b"a\rb"[..], b"a\nb", b"a\0b", b"a\x7fb", b"\x1b[31m"] {
+            assert!(validate_header_value(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn chunk_headers_are_lowercase_hex() {
+        let mut buf = [0u8; 18];
+        for (len, want) in [
+            (0usize, "0\r\n"),
+            (1, "1\r\n"),
+            (15, "f\r\n"),
+            (16, "10\r\n"),
+            (255, "ff\r\n"),
+            (4096, "1000\r\n"),
+            (0xdead_beef, "deadbeef\r\n"),
+        ] {
+            assert_eq!(chunk_header(len, &mut buf), want.as_bytes());
+        }
+        let max = format!("{:x}\r\n", usize::MAX);
+        assert_eq!(chunk_header(usize::MAX, &mut buf), max.as_bytes());
+    }
+
+    #[test]
+    fn error_responses() {
+        let mut out = Vec::new();
+        encode_error_response(&mut out, 400, "Bad Request", false, DATE, b"sluicegate");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
+             Content-Length: 12\r\nConnection: close\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+             Server: sluicegate\r\n\r\nBad Request\n"
+        );
+        let mut out = Vec::new();
+        encode_error_response(&mut out, 503, "Service Unavailable", true, b"", b"");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n\
+             Content-Length: 20\r\n\r\nService Unavailable\n"
+        );
+    }
+
+    #[test]
+    fn proto_errors_encode_through_the_one_writer() {
+        let e = ProtoError::HeadersTooLarge;
+        let mut out = Vec::new();
+        encode_error_response(&mut out, e.status(), e.reason(), false, DATE, b"s");
+        assert!(out.starts_with(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"));
+    }
 }

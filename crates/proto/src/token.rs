@@ -1,0 +1,168 @@
+//! Byte classes of RFC 9110 §5.6 (token, field value, control bytes) and the small integer
+//! formatters, shared by the parser, the body decoder and the encoder so that all three agree
+//! on exactly which bytes are legal where.
+
+/// `tchar` of RFC 9110 §5.6.2, as a 256-entry table (one load per byte on the hot path).
+static TCHAR: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0usize;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    t
+};
+
+/// One `tchar` (RFC 9110 §5.6.2).
+#[inline]
+pub(crate) fn is_tchar(b: u8) -> bool {
+    TCHAR[b as usize]
+}
+
+/// A non-empty RFC 9110 token.
+#[inline]
+pub(crate) fn is_token(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(|&b| is_tchar(b))
+}
+
+/// A byte allowed in a field value: VCHAR, SP, HTAB, obs-text. Everything else is a control
+/// byte (CTL of RFC 5234: 0x00-0x1F and DEL), which also covers CR, LF and NUL.
+#[inline]
+pub(crate) fn is_field_value_byte(b: u8) -> bool {
+    b == b'\t' || (b >= 0x20 && b != 0x7f)
+}
+
+/// Optional whitespace (OWS/BWS of RFC 9110 §5.6.3).
+#[inline]
+pub(crate) fn is_ows(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// `s` without leading and trailing SP/HTAB.
+pub(crate) fn trim_ows(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|&b| !is_ows(b)).unwrap_or(s.len());
+    let end = s.iter().rposition(|&b| !is_ows(b)).map_or(start, |p| p + 1);
+    &s[start..end]
+}
+
+/// Elements of a comma-separated list (RFC 9110 §5.6.1), trimmed; empty elements are skipped
+/// as the RFC requires of recipients.
+pub(crate) fn list_elements(s: &[u8]) -> impl Iterator<Item = &[u8]> {
+    s.split(|&b| b == b',')
+        .map(trim_ows)
+        .filter(|e| !e.is_empty())
+}
+
+/// Longest decimal u64 ("18446744073709551615").
+pub(crate) const U64_DEC_LEN: usize = 20;
+
+/// Write `n` in decimal into the end of `buf`; returns the used suffix. No allocation, no
+/// `fmt` machinery (which costs ~10x more for a Content-Length on every response).
+#[inline]
+pub(crate) fn u64_to_dec(mut n: u64, buf: &mut [u8; U64_DEC_LEN]) -> &[u8] {
+    let mut i = U64_DEC_LEN;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+/// Append `n` in decimal to `out`.
+#[inline]
+pub(crate) fn push_dec(out: &mut Vec<u8>, n: u64) {
+    let mut buf = [0u8; U64_DEC_LEN];
+    out.extend_from_slice(u64_to_dec(n, &mut buf));
+}
+
+/// Value of one ASCII hex digit.
+#[inline]
+pub(crate) fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tchar_is_exactly_rfc9110() {
+        let specials = b"!#$%&'*+-.^_`|~";
+        for b in 0..=255u8 {
+            let want = b.is_ascii_alphanumeric() || specials.contains(&b);
+            assert_eq!(is_tchar(b), want, "byte {b:#x}");
+        }
+        assert!(is_token(b"GET"));
+        assert!(!is_token(b""));
+        assert!(!is_token(b"a b"));
+        assert!(!is_token(b"a:b"));
+    }
+
+    #[test]
+    fn field_value_bytes() {
+        assert!(is_field_value_byte(b'\t'));
+        assert!(is_field_value_byte(b' '));
+        assert!(is_field_value_byte(b'~'));
+        assert!(is_field_value_byte(0x80));
+        assert!(is_field_value_byte(0xff));
+        for b in [0u8, b'\r', b'\n', 0x1f, 0x7f, 0x01] {
+            assert!(!is_field_value_byte(b), "byte {b:#x}");
+        }
+    }
+
+    #[test]
+    fn trimming_and_lists() {
+        assert_eq!(trim_ows(b" \t a b \t"), b"a b");
+        assert_eq!(trim_ows(b"   "), b"");
+        assert_eq!(trim_ows(b""), b"");
+        let v: Vec<&[u8]> = list_elements(b" a ,, b\t, ,c").collect();
+        assert_eq!(v, [&b"a"[..], b"b", b"c"]);
+    }
+
+    #[test]
+    fn decimal_formatting() {
+        for n in [0u64, 1, 9, 10, 99, 100, 12345, u32::MAX as u64, u64::MAX] {
+            let mut buf = [0u8; U64_DEC_LEN];
+            assert_eq!(u64_to_dec(n, &mut buf), n.to_string().as_bytes());
+            let mut out = b"x".to_vec();
+            push_dec(&mut out, n);
+            assert_eq!(out, format!("x{n}").as_bytes());
+        }
+    }
+
+    #[test]
+    fn hex_digits() {
+        assert_eq!(hex_val(b'0'), Some(0));
+        assert_eq!(hex_val(b'a'), Some(10));
+        assert_eq!(hex_val(b'F'), Some(15));
+        assert_eq!(hex_val(b'g'), None);
+        assert_eq!(hex_val(b'_'), None);
+    }
+}
