@@ -532,7 +532,7 @@ def markdown() -> str:
         "| --- | --- | --- | --- |",
     ]
     for o in OPTIONS:
-        flag = f"`{o.flag}`" if o.positional else f"`{o.flag} {o.metavar}`"
+        flag = ", ".join(f"`{f}`" for f in o.flags) + ("" if o.positional else f" {o.metavar}")
         lines.append(f"| {flag} | `{o.env}` | `{o.name}` | {_md_default(o)} |")
     lines.append("| `--version` | | | |")
     lines.append("")
