@@ -2,8 +2,9 @@
 //! costs O(n), not O(n^2)), then validates it strictly and builds a [`RequestHead`].
 //!
 //! Two passes, both linear. (1) The scan: `memchr` for LF from where the last call stopped;
-//! every LF must follow a CR, the first LF ends the request line (414 as soon as the line is
-//! too long) and an empty line ends the head (431 as soon as the buffer is past the limit).
+//! every LF must follow a CR and no other CR may sit in a line, the first LF ends the request
+//! line (414 as soon as the line is too long) and an empty line ends the head (431 as soon as
+//! the buffer is past the limit).
 //! (2) Once complete: a byte pre-scan (bare CR, control bytes, obs-fold, field count), our own
 //! request-line parse (httparse cannot tell 505 from 400 nor check target forms), `httparse`
 //! for the field lines, then the framing rules of RFC 9112 §6 that decide where the body ends.
@@ -33,6 +34,8 @@ pub struct HeadParser {
     start: Option<usize>,
     /// Index of the LF that ends the request line, once seen.
     line_lf: Option<usize>,
+    /// Index of the first byte of the line being scanned (after the last LF seen).
+    line_start: usize,
 }
 
 impl HeadParser {
@@ -115,6 +118,7 @@ impl HeadParser {
                 }
                 self.start = Some(i);
                 self.scanned = i;
+                self.line_start = i;
                 i
             }
         };
@@ -124,6 +128,8 @@ impl HeadParser {
             let lf = pos + off;
             // lf > start, since buf[start] is neither CR nor LF.
             let after_cr = buf[lf - 1] == b'\r';
+            let line = &buf[self.line_start..lf - usize::from(after_cr)];
+            self.line_start = lf + 1;
             match self.line_lf {
                 None => {
                     let line_len = lf - start - usize::from(after_cr);
@@ -133,11 +139,19 @@ impl HeadParser {
                     if !after_cr {
                         return Err(bad("bare LF in the request line"));
                     }
+                    if memchr(b'\r', line).is_some() {
+                        return Err(bad("bare CR in the request line"));
+                    }
                     self.line_lf = Some(lf);
                 }
                 Some(_) => {
                     if !after_cr {
                         return Err(bad("bare LF in the header section"));
+                    }
+                    // Checked line by line, not when the head is complete, so that a client
+                    // whose "empty line" is "\r\r\n" is refused now, not at the timeout.
+                    if memchr(b'\r', line).is_some() {
+                        return Err(bad("bare CR in the header section"));
                     }
                     // Every LF before this one followed a CR, so "\n\r\n" means CRLFCRLF.
                     if buf[lf - 2] == b'\n' {
@@ -216,7 +230,8 @@ fn r(range: &Range<u32>) -> Range<usize> {
 }
 
 /// Byte rules httparse does not enforce, checked over the whole head in one pass: every CR is
-/// followed by LF (the scan already made every LF follow a CR), no control byte but HTAB, no
+/// followed by LF (the scan already checked CR and LF; re-checked here so `build` stands on its
+/// own), no control byte but HTAB, no
 /// line starting with whitespace (obs-fold, or whitespace before the first field, RFC 9112 §2.2
 /// and §5.2). Returns the number of field lines.
 fn prescan(head: &[u8], line_lf: usize) -> Result<usize, ProtoError> {
@@ -469,9 +484,8 @@ impl Framing {
                 }
             }
             6 if name.eq_ignore_ascii_case(b"expect") => {
-                if list_elements(value).any(|e| e.eq_ignore_ascii_case(b"100-continue")) {
-                    self.expect_continue = true;
-                }
+                self.expect_continue |=
+                    list_elements(value).any(|e| e.eq_ignore_ascii_case(b"100-continue"));
             }
             10 if name.eq_ignore_ascii_case(b"connection") => {
                 for token in list_elements(value) {
@@ -574,4 +588,765 @@ fn parse_content_length(s: &[u8]) -> Result<u64, ProtoError> {
             .ok_or(bad("Content-Length overflows"))?;
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ProtoError::*;
+
+    /// A second, pipelined request: appended to every input, it must not change the result.
+    const NEXT: &[u8] = b"GET /next HTTP/1.1\r\nHost: n\r\n\r\n";
+
+    /// Everything observable about a parsed head, comparable across the three feeding modes.
+    #[derive(Debug, PartialEq)]
+    struct Seen {
+        n: usize,
+        method: Vec<u8>,
+        target: Vec<u8>,
+        path: Vec<u8>,
+        query: Vec<u8>,
+        headers: Vec<(Vec<u8>, Vec<u8>)>,
+        version: Version,
+        body: BodyFraming,
+        keep_alive: bool,
+        expect_continue: bool,
+        is_head: bool,
+        buf: Vec<u8>,
+    }
+
+    type Outcome = Result<Option<Seen>, ProtoError>;
+
+    fn seen(r: Result<Option<(RequestHead, usize)>, ProtoError>) -> Outcome {
+        r.map(|o| {
+            o.map(|(h, n)| Seen {
+                n,
+                method: h.method().to_vec(),
+                target: h.target().to_vec(),
+                path: h.path().to_vec(),
+                query: h.query().to_vec(),
+                headers: h.headers().map(|(n, v)| (n.to_vec(), v.to_vec())).collect(),
+                version: h.version,
+                body: h.body,
+                keep_alive: h.keep_alive,
+                expect_continue: h.expect_continue,
+                is_head: h.is_head,
+                buf: h.buf.clone(),
+            })
+        })
+    }
+
+    /// Parse `input` whole, one byte at a time (growing buffer, one parser; for short inputs
+    /// also a fresh parser per prefix) and with a pipelined request after it; all must agree.
+    fn parse3(input: &[u8], limits: &Limits) -> Outcome {
+        let whole = seen(HeadParser::new().parse(input, limits));
+
+        let mut parser = HeadParser::new();
+        let mut trickled = Ok(None);
+        for i in 0..=input.len() {
+            trickled = seen(parser.parse(&input[..i], limits));
+            if input.len() <= 400 {
+                let fresh = seen(HeadParser::new().parse(&input[..i], limits));
+                assert_eq!(trickled, fresh, "incremental vs fresh parser at {i}");
+            }
+            match &trickled {
+                Ok(None) => {}
+                Ok(Some(s)) => {
+                    assert_eq!(s.n, i, "head found only once complete");
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        assert_eq!(trickled, whole, "byte by byte vs whole: {:?}", show(input));
+
+        if !matches!(whole, Ok(None)) {
+            let mut piped = input.to_vec();
+            piped.extend_from_slice(NEXT);
+            let with_next = seen(HeadParser::new().parse(&piped, limits));
+            assert_eq!(with_next, whole, "with trailing bytes: {:?}", show(input));
+        }
+        whole
+    }
+
+    fn show(b: &[u8]) -> String {
+        String::from_utf8_lossy(b).into_owned()
+    }
+
+    /// A valid head, checked three ways; it must use all of `input`.
+    fn ok(input: impl AsRef<[u8]>) -> Seen {
+        ok_with(input, &Limits::default())
+    }
+    fn ok_with(input: impl AsRef<[u8]>, limits: &Limits) -> Seen {
+        let input = input.as_ref();
+        match parse3(input, limits) {
+            Ok(Some(s)) => {
+                assert_eq!(s.n, input.len());
+                s
+            }
+            other => panic!("expected a head for {:?}, got {other:?}", show(input)),
+        }
+    }
+
+    /// A refused head, checked three ways: the error.
+    fn err(input: impl AsRef<[u8]>) -> ProtoError {
+        err_with(input, &Limits::default())
+    }
+    fn err_with(input: impl AsRef<[u8]>, limits: &Limits) -> ProtoError {
+        let input = input.as_ref();
+        match parse3(input, limits) {
+            Err(e) => e,
+            other => panic!("expected an error for {:?}, got {other:?}", show(input)),
+        }
+    }
+    /// Status of a refused head.
+    fn status(input: impl AsRef<[u8]>) -> u16 {
+        err(input).status()
+    }
+
+    /// A GET with the given extra header lines (each "Name: value").
+    fn get(fields: &str) -> String {
+        format!("GET / HTTP/1.1\r\nHost: h\r\n{fields}\r\n")
+    }
+    fn field(fields: &str) -> String {
+        fields.split('|').map(|f| format!("{f}\r\n")).collect()
+    }
+    fn body_of(fields: &str) -> BodyFraming {
+        ok(get(&field(fields))).body
+    }
+    fn status_of(fields: &str) -> u16 {
+        status(get(&field(fields)))
+    }
+
+    fn small() -> Limits {
+        Limits {
+            max_request_line: 32,
+            max_header_bytes: 96,
+            max_headers: 3,
+            max_body: 1000,
+        }
+    }
+
+    // ---- valid requests ----
+
+    #[test]
+    fn simple_get() {
+        let s = ok("GET /a%20b?x=1&y HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n");
+        assert_eq!(s.method, b"GET");
+        assert_eq!(s.target, b"/a%20b?x=1&y");
+        assert_eq!(s.path, b"/a%20b");
+        assert_eq!(s.query, b"x=1&y");
+        assert_eq!(s.version, Version::Http11);
+        assert_eq!(s.body, BodyFraming::None);
+        assert!(s.keep_alive && !s.expect_continue && !s.is_head);
+        assert_eq!(
+            s.headers,
+            [
+                (b"Host".to_vec(), b"example.com".to_vec()),
+                (b"Accept".to_vec(), b"*/*".to_vec())
+            ]
+        );
+        assert_eq!(
+            s.buf,
+            b"GET /a%20b?x=1&y HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn query_splitting() {
+        let q = |t: &str| {
+            let s = ok(format!("GET {t} HTTP/1.1\r\nHost: h\r\n\r\n"));
+            (show(&s.path), show(&s.query))
+        };
+        assert_eq!(q("/"), ("/".into(), "".into()));
+        assert_eq!(q("/p?"), ("/p".into(), "".into()));
+        assert_eq!(q("/p?a?b=/c"), ("/p".into(), "a?b=/c".into()));
+        assert_eq!(q("//x"), ("//x".into(), "".into()));
+        assert_eq!(q("/?q"), ("/".into(), "q".into()));
+        assert_eq!(q("/a|b{c}^`\"<>\\"), ("/a|b{c}^`\"<>\\".into(), "".into()));
+    }
+
+    #[test]
+    fn absolute_form_targets() {
+        let t = |t: &str| {
+            let s = ok(format!("GET {t} HTTP/1.1\r\nHost: ignored\r\n\r\n"));
+            assert_eq!(s.target, t.as_bytes());
+            (show(&s.path), show(&s.query))
+        };
+        assert_eq!(
+            t("http://example.com/x/y?z=1"),
+            ("/x/y".into(), "z=1".into())
+        );
+        assert_eq!(t("https://example.com:8443/"), ("/".into(), "".into()));
+        assert_eq!(t("http://example.com"), ("/".into(), "".into()));
+        assert_eq!(t("HTTP://Example.com?q=1"), ("/".into(), "q=1".into()));
+        assert_eq!(t("hTTpS://[::1]:8080/a"), ("/a".into(), "".into()));
+        // The same with an HTTP/1.0 version string: the borrowed '/' is still there.
+        let s = ok("GET http://h HTTP/1.0\r\n\r\n");
+        assert_eq!(s.path, b"/");
+    }
+
+    #[test]
+    fn options_asterisk() {
+        let s = ok("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(
+            (s.target.as_slice(), s.path.as_slice(), s.query.as_slice()),
+            (&b"*"[..], &b"*"[..], &b""[..])
+        );
+    }
+
+    #[test]
+    fn leading_empty_lines_are_skipped_and_counted() {
+        let s = ok("\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(s.method, b"GET");
+        assert_eq!(s.n, 4 + 27);
+        assert!(
+            s.buf.starts_with(b"GET / "),
+            "buf starts at the request line"
+        );
+        // Only CRLF pairs are empty lines.
+        assert_eq!(parse3(b"\r\n", &Limits::default()), Ok(None));
+        assert_eq!(parse3(b"\r\n\r", &Limits::default()), Ok(None));
+        assert_eq!(parse3(b"", &Limits::default()), Ok(None));
+    }
+
+    #[test]
+    fn incomplete_heads_need_more() {
+        for input in [
+            &b"G"[..],
+            b"GET / HTTP/1.1",
+            b"GET / HTTP/1.1\r",
+            b"GET / HTTP/1.1\r\n",
+            b"GET / HTTP/1.1\r\nHost: h\r\n",
+            b"GET / HTTP/1.1\r\nHost: h\r\n\r",
+        ] {
+            assert_eq!(
+                parse3(input, &Limits::default()),
+                Ok(None),
+                "{:?}",
+                show(input)
+            );
+        }
+    }
+
+    #[test]
+    fn body_starts_right_after_the_head() {
+        let input = b"POST /f HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcGET";
+        let (head, n) = HeadParser::new()
+            .parse(input, &Limits::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(&input[n..], b"abcGET");
+        assert_eq!(head.body, BodyFraming::Length(3));
+        assert_eq!(head.method(), b"POST");
+    }
+
+    #[test]
+    fn repeated_fields_kept_in_order_and_lookup_is_case_insensitive() {
+        let input = get(&field("X-A: 1|x-b: 2|X-A: 3"));
+        let s = ok(&input);
+        let names: Vec<String> = s.headers.iter().map(|(n, _)| show(n)).collect();
+        assert_eq!(names, ["Host", "X-A", "x-b", "X-A"]);
+        let (head, _) = HeadParser::new()
+            .parse(input.as_bytes(), &Limits::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.header(b"x-a"), Some(&b"1"[..]));
+        assert_eq!(head.header(b"X-B"), Some(&b"2"[..]));
+        assert_eq!(head.header(b"nope"), None);
+        assert_eq!(head.header_count(), 4);
+    }
+
+    #[test]
+    fn values_are_trimmed_and_may_hold_tabs_and_obs_text() {
+        let mut input = b"GET / HTTP/1.1\r\nHost: h\r\nX-Obs: caf\xe9 \x80\xff\r\n".to_vec();
+        input.extend_from_slice(b"X-Pad: \t a \t b \t\r\nX-Empty:\r\nX-Blank:  \t \r\n\r\n");
+        let s = ok(&input);
+        let values: Vec<&[u8]> = s.headers.iter().map(|(_, v)| v.as_slice()).collect();
+        assert_eq!(
+            values,
+            [&b"h"[..], b"caf\xe9 \x80\xff", b"a \t b", b"", b""]
+        );
+    }
+
+    #[test]
+    fn connection_and_keep_alive() {
+        let ka = |version: &str, fields: &str| {
+            ok(format!(
+                "GET / {version}\r\nHost: h\r\n{}\r\n",
+                field(fields)
+            ))
+            .keep_alive
+        };
+        assert!(ka("HTTP/1.1", "X: y"));
+        assert!(!ka("HTTP/1.1", "Connection: close"));
+        assert!(!ka("HTTP/1.1", "Connection: Upgrade, CLOSE"));
+        assert!(!ka("HTTP/1.1", "Connection: foo|Connection: close"));
+        assert!(ka("HTTP/1.1", "Connection: keep-alive"));
+        assert!(ka("HTTP/1.1", "Connection: closed"));
+        assert!(!ka("HTTP/1.0", "X: y"));
+        assert!(ka("HTTP/1.0", "Connection: keep-alive"));
+        assert!(ka("HTTP/1.0", "Connection: Keep-Alive"));
+        assert!(ka("HTTP/1.0", "Connection: foo,,keep-alive ,"));
+        assert!(ka("HTTP/1.0", "Connection: foo|Connection: keep-alive"));
+        assert!(!ka("HTTP/1.0", "Connection: keep-alive, close"));
+        assert!(!ka("HTTP/1.0", "Connection: keep-alive|Connection: close"));
+    }
+
+    #[test]
+    fn http10_needs_no_host() {
+        let s = ok("GET / HTTP/1.0\r\n\r\n");
+        assert_eq!(s.version, Version::Http10);
+        assert!(s.headers.is_empty());
+    }
+
+    #[test]
+    fn expect_100_continue_only_on_11() {
+        let ec = |version: &str, fields: &str| {
+            ok(format!(
+                "POST / {version}\r\nHost: h\r\nContent-Length: 1\r\n{}\r\n",
+                field(fields)
+            ))
+            .expect_continue
+        };
+        assert!(ec("HTTP/1.1", "Expect: 100-continue"));
+        assert!(ec("HTTP/1.1", "Expect: 100-Continue"));
+        assert!(!ec("HTTP/1.1", "Expect: 200-ok"));
+        assert!(!ec("HTTP/1.1", "X: y"));
+        assert!(!ec("HTTP/1.0", "Expect: 100-continue"));
+    }
+
+    #[test]
+    fn head_method() {
+        assert!(ok("HEAD / HTTP/1.1\r\nHost: h\r\n\r\n").is_head);
+        let s = ok("head / HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert!(!s.is_head, "methods are case-sensitive");
+        assert!(ok("M-SEARCH! / HTTP/1.1\r\nHost: h\r\n\r\n").method == b"M-SEARCH!");
+    }
+
+    #[test]
+    fn host_values() {
+        for host in [
+            "",
+            "example.com",
+            "example.com:8080",
+            "[::1]:80",
+            "127.0.0.1",
+            "xn--bcher-kva.ch",
+        ] {
+            ok(format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n"));
+        }
+        for host in ["a b", "a/b", "a@b", "a?b", "a#b", "a\"b"] {
+            assert_eq!(
+                status(format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n")),
+                400,
+                "{host}"
+            );
+        }
+    }
+
+    #[test]
+    fn framing_content_length() {
+        assert_eq!(body_of("Content-Length: 0"), BodyFraming::None);
+        assert_eq!(body_of("Content-Length: 42"), BodyFraming::Length(42));
+        assert_eq!(body_of("Content-Length: 007"), BodyFraming::Length(7));
+        assert_eq!(
+            body_of("Content-Length: 5|Content-Length: 5"),
+            BodyFraming::Length(5)
+        );
+        assert_eq!(body_of("Content-Length: 5, 5"), BodyFraming::Length(5));
+        assert_eq!(
+            body_of("content-length: 5,5|CONTENT-LENGTH: 5"),
+            BodyFraming::Length(5)
+        );
+        let exact = format!("Content-Length: {}", crate::limits::DEFAULT_MAX_BODY);
+        assert_eq!(
+            body_of(&exact),
+            BodyFraming::Length(crate::limits::DEFAULT_MAX_BODY)
+        );
+    }
+
+    #[test]
+    fn framing_chunked() {
+        assert_eq!(body_of("Transfer-Encoding: chunked"), BodyFraming::Chunked);
+        assert_eq!(body_of("Transfer-Encoding: CHUNKED"), BodyFraming::Chunked);
+        assert_eq!(
+            body_of("transfer-encoding: , chunked ,"),
+            BodyFraming::Chunked
+        );
+        assert_eq!(
+            body_of("Transfer-Encoding:|Transfer-Encoding: chunked"),
+            BodyFraming::Chunked
+        );
+    }
+
+    #[test]
+    fn limits_at_the_boundary_are_accepted() {
+        let l = small();
+        // Request line of exactly 32 bytes.
+        let line = format!("GET /{} HTTP/1.0", "a".repeat(32 - 14));
+        assert_eq!(line.len(), 32);
+        ok_with(format!("{line}\r\n\r\n"), &l);
+        // Head of exactly 96 bytes.
+        let head = format!(
+            "GET / HTTP/1.1\r\nHost: h\r\nX: {}\r\n\r\n",
+            "v".repeat(96 - 32)
+        );
+        assert_eq!(head.len(), 96);
+        ok_with(&head, &l);
+        // Exactly 3 fields; body of exactly max_body.
+        ok_with(
+            "GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nContent-Length: 1000\r\n\r\n",
+            &l,
+        );
+    }
+
+    #[test]
+    fn many_fields_use_the_heap_path() {
+        let fields: String = (0..90).map(|i| format!("X-{i}: {i}\r\n")).collect();
+        let s = ok(format!("GET / HTTP/1.1\r\nHost: h\r\n{fields}\r\n"));
+        assert_eq!(s.headers.len(), 91);
+        assert_eq!(s.headers[90], (b"X-89".to_vec(), b"89".to_vec()));
+    }
+
+    // ---- refusals ----
+
+    #[test]
+    fn request_line_too_long_is_414_before_the_head_ends() {
+        let l = small();
+        let line = format!("GET /{} HTTP/1.0", "a".repeat(32 - 13));
+        assert_eq!(err_with(format!("{line}\r\n\r\n"), &l), UriTooLong);
+        // As soon as 33 bytes without a line end are buffered: no need for the rest.
+        let partial = format!("GET /{}", "a".repeat(28));
+        assert_eq!(
+            seen(HeadParser::new().parse(partial.as_bytes(), &l)),
+            Err(UriTooLong)
+        );
+        assert_eq!(
+            HeadParser::new()
+                .parse(&partial.as_bytes()[..32], &l)
+                .unwrap()
+                .map(|_| ()),
+            None
+        );
+        // Default limit: 8 KiB.
+        let long = format!("GET /{} HTTP/1.1\r\nHost: h\r\n\r\n", "a".repeat(8 * 1024));
+        assert_eq!(err(long), UriTooLong);
+    }
+
+    #[test]
+    fn head_too_large_is_431_as_soon_as_exceeded() {
+        let l = small();
+        let head = format!(
+            "GET / HTTP/1.1\r\nHost: h\r\nX: {}\r\n\r\n",
+            "v".repeat(96 - 31)
+        );
+        assert_eq!(err_with(&head, &l), HeadersTooLarge);
+        let partial = format!("GET / HTTP/1.1\r\nX: {}", "v".repeat(100));
+        assert_eq!(
+            seen(HeadParser::new().parse(partial.as_bytes(), &l)),
+            Err(HeadersTooLarge)
+        );
+        // Leading empty lines count.
+        assert_eq!(err_with("\r\n".repeat(49), &l), HeadersTooLarge);
+        let big: String = (0..70)
+            .map(|i| format!("X-{i}: {}\r\n", "v".repeat(1000)))
+            .collect();
+        assert_eq!(err(get(&big)), HeadersTooLarge);
+    }
+
+    #[test]
+    fn too_many_fields_is_431() {
+        let l = small();
+        assert_eq!(
+            err_with(
+                "GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n",
+                &l
+            ),
+            HeadersTooLarge
+        );
+        let fields: String = (0..100).map(|i| format!("X-{i}: {i}\r\n")).collect();
+        assert_eq!(err(get(&fields)), HeadersTooLarge);
+    }
+
+    #[test]
+    fn bare_lf_and_bare_cr_are_400() {
+        for input in [
+            &b"GET / HTTP/1.1\nHost: h\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nHost: h\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: h\r\n\n",
+            b"GET / HTTP/1.1\r\nHost: h\n\n",
+            b"\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
+            b"\r\n\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
+            b"\rGET / HTTP/1.1\r\nHost: h\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n",
+            b"GET /\r HTTP/1.1\r\nHost: h\r\n\r\n",
+            b"GET / HTTP/1.1\r\r\nHost: h\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: h\r\n\r\r\n",
+        ] {
+            assert_eq!(status(input), 400, "{:?}", show(input));
+        }
+    }
+
+    #[test]
+    fn control_bytes_are_400_but_tab_in_values_is_fine() {
+        ok(get(&field("X: a\tb")));
+        for input in [
+            get(&field("X: a\0b")),
+            get(&field("X: a\x01b")),
+            get(&field("X: a\x7fb")),
+            get(&field("X: \x1b[31m")),
+            get(&field("X\0: a")),
+            "GET /\0 HTTP/1.1\r\nHost: h\r\n\r\n".into(),
+            "GET /\x7f HTTP/1.1\r\nHost: h\r\n\r\n".into(),
+            "G\x01T / HTTP/1.1\r\nHost: h\r\n\r\n".into(),
+            "GET /\tHTTP/1.1\r\nHost: h\r\n\r\n".into(),
+            "GET\t/ HTTP/1.1\r\nHost: h\r\n\r\n".into(),
+        ] {
+            assert_eq!(status(&input), 400, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn field_line_syntax_errors_are_400() {
+        for fields in [
+            "X: a|  folded",
+            "X: a|\tfolded",
+            "X : a",
+            "X\t: a",
+            ": a",
+            "X a",
+            "X(y): a",
+            "X\u{e9}: a",
+        ] {
+            assert_eq!(status_of(fields), 400, "{fields:?}");
+        }
+        assert_eq!(status("GET / HTTP/1.1\r\n Host: h\r\n\r\n"), 400);
+    }
+
+    #[test]
+    fn invalid_methods_are_400() {
+        for line in [
+            "G(T / HTTP/1.1",
+            " / HTTP/1.1",
+            "GE T / HTTP/1.1",
+            "G\u{e9}T / HTTP/1.1",
+            "GET",
+        ] {
+            assert_eq!(
+                status(format!("{line}\r\nHost: h\r\n\r\n")),
+                400,
+                "{line:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_targets_are_400() {
+        for line in [
+            "GET a HTTP/1.1",
+            "GET /a b HTTP/1.1",
+            "GET  / HTTP/1.1",
+            "GET / HTTP/1.1 ",
+            "GET  HTTP/1.1",
+            "GET /#frag HTTP/1.1",
+            "GET * HTTP/1.1",
+            "OPTIONS *x HTTP/1.1",
+            "CONNECT example.com:443 HTTP/1.1",
+            "CONNECT / HTTP/1.1",
+            "GET example.com:443 HTTP/1.1",
+            "GET http:// HTTP/1.1",
+            "GET http:///x HTTP/1.1",
+            "GET http://?q HTTP/1.1",
+            "GET http://user@h/ HTTP/1.1",
+            "GET http://h\\x/ HTTP/1.1",
+            "GET ftp://h/ HTTP/1.1",
+            "GET http:/h/ HTTP/1.1",
+        ] {
+            assert_eq!(
+                status(format!("{line}\r\nHost: h\r\n\r\n")),
+                400,
+                "{line:?}"
+            );
+        }
+        assert_eq!(status(b"GET /\x80 HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+        assert_eq!(status(b"GET /\xff HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+    }
+
+    #[test]
+    fn versions() {
+        let v = |version: &str| status(format!("GET / {version}\r\nHost: h\r\n\r\n"));
+        for unsupported in ["HTTP/2.0", "HTTP/1.2", "HTTP/0.9", "HTTP/3.0", "HTTP/9.9"] {
+            assert_eq!(v(unsupported), 505, "{unsupported}");
+        }
+        for bad in [
+            "HTTP/1",
+            "HTTP/2",
+            "http/1.1",
+            "HTTP/1.10",
+            "HTTP/11",
+            "HTTP/a.b",
+            "HTTP 1.1",
+            "HTTPS/1.1",
+            "",
+        ] {
+            assert_eq!(v(bad), 400, "{bad:?}");
+        }
+        assert_eq!(status("GET /\r\n\r\n"), 400, "HTTP/0.9-style line");
+        // An HTTP/2 prior-knowledge preface gets 505, not 400.
+        assert_eq!(status("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 505);
+    }
+
+    #[test]
+    fn host_rules() {
+        assert_eq!(status("GET / HTTP/1.1\r\n\r\n"), 400);
+        assert_eq!(status("GET / HTTP/1.1\r\nX: y\r\n\r\n"), 400);
+        assert_eq!(status_of("Host: other"), 400);
+        assert_eq!(status("GET / HTTP/1.0\r\nHost: a\r\nhost: a\r\n\r\n"), 400);
+    }
+
+    #[test]
+    fn content_length_refusals() {
+        for value in [
+            "+5",
+            "-1",
+            "0x5",
+            "5 5",
+            "",
+            " ",
+            "5a",
+            "a",
+            "5.0",
+            "5,",
+            ",5",
+            "5,,5",
+            "1e3",
+            "18446744073709551616",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(
+                status_of(&format!("Content-Length: {value}")),
+                400,
+                "{value:?}"
+            );
+        }
+        assert_eq!(status_of("Content-Length: 5, 6"), 400);
+        assert_eq!(status_of("Content-Length: 5|Content-Length: 6"), 400);
+        assert_eq!(
+            status_of("Content-Length: 5|Transfer-Encoding: chunked"),
+            400
+        );
+        assert_eq!(
+            status_of("Transfer-Encoding: chunked|Content-Length: 0"),
+            400
+        );
+        let over = format!("Content-Length: {}", crate::limits::DEFAULT_MAX_BODY + 1);
+        assert_eq!(status_of(&over), 413);
+        assert_eq!(status_of("Content-Length: 18446744073709551615"), 413);
+        let l = Limits {
+            max_header_bytes: 1000,
+            ..small()
+        };
+        assert_eq!(
+            err_with(get(&field("Content-Length: 1001")), &l),
+            PayloadTooLarge
+        );
+    }
+
+    #[test]
+    fn transfer_encoding_refusals() {
+        for value in [
+            "gzip",
+            "chunked, gzip",
+            "chunked, chunked",
+            "chunked;a=b",
+            "identity",
+            "",
+            ",",
+            "x y, chunked",
+            "chunked, \u{e9}",
+        ] {
+            assert_eq!(
+                status_of(&format!("Transfer-Encoding: {value}")),
+                400,
+                "{value:?}"
+            );
+        }
+        assert_eq!(
+            status_of("Transfer-Encoding: chunked|Transfer-Encoding: chunked"),
+            400
+        );
+        assert_eq!(
+            status_of("Transfer-Encoding: chunked|Transfer-Encoding: gzip"),
+            400
+        );
+        assert_eq!(status_of("Transfer-Encoding: gzip, chunked"), 501);
+        assert_eq!(
+            status_of("Transfer-Encoding: gzip;q=1, deflate, chunked"),
+            501
+        );
+        assert_eq!(
+            status_of("Transfer-Encoding: gzip|Transfer-Encoding: chunked"),
+            501
+        );
+        assert_eq!(
+            status("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            400
+        );
+    }
+
+    // ---- the incremental machinery ----
+
+    #[test]
+    fn trickled_bytes_are_scanned_once() {
+        let input = get(&field("X: 1|Y: 2"));
+        let input = input.as_bytes();
+        let mut p = HeadParser::new();
+        for i in 0..input.len() {
+            assert!(p.parse(&input[..i], &Limits::default()).unwrap().is_none());
+            assert!(p.scanned <= i, "never past the buffer");
+            assert!(
+                p.scanned + 1 >= i,
+                "scanned up to the end (bar a held-back CR)"
+            );
+        }
+        assert!(p.parse(input, &Limits::default()).unwrap().is_some());
+        assert_eq!(
+            (p.scanned, p.start, p.line_lf, p.line_start),
+            (0, None, None, 0),
+            "reset after a head"
+        );
+    }
+
+    #[test]
+    fn replaced_buffer_without_reset_starts_over() {
+        let mut p = HeadParser::new();
+        let l = Limits::default();
+        assert!(p
+            .parse(b"POST /long/path HTTP/1.1\r\nHost: h\r\n", &l)
+            .unwrap()
+            .is_none());
+        let (head, n) = p.parse(b"GET / HTTP/1.0\r\n\r\n", &l).unwrap().unwrap();
+        assert_eq!((head.method(), n), (&b"GET"[..], 18));
+        // reset() after a partial parse, then a different buffer.
+        assert!(p.parse(b"GET / HTTP/1.1\r\nHost:", &l).unwrap().is_none());
+        p.reset();
+        assert!(p
+            .parse(b"\r\n\r\nGET / HTTP/1.0\r\n\r\n", &l)
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn parser_is_reusable_for_pipelined_requests() {
+        let l = Limits::default();
+        let mut buf =
+            b"GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n".to_vec();
+        let mut p = HeadParser::new();
+        let (h1, n) = p.parse(&buf, &l).unwrap().unwrap();
+        assert_eq!(h1.path(), b"/1");
+        buf.drain(..n);
+        let (h2, n) = p.parse(&buf, &l).unwrap().unwrap();
+        assert_eq!((h2.path(), n), (&b"/2"[..], buf.len()));
+    }
 }
