@@ -1,0 +1,71 @@
+"""Reads the request body through ``wsgi.input`` in the mode chosen by the path, and answers a
+JSON summary: total length, sha256, the pieces as returned (latin-1, only for bodies up to
+64 KiB), and what further reads return after the end.
+
+Modes: ``/read`` read(); ``/readn?n=N`` read(N) until b''; ``/readline`` readline() until b'';
+``/readline_n?n=N`` readline(N) until b''; ``/readlines`` readlines(); ``/iter`` iteration;
+``/read_sized?n=N`` a single read(N) (N may exceed the body: must return only the body).
+
+Every request also logs one line to stderr (the server's error log)::
+
+    body_reader token=<X-Token header> outcome=complete len=N sha256=...
+    body_reader token=<X-Token header> outcome=error type=ExceptionName
+
+so a test can tell what the app saw even when the client is gone. On an error the exception is
+re-raised to the server (which must survive it)."""
+
+import hashlib
+import json
+import sys
+
+from tests.apps._state import query
+
+
+def _pieces(environ, mode, n):
+    inp = environ["wsgi.input"]
+    if mode == "read":
+        return [inp.read()]
+    if mode == "read_sized":
+        return [inp.read(n)]
+    if mode == "readn":
+        return list(iter(lambda: inp.read(n), b""))
+    if mode == "readline":
+        return list(iter(inp.readline, b""))
+    if mode == "readline_n":
+        return list(iter(lambda: inp.readline(n), b""))
+    if mode == "readlines":
+        return inp.readlines()
+    if mode == "iter":
+        return [line for line in inp]
+    raise ValueError("unknown mode " + mode)
+
+
+def app(environ, start_response):
+    mode = environ["PATH_INFO"].strip("/")
+    n = int(query(environ).get("n", "8192"))
+    token = environ.get("HTTP_X_TOKEN", "-")
+    try:
+        pieces = _pieces(environ, mode, n)
+        inp = environ["wsgi.input"]
+        after = [inp.read(), inp.read(10), inp.readline()] if mode != "read_sized" else []
+    except Exception as e:
+        print(f"body_reader token={token} outcome=error type={type(e).__name__}: {e}",
+              file=sys.stderr, flush=True)
+        raise
+    data = b"".join(pieces)
+    digest = hashlib.sha256(data).hexdigest()
+    print(f"body_reader token={token} outcome=complete len={len(data)} sha256={digest}",
+          file=sys.stderr, flush=True)
+    result = {
+        "len": len(data),
+        "sha256": digest,
+        "types": sorted({type(p).__name__ for p in pieces}),
+        "count": len(pieces),
+        "after_end": [repr(a) for a in after],
+    }
+    if len(data) <= 65536:
+        result["pieces"] = [p.decode("latin-1") for p in pieces]
+    body = json.dumps(result).encode()
+    start_response("200 OK", [("Content-Type", "application/json"),
+                              ("Content-Length", str(len(body)))])
+    return [body]

@@ -1,0 +1,71 @@
+"""Apps that misbehave, one per path. Every exception message contains ``SECRET-TRACEBACK-MARKER``
+so a test can check it reached the error log and never the response body.
+
+- ``/ok``: a normal 200 (to check the server still serves after the others).
+- ``/raise_before``: raises before calling start_response.
+- ``/raise_after_start``: calls start_response, then raises before returning (nothing sent yet).
+- ``/raise_first_block``: returns a generator that raises on its first next() (headers not yet
+  sent: the server can still answer 500).
+- ``/raise_after``: no Content-Length; yields one block, then raises (headers and a chunk were
+  sent: the response must end truncated, without the last chunk).
+- ``/raise_after_cl``: Content-Length 100; yields 10 bytes, then raises.
+- ``/yield_str``: yields a str instead of bytes.
+- ``/bad_status_crlf``, ``/bad_status_lf``, ``/bad_status_cr``, ``/bad_status_nul``: a status
+  containing the character, followed by an injected header text.
+- ``/bad_value_crlf``, ``/bad_value_lf``, ``/bad_value_cr``, ``/bad_value_nul``: a header value
+  containing it; ``/bad_name_crlf``: a header name containing CRLF.
+"""
+
+SECRET = "SECRET-TRACEBACK-MARKER"
+CHARS = {"crlf": "\r\n", "lf": "\n", "cr": "\r", "nul": "\x00"}
+
+
+def app(environ, start_response):
+    path = environ["PATH_INFO"]
+    if path == "/ok":
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+        return [b"ok"]
+    if path == "/raise_before":
+        raise RuntimeError(SECRET + " raised before start_response")
+    if path == "/raise_after_start":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        raise RuntimeError(SECRET + " raised after start_response")
+    if path == "/raise_first_block":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+
+        def gen():
+            raise RuntimeError(SECRET + " raised in the first next()")
+            yield b"never"
+        return gen()
+    if path == "/raise_after":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+
+        def gen():
+            yield b"first block"
+            raise RuntimeError(SECRET + " raised after the first block")
+        return gen()
+    if path == "/raise_after_cl":
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "100")])
+
+        def gen():
+            yield b"0123456789"
+            raise RuntimeError(SECRET + " raised after 10 of 100 bytes")
+        return gen()
+    if path == "/yield_str":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return ["a str, not bytes"]
+    kind, _, ch = path.strip("/").rpartition("_")
+    if kind == "bad_status" and ch in CHARS:
+        start_response("200 OK" + CHARS[ch] + "X-Injected: yes",
+                       [("Content-Type", "text/plain"), ("Content-Length", "2")])
+        return [b"no"]
+    if kind == "bad_value" and ch in CHARS:
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2"),
+                                  ("X-Bad", "a" + CHARS[ch] + "X-Injected: yes")])
+        return [b"no"]
+    if kind == "bad_name" and ch in CHARS:
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2"),
+                                  ("X-Bad" + CHARS[ch] + "X-Injected", "yes")])
+        return [b"no"]
+    start_response("404 Not Found", [("Content-Type", "text/plain"), ("Content-Length", "0")])
+    return []

@@ -1,0 +1,356 @@
+"""Fixtures that run real sluicegate server processes for the end-to-end tests.
+
+How a server is started (the contract every test relies on):
+
+- Command: ``$SLUICEGATE_TEST_PYTHON -m sluicegate --bind 127.0.0.1:0 [OPTIONS] tests.apps.NAME:app``
+  (``SLUICEGATE_TEST_PYTHON`` defaults to ``/work/main/.venv/bin/python``, i.e. ``.venv`` at the
+  repository root, which ``./dev build`` fills).
+- App import: the fixture apps live in ``tests/apps/`` and are imported as the package
+  ``tests.apps`` — the server runs with cwd = repository root and ``PYTHONPATH`` = repository root
+  (prepended to any existing value). ``tests/__init__.py`` makes ``tests`` a regular package, so a
+  stray ``tests`` package in site-packages cannot shadow it.
+- Readiness: the server logs ``Listening at: http://HOST:PORT`` (or ``unix:/path``) on stderr,
+  one line per ``--bind``. The fixture reads stderr until it has seen one line per bind (bounded:
+  ``STARTUP_TIMEOUT`` seconds, failing with the collected stderr), and takes the real port from
+  it (port 0 binds an ephemeral port: no port guessing, no races).
+- Logs: background threads drain stderr (the error log) and stdout into lists, so tests can
+  assert what was logged (``server.log_text()``, ``server.wait_log(regex)``).
+- State shared with apps: each server gets a private directory passed to the apps in the
+  environment variable ``SGTEST_STATE_DIR``; apps record events there (e.g. that ``close()`` was
+  called, that a request started) and wait on "gate" files the test creates (see
+  ``tests/apps/_state.py``). This is how tests await events instead of sleeping.
+- Environment: every ``SLUICEGATE_*`` variable of the calling environment is removed, since the
+  server reads options from them.
+- Teardown: SIGTERM, a bounded wait, then SIGKILL.
+
+Sharing: starting a server costs ~0.2 s, so ``servers.get(app, *options)`` returns one process
+per (app, options) for the whole session. After every test an autouse fixture checks that the
+shared servers the test used are still alive and did not log a Rust panic; if one died, that test
+fails with the server's log (so the test that crashed the server is the one that fails), and the
+next ``get`` starts a fresh one. Tests that need special options, signals, or to watch a process
+exit use ``start_server(app, *options)`` instead, which gives them a private process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+PYTHON = os.environ.get("SLUICEGATE_TEST_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+STARTUP_TIMEOUT = 20.0
+STOP_TIMEOUT = 10.0
+
+LISTEN_RE = re.compile(r"Listening at: (?:http://(?P<host>\[[^\]]+\]|[^:\s]+):(?P<port>\d+)"
+                       r"|unix:(?P<path>\S+))")
+PANIC_RE = re.compile(r"panicked at|RUST_BACKTRACE")
+
+
+class ServerProcess:
+    """One running sluicegate process, its logs and its app state directory."""
+
+    def __init__(self, app: str, options=(), binds: Optional[List[str]] = None,
+                 env: Optional[Dict[str, str]] = None):
+        self.app = app if ":" in app else f"tests.apps.{app}:app"
+        self.options = list(options)
+        self.binds = binds if binds is not None else ["127.0.0.1:0"]
+        self.state_dir = tempfile.mkdtemp(prefix="sgtest-")
+        self.stderr_lines: List[str] = []
+        self.stdout_lines: List[str] = []
+        self._cond = threading.Condition()
+        self.addresses: List[Tuple[str, object]] = []  # ("tcp", (host, port)) / ("unix", path)
+        cmd = [PYTHON, "-m", "sluicegate"]
+        for b in self.binds:
+            cmd += ["--bind", b]
+        cmd += self.options + [self.app]
+        self.cmd = cmd
+        penv = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
+        penv["PYTHONPATH"] = os.pathsep.join(
+            [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+        penv["SGTEST_STATE_DIR"] = self.state_dir
+        penv["PYTHONUNBUFFERED"] = "1"
+        penv.update(env or {})
+        self.proc = subprocess.Popen(cmd, cwd=str(ROOT), env=penv, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._threads = [
+            threading.Thread(target=self._drain, args=(self.proc.stderr, self.stderr_lines),
+                             daemon=True),
+            threading.Thread(target=self._drain, args=(self.proc.stdout, self.stdout_lines),
+                             daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+        try:
+            self._await_listening()
+        except BaseException:
+            self.kill()
+            raise
+
+    # -- process -----------------------------------------------------------------------------
+    def _drain(self, pipe, lines: List[str]) -> None:
+        for raw in iter(pipe.readline, b""):
+            with self._cond:
+                lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _await_listening(self) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        seen = 0
+        with self._cond:
+            while True:
+                for line in self.stderr_lines[seen:]:
+                    m = LISTEN_RE.search(line)
+                    if m:
+                        if m.group("path"):
+                            self.addresses.append(("unix", m.group("path")))
+                        else:
+                            host = m.group("host").strip("[]")
+                            self.addresses.append(("tcp", (host, int(m.group("port")))))
+                seen = len(self.stderr_lines)
+                if len(self.addresses) >= len(self.binds):
+                    return
+                if self.proc.poll() is not None:
+                    # Let the drain threads collect the last lines before reporting.
+                    self._cond.wait(0.2)
+                    pytest.fail(f"server exited with {self.proc.returncode} before listening\n"
+                                f"command: {' '.join(self.cmd)}\nstderr:\n{self.log_text()}",
+                                pytrace=False)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    pytest.fail(f"server not listening after {STARTUP_TIMEOUT}s\n"
+                                f"command: {' '.join(self.cmd)}\nstderr:\n{self.log_text()}",
+                                pytrace=False)
+                self._cond.wait(min(remaining, 0.5))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def port(self) -> int:
+        """Port of the first TCP listener."""
+        for kind, addr in self.addresses:
+            if kind == "tcp":
+                return addr[1]
+        raise AssertionError("server has no TCP listener")
+
+    @property
+    def host(self) -> str:
+        for kind, addr in self.addresses:
+            if kind == "tcp":
+                return addr[0]
+        raise AssertionError("server has no TCP listener")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def wait_exit(self, timeout: float = STOP_TIMEOUT) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"server did not exit within {timeout}s\n"
+                                 f"stderr:\n{self.log_text()}")
+
+    def stop(self) -> Optional[int]:
+        """SIGTERM, bounded wait, then SIGKILL. Returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._finish()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(STOP_TIMEOUT)
+        self._finish()
+
+    def _finish(self) -> None:
+        for t in self._threads:
+            t.join(STOP_TIMEOUT)
+        for p in (self.proc.stdout, self.proc.stderr):
+            try:
+                p.close()
+            except Exception:
+                pass
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    # -- logs --------------------------------------------------------------------------------
+    def log_text(self) -> str:
+        with self._cond:
+            return "\n".join(self.stderr_lines)
+
+    def stdout_text(self) -> str:
+        with self._cond:
+            return "\n".join(self.stdout_lines)
+
+    def log_mark(self) -> int:
+        """A position in the error log; pass to log_since / wait_log to look only at lines
+        logged after it."""
+        with self._cond:
+            return len(self.stderr_lines)
+
+    def log_since(self, mark: int) -> str:
+        with self._cond:
+            return "\n".join(self.stderr_lines[mark:])
+
+    def wait_log(self, pattern: str, since: int = 0, timeout: float = 10.0,
+                 stream: str = "stderr") -> re.Match:
+        """Wait (bounded) until a line matching `pattern` appears in the error log (or stdout)
+        after position `since`; return the match."""
+        rx = re.compile(pattern)
+        lines = self.stderr_lines if stream == "stderr" else self.stdout_lines
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in lines[since:]:
+                    m = rx.search(line)
+                    if m:
+                        return m
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(
+                        f"no log line matching {pattern!r} within {timeout}s; {stream} since "
+                        f"mark:\n" + "\n".join(lines[since:])[-4000:])
+                self._cond.wait(min(remaining, 0.5))
+
+    # -- app state ---------------------------------------------------------------------------
+    def state_path(self, name: str) -> Path:
+        return Path(self.state_dir) / name
+
+    def open_gate(self, name: str) -> None:
+        """Create the gate file an app is waiting on (see tests/apps/_state.py)."""
+        p = self.state_path("gate-" + name)
+        p.write_text("open")
+
+    def marks(self, name: str, prefix: str = "") -> List[str]:
+        """Lines an app recorded with _state.mark(name, ...), optionally only those starting
+        with `prefix` (tests sharing a server use a unique token as prefix)."""
+        p = self.state_path("mark-" + name)
+        try:
+            lines = p.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        return [line for line in lines if line and line.startswith(prefix)]
+
+    def wait_marks(self, name: str, count: int = 1, prefix: str = "",
+                   timeout: float = 10.0) -> List[str]:
+        """Wait (bounded) until at least `count` lines starting with `prefix` were recorded
+        under `name`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self.marks(name, prefix)
+            if len(got) >= count:
+                return got
+            if time.monotonic() > deadline:
+                raise AssertionError(f"app recorded {len(got)} of {count} expected '{name}' "
+                                     f"marks (prefix {prefix!r}) within {timeout}s: {got}\n"
+                                     f"server log tail:\n{self.log_text()[-3000:]}")
+            if not self.alive():
+                raise AssertionError(f"server died while waiting for '{name}' marks\n"
+                                     f"{self.log_text()[-3000:]}")
+            time.sleep(0.02)
+
+
+class ServerPool:
+    """Session-wide shared servers, one per (app, options)."""
+
+    def __init__(self):
+        self.servers: Dict[Tuple, ServerProcess] = {}
+        self.checked: Dict[Tuple, int] = {}  # key -> log position already checked for panics
+
+    def get(self, app: str, *options: str) -> ServerProcess:
+        key = (app,) + tuple(options)
+        srv = self.servers.get(key)
+        if srv is None or not srv.alive():
+            srv = ServerProcess(app, options)
+            self.servers[key] = srv
+            self.checked[key] = 0
+        return srv
+
+    def check_after_test(self) -> Optional[str]:
+        problems = []
+        for key, srv in list(self.servers.items()):
+            mark = self.checked.get(key, 0)
+            if not srv.alive():
+                problems.append(f"shared server {key} died during this test (exit "
+                                f"{srv.proc.returncode}); log since the previous test:\n"
+                                f"{srv.log_since(mark)[-4000:]}")
+                del self.servers[key]
+                srv.kill()
+                continue
+            if PANIC_RE.search(srv.log_since(mark)):
+                problems.append(f"shared server {key} logged a panic during this test:\n"
+                                f"{srv.log_since(mark)[-4000:]}")
+            self.checked[key] = srv.log_mark()
+        return "\n\n".join(problems) or None
+
+    def stop_all(self) -> None:
+        for srv in self.servers.values():
+            srv.stop()
+        self.servers.clear()
+
+
+@pytest.fixture(scope="session")
+def servers(request):
+    """Shared server processes: ``servers.get("hello")``, ``servers.get("echo_environ",
+    "--root-path", "/app")``."""
+    pool = ServerPool()
+    request.session._sg_pool = pool
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture(autouse=True)
+def _shared_servers_survive(request):
+    """Fail the test during which a shared server died or panicked."""
+    yield
+    pool = getattr(request.session, "_sg_pool", None)
+    if pool is not None:
+        problem = pool.check_after_test()
+        if problem:
+            pytest.fail(problem, pytrace=False)
+
+
+@pytest.fixture
+def start_server():
+    """Start a private server: ``start_server("blocking", "--threads", "1:4")``. Stopped at
+    teardown (SIGTERM, bounded wait, SIGKILL)."""
+    started: List[ServerProcess] = []
+
+    def start(app: str, *options: str, binds: Optional[List[str]] = None,
+              env: Optional[Dict[str, str]] = None) -> ServerProcess:
+        srv = ServerProcess(app, options, binds=binds, env=env)
+        started.append(srv)
+        return srv
+
+    yield start
+    panics = []
+    for srv in started:
+        srv.stop()
+        if PANIC_RE.search(srv.log_text()):
+            panics.append(f"private server {srv.cmd} logged a panic:\n{srv.log_text()[-4000:]}")
+    if panics:
+        pytest.fail("\n\n".join(panics), pytrace=False)
