@@ -251,13 +251,15 @@ class Server:
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         self.stderr = ""
+        self._pending = b""
         self.addresses: List[object] = []  # (host, port) or a unix path
         deadline = time.monotonic() + TIMEOUT
         while len(self.addresses) < len(binds):
             line = self._readline(deadline)
             if line is None:
                 self.proc.kill()
-                pytest.fail(f"server did not start:\n{self.stderr}{self.proc.stderr.read().decode()}")
+                rest = self._pending + self.proc.stderr.read()
+                pytest.fail(f"server did not start:\n{self.stderr}{rest.decode()}")
             m = LISTEN_RE.search(line)
             if m and m.group("path"):
                 self.addresses.append(m.group("path"))
@@ -265,12 +267,21 @@ class Server:
                 self.addresses.append((m.group("host").strip("[]"), int(m.group("port"))))
 
     def _readline(self, deadline: float) -> Optional[str]:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([self.proc.stderr], [], [], remaining)[0]:
-            return None
-        line = self.proc.stderr.readline().decode()
-        self.stderr += line
-        return line or None
+        """The next stderr line, or None at EOF or the deadline. Reads the raw fd: select() on
+        a buffered file would miss lines already sitting in its buffer."""
+        fd = self.proc.stderr.fileno()
+        while b"\n" not in self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        text = line.decode("utf-8", "replace") + "\n"
+        self.stderr += text
+        return text
 
     def request(self, method: str = "GET", path: str = "/", body: Optional[bytes] = None,
                 address: int = 0) -> http.client.HTTPResponse:
@@ -294,7 +305,8 @@ class Server:
             self.proc.kill()
             raise
         self.stdout = out.decode()
-        self.stderr += err.decode()
+        self.stderr += (self._pending + err).decode()
+        self._pending = b""
         return self.proc.returncode
 
     def kill(self) -> None:
@@ -450,3 +462,47 @@ def test_supervisor_hands_listeners_config_and_signals_to_the_core(monkeypatch, 
     assert f"Listening at: unix:{unix_path}" in caplog.messages
     assert signal.getsignal(signal.SIGINT) is before, "signal handlers are restored"
     assert not os.path.exists(unix_path)
+
+
+# --- binding (listeners.py), in process: the sockets the CLI hands to the core
+
+
+def _ipv6_available() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_available(), reason="no IPv6 loopback on this machine")
+def test_ipv6_listener_is_v6only_nonblocking_and_reports_the_real_port():
+    from sluicegate.listeners import bind, parse_bind
+
+    bound = bind(parse_bind("[::1]:0"), backlog=8)
+    assert bound.url == f"http://[::1]:{bound.port}" and bound.port != 0
+    fd, kind, name, port = bound.to_listener()
+    sock = socket.socket(fileno=fd)
+    try:
+        assert (kind, name, port) == ("tcp", "::1", str(bound.port))
+        assert sock.family == socket.AF_INET6
+        assert sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 1
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR) == 1
+        assert os.get_blocking(fd) is False
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1
+    finally:
+        sock.close()
+    with pytest.raises(RuntimeError):
+        bound.to_listener()
+
+
+def test_unix_path_that_is_not_a_socket_is_never_removed(tmp_path):
+    from sluicegate.errors import BindError
+    from sluicegate.listeners import bind, parse_bind
+
+    path = tmp_path / "important.txt"
+    path.write_text("data")
+    with pytest.raises(BindError, match="the path exists and is not a socket"):
+        bind(parse_bind(f"unix:{path}"), backlog=8)
+    assert path.read_text() == "data"

@@ -306,3 +306,20 @@ def test_docs_options_md_is_in_sync():
     )
     for o in OPTIONS:
         assert o.env in committed and f"`{o.name}`" in committed
+
+
+def test_limit_defaults_match_the_rust_constants():
+    """The Rust core gets every limit from this table, but crates/proto also names defaults
+    (for its own tests and fuzzing); the two must not drift apart."""
+    path = ROOT / "crates" / "proto" / "src" / "limits.rs"
+    source = path.read_text() if path.exists() else ""
+    rust = dict(re.findall(r"pub const DEFAULT_MAX_(\w+): \w+ = ([0-9 *<()]+);", source))
+    names = {"REQUEST_LINE": "limit_request_line", "HEADER_BYTES": "limit_header_bytes",
+             "HEADERS": "limit_headers", "BODY": "limit_body"}
+    if not set(names) <= set(rust):
+        pytest.skip("crates/proto/src/limits.rs no longer names these defaults")
+    cfg = resolve({}, env={})
+    for rust_name, option in names.items():
+        # The expressions are integer arithmetic such as `8 * 1024` or `1 << 30`.
+        value = eval(compile(ast.parse(rust[rust_name], mode="eval"), "limits.rs", "eval"), {"__builtins__": {}})
+        assert getattr(cfg, option) == value, f"--{option.replace('_', '-')} vs DEFAULT_MAX_{rust_name}"

@@ -24,7 +24,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         cfg = validate(raw_values(from_command_line(args, __version__)))
         debug = cfg.log_level == "debug"
-        return serve_config(cfg, __version__)
+        return serve_config(cfg, __version__, owns_process=True)
     except SluicegateError as e:
         if debug and e.__cause__ is not None:
             log.debug("Traceback of the error below:", exc_info=e.__cause__)

@@ -52,9 +52,9 @@ def configure_logging(level: str) -> None:
     log.propagate = False
 
 
-def serve_config(cfg: Any, version: str = "") -> int:
+def serve_config(cfg: Any, version: str = "", *, owns_process: bool = False) -> int:
     """Start-to-finish for one validated Config: returns the exit status (0) after shutdown;
-    raises a SluicegateError subclass on any user error."""
+    raises a SluicegateError subclass on any user error. `owns_process`: see Supervisor."""
     configure_logging(cfg.log_level)
     if cfg.chdir:
         os.chdir(cfg.chdir)
@@ -63,11 +63,19 @@ def serve_config(cfg: Any, version: str = "") -> int:
     else:
         app, app_name = load_app(cfg.app), cfg.app
     sockets = bind_all(cfg.bind, cfg.backlog)
-    return Supervisor(app, cfg, sockets, app_name=app_name, version=version).run()
+    return Supervisor(
+        app, cfg, sockets, app_name=app_name, version=version, owns_process=owns_process
+    ).run()
 
 
 class Supervisor:
-    """One server in this process, on sockets already bound."""
+    """One server in this process, on sockets already bound.
+
+    `owns_process` (the CLI): after shutdown, SIGTERM and SIGINT stay ignored while the process
+    exits, so a second Ctrl-C that lands just after a quick shutdown cannot turn a clean exit
+    into a KeyboardInterrupt. Otherwise (serve() inside someone's program) the previous
+    handlers are restored.
+    """
 
     def __init__(
         self,
@@ -77,12 +85,14 @@ class Supervisor:
         *,
         app_name: str = "",
         version: str = "",
+        owns_process: bool = False,
     ) -> None:
         self.app = app
         self.cfg = cfg
         self.sockets = sockets
         self.app_name = app_name
         self.version = version
+        self.owns_process = owns_process
         self._server: Any = None
         self._shutdown_requested: Optional[bool] = None  # graceful flag, if before the server exists
         self._signals_seen: Dict[int, int] = {}
@@ -90,7 +100,7 @@ class Supervisor:
     def run(self) -> int:
         access_fd = -1
         wake_r = wake_w = -1
-        old_wakeup = -1
+        old_wakeup: Optional[int] = None
         old_handlers: Dict[int, Any] = {}
         # set_wakeup_fd and signal handlers exist only in the main thread; serve() run in
         # another thread is stopped by calling shutdown() instead.
@@ -123,8 +133,8 @@ class Supervisor:
             self._server.run()
         finally:
             for signum, handler in old_handlers.items():
-                signal.signal(signum, handler)
-            if on_main_thread and wake_w != -1:
+                signal.signal(signum, signal.SIG_IGN if self.owns_process else handler)
+            if old_wakeup is not None:
                 signal.set_wakeup_fd(old_wakeup)
             for fd in (wake_r, wake_w):
                 if fd != -1:
