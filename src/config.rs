@@ -1,0 +1,111 @@
+//! The frozen, validated configuration the Python front hands to the core.
+//!
+//! The Python front owns option parsing and validation (one table, see `sluicegate/options.py`);
+//! this module only extracts the already-validated values into plain Rust types, once, at
+//! startup, so the hot path never touches Python for a setting.
+
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sluicegate_proto::Limits;
+
+/// Every setting the core reads. Field docs name the option that sets it.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--threads MIN:MAX`: app threads kept warm / the most that may run at once.
+    pub threads_min: usize,
+    pub threads_max: usize,
+    /// `--header-timeout`: a request head must arrive whole within this (408).
+    pub header_timeout: Duration,
+    /// `--keepalive-timeout`: an idle connection between requests is closed after this.
+    pub keepalive_timeout: Duration,
+    /// `--read-timeout`: the app's body read fails after this long without progress.
+    pub read_timeout: Duration,
+    /// `--write-timeout`: a client that accepts no bytes for this long is disconnected.
+    pub write_timeout: Duration,
+    /// `--graceful-timeout`: how long in-flight requests get at shutdown.
+    pub graceful_timeout: Duration,
+    /// `--limit-*`: request size limits (414, 431, 413).
+    pub limits: Limits,
+    /// `--max-drain`: an unread request body up to this size is drained after the response so
+    /// the connection can be kept; a larger one closes the connection.
+    pub max_drain: u64,
+    /// `--root-path`: SCRIPT_NAME.
+    pub root_path: String,
+    /// wsgi.url_scheme.
+    pub url_scheme: String,
+    /// `--server-header`: value of the Server header; empty = not sent.
+    pub server_header: Vec<u8>,
+    /// `--access-log`: file descriptor to append access log lines to, or -1.
+    pub access_log_fd: i32,
+    /// Read end of the pipe given to `signal.set_wakeup_fd`, or -1.
+    pub signal_fd: i32,
+}
+
+fn get<T>(d: &Bound<'_, PyDict>, key: &str) -> PyResult<T>
+where
+    T: for<'a, 'py> FromPyObject<'a, 'py>,
+    for<'a, 'py> <T as FromPyObject<'a, 'py>>::Error: Into<PyErr>,
+{
+    match d.get_item(key)? {
+        Some(v) => v.extract::<T>().map_err(|e| {
+            let e: PyErr = e.into();
+            pyo3::exceptions::PyValueError::new_err(format!("config key {key:?}: {e}"))
+        }),
+        None => Err(pyo3::exceptions::PyKeyError::new_err(format!(
+            "config key {key:?} is missing"
+        ))),
+    }
+}
+
+fn secs(d: &Bound<'_, PyDict>, key: &str) -> PyResult<Duration> {
+    let v: f64 = get(d, key)?;
+    if !(v > 0.0 && v.is_finite()) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "config key {key:?} must be a positive number of seconds"
+        )));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+impl Config {
+    pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Config> {
+        let threads_min: usize = get(d, "threads_min")?;
+        let threads_max: usize = get(d, "threads_max")?;
+        if threads_max == 0 || threads_min > threads_max {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "threads must satisfy 0 <= min <= max and max >= 1",
+            ));
+        }
+        let server_header: String = get(d, "server_header")?;
+        Ok(Config {
+            threads_min,
+            threads_max,
+            header_timeout: secs(d, "header_timeout")?,
+            keepalive_timeout: secs(d, "keepalive_timeout")?,
+            read_timeout: secs(d, "read_timeout")?,
+            write_timeout: secs(d, "write_timeout")?,
+            graceful_timeout: secs(d, "graceful_timeout")?,
+            limits: Limits {
+                max_request_line: get(d, "limit_request_line")?,
+                max_header_bytes: get(d, "limit_header_bytes")?,
+                max_headers: get(d, "limit_headers")?,
+                max_body: get(d, "limit_body")?,
+            },
+            max_drain: get(d, "max_drain")?,
+            root_path: get(d, "root_path")?,
+            url_scheme: get(d, "url_scheme")?,
+            server_header: server_header.into_bytes(),
+            access_log_fd: get(d, "access_log_fd")?,
+            signal_fd: get(d, "signal_fd")?,
+        })
+    }
+
+    /// The shortest timeout, which sets how often the event loop sweeps for expired deadlines.
+    pub fn shortest_timeout(&self) -> Duration {
+        self.header_timeout
+            .min(self.keepalive_timeout)
+            .min(self.write_timeout)
+    }
+}

@@ -1,0 +1,81 @@
+//! One client connection: its socket, pending bytes, and where it is in its lifecycle.
+//!
+//! A connection is owned by exactly one thread at a time: by the event loop while it waits for
+//! bytes or finishes writing, and by the thread running the app for the duration of a request
+//! (it is then "away" from the loop's table). Moving a `Box<Conn>` is the whole hand-off.
+
+use std::time::Instant;
+
+use sluicegate_proto::h1::HeadParser;
+use sluicegate_proto::RequestHead;
+
+use super::out_queue::OutQueue;
+use super::read_buf::ReadBuf;
+use super::stream::{Peer, Stream};
+
+/// Where a connection is in its lifecycle while the event loop owns it. (While the app runs,
+/// the loop's table marks the connection as away instead.)
+pub enum Phase {
+    /// Between requests with no bytes pending. Deadline: header timeout for a new connection,
+    /// keep-alive timeout after a response.
+    Idle,
+    /// Part of a request head has arrived. Deadline: header timeout, counted from the first
+    /// byte, so a client trickling bytes does not extend it.
+    ReadingHead,
+    /// The head is parsed and a small body is being buffered so the app can be called without
+    /// ever blocking on the socket. Deadline: header timeout (kept from the head).
+    ReadingBody(Box<RequestHead>),
+    /// The app is done but output is left; the loop finishes it. Deadline: write timeout,
+    /// renewed by every successful write.
+    Writing,
+    /// An error answer was sent and our side shut down; input is discarded until the client
+    /// closes (so the answer is not destroyed by a reset) or the linger time ends.
+    Lingering,
+}
+
+pub struct Conn {
+    pub stream: Stream,
+    /// The event loop's key for this connection.
+    pub token: usize,
+    /// Index of the listener it arrived on (SERVER_NAME/SERVER_PORT, environ template).
+    pub listener: usize,
+    pub peer: Peer,
+    /// Received bytes not yet consumed; `None` while nothing is pending.
+    pub rbuf: Option<ReadBuf>,
+    pub parser: HeadParser,
+    pub phase: Phase,
+    /// Output not yet written.
+    pub out: OutQueue,
+    /// Close once `out` is written.
+    pub close_after_write: bool,
+    /// When the current phase times out.
+    pub deadline: Option<Instant>,
+    /// Requests answered on this connection.
+    pub requests: u64,
+    /// After the close, linger: the client may still be sending (error answers, unread input).
+    pub linger: bool,
+}
+
+impl Conn {
+    pub fn new(stream: Stream, token: usize, listener: usize, peer: Peer) -> Conn {
+        Conn {
+            stream,
+            token,
+            listener,
+            peer,
+            rbuf: None,
+            parser: HeadParser::new(),
+            phase: Phase::Idle,
+            out: OutQueue::new(),
+            close_after_write: false,
+            deadline: None,
+            requests: 0,
+            linger: false,
+        }
+    }
+
+    /// Bytes already received and not consumed.
+    pub fn buffered(&self) -> &[u8] {
+        self.rbuf.as_ref().map(|b| b.filled()).unwrap_or(&[])
+    }
+}

@@ -1,0 +1,720 @@
+//! The event loop: one epoll instance (through mio) that accepts connections, reads request
+//! heads, buffers small bodies, finishes writes the app threads left behind, and enforces the
+//! header, keep-alive and write timeouts.
+//!
+//! It never calls Python. It hands out [`Work`] (a connection with a parsed request head) from
+//! [`LoopState::next_work`]; the caller decides whether to run the app right there (inline) or on
+//! a pool thread. All of the loop's state lives in one `LoopState` value so that it can be moved
+//! to another thread when the thread driving it gets stuck in an app call (see
+//! `server::scheduler`).
+//!
+//! Sockets are registered once, edge-triggered, for both read and write readiness, so a request
+//! costs no `epoll_ctl` calls.
+
+use std::collections::VecDeque;
+use std::io::{self, ErrorKind};
+use std::os::fd::{FromRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, UnixListener};
+use mio::{Events, Interest, Poll, Token, Waker};
+use slab::Slab;
+use sluicegate_proto::h1::encode::encode_error_response;
+use sluicegate_proto::{BodyFraming, Limits, ProtoError, RequestHead};
+
+use super::conn::{Conn, Phase};
+use super::read_buf::ReadBuf;
+use super::stream::{Peer, Stream};
+use crate::http_date::http_date;
+
+/// Token of the waker (returned connections, shutdown).
+const WAKER: Token = Token(usize::MAX);
+/// Listener tokens count down from here; connection tokens are slab keys (far below).
+const LISTENER_BASE: usize = usize::MAX - 1;
+
+/// A request body up to this size is buffered by the loop before the app is called, so that an
+/// app called inline never waits on the socket. Larger or chunked bodies go to a pool thread,
+/// which streams them to the app.
+pub const INLINE_BODY_MAX: u64 = 64 * 1024;
+
+/// How long an error answer waits for the client to close before the socket is closed anyway.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// Read buffers kept for reuse (the rest are freed, so idle memory stays small).
+const BUFFER_POOL_MAX: usize = 256;
+
+/// A kind of listening socket handed over by the Python front.
+pub enum ListenSocket {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+impl ListenSocket {
+    /// Take ownership of a bound, listening, non-blocking socket.
+    pub fn from_fd(fd: RawFd, unix: bool) -> ListenSocket {
+        if unix {
+            // SAFETY: the Python front detached this fd from its socket object and gives us
+            // sole ownership of an open, listening AF_UNIX socket.
+            let l = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
+            let _ = l.set_nonblocking(true);
+            ListenSocket::Unix(UnixListener::from_std(l))
+        } else {
+            // SAFETY: as above, for an open, listening TCP socket.
+            let l = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+            let _ = l.set_nonblocking(true);
+            ListenSocket::Tcp(TcpListener::from_std(l))
+        }
+    }
+}
+
+/// A request ready for the app: the connection (now owned by whoever runs the request) and its
+/// parsed head. The head's bytes were consumed from the connection's buffer; the body, if any,
+/// is what follows in the buffer and on the socket.
+pub struct Work {
+    pub conn: Box<Conn>,
+    pub head: RequestHead,
+    /// The whole body (if any) is already in the connection's buffer: the app can be called
+    /// without ever waiting on the socket.
+    pub body_buffered: bool,
+}
+
+/// Counters shared by the loop and the app threads (diagnostics and tests).
+#[derive(Default)]
+pub struct Counters {
+    pub accepted: AtomicU64,
+    pub requests: AtomicU64,
+    pub protocol_errors: AtomicU64,
+    pub timeouts: AtomicU64,
+}
+
+/// Shutdown states.
+pub const RUNNING: u8 = 0;
+pub const GRACEFUL: u8 = 1;
+pub const IMMEDIATE: u8 = 2;
+
+/// What the loop shares with the threads that take connections away from it.
+pub struct LoopCtx {
+    pub limits: Limits,
+    pub header_timeout: Duration,
+    pub keepalive_timeout: Duration,
+    pub write_timeout: Duration,
+    pub graceful_timeout: Duration,
+    pub server_header: Vec<u8>,
+    waker: Waker,
+    returns: Mutex<Vec<Box<Conn>>>,
+    pub shutdown: AtomicU8,
+    pub counters: Counters,
+}
+
+impl LoopCtx {
+    /// Give a connection back to the loop after a request (keep-alive, pending output, or to be
+    /// closed). Wakes the loop only when the queue was empty: one wake-up serves a batch.
+    pub fn return_conn(&self, conn: Box<Conn>) {
+        let was_empty = {
+            let mut q = self.returns.lock().unwrap();
+            q.push(conn);
+            q.len() == 1
+        };
+        if was_empty {
+            let _ = self.waker.wake();
+        }
+    }
+
+    /// Ask the loop to stop (GRACEFUL or IMMEDIATE).
+    pub fn request_shutdown(&self, how: u8) {
+        self.shutdown.fetch_max(how, Ordering::SeqCst);
+        let _ = self.waker.wake();
+    }
+
+    pub fn shutting_down(&self) -> bool {
+        self.shutdown.load(Ordering::Relaxed) != RUNNING
+    }
+
+    pub fn wake(&self) {
+        let _ = self.waker.wake();
+    }
+}
+
+/// Settings the loop needs, copied from the config.
+pub struct LoopSettings {
+    pub limits: Limits,
+    pub header_timeout: Duration,
+    pub keepalive_timeout: Duration,
+    pub write_timeout: Duration,
+    pub graceful_timeout: Duration,
+    pub server_header: Vec<u8>,
+}
+
+/// A connection slot: the connection itself, or a note that an app thread has it.
+enum Slot {
+    Here(Box<Conn>),
+    /// Taken by an app thread. `woke` records readiness seen meanwhile, so the loop reads when
+    /// the connection comes back (edge-triggered epoll will not report it again).
+    Away { woke: bool },
+}
+
+/// Everything the event loop owns. Moved, whole, between threads on a takeover.
+pub struct LoopState {
+    poll: Poll,
+    events: Events,
+    listeners: Vec<Option<ListenSocket>>,
+    conns: Slab<Slot>,
+    /// Connections to look at: (token, readable).
+    ready: VecDeque<(usize, bool)>,
+    buffers: Vec<ReadBuf>,
+    next_sweep: Instant,
+    sweep_every: Duration,
+    /// Accepting stopped because of EMFILE/ENFILE: retry at the next sweep.
+    accept_paused: bool,
+    shutdown_started: Option<Instant>,
+}
+
+impl LoopState {
+    /// Build the loop around the listening sockets. Returns the loop state and the context to
+    /// share with app threads.
+    pub fn new(
+        listeners: Vec<ListenSocket>,
+        settings: LoopSettings,
+    ) -> io::Result<(Box<LoopState>, Arc<LoopCtx>)> {
+        let poll = Poll::new()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        let mut ls = Vec::with_capacity(listeners.len());
+        for (i, mut l) in listeners.into_iter().enumerate() {
+            let token = Token(LISTENER_BASE - i);
+            match &mut l {
+                ListenSocket::Tcp(t) => poll.registry().register(t, token, Interest::READABLE)?,
+                ListenSocket::Unix(u) => poll.registry().register(u, token, Interest::READABLE)?,
+            }
+            ls.push(Some(l));
+        }
+        let shortest = settings
+            .header_timeout
+            .min(settings.keepalive_timeout)
+            .min(settings.write_timeout);
+        // Sweep often enough that a timeout fires within a quarter of its length (bounded to
+        // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
+        let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let ctx = Arc::new(LoopCtx {
+            limits: settings.limits,
+            header_timeout: settings.header_timeout,
+            keepalive_timeout: settings.keepalive_timeout,
+            write_timeout: settings.write_timeout,
+            graceful_timeout: settings.graceful_timeout,
+            server_header: settings.server_header,
+            waker,
+            returns: Mutex::new(Vec::new()),
+            shutdown: AtomicU8::new(RUNNING),
+            counters: Counters::default(),
+        });
+        let st = Box::new(LoopState {
+            poll,
+            events: Events::with_capacity(1024),
+            listeners: ls,
+            conns: Slab::with_capacity(1024),
+            ready: VecDeque::with_capacity(1024),
+            buffers: Vec::new(),
+            next_sweep: Instant::now() + sweep_every,
+            sweep_every,
+            accept_paused: false,
+            shutdown_started: None,
+        });
+        Ok((st, ctx))
+    }
+
+    /// Number of connections the loop knows (here or away).
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Run the loop until a request is ready for the app, or until shutdown has finished
+    /// (`None`).
+    pub fn next_work(&mut self, ctx: &LoopCtx) -> Option<Work> {
+        loop {
+            while let Some((token, readable)) = self.ready.pop_front() {
+                if let Some(work) = self.drive(token, readable, ctx) {
+                    return Some(work);
+                }
+            }
+            self.take_returns(ctx);
+            if !self.ready.is_empty() {
+                continue;
+            }
+            if ctx.shutting_down() && self.shutdown_step(ctx) {
+                return None;
+            }
+            let now = Instant::now();
+            if now >= self.next_sweep {
+                self.sweep(now, ctx);
+                self.next_sweep = now + self.sweep_every;
+                if !self.ready.is_empty() {
+                    continue;
+                }
+            }
+            let timeout = self.next_sweep.saturating_duration_since(Instant::now());
+            if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
+                if e.kind() != ErrorKind::Interrupted {
+                    log_io_error("epoll_wait", &e);
+                }
+                continue;
+            }
+            let mut accept_from = Vec::new();
+            for ev in self.events.iter() {
+                let t = ev.token();
+                if t == WAKER {
+                    continue;
+                }
+                if t.0 > LISTENER_BASE - self.listeners.len() && t.0 <= LISTENER_BASE {
+                    accept_from.push(LISTENER_BASE - t.0);
+                    continue;
+                }
+                let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
+                self.ready.push_back((t.0, readable));
+            }
+            for i in accept_from {
+                self.accept(i, ctx);
+            }
+        }
+    }
+
+    /// Connections given back by app threads re-enter the table and are looked at once.
+    fn take_returns(&mut self, ctx: &LoopCtx) {
+        let returned = std::mem::take(&mut *ctx.returns.lock().unwrap());
+        for conn in returned {
+            let token = conn.token;
+            let woke = match self.conns.get(token) {
+                Some(Slot::Away { woke }) => *woke,
+                _ => {
+                    // Cannot happen: a token stays reserved while its connection is away.
+                    continue;
+                }
+            };
+            self.conns[token] = Slot::Here(conn);
+            self.after_request(token, woke, ctx);
+        }
+    }
+
+    /// A connection is back from the app (returned, or after an inline call): decide its next
+    /// phase and queue it for a look.
+    pub fn after_request(&mut self, token: usize, readable: bool, ctx: &LoopCtx) {
+        let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+            return;
+        };
+        if ctx.shutting_down() && conn.out.is_empty() {
+            // No new requests during shutdown: the bridge already answered with Connection:
+            // close; a connection still marked keep-alive closes here.
+            conn.close_after_write = true;
+        }
+        conn.phase = Phase::Idle;
+        conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
+        self.ready.push_back((token, readable));
+    }
+
+    /// Put back a connection that came back to the loop on the thread that owns it (inline).
+    pub fn put_back(&mut self, conn: Box<Conn>, ctx: &LoopCtx) {
+        let token = conn.token;
+        let woke = matches!(self.conns.get(token), Some(Slot::Away { woke: true }));
+        self.conns[token] = Slot::Here(conn);
+        self.after_request(token, woke, ctx);
+    }
+
+    fn accept(&mut self, index: usize, ctx: &LoopCtx) {
+        loop {
+            if ctx.shutting_down() {
+                return;
+            }
+            let res = match &self.listeners[index] {
+                Some(ListenSocket::Tcp(l)) => l.accept().map(|(s, a)| {
+                    let _ = s.set_nodelay(true);
+                    (Stream::Tcp(s), Peer::Ip(a))
+                }),
+                Some(ListenSocket::Unix(l)) => l.accept().map(|(s, _)| (Stream::Unix(s), Peer::Unix)),
+                None => return,
+            };
+            match res {
+                Ok((mut stream, peer)) => {
+                    let entry = self.conns.vacant_entry();
+                    let token = entry.key();
+                    if let Err(e) = self.poll.registry().register(
+                        stream.source(),
+                        Token(token),
+                        Interest::READABLE | Interest::WRITABLE,
+                    ) {
+                        log_io_error("epoll_ctl", &e);
+                        continue;
+                    }
+                    let mut conn = Box::new(Conn::new(stream, token, index, peer));
+                    conn.deadline = Some(Instant::now() + ctx.header_timeout);
+                    entry.insert(Slot::Here(conn));
+                    ctx.counters.accepted.fetch_add(1, Ordering::Relaxed);
+                    // The request usually follows the connect at once; the edge-triggered
+                    // registration reports it (or already has), so no speculative read here.
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
+                        // Out of descriptors: stop accepting until the next sweep instead of
+                        // spinning; queued clients wait in the backlog.
+                        self.accept_paused = true;
+                        log_io_error("accept (out of file descriptors)", &e);
+                        return;
+                    }
+                    // ECONNABORTED and friends concern one client only.
+                    continue;
+                }
+            }
+        }
+    }
+
+    /// Look at one connection: finish pending output, then read and parse. Returns work when a
+    /// request is ready.
+    fn drive(&mut self, token: usize, mut readable: bool, ctx: &LoopCtx) -> Option<Work> {
+        let conn = match self.conns.get_mut(token) {
+            Some(Slot::Here(c)) => c,
+            Some(Slot::Away { woke }) => {
+                *woke |= readable;
+                return None;
+            }
+            None => return None,
+        };
+
+        // 1. Output first: a connection with unwritten output reads nothing new.
+        if !conn.out.is_empty() {
+            loop {
+                match conn.out.write_to(&conn.stream) {
+                    Ok(_) if conn.out.is_empty() => break,
+                    Ok(_) => {
+                        conn.deadline = Some(Instant::now() + ctx.write_timeout);
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        if !matches!(conn.phase, Phase::Writing) {
+                            conn.phase = Phase::Writing;
+                            conn.deadline = Some(Instant::now() + ctx.write_timeout);
+                        }
+                        return None;
+                    }
+                    Err(_) => {
+                        self.close(token);
+                        return None;
+                    }
+                }
+            }
+            if matches!(conn.phase, Phase::Writing) {
+                conn.phase = Phase::Idle;
+                conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
+            }
+        }
+        if conn.close_after_write && !matches!(conn.phase, Phase::Lingering) {
+            self.finish_close(token);
+            return None;
+        }
+        if matches!(conn.phase, Phase::Lingering) {
+            self.discard_input(token);
+            return None;
+        }
+
+        // 2. Parse what is buffered (pipelined requests), reading more while the socket has it.
+        loop {
+            let conn = match self.conns.get_mut(token) {
+                Some(Slot::Here(c)) => c,
+                _ => return None,
+            };
+            if conn.rbuf.as_ref().is_some_and(|b| !b.is_empty()) {
+                match self.try_request(token, ctx) {
+                    Ok(Some(work)) => return Some(work),
+                    Ok(None) => {}
+                    Err(e) => {
+                        self.protocol_error(token, e, ctx);
+                        return None;
+                    }
+                }
+            }
+            if !readable {
+                break;
+            }
+            let conn = match self.conns.get_mut(token) {
+                Some(Slot::Here(c)) => c,
+                _ => return None,
+            };
+            if conn.rbuf.is_none() {
+                conn.rbuf = Some(self.buffers.pop().unwrap_or_default());
+            }
+            let limit = buffer_limit(&ctx.limits);
+            let buf = conn.rbuf.as_mut().unwrap();
+            let spare = buf.spare(limit);
+            if spare.is_empty() {
+                // Full at the limit: the head parser reported no error, so this is a body
+                // being buffered that cannot be (cannot happen: bounded by INLINE_BODY_MAX).
+                self.protocol_error(token, ProtoError::HeadersTooLarge, ctx);
+                return None;
+            }
+            let want = spare.len();
+            match conn.stream.read(spare) {
+                Ok(0) => {
+                    // Client closed. Whatever was pending is dropped with the connection.
+                    self.close(token);
+                    return None;
+                }
+                Ok(n) => {
+                    buf.commit(n);
+                    // A short read emptied the socket: edge-triggered epoll reports new data.
+                    readable = n == want;
+                    if matches!(conn.phase, Phase::Idle) {
+                        conn.phase = Phase::ReadingHead;
+                        conn.deadline = Some(Instant::now() + ctx.header_timeout);
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => readable = false,
+                Err(_) => {
+                    self.close(token);
+                    return None;
+                }
+            }
+        }
+        // Nothing pending: the buffer goes back to the pool (idle connections hold none).
+        if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
+            release_buffer(&mut self.buffers, conn);
+        }
+        None
+    }
+
+    /// Parse a head from the buffer, or check that a body being buffered is complete.
+    fn try_request(&mut self, token: usize, ctx: &LoopCtx) -> Result<Option<Work>, ProtoError> {
+        let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+            return Ok(None);
+        };
+        if let Phase::ReadingBody(head) = &conn.phase {
+            let need = match head.body {
+                BodyFraming::Length(n) => n as usize,
+                _ => 0,
+            };
+            if conn.buffered().len() < need {
+                return Ok(None);
+            }
+            let Phase::ReadingBody(head) = std::mem::replace(&mut conn.phase, Phase::Idle) else {
+                unreachable!()
+            };
+            return Ok(Some(self.take_work(token, *head, true)));
+        }
+        let buf = conn.rbuf.as_ref().unwrap();
+        let Some((head, used)) = conn.parser.parse(buf.filled(), &ctx.limits)? else {
+            if matches!(conn.phase, Phase::Idle) {
+                conn.phase = Phase::ReadingHead;
+                conn.deadline = Some(Instant::now() + ctx.header_timeout);
+            }
+            return Ok(None);
+        };
+        conn.rbuf.as_mut().unwrap().consume(used);
+        conn.parser.reset();
+        let buffered = conn.buffered().len() as u64;
+        let body_buffered = match head.body {
+            BodyFraming::None => true,
+            BodyFraming::Length(n) if n <= buffered => true,
+            BodyFraming::Length(n) if n <= INLINE_BODY_MAX && !head.expect_continue => {
+                // Wait in the loop for the rest of a small body (header deadline still runs).
+                conn.phase = Phase::ReadingBody(Box::new(head));
+                return Ok(None);
+            }
+            _ => false,
+        };
+        Ok(Some(self.take_work(token, head, body_buffered)))
+    }
+
+    /// Mark the connection away and hand it out with its request.
+    fn take_work(&mut self, token: usize, head: RequestHead, body_buffered: bool) -> Work {
+        let Slot::Here(mut conn) = std::mem::replace(&mut self.conns[token], Slot::Away { woke: false })
+        else {
+            unreachable!("take_work on an away connection")
+        };
+        conn.deadline = None;
+        conn.phase = Phase::Idle;
+        Work {
+            conn,
+            head,
+            body_buffered,
+        }
+    }
+
+    /// Answer a protocol error (the one place that writes them) and close after it.
+    fn protocol_error(&mut self, token: usize, e: ProtoError, ctx: &LoopCtx) {
+        ctx.counters.protocol_errors.fetch_add(1, Ordering::Relaxed);
+        if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
+            let mut out = Vec::with_capacity(256);
+            encode_error_response(
+                &mut out,
+                e.status(),
+                e.reason(),
+                false,
+                &http_date(),
+                &ctx.server_header,
+            );
+            conn.out.push_owned(out);
+            conn.close_after_write = true;
+            // Input after a framing error is meaningless: drop it, and linger after the answer
+            // so the client reads it before any reset.
+            if let Some(b) = conn.rbuf.as_mut() {
+                let n = b.len();
+                b.consume(n);
+            }
+            conn.phase = Phase::Idle;
+            conn.linger = true;
+            self.ready.push_back((token, false));
+        }
+    }
+
+    /// Output is written and the connection must close: close now if nothing more can come
+    /// from the client, else half-close and linger.
+    fn finish_close(&mut self, token: usize) {
+        let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+            return;
+        };
+        if conn.linger || !conn.buffered().is_empty() {
+            conn.stream.shutdown_write();
+            conn.phase = Phase::Lingering;
+            conn.deadline = Some(Instant::now() + LINGER);
+            self.discard_input(token);
+        } else {
+            self.close(token);
+        }
+    }
+
+    /// Read and drop input until the client closes (then close) or the socket is empty.
+    fn discard_input(&mut self, token: usize) {
+        let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+            return;
+        };
+        let mut scratch = [0u8; 4096];
+        loop {
+            match conn.stream.read(&mut scratch) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(_) => break,
+            }
+        }
+        self.close(token);
+    }
+
+    /// Close and forget a connection that is here.
+    fn close(&mut self, token: usize) {
+        if let Some(Slot::Here(_)) = self.conns.get(token) {
+            if let Slot::Here(mut conn) = self.conns.remove(token) {
+                let _ = self.poll.registry().deregister(conn.stream.source());
+                release_buffer(&mut self.buffers, &mut conn);
+                // Dropping the stream closes the socket.
+            }
+        }
+    }
+
+    /// Expire deadlines.
+    fn sweep(&mut self, now: Instant, ctx: &LoopCtx) {
+        if self.accept_paused {
+            self.accept_paused = false;
+            for i in 0..self.listeners.len() {
+                self.accept(i, ctx);
+            }
+        }
+        let expired: Vec<usize> = self
+            .conns
+            .iter()
+            .filter_map(|(t, s)| match s {
+                Slot::Here(c) if c.deadline.is_some_and(|d| d <= now) => Some(t),
+                _ => None,
+            })
+            .collect();
+        for token in expired {
+            let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+                continue;
+            };
+            ctx.counters.timeouts.fetch_add(1, Ordering::Relaxed);
+            match conn.phase {
+                Phase::ReadingHead | Phase::ReadingBody(_) => {
+                    // 408, then close: the client was too slow sending its request.
+                    let mut out = Vec::with_capacity(256);
+                    encode_error_response(
+                        &mut out,
+                        408,
+                        "Request Timeout",
+                        false,
+                        &http_date(),
+                        &ctx.server_header,
+                    );
+                    conn.out.clear();
+                    conn.out.push_owned(out);
+                    conn.phase = Phase::Idle;
+                    let _ = conn.out.write_to(&conn.stream);
+                    self.close(token);
+                }
+                _ => self.close(token),
+            }
+        }
+    }
+
+    /// One step of shutdown. Returns true when the loop may stop.
+    fn shutdown_step(&mut self, ctx: &LoopCtx) -> bool {
+        let now = Instant::now();
+        if self.shutdown_started.is_none() {
+            self.shutdown_started = Some(now);
+            // Stop accepting: closing the listening sockets makes new connects fail at once.
+            for l in self.listeners.iter_mut() {
+                if let Some(mut s) = l.take() {
+                    let _ = match &mut s {
+                        ListenSocket::Tcp(t) => self.poll.registry().deregister(t),
+                        ListenSocket::Unix(u) => self.poll.registry().deregister(u),
+                    };
+                }
+            }
+            // Settle the sweep cadence so the graceful deadline is noticed.
+            self.sweep_every = self.sweep_every.min(Duration::from_millis(100));
+            self.next_sweep = self.next_sweep.min(now + self.sweep_every);
+        }
+        // Idle connections and half-received requests close now.
+        let idle: Vec<usize> = self
+            .conns
+            .iter()
+            .filter_map(|(t, s)| match s {
+                Slot::Here(c) if c.out.is_empty() && !matches!(c.phase, Phase::Lingering) => {
+                    Some(t)
+                }
+                _ => None,
+            })
+            .collect();
+        for t in idle {
+            self.close(t);
+        }
+        let deadline_passed = now >= self.shutdown_started.unwrap() + ctx.graceful_timeout;
+        if ctx.shutdown.load(Ordering::Relaxed) == IMMEDIATE || deadline_passed {
+            let all: Vec<usize> = self
+                .conns
+                .iter()
+                .filter(|(_, s)| matches!(s, Slot::Here(_)))
+                .map(|(t, _)| t)
+                .collect();
+            for t in all {
+                self.close(t);
+            }
+            return true;
+        }
+        self.conns.is_empty()
+    }
+}
+
+/// Give an empty read buffer back to the pool.
+fn release_buffer(pool: &mut Vec<ReadBuf>, conn: &mut Conn) {
+    if let Some(b) = conn.rbuf.take_if(|b| b.is_empty()) {
+        if b.is_standard() && pool.len() < BUFFER_POOL_MAX {
+            pool.push(b);
+        }
+    }
+}
+
+/// Largest read buffer: a full head plus a small body buffered for an inline call.
+fn buffer_limit(limits: &Limits) -> usize {
+    limits.max_header_bytes + INLINE_BODY_MAX as usize + 1
+}
+
+fn log_io_error(what: &str, e: &io::Error) {
+    eprintln!("sluicegate: {what}: {e}");
+}

@@ -1,0 +1,13 @@
+//! The I/O layer: sockets, readiness, timeouts and output queues. Knows sockets, not Python.
+//!
+//! - [`stream`]: a connected socket (TCP or unix) with the few syscalls the server needs.
+//! - [`read_buf`]: a connection's read buffer, held only while bytes are pending.
+//! - [`out_queue`]: bytes waiting to be written, written with one `writev` per readiness.
+//! - [`conn`]: one client connection and its lifecycle state.
+//! - [`event_loop`]: the epoll loop (mio) that accepts, reads heads and finishes writes.
+
+pub mod conn;
+pub mod event_loop;
+pub mod out_queue;
+pub mod read_buf;
+pub mod stream;

@@ -1,0 +1,126 @@
+//! A connected client socket (TCP or unix), non-blocking, with the syscalls the server uses:
+//! read, writev, shutdown, and a bounded wait for readiness used by app threads that own the
+//! connection for the duration of a request (they cannot use the event loop's epoll).
+
+use std::io::{self, IoSlice, Read};
+use std::net::{Shutdown, SocketAddr};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+use mio::event::Source;
+use mio::net::{TcpStream, UnixStream};
+
+/// A connected, non-blocking client socket.
+pub enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+/// Where a client connected from, for REMOTE_ADDR / REMOTE_PORT and the access log.
+#[derive(Debug, Clone)]
+pub enum Peer {
+    Ip(SocketAddr),
+    /// A unix-socket client has no address; REMOTE_ADDR is empty.
+    Unix,
+}
+
+impl Stream {
+    pub fn fd(&self) -> RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+
+    pub fn source(&mut self) -> &mut dyn Source {
+        match self {
+            Stream::Tcp(s) => s,
+            Stream::Unix(s) => s,
+        }
+    }
+
+    /// One non-blocking read. `Ok(0)` is end of stream.
+    pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let r = match self {
+                Stream::Tcp(s) => (&*s).read(buf),
+                Stream::Unix(s) => (&*s).read(buf),
+            };
+            match r {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                r => return r,
+            }
+        }
+    }
+
+    /// One non-blocking `writev`.
+    pub fn writev(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        writev_fd(self.fd(), bufs)
+    }
+
+    /// Half-close: no more bytes from us (used before a lingering close).
+    pub fn shutdown_write(&self) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(Shutdown::Write),
+            Stream::Unix(s) => s.shutdown(Shutdown::Write),
+        };
+    }
+
+    /// Block the calling thread (never the event loop) until the socket is readable/writable,
+    /// or `timeout` passes. Returns `Ok(false)` on timeout.
+    pub fn wait(&self, writable: bool, timeout: Duration) -> io::Result<bool> {
+        wait_fd(self.fd(), writable, timeout)
+    }
+}
+
+/// One gathering write on a socket descriptor: `sendmsg` with MSG_NOSIGNAL, so a client that
+/// went away gives EPIPE instead of a SIGPIPE. Retries on EINTR.
+pub fn writev_fd(fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    loop {
+        // SAFETY: an all-zero msghdr is valid (no name, no control data).
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        // IoSlice is ABI-compatible with struct iovec (guaranteed by std on Unix).
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = bufs.len() as _;
+        // SAFETY: msg points at `bufs.len()` valid iovecs that outlive the call.
+        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// poll(2) on one descriptor with a deadline, retrying on EINTR.
+pub fn wait_fd(fd: RawFd, writable: bool, timeout: Duration) -> io::Result<bool> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ms = left.as_millis().min(i32::MAX as u128) as i32;
+        let mut pfd = libc::pollfd {
+            fd,
+            events: if writable { libc::POLLOUT } else { libc::POLLIN },
+            revents: 0,
+        };
+        // SAFETY: `pfd` is a valid, initialized pollfd that lives across the call; nfds is 1.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            if left.is_zero() {
+                return Ok(false);
+            }
+            continue;
+        }
+        // POLLHUP/POLLERR also count as "ready": the next read/write reports what happened.
+        return Ok(true);
+    }
+}

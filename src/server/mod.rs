@@ -1,0 +1,339 @@
+//! The server: wires the event loop, the scheduler, the pool and the WSGI bridge together, and
+//! is the `sluicegate._core.Server` class the Python front drives (`run`, `shutdown`, `stats`).
+//!
+//! Threads: the caller of `run()` (the main thread) only waits for signals and for the end; one
+//! thread drives the event loop at a time (it may change on a takeover, see `scheduler`); app
+//! threads come and go in the pool; one watchdog thread looks after inline calls.
+
+pub mod scheduler;
+
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use pyo3::exceptions::PyOSError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::config::Config;
+use crate::io::event_loop::{
+    ListenSocket, LoopCtx, LoopSettings, LoopState, Work, GRACEFUL, IMMEDIATE,
+};
+use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
+use crate::wsgi::file_wrapper::FileWrapper;
+use crate::wsgi::pool::Pool;
+use crate::wsgi::response::run_request;
+use crate::wsgi::Bridge;
+use scheduler::Scheduler;
+
+/// What a pool thread is asked to do.
+pub enum Job {
+    /// Run one request.
+    Request(Work),
+    /// Become the event loop's thread (after a takeover).
+    RunLoop(Box<LoopState>),
+}
+
+/// State shared by every thread of the server.
+pub struct Shared {
+    bridge: Bridge,
+    sched: Scheduler,
+    pool: Mutex<Option<Arc<Pool<Job>>>>,
+    /// eventfd written once when the event loop has finished (shutdown complete).
+    done_fd: RawFd,
+}
+
+impl Shared {
+    fn pool(&self) -> Arc<Pool<Job>> {
+        self.pool.lock().unwrap().clone().expect("pool is set in run()")
+    }
+
+    fn ctx(&self) -> &LoopCtx {
+        &self.bridge.loop_ctx
+    }
+
+    /// Run one request on this thread (GIL taken here), timing it for the scheduler.
+    fn run_request_here(&self, work: Work) -> Box<crate::io::conn::Conn> {
+        Python::attach(|py| {
+            let start = Instant::now();
+            let conn = run_request(&self.bridge, py, work);
+            self.sched.note_call(start.elapsed());
+            conn
+        })
+    }
+}
+
+/// The event loop's driver: takes work from the loop and runs it inline or hands it to the
+/// pool. Returns when the loop has shut down, or when the loop was taken over while this thread
+/// was in an inline call (the thread then serves as a pool thread).
+fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) {
+    loop {
+        let Some(work) = st.next_work(shared.ctx()) else {
+            signal_done(shared.done_fd);
+            return;
+        };
+        if work.body_buffered && !shared.ctx().shutting_down() && shared.sched.inline_now() {
+            shared.sched.park(st);
+            let conn = shared.run_request_here(work);
+            match shared.sched.unpark() {
+                Some(back) => {
+                    st = back;
+                    st.put_back(conn, shared.ctx());
+                }
+                None => {
+                    // The watchdog gave the loop to another thread while the app ran.
+                    shared.ctx().return_conn(conn);
+                    shared.pool().join_as_worker();
+                    return;
+                }
+            }
+        } else {
+            shared.sched.dispatched_calls.fetch_add(1, Ordering::Relaxed);
+            shared.pool().submit(Job::Request(work));
+        }
+    }
+}
+
+fn run_job(shared: &Arc<Shared>, job: Job) {
+    match job {
+        Job::Request(work) => {
+            let conn = shared.run_request_here(work);
+            shared.ctx().return_conn(conn);
+        }
+        Job::RunLoop(st) => drive_loop(shared, st),
+    }
+}
+
+fn signal_done(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a valid u64 to our own eventfd.
+    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+}
+
+/// `sluicegate._core.Server`.
+#[pyclass(module = "sluicegate._core", name = "Server", frozen)]
+pub struct Server {
+    shared: Arc<Shared>,
+    loop_state: Mutex<Option<Box<LoopState>>>,
+    signal_fd: RawFd,
+    graceful: std::time::Duration,
+}
+
+#[pymethods]
+impl Server {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        app: Py<PyAny>,
+        listeners: &Bound<'_, PyList>,
+        config: &Bound<'_, PyDict>,
+    ) -> PyResult<Server> {
+        // wsgi.errors is the one Python object in the config; the rest are plain values.
+        let errors = config
+            .get_item("errors")?
+            .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err("config key \"errors\" is missing"))?;
+        let config = Config::from_dict(config)?;
+        let mut sockets = Vec::new();
+        let mut infos = Vec::new();
+        for item in listeners.iter() {
+            let (fd, kind, name, port): (i32, String, String, String) = item.extract()?;
+            let unix = match kind.as_str() {
+                "tcp" => false,
+                "unix" => true,
+                other => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "unknown listener kind {other:?}"
+                    )))
+                }
+            };
+            sockets.push(ListenSocket::from_fd(fd, unix));
+            infos.push(ListenerInfo {
+                server_name: name,
+                server_port: port,
+            });
+        }
+        if sockets.is_empty() {
+            return Err(pyo3::exceptions::PyValueError::new_err("no listeners"));
+        }
+        let (st, ctx) = LoopState::new(
+            sockets,
+            LoopSettings {
+                limits: config.limits,
+                header_timeout: config.header_timeout,
+                keepalive_timeout: config.keepalive_timeout,
+                write_timeout: config.write_timeout,
+                graceful_timeout: config.graceful_timeout,
+                server_header: config.server_header.clone(),
+            },
+        )
+        .map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
+        let file_wrapper = py.get_type::<FileWrapper>().into_any();
+        let environ = EnvironBuilder::new(
+            py,
+            &infos,
+            &config.root_path,
+            &config.url_scheme,
+            &errors,
+            &file_wrapper,
+        )?;
+        let signal_fd = config.signal_fd;
+        let graceful = config.graceful_timeout;
+        let bridge = Bridge::new(py, app, environ, config, ctx)?;
+        // SAFETY: plain eventfd creation; the result is checked below.
+        let done_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if done_fd < 0 {
+            return Err(PyOSError::new_err("eventfd failed"));
+        }
+        Ok(Server {
+            shared: Arc::new(Shared {
+                bridge,
+                sched: Scheduler::new(),
+                pool: Mutex::new(None),
+                done_fd,
+            }),
+            loop_state: Mutex::new(Some(st)),
+            signal_fd,
+            graceful,
+        })
+    }
+
+    /// Serve until shutdown. Runs Python signal handlers when the signal pipe wakes us.
+    fn run(&self, py: Python<'_>) -> PyResult<()> {
+        let st = self
+            .loop_state
+            .lock()
+            .unwrap()
+            .take()
+            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("run() was already called"))?;
+        let shared = Arc::clone(&self.shared);
+        let cfg = &shared.bridge.config;
+        let pool = {
+            let s = Arc::clone(&shared);
+            Pool::new(
+                cfg.threads_min,
+                cfg.threads_max,
+                Box::new(move |job| run_job(&s, job)),
+            )
+        };
+        *shared.pool.lock().unwrap() = Some(Arc::clone(&pool));
+        pool.prestart();
+
+        let s = Arc::clone(&shared);
+        let loop_thread = std::thread::Builder::new()
+            .name("sluicegate-loop".into())
+            .stack_size(8 * 1024 * 1024)
+            .spawn(move || {
+                let s2 = Arc::clone(&s);
+                Python::attach(|py| py.detach(|| drive_loop(&s2, st)));
+            })
+            .map_err(|e| PyOSError::new_err(format!("cannot start the event loop thread: {e}")))?;
+        let s = Arc::clone(&shared);
+        let watchdog = std::thread::Builder::new()
+            .name("sluicegate-watchdog".into())
+            .spawn(move || {
+                let pool = s.pool();
+                s.sched.watchdog(|st| pool.submit_urgent(Job::RunLoop(st)));
+            })
+            .map_err(|e| PyOSError::new_err(format!("cannot start the watchdog: {e}")))?;
+
+        // Wait for the end, running signal handlers when the signal pipe has bytes.
+        let done_fd = shared.done_fd;
+        let signal_fd = self.signal_fd;
+        loop {
+            let (done, signalled) = py.detach(|| wait_two(done_fd, signal_fd));
+            if signalled {
+                drain_fd(signal_fd);
+                if let Err(e) = py.check_signals() {
+                    // e.g. KeyboardInterrupt without a handler: shut down gracefully.
+                    let _ = e;
+                    shared.ctx().request_shutdown(GRACEFUL);
+                }
+            }
+            if done {
+                break;
+            }
+        }
+        let left = py.detach(|| {
+            let _ = loop_thread.join();
+            shared.sched.stop_watchdog();
+            let _ = watchdog.join();
+            pool.stop(self.graceful)
+        });
+        if left > 0 {
+            let logger = py.import("logging")?.call_method1("getLogger", ("sluicegate.error",))?;
+            logger.call_method1(
+                "warning",
+                (format!("{left} app thread(s) still running after the graceful timeout"),),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Stop accepting and finish (graceful) or drop (not graceful) in-flight requests.
+    #[pyo3(signature = (graceful=true))]
+    fn shutdown(&self, graceful: bool) {
+        self.shared
+            .ctx()
+            .request_shutdown(if graceful { GRACEFUL } else { IMMEDIATE });
+    }
+
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let s = &self.shared;
+        let c = s.bridge.loop_counters();
+        d.set_item("requests", s.bridge.counters.requests.load(Ordering::Relaxed))?;
+        d.set_item("accepted", c.accepted.load(Ordering::Relaxed))?;
+        d.set_item("protocol_errors", c.protocol_errors.load(Ordering::Relaxed))?;
+        d.set_item("timeouts", c.timeouts.load(Ordering::Relaxed))?;
+        d.set_item("inline_calls", s.sched.inline_calls.load(Ordering::Relaxed))?;
+        d.set_item("dispatched_calls", s.sched.dispatched_calls.load(Ordering::Relaxed))?;
+        d.set_item("takeovers", s.sched.takeovers.load(Ordering::Relaxed))?;
+        d.set_item("mode", s.sched.mode_name())?;
+        let (threads, busy) = match s.pool.lock().unwrap().as_ref() {
+            Some(p) => (p.threads(), p.busy()),
+            None => (0, 0),
+        };
+        d.set_item("threads", threads)?;
+        d.set_item("busy_threads", busy)?;
+        Ok(d)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: closing our own eventfd once.
+        unsafe { libc::close(self.shared.done_fd) };
+    }
+}
+
+/// Wait until `a` or `b` (if >= 0) is readable. Returns (a ready, b ready).
+fn wait_two(a: RawFd, b: RawFd) -> (bool, bool) {
+    let mut fds = [
+        libc::pollfd { fd: a, events: libc::POLLIN, revents: 0 },
+        libc::pollfd { fd: b, events: libc::POLLIN, revents: 0 },
+    ];
+    let n = if b >= 0 { 2 } else { 1 };
+    loop {
+        // SAFETY: `fds` holds `n` valid pollfd structs for the duration of the call.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, -1) };
+        if r >= 0 {
+            return (fds[0].revents != 0, n == 2 && fds[1].revents != 0);
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return (false, false);
+        }
+    }
+}
+
+fn drain_fd(fd: RawFd) {
+    let mut buf = [0u8; 256];
+    loop {
+        // SAFETY: reads into a valid stack buffer; fd is the non-blocking signal pipe.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        if n <= 0 {
+            return;
+        }
+    }
+}

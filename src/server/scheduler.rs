@@ -1,0 +1,191 @@
+//! Where an app call runs: inline on the event loop's thread, or on a pool thread.
+//!
+//! Inline is the fastest way to run an app that returns quickly (no hand-off, no context
+//! switch: the thread that read the request calls the app, as a C event loop does). Dispatching
+//! is the only way to keep serving while apps block (sleep, database waits). The scheduler
+//! switches between the two:
+//!
+//! - **Inline mode** (the start): requests whose body is already buffered run on the loop
+//!   thread. Before each inline call the loop *parks* its whole state (`LoopState`) in a slot,
+//!   and takes it back after the call: two uncontended lock operations.
+//! - **Watchdog**: a thread that looks every `TICK`. If the same inline call is still running
+//!   at two looks in a row, it takes the parked loop state and hands it to another thread,
+//!   which carries on serving; the stuck thread finishes its request and becomes a pool thread
+//!   (as the Go runtime hands a processor away from a thread blocked in a system call). The
+//!   mode becomes *dispatch*.
+//! - **Dispatch mode**: every request goes to the pool. Calls that take longer than
+//!   `SLOW_CALL` (measured with the GIL held, so waiting for the GIL does not count) keep the
+//!   mode; after `REVERT_AFTER` without a slow call, the mode goes back to inline.
+//!
+//! A slow call run inline (one that took longer than `SLOW_CALL` yet slipped between two
+//! watchdog looks) also switches to dispatch. So a blocking app costs one takeover, then runs
+//! dispatched at full pool width, and a fast app pays no hand-off.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::io::event_loop::LoopState;
+
+/// How often the watchdog looks at the inline call in progress.
+pub const TICK: Duration = Duration::from_millis(1);
+/// A call longer than this counts as blocking.
+pub const SLOW_CALL: Duration = Duration::from_millis(1);
+/// Dispatch mode ends after this long without a slow call.
+pub const REVERT_AFTER: Duration = Duration::from_secs(1);
+/// The watchdog sleeps (instead of ticking) after this many looks without an inline call.
+const WATCHDOG_IDLE_TICKS: u32 = 1000;
+
+const INLINE: u8 = 0;
+const DISPATCH: u8 = 1;
+
+pub struct Scheduler {
+    mode: AtomicU8,
+    /// Incremented at the start and at the end of each inline call: odd while one runs.
+    inline_seq: AtomicU64,
+    /// The loop state while its thread is inside an inline call.
+    parked: Mutex<Option<Box<LoopState>>>,
+    /// Nanoseconds since `epoch` of the last slow call.
+    last_slow: AtomicU64,
+    epoch: Instant,
+    watchdog_sleeping: AtomicBool,
+    watchdog_lock: Mutex<bool>,
+    watchdog_cond: Condvar,
+    pub takeovers: AtomicU64,
+    pub inline_calls: AtomicU64,
+    pub dispatched_calls: AtomicU64,
+    stopping: AtomicBool,
+}
+
+impl Scheduler {
+    pub fn new() -> Scheduler {
+        Scheduler {
+            mode: AtomicU8::new(INLINE),
+            inline_seq: AtomicU64::new(0),
+            parked: Mutex::new(None),
+            last_slow: AtomicU64::new(0),
+            epoch: Instant::now(),
+            watchdog_sleeping: AtomicBool::new(false),
+            watchdog_lock: Mutex::new(false),
+            watchdog_cond: Condvar::new(),
+            takeovers: AtomicU64::new(0),
+            inline_calls: AtomicU64::new(0),
+            dispatched_calls: AtomicU64::new(0),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    pub fn mode_name(&self) -> &'static str {
+        if self.mode.load(Ordering::Relaxed) == INLINE {
+            "inline"
+        } else {
+            "dispatch"
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Should the next request run inline? Also ends dispatch mode when calls have been quick
+    /// for `REVERT_AFTER`.
+    pub fn inline_now(&self) -> bool {
+        if self.mode.load(Ordering::Relaxed) == INLINE {
+            return true;
+        }
+        let since = self
+            .now_ns()
+            .saturating_sub(self.last_slow.load(Ordering::Relaxed));
+        if since > REVERT_AFTER.as_nanos() as u64 {
+            self.mode.store(INLINE, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Record a call's duration (GIL held throughout); slow calls select dispatch mode.
+    pub fn note_call(&self, took: Duration) {
+        if took > SLOW_CALL {
+            self.note_slow();
+        }
+    }
+
+    fn note_slow(&self) {
+        self.last_slow.store(self.now_ns(), Ordering::Relaxed);
+        self.mode.store(DISPATCH, Ordering::Relaxed);
+    }
+
+    /// Before an inline call: leave the loop state where the watchdog can take it.
+    pub fn park(&self, st: Box<LoopState>) {
+        *self.parked.lock().unwrap() = Some(st);
+        // SeqCst pairs with the watchdog's going to sleep: either it sees this call's sequence
+        // number, or this sees it asleep and wakes it.
+        self.inline_seq.fetch_add(1, Ordering::SeqCst);
+        self.inline_calls.fetch_add(1, Ordering::Relaxed);
+        if self.watchdog_sleeping.load(Ordering::SeqCst) {
+            let _g = self.watchdog_lock.lock().unwrap();
+            self.watchdog_sleeping.store(false, Ordering::Relaxed);
+            self.watchdog_cond.notify_one();
+        }
+    }
+
+    /// After an inline call: the loop state, unless the watchdog handed it to another thread.
+    pub fn unpark(&self) -> Option<Box<LoopState>> {
+        let st = self.parked.lock().unwrap().take();
+        self.inline_seq.fetch_add(1, Ordering::AcqRel);
+        st
+    }
+
+    /// The watchdog's body. `hand_over` runs the taken loop state on another thread.
+    pub fn watchdog(&self, hand_over: impl Fn(Box<LoopState>)) {
+        let mut last = u64::MAX;
+        let mut quiet = 0u32;
+        while !self.stopping.load(Ordering::Relaxed) {
+            std::thread::sleep(TICK);
+            let seq = self.inline_seq.load(Ordering::Acquire);
+            if seq % 2 == 1 && seq == last {
+                // The same inline call has run for at least one whole tick: take the loop away.
+                let taken = self.parked.lock().unwrap().take();
+                if let Some(st) = taken {
+                    self.takeovers.fetch_add(1, Ordering::Relaxed);
+                    self.note_slow();
+                    hand_over(st);
+                }
+            }
+            if seq == last {
+                quiet += 1;
+            } else {
+                quiet = 0;
+            }
+            last = seq;
+            if quiet >= WATCHDOG_IDLE_TICKS && seq % 2 == 0 {
+                // Nothing runs inline: sleep until the next inline call wakes us.
+                let mut g = self.watchdog_lock.lock().unwrap();
+                self.watchdog_sleeping.store(true, Ordering::SeqCst);
+                if self.inline_seq.load(Ordering::SeqCst) != seq {
+                    self.watchdog_sleeping.store(false, Ordering::SeqCst);
+                }
+                while self.watchdog_sleeping.load(Ordering::Relaxed)
+                    && !self.stopping.load(Ordering::Relaxed)
+                {
+                    g = self.watchdog_cond.wait(g).unwrap();
+                }
+                drop(g);
+                quiet = 0;
+            }
+        }
+    }
+
+    pub fn stop_watchdog(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        let _g = self.watchdog_lock.lock().unwrap();
+        self.watchdog_sleeping.store(false, Ordering::Relaxed);
+        self.watchdog_cond.notify_all();
+    }
+}
+
+impl Default for Scheduler {
+    fn default() -> Self {
+        Self::new()
+    }
+}

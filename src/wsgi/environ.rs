@@ -1,0 +1,222 @@
+//! The WSGI environ (PEP 3333) built from a wire-neutral [`RequestHead`].
+//!
+//! Cost matters here (it is most of a hello-world request), so: every key is an interned
+//! Python string created once; the constant part of the environ (wsgi.*, SERVER_NAME, ...) is a
+//! per-listener template dict copied with one `dict.copy()`; header names are turned into CGI
+//! keys once and cached; header values are decoded as latin-1 straight from the request bytes.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::{ffi, intern};
+use sluicegate_proto::path::percent_decode;
+use sluicegate_proto::{RequestHead, Version};
+
+use crate::io::stream::Peer;
+
+/// Header-name cache entries kept (bounded so a client sending random names cannot grow it).
+const HEADER_KEY_CACHE_MAX: usize = 512;
+
+/// A header name's place in the environ.
+enum HeaderKey {
+    /// Dropped: the name contains '_' (it could spoof a '-' header once mapped to CGI form).
+    Drop,
+    Key(Py<PyString>),
+}
+
+impl HeaderKey {
+    fn clone_ref(&self, py: Python<'_>) -> HeaderKey {
+        match self {
+            HeaderKey::Drop => HeaderKey::Drop,
+            HeaderKey::Key(k) => HeaderKey::Key(k.clone_ref(py)),
+        }
+    }
+}
+
+/// The interned keys and constant values used for every request.
+pub struct EnvironBuilder {
+    templates: Vec<Py<PyDict>>,
+    root_path: Vec<u8>,
+    header_keys: Mutex<HashMap<Vec<u8>, HeaderKey>>,
+    get: Py<PyString>,
+    post: Py<PyString>,
+    http10: Py<PyString>,
+    http11: Py<PyString>,
+    empty: Py<PyString>,
+}
+
+/// What the template for one listener needs.
+pub struct ListenerInfo {
+    pub server_name: String,
+    pub server_port: String,
+}
+
+/// Decode bytes as latin-1 into a new str (PEP 3333 tunnels raw bytes this way).
+pub fn latin1<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyAny> {
+    // SAFETY: ptr/len describe a live byte slice; PyUnicode_DecodeLatin1 copies it and cannot
+    // fail for any input except memory exhaustion (then returns NULL with an exception set,
+    // which from_owned_ptr_or_err turns into a PyErr; we panic on that as on any OOM).
+    unsafe {
+        let p = ffi::PyUnicode_DecodeLatin1(
+            b.as_ptr() as *const std::os::raw::c_char,
+            b.len() as ffi::Py_ssize_t,
+            std::ptr::null(),
+        );
+        Bound::from_owned_ptr_or_err(py, p).expect("out of memory decoding latin-1")
+    }
+}
+
+impl EnvironBuilder {
+    /// `constants` holds the wsgi.* entries shared by all listeners (wsgi.errors,
+    /// wsgi.file_wrapper, ...); each listener gets SERVER_NAME/SERVER_PORT on top.
+    pub fn new(
+        py: Python<'_>,
+        listeners: &[ListenerInfo],
+        root_path: &str,
+        url_scheme: &str,
+        errors: &Bound<'_, PyAny>,
+        file_wrapper: &Bound<'_, PyAny>,
+    ) -> PyResult<EnvironBuilder> {
+        let mut templates = Vec::new();
+        for l in listeners {
+            let d = PyDict::new(py);
+            d.set_item("wsgi.version", PyTuple::new(py, [1, 0])?)?;
+            d.set_item("wsgi.url_scheme", url_scheme)?;
+            d.set_item("wsgi.errors", errors)?;
+            d.set_item("wsgi.multithread", true)?;
+            d.set_item("wsgi.multiprocess", false)?;
+            d.set_item("wsgi.run_once", false)?;
+            d.set_item("wsgi.input_terminated", true)?;
+            d.set_item("wsgi.file_wrapper", file_wrapper)?;
+            d.set_item("SERVER_NAME", &l.server_name)?;
+            d.set_item("SERVER_PORT", &l.server_port)?;
+            d.set_item("SCRIPT_NAME", root_path)?;
+            templates.push(d.unbind());
+        }
+        Ok(EnvironBuilder {
+            templates,
+            root_path: root_path.as_bytes().to_vec(),
+            header_keys: Mutex::new(HashMap::new()),
+            get: PyString::intern(py, "GET").unbind(),
+            post: PyString::intern(py, "POST").unbind(),
+            http10: PyString::intern(py, "HTTP/1.0").unbind(),
+            http11: PyString::intern(py, "HTTP/1.1").unbind(),
+            empty: PyString::intern(py, "").unbind(),
+        })
+    }
+
+    /// Build the environ for one request. `input` becomes wsgi.input.
+    pub fn build<'py>(
+        &self,
+        py: Python<'py>,
+        listener: usize,
+        head: &RequestHead,
+        peer: &Peer,
+        input: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let env = self.templates[listener].bind(py).copy()?;
+        let method = head.method();
+        match method {
+            b"GET" => env.set_item(intern!(py, "REQUEST_METHOD"), self.get.bind(py))?,
+            b"POST" => env.set_item(intern!(py, "REQUEST_METHOD"), self.post.bind(py))?,
+            m => env.set_item(intern!(py, "REQUEST_METHOD"), latin1(py, m))?,
+        }
+        // PATH_INFO: percent-decoded; bytes tunnelled as latin-1; SCRIPT_NAME prefix removed.
+        let path = percent_decode(head.path());
+        let mut path_info: &[u8] = &path;
+        if !self.root_path.is_empty() && path_info.starts_with(&self.root_path) {
+            let rest = &path_info[self.root_path.len()..];
+            if rest.is_empty() || rest[0] == b'/' {
+                path_info = rest;
+            }
+        }
+        env.set_item(intern!(py, "PATH_INFO"), latin1(py, path_info))?;
+        let query = head.query();
+        if query.is_empty() {
+            env.set_item(intern!(py, "QUERY_STRING"), self.empty.bind(py))?;
+        } else {
+            env.set_item(intern!(py, "QUERY_STRING"), latin1(py, query))?;
+        }
+        let uri = latin1(py, head.target());
+        env.set_item(intern!(py, "REQUEST_URI"), &uri)?;
+        env.set_item(intern!(py, "RAW_URI"), uri)?;
+        let proto = match head.version {
+            Version::Http10 => self.http10.bind(py),
+            Version::Http11 => self.http11.bind(py),
+        };
+        env.set_item(intern!(py, "SERVER_PROTOCOL"), proto)?;
+        match peer {
+            Peer::Ip(addr) => {
+                env.set_item(intern!(py, "REMOTE_ADDR"), addr.ip().to_string())?;
+                env.set_item(intern!(py, "REMOTE_PORT"), addr.port().to_string())?;
+            }
+            Peer::Unix => {
+                env.set_item(intern!(py, "REMOTE_ADDR"), self.empty.bind(py))?;
+            }
+        }
+        env.set_item(intern!(py, "wsgi.input"), input)?;
+        self.add_headers(py, &env, head)?;
+        Ok(env)
+    }
+
+    fn add_headers(
+        &self,
+        py: Python<'_>,
+        env: &Bound<'_, PyDict>,
+        head: &RequestHead,
+    ) -> PyResult<()> {
+        let mut cache = self.header_keys.lock().unwrap();
+        for (name, value) in head.headers() {
+            let key = match cache.get(name) {
+                Some(k) => k.clone_ref(py),
+                None => {
+                    let k = cgi_key(py, name);
+                    if cache.len() < HEADER_KEY_CACHE_MAX {
+                        cache.insert(name.to_vec(), k.clone_ref(py));
+                    }
+                    k
+                }
+            };
+            let HeaderKey::Key(key) = key else { continue };
+            let key = key.bind(py);
+            let value = latin1(py, value);
+            // Repeated headers are joined with ", " (RFC 9110 §5.3); a repeated identical
+            // Content-Length (accepted by the parser) stays a single number.
+            match env.get_item(key)? {
+                Some(prev) if !name.eq_ignore_ascii_case(b"content-length") => {
+                    let joined = format!("{}, {}", prev.extract::<String>()?, value.extract::<String>()?);
+                    env.set_item(key, joined)?;
+                }
+                Some(_) => {}
+                None => env.set_item(key, value)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `Content-Type` → CONTENT_TYPE, `Content-Length` → CONTENT_LENGTH, `X-Foo` → HTTP_X_FOO;
+/// a name with '_' is dropped.
+fn cgi_key(py: Python<'_>, name: &[u8]) -> HeaderKey {
+    if name.contains(&b'_') {
+        return HeaderKey::Drop;
+    }
+    let mut key = String::with_capacity(name.len() + 5);
+    if name.eq_ignore_ascii_case(b"content-type") {
+        key.push_str("CONTENT_TYPE");
+    } else if name.eq_ignore_ascii_case(b"content-length") {
+        key.push_str("CONTENT_LENGTH");
+    } else {
+        key.push_str("HTTP_");
+        for &b in name {
+            key.push(if b == b'-' {
+                '_'
+            } else {
+                b.to_ascii_uppercase() as char
+            });
+        }
+    }
+    HeaderKey::Key(PyString::intern(py, &key).unbind())
+}

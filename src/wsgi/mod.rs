@@ -1,0 +1,101 @@
+//! The WSGI bridge (PEP 3333): environ, `wsgi.input`, `start_response`/`write()`, driving the
+//! app's iterable, `close()`, `wsgi.file_wrapper`, the elastic thread pool, and the logs.
+//! Knows Python, not sockets: it reads and writes through descriptors the I/O layer lends it
+//! for one request.
+
+pub mod access_log;
+pub mod environ;
+pub mod file_wrapper;
+pub mod input;
+pub mod pool;
+pub mod response;
+pub mod start_response;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::config::Config;
+use crate::io::event_loop::{Counters, LoopCtx};
+use access_log::AccessLog;
+use environ::EnvironBuilder;
+use input::Input;
+
+/// Everything a request needs that is the same for all requests. Built once under the GIL.
+pub struct Bridge {
+    pub app: Py<PyAny>,
+    /// How warnings name the app (its repr).
+    pub app_name: String,
+    pub environ: EnvironBuilder,
+    /// wsgi.input for requests without a body (reads return b"").
+    pub empty_input: Py<Input>,
+    pub config: Config,
+    pub loop_ctx: Arc<LoopCtx>,
+    pub counters: Arc<BridgeCounters>,
+    pub access_log: Option<AccessLog>,
+    /// logging.getLogger("sluicegate.error")
+    logger: Py<PyAny>,
+    pub warned_bare_bytes: AtomicBool,
+}
+
+/// Request counters kept by the bridge (the loop keeps its own in `LoopCtx`).
+#[derive(Default)]
+pub struct BridgeCounters {
+    pub requests: std::sync::atomic::AtomicU64,
+}
+
+impl Bridge {
+    pub fn new(
+        py: Python<'_>,
+        app: Py<PyAny>,
+        environ: EnvironBuilder,
+        config: Config,
+        loop_ctx: Arc<LoopCtx>,
+    ) -> PyResult<Bridge> {
+        let logging = py.import("logging")?;
+        let logger = logging.call_method1("getLogger", ("sluicegate.error",))?;
+        let app_name = app.bind(py).repr().map(|r| r.to_string()).unwrap_or_default();
+        let access_log = AccessLog::new(config.access_log_fd);
+        Ok(Bridge {
+            app,
+            app_name,
+            environ,
+            empty_input: Py::new(py, Input::new(None))?,
+            config,
+            loop_ctx,
+            counters: Arc::new(BridgeCounters::default()),
+            access_log,
+            logger: logger.unbind(),
+            warned_bare_bytes: AtomicBool::new(false),
+        })
+    }
+
+    /// Log an app error with its traceback (to the error log, never to the client).
+    pub fn log_exception(&self, py: Python<'_>, err: &PyErr, what: &str) {
+        let kwargs = PyDict::new(py);
+        let _ = kwargs.set_item("exc_info", err.value(py));
+        if self
+            .logger
+            .bind(py)
+            .call_method("error", (what,), Some(&kwargs))
+            .is_err()
+        {
+            eprintln!("sluicegate: {what}: {err}");
+        }
+    }
+
+    pub fn log_error(&self, py: Python<'_>, msg: &str) {
+        let _ = self.logger.bind(py).call_method1("error", (msg,));
+    }
+
+    pub fn log_warning(&self, py: Python<'_>, msg: &str) {
+        let _ = self.logger.bind(py).call_method1("warning", (msg,));
+    }
+
+    /// Counters shared with the loop.
+    pub fn loop_counters(&self) -> &Counters {
+        &self.loop_ctx.counters
+    }
+}

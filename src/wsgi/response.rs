@@ -1,0 +1,659 @@
+//! Running one request through the app and sending its response.
+//!
+//! [`Sender`] turns the app's head and body blocks into bytes on the socket: the head is
+//! encoded when the first non-empty block (or the end of the body) arrives, framing is chosen
+//! then (the app's Content-Length, a computed one for lists and tuples, chunked on HTTP/1.1,
+//! close-delimited on HTTP/1.0), and a known-length response leaves in one `writev` with small
+//! bodies copied next to the head (one TCP segment) and large `bytes` bodies written from the
+//! Python object's own buffer, without a copy and without the GIL.
+//!
+//! [`run_request`] calls the app, drives the iterable, calls its `close()` on every path, gives
+//! the body state back to the connection, and decides whether the connection lives on. Output
+//! that the socket did not take by the time the app is done is left in the connection's queue
+//! for the event loop, so the app thread is free at once.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
+use sluicegate_proto::h1::decode::BodyDecoder;
+use sluicegate_proto::h1::encode::{
+    chunk_header, encode_error_response, encode_response_head, ResponseFraming, ResponseHead,
+    CHUNK_END, LAST_CHUNK,
+};
+use sluicegate_proto::{BodyFraming, RequestHead, Version};
+
+use super::input::{BodyFailure, BodyState, Input};
+use super::start_response::{type_name, AppHead, StartResponse};
+use super::Bridge;
+use crate::http_date::http_date;
+use crate::io::event_loop::Work;
+use crate::io::out_queue::{OutQueue, SharedBytes};
+use crate::io::stream::wait_fd;
+
+/// Bodies up to this size are copied next to the head so head and body leave in one segment;
+/// larger `bytes` blocks are sent from the Python object's buffer (no copy).
+const COPY_MAX: usize = 16 * 1024;
+
+/// Writes of at least this many pending bytes release the GIL for the syscall.
+const DETACH_WRITE_MIN: usize = 64 * 1024;
+
+/// Why a block could not be sent.
+#[derive(Debug)]
+pub enum SendError {
+    NotBytes(String),
+    NotStarted,
+    Finished,
+    ClientGone,
+}
+
+/// A Python `bytes` object queued for writing. It is immutable and kept alive by `_owner`, so
+/// its buffer stays valid and unchanged until the segment is dropped.
+struct PyBytesChunk {
+    _owner: Py<PyBytes>,
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the pointed-to memory belongs to an immutable bytes object that `_owner` keeps alive;
+// reading it from another thread without the GIL is sound because nothing can mutate it, and
+// PyO3 defers the decref of a Py dropped without the GIL.
+unsafe impl Send for PyBytesChunk {}
+
+impl SharedBytes for PyBytesChunk {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: see the type's comment: ptr/len describe the live, immutable bytes buffer.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// Sends one response on a socket borrowed from the connection for the request.
+pub struct Sender {
+    fd: RawFd,
+    version: Version,
+    is_head: bool,
+    /// The request allows keep-alive (and the server is not shutting down).
+    keep_alive: bool,
+    write_timeout: Duration,
+    server_header: Vec<u8>,
+    app: AppHead,
+    headers_sent: bool,
+    framing: ResponseFraming,
+    /// Body bytes accepted so far (without chunk framing), for Content-Length checks and logs.
+    body_bytes: u64,
+    pub out: OutQueue,
+    /// The request is over: write() refuses, the socket belongs to the connection again.
+    finished: bool,
+    /// A write failed or timed out: the client is gone.
+    pub client_gone: bool,
+}
+
+/// A body block the app produced, seen as bytes.
+enum Block<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    Other(Vec<u8>),
+}
+
+impl Block<'_> {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Block::Bytes(b) => b.as_bytes(),
+            Block::Other(v) => v,
+        }
+    }
+}
+
+fn as_block<'py>(o: &Bound<'py, PyAny>) -> Result<Block<'py>, SendError> {
+    if let Ok(b) = o.cast::<PyBytes>() {
+        return Ok(Block::Bytes(b.clone()));
+    }
+    if let Ok(b) = o.cast::<PyByteArray>() {
+        return Ok(Block::Other(b.to_vec()));
+    }
+    if o.cast::<PyMemoryView>().is_ok() {
+        if let Ok(b) = o.call_method0("tobytes") {
+            if let Ok(b) = b.cast_into::<PyBytes>() {
+                return Ok(Block::Bytes(b));
+            }
+        }
+    }
+    Err(SendError::NotBytes(type_name(o)))
+}
+
+impl Sender {
+    pub fn new(
+        fd: RawFd,
+        head: &RequestHead,
+        keep_alive: bool,
+        write_timeout: Duration,
+        server_header: Vec<u8>,
+    ) -> Sender {
+        Sender {
+            fd,
+            version: head.version,
+            is_head: head.is_head,
+            keep_alive,
+            write_timeout,
+            server_header,
+            app: AppHead::default(),
+            headers_sent: false,
+            framing: ResponseFraming::NoBody,
+            body_bytes: 0,
+            out: OutQueue::new(),
+            finished: false,
+            client_gone: false,
+        }
+    }
+
+    pub fn headers_sent(&self) -> bool {
+        self.headers_sent
+    }
+    pub fn app_head(&self) -> &AppHead {
+        &self.app
+    }
+    pub fn set_app_head(&mut self, head: AppHead) {
+        self.app = head;
+    }
+    pub fn status_code(&self) -> u16 {
+        self.app.status_code
+    }
+    pub fn body_bytes(&self) -> u64 {
+        self.body_bytes
+    }
+    /// The connection may carry another request after this response.
+    pub fn keeps_alive(&self) -> bool {
+        self.keep_alive
+            && !self.app.wants_close
+            && !self.client_gone
+            && self.framing != ResponseFraming::CloseDelimited
+    }
+
+    /// Status codes whose responses never have a body.
+    fn bodiless_status(&self) -> bool {
+        let c = self.app.status_code;
+        (100..200).contains(&c) || c == 204 || c == 304
+    }
+
+    /// Encode the head into `buf`, choosing the framing. `known_len` is the body length when
+    /// the whole body is known (list/tuple or end of iteration).
+    fn encode_head(&mut self, buf: &mut Vec<u8>, known_len: Option<u64>) {
+        self.framing = if self.is_head || self.bodiless_status() {
+            ResponseFraming::NoBody
+        } else if let Some(n) = self.app.content_length {
+            ResponseFraming::Length(n)
+        } else if let Some(n) = known_len {
+            ResponseFraming::Length(n)
+        } else if self.version == Version::Http11 {
+            ResponseFraming::Chunked
+        } else {
+            ResponseFraming::CloseDelimited
+        };
+        // A HEAD answer carries the Content-Length a GET would have, when it is known.
+        let mut extra_len = None;
+        if self.is_head && self.app.content_length.is_none() {
+            extra_len = known_len;
+        }
+        let mut pairs: Vec<(&[u8], &[u8])> = self
+            .app
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_slice(), v.as_slice()))
+            .collect();
+        let mut len_buf = [0u8; 20];
+        if let Some(n) = extra_len {
+            let s = fmt_u64(n, &mut len_buf);
+            pairs.push((b"Content-Length", s));
+        }
+        let date = http_date();
+        encode_response_head(
+            buf,
+            &ResponseHead {
+                version: self.version,
+                status: &self.app.status,
+                headers: &pairs,
+                framing: self.framing,
+                keep_alive: self.keeps_alive(),
+                date: &date,
+                server: &self.server_header,
+            },
+        );
+        self.headers_sent = true;
+    }
+
+    /// Queue body bytes with the framing in force, respecting a declared Content-Length (bytes
+    /// beyond it are dropped, as the client would misread them).
+    fn queue_body(&mut self, buf: &mut Vec<u8>, block: Block<'_>) {
+        let data = block.as_slice();
+        let mut take = data.len();
+        match self.framing {
+            ResponseFraming::NoBody => return,
+            ResponseFraming::Length(n) => {
+                take = take.min(n.saturating_sub(self.body_bytes) as usize);
+            }
+            _ => {}
+        }
+        if take == 0 {
+            return;
+        }
+        self.body_bytes += take as u64;
+        let chunked = self.framing == ResponseFraming::Chunked;
+        if chunked {
+            let mut hdr = [0u8; 18];
+            buf.extend_from_slice(chunk_header(take, &mut hdr));
+        }
+        match block {
+            Block::Bytes(b) if take > COPY_MAX => {
+                if !buf.is_empty() {
+                    self.out.push_owned(std::mem::take(buf));
+                }
+                let ptr = b.as_bytes().as_ptr();
+                self.out.push_shared(Box::new(PyBytesChunk {
+                    _owner: b.unbind(),
+                    ptr,
+                    len: take,
+                }));
+            }
+            _ => buf.extend_from_slice(&data[..take]),
+        }
+        if chunked {
+            buf.extend_from_slice(CHUNK_END);
+        }
+    }
+
+    /// Send one block now (PEP 3333: never held back for the next one). Empty blocks send
+    /// nothing, not even the head.
+    pub fn send_block(
+        &mut self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        _wait: bool,
+    ) -> Result<(), SendError> {
+        if self.finished {
+            return Err(SendError::Finished);
+        }
+        if !self.app.started {
+            return Err(SendError::NotStarted);
+        }
+        let block = as_block(data)?;
+        if block.as_slice().is_empty() {
+            return Ok(());
+        }
+        if self.client_gone {
+            return Err(SendError::ClientGone);
+        }
+        let mut buf = Vec::with_capacity(if self.headers_sent { 32 } else { 512 }
+            + block.as_slice().len().min(COPY_MAX + 32));
+        if !self.headers_sent {
+            self.encode_head(&mut buf, None);
+        }
+        self.queue_body(&mut buf, block);
+        self.out.push_owned(buf);
+        self.flush(py, true)
+    }
+
+    /// Send a whole body known up front (list/tuple): head, then every block, in one writev.
+    pub fn send_all(
+        &mut self,
+        py: Python<'_>,
+        blocks: &[Bound<'_, PyAny>],
+    ) -> Result<(), SendError> {
+        if !self.app.started {
+            return Err(SendError::NotStarted);
+        }
+        let mut parsed = Vec::with_capacity(blocks.len());
+        let mut total = 0u64;
+        for b in blocks {
+            let blk = as_block(b)?;
+            total += blk.as_slice().len() as u64;
+            parsed.push(blk);
+        }
+        let small: usize = parsed
+            .iter()
+            .map(|b| b.as_slice().len())
+            .filter(|&n| n <= COPY_MAX)
+            .sum();
+        let mut buf = Vec::with_capacity(512 + small);
+        if !self.headers_sent {
+            self.encode_head(&mut buf, Some(total));
+        }
+        for blk in parsed {
+            self.queue_body(&mut buf, blk);
+        }
+        self.out.push_owned(buf);
+        self.flush(py, false)
+    }
+
+    /// The iterable is exhausted: send the head if nothing was sent (empty body), the last
+    /// chunk if chunked, and write what the socket takes without waiting.
+    pub fn finish(&mut self, py: Python<'_>) -> Result<(), SendError> {
+        let mut buf = Vec::new();
+        if !self.headers_sent {
+            self.encode_head(&mut buf, Some(0));
+        }
+        if self.framing == ResponseFraming::Chunked {
+            buf.extend_from_slice(LAST_CHUNK);
+        }
+        if let ResponseFraming::Length(n) = self.framing {
+            if self.body_bytes < n {
+                // The app declared more than it sent: the client must not see it as complete.
+                self.app.wants_close = true;
+            }
+        }
+        self.out.push_owned(buf);
+        self.flush(py, false)
+    }
+
+    /// The response must end without looking complete (error after the head was sent): no last
+    /// chunk, and the connection closes.
+    pub fn abort(&mut self) {
+        self.app.wants_close = true;
+        self.keep_alive = false;
+    }
+
+    /// Write what is queued. With `wait`, block (GIL released) until all is written or the
+    /// write timeout passes; without, write what the socket takes now and leave the rest.
+    fn flush(&mut self, py: Python<'_>, wait: bool) -> Result<(), SendError> {
+        while !self.out.is_empty() {
+            let res = if self.out.pending() >= DETACH_WRITE_MIN {
+                let (out, fd) = (&mut self.out, self.fd);
+                py.detach(|| out.write_fd(fd))
+            } else {
+                self.out.write_fd(self.fd)
+            };
+            match res {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if !wait {
+                        return Ok(());
+                    }
+                    let (fd, t) = (self.fd, self.write_timeout);
+                    match py.detach(|| wait_fd(fd, true, t)) {
+                        Ok(true) => {}
+                        _ => {
+                            self.client_gone = true;
+                            self.out.clear();
+                            return Err(SendError::ClientGone);
+                        }
+                    }
+                }
+                Err(_) => {
+                    self.client_gone = true;
+                    self.out.clear();
+                    return Err(SendError::ClientGone);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The request is over: the socket goes back to its connection.
+    pub fn end(&mut self) -> OutQueue {
+        self.finished = true;
+        std::mem::take(&mut self.out)
+    }
+}
+
+fn fmt_u64(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+/// How the app's part of a request ended.
+enum AppEnd {
+    Done,
+    /// The app raised (or returned something unusable); the error is logged.
+    Failed,
+    /// The client went away mid-response: nothing to log as a server error.
+    ClientGone,
+}
+
+/// Run one request on the current thread (inline on the loop thread or on a pool thread).
+/// Returns the connection, with output the socket did not take yet left in `conn.out`, and
+/// `close_after_write` set when the connection must not carry another request.
+pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io::conn::Conn> {
+    let Work { mut conn, head, .. } = work;
+    conn.requests += 1;
+    bridge.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let fd = conn.stream.fd();
+    let keep_alive = head.keep_alive && !bridge.loop_ctx.shutting_down();
+
+    // wsgi.input: the shared empty input for body-less requests, else a streaming reader that
+    // borrows the connection's read buffer for the request.
+    let limits = &bridge.config.limits;
+    let input_obj: Option<Py<Input>> = match head.body {
+        BodyFraming::None => None,
+        framing => {
+            let raw = conn.rbuf.take().unwrap_or_default();
+            let decoder = BodyDecoder::new(framing, limits.max_body, limits.max_header_bytes);
+            let state = BodyState::new(fd, raw, decoder, head.expect_continue, bridge.config.read_timeout);
+            Some(Py::new(py, Input::new(Some(state))).expect("allocating wsgi.input"))
+        }
+    };
+    let input_any = match &input_obj {
+        Some(i) => i.bind(py).clone().into_any(),
+        None => bridge.empty_input.bind(py).clone().into_any(),
+    };
+
+    let sender = Sender::new(
+        fd,
+        &head,
+        keep_alive,
+        bridge.config.write_timeout,
+        bridge.config.server_header.clone(),
+    );
+    let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");
+
+    let end = match bridge.environ.build(py, conn.listener, &head, &conn.peer, &input_any) {
+        Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &sr),
+        Err(e) => {
+            bridge.log_exception(py, &e, "building the environ");
+            AppEnd::Failed
+        }
+    };
+
+    // Give the body state back: the connection's buffer (with pipelined bytes after the body),
+    // and learn whether the body was consumed, so the connection can carry another request.
+    let mut body_ok = true;
+    let mut body_error_status = None;
+    if let Some(input) = input_obj {
+        if let Some(mut st) = input.get().detach() {
+            if let Some(BodyFailure::Protocol(e)) = st.failure {
+                body_error_status = Some(e);
+            }
+            if !st.complete() {
+                body_ok = if st.failure.is_some() || (st.continue_due && !st.continue_sent) {
+                    // Never sent 100 Continue: the client may not send the body; don't wait.
+                    false
+                } else {
+                    st.drain(py, bridge.config.max_drain)
+                };
+            }
+            conn.rbuf = Some(st.raw);
+        } else {
+            body_ok = false;
+        }
+    }
+
+    let mut sender = sr.get().inner.lock().unwrap();
+    match end {
+        AppEnd::Done => {}
+        AppEnd::ClientGone => sender.client_gone = true,
+        AppEnd::Failed => {
+            if sender.headers_sent() {
+                sender.abort();
+            } else {
+                // Nothing was sent: a clean error answer. A body error gets its own status.
+                let (status, reason) = match body_error_status {
+                    Some(e) => (e.status(), e.reason()),
+                    None => (500, "Internal Server Error"),
+                };
+                let mut buf = Vec::with_capacity(256);
+                encode_error_response(&mut buf, status, reason, false, &http_date(), &bridge.config.server_header);
+                sender.out.clear();
+                sender.out.push_owned(buf);
+                sender.abort();
+                sender.set_app_head(AppHead {
+                    started: true,
+                    status: format!("{status} {reason}").into_bytes(),
+                    status_code: status,
+                    ..AppHead::default()
+                });
+                let _ = sender.flush(py, false);
+            }
+        }
+    }
+    let keeps = sender.keeps_alive() && body_ok && matches!(end, AppEnd::Done);
+    let status = sender.status_code();
+    let sent = sender.body_bytes();
+    let gone = sender.client_gone;
+    conn.out = sender.end();
+    drop(sender);
+    conn.close_after_write = !keeps;
+    if gone {
+        conn.out.clear();
+    }
+    if let Some(log) = &bridge.access_log {
+        log.write(&head, &conn.peer, status, sent);
+    }
+    conn
+}
+
+/// Call the app and drive its iterable; `close()` is called on every path once the app
+/// returned something.
+fn call_and_drive(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &RequestHead,
+    environ: Bound<'_, PyAny>,
+    sr: &Py<StartResponse>,
+) -> AppEnd {
+    let result = match bridge.app.bind(py).call1((environ, sr.bind(py))) {
+        Ok(r) => r,
+        Err(e) => {
+            bridge.log_exception(py, &e, &request_label(head));
+            return AppEnd::Failed;
+        }
+    };
+    let end = drive(bridge, py, head, &result, sr);
+    // PEP 3333: close() is called whatever happened.
+    if !result.is_instance_of::<PyList>() && !result.is_instance_of::<PyTuple>() {
+        if let Ok(close) = result.getattr(pyo3::intern!(py, "close")) {
+            if let Err(e) = close.call0() {
+                bridge.log_exception(py, &e, "calling the response iterable's close()");
+                return AppEnd::Failed;
+            }
+        } else {
+            // No close attribute: the getattr error is expected and dropped.
+        }
+    }
+    end
+}
+
+fn request_label(head: &RequestHead) -> String {
+    format!(
+        "Error handling request {} {}",
+        String::from_utf8_lossy(head.method()),
+        String::from_utf8_lossy(head.target())
+    )
+}
+
+fn drive(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &RequestHead,
+    result: &Bound<'_, PyAny>,
+    sr: &Py<StartResponse>,
+) -> AppEnd {
+    let sr = sr.get();
+    let fail_send = |e: SendError, what: &str| -> AppEnd {
+        match e {
+            SendError::ClientGone => AppEnd::ClientGone,
+            SendError::NotBytes(t) => {
+                bridge.log_error(py, &format!(
+                    "{}: the app {what} {t}, but a WSGI body must be bytes",
+                    request_label(head)
+                ));
+                AppEnd::Failed
+            }
+            SendError::NotStarted => {
+                bridge.log_error(py, &format!(
+                    "{}: the app returned a body without calling start_response",
+                    request_label(head)
+                ));
+                AppEnd::Failed
+            }
+            SendError::Finished => AppEnd::Failed,
+        }
+    };
+
+    // Known-length fast paths: a list or tuple, or (against PEP 3333, but common) bare bytes,
+    // sent as one block instead of being iterated byte by byte.
+    let bare = result.is_instance_of::<PyBytes>()
+        || result.is_instance_of::<PyByteArray>()
+        || result.is_instance_of::<PyMemoryView>();
+    if bare && !bridge.warned_bare_bytes.swap(true, Ordering::Relaxed) {
+        bridge.log_warning(py, &format!(
+            "the app {} returned a bare {} instead of an iterable of bytes; sending it as one block (this warning is shown once)",
+            bridge.app_name, type_name(result)
+        ));
+    }
+    let seq: Option<Vec<Bound<'_, PyAny>>> = if bare {
+        Some(vec![result.clone()])
+    } else if let Ok(l) = result.cast::<PyList>() {
+        Some(l.iter().collect())
+    } else if let Ok(t) = result.cast::<PyTuple>() {
+        Some(t.iter().collect())
+    } else {
+        None
+    };
+    if let Some(blocks) = seq {
+        let mut s = sr.inner.lock().unwrap();
+        return match s.send_all(py, &blocks).and_then(|_| s.finish(py)) {
+            Ok(()) => AppEnd::Done,
+            Err(e) => {
+                drop(s);
+                fail_send(e, "returned")
+            }
+        };
+    }
+
+    let iter = match result.try_iter() {
+        Ok(i) => i,
+        Err(e) => {
+            bridge.log_exception(py, &e, &format!("{}: the app's return value is not iterable", request_label(head)));
+            return AppEnd::Failed;
+        }
+    };
+    for item in iter {
+        let item = match item {
+            Ok(i) => i,
+            Err(e) => {
+                bridge.log_exception(py, &e, &request_label(head));
+                return AppEnd::Failed;
+            }
+        };
+        let mut s = sr.inner.lock().unwrap();
+        if let Err(e) = s.send_block(py, &item, true) {
+            drop(s);
+            return fail_send(e, "yielded");
+        }
+    }
+    let mut s = sr.inner.lock().unwrap();
+    match s.finish(py) {
+        Ok(()) => AppEnd::Done,
+        Err(e) => {
+            drop(s);
+            fail_send(e, "returned")
+        }
+    }
+}
