@@ -22,7 +22,7 @@ _PAGE = """<!doctype html>
 <h2>Serve your own app</h2>
 <p>Give its module and WSGI callable, as <code>MODULE:APP</code>:</p>
 <pre>sluicegate myproject.wsgi:application
-sluicegate --bind 0.0.0.0:8000 --threads 4:64 app:create_app()</pre>
+sluicegate --bind 0.0.0.0:8000 --threads 4:64 'app:create_app()'</pre>
 <p>See <code>sluicegate --help</code> for every option.</p>
 </body>
 </html>

@@ -333,7 +333,8 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "chdir", parse_chdir, None,
-        "Change to this directory before loading the app.",
+        "Change to this directory before loading the app; relative --access-log and unix: "
+        "paths are then relative to it too.",
         "DIR", Optional[str],
     ),
 )
@@ -413,7 +414,8 @@ def validate(raw: Mapping[str, Raw]) -> Any:
                 raise OptionError(f"{_where(o, r)}: give at least one value")
             parsed = tuple(_parse_one(o, r, item) for item in items)
             for i, p in enumerate(parsed):
-                if p in parsed[:i]:
+                # Port 0 twice is two different free ports, not a duplicate.
+                if p in parsed[:i] and getattr(p, "port", None) != 0:
                     raise OptionError(f"{_where(o, r, items[i])}: given twice")
             values[o.name] = parsed
         else:
