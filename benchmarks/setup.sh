@@ -21,7 +21,7 @@ PY=${PYTHON:-python3.11}
 mkdir -p "$WORK/install-logs"
 
 # ---- Debian packages --------------------------------------------------------------------
-DEB_PKGS=(wrk apache2-utils httperf nginx tcpdump apache2-dev libev-dev python3-venv python3-dev curl)
+DEB_PKGS=(wrk apache2-utils httperf nginx tcpdump apache2-bin apache2-dev libev-dev python3-venv python3-dev curl)
 missing=()
 for p in "${DEB_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,412 @@
+"""The scenarios S1–S8 of shared/SCENARIOS.md: what each one starts, sends, times and verifies.
+
+Owns the measurement of each scenario for one server in one round. Every case starts its server
+afresh (so peak RSS belongs to that case), verifies the bytes before trusting a number (a fast
+wrong answer is a failure: its record is "failed" with the reason and no figure), and reads the
+server's own CPU time over exactly the timed part. Figures: requests/s (wrk, ab), seconds per
+fetch (median, raw-socket client), replies (httperf), segments per response (tcpdump).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import payloads
+import servers
+from bench import loadgen, procs, rawhttp, segments
+from bench.harness import Harness, NotServed, Record, StartError, measure_cpu, per_request_us, sha256
+
+FETCH_TIMEOUT_S = 30.0  # one fetch; a server iterating a bare bytes object per byte never ends
+FETCH_BUDGET_S = 60.0  # one series of fetches
+S5_CLIENTS = (10, 100, 1000)
+S5_SLEEP_S = 0.1
+S7_CLIENTS = 16
+HTTPERF_RATE = 200
+
+
+# ---- shared helpers --------------------------------------------------------------------------
+
+def _case(h: Harness, sid: str, case: str, server: servers.Server, rnd: int, metric: str, better: str,
+          target: servers.Target, body: Callable[[procs.ServerProcess, Record], None]) -> None:
+    """Run one case: start the server, call body(proc, rec), record whatever happened."""
+    rec = Record(sid, case, server.name, rnd, metric, better)
+    try:
+        with h.serve(server, target) as (proc, settings):
+            rec.settings = settings
+            body(proc, rec)
+            if not proc.alive():
+                rec.status, rec.value = "failed", None
+                rec.note = (rec.note + "; " if rec.note else "") + f"server died: {proc.log_tail(2)}"
+    except NotServed as e:
+        rec.status, rec.note = "n/a", str(e)
+    except StartError as e:
+        rec.status, rec.note = "failed", str(e)
+    except (rawhttp.HttpError, OSError) as e:
+        rec.status, rec.value, rec.note = "failed", None, f"{type(e).__name__}: {e}"
+    h.add(rec)
+
+
+def _fail(rec: Record, why: str) -> None:
+    if rec.value is not None:
+        why += f" (measured {rec.value:,.4g} {rec.metric}, discarded)"
+    rec.status, rec.value, rec.verified = "failed", None, False
+    rec.note = f"{rec.note}; {why}" if rec.note else why
+
+
+def _verify_fetch(port: int, path: str, expect: bytes) -> tuple[rawhttp.Response | None, str]:
+    try:
+        r = rawhttp.get(port, path, timeout=FETCH_TIMEOUT_S)
+    except (rawhttp.HttpError, OSError) as e:
+        return None, f"verification fetch: {e}"
+    if r.status != 200:
+        return None, f"verification fetch: status {r.status}"
+    if r.body != expect:
+        return None, f"verification fetch: body {len(r.body)} bytes, sha256 differs" if len(r.body) == len(
+            expect) else f"verification fetch: body {len(r.body)} bytes, expected {len(expect)}"
+    return r, ""
+
+
+def _wrk_body(h: Harness, path: str, expect: bytes, connections: int, seconds: float | None = None,
+              warmup: bool = True, timeout_s: float = 2.0) -> Callable[[procs.ServerProcess, Record], None]:
+    def body(proc: procs.ServerProcess, rec: Record) -> None:
+        ref, why = _verify_fetch(proc.port, path, expect)
+        if ref is None:
+            return _fail(rec, why)
+        url = f"http://127.0.0.1:{proc.port}{path}"
+        if warmup and h.mode.warmup_s:
+            loadgen.wrk(url, connections, h.mode.warmup_s, None, timeout_s=timeout_s)
+        with measure_cpu(proc) as m:
+            res = loadgen.wrk(url, connections, seconds or h.mode.wrk_s, ref.wire_bytes, timeout_s=timeout_s)
+        _fill_load(rec, res, m)
+        rec.extra.update({k: res.detail.get(k) for k in ("p50_us", "p90_us", "p99_us", "max_us", "connect", "read",
+                                                        "write", "timeout", "status", "bytes_per_response")})
+        rec.extra["response_bytes"] = ref.wire_bytes
+        _recheck(proc, rec, path, expect)
+    return body
+
+
+def _fill_load(rec: Record, res: loadgen.LoadResult, m: dict) -> None:
+    rec.value, rec.requests, rec.errors = res.rps, res.requests, res.errors
+    rec.cpu_us_per_req = per_request_us(m["cpu_s"], res.requests)
+    rec.peak_rss = m["peak_rss"]
+    rec.verified = res.verified
+    rec.note = res.note
+    if not res.verified or res.rps is None:
+        _fail(rec, "load run not verified")
+
+
+def _recheck(proc: procs.ServerProcess, rec: Record, path: str, expect: bytes) -> None:
+    """After the load: the server must still answer correctly (a crashed server is a failure)."""
+    if rec.status != "ok":
+        return
+    ref, why = _verify_fetch(proc.port, path, expect)
+    if ref is None:
+        _fail(rec, "after the run, " + why)
+
+
+def _fetch_series(h: Harness, method: str, path: str, check: Callable[[rawhttp.Response], str], repeats: int,
+                  payload: bytes | None = None, chunked: bool = False, keep_body: bool = True
+                  ) -> Callable[[procs.ServerProcess, Record], None]:
+    """Time `repeats` fetches over one keep-alive connection; median seconds; each one checked."""
+
+    def body(proc: procs.ServerProcess, rec: Record) -> None:
+        times: list[float] = []
+        conn = rawhttp.Connection(proc.port, FETCH_TIMEOUT_S)
+        started = time.monotonic()
+        try:
+            with measure_cpu(proc) as m:
+                for _ in range(repeats):
+                    try:
+                        r = conn.request(method, path, body=payload, chunked=chunked, keep_body=keep_body)
+                    except rawhttp.HttpError as e:
+                        rec.note = str(e)
+                        break
+                    why = check(r)
+                    if why:
+                        rec.note = why
+                        break
+                    times.append(r.seconds)
+                    rec.extra.setdefault("framing", r.framing)
+                    if time.monotonic() - started > FETCH_BUDGET_S:
+                        break
+        finally:
+            conn.close()
+        rec.requests = len(times)
+        rec.cpu_us_per_req = per_request_us(m["cpu_s"], len(times)) if times else None
+        rec.peak_rss = m["peak_rss"]
+        rec.extra["connections_opened"] = conn.connects
+        rec.extra["all_seconds"] = [round(t, 5) for t in times]
+        if rec.note or not times:
+            rec.errors = 1
+            return _fail(rec, rec.note or "no fetch completed")
+        rec.value = statistics.median(times)
+        rec.verified = True
+    return body
+
+
+def _body_check(expect_len: int, expect_sha: str) -> Callable[[rawhttp.Response], str]:
+    def check(r: rawhttp.Response) -> str:
+        if r.status != 200:
+            return f"answered {r.status}"
+        if len(r.body) != expect_len:
+            return f"body {len(r.body)} bytes, expected {expect_len}"
+        if sha256(r.body) != expect_sha:
+            return "body differs from the expected bytes (sha256)"
+        return ""
+    return check
+
+
+@functools.cache
+def _file_sha(path: Path) -> str:
+    h = __import__("hashlib").sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+# ---- S1: large bodies ------------------------------------------------------------------------
+
+def s1(h: Harness, server: servers.Server, rnd: int) -> None:
+    for key, size in payloads.S1_SIZES.items():
+        expect_sha = _file_sha(payloads.body_path(key))
+        for how in ("bytes", "list", "file"):
+            path = f"/{how}/{key}"
+            if server.kind == "anchor" and how != "file":
+                continue  # nginx serves the file; "bare bytes" and "[bytes]" are app shapes
+            probe = "/file/688128" if server.kind == "anchor" else "/list/688128"
+            target = servers.Target("s1_bodies", probe, payloads.body_path("688128").read_bytes())
+            label = {"bytes": "bare bytes", "list": "[bytes]", "file": "file_wrapper"}[how]
+            _case(h, "S1", f"{key} {label}", server, rnd, "s", "lower", target,
+                  _fetch_series(h, "GET", path, _body_check(size, expect_sha), h.mode.fetch_repeats))
+
+
+# ---- S2: static file -------------------------------------------------------------------------
+
+def s2(h: Harness, server: servers.Server, rnd: int) -> None:
+    small = payloads.static_path(payloads.S2_SMALL)
+    small_bytes = small.read_bytes()
+    path = f"/static/{payloads.S2_SMALL}"
+    for static in (False, True):
+        if server.kind == "anchor" and not static:
+            continue
+        how = "static feature" if static else "app (file_wrapper)"
+        target = servers.Target("s2_static", path, small_bytes, static=static)
+        _case(h, "S2", f"21 KiB, wrk -c100, {how}", server, rnd, "req/s", "higher", target,
+              _wrk_body(h, path, small_bytes, 100))
+
+        def httperf_body(proc: procs.ServerProcess, rec: Record) -> None:
+            ref, why = _verify_fetch(proc.port, path, small_bytes)
+            if ref is None:
+                return _fail(rec, why)
+            with measure_cpu(proc) as m:
+                res = loadgen.httperf(proc.port, path, h.mode.httperf_conns, HTTPERF_RATE, len(small_bytes))
+            rec.value, rec.requests, rec.errors = res.rps, res.requests, res.errors
+            rec.cpu_us_per_req = per_request_us(m["cpu_s"], res.requests)
+            rec.peak_rss, rec.verified, rec.note = m["peak_rss"], res.verified, res.note
+            rec.extra.update(res.detail, conns=h.mode.httperf_conns, rate=HTTPERF_RATE)
+            if not res.verified or res.rps is None:
+                _fail(rec, "httperf run not verified")
+
+        _case(h, "S2", f"21 KiB, httperf {h.mode.httperf_conns}@{HTTPERF_RATE}/s, {how}", server, rnd,
+              "replies", "higher", target, httperf_body)
+
+        if h.mode.huge_file:
+            huge = payloads.static_path(payloads.S2_HUGE)
+            huge_path = f"/static/{payloads.S2_HUGE}"
+            _case(h, "S2", f"1 GiB file, {how}", server, rnd, "s", "lower", target,
+                  _fetch_series(h, "GET", huge_path, _body_check(huge.stat().st_size, _file_sha(huge)), 1))
+
+
+# ---- S3: streamed text -----------------------------------------------------------------------
+
+def s3(h: Harness, server: servers.Server, rnd: int) -> None:
+    text = payloads.text()
+    expect_sha = sha256(text)
+    for block in payloads.S3_BLOCKS:
+        target = servers.Target("s3_stream", "/8192", text)
+        _case(h, "S3", f"2.5 MB in {block} B blocks", server, rnd, "s", "lower", target,
+              _fetch_series(h, "GET", f"/{block}", _body_check(len(text), expect_sha), max(h.mode.fetch_repeats, 5)))
+
+
+# ---- S4: 15 headers --------------------------------------------------------------------------
+
+def s4(h: Harness, server: servers.Server, rnd: int) -> None:
+    target = servers.Target("s4_pong", "/pong", payloads.PONG)
+
+    def ab_body(proc: procs.ServerProcess, rec: Record) -> None:
+        ref, why = _verify_fetch(proc.port, "/pong", payloads.PONG)
+        if ref is None:
+            return _fail(rec, why)
+        with measure_cpu(proc) as m:
+            res = loadgen.ab(f"http://127.0.0.1:{proc.port}/pong", 1, h.mode.s4_ab_requests, len(payloads.PONG))
+        _fill_load(rec, res, m)
+        _recheck(proc, rec, "/pong", payloads.PONG)
+
+    _case(h, "S4", f"ab -c1 -n{h.mode.s4_ab_requests} (new connection each)", server, rnd, "req/s", "higher",
+          target, ab_body)
+    _case(h, "S4", "wrk -t1 -c1 (keep-alive)", server, rnd, "req/s", "higher", target,
+          _wrk_body(h, "/pong", payloads.PONG, 1))
+
+    def seg_body(proc: procs.ServerProcess, rec: Record) -> None:
+        res = segments.count_segments(proc.port, "/pong", h.mode.segment_requests)
+        if "skipped" in res:
+            rec.status, rec.note = "skipped", res["skipped"]
+            return
+        rec.extra.update(res)
+        rec.requests = res["requests"]
+        rec.value = res["segments_per_response"]
+        rec.verified = res["statuses"] == [200] and res["payload_bytes_per_response"] == res["wire_bytes_per_response"]
+        if not rec.verified:
+            _fail(rec, f"statuses {res['statuses']}, captured {res['payload_bytes_per_response']} B/response, "
+                       f"received {res['wire_bytes_per_response']}")
+
+    _case(h, "S4", "TCP payload segments per response", server, rnd, "segments", "lower", target, seg_body)
+
+
+# ---- S5: blocking app ------------------------------------------------------------------------
+
+def s5(h: Harness, server: servers.Server, rnd: int) -> None:
+    target = servers.Target("s5_sleepy", "/", b"HelloWorld", blocking=True)
+    for clients in S5_CLIENTS:
+        def body(proc: procs.ServerProcess, rec: Record, clients: int = clients) -> None:
+            _wrk_body(h, "/", b"HelloWorld", clients, warmup=False)(proc, rec)
+            rec.extra["ideal_rps"] = clients / S5_SLEEP_S
+        _case(h, "S5", f"{clients:,} clients (ideal {clients / S5_SLEEP_S:,.0f} req/s)", server, rnd, "req/s",
+              "higher", target, body)
+
+
+# ---- S6: hello world -------------------------------------------------------------------------
+
+def s6(h: Harness, server: servers.Server, rnd: int) -> None:
+    target = servers.Target("s6_hello", "/", payloads.HELLO)
+    _case(h, "S6", "wrk -t1 -c64 (keep-alive)", server, rnd, "req/s", "higher", target,
+          _wrk_body(h, "/", payloads.HELLO, 64))
+
+    def ab_body(proc: procs.ServerProcess, rec: Record) -> None:
+        ref, why = _verify_fetch(proc.port, "/", payloads.HELLO)
+        if ref is None:
+            return _fail(rec, why)
+        with measure_cpu(proc) as m:
+            res = loadgen.ab(f"http://127.0.0.1:{proc.port}/", 64, h.mode.s6_ab_requests, len(payloads.HELLO))
+        _fill_load(rec, res, m)
+        _recheck(proc, rec, "/", payloads.HELLO)
+
+    _case(h, "S6", f"ab -c64 -n{h.mode.s6_ab_requests} (new connection each)", server, rnd, "req/s", "higher",
+          target, ab_body)
+
+
+# ---- S7: idle connections --------------------------------------------------------------------
+
+def s7(h: Harness, server: servers.Server, rnd: int) -> None:
+    target = servers.Target("s6_hello", "/", payloads.HELLO)
+    n_idle = h.mode.idle_connections
+    base = Record("S7", f"wrk -c{S7_CLIENTS}, no idle connections", server.name, rnd, "req/s", "higher")
+    idle = Record("S7", f"wrk -c{S7_CLIENTS} beside {n_idle:,} idle", server.name, rnd, "req/s", "higher")
+    try:
+        with h.serve(server, target) as (proc, settings):
+            base.settings = idle.settings = settings
+            _wrk_body(h, "/", payloads.HELLO, S7_CLIENTS)(proc, base)
+            rss_before = proc.sample().rss
+            holder = subprocess.Popen([sys.executable, str(Path(__file__).with_name("idle.py")), str(proc.port),
+                                       str(n_idle), "/"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      text=True, start_new_session=True)
+            try:
+                opened = _read_json_line(holder, 120)
+                rss_idle = proc.sample().rss
+                idle.extra.update(opened or {"holder": "no report"})
+                idle.extra.update(rss_before=rss_before, rss_with_idle=rss_idle, rss_growth=rss_idle - rss_before)
+                if not proc.alive():
+                    raise StartError(f"server died while opening idle connections: {proc.log_tail(2)}")
+                _wrk_body(h, "/", payloads.HELLO, S7_CLIENTS, warmup=False)(proc, idle)
+                holder.stdin.write("check\n")
+                holder.stdin.flush()
+                idle.extra.update(_read_json_line(holder, 30) or {})
+            finally:
+                try:
+                    holder.stdin.write("quit\n")
+                    holder.stdin.close()
+                except OSError:
+                    pass
+                procs.stop_session(holder, holder.pid)
+            if base.value and idle.value:
+                idle.extra["ratio_to_no_idle"] = round(idle.value / base.value, 3)
+            refused = (opened or {}).get("refused", 0) + (opened or {}).get("connect_timeout", 0)
+            idle.errors += refused
+            notes = [f"opened {(opened or {}).get('opened', 0):,}/{n_idle:,}"]
+            for key in ("refused", "connect_timeout", "unanswered", "closed_before_answer", "closed_by_server"):
+                if idle.extra.get(key):
+                    notes.append(f"{key.replace('_', ' ')} {idle.extra[key]:,}")
+            notes.append(f"RSS +{(rss_idle - rss_before) / 2**20:,.1f} MiB")
+            idle.note = "; ".join(notes + ([idle.note] if idle.note else []))
+    except NotServed as e:
+        base.status = idle.status = "n/a"
+        base.note = idle.note = str(e)
+    except (StartError, rawhttp.HttpError, OSError) as e:
+        for rec in (base, idle):
+            if rec.status == "ok" and rec.value is None:
+                rec.status, rec.note = "failed", f"{type(e).__name__}: {e}"
+    h.add(base)
+    h.add(idle)
+
+
+def _read_json_line(p: subprocess.Popen, timeout: float) -> dict | None:
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    try:
+        if not sel.select(timeout=timeout):
+            return None
+        line = p.stdout.readline()
+    finally:
+        sel.close()
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+# ---- S8: uploads -----------------------------------------------------------------------------
+
+def s8(h: Harness, server: servers.Server, rnd: int) -> None:
+    if server.kind == "anchor":
+        return
+    data = payloads.body_path("64MiB").read_bytes()
+    expect = b"%d %s" % (len(data), sha256(data).encode())
+    target = servers.Target("s8_upload", "/", b"0 " + sha256(b"").encode())
+
+    def check(r: rawhttp.Response) -> str:
+        if r.status != 200:
+            return f"answered {r.status}"
+        if bytes(r.body) != expect:
+            got = bytes(r.body[:80]).decode("latin-1", "replace")
+            return f"app read {got.split(' ')[0]} bytes" + (" (sha256 differs)" if got.split(" ")[0] == str(len(data)) else "")
+        return ""
+
+    for chunked in (False, True):
+        how = "chunked" if chunked else "Content-Length"
+        _case(h, "S8", f"64 MiB upload, {how}", server, rnd, "s", "lower", target,
+              _fetch_series(h, "POST", "/", check, h.mode.upload_repeats, payload=data, chunked=chunked))
+
+
+SCENARIOS: dict[str, Callable[[Harness, servers.Server, int], None]] = {
+    "S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7, "S8": s8,
+}
+TITLES = {
+    "S1": "Large body (688,128 bytes and 64 MiB): time per fetch over one keep-alive connection",
+    "S2": "Static file: 21,324 bytes under 100 connections; httperf open loop; 1 GiB file",
+    "S3": "2.5 MB text streamed by a generator: client time per request",
+    "S4": "pong with 15 response headers",
+    "S5": "Blocking app (Hello, sleep 0.1 s, World)",
+    "S6": "Hello world",
+    "S7": "10,000 idle keep-alive connections held open while 16 clients run hello world",
+    "S8": "64 MiB upload read fully by the app",
+}

@@ -1,0 +1,295 @@
+"""Every server in the comparison: how to start it for an app, with which settings, and whether it
+is here at all.
+
+Owns the one table of servers (sluicegate, the peers, the nginx anchor). Each entry turns a
+Target (which app module, whether the app blocks, whether /static/ goes to the server's own static
+feature) and a port into a command line, and states its settings in words for the report.
+Fairness rules live here, in one place:
+  * one worker process for every server, bound to 127.0.0.1 on a free port, no access log;
+  * the same thread count for every thread-pool server: FAST_THREADS for apps that do not block,
+    BLOCKING_THREADS (the largest S5 client count) for the app that sleeps;
+  * keep-alive idle timeouts of KEEPALIVE_S everywhere they can be set, so that S7's idle
+    connections are not closed by a short default while the measurement runs;
+  * connection and backlog limits raised where a default would refuse S5/S7's connections;
+  * a server's static feature only where it has one (S2 "static" cases).
+Every departure from a server's defaults is written in its `settings` string, which the report
+prints beside its figures.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+APPS = BENCH / "apps"
+WORK = BENCH / ".work"
+VENV = BENCH / ".venv"
+MODWSGI_VENV = BENCH / ".venv-modwsgi"
+SLUICEGATE_PY = BENCH.parent / ".venv" / "bin" / "python"
+
+sys.path.insert(0, str(APPS))
+sys.path.insert(0, str(BENCH))
+import payloads  # noqa: E402
+from bench import nginx  # noqa: E402
+
+FAST_THREADS = 4  # thread-pool size for apps that do not block (waitress's default)
+BLOCKING_THREADS = 1000  # S5's largest client count: no pool caps below the ideal rate
+KEEPALIVE_S = 120
+BACKLOG = 4096  # net.core.somaxconn here
+MAX_CONNECTIONS = 19000  # below the 20,000 fds the machine allows a process
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a server is asked to serve."""
+
+    module: str  # app module in benchmarks/apps, callable `app`
+    probe: str  # path of the readiness probe
+    expect: bytes  # its exact body
+    blocking: bool = False  # S5: the app sleeps; thread pools get BLOCKING_THREADS
+    static: bool = False  # S2 static cases: /static/ is served by the server's own feature
+
+    @property
+    def threads(self) -> int:
+        return BLOCKING_THREADS if self.blocking else FAST_THREADS
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    env: dict[str, str]
+    settings: str
+    cwd: Path = APPS
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    kind: str  # "ours", "peer" or "anchor"
+    install_key: str | None  # key in .work/install.json (None: not installed by setup.sh's pip)
+    describe: str  # one line for the report
+
+    @property
+    def has_static(self) -> bool:
+        return self.name in STATIC_FEATURE
+
+    def launch(self, target: Target, port: int) -> Launch | None:
+        """The command for target on port, or None if this server cannot serve it."""
+        if target.static and not self.has_static:
+            return None
+        return _LAUNCHERS[self.name](target, port)
+
+    def available(self) -> tuple[bool, str]:
+        return _available(self.name)
+
+    def version(self) -> str | None:
+        return _version(self.name)
+
+
+def _env(venv_bin: Path | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(APPS)
+    env["PYTHONUNBUFFERED"] = "1"
+    if venv_bin is not None:
+        env["PATH"] = f"{venv_bin}:{env.get('PATH', '/usr/bin:/bin')}"
+        env["VIRTUAL_ENV"] = str(venv_bin.parent)
+    return env
+
+
+def _vbin(name: str) -> str:
+    return str(VENV / "bin" / name)
+
+
+# ---- one launcher per server -----------------------------------------------------------------
+
+def _sluicegate(t: Target, port: int) -> Launch:
+    argv = [str(SLUICEGATE_PY), "-m", "sluicegate", "--bind", f"127.0.0.1:{port}"]
+    settings = ["defaults"]
+    if t.blocking:
+        argv += ["--threads", f"16:{BLOCKING_THREADS}"]
+        settings = [f"--threads 16:{BLOCKING_THREADS}"]
+    if t.static:
+        argv += ["--static", f"/static={payloads.STATIC}"]
+        settings.append("--static /static=DIR")
+    return Launch(argv + [f"{t.module}:app"], _env(SLUICEGATE_PY.parent), ", ".join(settings))
+
+
+def _gunicorn(worker: str):
+    def launch(t: Target, port: int) -> Launch:
+        argv = [_vbin("gunicorn"), "-w", "1", "-k", worker, "--bind", f"127.0.0.1:{port}",
+                "--backlog", str(BACKLOG), "--keep-alive", str(KEEPALIVE_S), "--timeout", "120",
+                "--log-level", "warning", "--chdir", str(APPS)]
+        settings = f"-w 1 -k {worker}"
+        if worker == "gthread":
+            argv += ["--threads", str(t.threads), "--worker-connections", str(MAX_CONNECTIONS)]
+            settings += f" --threads {t.threads} --worker-connections {MAX_CONNECTIONS}"
+        elif worker == "gevent":
+            argv += ["--worker-connections", str(MAX_CONNECTIONS)]
+            settings += f" --worker-connections {MAX_CONNECTIONS}"
+        else:
+            settings += " (one request at a time, closes after each response)"
+        settings += f" --keep-alive {KEEPALIVE_S}"
+        return Launch(argv + [f"{t.module}:app"], _env(VENV / "bin"), settings)
+    return launch
+
+
+def _waitress(t: Target, port: int) -> Launch:
+    # --asyncore-use-poll: with select() (the default) waitress fails beyond 1,023 descriptors;
+    # said in BENCHMARKS.md, not tuned around silently.
+    argv = [_vbin("waitress-serve"), f"--listen=127.0.0.1:{port}", f"--threads={t.threads}",
+            f"--connection-limit={MAX_CONNECTIONS}", "--asyncore-use-poll", f"--backlog={BACKLOG}",
+            f"--channel-timeout={KEEPALIVE_S}", f"{t.module}:app"]
+    return Launch(argv, _env(VENV / "bin"),
+                  f"--threads={t.threads} --connection-limit={MAX_CONNECTIONS} --asyncore-use-poll")
+
+
+def _uwsgi(t: Target, port: int) -> Launch:
+    argv = [_vbin("uwsgi"), "--master", "--die-on-term", "--http11-socket", f"127.0.0.1:{port}",
+            "--processes", "1", "--threads", str(t.threads), "--module", f"{t.module}:app",
+            "--chdir", str(APPS), "--pythonpath", str(APPS), "--disable-logging", "--listen", str(BACKLOG),
+            "--socket-timeout", str(KEEPALIVE_S), "--buffer-size", "32768", "--need-app"]
+    settings = f"--http11-socket --processes 1 --threads {t.threads}"
+    if t.static:
+        argv += ["--static-map", f"/static={payloads.STATIC}"]
+        settings += " --static-map /static=DIR"
+    return Launch(argv, _env(VENV / "bin"), settings)
+
+
+def _granian(t: Target, port: int) -> Launch:
+    argv = [_vbin("granian"), "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
+            "--workers", "1", "--blocking-threads", str(t.threads), "--http", "1", "--no-ws",
+            "--backlog", str(BACKLOG), "--backpressure", str(MAX_CONNECTIONS), "--log-level", "warning",
+            "--no-access-log", "--working-dir", str(APPS)]
+    settings = f"--workers 1 --blocking-threads {t.threads} --http 1 --backpressure {MAX_CONNECTIONS}"
+    if t.static:
+        argv += ["--static-path-route", "/static", "--static-path-mount", str(payloads.STATIC)]
+        settings += " --static-path-mount DIR"
+    return Launch(argv + [f"{t.module}:app"], _env(VENV / "bin"), settings)
+
+
+def _modwsgi(t: Target, port: int) -> Launch:
+    root = WORK / "modwsgi" / str(port)
+    root.mkdir(parents=True, exist_ok=True)
+    extra = root.parent / "extra.conf"
+    # Apache's default closes a keep-alive connection after 100 requests; nginx's anchor and the
+    # other servers do not, so neither does this one.
+    extra.write_text("MaxKeepAliveRequests 0\n")
+    argv = [str(MODWSGI_VENV / "bin" / "mod_wsgi-express"), "start-server", str(APPS / f"{t.module}.py"),
+            "--callable-object", "app", "--host", "127.0.0.1", "--port", str(port),
+            "--processes", "1", "--threads", str(t.threads), "--user", "www-data", "--group", "www-data",
+            "--server-root", str(root), "--python-path", str(APPS), "--keep-alive-timeout", str(KEEPALIVE_S),
+            "--server-mpm", "event", "--max-clients", str(max(t.threads * 2, 200)),
+            "--include-file", str(extra), "--log-level", "warn", "--startup-log",
+            # Debian's apxs does not name its binary; mod_wsgi-express would look for "httpd".
+            "--httpd-executable", "/usr/sbin/apache2", "--locale", "C.UTF-8", "--server-backlog", str(BACKLOG)]
+    settings = (f"--processes 1 --threads {t.threads} --server-mpm event --max-clients {max(t.threads * 2, 200)}"
+                " --user www-data")
+    if t.static:
+        argv += ["--document-root", str(payloads.DATA)]  # DATA/static/... answers /static/...
+        settings += " --document-root DIR"
+    return Launch(argv, _env(MODWSGI_VENV / "bin"), settings)
+
+
+def _library(name: str, settings_fn):
+    def launch(t: Target, port: int) -> Launch:
+        argv = [_vbin("python"), str(BENCH / "bench" / "launch.py"), name, str(port), f"{t.module}:app",
+                "--threads", str(t.threads), "--keepalive", str(KEEPALIVE_S)]
+        return Launch(argv, _env(VENV / "bin"), settings_fn(t))
+    return launch
+
+
+def _nginx(t: Target, port: int) -> Launch | None:
+    # nginx serves the same bytes where that means anything: hello world, pong, files.
+    if t.module not in ("s6_hello", "s4_pong", "s1_bodies", "s2_static") or (t.module == "s2_static" and not t.static):
+        return None
+    conf = nginx.config(WORK / "nginx" / str(port), port)
+    return Launch(nginx.argv(conf), _env(None), "1 worker, sendfile on, tcp_nopush on", cwd=conf.parent)
+
+
+_LAUNCHERS = {
+    "sluicegate": _sluicegate,
+    "bjoern": _library("bjoern", lambda t: "bjoern.run (single thread, libev)"),
+    "gunicorn-gthread": _gunicorn("gthread"),
+    "gunicorn-sync": _gunicorn("sync"),
+    "gunicorn-gevent": _gunicorn("gevent"),
+    "gevent-pywsgi": _library("gevent-pywsgi", lambda t: "gevent.pywsgi.WSGIServer, monkey.patch_all()"),
+    "waitress": _waitress,
+    "uwsgi": _uwsgi,
+    "mod_wsgi": _modwsgi,
+    "granian": _granian,
+    "pyruvate": _library("pyruvate", lambda t: f"{t.threads} workers, max_reuse_count=255 (its maximum: a u8), chunked_transfer=True"),
+    "fastwsgi": _library("fastwsgi", lambda t: "workers=1, max_content_length=128 MiB"),
+    "fastpysgi": _library("fastpysgi", lambda t: "workers=1, max_content_length=128 MiB"),
+    "cheroot": _library("cheroot", lambda t: f"numthreads={t.threads}, request_queue_size=4096"),
+    "meinheld": _library("meinheld", lambda t: f"set_keepalive({KEEPALIVE_S}), max_content_length=128 MiB"),
+    "nginx": _nginx,
+}
+
+SERVERS: dict[str, Server] = {s.name: s for s in (
+    Server("sluicegate", "ours", None, "this project (Rust core, WSGI)"),
+    Server("bjoern", "peer", "bjoern", "C, libev, single-threaded"),
+    Server("gunicorn-gthread", "peer", "gunicorn", "gunicorn, gthread worker"),
+    Server("gunicorn-sync", "peer", "gunicorn", "gunicorn, sync worker"),
+    Server("gunicorn-gevent", "peer", "gevent", "gunicorn, gevent worker"),
+    Server("gevent-pywsgi", "peer", "gevent", "gevent.pywsgi"),
+    Server("waitress", "peer", "waitress", "pure Python, asyncore + threads"),
+    Server("uwsgi", "peer", "uwsgi", "C, uWSGI --http11-socket"),
+    Server("mod_wsgi", "peer", "mod_wsgi", "Apache httpd + mod_wsgi-express daemon mode"),
+    Server("granian", "peer", "granian", "Rust (hyper/tokio), WSGI interface"),
+    Server("pyruvate", "peer", "pyruvate", "Rust, WSGI"),
+    Server("fastwsgi", "peer", "fastwsgi", "C, libuv"),
+    Server("fastpysgi", "peer", "fastpysgi", "C, libuv (fastwsgi's successor)"),
+    Server("cheroot", "peer", "cheroot", "pure Python, thread pool (CherryPy's server)"),
+    Server("meinheld", "peer", "meinheld", "C, picoev + greenlets"),
+    Server("nginx", "anchor", None, "nginx serving the same bytes (the loopback/load-generator limit)"),
+)}
+
+# Servers with a static-file feature of their own (S2's "static" cases).
+STATIC_FEATURE = frozenset({"sluicegate", "uwsgi", "mod_wsgi", "granian", "nginx"})
+QUICK_DEFAULT = ("sluicegate", "bjoern", "gunicorn-gthread")
+
+
+@functools.cache
+def _install_record() -> dict:
+    import json
+
+    path = WORK / "install.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+@functools.cache
+def _available(name: str) -> tuple[bool, str]:
+    if name == "sluicegate":
+        if not SLUICEGATE_PY.exists():
+            return False, "not built (no /work/main/.venv; run ./dev build)"
+        r = subprocess.run([str(SLUICEGATE_PY), "-c", "import sluicegate._core"], capture_output=True, text=True,
+                           timeout=60)
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or ["?"])[-1]
+            return False, f"not built ({last[:200]})"
+        return True, ""
+    if name == "nginx":
+        return (True, "") if Path(nginx.NGINX).exists() else (False, "nginx not installed (run setup.sh)")
+    rec = _install_record().get(SERVERS[name].install_key or "", {})
+    if rec.get("status") == "built":
+        return True, ""
+    if rec:
+        return False, f"failed to install: {rec.get('error')}"
+    return False, "not installed (run benchmarks/setup.sh)"
+
+
+@functools.cache
+def _version(name: str) -> str | None:
+    if name == "sluicegate":
+        r = subprocess.run([str(SLUICEGATE_PY), "-c",
+                            "import importlib.metadata as m; print(m.version('sluicegate'))"],
+                           capture_output=True, text=True, timeout=60)
+        return r.stdout.strip() or None
+    if name == "nginx":
+        return nginx.version()
+    return _install_record().get(SERVERS[name].install_key or "", {}).get("version")
