@@ -13,6 +13,9 @@ pub mod limits;
 pub mod path;
 mod token;
 
+#[cfg(test)]
+mod robustness;
+
 pub use error::ProtoError;
 pub use head::{BodyFraming, RequestHead, Version};
 pub use limits::Limits;
