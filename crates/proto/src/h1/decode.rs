@@ -65,6 +65,8 @@ enum State {
     /// CR of the final empty line seen; LF must follow.
     TrEndLf,
     Done,
+    /// Refused: every later call returns the same error.
+    Failed(ProtoError),
 }
 
 /// Decodes one request body.
@@ -142,10 +144,19 @@ impl BodyDecoder {
     /// sizes add up past `max_body`; 431 for a trailer section past `max_trailer_bytes` (bytes
     /// of the field lines) or the field limit.
     pub fn decode<'a>(&mut self, input: &'a [u8]) -> Result<DecodeStep<'a>, ProtoError> {
+        let result = self.decode_inner(input);
+        if let Err(e) = result {
+            self.state = State::Failed(e);
+        }
+        result
+    }
+
+    fn decode_inner<'a>(&mut self, input: &'a [u8]) -> Result<DecodeStep<'a>, ProtoError> {
         let mut pos = 0;
         loop {
             match self.state {
                 State::Done => return Ok(step(pos, &[], true)),
+                State::Failed(e) => return Err(e),
                 State::Length(rest) => {
                     let n = take(rest, input.len() - pos);
                     let data = &input[pos..pos + n];
@@ -288,7 +299,7 @@ impl BodyDecoder {
             (TrValue, b'\r') => TrLf,
             (TrValue, _) if is_field_value_byte(b) => TrValue,
             (TrValue, _) => return Err(bad("control byte in a trailer field")),
-            (Length(_) | Data(_) | Done, _) => unreachable!("not a framing state"),
+            (Length(_) | Data(_) | Done | Failed(_), _) => unreachable!("not a framing state"),
         };
         Ok(())
     }
@@ -705,6 +716,20 @@ mod tests {
         );
         assert!(d.is_done());
         assert_eq!(d.remaining(), None);
+    }
+
+    #[test]
+    fn errors_are_sticky() {
+        let mut d = BodyDecoder::new(BodyFraming::Chunked, 100, 100);
+        assert_eq!(d.decode(b"zz"), Err(BadRequest("invalid chunk size")));
+        assert_eq!(
+            d.decode(b"5\r\nhello\r\n0\r\n\r\n"),
+            Err(BadRequest("invalid chunk size"))
+        );
+        assert!(!d.is_done());
+        let mut d = BodyDecoder::new(BodyFraming::Chunked, 4, 100);
+        assert_eq!(d.decode(b"5"), Err(PayloadTooLarge));
+        assert_eq!(d.decode(b"\r\nhello"), Err(PayloadTooLarge));
     }
 
     #[test]

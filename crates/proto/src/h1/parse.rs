@@ -64,8 +64,9 @@ impl HeadParser {
         buf: &[u8],
         limits: &Limits,
     ) -> Result<Option<(RequestHead, usize)>, ProtoError> {
-        if buf.len() < self.scanned {
-            // The caller replaced the buffer without reset(): start over rather than misread.
+        if buf.len() < self.scanned || self.scanned > limits.max_header_bytes {
+            // The caller replaced the buffer without reset() (or changed the limits): start
+            // over rather than misread.
             self.reset();
         }
         match self.find_end(buf, limits) {
