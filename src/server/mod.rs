@@ -53,9 +53,13 @@ impl Shared {
         &self.bridge.loop_ctx
     }
 
-    /// Run one request on this thread (GIL taken here), timing it for the scheduler.
-    fn run_request_here(&self, work: Work) -> Box<crate::io::conn::Conn> {
+    /// Run one request on this thread (GIL taken here). Dispatched calls are timed for the
+    /// scheduler from the moment the GIL is held; inline calls are watched by the watchdog.
+    fn run_request_here(&self, work: Work, inline: bool) -> Box<crate::io::conn::Conn> {
         Python::attach(|py| {
+            if inline {
+                return run_request(&self.bridge, py, work);
+            }
             let start = Instant::now();
             let conn = run_request(&self.bridge, py, work);
             self.sched.note_call(start.elapsed());
@@ -68,6 +72,7 @@ impl Shared {
 /// pool. Returns when the loop has shut down, or when the loop was taken over while this thread
 /// was in an inline call (the thread then serves as a pool thread).
 fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) {
+    shared.sched.set_loop_thread();
     loop {
         let Some(work) = st.next_work(shared.ctx()) else {
             signal_done(shared.done_fd);
@@ -75,7 +80,7 @@ fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) {
         };
         if work.body_buffered && !shared.ctx().shutting_down() && shared.sched.inline_now() {
             shared.sched.park(st);
-            let conn = shared.run_request_here(work);
+            let conn = shared.run_request_here(work, true);
             match shared.sched.unpark() {
                 Some(back) => {
                     st = back;
@@ -98,7 +103,7 @@ fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) {
 fn run_job(shared: &Arc<Shared>, job: Job) {
     match job {
         Job::Request(work) => {
-            let conn = shared.run_request_here(work);
+            let conn = shared.run_request_here(work, false);
             shared.ctx().return_conn(conn);
         }
         Job::RunLoop(st) => drive_loop(shared, st),

@@ -9,32 +9,41 @@
 //!   thread. Before each inline call the loop *parks* its whole state (`LoopState`) in a slot,
 //!   and takes it back after the call: two uncontended lock operations.
 //! - **Watchdog**: a thread that looks every `TICK`. If the same inline call is still running
-//!   at two looks in a row, it takes the parked loop state and hands it to another thread,
+//!   at two looks in a row *and the loop thread is asleep in the kernel* (state `S` or `D` in
+//!   /proc: a sleep, a socket or database wait, a lock — what blocking means), it takes the
+//!   parked loop state and hands it to another thread,
 //!   which carries on serving; the stuck thread finishes its request and becomes a pool thread
 //!   (as the Go runtime hands a processor away from a thread blocked in a system call). The
 //!   mode becomes *dispatch*.
+//!   A thread that is runnable (`R`) is computing, or was preempted by the OS on a busy
+//!   machine: wall time alone would mistake that for blocking (measured: on a 2-core machine
+//!   with wrk on the other core, hello world flipped to dispatch mode within seconds and lost
+//!   half its throughput to GIL hand-offs). A call that computes for `CPU_BOUND_TAKEOVER` is
+//!   taken over all the same, so the loop keeps accepting.
 //! - **Dispatch mode**: every request goes to the pool. Calls that take longer than
-//!   `SLOW_CALL` (measured with the GIL held, so waiting for the GIL does not count) keep the
-//!   mode; after `REVERT_AFTER` without a slow call, the mode goes back to inline.
+//!   `SLOW_CALL` (measured from when the GIL was taken, so waiting for the GIL does not count)
+//!   keep the mode; after `REVERT_AFTER` without a slow call, the mode goes back to inline.
 //!
-//! A slow call run inline (one that took longer than `SLOW_CALL` yet slipped between two
-//! watchdog looks) also switches to dispatch. So a blocking app costs one takeover, then runs
-//! dispatched at full pool width, and a fast app pays no hand-off.
+//! So a blocking app costs one takeover, then runs dispatched at full pool width, and a fast
+//! app pays no hand-off.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::io::event_loop::LoopState;
 
-/// How often the watchdog looks at the inline call in progress.
-pub const TICK: Duration = Duration::from_millis(1);
+/// How often the watchdog looks at the inline call in progress: a call blocked for two ticks
+/// (0.25–0.5 ms) is taken over.
+pub const TICK: Duration = Duration::from_micros(250);
+/// A call that keeps computing (runnable, holding the GIL) is taken over after this many ticks.
+const CPU_BOUND_TAKEOVER: u32 = 200;
 /// A call longer than this counts as blocking.
 pub const SLOW_CALL: Duration = Duration::from_millis(1);
 /// Dispatch mode ends after this long without a slow call.
 pub const REVERT_AFTER: Duration = Duration::from_secs(1);
 /// The watchdog sleeps (instead of ticking) after this many looks without an inline call.
-const WATCHDOG_IDLE_TICKS: u32 = 1000;
+const WATCHDOG_IDLE_TICKS: u32 = 4000;
 
 const INLINE: u8 = 0;
 const DISPATCH: u8 = 1;
@@ -55,6 +64,8 @@ pub struct Scheduler {
     pub inline_calls: AtomicU64,
     pub dispatched_calls: AtomicU64,
     stopping: AtomicBool,
+    /// Kernel thread id of the thread driving the loop (for its /proc state).
+    loop_tid: AtomicI32,
 }
 
 impl Scheduler {
@@ -72,6 +83,7 @@ impl Scheduler {
             inline_calls: AtomicU64::new(0),
             dispatched_calls: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
+            loop_tid: AtomicI32::new(0),
         }
     }
 
@@ -103,11 +115,19 @@ impl Scheduler {
         false
     }
 
-    /// Record a call's duration (GIL held throughout); slow calls select dispatch mode.
+    /// Record a dispatched call's duration (from taking the GIL); slow calls keep dispatch
+    /// mode. (Inline calls are judged by the watchdog, which can tell blocking from preemption.)
     pub fn note_call(&self, took: Duration) {
         if took > SLOW_CALL {
             self.note_slow();
         }
+    }
+
+    /// The calling thread now drives the event loop.
+    pub fn set_loop_thread(&self) {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        self.loop_tid.store(tid, Ordering::Relaxed);
     }
 
     fn note_slow(&self) {
@@ -140,17 +160,25 @@ impl Scheduler {
     pub fn watchdog(&self, hand_over: impl Fn(Box<LoopState>)) {
         let mut last = u64::MAX;
         let mut quiet = 0u32;
+        let mut running_ticks = 0u32;
         while !self.stopping.load(Ordering::Relaxed) {
             std::thread::sleep(TICK);
             let seq = self.inline_seq.load(Ordering::Acquire);
             if seq % 2 == 1 && seq == last {
-                // The same inline call has run for at least one whole tick: take the loop away.
-                let taken = self.parked.lock().unwrap().take();
-                if let Some(st) = taken {
-                    self.takeovers.fetch_add(1, Ordering::Relaxed);
-                    self.note_slow();
-                    hand_over(st);
+                // The same inline call has run for at least one whole tick.
+                let blocked = thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed));
+                running_ticks = if blocked { 0 } else { running_ticks + 1 };
+                if blocked || running_ticks >= CPU_BOUND_TAKEOVER {
+                    let taken = self.parked.lock().unwrap().take();
+                    if let Some(st) = taken {
+                        self.takeovers.fetch_add(1, Ordering::Relaxed);
+                        self.note_slow();
+                        hand_over(st);
+                    }
+                    running_ticks = 0;
                 }
+            } else {
+                running_ticks = 0;
             }
             if seq == last {
                 quiet += 1;
@@ -182,6 +210,23 @@ impl Scheduler {
         self.watchdog_sleeping.store(false, Ordering::Relaxed);
         self.watchdog_cond.notify_all();
     }
+}
+
+/// Is the thread asleep in the kernel (state S or D in /proc), rather than running or waiting
+/// for a CPU (R)? Read only when an inline call outlasts a tick, so its cost (one small file
+/// read) stays off the hot path.
+fn thread_is_sleeping(tid: i32) -> bool {
+    if tid == 0 {
+        return false;
+    }
+    let Ok(stat) = std::fs::read(format!("/proc/self/task/{tid}/stat")) else {
+        return false;
+    };
+    // "tid (comm) S ...": comm may contain spaces or parentheses, so look after the last ')'.
+    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
+        return false;
+    };
+    matches!(stat.get(close + 2), Some(b'S') | Some(b'D'))
 }
 
 impl Default for Scheduler {
