@@ -55,8 +55,10 @@ PYTHON = os.environ.get("SLUICEGATE_TEST_PYTHON", str(ROOT / ".venv" / "bin" / "
 STARTUP_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
 
-LISTEN_RE = re.compile(r"Listening at: (?:http://(?P<host>\[[^\]]+\]|[^:\s]+):(?P<port>\d+)"
-                       r"|unix:(?P<path>\S+))")
+# One "Listening at:" line per --bind (several addresses on one line, comma-separated, also
+# parse).
+LISTEN_MARK = "Listening at:"
+ADDR_RE = re.compile(r"http://(?P<host>\[[^\]]+\]|[^:\s,]+):(?P<port>\d+)|unix:(?P<path>[^\s,]+)")
 PANIC_RE = re.compile(r"panicked at|RUST_BACKTRACE")
 
 
@@ -115,8 +117,9 @@ class ServerProcess:
         with self._cond:
             while True:
                 for line in self.stderr_lines[seen:]:
-                    m = LISTEN_RE.search(line)
-                    if m:
+                    if LISTEN_MARK not in line:
+                        continue
+                    for m in ADDR_RE.finditer(line.split(LISTEN_MARK, 1)[1]):
                         if m.group("path"):
                             self.addresses.append(("unix", m.group("path")))
                         else:

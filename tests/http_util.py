@@ -262,6 +262,14 @@ class Conn:
             name, _, value = line.partition(b":")
             resp.trailers.append((name.decode("latin-1"), value.strip().decode("latin-1")))
 
+    def recv_at_least(self, n: int, timeout: float = TIMEOUT) -> None:
+        """Receive until at least `n` bytes are buffered (fails on EOF or timeout)."""
+        deadline = time.monotonic() + timeout
+        while len(self.buf) < n:
+            if not self._fill(deadline, f"{n} buffered bytes"):
+                raise Truncated(f"connection closed after {len(self.buf)} of {n} bytes",
+                                self.buf)
+
     def read_until_close(self, timeout: float = TIMEOUT) -> bytes:
         """All bytes until the server closes the connection (EOF or reset)."""
         deadline = time.monotonic() + timeout

@@ -4,7 +4,10 @@ JSON summary: total length, sha256, the pieces as returned (latin-1, only for bo
 
 Modes: ``/read`` read(); ``/readn?n=N`` read(N) until b''; ``/readline`` readline() until b'';
 ``/readline_n?n=N`` readline(N) until b''; ``/readlines`` readlines(); ``/iter`` iteration;
-``/read_sized?n=N`` a single read(N) (N may exceed the body: must return only the body).
+``/read_sized?n=N`` a single read(N) (N may exceed the body: must return only the body);
+``/stream_first?n=N`` read(N), record ``<token> <len>`` under mark ``first-piece``, then read()
+the rest (the test sends the rest only after the mark: a server that buffered the whole body
+before calling the app would never get there).
 
 Every request also logs one line to stderr (the server's error log)::
 
@@ -18,11 +21,15 @@ import hashlib
 import json
 import sys
 
-from tests.apps._state import query
+from tests.apps._state import mark, query
 
 
-def _pieces(environ, mode, n):
+def _pieces(environ, mode, n, token):
     inp = environ["wsgi.input"]
+    if mode == "stream_first":
+        first = inp.read(n)
+        mark("first-piece", f"{token} {len(first)}")
+        return [first, inp.read()]
     if mode == "read":
         return [inp.read()]
     if mode == "read_sized":
@@ -45,9 +52,9 @@ def app(environ, start_response):
     n = int(query(environ).get("n", "8192"))
     token = environ.get("HTTP_X_TOKEN", "-")
     try:
-        pieces = _pieces(environ, mode, n)
+        pieces = _pieces(environ, mode, n, token)
         inp = environ["wsgi.input"]
-        after = [inp.read(), inp.read(10), inp.readline()] if mode != "read_sized" else []
+        after = [inp.read(), inp.read(10), inp.readline()] if mode not in ("read_sized",) else []
     except Exception as e:
         print(f"body_reader token={token} outcome=error type={type(e).__name__}: {e}",
               file=sys.stderr, flush=True)

@@ -1,0 +1,69 @@
+"""The access log (issue 2, section 3): one line per request in gunicorn's default format
+``%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"``, to a file or to stdout
+(``--access-log -``). The log may be written asynchronously, so tests poll (bounded)."""
+
+import re
+
+import pytest
+
+from tests.http_util import Conn, request_bytes, wait_for
+
+LINE = re.compile(r'^(?P<h>\S+) (?P<l>\S+) (?P<u>\S+) \[(?P<t>[^\]]+)\] "(?P<r>[^"]*)" '
+                  r'(?P<s>\d{3}) (?P<b>\d+|-) "(?P<f>[^"]*)" "(?P<a>[^"]*)"$')
+GUNICORN_TIME = re.compile(r"^\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}$")
+
+
+def read_lines(path):
+    try:
+        with open(path) as f:
+            return [line.rstrip("\n") for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def test_access_log_file_has_one_gunicorn_style_line_per_request(start_server, tmp_path):
+    log = tmp_path / "access.log"
+    srv = start_server("hello", "--access-log", str(log))
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("GET", "/some/path?x=1", headers=[
+            ("Referer", "http://ref.example/page"), ("User-Agent", "sgtest-agent/1.0")]))
+        assert c.read_response().body == b"path=/some/path"
+        c.send(request_bytes("POST", "/second", body=b"abc", version="HTTP/1.1"))
+        assert c.read_response().status == 200
+    lines = wait_for(lambda: len(read_lines(log)) >= 2 and read_lines(log),
+                     "two access log lines")
+    assert len(lines) == 2, lines
+    m = LINE.match(lines[0])
+    assert m, f"not in gunicorn's default format: {lines[0]!r}"
+    assert m["h"] == "127.0.0.1"
+    assert m["l"] == "-" and m["u"] == "-"
+    assert GUNICORN_TIME.match(m["t"]), m["t"]
+    assert m["r"] == "GET /some/path?x=1 HTTP/1.1"
+    assert m["s"] == "200"
+    assert m["b"] == str(len(b"path=/some/path"))
+    assert m["f"] == "http://ref.example/page"
+    assert m["a"] == "sgtest-agent/1.0"
+    m2 = LINE.match(lines[1])
+    assert m2 and m2["r"] == "POST /second HTTP/1.1" and m2["s"] == "200"
+    assert m2["b"] == str(len(b"path=/second"))
+    assert m2["f"] == "-" and m2["a"] == "-"
+
+
+def test_access_log_records_error_statuses(start_server, tmp_path):
+    log = tmp_path / "access.log"
+    srv = start_server("errors", "--access-log", str(log))
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("GET", "/raise_before"))
+        assert c.read_response().status == 500
+    lines = wait_for(lambda: read_lines(log), "an access log line")
+    m = LINE.match(lines[0])
+    assert m and m["r"] == "GET /raise_before HTTP/1.1" and m["s"] == "500"
+
+
+def test_access_log_to_stdout(start_server):
+    srv = start_server("hello", "--access-log", "-")
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("GET", "/to-stdout"))
+        assert c.read_response().status == 200
+    m = srv.wait_log(r'"GET /to-stdout HTTP/1\.1" 200 ', stream="stdout")
+    assert LINE.match(m.string), m.string

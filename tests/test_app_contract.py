@@ -1,0 +1,243 @@
+"""What the server does with what the app returns (PEP 3333; issue 2, sections 5 and 7).
+
+Covers: an exception before headers were sent → 500 without a traceback in the body (the
+traceback goes to the error log); an exception after the first block of a chunked or
+Content-Length response → the connection closes without completing it, so the client sees a
+truncated response; a str block → 500; status or header values with CR, LF or NUL → 500 and a
+log line, never an injected header; start_response's exc_info rules; the write() callable; and
+close() called on the iterable on every path (success, exception, client gone, HEAD). After
+each misbehaving app the server must still serve.
+"""
+
+import uuid
+
+import pytest
+
+from tests.http_util import Closed, Conn, Truncated, request_bytes
+
+SECRET = "SECRET-TRACEBACK-MARKER"
+
+
+@pytest.fixture(scope="module")
+def errors(servers):
+    return servers.get("errors")
+
+
+@pytest.fixture(scope="module")
+def exc(servers):
+    return servers.get("exc_info")
+
+
+@pytest.fixture(scope="module")
+def writer(servers):
+    return servers.get("write_callable")
+
+
+@pytest.fixture(scope="module")
+def tracking(servers):
+    return servers.get("close_tracking")
+
+
+def assert_still_serving(errors_server):
+    with Conn.open(errors_server.port) as c:
+        c.send(request_bytes("GET", "/ok"))
+        resp = c.read_response()
+    assert resp.status == 200 and resp.body == b"ok", "server stopped serving after the error"
+
+
+# -- exceptions ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/raise_before", "/raise_after_start", "/raise_first_block"])
+def test_exception_before_headers_sent_gives_500_without_traceback(errors, path):
+    mark = errors.log_mark()
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", path))
+        resp = c.read_response()
+    assert resp.status == 500
+    text = resp.raw_head + resp.body
+    assert SECRET.encode() not in text and b"Traceback" not in text, \
+        f"the response leaks the exception: {text[:500]!r}"
+    errors.wait_log(SECRET, since=mark)
+    assert "Traceback" in errors.log_since(mark), "the traceback was not logged"
+    assert_still_serving(errors)
+
+
+def test_exception_after_first_chunk_truncates_the_response(errors):
+    mark = errors.log_mark()
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", "/raise_after"))
+        head = c.read_head()
+        assert head.status == 200 and head.header("Transfer-Encoding") == "chunked"
+        raw = c.read_until_close()
+    assert b"first block" in raw
+    assert not raw.endswith(b"0\r\n\r\n"), \
+        f"the response was completed with the last chunk after an app error: {raw!r}"
+    assert SECRET.encode() not in raw
+    errors.wait_log(SECRET, since=mark)
+    assert_still_serving(errors)
+
+
+def test_exception_after_first_chunk_is_seen_as_truncated_by_a_parser(errors):
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", "/raise_after"))
+        with pytest.raises(Truncated):
+            c.read_response()
+
+
+def test_exception_inside_content_length_body_truncates_the_response(errors):
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", "/raise_after_cl"))
+        with pytest.raises(Truncated) as info:
+            c.read_response()
+    assert info.value.partial == b"0123456789"
+    assert_still_serving(errors)
+
+
+def test_exception_on_http10_close_delimited_response_is_logged_and_closed(errors):
+    """A close-delimited body cannot show truncation; the server must at least stop and log."""
+    mark = errors.log_mark()
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", "/raise_after", version="HTTP/1.0"))
+        raw = c.read_until_close()
+    assert b"first block" in raw and SECRET.encode() not in raw
+    errors.wait_log(SECRET, since=mark)
+
+
+def test_str_block_is_refused_with_500(errors):
+    mark = errors.log_mark()
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", "/yield_str"))
+        resp = c.read_response()
+    assert resp.status == 500
+    assert b"a str, not bytes" not in resp.body
+    errors.wait_log(r".", since=mark)
+    assert_still_serving(errors)
+
+
+@pytest.mark.parametrize("path", [
+    "/bad_status_crlf", "/bad_status_lf", "/bad_status_cr", "/bad_status_nul",
+    "/bad_value_crlf", "/bad_value_lf", "/bad_value_cr", "/bad_value_nul",
+    "/bad_name_crlf", "/bad_name_nul",
+])
+def test_cr_lf_nul_in_status_or_headers_gives_500_and_is_logged(errors, path):
+    mark = errors.log_mark()
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", path) + request_bytes("GET", "/ok"))
+        resp = c.read_response()
+        assert resp.status == 500
+        assert resp.header("X-Injected") is None and b"X-Injected" not in resp.raw_head
+        assert resp.header("X-Bad") is None
+        assert b"\x00" not in resp.raw_head
+        try:
+            nxt = c.read_response()
+        except Closed:
+            nxt = None
+        if nxt is not None:  # a 500 may keep the connection; the next request is clean
+            assert nxt.status == 200 and nxt.body == b"ok"
+    line = errors.wait_log(r"(?i)(status|header)", since=mark)
+    assert line, "nothing was logged about the refused status/header"
+    assert_still_serving(errors)
+
+
+# -- start_response and exc_info -------------------------------------------------------------
+
+def test_second_start_response_without_exc_info_is_an_error(exc):
+    mark = exc.log_mark()
+    with Conn.open(exc.port) as c:
+        c.send(request_bytes("GET", "/twice_without_exc_info"))
+        resp = c.read_response()
+    assert resp.status == 500
+    assert b"second start_response accepted" not in resp.body
+    exc.wait_log(r"Traceback|Error", since=mark)
+
+
+def test_start_response_with_exc_info_before_sending_replaces_the_status(exc):
+    with Conn.open(exc.port) as c:
+        c.send(request_bytes("GET", "/replace_before_sent"))
+        resp = c.read_response()
+    assert (resp.status, resp.reason) == (503, "Replaced")
+    assert resp.header("X-Second") == "1"
+    assert resp.header("X-First") is None, "headers of the first start_response were kept"
+    assert resp.body == b"replaced"
+
+
+def test_start_response_with_exc_info_after_sending_reraises_and_truncates(exc):
+    tok_before = exc.marks("after_sent")
+    with Conn.open(exc.port) as c:
+        c.send(request_bytes("GET", "/after_sent"))
+        head = c.read_head()
+        assert head.status == 200
+        raw = c.read_until_close()
+    assert b"first block" in raw and b"should never be sent" not in raw
+    assert not raw.endswith(b"0\r\n\r\n"), "response completed after exc_info re-raise"
+    got = exc.wait_marks("after_sent", count=len(tok_before) + 1)
+    assert got[-1] == "reraised", "start_response(exc_info) after headers were sent returned"
+
+
+# -- write() ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", ["HTTP/1.1", "HTTP/1.0"])
+def test_write_callable_output_precedes_the_iterable_in_order(writer, version):
+    with Conn.open(writer.port) as c:
+        c.send(request_bytes("GET", "/write_then_iter", version=version))
+        resp = c.read_response()
+    assert resp.status == 200
+    assert resp.body == b"one-two-three-four"
+
+
+def test_write_callable_with_content_length(writer):
+    with Conn.open(writer.port) as c:
+        c.send(request_bytes("GET", "/write_with_length") + request_bytes("GET", "/write_only"))
+        first = c.read_response()
+        assert first.framing == "length" and first.body == b"hello world"
+        second = c.read_response()
+        assert second.body == b"only written"
+
+
+# -- close() on every path -------------------------------------------------------------------
+
+def closed_marks(server, tok):
+    return server.wait_marks("closed", prefix=tok + " ")
+
+
+def test_close_is_called_after_a_successful_response(tracking):
+    tok = uuid.uuid4().hex
+    with Conn.open(tracking.port) as c:
+        c.send(request_bytes("GET", f"/ok?token={tok}"))
+        assert c.read_response().body == b"onetwothr"
+    assert closed_marks(tracking, tok) == [f"{tok} yielded=3"]
+
+
+def test_close_is_called_for_head_requests(tracking):
+    tok = uuid.uuid4().hex
+    with Conn.open(tracking.port) as c:
+        c.send(request_bytes("HEAD", f"/ok?token={tok}"))
+        assert c.read_response("HEAD").status == 200
+    assert len(closed_marks(tracking, tok)) == 1
+
+
+@pytest.mark.parametrize("path", ["/raise", "/raise_first"])
+def test_close_is_called_when_the_iterable_raises(tracking, path):
+    tok = uuid.uuid4().hex
+    with Conn.open(tracking.port) as c:
+        c.send(request_bytes("GET", f"{path}?token={tok}"))
+        if path == "/raise_first":  # nothing was sent yet: a clean 500
+            assert c.read_response().status == 500
+        else:  # one block was sent: the response is cut short
+            with pytest.raises(Truncated):
+                c.read_response()
+    assert len(closed_marks(tracking, tok)) == 1
+
+
+def test_close_is_called_when_the_client_disconnects_mid_stream(tracking):
+    tok = uuid.uuid4().hex
+    c = Conn.open(tracking.port)
+    c.send(request_bytes("GET", f"/stream?token={tok}"))
+    head = c.read_head()
+    assert head.status == 200
+    # Read a little of the 1 GiB body, then hang up.
+    c.recv_at_least(200_000)
+    c.close()
+    got = closed_marks(tracking, tok)
+    yielded = int(got[0].split("yielded=")[1])
+    assert yielded < 16384, "the server iterated the whole body for a client that was gone"

@@ -1,0 +1,255 @@
+"""Named limits and timeouts (issue 2, section 7), each with its status and the connection
+closed after it.
+
+Covers: request line too long → 414; too many header fields and a too large header section →
+431; a body over --limit-body → 413 (Content-Length and chunked); the header read timeout →
+408 then close, including a client trickling header bytes (each byte must not restart the
+timer); the keep-alive idle timeout; the write timeout for a client that stops reading. The
+defaults (8 KiB request line, 100 headers) are checked on a server started without options.
+"""
+
+import select
+import socket
+import time
+
+import pytest
+
+from tests.http_util import TIMEOUT, Closed, Conn, Truncated, chunked, request_bytes
+
+LIMIT_OPTIONS = ("--limit-request-line", "1024", "--limit-header-bytes", "4096",
+                 "--limit-headers", "20", "--limit-body", "1000")
+
+
+@pytest.fixture(scope="module")
+def limited(servers):
+    return servers.get("body_reader", *LIMIT_OPTIONS)
+
+
+@pytest.fixture(scope="module")
+def default_server(servers):
+    return servers.get("hello")
+
+
+def refused(server, raw: bytes, statuses):
+    """Send `raw`, expect one response with a status in `statuses`, then the connection closed;
+    then check the server still answers."""
+    with Conn.open(server.port) as c:
+        try:
+            c.send(raw)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may refuse before reading everything; the answer is still there
+        resp = c.read_response()
+        assert resp.status in statuses, f"got {resp.status} {resp.reason}, want {statuses}"
+        c.expect_closed()
+    with Conn.open(server.port) as c:
+        c.send(request_bytes("GET", "/read"))
+        assert c.read_response().status == 200, "server stopped serving after a refused request"
+    return resp
+
+
+def accepted(server, raw: bytes):
+    with Conn.open(server.port) as c:
+        c.send(raw)
+        resp = c.read_response()
+    assert resp.status == 200, f"a request within the limits got {resp.status}"
+    return resp
+
+
+# -- head limits -----------------------------------------------------------------------------
+
+def test_request_line_over_limit_is_414(limited):
+    refused(limited, request_bytes("GET", "/read?" + "a" * 2000), {414})
+
+
+def test_request_line_under_limit_is_accepted(limited):
+    accepted(limited, request_bytes("GET", "/read?" + "a" * 900))
+
+
+def test_default_request_line_limit_is_414_past_8_kib(default_server):
+    accepted(default_server, request_bytes("GET", "/" + "a" * 7000))
+    refused(default_server, request_bytes("GET", "/" + "a" * 9000), {414})
+
+
+def test_too_many_header_fields_is_431(limited):
+    refused(limited, request_bytes("GET", "/read", headers=[(f"X-H{i}", "v") for i in range(30)]),
+            {431})
+
+
+def test_header_count_under_limit_is_accepted(limited):
+    accepted(limited, request_bytes("GET", "/read", headers=[(f"X-H{i}", "v") for i in range(15)]))
+
+
+def test_default_header_count_limit_is_431_past_100(default_server):
+    accepted(default_server,
+             request_bytes("GET", "/", headers=[(f"X-H{i}", "v") for i in range(90)]))
+    refused(default_server,
+            request_bytes("GET", "/", headers=[(f"X-H{i}", "v") for i in range(150)]), {431})
+
+
+def test_header_section_over_byte_limit_is_431(limited):
+    refused(limited, request_bytes("GET", "/read",
+                                   headers=[(f"X-Big{i}", "v" * 1500) for i in range(4)]), {431})
+
+
+def test_single_huge_header_is_431(limited):
+    refused(limited, request_bytes("GET", "/read", headers=[("X-Huge", "v" * 10000)]), {431})
+
+
+def test_header_section_never_terminated_is_refused_at_the_limit(limited):
+    """A client sending an endless header section must be refused once it passes the limit,
+    not buffered forever."""
+    raw = b"GET /read HTTP/1.1\r\nHost: x\r\n" + b"X-Filler: " + b"f" * 20000
+    refused(limited, raw, {431})
+
+
+# -- body limit ------------------------------------------------------------------------------
+
+def test_content_length_over_body_limit_is_413(limited):
+    # Only the head is sent: the server must refuse from the declared length alone.
+    refused(limited, request_bytes("POST", "/read", headers=[("Content-Length", "2000")]), {413})
+
+
+def test_chunked_body_over_limit_is_413(limited):
+    raw = request_bytes("POST", "/read", headers=[("Transfer-Encoding", "chunked")]) \
+        + b"200\r\n" + b"x" * 512 + b"\r\n" + b"200\r\n" + b"y" * 512 + b"\r\n"
+    with Conn.open(limited.port) as c:
+        c.send(raw)
+        resp = c.read_response()
+        # Even if the app already runs when the limit is crossed, nothing was sent yet: 413.
+        assert resp.status == 413, f"chunked body over the limit got {resp.status}"
+        c.expect_closed()
+
+
+def test_declared_huge_chunk_over_limit_is_413(limited):
+    raw = request_bytes("POST", "/read", headers=[("Transfer-Encoding", "chunked")]) \
+        + b"100000\r\n" + b"x" * 100
+    with Conn.open(limited.port) as c:
+        c.send(raw)
+        resp = c.read_response()
+        assert resp.status == 413, f"a declared chunk over the limit got {resp.status}"
+        c.expect_closed()
+
+
+def test_body_within_limit_is_accepted(limited):
+    accepted(limited, request_bytes("POST", "/read", body=b"x" * 900))
+    accepted(limited, request_bytes("POST", "/read", headers=[("Transfer-Encoding", "chunked")],
+                                    body=chunked(b"x" * 900, 100)))
+
+
+# -- timeouts --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def short_timeouts(servers):
+    return servers.get("hello", "--header-timeout", "1", "--keepalive-timeout", "1")
+
+
+def test_partial_head_gets_408_then_close(short_timeouts):
+    with Conn.open(short_timeouts.port) as c:
+        c.send(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        resp = c.read_response()
+        assert resp.status == 408
+        c.expect_closed()
+
+
+def test_connection_sending_nothing_is_closed(short_timeouts):
+    with Conn.open(short_timeouts.port) as c:
+        try:
+            c.read_response()
+        except Closed:
+            return
+        # A 408 is acceptable for a connection that never sent a byte; it must still close.
+        c.expect_closed()
+
+
+def test_trickled_header_bytes_do_not_keep_the_connection_alive(short_timeouts):
+    """One byte every 0.3 s of a ~2 KB head would take 10 minutes; with --header-timeout 1 the
+    server must cut the client off long before the head is complete."""
+    head = request_bytes("GET", "/", headers=[("X-Trickle", "t" * 2000)])
+    s = socket.create_connection(("127.0.0.1", short_timeouts.port), timeout=TIMEOUT)
+    sent = 0
+    closed = False
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while sent < len(head) and time.monotonic() < deadline:
+            try:
+                s.sendall(head[sent:sent + 1])
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            sent += 1
+            # Pace the client (not a synchronisation): wait up to 0.3 s for the server to speak.
+            readable, _, _ = select.select([s], [], [], 0.3)
+            if readable:
+                try:
+                    data = s.recv(65536)
+                except ConnectionResetError:
+                    data = b""
+                if not data or data.startswith(b"HTTP/1.1 408") or data.startswith(b"HTTP/1.0 408"):
+                    closed = True
+                    break
+                raise AssertionError(f"unexpected answer to a trickled head: {data[:200]!r}")
+    finally:
+        s.close()
+    assert closed, (f"the server kept a trickling client for {TIMEOUT}s ({sent} of {len(head)} "
+                    "head bytes) despite --header-timeout 1")
+    assert sent < len(head)
+
+
+def test_idle_keepalive_connection_is_closed_after_the_timeout(short_timeouts):
+    with Conn.open(short_timeouts.port) as c:
+        c.send(request_bytes("GET", "/"))
+        assert c.read_response().status == 200
+        # Nothing more is sent: the server closes the idle connection silently.
+        c.expect_closed()
+
+
+def _server_side_socket_open(server_port: int, client_port: int) -> bool:
+    """Is the server's end of the connection from client_port still held by a process?
+    (/proc/net/tcp lists it with inode 0 once the owning process closed it.)"""
+    want_local = f":{server_port:04X}"
+    want_remote = f":{client_port:04X}"
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            local, remote, inode = fields[1], fields[2], fields[9]
+            if local.endswith(want_local) and remote.endswith(want_remote):
+                return inode != "0"
+    return False
+
+
+def test_write_timeout_closes_a_connection_whose_client_stopped_reading(start_server):
+    srv = start_server("streaming", "--write-timeout", "1")
+    size = 50 * 1024 * 1024
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(TIMEOUT)
+    s.connect(("127.0.0.1", srv.port))
+    client_port = s.getsockname()[1]
+    c = Conn(s)
+    try:
+        c.send(request_bytes("GET", f"/big?size={size}"))
+        # The response head proves the server accepted the connection and is writing.
+        assert c.read_head().status == 200
+        assert _server_side_socket_open(srv.port, client_port), \
+            "cannot find the server's end of the connection in /proc/net/tcp"
+        # The client reads nothing. The server must give up on it: wait (bounded) until the
+        # server process no longer holds its end of the connection.
+        deadline = time.monotonic() + TIMEOUT
+        while _server_side_socket_open(srv.port, client_port):
+            assert time.monotonic() < deadline, \
+                "server still holds a connection whose client stopped reading (--write-timeout 1)"
+            # Meanwhile other clients are served.
+            with Conn.open(srv.port) as other:
+                other.send(request_bytes("GET", "/with_length?n=1&size=5"))
+                assert other.read_response().body == b"aaaaa"
+            time.sleep(0.1)
+        # Draining what was already in flight ends in EOF/reset well before the 50 MB.
+        with pytest.raises((Truncated, Closed)):
+            c.read_response()
+    finally:
+        c.close()
+    assert srv.alive()
+    with Conn.open(srv.port) as other:
+        other.send(request_bytes("GET", "/with_length?n=1&size=5"))
+        assert other.read_response().body == b"aaaaa"

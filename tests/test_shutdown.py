@@ -1,0 +1,83 @@
+"""Graceful shutdown on SIGTERM and SIGINT (issue 2, section 9).
+
+Each test runs its own server. A request blocked in the app (on a gate, so it is certainly in
+flight) must complete fully after the signal; idle keep-alive connections must be closed; a
+connection attempted after the signal is never served; the process exits 0. With a short
+--graceful-timeout, a request that never finishes must not keep the process alive.
+"""
+
+import signal
+import uuid
+
+import pytest
+
+from tests.http_util import TIMEOUT, Closed, Conn, Truncated, connect_refused, request_bytes
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_finishes_in_flight_request_closes_idle_and_exits_0(start_server, sig):
+    srv = start_server("blocking", "--graceful-timeout", "20")
+    port = srv.port
+    idle = Conn.open(port)
+    idle.send(request_bytes("GET", "/fast"))
+    assert idle.read_response().body == b"fast"
+
+    tok, gate = uuid.uuid4().hex, uuid.uuid4().hex
+    busy = Conn.open(port)
+    busy.send(request_bytes("GET", f"/slow?token={tok}&gate={gate}"))
+    srv.wait_marks("started", prefix=tok)
+
+    srv.signal(sig)
+    # The idle keep-alive connection is closed; that also shows the signal was handled.
+    idle.expect_closed()
+
+    # A new connection after the signal: refused, or (if it reached the kernel's backlog of a
+    # listener not yet closed) never answered.
+    late = None
+    try:
+        late = Conn.open(port)
+        late.send(request_bytes("GET", "/fast"))
+    except (ConnectionRefusedError, ConnectionResetError, BrokenPipeError):
+        late = None
+
+    # The in-flight request still completes, in full.
+    srv.open_gate(gate)
+    resp = busy.read_response()
+    assert resp.status == 200 and resp.body == f"slow {tok} gate=open".encode()
+    busy.expect_closed()
+
+    if late is not None:
+        with pytest.raises(Closed):
+            late.read_response()
+        late.close()
+    assert srv.wait_exit() == 0, f"exit code {srv.proc.returncode}\n{srv.log_text()[-3000:]}"
+    assert connect_refused(port)
+    idle.close()
+    busy.close()
+
+
+def test_shutdown_with_no_connections_exits_0(start_server):
+    srv = start_server("hello")
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("GET", "/", headers=[("Connection", "close")]))
+        assert c.read_response().status == 200
+    srv.signal(signal.SIGTERM)
+    assert srv.wait_exit() == 0
+
+
+def test_graceful_timeout_bounds_the_wait_for_a_stuck_request(start_server):
+    srv = start_server("blocking", "--graceful-timeout", "1")
+    tok = uuid.uuid4().hex
+    busy = Conn.open(srv.port)
+    # The gate is never opened: the app would block for 15 s.
+    busy.send(request_bytes("GET", f"/slow?token={tok}&gate=never-{tok}"))
+    srv.wait_marks("started", prefix=tok)
+    srv.signal(signal.SIGTERM)
+    srv.wait_exit(timeout=TIMEOUT)
+    # The client is not left hanging with something that looks complete.
+    try:
+        resp = busy.read_response()
+    except (Closed, Truncated):
+        resp = None
+    assert resp is None or resp.status >= 500
+    busy.close()

@@ -1,0 +1,175 @@
+"""``wsgi.input`` (PEP 3333; issue 2, section 5): every reading method, with Content-Length and
+chunked bodies, compared with what ``io.BytesIO`` returns for the same calls.
+
+Covers read(), read(n), readline() keeping the newline, readline(n), readlines(), iteration,
+reads past the end returning b'', read(n) larger than the body not reading past it (the next
+pipelined request still parses), streaming (the app gets the first bytes before the client sent
+the rest), and a body cut short by the client raising an error in the app instead of looking
+complete (the ``body_reader`` app logs what it saw).
+"""
+
+import hashlib
+import io
+import json
+import random
+import socket
+import uuid
+
+import pytest
+
+from tests.http_util import Closed, Conn, Truncated, chunked, request_bytes
+
+
+@pytest.fixture(scope="module")
+def reader(servers):
+    return servers.get("body_reader")
+
+
+TEXT = b"line one\nline two\n\n\nlonger line number five\r\nlast line without newline"
+
+
+def reference(mode: str, body: bytes, n: int):
+    """The pieces io.BytesIO returns for the same calls as the app makes."""
+    f = io.BytesIO(body)
+    if mode == "read":
+        return [f.read()]
+    if mode == "readn":
+        return list(iter(lambda: f.read(n), b""))
+    if mode == "readline":
+        return list(iter(f.readline, b""))
+    if mode == "readline_n":
+        return list(iter(lambda: f.readline(n), b""))
+    if mode == "readlines":
+        return f.readlines()
+    if mode == "iter":
+        return list(f)
+    raise ValueError(mode)
+
+
+def post(server, mode: str, body: bytes, framing: str, n: int = 8192, chunk: int = 3):
+    if framing == "chunked":
+        raw = request_bytes("POST", f"/{mode}?n={n}", headers=[("Transfer-Encoding", "chunked")],
+                            body=chunked(body, chunk))
+    else:
+        raw = request_bytes("POST", f"/{mode}?n={n}",
+                            headers=[("Content-Length", str(len(body)))], body=body)
+    with Conn.open(server.port) as c:
+        c.send(raw)
+        resp = c.read_response()
+    assert resp.status == 200, resp.body[:1000]
+    return json.loads(resp.body)
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+@pytest.mark.parametrize("mode,n", [("read", 0), ("readn", 1), ("readn", 7), ("readn", 100),
+                                    ("readline", 0), ("readline_n", 4), ("readline_n", 1),
+                                    ("readlines", 0), ("iter", 0)])
+def test_input_method_returns_what_a_file_would(reader, mode, n, framing):
+    got = post(reader, mode, TEXT, framing, n=n or 8192)
+    want = reference(mode, TEXT, n or 8192)
+    if mode in ("readline", "readline_n", "readlines", "iter"):
+        # Line-oriented reads must split exactly like a file: each line keeps its "\n".
+        assert got["pieces"] == [p.decode() for p in want]
+    else:
+        # read(n) may legally return fewer bytes than asked; the concatenation must be exact
+        # and no piece may exceed n.
+        assert "".join(got["pieces"]) == TEXT.decode()
+        if mode == "readn":
+            assert all(len(p) <= n for p in got["pieces"])
+    assert got["types"] == ["bytes"]
+    assert got["after_end"] == ["b''", "b''", "b''"], "reading past the end must return b''"
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_empty_body_reads_as_empty(reader, framing):
+    for mode in ("read", "readline", "readlines", "iter"):
+        got = post(reader, mode, b"", framing)
+        assert got["len"] == 0 and got["after_end"] == ["b''", "b''", "b''"]
+
+
+def test_get_without_body_reads_as_empty(reader):
+    with Conn.open(reader.port) as c:
+        c.send(request_bytes("GET", "/read"))
+        got = json.loads(c.read_response().body)
+    assert got["len"] == 0
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+@pytest.mark.parametrize("mode,n", [("readline", 0), ("iter", 0), ("readn", 1000),
+                                    ("readline_n", 100)])
+def test_large_body_read_in_lines_and_pieces_is_byte_exact(reader, mode, n, framing):
+    rnd = random.Random(7)
+    lines = [bytes(rnd.choice(b"abcdefgh ") for _ in range(rnd.randrange(0, 300))) + b"\n"
+             for _ in range(8000)]
+    body = b"".join(lines) + b"tail without newline"
+    got = post(reader, mode, body, framing, n=n or 8192, chunk=4093)
+    assert (got["len"], got["sha256"]) == (len(body), hashlib.sha256(body).hexdigest())
+    if mode != "readn":  # line reads split exactly like a file; read(n) may return less
+        assert got["count"] == len(reference(mode, body, n or 8192))
+
+
+def test_read_larger_than_the_body_returns_only_the_body(reader):
+    """read(n) with n past the body must return at the body's end, never wait for (or consume)
+    the next pipelined request's bytes."""
+    with Conn.open(reader.port) as c:
+        c.send(request_bytes("POST", "/read_sized?n=100000", body=b"0123456789")
+               + request_bytes("POST", "/read", body=b"second"))
+        first = json.loads(c.read_response().body)
+        second = json.loads(c.read_response().body)
+    assert first["pieces"] == ["0123456789"]
+    assert second["pieces"] == ["second"]
+
+
+def test_body_is_streamed_to_the_app_not_buffered_whole(reader):
+    tok = uuid.uuid4().hex
+    body = bytes(range(256)) * (4 * 4096)  # 4 MiB
+    with Conn.open(reader.port) as c:
+        c.send(request_bytes("POST", "/stream_first?n=1000", headers=[
+            ("Content-Length", str(len(body))), ("X-Token", tok)]) + body[:65536])
+        # The app must see its first 1000 bytes while the client still holds back the rest.
+        got_first = reader.wait_marks("first-piece", prefix=tok)
+        assert got_first == [f"{tok} 1000"]
+        c.send(body[65536:])
+        got = json.loads(c.read_response().body)
+    assert (got["len"], got["sha256"]) == (len(body), hashlib.sha256(body).hexdigest())
+
+
+# -- a body cut short by the client ----------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["read", "readn", "readline", "readlines", "iter"])
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_body_cut_short_by_client_raises_in_the_app(reader, mode, framing):
+    tok = uuid.uuid4().hex
+    if framing == "chunked":
+        # A 1000-byte chunk of which only 500 bytes arrive.
+        raw = request_bytes("POST", f"/{mode}?n=100", headers=[
+            ("Transfer-Encoding", "chunked"), ("X-Token", tok)]) + b"3e8\r\n" + b"x" * 500
+    else:
+        raw = request_bytes("POST", f"/{mode}?n=100", headers=[
+            ("Content-Length", "1000"), ("X-Token", tok)]) + b"x" * 500
+    mark = reader.log_mark()
+    with Conn.open(reader.port) as c:
+        c.send(raw)
+        c.sock.shutdown(socket.SHUT_WR)
+        m = reader.wait_log(rf"body_reader token={tok} outcome=(\w+)", since=mark)
+        assert m.group(1) == "error", \
+            "the app read a truncated body as if it were complete: " + m.group(0)
+        # Whatever the server answers (or not), it is never a success.
+        try:
+            resp = c.read_response()
+        except (Closed, Truncated):
+            return
+        assert resp.status >= 400, f"a truncated request got {resp.status}"
+
+
+def test_server_keeps_serving_after_truncated_bodies(reader):
+    for _ in range(3):
+        with Conn.open(reader.port) as c:
+            c.send(request_bytes("POST", "/read", headers=[("Content-Length", "100")]) + b"ab")
+            c.sock.shutdown(socket.SHUT_WR)
+            try:
+                c.read_until_close()
+            except ConnectionError:
+                pass
+    got = post(reader, "read", b"still fine", "content-length")
+    assert got["pieces"] == ["still fine"]
