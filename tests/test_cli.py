@@ -303,7 +303,9 @@ class Server:
             out, err = self.proc.communicate(timeout=TIMEOUT)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            raise
+            out, err = self.proc.communicate()
+            pytest.fail(f"server still running {TIMEOUT}s after {signals or 'SIGTERM'}; stderr:\n"
+                        f"{self.stderr}{(self._pending + err).decode()}")
         self.stdout = out.decode()
         self.stderr += (self._pending + err).decode()
         self._pending = b""
@@ -506,3 +508,17 @@ def test_unix_path_that_is_not_a_socket_is_never_removed(tmp_path):
     with pytest.raises(BindError, match="the path exists and is not a socket"):
         bind(parse_bind(f"unix:{path}"), backlog=8)
     assert path.read_text() == "data"
+
+
+@needs_core
+def test_options_reach_the_core(servers, app_dir):
+    server = servers("--server-header", "front-test/1", "--limit-request-line", "100",
+                     "--access-log", "-", "goodapp:app", cwd=app_dir)
+    response = server.request("GET", "/short")
+    assert response.getheader("Server") == "front-test/1"
+    assert server.request("GET", "/" + "x" * 200).status == 414
+    assert server.stop() == 0
+    assert '"GET /short HTTP/1.1" 200' in server.stdout  # --access-log - is standard output
+
+    server = servers("--server-header", "", "goodapp:app", cwd=app_dir)
+    assert server.request().getheader("Server") is None
