@@ -54,6 +54,9 @@ pub struct Conn {
     pub requests: u64,
     /// After the close, linger: the client may still be sending (error answers, unread input).
     pub linger: bool,
+    /// Per-connection data the layer above caches across requests (the bridge keeps the
+    /// REMOTE_ADDR/REMOTE_PORT strings here). Opaque to the I/O layer.
+    pub upper: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl Conn {
@@ -71,6 +74,7 @@ impl Conn {
             deadline: None,
             requests: 0,
             linger: false,
+            upper: None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! per-listener template dict copied with one `dict.copy()`; header names are turned into CGI
 //! keys once and cached; header values are decoded as latin-1 straight from the request bytes.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -15,6 +16,28 @@ use sluicegate_proto::path::percent_decode;
 use sluicegate_proto::{RequestHead, Version};
 
 use crate::io::stream::Peer;
+
+/// REMOTE_ADDR / REMOTE_PORT of one connection, as Python strings.
+struct PeerStrings {
+    addr: Py<PyString>,
+    port: Option<Py<PyString>>,
+}
+
+impl PeerStrings {
+    fn new(py: Python<'_>, peer: &Peer, empty: &Bound<'_, PyString>) -> PeerStrings {
+        match peer {
+            Peer::Ip(a) => PeerStrings {
+                addr: PyString::new(py, &a.ip().to_string()).unbind(),
+                port: Some(PyString::new(py, &a.port().to_string()).unbind()),
+            },
+            // A unix-socket client has no address (PEP 3333 only requires the key).
+            Peer::Unix => PeerStrings {
+                addr: empty.clone().unbind(),
+                port: None,
+            },
+        }
+    }
+}
 
 /// Header-name cache entries kept (bounded so a client sending random names cannot grow it).
 const HEADER_KEY_CACHE_MAX: usize = 512;
@@ -114,6 +137,7 @@ impl EnvironBuilder {
         listener: usize,
         head: &RequestHead,
         peer: &Peer,
+        cache: &mut Option<Box<dyn Any + Send>>,
         input: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let env = self.templates[listener].bind(py).copy()?;
@@ -147,14 +171,14 @@ impl EnvironBuilder {
             Version::Http11 => self.http11.bind(py),
         };
         env.set_item(intern!(py, "SERVER_PROTOCOL"), proto)?;
-        match peer {
-            Peer::Ip(addr) => {
-                env.set_item(intern!(py, "REMOTE_ADDR"), addr.ip().to_string())?;
-                env.set_item(intern!(py, "REMOTE_PORT"), addr.port().to_string())?;
-            }
-            Peer::Unix => {
-                env.set_item(intern!(py, "REMOTE_ADDR"), self.empty.bind(py))?;
-            }
+        // The peer's strings are made once per connection and cached on it.
+        if cache.as_ref().is_none_or(|c| !c.is::<PeerStrings>()) {
+            *cache = Some(Box::new(PeerStrings::new(py, peer, self.empty.bind(py))));
+        }
+        let peer_strs = cache.as_ref().unwrap().downcast_ref::<PeerStrings>().unwrap();
+        env.set_item(intern!(py, "REMOTE_ADDR"), peer_strs.addr.bind(py))?;
+        if let Some(port) = &peer_strs.port {
+            env.set_item(intern!(py, "REMOTE_PORT"), port.bind(py))?;
         }
         env.set_item(intern!(py, "wsgi.input"), input)?;
         self.add_headers(py, &env, head)?;

@@ -32,6 +32,8 @@ pub struct Bridge {
     /// wsgi.input for requests without a body (reads return b"").
     pub empty_input: Py<Input>,
     pub config: Config,
+    /// The Server header value, made 'static once so each response borrows it.
+    pub server_header: &'static [u8],
     pub loop_ctx: Arc<LoopCtx>,
     pub counters: Arc<BridgeCounters>,
     pub access_log: Option<AccessLog>,
@@ -58,7 +60,9 @@ impl Bridge {
         let logger = logging.call_method1("getLogger", ("sluicegate.error",))?;
         let app_name = app.bind(py).repr().map(|r| r.to_string()).unwrap_or_default();
         let access_log = AccessLog::new(config.access_log_fd);
+        let server_header: &'static [u8] = Box::leak(config.server_header.clone().into_boxed_slice());
         Ok(Bridge {
+            server_header,
             app,
             app_name,
             environ,

@@ -77,7 +77,7 @@ pub struct Sender {
     /// The request allows keep-alive (and the server is not shutting down).
     keep_alive: bool,
     write_timeout: Duration,
-    server_header: Vec<u8>,
+    server_header: &'static [u8],
     app: AppHead,
     headers_sent: bool,
     framing: ResponseFraming,
@@ -128,7 +128,7 @@ impl Sender {
         head: &RequestHead,
         keep_alive: bool,
         write_timeout: Duration,
-        server_header: Vec<u8>,
+        server_header: &'static [u8],
     ) -> Sender {
         Sender {
             fd,
@@ -195,12 +195,8 @@ impl Sender {
         if self.is_head && self.app.content_length.is_none() {
             extra_len = known_len;
         }
-        let mut pairs: Vec<(&[u8], &[u8])> = self
-            .app
-            .headers
-            .iter()
-            .map(|(n, v)| (n.as_slice(), v.as_slice()))
-            .collect();
+        let mut pairs: Vec<(&[u8], &[u8])> = Vec::with_capacity(self.app.hidx.len() + 1);
+        pairs.extend(self.app.headers());
         let mut len_buf = [0u8; 20];
         if let Some(n) = extra_len {
             let s = fmt_u64(n, &mut len_buf);
@@ -216,7 +212,7 @@ impl Sender {
                 framing: self.framing,
                 keep_alive: self.keeps_alive(),
                 date: &date,
-                server: &self.server_header,
+                server: self.server_header,
             },
         );
         self.headers_sent = true;
@@ -449,11 +445,14 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         &head,
         keep_alive,
         bridge.config.write_timeout,
-        bridge.config.server_header.clone(),
+        bridge.server_header,
     );
     let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");
 
-    let end = match bridge.environ.build(py, conn.listener, &head, &conn.peer, &input_any) {
+    let end = match bridge
+        .environ
+        .build(py, conn.listener, &head, &conn.peer, &mut conn.upper, &input_any)
+    {
         Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &sr),
         Err(e) => {
             bridge.log_exception(py, &e, "building the environ");
@@ -498,7 +497,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
                     None => (500, "Internal Server Error"),
                 };
                 let mut buf = Vec::with_capacity(256);
-                encode_error_response(&mut buf, status, reason, false, &http_date(), &bridge.config.server_header);
+                encode_error_response(&mut buf, status, reason, false, &http_date(), bridge.server_header);
                 sender.out.clear();
                 sender.out.push_owned(buf);
                 sender.abort();

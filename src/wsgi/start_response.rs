@@ -24,8 +24,11 @@ pub struct AppHead {
     /// e.g. b"200 OK".
     pub status: Vec<u8>,
     pub status_code: u16,
-    /// Header names and values, latin-1 bytes, in the app's order (hop-by-hop removed).
-    pub headers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Header names and values, latin-1 bytes, in the app's order (hop-by-hop removed), all in
+    /// one buffer (`hbuf`) with (name start, name end = value start, value end) offsets: one
+    /// allocation per response instead of two per header.
+    pub hbuf: Vec<u8>,
+    pub hidx: Vec<(u32, u32, u32)>,
     /// The app's Content-Length, if it set one.
     pub content_length: Option<u64>,
     /// The app set `Connection: close`.
@@ -45,19 +48,31 @@ pub struct Write {
     start_response: Py<StartResponse>,
 }
 
-/// A str header/status as latin-1 bytes (PEP 3333 "native strings").
-fn latin1_bytes(s: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+/// Append a str header/status as latin-1 bytes (PEP 3333 "native strings") to `out`.
+fn push_latin1(out: &mut Vec<u8>, s: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
     let s = s
         .cast::<PyString>()
         .map_err(|_| PyTypeError::new_err(format!("{what} must be str, not {}", type_name(s))))?;
     let text = s.to_str()?;
     if text.is_ascii() {
-        return Ok(text.as_bytes().to_vec());
+        out.extend_from_slice(text.as_bytes());
+        return Ok(());
     }
-    text.chars()
-        .map(|c| u8::try_from(u32::from(c)).ok())
-        .collect::<Option<Vec<u8>>>()
-        .ok_or_else(|| PyValueError::new_err(format!("{what} is not latin-1: {text:?}")))
+    for c in text.chars() {
+        let b = u8::try_from(u32::from(c))
+            .map_err(|_| PyValueError::new_err(format!("{what} is not latin-1: {text:?}")))?;
+        out.push(b);
+    }
+    Ok(())
+}
+
+impl AppHead {
+    /// (name, value) pairs in the app's order.
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.hidx.iter().map(move |&(n, v, e)| {
+            (&self.hbuf[n as usize..v as usize], &self.hbuf[v as usize..e as usize])
+        })
+    }
 }
 
 pub fn type_name(o: &Bound<'_, PyAny>) -> String {
@@ -82,7 +97,8 @@ fn is_hop_by_hop(name: &[u8]) -> bool {
 }
 
 fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult<AppHead> {
-    let status_b = latin1_bytes(status, "status")?;
+    let mut status_b = Vec::with_capacity(32);
+    push_latin1(&mut status_b, status, "status")?;
     validate_status(&status_b)
         .map_err(|_| PyValueError::new_err(format!("invalid status line {:?}", String::from_utf8_lossy(&status_b))))?;
     let code = std::str::from_utf8(&status_b[..3])
@@ -93,6 +109,7 @@ fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult
         started: true,
         status: status_b,
         status_code: code,
+        hbuf: Vec::with_capacity(256),
         ..AppHead::default()
     };
     for item in headers.try_iter()? {
@@ -103,18 +120,23 @@ fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult
         if pair.len() != 2 {
             return Err(PyValueError::new_err("each header must be a (name, value) tuple"));
         }
-        let name = latin1_bytes(&pair.get_item(0)?, "header name")?;
-        let value = latin1_bytes(&pair.get_item(1)?, "header value")?;
-        validate_header_name(&name).map_err(|_| {
-            PyValueError::new_err(format!("invalid header name {:?}", String::from_utf8_lossy(&name)))
+        let start = head.hbuf.len();
+        push_latin1(&mut head.hbuf, &pair.get_item(0)?, "header name")?;
+        let mid = head.hbuf.len();
+        push_latin1(&mut head.hbuf, &pair.get_item(1)?, "header value")?;
+        let end = head.hbuf.len();
+        let (name, value) = head.hbuf[start..].split_at(mid - start);
+        validate_header_name(name).map_err(|_| {
+            PyValueError::new_err(format!("invalid header name {:?}", String::from_utf8_lossy(name)))
         })?;
-        validate_header_value(&value).map_err(|_| {
+        validate_header_value(value).map_err(|_| {
             PyValueError::new_err(format!(
                 "header {:?} has a value with CR, LF, NUL or another control character",
-                String::from_utf8_lossy(&name)
+                String::from_utf8_lossy(name)
             ))
         })?;
-        if is_hop_by_hop(&name) {
+        let mut keep = true;
+        if is_hop_by_hop(name) {
             if name.eq_ignore_ascii_case(b"connection")
                 && value
                     .split(|&b| b == b',')
@@ -122,10 +144,9 @@ fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult
             {
                 head.wants_close = true;
             }
-            continue;
-        }
-        if name.eq_ignore_ascii_case(b"content-length") {
-            let v = std::str::from_utf8(&value)
+            keep = false;
+        } else if name.eq_ignore_ascii_case(b"content-length") {
+            let v = std::str::from_utf8(value)
                 .ok()
                 .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
                 .and_then(|v| v.parse::<u64>().ok())
@@ -133,12 +154,14 @@ fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult
             if head.content_length.is_some_and(|c| c != v) {
                 return Err(PyValueError::new_err("conflicting Content-Length headers set by the app"));
             }
-            if head.content_length.is_some() {
-                continue;
-            }
+            keep = head.content_length.is_none();
             head.content_length = Some(v);
         }
-        head.headers.push((name, value));
+        if keep {
+            head.hidx.push((start as u32, mid as u32, end as u32));
+        } else {
+            head.hbuf.truncate(start);
+        }
     }
     Ok(head)
 }
