@@ -156,7 +156,9 @@ def test_unsupported_request_gets_its_status_and_close(hello, raw, statuses):
 @pytest.mark.parametrize("raw", list(BAD_BODY.values()), ids=list(BAD_BODY))
 def test_malformed_chunked_body_read_by_the_app_gets_400_and_close(body_reader, raw):
     raw = raw.replace(b"POST / ", b"POST /read ", 1)
-    assert_refused_and_closed(body_reader.port, raw, {400})
+    # A chunk size too large to represent is also past any body limit: 413 is documented.
+    statuses = {400, 413} if b"ffffffffffffffffff" in raw else {400}
+    assert_refused_and_closed(body_reader.port, raw, statuses)
     with Conn.open(body_reader.port) as c:
         c.send(request_bytes("GET", "/read"))
         assert c.read_response().status == 200, "server stopped serving"

@@ -253,3 +253,36 @@ def test_write_timeout_closes_a_connection_whose_client_stopped_reading(start_se
     with Conn.open(srv.port) as other:
         other.send(request_bytes("GET", "/with_length?n=1&size=5"))
         assert other.read_response().body == b"aaaaa"
+
+
+# -- read timeout and drain limit ------------------------------------------------------------
+
+def test_read_timeout_gives_the_app_an_error_for_a_stalled_body(start_server):
+    """The client sends half its declared body and then nothing, keeping the connection open:
+    after --read-timeout the app's read must fail instead of blocking forever."""
+    srv = start_server("body_reader", "--read-timeout", "1")
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("POST", "/read", headers=[("Content-Length", "1000"),
+                                                       ("X-Token", "stalled")]) + b"x" * 500)
+        m = srv.wait_log(r"body_reader token=stalled outcome=(\w+)")
+        assert m.group(1) == "error"
+        try:
+            resp = c.read_response()
+        except (Closed, Truncated):
+            return
+        assert resp.status >= 400
+
+
+def test_unread_body_over_max_drain_closes_the_connection(start_server):
+    """hello never reads the body. A body within --max-drain is skipped and the connection
+    reused; one larger than it is not drained: the connection closes after the response."""
+    srv = start_server("hello", "--max-drain", "1000")
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("POST", "/small", body=b"s" * 500) + request_bytes("GET", "/next"))
+        assert c.read_response().body == b"path=/small"
+        assert c.read_response().body == b"path=/next"
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("POST", "/large", body=b"L" * 100000))
+        resp = c.read_response()
+        assert resp.status == 200 and resp.body == b"path=/large"
+        c.expect_closed()
