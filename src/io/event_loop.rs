@@ -147,6 +147,19 @@ pub struct LoopSettings {
     pub server_header: Vec<u8>,
 }
 
+/// What the loop knows about a connection's input when it looks at it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReadHint {
+    /// Nothing new: only parse what is buffered.
+    None,
+    /// Readable: read until a short read (which proves the socket empty: new data raises a
+    /// new edge).
+    Readable,
+    /// The peer closed, or readiness may have been missed while the connection was away: read
+    /// until EAGAIN or end of stream (a short read followed by a FIN raises no further edge).
+    Drain,
+}
+
 /// A connection slot: the connection itself, or a note that an app thread has it.
 enum Slot {
     Here(Box<Conn>),
@@ -161,8 +174,8 @@ pub struct LoopState {
     events: Events,
     listeners: Vec<Option<ListenSocket>>,
     conns: Slab<Slot>,
-    /// Connections to look at: (token, readable).
-    ready: VecDeque<(usize, bool)>,
+    /// Connections to look at: (token, how to read).
+    ready: VecDeque<(usize, ReadHint)>,
     buffers: Vec<ReadBuf>,
     next_sweep: Instant,
     sweep_every: Duration,
@@ -232,8 +245,8 @@ impl LoopState {
     /// (`None`).
     pub fn next_work(&mut self, ctx: &LoopCtx) -> Option<Work> {
         loop {
-            while let Some((token, readable)) = self.ready.pop_front() {
-                if let Some(work) = self.drive(token, readable, ctx) {
+            while let Some((token, hint)) = self.ready.pop_front() {
+                if let Some(work) = self.drive(token, hint, ctx) {
                     return Some(work);
                 }
             }
@@ -269,8 +282,14 @@ impl LoopState {
                     accept_from.push(LISTENER_BASE - t.0);
                     continue;
                 }
-                let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
-                self.ready.push_back((t.0, readable));
+                let hint = if ev.is_read_closed() || ev.is_error() {
+                    ReadHint::Drain
+                } else if ev.is_readable() {
+                    ReadHint::Readable
+                } else {
+                    ReadHint::None
+                };
+                self.ready.push_back((t.0, hint));
             }
             for i in accept_from {
                 self.accept(i, ctx);
@@ -308,7 +327,8 @@ impl LoopState {
         }
         conn.phase = Phase::Idle;
         conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
-        self.ready.push_back((token, readable));
+        let hint = if readable { ReadHint::Drain } else { ReadHint::None };
+        self.ready.push_back((token, hint));
     }
 
     /// Put back a connection that came back to the loop on the thread that owns it (inline).
@@ -370,7 +390,9 @@ impl LoopState {
 
     /// Look at one connection: finish pending output, then read and parse. Returns work when a
     /// request is ready.
-    fn drive(&mut self, token: usize, mut readable: bool, ctx: &LoopCtx) -> Option<Work> {
+    fn drive(&mut self, token: usize, hint: ReadHint, ctx: &LoopCtx) -> Option<Work> {
+        let mut readable = hint != ReadHint::None;
+        let drain = hint == ReadHint::Drain;
         let conn = match self.conns.get_mut(token) {
             Some(Slot::Here(c)) => c,
             Some(Slot::Away { woke }) => {
@@ -453,6 +475,16 @@ impl LoopState {
             let want = spare.len();
             match conn.stream.read(spare) {
                 Ok(0) => {
+                    if matches!(conn.phase, Phase::ReadingBody(_)) {
+                        // The client stopped sending mid-body. The app still gets the request
+                        // and its wsgi.input raises ClientDisconnected at the cut, so a
+                        // truncated body can never pass for a complete one.
+                        let Phase::ReadingBody(head) = std::mem::replace(&mut conn.phase, Phase::Idle)
+                        else {
+                            unreachable!()
+                        };
+                        return Some(self.take_work(token, *head, false));
+                    }
                     // Client closed. Whatever was pending is dropped with the connection.
                     self.close(token);
                     return None;
@@ -460,7 +492,7 @@ impl LoopState {
                 Ok(n) => {
                     buf.commit(n);
                     // A short read emptied the socket: edge-triggered epoll reports new data.
-                    readable = n == want;
+                    readable = n == want || drain;
                     if matches!(conn.phase, Phase::Idle) {
                         conn.phase = Phase::ReadingHead;
                         conn.deadline = Some(Instant::now() + ctx.header_timeout);
@@ -560,7 +592,7 @@ impl LoopState {
             }
             conn.phase = Phase::Idle;
             conn.linger = true;
-            self.ready.push_back((token, false));
+            self.ready.push_back((token, ReadHint::None));
         }
     }
 

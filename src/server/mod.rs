@@ -260,10 +260,16 @@ impl Server {
             }
         }
         let left = py.detach(|| {
-            let _ = loop_thread.join();
             shared.sched.stop_watchdog();
             let _ = watchdog.join();
-            pool.stop(self.graceful)
+            // The thread that started the loop may have become a pool thread after a takeover:
+            // stop the pool first, then join it only if it is gone (never wait on an app call
+            // stuck past the graceful timeout).
+            let left = pool.stop(self.graceful);
+            if loop_thread.is_finished() {
+                let _ = loop_thread.join();
+            }
+            left
         });
         if left > 0 {
             let logger = py.import("logging")?.call_method1("getLogger", ("sluicegate.error",))?;

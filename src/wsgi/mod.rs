@@ -79,7 +79,9 @@ impl Bridge {
     /// Log an app error with its traceback (to the error log, never to the client).
     pub fn log_exception(&self, py: Python<'_>, err: &PyErr, what: &str) {
         let kwargs = PyDict::new(py);
-        let _ = kwargs.set_item("exc_info", err.value(py));
+        // PyO3 keeps the traceback beside the value: pass the full (type, value, tb) triple.
+        let exc_info = (err.get_type(py), err.value(py), err.traceback(py));
+        let _ = kwargs.set_item("exc_info", exc_info);
         if self
             .logger
             .bind(py)

@@ -226,6 +226,15 @@ impl BodyDecoder {
         if b == b'\n' && !matches!(self.state, SzLf | DataLf | TrLf | TrEndLf) {
             return Err(bad("bare LF in chunk framing"));
         }
+        // The size is complete when its digits end: only then is it judged against the body
+        // limit, so a size too long for u64 is malformed (400) whatever the limit.
+        if self.state == SzDigits
+            && self.has_digits
+            && hex_val(b).is_none()
+            && self.chunk_size > self.max_body.saturating_sub(self.received)
+        {
+            return Err(ProtoError::PayloadTooLarge);
+        }
         self.state = match (self.state, b) {
             (SzDigits, _) if hex_val(b).is_some() => {
                 if self.chunk_size > u64::MAX >> 4 {
@@ -233,9 +242,6 @@ impl BodyDecoder {
                 }
                 self.chunk_size = self.chunk_size << 4 | u64::from(hex_val(b).unwrap_or(0));
                 self.has_digits = true;
-                if self.chunk_size > self.max_body.saturating_sub(self.received) {
-                    return Err(ProtoError::PayloadTooLarge);
-                }
                 SzDigits
             }
             (SzDigits, b'\r') if !self.has_digits => return Err(bad("empty chunk size")),
@@ -565,12 +571,13 @@ mod tests {
             let e = chunked_err(format!("{size}\r\nhello\r\n0\r\n\r\n"));
             assert_eq!(e.status(), 400, "{size:?}");
         }
-        // 2^64 overflows u64 (400) when max_body does not stop it first (413).
+        // 2^64 overflows u64: malformed (400), whatever the body limit.
         assert_eq!(
             chunked_err_max("10000000000000000\r\n", u64::MAX).status(),
             400
         );
-        assert_eq!(chunked_err("10000000000000000\r\n"), PayloadTooLarge);
+        assert_eq!(chunked_err("10000000000000000\r\n").status(), 400);
+        assert_eq!(chunked_err("ffffffffffffffffff\r\n").status(), 400);
     }
 
     #[test]
@@ -679,7 +686,7 @@ mod tests {
         );
         // Refused at the size line, before any of the chunk's data arrives.
         let mut d = BodyDecoder::new(BodyFraming::Chunked, 1 << 30, 0);
-        assert_eq!(d.decode(b"40000001"), Err(PayloadTooLarge));
+        assert_eq!(d.decode(b"40000001\r\n"), Err(PayloadTooLarge));
     }
 
     #[test]
@@ -728,8 +735,8 @@ mod tests {
         );
         assert!(!d.is_done());
         let mut d = BodyDecoder::new(BodyFraming::Chunked, 4, 100);
-        assert_eq!(d.decode(b"5"), Err(PayloadTooLarge));
-        assert_eq!(d.decode(b"\r\nhello"), Err(PayloadTooLarge));
+        assert_eq!(d.decode(b"5\r"), Err(PayloadTooLarge));
+        assert_eq!(d.decode(b"\nhello"), Err(PayloadTooLarge));
     }
 
     #[test]
