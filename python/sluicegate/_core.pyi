@@ -10,7 +10,13 @@ from typing import Any, Callable, Mapping, Sequence, Tuple
 __version__: str
 
 # (fd, kind, server_name, server_port). kind is "tcp" or "unix". The core takes ownership of fd
-# (the caller must socket.detach() it). server_name/server_port feed SERVER_NAME/SERVER_PORT.
+# (the caller must socket.detach() it) and closes it at shutdown (so new connects are refused).
+# server_name/server_port feed SERVER_NAME/SERVER_PORT.
+#
+# Descriptor ownership: listener fds belong to the core once passed; access_log_fd and signal_fd
+# stay the caller's (the core never closes them; access_log_fd may be 1, stdout).
+# Logging: the core logs app errors and warnings to the `sluicegate.error` logger (a child of the
+# front's `sluicegate` logger, so its lines get the front's format).
 Listener = Tuple[int, str, str, str]
 
 class Server:
@@ -36,7 +42,7 @@ class Server:
     def __init__(
         self,
         app: Callable[..., Any],
-        listeners: Sequence[Listener],
+        listeners: Sequence[Listener],  # any iterable of Listener tuples
         config: Mapping[str, Any],
     ) -> None: ...
     def run(self) -> None:
@@ -45,11 +51,22 @@ class Server:
         Returns after in-flight requests finished (or graceful_timeout passed)."""
     def shutdown(self, graceful: bool = True) -> None:
         """Stop accepting; finish in-flight requests within graceful_timeout; close idle
-        keep-alive connections. Safe to call from any thread or a signal handler."""
+        keep-alive connections. Safe to call from any thread or a signal handler, and harmless
+        before run() (run() then returns at once) or after it returned."""
     @property
     def stats(self) -> dict:
         """Counters for tests and diagnostics: requests, inline_calls, dispatched_calls,
         threads, takeovers, mode ("inline" or "dispatch"), connections."""
+
+class ClientDisconnected(OSError):
+    """Raised by wsgi.input when the client went away before the body was complete, and by
+    write() when the client went away while the response was sent."""
+
+class BodyError(OSError):
+    """Raised by wsgi.input for an invalid chunked body or one larger than --limit-body."""
+
+class Input:
+    """wsgi.input: read(), read(n), readline(), readline(n), readlines(), iteration."""
 
 class FileWrapper:
     """wsgi.file_wrapper(filelike, blksize=8192): iterable in Python; sent with sendfile(2) by

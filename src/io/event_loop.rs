@@ -103,6 +103,8 @@ pub struct LoopCtx {
     pub graceful_timeout: Duration,
     pub server_header: Vec<u8>,
     waker: Waker,
+    // Boxed on purpose: a connection moves between threads as one pointer, never copied.
+    #[allow(clippy::vec_box)]
     returns: Mutex<Vec<Box<Conn>>>,
     pub shutdown: AtomicU8,
     pub counters: Counters,
@@ -165,7 +167,9 @@ enum Slot {
     Here(Box<Conn>),
     /// Taken by an app thread. `woke` records readiness seen meanwhile, so the loop reads when
     /// the connection comes back (edge-triggered epoll will not report it again).
-    Away { woke: bool },
+    Away {
+        woke: bool,
+    },
 }
 
 /// Everything the event loop owns. Moved, whole, between threads on a takeover.
@@ -327,7 +331,11 @@ impl LoopState {
         }
         conn.phase = Phase::Idle;
         conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
-        let hint = if readable { ReadHint::Drain } else { ReadHint::None };
+        let hint = if readable {
+            ReadHint::Drain
+        } else {
+            ReadHint::None
+        };
         self.ready.push_back((token, hint));
     }
 
@@ -349,7 +357,9 @@ impl LoopState {
                     let _ = s.set_nodelay(true);
                     (Stream::Tcp(s), Peer::Ip(a))
                 }),
-                Some(ListenSocket::Unix(l)) => l.accept().map(|(s, _)| (Stream::Unix(s), Peer::Unix)),
+                Some(ListenSocket::Unix(l)) => {
+                    l.accept().map(|(s, _)| (Stream::Unix(s), Peer::Unix))
+                }
                 None => return,
             };
             match res {
@@ -479,7 +489,8 @@ impl LoopState {
                         // The client stopped sending mid-body. The app still gets the request
                         // and its wsgi.input raises ClientDisconnected at the cut, so a
                         // truncated body can never pass for a complete one.
-                        let Phase::ReadingBody(head) = std::mem::replace(&mut conn.phase, Phase::Idle)
+                        let Phase::ReadingBody(head) =
+                            std::mem::replace(&mut conn.phase, Phase::Idle)
                         else {
                             unreachable!()
                         };
@@ -556,7 +567,8 @@ impl LoopState {
 
     /// Mark the connection away and hand it out with its request.
     fn take_work(&mut self, token: usize, head: RequestHead, body_buffered: bool) -> Work {
-        let Slot::Here(mut conn) = std::mem::replace(&mut self.conns[token], Slot::Away { woke: false })
+        let Slot::Here(mut conn) =
+            std::mem::replace(&mut self.conns[token], Slot::Away { woke: false })
         else {
             unreachable!("take_work on an away connection")
         };

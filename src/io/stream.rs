@@ -102,7 +102,11 @@ pub fn wait_fd(fd: RawFd, writable: bool, timeout: Duration) -> io::Result<bool>
         let ms = left.as_millis().min(i32::MAX as u128) as i32;
         let mut pfd = libc::pollfd {
             fd,
-            events: if writable { libc::POLLOUT } else { libc::POLLIN },
+            events: if writable {
+                libc::POLLOUT
+            } else {
+                libc::POLLIN
+            },
             revents: 0,
         };
         // SAFETY: `pfd` is a valid, initialized pollfd that lives across the call; nfds is 1.

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
 
 use crate::config::Config;
 use crate::io::event_loop::{
@@ -46,7 +46,11 @@ pub struct Shared {
 
 impl Shared {
     fn pool(&self) -> Arc<Pool<Job>> {
-        self.pool.lock().unwrap().clone().expect("pool is set in run()")
+        self.pool
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("pool is set in run()")
     }
 
     fn ctx(&self) -> &LoopCtx {
@@ -94,7 +98,10 @@ fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) {
                 }
             }
         } else {
-            shared.sched.dispatched_calls.fetch_add(1, Ordering::Relaxed);
+            shared
+                .sched
+                .dispatched_calls
+                .fetch_add(1, Ordering::Relaxed);
             shared.pool().submit(Job::Request(work));
         }
     }
@@ -131,17 +138,17 @@ impl Server {
     fn new(
         py: Python<'_>,
         app: Py<PyAny>,
-        listeners: &Bound<'_, PyList>,
+        listeners: &Bound<'_, PyAny>,
         config: &Bound<'_, PyDict>,
     ) -> PyResult<Server> {
         // wsgi.errors is the one Python object in the config; the rest are plain values.
-        let errors = config
-            .get_item("errors")?
-            .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err("config key \"errors\" is missing"))?;
+        let errors = config.get_item("errors")?.ok_or_else(|| {
+            pyo3::exceptions::PyKeyError::new_err("config key \"errors\" is missing")
+        })?;
         let config = Config::from_dict(config)?;
         let mut sockets = Vec::new();
         let mut infos = Vec::new();
-        for item in listeners.iter() {
+        for item in listeners.try_iter()? {
             let (fd, kind, name, port): (i32, String, String, String) = item.extract()?;
             let unix = match kind.as_str() {
                 "tcp" => false,
@@ -205,12 +212,10 @@ impl Server {
 
     /// Serve until shutdown. Runs Python signal handlers when the signal pipe wakes us.
     fn run(&self, py: Python<'_>) -> PyResult<()> {
-        let st = self
-            .loop_state
-            .lock()
-            .unwrap()
-            .take()
-            .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("run() was already called"))?;
+        let st =
+            self.loop_state.lock().unwrap().take().ok_or_else(|| {
+                pyo3::exceptions::PyRuntimeError::new_err("run() was already called")
+            })?;
         let shared = Arc::clone(&self.shared);
         let cfg = &shared.bridge.config;
         let pool = {
@@ -272,10 +277,14 @@ impl Server {
             left
         });
         if left > 0 {
-            let logger = py.import("logging")?.call_method1("getLogger", ("sluicegate.error",))?;
+            let logger = py
+                .import("logging")?
+                .call_method1("getLogger", ("sluicegate.error",))?;
             logger.call_method1(
                 "warning",
-                (format!("{left} app thread(s) still running after the graceful timeout"),),
+                (format!(
+                    "{left} app thread(s) still running after the graceful timeout"
+                ),),
             )?;
         }
         Ok(())
@@ -294,12 +303,18 @@ impl Server {
         let d = PyDict::new(py);
         let s = &self.shared;
         let c = s.bridge.loop_counters();
-        d.set_item("requests", s.bridge.counters.requests.load(Ordering::Relaxed))?;
+        d.set_item(
+            "requests",
+            s.bridge.counters.requests.load(Ordering::Relaxed),
+        )?;
         d.set_item("accepted", c.accepted.load(Ordering::Relaxed))?;
         d.set_item("protocol_errors", c.protocol_errors.load(Ordering::Relaxed))?;
         d.set_item("timeouts", c.timeouts.load(Ordering::Relaxed))?;
         d.set_item("inline_calls", s.sched.inline_calls.load(Ordering::Relaxed))?;
-        d.set_item("dispatched_calls", s.sched.dispatched_calls.load(Ordering::Relaxed))?;
+        d.set_item(
+            "dispatched_calls",
+            s.sched.dispatched_calls.load(Ordering::Relaxed),
+        )?;
         d.set_item("takeovers", s.sched.takeovers.load(Ordering::Relaxed))?;
         d.set_item("mode", s.sched.mode_name())?;
         let (threads, busy) = match s.pool.lock().unwrap().as_ref() {
@@ -322,8 +337,16 @@ impl Drop for Server {
 /// Wait until `a` or `b` (if >= 0) is readable. Returns (a ready, b ready).
 fn wait_two(a: RawFd, b: RawFd) -> (bool, bool) {
     let mut fds = [
-        libc::pollfd { fd: a, events: libc::POLLIN, revents: 0 },
-        libc::pollfd { fd: b, events: libc::POLLIN, revents: 0 },
+        libc::pollfd {
+            fd: a,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: b,
+            events: libc::POLLIN,
+            revents: 0,
+        },
     ];
     let n = if b >= 0 { 2 } else { 1 };
     loop {

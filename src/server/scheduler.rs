@@ -164,7 +164,7 @@ impl Scheduler {
         while !self.stopping.load(Ordering::Relaxed) {
             std::thread::sleep(TICK);
             let seq = self.inline_seq.load(Ordering::Acquire);
-            if seq % 2 == 1 && seq == last {
+            if !seq.is_multiple_of(2) && seq == last {
                 // The same inline call has run for at least one whole tick.
                 let blocked = thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed));
                 running_ticks = if blocked { 0 } else { running_ticks + 1 };
@@ -186,7 +186,7 @@ impl Scheduler {
                 quiet = 0;
             }
             last = seq;
-            if quiet >= WATCHDOG_IDLE_TICKS && seq % 2 == 0 {
+            if quiet >= WATCHDOG_IDLE_TICKS && seq.is_multiple_of(2) {
                 // Nothing runs inline: sleep until the next inline call wakes us.
                 let mut g = self.watchdog_lock.lock().unwrap();
                 self.watchdog_sleeping.store(true, Ordering::SeqCst);

@@ -68,7 +68,8 @@ impl AccessLog {
         while !rest.is_empty() {
             // SAFETY: `rest` is a valid readable slice; fd is the log descriptor owned by the
             // Python front for the server's lifetime.
-            let n = unsafe { libc::write(self.fd, rest.as_ptr() as *const libc::c_void, rest.len()) };
+            let n =
+                unsafe { libc::write(self.fd, rest.as_ptr() as *const libc::c_void, rest.len()) };
             if n <= 0 {
                 if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                     continue;

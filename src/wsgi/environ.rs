@@ -175,7 +175,11 @@ impl EnvironBuilder {
         if cache.as_ref().is_none_or(|c| !c.is::<PeerStrings>()) {
             *cache = Some(Box::new(PeerStrings::new(py, peer, self.empty.bind(py))));
         }
-        let peer_strs = cache.as_ref().unwrap().downcast_ref::<PeerStrings>().unwrap();
+        let peer_strs = cache
+            .as_ref()
+            .unwrap()
+            .downcast_ref::<PeerStrings>()
+            .unwrap();
         env.set_item(intern!(py, "REMOTE_ADDR"), peer_strs.addr.bind(py))?;
         if let Some(port) = &peer_strs.port {
             env.set_item(intern!(py, "REMOTE_PORT"), port.bind(py))?;
@@ -210,7 +214,11 @@ impl EnvironBuilder {
             // Content-Length (accepted by the parser) stays a single number.
             match env.get_item(key)? {
                 Some(prev) if !name.eq_ignore_ascii_case(b"content-length") => {
-                    let joined = format!("{}, {}", prev.extract::<String>()?, value.extract::<String>()?);
+                    let joined = format!(
+                        "{}, {}",
+                        prev.extract::<String>()?,
+                        value.extract::<String>()?
+                    );
                     env.set_item(key, joined)?;
                 }
                 Some(_) => {}

@@ -248,7 +248,14 @@ fn memchr_nl(b: &[u8]) -> Option<usize> {
 fn send_all(fd: RawFd, mut data: &[u8], timeout: Duration) -> std::io::Result<()> {
     while !data.is_empty() {
         // SAFETY: `data` is a valid readable slice for the duration of the call.
-        let n = unsafe { libc::send(fd, data.as_ptr() as *const libc::c_void, data.len(), libc::MSG_NOSIGNAL) };
+        let n = unsafe {
+            libc::send(
+                fd,
+                data.as_ptr() as *const libc::c_void,
+                data.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
         if n >= 0 {
             data = &data[n as usize..];
             continue;
@@ -373,7 +380,11 @@ impl Input {
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let line = self.readline(py, None)?;
-        Ok(if line.as_bytes().is_empty() { None } else { Some(line) })
+        Ok(if line.as_bytes().is_empty() {
+            None
+        } else {
+            Some(line)
+        })
     }
 
     fn readable(&self) -> bool {

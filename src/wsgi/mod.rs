@@ -58,9 +58,14 @@ impl Bridge {
     ) -> PyResult<Bridge> {
         let logging = py.import("logging")?;
         let logger = logging.call_method1("getLogger", ("sluicegate.error",))?;
-        let app_name = app.bind(py).repr().map(|r| r.to_string()).unwrap_or_default();
+        let app_name = app
+            .bind(py)
+            .repr()
+            .map(|r| r.to_string())
+            .unwrap_or_default();
         let access_log = AccessLog::new(config.access_log_fd);
-        let server_header: &'static [u8] = Box::leak(config.server_header.clone().into_boxed_slice());
+        let server_header: &'static [u8] =
+            Box::leak(config.server_header.clone().into_boxed_slice());
         Ok(Bridge {
             server_header,
             app,

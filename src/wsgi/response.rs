@@ -279,8 +279,9 @@ impl Sender {
         if self.client_gone {
             return Err(SendError::ClientGone);
         }
-        let mut buf = Vec::with_capacity(if self.headers_sent { 32 } else { 512 }
-            + block.as_slice().len().min(COPY_MAX + 32));
+        let mut buf = Vec::with_capacity(
+            if self.headers_sent { 32 } else { 512 } + block.as_slice().len().min(COPY_MAX + 32),
+        );
         if !self.headers_sent {
             self.encode_head(&mut buf, None);
         }
@@ -431,7 +432,13 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         framing => {
             let raw = conn.rbuf.take().unwrap_or_default();
             let decoder = BodyDecoder::new(framing, limits.max_body, limits.max_header_bytes);
-            let state = BodyState::new(fd, raw, decoder, head.expect_continue, bridge.config.read_timeout);
+            let state = BodyState::new(
+                fd,
+                raw,
+                decoder,
+                head.expect_continue,
+                bridge.config.read_timeout,
+            );
             Some(Py::new(py, Input::new(Some(state))).expect("allocating wsgi.input"))
         }
     };
@@ -449,10 +456,14 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     );
     let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");
 
-    let end = match bridge
-        .environ
-        .build(py, conn.listener, &head, &conn.peer, &mut conn.upper, &input_any)
-    {
+    let end = match bridge.environ.build(
+        py,
+        conn.listener,
+        &head,
+        &conn.peer,
+        &mut conn.upper,
+        &input_any,
+    ) {
         Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &sr),
         Err(e) => {
             bridge.log_exception(py, &e, "building the environ");
@@ -497,7 +508,14 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
                     None => (500, "Internal Server Error"),
                 };
                 let mut buf = Vec::with_capacity(256);
-                encode_error_response(&mut buf, status, reason, false, &http_date(), bridge.server_header);
+                encode_error_response(
+                    &mut buf,
+                    status,
+                    reason,
+                    false,
+                    &http_date(),
+                    bridge.server_header,
+                );
                 sender.out.clear();
                 sender.out.push_owned(buf);
                 sender.abort();
@@ -578,17 +596,23 @@ fn drive(
         match e {
             SendError::ClientGone => AppEnd::ClientGone,
             SendError::NotBytes(t) => {
-                bridge.log_error(py, &format!(
-                    "{}: the app {what} {t}, but a WSGI body must be bytes",
-                    request_label(head)
-                ));
+                bridge.log_error(
+                    py,
+                    &format!(
+                        "{}: the app {what} {t}, but a WSGI body must be bytes",
+                        request_label(head)
+                    ),
+                );
                 AppEnd::Failed
             }
             SendError::NotStarted => {
-                bridge.log_error(py, &format!(
-                    "{}: the app returned a body without calling start_response",
-                    request_label(head)
-                ));
+                bridge.log_error(
+                    py,
+                    &format!(
+                        "{}: the app returned a body without calling start_response",
+                        request_label(head)
+                    ),
+                );
                 AppEnd::Failed
             }
             SendError::Finished => AppEnd::Failed,
@@ -629,7 +653,14 @@ fn drive(
     let iter = match result.try_iter() {
         Ok(i) => i,
         Err(e) => {
-            bridge.log_exception(py, &e, &format!("{}: the app's return value is not iterable", request_label(head)));
+            bridge.log_exception(
+                py,
+                &e,
+                &format!(
+                    "{}: the app's return value is not iterable",
+                    request_label(head)
+                ),
+            );
             return AppEnd::Failed;
         }
     };

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use sluicegate_proto::h1::encode::{validate_header_name, validate_header_value, validate_status};
 
-use super::response::{Sender, SendError};
+use super::response::{SendError, Sender};
 
 /// The app's answer as start_response recorded it.
 #[derive(Default)]
@@ -70,7 +70,10 @@ impl AppHead {
     /// (name, value) pairs in the app's order.
     pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.hidx.iter().map(move |&(n, v, e)| {
-            (&self.hbuf[n as usize..v as usize], &self.hbuf[v as usize..e as usize])
+            (
+                &self.hbuf[n as usize..v as usize],
+                &self.hbuf[v as usize..e as usize],
+            )
         })
     }
 }
@@ -99,8 +102,12 @@ fn is_hop_by_hop(name: &[u8]) -> bool {
 fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult<AppHead> {
     let mut status_b = Vec::with_capacity(32);
     push_latin1(&mut status_b, status, "status")?;
-    validate_status(&status_b)
-        .map_err(|_| PyValueError::new_err(format!("invalid status line {:?}", String::from_utf8_lossy(&status_b))))?;
+    validate_status(&status_b).map_err(|_| {
+        PyValueError::new_err(format!(
+            "invalid status line {:?}",
+            String::from_utf8_lossy(&status_b)
+        ))
+    })?;
     let code = std::str::from_utf8(&status_b[..3])
         .ok()
         .and_then(|c| c.parse::<u16>().ok())
@@ -114,11 +121,16 @@ fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult
     };
     for item in headers.try_iter()? {
         let item = item?;
-        let pair = item
-            .cast::<PyTuple>()
-            .map_err(|_| PyTypeError::new_err(format!("each header must be a tuple, not {}", type_name(&item))))?;
+        let pair = item.cast::<PyTuple>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "each header must be a tuple, not {}",
+                type_name(&item)
+            ))
+        })?;
         if pair.len() != 2 {
-            return Err(PyValueError::new_err("each header must be a (name, value) tuple"));
+            return Err(PyValueError::new_err(
+                "each header must be a (name, value) tuple",
+            ));
         }
         let start = head.hbuf.len();
         push_latin1(&mut head.hbuf, &pair.get_item(0)?, "header name")?;
@@ -127,7 +139,10 @@ fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult
         let end = head.hbuf.len();
         let (name, value) = head.hbuf[start..].split_at(mid - start);
         validate_header_name(name).map_err(|_| {
-            PyValueError::new_err(format!("invalid header name {:?}", String::from_utf8_lossy(name)))
+            PyValueError::new_err(format!(
+                "invalid header name {:?}",
+                String::from_utf8_lossy(name)
+            ))
         })?;
         validate_header_value(value).map_err(|_| {
             PyValueError::new_err(format!(
@@ -152,7 +167,9 @@ fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult
                 .and_then(|v| v.parse::<u64>().ok())
                 .ok_or_else(|| PyValueError::new_err("invalid Content-Length set by the app"))?;
             if head.content_length.is_some_and(|c| c != v) {
-                return Err(PyValueError::new_err("conflicting Content-Length headers set by the app"));
+                return Err(PyValueError::new_err(
+                    "conflicting Content-Length headers set by the app",
+                ));
             }
             keep = head.content_length.is_none();
             head.content_length = Some(v);
@@ -187,14 +204,13 @@ impl StartResponse {
         {
             let mut sender = slf.get().inner.lock().unwrap();
             match exc_info {
-                Some(info) => {
-                    if sender.headers_sent() {
-                        // PEP 3333: too late to change the answer; re-raise the app's error.
-                        drop(sender);
-                        let value = info.get_item(1)?;
-                        return Err(PyErr::from_value(value));
-                    }
+                Some(info) if sender.headers_sent() => {
+                    // PEP 3333: too late to change the answer; re-raise the app's error.
+                    drop(sender);
+                    let value = info.get_item(1)?;
+                    return Err(PyErr::from_value(value));
                 }
+                Some(_) => {}
                 None if sender.app_head().started => {
                     return Err(PyAssertionError::new_err(
                         "start_response called a second time without exc_info",
