@@ -149,7 +149,7 @@ impl Server {
         let mut sockets = Vec::new();
         let mut infos = Vec::new();
         for item in listeners.try_iter()? {
-            let (fd, kind, name, port): (i32, String, String, String) = item.extract()?;
+            let (fd, kind, name, port): (i32, String, String, String) = item?.extract()?;
             let unix = match kind.as_str() {
                 "tcp" => false,
                 "unix" => true,
