@@ -4,7 +4,6 @@
 
 import re
 
-import pytest
 
 from tests.http_util import Conn, request_bytes, wait_for
 

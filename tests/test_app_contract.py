@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from tests.apps.file_wrapper import file_bytes
 from tests.http_util import Closed, Conn, Truncated, request_bytes
 
 SECRET = "SECRET-TRACEBACK-MARKER"
@@ -242,3 +243,51 @@ def test_close_is_called_when_the_client_disconnects_mid_stream(tracking):
     got = closed_marks(tracking, tok)
     yielded = int(got[0].split("yielded=")[1])
     assert yielded < 16384, "the server iterated the whole body for a client that was gone"
+
+
+# -- wsgi.errors and wsgi.file_wrapper -------------------------------------------------------
+
+def test_wsgi_errors_output_reaches_the_error_log(errors):
+    mark = errors.log_mark()
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", "/wsgi_errors"))
+        assert c.read_response().status == 200
+    errors.wait_log(r"wsgi\.errors write: first line", since=mark)
+    errors.wait_log(r"wsgi\.errors writelines: second line", since=mark)
+    errors.wait_log(r"wsgi\.errors third line", since=mark)
+
+
+@pytest.fixture(scope="module")
+def files(servers):
+    return servers.get("file_wrapper")
+
+
+@pytest.mark.parametrize("size", [0, 1, 8192, 1_000_003])
+def test_file_wrapper_sends_a_regular_file_byte_exact_and_closes_it(files, size):
+    tok = uuid.uuid4().hex
+    with Conn.open(files.port) as c:
+        c.send(request_bytes("GET", f"/file?size={size}&token={tok}")
+               + request_bytes("GET", f"/file_nolength?size={size}"))
+        first = c.read_response()
+        assert first.framing == "length" and first.body == file_bytes(size)
+        second = c.read_response()
+        assert second.body == file_bytes(size)
+    assert files.wait_marks("file-closed", prefix=tok) == [tok]
+
+
+def test_file_wrapper_head_sends_no_body_and_closes_the_file(files):
+    tok = uuid.uuid4().hex
+    with Conn.open(files.port) as c:
+        c.send(request_bytes("HEAD", f"/file?size=5000&token={tok}")
+               + request_bytes("GET", "/file?size=10"))
+        head = c.read_response("HEAD")
+        assert head.header("Content-Length") == "5000"
+        assert c.read_response().body == file_bytes(10)
+    assert files.wait_marks("file-closed", prefix=tok) == [tok]
+
+
+@pytest.mark.parametrize("version", ["HTTP/1.1", "HTTP/1.0"])
+def test_file_wrapper_over_a_non_file_object(files, version):
+    with Conn.open(files.port) as c:
+        c.send(request_bytes("GET", "/bytesio?size=123457", version=version))
+        assert c.read_response().body == file_bytes(123457)

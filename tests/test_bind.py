@@ -46,7 +46,7 @@ def test_unix_socket_bind_serves_http(start_server, unix_path):
 
 
 def test_unix_socket_environ(start_server, unix_path):
-    srv = start_server("echo_environ", binds=[f"unix:{unix_path}"])
+    start_server("echo_environ", binds=[f"unix:{unix_path}"])
     with Conn.open_unix(unix_path) as c:
         c.send(request_bytes("GET", "/u?x=1"))
         env = json.loads(c.read_response().body)

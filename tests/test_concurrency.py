@@ -14,7 +14,6 @@ on timing; the gate makes them depend only on order.)
 import threading
 import uuid
 
-import pytest
 
 from tests.http_util import Conn, request_bytes
 

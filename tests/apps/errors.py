@@ -2,6 +2,8 @@
 so a test can check it reached the error log and never the response body.
 
 - ``/ok``: a normal 200 (to check the server still serves after the others).
+- ``/wsgi_errors``: writes to ``wsgi.errors`` with write(), writelines() and flush(), then
+  answers 200; the lines must reach the server's error log.
 - ``/raise_before``: raises before calling start_response.
 - ``/raise_after_start``: calls start_response, then raises before returning (nothing sent yet).
 - ``/raise_first_block``: returns a generator that raises on its first next() (headers not yet
@@ -23,6 +25,13 @@ CHARS = {"crlf": "\r\n", "lf": "\n", "cr": "\r", "nul": "\x00"}
 def app(environ, start_response):
     path = environ["PATH_INFO"]
     if path == "/ok":
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+        return [b"ok"]
+    if path == "/wsgi_errors":
+        err = environ["wsgi.errors"]
+        err.write("wsgi.errors write: first line\n")
+        err.writelines(["wsgi.errors writelines: second line\n", "wsgi.errors third line\n"])
+        err.flush()
         start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
         return [b"ok"]
     if path == "/raise_before":
