@@ -16,6 +16,8 @@ pub struct Config {
     /// `--threads MIN:MAX`: app threads kept warm / the most that may run at once.
     pub threads_min: usize,
     pub threads_max: usize,
+    /// `--scheduler`: "adaptive", "inline" or "pool" (see `server::scheduler`).
+    pub scheduler: String,
     /// `--header-timeout`: a request head must arrive whole within this (408).
     pub header_timeout: Duration,
     /// `--keepalive-timeout`: an idle connection between requests is closed after this.
@@ -82,6 +84,7 @@ impl Config {
         Ok(Config {
             threads_min,
             threads_max,
+            scheduler: get(d, "scheduler")?,
             header_timeout: secs(d, "header_timeout")?,
             keepalive_timeout: secs(d, "keepalive_timeout")?,
             read_timeout: secs(d, "read_timeout")?,

@@ -24,6 +24,7 @@ class Server:
 
     config keys (all required; the Python front fills defaults):
       threads_min: int, threads_max: int            -- elastic pool bounds
+      scheduler: str                                -- "adaptive", "inline" or "pool"
       header_timeout: float                         -- seconds for a whole request head (408)
       keepalive_timeout: float                      -- idle seconds between requests
       read_timeout: float                           -- seconds without body progress (app gets an error)

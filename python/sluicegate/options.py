@@ -170,6 +170,16 @@ def parse_log_level(value: object) -> str:
     return text
 
 
+SCHEDULERS = ("adaptive", "inline", "pool")
+
+
+def parse_scheduler(value: object) -> str:
+    text = _str(value).strip().lower()
+    if text not in SCHEDULERS:
+        raise ValueError(f"expected one of {', '.join(SCHEDULERS)}")
+    return text
+
+
 def parse_server_header(value: object) -> str:
     """Any visible text; it becomes a response header, so CR, LF and other controls are refused."""
     text = _str(value)
@@ -248,6 +258,14 @@ OPTIONS: Tuple[Option, ...] = (
         "Bounds of the elastic pool of threads that run the app: MIN:MAX, or N for 1:N. Threads "
         "beyond MIN are started under load and stop when idle.",
         "MIN:MAX", Tuple[int, int],
+    ),
+    Option(
+        "scheduler", parse_scheduler, "adaptive",
+        "Where app calls run. adaptive: inline on the event loop's thread while calls return "
+        "quickly, on the pool as soon as one blocks (see docs/architecture.md). inline: always "
+        "inline (a blocked call is still taken over). pool: always on the pool (for apps known "
+        "to block on every request).",
+        "MODE", str, core=True,
     ),
     Option(
         "backlog", parse_count, "2048",

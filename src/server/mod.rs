@@ -189,6 +189,9 @@ impl Server {
             &errors,
             &file_wrapper,
         )?;
+        let policy = scheduler::Policy::parse(&config.scheduler).ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err("scheduler must be adaptive, inline or pool")
+        })?;
         let signal_fd = config.signal_fd;
         let graceful = config.graceful_timeout;
         let bridge = Bridge::new(py, app, environ, config, ctx)?;
@@ -200,7 +203,7 @@ impl Server {
         Ok(Server {
             shared: Arc::new(Shared {
                 bridge,
-                sched: Scheduler::new(),
+                sched: Scheduler::new(policy),
                 pool: Mutex::new(None),
                 done_fd,
             }),

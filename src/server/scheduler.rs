@@ -48,7 +48,30 @@ const WATCHDOG_IDLE_TICKS: u32 = 4000;
 const INLINE: u8 = 0;
 const DISPATCH: u8 = 1;
 
+/// `--scheduler`: the adaptive default, or one mode forced (for apps known to block on every
+/// request, and to measure the alternatives the adaptive design was chosen over).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Adaptive,
+    /// Always inline; a blocked call is still taken over, but the mode never changes.
+    Inline,
+    /// Every request on the pool.
+    Pool,
+}
+
+impl Policy {
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s {
+            "adaptive" => Some(Policy::Adaptive),
+            "inline" => Some(Policy::Inline),
+            "pool" => Some(Policy::Pool),
+            _ => None,
+        }
+    }
+}
+
 pub struct Scheduler {
+    policy: Policy,
     mode: AtomicU8,
     /// Incremented at the start and at the end of each inline call: odd while one runs.
     inline_seq: AtomicU64,
@@ -69,9 +92,10 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new() -> Scheduler {
+    pub fn new(policy: Policy) -> Scheduler {
         Scheduler {
-            mode: AtomicU8::new(INLINE),
+            policy,
+            mode: AtomicU8::new(if policy == Policy::Pool { DISPATCH } else { INLINE }),
             inline_seq: AtomicU64::new(0),
             parked: Mutex::new(None),
             last_slow: AtomicU64::new(0),
@@ -102,6 +126,11 @@ impl Scheduler {
     /// Should the next request run inline? Also ends dispatch mode when calls have been quick
     /// for `REVERT_AFTER`.
     pub fn inline_now(&self) -> bool {
+        match self.policy {
+            Policy::Inline => return true,
+            Policy::Pool => return false,
+            Policy::Adaptive => {}
+        }
         if self.mode.load(Ordering::Relaxed) == INLINE {
             return true;
         }
@@ -132,7 +161,9 @@ impl Scheduler {
 
     fn note_slow(&self) {
         self.last_slow.store(self.now_ns(), Ordering::Relaxed);
-        self.mode.store(DISPATCH, Ordering::Relaxed);
+        if self.policy == Policy::Adaptive {
+            self.mode.store(DISPATCH, Ordering::Relaxed);
+        }
     }
 
     /// Before an inline call: leave the loop state where the watchdog can take it.
@@ -229,8 +260,3 @@ fn thread_is_sleeping(tid: i32) -> bool {
     matches!(stat.get(close + 2), Some(b'S') | Some(b'D'))
 }
 
-impl Default for Scheduler {
-    fn default() -> Self {
-        Self::new()
-    }
-}
