@@ -73,7 +73,8 @@ impl Policy {
 pub struct Scheduler {
     policy: Policy,
     mode: AtomicU8,
-    /// Incremented at the start and at the end of each inline call: odd while one runs.
+    /// Incremented when a loop state is parked for an inline call and when it leaves the slot
+    /// (taken back, or taken over): odd exactly while a state is parked.
     inline_seq: AtomicU64,
     /// The loop state while its thread is inside an inline call.
     parked: Mutex<Option<Box<LoopState>>>,
@@ -168,10 +169,14 @@ impl Scheduler {
 
     /// Before an inline call: leave the loop state where the watchdog can take it.
     pub fn park(&self, st: Box<LoopState>) {
-        *self.parked.lock().unwrap() = Some(st);
-        // SeqCst pairs with the watchdog's going to sleep: either it sees this call's sequence
-        // number, or this sees it asleep and wakes it.
-        self.inline_seq.fetch_add(1, Ordering::SeqCst);
+        {
+            // The sequence number moves with the parked state, under its lock: odd exactly
+            // while a state is parked. (SeqCst pairs with the watchdog's going to sleep: either
+            // it sees this call's number, or this sees it asleep and wakes it.)
+            let mut parked = self.parked.lock().unwrap();
+            *parked = Some(st);
+            self.inline_seq.fetch_add(1, Ordering::SeqCst);
+        }
         self.inline_calls.fetch_add(1, Ordering::Relaxed);
         if self.watchdog_sleeping.load(Ordering::SeqCst) {
             let _g = self.watchdog_lock.lock().unwrap();
@@ -182,8 +187,11 @@ impl Scheduler {
 
     /// After an inline call: the loop state, unless the watchdog handed it to another thread.
     pub fn unpark(&self) -> Option<Box<LoopState>> {
-        let st = self.parked.lock().unwrap().take();
-        self.inline_seq.fetch_add(1, Ordering::AcqRel);
+        let mut parked = self.parked.lock().unwrap();
+        let st = parked.take();
+        if st.is_some() {
+            self.inline_seq.fetch_add(1, Ordering::SeqCst);
+        }
         st
     }
 
@@ -200,7 +208,16 @@ impl Scheduler {
                 let blocked = thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed));
                 running_ticks = if blocked { 0 } else { running_ticks + 1 };
                 if blocked || running_ticks >= CPU_BOUND_TAKEOVER {
-                    let taken = self.parked.lock().unwrap().take();
+                    let taken = {
+                        let mut parked = self.parked.lock().unwrap();
+                        let st = parked.take();
+                        if st.is_some() {
+                            // The stuck call no longer holds the loop: the number is even again
+                            // and the next inline call (on the new loop thread) makes it odd.
+                            self.inline_seq.fetch_add(1, Ordering::SeqCst);
+                        }
+                        st
+                    };
                     if let Some(st) = taken {
                         self.takeovers.fetch_add(1, Ordering::Relaxed);
                         self.note_slow();
