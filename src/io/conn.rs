@@ -23,7 +23,8 @@ pub enum Phase {
     /// byte, so a client trickling bytes does not extend it.
     ReadingHead,
     /// The head is parsed and a small body is being buffered so the app can be called without
-    /// ever blocking on the socket. Deadline: header timeout (kept from the head).
+    /// ever blocking on the socket. Deadline: read timeout, renewed by each read that brings
+    /// body bytes (then 408).
     ReadingBody(Box<RequestHead>),
     /// The app is done but output is left; the loop finishes it. Deadline: write timeout,
     /// renewed by every successful write.

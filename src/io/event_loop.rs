@@ -99,6 +99,7 @@ pub struct LoopCtx {
     pub limits: Limits,
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
+    pub read_timeout: Duration,
     pub write_timeout: Duration,
     pub graceful_timeout: Duration,
     pub server_header: Vec<u8>,
@@ -144,6 +145,7 @@ pub struct LoopSettings {
     pub limits: Limits,
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
+    pub read_timeout: Duration,
     pub write_timeout: Duration,
     pub graceful_timeout: Duration,
     pub server_header: Vec<u8>,
@@ -209,7 +211,8 @@ impl LoopState {
         let shortest = settings
             .header_timeout
             .min(settings.keepalive_timeout)
-            .min(settings.write_timeout);
+            .min(settings.write_timeout)
+            .min(settings.read_timeout);
         // Sweep often enough that a timeout fires within a quarter of its length (bounded to
         // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
         let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
@@ -217,6 +220,7 @@ impl LoopState {
             limits: settings.limits,
             header_timeout: settings.header_timeout,
             keepalive_timeout: settings.keepalive_timeout,
+            read_timeout: settings.read_timeout,
             write_timeout: settings.write_timeout,
             graceful_timeout: settings.graceful_timeout,
             server_header: settings.server_header,
@@ -504,9 +508,16 @@ impl LoopState {
                     buf.commit(n);
                     // A short read emptied the socket: edge-triggered epoll reports new data.
                     readable = n == want || drain;
-                    if matches!(conn.phase, Phase::Idle) {
-                        conn.phase = Phase::ReadingHead;
-                        conn.deadline = Some(Instant::now() + ctx.header_timeout);
+                    match conn.phase {
+                        Phase::Idle => {
+                            conn.phase = Phase::ReadingHead;
+                            conn.deadline = Some(Instant::now() + ctx.header_timeout);
+                        }
+                        // Body progress renews the read timeout.
+                        Phase::ReadingBody(_) => {
+                            conn.deadline = Some(Instant::now() + ctx.read_timeout);
+                        }
+                        _ => {}
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => readable = false,
@@ -556,8 +567,10 @@ impl LoopState {
             BodyFraming::None => true,
             BodyFraming::Length(n) if n <= buffered => true,
             BodyFraming::Length(n) if n <= INLINE_BODY_MAX && !head.expect_continue => {
-                // Wait in the loop for the rest of a small body (header deadline still runs).
+                // Wait in the loop for the rest of a small body, as long as it keeps coming
+                // (the read timeout, as when the app reads a body itself).
                 conn.phase = Phase::ReadingBody(Box::new(head));
+                conn.deadline = Some(Instant::now() + ctx.read_timeout);
                 return Ok(None);
             }
             _ => false,

@@ -174,6 +174,7 @@ impl Server {
                 limits: config.limits,
                 header_timeout: config.header_timeout,
                 keepalive_timeout: config.keepalive_timeout,
+                read_timeout: config.read_timeout,
                 write_timeout: config.write_timeout,
                 graceful_timeout: config.graceful_timeout,
                 server_header: config.server_header.clone(),

@@ -96,7 +96,11 @@ impl Scheduler {
     pub fn new(policy: Policy) -> Scheduler {
         Scheduler {
             policy,
-            mode: AtomicU8::new(if policy == Policy::Pool { DISPATCH } else { INLINE }),
+            mode: AtomicU8::new(if policy == Policy::Pool {
+                DISPATCH
+            } else {
+                INLINE
+            }),
             inline_seq: AtomicU64::new(0),
             parked: Mutex::new(None),
             last_slow: AtomicU64::new(0),
@@ -276,4 +280,3 @@ fn thread_is_sleeping(tid: i32) -> bool {
     };
     matches!(stat.get(close + 2), Some(b'S') | Some(b'D'))
 }
-
