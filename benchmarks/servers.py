@@ -197,10 +197,13 @@ def _modwsgi(t: Target, port: int) -> Launch:
             "--server-root", str(root), "--python-path", str(APPS), "--keep-alive-timeout", str(KEEPALIVE_S),
             "--server-mpm", "event", "--max-clients", str(max(t.threads * 2, 200)),
             "--include-file", str(extra), "--log-level", "warn", "--startup-log",
+            # S8: the default --limit-request-body is 10 MB (413), and chunked request bodies are
+            # refused (411) unless --chunked-request.
+            "--limit-request-body", str(128 * 1024 * 1024), "--chunked-request",
             # Debian's apxs does not name its binary; mod_wsgi-express would look for "httpd".
             "--httpd-executable", "/usr/sbin/apache2", "--locale", "C.UTF-8", "--server-backlog", str(BACKLOG)]
     settings = (f"--processes 1 --threads {t.threads} --server-mpm event --max-clients {max(t.threads * 2, 200)}"
-                " --user www-data")
+                " --limit-request-body 128MiB --chunked-request --user www-data")
     if t.static:
         argv += ["--document-root", str(payloads.DATA)]  # DATA/static/... answers /static/...
         settings += " --document-root DIR"
@@ -234,7 +237,7 @@ _LAUNCHERS = {
     "uwsgi": _uwsgi,
     "mod_wsgi": _modwsgi,
     "granian": _granian,
-    "pyruvate": _library("pyruvate", lambda t: f"{t.threads} workers, max_reuse_count=255 (its maximum: a u8), chunked_transfer=True"),
+    "pyruvate": _library("pyruvate", lambda t: f"{t.threads} workers, defaults (max_reuse_count=0: one response per connection)"),
     "fastwsgi": _library("fastwsgi", lambda t: "workers=1, max_content_length=128 MiB"),
     "fastpysgi": _library("fastpysgi", lambda t: "workers=1, max_content_length=128 MiB"),
     "cheroot": _library("cheroot", lambda t: f"numthreads={t.threads}, request_queue_size=4096"),

@@ -14,6 +14,7 @@ import json
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -26,6 +27,8 @@ from bench.harness import Harness, NotServed, Record, StartError, measure_cpu, p
 FETCH_TIMEOUT_S = 30.0  # one fetch; a server iterating a bare bytes object per byte never ends
 FETCH_BUDGET_S = 60.0  # one series of fetches
 RECHECK_TIMEOUT_S = 5.0
+SAMPLE_EVERY_S = 0.25  # a handful of requests beside thousands: no weight on the figures
+SAMPLE_TIMEOUT_S = 5.0
 S5_CLIENTS = (10, 100, 1000)
 S5_SLEEP_S = 0.1
 S7_CLIENTS = 16
@@ -83,14 +86,52 @@ def _wrk_body(h: Harness, path: str, expect: bytes, connections: int, seconds: f
         url = f"http://127.0.0.1:{proc.port}{path}"
         if warmup and h.mode.warmup_s:
             loadgen.wrk(url, connections, h.mode.warmup_s, None, timeout_s=timeout_s)
+        sampler = Sampler(proc.port, path, expect)
         with measure_cpu(proc) as m:
-            res = loadgen.wrk(url, connections, seconds or h.mode.wrk_s, ref.wire_bytes, timeout_s=timeout_s)
+            sampler.start()
+            try:
+                res = loadgen.wrk(url, connections, seconds or h.mode.wrk_s, ref.wire_bytes, timeout_s=timeout_s)
+            finally:
+                sampler.finish()
         _fill_load(rec, res, m)
+        rec.extra.update(samples_ok=sampler.ok, samples_wrong=sampler.wrong, samples_failed=sampler.failed)
+        if sampler.wrong:
+            _fail(rec, f"{sampler.wrong} of {sampler.ok + sampler.wrong} responses sampled during the run were "
+                       f"wrong: {sampler.first_wrong}")
         rec.extra.update({k: res.detail.get(k) for k in ("p50_us", "p90_us", "p99_us", "max_us", "connect", "read",
                                                         "write", "timeout", "status", "bytes_per_response")})
         rec.extra["response_bytes"] = ref.wire_bytes
         _recheck(proc, rec, path, expect)
     return body
+
+
+class Sampler(threading.Thread):
+    """Fetches the path every SAMPLE_EVERY_S during a wrk run and compares the whole body: wrk
+    itself only counts bytes, and a server may answer correctly when idle and wrongly under load."""
+
+    def __init__(self, port: int, path: str, expect: bytes):
+        super().__init__(daemon=True)
+        self.port, self.path, self.expect = port, path, expect
+        self.ok = self.wrong = self.failed = 0
+        self.first_wrong = ""
+        self._stop_evt = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_evt.wait(SAMPLE_EVERY_S):
+            try:
+                r = rawhttp.get(self.port, self.path, timeout=SAMPLE_TIMEOUT_S)
+            except (rawhttp.HttpError, OSError):
+                self.failed += 1  # refused or slow under load: wrk's error counts say it already
+                continue
+            if r.status == 200 and r.body == self.expect:
+                self.ok += 1
+            else:
+                self.wrong += 1
+                self.first_wrong = self.first_wrong or f"status {r.status}, {len(r.body)} body bytes"
+
+    def finish(self) -> None:
+        self._stop_evt.set()
+        self.join(SAMPLE_TIMEOUT_S + 1)
 
 
 def _fill_load(rec: Record, res: loadgen.LoadResult, m: dict) -> None:
