@@ -42,8 +42,8 @@ pub const INLINE_BODY_MAX: u64 = 64 * 1024;
 /// How long an error answer waits for the client to close before the socket is closed anyway.
 const LINGER: Duration = Duration::from_secs(2);
 
-/// Read buffers kept for reuse (the rest are freed, so idle memory stays small).
-const BUFFER_POOL_MAX: usize = 256;
+/// Read buffers kept for reuse (the rest are freed, so idle memory stays small): 1 MiB.
+const BUFFER_POOL_MAX: usize = 64;
 
 /// A kind of listening socket handed over by the Python front.
 pub enum ListenSocket {
@@ -335,6 +335,10 @@ impl LoopState {
         }
         conn.phase = Phase::Idle;
         conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
+        // An empty buffer goes back to the pool now, not when the connection's turn in the ready
+        // queue comes: in a burst, 1,024 connections each holding 16 KiB until then cost 16 MiB
+        // (measured with 10,000 connections opening at once).
+        release_buffer(&mut self.buffers, conn);
         let hint = if readable {
             ReadHint::Drain
         } else {
