@@ -30,6 +30,9 @@ pub struct Config {
     pub graceful_timeout: Duration,
     /// `--limit-*`: request size limits (414, 431, 413).
     pub limits: Limits,
+    /// `--write-high-water`: a streaming response with more than this queued for a slow client
+    /// makes the app's thread wait until half of it is sent (backpressure).
+    pub write_high_water: u64,
     /// `--max-drain`: an unread request body up to this size is drained after the response so
     /// the connection can be kept; a larger one closes the connection.
     pub max_drain: u64,
@@ -97,6 +100,7 @@ impl Config {
                 max_body: get(d, "limit_body")?,
             },
             max_drain: get(d, "max_drain")?,
+            write_high_water: get(d, "write_high_water")?,
             root_path: get(d, "root_path")?,
             url_scheme: get(d, "url_scheme")?,
             server_header: server_header.into_bytes(),

@@ -31,6 +31,7 @@ class Server:
       write_timeout: float                          -- seconds without write progress (connection closed)
       graceful_timeout: float                       -- seconds in-flight requests get at shutdown
       limit_request_line: int, limit_header_bytes: int, limit_headers: int, limit_body: int
+      write_high_water: int                         -- backpressure mark for streaming responses
       max_drain: int                                -- unread request body drained up to this, else close
       root_path: str                                -- SCRIPT_NAME
       url_scheme: str                               -- wsgi.url_scheme ("http")

@@ -328,6 +328,12 @@ OPTIONS: Tuple[Option, ...] = (
         "BYTES", int, core=True,
     ),
     Option(
+        "write_high_water", parse_positive_size, "1M",
+        "Backpressure for streaming responses: when more than this many bytes are queued for a "
+        "client that reads slowly, the app's thread waits until half of them are sent.",
+        "BYTES", int, core=True,
+    ),
+    Option(
         "root_path", parse_root_path, "",
         "The path the app is mounted at, given to it as SCRIPT_NAME: empty, or like /app (a "
         "leading '/' and no trailing '/').",

@@ -11,7 +11,7 @@
 //! Sockets are registered once, edge-triggered, for both read and write readiness, so a request
 //! costs no `epoll_ctl` calls.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind};
 use std::os::fd::{FromRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -26,6 +26,7 @@ use sluicegate_proto::{BodyFraming, Limits, ProtoError, RequestHead};
 
 use super::conn::{Conn, Phase};
 use super::read_buf::ReadBuf;
+use super::shared_out::{FlushResult, SharedOut};
 use super::stream::{Peer, Stream};
 use crate::http_date::http_date;
 
@@ -107,6 +108,8 @@ pub struct LoopCtx {
     // Boxed on purpose: a connection moves between threads as one pointer, never copied.
     #[allow(clippy::vec_box)]
     returns: Mutex<Vec<Box<Conn>>>,
+    /// Streaming responses whose socket is full: the loop writes them as it becomes writable.
+    flush_requests: Mutex<Vec<(usize, Arc<SharedOut>)>>,
     pub shutdown: AtomicU8,
     pub counters: Counters,
 }
@@ -118,6 +121,19 @@ impl LoopCtx {
         let was_empty = {
             let mut q = self.returns.lock().unwrap();
             q.push(conn);
+            q.len() == 1
+        };
+        if was_empty {
+            let _ = self.waker.wake();
+        }
+    }
+
+    /// Ask the loop to keep writing a streaming response whose socket is full (the connection
+    /// stays away with its app thread). Wakes the loop only when the queue was empty.
+    pub fn request_flush(&self, token: usize, out: Arc<SharedOut>) {
+        let was_empty = {
+            let mut q = self.flush_requests.lock().unwrap();
+            q.push((token, out));
             q.len() == 1
         };
         if was_empty {
@@ -187,6 +203,8 @@ pub struct LoopState {
     sweep_every: Duration,
     /// Accepting stopped because of EMFILE/ENFILE: retry at the next sweep.
     accept_paused: bool,
+    /// Shared output queues of away connections that the loop is writing.
+    flushing: HashMap<usize, Arc<SharedOut>>,
     shutdown_started: Option<Instant>,
 }
 
@@ -226,6 +244,7 @@ impl LoopState {
             server_header: settings.server_header,
             waker,
             returns: Mutex::new(Vec::new()),
+            flush_requests: Mutex::new(Vec::new()),
             shutdown: AtomicU8::new(RUNNING),
             counters: Counters::default(),
         });
@@ -239,6 +258,7 @@ impl LoopState {
             next_sweep: Instant::now() + sweep_every,
             sweep_every,
             accept_paused: false,
+            flushing: HashMap::new(),
             shutdown_started: None,
         });
         Ok((st, ctx))
@@ -259,6 +279,7 @@ impl LoopState {
                 }
             }
             self.take_returns(ctx);
+            self.take_flush_requests(ctx);
             if !self.ready.is_empty() {
                 continue;
             }
@@ -305,6 +326,17 @@ impl LoopState {
         }
     }
 
+    /// Streaming responses handed over because their socket is full: try at once (it may have
+    /// become writable since), then on every event of their connection.
+    fn take_flush_requests(&mut self, ctx: &LoopCtx) {
+        let requests = std::mem::take(&mut *ctx.flush_requests.lock().unwrap());
+        for (token, out) in requests {
+            if out.flush() == FlushResult::Blocked {
+                self.flushing.insert(token, out);
+            }
+        }
+    }
+
     /// Connections given back by app threads re-enter the table and are looked at once.
     fn take_returns(&mut self, ctx: &LoopCtx) {
         let returned = std::mem::take(&mut *ctx.returns.lock().unwrap());
@@ -317,6 +349,8 @@ impl LoopState {
                     continue;
                 }
             };
+            // The app thread detached its shared queue (if any) and left the rest in conn.out.
+            self.flushing.remove(&token);
             self.conns[token] = Slot::Here(conn);
             self.after_request(token, woke, ctx);
         }
@@ -351,6 +385,7 @@ impl LoopState {
     pub fn put_back(&mut self, conn: Box<Conn>, ctx: &LoopCtx) {
         let token = conn.token;
         let woke = matches!(self.conns.get(token), Some(Slot::Away { woke: true }));
+        self.flushing.remove(&token);
         self.conns[token] = Slot::Here(conn);
         self.after_request(token, woke, ctx);
     }
@@ -415,6 +450,12 @@ impl LoopState {
             Some(Slot::Here(c)) => c,
             Some(Slot::Away { woke }) => {
                 *woke |= readable;
+                // Its app thread may be streaming to a full socket: write what it queued.
+                if let Some(out) = self.flushing.get(&token) {
+                    if out.flush() != FlushResult::Blocked {
+                        self.flushing.remove(&token);
+                    }
+                }
                 return None;
             }
             None => return None,
@@ -671,6 +712,9 @@ impl LoopState {
 
     /// Expire deadlines.
     fn sweep(&mut self, now: Instant, ctx: &LoopCtx) {
+        // Streaming responses to clients that stopped reading.
+        self.flushing
+            .retain(|_, out| !out.expire(ctx.write_timeout));
         if self.accept_paused {
             self.accept_paused = false;
             for i in 0..self.listeners.len() {

@@ -3,6 +3,8 @@
 //! - [`stream`]: a connected socket (TCP or unix) with the few syscalls the server needs.
 //! - [`read_buf`]: a connection's read buffer, held only while bytes are pending.
 //! - [`out_queue`]: bytes waiting to be written, written with one `writev` per readiness.
+//! - [`shared_out`]: an output queue the app thread and the loop share while a response streams
+//!   to a busy socket.
 //! - [`conn`]: one client connection and its lifecycle state.
 //! - [`event_loop`]: the epoll loop (mio) that accepts, reads heads and finishes writes.
 
@@ -10,4 +12,5 @@ pub mod conn;
 pub mod event_loop;
 pub mod out_queue;
 pub mod read_buf;
+pub mod shared_out;
 pub mod stream;

@@ -1,14 +1,45 @@
-//! Bytes waiting to be written to one connection. Segments are either owned (response heads,
-//! small bodies copied together so that a small response is one write and one TCP segment) or
-//! borrowed from an object that keeps its memory alive (a large Python `bytes` body, written
-//! from its own buffer without a copy). Everything pending leaves in one `writev` per call.
+//! Bytes waiting to be written to one connection. Segments are owned (response heads, small
+//! bodies copied together so that a small response is one write and one TCP segment), borrowed
+//! from an object that keeps its memory alive (a large Python `bytes` body, written from its own
+//! buffer without a copy), or a range of a file (sent with `sendfile(2)`, never read into
+//! memory). Memory segments pending together leave in one `writev`; when a file range follows,
+//! that writev carries MSG_MORE so the head and the file's first bytes share a TCP segment.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 
-use std::os::fd::RawFd;
+use std::fs::File;
+use std::os::fd::{AsRawFd, RawFd};
 
-use super::stream::{writev_fd, Stream};
+use super::stream::{writev_fd_flags, Stream};
+
+/// Largest sendfile(2) call: bounded so one huge file does not monopolise the loop.
+const SENDFILE_MAX: u64 = 4 << 20;
+
+/// One sendfile(2) of up to `len` bytes of `file` at `offset` to the socket `fd`.
+fn sendfile(fd: RawFd, file: &File, offset: u64, len: u64) -> io::Result<usize> {
+    let mut off = offset as libc::off_t;
+    let count = len.min(SENDFILE_MAX) as usize;
+    loop {
+        // SAFETY: both descriptors are open for the duration of the call; `off` is a valid
+        // off_t the kernel updates.
+        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, count) };
+        if n > 0 {
+            return Ok(n as usize);
+        }
+        if n == 0 {
+            // The file is shorter than announced (truncated while being sent).
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "file shrank while being sent",
+            ));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
 
 /// Memory owned by someone else (e.g. a Python bytes object) that stays valid and unchanged
 /// while the segment is queued. Dropping it releases the owner.
@@ -20,18 +51,38 @@ enum Segment {
     Owned(Vec<u8>),
     Static(&'static [u8]),
     Shared(Box<dyn SharedBytes>),
+    /// `len` bytes of `file` from `offset` (the descriptor is our own, so the app closing its
+    /// file object does not cut the transfer short).
+    File {
+        file: File,
+        offset: u64,
+        len: u64,
+    },
 }
 
 impl Segment {
+    /// The bytes of a memory segment; empty for a file range.
     #[inline]
     fn bytes(&self) -> &[u8] {
         match self {
             Segment::Owned(v) => v,
             Segment::Static(s) => s,
             Segment::Shared(b) => b.bytes(),
+            Segment::File { .. } => &[],
+        }
+    }
+
+    #[inline]
+    fn len(&self) -> u64 {
+        match self {
+            Segment::File { len, .. } => *len,
+            s => s.bytes().len() as u64,
         }
     }
 }
+
+/// Capacity of a fresh segment that small blocks are copied into.
+const COALESCE_CAPACITY: usize = 16 * 1024;
 
 /// Most iovecs passed to one writev (Linux's IOV_MAX is 1024; 64 covers every realistic case
 /// and keeps the slice array on the stack).
@@ -42,9 +93,9 @@ const MAX_IOV: usize = 64;
 pub struct OutQueue {
     segs: VecDeque<Segment>,
     /// Bytes of the front segment already written.
-    front_pos: usize,
+    front_pos: u64,
     /// Unwritten bytes in the whole queue.
-    pending: usize,
+    pending: u64,
 }
 
 impl OutQueue {
@@ -59,30 +110,72 @@ impl OutQueue {
 
     /// Unwritten bytes.
     #[inline]
-    pub fn pending(&self) -> usize {
+    pub fn pending(&self) -> u64 {
         self.pending
     }
 
-    pub fn push_owned(&mut self, v: Vec<u8>) {
-        if !v.is_empty() {
-            self.pending += v.len();
-            self.segs.push_back(Segment::Owned(v));
+    fn push(&mut self, seg: Segment) {
+        let n = seg.len();
+        if n > 0 {
+            self.pending += n;
+            self.segs.push_back(seg);
         }
+    }
+
+    pub fn push_owned(&mut self, v: Vec<u8>) {
+        self.push(Segment::Owned(v));
+    }
+
+    /// Append small bytes, copied into the last owned segment when there is one (so many small
+    /// blocks and their chunk framing become one iovec instead of three each).
+    pub fn push_copy(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        self.pending += data.len() as u64;
+        if let Some(Segment::Owned(v)) = self.segs.back_mut() {
+            v.extend_from_slice(data);
+            return;
+        }
+        let mut v = Vec::with_capacity(data.len().max(COALESCE_CAPACITY));
+        v.extend_from_slice(data);
+        self.segs.push_back(Segment::Owned(v));
     }
 
     pub fn push_static(&mut self, s: &'static [u8]) {
-        if !s.is_empty() {
-            self.pending += s.len();
-            self.segs.push_back(Segment::Static(s));
-        }
+        self.push(Segment::Static(s));
     }
 
     pub fn push_shared(&mut self, b: Box<dyn SharedBytes>) {
-        let n = b.bytes().len();
-        if n > 0 {
-            self.pending += n;
-            self.segs.push_back(Segment::Shared(b));
+        self.push(Segment::Shared(b));
+    }
+
+    /// Queue `len` bytes of `file` from `offset`, to be sent with sendfile(2).
+    pub fn push_file(&mut self, file: File, offset: u64, len: u64) {
+        self.push(Segment::File { file, offset, len });
+    }
+
+    /// Move everything from `other` to the end of this queue.
+    pub fn append(&mut self, other: &mut OutQueue) {
+        if self.pending == 0 {
+            std::mem::swap(self, other);
+            return;
         }
+        while let Some(seg) = other.segs.pop_front() {
+            let skip = std::mem::take(&mut other.front_pos);
+            let seg = match seg {
+                Segment::Owned(v) if skip > 0 => Segment::Owned(v[skip as usize..].to_vec()),
+                Segment::File { file, offset, len } => Segment::File {
+                    file,
+                    offset: offset + skip,
+                    len: len - skip,
+                },
+                s if skip > 0 => Segment::Owned(s.bytes()[skip as usize..].to_vec()),
+                s => s,
+            };
+            self.push(seg);
+        }
+        other.clear();
     }
 
     /// One writev of everything pending (up to MAX_IOV segments). Returns bytes written;
@@ -92,30 +185,46 @@ impl OutQueue {
     }
 
     /// As `write_to`, on a raw socket descriptor (used by the thread that runs the app, which
-    /// borrows the connection's socket for the request).
+    /// borrows the connection's socket for the request). One syscall: a writev of the memory
+    /// segments up to the first file range, or a sendfile of the file range at the front.
     pub fn write_fd(&mut self, fd: RawFd) -> io::Result<usize> {
         if self.pending == 0 {
             return Ok(0);
         }
+        if let Some(Segment::File { file, offset, len }) = self.segs.front() {
+            let n = sendfile(fd, file, offset + self.front_pos, len - self.front_pos)?;
+            self.advance(n as u64);
+            return Ok(n);
+        }
         let n = {
             let mut iov: [IoSlice<'_>; MAX_IOV] = [IoSlice::new(&[]); MAX_IOV];
             let mut count = 0;
+            let mut file_follows = false;
             for (i, seg) in self.segs.iter().enumerate().take(MAX_IOV) {
+                if matches!(seg, Segment::File { .. }) {
+                    file_follows = true;
+                    break;
+                }
                 let b = seg.bytes();
-                iov[i] = IoSlice::new(if i == 0 { &b[self.front_pos..] } else { b });
+                iov[i] = IoSlice::new(if i == 0 {
+                    &b[self.front_pos as usize..]
+                } else {
+                    b
+                });
                 count += 1;
             }
-            writev_fd(fd, &iov[..count])?
+            let flags = if file_follows { libc::MSG_MORE } else { 0 };
+            writev_fd_flags(fd, &iov[..count], flags)?
         };
-        self.advance(n);
+        self.advance(n as u64);
         Ok(n)
     }
 
     /// Forget `n` written bytes, dropping (and so releasing) fully written segments.
-    fn advance(&mut self, mut n: usize) {
+    fn advance(&mut self, mut n: u64) {
         self.pending -= n;
         while n > 0 {
-            let front_len = self.segs.front().map(|s| s.bytes().len()).unwrap_or(0);
+            let front_len = self.segs.front().map(|s| s.len()).unwrap_or(0);
             let left = front_len - self.front_pos;
             if n >= left {
                 n -= left;

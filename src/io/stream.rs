@@ -76,6 +76,11 @@ impl Stream {
 /// One gathering write on a socket descriptor: `sendmsg` with MSG_NOSIGNAL, so a client that
 /// went away gives EPIPE instead of a SIGPIPE. Retries on EINTR.
 pub fn writev_fd(fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    writev_fd_flags(fd, bufs, 0)
+}
+
+/// `writev_fd` with extra send flags (MSG_MORE when a sendfile follows).
+pub fn writev_fd_flags(fd: RawFd, bufs: &[IoSlice<'_>], flags: i32) -> io::Result<usize> {
     loop {
         // SAFETY: an all-zero msghdr is valid (no name, no control data).
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -83,7 +88,7 @@ pub fn writev_fd(fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
         msg.msg_iovlen = bufs.len() as _;
         // SAFETY: msg points at `bufs.len()` valid iovecs that outlive the call.
-        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
+        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | flags) };
         if n >= 0 {
             return Ok(n as usize);
         }

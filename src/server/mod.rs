@@ -23,7 +23,7 @@ use crate::io::event_loop::{
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
-use crate::wsgi::response::run_request;
+use crate::wsgi::response::{run_request, set_stream_hook};
 use crate::wsgi::Bridge;
 use scheduler::Scheduler;
 
@@ -62,13 +62,31 @@ impl Shared {
     fn run_request_here(&self, work: Work, inline: bool) -> Box<crate::io::conn::Conn> {
         Python::attach(|py| {
             if inline {
-                return run_request(&self.bridge, py, work);
+                // Should the response stream, the loop moves to another thread (see
+                // `release_loop`); the hook is this thread's for this call only.
+                set_stream_hook(Some((
+                    release_loop_hook,
+                    self as *const Shared as *const (),
+                )));
+                let conn = run_request(&self.bridge, py, work);
+                set_stream_hook(None);
+                return conn;
             }
             let start = Instant::now();
             let conn = run_request(&self.bridge, py, work);
             self.sched.note_call(start.elapsed());
             conn
         })
+    }
+}
+
+/// Stream hook of an inline call: hand the parked loop to a pool thread.
+fn release_loop_hook(ctx: *const ()) {
+    // SAFETY: set by run_request_here from `&Shared` for the duration of the inline call that
+    // fires it; the Shared outlives every request.
+    let shared = unsafe { &*(ctx as *const Shared) };
+    if let Some(st) = shared.sched.release_parked() {
+        shared.pool().submit_urgent(Job::RunLoop(st));
     }
 }
 
@@ -320,6 +338,7 @@ impl Server {
             s.sched.dispatched_calls.load(Ordering::Relaxed),
         )?;
         d.set_item("takeovers", s.sched.takeovers.load(Ordering::Relaxed))?;
+        d.set_item("handoffs", s.sched.handoffs.load(Ordering::Relaxed))?;
         d.set_item("mode", s.sched.mode_name())?;
         let (threads, busy) = match s.pool.lock().unwrap().as_ref() {
             Some(p) => (p.threads(), p.busy()),

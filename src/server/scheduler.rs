@@ -85,6 +85,8 @@ pub struct Scheduler {
     watchdog_lock: Mutex<bool>,
     watchdog_cond: Condvar,
     pub takeovers: AtomicU64,
+    /// Loop hand-offs made by inline calls whose response streams.
+    pub handoffs: AtomicU64,
     pub inline_calls: AtomicU64,
     pub dispatched_calls: AtomicU64,
     stopping: AtomicBool,
@@ -109,6 +111,7 @@ impl Scheduler {
             watchdog_lock: Mutex::new(false),
             watchdog_cond: Condvar::new(),
             takeovers: AtomicU64::new(0),
+            handoffs: AtomicU64::new(0),
             inline_calls: AtomicU64::new(0),
             dispatched_calls: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
@@ -195,6 +198,18 @@ impl Scheduler {
         let st = parked.take();
         if st.is_some() {
             self.inline_seq.fetch_add(1, Ordering::SeqCst);
+        }
+        st
+    }
+
+    /// The inline call's response streams: give the parked loop state up now (without changing
+    /// the mode), so another thread sends its blocks while this one produces them.
+    pub fn release_parked(&self) -> Option<Box<LoopState>> {
+        let mut parked = self.parked.lock().unwrap();
+        let st = parked.take();
+        if st.is_some() {
+            self.inline_seq.fetch_add(1, Ordering::SeqCst);
+            self.handoffs.fetch_add(1, Ordering::Relaxed);
         }
         st
     }

@@ -12,10 +12,13 @@
 //! that the socket did not take by the time the app is done is left in the connection's queue
 //! for the event loop, so the app thread is free at once.
 
+use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
+use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
 use sluicegate_proto::h1::decode::BodyDecoder;
@@ -25,12 +28,15 @@ use sluicegate_proto::h1::encode::{
 };
 use sluicegate_proto::{BodyFraming, RequestHead, Version};
 
+use super::file_wrapper::FileWrapper;
 use super::input::{BodyFailure, BodyState, Input};
 use super::start_response::{type_name, AppHead, StartResponse};
 use super::Bridge;
 use crate::http_date::http_date;
-use crate::io::event_loop::Work;
+use crate::io::conn::Conn;
+use crate::io::event_loop::{LoopCtx, Work};
 use crate::io::out_queue::{OutQueue, SharedBytes};
+use crate::io::shared_out::SharedOut;
 use crate::io::stream::wait_fd;
 
 /// Bodies up to this size are copied next to the head so head and body leave in one segment;
@@ -38,7 +44,7 @@ use crate::io::stream::wait_fd;
 const COPY_MAX: usize = 16 * 1024;
 
 /// Writes of at least this many pending bytes release the GIL for the syscall.
-const DETACH_WRITE_MIN: usize = 64 * 1024;
+const DETACH_WRITE_MIN: u64 = 64 * 1024;
 
 /// Why a block could not be sent.
 #[derive(Debug)]
@@ -69,21 +75,67 @@ impl SharedBytes for PyBytesChunk {
     }
 }
 
+/// A bytes-like object other than `bytes` (bytearray, memoryview), queued through the buffer
+/// protocol without a copy. The exporter cannot be resized while the buffer is held.
+struct PyBufferChunk(PyBuffer<u8>);
+
+impl SharedBytes for PyBufferChunk {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: a C-contiguous buffer (checked when created) of len_bytes() bytes at buf_ptr(),
+        // kept valid and unresizable by the held Py_buffer until this chunk is dropped.
+        unsafe { std::slice::from_raw_parts(self.0.buf_ptr() as *const u8, self.0.len_bytes()) }
+    }
+}
+
+/// Per-thread hook the scheduler sets around an inline call: called once when the response
+/// turns out to stream (a generator's second block), so the event loop moves to another thread
+/// that can send blocks while this one keeps producing them. (Function pointer + context, so
+/// the bridge need not know the scheduler.)
+type StreamHook = (fn(*const ()), *const ());
+
+thread_local! {
+    static STREAM_HOOK: Cell<Option<StreamHook>> = const { Cell::new(None) };
+}
+
+/// Set (or clear, with None) the current thread's stream hook.
+pub fn set_stream_hook(hook: Option<StreamHook>) {
+    STREAM_HOOK.with(|h| h.set(hook));
+}
+
+fn fire_stream_hook() {
+    if let Some((f, ctx)) = STREAM_HOOK.with(|h| h.take()) {
+        f(ctx);
+    }
+}
+
 /// Sends one response on a socket borrowed from the connection for the request.
+///
+/// The first block and whole known-length bodies are written by the app thread itself (one
+/// writev, no hand-off). From a generator's second block on, blocks go to a queue shared with
+/// the event loop, which writes whatever has piled up whenever the socket is writable, while
+/// the app thread goes on producing; past the high-water mark the app thread waits.
 pub struct Sender {
     fd: RawFd,
+    token: usize,
+    ctx: Arc<LoopCtx>,
     version: Version,
     is_head: bool,
     /// The request allows keep-alive (and the server is not shutting down).
     keep_alive: bool,
     write_timeout: Duration,
+    high_water: u64,
     server_header: &'static [u8],
     app: AppHead,
     headers_sent: bool,
     framing: ResponseFraming,
     /// Body bytes accepted so far (without chunk framing), for Content-Length checks and logs.
     body_bytes: u64,
+    /// Non-empty blocks handed over so far.
+    blocks: u64,
+    /// Output not yet written, while the app thread writes itself.
     pub out: OutQueue,
+    /// Output shared with the event loop, once the response streams.
+    shared: Option<Arc<SharedOut>>,
     /// The request is over: write() refuses, the socket belongs to the connection again.
     finished: bool,
     /// A write failed or timed out: the client is gone.
@@ -93,6 +145,7 @@ pub struct Sender {
 /// A body block the app produced, seen as bytes.
 enum Block<'py> {
     Bytes(Bound<'py, PyBytes>),
+    Buffer(PyBuffer<u8>),
     Other(Vec<u8>),
 }
 
@@ -100,6 +153,10 @@ impl Block<'_> {
     fn as_slice(&self) -> &[u8] {
         match self {
             Block::Bytes(b) => b.as_bytes(),
+            // SAFETY: as in PyBufferChunk::bytes: a held, C-contiguous buffer.
+            Block::Buffer(b) => unsafe {
+                std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes())
+            },
             Block::Other(v) => v,
         }
     }
@@ -109,39 +166,74 @@ fn as_block<'py>(o: &Bound<'py, PyAny>) -> Result<Block<'py>, SendError> {
     if let Ok(b) = o.cast::<PyBytes>() {
         return Ok(Block::Bytes(b.clone()));
     }
-    if let Ok(b) = o.cast::<PyByteArray>() {
-        return Ok(Block::Other(b.to_vec()));
-    }
-    if o.cast::<PyMemoryView>().is_ok() {
+    if o.is_instance_of::<PyByteArray>() || o.is_instance_of::<PyMemoryView>() {
+        if let Ok(buf) = PyBuffer::<u8>::get(o) {
+            if buf.is_c_contiguous() {
+                return Ok(Block::Buffer(buf));
+            }
+        }
+        // A strided memoryview: one copy into contiguous bytes.
         if let Ok(b) = o.call_method0("tobytes") {
             if let Ok(b) = b.cast_into::<PyBytes>() {
                 return Ok(Block::Bytes(b));
             }
         }
+        return Ok(Block::Other(Vec::new()));
     }
     Err(SendError::NotBytes(type_name(o)))
 }
 
+/// Where a block's bytes go: copied (small) or referenced (large, no copy).
+fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize) {
+    let small = take <= COPY_MAX;
+    match block {
+        Block::Bytes(b) if !small => {
+            let ptr = b.as_bytes().as_ptr();
+            out.push_shared(Box::new(PyBytesChunk {
+                _owner: b.unbind(),
+                ptr,
+                len: take,
+            }));
+        }
+        Block::Buffer(buf) if !small && take == buf.len_bytes() => {
+            out.push_shared(Box::new(PyBufferChunk(buf)));
+        }
+        b => out.push_copy(&b.as_slice()[..take]),
+    }
+}
+
+/// Per-request settings of a Sender.
+pub struct SenderSettings {
+    pub keep_alive: bool,
+    pub write_timeout: Duration,
+    pub high_water: u64,
+    pub server_header: &'static [u8],
+}
+
 impl Sender {
     pub fn new(
-        fd: RawFd,
+        conn: &Conn,
         head: &RequestHead,
-        keep_alive: bool,
-        write_timeout: Duration,
-        server_header: &'static [u8],
+        ctx: Arc<LoopCtx>,
+        settings: SenderSettings,
     ) -> Sender {
         Sender {
-            fd,
+            fd: conn.stream.fd(),
+            token: conn.token,
+            ctx,
             version: head.version,
             is_head: head.is_head,
-            keep_alive,
-            write_timeout,
-            server_header,
+            keep_alive: settings.keep_alive,
+            write_timeout: settings.write_timeout,
+            high_water: settings.high_water,
+            server_header: settings.server_header,
             app: AppHead::default(),
             headers_sent: false,
             framing: ResponseFraming::NoBody,
             body_bytes: 0,
+            blocks: 0,
             out: OutQueue::new(),
+            shared: None,
             finished: false,
             client_gone: false,
         }
@@ -218,11 +310,10 @@ impl Sender {
         self.headers_sent = true;
     }
 
-    /// Queue body bytes with the framing in force, respecting a declared Content-Length (bytes
-    /// beyond it are dropped, as the client would misread them).
-    fn queue_body(&mut self, buf: &mut Vec<u8>, block: Block<'_>) {
-        let data = block.as_slice();
-        let mut take = data.len();
+    /// Queue body bytes into `out` with the framing in force, respecting a declared
+    /// Content-Length (bytes beyond it are dropped, as the client would misread them).
+    fn queue_body(&mut self, out: &mut OutQueue, block: Block<'_>) {
+        let mut take = block.as_slice().len();
         match self.framing {
             ResponseFraming::NoBody => return,
             ResponseFraming::Length(n) => {
@@ -237,35 +328,29 @@ impl Sender {
         let chunked = self.framing == ResponseFraming::Chunked;
         if chunked {
             let mut hdr = [0u8; 18];
-            buf.extend_from_slice(chunk_header(take, &mut hdr));
+            out.push_copy(chunk_header(take, &mut hdr));
         }
-        match block {
-            Block::Bytes(b) if take > COPY_MAX => {
-                if !buf.is_empty() {
-                    self.out.push_owned(std::mem::take(buf));
-                }
-                let ptr = b.as_bytes().as_ptr();
-                self.out.push_shared(Box::new(PyBytesChunk {
-                    _owner: b.unbind(),
-                    ptr,
-                    len: take,
-                }));
-            }
-            _ => buf.extend_from_slice(&data[..take]),
-        }
+        queue_block(out, block, take);
         if chunked {
-            buf.extend_from_slice(CHUNK_END);
+            out.push_copy(CHUNK_END);
         }
+    }
+
+    /// Head (if not sent yet) and one block into a fresh queue.
+    fn encode_block(&mut self, block: Block<'_>) -> OutQueue {
+        let mut q = OutQueue::new();
+        if !self.headers_sent {
+            let mut head = Vec::with_capacity(512 + block.as_slice().len().min(COPY_MAX));
+            self.encode_head(&mut head, None);
+            q.push_owned(head);
+        }
+        self.queue_body(&mut q, block);
+        q
     }
 
     /// Send one block now (PEP 3333: never held back for the next one). Empty blocks send
     /// nothing, not even the head.
-    pub fn send_block(
-        &mut self,
-        py: Python<'_>,
-        data: &Bound<'_, PyAny>,
-        _wait: bool,
-    ) -> Result<(), SendError> {
+    pub fn send_block(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> Result<(), SendError> {
         if self.finished {
             return Err(SendError::Finished);
         }
@@ -279,18 +364,60 @@ impl Sender {
         if self.client_gone {
             return Err(SendError::ClientGone);
         }
-        let mut buf = Vec::with_capacity(
-            if self.headers_sent { 32 } else { 512 } + block.as_slice().len().min(COPY_MAX + 32),
-        );
-        if !self.headers_sent {
-            self.encode_head(&mut buf, None);
+        self.blocks += 1;
+        let mut q = self.encode_block(block);
+        if self.blocks == 1 && self.shared.is_none() {
+            // The first block: written here, at once, usually in one writev with the head.
+            self.out.append(&mut q);
+            return self.flush_local(py, true);
         }
-        self.queue_body(&mut buf, block);
-        self.out.push_owned(buf);
-        self.flush(py, true)
+        // The response streams: from now on the loop sends what piles up, in one writev per
+        // writable socket, while this thread goes on producing.
+        if self.shared.is_none() {
+            fire_stream_hook();
+            let mut rest = std::mem::take(&mut self.out);
+            rest.append(&mut q);
+            let shared = Arc::new(SharedOut::new(self.fd, rest, self.high_water / 2));
+            self.shared = Some(Arc::clone(&shared));
+            self.ctx.request_flush(self.token, shared);
+        } else {
+            self.push_shared(&mut q)?;
+        }
+        // Backpressure: past the high-water mark, wait (GIL released) for the loop to drain.
+        let shared = self.shared.as_ref().unwrap();
+        let over = shared.state.lock().unwrap().queue.pending() > self.high_water;
+        if over {
+            let (s, t) = (Arc::clone(shared), self.write_timeout);
+            if !py.detach(move || s.wait_drained(t)) {
+                self.client_gone = true;
+                return Err(SendError::ClientGone);
+            }
+        }
+        Ok(())
     }
 
-    /// Send a whole body known up front (list/tuple): head, then every block, in one writev.
+    /// Add to the shared queue and make sure the loop will write it.
+    fn push_shared(&mut self, q: &mut OutQueue) -> Result<(), SendError> {
+        let shared = self.shared.as_ref().unwrap();
+        let mut st = shared.state.lock().unwrap();
+        if st.failed {
+            drop(st);
+            self.client_gone = true;
+            return Err(SendError::ClientGone);
+        }
+        let was_idle = st.queue.is_empty();
+        st.queue.append(q);
+        drop(st);
+        // The loop forgets a queue it emptied; a queue that was empty needs a new request
+        // (the loop writes a non-empty one on its own as the socket drains).
+        if was_idle {
+            self.ctx.request_flush(self.token, Arc::clone(shared));
+        }
+        Ok(())
+    }
+
+    /// Send a whole body known up front (list/tuple/bare bytes): head, then every block, in one
+    /// writev. Nothing waits: what the socket does not take now is left for the event loop.
     pub fn send_all(
         &mut self,
         py: Python<'_>,
@@ -311,26 +438,69 @@ impl Sender {
             .map(|b| b.as_slice().len())
             .filter(|&n| n <= COPY_MAX)
             .sum();
-        let mut buf = Vec::with_capacity(512 + small);
+        let mut q = OutQueue::new();
         if !self.headers_sent {
-            self.encode_head(&mut buf, Some(total));
+            let mut head = Vec::with_capacity(512 + small);
+            self.encode_head(&mut head, Some(total));
+            q.push_owned(head);
         }
         for blk in parsed {
-            self.queue_body(&mut buf, blk);
+            self.queue_body(&mut q, blk);
         }
-        self.out.push_owned(buf);
-        self.flush(py, false)
+        self.blocks += 1;
+        self.push_final(py, q)
+    }
+
+    /// Send `len` bytes of a regular file from `offset` with sendfile(2) (wsgi.file_wrapper).
+    /// The file's length is the body's unless the app set a Content-Length.
+    pub fn send_file(
+        &mut self,
+        py: Python<'_>,
+        file: std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), SendError> {
+        if !self.app.started {
+            return Err(SendError::NotStarted);
+        }
+        let mut q = OutQueue::new();
+        if !self.headers_sent {
+            let mut head = Vec::with_capacity(512);
+            self.encode_head(&mut head, Some(len));
+            q.push_owned(head);
+        }
+        let take = match self.framing {
+            ResponseFraming::NoBody => 0,
+            ResponseFraming::Length(n) => len.min(n.saturating_sub(self.body_bytes)),
+            _ => len,
+        };
+        if take > 0 {
+            let chunked = self.framing == ResponseFraming::Chunked;
+            if chunked {
+                let mut hdr = [0u8; 18];
+                q.push_copy(chunk_header(take as usize, &mut hdr));
+            }
+            q.push_file(file, offset, take);
+            if chunked {
+                q.push_copy(CHUNK_END);
+            }
+            self.body_bytes += take;
+        }
+        self.blocks += 1;
+        self.push_final(py, q)
     }
 
     /// The iterable is exhausted: send the head if nothing was sent (empty body), the last
-    /// chunk if chunked, and write what the socket takes without waiting.
+    /// chunk if chunked; nothing waits.
     pub fn finish(&mut self, py: Python<'_>) -> Result<(), SendError> {
-        let mut buf = Vec::new();
+        let mut q = OutQueue::new();
         if !self.headers_sent {
-            self.encode_head(&mut buf, Some(0));
+            let mut head = Vec::with_capacity(512);
+            self.encode_head(&mut head, Some(0));
+            q.push_owned(head);
         }
         if self.framing == ResponseFraming::Chunked {
-            buf.extend_from_slice(LAST_CHUNK);
+            q.push_static(LAST_CHUNK);
         }
         if let ResponseFraming::Length(n) = self.framing {
             if self.body_bytes < n {
@@ -338,8 +508,16 @@ impl Sender {
                 self.app.wants_close = true;
             }
         }
-        self.out.push_owned(buf);
-        self.flush(py, false)
+        self.push_final(py, q)
+    }
+
+    /// Queue the last output without waiting for the socket.
+    fn push_final(&mut self, py: Python<'_>, mut q: OutQueue) -> Result<(), SendError> {
+        if self.shared.is_some() {
+            return self.push_shared(&mut q);
+        }
+        self.out.append(&mut q);
+        self.flush_local(py, false)
     }
 
     /// The response must end without looking complete (error after the head was sent): no last
@@ -349,9 +527,9 @@ impl Sender {
         self.keep_alive = false;
     }
 
-    /// Write what is queued. With `wait`, block (GIL released) until all is written or the
+    /// Write the local queue. With `wait`, block (GIL released) until all is written or the
     /// write timeout passes; without, write what the socket takes now and leave the rest.
-    fn flush(&mut self, py: Python<'_>, wait: bool) -> Result<(), SendError> {
+    fn flush_local(&mut self, py: Python<'_>, wait: bool) -> Result<(), SendError> {
         while !self.out.is_empty() {
             let res = if self.out.pending() >= DETACH_WRITE_MIN {
                 let (out, fd) = (&mut self.out, self.fd);
@@ -368,26 +546,35 @@ impl Sender {
                     let (fd, t) = (self.fd, self.write_timeout);
                     match py.detach(|| wait_fd(fd, true, t)) {
                         Ok(true) => {}
-                        _ => {
-                            self.client_gone = true;
-                            self.out.clear();
-                            return Err(SendError::ClientGone);
-                        }
+                        _ => return self.gone(),
                     }
                 }
-                Err(_) => {
-                    self.client_gone = true;
-                    self.out.clear();
-                    return Err(SendError::ClientGone);
-                }
+                Err(_) => return self.gone(),
             }
         }
         Ok(())
     }
 
-    /// The request is over: the socket goes back to its connection.
+    fn gone(&mut self) -> Result<(), SendError> {
+        self.client_gone = true;
+        self.out.clear();
+        Err(SendError::ClientGone)
+    }
+
+    /// The request is over: the socket goes back to its connection, with what is left to write.
     pub fn end(&mut self) -> OutQueue {
         self.finished = true;
+        if let Some(shared) = self.shared.take() {
+            let mut st = shared.state.lock().unwrap();
+            st.detached = true;
+            if st.failed {
+                self.client_gone = true;
+            }
+            let mut rest = std::mem::take(&mut st.queue);
+            drop(st);
+            rest.append(&mut self.out);
+            return rest;
+        }
         std::mem::take(&mut self.out)
     }
 }
@@ -448,11 +635,15 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     };
 
     let sender = Sender::new(
-        fd,
+        &conn,
         &head,
-        keep_alive,
-        bridge.config.write_timeout,
-        bridge.server_header,
+        Arc::clone(&bridge.loop_ctx),
+        SenderSettings {
+            keep_alive,
+            write_timeout: bridge.config.write_timeout,
+            high_water: bridge.config.write_high_water,
+            server_header: bridge.server_header,
+        },
     );
     let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");
 
@@ -525,7 +716,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
                     status_code: status,
                     ..AppHead::default()
                 });
-                let _ = sender.flush(py, false);
+                let _ = sender.flush_local(py, false);
             }
         }
     }
@@ -574,6 +765,38 @@ fn call_and_drive(
         }
     }
     end
+}
+
+/// For a file wrapper over a regular file: our own descriptor for it, the position the app left
+/// it at (its `tell()`, which accounts for Python's buffering), and the bytes from there to the
+/// end. `None` means "iterate it in Python instead" (pipes, sockets, BytesIO, errors).
+fn regular_file_range(py: Python<'_>, fw: &FileWrapper) -> Option<(std::fs::File, u64, u64)> {
+    let f = fw.filelike.bind(py);
+    let fd: i32 = f
+        .call_method0(pyo3::intern!(py, "fileno"))
+        .ok()?
+        .extract()
+        .ok()?;
+    // SAFETY: an all-zero stat is a valid out-parameter; fstat fills it or fails.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd comes from the app's file object and is open; st is a valid out-pointer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+        return None;
+    }
+    let pos: u64 = match f.call_method0(pyo3::intern!(py, "tell")) {
+        Ok(p) => p.extract().ok()?,
+        // SAFETY: lseek on an open descriptor, no memory involved.
+        Err(_) => u64::try_from(unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) }).ok()?,
+    };
+    let size = st.st_size as u64;
+    // SAFETY: dup of an open descriptor; the result is checked and owned by the File below.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return None;
+    }
+    // SAFETY: `dup` is a fresh descriptor that nothing else owns.
+    let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(dup) };
+    Some((file, pos.min(size), size.saturating_sub(pos)))
 }
 
 fn request_label(head: &RequestHead) -> String {
@@ -650,6 +873,23 @@ fn drive(
         };
     }
 
+    // wsgi.file_wrapper over a regular file: sendfile(2), no Python iteration at all.
+    if let Ok(fw) = result.cast::<FileWrapper>() {
+        if let Some((file, offset, len)) = regular_file_range(py, fw.get()) {
+            let mut s = sr.inner.lock().unwrap();
+            return match s
+                .send_file(py, file, offset, len)
+                .and_then(|_| s.finish(py))
+            {
+                Ok(()) => AppEnd::Done,
+                Err(e) => {
+                    drop(s);
+                    fail_send(e, "returned")
+                }
+            };
+        }
+    }
+
     let iter = match result.try_iter() {
         Ok(i) => i,
         Err(e) => {
@@ -673,7 +913,7 @@ fn drive(
             }
         };
         let mut s = sr.inner.lock().unwrap();
-        if let Err(e) = s.send_block(py, &item, true) {
+        if let Err(e) = s.send_block(py, &item) {
             drop(s);
             return fail_send(e, "yielded");
         }

@@ -232,7 +232,7 @@ impl Write {
     fn __call__(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let sr = self.start_response.bind(py).get();
         let mut sender = sr.inner.lock().unwrap();
-        match sender.send_block(py, data, true) {
+        match sender.send_block(py, data) {
             Ok(()) => Ok(()),
             Err(SendError::NotBytes(t)) => Err(PyTypeError::new_err(format!(
                 "write() takes bytes, not {t}"
