@@ -19,6 +19,13 @@ use super::out_queue::OutQueue;
 /// The queue and what both sides need to know about it.
 pub struct SharedState {
     pub queue: OutQueue,
+    /// The loop has this queue in hand (it will write what is added); when false, whoever adds
+    /// to the queue must ask the loop (`LoopCtx::request_flush`).
+    pub loop_owns: bool,
+    /// The loop is writing a batch it took out of the queue (without the lock held).
+    writing: bool,
+    /// Bytes of that batch not yet written (counted for backpressure).
+    in_flight: u64,
     /// The socket failed (client gone) or timed out: the app thread stops producing.
     pub failed: bool,
     /// The request ended: the app thread took what was left; the loop forgets this queue.
@@ -52,6 +59,9 @@ impl SharedOut {
             fd,
             state: Mutex::new(SharedState {
                 queue,
+                loop_owns: true,
+                writing: false,
+                in_flight: 0,
                 failed: false,
                 detached: false,
                 last_progress: Instant::now(),
@@ -61,30 +71,83 @@ impl SharedOut {
         }
     }
 
-    /// Called by the event loop: write what the socket takes.
+    /// Called by the event loop: write what the socket takes. The batch is taken out of the
+    /// queue and written without the lock held, so the app thread adding blocks never waits for
+    /// a syscall; what the socket did not take goes back in front of what was added meanwhile.
     pub fn flush(&self) -> FlushResult {
-        let mut st = self.state.lock().unwrap();
-        if st.detached || st.failed {
-            return FlushResult::Done;
-        }
-        let result = loop {
-            if st.queue.is_empty() {
-                break FlushResult::Empty;
+        loop {
+            let mut batch = {
+                let mut st = self.state.lock().unwrap();
+                if st.detached || st.failed {
+                    st.loop_owns = false;
+                    return FlushResult::Done;
+                }
+                if st.queue.is_empty() {
+                    st.loop_owns = false;
+                    self.drained.notify_all();
+                    return FlushResult::Empty;
+                }
+                st.queue.close_chunk();
+                st.writing = true;
+                st.in_flight = st.queue.pending();
+                std::mem::take(&mut st.queue)
+            };
+            let res = loop {
+                if batch.is_empty() {
+                    break Ok(());
+                }
+                match batch.write_fd(self.fd) {
+                    Ok(_) => {}
+                    Err(e) => break Err(e),
+                }
+            };
+            let mut st = self.state.lock().unwrap();
+            st.writing = false;
+            st.in_flight = 0;
+            if !batch.is_empty() {
+                batch.append(&mut st.queue);
+                st.queue = batch;
             }
-            match st.queue.write_fd(self.fd) {
-                Ok(_) => st.last_progress = Instant::now(),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break FlushResult::Blocked,
+            match res {
+                Ok(()) => st.last_progress = Instant::now(),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if st.queue.pending() <= self.low_water {
+                        self.drained.notify_all();
+                    } else {
+                        // Something was written before the socket filled up.
+                        st.last_progress = Instant::now();
+                    }
+                    self.drained.notify_all();
+                    return FlushResult::Blocked;
+                }
                 Err(_) => {
                     st.failed = true;
+                    st.loop_owns = false;
                     st.queue.clear();
-                    break FlushResult::Done;
+                    self.drained.notify_all();
+                    return FlushResult::Done;
                 }
             }
-        };
-        if st.failed || st.queue.pending() <= self.low_water {
-            self.drained.notify_all();
+            if st.queue.pending() <= self.low_water {
+                self.drained.notify_all();
+            }
         }
-        result
+    }
+
+    /// Bytes queued or being written (for the high-water check).
+    pub fn backlog(st: &SharedState) -> u64 {
+        st.queue.pending() + st.in_flight
+    }
+
+    /// Called by the app thread at the end of the request: wait out a write in progress (a
+    /// syscall), then take what is left, in order, and tell the loop to forget the queue.
+    pub fn detach(&self) -> (OutQueue, bool) {
+        let mut st = self.state.lock().unwrap();
+        while st.writing {
+            st = self.drained.wait(st).unwrap();
+        }
+        st.detached = true;
+        (std::mem::take(&mut st.queue), st.failed)
     }
 
     /// Called by the event loop when the write timeout passed without progress.
@@ -103,7 +166,7 @@ impl SharedOut {
     /// mark, or failed. Returns false if it failed or the write timeout passed.
     pub fn wait_drained(&self, timeout: Duration) -> bool {
         let mut st = self.state.lock().unwrap();
-        while !st.failed && st.queue.pending() > self.low_water {
+        while !st.failed && Self::backlog(&st) > self.low_water {
             let (g, res) = self.drained.wait_timeout(st, timeout).unwrap();
             st = g;
             if res.timed_out() && st.last_progress.elapsed() >= timeout {

@@ -202,6 +202,43 @@ fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize) {
     }
 }
 
+/// Queue body bytes into `out` with the framing in force, respecting a declared Content-Length
+/// (bytes beyond it are dropped, as the client would misread them). A free function so the
+/// streaming path can fill the shared queue while it holds the queue's lock.
+fn queue_body(
+    framing: ResponseFraming,
+    body_bytes: &mut u64,
+    out: &mut OutQueue,
+    block: Block<'_>,
+) {
+    let mut take = block.as_slice().len();
+    match framing {
+        ResponseFraming::NoBody => return,
+        ResponseFraming::Length(n) => {
+            take = take.min(n.saturating_sub(*body_bytes) as usize);
+        }
+        _ => {}
+    }
+    if take == 0 {
+        return;
+    }
+    *body_bytes += take as u64;
+    let chunked = framing == ResponseFraming::Chunked;
+    if chunked && take <= COPY_MAX {
+        // Small blocks extend the open chunk (one chunk per batch the socket takes).
+        out.push_chunk_data(&block.as_slice()[..take]);
+        return;
+    }
+    if chunked {
+        let mut hdr = [0u8; 18];
+        out.push_copy(chunk_header(take, &mut hdr));
+    }
+    queue_block(out, block, take);
+    if chunked {
+        out.push_copy(CHUNK_END);
+    }
+}
+
 /// Per-request settings of a Sender.
 pub struct SenderSettings {
     pub keep_alive: bool,
@@ -310,30 +347,9 @@ impl Sender {
         self.headers_sent = true;
     }
 
-    /// Queue body bytes into `out` with the framing in force, respecting a declared
-    /// Content-Length (bytes beyond it are dropped, as the client would misread them).
+    /// Queue body bytes into `out` with the framing in force.
     fn queue_body(&mut self, out: &mut OutQueue, block: Block<'_>) {
-        let mut take = block.as_slice().len();
-        match self.framing {
-            ResponseFraming::NoBody => return,
-            ResponseFraming::Length(n) => {
-                take = take.min(n.saturating_sub(self.body_bytes) as usize);
-            }
-            _ => {}
-        }
-        if take == 0 {
-            return;
-        }
-        self.body_bytes += take as u64;
-        let chunked = self.framing == ResponseFraming::Chunked;
-        if chunked {
-            let mut hdr = [0u8; 18];
-            out.push_copy(chunk_header(take, &mut hdr));
-        }
-        queue_block(out, block, take);
-        if chunked {
-            out.push_copy(CHUNK_END);
-        }
+        queue_body(self.framing, &mut self.body_bytes, out, block);
     }
 
     /// Head (if not sent yet) and one block into a fresh queue.
@@ -365,9 +381,9 @@ impl Sender {
             return Err(SendError::ClientGone);
         }
         self.blocks += 1;
-        let mut q = self.encode_block(block);
         if self.blocks == 1 && self.shared.is_none() {
             // The first block: written here, at once, usually in one writev with the head.
+            let mut q = self.encode_block(block);
             self.out.append(&mut q);
             return self.flush_local(py, true);
         }
@@ -375,22 +391,31 @@ impl Sender {
         // writable socket, while this thread goes on producing.
         if self.shared.is_none() {
             fire_stream_hook();
-            let mut rest = std::mem::take(&mut self.out);
-            rest.append(&mut q);
-            let shared = Arc::new(SharedOut::new(self.fd, rest, self.high_water / 2));
-            self.shared = Some(Arc::clone(&shared));
-            self.ctx.request_flush(self.token, shared);
-        } else {
-            self.push_shared(&mut q)?;
+            let rest = std::mem::take(&mut self.out);
+            self.shared = Some(Arc::new(SharedOut::new(self.fd, rest, self.high_water / 2)));
+            self.ctx
+                .request_flush(self.token, Arc::clone(self.shared.as_ref().unwrap()));
+        }
+        let shared = self.shared.as_ref().unwrap();
+        let mut st = shared.state.lock().unwrap();
+        if st.failed {
+            drop(st);
+            return self.gone();
+        }
+        // Framing and (small) data are copied onto the queue's tail: no allocation per block.
+        queue_body(self.framing, &mut self.body_bytes, &mut st.queue, block);
+        let wake = !st.loop_owns;
+        st.loop_owns = true;
+        let over = SharedOut::backlog(&st) > self.high_water;
+        drop(st);
+        if wake {
+            self.ctx.request_flush(self.token, Arc::clone(shared));
         }
         // Backpressure: past the high-water mark, wait (GIL released) for the loop to drain.
-        let shared = self.shared.as_ref().unwrap();
-        let over = shared.state.lock().unwrap().queue.pending() > self.high_water;
         if over {
-            let (s, t) = (Arc::clone(shared), self.write_timeout);
-            if !py.detach(move || s.wait_drained(t)) {
-                self.client_gone = true;
-                return Err(SendError::ClientGone);
+            let (shared, t) = (Arc::clone(shared), self.write_timeout);
+            if !py.detach(move || shared.wait_drained(t)) {
+                return self.gone();
             }
         }
         Ok(())
@@ -398,20 +423,18 @@ impl Sender {
 
     /// Add to the shared queue and make sure the loop will write it.
     fn push_shared(&mut self, q: &mut OutQueue) -> Result<(), SendError> {
-        let shared = self.shared.as_ref().unwrap();
+        let shared = Arc::clone(self.shared.as_ref().unwrap());
         let mut st = shared.state.lock().unwrap();
         if st.failed {
             drop(st);
-            self.client_gone = true;
-            return Err(SendError::ClientGone);
+            return self.gone();
         }
-        let was_idle = st.queue.is_empty();
         st.queue.append(q);
+        let wake = !st.loop_owns;
+        st.loop_owns = true;
         drop(st);
-        // The loop forgets a queue it emptied; a queue that was empty needs a new request
-        // (the loop writes a non-empty one on its own as the socket drains).
-        if was_idle {
-            self.ctx.request_flush(self.token, Arc::clone(shared));
+        if wake {
+            self.ctx.request_flush(self.token, shared);
         }
         Ok(())
     }
@@ -565,13 +588,10 @@ impl Sender {
     pub fn end(&mut self) -> OutQueue {
         self.finished = true;
         if let Some(shared) = self.shared.take() {
-            let mut st = shared.state.lock().unwrap();
-            st.detached = true;
-            if st.failed {
+            let (mut rest, failed) = shared.detach();
+            if failed {
                 self.client_gone = true;
             }
-            let mut rest = std::mem::take(&mut st.queue);
-            drop(st);
             rest.append(&mut self.out);
             return rest;
         }
