@@ -703,9 +703,10 @@ impl LoopState {
     fn close(&mut self, token: usize) {
         if let Some(Slot::Here(_)) = self.conns.get(token) {
             if let Slot::Here(mut conn) = self.conns.remove(token) {
-                let _ = self.poll.registry().deregister(conn.stream.source());
                 release_buffer(&mut self.buffers, &mut conn);
-                // Dropping the stream closes the socket.
+                // Dropping the stream closes the socket, which also removes it from the epoll
+                // set (no descriptor is ever duplicated), so no EPOLL_CTL_DEL: one syscall less
+                // per connection.
             }
         }
     }
