@@ -18,7 +18,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
 use sluicegate_proto::h1::decode::BodyDecoder;
@@ -72,18 +71,6 @@ impl SharedBytes for PyBytesChunk {
     fn bytes(&self) -> &[u8] {
         // SAFETY: see the type's comment: ptr/len describe the live, immutable bytes buffer.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
-
-/// A bytes-like object other than `bytes` (bytearray, memoryview), queued through the buffer
-/// protocol without a copy. The exporter cannot be resized while the buffer is held.
-struct PyBufferChunk(PyBuffer<u8>);
-
-impl SharedBytes for PyBufferChunk {
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: a C-contiguous buffer (checked when created) of len_bytes() bytes at buf_ptr(),
-        // kept valid and unresizable by the held Py_buffer until this chunk is dropped.
-        unsafe { std::slice::from_raw_parts(self.0.buf_ptr() as *const u8, self.0.len_bytes()) }
     }
 }
 
@@ -142,10 +129,12 @@ pub struct Sender {
     pub client_gone: bool,
 }
 
-/// A body block the app produced, seen as bytes.
+/// A body block the app produced, seen as bytes. Only `bytes` is referenced without a copy:
+/// it is immutable, and dropping it needs no GIL (PyO3 defers the decref). A `bytearray` or
+/// `memoryview` is copied once: its buffer could change under us, and releasing a held
+/// `Py_buffer` takes the GIL, which the event loop thread must never wait for.
 enum Block<'py> {
     Bytes(Bound<'py, PyBytes>),
-    Buffer(PyBuffer<u8>),
     Other(Vec<u8>),
 }
 
@@ -153,10 +142,6 @@ impl Block<'_> {
     fn as_slice(&self) -> &[u8] {
         match self {
             Block::Bytes(b) => b.as_bytes(),
-            // SAFETY: as in PyBufferChunk::bytes: a held, C-contiguous buffer.
-            Block::Buffer(b) => unsafe {
-                std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes())
-            },
             Block::Other(v) => v,
         }
     }
@@ -166,19 +151,16 @@ fn as_block<'py>(o: &Bound<'py, PyAny>) -> Result<Block<'py>, SendError> {
     if let Ok(b) = o.cast::<PyBytes>() {
         return Ok(Block::Bytes(b.clone()));
     }
-    if o.is_instance_of::<PyByteArray>() || o.is_instance_of::<PyMemoryView>() {
-        if let Ok(buf) = PyBuffer::<u8>::get(o) {
-            if buf.is_c_contiguous() {
-                return Ok(Block::Buffer(buf));
-            }
-        }
-        // A strided memoryview: one copy into contiguous bytes.
+    if let Ok(b) = o.cast::<PyByteArray>() {
+        return Ok(Block::Other(b.to_vec()));
+    }
+    if o.is_instance_of::<PyMemoryView>() {
+        // tobytes() copies once, also from a strided view.
         if let Ok(b) = o.call_method0("tobytes") {
             if let Ok(b) = b.cast_into::<PyBytes>() {
                 return Ok(Block::Bytes(b));
             }
         }
-        return Ok(Block::Other(Vec::new()));
     }
     Err(SendError::NotBytes(type_name(o)))
 }
@@ -194,9 +176,6 @@ fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize) {
                 ptr,
                 len: take,
             }));
-        }
-        Block::Buffer(buf) if !small && take == buf.len_bytes() => {
-            out.push_shared(Box::new(PyBufferChunk(buf)));
         }
         b => out.push_copy(&b.as_slice()[..take]),
     }
