@@ -7,6 +7,7 @@
 
 pub mod date;
 pub mod error;
+pub mod files;
 pub mod h1;
 pub mod head;
 pub mod limits;

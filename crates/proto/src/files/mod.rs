@@ -1,0 +1,142 @@
+//! Static files, the decisions half: which file a request names, which representation to send,
+//! conditional requests, Range, and the response head. Everything here is pure (no syscalls):
+//! the I/O layer opens, `fstat`s and `sendfile`s, and hands this module plain metadata, so every
+//! security and RFC 9110 rule can be tested on byte strings in milliseconds.
+//!
+//! # The contract with the I/O layer
+//!
+//! 1. [`resolve`]`(prefix, req.path(), &opts)` for each mount (longest prefix first):
+//!    - [`Resolved::NotMounted`]: not this mount; try the next one, then the app.
+//!    - [`Resolved::Refused`]: answer [`plan_not_found`] (or, with `--static-fallthrough`,
+//!      hand the request to the app: the static handler has touched no file).
+//!    - [`Resolved::File`]: a relative path of validated segments.
+//! 2. Open [`ResolvedPath::segments`] under the mount's directory fd, never by joining strings
+//!    into an absolute path. What this module **cannot** check and the I/O layer **must**:
+//!    - *Symlinks*: a segment may be a symlink that leaves the mount. Use
+//!      `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` (symlinks inside the mount work,
+//!      escapes fail with EXDEV), or `O_NOFOLLOW` per segment (no symlinks at all); only an
+//!      explicit option may allow symlinks out of the mount. The dotfile rule sees only the
+//!      names in the URL, not symlink targets.
+//!    - *File type*: the final object must be a regular file (`S_ISREG` on the fd's `fstat`).
+//!      A directory (e.g. `/static/docs` without the trailing slash) is 404, never a listing;
+//!      a FIFO or device is 404 (opening a FIFO would block the loop: open with `O_NONBLOCK`).
+//!    - *Errors*: ENOENT, ENOTDIR, ELOOP, EXDEV, EACCES, ENAMETOOLONG → [`plan_not_found`] (or
+//!      the app with fallthrough). Never a 5xx or an error text that reveals the file system.
+//! 3. Precompressed siblings: in the same directory, `file_name + Encoding::file_suffix()`
+//!    (`x.js.br`, `x.js.gz`), same rules (regular file, no symlink escape); a sibling that is
+//!    missing or not regular is absent. The original must exist: a lone `x.js.gz` serves nothing
+//!    for `x.js`. Fill [`Representations`] from `fstat` of the fds you will send from (stat then
+//!    open would let a file be swapped in between; if you do stat first, compare size, mtime and
+//!    inode after opening and plan again on a mismatch).
+//! 4. [`plan`] appends the response head (and for 405/412/416 a short text body) to `out` and
+//!    returns a [`StaticPlan`]: send `out`, then, if [`StaticPlan::body`] is `Some`, `sendfile`
+//!    that range of the representation [`StaticPlan::encoding`]. The head promised exactly `len`
+//!    bytes: if the file shrank and `sendfile` hits EOF early, close the connection.
+//!    Close after the response when `!plan.keep_alive`.
+//!
+//! # Decisions (where RFC 9110 or the issue left a choice)
+//!
+//! - **Every refusal is 404**, never 403: `..`, encoded separators, NUL, dotfiles and a
+//!   directory without an index all look like a missing file, so a client cannot probe which
+//!   rule fired or whether a hidden file exists. [`Refusal`] keeps the reason for the log.
+//! - **Several ranges → full 200** (RFC 9110 §14.2: a server MAY ignore Range), never
+//!   multipart/byteranges: one code path, one `sendfile`, and no range-abuse amplification.
+//!   Exactly one satisfiable range → 206; none → 416.
+//! - **Nothing acceptable in Accept-Encoding → identity** rather than 406.
+//! - **Zero-length files ignore Range** (200): no byte range of an empty file can be shown in a
+//!   Content-Range.
+//! - **A request with a body is answered with `Connection: close`**: the static path never reads
+//!   request bodies, so the connection cannot be reused after one.
+
+mod conditional;
+mod fields;
+mod mime;
+mod mount;
+mod negotiate;
+mod plan;
+mod range;
+mod resolve;
+mod validators;
+
+pub use mime::{content_type, DEFAULT_CONTENT_TYPE};
+pub use mount::{MountOptions, IMMUTABLE_DEFAULT_MAX_AGE};
+pub use negotiate::{choose_encoding, Encoding};
+pub use plan::{plan, plan_not_found, BodyRange, Representations, ServerFields, StaticPlan};
+pub use range::{evaluate_range, RangeDecision, MAX_RANGES};
+pub use resolve::{
+    resolve, Refusal, Resolved, ResolvedPath, MAX_PATH_BYTES, MAX_PATH_SEGMENTS, MAX_SEGMENT_BYTES,
+};
+pub use validators::{ETag, FileMeta};
+
+/// A small fixed-capacity byte buffer for header values built per request (ETag,
+/// Content-Range, Cache-Control), so that planning a response allocates only its output.
+#[derive(Clone, Copy)]
+struct StackBuf<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackBuf<N> {
+    fn new() -> Self {
+        StackBuf {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+    /// Append `bytes`. Callers size `N` for their longest value; exceeding it is a bug.
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+    fn push_dec(&mut self, n: u64) {
+        let mut digits = [0u8; crate::token::U64_DEC_LEN];
+        self.push(crate::token::u64_to_dec(n, &mut digits));
+    }
+    /// Lowercase hex, no leading zeros ("0" for 0).
+    fn push_hex(&mut self, n: u64) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let digits = ((u64::BITS - n.leading_zeros()).div_ceil(4)).max(1) as usize;
+        for i in (0..digits).rev() {
+            self.push(&[HEX[((n >> (4 * i)) & 0xf) as usize]]);
+        }
+    }
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl<const N: usize> std::fmt::Debug for StackBuf<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
+impl<const N: usize> PartialEq for StackBuf<N> {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+impl<const N: usize> Eq for StackBuf<N> {}
+
+#[cfg(test)]
+mod tests {
+    use super::StackBuf;
+
+    #[test]
+    fn stack_buf_formats_decimal_and_hex() {
+        let mut b = StackBuf::<64>::new();
+        b.push(b"x");
+        b.push_dec(0);
+        b.push_hex(0);
+        b.push(b"-");
+        b.push_hex(0xdead_beef);
+        b.push(b"-");
+        b.push_hex(u64::MAX);
+        b.push(b"-");
+        b.push_dec(u64::MAX);
+        assert_eq!(
+            b.as_bytes(),
+            b"x00-deadbeef-ffffffffffffffff-18446744073709551615"
+        );
+    }
+}
