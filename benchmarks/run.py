@@ -8,7 +8,8 @@ interleaving (within a round, every scenario runs for every server in turn, the 
 each round, so that the machine's drift falls on everyone alike), the output directory
 benchmarks/results/<date>-<mode>/ (results.json written after every scenario, report.md and PNG
 charts at the end, even after Ctrl-C), and the guarantee that no server outlives the run.
-Quick: one round, a few seconds per case, sluicegate + bjoern + gunicorn-gthread by default.
+Quick: one round, a few seconds per case, sluicegate + bjoern + gunicorn-gthread (+ the nginx
+anchor) by default.
 Full: every server and the nginx anchor, every scenario, three rounds, medians.
 """
 

@@ -266,7 +266,7 @@ SERVERS: dict[str, Server] = {s.name: s for s in (
 
 # Servers with a static-file feature of their own (S2's "static" cases).
 STATIC_FEATURE = frozenset({"sluicegate", "uwsgi", "mod_wsgi", "granian", "nginx"})
-QUICK_DEFAULT = ("sluicegate", "bjoern", "gunicorn-gthread")
+QUICK_DEFAULT = ("sluicegate", "bjoern", "gunicorn-gthread", "nginx")  # nginx: the anchor, cheap
 
 
 @functools.cache

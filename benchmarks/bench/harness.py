@@ -30,7 +30,8 @@ class Mode:
     warmup_s: float  # wrk warm-up before a timed wrk run
     s6_ab_requests: int
     s4_ab_requests: int
-    fetch_repeats: int  # S1, S3 (median of)
+    fetch_repeats: int  # S1, S3 (median of at least this many)
+    fetch_min_s: float  # S1, S3, S8: ...and until the fetches add up to this long
     upload_repeats: int  # S8
     httperf_conns: int  # S2, at 200/s
     huge_file: bool  # S2's 1 GiB file
@@ -39,10 +40,10 @@ class Mode:
 
 
 QUICK = Mode("quick", rounds=1, wrk_s=3, warmup_s=0.5, s6_ab_requests=5000, s4_ab_requests=2000,
-             fetch_repeats=5, upload_repeats=2, httperf_conns=400, huge_file=False,
+             fetch_repeats=5, fetch_min_s=1.0, upload_repeats=2, httperf_conns=400, huge_file=False,
              idle_connections=10_000, segment_requests=20)
 FULL = Mode("full", rounds=3, wrk_s=10, warmup_s=2, s6_ab_requests=20000, s4_ab_requests=5000,
-            fetch_repeats=10, upload_repeats=5, httperf_conns=1000, huge_file=True,
+            fetch_repeats=10, fetch_min_s=3.0, upload_repeats=5, httperf_conns=1000, huge_file=True,
             idle_connections=10_000, segment_requests=50)
 
 

@@ -155,7 +155,8 @@ def _notes(s: dict) -> str:
     if ex.get("reply_ms") is not None:
         bits.append(f"reply {ex['reply_ms']:.1f} ms")
     if "framing" in ex and s["metric"] == "s":
-        bits.append(str(ex["framing"]))
+        bits.append({"length": "Content-Length", "chunked": "chunked", "close": "ended by close"}.get(
+            ex["framing"], str(ex["framing"])) + (f", {s['requests']:,} fetches" if s["requests"] else ""))
     if bits:
         text += " (" + "; ".join(bits) + ")"
     return text.replace("|", "\\|").replace("\n", " ")[:400]
@@ -245,8 +246,10 @@ def charts(results: dict, out_dir: Path) -> dict[str, str]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("report: matplotlib not available, no charts (run with benchmarks/.venv/bin/python)")
-        return {}
+        found = {p.stem: p.name for p in sorted(out_dir.glob("*.png"))}
+        print("report: matplotlib not available (run with benchmarks/.venv/bin/python): "
+              + ("reusing the charts already there" if found else "no charts"))
+        return found
     agg = aggregate(results["records"])
     kinds = {n: s["kind"] for n, s in results["servers"].items()}
     names: dict[str, str] = {}
@@ -327,6 +330,7 @@ def _headline(plt, agg: dict, kinds: dict, out_dir: Path) -> str | None:
         return None
     fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.2))
     ys = list(range(len(rows)))[::-1]
+    anchor_labelled = False
     for y, (label, ours, ours_status, best_name, anch) in zip(ys, rows):
         ax.barh(y + 0.25, ours or 0, height=0.25, color=COLORS["ours"], label="sluicegate" if y == ys[0] else None)
         ax.barh(y, 1.0, height=0.25, color=COLORS["peer"], label="best peer" if y == ys[0] else None)
@@ -336,12 +340,15 @@ def _headline(plt, agg: dict, kinds: dict, out_dir: Path) -> str | None:
         else:
             ax.text(ours + 0.01, y + 0.25, f"{ours:.2f}×", va="center", fontsize=7)
         if anch is not None:
-            ax.barh(y - 0.25, anch, height=0.25, color=COLORS["anchor"], label="nginx (anchor)" if y == ys[0] else None)
+            ax.barh(y - 0.25, anch, height=0.25, color=COLORS["anchor"],
+                    label=None if anchor_labelled else "nginx (anchor)")
+            anchor_labelled = True
     ax.set_yticks(ys)
     ax.set_yticklabels([r[0] for r in rows], fontsize=7)
     ax.axvline(1.0, color="#495057", lw=0.6, ls=":")
     ax.set_xlabel("relative to the best peer (higher is better; time scenarios inverted)", fontsize=8)
     ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("sluicegate against the best peer of each scenario (best peer = 1)", fontsize=9, loc="left")
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     fig.savefig(out_dir / "headline.png", dpi=72)
