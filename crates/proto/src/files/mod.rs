@@ -120,7 +120,202 @@ impl<const N: usize> Eq for StackBuf<N> {}
 
 #[cfg(test)]
 mod tests {
-    use super::StackBuf;
+    use super::*;
+    use crate::date::format_http_date;
+
+    /// xorshift64* (Vigna), as in `robustness.rs` (private there): reproducible inputs, no crate.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n as u64) as usize
+        }
+        /// A string of `max_parts` pieces drawn from `pieces`.
+        fn compose(&mut self, pieces: &[&str], max_parts: usize) -> String {
+            (0..self.below(max_parts + 1))
+                .map(|_| pieces[self.below(pieces.len())])
+                .collect()
+        }
+    }
+
+    /// Random paths from traversal-prone pieces: whatever resolves satisfies every invariant
+    /// the I/O layer relies on.
+    #[test]
+    fn resolved_paths_always_stay_inside_the_mount() {
+        const PIECES: &[&str] = &[
+            "/",
+            "//",
+            ".",
+            "..",
+            "%2e",
+            "%2E",
+            "%2f",
+            "%2F",
+            "%5c",
+            "\\",
+            "%00",
+            "%25",
+            "%",
+            "a",
+            "b.js",
+            "%c0%ae",
+            "%e2%80%a8",
+            "\u{e9}",
+            ";",
+            "~",
+            "%20",
+            "%0a",
+            "static",
+        ];
+        let mut rng = Rng(0x5eed_f11e);
+        let (mut files, mut refused) = (0, 0);
+        for case in 0..20_000 {
+            let path = format!("/static{}", rng.compose(PIECES, 8));
+            let opts = MountOptions {
+                allow_dotfiles: case % 2 == 0,
+                index: (case % 3 != 0).then(|| b"index.html"[..].into()),
+                ..Default::default()
+            };
+            match resolve(b"/static", path.as_bytes(), &opts) {
+                Resolved::File(p) => {
+                    files += 1;
+                    for seg in p.segments() {
+                        assert!(!seg.is_empty() && seg != b"." && seg != b"..", "{path:?}");
+                        assert!(!seg.iter().any(|&b| b == b'\\' || b < 0x20 || b == 0x7f));
+                        assert!(std::str::from_utf8(seg).is_ok(), "{path:?}");
+                        assert!(opts.allow_dotfiles || seg[0] != b'.', "{path:?}");
+                    }
+                    assert!(!p.as_bytes().starts_with(b"/") && !p.as_bytes().ends_with(b"/"));
+                }
+                Resolved::Refused(r) => {
+                    refused += 1;
+                    assert_eq!(r.status(), 404);
+                }
+                Resolved::NotMounted => assert!(!path[7..].starts_with('/') && path.len() > 7),
+            }
+        }
+        assert!(files > 1_000 && refused > 1_000, "{files} {refused}");
+    }
+
+    /// Random request fields through the whole plan: never a panic, the body always inside
+    /// the chosen representation, no body for HEAD, and the head always one complete head.
+    #[test]
+    fn random_requests_plan_within_bounds() {
+        const FIELDS: &[&str] = &[
+            "Range: bytes=",
+            "Range: ",
+            "If-Range: ",
+            "If-Match: ",
+            "If-None-Match: ",
+            "If-Modified-Since: ",
+            "If-Unmodified-Since: ",
+            "Accept-Encoding: ",
+        ];
+        const VALUES: &[&str] = &[
+            "0",
+            "1",
+            "5",
+            "99",
+            "-",
+            ",",
+            " ",
+            "=",
+            "\"",
+            "W/",
+            "*",
+            "\"6553f100.0-64-7\"",
+            "br",
+            "gzip",
+            ";q=0",
+            ";q=0.5",
+            "identity",
+            "Tue, 14 Nov 2023 22:13:20 GMT",
+            "bytes",
+            "18446744073709551616",
+            "500-",
+            "0-9",
+        ];
+        let mut rng = Rng(0x00de_c1de);
+        let mut seen = std::collections::BTreeSet::new();
+        let date = format_http_date(1_700_000_100);
+        let server = ServerFields {
+            date: &date,
+            server: b"s",
+        };
+        let meta = |size| FileMeta {
+            size,
+            mtime_secs: 1_700_000_000,
+            mtime_nanos: 0,
+            inode: 7,
+        };
+        for _ in 0..5_000 {
+            let method = ["GET", "HEAD", "POST"][rng.below(3)];
+            let mut raw = format!("{method} /a.js HTTP/1.1\r\nHost: h\r\n");
+            for _ in 0..rng.below(4) {
+                raw.push_str(FIELDS[rng.below(FIELDS.len())]);
+                raw.push_str(rng.compose(VALUES, 6).trim());
+                raw.push_str("\r\n");
+            }
+            raw.push_str("\r\n");
+            let limits = crate::Limits::default();
+            let Ok(Some((req, _))) = crate::h1::HeadParser::new().parse(raw.as_bytes(), &limits)
+            else {
+                continue;
+            };
+            let reps = Representations {
+                identity: meta(rng.below(200) as u64),
+                br: (rng.below(2) == 0).then(|| meta(rng.below(50) as u64)),
+                gzip: (rng.below(2) == 0).then(|| meta(rng.below(50) as u64)),
+            };
+            let mut out = Vec::new();
+            let plan = plan(
+                &req,
+                b"a.js",
+                &reps,
+                &MountOptions::default(),
+                &server,
+                &mut out,
+            );
+            let head_end = out
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .expect("a head");
+            assert!(out.starts_with(b"HTTP/1.1 "));
+            seen.insert(plan.status);
+            let size = reps.meta(plan.encoding).size;
+            if let Some(b) = plan.body {
+                assert!(
+                    method == "GET" && b.len > 0 && b.offset + b.len <= size,
+                    "{raw:?}"
+                );
+                assert!(matches!(plan.status, 200 | 206));
+            }
+            if method == "HEAD" {
+                assert_eq!(head_end + 4, out.len(), "HEAD: nothing after the head");
+            }
+        }
+        let all = [200, 206, 304, 405, 412, 416];
+        assert_eq!(
+            seen.into_iter().collect::<Vec<_>>(),
+            all,
+            "every outcome reached"
+        );
+    }
+
+    #[test]
+    fn random_range_fields_never_exceed_the_file() {
+        const PIECES: &[&str] = &["bytes=", "0", "1", "9", "-", ",", " ", "\t", "=", "x"];
+        let mut rng = Rng(0x00a1_10c8);
+        for _ in 0..20_000 {
+            let value = rng.compose(PIECES, 10);
+            let size = rng.below(20) as u64;
+            if let RangeDecision::Partial { offset, len } = evaluate_range(value.as_bytes(), size) {
+                assert!(len > 0 && offset + len <= size, "{value:?} on {size}");
+            }
+        }
+    }
 
     #[test]
     fn stack_buf_formats_decimal_and_hex() {
