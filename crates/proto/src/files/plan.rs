@@ -97,6 +97,8 @@ pub struct StaticPlan {
 /// - 200/206 carry Content-Type, Content-Length, Last-Modified, ETag, Accept-Ranges,
 ///   Cache-Control (if configured), Vary (if siblings exist), Content-Encoding (if not
 ///   identity), Content-Range (206), Date, Server, and Connection as the encoder decides.
+/// - With siblings, every response for the file (200, 206, 304, 412, 416) carries
+///   `Vary: Accept-Encoding`: the chosen representation decided each of them.
 pub fn plan(
     req: &RequestHead,
     file_name: &[u8],
@@ -124,7 +126,9 @@ pub fn plan(
     match evaluate_preconditions(&f, etag.as_bytes(), lm) {
         Precondition::Proceed => {}
         Precondition::Failed => {
-            let mut plan = small_response(req, Status::PreconditionFailed, &[], server, out);
+            let vary: &[(&[u8], &[u8])] = &[(b"Vary", b"Accept-Encoding")];
+            let extra = if reps.varies() { vary } else { &[] };
+            let mut plan = small_response(req, Status::PreconditionFailed, extra, server, out);
             plan.encoding = encoding;
             return plan;
         }
@@ -179,7 +183,11 @@ pub fn plan(
         RangeDecision::Unsatisfiable => {
             content_range.push(b"*/");
             content_range.push_dec(size);
-            let extra: &[(&[u8], &[u8])] = &[(b"Content-Range", content_range.as_bytes())];
+            let both: &[(&[u8], &[u8])] = &[
+                (b"Content-Range", content_range.as_bytes()),
+                (b"Vary", b"Accept-Encoding"),
+            ];
+            let extra = if reps.varies() { both } else { &both[..1] };
             let mut plan = small_response(req, Status::RangeNotSatisfiable, extra, server, out);
             plan.encoding = encoding;
             return plan;
@@ -783,7 +791,13 @@ mod tests {
         let g = get("Accept-Encoding: gzip\r\nRange: bytes=500-\r\n", &all());
         assert_eq!(g.plan.status, 416);
         assert_eq!(g.header("Content-Range"), Some("bytes */400"));
+        assert_eq!(g.header("Vary"), Some("Accept-Encoding"));
         assert_eq!(g.plan.encoding, Encoding::Gzip);
+        let g = get("Accept-Encoding: gzip\r\nIf-Match: \"x\"\r\n", &all());
+        assert_eq!(g.plan.status, 412);
+        assert_eq!(g.header("Vary"), Some("Accept-Encoding"));
+        assert_eq!(get("If-Match: \"x\"\r\n", &plain()).header("Vary"), None);
+        assert_eq!(get("Range: bytes=5000-\r\n", &plain()).header("Vary"), None);
         // If-Range with the gzip tag, for the gzip representation.
         let g = get(
             &format!("Accept-Encoding: gzip\r\nRange: bytes=0-0\r\nIf-Range: {TAG_GZ}\r\n"),
