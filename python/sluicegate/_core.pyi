@@ -32,6 +32,10 @@ class Server:
       graceful_timeout: float                       -- seconds in-flight requests get at shutdown
       limit_request_line: int, limit_header_bytes: int, limit_headers: int, limit_body: int
       write_high_water: int                         -- backpressure mark for streaming responses
+      static: list                                  -- mounts: dicts with prefix, directory, max_age
+                                                       (int|None), immutable, index (str|None),
+                                                       dotfiles, follow_symlinks
+      static_fallthrough: bool                      -- unmatched static requests go to the app
       max_drain: int                                -- unread request body drained up to this, else close
       root_path: str                                -- SCRIPT_NAME
       url_scheme: str                               -- wsgi.url_scheme ("http")

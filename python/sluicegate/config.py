@@ -22,6 +22,7 @@ def core_config(cfg: Any, *, access_log_fd: int, errors: Any, signal_fd: int) ->
     opened. `access_log_fd` and `signal_fd` are -1 when off."""
     out: Dict[str, Any] = {o.name: getattr(cfg, o.name) for o in OPTIONS if o.core}
     out["threads_min"], out["threads_max"] = cfg.threads
+    out["static"] = [m.to_core() for m in cfg.static]
     out["url_scheme"] = URL_SCHEME
     out["access_log_fd"] = access_log_fd
     out["errors"] = errors

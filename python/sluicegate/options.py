@@ -180,6 +180,73 @@ def parse_scheduler(value: object) -> str:
     return text
 
 
+def parse_bool(value: object) -> bool:
+    """A switch: true/false, yes/no, on/off, 1/0 (and Python booleans, for serve())."""
+    if isinstance(value, bool):
+        return value
+    text = _str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("expected true or false")
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticMount:
+    """One `--static` mount: URL prefix, directory, and its per-mount settings."""
+
+    prefix: str
+    directory: str
+    max_age: Optional[int] = None
+    immutable: bool = False
+    index: Optional[str] = "index.html"
+    dotfiles: bool = False
+    follow_symlinks: bool = False
+
+    def to_core(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def parse_static(value: object) -> StaticMount:
+    """`URL_PREFIX=DIRECTORY`, optionally followed by `;`-separated settings: `max-age=N`,
+    `immutable`, `index=NAME` or `index=none`, `dotfiles`, `follow-symlinks`."""
+    if isinstance(value, StaticMount):
+        return value
+    text = _str(value).strip()
+    head, *settings = text.split(";")
+    prefix, sep, directory = head.partition("=")
+    if not sep or not prefix or not directory:
+        raise ValueError("expected URL_PREFIX=DIRECTORY, e.g. /static=./public")
+    if not prefix.startswith("/") or (prefix != "/" and prefix.endswith("/")):
+        raise ValueError("the URL prefix must start with '/' and not end with '/', e.g. /static")
+    if any(c in prefix for c in "?#%\\") or any(ord(c) < 33 for c in prefix):
+        raise ValueError("the URL prefix must be a plain path (no ?, #, %, spaces or controls)")
+    if not os.path.isdir(directory):
+        raise ValueError(f"{directory!r} is not a directory")
+    mount: Dict[str, Any] = {"prefix": prefix, "directory": os.path.abspath(directory)}
+    for item in (x.strip() for x in settings):
+        key, _, arg = item.partition("=")
+        if key == "max-age" and arg.isdigit():
+            mount["max_age"] = int(arg)
+        elif key == "immutable" and not arg:
+            mount["immutable"] = True
+        elif key == "index" and arg:
+            mount["index"] = None if arg == "none" else arg
+        elif key == "dotfiles" and not arg:
+            mount["dotfiles"] = True
+        elif key == "follow-symlinks" and not arg:
+            mount["follow_symlinks"] = True
+        elif item:
+            raise ValueError(
+                f"unknown setting {item!r} (max-age=N, immutable, index=NAME|none, dotfiles, "
+                "follow-symlinks)"
+            )
+    if mount.get("index") and ("/" in mount["index"] or mount["index"].startswith(".")):
+        raise ValueError("index must be a plain file name")
+    return StaticMount(**mount)
+
+
 def parse_server_header(value: object) -> str:
     """Any visible text; it becomes a response header, so CR, LF and other controls are refused."""
     text = _str(value)
@@ -221,6 +288,8 @@ class Option:
     #: Given several times on the command line; comma-separated in the environment.
     repeatable: bool = False
     positional: bool = False
+    #: A switch: given without a value on the command line (true/false in the environment).
+    switch: bool = False
     #: Passed unchanged to `_core.Server`'s config under the same key.
     core: bool = False
 
@@ -326,6 +395,21 @@ OPTIONS: Tuple[Option, ...] = (
         "A request body the app did not read is drained up to this many bytes so the "
         "connection can be kept alive; a larger one closes the connection.",
         "BYTES", int, core=True,
+    ),
+    Option(
+        "static", parse_static, [],
+        "Serve the files under DIRECTORY at URL_PREFIX from the Rust core, without calling the "
+        "app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
+        "siblings. Settings after ';': max-age=N and immutable (Cache-Control), index=NAME|none "
+        "(default index.html), dotfiles (serve names starting with '.'), follow-symlinks (allow "
+        "symlinks that leave the directory). Give it several times for several mounts.",
+        "URL_PREFIX=DIRECTORY[;SETTING...]", Tuple[StaticMount, ...], repeatable=True,
+    ),
+    Option(
+        "static_fallthrough", parse_bool, "false",
+        "When no static file matches a request under a --static prefix, pass the request to the "
+        "app instead of answering 404.",
+        "", bool, switch=True, core=True,
     ),
     Option(
         "write_high_water", parse_positive_size, "1M",
@@ -434,7 +518,7 @@ def validate(raw: Mapping[str, Raw]) -> Any:
         r = raw[o.name]
         if o.repeatable:
             items = list(r.value)
-            if not items:
+            if not items and o.default:
                 raise OptionError(f"{_where(o, r)}: give at least one value")
             parsed = tuple(_parse_one(o, r, item) for item in items)
             for i, p in enumerate(parsed):
@@ -504,6 +588,16 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
                 o.name, nargs="?", metavar=o.metavar, default=argparse.SUPPRESS, help=help_text
             )
         else:
+            if o.switch:
+                parser.add_argument(
+                    *([o.short] if o.short else []), o.flag,
+                    dest=o.name,
+                    action="store_const",
+                    const="true",
+                    default=argparse.SUPPRESS,
+                    help=help_text,
+                )
+                continue
             parser.add_argument(
                 *([o.short] if o.short else []), o.flag,
                 dest=o.name,
@@ -558,13 +652,13 @@ def markdown() -> str:
         "| --- | --- | --- | --- |",
     ]
     for o in OPTIONS:
-        flag = ", ".join(f"`{f}`" for f in o.flags) + ("" if o.positional else f" {o.metavar}")
+        flag = ", ".join(f"`{f}`" for f in o.flags) + ("" if o.positional or not o.metavar else f" {o.metavar}")
         lines.append(f"| {flag} | `{o.env}` | `{o.name}` | {_md_default(o)} |")
     lines.append("| `--version` | | | |")
     lines.append("")
     for o in OPTIONS:
         title = ", ".join(f"`{f}`" for f in o.flags)
-        lines += [f"## {title}" + ("" if o.positional else f" {o.metavar}"), "", o.help, ""]
+        lines += [f"## {title}" + ("" if o.positional or not o.metavar else f" {o.metavar}"), "", o.help, ""]
         lines.append(f"- Default: {_md_default(o)}")
         env_note = " (comma-separated list)" if o.repeatable else ""
         lines.append(f"- Environment: `{o.env}`{env_note}")
