@@ -42,6 +42,10 @@ pub struct Config {
     pub url_scheme: String,
     /// `--server-header`: value of the Server header; empty = not sent.
     pub server_header: Vec<u8>,
+    /// `--static`: the mounts served by the event loop itself.
+    pub static_mounts: Vec<MountConfig>,
+    /// `--static-fallthrough`: a request under a mount that matches no file goes to the app.
+    pub static_fallthrough: bool,
     /// `--access-log`: file descriptor to append access log lines to, or -1.
     pub access_log_fd: i32,
     /// Read end of the pipe given to `signal.set_wakeup_fd`, or -1.
@@ -72,6 +76,39 @@ fn secs(d: &Bound<'_, PyDict>, key: &str) -> PyResult<Duration> {
         )));
     }
     Ok(Duration::from_secs_f64(v))
+}
+
+/// One `--static` mount, as the Python front validated it.
+#[derive(Debug, Clone)]
+pub struct MountConfig {
+    pub prefix: String,
+    pub directory: String,
+    pub max_age: Option<u32>,
+    pub immutable: bool,
+    pub index: Option<String>,
+    pub dotfiles: bool,
+    pub follow_symlinks: bool,
+}
+
+fn mounts(d: &Bound<'_, PyDict>) -> PyResult<Vec<MountConfig>> {
+    let list = d
+        .get_item("static")?
+        .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err("config key \"static\" is missing"))?;
+    let mut out = Vec::new();
+    for item in list.try_iter()? {
+        let m = item?;
+        let m = m.cast::<PyDict>()?;
+        out.push(MountConfig {
+            prefix: get(m, "prefix")?,
+            directory: get(m, "directory")?,
+            max_age: get(m, "max_age")?,
+            immutable: get(m, "immutable")?,
+            index: get(m, "index")?,
+            dotfiles: get(m, "dotfiles")?,
+            follow_symlinks: get(m, "follow_symlinks")?,
+        });
+    }
+    Ok(out)
 }
 
 impl Config {
@@ -105,6 +142,8 @@ impl Config {
             url_scheme: get(d, "url_scheme")?,
             server_header: server_header.into_bytes(),
             access_log_fd: get(d, "access_log_fd")?,
+            static_mounts: mounts(d)?,
+            static_fallthrough: get(d, "static_fallthrough")?,
             signal_fd: get(d, "signal_fd")?,
         })
     }

@@ -1,14 +1,17 @@
 //! `sluicegate._core`: the Rust core of sluicegate, registered as a Python extension module.
 //!
 //! This file only registers what Python sees. The layers, in the order a request flows:
-//! `io` (sockets, epoll, output queues) → `server` (who runs the app: inline or pool, the
-//! watchdog) → `wsgi` (environ, start_response, wsgi.input, driving the iterable). The HTTP/1.1
-//! protocol itself lives in the `sluicegate-proto` crate, which knows no sockets and no Python.
+//! `io` (sockets, epoll, output queues) → `static_files` (files served by the loop itself, no
+//! Python) → `server` (who runs the app: inline or pool, the watchdog) → `wsgi` (environ,
+//! start_response, wsgi.input, driving the iterable). The HTTP/1.1 protocol and every static-file
+//! decision live in the `sluicegate-proto` crate, which knows no sockets and no Python.
 
+pub mod access_log;
 pub mod config;
 pub mod http_date;
 pub mod io;
 pub mod server;
+pub mod static_files;
 pub mod wsgi;
 
 use pyo3::create_exception;

@@ -28,7 +28,9 @@ use super::conn::{Conn, Phase};
 use super::read_buf::ReadBuf;
 use super::shared_out::{FlushResult, SharedOut};
 use super::stream::{Peer, Stream};
+use crate::access_log::AccessLog;
 use crate::http_date::http_date;
+use crate::static_files::{StaticFiles, StaticOutcome};
 
 /// Token of the waker (returned connections, shutdown).
 const WAKER: Token = Token(usize::MAX);
@@ -108,6 +110,9 @@ pub struct LoopCtx {
     // Boxed on purpose: a connection moves between threads as one pointer, never copied.
     #[allow(clippy::vec_box)]
     returns: Mutex<Vec<Box<Conn>>>,
+    /// `--static` mounts, served by the loop itself.
+    pub statics: Option<StaticFiles>,
+    pub access_log: Option<AccessLog>,
     /// Streaming responses whose socket is full: the loop writes them as it becomes writable.
     flush_requests: Mutex<Vec<(usize, Arc<SharedOut>)>>,
     pub shutdown: AtomicU8,
@@ -158,6 +163,8 @@ impl LoopCtx {
 
 /// Settings the loop needs, copied from the config.
 pub struct LoopSettings {
+    pub statics: Option<StaticFiles>,
+    pub access_log: Option<AccessLog>,
     pub limits: Limits,
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
@@ -178,6 +185,16 @@ enum ReadHint {
     /// The peer closed, or readiness may have been missed while the connection was away: read
     /// until EAGAIN or end of stream (a short read followed by a FIN raises no further edge).
     Drain,
+}
+
+/// What parsing the buffered bytes of a connection led to.
+enum Next {
+    /// A request for the app.
+    Work(Work),
+    /// Not a whole request yet.
+    NeedMore,
+    /// A request the loop answered itself (static file); its answer is in the output queue.
+    Answered,
 }
 
 /// A connection slot: the connection itself, or a note that an app thread has it.
@@ -244,6 +261,8 @@ impl LoopState {
             server_header: settings.server_header,
             waker,
             returns: Mutex::new(Vec::new()),
+            statics: settings.statics,
+            access_log: settings.access_log,
             flush_requests: Mutex::new(Vec::new()),
             shutdown: AtomicU8::new(RUNNING),
             counters: Counters::default(),
@@ -504,8 +523,19 @@ impl LoopState {
             };
             if conn.rbuf.as_ref().is_some_and(|b| !b.is_empty()) {
                 match self.try_request(token, ctx) {
-                    Ok(Some(work)) => return Some(work),
-                    Ok(None) => {}
+                    Ok(Next::Work(work)) => return Some(work),
+                    Ok(Next::NeedMore) => {}
+                    Ok(Next::Answered) => {
+                        // Answered here (a static file): write it before parsing what follows,
+                        // so pipelined answers keep their order.
+                        let hint = if readable {
+                            ReadHint::Drain
+                        } else {
+                            ReadHint::None
+                        };
+                        self.ready.push_back((token, hint));
+                        return None;
+                    }
                     Err(e) => {
                         self.protocol_error(token, e, ctx);
                         return None;
@@ -580,9 +610,9 @@ impl LoopState {
     }
 
     /// Parse a head from the buffer, or check that a body being buffered is complete.
-    fn try_request(&mut self, token: usize, ctx: &LoopCtx) -> Result<Option<Work>, ProtoError> {
+    fn try_request(&mut self, token: usize, ctx: &LoopCtx) -> Result<Next, ProtoError> {
         let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
-            return Ok(None);
+            return Ok(Next::NeedMore);
         };
         if let Phase::ReadingBody(head) = &conn.phase {
             let need = match head.body {
@@ -590,12 +620,12 @@ impl LoopState {
                 _ => 0,
             };
             if conn.buffered().len() < need {
-                return Ok(None);
+                return Ok(Next::NeedMore);
             }
             let Phase::ReadingBody(head) = std::mem::replace(&mut conn.phase, Phase::Idle) else {
                 unreachable!()
             };
-            return Ok(Some(self.take_work(token, *head, true)));
+            return Ok(Next::Work(self.take_work(token, *head, true)));
         }
         let buf = conn.rbuf.as_ref().unwrap();
         let Some((head, used)) = conn.parser.parse(buf.filled(), &ctx.limits)? else {
@@ -603,10 +633,33 @@ impl LoopState {
                 conn.phase = Phase::ReadingHead;
                 conn.deadline = Some(Instant::now() + ctx.header_timeout);
             }
-            return Ok(None);
+            return Ok(Next::NeedMore);
         };
         conn.rbuf.as_mut().unwrap().consume(used);
         conn.parser.reset();
+        if let Some(statics) = &ctx.statics {
+            if let StaticOutcome::Served {
+                status,
+                keep_alive,
+                body_bytes,
+            } = statics.serve(&head, &mut conn.out, &ctx.server_header)
+            {
+                conn.requests += 1;
+                ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
+                if let Some(log) = &ctx.access_log {
+                    log.write(&head, &conn.peer, status, body_bytes);
+                }
+                // The static path reads no request body: a request with one cannot be followed
+                // by another on this connection (the plan said Connection: close).
+                if !keep_alive || ctx.shutting_down() {
+                    conn.close_after_write = true;
+                    conn.linger = head.body != BodyFraming::None;
+                }
+                conn.phase = Phase::Idle;
+                conn.deadline = Some(Instant::now() + ctx.write_timeout);
+                return Ok(Next::Answered);
+            }
+        }
         let buffered = conn.buffered().len() as u64;
         let body_buffered = match head.body {
             BodyFraming::None => true,
@@ -616,11 +669,11 @@ impl LoopState {
                 // (the read timeout, as when the app reads a body itself).
                 conn.phase = Phase::ReadingBody(Box::new(head));
                 conn.deadline = Some(Instant::now() + ctx.read_timeout);
-                return Ok(None);
+                return Ok(Next::NeedMore);
             }
             _ => false,
         };
-        Ok(Some(self.take_work(token, head, body_buffered)))
+        Ok(Next::Work(self.take_work(token, head, body_buffered)))
     }
 
     /// Mark the connection away and hand it out with its request.

@@ -186,9 +186,14 @@ impl Server {
         if sockets.is_empty() {
             return Err(pyo3::exceptions::PyValueError::new_err("no listeners"));
         }
+        let statics =
+            crate::static_files::StaticFiles::new(&config.static_mounts, config.static_fallthrough)
+                .map_err(PyOSError::new_err)?;
         let (st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
+                statics,
+                access_log: crate::access_log::AccessLog::new(config.access_log_fd),
                 limits: config.limits,
                 header_timeout: config.header_timeout,
                 keepalive_timeout: config.keepalive_timeout,

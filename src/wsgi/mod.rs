@@ -3,7 +3,6 @@
 //! Knows Python, not sockets: it reads and writes through descriptors the I/O layer lends it
 //! for one request.
 
-pub mod access_log;
 pub mod environ;
 pub mod file_wrapper;
 pub mod input;
@@ -17,9 +16,9 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::access_log::AccessLog;
 use crate::config::Config;
 use crate::io::event_loop::{Counters, LoopCtx};
-use access_log::AccessLog;
 use environ::EnvironBuilder;
 use input::Input;
 

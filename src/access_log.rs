@@ -10,6 +10,7 @@ use sluicegate_proto::RequestHead;
 use crate::http_date::http_date;
 use crate::io::stream::Peer;
 
+#[derive(Clone, Copy)]
 pub struct AccessLog {
     fd: RawFd,
 }
