@@ -119,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     meta.update(mode=mode.name, rounds=mode.rounds, scenarios=sids, titles=scenarios.TITLES,
                 command="python3 benchmarks/run.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
                 fd_limit=fd_limit, mode_settings=mode.__dict__)
+    if "S3" in sids:
+        meta["s3_python_only_s"] = scenarios.python_only_s3()
     server_info = {n: {"kind": servers.SERVERS[n].kind, **meta["servers"][n]} for n in names}
     results = {"meta": meta, "servers": server_info, "records": []}
     print(f"run.py: {mode.name} run, {mode.rounds} round(s), servers {', '.join(runnable)}, scenarios "

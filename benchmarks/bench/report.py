@@ -201,6 +201,9 @@ def markdown(results: dict, chart_names: dict[str, str]) -> str:
         lines += [f"## {sid}: {titles.get(sid, '')}", ""]
         if sid in chart_names:
             lines += [f"![{sid}]({chart_names[sid]})", ""]
+        if sid == "S3" and meta.get("s3_python_only_s"):
+            floor = ", ".join(f"{k}: {v * 1000:.1f} ms" for k, v in meta["s3_python_only_s"].items())
+            lines += [f"Floor: producing and joining the blocks in Python alone, no server: {floor} (best of 5).", ""]
         for case, by_server in agg[sid].items():
             any_s = next(iter(by_server.values()))
             metric, better = any_s["metric"], any_s["better"]

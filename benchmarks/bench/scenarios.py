@@ -202,13 +202,43 @@ def _fetch_series(h: Harness, method: str, path: str, check: Callable[[rawhttp.R
         rec.cpu_us_per_req = per_request_us(m["cpu_s"], len(times)) if times else None
         rec.peak_rss = m["peak_rss"]
         rec.extra["connections_opened"] = conn.connects
-        rec.extra["all_seconds"] = [round(t, 5) for t in times]
+        rec.extra["fetch_seconds"] = _spread(times)
         if problem or not times:
             rec.errors = 1
             return _fail(rec, problem or "no fetch completed")
         rec.value = statistics.median(times)
         rec.verified = True
     return body
+
+
+def _spread(times: list[float]) -> dict:
+    """min / p10 / p90 / max of a series (the full list would make results.json megabytes)."""
+    if not times:
+        return {}
+    xs = sorted(times)
+    pick = lambda q: round(xs[min(len(xs) - 1, int(q * len(xs)))], 6)  # noqa: E731
+    return {"n": len(xs), "min": round(xs[0], 6), "p10": pick(0.1), "p90": pick(0.9), "max": round(xs[-1], 6)}
+
+
+def python_only_s3() -> dict:
+    """S3's floor: iterating the app's blocks in Python alone, no server (run in the peers' venv)."""
+    code = (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); import s3_stream as m\n"
+        "out = {}\n"
+        "for n in m.BLOCKS:\n"
+        "    best = 1e9\n"
+        "    for _ in range(5):\n"
+        "        t = time.perf_counter(); b = b''.join(m._stream(m.BLOCKS[n])); best = min(best, time.perf_counter() - t)\n"
+        "    out[n] = best\n"
+        "print(out)\n"
+    )
+    py = servers.VENV / "bin" / "python"
+    try:
+        r = subprocess.run([str(py if py.exists() else sys.executable), "-c", code, str(servers.APPS)],
+                           capture_output=True, text=True, timeout=60)
+        return {f"{k} B blocks": v for k, v in __import__("ast").literal_eval(r.stdout.strip()).items()}
+    except (OSError, ValueError, SyntaxError, subprocess.TimeoutExpired):
+        return {}
 
 
 def _body_check(expect_len: int, expect_sha: str) -> Callable[[rawhttp.Response], str]:
