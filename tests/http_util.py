@@ -202,6 +202,13 @@ class Conn:
                     continue
                 return resp
             break
+        return self.read_body(resp, method, max(0.0, deadline - time.monotonic()))
+
+    def read_body(self, resp: Response, method: str = "GET", timeout: float = TIMEOUT) -> Response:
+        """Read the body of a response whose head `read_head()` returned (so a test can look at
+        the connection between head and body), honouring its framing; fills ``resp.body`` and
+        ``resp.framing`` and returns `resp`. Raises Truncated as read_response does."""
+        deadline = time.monotonic() + timeout
         te = ",".join(resp.header_all("Transfer-Encoding")).lower()
         cls = resp.header_all("Content-Length")
         if method.upper() == "HEAD" or resp.status in (204, 304):
@@ -261,6 +268,34 @@ class Conn:
                 return
             name, _, value = line.partition(b":")
             resp.trailers.append((name.decode("latin-1"), value.strip().decode("latin-1")))
+
+    def read_exact_into(self, n: int, sink, timeout: float = TIMEOUT) -> None:
+        """Pass exactly `n` body bytes (what is buffered first, then what arrives) to
+        ``sink(piece)`` without keeping them: for bodies too large to hold, or to grow ``buf``
+        for (``buf += data`` copies the whole buffer on every recv). Raises Truncated on EOF,
+        WaitTimeout at the deadline."""
+        deadline = time.monotonic() + timeout
+        got = 0
+        if self.buf:
+            piece, self.buf = self.buf[:n], self.buf[n:]
+            got = len(piece)
+            sink(piece)
+        while got < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WaitTimeout(f"timed out after {timeout}s with {got} of {n} body bytes")
+            self.sock.settimeout(remaining)
+            try:
+                data = self.sock.recv(min(1 << 20, n - got))
+            except socket.timeout:
+                raise WaitTimeout(f"timed out after {timeout}s with {got} of {n} body bytes")
+            except ConnectionResetError:
+                data = b""
+            if not data:
+                self.eof = True
+                raise Truncated(f"connection closed after {got} of {n} body bytes")
+            got += len(data)
+            sink(data)
 
     def recv_at_least(self, n: int, timeout: float = TIMEOUT) -> None:
         """Receive until at least `n` bytes are buffered (fails on EOF or timeout)."""

@@ -26,7 +26,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -125,6 +124,7 @@ def tree(tmp_path_factory):
     os.symlink(str(base / "secret.txt"), pub / "link_abs")
     os.symlink("../outside", pub / "link_dir_out")
     os.symlink("hello.txt", pub / "link_in")
+    os.symlink("link_out", pub / "link_chain")  # inside, to a link that leaves
     os.symlink("sub", pub / "link_in_dir")
     os.symlink("../secret.txt", pub / "leaky.txt.gz")  # a sibling that leaves the mount
     os.mkfifo(pub / "fifo")
@@ -233,6 +233,8 @@ def test_small_file_with_http_client(srv, tree):
         assert etag and etag.startswith('"') and not etag.startswith("W/"), etag
         assert r.getheader("Cache-Control") is None, "no Cache-Control unless configured"
         assert r.getheader("Content-Encoding") is None
+        assert r.getheader("Server") == "sluicegate"
+        assert email.utils.parsedate_to_datetime(r.getheader("Date")).year >= 2024
         # The connection is kept alive: a second request on it.
         conn.request("GET", "/static/sub/page.txt")
         r = conn.getresponse()
@@ -356,6 +358,28 @@ def test_405_for_a_request_with_a_body_closes_the_connection(srv):
         c.expect_closed()
 
 
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+def test_body_of_a_static_get_is_never_read_as_a_request(srv, framing):
+    """A GET with a body whose bytes are a request for a dotfile: the static path reads no
+    body, so it must close the connection rather than parse those bytes as the next request."""
+    smuggled = request_bytes("GET", "/static/.env") + request_bytes("GET", "/smuggled")
+    if framing == "length":
+        data = request_bytes("GET", "/static/hello.txt", body=smuggled)
+    else:
+        body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(smuggled), smuggled)
+        data = request_bytes("GET", "/static/hello.txt",
+                             headers=[("Transfer-Encoding", "chunked")]) + body
+    with Conn.open(srv.port) as c:
+        c.send(data)
+        r = c.read_response()
+        assert_no_leak(r)
+        assert r.status == 200 and r.body == HELLO
+        assert r.has_token("Connection", "close")
+        rest = c.read_until_close()
+    assert DOT_SECRET not in rest and b"path=/smuggled" not in rest, rest[:200]
+    assert rest == b""
+
+
 def test_pipelined_static_and_app_requests_keep_their_order(srv, tree):
     reqs = [("GET", "/static/hello.txt"), ("GET", "/app-one"), ("GET", "/static/big.bin"),
             ("HEAD", "/static/big.bin"), ("GET", "/app-two"), ("GET", "/static/missing"),
@@ -450,6 +474,7 @@ TRAVERSAL = [
     ("symlink-out", b"/static/link_out", "refused"),
     ("symlink-abs-out", b"/static/link_abs", "refused"),
     ("symlink-dir-out", b"/static/link_dir_out/o.txt", "refused"),
+    ("symlink-chain-out", b"/static/link_chain", "refused"),
     ("prefix-boundary", b"/staticx/hello.txt", "app"),
     ("prefix-boundary-dotdot", b"/static../secret.txt", "app"),
     ("prefix-encoded", b"/st%61tic/hello.txt", "app"),
@@ -459,7 +484,22 @@ TRAVERSAL = [
 @pytest.mark.parametrize("target,allowed", [(t, a) for _, t, a in TRAVERSAL],
                          ids=[i for i, _, _ in TRAVERSAL])
 def test_traversal_vector_is_refused(srv, target, allowed):
-    r = raw_request(srv, target)  # asserts the markers never appear
+    check_vector(srv, target, allowed)
+
+
+NOT_SYMLINKS = [v for v in TRAVERSAL if b"link" not in v[1]]
+
+
+@pytest.mark.parametrize("target,allowed", [(t, a) for _, t, a in NOT_SYMLINKS],
+                         ids=[i for i, _, _ in NOT_SYMLINKS])
+def test_traversal_vector_is_refused_by_the_url_rules_alone(follow_srv, target, allowed):
+    """With follow-symlinks the file is opened with plain openat (no RESOLVE_BENEATH): only
+    the URL rules stand between these vectors and the parent directory."""
+    check_vector(follow_srv, target, allowed)
+
+
+def check_vector(server, target, allowed):
+    r = raw_request(server, target)  # asserts the markers never appear
     if allowed == "app":
         assert r.status == 200 and r.body.startswith(b"path="), \
             f"{target!r}: outside the mount, the app should answer; got {r.status} {r.body[:80]!r}"
@@ -665,6 +705,28 @@ def test_if_match_and_if_unmodified_since(srv):
             assert c.read_response().status == 200, "connection unusable after the answer"
 
 
+def test_future_mtime_is_clamped_and_not_a_strong_validator(srv, tree):
+    """A file dated in the future: Last-Modified is no later than Date (RFC 9110 §8.8.2.1),
+    and since it then equals Date it is a weak validator: If-Range by that date sends the
+    whole file (§13.1.5)."""
+    name = f"future-{uuid.uuid4().hex}.txt"
+    p = tree.pub / name
+    p.write_bytes(HELLO)
+    future = int(time.time()) + 3600
+    os.utime(p, (future, future))
+    try:
+        r = fetch(srv, "/static/" + name)
+        assert r.status == 200
+        lm = email.utils.parsedate_to_datetime(r.header("Last-Modified")).timestamp()
+        date = email.utils.parsedate_to_datetime(r.header("Date")).timestamp()
+        assert lm <= date, (r.header("Last-Modified"), r.header("Date"))
+        r = fetch(srv, "/static/" + name,
+                  headers=[("Range", "bytes=0-4"), ("If-Range", r.header("Last-Modified"))])
+        assert r.status == 200 and r.body == HELLO
+    finally:
+        p.unlink()
+
+
 @needs_curl
 def test_conditionals_with_curl(srv):
     etag = etag_of(srv, "/static/hello.txt")
@@ -726,7 +788,8 @@ def test_unsatisfiable_range_is_416_with_size(srv):
             assert c.read_response().body == HELLO
 
 
-@pytest.mark.parametrize("spec", ["bytes=0-1,3-4", "bytes=0-1, 5-9, 12-"])
+@pytest.mark.parametrize("spec", ["bytes=0-1,3-4", "bytes=0-1, 5-9, 12-", "bytes=0-5,0-5",
+                                  "bytes=" + ",".join(["0-0"] * 20)])
 def test_several_ranges_get_the_whole_file(srv, spec):
     r = fetch(srv, "/static/hello.txt", headers=[("Range", spec)])
     assert r.status == 200 and r.body == HELLO
@@ -828,6 +891,25 @@ def test_accept_encoding_over_several_field_lines(srv):
     r = fetch(srv, "/static/comp.js", headers=[("Accept-Encoding", "identity;q=0.5"),
                                                ("Accept-Encoding", "br")])
     assert r.header("Content-Encoding") == "br" and r.body == COMP_BR
+
+
+def test_accept_encoding_star_covers_the_siblings(srv):
+    """`*` matches any coding not listed (RFC 9110 §12.5.3; proto's choose_encoding): with br
+    and gzip on disk, the smallest (br) is chosen, as for an explicit list."""
+    r = fetch(srv, "/static/comp.js", headers=[("Accept-Encoding", "*")])
+    assert r.header("Content-Encoding") == "br" and r.body == COMP_BR
+    assert r.has_token("Vary", "Accept-Encoding")
+
+
+def test_accept_encoding_exclusions(srv):
+    for accept, body, coding in (("br;q=0, gzip;q=0", COMP_JS, None),
+                                 ("br;q=0, gzip", COMP_GZ, "gzip"),
+                                 ("x-gzip", COMP_GZ, "gzip"),
+                                 ("BR", COMP_BR, "br"),
+                                 ("deflate, compress", COMP_JS, None)):
+        r = fetch(srv, "/static/comp.js", headers=[("Accept-Encoding", accept)])
+        assert r.status == 200 and r.body == body, accept
+        assert r.header("Content-Encoding") == coding, accept
 
 
 def test_conditional_and_range_use_the_chosen_representation(srv):
@@ -1240,9 +1322,44 @@ def test_concurrent_huge_downloads_keep_memory_flat_and_hold_no_thread(huge_srv,
     assert peak["threads"] - base_threads < CLIENTS // 2, peak
 
 
+def test_file_truncated_during_a_download_ends_the_connection(huge_srv, huge):
+    """The head promised Content-Length bytes: when the file shrinks under sendfile, the
+    server closes the connection (the client sees a short body) instead of hanging or
+    padding, and goes on serving."""
+    name = f"shrink-{uuid.uuid4().hex}.bin"
+    p = huge.dir / name
+    size = 64 * 1024 * 1024
+    with open(p, "wb") as f:
+        for off in range(0, size, HUGE_PERIOD):
+            f.write(huge.block[:min(HUGE_PERIOD, size - off)])
+    try:
+        with Conn.open(huge_srv.port) as c:
+            c.send(request_bytes("GET", "/big/" + name))
+            head = c.read_head()
+            assert head.status == 200 and head.header("Content-Length") == str(size)
+            c.recv_at_least(1 << 20)
+            os.truncate(p, 2 * 1024 * 1024)
+            got = len(c.buf)
+            h = hashlib.sha256(c.buf)
+            c.buf = b""
+            while True:  # bounded by the socket timeout (Conn's TIMEOUT per recv)
+                data = c.sock.recv(1 << 20)
+                if not data:
+                    break
+                h.update(data)
+                got += len(data)
+                assert got <= size
+            assert got < size, "the whole promised length arrived from a truncated file"
+            expected = hashlib.sha256((huge.block * (got // HUGE_PERIOD + 1))[:got])
+            assert h.hexdigest() == expected.hexdigest(), "bytes before the cut are wrong"
+    finally:
+        p.unlink()
+    assert fetch(huge_srv, "/big/small.txt").body == HELLO
+    assert app_answer(fetch(huge_srv, "/after-truncate"), "/after-truncate")
+
+
 def test_slow_reader_does_not_stop_other_requests(huge_srv):
     with Conn.open(huge_srv.port) as slow:
-        slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         slow.send(request_bytes("GET", "/big/huge.bin"))
         head = slow.read_head()
         assert head.status == 200
