@@ -265,7 +265,8 @@ def charts(results: dict, out_dir: Path) -> dict[str, str]:
                                  gridspec_kw={"height_ratios": heights})
         for ax, (case, by_server) in zip(axes[:, 0], cases):
             _bars(ax, case, by_server, kinds)
-        fig.suptitle(f"{sid}", fontsize=11, fontweight="bold", x=0.01, ha="left")
+        title = results["meta"].get("titles", {}).get(sid, "")
+        fig.suptitle(f"{sid}: {title}" if title else sid, fontsize=10, fontweight="bold", x=0.01, ha="left")
         fig.tight_layout()
         name = f"{sid}.png"
         fig.savefig(out_dir / name, dpi=72)
@@ -298,6 +299,11 @@ def _bars(ax, case: str, by_server: dict, kinds: dict) -> None:
         if lbl.get_text() == OURS:
             lbl.set_fontweight("bold")
             lbl.set_color(COLORS["ours"])
+    ideal = next((s["extra"].get("ideal_rps") for s in by_server.values() if s["extra"].get("ideal_rps")), None)
+    if ideal:
+        ax.axvline(ideal, color="#495057", lw=0.8, ls="--")
+        ax.text(ideal, y[0] + 0.45, " ideal", fontsize=7, color="#495057", va="bottom")
+        top = max(top, ideal)
     ax.set_xlim(0, top * 1.22)
     ax.set_title(f"{case} — {unit}, {'higher' if better == 'higher' else 'lower'} is better", fontsize=9, loc="left")
     ax.tick_params(axis="x", labelsize=7)
