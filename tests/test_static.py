@@ -27,7 +27,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -245,7 +244,8 @@ def test_small_file_with_http_client(srv, tree):
 
 def test_empty_file_has_zero_length_body(srv):
     with Conn.open(srv.port) as c:
-        c.send(request_bytes("GET", "/static/empty.txt") + request_bytes("GET", "/static/hello.txt"))
+        c.send(request_bytes("GET", "/static/empty.txt")
+               + request_bytes("GET", "/static/hello.txt"))
         r = c.read_response()
         assert r.status == 200 and r.header("Content-Length") == "0" and r.body == b""
         r2 = c.read_response()
