@@ -487,6 +487,28 @@ def test_sse_blocks_arrive_while_the_app_waits(srv, version):
     assert srv.marks("sse", t) == [f"{t} waiting", f"{t} resumed"]
 
 
+def _produced(server, name: str, t: str) -> int:
+    return len(server.marks(name, t + " "))
+
+
+def _wait_stalled(server, name: str, t: str, total: int, quiet: float = 0.5,
+                  timeout: float = TIMEOUT) -> int:
+    """The number of blocks the app recorded under `name` once that number stopped changing
+    for `quiet` seconds (or reached `total`). An absence-of-progress check (the app blocks
+    inside the server): there is no event to await."""
+    deadline = time.monotonic() + timeout
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        n = _produced(server, name, t)
+        if n != last:
+            last, since = n, time.monotonic()
+        elif n >= total or time.monotonic() - since >= quiet:
+            return n
+        time.sleep(0.05)
+    raise AssertionError(f"the app kept producing for {timeout}s against a client that reads "
+                         f"nothing ({last} blocks)")
+
+
 @pytest.mark.parametrize("view", ["0", "1"], ids=["bytearray", "memoryview"])
 def test_a_reused_bytearray_block_is_sent_as_it_was_when_yielded(srv, view):
     """An app that refills one bytearray for every block (the readinto pattern) and yields it:
@@ -497,8 +519,9 @@ def test_a_reused_bytearray_block_is_sent_as_it_was_when_yielded(srv, view):
         c.send(request_bytes("GET", f"/reuse_buffer?n={n}&view={view}&token={t}"))
         head = c.read_head()
         assert head.header("Content-Length") == str(n * 65536)
-        # Let the app run ahead of the client as far as the server allows before reading.
-        srv.wait_marks("reuse", count=40, prefix=t + " ")
+        # Let the app run ahead of the client as far as the server lets it before reading
+        # (a server that sends each such block before asking for the next lets it do nothing).
+        _wait_stalled(srv, "reuse", t, n)
         blocks = {}
 
         def expected(start, size):
@@ -520,26 +543,6 @@ FLOOD_BLOCK = 64 * 1024
 HIGH_WATER = MiB
 
 
-def _produced(server, t: str) -> int:
-    return len(server.marks("flood", t + " "))
-
-
-def _wait_stalled(server, t: str, quiet: float = 0.5, timeout: float = TIMEOUT) -> int:
-    """The number of blocks the app produced once that number stopped changing for `quiet`
-    seconds (or reached the end). An absence-of-progress check: nothing to await."""
-    deadline = time.monotonic() + timeout
-    last, since = -1, time.monotonic()
-    while time.monotonic() < deadline:
-        n = _produced(server, t)
-        if n != last:
-            last, since = n, time.monotonic()
-        elif n >= FLOOD_N or time.monotonic() - since >= quiet:
-            return n
-        time.sleep(0.05)
-    raise AssertionError(f"the app kept producing for {timeout}s against a client that reads "
-                         f"nothing ({last} blocks)")
-
-
 def test_backpressure_the_app_is_not_drained_ahead_of_the_client(start_server):
     server = start_server(APP, "--write-high-water", str(HIGH_WATER))
     t = token()
@@ -552,7 +555,7 @@ def test_backpressure_the_app_is_not_drained_ahead_of_the_client(start_server):
         c.send(request_bytes("GET", f"/flood?token={t}&n={FLOOD_N}&size={FLOOD_BLOCK}"))
         head = c.read_head()
         assert head.status == 200 and head.header("Content-Length") == str(FLOOD_N * FLOOD_BLOCK)
-        stalled = _wait_stalled(server, t)
+        stalled = _wait_stalled(server, "flood", t, FLOOD_N)
         print(f"backpressure: {stalled} blocks produced while the client read nothing")
         # What may be in flight without the client reading: the kernel's send buffer (at most
         # tcp_wmem's max), the client's receive buffer, and the high-water mark, in blocks.
@@ -582,7 +585,7 @@ def test_backpressure_the_app_is_not_drained_ahead_of_the_client(start_server):
         assert check.pos == FLOOD_N * FLOOD_BLOCK
     finally:
         c.close()
-    assert _produced(server, t) == FLOOD_N
+    assert _produced(server, "flood", t) == FLOOD_N
 
 
 # -- 5. wsgi.file_wrapper ----------------------------------------------------------------------

@@ -330,9 +330,25 @@ def test_directory_without_trailing_slash_is_never_a_listing(srv, tree):
 @pytest.mark.parametrize("target", ["/static/nodex/", "/static/nodex", "/static/", "/static",
                                     "/static//", "/static/.hidden/"])
 def test_directory_without_index_is_404(srv, target):
-    r = fetch(srv, target)
+    r = _follow_slash_redirect(srv, target)
     assert r.status == 404
     assert b"file.txt" not in r.body, "looks like a listing"
+
+
+def _follow_slash_redirect(server, target):
+    """A directory named without its trailing '/' gets a 301 to the '/' form (as nginx does);
+    follow it once and return the final answer."""
+    r = fetch(server, target)
+    if r.status == 301:
+        assert r.header("Location") == target + "/", r.header("Location")
+        r = fetch(server, target + "/")
+    return r
+
+
+def test_directory_without_trailing_slash_redirects(srv):
+    r = fetch(srv, "/static/sub?x=1")
+    assert r.status == 301
+    assert r.header("Location") == "/static/sub/?x=1"
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE"])
@@ -621,7 +637,7 @@ def noindex_srv(servers, tree):
 
 @pytest.mark.parametrize("target", ["/static/sub/", "/static/sub", "/static/", "/static"])
 def test_index_none_gives_404_for_directories(noindex_srv, target):
-    r = fetch(noindex_srv, target)
+    r = _follow_slash_redirect(noindex_srv, target)
     assert r.status == 404
     assert b"sub index" not in r.body
 
