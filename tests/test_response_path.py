@@ -565,6 +565,8 @@ def test_backpressure_the_app_is_not_drained_ahead_of_the_client(start_server):
         assert stalled < min(bound, FLOOD_N // 10), (
             f"the app produced {stalled} of {FLOOD_N} 64 KiB blocks for a client that reads "
             f"nothing (bound {bound}): no backpressure")
+        # The app's thread waits with the GIL released: other requests are served meanwhile.
+        assert_serves(server)
         # Now read everything; byte-exact (block i is i % 251 repeated).
         blocks = {}
 
@@ -713,7 +715,9 @@ def _hang_up(c: Conn, reset: bool) -> None:
 
 @pytest.mark.parametrize("reset", [False, True], ids=["fin", "rst"])
 def test_client_gone_mid_stream_closes_the_iterable_without_error(start_server, reset):
-    server = start_server(APP)
+    """One app thread: after the client hangs up, the iterable is closed and that thread is
+    free again (the next request is served), and nothing is logged as an error."""
+    server = start_server(APP, "--threads", "1:1", "--scheduler", "pool")
     mark = server.log_mark()
     t = token()
     c = Conn.open(server.port)
