@@ -8,7 +8,9 @@
 3. Large bodies to a slow reader: the received bytes are a prefix of the body, the only app
    thread is free while the client stalls, and RSS grows by at most about one body.
 4. Streaming generators: byte-exact chunked and close-delimited bodies, blocks that arrive
-   while the app waits (SSE), backpressure (the app is not drained ahead of the client).
+   while the app waits (SSE), a bytearray the app refills after yielding it (sent as yielded:
+   regression for the zero-copy bytearray of c18c636, fixed in f8ccf95), backpressure (the app
+   is not drained ahead of the client).
 5. ``wsgi.file_wrapper``: regular files with and without Content-Length, from a non-zero
    position, shorter or longer Content-Length, HEAD, BytesIO, iteration by middleware, and the
    file closed on every path.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -30,7 +33,6 @@ import signal
 import socket
 import struct
 import subprocess
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -39,7 +41,7 @@ import pytest
 
 from tests.apps.response_path import (MIXED_SIZES, SSE_FIRST, SSE_REST, SSE_SECOND,
                                       flood_block, pattern, stream_blocks)
-from tests.http_util import TIMEOUT, Closed, Conn, Truncated, WaitTimeout, request_bytes
+from tests.http_util import TIMEOUT, Conn, Truncated, WaitTimeout, request_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = "response_path"
@@ -339,7 +341,6 @@ def test_pong_is_one_tcp_segment_per_response(srv):
         pytest.skip("tcpdump is not installed (benchmarks/setup.sh installs it)")
     if os.geteuid() != 0:
         pytest.skip("tcpdump on lo needs root")
-    import json
     script = ROOT / "benchmarks" / "segments.sh"
     for extra in ([], ["--new-connections"]):
         proc = subprocess.run([str(script), f"http://127.0.0.1:{srv.port}/pong",
@@ -556,7 +557,6 @@ def test_backpressure_the_app_is_not_drained_ahead_of_the_client(start_server):
         head = c.read_head()
         assert head.status == 200 and head.header("Content-Length") == str(FLOOD_N * FLOOD_BLOCK)
         stalled = _wait_stalled(server, "flood", t, FLOOD_N)
-        print(f"backpressure: {stalled} blocks produced while the client read nothing")
         # What may be in flight without the client reading: the kernel's send buffer (at most
         # tcp_wmem's max), the client's receive buffer, and the high-water mark, in blocks.
         wmem_max = int(Path("/proc/sys/net/ipv4/tcp_wmem").read_text().split()[2])
