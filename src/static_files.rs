@@ -20,7 +20,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use sluicegate_proto::files::{
     plan, plan_not_found, resolve, FileMeta, MountOptions, Representations, Resolved, ServerFields,
 };
-use sluicegate_proto::RequestHead;
+use sluicegate_proto::h1::encode::{encode_response_head, ResponseFraming, ResponseHead};
+use sluicegate_proto::{BodyFraming, RequestHead};
 
 use crate::config::MountConfig;
 use crate::http_date::http_date;
@@ -206,43 +207,33 @@ impl StaticFiles {
                 Resolved::NotMounted => continue,
                 Resolved::Refused(_) => return self.not_found(head, out, server),
                 Resolved::File(rp) => {
-                    let Some(mut file) =
+                    let Some(file) =
                         open_beneath(m.dir.as_raw_fd(), rp.as_bytes(), m.follow_symlinks)
                     else {
                         return self.not_found(head, out, server);
                     };
-                    let mut name_owned: Vec<u8> = rp.file_name().to_vec();
-                    let mut rel_owned: Vec<u8> = rp.as_bytes().to_vec();
                     if is_directory(&file) {
-                        // A directory named without the trailing '/': its index, if configured.
-                        let Some(index) = &m.opts.index else {
-                            return self.not_found(head, out, server);
-                        };
-                        rel_owned.push(b'/');
-                        rel_owned.extend_from_slice(index);
-                        name_owned = index.to_vec();
-                        match open_beneath(m.dir.as_raw_fd(), &rel_owned, m.follow_symlinks) {
-                            Some(f) => file = f,
-                            None => return self.not_found(head, out, server),
-                        }
+                        // A directory named without its trailing '/': redirect to the '/' form
+                        // (whose index, if any, is then served), as nginx does, so that relative
+                        // links in the index page resolve under the directory.
+                        return self.redirect_to_slash(head, out, server);
                     }
+                    let name_owned: Vec<u8> = rp.file_name().to_vec();
+                    let rel_owned: Vec<u8> = rp.as_bytes().to_vec();
                     let Some(identity) = regular_meta(&file) else {
                         return self.not_found(head, out, server);
                     };
-                    // Precompressed siblings, looked for only when the client accepts them.
-                    let accepts = head.header(b"accept-encoding").unwrap_or(b"");
-                    let sibling = |suffix: &[u8], coding: &[u8]| -> Option<(File, FileMeta)> {
-                        if !contains_ignore_case(accepts, coding) {
-                            return None;
-                        }
+                    // Precompressed siblings are looked for on every request, whatever the client
+                    // accepts: their existence alone makes the answer vary on Accept-Encoding.
+                    let sibling = |suffix: &[u8]| -> Option<(File, FileMeta)> {
                         let mut rel = rel_owned.clone();
                         rel.extend_from_slice(suffix);
                         let f = open_beneath(m.dir.as_raw_fd(), &rel, m.follow_symlinks)?;
                         let meta = regular_meta(&f)?;
                         Some((f, meta))
                     };
-                    let br = sibling(b".br", b"br");
-                    let gz = sibling(b".gz", b"gzip");
+                    let br = sibling(b".br");
+                    let gz = sibling(b".gz");
                     let reps = Representations {
                         identity,
                         br: br.as_ref().map(|(_, m)| *m),
@@ -262,7 +253,7 @@ impl StaticFiles {
                         &mut buf,
                     );
                     out.push_owned(buf);
-                    let mut body_bytes = 0;
+                    let mut body_bytes = p.text_body;
                     if let Some(range) = p.body {
                         let f = match p.encoding.file_suffix() {
                             b".br" => br.map(|(f, _)| f),
@@ -303,12 +294,43 @@ impl StaticFiles {
         StaticOutcome::Served {
             status: p.status,
             keep_alive: p.keep_alive,
+            body_bytes: p.text_body,
+        }
+    }
+
+    /// 301 to the same path with a trailing '/', query kept.
+    fn redirect_to_slash(
+        &self,
+        head: &RequestHead,
+        out: &mut OutQueue,
+        server: &[u8],
+    ) -> StaticOutcome {
+        let mut location = head.path().to_vec();
+        location.push(b'/');
+        if !head.query().is_empty() {
+            location.push(b'?');
+            location.extend_from_slice(head.query());
+        }
+        let keep_alive = head.keep_alive && head.body == BodyFraming::None;
+        let date = http_date();
+        let mut buf = Vec::with_capacity(256);
+        encode_response_head(
+            &mut buf,
+            &ResponseHead {
+                version: head.version,
+                status: b"301 Moved Permanently",
+                headers: &[(b"Location", &location)],
+                framing: ResponseFraming::Length(0),
+                keep_alive,
+                date: &date,
+                server,
+            },
+        );
+        out.push_owned(buf);
+        StaticOutcome::Served {
+            status: 301,
+            keep_alive,
             body_bytes: 0,
         }
     }
-}
-
-fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle))
 }

@@ -18,7 +18,8 @@
 //!      explicit option may allow symlinks out of the mount. The dotfile rule sees only the
 //!      names in the URL, not symlink targets.
 //!    - *File type*: the final object must be a regular file (`S_ISREG` on the fd's `fstat`).
-//!      A directory (e.g. `/static/docs` without the trailing slash) is 404, never a listing;
+//!      A directory named without the trailing slash (e.g. `/static/docs`) gets a 301 to
+//!      `/static/docs/` (as nginx does; relative links in its index then work), never a listing;
 //!      a FIFO or device is 404 (opening a FIFO would block the loop: open with `O_NONBLOCK`).
 //!    - *Errors*: ENOENT, ENOTDIR, ELOOP, EXDEV, EACCES, ENAMETOOLONG → [`plan_not_found`] (or
 //!      the app with fallthrough). Never a 5xx or an error text that reveals the file system.

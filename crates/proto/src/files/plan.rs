@@ -81,6 +81,9 @@ pub struct StaticPlan {
     /// Whether the connection stays open (the head says so). False when the request had a body:
     /// the static path never reads one, so the connection cannot carry another request.
     pub keep_alive: bool,
+    /// Bytes of a short text body appended to `out` after the head (error answers such as 404,
+    /// 405, 416; 0 for HEAD and file answers), for the access log.
+    pub text_body: u64,
 }
 
 /// Plan the response to `req` for a file that exists, given its representations. `file_name`
@@ -148,6 +151,7 @@ pub fn plan(
                 encoding,
                 body: None,
                 keep_alive,
+                text_body: 0,
             };
         }
     }
@@ -210,6 +214,7 @@ pub fn plan(
         encoding,
         body: (is_get && len > 0).then_some(BodyRange { offset, len }),
         keep_alive,
+        text_body: 0,
     }
 }
 
@@ -352,6 +357,7 @@ fn small_response(
         encoding: Encoding::Identity,
         body: None,
         keep_alive,
+        text_body: if req.is_head { 0 } else { body_len },
     }
 }
 
@@ -470,6 +476,7 @@ mod tests {
                     len: 1000
                 }),
                 keep_alive: true,
+                text_body: 0,
             }
         );
     }
