@@ -50,6 +50,8 @@ pub struct Config {
     pub access_log_fd: i32,
     /// Read end of the pipe given to `signal.set_wakeup_fd`, or -1.
     pub signal_fd: i32,
+    /// How log lines name the app (`MODULE:APP` as given), or empty.
+    pub app_name: String,
 }
 
 fn get<T>(d: &Bound<'_, PyDict>, key: &str) -> PyResult<T>
@@ -145,6 +147,7 @@ impl Config {
             static_mounts: mounts(d)?,
             static_fallthrough: get(d, "static_fallthrough")?,
             signal_fd: get(d, "signal_fd")?,
+            app_name: get(d, "app_name")?,
         })
     }
 

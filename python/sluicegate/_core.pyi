@@ -43,6 +43,7 @@ class Server:
       access_log_fd: int                            -- -1 = no access log; else fd to write lines to
       errors: Any                                   -- the object given to apps as wsgi.errors
       signal_fd: int                                -- read end of signal.set_wakeup_fd's pipe, or -1
+      app_name: str                                 -- how log lines name the app (e.g. "pkg.wsgi:app")
     """
 
     def __init__(

@@ -4,7 +4,7 @@ The keys and their meaning are the contract in _core.pyi. Options marked `core=T
 table (options.py) pass through unchanged under their own name, so adding such an option needs no
 change here; only the keys that are not one option each are built below: the thread pool bounds
 (one `--threads MIN:MAX` option, two keys) and what the supervisor opens at start (the access log
-fd, wsgi.errors, the signal pipe).
+fd, wsgi.errors, the signal pipe) or knows (how the app was named, for log lines).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from .options import OPTIONS
 URL_SCHEME = "http"
 
 
-def core_config(cfg: Any, *, access_log_fd: int, errors: Any, signal_fd: int) -> Dict[str, Any]:
+def core_config(
+    cfg: Any, *, access_log_fd: int, errors: Any, signal_fd: int, app_name: str = ""
+) -> Dict[str, Any]:
     """Every key `_core.Server` requires, from the validated Config and what the supervisor
     opened. `access_log_fd` and `signal_fd` are -1 when off."""
     out: Dict[str, Any] = {o.name: getattr(cfg, o.name) for o in OPTIONS if o.core}
@@ -27,4 +29,5 @@ def core_config(cfg: Any, *, access_log_fd: int, errors: Any, signal_fd: int) ->
     out["access_log_fd"] = access_log_fd
     out["errors"] = errors
     out["signal_fd"] = signal_fd
+    out["app_name"] = app_name
     return out

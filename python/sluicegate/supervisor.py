@@ -113,7 +113,8 @@ class Supervisor:
                 os.set_blocking(wake_r, False)
                 os.set_blocking(wake_w, False)
             config = core_config(
-                self.cfg, access_log_fd=access_fd, errors=sys.stderr, signal_fd=wake_r
+                self.cfg, access_log_fd=access_fd, errors=sys.stderr, signal_fd=wake_r,
+                app_name=self.app_name,
             )
             listeners = [s.to_listener() for s in self.sockets]
             self._server = core.Server(self.app, listeners, config)

@@ -57,11 +57,15 @@ impl Bridge {
     ) -> PyResult<Bridge> {
         let logging = py.import("logging")?;
         let logger = logging.call_method1("getLogger", ("sluicegate.error",))?;
-        let app_name = app
-            .bind(py)
-            .repr()
-            .map(|r| r.to_string())
-            .unwrap_or_default();
+        // Log lines name the app as the user gave it ("pkg.wsgi:app"), else by its repr.
+        let app_name = if config.app_name.is_empty() {
+            app.bind(py)
+                .repr()
+                .map(|r| r.to_string())
+                .unwrap_or_default()
+        } else {
+            config.app_name.clone()
+        };
         let access_log = AccessLog::new(config.access_log_fd);
         let server_header: &'static [u8] =
             Box::leak(config.server_header.clone().into_boxed_slice());

@@ -752,8 +752,9 @@ fn call_and_drive(
         }
     };
     let end = drive(bridge, py, head, &result, sr);
-    // PEP 3333: close() is called whatever happened.
-    if !result.is_instance_of::<PyList>() && !result.is_instance_of::<PyTuple>() {
+    // PEP 3333: close() is called whatever happened. (Only exact lists and tuples are known
+    // to have none; a subclass may define one.)
+    if !result.is_exact_instance_of::<PyList>() && !result.is_exact_instance_of::<PyTuple>() {
         if let Ok(close) = result.getattr(pyo3::intern!(py, "close")) {
             if let Err(e) = close.call0() {
                 bridge.log_exception(py, &e, "calling the response iterable's close()");
