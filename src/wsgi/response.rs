@@ -360,36 +360,41 @@ impl Sender {
             return Err(SendError::ClientGone);
         }
         self.blocks += 1;
+        let over;
         if self.blocks == 1 && self.shared.is_none() {
             // The first block: written here, at once, usually in one writev with the head.
             let mut q = self.encode_block(block);
             self.out.append(&mut q);
-            return self.flush_local(py, true);
-        }
-        // The response streams: from now on the loop sends what piles up, in one writev per
-        // writable socket, while this thread goes on producing.
-        if self.shared.is_none() {
-            fire_stream_hook();
-            let rest = std::mem::take(&mut self.out);
-            self.shared = Some(Arc::new(SharedOut::new(self.fd, rest, self.high_water / 2)));
-            self.ctx
-                .request_flush(self.token, Arc::clone(self.shared.as_ref().unwrap()));
+            self.flush_local(py, false)?;
+            if self.out.is_empty() {
+                return Ok(());
+            }
+            // The socket did not take it all: the loop sends the rest (the thread moves on).
+            self.start_sharing();
+            over = self.out_backlog() > self.high_water;
+        } else {
+            // The response streams: from now on the loop sends what piles up, in one writev per
+            // writable socket, while this thread goes on producing.
+            if self.shared.is_none() {
+                self.start_sharing();
+            }
+            let shared = self.shared.as_ref().unwrap();
+            let mut st = shared.state.lock().unwrap();
+            if st.failed {
+                drop(st);
+                return self.gone();
+            }
+            // Framing and (small) data are copied onto the queue's tail: no allocation per block.
+            queue_body(self.framing, &mut self.body_bytes, &mut st.queue, block);
+            let wake = !st.loop_owns;
+            st.loop_owns = true;
+            over = SharedOut::backlog(&st) > self.high_water;
+            drop(st);
+            if wake {
+                self.ctx.request_flush(self.token, Arc::clone(shared));
+            }
         }
         let shared = self.shared.as_ref().unwrap();
-        let mut st = shared.state.lock().unwrap();
-        if st.failed {
-            drop(st);
-            return self.gone();
-        }
-        // Framing and (small) data are copied onto the queue's tail: no allocation per block.
-        queue_body(self.framing, &mut self.body_bytes, &mut st.queue, block);
-        let wake = !st.loop_owns;
-        st.loop_owns = true;
-        let over = SharedOut::backlog(&st) > self.high_water;
-        drop(st);
-        if wake {
-            self.ctx.request_flush(self.token, Arc::clone(shared));
-        }
         // Backpressure: past the high-water mark, wait (GIL released) for the loop to drain.
         if over {
             let (shared, t) = (Arc::clone(shared), self.write_timeout);
@@ -398,6 +403,23 @@ impl Sender {
             }
         }
         Ok(())
+    }
+
+    /// From now on the event loop writes this response: hand it what is queued, and (in an
+    /// inline call) move the loop to another thread so that it can.
+    fn start_sharing(&mut self) {
+        fire_stream_hook();
+        let rest = std::mem::take(&mut self.out);
+        let shared = Arc::new(SharedOut::new(self.fd, rest, self.high_water / 2));
+        self.ctx.request_flush(self.token, Arc::clone(&shared));
+        self.shared = Some(shared);
+    }
+
+    fn out_backlog(&self) -> u64 {
+        match &self.shared {
+            Some(s) => SharedOut::backlog(&s.state.lock().unwrap()),
+            None => self.out.pending(),
+        }
     }
 
     /// Add to the shared queue and make sure the loop will write it.
