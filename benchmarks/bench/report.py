@@ -101,6 +101,8 @@ def fmt_value(v: float | None, metric: str) -> str:
     if metric == "req/s":
         return f"{v:,.0f}"
     if metric == "s":
+        if v < 0.01:
+            return f"{v * 1000:,.2f} ms"
         return f"{v * 1000:,.1f} ms" if v < 1 else f"{v:,.2f} s"
     if metric == "segments":
         return f"{v:.2f}"
