@@ -231,9 +231,11 @@ def markdown(results: dict, chart_names: dict[str, str]) -> str:
     for name, s in results["servers"].items():
         state = "yes" if s["available"] else f"**no**: {s['why_not']}"
         lines.append(f"| {name} | {s['version'] or '—'} | {s['describe']} | {state} |")
-    lines += ["", "## Peer installs (benchmarks/setup.sh)", "", "| peer | outcome | version / error |", "|---|---|---|"]
+    lines += ["", "## Peer installs (benchmarks/setup.sh)", "",
+              "| peer | outcome | version / error | pip install arguments |", "|---|---|---|---|"]
     for name, rec in sorted(meta.get("install", {}).items()):
-        lines.append(f"| {name} | {rec.get('status')} | {rec.get('version') or rec.get('error', '')} |")
+        err = str(rec.get("version") or rec.get("error", "")).replace("|", "\\|")
+        lines.append(f"| {name} | {rec.get('status')} | {err} | `{' '.join(rec.get('pip_args', []))}` |")
     st = meta["settings"]
     lines += ["", "## Settings common to all servers", "",
               f"One worker process each, 127.0.0.1, no access log. Thread pools: {st['fast_threads']} threads for "
