@@ -25,7 +25,7 @@ use sluicegate_proto::{BodyFraming, RequestHead};
 
 use crate::config::MountConfig;
 use crate::http_date::http_date;
-use crate::io::out_queue::OutQueue;
+use crate::io::out_queue::{OutQueue, CORK_MIN};
 
 /// One mount, ready to serve.
 struct Mount {
@@ -252,6 +252,10 @@ impl StaticFiles {
                         },
                         &mut buf,
                     );
+                    let cork = p.body.is_some_and(|r| r.len >= CORK_MIN);
+                    if cork {
+                        out.push_cork(true);
+                    }
                     out.push_owned(buf);
                     let mut body_bytes = p.text_body;
                     if let Some(range) = p.body {
@@ -264,6 +268,9 @@ impl StaticFiles {
                             out.push_file(f, range.offset, range.len);
                             body_bytes = range.len;
                         }
+                    }
+                    if cork {
+                        out.push_cork(false);
                     }
                     return StaticOutcome::Served {
                         status: p.status,

@@ -42,6 +42,9 @@ const LISTENER_BASE: usize = usize::MAX - 1;
 /// which streams them to the app.
 pub const INLINE_BODY_MAX: u64 = 64 * 1024;
 
+/// Bytes written to one connection before the loop turns to the others (then comes back).
+const FAIR_SHARE: u64 = 4 * crate::io::out_queue::WRITE_CHUNK;
+
 /// How long an error answer waits for the client to close before the socket is closed anyway.
 const LINGER: Duration = Duration::from_secs(2);
 
@@ -350,8 +353,15 @@ impl LoopState {
     fn take_flush_requests(&mut self, ctx: &LoopCtx) {
         let requests = std::mem::take(&mut *ctx.flush_requests.lock().unwrap());
         for (token, out) in requests {
-            if out.flush() == FlushResult::Blocked {
-                self.flushing.insert(token, out);
+            match out.flush() {
+                FlushResult::Blocked => {
+                    self.flushing.insert(token, out);
+                }
+                FlushResult::More => {
+                    self.flushing.insert(token, out);
+                    self.ready.push_back((token, ReadHint::None));
+                }
+                _ => {}
             }
         }
     }
@@ -471,8 +481,12 @@ impl LoopState {
                 *woke |= readable;
                 // Its app thread may be streaming to a full socket: write what it queued.
                 if let Some(out) = self.flushing.get(&token) {
-                    if out.flush() != FlushResult::Blocked {
-                        self.flushing.remove(&token);
+                    match out.flush() {
+                        FlushResult::Blocked => {}
+                        FlushResult::More => self.ready.push_back((token, ReadHint::None)),
+                        _ => {
+                            self.flushing.remove(&token);
+                        }
                     }
                 }
                 return None;
@@ -482,11 +496,19 @@ impl LoopState {
 
         // 1. Output first: a connection with unwritten output reads nothing new.
         if !conn.out.is_empty() {
+            let mut written = 0;
             loop {
                 match conn.out.write_to(&conn.stream) {
                     Ok(_) if conn.out.is_empty() => break,
-                    Ok(_) => {
+                    Ok(n) => {
                         conn.deadline = Some(Instant::now() + ctx.write_timeout);
+                        written += n as u64;
+                        if written >= FAIR_SHARE {
+                            // The socket still takes more, but other connections get their
+                            // turn first (no edge will come: queue this one again).
+                            self.ready.push_back((token, ReadHint::None));
+                            return None;
+                        }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
                         if !matches!(conn.phase, Phase::Writing) {

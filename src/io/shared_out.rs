@@ -14,7 +14,10 @@ use std::os::fd::RawFd;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::out_queue::OutQueue;
+use super::out_queue::{OutQueue, WRITE_CHUNK};
+
+/// Bytes the loop writes for one streaming response before turning to other connections.
+const FAIR_SHARE: u64 = 4 * WRITE_CHUNK;
 
 /// The queue and what both sides need to know about it.
 pub struct SharedState {
@@ -49,6 +52,8 @@ pub enum FlushResult {
     Empty,
     /// The socket is full: wait for a writable edge.
     Blocked,
+    /// A fair share was written and more is queued: look again after the other connections.
+    More,
     /// Failed, or detached: forget it.
     Done,
 }
@@ -75,7 +80,11 @@ impl SharedOut {
     /// queue and written without the lock held, so the app thread adding blocks never waits for
     /// a syscall; what the socket did not take goes back in front of what was added meanwhile.
     pub fn flush(&self) -> FlushResult {
+        let mut written = 0u64;
         loop {
+            if written >= FAIR_SHARE {
+                return FlushResult::More;
+            }
             let mut batch = {
                 let mut st = self.state.lock().unwrap();
                 if st.detached || st.failed {
@@ -97,7 +106,12 @@ impl SharedOut {
                     break Ok(());
                 }
                 match batch.write_fd(self.fd) {
-                    Ok(_) => {}
+                    Ok(n) => {
+                        written += n as u64;
+                        if written >= FAIR_SHARE {
+                            break Ok(());
+                        }
+                    }
                     Err(e) => break Err(e),
                 }
             };

@@ -223,9 +223,12 @@ impl Scheduler {
             std::thread::sleep(TICK);
             let seq = self.inline_seq.load(Ordering::Acquire);
             if !seq.is_multiple_of(2) && seq == last {
-                // The same inline call has run for at least one whole tick.
-                let blocked = thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed));
-                running_ticks = if blocked { 0 } else { running_ticks + 1 };
+                // The same inline call has run for at least one whole tick. Its state is read
+                // at ticks 1, 2, 4, 8, ... of the call (a call seen computing is not re-read at
+                // every tick: each look is a small file read).
+                running_ticks += 1;
+                let look = running_ticks.is_power_of_two() || running_ticks >= CPU_BOUND_TAKEOVER;
+                let blocked = look && thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed));
                 if blocked || running_ticks >= CPU_BOUND_TAKEOVER {
                     let taken = {
                         let mut parked = self.parked.lock().unwrap();

@@ -34,9 +34,8 @@ use super::Bridge;
 use crate::http_date::http_date;
 use crate::io::conn::Conn;
 use crate::io::event_loop::{LoopCtx, Work};
-use crate::io::out_queue::{OutQueue, SharedBytes};
+use crate::io::out_queue::{OutQueue, SharedBytes, CORK_MIN};
 use crate::io::shared_out::SharedOut;
-use crate::io::stream::wait_fd;
 
 /// Bodies up to this size are copied next to the head so head and body leave in one segment;
 /// larger `bytes` blocks are sent from the Python object's buffer (no copy).
@@ -365,7 +364,7 @@ impl Sender {
             // The first block: written here, at once, usually in one writev with the head.
             let mut q = self.encode_block(block);
             self.out.append(&mut q);
-            self.flush_local(py, false)?;
+            self.flush_local(py)?;
             if self.out.is_empty() {
                 return Ok(());
             }
@@ -463,6 +462,10 @@ impl Sender {
             .filter(|&n| n <= COPY_MAX)
             .sum();
         let mut q = OutQueue::new();
+        let cork = total >= CORK_MIN && !self.is_head;
+        if cork {
+            q.push_cork(true);
+        }
         if !self.headers_sent {
             let mut head = Vec::with_capacity(512 + small);
             self.encode_head(&mut head, Some(total));
@@ -470,6 +473,9 @@ impl Sender {
         }
         for blk in parsed {
             self.queue_body(&mut q, blk);
+        }
+        if cork {
+            q.push_cork(false);
         }
         self.blocks += 1;
         self.push_final(py, q)
@@ -509,6 +515,15 @@ impl Sender {
                 q.push_copy(CHUNK_END);
             }
             self.body_bytes += take;
+            if take >= CORK_MIN {
+                // Head and file leave corked, in full segments (the head waits for the file's
+                // first bytes anyway: it carries MSG_MORE).
+                let mut corked = OutQueue::new();
+                corked.push_cork(true);
+                corked.append(&mut q);
+                corked.push_cork(false);
+                q = corked;
+            }
         }
         self.blocks += 1;
         self.push_final(py, q)
@@ -541,7 +556,7 @@ impl Sender {
             return self.push_shared(&mut q);
         }
         self.out.append(&mut q);
-        self.flush_local(py, false)
+        self.flush_local(py)
     }
 
     /// The response must end without looking complete (error after the head was sent): no last
@@ -551,32 +566,24 @@ impl Sender {
         self.keep_alive = false;
     }
 
-    /// Write the local queue. With `wait`, block (GIL released) until all is written or the
-    /// write timeout passes; without, write what the socket takes now and leave the rest.
-    fn flush_local(&mut self, py: Python<'_>, wait: bool) -> Result<(), SendError> {
-        while !self.out.is_empty() {
-            let res = if self.out.pending() >= DETACH_WRITE_MIN {
-                let (out, fd) = (&mut self.out, self.fd);
-                py.detach(|| out.write_fd(fd))
-            } else {
-                self.out.write_fd(self.fd)
-            };
-            match res {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if !wait {
-                        return Ok(());
-                    }
-                    let (fd, t) = (self.fd, self.write_timeout);
-                    match py.detach(|| wait_fd(fd, true, t)) {
-                        Ok(true) => {}
-                        _ => return self.gone(),
-                    }
-                }
-                Err(_) => return self.gone(),
-            }
+    /// Write what the socket takes now, at most one chunk (`WRITE_CHUNK`), and leave the rest
+    /// to the event loop: the app thread never waits for a client, and an inline call never
+    /// holds the loop for a long copy.
+    fn flush_local(&mut self, py: Python<'_>) -> Result<(), SendError> {
+        if self.out.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let res = if self.out.pending() >= DETACH_WRITE_MIN {
+            let (out, fd) = (&mut self.out, self.fd);
+            py.detach(|| out.write_fd(fd))
+        } else {
+            self.out.write_fd(self.fd)
+        };
+        match res {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
+            Err(_) => self.gone(),
+        }
     }
 
     fn gone(&mut self) -> Result<(), SendError> {
@@ -737,7 +744,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
                     status_code: status,
                     ..AppHead::default()
                 });
-                let _ = sender.flush_local(py, false);
+                let _ = sender.flush_local(py);
             }
         }
     }
