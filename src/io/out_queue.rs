@@ -105,7 +105,9 @@ impl Segment {
 }
 
 /// Bodies at least this large are sent corked (see `Segment::Cork`); smaller ones leave at once.
-pub const CORK_MIN: u64 = 256 * 1024;
+/// Measured on loopback: corking a 688,128-byte body doubled its server CPU (96–103 µs → 216–226
+/// µs per response), while a 64 MiB file went from 37–40 ms to 25 ms; 4 MiB is between the two.
+pub const CORK_MIN: u64 = 4 * 1024 * 1024;
 
 /// Capacity of a fresh segment that small blocks are copied into.
 const COALESCE_CAPACITY: usize = 16 * 1024;
