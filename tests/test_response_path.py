@@ -671,6 +671,21 @@ def test_file_wrapper_over_bytesio_is_iterated(srv, cl, version):
     assert resp.body == pattern(250001)
 
 
+def test_file_wrapper_over_a_readinto_file_like_reuses_one_large_buffer(srv):
+    # Issue 4: other file-likes are read with readinto into large reused buffers.
+    t = uuid.uuid4().hex
+    n = 3 * 256 * 1024 + 12345
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("GET", f"/fw_readinto?size={n}&token={t}"))
+        resp = c.read_response()
+    assert resp.status == 200 and resp.body == pattern(n)
+    calls = [line.split() for line in srv.wait_marks("readinto", count=5, prefix=t)]
+    assert len({buf_id for _, buf_id, _ in calls}) == 1, "a new buffer for each read"
+    assert all(int(size) >= 256 * 1024 for _, _, size in calls), calls
+    # 4 reads carry data, the last one says end of file: not one read per 1000-byte blksize.
+    assert len(calls) == 5, calls
+
+
 def test_file_wrapper_over_a_pipe_is_iterated(srv):
     with Conn.open(srv.port) as c:
         c.send(request_bytes("GET", "/fw_pipe?size=50000"))

@@ -352,6 +352,19 @@ impl Sender {
             return Err(SendError::NotStarted);
         }
         let block = as_block(data)?;
+        self.send_parsed(py, block)
+    }
+
+    /// Send bytes the server read itself (wsgi.file_wrapper over a non-regular file): copied
+    /// once into the output queue, so the read buffer can be reused at once.
+    pub fn send_copy(&mut self, py: Python<'_>, data: &[u8]) -> Result<(), SendError> {
+        if !self.app.started {
+            return Err(SendError::NotStarted);
+        }
+        self.send_parsed(py, Block::Other(data.to_vec()))
+    }
+
+    fn send_parsed(&mut self, py: Python<'_>, block: Block<'_>) -> Result<(), SendError> {
         if block.as_slice().is_empty() {
             return Ok(());
         }
@@ -828,6 +841,52 @@ fn regular_file_range(py: Python<'_>, fw: &FileWrapper) -> Option<(std::fs::File
     Some((file, pos.min(size), size.saturating_sub(pos)))
 }
 
+/// Size of the buffer `drive_readinto` reads into (at least the app's blksize).
+const READINTO_BUF: usize = 256 * 1024;
+
+/// Send a file wrapper's content by `readinto` into one reused buffer. `None`: not possible
+/// (no readinto, or it returned None) — the caller iterates the wrapper for the rest.
+fn drive_readinto(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &RequestHead,
+    fw: &FileWrapper,
+    sr: &StartResponse,
+) -> Option<AppEnd> {
+    let f = fw.filelike.bind(py);
+    let readinto = f.getattr(pyo3::intern!(py, "readinto")).ok()?;
+    let buf = PyByteArray::new(py, &vec![0u8; fw.blksize.max(READINTO_BUF)]);
+    loop {
+        let n = match readinto.call1((&buf,)) {
+            Ok(v) if v.is_none() => return None,
+            Ok(v) => match v.extract::<usize>() {
+                Ok(n) => n,
+                Err(_) => return None,
+            },
+            Err(e) => {
+                bridge.log_exception(py, &e, &request_label(head));
+                return Some(AppEnd::Failed);
+            }
+        };
+        let mut s = sr.inner.lock().unwrap();
+        let res = if n == 0 {
+            s.finish(py)
+        } else {
+            // SAFETY: the bytearray is ours (no Python code holds it besides the readinto call,
+            // which returned); it is read while the GIL is held and not resized.
+            let data = unsafe { buf.as_bytes() };
+            s.send_copy(py, &data[..n.min(data.len())])
+        };
+        drop(s);
+        match res {
+            Ok(()) if n == 0 => return Some(AppEnd::Done),
+            Ok(()) => {}
+            Err(SendError::ClientGone) => return Some(AppEnd::ClientGone),
+            Err(_) => return Some(AppEnd::Failed),
+        }
+    }
+}
+
 fn request_label(head: &RequestHead) -> String {
     format!(
         "Error handling request {} {}",
@@ -916,6 +975,15 @@ fn drive(
                     fail_send(e, "returned")
                 }
             };
+        }
+    }
+
+    // wsgi.file_wrapper over another file-like (a pipe, a socket file, BytesIO): readinto() one
+    // large buffer, reused for every block; falls back to iteration if readinto says None
+    // (non-blocking, no data yet) or does not exist.
+    if let Ok(fw) = result.cast::<FileWrapper>() {
+        if let Some(end) = drive_readinto(bridge, py, head, fw.get(), sr) {
+            return end;
         }
     }
 

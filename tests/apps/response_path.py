@@ -42,6 +42,8 @@ wsgi.file_wrapper (the file is ``pattern(size)`` on disk; its close is recorded 
   at P (by ``seek(P)`` or by ``read(P)``, on a raw ``FileIO`` or a ``BufferedReader``);
   ``cl=auto`` sets Content-Length to the bytes left, ``none`` sets none, a number sets it.
 - ``/fw_bytesio?size=N&cl=auto|none``: an ``io.BytesIO`` (no descriptor: iterated).
+- ``/fw_readinto?size=N&token=T``: a file-like with ``readinto`` (no descriptor) that records
+  each call as ``T <id(buffer)> <len(buffer)>`` under mark ``readinto``.
 - ``/fw_pipe?size=N``: a pipe's read end (a descriptor, but not a regular file: iterated);
   N must fit in the pipe buffer (64 KiB).
 - ``/fw_middleware?size=N&token=T``: the ``/fw`` response passed through a Python middleware
@@ -284,6 +286,23 @@ def app(environ, start_response):
             headers.append(("Content-Length", str(n)))
         start_response("200 OK", headers)
         return environ["wsgi.file_wrapper"](io.BytesIO(pattern(n)), 1000)
+    if path == "/fw_readinto":
+        n = int(q.get("size", "100000"))
+        token = q.get("token", "-")
+        source = io.BytesIO(pattern(n))
+
+        class RecordingReader:
+            """Only readinto (and close): how the server reads it is what the test checks."""
+
+            def readinto(self, b):
+                mark("readinto", f"{token} {id(b)} {len(b)}")
+                return source.readinto(b)
+
+            def close(self):
+                source.close()
+
+        start_response("200 OK", list(octet))
+        return environ["wsgi.file_wrapper"](RecordingReader(), 1000)
     if path == "/fw_pipe":
         n = int(q.get("size", "50000"))
         r, w = os.pipe()
