@@ -1389,3 +1389,16 @@ def test_slow_reader_does_not_stop_other_requests(huge_srv):
             assert r.status == 206 and len(r.body) == 1000
         # Then the slow reader reads a little more: its download is still alive.
         slow.recv_at_least(len(slow.buf) + 100000)
+
+
+def test_keep_alive_after_a_static_answer_uses_the_keepalive_timeout(servers, tree):
+    # Regression: after a static answer the connection kept the write timeout as its idle
+    # deadline, so an idle keep-alive connection was closed after --write-timeout.
+    srv = servers.get("hello", "--static", mount(tree), "--write-timeout", "1",
+                      "--keepalive-timeout", "30")
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("GET", "/static/hello.txt"))
+        assert c.read_response().body == HELLO
+        time.sleep(2.5)  # longer than --write-timeout (swept every 250 ms), far below keep-alive
+        c.send(request_bytes("GET", "/static/hello.txt"))
+        assert c.read_response().body == HELLO

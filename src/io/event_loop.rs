@@ -523,10 +523,10 @@ impl LoopState {
                     }
                 }
             }
-            if matches!(conn.phase, Phase::Writing) {
-                conn.phase = Phase::Idle;
-                conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
-            }
+            // All written: idle until the next request (partial writes on the way had set the
+            // write timeout, which must not outlive them).
+            conn.phase = Phase::Idle;
+            conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
         }
         if conn.close_after_write && !matches!(conn.phase, Phase::Lingering) {
             self.finish_close(token);
@@ -677,8 +677,10 @@ impl LoopState {
                     conn.close_after_write = true;
                     conn.linger = head.body != BodyFraming::None;
                 }
+                // Idle once the answer is written (if the socket is full, writing it switches
+                // to the write timeout).
                 conn.phase = Phase::Idle;
-                conn.deadline = Some(Instant::now() + ctx.write_timeout);
+                conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
                 return Ok(Next::Answered);
             }
         }
