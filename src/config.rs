@@ -150,11 +150,4 @@ impl Config {
             app_name: get(d, "app_name")?,
         })
     }
-
-    /// The shortest timeout, which sets how often the event loop sweeps for expired deadlines.
-    pub fn shortest_timeout(&self) -> Duration {
-        self.header_timeout
-            .min(self.keepalive_timeout)
-            .min(self.write_timeout)
-    }
 }

@@ -158,10 +158,6 @@ impl LoopCtx {
     pub fn shutting_down(&self) -> bool {
         self.shutdown.load(Ordering::Relaxed) != RUNNING
     }
-
-    pub fn wake(&self) {
-        let _ = self.waker.wake();
-    }
 }
 
 /// Settings the loop needs, copied from the config.
@@ -284,11 +280,6 @@ impl LoopState {
             shutdown_started: None,
         });
         Ok((st, ctx))
-    }
-
-    /// Number of connections the loop knows (here or away).
-    pub fn connections(&self) -> usize {
-        self.conns.len()
     }
 
     /// Run the loop until a request is ready for the app, or until shutdown has finished

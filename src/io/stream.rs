@@ -53,23 +53,12 @@ impl Stream {
         }
     }
 
-    /// One non-blocking `writev`.
-    pub fn writev(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        writev_fd(self.fd(), bufs)
-    }
-
     /// Half-close: no more bytes from us (used before a lingering close).
     pub fn shutdown_write(&self) {
         let _ = match self {
             Stream::Tcp(s) => s.shutdown(Shutdown::Write),
             Stream::Unix(s) => s.shutdown(Shutdown::Write),
         };
-    }
-
-    /// Block the calling thread (never the event loop) until the socket is readable/writable,
-    /// or `timeout` passes. Returns `Ok(false)` on timeout.
-    pub fn wait(&self, writable: bool, timeout: Duration) -> io::Result<bool> {
-        wait_fd(self.fd(), writable, timeout)
     }
 }
 
