@@ -325,6 +325,16 @@ impl Sender {
         self.headers_sent = true;
     }
 
+    /// Queue the head if it was not sent yet. `body_room`: capacity reserved after it, since
+    /// small body bytes are copied onto the same buffer (one writev, one segment).
+    fn queue_head(&mut self, q: &mut OutQueue, known_len: Option<u64>, body_room: usize) {
+        if !self.headers_sent {
+            let mut head = Vec::with_capacity(512 + body_room);
+            self.encode_head(&mut head, known_len);
+            q.push_owned(head);
+        }
+    }
+
     /// Queue body bytes into `out` with the framing in force.
     fn queue_body(&mut self, out: &mut OutQueue, block: Block<'_>) {
         queue_body(self.framing, &mut self.body_bytes, out, block);
@@ -333,11 +343,7 @@ impl Sender {
     /// Head (if not sent yet) and one block into a fresh queue.
     fn encode_block(&mut self, block: Block<'_>) -> OutQueue {
         let mut q = OutQueue::new();
-        if !self.headers_sent {
-            let mut head = Vec::with_capacity(512 + block.as_slice().len().min(COPY_MAX));
-            self.encode_head(&mut head, None);
-            q.push_owned(head);
-        }
+        self.queue_head(&mut q, None, block.as_slice().len().min(COPY_MAX));
         self.queue_body(&mut q, block);
         q
     }
@@ -479,11 +485,7 @@ impl Sender {
         if cork {
             q.push_cork(true);
         }
-        if !self.headers_sent {
-            let mut head = Vec::with_capacity(512 + small);
-            self.encode_head(&mut head, Some(total));
-            q.push_owned(head);
-        }
+        self.queue_head(&mut q, Some(total), small);
         for blk in parsed {
             self.queue_body(&mut q, blk);
         }
@@ -507,11 +509,7 @@ impl Sender {
             return Err(SendError::NotStarted);
         }
         let mut q = OutQueue::new();
-        if !self.headers_sent {
-            let mut head = Vec::with_capacity(512);
-            self.encode_head(&mut head, Some(len));
-            q.push_owned(head);
-        }
+        self.queue_head(&mut q, Some(len), 0);
         let take = match self.framing {
             ResponseFraming::NoBody => 0,
             ResponseFraming::Length(n) => len.min(n.saturating_sub(self.body_bytes)),
@@ -546,11 +544,7 @@ impl Sender {
     /// chunk if chunked; nothing waits.
     pub fn finish(&mut self, py: Python<'_>) -> Result<(), SendError> {
         let mut q = OutQueue::new();
-        if !self.headers_sent {
-            let mut head = Vec::with_capacity(512);
-            self.encode_head(&mut head, Some(0));
-            q.push_owned(head);
-        }
+        self.queue_head(&mut q, Some(0), 0);
         if self.framing == ResponseFraming::Chunked {
             q.push_static(LAST_CHUNK);
         }
