@@ -55,6 +55,8 @@ pub struct Conn {
     pub requests: u64,
     /// After the close, linger: the client may still be sending (error answers, unread input).
     pub linger: bool,
+    /// In the loop's epoll set (registration is lazy: see `event_loop`).
+    pub registered: bool,
     /// Per-connection data the layer above caches across requests (the bridge keeps the
     /// REMOTE_ADDR/REMOTE_PORT strings here). Opaque to the I/O layer.
     pub upper: Option<Box<dyn std::any::Any + Send>>,
@@ -75,6 +77,7 @@ impl Conn {
             deadline: None,
             requests: 0,
             linger: false,
+            registered: false,
             upper: None,
         }
     }

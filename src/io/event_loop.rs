@@ -9,7 +9,14 @@
 //! `server::scheduler`).
 //!
 //! Sockets are registered once, edge-triggered, for both read and write readiness, so a request
-//! costs no `epoll_ctl` calls.
+//! costs no `epoll_ctl` calls. Registration is lazy: a new connection is read at once (the
+//! request usually arrives with the handshake), and registered only when the loop is about to
+//! wait while it is still open. A connection answered and closed within its first look (HTTP/1.0,
+//! `Connection: close`) costs no `epoll_ctl` and no `epoll_wait` round of its own.
+//!
+//! Accepting takes one connection per round and tries again once the ready queue is empty: the
+//! `accept4` that finds the backlog empty (needed with edge-triggered epoll) comes after the
+//! response, not before the request is read.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind};
@@ -203,6 +210,9 @@ enum Slot {
     /// the connection comes back (edge-triggered epoll will not report it again).
     Away {
         woke: bool,
+        /// Whether the socket is in the epoll set (the loop may register it while away, to
+        /// write a streaming response).
+        registered: bool,
     },
 }
 
@@ -219,6 +229,11 @@ pub struct LoopState {
     sweep_every: Duration,
     /// Accepting stopped because of EMFILE/ENFILE: retry at the next sweep.
     accept_paused: bool,
+    /// Listeners that gave a connection in this round: accept from them again once the ready
+    /// queue is empty.
+    accept_again: Vec<usize>,
+    /// Connections that may still need registering before the loop waits (see the module doc).
+    unregistered: Vec<usize>,
     /// Shared output queues of away connections that the loop is writing.
     flushing: HashMap<usize, Arc<SharedOut>>,
     shutdown_started: Option<Instant>,
@@ -276,6 +291,8 @@ impl LoopState {
             next_sweep: Instant::now() + sweep_every,
             sweep_every,
             accept_paused: false,
+            accept_again: Vec::new(),
+            unregistered: Vec::new(),
             flushing: HashMap::new(),
             shutdown_started: None,
         });
@@ -296,6 +313,15 @@ impl LoopState {
             if !self.ready.is_empty() {
                 continue;
             }
+            if !self.accept_again.is_empty() {
+                for i in std::mem::take(&mut self.accept_again) {
+                    self.accept(i, ctx);
+                }
+                if !self.ready.is_empty() {
+                    continue;
+                }
+            }
+            self.register_pending();
             if ctx.shutting_down() && self.shutdown_step(ctx) {
                 return None;
             }
@@ -344,6 +370,21 @@ impl LoopState {
     fn take_flush_requests(&mut self, ctx: &LoopCtx) {
         let requests = std::mem::take(&mut *ctx.flush_requests.lock().unwrap());
         for (token, out) in requests {
+            // The loop writes this away connection on its events: it must be in the epoll set.
+            if let Some(Slot::Away {
+                registered: registered @ false,
+                ..
+            }) = self.conns.get_mut(token)
+            {
+                match self.poll.registry().register(
+                    &mut mio::unix::SourceFd(&out.fd),
+                    Token(token),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
+                    Ok(()) => *registered = true,
+                    Err(e) => log_io_error("epoll_ctl", &e),
+                }
+            }
             match out.flush() {
                 FlushResult::Blocked => {
                     self.flushing.insert(token, out);
@@ -362,8 +403,8 @@ impl LoopState {
         let returned = std::mem::take(&mut *ctx.returns.lock().unwrap());
         for conn in returned {
             let token = conn.token;
-            let woke = match self.conns.get(token) {
-                Some(Slot::Away { woke }) => *woke,
+            let (woke, registered) = match self.conns.get(token) {
+                Some(Slot::Away { woke, registered }) => (*woke, *registered),
                 _ => {
                     // Cannot happen: a token stays reserved while its connection is away.
                     continue;
@@ -371,6 +412,8 @@ impl LoopState {
             };
             // The app thread detached its shared queue (if any) and left the rest in conn.out.
             self.flushing.remove(&token);
+            let mut conn = conn;
+            conn.registered = registered;
             self.conns[token] = Slot::Here(conn);
             self.after_request(token, woke, ctx);
         }
@@ -389,6 +432,9 @@ impl LoopState {
         }
         conn.phase = Phase::Idle;
         conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
+        if !conn.registered {
+            self.unregistered.push(token);
+        }
         // An empty buffer goes back to the pool now, not when the connection's turn in the ready
         // queue comes: in a burst, 1,024 connections each holding 16 KiB until then cost 16 MiB
         // (measured with 10,000 connections opening at once).
@@ -402,14 +448,20 @@ impl LoopState {
     }
 
     /// Put back a connection that came back to the loop on the thread that owns it (inline).
-    pub fn put_back(&mut self, conn: Box<Conn>, ctx: &LoopCtx) {
+    pub fn put_back(&mut self, mut conn: Box<Conn>, ctx: &LoopCtx) {
         let token = conn.token;
-        let woke = matches!(self.conns.get(token), Some(Slot::Away { woke: true }));
+        let (woke, registered) = match self.conns.get(token) {
+            Some(Slot::Away { woke, registered }) => (*woke, *registered),
+            _ => (false, conn.registered),
+        };
+        conn.registered = registered;
         self.flushing.remove(&token);
         self.conns[token] = Slot::Here(conn);
         self.after_request(token, woke, ctx);
     }
 
+    /// Accept one connection from a listener and look at it at once (its request is usually
+    /// there already); if one came, the listener is tried again once the ready queue is empty.
     fn accept(&mut self, index: usize, ctx: &LoopCtx) {
         loop {
             if ctx.shutting_down() {
@@ -426,23 +478,17 @@ impl LoopState {
                 None => return,
             };
             match res {
-                Ok((mut stream, peer)) => {
+                Ok((stream, peer)) => {
                     let entry = self.conns.vacant_entry();
                     let token = entry.key();
-                    if let Err(e) = self.poll.registry().register(
-                        stream.source(),
-                        Token(token),
-                        Interest::READABLE | Interest::WRITABLE,
-                    ) {
-                        log_io_error("epoll_ctl", &e);
-                        continue;
-                    }
                     let mut conn = Box::new(Conn::new(stream, token, index, peer));
                     conn.deadline = Some(Instant::now() + ctx.header_timeout);
                     entry.insert(Slot::Here(conn));
                     ctx.counters.accepted.fetch_add(1, Ordering::Relaxed);
-                    // The request usually follows the connect at once; the edge-triggered
-                    // registration reports it (or already has), so no speculative read here.
+                    self.unregistered.push(token);
+                    self.ready.push_back((token, ReadHint::Readable));
+                    self.accept_again.push(index);
+                    return;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -461,6 +507,31 @@ impl LoopState {
         }
     }
 
+    /// Before waiting: put every connection that is still here and open into the epoll set.
+    /// Registering reports readiness that is already there, so nothing that arrived before is
+    /// missed. (Away connections are queued again when they come back.)
+    fn register_pending(&mut self) {
+        for token in std::mem::take(&mut self.unregistered) {
+            let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+                continue;
+            };
+            if conn.registered {
+                continue;
+            }
+            match self.poll.registry().register(
+                conn.stream.source(),
+                Token(token),
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
+                Ok(()) => conn.registered = true,
+                Err(e) => {
+                    log_io_error("epoll_ctl", &e);
+                    self.close(token);
+                }
+            }
+        }
+    }
+
     /// Look at one connection: finish pending output, then read and parse. Returns work when a
     /// request is ready.
     fn drive(&mut self, token: usize, hint: ReadHint, ctx: &LoopCtx) -> Option<Work> {
@@ -468,7 +539,7 @@ impl LoopState {
         let drain = hint == ReadHint::Drain;
         let conn = match self.conns.get_mut(token) {
             Some(Slot::Here(c)) => c,
-            Some(Slot::Away { woke }) => {
+            Some(Slot::Away { woke, .. }) => {
                 *woke |= readable;
                 // Its app thread may be streaming to a full socket: write what it queued.
                 if let Some(out) = self.flushing.get(&token) {
@@ -693,10 +764,18 @@ impl LoopState {
 
     /// Mark the connection away and hand it out with its request.
     fn take_work(&mut self, token: usize, head: RequestHead, body_buffered: bool) -> Work {
-        let Slot::Here(mut conn) =
-            std::mem::replace(&mut self.conns[token], Slot::Away { woke: false })
-        else {
-            unreachable!("take_work on an away connection")
+        let registered = match &self.conns[token] {
+            Slot::Here(c) => c.registered,
+            Slot::Away { .. } => unreachable!("take_work on an away connection"),
+        };
+        let Slot::Here(mut conn) = std::mem::replace(
+            &mut self.conns[token],
+            Slot::Away {
+                woke: false,
+                registered,
+            },
+        ) else {
+            unreachable!()
         };
         conn.deadline = None;
         conn.phase = Phase::Idle;
