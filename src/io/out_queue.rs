@@ -104,9 +104,10 @@ impl Segment {
     }
 }
 
-/// Bodies at least this large are sent corked (see `Segment::Cork`); smaller ones leave at once.
-/// Measured on loopback: corking a 688,128-byte body doubled its server CPU (96–103 µs → 216–226
-/// µs per response), while a 64 MiB file went from 37–40 ms to 25 ms; 4 MiB is between the two.
+/// File bodies (sendfile) at least this large are sent corked (see `Segment::Cork`); smaller ones
+/// leave at once. Measured on loopback: corking a 688,128-byte body doubled its server CPU
+/// (96–103 µs → 216–226 µs per response), while a 64 MiB file went from 37–40 ms to 25 ms; 4 MiB
+/// is between the two. Memory bodies are never corked (see `Sender::send_all`).
 pub const CORK_MIN: u64 = 4 * 1024 * 1024;
 
 /// Capacity of a fresh segment that small blocks are copied into.

@@ -480,17 +480,13 @@ impl Sender {
             .map(|b| b.as_slice().len())
             .filter(|&n| n <= COPY_MAX)
             .sum();
+        // No TCP_CORK here, unlike a large file: the body's 1 MiB writes already fill whole
+        // segments, and corking a 64 MiB `[bytes]` cost more server CPU (18.9–19.4 ms against
+        // 16.8–17.4 ms per response, interleaved, 5 rounds).
         let mut q = OutQueue::new();
-        let cork = total >= CORK_MIN && !self.is_head;
-        if cork {
-            q.push_cork(true);
-        }
         self.queue_head(&mut q, Some(total), small);
         for blk in parsed {
             self.queue_body(&mut q, blk);
-        }
-        if cork {
-            q.push_cork(false);
         }
         self.blocks += 1;
         self.push_final(py, q)
