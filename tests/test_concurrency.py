@@ -7,7 +7,8 @@ asserted, never durations.
 
 Covers: 20 concurrent blocked calls and a fast request answered while they are all still
 blocked; idle keep-alive connections holding no thread (50 idle connections, then
---threads 1:4 still runs 4 blocked calls at once). (A fixed sleep would make these tests depend
+--threads 1:4 still runs 4 blocked calls at once); a blocked call taken over after 3,000 quick
+calls have let the watchdog slow its looks down. (A fixed sleep would make these tests depend
 on timing; the gate makes them depend only on order.)
 """
 
@@ -100,3 +101,27 @@ def test_idle_keepalive_connections_hold_no_thread(start_server):
     finally:
         for c in idle:
             c.close()
+
+
+def test_blocking_call_after_a_long_calm_spell_is_still_taken_over(start_server):
+    # Thousands of quick inline calls let the watchdog back off to its longest tick; a call that
+    # then blocks must still be taken over, so a fast request is answered while it blocks.
+    srv = start_server("blocking")
+    with Conn.open(srv.port) as c:
+        for _ in range(3000):
+            c.send(request_bytes("GET", "/fast"))
+            assert c.read_response().body == b"fast"
+    tok, gate = uuid.uuid4().hex, uuid.uuid4().hex
+    rec = Recorder()
+    slow = rec.start(srv.port, f"/slow?token={tok}&gate={gate}", "slow")
+    try:
+        srv.wait_marks("started", count=1, prefix=tok)
+        rec.fetch(srv.port, "/fast", "fast")
+        assert not rec.errors, rec.errors
+        assert [label for label, _, _ in rec.order] == ["fast"], \
+            "the fast request waited for the blocked call"
+    finally:
+        srv.open_gate(gate)
+        slow.join(30)
+    assert not rec.errors, rec.errors
+    assert [label for label, _, _ in rec.order] == ["fast", "slow"]

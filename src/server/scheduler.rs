@@ -315,13 +315,21 @@ impl Scheduler {
 /// for a CPU (R)? Read only when an inline call outlasts a tick, so its cost (one small file
 /// read) stays off the hot path.
 fn thread_is_sleeping(tid: i32) -> bool {
+    use std::io::Read;
     if tid == 0 {
         return false;
     }
-    let Ok(stat) = std::fs::read(format!("/proc/self/task/{tid}/stat")) else {
+    // The state is within the first 40 bytes ("tid (comm) S", comm at most 15 bytes): one read
+    // of 128 (`fs::read` would stat the file and read it in growing pieces, 7 syscalls).
+    let mut buf = [0u8; 128];
+    let Ok(n) = std::fs::File::open(format!("/proc/self/task/{tid}/stat"))
+        .and_then(|mut f| f.read(&mut buf))
+    else {
         return false;
     };
-    // "tid (comm) S ...": comm may contain spaces or parentheses, so look after the last ')'.
+    let stat = &buf[..n];
+    // "tid (comm) S ...": comm may contain spaces or parentheses, so look after the last ')'
+    // (the numeric fields that follow have none).
     let Some(close) = stat.iter().rposition(|&b| b == b')') else {
         return false;
     };
