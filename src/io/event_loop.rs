@@ -8,7 +8,7 @@
 //! to another thread when the thread driving it gets stuck in an app call (see
 //! `server::scheduler`).
 //!
-//! Sockets are registered once, edge-triggered, for both read and write readiness, so a request
+//! Sockets are registered at most once, edge-triggered, for both read and write readiness, so a request
 //! costs no `epoll_ctl` calls. Registration is lazy: a new connection is read at once (the
 //! request usually arrives with the handshake), and registered only when the loop is about to
 //! wait while it is still open. A connection answered and closed within its first look (HTTP/1.0,
@@ -402,20 +402,8 @@ impl LoopState {
     fn take_returns(&mut self, ctx: &LoopCtx) {
         let returned = std::mem::take(&mut *ctx.returns.lock().unwrap());
         for conn in returned {
-            let token = conn.token;
-            let (woke, registered) = match self.conns.get(token) {
-                Some(Slot::Away { woke, registered }) => (*woke, *registered),
-                _ => {
-                    // Cannot happen: a token stays reserved while its connection is away.
-                    continue;
-                }
-            };
             // The app thread detached its shared queue (if any) and left the rest in conn.out.
-            self.flushing.remove(&token);
-            let mut conn = conn;
-            conn.registered = registered;
-            self.conns[token] = Slot::Here(conn);
-            self.after_request(token, woke, ctx);
+            self.put_back(conn, ctx);
         }
     }
 
@@ -447,7 +435,8 @@ impl LoopState {
         self.ready.push_back((token, hint));
     }
 
-    /// Put back a connection that came back to the loop on the thread that owns it (inline).
+    /// Put back a connection that came back to the loop (inline, or through the return queue):
+    /// it takes over what the loop noted while it was away.
     pub fn put_back(&mut self, mut conn: Box<Conn>, ctx: &LoopCtx) {
         let token = conn.token;
         let (woke, registered) = match self.conns.get(token) {
