@@ -168,28 +168,24 @@ impl BodyState {
 
     /// Up to `limit` decoded bytes (None = to the end of the body).
     fn read(&mut self, py: Python<'_>, limit: Option<usize>) -> Result<Vec<u8>, BodyFailure> {
-        let mut out = Vec::new();
-        loop {
-            let want = match limit {
-                Some(l) if out.len() >= l => break,
-                Some(l) => l - out.len(),
-                None => usize::MAX,
-            };
-            if !self.fill(py)? {
-                break;
-            }
-            let avail = &self.pending[self.pending_pos..];
-            let take = avail.len().min(want);
-            out.extend_from_slice(&avail[..take]);
-            // read(n) returns n bytes unless the body ends first (apps such as multipart
-            // parsers rely on it), so keep going until then.
-            self.pending_pos += take;
-        }
-        Ok(out)
+        // read(n) returns n bytes unless the body ends first (apps such as multipart parsers
+        // rely on it), so `take` keeps going until then.
+        self.take(py, limit, false)
     }
 
     /// One line including its '\n' (or up to `limit` bytes, or to the end of the body).
     fn readline(&mut self, py: Python<'_>, limit: Option<usize>) -> Result<Vec<u8>, BodyFailure> {
+        self.take(py, limit, true)
+    }
+
+    /// Decoded bytes up to `limit` or the end of the body, and with `to_newline`, up to and
+    /// including the first '\n'.
+    fn take(
+        &mut self,
+        py: Python<'_>,
+        limit: Option<usize>,
+        to_newline: bool,
+    ) -> Result<Vec<u8>, BodyFailure> {
         let mut out = Vec::new();
         loop {
             let want = match limit {
@@ -202,10 +198,12 @@ impl BodyState {
             }
             let avail = &self.pending[self.pending_pos..];
             let upto = avail.len().min(want);
-            if let Some(i) = memchr_nl(&avail[..upto]) {
-                out.extend_from_slice(&avail[..=i]);
-                self.pending_pos += i + 1;
-                break;
+            if to_newline {
+                if let Some(i) = memchr_nl(&avail[..upto]) {
+                    out.extend_from_slice(&avail[..=i]);
+                    self.pending_pos += i + 1;
+                    break;
+                }
             }
             out.extend_from_slice(&avail[..upto]);
             self.pending_pos += upto;
