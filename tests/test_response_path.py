@@ -357,6 +357,41 @@ def test_pong_is_one_tcp_segment_per_response(srv):
             f"({'new connections' if extra else 'keep-alive'}): {res}"
 
 
+def _segments(port: int, *extra: str) -> dict:
+    if not shutil.which("tcpdump"):
+        pytest.skip("tcpdump is not installed (./dev test installs it as root)")
+    if os.geteuid() != 0:
+        pytest.skip("tcpdump on lo needs root")
+    proc = subprocess.run([str(ROOT / "benchmarks" / "segments.sh"), f"http://127.0.0.1:{port}/pong",
+                           "--requests", "20", *extra], capture_output=True, text=True, timeout=60)
+    lines = proc.stdout.strip().splitlines()
+    assert lines, f"segments.sh printed nothing; stderr: {proc.stderr}"
+    res = json.loads(lines[-1])
+    if "skipped" in res:
+        pytest.skip(f"segments.sh: {res['skipped']}")
+    return res
+
+
+@pytest.mark.parametrize("scheduler", ["adaptive", "pool"])
+def test_closing_answer_carries_the_fin_in_its_segment(start_server, scheduler):
+    """A request that asks `Connection: close`: the answer and the server's FIN leave in ONE
+    segment (the last write holds its segment back for the close, see OutQueue::closing),
+    whether the app ran on the loop thread (adaptive: inline) or on a pool thread (its answer
+    is held until the loop closes the connection: a close that never came would hang here).
+    Without the feature the FIN is a segment of its own after the answer."""
+    server = start_server(APP, "--scheduler", scheduler)
+    assert_serves(server)
+    res = _segments(server.port, "--close")
+    assert res["statuses"] == [200], res
+    assert res["segments"] == res["requests"] == 20, res
+    assert res["fin_in_payload_segments"] == 20, \
+        f"the FIN did not ride with the answer on {20 - res['fin_in_payload_segments']} of 20 connections: {res}"
+    # Keep-alive answers are never held back: the client closes, the FIN is the client's.
+    res = _segments(server.port, "--new-connections")
+    assert res["segments"] == 20 and res["fin_in_payload_segments"] == 0, res
+    assert_serves(server)
+
+
 # -- 3. large bodies to a slow reader ----------------------------------------------------------
 
 SLOW_READ = 64 * 1024

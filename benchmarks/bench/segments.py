@@ -1,8 +1,11 @@
 """Count the TCP payload segments a server sends per HTTP response (tcpdump on lo).
 
 Owns S4's third measurement, and is usable alone (issue 4 needs it):
-    benchmarks/segments.sh http://127.0.0.1:8000/pong [--requests 50] [--new-connections]
-prints one JSON object: requests, segments, segments_per_response, payload bytes per response.
+    benchmarks/segments.sh http://127.0.0.1:8000/pong [--requests 50] [--new-connections | --close]
+prints one JSON object: requests, segments, segments_per_response, payload bytes per response,
+and how many payload segments carried the server's FIN. With `--close` every request says
+`Connection: close`, as ab's HTTP/1.0 requests do in effect: a server that knows it closes can
+send its FIN in the answer's segment (one segment fewer per connection) instead of after it.
 A server that writes the status line, each header and the body with separate send() calls puts
 them in separate segments (BaseHTTPServer's unbuffered wfile: one per header), which costs the
 client a wake-up each and lets a health checker see a truncated answer. Only segments carrying
@@ -32,7 +35,8 @@ from bench import rawhttp  # noqa: E402
 PAYLOAD_FILTER = "(((ip[2:2] - ((ip[0]&0xf)<<2)) - ((tcp[12]&0xf0)>>2)) != 0)"
 
 
-def count_segments(port: int, path: str = "/", requests: int = 20, new_connections: bool = False) -> dict:
+def count_segments(port: int, path: str = "/", requests: int = 20, new_connections: bool = False,
+                   close: bool = False) -> dict:
     if os.geteuid() != 0:
         return {"skipped": "tcpdump needs root"}
     if not shutil.which("tcpdump"):
@@ -47,7 +51,7 @@ def count_segments(port: int, path: str = "/", requests: int = 20, new_connectio
         conn = rawhttp.Connection(port, timeout=10)
         try:
             for _ in range(requests):
-                r = conn.request("GET", path)
+                r = conn.request("GET", path, headers={"Connection": "close"} if close else None)
                 statuses.append(r.status)
                 wire += r.wire_bytes
                 if new_connections:
@@ -65,12 +69,16 @@ def count_segments(port: int, path: str = "/", requests: int = 20, new_connectio
         except subprocess.TimeoutExpired:
             os.killpg(dump.pid, signal.SIGKILL)
             out, _err = dump.communicate()
-    lengths = [int(m.group(1)) for m in re.finditer(rb"length (\d+)", out)]
+    # Lines look like `... Flags [FP.], seq 1:490, ack 83, ..., length 489`.
+    segs = [(m.group(1), int(m.group(2))) for m in re.finditer(rb"Flags \[([^\]]*)\].*?length (\d+)", out)]
+    lengths = [n for _, n in segs]
     return {"requests": requests, "segments": len(lengths),
+            "fin_in_payload_segments": sum(1 for flags, _ in segs if b"F" in flags),
             "segments_per_response": round(len(lengths) / requests, 2),
             "payload_bytes_per_response": round(sum(lengths) / requests, 1),
             "wire_bytes_per_response": round(wire / requests, 1),
-            "statuses": sorted(set(statuses)), "new_connections": new_connections}
+            "statuses": sorted(set(statuses)), "new_connections": new_connections or close,
+            "connection_close": close}
 
 
 def _wait_listening(dump: subprocess.Popen, timeout: float) -> bool:
@@ -99,12 +107,14 @@ def main() -> int:
     ap.add_argument("url", help="http://127.0.0.1:PORT/PATH")
     ap.add_argument("--requests", type=int, default=20)
     ap.add_argument("--new-connections", action="store_true", help="one connection per request")
+    ap.add_argument("--close", action="store_true",
+                    help="one connection per request, each asking `Connection: close` (the server closes)")
     args = ap.parse_args()
     u = urlsplit(args.url)
     if u.hostname not in ("127.0.0.1", "localhost") or not u.port:
         ap.error("give http://127.0.0.1:PORT/PATH (IPv4 loopback only)")
     res = count_segments(u.port, (u.path or "/") + (f"?{u.query}" if u.query else ""), args.requests,
-                         args.new_connections)
+                         args.new_connections, args.close)
     print(json.dumps(res))
     return 1 if "skipped" in res else 0
 

@@ -20,7 +20,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind};
-use std::os::fd::{FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -60,8 +60,22 @@ const BUFFER_POOL_MAX: usize = 64;
 
 /// A kind of listening socket handed over by the Python front.
 pub enum ListenSocket {
-    Tcp(TcpListener),
+    Tcp(TcpListener, Nodelay),
     Unix(UnixListener),
+}
+
+/// Where an accepted TCP connection gets TCP_NODELAY from. Linux copies the option from the
+/// listener to every connection it accepts, which saves a `setsockopt` per connection (one
+/// syscall of the six a closed connection costs). The first connection is checked once, and
+/// should the option not be there, every connection sets it itself.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Nodelay {
+    /// Set on the listener; not yet seen on an accepted connection.
+    Unchecked,
+    /// Accepted connections have it from the listener.
+    Inherited,
+    /// Each accepted connection sets it.
+    PerConnection,
 }
 
 impl ListenSocket {
@@ -77,9 +91,30 @@ impl ListenSocket {
             // SAFETY: as above, for an open, listening TCP socket.
             let l = unsafe { std::net::TcpListener::from_raw_fd(fd) };
             let _ = l.set_nonblocking(true);
-            ListenSocket::Tcp(TcpListener::from_std(l))
+            let nodelay = if set_listener_nodelay(l.as_raw_fd()) {
+                Nodelay::Unchecked
+            } else {
+                Nodelay::PerConnection
+            };
+            ListenSocket::Tcp(TcpListener::from_std(l), nodelay)
         }
     }
+}
+
+/// TCP_NODELAY on a listening socket, for its connections to inherit; false if refused.
+fn set_listener_nodelay(fd: RawFd) -> bool {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt on a descriptor we own, reading one c_int that lives for the call.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            &on as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    r == 0
 }
 
 /// A request ready for the app: the connection (now owned by whoever runs the request) and its
@@ -252,7 +287,9 @@ impl LoopState {
         for (i, mut l) in listeners.into_iter().enumerate() {
             let token = Token(LISTENER_BASE - i);
             match &mut l {
-                ListenSocket::Tcp(t) => poll.registry().register(t, token, Interest::READABLE)?,
+                ListenSocket::Tcp(t, _) => {
+                    poll.registry().register(t, token, Interest::READABLE)?
+                }
                 ListenSocket::Unix(u) => poll.registry().register(u, token, Interest::READABLE)?,
             }
             ls.push(Some(l));
@@ -456,9 +493,22 @@ impl LoopState {
             if ctx.shutting_down() {
                 return;
             }
-            let res = match &self.listeners[index] {
-                Some(ListenSocket::Tcp(l)) => l.accept().map(|(s, a)| {
-                    let _ = s.set_nodelay(true);
+            let res = match &mut self.listeners[index] {
+                Some(ListenSocket::Tcp(l, nodelay)) => l.accept().map(|(s, a)| {
+                    match *nodelay {
+                        Nodelay::Inherited => {}
+                        Nodelay::Unchecked => {
+                            *nodelay = if s.nodelay().unwrap_or(false) {
+                                Nodelay::Inherited
+                            } else {
+                                let _ = s.set_nodelay(true);
+                                Nodelay::PerConnection
+                            };
+                        }
+                        Nodelay::PerConnection => {
+                            let _ = s.set_nodelay(true);
+                        }
+                    }
                     (Stream::Tcp(s), Peer::Ip(a))
                 }),
                 Some(ListenSocket::Unix(l)) => {
@@ -814,6 +864,11 @@ impl LoopState {
             conn.deadline = Some(Instant::now() + LINGER);
             self.discard_input(token);
         } else {
+            if conn.out.closing {
+                // Sends the answer's held-back last segment with the FIN (see
+                // `OutQueue::closing`) before `close` could turn into a reset.
+                conn.stream.shutdown_write();
+            }
             self.close(token);
         }
     }
@@ -903,7 +958,7 @@ impl LoopState {
             for l in self.listeners.iter_mut() {
                 if let Some(mut s) = l.take() {
                     let _ = match &mut s {
-                        ListenSocket::Tcp(t) => self.poll.registry().deregister(t),
+                        ListenSocket::Tcp(t, _) => self.poll.registry().deregister(t),
                         ListenSocket::Unix(u) => self.poll.registry().deregister(u),
                     };
                 }

@@ -131,6 +131,12 @@ pub struct OutQueue {
     /// A chunk still open for more data: where its size field starts in the last (owned)
     /// segment, and its data length so far (see `push_chunk_data`).
     open_chunk: Option<(u32, u32)>,
+    /// The connection closes once this queue is written. Its writes then carry MSG_MORE, so
+    /// the last, partial segment waits for the FIN that the close adds to it: a closed
+    /// connection costs one segment less, and the client reads the answer and its end in one
+    /// wake-up. Whoever closes must half-close first (`Stream::shutdown_write`), which sends
+    /// that segment at once, even where unread input would make `close` reset the connection.
+    pub closing: bool,
 }
 
 impl OutQueue {
@@ -247,10 +253,13 @@ impl OutQueue {
     /// Move everything from `other` to the end of this queue.
     pub fn append(&mut self, other: &mut OutQueue) {
         other.close_chunk();
+        let closing = self.closing || other.closing;
         if self.segs.is_empty() {
             std::mem::swap(self, other);
+            self.closing = closing;
             return;
         }
+        self.closing = closing;
         while let Some(seg) = other.segs.pop_front() {
             let skip = std::mem::take(&mut other.front_pos);
             let seg = match seg {
@@ -318,7 +327,11 @@ impl OutQueue {
                     break;
                 }
             }
-            let flags = if file_follows { libc::MSG_MORE } else { 0 };
+            let flags = if file_follows || self.closing {
+                libc::MSG_MORE
+            } else {
+                0
+            };
             writev_fd_flags(fd, &iov[..count], flags)?
         };
         self.advance(n as u64);
@@ -413,6 +426,36 @@ mod tests {
         assert_eq!(b.pending(), 4);
         assert_eq!(b.segs.len(), 3);
         assert!(matches!(b.segs.back(), Some(Segment::Cork(false))));
+    }
+
+    #[test]
+    fn closing_survives_append_and_clear() {
+        // Into an empty queue (swapped in) and into a non-empty one.
+        let mut a = OutQueue::new();
+        let mut q = OutQueue::new();
+        q.push_owned(b"answer".to_vec());
+        q.closing = true;
+        a.append(&mut q);
+        assert!(a.closing);
+        let mut b = OutQueue::new();
+        b.push_owned(b"head".to_vec());
+        let mut q = OutQueue::new();
+        q.push_owned(b"body".to_vec());
+        q.closing = true;
+        b.append(&mut q);
+        assert!(b.closing);
+        // The queue given back to the connection keeps saying so once written (cleared), so
+        // the close half-closes first.
+        b.clear();
+        assert!(b.closing);
+        // A closing queue appended to nothing closing still closes; nothing closing into a
+        // closing queue does not undo it.
+        let mut c = OutQueue::new();
+        c.closing = true;
+        let mut d = OutQueue::new();
+        d.push_owned(b"x".to_vec());
+        c.append(&mut d);
+        assert!(c.closing);
     }
 
     #[test]

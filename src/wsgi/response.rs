@@ -558,6 +558,9 @@ impl Sender {
         if self.shared.is_some() {
             return self.push_shared(&mut q);
         }
+        // The connection closes after this answer (no keep-alive asked, or the app closes it):
+        // the FIN leaves in the answer's last segment (see `OutQueue::closing`).
+        q.closing = !self.keeps_alive();
         self.out.append(&mut q);
         self.flush_local(py)
     }
