@@ -13,6 +13,7 @@ on timing; the gate makes them depend only on order.)
 """
 
 import threading
+import time
 import uuid
 
 
@@ -101,6 +102,32 @@ def test_idle_keepalive_connections_hold_no_thread(start_server):
     finally:
         for c in idle:
             c.close()
+
+
+def test_blocking_call_after_sparse_calls_is_still_taken_over(start_server):
+    # Quick calls 20 ms apart: rarer than one per two looks at the watchdog's longest tick, so
+    # it stops ticking and sleeps between calls (sparse mode: each call wakes it). A call that
+    # then blocks must still be taken over, so a fast request is answered while it blocks.
+    srv = start_server("blocking")
+    with Conn.open(srv.port) as c:
+        for _ in range(40):
+            c.send(request_bytes("GET", "/fast"))
+            assert c.read_response().body == b"fast"
+            time.sleep(0.02)
+    tok, gate = uuid.uuid4().hex, uuid.uuid4().hex
+    rec = Recorder()
+    slow = rec.start(srv.port, f"/slow?token={tok}&gate={gate}", "slow")
+    try:
+        srv.wait_marks("started", count=1, prefix=tok)
+        rec.fetch(srv.port, "/fast", "fast")
+        assert not rec.errors, rec.errors
+        assert [label for label, _, _ in rec.order] == ["fast"], \
+            "the fast request waited for the blocked call"
+    finally:
+        srv.open_gate(gate)
+        slow.join(30)
+    assert not rec.errors, rec.errors
+    assert [label for label, _, _ in rec.order] == ["fast", "slow"]
 
 
 def test_blocking_call_after_a_long_calm_spell_is_still_taken_over(start_server):

@@ -88,6 +88,11 @@ pub fn set_stream_hook(hook: Option<StreamHook>) {
     STREAM_HOOK.with(|h| h.set(hook));
 }
 
+/// Is this thread in an inline call that still holds the event loop (its hook not fired)?
+fn holds_the_loop() -> bool {
+    STREAM_HOOK.with(|h| h.get().is_some())
+}
+
 fn fire_stream_hook() {
     if let Some((f, ctx)) = STREAM_HOOK.with(|h| h.take()) {
         f(ctx);
@@ -562,6 +567,15 @@ impl Sender {
         // the FIN leaves in the answer's last segment (see `OutQueue::closing`).
         q.closing = !self.keeps_alive();
         self.out.append(&mut q);
+        if self.out.pending() >= DETACH_WRITE_MIN && holds_the_loop() {
+            // An inline call on the loop's thread: the loop writes this as soon as the call
+            // returns, which is just as soon. Written here, the copy would run inside the
+            // call, and the watchdog, seeing a call outlast its tick, would look at every
+            // tick (250 µs) all through a stream of large responses: measured, a 64 MiB
+            // `[bytes]` cost 15.4–16.3 ms of server CPU that way, against 12.4–13.1 ms with
+            // the call on a pool thread.
+            return Ok(());
+        }
         self.flush_local(py)
     }
 
