@@ -104,6 +104,25 @@ def test_idle_keepalive_connections_hold_no_thread(start_server):
             c.close()
 
 
+def assert_blocking_call_is_taken_over(srv) -> None:
+    """A call that blocks (on a gate) does not hold the loop: a fast request is answered while
+    it blocks, then the slow one completes."""
+    tok, gate = uuid.uuid4().hex, uuid.uuid4().hex
+    rec = Recorder()
+    slow = rec.start(srv.port, f"/slow?token={tok}&gate={gate}", "slow")
+    try:
+        srv.wait_marks("started", count=1, prefix=tok)
+        rec.fetch(srv.port, "/fast", "fast")
+        assert not rec.errors, rec.errors
+        assert [label for label, _, _ in rec.order] == ["fast"], \
+            "the fast request waited for the blocked call"
+    finally:
+        srv.open_gate(gate)
+        slow.join(30)
+    assert not rec.errors, rec.errors
+    assert [label for label, _, _ in rec.order] == ["fast", "slow"]
+
+
 def test_blocking_call_after_sparse_calls_is_still_taken_over(start_server):
     # Quick calls 20 ms apart: rarer than one per two looks at the watchdog's longest tick, so
     # it stops ticking and sleeps between calls (sparse mode: each call wakes it). A call that
@@ -114,20 +133,7 @@ def test_blocking_call_after_sparse_calls_is_still_taken_over(start_server):
             c.send(request_bytes("GET", "/fast"))
             assert c.read_response().body == b"fast"
             time.sleep(0.02)
-    tok, gate = uuid.uuid4().hex, uuid.uuid4().hex
-    rec = Recorder()
-    slow = rec.start(srv.port, f"/slow?token={tok}&gate={gate}", "slow")
-    try:
-        srv.wait_marks("started", count=1, prefix=tok)
-        rec.fetch(srv.port, "/fast", "fast")
-        assert not rec.errors, rec.errors
-        assert [label for label, _, _ in rec.order] == ["fast"], \
-            "the fast request waited for the blocked call"
-    finally:
-        srv.open_gate(gate)
-        slow.join(30)
-    assert not rec.errors, rec.errors
-    assert [label for label, _, _ in rec.order] == ["fast", "slow"]
+    assert_blocking_call_is_taken_over(srv)
 
 
 def test_blocking_call_after_a_long_calm_spell_is_still_taken_over(start_server):
@@ -138,17 +144,4 @@ def test_blocking_call_after_a_long_calm_spell_is_still_taken_over(start_server)
         for _ in range(3000):
             c.send(request_bytes("GET", "/fast"))
             assert c.read_response().body == b"fast"
-    tok, gate = uuid.uuid4().hex, uuid.uuid4().hex
-    rec = Recorder()
-    slow = rec.start(srv.port, f"/slow?token={tok}&gate={gate}", "slow")
-    try:
-        srv.wait_marks("started", count=1, prefix=tok)
-        rec.fetch(srv.port, "/fast", "fast")
-        assert not rec.errors, rec.errors
-        assert [label for label, _, _ in rec.order] == ["fast"], \
-            "the fast request waited for the blocked call"
-    finally:
-        srv.open_gate(gate)
-        slow.join(30)
-    assert not rec.errors, rec.errors
-    assert [label for label, _, _ in rec.order] == ["fast", "slow"]
+    assert_blocking_call_is_taken_over(srv)

@@ -334,29 +334,6 @@ def test_pong_head_and_body_leave_in_one_send_syscall(start_server, tmp_path):
         f"the syscall with the head does not carry the body `pong`: {line[:600]}"
 
 
-def test_pong_is_one_tcp_segment_per_response(srv):
-    """Scenario S4: the 15-header pong leaves as exactly one TCP payload segment, on a
-    keep-alive connection and on new connections (benchmarks/segments.sh, tcpdump on lo)."""
-    if not shutil.which("tcpdump"):
-        pytest.skip("tcpdump is not installed (benchmarks/setup.sh installs it)")
-    if os.geteuid() != 0:
-        pytest.skip("tcpdump on lo needs root")
-    script = ROOT / "benchmarks" / "segments.sh"
-    for extra in ([], ["--new-connections"]):
-        proc = subprocess.run([str(script), f"http://127.0.0.1:{srv.port}/pong",
-                               "--requests", "20"] + extra,
-                              capture_output=True, text=True, timeout=60)
-        lines = proc.stdout.strip().splitlines()
-        assert lines, f"segments.sh printed nothing; stderr: {proc.stderr}"
-        res = json.loads(lines[-1])
-        if "skipped" in res:
-            pytest.skip(f"segments.sh: {res['skipped']}")
-        assert res["statuses"] == [200], res
-        assert res["segments"] == res["requests"] == 20, \
-            f"pong responses took {res['segments_per_response']} TCP segments each " \
-            f"({'new connections' if extra else 'keep-alive'}): {res}"
-
-
 def _segments(port: int, *extra: str) -> dict:
     if not shutil.which("tcpdump"):
         pytest.skip("tcpdump is not installed (./dev test installs it as root)")
@@ -370,6 +347,17 @@ def _segments(port: int, *extra: str) -> dict:
     if "skipped" in res:
         pytest.skip(f"segments.sh: {res['skipped']}")
     return res
+
+
+def test_pong_is_one_tcp_segment_per_response(srv):
+    """Scenario S4: the 15-header pong leaves as exactly one TCP payload segment, on a
+    keep-alive connection and on new connections (benchmarks/segments.sh, tcpdump on lo)."""
+    for extra in ([], ["--new-connections"]):
+        res = _segments(srv.port, *extra)
+        assert res["statuses"] == [200], res
+        assert res["segments"] == res["requests"] == 20, \
+            f"pong responses took {res['segments_per_response']} TCP segments each " \
+            f"({'new connections' if extra else 'keep-alive'}): {res}"
 
 
 @pytest.mark.parametrize("scheduler", ["adaptive", "pool"])
