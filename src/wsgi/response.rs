@@ -570,10 +570,9 @@ impl Sender {
         if self.out.pending() >= DETACH_WRITE_MIN && holds_the_loop() {
             // An inline call on the loop's thread: the loop writes this as soon as the call
             // returns, which is just as soon. Written here, the copy would run inside the
-            // call, and the watchdog, seeing a call outlast its tick, would look at every
-            // tick (250 µs) all through a stream of large responses: measured, a 64 MiB
-            // `[bytes]` cost 15.4–16.3 ms of server CPU that way, against 12.4–13.1 ms with
-            // the call on a pool thread.
+            // call, and the watchdog, seeing a call outlast its tick, would go back to looking
+            // every 250 µs all through a stream of large responses (see `SPARSE_GAP` in
+            // `server::scheduler` for what those wake-ups cost).
             return Ok(());
         }
         self.flush_local(py)
