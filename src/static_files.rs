@@ -18,10 +18,10 @@ use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use sluicegate_proto::files::{
-    plan, plan_not_found, resolve, FileMeta, MountOptions, Representations, Resolved, ServerFields,
+    plan, plan_not_found, plan_redirect_to_slash, resolve, FileMeta, MountOptions, Representations,
+    Resolved, ServerFields,
 };
-use sluicegate_proto::h1::encode::{encode_response_head, ResponseFraming, ResponseHead};
-use sluicegate_proto::{BodyFraming, RequestHead};
+use sluicegate_proto::RequestHead;
 
 use crate::config::MountConfig;
 use crate::http_date::http_date;
@@ -305,39 +305,28 @@ impl StaticFiles {
         }
     }
 
-    /// 301 to the same path with a trailing '/', query kept.
+    /// 301 to the same path with a trailing '/' (decided by `plan_redirect_to_slash`).
     fn redirect_to_slash(
         &self,
         head: &RequestHead,
         out: &mut OutQueue,
         server: &[u8],
     ) -> StaticOutcome {
-        let mut location = head.path().to_vec();
-        location.push(b'/');
-        if !head.query().is_empty() {
-            location.push(b'?');
-            location.extend_from_slice(head.query());
-        }
-        let keep_alive = head.keep_alive && head.body == BodyFraming::None;
         let date = http_date();
         let mut buf = Vec::with_capacity(256);
-        encode_response_head(
-            &mut buf,
-            &ResponseHead {
-                version: head.version,
-                status: b"301 Moved Permanently",
-                headers: &[(b"Location", &location)],
-                framing: ResponseFraming::Length(0),
-                keep_alive,
+        let p = plan_redirect_to_slash(
+            head,
+            &ServerFields {
                 date: &date,
                 server,
             },
+            &mut buf,
         );
         out.push_owned(buf);
         StaticOutcome::Served {
-            status: 301,
-            keep_alive,
-            body_bytes: 0,
+            status: p.status,
+            keep_alive: p.keep_alive,
+            body_bytes: p.text_body,
         }
     }
 }

@@ -62,8 +62,11 @@ class Server:
         before run() (run() then returns at once) or after it returned."""
     @property
     def stats(self) -> dict:
-        """Counters for tests and diagnostics: requests, inline_calls, dispatched_calls,
-        threads, takeovers, mode ("inline" or "dispatch"), connections."""
+        """Counters for tests and diagnostics, exactly these keys: requests (every request,
+        the app's and those the core answers itself, e.g. static files), accepted (connections),
+        protocol_errors, timeouts, inline_calls, dispatched_calls, takeovers (loop hand-overs
+        by the watchdog), handoffs (by streaming inline calls), mode ("inline" or "dispatch"),
+        threads (pool threads alive), busy_threads."""
 
 class ClientDisconnected(OSError):
     """Raised by wsgi.input when the client went away before the body was complete, and by

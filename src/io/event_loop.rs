@@ -28,15 +28,15 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
-use sluicegate_proto::h1::encode::encode_error_response;
 use sluicegate_proto::{BodyFraming, Limits, ProtoError, RequestHead};
 
 use super::conn::{Conn, Phase};
+use super::error_answer::{error_answer, protocol_error_answer, REQUEST_TIMEOUT};
+use super::out_queue::FAIR_SHARE;
 use super::read_buf::ReadBuf;
 use super::shared_out::{FlushResult, SharedOut};
 use super::stream::{Peer, Stream};
 use crate::access_log::AccessLog;
-use crate::http_date::http_date;
 use crate::static_files::{StaticFiles, StaticOutcome};
 
 /// Token of the waker (returned connections, shutdown).
@@ -48,9 +48,6 @@ const LISTENER_BASE: usize = usize::MAX - 1;
 /// app called inline never waits on the socket. Larger or chunked bodies go to a pool thread,
 /// which streams them to the app.
 pub const INLINE_BODY_MAX: u64 = 64 * 1024;
-
-/// Bytes written to one connection before the loop turns to the others (then comes back).
-const FAIR_SHARE: u64 = 4 * crate::io::out_queue::WRITE_CHUNK;
 
 /// How long an error answer waits for the client to close before the socket is closed anyway.
 const LINGER: Duration = Duration::from_secs(2);
@@ -144,20 +141,12 @@ pub const IMMEDIATE: u8 = 2;
 
 /// What the loop shares with the threads that take connections away from it.
 pub struct LoopCtx {
-    pub limits: Limits,
-    pub header_timeout: Duration,
-    pub keepalive_timeout: Duration,
-    pub read_timeout: Duration,
-    pub write_timeout: Duration,
-    pub graceful_timeout: Duration,
-    pub server_header: Vec<u8>,
+    /// What the config says (the one copy).
+    pub settings: LoopSettings,
     waker: Waker,
     // Boxed on purpose: a connection moves between threads as one pointer, never copied.
     #[allow(clippy::vec_box)]
     returns: Mutex<Vec<Box<Conn>>>,
-    /// `--static` mounts, served by the loop itself.
-    pub statics: Option<StaticFiles>,
-    pub access_log: Option<AccessLog>,
     /// Streaming responses whose socket is full: the loop writes them as it becomes writable.
     flush_requests: Mutex<Vec<(usize, Arc<SharedOut>)>>,
     pub shutdown: AtomicU8,
@@ -202,9 +191,11 @@ impl LoopCtx {
     }
 }
 
-/// Settings the loop needs, copied from the config.
+/// Settings the loop needs, from the config; the loop's context holds the one copy.
 pub struct LoopSettings {
+    /// `--static` mounts, served by the loop itself.
     pub statics: Option<StaticFiles>,
+    /// The access log, shared by the loop (static answers) and the bridge (app answers).
     pub access_log: Option<AccessLog>,
     pub limits: Limits,
     pub header_timeout: Duration,
@@ -303,17 +294,9 @@ impl LoopState {
         // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
         let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         let ctx = Arc::new(LoopCtx {
-            limits: settings.limits,
-            header_timeout: settings.header_timeout,
-            keepalive_timeout: settings.keepalive_timeout,
-            read_timeout: settings.read_timeout,
-            write_timeout: settings.write_timeout,
-            graceful_timeout: settings.graceful_timeout,
-            server_header: settings.server_header,
+            settings,
             waker,
             returns: Mutex::new(Vec::new()),
-            statics: settings.statics,
-            access_log: settings.access_log,
             flush_requests: Mutex::new(Vec::new()),
             shutdown: AtomicU8::new(RUNNING),
             counters: Counters::default(),
@@ -456,7 +439,7 @@ impl LoopState {
             conn.close_after_write = true;
         }
         conn.phase = Phase::Idle;
-        conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
+        conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
         if !conn.registered {
             self.unregistered.push(token);
         }
@@ -521,7 +504,7 @@ impl LoopState {
                     let entry = self.conns.vacant_entry();
                     let token = entry.key();
                     let mut conn = Box::new(Conn::new(stream, token, index, peer));
-                    conn.deadline = Some(Instant::now() + ctx.header_timeout);
+                    conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
                     entry.insert(Slot::Here(conn));
                     ctx.counters.accepted.fetch_add(1, Ordering::Relaxed);
                     self.unregistered.push(token);
@@ -602,7 +585,7 @@ impl LoopState {
                 match conn.out.write_to(&conn.stream) {
                     Ok(_) if conn.out.is_empty() => break,
                     Ok(n) => {
-                        conn.deadline = Some(Instant::now() + ctx.write_timeout);
+                        conn.deadline = Some(Instant::now() + ctx.settings.write_timeout);
                         written += n as u64;
                         if written >= FAIR_SHARE {
                             // The socket still takes more, but other connections get their
@@ -614,7 +597,7 @@ impl LoopState {
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
                         if !matches!(conn.phase, Phase::Writing) {
                             conn.phase = Phase::Writing;
-                            conn.deadline = Some(Instant::now() + ctx.write_timeout);
+                            conn.deadline = Some(Instant::now() + ctx.settings.write_timeout);
                         }
                         return None;
                     }
@@ -627,7 +610,7 @@ impl LoopState {
             // All written: idle until the next request (partial writes on the way had set the
             // write timeout, which must not outlive them).
             conn.phase = Phase::Idle;
-            conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
+            conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
         }
         if conn.close_after_write && !matches!(conn.phase, Phase::Lingering) {
             self.finish_close(token);
@@ -675,7 +658,7 @@ impl LoopState {
             if conn.rbuf.is_none() {
                 conn.rbuf = Some(self.buffers.pop().unwrap_or_default());
             }
-            let limit = buffer_limit(&ctx.limits);
+            let limit = buffer_limit(&ctx.settings.limits);
             let buf = conn.rbuf.as_mut().unwrap();
             let spare = buf.spare(limit);
             if spare.is_empty() {
@@ -709,11 +692,11 @@ impl LoopState {
                     match conn.phase {
                         Phase::Idle => {
                             conn.phase = Phase::ReadingHead;
-                            conn.deadline = Some(Instant::now() + ctx.header_timeout);
+                            conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
                         }
                         // Body progress renews the read timeout.
                         Phase::ReadingBody(_) => {
-                            conn.deadline = Some(Instant::now() + ctx.read_timeout);
+                            conn.deadline = Some(Instant::now() + ctx.settings.read_timeout);
                         }
                         _ => {}
                     }
@@ -751,25 +734,25 @@ impl LoopState {
             return Ok(Next::Work(self.take_work(token, *head, true)));
         }
         let buf = conn.rbuf.as_ref().unwrap();
-        let Some((head, used)) = conn.parser.parse(buf.filled(), &ctx.limits)? else {
+        let Some((head, used)) = conn.parser.parse(buf.filled(), &ctx.settings.limits)? else {
             if matches!(conn.phase, Phase::Idle) {
                 conn.phase = Phase::ReadingHead;
-                conn.deadline = Some(Instant::now() + ctx.header_timeout);
+                conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
             }
             return Ok(Next::NeedMore);
         };
         conn.rbuf.as_mut().unwrap().consume(used);
         conn.parser.reset();
-        if let Some(statics) = &ctx.statics {
+        if let Some(statics) = &ctx.settings.statics {
             if let StaticOutcome::Served {
                 status,
                 keep_alive,
                 body_bytes,
-            } = statics.serve(&head, &mut conn.out, &ctx.server_header)
+            } = statics.serve(&head, &mut conn.out, &ctx.settings.server_header)
             {
                 conn.requests += 1;
                 ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
-                if let Some(log) = &ctx.access_log {
+                if let Some(log) = &ctx.settings.access_log {
                     log.write(&head, &conn.peer, status, body_bytes);
                 }
                 // The static path reads no request body: a request with one cannot be followed
@@ -781,7 +764,7 @@ impl LoopState {
                 // Idle once the answer is written (if the socket is full, writing it switches
                 // to the write timeout).
                 conn.phase = Phase::Idle;
-                conn.deadline = Some(Instant::now() + ctx.keepalive_timeout);
+                conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
                 return Ok(Next::Answered);
             }
         }
@@ -793,7 +776,7 @@ impl LoopState {
                 // Wait in the loop for the rest of a small body, as long as it keeps coming
                 // (the read timeout, as when the app reads a body itself).
                 conn.phase = Phase::ReadingBody(Box::new(head));
-                conn.deadline = Some(Instant::now() + ctx.read_timeout);
+                conn.deadline = Some(Instant::now() + ctx.settings.read_timeout);
                 return Ok(Next::NeedMore);
             }
             _ => false,
@@ -829,16 +812,8 @@ impl LoopState {
     fn protocol_error(&mut self, token: usize, e: ProtoError, ctx: &LoopCtx) {
         ctx.counters.protocol_errors.fetch_add(1, Ordering::Relaxed);
         if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
-            let mut out = Vec::with_capacity(256);
-            encode_error_response(
-                &mut out,
-                e.status(),
-                e.reason(),
-                false,
-                &http_date(),
-                &ctx.server_header,
-            );
-            conn.out.push_owned(out);
+            conn.out
+                .push_owned(protocol_error_answer(&e, &ctx.settings.server_header));
             conn.close_after_write = true;
             // Input after a framing error is meaningless: drop it, and linger after the answer
             // so the client reads it before any reset.
@@ -906,7 +881,7 @@ impl LoopState {
     fn sweep(&mut self, now: Instant, ctx: &LoopCtx) {
         // Streaming responses to clients that stopped reading.
         self.flushing
-            .retain(|_, out| !out.expire(ctx.write_timeout));
+            .retain(|_, out| !out.expire(ctx.settings.write_timeout));
         if self.accept_paused {
             self.accept_paused = false;
             for i in 0..self.listeners.len() {
@@ -929,17 +904,9 @@ impl LoopState {
             match conn.phase {
                 Phase::ReadingHead | Phase::ReadingBody(_) => {
                     // 408, then close: the client was too slow sending its request.
-                    let mut out = Vec::with_capacity(256);
-                    encode_error_response(
-                        &mut out,
-                        408,
-                        "Request Timeout",
-                        false,
-                        &http_date(),
-                        &ctx.server_header,
-                    );
                     conn.out.clear();
-                    conn.out.push_owned(out);
+                    conn.out
+                        .push_owned(error_answer(REQUEST_TIMEOUT, &ctx.settings.server_header));
                     conn.phase = Phase::Idle;
                     let _ = conn.out.write_to(&conn.stream);
                     self.close(token);
@@ -981,7 +948,7 @@ impl LoopState {
         for t in idle {
             self.close(t);
         }
-        let deadline_passed = now >= self.shutdown_started.unwrap() + ctx.graceful_timeout;
+        let deadline_passed = now >= self.shutdown_started.unwrap() + ctx.settings.graceful_timeout;
         if ctx.shutdown.load(Ordering::Relaxed) == IMMEDIATE || deadline_passed {
             let all: Vec<usize> = self
                 .conns

@@ -6,9 +6,11 @@
 //! - [`shared_out`]: an output queue the app thread and the loop share while a response streams
 //!   to a busy socket.
 //! - [`conn`]: one client connection and its lifecycle state.
+//! - [`error_answer`]: the server's own error answers, built in one place.
 //! - [`event_loop`]: the epoll loop (mio) that accepts, reads heads and finishes writes.
 
 pub mod conn;
+pub mod error_answer;
 pub mod event_loop;
 pub mod out_queue;
 pub mod read_buf;

@@ -12,12 +12,18 @@ use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
 
 use super::stream::{writev_fd_flags, Stream};
+use sluicegate_proto::h1::encode::{write_fixed_chunk_size, CHUNK_END, OPEN_CHUNK_HEADER};
 
 /// Most bytes one write or sendfile call may carry. On loopback a single huge sendmsg keeps
 /// copying as fast as the reader drains, for milliseconds (measured: 64 MiB in three calls), and
 /// on the event loop's thread that is time every other connection waits; 1 MiB per call costs
 /// 64 syscalls per 64 MiB, which is nothing next to the copying.
 pub const WRITE_CHUNK: u64 = 1 << 20;
+
+/// Bytes the event loop writes to one connection (a finished answer or a streaming response)
+/// before it turns to the other ready connections, then comes back: one large download cannot
+/// starve the others.
+pub const FAIR_SHARE: u64 = 4 * WRITE_CHUNK;
 
 /// TCP_CORK on or off (unix sockets ignore it: the error is irrelevant).
 fn set_cork(fd: RawFd, on: bool) {
@@ -208,7 +214,7 @@ impl OutQueue {
                 Some(Segment::Owned(v)) => v.len(),
                 _ => 0,
             };
-            self.append_tail(b"00000000\r\n");
+            self.append_tail(OPEN_CHUNK_HEADER);
             self.open_chunk = Some((at as u32, 0));
         }
         self.append_tail(data);
@@ -217,17 +223,14 @@ impl OutQueue {
         let size = *len as usize;
         let at = *at as usize;
         if let Some(Segment::Owned(v)) = self.segs.back_mut() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            for (i, b) in v[at..at + 8].iter_mut().enumerate() {
-                *b = HEX[(size >> (4 * (7 - i))) & 0xf];
-            }
+            write_fixed_chunk_size(size, &mut v[at..]);
         }
     }
 
     /// End the open chunk (its CRLF), if any.
     pub fn close_chunk(&mut self) {
         if self.open_chunk.take().is_some() {
-            self.append_tail(b"\r\n");
+            self.append_tail(CHUNK_END);
         }
     }
 

@@ -14,10 +14,7 @@ use std::os::fd::RawFd;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::out_queue::{OutQueue, WRITE_CHUNK};
-
-/// Bytes the loop writes for one streaming response before turning to other connections.
-const FAIR_SHARE: u64 = 4 * WRITE_CHUNK;
+use super::out_queue::{OutQueue, FAIR_SHARE};
 
 /// The queue and what both sides need to know about it.
 pub struct SharedState {

@@ -20,10 +20,11 @@ use crate::config::Config;
 use crate::io::event_loop::{
     ListenSocket, LoopCtx, LoopSettings, LoopState, Work, GRACEFUL, IMMEDIATE,
 };
+use crate::wsgi::driver::run_request;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
-use crate::wsgi::response::{run_request, set_stream_hook};
+use crate::wsgi::sender::set_stream_hook;
 use crate::wsgi::Bridge;
 use scheduler::Scheduler;
 
@@ -329,11 +330,9 @@ impl Server {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         let s = &self.shared;
-        let c = s.bridge.loop_counters();
-        d.set_item(
-            "requests",
-            s.bridge.counters.requests.load(Ordering::Relaxed),
-        )?;
+        let c = s.bridge.counters();
+        // Every request: the app's and those the loop answers itself (static files).
+        d.set_item("requests", c.requests.load(Ordering::Relaxed))?;
         d.set_item("accepted", c.accepted.load(Ordering::Relaxed))?;
         d.set_item("protocol_errors", c.protocol_errors.load(Ordering::Relaxed))?;
         d.set_item("timeouts", c.timeouts.load(Ordering::Relaxed))?;

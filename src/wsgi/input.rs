@@ -15,6 +15,7 @@ use std::time::Duration;
 use pyo3::exceptions::{PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
+use sluicegate_proto::h1::response::CONTINUE_100;
 use sluicegate_proto::h1::BodyDecoder;
 use sluicegate_proto::ProtoError;
 
@@ -127,7 +128,7 @@ impl BodyState {
         if self.continue_due {
             self.continue_due = false;
             self.continue_sent = true;
-            send_all(self.fd, b"HTTP/1.1 100 Continue\r\n\r\n", self.read_timeout)
+            send_all(self.fd, CONTINUE_100, self.read_timeout)
                 .map_err(|_| self.fail(BodyFailure::Disconnected))?;
         }
         let fd = self.fd;

@@ -3,11 +3,13 @@
 //! Knows Python, not sockets: it reads and writes through descriptors the I/O layer lends it
 //! for one request.
 
+pub mod app_head;
+pub mod driver;
 pub mod environ;
 pub mod file_wrapper;
 pub mod input;
 pub mod pool;
-pub mod response;
+pub mod sender;
 pub mod start_response;
 
 use std::sync::atomic::AtomicBool;
@@ -16,11 +18,18 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::access_log::AccessLog;
 use crate::config::Config;
 use crate::io::event_loop::{Counters, LoopCtx};
 use environ::EnvironBuilder;
 use input::Input;
+
+/// The type name of a Python object, for error messages.
+pub fn type_name(o: &Bound<'_, PyAny>) -> String {
+    o.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
 
 /// Everything a request needs that is the same for all requests. Built once under the GIL.
 pub struct Bridge {
@@ -34,17 +43,9 @@ pub struct Bridge {
     /// The Server header value, made 'static once so each response borrows it.
     pub server_header: &'static [u8],
     pub loop_ctx: Arc<LoopCtx>,
-    pub counters: Arc<BridgeCounters>,
-    pub access_log: Option<AccessLog>,
     /// logging.getLogger("sluicegate.error")
     logger: Py<PyAny>,
     pub warned_bare_bytes: AtomicBool,
-}
-
-/// Request counters kept by the bridge (the loop keeps its own in `LoopCtx`).
-#[derive(Default)]
-pub struct BridgeCounters {
-    pub requests: std::sync::atomic::AtomicU64,
 }
 
 impl Bridge {
@@ -66,7 +67,6 @@ impl Bridge {
         } else {
             config.app_name.clone()
         };
-        let access_log = AccessLog::new(config.access_log_fd);
         let server_header: &'static [u8] =
             Box::leak(config.server_header.clone().into_boxed_slice());
         Ok(Bridge {
@@ -77,8 +77,6 @@ impl Bridge {
             empty_input: Py::new(py, Input::new(None))?,
             config,
             loop_ctx,
-            counters: Arc::new(BridgeCounters::default()),
-            access_log,
             logger: logger.unbind(),
             warned_bare_bytes: AtomicBool::new(false),
         })
@@ -108,8 +106,8 @@ impl Bridge {
         let _ = self.logger.bind(py).call_method1("warning", (msg,));
     }
 
-    /// Counters shared with the loop.
-    pub fn loop_counters(&self) -> &Counters {
+    /// The server's counters (the loop's and the bridge's are the same ones).
+    pub fn counters(&self) -> &Counters {
         &self.loop_ctx.counters
     }
 }

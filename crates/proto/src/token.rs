@@ -72,7 +72,7 @@ pub(crate) fn list_elements(s: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// Longest decimal u64 ("18446744073709551615").
-pub(crate) const U64_DEC_LEN: usize = 20;
+pub const U64_DEC_LEN: usize = 20;
 
 /// Write `n` in decimal into the end of `buf`; returns the used suffix. No allocation, no
 /// `fmt` machinery (which costs ~10x more for a Content-Length on every response).

@@ -62,7 +62,10 @@ mod validators;
 pub use mime::{content_type, DEFAULT_CONTENT_TYPE};
 pub use mount::{MountOptions, IMMUTABLE_DEFAULT_MAX_AGE};
 pub use negotiate::{choose_encoding, Encoding};
-pub use plan::{plan, plan_not_found, BodyRange, Representations, ServerFields, StaticPlan};
+pub use plan::{
+    plan, plan_not_found, plan_redirect_to_slash, BodyRange, Representations, ServerFields,
+    StaticPlan,
+};
 pub use range::{evaluate_range, RangeDecision, MAX_RANGES};
 pub use resolve::{
     resolve, Refusal, Resolved, ResolvedPath, MAX_PATH_BYTES, MAX_PATH_SEGMENTS, MAX_SEGMENT_BYTES,

@@ -6,6 +6,7 @@
 
 use crate::date::{format_http_date, parse_http_date};
 use crate::h1::encode::{encode_response_head, ResponseFraming, ResponseHead};
+use crate::h1::response::own_answer_keeps_alive;
 use crate::{BodyFraming, RequestHead};
 
 use super::conditional::{evaluate_preconditions, if_range_holds, Precondition};
@@ -228,9 +229,44 @@ pub fn plan_not_found(
     small_response(req, Status::NotFound, &[], server, out)
 }
 
+/// A directory named without its trailing '/': 301 to the '/' form, query kept (as nginx
+/// does), so that relative links in the directory's index resolve under it. No body; the
+/// connection stays open on the same rule as every static answer. Appends the head to `out`.
+pub fn plan_redirect_to_slash(
+    req: &RequestHead,
+    server: &ServerFields<'_>,
+    out: &mut Vec<u8>,
+) -> StaticPlan {
+    let mut location = Vec::with_capacity(req.path().len() + 2 + req.query().len());
+    location.extend_from_slice(req.path());
+    location.push(b'/');
+    if !req.query().is_empty() {
+        location.push(b'?');
+        location.extend_from_slice(req.query());
+    }
+    let mut h = Headers::default();
+    h.push(b"Location", &location);
+    let keep_alive = encode(
+        req,
+        Status::MovedPermanently,
+        &h,
+        ResponseFraming::Length(0),
+        server,
+        out,
+    );
+    StaticPlan {
+        status: Status::MovedPermanently.code(),
+        encoding: Encoding::Identity,
+        body: None,
+        keep_alive,
+        text_body: 0,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
     Ok,
+    MovedPermanently,
     PartialContent,
     NotModified,
     NotFound,
@@ -243,6 +279,7 @@ impl Status {
     fn code(self) -> u16 {
         match self {
             Status::Ok => 200,
+            Status::MovedPermanently => 301,
             Status::PartialContent => 206,
             Status::NotModified => 304,
             Status::NotFound => 404,
@@ -255,6 +292,7 @@ impl Status {
     fn line(self) -> &'static [u8] {
         match self {
             Status::Ok => b"200 OK",
+            Status::MovedPermanently => b"301 Moved Permanently",
             Status::PartialContent => b"206 Partial Content",
             Status::NotModified => b"304 Not Modified",
             Status::NotFound => b"404 Not Found",
@@ -308,7 +346,7 @@ fn encode(
     server: &ServerFields<'_>,
     out: &mut Vec<u8>,
 ) -> bool {
-    let keep_alive = req.keep_alive && req.body == BodyFraming::None;
+    let keep_alive = own_answer_keeps_alive(req.keep_alive, req.body != BodyFraming::None);
     encode_response_head(
         out,
         &ResponseHead {
@@ -920,6 +958,31 @@ mod tests {
             out.ends_with(b"Content-Length: 10\r\n\r\n"),
             "no body for HEAD"
         );
+    }
+
+    #[test]
+    fn redirect_to_slash_keeps_the_query() {
+        let date = format_http_date(NOW);
+        let server = ServerFields {
+            date: &date,
+            server: b"",
+        };
+        let mut out = Vec::new();
+        let req = request("GET /static/docs?x=1 HTTP/1.1\r\nHost: h\r\n\r\n");
+        let plan = plan_redirect_to_slash(&req, &server, &mut out);
+        assert_eq!((plan.status, plan.body, plan.keep_alive), (301, None, true));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "HTTP/1.1 301 Moved Permanently\r\nLocation: /static/docs/?x=1\r\n\
+             Date: Tue, 14 Nov 2023 22:15:00 GMT\r\nContent-Length: 0\r\n\r\n"
+        );
+        let mut out = Vec::new();
+        let req = request("GET /d HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nx");
+        let plan = plan_redirect_to_slash(&req, &server, &mut out);
+        assert!(!plan.keep_alive, "an unread body closes the connection");
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .contains("Connection: close\r\n"));
     }
 
     /// The whole flow as the I/O layer runs it.

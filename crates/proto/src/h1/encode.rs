@@ -3,7 +3,7 @@
 //! Also the checks the WSGI bridge runs on what the app returns (habit 9): a CR or LF that
 //! reached the wire here would let an app's data split the response (response splitting).
 
-use crate::token::{is_field_value_byte, is_token, push_dec};
+use crate::token::{is_field_value_byte, is_token, push_dec, u64_to_dec, U64_DEC_LEN};
 use crate::ProtoError;
 use crate::Version;
 
@@ -102,6 +102,16 @@ pub fn encode_response_head(out: &mut Vec<u8>, head: &ResponseHead<'_>) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Longest decimal u64: the size of [`decimal`]'s buffer.
+pub const DECIMAL_LEN: usize = U64_DEC_LEN;
+
+/// `n` in decimal, written into the end of `buf`; returns the used suffix (a header value such
+/// as a Content-Length the caller adds itself, without an allocation).
+#[inline]
+pub fn decimal(n: u64, buf: &mut [u8; DECIMAL_LEN]) -> &[u8] {
+    u64_to_dec(n, buf)
+}
+
 /// Validate a WSGI status string: 3 digits, a space, a reason with no CR, LF, NUL or other
 /// control byte (tab allowed). The code must be 100-999 (a leading 0 is no status code).
 pub fn validate_status(status: &[u8]) -> Result<(), ProtoError> {
@@ -144,16 +154,42 @@ pub fn validate_header_value(value: &[u8]) -> Result<(), ProtoError> {
 /// Chunk framing for `len` bytes of data: the hex size line, written into `buf`; returns the
 /// used prefix. The data follows, then `CHUNK_END`. Lets the I/O layer writev framing around
 /// the app's buffers without copying them. (`len` must not be 0: that would be the last chunk.)
+/// This and [`write_fixed_chunk_size`] are the crate's only chunk-size writers.
 pub fn chunk_header(len: usize, buf: &mut [u8; 18]) -> &[u8] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digits = ((usize::BITS - len.leading_zeros()).div_ceil(4)).max(1) as usize;
-    for i in 0..digits {
-        buf[digits - 1 - i] = HEX[(len >> (4 * i)) & 0xf];
-    }
+    write_hex(len, &mut buf[..digits]);
     buf[digits] = b'\r';
     buf[digits + 1] = b'\n';
     &buf[..digits + 2]
 }
+
+/// Width of a fixed-width chunk size field ([`OPEN_CHUNK_HEADER`]): up to 4 GiB - 1 per chunk.
+pub const FIXED_CHUNK_DIGITS: usize = 8;
+/// The head of a chunk whose size is not known yet: a fixed-width size field (leading zeros
+/// are valid chunk-size syntax, RFC 9112 §7.1) that [`write_fixed_chunk_size`] fills in as
+/// data is appended, so blocks that pile up become one chunk without moving any bytes.
+pub const OPEN_CHUNK_HEADER: &[u8] = b"00000000\r\n";
+/// The largest size a fixed-width chunk size field can hold.
+pub const FIXED_CHUNK_MAX: usize = (1 << (4 * FIXED_CHUNK_DIGITS)) - 1;
+
+/// Overwrite the size field of an [`OPEN_CHUNK_HEADER`] (its first `FIXED_CHUNK_DIGITS` bytes)
+/// with `len` in fixed-width hex. `len` must be at most [`FIXED_CHUNK_MAX`].
+#[inline]
+pub fn write_fixed_chunk_size(len: usize, field: &mut [u8]) {
+    debug_assert!(len <= FIXED_CHUNK_MAX);
+    write_hex(len, &mut field[..FIXED_CHUNK_DIGITS]);
+}
+
+/// `n` in lowercase hex, right-aligned in `out` (zero-padded to its width).
+#[inline]
+fn write_hex(n: usize, out: &mut [u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let w = out.len();
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = HEX[(n >> (4 * (w - 1 - i))) & 0xf];
+    }
+}
+
 /// Written after each chunk's data.
 pub const CHUNK_END: &[u8] = b"\r\n";
 /// The last chunk with no trailers.

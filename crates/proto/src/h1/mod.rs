@@ -1,8 +1,10 @@
-//! HTTP/1.x (RFC 9112): request head parsing, request body decoding, response encoding.
+//! HTTP/1.x (RFC 9112): request head parsing, request body decoding, the server's decisions
+//! about each response, and response encoding.
 
 pub mod decode;
 pub mod encode;
 pub mod parse;
+pub mod response;
 
 pub use decode::{BodyDecoder, DecodeStep};
 pub use encode::{ResponseFraming, ResponseHead};

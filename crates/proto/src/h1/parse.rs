@@ -574,7 +574,7 @@ impl Framing {
 }
 
 /// `Content-Length = 1*DIGIT` as u64: no sign, no spaces, no hex, no overflow.
-fn parse_content_length(s: &[u8]) -> Result<u64, ProtoError> {
+pub(crate) fn parse_content_length(s: &[u8]) -> Result<u64, ProtoError> {
     if s.is_empty() {
         return Err(bad("empty Content-Length"));
     }

@@ -1,0 +1,297 @@
+//! The server's decisions about a response, in one place: which framing it gets, whether the
+//! connection lives on after it, what the app's status and each of its headers mean, and the
+//! fixed answers the server sends on its own (`100 Continue`, error answers).
+//!
+//! The WSGI bridge and the I/O layer call these and carry out the result; they make no HTTP
+//! decision of their own (as hyper's `proto/h1/role.rs` decides framing for its connection
+//! code). The encoder (`h1::encode`) then writes what was decided.
+
+use crate::h1::encode::{encode_error_response, validate_header_name, validate_header_value};
+use crate::h1::encode::{validate_status, ResponseFraming};
+use crate::h1::parse::parse_content_length;
+use crate::token::list_elements;
+use crate::Version;
+
+/// The interim answer to `Expect: 100-continue`, sent when the app first reads the body
+/// (RFC 9110 §10.1.1): a client that waits for it sends the body only then.
+pub const CONTINUE_100: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// Statuses whose responses never carry a body (RFC 9110 §6.4.1): 1xx, 204 and 304.
+#[inline]
+pub fn is_bodiless_status(code: u16) -> bool {
+    (100..200).contains(&code) || code == 204 || code == 304
+}
+
+/// What is known about a response's body when its head is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyLength {
+    /// The Content-Length the app set, if any.
+    pub declared: Option<u64>,
+    /// The whole body's length when the server holds all of it (a list, a file, the end of
+    /// the iterable reached before anything was sent).
+    pub known: Option<u64>,
+}
+
+/// The framing decided for one response, and the Content-Length the server adds to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Framing {
+    pub framing: ResponseFraming,
+    /// A Content-Length to add to a HEAD answer: the one a GET would carry, when known and the
+    /// app set none (RFC 9110 §9.3.2). `None` for every other answer (the encoder adds the
+    /// length of `Length(n)` itself).
+    pub head_length: Option<u64>,
+}
+
+/// Choose a response's framing: no body for HEAD and bodiless statuses; the app's
+/// Content-Length, else the known length; chunked on HTTP/1.1; close-delimited on HTTP/1.0
+/// (a 1.0 client cannot decode chunks).
+#[inline]
+pub fn choose_framing(version: Version, is_head: bool, status: u16, len: BodyLength) -> Framing {
+    let framing = if is_head || is_bodiless_status(status) {
+        ResponseFraming::NoBody
+    } else if let Some(n) = len.declared.or(len.known) {
+        ResponseFraming::Length(n)
+    } else if version == Version::Http11 {
+        ResponseFraming::Chunked
+    } else {
+        ResponseFraming::CloseDelimited
+    };
+    let head_length = if is_head && len.declared.is_none() {
+        len.known
+    } else {
+        None
+    };
+    Framing {
+        framing,
+        head_length,
+    }
+}
+
+/// Whether the connection may carry another request after this response: the request allowed
+/// it, the app did not ask to close, and the body's end is not marked by the close itself.
+#[inline]
+pub fn keeps_alive(request_allows: bool, app_closes: bool, framing: ResponseFraming) -> bool {
+    request_allows && !app_closes && framing != ResponseFraming::CloseDelimited
+}
+
+/// Whether a static answer (the server's own, with no request body read) keeps the connection:
+/// a request that came with a body was not read, so the connection cannot carry another one.
+#[inline]
+pub fn own_answer_keeps_alive(request_keep_alive: bool, request_has_body: bool) -> bool {
+    request_keep_alive && !request_has_body
+}
+
+/// The complete answer the server sends on its own for an error (a protocol error, a timeout,
+/// an app that failed before sending anything): the status with its reason as a short text
+/// body, `Connection: close` (the connection always closes after it), Date and Server. The one
+/// builder of error answers: the I/O layer and the bridge both call it.
+pub fn error_answer(status: u16, reason: &str, date: &[u8], server: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(160 + 2 * reason.len() + date.len() + server.len());
+    encode_error_response(&mut out, status, reason, false, date, server);
+    out
+}
+
+/// What one header the app set means to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppHeader {
+    /// An ordinary header: sent as the app gave it.
+    Keep,
+    /// `Content-Length`: the server frames the body with it (and sends it once).
+    ContentLength(u64),
+    /// A hop-by-hop header (RFC 9110 §7.6.1: connection management is the server's, and PEP
+    /// 3333 forbids apps to set them): not sent. `closes` is a `Connection: close`, which the
+    /// server honours by closing after the response.
+    HopByHop { closes: bool },
+}
+
+/// Why the app's status or a header of it is refused (the bridge raises it in the app).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppHeadError {
+    BadStatus,
+    BadName,
+    BadValue,
+    BadContentLength,
+}
+
+/// Headers a WSGI app must not set.
+const HOP_BY_HOP: [&[u8]; 7] = [
+    b"connection",
+    b"keep-alive",
+    b"proxy-connection",
+    b"transfer-encoding",
+    b"te",
+    b"trailer",
+    b"upgrade",
+];
+
+/// Validate the app's status line (`validate_status`) and return its code.
+pub fn app_status_code(status: &[u8]) -> Result<u16, AppHeadError> {
+    validate_status(status).map_err(|_| AppHeadError::BadStatus)?;
+    Ok(status[..3]
+        .iter()
+        .fold(0u16, |n, &d| n * 10 + u16::from(d - b'0')))
+}
+
+/// Validate one header of the app's and say what it means. CR, LF, NUL or another control byte
+/// in a value (response splitting), a name that is not a token, or a Content-Length that is
+/// not `1*DIGIT` are refused.
+pub fn classify_app_header(name: &[u8], value: &[u8]) -> Result<AppHeader, AppHeadError> {
+    validate_header_name(name).map_err(|_| AppHeadError::BadName)?;
+    validate_header_value(value).map_err(|_| AppHeadError::BadValue)?;
+    if HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+        let closes = name.eq_ignore_ascii_case(b"connection")
+            && list_elements(value).any(|t| t.eq_ignore_ascii_case(b"close"));
+        return Ok(AppHeader::HopByHop { closes });
+    }
+    if name.eq_ignore_ascii_case(b"content-length") {
+        return parse_content_length(value)
+            .map(AppHeader::ContentLength)
+            .map_err(|_| AppHeadError::BadContentLength);
+    }
+    Ok(AppHeader::Keep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ResponseFraming::*;
+    use Version::*;
+
+    fn len(declared: Option<u64>, known: Option<u64>) -> BodyLength {
+        BodyLength { declared, known }
+    }
+
+    #[test]
+    fn framing_table() {
+        // (version, HEAD, status, declared, known) -> (framing, head_length)
+        let cases = [
+            (Http11, false, 200, None, None, Chunked, None),
+            (Http10, false, 200, None, None, CloseDelimited, None),
+            (Http11, false, 200, Some(5), None, Length(5), None),
+            (Http11, false, 200, Some(5), Some(9), Length(5), None),
+            (Http11, false, 200, None, Some(9), Length(9), None),
+            (Http10, false, 200, None, Some(9), Length(9), None),
+            (Http11, true, 200, None, Some(9), NoBody, Some(9)),
+            (Http11, true, 200, Some(5), Some(9), NoBody, None),
+            (Http11, true, 200, None, None, NoBody, None),
+            (Http11, false, 204, None, Some(3), NoBody, None),
+            (Http11, false, 304, Some(3), None, NoBody, None),
+            (Http11, false, 103, None, None, NoBody, None),
+            (Http11, false, 199, None, None, NoBody, None),
+            (Http11, false, 205, None, None, Chunked, None),
+        ];
+        for (v, head, status, d, k, framing, head_length) in cases {
+            assert_eq!(
+                choose_framing(v, head, status, len(d, k)),
+                Framing {
+                    framing,
+                    head_length
+                },
+                "{v:?} head={head} {status} {d:?} {k:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn keep_alive_rules() {
+        assert!(keeps_alive(true, false, Chunked));
+        assert!(keeps_alive(true, false, Length(0)));
+        assert!(!keeps_alive(true, false, CloseDelimited));
+        assert!(!keeps_alive(true, true, Length(0)));
+        assert!(!keeps_alive(false, false, NoBody));
+        assert!(own_answer_keeps_alive(true, false));
+        assert!(!own_answer_keeps_alive(true, true));
+        assert!(!own_answer_keeps_alive(false, false));
+    }
+
+    #[test]
+    fn bodiless_statuses() {
+        for c in [100, 101, 103, 199, 204, 304] {
+            assert!(is_bodiless_status(c), "{c}");
+        }
+        for c in [200, 201, 205, 301, 404, 500] {
+            assert!(!is_bodiless_status(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn app_status() {
+        assert_eq!(app_status_code(b"200 OK"), Ok(200));
+        assert_eq!(app_status_code(b"404 "), Ok(404));
+        assert_eq!(app_status_code(b"999 X"), Ok(999));
+        for bad in [
+            &b"200"[..],
+            b"20 OK",
+            b"099 X",
+            b"200\tOK",
+            b"200 O\r\nK",
+            b"abc d",
+        ] {
+            assert_eq!(
+                app_status_code(bad),
+                Err(AppHeadError::BadStatus),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn app_headers() {
+        assert_eq!(classify_app_header(b"X-A", b"b"), Ok(AppHeader::Keep));
+        assert_eq!(
+            classify_app_header(b"content-LENGTH", b"42"),
+            Ok(AppHeader::ContentLength(42))
+        );
+        for v in [
+            &b""[..],
+            b"-1",
+            b"4 2",
+            b"0x10",
+            b"5, 5",
+            b"99999999999999999999999",
+        ] {
+            assert_eq!(
+                classify_app_header(b"Content-Length", v),
+                Err(AppHeadError::BadContentLength),
+                "{v:?}"
+            );
+        }
+        assert_eq!(
+            classify_app_header(b"Connection", b"keep-alive, Close"),
+            Ok(AppHeader::HopByHop { closes: true })
+        );
+        assert_eq!(
+            classify_app_header(b"Connection", b"keep-alive"),
+            Ok(AppHeader::HopByHop { closes: false })
+        );
+        for h in HOP_BY_HOP {
+            assert!(matches!(
+                classify_app_header(h, b"x"),
+                Ok(AppHeader::HopByHop { .. })
+            ));
+        }
+        assert_eq!(
+            classify_app_header(b"Bad Name", b"x"),
+            Err(AppHeadError::BadName)
+        );
+        assert_eq!(
+            classify_app_header(b"X", b"a\r\nInjected: 1"),
+            Err(AppHeadError::BadValue)
+        );
+    }
+
+    #[test]
+    fn error_answer_closes() {
+        let a = error_answer(408, "Request Timeout", b"", b"");
+        let s = String::from_utf8(a).unwrap();
+        assert!(s.starts_with("HTTP/1.1 408 Request Timeout\r\n"));
+        assert!(s.contains("Connection: close\r\n"));
+        assert!(s.ends_with("\r\n\r\nRequest Timeout\n"));
+    }
+
+    #[test]
+    fn continue_is_a_complete_interim_head() {
+        assert!(CONTINUE_100.starts_with(b"HTTP/1.1 100 "));
+        assert!(CONTINUE_100.ends_with(b"\r\n\r\n"));
+    }
+}

@@ -1,0 +1,179 @@
+//! The app's status and headers as `start_response` received them, validated and turned into
+//! bytes once: PEP 3333 "native strings" (str, latin-1) become the bytes that go on the wire,
+//! and proto (`h1::response::classify_app_header`) decides what each header means: ordinary,
+//! the body's Content-Length, or hop-by-hop (the server's business, not sent). This module only
+//! converts Python objects and raises the app's errors; it decides nothing about HTTP itself.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+use sluicegate_proto::h1::response::{
+    app_status_code, classify_app_header, AppHeadError, AppHeader,
+};
+
+use super::type_name;
+
+/// The app's answer as start_response recorded it.
+#[derive(Default)]
+pub struct AppHead {
+    /// start_response was called.
+    pub started: bool,
+    /// e.g. b"200 OK".
+    pub status: Vec<u8>,
+    pub status_code: u16,
+    /// Header names and values, latin-1 bytes, in the app's order (hop-by-hop removed), all in
+    /// one buffer (`hbuf`) with (name start, name end = value start, value end) offsets: one
+    /// allocation per response instead of two per header.
+    pub hbuf: Vec<u8>,
+    pub hidx: Vec<(u32, u32, u32)>,
+    /// The app's Content-Length, if it set one.
+    pub content_length: Option<u64>,
+    /// The app set `Connection: close`.
+    pub wants_close: bool,
+}
+
+impl AppHead {
+    /// (name, value) pairs in the app's order.
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.hidx.iter().map(move |&(n, v, e)| {
+            (
+                &self.hbuf[n as usize..v as usize],
+                &self.hbuf[v as usize..e as usize],
+            )
+        })
+    }
+
+    /// The head of an answer the server sends instead of the app's (an error answer).
+    pub fn server_answer(status: u16, reason: &str) -> AppHead {
+        AppHead {
+            started: true,
+            status: format!("{status} {reason}").into_bytes(),
+            status_code: status,
+            ..AppHead::default()
+        }
+    }
+}
+
+/// Set once the first hop-by-hop header from the app has been logged (one line per process).
+static WARNED_HOP_BY_HOP: AtomicBool = AtomicBool::new(false);
+
+/// Append a str header/status as latin-1 bytes (PEP 3333 "native strings") to `out`.
+fn push_latin1(out: &mut Vec<u8>, s: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
+    let s = s
+        .cast::<PyString>()
+        .map_err(|_| PyTypeError::new_err(format!("{what} must be str, not {}", type_name(s))))?;
+    let text = s.to_str()?;
+    if text.is_ascii() {
+        out.extend_from_slice(text.as_bytes());
+        return Ok(());
+    }
+    for c in text.chars() {
+        let b = u8::try_from(u32::from(c))
+            .map_err(|_| PyValueError::new_err(format!("{what} is not latin-1: {text:?}")))?;
+        out.push(b);
+    }
+    Ok(())
+}
+
+/// Hop-by-hop headers are dropped, not refused: PEP 3333 forbids them, but apps (and
+/// frameworks) set `Connection: close` or `Keep-Alive` in good faith, and failing the request
+/// would punish the client for it. The server owns connection management (RFC 9110 §7.6.1),
+/// honours a `Connection: close` by closing after the response, and says once in the error
+/// log that it drops them, so that nobody wonders where the header went.
+fn warn_hop_by_hop_once(py: Python<'_>, name: &[u8]) {
+    if WARNED_HOP_BY_HOP.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let msg = format!(
+        "the app set the hop-by-hop header {:?}; it is not sent: the server manages the connection (RFC 9110 7.6.1; 'Connection: close' is honoured by closing after the response). This warning is shown once",
+        String::from_utf8_lossy(name)
+    );
+    if let Ok(logger) = py
+        .import("logging")
+        .and_then(|l| l.call_method1("getLogger", ("sluicegate.error",)))
+    {
+        let _ = logger.call_method1("warning", (msg,));
+    }
+}
+
+/// Convert and validate what the app passed to start_response.
+pub fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult<AppHead> {
+    let mut status_b = Vec::with_capacity(32);
+    push_latin1(&mut status_b, status, "status")?;
+    let code = app_status_code(&status_b).map_err(|_| {
+        PyValueError::new_err(format!(
+            "invalid status line {:?}",
+            String::from_utf8_lossy(&status_b)
+        ))
+    })?;
+    let mut head = AppHead {
+        started: true,
+        status: status_b,
+        status_code: code,
+        hbuf: Vec::with_capacity(256),
+        ..AppHead::default()
+    };
+    for item in headers.try_iter()? {
+        let item = item?;
+        let pair = item.cast::<PyTuple>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "each header must be a tuple, not {}",
+                type_name(&item)
+            ))
+        })?;
+        if pair.len() != 2 {
+            return Err(PyValueError::new_err(
+                "each header must be a (name, value) tuple",
+            ));
+        }
+        let start = head.hbuf.len();
+        push_latin1(&mut head.hbuf, &pair.get_item(0)?, "header name")?;
+        let mid = head.hbuf.len();
+        push_latin1(&mut head.hbuf, &pair.get_item(1)?, "header value")?;
+        let end = head.hbuf.len();
+        let (name, value) = head.hbuf[start..].split_at(mid - start);
+        let keep = match classify_app_header(name, value) {
+            Ok(AppHeader::Keep) => true,
+            Ok(AppHeader::HopByHop { closes }) => {
+                head.wants_close |= closes;
+                warn_hop_by_hop_once(item.py(), name);
+                false
+            }
+            Ok(AppHeader::ContentLength(v)) => {
+                if head.content_length.is_some_and(|c| c != v) {
+                    return Err(PyValueError::new_err(
+                        "conflicting Content-Length headers set by the app",
+                    ));
+                }
+                let first = head.content_length.is_none();
+                head.content_length = Some(v);
+                first
+            }
+            Err(AppHeadError::BadName) => {
+                return Err(PyValueError::new_err(format!(
+                    "invalid header name {:?}",
+                    String::from_utf8_lossy(name)
+                )))
+            }
+            Err(AppHeadError::BadValue) => {
+                return Err(PyValueError::new_err(format!(
+                    "header {:?} has a value with CR, LF, NUL or another control character",
+                    String::from_utf8_lossy(name)
+                )))
+            }
+            Err(AppHeadError::BadContentLength | AppHeadError::BadStatus) => {
+                return Err(PyValueError::new_err(
+                    "invalid Content-Length set by the app",
+                ))
+            }
+        };
+        if keep {
+            head.hidx.push((start as u32, mid as u32, end as u32));
+        } else {
+            head.hbuf.truncate(start);
+        }
+    }
+    Ok(head)
+}

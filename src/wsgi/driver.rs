@@ -1,0 +1,404 @@
+//! Running one request through the app: [`run_request`] builds `wsgi.input` and the environ,
+//! calls the app, drives what it returned (a list or tuple sent as one known-length body, a
+//! file wrapper sent with `sendfile(2)` or `readinto`, any other iterable block by block),
+//! calls its `close()` on every path, gives the body state back to the connection, and decides
+//! with the sender whether the connection lives on. Output that the socket did not take by the
+//! time the app is done is left in the connection's queue for the event loop, so the app
+//! thread is free at once.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
+use sluicegate_proto::h1::decode::BodyDecoder;
+use sluicegate_proto::{BodyFraming, RequestHead};
+
+use super::app_head::AppHead;
+use super::file_wrapper::FileWrapper;
+use super::input::{BodyFailure, BodyState, Input};
+use super::sender::{SendError, Sender, SenderSettings};
+use super::start_response::StartResponse;
+use super::{type_name, Bridge};
+use crate::io::error_answer::{error_answer, INTERNAL_ERROR};
+use crate::io::event_loop::Work;
+
+/// How the app's part of a request ended.
+enum AppEnd {
+    Done,
+    /// The app raised (or returned something unusable); the error is logged.
+    Failed,
+    /// The client went away mid-response: nothing to log as a server error.
+    ClientGone,
+}
+
+/// Run one request on the current thread (inline on the loop thread or on a pool thread).
+/// Returns the connection, with output the socket did not take yet left in `conn.out`, and
+/// `close_after_write` set when the connection must not carry another request.
+pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io::conn::Conn> {
+    let Work { mut conn, head, .. } = work;
+    conn.requests += 1;
+    bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
+    let fd = conn.stream.fd();
+    let keep_alive = head.keep_alive && !bridge.loop_ctx.shutting_down();
+
+    // wsgi.input: the shared empty input for body-less requests, else a streaming reader that
+    // borrows the connection's read buffer for the request.
+    let limits = &bridge.config.limits;
+    let input_obj: Option<Py<Input>> = match head.body {
+        BodyFraming::None => None,
+        framing => {
+            let raw = conn.rbuf.take().unwrap_or_default();
+            let decoder = BodyDecoder::new(framing, limits.max_body, limits.max_header_bytes);
+            let state = BodyState::new(
+                fd,
+                raw,
+                decoder,
+                head.expect_continue,
+                bridge.config.read_timeout,
+            );
+            Some(Py::new(py, Input::new(Some(state))).expect("allocating wsgi.input"))
+        }
+    };
+    let input_any = match &input_obj {
+        Some(i) => i.bind(py).clone().into_any(),
+        None => bridge.empty_input.bind(py).clone().into_any(),
+    };
+
+    let sender = Sender::new(
+        &conn,
+        &head,
+        Arc::clone(&bridge.loop_ctx),
+        SenderSettings {
+            keep_alive,
+            write_timeout: bridge.config.write_timeout,
+            high_water: bridge.config.write_high_water,
+            server_header: bridge.server_header,
+        },
+    );
+    let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");
+
+    let end = match bridge.environ.build(
+        py,
+        conn.listener,
+        &head,
+        &conn.peer,
+        &mut conn.upper,
+        &input_any,
+    ) {
+        Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &sr),
+        Err(e) => {
+            bridge.log_exception(py, &e, "building the environ");
+            AppEnd::Failed
+        }
+    };
+
+    // Give the body state back: the connection's buffer (with pipelined bytes after the body),
+    // and learn whether the body was consumed, so the connection can carry another request.
+    let mut body_ok = true;
+    let mut body_error_status = None;
+    if let Some(input) = input_obj {
+        if let Some(mut st) = input.get().detach() {
+            if let Some(BodyFailure::Protocol(e)) = st.failure {
+                body_error_status = Some(e);
+            }
+            if !st.complete() {
+                body_ok = if st.failure.is_some() || (st.continue_due && !st.continue_sent) {
+                    // Never sent 100 Continue: the client may not send the body; don't wait.
+                    false
+                } else {
+                    st.drain(py, bridge.config.max_drain)
+                };
+            }
+            conn.rbuf = Some(st.raw);
+        } else {
+            body_ok = false;
+        }
+    }
+
+    let mut sender = sr.get().inner.lock().unwrap();
+    match end {
+        AppEnd::Done => {}
+        AppEnd::ClientGone => sender.client_gone = true,
+        AppEnd::Failed => {
+            if sender.headers_sent() {
+                sender.abort();
+            } else {
+                // Nothing was sent: a clean error answer. A body error gets its own status.
+                let answer = match body_error_status {
+                    Some(e) => (e.status(), e.reason()),
+                    None => INTERNAL_ERROR,
+                };
+                sender.out.clear();
+                sender
+                    .out
+                    .push_owned(error_answer(answer, bridge.server_header));
+                sender.abort();
+                sender.set_app_head(AppHead::server_answer(answer.0, answer.1));
+                let _ = sender.flush_local(py);
+            }
+        }
+    }
+    let keeps = sender.keeps_alive() && body_ok && matches!(end, AppEnd::Done);
+    let status = sender.status_code();
+    let sent = sender.body_bytes();
+    let gone = sender.client_gone;
+    conn.out = sender.end();
+    drop(sender);
+    conn.close_after_write = !keeps;
+    if gone {
+        conn.out.clear();
+    }
+    if let Some(log) = &bridge.loop_ctx.settings.access_log {
+        log.write(&head, &conn.peer, status, sent);
+    }
+    conn
+}
+
+/// Call the app and drive its iterable; `close()` is called on every path once the app
+/// returned something.
+fn call_and_drive(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &RequestHead,
+    environ: Bound<'_, PyAny>,
+    sr: &Py<StartResponse>,
+) -> AppEnd {
+    let result = match bridge.app.bind(py).call1((environ, sr.bind(py))) {
+        Ok(r) => r,
+        Err(e) => {
+            bridge.log_exception(py, &e, &request_label(head));
+            return AppEnd::Failed;
+        }
+    };
+    let end = drive(bridge, py, head, &result, sr);
+    // PEP 3333: close() is called whatever happened. (Only exact lists and tuples are known
+    // to have none; a subclass may define one.)
+    if !result.is_exact_instance_of::<PyList>() && !result.is_exact_instance_of::<PyTuple>() {
+        if let Ok(close) = result.getattr(pyo3::intern!(py, "close")) {
+            if let Err(e) = close.call0() {
+                bridge.log_exception(py, &e, "calling the response iterable's close()");
+                return AppEnd::Failed;
+            }
+        } else {
+            // No close attribute: the getattr error is expected and dropped.
+        }
+    }
+    end
+}
+
+/// For a file wrapper over a regular file: our own descriptor for it, the position the app left
+/// it at (its `tell()`, which accounts for Python's buffering), and the bytes from there to the
+/// end. `None` means "iterate it in Python instead" (pipes, sockets, BytesIO, errors).
+fn regular_file_range(py: Python<'_>, fw: &FileWrapper) -> Option<(std::fs::File, u64, u64)> {
+    let f = fw.filelike.bind(py);
+    let fd: i32 = f
+        .call_method0(pyo3::intern!(py, "fileno"))
+        .ok()?
+        .extract()
+        .ok()?;
+    // SAFETY: an all-zero stat is a valid out-parameter; fstat fills it or fails.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd comes from the app's file object and is open; st is a valid out-pointer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+        return None;
+    }
+    let pos: u64 = match f.call_method0(pyo3::intern!(py, "tell")) {
+        Ok(p) => p.extract().ok()?,
+        // SAFETY: lseek on an open descriptor, no memory involved.
+        Err(_) => u64::try_from(unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) }).ok()?,
+    };
+    let size = st.st_size as u64;
+    // SAFETY: dup of an open descriptor; the result is checked and owned by the File below.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return None;
+    }
+    // SAFETY: `dup` is a fresh descriptor that nothing else owns.
+    let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(dup) };
+    Some((file, pos.min(size), size.saturating_sub(pos)))
+}
+
+/// Size of the buffer `drive_readinto` reads into (at least the app's blksize).
+const READINTO_BUF: usize = 256 * 1024;
+
+/// Send a file wrapper's content by `readinto` into one reused buffer. `None`: not possible
+/// (no readinto, or it returned None) — the caller iterates the wrapper for the rest.
+fn drive_readinto(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &RequestHead,
+    fw: &FileWrapper,
+    sr: &StartResponse,
+) -> Option<AppEnd> {
+    let f = fw.filelike.bind(py);
+    let readinto = f.getattr(pyo3::intern!(py, "readinto")).ok()?;
+    let buf = PyByteArray::new(py, &vec![0u8; fw.blksize.max(READINTO_BUF)]);
+    loop {
+        let n = match readinto.call1((&buf,)) {
+            Ok(v) if v.is_none() => return None,
+            Ok(v) => match v.extract::<usize>() {
+                Ok(n) => n,
+                Err(_) => return None,
+            },
+            Err(e) => {
+                bridge.log_exception(py, &e, &request_label(head));
+                return Some(AppEnd::Failed);
+            }
+        };
+        let mut s = sr.inner.lock().unwrap();
+        let res = if n == 0 {
+            s.finish(py)
+        } else {
+            // SAFETY: the bytearray is ours (no Python code holds it besides the readinto call,
+            // which returned); it is read while the GIL is held and not resized.
+            let data = unsafe { buf.as_bytes() };
+            s.send_copy(py, &data[..n.min(data.len())])
+        };
+        drop(s);
+        match res {
+            Ok(()) if n == 0 => return Some(AppEnd::Done),
+            Ok(()) => {}
+            Err(SendError::ClientGone) => return Some(AppEnd::ClientGone),
+            Err(_) => return Some(AppEnd::Failed),
+        }
+    }
+}
+
+fn request_label(head: &RequestHead) -> String {
+    format!(
+        "Error handling request {} {}",
+        String::from_utf8_lossy(head.method()),
+        String::from_utf8_lossy(head.target())
+    )
+}
+
+fn drive(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &RequestHead,
+    result: &Bound<'_, PyAny>,
+    sr: &Py<StartResponse>,
+) -> AppEnd {
+    let sr = sr.get();
+    let fail_send = |e: SendError, what: &str| -> AppEnd {
+        match e {
+            SendError::ClientGone => AppEnd::ClientGone,
+            SendError::NotBytes(t) => {
+                bridge.log_error(
+                    py,
+                    &format!(
+                        "{}: the app {what} {t}, but a WSGI body must be bytes",
+                        request_label(head)
+                    ),
+                );
+                AppEnd::Failed
+            }
+            SendError::NotStarted => {
+                bridge.log_error(
+                    py,
+                    &format!(
+                        "{}: the app returned a body without calling start_response",
+                        request_label(head)
+                    ),
+                );
+                AppEnd::Failed
+            }
+            SendError::Finished => AppEnd::Failed,
+        }
+    };
+
+    // Known-length fast paths: a list or tuple, or (against PEP 3333, but common) bare bytes,
+    // sent as one block instead of being iterated byte by byte.
+    let bare = result.is_instance_of::<PyBytes>()
+        || result.is_instance_of::<PyByteArray>()
+        || result.is_instance_of::<PyMemoryView>();
+    if bare && !bridge.warned_bare_bytes.swap(true, Ordering::Relaxed) {
+        bridge.log_warning(py, &format!(
+            "the app {} returned a bare {} instead of an iterable of bytes; sending it as one block (this warning is shown once)",
+            bridge.app_name, type_name(result)
+        ));
+    }
+    let seq: Option<Vec<Bound<'_, PyAny>>> = if bare {
+        Some(vec![result.clone()])
+    } else if let Ok(l) = result.cast::<PyList>() {
+        Some(l.iter().collect())
+    } else if let Ok(t) = result.cast::<PyTuple>() {
+        Some(t.iter().collect())
+    } else {
+        None
+    };
+    if let Some(blocks) = seq {
+        let mut s = sr.inner.lock().unwrap();
+        return match s.send_all(py, &blocks).and_then(|_| s.finish(py)) {
+            Ok(()) => AppEnd::Done,
+            Err(e) => {
+                drop(s);
+                fail_send(e, "returned")
+            }
+        };
+    }
+
+    // wsgi.file_wrapper over a regular file: sendfile(2), no Python iteration at all.
+    if let Ok(fw) = result.cast::<FileWrapper>() {
+        if let Some((file, offset, len)) = regular_file_range(py, fw.get()) {
+            let mut s = sr.inner.lock().unwrap();
+            return match s
+                .send_file(py, file, offset, len)
+                .and_then(|_| s.finish(py))
+            {
+                Ok(()) => AppEnd::Done,
+                Err(e) => {
+                    drop(s);
+                    fail_send(e, "returned")
+                }
+            };
+        }
+    }
+
+    // wsgi.file_wrapper over another file-like (a pipe, a socket file, BytesIO): readinto() one
+    // large buffer, reused for every block; falls back to iteration if readinto says None
+    // (non-blocking, no data yet) or does not exist.
+    if let Ok(fw) = result.cast::<FileWrapper>() {
+        if let Some(end) = drive_readinto(bridge, py, head, fw.get(), sr) {
+            return end;
+        }
+    }
+
+    let iter = match result.try_iter() {
+        Ok(i) => i,
+        Err(e) => {
+            bridge.log_exception(
+                py,
+                &e,
+                &format!(
+                    "{}: the app's return value is not iterable",
+                    request_label(head)
+                ),
+            );
+            return AppEnd::Failed;
+        }
+    };
+    for item in iter {
+        let item = match item {
+            Ok(i) => i,
+            Err(e) => {
+                bridge.log_exception(py, &e, &request_label(head));
+                return AppEnd::Failed;
+            }
+        };
+        let mut s = sr.inner.lock().unwrap();
+        if let Err(e) = s.send_block(py, &item) {
+            drop(s);
+            return fail_send(e, "yielded");
+        }
+    }
+    let mut s = sr.inner.lock().unwrap();
+    match s.finish(py) {
+        Ok(()) => AppEnd::Done,
+        Err(e) => {
+            drop(s);
+            fail_send(e, "returned")
+        }
+    }
+}

@@ -1,0 +1,69 @@
+"""The server's own counters (`_core.Server.stats`), read in-process while real clients talk to
+it over sockets: every key the stub (`_core.pyi`) documents exists, and every request is
+counted, the ones the Rust core answers itself (static files) as well as the app's."""
+
+import http.client
+import threading
+import time
+
+import pytest
+
+from sluicegate.listeners import bind_all
+from sluicegate.options import resolve
+from sluicegate.supervisor import Supervisor
+
+DOCUMENTED_KEYS = {
+    "requests", "accepted", "protocol_errors", "timeouts", "inline_calls", "dispatched_calls",
+    "takeovers", "handoffs", "mode", "threads", "busy_threads",
+}
+
+
+def hello(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"hello"]
+
+
+@pytest.fixture
+def in_process(tmp_path):
+    """A server in a thread of this process, serving `hello` and /static from tmp_path."""
+    (tmp_path / "a.txt").write_bytes(b"static bytes\n")
+    cfg = resolve({"app": hello, "bind": "127.0.0.1:0", "static": [f"/static={tmp_path}"]})
+    sockets = bind_all(cfg.bind, cfg.backlog)
+    port = sockets[0].port
+    sup = Supervisor(hello, cfg, sockets, app_name="hello")
+    t = threading.Thread(target=sup.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while sup._server is None and time.monotonic() < deadline:
+        time.sleep(0.01)  # polls for the server object: the condition, not a timing guess
+    assert sup._server is not None
+    yield sup, port
+    sup.shutdown()
+    t.join(10)
+    assert not t.is_alive()
+
+
+def get(port, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", path)
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, body
+
+
+def test_stats_keys_are_the_documented_ones(in_process):
+    sup, port = in_process
+    assert set(sup._server.stats) == DOCUMENTED_KEYS
+
+
+def test_static_requests_are_counted(in_process):
+    """Regression (issue 14): requests answered by --static were counted by the loop but missing
+    from stats()["requests"], which only counted app calls."""
+    sup, port = in_process
+    assert get(port, "/static/a.txt") == (200, b"static bytes\n")
+    assert get(port, "/static/a.txt") == (200, b"static bytes\n")
+    assert get(port, "/app") == (200, b"hello")
+    stats = sup._server.stats
+    assert stats["requests"] == 3
+    assert stats["inline_calls"] + stats["dispatched_calls"] == 1
