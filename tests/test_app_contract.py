@@ -291,3 +291,22 @@ def test_file_wrapper_over_a_non_file_object(files, version):
     with Conn.open(files.port) as c:
         c.send(request_bytes("GET", "/bytesio?size=123457", version=version))
         assert c.read_response().body == file_bytes(123457)
+
+
+def test_hop_by_hop_headers_are_dropped_and_logged_once(errors):
+    """The app's hop-by-hop headers are dropped (the server manages the connection, RFC 9110
+    7.6.1) and the first one is named in one warning line per process, never repeated."""
+    mark = errors.log_mark()
+    for _ in range(2):
+        with Conn.open(errors.port) as c:
+            c.send(request_bytes("GET", "/hop_by_hop"))
+            resp = c.read_response()
+        assert resp.status == 200 and resp.body == b"hop"
+        assert resp.header("X-Kept") == "yes"
+        for name in ("Keep-Alive", "Transfer-Encoding", "Upgrade", "Proxy-Connection"):
+            assert resp.header(name) is None, f"{name} reached the client"
+    line = errors.wait_log(r"hop-by-hop header.*", since=mark).group(0)
+    assert "Keep-Alive" in line and "shown once" in line
+    assert_still_serving(errors)
+    assert errors.log_since(mark).count("hop-by-hop header") == 1
+

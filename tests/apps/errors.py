@@ -16,6 +16,8 @@ so a test can check it reached the error log and never the response body.
   containing the character, followed by an injected header text.
 - ``/bad_value_crlf``, ``/bad_value_lf``, ``/bad_value_cr``, ``/bad_value_nul``: a header value
   containing it; ``/bad_name_crlf``: a header name containing CRLF.
+- ``/hop_by_hop``: sets the hop-by-hop headers Keep-Alive, Transfer-Encoding, Upgrade and
+  Proxy-Connection (the server's business: dropped, logged once) beside an ordinary X-Kept.
 """
 
 SECRET = "SECRET-TRACEBACK-MARKER"
@@ -34,6 +36,13 @@ def app(environ, start_response):
         err.flush()
         start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
         return [b"ok"]
+    if path == "/hop_by_hop":
+        start_response("200 OK", [
+            ("Content-Type", "text/plain"), ("Keep-Alive", "timeout=1"),
+            ("Transfer-Encoding", "identity"), ("Upgrade", "h2c"),
+            ("Proxy-Connection", "keep-alive"), ("X-Kept", "yes"), ("Content-Length", "3"),
+        ])
+        return [b"hop"]
     if path == "/raise_before":
         raise RuntimeError(SECRET + " raised before start_response")
     if path == "/raise_after_start":
