@@ -10,14 +10,16 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sluicegate_proto::Limits;
 
+use crate::server::scheduler::Policy;
+
 /// Every setting the core reads. Field docs name the option that sets it.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `--threads MIN:MAX`: app threads kept warm / the most that may run at once.
     pub threads_min: usize,
     pub threads_max: usize,
-    /// `--scheduler`: "adaptive", "inline" or "pool" (see `server::scheduler`).
-    pub scheduler: String,
+    /// `--scheduler` (see `server::scheduler`).
+    pub scheduler: Policy,
     /// `--header-timeout`: a request head must arrive whole within this (408).
     pub header_timeout: Duration,
     /// `--keepalive-timeout`: an idle connection between requests is closed after this.
@@ -126,7 +128,14 @@ impl Config {
         Ok(Config {
             threads_min,
             threads_max,
-            scheduler: get(d, "scheduler")?,
+            scheduler: {
+                let name: String = get(d, "scheduler")?;
+                Policy::parse(&name).ok_or_else(|| {
+                    pyo3::exceptions::PyValueError::new_err(format!(
+                        "scheduler must be adaptive, inline or pool, not {name:?}"
+                    ))
+                })?
+            },
             header_timeout: secs(d, "header_timeout")?,
             keepalive_timeout: secs(d, "keepalive_timeout")?,
             read_timeout: secs(d, "read_timeout")?,

@@ -34,6 +34,33 @@ pub enum Phase {
     Lingering,
 }
 
+/// What happens once a connection's output is written. Only moves towards closing: a
+/// connection that must close never becomes reusable again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterOutput {
+    /// Wait for the next request (keep-alive).
+    KeepAlive,
+    /// Close: half-close first if unread input is buffered (see `EventLoop::finish_close`).
+    Close,
+    /// Close, then linger: the client may still be sending (an error answer, an unread request
+    /// body), and input arriving after a plain close would make the kernel send a reset that
+    /// destroys the answer before the client reads it.
+    CloseLingering,
+}
+
+impl AfterOutput {
+    /// Close after the output (keeping a lingering close lingering).
+    pub fn close(&mut self) {
+        if *self == AfterOutput::KeepAlive {
+            *self = AfterOutput::Close;
+        }
+    }
+
+    pub fn closes(self) -> bool {
+        self != AfterOutput::KeepAlive
+    }
+}
+
 pub struct Conn {
     pub stream: Stream,
     /// The event loop's key for this connection.
@@ -47,14 +74,12 @@ pub struct Conn {
     pub phase: Phase,
     /// Output not yet written.
     pub out: OutQueue,
-    /// Close once `out` is written.
-    pub close_after_write: bool,
+    /// What happens once `out` is written.
+    pub after_output: AfterOutput,
     /// When the current phase times out.
     pub deadline: Option<Instant>,
     /// Requests answered on this connection.
     pub requests: u64,
-    /// After the close, linger: the client may still be sending (error answers, unread input).
-    pub linger: bool,
     /// In the loop's epoll set (registration is lazy: see `event_loop`).
     pub registered: bool,
     /// Per-connection data the layer above caches across requests (the bridge keeps the
@@ -73,10 +98,9 @@ impl Conn {
             parser: HeadParser::new(),
             phase: Phase::Idle,
             out: OutQueue::new(),
-            close_after_write: false,
+            after_output: AfterOutput::KeepAlive,
             deadline: None,
             requests: 0,
-            linger: false,
             registered: false,
             upper: None,
         }

@@ -30,7 +30,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 use sluicegate_proto::{BodyFraming, Limits, ProtoError, RequestHead};
 
-use super::conn::{Conn, Phase};
+use super::conn::{AfterOutput, Conn, Phase};
 use super::error_answer::{error_answer, protocol_error_answer, REQUEST_TIMEOUT};
 use super::out_queue::FAIR_SHARE;
 use super::read_buf::ReadBuf;
@@ -134,10 +134,28 @@ pub struct Counters {
     pub timeouts: AtomicU64,
 }
 
-/// Shutdown states.
-pub const RUNNING: u8 = 0;
-pub const GRACEFUL: u8 = 1;
-pub const IMMEDIATE: u8 = 2;
+/// How far the server is in stopping. Only moves forward (`Running < Graceful < Immediate`):
+/// a graceful stop can become immediate, never the reverse. Stored in an `AtomicU8` as its
+/// discriminant, so any thread (a signal handler's) can request it without a lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Shutdown {
+    Running = 0,
+    /// Stop accepting; finish in-flight requests within the graceful timeout.
+    Graceful = 1,
+    /// Stop now: in-flight requests are cut.
+    Immediate = 2,
+}
+
+impl Shutdown {
+    fn from_u8(v: u8) -> Shutdown {
+        match v {
+            0 => Shutdown::Running,
+            1 => Shutdown::Graceful,
+            _ => Shutdown::Immediate,
+        }
+    }
+}
 
 /// What the loop shares with the threads that take connections away from it.
 pub struct LoopCtx {
@@ -149,7 +167,7 @@ pub struct LoopCtx {
     returns: Mutex<Vec<Box<Conn>>>,
     /// Streaming responses whose socket is full: the loop writes them as it becomes writable.
     flush_requests: Mutex<Vec<(usize, Arc<SharedOut>)>>,
-    pub shutdown: AtomicU8,
+    shutdown: AtomicU8,
     pub counters: Counters,
 }
 
@@ -180,14 +198,18 @@ impl LoopCtx {
         }
     }
 
-    /// Ask the loop to stop (GRACEFUL or IMMEDIATE).
-    pub fn request_shutdown(&self, how: u8) {
-        self.shutdown.fetch_max(how, Ordering::SeqCst);
+    /// Ask the loop to stop (a request for less than what was already asked changes nothing).
+    pub fn request_shutdown(&self, how: Shutdown) {
+        self.shutdown.fetch_max(how as u8, Ordering::SeqCst);
         let _ = self.waker.wake();
     }
 
     pub fn shutting_down(&self) -> bool {
-        self.shutdown.load(Ordering::Relaxed) != RUNNING
+        self.shutdown_state() != Shutdown::Running
+    }
+
+    pub fn shutdown_state(&self) -> Shutdown {
+        Shutdown::from_u8(self.shutdown.load(Ordering::Relaxed))
     }
 }
 
@@ -298,7 +320,7 @@ impl LoopState {
             waker,
             returns: Mutex::new(Vec::new()),
             flush_requests: Mutex::new(Vec::new()),
-            shutdown: AtomicU8::new(RUNNING),
+            shutdown: AtomicU8::new(Shutdown::Running as u8),
             counters: Counters::default(),
         });
         let st = Box::new(LoopState {
@@ -436,7 +458,7 @@ impl LoopState {
         if ctx.shutting_down() && conn.out.is_empty() {
             // No new requests during shutdown: the bridge already answered with Connection:
             // close; a connection still marked keep-alive closes here.
-            conn.close_after_write = true;
+            conn.after_output.close();
         }
         conn.phase = Phase::Idle;
         conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
@@ -612,7 +634,7 @@ impl LoopState {
             conn.phase = Phase::Idle;
             conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
         }
-        if conn.close_after_write && !matches!(conn.phase, Phase::Lingering) {
+        if conn.after_output.closes() && !matches!(conn.phase, Phase::Lingering) {
             self.finish_close(token);
             return None;
         }
@@ -758,8 +780,11 @@ impl LoopState {
                 // The static path reads no request body: a request with one cannot be followed
                 // by another on this connection (the plan said Connection: close).
                 if !keep_alive || ctx.shutting_down() {
-                    conn.close_after_write = true;
-                    conn.linger = head.body != BodyFraming::None;
+                    conn.after_output = if head.body == BodyFraming::None {
+                        AfterOutput::Close
+                    } else {
+                        AfterOutput::CloseLingering
+                    };
                 }
                 // Idle once the answer is written (if the socket is full, writing it switches
                 // to the write timeout).
@@ -814,15 +839,14 @@ impl LoopState {
         if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
             conn.out
                 .push_owned(protocol_error_answer(&e, &ctx.settings.server_header));
-            conn.close_after_write = true;
             // Input after a framing error is meaningless: drop it, and linger after the answer
             // so the client reads it before any reset.
+            conn.after_output = AfterOutput::CloseLingering;
             if let Some(b) = conn.rbuf.as_mut() {
                 let n = b.len();
                 b.consume(n);
             }
             conn.phase = Phase::Idle;
-            conn.linger = true;
             self.ready.push_back((token, ReadHint::None));
         }
     }
@@ -833,7 +857,7 @@ impl LoopState {
         let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
             return;
         };
-        if conn.linger || !conn.buffered().is_empty() {
+        if conn.after_output == AfterOutput::CloseLingering || !conn.buffered().is_empty() {
             conn.stream.shutdown_write();
             conn.phase = Phase::Lingering;
             conn.deadline = Some(Instant::now() + LINGER);
@@ -949,7 +973,7 @@ impl LoopState {
             self.close(t);
         }
         let deadline_passed = now >= self.shutdown_started.unwrap() + ctx.settings.graceful_timeout;
-        if ctx.shutdown.load(Ordering::Relaxed) == IMMEDIATE || deadline_passed {
+        if ctx.shutdown_state() == Shutdown::Immediate || deadline_passed {
             let all: Vec<usize> = self
                 .conns
                 .iter()

@@ -17,9 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::config::Config;
-use crate::io::event_loop::{
-    ListenSocket, LoopCtx, LoopSettings, LoopState, Work, GRACEFUL, IMMEDIATE,
-};
+use crate::io::event_loop::{ListenSocket, LoopCtx, LoopSettings, LoopState, Shutdown, Work};
 use crate::wsgi::driver::run_request;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
@@ -214,9 +212,7 @@ impl Server {
             &errors,
             &file_wrapper,
         )?;
-        let policy = scheduler::Policy::parse(&config.scheduler).ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err("scheduler must be adaptive, inline or pool")
-        })?;
+        let policy = config.scheduler;
         let signal_fd = config.signal_fd;
         let graceful = config.graceful_timeout;
         let bridge = Bridge::new(py, app, environ, config, ctx)?;
@@ -285,7 +281,7 @@ impl Server {
                 if let Err(e) = py.check_signals() {
                     // e.g. KeyboardInterrupt without a handler: shut down gracefully.
                     let _ = e;
-                    shared.ctx().request_shutdown(GRACEFUL);
+                    shared.ctx().request_shutdown(Shutdown::Graceful);
                 }
             }
             if done {
@@ -321,9 +317,11 @@ impl Server {
     /// Stop accepting and finish (graceful) or drop (not graceful) in-flight requests.
     #[pyo3(signature = (graceful=true))]
     fn shutdown(&self, graceful: bool) {
-        self.shared
-            .ctx()
-            .request_shutdown(if graceful { GRACEFUL } else { IMMEDIATE });
+        self.shared.ctx().request_shutdown(if graceful {
+            Shutdown::Graceful
+        } else {
+            Shutdown::Immediate
+        });
     }
 
     #[getter]

@@ -67,8 +67,16 @@ const SPARSE_GAP: Duration = Duration::from_millis(8);
 /// The watchdog sleeps (instead of ticking) after this long without an inline call.
 const WATCHDOG_IDLE_AFTER: Duration = Duration::from_secs(1);
 
-const INLINE: u8 = 0;
-const DISPATCH: u8 = 1;
+/// Where the next request runs, under the adaptive policy. Stored in an `AtomicU8` as its
+/// discriminant (read on every request: one relaxed load).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Mode {
+    /// On the loop's thread (the start, and after `REVERT_AFTER` without a slow call).
+    Inline = 0,
+    /// On the pool (after a takeover or a slow call).
+    Dispatch = 1,
+}
 
 /// `--scheduler`: the adaptive default, or one mode forced (for apps known to block on every
 /// request, and to measure the alternatives the adaptive design was chosen over).
@@ -82,6 +90,7 @@ pub enum Policy {
 }
 
 impl Policy {
+    /// The `--scheduler` value (validated once, when the config is built).
     pub fn parse(s: &str) -> Option<Policy> {
         match s {
             "adaptive" => Some(Policy::Adaptive),
@@ -121,9 +130,9 @@ impl Scheduler {
         Scheduler {
             policy,
             mode: AtomicU8::new(if policy == Policy::Pool {
-                DISPATCH
+                Mode::Dispatch as u8
             } else {
-                INLINE
+                Mode::Inline as u8
             }),
             inline_seq: AtomicU64::new(0),
             parked: Mutex::new(None),
@@ -142,7 +151,7 @@ impl Scheduler {
     }
 
     pub fn mode_name(&self) -> &'static str {
-        if self.mode.load(Ordering::Relaxed) == INLINE {
+        if self.mode.load(Ordering::Relaxed) == Mode::Inline as u8 {
             "inline"
         } else {
             "dispatch"
@@ -161,14 +170,14 @@ impl Scheduler {
             Policy::Pool => return false,
             Policy::Adaptive => {}
         }
-        if self.mode.load(Ordering::Relaxed) == INLINE {
+        if self.mode.load(Ordering::Relaxed) == Mode::Inline as u8 {
             return true;
         }
         let since = self
             .now_ns()
             .saturating_sub(self.last_slow.load(Ordering::Relaxed));
         if since > REVERT_AFTER.as_nanos() as u64 {
-            self.mode.store(INLINE, Ordering::Relaxed);
+            self.mode.store(Mode::Inline as u8, Ordering::Relaxed);
             return true;
         }
         false
@@ -192,7 +201,7 @@ impl Scheduler {
     fn note_slow(&self) {
         self.last_slow.store(self.now_ns(), Ordering::Relaxed);
         if self.policy == Policy::Adaptive {
-            self.mode.store(DISPATCH, Ordering::Relaxed);
+            self.mode.store(Mode::Dispatch as u8, Ordering::Relaxed);
         }
     }
 
@@ -236,99 +245,61 @@ impl Scheduler {
         st
     }
 
-    /// The watchdog's body. `hand_over` runs the taken loop state on another thread.
+    /// The watchdog's body: sleep a tick, look (`Watch::look`), act on what it says.
+    /// `hand_over` runs the taken loop state on another thread.
     pub fn watchdog(&self, hand_over: impl Fn(Box<LoopState>)) {
-        let mut last = u64::MAX;
-        let mut tick = TICK_MIN;
-        let mut calm = 0u32;
-        let mut quiet = Duration::ZERO;
-        // Sparse calls: the watchdog sleeps between inline calls and each call wakes it (see
-        // SPARSE_GAP). `window_seq` counts sequence steps (two per call) over the calm looks.
-        let mut sparse = false;
-        let mut window_seq = 0u64;
-        let mut last_wake = Instant::now();
-        // Looks that found the current call still running, and when the first of them was.
-        let mut running_looks = 0u32;
-        let mut running_since = Instant::now();
+        let mut watch = Watch::new(Instant::now());
         while !self.stopping.load(Ordering::Relaxed) {
-            std::thread::sleep(tick);
+            std::thread::sleep(watch.tick);
             let seq = self.inline_seq.load(Ordering::Acquire);
-            if !seq.is_multiple_of(2) && seq == last {
-                // The same inline call has run for at least one whole tick. Its state is read
-                // at looks 1, 2, 4, 8, ... of the call (a call seen computing is not re-read at
-                // every look: each look is a small file read).
-                running_looks += 1;
-                if running_looks == 1 {
-                    running_since = Instant::now();
-                }
-                tick = TICK_MIN;
-                calm = 0;
-                let cpu_bound = running_since.elapsed() >= CPU_BOUND_TAKEOVER;
-                let look = running_looks.is_power_of_two() || cpu_bound;
-                let blocked = look && thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed));
-                if blocked || cpu_bound {
-                    let taken = {
-                        let mut parked = self.parked.lock().unwrap();
-                        let st = parked.take();
-                        if st.is_some() {
-                            // The stuck call no longer holds the loop: the number is even again
-                            // and the next inline call (on the new loop thread) makes it odd.
-                            self.inline_seq.fetch_add(1, Ordering::SeqCst);
+            match watch.look(seq, Instant::now()) {
+                Look::Running {
+                    read_state,
+                    cpu_bound,
+                } => {
+                    let blocked =
+                        read_state && thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed));
+                    if blocked || cpu_bound {
+                        if let Some(st) = self.take_parked() {
+                            self.takeovers.fetch_add(1, Ordering::Relaxed);
+                            self.note_slow();
+                            hand_over(st);
                         }
-                        st
-                    };
-                    if let Some(st) = taken {
-                        self.takeovers.fetch_add(1, Ordering::Relaxed);
-                        self.note_slow();
-                        hand_over(st);
+                        watch.judged();
                     }
-                    running_looks = 0;
                 }
-            } else {
-                running_looks = 0;
-                calm += 1;
-                window_seq += seq.wrapping_sub(last).min(u64::from(CALM_LOOKS) * 2);
-                if calm >= CALM_LOOKS {
-                    // Fewer calls than two looks each, at the longest tick: ticking costs more
-                    // than being woken by each call.
-                    if tick == TICK_MAX && window_seq < u64::from(CALM_LOOKS) {
-                        sparse = true;
-                    }
-                    calm = 0;
-                    window_seq = 0;
-                    tick = (tick * 2).min(TICK_MAX);
+                Look::Calm => {}
+                Look::Doze => {
+                    self.doze(seq);
+                    watch.woken(Instant::now());
                 }
             }
-            if seq == last {
-                quiet += tick;
-            } else {
-                quiet = Duration::ZERO;
-            }
-            last = seq;
-            if (quiet >= WATCHDOG_IDLE_AFTER || sparse) && seq.is_multiple_of(2) {
-                // Nothing runs inline: sleep until the next inline call wakes us.
-                let mut g = self.watchdog_lock.lock().unwrap();
-                self.watchdog_sleeping.store(true, Ordering::SeqCst);
-                if self.inline_seq.load(Ordering::SeqCst) != seq {
-                    self.watchdog_sleeping.store(false, Ordering::SeqCst);
-                }
-                while self.watchdog_sleeping.load(Ordering::Relaxed)
-                    && !self.stopping.load(Ordering::Relaxed)
-                {
-                    g = self.watchdog_cond.wait(g).unwrap();
-                }
-                drop(g);
-                if sparse && last_wake.elapsed() < SPARSE_GAP {
-                    // Calls come close together again: tick rather than be woken by each.
-                    sparse = false;
-                }
-                last_wake = Instant::now();
-                quiet = Duration::ZERO;
-                // Woken by a call: look closely again (in sparse mode, until this call ends).
-                tick = TICK_MIN;
-                calm = 0;
-                window_seq = 0;
-            }
+        }
+    }
+
+    /// Take the parked loop state away from the inline call that holds it.
+    fn take_parked(&self) -> Option<Box<LoopState>> {
+        let mut parked = self.parked.lock().unwrap();
+        let st = parked.take();
+        if st.is_some() {
+            // The stuck call no longer holds the loop: the number is even again and the next
+            // inline call (on the new loop thread) makes it odd.
+            self.inline_seq.fetch_add(1, Ordering::SeqCst);
+        }
+        st
+    }
+
+    /// Nothing runs inline: sleep until the next inline call (`park`) wakes us.
+    fn doze(&self, seq: u64) {
+        let mut g = self.watchdog_lock.lock().unwrap();
+        self.watchdog_sleeping.store(true, Ordering::SeqCst);
+        if self.inline_seq.load(Ordering::SeqCst) != seq {
+            self.watchdog_sleeping.store(false, Ordering::SeqCst);
+        }
+        while self.watchdog_sleeping.load(Ordering::Relaxed)
+            && !self.stopping.load(Ordering::Relaxed)
+        {
+            g = self.watchdog_cond.wait(g).unwrap();
         }
     }
 
@@ -337,6 +308,121 @@ impl Scheduler {
         let _g = self.watchdog_lock.lock().unwrap();
         self.watchdog_sleeping.store(false, Ordering::Relaxed);
         self.watchdog_cond.notify_all();
+    }
+}
+
+/// What one look of the watchdog found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// The same inline call as at the previous look is still running. `read_state`: read the
+    /// loop thread's kernel state now (looks 1, 2, 4, 8... of a call: each read is a small
+    /// file read, not repeated at every look of a call seen computing). `cpu_bound`: it has
+    /// run for `CPU_BOUND_TAKEOVER`: take it over whatever its state.
+    Running { read_state: bool, cpu_bound: bool },
+    /// No call outlasted the tick.
+    Calm,
+    /// Nothing runs inline and ticking costs more than being woken: sleep until a call comes.
+    Doze,
+}
+
+/// The watchdog's state between looks, with its transitions as plain methods of the sequence
+/// number it reads and the time (no threads, no clock of its own: unit-tested below).
+///
+/// `inline_seq` is odd exactly while an inline call holds the loop; the same odd number at two
+/// looks means one call spanned a whole tick.
+struct Watch {
+    /// The sequence number at the previous look.
+    last: u64,
+    tick: Duration,
+    /// Looks in a row that found no call outlasting a tick.
+    calm: u32,
+    /// How long the sequence number has not moved.
+    quiet: Duration,
+    /// Calls are rare: doze between them, woken by each (see `SPARSE_GAP`).
+    sparse: bool,
+    /// Sequence steps (two per call) over the current run of calm looks.
+    window_seq: u64,
+    /// When the watchdog was last woken from a doze.
+    last_wake: Instant,
+    /// Looks that found the current call still running, and when the first of them was.
+    running_looks: u32,
+    running_since: Instant,
+}
+
+impl Watch {
+    fn new(now: Instant) -> Watch {
+        Watch {
+            last: u64::MAX,
+            tick: TICK_MIN,
+            calm: 0,
+            quiet: Duration::ZERO,
+            sparse: false,
+            window_seq: 0,
+            last_wake: now,
+            running_looks: 0,
+            running_since: now,
+        }
+    }
+
+    /// One look at `seq`, the inline-call sequence number, at `now`.
+    fn look(&mut self, seq: u64, now: Instant) -> Look {
+        let verdict = if !seq.is_multiple_of(2) && seq == self.last {
+            self.running_looks += 1;
+            if self.running_looks == 1 {
+                self.running_since = now;
+            }
+            self.tick = TICK_MIN;
+            self.calm = 0;
+            let cpu_bound = now.duration_since(self.running_since) >= CPU_BOUND_TAKEOVER;
+            Look::Running {
+                read_state: self.running_looks.is_power_of_two() || cpu_bound,
+                cpu_bound,
+            }
+        } else {
+            self.running_looks = 0;
+            self.calm += 1;
+            self.window_seq += seq.wrapping_sub(self.last).min(u64::from(CALM_LOOKS) * 2);
+            if self.calm >= CALM_LOOKS {
+                // Fewer calls than two looks each, at the longest tick: ticking costs more
+                // than being woken by each call.
+                if self.tick == TICK_MAX && self.window_seq < u64::from(CALM_LOOKS) {
+                    self.sparse = true;
+                }
+                self.calm = 0;
+                self.window_seq = 0;
+                self.tick = (self.tick * 2).min(TICK_MAX);
+            }
+            Look::Calm
+        };
+        if seq == self.last {
+            self.quiet += self.tick;
+        } else {
+            self.quiet = Duration::ZERO;
+        }
+        self.last = seq;
+        if (self.quiet >= WATCHDOG_IDLE_AFTER || self.sparse) && seq.is_multiple_of(2) {
+            return Look::Doze;
+        }
+        verdict
+    }
+
+    /// The running call was judged (taken over, or found computing): the next looks count
+    /// afresh.
+    fn judged(&mut self) {
+        self.running_looks = 0;
+    }
+
+    /// Woken from a doze by an inline call at `now`: look closely again (in sparse mode, until
+    /// this call ends); calls that come close together again end sparse mode.
+    fn woken(&mut self, now: Instant) {
+        if self.sparse && now.duration_since(self.last_wake) < SPARSE_GAP {
+            self.sparse = false;
+        }
+        self.last_wake = now;
+        self.quiet = Duration::ZERO;
+        self.tick = TICK_MIN;
+        self.calm = 0;
+        self.window_seq = 0;
     }
 }
 
@@ -363,4 +449,131 @@ fn thread_is_sleeping(tid: i32) -> bool {
         return false;
     };
     matches!(stat.get(close + 2), Some(b'S') | Some(b'D'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Look at `seq` after one tick has passed.
+    fn step(w: &mut Watch, now: &mut Instant, seq: u64) -> Look {
+        *now += w.tick;
+        w.look(seq, *now)
+    }
+
+    #[test]
+    fn a_call_spanning_looks_is_read_at_powers_of_two_then_taken_when_cpu_bound() {
+        let mut now = Instant::now();
+        let mut w = Watch::new(now);
+        assert_eq!(
+            step(&mut w, &mut now, 1),
+            Look::Calm,
+            "first sight of the call"
+        );
+        let mut reads = Vec::new();
+        let mut looks = 0u32;
+        loop {
+            looks += 1;
+            match step(&mut w, &mut now, 1) {
+                Look::Running {
+                    read_state,
+                    cpu_bound: false,
+                } => reads.push(read_state),
+                Look::Running {
+                    cpu_bound: true, ..
+                } => break,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(
+            &reads[..8],
+            &[true, true, false, true, false, false, false, true]
+        );
+        // 50 ms at the 250 µs tick, counted from the first look that saw it running.
+        assert_eq!(looks, 201);
+        w.judged();
+        assert!(matches!(
+            step(&mut w, &mut now, 1),
+            Look::Running {
+                read_state: true,
+                cpu_bound: false
+            }
+        ));
+    }
+
+    #[test]
+    fn calm_looks_back_off_the_tick_and_a_long_call_brings_it_back() {
+        let mut now = Instant::now();
+        let mut w = Watch::new(now);
+        let mut seq = 0;
+        for _ in 0..(CALM_LOOKS * 4) {
+            seq += 2; // one quick call between every two looks
+            assert_eq!(step(&mut w, &mut now, seq), Look::Calm);
+        }
+        assert_eq!(w.tick, TICK_MAX);
+        seq += 1;
+        step(&mut w, &mut now, seq);
+        assert!(matches!(step(&mut w, &mut now, seq), Look::Running { .. }));
+        assert_eq!(w.tick, TICK_MIN);
+    }
+
+    #[test]
+    fn rare_calls_at_the_longest_tick_make_it_doze_and_close_calls_wake_it_for_good() {
+        let mut now = Instant::now();
+        let mut w = Watch::new(now);
+        let mut seq = 0u64;
+        let mut dozed = false;
+        for i in 0..2000 {
+            if i % 8 == 0 {
+                seq += 2; // one call every 8 looks
+            }
+            if step(&mut w, &mut now, seq) == Look::Doze {
+                dozed = true;
+                break;
+            }
+        }
+        assert!(
+            dozed && w.sparse,
+            "rare calls at TICK_MAX make the watchdog doze"
+        );
+        now += SPARSE_GAP * 2;
+        w.woken(now);
+        assert!(
+            w.sparse,
+            "a call long after the last wake keeps sparse mode"
+        );
+        now += SPARSE_GAP / 2;
+        w.woken(now);
+        assert!(!w.sparse, "calls close together end sparse mode");
+        assert_eq!(w.tick, TICK_MIN);
+    }
+
+    #[test]
+    fn no_calls_for_a_second_dozes_but_never_while_a_call_runs() {
+        let mut now = Instant::now();
+        let mut w = Watch::new(now);
+        let mut saw_doze = false;
+        for _ in 0..20_000 {
+            if step(&mut w, &mut now, 4) == Look::Doze {
+                saw_doze = true;
+                break;
+            }
+        }
+        assert!(saw_doze);
+        let mut w = Watch::new(now);
+        for _ in 0..20_000 {
+            let l = step(&mut w, &mut now, 5);
+            assert_ne!(
+                l,
+                Look::Doze,
+                "a running call (odd number) is never left unwatched"
+            );
+            if let Look::Running {
+                cpu_bound: true, ..
+            } = l
+            {
+                w.judged();
+            }
+        }
+    }
 }

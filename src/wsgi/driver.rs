@@ -20,6 +20,7 @@ use super::input::{BodyFailure, BodyState, Input};
 use super::sender::{SendError, Sender, SenderSettings};
 use super::start_response::StartResponse;
 use super::{type_name, Bridge};
+use crate::io::conn::AfterOutput;
 use crate::io::error_answer::{error_answer, INTERNAL_ERROR};
 use crate::io::event_loop::Work;
 
@@ -34,7 +35,7 @@ enum AppEnd {
 
 /// Run one request on the current thread (inline on the loop thread or on a pool thread).
 /// Returns the connection, with output the socket did not take yet left in `conn.out`, and
-/// `close_after_write` set when the connection must not carry another request.
+/// `after_output` set to close when the connection must not carry another request.
 pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io::conn::Conn> {
     let Work { mut conn, head, .. } = work;
     conn.requests += 1;
@@ -145,7 +146,11 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let gone = sender.client_gone;
     conn.out = sender.end();
     drop(sender);
-    conn.close_after_write = !keeps;
+    conn.after_output = if keeps {
+        AfterOutput::KeepAlive
+    } else {
+        AfterOutput::Close
+    };
     if gone {
         conn.out.clear();
     }
