@@ -16,22 +16,69 @@ use std::time::{Duration, Instant};
 
 use super::out_queue::{OutQueue, FAIR_SHARE};
 
+/// Who writes the queue next.
+///
+/// The rule for the socket: from the moment the queue is shared until `detach`, only the event
+/// loop writes the fd (in `flush`, in states `Loop`/`LoopWriting`); the app thread only adds
+/// to the queue. Before sharing, the app thread writes it itself (the sender's direct stage);
+/// after `detach`, the connection and whoever owns it do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Writer {
+    /// Nobody has the queue in hand: whoever adds to it must ask the loop
+    /// (`LoopCtx::request_flush`).
+    Nobody,
+    /// The loop has it in hand: it will write what is added.
+    Loop,
+    /// The loop is writing a batch it took out of the queue, without the lock held (`detach`
+    /// waits for it to end).
+    LoopWriting,
+}
+
+/// Whether the output can still reach the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Open,
+    /// The socket failed (client gone) or timed out: the app thread stops producing.
+    Failed,
+    /// The request ended: the app thread took what was left; the loop forgets this queue.
+    Detached {
+        failed: bool,
+    },
+}
+
 /// The queue and what both sides need to know about it.
 pub struct SharedState {
     pub queue: OutQueue,
-    /// The loop has this queue in hand (it will write what is added); when false, whoever adds
-    /// to the queue must ask the loop (`LoopCtx::request_flush`).
-    pub loop_owns: bool,
-    /// The loop is writing a batch it took out of the queue (without the lock held).
-    writing: bool,
-    /// Bytes of that batch not yet written (counted for backpressure).
+    writer: Writer,
+    fate: Fate,
+    /// Bytes of the batch being written (counted for backpressure).
     in_flight: u64,
-    /// The socket failed (client gone) or timed out: the app thread stops producing.
-    pub failed: bool,
-    /// The request ended: the app thread took what was left; the loop forgets this queue.
-    pub detached: bool,
     /// When the loop last wrote something (for the write timeout).
     pub last_progress: Instant,
+}
+
+impl SharedState {
+    /// The output can no longer reach the client.
+    pub fn failed(&self) -> bool {
+        matches!(self.fate, Fate::Failed | Fate::Detached { failed: true })
+    }
+
+    /// Called by the app thread after adding to the queue: make the loop write it. Returns
+    /// true when the loop must be asked (nobody had the queue in hand).
+    pub fn hand_to_loop(&mut self) -> bool {
+        let ask = self.writer == Writer::Nobody;
+        if ask {
+            self.writer = Writer::Loop;
+        }
+        ask
+    }
+
+    fn fail(&mut self) {
+        if self.fate == Fate::Open {
+            self.fate = Fate::Failed;
+        }
+        self.queue.clear();
+    }
 }
 
 pub struct SharedOut {
@@ -61,11 +108,9 @@ impl SharedOut {
             fd,
             state: Mutex::new(SharedState {
                 queue,
-                loop_owns: true,
-                writing: false,
+                writer: Writer::Loop,
+                fate: Fate::Open,
                 in_flight: 0,
-                failed: false,
-                detached: false,
                 last_progress: Instant::now(),
             }),
             drained: Condvar::new(),
@@ -84,17 +129,17 @@ impl SharedOut {
             }
             let mut batch = {
                 let mut st = self.state.lock().unwrap();
-                if st.detached || st.failed {
-                    st.loop_owns = false;
+                if st.fate != Fate::Open {
+                    st.writer = Writer::Nobody;
                     return FlushResult::Done;
                 }
                 if st.queue.is_empty() {
-                    st.loop_owns = false;
+                    st.writer = Writer::Nobody;
                     self.drained.notify_all();
                     return FlushResult::Empty;
                 }
                 st.queue.close_chunk();
-                st.writing = true;
+                st.writer = Writer::LoopWriting;
                 st.in_flight = st.queue.pending();
                 std::mem::take(&mut st.queue)
             };
@@ -113,7 +158,7 @@ impl SharedOut {
                 }
             };
             let mut st = self.state.lock().unwrap();
-            st.writing = false;
+            st.writer = Writer::Loop;
             st.in_flight = 0;
             if !batch.is_empty() {
                 batch.append(&mut st.queue);
@@ -132,9 +177,8 @@ impl SharedOut {
                     return FlushResult::Blocked;
                 }
                 Err(_) => {
-                    st.failed = true;
-                    st.loop_owns = false;
-                    st.queue.clear();
+                    st.fail();
+                    st.writer = Writer::Nobody;
                     self.drained.notify_all();
                     return FlushResult::Done;
                 }
@@ -154,37 +198,36 @@ impl SharedOut {
     /// syscall), then take what is left, in order, and tell the loop to forget the queue.
     pub fn detach(&self) -> (OutQueue, bool) {
         let mut st = self.state.lock().unwrap();
-        while st.writing {
+        while st.writer == Writer::LoopWriting {
             st = self.drained.wait(st).unwrap();
         }
-        st.detached = true;
-        (std::mem::take(&mut st.queue), st.failed)
+        let failed = st.failed();
+        st.fate = Fate::Detached { failed };
+        (std::mem::take(&mut st.queue), failed)
     }
 
     /// Called by the event loop when the write timeout passed without progress.
     pub fn expire(&self, timeout: Duration) -> bool {
         let mut st = self.state.lock().unwrap();
-        if !st.detached && !st.failed && st.last_progress.elapsed() >= timeout {
-            st.failed = true;
-            st.queue.clear();
+        if st.fate == Fate::Open && st.last_progress.elapsed() >= timeout {
+            st.fail();
             self.drained.notify_all();
             return true;
         }
-        st.detached || st.failed
+        st.fate != Fate::Open
     }
 
     /// Called by the app thread (without the GIL): wait until the queue is at most the low-water
     /// mark, or failed. Returns false if it failed or the write timeout passed.
     pub fn wait_drained(&self, timeout: Duration) -> bool {
         let mut st = self.state.lock().unwrap();
-        while !st.failed && Self::backlog(&st) > self.low_water {
+        while !st.failed() && Self::backlog(&st) > self.low_water {
             let (g, res) = self.drained.wait_timeout(st, timeout).unwrap();
             st = g;
             if res.timed_out() && st.last_progress.elapsed() >= timeout {
-                st.failed = true;
-                st.queue.clear();
+                st.fail();
             }
         }
-        !st.failed
+        !st.failed()
     }
 }

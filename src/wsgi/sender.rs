@@ -413,14 +413,13 @@ impl Sender {
                 unreachable!("start_sharing moved the response to Streaming")
             };
             let mut st = shared.state.lock().unwrap();
-            if st.failed {
+            if st.failed() {
                 drop(st);
                 return self.gone();
             }
             // Framing and (small) data are copied onto the queue's tail: no allocation per block.
             queue_body(self.framing, &mut self.body_bytes, &mut st.queue, block);
-            let wake = !st.loop_owns;
-            st.loop_owns = true;
+            let wake = st.hand_to_loop();
             over = SharedOut::backlog(&st) > self.high_water;
             drop(st);
             if wake {
@@ -461,13 +460,12 @@ impl Sender {
     fn push_shared(&mut self, q: &mut OutQueue) -> Result<(), SendError> {
         let shared = Arc::clone(self.shared().unwrap());
         let mut st = shared.state.lock().unwrap();
-        if st.failed {
+        if st.failed() {
             drop(st);
             return self.gone();
         }
         st.queue.append(q);
-        let wake = !st.loop_owns;
-        st.loop_owns = true;
+        let wake = st.hand_to_loop();
         drop(st);
         if wake {
             self.ctx.request_flush(self.token, shared);

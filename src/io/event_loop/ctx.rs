@@ -1,0 +1,129 @@
+//! What the event loop shares with the threads that take connections away from it: the
+//! settings (one copy), the counters, the queues of returned connections and of streaming
+//! responses to flush, and shutdown requests; and the [`Work`] the loop hands out.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mio::Waker;
+use sluicegate_proto::{Limits, RequestHead};
+
+use crate::access_log::AccessLog;
+use crate::io::conn::Conn;
+use crate::io::shared_out::SharedOut;
+use crate::static_files::StaticFiles;
+
+/// A request ready for the app: the connection (now owned by whoever runs the request) and its
+/// parsed head. The head's bytes were consumed from the connection's buffer; the body, if any,
+/// is what follows in the buffer and on the socket.
+pub struct Work {
+    pub conn: Box<Conn>,
+    pub head: RequestHead,
+    /// The whole body (if any) is already in the connection's buffer: the app can be called
+    /// without ever waiting on the socket.
+    pub body_buffered: bool,
+}
+
+/// Counters shared by the loop and the app threads (diagnostics and tests).
+#[derive(Default)]
+pub struct Counters {
+    pub accepted: AtomicU64,
+    pub requests: AtomicU64,
+    pub protocol_errors: AtomicU64,
+    pub timeouts: AtomicU64,
+}
+
+/// How far the server is in stopping. Only moves forward (`Running < Graceful < Immediate`):
+/// a graceful stop can become immediate, never the reverse. Stored in an `AtomicU8` as its
+/// discriminant, so any thread (a signal handler's) can request it without a lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Shutdown {
+    Running = 0,
+    /// Stop accepting; finish in-flight requests within the graceful timeout.
+    Graceful = 1,
+    /// Stop now: in-flight requests are cut.
+    Immediate = 2,
+}
+
+impl Shutdown {
+    fn from_u8(v: u8) -> Shutdown {
+        match v {
+            0 => Shutdown::Running,
+            1 => Shutdown::Graceful,
+            _ => Shutdown::Immediate,
+        }
+    }
+}
+
+/// What the loop shares with the threads that take connections away from it.
+pub struct LoopCtx {
+    /// What the config says (the one copy).
+    pub settings: LoopSettings,
+    pub(super) waker: Waker,
+    // Boxed on purpose: a connection moves between threads as one pointer, never copied.
+    #[allow(clippy::vec_box)]
+    pub(super) returns: Mutex<Vec<Box<Conn>>>,
+    /// Streaming responses whose socket is full: the loop writes them as it becomes writable.
+    pub(super) flush_requests: Mutex<Vec<(usize, Arc<SharedOut>)>>,
+    pub(super) shutdown: AtomicU8,
+    pub counters: Counters,
+}
+
+impl LoopCtx {
+    /// Give a connection back to the loop after a request (keep-alive, pending output, or to be
+    /// closed). Wakes the loop only when the queue was empty: one wake-up serves a batch.
+    pub fn return_conn(&self, conn: Box<Conn>) {
+        let was_empty = {
+            let mut q = self.returns.lock().unwrap();
+            q.push(conn);
+            q.len() == 1
+        };
+        if was_empty {
+            let _ = self.waker.wake();
+        }
+    }
+
+    /// Ask the loop to keep writing a streaming response whose socket is full (the connection
+    /// stays away with its app thread). Wakes the loop only when the queue was empty.
+    pub fn request_flush(&self, token: usize, out: Arc<SharedOut>) {
+        let was_empty = {
+            let mut q = self.flush_requests.lock().unwrap();
+            q.push((token, out));
+            q.len() == 1
+        };
+        if was_empty {
+            let _ = self.waker.wake();
+        }
+    }
+
+    /// Ask the loop to stop (a request for less than what was already asked changes nothing).
+    pub fn request_shutdown(&self, how: Shutdown) {
+        self.shutdown.fetch_max(how as u8, Ordering::SeqCst);
+        let _ = self.waker.wake();
+    }
+
+    pub fn shutting_down(&self) -> bool {
+        self.shutdown_state() != Shutdown::Running
+    }
+
+    pub fn shutdown_state(&self) -> Shutdown {
+        Shutdown::from_u8(self.shutdown.load(Ordering::Relaxed))
+    }
+}
+
+/// Settings the loop needs, from the config; the loop's context holds the one copy.
+pub struct LoopSettings {
+    /// `--static` mounts, served by the loop itself.
+    pub statics: Option<StaticFiles>,
+    /// The access log, shared by the loop (static answers) and the bridge (app answers).
+    pub access_log: Option<AccessLog>,
+    pub limits: Limits,
+    pub header_timeout: Duration,
+    pub keepalive_timeout: Duration,
+    pub read_timeout: Duration,
+    pub write_timeout: Duration,
+    pub graceful_timeout: Duration,
+    pub server_header: Vec<u8>,
+}

@@ -1,0 +1,331 @@
+//! The event loop: one epoll instance (through mio) that accepts connections, reads request
+//! heads, buffers small bodies, finishes writes the app threads left behind, and enforces the
+//! header, keep-alive and write timeouts.
+//!
+//! It never calls Python. It hands out [`Work`] (a connection with a parsed request head) from
+//! [`LoopState::next_work`]; the caller decides whether to run the app right there (inline) or on
+//! a pool thread. All of the loop's state lives in one `LoopState` value so that it can be moved
+//! to another thread when the thread driving it gets stuck in an app call (see
+//! `server::scheduler`).
+//!
+//! Sockets are registered at most once, edge-triggered, for both read and write readiness, so a request
+//! costs no `epoll_ctl` calls. Registration is lazy: a new connection is read at once (the
+//! request usually arrives with the handshake), and registered only when the loop is about to
+//! wait while it is still open. A connection answered and closed within its first look (HTTP/1.0,
+//! `Connection: close`) costs no `epoll_ctl` and no `epoll_wait` round of its own.
+//!
+//! The loop's state is [`LoopState`] (here, with the wait-and-dispatch round, `next_work`);
+//! its other jobs are in the submodules, each an `impl LoopState` block over the same state:
+//! - `listener`: the listening sockets, TCP_NODELAY inheritance, accepting;
+//! - `ctx`: what the loop shares with app threads ([`LoopCtx`]: settings, counters, the return
+//!   and flush queues, shutdown requests) and the [`Work`] it hands out;
+//! - `driver`: one connection's turn: finishing output, reading, parsing, answering static
+//!   files, handing a request out, and taking the connection back after it;
+//! - `closing`: protocol errors, closing and lingering, timeouts (the sweep), shutdown.
+//!
+//! Accepting takes one connection per round and tries again once the ready queue is empty: the
+//! `accept4` that finds the backlog empty (needed with edge-triggered epoll) comes after the
+//! response, not before the request is read.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, ErrorKind};
+use std::sync::atomic::AtomicU8;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mio::{Events, Interest, Poll, Token, Waker};
+use slab::Slab;
+use sluicegate_proto::{BodyFraming, Limits, ProtoError, RequestHead};
+
+use super::conn::{AfterOutput, Conn, Phase};
+use super::out_queue::FAIR_SHARE;
+use super::read_buf::ReadBuf;
+use super::shared_out::{FlushResult, SharedOut};
+use super::stream::{Peer, Stream};
+use crate::static_files::StaticOutcome;
+
+mod closing;
+mod ctx;
+mod driver;
+mod listener;
+
+pub use ctx::{Counters, LoopCtx, LoopSettings, Shutdown, Work};
+pub use listener::{ListenSocket, Nodelay};
+
+/// Token of the waker (returned connections, shutdown).
+const WAKER: Token = Token(usize::MAX);
+/// Listener tokens count down from here; connection tokens are slab keys (far below).
+const LISTENER_BASE: usize = usize::MAX - 1;
+
+/// A request body up to this size is buffered by the loop before the app is called, so that an
+/// app called inline never waits on the socket. Larger or chunked bodies go to a pool thread,
+/// which streams them to the app.
+pub const INLINE_BODY_MAX: u64 = 64 * 1024;
+
+/// Read buffers kept for reuse (the rest are freed, so idle memory stays small): 1 MiB.
+const BUFFER_POOL_MAX: usize = 64;
+
+/// What the loop knows about a connection's input when it looks at it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReadHint {
+    /// Nothing new: only parse what is buffered.
+    None,
+    /// Readable: read until a short read (which proves the socket empty: new data raises a
+    /// new edge).
+    Readable,
+    /// The peer closed, or readiness may have been missed while the connection was away: read
+    /// until EAGAIN or end of stream (a short read followed by a FIN raises no further edge).
+    Drain,
+}
+
+/// What parsing the buffered bytes of a connection led to.
+enum Next {
+    /// A request for the app.
+    Work(Work),
+    /// Not a whole request yet.
+    NeedMore,
+    /// A request the loop answered itself (static file); its answer is in the output queue.
+    Answered,
+}
+
+/// A connection slot: the connection itself, or a note that an app thread has it.
+enum Slot {
+    Here(Box<Conn>),
+    /// Taken by an app thread. `woke` records readiness seen meanwhile, so the loop reads when
+    /// the connection comes back (edge-triggered epoll will not report it again).
+    Away {
+        woke: bool,
+        /// Whether the socket is in the epoll set (the loop may register it while away, to
+        /// write a streaming response).
+        registered: bool,
+    },
+}
+
+/// Everything the event loop owns. Moved, whole, between threads on a takeover.
+pub struct LoopState {
+    poll: Poll,
+    events: Events,
+    listeners: Vec<Option<ListenSocket>>,
+    conns: Slab<Slot>,
+    /// Connections to look at: (token, how to read).
+    ready: VecDeque<(usize, ReadHint)>,
+    buffers: Vec<ReadBuf>,
+    next_sweep: Instant,
+    sweep_every: Duration,
+    /// Accepting stopped because of EMFILE/ENFILE: retry at the next sweep.
+    accept_paused: bool,
+    /// Listeners that gave a connection in this round: accept from them again once the ready
+    /// queue is empty.
+    accept_again: Vec<usize>,
+    /// Connections that may still need registering before the loop waits (see the module doc).
+    unregistered: Vec<usize>,
+    /// Shared output queues of away connections that the loop is writing.
+    flushing: HashMap<usize, Arc<SharedOut>>,
+    shutdown_started: Option<Instant>,
+}
+
+impl LoopState {
+    /// Build the loop around the listening sockets. Returns the loop state and the context to
+    /// share with app threads.
+    pub fn new(
+        listeners: Vec<ListenSocket>,
+        settings: LoopSettings,
+    ) -> io::Result<(Box<LoopState>, Arc<LoopCtx>)> {
+        let poll = Poll::new()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        let mut ls = Vec::with_capacity(listeners.len());
+        for (i, mut l) in listeners.into_iter().enumerate() {
+            let token = Token(LISTENER_BASE - i);
+            match &mut l {
+                ListenSocket::Tcp(t, _) => {
+                    poll.registry().register(t, token, Interest::READABLE)?
+                }
+                ListenSocket::Unix(u) => poll.registry().register(u, token, Interest::READABLE)?,
+            }
+            ls.push(Some(l));
+        }
+        let shortest = settings
+            .header_timeout
+            .min(settings.keepalive_timeout)
+            .min(settings.write_timeout)
+            .min(settings.read_timeout);
+        // Sweep often enough that a timeout fires within a quarter of its length (bounded to
+        // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
+        let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let ctx = Arc::new(LoopCtx {
+            settings,
+            waker,
+            returns: Mutex::new(Vec::new()),
+            flush_requests: Mutex::new(Vec::new()),
+            shutdown: AtomicU8::new(Shutdown::Running as u8),
+            counters: Counters::default(),
+        });
+        let st = Box::new(LoopState {
+            poll,
+            events: Events::with_capacity(1024),
+            listeners: ls,
+            conns: Slab::with_capacity(1024),
+            ready: VecDeque::with_capacity(1024),
+            buffers: Vec::new(),
+            next_sweep: Instant::now() + sweep_every,
+            sweep_every,
+            accept_paused: false,
+            accept_again: Vec::new(),
+            unregistered: Vec::new(),
+            flushing: HashMap::new(),
+            shutdown_started: None,
+        });
+        Ok((st, ctx))
+    }
+
+    /// Run the loop until a request is ready for the app, or until shutdown has finished
+    /// (`None`).
+    pub fn next_work(&mut self, ctx: &LoopCtx) -> Option<Work> {
+        loop {
+            while let Some((token, hint)) = self.ready.pop_front() {
+                if let Some(work) = self.drive(token, hint, ctx) {
+                    return Some(work);
+                }
+            }
+            self.take_returns(ctx);
+            self.take_flush_requests(ctx);
+            if !self.ready.is_empty() {
+                continue;
+            }
+            if !self.accept_again.is_empty() {
+                for i in std::mem::take(&mut self.accept_again) {
+                    self.accept(i, ctx);
+                }
+                if !self.ready.is_empty() {
+                    continue;
+                }
+            }
+            self.register_pending();
+            if ctx.shutting_down() && self.shutdown_step(ctx) {
+                return None;
+            }
+            let now = Instant::now();
+            if now >= self.next_sweep {
+                self.sweep(now, ctx);
+                self.next_sweep = now + self.sweep_every;
+                if !self.ready.is_empty() {
+                    continue;
+                }
+            }
+            let timeout = self.next_sweep.saturating_duration_since(Instant::now());
+            if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
+                if e.kind() != ErrorKind::Interrupted {
+                    log_io_error("epoll_wait", &e);
+                }
+                continue;
+            }
+            let mut accept_from = Vec::new();
+            for ev in self.events.iter() {
+                let t = ev.token();
+                if t == WAKER {
+                    continue;
+                }
+                if t.0 > LISTENER_BASE - self.listeners.len() && t.0 <= LISTENER_BASE {
+                    accept_from.push(LISTENER_BASE - t.0);
+                    continue;
+                }
+                let hint = if ev.is_read_closed() || ev.is_error() {
+                    ReadHint::Drain
+                } else if ev.is_readable() {
+                    ReadHint::Readable
+                } else {
+                    ReadHint::None
+                };
+                self.ready.push_back((t.0, hint));
+            }
+            for i in accept_from {
+                self.accept(i, ctx);
+            }
+        }
+    }
+
+    /// Streaming responses handed over because their socket is full: try at once (it may have
+    /// become writable since), then on every event of their connection.
+    fn take_flush_requests(&mut self, ctx: &LoopCtx) {
+        let requests = std::mem::take(&mut *ctx.flush_requests.lock().unwrap());
+        for (token, out) in requests {
+            // The loop writes this away connection on its events: it must be in the epoll set.
+            if let Some(Slot::Away {
+                registered: registered @ false,
+                ..
+            }) = self.conns.get_mut(token)
+            {
+                match self.poll.registry().register(
+                    &mut mio::unix::SourceFd(&out.fd),
+                    Token(token),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
+                    Ok(()) => *registered = true,
+                    Err(e) => log_io_error("epoll_ctl", &e),
+                }
+            }
+            match out.flush() {
+                FlushResult::Blocked => {
+                    self.flushing.insert(token, out);
+                }
+                FlushResult::More => {
+                    self.flushing.insert(token, out);
+                    self.ready.push_back((token, ReadHint::None));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Connections given back by app threads re-enter the table and are looked at once.
+    fn take_returns(&mut self, ctx: &LoopCtx) {
+        let returned = std::mem::take(&mut *ctx.returns.lock().unwrap());
+        for conn in returned {
+            // The app thread detached its shared queue (if any) and left the rest in conn.out.
+            self.put_back(conn, ctx);
+        }
+    }
+
+    /// Before waiting: put every connection that is still here and open into the epoll set.
+    /// Registering reports readiness that is already there, so nothing that arrived before is
+    /// missed. (Away connections are queued again when they come back.)
+    fn register_pending(&mut self) {
+        for token in std::mem::take(&mut self.unregistered) {
+            let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+                continue;
+            };
+            if conn.registered {
+                continue;
+            }
+            match self.poll.registry().register(
+                conn.stream.source(),
+                Token(token),
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
+                Ok(()) => conn.registered = true,
+                Err(e) => {
+                    log_io_error("epoll_ctl", &e);
+                    self.close(token);
+                }
+            }
+        }
+    }
+}
+
+/// Give an empty read buffer back to the pool.
+fn release_buffer(pool: &mut Vec<ReadBuf>, conn: &mut Conn) {
+    if let Some(b) = conn.rbuf.take_if(|b| b.is_empty()) {
+        if b.is_standard() && pool.len() < BUFFER_POOL_MAX {
+            pool.push(b);
+        }
+    }
+}
+
+/// Largest read buffer: a full head plus a small body buffered for an inline call.
+fn buffer_limit(limits: &Limits) -> usize {
+    limits.max_header_bytes + INLINE_BODY_MAX as usize + 1
+}
+
+fn log_io_error(what: &str, e: &io::Error) {
+    eprintln!("sluicegate: {what}: {e}");
+}
