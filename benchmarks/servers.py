@@ -31,6 +31,9 @@ WORK = BENCH / ".work"
 VENV = BENCH / ".venv"
 MODWSGI_VENV = BENCH / ".venv-modwsgi"
 SLUICEGATE_PY = BENCH.parent / ".venv" / "bin" / "python"
+# A second build of sluicegate to compare with the work tree's in one interleaved run (e.g. the
+# last commit before a change, built in a git worktree): the Python of its venv.
+SLUICEGATE_BASE_PY = Path(os.environ["SLUICEGATE_BASE_PY"]) if os.environ.get("SLUICEGATE_BASE_PY") else None
 
 sys.path.insert(0, str(APPS))
 sys.path.insert(0, str(BENCH))
@@ -108,8 +111,12 @@ def _vbin(name: str) -> str:
 
 # ---- one launcher per server -----------------------------------------------------------------
 
-def _sluicegate(t: Target, port: int) -> Launch:
-    argv = [str(SLUICEGATE_PY), "-m", "sluicegate", "--bind", f"127.0.0.1:{port}"]
+def _sluicegate_py(name: str) -> Path | None:
+    return SLUICEGATE_PY if name == "sluicegate" else SLUICEGATE_BASE_PY
+
+
+def _sluicegate(t: Target, port: int, py: Path = SLUICEGATE_PY) -> Launch:
+    argv = [str(py), "-m", "sluicegate", "--bind", f"127.0.0.1:{port}"]
     settings = ["defaults"]
     if t.blocking:
         argv += ["--threads", f"16:{BLOCKING_THREADS}"]
@@ -117,7 +124,7 @@ def _sluicegate(t: Target, port: int) -> Launch:
     if t.static:
         argv += ["--static", f"/static={payloads.STATIC}"]
         settings.append("--static /static=DIR")
-    return Launch(argv + [f"{t.module}:app"], _env(SLUICEGATE_PY.parent), ", ".join(settings))
+    return Launch(argv + [f"{t.module}:app"], _env(py.parent), ", ".join(settings))
 
 
 def _gunicorn(worker: str):
@@ -228,6 +235,7 @@ def _nginx(t: Target, port: int) -> Launch | None:
 
 _LAUNCHERS = {
     "sluicegate": _sluicegate,
+    "sluicegate-base": lambda t, port: _sluicegate(t, port, SLUICEGATE_BASE_PY or SLUICEGATE_PY),
     "bjoern": _library("bjoern", lambda t: "bjoern.run (single thread, libev)"),
     "gunicorn-gthread": _gunicorn("gthread"),
     "gunicorn-sync": _gunicorn("sync"),
@@ -247,6 +255,7 @@ _LAUNCHERS = {
 
 SERVERS: dict[str, Server] = {s.name: s for s in (
     Server("sluicegate", "ours", None, "this project (Rust core, WSGI)"),
+    Server("sluicegate-base", "peer", None, "another build of this project ($SLUICEGATE_BASE_PY), for before/after runs"),
     Server("bjoern", "peer", "bjoern", "C, libev, single-threaded"),
     Server("gunicorn-gthread", "peer", "gunicorn", "gunicorn, gthread worker"),
     Server("gunicorn-sync", "peer", "gunicorn", "gunicorn, sync worker"),
@@ -265,7 +274,7 @@ SERVERS: dict[str, Server] = {s.name: s for s in (
 )}
 
 # Servers with a static-file feature of their own (S2's "static" cases).
-STATIC_FEATURE = frozenset({"sluicegate", "uwsgi", "mod_wsgi", "granian", "nginx"})
+STATIC_FEATURE = frozenset({"sluicegate", "sluicegate-base", "uwsgi", "mod_wsgi", "granian", "nginx"})
 QUICK_DEFAULT = ("sluicegate", "bjoern", "gunicorn-gthread", "nginx")  # nginx: the anchor, cheap
 
 
@@ -279,10 +288,13 @@ def _install_record() -> dict:
 
 @functools.cache
 def _available(name: str) -> tuple[bool, str]:
-    if name == "sluicegate":
-        if not SLUICEGATE_PY.exists():
-            return False, "not built (no /work/main/.venv; run ./dev build)"
-        r = subprocess.run([str(SLUICEGATE_PY), "-c", "import sluicegate._core"], capture_output=True, text=True,
+    if name in ("sluicegate", "sluicegate-base"):
+        py = _sluicegate_py(name)
+        if py is None:
+            return False, "SLUICEGATE_BASE_PY is not set (the Python of the other build's venv)"
+        if not py.exists():
+            return False, f"not built (no {py}; run ./dev build)"
+        r = subprocess.run([str(py), "-c", "import sluicegate._core"], capture_output=True, text=True,
                            timeout=60)
         if r.returncode != 0:
             last = (r.stderr.strip().splitlines() or ["?"])[-1]
@@ -300,8 +312,8 @@ def _available(name: str) -> tuple[bool, str]:
 
 @functools.cache
 def _version(name: str) -> str | None:
-    if name == "sluicegate":
-        r = subprocess.run([str(SLUICEGATE_PY), "-c",
+    if name in ("sluicegate", "sluicegate-base"):
+        r = subprocess.run([str(_sluicegate_py(name)), "-c",
                             "import importlib.metadata as m; print(m.version('sluicegate'))"],
                            capture_output=True, text=True, timeout=60)
         return r.stdout.strip() or None

@@ -9,9 +9,9 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 
-use super::stream::{writev_fd_flags, Stream};
+use super::stream::{sendfile_fd, set_cork, writev_fd_flags, Stream};
 use sluicegate_proto::h1::encode::{write_fixed_chunk_size, CHUNK_END, OPEN_CHUNK_HEADER};
 
 /// Most bytes one write or sendfile call may carry. On loopback a single huge sendmsg keeps
@@ -25,44 +25,9 @@ pub const WRITE_CHUNK: u64 = 1 << 20;
 /// starve the others.
 pub const FAIR_SHARE: u64 = 4 * WRITE_CHUNK;
 
-/// TCP_CORK on or off (unix sockets ignore it: the error is irrelevant).
-fn set_cork(fd: RawFd, on: bool) {
-    let v: libc::c_int = on.into();
-    // SAFETY: setsockopt with a valid pointer to an int of the size given.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CORK,
-            &v as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-}
-
-/// One sendfile(2) of up to `len` bytes of `file` at `offset` to the socket `fd`.
+/// One sendfile(2) of up to `len` bytes (at most `WRITE_CHUNK`) of `file` at `offset`.
 fn sendfile(fd: RawFd, file: &File, offset: u64, len: u64) -> io::Result<usize> {
-    let mut off = offset as libc::off_t;
-    let count = len.min(WRITE_CHUNK) as usize;
-    loop {
-        // SAFETY: both descriptors are open for the duration of the call; `off` is a valid
-        // off_t the kernel updates.
-        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, count) };
-        if n > 0 {
-            return Ok(n as usize);
-        }
-        if n == 0 {
-            // The file is shorter than announced (truncated while being sent).
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "file shrank while being sent",
-            ));
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    sendfile_fd(fd, file, offset, len.min(WRITE_CHUNK) as usize)
 }
 
 /// Memory owned by someone else (e.g. a Python bytes object) that stays valid and unchanged

@@ -1,7 +1,10 @@
 //! A connected client socket (TCP or unix), non-blocking, with the syscalls the server uses:
-//! read, writev, shutdown, and a bounded wait for readiness used by app threads that own the
-//! connection for the duration of a request (they cannot use the event loop's epoll).
+//! read, writev (sendmsg), sendfile, TCP_CORK, shutdown, and a bounded wait for readiness used
+//! by app threads that own the connection for the duration of a request (they cannot use the
+//! event loop's epoll). This is the one module that reads and writes client sockets: the
+//! `*_fd` functions serve the threads that borrow a connection's descriptor for a request.
 
+use std::fs::File;
 use std::io::{self, IoSlice, Read};
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
@@ -86,6 +89,93 @@ pub fn writev_fd_flags(fd: RawFd, bufs: &[IoSlice<'_>], flags: i32) -> io::Resul
             return Err(e);
         }
     }
+}
+
+/// One read(2) from a socket an app thread borrowed for a request (the request body), retrying
+/// on EINTR. `Ok(0)` is end of stream.
+pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid writable memory for the duration of the call; read(2) writes
+        // at most `buf.len()` bytes into it.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Write all of `data` to a non-blocking socket an app thread borrowed, waiting (up to
+/// `timeout` per stall) when it is full.
+pub fn send_all_fd(fd: RawFd, mut data: &[u8], timeout: Duration) -> io::Result<()> {
+    while !data.is_empty() {
+        // SAFETY: `data` is a valid readable slice for the duration of the call.
+        let n = unsafe {
+            libc::send(
+                fd,
+                data.as_ptr() as *const libc::c_void,
+                data.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n >= 0 {
+            data = &data[n as usize..];
+            continue;
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::Interrupted => {}
+            io::ErrorKind::WouldBlock => {
+                if !wait_fd(fd, true, timeout)? {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+            }
+            _ => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// One sendfile(2) of `count` bytes of `file` at `offset` to the socket `fd`, retrying on
+/// EINTR. A file shorter than announced (truncated while being sent) is an error.
+pub fn sendfile_fd(fd: RawFd, file: &File, offset: u64, count: usize) -> io::Result<usize> {
+    let mut off = offset as libc::off_t;
+    loop {
+        // SAFETY: both descriptors are open for the duration of the call; `off` is a valid
+        // off_t the kernel updates.
+        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, count) };
+        if n > 0 {
+            return Ok(n as usize);
+        }
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "file shrank while being sent",
+            ));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// TCP_CORK on or off (unix sockets ignore it: the error is irrelevant).
+pub fn set_cork(fd: RawFd, on: bool) {
+    let v: libc::c_int = on.into();
+    // SAFETY: setsockopt with a valid pointer to an int of the size given.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CORK,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
 }
 
 /// poll(2) on one descriptor with a deadline, retrying on EINTR.

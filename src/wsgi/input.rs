@@ -20,7 +20,7 @@ use sluicegate_proto::h1::BodyDecoder;
 use sluicegate_proto::ProtoError;
 
 use crate::io::read_buf::ReadBuf;
-use crate::io::stream::wait_fd;
+use crate::io::stream::{read_fd, send_all_fd, wait_fd};
 use crate::{BodyError, ClientDisconnected};
 
 /// The largest the read buffer grows to while a body streams in (fewer syscalls for uploads).
@@ -128,7 +128,7 @@ impl BodyState {
         if self.continue_due {
             self.continue_due = false;
             self.continue_sent = true;
-            send_all(self.fd, CONTINUE_100, self.read_timeout)
+            send_all_fd(self.fd, CONTINUE_100, self.read_timeout)
                 .map_err(|_| self.fail(BodyFailure::Disconnected))?;
         }
         let fd = self.fd;
@@ -142,19 +142,15 @@ impl BodyState {
             loop {
                 let spare = raw.spare(BODY_READ_BUF_MAX);
                 let want = spare.len().min(cap);
-                // SAFETY: `spare[..want]` is valid writable memory owned by the buffer for the
-                // duration of the call; read(2) writes at most `want` bytes into it.
-                let n = unsafe { libc::read(fd, spare.as_mut_ptr() as *mut libc::c_void, want) };
-                if n > 0 {
-                    raw.commit(n as usize);
-                    return Ok(n as usize);
-                }
-                if n == 0 {
-                    return Err(BodyFailure::Disconnected);
-                }
-                let e = std::io::Error::last_os_error();
+                let e = match read_fd(fd, &mut spare[..want]) {
+                    Ok(0) => return Err(BodyFailure::Disconnected),
+                    Ok(n) => {
+                        raw.commit(n);
+                        return Ok(n);
+                    }
+                    Err(e) => e,
+                };
                 match e.kind() {
-                    std::io::ErrorKind::Interrupted => continue,
                     std::io::ErrorKind::WouldBlock => match wait_fd(fd, false, timeout) {
                         Ok(true) => continue,
                         Ok(false) => return Err(BodyFailure::TimedOut),
@@ -241,36 +237,6 @@ impl BodyState {
 
 fn memchr_nl(b: &[u8]) -> Option<usize> {
     b.iter().position(|&c| c == b'\n')
-}
-
-/// Write all of `data` to a non-blocking socket, waiting (up to `timeout` per stall).
-fn send_all(fd: RawFd, mut data: &[u8], timeout: Duration) -> std::io::Result<()> {
-    while !data.is_empty() {
-        // SAFETY: `data` is a valid readable slice for the duration of the call.
-        let n = unsafe {
-            libc::send(
-                fd,
-                data.as_ptr() as *const libc::c_void,
-                data.len(),
-                libc::MSG_NOSIGNAL,
-            )
-        };
-        if n >= 0 {
-            data = &data[n as usize..];
-            continue;
-        }
-        let e = std::io::Error::last_os_error();
-        match e.kind() {
-            std::io::ErrorKind::Interrupted => {}
-            std::io::ErrorKind::WouldBlock => {
-                if !wait_fd(fd, true, timeout)? {
-                    return Err(std::io::ErrorKind::TimedOut.into());
-                }
-            }
-            _ => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 fn to_pyerr(f: BodyFailure, st: &BodyState) -> PyErr {
