@@ -33,10 +33,12 @@ exit use ``start_server(app, *options)`` instead, which gives them a private pro
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -62,12 +64,27 @@ ADDR_RE = re.compile(r"http://(?P<host>\[[^\]]+\]|[^:\s,]+):(?P<port>\d+)|unix:(
 PANIC_RE = re.compile(r"panicked at|RUST_BACKTRACE")
 
 
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over a unix socket."""
+
+    def __init__(self, path: str):
+        super().__init__("localhost", timeout=STOP_TIMEOUT)
+        self.unix_path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(STOP_TIMEOUT)
+        self.sock.connect(self.unix_path)
+
+
 class ServerProcess:
     """One running sluicegate process, its logs and its app state directory."""
 
-    def __init__(self, app: str, options=(), binds: Optional[List[str]] = None,
-                 env: Optional[Dict[str, str]] = None):
-        self.app = app if ":" in app else f"tests.apps.{app}:app"
+    def __init__(self, app: Optional[str], options=(), binds: Optional[List[str]] = None,
+                 env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None):
+        # app None: the command line carries no app of its own (the options may name one, the
+        # environment may, or the demo app is served).
+        self.app = None if app is None else app if ":" in app else f"tests.apps.{app}:app"
         self.options = list(options)
         self.binds = binds if binds is not None else ["127.0.0.1:0"]
         self.state_dir = tempfile.mkdtemp(prefix="sgtest-")
@@ -78,7 +95,7 @@ class ServerProcess:
         cmd = [PYTHON, "-m", "sluicegate"]
         for b in self.binds:
             cmd += ["--bind", b]
-        cmd += self.options + [self.app]
+        cmd += self.options + ([self.app] if self.app else [])
         self.cmd = cmd
         penv = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
         penv["PYTHONPATH"] = os.pathsep.join(
@@ -86,7 +103,7 @@ class ServerProcess:
         penv["SGTEST_STATE_DIR"] = self.state_dir
         penv["PYTHONUNBUFFERED"] = "1"
         penv.update(env or {})
-        self.proc = subprocess.Popen(cmd, cwd=str(ROOT), env=penv, stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(cmd, cwd=str(cwd or ROOT), env=penv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._threads = [
             threading.Thread(target=self._drain, args=(self.proc.stderr, self.stderr_lines),
@@ -173,16 +190,34 @@ class ServerProcess:
             raise AssertionError(f"server did not exit within {timeout}s\n"
                                  f"stderr:\n{self.log_text()}")
 
-    def stop(self) -> Optional[int]:
-        """SIGTERM, bounded wait, then SIGKILL. Returns the exit code."""
+    def stop(self, *signals: int) -> Optional[int]:
+        """Send `signals` (default SIGTERM), bounded wait, then SIGKILL. Returns the exit code
+        (negative: the signal that ended it, -9 when it had to be killed)."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            for sig in signals or (signal.SIGTERM,):
+                self.proc.send_signal(sig)
             try:
                 self.proc.wait(STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
                 self.kill()
         self._finish()
         return self.proc.returncode
+
+    # -- requests ----------------------------------------------------------------------------
+    def request(self, method: str = "GET", path: str = "/", body: Optional[bytes] = None,
+                address: int = 0) -> http.client.HTTPResponse:
+        """One request with http.client on listener number `address` (TCP or unix); the
+        response's body is read into `response.body`."""
+        kind, where = self.addresses[address]
+        if kind == "unix":
+            conn: http.client.HTTPConnection = UnixHTTPConnection(str(where))
+        else:
+            conn = http.client.HTTPConnection(where[0], where[1], timeout=STOP_TIMEOUT)
+        conn.request(method, path, body=body)
+        response = conn.getresponse()
+        response.body = response.read()  # type: ignore[attr-defined]
+        conn.close()
+        return response
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -339,13 +374,16 @@ def _shared_servers_survive(request):
 
 @pytest.fixture
 def start_server():
-    """Start a private server: ``start_server("blocking", "--threads", "1:4")``. Stopped at
-    teardown (SIGTERM, bounded wait, SIGKILL)."""
+    """Start a private server: ``start_server("blocking", "--threads", "1:4")``; with
+    ``app=None`` the options alone make the command line (``start_server(None, "--root-path",
+    "/x", "mod:app", cwd=tmp)``). Also ``binds``, extra ``env`` and a working directory
+    ``cwd`` (default: the repository root). Stopped at teardown (SIGTERM, bounded wait,
+    SIGKILL)."""
     started: List[ServerProcess] = []
 
-    def start(app: str, *options: str, binds: Optional[List[str]] = None,
-              env: Optional[Dict[str, str]] = None) -> ServerProcess:
-        srv = ServerProcess(app, options, binds=binds, env=env)
+    def start(app: Optional[str], *options: str, binds: Optional[List[str]] = None,
+              env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None) -> ServerProcess:
+        srv = ServerProcess(app, options, binds=binds, env=env, cwd=cwd)
         started.append(srv)
         return srv
 

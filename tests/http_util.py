@@ -429,3 +429,34 @@ def connect_refused(port: int, host: str = HOST) -> bool:
     finally:
         s.close()
     return False
+
+
+def assert_still_serving(port: int, path: str = "/", body: Optional[bytes] = None) -> Response:
+    """After something that might have broken the server (a refused request, an app error, a
+    flood): a plain GET on a new connection is answered with 200 (and `body`, if given)."""
+    with Conn.open(port) as c:
+        c.send(request_bytes("GET", path))
+        resp = c.read_response()
+    assert resp.status == 200, f"the server stopped serving: {resp.status} {resp.reason}"
+    if body is not None:
+        assert resp.body == body, f"the server stopped serving: body {resp.body[:200]!r}"
+    return resp
+
+
+def assert_refused(port: int, raw: bytes, statuses, forbidden: Optional[bytes] = None) -> Response:
+    """Send `raw`: exactly one answer with a status in `statuses`, then the connection closed.
+    `forbidden`: bytes the answer must not contain (the app's, for a request it must never
+    see). The server may refuse before reading everything; its answer is still there."""
+    with Conn.open(port) as c:
+        try:
+            c.send(raw)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        resp = c.read_response()
+        assert resp.status in statuses, \
+            f"got {resp.status} {resp.reason}, want {sorted(statuses)}; body {resp.body[:200]!r}"
+        if forbidden is not None:
+            assert forbidden not in resp.body, "the app was called for a request it must not see"
+        c.expect_closed()
+    return resp
+

@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from tests.apps.file_wrapper import file_bytes
-from tests.http_util import Closed, Conn, Truncated, request_bytes
+from tests.http_util import Closed, Conn, Truncated, assert_still_serving, request_bytes
 
 SECRET = "SECRET-TRACEBACK-MARKER"
 
@@ -39,13 +39,6 @@ def tracking(servers):
     return servers.get("close_tracking")
 
 
-def assert_still_serving(errors_server):
-    with Conn.open(errors_server.port) as c:
-        c.send(request_bytes("GET", "/ok"))
-        resp = c.read_response()
-    assert resp.status == 200 and resp.body == b"ok", "server stopped serving after the error"
-
-
 # -- exceptions ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", ["/raise_before", "/raise_after_start", "/raise_first_block"])
@@ -61,7 +54,7 @@ def test_exception_before_headers_sent_gives_500_without_traceback(errors, path)
     errors.wait_log(SECRET, since=mark)
     # The whole traceback, not only the exception's last line: the app's frame is named.
     errors.wait_log(r'File ".*tests/apps/errors\.py", line \d+', since=mark)
-    assert_still_serving(errors)
+    assert_still_serving(errors.port, "/ok", b"ok")
 
 
 def test_exception_after_first_chunk_truncates_the_response(errors):
@@ -76,7 +69,7 @@ def test_exception_after_first_chunk_truncates_the_response(errors):
         f"the response was completed with the last chunk after an app error: {raw!r}"
     assert SECRET.encode() not in raw
     errors.wait_log(SECRET, since=mark)
-    assert_still_serving(errors)
+    assert_still_serving(errors.port, "/ok", b"ok")
 
 
 def test_exception_after_first_chunk_is_seen_as_truncated_by_a_parser(errors):
@@ -92,7 +85,7 @@ def test_exception_inside_content_length_body_truncates_the_response(errors):
         with pytest.raises(Truncated) as info:
             c.read_response()
     assert info.value.partial == b"0123456789"
-    assert_still_serving(errors)
+    assert_still_serving(errors.port, "/ok", b"ok")
 
 
 def test_exception_on_http10_close_delimited_response_is_logged_and_closed(errors):
@@ -113,7 +106,7 @@ def test_str_block_is_refused_with_500(errors):
     assert resp.status == 500
     assert b"a str, not bytes" not in resp.body
     errors.wait_log(r".", since=mark)
-    assert_still_serving(errors)
+    assert_still_serving(errors.port, "/ok", b"ok")
 
 
 @pytest.mark.parametrize("path", [
@@ -138,7 +131,7 @@ def test_cr_lf_nul_in_status_or_headers_gives_500_and_is_logged(errors, path):
             assert nxt.status == 200 and nxt.body == b"ok"
     line = errors.wait_log(r"(?i)(status|header)", since=mark)
     assert line, "nothing was logged about the refused status/header"
-    assert_still_serving(errors)
+    assert_still_serving(errors.port, "/ok", b"ok")
 
 
 # -- start_response and exc_info -------------------------------------------------------------
@@ -307,6 +300,6 @@ def test_hop_by_hop_headers_are_dropped_and_logged_once(errors):
             assert resp.header(name) is None, f"{name} reached the client"
     line = errors.wait_log(r"hop-by-hop header.*", since=mark).group(0)
     assert "Keep-Alive" in line and "shown once" in line
-    assert_still_serving(errors)
+    assert_still_serving(errors.port, "/ok", b"ok")
     assert errors.log_since(mark).count("hop-by-hop header") == 1
 

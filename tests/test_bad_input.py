@@ -9,7 +9,7 @@ never answered.
 
 import pytest
 
-from tests.http_util import Closed, Conn, Truncated, request_bytes
+from tests.http_util import Closed, Conn, Truncated, assert_refused, assert_still_serving, request_bytes
 
 
 @pytest.fixture(scope="module")
@@ -125,32 +125,16 @@ BAD_OTHER = {
 }
 
 
-def assert_refused_and_closed(port, raw: bytes, statuses):
-    with Conn.open(port) as c:
-        c.send(raw)
-        resp = c.read_response()
-        assert resp.status in statuses, \
-            f"got {resp.status} {resp.reason}, want {sorted(statuses)}; body {resp.body[:200]!r}"
-        assert b"Hello, World!" not in resp.body, "the app was called for a malformed request"
-        c.expect_closed()
-
-
-def assert_still_serving(port):
-    with Conn.open(port) as c:
-        c.send(request_bytes("GET", "/alive"))
-        assert c.read_response().body == b"path=/alive", "server stopped serving"
-
-
 @pytest.mark.parametrize("raw", list(BAD_400.values()), ids=list(BAD_400))
 def test_malformed_request_gets_400_and_close(hello, raw):
-    assert_refused_and_closed(hello.port, raw, {400})
-    assert_still_serving(hello.port)
+    assert_refused(hello.port, raw, {400}, forbidden=b"Hello, World!")
+    assert_still_serving(hello.port, "/alive", b"path=/alive")
 
 
 @pytest.mark.parametrize("raw,statuses", list(BAD_OTHER.values()), ids=list(BAD_OTHER))
 def test_unsupported_request_gets_its_status_and_close(hello, raw, statuses):
-    assert_refused_and_closed(hello.port, raw, statuses)
-    assert_still_serving(hello.port)
+    assert_refused(hello.port, raw, statuses, forbidden=b"Hello, World!")
+    assert_still_serving(hello.port, "/alive", b"path=/alive")
 
 
 @pytest.mark.parametrize("raw", list(BAD_BODY.values()), ids=list(BAD_BODY))
@@ -158,7 +142,7 @@ def test_malformed_chunked_body_read_by_the_app_gets_400_and_close(body_reader, 
     raw = raw.replace(b"POST / ", b"POST /read ", 1)
     # A chunk size too large to represent is also past any body limit: 413 is documented.
     statuses = {400, 413} if b"ffffffffffffffffff" in raw else {400}
-    assert_refused_and_closed(body_reader.port, raw, statuses)
+    assert_refused(body_reader.port, raw, statuses, forbidden=b"Hello, World!")
     with Conn.open(body_reader.port) as c:
         c.send(request_bytes("GET", "/read"))
         assert c.read_response().status == 200, "server stopped serving"
@@ -173,7 +157,7 @@ def test_malformed_chunked_body_not_read_by_the_app_closes_the_connection(hello,
         resp = c.read_response()
         assert resp.status in (200, 400)
         c.expect_closed()
-    assert_still_serving(hello.port)
+    assert_still_serving(hello.port, "/alive", b"path=/alive")
 
 
 @pytest.mark.parametrize("raw", [
@@ -244,4 +228,4 @@ def test_smuggling_attempt_never_yields_a_second_response(hello, raw):
     assert b"path=/smuggled" not in responses[0].body
     assert responses[0].status in (400, 501), \
         f"an ambiguous request was accepted with {responses[0].status}"
-    assert_still_serving(hello.port)
+    assert_still_serving(hello.port, "/alive", b"path=/alive")

@@ -15,7 +15,6 @@ to the core (listener tuples, config keys, signal wiring); everything else uses 
 
 from __future__ import annotations
 
-import http.client
 import os
 import re
 import select
@@ -38,7 +37,6 @@ if str(PYTHON_DIR) not in sys.path:
 from sluicegate.options import OPTIONS  # noqa: E402
 
 TIMEOUT = 20.0  # upper bound for any one server process in these tests
-LISTEN_RE = re.compile(r"Listening at: (?:http://(?P<host>\[[^\]]+\]|[^:\s]+):(?P<port>\d+)|unix:(?P<path>\S+))")
 
 # Fixture apps written into each test's tmp_path (the server runs there: cwd goes first on
 # sys.path, as the CLI promises).
@@ -239,113 +237,10 @@ def test_failed_bind_releases_the_other_addresses(app_dir):
 # --- serving (needs the Rust core)
 
 
-class Server:
-    """A `python -m sluicegate` process started for one test, ready once it logged one
-    `Listening at:` line per --bind."""
-
-    def __init__(self, *args: str, cwd: Path, binds: List[str], env: Optional[Dict[str, str]] = None):
-        argv = [sys.executable, "-m", "sluicegate"]
-        for b in binds:
-            argv += ["--bind", b]
-        self.proc = subprocess.Popen(argv + list(args), cwd=str(cwd), env=_env(env),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
-        self.stderr = ""
-        self._pending = b""
-        self.addresses: List[object] = []  # (host, port) or a unix path
-        deadline = time.monotonic() + TIMEOUT
-        while len(self.addresses) < len(binds):
-            line = self._readline(deadline)
-            if line is None:
-                self.proc.kill()
-                rest = self._pending + self.proc.stderr.read()
-                pytest.fail(f"server did not start:\n{self.stderr}{rest.decode()}")
-            m = LISTEN_RE.search(line)
-            if m and m.group("path"):
-                self.addresses.append(m.group("path"))
-            elif m:
-                self.addresses.append((m.group("host").strip("[]"), int(m.group("port"))))
-
-    def _readline(self, deadline: float) -> Optional[str]:
-        """The next stderr line, or None at EOF or the deadline. Reads the raw fd: select() on
-        a buffered file would miss lines already sitting in its buffer."""
-        fd = self.proc.stderr.fileno()
-        while b"\n" not in self._pending:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                return None
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return None
-            self._pending += chunk
-        line, _, self._pending = self._pending.partition(b"\n")
-        text = line.decode("utf-8", "replace") + "\n"
-        self.stderr += text
-        return text
-
-    def request(self, method: str = "GET", path: str = "/", body: Optional[bytes] = None,
-                address: int = 0) -> http.client.HTTPResponse:
-        where = self.addresses[address]
-        if isinstance(where, str):
-            conn: http.client.HTTPConnection = _UnixHTTPConnection(where)
-        else:
-            conn = http.client.HTTPConnection(where[0], where[1], timeout=TIMEOUT)
-        conn.request(method, path, body=body)
-        response = conn.getresponse()
-        response.body = response.read()  # type: ignore[attr-defined]
-        conn.close()
-        return response
-
-    def stop(self, *signals: int) -> int:
-        for s in signals or (signal.SIGTERM,):
-            self.proc.send_signal(s)
-        try:
-            out, err = self.proc.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, err = self.proc.communicate()
-            pytest.fail(f"server still running {TIMEOUT}s after {signals or 'SIGTERM'}; stderr:\n"
-                        f"{self.stderr}{(self._pending + err).decode()}")
-        self.stdout = out.decode()
-        self.stderr += (self._pending + err).decode()
-        self._pending = b""
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.communicate()
-
-
-class _UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str):
-        super().__init__("localhost", timeout=TIMEOUT)
-        self.path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.settimeout(TIMEOUT)
-        self.sock.connect(self.path)
-
-
-@pytest.fixture
-def servers():
-    started: List[Server] = []
-
-    def start(*args: str, cwd: Path, binds=("127.0.0.1:0",), env=None) -> Server:
-        server = Server(*args, cwd=cwd, binds=list(binds), env=env)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.kill()
-
-
 @needs_core
-def test_demo_app_and_graceful_sigterm(servers, tmp_path):
-    server = servers(cwd=tmp_path)
-    assert re.search(r"\[\d+\] \[INFO\] Listening at: http://127\.0\.0\.1:\d+$", server.stderr, re.M)
+def test_demo_app_and_graceful_sigterm(start_server, tmp_path):
+    server = start_server(None, cwd=tmp_path)
+    assert re.search(r"\[\d+\] \[INFO\] Listening at: http://127\.0\.0\.1:\d+$", server.log_text(), re.M)
     page = server.request("GET", "/some/where?x=1")
     assert page.status == 404
     page = server.request("GET", "/")
@@ -354,48 +249,48 @@ def test_demo_app_and_graceful_sigterm(servers, tmp_path):
     echo = server.request("POST", "/echo", body=b"ping \x00 pong")
     assert (echo.status, echo.body) == (200, b"ping \x00 pong")
     assert server.stop(signal.SIGTERM) == 0
-    assert "Received SIGTERM" in server.stderr and "Shutdown complete" in server.stderr
+    assert "Received SIGTERM" in server.log_text() and "Shutdown complete" in server.log_text()
 
 
 @needs_core
-def test_sigint_twice_stops(servers, tmp_path):
-    server = servers(cwd=tmp_path)
+def test_sigint_twice_stops(start_server, tmp_path):
+    server = start_server(None, cwd=tmp_path)
     assert server.request().status == 200
     assert server.stop(signal.SIGINT, signal.SIGINT) == 0
-    assert "Traceback" not in server.stderr
+    assert "Traceback" not in server.log_text()
 
 
 @needs_core
-def test_factory_dotted_attribute_root_path_and_unix_socket(servers, app_dir):
+def test_factory_dotted_attribute_root_path_and_unix_socket(start_server, app_dir):
     sock_path = str(app_dir / "app.sock")
-    server = servers("--root-path", "/base", "goodapp:holder.wsgi", cwd=app_dir,
-                     binds=["127.0.0.1:0", f"unix:{sock_path}"])
-    assert server.addresses[1] == sock_path
+    server = start_server(None, "--root-path", "/base", "goodapp:holder.wsgi", cwd=app_dir,
+                          binds=["127.0.0.1:0", f"unix:{sock_path}"])
+    assert server.addresses[1] == ("unix", sock_path)
     assert server.request("GET", "/base/x").body == b"hello from /base/x"
     assert server.request("GET", "/base/y", address=1).body == b"hello from /base/y"
     assert server.stop() == 0
     assert not os.path.exists(sock_path), "the server removes the unix socket it created"
 
-    server = servers("goodapp:create_app('hey', punct='?')", cwd=app_dir)
+    server = start_server("goodapp:create_app('hey', punct='?')", cwd=app_dir)
     assert server.request().body == b"hey?"
 
 
 @needs_core
-def test_stale_unix_socket_is_replaced(servers, app_dir):
+def test_stale_unix_socket_is_replaced(start_server, app_dir):
     path = str(app_dir / "stale.sock")
     dead = socket.socket(socket.AF_UNIX)
     dead.bind(path)
     dead.close()  # the file stays, nobody listens: what a killed server leaves behind
-    server = servers("goodapp:app", cwd=app_dir, binds=[f"unix:{path}"])
+    server = start_server("goodapp:app", cwd=app_dir, binds=[f"unix:{path}"])
     assert server.request().status == 200
 
 
 @needs_core
-def test_chdir_env_and_access_log(servers, app_dir, tmp_path_factory):
+def test_chdir_env_and_access_log(start_server, app_dir, tmp_path_factory):
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     log_path = app_dir / "access.log"
-    server = servers("--access-log", str(log_path), cwd=elsewhere,
-                     env={"SLUICEGATE_CHDIR": str(app_dir), "SLUICEGATE_APP": "goodapp:app"})
+    server = start_server(None, "--access-log", str(log_path), cwd=elsewhere,
+                          env={"SLUICEGATE_CHDIR": str(app_dir), "SLUICEGATE_APP": "goodapp:app"})
     assert server.request("GET", "/logged").body == b"hello from /logged"
     assert server.stop() == 0
     assert "/logged" in log_path.read_text()
@@ -511,14 +406,14 @@ def test_unix_path_that_is_not_a_socket_is_never_removed(tmp_path):
 
 
 @needs_core
-def test_options_reach_the_core(servers, app_dir):
-    server = servers("--server-header", "front-test/1", "--limit-request-line", "100",
-                     "--access-log", "-", "goodapp:app", cwd=app_dir)
+def test_options_reach_the_core(start_server, app_dir):
+    server = start_server("goodapp:app", "--server-header", "front-test/1",
+                          "--limit-request-line", "100", "--access-log", "-", cwd=app_dir)
     response = server.request("GET", "/short")
     assert response.getheader("Server") == "front-test/1"
     assert server.request("GET", "/" + "x" * 200).status == 414
     assert server.stop() == 0
-    assert '"GET /short HTTP/1.1" 200' in server.stdout  # --access-log - is standard output
+    assert '"GET /short HTTP/1.1" 200' in server.stdout_text()  # --access-log - is stdout
 
-    server = servers("--server-header", "", "goodapp:app", cwd=app_dir)
+    server = start_server("goodapp:app", "--server-header", "", cwd=app_dir)
     assert server.request().getheader("Server") is None

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from tests.http_util import TIMEOUT, Closed, Conn, Truncated, chunked, request_bytes
+from tests.http_util import (TIMEOUT, Closed, Conn, Truncated, assert_refused, assert_still_serving,
+                              chunked, request_bytes)
 
 LIMIT_OPTIONS = ("--limit-request-line", "1024", "--limit-header-bytes", "4096",
                  "--limit-headers", "20", "--limit-body", "1000")
@@ -32,19 +33,9 @@ def default_server(servers):
 
 
 def refused(server, raw: bytes, statuses):
-    """Send `raw`, expect one response with a status in `statuses`, then the connection closed;
-    then check the server still answers."""
-    with Conn.open(server.port) as c:
-        try:
-            c.send(raw)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the server may refuse before reading everything; the answer is still there
-        resp = c.read_response()
-        assert resp.status in statuses, f"got {resp.status} {resp.reason}, want {statuses}"
-        c.expect_closed()
-    with Conn.open(server.port) as c:
-        c.send(request_bytes("GET", "/read"))
-        assert c.read_response().status == 200, "server stopped serving after a refused request"
+    """Refused with one of `statuses` and closed; then the server still answers."""
+    resp = assert_refused(server.port, raw, statuses)
+    assert_still_serving(server.port, "/read")
     return resp
 
 

@@ -41,7 +41,7 @@ import pytest
 
 from tests.apps.response_path import (MIXED_SIZES, SSE_FIRST, SSE_REST, SSE_SECOND,
                                       flood_block, pattern, stream_blocks)
-from tests.http_util import TIMEOUT, Conn, Truncated, WaitTimeout, request_bytes
+from tests.http_util import TIMEOUT, Conn, Truncated, WaitTimeout, assert_still_serving, request_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = "response_path"
@@ -63,14 +63,6 @@ def token() -> str:
 @functools.lru_cache(maxsize=None)
 def pattern_sha256(n: int) -> str:
     return hashlib.sha256(pattern(n)).hexdigest()
-
-
-def assert_serves(server) -> None:
-    """The server still answers a plain request."""
-    with Conn.open(server.port) as c:
-        c.send(request_bytes("GET", "/pong"))
-        resp = c.read_response()
-    assert (resp.status, resp.body) == (200, b"pong"), "the server stopped serving"
 
 
 def log_barrier(server, since: int) -> None:
@@ -179,7 +171,7 @@ def test_str_first_block_gives_500_and_the_log_names_str(srv):
     assert resp.status == 500
     assert b"a str block" not in resp.body
     srv.wait_log(r"\[ERROR\].*GET /yield_str\b.*\bstr\b", since=mark)
-    assert_serves(srv)
+    assert_still_serving(srv.port, "/pong", b"pong")
 
 
 def test_str_block_in_a_list_gives_500_and_the_log_names_str(srv):
@@ -189,7 +181,7 @@ def test_str_block_in_a_list_gives_500_and_the_log_names_str(srv):
         resp = c.read_response()
     assert resp.status == 500 and b"a str block" not in resp.body
     srv.wait_log(r"\[ERROR\].*GET /list_str\b.*\bstr\b", since=mark)
-    assert_serves(srv)
+    assert_still_serving(srv.port, "/pong", b"pong")
 
 
 def test_str_block_after_the_first_block_truncates_the_response(srv):
@@ -207,7 +199,7 @@ def test_str_block_after_the_first_block_truncates_the_response(srv):
         c.send(request_bytes("GET", "/yield_str_after"))
         with pytest.raises(Truncated):
             c.read_response()
-    assert_serves(srv)
+    assert_still_serving(srv.port, "/pong", b"pong")
 
 
 # -- 2. known length: lists, tuples, one syscall, one segment ---------------------------------
@@ -298,7 +290,7 @@ def test_pong_head_and_body_leave_in_one_send_syscall(start_server, tmp_path):
     """Status line, 15 headers and body in ONE send-family syscall: written separately, the
     head and `pong` would be two syscalls (and, with TCP_NODELAY, two TCP segments)."""
     server = start_server(APP)
-    assert_serves(server)  # warm up: threads and buffers exist before tracing starts
+    assert_still_serving(server.port, "/pong", b"pong")  # warm up: threads and buffers exist before tracing starts
     out = str(tmp_path / "strace.out")
     tracer = _strace_attach(server.pid, out)
     try:
@@ -368,7 +360,7 @@ def test_closing_answer_carries_the_fin_in_its_segment(start_server, scheduler):
     is held until the loop closes the connection: a close that never came would hang here).
     Without the feature the FIN is a segment of its own after the answer."""
     server = start_server(APP, "--scheduler", scheduler)
-    assert_serves(server)
+    assert_still_serving(server.port, "/pong", b"pong")
     res = _segments(server.port, "--close")
     assert res["statuses"] == [200], res
     assert res["segments"] == res["requests"] == 20, res
@@ -377,7 +369,7 @@ def test_closing_answer_carries_the_fin_in_its_segment(start_server, scheduler):
     # Keep-alive answers are never held back: the client closes, the FIN is the client's.
     res = _segments(server.port, "--new-connections")
     assert res["segments"] == 20 and res["fin_in_payload_segments"] == 0, res
-    assert_serves(server)
+    assert_still_serving(server.port, "/pong", b"pong")
 
 
 # -- 3. large bodies to a slow reader ----------------------------------------------------------
@@ -394,7 +386,7 @@ def test_large_body_to_a_slow_reader_holds_no_thread(start_server, kind, schedul
     request completes while the slow client has most of the body unread. The bytes it did get
     are the body's prefix, and the server's RSS grows by about one body, not two."""
     server = start_server(APP, "--threads", "1:1", "--scheduler", scheduler)
-    assert_serves(server)
+    assert_still_serving(server.port, "/pong", b"pong")
     rss_before = vm_rss(server.pid)
     target = (f"/bare?type=bytes&size={BIG}" if kind == "bare"
               else f"/list?size={BIG}&parts=1")
@@ -442,7 +434,7 @@ def test_large_body_to_a_slow_reader_holds_no_thread(start_server, kind, schedul
     print(f"slow reader: RSS growth {growth / MiB:.1f} MiB, read {check.pos} bytes")
     assert growth < 1.5 * BIG, (f"server RSS grew by {growth / MiB:.1f} MiB while sending a "
                                 f"{BIG // MiB} MiB body (more than one copy of it)")
-    assert_serves(server)
+    assert_still_serving(server.port, "/pong", b"pong")
 
 
 # -- 4. streaming generators -------------------------------------------------------------------
@@ -589,7 +581,7 @@ def test_backpressure_the_app_is_not_drained_ahead_of_the_client(start_server):
             f"the app produced {stalled} of {FLOOD_N} 64 KiB blocks for a client that reads "
             f"nothing (bound {bound}): no backpressure")
         # The app's thread waits with the GIL released: other requests are served meanwhile.
-        assert_serves(server)
+        assert_still_serving(server.port, "/pong", b"pong")
         # Now read everything; byte-exact (block i is i % 251 repeated).
         blocks = {}
 
@@ -665,7 +657,7 @@ def test_file_wrapper_content_length_beyond_the_file_is_a_truncated_response(srv
             c.read_response()
     assert info.value.partial == pattern(10000)
     assert srv.wait_marks("file-closed", prefix=t) == [t]
-    assert_serves(srv)
+    assert_still_serving(srv.port, "/pong", b"pong")
 
 
 @pytest.mark.parametrize("cl", ["auto", "none"])
@@ -767,7 +759,7 @@ def test_client_gone_mid_stream_closes_the_iterable_without_error(start_server, 
     closed = server.wait_marks("closed", prefix=t)
     yielded = int(closed[0].split("yielded=")[1])
     assert yielded < 16384, "the server iterated the whole 1 GiB body for a client that left"
-    assert_serves(server)
+    assert_still_serving(server.port, "/pong", b"pong")
     log_barrier(server, mark)
     assert errors_between(server, mark) == [], \
         "a client hanging up was logged as a server error:\n" + server.log_since(mark)
@@ -788,7 +780,7 @@ def test_client_gone_during_a_large_body_is_not_an_error(start_server, what):
     _hang_up(c, reset=True)
     if what == "fw":
         assert server.wait_marks("file-closed", prefix=t) == [t]
-    assert_serves(server)
+    assert_still_serving(server.port, "/pong", b"pong")
     log_barrier(server, mark)
     assert errors_between(server, mark) == [], \
         "a client hanging up was logged as a server error:\n" + server.log_since(mark)

@@ -1395,10 +1395,15 @@ def test_keep_alive_after_a_static_answer_uses_the_keepalive_timeout(servers, tr
     # Regression: after a static answer the connection kept the write timeout as its idle
     # deadline, so an idle keep-alive connection was closed after --write-timeout.
     srv = servers.get("hello", "--static", mount(tree), "--write-timeout", "1",
-                      "--keepalive-timeout", "30")
+                      "--header-timeout", "1", "--keepalive-timeout", "30")
     with Conn.open(srv.port) as c:
         c.send(request_bytes("GET", "/static/hello.txt"))
         assert c.read_response().body == HELLO
-        time.sleep(2.5)  # longer than --write-timeout (swept every 250 ms), far below keep-alive
+        # A control connection starts a 1 s header timeout after that answer. When its 408
+        # arrives, the sweep has passed the moment the buggy write-timeout deadline (1 s after
+        # the answer, so earlier) would have closed `c`: an observable event, not a sleep.
+        with Conn.open(srv.port) as control:
+            control.send(b"GET /static/hello.txt HTTP/1.1\r\nHost: h\r\n")
+            assert control.read_response().status == 408
         c.send(request_bytes("GET", "/static/hello.txt"))
         assert c.read_response().body == HELLO

@@ -6,33 +6,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use sluicegate_proto::h1::BodyDecoder;
-use sluicegate_proto::{BodyFraming, ProtoError};
+use sluicegate_proto::testing::{feed_decoder, Fed};
+use sluicegate_proto::BodyFraming;
 
-type Outcome = Result<(Vec<u8>, usize, bool), ProtoError>;
-
-/// Drive the decoder like the I/O layer: append each piece, decode until it needs more.
-fn feed(pieces: &[&[u8]]) -> Outcome {
-    let mut d = BodyDecoder::new(BodyFraming::Chunked, 1 << 20, 1024);
-    let (mut pending, mut data, mut consumed) = (Vec::new(), Vec::new(), 0);
-    for piece in pieces.iter().chain([&&b""[..]]) {
-        pending.extend_from_slice(piece);
-        loop {
-            let step = d.decode(&pending)?;
-            assert!(step.consumed <= pending.len());
-            data.extend_from_slice(step.data);
-            let (n, got, done) = (step.consumed, !step.data.is_empty(), step.done);
-            consumed += n;
-            pending.drain(..n);
-            if done {
-                assert_eq!(d.received(), data.len() as u64);
-                return Ok((data, consumed, true));
-            }
-            if n == 0 && !got {
-                break;
-            }
-        }
-    }
-    Ok((data, consumed, false))
+/// Drive the decoder like the I/O layer (the proto crate's one feeding helper).
+fn feed(pieces: &[&[u8]]) -> Fed {
+    feed_decoder(BodyDecoder::new(BodyFraming::Chunked, 1 << 20, 1024), pieces)
 }
 
 fuzz_target!(|input: &[u8]| {

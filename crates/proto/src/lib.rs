@@ -5,6 +5,8 @@
 //! The request head produced here ([`RequestHead`]) is wire-protocol neutral: HTTP/1.1 today,
 //! the uwsgi protocol later, and the WSGI bridge only ever sees this type.
 
+#![forbid(unsafe_code)]
+
 pub mod date;
 pub mod error;
 pub mod files;
@@ -12,6 +14,8 @@ pub mod h1;
 pub mod head;
 pub mod limits;
 pub mod path;
+#[doc(hidden)]
+pub mod testing;
 mod token;
 
 #[cfg(test)]

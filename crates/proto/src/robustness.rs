@@ -5,6 +5,7 @@
 //! reproducible without a crate: a failure prints the case number to replay.
 
 use crate::h1::{BodyDecoder, HeadParser};
+use crate::testing::{feed_decoder, Fed};
 use crate::{BodyFraming, Limits, ProtoError};
 
 struct XorShift(u64);
@@ -117,30 +118,10 @@ fn check_head(input: &[u8], limits: &Limits, case: usize) -> HeadOutcome {
     whole
 }
 
-type BodyOutcome = Result<(Vec<u8>, usize, bool), ProtoError>;
+type BodyOutcome = Fed;
 
 fn decode_pieces(framing: BodyFraming, pieces: &[&[u8]]) -> BodyOutcome {
-    let mut d = BodyDecoder::new(framing, 1 << 20, 512);
-    let (mut pending, mut data, mut consumed) = (Vec::new(), Vec::new(), 0);
-    // A last empty feed, so that a body that needs no bytes is seen done in every mode.
-    for piece in pieces.iter().chain([&&b""[..]]) {
-        pending.extend_from_slice(piece);
-        loop {
-            let step = d.decode(&pending)?;
-            assert!(step.consumed <= pending.len());
-            data.extend_from_slice(step.data);
-            let (n, got, done) = (step.consumed, !step.data.is_empty(), step.done);
-            consumed += n;
-            pending.drain(..n);
-            if done {
-                return Ok((data, consumed, true));
-            }
-            if n == 0 && !got {
-                break;
-            }
-        }
-    }
-    Ok((data, consumed, false))
+    feed_decoder(BodyDecoder::new(framing, 1 << 20, 512), pieces)
 }
 
 fn check_body(rng: &mut XorShift, framing: BodyFraming, input: &[u8], case: usize) {

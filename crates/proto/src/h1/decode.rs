@@ -350,6 +350,7 @@ fn take(rest: u64, available: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::feed_decoder;
     use crate::ProtoError::*;
 
     /// A pipelined request after the body: must never be consumed.
@@ -359,37 +360,9 @@ mod tests {
     /// (body data, bytes consumed, done)
     type Out = Result<(Vec<u8>, usize, bool), ProtoError>;
 
-    /// Play the I/O layer: append each piece to a pending buffer, decode until the decoder
-    /// needs more, drop what it consumed. Stops at `done`.
+    /// Play the I/O layer (the crate's one feeding helper, shared with the fuzz targets).
     fn feed(framing: BodyFraming, max_body: u64, pieces: &[&[u8]]) -> Out {
-        let mut d = BodyDecoder::new(framing, max_body, MAX_TRAILER);
-        let (mut pending, mut data, mut consumed) = (Vec::new(), Vec::new(), 0);
-        // A last empty feed, so that a body that needs no bytes is seen done in every mode.
-        for piece in pieces.iter().chain([&&b""[..]]) {
-            pending.extend_from_slice(piece);
-            loop {
-                let step = d.decode(&pending)?;
-                assert!(step.consumed <= pending.len());
-                if !step.data.is_empty() {
-                    // Zero-copy: data is a slice of the input, right before `consumed`.
-                    let at = step.data.as_ptr() as usize - pending.as_ptr() as usize;
-                    assert_eq!(at + step.data.len(), step.consumed);
-                }
-                data.extend_from_slice(step.data);
-                let (n, got_data, done) = (step.consumed, !step.data.is_empty(), step.done);
-                consumed += n;
-                pending.drain(..n);
-                assert_eq!(done, d.is_done());
-                if done {
-                    assert_eq!(d.received(), data.len() as u64);
-                    return Ok((data, consumed, true));
-                }
-                if n == 0 && !got_data {
-                    break;
-                }
-            }
-        }
-        Ok((data, consumed, false))
+        feed_decoder(BodyDecoder::new(framing, max_body, MAX_TRAILER), pieces)
     }
 
     /// Decode `input` whole, one byte per feed, split in two at every offset, and followed by

@@ -2,30 +2,19 @@
 
 Owns the A/B measurement behind S4's new-connection figures in BENCHMARKS.md: each round runs
 `ab -q -c1 -nN` once per server, rotating the order, and reads each server's CPU time (user +
-system of all its threads, /proc/PID/task/*/stat) around the run. Prints the median req/s and
+system of all its threads, `bench.procs.cpu_seconds`, the suite's one /proc CPU reader) around the run. Prints the median req/s and
 CPU per request of every server. `run.py` starts and stops servers itself; this script is for
 comparing builds or settings side by side, which needs them running at once.
 
-    python3 benchmarks/ab_interleaved.py NAME=PORT,PATH,PID ... [--requests N] [--rounds R]
+    cd benchmarks && python3 -m bench.ab_interleaved NAME=PORT,PATH,PID ... [--requests N] [--rounds R]
 """
 
 import argparse
-import os
 import re
 import statistics
 import subprocess
 
-
-def cpu_ticks(pid: int) -> int:
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue  # a thread that ended meanwhile
-        total += int(fields[11]) + int(fields[12])
-    return total
+from bench.procs import cpu_seconds
 
 
 def main() -> None:
@@ -39,21 +28,20 @@ def main() -> None:
         name, rest = t.split("=", 1)
         port, path, pid = rest.split(",")
         targets.append((name, int(port), path, int(pid)))
-    hz = os.sysconf("SC_CLK_TCK")
     rps = {t[0]: [] for t in targets}
     cpu = {t[0]: [] for t in targets}
     for r in range(args.rounds):
         k = r % len(targets)
         for name, port, path, pid in targets[k:] + targets[:k]:
-            before = cpu_ticks(pid)
+            before = cpu_seconds([pid])
             out = subprocess.run(["ab", "-q", "-c1", f"-n{args.requests}", f"http://127.0.0.1:{port}{path}"],
                                  capture_output=True, text=True, check=True).stdout
-            after = cpu_ticks(pid)
+            after = cpu_seconds([pid])
             failed = int(re.search(r"Failed requests:\s+(\d+)", out).group(1))
             if failed:
                 raise SystemExit(f"{name}: {failed} failed requests")
             rps[name].append(float(re.search(r"Requests per second:\s+([\d.]+)", out).group(1)))
-            cpu[name].append((after - before) / hz * 1e6 / args.requests)
+            cpu[name].append((after - before) * 1e6 / args.requests)
     for name, _, _, _ in targets:
         print(f"{name:16s} {statistics.median(rps[name]):9.0f} req/s (rounds: "
               f"{', '.join(str(int(x)) for x in sorted(rps[name]))})  "

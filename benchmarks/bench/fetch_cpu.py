@@ -6,19 +6,15 @@ each path and server, one keep-alive connection of the suite's raw-socket client
 server's CPU (all threads, /proc) around the loop and prints medians over rounds. An nginx entry
 named `nginx` is sent `/file/<size>` for any path.
 
-    python3 benchmarks/fetch_cpu.py NAME=PORT,PID ... --paths /list/64MiB,/bytes/64MiB
+    cd benchmarks && python3 -m bench.fetch_cpu NAME=PORT,PID ... --paths /list/64MiB,/bytes/64MiB
 """
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ab_interleaved import cpu_ticks  # noqa: E402
-from bench import rawhttp  # noqa: E402
+from bench import rawhttp
+from bench.procs import cpu_seconds
 
 
 def main() -> None:
@@ -33,7 +29,6 @@ def main() -> None:
         name, rest = t.split("=", 1)
         port, pid = rest.split(",")
         targets.append((name, int(port), int(pid)))
-    hz = os.sysconf("SC_CLK_TCK")
     results: dict = {}
     for r in range(args.rounds):
         k = r % len(targets)
@@ -42,7 +37,7 @@ def main() -> None:
                 url = "/file/" + path.rsplit("/", 1)[1] if name == "nginx" else path
                 conn = rawhttp.Connection(port, 10)
                 times = []
-                before, started = cpu_ticks(pid), time.monotonic()
+                before, started = cpu_seconds([pid]), time.monotonic()
                 try:
                     while time.monotonic() - started < args.seconds:
                         resp = conn.request("GET", url)
@@ -52,11 +47,11 @@ def main() -> None:
                 except rawhttp.HttpError as e:
                     print(f"{name} {path}: FAILED ({e})")
                     times = []
-                after = cpu_ticks(pid)
+                after = cpu_seconds([pid])
                 conn.close()
                 if times:
                     results.setdefault((path, name), []).append(
-                        ((after - before) / hz * 1e6 / len(times), statistics.median(times) * 1e3))
+                        ((after - before) * 1e6 / len(times), statistics.median(times) * 1e3))
     for (path, name), v in sorted(results.items()):
         print(f"{path:16s} {name:12s} CPU {statistics.median(x[0] for x in v):10.1f} µs/fetch  "
               f"time {statistics.median(x[1] for x in v):8.3f} ms")
