@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import typing
 import os
 import re
 import subprocess
@@ -74,6 +75,16 @@ def test_config_is_frozen_and_has_one_field_per_option():
     assert [f.name for f in dataclasses.fields(Config)] == [o.name for o in OPTIONS]
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.threads = (1, 2)
+
+
+def test_config_class_types_are_the_tables():
+    """Config is written out (so type checkers see its fields); the table stays the source:
+    every field's type must be its option's."""
+    from sluicegate.options import config_matches_options
+
+    assert config_matches_options() is None
+    hints = typing.get_type_hints(Config)
+    assert all(hints[o.name] == o.type for o in OPTIONS)
 
 
 # --- value parsers

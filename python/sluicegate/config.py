@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from .options import OPTIONS
+from .options import OPTIONS, Config
 
 #: The only URL scheme until TLS exists.
 URL_SCHEME = "http"
 
 
 def core_config(
-    cfg: Any, *, access_log_fd: int, errors: Any, signal_fd: int, app_name: str = ""
+    cfg: Config, *, access_log_fd: int, errors: Any, signal_fd: int, app_name: str = ""
 ) -> Dict[str, Any]:
     """Every key `_core.Server` requires, from the validated Config and what the supervisor
     opened. `access_log_fd` and `signal_fd` are -1 when off."""

@@ -28,6 +28,7 @@ import math
 import os
 import re
 import sys
+import typing
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
 
 from .errors import OptionError
@@ -449,15 +450,50 @@ OPTIONS: Tuple[Option, ...] = (
 
 BY_NAME: Dict[str, Option] = {o.name: o for o in OPTIONS}
 
-Config = dataclasses.make_dataclass(
-    "Config",
-    [(o.name, o.type) for o in OPTIONS],
-    frozen=True,
-    namespace={
-        "__doc__": "The validated options, one field per entry of OPTIONS (see options.py).",
-        "__module__": __name__,
-    },
-)
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The validated options, one field per entry of OPTIONS, in its order and with its type
+    (checked when this module is imported, and by a contract test): written out so that type
+    checkers see every field, while OPTIONS stays the one place an option is declared."""
+
+    app: Union[str, Callable[..., Any]]
+    bind: Tuple[BindAddress, ...]
+    threads: Tuple[int, int]
+    scheduler: str
+    backlog: int
+    header_timeout: float
+    keepalive_timeout: float
+    read_timeout: float
+    write_timeout: float
+    graceful_timeout: float
+    limit_request_line: int
+    limit_header_bytes: int
+    limit_headers: int
+    limit_body: int
+    max_drain: int
+    static: Tuple[StaticMount, ...]
+    static_fallthrough: bool
+    write_high_water: int
+    root_path: str
+    access_log: Optional[str]
+    log_level: str
+    server_header: str
+    chdir: Optional[str]
+
+
+def config_matches_options() -> Optional[str]:
+    """None when Config's fields are exactly OPTIONS (names, order, types), else what differs."""
+    hints = typing.get_type_hints(Config)
+    fields = [(f.name, hints[f.name]) for f in dataclasses.fields(Config)]
+    table = [(o.name, o.type) for o in OPTIONS]
+    if fields == table:
+        return None
+    return f"Config fields {fields} differ from OPTIONS {table}"
+
+
+_mismatch = config_matches_options()
+if _mismatch:  # a programming error: the table and the class were edited apart
+    raise AssertionError(_mismatch)
 
 
 # --- Phase 1: raw values, with where each came from.
@@ -510,7 +546,7 @@ def from_keywords(keywords: Mapping[str, Any], caller: str = "serve()") -> Dict[
 # --- Phase 2: validation.
 
 
-def validate(raw: Mapping[str, Raw]) -> Any:
+def validate(raw: Mapping[str, Raw]) -> Config:
     """Parse every raw value with its option's parser into a frozen Config; raise OptionError
     naming the first bad one."""
     values: Dict[str, Any] = {}
@@ -550,7 +586,7 @@ def _where(o: Option, r: Raw, value: object = None) -> str:
     return f"{r.source} {shown}"
 
 
-def resolve(keywords: Mapping[str, Any] = {}, env: Optional[Mapping[str, str]] = None) -> Any:
+def resolve(keywords: Mapping[str, Any] = {}, env: Optional[Mapping[str, str]] = None) -> Config:
     """Both phases for serve(): keywords > environment > defaults -> Config."""
     return validate(raw_values(from_keywords(keywords), env))
 

@@ -31,6 +31,7 @@ from .config import core_config
 from .errors import StartError
 from .listeners import BoundSocket, bind_all
 from .loader import load_app
+from .options import Config
 
 LOGGER_NAME = "sluicegate"
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
@@ -52,7 +53,7 @@ def configure_logging(level: str) -> None:
     log.propagate = False
 
 
-def serve_config(cfg: Any, version: str = "", *, owns_process: bool = False) -> int:
+def serve_config(cfg: Config, version: str = "", *, owns_process: bool = False) -> int:
     """Start-to-finish for one validated Config: returns the exit status (0) after shutdown;
     raises a SluicegateError subclass on any user error. `owns_process`: see Supervisor."""
     configure_logging(cfg.log_level)
@@ -80,7 +81,7 @@ class Supervisor:
     def __init__(
         self,
         app: Callable[..., Any],
-        cfg: Any,
+        cfg: Config,
         sockets: List[BoundSocket],
         *,
         app_name: str = "",
@@ -133,8 +134,8 @@ class Supervisor:
                 log.info("Listening at: %s", s.url)
             self._server.run()
         finally:
-            for signum, handler in old_handlers.items():
-                signal.signal(signum, signal.SIG_IGN if self.owns_process else handler)
+            for restored, handler in old_handlers.items():
+                signal.signal(restored, signal.SIG_IGN if self.owns_process else handler)
             if old_wakeup is not None:
                 signal.set_wakeup_fd(old_wakeup)
             for fd in (wake_r, wake_w):
