@@ -40,6 +40,8 @@ pub struct Config {
     pub max_drain: u64,
     /// `--root-path`: SCRIPT_NAME.
     pub root_path: String,
+    /// `--health-path`: answered by the event loop itself; empty = off.
+    pub health_path: Vec<u8>,
     /// wsgi.url_scheme.
     pub url_scheme: String,
     /// `--server-header`: value of the Server header; empty = not sent.
@@ -150,6 +152,7 @@ impl Config {
             max_drain: get(d, "max_drain")?,
             write_high_water: get(d, "write_high_water")?,
             root_path: get(d, "root_path")?,
+            health_path: get::<String>(d, "health_path")?.into_bytes(),
             url_scheme: get(d, "url_scheme")?,
             server_header: server_header.into_bytes(),
             access_log_fd: get(d, "access_log_fd")?,

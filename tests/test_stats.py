@@ -14,7 +14,7 @@ from sluicegate.supervisor import Supervisor
 
 DOCUMENTED_KEYS = {
     "requests", "accepted", "protocol_errors", "timeouts", "inline_calls", "dispatched_calls",
-    "takeovers", "handoffs", "mode", "threads", "busy_threads",
+    "takeovers", "preemptions", "handoffs", "mode", "threads", "busy_threads",
 }
 
 

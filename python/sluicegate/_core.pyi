@@ -38,6 +38,7 @@ class Server:
       static_fallthrough: bool                      -- unmatched static requests go to the app
       max_drain: int                                -- unread request body drained up to this, else close
       root_path: str                                -- SCRIPT_NAME
+      health_path: str                              -- answered by the event loop ("" = off)
       url_scheme: str                               -- wsgi.url_scheme ("http")
       server_header: str                            -- Server header value ("" = none)
       access_log_fd: int                            -- -1 = no access log; else fd to write lines to
@@ -65,7 +66,8 @@ class Server:
         """Counters for tests and diagnostics, exactly these keys: requests (every request,
         the app's and those the core answers itself, e.g. static files), accepted (connections),
         protocol_errors, timeouts, inline_calls, dispatched_calls, takeovers (loop hand-overs
-        by the watchdog), handoffs (by streaming inline calls), mode ("inline" or "dispatch"),
+        by the watchdog), preemptions (those of them that took the loop from a call computing
+        while other work waited), handoffs (by streaming inline calls), mode ("inline" or "dispatch"),
         threads (pool threads alive), busy_threads."""
 
 class ClientDisconnected(OSError):

@@ -156,6 +156,16 @@ def parse_root_path(value: object) -> str:
     return text
 
 
+def parse_health_path(value: object) -> str:
+    """'' (off) or an absolute path without a query, e.g. /healthz."""
+    text = _str(value)
+    if text and not text.startswith("/"):
+        raise ValueError("must be empty or start with '/', e.g. /healthz")
+    if any(ord(c) <= 32 or c in "?#\x7f" for c in text) or not text.isascii():
+        raise ValueError("must be a plain ASCII path: no spaces, controls, '?' or '#'")
+    return text
+
+
 def parse_access_log(value: object) -> Optional[str]:
     """A file path, or '-' for standard output; '' or None turns the access log off."""
     if value is None:
@@ -425,6 +435,14 @@ OPTIONS: Tuple[Option, ...] = (
         "PATH", str, core=True,
     ),
     Option(
+        "health_path", parse_health_path, "",
+        "A path the server answers itself, without calling the app: GET or HEAD of it gets "
+        "200 OK (503 on a connection still open while the server stops). Answered by the "
+        "event loop within milliseconds even while every app thread is busy, so a load "
+        "balancer's health check does not queue behind the app. Empty: off.",
+        "PATH", str, core=True,
+    ),
+    Option(
         "access_log", parse_access_log, None,
         "Write one line per request to this file; '-' means standard output.",
         "PATH", Optional[str],
@@ -475,6 +493,7 @@ class Config:
     static_fallthrough: bool
     write_high_water: int
     root_path: str
+    health_path: str
     access_log: Optional[str]
     log_level: str
     server_header: str

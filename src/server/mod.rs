@@ -200,6 +200,7 @@ impl Server {
                 write_timeout: config.write_timeout,
                 graceful_timeout: config.graceful_timeout,
                 server_header: config.server_header.clone(),
+                health_path: config.health_path.clone(),
             },
         )
         .map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
@@ -341,6 +342,7 @@ impl Server {
         )?;
         d.set_item("takeovers", s.sched.takeovers.load(Ordering::Relaxed))?;
         d.set_item("handoffs", s.sched.handoffs.load(Ordering::Relaxed))?;
+        d.set_item("preemptions", s.sched.preemptions.load(Ordering::Relaxed))?;
         d.set_item("mode", s.sched.mode_name())?;
         let (threads, busy) = match s.pool.lock().unwrap().as_ref() {
             Some(p) => (p.threads(), p.busy()),

@@ -23,7 +23,11 @@ pub fn feed_decoder(mut d: BodyDecoder, pieces: &[&[u8]]) -> Fed {
             assert!(step.consumed <= pending.len(), "consumed past the input");
             if !step.data.is_empty() {
                 let at = step.data.as_ptr() as usize - pending.as_ptr() as usize;
-                assert_eq!(at + step.data.len(), step.consumed, "data is not a slice of input");
+                assert_eq!(
+                    at + step.data.len(),
+                    step.consumed,
+                    "data is not a slice of input"
+                );
             }
             data.extend_from_slice(step.data);
             let (n, got_data, done) = (step.consumed, !step.data.is_empty(), step.done);

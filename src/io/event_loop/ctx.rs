@@ -126,4 +126,6 @@ pub struct LoopSettings {
     pub write_timeout: Duration,
     pub graceful_timeout: Duration,
     pub server_header: Vec<u8>,
+    /// `--health-path`, answered by the loop without the app (empty: off).
+    pub health_path: Vec<u8>,
 }

@@ -6,7 +6,11 @@ use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
+
 use super::*;
+use crate::http_date::http_date;
+use crate::io::out_queue::OutQueue;
 
 impl LoopState {
     /// A connection is back from the app (returned, or after an inline call): decide its next
@@ -240,33 +244,26 @@ impl LoopState {
         };
         conn.rbuf.as_mut().unwrap().consume(used);
         conn.parser.reset();
-        if let Some(statics) = &ctx.settings.statics {
-            if let StaticOutcome::Served {
-                status,
-                keep_alive,
-                body_bytes,
-            } = statics.serve(&head, &mut conn.out, &ctx.settings.server_header)
-            {
-                conn.requests += 1;
-                ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
-                if let Some(log) = &ctx.settings.access_log {
-                    log.write(&head, &conn.peer, status, body_bytes);
-                }
-                // The static path reads no request body: a request with one cannot be followed
-                // by another on this connection (the plan said Connection: close).
-                if !keep_alive || ctx.shutting_down() {
-                    conn.after_output = if head.body == BodyFraming::None {
-                        AfterOutput::Close
-                    } else {
-                        AfterOutput::CloseLingering
-                    };
-                }
-                // Idle once the answer is written (if the socket is full, writing it switches
-                // to the write timeout).
-                conn.phase = Phase::Idle;
-                conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
-                return Ok(Next::Answered);
+        if let Some(answer) = own_answer(&head, &mut conn.out, ctx) {
+            conn.requests += 1;
+            ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
+            if let Some(log) = &ctx.settings.access_log {
+                log.write(&head, &conn.peer, answer.status, answer.body_bytes);
             }
+            // The loop reads no request body: a request with one cannot be followed by
+            // another on this connection (the answer said Connection: close).
+            if !answer.keep_alive || ctx.shutting_down() {
+                conn.after_output = if head.body == BodyFraming::None {
+                    AfterOutput::Close
+                } else {
+                    AfterOutput::CloseLingering
+                };
+            }
+            // Idle once the answer is written (if the socket is full, writing it switches to
+            // the write timeout).
+            conn.phase = Phase::Idle;
+            conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
+            return Ok(Next::Answered);
         }
         let buffered = conn.buffered().len() as u64;
         let body_buffered = match head.body {
@@ -311,5 +308,39 @@ impl LoopState {
             head,
             body_buffered,
         }
+    }
+}
+
+/// The answers the loop gives itself, without the app: the health path (`--health-path`; it
+/// comes first, so a check is answered within the loop's round even while every app thread
+/// computes) and static files (`--static`). `None`: the request is the app's.
+fn own_answer(head: &RequestHead, out: &mut OutQueue, ctx: &LoopCtx) -> Option<OwnAnswer> {
+    let server = &ctx.settings.server_header;
+    if !ctx.settings.health_path.is_empty() {
+        let mut buf = Vec::with_capacity(256);
+        let date = http_date();
+        if let Some(a) = health_answer(
+            head,
+            &ctx.settings.health_path,
+            !ctx.shutting_down(),
+            &date,
+            server,
+            &mut buf,
+        ) {
+            out.push_owned(buf);
+            return Some(a);
+        }
+    }
+    match ctx.settings.statics.as_ref()?.serve(head, out, server) {
+        StaticOutcome::Served {
+            status,
+            keep_alive,
+            body_bytes,
+        } => Some(OwnAnswer {
+            status,
+            keep_alive,
+            body_bytes,
+        }),
+        StaticOutcome::NotStatic => None,
     }
 }

@@ -29,6 +29,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicU8;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -176,6 +177,23 @@ impl LoopState {
             shutdown_started: None,
         });
         Ok((st, ctx))
+    }
+
+    /// Is other work waiting while an inline call holds this (parked) state: connections to
+    /// look at, listeners to accept from again, or events the kernel has ready (new requests,
+    /// connections coming back, streaming responses to flush)? Asked by the watchdog about a
+    /// call that keeps computing; one `poll` of the epoll descriptor, which consumes nothing.
+    pub fn has_waiting_work(&self) -> bool {
+        if !self.ready.is_empty() || !self.accept_again.is_empty() {
+            return true;
+        }
+        let mut pfd = libc::pollfd {
+            fd: self.poll.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is a valid pollfd for the duration of the call; nfds is 1; timeout 0.
+        unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
     }
 
     /// Run the loop until a request is ready for the app, or until shutdown has finished

@@ -7,10 +7,10 @@
 //! code). The encoder (`h1::encode`) then writes what was decided.
 
 use crate::h1::encode::{encode_error_response, validate_header_name, validate_header_value};
-use crate::h1::encode::{validate_status, ResponseFraming};
+use crate::h1::encode::{encode_response_head, validate_status, ResponseFraming, ResponseHead};
 use crate::h1::parse::parse_content_length;
 use crate::token::list_elements;
-use crate::Version;
+use crate::{BodyFraming, RequestHead, Version};
 
 /// The interim answer to `Expect: 100-continue`, sent when the app first reads the body
 /// (RFC 9110 §10.1.1): a client that waits for it sends the body only then.
@@ -89,6 +89,67 @@ pub fn error_answer(status: u16, reason: &str, date: &[u8], server: &[u8]) -> Ve
     let mut out = Vec::with_capacity(160 + 2 * reason.len() + date.len() + server.len());
     encode_error_response(&mut out, status, reason, false, date, server);
     out
+}
+
+/// An answer the server sent on its own (no app call), for the access log and the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnAnswer {
+    pub status: u16,
+    /// The connection may carry another request (the head says so).
+    pub keep_alive: bool,
+    /// Body bytes after the head (0 for HEAD).
+    pub body_bytes: u64,
+}
+
+/// The server's own health answer (`--health-path`): a `GET` or `HEAD` of exactly `path` (the
+/// query is ignored) gets `200 OK` while the server serves and `503` while it stops, so that a
+/// load balancer's check takes it out of rotation before its connections close. Never cached.
+/// Appends the answer to `out`; `None` (nothing appended) for any other request, which goes
+/// to the app. A stopping server closes the connection after the answer.
+pub fn health_answer(
+    req: &RequestHead,
+    path: &[u8],
+    serving: bool,
+    date: &[u8],
+    server: &[u8],
+    out: &mut Vec<u8>,
+) -> Option<OwnAnswer> {
+    if req.path() != path || !(req.is_head || req.method() == b"GET") {
+        return None;
+    }
+    let (status, body): (&[u8], &[u8]) = if serving {
+        (b"200 OK", b"OK\n")
+    } else {
+        (b"503 Service Unavailable", b"draining\n")
+    };
+    let keep_alive =
+        serving && own_answer_keeps_alive(req.keep_alive, req.body != BodyFraming::None);
+    encode_response_head(
+        out,
+        &ResponseHead {
+            version: req.version,
+            status,
+            headers: &[
+                (b"Content-Type", b"text/plain; charset=utf-8"),
+                (b"Cache-Control", b"no-store"),
+            ],
+            framing: ResponseFraming::Length(body.len() as u64),
+            keep_alive,
+            date,
+            server,
+        },
+    );
+    let body_bytes = if req.is_head {
+        0
+    } else {
+        out.extend_from_slice(body);
+        body.len() as u64
+    };
+    Some(OwnAnswer {
+        status: if serving { 200 } else { 503 },
+        keep_alive,
+        body_bytes,
+    })
 }
 
 /// What one header the app set means to the server.
@@ -287,6 +348,56 @@ mod tests {
         assert!(s.starts_with("HTTP/1.1 408 Request Timeout\r\n"));
         assert!(s.contains("Connection: close\r\n"));
         assert!(s.ends_with("\r\n\r\nRequest Timeout\n"));
+    }
+
+    fn head(raw: &str) -> RequestHead {
+        let mut p = crate::h1::HeadParser::new();
+        p.parse(raw.as_bytes(), &crate::Limits::default())
+            .unwrap()
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn health_answers_get_and_head_of_its_path_only() {
+        let mut out = Vec::new();
+        let req = head("GET /healthz?x=1 HTTP/1.1\r\nHost: h\r\n\r\n");
+        let a = health_answer(&req, b"/healthz", true, b"", b"", &mut out).unwrap();
+        assert_eq!((a.status, a.keep_alive, a.body_bytes), (200, true, 3));
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"));
+        assert!(text.contains("Cache-Control: no-store\r\n"));
+        assert!(text.ends_with("Content-Length: 3\r\n\r\nOK\n"));
+
+        let mut out = Vec::new();
+        let req = head("HEAD /healthz HTTP/1.1\r\nHost: h\r\n\r\n");
+        let a = health_answer(&req, b"/healthz", true, b"", b"", &mut out).unwrap();
+        assert_eq!(a.body_bytes, 0);
+        assert!(out.ends_with(b"Content-Length: 3\r\n\r\n"));
+
+        for other in [
+            "POST /healthz HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n",
+            "GET /healthz/ HTTP/1.1\r\nHost: h\r\n\r\n",
+            "GET /health HTTP/1.1\r\nHost: h\r\n\r\n",
+        ] {
+            let mut out = Vec::new();
+            assert_eq!(
+                health_answer(&head(other), b"/healthz", true, b"", b"", &mut out),
+                None
+            );
+            assert!(out.is_empty());
+        }
+    }
+
+    #[test]
+    fn health_says_503_and_closes_while_stopping() {
+        let mut out = Vec::new();
+        let req = head("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n");
+        let a = health_answer(&req, b"/healthz", false, b"", b"", &mut out).unwrap();
+        assert_eq!((a.status, a.keep_alive), (503, false));
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
+        assert!(text.contains("Connection: close\r\n") && text.ends_with("draining\n"));
     }
 
     #[test]

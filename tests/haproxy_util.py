@@ -1,0 +1,118 @@
+"""A real HAProxy (Debian's package) in front of a server under test, on loopback ports, with
+its own configuration and an admin socket to read its counters. Started and stopped by PID.
+
+HAProxy is what the founding report's health checks ran on: `option httpchk` every 100 ms,
+`fall 2 rise 2`, `timeout check 300ms`. Its `show stat` CSV gives, for the backend's server,
+the failed checks (`chkfail`), the UP→DOWN transitions (`chkdown`) and its status, and for the
+frontend the 5xx answers clients saw (`hrsp_5xx`: HAProxy answers 503 when no server is up).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from typing import Dict, Optional
+
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+START_TIMEOUT = 10.0
+
+
+def available() -> bool:
+    return os.path.exists(HAPROXY)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class HAProxy:
+    """`haproxy -db` with a frontend on a free port and one backend server checked with
+    `GET check_path`."""
+
+    def __init__(self, server_port: int, check_path: str, inter_ms: int = 100,
+                 check_timeout_ms: int = 300):
+        self.dir = tempfile.mkdtemp(prefix="sg-haproxy-")
+        self.port = free_port()
+        self.admin = os.path.join(self.dir, "admin.sock")
+        cfg = os.path.join(self.dir, "haproxy.cfg")
+        with open(cfg, "w") as f:
+            f.write(f"""
+global
+    stats socket {self.admin} mode 600 level admin
+    maxconn 4000
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    timeout check {check_timeout_ms}ms
+
+frontend fe
+    bind 127.0.0.1:{self.port}
+    default_backend be
+
+backend be
+    option httpchk GET {check_path}
+    http-check expect status 200
+    server app 127.0.0.1:{server_port} check inter {inter_ms}ms fall 2 rise 2
+""")
+        self.proc = subprocess.Popen([HAPROXY, "-db", "-f", cfg], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if self.proc.poll() is not None:
+                out = self.proc.stdout.read().decode(errors="replace")
+                raise AssertionError(f"haproxy exited with {self.proc.returncode}: {out}")
+            row = self._server_row(quiet=True)
+            if row and row.get("status") == "UP":
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the server never came UP behind haproxy: {row}")
+            time.sleep(0.05)  # polls haproxy's own status: the condition, not a guess
+
+    def command(self, cmd: str) -> str:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(self.admin)
+            s.sendall(cmd.encode() + b"\n")
+            chunks = []
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                chunks.append(b)
+        return b"".join(chunks).decode()
+
+    def stats(self) -> Dict[str, Dict[str, str]]:
+        """`show stat` rows by svname (FRONTEND, BACKEND, app)."""
+        text = self.command("show stat").lstrip("# ")
+        return {row["svname"]: row for row in csv.DictReader(io.StringIO(text))}
+
+    def _server_row(self, quiet: bool = False) -> Optional[Dict[str, str]]:
+        try:
+            return self.stats().get("app")
+        except OSError:
+            if quiet:
+                return None
+            raise
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR1)  # soft stop
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
