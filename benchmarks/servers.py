@@ -57,6 +57,7 @@ class Target:
     blocking: bool = False  # S5: the app sleeps; thread pools get BLOCKING_THREADS
     unframed: bool = False  # S3: the app sends no Content-Length (the server must chunk or close)
     static: bool = False  # S2 static cases: /static/ is served by the server's own feature
+    health: bool = False  # S12: the server answers /healthz itself, if it can (sluicegate's --health-path)
 
     @property
     def threads(self) -> int:
@@ -124,6 +125,9 @@ def _sluicegate(t: Target, port: int, py: Path = SLUICEGATE_PY) -> Launch:
     if t.static:
         argv += ["--static", f"/static={payloads.STATIC}"]
         settings.append("--static /static=DIR")
+    if t.health and py == SLUICEGATE_PY:
+        argv += ["--health-path", "/healthz"]
+        settings.append("--health-path /healthz")
     return Launch(argv + [f"{t.module}:app"], _env(py.parent), ", ".join(settings))
 
 

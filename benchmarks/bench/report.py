@@ -212,7 +212,7 @@ def markdown(results: dict, chart_names: dict[str, str]) -> str:
             any_s = next(iter(by_server.values()))
             metric, better = any_s["metric"], any_s["better"]
             unit = {"req/s": "requests/s", "s": "time (median)", "replies": "2xx replies",
-                    "segments": "segments / response"}[metric]
+                    "segments": "segments / response", "transitions": "UP→DOWN transitions"}.get(metric, metric)
             direction = "higher is better" if better == "higher" else "lower is better"
             lines += [f"### {sid} — {case}", "",
                       f"| server | {unit} ({direction}) | ÷ sluicegate | CPU / request | peak RSS | errors | "

@@ -1,0 +1,229 @@
+"""S12: health checks, a fast route and a static file behind a busy app (shared/SCENARIOS.md).
+
+Owns two measurements per server, each on a freshly started server:
+
+1. **Behind HAProxy** (Debian's, started here with its own config on a loopback port): health
+   checks `GET /hello` (an app route; for sluicegate also its `--health-path`) every 100 ms,
+   `fall 2 rise 2`, `timeout check 300ms`, as in the founding report, while `wrk -c16` sends
+   `/cpu?ms=30` (pure-Python computing) through HAProxy. Recorded: UP→DOWN transitions
+   (HAProxy's `chkdown`), failed checks (`chkfail`), the requests clients saw fail (non-2xx:
+   HAProxy's 503 when no server is up, plus socket errors), and the CPU-heavy throughput.
+2. **Probes while the app computes** (no proxy): 2 and then 16 clients keep `/cpu?ms=200`
+   requests running; meanwhile `/hello`, the health path (sluicegate) and a static file are
+   each fetched 10 times a second on fresh connections. Recorded: p50/p99/max latency of each
+   probe, and timeouts (2 s).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+
+import payloads
+import servers
+from bench import loadgen, rawhttp
+from bench.harness import Harness, Record
+
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+CPU_MS_CHECKED = 30
+CPU_MS_PROBED = 200
+PROBE_EVERY_S = 0.1
+PROBE_TIMEOUT_S = 2.0
+HEALTH = "/healthz"
+STATIC = f"/static/{payloads.S2_SMALL}"
+
+
+class _HAProxy:
+    def __init__(self, server_port: int, check: str):
+        self.dir = tempfile.mkdtemp(prefix="s12-haproxy-")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.admin = os.path.join(self.dir, "admin.sock")
+        cfg = os.path.join(self.dir, "haproxy.cfg")
+        with open(cfg, "w") as f:
+            f.write(f"""global
+    stats socket {self.admin} mode 600 level admin
+    maxconn 4000
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    timeout check 300ms
+frontend fe
+    bind 127.0.0.1:{self.port}
+    default_backend be
+backend be
+    option httpchk GET {check}
+    http-check expect status 200
+    server app 127.0.0.1:{server_port} check inter 100ms fall 2 rise 2
+""")
+        self.proc = subprocess.Popen([HAPROXY, "-db", "-f", cfg], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while self.server().get("status") != "UP":
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError(f"haproxy: the server never came UP: {self.server()}")
+            time.sleep(0.05)
+
+    def server(self) -> dict:
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(5)
+                s.connect(self.admin)
+                s.sendall(b"show stat\n")
+                data = b""
+                while chunk := s.recv(65536):
+                    data += chunk
+        except OSError:
+            return {}
+        rows = csv.DictReader(io.StringIO(data.decode().lstrip("# ")))
+        return next((r for r in rows if r["svname"] == "app"), {})
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGUSR1)
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _target(server: servers.Server) -> servers.Target:
+    return servers.Target("s12_busy", "/hello", b"hello", static=server.has_static, health=True)
+
+
+def _behind_haproxy(h: Harness, server: servers.Server, rnd: int, check: str) -> None:
+    rec = Record("S12", f"HAProxy checks {check}, wrk -c16 /cpu?ms={CPU_MS_CHECKED}", server.name, rnd,
+                 "transitions", "lower")
+    if not os.path.exists(HAPROXY):
+        rec.status, rec.note = "n/a", "haproxy not installed"
+        h.add(rec)
+        return
+    try:
+        with h.serve(server, _target(server)) as (proc, settings):
+            rec.settings = settings
+            if check == HEALTH and rawhttp.get(proc.port, HEALTH, timeout=5).body != b"OK\n":
+                rec.status, rec.note = "n/a", "no health path of its own"
+                h.add(rec)
+                return
+            proxy = _HAProxy(proc.port, check)
+            try:
+                res = loadgen.wrk(f"http://127.0.0.1:{proxy.port}/cpu?ms={CPU_MS_CHECKED}", 16,
+                                  h.mode.wrk_s * 3, None, timeout_s=5)
+                row = proxy.server()
+            finally:
+                proxy.stop()
+            d = res.detail or {}
+            rec.value = float(row.get("chkdown") or 0)
+            failed = d.get("status", 0) + d.get("connect", 0) + d.get("read", 0) + d.get("write", 0) + d.get("timeout", 0)
+            rec.errors = failed
+            rec.requests = res.requests
+            rec.verified = True
+            rec.extra.update(chkfail=int(row.get("chkfail") or 0), chkdown=int(row.get("chkdown") or 0),
+                             failed_requests=failed, cpu_req_s=res.rps, final_status=row.get("status"))
+            rec.note = (f"{row.get('chkfail')} failed checks, {failed} failed requests, "
+                        f"{res.rps or 0:.0f} cpu req/s, ends {row.get('status')}")
+    except Exception as e:  # a server that fails to start or dies is a failed record
+        rec.status, rec.value, rec.note = "failed", None, f"{type(e).__name__}: {e}"
+    h.add(rec)
+
+
+def _probe_loop(port: int, path: str, expect: bytes, stop: threading.Event, out: list, timeouts: list) -> None:
+    while not stop.is_set():
+        start = time.monotonic()
+        try:
+            r = rawhttp.get(port, path, timeout=PROBE_TIMEOUT_S)
+            if r.status == 200 and (not expect or r.body == expect):
+                out.append(time.monotonic() - start)
+            else:
+                timeouts.append(f"status {r.status}")
+        except (rawhttp.HttpError, OSError) as e:
+            timeouts.append(type(e).__name__)
+        stop.wait(max(0.0, PROBE_EVERY_S - (time.monotonic() - start)))
+
+
+def _busy_clients(port: int, n: int, stop: threading.Event) -> list[threading.Thread]:
+    def client() -> None:
+        while not stop.is_set():
+            try:
+                rawhttp.get(port, f"/cpu?ms={CPU_MS_PROBED}", timeout=60)
+            except (rawhttp.HttpError, OSError):
+                time.sleep(0.05)
+
+    ts = [threading.Thread(target=client, daemon=True) for _ in range(n)]
+    for t in ts:
+        t.start()
+    return ts
+
+
+def _probes(h: Harness, server: servers.Server, rnd: int, busy: int) -> None:
+    target = _target(server)
+    kinds = [("fast route /hello", "/hello", b"hello")]
+    kinds.append(("health path", HEALTH, b"OK\n"))
+    kinds.append(("static file", STATIC, b""))
+    recs = {k: Record("S12", f"{k} p99, {busy} CPU-bound clients", server.name, rnd, "s", "lower")
+            for k, _, _ in kinds}
+    try:
+        with h.serve(server, target) as (proc, settings):
+            usable = []
+            for name, path, expect in kinds:
+                recs[name].settings = settings
+                try:
+                    r = rawhttp.get(proc.port, path, timeout=5)
+                    ok = r.status == 200 and (not expect or r.body == expect)
+                except (rawhttp.HttpError, OSError):
+                    ok = False
+                if ok:
+                    usable.append((name, path, expect))
+                else:
+                    recs[name].status, recs[name].note = "n/a", f"{path} not served by the server itself"
+            stop = threading.Event()
+            clients = _busy_clients(proc.port, busy, stop)
+            time.sleep(0.5)  # the busy clients' first requests are in the app
+            results = {name: ([], []) for name, _, _ in usable}
+            probes = [threading.Thread(target=_probe_loop, args=(proc.port, p, e, stop, *results[n]), daemon=True)
+                      for n, p, e in usable]
+            for t in probes:
+                t.start()
+            time.sleep(h.mode.wrk_s * 3)
+            stop.set()
+            for t in probes + clients:
+                t.join(65)
+            for name, (lat, bad) in results.items():
+                rec = recs[name]
+                if not lat:
+                    rec.status, rec.note = "failed", f"no probe answered ({len(bad)} timeouts)"
+                    continue
+                lat.sort()
+                p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+                rec.value, rec.requests, rec.errors, rec.verified = p99, len(lat), len(bad), True
+                rec.extra.update(p50=statistics.median(lat), p99=p99, max=lat[-1], timeouts=len(bad))
+                rec.note = (f"p50 {statistics.median(lat) * 1e3:.1f} ms, p99 {p99 * 1e3:.1f} ms, "
+                            f"max {lat[-1] * 1e3:.1f} ms, {len(bad)} timeouts")
+    except Exception as e:
+        for rec in recs.values():
+            if rec.status == "ok":
+                rec.status, rec.note = "failed", f"{type(e).__name__}: {e}"
+    for rec in recs.values():
+        h.add(rec)
+
+
+def s12(h: Harness, server: servers.Server, rnd: int) -> None:
+    if server.kind == "anchor":
+        return
+    _behind_haproxy(h, server, rnd, "/hello")
+    if server.name.startswith("sluicegate"):
+        _behind_haproxy(h, server, rnd, HEALTH)
+    for busy in (2, 16):
+        _probes(h, server, rnd, busy)
