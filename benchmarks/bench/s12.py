@@ -16,87 +16,27 @@ Owns two measurements per server, each on a freshly started server:
 
 from __future__ import annotations
 
-import csv
-import io
-import os
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
-import tempfile
+import sys
 import threading
 import time
+from pathlib import Path
 
 import payloads
 import servers
 from bench import loadgen, rawhttp
 from bench.harness import Harness, Record
 
-HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+# The test suite's HAProxy harness (tests/haproxy_util.py): one way to start, configure, read
+# and stop a real HAProxy, for the tests and this benchmark alike.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests import haproxy_util  # noqa: E402
 CPU_MS_CHECKED = 30
 CPU_MS_PROBED = 200
 PROBE_EVERY_S = 0.1
 PROBE_TIMEOUT_S = 2.0
 HEALTH = "/healthz"
 STATIC = f"/static/{payloads.S2_SMALL}"
-
-
-class _HAProxy:
-    def __init__(self, server_port: int, check: str):
-        self.dir = tempfile.mkdtemp(prefix="s12-haproxy-")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.admin = os.path.join(self.dir, "admin.sock")
-        cfg = os.path.join(self.dir, "haproxy.cfg")
-        with open(cfg, "w") as f:
-            f.write(f"""global
-    stats socket {self.admin} mode 600 level admin
-    maxconn 4000
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    timeout check 300ms
-frontend fe
-    bind 127.0.0.1:{self.port}
-    default_backend be
-backend be
-    option httpchk GET {check}
-    http-check expect status 200
-    server app 127.0.0.1:{server_port} check inter 100ms fall 2 rise 2
-""")
-        self.proc = subprocess.Popen([HAPROXY, "-db", "-f", cfg], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while self.server().get("status") != "UP":
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise RuntimeError(f"haproxy: the server never came UP: {self.server()}")
-            time.sleep(0.05)
-
-    def server(self) -> dict:
-        try:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.settimeout(5)
-                s.connect(self.admin)
-                s.sendall(b"show stat\n")
-                data = b""
-                while chunk := s.recv(65536):
-                    data += chunk
-        except OSError:
-            return {}
-        rows = csv.DictReader(io.StringIO(data.decode().lstrip("# ")))
-        return next((r for r in rows if r["svname"] == "app"), {})
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGUSR1)
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _target(server: servers.Server) -> servers.Target:
@@ -106,7 +46,7 @@ def _target(server: servers.Server) -> servers.Target:
 def _behind_haproxy(h: Harness, server: servers.Server, rnd: int, check: str) -> None:
     rec = Record("S12", f"HAProxy checks {check}, wrk -c16 /cpu?ms={CPU_MS_CHECKED}", server.name, rnd,
                  "transitions", "lower")
-    if not os.path.exists(HAPROXY):
+    if not haproxy_util.available():
         rec.status, rec.note = "n/a", "haproxy not installed"
         h.add(rec)
         return
@@ -117,11 +57,11 @@ def _behind_haproxy(h: Harness, server: servers.Server, rnd: int, check: str) ->
                 rec.status, rec.note = "n/a", "no health path of its own"
                 h.add(rec)
                 return
-            proxy = _HAProxy(proc.port, check)
+            proxy = haproxy_util.HAProxy(proc.port, check)
             try:
                 res = loadgen.wrk(f"http://127.0.0.1:{proxy.port}/cpu?ms={CPU_MS_CHECKED}", 16,
                                   h.mode.wrk_s * 3, None, timeout_s=5)
-                row = proxy.server()
+                row = proxy.stats()["app"]
             finally:
                 proxy.stop()
             d = res.detail or {}
@@ -144,7 +84,7 @@ def _probe_loop(port: int, path: str, expect: bytes, stop: threading.Event, out:
         start = time.monotonic()
         try:
             r = rawhttp.get(port, path, timeout=PROBE_TIMEOUT_S)
-            if r.status == 200 and (not expect or r.body == expect):
+            if r.status == 200 and r.body == expect:
                 out.append(time.monotonic() - start)
             else:
                 timeouts.append(f"status {r.status}")
@@ -171,7 +111,7 @@ def _probes(h: Harness, server: servers.Server, rnd: int, busy: int) -> None:
     target = _target(server)
     kinds = [("fast route /hello", "/hello", b"hello")]
     kinds.append(("health path", HEALTH, b"OK\n"))
-    kinds.append(("static file", STATIC, b""))
+    kinds.append(("static file", STATIC, payloads.static_path().read_bytes() if server.has_static else None))
     recs = {k: Record("S12", f"{k} p99, {busy} CPU-bound clients", server.name, rnd, "s", "lower")
             for k, _, _ in kinds}
     try:
@@ -179,11 +119,14 @@ def _probes(h: Harness, server: servers.Server, rnd: int, busy: int) -> None:
             usable = []
             for name, path, expect in kinds:
                 recs[name].settings = settings
-                try:
-                    r = rawhttp.get(proc.port, path, timeout=5)
-                    ok = r.status == 200 and (not expect or r.body == expect)
-                except (rawhttp.HttpError, OSError):
+                if expect is None:  # no static feature: the app would answer, not the server
                     ok = False
+                else:
+                    try:
+                        r = rawhttp.get(proc.port, path, timeout=5)
+                        ok = r.status == 200 and r.body == expect
+                    except (rawhttp.HttpError, OSError):
+                        ok = False
                 if ok:
                     usable.append((name, path, expect))
                 else:
