@@ -106,6 +106,7 @@ BAD_BODY = {
     "chunk-data-longer-than-size": H(POST, HOST, TE,
                                      body=b"3\r\nhello\r\n0\r\n\r\n"),
     "chunk-size-bare-lf": H(POST, HOST, TE, body=b"5\nhello\r\n0\r\n\r\n"),
+    # Regression (8c92b91, 7b360a4): a chunk-size digit overflow is a bad body (400 if read).
     "chunk-size-overflow": H(POST, HOST, TE, body=b"ffffffffffffffffff\r\nhello\r\n0\r\n\r\n"),
     "chunk-ext-bare-lf": H(POST, HOST, TE, body=b"2;ext\nxx\r\n0\r\n\r\n"),
     "chunk-trailer-obs-fold": H(POST, HOST, TE, body=b"0\r\nX-T: a\r\n folded\r\n\r\n"),

@@ -254,6 +254,8 @@ def test_demo_app_and_graceful_sigterm(start_server, tmp_path):
 
 @needs_core
 def test_sigint_twice_stops(start_server, tmp_path):
+    """Regression (1dc142a): a second SIGINT landing as the CLI exits after a quick shutdown
+    turned the clean exit into a KeyboardInterrupt; SIGTERM/SIGINT now stay handled."""
     server = start_server(None, cwd=tmp_path)
     assert server.request().status == 200
     assert server.stop(signal.SIGINT, signal.SIGINT) == 0

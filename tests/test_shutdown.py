@@ -66,6 +66,8 @@ def test_shutdown_with_no_connections_exits_0(start_server):
 
 
 def test_graceful_timeout_bounds_the_wait_for_a_stuck_request(start_server):
+    """Regression (7b360a4): shutdown joined the loop thread even when a takeover had made it
+    the pool thread stuck in the app call, so --graceful-timeout did not bound the exit."""
     srv = start_server("blocking", "--graceful-timeout", "1")
     tok = uuid.uuid4().hex
     busy = Conn.open(srv.port)

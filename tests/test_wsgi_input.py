@@ -139,6 +139,8 @@ def test_body_is_streamed_to_the_app_not_buffered_whole(reader):
 @pytest.mark.parametrize("mode", ["read", "readn", "readline", "readlines", "iter"])
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
 def test_body_cut_short_by_client_raises_in_the_app(reader, mode, framing):
+    """Regression (7b360a4): EOF after a short read went unseen, and a truncated small body
+    reached the app without an error."""
     tok = uuid.uuid4().hex
     if framing == "chunked":
         # A 1000-byte chunk of which only 500 bytes arrive.

@@ -4,6 +4,7 @@
 //! for one request.
 
 pub mod app_head;
+pub mod body_block;
 pub mod driver;
 pub mod environ;
 pub mod file_wrapper;

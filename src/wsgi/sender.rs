@@ -15,25 +15,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyMemoryView};
 use sluicegate_proto::h1::encode::{
-    chunk_header, decimal, encode_response_head, ResponseFraming, ResponseHead, CHUNK_END,
-    DECIMAL_LEN, LAST_CHUNK,
+    decimal, encode_response_head, ResponseFraming, ResponseHead, DECIMAL_LEN, LAST_CHUNK,
 };
 use sluicegate_proto::h1::response::{choose_framing, keeps_alive, BodyLength};
 use sluicegate_proto::{RequestHead, Version};
 
 use super::app_head::AppHead;
-use super::type_name;
+use super::body_block::{as_block, framed_chunk, queue_body, Block, COPY_MAX};
 use crate::http_date::http_date;
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
-use crate::io::out_queue::{OutQueue, SharedBytes, CORK_MIN};
+use crate::io::out_queue::{OutQueue, CORK_MIN};
 use crate::io::shared_out::SharedOut;
-
-/// Bodies up to this size are copied next to the head so head and body leave in one segment;
-/// larger `bytes` blocks are sent from the Python object's buffer (no copy).
-const COPY_MAX: usize = 16 * 1024;
 
 /// Writes of at least this many pending bytes release the GIL for the syscall.
 const DETACH_WRITE_MIN: u64 = 64 * 1024;
@@ -45,26 +39,6 @@ pub enum SendError {
     NotStarted,
     Finished,
     ClientGone,
-}
-
-/// A Python `bytes` object queued for writing. It is immutable and kept alive by `_owner`, so
-/// its buffer stays valid and unchanged until the segment is dropped.
-struct PyBytesChunk {
-    _owner: Py<PyBytes>,
-    ptr: *const u8,
-    len: usize,
-}
-
-// SAFETY: the pointed-to memory belongs to an immutable bytes object that `_owner` keeps alive;
-// reading it from another thread without the GIL is sound because nothing can mutate it, and
-// PyO3 defers the decref of a Py dropped without the GIL.
-unsafe impl Send for PyBytesChunk {}
-
-impl SharedBytes for PyBytesChunk {
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: see the type's comment: ptr/len describe the live, immutable bytes buffer.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
 }
 
 /// Per-thread hook the scheduler sets around an inline call: called once when the response
@@ -138,102 +112,6 @@ enum Stage {
     Streaming(Arc<SharedOut>),
     /// The request is over: `write()` refuses, the socket belongs to the connection again.
     Ended,
-}
-
-/// A body block the app produced, seen as bytes. Only `bytes` is referenced without a copy:
-/// it is immutable, and dropping it needs no GIL (PyO3 defers the decref). A `bytearray` or
-/// `memoryview` is copied once: its buffer could change under us, and releasing a held
-/// `Py_buffer` takes the GIL, which the event loop thread must never wait for.
-enum Block<'py> {
-    Bytes(Bound<'py, PyBytes>),
-    Other(Vec<u8>),
-}
-
-impl Block<'_> {
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            Block::Bytes(b) => b.as_bytes(),
-            Block::Other(v) => v,
-        }
-    }
-}
-
-fn as_block<'py>(o: &Bound<'py, PyAny>) -> Result<Block<'py>, SendError> {
-    if let Ok(b) = o.cast::<PyBytes>() {
-        return Ok(Block::Bytes(b.clone()));
-    }
-    if let Ok(b) = o.cast::<PyByteArray>() {
-        return Ok(Block::Other(b.to_vec()));
-    }
-    if o.is_instance_of::<PyMemoryView>() {
-        // tobytes() copies once, also from a strided view.
-        if let Ok(b) = o.call_method0("tobytes") {
-            if let Ok(b) = b.cast_into::<PyBytes>() {
-                return Ok(Block::Bytes(b));
-            }
-        }
-    }
-    Err(SendError::NotBytes(type_name(o)))
-}
-
-/// Where a block's bytes go: copied (small) or referenced (large, no copy).
-fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize) {
-    let small = take <= COPY_MAX;
-    match block {
-        Block::Bytes(b) if !small => {
-            let ptr = b.as_bytes().as_ptr();
-            out.push_shared(Box::new(PyBytesChunk {
-                _owner: b.unbind(),
-                ptr,
-                len: take,
-            }));
-        }
-        b => out.push_copy(&b.as_slice()[..take]),
-    }
-}
-
-/// Queue body bytes into `out` with the framing in force, respecting a declared Content-Length
-/// (bytes beyond it are dropped, as the client would misread them). A free function so the
-/// streaming path can fill the shared queue while it holds the queue's lock.
-fn queue_body(
-    framing: ResponseFraming,
-    body_bytes: &mut u64,
-    out: &mut OutQueue,
-    block: Block<'_>,
-) {
-    let mut take = block.as_slice().len();
-    match framing {
-        ResponseFraming::NoBody => return,
-        ResponseFraming::Length(n) => {
-            take = take.min(n.saturating_sub(*body_bytes) as usize);
-        }
-        _ => {}
-    }
-    if take == 0 {
-        return;
-    }
-    *body_bytes += take as u64;
-    let chunked = framing == ResponseFraming::Chunked;
-    if chunked && take <= COPY_MAX {
-        // Small blocks extend the open chunk (one chunk per batch the socket takes).
-        out.push_chunk_data(&block.as_slice()[..take]);
-        return;
-    }
-    if chunked {
-        framed_chunk(out, take as u64, |out| queue_block(out, block, take));
-    } else {
-        queue_block(out, block, take);
-    }
-}
-
-/// One chunk of `len` bytes around data that `push_data` queues without copying it (a large
-/// block, a file range): size line, data, CRLF. (Small blocks go through
-/// `OutQueue::push_chunk_data`, which coalesces them.)
-fn framed_chunk(out: &mut OutQueue, len: u64, push_data: impl FnOnce(&mut OutQueue)) {
-    let mut hdr = [0u8; 18];
-    out.push_copy(chunk_header(len as usize, &mut hdr));
-    push_data(out);
-    out.push_copy(CHUNK_END);
 }
 
 /// Per-request settings of a Sender.

@@ -1,0 +1,133 @@
+//! The app's body blocks on their way to an output queue: which Python objects are body bytes
+//! (`bytes` referenced without a copy; `bytearray` and `memoryview` copied once), how many of
+//! a block's bytes the framing lets through (a declared Content-Length is never exceeded), and
+//! the chunk framing around them. Used by the sender for its own queue and, under the lock,
+//! for the queue it shares with the event loop.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView};
+use sluicegate_proto::h1::encode::{chunk_header, ResponseFraming, CHUNK_END};
+
+use super::sender::SendError;
+use super::type_name;
+use crate::io::out_queue::{OutQueue, SharedBytes};
+
+/// Bodies up to this size are copied next to the head so head and body leave in one segment;
+/// larger `bytes` blocks are sent from the Python object's buffer (no copy).
+pub const COPY_MAX: usize = 16 * 1024;
+
+/// A Python `bytes` object queued for writing. It is immutable and kept alive by `_owner`, so
+/// its buffer stays valid and unchanged until the segment is dropped.
+struct PyBytesChunk {
+    _owner: Py<PyBytes>,
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the pointed-to memory belongs to an immutable bytes object that `_owner` keeps alive;
+// reading it from another thread without the GIL is sound because nothing can mutate it, and
+// PyO3 defers the decref of a Py dropped without the GIL.
+unsafe impl Send for PyBytesChunk {}
+
+impl SharedBytes for PyBytesChunk {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: see the type's comment: ptr/len describe the live, immutable bytes buffer.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// A body block the app produced, seen as bytes. Only `bytes` is referenced without a copy:
+/// it is immutable, and dropping it needs no GIL (PyO3 defers the decref). A `bytearray` or
+/// `memoryview` is copied once: its buffer could change under us, and releasing a held
+/// `Py_buffer` takes the GIL, which the event loop thread must never wait for.
+pub enum Block<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    Other(Vec<u8>),
+}
+
+impl Block<'_> {
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            Block::Bytes(b) => b.as_bytes(),
+            Block::Other(v) => v,
+        }
+    }
+}
+
+pub fn as_block<'py>(o: &Bound<'py, PyAny>) -> Result<Block<'py>, SendError> {
+    if let Ok(b) = o.cast::<PyBytes>() {
+        return Ok(Block::Bytes(b.clone()));
+    }
+    if let Ok(b) = o.cast::<PyByteArray>() {
+        return Ok(Block::Other(b.to_vec()));
+    }
+    if o.is_instance_of::<PyMemoryView>() {
+        // tobytes() copies once, also from a strided view.
+        if let Ok(b) = o.call_method0("tobytes") {
+            if let Ok(b) = b.cast_into::<PyBytes>() {
+                return Ok(Block::Bytes(b));
+            }
+        }
+    }
+    Err(SendError::NotBytes(type_name(o)))
+}
+
+/// Where a block's bytes go: copied (small) or referenced (large, no copy).
+fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize) {
+    let small = take <= COPY_MAX;
+    match block {
+        Block::Bytes(b) if !small => {
+            let ptr = b.as_bytes().as_ptr();
+            out.push_shared(Box::new(PyBytesChunk {
+                _owner: b.unbind(),
+                ptr,
+                len: take,
+            }));
+        }
+        b => out.push_copy(&b.as_slice()[..take]),
+    }
+}
+
+/// Queue body bytes into `out` with the framing in force, respecting a declared Content-Length
+/// (bytes beyond it are dropped, as the client would misread them). A free function so the
+/// streaming path can fill the shared queue while it holds the queue's lock.
+pub fn queue_body(
+    framing: ResponseFraming,
+    body_bytes: &mut u64,
+    out: &mut OutQueue,
+    block: Block<'_>,
+) {
+    let mut take = block.as_slice().len();
+    match framing {
+        ResponseFraming::NoBody => return,
+        ResponseFraming::Length(n) => {
+            take = take.min(n.saturating_sub(*body_bytes) as usize);
+        }
+        _ => {}
+    }
+    if take == 0 {
+        return;
+    }
+    *body_bytes += take as u64;
+    let chunked = framing == ResponseFraming::Chunked;
+    if chunked && take <= COPY_MAX {
+        // Small blocks extend the open chunk (one chunk per batch the socket takes).
+        out.push_chunk_data(&block.as_slice()[..take]);
+        return;
+    }
+    if chunked {
+        framed_chunk(out, take as u64, |out| queue_block(out, block, take));
+    } else {
+        queue_block(out, block, take);
+    }
+}
+
+/// One chunk of `len` bytes around data that `push_data` queues without copying it (a large
+/// block, a file range): size line, data, CRLF. (Small blocks go through
+/// `OutQueue::push_chunk_data`, which coalesces them.)
+pub fn framed_chunk(out: &mut OutQueue, len: u64, push_data: impl FnOnce(&mut OutQueue)) {
+    let mut hdr = [0u8; 18];
+    out.push_copy(chunk_header(len as usize, &mut hdr));
+    push_data(out);
+    out.push_copy(CHUNK_END);
+}
