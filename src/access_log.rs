@@ -38,9 +38,11 @@ impl AccessLog {
         line.push(b':');
         line.extend_from_slice(&d[17..25]);
         line.extend_from_slice(b" +0000] \"");
-        line.extend_from_slice(head.method());
+        // Every field the client controls goes through one escaper (method, target, Referer,
+        // User-Agent): a '"' or a control byte in any of them cannot forge a field or a line.
+        push_escaped(&mut line, head.method());
         line.push(b' ');
-        line.extend_from_slice(head.target());
+        push_escaped(&mut line, head.target());
         line.push(b' ');
         line.extend_from_slice(head.version.as_str().as_bytes());
         line.extend_from_slice(b"\" ");
@@ -53,15 +55,7 @@ impl AccessLog {
         }
         for name in [&b"referer"[..], b"user-agent"] {
             line.extend_from_slice(b" \"");
-            let v = head.header(name).unwrap_or(b"-");
-            // Quotes and control bytes are escaped so a line cannot be forged.
-            for &b in v {
-                match b {
-                    b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
-                    0x20..=0x7e => line.push(b),
-                    _ => line.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
-                }
-            }
+            push_escaped(&mut line, head.header(name).unwrap_or(b"-"));
             line.push(b'"');
         }
         line.push(b'\n');
@@ -79,5 +73,40 @@ impl AccessLog {
             }
             rest = &rest[n as usize..];
         }
+    }
+}
+
+/// Append `v` with `"` and `\\` backslash-escaped and every byte outside printable ASCII as
+/// `\\xHH` (as nginx escapes its log fields), so a log line is always one line of printable
+/// ASCII whose quoted fields cannot be closed early.
+fn push_escaped(line: &mut Vec<u8>, v: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for &b in v {
+        match b {
+            b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
+            0x20..=0x7e => line.push(b),
+            _ => line.extend_from_slice(&[
+                b'\\',
+                b'x',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 15)],
+            ]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_escaped;
+
+    #[test]
+    fn every_byte_is_escaped_or_printable() {
+        let all: Vec<u8> = (0..=255u8).collect();
+        let mut out = Vec::new();
+        push_escaped(&mut out, &all);
+        assert!(out.iter().all(|b| (0x20..=0x7e).contains(b)));
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("\\x00") && text.contains("\\x0a") && text.contains("\\xff"));
+        assert!(text.contains("\\\"") && !text.replace("\\\"", "").contains('"'));
     }
 }

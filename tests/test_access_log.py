@@ -66,3 +66,38 @@ def test_access_log_to_stdout(start_server):
         assert c.read_response().status == 200
     m = srv.wait_log(r'"GET /to-stdout HTTP/1\.1" 200 ', stream="stdout")
     assert LINE.match(m.string), m.string
+
+
+# The format with quoted fields that may hold escapes (\" and \\).
+Q = r'"((?:[^"\\]|\\.)*)"'
+LINE_ESCAPED = re.compile(r'^(\S+) - - \[[^\]]+\] ' + Q + r' (\d{3}) (\d+|-) ' + Q + ' ' + Q + '$')
+# Fields escaped as in the log: backslash-escaped quote and backslash, \xHH elsewhere.
+ESCAPED_FIELD = re.compile(r'^(?:[\x20-\x21\x23-\x5b\x5d-\x7e]|\\"|\\\\|\\x[0-9a-f]{2})*$')
+
+
+def test_every_byte_the_parser_accepts_in_a_target_is_escaped_in_the_log(start_server, tmp_path):
+    """Regression (issue 15): a '"' in the request target was logged unescaped (the User-Agent
+    was escaped), so a client could close the request field and forge the rest of the line."""
+    log = tmp_path / "access.log"
+    srv = start_server("hello", "--access-log", str(log))
+    accepted = []
+    for b in range(256):
+        raw = b"GET /a" + bytes([b]) + b"z HTTP/1.1\r\nHost: x\r\nUser-Agent: u\"a\r\n\r\n"
+        with Conn.open(srv.port) as c:
+            c.send(raw)
+            try:
+                resp = c.read_response()
+            except AssertionError:
+                continue  # closed without an answer: refused
+        if resp.status != 400:
+            accepted.append(b)
+    assert 0x22 in accepted or 0x7f in accepted or any(b >= 0x80 for b in accepted), accepted
+    lines = wait_for(lambda: len(read_lines(log)) >= len(accepted) and read_lines(log),
+                     f"{len(accepted)} access log lines")
+    assert len(lines) == len(accepted), "one line per request, whatever bytes it carried"
+    for line in lines:
+        m = LINE_ESCAPED.match(line)
+        assert m, f"a line the format cannot read: {line!r}"
+        request, agent = m.group(2), m.group(6)
+        assert ESCAPED_FIELD.match(request) and ESCAPED_FIELD.match(agent), line
+        assert agent == 'u\\"a'

@@ -303,3 +303,18 @@ def test_hop_by_hop_headers_are_dropped_and_logged_once(errors):
     assert_still_serving(errors.port, "/ok", b"ok")
     assert errors.log_since(mark).count("hop-by-hop header") == 1
 
+
+@pytest.mark.parametrize("code", ["100", "103", "199"])
+def test_an_interim_status_from_the_app_is_refused_not_sent_as_final(errors, code):
+    """Regression (issue 15): start_response("103 Early Hints") was sent as the answer and the
+    connection kept, so the client took the next response as this request's (desync)."""
+    mark = errors.log_mark()
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", f"/interim?code={code}"))
+        resp = c.read_response()
+        assert resp.status == 500 and b"not final" not in resp.body
+        assert resp.has_token("Connection", "close")
+        c.expect_closed()
+    errors.wait_log(r"is interim \(1xx\)", since=mark)
+    assert_still_serving(errors.port, "/ok", b"ok")
+

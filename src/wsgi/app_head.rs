@@ -108,6 +108,14 @@ pub fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyRe
             String::from_utf8_lossy(&status_b)
         ))
     })?;
+    if code < 200 {
+        // A 1xx is interim (RFC 9110 §15.2): sent as the answer, the client (or a proxy that
+        // reuses the connection for someone else) would take the next response as this one's.
+        return Err(PyValueError::new_err(format!(
+            "status {:?} is interim (1xx); a WSGI app must give a final status (RFC 9110 15.2)",
+            String::from_utf8_lossy(&status_b)
+        )));
+    }
     let mut head = AppHead {
         started: true,
         status: status_b,

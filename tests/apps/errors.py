@@ -16,6 +16,8 @@ so a test can check it reached the error log and never the response body.
   containing the character, followed by an injected header text.
 - ``/bad_value_crlf``, ``/bad_value_lf``, ``/bad_value_cr``, ``/bad_value_nul``: a header value
   containing it; ``/bad_name_crlf``: a header name containing CRLF.
+- ``/interim?code=N``: calls start_response with the 1xx status ``N`` (default 103 Early
+  Hints) and returns a body, as if it were final.
 - ``/hop_by_hop``: sets the hop-by-hop headers Keep-Alive, Transfer-Encoding, Upgrade and
   Proxy-Connection (the server's business: dropped, logged once) beside an ordinary X-Kept.
 """
@@ -36,6 +38,10 @@ def app(environ, start_response):
         err.flush()
         start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
         return [b"ok"]
+    if path == "/interim":
+        code = environ.get("QUERY_STRING", "").partition("code=")[2] or "103"
+        start_response(f"{code} Early Hints", [("Content-Type", "text/plain")])
+        return [b"not final"]
     if path == "/hop_by_hop":
         start_response("200 OK", [
             ("Content-Type", "text/plain"), ("Keep-Alive", "timeout=1"),
