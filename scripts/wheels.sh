@@ -36,7 +36,8 @@ maturin sdist --out "$DIST"
 status=0
 for w in "$DIST"/sluicegate-*.whl; do
   case "$w" in *manylinux_2_17_x86_64*) ;; *) echo "wheels: $w is not manylinux_2_17" >&2; status=1 ;; esac
-  auditwheel show "$w" | tee /dev/stderr | grep -q 'manylinux_2_17' \
+  show=$(auditwheel show "$w"); echo "$show"
+  grep -q 'consistent with the following platform tag:' <<<"$show" && grep -q '"manylinux_2_17_x86_64"' <<<"$show" \
     || { echo "wheels: auditwheel does not accept $w as manylinux_2_17" >&2; status=1; }
 done
 ls -l "$DIST"
