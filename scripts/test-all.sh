@@ -23,7 +23,7 @@ for v in $VERSIONS; do
   py=$(ls -d "$HOME"/.pyenv/versions/"$v".*/bin/python"$v" 2>/dev/null | sort -V | tail -1 || true)
   if [ -z "$py" ]; then echo "test-all: CPython $v not found, skipped" >&2; summary+=("$v skipped"); continue; fi
   tag=cp${v/./}
-  whl=$(ls "$DIST"/sluicegate-*-"$tag"-"$tag"-manylinux_2_17_x86_64*.whl 2>/dev/null | head -1 || true)
+  whl=$(ls "$DIST"/sluicegate-*-"$tag"-"$tag"-*manylinux_2_17_x86_64*.whl 2>/dev/null | head -1 || true)
   [ -n "$whl" ] || { echo "test-all: no $tag wheel in $DIST" >&2; summary+=("$v NO WHEEL"); status=1; continue; }
   venv=$(mktemp -d /tmp/sg-test-$tag-XXXX)
   env PATH="$NORUST" "$py" -m venv "$venv"
