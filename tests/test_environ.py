@@ -187,3 +187,19 @@ def test_environ_is_fresh_for_each_request_on_a_connection(env_server):
     assert first["HTTP_X_ONLY_FIRST"] == "1" and "HTTP_X_ONLY_FIRST" not in second
     assert second["PATH_INFO"] == "/two" and second["QUERY_STRING"] == ""
     assert first["REMOTE_PORT"] == second["REMOTE_PORT"]
+
+
+@pytest.mark.parametrize("target,host,name,port,path", [
+    ("http://other/echo?a=1", "other", "other", "80", "/echo"),
+    ("http://other:8081/echo", "other:8081", "other", "8081", "/echo"),
+    ("https://[::1]:9443/x", "[::1]:9443", "[::1]", "9443", "/x"),
+    ("https://secure.example", "secure.example", "secure.example", "443", "/"),
+])
+def test_absolute_form_target_host_wins_over_the_host_header(env_server, target, host, name,
+                                                              port, path):
+    """Regression (issue 15): for `GET http://other/echo` with `Host: x` the app saw `x`;
+    RFC 9112 §3.2.2 makes the target's authority the host and the Host header ignored."""
+    raw = f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    env, _ = environ_for(env_server, raw)
+    assert (env["HTTP_HOST"], env["SERVER_NAME"], env["SERVER_PORT"]) == (host, name, port)
+    assert env["PATH_INFO"] == path

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3::{ffi, intern};
+use sluicegate_proto::head::split_host_port;
 use sluicegate_proto::path::percent_decode;
 use sluicegate_proto::{RequestHead, Version};
 
@@ -186,6 +187,22 @@ impl EnvironBuilder {
         }
         env.set_item(intern!(py, "wsgi.input"), input)?;
         self.add_headers(py, &env, head)?;
+        if head.has_absolute_target() {
+            // RFC 9112 §3.2.2: the target's authority is the host, whatever Host said.
+            let authority = head.host().unwrap_or_default();
+            let (name, port) = split_host_port(authority);
+            env.set_item(intern!(py, "HTTP_HOST"), latin1(py, authority))?;
+            env.set_item(intern!(py, "SERVER_NAME"), latin1(py, name))?;
+            let default_port: &[u8] = if head.target()[..5].eq_ignore_ascii_case(b"https") {
+                b"443"
+            } else {
+                b"80"
+            };
+            env.set_item(
+                intern!(py, "SERVER_PORT"),
+                latin1(py, port.filter(|p| !p.is_empty()).unwrap_or(default_port)),
+            )?;
+        }
         Ok(env)
     }
 

@@ -40,6 +40,8 @@ pub struct RequestHead {
     pub(crate) method: Range<u32>,
     /// The whole request target as sent (e.g. "/a%20b?x=1").
     pub(crate) target: Range<u32>,
+    /// The authority of an absolute-form target ("host:port"); empty for other forms.
+    pub(crate) authority: Range<u32>,
     /// The path part of the target, still percent-encoded (for absolute-form targets, the path
     /// after the authority; "*" for OPTIONS *).
     pub(crate) path: Range<u32>,
@@ -68,6 +70,19 @@ impl RequestHead {
     pub fn path(&self) -> &[u8] {
         &self.buf[r(&self.path)]
     }
+    /// The host the request is for (RFC 9112 §3.2.2, §7.2): the authority of an absolute-form
+    /// target, which then replaces any Host header, else the Host header.
+    pub fn host(&self) -> Option<&[u8]> {
+        if self.authority.is_empty() {
+            self.header(b"host")
+        } else {
+            Some(&self.buf[r(&self.authority)])
+        }
+    }
+    /// Whether the target was in absolute form (its authority is then `host()`).
+    pub fn has_absolute_target(&self) -> bool {
+        !self.authority.is_empty()
+    }
     pub fn query(&self) -> &[u8] {
         &self.buf[r(&self.query)]
     }
@@ -89,7 +104,35 @@ impl RequestHead {
     }
 }
 
+/// `host[:port]` split at the port's colon (an IPv6 literal keeps its brackets and colons).
+pub fn split_host_port(authority: &[u8]) -> (&[u8], Option<&[u8]>) {
+    let port_colon = match authority.iter().rposition(|&b| b == b':') {
+        Some(i) if !authority[i..].contains(&b']') => Some(i),
+        _ => None,
+    };
+    match port_colon {
+        Some(i) => (&authority[..i], Some(&authority[i + 1..])),
+        None => (authority, None),
+    }
+}
+
 #[inline]
 fn r(range: &Range<u32>) -> Range<usize> {
     range.start as usize..range.end as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_host_port;
+
+    #[test]
+    fn host_and_port() {
+        assert_eq!(split_host_port(b"a.example"), (&b"a.example"[..], None));
+        assert_eq!(split_host_port(b"a:8080"), (&b"a"[..], Some(&b"8080"[..])));
+        assert_eq!(split_host_port(b"[::1]"), (&b"[::1]"[..], None));
+        assert_eq!(
+            split_host_port(b"[::1]:443"),
+            (&b"[::1]"[..], Some(&b"443"[..]))
+        );
+    }
 }

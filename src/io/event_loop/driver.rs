@@ -316,7 +316,8 @@ impl LoopState {
 /// computes) and static files (`--static`). `None`: the request is the app's.
 fn own_answer(head: &RequestHead, out: &mut OutQueue, ctx: &LoopCtx) -> Option<OwnAnswer> {
     let server = &ctx.settings.server_header;
-    if !ctx.settings.health_path.is_empty() {
+    // Compared first: the answer's buffer and date are made only for the health path itself.
+    if !ctx.settings.health_path.is_empty() && head.path() == ctx.settings.health_path.as_slice() {
         let mut buf = Vec::with_capacity(256);
         let date = http_date();
         if let Some(a) = health_answer(

@@ -214,6 +214,7 @@ fn build(head: &[u8], line_lf: usize, limits: &Limits) -> Result<RequestHead, Pr
         buf: head.to_vec(),
         method: line.method,
         target: line.target,
+        authority: line.authority,
         path: line.path,
         query: line.query,
         headers: fields,
@@ -266,6 +267,8 @@ fn prescan(head: &[u8], line_lf: usize) -> Result<usize, ProtoError> {
 struct RequestLine {
     method: Range<u32>,
     target: Range<u32>,
+    /// The authority of an absolute-form target; empty otherwise.
+    authority: Range<u32>,
     path: Range<u32>,
     query: Range<u32>,
     version: Version,
@@ -307,6 +310,7 @@ fn parse_request_line(head: &[u8], line_lf: usize) -> Result<RequestLine, ProtoE
     }
 
     let t_end = sp2;
+    let mut authority = rng(t0, t0);
     let path_start = if target[0] == b'/' {
         t0
     } else if target == b"*" {
@@ -316,12 +320,15 @@ fn parse_request_line(head: &[u8], line_lf: usize) -> Result<RequestLine, ProtoE
         return Ok(RequestLine {
             method: rng(0, sp1),
             target: rng(t0, t_end),
+            authority: rng(t0, t0),
             path: rng(t0, t_end),
             query: rng(t_end, t_end),
             version,
         });
     } else {
-        t0 + absolute_form_path_offset(target)?
+        let (scheme_len, authority_len) = absolute_form_authority(target)?;
+        authority = rng(t0 + scheme_len, t0 + scheme_len + authority_len);
+        t0 + scheme_len + authority_len
     };
     let (path_end, query) = match memchr(b'?', &line[path_start..t_end]) {
         Some(q) => (path_start + q, rng(path_start + q + 1, t_end)),
@@ -337,15 +344,16 @@ fn parse_request_line(head: &[u8], line_lf: usize) -> Result<RequestLine, ProtoE
     Ok(RequestLine {
         method: rng(0, sp1),
         target: rng(t0, t_end),
+        authority,
         path,
         query,
         version,
     })
 }
 
-/// For an absolute-form target (`http://authority/path?query`, RFC 9112 §3.2.2), the offset
-/// where the path starts (= target length when there is no path).
-fn absolute_form_path_offset(target: &[u8]) -> Result<usize, ProtoError> {
+/// For an absolute-form target (`http://authority/path?query`, RFC 9112 §3.2.2), the length of
+/// its scheme part and of its authority (the path starts after both).
+fn absolute_form_authority(target: &[u8]) -> Result<(usize, usize), ProtoError> {
     let scheme_len = if starts_with_ignore_case(target, b"http://") {
         7
     } else if starts_with_ignore_case(target, b"https://") {
@@ -369,7 +377,7 @@ fn absolute_form_path_offset(target: &[u8]) -> Result<usize, ProtoError> {
         // (RFC 9110 §4.2.4).
         return Err(bad("invalid authority in the request target"));
     }
-    Ok(scheme_len + authority_len)
+    Ok((scheme_len, authority_len))
 }
 
 fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {
@@ -607,6 +615,7 @@ mod tests {
         target: Vec<u8>,
         path: Vec<u8>,
         query: Vec<u8>,
+        host: Option<Vec<u8>>,
         headers: Vec<(Vec<u8>, Vec<u8>)>,
         version: Version,
         body: BodyFraming,
@@ -626,6 +635,7 @@ mod tests {
                 target: h.target().to_vec(),
                 path: h.path().to_vec(),
                 query: h.query().to_vec(),
+                host: h.host().map(|v| v.to_vec()),
                 headers: h.headers().map(|(n, v)| (n.to_vec(), v.to_vec())).collect(),
                 version: h.version,
                 body: h.body,
@@ -785,6 +795,19 @@ mod tests {
         // The same with an HTTP/1.0 version string: the borrowed '/' is still there.
         let s = ok("GET http://h HTTP/1.0\r\n\r\n");
         assert_eq!(s.path, b"/");
+    }
+
+    #[test]
+    fn the_host_of_an_absolute_target_replaces_the_host_header() {
+        // RFC 9112 §3.2.2: with an absolute-form target, the Host header is ignored.
+        let s = ok("GET http://other:8080/echo HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(s.host.as_deref(), Some(&b"other:8080"[..]));
+        let s = ok("GET https://[::1]?q HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(s.host.as_deref(), Some(&b"[::1]"[..]));
+        let s = ok("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(s.host.as_deref(), Some(&b"x"[..]));
+        let s = ok("OPTIONS * HTTP/1.1\r\nHost: y\r\n\r\n");
+        assert_eq!(s.host.as_deref(), Some(&b"y"[..]));
     }
 
     #[test]
