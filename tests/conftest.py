@@ -36,6 +36,7 @@ from __future__ import annotations
 import http.client
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -81,7 +82,8 @@ class ServerProcess:
     """One running sluicegate process, its logs and its app state directory."""
 
     def __init__(self, app: Optional[str], options=(), binds: Optional[List[str]] = None,
-                 env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None):
+                 env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None,
+                 nofile: Optional[int] = None):
         # app None: the command line carries no app of its own (the options may name one, the
         # environment may, or the demo app is served).
         self.app = None if app is None else app if ":" in app else f"tests.apps.{app}:app"
@@ -103,7 +105,11 @@ class ServerProcess:
         penv["SGTEST_STATE_DIR"] = self.state_dir
         penv["PYTHONUNBUFFERED"] = "1"
         penv.update(env or {})
+        def limit_fds() -> None:  # in the child, before exec: a small descriptor limit
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         self.proc = subprocess.Popen(cmd, cwd=str(cwd or ROOT), env=penv, stdin=subprocess.DEVNULL,
+                                     preexec_fn=limit_fds if nofile else None,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self._threads = [
             threading.Thread(target=self._drain, args=(self.proc.stderr, self.stderr_lines),
@@ -377,13 +383,15 @@ def start_server():
     """Start a private server: ``start_server("blocking", "--threads", "1:4")``; with
     ``app=None`` the options alone make the command line (``start_server(None, "--root-path",
     "/x", "mod:app", cwd=tmp)``). Also ``binds``, extra ``env`` and a working directory
-    ``cwd`` (default: the repository root). Stopped at teardown (SIGTERM, bounded wait,
+    ``cwd`` (default: the repository root), and ``nofile``, a file-descriptor limit for the
+    server process. Stopped at teardown (SIGTERM, bounded wait,
     SIGKILL)."""
     started: List[ServerProcess] = []
 
     def start(app: Optional[str], *options: str, binds: Optional[List[str]] = None,
-              env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None) -> ServerProcess:
-        srv = ServerProcess(app, options, binds=binds, env=env, cwd=cwd)
+              env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None,
+              nofile: Optional[int] = None) -> ServerProcess:
+        srv = ServerProcess(app, options, binds=binds, env=env, cwd=cwd, nofile=nofile)
         started.append(srv)
         return srv
 

@@ -292,3 +292,33 @@ def test_unread_body_over_max_drain_closes_the_connection(start_server):
         resp = c.read_response()
         assert resp.status == 200 and resp.body == b"path=/large"
         c.expect_closed()
+
+
+def test_running_out_of_descriptors_is_logged_once_per_episode(start_server):
+    """Regression (issue 15): at the file-descriptor limit the accept loop logged one line per
+    retry (hundreds in seconds); now one line when accepting pauses and one when it resumes,
+    and the clients queued meanwhile are all served."""
+    srv = start_server("hello", "--header-timeout", "1", nofile=64)
+    # A request head left incomplete: its 408 comes 1 s later, several sweeps (each of which
+    # retries accepting) after the descriptors run out below.
+    control = Conn.open(srv.port)
+    control.send(b"GET / HTTP/1.1\r\n")
+    clients = []
+    try:
+        for i in range(90):
+            c = Conn.open(srv.port)
+            c.send(request_bytes("GET", f"/n{i}"))
+            clients.append(c)
+        srv.wait_log(r"out of file descriptors")
+        assert control.read_response().status == 408
+        for c in clients[:60]:  # frees every descriptor the served ones held
+            c.close()
+        for i, c in enumerate(clients[60:], start=60):
+            assert c.read_response().body == f"path=/n{i}".encode()
+        srv.wait_log(r"accepting again after \d+ attempt")
+        assert srv.log_text().count("out of file descriptors") == 1, srv.log_text()[-3000:]
+    finally:
+        control.close()
+        for c in clients:
+            c.close()
+

@@ -13,7 +13,7 @@ from sluicegate.options import resolve
 from sluicegate.supervisor import Supervisor
 
 DOCUMENTED_KEYS = {
-    "requests", "accepted", "protocol_errors", "timeouts", "inline_calls", "dispatched_calls",
+    "requests", "accepted", "protocol_errors", "timeouts", "fd_exhausted", "inline_calls", "dispatched_calls",
     "takeovers", "preemptions", "handoffs", "mode", "threads", "busy_threads",
 }
 

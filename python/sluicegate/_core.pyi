@@ -65,7 +65,8 @@ class Server:
     def stats(self) -> dict:
         """Counters for tests and diagnostics, exactly these keys: requests (every request,
         the app's and those the core answers itself, e.g. static files), accepted (connections),
-        protocol_errors, timeouts, inline_calls, dispatched_calls, takeovers (loop hand-overs
+        protocol_errors, timeouts, fd_exhausted (accept attempts refused for lack of file
+        descriptors), inline_calls, dispatched_calls, takeovers (loop hand-overs
         by the watchdog), preemptions (those of them that took the loop from a call computing
         while other work waited), handoffs (by streaming inline calls), mode ("inline" or "dispatch"),
         threads (pool threads alive), busy_threads."""

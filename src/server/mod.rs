@@ -335,6 +335,7 @@ impl Server {
         d.set_item("accepted", c.accepted.load(Ordering::Relaxed))?;
         d.set_item("protocol_errors", c.protocol_errors.load(Ordering::Relaxed))?;
         d.set_item("timeouts", c.timeouts.load(Ordering::Relaxed))?;
+        d.set_item("fd_exhausted", c.fd_exhausted.load(Ordering::Relaxed))?;
         d.set_item("inline_calls", s.sched.inline_calls.load(Ordering::Relaxed))?;
         d.set_item(
             "dispatched_calls",

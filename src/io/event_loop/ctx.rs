@@ -32,6 +32,8 @@ pub struct Counters {
     pub requests: AtomicU64,
     pub protocol_errors: AtomicU64,
     pub timeouts: AtomicU64,
+    /// Accept attempts refused because the process is out of file descriptors (EMFILE/ENFILE).
+    pub fd_exhausted: AtomicU64,
 }
 
 /// How far the server is in stopping. Only moves forward (`Running < Graceful < Immediate`):

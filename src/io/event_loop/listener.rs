@@ -101,6 +101,11 @@ impl LoopState {
             };
             match res {
                 Ok((stream, peer)) => {
+                    if let Some(refused) = self.fd_exhausted.take() {
+                        eprintln!(
+                            "sluicegate: accepting again after {refused} attempt(s) refused for lack of file descriptors"
+                        );
+                    }
                     let entry = self.conns.vacant_entry();
                     let token = entry.key();
                     let mut conn = Box::new(Conn::new(stream, token, index, peer));
@@ -119,7 +124,17 @@ impl LoopState {
                         // Out of descriptors: stop accepting until the next sweep instead of
                         // spinning; queued clients wait in the backlog.
                         self.accept_paused = true;
-                        log_io_error("accept (out of file descriptors)", &e);
+                        ctx.counters.fd_exhausted.fetch_add(1, Ordering::Relaxed);
+                        match &mut self.fd_exhausted {
+                            Some(n) => *n += 1,
+                            None => {
+                                self.fd_exhausted = Some(1);
+                                log_io_error(
+                                    "accept (out of file descriptors; paused, retried at each sweep, logged once until accepting works again)",
+                                    &e,
+                                );
+                            }
+                        }
                         return;
                     }
                     // ECONNABORTED and friends concern one client only.

@@ -115,6 +115,10 @@ pub struct LoopState {
     sweep_every: Duration,
     /// Accepting stopped because of EMFILE/ENFILE: retry at the next sweep.
     accept_paused: bool,
+    /// Accept attempts refused for lack of descriptors since the episode began (`None`: no
+    /// episode). An episode is logged once when it begins and once when it ends, however many
+    /// sweeps retry in between.
+    fd_exhausted: Option<u64>,
     /// Listeners that gave a connection in this round: accept from them again once the ready
     /// queue is empty.
     accept_again: Vec<usize>,
@@ -171,6 +175,7 @@ impl LoopState {
             next_sweep: Instant::now() + sweep_every,
             sweep_every,
             accept_paused: false,
+            fd_exhausted: None,
             accept_again: Vec::new(),
             unregistered: Vec::new(),
             flushing: HashMap::new(),
