@@ -165,17 +165,23 @@ pub fn sendfile_fd(fd: RawFd, file: &File, offset: u64, count: usize) -> io::Res
 
 /// TCP_CORK on or off (unix sockets ignore it: the error is irrelevant).
 pub fn set_cork(fd: RawFd, on: bool) {
+    set_tcp_flag(fd, libc::TCP_CORK, on);
+}
+
+/// A boolean IPPROTO_TCP option (TCP_NODELAY, TCP_CORK) on a socket; false if refused.
+pub fn set_tcp_flag(fd: RawFd, option: libc::c_int, on: bool) -> bool {
     let v: libc::c_int = on.into();
-    // SAFETY: setsockopt with a valid pointer to an int of the size given.
-    unsafe {
+    // SAFETY: setsockopt with a valid pointer to an int of the size given, for the call only.
+    let r = unsafe {
         libc::setsockopt(
             fd,
             libc::IPPROTO_TCP,
-            libc::TCP_CORK,
+            option,
             &v as *const libc::c_int as *const libc::c_void,
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
+    r == 0
 }
 
 /// poll(2) on one descriptor with a deadline, retrying on EINTR.

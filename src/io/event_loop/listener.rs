@@ -54,18 +54,7 @@ impl ListenSocket {
 
 /// TCP_NODELAY on a listening socket, for its connections to inherit; false if refused.
 fn set_listener_nodelay(fd: RawFd) -> bool {
-    let on: libc::c_int = 1;
-    // SAFETY: setsockopt on a descriptor we own, reading one c_int that lives for the call.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            &on as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    r == 0
+    crate::io::stream::set_tcp_flag(fd, libc::TCP_NODELAY, true)
 }
 
 impl LoopState {
