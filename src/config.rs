@@ -38,6 +38,8 @@ pub struct Config {
     /// `--max-drain`: an unread request body up to this size is drained after the response so
     /// the connection can be kept; a larger one closes the connection.
     pub max_drain: u64,
+    /// `--limit-response-headers`: the app's header section, names and values, in bytes.
+    pub limit_response_headers: usize,
     /// `--root-path`: SCRIPT_NAME.
     pub root_path: String,
     /// `--health-path`: answered by the event loop itself; empty = off.
@@ -150,6 +152,7 @@ impl Config {
                 max_body: get(d, "limit_body")?,
             },
             max_drain: get(d, "max_drain")?,
+            limit_response_headers: get(d, "limit_response_headers")?,
             write_high_water: get(d, "write_high_water")?,
             root_path: get(d, "root_path")?,
             health_path: get::<String>(d, "health_path")?.into_bytes(),

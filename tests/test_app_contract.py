@@ -318,3 +318,20 @@ def test_an_interim_status_from_the_app_is_refused_not_sent_as_final(errors, cod
     errors.wait_log(r"is interim \(1xx\)", since=mark)
     assert_still_serving(errors.port, "/ok", b"ok")
 
+
+def test_a_header_section_past_the_limit_is_refused_with_500(errors):
+    """Regression (issue 15): a 1 MiB header value from the app went on the wire as given;
+    past --limit-response-headers (default 64 KiB) it is refused like an invalid header."""
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", "/big_header?size=60000"))
+        ok = c.read_response()
+    assert ok.status == 200 and len(ok.header("X-Big")) == 60000
+    mark = errors.log_mark()
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", f"/big_header?size={1 << 20}"))
+        resp = c.read_response()
+    assert resp.status == 500 and resp.header("X-Big") is None
+    line = errors.wait_log(r"limit-response-headers.*", since=mark).group(0)
+    assert "X-Big" in line
+    assert_still_serving(errors.port, "/ok", b"ok")
+

@@ -31,6 +31,7 @@ class Server:
       write_timeout: float                          -- seconds without write progress (connection closed)
       graceful_timeout: float                       -- seconds in-flight requests get at shutdown
       limit_request_line: int, limit_header_bytes: int, limit_headers: int, limit_body: int
+      limit_response_headers: int                   -- largest header section the app may give
       write_high_water: int                         -- backpressure mark for streaming responses
       static: list                                  -- mounts: dicts with prefix, directory, max_age
                                                        (int|None), immutable, index (str|None),

@@ -402,6 +402,13 @@ OPTIONS: Tuple[Option, ...] = (
         "BYTES", int, core=True,
     ),
     Option(
+        "limit_response_headers", parse_size, "64k",
+        "Largest header section the app may give start_response (names and values, bytes); "
+        "larger is refused like any invalid header: the app gets a ValueError naming the "
+        "header, the client a 500, the error log the reason.",
+        "BYTES", int, core=True,
+    ),
+    Option(
         "max_drain", parse_size, "64k",
         "A request body the app did not read is drained up to this many bytes so the "
         "connection can be kept alive; a larger one closes the connection.",
@@ -488,6 +495,7 @@ class Config:
     limit_header_bytes: int
     limit_headers: int
     limit_body: int
+    limit_response_headers: int
     max_drain: int
     static: Tuple[StaticMount, ...]
     static_fallthrough: bool

@@ -99,7 +99,13 @@ fn warn_hop_by_hop_once(py: Python<'_>, name: &[u8]) {
 }
 
 /// Convert and validate what the app passed to start_response.
-pub fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyResult<AppHead> {
+/// `max_headers`: the largest header section (names and values, bytes) the app may give
+/// (`--limit-response-headers`): a 1 MiB header would otherwise go on the wire as given.
+pub fn parse_head(
+    status: &Bound<'_, PyAny>,
+    headers: &Bound<'_, PyAny>,
+    max_headers: usize,
+) -> PyResult<AppHead> {
     let mut status_b = Vec::with_capacity(32);
     push_latin1(&mut status_b, status, "status")?;
     let code = app_status_code(&status_b).map_err(|_| {
@@ -142,6 +148,13 @@ pub fn parse_head(status: &Bound<'_, PyAny>, headers: &Bound<'_, PyAny>) -> PyRe
         push_latin1(&mut head.hbuf, &pair.get_item(1)?, "header value")?;
         let end = head.hbuf.len();
         let (name, value) = head.hbuf[start..].split_at(mid - start);
+        if end > max_headers {
+            return Err(PyValueError::new_err(format!(
+                "the response headers pass --limit-response-headers ({max_headers} bytes) at header {:?} ({} bytes)",
+                String::from_utf8_lossy(name),
+                end - start
+            )));
+        }
         let keep = match classify_app_header(name, value) {
             Ok(AppHeader::Keep) => true,
             Ok(AppHeader::HopByHop { closes }) => {

@@ -75,6 +75,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             write_timeout: bridge.config.write_timeout,
             high_water: bridge.config.write_high_water,
             server_header: bridge.server_header,
+            max_app_headers: bridge.config.limit_response_headers,
         },
     );
     let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");

@@ -83,6 +83,7 @@ pub struct Sender {
     keep_alive: bool,
     write_timeout: Duration,
     high_water: u64,
+    max_app_headers: usize,
     server_header: &'static [u8],
     app: AppHead,
     stage: Stage,
@@ -119,6 +120,8 @@ pub struct SenderSettings {
     pub keep_alive: bool,
     pub write_timeout: Duration,
     pub high_water: u64,
+    /// `--limit-response-headers`: checked by start_response (`app_head::parse_head`).
+    pub max_app_headers: usize,
     pub server_header: &'static [u8],
 }
 
@@ -138,6 +141,7 @@ impl Sender {
             keep_alive: settings.keep_alive,
             write_timeout: settings.write_timeout,
             high_water: settings.high_water,
+            max_app_headers: settings.max_app_headers,
             server_header: settings.server_header,
             app: AppHead::default(),
             stage: Stage::Unsent,
@@ -159,6 +163,10 @@ impl Sender {
             Stage::Streaming(s) => Some(s),
             _ => None,
         }
+    }
+    /// The largest header section the app may give (`--limit-response-headers`).
+    pub fn max_app_headers(&self) -> usize {
+        self.max_app_headers
     }
     pub fn app_head(&self) -> &AppHead {
         &self.app

@@ -62,7 +62,7 @@ impl StartResponse {
                 }
                 None => {}
             }
-            let head = parse_head(status, headers)?;
+            let head = parse_head(status, headers, sender.max_app_headers())?;
             sender.set_app_head(head);
         }
         Ok(Write {

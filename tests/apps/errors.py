@@ -18,6 +18,7 @@ so a test can check it reached the error log and never the response body.
   containing it; ``/bad_name_crlf``: a header name containing CRLF.
 - ``/interim?code=N``: calls start_response with the 1xx status ``N`` (default 103 Early
   Hints) and returns a body, as if it were final.
+- ``/big_header?size=N``: one header ``X-Big`` of N bytes (the response header limit).
 - ``/hop_by_hop``: sets the hop-by-hop headers Keep-Alive, Transfer-Encoding, Upgrade and
   Proxy-Connection (the server's business: dropped, logged once) beside an ordinary X-Kept.
 """
@@ -38,6 +39,11 @@ def app(environ, start_response):
         err.flush()
         start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
         return [b"ok"]
+    if path == "/big_header":
+        size = int(environ.get("QUERY_STRING", "").partition("size=")[2] or "0")
+        start_response("200 OK", [("Content-Type", "text/plain"), ("X-Big", "b" * size),
+                                  ("Content-Length", "3")])
+        return [b"big"]
     if path == "/interim":
         code = environ.get("QUERY_STRING", "").partition("code=")[2] or "103"
         start_response(f"{code} Early Hints", [("Content-Type", "text/plain")])
