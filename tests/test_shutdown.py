@@ -75,7 +75,9 @@ def test_graceful_timeout_bounds_the_wait_for_a_stuck_request(start_server):
     busy.send(request_bytes("GET", f"/slow?token={tok}&gate=never-{tok}"))
     srv.wait_marks("started", prefix=tok)
     srv.signal(signal.SIGTERM)
-    srv.wait_exit(timeout=TIMEOUT)
+    # Exit status 1: a request was cut (issue 15: it used to be 0 whatever was cut).
+    assert srv.wait_exit(timeout=TIMEOUT) == 1
+    assert "Shutdown cut 1 request(s)" in srv.log_text()
     # The client is not left hanging with something that looks complete.
     try:
         resp = busy.read_response()
@@ -83,3 +85,22 @@ def test_graceful_timeout_bounds_the_wait_for_a_stuck_request(start_server):
         resp = None
     assert resp is None or resp.status >= 500
     busy.close()
+
+
+def test_a_second_sigint_stops_at_once(start_server):
+    """Regression (issue 15): a second SIGINT logged "stopping now" and still waited the whole
+    graceful timeout for the app thread of an in-flight request; now it stops at once, and the
+    exit status says a request was cut. (The graceful timeout here is far longer than the wait
+    below, so the old behaviour fails it.)"""
+    srv = start_server("blocking", "--graceful-timeout", "60")
+    tok = uuid.uuid4().hex
+    busy = Conn.open(srv.port)
+    busy.send(request_bytes("GET", f"/slow?token={tok}&gate=never-{tok}"))
+    srv.wait_marks("started", prefix=tok)
+    srv.signal(signal.SIGINT)
+    srv.wait_log("Received SIGINT")
+    srv.signal(signal.SIGINT)
+    assert srv.wait_exit(timeout=TIMEOUT) == 1
+    assert "stopping now" in srv.log_text()
+    busy.close()
+

@@ -54,10 +54,12 @@ class Server:
         listeners: Sequence[Listener],  # any iterable of Listener tuples
         config: Mapping[str, Any],
     ) -> None: ...
-    def run(self) -> None:
+    def run(self) -> int:
         """Serve until shutdown() is called (from a signal handler or another thread). Releases
         the GIL while waiting; runs Python signal handlers when signal_fd becomes readable.
-        Returns after in-flight requests finished (or graceful_timeout passed)."""
+        Returns after in-flight requests finished (or graceful_timeout passed, counted from the
+        first shutdown request; at once after shutdown(graceful=False)): the number of requests
+        the stop cut (still in the app or still sending)."""
     def shutdown(self, graceful: bool = True) -> None:
         """Stop accepting; finish in-flight requests within graceful_timeout; close idle
         keep-alive connections. Safe to call from any thread or a signal handler, and harmless

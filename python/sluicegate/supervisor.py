@@ -106,6 +106,7 @@ class Supervisor:
         # set_wakeup_fd and signal handlers exist only in the main thread; serve() run in
         # another thread is stopped by calling shutdown() instead.
         on_main_thread = threading.current_thread() is threading.main_thread()
+        cut = 0
         try:
             core = _import_core()
             access_fd = _open_access_log(self.cfg.access_log)
@@ -132,7 +133,7 @@ class Supervisor:
             )
             for s in self.sockets:
                 log.info("Listening at: %s", s.url)
-            self._server.run()
+            cut = self._server.run() or 0
         finally:
             for restored, handler in old_handlers.items():
                 signal.signal(restored, signal.SIG_IGN if self.owns_process else handler)
@@ -145,6 +146,9 @@ class Supervisor:
                 os.close(access_fd)
             for s in self.sockets:
                 s.close()  # closes what was not handed over; removes our unix socket files
+        if cut:
+            log.warning("Shutdown cut %d request(s) still in progress", cut)
+            return 1
         log.info("Shutdown complete")
         return 0
 

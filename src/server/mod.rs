@@ -146,7 +146,6 @@ pub struct Server {
     shared: Arc<Shared>,
     loop_state: Mutex<Option<Box<LoopState>>>,
     signal_fd: RawFd,
-    graceful: std::time::Duration,
 }
 
 #[pymethods]
@@ -215,7 +214,6 @@ impl Server {
         )?;
         let policy = config.scheduler;
         let signal_fd = config.signal_fd;
-        let graceful = config.graceful_timeout;
         let bridge = Bridge::new(py, app, environ, config, ctx)?;
         // SAFETY: plain eventfd creation; the result is checked below.
         let done_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
@@ -231,12 +229,11 @@ impl Server {
             }),
             loop_state: Mutex::new(Some(st)),
             signal_fd,
-            graceful,
         })
     }
 
     /// Serve until shutdown. Runs Python signal handlers when the signal pipe wakes us.
-    fn run(&self, py: Python<'_>) -> PyResult<()> {
+    fn run(&self, py: Python<'_>) -> PyResult<u64> {
         let st =
             self.loop_state.lock().unwrap().take().ok_or_else(|| {
                 pyo3::exceptions::PyRuntimeError::new_err("run() was already called")
@@ -295,7 +292,9 @@ impl Server {
             // The thread that started the loop may have become a pool thread after a takeover:
             // stop the pool first, then join it only if it is gone (never wait on an app call
             // stuck past the graceful timeout).
-            let left = pool.stop(self.graceful);
+            // What is left of the one graceful deadline (none after an immediate stop): the
+            // loop already used its share of it.
+            let left = pool.stop(shared.ctx().graceful_left());
             if loop_thread.is_finished() {
                 let _ = loop_thread.join();
             }
@@ -312,7 +311,7 @@ impl Server {
                 ),),
             )?;
         }
-        Ok(())
+        Ok(shared.bridge.counters().cut.load(Ordering::Relaxed))
     }
 
     /// Stop accepting and finish (graceful) or drop (not graceful) in-flight requests.

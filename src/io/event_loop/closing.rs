@@ -155,6 +155,16 @@ impl LoopState {
         }
         let deadline_passed = now >= self.shutdown_started.unwrap() + ctx.settings.graceful_timeout;
         if ctx.shutdown_state() == Shutdown::Immediate || deadline_passed {
+            // Requests still in the app, or still being sent, are cut.
+            let cut = self
+                .conns
+                .iter()
+                .filter(|(_, s)| match s {
+                    Slot::Away { .. } => true,
+                    Slot::Here(c) => !c.out.is_empty() || matches!(c.phase, Phase::ReadingBody(_)),
+                })
+                .count();
+            ctx.counters.cut.fetch_add(cut as u64, Ordering::Relaxed);
             let all: Vec<usize> = self
                 .conns
                 .iter()

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mio::Waker;
 use sluicegate_proto::{Limits, RequestHead};
@@ -34,6 +34,9 @@ pub struct Counters {
     pub timeouts: AtomicU64,
     /// Accept attempts refused because the process is out of file descriptors (EMFILE/ENFILE).
     pub fd_exhausted: AtomicU64,
+    /// Requests cut by the shutdown: still in the app or still sending when the graceful
+    /// timeout ended (or at an immediate stop).
+    pub cut: AtomicU64,
 }
 
 /// How far the server is in stopping. Only moves forward (`Running < Graceful < Immediate`):
@@ -70,6 +73,9 @@ pub struct LoopCtx {
     /// Streaming responses whose socket is full: the loop writes them as it becomes writable.
     pub(super) flush_requests: Mutex<Vec<(usize, Arc<SharedOut>)>>,
     pub(super) shutdown: AtomicU8,
+    /// When the first shutdown request came: the graceful timeout runs from here, for the loop
+    /// and for the pool alike (one deadline, not one each).
+    pub(super) shutdown_at: Mutex<Option<Instant>>,
     pub counters: Counters,
 }
 
@@ -102,12 +108,31 @@ impl LoopCtx {
 
     /// Ask the loop to stop (a request for less than what was already asked changes nothing).
     pub fn request_shutdown(&self, how: Shutdown) {
+        self.shutdown_at
+            .lock()
+            .unwrap()
+            .get_or_insert_with(Instant::now);
         self.shutdown.fetch_max(how as u8, Ordering::SeqCst);
         let _ = self.waker.wake();
     }
 
     pub fn shutting_down(&self) -> bool {
         self.shutdown_state() != Shutdown::Running
+    }
+
+    /// What is left of the graceful timeout (nothing for an immediate stop).
+    pub fn graceful_left(&self) -> Duration {
+        if self.shutdown_state() == Shutdown::Immediate {
+            return Duration::ZERO;
+        }
+        let started = self
+            .shutdown_at
+            .lock()
+            .unwrap()
+            .unwrap_or_else(Instant::now);
+        self.settings
+            .graceful_timeout
+            .saturating_sub(started.elapsed())
     }
 
     pub fn shutdown_state(&self) -> Shutdown {

@@ -163,6 +163,7 @@ impl LoopState {
             returns: Mutex::new(Vec::new()),
             flush_requests: Mutex::new(Vec::new()),
             shutdown: AtomicU8::new(Shutdown::Running as u8),
+            shutdown_at: Mutex::new(None),
             counters: Counters::default(),
         });
         let st = Box::new(LoopState {
