@@ -148,6 +148,14 @@ class Supervisor:
                 s.close()  # closes what was not handed over; removes our unix socket files
         if cut:
             log.warning("Shutdown cut %d request(s) still in progress", cut)
+            if self.owns_process:
+                # App threads may still be inside the app. Finalizing the interpreter under them
+                # makes CPython end each with pthread_exit when it next wants the GIL, which
+                # aborts a Rust thread (SIGABRT, exit status -6): leave without finalizing.
+                logging.shutdown()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(1)
             return 1
         log.info("Shutdown complete")
         return 0
