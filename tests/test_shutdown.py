@@ -104,3 +104,21 @@ def test_a_second_sigint_stops_at_once(start_server):
     assert "stopping now" in srv.log_text()
     busy.close()
 
+
+def test_a_response_finished_during_a_graceful_stop_says_connection_close(start_server):
+    """Regression (issue 15): a request in flight when the stop began was answered with a
+    keep-alive head, and then the connection was closed under the client (RFC 9112 9.6)."""
+    srv = start_server("blocking", "--graceful-timeout", "10")
+    tok = uuid.uuid4().hex
+    with Conn.open(srv.port) as busy:
+        busy.send(request_bytes("GET", f"/slow?token={tok}&gate=g-{tok}"))
+        srv.wait_marks("started", prefix=tok)
+        srv.signal(signal.SIGTERM)
+        srv.wait_log("Received SIGTERM")
+        srv.open_gate(f"g-{tok}")
+        resp = busy.read_response()
+        assert resp.status == 200 and resp.body.startswith(b"slow " + tok.encode())
+        assert resp.has_token("Connection", "close")
+        busy.expect_closed()
+    assert srv.wait_exit(timeout=TIMEOUT) == 0
+

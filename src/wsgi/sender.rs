@@ -181,9 +181,11 @@ impl Sender {
         self.body_bytes
     }
     /// The connection may carry another request after this response (proto's rule).
+    /// A stop that began while the app ran closes the connection too, and the head says so
+    /// (RFC 9112 §9.6), instead of promising a keep-alive the server will not keep.
     pub fn keeps_alive(&self) -> bool {
         keeps_alive(
-            self.keep_alive,
+            self.keep_alive && !self.ctx.shutting_down(),
             self.app.wants_close || self.client_gone,
             self.framing,
         )
