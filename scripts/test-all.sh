@@ -23,7 +23,9 @@ for v in $VERSIONS; do
   py=$(ls -d "$HOME"/.pyenv/versions/"$v".*/bin/python"$v" 2>/dev/null | sort -V | tail -1 || true)
   if [ -z "$py" ]; then echo "test-all: CPython $v not found, skipped" >&2; summary+=("$v skipped"); continue; fi
   tag=cp${v/./}
-  whl=$(ls "$DIST"/sluicegate-*-"$tag"-"$tag"-*manylinux_2_17_x86_64*.whl 2>/dev/null | head -1 || true)
+  # 3.9 has its own wheel; 3.10+ share the abi3 one (scripts/wheels.sh).
+  if [ "$v" = 3.9 ]; then abi="$tag-$tag"; else abi="cp310-abi3"; fi
+  whl=$(ls "$DIST"/sluicegate-*-"$abi"-*manylinux_2_17_x86_64*.whl 2>/dev/null | head -1 || true)
   [ -n "$whl" ] || { echo "test-all: no $tag wheel in $DIST" >&2; summary+=("$v NO WHEEL"); status=1; continue; }
   venv=$(mktemp -d /tmp/sg-test-$tag-XXXX)
   env PATH="$NORUST" "$py" -m venv "$venv"
