@@ -21,6 +21,7 @@ use sluicegate_proto::files::{
     plan, plan_not_found, plan_redirect_to_slash, resolve, FileMeta, MountOptions, Representations,
     Resolved, ServerFields,
 };
+use sluicegate_proto::h1::response::OwnAnswer;
 use sluicegate_proto::RequestHead;
 
 use crate::config::MountConfig;
@@ -47,11 +48,7 @@ pub enum StaticOutcome {
     /// Not under any mount (or no file and fallthrough is on): the app answers.
     NotStatic,
     /// Answered: the head (and a sendfile range) are in the output queue.
-    Served {
-        status: u16,
-        keep_alive: bool,
-        body_bytes: u64,
-    },
+    Served(OwnAnswer),
 }
 
 fn open_dir(path: &str) -> std::io::Result<OwnedFd> {
@@ -272,11 +269,11 @@ impl StaticFiles {
                     if cork {
                         out.push_cork(false);
                     }
-                    return StaticOutcome::Served {
+                    return StaticOutcome::Served(OwnAnswer {
                         status: p.status,
                         keep_alive: p.keep_alive,
                         body_bytes,
-                    };
+                    });
                 }
             }
         }
@@ -298,11 +295,11 @@ impl StaticFiles {
             &mut buf,
         );
         out.push_owned(buf);
-        StaticOutcome::Served {
+        StaticOutcome::Served(OwnAnswer {
             status: p.status,
             keep_alive: p.keep_alive,
             body_bytes: p.text_body,
-        }
+        })
     }
 
     /// 301 to the same path with a trailing '/' (decided by `plan_redirect_to_slash`).
@@ -323,10 +320,10 @@ impl StaticFiles {
             &mut buf,
         );
         out.push_owned(buf);
-        StaticOutcome::Served {
+        StaticOutcome::Served(OwnAnswer {
             status: p.status,
             keep_alive: p.keep_alive,
             body_bytes: p.text_body,
-        }
+        })
     }
 }

@@ -65,15 +65,21 @@ def test_shutdown_with_no_connections_exits_0(start_server):
     assert srv.wait_exit() == 0
 
 
+def stuck_request(srv) -> Conn:
+    """A request the app holds past any timeout of these tests (its gate is never opened: the
+    app blocks for 15 s), once the app has it. Returns its connection."""
+    tok = uuid.uuid4().hex
+    busy = Conn.open(srv.port)
+    busy.send(request_bytes("GET", f"/slow?token={tok}&gate=never-{tok}"))
+    srv.wait_marks("started", prefix=tok)
+    return busy
+
+
 def test_graceful_timeout_bounds_the_wait_for_a_stuck_request(start_server):
     """Regression (7b360a4): shutdown joined the loop thread even when a takeover had made it
     the pool thread stuck in the app call, so --graceful-timeout did not bound the exit."""
     srv = start_server("blocking", "--graceful-timeout", "1")
-    tok = uuid.uuid4().hex
-    busy = Conn.open(srv.port)
-    # The gate is never opened: the app would block for 15 s.
-    busy.send(request_bytes("GET", f"/slow?token={tok}&gate=never-{tok}"))
-    srv.wait_marks("started", prefix=tok)
+    busy = stuck_request(srv)
     srv.signal(signal.SIGTERM)
     # Exit status 1: a request was cut (issue 15: it used to be 0 whatever was cut).
     assert srv.wait_exit(timeout=TIMEOUT) == 1
@@ -93,10 +99,7 @@ def test_a_second_sigint_stops_at_once(start_server):
     exit status says a request was cut. (The graceful timeout here is far longer than the wait
     below, so the old behaviour fails it.)"""
     srv = start_server("blocking", "--graceful-timeout", "60")
-    tok = uuid.uuid4().hex
-    busy = Conn.open(srv.port)
-    busy.send(request_bytes("GET", f"/slow?token={tok}&gate=never-{tok}"))
-    srv.wait_marks("started", prefix=tok)
+    busy = stuck_request(srv)
     srv.signal(signal.SIGINT)
     srv.wait_log("Received SIGINT")
     srv.signal(signal.SIGINT)

@@ -333,15 +333,7 @@ fn own_answer(head: &RequestHead, out: &mut OutQueue, ctx: &LoopCtx) -> Option<O
         }
     }
     match ctx.settings.statics.as_ref()?.serve(head, out, server) {
-        StaticOutcome::Served {
-            status,
-            keep_alive,
-            body_bytes,
-        } => Some(OwnAnswer {
-            status,
-            keep_alive,
-            body_bytes,
-        }),
+        StaticOutcome::Served(answer) => Some(answer),
         StaticOutcome::NotStatic => None,
     }
 }
