@@ -18,6 +18,8 @@ pub struct Config {
     /// `--threads MIN:MAX`: app threads kept warm / the most that may run at once.
     pub threads_min: usize,
     pub threads_max: usize,
+    /// `--max-runnable` (see `server::admission`; 0 = no limit).
+    pub max_runnable: usize,
     /// `--scheduler` (see `server::scheduler`).
     pub scheduler: Policy,
     /// `--header-timeout`: a request head must arrive whole within this (408).
@@ -132,6 +134,7 @@ impl Config {
         Ok(Config {
             threads_min,
             threads_max,
+            max_runnable: get(d, "max_runnable")?,
             scheduler: {
                 let name: String = get(d, "scheduler")?;
                 Policy::parse(&name).ok_or_else(|| {

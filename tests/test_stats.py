@@ -14,7 +14,9 @@ from sluicegate.supervisor import Supervisor
 
 DOCUMENTED_KEYS = {
     "requests", "accepted", "protocol_errors", "timeouts", "fd_exhausted", "inline_calls", "dispatched_calls",
-    "takeovers", "preemptions", "handoffs", "mode", "threads", "busy_threads",
+    "takeovers", "preemptions", "handoffs", "mode", "threads", "busy_threads", "max_runnable",
+    "runnable_short", "runnable_long", "runnable_short_peak", "runnable_long_peak", "admission_queue",
+    "admission_waits", "demotions", "lengthened",
 }
 
 

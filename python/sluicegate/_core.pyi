@@ -24,6 +24,7 @@ class Server:
 
     config keys (all required; the Python front fills defaults):
       threads_min: int, threads_max: int            -- elastic pool bounds
+      max_runnable: int                             -- admission limit of pool calls (0 = none)
       scheduler: str                                -- "adaptive", "inline" or "pool"
       header_timeout: float                         -- seconds for a whole request head (408)
       keepalive_timeout: float                      -- idle seconds between requests
@@ -72,7 +73,13 @@ class Server:
         descriptors), inline_calls, dispatched_calls, takeovers (loop hand-overs
         by the watchdog), preemptions (those of them that took the loop from a call computing
         while other work waited), handoffs (by streaming inline calls), mode ("inline" or "dispatch"),
-        threads (pool threads alive), busy_threads."""
+        threads (pool threads alive), busy_threads, and admission to the pool (see
+        server/admission.rs): max_runnable (the limit per class), runnable_short and
+        runnable_long (admitted calls counting as runnable now), runnable_short_peak and
+        runnable_long_peak (most at once; the short class's never passes the limit unless it is
+        0), admission_queue (calls waiting now), admission_waits (calls that waited), demotions
+        (admitted calls seen blocked, which stopped counting), lengthened (short calls that ran
+        long and moved to the long class)."""
 
 class ClientDisconnected(OSError):
     """Raised by wsgi.input when the client went away before the body was complete, and by

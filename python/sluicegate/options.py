@@ -94,6 +94,14 @@ def parse_count(value: object) -> int:
     return n
 
 
+def parse_count_or_zero(value: object) -> int:
+    """A whole number, 0 or more."""
+    n = _int(value, "a whole number")
+    if not 0 <= n <= _MAX_COUNT:
+        raise ValueError("must be 0 or more" if n < 0 else "is too large")
+    return n
+
+
 def parse_seconds(value: object) -> float:
     """A duration in seconds, > 0: `10`, `2.5`."""
     if isinstance(value, bool):
@@ -340,6 +348,16 @@ OPTIONS: Tuple[Option, ...] = (
         "MIN:MAX", Tuple[int, int],
     ),
     Option(
+        "max_runnable", parse_count_or_zero, "1",
+        "Most app calls on the pool that may run Python at once, for short requests and again "
+        "for long ones (by what their path took recently); further requests wait in order, "
+        "short ones first, and a call seen blocked (sleeping, waiting for a database) stops "
+        "counting, so blocking apps still get up to MAX threads. Keeps a burst of requests from "
+        "becoming a convoy of threads fighting for the GIL (see docs/architecture.md). 0: no "
+        "limit.",
+        "N", int, core=True,
+    ),
+    Option(
         "scheduler", parse_scheduler, "adaptive",
         "Where app calls run. adaptive: inline on the event loop's thread while calls return "
         "quickly, on the pool as soon as one blocks (see docs/architecture.md). inline: always "
@@ -484,6 +502,7 @@ class Config:
     app: Union[str, Callable[..., Any]]
     bind: Tuple[BindAddress, ...]
     threads: Tuple[int, int]
+    max_runnable: int
     scheduler: str
     backlog: int
     header_timeout: float

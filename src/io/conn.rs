@@ -4,6 +4,8 @@
 //! bytes or finishes writing, and by the thread running the app for the duration of a request
 //! (it is then "away" from the loop's table). Moving a `Box<Conn>` is the whole hand-off.
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use sluicegate_proto::h1::HeadParser;
@@ -85,6 +87,10 @@ pub struct Conn {
     /// Per-connection data the layer above caches across requests (the bridge keeps the
     /// REMOTE_ADDR/REMOTE_PORT strings here). Opaque to the I/O layer.
     pub upper: Option<Box<dyn std::any::Any + Send>>,
+    /// Set by the loop when the socket became readable while an app thread had the connection
+    /// (shared with the loop's note of it, so the thread that gives the connection back knows
+    /// whether the loop must be woken for it: see `LoopCtx::return_conn`).
+    pub woke_away: Arc<AtomicBool>,
 }
 
 impl Conn {
@@ -102,6 +108,7 @@ impl Conn {
             deadline: None,
             requests: 0,
             registered: false,
+            woke_away: Arc::new(AtomicBool::new(false)),
             upper: None,
         }
     }

@@ -5,6 +5,7 @@
 //! thread drives the event loop at a time (it may change on a takeover, see `scheduler`); app
 //! threads come and go in the pool; one watchdog thread looks after inline calls.
 
+pub mod admission;
 pub mod scheduler;
 
 use std::os::fd::RawFd;
@@ -119,7 +120,8 @@ fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) {
                 .sched
                 .dispatched_calls
                 .fetch_add(1, Ordering::Relaxed);
-            shared.pool().submit(Job::Request(work));
+            let route = admission::route_hash(work.head.path());
+            shared.pool().submit(Job::Request(work), route);
         }
     }
 }
@@ -245,11 +247,18 @@ impl Server {
             Pool::new(
                 cfg.threads_min,
                 cfg.threads_max,
+                cfg.max_runnable,
                 Box::new(move |job| run_job(&s, job)),
             )
         };
         *shared.pool.lock().unwrap() = Some(Arc::clone(&pool));
         pool.prestart();
+        let s = Arc::clone(&shared);
+        let p = Arc::clone(&pool);
+        let admission_watcher = std::thread::Builder::new()
+            .name("sluicegate-admit".into())
+            .spawn(move || p.watch(|| s.sched.loop_cpu_time()))
+            .map_err(|e| PyOSError::new_err(format!("cannot start the admission watcher: {e}")))?;
 
         let s = Arc::clone(&shared);
         let loop_thread = std::thread::Builder::new()
@@ -295,6 +304,7 @@ impl Server {
             // What is left of the one graceful deadline (none after an immediate stop): the
             // loop already used its share of it.
             let left = pool.stop(shared.ctx().graceful_left());
+            let _ = admission_watcher.join();
             if loop_thread.is_finished() {
                 let _ = loop_thread.join();
             }
@@ -350,6 +360,18 @@ impl Server {
         };
         d.set_item("threads", threads)?;
         d.set_item("busy_threads", busy)?;
+        if let Some(p) = s.pool.lock().unwrap().as_ref() {
+            let (limit, runnable, queued_now, a) = p.admission();
+            d.set_item("max_runnable", limit)?;
+            d.set_item("runnable_short", runnable[0])?;
+            d.set_item("runnable_long", runnable[1])?;
+            d.set_item("runnable_short_peak", a.runnable_peak[0])?;
+            d.set_item("runnable_long_peak", a.runnable_peak[1])?;
+            d.set_item("admission_queue", queued_now)?;
+            d.set_item("admission_waits", a.queued)?;
+            d.set_item("demotions", a.demoted)?;
+            d.set_item("lengthened", a.lengthened)?;
+        }
         Ok(d)
     }
 }

@@ -311,7 +311,7 @@ impl Scheduler {
 
     /// CPU time (user + system) the loop thread has used so far: its POSIX thread CPU clock,
     /// one `clock_gettime`. `None` before a loop thread is known.
-    fn loop_cpu_time(&self) -> Option<Duration> {
+    pub fn loop_cpu_time(&self) -> Option<Duration> {
         let thread = self.loop_thread.load(Ordering::Relaxed);
         if thread == 0 {
             return None;

@@ -3,18 +3,25 @@
 //! Threads are created on demand up to `max` and exit after `IDLE_EXIT` without work (down to
 //! `min`). Idle threads wait on their own slot, most recently idle first (LIFO): a job goes
 //! straight into a parked thread's slot and only that thread is woken, hot threads stay hot,
-//! and threads at the bottom of the stack time out when the load drops. When every thread is
-//! busy and the pool is at `max`, jobs wait in a FIFO queue that finishing threads drain.
+//! and threads at the bottom of the stack time out when the load drops.
+//!
+//! App calls pass admission first (`server::admission`): at most `max_runnable` of them count as
+//! runnable at once; the others wait in a FIFO queue, and a thread that finishes a call takes
+//! the next one itself, without a wake-up. The pool's watcher thread (`watch`) looks at the
+//! admitted calls while calls wait, and demotes those it sees blocked, so blocking apps still
+//! get as many threads as they have blocked calls (up to `max`). Jobs submitted as urgent (the
+//! event loop moving to another thread) bypass admission.
 //!
 //! Each thread stays attached to the Python interpreter for its whole life (one thread state,
 //! created once), so taking the GIL for a job costs a lock, not a thread-state allocation.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
+
+use crate::server::admission::{stalled, Admission, AdmissionStats, Class, LONG_CALL, STALLED_LOOKS};
 
 /// An idle thread with no work for this long exits (while more than `min` threads exist).
 const IDLE_EXIT: Duration = Duration::from_secs(30);
@@ -23,15 +30,80 @@ const IDLE_EXIT: Duration = Duration::from_secs(30);
 /// Linux, so deep recursion in apps behaves as it does elsewhere. Only touched pages use memory.
 const STACK_SIZE: usize = 8 * 1024 * 1024;
 
-/// A parked thread's mailbox.
+/// The watcher's interval between looks at admitted calls while calls wait. A blocked call is
+/// demoted after `STALLED_LOOKS` of them (0.5–0.75 ms), which is what a queued request waits
+/// at most behind calls that sleep; a look costs a few `clock_gettime` calls.
+const LOOK_EVERY: Duration = Duration::from_micros(250);
+
+/// No thread CPU clock known yet.
+const NO_CLOCK: i64 = i64::MIN;
+
+/// How a job was admitted: its route and class (urgent jobs have none).
+#[derive(Clone, Copy)]
+struct Ticket {
+    route: u64,
+    class: Class,
+}
+
+/// A parked thread's mailbox, and its CPU clock (for the watcher).
 struct Slot<J> {
-    job: Mutex<Option<J>>,
+    job: Mutex<Option<(J, Option<Ticket>)>>,
     cond: Condvar,
+    clock: AtomicI64,
+}
+
+impl<J> Slot<J> {
+    fn new() -> Arc<Slot<J>> {
+        Arc::new(Slot {
+            job: Mutex::new(None),
+            cond: Condvar::new(),
+            clock: AtomicI64::new(NO_CLOCK),
+        })
+    }
+
+    /// Called by the slot's own thread once.
+    fn set_clock_of_this_thread(&self) {
+        let mut clock: libc::clockid_t = 0;
+        // SAFETY: pthread_self is this live thread; `clock` is a valid out-pointer.
+        if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) } == 0 {
+            self.clock.store(i64::from(clock), Ordering::Relaxed);
+        }
+    }
+
+    fn cpu_time(&self) -> Option<Duration> {
+        match self.clock.load(Ordering::Relaxed) {
+            NO_CLOCK => None,
+            c => clock_time(c as libc::clockid_t),
+        }
+    }
+}
+
+/// An admitted call that counts as runnable: its thread's slot and what the watcher saw of it.
+struct Holder<J> {
+    slot: Arc<Slot<J>>,
+    ticket: Ticket,
+    since: Instant,
+    /// Its thread's CPU time at the previous look.
+    cpu_seen: Option<Duration>,
+    stalled_looks: u32,
+}
+
+impl<J> Holder<J> {
+    fn new(slot: &Arc<Slot<J>>, ticket: Ticket) -> Holder<J> {
+        Holder {
+            slot: Arc::clone(slot),
+            ticket,
+            since: Instant::now(),
+            cpu_seen: None,
+            stalled_looks: 0,
+        }
+    }
 }
 
 struct Inner<J> {
     idle: Vec<Arc<Slot<J>>>,
-    queue: VecDeque<J>,
+    adm: Admission<J>,
+    holders: Vec<Holder<J>>,
     total: usize,
     stopping: bool,
 }
@@ -40,6 +112,8 @@ pub struct Pool<J: Send + 'static> {
     inner: Mutex<Inner<J>>,
     /// Signalled when a thread exits (for `stop`).
     exited: Condvar,
+    /// Signalled when a call starts waiting in an empty queue (wakes the watcher).
+    queued: Condvar,
     min: usize,
     max: usize,
     run: Box<dyn Fn(J) + Send + Sync>,
@@ -47,15 +121,23 @@ pub struct Pool<J: Send + 'static> {
 }
 
 impl<J: Send + 'static> Pool<J> {
-    pub fn new(min: usize, max: usize, run: Box<dyn Fn(J) + Send + Sync>) -> Arc<Pool<J>> {
+    /// `max_runnable`: see `server::admission` (0: no admission limit).
+    pub fn new(
+        min: usize,
+        max: usize,
+        max_runnable: usize,
+        run: Box<dyn Fn(J) + Send + Sync>,
+    ) -> Arc<Pool<J>> {
         Arc::new(Pool {
             inner: Mutex::new(Inner {
                 idle: Vec::new(),
-                queue: VecDeque::new(),
+                adm: Admission::new(max_runnable),
+                holders: Vec::new(),
                 total: 0,
                 stopping: false,
             }),
             exited: Condvar::new(),
+            queued: Condvar::new(),
             min,
             max,
             run,
@@ -73,85 +155,139 @@ impl<J: Send + 'static> Pool<J> {
         self.busy.load(Ordering::Relaxed)
     }
 
+    /// Admission: (limit, runnable now per class, queued now, counters).
+    pub fn admission(&self) -> (usize, [usize; 2], usize, AdmissionStats) {
+        let inner = self.inner.lock().unwrap();
+        (
+            inner.adm.limit(),
+            [
+                inner.adm.runnable(Class::Short),
+                inner.adm.runnable(Class::Long),
+            ],
+            inner.adm.queued_now(),
+            inner.adm.stats,
+        )
+    }
+
     /// Start `min` threads ahead of the first request.
     pub fn prestart(self: &Arc<Self>) {
         let mut inner = self.inner.lock().unwrap();
         while inner.total < self.min {
             inner.total += 1;
-            self.spawn(None);
+            self.spawn(Slot::new(), None);
         }
     }
 
-    /// Run `job` on a pool thread: a parked one if any, else a new one (below max), else queue.
-    pub fn submit(self: &Arc<Self>, job: J) {
-        self.submit_inner(job, false)
-    }
-
-    /// Like `submit`, but never queued: starts a thread beyond `max` if none is idle. For the
-    /// event loop itself when it is handed to another thread.
-    pub fn submit_urgent(self: &Arc<Self>, job: J) {
-        self.submit_inner(job, true)
-    }
-
-    fn submit_inner(self: &Arc<Self>, job: J, urgent: bool) {
+    /// Run an app call on a pool thread once admitted: at once if there is room and a thread
+    /// (a parked one, else a new one below max), else after the calls queued before it.
+    /// `route`: see `admission::route_hash`.
+    pub fn submit(self: &Arc<Self>, job: J, route: u64) {
         let mut inner = self.inner.lock().unwrap();
-        if let Some(slot) = inner.idle.pop() {
-            drop(inner);
-            *slot.job.lock().unwrap() = Some(job);
-            slot.cond.notify_one();
+        let class = inner.adm.class_of(route);
+        let room = inner.adm.has_room(class) || inner.stopping;
+        if room && (!inner.idle.is_empty() || inner.total < self.max) {
+            inner.adm.admit(class);
+            self.start(inner, job, Some(Ticket { route, class }));
             return;
         }
-        if inner.total < self.max || urgent {
-            inner.total += 1;
-            drop(inner);
-            self.spawn(Some(job));
-            return;
+        let was_empty = inner.adm.queued_now() == 0;
+        inner.adm.wait(job, route, class);
+        drop(inner);
+        if was_empty {
+            self.queued.notify_one();
         }
-        inner.queue.push_back(job);
     }
 
-    fn spawn(self: &Arc<Self>, first: Option<J>) {
+    /// Run `job` now, not counted by admission, starting a thread beyond `max` if none is
+    /// idle: for the event loop itself when it is handed to another thread.
+    pub fn submit_urgent(self: &Arc<Self>, job: J) {
+        let inner = self.inner.lock().unwrap();
+        self.start(inner, job, None);
+    }
+
+    /// Give `job` to a parked thread, or to a new one. An admitted job's thread becomes a
+    /// holder (watched while calls wait).
+    fn start(
+        self: &Arc<Self>,
+        mut inner: std::sync::MutexGuard<'_, Inner<J>>,
+        job: J,
+        ticket: Option<Ticket>,
+    ) {
+        let (slot, new) = match inner.idle.pop() {
+            Some(slot) => (slot, false),
+            None => {
+                inner.total += 1;
+                (Slot::new(), true)
+            }
+        };
+        if let Some(ticket) = ticket {
+            inner.holders.push(Holder::new(&slot, ticket));
+        }
+        drop(inner);
+        if new {
+            self.spawn(slot, Some((job, ticket)));
+        } else {
+            *slot.job.lock().unwrap() = Some((job, ticket));
+            slot.cond.notify_one();
+        }
+    }
+
+    fn spawn(self: &Arc<Self>, slot: Arc<Slot<J>>, first: Option<(J, Option<Ticket>)>) {
         let pool = Arc::clone(self);
         let res = std::thread::Builder::new()
             .name("sluicegate-app".into())
             .stack_size(STACK_SIZE)
-            .spawn(move || pool.thread_main(first));
+            .spawn(move || pool.thread_main(slot, first));
         if let Err(e) = res {
-            // Out of threads: the job is lost only if there was one; put it back in the queue
-            // so a running thread picks it up.
+            // Out of threads. The job (moved into the closure) is lost with it: say so loudly.
             eprintln!("sluicegate: cannot start an app thread: {e}");
             let mut inner = self.inner.lock().unwrap();
             inner.total -= 1;
-            drop(inner);
         }
     }
 
     /// Turn the calling thread into a pool thread (after its event-loop duty was taken over).
     pub fn join_as_worker(self: &Arc<Self>) {
         self.inner.lock().unwrap().total += 1;
-        self.worker_loop(None);
+        self.worker_loop(Slot::new(), None);
     }
 
-    fn thread_main(self: Arc<Self>, first: Option<J>) {
+    fn thread_main(self: Arc<Self>, slot: Arc<Slot<J>>, first: Option<(J, Option<Ticket>)>) {
         // Attach once for the thread's life; jobs re-attach cheaply inside.
-        Python::attach(|py| py.detach(|| self.worker_loop(first)));
+        Python::attach(|py| py.detach(|| self.worker_loop(slot, first)));
     }
 
-    fn worker_loop(self: &Arc<Self>, mut next: Option<J>) {
-        let slot = Arc::new(Slot {
-            job: Mutex::new(None),
-            cond: Condvar::new(),
-        });
+    fn worker_loop(self: &Arc<Self>, slot: Arc<Slot<J>>, mut next: Option<(J, Option<Ticket>)>) {
+        slot.set_clock_of_this_thread();
         loop {
-            if let Some(job) = next.take() {
+            let mut finished: Option<(Ticket, Duration)> = None;
+            if let Some((job, ticket)) = next.take() {
+                let start = Instant::now();
                 self.busy.fetch_add(1, Ordering::Relaxed);
                 (self.run)(job);
                 self.busy.fetch_sub(1, Ordering::Relaxed);
+                finished = ticket.map(|t| (t, start.elapsed()));
             }
-            // Queued work first, then park.
             let mut inner = self.inner.lock().unwrap();
-            if let Some(job) = inner.queue.pop_front() {
-                next = Some(job);
+            if let Some((ticket, took)) = finished {
+                let held = inner.holders.iter().position(|h| Arc::ptr_eq(&h.slot, &slot));
+                // The holder's class, which may have become long while it ran.
+                let class = held.map_or(ticket.class, |i| inner.holders[i].ticket.class);
+                if let Some(i) = held {
+                    inner.holders.swap_remove(i);
+                }
+                inner.adm.finished(class, held.is_some(), ticket.route, took);
+            }
+            // Queued work first (on this thread, no wake-up), then park.
+            let queued = if inner.stopping {
+                inner.adm.admit_any()
+            } else {
+                inner.adm.admit_next()
+            };
+            if let Some((job, route, class)) = queued {
+                let ticket = Ticket { route, class };
+                inner.holders.push(Holder::new(&slot, ticket));
+                next = Some((job, Some(ticket)));
                 continue;
             }
             if inner.stopping {
@@ -190,11 +326,87 @@ impl<J: Send + 'static> Pool<J> {
         self.exited.notify_all();
     }
 
-    /// Stop: idle threads exit now, busy ones after their job. Waits up to `timeout` for all to
-    /// be gone; returns the number still running.
+    /// The watcher's body (its own thread, until `stop`): while calls wait for admission, look
+    /// at the admitted ones every `LOOK_EVERY`, demote those seen blocked, and admit queued
+    /// calls in their place. Sleeps while no call waits. `non_app_cpu`: CPU time used so far
+    /// by the server's threads that never run Python (the event loop's).
+    pub fn watch(self: &Arc<Self>, non_app_cpu: impl Fn() -> Option<Duration>) {
+        // The previous look: when, and the app threads' CPU time then.
+        let mut prev: Option<(Instant, Duration)> = None;
+        let mut inner = self.inner.lock().unwrap();
+        loop {
+            if inner.stopping {
+                return;
+            }
+            if inner.adm.queued_now() == 0 {
+                prev = None;
+                for h in inner.holders.iter_mut() {
+                    h.cpu_seen = None;
+                    h.stalled_looks = 0;
+                }
+                inner = self.queued.wait(inner).unwrap();
+                continue;
+            }
+            drop(inner);
+            std::thread::sleep(LOOK_EVERY);
+            let now = Instant::now();
+            let app_cpu = match (clock_time(libc::CLOCK_PROCESS_CPUTIME_ID), non_app_cpu()) {
+                (Some(all), Some(other)) => all
+                    .saturating_sub(other)
+                    .saturating_sub(clock_time(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or_default()),
+                _ => Duration::MAX,
+            };
+            inner = self.inner.lock().unwrap();
+            let window = prev.map(|(t, cpu)| (now.duration_since(t), app_cpu.saturating_sub(cpu)));
+            prev = Some((now, app_cpu));
+            let mut demoted = Vec::new();
+            let mut lengthened = Vec::new();
+            let mut i = 0;
+            while i < inner.holders.len() {
+                let h = &mut inner.holders[i];
+                let ran = now.saturating_duration_since(h.since);
+                if h.ticket.class == Class::Short && ran >= LONG_CALL {
+                    h.ticket.class = Class::Long;
+                    lengthened.push((h.ticket.route, ran));
+                }
+                let cpu = h.slot.cpu_time();
+                let was = std::mem::replace(&mut h.cpu_seen, cpu);
+                if let (Some((wall, app)), Some(was), Some(cpu)) = (window, was, cpu) {
+                    if stalled(wall, cpu.saturating_sub(was), app) {
+                        h.stalled_looks += 1;
+                    } else {
+                        h.stalled_looks = 0;
+                    }
+                }
+                if h.stalled_looks >= STALLED_LOOKS {
+                    demoted.push(inner.holders.swap_remove(i).ticket.class);
+                } else {
+                    i += 1;
+                }
+            }
+            for (route, ran) in lengthened {
+                inner.adm.lengthen(route, ran);
+            }
+            for class in demoted {
+                inner.adm.demote(class);
+            }
+            while !inner.idle.is_empty() || inner.total < self.max {
+                let Some((job, route, class)) = inner.adm.admit_next() else {
+                    break;
+                };
+                self.start(inner, job, Some(Ticket { route, class }));
+                inner = self.inner.lock().unwrap();
+            }
+        }
+    }
+
+    /// Stop: idle threads exit now, busy ones after their job (queued calls are still run,
+    /// whatever the admission limit). Waits up to `timeout` for all to be gone; returns the
+    /// number still running.
     pub fn stop(&self, timeout: Duration) -> usize {
         let mut inner = self.inner.lock().unwrap();
         inner.stopping = true;
+        self.queued.notify_all();
         for s in inner.idle.iter() {
             s.cond.notify_one();
         }
@@ -211,4 +423,17 @@ impl<J: Send + 'static> Pool<J> {
         }
         inner.total
     }
+}
+
+/// A CPU clock's time so far (one `clock_gettime`).
+pub fn clock_time(clock: libc::clockid_t) -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; an invalid clock id only makes the call fail.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }

@@ -10,7 +10,7 @@ use mio::Waker;
 use sluicegate_proto::{Limits, RequestHead};
 
 use crate::access_log::AccessLog;
-use crate::io::conn::Conn;
+use crate::io::conn::{AfterOutput, Conn};
 use crate::io::shared_out::SharedOut;
 use crate::static_files::StaticFiles;
 
@@ -82,13 +82,31 @@ pub struct LoopCtx {
 impl LoopCtx {
     /// Give a connection back to the loop after a request (keep-alive, pending output, or to be
     /// closed). Wakes the loop only when the queue was empty: one wake-up serves a batch.
+    ///
+    /// A *quiet* connection (keep-alive, everything written, no buffered input, in the epoll
+    /// set) needs nothing from the loop until its client sends again, and then its socket's
+    /// readiness wakes the loop, which takes the returned connections before it looks at them:
+    /// so it is given back without a wake-up (an `eventfd` write and an `epoll_wait` return per
+    /// request on the pool path when the loop is idle). The race with readiness that came while
+    /// the connection was away is closed by `woke_away`: the loop sets it before taking the
+    /// returns, this reads it after queueing, both under the queue's lock order.
     pub fn return_conn(&self, conn: Box<Conn>) {
+        let quiet = matches!(conn.after_output, AfterOutput::KeepAlive)
+            && conn.out.is_empty()
+            && conn.registered
+            && conn.rbuf.as_ref().is_none_or(|b| b.is_empty())
+            && !self.shutting_down();
+        let woke = quiet.then(|| Arc::clone(&conn.woke_away));
         let was_empty = {
             let mut q = self.returns.lock().unwrap();
             q.push(conn);
             q.len() == 1
         };
-        if was_empty {
+        let needs_loop = match woke {
+            Some(w) => w.load(Ordering::SeqCst),
+            None => true,
+        };
+        if was_empty && needs_loop {
             let _ = self.waker.wake();
         }
     }

@@ -46,7 +46,7 @@ impl LoopState {
     pub fn put_back(&mut self, mut conn: Box<Conn>, ctx: &LoopCtx) {
         let token = conn.token;
         let (woke, registered) = match self.conns.get(token) {
-            Some(Slot::Away { woke, registered }) => (*woke, *registered),
+            Some(Slot::Away { woke, registered }) => (woke.load(Ordering::SeqCst), *registered),
             _ => (false, conn.registered),
         };
         conn.registered = registered;
@@ -63,7 +63,11 @@ impl LoopState {
         let conn = match self.conns.get_mut(token) {
             Some(Slot::Here(c)) => c,
             Some(Slot::Away { woke, .. }) => {
-                *woke |= readable;
+                if readable {
+                    // SeqCst, before this round's look at the returned connections: pairs with
+                    // `LoopCtx::return_conn` (either it sees this, or the loop sees it back).
+                    woke.store(true, Ordering::SeqCst);
+                }
                 // Its app thread may be streaming to a full socket: write what it queued.
                 if let Some(out) = self.flushing.get(&token) {
                     match out.flush() {
@@ -288,17 +292,16 @@ impl LoopState {
         head: RequestHead,
         body_buffered: bool,
     ) -> Work {
-        let registered = match &self.conns[token] {
-            Slot::Here(c) => c.registered,
+        let (registered, woke) = match &self.conns[token] {
+            Slot::Here(c) => {
+                c.woke_away.store(false, Ordering::Relaxed);
+                (c.registered, Arc::clone(&c.woke_away))
+            }
             Slot::Away { .. } => unreachable!("take_work on an away connection"),
         };
-        let Slot::Here(mut conn) = std::mem::replace(
-            &mut self.conns[token],
-            Slot::Away {
-                woke: false,
-                registered,
-            },
-        ) else {
+        let Slot::Here(mut conn) =
+            std::mem::replace(&mut self.conns[token], Slot::Away { woke, registered })
+        else {
             unreachable!()
         };
         conn.deadline = None;

@@ -30,7 +30,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::AtomicU8;
+use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -95,7 +95,8 @@ enum Slot {
     /// Taken by an app thread. `woke` records readiness seen meanwhile, so the loop reads when
     /// the connection comes back (edge-triggered epoll will not report it again).
     Away {
-        woke: bool,
+        /// The connection's own flag (`Conn::woke_away`), which its app thread reads too.
+        woke: Arc<AtomicBool>,
         /// Whether the socket is in the epoll set (the loop may register it while away, to
         /// write a streaming response).
         registered: bool,

@@ -1,0 +1,351 @@
+//! Admission to the pool: how many app calls may run Python at once, which request goes next,
+//! and when a call stops counting.
+//!
+//! Why: with the GIL, only one thread runs Python at a time. An elastic pool that gives every
+//! queued request its own thread turns a burst of short calls into a convoy: measured on a
+//! 21 KB file app at 100 clients, 105 threads cost 151 µs of server CPU per request against
+//! 27–33 µs with one or two admitted (futex wake-ups and GIL hand-offs between threads that all
+//! want the interpreter). Blocking apps still need many threads: 1,000 sleeping requests need
+//! 1,000 threads. And a short request must not wait behind long CPU-bound ones (issue 18: a
+//! health check or a fast page behind a slow report).
+//!
+//! So calls come in two classes, by what their route (the request path) took recently:
+//! *short* (under `LONG_CALL`, or never seen) and *long*. Each class may have at most `limit`
+//! calls that count as *runnable*; the others wait in their class's FIFO queue, and a thread
+//! that finishes a call takes the next admitted one itself (no wake-up). Short calls go first.
+//! A call stops counting against its class when:
+//! - it is seen *blocked*: over whole look windows its thread used almost no CPU while the
+//!   interpreter was mostly idle (app threads together used under half the window). Both are
+//!   needed: a call waiting for the GIL uses no CPU either, but then someone else runs Python,
+//!   and admitting more would only lengthen the convoy. (CPU clocks, not the kernel's thread
+//!   state: a thread waiting for the GIL sleeps in the kernel like one waiting for a database.)
+//! - a short call runs past `LONG_CALL`: it moves to the long class (its route is marked long),
+//!   so the short class's room is back within `LONG_CALL` whatever the app does.
+//!
+//! So 100 CPU-bound requests to one slow route run `limit` at a time, never 100 threads; a
+//! fast request behind them waits at most `LONG_CALL` plus a look; 1,000 sleeping requests get
+//! 1,000 threads (each demoted within a few looks).
+//!
+//! This module holds the bookkeeping and the judgements as plain data and functions (no
+//! threads, no clocks: unit-tested below); `wsgi::pool` applies them under its lock, and its
+//! watcher thread reads the clocks.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Default `--max-runnable`: measured on hello world and a 21 KB file app at 4–100 clients, one
+/// admitted call per class costs the least CPU (no GIL contention between admitted calls at
+/// all); see docs/architecture.md.
+pub const DEFAULT_LIMIT: usize = 1;
+
+/// A call that has run this long (wall time) is long: its route's next requests queue in the
+/// long class. Two CPython switch intervals: beyond it, the interpreter time-slices anyway.
+pub const LONG_CALL: Duration = Duration::from_millis(10);
+
+/// A look window's share of CPU below which an admitted call counts as not running (1/10).
+const STALLED_CPU_SHARE: u32 = 10;
+/// App threads' CPU over a window below this share of it (1/2) means the interpreter was
+/// mostly idle: the calls that did not run were waiting for something else than the GIL.
+const IDLE_APP_SHARE: u32 = 2;
+/// Looks in a row that must find a call stalled before it is demoted: one window could be a
+/// moment when the OS ran other processes on every core.
+pub const STALLED_LOOKS: u32 = 2;
+
+/// Routes remembered (a direct-mapped table: a route that collides with another replaces it,
+/// and an unknown route is short, so the table's size bounds memory, not correctness).
+const ROUTES: usize = 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    Short = 0,
+    Long = 1,
+}
+
+/// The counts and the queues behind admission (the pool keeps it under its lock). `J` is the
+/// queued job; each carries its route's hash.
+pub struct Admission<J> {
+    /// Most calls per class that count as runnable (0: no limit, every call is admitted).
+    limit: usize,
+    runnable: [usize; 2],
+    queues: [VecDeque<(J, u64)>; 2],
+    /// Per route: (hash, recent wall time in µs, smoothed).
+    routes: Vec<(u64, u32)>,
+    pub stats: AdmissionStats,
+}
+
+/// What the server's `stats` report about admission.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AdmissionStats {
+    /// The most calls of each class that counted as runnable at once. The short class's never
+    /// passes the limit; the long class's can, by calls that became long while running.
+    pub runnable_peak: [usize; 2],
+    /// Calls that waited in a queue before being admitted.
+    pub queued: u64,
+    /// Calls seen blocked, which stopped counting as runnable.
+    pub demoted: u64,
+    /// Short calls that ran past `LONG_CALL` and moved to the long class.
+    pub lengthened: u64,
+}
+
+impl<J> Admission<J> {
+    pub fn new(limit: usize) -> Admission<J> {
+        Admission {
+            limit,
+            runnable: [0, 0],
+            queues: [VecDeque::new(), VecDeque::new()],
+            routes: vec![(0, 0); ROUTES],
+            stats: AdmissionStats::default(),
+        }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub fn runnable(&self, class: Class) -> usize {
+        self.runnable[class as usize]
+    }
+
+    pub fn queued_now(&self) -> usize {
+        self.queues[0].len() + self.queues[1].len()
+    }
+
+    /// The class of a request to `route`, from what its recent calls took.
+    pub fn class_of(&self, route: u64) -> Class {
+        let (hash, micros) = self.routes[route as usize % ROUTES];
+        if hash == route && u128::from(micros) >= LONG_CALL.as_micros() {
+            Class::Long
+        } else {
+            Class::Short
+        }
+    }
+
+    /// Remember what a call to `route` took (smoothed: 1/4 of the new, 3/4 of the old).
+    pub fn record(&mut self, route: u64, took: Duration) {
+        let micros = took.as_micros().min(u128::from(u32::MAX)) as u32;
+        let entry = &mut self.routes[route as usize % ROUTES];
+        if entry.0 == route {
+            entry.1 = ((u64::from(entry.1) * 3 + u64::from(micros)) / 4) as u32;
+        } else {
+            *entry = (route, micros);
+        }
+    }
+
+    /// Is there room for one more runnable call of `class`?
+    pub fn has_room(&self, class: Class) -> bool {
+        self.limit == 0 || self.runnable[class as usize] < self.limit
+    }
+
+    /// Count one call of `class` as admitted (the caller checked `has_room` and has a thread).
+    pub fn admit(&mut self, class: Class) {
+        let c = class as usize;
+        self.runnable[c] += 1;
+        self.stats.runnable_peak[c] = self.stats.runnable_peak[c].max(self.runnable[c]);
+    }
+
+    /// A call that could not be admitted now (no room, or no thread): it waits in its class,
+    /// first in first out.
+    pub fn wait(&mut self, job: J, route: u64, class: Class) {
+        self.stats.queued += 1;
+        self.queues[class as usize].push_back((job, route));
+    }
+
+    /// The next queued call that has room, admitted: short ones first. A queued short call
+    /// whose route has become long since it was queued moves to the long queue.
+    pub fn admit_next(&mut self) -> Option<(J, u64, Class)> {
+        while self.has_room(Class::Short) {
+            let Some((job, route)) = self.queues[0].pop_front() else {
+                break;
+            };
+            if self.class_of(route) == Class::Long {
+                self.queues[1].push_back((job, route));
+                continue;
+            }
+            self.admit(Class::Short);
+            return Some((job, route, Class::Short));
+        }
+        if self.has_room(Class::Long) {
+            let (job, route) = self.queues[1].pop_front()?;
+            self.admit(Class::Long);
+            return Some((job, route, Class::Long));
+        }
+        None
+    }
+
+    /// The next queued call whatever the room (while the server stops, every call still
+    /// queued runs as soon as a thread is free).
+    pub fn admit_any(&mut self) -> Option<(J, u64, Class)> {
+        for class in [Class::Short, Class::Long] {
+            if let Some((job, route)) = self.queues[class as usize].pop_front() {
+                self.admit(class);
+                return Some((job, route, class));
+            }
+        }
+        None
+    }
+
+    /// An admitted call finished; `counted`: it still counted against `class` (not demoted).
+    pub fn finished(&mut self, class: Class, counted: bool, route: u64, took: Duration) {
+        if counted {
+            self.runnable[class as usize] -= 1;
+        }
+        self.record(route, took);
+    }
+
+    /// An admitted call of `class` was seen blocked: it no longer counts.
+    pub fn demote(&mut self, class: Class) {
+        self.runnable[class as usize] -= 1;
+        self.stats.demoted += 1;
+    }
+
+    /// A short call ran past `LONG_CALL`: it counts as long from now on, and so does its route.
+    pub fn lengthen(&mut self, route: u64, ran: Duration) {
+        self.runnable[Class::Short as usize] -= 1;
+        self.admit(Class::Long);
+        self.stats.lengthened += 1;
+        let entry = &mut self.routes[route as usize % ROUTES];
+        let micros = ran.as_micros().min(u128::from(u32::MAX)) as u32;
+        *entry = (route, entry.1.max(micros).max(LONG_CALL.as_micros() as u32));
+    }
+}
+
+/// One look window at one admitted call: did it stall while the interpreter was idle?
+/// `call_cpu`: CPU its thread used over the window; `app_cpu`: CPU every app thread used over
+/// it (the process minus the event loop's and the watcher's threads).
+pub fn stalled(window: Duration, call_cpu: Duration, app_cpu: Duration) -> bool {
+    !window.is_zero()
+        && call_cpu < window / STALLED_CPU_SHARE
+        && app_cpu < window / IDLE_APP_SHARE
+}
+
+/// The route of a request, for its class: a hash of the path (query excluded).
+pub fn route_hash(path: &[u8]) -> u64 {
+    // FNV-1a: a few ns for a typical path, and no allocation. Collisions only share a class.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in path {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+    const FAST: u64 = 1;
+    const SLOW: u64 = 2;
+
+    #[test]
+    fn calls_are_admitted_up_to_the_limit_then_wait_in_order() {
+        let mut a = Admission::new(2);
+        for _ in 0..2 {
+            assert!(a.has_room(Class::Short));
+            a.admit(Class::Short);
+        }
+        assert!(!a.has_room(Class::Short));
+        a.wait("c", FAST, Class::Short);
+        a.wait("d", FAST, Class::Short);
+        assert!(a.admit_next().is_none(), "no room: nothing is admitted");
+        a.finished(Class::Short, true, FAST, MS);
+        assert_eq!(a.admit_next().map(|j| j.0), Some("c"), "first in, first out");
+        assert!(a.admit_next().is_none());
+        assert_eq!(a.runnable(Class::Short), 2);
+        assert_eq!(a.stats.runnable_peak, [2, 0]);
+        assert_eq!(a.stats.queued, 2);
+    }
+
+    #[test]
+    fn a_demoted_call_frees_its_room_once() {
+        let mut a = Admission::new(1);
+        a.admit(Class::Short);
+        a.wait("b", FAST, Class::Short);
+        a.demote(Class::Short);
+        assert_eq!(a.admit_next().map(|j| j.0), Some("b"));
+        // The demoted call finishing does not free a second room.
+        a.finished(Class::Short, false, FAST, MS);
+        assert!(!a.has_room(Class::Short));
+        a.finished(Class::Short, true, FAST, MS);
+        assert!(a.has_room(Class::Short));
+        assert_eq!(a.stats.demoted, 1);
+        assert_eq!(a.stats.runnable_peak[0], 1);
+    }
+
+    #[test]
+    fn a_route_that_took_long_queues_in_the_long_class() {
+        let mut a: Admission<&str> = Admission::new(1);
+        assert_eq!(a.class_of(SLOW), Class::Short, "never seen: short");
+        a.record(SLOW, 4 * LONG_CALL);
+        assert_eq!(a.class_of(SLOW), Class::Long);
+        // Smoothed: one fast call does not make it short again, several do.
+        a.record(SLOW, Duration::ZERO);
+        assert_eq!(a.class_of(SLOW), Class::Long);
+        for _ in 0..8 {
+            a.record(SLOW, Duration::ZERO);
+        }
+        assert_eq!(a.class_of(SLOW), Class::Short);
+    }
+
+    #[test]
+    fn short_calls_pass_long_ones_that_have_no_room() {
+        let mut a = Admission::new(1);
+        a.record(SLOW, 4 * LONG_CALL);
+        a.admit(Class::Long);
+        a.admit(Class::Short);
+        a.wait("slow", SLOW, Class::Long);
+        a.wait("fast", FAST, Class::Short);
+        assert!(a.admit_next().is_none(), "both classes full");
+        a.finished(Class::Short, true, FAST, MS);
+        assert_eq!(a.admit_next().map(|j| j.0), Some("fast"), "the short one passes");
+        a.finished(Class::Long, true, SLOW, 4 * LONG_CALL);
+        assert_eq!(a.admit_next().map(|j| (j.0, j.2)), Some(("slow", Class::Long)));
+    }
+
+    #[test]
+    fn a_short_call_that_runs_long_frees_the_short_room_and_marks_its_route() {
+        let mut a = Admission::new(1);
+        a.admit(Class::Short);
+        a.wait("same-route", SLOW, Class::Short);
+        a.wait("fast", FAST, Class::Short);
+        a.lengthen(SLOW, LONG_CALL);
+        assert_eq!(a.runnable(Class::Short), 0);
+        assert_eq!(a.runnable(Class::Long), 1);
+        // The queued call to the same route now belongs to the long class (full): the fast
+        // one behind it is admitted.
+        assert_eq!(a.admit_next().map(|j| j.0), Some("fast"));
+        assert!(a.admit_next().is_none());
+        assert_eq!(a.queued_now(), 1);
+        assert_eq!(a.stats.lengthened, 1);
+    }
+
+    #[test]
+    fn no_limit_admits_everything() {
+        let mut a: Admission<()> = Admission::new(0);
+        for _ in 0..1000 {
+            assert!(a.has_room(Class::Short));
+            a.admit(Class::Short);
+        }
+        assert_eq!(a.stats.runnable_peak[0], 1000);
+    }
+
+    #[test]
+    fn a_call_is_stalled_only_without_cpu_while_the_interpreter_is_idle() {
+        let w = MS;
+        // Sleeping, database wait: no CPU, nobody else runs Python.
+        assert!(stalled(w, Duration::ZERO, Duration::from_micros(100)));
+        // Waiting for the GIL: no CPU, but another app thread used the window.
+        assert!(!stalled(w, Duration::ZERO, Duration::from_micros(900)));
+        // Computing.
+        assert!(!stalled(w, Duration::from_micros(800), Duration::from_micros(800)));
+        // A little CPU (a query's send and parse) counts as stalled.
+        assert!(stalled(w, Duration::from_micros(50), Duration::from_micros(50)));
+        assert!(!stalled(Duration::ZERO, Duration::ZERO, Duration::ZERO));
+    }
+
+    #[test]
+    fn routes_hash_by_path() {
+        assert_eq!(route_hash(b"/a"), route_hash(b"/a"));
+        assert_ne!(route_hash(b"/a"), route_hash(b"/b"));
+    }
+}
