@@ -14,11 +14,13 @@
 //! calls that count as *runnable*; the others wait in their class's FIFO queue, and a thread
 //! that finishes a call takes the next admitted one itself (no wake-up). Short calls go first.
 //! A call stops counting against its class when:
-//! - it is seen *blocked*: over whole look windows its thread used almost no CPU while the
-//!   interpreter was mostly idle (app threads together used under half the window). Both are
-//!   needed: a call waiting for the GIL uses no CPU either, but then someone else runs Python,
-//!   and admitting more would only lengthen the convoy. (CPU clocks, not the kernel's thread
-//!   state: a thread waiting for the GIL sleeps in the kernel like one waiting for a database.)
+//! - it is seen *blocked*: over whole look windows its thread used almost no CPU, and either
+//!   the interpreter was mostly idle (app threads together used under half the window) or the
+//!   thread is waiting in a system call other than `futex` (a sleep, a socket, a database).
+//!   A call waiting for the GIL uses no CPU either, and sleeps in the kernel like one waiting
+//!   for a database, but in `futex`, while someone else runs Python: admitting more then would
+//!   only lengthen the convoy. (A call waiting on a Python lock is also in `futex`: it is
+//!   demoted once the interpreter goes idle.)
 //! - a short call runs past `LONG_CALL`: it moves to the long class (its route is marked long),
 //!   so the short class's room is back within `LONG_CALL` whatever the app does.
 //!
@@ -209,13 +211,31 @@ impl<J> Admission<J> {
     }
 }
 
-/// One look window at one admitted call: did it stall while the interpreter was idle?
-/// `call_cpu`: CPU its thread used over the window; `app_cpu`: CPU every app thread used over
-/// it (the process minus the event loop's and the watcher's threads).
-pub fn stalled(window: Duration, call_cpu: Duration, app_cpu: Duration) -> bool {
-    !window.is_zero()
-        && call_cpu < window / STALLED_CPU_SHARE
-        && app_cpu < window / IDLE_APP_SHARE
+/// Where a thread that uses no CPU is waiting (from the kernel: `/proc/.../syscall`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waiting {
+    /// In `futex`: the GIL, or a lock.
+    Lock,
+    /// In another system call: a sleep, a socket, a file, a database.
+    Io,
+    /// Not known (running, or the file cannot be read).
+    Unknown,
+}
+
+/// One look window at one admitted call: is it blocked? `call_cpu`: CPU its thread used over
+/// the window; `app_cpu`: CPU every app thread used over it (the process minus the event loop's
+/// and the watcher's threads); `waiting`: where the thread waits (asked only when needed: it
+/// costs a file read).
+pub fn stalled(
+    window: Duration,
+    call_cpu: Duration,
+    app_cpu: Duration,
+    waiting: impl FnOnce() -> Waiting,
+) -> bool {
+    if window.is_zero() || call_cpu >= window / STALLED_CPU_SHARE {
+        return false;
+    }
+    app_cpu < window / IDLE_APP_SHARE || waiting() == Waiting::Io
 }
 
 /// The route of a request, for its class: a hash of the path (query excluded).
@@ -249,7 +269,11 @@ mod tests {
         a.wait("d", FAST, Class::Short);
         assert!(a.admit_next().is_none(), "no room: nothing is admitted");
         a.finished(Class::Short, true, FAST, MS);
-        assert_eq!(a.admit_next().map(|j| j.0), Some("c"), "first in, first out");
+        assert_eq!(
+            a.admit_next().map(|j| j.0),
+            Some("c"),
+            "first in, first out"
+        );
         assert!(a.admit_next().is_none());
         assert_eq!(a.runnable(Class::Short), 2);
         assert_eq!(a.stats.runnable_peak, [2, 0]);
@@ -297,9 +321,16 @@ mod tests {
         a.wait("fast", FAST, Class::Short);
         assert!(a.admit_next().is_none(), "both classes full");
         a.finished(Class::Short, true, FAST, MS);
-        assert_eq!(a.admit_next().map(|j| j.0), Some("fast"), "the short one passes");
+        assert_eq!(
+            a.admit_next().map(|j| j.0),
+            Some("fast"),
+            "the short one passes"
+        );
         a.finished(Class::Long, true, SLOW, 4 * LONG_CALL);
-        assert_eq!(a.admit_next().map(|j| (j.0, j.2)), Some(("slow", Class::Long)));
+        assert_eq!(
+            a.admit_next().map(|j| (j.0, j.2)),
+            Some(("slow", Class::Long))
+        );
     }
 
     #[test]
@@ -330,17 +361,33 @@ mod tests {
     }
 
     #[test]
-    fn a_call_is_stalled_only_without_cpu_while_the_interpreter_is_idle() {
+    fn a_call_is_blocked_without_cpu_when_the_interpreter_is_idle_or_it_waits_on_io() {
         let w = MS;
+        let idle = Duration::from_micros(100);
+        let busy = Duration::from_micros(900);
+        let never = || -> Waiting { panic!("not asked when the answer is known") };
         // Sleeping, database wait: no CPU, nobody else runs Python.
-        assert!(stalled(w, Duration::ZERO, Duration::from_micros(100)));
-        // Waiting for the GIL: no CPU, but another app thread used the window.
-        assert!(!stalled(w, Duration::ZERO, Duration::from_micros(900)));
+        assert!(stalled(w, Duration::ZERO, idle, never));
+        // No CPU while another app thread ran Python: in futex, it waits for the GIL...
+        assert!(!stalled(w, Duration::ZERO, busy, || Waiting::Lock));
+        assert!(!stalled(w, Duration::ZERO, busy, || Waiting::Unknown));
+        // ...in another system call, it is blocked whatever the others do.
+        assert!(stalled(w, Duration::ZERO, busy, || Waiting::Io));
         // Computing.
-        assert!(!stalled(w, Duration::from_micros(800), Duration::from_micros(800)));
+        assert!(!stalled(w, Duration::from_micros(800), busy, never));
         // A little CPU (a query's send and parse) counts as stalled.
-        assert!(stalled(w, Duration::from_micros(50), Duration::from_micros(50)));
-        assert!(!stalled(Duration::ZERO, Duration::ZERO, Duration::ZERO));
+        assert!(stalled(
+            w,
+            Duration::from_micros(50),
+            Duration::from_micros(50),
+            never
+        ));
+        assert!(!stalled(
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::ZERO,
+            never
+        ));
     }
 
     #[test]

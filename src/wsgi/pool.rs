@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-use crate::server::admission::{stalled, Admission, AdmissionStats, Class, LONG_CALL, STALLED_LOOKS};
+use crate::server::admission::{
+    stalled, Admission, AdmissionStats, Class, Waiting, LONG_CALL, STALLED_LOOKS,
+};
 
 /// An idle thread with no work for this long exits (while more than `min` threads exist).
 const IDLE_EXIT: Duration = Duration::from_secs(30);
@@ -50,6 +52,8 @@ struct Slot<J> {
     job: Mutex<Option<(J, Option<Ticket>)>>,
     cond: Condvar,
     clock: AtomicI64,
+    /// Its thread's kernel id (0 until known), for where it waits.
+    tid: std::sync::atomic::AtomicI32,
 }
 
 impl<J> Slot<J> {
@@ -58,6 +62,7 @@ impl<J> Slot<J> {
             job: Mutex::new(None),
             cond: Condvar::new(),
             clock: AtomicI64::new(NO_CLOCK),
+            tid: std::sync::atomic::AtomicI32::new(0),
         })
     }
 
@@ -68,6 +73,17 @@ impl<J> Slot<J> {
         if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) } == 0 {
             self.clock.store(i64::from(clock), Ordering::Relaxed);
         }
+        // SAFETY: gettid has no preconditions.
+        self.tid.store(unsafe { libc::gettid() }, Ordering::Relaxed);
+    }
+
+    /// Where its thread waits: the system call it is in, from /proc.
+    fn waiting(&self) -> Waiting {
+        let tid = self.tid.load(Ordering::Relaxed);
+        if tid == 0 {
+            return Waiting::Unknown;
+        }
+        waiting_of(tid)
     }
 
     fn cpu_time(&self) -> Option<Duration> {
@@ -270,13 +286,18 @@ impl<J: Send + 'static> Pool<J> {
             }
             let mut inner = self.inner.lock().unwrap();
             if let Some((ticket, took)) = finished {
-                let held = inner.holders.iter().position(|h| Arc::ptr_eq(&h.slot, &slot));
+                let held = inner
+                    .holders
+                    .iter()
+                    .position(|h| Arc::ptr_eq(&h.slot, &slot));
                 // The holder's class, which may have become long while it ran.
                 let class = held.map_or(ticket.class, |i| inner.holders[i].ticket.class);
                 if let Some(i) = held {
                     inner.holders.swap_remove(i);
                 }
-                inner.adm.finished(class, held.is_some(), ticket.route, took);
+                inner
+                    .adm
+                    .finished(class, held.is_some(), ticket.route, took);
             }
             // Queued work first (on this thread, no wake-up), then park.
             let queued = if inner.stopping {
@@ -372,7 +393,8 @@ impl<J: Send + 'static> Pool<J> {
                 let cpu = h.slot.cpu_time();
                 let was = std::mem::replace(&mut h.cpu_seen, cpu);
                 if let (Some((wall, app)), Some(was), Some(cpu)) = (window, was, cpu) {
-                    if stalled(wall, cpu.saturating_sub(was), app) {
+                    let slot = &h.slot;
+                    if stalled(wall, cpu.saturating_sub(was), app, || slot.waiting()) {
                         h.stalled_looks += 1;
                     } else {
                         h.stalled_looks = 0;
@@ -422,6 +444,19 @@ impl<J: Send + 'static> Pool<J> {
             }
         }
         inner.total
+    }
+}
+
+/// Where thread `tid` of this process waits: `/proc/self/task/TID/syscall` starts with the
+/// number of the system call it is blocked in ("running" or "-1" otherwise).
+fn waiting_of(tid: i32) -> Waiting {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
+        return Waiting::Unknown;
+    };
+    match text.split_ascii_whitespace().next().map(str::parse::<i64>) {
+        Some(Ok(nr)) if nr == libc::SYS_futex => Waiting::Lock,
+        Some(Ok(nr)) if nr >= 0 => Waiting::Io,
+        _ => Waiting::Unknown,
     }
 }
 

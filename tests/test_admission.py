@@ -1,0 +1,189 @@
+"""Admission to the pool (issue 17): few app calls run Python at once, blocked ones do not count.
+
+A server runs in a thread of this process (so the test reads its own counters, `stats`), on
+the pool path (`scheduler="pool"`), and real clients send it concurrent requests over sockets.
+The app counts, under a lock, how many of its CPU-bound and of its sleeping handlers run at
+once. Without admission, a burst of CPU-bound requests runs all at once (one thread each,
+fighting for the GIL); with it, one per class at a time, while sleeping requests are demoted
+and all sleep together. The assertions are counts, with margins of orders of magnitude between
+what admission does (sub-millisecond) and what the requests take (a second's sleep).
+"""
+
+import http.client
+import threading
+import time
+import urllib.parse
+
+import pytest
+
+from sluicegate.listeners import bind_all
+from sluicegate.options import resolve
+from sluicegate.supervisor import Supervisor
+
+
+class Gauge:
+    """How many handlers of one kind run now, and the most at once."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+    def __enter__(self):
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+
+    def __exit__(self, *exc):
+        with self.lock:
+            self.now -= 1
+
+
+class App:
+    """/cpu?ms=N computes N ms of this thread's CPU; /sleep?ms=N sleeps; both say which."""
+
+    def __init__(self):
+        self.cpu = Gauge()
+        self.sleep = Gauge()
+
+    def __call__(self, environ, start_response):
+        ms = float(urllib.parse.parse_qs(environ["QUERY_STRING"]).get("ms", ["1"])[0])
+        path = environ["PATH_INFO"]
+        if path == "/cpu":
+            with self.cpu:
+                end = time.thread_time() + ms / 1000
+                n = 0
+                while time.thread_time() < end:
+                    for i in range(100):
+                        n += i
+        elif path == "/sleep":
+            with self.sleep:
+                time.sleep(ms / 1000)
+        body = path.encode()
+        start_response("200 OK", [("Content-Length", str(len(body)))])
+        return [body]
+
+
+def serve(app, **options):
+    """Start a server in this process; returns (supervisor, port, thread)."""
+    cfg = resolve({"app": app, "bind": "127.0.0.1:0", "scheduler": "pool", **options})
+    sockets = bind_all(cfg.bind, cfg.backlog)
+    sup = Supervisor(app, cfg, sockets, app_name="admission-test")
+    t = threading.Thread(target=sup.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while sup._server is None and time.monotonic() < deadline:
+        time.sleep(0.01)  # polls for the server object: the condition, not a timing guess
+    assert sup._server is not None
+    return sup, sockets[0].port, t
+
+
+@pytest.fixture
+def server():
+    started = []
+
+    def start(app, **options):
+        s = serve(app, **options)
+        started.append(s)
+        return s[0], s[1]
+
+    yield start
+    for sup, _, t in started:
+        sup.shutdown()
+        t.join(15)
+        assert not t.is_alive()
+
+
+def fetch_all(port, paths):
+    """GET every path at once, each on its own connection; returns [(status, body)]."""
+    results = [None] * len(paths)
+
+    def one(i, path):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        c.request("GET", path)
+        r = c.getresponse()
+        results[i] = (r.status, r.read())
+        c.close()
+
+    threads = [threading.Thread(target=one, args=(i, p)) for i, p in enumerate(paths)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    return results
+
+
+def test_a_burst_of_cpu_bound_requests_runs_one_at_a_time_on_few_threads(server):
+    app = App()
+    sup, port = server(app)
+    results = fetch_all(port, ["/cpu?ms=3"] * 60)
+    assert results == [(200, b"/cpu")] * 60
+    stats = sup._server.stats
+    assert stats["max_runnable"] == 1
+    assert stats["runnable_short_peak"] == 1
+    assert stats["admission_waits"] > 0, "the burst queued instead of starting a thread each"
+    # One runs at a time; two may overlap only if the OS stalled the process long enough for a
+    # running call to look blocked.
+    assert app.cpu.peak <= 2, f"{app.cpu.peak} CPU-bound calls ran at once"
+    assert stats["threads"] <= 4, f"{stats['threads']} threads for a CPU-bound burst"
+
+
+def test_without_a_limit_the_same_burst_runs_all_at_once(server):
+    """The control for the test above: it discriminates (max_runnable=0 is the old pool)."""
+    app = App()
+    sup, port = server(app, max_runnable=0)
+    results = fetch_all(port, ["/cpu?ms=20"] * 20)
+    assert results == [(200, b"/cpu")] * 20
+    assert app.cpu.peak > 2
+    assert sup._server.stats["admission_waits"] == 0
+
+
+def test_a_mixed_load_keeps_cpu_bound_calls_few_and_sleeping_ones_all_concurrent(server):
+    """CPU-bound requests (a slow route: long class) and sleeping ones (a database wait) at
+    once: every request completes, the sleepers are demoted while the CPU-bound calls hold the
+    interpreter (they wait in a system call, not for the GIL) and all sleep together, and the
+    CPU-bound ones run one or two at a time."""
+    app = App()
+    sup, port = server(app, threads=(1, 200))
+    paths = ["/cpu?ms=60"] * 8 + ["/sleep?ms=1500"] * 40
+    results = fetch_all(port, paths)
+    assert results == [(200, b"/cpu")] * 8 + [(200, b"/sleep")] * 40
+    stats = sup._server.stats
+    assert stats["runnable_short_peak"] <= 1
+    assert stats["demotions"] >= 30, stats
+    assert app.cpu.peak <= 2, f"{app.cpu.peak} CPU-bound calls ran at once"
+    assert app.sleep.peak >= 30, f"only {app.sleep.peak} of 40 sleeping calls slept together"
+
+
+def test_a_fast_route_passes_a_queue_of_slow_ones(start_server):
+    """Short requests go first: a fast request sent while a slow route's calls queue is
+    answered before most of them (they run one at a time in the long class). The server runs
+    in its own process here: a client in the server's process would wait for the GIL that the
+    slow calls hold."""
+    srv = start_server("busy", "--scheduler", "pool")
+    assert srv.request("GET", "/cpu?ms=30&token=prime").status == 200  # history: a long route
+    order = []
+    lock = threading.Lock()
+
+    def slow(i):
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        c.request("GET", f"/cpu?ms=30&token=slow{i}")
+        assert c.getresponse().read() == f"cpu slow{i}".encode()
+        with lock:
+            order.append(f"slow{i}")
+
+    threads = [threading.Thread(target=slow, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    srv.wait_marks("cpu-started", 2)  # the prime, and the first slow call is running
+    assert srv.request("GET", "/hello").body == b"hello"
+    with lock:
+        order.append("fast")
+    for t in threads:
+        t.join(60)
+    assert len(order) == 13
+    assert order.index("fast") <= 3, order
+    # Every slow call ran to its end too.
+    started = srv.marks("cpu-started")
+    finished = srv.marks("cpu-finished")
+    assert len(started) == len(finished) == 13
