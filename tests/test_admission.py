@@ -150,7 +150,10 @@ def test_a_mixed_load_keeps_cpu_bound_calls_few_and_sleeping_ones_all_concurrent
     assert results == [(200, b"/cpu")] * 8 + [(200, b"/sleep")] * 40
     stats = sup._server.stats
     assert stats["runnable_short_peak"] <= 1
-    assert stats["demotions"] >= 30, stats
+    # The first sleepers are seen blocked and demoted; then their route is known to block and
+    # the rest are admitted at once.
+    assert stats["demotions"] >= 1, stats
+    assert stats["demotions"] + stats["admitted_blocking"] >= 30, stats
     assert app.cpu.peak <= 2, f"{app.cpu.peak} CPU-bound calls ran at once"
     assert app.sleep.peak >= 30, f"only {app.sleep.peak} of 40 sleeping calls slept together"
 

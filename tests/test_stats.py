@@ -16,7 +16,7 @@ DOCUMENTED_KEYS = {
     "requests", "accepted", "protocol_errors", "timeouts", "fd_exhausted", "inline_calls", "dispatched_calls",
     "takeovers", "preemptions", "handoffs", "mode", "threads", "busy_threads", "max_runnable",
     "runnable_short", "runnable_long", "runnable_short_peak", "runnable_long_peak", "admission_queue",
-    "admission_waits", "demotions", "lengthened",
+    "admission_waits", "demotions", "lengthened", "admitted_blocking",
 }
 
 

@@ -79,7 +79,8 @@ class Server:
         runnable_long_peak (most at once; the short class's never passes the limit unless it is
         0), admission_queue (calls waiting now), admission_waits (calls that waited), demotions
         (admitted calls seen blocked, which stopped counting), lengthened (short calls that ran
-        long and moved to the long class)."""
+        long and moved to the long class), admitted_blocking (calls admitted at once because
+        their route was seen blocked)."""
 
 class ClientDisconnected(OSError):
     """Raised by wsgi.input when the client went away before the body was complete, and by

@@ -371,6 +371,7 @@ impl Server {
             d.set_item("admission_waits", a.queued)?;
             d.set_item("demotions", a.demoted)?;
             d.set_item("lengthened", a.lengthened)?;
+            d.set_item("admitted_blocking", a.admitted_blocking)?;
         }
         Ok(d)
     }

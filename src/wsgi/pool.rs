@@ -199,7 +199,7 @@ impl<J: Send + 'static> Pool<J> {
     /// `route`: see `admission::route_hash`.
     pub fn submit(self: &Arc<Self>, job: J, route: u64) {
         let mut inner = self.inner.lock().unwrap();
-        let class = inner.adm.class_of(route);
+        let class = inner.adm.classify(route);
         let room = inner.adm.has_room(class) || inner.stopping;
         if room && (!inner.idle.is_empty() || inner.total < self.max) {
             inner.adm.admit(class);
@@ -236,7 +236,7 @@ impl<J: Send + 'static> Pool<J> {
                 (Slot::new(), true)
             }
         };
-        if let Some(ticket) = ticket {
+        if let Some(ticket) = ticket.filter(|t| t.class != Class::Blocking) {
             inner.holders.push(Holder::new(&slot, ticket));
         }
         drop(inner);
@@ -401,7 +401,7 @@ impl<J: Send + 'static> Pool<J> {
                     }
                 }
                 if h.stalled_looks >= STALLED_LOOKS {
-                    demoted.push(inner.holders.swap_remove(i).ticket.class);
+                    demoted.push(inner.holders.swap_remove(i).ticket);
                 } else {
                     i += 1;
                 }
@@ -409,8 +409,8 @@ impl<J: Send + 'static> Pool<J> {
             for (route, ran) in lengthened {
                 inner.adm.lengthen(route, ran);
             }
-            for class in demoted {
-                inner.adm.demote(class);
+            for ticket in demoted {
+                inner.adm.demote(ticket.class, ticket.route);
             }
             while !inner.idle.is_empty() || inner.total < self.max {
                 let Some((job, route, class)) = inner.adm.admit_next() else {
