@@ -43,6 +43,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::io::event_loop::LoopState;
+use crate::wsgi::pool::clock_time;
 
 /// The watchdog's shortest interval between looks: a call blocked for two ticks (0.25–0.5 ms)
 /// is taken over.
@@ -323,15 +324,7 @@ impl Scheduler {
         if unsafe { libc::pthread_getcpuclockid(thread as libc::pthread_t, &mut clock) } != 0 {
             return None;
         }
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid out-pointer; `clock` came from pthread_getcpuclockid.
-        if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-            return None;
-        }
-        Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+        clock_time(clock)
     }
 
     /// Is other work waiting behind the inline call that holds the parked loop state?
