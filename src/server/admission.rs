@@ -14,13 +14,12 @@
 //! calls that count as *runnable*; the others wait in their class's FIFO queue, and a thread
 //! that finishes a call takes the next admitted one itself (no wake-up). Short calls go first.
 //! A call stops counting against its class when:
-//! - it is seen *blocked*: over whole look windows its thread used almost no CPU, and either
-//!   the interpreter was mostly idle (app threads together used under half the window) or the
-//!   thread is waiting in a system call other than `futex` (a sleep, a socket, a database).
-//!   A call waiting for the GIL uses no CPU either, and sleeps in the kernel like one waiting
-//!   for a database, but in `futex`, while someone else runs Python: admitting more then would
-//!   only lengthen the convoy. (A call waiting on a Python lock is also in `futex`: it is
-//!   demoted once the interpreter goes idle.)
+//! - it is seen *blocked*: over whole look windows its thread used almost no CPU and is
+//!   waiting in a system call other than `futex` (a sleep, a socket, a database), or in `futex`
+//!   while the interpreter was mostly idle (app threads together used under half the window: a
+//!   Python lock). A call waiting for the GIL uses no CPU either, and sleeps in the kernel, but
+//!   in `futex` while someone else runs Python: admitting more then would only lengthen the
+//!   convoy. A thread in no system call is runnable (the machine was busy): never demoted.
 //! - a short call runs past `LONG_CALL`: it moves to the long class (its route is marked long),
 //!   so the short class's room is back within `LONG_CALL` whatever the app does.
 //!
@@ -52,6 +51,12 @@ const IDLE_APP_SHARE: u32 = 2;
 /// Looks in a row that must find a call stalled before it is demoted: one window could be a
 /// moment when the OS ran other processes on every core.
 pub const STALLED_LOOKS: u32 = 2;
+/// Looks in a row (about 100 ms) before a call waiting in `futex` while the interpreter looks
+/// idle is demoted. On a machine whose cores are all busy, a call waiting for the GIL can look
+/// like that for a while (the GIL's holder is not scheduled, so app threads use little CPU);
+/// a call waiting on a Python lock (an event another request sets) must still be demoted
+/// eventually, or the request that would release it could wait behind it.
+pub const LOCK_LOOKS: u32 = 400;
 
 /// One call in this many to a route seen blocking is admitted like any other (counted, and
 /// watched): if it finishes without being seen blocked, the route is no longer blocking. So one
@@ -240,11 +245,14 @@ impl<J> Admission<J> {
         self.record(route, took);
     }
 
-    /// An admitted call of `class` to `route` was seen blocked: it no longer counts, and the
-    /// route's next calls are admitted at once (`Class::Blocking`).
-    pub fn demote(&mut self, class: Class, route: u64) {
+    /// An admitted call of `class` to `route` was seen blocked: it no longer counts. If it
+    /// waited on I/O (`io`), the route's next calls are admitted at once (`Class::Blocking`).
+    pub fn demote(&mut self, class: Class, route: u64, io: bool) {
         self.runnable[class as usize] -= 1;
         self.stats.demoted += 1;
+        if !io {
+            return;
+        }
         let entry = &mut self.routes[route as usize % ROUTES];
         if entry.0 != route {
             *entry = (route, 0, true);
@@ -277,20 +285,27 @@ pub enum Waiting {
     Unknown,
 }
 
-/// One look window at one admitted call: is it blocked? `call_cpu`: CPU its thread used over
-/// the window; `app_cpu`: CPU every app thread used over it (the process minus the event loop's
-/// and the watcher's threads); `waiting`: where the thread waits (asked only when needed: it
-/// costs a file read).
+/// One look window at one admitted call: is it blocked, and where? `call_cpu`: CPU its thread
+/// used over the window; `app_cpu`: CPU every app thread used over it (the process minus the
+/// event loop's and the watcher's threads); `waiting`: where the thread waits (asked only when
+/// it used no CPU: it costs a file read). Blocked means waiting in a system call other than
+/// `futex`, or in `futex` while the interpreter was idle (a Python lock, not the GIL). A thread
+/// that is not in a system call at all is runnable: it used no CPU because the machine was
+/// busy, and is never demoted for that.
 pub fn stalled(
     window: Duration,
     call_cpu: Duration,
     app_cpu: Duration,
     waiting: impl FnOnce() -> Waiting,
-) -> bool {
+) -> Option<Waiting> {
     if window.is_zero() || call_cpu >= window / STALLED_CPU_SHARE {
-        return false;
+        return None;
     }
-    app_cpu < window / IDLE_APP_SHARE || waiting() == Waiting::Io
+    match waiting() {
+        Waiting::Io => Some(Waiting::Io),
+        Waiting::Lock if app_cpu < window / IDLE_APP_SHARE => Some(Waiting::Lock),
+        _ => None,
+    }
 }
 
 /// The route of a request, for its class: a hash of the path (query excluded).
@@ -340,7 +355,7 @@ mod tests {
         let mut a = Admission::new(1);
         a.admit(Class::Short);
         a.wait("b", FAST, Class::Short);
-        a.demote(Class::Short, SLOW);
+        a.demote(Class::Short, SLOW, true);
         assert_eq!(a.admit_next().map(|j| j.0), Some("b"));
         // The demoted call finishing does not free a second room.
         a.finished(Class::Short, false, FAST, MS);
@@ -429,33 +444,35 @@ mod tests {
     }
 
     #[test]
-    fn a_call_is_blocked_without_cpu_when_the_interpreter_is_idle_or_it_waits_on_io() {
+    fn a_call_is_blocked_when_it_waits_on_io_or_on_a_lock_while_the_interpreter_is_idle() {
         let w = MS;
         let idle = Duration::from_micros(100);
         let busy = Duration::from_micros(900);
-        let never = || -> Waiting { panic!("not asked when the answer is known") };
-        // Sleeping, database wait: no CPU, nobody else runs Python.
-        assert!(stalled(w, Duration::ZERO, idle, never));
-        // No CPU while another app thread ran Python: in futex, it waits for the GIL...
-        assert!(!stalled(w, Duration::ZERO, busy, || Waiting::Lock));
-        assert!(!stalled(w, Duration::ZERO, busy, || Waiting::Unknown));
-        // ...in another system call, it is blocked whatever the others do.
-        assert!(stalled(w, Duration::ZERO, busy, || Waiting::Io));
+        let never = || -> Waiting { panic!("not asked when the call used CPU") };
+        // Sleeping, socket, database: blocked whatever the others do.
+        assert_eq!(
+            stalled(w, Duration::ZERO, idle, || Waiting::Io),
+            Some(Waiting::Io)
+        );
+        assert_eq!(
+            stalled(w, Duration::ZERO, busy, || Waiting::Io),
+            Some(Waiting::Io)
+        );
+        // In futex while another app thread ran Python: waiting for the GIL.
+        assert_eq!(stalled(w, Duration::ZERO, busy, || Waiting::Lock), None);
+        // In futex while nobody ran Python: a Python lock.
+        assert_eq!(
+            stalled(w, Duration::ZERO, idle, || Waiting::Lock),
+            Some(Waiting::Lock)
+        );
+        // Not in a system call: runnable on a busy machine, never demoted for that.
+        assert_eq!(stalled(w, Duration::ZERO, idle, || Waiting::Unknown), None);
         // Computing.
-        assert!(!stalled(w, Duration::from_micros(800), busy, never));
-        // A little CPU (a query's send and parse) counts as stalled.
-        assert!(stalled(
-            w,
-            Duration::from_micros(50),
-            Duration::from_micros(50),
-            never
-        ));
-        assert!(!stalled(
-            Duration::ZERO,
-            Duration::ZERO,
-            Duration::ZERO,
-            never
-        ));
+        assert_eq!(stalled(w, Duration::from_micros(800), busy, never), None);
+        assert_eq!(
+            stalled(Duration::ZERO, Duration::ZERO, Duration::ZERO, never),
+            None
+        );
     }
 
     #[test]

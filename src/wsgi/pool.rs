@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 
 use crate::server::admission::{
-    stalled, Admission, AdmissionStats, Class, Waiting, LONG_CALL, STALLED_LOOKS,
+    stalled, Admission, AdmissionStats, Class, Waiting, LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
 };
 
 /// An idle thread with no work for this long exits (while more than `min` threads exist).
@@ -102,6 +102,8 @@ struct Holder<J> {
     /// Its thread's CPU time at the previous look.
     cpu_seen: Option<Duration>,
     stalled_looks: u32,
+    /// Its last stall was a wait on I/O (its route then counts as blocking).
+    io: bool,
 }
 
 impl<J> Holder<J> {
@@ -112,6 +114,7 @@ impl<J> Holder<J> {
             since: Instant::now(),
             cpu_seen: None,
             stalled_looks: 0,
+            io: false,
         }
     }
 }
@@ -394,14 +397,18 @@ impl<J: Send + 'static> Pool<J> {
                 let was = std::mem::replace(&mut h.cpu_seen, cpu);
                 if let (Some((wall, app)), Some(was), Some(cpu)) = (window, was, cpu) {
                     let slot = &h.slot;
-                    if stalled(wall, cpu.saturating_sub(was), app, || slot.waiting()) {
-                        h.stalled_looks += 1;
-                    } else {
-                        h.stalled_looks = 0;
+                    match stalled(wall, cpu.saturating_sub(was), app, || slot.waiting()) {
+                        Some(w) => {
+                            h.stalled_looks += 1;
+                            h.io = w == Waiting::Io;
+                        }
+                        None => h.stalled_looks = 0,
                     }
                 }
-                if h.stalled_looks >= STALLED_LOOKS {
-                    demoted.push(inner.holders.swap_remove(i).ticket);
+                let needed = if h.io { STALLED_LOOKS } else { LOCK_LOOKS };
+                if h.stalled_looks >= needed {
+                    let h = inner.holders.swap_remove(i);
+                    demoted.push((h.ticket, h.io));
                 } else {
                     i += 1;
                 }
@@ -409,8 +416,8 @@ impl<J: Send + 'static> Pool<J> {
             for (route, ran) in lengthened {
                 inner.adm.lengthen(route, ran);
             }
-            for ticket in demoted {
-                inner.adm.demote(ticket.class, ticket.route);
+            for (ticket, io) in demoted {
+                inner.adm.demote(ticket.class, ticket.route, io);
             }
             while !inner.idle.is_empty() || inner.total < self.max {
                 let Some((job, route, class)) = inner.adm.admit_next() else {
