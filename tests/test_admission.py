@@ -190,3 +190,49 @@ def test_a_fast_route_passes_a_queue_of_slow_ones(start_server):
     started = srv.marks("cpu-started")
     finished = srv.marks("cpu-finished")
     assert len(started) == len(finished) == 13
+
+
+def test_a_fast_route_that_waited_for_the_interpreter_stays_fast(start_server):
+    """A fast request that waits for the GIL behind a long call passes the long-call mark
+    without computing. It must not mark its route long: the next fast requests would queue
+    behind the slow route's calls in the long class (measured in S12: HAProxy checks on
+    `/hello` timed out and took the server out of service, 5 times in 30 s). `/hog` holds the
+    GIL in one C call for tens of milliseconds, so every `/hello` sent beside it waits past
+    the mark; each must still be answered before more than a few queued `/hog` calls finish."""
+    srv = start_server("busy", "--scheduler", "pool")
+    assert srv.request("GET", "/hog?token=prime").status == 200  # history: a long route
+    assert srv.request("GET", "/hello").body == b"hello"
+    done = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def hogs(i):
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        n = 0
+        while not stop.is_set():
+            c.request("GET", f"/hog?token={i}-{n}")
+            assert c.getresponse().read() == f"hog {i}-{n}".encode()
+            with lock:
+                done.append(i)
+            n += 1
+        c.close()
+
+    threads = [threading.Thread(target=hogs, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    try:
+        srv.wait_marks("hog-finished", 4)  # the prime and three: the queue is established
+        passed = []
+        for _ in range(12):
+            with lock:
+                before = len(done)
+            assert srv.request("GET", "/hello").body == b"hello"
+            with lock:
+                passed.append(len(done) - before)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    # One /hog runs at a time (long class); a /hello waits for the one holding the GIL. Queued
+    # behind the long class, it would wait for the five queued ones too.
+    assert max(passed) <= 3, passed

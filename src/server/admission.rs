@@ -20,8 +20,18 @@
 //!   Python lock). A call waiting for the GIL uses no CPU either, and sleeps in the kernel, but
 //!   in `futex` while someone else runs Python: admitting more then would only lengthen the
 //!   convoy. A thread in no system call is runnable (the machine was busy): never demoted.
-//! - a short call runs past `LONG_CALL`: it moves to the long class (its route is marked long),
-//!   so the short class's room is back within `LONG_CALL` whatever the app does.
+//! - a short call runs past `LONG_CALL`: it moves to the long class, so the short class's room
+//!   is back within `LONG_CALL` whatever the app does.
+//!
+//! A route is marked long by CPU, not by wall time alone: a call seen using `COMPUTING_CPU` of
+//! its thread's CPU holds the interpreter for whole switch intervals. A short call that passes
+//! `LONG_CALL` of wall time while the other app threads used over four times its CPU was
+//! waiting for the GIL behind a long call: it moves class to give its room back, but its time
+//! says nothing of its route and is not recorded. (One that computed, shared the interpreter,
+//! or was slowed by a busy machine, where every app thread gets little CPU, is marked long,
+//! as its wall time says.) Measured (S12, HAProxy checking `/hello` beside 16 clients of a 30 ms
+//! computing route): when such a wait marked `/hello` long, the next checks queued behind the
+//! long class and timed out (5 UP→DOWN in 30 s); see `docs/architecture.md`.
 //!
 //! So 100 CPU-bound requests to one slow route run `limit` at a time, never 100 threads; a
 //! fast request behind them waits at most `LONG_CALL` plus a look; 1,000 sleeping requests get
@@ -42,6 +52,10 @@ pub const DEFAULT_LIMIT: usize = 1;
 /// A call that has run this long (wall time) is long: its route's next requests queue in the
 /// long class. Two CPython switch intervals: beyond it, the interpreter time-slices anyway.
 pub const LONG_CALL: Duration = Duration::from_millis(10);
+
+/// CPU a call must be seen using before its route is marked long: one CPython switch interval
+/// (5 ms). A call that used less while its wall time passed `LONG_CALL` was mostly waiting.
+pub const COMPUTING_CPU: Duration = Duration::from_millis(5);
 
 /// A look window's share of CPU below which an admitted call counts as not running (1/10).
 const STALLED_CPU_SHARE: u32 = 10;
@@ -232,8 +246,10 @@ impl<J> Admission<J> {
         None
     }
 
-    /// An admitted call finished; `counted`: it still counted against `class` (not demoted).
-    pub fn finished(&mut self, class: Class, counted: bool, route: u64, took: Duration) {
+    /// An admitted call finished; `counted`: it still counted against `class` (not demoted);
+    /// `took`: its wall time, or `None` when that says nothing of its route (it ran past
+    /// `LONG_CALL` without computing: it waited for the interpreter).
+    pub fn finished(&mut self, class: Class, counted: bool, route: u64, took: Option<Duration>) {
         if counted {
             self.runnable[class as usize] -= 1;
             // Watched to the end and never seen blocked: the route does not block (now).
@@ -242,7 +258,9 @@ impl<J> Admission<J> {
                 entry.2 = false;
             }
         }
-        self.record(route, took);
+        if let Some(took) = took {
+            self.record(route, took);
+        }
     }
 
     /// An admitted call of `class` to `route` was seen blocked: it no longer counts. If it
@@ -260,11 +278,17 @@ impl<J> Admission<J> {
         entry.2 = true;
     }
 
-    /// A short call ran past `LONG_CALL`: it counts as long from now on, and so does its route.
-    pub fn lengthen(&mut self, route: u64, ran: Duration) {
+    /// A short call ran past `LONG_CALL` (wall time): it counts as long from now on (the short
+    /// room is free again). Its route is not changed: see `mark_long`.
+    pub fn lengthen(&mut self) {
         self.runnable[Class::Short as usize] -= 1;
         self.admit(Class::Long);
         self.stats.lengthened += 1;
+    }
+
+    /// A call to `route` was seen using `COMPUTING_CPU` or more, after `ran` of wall time: the
+    /// route's next calls queue in the long class.
+    pub fn mark_long(&mut self, route: u64, ran: Duration) {
         let entry = &mut self.routes[route as usize % ROUTES];
         let micros = ran.as_micros().min(u128::from(u32::MAX)) as u32;
         if entry.0 != route {
@@ -338,7 +362,7 @@ mod tests {
         a.wait("c", FAST, Class::Short);
         a.wait("d", FAST, Class::Short);
         assert!(a.admit_next().is_none(), "no room: nothing is admitted");
-        a.finished(Class::Short, true, FAST, MS);
+        a.finished(Class::Short, true, FAST, Some(MS));
         assert_eq!(
             a.admit_next().map(|j| j.0),
             Some("c"),
@@ -358,9 +382,9 @@ mod tests {
         a.demote(Class::Short, SLOW, true);
         assert_eq!(a.admit_next().map(|j| j.0), Some("b"));
         // The demoted call finishing does not free a second room.
-        a.finished(Class::Short, false, FAST, MS);
+        a.finished(Class::Short, false, FAST, Some(MS));
         assert!(!a.has_room(Class::Short));
-        a.finished(Class::Short, true, FAST, MS);
+        a.finished(Class::Short, true, FAST, Some(MS));
         assert!(a.has_room(Class::Short));
         assert_eq!(a.stats.demoted, 1);
         assert_eq!(a.stats.runnable_peak[0], 1);
@@ -375,7 +399,7 @@ mod tests {
             PROBATION_EVERY as usize - 1
         );
         a.admit(Class::Short);
-        a.finished(Class::Short, true, SLOW, MS);
+        a.finished(Class::Short, true, SLOW, Some(MS));
         assert_eq!(a.class_of(SLOW), Class::Short);
     }
 
@@ -403,13 +427,13 @@ mod tests {
         a.wait("slow", SLOW, Class::Long);
         a.wait("fast", FAST, Class::Short);
         assert!(a.admit_next().is_none(), "both classes full");
-        a.finished(Class::Short, true, FAST, MS);
+        a.finished(Class::Short, true, FAST, Some(MS));
         assert_eq!(
             a.admit_next().map(|j| j.0),
             Some("fast"),
             "the short one passes"
         );
-        a.finished(Class::Long, true, SLOW, 4 * LONG_CALL);
+        a.finished(Class::Long, true, SLOW, Some(4 * LONG_CALL));
         assert_eq!(
             a.admit_next().map(|j| (j.0, j.2)),
             Some(("slow", Class::Long))
@@ -422,7 +446,8 @@ mod tests {
         a.admit(Class::Short);
         a.wait("same-route", SLOW, Class::Short);
         a.wait("fast", FAST, Class::Short);
-        a.lengthen(SLOW, LONG_CALL);
+        a.lengthen();
+        a.mark_long(SLOW, LONG_CALL);
         assert_eq!(a.runnable(Class::Short), 0);
         assert_eq!(a.runnable(Class::Long), 1);
         // The queued call to the same route now belongs to the long class (full): the fast
@@ -431,6 +456,20 @@ mod tests {
         assert!(a.admit_next().is_none());
         assert_eq!(a.queued_now(), 1);
         assert_eq!(a.stats.lengthened, 1);
+    }
+
+    #[test]
+    fn a_call_that_only_waited_past_long_call_leaves_its_route_short() {
+        let mut a = Admission::new(1);
+        a.admit(Class::Short);
+        // Waited for the interpreter past LONG_CALL: moved to the long class, route unmarked,
+        // and its wall time is not recorded when it finishes.
+        a.lengthen();
+        assert_eq!(a.runnable(Class::Short), 0);
+        a.finished(Class::Long, true, FAST, None);
+        assert_eq!(a.class_of(FAST), Class::Short);
+        a.wait("next", FAST, Class::Short);
+        assert_eq!(a.admit_next().map(|j| j.2), Some(Class::Short));
     }
 
     #[test]

@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 
 use crate::server::admission::{
-    stalled, Admission, AdmissionStats, Class, Waiting, LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
+    stalled, Admission, AdmissionStats, Class, Waiting, COMPUTING_CPU, LOCK_LOOKS, LONG_CALL,
+    STALLED_LOOKS,
 };
 
 /// An idle thread with no work for this long exits (while more than `min` threads exist).
@@ -101,6 +102,11 @@ struct Holder<J> {
     since: Instant,
     /// Its thread's CPU time at the previous look.
     cpu_seen: Option<Duration>,
+    /// Its thread's CPU time, and the app threads' together, at the watcher's first look.
+    cpu_first: Option<Duration>,
+    app_first: Option<Duration>,
+    /// How its length was judged (see `Length`).
+    length: Length,
     stalled_looks: u32,
     /// Its last stall was a wait on I/O (its route then counts as blocking).
     io: bool,
@@ -113,10 +119,48 @@ impl<J> Holder<J> {
             ticket,
             since: Instant::now(),
             cpu_seen: None,
+            cpu_first: None,
+            app_first: None,
+            length: Length::Short,
             stalled_looks: 0,
             io: false,
         }
     }
+
+    /// Its wall time to remember for its route when it finishes (`None`: it only waited).
+    fn took(&self, took: Duration) -> Option<Duration> {
+        (self.length != Length::Waited).then_some(took)
+    }
+}
+
+/// A call past `LONG_CALL` waited for the interpreter if, since the watcher first saw it, the
+/// other app threads used over this many times (4) the CPU it used. Waiting for the GIL behind
+/// a long call uses next to none while the long call computes (measured: ~50 µs in 10–14 ms
+/// for a `/hello` in S12). A call sharing the interpreter with one or two others gets a half or
+/// a third; a call slowed by a busy machine (other processes on every core) gets little CPU,
+/// but so do the other app threads, so it is not taken for a wait.
+const WAITED_SHARE: u32 = 4;
+
+/// CPU below which a share says nothing: over a window where neither the call nor the other
+/// app threads used this much (1 ms), the process hardly ran, and the judgement waits.
+const EVIDENCE: Duration = Duration::from_millis(1);
+
+/// What the watcher made of an admitted call's length (see `server::admission`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Length {
+    /// Not past `LONG_CALL` of wall time, nor seen computing `COMPUTING_CPU`.
+    Short,
+    /// Past `LONG_CALL` of wall time, not judged yet (seen too briefly, or the process hardly
+    /// ran). Its time is recorded like a short call's (averaged into its route's, never
+    /// marking the route long alone).
+    Unsure,
+    /// Past `LONG_CALL` of wall time while the other app threads used over `WAITED_SHARE`
+    /// times its CPU, and at least `EVIDENCE` (it waited for the GIL): its time says nothing
+    /// of its route.
+    Waited,
+    /// Seen using `COMPUTING_CPU`, or past `LONG_CALL` having used `EVIDENCE` without having
+    /// waited: its route is long.
+    Computing,
 }
 
 struct Inner<J> {
@@ -294,10 +338,13 @@ impl<J: Send + 'static> Pool<J> {
                     .iter()
                     .position(|h| Arc::ptr_eq(&h.slot, &slot));
                 // The holder's class, which may have become long while it ran.
-                let class = held.map_or(ticket.class, |i| inner.holders[i].ticket.class);
-                if let Some(i) = held {
-                    inner.holders.swap_remove(i);
-                }
+                let (class, took) = match held {
+                    Some(i) => {
+                        let h = inner.holders.swap_remove(i);
+                        (h.ticket.class, h.took(took))
+                    }
+                    None => (ticket.class, Some(took)),
+                };
                 inner
                     .adm
                     .finished(class, held.is_some(), ticket.route, took);
@@ -384,16 +431,47 @@ impl<J: Send + 'static> Pool<J> {
             let window = prev.map(|(t, cpu)| (now.duration_since(t), app_cpu.saturating_sub(cpu)));
             prev = Some((now, app_cpu));
             let mut demoted = Vec::new();
-            let mut lengthened = Vec::new();
+            let mut lengthened = 0;
+            let mut long_routes = Vec::new();
             let mut i = 0;
             while i < inner.holders.len() {
                 let h = &mut inner.holders[i];
                 let ran = now.saturating_duration_since(h.since);
+                let cpu = h.slot.cpu_time();
+                if h.cpu_first.is_none() {
+                    h.cpu_first = cpu;
+                    h.app_first = Some(app_cpu);
+                }
+                let computed = cpu.zip(h.cpu_first).map(|(c, f)| c.saturating_sub(f));
+                if h.length != Length::Computing && computed.is_some_and(|c| c >= COMPUTING_CPU) {
+                    h.length = Length::Computing;
+                    long_routes.push((h.ticket.route, ran));
+                }
                 if h.ticket.class == Class::Short && ran >= LONG_CALL {
                     h.ticket.class = Class::Long;
-                    lengthened.push((h.ticket.route, ran));
+                    lengthened += 1;
+                    if h.length == Length::Short {
+                        h.length = Length::Unsure;
+                    }
                 }
-                let cpu = h.slot.cpu_time();
+                if h.length == Length::Unsure {
+                    // Past `LONG_CALL` without having computed `COMPUTING_CPU`: did it wait for
+                    // the interpreter (its time then says nothing of its route), or compute?
+                    let others = h.app_first.zip(computed).map(|(first, own)| {
+                        (app_cpu.saturating_sub(first).saturating_sub(own), own)
+                    });
+                    match others {
+                        Some((others, own)) if others >= EVIDENCE && others > own * WAITED_SHARE => {
+                            h.length = Length::Waited;
+                        }
+                        Some((_, own)) if own >= EVIDENCE => {
+                            h.length = Length::Computing;
+                            long_routes.push((h.ticket.route, ran));
+                        }
+                        // Not seen long enough, or nobody ran (the machine was busy): look again.
+                        _ => {}
+                    }
+                }
                 let was = std::mem::replace(&mut h.cpu_seen, cpu);
                 if let (Some((wall, app)), Some(was), Some(cpu)) = (window, was, cpu) {
                     let slot = &h.slot;
@@ -413,8 +491,11 @@ impl<J: Send + 'static> Pool<J> {
                     i += 1;
                 }
             }
-            for (route, ran) in lengthened {
-                inner.adm.lengthen(route, ran);
+            for _ in 0..lengthened {
+                inner.adm.lengthen();
+            }
+            for (route, ran) in long_routes {
+                inner.adm.mark_long(route, ran);
             }
             for (ticket, io) in demoted {
                 inner.adm.demote(ticket.class, ticket.route, io);

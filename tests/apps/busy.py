@@ -5,9 +5,14 @@ busy app behind a load balancer's health checks).
   has used N ms of CPU (default 40: shorter than the watchdog's wall-clock takeover, so only
   the preemption of a call that computes while others wait can get other requests served),
   records ``T`` under ``cpu-finished``, answers ``cpu T``.
+- ``/hog?token=T``: holds the GIL for tens of milliseconds in one C call (sorting a list of
+  floats: the interpreter cannot switch threads inside it), records ``T`` under
+  ``hog-finished``, answers ``hog T``. A call that waits for the GIL behind it passes the
+  admission's long-call mark without computing anything.
 - ``/hello``: answers ``hello`` at once (the fast route a check or a user hits).
 """
 
+import random
 import time
 
 from tests.apps._state import mark, query
@@ -27,8 +32,18 @@ def _compute(ms: float) -> int:
     return n
 
 
+# About 30 ms to sort on this kind of machine (measured: 300,000 take 57-61 ms).
+_RNG = random.Random(7)
+_HOG_LIST = [_RNG.random() for _ in range(150_000)]
+
+
 def app(environ, start_response):
     q = query(environ)
+    if environ["PATH_INFO"] == "/hog":
+        token = q.get("token", "-")
+        sorted(_HOG_LIST)
+        mark("hog-finished", token)
+        return _answer(start_response, f"hog {token}".encode())
     if environ["PATH_INFO"] == "/cpu":
         token = q.get("token", "-")
         mark("cpu-started", token)
