@@ -58,9 +58,13 @@ class Target:
     unframed: bool = False  # S3: the app sends no Content-Length (the server must chunk or close)
     static: bool = False  # S2 static cases: /static/ is served by the server's own feature
     health: bool = False  # S12: the server answers /healthz itself, if it can (sluicegate's --health-path)
+    pool: int | None = None  # S13: the peers' thread count, where the scenario sets it
+    ours_threads: str | None = None  # S13: sluicegate's --threads MIN:MAX, where the scenario sets it
 
     @property
     def threads(self) -> int:
+        if self.pool is not None:
+            return self.pool
         return BLOCKING_THREADS if self.blocking else FAST_THREADS
 
 
@@ -122,6 +126,9 @@ def _sluicegate(t: Target, port: int, py: Path = SLUICEGATE_PY) -> Launch:
     if t.blocking:
         argv += ["--threads", f"16:{BLOCKING_THREADS}"]
         settings = [f"--threads 16:{BLOCKING_THREADS}"]
+    if t.ours_threads:
+        argv += ["--threads", t.ours_threads]
+        settings = [f"--threads {t.ours_threads}"]
     if t.static:
         argv += ["--static", f"/static={payloads.STATIC}"]
         settings.append("--static /static=DIR")

@@ -21,7 +21,8 @@ PY=${PYTHON:-python3.11}
 mkdir -p "$WORK/install-logs"
 
 # ---- Debian packages --------------------------------------------------------------------
-DEB_PKGS=(wrk apache2-utils httperf nginx tcpdump apache2-bin apache2-dev libev-dev python3-venv python3-dev curl)
+DEB_PKGS=(wrk apache2-utils httperf nginx tcpdump apache2-bin apache2-dev libev-dev python3-venv python3-dev curl
+          postgresql-15)
 missing=()
 for p in "${DEB_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -37,6 +38,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     # nginx's Debian package starts a system-wide nginx on port 80; the suite runs its own.
     command -v systemctl >/dev/null && systemctl disable --now nginx >/dev/null 2>&1 || true
     [ -f /run/nginx.pid ] && kill "$(cat /run/nginx.pid)" 2>/dev/null || true
+    # Likewise PostgreSQL's package starts a system cluster; S13 runs its own (bench/s13.py).
+    command -v systemctl >/dev/null && systemctl disable --now postgresql >/dev/null 2>&1 || true
+    command -v pg_ctlcluster >/dev/null && pg_ctlcluster 15 main stop >/dev/null 2>&1 || true
   fi
 fi
 
@@ -49,6 +53,13 @@ if [ ! -x "$MODWSGI_VENV/bin/python" ]; then
   /usr/bin/python3 -m venv "$MODWSGI_VENV" && "$MODWSGI_VENV/bin/pip" install --quiet --no-cache-dir --upgrade pip
   # www-data must traverse and read it.
   chmod -R a+rX "$MODWSGI_VENV" 2>/dev/null || true
+
+# S13's app in sluicegate's own venv (../.venv, made by ./dev build).
+if [ -x "$BENCH/../.venv/bin/python" ]; then
+  "$BENCH/../.venv/bin/python" -c "import django, psycopg" 2>/dev/null \
+    || "$BENCH/../.venv/bin/pip" install --quiet "django>=5.2,<6" "psycopg[binary]>=3.2" \
+    || echo "setup: django/psycopg did not install into ../.venv (S13 will be n/a)" >&2
+fi
 fi
 
 # The peers themselves: bench/install.py holds the table (pip arguments, import check) and

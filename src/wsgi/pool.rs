@@ -461,7 +461,9 @@ impl<J: Send + 'static> Pool<J> {
                         (app_cpu.saturating_sub(first).saturating_sub(own), own)
                     });
                     match others {
-                        Some((others, own)) if others >= EVIDENCE && others > own * WAITED_SHARE => {
+                        Some((others, own))
+                            if others >= EVIDENCE && others > own * WAITED_SHARE =>
+                        {
                             h.length = Length::Waited;
                         }
                         Some((_, own)) if own >= EVIDENCE => {

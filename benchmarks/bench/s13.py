@@ -1,0 +1,223 @@
+"""S13: Django with PostgreSQL, a real app on a real database (shared/SCENARIOS.md).
+
+Owns the database's lifecycle and S13's cases. PostgreSQL 15 from Debian's packages runs as its
+own cluster (`initdb` in a scratch directory, `pg_ctl` as the `postgres` user, a unix socket
+only, the stock `max_connections = 100`), started once per run and stopped at exit. The app is
+`apps/s13_django.py`: Django (`apps/s13django/`), psycopg 3, a view with a primary-key lookup
+and a 100-row aggregate over a 10,000-row table, and a small template.
+
+Cases, each on a freshly started server:
+1. `wrk` at 16 and 100 clients on `/item/4242`, with `CONN_MAX_AGE` 0 (a connection per
+   request) and persistent (one per thread, kept), the peers' thread pools at 4 and at 32.
+   Sluicegate runs its defaults in both groups. Recorded: requests/s, p99, server CPU per
+   request, the most PostgreSQL connections seen at once (`pg_stat_activity`, every 0.1 s),
+   errors (non-2xx: Django's 500 when PostgreSQL refuses a connection).
+2. The burst (issue 17, item 4): 300 clients on a slow view (`?sleep=0.1`: `pg_sleep(0.1)`),
+   `CONN_MAX_AGE` 0, peers at 32 threads and sluicegate with its defaults; then everyone capped
+   at 90 threads (sluicegate `--threads 1:90`), under PostgreSQL's 100.
+
+The expected page is rendered once by calling the app directly (no server) in sluicegate's venv;
+every case verifies bodies against it before, during and after the run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import servers
+from bench import procs
+from bench.harness import Harness, Record
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+DB = "s13"
+ITEM = 4242
+PATH = f"/item/{ITEM}"
+CLIENTS = (16, 100)
+CONN_AGES = (0, None)  # None: persistent (Django's CONN_MAX_AGE = None)
+PEER_POOLS = (4, 32)
+BURST_CLIENTS = 300
+BURST_SLEEP_S = 0.1
+BURST_POOL = 32
+CAPPED_POOL = 90
+CONFIG = servers.WORK / "s13" / "db.json"
+COUNT_EVERY_S = 0.1
+
+TABLE_SQL = f"""
+CREATE TABLE s13_item (id bigint PRIMARY KEY, name varchar(64) NOT NULL,
+                       category integer NOT NULL, price numeric(10,2) NOT NULL);
+INSERT INTO s13_item SELECT i, 'item ' || i, i % 10, ((i * 7919) % 100000) / 100.0
+  FROM generate_series(1, 10000) AS i;
+ANALYZE s13_item;
+"""
+
+
+class Postgres:
+    """One scratch cluster: unix socket only, trust authentication, stock connection limit."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="sluicegate-s13-"))
+        self.data = self.root / "data"
+        self.port = procs.free_port()  # names the socket file (.s.PGSQL.PORT); no TCP listener
+        self.root.chmod(0o755)  # www-data (mod_wsgi) reaches the socket
+        shutil.chown(self.root, "postgres", "postgres")
+
+    def _as_postgres(self, *argv: str, timeout: float = 120, stdin: str | None = None) -> str:
+        r = subprocess.run(["runuser", "-u", "postgres", "--", *argv], capture_output=True, text=True,
+                           timeout=timeout, input=stdin, cwd=self.root)
+        if r.returncode != 0:
+            raise RuntimeError(f"{argv[0]} failed: {(r.stderr or r.stdout).strip()[-300:]}")
+        return r.stdout
+
+    def start(self) -> None:
+        self._as_postgres(str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
+                          "--no-sync", "-E", "UTF8", "--locale", "C")
+        opts = (f"-k {self.root} -p {self.port} -c listen_addresses='' -c max_connections=100 "
+                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+        self._as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"),
+                          "-o", opts, "-w", "start")
+        atexit.register(self.stop)
+        self.psql("postgres", f"CREATE DATABASE {DB}")
+        self.psql(DB, TABLE_SQL)
+
+    def psql(self, db: str, sql: str) -> str:
+        return self._as_postgres("psql", "-h", str(self.root), "-p", str(self.port), "-d", db, "-X", "-q",
+                                 "-A", "-t", "-v", "ON_ERROR_STOP=1", stdin=sql)
+
+    def connections(self) -> int:
+        """Client connections to the app's database now (not counting this query's)."""
+        out = self.psql(DB, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                            f"AND datname = '{DB}' AND pid <> pg_backend_pid();")
+        return int(out.strip() or 0)
+
+    def stop(self) -> None:
+        if self.data.exists():
+            subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(self.data),
+                            "-m", "fast", "-w", "stop"], capture_output=True, timeout=60)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+_PG: Postgres | None = None
+_EXPECT: dict[str, bytes] = {}
+
+
+def _postgres() -> Postgres:
+    global _PG
+    if _PG is None:
+        pg = Postgres()
+        pg.start()
+        _PG = pg
+    return _PG
+
+
+def _configure(conn_max_age: int | None) -> None:
+    pg = _postgres()
+    CONFIG.parent.mkdir(parents=True, exist_ok=True)
+    CONFIG.write_text(json.dumps({"host": str(pg.root), "port": pg.port, "name": DB, "user": "postgres",
+                                  "conn_max_age": conn_max_age}))
+    CONFIG.chmod(0o644)
+
+
+def _expected(path: str) -> bytes:
+    """The page for `path`, from the app called directly (no server) in sluicegate's venv."""
+    if path not in _EXPECT:
+        code = (
+            "import sys, s13_django\n"
+            "path, _, query = sys.argv[1].partition('?')\n"
+            "env = {'REQUEST_METHOD': 'GET', 'PATH_INFO': path, 'QUERY_STRING': query,\n"
+            "       'SERVER_NAME': '127.0.0.1', 'SERVER_PORT': '80', 'HTTP_HOST': '127.0.0.1',\n"
+            "       'SERVER_PROTOCOL': 'HTTP/1.1', 'wsgi.url_scheme': 'http', 'wsgi.input': sys.stdin.buffer,\n"
+            "       'wsgi.errors': sys.stderr, 'wsgi.multithread': False, 'wsgi.multiprocess': False,\n"
+            "       'wsgi.run_once': True, 'wsgi.version': (1, 0)}\n"
+            "status = []\n"
+            "body = b''.join(s13_django.app(env, lambda s, h, e=None: status.append(s)))\n"
+            "assert status == ['200 OK'], status\n"
+            "sys.stdout.buffer.write(body)\n"
+        )
+        r = subprocess.run([str(servers.SLUICEGATE_PY), "-c", code, path], capture_output=True,
+                           env=servers._env(None), cwd=servers.APPS, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError(f"rendering {path} failed: {r.stderr.decode(errors='replace')[-300:]}")
+        _EXPECT[path] = r.stdout
+    return _EXPECT[path]
+
+
+class ConnectionCounter(threading.Thread):
+    """The most client connections PostgreSQL had at once while it ran."""
+
+    def __init__(self, pg: Postgres):
+        super().__init__(daemon=True)
+        self.pg, self.peak = pg, 0
+        self._stop_evt = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_evt.wait(COUNT_EVERY_S):
+            try:
+                self.peak = max(self.peak, self.pg.connections())
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError):
+                pass
+
+    def finish(self) -> int:
+        self._stop_evt.set()
+        self.join(10)
+        return self.peak
+
+
+def available() -> tuple[bool, str]:
+    if not (PG_BIN / "initdb").exists():
+        return False, "PostgreSQL 15 not installed (run benchmarks/setup.sh)"
+    r = subprocess.run([str(servers.SLUICEGATE_PY), "-c", "import django, psycopg"], capture_output=True,
+                       timeout=60)
+    if r.returncode != 0:
+        return False, "django/psycopg not installed (run benchmarks/setup.sh)"
+    return True, ""
+
+
+def _one(h: Harness, server: servers.Server, rnd: int, case: str, target: servers.Target, path: str,
+         clients: int, conn_max_age: int | None) -> None:
+    from bench.scenarios import _case, _wrk_body  # the shared case runner and verified wrk body
+
+    ok, why = available()
+    if not ok:
+        rec = Record("S13", case, server.name, rnd, "req/s", "higher", status="n/a", note=why)
+        h.add(rec)
+        return
+    _configure(conn_max_age)
+    expect = _expected(path)
+
+    def body(proc: procs.ServerProcess, rec: Record) -> None:
+        counter = ConnectionCounter(_postgres())
+        counter.start()
+        try:
+            _wrk_body(h, path, expect, clients, timeout_s=5.0)(proc, rec)
+        finally:
+            rec.extra["pg_connections"] = counter.finish()
+        if rec.errors:
+            rec.note = (rec.note + "; " if rec.note else "") + f"{rec.errors} errors"
+
+    _case(h, "S13", case, server, rnd, "req/s", "higher", target, body)
+
+
+def s13(h: Harness, server: servers.Server, rnd: int) -> None:
+    ours = server.kind == "ours"
+    for pool in PEER_POOLS:
+        for conn_max_age in CONN_AGES:
+            for clients in CLIENTS:
+                age = "persistent" if conn_max_age is None else "0"
+                case = f"c{clients}, CONN_MAX_AGE={age}, peers {pool} threads"
+                target = servers.Target("s13_django", "/hello", b"hello", pool=None if ours else pool)
+                _one(h, server, rnd, case, target, PATH, clients, conn_max_age)
+    slow = f"{PATH}?sleep={BURST_SLEEP_S:g}"
+    target = servers.Target("s13_django", "/hello", b"hello", pool=None if ours else BURST_POOL)
+    _one(h, server, rnd, f"burst c{BURST_CLIENTS} pg_sleep, peers {BURST_POOL} threads, ours defaults", target,
+         slow, BURST_CLIENTS, 0)
+    target = servers.Target("s13_django", "/hello", b"hello", pool=CAPPED_POOL,
+                            ours_threads=f"1:{CAPPED_POOL}" if ours else None)
+    _one(h, server, rnd, f"burst c{BURST_CLIENTS} pg_sleep, everyone {CAPPED_POOL} threads", target, slow,
+         BURST_CLIENTS, 0)
