@@ -236,3 +236,36 @@ def test_a_fast_route_that_waited_for_the_interpreter_stays_fast(start_server):
     # One /hog runs at a time (long class); a /hello waits for the one holding the GIL. Queued
     # behind the long class, it would wait for the five queued ones too.
     assert max(passed) <= 3, passed
+
+
+def test_a_pool_past_a_hundred_threads_warns_once_about_database_connections(start_server):
+    """101 blocked calls need 101 threads: allowed (blocking apps get up to MAX), but an app
+    that holds a database connection per call would exceed PostgreSQL's default limit of 100,
+    so the operator is told, once, on the error log (issue 17, item 4)."""
+    srv = start_server("blocking", "--threads", "1:300")
+    mark = srv.log_mark()
+    n = 110
+    results = []
+    lock = threading.Lock()
+
+    def slow(i):
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        c.request("GET", f"/slow?token=t{i}&gate=many")
+        body = c.getresponse().read()
+        with lock:
+            results.append(body)
+        c.close()
+
+    threads = [threading.Thread(target=slow, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    try:
+        srv.wait_marks("started", n, timeout=60)  # all 110 calls block at once
+        srv.wait_log(r"grew past 100 threads", since=mark)
+    finally:
+        srv.open_gate("many")
+        for t in threads:
+            t.join(60)
+    assert sorted(results) == sorted(f"slow t{i} gate=open".encode() for i in range(n))
+    assert srv.log_since(mark).count("grew past 100 threads") == 1
+    assert "max_connections" in srv.log_since(mark)

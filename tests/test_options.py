@@ -47,7 +47,7 @@ def test_defaults():
     cfg = resolve({}, env={})
     assert cfg.app == "sluicegate.demo:app"
     assert cfg.bind == (BindAddress("tcp", "127.0.0.1", 8000),)
-    assert cfg.threads == (1, 1024)
+    assert cfg.threads is None  # auto: chosen once the app is loaded (thread_bounds.py)
     assert cfg.backlog == 2048
     assert (cfg.header_timeout, cfg.keepalive_timeout, cfg.read_timeout) == (10.0, 75.0, 30.0)
     assert (cfg.write_timeout, cfg.graceful_timeout) == (30.0, 30.0)
@@ -106,7 +106,7 @@ def test_bad_sizes(text):
 
 @pytest.mark.parametrize("text, expected", [
     ("4:64", (4, 64)), ("0:1", (0, 1)), ("8", (1, 8)), ("1", (1, 1)), ("16:16", (16, 16)),
-    (8, (1, 8)), ((2, 3), (2, 3)), ([0, 5], (0, 5)),
+    (8, (1, 8)), ((2, 3), (2, 3)), ([0, 5], (0, 5)), ("auto", None), ("AUTO", None), (None, None),
 ])
 def test_threads(text, expected):
     assert parse_threads(text) == expected
@@ -298,7 +298,7 @@ def _core_keys_from_contract() -> set:
 
 def test_core_config_has_exactly_the_contract_keys():
     cfg = resolve({"threads": "3:7", "root_path": "/app", "server_header": ""}, env={})
-    config = core_config(cfg, access_log_fd=-1, errors=sys.stderr, signal_fd=-1)
+    config = core_config(cfg, threads=cfg.threads, access_log_fd=-1, errors=sys.stderr, signal_fd=-1)
     assert set(config) == _core_keys_from_contract()
     assert (config["threads_min"], config["threads_max"]) == (3, 7)
     assert config["root_path"] == "/app" and config["server_header"] == ""

@@ -9,7 +9,7 @@ fd, wsgi.errors, the signal pipe) or knows (how the app was named, for log lines
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from .options import OPTIONS, Config
 
@@ -18,12 +18,14 @@ URL_SCHEME = "http"
 
 
 def core_config(
-    cfg: Config, *, access_log_fd: int, errors: Any, signal_fd: int, app_name: str = ""
+    cfg: Config, *, threads: Tuple[int, int], access_log_fd: int, errors: Any, signal_fd: int,
+    app_name: str = "",
 ) -> Dict[str, Any]:
     """Every key `_core.Server` requires, from the validated Config and what the supervisor
-    opened. `access_log_fd` and `signal_fd` are -1 when off."""
+    opened or chose (`threads`: the pool bounds, see thread_bounds.py). `access_log_fd` and
+    `signal_fd` are -1 when off."""
     out: Dict[str, Any] = {o.name: getattr(cfg, o.name) for o in OPTIONS if o.core}
-    out["threads_min"], out["threads_max"] = cfg.threads
+    out["threads_min"], out["threads_max"] = threads
     out["static"] = [m.to_core() for m in cfg.static]
     out["url_scheme"] = URL_SCHEME
     out["access_log_fd"] = access_log_fd

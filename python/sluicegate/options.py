@@ -117,8 +117,11 @@ def parse_seconds(value: object) -> float:
     return seconds
 
 
-def parse_threads(value: object) -> Tuple[int, int]:
-    """`MIN:MAX`, or a single `N` meaning `1:N`; MIN >= 0, MAX >= 1, MIN <= MAX."""
+def parse_threads(value: object) -> Optional[Tuple[int, int]]:
+    """`MIN:MAX`, or a single `N` meaning `1:N`; MIN >= 0, MAX >= 1, MIN <= MAX. `auto` (or
+    None) is None: the bounds are chosen once the app is loaded (see thread_bounds.py)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+        return None
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
             raise ValueError("expected (MIN, MAX)")
@@ -342,10 +345,13 @@ OPTIONS: Tuple[Option, ...] = (
         "ADDRESS", Tuple[BindAddress, ...], short="-b", repeatable=True,
     ),
     Option(
-        "threads", parse_threads, "1:1024",
+        "threads", parse_threads, "auto",
         "Bounds of the elastic pool of threads that run the app: MIN:MAX, or N for 1:N. Threads "
-        "beyond MIN are started under load and stop when idle.",
-        "MIN:MAX", Tuple[int, int],
+        "beyond MIN are started under load and stop when idle. auto: 1:1024, except 1:48 for an "
+        "app that holds a database connection per thread (Django with a database other than "
+        "SQLite and no connection pool), so that a burst stays within PostgreSQL's default "
+        "connection limit (see docs/deployment.md).",
+        "MIN:MAX", Optional[Tuple[int, int]],
     ),
     Option(
         "max_runnable", parse_count_or_zero, "1",
@@ -501,7 +507,7 @@ class Config:
 
     app: Union[str, Callable[..., Any]]
     bind: Tuple[BindAddress, ...]
-    threads: Tuple[int, int]
+    threads: Optional[Tuple[int, int]]
     max_runnable: int
     scheduler: str
     backlog: int

@@ -27,6 +27,7 @@ import threading
 from types import FrameType
 from typing import Any, Callable, Dict, List, Optional
 
+from . import thread_bounds
 from .config import core_config
 from .errors import StartError
 from .listeners import BoundSocket, bind_all
@@ -114,8 +115,9 @@ class Supervisor:
                 wake_r, wake_w = os.pipe()
                 os.set_blocking(wake_r, False)
                 os.set_blocking(wake_w, False)
+            threads, threads_why = thread_bounds.choose(self.cfg.threads)
             config = core_config(
-                self.cfg, access_log_fd=access_fd, errors=sys.stderr, signal_fd=wake_r,
+                self.cfg, threads=threads, access_log_fd=access_fd, errors=sys.stderr, signal_fd=wake_r,
                 app_name=self.app_name,
             )
             listeners = [s.to_listener() for s in self.sockets]
@@ -126,10 +128,9 @@ class Supervisor:
                     old_handlers[signum] = signal.signal(signum, self._on_signal)
             if self._shutdown_requested is not None:
                 self._server.shutdown(graceful=self._shutdown_requested)
-            threads_min, threads_max = self.cfg.threads
             log.info(
-                "Starting sluicegate %s: app %s, threads %d:%d",
-                self.version, self.app_name, threads_min, threads_max,
+                "Starting sluicegate %s: app %s, threads %d:%d (%s)",
+                self.version, self.app_name, threads[0], threads[1], threads_why,
             )
             for s in self.sockets:
                 log.info("Listening at: %s", s.url)

@@ -38,6 +38,11 @@ const STACK_SIZE: usize = 8 * 1024 * 1024;
 /// at most behind calls that sleep; a look costs a few `clock_gettime` calls.
 const LOOK_EVERY: Duration = Duration::from_micros(250);
 
+/// Past this many app threads the pool logs one warning: it is PostgreSQL's default
+/// `max_connections`, and an app that holds one database connection per thread (Django with
+/// its defaults) gets refused connections beyond it. See docs/deployment.md, "Sizing --threads".
+const MANY_THREADS: usize = 100;
+
 /// No thread CPU clock known yet.
 const NO_CLOCK: i64 = i64::MIN;
 
@@ -169,6 +174,8 @@ struct Inner<J> {
     holders: Vec<Holder<J>>,
     total: usize,
     stopping: bool,
+    /// The `MANY_THREADS` warning was given.
+    warned: bool,
 }
 
 pub struct Pool<J: Send + 'static> {
@@ -198,6 +205,7 @@ impl<J: Send + 'static> Pool<J> {
                 holders: Vec::new(),
                 total: 0,
                 stopping: false,
+                warned: false,
             }),
             exited: Condvar::new(),
             queued: Condvar::new(),
@@ -237,7 +245,7 @@ impl<J: Send + 'static> Pool<J> {
         let mut inner = self.inner.lock().unwrap();
         while inner.total < self.min {
             inner.total += 1;
-            self.spawn(Slot::new(), None);
+            self.spawn(Slot::new(), None, false);
         }
     }
 
@@ -283,24 +291,26 @@ impl<J: Send + 'static> Pool<J> {
                 (Slot::new(), true)
             }
         };
+        let warn = new && inner.total > MANY_THREADS && !inner.warned;
+        inner.warned |= warn;
         if let Some(ticket) = ticket.filter(|t| t.class != Class::Blocking) {
             inner.holders.push(Holder::new(&slot, ticket));
         }
         drop(inner);
         if new {
-            self.spawn(slot, Some((job, ticket)));
+            self.spawn(slot, Some((job, ticket)), warn);
         } else {
             *slot.job.lock().unwrap() = Some((job, ticket));
             slot.cond.notify_one();
         }
     }
 
-    fn spawn(self: &Arc<Self>, slot: Arc<Slot<J>>, first: Option<(J, Option<Ticket>)>) {
+    fn spawn(self: &Arc<Self>, slot: Arc<Slot<J>>, first: Option<(J, Option<Ticket>)>, warn: bool) {
         let pool = Arc::clone(self);
         let res = std::thread::Builder::new()
             .name("sluicegate-app".into())
             .stack_size(STACK_SIZE)
-            .spawn(move || pool.thread_main(slot, first));
+            .spawn(move || pool.thread_main(slot, first, warn));
         if let Err(e) = res {
             // Out of threads. The job (moved into the closure) is lost with it: say so loudly.
             eprintln!("sluicegate: cannot start an app thread: {e}");
@@ -315,9 +325,39 @@ impl<J: Send + 'static> Pool<J> {
         self.worker_loop(Slot::new(), None);
     }
 
-    fn thread_main(self: Arc<Self>, slot: Arc<Slot<J>>, first: Option<(J, Option<Ticket>)>) {
+    fn thread_main(
+        self: Arc<Self>,
+        slot: Arc<Slot<J>>,
+        first: Option<(J, Option<Ticket>)>,
+        warn: bool,
+    ) {
         // Attach once for the thread's life; jobs re-attach cheaply inside.
-        Python::attach(|py| py.detach(|| self.worker_loop(slot, first)));
+        Python::attach(|py| {
+            if warn {
+                self.warn_many_threads(py);
+            }
+            py.detach(|| self.worker_loop(slot, first))
+        });
+    }
+
+    /// The one-time `MANY_THREADS` warning, on the logger the server's errors go to. Given from
+    /// the new thread (which takes the GIL anyway), never from the event loop.
+    fn warn_many_threads(&self, py: Python<'_>) {
+        let msg = format!(
+            "more than {MANY_THREADS} app calls at once: the app thread pool grew past \
+             {MANY_THREADS} threads (limit {}). If each call holds a database connection, a \
+             database with a default connection limit (PostgreSQL max_connections = 100) \
+             refuses the next ones; cap it with --threads MIN:MAX below that limit (see \
+             docs/deployment.md, \"Sizing --threads\")",
+            self.max
+        );
+        let logged = py
+            .import("logging")
+            .and_then(|l| l.call_method1("getLogger", ("sluicegate.error",)))
+            .and_then(|l| l.call_method1("warning", (msg.as_str(),)));
+        if logged.is_err() {
+            eprintln!("sluicegate: {msg}");
+        }
     }
 
     fn worker_loop(self: &Arc<Self>, slot: Arc<Slot<J>>, mut next: Option<(J, Option<Ticket>)>) {
