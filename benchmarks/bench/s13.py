@@ -14,7 +14,8 @@ Cases, each on a freshly started server:
    errors (non-2xx: Django's 500 when PostgreSQL refuses a connection).
 2. The burst (issue 17, item 4): 300 clients on a slow view (`?sleep=0.1`: `pg_sleep(0.1)`),
    `CONN_MAX_AGE` 0, peers at 32 threads and sluicegate with its defaults; then everyone capped
-   at 90 threads (sluicegate `--threads 1:90`), under PostgreSQL's 100.
+   at 90 threads (sluicegate `--threads 1:90`), under PostgreSQL's 100; then everyone at 300
+   threads (one per client, what sluicegate's 1:1024 did before `--threads auto`), over it.
 
 The expected page is rendered once by calling the app directly (no server) in sluicegate's venv;
 every case verifies bodies against it before, during and after the run.
@@ -46,6 +47,7 @@ BURST_CLIENTS = 300
 BURST_SLEEP_S = 0.1
 BURST_POOL = 32
 CAPPED_POOL = 90
+UNCAPPED_POOL = 300  # one thread per client: what sluicegate's 1:1024 did before `auto`
 CONFIG = servers.WORK / "s13" / "db.json"
 COUNT_EVERY_S = 0.1
 
@@ -198,14 +200,76 @@ def _one(h: Harness, server: servers.Server, rnd: int, case: str, target: server
             _wrk_body(h, path, expect, clients, timeout_s=5.0)(proc, rec)
         finally:
             rec.extra["pg_connections"] = counter.finish()
+        rec.note = (rec.note + "; " if rec.note else "") + f"{rec.extra['pg_connections']} PostgreSQL connections"
         if rec.errors:
             rec.note = (rec.note + "; " if rec.note else "") + f"{rec.errors} errors"
 
     _case(h, "S13", case, server, rnd, "req/s", "higher", target, body)
 
 
+_ALONE_CODE = """
+import io, sys, time, s13_django
+path, seconds = sys.argv[1], float(sys.argv[2])
+def env():
+    return {'REQUEST_METHOD': 'GET', 'PATH_INFO': path, 'QUERY_STRING': '', 'SCRIPT_NAME': '',
+            'SERVER_NAME': '127.0.0.1', 'SERVER_PORT': '80', 'HTTP_HOST': '127.0.0.1',
+            'SERVER_PROTOCOL': 'HTTP/1.1', 'wsgi.url_scheme': 'http', 'wsgi.input': io.BytesIO(),
+            'wsgi.errors': sys.stderr, 'wsgi.multithread': False, 'wsgi.multiprocess': False,
+            'wsgi.run_once': False, 'wsgi.version': (1, 0)}
+def call():
+    out = s13_django.app(env(), lambda s, h, e=None: None)
+    body = b''.join(out)
+    getattr(out, 'close', lambda: None)()
+    return body
+expect = call()
+for _ in range(50):
+    assert call() == expect
+n, cpu0, t0 = 0, time.process_time(), time.monotonic()
+while time.monotonic() - t0 < seconds:
+    assert call() == expect
+    n += 1
+print(n, time.process_time() - cpu0, time.monotonic() - t0)
+sys.stdout.buffer.write(expect)
+"""
+
+
+def _alone(h: Harness, rnd: int, conn_max_age: int | None) -> None:
+    """The floor: the app called in a loop by one Python thread, no server and no sockets in
+    front. Its CPU per call is what a server that cost nothing would spend per request."""
+    age = "persistent" if conn_max_age is None else "0"
+    rec = Record("S13", f"app alone, CONN_MAX_AGE={age} (one thread, no server: the floor)", "app alone", rnd,
+                 "req/s", "higher", settings="the WSGI callable called in a loop by one thread")
+    ok, why = available()
+    if not ok:
+        rec.status, rec.note = "n/a", why
+        h.add(rec)
+        return
+    _configure(conn_max_age)
+    expect = _expected(PATH)
+    seconds = h.mode.wrk_s
+    r = subprocess.run([str(servers.SLUICEGATE_PY), "-c", _ALONE_CODE, PATH, str(seconds)], capture_output=True,
+                       env=servers._env(None), cwd=servers.APPS, timeout=seconds + 120)
+    if r.returncode != 0:
+        rec.status, rec.note = "failed", r.stderr.decode(errors="replace")[-300:]
+    else:
+        head, _, body = r.stdout.partition(b"\n")
+        n, cpu, wall = head.split()
+        rec.verified = body == expect
+        if not rec.verified:
+            rec.status, rec.note = "failed", "the app's page differs from the expected one"
+        else:
+            rec.requests = int(n)
+            rec.value = int(n) / float(wall)
+            rec.cpu_us_per_req = float(cpu) * 1e6 / int(n)
+            rec.note = "CPU per call: the app process's own (time.process_time)"
+    h.add(rec)
+
+
 def s13(h: Harness, server: servers.Server, rnd: int) -> None:
     ours = server.kind == "ours"
+    if ours:
+        for conn_max_age in CONN_AGES:
+            _alone(h, rnd, conn_max_age)
     for pool in PEER_POOLS:
         for conn_max_age in CONN_AGES:
             for clients in CLIENTS:
@@ -220,4 +284,8 @@ def s13(h: Harness, server: servers.Server, rnd: int) -> None:
     target = servers.Target("s13_django", "/hello", b"hello", pool=CAPPED_POOL,
                             ours_threads=f"1:{CAPPED_POOL}" if ours else None)
     _one(h, server, rnd, f"burst c{BURST_CLIENTS} pg_sleep, everyone {CAPPED_POOL} threads", target, slow,
+         BURST_CLIENTS, 0)
+    target = servers.Target("s13_django", "/hello", b"hello", pool=UNCAPPED_POOL,
+                            ours_threads=f"1:{UNCAPPED_POOL}" if ours else None)
+    _one(h, server, rnd, f"burst c{BURST_CLIENTS} pg_sleep, everyone {UNCAPPED_POOL} threads", target, slow,
          BURST_CLIENTS, 0)
