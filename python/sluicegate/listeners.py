@@ -114,6 +114,10 @@ class BoundSocket:
             self._sock = None
         self.remove_unix_file()
 
+    def forget_unix_file(self) -> None:
+        """In a worker process: the socket file belongs to the master, which removes it."""
+        self._unix_inode = None
+
     def remove_unix_file(self) -> None:
         """Remove the unix socket file if it is still the one this process created."""
         if self._unix_inode is None:

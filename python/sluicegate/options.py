@@ -279,6 +279,27 @@ def parse_server_header(value: object) -> str:
     return text.strip()
 
 
+def parse_workers(value: object) -> Optional[int]:
+    """N >= 1 worker processes under a master, `auto` for one per CPU this process may use;
+    None (unset): one process, no master."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return max(1, len(os.sched_getaffinity(0)))
+    n = _int(value, "N or auto")
+    if not 1 <= n <= 4096:
+        raise ValueError("must be between 1 and 4096")
+    return n
+
+
+def parse_path(value: object) -> Optional[str]:
+    """A file path; '' or None: off."""
+    if value is None:
+        return None
+    text = os.fspath(value) if isinstance(value, os.PathLike) else _str(value)
+    return text or None
+
+
 def parse_chdir(value: object) -> Optional[str]:
     if value is None:
         return None
@@ -343,6 +364,39 @@ OPTIONS: Tuple[Option, ...] = (
         "(the 'Listening at:' log line shows it). Give it several times to listen on several "
         "addresses.",
         "ADDRESS", Tuple[BindAddress, ...], short="-b", repeatable=True,
+    ),
+    Option(
+        "workers", parse_workers, None,
+        "Run a master process and this many worker processes, each with its own event loop and "
+        "app threads, all serving the same sockets (auto: one per CPU available). The master "
+        "replaces a worker that dies and handles reloads (HUP) and the other operations "
+        "signals (docs/operations.md). Unset: one process serves, without a master.",
+        "N", Optional[int],
+    ),
+    Option(
+        "preload", parse_bool, "false",
+        "With --workers: import the app in the master before forking the workers (memory "
+        "shared copy-on-write, an import error found before any worker starts). A reload (HUP) "
+        "then restarts the workers with the master's copy of the app.",
+        "", bool, switch=True,
+    ),
+    Option(
+        "max_requests", parse_count_or_zero, "0",
+        "With --workers: replace a worker after it has served this many requests (plus a random "
+        "0..--max-requests-jitter); its replacement is ready before it stops accepting, and it "
+        "finishes its in-flight requests. 0: never.",
+        "N", int,
+    ),
+    Option(
+        "max_requests_jitter", parse_count_or_zero, "0",
+        "A random 0..N added to --max-requests per worker, so workers are not all replaced at "
+        "once.",
+        "N", int,
+    ),
+    Option(
+        "pid", parse_path, None,
+        "Write the server's (the master's) process id to this file at start; removed at exit.",
+        "FILE", Optional[str],
     ),
     Option(
         "threads", parse_threads, "auto",
@@ -507,6 +561,11 @@ class Config:
 
     app: Union[str, Callable[..., Any]]
     bind: Tuple[BindAddress, ...]
+    workers: Optional[int]
+    preload: bool
+    max_requests: int
+    max_requests_jitter: int
+    pid: Optional[str]
     threads: Optional[Tuple[int, int]]
     max_runnable: int
     scheduler: str

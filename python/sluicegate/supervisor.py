@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 from typing import Any, Callable, Dict, List, Optional
 
@@ -32,6 +33,7 @@ from .config import core_config
 from .errors import StartError
 from .listeners import BoundSocket, bind_all
 from .loader import load_app
+from .master import Master, remove_pid_file, write_pid_file
 from .options import Config
 
 LOGGER_NAME = "sluicegate"
@@ -56,18 +58,54 @@ def configure_logging(level: str) -> None:
 
 def serve_config(cfg: Config, version: str = "", *, owns_process: bool = False) -> int:
     """Start-to-finish for one validated Config: returns the exit status (0) after shutdown;
-    raises a SluicegateError subclass on any user error. `owns_process`: see Supervisor."""
+    raises a SluicegateError subclass on any user error. `owns_process`: see Supervisor.
+    With `--workers`, this process becomes the master (master.py) and the workers run
+    `Supervisor` on the sockets bound here."""
     configure_logging(cfg.log_level)
     if cfg.chdir:
         os.chdir(cfg.chdir)
+    app: Optional[Callable[..., Any]] = None
     if callable(cfg.app):
         app, app_name = cfg.app, getattr(cfg.app, "__qualname__", repr(cfg.app))
     else:
-        app, app_name = load_app(cfg.app), cfg.app
+        app_name = cfg.app
+        if cfg.workers is None or cfg.preload:
+            app = load_app(cfg.app)
     sockets = bind_all(cfg.bind, cfg.backlog)
-    return Supervisor(
-        app, cfg, sockets, app_name=app_name, version=version, owns_process=owns_process
-    ).run()
+    if cfg.workers is None:
+        if cfg.pid:
+            write_pid_file(cfg.pid)
+        try:
+            return Supervisor(
+                app, cfg, sockets, app_name=app_name, version=version, owns_process=owns_process
+            ).run()
+        finally:
+            if cfg.pid:
+                remove_pid_file(cfg.pid)
+    return _run_master(cfg, sockets, app, app_name, version)
+
+
+def _run_master(
+    cfg: Config, sockets: List[BoundSocket], app: Optional[Callable[..., Any]], app_name: str,
+    version: str,
+) -> int:
+    workers = cfg.workers or 1
+
+    def boot_worker(events_fd: int, max_requests: int) -> int:
+        worker_app = app if app is not None else load_app(str(cfg.app))
+        return Supervisor(
+            worker_app, cfg, sockets, app_name=app_name, version=version, owns_process=True,
+            worker_events=events_fd, max_requests=max_requests, workers=workers,
+        ).run()
+
+    def announce() -> None:
+        for s in sockets:
+            log.info("Listening at: %s", s.url)
+
+    log.info("Starting sluicegate %s: app %s, %d worker(s)%s", version, app_name, workers,
+             " (app preloaded)" if app is not None else "")
+    return Master(cfg, sockets, workers, boot_worker, log, pid_file=cfg.pid,
+                  on_ready=announce).run()
 
 
 class Supervisor:
@@ -88,7 +126,12 @@ class Supervisor:
         app_name: str = "",
         version: str = "",
         owns_process: bool = False,
+        worker_events: Optional[int] = None,
+        max_requests: int = 0,
+        workers: int = 1,
     ) -> None:
+        """`worker_events`: in a worker process, the pipe to the master (`R` once serving, `M`
+        after `max_requests` requests); the master logs the listening addresses then."""
         self.app = app
         self.cfg = cfg
         self.sockets = sockets
@@ -98,6 +141,10 @@ class Supervisor:
         self._server: Any = None
         self._shutdown_requested: Optional[bool] = None  # graceful flag, if before the server exists
         self._signals_seen: Dict[int, int] = {}
+        self.worker_events = worker_events
+        self.max_requests = max_requests
+        self.workers = workers
+        self._access_fd = -1
 
     def run(self) -> int:
         access_fd = -1
@@ -115,7 +162,8 @@ class Supervisor:
                 wake_r, wake_w = os.pipe()
                 os.set_blocking(wake_r, False)
                 os.set_blocking(wake_w, False)
-            threads, threads_why = thread_bounds.choose(self.cfg.threads)
+            self._access_fd = access_fd
+            threads, threads_why = thread_bounds.choose(self.cfg.threads, self.workers)
             config = core_config(
                 self.cfg, threads=threads, access_log_fd=access_fd, errors=sys.stderr, signal_fd=wake_r,
                 app_name=self.app_name,
@@ -124,16 +172,24 @@ class Supervisor:
             self._server = core.Server(self.app, listeners, config)
             if on_main_thread:
                 old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-                for signum in (signal.SIGTERM, signal.SIGINT):
+                for signum in HANDLED_SIGNALS:
                     old_handlers[signum] = signal.signal(signum, self._on_signal)
             if self._shutdown_requested is not None:
                 self._server.shutdown(graceful=self._shutdown_requested)
-            log.info(
-                "Starting sluicegate %s: app %s, threads %d:%d (%s)",
-                self.version, self.app_name, threads[0], threads[1], threads_why,
-            )
-            for s in self.sockets:
-                log.info("Listening at: %s", s.url)
+            if self.worker_events is None:
+                log.info(
+                    "Starting sluicegate %s: app %s, threads %d:%d (%s)",
+                    self.version, self.app_name, threads[0], threads[1], threads_why,
+                )
+                for s in self.sockets:
+                    log.info("Listening at: %s", s.url)
+            else:
+                log.info("Worker %d: app %s, threads %d:%d (%s)", os.getpid(), self.app_name,
+                         threads[0], threads[1], threads_why)
+                _tell_master(self.worker_events, b"R")
+                if self.max_requests:
+                    threading.Thread(target=self._count_requests, daemon=True,
+                                     name="sluicegate-max-requests").start()
             cut = self._server.run() or 0
         finally:
             for restored, handler in old_handlers.items():
@@ -172,15 +228,73 @@ class Supervisor:
         seen = self._signals_seen.get(signum, 0) + 1
         self._signals_seen[signum] = seen
         name = signal.Signals(signum).name
-        if signum == signal.SIGINT and seen > 1:
-            log.info("Received %s again: stopping now", name)
+        if signum == signal.SIGQUIT or (signum == signal.SIGINT and seen > 1):
+            log.info("Received %s%s: stopping now", name, " again" if seen > 1 else "")
             self.shutdown(graceful=False)
-        else:
+        elif signum in (signal.SIGTERM, signal.SIGINT):
             log.info(
                 "Received %s: finishing in-flight requests (up to %gs)",
                 name, self.cfg.graceful_timeout,
             )
             self.shutdown(graceful=True)
+        elif signum == signal.SIGUSR1:
+            self._reopen_access_log()
+        elif self.worker_events is None:
+            what = "reloading and worker counts need a master (--workers N)"
+            log.info("Received %s: ignored (%s)", name, what
+                     if signum in (signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU) else
+                     "see docs/operations.md")
+
+    def _reopen_access_log(self) -> None:
+        """USR1 (logrotate): open the access log's path again and put the new file under the
+        descriptor the core writes to (`dup2`), so no line is lost or written to the old file
+        after this returns."""
+        path = self.cfg.access_log
+        if self._access_fd <= 2 or not path:
+            log.info("Received SIGUSR1: no access log file to reopen")
+            return
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            log.error("Received SIGUSR1: cannot reopen access log %r: %s", path, e.strerror)
+            return
+        try:
+            os.dup2(fd, self._access_fd, inheritable=False)
+        finally:
+            os.close(fd)
+        log.info("Received SIGUSR1: access log %s reopened", path)
+
+    def _count_requests(self) -> None:
+        """In a worker with --max-requests: tell the master once this worker has served them
+        (the master starts a replacement, then stops this one gracefully)."""
+        while self._server is not None:
+            try:
+                served = self._server.stats["requests"]
+            except Exception:
+                return
+            if served >= self.max_requests:
+                _tell_master(self.worker_events, b"M")
+                return
+            time.sleep(MAX_REQUESTS_POLL_S)
+
+
+#: Signals a server process handles (the master has its own set, master.py).
+HANDLED_SIGNALS = (
+    signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2,
+    signal.SIGTTIN, signal.SIGTTOU, signal.SIGWINCH,
+)
+
+#: How often a worker with --max-requests looks at its request count.
+MAX_REQUESTS_POLL_S = 0.1
+
+
+def _tell_master(fd: Optional[int], event: bytes) -> None:
+    if fd is None:
+        return
+    try:
+        os.write(fd, event)
+    except OSError:
+        pass  # the master is gone: its TERM follows, or we outlive it as nothing else can
 
 
 def _import_core() -> Any:

@@ -29,13 +29,18 @@ GENERAL = (1, 1024)
 CONNECTION_PER_THREAD = (1, 48)
 
 
-def choose(given: Optional[Tuple[int, int]]) -> Tuple[Tuple[int, int], str]:
-    """The pool's bounds and why: the given ones, else what `auto` means for the loaded app."""
+def choose(given: Optional[Tuple[int, int]], workers: int = 1) -> Tuple[Tuple[int, int], str]:
+    """The pool's bounds in one server process and why: the given ones, else what `auto`
+    means for the loaded app. With several worker processes, the connection budget is shared
+    between them."""
     if given is not None:
         return given, "--threads"
     why = connection_per_thread()
     if why:
-        return CONNECTION_PER_THREAD, f"auto: {why}; --threads sets it"
+        low, high = CONNECTION_PER_THREAD
+        high = max(1, high // max(1, workers))
+        per = f", {CONNECTION_PER_THREAD[1]} shared by {workers} workers" if workers > 1 else ""
+        return (low, high), f"auto: {why}{per}; --threads sets it"
     return GENERAL, "auto"
 
 
