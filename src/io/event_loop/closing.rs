@@ -13,6 +13,11 @@ use crate::io::error_answer::{error_answer, protocol_error_answer, REQUEST_TIMEO
 /// How long an error answer waits for the client to close before the socket is closed anyway.
 const LINGER: Duration = Duration::from_secs(2);
 
+/// How long a graceful shutdown keeps idle keep-alive connections open for a request that may
+/// be on its way (answered with `Connection: close`). Short: an idle connection costs the
+/// shutdown this long at most.
+const IDLE_GRACE: Duration = Duration::from_millis(500);
+
 impl LoopState {
     /// Answer a protocol error (the one place that writes them) and close after it.
     pub(super) fn protocol_error(&mut self, token: usize, e: ProtoError, ctx: &LoopCtx) {
@@ -139,19 +144,26 @@ impl LoopState {
             self.sweep_every = self.sweep_every.min(Duration::from_millis(100));
             self.next_sweep = self.next_sweep.min(now + self.sweep_every);
         }
-        // Idle connections and half-received requests close now.
-        let idle: Vec<usize> = self
-            .conns
-            .iter()
-            .filter_map(|(t, s)| match s {
-                Slot::Here(c) if c.out.is_empty() && !matches!(c.phase, Phase::Lingering) => {
-                    Some(t)
-                }
-                _ => None,
-            })
-            .collect();
-        for t in idle {
-            self.close(t);
+        // Idle connections and half-received requests close once `IDLE_GRACE` has passed, not
+        // at once: a keep-alive client may have sent its next request already, and closing
+        // under it loses that request (measured: 37 read errors in 6 s of `wrk -c32` across
+        // three reloads). Until then a request that comes is served with `Connection: close`,
+        // so busy connections end cleanly after one more answer.
+        let grace = IDLE_GRACE.min(ctx.settings.graceful_timeout);
+        if now >= self.shutdown_started.unwrap() + grace {
+            let idle: Vec<usize> = self
+                .conns
+                .iter()
+                .filter_map(|(t, s)| match s {
+                    Slot::Here(c) if c.out.is_empty() && !matches!(c.phase, Phase::Lingering) => {
+                        Some(t)
+                    }
+                    _ => None,
+                })
+                .collect();
+            for t in idle {
+                self.close(t);
+            }
         }
         let deadline_passed = now >= self.shutdown_started.unwrap() + ctx.settings.graceful_timeout;
         if ctx.shutdown_state() == Shutdown::Immediate || deadline_passed {

@@ -19,11 +19,10 @@ impl LoopState {
         let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
             return;
         };
-        if ctx.shutting_down() && conn.out.is_empty() {
-            // No new requests during shutdown: the bridge already answered with Connection:
-            // close; a connection still marked keep-alive closes here.
-            conn.after_output.close();
-        }
+        // During a shutdown, a connection whose answer went out keep-alive (it was sent before
+        // the shutdown began) stays open: its client may be sending the next request already,
+        // which is answered with `Connection: close`. Closing it here lost that request (a
+        // reset seen by clients during reloads); idle ones close after the shutdown's grace.
         conn.phase = Phase::Idle;
         conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
         if !conn.registered {
