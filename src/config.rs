@@ -60,6 +60,11 @@ pub struct Config {
     pub signal_fd: i32,
     /// How log lines name the app (`MODULE:APP` as given), or empty.
     pub app_name: String,
+    /// With worker processes: the master's table of connection counts (`io::balance`): its
+    /// fd (-1: one process), its number of entries, and this worker's entry.
+    pub balance_fd: i32,
+    pub balance_slots: usize,
+    pub balance_slot: usize,
 }
 
 fn get<T>(d: &Bound<'_, PyDict>, key: &str) -> PyResult<T>
@@ -166,6 +171,9 @@ impl Config {
             static_fallthrough: get(d, "static_fallthrough")?,
             signal_fd: get(d, "signal_fd")?,
             app_name: get(d, "app_name")?,
+            balance_fd: get(d, "balance_fd")?,
+            balance_slots: get(d, "balance_slots")?,
+            balance_slot: get(d, "balance_slot")?,
         })
     }
 }

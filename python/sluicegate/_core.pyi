@@ -47,6 +47,9 @@ class Server:
       errors: Any                                   -- the object given to apps as wsgi.errors
       signal_fd: int                                -- read end of signal.set_wakeup_fd's pipe, or -1
       app_name: str                                 -- how log lines name the app (e.g. "pkg.wsgi:app")
+      balance_fd: int                               -- with worker processes: the memfd of connection counts (io/balance.rs), or -1
+      balance_slots: int                            -- entries in that table (4 bytes each)
+      balance_slot: int                             -- this worker's entry
     """
 
     def __init__(

@@ -19,11 +19,12 @@ URL_SCHEME = "http"
 
 def core_config(
     cfg: Config, *, threads: Tuple[int, int], access_log_fd: int, errors: Any, signal_fd: int,
-    app_name: str = "",
+    app_name: str = "", balance: Tuple[int, int, int] = (-1, 0, 0),
 ) -> Dict[str, Any]:
     """Every key `_core.Server` requires, from the validated Config and what the supervisor
     opened or chose (`threads`: the pool bounds, see thread_bounds.py). `access_log_fd` and
-    `signal_fd` are -1 when off."""
+    `signal_fd` are -1 when off. `balance`: (fd, slots, slot) of the master's connection-count
+    table for a worker process (master.py), fd -1 in a single process."""
     out: Dict[str, Any] = {o.name: getattr(cfg, o.name) for o in OPTIONS if o.core}
     out["threads_min"], out["threads_max"] = threads
     out["static"] = [m.to_core() for m in cfg.static]
@@ -32,4 +33,5 @@ def core_config(
     out["errors"] = errors
     out["signal_fd"] = signal_fd
     out["app_name"] = app_name
+    out["balance_fd"], out["balance_slots"], out["balance_slot"] = balance
     return out

@@ -35,7 +35,7 @@ import select
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .errors import SluicegateError
 from .listeners import BoundSocket
@@ -46,6 +46,12 @@ BOOT_FAILED = 3
 
 #: How often the master looks at its workers when no event comes (for the stop deadline).
 TICK_S = 0.5
+
+#: Entries of the shared connection-count table (src/io/balance.rs): the most workers at once.
+SLOTS = 1024
+
+#: An entry no live worker owns (u32::MAX in the core).
+VACANT = b"\xff\xff\xff\xff"
 
 #: Signals the master handles; everything else keeps its default.
 HANDLED = (
@@ -59,6 +65,7 @@ class Worker:
     pid: int
     pipe: int  # read end of the worker's event pipe
     generation: int
+    slot: int  # its entry in the connection-count table
     ready: bool = False
     retiring: bool = False  # asked to stop (TERM sent), or replaced
     wants_out: bool = False  # reached --max-requests; replaced once its successor is ready
@@ -72,14 +79,15 @@ class Master:
         cfg: Config,
         sockets: List[BoundSocket],
         workers: int,
-        boot_worker: Callable[[int, int], int],
+        boot_worker: Callable[[int, int, Tuple[int, int, int]], int],
         log: Any,
         *,
         pid_file: Optional[str] = None,
         on_ready: Callable[[], None] = lambda: None,
     ) -> None:
-        """`boot_worker(event_fd, max_requests)` runs in each forked child and returns its exit
-        status; it writes `R` and `M` to `event_fd`. `on_ready()` runs once, when the first
+        """`boot_worker(event_fd, max_requests, balance)` runs in each forked child and returns
+        its exit status; it writes `R` and `M` to `event_fd`; `balance` is (fd, slots, slot) of
+        the connection-count table. `on_ready()` runs once, when the first
         workers are all ready."""
         self.cfg = cfg
         self.sockets = sockets
@@ -96,6 +104,10 @@ class Master:
         self.on_ready = on_ready
         self.announced = False
         self._wake_r, self._wake_w = os.pipe()
+        # Shared with every worker (inherited over fork): how many connections each holds.
+        self.table = os.memfd_create("sluicegate-balance", os.MFD_CLOEXEC)
+        os.ftruncate(self.table, SLOTS * 4)
+        os.pwrite(self.table, VACANT * SLOTS, 0)
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -129,6 +141,7 @@ class Master:
                 signal.signal(signum, signal.SIG_DFL if signum == signal.SIGCHLD else signal.SIG_IGN)
             for s in self.sockets:
                 s.close()
+            os.close(self.table)
             self._remove_pid_file()
 
     def _wait_for_events(self) -> None:
@@ -224,6 +237,12 @@ class Master:
     # -- workers ---------------------------------------------------------------------------
 
     def _spawn(self) -> None:
+        used = {w.slot for w in self.workers.values()}
+        slot = next((i for i in range(SLOTS) if i not in used), None)
+        if slot is None:
+            self.log.error("Cannot start more than %d workers", SLOTS)
+            return
+        os.pwrite(self.table, b"\0\0\0\0", slot * 4)
         r, w = os.pipe()
         jitter = 0
         if self.cfg.max_requests and self.cfg.max_requests_jitter:
@@ -245,7 +264,8 @@ class Master:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
                 for s in self.sockets:
                     s.forget_unix_file()  # the master removes it, once, at the end
-                status = self.boot_worker(w, self.cfg.max_requests + jitter)
+                status = self.boot_worker(w, self.cfg.max_requests + jitter,
+                                          (self.table, SLOTS, slot))
             except SluicegateError as e:
                 print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
                 status = BOOT_FAILED
@@ -259,7 +279,7 @@ class Master:
                 os._exit(status)
         os.close(w)
         os.set_inheritable(r, False)
-        self.workers[pid] = Worker(pid, r, self.generation)
+        self.workers[pid] = Worker(pid, r, self.generation, slot)
         self.log.info("Booting worker with pid %d", pid)
 
     def _reap(self) -> None:
@@ -275,6 +295,7 @@ class Master:
                 continue
             self._read_events(w)
             os.close(w.pipe)
+            os.pwrite(self.table, VACANT, w.slot * 4)
             how = _describe(status)
             if self.stopping is not None or w.retiring:
                 self.log.info("Worker %d stopped (%s)", pid, how)

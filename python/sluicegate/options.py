@@ -287,8 +287,8 @@ def parse_workers(value: object) -> Optional[int]:
     if isinstance(value, str) and value.strip().lower() == "auto":
         return max(1, len(os.sched_getaffinity(0)))
     n = _int(value, "N or auto")
-    if not 1 <= n <= 4096:
-        raise ValueError("must be between 1 and 4096")
+    if not 1 <= n <= 1024:
+        raise ValueError("must be between 1 and 1024")
     return n
 
 

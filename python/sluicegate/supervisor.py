@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import thread_bounds
 from .config import core_config
@@ -91,11 +91,12 @@ def _run_master(
 ) -> int:
     workers = cfg.workers or 1
 
-    def boot_worker(events_fd: int, max_requests: int) -> int:
+    def boot_worker(events_fd: int, max_requests: int, balance: Tuple[int, int, int]) -> int:
         worker_app = app if app is not None else load_app(str(cfg.app))
         return Supervisor(
             worker_app, cfg, sockets, app_name=app_name, version=version, owns_process=True,
             worker_events=events_fd, max_requests=max_requests, workers=workers,
+            balance=balance,
         ).run()
 
     def announce() -> None:
@@ -129,6 +130,7 @@ class Supervisor:
         worker_events: Optional[int] = None,
         max_requests: int = 0,
         workers: int = 1,
+        balance: Tuple[int, int, int] = (-1, 0, 0),
     ) -> None:
         """`worker_events`: in a worker process, the pipe to the master (`R` once serving, `M`
         after `max_requests` requests); the master logs the listening addresses then."""
@@ -144,6 +146,7 @@ class Supervisor:
         self.worker_events = worker_events
         self.max_requests = max_requests
         self.workers = workers
+        self.balance = balance
         self._access_fd = -1
 
     def run(self) -> int:
@@ -166,7 +169,7 @@ class Supervisor:
             threads, threads_why = thread_bounds.choose(self.cfg.threads, self.workers)
             config = core_config(
                 self.cfg, threads=threads, access_log_fd=access_fd, errors=sys.stderr, signal_fd=wake_r,
-                app_name=self.app_name,
+                app_name=self.app_name, balance=self.balance,
             )
             listeners = [s.to_listener() for s in self.sockets]
             self._server = core.Server(self.app, listeners, config)
@@ -191,6 +194,9 @@ class Supervisor:
                     threading.Thread(target=self._count_requests, daemon=True,
                                      name="sluicegate-max-requests").start()
             cut = self._server.run() or 0
+            if self.worker_events is not None:
+                log.info("Worker %d served %d requests", os.getpid(),
+                         self._server.stats["requests"])
         finally:
             for restored, handler in old_handlers.items():
                 signal.signal(restored, signal.SIG_IGN if self.owns_process else handler)

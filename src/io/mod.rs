@@ -8,7 +8,9 @@
 //! - [`conn`]: one client connection and its lifecycle state.
 //! - [`error_answer`]: the server's own error answers, built in one place.
 //! - [`event_loop`]: the epoll loop (mio) that accepts, reads heads and finishes writes.
+//! - [`balance`]: how worker processes sharing a listening socket spread its connections.
 
+pub mod balance;
 pub mod conn;
 pub mod error_answer;
 pub mod event_loop;

@@ -189,6 +189,18 @@ impl Server {
         let statics =
             crate::static_files::StaticFiles::new(&config.static_mounts, config.static_fallthrough)
                 .map_err(PyOSError::new_err)?;
+        let balance = if config.balance_fd >= 0 {
+            Some(
+                crate::io::balance::Balance::open(
+                    config.balance_fd,
+                    config.balance_slots,
+                    config.balance_slot,
+                )
+                .map_err(|e| PyOSError::new_err(format!("cannot map the balance table: {e}")))?,
+            )
+        } else {
+            None
+        };
         let (st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
@@ -203,6 +215,7 @@ impl Server {
                 server_header: config.server_header.clone(),
                 health_path: config.health_path.clone(),
             },
+            balance,
         )
         .map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
         let file_wrapper = py.get_type::<FileWrapper>().into_any();

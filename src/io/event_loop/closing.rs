@@ -80,6 +80,9 @@ impl LoopState {
         if let Some(Slot::Here(_)) = self.conns.get(token) {
             if let Slot::Here(mut conn) = self.conns.remove(token) {
                 release_buffer(&mut self.buffers, &mut conn);
+                if let Some(b) = &self.balance {
+                    b.publish(self.conns.len());
+                }
                 // Dropping the stream closes the socket, which also removes it from the epoll
                 // set (no descriptor is ever duplicated), so no EPOLL_CTL_DEL: one syscall less
                 // per connection.

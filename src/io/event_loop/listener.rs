@@ -7,6 +7,8 @@ use std::sync::atomic::Ordering;
 
 use mio::net::{TcpListener, UnixListener};
 
+use crate::io::balance::{DEFER, DEFER_LIMIT};
+
 use super::*;
 
 /// A kind of listening socket handed over by the Python front.
@@ -58,9 +60,56 @@ fn set_listener_nodelay(fd: RawFd) -> bool {
 }
 
 impl LoopState {
+    /// The deferral is over: if a connection still waits on a listener the others did not
+    /// take it, so look again (and take it after `DEFER_LIMIT` looks); if none waits, forget
+    /// it (a new connection wakes the loop as usual).
+    pub(super) fn look_again_at_deferred(&mut self, ctx: &LoopCtx) {
+        self.deferred_until = None;
+        let listeners = std::mem::take(&mut self.deferred);
+        let mut waiting = false;
+        for index in listeners {
+            if self.listener_has_waiting(index) {
+                waiting = true;
+                self.deferred_looks += 1;
+                self.accept(index, ctx);
+            }
+        }
+        if !waiting || self.deferred.is_empty() {
+            self.deferred_looks = 0;
+        }
+    }
+
+    /// Whether a connection waits in this listener's backlog (a zero-timeout `poll`).
+    fn listener_has_waiting(&self, index: usize) -> bool {
+        let fd = match &self.listeners[index] {
+            Some(ListenSocket::Tcp(l, _)) => l.as_raw_fd(),
+            Some(ListenSocket::Unix(l)) => l.as_raw_fd(),
+            None => return false,
+        };
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is a valid pollfd for the call; nfds 1; timeout 0.
+        unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
+    }
+
     /// Accept one connection from a listener and look at it at once (its request is usually
     /// there already); if one came, the listener is tried again once the ready queue is empty.
     pub(super) fn accept(&mut self, index: usize, ctx: &LoopCtx) {
+        if let Some(b) = &self.balance {
+            if self.deferred_looks < DEFER_LIMIT && !b.may_accept(self.conns.len()) {
+                // Leave it to a less loaded worker; look again shortly (module doc of
+                // `io::balance`).
+                if !self.deferred.contains(&index) {
+                    self.deferred.push(index);
+                }
+                self.deferred_until
+                    .get_or_insert_with(|| Instant::now() + DEFER);
+                return;
+            }
+        }
         loop {
             if ctx.shutting_down() {
                 return;
@@ -100,6 +149,9 @@ impl LoopState {
                     let mut conn = Box::new(Conn::new(stream, token, index, peer));
                     conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
                     entry.insert(Slot::Here(conn));
+                    if let Some(b) = &self.balance {
+                        b.publish(self.conns.len());
+                    }
                     ctx.counters.accepted.fetch_add(1, Ordering::Relaxed);
                     self.unregistered.push(token);
                     self.ready.push_back((token, ReadHint::Readable));

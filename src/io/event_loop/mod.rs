@@ -38,6 +38,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 use sluicegate_proto::{BodyFraming, Limits, ProtoError, RequestHead};
 
+use super::balance::Balance;
 use super::conn::{AfterOutput, Conn, Phase};
 use super::out_queue::FAIR_SHARE;
 use super::read_buf::ReadBuf;
@@ -128,6 +129,13 @@ pub struct LoopState {
     /// Shared output queues of away connections that the loop is writing.
     flushing: HashMap<usize, Arc<SharedOut>>,
     shutdown_started: Option<Instant>,
+    /// With worker processes: the shared connection counts (see `io::balance`).
+    balance: Option<Balance>,
+    /// Listeners whose connection was left to other workers: look again at `deferred_until`.
+    deferred: Vec<usize>,
+    deferred_until: Option<Instant>,
+    /// Looks so far at the connection(s) left to other workers.
+    deferred_looks: u32,
 }
 
 impl LoopState {
@@ -136,6 +144,7 @@ impl LoopState {
     pub fn new(
         listeners: Vec<ListenSocket>,
         settings: LoopSettings,
+        balance: Option<Balance>,
     ) -> io::Result<(Box<LoopState>, Arc<LoopCtx>)> {
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
@@ -182,7 +191,14 @@ impl LoopState {
             unregistered: Vec::new(),
             flushing: HashMap::new(),
             shutdown_started: None,
+            balance,
+            deferred: Vec::new(),
+            deferred_until: None,
+            deferred_looks: 0,
         });
+        if let Some(b) = &st.balance {
+            b.publish(0);
+        }
         Ok((st, ctx))
     }
 
@@ -237,7 +253,17 @@ impl LoopState {
                     continue;
                 }
             }
-            let timeout = self.next_sweep.saturating_duration_since(Instant::now());
+            if self.deferred_until.is_some_and(|t| now >= t) {
+                self.look_again_at_deferred(ctx);
+                if !self.ready.is_empty() {
+                    continue;
+                }
+            }
+            let wake_at = match self.deferred_until {
+                Some(t) => t.min(self.next_sweep),
+                None => self.next_sweep,
+            };
+            let timeout = wake_at.saturating_duration_since(Instant::now());
             if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
                     log_io_error("epoll_wait", &e);
