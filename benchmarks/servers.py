@@ -5,7 +5,8 @@ Owns the one table of servers (sluicegate, the peers, the nginx anchor). Each en
 Target (which app module, whether the app blocks, whether /static/ goes to the server's own static
 feature) and a port into a command line, and states its settings in words for the report.
 Fairness rules live here, in one place:
-  * one worker process for every server, bound to 127.0.0.1 on a free port, no access log;
+  * one worker process for every server (S9 and S10: the same number of workers for every
+    server), bound to 127.0.0.1 on a free port, no access log;
   * the same thread count for every thread-pool server: FAST_THREADS for apps that do not block,
     BLOCKING_THREADS (the largest S5 client count) for the app that sleeps;
   * keep-alive idle timeouts of KEEPALIVE_S everywhere they can be set, so that S7's idle
@@ -60,6 +61,9 @@ class Target:
     health: bool = False  # S12: the server answers /healthz itself, if it can (sluicegate's --health-path)
     pool: int | None = None  # S13: the peers' thread count, where the scenario sets it
     ours_threads: str | None = None  # S13: sluicegate's --threads MIN:MAX, where the scenario sets it
+    workers: int | None = None  # S9/S10: worker processes (None: one process; sluicegate without a master)
+    max_requests: int = 0  # S10: recycle a worker after this many requests, where the server can
+    respawn: bool = False  # S10: the server must replace a killed worker (granian needs a flag)
 
     @property
     def threads(self) -> int:
@@ -135,15 +139,25 @@ def _sluicegate(t: Target, port: int, py: Path = SLUICEGATE_PY) -> Launch:
     if t.health and py == SLUICEGATE_PY:
         argv += ["--health-path", "/healthz"]
         settings.append("--health-path /healthz")
+    if t.workers is not None:
+        argv += ["--workers", str(t.workers)]
+        settings.append(f"--workers {t.workers}")
+    if t.max_requests:
+        argv += ["--max-requests", str(t.max_requests)]
+        settings.append(f"--max-requests {t.max_requests}")
     return Launch(argv + [f"{t.module}:app"], _env(py.parent), ", ".join(settings))
 
 
 def _gunicorn(worker: str):
     def launch(t: Target, port: int) -> Launch:
-        argv = [_vbin("gunicorn"), "-w", "1", "-k", worker, "--bind", f"127.0.0.1:{port}",
+        w = t.workers or 1
+        argv = [_vbin("gunicorn"), "-w", str(w), "-k", worker, "--bind", f"127.0.0.1:{port}",
                 "--backlog", str(BACKLOG), "--keep-alive", str(KEEPALIVE_S), "--timeout", "120",
                 "--log-level", "warning", "--chdir", str(APPS)]
-        settings = f"-w 1 -k {worker}"
+        settings = f"-w {w} -k {worker}"
+        if t.max_requests:
+            argv += ["--max-requests", str(t.max_requests)]
+            settings += f" --max-requests {t.max_requests}"
         if worker == "gthread":
             argv += ["--threads", str(t.threads), "--worker-connections", str(MAX_CONNECTIONS)]
             settings += f" --threads {t.threads} --worker-connections {MAX_CONNECTIONS}"
@@ -177,25 +191,35 @@ def _uwsgi(t: Target, port: int) -> Launch:
     else:
         http = ["--http11-socket", f"127.0.0.1:{port}"]
         settings = "--http11-socket"
-    argv = [_vbin("uwsgi"), "--master", "--die-on-term", *http, "--processes", "1", "--threads", str(t.threads), "--module", f"{t.module}:app",
+    w = t.workers or 1
+    argv = [_vbin("uwsgi"), "--master", "--die-on-term", *http, "--processes", str(w), "--threads", str(t.threads), "--module", f"{t.module}:app",
             "--chdir", str(APPS), "--pythonpath", str(APPS), "--disable-logging", "--listen", str(BACKLOG),
             "--socket-timeout", str(KEEPALIVE_S), "--buffer-size", "32768", "--need-app",
             # Without it the headers' write and the body's sendfile meet Nagle and the client's
             # delayed ACK: 40 ms per file_wrapper response (23 req/s per connection, measured).
             "--tcp-nodelay"]
-    settings += f" --tcp-nodelay --processes 1 --threads {t.threads}"
+    settings += f" --tcp-nodelay --processes {w} --threads {t.threads}"
+    if t.max_requests:
+        argv += ["--max-requests", str(t.max_requests)]
+        settings += f" --max-requests {t.max_requests}"
     if t.static:
         argv += ["--static-map", f"/static={payloads.STATIC}"]
         settings += " --static-map /static=DIR"
     return Launch(argv, _env(VENV / "bin"), settings)
 
 
-def _granian(t: Target, port: int) -> Launch:
+def _granian(t: Target, port: int) -> Launch | None:
+    w = t.workers or 1
     argv = [_vbin("granian"), "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
-            "--workers", "1", "--blocking-threads", str(t.threads), "--http", "1", "--no-ws",
+            "--workers", str(w), "--blocking-threads", str(t.threads), "--http", "1", "--no-ws",
             "--backlog", str(BACKLOG), "--backpressure", str(MAX_CONNECTIONS), "--log-level", "warning",
             "--no-access-log", "--working-dir", str(APPS)]
-    settings = f"--workers 1 --blocking-threads {t.threads} --http 1 --backpressure {MAX_CONNECTIONS}"
+    settings = f"--workers {w} --blocking-threads {t.threads} --http 1 --backpressure {MAX_CONNECTIONS}"
+    if t.max_requests:
+        return None  # granian recycles by lifetime (>= 60 s) or RSS, not by request count
+    if t.respawn:
+        argv += ["--respawn-failed-workers", "--respawn-interval", "0"]
+        settings += " --respawn-failed-workers --respawn-interval 0"
     if t.static:
         argv += ["--static-path-route", "/static", "--static-path-mount", str(payloads.STATIC)]
         settings += " --static-path-mount DIR"
@@ -211,7 +235,7 @@ def _modwsgi(t: Target, port: int) -> Launch:
     extra.write_text("MaxKeepAliveRequests 0\n")
     argv = [str(MODWSGI_VENV / "bin" / "mod_wsgi-express"), "start-server", str(APPS / f"{t.module}.py"),
             "--callable-object", "app", "--host", "127.0.0.1", "--port", str(port),
-            "--processes", "1", "--threads", str(t.threads), "--user", "www-data", "--group", "www-data",
+            "--processes", str(t.workers or 1), "--threads", str(t.threads), "--user", "www-data", "--group", "www-data",
             "--server-root", str(root), "--python-path", str(APPS), "--keep-alive-timeout", str(KEEPALIVE_S),
             "--server-mpm", "event", "--max-clients", str(max(t.threads * 2, 200)),
             "--include-file", str(extra), "--log-level", "warn", "--startup-log",
@@ -220,7 +244,7 @@ def _modwsgi(t: Target, port: int) -> Launch:
             "--limit-request-body", str(128 * 1024 * 1024), "--chunked-request",
             # Debian's apxs does not name its binary; mod_wsgi-express would look for "httpd".
             "--httpd-executable", "/usr/sbin/apache2", "--locale", "C.UTF-8", "--server-backlog", str(BACKLOG)]
-    settings = (f"--processes 1 --threads {t.threads} --server-mpm event --max-clients {max(t.threads * 2, 200)}"
+    settings = (f"--processes {t.workers or 1} --threads {t.threads} --server-mpm event --max-clients {max(t.threads * 2, 200)}"
                 " --limit-request-body 128MiB --chunked-request --user www-data")
     if t.static:
         argv += ["--document-root", str(payloads.DATA)]  # DATA/static/... answers /static/...

@@ -496,9 +496,10 @@ def s8(h: Harness, server: servers.Server, rnd: int) -> None:
 
 from bench.s12 import s12  # noqa: E402  (its own module: HAProxy and probe threads)
 from bench.s13 import s13  # noqa: E402  (its own module: the PostgreSQL cluster)
+from bench.s9_s10 import s9, s10  # noqa: E402  (worker processes)
 
 SCENARIOS: dict[str, Callable[[Harness, servers.Server, int], None]] = {
-    "S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7, "S8": s8, "S12": s12, "S13": s13,
+    "S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7, "S8": s8, "S9": s9, "S10": s10, "S12": s12, "S13": s13,
 }
 TITLES = {
     "S1": "Large body (688,128 bytes and 64 MiB): time per fetch over one keep-alive connection",
@@ -509,6 +510,8 @@ TITLES = {
     "S6": "Hello world",
     "S7": "10,000 idle keep-alive connections held open while 16 clients run hello world",
     "S8": "64 MiB upload read fully by the app",
+    "S9": "Cores: about 1 ms of pure-Python CPU per request, 1 and 2 worker processes",
+    "S10": "Restarts under load: reloads, recycling and killed workers during wrk -c64",
     "S12": "Health checks, a fast route and a static file behind a busy (CPU-bound) app",
     "S13": "Django with PostgreSQL: two queries and a template per request",
 }
