@@ -56,6 +56,16 @@ def configure_logging(level: str) -> None:
     log.propagate = False
 
 
+def reclaim_logging() -> None:
+    """Undo what an app's `logging.config.dictConfig` did to the server's own loggers without
+    naming them: with `disable_existing_loggers` (True unless said otherwise, and Django's
+    `LOGGING` often leaves it so) every logger that existed is disabled, and the server's
+    start, signal, worker and shutdown lines would vanish. A config that names `sluicegate`
+    is the operator's choice and is left alone (dictConfig does not disable what it names)."""
+    for name in (LOGGER_NAME, f"{LOGGER_NAME}.error"):
+        logging.getLogger(name).disabled = False
+
+
 def serve_config(cfg: Config, version: str = "", *, owns_process: bool = False) -> int:
     """Start-to-finish for one validated Config: returns the exit status (0) after shutdown;
     raises a SluicegateError subclass on any user error. `owns_process`: see Supervisor.
@@ -103,6 +113,7 @@ def _run_master(
         for s in sockets:
             log.info("Listening at: %s", s.url)
 
+    reclaim_logging()
     log.info("Starting sluicegate %s: app %s, %d worker(s)%s", version, app_name, workers,
              " (app preloaded)" if app is not None else "")
     return Master(cfg, sockets, workers, boot_worker, log, pid_file=cfg.pid,
@@ -150,6 +161,7 @@ class Supervisor:
         self._access_fd = -1
 
     def run(self) -> int:
+        reclaim_logging()  # the app, imported by now, may have reconfigured logging
         access_fd = -1
         wake_r = wake_w = -1
         old_wakeup: Optional[int] = None
