@@ -7,9 +7,14 @@ sluicegate binds its sockets here rather than in the Rust core for two reasons:
     over with `to_listener()`, so a future pre-fork supervisor can bind once, fork, and give each
     worker process its own `os.dup()` of the same sockets (and add SO_REUSEPORT as an option).
 
-Address syntax (the `--bind` option): `HOST:PORT`, `[IPV6]:PORT` or `unix:PATH`. Port 0 asks the
+Address syntax (the `--bind` option): `HOST:PORT`, `[IPV6]:PORT` or `unix:PATH`, where a unix
+path may be followed by settings for the socket file: `unix:PATH;mode=660;owner=USER;group=GROUP`
+(so that a proxy running as another user, nginx as `www-data`, may connect). Port 0 asks the
 kernel for a free port; the real one is read back after bind and is what gets reported (the
 `Listening at:` log line, SERVER_PORT), so tests can bind port 0 and never race for a port.
+
+Sockets can also come ready-made from systemd's socket activation (`LISTEN_FDS`): see
+`inherited_sockets`.
 """
 
 from __future__ import annotations
@@ -26,7 +31,10 @@ from .errors import BindError
 #: What `_core.Server` takes per listener: (fd, kind, server_name, server_port).
 Listener = Tuple[int, str, str, str]
 
-_SYNTAX = "expected HOST:PORT, [IPV6]:PORT or unix:PATH"
+_SYNTAX = "expected HOST:PORT, [IPV6]:PORT or unix:PATH[;mode=660;owner=USER;group=GROUP]"
+
+#: The first descriptor systemd passes (sd_listen_fds(3)).
+LISTEN_FDS_START = 3
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,10 @@ class BindAddress:
     kind: str  # "tcp" or "unix"
     host: str
     port: int = 0
+    #: Unix sockets only: the socket file's permission bits, owner and group (None: as created).
+    mode: Optional[int] = None
+    owner: Optional[str] = None
+    group: Optional[str] = None
 
     def __str__(self) -> str:
         if self.kind == "unix":
@@ -50,12 +62,32 @@ def parse_bind(text: str) -> BindAddress:
     """Parse one address; raise ValueError with a one-line reason if it is malformed."""
     text = text.strip()
     if text.startswith("unix:"):
-        path = text[len("unix:"):]
+        path, *settings = text[len("unix:"):].split(";")
         if not path:
             raise ValueError("unix: needs a path, e.g. unix:/run/sluicegate.sock")
         if "\0" in path:
             raise ValueError("a unix socket path cannot contain NUL")
-        return BindAddress("unix", path)
+        mode: Optional[int] = None
+        owner: Optional[str] = None
+        group: Optional[str] = None
+        for setting in settings:
+            key, eq, value = setting.strip().partition("=")
+            if not eq or not value:
+                raise ValueError(f"unix socket setting {setting!r}: expected mode=, owner= or group=")
+            if key == "mode":
+                try:
+                    mode = int(value, 8)
+                except ValueError:
+                    raise ValueError(f"mode={value}: expected octal permission bits, e.g. 660") from None
+                if not 0 <= mode <= 0o777:
+                    raise ValueError(f"mode={value}: expected octal permission bits, e.g. 660")
+            elif key == "owner":
+                owner = value
+            elif key == "group":
+                group = value
+            else:
+                raise ValueError(f"unknown unix socket setting {key!r} (mode, owner, group)")
+        return BindAddress("unix", path, mode=mode, owner=owner, group=group)
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
         if not sep or not rest.startswith(":"):
@@ -77,7 +109,9 @@ def parse_bind(text: str) -> BindAddress:
 class BoundSocket:
     """A listening, non-blocking socket, not yet handed to a server."""
 
-    def __init__(self, address: BindAddress, sock: socket.socket) -> None:
+    def __init__(self, address: BindAddress, sock: socket.socket, created: bool = True) -> None:
+        """`created`: this process made the socket (and its unix file, which it removes at the
+        end); False for sockets passed by systemd, whose files are systemd's."""
         self.address = address
         self._sock: Optional[socket.socket] = sock
         #: The real port after bind (port 0 reports the one the kernel chose); 0 for unix.
@@ -85,7 +119,7 @@ class BoundSocket:
         # The identity of the socket file we created, so cleanup never removes a file that
         # someone else put at the same path after us.
         self._unix_inode: Optional[Tuple[int, int]] = None
-        if address.kind == "unix":
+        if address.kind == "unix" and created:
             st = os.stat(address.host)
             self._unix_inode = (st.st_dev, st.st_ino)
 
@@ -129,6 +163,39 @@ class BoundSocket:
         except OSError:
             pass
         self._unix_inode = None
+
+
+def inherited_sockets(env: Optional[dict] = None) -> List[BoundSocket]:
+    """The listening sockets systemd passed (socket activation: `LISTEN_PID` is this process,
+    `LISTEN_FDS` of them from fd 3, optionally named by `LISTEN_FDNAMES`), or [] when none were.
+    The variables are removed, so worker processes and the app do not take them for their own.
+    Each must be a listening stream socket (TCP or unix), else StartError-like BindError."""
+    env = os.environ if env is None else env
+    if env.get("LISTEN_PID") != str(os.getpid()) or not env.get("LISTEN_FDS", "").isdigit():
+        return []
+    count = int(env["LISTEN_FDS"])
+    for key in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+        env.pop(key, None)
+    sockets: List[BoundSocket] = []
+    for fd in range(LISTEN_FDS_START, LISTEN_FDS_START + count):
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError as e:
+            raise BindError(f"socket activation: descriptor {fd} is not a socket ({e.strerror})")
+        if sock.type != socket.SOCK_STREAM or not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            sock.detach()
+            raise BindError(f"socket activation: descriptor {fd} is not a listening stream socket")
+        sock.set_inheritable(False)
+        sock.setblocking(False)
+        name = sock.getsockname()
+        if sock.family == socket.AF_UNIX:
+            path = name.decode() if isinstance(name, bytes) else name
+            address = BindAddress("unix", path)
+        else:
+            address = BindAddress("tcp", name[0], name[1])
+        bound = BoundSocket(address, sock, created=False)
+        sockets.append(bound)
+    return sockets
 
 
 def bind_all(addresses: Sequence[BindAddress], backlog: int) -> List[BoundSocket]:
@@ -190,12 +257,20 @@ def _bind_unix(address: BindAddress, backlog: int) -> socket.socket:
         sock.close()
         raise BindError(f"cannot listen on {address}: {_reason(e)}")
     try:
+        # Permissions before listen(): no client connects through looser ones in between.
+        if address.mode is not None:
+            os.chmod(path, address.mode)
+        if address.owner is not None or address.group is not None:
+            from .privileges import group_id, user_id
+            os.chown(path, user_id(address.owner) if address.owner else -1,
+                     group_id(address.group) if address.group else -1)
         sock.listen(backlog)
         sock.setblocking(False)
-    except OSError as e:
+    except (OSError, ValueError) as e:
         sock.close()
         os.unlink(path)
-        raise BindError(f"cannot listen on {address}: {_reason(e)}")
+        why = _reason(e) if isinstance(e, OSError) else str(e)
+        raise BindError(f"cannot listen on {address}: {why}")
     return sock
 
 

@@ -37,6 +37,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import sd_notify
 from .errors import SluicegateError
 from .listeners import BoundSocket
 from .options import Config
@@ -82,7 +83,6 @@ class Master:
         boot_worker: Callable[[int, int, Tuple[int, int, int]], int],
         log: Any,
         *,
-        pid_file: Optional[str] = None,
         on_ready: Callable[[], None] = lambda: None,
     ) -> None:
         """`boot_worker(event_fd, max_requests, balance)` runs in each forked child and returns
@@ -94,7 +94,6 @@ class Master:
         self.target = workers
         self.boot_worker = boot_worker
         self.log = log
-        self.pid_file = pid_file
         self.workers: Dict[int, Worker] = {}
         self.generation = 0
         self.signals: List[int] = []
@@ -118,7 +117,6 @@ class Master:
         old_wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
         for signum in HANDLED:
             signal.signal(signum, self._on_signal)
-        self._write_pid_file()
         try:
             self.log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
             for _ in range(self.target):
@@ -142,7 +140,6 @@ class Master:
             for s in self.sockets:
                 s.close()
             os.close(self.table)
-            self._remove_pid_file()
 
     def _wait_for_events(self) -> None:
         fds = [self._wake_r] + [w.pipe for w in self.workers.values()]
@@ -217,6 +214,7 @@ class Master:
             self.log.info("Received %s: ignored", name)
 
     def _stop(self, graceful: bool) -> None:
+        sd_notify.notify("STOPPING=1", "STATUS=stopping")
         deadline = self.cfg.graceful_timeout + 5 if graceful else 5
         self.stopping = time.monotonic() + deadline
         for w in self.workers.values():
@@ -229,6 +227,7 @@ class Master:
     def _reload(self) -> None:
         self.log.info("Received SIGHUP: starting %d new worker(s), then stopping the old ones",
                       self.target)
+        sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
         self.generation += 1
         self.reload_pending = self.generation
         for _ in range(self.target):
@@ -262,6 +261,7 @@ class Master:
                 # Ctrl-C reaches the whole process group: the master turns it into TERM for
                 # the workers; the worker's own handler (installed with its server) takes over.
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+                os.environ.pop("NOTIFY_SOCKET", None)  # only the master speaks to systemd
                 for s in self.sockets:
                     s.forget_unix_file()  # the master removes it, once, at the end
                 status = self.boot_worker(w, self.cfg.max_requests + jitter,
@@ -315,6 +315,7 @@ class Master:
 
     def _abandon_generation(self, generation: int) -> None:
         self.log.error("Reload abandoned: the old workers keep serving")
+        sd_notify.notify("READY=1", "STATUS=reload failed; the old workers keep serving")
         self.reload_pending = None
         for w in self.workers.values():
             if w.generation == generation:
@@ -336,6 +337,7 @@ class Master:
                         w.retiring = True
                         self._kill(w, signal.SIGTERM)
                 self.log.info("Reload done: %d new worker(s) serving", len(new))
+                sd_notify.notify("READY=1", f"STATUS=serving with {len(new)} worker(s)")
                 self.reload_pending = None
             return
         live = [w for w in self.workers.values() if not w.retiring]
@@ -359,16 +361,6 @@ class Master:
             os.kill(w.pid, signum)
         except ProcessLookupError:
             pass
-
-    # -- pid file --------------------------------------------------------------------------
-
-    def _write_pid_file(self) -> None:
-        if self.pid_file:
-            write_pid_file(self.pid_file)
-
-    def _remove_pid_file(self) -> None:
-        if self.pid_file:
-            remove_pid_file(self.pid_file)
 
 
 def write_pid_file(path: str) -> None:

@@ -300,6 +300,11 @@ def parse_path(value: object) -> Optional[str]:
     return text or None
 
 
+def _parse_umask(value: object) -> Optional[int]:
+    from .privileges import parse_umask
+    return parse_umask(value)
+
+
 def parse_chdir(value: object) -> Optional[str]:
     if value is None:
         return None
@@ -392,6 +397,23 @@ OPTIONS: Tuple[Option, ...] = (
         "A random 0..N added to --max-requests per worker, so workers are not all replaced at "
         "once.",
         "N", int,
+    ),
+    Option(
+        "user", parse_path, None,
+        "Run as this user (name or uid) after binding the sockets and before importing the app; "
+        "its primary group too unless --group is given. Needs root at start.",
+        "USER", Optional[str],
+    ),
+    Option(
+        "group", parse_path, None,
+        "Run as this group (name or gid), dropped to with --user.",
+        "GROUP", Optional[str],
+    ),
+    Option(
+        "umask", _parse_umask, None,
+        "Set the process umask first (octal, e.g. 027): the permissions of unix socket files and "
+        "of files the app creates. Unset: inherited.",
+        "MASK", Optional[int],
     ),
     Option(
         "pid", parse_path, None,
@@ -565,6 +587,9 @@ class Config:
     preload: bool
     max_requests: int
     max_requests_jitter: int
+    user: Optional[str]
+    group: Optional[str]
+    umask: Optional[int]
     pid: Optional[str]
     threads: Optional[Tuple[int, int]]
     max_runnable: int

@@ -28,10 +28,10 @@ import time
 from types import FrameType
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import thread_bounds
+from . import privileges, sd_notify, thread_bounds
 from .config import core_config
 from .errors import StartError
-from .listeners import BoundSocket, bind_all
+from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .master import Master, remove_pid_file, write_pid_file
 from .options import Config
@@ -70,29 +70,48 @@ def serve_config(cfg: Config, version: str = "", *, owns_process: bool = False) 
     """Start-to-finish for one validated Config: returns the exit status (0) after shutdown;
     raises a SluicegateError subclass on any user error. `owns_process`: see Supervisor.
     With `--workers`, this process becomes the master (master.py) and the workers run
-    `Supervisor` on the sockets bound here."""
+    `Supervisor` on the sockets bound here.
+
+    Order: umask, chdir, the app (here only when no user switch is asked: its import errors
+    then come before any socket exists), the sockets (passed by systemd, else bound), the pid
+    file, the user switch, the app if not loaded yet (never as root when --user is given)."""
     configure_logging(cfg.log_level)
+    if cfg.umask is not None:
+        os.umask(cfg.umask)
     if cfg.chdir:
         os.chdir(cfg.chdir)
+    needs_app_here = cfg.workers is None or cfg.preload
+    switching_user = bool(cfg.user or cfg.group)
     app: Optional[Callable[..., Any]] = None
     if callable(cfg.app):
         app, app_name = cfg.app, getattr(cfg.app, "__qualname__", repr(cfg.app))
     else:
         app_name = cfg.app
-        if cfg.workers is None or cfg.preload:
+        if needs_app_here and not switching_user:
             app = load_app(cfg.app)
-    sockets = bind_all(cfg.bind, cfg.backlog)
-    if cfg.workers is None:
+    sockets = inherited_sockets()
+    if sockets:
+        log.info("Using %d socket(s) passed by systemd (LISTEN_FDS); --bind is ignored",
+                 len(sockets))
+    else:
+        sockets = bind_all(cfg.bind, cfg.backlog)
+    try:
         if cfg.pid:
             write_pid_file(cfg.pid)
-        try:
+        privileges.drop(cfg.user, cfg.group)
+        if app is None and needs_app_here:
+            app = load_app(str(cfg.app))
+        if cfg.workers is None:
+            assert app is not None
             return Supervisor(
                 app, cfg, sockets, app_name=app_name, version=version, owns_process=owns_process
             ).run()
-        finally:
-            if cfg.pid:
-                remove_pid_file(cfg.pid)
-    return _run_master(cfg, sockets, app, app_name, version)
+        return _run_master(cfg, sockets, app, app_name, version)
+    finally:
+        for s in sockets:
+            s.close()  # what the server did not close already (a failed start)
+        if cfg.pid:
+            remove_pid_file(cfg.pid)
 
 
 def _run_master(
@@ -112,12 +131,12 @@ def _run_master(
     def announce() -> None:
         for s in sockets:
             log.info("Listening at: %s", s.url)
+        sd_notify.notify("READY=1", f"STATUS=serving with {workers} worker(s)")
 
     reclaim_logging()
     log.info("Starting sluicegate %s: app %s, %d worker(s)%s", version, app_name, workers,
              " (app preloaded)" if app is not None else "")
-    return Master(cfg, sockets, workers, boot_worker, log, pid_file=cfg.pid,
-                  on_ready=announce).run()
+    return Master(cfg, sockets, workers, boot_worker, log, on_ready=announce).run()
 
 
 class Supervisor:
@@ -198,6 +217,7 @@ class Supervisor:
                 )
                 for s in self.sockets:
                     log.info("Listening at: %s", s.url)
+                sd_notify.notify("READY=1", "STATUS=serving")
             else:
                 log.info("Worker %d: app %s, threads %d:%d (%s)", os.getpid(), self.app_name,
                          threads[0], threads[1], threads_why)
@@ -254,6 +274,8 @@ class Supervisor:
                 "Received %s: finishing in-flight requests (up to %gs)",
                 name, self.cfg.graceful_timeout,
             )
+            if self.worker_events is None:
+                sd_notify.notify("STOPPING=1", "STATUS=finishing in-flight requests")
             self.shutdown(graceful=True)
         elif signum == signal.SIGUSR1:
             self._reopen_access_log()

@@ -1,0 +1,80 @@
+"""Running as a less privileged user: `--user`, `--group` and `--umask`.
+
+A server started as root (to bind port 80, or to create a socket in /run) drops to `--user` and
+`--group` after binding and before importing the app, so the app never runs as root. The order
+is the one that cannot fail half-way: supplementary groups, then the group, then the user (once
+the user is changed, the group can no longer be). `--umask` is set first of all: it decides the
+permissions of the unix socket files and of every file the app creates.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+from typing import Optional
+
+from .errors import StartError
+
+
+def user_id(name: str) -> int:
+    """A user name or a numeric uid, to a uid (ValueError naming it if unknown)."""
+    if name.isdigit():
+        return int(name)
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        raise ValueError(f"no such user {name!r}") from None
+
+
+def group_id(name: str) -> int:
+    """A group name or a numeric gid, to a gid (ValueError naming it if unknown)."""
+    if name.isdigit():
+        return int(name)
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        raise ValueError(f"no such group {name!r}") from None
+
+
+def parse_umask(value: object) -> Optional[int]:
+    """Octal permission bits to mask, like the shell's umask (`022`, `0o027`); None: unchanged."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        mask = value
+    else:
+        text = str(value).strip().lower().removeprefix("0o")
+        try:
+            mask = int(text, 8)
+        except ValueError:
+            raise ValueError("expected octal permission bits, e.g. 022") from None
+    if not 0 <= mask <= 0o777:
+        raise ValueError("expected octal permission bits from 000 to 777")
+    return mask
+
+
+def drop(user: Optional[str], group: Optional[str]) -> None:
+    """Become `user` (with its primary group unless `group` is given) and/or `group`."""
+    if user is None and group is None:
+        return
+    try:
+        uid = user_id(user) if user else None
+        gid = group_id(group) if group else None
+        if gid is None and uid is not None:
+            gid = pwd.getpwuid(uid).pw_gid
+    except (ValueError, KeyError) as e:
+        raise StartError(f"cannot switch user: {e}") from None
+    try:
+        if gid is not None:
+            if uid is not None:
+                name = pwd.getpwuid(uid).pw_name
+                os.initgroups(name, gid)
+            else:
+                os.setgroups([])
+            os.setgid(gid)
+        if uid is not None:
+            os.setuid(uid)
+    except OSError as e:
+        raise StartError(f"cannot switch to user {user or '-'} group {group or '-'}: {e.strerror}"
+                         " (only root can)") from None

@@ -1,0 +1,251 @@
+"""systemd and Unix operations (issue 10, item 6), with the real tools: socket activation by
+Debian's `systemd-socket-activate`, `sd_notify` messages read from a datagram socket the test
+owns as `NOTIFY_SOCKET`, the user switch read back from `/proc`, unix socket permissions, and
+nginx (Debian's, workers running as `www-data`) reaching a socket created `mode=660,
+group=www-data`, with the control that it cannot without them.
+"""
+
+import grp
+import http.client
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+
+ACTIVATE = shutil.which("systemd-socket-activate")
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+IS_ROOT = os.geteuid() == 0
+
+
+def _others_can_read(path):
+    """Whether a user with no particular rights can read `path` (every directory above it
+    searchable by others, the file readable by others)."""
+    path = os.path.abspath(path)
+    if not os.stat(path).st_mode & 0o004:
+        return False
+    parent = os.path.dirname(path)
+    while True:
+        if not os.stat(parent).st_mode & 0o001:
+            return False
+        if parent == os.path.dirname(parent):
+            return True
+        parent = os.path.dirname(parent)
+
+
+# After the switch the server imports the app (and the core) as `nobody`.
+NOBODY_CAN_READ = all(_others_can_read(p) for p in (
+    os.path.join(ROOT, "tests", "apps", "whoami.py"),
+    os.path.join(ROOT, "python", "sluicegate", "__init__.py")))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(port, path="/pid", timeout=30):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c.request("GET", path)
+    r = c.getresponse()
+    return r.status, r.read()
+
+
+def proc_ids(pid):
+    """(real uid, real gid) of a process, from /proc."""
+    with open(f"/proc/{pid}/status") as f:
+        text = f.read()
+    uid = int(re.search(r"^Uid:\s+(\d+)", text, re.M).group(1))
+    gid = int(re.search(r"^Gid:\s+(\d+)", text, re.M).group(1))
+    return uid, gid
+
+
+def children(pid):
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def env_for_server():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env["SGTEST_STATE_DIR"] = tempfile.mkdtemp(prefix="sgtest-")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.mark.skipif(ACTIVATE is None, reason="systemd-socket-activate not installed")
+@pytest.mark.parametrize("options", [(), ("--workers", "2")])
+def test_socket_activation_serves_on_the_socket_systemd_passed(options):
+    port = free_port()
+    cmd = [ACTIVATE, "-l", f"127.0.0.1:{port}", sys.executable, "-m", "sluicegate",
+           "--bind", "127.0.0.1:0", *options, "tests.apps.workers:app"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for_server(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        # systemd-socket-activate listens first (refused until then) and starts the server on
+        # the first connection.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, body = get(port)
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)  # polls for systemd-socket-activate's listening socket
+        assert status == 200
+        served_by = int(body)
+        expected = {proc.pid} if not options else set(children(proc.pid))
+        assert served_by in expected
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert "Using 1 socket(s) passed by systemd (LISTEN_FDS)" in err, err
+    assert f"Listening at: http://127.0.0.1:{port}" in err, err
+    assert proc.returncode == 0, err
+
+
+class NotifySocket:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sg-notify-")
+        self.path = os.path.join(self.dir, "notify.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.sock.settimeout(30)
+        self.messages = []
+
+    def wait_for(self, field):
+        """Messages until one with `field` (bounded by the socket timeout); returns it."""
+        while True:
+            msg = self.sock.recv(4096).decode()
+            self.messages.append(msg)
+            if field in msg.split("\n"):
+                return msg
+
+    def close(self):
+        self.sock.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("options", [(), ("--workers", "2")])
+def test_sd_notify_ready_reloading_stopping(start_server, options):
+    notify = NotifySocket()
+    try:
+        srv = start_server("workers", *options, env={"NOTIFY_SOCKET": notify.path})
+        ready = notify.wait_for("READY=1")
+        assert "STATUS=serving" in ready
+        if options:
+            srv.signal(signal.SIGHUP)
+            reloading = notify.wait_for("RELOADING=1")
+            assert re.search(r"^MONOTONIC_USEC=\d+$", reloading, re.M)
+            notify.wait_for("READY=1")
+        srv.signal(signal.SIGTERM)
+        notify.wait_for("STOPPING=1")
+        assert srv.wait_exit() == 0
+        # Only the master speaks: one READY at start (and one after the reload), not one per worker.
+        readies = sum("READY=1" in m.split("\n") for m in notify.messages)
+        assert readies == (2 if options else 1), notify.messages
+    finally:
+        notify.close()
+
+
+@pytest.mark.skipif(not IS_ROOT or not NOBODY_CAN_READ,
+                    reason="switching user needs root, and a work tree that nobody may read")
+@pytest.mark.parametrize("options", [(), ("--workers", "2")])
+def test_user_and_group_are_dropped_before_the_app_runs(start_server, options):
+    nobody = pwd.getpwnam("nobody")
+    nogroup = grp.getgrnam("nogroup")
+    srv = start_server("whoami", "--user", "nobody", "--group", "nogroup", *options)
+    status, body = get(srv.port)
+    assert status == 200
+    assert proc_ids(int(body)) == (nobody.pw_uid, nogroup.gr_gid)
+    assert proc_ids(srv.pid) == (nobody.pw_uid, nogroup.gr_gid)
+
+
+def test_umask_applies_to_the_unix_socket_file(start_server, tmp_path):
+    path = str(tmp_path / "u.sock")
+    start_server("workers", "--umask", "077", binds=[f"unix:{path}"])
+    assert os.stat(path).st_mode & 0o777 == 0o700
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="changing a socket's group needs root")
+def test_unix_socket_mode_and_group(start_server, tmp_path):
+    path = str(tmp_path / "g.sock")
+    start_server("workers", binds=[f"unix:{path};mode=660;group=www-data"])
+    st = os.stat(path)
+    assert st.st_mode & 0o777 == 0o660
+    assert st.st_gid == grp.getgrnam("www-data").gr_gid
+
+
+def test_bad_unix_socket_settings_are_one_line_errors():
+    r = subprocess.run([sys.executable, "-m", "sluicegate", "--bind", "unix:/tmp/x.sock;mode=999",
+                        "tests.apps.workers:app"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith("sluicegate: error:") and "mode=999" in r.stderr
+
+
+def _nginx(tmp_path, sock_path):
+    """nginx (master as root, workers as www-data) proxying to the unix socket; its port."""
+    port = free_port()
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(f"""
+user www-data;
+worker_processes 1;
+daemon off;
+pid {tmp_path}/nginx.pid;
+error_log {tmp_path}/error.log;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp_path}/body;
+    proxy_temp_path {tmp_path}/proxy;
+    fastcgi_temp_path {tmp_path}/fastcgi;
+    uwsgi_temp_path {tmp_path}/uwsgi;
+    scgi_temp_path {tmp_path}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{ proxy_pass http://unix:{sock_path}:; }}
+    }}
+}}
+""")
+    proc = subprocess.Popen([NGINX, "-c", str(conf)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.05)  # polls for nginx's listening socket
+    proc.kill()
+    raise AssertionError("nginx did not start")
+
+
+@pytest.mark.skipif(not IS_ROOT or not os.path.exists(NGINX), reason="needs root and nginx")
+@pytest.mark.parametrize("settings, expected", [(";mode=660;group=www-data", 200), ("", 502)])
+def test_nginx_as_www_data_reaches_a_socket_made_for_it(start_server, tmp_path, settings,
+                                                        expected):
+    # A directory www-data may traverse, as /run/app would be.
+    sock_dir = tempfile.mkdtemp(prefix="sg-nginx-")
+    os.chmod(sock_dir, 0o755)
+    path = os.path.join(sock_dir, "app.sock")
+    start_server("workers", "--umask", "077", binds=[f"unix:{path}{settings}"])
+    proc, port = _nginx(tmp_path, path)
+    try:
+        status, _ = get(port)
+        assert status == expected
+    finally:
+        proc.send_signal(signal.SIGQUIT)
+        proc.wait(15)
+        shutil.rmtree(sock_dir, ignore_errors=True)
