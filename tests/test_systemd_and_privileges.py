@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -91,6 +92,10 @@ def test_socket_activation_serves_on_the_socket_systemd_passed(options):
            "--bind", "127.0.0.1:0", *options, "tests.apps.workers:app"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for_server(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
+    lines = []
+    drain = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    drain.start()
+    listening = f"Listening at: http://127.0.0.1:{port}"
     try:
         # systemd-socket-activate listens first (refused until then) and starts the server on
         # the first connection.
@@ -104,14 +109,20 @@ def test_socket_activation_serves_on_the_socket_systemd_passed(options):
                     raise
                 time.sleep(0.05)  # polls for systemd-socket-activate's listening socket
         assert status == 200
+        # Every worker is ready once the master logs the address it was given.
+        deadline = time.monotonic() + 30
+        while not any(listening in line for line in list(lines)):
+            assert time.monotonic() < deadline, "".join(lines)
+            time.sleep(0.05)  # polls the log for the readiness line
         served_by = int(body)
         expected = {proc.pid} if not options else set(children(proc.pid))
         assert served_by in expected
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
+        drain.join(10)
+    err = "".join(lines)
     assert "Using 1 socket(s) passed by systemd (LISTEN_FDS)" in err, err
-    assert f"Listening at: http://127.0.0.1:{port}" in err, err
     assert proc.returncode == 0, err
 
 
