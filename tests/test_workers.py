@@ -320,3 +320,16 @@ def test_connections_are_spread_evenly_over_the_workers(start_server):
             c.close()
     assert set(per_worker) == set(children(srv.pid)), per_worker
     assert min(per_worker.values()) >= 10, per_worker
+
+
+def test_max_rss_replaces_a_worker_that_grew_past_it(start_server):
+    srv = start_server("leaky", "--workers", "1", "--max-rss", "120M")
+    first = children(srv.pid)[0]
+    # Each /leak keeps 4 MiB in the worker that served it (the only one).
+    for _ in range(40):
+        status, body = get(srv.port, "/leak")
+        assert status == 200
+    srv.wait_log(rf"Worker {first} uses \d+ MiB \(over --max-rss\)")
+    wait_until(lambda: children(srv.pid) and first not in children(srv.pid), "the replacement")
+    status, body = get(srv.port, "/pid")
+    assert status == 200 and int(body) != first

@@ -322,10 +322,24 @@ class Master:
                 w.retiring = True
                 self._kill(w, signal.SIGQUIT)
 
+    def _check_memory(self) -> None:
+        """--max-rss: a ready worker over the limit is replaced like one at --max-requests."""
+        if not self.cfg.max_rss:
+            return
+        for w in self.workers.values():
+            if not w.ready or w.retiring or w.wants_out:
+                continue
+            rss = worker_rss(w.pid)
+            if rss is not None and rss > self.cfg.max_rss:
+                w.wants_out = True
+                self.log.info("Worker %d uses %d MiB (over --max-rss): starting its replacement",
+                              w.pid, rss // (1024 * 1024))
+
     def _maintain(self) -> None:
         """Keep `target` live workers; retire what a reload or max-requests replaced."""
         if self.stopping is not None:
             return
+        self._check_memory()
         if not self.announced and sum(1 for w in self.workers.values() if w.ready) >= self.target:
             self.announced = True
             self.on_ready()
@@ -361,6 +375,18 @@ class Master:
             os.kill(w.pid, signum)
         except ProcessLookupError:
             pass
+
+
+def worker_rss(pid: int) -> Optional[int]:
+    """A process's resident memory in bytes (VmRSS), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def write_pid_file(path: str) -> None:

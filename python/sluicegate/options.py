@@ -399,6 +399,13 @@ OPTIONS: Tuple[Option, ...] = (
         "N", int,
     ),
     Option(
+        "max_rss", parse_size, "0",
+        "With --workers: replace a worker whose resident memory passes this size (e.g. 512M), "
+        "the same way as --max-requests: its replacement is ready before it stops, and it "
+        "finishes its in-flight requests. The master looks every 0.5 s. 0: never.",
+        "BYTES", int,
+    ),
+    Option(
         "user", parse_path, None,
         "Run as this user (name or uid) after binding the sockets and before importing the app; "
         "its primary group too unless --group is given. Needs root at start.",
@@ -587,6 +594,7 @@ class Config:
     preload: bool
     max_requests: int
     max_requests_jitter: int
+    max_rss: int
     user: Optional[str]
     group: Optional[str]
     umask: Optional[int]
