@@ -333,3 +333,42 @@ def test_max_rss_replaces_a_worker_that_grew_past_it(start_server):
     wait_until(lambda: children(srv.pid) and first not in children(srv.pid), "the replacement")
     status, body = get(srv.port, "/pid")
     assert status == 200 and int(body) != first
+
+
+def _pid_from(path):
+    try:
+        return int(open(path).read())
+    except (OSError, ValueError):
+        return None
+
+
+def test_usr2_starts_a_new_master_on_the_same_sockets_without_failing_a_request(start_server,
+                                                                              tmp_path):
+    pid_file = str(tmp_path / "sg.pid")
+    srv = start_server("workers", "--workers", "2", "--pid", pid_file)
+    old_workers = set(children(srv.pid))
+    new_master = None
+    try:
+        with Load(srv.port, clients=4, keep_alive=True) as load:
+            load.wait_for(100)
+            srv.signal(signal.SIGUSR2)
+            wait_until(lambda: _pid_from(pid_file) not in (None, srv.pid), "the new master's pid")
+            new_master = _pid_from(pid_file)
+            assert _pid_from(pid_file + ".oldbin") == srv.pid
+            wait_until(lambda: len(children(new_master)) == 2, "the new master's workers")
+            srv.wait_log(rf"\[{new_master}\] \[INFO\] Listening at: http://127.0.0.1:{srv.port}")
+            load.wait_for(100)
+            srv.signal(signal.SIGTERM)  # the operator stops the old master
+            assert srv.wait_exit() == 0
+            load.wait_for(200)
+        assert load.failed == []
+        new_workers = set(children(new_master))
+        assert new_workers & load.pids and not (new_workers & old_workers)
+        assert "passed by the previous master" in srv.log_text()
+        assert not os.path.exists(pid_file + ".oldbin")
+    finally:
+        if new_master:
+            os.kill(new_master, signal.SIGTERM)
+            wait_until(lambda: not os.path.exists(f"/proc/{new_master}") or
+                       open(f"/proc/{new_master}/stat").read().split()[2] == "Z", "the new master to end")
+    assert not os.path.exists(pid_file)

@@ -8,6 +8,7 @@ with exit status 2 for usage errors and 1 for the rest; never a traceback. With
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -24,7 +25,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         cfg = validate(raw_values(from_command_line(args, __version__)))
         debug = cfg.log_level == "debug"
-        return serve_config(cfg, __version__, owns_process=True)
+        # The command line again, for a master that re-executes itself on USR2 (master.py).
+        restart = [sys.executable, "-m", "sluicegate", *args]
+        return serve_config(cfg, __version__, owns_process=True, restart=(restart, os.getcwd()))
     except SluicegateError as e:
         if debug and e.__cause__ is not None:
             log.debug("Traceback of the error below:", exc_info=e.__cause__)

@@ -148,6 +148,12 @@ class BoundSocket:
             self._sock = None
         self.remove_unix_file()
 
+    def fileno(self) -> int:
+        """The socket's descriptor (while not handed over)."""
+        if self._sock is None:
+            raise RuntimeError(f"{self.address} was already handed over or closed")
+        return self._sock.fileno()
+
     def forget_unix_file(self) -> None:
         """In a worker process: the socket file belongs to the master, which removes it."""
         self._unix_inode = None
@@ -165,11 +171,12 @@ class BoundSocket:
         self._unix_inode = None
 
 
-def inherited_sockets(env: Optional[dict] = None) -> List[BoundSocket]:
+def inherited_sockets(env: Optional[dict] = None, owned: bool = False) -> List[BoundSocket]:
     """The listening sockets systemd passed (socket activation: `LISTEN_PID` is this process,
     `LISTEN_FDS` of them from fd 3, optionally named by `LISTEN_FDNAMES`), or [] when none were.
     The variables are removed, so worker processes and the app do not take them for their own.
-    Each must be a listening stream socket (TCP or unix), else StartError-like BindError."""
+    Each must be a listening stream socket (TCP or unix), else BindError. `owned`: they come
+    from a previous master of this server (USR2), and their unix files are ours to remove."""
     env = os.environ if env is None else env
     if env.get("LISTEN_PID") != str(os.getpid()) or not env.get("LISTEN_FDS", "").isdigit():
         return []
@@ -193,7 +200,7 @@ def inherited_sockets(env: Optional[dict] = None) -> List[BoundSocket]:
             address = BindAddress("unix", path)
         else:
             address = BindAddress("tcp", name[0], name[1])
-        bound = BoundSocket(address, sock, created=False)
+        bound = BoundSocket(address, sock, created=owned)
         sockets.append(bound)
     return sockets
 

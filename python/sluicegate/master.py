@@ -17,7 +17,11 @@ Signals (docs/operations.md has the table):
   fails at boot leaves the old ones serving.
 - TTIN / TTOU: one worker more / one fewer (never fewer than one).
 - USR1: passed to the workers (each reopens its access log file).
-- USR2, WINCH: logged and ignored (no abrupt exit for a signal an operator sends by habit).
+- USR2: upgrade. A new master is started from the same command line (a fresh interpreter, so
+  a new sluicegate and a new app), given the listening sockets as systemd would give them
+  (`LISTEN_FDS`); the pid file becomes `FILE.oldbin`. Both serve until the operator sends TERM
+  to the old one, which then drains: no connection is refused at any point.
+- WINCH: logged and ignored (no abrupt exit for a signal an operator sends by habit).
 
 A worker that dies after it was ready is logged with its exit status or signal and replaced at
 once. A worker that exits before it was ready failed at boot (its app does not import): the
@@ -54,6 +58,9 @@ SLOTS = 1024
 #: An entry no live worker owns (u32::MAX in the core).
 VACANT = b"\xff\xff\xff\xff"
 
+#: Set in the environment of a master started by USR2: the old master's pid.
+UPGRADE_ENV = "SLUICEGATE_UPGRADED_FROM"
+
 #: Signals the master handles; everything else keeps its default.
 HANDLED = (
     signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTTIN,
@@ -84,6 +91,7 @@ class Master:
         log: Any,
         *,
         on_ready: Callable[[], None] = lambda: None,
+        restart: Optional[Tuple[List[str], str]] = None,
     ) -> None:
         """`boot_worker(event_fd, max_requests, balance)` runs in each forked child and returns
         its exit status; it writes `R` and `M` to `event_fd`; `balance` is (fd, slots, slot) of
@@ -102,6 +110,8 @@ class Master:
         self.reload_pending: Optional[int] = None  # the generation being started by HUP
         self.on_ready = on_ready
         self.announced = False
+        self.restart = restart
+        self.upgraded_to: Optional[int] = None
         self._wake_r, self._wake_w = os.pipe()
         # Shared with every worker (inherited over fork): how many connections each holds.
         self.table = os.memfd_create("sluicegate-balance", os.MFD_CLOEXEC)
@@ -206,6 +216,8 @@ class Master:
             if self.target > 1:
                 self.target -= 1
             self.log.info("Received %s: %d worker(s)", name, self.target)
+        elif signum == signal.SIGUSR2:
+            self._upgrade()
         elif signum == signal.SIGUSR1:
             self.log.info("Received %s: workers reopen their log files", name)
             for w in self.workers.values():
@@ -232,6 +244,46 @@ class Master:
         self.reload_pending = self.generation
         for _ in range(self.target):
             self._spawn()
+
+    def _upgrade(self) -> None:
+        """USR2: start a new master on the same sockets (see the module doc)."""
+        if self.restart is None:
+            self.log.info("Received SIGUSR2: ignored (an upgrade needs the sluicegate command)")
+            return
+        if self.upgraded_to is not None and _alive(self.upgraded_to):
+            self.log.info("Received SIGUSR2: ignored (new master %d already started)",
+                          self.upgraded_to)
+            return
+        argv, cwd = self.restart
+        if self.cfg.pid and os.path.exists(self.cfg.pid):
+            try:
+                os.replace(self.cfg.pid, self.cfg.pid + ".oldbin")
+            except OSError as e:
+                self.log.error("Received SIGUSR2: cannot rename the pid file: %s", e.strerror)
+        pid = os.fork()
+        if pid == 0:  # the new master, once exec'd
+            try:
+                # Above every descriptor the sockets use, then down to 3, 4, ... in order.
+                high = [os.dup(s.fileno()) for s in self.sockets]
+                moved = [fcntl_dupfd(fd, 1000 + i) for i, fd in enumerate(high)]
+                for i, fd in enumerate(moved):
+                    os.dup2(fd, 3 + i, inheritable=True)
+                env = dict(os.environ)
+                env.update(LISTEN_FDS=str(len(self.sockets)), LISTEN_PID=str(os.getpid()))
+                env[UPGRADE_ENV] = str(os.getppid())
+                env.pop("LISTEN_FDNAMES", None)
+                os.chdir(cwd)
+                os.execve(argv[0], argv, env)
+            except BaseException as e:  # noqa: BLE001 - nothing may return into the old master
+                print(f"sluicegate: error: cannot start the new master: {e}", file=sys.stderr,
+                      flush=True)
+            finally:
+                os._exit(1)
+        self.upgraded_to = pid
+        for s in self.sockets:
+            s.forget_unix_file()  # the new master removes them when it ends
+        self.log.info("Received SIGUSR2: started new master %d on the same sockets; send TERM to "
+                      "this one (%d) once it serves", pid, os.getpid())
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -375,6 +427,22 @@ class Master:
             os.kill(w.pid, signum)
         except ProcessLookupError:
             pass
+
+
+def fcntl_dupfd(fd: int, lowest: int) -> int:
+    """A duplicate of `fd` numbered `lowest` or above (F_DUPFD)."""
+    import fcntl
+    return fcntl.fcntl(fd, fcntl.F_DUPFD, lowest)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
 
 
 def worker_rss(pid: int) -> Optional[int]:

@@ -33,7 +33,7 @@ from .config import core_config
 from .errors import StartError
 from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
-from .master import Master, remove_pid_file, write_pid_file
+from .master import UPGRADE_ENV, Master, remove_pid_file, write_pid_file
 from .options import Config
 
 LOGGER_NAME = "sluicegate"
@@ -66,11 +66,15 @@ def reclaim_logging() -> None:
         logging.getLogger(name).disabled = False
 
 
-def serve_config(cfg: Config, version: str = "", *, owns_process: bool = False) -> int:
+def serve_config(
+    cfg: Config, version: str = "", *, owns_process: bool = False,
+    restart: Optional[Tuple[List[str], str]] = None,
+) -> int:
     """Start-to-finish for one validated Config: returns the exit status (0) after shutdown;
     raises a SluicegateError subclass on any user error. `owns_process`: see Supervisor.
     With `--workers`, this process becomes the master (master.py) and the workers run
-    `Supervisor` on the sockets bound here.
+    `Supervisor` on the sockets bound here. `restart`: the command line and directory a master
+    re-executes on USR2 (the CLI's; None from serve()).
 
     Order: umask, chdir, the app (here only when no user switch is asked: its import errors
     then come before any socket exists), the sockets (passed by systemd, else bound), the pid
@@ -89,8 +93,12 @@ def serve_config(cfg: Config, version: str = "", *, owns_process: bool = False) 
         app_name = cfg.app
         if needs_app_here and not switching_user:
             app = load_app(cfg.app)
-    sockets = inherited_sockets()
-    if sockets:
+    upgraded_from = os.environ.pop(UPGRADE_ENV, None)
+    sockets = inherited_sockets(owned=upgraded_from is not None)
+    if sockets and upgraded_from:
+        log.info("Using %d socket(s) passed by the previous master (%s, SIGUSR2); --bind is ignored",
+                 len(sockets), upgraded_from)
+    elif sockets:
         log.info("Using %d socket(s) passed by systemd (LISTEN_FDS); --bind is ignored",
                  len(sockets))
     else:
@@ -106,17 +114,18 @@ def serve_config(cfg: Config, version: str = "", *, owns_process: bool = False) 
             return Supervisor(
                 app, cfg, sockets, app_name=app_name, version=version, owns_process=owns_process
             ).run()
-        return _run_master(cfg, sockets, app, app_name, version)
+        return _run_master(cfg, sockets, app, app_name, version, restart)
     finally:
         for s in sockets:
             s.close()  # what the server did not close already (a failed start)
         if cfg.pid:
             remove_pid_file(cfg.pid)
+            remove_pid_file(cfg.pid + ".oldbin")  # after an upgrade (USR2), the old master's
 
 
 def _run_master(
     cfg: Config, sockets: List[BoundSocket], app: Optional[Callable[..., Any]], app_name: str,
-    version: str,
+    version: str, restart: Optional[Tuple[List[str], str]],
 ) -> int:
     workers = cfg.workers or 1
 
@@ -136,7 +145,8 @@ def _run_master(
     reclaim_logging()
     log.info("Starting sluicegate %s: app %s, %d worker(s)%s", version, app_name, workers,
              " (app preloaded)" if app is not None else "")
-    return Master(cfg, sockets, workers, boot_worker, log, on_ready=announce).run()
+    return Master(cfg, sockets, workers, boot_worker, log, on_ready=announce,
+                  restart=restart).run()
 
 
 class Supervisor:
