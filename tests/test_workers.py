@@ -372,3 +372,27 @@ def test_usr2_starts_a_new_master_on_the_same_sockets_without_failing_a_request(
             wait_until(lambda: not os.path.exists(f"/proc/{new_master}") or
                        open(f"/proc/{new_master}/stat").read().split()[2] == "Z", "the new master to end")
     assert not os.path.exists(pid_file)
+
+
+def test_a_failed_upgrade_leaves_the_old_master_in_charge(start_server, tmp_path):
+    (tmp_path / "changing.py").write_text(
+        "def app(environ, start_response):\n"
+        "    start_response('200 OK', [('Content-Length', '3')])\n"
+        "    return [b'old']\n")
+    pid_file = str(tmp_path / "sg.pid")
+    sock = str(tmp_path / "sg.sock")
+    srv = start_server(None, "--workers", "2", "--pid", pid_file, "changing:app", cwd=tmp_path,
+                       binds=[f"unix:{sock}"])
+    (tmp_path / "changing.py").write_text("import sluicegate_test_no_such_dependency\n")
+    srv.signal(signal.SIGUSR2)
+    srv.wait_log(r"New master \d+ exited \(exit status 3\): this master keeps serving")
+    assert _pid_from(pid_file) == srv.pid
+    assert not os.path.exists(pid_file + ".oldbin")
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sock)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert s.recv(4096).endswith(b"old")
+    s.close()
+    srv.signal(signal.SIGTERM)
+    assert srv.wait_exit() == 0
+    assert not os.path.exists(sock), "the old master removed its socket file again"

@@ -154,6 +154,16 @@ class BoundSocket:
             raise RuntimeError(f"{self.address} was already handed over or closed")
         return self._sock.fileno()
 
+    def reclaim_unix_file(self) -> None:
+        """Own the unix socket file again (after forget_unix_file), if it is still ours."""
+        if self.address.kind == "unix" and self._sock is not None:
+            try:
+                st = os.stat(self.address.host)
+                if stat.S_ISSOCK(st.st_mode):
+                    self._unix_inode = (st.st_dev, st.st_ino)
+            except OSError:
+                pass
+
     def forget_unix_file(self) -> None:
         """In a worker process: the socket file belongs to the master, which removes it."""
         self._unix_inode = None
@@ -171,12 +181,12 @@ class BoundSocket:
         self._unix_inode = None
 
 
-def inherited_sockets(env: Optional[dict] = None, owned: bool = False) -> List[BoundSocket]:
+def inherited_sockets(env: Optional[dict] = None) -> List[BoundSocket]:
     """The listening sockets systemd passed (socket activation: `LISTEN_PID` is this process,
     `LISTEN_FDS` of them from fd 3, optionally named by `LISTEN_FDNAMES`), or [] when none were.
     The variables are removed, so worker processes and the app do not take them for their own.
-    Each must be a listening stream socket (TCP or unix), else BindError. `owned`: they come
-    from a previous master of this server (USR2), and their unix files are ours to remove."""
+    Each must be a listening stream socket (TCP or unix), else BindError. Their unix files are
+    not ours to remove (a master started by USR2 takes them over once it serves)."""
     env = os.environ if env is None else env
     if env.get("LISTEN_PID") != str(os.getpid()) or not env.get("LISTEN_FDS", "").isdigit():
         return []
@@ -200,7 +210,7 @@ def inherited_sockets(env: Optional[dict] = None, owned: bool = False) -> List[B
             address = BindAddress("unix", path)
         else:
             address = BindAddress("tcp", name[0], name[1])
-        bound = BoundSocket(address, sock, created=owned)
+        bound = BoundSocket(address, sock, created=False)
         sockets.append(bound)
     return sockets
 

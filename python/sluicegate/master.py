@@ -285,6 +285,19 @@ class Master:
         self.log.info("Received SIGUSR2: started new master %d on the same sockets; send TERM to "
                       "this one (%d) once it serves", pid, os.getpid())
 
+    def _upgrade_failed(self, status: int) -> None:
+        """The new master of an upgrade ended while this one runs: this one stays in charge."""
+        if self.cfg.pid and os.path.exists(self.cfg.pid + ".oldbin"):
+            try:
+                os.replace(self.cfg.pid + ".oldbin", self.cfg.pid)
+            except OSError:
+                pass
+        for s in self.sockets:
+            s.reclaim_unix_file()
+        self.log.error("New master %d exited (%s): this master keeps serving",
+                       self.upgraded_to, _describe(status))
+        self.upgraded_to = None
+
     # -- workers ---------------------------------------------------------------------------
 
     def _spawn(self) -> None:
@@ -342,6 +355,9 @@ class Master:
                 return
             if pid == 0:
                 return
+            if pid == self.upgraded_to:
+                self._upgrade_failed(status)
+                continue
             w = self.workers.pop(pid, None)
             if w is None:
                 continue

@@ -94,7 +94,7 @@ def serve_config(
         if needs_app_here and not switching_user:
             app = load_app(cfg.app)
     upgraded_from = os.environ.pop(UPGRADE_ENV, None)
-    sockets = inherited_sockets(owned=upgraded_from is not None)
+    sockets = inherited_sockets()
     if sockets and upgraded_from:
         log.info("Using %d socket(s) passed by the previous master (%s, SIGUSR2); --bind is ignored",
                  len(sockets), upgraded_from)
@@ -114,7 +114,8 @@ def serve_config(
             return Supervisor(
                 app, cfg, sockets, app_name=app_name, version=version, owns_process=owns_process
             ).run()
-        return _run_master(cfg, sockets, app, app_name, version, restart)
+        return _run_master(cfg, sockets, app, app_name, version, restart,
+                           upgrade=upgraded_from is not None)
     finally:
         for s in sockets:
             s.close()  # what the server did not close already (a failed start)
@@ -125,7 +126,7 @@ def serve_config(
 
 def _run_master(
     cfg: Config, sockets: List[BoundSocket], app: Optional[Callable[..., Any]], app_name: str,
-    version: str, restart: Optional[Tuple[List[str], str]],
+    version: str, restart: Optional[Tuple[List[str], str]], upgrade: bool = False,
 ) -> int:
     workers = cfg.workers or 1
 
@@ -139,6 +140,8 @@ def _run_master(
 
     def announce() -> None:
         for s in sockets:
+            if upgrade:  # serving now: the socket files are this master's to remove at its end
+                s.reclaim_unix_file()
             log.info("Listening at: %s", s.url)
         sd_notify.notify("READY=1", f"STATUS=serving with {workers} worker(s)")
 
