@@ -14,7 +14,8 @@ from typing import Optional, Sequence
 
 from . import __version__
 from .errors import SluicegateError
-from .options import from_command_line, raw_values, validate
+from .loader import load_app
+from .options import Config, describe, from_command_line, raw_values, validate
 from .supervisor import log, serve_config
 
 
@@ -23,11 +24,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     debug = False
     try:
-        cfg = validate(raw_values(from_command_line(args, __version__)))
+        given = from_command_line(args, __version__)
+        raw = raw_values(given)
+        cfg = validate(raw)
         debug = cfg.log_level == "debug"
+        if cfg.print_config:
+            print(describe(raw))
+            return 0
+        if cfg.check_config:
+            return check(cfg)
+
+        def reread() -> Config:
+            """HUP: the same command line over the environment and config file as they are now."""
+            return validate(raw_values(given))
+
         # The command line again, for a master that re-executes itself on USR2 (master.py).
         restart = [sys.executable, "-m", "sluicegate", *args]
-        return serve_config(cfg, __version__, owns_process=True, restart=(restart, os.getcwd()))
+        return serve_config(cfg, __version__, owns_process=True, restart=(restart, os.getcwd()),
+                            reread=reread)
     except SluicegateError as e:
         if debug and e.__cause__ is not None:
             log.debug("Traceback of the error below:", exc_info=e.__cause__)
@@ -36,3 +50,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         # Ctrl-C while the app was still loading, before the server's own handler was installed.
         return 130
+
+
+def check(cfg: Config) -> int:
+    """--check-config: every option is valid (we got here); import the app too."""
+    if cfg.chdir:
+        os.chdir(cfg.chdir)
+    try:
+        if not callable(cfg.app):
+            load_app(cfg.app)
+    except SluicegateError as e:
+        print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    print(f"sluicegate: configuration OK (app {cfg.app})", flush=True)
+    return 0

@@ -61,6 +61,10 @@ VACANT = b"\xff\xff\xff\xff"
 #: Set in the environment of a master started by USR2: the old master's pid.
 UPGRADE_ENV = "SLUICEGATE_UPGRADED_FROM"
 
+#: Options a reload cannot change: the sockets are the master's, bound once, and the master's
+#: own process settings are set once (a USR2 upgrade applies them).
+RESTART_ONLY = ("bind", "backlog", "user", "group", "umask", "pid", "preload", "config")
+
 #: Signals the master handles; everything else keeps its default.
 HANDLED = (
     signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTTIN,
@@ -87,15 +91,17 @@ class Master:
         cfg: Config,
         sockets: List[BoundSocket],
         workers: int,
-        boot_worker: Callable[[int, int, Tuple[int, int, int]], int],
+        boot_worker: Callable[[Config, int, int, Tuple[int, int, int], int], int],
         log: Any,
         *,
         on_ready: Callable[[], None] = lambda: None,
         restart: Optional[Tuple[List[str], str]] = None,
+        reread: Optional[Callable[[], Config]] = None,
     ) -> None:
-        """`boot_worker(event_fd, max_requests, balance)` runs in each forked child and returns
-        its exit status; it writes `R` and `M` to `event_fd`; `balance` is (fd, slots, slot) of
-        the connection-count table. `on_ready()` runs once, when the first
+        """`boot_worker(cfg, event_fd, max_requests, balance, workers)` runs in each forked child
+        and returns its exit status; it writes `R` and `M` to `event_fd`; `balance` is (fd,
+        slots, slot) of the connection-count table. `reread()` resolves the options again for
+        a reload (HUP); a SluicegateError from it abandons the reload. `on_ready()` runs once, when the first
         workers are all ready."""
         self.cfg = cfg
         self.sockets = sockets
@@ -111,6 +117,7 @@ class Master:
         self.on_ready = on_ready
         self.announced = False
         self.restart = restart
+        self.reread = reread
         self.upgraded_to: Optional[int] = None
         self._wake_r, self._wake_w = os.pipe()
         # Shared with every worker (inherited over fork): how many connections each holds.
@@ -237,6 +244,25 @@ class Master:
                 self._kill(w, signal.SIGTERM if graceful else signal.SIGQUIT)
 
     def _reload(self) -> None:
+        if self.reread is not None:
+            try:
+                cfg = self.reread()
+            except SluicegateError as e:
+                self.log.error("Received SIGHUP: the configuration is not valid (%s); the "
+                               "workers keep serving with the previous one", e)
+                return
+            changed = [f.name for f in dataclasses.fields(cfg)
+                       if getattr(cfg, f.name) != getattr(self.cfg, f.name)]
+            kept = [n for n in changed if n in RESTART_ONLY]
+            if kept:
+                self.log.warning("Received SIGHUP: %s changed but only take effect on a restart",
+                                 ", ".join(kept))
+            self.cfg = cfg
+            if cfg.workers:
+                self.target = cfg.workers
+            if changed:
+                self.log.info("Received SIGHUP: configuration re-read (changed: %s)",
+                              ", ".join(changed))
         self.log.info("Received SIGHUP: starting %d new worker(s), then stopping the old ones",
                       self.target)
         sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
@@ -329,8 +355,8 @@ class Master:
                 os.environ.pop("NOTIFY_SOCKET", None)  # only the master speaks to systemd
                 for s in self.sockets:
                     s.forget_unix_file()  # the master removes it, once, at the end
-                status = self.boot_worker(w, self.cfg.max_requests + jitter,
-                                          (self.table, SLOTS, slot))
+                status = self.boot_worker(self.cfg, w, self.cfg.max_requests + jitter,
+                                          (self.table, SLOTS, slot), self.target)
             except SluicegateError as e:
                 print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
                 status = BOOT_FAILED

@@ -371,6 +371,25 @@ OPTIONS: Tuple[Option, ...] = (
         "ADDRESS", Tuple[BindAddress, ...], short="-b", repeatable=True,
     ),
     Option(
+        "config", parse_path, None,
+        "Read options from this TOML file: keys are the options' names as in serve() "
+        "(threads = \"4:64\", bind = [\"0.0.0.0:8000\"], app = \"pkg.wsgi:application\"). "
+        "The command line and the environment override it. Re-read on HUP (with --workers).",
+        "FILE", Optional[str],
+    ),
+    Option(
+        "check_config", parse_bool, "false",
+        "Validate every option and import the app, then exit: 0 if all is well, else 2 with "
+        "one line saying what is wrong.",
+        "", bool, switch=True,
+    ),
+    Option(
+        "print_config", parse_bool, "false",
+        "Print the resolved options as TOML, each with where its value came from (command line, "
+        "environment, config file or default), then exit.",
+        "", bool, switch=True,
+    ),
+    Option(
         "workers", parse_workers, None,
         "Run a master process and this many worker processes, each with its own event loop and "
         "app threads, all serving the same sockets (auto: one per CPU available). The master "
@@ -590,6 +609,9 @@ class Config:
 
     app: Union[str, Callable[..., Any]]
     bind: Tuple[BindAddress, ...]
+    config: Optional[str]
+    check_config: bool
+    print_config: bool
     workers: Optional[int]
     preload: bool
     max_requests: int
@@ -657,8 +679,14 @@ def raw_values(
     env: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Raw]:
     """Per option: the given value (command line or serve() keyword), else the environment,
-    else the default."""
+    else the --config file (named on the command line or in the environment), else the
+    default."""
     env = os.environ if env is None else env
+    path = given["config"].value if "config" in given else env.get(BY_NAME["config"].env)
+    from_file: Dict[str, Any] = {}
+    if path:
+        from . import config_file
+        from_file = config_file.load(str(path), BY_NAME)
     raw: Dict[str, Raw] = {}
     for o in OPTIONS:
         if o.name in given:
@@ -666,9 +694,38 @@ def raw_values(
         elif o.env in env:
             text = env[o.env]
             raw[o.name] = Raw(text.split(",") if o.repeatable else text, o.env)
+        elif o.name in from_file:
+            value, where = from_file[o.name]
+            if o.repeatable and not isinstance(value, list):
+                value = [value]
+            raw[o.name] = Raw(value, where)
         else:
             raw[o.name] = Raw(o.default, "default")
     return raw
+
+
+def describe(raw: Mapping[str, Raw]) -> str:
+    """--print-config: every option as TOML, with where its value came from."""
+    from . import config_file
+    lines = []
+    for o in OPTIONS:
+        if o.name in ("config", "check_config", "print_config"):
+            continue
+        r = raw[o.name]
+        source = "default" if r.source == "default" else r.source
+        value = r.value
+        if value is None or (isinstance(value, list) and not value and not o.default):
+            lines.append(f"# {o.name}: off  ({source})")
+            continue
+        if isinstance(value, bool) or o.switch:
+            try:
+                value = parse_bool(value)
+            except ValueError:
+                pass
+        if callable(value):
+            value = getattr(value, "__qualname__", repr(value))
+        lines.append(f"{o.name} = {config_file.render(value)}  # {source}")
+    return "\n".join(lines)
 
 
 def from_keywords(keywords: Mapping[str, Any], caller: str = "serve()") -> Dict[str, Raw]:
@@ -824,7 +881,8 @@ def markdown() -> str:
         "or `sluicegate.serve(app, **options)` from Python.",
         "",
         "Each option is set, from strongest to weakest, on the command line (or as a keyword of",
-        f"`serve()`), in its environment variable `{ENV_PREFIX}<NAME>`, or by its default. Byte",
+        f"`serve()`), in its environment variable `{ENV_PREFIX}<NAME>`, in the `--config` TOML file",
+        "(keys are the `serve()` names), or by its default. Byte",
         "sizes take the suffixes `k`, `M` and `G` (powers of 1024: `64k` = 65536). A bad value",
         "stops sluicegate with one line naming the option (exit status 2).",
         "",

@@ -69,12 +69,14 @@ def reclaim_logging() -> None:
 def serve_config(
     cfg: Config, version: str = "", *, owns_process: bool = False,
     restart: Optional[Tuple[List[str], str]] = None,
+    reread: Optional[Callable[[], Config]] = None,
 ) -> int:
     """Start-to-finish for one validated Config: returns the exit status (0) after shutdown;
     raises a SluicegateError subclass on any user error. `owns_process`: see Supervisor.
     With `--workers`, this process becomes the master (master.py) and the workers run
     `Supervisor` on the sockets bound here. `restart`: the command line and directory a master
-    re-executes on USR2 (the CLI's; None from serve()).
+    re-executes on USR2 (the CLI's; None from serve()). `reread`: the options resolved again
+    (environment and config file as they are now), for a master's reload on HUP.
 
     Order: umask, chdir, the app (here only when no user switch is asked: its import errors
     then come before any socket exists), the sockets (passed by systemd, else bound), the pid
@@ -115,7 +117,7 @@ def serve_config(
                 app, cfg, sockets, app_name=app_name, version=version, owns_process=owns_process
             ).run()
         return _run_master(cfg, sockets, app, app_name, version, restart,
-                           upgrade=upgraded_from is not None)
+                           upgrade=upgraded_from is not None, reread=reread)
     finally:
         for s in sockets:
             s.close()  # what the server did not close already (a failed start)
@@ -127,14 +129,20 @@ def serve_config(
 def _run_master(
     cfg: Config, sockets: List[BoundSocket], app: Optional[Callable[..., Any]], app_name: str,
     version: str, restart: Optional[Tuple[List[str], str]], upgrade: bool = False,
+    reread: Optional[Callable[[], Config]] = None,
 ) -> int:
     workers = cfg.workers or 1
 
-    def boot_worker(events_fd: int, max_requests: int, balance: Tuple[int, int, int]) -> int:
-        worker_app = app if app is not None else load_app(str(cfg.app))
+    def boot_worker(
+        wcfg: Config, events_fd: int, max_requests: int, balance: Tuple[int, int, int], count: int
+    ) -> int:
+        if wcfg.chdir:
+            os.chdir(wcfg.chdir)
+        worker_app = app if app is not None else load_app(str(wcfg.app))
+        name = app_name if app is not None else str(wcfg.app)
         return Supervisor(
-            worker_app, cfg, sockets, app_name=app_name, version=version, owns_process=True,
-            worker_events=events_fd, max_requests=max_requests, workers=workers,
+            worker_app, wcfg, sockets, app_name=name, version=version, owns_process=True,
+            worker_events=events_fd, max_requests=max_requests, workers=count,
             balance=balance,
         ).run()
 
@@ -149,7 +157,7 @@ def _run_master(
     log.info("Starting sluicegate %s: app %s, %d worker(s)%s", version, app_name, workers,
              " (app preloaded)" if app is not None else "")
     return Master(cfg, sockets, workers, boot_worker, log, on_ready=announce,
-                  restart=restart).run()
+                  restart=restart, reread=reread).run()
 
 
 class Supervisor:
