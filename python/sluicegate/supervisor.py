@@ -1,17 +1,21 @@
-"""Running one server in this process: logging, startup order, signals, shutdown.
+"""Running one server in this process: logging, startup order, signals, shutdown; and the
+start of a master (`--workers`, master.py) whose workers each run a `Supervisor`.
 
-Startup order (`serve_config`): configure the error log -> chdir -> load the app -> bind the
-sockets -> open the access log and the signal pipe -> build `_core.Server` -> log one
-`Listening at:` line per socket -> `Server.run()`. Binding happens before the core exists and
-stays in listeners.py, so a pre-fork supervisor can later bind once and start several workers
-from the same sockets; the `Supervisor` class is the one-worker case of that.
+Startup order (`serve_config`): configure the error log -> umask -> chdir -> load the app
+(unless a user switch or workers say later) -> the sockets (passed by systemd or a previous
+master, else bound, in listeners.py) -> the pid file -> the user switch -> the app if not
+loaded yet -> `Supervisor.run()` or the master. `Supervisor.run()`: open the access log and the
+signal pipe -> build `_core.Server` -> log one `Listening at:` line per socket (a worker tells
+its master instead) -> `Server.run()`.
 
 Signals: the core's event loop releases the GIL and waits in Rust, where Python signal handlers
 cannot run. So we create a pipe, make its write end Python's wakeup fd (`signal.set_wakeup_fd`:
 the C-level handler writes the signal number there) and hand the read end to the core as
-`signal_fd`; when it becomes readable the core runs the Python handlers below, which call
-`Server.shutdown()`. SIGTERM and the first SIGINT shut down gracefully (in-flight requests get
---graceful-timeout seconds); a second SIGINT stops at once.
+`signal_fd`; when it becomes readable the core runs the Python handlers below. SIGTERM and the
+first SIGINT shut down gracefully (in-flight requests get --graceful-timeout seconds); a second
+SIGINT and SIGQUIT stop at once; SIGUSR1 reopens the access log; the other operations signals
+(HUP, USR2, TTIN, TTOU, WINCH) are logged and ignored in a single process, never fatal (a
+master handles them: docs/operations.md).
 
 Tests find the port of a `-b 127.0.0.1:0` server by parsing the `Listening at: http://HOST:PORT`
 line: its wording is a contract.
