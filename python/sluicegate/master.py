@@ -120,6 +120,8 @@ class Master:
         self.reread = reread
         self.upgraded_to: Optional[int] = None
         self._wake_r, self._wake_w = os.pipe()
+        self.reloader: Optional[Any] = None
+        self.code_changed: List[List[str]] = []  # batches from the reloader thread
         # Shared with every worker (inherited over fork): how many connections each holds.
         self.table = os.memfd_create("sluicegate-balance", os.MFD_CLOEXEC)
         os.ftruncate(self.table, SLOTS * 4)
@@ -134,6 +136,10 @@ class Master:
         old_wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
         for signum in HANDLED:
             signal.signal(signum, self._on_signal)
+        if self.cfg.reload:
+            from .reloader import Reloader
+            self.reloader = Reloader(os.getcwd(), self.cfg.reload_extra, self._on_code_change)
+            self.reloader.start()
         try:
             self.log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
             for _ in range(self.target):
@@ -143,6 +149,11 @@ class Master:
                 self._reap()
                 for signum in self._take_signals():
                     self._handle(signum)
+                for paths in self._take_code_changes():
+                    if self.stopping is None:
+                        shown = ", ".join(os.path.relpath(p) for p in paths[:3])
+                        more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+                        self._reload(f"Code changed ({shown}{more})")
                 self._maintain()
                 if self.stopping is not None and time.monotonic() > self.stopping:
                     for w in self.workers.values():
@@ -151,6 +162,8 @@ class Master:
             self.log.info("Shutdown complete")
             return self.exit_status
         finally:
+            if self.reloader is not None:
+                self.reloader.stop()
             signal.set_wakeup_fd(old_wakeup)
             for signum in HANDLED:
                 signal.signal(signum, signal.SIG_DFL if signum == signal.SIGCHLD else signal.SIG_IGN)
@@ -186,6 +199,18 @@ class Master:
             w.wants_out = True  # _maintain starts its replacement, then retires it
             self.log.info("Worker %d reached --max-requests: starting its replacement", w.pid)
 
+    def _on_code_change(self, paths: List[str]) -> None:
+        """From the reloader's thread: queue the batch and wake the loop."""
+        self.code_changed.append(paths)
+        try:
+            os.write(self._wake_w, b"c")
+        except OSError:
+            pass
+
+    def _take_code_changes(self) -> List[List[str]]:
+        taken, self.code_changed = self.code_changed, []
+        return taken
+
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.signals.append(signum)
 
@@ -215,7 +240,7 @@ class Master:
         elif self.stopping is not None:
             return
         elif signum == signal.SIGHUP:
-            self._reload()
+            self._reload("Received SIGHUP")
         elif signum == signal.SIGTTIN:
             self.target += 1
             self.log.info("Received %s: %d worker(s)", name, self.target)
@@ -243,27 +268,26 @@ class Master:
             else:
                 self._kill(w, signal.SIGTERM if graceful else signal.SIGQUIT)
 
-    def _reload(self) -> None:
+    def _reload(self, why: str) -> None:
         if self.reread is not None:
             try:
                 cfg = self.reread()
             except SluicegateError as e:
-                self.log.error("Received SIGHUP: the configuration is not valid (%s); the "
-                               "workers keep serving with the previous one", e)
+                self.log.error("%s: the configuration is not valid (%s); the "
+                               "workers keep serving with the previous one", why, e)
                 return
             changed = [f.name for f in dataclasses.fields(cfg)
                        if getattr(cfg, f.name) != getattr(self.cfg, f.name)]
             kept = [n for n in changed if n in RESTART_ONLY]
             if kept:
-                self.log.warning("Received SIGHUP: %s changed but only take effect on a restart",
+                self.log.warning("%s: %s changed but only take effect on a restart", why,
                                  ", ".join(kept))
             self.cfg = cfg
             if cfg.workers:
                 self.target = cfg.workers
             if changed:
-                self.log.info("Received SIGHUP: configuration re-read (changed: %s)",
-                              ", ".join(changed))
-        self.log.info("Received SIGHUP: starting %d new worker(s), then stopping the old ones",
+                self.log.info("%s: configuration re-read (changed: %s)", why, ", ".join(changed))
+        self.log.info("%s: starting %d new worker(s), then stopping the old ones", why,
                       self.target)
         sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
         self.generation += 1

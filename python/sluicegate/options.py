@@ -418,6 +418,20 @@ OPTIONS: Tuple[Option, ...] = (
         "N", int,
     ),
     Option(
+        "reload", parse_bool, "false",
+        "For development: watch the app's Python files (under the working directory) and "
+        "replace the workers when one changes; code that does not import leaves the old "
+        "workers serving. Runs a master with one worker unless --workers says more. Needs "
+        "the watchfiles package (pip install 'sluicegate[reload]').",
+        "", bool, switch=True,
+    ),
+    Option(
+        "reload_extra", parse_path, [],
+        "With --reload: also replace the workers when this file (or anything under this "
+        "directory) changes: templates, configuration. Give it several times for several.",
+        "PATH", Tuple[str, ...], repeatable=True,
+    ),
+    Option(
         "max_rss", parse_size, "0",
         "With --workers: replace a worker whose resident memory passes this size (e.g. 512M), "
         "the same way as --max-requests: its replacement is ready before it stops, and it "
@@ -616,6 +630,8 @@ class Config:
     preload: bool
     max_requests: int
     max_requests_jitter: int
+    reload: bool
+    reload_extra: Tuple[str, ...]
     max_rss: int
     user: Optional[str]
     group: Optional[str]

@@ -23,6 +23,7 @@ line: its wording is a contract.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -90,6 +91,8 @@ def serve_config(
         os.umask(cfg.umask)
     if cfg.chdir:
         os.chdir(cfg.chdir)
+    if cfg.reload and cfg.workers is None:
+        cfg = dataclasses.replace(cfg, workers=1)  # reloading replaces workers: it needs a master
     needs_app_here = cfg.workers is None or cfg.preload
     switching_user = bool(cfg.user or cfg.group)
     app: Optional[Callable[..., Any]] = None

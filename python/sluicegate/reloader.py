@@ -1,0 +1,62 @@
+"""`--reload`, for development: replace the workers when the app's code changes.
+
+The master watches the directory the app is imported from (the working directory, which
+sluicegate puts first on `sys.path`) for changes to Python files, and the `--reload-extra`
+files and directories for any change, and reloads as on HUP: new workers import the changed
+code, and the old ones stop once the new ones serve. A change that does not import (a syntax
+error) abandons that reload: the old workers keep serving, the error is logged, and the next
+change tries again.
+
+Watching uses the `watchfiles` package (`pip install 'sluicegate[reload]'`): inotify through
+the Rust `notify` crate, no polling of every file, and debouncing, so a save that touches
+several files causes one reload. It is a development feature, so the dependency is optional.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Callable, List, Sequence
+
+from .errors import StartError
+
+#: Changes closer together than this are one reload (an editor saving several files).
+DEBOUNCE_MS = 200
+
+
+class Reloader(threading.Thread):
+    """Calls `changed(paths)` from its own thread after each batch of relevant changes."""
+
+    def __init__(self, root: str, extra: Sequence[str], changed: Callable[[List[str]], None]):
+        super().__init__(name="sluicegate-reloader", daemon=True)
+        try:
+            import watchfiles
+        except ImportError:
+            raise StartError("--reload needs the watchfiles package: "
+                             "pip install 'sluicegate[reload]'") from None
+        self._watchfiles = watchfiles
+        self.root = os.path.abspath(root)
+        self.extra = [os.path.abspath(p) for p in extra]
+        for p in self.extra:
+            if not os.path.exists(p):
+                raise StartError(f"--reload-extra {p!r}: no such file or directory")
+        self.changed = changed
+        self.stop_event = threading.Event()
+        python = watchfiles.PythonFilter()
+
+        def relevant(change: object, path: str) -> bool:
+            if any(path == p or path.startswith(p + os.sep) for p in self.extra):
+                return True
+            return python(change, path)
+
+        self.filter = relevant
+
+    def run(self) -> None:
+        paths = [self.root] + [p for p in self.extra if not p.startswith(self.root + os.sep)]
+        for changes in self._watchfiles.watch(*paths, watch_filter=self.filter,
+                                              debounce=DEBOUNCE_MS, step=50,
+                                              stop_event=self.stop_event, raise_interrupt=False):
+            self.changed(sorted({path for _, path in changes}))
+
+    def stop(self) -> None:
+        self.stop_event.set()
