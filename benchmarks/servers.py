@@ -19,6 +19,7 @@ prints beside its figures.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import subprocess
@@ -121,7 +122,7 @@ def _vbin(name: str) -> str:
 # ---- one launcher per server -----------------------------------------------------------------
 
 def _sluicegate_py(name: str) -> Path | None:
-    return SLUICEGATE_PY if name == "sluicegate" else SLUICEGATE_BASE_PY
+    return SLUICEGATE_BASE_PY if name == "sluicegate-base" else SLUICEGATE_PY
 
 
 def _sluicegate(t: Target, port: int, py: Path = SLUICEGATE_PY) -> Launch:
@@ -271,6 +272,7 @@ def _nginx(t: Target, port: int) -> Launch | None:
 _LAUNCHERS = {
     "sluicegate": _sluicegate,
     "sluicegate-base": lambda t, port: _sluicegate(t, port, SLUICEGATE_BASE_PY or SLUICEGATE_PY),
+    "sluicegate-w1": lambda t, port: _sluicegate(dataclasses.replace(t, workers=t.workers or 1), port),
     "bjoern": _library("bjoern", lambda t: "bjoern.run (single thread, libev)"),
     "gunicorn-gthread": _gunicorn("gthread"),
     "gunicorn-sync": _gunicorn("sync"),
@@ -291,6 +293,7 @@ _LAUNCHERS = {
 SERVERS: dict[str, Server] = {s.name: s for s in (
     Server("sluicegate", "ours", None, "this project (Rust core, WSGI)"),
     Server("sluicegate-base", "peer", None, "another build of this project ($SLUICEGATE_BASE_PY), for before/after runs"),
+    Server("sluicegate-w1", "peer", None, "this project under a master with one worker (--workers 1)"),
     Server("bjoern", "peer", "bjoern", "C, libev, single-threaded"),
     Server("gunicorn-gthread", "peer", "gunicorn", "gunicorn, gthread worker"),
     Server("gunicorn-sync", "peer", "gunicorn", "gunicorn, sync worker"),
@@ -309,7 +312,7 @@ SERVERS: dict[str, Server] = {s.name: s for s in (
 )}
 
 # Servers with a static-file feature of their own (S2's "static" cases).
-STATIC_FEATURE = frozenset({"sluicegate", "sluicegate-base", "uwsgi", "mod_wsgi", "granian", "nginx"})
+STATIC_FEATURE = frozenset({"sluicegate", "sluicegate-base", "sluicegate-w1", "uwsgi", "mod_wsgi", "granian", "nginx"})
 QUICK_DEFAULT = ("sluicegate", "bjoern", "gunicorn-gthread", "nginx")  # nginx: the anchor, cheap
 
 
@@ -323,7 +326,7 @@ def _install_record() -> dict:
 
 @functools.cache
 def _available(name: str) -> tuple[bool, str]:
-    if name in ("sluicegate", "sluicegate-base"):
+    if name in ("sluicegate", "sluicegate-base", "sluicegate-w1"):
         py = _sluicegate_py(name)
         if py is None:
             return False, "SLUICEGATE_BASE_PY is not set (the Python of the other build's venv)"
@@ -347,7 +350,7 @@ def _available(name: str) -> tuple[bool, str]:
 
 @functools.cache
 def _version(name: str) -> str | None:
-    if name in ("sluicegate", "sluicegate-base"):
+    if name in ("sluicegate", "sluicegate-base", "sluicegate-w1"):
         r = subprocess.run([str(_sluicegate_py(name)), "-c",
                             "import importlib.metadata as m; print(m.version('sluicegate'))"],
                            capture_output=True, text=True, timeout=60)
