@@ -100,7 +100,8 @@ class Harness:
         port = procs.free_port()
         launch = server.launch(target, port)
         if launch is None:
-            raise NotServed(f"{server.name} does not serve {target.module}{' (static)' if target.static else ''}")
+            why = " (no request-count recycling)" if target.max_requests else " (static)" if target.static else ""
+            raise NotServed(f"{server.name} does not serve {target.module}{why}")
         self._seq += 1
         log = self.logs / f"{self._seq:04d}-{server.name}-{target.module}{'-static' if target.static else ''}.log"
         proc = procs.start(server.name, launch.argv, launch.cwd, launch.env, port, log)
