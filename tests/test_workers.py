@@ -98,6 +98,17 @@ def get(port, path="/pid"):
     return r.status, r.read()
 
 
+def unix_get(path, target="/pid"):
+    """One GET over the unix socket at `path`, Connection: close; the raw answer."""
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path)
+        s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        return s.recv(4096)
+    finally:
+        s.close()
+
+
 def test_two_workers_both_serve_and_the_master_serves_nothing(start_server):
     srv = start_server("workers", "--workers", "2")
     workers = children(srv.pid)
@@ -258,11 +269,7 @@ def test_a_unix_socket_file_survives_worker_replacement_and_goes_with_the_master
                "a replacement worker")
     srv.signal(signal.SIGHUP)
     wait_until(lambda: "Reload done" in srv.log_text(), "the reload")
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(path)
-    s.sendall(b"GET /pid HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    assert s.recv(4096).startswith(b"HTTP/1.1 200")
-    s.close()
+    assert unix_get(path).startswith(b"HTTP/1.1 200")
     srv.signal(signal.SIGTERM)
     assert srv.wait_exit() == 0
     assert not os.path.exists(path)
@@ -388,11 +395,7 @@ def test_a_failed_upgrade_leaves_the_old_master_in_charge(start_server, tmp_path
     srv.wait_log(r"New master \d+ exited \(exit status 3\): this master keeps serving")
     assert _pid_from(pid_file) == srv.pid
     assert not os.path.exists(pid_file + ".oldbin")
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sock)
-    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    assert s.recv(4096).endswith(b"old")
-    s.close()
+    assert unix_get(sock, "/").endswith(b"old")
     srv.signal(signal.SIGTERM)
     assert srv.wait_exit() == 0
     assert not os.path.exists(sock), "the old master removed its socket file again"

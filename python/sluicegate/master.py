@@ -32,7 +32,6 @@ error, instead of forking again and again.
 from __future__ import annotations
 
 import dataclasses
-import errno
 import os
 import random
 import select
@@ -541,9 +540,8 @@ def remove_pid_file(path: str) -> None:
             if f.read().strip() != str(os.getpid()):
                 return
         os.unlink(path)
-    except OSError as e:
-        if e.errno != errno.ENOENT:
-            pass
+    except OSError:
+        pass  # gone already, or not ours to remove
 
 
 def _describe(status: int) -> str:

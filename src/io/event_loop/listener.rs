@@ -79,20 +79,13 @@ impl LoopState {
         }
     }
 
-    /// Whether a connection waits in this listener's backlog (a zero-timeout `poll`).
+    /// Whether a connection waits in this listener's backlog.
     fn listener_has_waiting(&self, index: usize) -> bool {
-        let fd = match &self.listeners[index] {
-            Some(ListenSocket::Tcp(l, _)) => l.as_raw_fd(),
-            Some(ListenSocket::Unix(l)) => l.as_raw_fd(),
-            None => return false,
-        };
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: `pfd` is a valid pollfd for the call; nfds 1; timeout 0.
-        unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
+        match &self.listeners[index] {
+            Some(ListenSocket::Tcp(l, _)) => readable_now(l.as_raw_fd()),
+            Some(ListenSocket::Unix(l)) => readable_now(l.as_raw_fd()),
+            None => false,
+        }
     }
 
     /// Accept one connection from a listener and look at it at once (its request is usually

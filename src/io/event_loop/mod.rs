@@ -54,6 +54,18 @@ mod listener;
 pub use ctx::{Counters, LoopCtx, LoopSettings, Shutdown, Work};
 pub use listener::{ListenSocket, Nodelay};
 
+/// Whether `fd` has something to read now (a zero-timeout `poll`, which consumes nothing): events
+/// held by an epoll descriptor, a connection waiting in a listener's backlog.
+fn readable_now(fd: std::os::fd::RawFd) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is a valid pollfd for the duration of the call; nfds is 1; timeout 0.
+    unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
+}
+
 /// Token of the waker (returned connections, shutdown).
 const WAKER: Token = Token(usize::MAX);
 /// Listener tokens count down from here; connection tokens are slab keys (far below).
@@ -210,13 +222,7 @@ impl LoopState {
         if !self.ready.is_empty() || !self.accept_again.is_empty() {
             return true;
         }
-        let mut pfd = libc::pollfd {
-            fd: self.poll.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: `pfd` is a valid pollfd for the duration of the call; nfds is 1; timeout 0.
-        unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
+        readable_now(self.poll.as_raw_fd())
     }
 
     /// Run the loop until a request is ready for the app, or until shutdown has finished
