@@ -30,6 +30,8 @@ pub struct Config {
     pub read_timeout: Duration,
     /// `--write-timeout`: a client that accepts no bytes for this long is disconnected.
     pub write_timeout: Duration,
+    /// `--timeout`: how long an app call may run (`wsgi::deadline`); None = off.
+    pub timeout: Option<Duration>,
     /// `--graceful-timeout`: how long in-flight requests get at shutdown.
     pub graceful_timeout: Duration,
     /// `--limit-*`: request size limits (414, 431, 413).
@@ -152,6 +154,14 @@ impl Config {
             keepalive_timeout: secs(d, "keepalive_timeout")?,
             read_timeout: secs(d, "read_timeout")?,
             write_timeout: secs(d, "write_timeout")?,
+            timeout: {
+                let t: f64 = get(d, "timeout")?;
+                if t == 0.0 {
+                    None
+                } else {
+                    Some(secs(d, "timeout")?)
+                }
+            },
             graceful_timeout: secs(d, "graceful_timeout")?,
             limits: Limits {
                 max_request_line: get(d, "limit_request_line")?,

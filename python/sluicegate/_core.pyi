@@ -30,6 +30,7 @@ class Server:
       keepalive_timeout: float                      -- idle seconds between requests
       read_timeout: float                           -- seconds without body progress (app gets an error)
       write_timeout: float                          -- seconds without write progress (connection closed)
+      timeout: float                                -- seconds an app call may run (504 or close, stack logged); 0 = off
       graceful_timeout: float                       -- seconds in-flight requests get at shutdown
       limit_request_line: int, limit_header_bytes: int, limit_headers: int, limit_body: int
       limit_response_headers: int                   -- largest header section the app may give

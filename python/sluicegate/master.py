@@ -194,9 +194,10 @@ class Master:
         if b"R" in data and not w.ready:
             w.ready = True
             self.log.info("Worker %d ready", w.pid)
-        if b"M" in data and not w.wants_out and not w.retiring:
+        if (b"M" in data or b"S" in data) and not w.wants_out and not w.retiring:
             w.wants_out = True  # _maintain starts its replacement, then retires it
-            self.log.info("Worker %d reached --max-requests: starting its replacement", w.pid)
+            why = "reached --max-requests" if b"M" in data else "has --max-stuck stuck calls"
+            self.log.info("Worker %d %s: starting its replacement", w.pid, why)
 
     def _on_code_change(self, paths: List[str]) -> None:
         """From the reloader's thread: queue the batch and wake the loop."""

@@ -102,6 +102,13 @@ def parse_count_or_zero(value: object) -> int:
     return n
 
 
+def parse_seconds_or_off(value: object) -> float:
+    """A duration in seconds, or 0 for off."""
+    if value in (0, "0", 0.0):
+        return 0.0
+    return parse_seconds(value)
+
+
 def parse_seconds(value: object) -> float:
     """A duration in seconds, > 0: `10`, `2.5`."""
     if isinstance(value, bool):
@@ -516,6 +523,21 @@ OPTIONS: Tuple[Option, ...] = (
         "SECONDS", float, core=True,
     ),
     Option(
+        "timeout", parse_seconds_or_off, "0",
+        "Seconds an app call may run. Past it the client gets 504 Gateway Timeout (or, when "
+        "the response had begun, the connection is closed), and the request line and the "
+        "Python stack of the thread running the call are logged once. The call keeps its "
+        "thread (Python cannot stop one): see --max-stuck. 0: off.",
+        "SECONDS", float, core=True,
+    ),
+    Option(
+        "max_stuck", parse_count_or_zero, "4",
+        "With --workers and --timeout: when this many app calls of one worker are past the "
+        "timeout and still running, the worker is replaced the way --max-requests replaces "
+        "one (its replacement is ready first, its other requests finish). 0: never.",
+        "N", int,
+    ),
+    Option(
         "graceful_timeout", parse_seconds, "30",
         "Seconds in-flight requests get to finish after SIGTERM or the first SIGINT.",
         "SECONDS", float, core=True,
@@ -645,6 +667,8 @@ class Config:
     keepalive_timeout: float
     read_timeout: float
     write_timeout: float
+    timeout: float
+    max_stuck: int
     graceful_timeout: float
     limit_request_line: int
     limit_header_bytes: int

@@ -191,7 +191,8 @@ class Supervisor:
         balance: Tuple[int, int, int] = (-1, 0, 0),
     ) -> None:
         """`worker_events`: in a worker process, the pipe to the master (`R` once serving, `M`
-        after `max_requests` requests); the master logs the listening addresses then."""
+        after `max_requests` requests, `S` with --max-stuck stuck calls); the master logs the
+        listening addresses then."""
         self.app = app
         self.cfg = cfg
         self.sockets = sockets
@@ -250,9 +251,9 @@ class Supervisor:
                 log.info("Worker %d: app %s, threads %d:%d (%s)", os.getpid(), self.app_name,
                          threads[0], threads[1], threads_why)
                 _tell_master(self.worker_events, b"R")
-                if self.max_requests:
-                    threading.Thread(target=self._count_requests, daemon=True,
-                                     name="sluicegate-max-requests").start()
+            if self.max_requests or (self.cfg.timeout and self.cfg.max_stuck):
+                threading.Thread(target=self._watch_for_recycling, daemon=True,
+                                 name="sluicegate-recycling").start()
             cut = self._server.run() or 0
             if self.worker_events is not None:
                 log.info("Worker %d served %d requests", os.getpid(),
@@ -269,8 +270,12 @@ class Supervisor:
                 os.close(access_fd)
             for s in self.sockets:
                 s.close()  # closes what was not handed over; removes our unix socket files
+        stuck = self._server.stats["stuck_calls"] if self._server is not None else 0
+        if stuck:
+            log.warning("%d app call(s) stuck past --timeout still hold their threads", stuck)
         if cut:
             log.warning("Shutdown cut %d request(s) still in progress", cut)
+        if cut or stuck:
             if self.owns_process:
                 # App threads may still be inside the app. Finalizing the interpreter under them
                 # makes CPython end each with pthread_exit when it next wants the GIL, which
@@ -332,18 +337,34 @@ class Supervisor:
             os.close(fd)
         log.info("Received SIGUSR1: access log %s reopened", path)
 
-    def _count_requests(self) -> None:
-        """In a worker with --max-requests: tell the master once this worker has served them
-        (the master starts a replacement, then stops this one gracefully)."""
+    def _watch_for_recycling(self) -> None:
+        """Tell the master once this worker has served --max-requests requests (`M`) or has
+        --max-stuck app calls past --timeout (`S`): the master starts a replacement, then stops
+        this one gracefully. A single process has no master: it logs the stuck calls once."""
+        max_stuck = self.cfg.max_stuck if self.cfg.timeout else 0
         while self._server is not None:
             try:
-                served = self._server.stats["requests"]
+                stats = self._server.stats
             except Exception:
                 return
-            if served >= self.max_requests:
+            if self.max_requests and stats["requests"] >= self.max_requests:
                 _tell_master(self.worker_events, b"M")
                 return
-            time.sleep(MAX_REQUESTS_POLL_S)
+            if max_stuck and stats["stuck_calls"] >= max_stuck:
+                if self.worker_events is None:
+                    log.error(
+                        "%d app calls are stuck past --timeout and hold their threads; with "
+                        "--workers this worker would be replaced (--max-stuck %d)",
+                        stats["stuck_calls"], max_stuck,
+                    )
+                else:
+                    log.error(
+                        "Worker %d: %d app calls are stuck past --timeout (--max-stuck %d): "
+                        "asking for a replacement", os.getpid(), stats["stuck_calls"], max_stuck,
+                    )
+                    _tell_master(self.worker_events, b"S")
+                return
+            time.sleep(RECYCLING_POLL_S)
 
 
 #: Signals a server process handles (the master has its own set, master.py).
@@ -352,8 +373,8 @@ HANDLED_SIGNALS = (
     signal.SIGTTIN, signal.SIGTTOU, signal.SIGWINCH,
 )
 
-#: How often a worker with --max-requests looks at its request count.
-MAX_REQUESTS_POLL_S = 0.1
+#: How often a worker with --max-requests or --timeout looks at its counts.
+RECYCLING_POLL_S = 0.1
 
 
 def _tell_master(fd: Optional[int], event: bytes) -> None:

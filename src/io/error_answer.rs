@@ -10,6 +10,8 @@ use crate::http_date::http_date;
 
 /// Status 408's reason phrase (RFC 9110 §15.5.9).
 pub const REQUEST_TIMEOUT: (u16, &str) = (408, "Request Timeout");
+/// Status 504's reason phrase (RFC 9110 §15.6.5): the app did not answer within `--timeout`.
+pub const GATEWAY_TIMEOUT: (u16, &str) = (504, "Gateway Timeout");
 /// Status 500's reason phrase (RFC 9110 §15.6.1).
 pub const INTERNAL_ERROR: (u16, &str) = (500, "Internal Server Error");
 

@@ -18,7 +18,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::config::Config;
+use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT};
 use crate::io::event_loop::{ListenSocket, LoopCtx, LoopSettings, LoopState, Shutdown, Work};
+use crate::wsgi::deadline::Deadlines;
 use crate::wsgi::driver::run_request;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
@@ -291,6 +293,21 @@ impl Server {
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the watchdog: {e}")))?;
 
+        let deadline_watcher = match &shared.bridge.deadlines {
+            Some(d) => {
+                let (d, s) = (Arc::clone(d), Arc::clone(&shared));
+                Some(
+                    std::thread::Builder::new()
+                        .name("sluicegate-timeout".into())
+                        .spawn(move || watch_deadlines(&s, &d))
+                        .map_err(|e| {
+                            PyOSError::new_err(format!("cannot start the timeout watcher: {e}"))
+                        })?,
+                )
+            }
+            None => None,
+        };
+
         // Wait for the end, running signal handlers when the signal pipe has bytes.
         let done_fd = shared.done_fd;
         let signal_fd = self.signal_fd;
@@ -311,18 +328,27 @@ impl Server {
         let left = py.detach(|| {
             shared.sched.stop_watchdog();
             let _ = watchdog.join();
+            if let (Some(d), Some(t)) = (&shared.bridge.deadlines, deadline_watcher) {
+                d.stop();
+                let _ = t.join();
+            }
             // The thread that started the loop may have become a pool thread after a takeover:
             // stop the pool first, then join it only if it is gone (never wait on an app call
             // stuck past the graceful timeout).
             // What is left of the one graceful deadline (none after an immediate stop): the
             // loop already used its share of it.
-            let left = pool.stop(shared.ctx().graceful_left());
+            let left = pool.stop(
+                shared.ctx().graceful_left(),
+                &shared.ctx().counters.stuck_calls,
+            );
             let _ = admission_watcher.join();
             if loop_thread.is_finished() {
                 let _ = loop_thread.join();
             }
             left
         });
+        // Threads in calls stuck past --timeout are reported by the supervisor.
+        let left = left.saturating_sub(shared.ctx().counters.stuck_calls.load(Ordering::Relaxed));
         if left > 0 {
             let logger = py
                 .import("logging")?
@@ -358,6 +384,13 @@ impl Server {
         d.set_item("protocol_errors", c.protocol_errors.load(Ordering::Relaxed))?;
         d.set_item("timeouts", c.timeouts.load(Ordering::Relaxed))?;
         d.set_item("fd_exhausted", c.fd_exhausted.load(Ordering::Relaxed))?;
+        // --timeout: calls that passed it, and those of them still in the app.
+        let (expired, stuck) = match &s.bridge.deadlines {
+            Some(dl) => (dl.expired_total(), dl.stuck()),
+            None => (0, 0),
+        };
+        d.set_item("app_timeouts", expired)?;
+        d.set_item("stuck_calls", stuck)?;
         d.set_item("inline_calls", s.sched.inline_calls.load(Ordering::Relaxed))?;
         d.set_item(
             "dispatched_calls",
@@ -395,6 +428,53 @@ impl Drop for Server {
         // SAFETY: closing our own eventfd once.
         unsafe { libc::close(self.shared.done_fd) };
     }
+}
+
+/// The `--timeout` watcher's thread: answers calls past the deadline (`wsgi::deadline`), then
+/// logs each once with the Python stack of the thread running it.
+fn watch_deadlines(shared: &Shared, deadlines: &Deadlines) {
+    let bridge = &shared.bridge;
+    deadlines.watch(
+        || error_answer(GATEWAY_TIMEOUT, bridge.server_header),
+        |expired| {
+            Python::attach(|py| {
+                for e in expired {
+                    let what = if e.answered {
+                        "answered 504 Gateway Timeout"
+                    } else {
+                        "the response had begun: connection closed"
+                    };
+                    bridge.log_error(
+                        py,
+                        &format!(
+                            "{} still in the app after {:.1}s (--timeout): {what}; the call keeps \
+                             its thread until it returns. Where it is:\n{}",
+                            e.label,
+                            e.age.as_secs_f64(),
+                            python_stack(py, e.thread)
+                        ),
+                    );
+                }
+            })
+        },
+    );
+}
+
+/// The Python stack of the thread `ident` (`threading.get_ident()`), formatted as a traceback.
+fn python_stack(py: Python<'_>, ident: u64) -> String {
+    let stack = || -> PyResult<String> {
+        let frames = py.import("sys")?.call_method0("_current_frames")?;
+        let frame = frames.get_item(ident)?;
+        let lines = py
+            .import("traceback")?
+            .call_method1("format_stack", (frame,))?;
+        let joined: String = pyo3::types::PyString::new(py, "")
+            .call_method1("join", (lines,))?
+            .extract()?;
+        Ok(joined)
+    };
+    stack()
+        .unwrap_or_else(|_| "  (no Python frame: the thread is outside the interpreter)\n".into())
 }
 
 /// Wait until `a` or `b` (if >= 0) is readable. Returns (a ready, b ready).

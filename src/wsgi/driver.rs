@@ -21,7 +21,7 @@ use super::sender::{SendError, Sender, SenderSettings};
 use super::start_response::StartResponse;
 use super::{type_name, Bridge};
 use crate::io::conn::AfterOutput;
-use crate::io::error_answer::{error_answer, INTERNAL_ERROR};
+use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR};
 use crate::io::event_loop::Work;
 
 /// How the app's part of a request ended.
@@ -66,6 +66,11 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         None => bridge.empty_input.bind(py).clone().into_any(),
     };
 
+    // --timeout: the call is watched from here until the request is over.
+    let ticket = bridge
+        .deadlines
+        .as_ref()
+        .map(|d| d.enter(fd, request_line(&head)));
     let sender = Sender::new(
         &conn,
         &head,
@@ -76,6 +81,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             high_water: bridge.config.write_high_water,
             server_header: bridge.server_header,
             max_app_headers: bridge.config.limit_response_headers,
+            gate: ticket.as_ref().map(|t| Arc::clone(&t.gate)),
         },
     );
     let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");
@@ -125,6 +131,9 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         AppEnd::Failed => {
             if sender.headers_sent() {
                 sender.abort();
+            } else if !sender.claim_head() {
+                // --timeout answered already.
+                sender.client_gone = true;
             } else {
                 // Nothing was sent: a clean error answer. A body error gets its own status.
                 let answer = match body_error_status {
@@ -141,10 +150,21 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             }
         }
     }
-    let keeps = sender.keeps_alive() && body_ok && matches!(end, AppEnd::Done);
-    let status = sender.status_code();
-    let sent = sender.body_bytes();
-    let gone = sender.client_gone;
+    // Leaving the deadline's registry before the socket can be closed (see `wsgi::deadline`).
+    let (timed_out, answered_504) = match (ticket, &bridge.deadlines) {
+        (Some(t), Some(d)) => {
+            let answered = t.gate.timed_out();
+            (d.leave(t), answered)
+        }
+        _ => (false, false),
+    };
+    let keeps = sender.keeps_alive() && body_ok && matches!(end, AppEnd::Done) && !timed_out;
+    let (status, sent) = if answered_504 {
+        (GATEWAY_TIMEOUT.0, 0)
+    } else {
+        (sender.status_code(), sender.body_bytes())
+    };
+    let gone = sender.client_gone || timed_out;
     conn.out = sender.end();
     drop(sender);
     conn.after_output = if keeps {
@@ -269,6 +289,20 @@ fn drive_readinto(
             Err(_) => return Some(AppEnd::Failed),
         }
     }
+}
+
+/// "METHOD TARGET VERSION", as the client sent it (lossy for non-UTF-8 bytes).
+fn request_line(head: &RequestHead) -> String {
+    format!(
+        "{} {} HTTP/1.{}",
+        String::from_utf8_lossy(head.method()),
+        String::from_utf8_lossy(head.target()),
+        if head.version == sluicegate_proto::Version::Http10 {
+            0
+        } else {
+            1
+        }
+    )
 }
 
 fn request_label(head: &RequestHead) -> String {

@@ -5,6 +5,7 @@
 
 pub mod app_head;
 pub mod body_block;
+pub mod deadline;
 pub mod driver;
 pub mod environ;
 pub mod file_wrapper;
@@ -47,6 +48,8 @@ pub struct Bridge {
     /// logging.getLogger("sluicegate.error")
     logger: Py<PyAny>,
     pub warned_bare_bytes: AtomicBool,
+    /// `--timeout`: the registry of app calls and its watcher's state; None when off.
+    pub deadlines: Option<Arc<deadline::Deadlines>>,
 }
 
 impl Bridge {
@@ -76,10 +79,14 @@ impl Bridge {
             app_name,
             environ,
             empty_input: Py::new(py, Input::new(None))?,
-            config,
-            loop_ctx,
             logger: logger.unbind(),
             warned_bare_bytes: AtomicBool::new(false),
+            deadlines: config.timeout.map(|t| {
+                let stuck = Arc::clone(&loop_ctx.counters.stuck_calls);
+                Arc::new(deadline::Deadlines::new(t, stuck))
+            }),
+            config,
+            loop_ctx,
         })
     }
 

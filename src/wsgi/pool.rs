@@ -553,9 +553,9 @@ impl<J: Send + 'static> Pool<J> {
     }
 
     /// Stop: idle threads exit now, busy ones after their job (queued calls are still run,
-    /// whatever the admission limit). Waits up to `timeout` for all to be gone; returns the
-    /// number still running.
-    pub fn stop(&self, timeout: Duration) -> usize {
+    /// whatever the admission limit). Waits up to `timeout` for all to be gone but those in
+    /// calls stuck past `--timeout` (`stuck`); returns the number still running.
+    pub fn stop(&self, timeout: Duration, stuck: &AtomicUsize) -> usize {
         let mut inner = self.inner.lock().unwrap();
         inner.stopping = true;
         self.queued.notify_all();
@@ -563,7 +563,8 @@ impl<J: Send + 'static> Pool<J> {
             s.cond.notify_one();
         }
         let deadline = std::time::Instant::now() + timeout;
-        while inner.total > 0 {
+        // Threads in calls stuck past `--timeout` (answered already) are not waited for.
+        while inner.total > stuck.load(Ordering::Relaxed) {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 break;

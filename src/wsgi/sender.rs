@@ -23,6 +23,7 @@ use sluicegate_proto::{RequestHead, Version};
 
 use super::app_head::AppHead;
 use super::body_block::{as_block, framed_chunk, queue_body, Block, COPY_MAX};
+use super::deadline::HeadGate;
 use crate::http_date::http_date;
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
@@ -85,6 +86,8 @@ pub struct Sender {
     high_water: u64,
     max_app_headers: usize,
     server_header: &'static [u8],
+    /// With `--timeout`: claimed before the head is encoded; lost if the watcher answered 504.
+    gate: Option<Arc<HeadGate>>,
     app: AppHead,
     stage: Stage,
     framing: ResponseFraming,
@@ -123,6 +126,8 @@ pub struct SenderSettings {
     /// `--limit-response-headers`: checked by start_response (`app_head::parse_head`).
     pub max_app_headers: usize,
     pub server_header: &'static [u8],
+    /// With `--timeout`: the call's head gate (`wsgi::deadline`).
+    pub gate: Option<Arc<HeadGate>>,
 }
 
 impl Sender {
@@ -143,6 +148,7 @@ impl Sender {
             high_water: settings.high_water,
             max_app_headers: settings.max_app_headers,
             server_header: settings.server_header,
+            gate: settings.gate,
             app: AppHead::default(),
             stage: Stage::Unsent,
             framing: ResponseFraming::NoBody,
@@ -227,13 +233,29 @@ impl Sender {
     }
 
     /// Queue the head if it was not sent yet. `body_room`: capacity reserved after it, since
-    /// small body bytes are copied onto the same buffer (one writev, one segment).
-    fn queue_head(&mut self, q: &mut OutQueue, known_len: Option<u64>, body_room: usize) {
+    /// small body bytes are copied onto the same buffer (one writev, one segment). Fails (the
+    /// client counts as gone) if `--timeout` answered this request already.
+    fn queue_head(
+        &mut self,
+        q: &mut OutQueue,
+        known_len: Option<u64>,
+        body_room: usize,
+    ) -> Result<(), SendError> {
         if matches!(self.stage, Stage::Unsent) {
+            if !self.claim_head() {
+                return self.gone();
+            }
             let mut head = Vec::with_capacity(512 + body_room);
             self.encode_head(&mut head, known_len);
             q.push_owned(head);
         }
+        Ok(())
+    }
+
+    /// May this response's head (the app's, or the server's error answer) be sent? Only no
+    /// when `--timeout` already answered the request.
+    pub fn claim_head(&self) -> bool {
+        self.gate.as_ref().is_none_or(|g| g.claim_for_app())
     }
 
     /// Queue body bytes into `out` with the framing in force.
@@ -242,11 +264,11 @@ impl Sender {
     }
 
     /// Head (if not sent yet) and one block into a fresh queue.
-    fn encode_block(&mut self, block: Block<'_>) -> OutQueue {
+    fn encode_block(&mut self, block: Block<'_>) -> Result<OutQueue, SendError> {
         let mut q = OutQueue::new();
-        self.queue_head(&mut q, None, block.as_slice().len().min(COPY_MAX));
+        self.queue_head(&mut q, None, block.as_slice().len().min(COPY_MAX))?;
         self.queue_body(&mut q, block);
-        q
+        Ok(q)
     }
 
     /// Send one block now (PEP 3333: never held back for the next one). Empty blocks send
@@ -282,7 +304,7 @@ impl Sender {
         let over;
         if self.blocks == 1 && self.shared().is_none() {
             // The first block: written here, at once, usually in one writev with the head.
-            let mut q = self.encode_block(block);
+            let mut q = self.encode_block(block)?;
             self.out.append(&mut q);
             self.flush_local(py)?;
             if self.out.is_empty() {
@@ -387,7 +409,7 @@ impl Sender {
         // segments, and corking a 64 MiB `[bytes]` cost more server CPU (18.9–19.4 ms against
         // 16.8–17.4 ms per response, interleaved, 5 rounds).
         let mut q = OutQueue::new();
-        self.queue_head(&mut q, Some(total), small);
+        self.queue_head(&mut q, Some(total), small)?;
         for blk in parsed {
             self.queue_body(&mut q, blk);
         }
@@ -408,7 +430,7 @@ impl Sender {
             return Err(SendError::NotStarted);
         }
         let mut q = OutQueue::new();
-        self.queue_head(&mut q, Some(len), 0);
+        self.queue_head(&mut q, Some(len), 0)?;
         let take = match self.framing {
             ResponseFraming::NoBody => 0,
             ResponseFraming::Length(n) => len.min(n.saturating_sub(self.body_bytes)),
@@ -439,7 +461,7 @@ impl Sender {
     /// chunk if chunked; nothing waits.
     pub fn finish(&mut self, py: Python<'_>) -> Result<(), SendError> {
         let mut q = OutQueue::new();
-        self.queue_head(&mut q, Some(0), 0);
+        self.queue_head(&mut q, Some(0), 0)?;
         if self.framing == ResponseFraming::Chunked {
             q.push_static(LAST_CHUNK);
         }

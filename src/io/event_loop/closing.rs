@@ -191,6 +191,15 @@ impl LoopState {
             }
             return true;
         }
+        // Done when no connection is left, or only those whose app call is stuck past
+        // `--timeout`: they were answered (504 or closed) and may never return.
+        let stuck = ctx.counters.stuck_calls.load(Ordering::Relaxed);
         self.conns.is_empty()
+            || (stuck > 0
+                && self.conns.len() <= stuck
+                && self
+                    .conns
+                    .iter()
+                    .all(|(_, s)| matches!(s, Slot::Away { .. })))
     }
 }

@@ -2,7 +2,7 @@
 //! settings (one copy), the counters, the queues of returned connections and of streaming
 //! responses to flush, and shutdown requests; and the [`Work`] the loop hands out.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,9 @@ pub struct Counters {
     /// Requests cut by the shutdown: still in the app or still sending when the graceful
     /// timeout ended (or at an immediate stop).
     pub cut: AtomicU64,
+    /// `--timeout`: app calls past it that have not returned (kept by `wsgi::deadline`; the
+    /// loop ends a graceful stop when only these are left).
+    pub stuck_calls: Arc<AtomicUsize>,
 }
 
 /// How far the server is in stopping. Only moves forward (`Running < Graceful < Immediate`):

@@ -1,0 +1,282 @@
+//! `--timeout`: what becomes of an app call that runs too long. Python cannot stop a thread,
+//! so the call keeps its thread; what the server can do, and does, is answer the client and
+//! say where the call is stuck:
+//!
+//! - every app call registers itself here ([`Deadlines::enter`]) while the option is on, and
+//!   leaves when the request is over ([`Deadlines::leave`]);
+//! - a watcher thread ([`Deadlines::watch`]) finds calls past the deadline. If the response's
+//!   head was not sent yet, it writes a `504 Gateway Timeout` itself; in every case it shuts
+//!   the socket down (`shutdown(2)`, both ways), so the client is answered or sees the end at
+//!   once, and an app blocked on `wsgi.input` gets its end of file. It then logs, once, the
+//!   request line and the Python stack of the thread running the call;
+//! - who writes the head is decided by one compare-and-swap on a per-call [`HeadGate`]: the
+//!   sender claims it before encoding the app's head, the watcher before writing its 504. The
+//!   loser writes nothing (the sender then treats the client as gone).
+//!
+//! Calls past the deadline that have not returned yet are "stuck"; the supervisor reads their
+//! number from the stats and has the worker replaced gracefully past `--max-stuck`.
+//!
+//! The socket stays open while a call is registered (the connection is the request's until
+//! `run_request` returns, and `leave` comes before that), and the watcher touches it only
+//! under the registry's lock: it never writes to a descriptor that was closed and reused.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use slab::Slab;
+
+/// The gate's states: nothing sent, head claimed by the app's response, claimed by the watcher.
+const UNSENT: u8 = 0;
+const APP_HEAD: u8 = 1;
+const TIMED_OUT: u8 = 2;
+
+/// Who sends the response's head: the app's response or the watcher's 504. Claimed once.
+#[derive(Default)]
+pub struct HeadGate(AtomicU8);
+
+impl HeadGate {
+    /// The app's response claims the head; false if the watcher answered already.
+    pub fn claim_for_app(&self) -> bool {
+        match self
+            .0
+            .compare_exchange(UNSENT, APP_HEAD, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(now) => now == APP_HEAD,
+        }
+    }
+
+    fn claim_for_watcher(&self) -> bool {
+        self.0
+            .compare_exchange(UNSENT, TIMED_OUT, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The watcher answered 504 for this call.
+    pub fn timed_out(&self) -> bool {
+        self.0.load(Ordering::Acquire) == TIMED_OUT
+    }
+}
+
+/// One registered app call.
+struct Call {
+    fd: RawFd,
+    started: Instant,
+    /// The thread running the call, as Python names it (`threading.get_ident()`).
+    thread: u64,
+    /// "METHOD TARGET", for the log line.
+    label: String,
+    gate: Arc<HeadGate>,
+    /// Past the deadline (handled once).
+    expired: bool,
+}
+
+/// A registered call's handle, given back to [`Deadlines::leave`].
+pub struct Ticket {
+    key: usize,
+    pub gate: Arc<HeadGate>,
+}
+
+/// What the watcher reports about one call it just timed out.
+pub struct Expired {
+    pub label: String,
+    pub thread: u64,
+    pub age: Duration,
+    /// A 504 was sent (else the head had been sent and the connection was only closed).
+    pub answered: bool,
+}
+
+/// The registry of app calls and the deadline they share.
+pub struct Deadlines {
+    timeout: Duration,
+    calls: Mutex<Slab<Call>>,
+    /// Calls past the deadline still in the app (shared with the event loop's counters).
+    stuck: Arc<AtomicUsize>,
+    /// Calls that passed the deadline, ever.
+    expired_total: AtomicU64,
+    stop: Mutex<bool>,
+    stop_cv: Condvar,
+}
+
+impl Deadlines {
+    pub fn new(timeout: Duration, stuck: Arc<AtomicUsize>) -> Deadlines {
+        Deadlines {
+            timeout,
+            calls: Mutex::new(Slab::new()),
+            stuck,
+            expired_total: AtomicU64::new(0),
+            stop: Mutex::new(false),
+            stop_cv: Condvar::new(),
+        }
+    }
+
+    /// Register the app call about to run on this thread for the request on `fd`.
+    pub fn enter(&self, fd: RawFd, label: String) -> Ticket {
+        let gate = Arc::new(HeadGate::default());
+        let call = Call {
+            fd,
+            started: Instant::now(),
+            thread: current_thread_ident(),
+            label,
+            gate: Arc::clone(&gate),
+            expired: false,
+        };
+        let key = self.calls.lock().unwrap().insert(call);
+        Ticket { key, gate }
+    }
+
+    /// The request is over (before its socket may be closed). True if it had timed out.
+    pub fn leave(&self, ticket: Ticket) -> bool {
+        let call = self.calls.lock().unwrap().remove(ticket.key);
+        if call.expired {
+            self.stuck.fetch_sub(1, Ordering::Relaxed);
+        }
+        call.expired
+    }
+
+    /// App calls past the deadline that have not returned.
+    pub fn stuck(&self) -> usize {
+        self.stuck.load(Ordering::Relaxed)
+    }
+
+    /// App calls that passed the deadline since the start.
+    pub fn expired_total(&self) -> u64 {
+        self.expired_total.load(Ordering::Relaxed)
+    }
+
+    /// The watcher's loop, until [`Deadlines::stop`]: every tenth of the timeout (between
+    /// 10 ms and 1 s), time out the calls past it and hand each to `report` (outside the lock).
+    /// `answer` is the 504's bytes.
+    pub fn watch(&self, answer: impl Fn() -> Vec<u8>, report: impl Fn(Vec<Expired>)) {
+        let tick = (self.timeout / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        loop {
+            {
+                let stop = self.stop.lock().unwrap();
+                let (stop, _) = self.stop_cv.wait_timeout(stop, tick).unwrap();
+                if *stop {
+                    return;
+                }
+            }
+            let expired = self.expire(&answer);
+            if !expired.is_empty() {
+                report(expired);
+            }
+        }
+    }
+
+    pub fn stop(&self) {
+        *self.stop.lock().unwrap() = true;
+        self.stop_cv.notify_all();
+    }
+
+    fn expire(&self, answer: &impl Fn() -> Vec<u8>) -> Vec<Expired> {
+        let now = Instant::now();
+        let mut out = Vec::new();
+        let mut calls = self.calls.lock().unwrap();
+        for (_, call) in calls.iter_mut() {
+            let age = now.saturating_duration_since(call.started);
+            if call.expired || age < self.timeout {
+                continue;
+            }
+            call.expired = true;
+            self.stuck.fetch_add(1, Ordering::Relaxed);
+            self.expired_total.fetch_add(1, Ordering::Relaxed);
+            let answered = call.gate.claim_for_watcher();
+            if answered {
+                let bytes = answer();
+                // One small write on a socket nobody else writes (the gate is ours): it fits
+                // the send buffer of a connection that sent nothing yet. Not waiting for it if
+                // not: the shutdown below ends the connection either way.
+                // SAFETY: `call.fd` is open while the call is registered (see the module doc);
+                // the buffer is valid for its length.
+                unsafe {
+                    libc::send(
+                        call.fd,
+                        bytes.as_ptr() as *const libc::c_void,
+                        bytes.len(),
+                        libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                    )
+                };
+            }
+            // SAFETY: as above; shutdown only changes the socket's state.
+            unsafe { libc::shutdown(call.fd, libc::SHUT_RDWR) };
+            out.push(Expired {
+                label: call.label.clone(),
+                thread: call.thread,
+                age,
+                answered,
+            });
+        }
+        out
+    }
+}
+
+/// The current thread's identity as Python's `threading.get_ident()` gives it (on Linux,
+/// `pthread_self()`), so the watcher finds the call's frame in `sys._current_frames()`.
+fn current_thread_ident() -> u64 {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as u64 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_is_claimed_once() {
+        let g = HeadGate::default();
+        assert!(g.claim_for_app());
+        assert!(g.claim_for_app(), "the app may claim again (later blocks)");
+        assert!(!g.claim_for_watcher());
+        assert!(!g.timed_out());
+
+        let g = HeadGate::default();
+        assert!(g.claim_for_watcher());
+        assert!(!g.claim_for_app());
+        assert!(g.timed_out());
+    }
+
+    #[test]
+    fn a_call_past_the_deadline_is_answered_once_and_counted_until_it_leaves() {
+        let mut fds = [0; 2];
+        // SAFETY: a valid two-int array for socketpair.
+        assert_eq!(
+            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) },
+            0
+        );
+        let (a, b) = (fds[0], fds[1]);
+        let d = Deadlines::new(Duration::from_millis(0), Arc::default());
+        let t = d.enter(a, "GET /slow".into());
+        let first = d.expire(&|| b"HTTP/1.1 504 X\r\n\r\n".to_vec());
+        assert_eq!(first.len(), 1);
+        assert!(first[0].answered);
+        assert_eq!(first[0].label, "GET /slow");
+        assert!(d.expire(&Vec::new).is_empty(), "reported once");
+        assert_eq!((d.stuck(), d.expired_total()), (1, 1));
+        assert!(!t.gate.claim_for_app());
+        let mut buf = [0u8; 64];
+        // SAFETY: reading into a valid stack buffer.
+        let n = unsafe { libc::read(b, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        assert_eq!(&buf[..n as usize], b"HTTP/1.1 504 X\r\n\r\n");
+        assert!(d.leave(t));
+        assert_eq!((d.stuck(), d.expired_total()), (0, 1));
+        // SAFETY: closing the pair created above.
+        unsafe {
+            libc::close(a);
+            libc::close(b);
+        }
+    }
+
+    #[test]
+    fn a_call_whose_head_was_sent_is_only_cut() {
+        let d = Deadlines::new(Duration::from_millis(0), Arc::default());
+        let t = d.enter(-1, "GET /stream".into());
+        assert!(t.gate.claim_for_app());
+        let e = d.expire(&|| panic!("no 504 after the app's head"));
+        assert_eq!(e.len(), 1);
+        assert!(!e[0].answered);
+        assert!(d.leave(t));
+    }
+}
