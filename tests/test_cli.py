@@ -325,6 +325,10 @@ class _FakeServer:
     def shutdown(self, graceful: bool = True) -> None:
         self.shutdowns.append(graceful)
 
+    @property
+    def stats(self) -> dict:
+        return {"requests": 0, "stuck_calls": 0}
+
 
 def test_supervisor_hands_listeners_config_and_signals_to_the_core(monkeypatch, tmp_path, caplog):
     from sluicegate import supervisor

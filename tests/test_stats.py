@@ -13,7 +13,8 @@ from sluicegate.options import resolve
 from sluicegate.supervisor import Supervisor
 
 DOCUMENTED_KEYS = {
-    "requests", "accepted", "protocol_errors", "timeouts", "fd_exhausted", "inline_calls", "dispatched_calls",
+    "requests", "accepted", "protocol_errors", "timeouts", "fd_exhausted", "app_timeouts",
+    "stuck_calls", "inline_calls", "dispatched_calls",
     "takeovers", "preemptions", "handoffs", "mode", "threads", "busy_threads", "max_runnable",
     "runnable_short", "runnable_long", "runnable_short_peak", "runnable_long_peak", "admission_queue",
     "admission_waits", "demotions", "lengthened", "admitted_blocking",

@@ -74,7 +74,8 @@ class Server:
         """Counters for tests and diagnostics, exactly these keys: requests (every request,
         the app's and those the core answers itself, e.g. static files), accepted (connections),
         protocol_errors, timeouts, fd_exhausted (accept attempts refused for lack of file
-        descriptors), inline_calls, dispatched_calls, takeovers (loop hand-overs
+        descriptors), app_timeouts (app calls that passed --timeout), stuck_calls (those of them
+        still in the app), inline_calls, dispatched_calls, takeovers (loop hand-overs
         by the watchdog), preemptions (those of them that took the loop from a call computing
         while other work waited), handoffs (by streaming inline calls), mode ("inline" or "dispatch"),
         threads (pool threads alive), busy_threads, and admission to the pool (see
