@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use sluicegate_proto::forwarded::{Family, TrustList};
 use sluicegate_proto::Limits;
 
 use crate::server::scheduler::Policy;
@@ -46,6 +47,9 @@ pub struct Config {
     pub limit_response_headers: usize,
     /// `--root-path`: SCRIPT_NAME.
     pub root_path: String,
+    /// `--forwarded-allow-ips` and `--forwarded-headers`: whose forwarding headers are read,
+    /// and which family; None when nobody is trusted.
+    pub forwarding: Option<(TrustList, Family)>,
     /// `--health-path`: answered by the event loop itself; empty = off.
     pub health_path: Vec<u8>,
     /// wsgi.url_scheme.
@@ -173,6 +177,17 @@ impl Config {
             limit_response_headers: get(d, "limit_response_headers")?,
             write_high_water: get(d, "write_high_water")?,
             root_path: get(d, "root_path")?,
+            forwarding: {
+                let list: String = get(d, "forwarded_allow_ips")?;
+                let trust = TrustList::parse(&list).map_err(|e| {
+                    pyo3::exceptions::PyValueError::new_err(format!("forwarded_allow_ips: {e}"))
+                })?;
+                let family = match get::<String>(d, "forwarded_headers")?.as_str() {
+                    "forwarded" => Family::Forwarded,
+                    _ => Family::XForwarded,
+                };
+                (!trust.is_empty()).then_some((trust, family))
+            },
             health_path: get::<String>(d, "health_path")?.into_bytes(),
             url_scheme: get(d, "url_scheme")?,
             server_header: server_header.into_bytes(),

@@ -41,6 +41,8 @@ class Server:
       static_fallthrough: bool                      -- unmatched static requests go to the app
       max_drain: int                                -- unread request body drained up to this, else close
       root_path: str                                -- SCRIPT_NAME
+      forwarded_allow_ips: str                      -- peers whose forwarding headers are read (addresses, CIDRs, unix, *)
+      forwarded_headers: str                        -- "x-forwarded" or "forwarded" (RFC 7239)
       health_path: str                              -- answered by the event loop ("" = off)
       url_scheme: str                               -- wsgi.url_scheme ("http")
       server_header: str                            -- Server header value ("" = none)
@@ -75,7 +77,8 @@ class Server:
         the app's and those the core answers itself, e.g. static files), accepted (connections),
         protocol_errors, timeouts, fd_exhausted (accept attempts refused for lack of file
         descriptors), app_timeouts (app calls that passed --timeout), stuck_calls (those of them
-        still in the app), inline_calls, dispatched_calls, takeovers (loop hand-overs
+        still in the app), forwarded_malformed (forwarding or PROXY headers from trusted peers
+        ignored as malformed), inline_calls, dispatched_calls, takeovers (loop hand-overs
         by the watchdog), preemptions (those of them that took the loop from a call computing
         while other work waited), handoffs (by streaming inline calls), mode ("inline" or "dispatch"),
         threads (pool threads alive), busy_threads, and admission to the pool (see

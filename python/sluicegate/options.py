@@ -174,6 +174,32 @@ def parse_root_path(value: object) -> str:
     return text
 
 
+def parse_forwarded_allow_ips(value: object) -> str:
+    """Comma-separated addresses and CIDR networks, `unix` (unix-socket peers), `*` (all);
+    empty: none. Normalised to the same text without spaces."""
+    import ipaddress
+
+    if isinstance(value, (list, tuple)):
+        value = ",".join(_str(v) for v in value)
+    items = [i.strip() for i in _str(value).split(",")]
+    for item in items:
+        if item in ("", "*", "unix"):
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(f"{item!r} is not an address, a network, 'unix' or '*'") from None
+    return ",".join(i for i in items if i)
+
+
+def parse_forwarded_headers(value: object) -> str:
+    """x-forwarded or forwarded."""
+    text = _str(value).strip().lower()
+    if text not in ("x-forwarded", "forwarded"):
+        raise ValueError("must be x-forwarded or forwarded")
+    return text
+
+
 def parse_health_path(value: object) -> str:
     """'' (off) or an absolute path without a query, e.g. /healthz."""
     text = _str(value)
@@ -604,6 +630,23 @@ OPTIONS: Tuple[Option, ...] = (
         "PATH", str, core=True,
     ),
     Option(
+        "forwarded_allow_ips", parse_forwarded_allow_ips, "127.0.0.1,::1,unix",
+        "Peers (addresses, CIDR networks, 'unix' for unix-socket peers, '*' for all) whose "
+        "forwarding headers are believed: the client's address, scheme, host and port they "
+        "give become REMOTE_ADDR, REMOTE_PORT, wsgi.url_scheme, HTTP_HOST, SERVER_NAME, "
+        "SERVER_PORT and the access log's client. From other peers the headers reach the app "
+        "unchanged and change nothing. Also who may send a PROXY protocol header. Empty: "
+        "nobody.",
+        "LIST", str, core=True,
+    ),
+    Option(
+        "forwarded_headers", parse_forwarded_headers, "x-forwarded",
+        "Which forwarding headers are read from trusted peers: 'x-forwarded' (X-Forwarded-For, "
+        "-Proto, -Ssl, -Host, -Port) or 'forwarded' (RFC 7239). Only one family: a proxy that "
+        "sets one passes the other through from the client, who could then spoof it.",
+        "FAMILY", str, core=True,
+    ),
+    Option(
         "health_path", parse_health_path, "",
         "A path the server answers itself, without calling the app: GET or HEAD of it gets "
         "200 OK (503 on a connection still open while the server stops). Answered by the "
@@ -680,6 +723,8 @@ class Config:
     static_fallthrough: bool
     write_high_water: int
     root_path: str
+    forwarded_allow_ips: str
+    forwarded_headers: str
     health_path: str
     access_log: Optional[str]
     log_level: str

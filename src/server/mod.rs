@@ -390,6 +390,10 @@ impl Server {
             None => (0, 0),
         };
         d.set_item("app_timeouts", expired)?;
+        d.set_item(
+            "forwarded_malformed",
+            c.forwarded_malformed.load(Ordering::Relaxed),
+        )?;
         d.set_item("stuck_calls", stuck)?;
         d.set_item("inline_calls", s.sched.inline_calls.load(Ordering::Relaxed))?;
         d.set_item(

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
+use sluicegate_proto::forwarded::{resolve, Resolved};
 use sluicegate_proto::h1::decode::BodyDecoder;
 use sluicegate_proto::{BodyFraming, RequestHead};
 
@@ -23,6 +24,7 @@ use super::{type_name, Bridge};
 use crate::io::conn::AfterOutput;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR};
 use crate::io::event_loop::Work;
+use crate::io::stream::Peer;
 
 /// How the app's part of a request ended.
 enum AppEnd {
@@ -86,6 +88,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     );
     let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");
 
+    let forwarded = forwarded_by_proxy(bridge, &conn.peer, &head);
     let end = match bridge.environ.build(
         py,
         conn.listener,
@@ -93,6 +96,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         &conn.peer,
         &mut conn.upper,
         &input_any,
+        forwarded.as_ref(),
     ) {
         Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &sr),
         Err(e) => {
@@ -176,7 +180,13 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         conn.out.clear();
     }
     if let Some(log) = &bridge.loop_ctx.settings.access_log {
-        log.write(&head, &conn.peer, status, sent);
+        match forwarded.as_ref().and_then(|f| f.client) {
+            Some((ip, port)) => {
+                let client = Peer::Ip(std::net::SocketAddr::new(ip, port.unwrap_or(0)));
+                log.write(&head, &client, status, sent);
+            }
+            None => log.write(&head, &conn.peer, status, sent),
+        }
     }
     conn
 }
@@ -289,6 +299,36 @@ fn drive_readinto(
             Err(_) => return Some(AppEnd::Failed),
         }
     }
+}
+
+/// What a trusted proxy's forwarding headers say about this request (`--forwarded-allow-ips`),
+/// or None: the peer is not trusted, or sent none. Values that do not parse are counted.
+fn forwarded_by_proxy(bridge: &Bridge, peer: &Peer, head: &RequestHead) -> Option<Resolved> {
+    let (trust, family) = bridge.config.forwarding.as_ref()?;
+    let trusted = match peer {
+        Peer::Ip(a) => trust.trusts(a.ip()),
+        Peer::Unix => trust.trusts_unix(),
+    };
+    if !trusted {
+        return None;
+    }
+    // Most requests carry none: find them without allocating.
+    let is_forwarding = |n: &[u8]| {
+        (n.len() >= 9 && n[..9].eq_ignore_ascii_case(b"forwarded"))
+            || (n.len() > 12 && n[..12].eq_ignore_ascii_case(b"x-forwarded-"))
+    };
+    if !head.headers().any(|(n, _)| is_forwarding(n)) {
+        return None;
+    }
+    let relevant: Vec<(&[u8], &[u8])> = head.headers().filter(|(n, _)| is_forwarding(n)).collect();
+    let r = resolve(relevant.iter().copied(), *family, trust);
+    if r.malformed > 0 {
+        bridge
+            .counters()
+            .forwarded_malformed
+            .fetch_add(u64::from(r.malformed), Ordering::Relaxed);
+    }
+    (r != Resolved::default()).then_some(r)
 }
 
 /// "METHOD TARGET VERSION", as the client sent it (lossy for non-UTF-8 bytes).

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3::{ffi, intern};
+use sluicegate_proto::forwarded::{Resolved, Scheme};
 use sluicegate_proto::head::split_host_port;
 use sluicegate_proto::path::percent_decode;
 use sluicegate_proto::{RequestHead, Version};
@@ -131,7 +132,9 @@ impl EnvironBuilder {
         })
     }
 
-    /// Build the environ for one request. `input` becomes wsgi.input.
+    /// Build the environ for one request. `input` becomes wsgi.input; `forwarded` is what a
+    /// trusted proxy said about the client (see `proto::forwarded`).
+    #[allow(clippy::too_many_arguments)]
     pub fn build<'py>(
         &self,
         py: Python<'py>,
@@ -140,6 +143,7 @@ impl EnvironBuilder {
         peer: &Peer,
         cache: &mut Option<Box<dyn Any + Send>>,
         input: &Bound<'py, PyAny>,
+        forwarded: Option<&Resolved>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let env = self.templates[listener].bind(py).copy()?;
         let method = head.method();
@@ -203,6 +207,9 @@ impl EnvironBuilder {
                 latin1(py, port.filter(|p| !p.is_empty()).unwrap_or(default_port)),
             )?;
         }
+        if let Some(f) = forwarded {
+            apply_forwarded(py, &env, head, f)?;
+        }
         Ok(env)
     }
 
@@ -244,6 +251,54 @@ impl EnvironBuilder {
         }
         Ok(())
     }
+}
+
+/// What a trusted proxy said, over what the connection said: the client's address and port
+/// (REMOTE_PORT is removed when the proxy gave no port: the proxy's own would be wrong), the
+/// scheme, the host (HTTP_HOST, SERVER_NAME, and SERVER_PORT from its port or the scheme's
+/// default), and the port the client connected to (SERVER_PORT, over all else).
+fn apply_forwarded(
+    py: Python<'_>,
+    env: &Bound<'_, PyDict>,
+    head: &RequestHead,
+    f: &Resolved,
+) -> PyResult<()> {
+    if let Some((ip, port)) = f.client {
+        env.set_item(intern!(py, "REMOTE_ADDR"), ip.to_string())?;
+        match port {
+            Some(p) => env.set_item(intern!(py, "REMOTE_PORT"), p.to_string())?,
+            None => {
+                if env.contains(intern!(py, "REMOTE_PORT"))? {
+                    env.del_item(intern!(py, "REMOTE_PORT"))?;
+                }
+            }
+        }
+    }
+    let scheme = f.scheme.unwrap_or(Scheme::Http);
+    if let Some(s) = f.scheme {
+        env.set_item(intern!(py, "wsgi.url_scheme"), s.as_str())?;
+    }
+    let port_of = |authority: &[u8]| -> String {
+        match split_host_port(authority).1 {
+            Some(p) if !p.is_empty() => String::from_utf8_lossy(p).into_owned(),
+            _ => scheme.default_port().to_string(),
+        }
+    };
+    if let Some(host) = &f.host {
+        env.set_item(intern!(py, "HTTP_HOST"), latin1(py, host))?;
+        env.set_item(
+            intern!(py, "SERVER_NAME"),
+            latin1(py, split_host_port(host).0),
+        )?;
+        env.set_item(intern!(py, "SERVER_PORT"), port_of(host))?;
+    } else if f.scheme.is_some() {
+        let host = head.host().unwrap_or_default();
+        env.set_item(intern!(py, "SERVER_PORT"), port_of(host))?;
+    }
+    if let Some(p) = f.port {
+        env.set_item(intern!(py, "SERVER_PORT"), p.to_string())?;
+    }
+    Ok(())
 }
 
 /// `Content-Type` → CONTENT_TYPE, `Content-Length` → CONTENT_LENGTH, `X-Foo` → HTTP_X_FOO;

@@ -10,13 +10,16 @@
 pub mod date;
 pub mod error;
 pub mod files;
+pub mod forwarded;
 pub mod h1;
 pub mod head;
 pub mod limits;
 pub mod path;
+pub mod proxy_protocol;
 #[doc(hidden)]
 pub mod testing;
 mod token;
+pub mod uwsgi;
 
 #[cfg(test)]
 mod robustness;

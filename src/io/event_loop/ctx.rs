@@ -40,6 +40,8 @@ pub struct Counters {
     /// `--timeout`: app calls past it that have not returned (kept by `wsgi::deadline`; the
     /// loop ends a graceful stop when only these are left).
     pub stuck_calls: Arc<AtomicUsize>,
+    /// Forwarding headers (or PROXY headers) from trusted peers ignored as malformed.
+    pub forwarded_malformed: AtomicU64,
 }
 
 /// How far the server is in stopping. Only moves forward (`Running < Graceful < Immediate`):

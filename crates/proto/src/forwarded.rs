@@ -1,0 +1,639 @@
+//! Trusted forwarding: who the client really is, and which scheme and host it used, when a
+//! proxy stands between it and the server. Owns the trust list (`--forwarded-allow-ips`) and
+//! the reading of `X-Forwarded-For`/`-Proto`/`-Ssl`/`-Host`/`-Port` and of RFC 7239
+//! `Forwarded`.
+//!
+//! Only one family of headers is read (`--forwarded-headers`): a proxy that sets one family
+//! usually passes the other through from the client untouched, so reading both would let a
+//! client spoof through a trusted proxy whatever the precedence.
+//!
+//! The client is found from the right: each proxy appends the address it received the request
+//! from, so the right-most address that is not itself a trusted proxy is the client, and
+//! everything left of it was written by that client (and may be invented). Values that do not
+//! parse are never fatal: the header is ignored, and counted (`Resolved::malformed`).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The addresses whose forwarding headers are believed (`--forwarded-allow-ips`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustList {
+    /// `*`: every peer.
+    any: bool,
+    /// `unix`: peers on a unix socket.
+    unix: bool,
+    /// Networks: an address and a prefix length.
+    nets: Vec<(IpAddr, u8)>,
+}
+
+impl TrustList {
+    /// Parse a comma-separated list of addresses, CIDR networks, `unix` and `*`.
+    pub fn parse(list: &str) -> Result<TrustList, String> {
+        let mut t = TrustList::default();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match item {
+                "*" => t.any = true,
+                "unix" => t.unix = true,
+                _ => {
+                    let (addr, bits) = match item.split_once('/') {
+                        Some((a, b)) => (a, Some(b)),
+                        None => (item, None),
+                    };
+                    let ip: IpAddr = addr
+                        .parse()
+                        .map_err(|_| format!("{item:?} is not an address or network"))?;
+                    let max = if ip.is_ipv4() { 32 } else { 128 };
+                    let bits = match bits {
+                        None => max,
+                        Some(b) => b
+                            .parse::<u8>()
+                            .ok()
+                            .filter(|&b| b <= max)
+                            .ok_or_else(|| format!("{item:?}: bad prefix length"))?,
+                    };
+                    t.nets.push((ip, bits));
+                }
+            }
+        }
+        Ok(t)
+    }
+
+    /// No peer is trusted: forwarding headers are never read.
+    pub fn is_empty(&self) -> bool {
+        !self.any && !self.unix && self.nets.is_empty()
+    }
+
+    pub fn trusts_unix(&self) -> bool {
+        self.any || self.unix
+    }
+
+    pub fn trusts(&self, ip: IpAddr) -> bool {
+        if self.any {
+            return true;
+        }
+        let ip = canonical(ip);
+        self.nets
+            .iter()
+            .any(|&(net, bits)| in_network(ip, canonical(net), bits))
+    }
+}
+
+/// An IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) is its IPv4 address.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => ip,
+        },
+        v4 => v4,
+    }
+}
+
+fn in_network(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
+    match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        _ => false,
+    }
+}
+
+/// Which family of forwarding headers a trusted peer's requests are read for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `X-Forwarded-For`, `X-Forwarded-Proto`, `X-Forwarded-Ssl`, `X-Forwarded-Host`,
+    /// `X-Forwarded-Port` (what nginx and HAProxy configurations usually set).
+    XForwarded,
+    /// RFC 7239 `Forwarded`.
+    Forwarded,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+    pub fn default_port(&self) -> u16 {
+        match self {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        }
+    }
+}
+
+/// What the headers of one request from a trusted peer establish. `None` fields: nothing
+/// (valid) was said, keep the connection's own value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolved {
+    /// The client's address, and its port when the header gave one.
+    pub client: Option<(IpAddr, Option<u16>)>,
+    pub scheme: Option<Scheme>,
+    /// The host the client asked for, `name[:port]` as sent.
+    pub host: Option<Vec<u8>>,
+    /// The port the client connected to (`X-Forwarded-Port`).
+    pub port: Option<u16>,
+    /// Headers ignored because their value did not parse or contradicted itself.
+    pub malformed: u32,
+}
+
+/// Most list entries looked at in one header (a longer list is cut from the left, where only
+/// what the client itself wrote is).
+const MAX_HOPS: usize = 64;
+
+/// Read the forwarding headers of one request whose peer is trusted.
+pub fn resolve<'a>(
+    headers: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
+    family: Family,
+    trust: &TrustList,
+) -> Resolved {
+    match family {
+        Family::XForwarded => resolve_x_forwarded(headers, trust),
+        Family::Forwarded => resolve_forwarded(headers, trust),
+    }
+}
+
+/// The comma-separated items of every `name` header, in order (several headers are one list,
+/// RFC 9110 §5.3), trimmed, empty items dropped.
+fn list_items<'a>(
+    headers: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    name: &'a [u8],
+) -> Vec<&'a [u8]> {
+    headers
+        .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+        .flat_map(|(_, v)| v.split(|&b| b == b','))
+        .map(trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn trim(s: &[u8]) -> &[u8] {
+    let start = s
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &s[start..end]
+}
+
+fn resolve_x_forwarded<'a>(
+    headers: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
+    trust: &TrustList,
+) -> Resolved {
+    let mut r = Resolved::default();
+    let hops = list_items(headers.clone(), b"x-forwarded-for");
+    if !hops.is_empty() {
+        match client_from_right(hops.iter().map(|h| parse_node(h)), trust) {
+            Some(c) => r.client = c,
+            None => r.malformed += 1,
+        }
+    }
+    // Scheme: X-Forwarded-Proto, else X-Forwarded-Ssl; all they say must agree.
+    let mut schemes = Vec::new();
+    for v in list_items(headers.clone(), b"x-forwarded-proto") {
+        schemes.push(match v {
+            v if v.eq_ignore_ascii_case(b"https") => Some(Scheme::Https),
+            v if v.eq_ignore_ascii_case(b"http") => Some(Scheme::Http),
+            _ => None,
+        });
+    }
+    for v in list_items(headers.clone(), b"x-forwarded-ssl") {
+        schemes.push(match v {
+            v if v.eq_ignore_ascii_case(b"on") => Some(Scheme::Https),
+            v if v.eq_ignore_ascii_case(b"off") => Some(Scheme::Http),
+            _ => None,
+        });
+    }
+    if let Some(&first) = schemes.first() {
+        match first {
+            Some(s) if schemes.iter().all(|&x| x == Some(s)) => r.scheme = Some(s),
+            _ => r.malformed += 1,
+        }
+    }
+    let hosts = list_items(headers.clone(), b"x-forwarded-host");
+    if let Some(&first) = hosts.first() {
+        if valid_host(first) && hosts.iter().all(|&h| h == first) {
+            r.host = Some(first.to_vec());
+        } else {
+            r.malformed += 1;
+        }
+    }
+    let ports = list_items(headers, b"x-forwarded-port");
+    if let Some(&first) = ports.first() {
+        match parse_port(first) {
+            Some(p) if ports.iter().all(|&x| x == first) => r.port = Some(p),
+            _ => r.malformed += 1,
+        }
+    }
+    r
+}
+
+/// Walk hops from the right: the first one that is not a trusted proxy is the client. Returns
+/// None if a hop it had to read does not parse; Some(None) if the client's address is
+/// unknown (RFC 7239 `unknown` or an obfuscated name). If every hop is trusted, the left-most
+/// is the client.
+fn client_from_right(
+    hops: impl DoubleEndedIterator<Item = Option<Node>> + ExactSizeIterator,
+    trust: &TrustList,
+) -> Option<Option<(IpAddr, Option<u16>)>> {
+    let mut last = None;
+    for hop in hops.rev().take(MAX_HOPS) {
+        match hop? {
+            Node::Ip(ip, port) => {
+                last = Some((ip, port));
+                if !trust.trusts(ip) {
+                    return Some(last);
+                }
+            }
+            Node::Hidden => return Some(None),
+        }
+    }
+    Some(last)
+}
+
+/// One node of a forwarding list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Node {
+    Ip(IpAddr, Option<u16>),
+    /// RFC 7239 `unknown` or an obfuscated identifier (`_hidden`).
+    Hidden,
+}
+
+/// `1.2.3.4`, `1.2.3.4:80`, `2001:db8::1`, `[2001:db8::1]`, `[2001:db8::1]:80`, `unknown`,
+/// `_obfuscated` (RFC 7239 §6).
+fn parse_node(s: &[u8]) -> Option<Node> {
+    if s.eq_ignore_ascii_case(b"unknown") || s.first() == Some(&b'_') {
+        return Some(Node::Hidden);
+    }
+    let s = std::str::from_utf8(s).ok()?;
+    if let Some(rest) = s.strip_prefix('[') {
+        let (ip, after) = rest.split_once(']')?;
+        let ip: Ipv6Addr = ip.parse().ok()?;
+        let port = match after {
+            "" => None,
+            p => Some(parse_port(p.strip_prefix(':')?.as_bytes())?),
+        };
+        return Some(Node::Ip(IpAddr::V6(ip), port));
+    }
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Some(Node::Ip(ip, None));
+    }
+    let (ip, port) = s.split_once(':')?;
+    let ip: Ipv4Addr = ip.parse().ok()?;
+    Some(Node::Ip(IpAddr::V4(ip), Some(parse_port(port.as_bytes())?)))
+}
+
+fn parse_port(s: &[u8]) -> Option<u16> {
+    if s.is_empty() || s.len() > 5 || !s.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(s).ok()?.parse().ok().filter(|&p| p > 0)
+}
+
+/// `name[:port]` where name is a DNS name, IPv4 address or bracketed IPv6 literal.
+fn valid_host(h: &[u8]) -> bool {
+    if h.is_empty() || h.len() > 255 {
+        return false;
+    }
+    let (name, port) = crate::head::split_host_port(h);
+    if let Some(p) = port {
+        if parse_port(p).is_none() {
+            return false;
+        }
+    }
+    if let Some(inner) = name.strip_prefix(b"[").and_then(|n| n.strip_suffix(b"]")) {
+        return std::str::from_utf8(inner)
+            .ok()
+            .and_then(|s| s.parse::<Ipv6Addr>().ok())
+            .is_some();
+    }
+    !name.is_empty()
+        && name
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+}
+
+/// RFC 7239: elements separated by ',', each `pair *( ";" pair )`, `pair = token "=" value`,
+/// value a token or a quoted-string.
+fn resolve_forwarded<'a>(
+    headers: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    trust: &TrustList,
+) -> Resolved {
+    let mut r = Resolved::default();
+    let raw: Vec<&[u8]> = headers
+        .filter(|(n, _)| n.eq_ignore_ascii_case(b"forwarded"))
+        .map(|(_, v)| v)
+        .collect();
+    if raw.is_empty() {
+        return r;
+    }
+    let mut elements = Vec::new();
+    for v in raw {
+        match parse_elements(v) {
+            Some(mut e) => elements.append(&mut e),
+            None => {
+                r.malformed += 1;
+                return r;
+            }
+        }
+    }
+    // The element of the hop from the client: the right-most whose `for` is not trusted (an
+    // element without `for` is taken as not trusted: its proxy did not say).
+    let mut chosen = None;
+    for (i, el) in elements.iter().enumerate().rev().take(MAX_HOPS) {
+        chosen = Some(i);
+        match el.node {
+            Some(Node::Ip(ip, _)) if trust.trusts(ip) => continue,
+            _ => break,
+        }
+    }
+    let Some(el) = chosen.map(|i| &elements[i]) else {
+        return r;
+    };
+    if let Some(Node::Ip(ip, port)) = el.node {
+        r.client = Some((ip, port));
+    }
+    r.scheme = el.scheme;
+    r.host = el.host.clone();
+    r.malformed += el.malformed;
+    r
+}
+
+/// One `Forwarded` element, its parameters parsed.
+#[derive(Debug, Default)]
+struct Element {
+    node: Option<Node>,
+    scheme: Option<Scheme>,
+    host: Option<Vec<u8>>,
+    /// Parameters ignored in this element (bad values, repeated names).
+    malformed: u32,
+}
+
+/// The elements of one header value; None if its syntax is broken.
+fn parse_elements(v: &[u8]) -> Option<Vec<Element>> {
+    let mut out = Vec::new();
+    let mut el = Element::default();
+    let mut seen: Vec<Vec<u8>> = Vec::new();
+    let mut i = 0;
+    let skip_ws = |i: &mut usize| {
+        while *i < v.len() && (v[*i] == b' ' || v[*i] == b'\t') {
+            *i += 1;
+        }
+    };
+    loop {
+        skip_ws(&mut i);
+        let start = i;
+        while i < v.len() && crate::token::is_tchar(v[i]) {
+            i += 1;
+        }
+        let name = v[start..i].to_ascii_lowercase();
+        if name.is_empty() || v.get(i) != Some(&b'=') {
+            return None;
+        }
+        i += 1;
+        let value: Vec<u8> = if v.get(i) == Some(&b'"') {
+            i += 1;
+            let mut val = Vec::new();
+            loop {
+                match v.get(i)? {
+                    b'"' => {
+                        i += 1;
+                        break;
+                    }
+                    b'\\' => {
+                        val.push(*v.get(i + 1)?);
+                        i += 2;
+                    }
+                    &b => {
+                        val.push(b);
+                        i += 1;
+                    }
+                }
+            }
+            val
+        } else {
+            let s = i;
+            while i < v.len() && crate::token::is_tchar(v[i]) {
+                i += 1;
+            }
+            v[s..i].to_vec()
+        };
+        if seen.contains(&name) {
+            // RFC 7239 §4: a parameter must not occur more than once per element.
+            el.malformed += 1;
+        } else {
+            apply(&mut el, &name, &value);
+            seen.push(name);
+        }
+        skip_ws(&mut i);
+        match v.get(i) {
+            None => {
+                out.push(el);
+                return Some(out);
+            }
+            Some(b';') => i += 1,
+            Some(b',') => {
+                out.push(std::mem::take(&mut el));
+                seen.clear();
+                i += 1;
+            }
+            Some(_) => return None,
+        }
+    }
+}
+
+fn apply(el: &mut Element, name: &[u8], value: &[u8]) {
+    match name {
+        b"for" => match parse_node(value) {
+            Some(n) => el.node = Some(n),
+            None => el.malformed += 1,
+        },
+        b"proto" => {
+            if value.eq_ignore_ascii_case(b"https") {
+                el.scheme = Some(Scheme::Https);
+            } else if value.eq_ignore_ascii_case(b"http") {
+                el.scheme = Some(Scheme::Http);
+            } else {
+                el.malformed += 1;
+            }
+        }
+        b"host" => {
+            if valid_host(value) {
+                el.host = Some(value.to_vec());
+            } else {
+                el.malformed += 1;
+            }
+        }
+        _ => {} // `by` and extensions: not used
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trust() -> TrustList {
+        TrustList::parse("127.0.0.1,::1,unix,10.0.0.0/8").unwrap()
+    }
+
+    fn xf(headers: &[(&str, &str)]) -> Resolved {
+        let h: Vec<(&[u8], &[u8])> = headers
+            .iter()
+            .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+            .collect();
+        resolve(h.iter().copied(), Family::XForwarded, &trust())
+    }
+
+    fn fw(headers: &[(&str, &str)]) -> Resolved {
+        let h: Vec<(&[u8], &[u8])> = headers
+            .iter()
+            .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+            .collect();
+        resolve(h.iter().copied(), Family::Forwarded, &trust())
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn trust_list_networks_unix_and_star() {
+        let t = trust();
+        assert!(t.trusts(ip("127.0.0.1")) && t.trusts(ip("::1")) && t.trusts(ip("10.9.8.7")));
+        assert!(
+            t.trusts(ip("::ffff:10.1.1.1")),
+            "an IPv4-mapped peer is its IPv4 address"
+        );
+        assert!(!t.trusts(ip("11.0.0.1")) && !t.trusts(ip("127.0.0.2")));
+        assert!(t.trusts_unix());
+        let star = TrustList::parse("*").unwrap();
+        assert!(star.trusts(ip("8.8.8.8")) && star.trusts_unix());
+        assert!(TrustList::parse("").unwrap().is_empty());
+        assert!(TrustList::parse("0.0.0.0/0").unwrap().trusts(ip("1.2.3.4")));
+        assert!(TrustList::parse("10.0.0.0/33").is_err());
+        assert!(TrustList::parse("example.com").is_err());
+    }
+
+    #[test]
+    fn the_right_most_untrusted_address_is_the_client() {
+        let r = xf(&[("X-Forwarded-For", "6.6.6.6, 203.0.113.9, 10.1.1.1")]);
+        assert_eq!(r.client, Some((ip("203.0.113.9"), None)));
+        // Split over two headers: one list.
+        let r = xf(&[
+            ("X-Forwarded-For", "6.6.6.6"),
+            ("x-forwarded-for", "203.0.113.9"),
+        ]);
+        assert_eq!(r.client, Some((ip("203.0.113.9"), None)));
+        // All trusted: the left-most.
+        let r = xf(&[("X-Forwarded-For", "10.0.0.2, 10.0.0.3")]);
+        assert_eq!(r.client, Some((ip("10.0.0.2"), None)));
+        let r = xf(&[("X-Forwarded-For", "[2001:db8::1]:4711")]);
+        assert_eq!(r.client, Some((ip("2001:db8::1"), Some(4711))));
+        let r = xf(&[("X-Forwarded-For", "198.51.100.1:8080")]);
+        assert_eq!(r.client, Some((ip("198.51.100.1"), Some(8080))));
+    }
+
+    #[test]
+    fn garbage_is_ignored_and_counted_only_where_it_is_read() {
+        let r = xf(&[("X-Forwarded-For", "not-an-ip, 10.0.0.1")]);
+        assert_eq!((r.client, r.malformed), (None, 1));
+        // Left of the client: only the client wrote it; not read.
+        let r = xf(&[("X-Forwarded-For", "garbage, 203.0.113.9")]);
+        assert_eq!(
+            (r.client, r.malformed),
+            (Some((ip("203.0.113.9"), None)), 0)
+        );
+        let r = xf(&[("X-Forwarded-Proto", "https, http")]);
+        assert_eq!((r.scheme, r.malformed), (None, 1));
+        let r = xf(&[("X-Forwarded-Proto", "https"), ("X-Forwarded-Ssl", "off")]);
+        assert_eq!((r.scheme, r.malformed), (None, 1));
+        let r = xf(&[("X-Forwarded-Proto", "gopher")]);
+        assert_eq!((r.scheme, r.malformed), (None, 1));
+        let r = xf(&[("X-Forwarded-Host", "a b")]);
+        assert_eq!((r.host, r.malformed), (None, 1));
+        let r = xf(&[("X-Forwarded-Port", "99999")]);
+        assert_eq!((r.port, r.malformed), (None, 1));
+        let huge = vec!["10.0.0.1"; 10_000].join(",");
+        let r = xf(&[("X-Forwarded-For", &huge)]);
+        assert_eq!(r.client, Some((ip("10.0.0.1"), None)), "capped, no error");
+    }
+
+    #[test]
+    fn scheme_host_and_port() {
+        let r = xf(&[
+            ("X-Forwarded-Proto", "HTTPS"),
+            ("X-Forwarded-Host", "shop.example:8443"),
+            ("X-Forwarded-Port", "8443"),
+        ]);
+        assert_eq!(r.scheme, Some(Scheme::Https));
+        assert_eq!(r.host.as_deref(), Some(&b"shop.example:8443"[..]));
+        assert_eq!(r.port, Some(8443));
+        assert_eq!(xf(&[("X-Forwarded-Ssl", "on")]).scheme, Some(Scheme::Https));
+        assert_eq!(
+            xf(&[("X-Forwarded-Host", "[2001:db8::2]:443")])
+                .host
+                .as_deref(),
+            Some(&b"[2001:db8::2]:443"[..])
+        );
+    }
+
+    #[test]
+    fn only_the_chosen_family_is_read() {
+        let r = xf(&[("Forwarded", "for=203.0.113.9;proto=https")]);
+        assert_eq!(r, Resolved::default());
+        let r = fw(&[
+            ("X-Forwarded-For", "203.0.113.9"),
+            ("X-Forwarded-Proto", "https"),
+        ]);
+        assert_eq!(r, Resolved::default());
+    }
+
+    #[test]
+    fn rfc_7239_forwarded() {
+        let r = fw(&[(
+            "Forwarded",
+            "for=6.6.6.6;proto=http, for=\"[2001:db8:cafe::17]:4711\";proto=https;host=a.example, for=10.0.0.5",
+        )]);
+        assert_eq!(r.client, Some((ip("2001:db8:cafe::17"), Some(4711))));
+        assert_eq!(r.scheme, Some(Scheme::Https));
+        assert_eq!(r.host.as_deref(), Some(&b"a.example"[..]));
+        let r = fw(&[("Forwarded", "For=\"192.0.2.43:47011\"")]);
+        assert_eq!(r.client, Some((ip("192.0.2.43"), Some(47011))));
+        let r = fw(&[("Forwarded", "for=unknown;proto=https")]);
+        assert_eq!((r.client, r.scheme), (None, Some(Scheme::Https)));
+        let r = fw(&[("Forwarded", "for=_hidden, for=10.0.0.1")]);
+        assert_eq!(r.client, None);
+    }
+
+    #[test]
+    fn broken_forwarded_is_ignored_and_counted() {
+        for bad in [
+            "for",
+            "for=\"1.2.3.4",
+            "for=1.2.3.4;;",
+            "=x",
+            "for=1.2.3.4 garbage",
+        ] {
+            let r = fw(&[("Forwarded", bad)]);
+            assert_eq!((r.client, r.malformed), (None, 1), "{bad}");
+        }
+        let r = fw(&[("Forwarded", "for=1.2.3.4;proto=https;proto=http")]);
+        assert_eq!((r.scheme, r.malformed), (Some(Scheme::Https), 1));
+        let r = fw(&[("Forwarded", "for=999.1.1.1")]);
+        assert_eq!((r.client, r.malformed), (None, 1));
+    }
+}
