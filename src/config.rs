@@ -35,6 +35,8 @@ pub struct Config {
     pub timeout: Option<Duration>,
     /// `--graceful-timeout`: how long in-flight requests get at shutdown.
     pub graceful_timeout: Duration,
+    /// `--drain-delay`: how long a graceful stop serves on with a failing health path.
+    pub drain_delay: Duration,
     /// `--limit-*`: request size limits (414, 431, 413).
     pub limits: Limits,
     /// `--write-high-water`: a streaming response with more than this queued for a slow client
@@ -167,6 +169,7 @@ impl Config {
                 }
             },
             graceful_timeout: secs(d, "graceful_timeout")?,
+            drain_delay: Duration::from_secs_f64(get::<f64>(d, "drain_delay")?.max(0.0)),
             limits: Limits {
                 max_request_line: get(d, "limit_request_line")?,
                 max_header_bytes: get(d, "limit_header_bytes")?,

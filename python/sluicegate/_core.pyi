@@ -43,6 +43,7 @@ class Server:
       root_path: str                                -- SCRIPT_NAME
       forwarded_allow_ips: str                      -- peers whose forwarding headers are read (addresses, CIDRs, unix, *)
       forwarded_headers: str                        -- "x-forwarded" or "forwarded" (RFC 7239)
+      drain_delay: float                            -- seconds a graceful stop serves on with health failing (0 = off)
       health_path: str                              -- answered by the event loop ("" = off)
       url_scheme: str                               -- wsgi.url_scheme ("http")
       server_header: str                            -- Server header value ("" = none)

@@ -259,7 +259,7 @@ class Master:
 
     def _stop(self, graceful: bool) -> None:
         sd_notify.notify("STOPPING=1", "STATUS=stopping")
-        deadline = self.cfg.graceful_timeout + 5 if graceful else 5
+        deadline = self.cfg.drain_delay + self.cfg.graceful_timeout + 5 if graceful else 5
         self.stopping = time.monotonic() + deadline
         for w in self.workers.values():
             w.retiring = True

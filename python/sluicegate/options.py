@@ -649,10 +649,17 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "health_path", parse_health_path, "",
         "A path the server answers itself, without calling the app: GET or HEAD of it gets "
-        "200 OK (503 on a connection still open while the server stops). Answered by the "
+        "200 OK, and 503 from the moment a stop begins (see --drain-delay). Answered by the "
         "event loop within milliseconds even while every app thread is busy, so a load "
         "balancer's health check does not queue behind the app. Empty: off.",
         "PATH", str, core=True,
+    ),
+    Option(
+        "drain_delay", parse_seconds_or_off, "0",
+        "Seconds a graceful stop (SIGTERM, a reload's old workers) keeps accepting and serving "
+        "as before while --health-path answers 503, so that a load balancer takes the server "
+        "out before its listener closes; --graceful-timeout counts from the end of it. 0: off.",
+        "SECONDS", float, core=True,
     ),
     Option(
         "access_log", parse_access_log, None,
@@ -726,6 +733,7 @@ class Config:
     forwarded_allow_ips: str
     forwarded_headers: str
     health_path: str
+    drain_delay: float
     access_log: Optional[str]
     log_level: str
     server_header: str

@@ -216,6 +216,7 @@ impl Server {
                 graceful_timeout: config.graceful_timeout,
                 server_header: config.server_header.clone(),
                 health_path: config.health_path.clone(),
+                drain_delay: config.drain_delay,
             },
             balance,
         )

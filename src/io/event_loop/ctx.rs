@@ -44,24 +44,30 @@ pub struct Counters {
     pub forwarded_malformed: AtomicU64,
 }
 
-/// How far the server is in stopping. Only moves forward (`Running < Graceful < Immediate`):
-/// a graceful stop can become immediate, never the reverse. Stored in an `AtomicU8` as its
+/// How far the server is in stopping. Only moves forward
+/// (`Running < Draining < Graceful < Immediate`): a graceful stop can become immediate, never
+/// the reverse. Stored in an `AtomicU8` as its
 /// discriminant, so any thread (a signal handler's) can request it without a lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Shutdown {
     Running = 0,
+    /// A graceful stop asked for with `--drain-delay`: everything is served as before, but the
+    /// health path answers 503 so that load balancers take the server out; `Graceful` after
+    /// the delay.
+    Draining = 1,
     /// Stop accepting; finish in-flight requests within the graceful timeout.
-    Graceful = 1,
+    Graceful = 2,
     /// Stop now: in-flight requests are cut.
-    Immediate = 2,
+    Immediate = 3,
 }
 
 impl Shutdown {
     fn from_u8(v: u8) -> Shutdown {
         match v {
             0 => Shutdown::Running,
-            1 => Shutdown::Graceful,
+            1 => Shutdown::Draining,
+            2 => Shutdown::Graceful,
             _ => Shutdown::Immediate,
         }
     }
@@ -130,16 +136,50 @@ impl LoopCtx {
     }
 
     /// Ask the loop to stop (a request for less than what was already asked changes nothing).
+    /// A graceful stop drains first when `--drain-delay` is set (and goes on draining if asked
+    /// again meanwhile); the graceful timeout counts from the end of the drain.
     pub fn request_shutdown(&self, how: Shutdown) {
-        self.shutdown_at
-            .lock()
-            .unwrap()
-            .get_or_insert_with(Instant::now);
+        let mut at = self.shutdown_at.lock().unwrap();
+        let how = match how {
+            Shutdown::Graceful if !self.settings.drain_delay.is_zero() => {
+                if self.shutdown_state() == Shutdown::Draining {
+                    return;
+                }
+                Shutdown::Draining
+            }
+            other => other,
+        };
+        at.get_or_insert_with(Instant::now);
         self.shutdown.fetch_max(how as u8, Ordering::SeqCst);
+        drop(at);
         let _ = self.waker.wake();
     }
 
+    /// The loop's check while draining: once `--drain-delay` has passed, the graceful stop
+    /// proper begins (and its timeout with it). Returns when to look again, if still draining.
+    pub fn drain_step(&self, now: Instant) -> Option<Instant> {
+        let mut at = self.shutdown_at.lock().unwrap();
+        let until = at.unwrap_or(now) + self.settings.drain_delay;
+        if now < until {
+            return Some(until);
+        }
+        *at = Some(now);
+        let _ = self.shutdown.compare_exchange(
+            Shutdown::Draining as u8,
+            Shutdown::Graceful as u8,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+        None
+    }
+
+    /// Stopping for real: no longer accepting (or about to), keep-alive ending.
     pub fn shutting_down(&self) -> bool {
+        self.shutdown_state() >= Shutdown::Graceful
+    }
+
+    /// The health path fails (503) from the moment a stop is asked for, drain included.
+    pub fn health_failing(&self) -> bool {
         self.shutdown_state() != Shutdown::Running
     }
 
@@ -178,4 +218,7 @@ pub struct LoopSettings {
     pub server_header: Vec<u8>,
     /// `--health-path`, answered by the loop without the app (empty: off).
     pub health_path: Vec<u8>,
+    /// `--drain-delay`: how long a graceful stop keeps serving with a failing health path
+    /// before it stops accepting.
+    pub drain_delay: Duration,
 }

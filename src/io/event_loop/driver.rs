@@ -325,7 +325,7 @@ fn own_answer(head: &RequestHead, out: &mut OutQueue, ctx: &LoopCtx) -> Option<O
         if let Some(a) = health_answer(
             head,
             &ctx.settings.health_path,
-            !ctx.shutting_down(),
+            !ctx.health_failing(),
             &date,
             server,
             &mut buf,

@@ -248,6 +248,11 @@ impl LoopState {
                 }
             }
             self.register_pending();
+            // --drain-delay: serving on with a failing health path until it has passed.
+            let drain_until = match ctx.shutdown_state() {
+                Shutdown::Draining => ctx.drain_step(Instant::now()),
+                _ => None,
+            };
             if ctx.shutting_down() && self.shutdown_step(ctx) {
                 return None;
             }
@@ -265,10 +270,10 @@ impl LoopState {
                     continue;
                 }
             }
-            let wake_at = match self.deferred_until {
-                Some(t) => t.min(self.next_sweep),
-                None => self.next_sweep,
-            };
+            let wake_at = [self.deferred_until, drain_until]
+                .into_iter()
+                .flatten()
+                .fold(self.next_sweep, Instant::min);
             let timeout = wake_at.saturating_duration_since(Instant::now());
             if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {

@@ -1,0 +1,54 @@
+"""Health and draining (issue 11, item 5): `--health-path` answers 503 from the moment a
+graceful stop begins, and `--drain-delay` keeps the server accepting and serving meanwhile, so
+that a load balancer sees the 503 before the listener closes. (With a real HAProxy:
+test_behind_haproxy.py.)
+"""
+
+import signal
+import socket
+import time
+
+from tests.test_workers import get
+
+
+def health(port):
+    return get(port, "/healthz")[0]
+
+
+def refused(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        return False
+    except ConnectionRefusedError:
+        return True
+
+
+def test_a_draining_server_fails_its_health_check_and_serves_on(start_server):
+    srv = start_server("hello", "--health-path", "/healthz", "--drain-delay", "2")
+    assert health(srv.port) == 200
+    srv.proc.send_signal(signal.SIGTERM)
+    srv.wait_log("Received SIGTERM")
+    # From now on: 503 for the balancer, and every other request is served as before.
+    assert health(srv.port) == 503
+    assert get(srv.port, "/")[0] == 200
+    assert not refused(srv.port)
+    # After the delay the listener closes and the process ends cleanly.
+    deadline = time.monotonic() + 30
+    while not refused(srv.port):
+        assert time.monotonic() < deadline, "the listener never closed"
+        time.sleep(0.05)  # polls the listener: the condition, not a timing guess
+    assert srv.proc.wait(30) == 0
+
+
+def test_without_a_drain_delay_the_listener_closes_at_once(start_server):
+    srv = start_server("hello", "--health-path", "/healthz")
+    c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert c.recv(4096).startswith(b"HTTP/1.1 200 ")
+    srv.proc.send_signal(signal.SIGTERM)
+    srv.wait_log("Received SIGTERM")
+    # A health check on a connection still open during the stop gets 503.
+    c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert c.recv(4096).startswith(b"HTTP/1.1 503 ")
+    c.close()
+    assert srv.proc.wait(30) == 0
