@@ -52,6 +52,8 @@ pub struct Config {
     /// `--forwarded-allow-ips` and `--forwarded-headers`: whose forwarding headers are read,
     /// and which family; None when nobody is trusted.
     pub forwarding: Option<(TrustList, Family)>,
+    /// `--log-level debug`.
+    pub debug: bool,
     /// `--health-path`: answered by the event loop itself; empty = off.
     pub health_path: Vec<u8>,
     /// wsgi.url_scheme.
@@ -192,6 +194,7 @@ impl Config {
                 (!trust.is_empty()).then_some((trust, family))
             },
             health_path: get::<String>(d, "health_path")?.into_bytes(),
+            debug: get::<String>(d, "log_level")? == "debug",
             url_scheme: get(d, "url_scheme")?,
             server_header: server_header.into_bytes(),
             access_log_fd: get(d, "access_log_fd")?,

@@ -61,7 +61,7 @@ STOP_TIMEOUT = 10.0
 # One "Listening at:" line per --bind (several addresses on one line, comma-separated, also
 # parse).
 LISTEN_MARK = "Listening at:"
-ADDR_RE = re.compile(r"http://(?P<host>\[[^\]]+\]|[^:\s,]+):(?P<port>\d+)|unix:(?P<path>[^\s,]+)")
+ADDR_RE = re.compile(r"(?:http|uwsgi)://(?P<host>\[[^\]]+\]|[^:\s,]+):(?P<port>\d+)|unix:(?P<path>[^\s,]+)")
 PANIC_RE = re.compile(r"panicked at|RUST_BACKTRACE")
 
 

@@ -385,7 +385,7 @@ def test_ipv6_listener_is_v6only_nonblocking_and_reports_the_real_port():
 
     bound = bind(parse_bind("[::1]:0"), backlog=8)
     assert bound.url == f"http://[::1]:{bound.port}" and bound.port != 0
-    fd, kind, name, port = bound.to_listener()
+    fd, kind, name, port, wire = bound.to_listener()
     sock = socket.socket(fileno=fd)
     try:
         assert (kind, name, port) == ("tcp", "::1", str(bound.port))

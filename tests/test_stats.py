@@ -14,7 +14,8 @@ from sluicegate.supervisor import Supervisor
 
 DOCUMENTED_KEYS = {
     "requests", "accepted", "protocol_errors", "timeouts", "fd_exhausted", "app_timeouts",
-    "stuck_calls", "forwarded_malformed", "inline_calls", "dispatched_calls",
+    "stuck_calls", "forwarded_malformed", "proxy_refused",
+    "inline_calls", "dispatched_calls",
     "takeovers", "preemptions", "handoffs", "mode", "threads", "busy_threads", "max_runnable",
     "runnable_short", "runnable_long", "runnable_short_peak", "runnable_long_peak", "admission_queue",
     "admission_waits", "demotions", "lengthened", "admitted_blocking",

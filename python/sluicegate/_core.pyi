@@ -17,7 +17,7 @@ __version__: str
 # stay the caller's (the core never closes them; access_log_fd may be 1, stdout).
 # Logging: the core logs app errors and warnings to the `sluicegate.error` logger (a child of the
 # front's `sluicegate` logger, so its lines get the front's format).
-Listener = Tuple[int, str, str, str]
+Listener = Tuple[int, str, str, str, str]  # fd, tcp|unix, server name, server port, http|proxy|uwsgi
 
 class Server:
     """One server process: the event loop, the elastic app thread pool, the WSGI bridge.
@@ -44,6 +44,7 @@ class Server:
       forwarded_allow_ips: str                      -- peers whose forwarding headers are read (addresses, CIDRs, unix, *)
       forwarded_headers: str                        -- "x-forwarded" or "forwarded" (RFC 7239)
       drain_delay: float                            -- seconds a graceful stop serves on with health failing (0 = off)
+      log_level: str                                -- "debug" makes the core print why it refused a PROXY header
       health_path: str                              -- answered by the event loop ("" = off)
       url_scheme: str                               -- wsgi.url_scheme ("http")
       server_header: str                            -- Server header value ("" = none)
@@ -79,7 +80,8 @@ class Server:
         protocol_errors, timeouts, fd_exhausted (accept attempts refused for lack of file
         descriptors), app_timeouts (app calls that passed --timeout), stuck_calls (those of them
         still in the app), forwarded_malformed (forwarding or PROXY headers from trusted peers
-        ignored as malformed), inline_calls, dispatched_calls, takeovers (loop hand-overs
+        ignored as malformed), proxy_refused (connections closed for a missing, malformed or
+        untrusted PROXY header), inline_calls, dispatched_calls, takeovers (loop hand-overs
         by the watchdog), preemptions (those of them that took the loop from a call computing
         while other work waited), handoffs (by streaming inline calls), mode ("inline" or "dispatch"),
         threads (pool threads alive), busy_threads, and admission to the pool (see

@@ -19,6 +19,7 @@ Sockets can also come ready-made from systemd's socket activation (`LISTEN_FDS`)
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import socket
@@ -28,10 +29,15 @@ from typing import List, Optional, Sequence, Tuple
 
 from .errors import BindError
 
-#: What `_core.Server` takes per listener: (fd, kind, server_name, server_port).
-Listener = Tuple[int, str, str, str]
+#: What `_core.Server` takes per listener: (fd, kind, server_name, server_port, wire).
+Listener = Tuple[int, str, str, str, str]
 
-_SYNTAX = "expected HOST:PORT, [IPV6]:PORT or unix:PATH[;mode=660;owner=USER;group=GROUP]"
+_SYNTAX = ("expected [uwsgi:|proxy:]ADDRESS, ADDRESS being HOST:PORT, [IPV6]:PORT or "
+           "unix:PATH[;mode=660;owner=USER;group=GROUP]")
+
+#: What a listener speaks: HTTP; HTTP after a PROXY protocol header (HAProxy's send-proxy);
+#: the uwsgi protocol (nginx's uwsgi_pass).
+WIRES = ("http", "proxy", "uwsgi")
 
 #: The first descriptor systemd passes (sd_listen_fds(3)).
 LISTEN_FDS_START = 3
@@ -45,22 +51,33 @@ class BindAddress:
     kind: str  # "tcp" or "unix"
     host: str
     port: int = 0
+    #: One of WIRES.
+    wire: str = "http"
     #: Unix sockets only: the socket file's permission bits, owner and group (None: as created).
     mode: Optional[int] = None
     owner: Optional[str] = None
     group: Optional[str] = None
 
     def __str__(self) -> str:
+        prefix = "" if self.wire == "http" else f"{self.wire}:"
         if self.kind == "unix":
-            return f"unix:{self.host}"
+            return f"{prefix}unix:{self.host}"
         if ":" in self.host:
-            return f"[{self.host}]:{self.port}"
-        return f"{self.host}:{self.port}"
+            return f"{prefix}[{self.host}]:{self.port}"
+        return f"{prefix}{self.host}:{self.port}"
 
 
 def parse_bind(text: str) -> BindAddress:
-    """Parse one address; raise ValueError with a one-line reason if it is malformed."""
+    """Parse one address, optionally prefixed by what the listener speaks (`uwsgi:`,
+    `proxy:`); raise ValueError with a one-line reason if it is malformed."""
     text = text.strip()
+    for wire in ("uwsgi", "proxy"):
+        if text.startswith(wire + ":"):
+            return dataclasses.replace(_parse_address(text[len(wire) + 1:]), wire=wire)
+    return _parse_address(text)
+
+
+def _parse_address(text: str) -> BindAddress:
     if text.startswith("unix:"):
         path, *settings = text[len("unix:"):].split(";")
         if not path:
@@ -126,10 +143,12 @@ class BoundSocket:
     @property
     def url(self) -> str:
         """Where clients reach this socket, as logged in the `Listening at:` line."""
+        prefix = {"http": "", "proxy": "proxy:", "uwsgi": "uwsgi:"}[self.address.wire]
         if self.address.kind == "unix":
-            return f"unix:{self.address.host}"
+            return f"{prefix}unix:{self.address.host}"
         host = f"[{self.address.host}]" if ":" in self.address.host else self.address.host
-        return f"http://{host}:{self.port}"
+        scheme = "uwsgi" if self.address.wire == "uwsgi" else "http"
+        return f"{prefix if self.address.wire == 'proxy' else ''}{scheme}://{host}:{self.port}"
 
     def to_listener(self) -> Listener:
         """Hand the socket over: detach its fd (the Rust core takes ownership of it) and return
@@ -139,7 +158,7 @@ class BoundSocket:
         fd = self._sock.detach()
         self._sock = None
         port = "" if self.address.kind == "unix" else str(self.port)
-        return (fd, self.address.kind, self.address.host, port)
+        return (fd, self.address.kind, self.address.host, port, self.address.wire)
 
     def close(self) -> None:
         """Close the socket if still ours, and remove the unix socket file we created."""

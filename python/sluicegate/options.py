@@ -640,6 +640,14 @@ OPTIONS: Tuple[Option, ...] = (
         "LIST", str, core=True,
     ),
     Option(
+        "proxy_protocol", parse_bool, "false",
+        "Every HTTP listener expects a PROXY protocol header (v1 or v2, HAProxy's send-proxy "
+        "and send-proxy-v2) before the first request, from peers in --forwarded-allow-ips "
+        "only; its client address becomes the connection's. One listener only: bind it as "
+        "proxy:HOST:PORT. A missing or malformed header closes the connection.",
+        "", bool, switch=True,
+    ),
+    Option(
         "forwarded_headers", parse_forwarded_headers, "x-forwarded",
         "Which forwarding headers are read from trusted peers: 'x-forwarded' (X-Forwarded-For, "
         "-Proto, -Ssl, -Host, -Port) or 'forwarded' (RFC 7239). Only one family: a proxy that "
@@ -670,7 +678,7 @@ OPTIONS: Tuple[Option, ...] = (
         "log_level", parse_log_level, "info",
         "Level of the error log (standard error): debug, info, warning, error or critical. "
         "debug also prints the traceback behind an app loading error.",
-        "LEVEL", str,
+        "LEVEL", str, core=True,
     ),
     Option(
         "server_header", parse_server_header, "sluicegate",
@@ -731,6 +739,7 @@ class Config:
     write_high_water: int
     root_path: str
     forwarded_allow_ips: str
+    proxy_protocol: bool
     forwarded_headers: str
     health_path: str
     drain_delay: float

@@ -232,6 +232,9 @@ class Supervisor:
                 app_name=self.app_name, balance=self.balance,
             )
             listeners = [s.to_listener() for s in self.sockets]
+            if self.cfg.proxy_protocol:  # every HTTP listener expects a PROXY header
+                listeners = [(*rest, "proxy" if wire == "http" else wire)
+                             for *rest, wire in listeners]
             self._server = core.Server(self.app, listeners, config)
             if on_main_thread:
                 old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)

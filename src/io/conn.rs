@@ -15,6 +15,16 @@ use super::out_queue::OutQueue;
 use super::read_buf::ReadBuf;
 use super::stream::{Peer, Stream};
 
+/// What a connection speaks, from its listener (`--bind proxy:…`, `uwsgi:…`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    Http,
+    /// HTTP once a PROXY protocol header has been read (then `Http`).
+    ProxyThenHttp,
+    /// One uwsgi packet (nginx's `uwsgi_pass`), answered in HTTP, then closed.
+    Uwsgi,
+}
+
 /// Where a connection is in its lifecycle while the event loop owns it. (While the app runs,
 /// the loop's table marks the connection as away instead.)
 pub enum Phase {
@@ -70,6 +80,7 @@ pub struct Conn {
     /// Index of the listener it arrived on (SERVER_NAME/SERVER_PORT, environ template).
     pub listener: usize,
     pub peer: Peer,
+    pub wire: Wire,
     /// Received bytes not yet consumed; `None` while nothing is pending.
     pub rbuf: Option<ReadBuf>,
     pub parser: HeadParser,
@@ -100,6 +111,7 @@ impl Conn {
             token,
             listener,
             peer,
+            wire: Wire::Http,
             rbuf: None,
             parser: HeadParser::new(),
             phase: Phase::Idle,

@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::config::Config;
+use crate::io::conn::Wire;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT};
 use crate::io::event_loop::{ListenSocket, LoopCtx, LoopSettings, LoopState, Shutdown, Work};
 use crate::wsgi::deadline::Deadlines;
@@ -168,8 +169,20 @@ impl Server {
         let config = Config::from_dict(config)?;
         let mut sockets = Vec::new();
         let mut infos = Vec::new();
+        let mut wires = Vec::new();
         for item in listeners.try_iter()? {
-            let (fd, kind, name, port): (i32, String, String, String) = item?.extract()?;
+            let (fd, kind, name, port, wire): (i32, String, String, String, String) =
+                item?.extract()?;
+            wires.push(match wire.as_str() {
+                "http" => Wire::Http,
+                "proxy" => Wire::ProxyThenHttp,
+                "uwsgi" => Wire::Uwsgi,
+                other => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "unknown listener wire {other:?}"
+                    )))
+                }
+            });
             let unix = match kind.as_str() {
                 "tcp" => false,
                 "unix" => true,
@@ -217,6 +230,9 @@ impl Server {
                 server_header: config.server_header.clone(),
                 health_path: config.health_path.clone(),
                 drain_delay: config.drain_delay,
+                wires,
+                proxy_trust: config.forwarding.as_ref().map(|(t, _)| t.clone()),
+                debug: config.debug,
             },
             balance,
         )
@@ -395,6 +411,7 @@ impl Server {
             "forwarded_malformed",
             c.forwarded_malformed.load(Ordering::Relaxed),
         )?;
+        d.set_item("proxy_refused", c.proxy_refused.load(Ordering::Relaxed))?;
         d.set_item("stuck_calls", stuck)?;
         d.set_item("inline_calls", s.sched.inline_calls.load(Ordering::Relaxed))?;
         d.set_item(

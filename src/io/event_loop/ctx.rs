@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mio::Waker;
+use sluicegate_proto::forwarded::TrustList;
 use sluicegate_proto::{Limits, RequestHead};
 
 use crate::access_log::AccessLog;
-use crate::io::conn::{AfterOutput, Conn};
+use crate::io::conn::{AfterOutput, Conn, Wire};
 use crate::io::shared_out::SharedOut;
 use crate::static_files::StaticFiles;
 
@@ -42,6 +43,8 @@ pub struct Counters {
     pub stuck_calls: Arc<AtomicUsize>,
     /// Forwarding headers (or PROXY headers) from trusted peers ignored as malformed.
     pub forwarded_malformed: AtomicU64,
+    /// Connections closed for a missing, malformed or untrusted PROXY protocol header.
+    pub proxy_refused: AtomicU64,
 }
 
 /// How far the server is in stopping. Only moves forward
@@ -221,4 +224,10 @@ pub struct LoopSettings {
     /// `--drain-delay`: how long a graceful stop keeps serving with a failing health path
     /// before it stops accepting.
     pub drain_delay: Duration,
+    /// What each listener speaks, by listener index.
+    pub wires: Vec<Wire>,
+    /// `--forwarded-allow-ips`: who may send a PROXY protocol header (None: nobody).
+    pub proxy_trust: Option<TrustList>,
+    /// `--log-level debug`: the loop prints why it refused a PROXY header.
+    pub debug: bool,
 }

@@ -6,10 +6,14 @@ use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use std::net::SocketAddr;
+
 use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
+use sluicegate_proto::proxy_protocol::{self, ProxiedAddr, ProxyError};
 
 use super::*;
 use crate::http_date::http_date;
+use crate::io::conn::Wire;
 use crate::io::out_queue::OutQueue;
 
 impl LoopState {
@@ -237,6 +241,26 @@ impl LoopState {
             };
             return Ok(Next::Work(self.take_work(token, *head, true)));
         }
+        if conn.wire == Wire::ProxyThenHttp {
+            match read_proxy_header(conn, ctx) {
+                Ok(true) => {}
+                Ok(false) => {
+                    if matches!(conn.phase, Phase::Idle) {
+                        conn.phase = Phase::ReadingHead;
+                        conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
+                    }
+                    return Ok(Next::NeedMore);
+                }
+                Err(why) => {
+                    ctx.counters.proxy_refused.fetch_add(1, Ordering::Relaxed);
+                    if ctx.settings.debug {
+                        eprintln!("sluicegate: PROXY header refused: {why}");
+                    }
+                    self.close(token);
+                    return Ok(Next::NeedMore);
+                }
+            }
+        }
         let buf = conn.rbuf.as_ref().unwrap();
         let Some((head, used)) = conn.parser.parse(buf.filled(), &ctx.settings.limits)? else {
             if matches!(conn.phase, Phase::Idle) {
@@ -310,6 +334,38 @@ impl LoopState {
             head,
             body_buffered,
         }
+    }
+}
+
+/// The PROXY protocol header before a connection's first request: Ok(true) once it is read
+/// (the connection's peer is then the client it names), Ok(false) while incomplete, Err with
+/// the reason when the connection must close without an answer (no HTTP answer can be right:
+/// the peer is a proxy that did not speak the protocol it was configured for).
+fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static str> {
+    let trusted = ctx
+        .settings
+        .proxy_trust
+        .as_ref()
+        .is_some_and(|t| match conn.peer {
+            Peer::Ip(a) => t.trusts(a.ip()),
+            Peer::Unix => t.trusts_unix(),
+        });
+    if !trusted {
+        return Err("the peer is not in --forwarded-allow-ips");
+    }
+    match proxy_protocol::parse(conn.buffered()) {
+        Ok(None) => Ok(false),
+        Ok(Some((addr, used))) => {
+            conn.rbuf.as_mut().unwrap().consume(used);
+            if let ProxiedAddr::Proxied { source, .. } = addr {
+                conn.peer = Peer::Ip(SocketAddr::new(source.ip().to_canonical(), source.port()));
+                conn.upper = None; // the REMOTE_ADDR strings cached for the old peer
+            }
+            conn.wire = Wire::Http;
+            Ok(true)
+        }
+        Err(ProxyError::Missing) => Err("no PROXY header"),
+        Err(ProxyError::Malformed(why)) => Err(why),
     }
 }
 

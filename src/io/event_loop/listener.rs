@@ -140,6 +140,7 @@ impl LoopState {
                     let entry = self.conns.vacant_entry();
                     let token = entry.key();
                     let mut conn = Box::new(Conn::new(stream, token, index, peer));
+                    conn.wire = ctx.settings.wires[index];
                     conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
                     entry.insert(Slot::Here(conn));
                     if let Some(b) = &self.balance {
