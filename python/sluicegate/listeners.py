@@ -32,8 +32,8 @@ from .errors import BindError
 #: What `_core.Server` takes per listener: (fd, kind, server_name, server_port, wire).
 Listener = Tuple[int, str, str, str, str]
 
-_SYNTAX = ("expected [uwsgi:|proxy:]ADDRESS, ADDRESS being HOST:PORT, [IPV6]:PORT or "
-           "unix:PATH[;mode=660;owner=USER;group=GROUP]")
+_SYNTAX = ("expected HOST:PORT, [IPV6]:PORT or unix:PATH[;mode=660;owner=USER;group=GROUP], "
+           "each optionally after uwsgi: or proxy:")
 
 #: What a listener speaks: HTTP; HTTP after a PROXY protocol header (HAProxy's send-proxy);
 #: the uwsgi protocol (nginx's uwsgi_pass).
