@@ -356,8 +356,8 @@ def test_supervisor_hands_listeners_config_and_signals_to_the_core(monkeypatch, 
     (server,) = _FakeServer.instances
     assert server.app is app
     tcp, unix = server.listeners
-    assert tcp[1:] == ("tcp", "127.0.0.1", str(port)) and isinstance(tcp[0], int)
-    assert unix[1:] == ("unix", unix_path, "")
+    assert tcp[1:] == ("tcp", "127.0.0.1", str(port), "http") and isinstance(tcp[0], int)
+    assert unix[1:] == ("unix", unix_path, "", "http")
     assert (server.config["threads_min"], server.config["threads_max"]) == (2, 9)
     assert server.config["access_log_fd"] > 2 and server.config["signal_fd"] > 2
     assert server.shutdowns == [True, True, False]  # SIGTERM, SIGINT: graceful; 2nd SIGINT: now
