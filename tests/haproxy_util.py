@@ -35,13 +35,22 @@ def free_port() -> int:
 
 
 class HAProxy:
-    """`haproxy -db` with a frontend on a free port and one backend server checked with
-    `GET check_path`."""
+    """`haproxy -db` with a frontend on a free port (IPv4, and IPv6 `[::1]` on the same port
+    with `ipv6=True`) and backend servers checked with `GET check_path`: `app` on
+    `server_port`, plus `more_ports` as `app2`, `app3`…; `server_options` are added to each
+    server line (`send-proxy`), `backend_options` to the backend (retries, redispatch)."""
 
     def __init__(self, server_port: int, check_path: str, inter_ms: int = 100,
-                 check_timeout_ms: int = 300):
+                 check_timeout_ms: int = 300, server_options: str = "",
+                 more_ports: tuple = (), backend_options: str = "", ipv6: bool = False):
         self.dir = tempfile.mkdtemp(prefix="sg-haproxy-")
         self.port = free_port()
+        servers = "\n".join(
+            f"    server {name} 127.0.0.1:{port} check inter {inter_ms}ms fall 2 rise 2 "
+            f"{server_options}"
+            for name, port in [("app", server_port)]
+            + [(f"app{i + 2}", p) for i, p in enumerate(more_ports)])
+        v6_bind = f"\n    bind [::1]:{self.port}" if ipv6 else ""
         self.admin = os.path.join(self.dir, "admin.sock")
         cfg = os.path.join(self.dir, "haproxy.cfg")
         with open(cfg, "w") as f:
@@ -58,13 +67,14 @@ defaults
     timeout check {check_timeout_ms}ms
 
 frontend fe
-    bind 127.0.0.1:{self.port}
+    bind 127.0.0.1:{self.port}{v6_bind}
     default_backend be
 
 backend be
     option httpchk GET {check_path}
     http-check expect status 200
-    server app 127.0.0.1:{server_port} check inter {inter_ms}ms fall 2 rise 2
+{backend_options}
+{servers}
 """)
         self.proc = subprocess.Popen([HAPROXY, "-db", "-f", cfg], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -98,9 +108,9 @@ backend be
         text = self.command("show stat").lstrip("# ")
         return {row["svname"]: row for row in csv.DictReader(io.StringIO(text))}
 
-    def _server_row(self, quiet: bool = False) -> Optional[Dict[str, str]]:
+    def _server_row(self, quiet: bool = False, name: str = "app") -> Optional[Dict[str, str]]:
         try:
-            return self.stats().get("app")
+            return self.stats().get(name)
         except OSError:
             if quiet:
                 return None

@@ -1,0 +1,975 @@
+//! The uwsgi protocol (what nginx's `uwsgi_pass` speaks): turns one uwsgi request packet into
+//! the same wire-neutral [`RequestHead`] the HTTP parser makes, plus the CGI facts that only
+//! uwsgi carries ([`UwsgiFacts`]: the client's address, the scheme, the server's name and port).
+//!
+//! Why one type: the WSGI bridge only ever sees a `RequestHead`, so behind `uwsgi_pass` an
+//! application gets the environ it would get behind `proxy_pass` over HTTP, built by the same
+//! code. The packet is `modifier1: u8` (0 = WSGI request), `datasize: u16 LE`, `modifier2: u8`
+//! (0), then `datasize` bytes of variables, each `key_size: u16 LE, key, val_size: u16 LE, val`;
+//! the request body (CONTENT_LENGTH bytes) follows the packet on the stream.
+//!
+//! Strictness: the packet comes from a trusted proxy, but its variables carry client bytes, so
+//! they meet the HTTP parser's rules: a method is a token, the target is origin-form (or `*` for
+//! OPTIONS) without control bytes, space or `#`, header values carry no control byte, and
+//! CONTENT_LENGTH is plain digits. One rule is relaxed: bytes >= 0x80 are allowed in the target,
+//! because nginx forwards a client's raw UTF-8 request line unchanged in REQUEST_URI. Lengths
+//! that run past the packet, an unknown modifier and over-limit sizes are refused; nothing is
+//! repaired. Like the HTTP parser, the answer depends only on the bytes given, so a packet fed
+//! whole or in pieces parses the same.
+
+use std::ops::Range;
+
+use crate::h1::parse::parse_content_length;
+use crate::token::{is_field_value_byte, is_token, trim_ows};
+use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
+
+/// Packet header: modifier1, datasize (u16 little-endian), modifier2.
+const PACKET_HEADER_LEN: usize = 4;
+/// modifier1 of a WSGI/CGI-style request: the only kind served.
+const MODIFIER1_WSGI: u8 = 0;
+/// modifier2 that goes with it.
+const MODIFIER2_WSGI: u8 = 0;
+/// Prefix of the variables that carry request header fields (CGI, RFC 3875 §4.1.18).
+const HTTP_PREFIX: &[u8] = b"HTTP_";
+/// Digits for percent-encoding PATH_INFO back into a target.
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+
+/// Header variables dropped because the packet itself decides what they would say: nginx also
+/// sends CONTENT_TYPE / CONTENT_LENGTH (which become those headers, so these would duplicate
+/// them), and it has already removed any chunked coding (it buffers chunked uploads and sends
+/// CONTENT_LENGTH), so a Transfer-Encoding passed on would describe a body that is not there.
+/// Behind `proxy_pass` nginx does not forward the client's Transfer-Encoding either.
+const FRAMING_HEADER_VARS: &[&[u8]] = &[
+    b"HTTP_CONTENT_TYPE",
+    b"HTTP_CONTENT_LENGTH",
+    b"HTTP_TRANSFER_ENCODING",
+];
+
+/// What the packet says beyond the HTTP request itself: the proxy's view of the connection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UwsgiFacts {
+    /// REMOTE_ADDR and REMOTE_PORT as sent (unvalidated bytes; the caller parses them).
+    pub remote_addr: Option<Vec<u8>>,
+    pub remote_port: Option<Vec<u8>>,
+    /// "https" if HTTPS is "on"/"1" (case-insensitive) or UWSGI_SCHEME / REQUEST_SCHEME is "https"; "http" if one of them says http; None if none is sent.
+    pub scheme: Option<&'static str>,
+    /// SERVER_NAME and SERVER_PORT as sent.
+    pub server_name: Option<Vec<u8>>,
+    pub server_port: Option<Vec<u8>>,
+}
+
+/// Parse one uwsgi request packet at the start of `buf`.
+/// Ok(None): more bytes needed. Ok(Some((head, facts, n))): the packet was n bytes (4 + datasize); the body starts at buf[n..].
+///
+/// Err(e): the request is refused with `e.status()` and the connection closes. The modifiers
+/// and the size limit are decided as soon as the 4-byte header is in, before the variables.
+pub fn parse_packet(
+    buf: &[u8],
+    limits: &Limits,
+) -> Result<Option<(RequestHead, UwsgiFacts, usize)>, ProtoError> {
+    let Some(&[modifier1, size_lo, size_hi, modifier2]) = buf.get(..PACKET_HEADER_LEN) else {
+        return Ok(None);
+    };
+    if modifier1 != MODIFIER1_WSGI || modifier2 != MODIFIER2_WSGI {
+        return Err(bad("uwsgi: unsupported modifier"));
+    }
+    let datasize = usize::from(u16::from_le_bytes([size_lo, size_hi]));
+    if datasize > limits.max_header_bytes {
+        return Err(ProtoError::HeadersTooLarge);
+    }
+    let n = PACKET_HEADER_LEN + datasize;
+    let Some(vars) = buf.get(PACKET_HEADER_LEN..n) else {
+        return Ok(None);
+    };
+    let (head, facts) = build(&Vars::read(vars, limits)?, datasize, limits)?;
+    Ok(Some((head, facts, n)))
+}
+
+#[inline]
+fn bad(what: &'static str) -> ProtoError {
+    ProtoError::BadRequest(what)
+}
+
+/// Where a header field of the head comes from.
+enum FieldName<'a> {
+    /// An `HTTP_*` variable: the part after the prefix.
+    Http(&'a [u8]),
+    ContentType,
+    ContentLength,
+}
+
+/// The variables the head is built from, borrowed from the packet. For the single-valued CGI
+/// variables a later one replaces an earlier one (as uWSGI itself does), so that a
+/// `uwsgi_param` after `include uwsgi_params` overrides it.
+#[derive(Default)]
+struct Vars<'a> {
+    method: Option<&'a [u8]>,
+    request_uri: Option<&'a [u8]>,
+    path_info: Option<&'a [u8]>,
+    query_string: Option<&'a [u8]>,
+    protocol: Option<&'a [u8]>,
+    content_length: Option<&'a [u8]>,
+    https: Option<&'a [u8]>,
+    request_scheme: Option<&'a [u8]>,
+    uwsgi_scheme: Option<&'a [u8]>,
+    remote_addr: Option<&'a [u8]>,
+    remote_port: Option<&'a [u8]>,
+    server_name: Option<&'a [u8]>,
+    server_port: Option<&'a [u8]>,
+    /// Header fields in packet order (name source, value as sent).
+    fields: Vec<(FieldName<'a>, &'a [u8])>,
+}
+
+impl<'a> Vars<'a> {
+    /// Walk the variables of a complete packet body.
+    fn read(mut rest: &'a [u8], limits: &Limits) -> Result<Self, ProtoError> {
+        let mut vars = Vars::default();
+        let mut http_vars = 0usize;
+        while !rest.is_empty() {
+            let key = take_sized(&mut rest)?;
+            let value = take_sized(&mut rest)?;
+            if key.is_empty() {
+                return Err(bad("uwsgi: empty variable name"));
+            }
+            if let Some(suffix) = key.strip_prefix(HTTP_PREFIX) {
+                http_vars += 1;
+                if http_vars > limits.max_headers {
+                    return Err(ProtoError::HeadersTooLarge);
+                }
+                if !FRAMING_HEADER_VARS.contains(&key) {
+                    vars.fields.push((FieldName::Http(suffix), value));
+                }
+                continue;
+            }
+            match key {
+                b"REQUEST_METHOD" => vars.method = Some(value),
+                b"REQUEST_URI" => vars.request_uri = Some(value),
+                b"PATH_INFO" => vars.path_info = Some(value),
+                b"QUERY_STRING" => vars.query_string = Some(value),
+                b"SERVER_PROTOCOL" => vars.protocol = Some(value),
+                b"HTTPS" => vars.https = Some(value),
+                b"REQUEST_SCHEME" => vars.request_scheme = Some(value),
+                b"UWSGI_SCHEME" => vars.uwsgi_scheme = Some(value),
+                b"REMOTE_ADDR" => vars.remote_addr = Some(value),
+                b"REMOTE_PORT" => vars.remote_port = Some(value),
+                b"SERVER_NAME" => vars.server_name = Some(value),
+                b"SERVER_PORT" => vars.server_port = Some(value),
+                b"CONTENT_TYPE" => vars.set_field(FieldName::ContentType, value),
+                b"CONTENT_LENGTH" => {
+                    // The one variable that frames the stream: two that disagree are refused,
+                    // as conflicting Content-Length fields are in HTTP.
+                    if vars.content_length.is_some_and(|prev| prev != value) {
+                        return Err(bad("uwsgi: conflicting CONTENT_LENGTH variables"));
+                    }
+                    vars.content_length = Some(value);
+                    vars.set_field(FieldName::ContentLength, value);
+                }
+                // DOCUMENT_ROOT, SCRIPT_NAME, custom uwsgi_param keys...: not part of the head.
+                _ => {}
+            }
+        }
+        Ok(vars)
+    }
+
+    /// Content-Type / Content-Length: one field, at the first variable's place, last value.
+    fn set_field(&mut self, name: FieldName<'a>, value: &'a [u8]) {
+        let kind = std::mem::discriminant(&name);
+        match self
+            .fields
+            .iter_mut()
+            .find(|(n, _)| std::mem::discriminant(n) == kind)
+        {
+            Some(field) => field.1 = value,
+            None => self.fields.push((name, value)),
+        }
+    }
+
+    /// The scheme the proxy reports: any variable saying https wins (a proxy that terminated
+    /// TLS says so in one of them), then any saying http.
+    fn scheme(&self) -> Option<&'static str> {
+        let says = |v: Option<&[u8]>, yes: &[&[u8]], no: &[&[u8]]| match v {
+            Some(v) if yes.iter().any(|y| v.eq_ignore_ascii_case(y)) => Some(true),
+            Some(v) if no.iter().any(|n| v.eq_ignore_ascii_case(n)) => Some(false),
+            _ => None,
+        };
+        let votes = [
+            says(self.https, &[b"on", b"1"], &[b"off", b"0"]),
+            says(self.request_scheme, &[b"https"], &[b"http"]),
+            says(self.uwsgi_scheme, &[b"https"], &[b"http"]),
+        ];
+        if votes.contains(&Some(true)) {
+            Some("https")
+        } else if votes.contains(&Some(false)) {
+            Some("http")
+        } else {
+            None
+        }
+    }
+
+    fn facts(&self) -> UwsgiFacts {
+        UwsgiFacts {
+            remote_addr: self.remote_addr.map(<[u8]>::to_vec),
+            remote_port: self.remote_port.map(<[u8]>::to_vec),
+            scheme: self.scheme(),
+            server_name: self.server_name.map(<[u8]>::to_vec),
+            server_port: self.server_port.map(<[u8]>::to_vec),
+        }
+    }
+}
+
+/// One `size: u16 LE, bytes` string off the front of `rest`.
+fn take_sized<'a>(rest: &mut &'a [u8]) -> Result<&'a [u8], ProtoError> {
+    const RUNS_PAST: ProtoError = ProtoError::BadRequest("uwsgi: variable runs past the packet");
+    let bytes: &'a [u8] = rest;
+    let [lo, hi, after @ ..] = bytes else {
+        return Err(RUNS_PAST);
+    };
+    let size = usize::from(u16::from_le_bytes([*lo, *hi]));
+    if size > after.len() {
+        return Err(RUNS_PAST);
+    }
+    let (s, after) = after.split_at(size);
+    *rest = after;
+    Ok(s)
+}
+
+/// A range into the head's buffer. The buffer is built from one packet (< 64 KiB, the target
+/// at most tripled by percent-encoding), so this cannot fail in practice; it is checked anyway.
+fn span(start: usize, end: usize) -> Result<Range<u32>, ProtoError> {
+    match (u32::try_from(start), u32::try_from(end)) {
+        (Ok(s), Ok(e)) => Ok(s..e),
+        _ => Err(ProtoError::HeadersTooLarge),
+    }
+}
+
+/// Build the owned head: `buf` = method, target, then each field's name and value (about as
+/// many bytes as the packet's `datasize`, which sizes the one allocation).
+fn build(
+    vars: &Vars<'_>,
+    datasize: usize,
+    limits: &Limits,
+) -> Result<(RequestHead, UwsgiFacts), ProtoError> {
+    let method = match vars.method {
+        None => return Err(bad("uwsgi: no REQUEST_METHOD")),
+        Some(m) if !is_token(m) => return Err(bad("uwsgi: invalid REQUEST_METHOD")),
+        Some(m) => m,
+    };
+    let version = version(vars.protocol)?;
+    let body = match vars.content_length {
+        None | Some(b"") => BodyFraming::None,
+        Some(v) => match parse_content_length(v)? {
+            0 => BodyFraming::None,
+            n if n > limits.max_body => return Err(ProtoError::PayloadTooLarge),
+            n => BodyFraming::Length(n),
+        },
+    };
+
+    let mut buf = Vec::with_capacity(datasize);
+    buf.extend_from_slice(method);
+    let method_range = span(0, buf.len())?;
+
+    let t0 = buf.len();
+    push_target(&mut buf, vars)?;
+    let target = &buf[t0..];
+    if target.len() > limits.max_request_line {
+        return Err(ProtoError::UriTooLong);
+    }
+    let (path, query) = split_target(target, method)?;
+    let (path, query) = (
+        span(t0 + path.start, t0 + path.end)?,
+        span(t0 + query.start, t0 + query.end)?,
+    );
+    let target = span(t0, buf.len())?;
+
+    let mut headers = Vec::with_capacity(vars.fields.len());
+    for (name, value) in &vars.fields {
+        let value = trim_ows(value);
+        if matches!(name, FieldName::ContentType | FieldName::ContentLength) && value.is_empty() {
+            // nginx sends both variables on every request, empty when the client sent none.
+            continue;
+        }
+        if !value.iter().all(|&b| is_field_value_byte(b)) {
+            return Err(bad(
+                "uwsgi: CR, LF, NUL or another control byte in a header value",
+            ));
+        }
+        let n0 = buf.len();
+        match name {
+            FieldName::Http(suffix) => push_header_name(&mut buf, suffix)?,
+            FieldName::ContentType => buf.extend_from_slice(b"Content-Type"),
+            FieldName::ContentLength => buf.extend_from_slice(b"Content-Length"),
+        }
+        let v0 = buf.len();
+        buf.extend_from_slice(value);
+        headers.push((span(n0, v0)?, span(v0, buf.len())?));
+    }
+
+    let head = RequestHead {
+        buf,
+        method: method_range,
+        target,
+        // The target is always origin-form: the host is the Host header nginx passes on.
+        authority: span(t0, t0)?,
+        path,
+        query,
+        headers,
+        version,
+        body,
+        // nginx opens one connection per uwsgi request and reads the response until the close.
+        keep_alive: false,
+        // nginx answers `Expect: 100-continue` itself before it reads the body it forwards.
+        expect_continue: false,
+        is_head: method == b"HEAD",
+    };
+    Ok((head, vars.facts()))
+}
+
+/// SERVER_PROTOCOL to a version. nginx reports the client's protocol, so an HTTP/2 or HTTP/3
+/// client arrives as "HTTP/2.0" / "HTTP/3.0"; the response still goes back to nginx in HTTP/1.x
+/// framing on this connection, so those are served as 1.1.
+fn version(protocol: Option<&[u8]>) -> Result<Version, ProtoError> {
+    match protocol {
+        None | Some(b"" | b"HTTP/1.1" | b"HTTP/2.0" | b"HTTP/3.0") => Ok(Version::Http11),
+        Some(b"HTTP/1.0") => Ok(Version::Http10),
+        Some([b'H', b'T', b'T', b'P', b'/', major, b'.', minor])
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            Err(ProtoError::VersionNotSupported)
+        }
+        Some(_) => Err(bad("uwsgi: invalid SERVER_PROTOCOL")),
+    }
+}
+
+/// Append the request target: REQUEST_URI as sent, else PATH_INFO (re-encoded, since CGI's
+/// PATH_INFO is already decoded) plus `?QUERY_STRING` when there is a query.
+fn push_target(buf: &mut Vec<u8>, vars: &Vars<'_>) -> Result<(), ProtoError> {
+    if let Some(uri) = vars.request_uri.filter(|u| !u.is_empty()) {
+        buf.extend_from_slice(uri);
+        return Ok(());
+    }
+    let Some(path) = vars.path_info.filter(|p| !p.is_empty()) else {
+        return Err(bad("uwsgi: no REQUEST_URI or PATH_INFO"));
+    };
+    for &b in path {
+        // Decoding the result (as the bridge does for PATH_INFO) must give `path` back, so
+        // '%' and everything that may not stand raw in a target is escaped.
+        if is_target_byte(b) && b != b'%' && b != b'?' && b < 0x80 {
+            buf.push(b);
+        } else {
+            buf.extend_from_slice(&[
+                b'%',
+                HEX_UPPER[usize::from(b >> 4)],
+                HEX_UPPER[usize::from(b & 0xf)],
+            ]);
+        }
+    }
+    if let Some(query) = vars.query_string.filter(|q| !q.is_empty()) {
+        buf.push(b'?');
+        buf.extend_from_slice(query);
+    }
+    Ok(())
+}
+
+/// A byte that may stand raw in the target: the HTTP parser's set (visible ASCII but '#'),
+/// plus bytes >= 0x80, which nginx passes through from the client's request line.
+#[inline]
+fn is_target_byte(b: u8) -> bool {
+    ((0x21..=0x7e).contains(&b) && b != b'#') || b >= 0x80
+}
+
+/// Validate the target and split it into (path, query) ranges relative to it, as the HTTP
+/// parser does for origin-form (and `*` for OPTIONS).
+fn split_target(target: &[u8], method: &[u8]) -> Result<(Range<usize>, Range<usize>), ProtoError> {
+    if target.is_empty() {
+        return Err(bad("uwsgi: empty request target"));
+    }
+    if !target.iter().all(|&b| is_target_byte(b)) {
+        return Err(bad("uwsgi: invalid byte in the request target"));
+    }
+    let end = target.len();
+    if target == b"*" {
+        if method != b"OPTIONS" {
+            return Err(bad(
+                "uwsgi: asterisk-form target on a method other than OPTIONS",
+            ));
+        }
+        return Ok((0..end, end..end));
+    }
+    if !target.starts_with(b"/") {
+        return Err(bad("uwsgi: request target does not start with '/'"));
+    }
+    Ok(match memchr::memchr(b'?', target) {
+        Some(q) => (0..q, q + 1..end),
+        None => (0..end, end..end),
+    })
+}
+
+/// Append the field name of `HTTP_<suffix>`: '_' becomes '-', each word title-cased
+/// (`X_FORWARDED_FOR` → `X-Forwarded-For`), as a client would most likely have written it.
+fn push_header_name(buf: &mut Vec<u8>, suffix: &[u8]) -> Result<(), ProtoError> {
+    let n0 = buf.len();
+    let mut word_start = true;
+    for &b in suffix {
+        if b == b'_' {
+            buf.push(b'-');
+            word_start = true;
+        } else {
+            buf.push(if word_start {
+                b.to_ascii_uppercase()
+            } else {
+                b.to_ascii_lowercase()
+            });
+            word_start = false;
+        }
+    }
+    if !is_token(&buf[n0..]) {
+        return Err(bad("uwsgi: invalid header variable name"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ProtoError::*;
+
+    /// One uwsgi request packet (modifiers 0) holding `vars` in order.
+    fn packet(vars: &[(&str, &str)]) -> Vec<u8> {
+        packet_bytes(
+            &vars
+                .iter()
+                .map(|(k, v)| (k.as_bytes(), v.as_bytes()))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    fn packet_bytes(vars: &[(&[u8], &[u8])]) -> Vec<u8> {
+        let mut data = Vec::new();
+        for (k, v) in vars {
+            for s in [k, v] {
+                data.extend_from_slice(&(s.len() as u16).to_le_bytes());
+                data.extend_from_slice(s);
+            }
+        }
+        let mut out = vec![0];
+        out.extend_from_slice(&(data.len() as u16).to_le_bytes());
+        out.push(0);
+        out.extend_from_slice(&data);
+        out
+    }
+
+    type Parsed = (RequestHead, UwsgiFacts, usize);
+
+    fn parse(input: &[u8]) -> Result<Option<Parsed>, ProtoError> {
+        parse_packet(input, &Limits::default())
+    }
+
+    /// A packet that must parse, using all of `input`.
+    fn ok(input: &[u8]) -> (RequestHead, UwsgiFacts) {
+        match parse(input) {
+            Ok(Some((head, facts, n))) => {
+                assert_eq!(n, input.len());
+                (head, facts)
+            }
+            other => panic!("expected a head, got {other:?}"),
+        }
+    }
+
+    fn err(input: &[u8]) -> ProtoError {
+        match parse(input) {
+            Err(e) => e,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    /// What `include uwsgi_params` sends for a GET, before any request headers.
+    const NGINX_GET: &[(&str, &str)] = &[
+        ("QUERY_STRING", "a=1&b=%20"),
+        ("REQUEST_METHOD", "GET"),
+        ("CONTENT_TYPE", ""),
+        ("CONTENT_LENGTH", ""),
+        ("REQUEST_URI", "/app/x%20y?a=1&b=%20"),
+        ("PATH_INFO", "/app/x y"),
+        ("DOCUMENT_ROOT", "/usr/share/nginx/html"),
+        ("SERVER_PROTOCOL", "HTTP/1.1"),
+        ("REQUEST_SCHEME", "http"),
+        ("REMOTE_ADDR", "203.0.113.7"),
+        ("REMOTE_PORT", "51234"),
+        ("SERVER_PORT", "80"),
+        ("SERVER_NAME", "example.com"),
+    ];
+
+    fn nginx_get_with(extra: &[(&'static str, &'static str)]) -> Vec<u8> {
+        let mut vars = NGINX_GET.to_vec();
+        vars.extend_from_slice(extra);
+        packet(&vars)
+    }
+
+    fn headers(head: &RequestHead) -> Vec<(String, String)> {
+        head.headers()
+            .map(|(n, v)| {
+                (
+                    String::from_utf8_lossy(n).into_owned(),
+                    String::from_utf8_lossy(v).into_owned(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn uwsgi_typical_nginx_get() {
+        let input = nginx_get_with(&[
+            ("HTTP_HOST", "example.com"),
+            ("HTTP_USER_AGENT", "curl/8.5.0"),
+            ("HTTP_X_FORWARDED_FOR", "198.51.100.1"),
+            ("HTTP_ACCEPT", "*/*"),
+        ]);
+        let (head, facts) = ok(&input);
+        assert_eq!(head.method(), b"GET");
+        assert_eq!(head.target(), b"/app/x%20y?a=1&b=%20");
+        assert_eq!(head.path(), b"/app/x%20y");
+        assert_eq!(head.query(), b"a=1&b=%20");
+        assert!(!head.has_absolute_target());
+        assert_eq!(
+            headers(&head),
+            [
+                ("Host", "example.com"),
+                ("User-Agent", "curl/8.5.0"),
+                ("X-Forwarded-For", "198.51.100.1"),
+                ("Accept", "*/*"),
+            ]
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+        );
+        assert_eq!(head.header(b"host"), Some(&b"example.com"[..]));
+        assert_eq!(head.host(), Some(&b"example.com"[..]));
+        assert_eq!(head.header_count(), 4);
+        assert_eq!(head.version, Version::Http11);
+        assert_eq!(head.body, BodyFraming::None);
+        assert!(!head.keep_alive);
+        assert!(!head.expect_continue);
+        assert!(!head.is_head);
+        assert_eq!(
+            facts,
+            UwsgiFacts {
+                remote_addr: Some(b"203.0.113.7".to_vec()),
+                remote_port: Some(b"51234".to_vec()),
+                scheme: Some("http"),
+                server_name: Some(b"example.com".to_vec()),
+                server_port: Some(b"80".to_vec()),
+            }
+        );
+    }
+
+    #[test]
+    fn uwsgi_post_leaves_the_body_after_the_packet() {
+        let mut input = packet(&[
+            ("REQUEST_METHOD", "POST"),
+            ("CONTENT_TYPE", "application/x-www-form-urlencoded"),
+            ("CONTENT_LENGTH", "5"),
+            ("REQUEST_URI", "/form"),
+            ("HTTP_HOST", "h"),
+            ("HTTP_CONTENT_TYPE", "application/x-www-form-urlencoded"),
+            ("HTTP_CONTENT_LENGTH", "5"),
+            ("HTTP_TRANSFER_ENCODING", "chunked"),
+        ]);
+        let packet_len = input.len();
+        input.extend_from_slice(b"hello");
+        let (head, _, n) = parse(&input).unwrap().unwrap();
+        assert_eq!(n, packet_len);
+        assert_eq!(&input[n..], b"hello");
+        assert_eq!(head.body, BodyFraming::Length(5));
+        // The packet's CONTENT_* give the fields; their HTTP_* copies and the (already
+        // removed) chunked coding are not passed on.
+        assert_eq!(
+            headers(&head),
+            [
+                ("Content-Type", "application/x-www-form-urlencoded"),
+                ("Content-Length", "5"),
+                ("Host", "h"),
+            ]
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+        );
+        assert_eq!(head.query(), b"");
+    }
+
+    #[test]
+    fn uwsgi_every_prefix_needs_more() {
+        let input = nginx_get_with(&[("HTTP_HOST", "example.com")]);
+        for i in 0..input.len() {
+            assert_eq!(
+                parse(&input[..i]).map(|o| o.is_none()),
+                Ok(true),
+                "prefix {i}"
+            );
+        }
+        assert!(parse(&input).unwrap().is_some());
+    }
+
+    #[test]
+    fn uwsgi_variable_running_past_the_packet() {
+        let runs_past = BadRequest("uwsgi: variable runs past the packet");
+        // Key size says 10, only 3 key bytes inside datasize (the rest would be body bytes).
+        let mut input = vec![0, 5, 0, 0, 10, 0, b'a', b'b', b'c'];
+        input.extend_from_slice(b"more bytes after the packet");
+        assert_eq!(err(&input), runs_past);
+        // A value size past the end.
+        let input = [0, 8, 0, 0, 1, 0, b'K', 9, 0, b'v', b'v', b'v'];
+        assert_eq!(err(&input), runs_past);
+        // One stray byte where a size should be.
+        let mut input = packet(&[("REQUEST_METHOD", "GET"), ("REQUEST_URI", "/")]);
+        input.push(0);
+        input[1] += 1;
+        assert_eq!(err(&input), runs_past);
+    }
+
+    #[test]
+    fn uwsgi_bad_modifier() {
+        let mut input = packet(&[("REQUEST_METHOD", "GET"), ("REQUEST_URI", "/")]);
+        input[0] = 5;
+        assert_eq!(err(&input), BadRequest("uwsgi: unsupported modifier"));
+        // Decided from the 4-byte header alone.
+        assert_eq!(err(&input[..4]), BadRequest("uwsgi: unsupported modifier"));
+        let mut input = packet(&[("REQUEST_METHOD", "GET"), ("REQUEST_URI", "/")]);
+        input[3] = 1;
+        assert_eq!(err(&input), BadRequest("uwsgi: unsupported modifier"));
+        // An HTTP request sent to the uwsgi socket.
+        assert_eq!(
+            err(b"GET / HTTP/1.1\r\n\r\n"),
+            BadRequest("uwsgi: unsupported modifier")
+        );
+    }
+
+    #[test]
+    fn uwsgi_datasize_over_the_limit_is_refused_from_the_header() {
+        let limits = Limits {
+            max_header_bytes: 100,
+            ..Limits::default()
+        };
+        assert_eq!(
+            parse_packet(&[0, 101, 0, 0], &limits).map(|o| o.is_some()),
+            Err(HeadersTooLarge)
+        );
+        assert_eq!(
+            parse_packet(&[0, 100, 0, 0], &limits).map(|o| o.is_some()),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn uwsgi_request_method_is_required_and_a_token() {
+        assert_eq!(
+            err(&packet(&[("REQUEST_URI", "/")])),
+            BadRequest("uwsgi: no REQUEST_METHOD")
+        );
+        for method in ["", "G T", "GET\r", "G:T"] {
+            assert_eq!(
+                err(&packet(&[("REQUEST_METHOD", method), ("REQUEST_URI", "/")])),
+                BadRequest("uwsgi: invalid REQUEST_METHOD"),
+                "{method:?}"
+            );
+        }
+        let (head, _) = ok(&packet(&[("REQUEST_METHOD", "HEAD"), ("REQUEST_URI", "/")]));
+        assert!(head.is_head);
+    }
+
+    #[test]
+    fn uwsgi_target_from_path_info_and_query_string() {
+        let (head, _) = ok(&packet(&[
+            ("REQUEST_METHOD", "GET"),
+            ("PATH_INFO", "/a/b"),
+            ("QUERY_STRING", "x=1&y"),
+        ]));
+        assert_eq!(head.target(), b"/a/b?x=1&y");
+        assert_eq!(head.path(), b"/a/b");
+        assert_eq!(head.query(), b"x=1&y");
+
+        // No query: no '?'. An empty REQUEST_URI counts as missing.
+        let (head, _) = ok(&packet(&[
+            ("REQUEST_METHOD", "GET"),
+            ("REQUEST_URI", ""),
+            ("PATH_INFO", "/only"),
+            ("QUERY_STRING", ""),
+        ]));
+        assert_eq!(head.target(), b"/only");
+        assert_eq!(head.query(), b"");
+
+        // PATH_INFO is decoded: re-encoded so that decoding the path gives it back.
+        let (head, _) = ok(&packet(&[
+            ("REQUEST_METHOD", "GET"),
+            ("PATH_INFO", "/a b/100%/?#/caf\u{e9}"),
+        ]));
+        assert_eq!(head.path(), b"/a%20b/100%25/%3F%23/caf%C3%A9");
+        assert_eq!(
+            crate::path::percent_decode(head.path()).as_ref(),
+            "/a b/100%/?#/caf\u{e9}".as_bytes()
+        );
+
+        assert_eq!(
+            err(&packet(&[("REQUEST_METHOD", "GET"), ("QUERY_STRING", "x")])),
+            BadRequest("uwsgi: no REQUEST_URI or PATH_INFO")
+        );
+    }
+
+    #[test]
+    fn uwsgi_scheme_from_https_and_scheme_variables() {
+        let base = [("REQUEST_METHOD", "GET"), ("REQUEST_URI", "/")];
+        let scheme = |extra: &[(&str, &str)]| {
+            let mut vars = base.to_vec();
+            vars.extend_from_slice(extra);
+            ok(&packet(&vars)).1.scheme
+        };
+        assert_eq!(scheme(&[]), None);
+        assert_eq!(scheme(&[("HTTPS", "on")]), Some("https"));
+        assert_eq!(scheme(&[("HTTPS", "ON")]), Some("https"));
+        assert_eq!(scheme(&[("HTTPS", "1")]), Some("https"));
+        assert_eq!(scheme(&[("HTTPS", "off")]), Some("http"));
+        assert_eq!(scheme(&[("HTTPS", "")]), None);
+        assert_eq!(scheme(&[("REQUEST_SCHEME", "http")]), Some("http"));
+        assert_eq!(scheme(&[("REQUEST_SCHEME", "HTTPS")]), Some("https"));
+        assert_eq!(scheme(&[("UWSGI_SCHEME", "https")]), Some("https"));
+        assert_eq!(
+            scheme(&[("REQUEST_SCHEME", "http"), ("HTTPS", "on")]),
+            Some("https")
+        );
+        assert_eq!(scheme(&[("REQUEST_SCHEME", "gopher")]), None);
+    }
+
+    #[test]
+    fn uwsgi_control_bytes_in_header_values_are_refused() {
+        for value in ["a\rb", "a\nb", "a\0b", "a\x01b", "a\x7fb"] {
+            let input = packet(&[
+                ("REQUEST_METHOD", "GET"),
+                ("REQUEST_URI", "/"),
+                ("HTTP_X_EVIL", value),
+            ]);
+            assert!(matches!(err(&input), BadRequest(_)), "{value:?}");
+        }
+        assert!(matches!(
+            err(&packet(&[
+                ("REQUEST_METHOD", "POST"),
+                ("REQUEST_URI", "/"),
+                ("CONTENT_TYPE", "text/plain\r\nX: y"),
+            ])),
+            BadRequest(_)
+        ));
+        // obs-text and HTAB are fine, as in HTTP; surrounding whitespace is trimmed.
+        let input = packet_bytes(&[
+            (b"REQUEST_METHOD", b"GET"),
+            (b"REQUEST_URI", b"/"),
+            (b"HTTP_X_NAME", b" caf\xe9\tx "),
+        ]);
+        let (head, _) = ok(&input);
+        assert_eq!(head.header(b"x-name"), Some(&b"caf\xe9\tx"[..]));
+    }
+
+    #[test]
+    fn uwsgi_content_length() {
+        let with_length = |cl: &str| {
+            parse(&packet(&[
+                ("REQUEST_METHOD", "POST"),
+                ("REQUEST_URI", "/"),
+                ("CONTENT_LENGTH", cl),
+            ]))
+            .map(|o| o.map(|(h, _, _)| h.body))
+        };
+        assert_eq!(with_length(""), Ok(Some(BodyFraming::None)));
+        assert_eq!(with_length("0"), Ok(Some(BodyFraming::None)));
+        assert_eq!(with_length("42"), Ok(Some(BodyFraming::Length(42))));
+        for garbage in [
+            "abc",
+            "+5",
+            "-1",
+            " 5",
+            "5 ",
+            "0x10",
+            "1,1",
+            "99999999999999999999999",
+        ] {
+            assert!(
+                matches!(with_length(garbage), Err(BadRequest(_))),
+                "{garbage:?}"
+            );
+        }
+        let over = (Limits::default().max_body + 1).to_string();
+        assert_eq!(with_length(&over), Err(PayloadTooLarge));
+        // Missing altogether: no body.
+        let (head, _) = ok(&packet(&[("REQUEST_METHOD", "POST"), ("REQUEST_URI", "/")]));
+        assert_eq!(head.body, BodyFraming::None);
+        // Repeated: same value is one field; different values are refused.
+        let (head, _) = ok(&packet(&[
+            ("REQUEST_METHOD", "POST"),
+            ("REQUEST_URI", "/"),
+            ("CONTENT_LENGTH", "3"),
+            ("CONTENT_LENGTH", "3"),
+        ]));
+        assert_eq!(head.body, BodyFraming::Length(3));
+        assert_eq!(head.header_count(), 1);
+        assert_eq!(
+            err(&packet(&[
+                ("REQUEST_METHOD", "POST"),
+                ("REQUEST_URI", "/"),
+                ("CONTENT_LENGTH", "3"),
+                ("CONTENT_LENGTH", "4"),
+            ])),
+            BadRequest("uwsgi: conflicting CONTENT_LENGTH variables")
+        );
+    }
+
+    #[test]
+    fn uwsgi_server_protocol() {
+        let version = |p: &str| {
+            parse(&packet(&[
+                ("REQUEST_METHOD", "GET"),
+                ("REQUEST_URI", "/"),
+                ("SERVER_PROTOCOL", p),
+            ]))
+            .map(|o| o.map(|(h, _, _)| h.version))
+        };
+        assert_eq!(version("HTTP/1.0"), Ok(Some(Version::Http10)));
+        assert_eq!(version("HTTP/1.1"), Ok(Some(Version::Http11)));
+        assert_eq!(version("HTTP/2.0"), Ok(Some(Version::Http11)));
+        assert_eq!(version("HTTP/3.0"), Ok(Some(Version::Http11)));
+        assert_eq!(version("HTTP/1.2"), Err(VersionNotSupported));
+        assert_eq!(
+            version("SPDY"),
+            Err(BadRequest("uwsgi: invalid SERVER_PROTOCOL"))
+        );
+        let (head, _) = ok(&packet(&[("REQUEST_METHOD", "GET"), ("REQUEST_URI", "/")]));
+        assert_eq!(head.version, Version::Http11);
+    }
+
+    #[test]
+    fn uwsgi_raw_target_is_kept_byte_exact() {
+        let uri: &[u8] = b"/files/a%2Fb/caf\xc3\xa9/\xff?q=\xe4&r=%2F";
+        let input = packet_bytes(&[(b"REQUEST_METHOD", b"GET"), (b"REQUEST_URI", uri)]);
+        let (head, _) = ok(&input);
+        assert_eq!(head.target(), uri);
+        assert_eq!(head.path(), b"/files/a%2Fb/caf\xc3\xa9/\xff");
+        assert_eq!(head.query(), b"q=\xe4&r=%2F");
+    }
+
+    #[test]
+    fn uwsgi_target_rules() {
+        let target = |method: &str, uri: &str| {
+            parse(&packet(&[("REQUEST_METHOD", method), ("REQUEST_URI", uri)]))
+                .map(|o| o.map(|(h, _, _)| (h.path().to_vec(), h.query().to_vec())))
+        };
+        assert_eq!(
+            target("OPTIONS", "*"),
+            Ok(Some((b"*".to_vec(), Vec::new())))
+        );
+        assert!(matches!(target("GET", "*"), Err(BadRequest(_))));
+        for uri in ["x", "http://h/", "/a b", "/a#f", "/a\tb", "/\x7f"] {
+            assert!(matches!(target("GET", uri), Err(BadRequest(_))), "{uri:?}");
+        }
+        assert_eq!(target("GET", "/?"), Ok(Some((b"/".to_vec(), Vec::new()))));
+
+        let limits = Limits {
+            max_request_line: 8,
+            ..Limits::default()
+        };
+        let at = |uri: &str| {
+            parse_packet(
+                &packet(&[("REQUEST_METHOD", "GET"), ("REQUEST_URI", uri)]),
+                &limits,
+            )
+            .map(|o| o.is_some())
+        };
+        assert_eq!(at("/1234567"), Ok(true));
+        assert_eq!(at("/12345678"), Err(UriTooLong));
+    }
+
+    #[test]
+    fn uwsgi_header_names_and_counts() {
+        let (head, _) = ok(&packet(&[
+            ("REQUEST_METHOD", "GET"),
+            ("REQUEST_URI", "/"),
+            ("HTTP_WWW_AUTHENTICATE", "x"),
+            ("HTTP_DNT", "1"),
+            ("HTTP_x_lower", "y"),
+            ("HTTP_COOKIE", "a=1; b=2"),
+            ("DOCUMENT_ROOT", "/srv"),
+        ]));
+        let names: Vec<String> = headers(&head).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["Www-Authenticate", "Dnt", "X-Lower", "Cookie"]);
+
+        for key in ["HTTP_", "HTTP_A:B", "HTTP_A B"] {
+            assert_eq!(
+                err(&packet(&[
+                    ("REQUEST_METHOD", "GET"),
+                    ("REQUEST_URI", "/"),
+                    (key, "v"),
+                ])),
+                BadRequest("uwsgi: invalid header variable name"),
+                "{key:?}"
+            );
+        }
+        assert_eq!(
+            err(&packet(&[("", "v"), ("REQUEST_METHOD", "GET")])),
+            BadRequest("uwsgi: empty variable name")
+        );
+
+        let limits = Limits {
+            max_headers: 2,
+            ..Limits::default()
+        };
+        let with_headers = |n: usize| {
+            let keys: Vec<String> = (0..n).map(|i| format!("HTTP_X_{i}")).collect();
+            let mut vars = vec![("REQUEST_METHOD", "GET"), ("REQUEST_URI", "/")];
+            vars.extend(keys.iter().map(|k| (k.as_str(), "v")));
+            parse_packet(&packet(&vars), &limits).map(|o| o.is_some())
+        };
+        assert_eq!(with_headers(2), Ok(true));
+        assert_eq!(with_headers(3), Err(HeadersTooLarge));
+    }
+
+    #[test]
+    fn uwsgi_later_variables_override_earlier_ones() {
+        let (head, facts) = ok(&packet(&[
+            ("REQUEST_METHOD", "GET"),
+            ("SERVER_NAME", "first"),
+            ("CONTENT_TYPE", "text/plain"),
+            ("REQUEST_URI", "/"),
+            ("HTTP_HOST", "h"),
+            ("SERVER_NAME", "second"),
+            ("CONTENT_TYPE", "text/html"),
+        ]));
+        assert_eq!(facts.server_name, Some(b"second".to_vec()));
+        assert_eq!(
+            headers(&head),
+            [("Content-Type", "text/html"), ("Host", "h")]
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+        );
+    }
+
+    #[test]
+    fn uwsgi_arbitrary_bytes_never_panic() {
+        // xorshift64*: reproducible pseudo-random mutations of a valid packet, every prefix.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        };
+        let seed = nginx_get_with(&[("HTTP_HOST", "h"), ("CONTENT_LENGTH", "3")]);
+        let tiny = Limits {
+            max_request_line: 8,
+            max_header_bytes: 64,
+            max_headers: 1,
+            max_body: 2,
+        };
+        for _ in 0..2000 {
+            let mut input = seed.clone();
+            for _ in 0..(next() % 4 + 1) {
+                let i = (next() % input.len() as u64) as usize;
+                input[i] = next() as u8;
+            }
+            for limits in [Limits::default(), tiny] {
+                for end in 0..=input.len() {
+                    let _ = parse_packet(&input[..end], &limits);
+                }
+            }
+        }
+    }
+}
