@@ -39,7 +39,12 @@ enum AppEnd {
 /// Returns the connection, with output the socket did not take yet left in `conn.out`, and
 /// `after_output` set to close when the connection must not carry another request.
 pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io::conn::Conn> {
-    let Work { mut conn, head, .. } = work;
+    let Work {
+        mut conn,
+        head,
+        uwsgi,
+        ..
+    } = work;
     conn.requests += 1;
     bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
     let fd = conn.stream.fd();
@@ -84,11 +89,17 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             server_header: bridge.server_header,
             max_app_headers: bridge.config.limit_response_headers,
             gate: ticket.as_ref().map(|t| Arc::clone(&t.gate)),
+            // uwsgi: nginx reads the answer until the connection closes (no chunked coding).
+            close_delimited: uwsgi.is_some(),
         },
     );
     let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");
 
-    let forwarded = forwarded_by_proxy(bridge, &conn.peer, &head);
+    let forwarded = match &uwsgi {
+        // nginx's own variables, never the forwarding headers it passes through unchanged.
+        Some(facts) => trusted(bridge, &conn.peer).then(|| facts.resolved()),
+        None => forwarded_by_proxy(bridge, &conn.peer, &head),
+    };
     let end = match bridge.environ.build(
         py,
         conn.listener,
@@ -305,11 +316,7 @@ fn drive_readinto(
 /// or None: the peer is not trusted, or sent none. Values that do not parse are counted.
 fn forwarded_by_proxy(bridge: &Bridge, peer: &Peer, head: &RequestHead) -> Option<Resolved> {
     let (trust, family) = bridge.config.forwarding.as_ref()?;
-    let trusted = match peer {
-        Peer::Ip(a) => trust.trusts(a.ip()),
-        Peer::Unix => trust.trusts_unix(),
-    };
-    if !trusted {
+    if !trusted(bridge, peer) {
         return None;
     }
     // Most requests carry none: find them without allocating.
@@ -329,6 +336,18 @@ fn forwarded_by_proxy(bridge: &Bridge, peer: &Peer, head: &RequestHead) -> Optio
             .fetch_add(u64::from(r.malformed), Ordering::Relaxed);
     }
     (r != Resolved::default()).then_some(r)
+}
+
+/// Is the connection's peer in `--forwarded-allow-ips`?
+fn trusted(bridge: &Bridge, peer: &Peer) -> bool {
+    bridge
+        .config
+        .forwarding
+        .as_ref()
+        .is_some_and(|(trust, _)| match peer {
+            Peer::Ip(a) => trust.trusts(a.ip()),
+            Peer::Unix => trust.trusts_unix(),
+        })
 }
 
 /// "METHOD TARGET VERSION", as the client sent it (lossy for non-UTF-8 bytes).

@@ -298,6 +298,9 @@ fn apply_forwarded(
     if let Some(p) = f.port {
         env.set_item(intern!(py, "SERVER_PORT"), p.to_string())?;
     }
+    if let Some(name) = &f.server_name {
+        env.set_item(intern!(py, "SERVER_NAME"), latin1(py, name))?;
+    }
     Ok(())
 }
 

@@ -128,6 +128,9 @@ pub struct SenderSettings {
     pub server_header: &'static [u8],
     /// With `--timeout`: the call's head gate (`wsgi::deadline`).
     pub gate: Option<Arc<HeadGate>>,
+    /// Frame the response as HTTP/1.0 does (Content-Length when known, else until the
+    /// connection closes; never chunked): the uwsgi protocol's answers.
+    pub close_delimited: bool,
 }
 
 impl Sender {
@@ -141,7 +144,11 @@ impl Sender {
             fd: conn.stream.fd(),
             token: conn.token,
             ctx,
-            version: head.version,
+            version: if settings.close_delimited {
+                Version::Http10
+            } else {
+                head.version
+            },
             is_head: head.is_head,
             keep_alive: settings.keep_alive,
             write_timeout: settings.write_timeout,

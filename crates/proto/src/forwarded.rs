@@ -142,8 +142,10 @@ pub struct Resolved {
     pub scheme: Option<Scheme>,
     /// The host the client asked for, `name[:port]` as sent.
     pub host: Option<Vec<u8>>,
-    /// The port the client connected to (`X-Forwarded-Port`).
+    /// The port the client connected to (`X-Forwarded-Port`; uwsgi's SERVER_PORT).
     pub port: Option<u16>,
+    /// The server's name as the proxy knows it (uwsgi's SERVER_NAME): SERVER_NAME only.
+    pub server_name: Option<Vec<u8>>,
     /// Headers ignored because their value did not parse or contradicted itself.
     pub malformed: u32,
 }

@@ -17,6 +17,9 @@
 //! repaired. Like the HTTP parser, the answer depends only on the bytes given, so a packet fed
 //! whole or in pieces parses the same.
 
+use std::net::IpAddr;
+
+use crate::forwarded::{Resolved, Scheme};
 use std::ops::Range;
 
 use crate::h1::parse::parse_content_length;
@@ -56,6 +59,40 @@ pub struct UwsgiFacts {
     /// SERVER_NAME and SERVER_PORT as sent.
     pub server_name: Option<Vec<u8>>,
     pub server_port: Option<Vec<u8>>,
+}
+
+impl UwsgiFacts {
+    /// The facts as the same overrides a trusted proxy's forwarding headers give (REMOTE_ADDR
+    /// and REMOTE_PORT, the scheme, SERVER_NAME and SERVER_PORT); values that do not parse
+    /// are left out and counted in `malformed`.
+    pub fn resolved(&self) -> Resolved {
+        let mut r = Resolved::default();
+        fn text(v: &Option<Vec<u8>>) -> Option<&str> {
+            v.as_deref().and_then(|b| std::str::from_utf8(b).ok())
+        }
+        if let Some(addr) = &self.remote_addr {
+            match text(&self.remote_addr).and_then(|s| s.parse::<IpAddr>().ok()) {
+                Some(ip) => {
+                    let port = text(&self.remote_port).and_then(|p| p.parse::<u16>().ok());
+                    r.client = Some((ip, port));
+                }
+                None if addr.is_empty() => {}
+                None => r.malformed += 1,
+            }
+        }
+        r.scheme = match self.scheme {
+            Some("https") => Some(Scheme::Https),
+            Some("http") => Some(Scheme::Http),
+            _ => None,
+        };
+        r.server_name = self.server_name.clone().filter(|n| !n.is_empty());
+        match text(&self.server_port).map(|p| p.parse::<u16>()) {
+            Some(Ok(p)) => r.port = Some(p),
+            Some(Err(_)) => r.malformed += 1,
+            None => {}
+        }
+        r
+    }
 }
 
 /// Parse one uwsgi request packet at the start of `buf`.

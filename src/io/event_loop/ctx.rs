@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use mio::Waker;
 use sluicegate_proto::forwarded::TrustList;
+use sluicegate_proto::uwsgi::UwsgiFacts;
 use sluicegate_proto::{Limits, RequestHead};
 
 use crate::access_log::AccessLog;
@@ -24,6 +25,8 @@ pub struct Work {
     /// The whole body (if any) is already in the connection's buffer: the app can be called
     /// without ever waiting on the socket.
     pub body_buffered: bool,
+    /// A uwsgi request: what nginx's variables say about the client and the server.
+    pub uwsgi: Option<Box<UwsgiFacts>>,
 }
 
 /// Counters shared by the loop and the app threads (diagnostics and tests).

@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 
 use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
 use sluicegate_proto::proxy_protocol::{self, ProxiedAddr, ProxyError};
+use sluicegate_proto::uwsgi;
 
 use super::*;
 use crate::http_date::http_date;
@@ -261,8 +262,14 @@ impl LoopState {
                 }
             }
         }
-        let buf = conn.rbuf.as_ref().unwrap();
-        let Some((head, used)) = conn.parser.parse(buf.filled(), &ctx.settings.limits)? else {
+        let buf = conn.rbuf.as_ref().unwrap().filled();
+        let limits = &ctx.settings.limits;
+        let parsed = if conn.wire == Wire::Uwsgi {
+            uwsgi::parse_packet(buf, limits)?.map(|(h, f, n)| (h, n, Some(Box::new(f))))
+        } else {
+            conn.parser.parse(buf, limits)?.map(|(h, n)| (h, n, None))
+        };
+        let Some((head, used, uwsgi_facts)) = parsed else {
             if matches!(conn.phase, Phase::Idle) {
                 conn.phase = Phase::ReadingHead;
                 conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
@@ -296,7 +303,10 @@ impl LoopState {
         let body_buffered = match head.body {
             BodyFraming::None => true,
             BodyFraming::Length(n) if n <= buffered => true,
-            BodyFraming::Length(n) if n <= INLINE_BODY_MAX && !head.expect_continue => {
+            // (Not for uwsgi: its facts travel with the Work, and nginx sent the body whole.)
+            BodyFraming::Length(n)
+                if n <= INLINE_BODY_MAX && !head.expect_continue && uwsgi_facts.is_none() =>
+            {
                 // Wait in the loop for the rest of a small body, as long as it keeps coming
                 // (the read timeout, as when the app reads a body itself).
                 conn.phase = Phase::ReadingBody(Box::new(head));
@@ -305,7 +315,9 @@ impl LoopState {
             }
             _ => false,
         };
-        Ok(Next::Work(self.take_work(token, head, body_buffered)))
+        let mut work = self.take_work(token, head, body_buffered);
+        work.uwsgi = uwsgi_facts;
+        Ok(Next::Work(work))
     }
 
     /// Mark the connection away and hand it out with its request.
@@ -333,6 +345,7 @@ impl LoopState {
             conn,
             head,
             body_buffered,
+            uwsgi: None,
         }
     }
 }
