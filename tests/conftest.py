@@ -149,7 +149,7 @@ class ServerProcess:
                             host = m.group("host").strip("[]")
                             self.addresses.append(("tcp", (host, int(m.group("port")))))
                 seen = len(self.stderr_lines)
-                if len(self.addresses) >= len(self.binds):
+                if len(self.addresses) >= len(self.binds) + self.options.count("--bind"):
                     return
                 if self.proc.poll() is not None:
                     # Let the drain threads collect the last lines before reporting.
