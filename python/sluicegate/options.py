@@ -499,7 +499,7 @@ OPTIONS: Tuple[Option, ...] = (
         "beyond MIN are started under load and stop when idle. auto: 1:1024, except 1:48 for an "
         "app that holds a database connection per thread (Django with a database other than "
         "SQLite and no connection pool), so that a burst stays within PostgreSQL's default "
-        "connection limit (see docs/deployment.md).",
+        "connection limit (see docs/deploying.md).",
         "MIN:MAX", Optional[Tuple[int, int]],
     ),
     Option(

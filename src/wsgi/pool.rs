@@ -40,7 +40,7 @@ const LOOK_EVERY: Duration = Duration::from_micros(250);
 
 /// Past this many app threads the pool logs one warning: it is PostgreSQL's default
 /// `max_connections`, and an app that holds one database connection per thread (Django with
-/// its defaults) gets refused connections beyond it. See docs/deployment.md, "Sizing --threads".
+/// its defaults) gets refused connections beyond it. See docs/deploying.md, "Sizing --threads".
 const MANY_THREADS: usize = 100;
 
 /// No thread CPU clock known yet.
@@ -348,7 +348,7 @@ impl<J: Send + 'static> Pool<J> {
              {MANY_THREADS} threads (limit {}). If each call holds a database connection, a \
              database with a default connection limit (PostgreSQL max_connections = 100) \
              refuses the next ones; cap it with --threads MIN:MAX below that limit (see \
-             docs/deployment.md, \"Sizing --threads\")",
+             docs/deploying.md, \"Sizing --threads\")",
             self.max
         );
         let logged = py
