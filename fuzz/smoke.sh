@@ -17,7 +17,7 @@ export RUSTC_BOOTSTRAP=1
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-for target in ${FUZZ_TARGETS:-parse_head decode_chunked}; do
+for target in ${FUZZ_TARGETS:-parse_head decode_chunked proxy_protocol parse_uwsgi forwarded}; do
     echo "== fuzz $target for ${secs}s"
     mkdir -p "corpus/$target"
     # The first corpus directory collects new inputs; seeds/ is read only.
