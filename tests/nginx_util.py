@@ -54,30 +54,38 @@ def client_context() -> ssl.SSLContext:
 
 class Nginx:
     """`upstreams`: name -> (kind, target); kind is "http" (target "127.0.0.1:PORT" or
-    "unix:/path") or "uwsgi" (same targets). `ports[name]` is the HTTPS port for it."""
+    "unix:/path") or "uwsgi" (same targets). `ports[name]` is the HTTPS port for it (plain HTTP
+    with `tls=False`, as the S11 benchmark runs it)."""
 
-    def __init__(self, upstreams: Dict[str, Tuple[str, str]]):
+    def __init__(self, upstreams: Dict[str, Tuple[str, str]], tls: bool = True):
         self.dir = tempfile.mkdtemp(prefix="sg-nginx-")
         os.chmod(self.dir, 0o755)
         cert, key = os.path.join(self.dir, "cert.pem"), os.path.join(self.dir, "key.pem")
-        subprocess.run([OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                        "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
-                       check=True, capture_output=True)
+        if tls:
+            subprocess.run([OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                            "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
+                           check=True, capture_output=True)
         self.ports: Dict[str, int] = {}
         blocks = []
-        for name, (kind, target) in upstreams.items():
+        for i, (name, (kind, target)) in enumerate(upstreams.items()):
             port = self.ports[name] = free_port()
             if kind == "http":
-                upstream = f"http://{target}" if not target.startswith("unix:") else f"http://{target}:"
-                inner = f"proxy_pass {upstream};{PROXY_HEADERS}"
+                # An upstream block, so that nginx keeps connections to the server open.
+                blocks.append(f"""
+    upstream app{i} {{
+        server {target};
+        keepalive 16;
+    }}""")
+                inner = f"proxy_pass http://app{i};{PROXY_HEADERS}"
             else:
                 inner = (f"include {UWSGI_PARAMS};\n        uwsgi_pass {target};\n"
                          "        uwsgi_buffering off;")
+            ssl_lines = (f"ssl_certificate {cert};\n        ssl_certificate_key {key};"
+                         if tls else "")
             blocks.append(f"""
     server {{
-        listen 127.0.0.1:{port} ssl;
-        ssl_certificate {cert};
-        ssl_certificate_key {key};
+        listen 127.0.0.1:{port}{" ssl" if tls else ""};
+        {ssl_lines}
         location / {{
         {inner}
         }}
@@ -95,6 +103,7 @@ error_log {self.dir}/error.log;
 events {{ worker_connections 1024; }}
 http {{
     access_log off;
+    keepalive_requests 1000000000;
     client_max_body_size 64m;
 {temp}
 {''.join(blocks)}

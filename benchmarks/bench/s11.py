@@ -1,0 +1,227 @@
+"""S11: behind nginx. Hello world (S6's app) and the 2.5 MB stream in 128-byte blocks (S3's)
+fetched with wrk through one nginx (Debian's, one worker, plain HTTP on loopback) in front of:
+
+- sluicegate, HTTP over a unix socket (nginx `proxy_pass` to an upstream with `keepalive`);
+- sluicegate, the uwsgi protocol over a unix socket (`uwsgi_pass`);
+- uWSGI, the uwsgi protocol over a unix socket (`uwsgi_pass`, `--socket`);
+- gunicorn gthread over a unix socket (`proxy_pass`, keepalive);
+- granian over TCP (`proxy_pass`, keepalive; granian has no unix socket for WSGI).
+
+Rounds are interleaved (the order rotates), and each run reads the CPU time of the server's
+process tree and of nginx's around it: req/s, server µs/request, nginx µs/request, medians.
+Every server gets one process and 4 threads. The responses' bytes are checked: a full fetch
+compared with the expected body before the runs, and wrk's byte count during them.
+
+    cd benchmarks && ../.venv/bin/python -m bench.s11 [--rounds 3] [--seconds 5] [--conns 16] \
+        [--out results/DATE-s11]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent
+ROOT = BENCH.parent
+APPS = BENCH / "apps"
+sys.path.insert(0, str(APPS))
+sys.path.insert(0, str(ROOT))
+import payloads  # noqa: E402
+from bench.loadgen import wrk  # noqa: E402
+from bench.procs import cpu_seconds, session_pids  # noqa: E402
+from tests import nginx_util  # noqa: E402
+
+SG = ROOT / ".venv" / "bin" / "python"
+PEERS = BENCH / ".venv" / "bin"
+THREADS = 4
+
+CASES = {
+    "hello": ("s6_hello", "/", b"Hello, World!"),
+    "stream128": ("s3_stream", "/128", payloads.text()),
+}
+
+
+def upstreams(d: str, module: str, tcp_port: int) -> dict:
+    """name -> (argv, nginx kind, nginx target, settings)."""
+    app = f"{module}:app"
+    return {
+        "sluicegate http unix": (
+            [str(SG), "-m", "sluicegate", "--bind", f"unix:{d}/sg-http.sock", "--threads",
+             f"1:{THREADS}", app], "http", f"unix:{d}/sg-http.sock", "--threads 1:4"),
+        "sluicegate uwsgi unix": (
+            [str(SG), "-m", "sluicegate", "--bind", f"uwsgi:unix:{d}/sg-uwsgi.sock", "--threads",
+             f"1:{THREADS}", app], "uwsgi", f"unix:{d}/sg-uwsgi.sock", "--threads 1:4"),
+        "uWSGI uwsgi unix": (
+            [str(PEERS / "uwsgi"), "--master", "--die-on-term", "--socket", f"{d}/uwsgi.sock",
+             "--processes", "1", "--threads", str(THREADS), "--module", app, "--chdir", str(APPS),
+             "--pythonpath", str(APPS), "--disable-logging", "--need-app", "--listen", "1024"],
+            "uwsgi", f"unix:{d}/uwsgi.sock", "--socket --processes 1 --threads 4"),
+        "gunicorn gthread unix": (
+            [str(PEERS / "gunicorn"), "-w", "1", "-k", "gthread", "--threads", str(THREADS),
+             "--bind", f"unix:{d}/gunicorn.sock", "--keep-alive", "120", "--log-level", "warning",
+             "--chdir", str(APPS), app], "http", f"unix:{d}/gunicorn.sock",
+            "-w 1 -k gthread --threads 4"),
+        "granian tcp": (
+            [str(PEERS / "granian"), "--interface", "wsgi", "--host", "127.0.0.1", "--port",
+             str(tcp_port), "--workers", "1", "--blocking-threads", str(THREADS), "--http", "1",
+             "--no-ws", "--log-level", "warning", "--no-access-log", "--working-dir", str(APPS),
+             app], "http", f"127.0.0.1:{tcp_port}", "--workers 1 --blocking-threads 4"),
+    }
+
+
+def env_for(argv0: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
+    env["PYTHONPATH"] = str(APPS)
+    env["PATH"] = f"{Path(argv0).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    return env
+
+
+def wait_ready(kind_target: str, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            if kind_target.startswith("unix:"):
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(kind_target[5:])
+            else:
+                host, port = kind_target.rsplit(":", 1)
+                s = socket.create_connection((host, int(port)))
+            s.close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"{kind_target} never became ready")
+
+
+def fetch(port: int, path: str) -> tuple[int, bytes]:
+    """One keep-alive GET through nginx: (bytes on the wire, decoded body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+        f = s.makefile("rb")
+        raw = b""
+        head = []
+        while (line := f.readline()) != b"\r\n":
+            head.append(line)
+            raw += line
+        raw += b"\r\n"
+        fields = {ln.split(b":", 1)[0].strip().lower(): ln.split(b":", 1)[1].strip() for ln in head[1:]}
+        body = b""
+        if b"content-length" in fields:
+            body = f.read(int(fields[b"content-length"]))
+            raw += body
+        else:
+            while True:
+                size_line = f.readline()
+                raw += size_line
+                n = int(size_line.strip(), 16)
+                chunk = f.read(n + 2)
+                raw += chunk
+                if n == 0:
+                    break
+                body += chunk[:-2]
+        return len(raw), body
+
+
+def nginx_pids(proc: subprocess.Popen) -> list[int]:
+    try:
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            return [proc.pid] + [int(p) for p in f.read().split()]
+    except OSError:
+        return [proc.pid]
+
+
+def run_case(case: str, rounds: int, seconds: float, conns: int) -> dict:
+    module, path, expect = CASES[case]
+    d = tempfile.mkdtemp(prefix="sg-s11-")
+    os.chmod(d, 0o755)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        tcp_port = s.getsockname()[1]
+    ups = upstreams(d, module, tcp_port)
+    procs = {}
+    try:
+        for name, (argv, kind, target, _) in ups.items():
+            procs[name] = subprocess.Popen(argv, cwd=APPS, env=env_for(argv[0]),
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                           start_new_session=True)
+        for name, (_, _, target, _) in ups.items():
+            wait_ready(target, time.monotonic() + 30)
+        for sock in Path(d).glob("*.sock"):
+            os.chmod(sock, 0o666)
+        proxy = nginx_util.Nginx({n: (k, t) for n, (_, k, t, _) in ups.items()}, tls=False)
+        try:
+            sizes = {}
+            for name in ups:
+                size, body = fetch(proxy.ports[name], path)
+                if body != expect:
+                    raise SystemExit(f"{case} {name}: wrong body ({len(body)} bytes)")
+                sizes[name] = size
+            res = {name: {"rps": [], "server_us": [], "nginx_us": []} for name in ups}
+            names = list(ups)
+            for r in range(rounds):
+                k = r % len(names)
+                for name in names[k:] + names[:k]:
+                    pids = session_pids(procs[name].pid)
+                    npids = nginx_pids(proxy.proc)
+                    b, nb = cpu_seconds(pids), cpu_seconds(npids)
+                    out = wrk(f"http://127.0.0.1:{proxy.ports[name]}{path}", conns, seconds,
+                              sizes[name])
+                    a, na = cpu_seconds(pids), cpu_seconds(npids)
+                    if out.errors or not out.verified or not out.requests:
+                        raise SystemExit(f"{case} {name}: {out.note or 'errors'}")
+                    res[name]["rps"].append(out.rps)
+                    res[name]["server_us"].append((a - b) * 1e6 / out.requests)
+                    res[name]["nginx_us"].append((na - nb) * 1e6 / out.requests)
+                    print(f"  {case} round {r + 1} {name}: {out.rps:.0f} req/s", flush=True)
+            return {name: {"settings": ups[name][3], **{k: statistics.median(v) for k, v in m.items()},
+                           "rounds": m} for name, m in res.items()}
+        finally:
+            proxy.stop()
+    finally:
+        for p in procs.values():
+            try:
+                os.killpg(p.pid, 15)
+            except ProcessLookupError:
+                pass
+        for p in procs.values():
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, 9)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--conns", type=int, default=16)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    results = {}
+    lines = [f"S11 behind nginx: wrk -t1 -c{args.conns} -d{args.seconds:g}s, {args.rounds} rounds "
+             "interleaved, medians", "",
+             "| case | upstream | req/s | server µs/req | nginx µs/req |", "|---|---|---:|---:|---:|"]
+    for case in CASES:
+        results[case] = run_case(case, args.rounds, args.seconds, args.conns)
+        for name, m in results[case].items():
+            lines.append(f"| {case} | {name} | {m['rps']:,.0f} | {m['server_us']:.1f} | "
+                         f"{m['nginx_us']:.1f} |")
+    report = "\n".join(lines)
+    print(report)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "s11.json").write_text(json.dumps(results, indent=1))
+        (args.out / "s11.md").write_text(report + "\n\ncommand: cd benchmarks && "
+                                         f"../.venv/bin/python -m bench.s11 --rounds {args.rounds} "
+                                         f"--seconds {args.seconds:g} --conns {args.conns}\n")
+
+
+if __name__ == "__main__":
+    main()
