@@ -29,6 +29,8 @@ pub struct Config {
     pub keepalive_timeout: Duration,
     /// `--read-timeout`: the app's body read fails after this long without progress.
     pub read_timeout: Duration,
+    /// `--min-body-rate` and `--body-timeout` (`wsgi::input::BodyPace`).
+    pub body_pace: crate::wsgi::input::BodyPace,
     /// `--write-timeout`: a client that accepts no bytes for this long is disconnected.
     pub write_timeout: Duration,
     /// `--timeout`: how long an app call may run (`wsgi::deadline`); None = off.
@@ -162,6 +164,13 @@ impl Config {
             keepalive_timeout: secs(d, "keepalive_timeout")?,
             read_timeout: secs(d, "read_timeout")?,
             write_timeout: secs(d, "write_timeout")?,
+            body_pace: crate::wsgi::input::BodyPace {
+                min_rate: get(d, "min_body_rate")?,
+                total: {
+                    let t: f64 = get(d, "body_timeout")?;
+                    (t > 0.0).then(|| Duration::from_secs_f64(t))
+                },
+            },
             timeout: {
                 let t: f64 = get(d, "timeout")?;
                 if t == 0.0 {

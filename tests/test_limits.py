@@ -8,6 +8,7 @@ timer); the keep-alive idle timeout; the write timeout for a client that stops r
 defaults (8 KiB request line, 100 headers) are checked on a server started without options.
 """
 
+import json
 import re
 import select
 import socket
@@ -322,3 +323,67 @@ def test_running_out_of_descriptors_is_logged_once_per_episode(start_server):
         for c in clients:
             c.close()
 
+
+
+def test_a_response_that_cannot_drain_the_body_says_connection_close(start_server):
+    """Regression (issue 15, item 3): the answer sent before closing on an undrainable request
+    body must say so (RFC 9112 §9.6), not promise a keep-alive the server will not keep."""
+    srv = start_server("hello", "--max-drain", "1000")
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("POST", "/large", body=b"L" * 100000))
+        resp = c.read_response()
+        assert resp.status == 200 and resp.has_token("Connection", "close")
+        c.expect_closed()
+    with Conn.open(srv.port) as c:  # a small one is drained: the connection is kept
+        c.send(request_bytes("POST", "/small", body=b"s" * 500))
+        resp = c.read_response()
+        assert not resp.has_token("Connection", "close")
+    # Chunked and unread: its length is unknown, so no promise either.
+    with Conn.open(srv.port) as c:
+        c.send(b"POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"100000\r\n" + b"c" * 1000)
+        resp = c.read_response()
+        assert resp.status == 200 and resp.has_token("Connection", "close")
+
+
+def _trickle(port, body_len, chunk, pause, total_chunks, token):
+    """POST a body of body_len bytes, `chunk` bytes every `pause` seconds (at most
+    total_chunks of them), then read whatever answer comes."""
+    c = Conn.open(port)
+    c.send(f"POST /read HTTP/1.1\r\nHost: x\r\nX-Token: {token}\r\n"
+           f"Content-Length: {body_len}\r\n\r\n".encode())
+    for _ in range(total_chunks):
+        try:
+            c.send(b"x" * chunk)
+        except OSError:
+            break  # the server gave up on us: the answer is waiting
+        if select.select([c.sock], [], [], pause)[0]:
+            break
+    try:
+        return c.read_response()
+    finally:
+        c.close()
+
+
+def test_a_body_sent_one_byte_at_a_time_is_cut_by_the_minimum_rate(start_server):
+    """Regression (issue 15, item 5): each byte counted as progress, so a body sent at a byte
+    every 0.2 s held its thread forever. With --min-body-rate 100 (after the 5 s grace) the
+    app's read raises TimeoutError and the client gets 408."""
+    srv = start_server("body_reader", "--min-body-rate", "100", "--read-timeout", "30")
+    resp = _trickle(srv.port, 200000, 1, 0.2, 200, "slow1")
+    assert resp.status == 408
+    srv.wait_log(r"body_reader token=slow1 outcome=error type=TimeoutError")
+    assert "came too slowly" in srv.log_text()
+
+
+def test_a_body_timeout_bounds_the_whole_body(start_server):
+    srv = start_server("body_reader", "--body-timeout", "1", "--min-body-rate", "0")
+    resp = _trickle(srv.port, 10_000_000, 65536, 0.2, 400, "total1")
+    assert resp.status == 408
+    srv.wait_log(r"body_reader token=total1 outcome=error type=TimeoutError")
+
+
+def test_a_body_at_a_fair_pace_is_not_cut(start_server):
+    srv = start_server("body_reader", "--min-body-rate", "1000")
+    resp = _trickle(srv.port, 200000, 20000, 0.05, 10, "fair1")
+    assert resp.status == 200 and json.loads(resp.body)["len"] == 200000

@@ -29,6 +29,8 @@ class Server:
       header_timeout: float                         -- seconds for a whole request head (408)
       keepalive_timeout: float                      -- idle seconds between requests
       read_timeout: float                           -- seconds without body progress (app gets an error)
+      min_body_rate: int                            -- bytes/s a body must average after 5 s (0 = none)
+      body_timeout: float                           -- seconds a whole body may take (0 = no limit)
       write_timeout: float                          -- seconds without write progress (connection closed)
       timeout: float                                -- seconds an app call may run (504 or close, stack logged); 0 = off
       graceful_timeout: float                       -- seconds in-flight requests get at shutdown

@@ -544,6 +544,20 @@ OPTIONS: Tuple[Option, ...] = (
         "SECONDS", float, core=True,
     ),
     Option(
+        "min_body_rate", parse_size, "240",
+        "Bytes per second a request body must average, counted from its start, once the "
+        "first 5 seconds have passed; a slower client (one byte a second still makes progress) "
+        "is cut: the app's read raises TimeoutError and the client gets 408 if nothing was sent. "
+        "0: no minimum.",
+        "BYTES", int, core=True,
+    ),
+    Option(
+        "body_timeout", parse_seconds_or_off, "0",
+        "Seconds a whole request body may take from its start, however fast it comes; past it, "
+        "as for --min-body-rate. 0: no limit.",
+        "SECONDS", float, core=True,
+    ),
+    Option(
         "write_timeout", parse_seconds, "30",
         "Seconds without progress while sending a response; the connection is then closed.",
         "SECONDS", float, core=True,
@@ -724,6 +738,8 @@ class Config:
     header_timeout: float
     keepalive_timeout: float
     read_timeout: float
+    min_body_rate: int
+    body_timeout: float
     write_timeout: float
     timeout: float
     max_stuck: int

@@ -151,6 +151,8 @@ pub struct Server {
     shared: Arc<Shared>,
     loop_state: Mutex<Option<Box<LoopState>>>,
     signal_fd: RawFd,
+    /// The release bell (`wsgi::release`), an eventfd the main thread waits on.
+    bell_fd: RawFd,
 }
 
 #[pymethods]
@@ -251,7 +253,9 @@ impl Server {
         let bridge = Bridge::new(py, app, environ, config, ctx)?;
         // SAFETY: plain eventfd creation; the result is checked below.
         let done_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-        if done_fd < 0 {
+        // SAFETY: as above.
+        let bell_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if done_fd < 0 || bell_fd < 0 {
             return Err(PyOSError::new_err("eventfd failed"));
         }
         Ok(Server {
@@ -263,6 +267,7 @@ impl Server {
             }),
             loop_state: Mutex::new(Some(st)),
             signal_fd,
+            bell_fd,
         })
     }
 
@@ -325,11 +330,23 @@ impl Server {
             None => None,
         };
 
-        // Wait for the end, running signal handlers when the signal pipe has bytes.
+        // Wait for the end, running signal handlers when the signal pipe has bytes, and
+        // re-attaching when the release bell rings (`wsgi::release`: returning from `detach`
+        // applies the decrefs PyO3 deferred).
         let done_fd = shared.done_fd;
         let signal_fd = self.signal_fd;
+        let bell_fd = self.bell_fd;
+        crate::wsgi::release::install(bell_fd);
         loop {
-            let (done, signalled) = py.detach(|| wait_two(done_fd, signal_fd));
+            let [done, signalled] = py.detach(|| {
+                let [done, signalled, rang] = wait_any([done_fd, signal_fd, bell_fd]);
+                // Drained before re-attaching: every drop whose ring this consumes registered
+                // its decref before ringing, so re-attaching applies it.
+                if rang {
+                    drain_fd(bell_fd);
+                }
+                [done, signalled]
+            });
             if signalled {
                 drain_fd(signal_fd);
                 if let Err(e) = py.check_signals() {
@@ -447,8 +464,12 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // SAFETY: closing our own eventfd once.
-        unsafe { libc::close(self.shared.done_fd) };
+        crate::wsgi::release::uninstall(self.bell_fd);
+        // SAFETY: closing our own eventfds once.
+        unsafe {
+            libc::close(self.shared.done_fd);
+            libc::close(self.bell_fd);
+        }
     }
 }
 
@@ -499,29 +520,22 @@ fn python_stack(py: Python<'_>, ident: u64) -> String {
         .unwrap_or_else(|_| "  (no Python frame: the thread is outside the interpreter)\n".into())
 }
 
-/// Wait until `a` or `b` (if >= 0) is readable. Returns (a ready, b ready).
-fn wait_two(a: RawFd, b: RawFd) -> (bool, bool) {
-    let mut fds = [
-        libc::pollfd {
-            fd: a,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: b,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    let n = if b >= 0 { 2 } else { 1 };
+/// Wait until one of `fds` is readable (a negative fd is ignored, as poll(2) does). Returns
+/// which are.
+fn wait_any<const N: usize>(fds: [RawFd; N]) -> [bool; N] {
+    let mut polls = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
     loop {
-        // SAFETY: `fds` holds `n` valid pollfd structs for the duration of the call.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, -1) };
+        // SAFETY: `polls` holds N valid pollfd structs for the duration of the call.
+        let r = unsafe { libc::poll(polls.as_mut_ptr(), N as libc::nfds_t, -1) };
         if r >= 0 {
-            return (fds[0].revents != 0, n == 2 && fds[1].revents != 0);
+            return polls.map(|p| p.revents != 0);
         }
         if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return (false, false);
+            return [false; N];
         }
     }
 }
@@ -529,7 +543,7 @@ fn wait_two(a: RawFd, b: RawFd) -> (bool, bool) {
 fn drain_fd(fd: RawFd) {
     let mut buf = [0u8; 256];
     loop {
-        // SAFETY: reads into a valid stack buffer; fd is the non-blocking signal pipe.
+        // SAFETY: reads into a valid stack buffer; fd is the non-blocking signal pipe or bell.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
         if n <= 0 {
             return;

@@ -16,15 +16,24 @@ use crate::io::out_queue::{OutQueue, SharedBytes};
 /// larger `bytes` blocks are sent from the Python object's buffer (no copy).
 pub const COPY_MAX: usize = 16 * 1024;
 
-/// A Python `bytes` object queued for writing. It is immutable and kept alive by `_owner`, so
+/// A Python `bytes` object queued for writing. It is immutable and kept alive by `owner`, so
 /// its buffer stays valid and unchanged until the segment is dropped.
 struct PyBytesChunk {
-    _owner: Py<PyBytes>,
+    /// Always Some until dropped (taken in `drop` so the decref comes before the bell).
+    owner: Option<Py<PyBytes>>,
     ptr: *const u8,
     len: usize,
 }
 
-// SAFETY: the pointed-to memory belongs to an immutable bytes object that `_owner` keeps alive;
+impl Drop for PyBytesChunk {
+    fn drop(&mut self) {
+        drop(self.owner.take());
+        // Dropped by the event loop (a client gone mid-response): have the decref applied now.
+        super::release::after_drop();
+    }
+}
+
+// SAFETY: the pointed-to memory belongs to an immutable bytes object that `owner` keeps alive;
 // reading it from another thread without the GIL is sound because nothing can mutate it, and
 // PyO3 defers the decref of a Py dropped without the GIL.
 unsafe impl Send for PyBytesChunk {}
@@ -79,7 +88,7 @@ fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize) {
         Block::Bytes(b) if !small => {
             let ptr = b.as_bytes().as_ptr();
             out.push_shared(Box::new(PyBytesChunk {
-                _owner: b.unbind(),
+                owner: Some(b.unbind()),
                 ptr,
                 len: take,
             }));

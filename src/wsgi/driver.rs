@@ -22,7 +22,7 @@ use super::sender::{SendError, Sender, SenderSettings};
 use super::start_response::StartResponse;
 use super::{type_name, Bridge};
 use crate::io::conn::AfterOutput;
-use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR};
+use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::event_loop::Work;
 use crate::io::stream::Peer;
 
@@ -64,6 +64,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
                 decoder,
                 head.expect_continue,
                 bridge.config.read_timeout,
+                bridge.config.body_pace,
             );
             Some(Py::new(py, Input::new(Some(state))).expect("allocating wsgi.input"))
         }
@@ -89,6 +90,9 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             server_header: bridge.server_header,
             max_app_headers: bridge.config.limit_response_headers,
             gate: ticket.as_ref().map(|t| Arc::clone(&t.gate)),
+            body: input_obj
+                .as_ref()
+                .map(|i| (i.clone_ref(py), bridge.config.max_drain)),
             // uwsgi: nginx reads the answer until the connection closes (no chunked coding).
             close_delimited: uwsgi.is_some(),
         },
@@ -119,12 +123,14 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     // Give the body state back: the connection's buffer (with pipelined bytes after the body),
     // and learn whether the body was consumed, so the connection can carry another request.
     let mut body_ok = true;
-    let mut body_error_status = None;
+    let mut body_answer = None;
     if let Some(input) = input_obj {
         if let Some(mut st) = input.get().detach() {
-            if let Some(BodyFailure::Protocol(e)) = st.failure {
-                body_error_status = Some(e);
-            }
+            body_answer = match st.failure {
+                Some(BodyFailure::Protocol(e)) => Some((e.status(), e.reason())),
+                Some(BodyFailure::TimedOut | BodyFailure::TooSlow) => Some(REQUEST_TIMEOUT),
+                _ => None,
+            };
             if !st.complete() {
                 body_ok = if st.failure.is_some() || (st.continue_due && !st.continue_sent) {
                     // Never sent 100 Continue: the client may not send the body; don't wait.
@@ -151,10 +157,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
                 sender.client_gone = true;
             } else {
                 // Nothing was sent: a clean error answer. A body error gets its own status.
-                let answer = match body_error_status {
-                    Some(e) => (e.status(), e.reason()),
-                    None => INTERNAL_ERROR,
-                };
+                let answer = body_answer.unwrap_or(INTERNAL_ERROR);
                 sender.out.clear();
                 sender
                     .out

@@ -7,10 +7,14 @@
 //! Waiting for the socket happens with the GIL released, bounded by the read timeout. A body cut
 //! short by the client raises `ClientDisconnected` in the app, never a short read that looks
 //! like the end. `Expect: 100-continue` is answered on the first read, not before.
+//!
+//! Progress alone does not keep a body alive ([`BodyPace`]): a client must also keep up
+//! `--min-body-rate` on average after a grace period, and finish within `--body-timeout` if set,
+//! or the app's read raises `TimeoutError` (and the client gets 408 if nothing was sent).
 
 use std::os::fd::RawFd;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
@@ -33,8 +37,38 @@ pub enum BodyFailure {
     Disconnected,
     /// No bytes for the read timeout.
     TimedOut,
+    /// Slower than `--min-body-rate`, or longer than `--body-timeout`.
+    TooSlow,
     /// Invalid framing or too large: the answer the server should give if it still can.
     Protocol(ProtoError),
+}
+
+/// How fast a body must come (`--min-body-rate`, `--body-timeout`), as Kestrel's
+/// `MinRequestBodyDataRate`: after `GRACE`, the bytes received must average at least
+/// `min_rate` per second since the body began, and the whole body must be in within `total`.
+/// A client sending one byte a second makes progress, and is still cut.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyPace {
+    pub min_rate: u64,
+    pub total: Option<Duration>,
+}
+
+impl BodyPace {
+    /// How long the rate is not judged, from the body's start (slow start, a client's pause).
+    pub const GRACE: Duration = Duration::from_secs(5);
+
+    /// When the body fails if no more bytes come, having `received` raw bytes since `started`.
+    fn deadline(&self, started: Instant, received: u64) -> Option<Instant> {
+        let by_rate = (self.min_rate > 0).then(|| {
+            let owed = Duration::from_secs_f64(received as f64 / self.min_rate as f64);
+            started + Self::GRACE + owed
+        });
+        let total = self.total.map(|t| started + t);
+        match (by_rate, total) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// Body-reading state; moved in for the request and taken back after it.
@@ -49,6 +83,10 @@ pub struct BodyState {
     pub continue_due: bool,
     pub continue_sent: bool,
     pub read_timeout: Duration,
+    pace: BodyPace,
+    started: Instant,
+    /// Raw bytes read from the socket by this object (for the pace).
+    read_bytes: u64,
     pub failure: Option<BodyFailure>,
 }
 
@@ -59,6 +97,7 @@ impl BodyState {
         decoder: BodyDecoder,
         expect_continue: bool,
         read_timeout: Duration,
+        pace: BodyPace,
     ) -> BodyState {
         BodyState {
             fd,
@@ -69,6 +108,9 @@ impl BodyState {
             continue_due: expect_continue,
             continue_sent: false,
             read_timeout,
+            pace,
+            started: Instant::now(),
+            read_bytes: 0,
             failure: None,
         }
     }
@@ -132,11 +174,13 @@ impl BodyState {
                 .map_err(|_| self.fail(BodyFailure::Disconnected))?;
         }
         let fd = self.fd;
-        let timeout = self.read_timeout;
+        // The read timeout, or less when the pace's deadline comes first.
+        let pace_deadline = self.pace.deadline(self.started, self.read_bytes);
         let cap = match self.decoder.remaining() {
             Some(left) => (left as usize).saturating_sub(self.raw.len()).max(1),
             None => usize::MAX,
         };
+        let read_timeout = self.read_timeout;
         let raw = &mut self.raw;
         let res = py.detach(|| -> Result<usize, BodyFailure> {
             loop {
@@ -151,16 +195,38 @@ impl BodyState {
                     Err(e) => e,
                 };
                 match e.kind() {
-                    std::io::ErrorKind::WouldBlock => match wait_fd(fd, false, timeout) {
-                        Ok(true) => continue,
-                        Ok(false) => return Err(BodyFailure::TimedOut),
-                        Err(_) => return Err(BodyFailure::Disconnected),
-                    },
+                    std::io::ErrorKind::WouldBlock => {
+                        let (wait, failure) = match pace_deadline {
+                            Some(d) => {
+                                let left = d.saturating_duration_since(Instant::now());
+                                if left < read_timeout {
+                                    (left, BodyFailure::TooSlow)
+                                } else {
+                                    (read_timeout, BodyFailure::TimedOut)
+                                }
+                            }
+                            None => (read_timeout, BodyFailure::TimedOut),
+                        };
+                        if wait.is_zero() {
+                            return Err(failure);
+                        }
+                        match wait_fd(fd, false, wait) {
+                            Ok(true) => continue,
+                            Ok(false) => return Err(failure),
+                            Err(_) => return Err(BodyFailure::Disconnected),
+                        }
+                    }
                     _ => return Err(BodyFailure::Disconnected),
                 }
             }
         });
-        res.map(|_| ()).map_err(|f| self.fail(f))
+        match res {
+            Ok(n) => {
+                self.read_bytes += n as u64;
+                Ok(())
+            }
+            Err(f) => Err(self.fail(f)),
+        }
     }
 
     /// Up to `limit` decoded bytes (None = to the end of the body).
@@ -233,6 +299,24 @@ impl BodyState {
     pub fn complete(&self) -> bool {
         self.decoder.is_done() && self.pending_len() == 0
     }
+
+    /// Could the rest of the body be drained after the response (at most `max` bytes), so
+    /// the connection can carry another request? Decided when the response head is made, so
+    /// the head says `Connection: close` when it cannot (RFC 9112 §9.6): an unread chunked
+    /// body (its length is unknown), one longer than `max`, a failed one, or one the client
+    /// may never send (`Expect: 100-continue` not answered).
+    pub fn drainable(&self, max: u64) -> bool {
+        if self.complete() {
+            return true;
+        }
+        if self.failure.is_some() || (self.continue_due && !self.continue_sent) {
+            return false;
+        }
+        match self.decoder.remaining() {
+            Some(left) => left + self.pending_len() as u64 <= max,
+            None => false,
+        }
+    }
 }
 
 fn memchr_nl(b: &[u8]) -> Option<usize> {
@@ -246,6 +330,16 @@ fn to_pyerr(f: BodyFailure, st: &BodyState) -> PyErr {
             st.decoder.received()
         )),
         BodyFailure::TimedOut => PyTimeoutError::new_err("timed out reading the request body"),
+        BodyFailure::TooSlow => PyTimeoutError::new_err(format!(
+            "the request body came too slowly (--min-body-rate {} bytes/s after {} s, \
+             --body-timeout {}; {} bytes received)",
+            st.pace.min_rate,
+            BodyPace::GRACE.as_secs(),
+            st.pace
+                .total
+                .map_or("off".to_string(), |t| format!("{}s", t.as_secs_f64())),
+            st.decoder.received()
+        )),
         BodyFailure::Protocol(e) => BodyError::new_err(format!("invalid request body: {e}")),
     }
 }
@@ -267,6 +361,15 @@ impl Input {
     /// Take the body state back at the end of the request.
     pub fn detach(&self) -> Option<BodyState> {
         self.state.lock().unwrap().take()
+    }
+
+    /// See `BodyState::drainable`; true once detached or for a body-less request.
+    pub fn drainable(&self, max: u64) -> bool {
+        match self.state.try_lock() {
+            Ok(g) => g.as_ref().is_none_or(|st| st.drainable(max)),
+            // Another thread is reading it right now: not finished, so do not promise.
+            Err(_) => false,
+        }
     }
 
     fn with_state<T>(

@@ -24,6 +24,7 @@ use sluicegate_proto::{RequestHead, Version};
 use super::app_head::AppHead;
 use super::body_block::{as_block, framed_chunk, queue_body, Block, COPY_MAX};
 use super::deadline::HeadGate;
+use super::input::Input;
 use crate::http_date::http_date;
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
@@ -88,6 +89,7 @@ pub struct Sender {
     server_header: &'static [u8],
     /// With `--timeout`: claimed before the head is encoded; lost if the watcher answered 504.
     gate: Option<Arc<HeadGate>>,
+    body: Option<(Py<Input>, u64)>,
     app: AppHead,
     stage: Stage,
     framing: ResponseFraming,
@@ -131,6 +133,9 @@ pub struct SenderSettings {
     /// Frame the response as HTTP/1.0 does (Content-Length when known, else until the
     /// connection closes; never chunked): the uwsgi protocol's answers.
     pub close_delimited: bool,
+    /// The request's body and `--max-drain`: a head made while the rest of the body could
+    /// not be drained says `Connection: close`.
+    pub body: Option<(Py<Input>, u64)>,
 }
 
 impl Sender {
@@ -156,6 +161,7 @@ impl Sender {
             max_app_headers: settings.max_app_headers,
             server_header: settings.server_header,
             gate: settings.gate,
+            body: settings.body,
             app: AppHead::default(),
             stage: Stage::Unsent,
             framing: ResponseFraming::NoBody,
@@ -197,8 +203,12 @@ impl Sender {
     /// A stop that began while the app ran closes the connection too, and the head says so
     /// (RFC 9112 §9.6), instead of promising a keep-alive the server will not keep.
     pub fn keeps_alive(&self) -> bool {
+        let body_drainable = self
+            .body
+            .as_ref()
+            .is_none_or(|(input, max)| input.get().drainable(*max));
         keeps_alive(
-            self.keep_alive && !self.ctx.shutting_down(),
+            self.keep_alive && !self.ctx.shutting_down() && body_drainable,
             self.app.wants_close || self.client_gone,
             self.framing,
         )
