@@ -101,7 +101,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
 
     let forwarded = match &uwsgi {
         // nginx's own variables, never the forwarding headers it passes through unchanged.
-        Some(facts) => trusted(bridge, &conn.peer).then(|| facts.resolved()),
+        Some(facts) => trusted(bridge, &conn.peer).then(|| Box::new(facts.resolved())),
         None => forwarded_by_proxy(bridge, &conn.peer, &head),
     };
     let end = match bridge.environ.build(
@@ -111,7 +111,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         &conn.peer,
         &mut conn.upper,
         &input_any,
-        forwarded.as_ref(),
+        forwarded.as_deref(),
     ) {
         Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &sr),
         Err(e) => {
@@ -317,20 +317,22 @@ fn drive_readinto(
 
 /// What a trusted proxy's forwarding headers say about this request (`--forwarded-allow-ips`),
 /// or None: the peer is not trusted, or sent none. Values that do not parse are counted.
-fn forwarded_by_proxy(bridge: &Bridge, peer: &Peer, head: &RequestHead) -> Option<Resolved> {
+fn forwarded_by_proxy(bridge: &Bridge, peer: &Peer, head: &RequestHead) -> Option<Box<Resolved>> {
+    // Most requests carry none (the parser noted it): nothing to do.
+    if !head.forwarding {
+        return None;
+    }
     let (trust, family) = bridge.config.forwarding.as_ref()?;
     if !trusted(bridge, peer) {
         return None;
     }
-    // Most requests carry none: find them without allocating.
-    let is_forwarding = |n: &[u8]| {
-        (n.len() >= 9 && n[..9].eq_ignore_ascii_case(b"forwarded"))
-            || (n.len() > 12 && n[..12].eq_ignore_ascii_case(b"x-forwarded-"))
-    };
-    if !head.headers().any(|(n, _)| is_forwarding(n)) {
-        return None;
-    }
-    let relevant: Vec<(&[u8], &[u8])> = head.headers().filter(|(n, _)| is_forwarding(n)).collect();
+    let relevant: Vec<(&[u8], &[u8])> = head
+        .headers()
+        .filter(|(n, _)| {
+            n.eq_ignore_ascii_case(b"forwarded")
+                || (n.len() > 12 && n[..12].eq_ignore_ascii_case(b"x-forwarded-"))
+        })
+        .collect();
     let r = resolve(relevant.iter().copied(), *family, trust);
     if r.malformed > 0 {
         bridge
@@ -338,7 +340,7 @@ fn forwarded_by_proxy(bridge: &Bridge, peer: &Peer, head: &RequestHead) -> Optio
             .forwarded_malformed
             .fetch_add(u64::from(r.malformed), Ordering::Relaxed);
     }
-    (r != Resolved::default()).then_some(r)
+    (r != Resolved::default()).then(|| Box::new(r))
 }
 
 /// Is the connection's peer in `--forwarded-allow-ips`?

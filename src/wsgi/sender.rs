@@ -63,6 +63,13 @@ fn holds_the_loop() -> bool {
     STREAM_HOOK.with(|h| h.get().is_some())
 }
 
+/// Out of line: only requests with a body get here (keeps `keeps_alive` small enough to inline).
+#[cold]
+#[inline(never)]
+fn body_drainable(input: &Py<Input>, max: u64) -> bool {
+    input.get().drainable(max)
+}
+
 fn fire_stream_hook() {
     if let Some((f, ctx)) = STREAM_HOOK.with(|h| h.take()) {
         f(ctx);
@@ -202,11 +209,12 @@ impl Sender {
     /// The connection may carry another request after this response (proto's rule).
     /// A stop that began while the app ran closes the connection too, and the head says so
     /// (RFC 9112 §9.6), instead of promising a keep-alive the server will not keep.
+    #[inline]
     pub fn keeps_alive(&self) -> bool {
-        let body_drainable = self
-            .body
-            .as_ref()
-            .is_none_or(|(input, max)| input.get().drainable(*max));
+        let body_drainable = match &self.body {
+            None => true,
+            Some((input, max)) => body_drainable(input, *max),
+        };
         keeps_alive(
             self.keep_alive && !self.ctx.shutting_down() && body_drainable,
             self.app.wants_close || self.client_gone,

@@ -58,6 +58,9 @@ pub struct RequestHead {
     pub expect_continue: bool,
     /// The method is HEAD: the response carries no body.
     pub is_head: bool,
+    /// A `Forwarded` or `X-Forwarded-*` field is present (noted while parsing, so a request
+    /// without one costs nothing more: see `forwarded`).
+    pub forwarding: bool,
 }
 
 impl RequestHead {

@@ -357,6 +357,8 @@ fn build(
         // nginx answers `Expect: 100-continue` itself before it reads the body it forwards.
         expect_continue: false,
         is_head: method == b"HEAD",
+        // Not read on a uwsgi listener: nginx's own variables say who the client is.
+        forwarding: false,
     };
     Ok((head, vars.facts()))
 }

@@ -223,6 +223,7 @@ fn build(head: &[u8], line_lf: usize, limits: &Limits) -> Result<RequestHead, Pr
         keep_alive,
         expect_continue,
         is_head,
+        forwarding: frame.forwarding,
     })
 }
 
@@ -481,6 +482,7 @@ struct Framing {
     close: bool,
     keep_alive: bool,
     expect_continue: bool,
+    forwarding: bool,
 }
 
 impl Framing {
@@ -533,7 +535,15 @@ impl Framing {
                     }
                 }
             }
-            _ => {}
+            _ => {
+                self.forwarding |= match name.first() {
+                    Some(b'f' | b'F') => name.eq_ignore_ascii_case(b"forwarded"),
+                    Some(b'x' | b'X') => {
+                        name.len() > 12 && name[..12].eq_ignore_ascii_case(b"x-forwarded-")
+                    }
+                    _ => false,
+                };
+            }
         }
         Ok(())
     }
