@@ -1,79 +1,412 @@
-//! The access log: one line per request in gunicorn's default format
-//! `%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"`, written with one write(2) to
-//! the descriptor the Python front opened (a file, or stdout for `--access-log -`). Times are
-//! UTC.
+//! The access log: one line per request, in a format chosen by `--access-log-format`
+//! (`combined`, gunicorn's default `%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"`;
+//! `common`; `json`, one object per line; or a template of named `{fields}`), with where the
+//! request's time went ([`Timings`]). Times are UTC.
+//!
+//! Lines are made on the thread that finishes the request and handed to a writer thread through
+//! a bounded queue ([`QUEUE_LINES`]), so a slow disk never stalls the event loop or an app
+//! thread: when the queue is full the line is dropped and counted (`dropped`), never waited for.
+//! The writer writes to the descriptor the Python front opened, which `USR1` replaces in place.
 
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::time::{Duration, Instant};
 
 use sluicegate_proto::RequestHead;
 
 use crate::http_date::http_date;
 use crate::io::stream::Peer;
 
-#[derive(Clone, Copy)]
+/// Lines waiting for the writer thread at most; more are dropped (and counted).
+pub const QUEUE_LINES: usize = 16384;
+
+/// How a request ended, for the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    Ok,
+    /// The client went away before the response was sent.
+    ClientGone,
+    /// `--timeout` answered for the app (504, or the connection cut).
+    Timeout,
+    /// The app failed (500), or the request was refused.
+    Error,
+}
+
+impl End {
+    fn as_str(self) -> &'static str {
+        match self {
+            End::Ok => "ok",
+            End::ClientGone => "client_gone",
+            End::Timeout => "timeout",
+            End::Error => "error",
+        }
+    }
+}
+
+/// Where one request's time went, measured with the monotonic clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timings {
+    /// Parsed → the app called (waiting for a thread, or for the loop).
+    pub queue: Duration,
+    /// The app called → its iterable exhausted and closed.
+    pub app: Duration,
+    /// First byte written → last byte taken by the kernel's send buffer.
+    pub send: Duration,
+    /// Parsed → last byte taken.
+    pub total: Duration,
+}
+
+/// One request's line, its fields borrowed from the request.
+pub struct Entry<'a> {
+    pub head: &'a RequestHead,
+    /// The client (after forwarding rules and the PROXY protocol).
+    pub client: &'a Peer,
+    pub status: u16,
+    pub body_bytes: u64,
+    pub timings: Timings,
+    pub end: End,
+    /// The app ran inline on the event loop's thread (else on a pool thread, or no app).
+    pub inline: Option<bool>,
+}
+
+/// A request whose response is still being sent by the event loop: its line is written when the
+/// last byte is taken (or when the client goes away), with the send time then known.
+pub struct PendingLog {
+    pub head: RequestHead,
+    pub client: Peer,
+    pub status: u16,
+    pub body_bytes: u64,
+    pub parsed_at: Instant,
+    pub queue: Duration,
+    pub app: Duration,
+    /// When the response's first byte was ready (its head encoded).
+    pub send_from: Instant,
+    pub end: End,
+    pub inline: Option<bool>,
+}
+
+impl PendingLog {
+    /// Write the line now, `gone` if the client left before the last byte.
+    pub fn finish(self, log: &AccessLog, gone: bool) {
+        let now = Instant::now();
+        log.write(&Entry {
+            head: &self.head,
+            client: &self.client,
+            status: self.status,
+            body_bytes: self.body_bytes,
+            timings: Timings {
+                queue: self.queue,
+                app: self.app,
+                send: now.saturating_duration_since(self.send_from),
+                total: now.saturating_duration_since(self.parsed_at),
+            },
+            end: if gone { End::ClientGone } else { self.end },
+            inline: self.inline,
+        });
+    }
+}
+
+/// The fields a template may name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Client,
+    Time,
+    Method,
+    Target,
+    Path,
+    Query,
+    Protocol,
+    Status,
+    Bytes,
+    Referer,
+    UserAgent,
+    RequestId,
+    QueueUs,
+    AppUs,
+    SendUs,
+    TotalUs,
+    End,
+    Pid,
+    Scheduler,
+}
+
+const FIELDS: &[(&str, Field)] = &[
+    ("client", Field::Client),
+    ("time", Field::Time),
+    ("method", Field::Method),
+    ("target", Field::Target),
+    ("path", Field::Path),
+    ("query", Field::Query),
+    ("protocol", Field::Protocol),
+    ("status", Field::Status),
+    ("bytes", Field::Bytes),
+    ("referer", Field::Referer),
+    ("user_agent", Field::UserAgent),
+    ("request_id", Field::RequestId),
+    ("queue_us", Field::QueueUs),
+    ("app_us", Field::AppUs),
+    ("send_us", Field::SendUs),
+    ("total_us", Field::TotalUs),
+    ("end", Field::End),
+    ("pid", Field::Pid),
+    ("scheduler", Field::Scheduler),
+];
+
+/// The names a template may use, for the option's documentation and errors.
+pub fn field_names() -> Vec<&'static str> {
+    FIELDS.iter().map(|(n, _)| *n).collect()
+}
+
+enum Piece {
+    Text(Vec<u8>),
+    Field(Field),
+}
+
+enum Format {
+    Combined,
+    Common,
+    Json,
+    Template(Vec<Piece>),
+}
+
+fn parse_format(spec: &str) -> Result<Format, String> {
+    match spec {
+        "combined" => return Ok(Format::Combined),
+        "common" => return Ok(Format::Common),
+        "json" => return Ok(Format::Json),
+        _ => {}
+    }
+    let mut pieces = Vec::new();
+    let mut rest = spec;
+    while let Some(open) = rest.find('{') {
+        if open > 0 {
+            pieces.push(Piece::Text(rest[..open].as_bytes().to_vec()));
+        }
+        let close = rest[open..]
+            .find('}')
+            .ok_or_else(|| format!("unclosed '{{' in {spec:?}"))?;
+        let name = &rest[open + 1..open + close];
+        let field = FIELDS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, f)| *f)
+            .ok_or_else(|| {
+                format!(
+                    "unknown field {{{name}}} (known: {})",
+                    field_names().join(", ")
+                )
+            })?;
+        pieces.push(Piece::Field(field));
+        rest = &rest[open + close + 1..];
+    }
+    if !rest.is_empty() {
+        pieces.push(Piece::Text(rest.as_bytes().to_vec()));
+    }
+    Ok(Format::Template(pieces))
+}
+
 pub struct AccessLog {
-    fd: RawFd,
+    format: Format,
+    queue: SyncSender<Vec<u8>>,
+    /// Lines dropped because the writer fell behind.
+    pub dropped: AtomicU64,
+    pid: u32,
 }
 
 impl AccessLog {
-    /// `None` when the log is off (fd < 0).
-    pub fn new(fd: i32) -> Option<AccessLog> {
-        (fd >= 0).then_some(AccessLog { fd })
+    /// `None` when the log is off (fd < 0). Starts the writer thread.
+    pub fn new(fd: i32, format: &str) -> Result<Option<AccessLog>, String> {
+        let format = parse_format(format)?;
+        if fd < 0 {
+            return Ok(None);
+        }
+        let (tx, rx) = sync_channel::<Vec<u8>>(QUEUE_LINES);
+        std::thread::Builder::new()
+            .name("sluicegate-accesslog".into())
+            .spawn(move || {
+                // Ends when the server (the last sender) is dropped.
+                while let Ok(mut batch) = rx.recv() {
+                    // What piled up meanwhile leaves in the same write.
+                    while let Ok(more) = rx.try_recv() {
+                        batch.extend_from_slice(&more);
+                        if batch.len() >= 256 * 1024 {
+                            break;
+                        }
+                    }
+                    write_all(fd, &batch);
+                }
+            })
+            .map_err(|e| format!("cannot start the access log writer: {e}"))?;
+        Ok(Some(AccessLog {
+            format,
+            queue: tx,
+            dropped: AtomicU64::new(0),
+            pid: std::process::id(),
+        }))
     }
 
-    pub fn write(&self, head: &RequestHead, peer: &Peer, status: u16, body_bytes: u64) {
+    pub fn write(&self, e: &Entry<'_>) {
         let mut line = Vec::with_capacity(256);
-        match peer {
-            Peer::Ip(a) => line.extend_from_slice(a.ip().to_string().as_bytes()),
-            Peer::Unix => line.extend_from_slice(b"unix"),
-        }
-        line.extend_from_slice(b" - - [");
-        // IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT" rearranged to "06/Nov/1994:08:49:37 +0000".
-        let d = http_date();
-        line.extend_from_slice(&d[5..7]);
-        line.push(b'/');
-        line.extend_from_slice(&d[8..11]);
-        line.push(b'/');
-        line.extend_from_slice(&d[12..16]);
-        line.push(b':');
-        line.extend_from_slice(&d[17..25]);
-        line.extend_from_slice(b" +0000] \"");
-        // Every field the client controls goes through one escaper (method, target, Referer,
-        // User-Agent): a '"' or a control byte in any of them cannot forge a field or a line.
-        push_escaped(&mut line, head.method());
-        line.push(b' ');
-        push_escaped(&mut line, head.target());
-        line.push(b' ');
-        line.extend_from_slice(head.version.as_str().as_bytes());
-        line.extend_from_slice(b"\" ");
-        line.extend_from_slice(status.to_string().as_bytes());
-        line.push(b' ');
-        if body_bytes == 0 {
-            line.push(b'-');
-        } else {
-            line.extend_from_slice(body_bytes.to_string().as_bytes());
-        }
-        for name in [&b"referer"[..], b"user-agent"] {
-            line.extend_from_slice(b" \"");
-            push_escaped(&mut line, head.header(name).unwrap_or(b"-"));
-            line.push(b'"');
+        match &self.format {
+            Format::Combined | Format::Common => {
+                push_client(&mut line, e.client);
+                line.extend_from_slice(b" - - [");
+                push_clf_time(&mut line);
+                line.extend_from_slice(b"] \"");
+                // Every field the client controls goes through one escaper (method, target,
+                // Referer, User-Agent): a '"' or a control byte in any of them cannot forge a
+                // field or a line.
+                push_escaped(&mut line, e.head.method());
+                line.push(b' ');
+                push_escaped(&mut line, e.head.target());
+                line.push(b' ');
+                line.extend_from_slice(e.head.version.as_str().as_bytes());
+                line.extend_from_slice(b"\" ");
+                push_num(&mut line, u64::from(e.status));
+                line.push(b' ');
+                if e.body_bytes == 0 {
+                    line.push(b'-');
+                } else {
+                    push_num(&mut line, e.body_bytes);
+                }
+                if matches!(self.format, Format::Combined) {
+                    for name in [&b"referer"[..], b"user-agent"] {
+                        line.extend_from_slice(b" \"");
+                        push_escaped(&mut line, e.head.header(name).unwrap_or(b"-"));
+                        line.push(b'"');
+                    }
+                }
+            }
+            Format::Json => {
+                line.push(b'{');
+                for (i, (name, field)) in FIELDS.iter().enumerate() {
+                    if i > 0 {
+                        line.push(b',');
+                    }
+                    line.push(b'"');
+                    line.extend_from_slice(name.as_bytes());
+                    line.extend_from_slice(b"\":");
+                    self.push_field(&mut line, e, *field, true);
+                }
+                line.push(b'}');
+            }
+            Format::Template(pieces) => {
+                for p in pieces {
+                    match p {
+                        Piece::Text(t) => line.extend_from_slice(t),
+                        Piece::Field(f) => self.push_field(&mut line, e, *f, false),
+                    }
+                }
+            }
         }
         line.push(b'\n');
-        let mut rest = &line[..];
-        while !rest.is_empty() {
-            // SAFETY: `rest` is a valid readable slice; fd is the log descriptor owned by the
-            // Python front for the server's lifetime.
-            let n =
-                unsafe { libc::write(self.fd, rest.as_ptr() as *const libc::c_void, rest.len()) };
-            if n <= 0 {
-                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return;
+        match self.queue.try_send(line) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
             }
-            rest = &rest[n as usize..];
         }
     }
+
+    /// One field's value: in JSON as a JSON value (strings escaped for any byte), in a
+    /// template as text escaped as in the combined format.
+    fn push_field(&self, line: &mut Vec<u8>, e: &Entry<'_>, f: Field, json: bool) {
+        let text = |line: &mut Vec<u8>, v: &[u8]| {
+            if json {
+                push_json_string(line, v);
+            } else {
+                push_escaped(line, v);
+            }
+        };
+        let us = |line: &mut Vec<u8>, d: Duration| push_num(line, d.as_micros() as u64);
+        match f {
+            Field::Client => {
+                let mut c = Vec::new();
+                push_client(&mut c, e.client);
+                text(line, &c);
+            }
+            Field::Time => {
+                let mut t = Vec::new();
+                push_clf_time(&mut t);
+                text(line, &t);
+            }
+            Field::Method => text(line, e.head.method()),
+            Field::Target => text(line, e.head.target()),
+            Field::Path => text(line, e.head.path()),
+            Field::Query => text(line, e.head.query()),
+            Field::Protocol => text(line, e.head.version.as_str().as_bytes()),
+            Field::Status => push_num(line, u64::from(e.status)),
+            Field::Bytes => push_num(line, e.body_bytes),
+            Field::Referer => text(line, e.head.header(b"referer").unwrap_or(b"")),
+            Field::UserAgent => text(line, e.head.header(b"user-agent").unwrap_or(b"")),
+            Field::RequestId => text(line, e.head.header(b"x-request-id").unwrap_or(b"")),
+            Field::QueueUs => us(line, e.timings.queue),
+            Field::AppUs => us(line, e.timings.app),
+            Field::SendUs => us(line, e.timings.send),
+            Field::TotalUs => us(line, e.timings.total),
+            Field::End => text(line, e.end.as_str().as_bytes()),
+            Field::Pid => push_num(line, u64::from(self.pid)),
+            Field::Scheduler => text(
+                line,
+                match e.inline {
+                    Some(true) => b"inline",
+                    Some(false) => b"pool",
+                    None => b"loop",
+                },
+            ),
+        }
+    }
+}
+
+fn write_all(fd: RawFd, mut rest: &[u8]) {
+    while !rest.is_empty() {
+        // SAFETY: `rest` is a valid readable slice; fd is the log descriptor owned by the
+        // Python front for the server's lifetime.
+        let n = unsafe { libc::write(fd, rest.as_ptr() as *const libc::c_void, rest.len()) };
+        if n <= 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        rest = &rest[n as usize..];
+    }
+}
+
+fn push_client(line: &mut Vec<u8>, peer: &Peer) {
+    match peer {
+        Peer::Ip(a) => line.extend_from_slice(a.ip().to_string().as_bytes()),
+        Peer::Unix => line.extend_from_slice(b"unix"),
+    }
+}
+
+/// IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT" rearranged to "06/Nov/1994:08:49:37 +0000".
+fn push_clf_time(line: &mut Vec<u8>) {
+    let d = http_date();
+    line.extend_from_slice(&d[5..7]);
+    line.push(b'/');
+    line.extend_from_slice(&d[8..11]);
+    line.push(b'/');
+    line.extend_from_slice(&d[12..16]);
+    line.push(b':');
+    line.extend_from_slice(&d[17..25]);
+    line.extend_from_slice(b" +0000");
+}
+
+fn push_num(line: &mut Vec<u8>, n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    line.extend_from_slice(&buf[i..]);
 }
 
 /// Append `v` with `"` and `\\` backslash-escaped and every byte outside printable ASCII as
@@ -95,9 +428,38 @@ fn push_escaped(line: &mut Vec<u8>, v: &[u8]) {
     }
 }
 
+/// `v` as a JSON string: bytes are latin-1 characters (as PEP 3333 tunnels them), `"`, `\\`
+/// and control characters (C0, DEL, C1) escaped, everything else as UTF-8: valid JSON, and
+/// one line, for any bytes.
+fn push_json_string(line: &mut Vec<u8>, v: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    line.push(b'"');
+    for &b in v {
+        match b {
+            b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
+            0x20..=0x7e => line.push(b),
+            // From 0xa0 on, the character itself; DEL and the C1 controls escaped, so that no
+            // tool splitting lines (NEL is 0x85) can cut a line short.
+            0xa0..=0xff => {
+                let mut tmp = [0u8; 4];
+                line.extend_from_slice(char::from(b).encode_utf8(&mut tmp).as_bytes());
+            }
+            _ => line.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 15)],
+            ]),
+        }
+    }
+    line.push(b'"');
+}
+
 #[cfg(test)]
 mod tests {
-    use super::push_escaped;
+    use super::*;
 
     #[test]
     fn every_byte_is_escaped_or_printable() {
@@ -108,5 +470,37 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("\\x00") && text.contains("\\x0a") && text.contains("\\xff"));
         assert!(text.contains("\\\"") && !text.replace("\\\"", "").contains('"'));
+    }
+
+    #[test]
+    fn json_strings_are_valid_utf8_for_every_byte() {
+        let all: Vec<u8> = (0..=255u8).collect();
+        let mut out = Vec::new();
+        push_json_string(&mut out, &all);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with('"') && text.ends_with('"'));
+        assert!(text.contains("\\u0000") && text.contains("\\u001f") && text.contains("\\\""));
+        assert!(text.contains('ÿ') && text.contains("\\u0085") && text.contains("\\u007f"));
+    }
+
+    #[test]
+    fn templates_name_known_fields() {
+        assert!(
+            matches!(parse_format("{client} {status} {app_us}us"), Ok(Format::Template(p)) if p.len() == 6)
+        );
+        assert!(parse_format("{nope}")
+            .unwrap_err()
+            .contains("unknown field {nope}"));
+        assert!(parse_format("{client").unwrap_err().contains("unclosed"));
+        assert!(matches!(parse_format("json"), Ok(Format::Json)));
+    }
+
+    #[test]
+    fn numbers() {
+        let mut v = Vec::new();
+        push_num(&mut v, 0);
+        v.push(b' ');
+        push_num(&mut v, 1234567890123);
+        assert_eq!(v, b"0 1234567890123");
     }
 }

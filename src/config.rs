@@ -68,6 +68,10 @@ pub struct Config {
     pub static_fallthrough: bool,
     /// `--access-log`: file descriptor to append access log lines to, or -1.
     pub access_log_fd: i32,
+    /// `--access-log-format`: combined, common, json or a template (`access_log`).
+    pub access_log_format: String,
+    /// `--server-timing`: a `Server-Timing` header with the queue and app times.
+    pub server_timing: bool,
     /// Read end of the pipe given to `signal.set_wakeup_fd`, or -1.
     pub signal_fd: i32,
     /// How log lines name the app (`MODULE:APP` as given), or empty.
@@ -207,6 +211,8 @@ impl Config {
             url_scheme: get(d, "url_scheme")?,
             server_header: server_header.into_bytes(),
             access_log_fd: get(d, "access_log_fd")?,
+            access_log_format: get(d, "access_log_format")?,
+            server_timing: get(d, "server_timing")?,
             static_mounts: mounts(d)?,
             static_fallthrough: get(d, "static_fallthrough")?,
             signal_fd: get(d, "signal_fd")?,

@@ -40,5 +40,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<wsgi::input::Input>()?;
     m.add("ClientDisconnected", py.get_type::<ClientDisconnected>())?;
     m.add("BodyError", py.get_type::<BodyError>())?;
+    // The names an `--access-log-format` template may use (the options table checks them).
+    m.add("ACCESS_LOG_FIELDS", access_log::field_names())?;
     Ok(())
 }

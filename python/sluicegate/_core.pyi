@@ -50,6 +50,8 @@ class Server:
       health_path: str                              -- answered by the event loop ("" = off)
       url_scheme: str                               -- wsgi.url_scheme ("http")
       server_header: str                            -- Server header value ("" = none)
+      access_log_format: str                        -- combined, common, json or a {field} template
+      server_timing: bool                           -- a Server-Timing header on app responses
       access_log_fd: int                            -- -1 = no access log; else fd to write lines to
       errors: Any                                   -- the object given to apps as wsgi.errors
       signal_fd: int                                -- read end of signal.set_wakeup_fd's pipe, or -1

@@ -200,6 +200,32 @@ def parse_forwarded_headers(value: object) -> str:
     return text
 
 
+#: The fields of the access log, in the JSON format's order (the Rust core's list:
+#: `_core.ACCESS_LOG_FIELDS`, checked equal by the tests).
+ACCESS_LOG_FIELDS = (
+    "client", "time", "method", "target", "path", "query", "protocol", "status", "bytes",
+    "referer", "user_agent", "request_id", "queue_us", "app_us", "send_us", "total_us", "end",
+    "pid", "scheduler",
+)
+
+
+def parse_access_log_format(value: object) -> str:
+    """combined, common, json, or a template of {field} names."""
+    text = _str(value)
+    if text in ("combined", "common", "json"):
+        return text
+    names = re.findall(r"\{([^{}]*)\}", text)
+    if not names:
+        raise ValueError("expected combined, common, json or a template such as "
+                         "'{client} {method} {path} {status} {app_us}'")
+    if text.count("{") != len(names) or text.count("}") != len(names):
+        raise ValueError("unbalanced braces in the template")
+    unknown = [n for n in names if n not in ACCESS_LOG_FIELDS]
+    if unknown:
+        raise ValueError(f"unknown field {{{unknown[0]}}} (known: {', '.join(ACCESS_LOG_FIELDS)})")
+    return text
+
+
 def parse_health_path(value: object) -> str:
     """'' (off) or an absolute path without a query, e.g. /healthz."""
     text = _str(value)
@@ -689,6 +715,22 @@ OPTIONS: Tuple[Option, ...] = (
         "PATH", Optional[str],
     ),
     Option(
+        "access_log_format", parse_access_log_format, "combined",
+        "The access log's lines: 'combined' (gunicorn's default), 'common', 'json' (one object "
+        "per line, every field below, valid JSON for any byte) or a template of {fields}: "
+        "client, time, method, target, path, query, protocol, status, bytes, referer, "
+        "user_agent, request_id (X-Request-Id), queue_us (parsed to app called), app_us (app "
+        "called to iterable closed), send_us (first byte to last byte taken by the kernel), "
+        "total_us, end (ok, client_gone, timeout, error), pid, scheduler (inline, pool, loop).",
+        "FORMAT", str, core=True,
+    ),
+    Option(
+        "server_timing", parse_bool, "false",
+        "Add a Server-Timing header to every app response: queue;dur= and app;dur= (the app's "
+        "time until its head was sent), in milliseconds.",
+        "", bool, switch=True, core=True,
+    ),
+    Option(
         "log_level", parse_log_level, "info",
         "Level of the error log (standard error): debug, info, warning, error or critical. "
         "debug also prints the traceback behind an app loading error.",
@@ -760,6 +802,8 @@ class Config:
     health_path: str
     drain_delay: float
     access_log: Optional[str]
+    access_log_format: str
+    server_timing: bool
     log_level: str
     server_header: str
     chdir: Optional[str]

@@ -102,6 +102,8 @@ pub struct Conn {
     /// (shared with the loop's note of it, so the thread that gives the connection back knows
     /// whether the loop must be woken for it: see `LoopCtx::return_conn`).
     pub woke_away: Arc<AtomicBool>,
+    /// The access log line of the response still being sent (`access_log::PendingLog`).
+    pub pending_log: Option<Box<crate::access_log::PendingLog>>,
 }
 
 impl Conn {
@@ -122,6 +124,7 @@ impl Conn {
             registered: false,
             woke_away: Arc::new(AtomicBool::new(false)),
             upper: None,
+            pending_log: None,
         }
     }
 

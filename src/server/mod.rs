@@ -222,7 +222,12 @@ impl Server {
             sockets,
             LoopSettings {
                 statics,
-                access_log: crate::access_log::AccessLog::new(config.access_log_fd),
+                access_log: crate::access_log::AccessLog::new(
+                    config.access_log_fd,
+                    &config.access_log_format,
+                )
+                .map_err(pyo3::exceptions::PyValueError::new_err)?
+                .map(Arc::new),
                 limits: config.limits,
                 header_timeout: config.header_timeout,
                 keepalive_timeout: config.keepalive_timeout,

@@ -8,6 +8,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
@@ -21,6 +22,7 @@ use super::input::{BodyFailure, BodyState, Input};
 use super::sender::{SendError, Sender, SenderSettings};
 use super::start_response::StartResponse;
 use super::{type_name, Bridge};
+use crate::access_log::{End as LogEnd, PendingLog};
 use crate::io::conn::AfterOutput;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::event_loop::Work;
@@ -43,8 +45,11 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         mut conn,
         head,
         uwsgi,
+        parsed_at,
         ..
     } = work;
+    let app_started = Instant::now();
+    let inline = super::sender::in_inline_call();
     conn.requests += 1;
     bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
     let fd = conn.stream.fd();
@@ -95,6 +100,10 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
                 .map(|i| (i.clone_ref(py), bridge.config.max_drain)),
             // uwsgi: nginx reads the answer until the connection closes (no chunked coding).
             close_delimited: uwsgi.is_some(),
+            server_timing: bridge
+                .config
+                .server_timing
+                .then_some((parsed_at, app_started)),
         },
     );
     let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");
@@ -119,6 +128,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             AppEnd::Failed
         }
     };
+    let app_done = Instant::now();
 
     // Give the body state back: the connection's buffer (with pipelined bytes after the body),
     // and learn whether the body was consumed, so the connection can carry another request.
@@ -183,6 +193,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         (sender.status_code(), sender.body_bytes())
     };
     let gone = sender.client_gone || timed_out;
+    let send_from = sender.head_at().unwrap_or(app_done);
     conn.out = sender.end();
     drop(sender);
     conn.after_output = if keeps {
@@ -194,12 +205,35 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         conn.out.clear();
     }
     if let Some(log) = &bridge.loop_ctx.settings.access_log {
-        match forwarded.as_ref().and_then(|f| f.client) {
-            Some((ip, port)) => {
-                let client = Peer::Ip(std::net::SocketAddr::new(ip, port.unwrap_or(0)));
-                log.write(&head, &client, status, sent);
-            }
-            None => log.write(&head, &conn.peer, status, sent),
+        let client = match forwarded.as_ref().and_then(|f| f.client) {
+            Some((ip, port)) => Peer::Ip(std::net::SocketAddr::new(ip, port.unwrap_or(0))),
+            None => conn.peer.clone(),
+        };
+        let pending = PendingLog {
+            head,
+            client,
+            status,
+            body_bytes: sent,
+            parsed_at,
+            queue: app_started.saturating_duration_since(parsed_at),
+            app: app_done.saturating_duration_since(app_started),
+            send_from,
+            end: if timed_out {
+                LogEnd::Timeout
+            } else if gone {
+                LogEnd::ClientGone
+            } else if matches!(end, AppEnd::Failed) {
+                LogEnd::Error
+            } else {
+                LogEnd::Ok
+            },
+            inline: Some(inline),
+        };
+        // Logged once its last byte is taken: now, or by the loop when it has sent the rest.
+        if conn.out.is_empty() {
+            pending.finish(log, false);
+        } else {
+            conn.pending_log = Some(Box::new(pending));
         }
     }
     conn

@@ -12,7 +12,7 @@
 use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use sluicegate_proto::h1::encode::{
@@ -58,6 +58,11 @@ pub fn set_stream_hook(hook: Option<StreamHook>) {
     STREAM_HOOK.with(|h| h.set(hook));
 }
 
+/// Is this app call running inline on the event loop's thread (the scheduler set its hook)?
+pub fn in_inline_call() -> bool {
+    holds_the_loop()
+}
+
 /// Is this thread in an inline call that still holds the event loop (its hook not fired)?
 fn holds_the_loop() -> bool {
     STREAM_HOOK.with(|h| h.get().is_some())
@@ -97,6 +102,9 @@ pub struct Sender {
     /// With `--timeout`: claimed before the head is encoded; lost if the watcher answered 504.
     gate: Option<Arc<HeadGate>>,
     body: Option<(Py<Input>, u64)>,
+    server_timing: Option<(Instant, Instant)>,
+    /// When the head was encoded: the first byte was ready (the access log's send time).
+    head_at: Option<Instant>,
     app: AppHead,
     stage: Stage,
     framing: ResponseFraming,
@@ -143,6 +151,8 @@ pub struct SenderSettings {
     /// The request's body and `--max-drain`: a head made while the rest of the body could
     /// not be drained says `Connection: close`.
     pub body: Option<(Py<Input>, u64)>,
+    /// `--server-timing`: when the request was parsed and the app called.
+    pub server_timing: Option<(Instant, Instant)>,
 }
 
 impl Sender {
@@ -169,6 +179,8 @@ impl Sender {
             server_header: settings.server_header,
             gate: settings.gate,
             body: settings.body,
+            server_timing: settings.server_timing,
+            head_at: None,
             app: AppHead::default(),
             stage: Stage::Unsent,
             framing: ResponseFraming::NoBody,
@@ -206,6 +218,10 @@ impl Sender {
     pub fn body_bytes(&self) -> u64 {
         self.body_bytes
     }
+    /// When the head was encoded (None: nothing was sent).
+    pub fn head_at(&self) -> Option<Instant> {
+        self.head_at
+    }
     /// The connection may carry another request after this response (proto's rule).
     /// A stop that began while the app ran closes the connection too, and the head says so
     /// (RFC 9112 §9.6), instead of promising a keep-alive the server will not keep.
@@ -240,6 +256,19 @@ impl Sender {
         let mut len_buf = [0u8; DECIMAL_LEN];
         if let Some(n) = decided.head_length {
             pairs.push((b"Content-Length", decimal(n, &mut len_buf)));
+        }
+        let now = Instant::now();
+        self.head_at = Some(now);
+        let timing;
+        if let Some((parsed, called)) = self.server_timing {
+            // The W3C Server-Timing header: durations in milliseconds; the app's
+            // time so far (the head leaves before the body).
+            timing = format!(
+                "queue;dur={:.3}, app;dur={:.3}",
+                called.saturating_duration_since(parsed).as_secs_f64() * 1e3,
+                now.saturating_duration_since(called).as_secs_f64() * 1e3
+            );
+            pairs.push((b"Server-Timing", timing.as_bytes()));
         }
         let date = http_date();
         encode_response_head(

@@ -80,6 +80,10 @@ impl LoopState {
         if let Some(Slot::Here(_)) = self.conns.get(token) {
             if let Slot::Here(mut conn) = self.conns.remove(token) {
                 release_buffer(&mut self.buffers, &mut conn);
+                if let (Some(p), Some(log)) = (conn.pending_log.take(), &self.access_log) {
+                    // Closed before its response was all sent: the client went away.
+                    p.finish(log, !conn.out.is_empty());
+                }
                 if let Some(b) = &self.balance {
                     b.publish(self.conns.len());
                 }

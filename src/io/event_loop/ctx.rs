@@ -25,6 +25,8 @@ pub struct Work {
     /// The whole body (if any) is already in the connection's buffer: the app can be called
     /// without ever waiting on the socket.
     pub body_buffered: bool,
+    /// When the loop parsed the head (the access log's queue and total times start here).
+    pub parsed_at: Instant,
     /// A uwsgi request: what nginx's variables say about the client and the server.
     pub uwsgi: Option<Box<UwsgiFacts>>,
 }
@@ -214,7 +216,7 @@ pub struct LoopSettings {
     /// `--static` mounts, served by the loop itself.
     pub statics: Option<StaticFiles>,
     /// The access log, shared by the loop (static answers) and the bridge (app answers).
-    pub access_log: Option<AccessLog>,
+    pub access_log: Option<Arc<AccessLog>>,
     pub limits: Limits,
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,

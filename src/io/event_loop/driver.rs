@@ -4,7 +4,7 @@
 
 use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use std::net::SocketAddr;
 
@@ -13,6 +13,7 @@ use sluicegate_proto::proxy_protocol::{self, ProxiedAddr, ProxyError};
 use sluicegate_proto::uwsgi;
 
 use super::*;
+use crate::access_log::{End, PendingLog};
 use crate::http_date::http_date;
 use crate::io::conn::Wire;
 use crate::io::out_queue::OutQueue;
@@ -118,6 +119,9 @@ impl LoopState {
             }
             // All written: idle until the next request (partial writes on the way had set the
             // write timeout, which must not outlive them).
+            if let (Some(p), Some(log)) = (conn.pending_log.take(), &ctx.settings.access_log) {
+                p.finish(log, false);
+            }
             conn.phase = Phase::Idle;
             conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
         }
@@ -281,13 +285,33 @@ impl LoopState {
         if let Some(answer) = own_answer(&head, &mut conn.out, ctx) {
             conn.requests += 1;
             ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
+            let has_body = head.body != BodyFraming::None;
             if let Some(log) = &ctx.settings.access_log {
-                log.write(&head, &conn.peer, answer.status, answer.body_bytes);
+                let now = Instant::now();
+                let pending = PendingLog {
+                    head,
+                    client: conn.peer.clone(),
+                    status: answer.status,
+                    body_bytes: answer.body_bytes,
+                    parsed_at: now,
+                    queue: Duration::ZERO,
+                    app: Duration::ZERO,
+                    send_from: now,
+                    end: if answer.status >= 400 {
+                        End::Error
+                    } else {
+                        End::Ok
+                    },
+                    inline: None,
+                };
+                if let Some(old) = conn.pending_log.replace(Box::new(pending)) {
+                    old.finish(log, false);
+                }
             }
             // The loop reads no request body: a request with one cannot be followed by
             // another on this connection (the answer said Connection: close).
             if !answer.keep_alive || ctx.shutting_down() {
-                conn.after_output = if head.body == BodyFraming::None {
+                conn.after_output = if !has_body {
                     AfterOutput::Close
                 } else {
                     AfterOutput::CloseLingering
@@ -345,6 +369,7 @@ impl LoopState {
             conn,
             head,
             body_buffered,
+            parsed_at: Instant::now(),
             uwsgi: None,
         }
     }

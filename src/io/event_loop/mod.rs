@@ -118,6 +118,8 @@ enum Slot {
 
 /// Everything the event loop owns. Moved, whole, between threads on a takeover.
 pub struct LoopState {
+    /// The access log (the settings' one), for lines written when a connection closes.
+    access_log: Option<Arc<crate::access_log::AccessLog>>,
     poll: Poll,
     events: Events,
     listeners: Vec<Option<ListenSocket>>,
@@ -198,6 +200,7 @@ impl LoopState {
             next_sweep: Instant::now() + sweep_every,
             sweep_every,
             accept_paused: false,
+            access_log: ctx.settings.access_log.clone(),
             fd_exhausted: None,
             accept_again: Vec::new(),
             unregistered: Vec::new(),
