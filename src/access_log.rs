@@ -158,11 +158,13 @@ pub fn field_names() -> Vec<&'static str> {
     FIELDS.iter().map(|(n, _)| *n).collect()
 }
 
+#[derive(Debug)]
 enum Piece {
     Text(Vec<u8>),
     Field(Field),
 }
 
+#[derive(Debug)]
 enum Format {
     Combined,
     Common,
@@ -181,7 +183,7 @@ fn parse_format(spec: &str) -> Result<Format, String> {
     let mut rest = spec;
     while let Some(open) = rest.find('{') {
         if open > 0 {
-            pieces.push(Piece::Text(rest[..open].as_bytes().to_vec()));
+            pieces.push(Piece::Text(rest.as_bytes()[..open].to_vec()));
         }
         let close = rest[open..]
             .find('}')
