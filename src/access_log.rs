@@ -17,6 +17,7 @@ use sluicegate_proto::RequestHead;
 
 use crate::http_date::http_date;
 use crate::io::stream::Peer;
+use crate::metrics::RequestMetrics;
 
 /// Lines waiting for the writer thread at most; more are dropped (and counted).
 pub const QUEUE_LINES: usize = 16384;
@@ -87,23 +88,35 @@ pub struct PendingLog {
 }
 
 impl PendingLog {
-    /// Write the line now, `gone` if the client left before the last byte.
-    pub fn finish(self, log: &AccessLog, gone: bool) {
+    /// The request is over (its last byte taken, or `gone`: the client left first): count it
+    /// in `metrics`, and write its line if the log is on.
+    pub fn finish(self, log: Option<&AccessLog>, metrics: &RequestMetrics, gone: bool) {
         let now = Instant::now();
-        log.write(&Entry {
-            head: &self.head,
-            client: &self.client,
-            status: self.status,
-            body_bytes: self.body_bytes,
-            timings: Timings {
-                queue: self.queue,
-                app: self.app,
-                send: now.saturating_duration_since(self.send_from),
-                total: now.saturating_duration_since(self.parsed_at),
-            },
-            end: if gone { End::ClientGone } else { self.end },
-            inline: self.inline,
-        });
+        let timings = Timings {
+            queue: self.queue,
+            app: self.app,
+            send: now.saturating_duration_since(self.send_from),
+            total: now.saturating_duration_since(self.parsed_at),
+        };
+        let end = if gone { End::ClientGone } else { self.end };
+        metrics.record(
+            self.status,
+            self.body_bytes,
+            &timings,
+            end,
+            self.inline.is_some(),
+        );
+        if let Some(log) = log {
+            log.write(&Entry {
+                head: &self.head,
+                client: &self.client,
+                status: self.status,
+                body_bytes: self.body_bytes,
+                timings,
+                end,
+                inline: self.inline,
+            });
+        }
     }
 }
 

@@ -72,6 +72,9 @@ pub struct Config {
     pub access_log_format: String,
     /// `--server-timing`: a `Server-Timing` header with the queue and app times.
     pub server_timing: bool,
+    /// `--metrics-bind`, for this process (the front adds a worker's offset): `HOST:PORT`,
+    /// `unix:PATH`, or empty (off).
+    pub metrics_bind: String,
     /// Read end of the pipe given to `signal.set_wakeup_fd`, or -1.
     pub signal_fd: i32,
     /// How log lines name the app (`MODULE:APP` as given), or empty.
@@ -213,6 +216,7 @@ impl Config {
             access_log_fd: get(d, "access_log_fd")?,
             access_log_format: get(d, "access_log_format")?,
             server_timing: get(d, "server_timing")?,
+            metrics_bind: get(d, "metrics_bind")?,
             static_mounts: mounts(d)?,
             static_fallthrough: get(d, "static_fallthrough")?,
             signal_fd: get(d, "signal_fd")?,

@@ -10,6 +10,7 @@ pub mod access_log;
 pub mod config;
 pub mod http_date;
 pub mod io;
+pub mod metrics;
 pub mod server;
 pub mod static_files;
 pub mod wsgi;

@@ -52,6 +52,7 @@ class Server:
       server_header: str                            -- Server header value ("" = none)
       access_log_format: str                        -- combined, common, json or a {field} template
       server_timing: bool                           -- a Server-Timing header on app responses
+      metrics_bind: str                             -- this process's metrics listener (HOST:PORT, unix:PATH) or ""
       access_log_fd: int                            -- -1 = no access log; else fd to write lines to
       errors: Any                                   -- the object given to apps as wsgi.errors
       signal_fd: int                                -- read end of signal.set_wakeup_fd's pipe, or -1

@@ -34,4 +34,17 @@ def core_config(
     out["signal_fd"] = signal_fd
     out["app_name"] = app_name
     out["balance_fd"], out["balance_slots"], out["balance_slot"] = balance
+    out["metrics_bind"] = metrics_address(cfg.metrics_bind, balance[2] if balance[0] >= 0 else None)
     return out
+
+
+def metrics_address(address: str, worker: "int | None") -> str:
+    """This process's --metrics-bind: the address itself for one process; for worker N of a
+    master, the port plus N (HOST:PORT) or the path with `.N` appended (unix:PATH), so every
+    worker can be scraped on its own and says which it is."""
+    if not address or worker is None:
+        return address
+    if address.startswith("unix:"):
+        return f"{address}.{worker}"
+    host, _, port = address.rpartition(":")
+    return f"{host}:{int(port) + worker}"

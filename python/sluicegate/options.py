@@ -226,6 +226,17 @@ def parse_access_log_format(value: object) -> str:
     return text
 
 
+def parse_metrics_bind(value: object) -> str:
+    """'' (off), HOST:PORT or unix:PATH."""
+    text = _str(value).strip()
+    if not text or text.startswith("unix:") and len(text) > 5:
+        return text
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("expected HOST:PORT or unix:PATH, e.g. 127.0.0.1:9100")
+    return text
+
+
 def parse_health_path(value: object) -> str:
     """'' (off) or an absolute path without a query, e.g. /healthz."""
     text = _str(value)
@@ -731,6 +742,14 @@ OPTIONS: Tuple[Option, ...] = (
         "", bool, switch=True, core=True,
     ),
     Option(
+        "metrics_bind", parse_metrics_bind, "",
+        "Serve Prometheus metrics (GET /metrics) and the app calls in flight with their Python "
+        "stacks (GET /debug/requests) on this address of their own, HOST:PORT or unix:PATH, "
+        "answered by the Rust core off the event loop. With --workers, worker N listens on "
+        "PORT+N (or PATH.N) and labels its series worker=\"N\". Empty: off.",
+        "ADDRESS", str,
+    ),
+    Option(
         "log_level", parse_log_level, "info",
         "Level of the error log (standard error): debug, info, warning, error or critical. "
         "debug also prints the traceback behind an app loading error.",
@@ -804,6 +823,7 @@ class Config:
     access_log: Optional[str]
     access_log_format: str
     server_timing: bool
+    metrics_bind: str
     log_level: str
     server_header: str
     chdir: Optional[str]

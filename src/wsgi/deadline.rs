@@ -27,6 +27,9 @@ use std::time::{Duration, Instant};
 
 use slab::Slab;
 
+/// The timeout of a registry kept only to list calls in flight (`/debug/requests`).
+pub const NO_DEADLINE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// The gate's states: nothing sent, head claimed by the app's response, claimed by the watcher.
 const UNSENT: u8 = 0;
 const APP_HEAD: u8 = 1;
@@ -134,6 +137,24 @@ impl Deadlines {
             self.stuck.fetch_sub(1, Ordering::Relaxed);
         }
         call.expired
+    }
+
+    /// Every call in flight: its request line, its thread, its age, and whether it is stuck.
+    pub fn in_flight(&self) -> Vec<(String, u64, Duration, bool)> {
+        let now = Instant::now();
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, c)| {
+                (
+                    c.label.clone(),
+                    c.thread,
+                    now.saturating_duration_since(c.started),
+                    c.expired,
+                )
+            })
+            .collect()
     }
 
     /// App calls past the deadline that have not returned.

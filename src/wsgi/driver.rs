@@ -204,7 +204,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     if gone {
         conn.out.clear();
     }
-    if let Some(log) = &bridge.loop_ctx.settings.access_log {
+    {
         let client = match forwarded.as_ref().and_then(|f| f.client) {
             Some((ip, port)) => Peer::Ip(std::net::SocketAddr::new(ip, port.unwrap_or(0))),
             None => conn.peer.clone(),
@@ -231,7 +231,12 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         };
         // Logged once its last byte is taken: now, or by the loop when it has sent the rest.
         if conn.out.is_empty() {
-            pending.finish(log, false);
+            let ctx = &bridge.loop_ctx;
+            pending.finish(
+                ctx.settings.access_log.as_deref(),
+                &ctx.counters.by_request,
+                false,
+            );
         } else {
             conn.pending_log = Some(Box::new(pending));
         }

@@ -82,8 +82,11 @@ impl Bridge {
             empty_input: Py::new(py, Input::new(None))?,
             logger: logger.unbind(),
             warned_bare_bytes: AtomicBool::new(false),
-            deadlines: config.timeout.map(|t| {
+            // Calls are registered for --timeout, and for the metrics listener's
+            // /debug/requests (then with no deadline).
+            deadlines: (config.timeout.is_some() || !config.metrics_bind.is_empty()).then(|| {
                 let stuck = Arc::clone(&loop_ctx.counters.stuck_calls);
+                let t = config.timeout.unwrap_or(deadline::NO_DEADLINE);
                 Arc::new(deadline::Deadlines::new(t, stuck))
             }),
             config,

@@ -80,9 +80,13 @@ impl LoopState {
         if let Some(Slot::Here(_)) = self.conns.get(token) {
             if let Slot::Here(mut conn) = self.conns.remove(token) {
                 release_buffer(&mut self.buffers, &mut conn);
-                if let (Some(p), Some(log)) = (conn.pending_log.take(), &self.access_log) {
+                if let Some(p) = conn.pending_log.take() {
                     // Closed before its response was all sent: the client went away.
-                    p.finish(log, !conn.out.is_empty());
+                    p.finish(
+                        self.shared.settings.access_log.as_deref(),
+                        &self.shared.counters.by_request,
+                        !conn.out.is_empty(),
+                    );
                 }
                 if let Some(b) = &self.balance {
                     b.publish(self.conns.len());

@@ -50,6 +50,8 @@ pub struct Counters {
     pub forwarded_malformed: AtomicU64,
     /// Connections closed for a missing, malformed or untrusted PROXY protocol header.
     pub proxy_refused: AtomicU64,
+    /// Every finished request: by status class and end, bytes, duration histograms.
+    pub by_request: crate::metrics::RequestMetrics,
 }
 
 /// How far the server is in stopping. Only moves forward

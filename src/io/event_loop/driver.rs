@@ -119,8 +119,12 @@ impl LoopState {
             }
             // All written: idle until the next request (partial writes on the way had set the
             // write timeout, which must not outlive them).
-            if let (Some(p), Some(log)) = (conn.pending_log.take(), &ctx.settings.access_log) {
-                p.finish(log, false);
+            if let Some(p) = conn.pending_log.take() {
+                p.finish(
+                    ctx.settings.access_log.as_deref(),
+                    &ctx.counters.by_request,
+                    false,
+                );
             }
             conn.phase = Phase::Idle;
             conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
@@ -286,7 +290,7 @@ impl LoopState {
             conn.requests += 1;
             ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
             let has_body = head.body != BodyFraming::None;
-            if let Some(log) = &ctx.settings.access_log {
+            {
                 let now = Instant::now();
                 let pending = PendingLog {
                     head,
@@ -305,7 +309,11 @@ impl LoopState {
                     inline: None,
                 };
                 if let Some(old) = conn.pending_log.replace(Box::new(pending)) {
-                    old.finish(log, false);
+                    old.finish(
+                        ctx.settings.access_log.as_deref(),
+                        &ctx.counters.by_request,
+                        false,
+                    );
                 }
             }
             // The loop reads no request body: a request with one cannot be followed by

@@ -118,8 +118,9 @@ enum Slot {
 
 /// Everything the event loop owns. Moved, whole, between threads on a takeover.
 pub struct LoopState {
-    /// The access log (the settings' one), for lines written when a connection closes.
-    access_log: Option<Arc<crate::access_log::AccessLog>>,
+    /// The loop's shared context, for what a closing connection still has to account for (its
+    /// access log line, its metrics).
+    shared: Arc<LoopCtx>,
     poll: Poll,
     events: Events,
     listeners: Vec<Option<ListenSocket>>,
@@ -200,7 +201,7 @@ impl LoopState {
             next_sweep: Instant::now() + sweep_every,
             sweep_every,
             accept_paused: false,
-            access_log: ctx.settings.access_log.clone(),
+            shared: Arc::clone(&ctx),
             fd_exhausted: None,
             accept_again: Vec::new(),
             unregistered: Vec::new(),
