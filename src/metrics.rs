@@ -56,6 +56,9 @@ impl Histogram {
     }
 }
 
+/// The statuses a refused request can get, for `protocol_refusals` (the last slot: others).
+pub const REFUSAL_STATUSES: [u16; 7] = [400, 408, 413, 414, 431, 501, 505];
+
 /// What every finished request (app or loop answered) adds to.
 #[derive(Default)]
 pub struct RequestMetrics {
@@ -67,9 +70,22 @@ pub struct RequestMetrics {
     pub total: Histogram,
     pub app: Histogram,
     pub send: Histogram,
+    /// Requests the loop refused itself, by status (`REFUSAL_STATUSES`, then others).
+    pub refusals: [AtomicU64; REFUSAL_STATUSES.len() + 1],
+    /// Connections open now.
+    pub open_connections: AtomicU64,
 }
 
 impl RequestMetrics {
+    /// A request refused by the loop with `status` (a protocol error, a 408).
+    pub fn refused(&self, status: u16) {
+        let i = REFUSAL_STATUSES
+            .iter()
+            .position(|&s| s == status)
+            .unwrap_or(REFUSAL_STATUSES.len());
+        self.refusals[i].fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn record(&self, status: u16, body_bytes: u64, t: &Timings, end: End, app: bool) {
         let class = usize::from(status / 100).clamp(1, 5) - 1;
         self.by_class[class].fetch_add(1, Ordering::Relaxed);
@@ -113,6 +129,27 @@ impl RequestMetrics {
                 self.ends[i].load(Ordering::Relaxed)
             ));
         }
+        out.push_str(
+            "# HELP sluicegate_refused_requests_total Requests the server refused itself, by \
+             status (malformed or smuggling-prone heads 400, too slow 408, limits 413/414/431).\n\
+             # TYPE sluicegate_refused_requests_total counter\n",
+        );
+        for (i, c) in self.refusals.iter().enumerate() {
+            let status = REFUSAL_STATUSES
+                .get(i)
+                .map_or("other".to_string(), |s| s.to_string());
+            out.push_str(&format!(
+                "sluicegate_refused_requests_total{{{bare}{sep}status=\"{status}\"}} {}\n",
+                c.load(Ordering::Relaxed)
+            ));
+        }
+        gauge(
+            out,
+            "sluicegate_connections_open",
+            "Client connections open now.",
+            bare,
+            self.open_connections.load(Ordering::Relaxed),
+        );
         counter(
             out,
             "sluicegate_response_body_bytes_total",

@@ -74,6 +74,8 @@ def test_counters_equal_what_was_sent(metered):
     assert s[("sluicegate_requests_total", (("class", "4xx"),))] == 1
     assert s[("sluicegate_request_ends_total", (("end", "ok"),))] == 7
     assert s[("sluicegate_protocol_errors_total", ())] == 1
+    assert s[("sluicegate_refused_requests_total", (("status", "400"),))] == 1
+    assert s[("sluicegate_refused_requests_total", (("status", "431"),))] == 0
     assert s[("sluicegate_request_duration_seconds_count", ())] == 8
     assert s[("sluicegate_app_duration_seconds_count", ())] == 6, "app calls only"
     # The 0.2 s call is in the app histogram's 0.25 s bucket and not in the 0.1 s one.
@@ -84,6 +86,12 @@ def test_counters_equal_what_was_sent(metered):
     assert s[("sluicegate_response_body_bytes_total", ())] >= 5 * 2 + 7 + 5
     assert s[("sluicegate_connections_accepted_total", ())] >= 2
     assert s[("sluicegate_pool_threads", ())] >= 1
+    # Connections open now: one kept open here, and the gauge counts it.
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("GET", "/held"))
+        assert c.read_response().status == 200
+        open_now = samples(scrape(mport)[2])[("sluicegate_connections_open", ())]
+        assert open_now >= 1
 
 
 def test_the_metrics_port_is_not_the_apps(metered):

@@ -22,6 +22,7 @@ impl LoopState {
     /// Answer a protocol error (the one place that writes them) and close after it.
     pub(super) fn protocol_error(&mut self, token: usize, e: ProtoError, ctx: &LoopCtx) {
         ctx.counters.protocol_errors.fetch_add(1, Ordering::Relaxed);
+        ctx.counters.by_request.refused(e.status());
         if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
             conn.out
                 .push_owned(protocol_error_answer(&e, &ctx.settings.server_header));
@@ -80,6 +81,11 @@ impl LoopState {
         if let Some(Slot::Here(_)) = self.conns.get(token) {
             if let Slot::Here(mut conn) = self.conns.remove(token) {
                 release_buffer(&mut self.buffers, &mut conn);
+                self.shared
+                    .counters
+                    .by_request
+                    .open_connections
+                    .fetch_sub(1, Ordering::Relaxed);
                 if let Some(p) = conn.pending_log.take() {
                     // Closed before its response was all sent: the client went away.
                     p.finish(
@@ -124,6 +130,7 @@ impl LoopState {
             ctx.counters.timeouts.fetch_add(1, Ordering::Relaxed);
             match conn.phase {
                 Phase::ReadingHead | Phase::ReadingBody(_) => {
+                    ctx.counters.by_request.refused(REQUEST_TIMEOUT.0);
                     // 408, then close: the client was too slow sending its request.
                     conn.out.clear();
                     conn.out

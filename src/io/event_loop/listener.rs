@@ -147,6 +147,10 @@ impl LoopState {
                         b.publish(self.conns.len());
                     }
                     ctx.counters.accepted.fetch_add(1, Ordering::Relaxed);
+                    ctx.counters
+                        .by_request
+                        .open_connections
+                        .fetch_add(1, Ordering::Relaxed);
                     self.unregistered.push(token);
                     self.ready.push_back((token, ReadHint::Readable));
                     self.accept_again.push(index);
