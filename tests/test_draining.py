@@ -47,8 +47,14 @@ def test_without_a_drain_delay_the_listener_closes_at_once(start_server):
     assert c.recv(4096).startswith(b"HTTP/1.1 200 ")
     srv.proc.send_signal(signal.SIGTERM)
     srv.wait_log("Received SIGTERM")
-    # A health check on a connection still open during the stop gets 503.
-    c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-    assert c.recv(4096).startswith(b"HTTP/1.1 503 ")
+    # A health check on a connection still open during the stop gets 503 (or, once the
+    # stop's short grace for idle connections has passed, finds the connection closed):
+    # never a 200.
+    try:
+        c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = c.recv(4096)
+    except OSError:
+        answer = b""
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 503 "), answer
     c.close()
     assert srv.proc.wait(30) == 0
