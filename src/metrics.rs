@@ -56,6 +56,14 @@ impl Histogram {
     }
 }
 
+/// Bytes read from clients (heads and bodies), by the loop and by `wsgi.input`. One per
+/// process (as the release bell): a process runs one server.
+pub static BYTES_IN: AtomicU64 = AtomicU64::new(0);
+
+/// The statuses the event loop answers itself (static files, the health path) are counted
+/// by these; the last slot: others.
+pub const LOOP_STATUSES: [u16; 5] = [200, 206, 304, 404, 503];
+
 /// The statuses a refused request can get, for `protocol_refusals` (the last slot: others).
 pub const REFUSAL_STATUSES: [u16; 7] = [400, 408, 413, 414, 431, 501, 505];
 
@@ -74,9 +82,20 @@ pub struct RequestMetrics {
     pub refusals: [AtomicU64; REFUSAL_STATUSES.len() + 1],
     /// Connections open now.
     pub open_connections: AtomicU64,
+    /// Answers the event loop gave itself, by status (`LOOP_STATUSES`, then others).
+    pub loop_answers: [AtomicU64; LOOP_STATUSES.len() + 1],
 }
 
 impl RequestMetrics {
+    /// An answer the loop gave itself (a static file, the health path).
+    pub fn loop_answer(&self, status: u16) {
+        let i = LOOP_STATUSES
+            .iter()
+            .position(|&s| s == status)
+            .unwrap_or(LOOP_STATUSES.len());
+        self.loop_answers[i].fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A request refused by the loop with `status` (a protocol error, a 408).
     pub fn refused(&self, status: u16) {
         let i = REFUSAL_STATUSES
@@ -143,6 +162,27 @@ impl RequestMetrics {
                 c.load(Ordering::Relaxed)
             ));
         }
+        out.push_str(
+            "# HELP sluicegate_loop_answers_total Answers the event loop gave without the app \
+             (static files, the health path), by status.\n\
+             # TYPE sluicegate_loop_answers_total counter\n",
+        );
+        for (i, c) in self.loop_answers.iter().enumerate() {
+            let status = LOOP_STATUSES
+                .get(i)
+                .map_or("other".to_string(), |s| s.to_string());
+            out.push_str(&format!(
+                "sluicegate_loop_answers_total{{{bare}{sep}status=\"{status}\"}} {}\n",
+                c.load(Ordering::Relaxed)
+            ));
+        }
+        counter(
+            out,
+            "sluicegate_request_bytes_total",
+            "Bytes read from clients (heads and bodies).",
+            bare,
+            BYTES_IN.load(Ordering::Relaxed),
+        );
         gauge(
             out,
             "sluicegate_connections_open",

@@ -76,6 +76,9 @@ def test_counters_equal_what_was_sent(metered):
     assert s[("sluicegate_protocol_errors_total", ())] == 1
     assert s[("sluicegate_refused_requests_total", (("status", "400"),))] == 1
     assert s[("sluicegate_refused_requests_total", (("status", "431"),))] == 0
+    assert s[("sluicegate_loop_answers_total", (("status", "200"),))] == 1
+    assert s[("sluicegate_loop_answers_total", (("status", "404"),))] == 1
+    assert s[("sluicegate_request_bytes_total", ())] > 8 * len(b"GET / HTTP/1.1\r\n")
     assert s[("sluicegate_request_duration_seconds_count", ())] == 8
     assert s[("sluicegate_app_duration_seconds_count", ())] == 6, "app calls only"
     # The 0.2 s call is in the app histogram's 0.25 s bucket and not in the 0.1 s one.

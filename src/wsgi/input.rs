@@ -190,6 +190,8 @@ impl BodyState {
                     Ok(0) => return Err(BodyFailure::Disconnected),
                     Ok(n) => {
                         raw.commit(n);
+                        crate::metrics::BYTES_IN
+                            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
                         return Ok(n);
                     }
                     Err(e) => e,

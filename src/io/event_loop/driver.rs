@@ -204,6 +204,7 @@ impl LoopState {
                 }
                 Ok(n) => {
                     buf.commit(n);
+                    crate::metrics::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
                     // A short read emptied the socket: edge-triggered epoll reports new data.
                     readable = n == want || drain;
                     match conn.phase {
@@ -290,6 +291,7 @@ impl LoopState {
             conn.requests += 1;
             ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
             let has_body = head.body != BodyFraming::None;
+            ctx.counters.by_request.loop_answer(answer.status);
             {
                 let now = Instant::now();
                 let pending = PendingLog {
