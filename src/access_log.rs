@@ -11,7 +11,7 @@
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sluicegate_proto::RequestHead;
 
@@ -78,11 +78,12 @@ pub struct PendingLog {
     pub client: Peer,
     pub status: u16,
     pub body_bytes: u64,
-    pub parsed_at: Instant,
+    /// `metrics::now_ns` readings.
+    pub parsed_at: u64,
     pub queue: Duration,
     pub app: Duration,
     /// When the response's first byte was ready (its head encoded).
-    pub send_from: Instant,
+    pub send_from: u64,
     pub end: End,
     pub inline: Option<bool>,
 }
@@ -91,29 +92,61 @@ impl PendingLog {
     /// The request is over (its last byte taken, or `gone`: the client left first): count it
     /// in `metrics`, and write its line if the log is on.
     pub fn finish(self, log: Option<&AccessLog>, metrics: &RequestMetrics, gone: bool) {
-        let now = Instant::now();
+        Finished {
+            head: &self.head,
+            client: &self.client,
+            status: self.status,
+            body_bytes: self.body_bytes,
+            parsed_at: self.parsed_at,
+            queue: self.queue,
+            app: self.app,
+            send_from: self.send_from,
+            end: if gone { End::ClientGone } else { self.end },
+            inline: self.inline,
+        }
+        .account(log, metrics, crate::metrics::now_ns());
+    }
+}
+
+/// A finished request, its fields borrowed: what `PendingLog` holds, for a request whose last
+/// byte was taken before its app thread let go of it (no copy of the head then).
+pub struct Finished<'a> {
+    pub head: &'a RequestHead,
+    pub client: &'a Peer,
+    pub status: u16,
+    pub body_bytes: u64,
+    pub parsed_at: u64,
+    pub queue: Duration,
+    pub app: Duration,
+    pub send_from: u64,
+    pub end: End,
+    pub inline: Option<bool>,
+}
+
+impl Finished<'_> {
+    /// Count it in `metrics` and write its line if the log is on; `now`: its last byte's time.
+    pub fn account(&self, log: Option<&AccessLog>, metrics: &RequestMetrics, now: u64) {
         let timings = Timings {
             queue: self.queue,
             app: self.app,
-            send: now.saturating_duration_since(self.send_from),
-            total: now.saturating_duration_since(self.parsed_at),
+            send: crate::metrics::since(self.send_from, now),
+            total: crate::metrics::since(self.parsed_at, now),
         };
-        let end = if gone { End::ClientGone } else { self.end };
         metrics.record(
             self.status,
             self.body_bytes,
             &timings,
-            end,
+            self.end,
             self.inline.is_some(),
         );
         if let Some(log) = log {
             log.write(&Entry {
-                head: &self.head,
-                client: &self.client,
+                head: self.head,
+                client: self.client,
                 status: self.status,
                 body_bytes: self.body_bytes,
                 timings,
-                end,
+                end: self.end,
                 inline: self.inline,
             });
         }

@@ -6,9 +6,9 @@
 //! time the app is done is left in the connection's queue for the event loop, so the app
 //! thread is free at once.
 
+use crate::metrics::{now_ns, since};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
@@ -22,7 +22,7 @@ use super::input::{BodyFailure, BodyState, Input};
 use super::sender::{SendError, Sender, SenderSettings};
 use super::start_response::StartResponse;
 use super::{type_name, Bridge};
-use crate::access_log::{End as LogEnd, PendingLog};
+use crate::access_log::{End as LogEnd, Finished, PendingLog};
 use crate::io::conn::AfterOutput;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::event_loop::Work;
@@ -48,7 +48,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         parsed_at,
         ..
     } = work;
-    let app_started = Instant::now();
+    let app_started = now_ns();
     let inline = super::sender::in_inline_call();
     conn.requests += 1;
     bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
@@ -128,7 +128,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             AppEnd::Failed
         }
     };
-    let app_done = Instant::now();
+    let app_done = now_ns();
 
     // Give the body state back: the connection's buffer (with pipelined bytes after the body),
     // and learn whether the body was consumed, so the connection can carry another request.
@@ -204,42 +204,55 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     if gone {
         conn.out.clear();
     }
-    {
-        let client = match forwarded.as_ref().and_then(|f| f.client) {
-            Some((ip, port)) => Peer::Ip(std::net::SocketAddr::new(ip, port.unwrap_or(0))),
-            None => conn.peer.clone(),
-        };
-        let pending = PendingLog {
-            head,
-            client,
+    let forwarded_client = forwarded
+        .as_ref()
+        .and_then(|f| f.client)
+        .map(|(ip, port)| Peer::Ip(std::net::SocketAddr::new(ip, port.unwrap_or(0))));
+    let log_end = if timed_out {
+        LogEnd::Timeout
+    } else if gone {
+        LogEnd::ClientGone
+    } else if matches!(end, AppEnd::Failed) {
+        LogEnd::Error
+    } else {
+        LogEnd::Ok
+    };
+    let queue = since(parsed_at, app_started);
+    let app = since(app_started, app_done);
+    let ctx = &bridge.loop_ctx;
+    if conn.out.is_empty() {
+        // Every byte was taken while the app ran: accounted now, the head borrowed.
+        Finished {
+            head: &head,
+            client: forwarded_client.as_ref().unwrap_or(&conn.peer),
             status,
             body_bytes: sent,
             parsed_at,
-            queue: app_started.saturating_duration_since(parsed_at),
-            app: app_done.saturating_duration_since(app_started),
+            queue,
+            app,
             send_from,
-            end: if timed_out {
-                LogEnd::Timeout
-            } else if gone {
-                LogEnd::ClientGone
-            } else if matches!(end, AppEnd::Failed) {
-                LogEnd::Error
-            } else {
-                LogEnd::Ok
-            },
+            end: log_end,
             inline: Some(inline),
-        };
-        // Logged once its last byte is taken: now, or by the loop when it has sent the rest.
-        if conn.out.is_empty() {
-            let ctx = &bridge.loop_ctx;
-            pending.finish(
-                ctx.settings.access_log.as_deref(),
-                &ctx.counters.by_request,
-                false,
-            );
-        } else {
-            conn.pending_log = Some(Box::new(pending));
         }
+        .account(
+            ctx.settings.access_log.as_deref(),
+            &ctx.counters.by_request,
+            app_done,
+        );
+    } else {
+        // The loop sends the rest: accounted when it has (or when the client leaves).
+        conn.pending_log = Some(Box::new(PendingLog {
+            head,
+            client: forwarded_client.unwrap_or_else(|| conn.peer.clone()),
+            status,
+            body_bytes: sent,
+            parsed_at,
+            queue,
+            app,
+            send_from,
+            end: log_end,
+            inline: Some(inline),
+        }));
     }
     conn
 }

@@ -12,7 +12,7 @@
 use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use sluicegate_proto::h1::encode::{
@@ -102,9 +102,10 @@ pub struct Sender {
     /// With `--timeout`: claimed before the head is encoded; lost if the watcher answered 504.
     gate: Option<Arc<HeadGate>>,
     body: Option<(Py<Input>, u64)>,
-    server_timing: Option<(Instant, Instant)>,
-    /// When the head was encoded: the first byte was ready (the access log's send time).
-    head_at: Option<Instant>,
+    server_timing: Option<(u64, u64)>,
+    /// When the head was encoded (`metrics::now_ns`): the first byte was ready (the access
+    /// log's send time).
+    head_at: Option<u64>,
     app: AppHead,
     stage: Stage,
     framing: ResponseFraming,
@@ -152,7 +153,7 @@ pub struct SenderSettings {
     /// not be drained says `Connection: close`.
     pub body: Option<(Py<Input>, u64)>,
     /// `--server-timing`: when the request was parsed and the app called.
-    pub server_timing: Option<(Instant, Instant)>,
+    pub server_timing: Option<(u64, u64)>,
 }
 
 impl Sender {
@@ -219,7 +220,7 @@ impl Sender {
         self.body_bytes
     }
     /// When the head was encoded (None: nothing was sent).
-    pub fn head_at(&self) -> Option<Instant> {
+    pub fn head_at(&self) -> Option<u64> {
         self.head_at
     }
     /// The connection may carry another request after this response (proto's rule).
@@ -257,7 +258,7 @@ impl Sender {
         if let Some(n) = decided.head_length {
             pairs.push((b"Content-Length", decimal(n, &mut len_buf)));
         }
-        let now = Instant::now();
+        let now = crate::metrics::now_ns();
         self.head_at = Some(now);
         let timing;
         if let Some((parsed, called)) = self.server_timing {
@@ -265,8 +266,8 @@ impl Sender {
             // time so far (the head leaves before the body).
             timing = format!(
                 "queue;dur={:.3}, app;dur={:.3}",
-                called.saturating_duration_since(parsed).as_secs_f64() * 1e3,
-                now.saturating_duration_since(called).as_secs_f64() * 1e3
+                called.saturating_sub(parsed) as f64 / 1e6,
+                now.saturating_sub(called) as f64 / 1e6
             );
             pairs.push((b"Server-Timing", timing.as_bytes()));
         }

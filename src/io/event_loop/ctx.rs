@@ -26,7 +26,7 @@ pub struct Work {
     /// without ever waiting on the socket.
     pub body_buffered: bool,
     /// When the loop parsed the head (the access log's queue and total times start here).
-    pub parsed_at: Instant,
+    pub parsed_at: u64,
     /// A uwsgi request: what nginx's variables say about the client and the server.
     pub uwsgi: Option<Box<UwsgiFacts>>,
 }

@@ -293,7 +293,7 @@ impl LoopState {
             let has_body = head.body != BodyFraming::None;
             ctx.counters.by_request.loop_answer(answer.status);
             {
-                let now = Instant::now();
+                let now = crate::metrics::now_ns();
                 let pending = PendingLog {
                     head,
                     client: conn.peer.clone(),
@@ -379,7 +379,7 @@ impl LoopState {
             conn,
             head,
             body_buffered,
-            parsed_at: Instant::now(),
+            parsed_at: crate::metrics::now_ns(),
             uwsgi: None,
         }
     }
