@@ -102,6 +102,8 @@ pub struct RequestMetrics {
     pub refusals: [AtomicU64; REFUSAL_STATUSES.len() + 1],
     /// Connections open now.
     pub open_connections: AtomicU64,
+    /// Of those, waiting between requests (counted at each sweep of the loop, ≤ 1 s old).
+    pub idle_connections: AtomicU64,
     /// Answers the event loop gave itself, by status (`LOOP_STATUSES`, then others).
     pub loop_answers: [AtomicU64; LOOP_STATUSES.len() + 1],
 }
@@ -209,6 +211,13 @@ impl RequestMetrics {
             "Client connections open now.",
             bare,
             self.open_connections.load(Ordering::Relaxed),
+        );
+        gauge(
+            out,
+            "sluicegate_connections_idle",
+            "Client connections waiting between requests (as of the loop's last sweep).",
+            bare,
+            self.idle_connections.load(Ordering::Relaxed),
         );
         counter(
             out,

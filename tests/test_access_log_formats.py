@@ -118,7 +118,7 @@ def test_server_timing_header(start_server):
 def test_the_log_keeps_up_with_many_requests(start_server, tmp_path):
     log = tmp_path / "a.log"
     srv = start_server("timed", "--access-log", str(log), "--access-log-format", "{path}")
-    per_conn, conns = 500, 8
+    per_conn, conns = 12500, 8  # 100,000 requests
 
     def client(i):
         with Conn.open(srv.port) as c:
@@ -134,6 +134,6 @@ def test_the_log_keeps_up_with_many_requests(start_server, tmp_path):
     for t in threads:
         t.join(60)
     total = per_conn * conns
-    wait_for(lambda: len(lines(log)) >= total, f"{total} lines", 20)
+    wait_for(lambda: len(lines(log)) >= total, f"{total} lines", 60)
     got = lines(log)
     assert len(got) == total and len(set(got)) == total

@@ -95,6 +95,9 @@ def test_counters_equal_what_was_sent(metered):
         assert c.read_response().status == 200
         open_now = samples(scrape(mport)[2])[("sluicegate_connections_open", ())]
         assert open_now >= 1
+        # The idle gauge is refreshed by the loop's sweep (at most a second behind).
+        wait_for(lambda: samples(scrape(mport)[2])[("sluicegate_connections_idle", ())] >= 1,
+                 "the idle connection to be counted")
 
 
 def test_the_metrics_port_is_not_the_apps(metered):

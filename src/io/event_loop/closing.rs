@@ -115,14 +115,23 @@ impl LoopState {
                 self.accept(i, ctx);
             }
         }
+        // One pass: the expired, and (for the metrics) how many wait idle between requests.
+        let mut idle = 0u64;
         let expired: Vec<usize> = self
             .conns
             .iter()
             .filter_map(|(t, s)| match s {
-                Slot::Here(c) if c.deadline.is_some_and(|d| d <= now) => Some(t),
+                Slot::Here(c) => {
+                    idle += u64::from(matches!(c.phase, Phase::Idle) && c.out.is_empty());
+                    c.deadline.is_some_and(|d| d <= now).then_some(t)
+                }
                 _ => None,
             })
             .collect();
+        ctx.counters
+            .by_request
+            .idle_connections
+            .store(idle, Ordering::Relaxed);
         for token in expired {
             let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
                 continue;
