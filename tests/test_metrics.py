@@ -125,3 +125,20 @@ def test_debug_requests_lists_calls_in_flight_with_their_stacks(start_server):
     c.close()
     wait_for(lambda: "0 app call(s) in flight" in scrape(mport, "/debug/requests")[2],
              "the call to leave the list")
+
+
+def test_each_worker_has_its_own_listener_and_label(start_server):
+    mport = free_port()
+    while True:  # two consecutive free ports
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", mport + 1))
+                break
+            except OSError:
+                mport = free_port()
+    srv = start_server("timed", "--workers", "2", "--metrics-bind", f"127.0.0.1:{mport}")
+    for w in (0, 1):
+        wait_for(lambda w=w: scrape_ok(mport + w), f"worker {w}'s metrics listener")
+        text = scrape(mport + w)[2]
+        assert f'sluicegate_requests_total{{worker="{w}",class="2xx"}}' in text
+        assert samples(text)[("sluicegate_connections_accepted_total", (("worker", str(w)),))] >= 0
