@@ -306,13 +306,17 @@ class Supervisor:
             log.info("Received %s%s: stopping now", name, " again" if seen > 1 else "")
             self.shutdown(graceful=False)
         elif signum in (signal.SIGTERM, signal.SIGINT):
+            # The stop first, then the line: whoever reads the line (a test, an operator) finds
+            # the stop already under way (the health path failing, the drain begun).
+            self.shutdown(graceful=True)
+            drain = f"; serving {self.cfg.drain_delay:g}s more with the health path failing" \
+                if self.cfg.drain_delay else ""
             log.info(
-                "Received %s: finishing in-flight requests (up to %gs)",
-                name, self.cfg.graceful_timeout,
+                "Received %s: finishing in-flight requests (up to %gs)%s",
+                name, self.cfg.graceful_timeout, drain,
             )
             if self.worker_events is None:
                 sd_notify.notify("STOPPING=1", "STATUS=finishing in-flight requests")
-            self.shutdown(graceful=True)
         elif signum == signal.SIGUSR1:
             self._reopen_access_log()
         elif self.worker_events is None:
