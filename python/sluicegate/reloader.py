@@ -23,6 +23,12 @@ from .errors import StartError
 #: Changes closer together than this are one reload (an editor saving several files).
 DEBOUNCE_MS = 200
 
+#: How often the watcher reports "no change" (its first report says it is watching).
+QUIET_REPORT_MS = 200
+
+#: How long `start()` waits for the watcher to be in place.
+READY_TIMEOUT_S = 10.0
+
 
 class Reloader(threading.Thread):
     """Calls `changed(paths)` from its own thread after each batch of relevant changes."""
@@ -42,6 +48,7 @@ class Reloader(threading.Thread):
                 raise StartError(f"--reload-extra {p!r}: no such file or directory")
         self.changed = changed
         self.stop_event = threading.Event()
+        self.ready = threading.Event()
         python = watchfiles.PythonFilter()
 
         def relevant(change: object, path: str) -> bool:
@@ -51,12 +58,24 @@ class Reloader(threading.Thread):
 
         self.filter = relevant
 
+    def start(self) -> None:
+        """Start watching, and return once the watcher is in place: a change made after the
+        server says it is listening is never missed (it was, when the first watches were set
+        up after a quick edit)."""
+        super().start()
+        self.ready.wait(READY_TIMEOUT_S)
+
     def run(self) -> None:
         paths = [self.root] + [p for p in self.extra if not p.startswith(self.root + os.sep)]
+        # yield_on_timeout: an empty batch every QUIET_REPORT_MS; the first one, or the first
+        # change, means the watches exist.
         for changes in self._watchfiles.watch(*paths, watch_filter=self.filter,
                                               debounce=DEBOUNCE_MS, step=50,
+                                              rust_timeout=QUIET_REPORT_MS, yield_on_timeout=True,
                                               stop_event=self.stop_event, raise_interrupt=False):
-            self.changed(sorted({path for _, path in changes}))
+            self.ready.set()
+            if changes:
+                self.changed(sorted({path for _, path in changes}))
 
     def stop(self) -> None:
         self.stop_event.set()
