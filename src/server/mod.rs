@@ -98,6 +98,7 @@ fn release_loop_hook(ctx: *const ()) {
 /// was in an inline call (the thread then serves as a pool thread).
 fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) {
     shared.sched.set_loop_thread();
+    let _on_loop = crate::wsgi::release::LoopThread::enter();
     loop {
         let Some(work) = st.next_work(shared.ctx()) else {
             signal_done(shared.done_fd);
@@ -380,6 +381,7 @@ impl Server {
                 // its decref before ringing, so re-attaching applies it.
                 if rang {
                     drain_fd(bell_fd);
+                    crate::wsgi::release::answered();
                 }
                 [done, signalled]
             });

@@ -9,18 +9,54 @@
 //! when a thread re-attaches), and the memory is freed. Bound: as soon as the main thread gets
 //! the GIL after the drop, at most one switch interval (5 ms) behind the running app threads.
 //!
+//! Only drops on the event loop's thread ring: it runs detached for as long as it serves. An app
+//! thread that drops a block inside a detached write re-attaches right after, and PyO3 applies
+//! the decref then. (Which thread is the loop's is a thread-local flag the loop sets, not
+//! `PyGILState_Check`, which the stable ABI of the abi3 wheels does not have.)
+//!
 //! One bell per process: the server that runs last installs its own.
 
+use std::cell::Cell;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicI32, Ordering};
-
-use pyo3::ffi;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static BELL: AtomicI32 = AtomicI32::new(-1);
+
+/// The bell rang and the main thread has not answered yet: a drop meanwhile need not ring
+/// again (its decref is registered before the main thread re-attaches), so a stream of large
+/// responses wakes the main thread at most once per turn.
+static PENDING: AtomicBool = AtomicBool::new(false);
+
+/// The main thread drained the bell and is about to re-attach.
+pub fn answered() {
+    PENDING.store(false, Ordering::SeqCst);
+}
+
+thread_local! {
+    /// This thread is driving the event loop (detached from the interpreter).
+    static ON_LOOP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the current thread as the event loop's while the guard lives.
+pub struct LoopThread(());
+
+impl LoopThread {
+    pub fn enter() -> LoopThread {
+        ON_LOOP.with(|f| f.set(true));
+        LoopThread(())
+    }
+}
+
+impl Drop for LoopThread {
+    fn drop(&mut self) {
+        ON_LOOP.with(|f| f.set(false));
+    }
+}
 
 /// The eventfd rung after a drop without the GIL (-1: none).
 pub fn install(fd: RawFd) {
     BELL.store(fd, Ordering::Release);
+    PENDING.store(false, Ordering::SeqCst);
 }
 
 /// Forget `fd` if it is the installed bell (its server is going away).
@@ -28,18 +64,19 @@ pub fn uninstall(fd: RawFd) {
     let _ = BELL.compare_exchange(fd, -1, Ordering::AcqRel, Ordering::Acquire);
 }
 
-/// Call right after dropping a Python object: rings the bell if this thread is not attached
-/// (the decref was deferred).
+/// Call right after dropping a Python object: rings the bell on the event loop's thread (the
+/// decref was deferred).
 pub fn after_drop() {
-    // SAFETY: PyGILState_Check only reads this thread's state; callable without the GIL.
-    if unsafe { ffi::PyGILState_Check() } != 0 {
+    if !ON_LOOP.with(|f| f.get()) || PENDING.swap(true, Ordering::SeqCst) {
         return;
     }
     let fd = BELL.load(Ordering::Acquire);
-    if fd >= 0 {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a valid u64 to an eventfd; a full counter (EAGAIN) or a
-        // closed fd changes nothing that matters here.
-        unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+    if fd < 0 {
+        PENDING.store(false, Ordering::SeqCst); // nobody to ring: nothing is pending
+        return;
     }
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a valid u64 to an eventfd; a full counter (EAGAIN) or a
+    // closed fd changes nothing that matters here.
+    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
 }
