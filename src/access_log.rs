@@ -3,14 +3,18 @@
 //! `common`; `json`, one object per line; or a template of named `{fields}`), with where the
 //! request's time went ([`Timings`]). Times are UTC.
 //!
-//! Lines are made on the thread that finishes the request and handed to a writer thread through
-//! a bounded queue ([`QUEUE_LINES`]), so a slow disk never stalls the event loop or an app
-//! thread: when the queue is full the line is dropped and counted (`dropped`), never waited for.
-//! The writer writes to the descriptor the Python front opened, which `USR1` replaces in place.
+//! Lines are made on the thread that finishes the request and appended, under a lock held for a
+//! copy, to a buffer of at most [`BUFFER_MAX`] bytes; a writer thread writes what piled up every
+//! [`FLUSH_EVERY`] (sooner past [`FLUSH_AT`]), so a request costs no system call and no wake-up,
+//! and a slow disk never stalls the event loop or an app thread: when the buffer is full the
+//! line is dropped and counted (`dropped`), never waited for. (A channel with a wake-up per line
+//! cost 5.8 µs of CPU per request and halved S6's throughput.) The writer writes to the
+//! descriptor the Python front opened, which `USR1` replaces in place; the server flushes what
+//! is left when it stops.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use sluicegate_proto::RequestHead;
@@ -19,8 +23,12 @@ use crate::http_date::http_date;
 use crate::io::stream::Peer;
 use crate::metrics::RequestMetrics;
 
-/// Lines waiting for the writer thread at most; more are dropped (and counted).
-pub const QUEUE_LINES: usize = 16384;
+/// Bytes of lines waiting for the writer thread at most; more are dropped (and counted).
+pub const BUFFER_MAX: usize = 4 * 1024 * 1024;
+/// The writer writes what piled up this often...
+pub const FLUSH_EVERY: Duration = Duration::from_millis(10);
+/// ...or as soon as this much is waiting.
+pub const FLUSH_AT: usize = 256 * 1024;
 
 /// How a request ended, for the log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -256,10 +264,38 @@ fn parse_format(spec: &str) -> Result<Format, String> {
 
 pub struct AccessLog {
     format: Format,
-    queue: SyncSender<Vec<u8>>,
+    pending: Arc<Pending>,
     /// Lines dropped because the writer fell behind.
     pub dropped: AtomicU64,
     pid: u32,
+}
+
+/// Lines not yet written, shared with the writer thread.
+struct Pending {
+    fd: RawFd,
+    buf: Mutex<Vec<u8>>,
+    wake: Condvar,
+    /// Set when the log goes away: the writer writes what is left and ends.
+    closed: std::sync::atomic::AtomicBool,
+    /// Held from taking a batch to having written it, so batches keep their order.
+    writing: Mutex<()>,
+}
+
+impl Pending {
+    fn write_out(&self) {
+        let _order = self.writing.lock().unwrap();
+        let batch = std::mem::take(&mut *self.buf.lock().unwrap());
+        if !batch.is_empty() {
+            write_all(self.fd, &batch);
+        }
+    }
+}
+
+impl Drop for AccessLog {
+    fn drop(&mut self) {
+        self.pending.closed.store(true, Ordering::Release);
+        self.pending.wake.notify_one();
+    }
 }
 
 impl AccessLog {
@@ -269,26 +305,33 @@ impl AccessLog {
         if fd < 0 {
             return Ok(None);
         }
-        let (tx, rx) = sync_channel::<Vec<u8>>(QUEUE_LINES);
+        let pending = Arc::new(Pending {
+            fd,
+            buf: Mutex::new(Vec::with_capacity(FLUSH_AT * 2)),
+            wake: Condvar::new(),
+            closed: std::sync::atomic::AtomicBool::new(false),
+            writing: Mutex::new(()),
+        });
+        let p = Arc::clone(&pending);
         std::thread::Builder::new()
             .name("sluicegate-accesslog".into())
-            .spawn(move || {
-                // Ends when the server (the last sender) is dropped.
-                while let Ok(mut batch) = rx.recv() {
-                    // What piled up meanwhile leaves in the same write.
-                    while let Ok(more) = rx.try_recv() {
-                        batch.extend_from_slice(&more);
-                        if batch.len() >= 256 * 1024 {
-                            break;
-                        }
+            .spawn(move || loop {
+                {
+                    let g = p.buf.lock().unwrap();
+                    if g.len() < FLUSH_AT && !p.closed.load(Ordering::Acquire) {
+                        let _ = p.wake.wait_timeout(g, FLUSH_EVERY).unwrap();
                     }
-                    write_all(fd, &batch);
+                }
+                p.write_out();
+                if p.closed.load(Ordering::Acquire) {
+                    p.write_out();
+                    return;
                 }
             })
             .map_err(|e| format!("cannot start the access log writer: {e}"))?;
         Ok(Some(AccessLog {
             format,
-            queue: tx,
+            pending,
             dropped: AtomicU64::new(0),
             pid: std::process::id(),
         }))
@@ -349,12 +392,24 @@ impl AccessLog {
             }
         }
         line.push(b'\n');
-        match self.queue.try_send(line) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
+        let mut buf = self.pending.buf.lock().unwrap();
+        if buf.len() + line.len() > BUFFER_MAX {
+            drop(buf);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
         }
+        buf.extend_from_slice(&line);
+        let full = buf.len() >= FLUSH_AT;
+        drop(buf);
+        if full {
+            self.pending.wake.notify_one();
+        }
+    }
+
+    /// Write what is waiting now, on this thread (the server stopping: the process may leave
+    /// without waiting for the writer).
+    pub fn flush(&self) {
+        self.pending.write_out();
     }
 
     /// One field's value: in JSON as a JSON value (strings escaped for any byte), in a

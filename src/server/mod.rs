@@ -423,6 +423,9 @@ impl Server {
             }
             left
         });
+        if let Some(log) = &shared.ctx().settings.access_log {
+            log.flush();
+        }
         // Threads in calls stuck past --timeout are reported by the supervisor.
         let left = left.saturating_sub(shared.ctx().counters.stuck_calls.load(Ordering::Relaxed));
         if left > 0 {
