@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use sluicegate_proto::h1::encode::{decimal, DECIMAL_LEN};
 use sluicegate_proto::RequestHead;
 
 use crate::http_date::http_date;
@@ -498,18 +499,8 @@ fn push_clf_time(line: &mut Vec<u8>) {
 }
 
 fn push_num(line: &mut Vec<u8>, n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    line.extend_from_slice(&buf[i..]);
+    let mut buf = [0u8; DECIMAL_LEN];
+    line.extend_from_slice(decimal(n, &mut buf));
 }
 
 /// Append `v` with `"` and `\\` backslash-escaped and every byte outside printable ASCII as
