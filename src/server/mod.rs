@@ -63,6 +63,8 @@ impl Shared {
     /// Run one request on this thread (GIL taken here). Dispatched calls are timed for the
     /// scheduler from the moment the GIL is held; inline calls are watched by the watchdog.
     fn run_request_here(&self, work: Work, inline: bool) -> Box<crate::io::conn::Conn> {
+        // Attached for the call: drops here are not deferred, so not the release bell's.
+        let _attached = crate::wsgi::release::Attached::enter();
         Python::attach(|py| {
             if inline {
                 // Should the response stream, the loop moves to another thread (see

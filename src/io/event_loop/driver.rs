@@ -292,7 +292,20 @@ impl LoopState {
             ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
             let has_body = head.body != BodyFraming::None;
             ctx.counters.by_request.loop_answer(answer.status);
-            {
+            let end = if answer.status >= 400 {
+                End::Error
+            } else {
+                End::Ok
+            };
+            if ctx.settings.access_log.is_none() {
+                // No line to write: counted now (a loop answer spends nothing in the app; its
+                // send time is measured only when the access log asks for it, which saves a
+                // record per static file).
+                let t = crate::access_log::Timings::default();
+                ctx.counters
+                    .by_request
+                    .record(answer.status, answer.body_bytes, &t, end, false);
+            } else {
                 let now = crate::metrics::now_ns();
                 let pending = PendingLog {
                     head,
@@ -303,11 +316,7 @@ impl LoopState {
                     queue: Duration::ZERO,
                     app: Duration::ZERO,
                     send_from: now,
-                    end: if answer.status >= 400 {
-                        End::Error
-                    } else {
-                        End::Ok
-                    },
+                    end,
                     inline: None,
                 };
                 if let Some(old) = conn.pending_log.replace(Box::new(pending)) {
