@@ -5,9 +5,10 @@
 //! the decref and applies it the next time some thread attaches. On an idle server (or one
 //! that serves only static files) that could be never: three abandoned 100 MB answers stayed
 //! resident. So such a drop rings a bell, an eventfd that the server's main thread waits on
-//! beside its signal pipe; the main thread wakes, attaches (PyO3 applies every deferred decref
-//! when a thread re-attaches), and the memory is freed. Bound: as soon as the main thread gets
-//! the GIL after the drop, at most one switch interval (5 ms) behind the running app threads.
+//! beside its signal pipe; the main thread wakes, lets further drops gather for [`GATHER`]
+//! (50 ms), then attaches once (PyO3 applies every deferred decref when a thread re-attaches),
+//! and the memory is freed. Bound: 50 ms after the drop, plus getting the GIL (at most one
+//! switch interval, 5 ms, behind running app threads).
 //!
 //! Only drops on the event loop's thread ring: it runs detached for as long as it serves. An app
 //! thread that drops a block inside a detached write re-attaches right after, and PyO3 applies
@@ -21,6 +22,10 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static BELL: AtomicI32 = AtomicI32::new(-1);
+
+/// After a ring, the main thread lets drops gather this long before it re-attaches once for
+/// all of them: the bound on how long abandoned memory stays (plus getting the GIL).
+pub const GATHER: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The bell rang and the main thread has not answered yet: a drop meanwhile need not ring
 /// again (its decref is registered before the main thread re-attaches), so a stream of large
