@@ -269,6 +269,8 @@ pub struct AccessLog {
     /// Lines dropped because the writer fell behind.
     pub dropped: AtomicU64,
     pid: u32,
+    /// The format names Referer, User-Agent or X-Request-ID (looked up once per line).
+    names_headers: bool,
 }
 
 /// Lines not yet written, shared with the writer thread.
@@ -331,75 +333,100 @@ impl AccessLog {
             })
             .map_err(|e| format!("cannot start the access log writer: {e}"))?;
         Ok(Some(AccessLog {
-            format,
             pending,
             dropped: AtomicU64::new(0),
             pid: std::process::id(),
+            names_headers: match &format {
+                Format::Common => false,
+                Format::Combined | Format::Json => true,
+                Format::Template(pieces) => pieces.iter().any(|p| {
+                    matches!(
+                        p,
+                        Piece::Field(Field::Referer | Field::UserAgent | Field::RequestId)
+                    )
+                }),
+            },
+            format,
         }))
     }
 
+    /// Make `e`'s line and hand it to the writer thread (or count it dropped).
     pub fn write(&self, e: &Entry<'_>) {
-        let mut line = Vec::with_capacity(256);
+        // One line buffer per thread, reused: a request's line costs no allocation.
+        thread_local! {
+            static LINE: std::cell::RefCell<Vec<u8>> =
+                std::cell::RefCell::new(Vec::with_capacity(LINE_KEEP));
+        }
+        LINE.with(|cell| {
+            let mut line = cell.borrow_mut();
+            line.clear();
+            self.make_line(&mut line, e);
+            self.append(&line);
+            if line.capacity() > 16 * LINE_KEEP {
+                // A line with huge headers: do not keep its buffer.
+                *line = Vec::with_capacity(LINE_KEEP);
+            }
+        });
+    }
+
+    fn make_line(&self, line: &mut Vec<u8>, e: &Entry<'_>) {
+        let named = if self.names_headers {
+            NamedHeaders::of(e.head)
+        } else {
+            NamedHeaders::default()
+        };
         match &self.format {
             Format::Combined | Format::Common => {
-                push_client(&mut line, e.client);
+                push_client(line, e.client);
                 line.extend_from_slice(b" - - [");
-                push_clf_time(&mut line);
+                push_clf_time(line);
                 line.extend_from_slice(b"] \"");
                 // Every field the client controls goes through one escaper (method, target,
                 // Referer, User-Agent): a '"' or a control byte in any of them cannot forge a
                 // field or a line.
-                push_escaped(&mut line, e.head.method());
+                push_escaped(line, e.head.method());
                 line.push(b' ');
-                push_escaped(&mut line, e.head.target());
+                push_escaped(line, e.head.target());
                 line.push(b' ');
                 line.extend_from_slice(e.head.version.as_str().as_bytes());
                 line.extend_from_slice(b"\" ");
-                push_num(&mut line, u64::from(e.status));
+                push_num(line, u64::from(e.status));
                 line.push(b' ');
                 if e.body_bytes == 0 {
                     line.push(b'-');
                 } else {
-                    push_num(&mut line, e.body_bytes);
+                    push_num(line, e.body_bytes);
                 }
                 if matches!(self.format, Format::Combined) {
-                    for name in [&b"referer"[..], b"user-agent"] {
+                    for value in [named.referer, named.user_agent] {
                         line.extend_from_slice(b" \"");
-                        push_escaped(&mut line, e.head.header(name).unwrap_or(b"-"));
+                        push_escaped(line, value.unwrap_or(b"-"));
                         line.push(b'"');
                     }
                 }
             }
-            Format::Json => {
-                line.push(b'{');
-                for (i, (name, field)) in FIELDS.iter().enumerate() {
-                    if i > 0 {
-                        line.push(b',');
-                    }
-                    line.push(b'"');
-                    line.extend_from_slice(name.as_bytes());
-                    line.extend_from_slice(b"\":");
-                    self.push_field(&mut line, e, *field, true);
-                }
-                line.push(b'}');
-            }
+            Format::Json => push_json(line, e, &named, self.pid),
             Format::Template(pieces) => {
                 for p in pieces {
                     match p {
                         Piece::Text(t) => line.extend_from_slice(t),
-                        Piece::Field(f) => self.push_field(&mut line, e, *f, false),
+                        Piece::Field(f) => self.push_field(line, e, &named, *f, false),
                     }
                 }
             }
         }
         line.push(b'\n');
+    }
+
+    /// Append a made line to what the writer thread takes, or drop and count it when full.
+    fn append(&self, line: &[u8]) {
         let mut buf = self.pending.buf.lock().unwrap();
         if buf.len() + line.len() > BUFFER_MAX {
             drop(buf);
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        buf.extend_from_slice(&line);
+        buf.extend_from_slice(line);
         let full = buf.len() >= FLUSH_AT;
         drop(buf);
         if full {
@@ -415,7 +442,14 @@ impl AccessLog {
 
     /// One field's value: in JSON as a JSON value (strings escaped for any byte), in a
     /// template as text escaped as in the combined format.
-    fn push_field(&self, line: &mut Vec<u8>, e: &Entry<'_>, f: Field, json: bool) {
+    fn push_field(
+        &self,
+        line: &mut Vec<u8>,
+        e: &Entry<'_>,
+        named: &NamedHeaders<'_>,
+        f: Field,
+        json: bool,
+    ) {
         let text = |line: &mut Vec<u8>, v: &[u8]| {
             if json {
                 push_json_string(line, v);
@@ -423,43 +457,121 @@ impl AccessLog {
                 push_escaped(line, v);
             }
         };
+        // Text that never needs escaping (an address, a date, a word of ours).
+        let plain = |line: &mut Vec<u8>, push: &dyn Fn(&mut Vec<u8>)| {
+            if json {
+                line.push(b'"');
+            }
+            push(line);
+            if json {
+                line.push(b'"');
+            }
+        };
         let us = |line: &mut Vec<u8>, d: Duration| push_num(line, d.as_micros() as u64);
         match f {
-            Field::Client => {
-                let mut c = Vec::new();
-                push_client(&mut c, e.client);
-                text(line, &c);
-            }
-            Field::Time => {
-                let mut t = Vec::new();
-                push_clf_time(&mut t);
-                text(line, &t);
-            }
+            Field::Client => plain(line, &|l| push_client(l, e.client)),
+            Field::Time => plain(line, &push_clf_time),
             Field::Method => text(line, e.head.method()),
             Field::Target => text(line, e.head.target()),
             Field::Path => text(line, e.head.path()),
             Field::Query => text(line, e.head.query()),
-            Field::Protocol => text(line, e.head.version.as_str().as_bytes()),
+            Field::Protocol => plain(line, &|l| {
+                l.extend_from_slice(e.head.version.as_str().as_bytes())
+            }),
             Field::Status => push_num(line, u64::from(e.status)),
             Field::Bytes => push_num(line, e.body_bytes),
-            Field::Referer => text(line, e.head.header(b"referer").unwrap_or(b"")),
-            Field::UserAgent => text(line, e.head.header(b"user-agent").unwrap_or(b"")),
-            Field::RequestId => text(line, e.head.header(b"x-request-id").unwrap_or(b"")),
+            Field::Referer => text(line, named.referer.unwrap_or(b"")),
+            Field::UserAgent => text(line, named.user_agent.unwrap_or(b"")),
+            Field::RequestId => text(line, named.request_id.unwrap_or(b"")),
             Field::QueueUs => us(line, e.timings.queue),
             Field::AppUs => us(line, e.timings.app),
             Field::SendUs => us(line, e.timings.send),
             Field::TotalUs => us(line, e.timings.total),
-            Field::End => text(line, e.end.as_str().as_bytes()),
+            Field::End => plain(line, &|l| l.extend_from_slice(e.end.as_str().as_bytes())),
             Field::Pid => push_num(line, u64::from(self.pid)),
-            Field::Scheduler => text(
-                line,
-                match e.inline {
-                    Some(true) => b"inline",
-                    Some(false) => b"pool",
-                    None => b"loop",
-                },
-            ),
+            Field::Scheduler => plain(line, &|l| l.extend_from_slice(scheduler(e.inline))),
         }
+    }
+}
+
+/// A line buffer keeps this much room between lines.
+const LINE_KEEP: usize = 1024;
+
+/// `e` as one JSON object: every field of [`FIELDS`], in its order. Written out field by field
+/// (constant keys, no dispatch per field): this is the format a log pipeline reads at full
+/// traffic.
+fn push_json(line: &mut Vec<u8>, e: &Entry<'_>, named: &NamedHeaders<'_>, pid: u32) {
+    let head = e.head;
+    line.extend_from_slice(b"{\"client\":\"");
+    push_client(line, e.client);
+    line.extend_from_slice(b"\",\"time\":\"");
+    push_clf_time(line);
+    line.extend_from_slice(b"\",\"method\":");
+    push_json_string(line, head.method());
+    line.extend_from_slice(b",\"target\":");
+    push_json_string(line, head.target());
+    line.extend_from_slice(b",\"path\":");
+    push_json_string(line, head.path());
+    line.extend_from_slice(b",\"query\":");
+    push_json_string(line, head.query());
+    line.extend_from_slice(b",\"protocol\":\"");
+    line.extend_from_slice(head.version.as_str().as_bytes());
+    line.extend_from_slice(b"\",\"status\":");
+    push_num(line, u64::from(e.status));
+    line.extend_from_slice(b",\"bytes\":");
+    push_num(line, e.body_bytes);
+    line.extend_from_slice(b",\"referer\":");
+    push_json_string(line, named.referer.unwrap_or(b""));
+    line.extend_from_slice(b",\"user_agent\":");
+    push_json_string(line, named.user_agent.unwrap_or(b""));
+    line.extend_from_slice(b",\"request_id\":");
+    push_json_string(line, named.request_id.unwrap_or(b""));
+    line.extend_from_slice(b",\"queue_us\":");
+    push_num(line, e.timings.queue.as_micros() as u64);
+    line.extend_from_slice(b",\"app_us\":");
+    push_num(line, e.timings.app.as_micros() as u64);
+    line.extend_from_slice(b",\"send_us\":");
+    push_num(line, e.timings.send.as_micros() as u64);
+    line.extend_from_slice(b",\"total_us\":");
+    push_num(line, e.timings.total.as_micros() as u64);
+    line.extend_from_slice(b",\"end\":\"");
+    line.extend_from_slice(e.end.as_str().as_bytes());
+    line.extend_from_slice(b"\",\"pid\":");
+    push_num(line, u64::from(pid));
+    line.extend_from_slice(b",\"scheduler\":\"");
+    line.extend_from_slice(scheduler(e.inline));
+    line.extend_from_slice(b"\"}");
+}
+
+fn scheduler(inline: Option<bool>) -> &'static [u8] {
+    match inline {
+        Some(true) => b"inline",
+        Some(false) => b"pool",
+        None => b"loop",
+    }
+}
+
+/// The request headers a line may name, found in one pass over the head (first value of each).
+#[derive(Default)]
+struct NamedHeaders<'a> {
+    referer: Option<&'a [u8]>,
+    user_agent: Option<&'a [u8]>,
+    request_id: Option<&'a [u8]>,
+}
+
+impl<'a> NamedHeaders<'a> {
+    fn of(head: &'a RequestHead) -> Self {
+        let mut found = NamedHeaders::default();
+        for (name, value) in head.headers() {
+            let slot = match name.len() {
+                7 if name.eq_ignore_ascii_case(b"referer") => &mut found.referer,
+                10 if name.eq_ignore_ascii_case(b"user-agent") => &mut found.user_agent,
+                12 if name.eq_ignore_ascii_case(b"x-request-id") => &mut found.request_id,
+                _ => continue,
+            };
+            slot.get_or_insert(value);
+        }
+        found
     }
 }
 
@@ -480,7 +592,21 @@ fn write_all(fd: RawFd, mut rest: &[u8]) {
 
 fn push_client(line: &mut Vec<u8>, peer: &Peer) {
     match peer {
-        Peer::Ip(a) => line.extend_from_slice(a.ip().to_string().as_bytes()),
+        Peer::Ip(a) => match a.ip() {
+            // Four small numbers: cheaper than the formatter, which costs ~900 instructions.
+            std::net::IpAddr::V4(v4) => {
+                for (i, octet) in v4.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        line.push(b'.');
+                    }
+                    push_num(line, u64::from(octet));
+                }
+            }
+            ip => {
+                use std::io::Write;
+                let _ = write!(line, "{ip}");
+            }
+        },
         Peer::Unix => line.extend_from_slice(b"unix"),
     }
 }
@@ -508,10 +634,16 @@ fn push_num(line: &mut Vec<u8>, n: u64) {
 /// ASCII whose quoted fields cannot be closed early.
 fn push_escaped(line: &mut Vec<u8>, v: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for &b in v {
+    line.reserve(v.len());
+    let mut run = 0;
+    for (i, &b) in v.iter().enumerate() {
+        if JSON_PLAIN[usize::from(b)] {
+            continue;
+        }
+        line.extend_from_slice(&v[run..i]);
+        run = i + 1;
         match b {
             b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
-            0x20..=0x7e => line.push(b),
             _ => line.extend_from_slice(&[
                 b'\\',
                 b'x',
@@ -520,6 +652,7 @@ fn push_escaped(line: &mut Vec<u8>, v: &[u8]) {
             ]),
         }
     }
+    line.extend_from_slice(&v[run..]);
 }
 
 /// `v` as a JSON string: bytes are latin-1 characters (as PEP 3333 tunnels them), `"`, `\\`
@@ -527,17 +660,21 @@ fn push_escaped(line: &mut Vec<u8>, v: &[u8]) {
 /// one line, for any bytes.
 fn push_json_string(line: &mut Vec<u8>, v: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
+    line.reserve(v.len() + 2);
     line.push(b'"');
-    for &b in v {
+    // Runs of printable ASCII other than '"' and '\\' are copied whole.
+    let mut run = 0;
+    for (i, &b) in v.iter().enumerate() {
+        if JSON_PLAIN[usize::from(b)] {
+            continue;
+        }
+        line.extend_from_slice(&v[run..i]);
+        run = i + 1;
         match b {
             b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
-            0x20..=0x7e => line.push(b),
             // From 0xa0 on, the character itself; DEL and the C1 controls escaped, so that no
             // tool splitting lines (NEL is 0x85) can cut a line short.
-            0xa0..=0xff => {
-                let mut tmp = [0u8; 4];
-                line.extend_from_slice(char::from(b).encode_utf8(&mut tmp).as_bytes());
-            }
+            0xa0..=0xff => line.extend_from_slice(&[0xc0 | (b >> 6), 0x80 | (b & 0x3f)]),
             _ => line.extend_from_slice(&[
                 b'\\',
                 b'u',
@@ -548,8 +685,20 @@ fn push_json_string(line: &mut Vec<u8>, v: &[u8]) {
             ]),
         }
     }
+    line.extend_from_slice(&v[run..]);
     line.push(b'"');
 }
+
+/// Bytes a JSON string and a log field carry as they are: printable ASCII but '"' and '\\'.
+const JSON_PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x20;
+    while b <= 0x7e {
+        t[b] = b != b'"' as usize && b != b'\\' as usize;
+        b += 1;
+    }
+    t
+};
 
 #[cfg(test)]
 mod tests {
@@ -575,6 +724,71 @@ mod tests {
         assert!(text.starts_with('"') && text.ends_with('"'));
         assert!(text.contains("\\u0000") && text.contains("\\u001f") && text.contains("\\\""));
         assert!(text.contains('ÿ') && text.contains("\\u0085") && text.contains("\\u007f"));
+    }
+
+    #[test]
+    fn json_strings_carry_each_byte_as_its_latin1_character() {
+        for b in 0..=255u8 {
+            let mut out = Vec::new();
+            push_json_string(&mut out, &[b'a', b, b'z']);
+            let text = String::from_utf8(out).unwrap();
+            let inner = &text[2..text.len() - 2];
+            let expect = match b {
+                b'"' => "\\\"".to_string(),
+                b'\\' => "\\\\".to_string(),
+                0x20..=0x7e | 0xa0..=0xff => char::from(b).to_string(),
+                _ => format!("\\u{:04x}", b),
+            };
+            assert_eq!(inner, expect, "byte {b:#x}");
+        }
+    }
+
+    #[test]
+    fn named_headers_are_found_in_one_pass_first_value_wins() {
+        let wire = b"GET / HTTP/1.1\r\nHost: h\r\nUser-Agent: a\r\nREFERER: r\r\n\
+                     user-agent: b\r\nX-Request-Id: 7\r\n\r\n";
+        let (head, _) = sluicegate_proto::h1::HeadParser::new()
+            .parse(wire, &sluicegate_proto::Limits::default())
+            .unwrap()
+            .unwrap();
+        let n = NamedHeaders::of(&head);
+        assert_eq!(n.user_agent, Some(&b"a"[..]));
+        assert_eq!(n.referer, Some(&b"r"[..]));
+        assert_eq!(n.request_id, Some(&b"7"[..]));
+    }
+
+    #[test]
+    fn a_json_line_has_every_field_in_order() {
+        let wire = b"GET /a?b=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: \"x\"\r\n\r\n";
+        let (head, _) = sluicegate_proto::h1::HeadParser::new()
+            .parse(wire, &sluicegate_proto::Limits::default())
+            .unwrap()
+            .unwrap();
+        let client = Peer::Ip("10.1.2.3:5".parse().unwrap());
+        let e = Entry {
+            head: &head,
+            client: &client,
+            status: 200,
+            body_bytes: 13,
+            timings: Timings::default(),
+            end: End::Ok,
+            inline: Some(true),
+        };
+        let mut line = Vec::new();
+        push_json(&mut line, &e, &NamedHeaders::of(&head), 42);
+        let text = String::from_utf8(line).unwrap();
+        let mut at = 0;
+        for (name, _) in FIELDS {
+            let key = format!("\"{name}\":");
+            let found = text[at..]
+                .find(&key)
+                .unwrap_or_else(|| panic!("{name} in {text}"));
+            at += found + key.len();
+        }
+        assert!(text.starts_with("{\"client\":\"10.1.2.3\",") && text.ends_with("\"inline\"}"));
+        assert!(
+            text.contains("\"user_agent\":\"\\\"x\\\"\"") && text.contains("\"query\":\"b=1\"")
+        );
     }
 
     #[test]

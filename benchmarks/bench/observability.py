@@ -7,6 +7,11 @@ the server's own CPU time per request (all its processes and threads).
 
     cd benchmarks && SLUICEGATE_BASE_PY=/path/to/base/.venv/bin/python \\
         ../.venv/bin/python -m bench.observability [--rounds 5] [--seconds 5] [--out DIR]
+        [--only sluicegate] [--cases S6]
+
+Besides the medians, each server's round is paired with the reference's round (log off) and
+the median of those ratios is reported too: on a shared machine whose speed drifts between
+rounds, the paired figure is the steadier one.
 """
 
 from __future__ import annotations
@@ -86,14 +91,21 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--only", default="", help="servers whose name starts with this (e.g. sluicegate)")
+    ap.add_argument("--cases", default="", help="cases whose name starts with this (e.g. S6)")
     args = ap.parse_args()
     logdir = tempfile.mkdtemp(prefix="sg-obs-")
     results = {}
-    lines = ["| case | server | req/s | ÷ off | CPU µs/req | Δ CPU vs off |", "|---|---|---:|---:|---:|---:|"]
+    lines = ["| case | server | req/s | ÷ off | ÷ off, paired | CPU µs/req | Δ CPU vs off |"
+             " Δ CPU, paired |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for case, (module, path, conns) in CASES.items():
+        if not case.startswith(args.cases):
+            continue
         procs = {}
         try:
             for name, make in servers(module, logdir).items():
+                if not name.startswith(args.only):
+                    continue
                 port = free_port()
                 argv = make(port)
                 procs[name] = (subprocess.Popen(argv, cwd=APPS, env=env_for(argv[0]),
@@ -136,8 +148,13 @@ def main() -> None:
                    "gunicorn gthread, no access log" if name.startswith("gunicorn") else
                    "uWSGI, no request log")
             rrps, rcpu = med[ref]
-            lines.append(f"| {case} | {name} | {rps:,.0f} | {rps / rrps:.3f} | {cpu:.2f} | "
-                         f"{cpu - rcpu:+.2f} |")
+            # Paired: each round's figure against the reference's in the same round, then the
+            # median of those (drifts of the shared machine between rounds cancel).
+            ratio = statistics.median(a / b for a, b in zip(res[name][0], res[ref][0]))
+            delta = statistics.median(a - b for a, b in zip(res[name][1], res[ref][1]))
+            results[case][name]["paired"] = {"rps_ratio": ratio, "cpu_delta_us": delta}
+            lines.append(f"| {case} | {name} | {rps:,.0f} | {rps / rrps:.3f} | {ratio:.3f} | "
+                         f"{cpu:.2f} | {cpu - rcpu:+.2f} | {delta:+.2f} |")
     report = "\n".join(lines)
     print(report)
     if args.out:
