@@ -6,6 +6,7 @@ uWSGI each with and without their access log to a file. Rounds interleaved, medi
 the server's own CPU time per request (all its processes and threads).
 
     cd benchmarks && SLUICEGATE_BASE_PY=/path/to/base/.venv/bin/python \\
+        SLUICEGATE_NOTIME_PY=/path/to/notime/.venv/bin/python \\
         ../.venv/bin/python -m bench.observability [--rounds 5] [--seconds 5] [--out DIR]
         [--only sluicegate] [--cases S6]
 
@@ -54,6 +55,11 @@ def servers(module: str, logdir: str) -> dict:
     base = os.environ.get("SLUICEGATE_BASE_PY")
     if base:
         out["sluicegate without timings (base)"] = sg(base, [])
+    notime = os.environ.get("SLUICEGATE_NOTIME_PY")
+    if notime:
+        # This build with the clock readings and the recording compiled out
+        # (results/…/notime.patch): the always-on timings' own cost.
+        out["sluicegate, timings compiled out"] = sg(notime, [])
     out["sluicegate, JSON access log"] = sg(SG, ["--access-log", f"{logdir}/sg.json",
                                                  "--access-log-format", "json"])
     mport = free_port()
