@@ -40,7 +40,7 @@ fi
 if [ ${#abi3[@]} -gt 0 ]; then
   # One wheel serves every 3.10+: built once, with the oldest of them.
   nice -n 10 maturin build --release --zig --compatibility manylinux_2_17 \
-    --features pyo3/abi3-py310 --interpreter "${abi3[0]}" --out "$DIST"
+    --features abi3 --interpreter "${abi3[0]}" --out "$DIST"
 fi
 maturin sdist --out "$DIST"
 

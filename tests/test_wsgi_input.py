@@ -108,6 +108,29 @@ def test_large_body_read_in_lines_and_pieces_is_byte_exact(reader, mode, n, fram
         assert got["count"] == len(reference(mode, body, n or 8192))
 
 
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+@pytest.mark.parametrize("mode,n", [("readinto", 1000), ("readinto", 70000),
+                                    ("readinto_array", 4096), ("mixed", 100),
+                                    ("mixed", 65536), ("readn", 65536)])
+def test_reads_into_sized_buffers_are_byte_exact(reader, mode, n, framing):
+    """read(n) fills a bytes of its final size in place and readinto() the caller's buffer
+    (issue 16): every byte lands once, in order, whichever way the body came in."""
+    rnd = random.Random(n)
+    lines = [bytes(rnd.choice(b"abcdefgh ") for _ in range(rnd.randrange(0, 3000))) + b"\n"
+             for _ in range(700)]
+    body = b"".join(lines) + b"tail without newline"
+    got = post(reader, mode, body, framing, n=n, chunk=5000)
+    assert (got["len"], got["sha256"]) == (len(body), hashlib.sha256(body).hexdigest())
+    assert got["after_end"] == ["b''", "b''", "b''"]
+    if mode == "readn":
+        # read(n) returns n bytes until the body ends, in both framings.
+        assert got["count"] == -(-len(body) // n)
+
+
+def test_readinto_a_readonly_buffer_is_refused(reader):
+    assert post(reader, "readinto_readonly", b"abc", "content-length")["pieces"][0] == "TypeError"
+
+
 def test_read_larger_than_the_body_returns_only_the_body(reader):
     """read(n) with n past the body must return at the body's end, never wait for (or consume)
     the next pipelined request's bytes."""

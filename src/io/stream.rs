@@ -168,6 +168,24 @@ pub fn set_cork(fd: RawFd, on: bool) {
     set_tcp_flag(fd, libc::TCP_CORK, on);
 }
 
+/// SO_RCVBUF: the socket's receive buffer (the kernel doubles it and caps it at
+/// `net.core.rmem_max`); false if refused. Setting it turns the kernel's autotuning off for
+/// this socket.
+pub fn set_receive_buffer(fd: RawFd, bytes: usize) -> bool {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt with a valid pointer to an int of the size given, for the call only.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    r == 0
+}
+
 /// A boolean IPPROTO_TCP option (TCP_NODELAY, TCP_CORK) on a socket; false if refused.
 pub fn set_tcp_flag(fd: RawFd, option: libc::c_int, on: bool) -> bool {
     let v: libc::c_int = on.into();

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyByteArray, PyBytes, PyList};
 use sluicegate_proto::h1::response::CONTINUE_100;
 use sluicegate_proto::h1::BodyDecoder;
 use sluicegate_proto::ProtoError;
@@ -29,6 +29,29 @@ use crate::{BodyError, ClientDisconnected};
 
 /// The largest the read buffer grows to while a body streams in (fewer syscalls for uploads).
 const BODY_READ_BUF_MAX: usize = 256 * 1024;
+
+/// A body that has brought this many bytes is a large upload: its socket's receive buffer is
+/// raised to [`UPLOAD_RECEIVE_BUFFER`] once.
+const LARGE_UPLOAD: u64 = 256 * 1024;
+
+/// The receive buffer of a large upload's socket. The kernel sizes receive buffers by what the
+/// reader takes per round trip, which on a fast link (loopback, a LAN, a proxy on the same
+/// host) stays small: the client then stops sending whenever the app works on what it read
+/// (hashing, parsing, writing to disk), and the upload takes the app's time plus the
+/// transfer's. With room for a MiB, the client keeps sending meanwhile (S8: 64 MiB read and
+/// hashed in 65 → 50 ms). It costs memory only while bytes wait in it, for connections that
+/// upload, up to twice this (the kernel's bookkeeping).
+const UPLOAD_RECEIVE_BUFFER: usize = 1024 * 1024;
+
+/// Room in the caller's buffer from which a Content-Length body is read from the socket
+/// straight into it; less goes through the read buffer (one larger read serves several small
+/// ones).
+const DIRECT_READ_MIN: usize = 16 * 1024;
+
+/// A `read(n)` of a chunked body (whose length is unknown) fills a `bytes` of `n` in place up
+/// to this size, and shrinks it with one copy if the body ends first; larger ones grow a
+/// buffer instead of reserving `n` up front.
+const CHUNKED_IN_PLACE_MAX: usize = 1024 * 1024;
 
 /// Why reading the body stopped for good.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,8 +188,15 @@ impl BodyState {
         f
     }
 
-    /// Read more raw bytes, never past the end of a Content-Length body.
+    /// Read more raw bytes into the read buffer, never past the end of a Content-Length body.
     fn read_socket(&mut self, py: Python<'_>) -> Result<(), BodyFailure> {
+        self.recv(py, None).map(|_| ())
+    }
+
+    /// Read what the socket has (waiting for it with the GIL released, bounded by the read
+    /// timeout and the pace), into `dst` when given (the caller caps it to the body), else into
+    /// the read buffer. Returns the bytes read (never 0).
+    fn recv(&mut self, py: Python<'_>, dst: Option<&mut [u8]>) -> Result<usize, BodyFailure> {
         if self.continue_due {
             self.continue_due = false;
             self.continue_sent = true;
@@ -182,22 +212,31 @@ impl BodyState {
         };
         let read_timeout = self.read_timeout;
         let raw = &mut self.raw;
-        let res = py.detach(|| -> Result<usize, BodyFailure> {
-            loop {
-                let spare = raw.spare(BODY_READ_BUF_MAX);
-                let want = spare.len().min(cap);
-                let e = match read_fd(fd, &mut spare[..want]) {
-                    Ok(0) => return Err(BodyFailure::Disconnected),
-                    Ok(n) => {
-                        raw.commit(n);
-                        crate::metrics::BYTES_IN
-                            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-                        return Ok(n);
-                    }
-                    Err(e) => e,
-                };
-                match e.kind() {
-                    std::io::ErrorKind::WouldBlock => {
+        let mut dst = dst;
+        let read_once = move |raw: &mut ReadBuf, dst: &mut Option<&mut [u8]>| {
+            let into: &mut [u8] = match dst.as_deref_mut() {
+                Some(d) => d,
+                None => {
+                    let spare = raw.spare(BODY_READ_BUF_MAX);
+                    let want = spare.len().min(cap);
+                    &mut spare[..want]
+                }
+            };
+            let n = read_fd(fd, into)?;
+            if dst.is_none() {
+                raw.commit(n);
+            }
+            crate::metrics::BYTES_IN.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            Ok::<usize, std::io::Error>(n)
+        };
+        // First with the interpreter held: during an upload the bytes are usually there
+        // already, and copying them costs less than letting the GIL go and taking it back.
+        let res = match read_once(raw, &mut dst) {
+            Ok(0) => Err(BodyFailure::Disconnected),
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                py.detach(|| -> Result<usize, BodyFailure> {
+                    loop {
                         let (wait, failure) = match pace_deadline {
                             Some(d) => {
                                 let left = d.saturating_duration_since(Instant::now());
@@ -213,22 +252,98 @@ impl BodyState {
                             return Err(failure);
                         }
                         match wait_fd(fd, false, wait) {
-                            Ok(true) => continue,
+                            Ok(true) => {}
                             Ok(false) => return Err(failure),
                             Err(_) => return Err(BodyFailure::Disconnected),
                         }
+                        match read_once(raw, &mut dst) {
+                            Ok(0) => return Err(BodyFailure::Disconnected),
+                            Ok(n) => return Ok(n),
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                            Err(_) => return Err(BodyFailure::Disconnected),
+                        }
                     }
-                    _ => return Err(BodyFailure::Disconnected),
-                }
+                })
             }
-        });
+            Err(_) => Err(BodyFailure::Disconnected),
+        };
         match res {
             Ok(n) => {
+                let before = self.read_bytes;
                 self.read_bytes += n as u64;
-                Ok(())
+                if before < LARGE_UPLOAD && self.read_bytes >= LARGE_UPLOAD {
+                    crate::io::stream::set_receive_buffer(self.fd, UPLOAD_RECEIVE_BUFFER);
+                }
+                Ok(n)
             }
             Err(f) => Err(self.fail(f)),
         }
+    }
+
+    /// Decoded bytes still to come, when known (a Content-Length body): what waits decoded,
+    /// plus what the decoder has not seen yet.
+    fn known_left(&self) -> Option<u64> {
+        self.decoder
+            .remaining()
+            .map(|left| left + self.pending_len() as u64)
+    }
+
+    /// Fill `dst` with the body's next bytes; returns how many (fewer only where the body
+    /// ends). One copy at most: decoded bytes that wait go first, then what the read buffer
+    /// holds is decoded straight into `dst`; then a Content-Length body with room left of at
+    /// least [`DIRECT_READ_MIN`] is read from the socket straight into `dst`, where the
+    /// kernel's copy is the only one. Anything else comes through the read buffer.
+    fn read_into(&mut self, py: Python<'_>, dst: &mut [u8]) -> Result<usize, BodyFailure> {
+        let waiting = &self.pending[self.pending_pos..];
+        let mut at = waiting.len().min(dst.len());
+        dst[..at].copy_from_slice(&waiting[..at]);
+        self.pending_pos += at;
+        while at < dst.len() {
+            if let Some(f) = self.failure {
+                return Err(f);
+            }
+            if self.decoder.is_done() {
+                break;
+            }
+            if !self.raw.is_empty() {
+                let step = match self.decoder.decode(self.raw.filled()) {
+                    Ok(step) => step,
+                    Err(e) => return Err(self.fail(BodyFailure::Protocol(e))),
+                };
+                if step.consumed > 0 || !step.data.is_empty() {
+                    let take = step.data.len().min(dst.len() - at);
+                    dst[at..at + take].copy_from_slice(&step.data[..take]);
+                    if take < step.data.len() {
+                        // `dst` is full: the rest waits (nothing else does: it was taken first).
+                        self.pending.clear();
+                        self.pending_pos = 0;
+                        self.pending.extend_from_slice(&step.data[take..]);
+                    }
+                    at += take;
+                    let consumed = step.consumed;
+                    self.raw.consume(consumed);
+                    continue;
+                }
+            }
+            let room = dst.len() - at;
+            match self.decoder.remaining() {
+                Some(left) if room >= DIRECT_READ_MIN && self.raw.is_empty() => {
+                    let want = room.min(usize::try_from(left).unwrap_or(usize::MAX));
+                    let n = self.recv(py, Some(&mut dst[at..at + want]))?;
+                    // The decoder counts them; a Content-Length decoder gives them back as
+                    // they are, so there is nothing to copy.
+                    match self.decoder.decode(&dst[at..at + n]) {
+                        Ok(step) => debug_assert!(step.consumed == n && step.data.len() == n),
+                        Err(e) => return Err(self.fail(BodyFailure::Protocol(e))),
+                    }
+                    at += n;
+                }
+                _ => {
+                    self.read_socket(py)?;
+                }
+            }
+        }
+        Ok(at)
     }
 
     /// Up to `limit` decoded bytes (None = to the end of the body).
@@ -403,6 +518,65 @@ fn lock_released<'a, T: Send>(py: Python<'_>, m: &'a Mutex<T>) -> std::sync::Mut
     }
 }
 
+/// Why filling a new `bytes` failed.
+enum FillError {
+    NoMemory(PyErr),
+    Body(BodyFailure),
+}
+
+impl FillError {
+    fn into_pyerr(self, st: &BodyState) -> PyErr {
+        match self {
+            FillError::NoMemory(e) => e,
+            FillError::Body(f) => to_pyerr(f, st),
+        }
+    }
+}
+
+/// A new `bytes` of `size`, filled by `fill` (which returns how many bytes it wrote, at most
+/// `size`; the rest stays zero). Unlike `PyBytes::new_with`, the buffer is not zeroed first:
+/// for a 64 MiB upload that pass alone costs milliseconds.
+fn new_bytes_filled<'py>(
+    py: Python<'py>,
+    size: usize,
+    fill: impl FnOnce(&mut [u8]) -> Result<usize, BodyFailure>,
+) -> Result<(Bound<'py, PyBytes>, usize), FillError> {
+    let len = pyo3::ffi::Py_ssize_t::try_from(size)
+        .map_err(|_| FillError::NoMemory(pyo3::exceptions::PyMemoryError::new_err(size)))?;
+    // SAFETY: a null source asks CPython for an uninitialised bytes object of `len` bytes; the
+    // result is a new reference (or null with an exception set, taken below).
+    let raw = unsafe { pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len) };
+    if raw.is_null() {
+        return Err(FillError::NoMemory(PyErr::fetch(py)));
+    }
+    // SAFETY: `raw` is a new, owned, non-null reference to a bytes object.
+    let bytes = unsafe { Bound::from_owned_ptr(py, raw).cast_into_unchecked::<PyBytes>() };
+    // SAFETY: the object's buffer holds `size` bytes and nothing else can reach the object yet
+    // (it is only ours until returned), so writing to it, even with the GIL released, races
+    // with nobody.
+    let buf = unsafe {
+        std::slice::from_raw_parts_mut(pyo3::ffi::PyBytes_AsString(raw) as *mut u8, size)
+    };
+    match fill(buf) {
+        Ok(got) => {
+            // Whatever `fill` left unwritten must not show old heap contents.
+            buf[got..].fill(0);
+            Ok((bytes, got))
+        }
+        Err(f) => Err(FillError::Body(f)),
+    }
+}
+
+impl Input {
+    fn fill_buffer(&self, py: Python<'_>, dst: &mut [u8]) -> PyResult<usize> {
+        let mut guard = lock_released(py, &self.state);
+        match guard.as_mut() {
+            None => Ok(0),
+            Some(st) => st.read_into(py, dst).map_err(|e| to_pyerr(e, st)),
+        }
+    }
+}
+
 fn size_arg(size: Option<isize>) -> Option<usize> {
     match size {
         Some(n) if n >= 0 => Some(n as usize),
@@ -412,10 +586,75 @@ fn size_arg(size: Option<isize>) -> Option<usize> {
 
 #[pymethods]
 impl Input {
+    /// `read(n)` makes one `bytes` of its final size and fills it in place (see
+    /// [`BodyState::read_into`]); only `read()` of a chunked body, whose size nobody knows,
+    /// grows a buffer first.
     #[pyo3(signature = (size=None))]
     fn read<'py>(&self, py: Python<'py>, size: Option<isize>) -> PyResult<Bound<'py, PyBytes>> {
-        let v = self.with_state(py, Vec::new(), |st, py| st.read(py, size_arg(size)))?;
-        Ok(PyBytes::new(py, &v))
+        let limit = size_arg(size);
+        let mut guard = lock_released(py, &self.state);
+        let Some(st) = guard.as_mut() else {
+            return Ok(PyBytes::new(py, b""));
+        };
+        let size = match (limit, st.known_left()) {
+            (Some(l), Some(left)) => Some(l.min(usize::try_from(left).unwrap_or(usize::MAX))),
+            (None, Some(left)) => Some(usize::try_from(left).unwrap_or(usize::MAX)),
+            (Some(l), None) if l <= CHUNKED_IN_PLACE_MAX => Some(l),
+            _ => None,
+        };
+        let Some(size) = size else {
+            let v = st.read(py, limit).map_err(|e| to_pyerr(e, st))?;
+            return Ok(PyBytes::new(py, &v));
+        };
+        let (bytes, got) = new_bytes_filled(py, size, |buf| st.read_into(py, buf))
+            .map_err(|e| e.into_pyerr(st))?;
+        if got == size {
+            Ok(bytes)
+        } else {
+            // The body ended first (a chunked body): the bytes read, in a `bytes` of their
+            // size.
+            Ok(PyBytes::new(py, &bytes.as_bytes()[..got]))
+        }
+    }
+
+    /// `readinto(b)`: up to `len(b)` bytes of the body written straight into the caller's
+    /// writable buffer (fewer only where the body ends); returns how many. A `bytearray`, or
+    /// any writable C-contiguous buffer except in the abi3 build (whose limited API has no
+    /// buffer protocol before 3.11: there other buffers get the bytes by one more copy).
+    fn readinto(&self, py: Python<'_>, b: &Bound<'_, PyAny>) -> PyResult<usize> {
+        if let Ok(array) = b.cast::<PyByteArray>() {
+            let size = array.len();
+            // SAFETY: the bytearray's storage holds `size` bytes. It is written while the
+            // lock below is held and, for socket reads, with the GIL released: another thread
+            // resizing the same bytearray meanwhile would be the app racing with itself, as
+            // with `socket.recv_into`; the pointer is taken once here and the array is kept
+            // alive by `b`.
+            let dst = unsafe { std::slice::from_raw_parts_mut(array.data(), size) };
+            return self.fill_buffer(py, dst);
+        }
+        #[cfg(not(feature = "abi3"))]
+        {
+            let view = pyo3::buffer::PyBuffer::<u8>::get(b)?;
+            if view.readonly() || !view.is_c_contiguous() {
+                return Err(pyo3::exceptions::PyTypeError::new_err(
+                    "readinto() needs a writable, contiguous buffer",
+                ));
+            }
+            // SAFETY: the buffer is exported (and so cannot be resized or freed) while `view`
+            // lives, writable and contiguous, of `len_bytes()` bytes.
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(view.buf_ptr() as *mut u8, view.len_bytes())
+            };
+            self.fill_buffer(py, dst)
+        }
+        #[cfg(feature = "abi3")]
+        {
+            let size = b.len()?;
+            let data = self.read(py, Some(size as isize))?;
+            let n = data.as_bytes().len();
+            b.set_item(pyo3::types::PySlice::new(py, 0, n as isize, 1), data)?;
+            Ok(n)
+        }
     }
 
     #[pyo3(signature = (size=None))]

@@ -4,7 +4,9 @@ JSON summary: total length, sha256, the pieces as returned (latin-1, only for bo
 
 Modes: ``/read`` read(); ``/readn?n=N`` read(N) until b''; ``/readline`` readline() until b'';
 ``/readline_n?n=N`` readline(N) until b''; ``/readlines`` readlines(); ``/iter`` iteration;
-``/read_sized?n=N`` a single read(N) (N may exceed the body: must return only the body);
+``/readinto?n=N`` readinto() a bytearray of N until 0; ``/readinto_array?n=N`` the same into an
+``array.array('B')`` (a buffer that is not a bytearray); ``/mixed?n=N`` readline(), read(N) and
+readinto() of N in turn; ``/read_sized?n=N`` a single read(N) (N may exceed the body: must return only the body);
 ``/stream_first?n=N`` read(N), record ``<token> <len>`` under mark ``first-piece``, then read()
 the rest (the test sends the rest only after the mark: a server that buffered the whole body
 before calling the app would never get there).
@@ -17,6 +19,7 @@ Every request also logs one line to stderr (the server's error log)::
 so a test can tell what the app saw even when the client is gone. On an error the exception is
 re-raised to the server (which must survive it)."""
 
+import array
 import hashlib
 import json
 import sys
@@ -44,6 +47,36 @@ def _pieces(environ, mode, n, token):
         return inp.readlines()
     if mode == "iter":
         return [line for line in inp]
+    if mode in ("readinto", "readinto_array"):
+        buf = bytearray(n) if mode == "readinto" else array.array("B", bytes(n))
+        pieces = []
+        while True:
+            k = inp.readinto(buf)
+            if not k:
+                return pieces
+            assert 0 < k <= n, k
+            pieces.append(bytes(buf[:k]))
+    if mode == "readinto_readonly":
+        try:
+            inp.readinto(b"xyz")
+        except TypeError:
+            return [b"TypeError"]
+        return [b"accepted"]
+    if mode == "mixed":
+        # Line, sized and into-buffer reads in turn: each must carry on exactly where the last
+        # one stopped, whatever it left waiting.
+        pieces, buf, turn = [], bytearray(n), 0
+        while True:
+            if turn % 3 == 0:
+                piece = inp.readline()
+            elif turn % 3 == 1:
+                piece = inp.read(n)
+            else:
+                piece = bytes(buf[:inp.readinto(buf)])
+            if not piece:
+                return pieces
+            pieces.append(piece)
+            turn += 1
     raise ValueError("unknown mode " + mode)
 
 
