@@ -346,20 +346,14 @@ impl BodyState {
         Ok(at)
     }
 
-    /// Up to `limit` decoded bytes (None = to the end of the body).
-    fn read(&mut self, py: Python<'_>, limit: Option<usize>) -> Result<Vec<u8>, BodyFailure> {
-        // read(n) returns n bytes unless the body ends first (apps such as multipart parsers
-        // rely on it), so `take` keeps going until then.
-        self.take(py, limit, false)
-    }
-
     /// One line including its '\n' (or up to `limit` bytes, or to the end of the body).
     fn readline(&mut self, py: Python<'_>, limit: Option<usize>) -> Result<Vec<u8>, BodyFailure> {
         self.take(py, limit, true)
     }
 
     /// Decoded bytes up to `limit` or the end of the body, and with `to_newline`, up to and
-    /// including the first '\n'.
+    /// including the first '\n'. (`read(n)` does not come here: it fills its `bytes` in
+    /// place, `Input::read`.)
     fn take(
         &mut self,
         py: Python<'_>,
@@ -518,6 +512,49 @@ fn lock_released<'a, T: Send>(py: Python<'_>, m: &'a Mutex<T>) -> std::sync::Mut
     }
 }
 
+/// `read()` (or a large `read(n)`) of a chunked body, whose length nobody knows: the body is
+/// gathered in blocks of [`GATHER_BLOCK`], then copied into one `bytes` of its size, each block
+/// freed once copied. A buffer that doubled would hold up to twice the body and then be copied
+/// whole; this peaks at the body and one block (the new `bytes`'s pages only become resident
+/// as they are written).
+fn read_unknown_length<'py>(
+    py: Python<'py>,
+    st: &mut BodyState,
+    limit: Option<usize>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut blocks: Vec<Vec<u8>> = Vec::new();
+    let mut total = 0usize;
+    loop {
+        let want = limit.map_or(GATHER_BLOCK, |l| (l - total).min(GATHER_BLOCK));
+        if want == 0 {
+            break;
+        }
+        let mut block = vec![0u8; want];
+        let got = st.read_into(py, &mut block).map_err(|e| to_pyerr(e, st))?;
+        block.truncate(got);
+        total += got;
+        if got > 0 {
+            blocks.push(block);
+        }
+        if got < want {
+            break;
+        }
+    }
+    let (bytes, _) = new_bytes_filled(py, total, |buf| {
+        let mut at = 0;
+        for block in blocks.drain(..) {
+            buf[at..at + block.len()].copy_from_slice(&block);
+            at += block.len();
+        }
+        Ok(at)
+    })
+    .map_err(|e| e.into_pyerr(st))?;
+    Ok(bytes)
+}
+
+/// See [`read_unknown_length`].
+const GATHER_BLOCK: usize = 1024 * 1024;
+
 /// Why filling a new `bytes` failed.
 enum FillError {
     NoMemory(PyErr),
@@ -603,8 +640,7 @@ impl Input {
             _ => None,
         };
         let Some(size) = size else {
-            let v = st.read(py, limit).map_err(|e| to_pyerr(e, st))?;
-            return Ok(PyBytes::new(py, &v));
+            return read_unknown_length(py, st, limit);
         };
         let (bytes, got) = new_bytes_filled(py, size, |buf| st.read_into(py, buf))
             .map_err(|e| e.into_pyerr(st))?;
