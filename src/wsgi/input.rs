@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList};
 use sluicegate_proto::h1::response::CONTINUE_100;
 use sluicegate_proto::h1::BodyDecoder;
 use sluicegate_proto::ProtoError;
@@ -605,6 +605,7 @@ fn new_bytes_filled<'py>(
 }
 
 impl Input {
+    #[cfg(not(feature = "abi3"))]
     fn fill_buffer(&self, py: Python<'_>, dst: &mut [u8]) -> PyResult<usize> {
         let mut guard = lock_released(py, &self.state);
         match guard.as_mut() {
@@ -654,20 +655,11 @@ impl Input {
     }
 
     /// `readinto(b)`: up to `len(b)` bytes of the body written straight into the caller's
-    /// writable buffer (fewer only where the body ends); returns how many. A `bytearray`, or
-    /// any writable C-contiguous buffer except in the abi3 build (whose limited API has no
-    /// buffer protocol before 3.11: there other buffers get the bytes by one more copy).
+    /// writable, C-contiguous buffer (fewer only where the body ends); returns how many. The
+    /// buffer stays exported while it is written, so the app cannot resize it meanwhile (a
+    /// `bytearray` raises `BufferError`). The abi3 build's limited API has no buffer protocol
+    /// before 3.11: there the bytes come by one more copy.
     fn readinto(&self, py: Python<'_>, b: &Bound<'_, PyAny>) -> PyResult<usize> {
-        if let Ok(array) = b.cast::<PyByteArray>() {
-            let size = array.len();
-            // SAFETY: the bytearray's storage holds `size` bytes. It is written while the
-            // lock below is held and, for socket reads, with the GIL released: another thread
-            // resizing the same bytearray meanwhile would be the app racing with itself, as
-            // with `socket.recv_into`; the pointer is taken once here and the array is kept
-            // alive by `b`.
-            let dst = unsafe { std::slice::from_raw_parts_mut(array.data(), size) };
-            return self.fill_buffer(py, dst);
-        }
         #[cfg(not(feature = "abi3"))]
         {
             let view = pyo3::buffer::PyBuffer::<u8>::get(b)?;
