@@ -53,6 +53,8 @@ def test_unix_socket_environ(start_server, unix_path):
     assert env["PATH_INFO"] == "/u" and env["QUERY_STRING"] == "x=1"
     assert isinstance(env["SERVER_NAME"], str) and isinstance(env["SERVER_PORT"], str)
     assert isinstance(env["REMOTE_ADDR"], str)
+    # A unix-socket client has no port: the key is absent, not empty.
+    assert "REMOTE_PORT" not in env
 
 
 def test_tcp_and_unix_binds_together(start_server, unix_path):

@@ -151,6 +151,26 @@ def test_repeated_headers_are_joined_with_comma_space(env_server):
     assert env["HTTP_ACCEPT"] == "text/html"
 
 
+def test_repeats_past_the_first_32_header_names_are_joined_too(env_server):
+    # The first 32 names are tracked without asking the dict; later ones ask it.
+    headers = [(f"X-H{i}", str(i)) for i in range(40)] + [("X-H35", "again"), ("X-H2", "again")]
+    env, _ = environ_for(env_server, request_bytes("GET", "/", headers=headers))
+    assert env["HTTP_X_H35"] == "35, again"
+    assert env["HTTP_X_H2"] == "2, again"
+    assert env["HTTP_X_H39"] == "39"
+
+
+def test_the_environ_holds_only_what_the_request_gives(env_server):
+    # The template behind every environ is made with placeholder entries and spare room;
+    # none of it may show.
+    env, _ = environ_for(env_server, request_bytes("GET", "/p"))
+    assert not [k for k in env if k.startswith("sluicegate.")]
+    for key in ("REQUEST_METHOD", "PATH_INFO", "REQUEST_URI", "RAW_URI", "SERVER_PROTOCOL",
+                "REMOTE_ADDR", "REMOTE_PORT"):
+        assert env[key] not in ("", None), key
+    assert env["QUERY_STRING"] == ""
+
+
 def test_header_with_underscore_is_dropped_and_cannot_spoof_dash(env_server):
     env, _ = environ_for(env_server, request_bytes(
         "GET", "/", headers=[("X-Foo", "real"), ("X_Foo", "spoof"), ("X_Bar", "spoof")]))

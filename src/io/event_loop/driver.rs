@@ -55,7 +55,10 @@ impl LoopState {
             _ => (false, conn.registered),
         };
         conn.registered = registered;
-        self.flushing.remove(&token);
+        // Almost always empty: skip hashing the token then.
+        if !self.flushing.is_empty() {
+            self.flushing.remove(&token);
+        }
         self.conns[token] = Slot::Here(conn);
         self.after_request(token, woke, ctx);
     }

@@ -232,6 +232,19 @@ fn r(range: &Range<u32>) -> Range<usize> {
     range.start as usize..range.end as usize
 }
 
+/// Does a word of eight head bytes hold a byte below 0x20 (CR, LF, HTAB, a control byte) or
+/// DEL? The classic "has a byte less than n" bit trick: never a false no; a false yes (a byte
+/// next to a real one) only costs a look.
+#[inline]
+fn word_needs_a_look(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    let del = w ^ (ONES * 0x7f);
+    let is_del = del.wrapping_sub(ONES) & !del & HIGH;
+    (below_space | is_del) != 0
+}
+
 /// Byte rules httparse does not enforce, checked over the whole head in one pass: every CR is
 /// followed by LF (the scan already checked CR and LF; re-checked here so `build` stands on its
 /// own), no control byte but HTAB, no
@@ -239,26 +252,44 @@ fn r(range: &Range<u32>) -> Range<usize> {
 /// and §5.2). Returns the number of field lines.
 fn prescan(head: &[u8], line_lf: usize) -> Result<usize, ProtoError> {
     let mut lines = 0usize;
-    for (i, &b) in head.iter().enumerate() {
-        if b == b'\r' {
-            if head.get(i + 1) != Some(&b'\n') {
-                return Err(bad("bare CR in the head"));
+    let mut i = 0;
+    while i < head.len() {
+        // Eight bytes at a time: a word with no byte below 0x20 and no DEL needs no look (most
+        // of a head); any other is checked byte by byte.
+        if let Some(word) = head.get(i..i + 8) {
+            if !word_needs_a_look(u64::from_le_bytes(word.try_into().unwrap())) {
+                i += 8;
+                continue;
             }
-        } else if b == b'\n' {
-            lines += 1;
-            if head.get(i + 1).is_some_and(|&next| is_ows(next)) {
-                return Err(if i == line_lf {
-                    bad("whitespace before the first header field")
+        }
+        let end = (i + 8).min(head.len());
+        while i < end {
+            let b = head[i];
+            if b >= 0x20 && b != 0x7f {
+                i += 1;
+                continue;
+            }
+            if b == b'\r' {
+                if head.get(i + 1) != Some(&b'\n') {
+                    return Err(bad("bare CR in the head"));
+                }
+            } else if b == b'\n' {
+                lines += 1;
+                if head.get(i + 1).is_some_and(|&next| is_ows(next)) {
+                    return Err(if i == line_lf {
+                        bad("whitespace before the first header field")
+                    } else {
+                        bad("obsolete line folding in a header field")
+                    });
+                }
+            } else if !is_field_value_byte(b) {
+                return Err(if b == 0 {
+                    bad("NUL byte in the head")
                 } else {
-                    bad("obsolete line folding in a header field")
+                    bad("control byte in the head")
                 });
             }
-        } else if !is_field_value_byte(b) {
-            return Err(if b == 0 {
-                bad("NUL byte in the head")
-            } else {
-                bad("control byte in the head")
-            });
+            i += 1;
         }
     }
     // Minus the request line and the final empty line.
@@ -607,6 +638,28 @@ pub(crate) fn parse_content_length(s: &[u8]) -> Result<u64, ProtoError> {
             .ok_or(bad("Content-Length overflows"))?;
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod word_tests {
+    use super::word_needs_a_look;
+
+    #[test]
+    fn a_word_needs_a_look_exactly_when_a_byte_does() {
+        // Every byte value at every position, among plain neighbours.
+        for pos in 0..8 {
+            for b in 0..=255u8 {
+                let mut w = *b"abcdefgh";
+                w[pos] = b;
+                let needs = b < 0x20 || b == 0x7f;
+                if needs {
+                    assert!(word_needs_a_look(u64::from_le_bytes(w)), "{b:#x} at {pos}");
+                } else {
+                    assert!(!word_needs_a_look(u64::from_le_bytes(w)), "{b:#x} at {pos}");
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
