@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
 use sluicegate_proto::h1::response::{
     app_status_code, classify_app_header, AppHeadError, AppHeader,
 };
@@ -129,72 +129,84 @@ pub fn parse_head(
         hbuf: Vec::with_capacity(256),
         ..AppHead::default()
     };
-    for item in headers.try_iter()? {
-        let item = item?;
-        let pair = item.cast::<PyTuple>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "each header must be a tuple, not {}",
-                type_name(&item)
-            ))
-        })?;
-        if pair.len() != 2 {
-            return Err(PyValueError::new_err(
-                "each header must be a (name, value) tuple",
-            ));
+    // A list (what nearly every app passes) is walked by index: no iterator object.
+    if let Ok(list) = headers.cast::<PyList>() {
+        for item in list.iter() {
+            add_header(&mut head, &item, max_headers)?;
         }
-        let start = head.hbuf.len();
-        push_latin1(&mut head.hbuf, &pair.get_item(0)?, "header name")?;
-        let mid = head.hbuf.len();
-        push_latin1(&mut head.hbuf, &pair.get_item(1)?, "header value")?;
-        let end = head.hbuf.len();
-        let (name, value) = head.hbuf[start..].split_at(mid - start);
-        if end > max_headers {
-            return Err(PyValueError::new_err(format!(
-                "the response headers pass --limit-response-headers ({max_headers} bytes) at header {:?} ({} bytes)",
-                String::from_utf8_lossy(name),
-                end - start
-            )));
-        }
-        let keep = match classify_app_header(name, value) {
-            Ok(AppHeader::Keep) => true,
-            Ok(AppHeader::HopByHop { closes }) => {
-                head.wants_close |= closes;
-                warn_hop_by_hop_once(item.py(), name);
-                false
-            }
-            Ok(AppHeader::ContentLength(v)) => {
-                if head.content_length.is_some_and(|c| c != v) {
-                    return Err(PyValueError::new_err(
-                        "conflicting Content-Length headers set by the app",
-                    ));
-                }
-                let first = head.content_length.is_none();
-                head.content_length = Some(v);
-                first
-            }
-            Err(AppHeadError::BadName) => {
-                return Err(PyValueError::new_err(format!(
-                    "invalid header name {:?}",
-                    String::from_utf8_lossy(name)
-                )))
-            }
-            Err(AppHeadError::BadValue) => {
-                return Err(PyValueError::new_err(format!(
-                    "header {:?} has a value with CR, LF, NUL or another control character",
-                    String::from_utf8_lossy(name)
-                )))
-            }
-            Err(AppHeadError::BadContentLength | AppHeadError::BadStatus) => {
-                return Err(PyValueError::new_err(
-                    "invalid Content-Length set by the app",
-                ))
-            }
-        };
-        if keep {
-            head.hidx.push((start as u32, mid as u32, end as u32));
-        } else {
-            head.hbuf.truncate(start);
+    } else {
+        for item in headers.try_iter()? {
+            add_header(&mut head, &item?, max_headers)?;
         }
     }
     Ok(head)
+}
+
+/// One `(name, value)` of the app's header list, converted, validated and classified.
+fn add_header(head: &mut AppHead, item: &Bound<'_, PyAny>, max_headers: usize) -> PyResult<()> {
+    let pair = item.cast::<PyTuple>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "each header must be a tuple, not {}",
+            type_name(item)
+        ))
+    })?;
+    if pair.len() != 2 {
+        return Err(PyValueError::new_err(
+            "each header must be a (name, value) tuple",
+        ));
+    }
+    let start = head.hbuf.len();
+    push_latin1(&mut head.hbuf, &pair.get_item(0)?, "header name")?;
+    let mid = head.hbuf.len();
+    push_latin1(&mut head.hbuf, &pair.get_item(1)?, "header value")?;
+    let end = head.hbuf.len();
+    let (name, value) = head.hbuf[start..].split_at(mid - start);
+    if end > max_headers {
+        return Err(PyValueError::new_err(format!(
+            "the response headers pass --limit-response-headers ({max_headers} bytes) at header {:?} ({} bytes)",
+            String::from_utf8_lossy(name),
+            end - start
+        )));
+    }
+    let keep = match classify_app_header(name, value) {
+        Ok(AppHeader::Keep) => true,
+        Ok(AppHeader::HopByHop { closes }) => {
+            head.wants_close |= closes;
+            warn_hop_by_hop_once(item.py(), name);
+            false
+        }
+        Ok(AppHeader::ContentLength(v)) => {
+            if head.content_length.is_some_and(|c| c != v) {
+                return Err(PyValueError::new_err(
+                    "conflicting Content-Length headers set by the app",
+                ));
+            }
+            let first = head.content_length.is_none();
+            head.content_length = Some(v);
+            first
+        }
+        Err(AppHeadError::BadName) => {
+            return Err(PyValueError::new_err(format!(
+                "invalid header name {:?}",
+                String::from_utf8_lossy(name)
+            )))
+        }
+        Err(AppHeadError::BadValue) => {
+            return Err(PyValueError::new_err(format!(
+                "header {:?} has a value with CR, LF, NUL or another control character",
+                String::from_utf8_lossy(name)
+            )))
+        }
+        Err(AppHeadError::BadContentLength | AppHeadError::BadStatus) => {
+            return Err(PyValueError::new_err(
+                "invalid Content-Length set by the app",
+            ))
+        }
+    };
+    if keep {
+        head.hidx.push((start as u32, mid as u32, end as u32));
+    } else {
+        head.hbuf.truncate(start);
+    }
+    Ok(())
 }

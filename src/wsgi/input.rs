@@ -677,10 +677,13 @@ impl Input {
         }
         #[cfg(feature = "abi3")]
         {
-            let size = b.len()?;
+            // memoryview(b).cast("B")[:n] = data: any writable buffer, counted in bytes (a
+            // read-only one raises TypeError on the assignment).
+            let view = pyo3::types::PyMemoryView::from(b)?.call_method1("cast", ("B",))?;
+            let size = view.len()?;
             let data = self.read(py, Some(size as isize))?;
             let n = data.as_bytes().len();
-            b.set_item(pyo3::types::PySlice::new(py, 0, n as isize, 1), data)?;
+            view.set_item(pyo3::types::PySlice::new(py, 0, n as isize, 1), data)?;
             Ok(n)
         }
     }

@@ -125,7 +125,7 @@ impl HeadParser {
         };
 
         let mut pos = self.scanned;
-        while let Some(off) = memchr(b'\n', &buf[pos..region]) {
+        while let Some(off) = find_near(b'\n', &buf[pos..region]) {
             let lf = pos + off;
             // lf > start, since buf[start] is neither CR nor LF.
             let after_cr = buf[lf - 1] == b'\r';
@@ -140,7 +140,7 @@ impl HeadParser {
                     if !after_cr {
                         return Err(bad("bare LF in the request line"));
                     }
-                    if memchr(b'\r', line).is_some() {
+                    if find_near(b'\r', line).is_some() {
                         return Err(bad("bare CR in the request line"));
                     }
                     self.line_lf = Some(lf);
@@ -151,7 +151,7 @@ impl HeadParser {
                     }
                     // Checked line by line, not when the head is complete, so that a client
                     // whose "empty line" is "\r\r\n" is refused now, not at the timeout.
-                    if memchr(b'\r', line).is_some() {
+                    if find_near(b'\r', line).is_some() {
                         return Err(bad("bare CR in the header section"));
                     }
                     // Every LF before this one followed a CR, so "\n\r\n" means CRLFCRLF.
@@ -232,17 +232,44 @@ fn r(range: &Range<u32>) -> Range<usize> {
     range.start as usize..range.end as usize
 }
 
-/// Does a word of eight head bytes hold a byte below 0x20 (CR, LF, HTAB, a control byte) or
-/// DEL? The classic "has a byte less than n" bit trick: never a false no; a false yes (a byte
-/// next to a real one) only costs a look.
+const ONES: u64 = 0x0101_0101_0101_0101;
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+
+/// The high bit of each byte of `w` (eight head bytes, little-endian) that is below 0x20 (CR,
+/// LF, HTAB, a control byte) or DEL; exact, with no carry between bytes.
 #[inline]
-fn word_needs_a_look(w: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    let del = w ^ (ONES * 0x7f);
-    let is_del = del.wrapping_sub(ONES) & !del & HIGH;
-    (below_space | is_del) != 0
+fn bytes_to_look_at(w: u64) -> u64 {
+    // b < 0x20 exactly when its high bit is clear and (b & 0x7f) + 0x60 stays below 0x80.
+    let below_space = !((w & LOW7) + ONES * 0x60) & !w & !LOW7;
+    below_space | zero_bytes(w ^ (ONES * 0x7f))
+}
+
+/// The high bit of each zero byte of `y`; exact.
+#[inline]
+fn zero_bytes(y: u64) -> u64 {
+    !(((y & LOW7) + LOW7) | y) & !LOW7
+}
+
+/// `memchr` for a byte that is usually near (the end of a short line): eight bytes at a time
+/// for the first 64, which costs nothing to set up (memchr's setup is most of its cost on a
+/// 20-byte line), and memchr's vector search for the rest.
+#[inline]
+fn find_near(needle: u8, hay: &[u8]) -> Option<usize> {
+    let near = hay.len().min(64);
+    let pattern = ONES * u64::from(needle);
+    let mut words = hay[..near].chunks_exact(8);
+    let mut at = 0;
+    for word in &mut words {
+        let found = zero_bytes(u64::from_le_bytes(word.try_into().unwrap()) ^ pattern);
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    if let Some(j) = words.remainder().iter().position(|&b| b == needle) {
+        return Some(at + j);
+    }
+    memchr(needle, &hay[near..]).map(|j| near + j)
 }
 
 /// Byte rules httparse does not enforce, checked over the whole head in one pass: every CR is
@@ -252,44 +279,45 @@ fn word_needs_a_look(w: u64) -> bool {
 /// and §5.2). Returns the number of field lines.
 fn prescan(head: &[u8], line_lf: usize) -> Result<usize, ProtoError> {
     let mut lines = 0usize;
-    let mut i = 0;
-    while i < head.len() {
-        // Eight bytes at a time: a word with no byte below 0x20 and no DEL needs no look (most
-        // of a head); any other is checked byte by byte.
-        if let Some(word) = head.get(i..i + 8) {
-            if !word_needs_a_look(u64::from_le_bytes(word.try_into().unwrap())) {
-                i += 8;
-                continue;
+    let mut look = |i: usize, b: u8| -> Result<(), ProtoError> {
+        if b == b'\r' {
+            if head.get(i + 1) != Some(&b'\n') {
+                return Err(bad("bare CR in the head"));
             }
-        }
-        let end = (i + 8).min(head.len());
-        while i < end {
-            let b = head[i];
-            if b >= 0x20 && b != 0x7f {
-                i += 1;
-                continue;
-            }
-            if b == b'\r' {
-                if head.get(i + 1) != Some(&b'\n') {
-                    return Err(bad("bare CR in the head"));
-                }
-            } else if b == b'\n' {
-                lines += 1;
-                if head.get(i + 1).is_some_and(|&next| is_ows(next)) {
-                    return Err(if i == line_lf {
-                        bad("whitespace before the first header field")
-                    } else {
-                        bad("obsolete line folding in a header field")
-                    });
-                }
-            } else if !is_field_value_byte(b) {
-                return Err(if b == 0 {
-                    bad("NUL byte in the head")
+        } else if b == b'\n' {
+            lines += 1;
+            if head.get(i + 1).is_some_and(|&next| is_ows(next)) {
+                return Err(if i == line_lf {
+                    bad("whitespace before the first header field")
                 } else {
-                    bad("control byte in the head")
+                    bad("obsolete line folding in a header field")
                 });
             }
-            i += 1;
+        } else if !is_field_value_byte(b) {
+            return Err(if b == 0 {
+                bad("NUL byte in the head")
+            } else {
+                bad("control byte in the head")
+            });
+        }
+        Ok(())
+    };
+    // Eight bytes at a time: only the bytes below 0x20 (CR, LF, HTAB, control bytes) and DEL
+    // are looked at, each found by its bit in the word's mask.
+    let mut words = head.chunks_exact(8);
+    let mut at = 0;
+    for word in &mut words {
+        let mut mask = bytes_to_look_at(u64::from_le_bytes(word.try_into().unwrap()));
+        while mask != 0 {
+            let j = (mask.trailing_zeros() / 8) as usize;
+            look(at + j, word[j])?;
+            mask &= mask - 1;
+        }
+        at += 8;
+    }
+    for (j, &b) in words.remainder().iter().enumerate() {
+        if b < 0x20 || b == 0x7f {
+            look(at + j, b)?;
         }
     }
     // Minus the request line and the final empty line.
@@ -309,13 +337,13 @@ struct RequestLine {
 /// `method SP request-target SP HTTP-version` (RFC 9112 §3), single spaces, nothing else.
 fn parse_request_line(head: &[u8], line_lf: usize) -> Result<RequestLine, ProtoError> {
     let line = &head[..line_lf - 1];
-    let sp1 = memchr(b' ', line).ok_or(bad("request line has no spaces"))?;
+    let sp1 = find_near(b' ', line).ok_or(bad("request line has no spaces"))?;
     let method = &line[..sp1];
     if !is_token(method) {
         return Err(bad("invalid method"));
     }
     let t0 = sp1 + 1;
-    let sp2 = t0 + memchr(b' ', &line[t0..]).ok_or(bad("request line has no HTTP version"))?;
+    let sp2 = t0 + find_near(b' ', &line[t0..]).ok_or(bad("request line has no HTTP version"))?;
     let v0 = sp2 + 1;
     let version = match &line[v0..] {
         b"HTTP/1.1" => Version::Http11,
@@ -362,7 +390,7 @@ fn parse_request_line(head: &[u8], line_lf: usize) -> Result<RequestLine, ProtoE
         authority = rng(t0 + scheme_len, t0 + scheme_len + authority_len);
         t0 + scheme_len + authority_len
     };
-    let (path_end, query) = match memchr(b'?', &line[path_start..t_end]) {
+    let (path_end, query) = match find_near(b'?', &line[path_start..t_end]) {
         Some(q) => (path_start + q, rng(path_start + q + 1, t_end)),
         None => (t_end, rng(t_end, t_end)),
     };
@@ -642,20 +670,41 @@ pub(crate) fn parse_content_length(s: &[u8]) -> Result<u64, ProtoError> {
 
 #[cfg(test)]
 mod word_tests {
-    use super::word_needs_a_look;
+    use super::{bytes_to_look_at, find_near};
 
     #[test]
-    fn a_word_needs_a_look_exactly_when_a_byte_does() {
-        // Every byte value at every position, among plain neighbours.
-        for pos in 0..8 {
-            for b in 0..=255u8 {
-                let mut w = *b"abcdefgh";
-                w[pos] = b;
-                let needs = b < 0x20 || b == 0x7f;
-                if needs {
-                    assert!(word_needs_a_look(u64::from_le_bytes(w)), "{b:#x} at {pos}");
-                } else {
-                    assert!(!word_needs_a_look(u64::from_le_bytes(w)), "{b:#x} at {pos}");
+    fn the_mask_holds_exactly_the_bytes_to_look_at() {
+        // Every byte value at every position, beside every kind of neighbour.
+        for neighbour in [b'a', 0x00, 0x0a, 0x1f, 0x20, 0x7f, 0x80, 0x9f, 0xa0, 0xff] {
+            for pos in 0..8 {
+                for b in 0..=255u8 {
+                    let mut w = [neighbour; 8];
+                    w[pos] = b;
+                    let mask = bytes_to_look_at(u64::from_le_bytes(w));
+                    for (j, &x) in w.iter().enumerate() {
+                        let want = x < 0x20 || x == 0x7f;
+                        assert_eq!(mask >> (j * 8 + 7) & 1 == 1, want, "{w:?} byte {j}");
+                    }
+                    assert_eq!(mask & !0x8080_8080_8080_8080, 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn find_near_agrees_with_memchr() {
+        let mut seed = 0x1234_5678_u64;
+        for len in 0..200 {
+            for _ in 0..50 {
+                let hay: Vec<u8> = (0..len)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        // Few distinct values, so the needle shows up at every distance.
+                        [b'\n', b'\r', b'a', 0x8a, 0x0b][(seed >> 33) as usize % 5]
+                    })
+                    .collect();
+                for needle in [b'\n', b'\r', b'?', 0x8a] {
+                    assert_eq!(find_near(needle, &hay), memchr::memchr(needle, &hay));
                 }
             }
         }
