@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# benchmarks/callgrind_hello.sh — user-space instructions per hello-world request (S6's app),
+# counted by valgrind's callgrind: repeatable whatever the machine's noise. Starts sluicegate
+# under callgrind, warms it with 2,000 requests (ab -k -c8), zeroes the counters, sends 20,000
+# more, dumps, and prints the total per request and the top functions by their own cost (all
+# threads; PYTHONHASHSEED=0 so dict layouts repeat; Python's own allocator, as in production).
+#
+# Usage: benchmarks/callgrind_hello.sh OUT_DIR [sluicegate options...]
+#        SLUICEGATE_PY=/other/build/.venv/bin/python benchmarks/callgrind_hello.sh OUT_DIR
+set -euo pipefail
+cd "$(dirname "$0")"
+BENCH=$PWD
+OUT=$(mkdir -p "$1" && cd "$1" && pwd); shift
+PY=${SLUICEGATE_PY:-$BENCH/../.venv/bin/python}
+N=20000
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cd "$BENCH/apps"
+PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" \
+  --compress-strings=no --compress-pos=no \
+  "$PY" -m sluicegate --bind "127.0.0.1:$PORT" "$@" s6_hello:app > "$OUT/server.log" 2>&1 &
+VP=$!
+for _ in $(seq 1 240); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.5; done
+ab -q -k -c8 -n 2000 "http://127.0.0.1:$PORT/" > /dev/null
+callgrind_control -z "$VP" > /dev/null 2>&1
+ab -q -k -c8 -n $N "http://127.0.0.1:$PORT/" | grep -E "^(Complete|Failed) requests"
+callgrind_control -d "$VP" > /dev/null 2>&1
+sleep 1
+kill -INT "$VP"; wait "$VP" || true
+python3 "$BENCH/bench/callgrind_top.py" "$(ls -t "$OUT"/callgrind.out.* | head -1)" $N | tee "$OUT/top.txt" | head -25
