@@ -30,8 +30,7 @@
 //!
 //! The watchdog's own cost is its wake-ups. It starts at `TICK_MIN`; each `CALM_LOOKS` looks in a
 //! row that find no call outlasting a tick double the tick, up to `TICK_MAX`; a call seen across
-//! two looks brings it back to `TICK_MIN` while it runs, and the backed-off tick returns when it
-//! ends unjudged (a call the OS preempted for a tick is common on a busy machine). (Measured with `ab -c1`, one new connection per request:
+//! two looks brings it back to `TICK_MIN`. (Measured with `ab -c1`, one new connection per request:
 //! a steady 250 µs tick cost 3 µs of the 35 µs of server CPU per request. Backed off, the first
 //! blocking call after a calm spell stalls the loop 2–4 ms once, then dispatch mode takes over.)
 //! When calls are rare even at `TICK_MAX` (large responses over keep-alive connections: one
@@ -447,11 +446,6 @@ struct Watch {
     /// Looks that found the current call still running, and when the first of them was.
     running_looks: u32,
     running_since: Instant,
-    /// The tick calm looks had reached when the current call was first seen running: it comes
-    /// back when that call ends without being judged (a call preempted by the OS for a tick is
-    /// no reason to look every 250 µs again and back off from the start: under `ab -c1` that
-    /// kept the tick at its shortest).
-    resume_tick: Option<Duration>,
 }
 
 impl Watch {
@@ -466,7 +460,6 @@ impl Watch {
             last_wake: now,
             running_looks: 0,
             running_since: now,
-            resume_tick: None,
         }
     }
 
@@ -476,7 +469,6 @@ impl Watch {
             self.running_looks += 1;
             if self.running_looks == 1 {
                 self.running_since = now;
-                self.resume_tick.get_or_insert(self.tick);
             }
             self.tick = TICK_MIN;
             self.calm = 0;
@@ -488,9 +480,6 @@ impl Watch {
             }
         } else {
             self.running_looks = 0;
-            if let Some(tick) = self.resume_tick.take() {
-                self.tick = tick;
-            }
             self.calm += 1;
             self.window_seq += seq.wrapping_sub(self.last).min(u64::from(CALM_LOOKS) * 2);
             if self.calm >= CALM_LOOKS {
@@ -521,8 +510,6 @@ impl Watch {
     /// afresh.
     fn judged(&mut self) {
         self.running_looks = 0;
-        // Acted on: stay close (a blocking app is about).
-        self.resume_tick = None;
     }
 
     /// Woken from a doze by an inline call at `now`: look closely again (in sparse mode, until
@@ -629,35 +616,6 @@ mod tests {
         seq += 1;
         step(&mut w, &mut now, seq);
         assert!(matches!(step(&mut w, &mut now, seq), Look::Running { .. }));
-        assert_eq!(w.tick, TICK_MIN);
-    }
-
-    #[test]
-    fn a_long_call_that_ends_unjudged_gives_the_backed_off_tick_back() {
-        let mut now = Instant::now();
-        let mut w = Watch::new(now);
-        let mut seq = 0;
-        for _ in 0..(CALM_LOOKS * 4) {
-            seq += 2;
-            assert_eq!(step(&mut w, &mut now, seq), Look::Calm);
-        }
-        assert_eq!(w.tick, TICK_MAX);
-        // A call seen across two looks (preempted, say): looked at closely while it runs...
-        seq += 1;
-        step(&mut w, &mut now, seq);
-        assert!(matches!(step(&mut w, &mut now, seq), Look::Running { .. }));
-        assert_eq!(w.tick, TICK_MIN);
-        // ...and when it ends without a verdict, the tick is where it was.
-        seq += 1;
-        assert_eq!(step(&mut w, &mut now, seq), Look::Calm);
-        assert_eq!(w.tick, TICK_MAX);
-        // A call that was acted on leaves the tick short.
-        seq += 1;
-        step(&mut w, &mut now, seq);
-        assert!(matches!(step(&mut w, &mut now, seq), Look::Running { .. }));
-        w.judged();
-        seq += 1;
-        assert_eq!(step(&mut w, &mut now, seq), Look::Calm);
         assert_eq!(w.tick, TICK_MIN);
     }
 
