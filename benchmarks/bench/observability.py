@@ -97,7 +97,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--only", default="", help="servers whose name starts with this (e.g. sluicegate)")
+    ap.add_argument("--only", default="", help="servers whose name starts with this; several: a|b (e.g. sluicegate)")
     ap.add_argument("--cases", default="", help="cases whose name starts with this (e.g. S6)")
     args = ap.parse_args()
     logdir = tempfile.mkdtemp(prefix="sg-obs-")
@@ -110,7 +110,7 @@ def main() -> None:
         procs = {}
         try:
             for name, make in servers(module, logdir).items():
-                if not name.startswith(args.only):
+                if not any(name.startswith(p) for p in args.only.split("|")):
                     continue
                 port = free_port()
                 argv = make(port)
