@@ -1,0 +1,121 @@
+"""S8 on new connections and on one keep-alive connection (issue 16, item 2): the same 64 MiB
+Content-Length upload to S8's app (it reads 64 KiB blocks and hashes them), 15 times on a new
+connection each and 15 times on one kept-alive connection, and the same with an app that only
+reads (`s8_read_only`). Medians of the upload-to-answer time, and the app's answer checked.
+
+    cd benchmarks && ../.venv/bin/python -m bench.s8_connections [--servers sluicegate,granian]
+        [--body-thread]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BENCH))
+from bench.procs import free_port  # noqa: E402
+from bench.s11 import env_for, wait_ready  # noqa: E402
+from bench.s8_memory import argv_for  # noqa: E402
+
+BODY = 64 << 20
+TIMES = 15
+
+
+def answer(s: socket.socket) -> bytes:
+    got = b""
+    while b"\r\n\r\n" not in got:
+        part = s.recv(65536)
+        if not part:
+            raise SystemExit("connection closed before the answer")
+        got += part
+    head, rest = got.split(b"\r\n\r\n", 1)
+    n = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(rest) < n:
+        rest += s.recv(65536)
+    return rest[:n]
+
+
+BODY_THREAD = False
+
+
+def upload(s: socket.socket, body: bytes) -> tuple[float, bytes]:
+    t = time.perf_counter()
+    s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
+    if BODY_THREAD:
+        # As the suite's client sends a large body: from a thread, while this one waits for
+        # the answer.
+        sender = threading.Thread(target=s.sendall, args=(body,))
+        sender.start()
+        got = answer(s)
+        sender.join()
+    else:
+        s.sendall(body)
+        got = answer(s)
+    return time.perf_counter() - t, got
+
+
+def measure(port: int, body: bytes, keep_alive: bool) -> tuple[float, bytes]:
+    times, last = [], b""
+    s = socket.create_connection(("127.0.0.1", port)) if keep_alive else None
+    for _ in range(TIMES):
+        c = s or socket.create_connection(("127.0.0.1", port))
+        t, last = upload(c, body)
+        times.append(t)
+        if not keep_alive:
+            c.close()
+    if s:
+        s.close()
+    return statistics.median(times), last
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--servers", default="sluicegate,granian")
+    ap.add_argument("--body-thread", action="store_true",
+                    help="send the body from a thread while the main thread waits for the answer")
+    args = ap.parse_args()
+    global BODY_THREAD
+    BODY_THREAD = args.body_thread
+    body = os.urandom(BODY)
+    digest = hashlib.sha256(body).hexdigest().encode()
+    print("| server | app | new connection each | one keep-alive connection |")
+    print("|---|---|---:|---:|")
+    for name in args.servers.split(","):
+        for app, want in (("s8_upload:app", b"%d %s" % (BODY, digest)),
+                          ("s8_read_only:app", b"%d" % BODY)):
+            port = free_port()
+            argv = argv_for(name, port)
+            if argv is None:
+                continue
+            argv[-1] = app
+            p = subprocess.Popen(argv, cwd=BENCH / "apps", env=env_for(argv[0]),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+            try:
+                wait_ready(f"127.0.0.1:{port}", time.monotonic() + 30)
+                fresh, a1 = measure(port, body, keep_alive=False)
+                kept, a2 = measure(port, body, keep_alive=True)
+                if a1 != want or a2 != want:
+                    raise SystemExit(f"{name} {app}: wrong answer {a1[:80]!r} / {a2[:80]!r}")
+                print(f"| {name} | {app.split(':')[0]} | {fresh * 1e3:.1f} ms | {kept * 1e3:.1f} ms |",
+                      flush=True)
+            finally:
+                os.killpg(p.pid, signal.SIGTERM)
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    main()
