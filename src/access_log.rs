@@ -651,36 +651,46 @@ fn push_num(line: &mut Vec<u8>, n: u64) {
 /// `\\xHH` (as nginx escapes its log fields), so a log line is always one line of printable
 /// ASCII whose quoted fields cannot be closed early.
 fn push_escaped(line: &mut Vec<u8>, v: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    line.reserve(v.len());
-    let mut run = 0;
-    for (i, &b) in v.iter().enumerate() {
-        if JSON_PLAIN[usize::from(b)] {
-            continue;
-        }
-        line.extend_from_slice(&v[run..i]);
-        run = i + 1;
-        match b {
-            b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
-            _ => line.extend_from_slice(&[
-                b'\\',
-                b'x',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 15)],
-            ]),
-        }
-    }
-    line.extend_from_slice(&v[run..]);
+    push_with_escapes(line, v, |line, b| match b {
+        b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
+        _ => line.extend_from_slice(&[
+            b'\\',
+            b'x',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 15)],
+        ]),
+    });
 }
 
 /// `v` as a JSON string: bytes are latin-1 characters (as PEP 3333 tunnels them), `"`, `\\`
 /// and control characters (C0, DEL, C1) escaped, everything else as UTF-8: valid JSON, and
 /// one line, for any bytes.
 fn push_json_string(line: &mut Vec<u8>, v: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    line.reserve(v.len() + 2);
     line.push(b'"');
-    // Runs of printable ASCII other than '"' and '\\' are copied whole.
+    push_with_escapes(line, v, |line, b| match b {
+        b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
+        // From 0xa0 on, the character itself; DEL and the C1 controls escaped, so that no
+        // tool splitting lines (NEL is 0x85) can cut a line short.
+        0xa0..=0xff => line.extend_from_slice(&[0xc0 | (b >> 6), 0x80 | (b & 0x3f)]),
+        _ => line.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 15)],
+        ]),
+    });
+    line.push(b'"');
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Append `v`, runs of plain bytes ([`JSON_PLAIN`]) copied whole and every other byte as
+/// `escape` writes it.
+#[inline]
+fn push_with_escapes(line: &mut Vec<u8>, v: &[u8], escape: impl Fn(&mut Vec<u8>, u8)) {
+    line.reserve(v.len() + 2);
     let mut run = 0;
     for (i, &b) in v.iter().enumerate() {
         if JSON_PLAIN[usize::from(b)] {
@@ -688,23 +698,9 @@ fn push_json_string(line: &mut Vec<u8>, v: &[u8]) {
         }
         line.extend_from_slice(&v[run..i]);
         run = i + 1;
-        match b {
-            b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
-            // From 0xa0 on, the character itself; DEL and the C1 controls escaped, so that no
-            // tool splitting lines (NEL is 0x85) can cut a line short.
-            0xa0..=0xff => line.extend_from_slice(&[0xc0 | (b >> 6), 0x80 | (b & 0x3f)]),
-            _ => line.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 15)],
-            ]),
-        }
+        escape(line, b);
     }
     line.extend_from_slice(&v[run..]);
-    line.push(b'"');
 }
 
 /// Bytes a JSON string and a log field carry as they are: printable ASCII but '"' and '\\'.

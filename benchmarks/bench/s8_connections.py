@@ -12,10 +12,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -23,9 +21,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
-from bench.procs import free_port  # noqa: E402
-from bench.s11 import env_for, wait_ready  # noqa: E402
-from bench.s8_memory import argv_for  # noqa: E402
+from bench.s8_memory import serving  # noqa: E402
 
 BODY = 64 << 20
 TIMES = 15
@@ -93,29 +89,15 @@ def main() -> None:
     for name in args.servers.split(","):
         for app, want in (("s8_upload:app", b"%d %s" % (BODY, digest)),
                           ("s8_read_only:app", b"%d" % BODY)):
-            port = free_port()
-            argv = argv_for(name, port)
-            if argv is None:
-                continue
-            argv[-1] = app
-            p = subprocess.Popen(argv, cwd=BENCH / "apps", env=env_for(argv[0]),
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 start_new_session=True)
-            try:
-                wait_ready(f"127.0.0.1:{port}", time.monotonic() + 30)
+            with serving(name, app) as port:
+                if port is None:
+                    continue
                 fresh, a1 = measure(port, body, keep_alive=False)
                 kept, a2 = measure(port, body, keep_alive=True)
                 if a1 != want or a2 != want:
                     raise SystemExit(f"{name} {app}: wrong answer {a1[:80]!r} / {a2[:80]!r}")
                 print(f"| {name} | {app.split(':')[0]} | {fresh * 1e3:.1f} ms | {kept * 1e3:.1f} ms |",
                       flush=True)
-            finally:
-                os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-
 
 if __name__ == "__main__":
     main()

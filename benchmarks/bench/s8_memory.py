@@ -11,6 +11,7 @@ length and sha256 the app reports. Single-process servers only: the growth is th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import signal
@@ -50,6 +51,30 @@ def argv_for(name: str, port: int) -> list[str] | None:
     raise SystemExit(f"unknown server {name}")
 
 
+@contextlib.contextmanager
+def serving(name: str, app: str = APP):
+    """`name` serving `app` on a free port (yields the port; None if the server is not set
+    up, e.g. sluicegate-base without SLUICEGATE_BASE_PY); stopped on the way out."""
+    port = free_port()
+    argv = argv_for(name, port)
+    if argv is None:
+        yield None
+        return
+    argv[-1] = app
+    p = subprocess.Popen(argv, cwd=BENCH / "apps", env=env_for(argv[0]),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        wait_ready(f"127.0.0.1:{port}", time.monotonic() + 30)
+        yield port
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+
+
 def upload(port: int, body: bytes, chunked: bool) -> bytes:
     with socket.create_connection(("127.0.0.1", port)) as s:
         if chunked:
@@ -85,15 +110,9 @@ def main() -> None:
     print("|---|---|---:|---:|---|")
     for name in args.servers.split(","):
         for chunked in (False, True):
-            port = free_port()
-            argv = argv_for(name, port)
-            if argv is None:
-                continue
-            p = subprocess.Popen(argv, cwd=BENCH / "apps", env=env_for(argv[0]),
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 start_new_session=True)
-            try:
-                wait_ready(f"127.0.0.1:{port}", time.monotonic() + 30)
+            with serving(name) as port:
+                if port is None:
+                    continue
                 answer = upload(port, body, chunked).split()
                 ok = len(answer) == 3 and int(answer[0]) == BODY and answer[2].decode() == digest
                 grew = int(answer[1]) if ok else 0
@@ -101,13 +120,6 @@ def main() -> None:
                 print(f"| {name} | {framing} | {grew / 1024:.1f} MiB | "
                       f"{grew * 1024 / BODY:.2f}× | {'yes' if ok else 'NO: ' + repr(answer[:2])} |",
                       flush=True)
-            finally:
-                os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-
 
 if __name__ == "__main__":
     main()
