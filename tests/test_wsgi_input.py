@@ -127,6 +127,48 @@ def test_reads_into_sized_buffers_are_byte_exact(reader, mode, n, framing):
         assert got["count"] == -(-len(body) // n)
 
 
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+@pytest.mark.parametrize("mode,n", [("read", 0), ("readn", 65536), ("readinto", 70000),
+                                    ("mixed", 65536), ("readline", 0)])
+def test_large_bodies_read_ahead_are_byte_exact(reader, mode, n, framing):
+    """A Content-Length body past 256 KiB with 1 MiB still to come is read ahead of the app by a
+    thread of its own (issue 16); line reads after sized reads take over what it read."""
+    rnd = random.Random(3)
+    body = b"".join(bytes(rnd.getrandbits(8) for _ in range(1000)) + b"\n" for _ in range(3000))
+    got = post(reader, mode, body, framing, n=n or 8192, chunk=65536)
+    assert (got["len"], got["sha256"]) == (len(body), hashlib.sha256(body).hexdigest())
+    assert got["after_end"] == ["b''", "b''", "b''"]
+
+
+@pytest.mark.parametrize("mode", ["read", "readn", "mixed"])
+def test_large_body_cut_short_raises_in_the_app(reader, mode):
+    tok = uuid.uuid4().hex
+    raw = request_bytes("POST", f"/{mode}?n=65536", headers=[
+        ("Content-Length", str(3 << 20)), ("X-Token", tok)]) + b"x" * (2 << 20)
+    mark = reader.log_mark()
+    with Conn.open(reader.port) as c:
+        c.send(raw)
+        c.sock.shutdown(socket.SHUT_WR)
+        m = reader.wait_log(rf"body_reader token={tok} outcome=(\w+)", since=mark)
+        assert m.group(1) == "error", m.group(0)
+
+
+def test_a_large_body_left_unread_does_not_spill_into_the_next_request(reader):
+    """The app reads 100 KiB of 3 MiB and answers: whatever was read ahead belongs to this
+    body, and the next request on the connection is parsed from its own bytes."""
+    body = bytes(range(256)) * (3 * 4096)
+    with Conn.open(reader.port) as c:
+        c.send(request_bytes("POST", "/read_sized?n=400000", body=body)
+               + request_bytes("POST", "/read", body=b"second"))
+        first = c.read_response()
+        assert first.status == 200 and json.loads(first.body)["len"] == 400000
+        try:
+            second = c.read_response()
+        except (Closed, Truncated):
+            return  # closing instead of draining 2.6 MiB is allowed
+        assert json.loads(second.body)["pieces"] == ["second"]
+
+
 def test_readinto_a_readonly_buffer_is_refused(reader):
     assert post(reader, "readinto_readonly", b"abc", "content-length")["pieces"][0] == "TypeError"
 

@@ -23,6 +23,7 @@ use sluicegate_proto::h1::response::CONTINUE_100;
 use sluicegate_proto::h1::BodyDecoder;
 use sluicegate_proto::ProtoError;
 
+use super::read_ahead::{Next, Pacing, ReadAhead};
 use crate::io::read_buf::ReadBuf;
 use crate::io::stream::{read_fd, send_all_fd, wait_fd};
 use crate::{BodyError, ClientDisconnected};
@@ -42,6 +43,10 @@ const LARGE_UPLOAD: u64 = 256 * 1024;
 /// hashed in 65 → 50 ms). It costs memory only while bytes wait in it, for connections that
 /// upload, up to twice this (the kernel's bookkeeping).
 const UPLOAD_RECEIVE_BUFFER: usize = 1024 * 1024;
+
+/// A Content-Length body with at least this much still to come, once it has brought
+/// [`LARGE_UPLOAD`], is read ahead of the app on a thread of its own (`read_ahead`).
+const READ_AHEAD_FROM: u64 = 1024 * 1024;
 
 /// Room in the caller's buffer from which a Content-Length body is read from the socket
 /// straight into it; less goes through the read buffer (one larger read serves several small
@@ -81,7 +86,7 @@ impl BodyPace {
     pub const GRACE: Duration = Duration::from_secs(5);
 
     /// When the body fails if no more bytes come, having `received` raw bytes since `started`.
-    fn deadline(&self, started: Instant, received: u64) -> Option<Instant> {
+    pub(super) fn deadline(&self, started: Instant, received: u64) -> Option<Instant> {
         let by_rate = (self.min_rate > 0).then(|| {
             let owed = Duration::from_secs_f64(received as f64 / self.min_rate as f64);
             started + Self::GRACE + owed
@@ -111,6 +116,12 @@ pub struct BodyState {
     /// Raw bytes read from the socket by this object (for the pace).
     read_bytes: u64,
     pub failure: Option<BodyFailure>,
+    /// The reader thread of a large Content-Length body (`read_ahead`), once started, and the
+    /// block taken from it that the app is reading (`ahead_block[ahead_pos..]`).
+    ahead: Option<ReadAhead>,
+    ahead_block: Vec<u8>,
+    ahead_pos: usize,
+    ahead_started: bool,
 }
 
 impl BodyState {
@@ -135,6 +146,10 @@ impl BodyState {
             started: Instant::now(),
             read_bytes: 0,
             failure: None,
+            ahead: None,
+            ahead_block: Vec::new(),
+            ahead_pos: 0,
+            ahead_started: false,
         }
     }
 
@@ -164,6 +179,7 @@ impl BodyState {
     /// Make at least one more decoded byte available, or learn that the body is complete.
     /// Returns Ok(false) at the end of the body. Waits on the socket with the GIL released.
     fn fill(&mut self, py: Python<'_>) -> Result<bool, BodyFailure> {
+        self.settle_ahead();
         loop {
             if self.pending_len() > 0 {
                 return Ok(true);
@@ -288,6 +304,99 @@ impl BodyState {
             .map(|left| left + self.pending_len() as u64)
     }
 
+    /// Stop the reader thread, if one runs, and keep what it read as decoded bytes waiting
+    /// (`pending`): the ways of reading other than `read_into` (lines, draining) go on from
+    /// there, through the read buffer.
+    fn settle_ahead(&mut self) {
+        if self.ahead.is_none() && self.ahead_pos == self.ahead_block.len() {
+            return;
+        }
+        let (blocks, end) = match self.ahead.take() {
+            Some(ahead) => ahead.finish(),
+            None => (Vec::new(), None),
+        };
+        let current = std::mem::take(&mut self.ahead_block);
+        let rest = current[self.ahead_pos..].to_vec();
+        self.ahead_pos = 0;
+        if self.pending_pos == self.pending.len() {
+            self.pending.clear();
+            self.pending_pos = 0;
+        }
+        for block in std::iter::once(rest).chain(blocks) {
+            match self.decoder.decode(&block) {
+                Ok(step) => self.pending.extend_from_slice(step.data),
+                Err(e) => {
+                    self.failure = Some(BodyFailure::Protocol(e));
+                    return;
+                }
+            }
+        }
+        if let Some(Err(f)) = end {
+            self.failure = Some(f);
+        }
+    }
+
+    /// Start reading ahead when a Content-Length body has shown itself large, if it has not
+    /// started already (once per body).
+    fn maybe_read_ahead(&mut self, left: u64) {
+        if self.ahead_started
+            || self.read_bytes < LARGE_UPLOAD
+            || left < READ_AHEAD_FROM
+            || self.continue_due
+            || !self.raw.is_empty()
+            || self.pending_len() > 0
+        {
+            return;
+        }
+        self.ahead_started = true;
+        self.ahead = ReadAhead::start(
+            self.fd,
+            left,
+            Pacing {
+                read_timeout: self.read_timeout,
+                pace: self.pace,
+                started: self.started,
+                read_before: self.read_bytes,
+            },
+        );
+    }
+
+    /// Copy the reader thread's next bytes into `dst` (waiting for them with the GIL released);
+    /// returns how many.
+    fn take_ahead(&mut self, py: Python<'_>, dst: &mut [u8]) -> Result<usize, BodyFailure> {
+        loop {
+            if self.ahead_pos < self.ahead_block.len() {
+                let n = (self.ahead_block.len() - self.ahead_pos).min(dst.len());
+                dst[..n].copy_from_slice(&self.ahead_block[self.ahead_pos..self.ahead_pos + n]);
+                self.ahead_pos += n;
+                // The decoder counts them (a Content-Length decoder gives them back as they are).
+                if let Err(e) = self.decoder.decode(&dst[..n]) {
+                    return Err(self.fail(BodyFailure::Protocol(e)));
+                }
+                return Ok(n);
+            }
+            let Some(ahead) = self.ahead.as_ref() else {
+                return Ok(0);
+            };
+            match ahead.next_block() {
+                Next::Block(block) => {
+                    let used = std::mem::replace(&mut self.ahead_block, block);
+                    ahead.give_back(used);
+                    self.ahead_pos = 0;
+                }
+                Next::Done => {
+                    self.ahead = None;
+                    return Ok(0);
+                }
+                Next::Failed(f) => {
+                    self.ahead = None;
+                    return Err(self.fail(f));
+                }
+                Next::Empty => py.detach(|| ahead.wait()),
+            }
+        }
+    }
+
     /// Fill `dst` with the body's next bytes; returns how many (fewer only where the body
     /// ends). One copy at most: decoded bytes that wait go first, then what the read buffer
     /// holds is decoded straight into `dst`; then a Content-Length body with room left of at
@@ -325,7 +434,24 @@ impl BodyState {
                     continue;
                 }
             }
+            if self.ahead.is_some() || self.ahead_pos < self.ahead_block.len() {
+                let n = self.take_ahead(py, &mut dst[at..])?;
+                if n == 0 && self.ahead.is_none() {
+                    // The reader is done: what it read was all the body.
+                    continue;
+                }
+                at += n;
+                continue;
+            }
             let room = dst.len() - at;
+            if let Some(left) = self.decoder.remaining() {
+                if self.raw.is_empty() {
+                    self.maybe_read_ahead(left);
+                    if self.ahead.is_some() {
+                        continue;
+                    }
+                }
+            }
             match self.decoder.remaining() {
                 Some(left) if room >= DIRECT_READ_MIN && self.raw.is_empty() => {
                     let want = room.min(usize::try_from(left).unwrap_or(usize::MAX));

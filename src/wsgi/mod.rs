@@ -11,6 +11,7 @@ pub mod environ;
 pub mod file_wrapper;
 pub mod input;
 pub mod pool;
+pub mod read_ahead;
 pub mod release;
 pub mod sender;
 pub mod start_response;

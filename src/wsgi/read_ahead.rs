@@ -1,0 +1,218 @@
+//! Reading a large Content-Length body ahead of the app, on a thread of its own.
+//!
+//! An app that works on what it reads (hashes it, parses it, writes it to disk) and reads the
+//! socket only when it asks for more leaves the socket undrained meanwhile: the client stops
+//! sending once the receive buffer is full, and the upload takes the app's time plus the
+//! transfer's. A reader thread keeps draining the socket into blocks, up to [`AHEAD_MAX`]
+//! bytes ahead of the app, so that the two overlap (granian does the same: its CPU time in S8
+//! is above its wall time). It only starts for a body known to be large (`wsgi::input`
+//! decides), reads never past the body's end, and owns the socket's reading side until it is
+//! stopped: [`ReadAhead`]'s drop stops and joins it, so the connection never goes back to the
+//! event loop with a reader still on it.
+
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::input::{BodyFailure, BodyPace};
+use crate::io::stream::{read_fd, wait_fd};
+
+/// Bytes read ahead of the app at most.
+pub const AHEAD_MAX: usize = 1024 * 1024;
+/// One read's block.
+const BLOCK: usize = 128 * 1024;
+/// The reader looks at its stop flag at least this often while it waits for the socket.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+
+#[derive(Default)]
+struct State {
+    blocks: VecDeque<Vec<u8>>,
+    /// Bytes in `blocks`.
+    buffered: usize,
+    /// How the reader ended: every byte of the body read, or the failure.
+    end: Option<Result<(), BodyFailure>>,
+    stop: bool,
+    /// Blocks the app's side is done with, to read into again (no allocation, no fresh pages
+    /// to fault in, per block).
+    spare: Vec<Vec<u8>>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when a block is added, the reader ends, room is made, or stop is asked.
+    changed: Condvar,
+}
+
+/// What the pace and the read timeout need to judge the reader's progress.
+pub struct Pacing {
+    pub read_timeout: Duration,
+    pub pace: BodyPace,
+    pub started: Instant,
+    /// Raw bytes of the body read before the reader started.
+    pub read_before: u64,
+}
+
+/// A running reader. Dropping it stops the reader and waits for it.
+pub struct ReadAhead {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What the app's side gets from [`ReadAhead::next_block`].
+pub enum Next {
+    Block(Vec<u8>),
+    /// Every byte of the body was handed over.
+    Done,
+    Failed(BodyFailure),
+    /// Nothing yet: wait ([`ReadAhead::wait`]) and ask again.
+    Empty,
+}
+
+impl ReadAhead {
+    /// Start reading the `left` bytes still due on `fd`. None if no thread could be started
+    /// (the caller reads as before).
+    pub fn start(fd: RawFd, left: u64, pacing: Pacing) -> Option<ReadAhead> {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        });
+        let s = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("sluicegate-readahead".into())
+            .spawn(move || {
+                let end = read_body(fd, left, &pacing, &s);
+                let mut st = s.state.lock().unwrap();
+                if let Some(end) = end {
+                    st.end = Some(end);
+                }
+                s.changed.notify_all();
+            })
+            .ok()?;
+        Some(ReadAhead {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The next block read, or why there is none.
+    pub fn next_block(&self) -> Next {
+        let mut st = self.shared.state.lock().unwrap();
+        if let Some(block) = st.blocks.pop_front() {
+            st.buffered -= block.len();
+            self.shared.changed.notify_all();
+            return Next::Block(block);
+        }
+        match st.end {
+            Some(Ok(())) => Next::Done,
+            Some(Err(f)) => Next::Failed(f),
+            None => Next::Empty,
+        }
+    }
+
+    /// A block whose bytes were all taken, for the reader to use again.
+    pub fn give_back(&self, block: Vec<u8>) {
+        let mut st = self.shared.state.lock().unwrap();
+        if st.spare.len() < 2 {
+            st.spare.push(block);
+        }
+    }
+
+    /// Wait until a block comes or the reader ends (call without the GIL).
+    pub fn wait(&self) {
+        let st = self.shared.state.lock().unwrap();
+        let _st = self
+            .shared
+            .changed
+            .wait_while(st, |st| st.blocks.is_empty() && st.end.is_none())
+            .unwrap();
+    }
+
+    /// Stop the reader and take what it read and nobody took yet, with how it ended (None:
+    /// stopped before the end, without a failure).
+    pub fn finish(mut self) -> (Vec<Vec<u8>>, Option<Result<(), BodyFailure>>) {
+        self.stop_and_join();
+        let mut st = self.shared.state.lock().unwrap();
+        let blocks = st.blocks.drain(..).collect();
+        (blocks, st.end)
+    }
+
+    fn stop_and_join(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            self.shared.state.lock().unwrap().stop = true;
+            self.shared.changed.notify_all();
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// The reader's loop: blocks of up to [`BLOCK`] bytes, never past `left`, at most
+/// [`AHEAD_MAX`] ahead. Returns how it ended, or None when it was stopped.
+fn read_body(
+    fd: RawFd,
+    mut left: u64,
+    pacing: &Pacing,
+    shared: &Shared,
+) -> Option<Result<(), BodyFailure>> {
+    let mut read_total = pacing.read_before;
+    let mut last_progress = Instant::now();
+    while left > 0 {
+        {
+            let st = shared.state.lock().unwrap();
+            let st = shared
+                .changed
+                .wait_while(st, |st| st.buffered >= AHEAD_MAX && !st.stop)
+                .unwrap();
+            if st.stop {
+                return None;
+            }
+        }
+        let want = usize::try_from(left).unwrap_or(usize::MAX).min(BLOCK);
+        let mut block = shared.state.lock().unwrap().spare.pop().unwrap_or_default();
+        block.resize(want, 0);
+        let n = loop {
+            match read_fd(fd, &mut block) {
+                Ok(0) => return Some(Err(BodyFailure::Disconnected)),
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return Some(Err(BodyFailure::Disconnected)),
+            }
+            // Nothing there: wait, in slices short enough to notice a stop, and judge the
+            // wait as `wsgi::input` does (read timeout, and the body's pace).
+            let now = Instant::now();
+            let by_timeout = last_progress + pacing.read_timeout;
+            let (deadline, failure) = match pacing.pace.deadline(pacing.started, read_total) {
+                Some(d) if d < by_timeout => (d, BodyFailure::TooSlow),
+                _ => (by_timeout, BodyFailure::TimedOut),
+            };
+            if now >= deadline {
+                return Some(Err(failure));
+            }
+            if shared.state.lock().unwrap().stop {
+                return None;
+            }
+            match wait_fd(fd, false, (deadline - now).min(STOP_CHECK)) {
+                Ok(_) => {}
+                Err(_) => return Some(Err(BodyFailure::Disconnected)),
+            }
+        };
+        block.truncate(n);
+        read_total += n as u64;
+        left -= n as u64;
+        last_progress = Instant::now();
+        crate::metrics::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
+        let mut st = shared.state.lock().unwrap();
+        st.buffered += n;
+        st.blocks.push_back(block);
+        shared.changed.notify_all();
+    }
+    Some(Ok(()))
+}
