@@ -8,6 +8,11 @@
 //! short by the client raises `ClientDisconnected` in the app, never a short read that looks
 //! like the end. `Expect: 100-continue` is answered on the first read, not before.
 //!
+//! `read(n)` fills one `bytes` of its final size in place, and `readinto` the caller's buffer;
+//! a Content-Length body is read from the socket straight into them, and a large one ahead of
+//! the app by a thread of its own (`read_ahead`), so the client keeps sending while the app
+//! works.
+//!
 //! Progress alone does not keep a body alive ([`BodyPace`]): a client must also keep up
 //! `--min-body-rate` on average after a grace period, and finish within `--body-timeout` if set,
 //! or the app's read raises `TimeoutError` (and the client gets 408 if nothing was sent).
