@@ -440,25 +440,18 @@ impl BodyState {
                 }
             }
             if self.ahead.is_some() || self.ahead_pos < self.ahead_block.len() {
-                let n = self.take_ahead(py, &mut dst[at..])?;
-                if n == 0 && self.ahead.is_none() {
-                    // The reader is done: what it read was all the body.
-                    continue;
-                }
-                at += n;
+                // 0 when the reader is done: the decoder is then done too.
+                at += self.take_ahead(py, &mut dst[at..])?;
                 continue;
             }
-            let room = dst.len() - at;
-            if let Some(left) = self.decoder.remaining() {
-                if self.raw.is_empty() {
-                    self.maybe_read_ahead(left);
-                    if self.ahead.is_some() {
-                        continue;
-                    }
+            // A Content-Length body with nothing buffered: read ahead, or straight into `dst`.
+            if let (Some(left), true) = (self.decoder.remaining(), self.raw.is_empty()) {
+                self.maybe_read_ahead(left);
+                if self.ahead.is_some() {
+                    continue;
                 }
-            }
-            match self.decoder.remaining() {
-                Some(left) if room >= DIRECT_READ_MIN && self.raw.is_empty() => {
+                let room = dst.len() - at;
+                if room >= DIRECT_READ_MIN {
                     let want = room.min(usize::try_from(left).unwrap_or(usize::MAX));
                     let n = self.recv(py, Some(&mut dst[at..at + want]))?;
                     // The decoder counts them; a Content-Length decoder gives them back as
@@ -468,11 +461,10 @@ impl BodyState {
                         Err(e) => return Err(self.fail(BodyFailure::Protocol(e))),
                     }
                     at += n;
-                }
-                _ => {
-                    self.read_socket(py)?;
+                    continue;
                 }
             }
+            self.read_socket(py)?;
         }
         Ok(at)
     }
