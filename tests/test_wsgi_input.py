@@ -169,6 +169,26 @@ def test_a_large_body_left_unread_does_not_spill_into_the_next_request(reader):
         assert json.loads(second.body)["pieces"] == ["second"]
 
 
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_the_connection_is_heard_again_after_a_body_read_ahead(reader, pipelined):
+    """While a thread reads a large body ahead, the loop stops listening for reads on the
+    connection (issue 16); it must listen again after: a request that comes after the answer
+    (the connection idle with the loop, in its epoll set since the first small request), or one
+    pipelined behind the body, is answered."""
+    body = bytes(range(256)) * (3 * 4096)
+    with Conn.open(reader.port) as c:
+        c.send(request_bytes("POST", "/read", body=b"first"))
+        assert json.loads(c.read_response().body)["pieces"] == ["first"]
+        big = request_bytes("POST", "/read", body=body)
+        nxt = request_bytes("POST", "/read", body=b"next")
+        c.send(big + nxt if pipelined else big)
+        got = json.loads(c.read_response().body)
+        assert (got["len"], got["sha256"]) == (len(body), hashlib.sha256(body).hexdigest())
+        if not pipelined:
+            c.send(nxt)
+        assert json.loads(c.read_response().body)["pieces"] == ["next"]
+
+
 def test_readinto_a_readonly_buffer_is_refused(reader):
     assert post(reader, "readinto_readonly", b"abc", "content-length")["pieces"][0] == "TypeError"
 

@@ -19,6 +19,7 @@ use sluicegate_proto::{BodyFraming, RequestHead};
 use super::app_head::AppHead;
 use super::file_wrapper::FileWrapper;
 use super::input::{BodyFailure, BodyState, Input};
+use super::read_ahead::LoopEntry;
 use super::sender::{SendError, Sender, SenderSettings};
 use super::start_response::StartResponse;
 use super::{type_name, Bridge};
@@ -70,6 +71,10 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
                 head.expect_continue,
                 bridge.config.read_timeout,
                 bridge.config.body_pace,
+                conn.registered.then(|| LoopEntry {
+                    ctx: Arc::clone(&bridge.loop_ctx),
+                    token: conn.token,
+                }),
             );
             Some(Py::new(py, Input::new(Some(state))).expect("allocating wsgi.input"))
         }

@@ -28,7 +28,7 @@ use sluicegate_proto::h1::response::CONTINUE_100;
 use sluicegate_proto::h1::BodyDecoder;
 use sluicegate_proto::ProtoError;
 
-use super::read_ahead::{Next, Pacing, ReadAhead};
+use super::read_ahead::{LoopEntry, Next, Pacing, ReadAhead};
 use crate::io::read_buf::ReadBuf;
 use crate::io::stream::{read_fd, send_all_fd, wait_fd};
 use crate::{BodyError, ClientDisconnected};
@@ -127,6 +127,8 @@ pub struct BodyState {
     ahead_block: Vec<u8>,
     ahead_pos: usize,
     ahead_started: bool,
+    /// The connection's entry in the loop's epoll set, if it has one (for the reader thread).
+    loop_entry: Option<LoopEntry>,
 }
 
 impl BodyState {
@@ -137,6 +139,7 @@ impl BodyState {
         expect_continue: bool,
         read_timeout: Duration,
         pace: BodyPace,
+        loop_entry: Option<LoopEntry>,
     ) -> BodyState {
         BodyState {
             fd,
@@ -155,6 +158,7 @@ impl BodyState {
             ahead_block: Vec::new(),
             ahead_pos: 0,
             ahead_started: false,
+            loop_entry,
         }
     }
 
@@ -363,6 +367,7 @@ impl BodyState {
                 started: self.started,
                 read_before: self.read_bytes,
             },
+            self.loop_entry.take(),
         );
     }
 

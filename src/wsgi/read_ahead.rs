@@ -8,7 +8,8 @@
 //! is above its wall time). It only starts for a body known to be large (`wsgi::input`
 //! decides), reads never past the body's end, and owns the socket's reading side until it is
 //! stopped: [`ReadAhead`]'s drop stops and joins it, so the connection never goes back to the
-//! event loop with a reader still on it.
+//! event loop with a reader still on it. While it runs, the loop is not told of the arrivals
+//! it drains (`LoopCtx::mute_reads`).
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -18,6 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::input::{BodyFailure, BodyPace};
+use crate::io::event_loop::LoopCtx;
 use crate::io::stream::{read_fd, wait_fd};
 
 /// Bytes read ahead of the app at most.
@@ -55,10 +57,19 @@ pub struct Pacing {
     pub read_before: u64,
 }
 
+/// The connection's entry in the loop's epoll set (when it has one), muted for reading while
+/// the reader runs.
+pub struct LoopEntry {
+    pub ctx: Arc<LoopCtx>,
+    pub token: usize,
+}
+
 /// A running reader. Dropping it stops the reader and waits for it.
 pub struct ReadAhead {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    fd: RawFd,
+    entry: Option<LoopEntry>,
 }
 
 /// What the app's side gets from [`ReadAhead::next_block`].
@@ -74,7 +85,12 @@ pub enum Next {
 impl ReadAhead {
     /// Start reading the `left` bytes still due on `fd`. None if no thread could be started
     /// (the caller reads as before).
-    pub fn start(fd: RawFd, left: u64, pacing: Pacing) -> Option<ReadAhead> {
+    pub fn start(
+        fd: RawFd,
+        left: u64,
+        pacing: Pacing,
+        entry: Option<LoopEntry>,
+    ) -> Option<ReadAhead> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -91,9 +107,14 @@ impl ReadAhead {
                 s.changed.notify_all();
             })
             .ok()?;
+        if let Some(e) = &entry {
+            e.ctx.mute_reads(fd, e.token, true);
+        }
         Some(ReadAhead {
             shared,
             thread: Some(thread),
+            fd,
+            entry,
         })
     }
 
@@ -144,6 +165,9 @@ impl ReadAhead {
             self.shared.state.lock().unwrap().stop = true;
             self.shared.changed.notify_all();
             let _ = thread.join();
+            if let Some(e) = self.entry.take() {
+                e.ctx.mute_reads(self.fd, e.token, false);
+            }
         }
     }
 }

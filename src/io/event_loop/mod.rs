@@ -185,6 +185,7 @@ impl LoopState {
         let ctx = Arc::new(LoopCtx {
             settings,
             waker,
+            registry: poll.registry().try_clone()?,
             returns: Mutex::new(Vec::new()),
             flush_requests: Mutex::new(Vec::new()),
             shutdown: AtomicU8::new(Shutdown::Running as u8),
