@@ -252,13 +252,16 @@ def test_close_of_a_list_subclass_is_called(srv):
     assert srv.wait_marks("closed", prefix=t, timeout=5) == [f"{t} closed"]
 
 
-def _strace_attach(pid: int, out: str) -> subprocess.Popen:
-    """strace every thread of `pid` (and threads started later), writes only; returns once
-    attached, or skips the test when strace is missing or ptrace is not permitted."""
+WRITE_CALLS = "sendmsg,sendmmsg,sendto,write,writev,pwrite64,pwritev,pwritev2,sendfile"
+
+
+def _strace_attach(pid: int, out: str, calls: str = WRITE_CALLS) -> subprocess.Popen:
+    """strace every thread of `pid` (and threads started later), writes only unless `calls`
+    says otherwise; returns once attached, or skips the test when strace is missing or ptrace
+    is not permitted."""
     if not shutil.which("strace"):
         pytest.skip("strace is not installed (the one-syscall check needs it; ./dev test "
                     "installs it as root)")
-    calls = "sendmsg,sendmmsg,sendto,write,writev,pwrite64,pwritev,pwritev2,sendfile"
     proc = subprocess.Popen(["strace", "-f", "-qq", "-s", "65536", "-e", f"trace={calls}",
                              "-o", out, "-p", str(pid)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -370,6 +373,36 @@ def test_closing_answer_carries_the_fin_in_its_segment(start_server, scheduler):
     res = _segments(server.port, "--new-connections")
     assert res["segments"] == 20 and res["fin_in_payload_segments"] == 0, res
     assert_still_serving(server.port, "/pong", b"pong")
+
+
+def test_a_client_that_asked_to_close_is_closed_without_a_half_close(start_server, tmp_path):
+    """`Connection: close` from the client (it sends nothing more, RFC 9112 §9.6): the server
+    closes with `close` alone, no `shutdown` first (one system call fewer per one-request
+    connection; the test above shows the FIN still rides with the answer). A keep-alive
+    request the server answers and keeps is neither."""
+    server = start_server(APP)
+    assert_still_serving(server.port, "/pong", b"pong")
+    out = str(tmp_path / "strace.out")
+    tracer = _strace_attach(server.pid, out, "sendmsg,writev,write,shutdown,close")
+    try:
+        with Conn.open(server.port) as c:
+            c.send(request_bytes("GET", "/pong", headers=[("Connection", "close")]))
+            resp = c.read_response()
+            assert resp.status == 200 and resp.body == b"pong"
+            assert c.sock.recv(1) == b""  # the server closed
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        try:
+            tracer.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            tracer.kill()
+            tracer.wait()
+    text = Path(out).read_text(errors="replace")
+    fds = {int(m.group(1)) for m in re.finditer(r"\b(?:sendmsg|writev|write)\((\d+),.*HTTP/1.1 200", text)}
+    assert len(fds) == 1, text[-3000:]
+    fd = fds.pop()
+    assert re.search(rf"\bclose\({fd}\)", text), text[-3000:]
+    assert not re.search(rf"\bshutdown\({fd},", text), text[-3000:]
 
 
 # -- 3. large bodies to a slow reader ----------------------------------------------------------

@@ -54,6 +54,12 @@ pub enum AfterOutput {
     KeepAlive,
     /// Close: half-close first if unread input is buffered (see `EventLoop::finish_close`).
     Close,
+    /// Close, as the client asked (`Connection: close`, or HTTP/1.0 without keep-alive), with
+    /// its whole request read: it promised to send nothing more (RFC 9112 §9.6), so a plain
+    /// `close` is enough. The kernel puts the FIN on the answer's held-back last segment
+    /// itself; nginx closes so too. (Saves the half-close's system call on every
+    /// one-request connection.)
+    CloseAsAsked,
     /// Close, then linger: the client may still be sending (an error answer, an unread request
     /// body), and input arriving after a plain close would make the kernel send a reset that
     /// destroys the answer before the client reads it.

@@ -55,6 +55,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
     let fd = conn.stream.fd();
     let keep_alive = head.keep_alive && !bridge.loop_ctx.shutting_down();
+    let client_closes = !head.keep_alive;
 
     // wsgi.input: the shared empty input for body-less requests, else a streaming reader that
     // borrows the connection's read buffer for the request.
@@ -203,6 +204,8 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     drop(sender);
     conn.after_output = if keeps {
         AfterOutput::KeepAlive
+    } else if client_closes && body_ok {
+        AfterOutput::CloseAsAsked
     } else {
         AfterOutput::Close
     };

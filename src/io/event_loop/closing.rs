@@ -50,9 +50,10 @@ impl LoopState {
             conn.deadline = Some(Instant::now() + LINGER);
             self.discard_input(token);
         } else {
-            if conn.out.closing {
+            if conn.out.closing && conn.after_output != AfterOutput::CloseAsAsked {
                 // Sends the answer's held-back last segment with the FIN (see
-                // `OutQueue::closing`) before `close` could turn into a reset.
+                // `OutQueue::closing`) before `close` could turn into a reset (input that
+                // came after the request and was not read).
                 conn.stream.shutdown_write();
             }
             self.close(token);

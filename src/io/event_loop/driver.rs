@@ -294,6 +294,7 @@ impl LoopState {
             conn.requests += 1;
             ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
             let has_body = head.body != BodyFraming::None;
+            let client_closes = !head.keep_alive;
             ctx.counters.by_request.loop_answer(answer.status);
             let end = if answer.status >= 400 {
                 End::Error
@@ -333,10 +334,12 @@ impl LoopState {
             // The loop reads no request body: a request with one cannot be followed by
             // another on this connection (the answer said Connection: close).
             if !answer.keep_alive || ctx.shutting_down() {
-                conn.after_output = if !has_body {
-                    AfterOutput::Close
-                } else {
+                conn.after_output = if has_body {
                     AfterOutput::CloseLingering
+                } else if client_closes {
+                    AfterOutput::CloseAsAsked
+                } else {
+                    AfterOutput::Close
                 };
             }
             // Idle once the answer is written (if the socket is full, writing it switches to
