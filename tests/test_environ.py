@@ -9,6 +9,7 @@ with their types.
 """
 
 import json
+import random
 
 import pytest
 
@@ -169,6 +170,31 @@ def test_the_environ_holds_only_what_the_request_gives(env_server):
                 "REMOTE_ADDR", "REMOTE_PORT"):
         assert env[key] not in ("", None), key
     assert env["QUERY_STRING"] == ""
+
+
+def test_kept_values_are_always_the_values_of_this_request(env_server):
+    """Short values of repeating headers (Host, User-Agent, Accept...) and short paths are kept
+    as strings between requests (issue 16): each request must still see exactly its own, on one
+    connection and across many, with values that differ by one byte, share a slot or not, are
+    at the length limit or past it, and carry latin-1 bytes."""
+    rnd = random.Random(16)
+    with Conn.open(env_server.port) as c:
+        for i in range(300):
+            n = rnd.choice([1, 2, 7, 8, 9, 46, 47, 48, 60])
+            ua = bytes(rnd.choice(b"abcXYZ0123 /.;()") for _ in range(n)).strip() or b"x"
+            if i % 7 == 0:
+                ua = ua[:-1] + b"\xe9"
+            path = "/" + "p" * rnd.choice([0, 1, 5, 40, 46, 47, 60]) + str(i % 3)
+            raw = (b"GET " + path.encode() + b" HTTP/1.1\r\nHost: h" + str(i % 5).encode()
+                   + b"\r\nUser-Agent: " + ua + b"\r\nAccept: */*\r\n\r\n")
+            c.send(raw)
+            resp = c.read_response()
+            assert resp.status == 200
+            env = json.loads(resp.body)
+            assert env["HTTP_USER_AGENT"] == ua.decode("latin-1"), i
+            assert env["HTTP_HOST"] == f"h{i % 5}", i
+            assert env["PATH_INFO"] == path and env["REQUEST_URI"] == path, i
+            assert env["HTTP_ACCEPT"] == "*/*"
 
 
 def test_header_with_underscore_is_dropped_and_cannot_spoof_dash(env_server):

@@ -3,7 +3,9 @@
 //! Cost matters here (it is most of a hello-world request), so: every key is an interned
 //! Python string created once; the constant part of the environ (wsgi.*, SERVER_NAME, ...) is a
 //! per-listener template dict copied with one `dict.copy()`; header names are turned into CGI
-//! keys once and cached; header values are decoded as latin-1 straight from the request bytes.
+//! keys once and cached; header values are decoded as latin-1 straight from the request bytes,
+//! except the short values of headers that repeat from request to request (Host, User-Agent,
+//! Accept...) and a short path, which are kept in a small table of strings ([`RepeatedValues`]).
 //!
 //! The template also holds every key each request sets (REQUEST_METHOD, PATH_INFO, ...,
 //! wsgi.input), with placeholder values, and is made with room for about 20 more ([`TEMPLATE_GROWN_AT`]): a
@@ -127,23 +129,128 @@ impl std::hash::Hasher for NameHasher {
 enum HeaderKey {
     /// Dropped: the name contains '_' (it could spoof a '-' header once mapped to CGI form).
     Drop,
-    Key(Py<PyString>),
+    /// The CGI key, and whether the header's values are kept (`REPEATING`).
+    Key(Py<PyString>, bool),
 }
 
 impl HeaderKey {
     fn clone_ref(&self, py: Python<'_>) -> HeaderKey {
         match self {
             HeaderKey::Drop => HeaderKey::Drop,
-            HeaderKey::Key(k) => HeaderKey::Key(k.clone_ref(py)),
+            HeaderKey::Key(k, r) => HeaderKey::Key(k.clone_ref(py), *r),
         }
     }
+}
+
+/// Headers whose values a client sends the same on every request (a browser's Host,
+/// User-Agent, Accept...; a balancer's X-Forwarded-Proto): their short values are kept as
+/// strings instead of decoded and freed per request. Never a credential (Authorization,
+/// Cookie): a kept value outlives its request.
+const REPEATING: [&[u8]; 20] = [
+    b"host",
+    b"user-agent",
+    b"accept",
+    b"accept-encoding",
+    b"accept-language",
+    b"connection",
+    b"content-type",
+    b"cache-control",
+    b"pragma",
+    b"origin",
+    b"upgrade-insecure-requests",
+    b"sec-fetch-site",
+    b"sec-fetch-mode",
+    b"sec-fetch-dest",
+    b"sec-fetch-user",
+    b"sec-ch-ua-mobile",
+    b"sec-ch-ua-platform",
+    b"x-forwarded-proto",
+    b"x-forwarded-host",
+    b"x-requested-with",
+];
+
+/// Longest value kept by [`RepeatedValues`].
+const REPEATED_MAX: usize = 47;
+/// Its slots (a power of two).
+const REPEATED_SLOTS: usize = 64;
+
+/// Strings for values that repeat from request to request, in a direct-mapped table: a value
+/// found is one reference more to its string (about 20 instructions) instead of a new string
+/// decoded and later freed (about 200). A `str` cannot change, so an app cannot tell a kept
+/// one from a fresh one. A value that maps to a taken slot replaces what was there, so the
+/// table stays 64 short strings whatever clients send.
+struct RepeatedValues {
+    slots: Vec<RepeatedSlot>,
+}
+
+struct RepeatedSlot {
+    len: u8,
+    bytes: [u8; REPEATED_MAX],
+    string: Option<Py<PyString>>,
+}
+
+impl RepeatedValues {
+    fn new() -> RepeatedValues {
+        RepeatedValues {
+            slots: (0..REPEATED_SLOTS)
+                .map(|_| RepeatedSlot {
+                    len: 0,
+                    bytes: [0; REPEATED_MAX],
+                    string: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// The string for `b` (latin-1), kept if short.
+    fn get<'py>(&mut self, py: Python<'py>, b: &[u8]) -> Bound<'py, PyAny> {
+        if b.len() > REPEATED_MAX {
+            return latin1(py, b);
+        }
+        let slot = &mut self.slots[slot_of(b)];
+        if let Some(s) = &slot.string {
+            if &slot.bytes[..usize::from(slot.len)] == b {
+                return s.bind(py).clone().into_any();
+            }
+        }
+        let s = latin1(py, b);
+        slot.bytes[..b.len()].copy_from_slice(b);
+        slot.len = b.len() as u8;
+        slot.string = Some(
+            s.clone()
+                .cast_into::<PyString>()
+                .expect("latin-1 makes a str")
+                .unbind(),
+        );
+        s
+    }
+}
+
+/// A short value's slot: its words folded and multiplied (no seed needed: values made to
+/// collide only replace each other).
+fn slot_of(b: &[u8]) -> usize {
+    let mut h = b.len() as u64;
+    let mut words = b.chunks_exact(8);
+    for w in &mut words {
+        h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    let mut tail = [0u8; 8];
+    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    h = (h ^ u64::from_le_bytes(tail)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 58) as usize & (REPEATED_SLOTS - 1)
+}
+
+/// What the builder keeps between requests, under one lock.
+struct Kept {
+    header_keys: HashMap<Vec<u8>, HeaderKey, NameHash>,
+    values: RepeatedValues,
 }
 
 /// The interned keys and constant values used for every request.
 pub struct EnvironBuilder {
     templates: Vec<Py<PyDict>>,
     root_path: Vec<u8>,
-    header_keys: Mutex<HashMap<Vec<u8>, HeaderKey, NameHash>>,
+    kept: Mutex<Kept>,
     get: Py<PyString>,
     post: Py<PyString>,
     http10: Py<PyString>,
@@ -213,7 +320,10 @@ impl EnvironBuilder {
         Ok(EnvironBuilder {
             templates,
             root_path: root_path.as_bytes().to_vec(),
-            header_keys: Mutex::new(HashMap::with_hasher(NameHash::new())),
+            kept: Mutex::new(Kept {
+                header_keys: HashMap::with_hasher(NameHash::new()),
+                values: RepeatedValues::new(),
+            }),
             get: PyString::intern(py, "GET").unbind(),
             post: PyString::intern(py, "POST").unbind(),
             http10: PyString::intern(py, "HTTP/1.0").unbind(),
@@ -251,14 +361,18 @@ impl EnvironBuilder {
                 path_info = rest;
             }
         }
-        env.set_item(intern!(py, "PATH_INFO"), latin1(py, path_info))?;
+        let mut kept = self.kept.lock().unwrap();
+        env.set_item(intern!(py, "PATH_INFO"), kept.values.get(py, path_info))?;
         let query = head.query();
-        if query.is_empty() {
+        let uri = if query.is_empty() {
             env.set_item(intern!(py, "QUERY_STRING"), self.empty.bind(py))?;
+            // A target without a query is kept like the path (never one with: a query may
+            // carry a token).
+            kept.values.get(py, head.target())
         } else {
             env.set_item(intern!(py, "QUERY_STRING"), latin1(py, query))?;
-        }
-        let uri = latin1(py, head.target());
+            latin1(py, head.target())
+        };
         env.set_item(intern!(py, "REQUEST_URI"), &uri)?;
         env.set_item(intern!(py, "RAW_URI"), uri)?;
         let proto = match head.version {
@@ -282,7 +396,8 @@ impl EnvironBuilder {
             None => env.del_item(intern!(py, "REMOTE_PORT"))?,
         }
         env.set_item(intern!(py, "wsgi.input"), input)?;
-        self.add_headers(py, &env, head)?;
+        Self::add_headers(py, &env, head, &mut kept)?;
+        drop(kept);
         if head.has_absolute_target() {
             // RFC 9112 §3.2.2: the target's authority is the host, whatever Host said.
             let authority = head.host().unwrap_or_default();
@@ -306,12 +421,15 @@ impl EnvironBuilder {
     }
 
     fn add_headers(
-        &self,
         py: Python<'_>,
         env: &Bound<'_, PyDict>,
         head: &RequestHead,
+        kept: &mut Kept,
     ) -> PyResult<()> {
-        let mut cache = self.header_keys.lock().unwrap();
+        let Kept {
+            header_keys: cache,
+            values,
+        } = kept;
         // The keys set so far, to see a repeated header without asking the dict (keys are
         // interned: one key, one pointer). Past this many headers, the dict is asked.
         let mut set: [*mut ffi::PyObject; 32] = [std::ptr::null_mut(); 32];
@@ -327,9 +445,15 @@ impl EnvironBuilder {
                     k
                 }
             };
-            let HeaderKey::Key(key) = key else { continue };
+            let HeaderKey::Key(key, repeats) = key else {
+                continue;
+            };
             let key = key.bind(py);
-            let value = latin1(py, value);
+            let value = if repeats {
+                values.get(py, value)
+            } else {
+                latin1(py, value)
+            };
             let seen = if n_set < set.len() {
                 let p = key.as_ptr();
                 let seen = set[..n_set].contains(&p);
@@ -436,5 +560,6 @@ fn cgi_key(py: Python<'_>, name: &[u8]) -> HeaderKey {
             });
         }
     }
-    HeaderKey::Key(PyString::intern(py, &key).unbind())
+    let repeats = REPEATING.iter().any(|r| name.eq_ignore_ascii_case(r));
+    HeaderKey::Key(PyString::intern(py, &key).unbind(), repeats)
 }

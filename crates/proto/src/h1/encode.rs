@@ -3,7 +3,7 @@
 //! Also the checks the WSGI bridge runs on what the app returns (habit 9): a CR or LF that
 //! reached the wire here would let an app's data split the response (response splitting).
 
-use crate::token::{is_field_value_byte, is_token, push_dec, u64_to_dec, U64_DEC_LEN};
+use crate::token::{all_field_value_bytes, is_token, push_dec, u64_to_dec, U64_DEC_LEN};
 use crate::ProtoError;
 use crate::Version;
 
@@ -120,7 +120,7 @@ pub fn validate_status(status: &[u8]) -> Result<(), ProtoError> {
         && status[1].is_ascii_digit()
         && status[2].is_ascii_digit()
         && status[3] == b' '
-        && status[4..].iter().all(|&b| is_field_value_byte(b));
+        && all_field_value_bytes(&status[4..]);
     if ok {
         Ok(())
     } else {
@@ -142,7 +142,7 @@ pub fn validate_header_name(name: &[u8]) -> Result<(), ProtoError> {
 /// Validate a header value: no CR, LF, NUL or other control byte except tab (obs-text, bytes
 /// 0x80-0xFF, is allowed).
 pub fn validate_header_value(value: &[u8]) -> Result<(), ProtoError> {
-    if value.iter().all(|&b| is_field_value_byte(b)) {
+    if all_field_value_bytes(value) {
         Ok(())
     } else {
         Err(ProtoError::BadRequest(

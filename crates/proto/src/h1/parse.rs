@@ -2,7 +2,7 @@
 //! costs O(n), not O(n^2)), then validates it strictly and builds a [`RequestHead`].
 //!
 //! Two passes, both linear. (1) The scan: `memchr` for LF from where the last call stopped;
-//! every LF must follow a CR and no other CR may sit in a line, the first LF ends the request
+//! every LF must follow a CR, and not a CR that follows another, the first LF ends the request
 //! line (414 as soon as the line is too long) and an empty line ends the head (431 as soon as
 //! the buffer is past the limit).
 //! (2) Once complete: a byte pre-scan (bare CR, control bytes, obs-fold, field count), our own
@@ -18,7 +18,10 @@ use std::ops::Range;
 
 use memchr::memchr;
 
-use crate::token::{is_field_value_byte, is_ows, is_token, list_elements, trim_ows};
+use crate::token::{
+    bytes_to_look_at, is_field_value_byte, is_ows, is_token, list_elements, trim_ows, zero_bytes,
+    ONES,
+};
 use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
 
 /// Field slots on the stack for httparse; heads with more fields use one heap vector.
@@ -129,7 +132,11 @@ impl HeadParser {
             let lf = pos + off;
             // lf > start, since buf[start] is neither CR nor LF.
             let after_cr = buf[lf - 1] == b'\r';
-            let line = &buf[self.line_start..lf - usize::from(after_cr)];
+            // A CR before the line's CRLF ("\r\r\n") is refused now: as the "empty line" that
+            // should end the head it would leave the head open until the timeout. Other bare
+            // CRs in a line are refused by the pre-scan once the head is complete (one pass
+            // over each line here, not two).
+            let cr_before_crlf = after_cr && lf >= start + 2 && buf[lf - 2] == b'\r';
             self.line_start = lf + 1;
             match self.line_lf {
                 None => {
@@ -140,7 +147,7 @@ impl HeadParser {
                     if !after_cr {
                         return Err(bad("bare LF in the request line"));
                     }
-                    if find_near(b'\r', line).is_some() {
+                    if cr_before_crlf {
                         return Err(bad("bare CR in the request line"));
                     }
                     self.line_lf = Some(lf);
@@ -149,9 +156,7 @@ impl HeadParser {
                     if !after_cr {
                         return Err(bad("bare LF in the header section"));
                     }
-                    // Checked line by line, not when the head is complete, so that a client
-                    // whose "empty line" is "\r\r\n" is refused now, not at the timeout.
-                    if find_near(b'\r', line).is_some() {
+                    if cr_before_crlf {
                         return Err(bad("bare CR in the header section"));
                     }
                     // Every LF before this one followed a CR, so "\n\r\n" means CRLFCRLF.
@@ -230,24 +235,6 @@ fn build(head: &[u8], line_lf: usize, limits: &Limits) -> Result<RequestHead, Pr
 #[inline]
 fn r(range: &Range<u32>) -> Range<usize> {
     range.start as usize..range.end as usize
-}
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-
-/// The high bit of each byte of `w` (eight head bytes, little-endian) that is below 0x20 (CR,
-/// LF, HTAB, a control byte) or DEL; exact, with no carry between bytes.
-#[inline]
-fn bytes_to_look_at(w: u64) -> u64 {
-    // b < 0x20 exactly when its high bit is clear and (b & 0x7f) + 0x60 stays below 0x80.
-    let below_space = !((w & LOW7) + ONES * 0x60) & !w & !LOW7;
-    below_space | zero_bytes(w ^ (ONES * 0x7f))
-}
-
-/// The high bit of each zero byte of `y`; exact.
-#[inline]
-fn zero_bytes(y: u64) -> u64 {
-    !(((y & LOW7) + LOW7) | y) & !LOW7
 }
 
 /// `memchr` for a byte that is usually near (the end of a short line): eight bytes at a time
@@ -670,7 +657,8 @@ pub(crate) fn parse_content_length(s: &[u8]) -> Result<u64, ProtoError> {
 
 #[cfg(test)]
 mod word_tests {
-    use super::{bytes_to_look_at, find_near};
+    use super::find_near;
+    use crate::token::bytes_to_look_at;
 
     #[test]
     fn the_mask_holds_exactly_the_bytes_to_look_at() {
