@@ -39,8 +39,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.apps.response_path import (MIXED_SIZES, SSE_FIRST, SSE_REST, SSE_SECOND,
-                                      flood_block, pattern, stream_blocks)
+from tests.apps.response_path import (MIXED_SIZES, PONG_HEADERS, SSE_FIRST, SSE_REST,
+                                      SSE_SECOND, flood_block, pattern, stream_blocks)
 from tests.http_util import TIMEOUT, Conn, Truncated, WaitTimeout, assert_still_serving, request_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -342,6 +342,19 @@ def _segments(port: int, *extra: str) -> dict:
     if "skipped" in res:
         pytest.skip(f"segments.sh: {res['skipped']}")
     return res
+
+
+def test_fifteen_app_headers_arrive_in_order_with_their_values(srv):
+    """The app's headers are kept in one buffer with the first eight offsets in place and the
+    rest in a vector (issue 16): all 15 of pong's leave in the app's order, exact, around the
+    server's own Date and Server."""
+    with Conn.open(srv.port) as c:
+        for _ in range(3):
+            c.send(request_bytes("GET", "/pong"))
+            resp = c.read_response()
+            assert resp.status == 200 and resp.body == b"pong"
+            got = [(n, v) for n, v in resp.headers if n.lower() not in ("date", "server")]
+            assert got == PONG_HEADERS, got
 
 
 def test_pong_is_one_tcp_segment_per_response(srv):

@@ -5,6 +5,7 @@
 //! memory). Memory segments pending together leave in one `writev`; when a file range follows,
 //! that writev carries MSG_MORE so the head and the file's first bytes share a TCP segment.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 
@@ -28,6 +29,39 @@ pub const FAIR_SHARE: u64 = 4 * WRITE_CHUNK;
 /// One sendfile(2) of up to `len` bytes (at most `WRITE_CHUNK`) of `file` at `offset`.
 fn sendfile(fd: RawFd, file: &File, offset: u64, len: u64) -> io::Result<usize> {
     sendfile_fd(fd, file, offset, len.min(WRITE_CHUNK) as usize)
+}
+
+/// Written buffers kept per thread for the next response head: most of them are a head
+/// (with a small body) of about the same size, allocated and freed per response otherwise.
+const SPARE_BUFFERS_MAX: usize = 4;
+/// Sizes of buffer worth keeping: heads with small bodies, not a large owned body.
+const SPARE_BUFFER_CAPACITY: std::ops::RangeInclusive<usize> = 256..=16 * 1024;
+
+thread_local! {
+    static SPARE_BUFFERS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An empty buffer with room for `capacity` bytes: one this thread wrote before, or a new one.
+pub fn spare_buffer(capacity: usize) -> Vec<u8> {
+    SPARE_BUFFERS
+        .with_borrow_mut(|spare| match spare.last() {
+            Some(b) if b.capacity() >= capacity => spare.pop(),
+            _ => None,
+        })
+        .unwrap_or_else(|| Vec::with_capacity(capacity))
+}
+
+/// Keep a written buffer for `spare_buffer`, if it is of a size worth keeping and there is room.
+fn keep_spare(mut v: Vec<u8>) {
+    if !SPARE_BUFFER_CAPACITY.contains(&v.capacity()) {
+        return;
+    }
+    SPARE_BUFFERS.with_borrow_mut(|spare| {
+        if spare.len() < SPARE_BUFFERS_MAX {
+            v.clear();
+            spare.push(v);
+        }
+    });
 }
 
 /// Memory owned by someone else (e.g. a Python bytes object) that stays valid and unchanged
@@ -113,6 +147,20 @@ pub struct OutQueue {
 impl OutQueue {
     pub fn new() -> OutQueue {
         OutQueue::default()
+    }
+
+    /// An empty queue with this one's segment storage when this one holds nothing (the
+    /// storage goes on to the next response instead of being freed and allocated again), else
+    /// a new one.
+    pub fn spare(&mut self) -> OutQueue {
+        if self.segs.is_empty() && self.segs.capacity() > 0 {
+            OutQueue {
+                segs: std::mem::take(&mut self.segs),
+                ..OutQueue::default()
+            }
+        } else {
+            OutQueue::default()
+        }
     }
 
     #[inline]
@@ -324,7 +372,9 @@ impl OutQueue {
             let left = front_len - self.front_pos;
             if n >= left {
                 n -= left;
-                self.segs.pop_front();
+                if let Some(Segment::Owned(v)) = self.segs.pop_front() {
+                    keep_spare(v);
+                }
                 self.front_pos = 0;
             } else {
                 self.front_pos += n;

@@ -20,21 +20,59 @@ use super::type_name;
 pub struct AppHead {
     /// start_response was called.
     pub started: bool,
-    /// e.g. b"200 OK".
-    pub status: Vec<u8>,
     pub status_code: u16,
-    /// Header names and values, latin-1 bytes, in the app's order (hop-by-hop removed), all in
-    /// one buffer (`hbuf`) with (name start, name end = value start, value end) offsets: one
-    /// allocation per response instead of two per header.
-    pub hbuf: Vec<u8>,
-    pub hidx: Vec<(u32, u32, u32)>,
+    /// The status line's text (e.g. b"200 OK", `hbuf[..status_len]`), then the header names
+    /// and values, latin-1 bytes, in the app's order (hop-by-hop removed), all in one buffer
+    /// with (name start, name end = value start, value end) offsets in `hidx`: one allocation
+    /// per response instead of two per header and one for the status.
+    hbuf: Vec<u8>,
+    status_len: usize,
+    hidx: HeaderOffsets,
     /// The app's Content-Length, if it set one.
     pub content_length: Option<u64>,
     /// The app set `Connection: close`.
     pub wants_close: bool,
 }
 
+/// The offsets of the app's headers in `AppHead::hbuf`: the first [`INLINE_HEADERS`] in place
+/// (most apps set fewer), the rest in a vector.
+#[derive(Default)]
+struct HeaderOffsets {
+    inline: [(u32, u32, u32); INLINE_HEADERS],
+    len: usize,
+    more: Vec<(u32, u32, u32)>,
+}
+
+const INLINE_HEADERS: usize = 8;
+
+impl HeaderOffsets {
+    fn push(&mut self, entry: (u32, u32, u32)) {
+        if self.len < INLINE_HEADERS {
+            self.inline[self.len] = entry;
+        } else {
+            self.more.push(entry);
+        }
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(u32, u32, u32)> {
+        self.inline[..self.len.min(INLINE_HEADERS)]
+            .iter()
+            .chain(self.more.iter())
+    }
+}
+
 impl AppHead {
+    /// The status line's text, e.g. b"200 OK".
+    pub fn status(&self) -> &[u8] {
+        &self.hbuf[..self.status_len]
+    }
+
+    /// How many headers the app set (hop-by-hop ones dropped).
+    pub fn header_count(&self) -> usize {
+        self.hidx.len
+    }
+
     /// (name, value) pairs in the app's order.
     pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.hidx.iter().map(move |&(n, v, e)| {
@@ -47,9 +85,11 @@ impl AppHead {
 
     /// The head of an answer the server sends instead of the app's (an error answer).
     pub fn server_answer(status: u16, reason: &str) -> AppHead {
+        let hbuf = format!("{status} {reason}").into_bytes();
         AppHead {
             started: true,
-            status: format!("{status} {reason}").into_bytes(),
+            status_len: hbuf.len(),
+            hbuf,
             status_code: status,
             ..AppHead::default()
         }
@@ -106,12 +146,13 @@ pub fn parse_head(
     headers: &Bound<'_, PyAny>,
     max_headers: usize,
 ) -> PyResult<AppHead> {
-    let mut status_b = Vec::with_capacity(32);
-    push_latin1(&mut status_b, status, "status")?;
-    let code = app_status_code(&status_b).map_err(|_| {
+    let mut hbuf = Vec::with_capacity(256);
+    push_latin1(&mut hbuf, status, "status")?;
+    let status_b = &hbuf[..];
+    let code = app_status_code(status_b).map_err(|_| {
         PyValueError::new_err(format!(
             "invalid status line {:?}",
-            String::from_utf8_lossy(&status_b)
+            String::from_utf8_lossy(status_b)
         ))
     })?;
     if code < 200 {
@@ -119,14 +160,14 @@ pub fn parse_head(
         // reuses the connection for someone else) would take the next response as this one's.
         return Err(PyValueError::new_err(format!(
             "status {:?} is interim (1xx); a WSGI app must give a final status (RFC 9110 15.2)",
-            String::from_utf8_lossy(&status_b)
+            String::from_utf8_lossy(status_b)
         )));
     }
     let mut head = AppHead {
         started: true,
-        status: status_b,
+        status_len: hbuf.len(),
         status_code: code,
-        hbuf: Vec::with_capacity(256),
+        hbuf,
         ..AppHead::default()
     };
     // A list (what nearly every app passes) is walked by index: no iterator object.
@@ -161,7 +202,7 @@ fn add_header(head: &mut AppHead, item: &Bound<'_, PyAny>, max_headers: usize) -
     push_latin1(&mut head.hbuf, &pair.get_item(1)?, "header value")?;
     let end = head.hbuf.len();
     let (name, value) = head.hbuf[start..].split_at(mid - start);
-    if end > max_headers {
+    if end - head.status_len > max_headers {
         return Err(PyValueError::new_err(format!(
             "the response headers pass --limit-response-headers ({max_headers} bytes) at header {:?} ({} bytes)",
             String::from_utf8_lossy(name),

@@ -38,6 +38,21 @@ enum AppEnd {
     ClientGone,
 }
 
+/// The blocks of a body known up front (a list, a tuple, bare bytes).
+enum Blocks<'py> {
+    One(Bound<'py, PyAny>),
+    Many(Vec<Bound<'py, PyAny>>),
+}
+
+impl<'py> Blocks<'py> {
+    fn as_slice(&self) -> &[Bound<'py, PyAny>] {
+        match self {
+            Blocks::One(b) => std::slice::from_ref(b),
+            Blocks::Many(v) => v,
+        }
+    }
+}
+
 /// Run one request on the current thread (inline on the loop thread or on a pool thread).
 /// Returns the connection, with output the socket did not take yet left in `conn.out`, and
 /// `after_output` set to close when the connection must not carry another request.
@@ -90,8 +105,10 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         .deadlines
         .as_ref()
         .map(|d| d.enter(fd, request_line(&head)));
+    let out = conn.out.spare();
     let sender = Sender::new(
         &conn,
+        out,
         &head,
         Arc::clone(&bridge.loop_ctx),
         SenderSettings {
@@ -483,18 +500,22 @@ fn drive(
             bridge.app_name, type_name(result)
         ));
     }
-    let seq: Option<Vec<Bound<'_, PyAny>>> = if bare {
-        Some(vec![result.clone()])
+    // One block (the usual `[body]`) is sent from where it is, without a vector.
+    let seq: Option<Blocks<'_>> = if bare {
+        Some(Blocks::One(result.clone()))
     } else if let Ok(l) = result.cast::<PyList>() {
-        Some(l.iter().collect())
+        Some(match l.len() {
+            1 => Blocks::One(l.get_item(0).expect("index 0 of a list of one")),
+            _ => Blocks::Many(l.iter().collect()),
+        })
     } else if let Ok(t) = result.cast::<PyTuple>() {
-        Some(t.iter().collect())
+        Some(Blocks::Many(t.iter().collect()))
     } else {
         None
     };
     if let Some(blocks) = seq {
         let mut s = sr.inner.lock().unwrap();
-        return match s.send_all(py, &blocks).and_then(|_| s.finish(py)) {
+        return match s.send_all(py, blocks.as_slice()).and_then(|_| s.finish(py)) {
             Ok(()) => AppEnd::Done,
             Err(e) => {
                 drop(s);

@@ -28,7 +28,7 @@ use super::input::Input;
 use crate::http_date::http_date;
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
-use crate::io::out_queue::{OutQueue, CORK_MIN};
+use crate::io::out_queue::{spare_buffer, OutQueue, CORK_MIN};
 use crate::io::shared_out::SharedOut;
 
 /// Writes of at least this many pending bytes release the GIL for the syscall.
@@ -157,8 +157,11 @@ pub struct SenderSettings {
 }
 
 impl Sender {
+    /// `out` is where the response's bytes wait (the connection's empty queue, whose storage
+    /// is reused: see `OutQueue::spare`).
     pub fn new(
         conn: &Conn,
+        out: OutQueue,
         head: &RequestHead,
         ctx: Arc<LoopCtx>,
         settings: SenderSettings,
@@ -187,7 +190,7 @@ impl Sender {
             framing: ResponseFraming::NoBody,
             body_bytes: 0,
             blocks: 0,
-            out: OutQueue::new(),
+            out,
             client_gone: false,
         }
     }
@@ -252,11 +255,27 @@ impl Sender {
             },
         );
         self.framing = decided.framing;
-        let mut pairs: Vec<(&[u8], &[u8])> = Vec::with_capacity(self.app.hidx.len() + 1);
-        pairs.extend(self.app.headers());
+        // The headers as (name, value) pairs: on the stack for up to `STACK_PAIRS` of them
+        // (the app's, Content-Length, Server-Timing), no allocation per response.
+        const STACK_PAIRS: usize = 16;
+        let empty: (&[u8], &[u8]) = (b"", b"");
+        let mut stack = [empty; STACK_PAIRS];
+        let mut heap = Vec::new();
+        let pairs: &mut [(&[u8], &[u8])] = if self.app.header_count() + 2 <= STACK_PAIRS {
+            &mut stack
+        } else {
+            heap.resize(self.app.header_count() + 2, empty);
+            &mut heap
+        };
+        let mut count = 0;
+        for pair in self.app.headers() {
+            pairs[count] = pair;
+            count += 1;
+        }
         let mut len_buf = [0u8; DECIMAL_LEN];
         if let Some(n) = decided.head_length {
-            pairs.push((b"Content-Length", decimal(n, &mut len_buf)));
+            pairs[count] = (b"Content-Length", decimal(n, &mut len_buf));
+            count += 1;
         }
         let now = crate::metrics::now_ns();
         self.head_at = Some(now);
@@ -269,15 +288,16 @@ impl Sender {
                 called.saturating_sub(parsed) as f64 / 1e6,
                 now.saturating_sub(called) as f64 / 1e6
             );
-            pairs.push((b"Server-Timing", timing.as_bytes()));
+            pairs[count] = (b"Server-Timing", timing.as_bytes());
+            count += 1;
         }
         let date = http_date();
         encode_response_head(
             buf,
             &ResponseHead {
                 version: self.version,
-                status: &self.app.status,
-                headers: &pairs,
+                status: self.app.status(),
+                headers: &pairs[..count],
                 framing: self.framing,
                 keep_alive: self.keeps_alive(),
                 date: &date,
@@ -300,7 +320,7 @@ impl Sender {
             if !self.claim_head() {
                 return self.gone();
             }
-            let mut head = Vec::with_capacity(512 + body_room);
+            let mut head = spare_buffer(512 + body_room);
             self.encode_head(&mut head, known_len);
             q.push_owned(head);
         }
@@ -320,7 +340,7 @@ impl Sender {
 
     /// Head (if not sent yet) and one block into a fresh queue.
     fn encode_block(&mut self, block: Block<'_>) -> Result<OutQueue, SendError> {
-        let mut q = OutQueue::new();
+        let mut q = self.out.spare();
         self.queue_head(&mut q, None, block.as_slice().len().min(COPY_MAX))?;
         self.queue_body(&mut q, block);
         Ok(q)
@@ -448,6 +468,16 @@ impl Sender {
         if !self.app.started {
             return Err(SendError::NotStarted);
         }
+        if let [one] = blocks {
+            // The usual `[body]`: no vector of parsed blocks.
+            let blk = as_block(one)?;
+            let n = blk.as_slice().len();
+            let mut q = self.out.spare();
+            self.queue_head(&mut q, Some(n as u64), if n <= COPY_MAX { n } else { 0 })?;
+            self.queue_body(&mut q, blk);
+            self.blocks += 1;
+            return self.push_final(py, q);
+        }
         let mut parsed = Vec::with_capacity(blocks.len());
         let mut total = 0u64;
         for b in blocks {
@@ -463,7 +493,7 @@ impl Sender {
         // No TCP_CORK here, unlike a large file: the body's 1 MiB writes already fill whole
         // segments, and corking a 64 MiB `[bytes]` cost more server CPU (18.9–19.4 ms against
         // 16.8–17.4 ms per response, interleaved, 5 rounds).
-        let mut q = OutQueue::new();
+        let mut q = self.out.spare();
         self.queue_head(&mut q, Some(total), small)?;
         for blk in parsed {
             self.queue_body(&mut q, blk);
@@ -484,7 +514,7 @@ impl Sender {
         if !self.app.started {
             return Err(SendError::NotStarted);
         }
-        let mut q = OutQueue::new();
+        let mut q = self.out.spare();
         self.queue_head(&mut q, Some(len), 0)?;
         let take = match self.framing {
             ResponseFraming::NoBody => 0,
@@ -515,7 +545,7 @@ impl Sender {
     /// The iterable is exhausted: send the head if nothing was sent (empty body), the last
     /// chunk if chunked; nothing waits.
     pub fn finish(&mut self, py: Python<'_>) -> Result<(), SendError> {
-        let mut q = OutQueue::new();
+        let mut q = self.out.spare();
         self.queue_head(&mut q, Some(0), 0)?;
         if self.framing == ResponseFraming::Chunked {
             q.push_static(LAST_CHUNK);
