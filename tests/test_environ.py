@@ -197,6 +197,25 @@ def test_kept_values_are_always_the_values_of_this_request(env_server):
             assert env["HTTP_ACCEPT"] == "*/*"
 
 
+def test_method_protocol_and_input_are_each_requests_own(env_server):
+    """The environ starts from a template per method (GET, POST, other) and protocol, holding
+    those two and the empty wsgi.input (issue 16): mixed requests on one connection each see
+    their own."""
+    cases = [("GET", "1.1", b""), ("POST", "1.1", b"abc"), ("POST", "1.1", b""),
+             ("PUT", "1.1", b"xy"), ("OPTIONS", "1.1", b""), ("GET", "1.0", b""),
+             ("POST", "1.0", b"z"), ("DELETE", "1.0", b""), ("GET", "1.1", b"")]
+    for method, version, body in cases:
+        head = f"{method} /m HTTP/{version}\r\nHost: h\r\n"
+        if version == "1.0":
+            head += "Connection: keep-alive\r\n"
+        if body or method == "POST":
+            head += f"Content-Length: {len(body)}\r\n"
+        env, _ = environ_for(env_server, head.encode() + b"\r\n" + body)
+        assert env["REQUEST_METHOD"] == method
+        assert env["SERVER_PROTOCOL"] == f"HTTP/{version}"
+        assert env.get("CONTENT_LENGTH", "") in ("", str(len(body)))
+
+
 def test_header_with_underscore_is_dropped_and_cannot_spoof_dash(env_server):
     env, _ = environ_for(env_server, request_bytes(
         "GET", "/", headers=[("X-Foo", "real"), ("X_Foo", "spoof"), ("X_Bar", "spoof")]))

@@ -25,6 +25,7 @@ use sluicegate_proto::head::split_host_port;
 use sluicegate_proto::path::percent_decode;
 use sluicegate_proto::{RequestHead, Version};
 
+use super::input::Input;
 use crate::io::stream::Peer;
 
 /// REMOTE_ADDR / REMOTE_PORT of one connection, as Python strings.
@@ -62,6 +63,21 @@ const PER_REQUEST_KEYS: [&str; 9] = [
     "REMOTE_PORT",
     "wsgi.input",
 ];
+
+/// Templates per listener: REQUEST_METHOD (GET, POST, or set per request) times
+/// SERVER_PROTOCOL (HTTP/1.0, HTTP/1.1), each with the empty wsgi.input: a GET or POST without
+/// a body and without a query sets none of those four entries.
+const TEMPLATE_VARIANTS: usize = 6;
+
+/// Which template a request's environ starts from, and whether it holds the method already.
+fn template_variant(method: &[u8], version: Version) -> (usize, bool) {
+    let (m, known) = match method {
+        b"GET" => (0, true),
+        b"POST" => (1, true),
+        _ => (2, false),
+    };
+    (m * 2 + usize::from(version == Version::Http11), known)
+}
 
 /// The entries a template is grown to before the extra ones are deleted. CPython grows a table
 /// when it is 2/3 full, to the power of two above three times its entries; so a template that
@@ -248,13 +264,12 @@ struct Kept {
 
 /// The interned keys and constant values used for every request.
 pub struct EnvironBuilder {
-    templates: Vec<Py<PyDict>>,
+    /// Per listener, the templates by `template_variant`.
+    templates: Vec<Vec<Py<PyDict>>>,
+    /// wsgi.input of every request without a body (already in the templates).
+    pub empty_input: Py<Input>,
     root_path: Vec<u8>,
     kept: Mutex<Kept>,
-    get: Py<PyString>,
-    post: Py<PyString>,
-    http10: Py<PyString>,
-    http11: Py<PyString>,
     empty: Py<PyString>,
 }
 
@@ -290,44 +305,59 @@ impl EnvironBuilder {
         errors: &Bound<'_, PyAny>,
         file_wrapper: &Bound<'_, PyAny>,
     ) -> PyResult<EnvironBuilder> {
+        let empty_input = Py::new(py, Input::new(None))?;
         let mut templates = Vec::new();
         for l in listeners {
-            let d = PyDict::new(py);
-            d.set_item("wsgi.version", PyTuple::new(py, [1, 0])?)?;
-            d.set_item("wsgi.url_scheme", url_scheme)?;
-            d.set_item("wsgi.errors", errors)?;
-            d.set_item("wsgi.multithread", true)?;
-            d.set_item("wsgi.multiprocess", false)?;
-            d.set_item("wsgi.run_once", false)?;
-            d.set_item("wsgi.input_terminated", true)?;
-            d.set_item("wsgi.file_wrapper", file_wrapper)?;
-            d.set_item("SERVER_NAME", &l.server_name)?;
-            d.set_item("SERVER_PORT", &l.server_port)?;
-            d.set_item("SCRIPT_NAME", root_path)?;
-            for key in PER_REQUEST_KEYS {
-                d.set_item(PyString::intern(py, key), "")?;
+            let mut variants = Vec::with_capacity(TEMPLATE_VARIANTS);
+            for variant in 0..TEMPLATE_VARIANTS {
+                let d = PyDict::new(py);
+                d.set_item("wsgi.version", PyTuple::new(py, [1, 0])?)?;
+                d.set_item("wsgi.url_scheme", url_scheme)?;
+                d.set_item("wsgi.errors", errors)?;
+                d.set_item("wsgi.multithread", true)?;
+                d.set_item("wsgi.multiprocess", false)?;
+                d.set_item("wsgi.run_once", false)?;
+                d.set_item("wsgi.input_terminated", true)?;
+                d.set_item("wsgi.file_wrapper", file_wrapper)?;
+                d.set_item("SERVER_NAME", &l.server_name)?;
+                d.set_item("SERVER_PORT", &l.server_port)?;
+                d.set_item("SCRIPT_NAME", root_path)?;
+                for key in PER_REQUEST_KEYS {
+                    d.set_item(PyString::intern(py, key), "")?;
+                }
+                // What most requests would set anyway (see `template_variant`).
+                let (method, version) = (variant / 2, variant % 2);
+                if method < 2 {
+                    d.set_item(
+                        intern!(py, "REQUEST_METHOD"),
+                        PyString::intern(py, ["GET", "POST"][method]),
+                    )?;
+                }
+                d.set_item(
+                    intern!(py, "SERVER_PROTOCOL"),
+                    PyString::intern(py, ["HTTP/1.0", "HTTP/1.1"][version]),
+                )?;
+                d.set_item(intern!(py, "wsgi.input"), empty_input.bind(py))?;
+                // Grow the table once, then take back what grew it.
+                let grow = TEMPLATE_GROWN_AT.saturating_sub(d.len());
+                for i in 0..grow {
+                    d.set_item(format!("sluicegate.room.{i}"), 0)?;
+                }
+                for i in 0..grow {
+                    d.del_item(format!("sluicegate.room.{i}"))?;
+                }
+                variants.push(d.unbind());
             }
-            // Grow the table once, then take back what grew it.
-            let grow = TEMPLATE_GROWN_AT.saturating_sub(d.len());
-            for i in 0..grow {
-                d.set_item(format!("sluicegate.room.{i}"), 0)?;
-            }
-            for i in 0..grow {
-                d.del_item(format!("sluicegate.room.{i}"))?;
-            }
-            templates.push(d.unbind());
+            templates.push(variants);
         }
         Ok(EnvironBuilder {
             templates,
+            empty_input,
             root_path: root_path.as_bytes().to_vec(),
             kept: Mutex::new(Kept {
                 header_keys: HashMap::with_hasher(NameHash::new()),
                 values: RepeatedValues::new(),
             }),
-            get: PyString::intern(py, "GET").unbind(),
-            post: PyString::intern(py, "POST").unbind(),
-            http10: PyString::intern(py, "HTTP/1.0").unbind(),
-            http11: PyString::intern(py, "HTTP/1.1").unbind(),
             empty: PyString::intern(py, "").unbind(),
         })
     }
@@ -345,12 +375,11 @@ impl EnvironBuilder {
         input: &Bound<'py, PyAny>,
         forwarded: Option<&Resolved>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let env = self.templates[listener].bind(py).copy()?;
         let method = head.method();
-        match method {
-            b"GET" => env.set_item(intern!(py, "REQUEST_METHOD"), self.get.bind(py))?,
-            b"POST" => env.set_item(intern!(py, "REQUEST_METHOD"), self.post.bind(py))?,
-            m => env.set_item(intern!(py, "REQUEST_METHOD"), latin1(py, m))?,
+        let (variant, method_known) = template_variant(method, head.version);
+        let env = self.templates[listener][variant].bind(py).copy()?;
+        if !method_known {
+            env.set_item(intern!(py, "REQUEST_METHOD"), latin1(py, method))?;
         }
         // PATH_INFO: percent-decoded; bytes tunnelled as latin-1; SCRIPT_NAME prefix removed.
         let path = percent_decode(head.path());
@@ -365,7 +394,7 @@ impl EnvironBuilder {
         env.set_item(intern!(py, "PATH_INFO"), kept.values.get(py, path_info))?;
         let query = head.query();
         let uri = if query.is_empty() {
-            env.set_item(intern!(py, "QUERY_STRING"), self.empty.bind(py))?;
+            // The template's QUERY_STRING is "" already.
             // A target without a query is kept like the path (never one with: a query may
             // carry a token).
             kept.values.get(py, head.target())
@@ -375,11 +404,6 @@ impl EnvironBuilder {
         };
         env.set_item(intern!(py, "REQUEST_URI"), &uri)?;
         env.set_item(intern!(py, "RAW_URI"), uri)?;
-        let proto = match head.version {
-            Version::Http10 => self.http10.bind(py),
-            Version::Http11 => self.http11.bind(py),
-        };
-        env.set_item(intern!(py, "SERVER_PROTOCOL"), proto)?;
         // The peer's strings are made once per connection and cached on it.
         if cache.as_ref().is_none_or(|c| !c.is::<PeerStrings>()) {
             *cache = Some(Box::new(PeerStrings::new(py, peer, self.empty.bind(py))));
@@ -395,7 +419,9 @@ impl EnvironBuilder {
             // The template's placeholder goes: a unix-socket client has no port.
             None => env.del_item(intern!(py, "REMOTE_PORT"))?,
         }
-        env.set_item(intern!(py, "wsgi.input"), input)?;
+        if !input.is(&self.empty_input) {
+            env.set_item(intern!(py, "wsgi.input"), input)?;
+        }
         Self::add_headers(py, &env, head, &mut kept)?;
         drop(kept);
         if head.has_absolute_target() {

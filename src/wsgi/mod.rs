@@ -79,8 +79,8 @@ impl Bridge {
             server_header,
             app,
             app_name,
+            empty_input: environ.empty_input.clone_ref(py),
             environ,
-            empty_input: Py::new(py, Input::new(None))?,
             logger: logger.unbind(),
             warned_bare_bytes: AtomicBool::new(false),
             // Calls are registered for --timeout, and for the metrics listener's
