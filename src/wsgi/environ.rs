@@ -126,10 +126,7 @@ impl std::hash::Hasher for NameHasher {
             let w = u64::from_le_bytes(w.try_into().unwrap());
             h = (h.rotate_left(5) ^ w).wrapping_mul(K);
         }
-        let mut tail = [0u8; 8];
-        let rest = words.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(tail) ^ bytes.len() as u64).wrapping_mul(K);
+        h = (h.rotate_left(5) ^ last_word(bytes) ^ bytes.len() as u64).wrapping_mul(K);
         self.0 = h;
     }
 
@@ -225,7 +222,7 @@ impl RepeatedValues {
         }
         let slot = &mut self.slots[slot_of(b)];
         if let Some(s) = &slot.string {
-            if &slot.bytes[..usize::from(slot.len)] == b {
+            if same_bytes(&slot.bytes[..usize::from(slot.len)], b) {
                 return s.bind(py).clone().into_any();
             }
         }
@@ -250,10 +247,42 @@ fn slot_of(b: &[u8]) -> usize {
     for w in &mut words {
         h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
-    let mut tail = [0u8; 8];
-    tail[..words.remainder().len()].copy_from_slice(words.remainder());
-    h = (h ^ u64::from_le_bytes(tail)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    h = (h ^ last_word(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (h >> 58) as usize & (REPEATED_SLOTS - 1)
+}
+
+/// A word that, with the length, tells apart strings of that length that agree on their whole
+/// eight-byte words: the last eight bytes (overlapping the words before) when there are eight,
+/// else the bytes themselves, read in at most two loads. No `memcpy` call (a copy into an array
+/// compiles to one), which would cost more than these few-byte strings.
+#[inline]
+fn last_word(b: &[u8]) -> u64 {
+    let n = b.len();
+    if n >= 8 {
+        u64::from_le_bytes(b[n - 8..].try_into().unwrap())
+    } else if n >= 4 {
+        let first = u32::from_le_bytes(b[..4].try_into().unwrap());
+        let last = u32::from_le_bytes(b[n - 4..].try_into().unwrap());
+        u64::from(first) | u64::from(last) << 32
+    } else if n > 0 {
+        u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16
+    } else {
+        0
+    }
+}
+
+/// `a == b` for short strings, a word at a time (slice equality calls `memcmp`).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    for (p, q) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        if u64::from_le_bytes(p.try_into().unwrap()) != u64::from_le_bytes(q.try_into().unwrap()) {
+            return false;
+        }
+    }
+    last_word(a) == last_word(b)
 }
 
 /// What the builder keeps between requests, under one lock.
@@ -588,4 +617,27 @@ fn cgi_key(py: Python<'_>, name: &[u8]) -> HeaderKey {
     }
     let repeats = REPEATING.iter().any(|r| name.eq_ignore_ascii_case(r));
     HeaderKey::Key(PyString::intern(py, &key).unbind(), repeats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_bytes;
+
+    #[test]
+    fn same_bytes_tells_apart_any_one_byte_difference() {
+        for len in 0..40usize {
+            let a: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            assert!(same_bytes(&a, &a.clone()));
+            for pos in 0..len {
+                for delta in [1u8, 0x80, 0xff] {
+                    let mut b = a.clone();
+                    b[pos] = b[pos].wrapping_add(delta);
+                    assert!(!same_bytes(&a, &b), "len {len} pos {pos}");
+                }
+            }
+            let mut longer = a.clone();
+            longer.push(0);
+            assert!(!same_bytes(&a, &longer));
+        }
+    }
 }
