@@ -153,6 +153,35 @@ def test_large_body_cut_short_raises_in_the_app(reader, mode):
         assert m.group(1) == "error", m.group(0)
 
 
+@pytest.mark.parametrize("mode", ["read", "readn", "mixed"])
+def test_large_chunked_body_cut_short_raises_in_the_app(reader, mode):
+    tok = uuid.uuid4().hex
+    raw = request_bytes("POST", f"/{mode}?n=65536", headers=[
+        ("Transfer-Encoding", "chunked"), ("X-Token", tok)]) + chunked(b"x" * (2 << 20), 65536)
+    raw = raw[:-5]  # no last chunk: the body never ends
+    mark = reader.log_mark()
+    with Conn.open(reader.port) as c:
+        c.send(raw)
+        c.sock.shutdown(socket.SHUT_WR)
+        m = reader.wait_log(rf"body_reader token={tok} outcome=(\w+)", since=mark)
+        assert m.group(1) == "error", m.group(0)
+
+
+@pytest.mark.parametrize("mode", ["read", "readn"])
+def test_bad_chunk_framing_deep_in_a_large_body_fails_the_read(reader, mode):
+    """A framing error 2 MiB in, found by the reader thread's copy of the decoder and by the
+    body's own: the app's read raises, and nothing after it is taken for a request."""
+    tok = uuid.uuid4().hex
+    good = chunked(b"y" * (2 << 20), 65536)[:-5]
+    raw = request_bytes("POST", f"/{mode}?n=65536", headers=[
+        ("Transfer-Encoding", "chunked"), ("X-Token", tok)]) + good + b"zz\r\nabc\r\n0\r\n\r\n"
+    mark = reader.log_mark()
+    with Conn.open(reader.port) as c:
+        c.send(raw)
+        m = reader.wait_log(rf"body_reader token={tok} outcome=(\w+)", since=mark)
+        assert m.group(1) == "error", m.group(0)
+
+
 def test_a_large_body_left_unread_does_not_spill_into_the_next_request(reader):
     """The app reads 100 KiB of 3 MiB and answers: whatever was read ahead belongs to this
     body, and the next request on the connection is parsed from its own bytes."""
@@ -169,8 +198,9 @@ def test_a_large_body_left_unread_does_not_spill_into_the_next_request(reader):
         assert json.loads(second.body)["pieces"] == ["second"]
 
 
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
 @pytest.mark.parametrize("pipelined", [False, True])
-def test_the_connection_is_heard_again_after_a_body_read_ahead(reader, pipelined):
+def test_the_connection_is_heard_again_after_a_body_read_ahead(reader, pipelined, framing):
     """While a thread reads a large body ahead, the loop stops listening for reads on the
     connection (issue 16); it must listen again after: a request that comes after the answer
     (the connection idle with the loop, in its epoll set since the first small request), or one
@@ -179,7 +209,13 @@ def test_the_connection_is_heard_again_after_a_body_read_ahead(reader, pipelined
     with Conn.open(reader.port) as c:
         c.send(request_bytes("POST", "/read", body=b"first"))
         assert json.loads(c.read_response().body)["pieces"] == ["first"]
-        big = request_bytes("POST", "/read", body=body)
+        if framing == "chunked":
+            # The reader of a chunked body reads past its end: the pipelined request's bytes
+            # must come back to the connection whole.
+            big = request_bytes("POST", "/read", headers=[("Transfer-Encoding", "chunked")],
+                                body=chunked(body, 40000))
+        else:
+            big = request_bytes("POST", "/read", body=body)
         nxt = request_bytes("POST", "/read", body=b"next")
         c.send(big + nxt if pipelined else big)
         got = json.loads(c.read_response().body)

@@ -64,6 +64,22 @@ impl ReadBuf {
         &mut self.data[self.end..]
     }
 
+    /// Add `bytes` after what is unconsumed, growing the buffer as needed (for bytes read by
+    /// someone else: a body's reader thread that read past the body's end).
+    pub fn append(&mut self, bytes: &[u8]) {
+        if self.start > 0 && self.end + bytes.len() > self.data.len() {
+            self.data.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let need = self.end + bytes.len();
+        if need > self.data.len() {
+            self.data.resize(need, 0);
+        }
+        self.data[self.end..need].copy_from_slice(bytes);
+        self.end = need;
+    }
+
     /// Mark `n` bytes of the slice returned by `spare` as received.
     #[inline]
     pub fn commit(&mut self, n: usize) {
@@ -97,6 +113,20 @@ mod tests {
         assert_eq!(b.filled(), b"llo");
         b.consume(3);
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn append_keeps_what_is_there_and_grows() {
+        let mut b = ReadBuf::new();
+        let s = b.spare(READ_BUF_SIZE);
+        s[..3].copy_from_slice(b"abc");
+        b.commit(3);
+        b.consume(1);
+        let big = vec![7u8; READ_BUF_SIZE * 2];
+        b.append(&big);
+        assert_eq!(b.len(), 2 + big.len());
+        assert_eq!(&b.filled()[..2], b"bc");
+        assert!(b.filled()[2..].iter().all(|&x| x == 7));
     }
 
     #[test]

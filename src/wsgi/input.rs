@@ -28,7 +28,7 @@ use sluicegate_proto::h1::response::CONTINUE_100;
 use sluicegate_proto::h1::BodyDecoder;
 use sluicegate_proto::ProtoError;
 
-use super::read_ahead::{LoopEntry, Next, Pacing, ReadAhead};
+use super::read_ahead::{LoopEntry, Next, Pacing, ReadAhead, Until};
 use crate::io::read_buf::ReadBuf;
 use crate::io::stream::{read_fd, send_all_fd, wait_fd};
 use crate::{BodyError, ClientDisconnected};
@@ -50,7 +50,8 @@ const LARGE_UPLOAD: u64 = 256 * 1024;
 const UPLOAD_RECEIVE_BUFFER: usize = 1024 * 1024;
 
 /// A Content-Length body with at least this much still to come, once it has brought
-/// [`LARGE_UPLOAD`], is read ahead of the app on a thread of its own (`read_ahead`).
+/// [`LARGE_UPLOAD`], is read ahead of the app on a thread of its own (`read_ahead`); so is any
+/// chunked body that has brought [`LARGE_UPLOAD`] (its length is unknown).
 const READ_AHEAD_FROM: u64 = 1024 * 1024;
 
 /// Room in the caller's buffer from which a Content-Length body is read from the socket
@@ -332,35 +333,71 @@ impl BodyState {
             self.pending_pos = 0;
         }
         for block in std::iter::once(rest).chain(blocks) {
-            match self.decoder.decode(&block) {
-                Ok(step) => self.pending.extend_from_slice(step.data),
-                Err(e) => {
-                    self.failure = Some(BodyFailure::Protocol(e));
-                    return;
-                }
+            if let Err(e) = self.decode_block(&block) {
+                self.failure = Some(BodyFailure::Protocol(e));
+                return;
             }
         }
         if let Some(Err(f)) = end {
-            self.failure = Some(f);
+            if !self.decoder.is_done() {
+                self.failure = Some(f);
+            }
         }
     }
 
-    /// Start reading ahead when a Content-Length body has shown itself large, if it has not
-    /// started already (once per body).
-    fn maybe_read_ahead(&mut self, left: u64) {
+    /// Decode a block the reader thread read into `pending`; what follows the body's end (a
+    /// chunked body's reader reads past it) goes back to the read buffer.
+    fn decode_block(&mut self, block: &[u8]) -> Result<(), ProtoError> {
+        let mut at = 0;
+        while at < block.len() && !self.decoder.is_done() {
+            let step = self.decoder.decode(&block[at..])?;
+            self.pending.extend_from_slice(step.data);
+            at += step.consumed;
+        }
+        if at < block.len() {
+            self.raw.append(&block[at..]);
+        }
+        Ok(())
+    }
+
+    /// The body's decoder is done while the reader thread has run: stop it, and give what it
+    /// read past the body's end (a pipelined request after a chunked body) to the read buffer.
+    fn end_ahead(&mut self) {
+        let rest = std::mem::take(&mut self.ahead_block);
+        if self.ahead_pos < rest.len() {
+            self.raw.append(&rest[self.ahead_pos..]);
+        }
+        self.ahead_pos = 0;
+        if let Some(ahead) = self.ahead.take() {
+            let (blocks, _) = ahead.finish();
+            for block in blocks {
+                self.raw.append(&block);
+            }
+        }
+    }
+
+    /// Start reading ahead when a body has shown itself large, if it has not started already
+    /// (once per body): a Content-Length body with at least [`READ_AHEAD_FROM`] still to come,
+    /// or a chunked body (its reader finds the end with a copy of the decoder).
+    fn maybe_read_ahead(&mut self) {
         if self.ahead_started
             || self.read_bytes < LARGE_UPLOAD
-            || left < READ_AHEAD_FROM
             || self.continue_due
             || !self.raw.is_empty()
             || self.pending_len() > 0
+            || self.decoder.is_done()
         {
             return;
         }
+        let until = match self.decoder.remaining() {
+            Some(left) if left < READ_AHEAD_FROM => return,
+            Some(left) => Until::Bytes(left),
+            None => Until::BodyEnd(Box::new(self.decoder.clone())),
+        };
         self.ahead_started = true;
         self.ahead = ReadAhead::start(
             self.fd,
-            left,
+            until,
             Pacing {
                 read_timeout: self.read_timeout,
                 pace: self.pace,
@@ -371,17 +408,23 @@ impl BodyState {
         );
     }
 
-    /// Copy the reader thread's next bytes into `dst` (waiting for them with the GIL released);
-    /// returns how many.
+    /// Decode the reader thread's next bytes into `dst` (waiting for them with the GIL
+    /// released); returns how many (0 after framing only, or at the body's end).
     fn take_ahead(&mut self, py: Python<'_>, dst: &mut [u8]) -> Result<usize, BodyFailure> {
         loop {
             if self.ahead_pos < self.ahead_block.len() {
-                let n = (self.ahead_block.len() - self.ahead_pos).min(dst.len());
-                dst[..n].copy_from_slice(&self.ahead_block[self.ahead_pos..self.ahead_pos + n]);
-                self.ahead_pos += n;
-                // The decoder counts them (a Content-Length decoder gives them back as they are).
-                if let Err(e) = self.decoder.decode(&dst[..n]) {
-                    return Err(self.fail(BodyFailure::Protocol(e)));
+                // No more input than `dst` has room: the data a step returns is a slice of its
+                // input, so it always fits (a Content-Length step returns its input as it is).
+                let end = (self.ahead_pos + dst.len()).min(self.ahead_block.len());
+                let step = match self.decoder.decode(&self.ahead_block[self.ahead_pos..end]) {
+                    Ok(step) => step,
+                    Err(e) => return Err(self.fail(BodyFailure::Protocol(e))),
+                };
+                let n = step.data.len();
+                dst[..n].copy_from_slice(step.data);
+                self.ahead_pos += step.consumed;
+                if self.decoder.is_done() {
+                    self.end_ahead();
                 }
                 return Ok(n);
             }
@@ -445,16 +488,19 @@ impl BodyState {
                 }
             }
             if self.ahead.is_some() || self.ahead_pos < self.ahead_block.len() {
-                // 0 when the reader is done: the decoder is then done too.
+                // Each call makes progress: decoded bytes, framing consumed, the next block,
+                // or the reader's end (the decoder is done then, or the socket is read again).
                 at += self.take_ahead(py, &mut dst[at..])?;
                 continue;
             }
-            // A Content-Length body with nothing buffered: read ahead, or straight into `dst`.
-            if let (Some(left), true) = (self.decoder.remaining(), self.raw.is_empty()) {
-                self.maybe_read_ahead(left);
+            // Nothing buffered: read ahead, or (Content-Length) straight into `dst`.
+            if self.raw.is_empty() {
+                self.maybe_read_ahead();
                 if self.ahead.is_some() {
                     continue;
                 }
+            }
+            if let (Some(left), true) = (self.decoder.remaining(), self.raw.is_empty()) {
                 let room = dst.len() - at;
                 if room >= DIRECT_READ_MIN {
                     let want = room.min(usize::try_from(left).unwrap_or(usize::MAX));

@@ -1,4 +1,4 @@
-//! Reading a large Content-Length body ahead of the app, on a thread of its own.
+//! Reading a large request body ahead of the app, on a thread of its own.
 //!
 //! An app that works on what it reads (hashes it, parses it, writes it to disk) and reads the
 //! socket only when it asks for more leaves the socket undrained meanwhile: the client stops
@@ -6,10 +6,15 @@
 //! transfer's. A reader thread keeps draining the socket into blocks, up to [`AHEAD_MAX`]
 //! bytes ahead of the app, so that the two overlap (granian does the same: its CPU time in S8
 //! is above its wall time). It only starts for a body known to be large (`wsgi::input`
-//! decides), reads never past the body's end, and owns the socket's reading side until it is
+//! decides) and owns the socket's reading side until it is
 //! stopped: [`ReadAhead`]'s drop stops and joins it, so the connection never goes back to the
 //! event loop with a reader still on it. While it runs, the loop is not told of the arrivals
 //! it drains (`LoopCtx::mute_reads`).
+//!
+//! A Content-Length body is read never past its end. A chunked body's end is only known by
+//! decoding it: the reader runs a copy of the body's decoder over what it reads, and stops at
+//! the block in which the body ends; the bytes after the end in that block (a pipelined
+//! request) are given back to the connection's read buffer by `wsgi::input`.
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -17,6 +22,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use sluicegate_proto::h1::decode::BodyDecoder;
 
 use super::input::{BodyFailure, BodyPace};
 use crate::io::event_loop::LoopCtx;
@@ -57,6 +64,16 @@ pub struct Pacing {
     pub read_before: u64,
 }
 
+/// Where the reader stops.
+pub enum Until {
+    /// After this many more bytes (a Content-Length body).
+    Bytes(u64),
+    /// At the end of the body as this decoder (a copy of the body's own, in the same state)
+    /// finds it: a chunked body. A framing error stops the reader too; the body's decoder
+    /// finds the same error in the same block.
+    BodyEnd(Box<BodyDecoder>),
+}
+
 /// The connection's entry in the loop's epoll set (when it has one), muted for reading while
 /// the reader runs.
 pub struct LoopEntry {
@@ -83,11 +100,11 @@ pub enum Next {
 }
 
 impl ReadAhead {
-    /// Start reading the `left` bytes still due on `fd`. None if no thread could be started
-    /// (the caller reads as before).
+    /// Start reading the rest of the body on `fd`. None if no thread could be started (the
+    /// caller reads as before).
     pub fn start(
         fd: RawFd,
-        left: u64,
+        until: Until,
         pacing: Pacing,
         entry: Option<LoopEntry>,
     ) -> Option<ReadAhead> {
@@ -99,7 +116,7 @@ impl ReadAhead {
         let thread = std::thread::Builder::new()
             .name("sluicegate-readahead".into())
             .spawn(move || {
-                let end = read_body(fd, left, &pacing, &s);
+                let end = read_body(fd, until, &pacing, &s);
                 let mut st = s.state.lock().unwrap();
                 if let Some(end) = end {
                     st.end = Some(end);
@@ -178,14 +195,18 @@ impl Drop for ReadAhead {
     }
 }
 
-/// The reader's loop: blocks of up to [`BLOCK`] bytes, never past `left`, at most
-/// [`AHEAD_MAX`] ahead. Returns how it ended, or None when it was stopped.
+/// The reader's loop: blocks of up to [`BLOCK`] bytes, until `until`, at most [`AHEAD_MAX`]
+/// ahead. Returns how it ended, or None when it was stopped.
 fn read_body(
     fd: RawFd,
-    mut left: u64,
+    until: Until,
     pacing: &Pacing,
     shared: &Shared,
 ) -> Option<Result<(), BodyFailure>> {
+    let (mut left, mut shadow) = match until {
+        Until::Bytes(n) => (n, None),
+        Until::BodyEnd(d) => (u64::MAX, Some(d)),
+    };
     let mut read_total = pacing.read_before;
     let mut last_progress = Instant::now();
     while left > 0 {
@@ -231,6 +252,11 @@ fn read_body(
         block.truncate(n);
         read_total += n as u64;
         left -= n as u64;
+        if let Some(d) = shadow.as_mut() {
+            if body_ends_in(d, &block) {
+                left = 0;
+            }
+        }
         last_progress = Instant::now();
         crate::metrics::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
         let mut st = shared.state.lock().unwrap();
@@ -239,4 +265,17 @@ fn read_body(
         shared.changed.notify_all();
     }
     Some(Ok(()))
+}
+
+/// Run `decoder` over `block`: true if the body ends in it (or its framing is wrong there).
+fn body_ends_in(decoder: &mut BodyDecoder, block: &[u8]) -> bool {
+    let mut at = 0;
+    while at < block.len() && !decoder.is_done() {
+        match decoder.decode(&block[at..]) {
+            // Every call before the end consumes at least one byte.
+            Ok(step) => at += step.consumed.max(1),
+            Err(_) => return true,
+        }
+    }
+    decoder.is_done()
 }
