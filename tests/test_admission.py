@@ -269,3 +269,28 @@ def test_a_pool_past_a_hundred_threads_warns_once_about_database_connections(sta
     assert sorted(results) == sorted(f"slow t{i} gate=open".encode() for i in range(n))
     assert srv.log_since(mark).count("grew past 100 threads") == 1
     assert "max_connections" in srv.log_since(mark)
+
+
+def test_the_loop_moving_at_every_streamed_answer_neither_nests_nor_counts_threads_twice(server):
+    """An inline call whose answer streams hands the event loop to another thread (the stream
+    hook), and the caller goes back to being a pool thread when its call ends. With one client
+    streaming answer after answer the loop moves at every request, between the same few threads.
+    Each move once started a worker loop nested inside the previous one's frame (an 8 MiB stack
+    overflowed after some thousands of moves: a segfault under S3 with the server pinned to one
+    core) and counted the thread again (`threads` grew by one per move, and the pool warned of
+    more than 100 calls at once with a single client)."""
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return (b"block %d\n" % i for i in range(4))
+
+    sup, port = server(app, scheduler="adaptive")
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for _ in range(400):
+        c.request("GET", "/")
+        r = c.getresponse()
+        assert r.status == 200 and r.read() == b"".join(b"block %d\n" % i for i in range(4))
+    c.close()
+    stats = sup._server.stats
+    assert stats["handoffs"] + stats["takeovers"] >= 100, \
+        f"the loop did not move between threads: {stats}"
+    assert stats["threads"] <= 16, f"{stats['threads']} pool threads for one client: {stats}"

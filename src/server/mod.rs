@@ -95,16 +95,29 @@ fn release_loop_hook(ctx: *const ()) {
     }
 }
 
+/// How [`drive_loop`] returned.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LoopEnd {
+    /// The loop has shut down.
+    ShutDown,
+    /// Another thread took the loop over while this one was in an inline call.
+    TakenOver,
+}
+
 /// The event loop's driver: takes work from the loop and runs it inline or hands it to the
 /// pool. Returns when the loop has shut down, or when the loop was taken over while this thread
-/// was in an inline call (the thread then serves as a pool thread).
-fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) {
+/// was in an inline call: the caller then serves as a pool thread (a pool thread by going back
+/// to its own worker loop, never by starting one inside this call: the loop moves between
+/// threads at every streaming inline response, and a worker loop started here each time
+/// nested one call deeper per move, until the stack overflowed, and counted the thread again
+/// each time).
+fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) -> LoopEnd {
     shared.sched.set_loop_thread();
     let _on_loop = crate::wsgi::release::LoopThread::enter();
     loop {
         let Some(work) = st.next_work(shared.ctx()) else {
             signal_done(shared.done_fd);
-            return;
+            return LoopEnd::ShutDown;
         };
         if work.body_buffered && !shared.ctx().shutting_down() && shared.sched.inline_now() {
             shared.sched.park(st);
@@ -117,8 +130,7 @@ fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) {
                 None => {
                     // The watchdog gave the loop to another thread while the app ran.
                     shared.ctx().return_conn(conn);
-                    shared.pool().join_as_worker();
-                    return;
+                    return LoopEnd::TakenOver;
                 }
             }
         } else {
@@ -138,7 +150,10 @@ fn run_job(shared: &Arc<Shared>, job: Job) {
             let conn = shared.run_request_here(work, false);
             shared.ctx().return_conn(conn);
         }
-        Job::RunLoop(st) => drive_loop(shared, st),
+        // Taken over or shut down, this pool thread goes back to its worker loop.
+        Job::RunLoop(st) => {
+            drive_loop(shared, st);
+        }
     }
 }
 
@@ -311,7 +326,14 @@ impl Server {
             .stack_size(8 * 1024 * 1024)
             .spawn(move || {
                 let s2 = Arc::clone(&s);
-                Python::attach(|py| py.detach(|| drive_loop(&s2, st)));
+                Python::attach(|py| {
+                    py.detach(|| {
+                        if drive_loop(&s2, st) == LoopEnd::TakenOver {
+                            // The loop's first thread becomes a pool thread, once.
+                            s2.pool().join_as_worker();
+                        }
+                    })
+                });
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the event loop thread: {e}")))?;
         let s = Arc::clone(&shared);

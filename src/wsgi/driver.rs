@@ -218,6 +218,8 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let gone = sender.client_gone || timed_out;
     let send_from = sender.head_at().unwrap_or(app_done);
     conn.out = sender.end();
+    // Written already (the usual small answer): the queue's storage stays with this thread.
+    conn.out.release();
     drop(sender);
     conn.after_output = if keeps {
         AfterOutput::KeepAlive

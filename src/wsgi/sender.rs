@@ -340,7 +340,7 @@ impl Sender {
 
     /// Head (if not sent yet) and one block into a fresh queue.
     fn encode_block(&mut self, block: Block<'_>) -> Result<OutQueue, SendError> {
-        let mut q = self.out.spare();
+        let mut q = OutQueue::new();
         self.queue_head(&mut q, None, block.as_slice().len().min(COPY_MAX))?;
         self.queue_body(&mut q, block);
         Ok(q)

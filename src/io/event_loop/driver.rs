@@ -121,7 +121,8 @@ impl LoopState {
                 }
             }
             // All written: idle until the next request (partial writes on the way had set the
-            // write timeout, which must not outlive them).
+            // write timeout, which must not outlive them), holding no queue storage.
+            conn.out.release();
             if let Some(p) = conn.pending_log.take() {
                 p.finish(
                     ctx.settings.access_log.as_deref(),
