@@ -23,6 +23,7 @@ bounded. Large bodies are checked as they arrive (``Conn.read_exact_into``), nev
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -255,6 +256,21 @@ def test_close_of_a_list_subclass_is_called(srv):
 WRITE_CALLS = "sendmsg,sendmmsg,sendto,write,writev,pwrite64,pwritev,pwritev2,sendfile"
 
 
+@contextlib.contextmanager
+def _straced(pid: int, out: str, calls: str = WRITE_CALLS):
+    """strace `pid` into `out` (see `_strace_attach`) for the body of the `with`, then detach."""
+    tracer = _strace_attach(pid, out, calls)
+    try:
+        yield
+    finally:
+        tracer.send_signal(signal.SIGINT)  # detaches from the server
+        try:
+            tracer.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            tracer.kill()
+            tracer.wait()
+
+
 def _strace_attach(pid: int, out: str, calls: str = WRITE_CALLS) -> subprocess.Popen:
     """strace every thread of `pid` (and threads started later), writes only unless `calls`
     says otherwise; returns once attached, or skips the test when strace is missing or ptrace
@@ -295,20 +311,12 @@ def test_pong_head_and_body_leave_in_one_send_syscall(start_server, tmp_path):
     server = start_server(APP)
     assert_still_serving(server.port, "/pong", b"pong")  # warm up: threads and buffers exist before tracing starts
     out = str(tmp_path / "strace.out")
-    tracer = _strace_attach(server.pid, out)
-    try:
+    with _straced(server.pid, out):
         with Conn.open(server.port) as c:
             c.send(request_bytes("GET", "/pong"))
             resp = c.read_response()
             assert resp.status == 200 and resp.body == b"pong"
             assert len(resp.headers) >= 15
-    finally:
-        tracer.send_signal(signal.SIGINT)  # detaches from the server
-        try:
-            tracer.wait(TIMEOUT)
-        except subprocess.TimeoutExpired:
-            tracer.kill()
-            tracer.wait()
     text = Path(out).read_text(errors="replace")
     assert server.alive()
     # Lines look like `TID writev(FD, [...], N) = 464` or, when another thread's call cut in,
@@ -396,20 +404,12 @@ def test_a_client_that_asked_to_close_is_closed_without_a_half_close(start_serve
     server = start_server(APP)
     assert_still_serving(server.port, "/pong", b"pong")
     out = str(tmp_path / "strace.out")
-    tracer = _strace_attach(server.pid, out, "sendmsg,writev,write,shutdown,close")
-    try:
+    with _straced(server.pid, out, "sendmsg,writev,write,shutdown,close"):
         with Conn.open(server.port) as c:
             c.send(request_bytes("GET", "/pong", headers=[("Connection", "close")]))
             resp = c.read_response()
             assert resp.status == 200 and resp.body == b"pong"
             assert c.sock.recv(1) == b""  # the server closed
-    finally:
-        tracer.send_signal(signal.SIGINT)
-        try:
-            tracer.wait(TIMEOUT)
-        except subprocess.TimeoutExpired:
-            tracer.kill()
-            tracer.wait()
     text = Path(out).read_text(errors="replace")
     fds = {int(m.group(1)) for m in re.finditer(r"\b(?:sendmsg|writev|write)\((\d+),.*HTTP/1.1 200", text)}
     assert len(fds) == 1, text[-3000:]
