@@ -220,6 +220,23 @@ def test_the_connection_is_heard_again_after_a_body_read_ahead(reader, pipelined
         assert json.loads(c.read_response().body)["pieces"] == ["next"]
 
 
+def test_the_rest_of_an_unread_body_is_taken_after_the_answer_not_reset(reader):
+    """The app answers after 400 KB of a 3 MiB body, and the rest is too much to drain: the
+    server closes after the answer, but half-closes and lingers, reading and dropping what the
+    client still sends. A plain close would answer those bytes with a reset (RFC 9112 §9.6):
+    the client's send fails, and the reset can destroy the answer before it is read."""
+    body = bytes(range(256)) * (3 * 4096)
+    head = request_bytes("POST", "/read_sized?n=400000", body=body)[:-len(body)]
+    with Conn.open(reader.port) as c:
+        c.send(head + body[:500_000])
+        first = c.read_response()
+        assert first.status == 200 and json.loads(first.body)["len"] == 400000
+        assert first.has_token("Connection", "close")
+        c.send(body[500_000:])  # raised BrokenPipeError/ConnectionResetError before
+        c.sock.shutdown(socket.SHUT_WR)
+        assert c.sock.recv(1) == b""
+
+
 def test_readinto_a_readonly_buffer_is_refused(reader):
     assert post(reader, "readinto_readonly", b"abc", "content-length")["pieces"][0] == "TypeError"
 

@@ -223,7 +223,12 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     drop(sender);
     conn.after_output = if keeps {
         AfterOutput::KeepAlive
-    } else if client_closes && body_ok {
+    } else if !body_ok {
+        // The client may still be sending the body nobody read: a plain close would answer
+        // its next bytes with a reset, which can destroy the answer before it is read (RFC 9112
+        // §9.6). Half-close, and read and drop what comes until the client closes.
+        AfterOutput::CloseLingering
+    } else if client_closes {
         AfterOutput::CloseAsAsked
     } else {
         AfterOutput::Close
