@@ -414,7 +414,8 @@ def test_a_client_that_asked_to_close_is_closed_without_a_half_close(start_serve
     fds = {int(m.group(1)) for m in re.finditer(r"\b(?:sendmsg|writev|write)\((\d+),.*HTTP/1.1 200", text)}
     assert len(fds) == 1, text[-3000:]
     fd = fds.pop()
-    assert re.search(rf"\bclose\({fd}\)", text), text[-3000:]
+    # "close(N)", or "close(N <detached ...>" when strace let go during the call.
+    assert re.search(rf"\bclose\({fd}\b", text), text[-3000:]
     assert not re.search(rf"\bshutdown\({fd},", text), text[-3000:]
 
 

@@ -145,6 +145,7 @@ pub(crate) fn hex_val(b: u8) -> Option<u8> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn all_field_value_bytes_agrees_with_the_byte_rule_everywhere() {
@@ -164,7 +165,6 @@ mod tests {
         }
         assert!(all_field_value_bytes(b""));
     }
-    use super::*;
 
     #[test]
     fn tchar_is_exactly_rfc9110() {

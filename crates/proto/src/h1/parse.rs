@@ -37,8 +37,6 @@ pub struct HeadParser {
     start: Option<usize>,
     /// Index of the LF that ends the request line, once seen.
     line_lf: Option<usize>,
-    /// Index of the first byte of the line being scanned (after the last LF seen).
-    line_start: usize,
 }
 
 impl HeadParser {
@@ -122,7 +120,6 @@ impl HeadParser {
                 }
                 self.start = Some(i);
                 self.scanned = i;
-                self.line_start = i;
                 i
             }
         };
@@ -137,7 +134,6 @@ impl HeadParser {
             // CRs in a line are refused by the pre-scan once the head is complete (one pass
             // over each line here, not two).
             let cr_before_crlf = after_cr && lf >= start + 2 && buf[lf - 2] == b'\r';
-            self.line_start = lf + 1;
             match self.line_lf {
                 None => {
                     let line_len = lf - start - usize::from(after_cr);
@@ -1436,8 +1432,8 @@ mod tests {
         }
         assert!(p.parse(input, &Limits::default()).unwrap().is_some());
         assert_eq!(
-            (p.scanned, p.start, p.line_lf, p.line_start),
-            (0, None, None, 0),
+            (p.scanned, p.start, p.line_lf),
+            (0, None, None),
             "reset after a head"
         );
     }
