@@ -189,6 +189,20 @@ def test_write_callable_with_content_length(writer):
         assert second.body == b"only written"
 
 
+def test_callables_an_app_kept_never_reach_a_later_request(writer):
+    # The server reuses a thread's start_response and write for the next request, but only
+    # when nothing else holds them: the kept ones must stay tied to their own, finished,
+    # request, and fail there, while the later request gets new ones.
+    for _ in range(3):
+        with Conn.open(writer.port) as c:
+            c.send(request_bytes("GET", "/keep") + request_bytes("GET", "/stale"))
+            assert c.read_response().body == b"kept"
+            resp = c.read_response()
+        assert resp.status == 200
+        assert resp.body == b"write=ValueError start=AssertionError same=False", resp.body
+        assert b"LEAKED" not in resp.raw_head + resp.body
+
+
 # -- close() on every path -------------------------------------------------------------------
 
 def closed_marks(server, tok):

@@ -21,7 +21,7 @@ use super::file_wrapper::FileWrapper;
 use super::input::{BodyFailure, BodyState, Input};
 use super::read_ahead::LoopEntry;
 use super::sender::{SendError, Sender, SenderSettings};
-use super::start_response::StartResponse;
+use super::start_response::{Callables, StartResponse};
 use super::{type_name, Bridge};
 use crate::access_log::{End as LogEnd, Finished, PendingLog};
 use crate::io::conn::AfterOutput;
@@ -129,7 +129,8 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
                 .then_some((parsed_at, app_started)),
         },
     );
-    let sr = Py::new(py, StartResponse::new(sender)).expect("allocating start_response");
+    let callables = Callables::take(py, sender);
+    let sr = &callables.sr;
 
     let forwarded = match &uwsgi {
         // nginx's own variables, never the forwarding headers it passes through unchanged.
@@ -145,7 +146,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         &input_any,
         forwarded.as_deref(),
     ) {
-        Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &sr),
+        Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &callables),
         Err(e) => {
             bridge.log_exception(py, &e, "building the environ");
             AppEnd::Failed
@@ -221,6 +222,8 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     // Written already (the usual small answer): the queue's storage stays with this thread.
     conn.out.release();
     drop(sender);
+    // Kept for this thread's next request unless the app kept a reference.
+    callables.finish(py);
     conn.after_output = if keeps {
         AfterOutput::KeepAlive
     } else if !body_ok {
@@ -296,9 +299,14 @@ fn call_and_drive(
     py: Python<'_>,
     head: &RequestHead,
     environ: Bound<'_, PyAny>,
-    sr: &Py<StartResponse>,
+    callables: &Callables,
 ) -> AppEnd {
-    let result = match bridge.app.bind(py).call1((environ, sr.bind(py))) {
+    let sr = &callables.sr;
+    let result = match bridge
+        .app
+        .bind(py)
+        .call1((environ, callables.start.bind(py)))
+    {
         Ok(r) => r,
         Err(e) => {
             bridge.log_exception(py, &e, &request_label(head));

@@ -5,48 +5,47 @@
 //! client gets a 500) and applies the exc_info rules. The response itself is written by the
 //! request's `Sender`, which both the iterable driver and `write()` use. Dependencies run one
 //! way: app_head <- sender <- start_response <- driver.
+//!
+//! Both callables are bound methods of one [`StartResponse`] object (builtin methods, called
+//! without an argument tuple). A thread keeps its object and the two methods between requests
+//! ([`Callables`]) and gives them to the next request only if nothing else holds any of the
+//! three: an app that kept `start_response` or `write` keeps its own, and the next request gets
+//! new ones. Making and freeing the objects cost about 1,000 instructions of a hello world.
 
+use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyAssertionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::{ffi, intern};
 
 use super::app_head::parse_head;
 use super::sender::{SendError, Sender};
 
-/// The `start_response` callable for one request. It also owns the request's [`Sender`] so that
-/// `write()` can send.
+/// The state behind `start_response` and `write` for one request: the request's [`Sender`],
+/// and the `write` method that start_response returns.
 #[pyclass(module = "sluicegate._core", name = "StartResponse", frozen)]
 pub struct StartResponse {
     pub inner: Mutex<Sender>,
-}
-
-/// The `write()` callable returned by start_response.
-#[pyclass(module = "sluicegate._core", name = "Write", frozen)]
-pub struct Write {
-    start_response: Py<StartResponse>,
-}
-
-impl StartResponse {
-    pub fn new(sender: Sender) -> StartResponse {
-        StartResponse {
-            inner: Mutex::new(sender),
-        }
-    }
+    /// `self.write`, made once. (A reference cycle while the object is kept; broken by
+    /// [`Callables::finish`] when it is not.)
+    write: Mutex<Option<Py<PyAny>>>,
 }
 
 #[pymethods]
 impl StartResponse {
     #[pyo3(signature = (status, headers, exc_info=None))]
-    fn __call__(
-        slf: &Bound<'_, Self>,
+    fn start_response(
+        &self,
+        py: Python<'_>,
         status: &Bound<'_, PyAny>,
         headers: &Bound<'_, PyAny>,
         exc_info: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Write> {
+    ) -> PyResult<Py<PyAny>> {
         let exc_info = exc_info.filter(|e| !e.is_none());
         {
-            let mut sender = slf.get().inner.lock().unwrap();
+            let mut sender = self.inner.lock().unwrap();
             match exc_info {
                 Some(info) if sender.headers_sent() => {
                     // PEP 3333: too late to change the answer; re-raise the app's error.
@@ -65,17 +64,16 @@ impl StartResponse {
             let head = parse_head(status, headers, sender.max_app_headers())?;
             sender.set_app_head(head);
         }
-        Ok(Write {
-            start_response: slf.clone().unbind(),
-        })
+        match &*self.write.lock().unwrap() {
+            Some(w) => Ok(w.clone_ref(py)),
+            None => Err(PyValueError::new_err(
+                "start_response called after the response was complete",
+            )),
+        }
     }
-}
 
-#[pymethods]
-impl Write {
-    fn __call__(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        let sr = self.start_response.bind(py).get();
-        let mut sender = sr.inner.lock().unwrap();
+    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut sender = self.inner.lock().unwrap();
         match sender.send_block(py, data) {
             Ok(()) => Ok(()),
             Err(SendError::NotBytes(t)) => Err(PyTypeError::new_err(format!(
@@ -90,6 +88,86 @@ impl Write {
             Err(SendError::ClientGone) => Err(crate::ClientDisconnected::new_err(
                 "client disconnected while the response was being sent",
             )),
+        }
+    }
+}
+
+/// One request's `StartResponse` and its bound `start_response` method (the app's argument).
+pub struct Callables {
+    pub sr: Py<StartResponse>,
+    pub start: Py<PyAny>,
+}
+
+thread_local! {
+    /// The callables the last request on this thread left unshared, for the next one. Never
+    /// dropped: a thread that exits (the process stopping) leaves them, as Python may be gone.
+    static KEPT: RefCell<ManuallyDrop<Option<Callables>>> =
+        const { RefCell::new(ManuallyDrop::new(None)) };
+}
+
+impl Callables {
+    /// Callables for a request sent by `sender`: this thread's kept ones, or new ones.
+    pub fn take(py: Python<'_>, sender: Sender) -> Callables {
+        if let Some(c) = KEPT.with(|k| k.borrow_mut().take()) {
+            // The previous request's sender (ended) goes now.
+            *c.sr.get().inner.lock().unwrap() = sender;
+            return c;
+        }
+        let sr = Bound::new(
+            py,
+            StartResponse {
+                inner: Mutex::new(sender),
+                write: Mutex::new(None),
+            },
+        )
+        .expect("allocating start_response");
+        let write = sr
+            .getattr(intern!(py, "write"))
+            .expect("StartResponse.write");
+        let start = sr
+            .getattr(intern!(py, "start_response"))
+            .expect("StartResponse.start_response");
+        *sr.get().write.lock().unwrap() = Some(write.unbind());
+        Callables {
+            sr: sr.unbind(),
+            start: start.unbind(),
+        }
+    }
+
+    /// The request is over (its sender ended). Kept for the next request on this thread if
+    /// only these references remain: the object is held here, by `start` and by `write`; each
+    /// method only here (`write` from inside the object). Otherwise the app kept one of them:
+    /// the cycle through `write` is broken, and the app's reference keeps what it needs.
+    pub fn finish(self, _py: Python<'_>) {
+        let unshared = {
+            let write = self.sr.get().write.lock().unwrap();
+            // SAFETY: reading the reference counts of live objects we hold, with the GIL.
+            unsafe {
+                ffi::Py_REFCNT(self.sr.as_ptr()) == 3
+                    && ffi::Py_REFCNT(self.start.as_ptr()) == 1
+                    && write
+                        .as_ref()
+                        .is_some_and(|w| ffi::Py_REFCNT(w.as_ptr()) == 1)
+            }
+        };
+        // A nested request (an app calling the server again) may have left its own already.
+        let this = if unshared {
+            KEPT.with(|k| {
+                let mut k = k.borrow_mut();
+                if k.is_none() {
+                    **k = Some(self);
+                    None
+                } else {
+                    Some(self)
+                }
+            })
+        } else {
+            Some(self)
+        };
+        if let Some(c) = this {
+            let write = c.sr.get().write.lock().unwrap().take();
+            drop(write);
+            drop(c);
         }
     }
 }
