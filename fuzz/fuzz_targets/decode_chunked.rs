@@ -11,7 +11,10 @@ use sluicegate_proto::BodyFraming;
 
 /// Drive the decoder like the I/O layer (the proto crate's one feeding helper).
 fn feed(pieces: &[&[u8]]) -> Fed {
-    feed_decoder(BodyDecoder::new(BodyFraming::Chunked, 1 << 20, 1024), pieces)
+    feed_decoder(
+        BodyDecoder::new(BodyFraming::Chunked, 1 << 20, 1024),
+        pieces,
+    )
 }
 
 fuzz_target!(|input: &[u8]| {
