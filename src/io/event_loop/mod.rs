@@ -311,6 +311,18 @@ impl LoopState {
         }
     }
 
+    /// The next request among the connections already known to be ready, without waiting for
+    /// events or doing the loop's other duties (for a thread that holds the GIL: see
+    /// `server::run_inline_batch`). None: nothing ready now; `next_work` does the rest.
+    pub fn next_ready_work(&mut self, ctx: &LoopCtx) -> Option<Work> {
+        while let Some((token, hint)) = self.ready.pop_front() {
+            if let Some(work) = self.drive(token, hint, ctx) {
+                return Some(work);
+            }
+        }
+        None
+    }
+
     /// Streaming responses handed over because their socket is full: try at once (it may have
     /// become writable since), then on every event of their connection.
     fn take_flush_requests(&mut self, ctx: &LoopCtx) {
