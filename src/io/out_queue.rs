@@ -167,9 +167,13 @@ impl OutQueue {
                 .with_borrow_mut(|spare| spare.pop())
                 .unwrap_or_default()
         };
+        // Every field named: `..OutQueue::default()` would make (and drop) a deque as well.
         OutQueue {
             segs,
-            ..OutQueue::default()
+            front_pos: 0,
+            pending: 0,
+            open_chunk: None,
+            closing: false,
         }
     }
 

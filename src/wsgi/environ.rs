@@ -14,7 +14,6 @@
 //! request: about 1,000 instructions of a hello world's 23,700).
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
@@ -87,57 +86,6 @@ fn template_variant(method: &[u8], version: Version) -> (usize, bool) {
 /// grows. Tuned for CPython 3.9–3.13; on another version a request only pays a resize again.
 const TEMPLATE_GROWN_AT: usize = 22;
 
-/// Header-name cache entries kept (bounded so a client sending random names cannot grow it).
-const HEADER_KEY_CACHE_MAX: usize = 512;
-
-/// Hashes a header name for the name cache: a word at a time from a per-process random seed,
-/// with a final mix so that every input bit reaches the bits the table indexes by (std's SipHash
-/// cost 150 instructions a name; this about 20). The cache holds at most
-/// [`HEADER_KEY_CACHE_MAX`] names, so even names made to collide cost a bounded scan.
-#[derive(Clone)]
-struct NameHash {
-    seed: u64,
-}
-
-impl NameHash {
-    fn new() -> NameHash {
-        use std::hash::BuildHasher;
-        NameHash {
-            seed: std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64),
-        }
-    }
-}
-
-impl std::hash::BuildHasher for NameHash {
-    type Hasher = NameHasher;
-    fn build_hasher(&self) -> NameHasher {
-        NameHasher(self.seed)
-    }
-}
-
-struct NameHasher(u64);
-
-impl std::hash::Hasher for NameHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut h = self.0;
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let w = u64::from_le_bytes(w.try_into().unwrap());
-            h = (h.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        h = (h.rotate_left(5) ^ last_word(bytes) ^ bytes.len() as u64).wrapping_mul(K);
-        self.0 = h;
-    }
-
-    fn finish(&self) -> u64 {
-        let mut h = self.0;
-        h ^= h >> 31;
-        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        h ^ (h >> 29)
-    }
-}
-
 /// A header name's place in the environ.
 enum HeaderKey {
     /// Dropped: the name contains '_' (it could spoof a '-' header once mapped to CGI form).
@@ -182,81 +130,111 @@ const REPEATING: [&[u8]; 20] = [
     b"x-requested-with",
 ];
 
-/// Longest value kept by [`RepeatedValues`].
-const REPEATED_MAX: usize = 47;
-/// Its slots (a power of two).
-const REPEATED_SLOTS: usize = 64;
+/// Longest key a [`ShortTable`] holds.
+const SHORT_MAX: usize = 47;
+/// Slots of the table of repeated values, and of the table of header names (powers of two).
+const VALUE_SLOTS: usize = 64;
+const NAME_SLOTS: usize = 128;
 
-/// Strings for values that repeat from request to request, in a table of 32 pairs of slots: a
-/// value found is one reference more to its string (about 20 instructions) instead of a new
-/// string decoded and later freed (about 200). A `str` cannot change, so an app cannot tell a
-/// kept one from a fresh one. A value new to its pair takes the pair's first slot and moves the
-/// one there to the second, so the table stays 64 short strings whatever clients send, and two
-/// values a client sends on every request that land in one pair both stay. (With one slot
-/// each, such two put each other out on every request: measured on hello world when `ab`'s
-/// `Host` landed on another value's slot, 700 instructions more per request.)
-struct RepeatedValues {
-    slots: Vec<RepeatedSlot>,
+/// What a short byte string (at most [`SHORT_MAX`] bytes) was turned into last time, in a
+/// direct-mapped table of pairs of slots: found, it costs a hash and a compare a word at a
+/// time (about 30 instructions) instead of the conversion. A key new to its pair takes the
+/// pair's first slot and moves the one there to the second, so the table stays its size
+/// whatever clients send, and two keys a client sends on every request that land in one pair
+/// both stay. (With one slot each, such two put each other out on every request: measured on
+/// hello world when `ab`'s `Host` landed on another value's slot, 700 instructions more per
+/// request.) Keys made to collide only replace each other: no seed is needed.
+struct ShortTable<V> {
+    slots: Vec<ShortSlot<V>>,
 }
 
-struct RepeatedSlot {
+struct ShortSlot<V> {
     len: u8,
-    bytes: [u8; REPEATED_MAX],
-    string: Option<Py<PyString>>,
+    bytes: [u8; SHORT_MAX],
+    value: Option<V>,
 }
 
-impl RepeatedValues {
-    fn new() -> RepeatedValues {
-        RepeatedValues {
-            slots: (0..REPEATED_SLOTS)
-                .map(|_| RepeatedSlot {
+impl<V> ShortTable<V> {
+    fn new(slots: usize) -> ShortTable<V> {
+        debug_assert!(slots.is_power_of_two());
+        ShortTable {
+            slots: (0..slots)
+                .map(|_| ShortSlot {
                     len: 0,
-                    bytes: [0; REPEATED_MAX],
-                    string: None,
+                    bytes: [0; SHORT_MAX],
+                    value: None,
                 })
                 .collect(),
         }
     }
 
-    /// The string for `b` (latin-1), kept if short.
-    fn get<'py>(&mut self, py: Python<'py>, b: &[u8]) -> Bound<'py, PyAny> {
-        if b.len() > REPEATED_MAX {
-            return latin1(py, b);
+    /// What `key` was turned into, if the table has it (a key longer than [`SHORT_MAX`]
+    /// never is).
+    fn find(&self, key: &[u8]) -> Option<&V> {
+        if key.len() > SHORT_MAX {
+            return None;
         }
-        let first = slot_of(b) & !1;
-        for i in [first, first + 1] {
-            let slot = &self.slots[i];
-            if let Some(s) = &slot.string {
-                if same_bytes(&slot.bytes[..usize::from(slot.len)], b) {
-                    return s.bind(py).clone().into_any();
-                }
-            }
-        }
-        let s = latin1(py, b);
+        let first = self.slot_of(key) & !1;
+        self.slots[first..first + 2]
+            .iter()
+            .find(|slot| {
+                slot.value.is_some() && same_bytes(&slot.bytes[..usize::from(slot.len)], key)
+            })
+            .and_then(|slot| slot.value.as_ref())
+    }
+
+    /// Keep what `key` (at most [`SHORT_MAX`] bytes) was turned into.
+    fn insert(&mut self, key: &[u8], value: V) {
+        debug_assert!(key.len() <= SHORT_MAX);
+        let first = self.slot_of(key) & !1;
         self.slots.swap(first, first + 1);
         let slot = &mut self.slots[first];
-        slot.bytes[..b.len()].copy_from_slice(b);
-        slot.len = b.len() as u8;
-        slot.string = Some(
-            s.clone()
-                .cast_into::<PyString>()
-                .expect("latin-1 makes a str")
-                .unbind(),
-        );
-        s
+        slot.bytes[..key.len()].copy_from_slice(key);
+        slot.len = key.len() as u8;
+        slot.value = Some(value);
+    }
+
+    /// A key's slot: its words folded and multiplied.
+    fn slot_of(&self, b: &[u8]) -> usize {
+        let mut h = b.len() as u64;
+        let mut words = b.chunks_exact(8);
+        for w in &mut words {
+            h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+        h = (h ^ last_word(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (h >> 57) as usize & (self.slots.len() - 1)
     }
 }
 
-/// A short value's slot: its words folded and multiplied (no seed needed: values made to
-/// collide only replace each other).
-fn slot_of(b: &[u8]) -> usize {
-    let mut h = b.len() as u64;
-    let mut words = b.chunks_exact(8);
-    for w in &mut words {
-        h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+/// Strings for values that repeat from request to request: a value found is one reference
+/// more to its string (about 20 instructions) instead of a new string decoded and later freed
+/// (about 200). A `str` cannot change, so an app cannot tell a kept one from a fresh one.
+struct RepeatedValues {
+    table: ShortTable<Py<PyString>>,
+}
+
+impl RepeatedValues {
+    fn new() -> RepeatedValues {
+        RepeatedValues {
+            table: ShortTable::new(VALUE_SLOTS),
+        }
     }
-    h = (h ^ last_word(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (h >> 58) as usize & (REPEATED_SLOTS - 1)
+
+    /// The string for `b` (latin-1), kept if short.
+    fn get<'py>(&mut self, py: Python<'py>, b: &[u8]) -> Bound<'py, PyAny> {
+        if let Some(s) = self.table.find(b) {
+            return s.bind(py).clone().into_any();
+        }
+        let s = latin1(py, b);
+        if b.len() <= SHORT_MAX {
+            let kept = s
+                .clone()
+                .cast_into::<PyString>()
+                .expect("latin-1 makes a str");
+            self.table.insert(b, kept.unbind());
+        }
+        s
+    }
 }
 
 /// A word that, with the length, tells apart strings of that length that agree on their whole
@@ -295,7 +273,9 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 
 /// What the builder keeps between requests, under one lock.
 struct Kept {
-    header_keys: HashMap<Vec<u8>, HeaderKey, NameHash>,
+    /// Header names and their place in the environ (a name longer than [`SHORT_MAX`] is
+    /// mapped anew each time).
+    header_keys: ShortTable<HeaderKey>,
     values: RepeatedValues,
 }
 
@@ -392,7 +372,7 @@ impl EnvironBuilder {
             empty_input,
             root_path: root_path.as_bytes().to_vec(),
             kept: Mutex::new(Kept {
-                header_keys: HashMap::with_hasher(NameHash::new()),
+                header_keys: ShortTable::new(NAME_SLOTS),
                 values: RepeatedValues::new(),
             }),
             empty: PyString::intern(py, "").unbind(),
@@ -498,12 +478,12 @@ impl EnvironBuilder {
         let mut set: [*mut ffi::PyObject; 32] = [std::ptr::null_mut(); 32];
         let mut n_set = 0usize;
         for (name, value) in head.headers() {
-            let key = match cache.get(name) {
+            let key = match cache.find(name) {
                 Some(k) => k.clone_ref(py),
                 None => {
                     let k = cgi_key(py, name);
-                    if cache.len() < HEADER_KEY_CACHE_MAX {
-                        cache.insert(name.to_vec(), k.clone_ref(py));
+                    if name.len() <= SHORT_MAX {
+                        cache.insert(name, k.clone_ref(py));
                     }
                     k
                 }

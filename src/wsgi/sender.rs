@@ -552,18 +552,29 @@ impl Sender {
     /// The iterable is exhausted: send the head if nothing was sent (empty body), the last
     /// chunk if chunked; nothing waits.
     pub fn finish(&mut self, py: Python<'_>) -> Result<(), SendError> {
+        if matches!(self.stage, Stage::Direct) && self.framing != ResponseFraming::Chunked {
+            // The usual end of a known-length body sent by `send_all`: nothing to add.
+            self.check_declared_length();
+            self.out.closing |= !self.keeps_alive();
+            return self.flush_pending(py);
+        }
         let mut q = self.out.spare();
         self.queue_head(&mut q, Some(0), 0)?;
         if self.framing == ResponseFraming::Chunked {
             q.push_static(LAST_CHUNK);
         }
+        self.check_declared_length();
+        self.push_final(py, q)
+    }
+
+    /// At the end of the body: if the app declared more than it sent, the client must not see
+    /// the response as complete (the connection closes after it).
+    fn check_declared_length(&mut self) {
         if let ResponseFraming::Length(n) = self.framing {
             if self.body_bytes < n {
-                // The app declared more than it sent: the client must not see it as complete.
                 self.app.wants_close = true;
             }
         }
-        self.push_final(py, q)
     }
 
     /// Queue the last output without waiting for the socket.
@@ -575,6 +586,11 @@ impl Sender {
         // the FIN leaves in the answer's last segment (see `OutQueue::closing`).
         q.closing = !self.keeps_alive();
         self.out.append(&mut q);
+        self.flush_pending(py)
+    }
+
+    /// Write what `out` holds now, unless it is large and this is an inline call.
+    fn flush_pending(&mut self, py: Python<'_>) -> Result<(), SendError> {
         if self.out.pending() >= DETACH_WRITE_MIN && holds_the_loop() {
             // An inline call on the loop's thread: the loop writes this as soon as the call
             // returns, which is just as soon. Written here, the copy would run inside the

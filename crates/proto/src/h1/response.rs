@@ -199,15 +199,20 @@ pub fn app_status_code(status: &[u8]) -> Result<u16, AppHeadError> {
 pub fn classify_app_header(name: &[u8], value: &[u8]) -> Result<AppHeader, AppHeadError> {
     validate_header_name(name).map_err(|_| AppHeadError::BadName)?;
     validate_header_value(value).map_err(|_| AppHeadError::BadValue)?;
-    if HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+    // By length first: most names have none of these lengths and are done after one compare.
+    let hop_by_hop = match name.len() {
+        2 | 7 | 10 | 16 | 17 => HOP_BY_HOP.iter().any(|h| name.eq_ignore_ascii_case(h)),
+        14 if name.eq_ignore_ascii_case(b"content-length") => {
+            return parse_content_length(value)
+                .map(AppHeader::ContentLength)
+                .map_err(|_| AppHeadError::BadContentLength);
+        }
+        _ => false,
+    };
+    if hop_by_hop {
         let closes = name.eq_ignore_ascii_case(b"connection")
             && list_elements(value).any(|t| t.eq_ignore_ascii_case(b"close"));
         return Ok(AppHeader::HopByHop { closes });
-    }
-    if name.eq_ignore_ascii_case(b"content-length") {
-        return parse_content_length(value)
-            .map(AppHeader::ContentLength)
-            .map_err(|_| AppHeadError::BadContentLength);
     }
     Ok(AppHeader::Keep)
 }
