@@ -3,13 +3,16 @@
 Owns the side-by-side S1 checks in BENCHMARKS.md's notes (corked or not, pinned or not): for
 each path and server, one keep-alive connection of the suite's raw-socket client
 (`bench/rawhttp.py`) fetches for SECONDS, checking status and length. The script reads the
-server's CPU (all threads, /proc) around the loop and prints medians over rounds. An nginx entry
+server's CPU (all threads, /proc) around the loop, and the client's own (this process, which
+is charged for the kernel work its receives do, and on loopback for ACK work the server's
+socket did not take while it was busy), and prints medians over rounds. An nginx entry
 named `nginx` is sent `/file/<size>` for any path.
 
     cd benchmarks && python3 -m bench.fetch_cpu NAME=PORT,PID ... --paths /list/64MiB,/bytes/64MiB
 """
 
 import argparse
+import os
 import statistics
 import time
 
@@ -38,6 +41,7 @@ def main() -> None:
                 conn = rawhttp.Connection(port, 10)
                 times = []
                 before, started = cpu_seconds([pid]), time.monotonic()
+                client_before = sum(os.times()[:2])
                 try:
                     while time.monotonic() - started < args.seconds:
                         resp = conn.request("GET", url)
@@ -48,13 +52,17 @@ def main() -> None:
                     print(f"{name} {path}: FAILED ({e})")
                     times = []
                 after = cpu_seconds([pid])
+                client = sum(os.times()[:2]) - client_before
                 conn.close()
                 if times:
-                    results.setdefault((path, name), []).append(
-                        ((after - before) * 1e6 / len(times), statistics.median(times) * 1e3))
+                    n = len(times)
+                    results.setdefault((path, name), []).append((
+                        (after - before) * 1e6 / n, statistics.median(times) * 1e3,
+                        client * 1e6 / n, ((after - before) + client) * 1e6 / n))
     for (path, name), v in sorted(results.items()):
-        print(f"{path:16s} {name:12s} CPU {statistics.median(x[0] for x in v):10.1f} µs/fetch  "
-              f"time {statistics.median(x[1] for x in v):8.3f} ms")
+        med = [statistics.median(x[i] for x in v) for i in range(4)]
+        print(f"{path:16s} {name:12s} CPU {med[0]:10.1f} µs/fetch  time {med[1]:8.3f} ms  "
+              f"client CPU {med[2]:10.1f} µs  server+client {med[3]:10.1f} µs")
 
 
 if __name__ == "__main__":

@@ -87,8 +87,19 @@ impl Shared {
     }
 }
 
-/// Inline requests run per attach at most: then the loop looks at its other duties (pool
-/// threads' returned connections, streaming hand-offs) and waits for events detached.
+/// Stream hook of an inline call: hand the parked loop to a pool thread.
+fn release_loop_hook(ctx: *const ()) {
+    // SAFETY: set by run_inline from `&Shared` for the duration of the inline call that fires
+    // it; the Shared outlives every request.
+    let shared = unsafe { &*(ctx as *const Shared) };
+    if let Some(st) = shared.sched.release_parked() {
+        shared.pool().submit_urgent(Job::RunLoop(st));
+    }
+}
+
+/// Inline requests the loop's thread runs one after another while attached, taking them from
+/// what the loop has ready already; then it detaches to wait for events and do the loop's other
+/// duties (pool threads' returned connections, streaming hand-offs).
 const INLINE_BATCH: usize = 16;
 
 /// Should `work` run inline on the loop's thread now (else it goes to the pool)?
@@ -104,60 +115,6 @@ fn dispatch(shared: &Shared, work: Work) {
         .fetch_add(1, Ordering::Relaxed);
     let route = admission::route_hash(work.head.path());
     shared.pool().submit(Job::Request(work), route);
-}
-
-/// Run `first` inline, then every request the loop has ready already (parsed from events it
-/// has; it waits for no new ones while attached), up to [`INLINE_BATCH`], in one attach: taking
-/// and giving back the GIL cost about 700 instructions per request. The loop is parked
-/// during each app call, as for a single one (the watchdog can take it over); a takeover ends
-/// the batch and returns None. The loop's own work between calls (writing back, reading and
-/// parsing the next request) runs attached, a few microseconds, as the app call would anyway.
-fn run_inline_batch(
-    shared: &Arc<Shared>,
-    mut st: Box<LoopState>,
-    first: Work,
-) -> Option<Box<LoopState>> {
-    let _attached = crate::wsgi::release::Attached::enter();
-    Python::attach(|py| {
-        let mut work = first;
-        let mut ran = 0;
-        loop {
-            shared.sched.park(st);
-            let conn = shared.run_inline(py, work);
-            match shared.sched.unpark() {
-                Some(back) => {
-                    st = back;
-                    st.put_back(conn, shared.ctx());
-                }
-                None => {
-                    // The watchdog gave the loop to another thread while the app ran.
-                    shared.ctx().return_conn(conn);
-                    return None;
-                }
-            }
-            ran += 1;
-            if ran == INLINE_BATCH {
-                return Some(st);
-            }
-            work = loop {
-                match st.next_ready_work(shared.ctx()) {
-                    None => return Some(st),
-                    Some(next) if runs_inline(shared, &next) => break next,
-                    Some(next) => dispatch(shared, next),
-                }
-            };
-        }
-    })
-}
-
-/// Stream hook of an inline call: hand the parked loop to a pool thread.
-fn release_loop_hook(ctx: *const ()) {
-    // SAFETY: set by run_request_here from `&Shared` for the duration of the inline call that
-    // fires it; the Shared outlives every request.
-    let shared = unsafe { &*(ctx as *const Shared) };
-    if let Some(st) = shared.sched.release_parked() {
-        shared.pool().submit_urgent(Job::RunLoop(st));
-    }
 }
 
 /// How [`drive_loop`] returned.
@@ -176,23 +133,69 @@ enum LoopEnd {
 /// threads at every streaming inline response, and a worker loop started here each time
 /// nested one call deeper per move, until the stack overflowed, and counted the thread again
 /// each time).
-fn drive_loop(shared: &Arc<Shared>, mut st: Box<LoopState>) -> LoopEnd {
+///
+/// The thread stays attached to the interpreter and detaches only while the loop waits for
+/// work (`next_work`: epoll, reads, the loop's duties), as the GIL is needed for the app call
+/// that follows: taking it with `PyGILState_Ensure` per request cost about 300 instructions
+/// more than `PyEval_RestoreThread`. While attached, the requests the loop has ready already
+/// (parsed from events it has; it waits for no new ones) run one after another, up to
+/// [`INLINE_BATCH`]: one GIL take for all of them (about 700 instructions each). The loop is
+/// parked during each app call (the watchdog can take it over); its own work between calls
+/// (writing back, reading and parsing the next request) runs attached, a few microseconds, as
+/// the app call would anyway.
+fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
     shared.sched.set_loop_thread();
-    let _on_loop = crate::wsgi::release::LoopThread::enter();
-    loop {
-        let Some(work) = st.next_work(shared.ctx()) else {
-            signal_done(shared.done_fd);
-            return LoopEnd::ShutDown;
-        };
-        if runs_inline(shared, &work) {
-            match run_inline_batch(shared, st, work) {
-                Some(back) => st = back,
-                None => return LoopEnd::TakenOver,
+    Python::attach(|py| {
+        let mut st = Some(st);
+        loop {
+            let Some(work) = py.detach(|| {
+                let _on_loop = crate::wsgi::release::LoopThread::enter();
+                let st = st.as_mut().expect("the loop is here");
+                loop {
+                    let work = st.next_work(shared.ctx())?;
+                    if runs_inline(shared, &work) {
+                        return Some(work);
+                    }
+                    dispatch(shared, work);
+                }
+            }) else {
+                signal_done(shared.done_fd);
+                return LoopEnd::ShutDown;
+            };
+            let mut work = work;
+            let mut ran = 0;
+            loop {
+                shared.sched.park(st.take().expect("the loop is here"));
+                let conn = shared.run_inline(py, work);
+                match shared.sched.unpark() {
+                    Some(back) => {
+                        st.insert(back).put_back(conn, shared.ctx());
+                    }
+                    None => {
+                        // The watchdog gave the loop to another thread while the app ran.
+                        shared.ctx().return_conn(conn);
+                        return LoopEnd::TakenOver;
+                    }
+                }
+                ran += 1;
+                if ran == INLINE_BATCH {
+                    break;
+                }
+                let st = st.as_mut().expect("the loop is here");
+                let next = loop {
+                    match st.next_ready_work(shared.ctx()) {
+                        None => break None,
+                        Some(next) if runs_inline(shared, &next) => break Some(next),
+                        Some(next) => dispatch(shared, next),
+                    }
+                };
+                match next {
+                    Some(next) => work = next,
+                    None => break,
+                }
             }
-        } else {
-            dispatch(shared, work);
         }
-    }
+    })
 }
 
 fn run_job(shared: &Arc<Shared>, job: Job) {
