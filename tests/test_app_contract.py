@@ -134,6 +134,31 @@ def test_cr_lf_nul_in_status_or_headers_gives_500_and_is_logged(errors, path):
     assert_still_serving(errors.port, "/ok", b"ok")
 
 
+def test_latin1_status_and_header_values_go_out_as_their_bytes(errors):
+    # PEP 3333: native strings, latin-1. Literals (stored compactly), strings built at run time
+    # and str subclasses (stored another way) must all give the same bytes.
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", "/latin1"))
+        resp = c.read_response()
+    assert resp.status == 200
+    assert resp.raw_head.startswith(b"HTTP/1.1 200 Caf\xe9\r\n")
+    assert b"\r\nX-Literal: caf\xe9 \xff\r\n" in resp.raw_head
+    assert b"\r\nX-Built: na\xefve\r\n" in resp.raw_head
+    assert b"\r\nX-Sub: \xe0 la\r\n" in resp.raw_head
+    assert b"\r\nX-Ascii-Sub: plain\r\n" in resp.raw_head
+    assert resp.body == b"ok"
+
+
+def test_a_header_value_past_latin1_gives_500(errors):
+    mark = errors.log_mark()
+    with Conn.open(errors.port) as c:
+        c.send(request_bytes("GET", "/not_latin1"))
+        resp = c.read_response()
+    assert resp.status == 500 and b"X-Wide" not in resp.raw_head
+    errors.wait_log("not latin-1", since=mark)
+    assert_still_serving(errors.port, "/ok", b"ok")
+
+
 # -- start_response and exc_info -------------------------------------------------------------
 
 def test_second_start_response_without_exc_info_is_an_error(exc):

@@ -99,8 +99,50 @@ impl AppHead {
 /// Set once the first hop-by-hop header from the app has been logged (one line per process).
 static WARNED_HOP_BY_HOP: AtomicBool = AtomicBool::new(false);
 
+/// The bytes of a str that is stored one byte per character (every character below 256):
+/// exactly its latin-1 encoding, read in place. None for other strings (and under the stable
+/// ABI, where the layout is not visible): the caller converts them.
+#[cfg(not(any(Py_LIMITED_API, Py_3_14, PyPy, GraalPy)))]
+#[inline]
+fn latin1_bytes<'a>(s: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
+    use pyo3::ffi;
+    let p = s.as_ptr();
+    // SAFETY: `p` is a live object (borrowed for 'a). PyUnicode_Check reads its type; the
+    // other macros are only used on a str, and read its header. A compact ASCII str (what
+    // literals and most computed strings are) keeps its characters, one byte each, right
+    // after the header, for as long as the str lives; `PyUnicode_DATA` points there, and
+    // `PyUnicode_GET_LENGTH` is their count.
+    unsafe {
+        if ffi::PyUnicode_Check(p) == 0 {
+            return None;
+        }
+        #[cfg(not(Py_3_12))]
+        if ffi::PyUnicode_IS_READY(p) == 0 {
+            return None;
+        }
+        if ffi::PyUnicode_IS_COMPACT_ASCII(p) == 0 {
+            return None;
+        }
+        let data = ffi::PyUnicode_DATA(p) as *const u8;
+        Some(std::slice::from_raw_parts(
+            data,
+            ffi::PyUnicode_GET_LENGTH(p) as usize,
+        ))
+    }
+}
+
+#[cfg(any(Py_LIMITED_API, Py_3_14, PyPy, GraalPy))]
+#[inline]
+fn latin1_bytes<'a>(_s: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
+    None
+}
+
 /// Append a str header/status as latin-1 bytes (PEP 3333 "native strings") to `out`.
 fn push_latin1(out: &mut Vec<u8>, s: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
+    if let Some(b) = latin1_bytes(s) {
+        out.extend_from_slice(b);
+        return Ok(());
+    }
     let s = s
         .cast::<PyString>()
         .map_err(|_| PyTypeError::new_err(format!("{what} must be str, not {}", type_name(s))))?;
@@ -197,9 +239,9 @@ fn add_header(head: &mut AppHead, item: &Bound<'_, PyAny>, max_headers: usize) -
         ));
     }
     let start = head.hbuf.len();
-    push_latin1(&mut head.hbuf, &pair.get_item(0)?, "header name")?;
+    push_latin1(&mut head.hbuf, &*pair.get_borrowed_item(0)?, "header name")?;
     let mid = head.hbuf.len();
-    push_latin1(&mut head.hbuf, &pair.get_item(1)?, "header value")?;
+    push_latin1(&mut head.hbuf, &*pair.get_borrowed_item(1)?, "header value")?;
     let end = head.hbuf.len();
     let (name, value) = head.hbuf[start..].split_at(mid - start);
     if end - head.status_len > max_headers {

@@ -21,6 +21,9 @@ so a test can check it reached the error log and never the response body.
 - ``/big_header?size=N``: one header ``X-Big`` of N bytes (the response header limit).
 - ``/hop_by_hop``: sets the hop-by-hop headers Keep-Alive, Transfer-Encoding, Upgrade and
   Proxy-Connection (the server's business: dropped, logged once) beside an ordinary X-Kept.
+- ``/latin1``: a status reason and header values with characters 128-255, as literals, as
+  strings built at run time, and as a str subclass: each goes on the wire as its latin-1 byte.
+- ``/not_latin1``: a header value with a character past 255 (no latin-1 byte for it).
 """
 
 SECRET = "SECRET-TRACEBACK-MARKER"
@@ -55,6 +58,18 @@ def app(environ, start_response):
             ("Proxy-Connection", "keep-alive"), ("X-Kept", "yes"), ("Content-Length", "3"),
         ])
         return [b"hop"]
+    if path == "/latin1":
+        class Text(str):
+            pass
+        built = "".join(["na", chr(0xEF), "ve"])
+        start_response("200 Caf\xe9", [
+            ("X-Literal", "caf\xe9 \xff"), ("X-Built", built), ("X-Sub", Text("\xe0 la")),
+            ("X-Ascii-Sub", Text("plain")), ("Content-Length", "2"),
+        ])
+        return [b"ok"]
+    if path == "/not_latin1":
+        start_response("200 OK", [("X-Wide", "\u0100"), ("Content-Length", "2")])
+        return [b"no"]
     if path == "/raise_before":
         raise RuntimeError(SECRET + " raised before start_response")
     if path == "/raise_after_start":
