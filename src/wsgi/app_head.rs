@@ -45,6 +45,9 @@ struct HeaderOffsets {
 
 const INLINE_HEADERS: usize = 8;
 
+/// A head buffer up to this size goes on to the next response (`AppHead::take_buffer`).
+const HEAD_BUFFER_KEPT_MAX: usize = 4096;
+
 impl HeaderOffsets {
     fn push(&mut self, entry: (u32, u32, u32)) {
         if self.len < INLINE_HEADERS {
@@ -81,6 +84,17 @@ impl AppHead {
                 &self.hbuf[v as usize..e as usize],
             )
         })
+    }
+
+    /// This head's buffer, emptied, for the next response's (`parse_head`), if it is of a size
+    /// worth keeping (a thread keeps one: see `start_response::Callables`).
+    pub fn take_buffer(&mut self) -> Vec<u8> {
+        let mut b = std::mem::take(&mut self.hbuf);
+        if b.capacity() > HEAD_BUFFER_KEPT_MAX {
+            return Vec::new();
+        }
+        b.clear();
+        b
     }
 
     /// The head of an answer the server sends instead of the app's (an error answer).
@@ -180,15 +194,17 @@ fn warn_hop_by_hop_once(py: Python<'_>, name: &[u8]) {
     }
 }
 
-/// Convert and validate what the app passed to start_response.
+/// Convert and validate what the app passed to start_response. `buf`: an empty buffer to
+/// build the head in (a previous response's, or a new one).
 /// `max_headers`: the largest header section (names and values, bytes) the app may give
 /// (`--limit-response-headers`): a 1 MiB header would otherwise go on the wire as given.
 pub fn parse_head(
     status: &Bound<'_, PyAny>,
     headers: &Bound<'_, PyAny>,
     max_headers: usize,
+    mut hbuf: Vec<u8>,
 ) -> PyResult<AppHead> {
-    let mut hbuf = Vec::with_capacity(256);
+    hbuf.reserve(256);
     push_latin1(&mut hbuf, status, "status")?;
     let status_b = &hbuf[..];
     let code = app_status_code(status_b).map_err(|_| {

@@ -20,7 +20,7 @@ use super::app_head::AppHead;
 use super::file_wrapper::FileWrapper;
 use super::input::{BodyFailure, BodyState, Input};
 use super::read_ahead::LoopEntry;
-use super::sender::{SendError, Sender, SenderSettings};
+use super::sender::{SendError, SenderSettings};
 use super::start_response::{Callables, StartResponse};
 use super::{type_name, Bridge};
 use crate::access_log::{End as LogEnd, Finished, PendingLog};
@@ -106,7 +106,8 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         .as_ref()
         .map(|d| d.enter(fd, request_line(&head)));
     let out = conn.out.spare();
-    let sender = Sender::new(
+    let callables = Callables::take(
+        py,
         &conn,
         out,
         &head,
@@ -129,7 +130,6 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
                 .then_some((parsed_at, app_started)),
         },
     );
-    let callables = Callables::take(py, sender);
     let sr = &callables.sr;
 
     let forwarded = match &uwsgi {

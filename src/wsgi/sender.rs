@@ -107,6 +107,8 @@ pub struct Sender {
     /// log's send time).
     head_at: Option<u64>,
     app: AppHead,
+    /// A buffer for the head, from a previous response (see `head_buffer`).
+    head_spare: Vec<u8>,
     stage: Stage,
     framing: ResponseFraming,
     /// Body bytes accepted so far (without chunk framing), for Content-Length checks and logs.
@@ -186,6 +188,7 @@ impl Sender {
             server_timing: settings.server_timing,
             head_at: None,
             app: AppHead::default(),
+            head_spare: Vec::new(),
             stage: Stage::Unsent,
             framing: ResponseFraming::NoBody,
             body_bytes: 0,
@@ -193,6 +196,70 @@ impl Sender {
             out,
             client_gone: false,
         }
+    }
+
+    /// Make this sender, whose request is over, the sender of another one, in place: as
+    /// `new` would make it, but without building the struct elsewhere and moving it in, and
+    /// with this one's head buffer kept for the new head (`head_buffer`). (Every field is
+    /// named below, so a field added to `Sender` must be given its value here too.)
+    pub fn renew(
+        &mut self,
+        conn: &Conn,
+        out: OutQueue,
+        head: &RequestHead,
+        ctx: Arc<LoopCtx>,
+        settings: SenderSettings,
+    ) {
+        let Sender {
+            fd,
+            token,
+            ctx: ctx_slot,
+            version,
+            is_head,
+            keep_alive,
+            write_timeout,
+            high_water,
+            max_app_headers,
+            server_header,
+            gate,
+            body,
+            server_timing,
+            head_at,
+            app,
+            head_spare,
+            stage,
+            framing,
+            body_bytes,
+            blocks,
+            out: out_slot,
+            client_gone,
+        } = self;
+        *fd = conn.stream.fd();
+        *token = conn.token;
+        *ctx_slot = ctx;
+        *version = if settings.close_delimited {
+            Version::Http10
+        } else {
+            head.version
+        };
+        *is_head = head.is_head;
+        *keep_alive = settings.keep_alive;
+        *write_timeout = settings.write_timeout;
+        *high_water = settings.high_water;
+        *max_app_headers = settings.max_app_headers;
+        *server_header = settings.server_header;
+        *gate = settings.gate;
+        *body = settings.body;
+        *server_timing = settings.server_timing;
+        *head_at = None;
+        *head_spare = app.take_buffer();
+        *app = AppHead::default();
+        *stage = Stage::Unsent;
+        *framing = ResponseFraming::NoBody;
+        *body_bytes = 0;
+        *blocks = 0;
+        *out_slot = out;
+        *client_gone = false;
     }
 
     pub fn headers_sent(&self) -> bool {
@@ -216,6 +283,12 @@ impl Sender {
     pub fn set_app_head(&mut self, head: AppHead) {
         self.app = head;
     }
+    /// An empty buffer for the head start_response builds (`app_head::parse_head`): the one
+    /// a previous response on this thread left (`renew`), else a new one.
+    pub fn head_buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.head_spare)
+    }
+
     pub fn status_code(&self) -> u16 {
         self.app.status_code
     }

@@ -21,7 +21,12 @@ use pyo3::prelude::*;
 use pyo3::{ffi, intern};
 
 use super::app_head::parse_head;
-use super::sender::{SendError, Sender};
+use super::sender::{SendError, Sender, SenderSettings};
+use crate::io::conn::Conn;
+use crate::io::event_loop::LoopCtx;
+use crate::io::out_queue::OutQueue;
+use sluicegate_proto::RequestHead;
+use std::sync::Arc;
 
 /// The state behind `start_response` and `write` for one request: the request's [`Sender`],
 /// and the `write` method that start_response returns.
@@ -61,7 +66,8 @@ impl StartResponse {
                 }
                 None => {}
             }
-            let head = parse_head(status, headers, sender.max_app_headers())?;
+            let buf = sender.head_buffer();
+            let head = parse_head(status, headers, sender.max_app_headers(), buf)?;
             sender.set_app_head(head);
         }
         match &*self.write.lock().unwrap() {
@@ -106,13 +112,25 @@ thread_local! {
 }
 
 impl Callables {
-    /// Callables for a request sent by `sender`: this thread's kept ones, or new ones.
-    pub fn take(py: Python<'_>, sender: Sender) -> Callables {
+    /// Callables for a request, with its sender: this thread's kept ones (their sender made
+    /// anew in place), or new ones. The arguments are `Sender::new`'s.
+    pub fn take(
+        py: Python<'_>,
+        conn: &Conn,
+        out: OutQueue,
+        head: &RequestHead,
+        ctx: Arc<LoopCtx>,
+        settings: SenderSettings,
+    ) -> Callables {
         if let Some(c) = KEPT.with(|k| k.borrow_mut().take()) {
-            // The previous request's sender (ended) goes now.
-            *c.sr.get().inner.lock().unwrap() = sender;
+            c.sr.get()
+                .inner
+                .lock()
+                .unwrap()
+                .renew(conn, out, head, ctx, settings);
             return c;
         }
+        let sender = Sender::new(conn, out, head, ctx, settings);
         let sr = Bound::new(
             py,
             StartResponse {

@@ -279,7 +279,7 @@ impl LoopState {
                 .into_iter()
                 .flatten()
                 .fold(self.next_sweep, Instant::min);
-            let timeout = wake_at.saturating_duration_since(Instant::now());
+            let timeout = wake_at.saturating_duration_since(now);
             if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
                     log_io_error("epoll_wait", &e);
