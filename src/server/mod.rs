@@ -142,7 +142,8 @@ enum LoopEnd {
 /// [`INLINE_BATCH`]: one GIL take for all of them (about 700 instructions each). The loop is
 /// parked during each app call (the watchdog can take it over); its own work between calls
 /// (writing back, reading and parsing the next request) runs attached, a few microseconds, as
-/// the app call would anyway.
+/// the app call would anyway; a large answer still to write ends the batch and is written
+/// detached (`LoopState::next_ready_work`).
 fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
     shared.sched.set_loop_thread();
     Python::attach(|py| {

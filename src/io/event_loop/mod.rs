@@ -79,6 +79,12 @@ pub const INLINE_BODY_MAX: u64 = 64 * 1024;
 /// Read buffers kept for reuse (the rest are freed, so idle memory stays small): 1 MiB.
 const BUFFER_POOL_MAX: usize = 64;
 
+/// Most output `next_ready_work` lets a connection write while its thread holds the GIL: a
+/// larger answer (a 64 MiB body is 10 ms of copying) waits for `next_work`, which writes it
+/// detached, so that app threads do not wait for the copy. (An app thread's own writes
+/// release the GIL from the same size: `wsgi::sender`'s `DETACH_WRITE_MIN`.)
+const ATTACHED_WRITE_MAX: u64 = 64 * 1024;
+
 /// What the loop knows about a connection's input when it looks at it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ReadHint {
@@ -312,10 +318,18 @@ impl LoopState {
     }
 
     /// The next request among the connections already known to be ready, without waiting for
-    /// events or doing the loop's other duties (for a thread that holds the GIL: see
-    /// `server::run_inline_batch`). None: nothing ready now; `next_work` does the rest.
+    /// events or doing the loop's other duties, for a thread that holds the GIL (see
+    /// `server::drive_loop`). None: nothing ready now, or the next ready connection has a
+    /// large answer to write (at least [`ATTACHED_WRITE_MAX`]), which `next_work` writes
+    /// without the GIL.
     pub fn next_ready_work(&mut self, ctx: &LoopCtx) -> Option<Work> {
-        while let Some((token, hint)) = self.ready.pop_front() {
+        while let Some(&(token, hint)) = self.ready.front() {
+            if let Some(Slot::Here(conn)) = self.conns.get(token) {
+                if conn.out.pending() >= ATTACHED_WRITE_MAX {
+                    return None;
+                }
+            }
+            self.ready.pop_front();
             if let Some(work) = self.drive(token, hint, ctx) {
                 return Some(work);
             }
