@@ -387,7 +387,9 @@ impl Server {
                             // The loop's first thread becomes a pool thread, once.
                             s2.pool().join_as_worker();
                         }
-                    })
+                    });
+                    // The thread ends: what it kept for its next request goes now, attached.
+                    crate::wsgi::start_response::Callables::drop_kept(py);
                 });
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the event loop thread: {e}")))?;

@@ -221,6 +221,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     conn.out = sender.end();
     // Written already (the usual small answer): the queue's storage stays with this thread.
     conn.out.release();
+    sender.release_request();
     drop(sender);
     // Kept for this thread's next request unless the app kept a reference.
     callables.finish(py);

@@ -336,7 +336,9 @@ impl<J: Send + 'static> Pool<J> {
             if warn {
                 self.warn_many_threads(py);
             }
-            py.detach(|| self.worker_loop(slot, first))
+            py.detach(|| self.worker_loop(slot, first));
+            // The thread ends: what it kept for its next request goes now, while attached.
+            super::start_response::Callables::drop_kept(py);
         });
     }
 

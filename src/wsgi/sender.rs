@@ -283,6 +283,12 @@ impl Sender {
     pub fn set_app_head(&mut self, head: AppHead) {
         self.app = head;
     }
+    /// The request is over: let go of what belongs to it alone (its body reader and its
+    /// `--timeout` gate), as the sender may be kept for a later request (`renew`).
+    pub fn release_request(&mut self) {
+        self.body = None;
+        self.gate = None;
+    }
     /// An empty buffer for the head start_response builds (`app_head::parse_head`): the one
     /// a previous response on this thread left (`renew`), else a new one.
     pub fn head_buffer(&mut self) -> Vec<u8> {

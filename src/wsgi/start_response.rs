@@ -14,19 +14,19 @@
 
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyAssertionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::{ffi, intern};
+
+use sluicegate_proto::RequestHead;
 
 use super::app_head::parse_head;
 use super::sender::{SendError, Sender, SenderSettings};
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
 use crate::io::out_queue::OutQueue;
-use sluicegate_proto::RequestHead;
-use std::sync::Arc;
 
 /// The state behind `start_response` and `write` for one request: the request's [`Sender`],
 /// and the `write` method that start_response returns.
@@ -105,8 +105,9 @@ pub struct Callables {
 }
 
 thread_local! {
-    /// The callables the last request on this thread left unshared, for the next one. Never
-    /// dropped: a thread that exits (the process stopping) leaves them, as Python may be gone.
+    /// The callables the last request on this thread left unshared, for the next one. The
+    /// server's threads drop them before they end (`drop_kept`); a thread that ends otherwise
+    /// leaves them, as Python may be gone by then.
     static KEPT: RefCell<ManuallyDrop<Option<Callables>>> =
         const { RefCell::new(ManuallyDrop::new(None)) };
 }
@@ -149,6 +150,16 @@ impl Callables {
         Callables {
             sr: sr.unbind(),
             start: start.unbind(),
+        }
+    }
+
+    /// Drop this thread's kept callables: for a thread about to end, while it is attached
+    /// (after its thread state is gone, a kept object could not be freed).
+    pub fn drop_kept(_py: Python<'_>) {
+        if let Some(c) = KEPT.with(|k| k.borrow_mut().take()) {
+            let write = c.sr.get().write.lock().unwrap().take();
+            drop(write);
+            drop(c);
         }
     }
 
