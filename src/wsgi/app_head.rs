@@ -121,11 +121,11 @@ static WARNED_HOP_BY_HOP: AtomicBool = AtomicBool::new(false);
 fn latin1_bytes<'a>(s: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
     use pyo3::ffi;
     let p = s.as_ptr();
-    // SAFETY: `p` is a live object (borrowed for 'a). PyUnicode_Check reads its type; the
-    // other macros are only used on a str, and read its header. A compact ASCII str (what
-    // literals and most computed strings are) keeps its characters, one byte each, right
-    // after the header, for as long as the str lives; `PyUnicode_DATA` points there, and
-    // `PyUnicode_GET_LENGTH` is their count.
+    // A compact ASCII str (what literals and most computed strings are) keeps its characters,
+    // one byte each, right after its header, for as long as it lives: `PyUnicode_DATA` points
+    // there and `PyUnicode_GET_LENGTH` counts them.
+    // SAFETY: `p` is a live object borrowed for 'a; PyUnicode_Check reads its type, the other
+    // macros are only used on a str and read its header; the slice is the str's own storage.
     unsafe {
         if ffi::PyUnicode_Check(p) == 0 {
             return None;
