@@ -261,7 +261,7 @@ const LINE_ENDS: usize = 32;
 /// first), as the pre-scan found them.
 struct LineEnds([u32; LINE_ENDS]);
 
-/// Byte rules httparse does not enforce, checked over the whole head in one pass: every CR is
+/// The head's byte rules, checked over the whole head in one pass: every CR is
 /// followed by LF (the scan already checked CR and LF; re-checked here so `build` stands on its
 /// own), no control byte but HTAB, no
 /// line starting with whitespace (obs-fold, or whitespace before the first field, RFC 9112 §2.2
