@@ -10,6 +10,7 @@ with their types.
 
 import json
 import random
+import uuid
 
 import pytest
 
@@ -241,6 +242,18 @@ def test_header_values_are_trimmed_and_keep_inner_whitespace(env_server):
 def test_non_ascii_header_bytes_are_tunnelled_as_latin1(env_server):
     env, _ = environ_for(env_server, b"GET / HTTP/1.1\r\nHost: h\r\nX-Latin: caf\xc3\xa9\r\n\r\n")
     assert env["HTTP_X_LATIN"] == "caf\u00c3\u00a9"
+
+
+def test_only_header_names_from_a_fixed_list_are_interned(env_server):
+    # An interned str is immortal on CPython 3.12: a client sending ever new header names must
+    # not make the server keep each one for good. Common names are interned (apps look them up).
+    name = "X-Once-" + uuid.uuid4().hex
+    key = "HTTP_" + name.upper().replace("-", "_")
+    env, _ = environ_for(env_server, request_bytes(
+        "GET", "/", headers=[(name, "1"), ("User-Agent", "test"), ("Cookie", "a=1")]))
+    assert env[key] == "1" and env["HTTP_COOKIE"] == "a=1"
+    assert key not in env["_interned"], env["_interned"]
+    assert "HTTP_USER_AGENT" in env["_interned"] and "HTTP_COOKIE" in env["_interned"]
 
 
 def test_environ_is_fresh_for_each_request_on_a_connection(env_server):

@@ -90,15 +90,16 @@ const TEMPLATE_GROWN_AT: usize = 22;
 enum HeaderKey {
     /// Dropped: the name contains '_' (it could spoof a '-' header once mapped to CGI form).
     Drop,
-    /// The CGI key, and whether the header's values are kept (`REPEATING`).
-    Key(Py<PyString>, bool),
+    /// The CGI key, whether the header's values are kept (`REPEATING`), and whether the key
+    /// is interned (one key, one object: see `cgi_key`).
+    Key(Py<PyString>, bool, bool),
 }
 
 impl HeaderKey {
     fn clone_ref(&self, py: Python<'_>) -> HeaderKey {
         match self {
             HeaderKey::Drop => HeaderKey::Drop,
-            HeaderKey::Key(k, r) => HeaderKey::Key(k.clone_ref(py), *r),
+            HeaderKey::Key(k, r, i) => HeaderKey::Key(k.clone_ref(py), *r, *i),
         }
     }
 }
@@ -128,6 +129,20 @@ const REPEATING: [&[u8]; 20] = [
     b"x-forwarded-proto",
     b"x-forwarded-host",
     b"x-requested-with",
+];
+
+/// Header names, besides [`REPEATING`], whose environ keys are interned (see `cgi_key`): the
+/// ones apps commonly look up.
+const INTERNED: [&[u8]; 9] = [
+    b"content-length",
+    b"authorization",
+    b"cookie",
+    b"referer",
+    b"if-none-match",
+    b"if-modified-since",
+    b"range",
+    b"x-forwarded-for",
+    b"x-real-ip",
 ];
 
 /// Longest key a [`ShortTable`] holds.
@@ -473,8 +488,8 @@ impl EnvironBuilder {
             header_keys: cache,
             values,
         } = kept;
-        // The keys set so far, to see a repeated header without asking the dict (keys are
-        // interned: one key, one pointer). Past this many headers, the dict is asked.
+        // The interned keys set so far, to see a repeated header without asking the dict (one
+        // key, one pointer). Past this many headers, the dict is asked.
         let mut set: [*mut ffi::PyObject; 32] = [std::ptr::null_mut(); 32];
         let mut n_set = 0usize;
         for (name, value) in head.headers() {
@@ -488,7 +503,7 @@ impl EnvironBuilder {
                     k
                 }
             };
-            let HeaderKey::Key(key, repeats) = key else {
+            let HeaderKey::Key(key, repeats, interned) = key else {
                 continue;
             };
             let key = key.bind(py);
@@ -497,7 +512,11 @@ impl EnvironBuilder {
             } else {
                 latin1(py, value)
             };
-            let seen = if n_set < set.len() {
+            // A key that is not interned may exist as another object (the same name in
+            // another case): the dict is asked.
+            let seen = if !interned {
+                true
+            } else if n_set < set.len() {
                 let p = key.as_ptr();
                 let seen = set[..n_set].contains(&p);
                 if !seen {
@@ -604,7 +623,17 @@ fn cgi_key(py: Python<'_>, name: &[u8]) -> HeaderKey {
         }
     }
     let repeats = REPEATING.iter().any(|r| name.eq_ignore_ascii_case(r));
-    HeaderKey::Key(PyString::intern(py, &key).unbind(), repeats)
+    // Only names from fixed lists are interned: an interned str is immortal on CPython 3.12,
+    // so interning every name a client makes up would keep each one for the process's life
+    // (300,000 new names: 31 MB). Other keys are plain strings, freed when the name table
+    // lets them go.
+    let interned = repeats || INTERNED.iter().any(|r| name.eq_ignore_ascii_case(r));
+    let key = if interned {
+        PyString::intern(py, &key)
+    } else {
+        PyString::new(py, &key)
+    };
+    HeaderKey::Key(key.unbind(), repeats, interned)
 }
 
 #[cfg(test)]

@@ -1,9 +1,18 @@
 """Answers a JSON object of the request's environ: str values as they are, every other value
 repr'd (so ``wsgi.version`` arrives as ``"(1, 0)"``). A few derived keys starting with ``_``
 describe objects that have no useful repr (which methods wsgi.input / wsgi.errors have, whether
-wsgi.file_wrapper is callable, the Python types of the wsgi.* flags)."""
+wsgi.file_wrapper is callable, the Python types of the wsgi.* flags, which HTTP_ keys are
+interned strings)."""
 
 import json
+import sys
+
+
+def interned(key):
+    """Is an interned str equal to `key` there already? (An equal str made afresh is interned:
+    if one was there, sys.intern returns that one, not the fresh one.)"""
+    fresh = "".join(list(key))
+    return sys.intern(fresh) is not fresh
 
 
 def app(environ, start_response):
@@ -21,6 +30,7 @@ def app(environ, start_response):
                       "wsgi.multiprocess", "wsgi.run_once", "wsgi.input_terminated")
                      if k in environ}
     out["_key_types"] = sorted({type(k).__name__ for k in environ})
+    out["_interned"] = sorted(k for k in environ if k.startswith("HTTP_") and interned(k))
     out["_environ_type"] = type(environ).__name__
     body = json.dumps(out).encode("ascii")
     start_response("200 OK", [("Content-Type", "application/json"),
