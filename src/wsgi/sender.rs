@@ -138,6 +138,16 @@ enum Stage {
     Ended,
 }
 
+/// The version whose rules the response follows: the request's, or HTTP/1.0's for an answer
+/// framed as the uwsgi protocol needs (`SenderSettings::close_delimited`).
+fn response_version(head: &RequestHead, settings: &SenderSettings) -> Version {
+    if settings.close_delimited {
+        Version::Http10
+    } else {
+        head.version
+    }
+}
+
 /// Per-request settings of a Sender.
 pub struct SenderSettings {
     pub keep_alive: bool,
@@ -172,11 +182,7 @@ impl Sender {
             fd: conn.stream.fd(),
             token: conn.token,
             ctx,
-            version: if settings.close_delimited {
-                Version::Http10
-            } else {
-                head.version
-            },
+            version: response_version(head, &settings),
             is_head: head.is_head,
             keep_alive: settings.keep_alive,
             write_timeout: settings.write_timeout,
@@ -237,11 +243,7 @@ impl Sender {
         *fd = conn.stream.fd();
         *token = conn.token;
         *ctx_slot = ctx;
-        *version = if settings.close_delimited {
-            Version::Http10
-        } else {
-            head.version
-        };
+        *version = response_version(head, &settings);
         *is_head = head.is_head;
         *keep_alive = settings.keep_alive;
         *write_timeout = settings.write_timeout;

@@ -157,9 +157,7 @@ impl Callables {
     /// (after its thread state is gone, a kept object could not be freed).
     pub fn drop_kept(_py: Python<'_>) {
         if let Some(c) = KEPT.with(|k| k.borrow_mut().take()) {
-            let write = c.sr.get().write.lock().unwrap().take();
-            drop(write);
-            drop(c);
+            c.discard();
         }
     }
 
@@ -194,9 +192,14 @@ impl Callables {
             Some(self)
         };
         if let Some(c) = this {
-            let write = c.sr.get().write.lock().unwrap().take();
-            drop(write);
-            drop(c);
+            c.discard();
         }
+    }
+
+    /// Let these callables go: the cycle through `write` is broken, so that what nobody else
+    /// holds is freed (with the GIL held, as every caller is attached).
+    fn discard(self) {
+        let write = self.sr.get().write.lock().unwrap().take();
+        drop(write);
     }
 }

@@ -2,34 +2,25 @@
 //! formatters, shared by the parser, the body decoder and the encoder so that all three agree
 //! on exactly which bytes are legal where.
 
-/// `tchar` of RFC 9110 §5.6.2, as a 256-entry table (one load per byte on the hot path).
-static TCHAR: [bool; 256] = {
+/// A 256-entry byte class: ASCII letters and digits, and the bytes of `extra` (one load per
+/// byte on the hot path, where a `matches!` over the specials is a chain of compares).
+pub(crate) const fn alnum_and(extra: &[u8]) -> [bool; 256] {
     let mut t = [false; 256];
     let mut b = 0usize;
     while b < 256 {
-        let c = b as u8;
-        t[b] = c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
+        t[b] = (b as u8).is_ascii_alphanumeric();
         b += 1;
     }
+    let mut i = 0;
+    while i < extra.len() {
+        t[extra[i] as usize] = true;
+        i += 1;
+    }
     t
-};
+}
+
+/// `tchar` of RFC 9110 §5.6.2.
+static TCHAR: [bool; 256] = alnum_and(b"!#$%&'*+-.^_`|~");
 
 /// One `tchar` (RFC 9110 §5.6.2).
 #[inline]

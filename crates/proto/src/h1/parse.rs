@@ -20,8 +20,8 @@ use std::ops::Range;
 use memchr::memchr;
 
 use crate::token::{
-    bytes_to_look_at, is_field_value_byte, is_ows, is_tchar, is_token, list_elements, trim_ows,
-    zero_bytes, ONES,
+    alnum_and, bytes_to_look_at, is_field_value_byte, is_ows, is_tchar, is_token, list_elements,
+    trim_ows, zero_bytes, ONES,
 };
 use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
 
@@ -443,37 +443,7 @@ fn is_host_byte(b: u8) -> bool {
 }
 
 /// [`is_host_byte`] as a table: one load per byte of every request's Host.
-static HOST_BYTE: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0usize;
-    while b < 256 {
-        let c = b as u8;
-        t[b] = c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'-' | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-                    | b'%'
-                    | b':'
-                    | b'['
-                    | b']'
-            );
-        b += 1;
-    }
-    t
-};
+static HOST_BYTE: [bool; 256] = alnum_and(b"-._~!$&'()*+,;=%:[]");
 
 /// Parse the field lines (`head[from..]`, ending with the empty line) into (name, trimmed
 /// value) ranges relative to `head`.
