@@ -8,6 +8,15 @@ is charged for the kernel work its receives do, and on loopback for ACK work the
 socket did not take while it was busy), and prints medians over rounds. An nginx entry
 named `nginx` is sent `/file/<size>` for any path.
 
+It also reads the CPU of the kernel's `ksoftirqd` threads. On loopback the receiving side of
+the server's own sends (and the ACKs it gets back) runs as softirq work; the kernel does it in
+the sending process's time, unless a long send call runs past the softirq budget, when the rest
+goes to `ksoftirqd`, which no process's /proc counters show. A server that writes in larger
+calls is charged less for the same work that way (measured: fastwsgi's 12 MiB writes leave
+1.1 ms per 64 MiB response to ksoftirqd). `server+softirqd` is the fairer figure. With
+`--ref NAME`, every other target's figures are divided by NAME's in the same round, and the
+median of those ratios is printed (ratios hold up better on a noisy machine than medians).
+
     cd benchmarks && python3 -m bench.fetch_cpu NAME=PORT,PID ... --paths /list/64MiB,/bytes/64MiB
 """
 
@@ -20,13 +29,29 @@ from bench import rawhttp
 from bench.procs import cpu_seconds
 
 
+def ksoftirqd_pids() -> list[int]:
+    """The kernel's softirq threads, one per CPU."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as f:
+                    if f.read().startswith("ksoftirqd/"):
+                        pids.append(int(entry))
+            except OSError:
+                pass
+    return pids
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("targets", nargs="+", help="NAME=PORT,PID")
     ap.add_argument("--paths", default="/list/688128")
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--ref", help="print every other target's per-round ratios to this one")
     args = ap.parse_args()
+    softirqd = ksoftirqd_pids()
     targets = []
     for t in args.targets:
         name, rest = t.split("=", 1)
@@ -40,6 +65,7 @@ def main() -> None:
                 url = "/file/" + path.rsplit("/", 1)[1] if name == "nginx" else path
                 conn = rawhttp.Connection(port, 10)
                 times = []
+                soft_before = cpu_seconds(softirqd)
                 before, started = cpu_seconds([pid]), time.monotonic()
                 client_before = sum(os.times()[:2])
                 try:
@@ -52,17 +78,39 @@ def main() -> None:
                     print(f"{name} {path}: FAILED ({e})")
                     times = []
                 after = cpu_seconds([pid])
+                soft = cpu_seconds(softirqd) - soft_before
                 client = sum(os.times()[:2]) - client_before
                 conn.close()
                 if times:
                     n = len(times)
                     results.setdefault((path, name), []).append((
                         (after - before) * 1e6 / n, statistics.median(times) * 1e3,
-                        client * 1e6 / n, ((after - before) + client) * 1e6 / n))
+                        client * 1e6 / n, ((after - before) + client) * 1e6 / n,
+                        soft * 1e6 / n, ((after - before) + soft) * 1e6 / n))
+                else:
+                    results.setdefault((path, name), []).append(None)
     for (path, name), v in sorted(results.items()):
-        med = [statistics.median(x[i] for x in v) for i in range(4)]
+        v = [x for x in v if x is not None]
+        if not v:
+            continue
+        med = [statistics.median(x[i] for x in v) for i in range(6)]
         print(f"{path:16s} {name:12s} CPU {med[0]:10.1f} µs/fetch  time {med[1]:8.3f} ms  "
-              f"client CPU {med[2]:10.1f} µs  server+client {med[3]:10.1f} µs")
+              f"client CPU {med[2]:10.1f} µs  server+client {med[3]:10.1f} µs  "
+              f"ksoftirqd {med[4]:8.1f} µs  server+softirqd {med[5]:10.1f} µs")
+    if args.ref:
+        print(f"# per-round ratios to {args.ref} (median, with the range over rounds)")
+        for (path, name), v in sorted(results.items()):
+            ref = results.get((path, args.ref))
+            if name == args.ref or not ref:
+                continue
+            pairs = [(a, b) for a, b in zip(v, ref) if a is not None and b is not None]
+            if not pairs:
+                continue
+            cols = []
+            for label, i in (("CPU", 0), ("time", 1), ("server+softirqd", 5)):
+                r = [a[i] / b[i] for a, b in pairs]
+                cols.append(f"{label} {statistics.median(r):.3f} ({min(r):.2f}-{max(r):.2f})")
+            print(f"{path:16s} {name:12s} ÷ {args.ref}: " + "  ".join(cols))
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ impl LoopState {
                 if let Some(out) = self.flushing.get(&token) {
                     match out.flush() {
                         FlushResult::Blocked => {}
-                        FlushResult::More => self.ready.push_back((token, ReadHint::None)),
+                        FlushResult::More => self.gave_turn.push(token),
                         _ => {
                             self.flushing.remove(&token);
                         }
@@ -101,9 +101,10 @@ impl LoopState {
                         conn.deadline = Some(Instant::now() + ctx.settings.write_timeout);
                         written += n as u64;
                         if written >= FAIR_SHARE {
-                            // The socket still takes more, but other connections get their
-                            // turn first (no edge will come: queue this one again).
-                            self.ready.push_back((token, ReadHint::None));
+                            // The socket still takes more, but other connections, and new
+                            // events, get their turn first (no edge will come: this one is
+                            // looked at again after them).
+                            self.gave_turn.push(token);
                             return None;
                         }
                     }
