@@ -8,6 +8,8 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 
 use std::fs::File;
 use std::os::fd::RawFd;
@@ -135,7 +137,7 @@ const MAX_IOV: usize = 64;
 /// A FIFO of byte segments with the offset already written in the first one.
 #[derive(Default)]
 pub struct OutQueue {
-    segs: VecDeque<Segment>,
+    segs: Segments,
     /// Bytes of the front segment already written.
     front_pos: u64,
     /// Unwritten bytes in the whole queue.
@@ -149,6 +151,43 @@ pub struct OutQueue {
     /// wake-up. Whoever closes must half-close first (`Stream::shutdown_write`), which sends
     /// that segment at once, even where unread input would make `close` reset the connection.
     pub closing: bool,
+}
+
+/// The queue's segments. A deque that never held storage (capacity 0, as most of the queues
+/// made and dropped per request) is dropped without the generic deque drop, which walks both
+/// of its (empty) halves: about 40 instructions, three times per hello-world request.
+#[derive(Default)]
+struct Segments(ManuallyDrop<VecDeque<Segment>>);
+
+impl From<VecDeque<Segment>> for Segments {
+    fn from(d: VecDeque<Segment>) -> Segments {
+        Segments(ManuallyDrop::new(d))
+    }
+}
+
+impl Deref for Segments {
+    type Target = VecDeque<Segment>;
+    #[inline]
+    fn deref(&self) -> &VecDeque<Segment> {
+        &self.0
+    }
+}
+
+impl DerefMut for Segments {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut VecDeque<Segment> {
+        &mut self.0
+    }
+}
+
+impl Drop for Segments {
+    #[inline]
+    fn drop(&mut self) {
+        // With capacity 0 the deque holds no segment and no memory: nothing to drop.
+        if self.0.capacity() != 0 {
+            drop(std::mem::take(&mut *self.0));
+        }
+    }
 }
 
 impl OutQueue {
@@ -166,6 +205,7 @@ impl OutQueue {
             SPARE_QUEUES
                 .with_borrow_mut(|spare| spare.pop())
                 .unwrap_or_default()
+                .into()
         };
         // Every field named: `..OutQueue::default()` would make (and drop) a deque as well.
         OutQueue {
@@ -184,7 +224,7 @@ impl OutQueue {
         if !self.segs.is_empty() || self.segs.capacity() == 0 {
             return;
         }
-        let segs = std::mem::take(&mut self.segs);
+        let segs = std::mem::take(&mut *self.segs);
         if segs.capacity() <= SPARE_QUEUE_CAPACITY_MAX {
             SPARE_QUEUES.with_borrow_mut(|spare| {
                 if spare.len() < SPARE_QUEUES_MAX {

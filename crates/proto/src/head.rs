@@ -1,7 +1,8 @@
 //! The request head: the one type every wire protocol produces and the WSGI bridge consumes.
 //!
 //! It owns one contiguous copy of the head's bytes and keeps ranges into it, so that handing a
-//! parsed request to another thread is one allocation and no per-header strings.
+//! parsed request to another thread is one allocation and no per-header strings. A dropped
+//! head leaves its buffers to the next head built on the same thread (`spare_buffers`).
 
 use std::ops::Range;
 
@@ -33,6 +34,46 @@ pub enum BodyFraming {
     Chunked,
 }
 
+/// The (name, value) ranges of a head's fields.
+pub(crate) type FieldRanges = Vec<(Range<u32>, Range<u32>)>;
+
+/// Largest buffers a dropped head leaves for the next one: a usual head and field count, not
+/// the rare 64 KiB head.
+const SPARE_BUF_MAX: usize = 4096;
+const SPARE_FIELDS_MAX: usize = 64;
+
+thread_local! {
+    /// The two buffers of the last `RequestHead` dropped on this thread, for the next head
+    /// built here. The loop thread parses every request and, for an inline call, drops its
+    /// head too: two allocations and two frees fewer per request (about 200 instructions of a
+    /// hello world's 15,000).
+    static SPARE: std::cell::Cell<Option<(Vec<u8>, FieldRanges)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Empty buffers for a new head: the last dropped head's, or new ones.
+pub(crate) fn spare_buffers() -> (Vec<u8>, FieldRanges) {
+    SPARE
+        .try_with(|s| s.take())
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+impl Drop for RequestHead {
+    fn drop(&mut self) {
+        if self.buf.capacity() > SPARE_BUF_MAX || self.headers.capacity() > SPARE_FIELDS_MAX {
+            return;
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        let mut headers = std::mem::take(&mut self.headers);
+        buf.clear();
+        headers.clear();
+        // On a thread that is ending, the buffers are simply freed.
+        let _ = SPARE.try_with(|s| s.set(Some((buf, headers))));
+    }
+}
+
 /// A parsed, validated request head. Byte ranges index into `buf`.
 #[derive(Debug, Clone)]
 pub struct RequestHead {
@@ -48,7 +89,7 @@ pub struct RequestHead {
     /// The query after '?', without the '?'; empty range if none.
     pub(crate) query: Range<u32>,
     /// (name, value) ranges; value has leading/trailing whitespace trimmed. In wire order.
-    pub(crate) headers: Vec<(Range<u32>, Range<u32>)>,
+    pub(crate) headers: FieldRanges,
     pub version: Version,
     pub body: BodyFraming,
     /// After this request, may the connection carry another one? (1.1 default yes unless

@@ -19,6 +19,7 @@ use std::ops::Range;
 
 use memchr::memchr;
 
+use crate::head::{spare_buffers, FieldRanges};
 use crate::token::{
     alnum_and, bytes_to_look_at, is_field_value_byte, is_ows, is_tchar, is_token, list_elements,
     trim_ows, zero_bytes, ONES,
@@ -201,7 +202,8 @@ fn build(head: &[u8], line_lf: usize, limits: &Limits) -> Result<RequestHead, Pr
         return Err(ProtoError::HeadersTooLarge);
     }
     let line = parse_request_line(head, line_lf)?;
-    let fields = parse_fields(head, line_lf + 1, field_count, &ends)?;
+    let (mut buf, fields) = spare_buffers();
+    let fields = parse_fields(head, line_lf + 1, field_count, &ends, fields)?;
 
     let mut frame = Framing::default();
     for (name, value) in &fields {
@@ -210,8 +212,9 @@ fn build(head: &[u8], line_lf: usize, limits: &Limits) -> Result<RequestHead, Pr
     let (body, keep_alive, expect_continue) = frame.finish(line.version, limits)?;
     let is_head = &head[r(&line.method)] == b"HEAD";
 
+    buf.extend_from_slice(head);
     Ok(RequestHead {
-        buf: head.to_vec(),
+        buf,
         method: line.method,
         target: line.target,
         authority: line.authority,
@@ -454,14 +457,14 @@ static HOST_BYTE: [bool; 256] = alnum_and(b"-._~!$&'()*+,;=%:[]");
 /// httparse checked every byte again, and cost 830 of a hello world's 17,400 instructions;
 /// this costs about a fifth of that. httparse stays the oracle: a test here and the
 /// `parse_head` fuzz target check that both read every accepted head the same.
-#[allow(clippy::type_complexity)]
 fn parse_fields(
     head: &[u8],
     from: usize,
     count: usize,
     ends: &LineEnds,
-) -> Result<Vec<(Range<u32>, Range<u32>)>, ProtoError> {
-    let mut fields = Vec::with_capacity(count);
+    mut fields: FieldRanges,
+) -> Result<FieldRanges, ProtoError> {
+    fields.reserve(count);
     // The head ends with CRLFCRLF: the last field line's CRLF, then the empty line's.
     let end = head.len() - 2;
     let mut i = from;
@@ -1304,7 +1307,7 @@ mod tests {
             head.extend_from_slice(&section);
             let mut ends = LineEnds([0; LINE_ENDS]);
             let ours = prescan(&head, from - 1, &mut ends)
-                .and_then(|n| parse_fields(&head, from, n, &ends));
+                .and_then(|n| parse_fields(&head, from, n, &ends, Vec::new()));
             let theirs = httparse_fields(&section);
             match (ours, theirs) {
                 (Ok(fields), Some(want)) => {
