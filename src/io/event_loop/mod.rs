@@ -330,8 +330,10 @@ impl LoopState {
                 self.accept(i, ctx);
             }
             // Connections that gave up their turn go on after what has just arrived.
-            self.ready
-                .extend(self.gave_turn.drain(..).map(|t| (t, ReadHint::None)));
+            if !self.gave_turn.is_empty() {
+                self.ready
+                    .extend(self.gave_turn.drain(..).map(|t| (t, ReadHint::None)));
+            }
         }
     }
 
