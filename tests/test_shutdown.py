@@ -3,7 +3,8 @@
 Each test runs its own server. A request blocked in the app (on a gate, so it is certainly in
 flight) must complete fully after the signal; idle keep-alive connections must be closed; a
 connection attempted after the signal is never served; the process exits 0. With a short
---graceful-timeout, a request that never finishes must not keep the process alive.
+--graceful-timeout, a request that never finishes must not keep the process alive. A server
+started and stopped in one process leaves no descriptor behind and frees its app.
 """
 
 import signal
@@ -125,3 +126,52 @@ def test_a_response_finished_during_a_graceful_stop_says_connection_close(start_
         busy.expect_closed()
     assert srv.wait_exit(timeout=TIMEOUT) == 0
 
+
+
+class _CountedApp:
+    """A WSGI app that can be weakly referenced (to see whether a stopped server freed it)."""
+
+    def __call__(self, environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+        return [b"ok"]
+
+
+def _serve_once():
+    """Start a server in this process, answer one request, stop it; return a weak reference
+    to its app."""
+    import gc
+    import http.client
+    import weakref
+
+    from tests.test_admission import serve
+
+    app = _CountedApp()
+    ref = weakref.ref(app)
+    sup, port, t = serve(app)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    c.request("GET", "/")
+    assert c.getresponse().read() == b"ok"
+    c.close()
+    sup.shutdown()
+    t.join(TIMEOUT)
+    assert not t.is_alive()
+    del sup, app
+    gc.collect()
+    return ref
+
+
+def test_a_stopped_server_leaves_no_descriptor_and_frees_its_app():
+    """A server started and stopped in one process (tests, embedding) leaves nothing behind:
+    the event loop's epoll and eventfd descriptors are closed and the app is freed. Before the
+    fix the pool's job closure held the server's shared state, which held the pool: each start
+    and stop kept two descriptors and the app for the life of the process."""
+    import gc
+    import os
+
+    _serve_once()  # the first start imports and allocates what later ones reuse
+    before = len(os.listdir("/proc/self/fd"))
+    refs = [_serve_once() for _ in range(3)]
+    gc.collect()
+    after = len(os.listdir("/proc/self/fd"))
+    assert after <= before, f"{after - before} descriptors more after three starts and stops"
+    assert all(r() is None for r in refs), "a stopped server still holds its app"

@@ -512,6 +512,13 @@ impl Server {
             if loop_thread.is_finished() {
                 let _ = loop_thread.join();
             }
+            if left == 0 {
+                // The pool's job closure holds `shared`, which holds the pool: let go of the
+                // pool so that both are freed, with the loop's epoll and eventfd descriptors
+                // and the app (a server started and stopped in one process kept all of them).
+                // Not while a call stuck past the graceful timeout may still ask for the pool.
+                shared.pool.lock().unwrap().take();
+            }
             left
         });
         if let Some(log) = &shared.ctx().settings.access_log {
