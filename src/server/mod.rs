@@ -11,7 +11,7 @@ pub mod scheduler;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
@@ -62,13 +62,16 @@ impl Shared {
 
     /// Run one request on a pool thread (GIL taken here). Dispatched calls are timed for the
     /// scheduler from the moment the GIL is held.
-    fn run_request_here(&self, work: Work) -> Box<crate::io::conn::Conn> {
+    /// Returns the connection and the call's time from that moment (admission remembers it
+    /// for the route: a wait for the GIL says nothing of the route).
+    fn run_request_here(&self, work: Work) -> (Box<crate::io::conn::Conn>, Duration) {
         let _attached = crate::wsgi::release::Attached::enter();
         Python::attach(|py| {
             let start = Instant::now();
             let conn = run_request(&self.bridge, py, work);
-            self.sched.note_call(start.elapsed());
-            conn
+            let took = start.elapsed();
+            self.sched.note_call(took);
+            (conn, took)
         })
     }
 
@@ -199,15 +202,18 @@ fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
     })
 }
 
-fn run_job(shared: &Arc<Shared>, job: Job) {
+/// Run one pool job; for an app call, returns its time from when it held the GIL.
+fn run_job(shared: &Arc<Shared>, job: Job) -> Option<Duration> {
     match job {
         Job::Request(work) => {
-            let conn = shared.run_request_here(work);
+            let (conn, took) = shared.run_request_here(work);
             shared.ctx().return_conn(conn);
+            Some(took)
         }
         // Taken over or shut down, this pool thread goes back to its worker loop.
         Job::RunLoop(st) => {
             drive_loop(shared, st);
+            None
         }
     }
 }

@@ -5,9 +5,9 @@ busy app behind a load balancer's health checks).
   has used N ms of CPU (default 40: shorter than the watchdog's wall-clock takeover, so only
   the preemption of a call that computes while others wait can get other requests served),
   records ``T`` under ``cpu-finished``, answers ``cpu T``.
-- ``/hog?token=T``: holds the GIL for tens of milliseconds in one C call (sorting a list of
-  floats: the interpreter cannot switch threads inside it), records ``T`` under
-  ``hog-finished``, answers ``hog T``. A call that waits for the GIL behind it passes the
+- ``/hog?token=T&times=K``: records ``T`` under ``hog-started``, holds the GIL for about K × 30
+  ms (default 1) in one C call (sorting a list of floats: the interpreter cannot switch
+  threads inside it), records ``T`` under ``hog-finished``, answers ``hog T``. A call that waits for the GIL behind it passes the
   admission's long-call mark without computing anything.
 - ``/hello``: answers ``hello`` at once (the fast route a check or a user hits).
 """
@@ -41,7 +41,9 @@ def app(environ, start_response):
     q = query(environ)
     if environ["PATH_INFO"] == "/hog":
         token = q.get("token", "-")
-        sorted(_HOG_LIST)
+        mark("hog-started", token)
+        times = int(q.get("times", "1"))
+        sorted(_HOG_LIST * times if times > 1 else _HOG_LIST)
         mark("hog-finished", token)
         return _answer(start_response, f"hog {token}".encode())
     if environ["PATH_INFO"] == "/cpu":
