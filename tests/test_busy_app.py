@@ -65,6 +65,36 @@ def test_a_short_request_overtakes_long_cpu_bound_calls(start_server, probe, opt
     assert len(finished) == LONG_CALLS, "every long call completes too"
 
 
+def test_a_call_taken_over_for_computing_keeps_its_routes_next_calls_behind_it(start_server):
+    """An inline call that computes while another request waits is taken over (the loop moves
+    to another thread) and goes on outside the pool. It still holds the interpreter like a
+    long pool call, so the pool counts it as one and marks its route long: the waiting call
+    to the same route queues behind it, in the long class, instead of computing beside it.
+    Two computing calls make every fast request wait for the GIL among both (measured on a
+    fresh server, `bench.s12_startup`: probes of 30-190 ms, none over 30 ms after)."""
+    srv = start_server("busy")
+    results = {}
+
+    def cpu(token: str, ms: int) -> None:
+        with Conn.open(srv.port) as c:
+            c.send(request_bytes("GET", f"/cpu?ms={ms}&token={token}"))
+            results[token] = c.read_response().body
+
+    first = threading.Thread(target=cpu, args=("first", 300))
+    first.start()
+    srv.wait_marks("cpu-started", prefix="first")  # inline, on the loop's thread
+    second = threading.Thread(target=cpu, args=("second", 20))
+    second.start()
+    with Conn.open(srv.port) as c:  # the loop serves on: the first call was taken over
+        c.send(request_bytes("GET", "/hello"))
+        assert c.read_response().body == b"hello"
+    first.join(30)
+    second.join(30)
+    assert results == {"first": b"cpu first", "second": b"cpu second"}
+    assert srv.marks("cpu-computing") == ["first 1", "second 1"], (
+        "the second call computed beside the first")
+
+
 def test_static_files_are_served_while_the_app_computes(start_server, tmp_path):
     (tmp_path / "f.txt").write_bytes(b"static while busy\n")
     srv = start_server("busy", "--static", f"/static={tmp_path}")

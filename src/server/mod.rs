@@ -169,7 +169,10 @@ fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
             let mut work = work;
             let mut ran = 0;
             loop {
-                shared.sched.park(st.take().expect("the loop is here"));
+                let route = admission::route_hash(work.head.path());
+                let seq = shared
+                    .sched
+                    .park(st.take().expect("the loop is here"), route);
                 let conn = shared.run_inline(py, work);
                 match shared.sched.unpark() {
                     Some(back) => {
@@ -177,6 +180,9 @@ fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
                     }
                     None => {
                         // The watchdog gave the loop to another thread while the app ran.
+                        if shared.sched.was_adopted(seq) {
+                            shared.pool().adopted_finished(route);
+                        }
                         shared.ctx().return_conn(conn);
                         return LoopEnd::TakenOver;
                     }
@@ -404,7 +410,10 @@ impl Server {
             .name("sluicegate-watchdog".into())
             .spawn(move || {
                 let pool = s.pool();
-                s.sched.watchdog(|st| pool.submit_urgent(Job::RunLoop(st)));
+                s.sched.watchdog(
+                    |st| pool.submit_urgent(Job::RunLoop(st)),
+                    |route, ran| pool.adopt_long(route, ran),
+                );
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the watchdog: {e}")))?;
 

@@ -126,6 +126,11 @@ pub struct Scheduler {
     inline_seq: AtomicU64,
     /// The loop state while its thread is inside an inline call.
     parked: Mutex<Option<Box<LoopState>>>,
+    /// The route (`admission::route_hash`) of the inline call that parked it.
+    inline_route: AtomicU64,
+    /// Sequence numbers (`inline_seq` while parked) of inline calls taken over for computing
+    /// and counted by the pool (`Pool::adopt_long`), until their threads end the count.
+    adopted: Mutex<Vec<u64>>,
     /// Nanoseconds since `epoch` of the last slow call.
     last_slow: AtomicU64,
     epoch: Instant,
@@ -157,6 +162,8 @@ impl Scheduler {
             }),
             inline_seq: AtomicU64::new(0),
             parked: Mutex::new(None),
+            inline_route: AtomicU64::new(0),
+            adopted: Mutex::new(Vec::new()),
             last_slow: AtomicU64::new(0),
             epoch: Instant::now(),
             watchdog_sleeping: AtomicBool::new(false),
@@ -231,21 +238,37 @@ impl Scheduler {
         }
     }
 
-    /// Before an inline call: leave the loop state where the watchdog can take it.
-    pub fn park(&self, st: Box<LoopState>) {
-        {
+    /// Before an inline call to `route`: leave the loop state where the watchdog can take it.
+    /// Returns the call's sequence number (for `was_adopted`).
+    pub fn park(&self, st: Box<LoopState>, route: u64) -> u64 {
+        let seq = {
             // The sequence number moves with the parked state, under its lock: odd exactly
             // while a state is parked. (SeqCst pairs with the watchdog's going to sleep: either
             // it sees this call's number, or this sees it asleep and wakes it.)
             let mut parked = self.parked.lock().unwrap();
             *parked = Some(st);
-            self.inline_seq.fetch_add(1, Ordering::SeqCst);
-        }
+            self.inline_route.store(route, Ordering::Relaxed);
+            self.inline_seq.fetch_add(1, Ordering::SeqCst) + 1
+        };
         self.inline_calls.fetch_add(1, Ordering::Relaxed);
         if self.watchdog_sleeping.load(Ordering::SeqCst) {
             let _g = self.watchdog_lock.lock().unwrap();
             self.watchdog_sleeping.store(false, Ordering::Relaxed);
             self.watchdog_cond.notify_one();
+        }
+        seq
+    }
+
+    /// After a taken-over inline call (`unpark` gave `None`): was it counted by the pool
+    /// (`Pool::adopt_long`)? Then its thread ends the count (`Pool::adopted_finished`).
+    pub fn was_adopted(&self, seq: u64) -> bool {
+        let mut adopted = self.adopted.lock().unwrap();
+        match adopted.iter().position(|&s| s == seq) {
+            Some(i) => {
+                adopted.swap_remove(i);
+                true
+            }
+            None => false,
         }
     }
 
@@ -272,8 +295,9 @@ impl Scheduler {
     }
 
     /// The watchdog's body: sleep a tick, look (`Watch::look`), act on what it says.
-    /// `hand_over` runs the taken loop state on another thread.
-    pub fn watchdog(&self, hand_over: impl Fn(Box<LoopState>)) {
+    /// `hand_over` runs the taken loop state on another thread; `adopt` counts a call taken
+    /// over for computing (its route, how long it had run) as the pool's (`Pool::adopt_long`).
+    pub fn watchdog(&self, hand_over: impl Fn(Box<LoopState>), adopt: impl Fn(u64, Duration)) {
         let mut watch = Watch::new(Instant::now());
         // The loop thread's CPU time when the current call was first seen running.
         let mut call_cpu_start: Option<Duration> = None;
@@ -325,7 +349,15 @@ impl Scheduler {
                         && matches!((call_cpu_start, cpu_now), (Some(a), Some(b)) if b.saturating_sub(a) >= PREEMPT_CPU)
                         && self.work_waiting();
                     if blocked || cpu_bound || hogging {
-                        if let Some(st) = self.take_parked() {
+                        // A computing call goes on holding the interpreter: the pool counts it.
+                        let ran = now.saturating_duration_since(watch.running_since);
+                        let adopt = |route: u64| {
+                            if !blocked {
+                                adopt(route, ran);
+                            }
+                            !blocked
+                        };
+                        if let Some(st) = self.take_parked(adopt) {
                             self.takeovers.fetch_add(1, Ordering::Relaxed);
                             if hogging {
                                 self.preemptions.fetch_add(1, Ordering::Relaxed);
@@ -371,11 +403,18 @@ impl Scheduler {
             .is_some_and(|st| st.has_waiting_work())
     }
 
-    /// Take the parked loop state away from the inline call that holds it.
-    fn take_parked(&self) -> Option<Box<LoopState>> {
+    /// Take the parked loop state away from the inline call that holds it. `adopt` runs
+    /// under the same lock, with the call's route (so the pool counts the call before its
+    /// thread, which learns it was taken over under this lock, can end the count); `true`:
+    /// the call was counted.
+    fn take_parked(&self, adopt: impl FnOnce(u64) -> bool) -> Option<Box<LoopState>> {
         let mut parked = self.parked.lock().unwrap();
         let st = parked.take();
         if st.is_some() {
+            if adopt(self.inline_route.load(Ordering::Relaxed)) {
+                let seq = self.inline_seq.load(Ordering::SeqCst);
+                self.adopted.lock().unwrap().push(seq);
+            }
             // The stuck call no longer holds the loop: the number is even again and the next
             // inline call (on the new loop thread) makes it odd.
             self.inline_seq.fetch_add(1, Ordering::SeqCst);

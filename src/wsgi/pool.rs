@@ -322,6 +322,26 @@ impl<J: Send + 'static> Pool<J> {
         }
     }
 
+    /// An inline call to `route` was taken over from the event loop's thread for computing
+    /// (`server::scheduler`): it goes on outside the pool, but it holds the interpreter like
+    /// an admitted long call. Count it in the long class and mark its route long, so that the
+    /// route's next calls queue behind it instead of running beside it: two computing calls
+    /// make a fast call wait for the GIL among both (measured, `bench.s12_startup`: probes of
+    /// 30-190 ms on a fresh server, against one switch interval behind a single long call).
+    /// `ran`: how long it had run. [`Pool::adopted_finished`] ends it.
+    pub fn adopt_long(&self, route: u64, ran: Duration) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.adm.mark_long(route, ran);
+        inner.adm.admit(Class::Long);
+    }
+
+    /// The call counted by [`Pool::adopt_long`] finished (its route was marked long then). The
+    /// calling thread goes on to its worker loop, which admits what was queued behind it.
+    pub fn adopted_finished(&self, route: u64) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.adm.finished(Class::Long, true, route, None);
+    }
+
     /// Turn the calling thread into a pool thread (after its event-loop duty was taken over).
     pub fn join_as_worker(self: &Arc<Self>) {
         self.inner.lock().unwrap().total += 1;

@@ -1,10 +1,11 @@
 """An app whose requests compute in pure Python, for the scheduler under CPU-heavy load (the
 busy app behind a load balancer's health checks).
 
-- ``/cpu?ms=N&token=T``: records ``T`` under mark ``cpu-started``, computes until this thread
-  has used N ms of CPU (default 40: shorter than the watchdog's wall-clock takeover, so only
-  the preemption of a call that computes while others wait can get other requests served),
-  records ``T`` under ``cpu-finished``, answers ``cpu T``.
+- ``/cpu?ms=N&token=T``: records ``T`` under mark ``cpu-started`` and ``T K`` under
+  ``cpu-computing`` (K: how many ``/cpu`` calls compute now, this one included), computes until
+  this thread has used N ms of CPU (default 40: shorter than the watchdog's wall-clock
+  takeover, so only the preemption of a call that computes while others wait can get other
+  requests served), records ``T`` under ``cpu-finished``, answers ``cpu T``.
 - ``/hog?token=T&times=K``: records ``T`` under ``hog-started``, holds the GIL for about K × 30
   ms (default 1) in one C call (sorting a list of floats: the interpreter cannot switch
   threads inside it), records ``T`` under ``hog-finished``, answers ``hog T``. A call that waits for the GIL behind it passes the
@@ -13,6 +14,7 @@ busy app behind a load balancer's health checks).
 """
 
 import random
+import threading
 import time
 
 from tests.apps._state import mark, query
@@ -37,6 +39,10 @@ _RNG = random.Random(7)
 _HOG_LIST = [_RNG.random() for _ in range(150_000)]
 
 
+_computing = 0
+_computing_lock = threading.Lock()
+
+
 def app(environ, start_response):
     q = query(environ)
     if environ["PATH_INFO"] == "/hog":
@@ -48,8 +54,16 @@ def app(environ, start_response):
         return _answer(start_response, f"hog {token}".encode())
     if environ["PATH_INFO"] == "/cpu":
         token = q.get("token", "-")
+        global _computing
         mark("cpu-started", token)
-        _compute(float(q.get("ms", "40")))
+        with _computing_lock:
+            _computing += 1
+            mark("cpu-computing", f"{token} {_computing}")
+        try:
+            _compute(float(q.get("ms", "40")))
+        finally:
+            with _computing_lock:
+                _computing -= 1
         mark("cpu-finished", token)
         return _answer(start_response, f"cpu {token}".encode())
     return _answer(start_response, b"hello")
