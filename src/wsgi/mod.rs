@@ -54,6 +54,20 @@ pub struct Bridge {
     pub deadlines: Option<Arc<deadline::Deadlines>>,
 }
 
+/// `value` as a `'static` slice, so responses (and the senders kept between them) borrow it
+/// without a lifetime or a count. Each distinct value is leaked once per process: a process
+/// that starts and stops servers (tests, embedding) reuses it rather than leaking it per start.
+fn static_server_header(value: &[u8]) -> &'static [u8] {
+    static MADE: std::sync::Mutex<Vec<&'static [u8]>> = std::sync::Mutex::new(Vec::new());
+    let mut made = MADE.lock().unwrap();
+    if let Some(&known) = made.iter().find(|&&known| known == value) {
+        return known;
+    }
+    let leaked: &'static [u8] = Box::leak(value.to_vec().into_boxed_slice());
+    made.push(leaked);
+    leaked
+}
+
 impl Bridge {
     pub fn new(
         py: Python<'_>,
@@ -73,8 +87,7 @@ impl Bridge {
         } else {
             config.app_name.clone()
         };
-        let server_header: &'static [u8] =
-            Box::leak(config.server_header.clone().into_boxed_slice());
+        let server_header = static_server_header(&config.server_header);
         Ok(Bridge {
             server_header,
             app,
