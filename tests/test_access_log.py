@@ -101,3 +101,14 @@ def test_every_byte_the_parser_accepts_in_a_target_is_escaped_in_the_log(start_s
         request, agent = m.group(2), m.group(6)
         assert ESCAPED_FIELD.match(request) and ESCAPED_FIELD.match(agent), line
         assert agent == 'u\\"a'
+
+
+def test_access_log_off_writes_no_file_and_no_lines(start_server, tmp_path):
+    # --help shows the default as "off"; saying it must not create a file named "off".
+    srv = start_server("hello", "--access-log", "off", cwd=tmp_path)
+    with Conn.open(srv.port) as c:
+        c.send(request_bytes("GET", "/not-logged"))
+        assert c.read_response().status == 200
+    srv.stop()
+    assert not (tmp_path / "off").exists()
+    assert "/not-logged" not in srv.log_text() + srv.stdout_text()

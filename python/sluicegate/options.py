@@ -248,11 +248,15 @@ def parse_health_path(value: object) -> str:
 
 
 def parse_access_log(value: object) -> Optional[str]:
-    """A file path, or '-' for standard output; '' or None turns the access log off."""
+    """A file path, or '-' for standard output; 'off' (any case), '' or None turns the access
+    log off. 'off' is what --help shows as the default, so it must not make a file named off
+    (a file of that name is './off')."""
     if value is None:
         return None
     text = _str(value)
-    return text or None
+    if not text or text.lower() == "off":
+        return None
+    return text
 
 
 def parse_log_level(value: object) -> str:
@@ -722,7 +726,8 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "access_log", parse_access_log, None,
-        "Write one line per request to this file; '-' means standard output.",
+        "Write one line per request to this file; '-' means standard output, 'off' writes "
+        "none (a file named off is ./off).",
         "PATH", Optional[str],
     ),
     Option(
