@@ -105,6 +105,10 @@ fn release_loop_hook(ctx: *const ()) {
 /// duties (pool threads' returned connections, streaming hand-offs).
 const INLINE_BATCH: usize = 16;
 
+/// How long a stop waits for threads that left their loops to finish their last drops (a
+/// lock and the GIL for a moment each): a bound, never reached unless the process is starved.
+const STOP_TAIL: Duration = Duration::from_secs(2);
+
 /// Should `work` run inline on the loop's thread now (else it goes to the pool)?
 fn runs_inline(shared: &Shared, work: &Work) -> bool {
     work.body_buffered && !shared.ctx().shutting_down() && shared.sched.inline_now()
@@ -388,21 +392,23 @@ impl Server {
             .map_err(|e| PyOSError::new_err(format!("cannot start the admission watcher: {e}")))?;
 
         let s = Arc::clone(&shared);
+        let life = pool.life();
         let loop_thread = std::thread::Builder::new()
             .name("sluicegate-loop".into())
             .stack_size(8 * 1024 * 1024)
             .spawn(move || {
-                let s2 = Arc::clone(&s);
                 Python::attach(|py| {
                     py.detach(|| {
-                        if drive_loop(&s2, st) == LoopEnd::TakenOver {
+                        if drive_loop(&s, st) == LoopEnd::TakenOver {
                             // The loop's first thread becomes a pool thread, once.
-                            s2.pool().join_as_worker();
+                            s.pool().join_as_worker();
                         }
                     });
                     // The thread ends: what it kept for its next request goes now, attached.
                     crate::wsgi::start_response::Callables::drop_kept(py);
                 });
+                drop(s);
+                drop(life); // last: `run` waits for it (see `pool::Lives`)
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the event loop thread: {e}")))?;
         let s = Arc::clone(&shared);
@@ -503,6 +509,7 @@ impl Server {
                 break;
             }
         }
+        let lives = pool.lives();
         let left = py.detach(|| {
             shared.sched.stop_watchdog();
             let _ = watchdog.join();
@@ -524,15 +531,19 @@ impl Server {
                 &shared.ctx().counters.stuck_calls,
             );
             let _ = admission_watcher.join();
-            if loop_thread.is_finished() {
-                let _ = loop_thread.join();
-            }
             if left == 0 {
                 // The pool's job closure holds `shared`, which holds the pool: let go of the
                 // pool so that both are freed, with the loop's epoll and eventfd descriptors
                 // and the app (a server started and stopped in one process kept all of them).
                 // Not while a call stuck past the graceful timeout may still ask for the pool.
                 shared.pool.lock().unwrap().take();
+                // Out of their loops is not gone: wait until the pool's threads and the loop's
+                // thread have dropped their last share, while detached, so that re-attaching
+                // below applies the decrefs PyO3 deferred for them (`pool::Lives`).
+                lives.wait_gone(STOP_TAIL);
+            }
+            if loop_thread.is_finished() {
+                let _ = loop_thread.join();
             }
             left
         });

@@ -46,11 +46,14 @@ const MANY_THREADS: usize = 100;
 /// No thread CPU clock known yet.
 const NO_CLOCK: i64 = i64::MIN;
 
-/// How a job was admitted: its route and class (urgent jobs have none).
+/// How a job was admitted: its route and class (urgent jobs have none), and whether it is a
+/// call to a blocking route judged again (`Admission::classify`), which the watcher must look
+/// at even while no call waits.
 #[derive(Clone, Copy)]
 struct Ticket {
     route: u64,
     class: Class,
+    judged: bool,
 }
 
 /// A parked thread's mailbox, and its CPU clock (for the watcher).
@@ -113,6 +116,8 @@ struct Holder<J> {
     /// How its length was judged (see `Length`).
     length: Length,
     stalled_looks: u32,
+    /// Windows in a row the watcher judged it and did not find it blocked.
+    clean_looks: u32,
     /// Its last stall was a wait on I/O (its route then counts as blocking).
     io: bool,
 }
@@ -128,6 +133,7 @@ impl<J> Holder<J> {
             app_first: None,
             length: Length::Short,
             stalled_looks: 0,
+            clean_looks: 0,
             io: false,
         }
     }
@@ -191,6 +197,51 @@ pub struct Pool<J: Send + 'static> {
     /// time since the job started (see `worker_loop`).
     run: Box<dyn Fn(J) -> Option<Duration> + Send + Sync>,
     busy: AtomicUsize,
+    /// Every pool thread, and the threads the server lends it, until their very last drop.
+    lives: Arc<Lives>,
+}
+
+/// Counts threads until the last thing they drop, so that the server's stop can wait for them
+/// to be gone, not only out of their loop. What such a thread drops last (its share of the
+/// pool, whose job closure holds the app) is released without the GIL, so PyO3 defers the
+/// decref to the next thread that attaches: a thread still finishing after `Server::run` had
+/// re-attached for the last time kept the app of a stopped server alive for the process's life
+/// (seen in CI under load, `tests/test_shutdown.py`).
+#[derive(Default)]
+pub struct Lives {
+    count: Mutex<usize>,
+    gone: Condvar,
+}
+
+/// One counted thread; dropping it (last, after everything else the thread held) ends it.
+pub struct Life(Arc<Lives>);
+
+impl Lives {
+    pub fn enter(self: &Arc<Self>) -> Life {
+        *self.count.lock().unwrap() += 1;
+        Life(Arc::clone(self))
+    }
+
+    /// Wait until every counted thread is gone or `timeout` passes; true if all are gone.
+    pub fn wait_gone(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut count = self.count.lock().unwrap();
+        while *count > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            count = self.gone.wait_timeout(count, left).unwrap().0;
+        }
+        true
+    }
+}
+
+impl Drop for Life {
+    fn drop(&mut self) {
+        *self.0.count.lock().unwrap() -= 1;
+        self.0.gone.notify_all();
+    }
 }
 
 impl<J: Send + 'static> Pool<J> {
@@ -216,7 +267,19 @@ impl<J: Send + 'static> Pool<J> {
             max,
             run,
             busy: AtomicUsize::new(0),
+            lives: Arc::default(),
         })
+    }
+
+    /// Count a thread that is not the pool's own (the event loop's first thread, which may
+    /// become a pool thread) among those `Lives::wait_gone` waits for.
+    pub fn life(&self) -> Life {
+        self.lives.enter()
+    }
+
+    /// The count of threads that hold a part of the pool (see [`Lives`]).
+    pub fn lives(&self) -> Arc<Lives> {
+        Arc::clone(&self.lives)
     }
 
     /// Threads alive.
@@ -257,11 +320,22 @@ impl<J: Send + 'static> Pool<J> {
     /// `route`: see `admission::route_hash`.
     pub fn submit(self: &Arc<Self>, job: J, route: u64) {
         let mut inner = self.inner.lock().unwrap();
-        let class = inner.adm.classify(route);
+        let (class, judged) = inner.adm.classify(route);
         let room = inner.adm.has_room(class) || inner.stopping;
         if room && (!inner.idle.is_empty() || inner.total < self.max) {
             inner.adm.admit(class);
-            self.start(inner, job, Some(Ticket { route, class }));
+            self.start(
+                inner,
+                job,
+                Some(Ticket {
+                    route,
+                    class,
+                    judged,
+                }),
+            );
+            if judged {
+                self.queued.notify_one(); // the watcher looks at it, queue or not
+            }
             return;
         }
         let was_empty = inner.adm.queued_now() == 0;
@@ -310,10 +384,14 @@ impl<J: Send + 'static> Pool<J> {
 
     fn spawn(self: &Arc<Self>, slot: Arc<Slot<J>>, first: Option<(J, Option<Ticket>)>, warn: bool) {
         let pool = Arc::clone(self);
+        let life = self.lives.enter();
         let res = std::thread::Builder::new()
             .name("sluicegate-app".into())
             .stack_size(STACK_SIZE)
-            .spawn(move || pool.thread_main(slot, first, warn));
+            .spawn(move || {
+                pool.thread_main(slot, first, warn); // consumes the thread's share of the pool
+                drop(life);
+            });
         if let Err(e) = res {
             // Out of threads. The job (moved into the closure) is lost with it: say so loudly.
             eprintln!("sluicegate: cannot start an app thread: {e}");
@@ -410,16 +488,19 @@ impl<J: Send + 'static> Pool<J> {
                     .iter()
                     .position(|h| Arc::ptr_eq(&h.slot, &slot));
                 // The holder's class, which may have become long while it ran.
-                let (class, took) = match held {
+                let (class, took, unblocked) = match held {
                     Some(i) => {
                         let h = inner.holders.swap_remove(i);
-                        (h.ticket.class, h.took(took))
+                        (h.ticket.class, h.took(took), h.clean_looks >= STALLED_LOOKS)
                     }
-                    None => (ticket.class, Some(took)),
+                    None => (ticket.class, Some(took), false),
                 };
                 inner
                     .adm
                     .finished(class, held.is_some(), ticket.route, took);
+                if unblocked {
+                    inner.adm.unblocked(ticket.route);
+                }
             }
             // Queued work first (on this thread, no wake-up), then park.
             let queued = if inner.stopping {
@@ -428,8 +509,14 @@ impl<J: Send + 'static> Pool<J> {
                 inner.adm.admit_next()
             };
             if let Some((job, route, class)) = queued {
-                let ticket = Ticket { route, class };
-                inner.holders.push(Holder::new(&slot, ticket));
+                let ticket = Ticket {
+                    route,
+                    class,
+                    judged: false,
+                };
+                if class != Class::Blocking {
+                    inner.holders.push(Holder::new(&slot, ticket));
+                }
                 next = Some((job, Some(ticket)));
                 continue;
             }
@@ -481,11 +568,12 @@ impl<J: Send + 'static> Pool<J> {
             if inner.stopping {
                 return;
             }
-            if inner.adm.queued_now() == 0 {
+            if inner.adm.queued_now() == 0 && !inner.holders.iter().any(|h| h.ticket.judged) {
                 prev = None;
                 for h in inner.holders.iter_mut() {
                     h.cpu_seen = None;
                     h.stalled_looks = 0;
+                    h.clean_looks = 0;
                 }
                 inner = self.queued.wait(inner).unwrap();
                 continue;
@@ -552,9 +640,13 @@ impl<J: Send + 'static> Pool<J> {
                     match stalled(wall, cpu.saturating_sub(was), app, || slot.waiting()) {
                         Some(w) => {
                             h.stalled_looks += 1;
+                            h.clean_looks = 0;
                             h.io = w == Waiting::Io;
                         }
-                        None => h.stalled_looks = 0,
+                        None => {
+                            h.stalled_looks = 0;
+                            h.clean_looks += 1;
+                        }
                     }
                 }
                 let needed = if h.io { STALLED_LOOKS } else { LOCK_LOOKS };
@@ -578,7 +670,12 @@ impl<J: Send + 'static> Pool<J> {
                 let Some((job, route, class)) = inner.adm.admit_next() else {
                     break;
                 };
-                self.start(inner, job, Some(Ticket { route, class }));
+                let ticket = Ticket {
+                    route,
+                    class,
+                    judged: false,
+                };
+                self.start(inner, job, Some(ticket));
                 inner = self.inner.lock().unwrap();
             }
         }
