@@ -18,7 +18,7 @@ DOCUMENTED_KEYS = {
     "inline_calls", "dispatched_calls",
     "takeovers", "preemptions", "handoffs", "mode", "threads", "busy_threads", "max_runnable",
     "runnable_short", "runnable_long", "runnable_short_peak", "runnable_long_peak", "admission_queue",
-    "admission_waits", "demotions", "lengthened", "admitted_blocking",
+    "admission_waits", "demotions", "lengthened", "admitted_blocking", "fast_first",
 }
 
 

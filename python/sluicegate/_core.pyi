@@ -96,7 +96,8 @@ class Server:
         0), admission_queue (calls waiting now), admission_waits (calls that waited), demotions
         (admitted calls seen blocked, which stopped counting), lengthened (short calls that ran
         long and moved to the long class), admitted_blocking (calls admitted at once because
-        their route was seen blocked)."""
+        their route was seen blocked), fast_first (long calls that waited for admitted fast
+        calls to run first)."""
 
 class ClientDisconnected(OSError):
     """Raised by wsgi.input when the client went away before the body was complete, and by

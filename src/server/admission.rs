@@ -126,6 +126,8 @@ pub struct AdmissionStats {
     pub demoted: u64,
     /// Short calls that ran past `LONG_CALL` and moved to the long class.
     pub lengthened: u64,
+    /// Long calls that waited for admitted fast calls to go first (`wsgi::pool`).
+    pub fast_first: u64,
 }
 
 impl<J> Admission<J> {

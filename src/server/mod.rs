@@ -626,6 +626,7 @@ impl Server {
             d.set_item("demotions", a.demoted)?;
             d.set_item("lengthened", a.lengthened)?;
             d.set_item("admitted_blocking", a.admitted_blocking)?;
+            d.set_item("fast_first", a.fast_first)?;
         }
         Ok(d)
     }
