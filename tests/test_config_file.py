@@ -57,6 +57,14 @@ def test_a_bad_file_is_one_line_naming_file_and_key(tmp_path, content, expected)
     assert re.search(expected, lines[0]), lines[0]
 
 
+def test_config_off_reads_no_file(tmp_path):
+    # --help shows the default as "off"; saying it must not read a file named "off".
+    (tmp_path / "off").write_text("threads = \n")  # read, it would be an error
+    r = sluicegate("--config", "off", "--check-config", "tests.apps.workers:app", cwd=tmp_path,
+                   env={"PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+
+
 def test_check_config_imports_the_app(tmp_path):
     ok = sluicegate("--check-config", "tests.apps.workers:app")
     assert ok.returncode == 0 and "configuration OK" in ok.stdout

@@ -260,6 +260,15 @@ def test_pid_file_is_written_and_removed(start_server, tmp_path):
     assert not pid_file.exists()
 
 
+def test_pid_off_writes_no_pid_file(start_server, tmp_path):
+    # --help shows the default as "off"; saying it must not create a file named "off".
+    srv = start_server("workers", "--workers", "1", "--pid", "off", cwd=tmp_path)
+    assert srv.request("GET", "/").status == 200
+    assert not (tmp_path / "off").exists()  # (one would be written at start, removed at exit)
+    srv.signal(signal.SIGTERM)
+    assert srv.wait_exit() == 0
+
+
 def test_a_unix_socket_file_survives_worker_replacement_and_goes_with_the_master(start_server,
                                                                                   tmp_path):
     path = str(tmp_path / "sg.sock")

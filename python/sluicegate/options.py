@@ -374,6 +374,15 @@ def parse_path(value: object) -> Optional[str]:
     return text or None
 
 
+def parse_path_or_off(value: object) -> Optional[str]:
+    """A file path; 'off' (any case), '' or None: none. For the options whose --help default
+    reads "off" (saying it must not make or read a file named off: that one is './off')."""
+    text = parse_path(value)
+    if text is None or text.lower() == "off":
+        return None
+    return text
+
+
 def _parse_umask(value: object) -> Optional[int]:
     from .privileges import parse_umask
     return parse_umask(value)
@@ -445,7 +454,7 @@ OPTIONS: Tuple[Option, ...] = (
         "ADDRESS", Tuple[BindAddress, ...], short="-b", repeatable=True,
     ),
     Option(
-        "config", parse_path, None,
+        "config", parse_path_or_off, None,
         "Read options from this TOML file: keys are the options' names as in serve() "
         "(threads = \"4:64\", bind = [\"0.0.0.0:8000\"], app = \"pkg.wsgi:application\"). "
         "The command line and the environment override it. Re-read on HUP (with --workers).",
@@ -530,7 +539,7 @@ OPTIONS: Tuple[Option, ...] = (
         "MASK", Optional[int],
     ),
     Option(
-        "pid", parse_path, None,
+        "pid", parse_path_or_off, None,
         "Write the server's (the master's) process id to this file at start; removed at exit.",
         "FILE", Optional[str],
     ),
@@ -870,6 +879,7 @@ def raw_values(
     default."""
     env = os.environ if env is None else env
     path = given["config"].value if "config" in given else env.get(BY_NAME["config"].env)
+    path = parse_path_or_off(path)
     from_file: Dict[str, Any] = {}
     if path:
         from . import config_file
