@@ -267,6 +267,28 @@ def test_body_is_streamed_to_the_app_not_buffered_whole(reader):
     assert (got["len"], got["sha256"]) == (len(body), hashlib.sha256(body).hexdigest())
 
 
+def test_a_body_read_ahead_reaches_the_app_while_the_client_pauses(reader):
+    """Past 256 KiB of a large body, a thread reads it ahead of the app (issue 16), and wakes
+    a waiting app only once 256 KiB are buffered (fewer wake-ups), unless the socket has
+    nothing more for now: then the app gets what there is. Here the client sends 300 KiB (the
+    reader starts, and the app waits for more), then 110 KiB, and waits until the app has read
+    all 410; woken only at 256 KiB buffered, it would wait for ever."""
+    import time
+    tok = uuid.uuid4().hex
+    body = bytes(range(256)) * (4 * 4096)  # 4 MiB
+    first, sent = 300 * 1024, 410 * 1024
+    with Conn.open(reader.port) as c:
+        c.send(request_bytes("POST", f"/stream_first?n={sent}", headers=[
+            ("Content-Length", str(len(body))), ("X-Token", tok)]) + body[:first])
+        time.sleep(0.2)  # lets the app take the first part and wait (not what is asserted)
+        c.send(body[first:sent])
+        got_first = reader.wait_marks("first-piece", prefix=tok)
+        assert got_first == [f"{tok} {sent}"]
+        c.send(body[sent:])
+        got = json.loads(c.read_response().body)
+    assert (got["len"], got["sha256"]) == (len(body), hashlib.sha256(body).hexdigest())
+
+
 # -- a body cut short by the client ----------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ["read", "readn", "readline", "readlines", "iter"])
