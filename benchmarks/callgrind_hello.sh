@@ -8,6 +8,8 @@
 # Usage: benchmarks/callgrind_hello.sh OUT_DIR [sluicegate options...]
 #        SLUICEGATE_PY=/other/build/.venv/bin/python benchmarks/callgrind_hello.sh OUT_DIR
 #        CONCURRENCY=1 benchmarks/callgrind_hello.sh OUT_DIR   (ab's -c; default 8)
+#        APP=s2_static:app URL_PATH=/read/file_21324.bin benchmarks/callgrind_hello.sh OUT_DIR
+#          (another app of benchmarks/apps and the path to request; default S6's hello world)
 # Under valgrind the server runs ~50x slower than ab, so with -c8 all eight connections have a
 # request waiting whenever the loop looks: the loop runs them in one attach (one GIL take per
 # batch). -c1 is the other end: one request per attach.
@@ -18,16 +20,18 @@ OUT=$(mkdir -p "$1" && cd "$1" && pwd); shift
 PY=${SLUICEGATE_PY:-$BENCH/../.venv/bin/python}
 N=20000
 C=${CONCURRENCY:-8}
+APP=${APP:-s6_hello:app}
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+URL="http://127.0.0.1:$PORT${URL_PATH:-/}"
 cd "$BENCH/apps"
 PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" \
   --compress-strings=no --compress-pos=no \
-  "$PY" -m sluicegate --bind "127.0.0.1:$PORT" "$@" s6_hello:app > "$OUT/server.log" 2>&1 &
+  "$PY" -m sluicegate --bind "127.0.0.1:$PORT" "$@" "$APP" > "$OUT/server.log" 2>&1 &
 VP=$!
-for _ in $(seq 1 240); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.5; done
-ab -q -k -c"$C" -n 2000 "http://127.0.0.1:$PORT/" > /dev/null
+for _ in $(seq 1 240); do curl -s -o /dev/null "$URL" && break; sleep 0.5; done
+ab -q -k -c"$C" -n 2000 "$URL" > /dev/null
 callgrind_control -z "$VP" > /dev/null 2>&1
-ab -q -k -c"$C" -n $N "http://127.0.0.1:$PORT/" | grep -E "^(Complete|Failed) requests"
+ab -q -k -c"$C" -n $N "$URL" | grep -E "^(Complete|Failed) requests"
 callgrind_control -d "$VP" > /dev/null 2>&1
 sleep 1
 kill -INT "$VP"; wait "$VP" || true

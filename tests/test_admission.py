@@ -116,16 +116,24 @@ def fetch_all(port, paths):
     return results
 
 
-CLIENTS = """
-import http.client, json, sys, threading
-port, path, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-out = [None] * n
-def one(i):
+# The start of the client scripts run in another process: `get(path)` -> [status, body].
+CLIENT_GET = """
+import http.client, json, sys, threading, time
+port = int(sys.argv[1])
+def get(path):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     c.request("GET", path)
     r = c.getresponse()
-    out[i] = [r.status, r.read().decode()]
+    got = [r.status, r.read().decode()]
     c.close()
+    return got
+"""
+
+CLIENTS = CLIENT_GET + """
+path, n = sys.argv[2], int(sys.argv[3])
+out = [None] * n
+def one(i):
+    out[i] = get(path)
 ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
 for t in ts: t.start()
 for t in ts: t.join(90)
@@ -279,16 +287,10 @@ class EndsWithAFastCallWaiting:
         return [body]
 
 
-ON_CUE = """
-import http.client, json, sys, threading, time
-port = int(sys.argv[1])
+ON_CUE = CLIENT_GET + """
 out = {}
 def one(path):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request("GET", path)
-    r = c.getresponse()
-    out[path] = [r.status, r.read().decode()]
-    c.close()
+    out[path] = get(path)
 ts = [threading.Thread(target=one, args=("/long?mode=first",))]
 ts[0].start()
 time.sleep(0.2)  # the first call runs: the next one queues behind it
