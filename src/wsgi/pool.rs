@@ -15,7 +15,6 @@
 //! Each thread stays attached to the Python interpreter for its whole life (one thread state,
 //! created once), so taking the GIL for a job costs a lock, not a thread-state allocation.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -195,14 +194,7 @@ struct Inner<J> {
     stopping: bool,
     /// The `MANY_THREADS` warning was given.
     warned: bool,
-    /// New threads not started yet, with their first jobs, and whether a thread is being
-    /// started now (see `Pool::start_next`).
-    unstarted: VecDeque<Unstarted<J>>,
-    starting: bool,
 }
-
-/// A new thread's slot, its first job and whether it gives the `MANY_THREADS` warning.
-type Unstarted<J> = (Arc<Slot<J>>, Option<(J, Option<Ticket>)>, bool);
 
 pub struct Pool<J: Send + 'static> {
     inner: Mutex<Inner<J>>,
@@ -282,8 +274,6 @@ impl<J: Send + 'static> Pool<J> {
                 total: 0,
                 stopping: false,
                 warned: false,
-                unstarted: VecDeque::new(),
-                starting: false,
             }),
             exited: Condvar::new(),
             queued: Condvar::new(),
@@ -337,7 +327,7 @@ impl<J: Send + 'static> Pool<J> {
         while inner.total < self.min {
             inner.total += 1;
             drop(inner); // `spawn` takes it when it fails
-            if !self.spawn(Slot::new(), None, false, false) {
+            if !self.spawn(Slot::new(), None, false) {
                 return; // out of threads: the pool grows on demand instead
             }
             inner = self.inner.lock().unwrap();
@@ -361,7 +351,6 @@ impl<J: Send + 'static> Pool<J> {
                     class,
                     judged,
                 }),
-                true,
             );
             if judged {
                 self.queued.notify_one(); // the watcher looks at it, queue or not
@@ -380,18 +369,16 @@ impl<J: Send + 'static> Pool<J> {
     /// idle: for the event loop itself when it is handed to another thread.
     pub fn submit_urgent(self: &Arc<Self>, job: J) {
         let inner = self.inner.lock().unwrap();
-        self.start(inner, job, None, false);
+        self.start(inner, job, None);
     }
 
     /// Give `job` to a parked thread, or to a new one. An admitted job's thread becomes a
-    /// holder (watched while calls wait). `chained`: a new thread may be started by the last
-    /// one started (`start_next`) instead of by the caller; not for the event loop itself.
+    /// holder (watched while calls wait).
     fn start(
         self: &Arc<Self>,
         mut inner: std::sync::MutexGuard<'_, Inner<J>>,
         job: J,
         ticket: Option<Ticket>,
-        chained: bool,
     ) {
         let (slot, new) = match inner.idle.pop() {
             Some(slot) => (slot, false),
@@ -405,57 +392,22 @@ impl<J: Send + 'static> Pool<J> {
         if let Some(ticket) = ticket.filter(|t| t.class != Class::Blocking) {
             inner.holders.push(Holder::new(&slot, ticket));
         }
-        if !new {
-            drop(inner);
+        drop(inner);
+        if new {
+            self.spawn(slot, Some((job, ticket)), warn);
+        } else {
             *slot.job.lock().unwrap() = Some((job, ticket));
             slot.cond.notify_one();
-            return;
-        }
-        if chained && inner.starting {
-            inner.unstarted.push_back((slot, Some((job, ticket)), warn));
-            return;
-        }
-        inner.starting |= chained;
-        drop(inner);
-        if !self.spawn(slot, Some((job, ticket)), warn, chained) && chained {
-            self.start_next();
-        }
-    }
-
-    /// Start the next thread waiting in `unstarted`, if any. A new thread calls it first thing
-    /// (before it takes the GIL), so a burst of calls that each need a thread (1,000 sleeping
-    /// requests on a fresh server) has its threads started one after another by the threads
-    /// themselves, while the caller (usually the event loop) goes on reading requests; it
-    /// started them all itself before (about 20 µs each: S5 at 1,000 clients, p99 176-179 ms
-    /// against 130-161 with the threads started ahead, `--threads 1000:1000`).
-    fn start_next(self: &Arc<Self>) {
-        loop {
-            let next = {
-                let mut inner = self.inner.lock().unwrap();
-                match inner.unstarted.pop_front() {
-                    Some(next) => next,
-                    None => {
-                        inner.starting = false;
-                        return;
-                    }
-                }
-            };
-            let (slot, first, warn) = next;
-            if self.spawn(slot, first, warn, true) {
-                return; // that thread starts the next one
-            }
         }
     }
 
     /// Start a thread for `slot` (its first job: `first`); false if none could be started.
-    /// `chained`: the new thread first starts the next one waiting (`start_next`). Call
-    /// without holding `inner`.
+    /// Call without holding `inner`.
     fn spawn(
         self: &Arc<Self>,
         slot: Arc<Slot<J>>,
         first: Option<(J, Option<Ticket>)>,
         warn: bool,
-        chained: bool,
     ) -> bool {
         let pool = Arc::clone(self);
         let life = self.lives.enter();
@@ -463,9 +415,6 @@ impl<J: Send + 'static> Pool<J> {
             .name("sluicegate-app".into())
             .stack_size(STACK_SIZE)
             .spawn(move || {
-                if chained {
-                    pool.start_next();
-                }
                 pool.thread_main(slot, first, warn); // consumes the thread's share of the pool
                 drop(life);
             });
@@ -795,7 +744,7 @@ impl<J: Send + 'static> Pool<J> {
                     class,
                     judged: false,
                 };
-                self.start(inner, job, Some(ticket), true);
+                self.start(inner, job, Some(ticket));
                 inner = self.inner.lock().unwrap();
             }
         }
