@@ -1,10 +1,14 @@
-"""The measurement context shared by every scenario: mode, running servers, result records.
+"""The helpers every benchmark shares: mode, running servers, result records, the case runner.
 
 Owns (1) the Mode (durations and counts of quick and full runs: every run bounded), (2) the
 lifecycle of a server under test: start, readiness (port accepts, then a probe must return the
 exact expected body), stop by PID in a finally, and a registry of every server still running so
-that Ctrl-C or an exception stops them all, and (3) the shape of one result record, so that the
-report reads one format whatever the scenario.
+that Ctrl-C or an exception stops them all, (3) the shape of one result record, so that the
+report reads one format whatever the scenario, (4) the case runner and the verified wrk body
+that every scenario module (scenarios, s9_s10, s12, s13) uses, and (5) the few helpers of the
+tools that start servers by hand (s11, failover, soak, observability, S8's): their environment,
+readiness, a wire-level fetch, one response's size. It is the bottom of bench/: it imports no
+scenario or tool module, so none of them imports another for a helper.
 """
 
 from __future__ import annotations
