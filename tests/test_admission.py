@@ -22,6 +22,7 @@ import pytest
 from sluicegate.listeners import bind_all
 from sluicegate.options import resolve
 from sluicegate.supervisor import Supervisor
+from tests.helpers import wait_for
 
 
 class Gauge:
@@ -74,10 +75,8 @@ def serve(app, **options):
     sup = Supervisor(app, cfg, sockets, app_name="admission-test")
     t = threading.Thread(target=sup.run, daemon=True)
     t.start()
-    deadline = time.monotonic() + 10
-    while sup._server is None and time.monotonic() < deadline:
-        time.sleep(0.01)  # polls for the server object: the condition, not a timing guess
-    assert sup._server is not None
+    wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
+             interval=0.01)
     return sup, sockets[0].port, t
 
 

@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from tests.helpers import wait_for
 from tests.http_util import (TIMEOUT, Closed, Conn, Truncated, assert_refused, assert_still_serving,
                               chunked, request_bytes)
 
@@ -228,15 +229,17 @@ def test_write_timeout_closes_a_connection_whose_client_stopped_reading(start_se
             "cannot find the server's end of the connection in /proc/net/tcp"
         # The client reads nothing. The server must give up on it: wait (bounded) until the
         # server process no longer holds its end of the connection.
-        deadline = time.monotonic() + TIMEOUT
-        while _server_side_socket_open(srv.port, client_port):
-            assert time.monotonic() < deadline, \
-                "server still holds a connection whose client stopped reading (--write-timeout 1)"
+        def let_go() -> bool:
+            if not _server_side_socket_open(srv.port, client_port):
+                return True
             # Meanwhile other clients are served.
             with Conn.open(srv.port) as other:
                 other.send(request_bytes("GET", "/with_length?n=1&size=5"))
                 assert other.read_response().body == b"aaaaa"
-            time.sleep(0.1)
+            return False
+
+        wait_for(let_go, "the server to let go of a connection whose client stopped reading "
+                 "(--write-timeout 1)", TIMEOUT, interval=0.1)
         # Draining what was already in flight ends in EOF/reset well before the 50 MB.
         with pytest.raises((Truncated, Closed)):
             c.read_response()
@@ -263,16 +266,15 @@ def test_read_timeout_gives_the_app_an_error_for_a_stalled_body(start_server, de
                                                        ("X-Token", "stalled")]) + b"x" * 500)
         # Either the app's read fails (and the app logs it), or the server gives up on the
         # request itself (an error status or a close) without the app seeing a complete body.
-        deadline = time.monotonic() + TIMEOUT
-        while True:
+        def something_happened() -> bool:
             m = line.search(srv.log_text())
             if m:
                 assert m.group(1) == "error", "the app read a stalled body as complete"
-                break
-            if c.buf or c.is_closed_now(0.1):
-                break
-            assert time.monotonic() < deadline, \
-                f"nothing happened {TIMEOUT}s after the body stalled (--read-timeout 1)"
+                return True
+            return bool(c.buf) or c.is_closed_now(0.1)  # is_closed_now waits 0.1 s itself
+
+        wait_for(something_happened, "the app's read to fail or the server to answer or close "
+                 "after the body stalled (--read-timeout 1)", TIMEOUT, interval=0)
         try:
             resp = c.read_response()
         except (Closed, Truncated):

@@ -44,6 +44,7 @@ import pytest
 
 from tests.apps.response_path import (MIXED_SIZES, PONG_HEADERS, SSE_FIRST, SSE_REST,
                                       SSE_SECOND, flood_block, pattern, stream_blocks)
+from tests.helpers import wait_for
 from tests.http_util import TIMEOUT, Conn, Truncated, WaitTimeout, assert_still_serving, request_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -287,8 +288,7 @@ def _strace_attach(pid: int, out: str, calls: str = WRITE_CALLS) -> subprocess.P
     # strace prints "Process N attached" when ptrace worked; with -qq it prints nothing then,
     # so wait for the output file to appear instead (strace opens it before attaching) and for
     # the attach to be visible in /proc (TracerPid of every thread).
-    deadline = time.monotonic() + TIMEOUT
-    while True:
+    def attached() -> bool:
         if proc.poll() is not None:
             err = proc.stderr.read().decode(errors="replace")
             pytest.skip(f"strace cannot attach (ptrace not permitted?): {err.strip()}")
@@ -299,12 +299,14 @@ def _strace_attach(pid: int, out: str, calls: str = WRITE_CALLS) -> subprocess.P
                     tracers.append(int(re.search(r"TracerPid:\s+(\d+)", f.read()).group(1)))
             except FileNotFoundError:
                 continue
-        if tracers and all(t == proc.pid for t in tracers):
-            return proc
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.skip("strace did not attach within the deadline")
-        time.sleep(0.02)
+        return bool(tracers) and all(t == proc.pid for t in tracers)
+
+    try:
+        wait_for(attached, "strace to attach to every thread", TIMEOUT)
+    except WaitTimeout:
+        proc.kill()
+        pytest.skip("strace did not attach within the deadline")
+    return proc
 
 
 def test_pong_head_and_body_leave_in_one_send_syscall(start_server, tmp_path):
@@ -624,17 +626,18 @@ def _wait_stalled(server, name: str, t: str, total: int, quiet: float = 0.5,
     """The number of blocks the app recorded under `name` once that number stopped changing
     for `quiet` seconds (or reached `total`). An absence-of-progress check (the app blocks
     inside the server): there is no event to await."""
-    deadline = time.monotonic() + timeout
-    last, since = -1, time.monotonic()
-    while time.monotonic() < deadline:
+    seen = {"n": -1, "since": time.monotonic()}
+
+    def stalled() -> bool:
         n = _produced(server, name, t)
-        if n != last:
-            last, since = n, time.monotonic()
-        elif n >= total or time.monotonic() - since >= quiet:
-            return n
-        time.sleep(0.05)
-    raise AssertionError(f"the app kept producing for {timeout}s against a client that reads "
-                         f"nothing ({last} blocks)")
+        if n != seen["n"]:
+            seen["n"], seen["since"] = n, time.monotonic()
+            return False
+        return n >= total or time.monotonic() - seen["since"] >= quiet
+
+    wait_for(stalled, "the app to stop producing against a client that reads nothing",
+             timeout, interval=0.05, context=lambda: f"({seen['n']} blocks)")
+    return seen["n"]
 
 
 @pytest.mark.parametrize("view", ["0", "1"], ids=["bytearray", "memoryview"])

@@ -4,13 +4,13 @@ counted, the ones the Rust core answers itself (static files) as well as the app
 
 import http.client
 import threading
-import time
 
 import pytest
 
 from sluicegate.listeners import bind_all
 from sluicegate.options import resolve
 from sluicegate.supervisor import Supervisor
+from tests.helpers import wait_for
 
 DOCUMENTED_KEYS = {
     "requests", "accepted", "protocol_errors", "timeouts", "fd_exhausted", "app_timeouts",
@@ -37,10 +37,8 @@ def in_process(tmp_path):
     sup = Supervisor(hello, cfg, sockets, app_name="hello")
     t = threading.Thread(target=sup.run, daemon=True)
     t.start()
-    deadline = time.monotonic() + 10
-    while sup._server is None and time.monotonic() < deadline:
-        time.sleep(0.01)  # polls for the server object: the condition, not a timing guess
-    assert sup._server is not None
+    wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
+             interval=0.01)
     yield sup, port
     sup.shutdown()
     t.join(10)
