@@ -1,4 +1,4 @@
-"""Regression (issue 15, item 2): the memory of a response whose client went away is freed
+"""Regression (24f7f74): the memory of a response whose client went away is freed
 promptly on an otherwise idle server. The event loop, which never holds the GIL, drops the
 queued `bytes`; PyO3 defers that decref until a thread attaches, and before the fix nothing
 attached on an idle server: three abandoned 100 MB answers stayed resident. Now the drop rings

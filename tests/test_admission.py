@@ -1,4 +1,4 @@
-"""Admission to the pool (issue 17): few app calls run Python at once, blocked ones do not count.
+"""Admission to the pool: few app calls run Python at once, blocked ones do not count.
 
 A server runs in a thread of this process (so the test reads its own counters, `stats`), on
 the pool path (`scheduler="pool"`), and real clients send it concurrent requests over sockets.
@@ -449,7 +449,7 @@ def test_a_fast_route_that_waited_for_the_interpreter_unwatched_stays_fast(start
 def test_a_pool_past_a_hundred_threads_warns_once_about_database_connections(start_server):
     """101 blocked calls need 101 threads: allowed (blocking apps get up to MAX), but an app
     that holds a database connection per call would exceed PostgreSQL's default limit of 100,
-    so the operator is told, once, on the error log (issue 17, item 4)."""
+    so the operator is told, once, on the error log."""
     srv = start_server("blocking", "--threads", "1:300")
     mark = srv.log_mark()
     n = 110

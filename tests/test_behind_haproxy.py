@@ -1,8 +1,8 @@
-"""Behind a real HAProxy (issue 11): the PROXY protocol from `send-proxy` and `send-proxy-v2`
-(IPv4 and IPv6 clients), and failover and draining between two servers with the options the
-issue names (`retry-on all-retryable-errors`, `option redispatch`, health checks every 100 ms,
-`fall 2 rise 2`). Failures are counted at the client; HAProxy's own view comes from its stats
-socket.
+"""Behind a real HAProxy: the PROXY protocol from `send-proxy` and `send-proxy-v2`
+(IPv4 and IPv6 clients), and failover and draining between two servers with the options a
+deployment would use (`retry-on all-retryable-errors`, `option redispatch`, health checks
+every 100 ms, `fall 2 rise 2`). Failures are counted at the client; HAProxy's own view comes
+from its stats socket.
 """
 
 import json

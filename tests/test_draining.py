@@ -1,4 +1,4 @@
-"""Health and draining (issue 11, item 5): `--health-path` answers 503 from the moment a
+"""Health and draining: `--health-path` answers 503 from the moment a
 graceful stop begins, and `--drain-delay` keeps the server accepting and serving meanwhile, so
 that a load balancer sees the 503 before the listener closes. (With a real HAProxy:
 test_behind_haproxy.py.)

@@ -1,4 +1,4 @@
-"""Named limits and timeouts (issue 2, section 7), each with its status and the connection
+"""Named limits and timeouts, each with its status and the connection
 closed after it.
 
 Covers: request line too long → 414; too many header fields and a too large header section →
@@ -298,7 +298,7 @@ def test_unread_body_over_max_drain_closes_the_connection(start_server):
 
 
 def test_running_out_of_descriptors_is_logged_once_per_episode(start_server):
-    """Regression (issue 15): at the file-descriptor limit the accept loop logged one line per
+    """Regression (8b050ec): at the file-descriptor limit the accept loop logged one line per
     retry (hundreds in seconds); now one line when accepting pauses and one when it resumes,
     and the clients queued meanwhile are all served."""
     srv = start_server("hello", "--header-timeout", "1", nofile=64)
@@ -328,7 +328,7 @@ def test_running_out_of_descriptors_is_logged_once_per_episode(start_server):
 
 
 def test_a_response_that_cannot_drain_the_body_says_connection_close(start_server):
-    """Regression (issue 15, item 3): the answer sent before closing on an undrainable request
+    """Regression (24f7f74): the answer sent before closing on an undrainable request
     body must say so (RFC 9112 §9.6), not promise a keep-alive the server will not keep."""
     srv = start_server("hello", "--max-drain", "1000")
     with Conn.open(srv.port) as c:
@@ -368,7 +368,7 @@ def _trickle(port, body_len, chunk, pause, total_chunks, token):
 
 
 def test_a_body_sent_one_byte_at_a_time_is_cut_by_the_minimum_rate(start_server):
-    """Regression (issue 15, item 5): each byte counted as progress, so a body sent at a byte
+    """Regression (24f7f74): each byte counted as progress, so a body sent at a byte
     every 0.2 s held its thread forever. With --min-body-rate 100 (after the 5 s grace) the
     app's read raises TimeoutError and the client gets 408."""
     srv = start_server("body_reader", "--min-body-rate", "100", "--read-timeout", "30")

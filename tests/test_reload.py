@@ -1,4 +1,4 @@
-"""`--reload` (issue 10, item 8): a change to the app's code replaces the workers; code with a
+"""`--reload`: a change to the app's code replaces the workers; code with a
 syntax error leaves the old workers serving and logs the error; the next good change reloads;
 a `--reload-extra` file triggers it too. Real files in a temporary app directory, real
 inotify (watchfiles), a real server process."""

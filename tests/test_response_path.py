@@ -1,4 +1,4 @@
-"""The response path (issue 4), end to end over real sockets.
+"""The response path, end to end over real sockets.
 
 1. Bare bytes/bytearray/memoryview bodies: byte-exact with a computed Content-Length, one
    warning per process naming the app; a str block is a 500 before headers, a truncated
@@ -358,7 +358,7 @@ def _segments(port: int, *extra: str) -> dict:
 
 def test_fifteen_app_headers_arrive_in_order_with_their_values(srv):
     """The app's headers are kept in one buffer with the first eight offsets in place and the
-    rest in a vector (issue 16): all 15 of pong's leave in the app's order, exact, around the
+    rest in a vector: all 15 of pong's leave in the app's order, exact, around the
     server's own Date and Server."""
     with Conn.open(srv.port) as c:
         for _ in range(3):
@@ -802,7 +802,7 @@ def test_file_wrapper_over_bytesio_is_iterated(srv, cl, version):
 
 
 def test_file_wrapper_over_a_readinto_file_like_reuses_one_large_buffer(srv):
-    # Issue 4: other file-likes are read with readinto into large reused buffers.
+    # Other file-likes are read with readinto into large reused buffers.
     t = uuid.uuid4().hex
     n = 3 * 256 * 1024 + 12345
     with Conn.open(srv.port) as c:

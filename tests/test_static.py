@@ -1,4 +1,4 @@
-"""Static files from the Rust core (issue 5): ``--static URL_PREFIX=DIRECTORY[;SETTING...]``,
+"""Static files from the Rust core: ``--static URL_PREFIX=DIRECTORY[;SETTING...]``,
 over real sockets (raw, http.client and curl).
 
 Covers: byte-exact bodies (0 B, small, 5 MB), HEAD (same head, no body: a pipelined GET after it

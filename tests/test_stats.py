@@ -60,7 +60,7 @@ def test_stats_keys_are_the_documented_ones(in_process):
 
 
 def test_static_requests_are_counted(in_process):
-    """Regression (issue 14): requests answered by --static were counted by the loop but missing
+    """Regression (bcae17c): requests answered by --static were counted by the loop but missing
     from stats()["requests"], which only counted app calls."""
     sup, port = in_process
     assert get(port, "/static/a.txt") == (200, b"static bytes\n")

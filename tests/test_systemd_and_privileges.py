@@ -1,4 +1,4 @@
-"""systemd and Unix operations (issue 10, item 6), with the real tools: socket activation by
+"""systemd and Unix operations, with the real tools: socket activation by
 Debian's `systemd-socket-activate`, `sd_notify` messages read from a datagram socket the test
 owns as `NOTIFY_SOCKET`, the user switch read back from `/proc`, unix socket permissions, and
 nginx (Debian's, workers running as `www-data`) reaching a socket created `mode=660,

@@ -1,4 +1,4 @@
-"""`--timeout` (issue 10, item 5): an app call that runs too long gets its client answered
+"""`--timeout`: an app call that runs too long gets its client answered
 (504, or the connection closed if the response had begun), its request line and Python stack
 logged once, and, past `--max-stuck` in a worker, that worker replaced gracefully. The app calls
 here wait on gates the test opens (tests/apps/stuck.py), so nothing depends on timing but the

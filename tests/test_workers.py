@@ -1,9 +1,9 @@
-"""Worker processes and the master's operations (issue 10), with real processes, real signals
+"""Worker processes and the master's operations, with real processes, real signals
 and real clients.
 
 Load comes from client threads that each send requests one after another, every one on a new
 connection (so a reload or a recycle can be judged request by request), and count answers that
-are not `200` with a pid as the body. Where the issue says no request may fail, the count of
+are not `200` with a pid as the body. Where no request may fail (a reload, a recycle), the count of
 failures is asserted to be 0; where a worker is killed, only requests in flight on it may fail.
 """
 
