@@ -391,8 +391,8 @@ def start_server():
     "/x", "mod:app", cwd=tmp)``). Also ``binds``, extra ``env`` and a working directory
     ``cwd`` (default: the repository root), and ``nofile``, a file-descriptor limit for the
     server process; ``command`` runs another command line (a script calling ``serve()``), and
-    ``wait_ready=False`` leaves the readiness wait to the test. Stopped at teardown (SIGTERM, bounded wait,
-    SIGKILL)."""
+    ``wait_ready=False`` leaves the readiness wait to the test. Stopped at teardown (SIGTERM,
+    bounded wait, SIGKILL)."""
     started: List[ServerProcess] = []
 
     def start(app: Optional[str], *options: str, binds: Optional[List[str]] = None,
