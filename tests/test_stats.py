@@ -10,7 +10,7 @@ import pytest
 
 from sluicegate.listeners import bind_all
 from sluicegate.options import resolve
-from sluicegate.supervisor import Supervisor
+from sluicegate.single import SingleServer as Supervisor
 
 DOCUMENTED_KEYS = {
     "requests", "accepted", "protocol_errors", "timeouts", "fd_exhausted", "app_timeouts",
