@@ -384,8 +384,10 @@ class Master:
         jitter = 0
         if self.cfg.max_requests and self.cfg.max_requests_jitter:
             jitter = random.randint(0, self.cfg.max_requests_jitter)
+        master = os.getpid()
         pid = os.fork()
         if pid == 0:
+            messages.stop_with_master(master)
             self._become_worker(r, w, self.cfg.max_requests + jitter, slot)  # never returns
         os.close(w)
         os.set_inheritable(r, False)

@@ -17,10 +17,14 @@ Master -> worker: signals, which a worker's server handles like a single server'
 - `STOP_NOW` (QUIT): close every connection and exit.
 - `CANCEL` (KILL): a worker still importing its app has nothing in flight to finish.
 - `REOPEN_LOGS` (USR1): reopen the access log file.
+- `MASTER_GONE` (TERM, sent by the kernel): the master died without stopping its workers
+  (`kill -9`); each finishes its in-flight requests and exits, so no orphan keeps serving on the
+  master's sockets and a restart can bind them (`stop_with_master`, PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import os
 import signal
@@ -39,6 +43,10 @@ STOP = signal.SIGTERM
 STOP_NOW = signal.SIGQUIT
 CANCEL = signal.SIGKILL
 REOPEN_LOGS = signal.SIGUSR1
+MASTER_GONE = signal.SIGTERM
+
+#: prctl(2): the signal the kernel sends this process when its parent dies.
+PR_SET_PDEATHSIG = 1
 
 
 def send(fd: Optional[int], message: Message) -> None:
@@ -60,3 +68,15 @@ def receive(fd: int) -> List[Message]:
         return []
     known = {m.value: m for m in Message}
     return [known[data[i:i + 1]] for i in range(len(data)) if data[i:i + 1] in known]
+
+
+def stop_with_master(master_pid: int) -> None:
+    """In a worker right after fork: have the kernel send `MASTER_GONE` when the master dies.
+    If it died already (between the fork and here), the worker leaves at once."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(MASTER_GONE), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: no orphan guard
+        return
+    if os.getppid() != master_pid:
+        os._exit(1)
