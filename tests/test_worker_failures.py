@@ -31,6 +31,47 @@ def running(pid):
         return False
 
 
+def test_a_replacement_that_fails_to_boot_leaves_the_healthy_workers_serving(start_server,
+                                                                              tmp_path):
+    (tmp_path / "changing.py").write_text(good_app("old"))
+    srv = start_server(None, "--workers", "2", "changing:app", cwd=tmp_path)
+    victim, healthy = children(srv.pid)
+    (tmp_path / "changing.py").write_text("import sluicegate_test_no_such_dependency\n")
+    mark = srv.log_mark()
+    os.kill(victim, signal.SIGKILL)
+    srv.wait_log(r"Worker \d+ failed to boot", since=mark)
+    srv.wait_log(r"1 of 2 worker\(s\) serving; starting a replacement again in 1s", since=mark)
+    for _ in range(20):
+        assert get(srv.port, "/") == (200, b"old")
+    # Tried again later (after 2 s, then 4 s, ...), not in a loop, and the server stays up.
+    srv.wait_log(r"starting a replacement again in 2s", since=mark, timeout=30)
+    assert srv.alive() and healthy in children(srv.pid)
+    # Once the app imports again, the next try boots and the server is whole again.
+    (tmp_path / "changing.py").write_text(good_app("new"))
+    mark = srv.log_mark()
+    srv.wait_log(r"Worker \d+ ready", since=mark, timeout=40)
+    wait_until(lambda: len(children(srv.pid)) == 2, "two workers again")
+    assert srv.alive()
+
+
+def test_a_reload_that_cannot_boot_keeps_the_previous_configuration(start_server, tmp_path):
+    conf = tmp_path / "sg.toml"
+    conf.write_text('app = "tests.apps.workers:app"\n')
+    srv = start_server(None, "--workers", "2", "--config", str(conf))
+    conf.write_text('app = "tests.apps.boot_fails:app"\n')
+    srv.signal(signal.SIGHUP)
+    srv.wait_log(r"Reload abandoned")
+    wait_until(lambda: len(children(srv.pid)) == 2, "the failed new workers to be gone")
+    # A routine replacement boots with the configuration that serves, not the abandoned one.
+    mark = srv.log_mark()
+    os.kill(children(srv.pid)[0], signal.SIGKILL)
+    srv.wait_log(r"Worker \d+ ready", since=mark, timeout=30)
+    assert "failed to boot" not in srv.log_since(mark)
+    assert srv.alive()
+    status, body = get(srv.port)
+    assert status == 200 and body.isdigit()
+
+
 def test_a_master_killed_with_sigkill_takes_its_workers_with_it(start_server):
     srv = start_server("workers", "--workers", "2")
     workers, port = children(srv.pid), srv.port

@@ -24,9 +24,15 @@ moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
   `FILE.oldbin` (pidfile.py). Both serve until the operator sends TERM to the old one.
 
 A worker that dies after it was ready is logged with its exit status or signal and replaced at
-once. A worker that exits before it was ready failed at boot (its app does not import): the
-master stops every worker and exits with status 3, after the worker printed the app's one-line
-error, instead of forking again and again.
+once. A worker that exits before it was ready failed at boot (its app does not import, after
+the worker printed the app's one-line error):
+- among the first workers, nothing serves yet: the master stops every worker and exits with
+  status 3 instead of forking again and again;
+- in a reload's new generation: the reload is abandoned, and the configuration from before it
+  stays the one later replacements boot with;
+- a replacement (after a crash, `--max-requests`, `--max-stuck`, `--max-rss`, TTIN): the
+  healthy workers keep serving, and the replacement is tried again after `RETRY_FIRST_S`,
+  doubling up to `RETRY_MAX_S`, until one boots.
 """
 
 from __future__ import annotations
@@ -61,6 +67,11 @@ SLOTS = 1024
 
 #: An entry no live worker owns (u32::MAX in the core).
 VACANT = b"\xff\xff\xff\xff"
+
+#: A replacement that failed to boot is tried again after this, then twice as long each time
+#: up to RETRY_MAX_S (an app that cannot import now may after a deploy finishes).
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 30.0
 
 #: How long workers that were told to stop at once (or killed) may take to be gone.
 KILL_GRACE_S = 5
@@ -162,6 +173,9 @@ class Master:
         self.deadline = 0.0  # while STOPPING: when what is left gets SIGKILL
         self.exit_status = 0
         self.new_master: Optional[int] = None  # the pid a USR2 started, while it lives
+        self.before_reload: Optional[Tuple[Config, int]] = None  # while RELOADING: cfg, target
+        self.retry_delay = 0.0  # after a replacement failed to boot: the next wait
+        self.retry_at = 0.0  # no replacement is started before this (time.monotonic())
         self.signals: List[int] = []
         self.pipe = signals.SignalPipe(signals.MASTER_SIGNALS)
         self.reloader: Optional[Any] = None
@@ -230,6 +244,7 @@ class Master:
             if message is Message.READY and w.life in (Life.BOOTING, Life.CANCELLED):
                 w.become(Life.SERVING if w.life is Life.BOOTING else Life.STOPPING)
                 log.info("Worker %d ready", w.pid)
+                self.retry_delay = 0.0
             elif message in (Message.MAX_REQUESTS, Message.STUCK) and w.life is Life.SERVING:
                 w.become(Life.OUTGOING)  # _maintain starts its replacement, then stops it
                 why = "reached --max-requests" if message is Message.MAX_REQUESTS \
@@ -302,6 +317,7 @@ class Master:
                 self._retire(w, messages.STOP if graceful else messages.STOP_NOW)
 
     def _reload(self, why: str) -> None:
+        before = (self.cfg, self.target)
         if self.reread is not None:
             try:
                 cfg = self.reread()
@@ -329,6 +345,7 @@ class Master:
                     self._retire(w, messages.STOP if w.ready else messages.CANCEL)
         else:
             self._become(State.RELOADING)
+            self.before_reload = before
         for _ in range(self.target):
             self._spawn()
 
@@ -443,20 +460,38 @@ class Master:
                 if os.waitstatus_to_exitcode(status) != 0 and self.state is State.STOPPING:
                     self.exit_status = self.exit_status or 1
             elif not w.ready:
-                log.error("Worker %d failed to boot (%s): stopping", pid, how)
-                if self.state is State.RELOADING and w.generation == self.generation:
-                    # A reload whose new code does not import: keep the old workers serving.
-                    self._abandon_reload()
-                else:
+                log.error("Worker %d failed to boot (%s)%s", pid, how,
+                          ": stopping" if self.state is State.STARTING else "")
+                if self.state is State.STARTING:
                     self.exit_status = BOOT_FAILED
                     self._stop(graceful=False)
+                elif self.state is State.RELOADING and w.generation == self.generation:
+                    # A reload whose new code does not import: keep the old workers serving.
+                    self._abandon_reload()
+                elif self.state is State.RELOADING:
+                    pass  # an earlier reload's worker: the newest generation replaces it
+                else:
+                    self._retry_later()
             else:
                 log.error("Worker %d died (%s): starting a replacement", pid, how)
+
+    def _retry_later(self) -> None:
+        """A replacement failed to boot: the others keep serving; try again after a while."""
+        self.retry_delay = min(max(self.retry_delay * 2, RETRY_FIRST_S), RETRY_MAX_S)
+        self.retry_at = time.monotonic() + self.retry_delay
+        serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
+        log.error("%d of %d worker(s) serving; starting a replacement again in %gs", serving,
+                  self.target, self.retry_delay)
+        sd_notify.notify(f"STATUS=serving with {serving} of {self.target} worker(s); a "
+                         "replacement failed to boot")
 
     def _abandon_reload(self) -> None:
         log.error("Reload abandoned: the old workers keep serving")
         sd_notify.notify("READY=1", "STATUS=reload failed; the old workers keep serving")
         self._become(State.SERVING)
+        if self.before_reload is not None:  # later replacements boot with what serves now
+            self.cfg, self.target = self.before_reload
+            self.before_reload = None
         for w in self.workers.values():
             if w.generation == self.generation:
                 self._retire(w, messages.STOP_NOW)
@@ -492,6 +527,7 @@ class Master:
                 log.info("Reload done: %d new worker(s) serving", len(new))
                 sd_notify.notify("READY=1", f"STATUS=serving with {len(new)} worker(s)")
                 self._become(State.SERVING)
+                self.before_reload = None
             return
         # A worker that asked out leaves once as many others are ready as it takes.
         staying = [w for w in self.workers.values() if w.life in (Life.BOOTING, Life.SERVING)]
@@ -499,8 +535,9 @@ class Master:
             for w in self.workers.values():
                 if w.life is Life.OUTGOING:
                     self._retire(w, messages.STOP)
-        for _ in range(self.target - len(staying)):
-            self._spawn()
+        if time.monotonic() >= self.retry_at:  # else a replacement failed lately: wait
+            for _ in range(self.target - len(staying)):
+                self._spawn()
         extra = len(staying) - self.target
         for w in sorted(staying, key=lambda w: w.pid)[:max(0, extra)]:
             self._retire(w, messages.STOP)
