@@ -21,7 +21,7 @@ import pytest
 
 from sluicegate.listeners import bind_all
 from sluicegate.options import resolve
-from sluicegate.supervisor import Supervisor
+from sluicegate.single import SingleServer as Supervisor
 from tests.helpers import wait_for
 
 
