@@ -51,7 +51,7 @@ def test_a_replacement_that_fails_to_boot_leaves_the_healthy_workers_serving(sta
     (tmp_path / "changing.py").write_text(good_app("new"))
     mark = srv.log_mark()
     srv.wait_log(r"Worker \d+ ready", since=mark, timeout=40)
-    wait_for(lambda: len(children(srv.pid)) == 2, "two workers again")
+    wait_for(lambda: len(children(srv.pid)) == 2, "two workers again", timeout=30)
     assert srv.alive()
 
 
@@ -62,7 +62,7 @@ def test_a_reload_that_cannot_boot_keeps_the_previous_configuration(start_server
     conf.write_text('app = "tests.apps.boot_fails:app"\n')
     srv.signal(signal.SIGHUP)
     srv.wait_log(r"Reload abandoned")
-    wait_for(lambda: len(children(srv.pid)) == 2, "the failed new workers to be gone")
+    wait_for(lambda: len(children(srv.pid)) == 2, "the failed new workers to be gone", timeout=30)
     # A routine replacement boots with the configuration that serves, not the abandoned one.
     mark = srv.log_mark()
     os.kill(children(srv.pid)[0], signal.SIGKILL)
