@@ -145,7 +145,8 @@ def test_binds(text, expected):
 @pytest.mark.parametrize("text, reason", [
     ("nope", "no port given"),
     ("::1:80", "put an IPv6 address in brackets: [::1]:80"),
-    (":80", "no host given"),
+    (":http", "no host given"),  # ":80" is gunicorn's every-interface form (test_gunicorn_compat.py)
+    ("8000", "did you mean 127.0.0.1:8000 (this machine only) or :8000 (every interface)?"),
     ("host:70000", "from 0 to 65535"),
     ("host:", "from 0 to 65535"),
     ("host:http", "from 0 to 65535"),

@@ -103,10 +103,15 @@ def parse_count_or_zero(value: object) -> int:
 
 
 def parse_seconds_or_off(value: object) -> float:
-    """A duration in seconds, or 0 for off."""
+    """A duration in seconds, or 0 for off: >= 0."""
     if value in (0, "0", 0.0):
         return 0.0
-    return parse_seconds(value)
+    try:
+        return parse_seconds(value)
+    except ValueError as e:
+        if "greater than 0" in str(e):
+            raise ValueError("must be a number of seconds >= 0 (0: off)") from None
+        raise
 
 
 def parse_seconds(value: object) -> float:
@@ -160,8 +165,26 @@ def parse_app(value: object) -> Union[str, Callable[..., Any]]:
     return text
 
 
+#: The host of a `--bind :PORT` (gunicorn's form): every IPv4 interface, as gunicorn binds it.
+ALL_INTERFACES = "0.0.0.0"
+
+
 def parse_bind_value(value: object) -> BindAddress:
-    return parse_bind(_str(value))
+    """listeners.parse_bind, plus two forms a gunicorn user writes: `:8000` (every interface,
+    port 8000, as gunicorn reads it) and a bare `8000`, refused with both readings offered."""
+    text = _str(value).strip()
+    wire, address = "", text
+    for prefix in ("uwsgi:", "proxy:"):
+        if text.startswith(prefix):
+            wire, address = prefix, text[len(prefix):]
+    if address.isdigit():
+        raise ValueError(
+            f"a port alone is not an address: did you mean 127.0.0.1:{address} (this machine "
+            f"only) or :{address} (every interface)?"
+        )
+    if address.startswith(":") and address[1:].isdigit():
+        text = f"{wire}{ALL_INTERFACES}{address}"
+    return parse_bind(text)
 
 
 def parse_root_path(value: object) -> str:
@@ -416,6 +439,9 @@ class Option:
     #: The type of the validated value (the Config field's annotation).
     type: Any
     short: Optional[str] = None
+    #: Other spellings on the command line: gunicorn's flags (`-w`, `--keep-alive`, ...), so that
+    #: a gunicorn command line works by changing only the program's name.
+    aliases: Tuple[str, ...] = ()
     #: Given several times on the command line; comma-separated in the environment.
     repeatable: bool = False
     positional: bool = False
@@ -434,13 +460,14 @@ class Option:
 
     @property
     def flags(self) -> List[str]:
-        return [self.flag] + ([self.short] if self.short else [])
+        return [self.flag] + ([self.short] if self.short else []) + list(self.aliases)
 
 
 OPTIONS: Tuple[Option, ...] = (
     Option(
         "app", parse_app, "sluicegate.demo:app",
-        "The WSGI application to serve, as MODULE:APP. APP may be a dotted attribute "
+        "The WSGI application to serve, as MODULE:APP; MODULE alone means MODULE:application "
+        "(as with gunicorn: myproject.wsgi). APP may be a dotted attribute "
         "(pkg.mod:obj.app) or a factory call with literal arguments (mod:create_app() or "
         "mod:create_app('prod', debug=False)). The current directory is searched first. "
         "Without it, sluicegate serves its built-in demo app.",
@@ -457,8 +484,11 @@ OPTIONS: Tuple[Option, ...] = (
         "config", parse_path_or_off, None,
         "Read options from this TOML file: keys are the options' names as in serve() "
         "(threads = \"4:64\", bind = [\"0.0.0.0:8000\"], app = \"pkg.wsgi:application\"). "
+        "A FILE ending in .py is a gunicorn configuration file: its settings that sluicegate "
+        "has are used (bind, workers, threads, timeout, keepalive, accesslog, loglevel, ...; "
+        "docs/operations.md), each other one is named in a warning. "
         "The command line and the environment override it. Re-read on HUP (with --workers).",
-        "FILE", Optional[str],
+        "FILE", Optional[str], short="-c",
     ),
     Option(
         "check_config", parse_bool, "false",
@@ -478,7 +508,7 @@ OPTIONS: Tuple[Option, ...] = (
         "app threads, all serving the same sockets (auto: one per CPU available). The master "
         "replaces a worker that dies and handles reloads (HUP) and the other operations "
         "signals (docs/operations.md). Unset: one process serves, without a master.",
-        "N", Optional[int],
+        "N", Optional[int], short="-w",
     ),
     Option(
         "preload", parse_bool, "false",
@@ -512,7 +542,7 @@ OPTIONS: Tuple[Option, ...] = (
         "reload_extra", parse_path, [],
         "With --reload: also replace the workers when this file (or anything under this "
         "directory) changes: templates, configuration. Give it several times for several.",
-        "PATH", Tuple[str, ...], repeatable=True,
+        "PATH", Tuple[str, ...], repeatable=True, aliases=("--reload-extra-file",),
     ),
     Option(
         "max_rss", parse_size, "0",
@@ -525,23 +555,23 @@ OPTIONS: Tuple[Option, ...] = (
         "user", parse_path, None,
         "Run as this user (name or uid) after binding the sockets and before importing the app; "
         "its primary group too unless --group is given. Needs root at start.",
-        "USER", Optional[str],
+        "USER", Optional[str], short="-u",
     ),
     Option(
         "group", parse_path, None,
         "Run as this group (name or gid), dropped to with --user.",
-        "GROUP", Optional[str],
+        "GROUP", Optional[str], short="-g",
     ),
     Option(
         "umask", _parse_umask, None,
         "Set the process umask first (octal, e.g. 027): the permissions of unix socket files and "
         "of files the app creates. Unset: inherited.",
-        "MASK", Optional[int],
+        "MASK", Optional[int], short="-m",
     ),
     Option(
         "pid", parse_path_or_off, None,
         "Write the server's (the master's) process id to this file at start; removed at exit.",
-        "FILE", Optional[str],
+        "FILE", Optional[str], short="-p",
     ),
     Option(
         "threads", parse_threads, "auto",
@@ -585,7 +615,7 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "keepalive_timeout", parse_seconds, "75",
         "Seconds an idle keep-alive connection is kept open waiting for its next request.",
-        "SECONDS", float, core=True,
+        "SECONDS", float, core=True, aliases=("--keep-alive",),
     ),
     Option(
         "read_timeout", parse_seconds, "30",
@@ -618,7 +648,7 @@ OPTIONS: Tuple[Option, ...] = (
         "the response had begun, the connection is closed), and the request line and the "
         "Python stack of the thread running the call are logged once. The call keeps its "
         "thread (Python cannot stop one): see --max-stuck. 0: off.",
-        "SECONDS", float, core=True,
+        "SECONDS", float, core=True, short="-t",
     ),
     Option(
         "max_stuck", parse_count_or_zero, "4",
@@ -646,7 +676,7 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "limit_headers", parse_count, "100",
         "Most header fields in one request; more gets 431 Request Header Fields Too Large.",
-        "N", int, core=True,
+        "N", int, core=True, aliases=("--limit-request-fields",),
     ),
     Option(
         "limit_body", parse_size, "1G",
@@ -737,7 +767,7 @@ OPTIONS: Tuple[Option, ...] = (
         "access_log", parse_access_log, None,
         "Write one line per request to this file; '-' means standard output, 'off' writes "
         "none (a file named off is ./off).",
-        "PATH", Optional[str],
+        "PATH", Optional[str], aliases=("--access-logfile",),
     ),
     Option(
         "access_log_format", parse_access_log_format, "combined",
@@ -881,7 +911,10 @@ def raw_values(
     path = given["config"].value if "config" in given else env.get(BY_NAME["config"].env)
     path = parse_path_or_off(path)
     from_file: Dict[str, Any] = {}
-    if path:
+    if path and str(path).endswith(".py"):
+        from . import gunicorn_config
+        from_file = gunicorn_config.load(str(path), BY_NAME)
+    elif path:
         from . import config_file
         from_file = config_file.load(str(path), BY_NAME)
     raw: Dict[str, Raw] = {}
@@ -1024,7 +1057,7 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
         else:
             if o.switch:
                 parser.add_argument(
-                    *([o.short] if o.short else []), o.flag,
+                    *([o.short] if o.short else []), o.flag, *o.aliases,
                     dest=o.name,
                     action="store_const",
                     const="true",
@@ -1033,7 +1066,7 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
                 )
                 continue
             parser.add_argument(
-                *([o.short] if o.short else []), o.flag,
+                *([o.short] if o.short else []), o.flag, *o.aliases,
                 dest=o.name,
                 metavar=o.metavar,
                 action="append" if o.repeatable else "store",
@@ -1048,11 +1081,33 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
 
 
 def from_command_line(argv: Sequence[str], version: str = "") -> Dict[str, Raw]:
-    """Phase 1 for the command line: only the options given, as written."""
-    namespace = build_parser(version).parse_args(list(argv))
+    """Phase 1 for the command line: only the options given, as written. An unknown option is
+    named on its own, with the closest known flag (argparse alone would name it together with
+    the arguments after it, the app path among them)."""
+    parser = build_parser(version)
+    namespace, extra = parser.parse_known_args(list(argv))
+    if extra:
+        raise OptionError(unknown_argument(extra))
     return {
         name: Raw(value, BY_NAME[name].flag) for name, value in vars(namespace).items()
     }
+
+
+def all_flags() -> List[str]:
+    return [f for o in OPTIONS if not o.positional for f in o.flags] + ["--version", "--help"]
+
+
+def unknown_argument(extra: Sequence[str]) -> str:
+    """The error for what argparse could not place: the first unknown option, with a "did you
+    mean" from the table, or else the second app path."""
+    flags = all_flags()
+    for arg in extra:
+        if arg.startswith("-") and len(arg) > 1 and not arg[1:].replace(".", "").isdigit():
+            name = arg.split("=", 1)[0]
+            close = difflib.get_close_matches(name, flags, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else "see sluicegate --help"
+            return f"unknown option {name} ({hint})"
+    return (f"unexpected argument {extra[0]!r}: give one MODULE:APP (see sluicegate --help)")
 
 
 def _show_default(o: Option) -> str:
