@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
+import re
 import sys
 import traceback
 from typing import Any, Callable, Dict, Mapping, Tuple
 
-from .config_file import _line_of
 from .errors import OptionError, one_line
 
 #: gunicorn setting -> (sluicegate option, conversion of gunicorn's Python value to one our
@@ -155,7 +156,7 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
         elif name == "capture_output" and not value:
             continue
         elif name in IGNORED:
-            if value is not None:
+            if value is not None and value is not False:  # None, False: off, as here
                 warn(f"{where}: {name} ignored: {IGNORED[name]}")
     return out
 
@@ -192,11 +193,14 @@ def _run(path: str) -> Dict[str, Any]:
 
 
 def _line_in(path: str, e: BaseException) -> str:
-    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == path]
+    here = os.path.abspath(path)
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if os.path.abspath(f.filename) == here]
     return f", line {frames[-1].lineno}" if frames else ""
 
 
 def _where(path: str, text: str, name: str) -> str:
-    line = _line_of(text, name)
+    m = re.search(r"^[ \t]*(?:def[ \t]+)?" + re.escape(name) + r"\b", text, re.M)
+    line = text.count("\n", 0, m.start()) + 1 if m else 0
     return f"{path}, line {line}: {name}" if line else f"{path}: {name}"
 
