@@ -6,10 +6,19 @@ Everything else is derived from that table, so nothing can drift:
   - the command line and its `--help` (`build_parser`),
   - the environment variables `SLUICEGATE_<NAME>`,
   - the keywords and defaults of `sluicegate.serve()`,
-  - the `Config` dataclass (one field per option),
-  - the keys passed straight through to the Rust core (`core=True`, see config.py),
-  - docs/options.md (`python -m sluicegate.options --markdown > docs/options.md`; a test checks
-    that the committed file equals the generated text).
+  - gunicorn's spellings of the same options (`aliases`, `-w`, `--keep-alive`, ...),
+  - the `Config` dataclass (one field per option; see below),
+  - the keys passed straight through to the Rust core (`core=True`), and so the `ServerConfig`
+    type in _core.pyi (generated, see config.py) and the keys src/config.rs must read,
+  - docs/options.md (`python -m sluicegate.options --markdown > docs/options.md`).
+tests/test_options_contract.py fails on any drift between the table and these.
+
+`Config` is written out by hand, as a checked copy of the table, rather than made from it at
+import time with `dataclasses.make_dataclass`: a class built at run time is invisible to type
+checkers and editors (mypy types it as Any, so `cfg.max_request` would pass unnoticed), and the
+copy costs one line per option. It cannot drift: importing this module fails if its fields
+differ from OPTIONS in name, order or type, and `python -m sluicegate.options --config-class`
+prints the fields to paste.
 
 Resolution has two phases, like ripgrep's lowargs -> hiargs:
   1. raw (`raw_values`): per option, the value from the command line (or a `serve()` keyword),
@@ -880,7 +889,16 @@ def config_matches_options() -> Optional[str]:
     table = [(o.name, o.type) for o in OPTIONS]
     if fields == table:
         return None
-    return f"Config fields {fields} differ from OPTIONS {table}"
+    return (f"Config fields {fields} differ from OPTIONS {table}: paste the output of "
+            "`python -m sluicegate.options --config-class` into class Config")
+
+
+def config_class_fields() -> str:
+    """Config's field lines, as they must be written (for --config-class)."""
+    def spell(t: Any) -> str:
+        text = t.__name__ if isinstance(t, type) else repr(t)
+        return re.sub(r"\b(?:[a-z_]+\.)+([A-Za-z_]\w*)", r"\1", text)
+    return "".join(f"    {o.name}: {spell(o.type)}\n" for o in OPTIONS)
 
 
 _mismatch = config_matches_options()
@@ -1173,8 +1191,12 @@ def _md_default(o: Option) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--config-class"]:
+        sys.stdout.write(config_class_fields())
+        return 0
     if args != ["--markdown"]:
-        print("usage: python -m sluicegate.options --markdown > docs/options.md", file=sys.stderr)
+        print("usage: python -m sluicegate.options --markdown > docs/options.md | --config-class",
+              file=sys.stderr)
         return 2
     sys.stdout.write(markdown())
     return 0
