@@ -11,9 +11,11 @@ from __future__ import annotations
 import http.client
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -333,3 +335,42 @@ def test_workers_conf_and_access_logfile_serve(start_server, project):
     server.wait_log(r"gunicorn hook post_fork\(\) is not supported yet")
     assert server.stop() == 0
     assert any('"GET / HTTP/1.1" 200' in line for line in server.stdout_lines), server.stdout_lines
+
+
+@needs_core
+def test_error_logfile_takes_the_error_log(project):
+    """`--error-logfile FILE` (gunicorn's; also --log-file, --error-log): the start, the workers'
+    lines and the stop go to FILE, nothing to standard error."""
+    log_path = project / "error.log"
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "sluicegate", "--bind", "127.0.0.1:0", "-w", "1", "--error-logfile",
+         str(log_path), "mysite.wsgi"],
+        cwd=str(project), env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (log_path.exists() and "Listening at:" in log_path.read_text()):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "no 'Listening at:' in the error log file"
+            time.sleep(0.05)  # polls the file the server writes: the condition itself
+        port = int(re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", log_path.read_text()).group(1))
+        response = fetch(port)
+        assert (response.status, response.body) == (200, b"mysite says hi")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(TIMEOUT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(TIMEOUT)
+    stdout, stderr = proc.communicate()
+    assert stderr == ""
+    text = log_path.read_text()
+    assert "Booting worker" in text and "Shutdown complete" in text
+
+
+def test_error_logfile_that_cannot_be_opened(project):
+    line = one_line_error(run_cli("--error-logfile", "/nonexistent-dir-sg/e.log", "mysite.wsgi",
+                                  cwd=project))
+    assert line == ("sluicegate: error: --error-log '/nonexistent-dir-sg/e.log': cannot open it: "
+                    "No such file or directory")

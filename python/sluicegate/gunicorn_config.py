@@ -59,6 +59,7 @@ for _gunicorn, _ours, _convert in (
     ("limit_request_fields", "limit_headers", _same),
     ("accesslog", "access_log", _same),
     ("loglevel", "log_level", _same),
+    ("errorlog", "error_log", _same),
     ("preload_app", "preload", _same),
     ("reload", "reload", _same),
     ("reload_extra_files", "reload_extra", _list),
@@ -91,10 +92,10 @@ for _names, _why in (
       "proc_name", "default_proc_name", "enable_stdio_inheritance"),
      "no such setting in sluicegate"),
     (("daemon",), "sluicegate does not daemonize: run it under systemd (docs/operations.md)"),
-    (("errorlog", "capture_output", "logger_class", "logconfig", "logconfig_dict",
+    (("capture_output", "logger_class", "logconfig", "logconfig_dict",
       "logconfig_json", "syslog", "syslog_addr", "syslog_prefix", "syslog_facility",
       "disable_redirect_access_to_syslog"),
-     "sluicegate's error log goes to standard error (systemd's journal, or 2>>FILE)"),
+     "sluicegate's error log is one stream, standard error or --error-log FILE"),
     (("access_log_format",),
      "gunicorn's %(h)s format is not translated; use access_log_format in sluicegate's own "
      "terms (combined, common, json or a {field} template)"),
@@ -151,8 +152,6 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
             else:
                 warn(f"{where}: worker_class {value!r} is not supported and ignored: sluicegate "
                      "serves with its event loop and an elastic pool of threads (--threads)")
-        elif name == "errorlog" and value in (None, "-"):
-            continue  # standard error: what sluicegate does anyway
         elif name == "capture_output" and not value:
             continue
         elif name in IGNORED:

@@ -291,6 +291,12 @@ def parse_access_log(value: object) -> Optional[str]:
     return text
 
 
+def parse_error_log(value: object) -> Optional[str]:
+    """A file path; '-', '' or None: standard error."""
+    text = parse_path(value)
+    return None if text is None or text == "-" else text
+
+
 def parse_log_level(value: object) -> str:
     text = _str(value).strip().lower()
     if text not in LOG_LEVELS:
@@ -809,6 +815,16 @@ OPTIONS: Tuple[Option, ...] = (
         "LEVEL", str, core=True,
     ),
     Option(
+        "error_log", parse_error_log, "-",
+        "Write the error log (start and stop, workers, app errors and tracebacks) to this file, "
+        "appended, instead of standard error ('-'). The sluicegate command opens it before it "
+        "starts (relative to the directory it starts in) and makes it the process's standard "
+        "error, so the workers and the Rust core write there too, and so do errors after that "
+        "point. Set once at start (not on HUP); not reopened on USR1 yet: rotate it with "
+        "logrotate's copytruncate. serve() leaves standard error alone.",
+        "PATH", Optional[str], aliases=("--error-logfile", "--log-file"),
+    ),
+    Option(
         "server_header", parse_server_header, "sluicegate",
         "Value of the Server response header; empty sends none.",
         "TEXT", str, core=True,
@@ -878,6 +894,7 @@ class Config:
     server_timing: bool
     metrics_bind: str
     log_level: str
+    error_log: Optional[str]
     server_header: str
     chdir: Optional[str]
 
