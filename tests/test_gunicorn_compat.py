@@ -176,7 +176,10 @@ def test_help_shows_the_gunicorn_spellings(project):
     (["--acess-logfile", "-"], "unknown option --acess-logfile (did you mean --access-logfile?)"),
     (["--worker", "2"], "unknown option --worker (did you mean --workers?)"),
     (["--keepalive=5"], "unknown option --keepalive (did you mean --keep-alive?)"),
-    (["--daemon"], "unknown option --daemon (see sluicegate --help)"),
+    (["--daemon"], "unknown option --daemon; gunicorn's daemon: sluicegate does not daemonize: "
+                   "run it under systemd (docs/operations.md)"),
+    (["--statsd-host", "x:1"], "unknown option --statsd-host; gunicorn's statsd_host: no statsd"),
+    (["--bogus"], "unknown option --bogus (see sluicegate --help)"),
     (["-x", "2"], "unknown option -x"),
     (["--bind", "8000"], "--bind '8000': a port alone is not an address: did you mean "
                          "127.0.0.1:8000 (this machine only) or :8000 (every interface)?"),
@@ -188,6 +191,31 @@ def test_refused_with_the_real_cause(project, args, expected):
     line = one_line_error(run_cli(*args, "mysite.wsgi", cwd=project))
     assert expected in line, line
     assert "mysite" not in line, "the error must not blame the app path"
+
+
+def test_worker_class_sync_and_gthread_are_what_sluicegate_does(project):
+    for name in ("sync", "gthread"):
+        assert printed(run_cli("-k", name, "--print-config", "mysite.wsgi", cwd=project))[
+            "worker_class"] == f'"{name}"  # --worker-class'
+    line = one_line_error(run_cli("-k", "gevent", "mysite.wsgi", cwd=project))
+    assert line.startswith("sluicegate: error: --worker-class 'gevent': sluicegate has only its "
+                           "own workers")
+
+
+def test_env_is_set_before_the_app_is_imported(project):
+    (project / "needsenv.py").write_text(
+        "import os\n"
+        "assert os.environ['SG_GREETING'] == 'a=b', os.environ.get('SG_GREETING')\n"
+        "assert os.environ['SG_OTHER'] == ''\n"
+        "def application(environ, start_response):\n"
+        "    start_response('200 OK', [])\n"
+        "    return [b'']\n"
+    )
+    result = run_cli("-e", "SG_GREETING=a=b", "--env", "SG_OTHER=", "--check-config", "needsenv",
+                     cwd=project)
+    assert result.returncode == 0, result.stderr
+    line = one_line_error(run_cli("-e", "NOEQUALS", "needsenv", cwd=project))
+    assert "--env 'NOEQUALS': expected KEY=VALUE" in line
 
 
 def test_a_second_app_path_is_named(project):
@@ -258,13 +286,14 @@ def test_ops_shaped_conf_names_every_ignored_setting(project):
     assert values["reload"].startswith("true  #")
     assert values["reload_extra"].startswith('["templates/"]  #')
     lines = result.stderr.splitlines()
-    for name in ("proc_name", "worker_class", "worker_connections", "raw_env",
+    assert values["env"].startswith('["DJANGO_SETTINGS_MODULE=billing.settings"]  #')
+    for name in ("proc_name", "worker_class", "worker_connections",
                  "access_log_format", "on_starting", "pre_request"):
         assert sum(f": {name}" in line for line in lines) == 1, (name, result.stderr)
     assert "worker_class 'gevent' is not supported and ignored" in result.stderr
     assert "daemon" not in result.stderr  # daemon = False is what sluicegate does
     assert "some_constant" not in result.stderr and "_private_helper" not in result.stderr
-    assert len(lines) == 7, result.stderr
+    assert len(lines) == 6, result.stderr
 
 
 def test_the_command_line_wins_over_the_conf(project):

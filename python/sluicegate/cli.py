@@ -28,6 +28,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         raw = raw_values(given)
         cfg = validate(raw)
         debug = cfg.log_level == "debug"
+        for item in cfg.env:  # -e KEY=VALUE: before the app is imported, here or in a worker
+            key, _, value = item.partition("=")
+            os.environ[key] = value
         if cfg.print_config:
             print(describe(raw))
             return 0

@@ -24,6 +24,7 @@ import traceback
 from typing import Any, Callable, Dict, Mapping, Tuple
 
 from .errors import OptionError, one_line
+from .options import THREADED_WORKER_CLASSES
 
 #: gunicorn setting -> (sluicegate option, conversion of gunicorn's Python value to one our
 #: option's parser takes). Semantics that differ are said in `NOTES`.
@@ -70,6 +71,7 @@ for _gunicorn, _ours, _convert in (
     ("pidfile", "pid", _same),
     ("forwarded_allow_ips", "forwarded_allow_ips", _same),
     ("proxy_protocol", "proxy_protocol", _same),
+    ("raw_env", "env", _list),
 ):
     SETTINGS[_gunicorn] = (_ours, _convert)
 
@@ -80,9 +82,6 @@ HOOKS = (
     "worker_exit", "nworkers_changed", "on_exit", "ssl_context",
 )
 
-#: worker_class values that mean what every sluicegate worker does (threads in one process).
-THREADED_WORKERS = ("sync", "gthread", "gunicorn.workers.sync.SyncWorker",
-                    "gunicorn.workers.gthread.ThreadWorker")
 
 #: gunicorn's other settings (gunicorn 23), and why sluicegate ignores each kind.
 IGNORED: Dict[str, str] = {}
@@ -90,7 +89,7 @@ for _names, _why in (
     (("worker_connections", "spew", "sendfile", "reuse_port", "worker_tmp_dir", "initgroups",
       "tmp_upload_dir", "reload_engine", "pythonpath", "paste", "raw_paste_global_conf",
       "proc_name", "default_proc_name", "enable_stdio_inheritance"),
-     "no such setting in sluicegate"),
+     "a setting sluicegate does not have"),
     (("daemon",), "sluicegate does not daemonize: run it under systemd (docs/operations.md)"),
     (("capture_output", "logger_class", "logconfig", "logconfig_dict",
       "logconfig_json", "syslog", "syslog_addr", "syslog_prefix", "syslog_facility",
@@ -109,7 +108,6 @@ for _names, _why in (
     (("proxy_allow_ips",), "sluicegate trusts PROXY headers from --forwarded-allow-ips"),
     (("limit_request_field_size",),
      "sluicegate limits the whole request head instead (--limit-header-bytes)"),
-    (("raw_env",), "set the environment in the service (systemd's Environment=) instead"),
     (("permit_obsolete_folding", "strip_header_spaces", "permit_unconventional_http_method",
       "permit_unconventional_http_version", "casefold_http_method",
       "tolerate_dangerous_framing"),
@@ -146,7 +144,7 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
             if callable(value):
                 warn(f"{where}: gunicorn hook {name}() is not supported yet: it will not run")
         elif name == "worker_class":
-            if str(value) in THREADED_WORKERS:
+            if str(value) in THREADED_WORKER_CLASSES:
                 warn(f"{where}: worker_class {value!r} ignored: every sluicegate worker serves "
                      "with its event loop and an elastic pool of threads (--threads)")
             else:

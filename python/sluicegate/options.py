@@ -297,6 +297,30 @@ def parse_error_log(value: object) -> Optional[str]:
     return None if text is None or text == "-" else text
 
 
+#: gunicorn worker classes that mean what every sluicegate process does.
+THREADED_WORKER_CLASSES = ("sync", "gthread", "gunicorn.workers.sync.SyncWorker",
+                           "gunicorn.workers.gthread.ThreadWorker")
+
+
+def parse_worker_class(value: object) -> str:
+    text = _str(value).strip()
+    if text not in THREADED_WORKER_CLASSES:
+        raise ValueError(
+            "sluicegate has only its own workers (an event loop and an elastic thread pool, "
+            "what gunicorn's sync and gthread name): leave -k out"
+        )
+    return text
+
+
+def parse_env_item(value: object) -> str:
+    """KEY=VALUE, KEY a non-empty name without '=' or NUL."""
+    text = _str(value)
+    key, sep, rest = text.partition("=")
+    if not sep or not key.strip() or "\0" in text:
+        raise ValueError("expected KEY=VALUE, e.g. DJANGO_SETTINGS_MODULE=mysite.settings")
+    return text
+
+
 def parse_log_level(value: object) -> str:
     text = _str(value).strip().lower()
     if text not in LOG_LEVELS:
@@ -524,6 +548,13 @@ OPTIONS: Tuple[Option, ...] = (
         "replaces a worker that dies and handles reloads (HUP) and the other operations "
         "signals (docs/operations.md). Unset: one process serves, without a master.",
         "N", Optional[int], short="-w",
+    ),
+    Option(
+        "worker_class", parse_worker_class, "gthread",
+        "gunicorn's worker type, accepted so that its command lines work: sync and gthread "
+        "name what every sluicegate process does (an event loop, and an elastic pool of "
+        "threads for the app: --threads); any other (gevent, eventlet, uvicorn's) is refused.",
+        "CLASS", str, short="-k",
     ),
     Option(
         "preload", parse_bool, "false",
@@ -835,6 +866,14 @@ OPTIONS: Tuple[Option, ...] = (
         "paths are then relative to it too.",
         "DIR", Optional[str],
     ),
+    Option(
+        "env", parse_env_item, [],
+        "Set this environment variable for the app, KEY=VALUE (e.g. "
+        "DJANGO_SETTINGS_MODULE=mysite.settings.prod), as gunicorn's -e does: the sluicegate "
+        "command sets it before loading the app, in the master and so in every worker. Set "
+        "once at start. Give it several times for several.",
+        "KEY=VALUE", Tuple[str, ...], short="-e", repeatable=True,
+    ),
 )
 
 BY_NAME: Dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -851,6 +890,7 @@ class Config:
     check_config: bool
     print_config: bool
     workers: Optional[int]
+    worker_class: str
     preload: bool
     max_requests: int
     max_requests_jitter: int
@@ -897,6 +937,7 @@ class Config:
     error_log: Optional[str]
     server_header: str
     chdir: Optional[str]
+    env: Tuple[str, ...]
 
 
 def config_matches_options() -> Optional[str]:
@@ -1139,8 +1180,14 @@ def unknown_argument(extra: Sequence[str]) -> str:
     for arg in extra:
         if arg.startswith("-") and len(arg) > 1 and not arg[1:].replace(".", "").isdigit():
             name = arg.split("=", 1)[0]
-            close = difflib.get_close_matches(name, flags, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]}?" if close else "see sluicegate --help"
+            from .gunicorn_config import IGNORED
+            setting = name.lstrip("-").replace("-", "_")
+            if name.startswith("--") and setting in IGNORED:
+                return f"unknown option {name}; gunicorn's {setting}: {IGNORED[setting]}"
+            # Compared without the dashes, which every flag shares.
+            bare = {f.lstrip("-"): f for f in flags}
+            close = difflib.get_close_matches(name.lstrip("-"), bare, n=1, cutoff=0.6)
+            hint = f"did you mean {bare[close[0]]}?" if close else "see sluicegate --help"
             return f"unknown option {name} ({hint})"
     return (f"unexpected argument {extra[0]!r}: give one MODULE:APP (see sluicegate --help)")
 
