@@ -27,7 +27,7 @@ from .errors import OptionError, one_line
 from .options import THREADED_WORKER_CLASSES
 
 #: gunicorn setting -> (sluicegate option, conversion of gunicorn's Python value to one our
-#: option's parser takes). Semantics that differ are said in `NOTES`.
+#: option's parser takes). Where the meanings differ: docs/operations.md, "Coming from gunicorn".
 SETTINGS: Dict[str, Tuple[str, Callable[[Any], Any]]] = {}
 
 
@@ -41,7 +41,7 @@ def _text(value: Any) -> Any:
 
 
 def _list(value: Any) -> Any:
-    """bind and reload_extra_files: a string or a list of strings."""
+    """bind, reload_extra_files, raw_env: a string or a list of strings."""
     return [value] if isinstance(value, str) else list(value)
 
 

@@ -112,27 +112,30 @@ def parse_count_or_zero(value: object) -> int:
 
 
 def parse_seconds_or_off(value: object) -> float:
-    """A duration in seconds, or 0 for off: >= 0."""
-    if value in (0, "0", 0.0):
-        return 0.0
-    try:
-        return parse_seconds(value)
-    except ValueError as e:
-        if "greater than 0" in str(e):
-            raise ValueError("must be a number of seconds >= 0 (0: off)") from None
-        raise
+    """A duration in seconds, >= 0; 0 is off."""
+    seconds = _seconds(value)
+    if not seconds >= 0:
+        raise ValueError("must be a number of seconds >= 0 (0: off)")
+    return seconds + 0.0  # -0.0 is 0.0
 
 
 def parse_seconds(value: object) -> float:
     """A duration in seconds, > 0: `10`, `2.5`."""
+    seconds = _seconds(value)
+    if not seconds > 0:
+        raise ValueError("must be a number of seconds greater than 0")
+    return seconds
+
+
+def _seconds(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a number of seconds, not a boolean")
     try:
         seconds = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ValueError("expected a number of seconds such as 30 or 2.5") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError("must be a number of seconds greater than 0")
+    if not math.isfinite(seconds):
+        raise ValueError("must be a finite number of seconds")
     if seconds > _MAX_SECONDS:
         raise ValueError("is too large")
     return seconds
@@ -315,7 +318,7 @@ def parse_worker_class(value: object) -> str:
 def parse_env_item(value: object) -> str:
     """KEY=VALUE, KEY a non-empty name without '=' or NUL."""
     text = _str(value)
-    key, sep, rest = text.partition("=")
+    key, sep, _ = text.partition("=")
     if not sep or not key.strip() or "\0" in text:
         raise ValueError("expected KEY=VALUE, e.g. DJANGO_SETTINGS_MODULE=mysite.settings")
     return text
