@@ -206,3 +206,40 @@ def test_units_pass_systemd_analyze_verify(tmp_path, doc):
     result = subprocess.run([SYSTEMD_ANALYZE, "verify", *(str(tmp_path / n) for n in names)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+
+
+# --- sluicegate command lines
+
+
+def commands() -> List[str]:
+    """Every `sluicegate ...` line of the ```sh blocks of README.md and docs/*.md."""
+    out = []
+    for doc in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        fences = re.findall(r"^```(\w*)\n(.*?)^```", doc.read_text(), re.M | re.S)
+        for lang, block in fences:
+            if lang not in ("sh", "bash"):
+                continue
+            for line in block.replace("\\\n", " ").splitlines():
+                if re.match(r"\s*(?:\S*/)?sluicegate\s", line):
+                    out.append(f"{doc.name}: {line.strip()}")
+    return out
+
+
+COMMANDS = commands()
+
+
+def test_the_docs_have_commands():
+    assert len(COMMANDS) >= 8
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_command_in_docs_is_valid(command):
+    """Its options validate and its app path parses (the app itself is the reader's)."""
+    from sluicegate.loader import parse_spec
+    from sluicegate.options import from_command_line, raw_values, validate
+
+    argv = shlex.split(command.split(": ", 1)[1], comments=True)[1:]
+    given = from_command_line(argv)
+    validate(raw_values(given, env={}))
+    if "app" in given:
+        parse_spec(given["app"].value)

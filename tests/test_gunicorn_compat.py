@@ -23,6 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_DIR = ROOT / "python"
+if str(PYTHON_DIR) not in sys.path:
+    sys.path.insert(0, str(PYTHON_DIR))
 PYTHON = os.environ.get("SLUICEGATE_TEST_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
 TIMEOUT = 20.0
 
@@ -403,3 +405,32 @@ def test_error_logfile_that_cannot_be_opened(project):
                                   cwd=project))
     assert line == ("sluicegate: error: --error-log '/nonexistent-dir-sg/e.log': cannot open it: "
                     "No such file or directory")
+
+
+def test_static_takes_djangos_static_url(project):
+    """`--static /static/=DIR`, STATIC_URL as Django writes it, is the mount /static."""
+    (project / "staticfiles").mkdir()
+    values = printed(run_cli("--static", "/static/=staticfiles", "--print-config", "mysite.wsgi",
+                             cwd=project))
+    assert values["static"] == '["/static/=staticfiles"]  # --static'
+    from sluicegate.options import parse_static
+
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        assert parse_static("/static/=staticfiles").prefix == "/static"
+        assert parse_static("//=staticfiles").prefix == "/"
+    finally:
+        os.chdir(cwd)
+
+
+@needs_core
+def test_static_with_trailing_slash_serves(start_server, project):
+    (project / "staticfiles").mkdir()
+    (project / "staticfiles" / "app.css").write_text("body{}")
+    server = start_server(None, "--static", "/static/=staticfiles", "mysite.wsgi", cwd=project)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=TIMEOUT)
+    conn.request("GET", "/static/app.css")
+    response = conn.getresponse()
+    assert (response.status, response.read()) == (200, b"body{}")
+    conn.close()

@@ -379,8 +379,10 @@ def parse_static(value: object) -> StaticMount:
     prefix, sep, directory = head.partition("=")
     if not sep or not prefix or not directory:
         raise ValueError("expected URL_PREFIX=DIRECTORY, e.g. /static=./public")
-    if not prefix.startswith("/") or (prefix != "/" and prefix.endswith("/")):
-        raise ValueError("the URL prefix must start with '/' and not end with '/', e.g. /static")
+    if not prefix.startswith("/"):
+        raise ValueError("the URL prefix must start with '/', e.g. /static")
+    # "/static/" (Django's STATIC_URL as written) is the mount "/static".
+    prefix = prefix.rstrip("/") or "/"
     if any(c in prefix for c in "?#%\\") or any(ord(c) < 33 for c in prefix):
         raise ValueError("the URL prefix must be a plain path (no ?, #, %, spaces or controls)")
     if not os.path.isdir(directory):
@@ -747,8 +749,8 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "static", parse_static, [],
-        "Serve the files under DIRECTORY at URL_PREFIX from the Rust core, without calling the "
-        "app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
+        "Serve the files under DIRECTORY at URL_PREFIX (/static, or /static/ as Django's "
+        "STATIC_URL writes it) from the Rust core, without calling the app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
         "siblings. Settings after ';': max-age=N and immutable (Cache-Control), index=NAME|none "
         "(default index.html), dotfiles (serve names starting with '.'), follow-symlinks (allow "
         "symlinks that leave the directory). Give it several times for several mounts.",
