@@ -875,8 +875,8 @@ OPTIONS: Tuple[Option, ...] = (
         "env", parse_env_item, [],
         "Set this environment variable for the app, KEY=VALUE (e.g. "
         "DJANGO_SETTINGS_MODULE=mysite.settings.prod), as gunicorn's -e does: the sluicegate "
-        "command sets it before loading the app, in the master and so in every worker. Set "
-        "once at start. Give it several times for several.",
+        "command sets it before loading the app, in the master and so in every worker; "
+        "serve() leaves os.environ alone. Set once at start. Give it several times for several.",
         "KEY=VALUE", Tuple[str, ...], short="-e", repeatable=True,
     ),
 )
