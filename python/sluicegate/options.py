@@ -519,7 +519,8 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "bind", parse_bind_value, ["127.0.0.1:8000"],
-        "Address to listen on: HOST:PORT, [IPV6]:PORT or unix:PATH. Port 0 picks a free port "
+        "Address to listen on: HOST:PORT, :PORT (every IPv4 interface, 0.0.0.0, as with "
+        "gunicorn), [IPV6]:PORT or unix:PATH. Port 0 picks a free port "
         "(the 'Listening at:' log line shows it). Give it several times to listen on several "
         "addresses.",
         "ADDRESS", Tuple[BindAddress, ...], short="-b", repeatable=True,
@@ -846,7 +847,7 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "log_level", parse_log_level, "info",
-        "Level of the error log (standard error): debug, info, warning, error or critical. "
+        "Level of the error log (standard error, or --error-log): debug, info, warning, error or critical. "
         "debug also prints the traceback behind an app loading error.",
         "LEVEL", str, core=True,
     ),
