@@ -145,7 +145,7 @@ def test_version(tmp_path):
 
 
 @pytest.mark.parametrize("app, expected", [
-    ("goodapp", "app path 'goodapp' is not MODULE:APP"),
+    ("goodapp", "module 'goodapp' has no attribute 'application' (app path 'goodapp' means 'goodapp:application'"),
     ("goodapp.py:app", "give a module name, not a file name (e.g. goodapp:app"),
     ("goodapp:app(", "is not an attribute name or a call"),
     ("goodapp:create_app(__import__('os'))", "a factory's arguments must be literals"),
@@ -185,7 +185,7 @@ def test_debug_log_level_shows_the_traceback(app_dir):
     (["--limit-body", "lots"], {}, "--limit-body 'lots': expected a byte count"),
     (["--bind", "localhost"], {}, "--bind 'localhost': expected HOST:PORT"),
     (["--root-path", "app/"], {}, "--root-path 'app/'"),
-    (["--no-such-option"], {}, "unrecognized arguments: --no-such-option"),
+    (["--no-such-option"], {}, "unknown option --no-such-option"),
     (["--threads"], {}, "argument --threads: expected one argument"),
     ([], {"SLUICEGATE_THREADS": "0"}, "SLUICEGATE_THREADS='0': MAX must be at least 1"),
 ])
