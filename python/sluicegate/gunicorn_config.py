@@ -24,7 +24,10 @@ import traceback
 from typing import Any, Callable, Dict, Mapping, Tuple
 
 from .errors import OptionError, one_line
-from .options import THREADED_WORKER_CLASSES
+
+#: gunicorn worker classes that mean what every sluicegate process does.
+THREADED_WORKER_CLASSES = ("sync", "gthread", "gunicorn.workers.sync.SyncWorker",
+                           "gunicorn.workers.gthread.ThreadWorker")
 
 #: gunicorn setting -> (sluicegate option, conversion of gunicorn's Python value to one our
 #: option's parser takes). Where the meanings differ: docs/operations.md, "Coming from gunicorn".

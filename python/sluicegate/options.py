@@ -41,6 +41,7 @@ import typing
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
 
 from .errors import OptionError
+from .gunicorn_config import THREADED_WORKER_CLASSES
 from .listeners import BindAddress, parse_bind
 
 ENV_PREFIX = "SLUICEGATE_"
@@ -300,9 +301,6 @@ def parse_error_log(value: object) -> Optional[str]:
     return None if text is None or text == "-" else text
 
 
-#: gunicorn worker classes that mean what every sluicegate process does.
-THREADED_WORKER_CLASSES = ("sync", "gthread", "gunicorn.workers.sync.SyncWorker",
-                           "gunicorn.workers.gthread.ThreadWorker")
 
 
 def parse_worker_class(value: object) -> str:
