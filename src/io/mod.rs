@@ -9,12 +9,18 @@
 //! - [`error_answer`]: the server's own error answers, built in one place.
 //! - [`event_loop`]: the epoll loop (mio) that accepts, reads heads and finishes writes.
 //! - [`balance`]: how worker processes sharing a listening socket spread its connections.
+//! - [`listen`]: the listening sockets the Python front hands over.
+//! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
+//! - [`static_files`]: files the loop serves itself (opening, `sendfile`; decisions in proto).
 
 pub mod balance;
 pub mod conn;
 pub mod error_answer;
 pub mod event_loop;
+pub mod listen;
 pub mod out_queue;
+pub mod read_ahead;
 pub mod read_buf;
 pub mod shared_out;
+pub mod static_files;
 pub mod stream;

@@ -5,7 +5,6 @@
 //! thread drives the event loop at a time (it may change on a takeover, see `scheduler`); app
 //! threads come and go in the pool; one watchdog thread looks after inline calls.
 
-pub mod admission;
 pub mod scheduler;
 
 use std::os::fd::RawFd;
@@ -21,13 +20,13 @@ use crate::config::Config;
 use crate::io::conn::Wire;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT};
 use crate::io::event_loop::{ListenSocket, LoopCtx, LoopSettings, LoopState, Shutdown, Work};
+use crate::wsgi::bridge::Bridge;
 use crate::wsgi::deadline::Deadlines;
 use crate::wsgi::driver::run_request;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
 use crate::wsgi::sender::set_stream_hook;
-use crate::wsgi::Bridge;
 use scheduler::Scheduler;
 
 /// What a pool thread is asked to do.
@@ -120,7 +119,7 @@ fn dispatch(shared: &Shared, work: Work) {
         .sched
         .dispatched_calls
         .fetch_add(1, Ordering::Relaxed);
-    let route = admission::route_hash(work.head.path());
+    let route = crate::wsgi::pool::admission::route_hash(work.head.path());
     shared.pool().submit(Job::Request(work), route);
 }
 
@@ -173,7 +172,7 @@ fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
             let mut work = work;
             let mut ran = 0;
             loop {
-                let route = admission::route_hash(work.head.path());
+                let route = crate::wsgi::pool::admission::route_hash(work.head.path());
                 let seq = shared
                     .sched
                     .park(st.take().expect("the loop is here"), route);
@@ -292,9 +291,11 @@ impl Server {
         if sockets.is_empty() {
             return Err(pyo3::exceptions::PyValueError::new_err("no listeners"));
         }
-        let statics =
-            crate::static_files::StaticFiles::new(&config.static_mounts, config.static_fallthrough)
-                .map_err(PyOSError::new_err)?;
+        let statics = crate::io::static_files::StaticFiles::new(
+            &config.static_mounts,
+            config.static_fallthrough,
+        )
+        .map_err(PyOSError::new_err)?;
         let balance = if config.balance_fd >= 0 {
             Some(
                 crate::io::balance::Balance::open(

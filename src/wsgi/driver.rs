@@ -6,7 +6,7 @@
 //! time the app is done is left in the connection's queue for the event loop, so the app
 //! thread is free at once.
 
-use crate::metrics::{now_ns, since};
+use crate::clock::{now_ns, since};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -17,16 +17,17 @@ use sluicegate_proto::h1::decode::BodyDecoder;
 use sluicegate_proto::{BodyFraming, RequestHead};
 
 use super::app_head::AppHead;
+use super::body_block::SendError;
+use super::bridge::{type_name, Bridge};
 use super::file_wrapper::FileWrapper;
-use super::input::{BodyFailure, BodyState, Input};
-use super::read_ahead::LoopEntry;
-use super::sender::{SendError, SenderSettings};
+use super::input::{BodyState, Input};
+use super::sender::SenderSettings;
 use super::start_response::{Callables, StartResponse};
-use super::{type_name, Bridge};
 use crate::access_log::{End as LogEnd, Finished, PendingLog};
 use crate::io::conn::AfterOutput;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::event_loop::Work;
+use crate::io::read_ahead::{BodyFailure, LoopEntry};
 use crate::io::stream::Peer;
 
 /// How the app's part of a request ended.

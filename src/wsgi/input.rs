@@ -10,7 +10,7 @@
 //!
 //! `read(n)` fills one `bytes` of its final size in place, and `readinto` the caller's buffer;
 //! a Content-Length body is read from the socket straight into them, and a large one ahead of
-//! the app by a thread of its own (`read_ahead`), so the client keeps sending while the app
+//! the app by a thread of its own (`io::read_ahead`), so the client keeps sending while the app
 //! works.
 //!
 //! Progress alone does not keep a body alive ([`BodyPace`]): a client must also keep up
@@ -28,10 +28,11 @@ use sluicegate_proto::h1::response::CONTINUE_100;
 use sluicegate_proto::h1::BodyDecoder;
 use sluicegate_proto::ProtoError;
 
-use super::read_ahead::{LoopEntry, Next, Pacing, ReadAhead, Until};
+use super::errors::{BodyError, ClientDisconnected};
+use crate::config::BodyPace;
+use crate::io::read_ahead::{BodyFailure, LoopEntry, Next, Pacing, ReadAhead, Until};
 use crate::io::read_buf::ReadBuf;
 use crate::io::stream::{read_fd, send_all_fd, wait_fd};
-use crate::{BodyError, ClientDisconnected};
 
 /// The largest the read buffer grows to while a body streams in (fewer syscalls for uploads).
 const BODY_READ_BUF_MAX: usize = 256 * 1024;
@@ -50,7 +51,7 @@ const LARGE_UPLOAD: u64 = 256 * 1024;
 const UPLOAD_RECEIVE_BUFFER: usize = 1024 * 1024;
 
 /// A Content-Length body with at least this much still to come, once it has brought
-/// [`LARGE_UPLOAD`], is read ahead of the app on a thread of its own (`read_ahead`); so is any
+/// [`LARGE_UPLOAD`], is read ahead of the app on a thread of its own (`io::read_ahead`); so is any
 /// chunked body that has brought [`LARGE_UPLOAD`] (its length is unknown).
 const READ_AHEAD_FROM: u64 = 1024 * 1024;
 
@@ -63,47 +64,6 @@ const DIRECT_READ_MIN: usize = 16 * 1024;
 /// to this size, and shrinks it with one copy if the body ends first; larger ones grow a
 /// buffer instead of reserving `n` up front.
 const CHUNKED_IN_PLACE_MAX: usize = 1024 * 1024;
-
-/// Why reading the body stopped for good.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BodyFailure {
-    /// The client closed or reset before the body was complete.
-    Disconnected,
-    /// No bytes for the read timeout.
-    TimedOut,
-    /// Slower than `--min-body-rate`, or longer than `--body-timeout`.
-    TooSlow,
-    /// Invalid framing or too large: the answer the server should give if it still can.
-    Protocol(ProtoError),
-}
-
-/// How fast a body must come (`--min-body-rate`, `--body-timeout`), as Kestrel's
-/// `MinRequestBodyDataRate`: after `GRACE`, the bytes received must average at least
-/// `min_rate` per second since the body began, and the whole body must be in within `total`.
-/// A client sending one byte a second makes progress, and is still cut.
-#[derive(Clone, Copy, Debug)]
-pub struct BodyPace {
-    pub min_rate: u64,
-    pub total: Option<Duration>,
-}
-
-impl BodyPace {
-    /// How long the rate is not judged, from the body's start (slow start, a client's pause).
-    pub const GRACE: Duration = Duration::from_secs(5);
-
-    /// When the body fails if no more bytes come, having `received` raw bytes since `started`.
-    pub(super) fn deadline(&self, started: Instant, received: u64) -> Option<Instant> {
-        let by_rate = (self.min_rate > 0).then(|| {
-            let owed = Duration::from_secs_f64(received as f64 / self.min_rate as f64);
-            started + Self::GRACE + owed
-        });
-        let total = self.total.map(|t| started + t);
-        match (by_rate, total) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-}
 
 /// Body-reading state; moved in for the request and taken back after it.
 pub struct BodyState {
@@ -122,7 +82,7 @@ pub struct BodyState {
     /// Raw bytes read from the socket by this object (for the pace).
     read_bytes: u64,
     pub failure: Option<BodyFailure>,
-    /// The reader thread of a large Content-Length body (`read_ahead`), once started, and the
+    /// The reader thread of a large Content-Length body (`io::read_ahead`), once started, and the
     /// block taken from it that the app is reading (`ahead_block[ahead_pos..]`).
     ahead: Option<ReadAhead>,
     ahead_block: Vec<u8>,

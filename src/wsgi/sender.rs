@@ -22,7 +22,7 @@ use sluicegate_proto::h1::response::{choose_framing, keeps_alive, BodyLength};
 use sluicegate_proto::{RequestHead, Version};
 
 use super::app_head::AppHead;
-use super::body_block::{as_block, framed_chunk, queue_body, Block, COPY_MAX};
+use super::body_block::{as_block, framed_chunk, queue_body, Block, SendError, COPY_MAX};
 use super::deadline::HeadGate;
 use super::input::Input;
 use crate::http_date::http_date;
@@ -33,15 +33,6 @@ use crate::io::shared_out::SharedOut;
 
 /// Writes of at least this many pending bytes release the GIL for the syscall.
 const DETACH_WRITE_MIN: u64 = 64 * 1024;
-
-/// Why a block could not be sent.
-#[derive(Debug)]
-pub enum SendError {
-    NotBytes(String),
-    NotStarted,
-    Finished,
-    ClientGone,
-}
 
 /// Per-thread hook the scheduler sets around an inline call: called once when the response
 /// turns out to stream (a generator's second block), so the event loop moves to another thread
@@ -358,7 +349,7 @@ impl Sender {
             pairs[count] = (b"Content-Length", decimal(n, &mut len_buf));
             count += 1;
         }
-        let now = crate::metrics::now_ns();
+        let now = crate::clock::now_ns();
         self.head_at = Some(now);
         let timing;
         if let Some((parsed, called)) = self.server_timing {

@@ -18,7 +18,7 @@ use sluicegate_proto::{Limits, RequestHead};
 use crate::access_log::AccessLog;
 use crate::io::conn::{AfterOutput, Conn, Wire};
 use crate::io::shared_out::SharedOut;
-use crate::static_files::StaticFiles;
+use crate::io::static_files::StaticFiles;
 
 /// A request ready for the app: the connection (now owned by whoever runs the request) and its
 /// parsed head. The head's bytes were consumed from the connection's buffer; the body, if any,
@@ -189,7 +189,7 @@ impl LoopCtx {
         None
     }
 
-    /// While a thread of its own drains the body of connection `token` (`wsgi::read_ahead`),
+    /// While a thread of its own drains the body of connection `token` (`io::read_ahead`),
     /// the loop need not hear of every arrival on it: edge-triggered readiness wakes the loop
     /// once per batch of segments, which cost the loop 3–5 ms of CPU per 64 MiB upload while the
     /// connection was not even its own. `muted` leaves only writability in the epoll set;

@@ -312,7 +312,7 @@ impl LoopState {
                     .by_request
                     .record(answer.status, answer.body_bytes, &t, end, false);
             } else {
-                let now = crate::metrics::now_ns();
+                let now = crate::clock::now_ns();
                 let pending = PendingLog {
                     head,
                     client: conn.peer.clone(),
@@ -396,7 +396,7 @@ impl LoopState {
             conn,
             head,
             body_buffered,
-            parsed_at: crate::metrics::now_ns(),
+            parsed_at: crate::clock::now_ns(),
             uwsgi: None,
         }
     }

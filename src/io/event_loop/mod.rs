@@ -16,7 +16,7 @@
 //!
 //! The loop's state is [`LoopState`] (here, with the wait-and-dispatch round, `next_work`);
 //! its other jobs are in the submodules, each an `impl LoopState` block over the same state:
-//! - `listener`: the listening sockets, TCP_NODELAY inheritance, accepting;
+//! - `accept`: accepting from the listening sockets (`io::listen`), TCP_NODELAY inheritance;
 //! - `ctx`: what the loop shares with app threads ([`LoopCtx`]: settings, counters, the return
 //!   and flush queues, shutdown requests) and the [`Work`] it hands out;
 //! - `driver`: one connection's turn: finishing output, reading, parsing, answering static
@@ -49,15 +49,15 @@ use super::out_queue::FAIR_SHARE;
 use super::read_buf::ReadBuf;
 use super::shared_out::{FlushResult, SharedOut};
 use super::stream::{Peer, Stream};
-use crate::static_files::StaticOutcome;
+use crate::io::static_files::StaticOutcome;
 
+mod accept;
 mod closing;
 mod ctx;
 mod driver;
-mod listener;
 
+pub use crate::io::listen::{ListenSocket, Nodelay};
 pub use ctx::{Counters, LoopCtx, LoopSettings, Shutdown, Work};
-pub use listener::{ListenSocket, Nodelay};
 
 /// Whether `fd` has something to read now (a zero-timeout `poll`, which consumes nothing): events
 /// held by an epoll descriptor, a connection waiting in a listener's backlog.

@@ -25,9 +25,24 @@ use std::time::{Duration, Instant};
 
 use sluicegate_proto::h1::decode::BodyDecoder;
 
-use super::input::{BodyFailure, BodyPace};
-use crate::io::event_loop::LoopCtx;
-use crate::io::stream::{read_fd, wait_fd};
+use sluicegate_proto::ProtoError;
+
+use super::event_loop::LoopCtx;
+use super::stream::{read_fd, wait_fd};
+use crate::config::BodyPace;
+
+/// Why reading the body stopped for good.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyFailure {
+    /// The client closed or reset before the body was complete.
+    Disconnected,
+    /// No bytes for the read timeout.
+    TimedOut,
+    /// Slower than `--min-body-rate`, or longer than `--body-timeout`.
+    TooSlow,
+    /// Invalid framing or too large: the answer the server should give if it still can.
+    Protocol(ProtoError),
+}
 
 /// Bytes read ahead of the app at most.
 pub const AHEAD_MAX: usize = 1024 * 1024;

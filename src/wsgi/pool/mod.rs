@@ -5,7 +5,7 @@
 //! straight into a parked thread's slot and only that thread is woken, hot threads stay hot,
 //! and threads at the bottom of the stack time out when the load drops.
 //!
-//! App calls pass admission first (`server::admission`): at most `max_runnable` of them count as
+//! App calls pass admission first (`admission`): at most `max_runnable` of them count as
 //! runnable at once; the others wait in a FIFO queue, and a thread that finishes a call takes
 //! the next one itself, without a wake-up. The pool's watcher thread (`watch`) looks at the
 //! admitted calls while calls wait, and demotes those it sees blocked, so blocking apps still
@@ -15,13 +15,17 @@
 //! Each thread stays attached to the Python interpreter for its whole life (one thread state,
 //! created once), so taking the GIL for a job costs a lock, not a thread-state allocation.
 
+pub mod admission;
+
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-use crate::server::admission::{
+use crate::clock::clock_time;
+
+use admission::{
     stalled, Admission, AdmissionStats, Class, Waiting, COMPUTING_CPU, LOCK_LOOKS, LONG_CALL,
     STALLED_LOOKS,
 };
@@ -168,7 +172,7 @@ const WAITED_SHARE: u32 = 4;
 /// app threads used this much (1 ms), the process hardly ran, and the judgement waits.
 const EVIDENCE: Duration = Duration::from_millis(1);
 
-/// What the watcher made of an admitted call's length (see `server::admission`).
+/// What the watcher made of an admitted call's length (see `admission`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Length {
     /// Not past `LONG_CALL` of wall time, nor seen computing `COMPUTING_CPU`.
@@ -259,7 +263,7 @@ impl Drop for Life {
 }
 
 impl<J: Send + 'static> Pool<J> {
-    /// `max_runnable`: see `server::admission` (0: no admission limit).
+    /// `max_runnable`: see `admission` (0: no admission limit).
     pub fn new(
         min: usize,
         max: usize,
@@ -787,17 +791,4 @@ fn waiting_of(tid: i32) -> Waiting {
         Some(Ok(nr)) if nr >= 0 => Waiting::Io,
         _ => Waiting::Unknown,
     }
-}
-
-/// A CPU clock's time so far (one `clock_gettime`).
-pub fn clock_time(clock: libc::clockid_t) -> Option<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; an invalid clock id only makes the call fail.
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return None;
-    }
-    Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
