@@ -36,7 +36,7 @@ SRC = ROOT / "src"
 # holds; a folder holds everything under it. Every file of `src/` must be on exactly one floor.
 FLOORS: list[tuple[str, list[str]]] = [
     # Plain data: the frozen config and the small types it is made of, dates, clocks.
-    ("data", ["config", "http_date", "clock"]),
+    ("data", ["config", "http_date", "clock", "peer"]),
     # Counters, timings, the access log (moving into `observe/`).
     ("observe", ["observe", "access_log", "metrics"]),
     # Sockets, epoll, buffers, the output queue, the event loop, static files served by it.

@@ -21,6 +21,7 @@ pub mod config;
 pub mod http_date;
 pub mod io;
 pub mod metrics;
+pub mod peer;
 pub mod server;
 pub mod wsgi;
 

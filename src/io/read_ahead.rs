@@ -17,7 +17,6 @@
 //! request) are given back to the connection's read buffer by `wsgi::input`.
 
 use std::collections::VecDeque;
-use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -28,7 +27,7 @@ use sluicegate_proto::h1::decode::BodyDecoder;
 use sluicegate_proto::ProtoError;
 
 use super::event_loop::LoopCtx;
-use super::stream::{read_fd, wait_fd};
+use super::transport::Transport;
 use crate::config::BodyPace;
 
 /// Why reading the body stopped for good.
@@ -112,7 +111,7 @@ pub struct LoopEntry {
 pub struct ReadAhead {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
-    fd: RawFd,
+    transport: Transport,
     entry: Option<LoopEntry>,
 }
 
@@ -127,10 +126,10 @@ pub enum Next {
 }
 
 impl ReadAhead {
-    /// Start reading the rest of the body on `fd`. None if no thread could be started (the
-    /// caller reads as before).
+    /// Start reading the rest of the body from `transport`. None if no thread could be started
+    /// (the caller reads as before).
     pub fn start(
-        fd: RawFd,
+        transport: Transport,
         until: Until,
         pacing: Pacing,
         entry: Option<LoopEntry>,
@@ -140,10 +139,11 @@ impl ReadAhead {
             changed: Condvar::new(),
         });
         let s = Arc::clone(&shared);
+        let reader = transport.clone();
         let thread = std::thread::Builder::new()
             .name("sluicegate-readahead".into())
             .spawn(move || {
-                let end = read_body(fd, until, &pacing, &s);
+                let end = read_body(&reader, until, &pacing, &s);
                 let mut st = s.state.lock().unwrap();
                 if let Some(end) = end {
                     st.end = Some(end);
@@ -152,12 +152,12 @@ impl ReadAhead {
             })
             .ok()?;
         if let Some(e) = &entry {
-            e.ctx.mute_reads(fd, e.token, true);
+            e.ctx.mute_reads(transport.fd(), e.token, true);
         }
         Some(ReadAhead {
             shared,
             thread: Some(thread),
-            fd,
+            transport,
             entry,
         })
     }
@@ -214,7 +214,7 @@ impl ReadAhead {
             self.shared.changed.notify_all();
             let _ = thread.join();
             if let Some(e) = self.entry.take() {
-                e.ctx.mute_reads(self.fd, e.token, false);
+                e.ctx.mute_reads(self.transport.fd(), e.token, false);
             }
         }
     }
@@ -229,7 +229,7 @@ impl Drop for ReadAhead {
 /// The reader's loop: blocks of up to [`BLOCK`] bytes, until `until`, at most [`AHEAD_MAX`]
 /// ahead. Returns how it ended, or None when it was stopped.
 fn read_body(
-    fd: RawFd,
+    transport: &Transport,
     until: Until,
     pacing: &Pacing,
     shared: &Shared,
@@ -259,7 +259,7 @@ fn read_body(
         let want = usize::try_from(left).unwrap_or(usize::MAX).min(BLOCK);
         block.resize(want, 0);
         let n = loop {
-            match read_fd(fd, &mut block) {
+            match transport.read_some(&mut block) {
                 Ok(0) => return Some(Err(BodyFailure::Disconnected)),
                 Ok(n) => break n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -286,7 +286,7 @@ fn read_body(
                     shared.changed.notify_all();
                 }
             }
-            match wait_fd(fd, false, (deadline - now).min(STOP_CHECK)) {
+            match transport.wait_readable((deadline - now).min(STOP_CHECK)) {
                 Ok(_) => {}
                 Err(_) => return Some(Err(BodyFailure::Disconnected)),
             }

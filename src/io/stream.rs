@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::{self, IoSlice, Read};
-use std::net::{Shutdown, SocketAddr};
+use std::net::Shutdown;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -19,13 +19,8 @@ pub enum Stream {
     Unix(UnixStream),
 }
 
-/// Where a client connected from, for REMOTE_ADDR / REMOTE_PORT and the access log.
-#[derive(Debug, Clone)]
-pub enum Peer {
-    Ip(SocketAddr),
-    /// A unix-socket client has no address; REMOTE_ADDR is empty.
-    Unix,
-}
+// `Peer` is plain data (the floor below): re-exported for the files that name it here.
+pub use crate::peer::Peer;
 
 impl Stream {
     pub fn fd(&self) -> RawFd {

@@ -25,7 +25,7 @@ use sluicegate_proto::path::percent_decode;
 use sluicegate_proto::{RequestHead, Version};
 
 use super::input::Input;
-use crate::io::stream::Peer;
+use crate::peer::Peer;
 
 /// REMOTE_ADDR / REMOTE_PORT of one connection, as Python strings.
 struct PeerStrings {

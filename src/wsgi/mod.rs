@@ -4,6 +4,7 @@
 //! for one request.
 
 pub mod app_head;
+pub mod body;
 pub mod body_block;
 pub mod bridge;
 pub mod deadline;

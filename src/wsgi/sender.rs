@@ -10,7 +10,6 @@
 //! Its lifecycle is [`Stage`]: one enum, its transitions in the methods below.
 
 use std::cell::Cell;
-use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +29,7 @@ use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
 use crate::io::out_queue::{spare_buffer, OutQueue, CORK_MIN};
 use crate::io::shared_out::SharedOut;
+use crate::io::transport::Transport;
 
 /// Writes of at least this many pending bytes release the GIL for the syscall.
 const DETACH_WRITE_MIN: u64 = 64 * 1024;
@@ -79,7 +79,8 @@ fn fire_stream_hook() {
 /// the event loop, which writes whatever has piled up whenever the socket is writable, while
 /// the app thread goes on producing; past the high-water mark the app thread waits.
 pub struct Sender {
-    fd: RawFd,
+    /// The request's connection, written through the I/O layer.
+    transport: Transport,
     token: usize,
     ctx: Arc<LoopCtx>,
     version: Version,
@@ -170,7 +171,7 @@ impl Sender {
         settings: SenderSettings,
     ) -> Sender {
         Sender {
-            fd: conn.stream.fd(),
+            transport: conn.transport(),
             token: conn.token,
             ctx,
             version: response_version(head, &settings),
@@ -208,7 +209,7 @@ impl Sender {
         settings: SenderSettings,
     ) {
         let Sender {
-            fd,
+            transport,
             token,
             ctx: ctx_slot,
             version,
@@ -231,7 +232,7 @@ impl Sender {
             out: out_slot,
             client_gone,
         } = self;
-        *fd = conn.stream.fd();
+        *transport = conn.transport();
         *token = conn.token;
         *ctx_slot = ctx;
         *version = response_version(head, &settings);
@@ -501,7 +502,7 @@ impl Sender {
     fn start_sharing(&mut self) {
         fire_stream_hook();
         let rest = std::mem::take(&mut self.out);
-        let shared = Arc::new(SharedOut::new(self.fd, rest, self.high_water / 2));
+        let shared = Arc::new(SharedOut::new(&self.transport, rest, self.high_water / 2));
         self.ctx.request_flush(self.token, Arc::clone(&shared));
         self.stage = Stage::Streaming(shared);
     }
@@ -689,10 +690,10 @@ impl Sender {
             return Ok(());
         }
         let res = if self.out.pending() >= DETACH_WRITE_MIN {
-            let (out, fd) = (&mut self.out, self.fd);
-            py.detach(|| out.write_fd(fd))
+            let (out, transport) = (&mut self.out, &self.transport);
+            py.detach(|| transport.write_some(out))
         } else {
-            self.out.write_fd(self.fd)
+            self.transport.write_some(&mut self.out)
         };
         match res {
             Ok(_) => Ok(()),

@@ -48,8 +48,9 @@ use super::conn::{AfterOutput, Conn, Phase};
 use super::out_queue::FAIR_SHARE;
 use super::read_buf::ReadBuf;
 use super::shared_out::{FlushResult, SharedOut};
-use super::stream::{Peer, Stream};
+use super::stream::Stream;
 use crate::io::static_files::StaticOutcome;
+use crate::peer::Peer;
 
 mod accept;
 mod closing;
