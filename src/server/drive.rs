@@ -17,7 +17,7 @@ use crate::io::wakeup;
 use crate::wsgi::bridge::Bridge;
 use crate::wsgi::driver::run_request;
 use crate::wsgi::pool::Pool;
-use crate::wsgi::sender::set_stream_hook;
+use crate::wsgi::stream_hook::set_stream_hook;
 
 /// What a pool thread is asked to do.
 pub enum Job {

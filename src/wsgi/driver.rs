@@ -68,7 +68,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         ..
     } = work;
     let app_started = now_ns();
-    let inline = super::sender::in_inline_call();
+    let inline = super::stream_hook::in_inline_call();
     conn.requests += 1;
     bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
     let transport = conn.transport();

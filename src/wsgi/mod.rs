@@ -16,4 +16,6 @@ pub mod input;
 pub mod pool;
 pub mod release;
 pub mod sender;
+pub mod short_table;
 pub mod start_response;
+pub mod stream_hook;
