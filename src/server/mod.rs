@@ -52,7 +52,7 @@ impl Server {
         let errors = config.get_item("errors")?.ok_or_else(|| {
             pyo3::exceptions::PyKeyError::new_err("config key \"errors\" is missing")
         })?;
-        let config = Config::from_dict(config)?;
+        let config = Arc::new(Config::from_dict(config)?);
         let mut sockets = Vec::new();
         let mut infos = Vec::new();
         let mut wires = Vec::new();
@@ -107,6 +107,7 @@ impl Server {
         let (st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
+                config: Arc::clone(&config),
                 statics,
                 access_log: crate::access_log::AccessLog::new(
                     config.access_log_fd,
@@ -114,18 +115,7 @@ impl Server {
                 )
                 .map_err(pyo3::exceptions::PyValueError::new_err)?
                 .map(Arc::new),
-                limits: config.limits,
-                header_timeout: config.header_timeout,
-                keepalive_timeout: config.keepalive_timeout,
-                read_timeout: config.read_timeout,
-                write_timeout: config.write_timeout,
-                graceful_timeout: config.graceful_timeout,
-                server_header: config.server_header.clone(),
-                health_path: config.health_path.clone(),
-                drain_delay: config.drain_delay,
                 wires,
-                proxy_trust: config.forwarding.as_ref().map(|(t, _)| t.clone()),
-                debug: config.debug,
             },
             balance,
         )

@@ -31,7 +31,8 @@ pub struct Bridge {
     pub environ: EnvironBuilder,
     /// wsgi.input for requests without a body (reads return b"").
     pub empty_input: Py<Input>,
-    pub config: Config,
+    /// The one frozen config, shared with the event loop (`LoopSettings::config`).
+    pub config: Arc<Config>,
     /// The Server header value, made 'static once so each response borrows it.
     pub server_header: &'static [u8],
     pub loop_ctx: Arc<LoopCtx>,
@@ -61,7 +62,7 @@ impl Bridge {
         py: Python<'_>,
         app: Py<PyAny>,
         environ: EnvironBuilder,
-        config: Config,
+        config: Arc<Config>,
         loop_ctx: Arc<LoopCtx>,
     ) -> PyResult<Bridge> {
         let logging = py.import("logging")?;

@@ -92,7 +92,7 @@ impl LoopState {
                     let token = entry.key();
                     let mut conn = Box::new(Conn::new(stream, token, index, peer));
                     conn.wire = ctx.settings.wires[index];
-                    conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
+                    conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
                     entry.insert(Slot::Here(conn));
                     if let Some(b) = &self.balance {
                         b.publish(self.conns.len());

@@ -192,10 +192,11 @@ impl LoopState {
             ls.push(Some(l));
         }
         let shortest = settings
+            .config
             .header_timeout
-            .min(settings.keepalive_timeout)
-            .min(settings.write_timeout)
-            .min(settings.read_timeout);
+            .min(settings.config.keepalive_timeout)
+            .min(settings.config.write_timeout)
+            .min(settings.config.read_timeout);
         // Sweep often enough that a timeout fires within a quarter of its length (bounded to
         // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
         let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
