@@ -5,7 +5,7 @@
 //! sending once the receive buffer is full, and the upload takes the app's time plus the
 //! transfer's. A reader thread keeps draining the socket into blocks, up to [`AHEAD_MAX`]
 //! bytes ahead of the app, so that the two overlap (granian does the same: its CPU time in S8
-//! is above its wall time). It only starts for a body known to be large (`wsgi::input`
+//! is above its wall time). It only starts for a body known to be large (`wsgi::body`
 //! decides) and owns the socket's reading side until it is
 //! stopped: [`ReadAhead`]'s drop stops and joins it, so the connection never goes back to the
 //! event loop with a reader still on it. While it runs, the loop is not told of the arrivals
@@ -14,7 +14,7 @@
 //! A Content-Length body is read never past its end. A chunked body's end is only known by
 //! decoding it: the reader runs a copy of the body's decoder over what it reads, and stops at
 //! the block in which the body ends; the bytes after the end in that block (a pipelined
-//! request) are given back to the connection's read buffer by `wsgi::input`.
+//! request) are given back to the connection's read buffer by `wsgi::body`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -266,7 +266,7 @@ fn read_body(
                 Err(_) => return Some(Err(BodyFailure::Disconnected)),
             }
             // Nothing there: wait, in slices short enough to notice a stop, and judge the
-            // wait as `wsgi::input` does (read timeout, and the body's pace).
+            // wait as `wsgi::body` does (read timeout, and the body's pace).
             let now = Instant::now();
             let by_timeout = last_progress + pacing.read_timeout;
             let (deadline, failure) = match pacing.pace.deadline(pacing.started, read_total) {

@@ -2,7 +2,8 @@
 //! read, writev (sendmsg), sendfile, TCP_CORK, shutdown, and a bounded wait for readiness used
 //! by app threads that own the connection for the duration of a request (they cannot use the
 //! event loop's epoll). This is the one module that reads and writes client sockets: the
-//! `*_fd` functions serve the threads that borrow a connection's descriptor for a request.
+//! `*_fd` functions serve the threads that run a request, which reach them only through
+//! `io::transport` (the bridge never holds a client descriptor).
 
 use std::fs::File;
 use std::io::{self, IoSlice, Read};

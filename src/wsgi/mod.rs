@@ -1,7 +1,8 @@
 //! The WSGI bridge (PEP 3333): environ, `wsgi.input`, `start_response`/`write()`, driving the
 //! app's iterable, `close()`, `wsgi.file_wrapper`, the elastic thread pool, and the logs.
-//! Knows Python, not sockets: it reads and writes through descriptors the I/O layer lends it
-//! for one request.
+//! Knows Python, not sockets: it reads, writes and ends a request's connection only through the
+//! `io::transport::Transport` the I/O layer lends it for the request, and makes no system call
+//! on a client socket itself (`scripts/check_floors.py` keeps it below `server` and above `io`).
 
 pub mod app_head;
 pub mod body;

@@ -61,7 +61,7 @@ pub struct Sender {
     gate: Option<Arc<HeadGate>>,
     body: Option<(Py<Input>, u64)>,
     server_timing: Option<(u64, u64)>,
-    /// When the head was encoded (`metrics::now_ns`): the first byte was ready (the access
+    /// When the head was encoded (`clock::now_ns`): the first byte was ready (the access
     /// log's send time).
     head_at: Option<u64>,
     app: AppHead,
