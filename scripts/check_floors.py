@@ -87,8 +87,8 @@ def floor_of(rel: str) -> int:
 # --- reading Rust -------------------------------------------------------------------------
 
 def strip_comments_and_strings(text: str) -> str:
-    """Comments, string and char literals blanked (newlines kept), so braces and paths in them
-    count for nothing."""
+    """Comments, string and char literals blanked (same length, newlines kept), so braces and
+    paths in them count for nothing and every offset still points where it did."""
     out = []
     i, n = 0, len(text)
     while i < n:
@@ -96,6 +96,7 @@ def strip_comments_and_strings(text: str) -> str:
         if text.startswith("//", i):
             j = text.find("\n", i)
             j = n if j < 0 else j
+            out.append(" " * (j - i))
             i = j
             continue
         if text.startswith("/*", i):
@@ -121,13 +122,14 @@ def strip_comments_and_strings(text: str) -> str:
             j = i + 1
             while j < n and text[j] != '"':
                 j += 2 if text[j] == "\\" else 1
-            out.append('""' + re.sub(r"[^\n]", " ", text[i + 1:j - 1 if j > i + 1 else j]))
+            j = min(j, n - 1)
+            out.append('"' + re.sub(r"[^\n]", " ", text[i + 1:j]) + '"')
             i = j + 1
             continue
         if c == "'":
             m = re.match(r"'(\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]+\}|.)|[^\\'\n])'", text[i:i + 12])
             if m:
-                out.append("' '")
+                out.append("'" + " " * (m.end() - 2) + "'")
                 i += m.end()
                 continue
         out.append(c)
@@ -150,15 +152,17 @@ def matching_close(code: str, open_at: int) -> int:
 CFG_TEST = re.compile(r"#\s*\[\s*cfg\s*\(\s*test\s*\)\s*\]")
 
 
-def strip_test_code(code: str) -> tuple[str, list[str]]:
-    """Code under `#[cfg(test)]` removed. Returns the code left and the names of the modules
-    declared test-only (`#[cfg(test)] mod x;`), whose files are then ignored."""
+def strip_test_code(code: str, original: str) -> tuple[str, list[tuple[str, str | None]]]:
+    """Code under `#[cfg(test)]` removed. Returns the code left and the modules declared
+    test-only (`#[cfg(test)] mod x;`, with the `#[path = "..."]` given if any), whose files are
+    then ignored. `original` is the file's text before blanking (for the path's string)."""
     test_mods = []
     while True:
         m = CFG_TEST.search(code)
         if not m:
             return code, test_mods
         i = m.end()
+        path_attr = None
         # Further attributes on the same item.
         while True:
             a = re.match(r"\s*#\s*\[", code[i:])
@@ -173,10 +177,13 @@ def strip_test_code(code: str) -> tuple[str, list[str]]:
                     if depth == 0:
                         break
                 j += 1
+            p = re.search(r'path\s*=\s*"([^"]*)"', original[i:j])
+            if p:
+                path_attr = p.group(1)
             i = j + 1
         decl = re.match(r"\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", code[i:])
         if decl:
-            test_mods.append(decl.group(1))
+            test_mods.append((decl.group(1), path_attr))
             end = i + decl.end()
         else:
             brace = code.find("{", i)
@@ -248,11 +255,19 @@ def build_graph() -> tuple[dict[str, set[str]], set[str]]:
 
     texts = {}
     test_files: set[tuple[str, ...]] = set()
+    by_path = {p.resolve(): mod for mod, p in files.items()}
     for mod, p in files.items():
-        code, test_mods = strip_test_code(strip_comments_and_strings(p.read_text()))
+        text = p.read_text()
+        code = strip_comments_and_strings(text)
+        assert len(code) == len(text), p
+        # Blanking keeps every offset, so attributes can be read back from the original.
+        code, test_mods = strip_test_code(code, text)
         texts[mod] = code
-        for t in test_mods:
-            test_files.add(mod + (t,))
+        for name, path in test_mods:
+            if path is None:
+                test_files.add(mod + (name,))
+            elif (p.parent / path).resolve() in by_path:
+                test_files.add(by_path[(p.parent / path).resolve()])
     # A test-only module's own children are test-only too.
     for mod in list(files):
         if any(mod[: len(t)] == t for t in test_files):
