@@ -162,9 +162,9 @@ impl BodyState {
         self.recv(py, None).map(|_| ())
     }
 
-    /// Read what the socket has (waiting for it with the GIL released, bounded by the read
-    /// timeout and the pace), into `dst` when given (the caller caps it to the body), else into
-    /// the read buffer. Returns the bytes read (never 0).
+    /// Read what the connection has (through `io::transport`, waiting for it with the GIL
+    /// released, bounded by the read timeout and the pace), into `dst` when given (the caller
+    /// caps it to the body), else into the read buffer. Returns the bytes read (never 0).
     fn recv(&mut self, py: Python<'_>, dst: Option<&mut [u8]>) -> Result<usize, BodyFailure> {
         if self.continue_due {
             self.continue_due = false;

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 
 use super::admission::{Class, STALLED_LOOKS};
 
-use super::*;
+use super::{Holder, Inner, Pool, Slot, Ticket, FAST_FIRST, IDLE_EXIT, MANY_THREADS, STACK_SIZE};
 
 impl<J: Send + 'static> Pool<J> {
     /// Give `job` to a parked thread, or to a new one. An admitted job's thread becomes a

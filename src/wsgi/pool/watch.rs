@@ -12,7 +12,7 @@ use super::admission::{
     stalled, Class, Waiting, COMPUTING_CPU, LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
 };
 
-use super::*;
+use super::{Length, Pool, Ticket, EVIDENCE, LOOK_EVERY, WAITED_SHARE};
 
 impl<J: Send + 'static> Pool<J> {
     /// The watcher's body (its own thread, until `stop`): while calls wait for admission, look

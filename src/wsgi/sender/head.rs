@@ -4,7 +4,15 @@
 //! decides whether the app's head or the server's 504 goes out. An `impl Sender` block apart
 //! from the body's way out (`mod.rs`).
 
-use super::*;
+use pyo3::prelude::*;
+use sluicegate_proto::h1::encode::{decimal, encode_response_head, ResponseHead, DECIMAL_LEN};
+use sluicegate_proto::h1::response::{choose_framing, keeps_alive, BodyLength};
+
+use super::{Sender, Stage};
+use crate::http_date::http_date;
+use crate::io::out_queue::{spare_buffer, OutQueue};
+use crate::wsgi::body_block::SendError;
+use crate::wsgi::input::Input;
 
 /// Out of line: only requests with a body get here (keeps `keeps_alive` small enough to inline).
 #[cold]

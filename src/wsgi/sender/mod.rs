@@ -15,16 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use sluicegate_proto::h1::encode::{
-    decimal, encode_response_head, ResponseFraming, ResponseHead, DECIMAL_LEN, LAST_CHUNK,
-};
-use sluicegate_proto::h1::response::{choose_framing, keeps_alive, BodyLength};
+use sluicegate_proto::h1::encode::{ResponseFraming, LAST_CHUNK};
 use sluicegate_proto::{RequestHead, Version};
 
-use crate::http_date::http_date;
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
-use crate::io::out_queue::{spare_buffer, OutQueue, CORK_MIN};
+use crate::io::out_queue::{OutQueue, CORK_MIN};
 use crate::io::shared_out::SharedOut;
 use crate::io::transport::Transport;
 use crate::wsgi::app_head::AppHead;
