@@ -4,6 +4,10 @@
 //! Threads: the caller of `run()` (the main thread) only waits for signals and for the end; one
 //! thread drives the event loop at a time (it may change on a takeover, see `scheduler`); app
 //! threads come and go in the pool; one watchdog thread looks after inline calls.
+//!
+//! This file is the wiring and the pyclass; `drive.rs` runs requests and the loop (inline or
+//! on the pool), `scheduler.rs` decides which, `report.rs` renders `/metrics`,
+//! `/debug/requests` and the `--timeout` log lines.
 
 mod drive;
 mod report;
