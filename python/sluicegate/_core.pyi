@@ -102,7 +102,7 @@ class Server:
         by the watchdog), preemptions (those of them that took the loop from a call computing
         while other work waited), handoffs (by streaming inline calls), mode ("inline" or "dispatch"),
         threads (pool threads alive), busy_threads, and admission to the pool (see
-        server/admission.rs): max_runnable (the limit per class), runnable_short and
+        wsgi/pool/admission.rs): max_runnable (the limit per class), runnable_short and
         runnable_long (admitted calls counting as runnable now), runnable_short_peak and
         runnable_long_peak (most at once; the short class's never passes the limit unless it is
         0), admission_queue (calls waiting now), admission_waits (calls that waited), demotions
