@@ -17,7 +17,9 @@ moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
   are started (a fresh import of the app, unless `--preload`); once every one is ready the old
   ones get TERM and drain. A new worker that fails at boot abandons the reload: the old ones
   keep serving. Before the first workers are up there is nothing to keep: a reload then
-  restarts the boot with the new configuration.
+  restarts the boot with the new configuration. One generation boots at a time: a reload asked
+  while one boots supersedes it (its workers are stopped; the newest configuration wins, and an
+  abandoned reload goes back to the configuration that served before the first of them).
 - MORE_WORKERS / FEWER_WORKERS (TTIN / TTOU): one worker more / one fewer (never fewer than one).
 - REOPEN_LOGS (USR1): passed to the workers (each reopens its access log file).
 - UPGRADE (USR2): a new master on the same sockets (upgrade.py); the pid file becomes
@@ -317,7 +319,11 @@ class Master:
                 self._retire(w, messages.STOP if graceful else messages.STOP_NOW)
 
     def _reload(self, why: str) -> None:
-        before = (self.cfg, self.target)
+        """A new generation with the options resolved again. Reloads never overlap: one asked
+        while a generation boots supersedes it (its workers are stopped, the newest
+        configuration wins), and the configuration to go back to stays the one that served
+        before the first of them."""
+        before = self.before_reload or (self.cfg, self.target)
         if self.reread is not None:
             try:
                 cfg = self.reread()
@@ -331,11 +337,20 @@ class Master:
             if kept:
                 log.warning("%s: %s changed but only take effect on a restart", why,
                             ", ".join(kept))
+                # The workers boot with the master's own settings (--user among them).
+                cfg = dataclasses.replace(cfg, **{n: getattr(self.cfg, n) for n in kept})
             self.cfg = cfg
             if cfg.workers:
                 self.target = cfg.workers
             if changed:
                 log.info("%s: configuration re-read (changed: %s)", why, ", ".join(changed))
+        if self.state is State.RELOADING:
+            superseded = [w for w in self.workers.values()
+                          if w.generation == self.generation and not w.leaving]
+            log.info("%s: supersedes the reload in progress (%d of its worker(s) stopped)",
+                     why, len(superseded))
+            for w in superseded:
+                self._retire(w, messages.STOP if w.ready else messages.CANCEL)
         log.info("%s: starting %d new worker(s), then stopping the old ones", why, self.target)
         sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
         self.generation += 1
