@@ -1,7 +1,8 @@
 """The master process of `--workers N`: it forks the workers, keeps their number, and turns
 signals into the operations gunicorn users know. It holds the listening sockets (bound before
 any fork, by the startup pipeline in supervisor.py) and no request, and runs no app code unless
-`--preload`.
+`--preload`. Without `--preload` it keeps the user it was started as and each worker switches
+to `--user`/`--group` once forked (privileges.py), so that a USR2 upgrade can start a new master.
 
 Each worker is a child with its own Rust event loop and thread pool (worker.py), serving the
 master's listening sockets (one shared socket per address: the kernel gives each new connection
@@ -49,7 +50,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import messages, pidfile, sd_notify, signals
+from . import messages, pidfile, privileges, sd_notify, signals
 from .errors import SluicegateError
 from .listeners import BoundSocket
 from .logs import log
@@ -419,17 +420,20 @@ class Master:
         master = os.getpid()
         pid = os.fork()
         if pid == 0:
-            messages.stop_with_master(master)
-            self._become_worker(r, w, self.cfg.max_requests + jitter, slot)  # never returns
+            self._become_worker(r, w, self.cfg.max_requests + jitter, slot, master)  # no return
         os.close(w)
         os.set_inheritable(r, False)
         self.workers[pid] = Child(pid, r, self.generation, slot)
         log.info("Booting worker with pid %d", pid)
 
-    def _become_worker(self, r: int, w: int, max_requests: int, slot: int) -> None:
+    def _become_worker(self, r: int, w: int, max_requests: int, slot: int, master: int) -> None:
         """In the child just forked: leave the master's part behind, run the worker, exit."""
         status = 1
         try:
+            # The user switch first (--user; nothing if the master switched already): a change
+            # of credentials clears the parent-death signal, which is set after it.
+            privileges.drop(self.cfg.user, self.cfg.group)
+            messages.stop_with_master(master)
             os.close(r)
             self.pipe.close()
             for other in self.workers.values():
