@@ -7,6 +7,7 @@ with back-off while the others serve. Real processes, real signals, real sockets
 """
 
 import http.client
+import re
 import signal
 import socket
 import subprocess
@@ -89,3 +90,36 @@ def test_a_later_worker_with_a_busy_metrics_port_is_retried_with_back_off(start_
     wait_for(lambda: len(children(srv.pid)) == 2, "two workers", timeout=30)
     assert b'worker="1"' in scrape(port + 1)
     assert srv.alive()
+
+
+def test_failed_replacements_are_counted_in_systemds_status(start_server):
+    """Issue 32 item 4 of the brief: an operator sees failed boots in `systemctl status`, and
+    sees the server whole again once a replacement boots."""
+    from tests.test_systemd_and_privileges import NotifySocket
+
+    def status_matching(pattern):
+        """Messages until a STATUS= line matches `pattern` (bounded by the socket timeout)."""
+        while True:
+            msg = notify.sock.recv(4096).decode()
+            notify.messages.append(msg)
+            found = re.search(rf"^STATUS=({pattern})$", msg, re.M)
+            if found:
+                return found.group(1)
+
+    notify = NotifySocket()
+    port, busy = held_port_pair()
+    try:
+        srv = start_server("workers", "--workers", "1", "--metrics-bind", f"127.0.0.1:{port}",
+                           env={"NOTIFY_SOCKET": notify.path})
+        notify.wait_for("READY=1")
+        srv.signal(signal.SIGTTIN)
+        assert status_matching(r"serving with 1 of 2 worker\(s\); \d+ replacement.*") == \
+            "serving with 1 of 2 worker(s); 1 replacement(s) failed to boot since the start"
+        busy.close()
+        whole = status_matching(r"serving with 2 worker\(s\).*")
+        assert re.fullmatch(r"serving with 2 worker\(s\); \d+ replacement\(s\) failed to boot "
+                            r"since the start", whole), whole
+        assert srv.alive()
+    finally:
+        busy.close()
+        notify.close()

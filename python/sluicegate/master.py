@@ -179,6 +179,7 @@ class Master:
         self.before_reload: Optional[Tuple[Config, int]] = None  # while RELOADING: cfg, target
         self.retry_delay = 0.0  # after a replacement failed to boot: the next wait
         self.retry_at = 0.0  # no replacement is started before this (time.monotonic())
+        self.failed_boots = 0  # replacements that failed to boot, ever (in systemd's STATUS=)
         self.signals: List[int] = []
         self.pipe = signals.SignalPipe(signals.MASTER_SIGNALS)
         self.reloader: Optional[Any] = None
@@ -247,6 +248,8 @@ class Master:
             if message is Message.READY and w.life in (Life.BOOTING, Life.CANCELLED):
                 w.become(Life.SERVING if w.life is Life.BOOTING else Life.STOPPING)
                 log.info("Worker %d ready", w.pid)
+                if self.retry_delay and self.state is State.SERVING:  # whole again
+                    sd_notify.notify(f"STATUS={self._status()}")
                 self.retry_delay = 0.0
             elif message in (Message.MAX_REQUESTS, Message.STUCK) and w.life is Life.SERVING:
                 w.become(Life.OUTGOING)  # _maintain starts its replacement, then stops it
@@ -498,11 +501,21 @@ class Master:
         """A replacement failed to boot: the others keep serving; try again after a while."""
         self.retry_delay = min(max(self.retry_delay * 2, RETRY_FIRST_S), RETRY_MAX_S)
         self.retry_at = time.monotonic() + self.retry_delay
+        self.failed_boots += 1
         serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
-        log.error("%d of %d worker(s) serving; starting a replacement again in %gs", serving,
-                  self.target, self.retry_delay)
-        sd_notify.notify(f"STATUS=serving with {serving} of {self.target} worker(s); a "
-                         "replacement failed to boot")
+        log.error("%d of %d worker(s) serving; starting a replacement again in %gs (%d "
+                  "failed boot(s) since the start)", serving, self.target, self.retry_delay,
+                  self.failed_boots)
+        sd_notify.notify(f"STATUS={self._status()}")
+
+    def _status(self) -> str:
+        """systemd's STATUS= line while serving: the workers, and the failed replacements."""
+        serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
+        line = f"serving with {serving} of {self.target} worker(s)" if serving < self.target \
+            else f"serving with {serving} worker(s)"
+        if self.failed_boots:
+            line += f"; {self.failed_boots} replacement(s) failed to boot since the start"
+        return line
 
     def _abandon_reload(self) -> None:
         log.error("Reload abandoned: the old workers keep serving")
@@ -544,7 +557,7 @@ class Master:
                     if w.generation < self.generation and not w.leaving:
                         self._retire(w, messages.STOP)
                 log.info("Reload done: %d new worker(s) serving", len(new))
-                sd_notify.notify("READY=1", f"STATUS=serving with {len(new)} worker(s)")
+                sd_notify.notify("READY=1", f"STATUS={self._status()}")
                 self._become(State.SERVING)
                 self.before_reload = None
             return
