@@ -132,3 +132,15 @@ def test_an_edit_while_a_reload_imports_supersedes_it(start_server, tmp_path):
     assert srv.alive() and failed == []
     assert b"two" not in seen
     assert "supersedes the reload in progress" in srv.log_since(mark)
+
+
+def test_sigint_during_a_slow_reload_exits_0(start_server):
+    """Issue 32 item 18: the workers still importing are cancelled (killed), which cut no
+    request: the stop is a clean one."""
+    srv = start_server("slow_import", "--workers", "2")
+    _importing(srv, 2)
+    srv.state_path("hold-imports").write_text("")
+    srv.signal(signal.SIGHUP)
+    _importing(srv, 4)
+    srv.signal(signal.SIGINT)
+    assert srv.wait_exit(30) == 0, srv.log_text()

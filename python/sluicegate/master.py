@@ -479,7 +479,9 @@ class Master:
             how = describe_exit(status)
             if self.state is State.STOPPING or w.leaving:
                 log.info("Worker %d stopped (%s)", pid, how)
-                if os.waitstatus_to_exitcode(status) != 0 and self.state is State.STOPPING:
+                # A worker cancelled while importing had nothing in flight to cut.
+                if os.waitstatus_to_exitcode(status) != 0 and self.state is State.STOPPING \
+                        and w.ready:
                     self.exit_status = self.exit_status or 1
             elif not w.ready:
                 log.error("Worker %d failed to boot (%s)%s", pid, how,
