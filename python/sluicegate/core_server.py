@@ -15,6 +15,8 @@ import enum
 import logging
 import os
 import signal
+import socket
+import stat
 import sys
 import threading
 import time
@@ -22,7 +24,7 @@ from types import FrameType
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from . import logs, signals, thread_bounds
-from .config import core_config
+from .config import core_config, metrics_address
 from .errors import StartError
 from .listeners import BoundSocket
 from .logs import log
@@ -127,6 +129,8 @@ class ServerProcess:
         cut = 0
         try:
             core = import_core()
+            probe_metrics_bind(metrics_address(self.cfg.metrics_bind, self.balance[2]
+                                               if self.balance[0] >= 0 else None))
             access_fd = self._access_fd = open_access_log(self.cfg.access_log)
             if on_main_thread:
                 pipe = signals.SignalPipe(signals.SERVER_SIGNALS)
@@ -256,6 +260,43 @@ def import_core() -> Any:
             f"the Rust core sluicegate._core cannot be imported ({e}); build it with ./dev build"
         ) from e
     return _core
+
+
+def probe_metrics_bind(address: str) -> None:
+    """StartError, one line, if this process's `--metrics-bind` cannot be listened on: before
+    the server is built and says it is ready (the core binds it only once it runs, after
+    `announce()`). A worker whose metrics port is busy so fails its boot, and its master
+    retries it with back-off, where it used to say ready, die, and be replaced at once, again
+    and again. A unix path holding anything but a dead socket is refused, never replaced."""
+    if not address:
+        return
+    if address.startswith("unix:"):
+        path = address[len("unix:"):]
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise StartError(f"--metrics-bind {address}: {e.strerror}") from None
+        if not stat.S_ISSOCK(mode):
+            raise StartError(f"--metrics-bind {address}: {path} exists and is not a socket")
+        with socket.socket(socket.AF_UNIX) as s:
+            try:
+                s.connect(path)
+            except OSError:
+                return  # a socket nobody listens on: the core replaces it
+        raise StartError(f"--metrics-bind {address}: another process listens on {path}")
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    try:
+        family = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the core's bind
+            s.bind((host, int(port)))
+            s.listen(1)
+    except (OSError, ValueError) as e:
+        why = getattr(e, "strerror", None) or str(e)
+        raise StartError(f"--metrics-bind {address}: cannot listen: {why}") from None
 
 
 def open_access_log(path: Optional[str]) -> int:

@@ -1,7 +1,8 @@
 """The master process of `--workers N`: it forks the workers, keeps their number, and turns
 signals into the operations gunicorn users know. It holds the listening sockets (bound before
 any fork, by the startup pipeline in supervisor.py) and no request, and runs no app code unless
-`--preload`.
+`--preload`. Without `--preload` it keeps the user it was started as and each worker switches
+to `--user`/`--group` once forked (privileges.py), so that a USR2 upgrade can start a new master.
 
 Each worker is a child with its own Rust event loop and thread pool (worker.py), serving the
 master's listening sockets (one shared socket per address: the kernel gives each new connection
@@ -17,7 +18,9 @@ moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
   are started (a fresh import of the app, unless `--preload`); once every one is ready the old
   ones get TERM and drain. A new worker that fails at boot abandons the reload: the old ones
   keep serving. Before the first workers are up there is nothing to keep: a reload then
-  restarts the boot with the new configuration.
+  restarts the boot with the new configuration. One generation boots at a time: a reload asked
+  while one boots supersedes it (its workers are stopped; the newest configuration wins, and an
+  abandoned reload goes back to the configuration that served before the first of them).
 - MORE_WORKERS / FEWER_WORKERS (TTIN / TTOU): one worker more / one fewer (never fewer than one).
 - REOPEN_LOGS (USR1): passed to the workers (each reopens its access log file).
 - UPGRADE (USR2): a new master on the same sockets (upgrade.py); the pid file becomes
@@ -47,7 +50,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import messages, pidfile, sd_notify, signals
+from . import messages, pidfile, privileges, sd_notify, signals
 from .errors import SluicegateError
 from .listeners import BoundSocket
 from .logs import log
@@ -176,6 +179,7 @@ class Master:
         self.before_reload: Optional[Tuple[Config, int]] = None  # while RELOADING: cfg, target
         self.retry_delay = 0.0  # after a replacement failed to boot: the next wait
         self.retry_at = 0.0  # no replacement is started before this (time.monotonic())
+        self.failed_boots = 0  # replacements that failed to boot, ever (in systemd's STATUS=)
         self.signals: List[int] = []
         self.pipe = signals.SignalPipe(signals.MASTER_SIGNALS)
         self.reloader: Optional[Any] = None
@@ -244,6 +248,8 @@ class Master:
             if message is Message.READY and w.life in (Life.BOOTING, Life.CANCELLED):
                 w.become(Life.SERVING if w.life is Life.BOOTING else Life.STOPPING)
                 log.info("Worker %d ready", w.pid)
+                if self.retry_delay and self.state is State.SERVING:  # whole again
+                    sd_notify.notify(f"STATUS={self._status()}")
                 self.retry_delay = 0.0
             elif message in (Message.MAX_REQUESTS, Message.STUCK) and w.life is Life.SERVING:
                 w.become(Life.OUTGOING)  # _maintain starts its replacement, then stops it
@@ -317,7 +323,11 @@ class Master:
                 self._retire(w, messages.STOP if graceful else messages.STOP_NOW)
 
     def _reload(self, why: str) -> None:
-        before = (self.cfg, self.target)
+        """A new generation with the options resolved again. Reloads never overlap: one asked
+        while a generation boots supersedes it (its workers are stopped, the newest
+        configuration wins), and the configuration to go back to stays the one that served
+        before the first of them."""
+        before = self.before_reload or (self.cfg, self.target)
         if self.reread is not None:
             try:
                 cfg = self.reread()
@@ -331,11 +341,20 @@ class Master:
             if kept:
                 log.warning("%s: %s changed but only take effect on a restart", why,
                             ", ".join(kept))
+                # The workers boot with the master's own settings (--user among them).
+                cfg = dataclasses.replace(cfg, **{n: getattr(self.cfg, n) for n in kept})
             self.cfg = cfg
             if cfg.workers:
                 self.target = cfg.workers
             if changed:
                 log.info("%s: configuration re-read (changed: %s)", why, ", ".join(changed))
+        if self.state is State.RELOADING:
+            superseded = [w for w in self.workers.values()
+                          if w.generation == self.generation and not w.leaving]
+            log.info("%s: supersedes the reload in progress (%d of its worker(s) stopped)",
+                     why, len(superseded))
+            for w in superseded:
+                self._retire(w, messages.STOP if w.ready else messages.CANCEL)
         log.info("%s: starting %d new worker(s), then stopping the old ones", why, self.target)
         sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
         self.generation += 1
@@ -404,17 +423,20 @@ class Master:
         master = os.getpid()
         pid = os.fork()
         if pid == 0:
-            messages.stop_with_master(master)
-            self._become_worker(r, w, self.cfg.max_requests + jitter, slot)  # never returns
+            self._become_worker(r, w, self.cfg.max_requests + jitter, slot, master)  # no return
         os.close(w)
         os.set_inheritable(r, False)
         self.workers[pid] = Child(pid, r, self.generation, slot)
         log.info("Booting worker with pid %d", pid)
 
-    def _become_worker(self, r: int, w: int, max_requests: int, slot: int) -> None:
+    def _become_worker(self, r: int, w: int, max_requests: int, slot: int, master: int) -> None:
         """In the child just forked: leave the master's part behind, run the worker, exit."""
         status = 1
         try:
+            # The user switch first (--user; nothing if the master switched already): a change
+            # of credentials clears the parent-death signal, which is set after it.
+            privileges.drop(self.cfg.user, self.cfg.group)
+            messages.stop_with_master(master)
             os.close(r)
             self.pipe.close()
             for other in self.workers.values():
@@ -457,7 +479,9 @@ class Master:
             how = describe_exit(status)
             if self.state is State.STOPPING or w.leaving:
                 log.info("Worker %d stopped (%s)", pid, how)
-                if os.waitstatus_to_exitcode(status) != 0 and self.state is State.STOPPING:
+                # A worker cancelled while importing had nothing in flight to cut.
+                if os.waitstatus_to_exitcode(status) != 0 and self.state is State.STOPPING \
+                        and w.ready:
                     self.exit_status = self.exit_status or 1
             elif not w.ready:
                 log.error("Worker %d failed to boot (%s)%s", pid, how,
@@ -479,11 +503,21 @@ class Master:
         """A replacement failed to boot: the others keep serving; try again after a while."""
         self.retry_delay = min(max(self.retry_delay * 2, RETRY_FIRST_S), RETRY_MAX_S)
         self.retry_at = time.monotonic() + self.retry_delay
+        self.failed_boots += 1
         serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
-        log.error("%d of %d worker(s) serving; starting a replacement again in %gs", serving,
-                  self.target, self.retry_delay)
-        sd_notify.notify(f"STATUS=serving with {serving} of {self.target} worker(s); a "
-                         "replacement failed to boot")
+        log.error("%d of %d worker(s) serving; starting a replacement again in %gs (%d "
+                  "failed boot(s) since the start)", serving, self.target, self.retry_delay,
+                  self.failed_boots)
+        sd_notify.notify(f"STATUS={self._status()}")
+
+    def _status(self) -> str:
+        """systemd's STATUS= line while serving: the workers, and the failed replacements."""
+        serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
+        line = f"serving with {serving} of {self.target} worker(s)" if serving < self.target \
+            else f"serving with {serving} worker(s)"
+        if self.failed_boots:
+            line += f"; {self.failed_boots} replacement(s) failed to boot since the start"
+        return line
 
     def _abandon_reload(self) -> None:
         log.error("Reload abandoned: the old workers keep serving")
@@ -525,7 +559,7 @@ class Master:
                     if w.generation < self.generation and not w.leaving:
                         self._retire(w, messages.STOP)
                 log.info("Reload done: %d new worker(s) serving", len(new))
-                sd_notify.notify("READY=1", f"STATUS=serving with {len(new)} worker(s)")
+                sd_notify.notify("READY=1", f"STATUS={self._status()}")
                 self._become(State.SERVING)
                 self.before_reload = None
             return

@@ -9,7 +9,9 @@
 3. the sockets (`_sockets`, listeners.py): passed by systemd or by the previous master of a USR2
    upgrade (upgrade.py), else bound;
 4. the pid file (pidfile.py): still as the starting user, who may write in /run;
-5. the user switch (privileges.py);
+5. the user switch (privileges.py), if this process imports the app (a single server, a
+   `--preload` master); else each worker switches once forked (master.py), and the master keeps
+   the starting user, as gunicorn's does, so that a USR2 upgrade can start a new master;
 6. the app, if step 2 left it (loader.py);
 7. the role: a `SingleServer` (single.py), or a `Master` (master.py) whose forked children each
    run `_boot_worker`: load the app unless preloaded, then a `WorkerServer` (worker.py).
@@ -57,7 +59,11 @@ def serve_config(
     try:
         if cfg.pid:
             pidfile.write(cfg.pid)
-        privileges.drop(cfg.user, cfg.group)
+        if cfg.workers is None or cfg.preload:  # the app is imported in this process
+            privileges.drop(cfg.user, cfg.group)
+        elif cfg.user or cfg.group:
+            log.info("Workers run as user %s group %s; the master keeps its own (for USR2)",
+                     cfg.user or "-", cfg.group or "-")
         if app is None and (cfg.workers is None or cfg.preload):
             app = load_app(str(cfg.app))
         if cfg.workers is None:
