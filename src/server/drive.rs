@@ -38,11 +38,14 @@ pub struct Shared {
 
 impl Shared {
     pub(super) fn pool(&self) -> Arc<Pool<Job>> {
-        self.pool
-            .lock()
-            .unwrap()
-            .clone()
-            .expect("pool is set in run()")
+        self.try_pool().expect("pool is set in run()")
+    }
+
+    /// The pool, or `None` once the stop has let go of it (the lock is released before the
+    /// caller looks, so a late caller never poisons it for `stats()`).
+    pub(super) fn try_pool(&self) -> Option<Arc<Pool<Job>>> {
+        let pool = self.pool.lock().unwrap().clone();
+        pool
     }
 
     pub(super) fn ctx(&self) -> &LoopCtx {

@@ -189,8 +189,12 @@ impl Server {
                 Python::attach(|py| {
                     py.detach(|| {
                         if drive_loop(&s, st) == LoopEnd::TakenOver {
-                            // The loop's first thread becomes a pool thread, once.
-                            s.pool().join_as_worker();
+                            // The loop's first thread becomes a pool thread, once; not if
+                            // the stop has already let go of the pool (a stop that found the
+                            // pool idle can take it before this thread gets here).
+                            if let Some(pool) = s.try_pool() {
+                                pool.join_as_worker();
+                            }
                         }
                     });
                     // The thread ends: what it kept for its next request goes now, attached.
