@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import signal
 import sys
 import textwrap
@@ -303,3 +304,49 @@ def test_gunicorn_logconfig_dict_and_logconfig_are_mapped(tmp_path):
     out = gunicorn_config.load(str(conf), BY_NAME)
     assert out["log_config_dict"][0] == {"version": 1}
     assert out["log_config"][0] == "logging.ini"
+
+
+# --- --capture-output
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "1"]])
+def test_capture_output_sends_print_to_the_error_log(start_server, tmp_path, workers):
+    log_path = tmp_path / "error.log"
+    server = start_server("prints", "--error-log", str(log_path), "--capture-output", *workers,
+                          wait_ready=False)
+    text = wait_for(lambda: log_path.exists() and "Listening at:" in log_path.read_text()
+                    and log_path.read_text(), "the readiness line in the error log file",
+                    context=server.log_text)
+    port = int(re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", text).group(1))
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/hello")
+    assert conn.getresponse().read() == b"ok"
+    conn.close()
+    wait_for(lambda: "PRINTED-BY-APP /hello" in log_path.read_text(),
+             "the app's print() in the error log file", context=log_path.read_text)
+    assert "STDERR-BY-APP /hello" in log_path.read_text()
+    assert server.stop() == 0
+    assert "PRINTED-BY-APP" not in server.stdout_text()
+
+
+def test_gunicorn_capture_output_is_mapped(tmp_path):
+    sys.path.insert(0, str(ROOT / "python"))
+    from sluicegate import gunicorn_config
+    from sluicegate.options import BY_NAME
+
+    conf = tmp_path / "gunicorn.conf.py"
+    conf.write_text('capture_output = True\n')
+    assert gunicorn_config.load(str(conf), BY_NAME)["capture_output"][0] is True
+
+
+def test_toml_hooks_and_log_config_dict_table(tmp_path):
+    """The TOML file names the hooks module and gives dictConfig's dict as a table."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from sluicegate.options import Raw, raw_values, validate
+
+    path = tmp_path / "sluicegate.toml"
+    path.write_text('hooks = "myproject.hooks"\n\n[log_config_dict]\nversion = 1\n'
+                    'disable_existing_loggers = false\n')
+    cfg = validate(raw_values({"config": Raw(str(path), "--config")}, env={}))
+    assert cfg.hooks is not None and cfg.hooks.source == "myproject.hooks"
+    assert cfg.log_config_dict == {"version": 1, "disable_existing_loggers": False}

@@ -78,6 +78,7 @@ for _gunicorn, _ours, _convert in (
     ("raw_env", "env", _list),
     ("logconfig_dict", "log_config_dict", _same),
     ("logconfig", "log_config", _same),
+    ("capture_output", "capture_output", _same),
 ):
     SETTINGS[_gunicorn] = (_ours, _convert)
 
@@ -93,7 +94,7 @@ for _names, _why in (
       "proc_name", "default_proc_name", "enable_stdio_inheritance"),
      "a setting sluicegate does not have"),
     (("daemon",), "sluicegate does not daemonize: run it under systemd (docs/operations.md)"),
-    (("capture_output", "logger_class", "logconfig_json", "syslog", "syslog_addr", "syslog_prefix", "syslog_facility",
+    (("logger_class", "logconfig_json", "syslog", "syslog_addr", "syslog_prefix", "syslog_facility",
       "disable_redirect_access_to_syslog"),
      "sluicegate's error log is one stream, standard error or --error-log FILE"),
     (("access_log_format",),
@@ -154,8 +155,6 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
             else:
                 warn(f"{where}: worker_class {value!r} is not supported and ignored: sluicegate "
                      "serves with its event loop and an elastic pool of threads (--threads)")
-        elif name == "capture_output" and not value:
-            continue
         elif name in IGNORED:
             if value is not None and value is not False:  # None, False: off, as here
                 warn(f"{where}: {name} ignored: {IGNORED[name]}")

@@ -879,6 +879,14 @@ OPTIONS: Tuple[Option, ...] = (
         "PATH", Optional[str], aliases=("--error-logfile", "--log-file"),
     ),
     Option(
+        "capture_output", parse_bool, "false",
+        "Send the app's standard output (print()) to the error log file too: with --error-log "
+        "FILE, descriptor 1 becomes FILE as well, as gunicorn's --capture-output does (and as "
+        "there, --access-log - then writes to FILE). Without --error-log FILE it changes "
+        "nothing (the app's standard error already is the error log). Set once at start.",
+        "", bool, switch=True,
+    ),
+    Option(
         "log_config_dict", parse_log_config_dict, None,
         "Configure Python logging with this dict (JSON on the command line and in the "
         "environment, a table in the TOML file), given to logging.config.dictConfig after the "
@@ -985,6 +993,7 @@ class Config:
     metrics_bind: str
     log_level: str
     error_log: Optional[str]
+    capture_output: bool
     log_config_dict: Optional[Mapping[str, Any]]
     log_config: Optional[str]
     hooks: Optional[Hooks]
@@ -1083,6 +1092,13 @@ def describe(raw: Mapping[str, Raw]) -> str:
                 pass
         if callable(value):
             value = getattr(value, "__qualname__", repr(value))
+        if isinstance(value, Hooks) and not value.is_module:  # functions: not TOML
+            names = ", ".join(n for n, _ in value.functions)
+            lines.append(f"# {o.name}: the functions {names}  # {source}")
+            continue
+        if isinstance(value, Mapping):  # log_config_dict: as the JSON its option takes
+            import json
+            value = json.dumps(value)
         lines.append(f"{o.name} = {config_file.render(value)}  # {source}")
     return "\n".join(lines)
 
