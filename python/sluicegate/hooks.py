@@ -221,8 +221,11 @@ def call(hooks: Optional[Hooks], name: str, *args: Any) -> None:
         if name in FATAL:
             raise
         return
-    if f is None:
-        return
+    if f is not None:
+        _run(name, f, *args)
+
+
+def _run(name: str, f: Callable[..., Any], *args: Any) -> None:
     try:
         f(*args)
     except Exception as e:
@@ -236,7 +239,10 @@ def wrap_app(hooks: Optional[Hooks], app: Callable[..., Any], hook_worker: HookW
     """The app itself when neither pre_request nor post_request is defined (no cost), else a
     WSGI wrapper that runs them around each call: pre_request(worker, req) before the app,
     post_request(worker, req, environ, resp) once the response's iterable is closed (or the app
-    raised)."""
+    raised). The functions are looked up once, here, not per request.
+
+    A `wsgi.file_wrapper` response is then sent by reading it, not by sendfile(2): the wrapper
+    must see its close() to run post_request after the last byte."""
     found = resolve(hooks)
     pre, post = found.get("pre_request"), found.get("post_request")
     if pre is None and post is None:
@@ -245,7 +251,7 @@ def wrap_app(hooks: Optional[Hooks], app: Callable[..., Any], hook_worker: HookW
     def with_request_hooks(environ: Dict[str, Any], start_response: Callable[..., Any]) -> Any:
         req = request_of(environ)
         if pre is not None:
-            call(hooks, "pre_request", hook_worker, req)
+            _run("pre_request", pre, hook_worker, req)
         resp = HookResponse()
 
         def start(status: str, headers: List[Tuple[str, str]], exc_info: Any = None) -> Any:
@@ -257,11 +263,11 @@ def wrap_app(hooks: Optional[Hooks], app: Callable[..., Any], hook_worker: HookW
             result = app(environ, start)
         except BaseException:
             if post is not None:
-                call(hooks, "post_request", hook_worker, req, environ, resp)
+                _run("post_request", post, hook_worker, req, environ, resp)
             raise
         if post is None:
             return result
-        return _AfterClose(result, lambda: call(hooks, "post_request", hook_worker, req,
+        return _AfterClose(result, lambda: _run("post_request", post, hook_worker, req,
                                                 environ, resp))
 
     return with_request_hooks
