@@ -350,3 +350,18 @@ def test_toml_hooks_and_log_config_dict_table(tmp_path):
     cfg = validate(raw_values({"config": Raw(str(path), "--config")}, env={}))
     assert cfg.hooks is not None and cfg.hooks.source == "myproject.hooks"
     assert cfg.log_config_dict == {"version": 1, "disable_existing_loggers": False}
+
+
+def test_serve_takes_a_mapping_of_hooks():
+    """serve(hooks={...}): functions by gunicorn's names; another name is refused."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from sluicegate.errors import OptionError
+    from sluicegate.options import from_keywords, raw_values, validate
+
+    def post_fork(server, worker):
+        pass
+
+    cfg = validate(raw_values(from_keywords({"hooks": {"post_fork": post_fork}}), env={}))
+    assert cfg.hooks is not None and dict(cfg.hooks.functions) == {"post_fork": post_fork}
+    with pytest.raises(OptionError, match="'post_frok' is not a gunicorn hook name"):
+        validate(raw_values(from_keywords({"hooks": {"post_frok": post_fork}}), env={}))
