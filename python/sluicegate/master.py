@@ -50,7 +50,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import messages, pidfile, privileges, sd_notify, signals
+from . import hooks, messages, pidfile, privileges, sd_notify, signals
 from .errors import SluicegateError
 from .listeners import BoundSocket
 from .logs import log
@@ -355,6 +355,7 @@ class Master:
                      why, len(superseded))
             for w in superseded:
                 self._retire(w, messages.STOP if w.ready else messages.CANCEL)
+        hooks.call(self.cfg.hooks, "on_reload", hooks.server(self.cfg, self.target))
         log.info("%s: starting %d new worker(s), then stopping the old ones", why, self.target)
         sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
         self.generation += 1
@@ -406,6 +407,7 @@ class Master:
                 s.reclaim_unix_file()
             log.info("Listening at: %s", s.url)
         sd_notify.notify("READY=1", f"STATUS=serving with {self.target} worker(s)")
+        hooks.call(self.cfg.hooks, "when_ready", hooks.server(self.cfg, self.target))
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -473,6 +475,8 @@ class Master:
             w = self.workers.pop(pid, None)
             if w is None:
                 continue
+            hooks.call(self.cfg.hooks, "child_exit", hooks.server(self.cfg, self.target),
+                       hooks.worker(self.cfg, w.slot + 1, pid, os.getpid()))
             self._read_messages(w)
             os.close(w.pipe)
             os.pwrite(self.table, VACANT, w.slot * 4)
