@@ -450,7 +450,9 @@ class Master:
             status = self.boot_worker(self.cfg, w, max_requests, (self.table, SLOTS, slot),
                                       self.target)
         except SluicegateError as e:
-            print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
+            # One write: with several workers on one stderr, two (text, then newline) interleave.
+            sys.stderr.write(f"sluicegate: error: {e}\n")
+            sys.stderr.flush()
             status = BOOT_FAILED
         except BaseException:  # never return into the master's code in a child
             import traceback
