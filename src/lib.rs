@@ -6,11 +6,11 @@
 //! start_response, wsgi.input, driving the iterable). The HTTP/1.1 protocol and every static-file
 //! decision live in the `sluicegate-proto` crate, which knows no sockets and no Python.
 
-pub mod access_log;
+pub mod clock;
 pub mod config;
 pub mod http_date;
 pub mod io;
-pub mod metrics;
+pub mod observe;
 pub mod server;
 pub mod static_files;
 pub mod wsgi;
@@ -42,6 +42,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ClientDisconnected", py.get_type::<ClientDisconnected>())?;
     m.add("BodyError", py.get_type::<BodyError>())?;
     // The names an `--access-log-format` template may use (the options table checks them).
-    m.add("ACCESS_LOG_FIELDS", access_log::field_names())?;
+    m.add("ACCESS_LOG_FIELDS", observe::log_line::field_names())?;
     Ok(())
 }

@@ -27,6 +27,16 @@ pub enum Peer {
     Unix,
 }
 
+impl Peer {
+    /// The address, for the layers that know no sockets (None: a unix-socket client).
+    pub fn ip(&self) -> Option<std::net::IpAddr> {
+        match self {
+            Peer::Ip(a) => Some(a.ip()),
+            Peer::Unix => None,
+        }
+    }
+}
+
 impl Stream {
     pub fn fd(&self) -> RawFd {
         match self {

@@ -21,6 +21,8 @@ use crate::config::Config;
 use crate::io::conn::Wire;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT};
 use crate::io::event_loop::{ListenSocket, LoopCtx, LoopSettings, LoopState, Shutdown, Work};
+use crate::observe::metrics_http::MetricsListener;
+use crate::observe::table::{AdmissionReadings, Readings, Stat};
 use crate::wsgi::deadline::Deadlines;
 use crate::wsgi::driver::run_request;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
@@ -311,7 +313,7 @@ impl Server {
             sockets,
             LoopSettings {
                 statics,
-                access_log: crate::access_log::AccessLog::new(
+                access_log: crate::observe::access_log::AccessLog::new(
                     config.access_log_fd,
                     &config.access_log_format,
                 )
@@ -438,13 +440,13 @@ impl Server {
             None => None,
         };
 
-        // --metrics-bind: its own listener and thread (`crate::metrics`).
+        // --metrics-bind: its own listener and thread (`observe::metrics_http`).
         let metrics_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let metrics_thread = if shared.bridge.config.metrics_bind.is_empty() {
             None
         } else {
             let addr = shared.bridge.config.metrics_bind.clone();
-            let listener = crate::metrics::MetricsListener::bind(&addr).map_err(|e| {
+            let listener = MetricsListener::bind(&addr).map_err(|e| {
                 PyOSError::new_err(format!("--metrics-bind {addr}: cannot listen: {e}"))
             })?;
             let (s, stop) = (Arc::clone(&shared), Arc::clone(&metrics_stop));
@@ -452,12 +454,12 @@ impl Server {
                 std::thread::Builder::new()
                     .name("sluicegate-metrics".into())
                     .spawn(move || {
-                        crate::metrics::serve(listener, stop, |path| match path {
-                            "/metrics" => Some((
-                                "text/plain; version=0.0.4; charset=utf-8",
-                                render_metrics(&s),
+                        crate::observe::metrics_http::serve(listener, stop, |path| match path {
+                            b"/metrics" => Some((
+                                crate::observe::prometheus::CONTENT_TYPE,
+                                crate::observe::prometheus::render(&readings(&s)),
                             )),
-                            "/debug/requests" => {
+                            b"/debug/requests" => {
                                 Some(("text/plain; charset=utf-8", render_in_flight(&s)))
                             }
                             _ => None,
@@ -576,57 +578,15 @@ impl Server {
         });
     }
 
+    /// Every `stats()` key of the counter table (`observe::table`).
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        let s = &self.shared;
-        let c = s.bridge.counters();
-        // Every request: the app's and those the loop answers itself (static files).
-        d.set_item("requests", c.requests.load(Ordering::Relaxed))?;
-        d.set_item("accepted", c.accepted.load(Ordering::Relaxed))?;
-        d.set_item("protocol_errors", c.protocol_errors.load(Ordering::Relaxed))?;
-        d.set_item("timeouts", c.timeouts.load(Ordering::Relaxed))?;
-        d.set_item("fd_exhausted", c.fd_exhausted.load(Ordering::Relaxed))?;
-        // --timeout: calls that passed it, and those of them still in the app.
-        let (expired, stuck) = match &s.bridge.deadlines {
-            Some(dl) => (dl.expired_total(), dl.stuck()),
-            None => (0, 0),
-        };
-        d.set_item("app_timeouts", expired)?;
-        d.set_item(
-            "forwarded_malformed",
-            c.forwarded_malformed.load(Ordering::Relaxed),
-        )?;
-        d.set_item("proxy_refused", c.proxy_refused.load(Ordering::Relaxed))?;
-        d.set_item("stuck_calls", stuck)?;
-        d.set_item("inline_calls", s.sched.inline_calls.load(Ordering::Relaxed))?;
-        d.set_item(
-            "dispatched_calls",
-            s.sched.dispatched_calls.load(Ordering::Relaxed),
-        )?;
-        d.set_item("takeovers", s.sched.takeovers.load(Ordering::Relaxed))?;
-        d.set_item("handoffs", s.sched.handoffs.load(Ordering::Relaxed))?;
-        d.set_item("preemptions", s.sched.preemptions.load(Ordering::Relaxed))?;
-        d.set_item("mode", s.sched.mode_name())?;
-        let (threads, busy) = match s.pool.lock().unwrap().as_ref() {
-            Some(p) => (p.threads(), p.busy()),
-            None => (0, 0),
-        };
-        d.set_item("threads", threads)?;
-        d.set_item("busy_threads", busy)?;
-        if let Some(p) = s.pool.lock().unwrap().as_ref() {
-            let (limit, runnable, queued_now, a) = p.admission();
-            d.set_item("max_runnable", limit)?;
-            d.set_item("runnable_short", runnable[0])?;
-            d.set_item("runnable_long", runnable[1])?;
-            d.set_item("runnable_short_peak", a.runnable_peak[0])?;
-            d.set_item("runnable_long_peak", a.runnable_peak[1])?;
-            d.set_item("admission_queue", queued_now)?;
-            d.set_item("admission_waits", a.queued)?;
-            d.set_item("demotions", a.demoted)?;
-            d.set_item("lengthened", a.lengthened)?;
-            d.set_item("admitted_blocking", a.admitted_blocking)?;
-            d.set_item("fast_first", a.fast_first)?;
+        for (key, value) in crate::observe::table::stats(&readings(&self.shared)) {
+            match value {
+                Stat::Num(n) => d.set_item(key, n)?,
+                Stat::Text(t) => d.set_item(key, t)?,
+            }
         }
         Ok(d)
     }
@@ -673,71 +633,11 @@ fn watch_deadlines(shared: &Shared, deadlines: &Deadlines) {
     );
 }
 
-/// `GET /metrics`: the same counters `stats()` reads, in Prometheus's text format. With worker
-/// processes each worker has its own listener and says which it is (`worker` label).
-fn render_metrics(s: &Shared) -> String {
-    use crate::metrics::{counter, gauge};
+/// What `stats()` and `GET /metrics` read (`observe::table`): the loop's counters, and copies of
+/// what the scheduler, the pool, the `--timeout` watcher and the access log keep.
+fn readings(s: &Shared) -> Readings<'_> {
     let cfg = &s.bridge.config;
-    let labels = if cfg.balance_fd >= 0 {
-        format!("worker=\"{}\",", cfg.balance_slot)
-    } else {
-        String::new()
-    };
-    let bare = labels.trim_end_matches(',');
-    let c = s.bridge.counters();
-    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    let mut out = String::with_capacity(8192);
-    c.by_request.render(&mut out, &labels);
-    counter(
-        &mut out,
-        "sluicegate_connections_accepted_total",
-        "Connections accepted.",
-        bare,
-        l(&c.accepted),
-    );
-    counter(
-        &mut out,
-        "sluicegate_accept_refused_total",
-        "Accept attempts refused for lack of file descriptors.",
-        bare,
-        l(&c.fd_exhausted),
-    );
-    counter(
-        &mut out,
-        "sluicegate_protocol_errors_total",
-        "Requests refused by the HTTP parser (400, 413, 414, 431, 501, 505).",
-        bare,
-        l(&c.protocol_errors),
-    );
-    counter(
-        &mut out,
-        "sluicegate_timeouts_total",
-        "Connections timed out by the loop (408, idle, write).",
-        bare,
-        l(&c.timeouts),
-    );
-    counter(
-        &mut out,
-        "sluicegate_forwarded_malformed_total",
-        "Forwarding headers from trusted peers ignored as malformed.",
-        bare,
-        l(&c.forwarded_malformed),
-    );
-    counter(
-        &mut out,
-        "sluicegate_proxy_refused_total",
-        "Connections closed for a bad or untrusted PROXY header.",
-        bare,
-        l(&c.proxy_refused),
-    );
-    counter(
-        &mut out,
-        "sluicegate_shutdown_cut_total",
-        "Requests cut by a stop.",
-        bare,
-        l(&c.cut),
-    );
-    let (expired, stuck, in_flight) = match &s.bridge.deadlines {
+    let (app_timeouts, stuck_calls, app_calls_in_flight) = match &s.bridge.deadlines {
         Some(d) => (
             d.expired_total(),
             d.stuck() as u64,
@@ -745,82 +645,41 @@ fn render_metrics(s: &Shared) -> String {
         ),
         None => (0, 0, 0),
     };
-    counter(
-        &mut out,
-        "sluicegate_app_timeouts_total",
-        "App calls that passed --timeout.",
-        bare,
-        expired,
-    );
-    gauge(
-        &mut out,
-        "sluicegate_stuck_calls",
-        "App calls past --timeout still running.",
-        bare,
-        stuck,
-    );
-    gauge(
-        &mut out,
-        "sluicegate_app_calls_in_flight",
-        "App calls running now.",
-        bare,
-        in_flight,
-    );
-    counter(
-        &mut out,
-        "sluicegate_inline_calls_total",
-        "App calls run inline on the loop's thread.",
-        bare,
-        s.sched.inline_calls.load(Ordering::Relaxed),
-    );
-    counter(
-        &mut out,
-        "sluicegate_pool_calls_total",
-        "App calls run on a pool thread.",
-        bare,
-        s.sched.dispatched_calls.load(Ordering::Relaxed),
-    );
-    counter(
-        &mut out,
-        "sluicegate_takeovers_total",
-        "Loop hand-overs by the watchdog (mode switches).",
-        bare,
-        s.sched.takeovers.load(Ordering::Relaxed),
-    );
-    if let Some(p) = s.pool.lock().unwrap().as_ref() {
-        gauge(
-            &mut out,
-            "sluicegate_pool_threads",
-            "App threads alive.",
-            bare,
-            p.threads() as u64,
-        );
-        gauge(
-            &mut out,
-            "sluicegate_pool_busy_threads",
-            "App threads running a call.",
-            bare,
-            p.busy() as u64,
-        );
-        let (_, _, queued, _) = p.admission();
-        gauge(
-            &mut out,
-            "sluicegate_admission_queue",
-            "Calls waiting for admission.",
-            bare,
-            queued as u64,
-        );
+    let pool = s.pool.lock().unwrap().clone();
+    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    Readings {
+        counters: s.bridge.counters(),
+        app_timeouts,
+        stuck_calls,
+        app_calls_in_flight,
+        inline_calls: l(&s.sched.inline_calls),
+        dispatched_calls: l(&s.sched.dispatched_calls),
+        takeovers: l(&s.sched.takeovers),
+        handoffs: l(&s.sched.handoffs),
+        preemptions: l(&s.sched.preemptions),
+        mode: s.sched.mode_name(),
+        threads: pool.as_ref().map_or(0, |p| p.threads() as u64),
+        busy_threads: pool.as_ref().map_or(0, |p| p.busy() as u64),
+        admission: pool.as_ref().map(|p| {
+            let (limit, runnable, queued_now, a) = p.admission();
+            AdmissionReadings {
+                max_runnable: limit as u64,
+                runnable_short: runnable[0] as u64,
+                runnable_long: runnable[1] as u64,
+                runnable_short_peak: a.runnable_peak[0] as u64,
+                runnable_long_peak: a.runnable_peak[1] as u64,
+                queue: queued_now as u64,
+                waits: a.queued,
+                demotions: a.demoted,
+                lengthened: a.lengthened,
+                admitted_blocking: a.admitted_blocking,
+                fast_first: a.fast_first,
+            }
+        }),
+        access_log_dropped: s.ctx().settings.access_log.as_ref().map(|l| l.dropped()),
+        // With worker processes each worker has its own listener and says which it is.
+        worker: (cfg.balance_fd >= 0).then_some(cfg.balance_slot as u32),
     }
-    if let Some(log) = &s.ctx().settings.access_log {
-        counter(
-            &mut out,
-            "sluicegate_access_log_dropped_total",
-            "Access log lines dropped (the writer fell behind).",
-            bare,
-            log.dropped.load(Ordering::Relaxed),
-        );
-    }
-    out
 }
 
 /// `GET /debug/requests`: every app call in flight, oldest first, with its age and the Python

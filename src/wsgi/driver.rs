@@ -6,7 +6,7 @@
 //! time the app is done is left in the connection's queue for the event loop, so the app
 //! thread is free at once.
 
-use crate::metrics::{now_ns, since};
+use crate::clock::{now_ns, since};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -23,11 +23,12 @@ use super::read_ahead::LoopEntry;
 use super::sender::{SendError, SenderSettings};
 use super::start_response::{Callables, StartResponse};
 use super::{type_name, Bridge};
-use crate::access_log::{End as LogEnd, Finished, PendingLog};
 use crate::io::conn::AfterOutput;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::event_loop::Work;
 use crate::io::stream::Peer;
+use crate::observe::request_end::{Finished, PendingLog};
+use crate::observe::timings::End as LogEnd;
 
 /// How the app's part of a request ended.
 enum AppEnd {
@@ -240,10 +241,11 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     if gone {
         conn.out.clear();
     }
-    let forwarded_client = forwarded
+    let client = forwarded
         .as_ref()
         .and_then(|f| f.client)
-        .map(|(ip, port)| Peer::Ip(std::net::SocketAddr::new(ip, port.unwrap_or(0))));
+        .map(|(ip, _)| ip)
+        .or_else(|| conn.peer.ip());
     let log_end = if timed_out {
         LogEnd::Timeout
     } else if gone {
@@ -260,7 +262,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         // Every byte was taken while the app ran: accounted now, the head borrowed.
         Finished {
             head: &head,
-            client: forwarded_client.as_ref().unwrap_or(&conn.peer),
+            client,
             status,
             body_bytes: sent,
             parsed_at,
@@ -279,7 +281,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         // The loop sends the rest: accounted when it has (or when the client leaves).
         conn.pending_log = Some(Box::new(PendingLog {
             head,
-            client: forwarded_client.unwrap_or_else(|| conn.peer.clone()),
+            client,
             status,
             body_bytes: sent,
             parsed_at,

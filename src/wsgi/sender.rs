@@ -103,7 +103,7 @@ pub struct Sender {
     gate: Option<Arc<HeadGate>>,
     body: Option<(Py<Input>, u64)>,
     server_timing: Option<(u64, u64)>,
-    /// When the head was encoded (`metrics::now_ns`): the first byte was ready (the access
+    /// When the head was encoded (`clock::now_ns`): the first byte was ready (the access
     /// log's send time).
     head_at: Option<u64>,
     app: AppHead,
@@ -358,7 +358,7 @@ impl Sender {
             pairs[count] = (b"Content-Length", decimal(n, &mut len_buf));
             count += 1;
         }
-        let now = crate::metrics::now_ns();
+        let now = crate::clock::now_ns();
         self.head_at = Some(now);
         let timing;
         if let Some((parsed, called)) = self.server_timing {

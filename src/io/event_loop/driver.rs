@@ -13,10 +13,11 @@ use sluicegate_proto::proxy_protocol::{self, ProxiedAddr, ProxyError};
 use sluicegate_proto::uwsgi;
 
 use super::*;
-use crate::access_log::{End, PendingLog};
 use crate::http_date::http_date;
 use crate::io::conn::Wire;
 use crate::io::out_queue::OutQueue;
+use crate::observe::request_end::PendingLog;
+use crate::observe::timings::End;
 
 impl LoopState {
     /// A connection is back from the app (returned, or after an inline call): decide its next
@@ -209,7 +210,7 @@ impl LoopState {
                 }
                 Ok(n) => {
                     buf.commit(n);
-                    crate::metrics::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
+                    crate::observe::counters::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
                     // A short read emptied the socket: edge-triggered epoll reports new data.
                     readable = n == want || drain;
                     match conn.phase {
@@ -307,15 +308,15 @@ impl LoopState {
                 // No line to write: counted now (a loop answer spends nothing in the app; its
                 // send time is measured only when the access log asks for it, which saves a
                 // record per static file).
-                let t = crate::access_log::Timings::default();
+                let t = crate::observe::timings::Timings::default();
                 ctx.counters
                     .by_request
                     .record(answer.status, answer.body_bytes, &t, end, false);
             } else {
-                let now = crate::metrics::now_ns();
+                let now = crate::clock::now_ns();
                 let pending = PendingLog {
                     head,
-                    client: conn.peer.clone(),
+                    client: conn.peer.ip(),
                     status: answer.status,
                     body_bytes: answer.body_bytes,
                     parsed_at: now,
@@ -396,7 +397,7 @@ impl LoopState {
             conn,
             head,
             body_buffered,
-            parsed_at: crate::metrics::now_ns(),
+            parsed_at: crate::clock::now_ns(),
             uwsgi: None,
         }
     }
