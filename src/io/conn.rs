@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
+use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::h1::HeadParser;
 use sluicegate_proto::RequestHead;
 
@@ -86,6 +87,9 @@ pub struct Conn {
     /// Index of the listener it arrived on (SERVER_NAME/SERVER_PORT, environ template).
     pub listener: usize,
     pub peer: Peer,
+    /// How `peer` was learned (from the socket, or from a PROXY header), for the trust
+    /// decision (`proto::forwarded::Hop`).
+    pub peer_origin: PeerOrigin,
     pub wire: Wire,
     /// Received bytes not yet consumed; `None` while nothing is pending.
     pub rbuf: Option<ReadBuf>,
@@ -119,6 +123,7 @@ impl Conn {
             token,
             listener,
             peer,
+            peer_origin: PeerOrigin::Socket,
             wire: Wire::Http,
             rbuf: None,
             parser: HeadParser::new(),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use std::net::SocketAddr;
 
+use sluicegate_proto::forwarded::{self, Hop, PeerOrigin};
 use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
 use sluicegate_proto::proxy_protocol::{self, ProxiedAddr, ProxyError};
 use sluicegate_proto::uwsgi;
@@ -408,15 +409,8 @@ impl LoopState {
 /// the reason when the connection must close without an answer (no HTTP answer can be right:
 /// the peer is a proxy that did not speak the protocol it was configured for).
 fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static str> {
-    let trusted = ctx
-        .settings
-        .proxy_trust
-        .as_ref()
-        .is_some_and(|t| match conn.peer {
-            Peer::Ip(a) => t.trusts(a.ip()),
-            Peer::Unix => t.trusts_unix(),
-        });
-    if !trusted {
+    let hop = Hop::of(conn.peer.ip(), conn.peer_origin);
+    if !forwarded::trusted(ctx.settings.proxy_trust.as_ref(), hop) {
         return Err("the peer is not in --forwarded-allow-ips");
     }
     match proxy_protocol::parse(conn.buffered()) {
@@ -426,6 +420,9 @@ fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static st
             if let ProxiedAddr::Proxied { source, .. } = addr {
                 conn.peer = Peer::Ip(SocketAddr::new(source.ip().to_canonical(), source.port()));
                 conn.upper = None; // the REMOTE_ADDR strings cached for the old peer
+                conn.peer_origin = PeerOrigin::ProxyNamed;
+            } else {
+                conn.peer_origin = PeerOrigin::ProxyUnnamed;
             }
             conn.wire = Wire::Http;
             Ok(true)
