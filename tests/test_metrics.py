@@ -142,3 +142,111 @@ def test_each_worker_has_its_own_listener_and_label(start_server):
         text = scrape(mport + w)[2]
         assert f'sluicegate_requests_total{{worker="{w}",class="2xx"}}' in text
         assert samples(text)[("sluicegate_connections_accepted_total", (("worker", str(w)),))] >= 0
+
+
+def test_series_carry_no_empty_label_set_and_the_usual_exporter_series(metered):
+    """Without workers a series has no label set at all (`name value`, never `name{} value`),
+    and the scrape carries the build info and the standard `process_*` series."""
+    import time
+
+    import sluicegate
+    srv, mport = metered
+    assert srv.request("GET", "/x").status == 200
+    text = scrape(mport)[2]
+    assert "{}" not in text
+    assert "\nsluicegate_protocol_errors_total 0\n" in text
+    s = samples(text)
+    assert s[("sluicegate_build_info", (("version", sluicegate.__version__),))] == 1
+    assert 0 < time.time() - s[("process_start_time_seconds", ())] < 300
+    assert s[("process_resident_memory_bytes", ())] > 1_000_000
+    assert s[("process_open_fds", ())] >= 4
+    assert s[("process_cpu_seconds_total", ())] > 0
+
+
+def raw_exchange(port, data):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
+
+
+def test_the_metrics_listener_speaks_http_through_proto(metered):
+    """Its requests are read by proto's parser and its answers' heads written by proto's
+    encoder: HEAD gets the head alone, other methods 405, a head proto refuses its 400, and
+    every answer says how long it is and that the connection closes."""
+    _, mport = metered
+    head = raw_exchange(mport, b"HEAD /metrics HTTP/1.1\r\nHost: m\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n") and head.endswith(b"\r\n\r\n")
+    assert b"\r\nContent-Length: " in head and b"\r\nConnection: close\r\n" in head
+    assert raw_exchange(mport, b"POST /metrics HTTP/1.1\r\nHost: m\r\nContent-Length: 0\r\n\r\n"
+                        ).startswith(b"HTTP/1.1 405 Method Not Allowed\r\n")
+    assert raw_exchange(mport, b"GET /metrics HTTP/1.1\r\nHost: m\r\nContent-Length: 1\r\n"
+                        b"Content-Length: 2\r\n\r\n").startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    got = raw_exchange(mport, b"GET /metrics?name=x HTTP/1.0\r\n\r\n")
+    assert got.startswith(b"HTTP/1.1 200 OK\r\n") and b"sluicegate_requests_total" in got
+
+
+def test_metrics_bind_unix_never_removes_a_file_it_did_not_make(tmp_path):
+    """`--metrics-bind unix:PATH` over a regular file refuses to start and leaves the file
+    (it used to delete it); a dead socket left by a crash is taken over."""
+    import os
+    import subprocess
+    import sys
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("keep me")
+    cmd = [sys.executable, "-m", "sluicegate", "--bind", "127.0.0.1:0", "--metrics-bind",
+           f"unix:{notes}", "tests.apps.timed:app"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
+    done = subprocess.run(cmd, capture_output=True, timeout=30, env=env, text=True,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode != 0
+    assert "is not a socket" in done.stderr, done.stderr
+    assert notes.read_text() == "keep me"
+
+
+def test_metrics_bind_unix_takes_over_a_dead_socket(start_server, tmp_path):
+    path = tmp_path / "m.sock"
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(path))
+    dead.close()  # the file stays, nobody listens: what a crash leaves
+    srv = start_server("timed", "--metrics-bind", f"unix:{path}")
+
+    def scrape_unix():
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(5)
+                s.connect(str(path))
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: m\r\n\r\n")
+                out = b""
+                while chunk := s.recv(65536):
+                    out += chunk
+                return out
+        except OSError:
+            return b""
+
+    assert srv.alive()
+    wait_for(lambda: scrape_unix().startswith(b"HTTP/1.1 200 OK"), "the unix metrics listener")
+
+
+def test_access_log_lines_that_cannot_be_written_are_counted_and_told_once(start_server):
+    """A write error on the access log (a full disk: /dev/full) drops its lines: they are
+    counted in `sluicegate_access_log_dropped_total`, and one error line says so (lines used to
+    vanish silently, the counter at 0)."""
+    mport = free_port()
+    srv = start_server("timed", "--access-log", "/dev/full", "--metrics-bind",
+                       f"127.0.0.1:{mport}")
+    wait_for(lambda: scrape_ok(mport), "the metrics listener")
+    with Conn.open(srv.port) as c:
+        for i in range(50):
+            c.send(request_bytes("GET", f"/a{i}"))
+            assert c.read_response().status == 200
+
+    def dropped():
+        return samples(scrape(mport)[2])[("sluicegate_access_log_dropped_total", ())]
+
+    wait_for(lambda: dropped() >= 50, "50 dropped lines to be counted")
+    srv.wait_log(r"the access log cannot be written \(.*No space left on device")
+    assert srv.log_text().count("the access log cannot be written") == 1
