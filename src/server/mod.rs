@@ -641,7 +641,7 @@ fn readings(s: &Shared) -> Readings<'_> {
         Some(d) => (
             d.expired_total(),
             d.stuck() as u64,
-            d.in_flight().len() as u64,
+            d.in_flight_count() as u64,
         ),
         None => (0, 0, 0),
     };
