@@ -191,3 +191,12 @@ def test_workers_sharing_one_pipe_never_tear_a_line(start_server):
         except ValueError:
             bad.append(ln[:120])
     assert not bad and len(logged()) == total, (len(bad), bad[:3])
+    # A line that would pass PIPE_BUF (a 6,000-byte User-Agent, escaped to 36 KB of JSON) is
+    # made again with the client's fields cut short (ending "..."): one whole JSON line.
+    with Conn.open(srv.port) as c:
+        c.send(b"GET /long HTTP/1.1\r\nHost: h\r\nUser-Agent: " + b"\x85" * 6000 + b"\r\n\r\n")
+        assert c.read_response().status == 200
+    wait_for(lambda: any('"/long"' in ln for ln in logged()), "the long request's line")
+    (long_line,) = [ln for ln in logged() if '"/long"' in ln]
+    rec = json.loads(long_line)
+    assert len(long_line.encode()) < 4096 and rec["user_agent"].endswith("\x85...")

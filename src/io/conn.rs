@@ -112,7 +112,7 @@ pub struct Conn {
     /// (shared with the loop's note of it, so the thread that gives the connection back knows
     /// whether the loop must be woken for it: see `LoopCtx::return_conn`).
     pub woke_away: Arc<AtomicBool>,
-    /// The access log line of the response still being sent (`observe::request_end::PendingLog`).
+    /// The access log line of the response still being sent (`observe::request_end`).
     pub pending_log: Option<Box<crate::observe::request_end::PendingLog>>,
 }
 

@@ -11,8 +11,9 @@
 //!
 //! Lines stay whole when several workers share one pipe (`--access-log -` under Docker or
 //! systemd): the kernel keeps a pipe write whole only up to `PIPE_BUF` (4,096 bytes), so to a
-//! pipe a batch goes out in writes of at most [`PIPE_BUF`] that end on a line's end (a single
-//! line longer than that is written alone, and may still be torn). A write that fails (a full
+//! pipe a batch goes out in writes of at most [`PIPE_BUF`] that end on a line's end, and a line
+//! that would be longer is made again with the fields the client wrote cut short
+//! (`Format::make_line_within`), so it fits one write. A write that fails (a full
 //! disk, a closed pipe) drops its lines: they are counted in `dropped`, and the first failure of
 //! a run is told once on stderr.
 
@@ -52,6 +53,8 @@ struct Pending {
     dropped: AtomicU64,
     /// The last write failed (the next failure is not told again).
     failing: AtomicBool,
+    /// The descriptor is a pipe (as of the last batch): lines are made to fit one write.
+    to_pipe: AtomicBool,
 }
 
 impl Pending {
@@ -62,7 +65,9 @@ impl Pending {
             return;
         }
         // Asked on each batch, not once: USR1 may put a file where a pipe was.
-        let result = if is_pipe(self.fd) {
+        let to_pipe = is_pipe(self.fd);
+        self.to_pipe.store(to_pipe, Ordering::Relaxed);
+        let result = if to_pipe {
             write_whole_lines(self.fd, &batch)
         } else {
             write_all(self.fd, &batch).map_err(|(e, at)| (e, &batch[at..]))
@@ -106,6 +111,7 @@ impl AccessLog {
             writing: Mutex::new(()),
             dropped: AtomicU64::new(0),
             failing: AtomicBool::new(false),
+            to_pipe: AtomicBool::new(is_pipe(fd)),
         });
         let p = Arc::clone(&pending);
         std::thread::Builder::new()
@@ -146,7 +152,12 @@ impl AccessLog {
         LINE.with(|cell| {
             let mut line = cell.borrow_mut();
             line.clear();
-            self.format.make_line(&mut line, e, self.pid);
+            if self.pending.to_pipe.load(Ordering::Relaxed) {
+                self.format
+                    .make_line_within(&mut line, e, self.pid, PIPE_BUF);
+            } else {
+                self.format.make_line(&mut line, e, self.pid);
+            }
             self.append(&line);
             if line.capacity() > 16 * LINE_KEEP {
                 // A line with huge headers: do not keep its buffer.

@@ -423,9 +423,13 @@ fn push_json_string(line: &mut Vec<u8>, v: &[u8]) {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Append `v`, runs of plain bytes ([`JSON_PLAIN`]) copied whole and every other byte as
-/// `escape` writes it.
+/// `escape` writes it; cut short (with `...`) past [`FIELD_CAP`] bytes when one is set.
 #[inline]
 fn push_with_escapes(line: &mut Vec<u8>, v: &[u8], escape: impl Fn(&mut Vec<u8>, u8)) {
+    let cap = FIELD_CAP.with(|c| c.get());
+    if cap != usize::MAX {
+        return push_capped(line, v, cap, escape);
+    }
     line.reserve(v.len() + 2);
     let mut run = 0;
     for (i, &b) in v.iter().enumerate() {
@@ -437,6 +441,55 @@ fn push_with_escapes(line: &mut Vec<u8>, v: &[u8], escape: impl Fn(&mut Vec<u8>,
         escape(line, b);
     }
     line.extend_from_slice(&v[run..]);
+}
+
+thread_local! {
+    /// The most bytes one client-controlled field may take in the line being made
+    /// (`usize::MAX`: no cap); set by [`Format::make_line_within`] only.
+    static FIELD_CAP: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+/// [`push_with_escapes`] with a cap: whole escapes only, then `...` if `v` did not fit.
+#[cold]
+fn push_capped(line: &mut Vec<u8>, v: &[u8], cap: usize, escape: impl Fn(&mut Vec<u8>, u8)) {
+    let start = line.len();
+    let limit = cap.saturating_sub(3);
+    for (i, &b) in v.iter().enumerate() {
+        let before = line.len();
+        if JSON_PLAIN[usize::from(b)] {
+            line.push(b);
+        } else {
+            escape(line, b);
+        }
+        if line.len() - start > limit && i + 1 < v.len() {
+            line.truncate(before);
+            line.extend_from_slice(b"...");
+            return;
+        }
+    }
+}
+
+/// Fields a client writes (method, target, path, query, Referer, User-Agent, X-Request-ID).
+const CLIENT_FIELDS: usize = 7;
+/// Room kept for everything else in a line (keys, numbers, address, time): a JSON line's own
+/// part is under 400 bytes.
+const OWN_PART: usize = 640;
+
+impl Format {
+    /// [`Format::make_line`], but at most `max` bytes when it can be: a longer line is made
+    /// again with each field the client wrote cut to an equal share of `max` (ending `...`),
+    /// so that it stays whole and valid (JSON stays JSON) in one write of `max` bytes.
+    pub fn make_line_within(&self, line: &mut Vec<u8>, e: &Entry<'_>, pid: u32, max: usize) {
+        let start = line.len();
+        self.make_line(line, e, pid);
+        if line.len() - start <= max {
+            return;
+        }
+        line.truncate(start);
+        FIELD_CAP.with(|c| c.set(max.saturating_sub(OWN_PART) / CLIENT_FIELDS));
+        self.make_line(line, e, pid);
+        FIELD_CAP.with(|c| c.set(usize::MAX));
+    }
 }
 
 /// Bytes a JSON string and a log field carry as they are: printable ASCII but '"' and '\\'.
@@ -551,6 +604,48 @@ mod tests {
             .contains("unknown field {nope}"));
         assert!(parse_format("{client").unwrap_err().contains("unclosed"));
         assert!(matches!(parse_format("json"), Ok(Format::Json)));
+    }
+
+    #[test]
+    fn a_line_too_long_for_a_pipe_write_is_cut_field_by_field_and_stays_json() {
+        let ua = vec![0x85u8; 20_000]; // each byte escaped to 6: 120 KB of JSON
+        let mut wire = b"GET /a?b=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: ".to_vec();
+        wire.extend_from_slice(&ua);
+        wire.extend_from_slice(b"\r\nReferer: r\r\n\r\n");
+        let limits = sluicegate_proto::Limits {
+            max_header_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let (head, _) = sluicegate_proto::h1::HeadParser::new()
+            .parse(&wire, &limits)
+            .unwrap()
+            .unwrap();
+        let e = Entry {
+            head: &head,
+            client: None,
+            status: 200,
+            body_bytes: 1,
+            timings: Timings::default(),
+            end: End::Ok,
+            inline: None,
+        };
+        for format in [Format::Json, Format::Combined] {
+            let mut line = Vec::new();
+            format.make_line_within(&mut line, &e, 1, 4096);
+            let text = String::from_utf8(line).unwrap();
+            assert!(text.len() <= 4096 && text.ends_with('\n'), "{}", text.len());
+            assert!(
+                text.contains("\\u0085...\"") || text.contains("\\x85...\""),
+                "{text}"
+            );
+            assert!(
+                text.contains("\"r\""),
+                "short fields are kept whole: {text}"
+            );
+        }
+        let mut short = Vec::new();
+        Format::Json.make_line_within(&mut short, &e, 1, 1 << 20);
+        assert!(short.len() > 100_000, "no cap when the line fits");
     }
 
     #[test]
