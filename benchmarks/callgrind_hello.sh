@@ -5,7 +5,9 @@
 # more, dumps, and prints the total per request and the top functions by their own cost (all
 # threads; PYTHONHASHSEED=0 so dict layouts repeat; Python's own allocator, as in production).
 #
-# Usage: benchmarks/callgrind_hello.sh OUT_DIR [sluicegate options...]
+# Usage: python3 benchmarks/run.py callgrind OUT_DIR [--python PY] [--concurrency N] [--app APP --path P]
+#        (run.py sets the variables below and calls this script; it stays a shell script), or:
+#        benchmarks/callgrind_hello.sh OUT_DIR [sluicegate options...]
 #        SLUICEGATE_PY=/other/build/.venv/bin/python benchmarks/callgrind_hello.sh OUT_DIR
 #        CONCURRENCY=1 benchmarks/callgrind_hello.sh OUT_DIR   (ab's -c; default 8)
 #        APP=s2_static:app URL_PATH=/read/file_21324.bin benchmarks/callgrind_hello.sh OUT_DIR
@@ -35,4 +37,4 @@ ab -q -k -c"$C" -n $N "$URL" | grep -E "^(Complete|Failed) requests"
 callgrind_control -d "$VP" > /dev/null 2>&1
 sleep 1
 kill -INT "$VP"; wait "$VP" || true
-python3 "$BENCH/bench/callgrind_top.py" "$(ls -t "$OUT"/callgrind.out.* | head -1)" $N | tee "$OUT/top.txt" | head -25
+python3 "$BENCH/run.py" callgrind-top "$(ls -t "$OUT"/callgrind.out.* | head -1)" $N | tee "$OUT/top.txt" | head -25

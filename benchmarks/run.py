@@ -1,33 +1,78 @@
-"""Run the benchmark scenarios against sluicegate and its peers; write results, report, charts.
+"""The one entry point of sluicegate's benchmarks: the scenario suite and every tool beside it.
 
-    python3 benchmarks/run.py [--quick | --full] [--servers a,b,c] [--scenarios S1,S6] [--rounds N]
+    python3 benchmarks/run.py [--quick | --full] [--servers ...] [--scenarios ...]   the suite
+    python3 benchmarks/run.py COMMAND [options]      a tool (`run.py --help` lists them)
+    python3 benchmarks/run.py COMMAND --help
 
-Owns the plan of a run and its output: which servers (only those installed; sluicegate is
-reported "not built" when its extension is missing), which scenarios, how many rounds, the
-interleaving (within a round, every scenario runs for every server in turn, the order rotated
-each round, so that the machine's drift falls on everyone alike), the output directory
-benchmarks/results/<date>-<mode>/ (results.json written after every scenario, report.md and PNG
-charts at the end, even after Ctrl-C), and the guarantee that no server outlives the run.
-Quick: one round, a few seconds per case, sluicegate + bjoern + gunicorn-gthread (+ the nginx
-anchor) by default.
-Full: every server and the nginx anchor, every scenario, three rounds, medians.
+Owns the list of commands and their dispatch, nothing else: each command is a module of
+`bench/` with `add_arguments(parser)` and `main(args)`, imported only when it is the one asked
+for (a peer server started through `run.py launch` carries nothing of the harness). Without a
+command, the arguments go to `suite`, so `run.py --quick --scenarios S6` works as it always has.
+Shared helpers live in `bench/harness.py`; see BENCHMARKS.md for what each command measured.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import os
-import shlex
-import shutil
-import signal
 import sys
-import time
-from datetime import date
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 VENV_PY = BENCH / ".venv" / "bin" / "python"
+
+# name: (module, suffix of its add_arguments_/main_ pair or "", group, one line of help)
+COMMANDS: dict[str, tuple[str, str, str, str]] = {
+    "suite": ("bench.suite", "", "scenarios",
+              "S1-S10, S12, S13: every server in turn, interleaved rounds, report.md and charts (the default)"),
+    "s11": ("bench.s11", "", "scenarios",
+            "S11: S6 and S3 through nginx (proxy_pass over unix and TCP, uwsgi_pass)"),
+    "failover": ("bench.failover", "", "scenarios",
+                 "S11: two instances behind HAProxy, one killed or stopped under wrk"),
+    "s8-memory": ("bench.s8_memory", "", "scenarios",
+                  "S8: RSS growth while the app read()s a 64 MiB upload whole"),
+    "s8-connections": ("bench.s8_connections", "", "scenarios",
+                       "S8: 64 MiB uploads on new connections and on one keep-alive connection"),
+    "s12-startup": ("bench.s12_startup", "", "scenarios",
+                    "S12: fast-route probes in a fresh sluicegate's first seconds beside CPU-bound calls"),
+    "soak": ("bench.soak", "", "scenarios",
+             "10 minutes of mixed traffic on one sluicegate: RSS, fds, threads must stay flat"),
+    "observability": ("bench.observability", "", "scenarios",
+                      "S6/S4 with the access log, --metrics-bind, timings: cost against off"),
+    "callgrind": ("bench.callgrind", "", "cost",
+                  "instructions per hello-world request under valgrind (runs callgrind_hello.sh)"),
+    "callgrind-top": ("bench.callgrind", "top", "cost",
+                      "per-function instructions per request from a callgrind dump"),
+    "segments": ("bench.segments", "", "cost",
+                 "TCP payload segments per response of a running server (tcpdump, root)"),
+    "wrk-cpu": ("bench.wrk_cpu", "", "side by side",
+                "interleaved wrk runs against servers already running: req/s and server CPU per request"),
+    "ab-interleaved": ("bench.ab_interleaved", "", "side by side",
+                       "interleaved ab -c1 (new connection each) against servers already running"),
+    "fetch-cpu": ("bench.fetch_cpu", "", "side by side",
+                  "interleaved keep-alive fetch loops (S1): time, server CPU, ksoftirqd"),
+    "beside-download": ("bench.beside_download", "", "side by side",
+                        "latency of small requests beside a 64 MiB download loop"),
+    "report": ("bench.report", "", "plumbing",
+               "rebuild report.md and the charts of a results directory from its results.json"),
+    "install": ("bench.install", "", "plumbing",
+                "install the peers into the benchmark venvs and record each outcome (setup.sh calls it)"),
+    "launch": ("bench.launch", "", "plumbing",
+               "start a peer that has only a Python API (servers.py runs it in the peers' venv)"),
+    "idle": ("bench.idle", "", "plumbing",
+             "hold COUNT idle keep-alive connections open (S7 runs it as a process of its own)"),
+}
+GROUPS = {"scenarios": "Scenarios (shared/SCENARIOS.md) and long runs",
+          "cost": "The cost of a request", "side by side": "Servers started by hand, measured side by side",
+          "plumbing": "Plumbing (called by the suite and setup.sh)"}
+SCENARIO_MAP = """scenarios and the command that measures each:
+  S1-S8, S9, S10, S12, S13   run.py [suite] --scenarios S1,...   (S8 also s8-memory, s8-connections;
+                             S12 also s12-startup)
+  S11                        run.py s11; run.py failover
+  S14 (TLS), S15 (HTTP/2)    not measured by the suite yet (BENCHMARKS.md gives the figures known)
+before/after of two builds:  SLUICEGATE_BASE_PY=/base/.venv/bin/python run.py --servers sluicegate,sluicegate-base ...
+                             run.py callgrind OUT; run.py callgrind OUT --python /base/.venv/bin/python"""
 
 
 def _reexec_in_venv() -> None:
@@ -38,127 +83,45 @@ def _reexec_in_venv() -> None:
         os.execv(str(VENV_PY), [str(VENV_PY), *sys.argv])
 
 
-_reexec_in_venv()
-sys.path.insert(0, str(BENCH))
-
-import servers  # noqa: E402  (puts apps/ on sys.path)
-import payloads  # noqa: E402
-from bench import harness, machine, procs, report, scenarios  # noqa: E402
-
-TOOLS = ("wrk", "ab", "httperf", "nginx", "tcpdump")
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description="sluicegate's benchmark suite (see BENCHMARKS.md)")
-    mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="one short round (default)")
-    mode.add_argument("--full", action="store_true", help="every server, every scenario, 3 rounds")
-    ap.add_argument("--servers", default="", help="comma-separated; default: quick trio or all. "
-                    f"Known: {','.join(servers.SERVERS)}")
-    ap.add_argument("--scenarios", default="", help="comma-separated, e.g. S1,S6 (default: all)")
-    ap.add_argument("--rounds", type=int, default=0, help="override the mode's round count")
-    ap.add_argument("--out", type=Path, default=None, help="output directory (default results/<date>-<mode>)")
-    return ap.parse_args(argv)
+def top_help() -> str:
+    lines = [__doc__.split("\n\n")[0], "", "usage: python3 benchmarks/run.py [COMMAND] [options]",
+             "       python3 benchmarks/run.py COMMAND --help", ""]
+    for group, title in GROUPS.items():
+        lines.append(f"{title}:")
+        for name, (_, _, g, text) in COMMANDS.items():
+            if g == group:
+                lines.append(f"  {name:<16} {text}")
+        lines.append("")
+    lines.append(SCENARIO_MAP)
+    return "\n".join(lines)
 
 
-def pick_servers(args: argparse.Namespace) -> list[str]:
-    if args.servers:
-        names = [n.strip() for n in args.servers.split(",") if n.strip()]
-        unknown = [n for n in names if n not in servers.SERVERS]
-        if unknown:
-            sys.exit(f"run.py: unknown servers {unknown}; known: {', '.join(servers.SERVERS)}")
-        return names
-    return list(servers.SERVERS) if args.full else list(servers.QUICK_DEFAULT)
+def parser_for(name: str) -> tuple[argparse.ArgumentParser, object]:
+    module_name, suffix, _, text = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    add = getattr(module, f"add_arguments_{suffix}" if suffix else "add_arguments")
+    run = getattr(module, f"main_{suffix}" if suffix else "main")
+    doc = (module.__doc__ or "").strip()
+    ap = argparse.ArgumentParser(prog=f"python3 benchmarks/run.py {name}", description=f"{text}.\n\n{doc}",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add(ap)
+    return ap, run
 
 
-def pick_scenarios(args: argparse.Namespace) -> list[str]:
-    if not args.scenarios:
-        return list(scenarios.SCENARIOS)
-    names = [s.strip().upper() for s in args.scenarios.split(",") if s.strip()]
-    unknown = [s for s in names if s not in scenarios.SCENARIOS]
-    if unknown:
-        sys.exit(f"run.py: unknown scenarios {unknown}; known: {', '.join(scenarios.SCENARIOS)}")
-    return names
-
-
-def out_dir(args: argparse.Namespace, mode: harness.Mode) -> Path:
-    if args.out:
-        return args.out
-    base = BENCH / "results" / f"{date.today().isoformat()}-{mode.name}"
-    path, n = base, 2
-    while path.exists():
-        path, n = base.with_name(f"{base.name}-{n}"), n + 1
-    return path
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    mode = harness.FULL if args.full else harness.QUICK
-    if args.rounds:
-        mode = harness.Mode(**{**mode.__dict__, "rounds": args.rounds})
-    missing = [t for t in TOOLS if not shutil.which(t) and not Path(f"/usr/sbin/{t}").exists()]
-    if missing:
-        sys.exit(f"run.py: missing {', '.join(missing)}: run benchmarks/setup.sh first")
-    names = pick_servers(args)
-    sids = pick_scenarios(args)
-    fd_limit = procs.raise_fd_limit()
-    runnable, skipped = [], {}
-    for n in names:
-        ok, why = servers.SERVERS[n].available()
-        (runnable.append(n) if ok else skipped.__setitem__(n, why))
-    for n, why in skipped.items():
-        print(f"run.py: {n}: {why}", flush=True)
-    if not runnable:
-        sys.exit("run.py: no server can run")
-    payloads.ensure(huge=mode.huge_file and "S2" in sids)
-    out = out_dir(args, mode)
-    out.mkdir(parents=True, exist_ok=True)
-    logs = servers.WORK / "logs" / out.name
-    h = harness.Harness(mode, logs)
-    meta = machine.collect(names)
-    meta.update(mode=mode.name, rounds=mode.rounds, scenarios=sids, titles=scenarios.TITLES,
-                command="python3 benchmarks/run.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
-                fd_limit=fd_limit, mode_settings=mode.__dict__)
-    if "S3" in sids:
-        meta["s3_python_only_s"] = scenarios.python_only_s3()
-    server_info = {n: {"kind": servers.SERVERS[n].kind, **meta["servers"][n]} for n in names}
-    results = {"meta": meta, "servers": server_info, "records": []}
-    print(f"run.py: {mode.name} run, {mode.rounds} round(s), servers {', '.join(runnable)}, scenarios "
-          f"{', '.join(sids)} -> {out}", flush=True)
-
-    def on_term(signum, frame):  # a polite kill of the harness still stops every server
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
-    t0 = time.monotonic()
-    try:
-        for rnd in range(1, mode.rounds + 1):
-            for sid in sids:
-                shift = (rnd - 1) % len(runnable)
-                order = runnable[shift:] + runnable[:shift]
-                print(f"round {rnd}/{mode.rounds} {sid}: {' '.join(order)}", flush=True)
-                for name in order:
-                    scenarios.SCENARIOS[sid](h, servers.SERVERS[name], rnd)
-                results["records"] = [r.to_json() for r in h.records]
-                _dump(results, out)
-    except KeyboardInterrupt:
-        meta["interrupted"] = True
-        print("\nrun.py: interrupted; stopping servers and writing what was measured", flush=True)
-    finally:
-        harness.stop_all()
-        meta["elapsed_s"] = round(time.monotonic() - t0, 1)
-        results["records"] = [r.to_json() for r in h.records]
-        _dump(results, out)
-        report.write(results, out)
-    print(f"run.py: {out / 'report.md'} ({meta['elapsed_s']:.0f} s)")
-    return 130 if meta.get("interrupted") else 0
-
-
-def _dump(results: dict, out: Path) -> None:
-    tmp = out / "results.json.tmp"
-    tmp.write_text(json.dumps(results, indent=1, default=str) + "\n")
-    tmp.replace(out / "results.json")
+def main(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help", "help"):
+        print(top_help())
+        return 0
+    name = argv[0] if argv and argv[0] in COMMANDS else "suite"
+    rest = argv[1:] if argv and argv[0] in COMMANDS else argv
+    if argv and not argv[0].startswith("-") and name == "suite" and argv[0] != "suite":
+        print(f"run.py: unknown command {argv[0]!r}\n\n{top_help()}", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(BENCH))
+    ap, run = parser_for(name)
+    return run(ap.parse_args(rest)) or 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _reexec_in_venv()
+    sys.exit(main(sys.argv[1:]))

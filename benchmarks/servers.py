@@ -255,7 +255,7 @@ def _modwsgi(t: Target, port: int) -> Launch:
 
 def _library(name: str, settings_fn):
     def launch(t: Target, port: int) -> Launch:
-        argv = [_vbin("python"), str(BENCH / "bench" / "launch.py"), name, str(port), f"{t.module}:app",
+        argv = [_vbin("python"), str(BENCH / "run.py"), "launch", name, str(port), f"{t.module}:app",
                 "--threads", str(t.threads), "--keepalive", str(KEEPALIVE_S)]
         return Launch(argv, _env(VENV / "bin"), settings_fn(t))
     return launch

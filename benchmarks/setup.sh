@@ -53,6 +53,7 @@ if [ ! -x "$MODWSGI_VENV/bin/python" ]; then
   /usr/bin/python3 -m venv "$MODWSGI_VENV" && "$MODWSGI_VENV/bin/pip" install --quiet --no-cache-dir --upgrade pip
   # www-data must traverse and read it.
   chmod -R a+rX "$MODWSGI_VENV" 2>/dev/null || true
+fi
 
 # S13's app in sluicegate's own venv (../.venv, made by ./dev build).
 if [ -x "$BENCH/../.venv/bin/python" ]; then
@@ -60,10 +61,9 @@ if [ -x "$BENCH/../.venv/bin/python" ]; then
     || "$BENCH/../.venv/bin/pip" install --quiet "django>=5.2,<6" "psycopg[binary]>=3.2" \
     || echo "setup: django/psycopg did not install into ../.venv (S13 will be n/a)" >&2
 fi
-fi
 
-# The peers themselves: bench/install.py holds the table (pip arguments, import check) and
-# records each outcome.
-"$PY" "$BENCH/bench/install.py" --venv "$VENV" --modwsgi-venv "$MODWSGI_VENV" \
+# The peers themselves: `run.py install` (bench/install.py) holds the table (pip arguments,
+# import check) and records each outcome. Run by the project's Python, not the venv's.
+SLUICEGATE_BENCH_NO_REEXEC=1 "$PY" "$BENCH/run.py" install --venv "$VENV" --modwsgi-venv "$MODWSGI_VENV" \
   --record "$WORK/install.json" --logs "$WORK/install-logs" ${FORCE:+--force}
 chmod -R a+rX "$MODWSGI_VENV" 2>/dev/null || true

@@ -6,7 +6,7 @@ system of all its threads, `bench.procs.cpu_seconds`, the suite's one /proc CPU 
 CPU per request of every server. `run.py` starts and stops servers itself; this script is for
 comparing builds or settings side by side, which needs them running at once.
 
-    cd benchmarks && python3 -m bench.ab_interleaved NAME=PORT,PATH,PID ... [--requests N] [--rounds R]
+    python3 benchmarks/run.py ab-interleaved NAME=PORT,PATH,PID ... [--requests N] [--rounds R]
 """
 
 import argparse
@@ -17,12 +17,13 @@ import subprocess
 from bench.procs import cpu_seconds
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("targets", nargs="+", help="NAME=PORT,PATH,PID")
     ap.add_argument("--requests", type=int, default=10000)
     ap.add_argument("--rounds", type=int, default=6)
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     targets = []
     for t in args.targets:
         name, rest = t.split("=", 1)
@@ -46,7 +47,3 @@ def main() -> None:
         print(f"{name:16s} {statistics.median(rps[name]):9.0f} req/s (rounds: "
               f"{', '.join(str(int(x)) for x in sorted(rps[name]))})  "
               f"CPU {statistics.median(cpu[name]):.1f} µs/request")
-
-
-if __name__ == "__main__":
-    main()

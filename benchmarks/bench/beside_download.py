@@ -9,7 +9,7 @@ p90, p99 and maximum over all rounds, and how many probes were answered. Servers
 turn, in a rotated order each round. A server whose event loop writes a whole large answer
 before it looks for new events answers the probe only between downloads.
 
-    cd benchmarks && python3 -m bench.beside_download NAME=PORT ... --rounds 3 --seconds 6
+    python3 benchmarks/run.py beside-download NAME=PORT ... --rounds 3 --seconds 6
 """
 
 import argparse
@@ -51,14 +51,15 @@ def quantile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * (len(values) - 1)))]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("targets", nargs="+", help="NAME=PORT")
     ap.add_argument("--download", default="/list/64MiB")
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--gap", type=float, default=0.002, help="seconds between probes")
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     targets = [(t.split("=")[0], int(t.split("=")[1])) for t in args.targets]
     results: dict = {name: [] for name, _ in targets}
     for r in range(args.rounds):
@@ -78,7 +79,3 @@ def main() -> None:
     for name, v in results.items():
         print(f"{name:12s} probes {len(v):6d}  p50 {quantile(v, 0.5):7.3f}  "
               f"p90 {quantile(v, 0.9):7.3f}  p99 {quantile(v, 0.99):7.3f}  max {max(v):7.3f}")
-
-
-if __name__ == "__main__":
-    main()

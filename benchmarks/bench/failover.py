@@ -13,7 +13,7 @@ health path that fails first; the peers are checked on the app's route). Every s
 process and 4 threads. The response size is verified (a fetch before the run, wrk's byte
 count during it).
 
-    cd benchmarks && ../.venv/bin/python -m bench.failover [--rounds 1] [--out results/DATE-s11]
+    python3 benchmarks/run.py failover [--rounds 1] [--out results/DATE-s11]
 """
 
 from __future__ import annotations
@@ -34,11 +34,9 @@ ROOT = BENCH.parent
 APPS = BENCH / "apps"
 sys.path.insert(0, str(ROOT))
 from bench.loadgen import wrk  # noqa: E402
-from bench.s11 import env_for, fetch, wait_ready  # noqa: E402
+from bench.harness import PEERS, SG, env_for, fetch_wire, wait_ready  # noqa: E402
 from tests import haproxy_util  # noqa: E402
 
-SG = ROOT / ".venv" / "bin" / "python"
-PEERS = BENCH / ".venv" / "bin"
 SECONDS = 12
 DISTURB_AT = 4
 BACKEND = "    retries 3\n    retry-on all-retryable-errors\n    option redispatch 1\n"
@@ -90,7 +88,7 @@ def one_run(server: str, how: str) -> dict:
             deadline = time.monotonic() + 10
             while proxy.stats()["app2"]["status"] != "UP" and time.monotonic() < deadline:
                 time.sleep(0.05)
-            size, body = fetch(proxy.port, "/")
+            size, body = fetch_wire(proxy.port, "/")
             assert body == b"Hello, World!", body
             seen = {}
 
@@ -125,11 +123,12 @@ def one_run(server: str, how: str) -> dict:
             p.wait(10)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--servers", default="sluicegate,gunicorn-gthread,uwsgi,granian")
     ap.add_argument("--out", type=Path)
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     results = {}
     lines = ["Failover behind HAProxy: 2 instances, wrk -c16 -d12s, one instance stopped at 4 s",
              "", "| server | stop | requests | failed at the client | HAProxy DOWN before the "
@@ -148,8 +147,4 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "failover.json").write_text(json.dumps(results, indent=1))
         (args.out / "failover.md").write_text(
-            report + "\n\ncommand: cd benchmarks && ../.venv/bin/python -m bench.failover\n")
-
-
-if __name__ == "__main__":
-    main()
+            report + "\n\ncommand: python3 benchmarks/run.py failover\n")

@@ -17,7 +17,7 @@ calls is charged less for the same work that way (measured: fastwsgi's 12 MiB wr
 `--ref NAME`, every other target's figures are divided by NAME's in the same round, and the
 median of those ratios is printed (ratios hold up better on a noisy machine than medians).
 
-    cd benchmarks && python3 -m bench.fetch_cpu NAME=PORT,PID ... --paths /list/64MiB,/bytes/64MiB
+    python3 benchmarks/run.py fetch-cpu NAME=PORT,PID ... --paths /list/64MiB,/bytes/64MiB
 """
 
 import argparse
@@ -43,14 +43,15 @@ def ksoftirqd_pids() -> list[int]:
     return pids
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("targets", nargs="+", help="NAME=PORT,PID")
     ap.add_argument("--paths", default="/list/688128")
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ref", help="print every other target's per-round ratios to this one")
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     softirqd = ksoftirqd_pids()
     targets = []
     for t in args.targets:
@@ -111,7 +112,3 @@ def main() -> None:
                 r = [a[i] / b[i] for a, b in pairs]
                 cols.append(f"{label} {statistics.median(r):.3f} ({min(r):.2f}-{max(r):.2f})")
             print(f"{path:16s} {name:12s} ÷ {args.ref}: " + "  ".join(cols))
-
-
-if __name__ == "__main__":
-    main()

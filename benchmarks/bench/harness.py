@@ -1,24 +1,37 @@
-"""The measurement context shared by every scenario: mode, running servers, result records.
+"""The helpers every benchmark shares: mode, running servers, result records, the case runner.
 
 Owns (1) the Mode (durations and counts of quick and full runs: every run bounded), (2) the
 lifecycle of a server under test: start, readiness (port accepts, then a probe must return the
 exact expected body), stop by PID in a finally, and a registry of every server still running so
-that Ctrl-C or an exception stops them all, and (3) the shape of one result record, so that the
-report reads one format whatever the scenario.
+that Ctrl-C or an exception stops them all, (3) the shape of one result record, so that the
+report reads one format whatever the scenario, (4) the case runner and the verified wrk body
+that every scenario module (scenarios, s9_s10, s12, s13) uses, and (5) the few helpers of the
+tools that start servers by hand (s11, failover, soak, observability, S8's): their environment,
+readiness, a wire-level fetch, one response's size. It is the bottom of bench/: it imports no
+scenario or tool module, so none of them imports another for a helper.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import signal
+import socket
+import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import servers
-from bench import procs, rawhttp
+from bench import loadgen, procs, rawhttp
 
+FETCH_TIMEOUT_S = 30.0  # one fetch; a server iterating a bare bytes object per byte never ends
+RECHECK_TIMEOUT_S = 5.0
+SAMPLE_EVERY_S = 0.25  # a handful of requests beside thousands: no weight on the figures
+SAMPLE_TIMEOUT_S = 5.0
 READY_TIMEOUT_S = 40.0  # mod_wsgi-express and gunicorn take a second or two; granian loads a runtime
 
 
@@ -165,3 +178,248 @@ def measure_cpu(proc: procs.ServerProcess):
 
 def per_request_us(cpu_s: float, requests: int) -> float | None:
     return round(cpu_s / requests * 1e6, 1) if requests else None
+
+
+# ---- the case runner shared by every scenario --------------------------------------------------------------------------
+
+def run_case(h: Harness, sid: str, case: str, server: servers.Server, rnd: int, metric: str, better: str,
+          target: servers.Target, body: Callable[[procs.ServerProcess, Record], None]) -> None:
+    """Run one case: start the server, call body(proc, rec), record whatever happened."""
+    rec = Record(sid, case, server.name, rnd, metric, better)
+    try:
+        with h.serve(server, target) as (proc, settings):
+            rec.settings = settings
+            body(proc, rec)
+            if not proc.alive():
+                rec.status, rec.value = "failed", None
+                rec.note = (rec.note + "; " if rec.note else "") + f"server died: {proc.log_tail(2)}"
+    except NotServed as e:
+        rec.status, rec.note = "n/a", str(e)
+    except StartError as e:
+        rec.status, rec.note = "failed", str(e)
+    except (rawhttp.HttpError, OSError) as e:
+        rec.status, rec.value, rec.note = "failed", None, f"{type(e).__name__}: {e}"
+    h.add(rec)
+
+
+def fail(rec: Record, why: str) -> None:
+    if rec.value is not None:
+        why += f" (measured {rec.value:,.4g} {rec.metric}, discarded)"
+    rec.status, rec.value, rec.verified = "failed", None, False
+    rec.note = f"{rec.note}; {why}" if rec.note else why
+
+
+def verify_fetch(port: int, path: str, expect: bytes) -> tuple[rawhttp.Response | None, str]:
+    try:
+        r = rawhttp.get(port, path, timeout=FETCH_TIMEOUT_S)
+    except (rawhttp.HttpError, OSError) as e:
+        return None, f"verification fetch: {e}"
+    if r.status != 200:
+        return None, f"verification fetch: status {r.status}"
+    if r.body != expect:
+        return None, f"verification fetch: body {len(r.body)} bytes, sha256 differs" if len(r.body) == len(
+            expect) else f"verification fetch: body {len(r.body)} bytes, expected {len(expect)}"
+    return r, ""
+
+
+def wrk_body(h: Harness, path: str, expect: bytes, connections: int, seconds: float | None = None,
+              warmup: bool = True, timeout_s: float = 2.0) -> Callable[[procs.ServerProcess, Record], None]:
+    def body(proc: procs.ServerProcess, rec: Record) -> None:
+        ref, why = verify_fetch(proc.port, path, expect)
+        if ref is None:
+            return fail(rec, why)
+        url = f"http://127.0.0.1:{proc.port}{path}"
+        if warmup and h.mode.warmup_s:
+            loadgen.wrk(url, connections, h.mode.warmup_s, None, timeout_s=timeout_s)
+        sampler = Sampler(proc.port, path, expect)
+        with measure_cpu(proc) as m:
+            sampler.start()
+            try:
+                res = loadgen.wrk(url, connections, seconds or h.mode.wrk_s, ref.wire_bytes, timeout_s=timeout_s)
+            finally:
+                sampler.finish()
+        fill_load(rec, res, m)
+        rec.extra.update(samples_ok=sampler.ok, samples_wrong=sampler.wrong, samples_failed=sampler.failed)
+        if sampler.wrong:
+            fail(rec, f"{sampler.wrong} of {sampler.ok + sampler.wrong} responses sampled during the run were "
+                       f"wrong: {sampler.first_wrong}")
+        rec.extra.update({k: res.detail.get(k) for k in ("p50_us", "p90_us", "p99_us", "max_us", "connect", "read",
+                                                        "write", "timeout", "status", "bytes_per_response")})
+        rec.extra["response_bytes"] = ref.wire_bytes
+        recheck(proc, rec, path, expect)
+    return body
+
+
+class Sampler(threading.Thread):
+    """Fetches the path every SAMPLE_EVERY_S during a wrk run and compares the whole body: wrk
+    itself only counts bytes, and a server may answer correctly when idle and wrongly under load."""
+
+    def __init__(self, port: int, path: str, expect: bytes):
+        super().__init__(daemon=True)
+        self.port, self.path, self.expect = port, path, expect
+        self.ok = self.wrong = self.failed = 0
+        self.first_wrong = ""
+        self._stop_evt = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_evt.wait(SAMPLE_EVERY_S):
+            try:
+                r = rawhttp.get(self.port, self.path, timeout=SAMPLE_TIMEOUT_S)
+            except (rawhttp.HttpError, OSError):
+                self.failed += 1  # refused or slow under load: wrk's error counts say it already
+                continue
+            if r.status == 200 and r.body == self.expect:
+                self.ok += 1
+            else:
+                self.wrong += 1
+                self.first_wrong = self.first_wrong or f"status {r.status}, {len(r.body)} body bytes"
+
+    def finish(self) -> None:
+        self._stop_evt.set()
+        self.join(SAMPLE_TIMEOUT_S + 1)
+
+
+def fill_load(rec: Record, res: loadgen.LoadResult, m: dict) -> None:
+    rec.value, rec.requests, rec.errors = res.rps, res.requests, res.errors
+    rec.cpu_us_per_req = per_request_us(m["cpu_s"], res.requests)
+    rec.peak_rss = m["peak_rss"]
+    rec.verified = res.verified
+    rec.note = res.note
+    if res.rps is None:
+        fail(rec, "the load generator did not run")
+    elif not res.verified:
+        fail(rec, "wrong bytes")
+
+
+def recheck(proc: procs.ServerProcess, rec: Record, path: str, expect: bytes) -> None:
+    """After the load the server must still answer correctly. A wrong answer or a dead server
+    fails the case; a server still busy with a backlog (S5) only gets a note."""
+    if rec.status != "ok":
+        return
+    try:
+        r = rawhttp.get(proc.port, path, timeout=RECHECK_TIMEOUT_S)
+    except (rawhttp.HttpError, OSError) as e:
+        if proc.alive() and isinstance(e, rawhttp.HttpError) and "timed out" in str(e):
+            rec.note = (rec.note + "; " if rec.note else "") + f"still busy {RECHECK_TIMEOUT_S:g} s after the run"
+        else:
+            fail(rec, f"after the run: {e}")
+        return
+    if r.status != 200 or r.body != expect:
+        fail(rec, f"after the run: status {r.status}, body {len(r.body)} bytes")
+
+
+# ---- servers started by hand: the tools outside the suite (s11, soak, failover, observability, S8's)
+# These start a server themselves (a unix socket, two instances behind HAProxy, options the suite's
+# table does not have) with sluicegate's own venv and the peers' venv.
+
+SG = servers.SLUICEGATE_PY  # sluicegate's work-tree build (./dev build)
+PEERS = servers.VENV / "bin"  # the peers' venv (setup.sh)
+
+
+def env_for(argv0: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
+    env["PYTHONPATH"] = str(servers.APPS)
+    env["PATH"] = f"{Path(argv0).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    return env
+
+
+def wait_ready(kind_target: str, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            if kind_target.startswith("unix:"):
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(kind_target[5:])
+            else:
+                host, port = kind_target.rsplit(":", 1)
+                s = socket.create_connection((host, int(port)))
+            s.close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"{kind_target} never became ready")
+
+
+def fetch_wire(port: int, path: str) -> tuple[int, bytes]:
+    """One keep-alive GET (through nginx, say): (bytes on the wire, decoded body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+        f = s.makefile("rb")
+        raw = b""
+        head = []
+        while (line := f.readline()) != b"\r\n":
+            head.append(line)
+            raw += line
+        raw += b"\r\n"
+        fields = {ln.split(b":", 1)[0].strip().lower(): ln.split(b":", 1)[1].strip() for ln in head[1:]}
+        body = b""
+        if b"content-length" in fields:
+            body = f.read(int(fields[b"content-length"]))
+            raw += body
+        else:
+            while True:
+                size_line = f.readline()
+                raw += size_line
+                n = int(size_line.strip(), 16)
+                chunk = f.read(n + 2)
+                raw += chunk
+                if n == 0:
+                    break
+                body += chunk[:-2]
+        return len(raw), body
+
+
+def response_size(port: int, path: str) -> int:
+    """Bytes of one whole keep-alive response (head + body), for wrk's byte check."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += s.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = int(next(ln.split(b":", 1)[1] for ln in head.split(b"\r\n")
+                          if ln.lower().startswith(b"content-length:")))
+        while len(body) < length:
+            body += s.recv(65536)
+        return len(head) + 4 + length
+
+
+def by_hand_argv(name: str, port: int, app: str, body_limit: int) -> list[str] | None:
+    bind = f"127.0.0.1:{port}"
+    if name == "sluicegate":
+        return [str(SG), "-m", "sluicegate", "--bind", bind, app]
+    if name == "sluicegate-base":
+        base = os.environ.get("SLUICEGATE_BASE_PY")
+        return [base, "-m", "sluicegate", "--bind", bind, app] if base else None
+    if name == "granian":
+        return [str(PEERS / "granian"), "--interface", "wsgi", "--host", "127.0.0.1", "--port",
+                str(port), "--workers", "1", "--blocking-threads", "4", "--http", "1", app]
+    if name == "gunicorn-gthread":
+        return [str(PEERS / "gunicorn"), "-w", "1", "-k", "gthread", "--threads", "4", "--bind",
+                bind, app]
+    if name == "waitress":
+        return [str(PEERS / "waitress-serve"), "--listen", bind, "--max-request-body-size",
+                str(body_limit), app]
+    raise SystemExit(f"unknown server {name}")
+
+
+@contextlib.contextmanager
+def serving_by_hand(name: str, app: str, body_limit: int = 128 << 20):
+    """`name` serving `app` on a free port (yields the port; None if the server is not set
+    up, e.g. sluicegate-base without SLUICEGATE_BASE_PY); stopped on the way out."""
+    port = procs.free_port()
+    argv = by_hand_argv(name, port, app, body_limit)
+    if argv is None:
+        yield None
+        return
+    p = subprocess.Popen(argv, cwd=servers.APPS, env=env_for(argv[0]),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        wait_ready(f"127.0.0.1:{port}", time.monotonic() + 30)
+        yield port
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)

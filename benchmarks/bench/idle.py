@@ -2,7 +2,7 @@
 
 Owns the idle-connection holder, run as its own process (its 10,000 descriptors count against
 its own limit, not the harness's):
-    python idle.py PORT COUNT PATH
+    python3 benchmarks/run.py idle PORT COUNT PATH   (S7 starts it; not run by hand)
 Each connection sends one complete GET for PATH and reads the response, then stays open and
 silent: an idle keep-alive connection in the server's sense, as a browser or a load balancer
 leaves one after a request (a connection that never sent a request would test the accept path
@@ -13,6 +13,7 @@ and the header-read timeout instead). It prints one JSON line when all are open,
 
 from __future__ import annotations
 
+import argparse
 import errno
 import json
 import selectors
@@ -138,8 +139,14 @@ def still_open(held: list[socket.socket]) -> dict:
     return {"alive": alive, "closed_by_server": closed}
 
 
-def main() -> None:
-    port, count, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("port", type=int)
+    ap.add_argument("count", type=int)
+    ap.add_argument("path")
+
+
+def main(args: argparse.Namespace) -> None:
+    port, count, path = args.port, args.count, args.path
     threading.Timer(MAX_LIFETIME_S, lambda: __import__("os")._exit(3)).start()
     t0 = time.monotonic()
     held, stats = open_all(port, count, path)
@@ -155,6 +162,3 @@ def main() -> None:
         s.close()
     __import__("os")._exit(0)
 
-
-if __name__ == "__main__":
-    main()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,15 +102,16 @@ def install(peer: Peer, py: str, log_dir: Path) -> dict:
     return rec
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--venv", type=Path, required=True)
     ap.add_argument("--modwsgi-venv", type=Path, required=True)
     ap.add_argument("--record", type=Path, required=True)
     ap.add_argument("--logs", type=Path, required=True)
     ap.add_argument("--force", action="store_true", help="retry peers recorded as failed")
     ap.add_argument("--only", default="", help="comma-separated peer names")
-    args = ap.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int | None:
     args.logs.mkdir(parents=True, exist_ok=True)
     record: dict = json.loads(args.record.read_text()) if args.record.exists() else {}
     only = {n for n in args.only.split(",") if n}
@@ -140,7 +140,3 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         print("install: FAILED: " + "; ".join(failed))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

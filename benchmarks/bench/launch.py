@@ -1,7 +1,7 @@
 """Entry point for the peers that have a Python API and no command line of their own.
 
 Owns how bjoern, fastwsgi, fastpysgi, pyruvate, meinheld, cheroot and gevent.pywsgi are started:
-`python launch.py SERVER PORT MODULE:APP [--threads N] [--keepalive S]`, run by the peers' venv
+`python3 benchmarks/run.py launch SERVER PORT MODULE:APP [--threads N] [--keepalive S]`, run by the peers' venv
 with the apps directory as working directory. Each one binds 127.0.0.1:PORT in this one process
 (one worker process, as every server in the suite), without access logging, and runs until
 SIGTERM. The settings chosen here are echoed into the report by servers.py; keep the two in step.
@@ -88,14 +88,15 @@ RUNNERS = {
 }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("server", choices=sorted(RUNNERS))
     ap.add_argument("port", type=int)
     ap.add_argument("target")
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--keepalive", type=int, default=120)
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     sys.path.insert(0, os.getcwd())
     if args.server == "gevent-pywsgi":
         from gevent import monkey
@@ -103,7 +104,3 @@ def main() -> None:
         monkey.patch_all()  # before the app is imported, as gevent requires
     app = load(args.target)
     RUNNERS[args.server](app, args.port, args)
-
-
-if __name__ == "__main__":
-    main()

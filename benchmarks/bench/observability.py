@@ -5,9 +5,9 @@ without the always-on timings (`SLUICEGATE_BASE_PY`, if set), and beside gunicor
 uWSGI each with and without their access log to a file. Rounds interleaved, medians: req/s and
 the server's own CPU time per request (all its processes and threads).
 
-    cd benchmarks && SLUICEGATE_BASE_PY=/path/to/base/.venv/bin/python \\
+    SLUICEGATE_BASE_PY=/path/to/base/.venv/bin/python \\
         SLUICEGATE_NOTIME_PY=/path/to/notime/.venv/bin/python \\
-        ../.venv/bin/python -m bench.observability [--rounds 5] [--seconds 5] [--out DIR]
+        python3 benchmarks/run.py observability [--rounds 5] [--seconds 5] [--out DIR]
         [--only sluicegate] [--cases S6]
 
 Besides the medians, each server's round is paired with the reference's round (log off) and
@@ -34,11 +34,8 @@ APPS = BENCH / "apps"
 sys.path.insert(0, str(ROOT))
 from bench.loadgen import wrk  # noqa: E402
 from bench.procs import cpu_seconds, free_port, session_pids  # noqa: E402
-from bench.s11 import env_for, wait_ready  # noqa: E402
-from bench.wrk_cpu import response_size  # noqa: E402
+from bench.harness import PEERS, SG, env_for, response_size, wait_ready  # noqa: E402
 
-SG = ROOT / ".venv" / "bin" / "python"
-PEERS = BENCH / ".venv" / "bin"
 CASES = {"S6 hello wrk -c64": ("s6_hello", "/", 64), "S4 pong wrk -c1": ("s4_pong", "/", 1)}
 
 
@@ -92,14 +89,15 @@ def servers(module: str, logdir: str) -> dict:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--only", default="", help="servers whose name starts with this; several: a|b (e.g. sluicegate)")
     ap.add_argument("--cases", default="", help="cases whose name starts with this (e.g. S6)")
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     logdir = tempfile.mkdtemp(prefix="sg-obs-")
     results = {}
     lines = ["| case | server | req/s | ÷ off | ÷ off, paired | CPU µs/req | Δ CPU vs off |"
@@ -168,9 +166,5 @@ def main() -> None:
         (args.out / "observability.json").write_text(json.dumps(results, indent=1))
         (args.out / "observability.md").write_text(
             f"wrk -t1, {args.rounds} rounds of {args.seconds:g} s interleaved, medians\n\n"
-            + report + "\n\ncommand: cd benchmarks && SLUICEGATE_BASE_PY=... ../.venv/bin/python "
-            f"-m bench.observability --rounds {args.rounds} --seconds {args.seconds:g}\n")
-
-
-if __name__ == "__main__":
-    main()
+            + report + "\n\ncommand: SLUICEGATE_BASE_PY=... python3 benchmarks/run.py "
+            f"observability --rounds {args.rounds} --seconds {args.seconds:g}\n")

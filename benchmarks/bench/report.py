@@ -4,14 +4,14 @@ Owns aggregation (median over rounds; a case that failed in any round is reporte
 a fast wrong answer is a failure, not a win), ratios to sluicegate, the report.md layout (one
 table per scenario case, then machine, versions, install outcomes, the exact command) and the
 charts (matplotlib, one PNG per scenario, sluicegate's bar highlighted, anchors grey; plus a
-headline chart). Works from results.json alone: `python -m bench.report RESULTS_DIR` rebuilds.
+headline chart). Works from results.json alone: `python3 benchmarks/run.py report RESULTS_DIR` rebuilds.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -382,8 +382,10 @@ def write(results: dict, out_dir: Path) -> None:
     (out_dir / "report.md").write_text(md)
 
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    d = Path(sys.argv[1])
-    write(json.loads((d / "results.json").read_text()), d)
-    print(d / "report.md")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("dir", type=Path, help="a results directory holding results.json")
+
+
+def main(args: argparse.Namespace) -> None:
+    write(json.loads((args.dir / "results.json").read_text()), args.dir)
+    print(args.dir / "report.md")

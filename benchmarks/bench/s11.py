@@ -12,7 +12,7 @@ process tree and of nginx's around it: req/s, server µs/request, nginx µs/requ
 Every server gets one process and 4 threads. The responses' bytes are checked: a full fetch
 compared with the expected body before the runs, and wrk's byte count during them.
 
-    cd benchmarks && ../.venv/bin/python -m bench.s11 [--rounds 3] [--seconds 5] [--conns 16] \
+    python3 benchmarks/run.py s11 [--rounds 3] [--seconds 5] [--conns 16] \
         [--out results/DATE-s11]
 """
 
@@ -36,11 +36,10 @@ sys.path.insert(0, str(APPS))
 sys.path.insert(0, str(ROOT))
 import payloads  # noqa: E402
 from bench.loadgen import wrk  # noqa: E402
+from bench.harness import PEERS, SG, env_for, fetch_wire, wait_ready  # noqa: E402
 from bench.procs import cpu_seconds, session_pids  # noqa: E402
 from tests import nginx_util  # noqa: E402
 
-SG = ROOT / ".venv" / "bin" / "python"
-PEERS = BENCH / ".venv" / "bin"
 THREADS = 4
 
 CASES = {
@@ -77,58 +76,6 @@ def upstreams(d: str, module: str, tcp_port: int) -> dict:
     }
 
 
-def env_for(argv0: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
-    env["PYTHONPATH"] = str(APPS)
-    env["PATH"] = f"{Path(argv0).parent}:{env.get('PATH', '/usr/bin:/bin')}"
-    return env
-
-
-def wait_ready(kind_target: str, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        try:
-            if kind_target.startswith("unix:"):
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(kind_target[5:])
-            else:
-                host, port = kind_target.rsplit(":", 1)
-                s = socket.create_connection((host, int(port)))
-            s.close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"{kind_target} never became ready")
-
-
-def fetch(port: int, path: str) -> tuple[int, bytes]:
-    """One keep-alive GET through nginx: (bytes on the wire, decoded body)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
-        f = s.makefile("rb")
-        raw = b""
-        head = []
-        while (line := f.readline()) != b"\r\n":
-            head.append(line)
-            raw += line
-        raw += b"\r\n"
-        fields = {ln.split(b":", 1)[0].strip().lower(): ln.split(b":", 1)[1].strip() for ln in head[1:]}
-        body = b""
-        if b"content-length" in fields:
-            body = f.read(int(fields[b"content-length"]))
-            raw += body
-        else:
-            while True:
-                size_line = f.readline()
-                raw += size_line
-                n = int(size_line.strip(), 16)
-                chunk = f.read(n + 2)
-                raw += chunk
-                if n == 0:
-                    break
-                body += chunk[:-2]
-        return len(raw), body
-
-
 def nginx_pids(proc: subprocess.Popen) -> list[int]:
     try:
         with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
@@ -159,7 +106,7 @@ def run_case(case: str, rounds: int, seconds: float, conns: int) -> dict:
         try:
             sizes = {}
             for name in ups:
-                size, body = fetch(proxy.ports[name], path)
+                size, body = fetch_wire(proxy.ports[name], path)
                 if body != expect:
                     raise SystemExit(f"{case} {name}: wrong body ({len(body)} bytes)")
                 sizes[name] = size
@@ -197,13 +144,14 @@ def run_case(case: str, rounds: int, seconds: float, conns: int) -> dict:
                 os.killpg(p.pid, 9)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--conns", type=int, default=16)
     ap.add_argument("--out", type=Path)
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     results = {}
     lines = [f"S11 behind nginx: wrk -t1 -c{args.conns} -d{args.seconds:g}s, {args.rounds} rounds "
              "interleaved, medians", "",
@@ -218,10 +166,6 @@ def main() -> None:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "s11.json").write_text(json.dumps(results, indent=1))
-        (args.out / "s11.md").write_text(report + "\n\ncommand: cd benchmarks && "
-                                         f"../.venv/bin/python -m bench.s11 --rounds {args.rounds} "
+        (args.out / "s11.md").write_text(report + "\n\ncommand: "
+                                         f"python3 benchmarks/run.py s11 --rounds {args.rounds} "
                                          f"--seconds {args.seconds:g} --conns {args.conns}\n")
-
-
-if __name__ == "__main__":
-    main()

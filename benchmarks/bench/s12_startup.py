@@ -8,13 +8,12 @@ started (seconds after the first probe). Extra arguments go to sluicegate (e.g. 
 pool`, which measured no slow probe in 6 trials, against 4 of 6 trials with slow probes under
 the adaptive default).
 
-    cd benchmarks && python3 -m bench.s12_startup [--trials 6] [-- SLUICEGATE OPTIONS...]
+    python3 benchmarks/run.py s12-startup [--trials 6] [-- SLUICEGATE OPTIONS...]
 """
 
 import argparse
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -57,18 +56,15 @@ def trial(options: list[str]) -> list[tuple[float, float]]:
     return probes
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--trials", type=int, default=6)
     ap.add_argument("options", nargs="*", help="sluicegate options (after --)")
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     for i in range(args.trials):
         probes = trial(args.options)
         median = sorted(took for _, took in probes)[len(probes) // 2]
         slow = [f"{at:.2f} s: {took * 1e3:.0f} ms" for at, took in probes if took > 0.03]
         print(f"trial {i}: {len(probes)} probes, median {median * 1e3:.1f} ms; slow: "
               f"{', '.join(slow) or 'none'}", flush=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

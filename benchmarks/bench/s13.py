@@ -29,12 +29,11 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import servers
 from bench import procs
-from bench.harness import Harness, Record
+from bench.harness import Harness, Record, run_case, wrk_body
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 DB = "s13"
@@ -51,7 +50,7 @@ UNCAPPED_POOL = 300  # one thread per client: what sluicegate's 1:1024 did befor
 CONFIG = servers.WORK / "s13" / "db.json"
 COUNT_EVERY_S = 0.1
 
-TABLE_SQL = f"""
+TABLE_SQL = """
 CREATE TABLE s13_item (id bigint PRIMARY KEY, name varchar(64) NOT NULL,
                        category integer NOT NULL, price numeric(10,2) NOT NULL);
 INSERT INTO s13_item SELECT i, 'item ' || i, i % 10, ((i * 7919) % 100000) / 100.0
@@ -183,8 +182,6 @@ def available() -> tuple[bool, str]:
 
 def _one(h: Harness, server: servers.Server, rnd: int, case: str, target: servers.Target, path: str,
          clients: int, conn_max_age: int | None) -> None:
-    from bench.scenarios import _case, _wrk_body  # the shared case runner and verified wrk body
-
     ok, why = available()
     if not ok:
         rec = Record("S13", case, server.name, rnd, "req/s", "higher", status="n/a", note=why)
@@ -197,14 +194,14 @@ def _one(h: Harness, server: servers.Server, rnd: int, case: str, target: server
         counter = ConnectionCounter(_postgres())
         counter.start()
         try:
-            _wrk_body(h, path, expect, clients, timeout_s=5.0)(proc, rec)
+            wrk_body(h, path, expect, clients, timeout_s=5.0)(proc, rec)
         finally:
             rec.extra["pg_connections"] = counter.finish()
         rec.note = (rec.note + "; " if rec.note else "") + f"{rec.extra['pg_connections']} PostgreSQL connections"
         if rec.errors:
             rec.note = (rec.note + "; " if rec.note else "") + f"{rec.errors} errors"
 
-    _case(h, "S13", case, server, rnd, "req/s", "higher", target, body)
+    run_case(h, "S13", case, server, rnd, "req/s", "higher", target, body)
 
 
 _ALONE_CODE = """

@@ -3,7 +3,7 @@ Content-Length upload to S8's app (it reads 64 KiB blocks and hashes them), 15 t
 connection each and 15 times on one kept-alive connection, and the same with an app that only
 reads (`s8_read_only`). Medians of the upload-to-answer time, and the app's answer checked.
 
-    cd benchmarks && ../.venv/bin/python -m bench.s8_connections [--servers sluicegate,granian]
+    python3 benchmarks/run.py s8-connections [--servers sluicegate,granian]
         [--body-thread]
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
-from bench.s8_memory import serving  # noqa: E402
+from bench.harness import serving_by_hand  # noqa: E402
 
 BODY = 64 << 20
 TIMES = 15
@@ -74,12 +74,13 @@ def measure(port: int, body: bytes, keep_alive: bool) -> tuple[float, bytes]:
     return statistics.median(times), last
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--servers", default="sluicegate,granian")
     ap.add_argument("--body-thread", action="store_true",
                     help="send the body from a thread while the main thread waits for the answer")
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     global BODY_THREAD
     BODY_THREAD = args.body_thread
     body = os.urandom(BODY)
@@ -89,7 +90,7 @@ def main() -> None:
     for name in args.servers.split(","):
         for app, want in (("s8_upload:app", b"%d %s" % (BODY, digest)),
                           ("s8_read_only:app", b"%d" % BODY)):
-            with serving(name, app) as port:
+            with serving_by_hand(name, app, 2 * BODY) as port:
                 if port is None:
                     continue
                 fresh, a1 = measure(port, body, keep_alive=False)
@@ -98,6 +99,3 @@ def main() -> None:
                     raise SystemExit(f"{name} {app}: wrong answer {a1[:80]!r} / {a2[:80]!r}")
                 print(f"| {name} | {app.split(':')[0]} | {fresh * 1e3:.1f} ms | {kept * 1e3:.1f} ms |",
                       flush=True)
-
-if __name__ == "__main__":
-    main()

@@ -3,7 +3,7 @@
 starts the server afresh (the app reports its own VmHWM growth during the read) and checks the
 length and sha256 the app reports. Single-process servers only: the growth is the worker's.
 
-    cd benchmarks && ../.venv/bin/python -m bench.s8_memory [--servers sluicegate,granian,...]
+    python3 benchmarks/run.py s8-memory [--servers sluicegate,granian,...]
 
 `SLUICEGATE_BASE_PY` adds `sluicegate-base`, another build, as in run.py.
 """
@@ -11,68 +11,19 @@ length and sha256 the app reports. Single-process servers only: the growth is th
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import os
-import signal
 import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
-from bench.procs import free_port  # noqa: E402
-from bench.s11 import env_for, wait_ready  # noqa: E402
+from bench.harness import serving_by_hand  # noqa: E402
 
 BODY = 64 << 20
-PEERS = BENCH / ".venv" / "bin"
 APP = "s8_read_all:app"
-
-
-def argv_for(name: str, port: int) -> list[str] | None:
-    bind = f"127.0.0.1:{port}"
-    if name == "sluicegate":
-        return [str(ROOT / ".venv" / "bin" / "python"), "-m", "sluicegate", "--bind", bind, APP]
-    if name == "sluicegate-base":
-        base = os.environ.get("SLUICEGATE_BASE_PY")
-        return [base, "-m", "sluicegate", "--bind", bind, APP] if base else None
-    if name == "granian":
-        return [str(PEERS / "granian"), "--interface", "wsgi", "--host", "127.0.0.1", "--port",
-                str(port), "--workers", "1", "--blocking-threads", "4", "--http", "1", APP]
-    if name == "gunicorn-gthread":
-        return [str(PEERS / "gunicorn"), "-w", "1", "-k", "gthread", "--threads", "4", "--bind",
-                bind, APP]
-    if name == "waitress":
-        return [str(PEERS / "waitress-serve"), "--listen", bind, "--max-request-body-size",
-                str(2 * BODY), APP]
-    raise SystemExit(f"unknown server {name}")
-
-
-@contextlib.contextmanager
-def serving(name: str, app: str = APP):
-    """`name` serving `app` on a free port (yields the port; None if the server is not set
-    up, e.g. sluicegate-base without SLUICEGATE_BASE_PY); stopped on the way out."""
-    port = free_port()
-    argv = argv_for(name, port)
-    if argv is None:
-        yield None
-        return
-    argv[-1] = app
-    p = subprocess.Popen(argv, cwd=BENCH / "apps", env=env_for(argv[0]),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
-    try:
-        wait_ready(f"127.0.0.1:{port}", time.monotonic() + 30)
-        yield port
-    finally:
-        os.killpg(p.pid, signal.SIGTERM)
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
 
 
 def upload(port: int, body: bytes, chunked: bool) -> bytes:
@@ -100,17 +51,18 @@ def upload(port: int, body: bytes, chunked: bool) -> bytes:
         return got.partition(b"\r\n\r\n")[2]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--servers", default="sluicegate,sluicegate-base,granian,gunicorn-gthread")
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     body = os.urandom(BODY)
     digest = hashlib.sha256(body).hexdigest()
     print("| server | framing | RSS growth during read() | ÷ body | verified |")
     print("|---|---|---:|---:|---|")
     for name in args.servers.split(","):
         for chunked in (False, True):
-            with serving(name) as port:
+            with serving_by_hand(name, APP, 2 * BODY) as port:
                 if port is None:
                     continue
                 answer = upload(port, body, chunked).split()
@@ -120,6 +72,3 @@ def main() -> None:
                 print(f"| {name} | {framing} | {grew / 1024:.1f} MiB | "
                       f"{grew * 1024 / BODY:.2f}× | {'yes' if ok else 'NO: ' + repr(answer[:2])} |",
                       flush=True)
-
-if __name__ == "__main__":
-    main()

@@ -19,11 +19,10 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 import servers
 from bench import loadgen, procs
-from bench.harness import Harness, Record, measure_cpu, per_request_us
+from bench.harness import Harness, Record, measure_cpu, per_request_us, run_case, wrk_body
 
 S9_CLIENTS = 8
 S10_CLIENTS = 64
@@ -42,16 +41,14 @@ def _children(pid: int) -> list[int]:
 
 
 def s9(h: Harness, server: servers.Server, rnd: int) -> None:
-    from bench.scenarios import _case, _wrk_body
-
     by_workers: dict[int, Record] = {}
     for workers in (1, 2):
         ours_single = server.kind == "ours" and workers == 1
         target = servers.Target("s9_cpu", "/hello", b"hello", workers=None if ours_single else workers)
         case = f"{workers} worker{'s' if workers > 1 else ''}, wrk -c{S9_CLIENTS}"
         before = len(h.records)
-        _case(h, "S9", case, server, rnd, "req/s", "higher", target,
-              _wrk_body(h, "/compute", b"computed\n", S9_CLIENTS))
+        run_case(h, "S9", case, server, rnd, "req/s", "higher", target,
+              wrk_body(h, "/compute", b"computed\n", S9_CLIENTS))
         if len(h.records) > before:
             by_workers[workers] = h.records[-1]
     one, two = by_workers.get(1), by_workers.get(2)
@@ -121,8 +118,6 @@ def _s10_body(h: Harness, what: str):
 
 
 def s10(h: Harness, server: servers.Server, rnd: int) -> None:
-    from bench.scenarios import _case
-
     cases = [
         (f"HUP every {HUP_EVERY_S:g} s", "hup", servers.Target("s6_hello", "/", b"Hello, World!", workers=S10_WORKERS)),
         (f"--max-requests {MAX_REQUESTS}", "", servers.Target("s6_hello", "/", b"Hello, World!", workers=S10_WORKERS,
@@ -131,5 +126,5 @@ def s10(h: Harness, server: servers.Server, rnd: int) -> None:
          servers.Target("s6_hello", "/", b"Hello, World!", workers=S10_WORKERS, respawn=True)),
     ]
     for name, what, target in cases:
-        _case(h, "S10", f"wrk -c{S10_CLIENTS}, {S10_WORKERS} workers, {name}", server, rnd, "errors", "lower",
+        run_case(h, "S10", f"wrk -c{S10_CLIENTS}, {S10_WORKERS} workers, {name}", server, rnd, "errors", "lower",
               target, _s10_body(h, what))

@@ -1,4 +1,5 @@
-"""The scenarios S1–S8 of shared/SCENARIOS.md: what each one starts, sends, times and verifies.
+"""The scenarios S1–S8 of shared/SCENARIOS.md, and the suite's table of every scenario it runs
+(S9, S10, S12 and S13 live in modules of their own): what each one starts, sends, times and verifies.
 
 Owns the measurement of each scenario for one server in one round. Every case starts its server
 afresh (so peak RSS belongs to that case), verifies the bytes before trusting a number (a fast
@@ -14,7 +15,6 @@ import json
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -22,147 +22,21 @@ from typing import Callable
 import payloads
 import servers
 from bench import loadgen, procs, rawhttp, segments
-from bench.harness import Harness, NotServed, Record, StartError, measure_cpu, per_request_us, sha256
+from bench.harness import (FETCH_TIMEOUT_S, Harness, NotServed, Record, StartError, fail, fill_load, measure_cpu,
+                           per_request_us, recheck, run_case, sha256, verify_fetch, wrk_body)
+from bench.s9_s10 import s9, s10  # worker processes
+from bench.s12 import s12  # HAProxy and probe threads
+from bench.s13 import s13  # the PostgreSQL cluster
 
-FETCH_TIMEOUT_S = 30.0  # one fetch; a server iterating a bare bytes object per byte never ends
 FETCH_BUDGET_S = 60.0  # one series of fetches
-RECHECK_TIMEOUT_S = 5.0
 FETCH_MAX_COUNT = 5000
-SAMPLE_EVERY_S = 0.25  # a handful of requests beside thousands: no weight on the figures
-SAMPLE_TIMEOUT_S = 5.0
 S5_CLIENTS = (10, 100, 1000)
 S5_SLEEP_S = 0.1
 S7_CLIENTS = 16
 HTTPERF_RATE = 200
 
 
-# ---- shared helpers --------------------------------------------------------------------------
-
-def _case(h: Harness, sid: str, case: str, server: servers.Server, rnd: int, metric: str, better: str,
-          target: servers.Target, body: Callable[[procs.ServerProcess, Record], None]) -> None:
-    """Run one case: start the server, call body(proc, rec), record whatever happened."""
-    rec = Record(sid, case, server.name, rnd, metric, better)
-    try:
-        with h.serve(server, target) as (proc, settings):
-            rec.settings = settings
-            body(proc, rec)
-            if not proc.alive():
-                rec.status, rec.value = "failed", None
-                rec.note = (rec.note + "; " if rec.note else "") + f"server died: {proc.log_tail(2)}"
-    except NotServed as e:
-        rec.status, rec.note = "n/a", str(e)
-    except StartError as e:
-        rec.status, rec.note = "failed", str(e)
-    except (rawhttp.HttpError, OSError) as e:
-        rec.status, rec.value, rec.note = "failed", None, f"{type(e).__name__}: {e}"
-    h.add(rec)
-
-
-def _fail(rec: Record, why: str) -> None:
-    if rec.value is not None:
-        why += f" (measured {rec.value:,.4g} {rec.metric}, discarded)"
-    rec.status, rec.value, rec.verified = "failed", None, False
-    rec.note = f"{rec.note}; {why}" if rec.note else why
-
-
-def _verify_fetch(port: int, path: str, expect: bytes) -> tuple[rawhttp.Response | None, str]:
-    try:
-        r = rawhttp.get(port, path, timeout=FETCH_TIMEOUT_S)
-    except (rawhttp.HttpError, OSError) as e:
-        return None, f"verification fetch: {e}"
-    if r.status != 200:
-        return None, f"verification fetch: status {r.status}"
-    if r.body != expect:
-        return None, f"verification fetch: body {len(r.body)} bytes, sha256 differs" if len(r.body) == len(
-            expect) else f"verification fetch: body {len(r.body)} bytes, expected {len(expect)}"
-    return r, ""
-
-
-def _wrk_body(h: Harness, path: str, expect: bytes, connections: int, seconds: float | None = None,
-              warmup: bool = True, timeout_s: float = 2.0) -> Callable[[procs.ServerProcess, Record], None]:
-    def body(proc: procs.ServerProcess, rec: Record) -> None:
-        ref, why = _verify_fetch(proc.port, path, expect)
-        if ref is None:
-            return _fail(rec, why)
-        url = f"http://127.0.0.1:{proc.port}{path}"
-        if warmup and h.mode.warmup_s:
-            loadgen.wrk(url, connections, h.mode.warmup_s, None, timeout_s=timeout_s)
-        sampler = Sampler(proc.port, path, expect)
-        with measure_cpu(proc) as m:
-            sampler.start()
-            try:
-                res = loadgen.wrk(url, connections, seconds or h.mode.wrk_s, ref.wire_bytes, timeout_s=timeout_s)
-            finally:
-                sampler.finish()
-        _fill_load(rec, res, m)
-        rec.extra.update(samples_ok=sampler.ok, samples_wrong=sampler.wrong, samples_failed=sampler.failed)
-        if sampler.wrong:
-            _fail(rec, f"{sampler.wrong} of {sampler.ok + sampler.wrong} responses sampled during the run were "
-                       f"wrong: {sampler.first_wrong}")
-        rec.extra.update({k: res.detail.get(k) for k in ("p50_us", "p90_us", "p99_us", "max_us", "connect", "read",
-                                                        "write", "timeout", "status", "bytes_per_response")})
-        rec.extra["response_bytes"] = ref.wire_bytes
-        _recheck(proc, rec, path, expect)
-    return body
-
-
-class Sampler(threading.Thread):
-    """Fetches the path every SAMPLE_EVERY_S during a wrk run and compares the whole body: wrk
-    itself only counts bytes, and a server may answer correctly when idle and wrongly under load."""
-
-    def __init__(self, port: int, path: str, expect: bytes):
-        super().__init__(daemon=True)
-        self.port, self.path, self.expect = port, path, expect
-        self.ok = self.wrong = self.failed = 0
-        self.first_wrong = ""
-        self._stop_evt = threading.Event()
-
-    def run(self) -> None:
-        while not self._stop_evt.wait(SAMPLE_EVERY_S):
-            try:
-                r = rawhttp.get(self.port, self.path, timeout=SAMPLE_TIMEOUT_S)
-            except (rawhttp.HttpError, OSError):
-                self.failed += 1  # refused or slow under load: wrk's error counts say it already
-                continue
-            if r.status == 200 and r.body == self.expect:
-                self.ok += 1
-            else:
-                self.wrong += 1
-                self.first_wrong = self.first_wrong or f"status {r.status}, {len(r.body)} body bytes"
-
-    def finish(self) -> None:
-        self._stop_evt.set()
-        self.join(SAMPLE_TIMEOUT_S + 1)
-
-
-def _fill_load(rec: Record, res: loadgen.LoadResult, m: dict) -> None:
-    rec.value, rec.requests, rec.errors = res.rps, res.requests, res.errors
-    rec.cpu_us_per_req = per_request_us(m["cpu_s"], res.requests)
-    rec.peak_rss = m["peak_rss"]
-    rec.verified = res.verified
-    rec.note = res.note
-    if res.rps is None:
-        _fail(rec, "the load generator did not run")
-    elif not res.verified:
-        _fail(rec, "wrong bytes")
-
-
-def _recheck(proc: procs.ServerProcess, rec: Record, path: str, expect: bytes) -> None:
-    """After the load the server must still answer correctly. A wrong answer or a dead server
-    fails the case; a server still busy with a backlog (S5) only gets a note."""
-    if rec.status != "ok":
-        return
-    try:
-        r = rawhttp.get(proc.port, path, timeout=RECHECK_TIMEOUT_S)
-    except (rawhttp.HttpError, OSError) as e:
-        if proc.alive() and isinstance(e, rawhttp.HttpError) and "timed out" in str(e):
-            rec.note = (rec.note + "; " if rec.note else "") + f"still busy {RECHECK_TIMEOUT_S:g} s after the run"
-        else:
-            _fail(rec, f"after the run: {e}")
-        return
-    if r.status != 200 or r.body != expect:
-        _fail(rec, f"after the run: status {r.status}, body {len(r.body)} bytes")
-
+# ---- helpers of this module ------------------------------------------------------------------
 
 def _fetch_series(h: Harness, method: str, path: str, check: Callable[[rawhttp.Response], str], repeats: int,
                   payload: bytes | None = None, chunked: bool = False, keep_body: bool = True,
@@ -205,7 +79,7 @@ def _fetch_series(h: Harness, method: str, path: str, check: Callable[[rawhttp.R
         rec.extra["fetch_seconds"] = _spread(times)
         if problem or not times:
             rec.errors = 1
-            return _fail(rec, problem or "no fetch completed")
+            return fail(rec, problem or "no fetch completed")
         rec.value = statistics.median(times)
         rec.verified = True
     return body
@@ -274,7 +148,7 @@ def s1(h: Harness, server: servers.Server, rnd: int) -> None:
             probe = "/file/688128" if server.kind == "anchor" else "/list/688128"
             target = servers.Target("s1_bodies", probe, payloads.body_path("688128").read_bytes())
             label = {"bytes": "bare bytes", "list": "[bytes]", "file": "file_wrapper"}[how]
-            _case(h, "S1", f"{key} {label}", server, rnd, "s", "lower", target,
+            run_case(h, "S1", f"{key} {label}", server, rnd, "s", "lower", target,
                   _fetch_series(h, "GET", path, _body_check(size, expect_sha), h.mode.fetch_repeats))
 
 
@@ -291,15 +165,15 @@ def s2(h: Harness, server: servers.Server, rnd: int) -> None:
         if server.kind == "anchor" and not static:
             continue  # nginx only serves files
         target = servers.Target("s2_static", url, small_bytes, static=static)
-        _case(h, "S2", f"21 KiB, wrk -c100, {how}", server, rnd, "req/s", "higher", target,
-              _wrk_body(h, url, small_bytes, 100))
+        run_case(h, "S2", f"21 KiB, wrk -c100, {how}", server, rnd, "req/s", "higher", target,
+              wrk_body(h, url, small_bytes, 100))
         if "bytes" in how:
             continue  # httperf and the 1 GiB file: the file_wrapper and static paths only
 
         def httperf_body(proc: procs.ServerProcess, rec: Record, url: str = url) -> None:
-            ref, why = _verify_fetch(proc.port, url, small_bytes)
+            ref, why = verify_fetch(proc.port, url, small_bytes)
             if ref is None:
-                return _fail(rec, why)
+                return fail(rec, why)
             with measure_cpu(proc) as m:
                 res = loadgen.httperf(proc.port, url, h.mode.httperf_conns, HTTPERF_RATE, len(small_bytes))
             rec.value, rec.requests, rec.errors = res.rps, res.requests, res.errors
@@ -307,17 +181,17 @@ def s2(h: Harness, server: servers.Server, rnd: int) -> None:
             rec.peak_rss, rec.verified, rec.note = m["peak_rss"], res.verified, res.note
             rec.extra.update(res.detail, conns=h.mode.httperf_conns, rate=HTTPERF_RATE)
             if res.rps is None:
-                _fail(rec, "httperf did not run")
+                fail(rec, "httperf did not run")
             elif not res.verified:
-                _fail(rec, "wrong bytes")
+                fail(rec, "wrong bytes")
 
-        _case(h, "S2", f"21 KiB, httperf {h.mode.httperf_conns}@{HTTPERF_RATE}/s, {how}", server, rnd,
+        run_case(h, "S2", f"21 KiB, httperf {h.mode.httperf_conns}@{HTTPERF_RATE}/s, {how}", server, rnd,
               "replies", "higher", target, httperf_body)
 
         if h.mode.huge_file:
             huge = payloads.static_path(payloads.S2_HUGE)
             huge_path = f"/static/{payloads.S2_HUGE}"
-            _case(h, "S2", f"1 GiB file, {how}", server, rnd, "s", "lower", target,
+            run_case(h, "S2", f"1 GiB file, {how}", server, rnd, "s", "lower", target,
                   _fetch_series(h, "GET", huge_path, _body_check(huge.stat().st_size, _file_sha(huge)), 1,
                                 min_seconds=0))
 
@@ -329,7 +203,7 @@ def s3(h: Harness, server: servers.Server, rnd: int) -> None:
     expect_sha = sha256(text)
     for block in payloads.S3_BLOCKS:
         target = servers.Target("s3_stream", "/8192", text, unframed=True)
-        _case(h, "S3", f"2.5 MB in {block} B blocks", server, rnd, "s", "lower", target,
+        run_case(h, "S3", f"2.5 MB in {block} B blocks", server, rnd, "s", "lower", target,
               _fetch_series(h, "GET", f"/{block}", _body_check(len(text), expect_sha), max(h.mode.fetch_repeats, 5)))
 
 
@@ -339,18 +213,18 @@ def s4(h: Harness, server: servers.Server, rnd: int) -> None:
     target = servers.Target("s4_pong", "/pong", payloads.PONG)
 
     def ab_body(proc: procs.ServerProcess, rec: Record) -> None:
-        ref, why = _verify_fetch(proc.port, "/pong", payloads.PONG)
+        ref, why = verify_fetch(proc.port, "/pong", payloads.PONG)
         if ref is None:
-            return _fail(rec, why)
+            return fail(rec, why)
         with measure_cpu(proc) as m:
             res = loadgen.ab(f"http://127.0.0.1:{proc.port}/pong", 1, h.mode.s4_ab_requests, len(payloads.PONG))
-        _fill_load(rec, res, m)
-        _recheck(proc, rec, "/pong", payloads.PONG)
+        fill_load(rec, res, m)
+        recheck(proc, rec, "/pong", payloads.PONG)
 
-    _case(h, "S4", f"ab -c1 -n{h.mode.s4_ab_requests} (new connection each)", server, rnd, "req/s", "higher",
+    run_case(h, "S4", f"ab -c1 -n{h.mode.s4_ab_requests} (new connection each)", server, rnd, "req/s", "higher",
           target, ab_body)
-    _case(h, "S4", "wrk -t1 -c1 (keep-alive)", server, rnd, "req/s", "higher", target,
-          _wrk_body(h, "/pong", payloads.PONG, 1))
+    run_case(h, "S4", "wrk -t1 -c1 (keep-alive)", server, rnd, "req/s", "higher", target,
+          wrk_body(h, "/pong", payloads.PONG, 1))
 
     def seg_body(proc: procs.ServerProcess, rec: Record) -> None:
         res = segments.count_segments(proc.port, "/pong", h.mode.segment_requests)
@@ -362,10 +236,10 @@ def s4(h: Harness, server: servers.Server, rnd: int) -> None:
         rec.value = res["segments_per_response"]
         rec.verified = res["statuses"] == [200] and res["payload_bytes_per_response"] == res["wire_bytes_per_response"]
         if not rec.verified:
-            _fail(rec, f"statuses {res['statuses']}, captured {res['payload_bytes_per_response']} B/response, "
+            fail(rec, f"statuses {res['statuses']}, captured {res['payload_bytes_per_response']} B/response, "
                        f"received {res['wire_bytes_per_response']}")
 
-    _case(h, "S4", "TCP payload segments per response", server, rnd, "segments", "lower", target, seg_body)
+    run_case(h, "S4", "TCP payload segments per response", server, rnd, "segments", "lower", target, seg_body)
 
 
 # ---- S5: blocking app ------------------------------------------------------------------------
@@ -374,9 +248,9 @@ def s5(h: Harness, server: servers.Server, rnd: int) -> None:
     target = servers.Target("s5_sleepy", "/", b"HelloWorld", blocking=True)
     for clients in S5_CLIENTS:
         def body(proc: procs.ServerProcess, rec: Record, clients: int = clients) -> None:
-            _wrk_body(h, "/", b"HelloWorld", clients, warmup=False)(proc, rec)
+            wrk_body(h, "/", b"HelloWorld", clients, warmup=False)(proc, rec)
             rec.extra["ideal_rps"] = clients / S5_SLEEP_S
-        _case(h, "S5", f"{clients:,} clients (ideal {clients / S5_SLEEP_S:,.0f} req/s)", server, rnd, "req/s",
+        run_case(h, "S5", f"{clients:,} clients (ideal {clients / S5_SLEEP_S:,.0f} req/s)", server, rnd, "req/s",
               "higher", target, body)
 
 
@@ -384,19 +258,19 @@ def s5(h: Harness, server: servers.Server, rnd: int) -> None:
 
 def s6(h: Harness, server: servers.Server, rnd: int) -> None:
     target = servers.Target("s6_hello", "/", payloads.HELLO)
-    _case(h, "S6", "wrk -t1 -c64 (keep-alive)", server, rnd, "req/s", "higher", target,
-          _wrk_body(h, "/", payloads.HELLO, 64))
+    run_case(h, "S6", "wrk -t1 -c64 (keep-alive)", server, rnd, "req/s", "higher", target,
+          wrk_body(h, "/", payloads.HELLO, 64))
 
     def ab_body(proc: procs.ServerProcess, rec: Record) -> None:
-        ref, why = _verify_fetch(proc.port, "/", payloads.HELLO)
+        ref, why = verify_fetch(proc.port, "/", payloads.HELLO)
         if ref is None:
-            return _fail(rec, why)
+            return fail(rec, why)
         with measure_cpu(proc) as m:
             res = loadgen.ab(f"http://127.0.0.1:{proc.port}/", 64, h.mode.s6_ab_requests, len(payloads.HELLO))
-        _fill_load(rec, res, m)
-        _recheck(proc, rec, "/", payloads.HELLO)
+        fill_load(rec, res, m)
+        recheck(proc, rec, "/", payloads.HELLO)
 
-    _case(h, "S6", f"ab -c64 -n{h.mode.s6_ab_requests} (new connection each)", server, rnd, "req/s", "higher",
+    run_case(h, "S6", f"ab -c64 -n{h.mode.s6_ab_requests} (new connection each)", server, rnd, "req/s", "higher",
           target, ab_body)
 
 
@@ -410,9 +284,9 @@ def s7(h: Harness, server: servers.Server, rnd: int) -> None:
     try:
         with h.serve(server, target) as (proc, settings):
             base.settings = idle.settings = settings
-            _wrk_body(h, "/", payloads.HELLO, S7_CLIENTS)(proc, base)
+            wrk_body(h, "/", payloads.HELLO, S7_CLIENTS)(proc, base)
             rss_before = proc.sample().rss
-            holder = subprocess.Popen([sys.executable, str(Path(__file__).with_name("idle.py")), str(proc.port),
+            holder = subprocess.Popen([sys.executable, str(servers.BENCH / "run.py"), "idle", str(proc.port),
                                        str(n_idle), "/"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       text=True, start_new_session=True)
             try:
@@ -422,7 +296,7 @@ def s7(h: Harness, server: servers.Server, rnd: int) -> None:
                 idle.extra.update(rss_before=rss_before, rss_with_idle=rss_idle, rss_growth=rss_idle - rss_before)
                 if not proc.alive():
                     raise StartError(f"server died while opening idle connections: {proc.log_tail(2)}")
-                _wrk_body(h, "/", payloads.HELLO, S7_CLIENTS, warmup=False)(proc, idle)
+                wrk_body(h, "/", payloads.HELLO, S7_CLIENTS, warmup=False)(proc, idle)
                 holder.stdin.write("check\n")
                 holder.stdin.flush()
                 idle.extra.update(_read_json_line(holder, 30) or {})
@@ -490,13 +364,9 @@ def s8(h: Harness, server: servers.Server, rnd: int) -> None:
 
     for chunked in (False, True):
         how = "chunked" if chunked else "Content-Length"
-        _case(h, "S8", f"64 MiB upload, {how}", server, rnd, "s", "lower", target,
+        run_case(h, "S8", f"64 MiB upload, {how}", server, rnd, "s", "lower", target,
               _fetch_series(h, "POST", "/", check, h.mode.upload_repeats, payload=data, chunked=chunked))
 
-
-from bench.s12 import s12  # noqa: E402  (its own module: HAProxy and probe threads)
-from bench.s13 import s13  # noqa: E402  (its own module: the PostgreSQL cluster)
-from bench.s9_s10 import s9, s10  # noqa: E402  (worker processes)
 
 SCENARIOS: dict[str, Callable[[Harness, servers.Server, int], None]] = {
     "S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7, "S8": s8, "S9": s9, "S10": s10, "S12": s12, "S13": s13,

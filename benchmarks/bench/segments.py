@@ -102,22 +102,19 @@ def _wait_listening(dump: subprocess.Popen, timeout: float) -> bool:
         sel.close()
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description="TCP payload segments per HTTP response, server to client.")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("url", help="http://127.0.0.1:PORT/PATH")
     ap.add_argument("--requests", type=int, default=20)
     ap.add_argument("--new-connections", action="store_true", help="one connection per request")
     ap.add_argument("--close", action="store_true",
                     help="one connection per request, each asking `Connection: close` (the server closes)")
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     u = urlsplit(args.url)
     if u.hostname not in ("127.0.0.1", "localhost") or not u.port:
-        ap.error("give http://127.0.0.1:PORT/PATH (IPv4 loopback only)")
+        raise SystemExit("segments: give http://127.0.0.1:PORT/PATH (IPv4 loopback only)")
     res = count_segments(u.port, (u.path or "/") + (f"?{u.query}" if u.query else ""), args.requests,
                          args.new_connections, args.close)
     print(json.dumps(res))
     return 1 if "skipped" in res else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,7 +14,7 @@ warm-up: pools, caches, allocator arenas). Flat when RSS grows less than 1 MiB p
 descriptors and threads by less than 1 per minute; otherwise growing, with the slope shown.
 Errors of the load clients (a wrong byte, a failed upload) are counted and reported.
 
-    cd benchmarks && ../.venv/bin/python -m bench.soak [--minutes 10] [--out results/DATE-soak]
+    python3 benchmarks/run.py soak [--minutes 10] [--out results/DATE-soak]
 """
 
 from __future__ import annotations
@@ -37,9 +37,8 @@ APPS = BENCH / "apps"
 sys.path.insert(0, str(APPS))
 import payloads  # noqa: E402
 from bench.loadgen import wrk  # noqa: E402
-from bench.s11 import env_for, wait_ready  # noqa: E402
+from bench.harness import SG, env_for, wait_ready  # noqa: E402
 
-SG = ROOT / ".venv" / "bin" / "python"
 SAMPLE_EVERY_S = 10
 WARMUP_S = 60
 RSS_MIB_PER_MIN = 1.0
@@ -173,11 +172,12 @@ class Clients:
                 s.close()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--out", type=Path)
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     payloads.ensure()
     port = socket.socket()
     port.bind(("127.0.0.1", 0))
@@ -241,9 +241,5 @@ def main() -> None:
         (args.out / "soak.json").write_text(json.dumps(
             {"samples": [{**s, "t": s["t"] - start} for s in samples], "slopes": slopes,
              "flat": flat, "clients": clients.counts}, indent=1))
-        (args.out / "soak.md").write_text(report + "\n\ncommand: cd benchmarks && "
-                                          f"../.venv/bin/python -m bench.soak --minutes {args.minutes:g}\n")
-
-
-if __name__ == "__main__":
-    main()
+        (args.out / "soak.md").write_text(report + "\n\ncommand: "
+                                          f"python3 benchmarks/run.py soak --minutes {args.minutes:g}\n")

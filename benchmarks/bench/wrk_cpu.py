@@ -6,40 +6,26 @@ runs `wrk -t1 -cC -dD` once per server and connection count, rotating the order,
 server's CPU time (user + system of all its threads, `bench.procs.cpu_seconds`) around the run.
 Prints medians. Bytes are verified by `bench.loadgen.wrk` (a fast wrong answer is a failure).
 
-    cd benchmarks && python3 -m bench.wrk_cpu NAME=PORT,PATH,PID[,MIN_BODYLEN] ... \
+    python3 benchmarks/run.py wrk-cpu NAME=PORT,PATH,PID[,MIN_BODYLEN] ... \
         [--conns 4,16,100] [--seconds 3] [--rounds 3]
 """
 
 import argparse
-import socket
 import statistics
 
 from bench.loadgen import wrk
+from bench.harness import response_size
 from bench.procs import cpu_seconds
 
 
-def response_size(port: int, path: str) -> int:
-    """Bytes of one whole keep-alive response (head + body), for wrk's byte check."""
-    with socket.create_connection(("127.0.0.1", port)) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += s.recv(65536)
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = int(next(ln.split(b":", 1)[1] for ln in head.split(b"\r\n")
-                          if ln.lower().startswith(b"content-length:")))
-        while len(body) < length:
-            body += s.recv(65536)
-        return len(head) + 4 + length
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("targets", nargs="+", help="NAME=PORT,PATH,PID[,MIN_BODYLEN]")
     ap.add_argument("--conns", default="4,16,100")
     ap.add_argument("--seconds", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
+
+
+def main(args: argparse.Namespace) -> int | None:
     targets = []
     for t in args.targets:
         name, rest = t.split("=", 1)
@@ -71,7 +57,3 @@ def main() -> None:
             print(f"c{c:<4d} {name:22s} {statistics.median(rps):9.0f} req/s  "
                   f"CPU {statistics.median(cpu):6.1f} µs/req  p99 {statistics.median(p99):7.1f} ms  (cpu rounds: "
                   f"{', '.join(f'{x:.1f}' for x in cpu)})")
-
-
-if __name__ == "__main__":
-    main()

@@ -14,7 +14,9 @@ use sluicegate_proto::RequestHead;
 
 use super::out_queue::OutQueue;
 use super::read_buf::ReadBuf;
-use super::stream::{Peer, Stream};
+use super::stream::Stream;
+use super::transport::Transport;
+use crate::peer::Peer;
 
 /// What a connection speaks, from its listener (`--bind proxy:…`, `uwsgi:…`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +119,13 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// The connection as the thread that runs its request reads and writes it
+    /// (`io::transport`).
+    #[inline]
+    pub fn transport(&self) -> Transport {
+        Transport::of(&self.stream)
+    }
+
     pub fn new(stream: Stream, token: usize, listener: usize, peer: Peer) -> Conn {
         Conn {
             stream,
@@ -148,8 +157,8 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     /// A connection's own footprint matters with 10,000 idle keep-alive connections: 288 bytes
-    /// in a release build, 304 in a test build (with the 8-byte `woke_away` pointer of issue
-    /// 17's quiet returns, plus its 24-byte flag allocation; and issue 11/12's `wire` and the
+    /// in a release build, 304 in a test build (with the 8-byte `woke_away` pointer of the
+    /// pool's quiet returns, plus its 24-byte flag allocation; and the connection's `wire` and the
     /// 8-byte pointer to a pending access log line). This catches accidental growth.
     #[test]
     fn conn_stays_small() {

@@ -1,0 +1,136 @@
+//! Accepting: one connection per round (see the parent module on why), TCP_NODELAY checked on
+//! the first connection of a listener (`io::listen`), and the deferral that leaves connections
+//! to less loaded workers (`io::balance`).
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+
+use crate::io::balance::{DEFER, DEFER_LIMIT};
+use crate::io::listen::{ListenSocket, Nodelay};
+
+use super::*;
+
+impl LoopState {
+    /// The deferral is over: if a connection still waits on a listener the others did not
+    /// take it, so look again (and take it after `DEFER_LIMIT` looks); if none waits, forget
+    /// it (a new connection wakes the loop as usual).
+    pub(super) fn look_again_at_deferred(&mut self, ctx: &LoopCtx) {
+        self.deferred_until = None;
+        let listeners = std::mem::take(&mut self.deferred);
+        let mut waiting = false;
+        for index in listeners {
+            if self.listener_has_waiting(index) {
+                waiting = true;
+                self.deferred_looks += 1;
+                self.accept(index, ctx);
+            }
+        }
+        if !waiting || self.deferred.is_empty() {
+            self.deferred_looks = 0;
+        }
+    }
+
+    /// Whether a connection waits in this listener's backlog.
+    fn listener_has_waiting(&self, index: usize) -> bool {
+        match &self.listeners[index] {
+            Some(ListenSocket::Tcp(l, _)) => readable_now(l.as_raw_fd()),
+            Some(ListenSocket::Unix(l)) => readable_now(l.as_raw_fd()),
+            None => false,
+        }
+    }
+
+    /// Accept one connection from a listener and look at it at once (its request is usually
+    /// there already); if one came, the listener is tried again once the ready queue is empty.
+    pub(super) fn accept(&mut self, index: usize, ctx: &LoopCtx) {
+        if let Some(b) = &self.balance {
+            if self.deferred_looks < DEFER_LIMIT && !b.may_accept(self.conns.len()) {
+                // Leave it to a less loaded worker; look again shortly (module doc of
+                // `io::balance`).
+                if !self.deferred.contains(&index) {
+                    self.deferred.push(index);
+                }
+                self.deferred_until
+                    .get_or_insert_with(|| Instant::now() + DEFER);
+                return;
+            }
+        }
+        loop {
+            if ctx.shutting_down() {
+                return;
+            }
+            let res = match &mut self.listeners[index] {
+                Some(ListenSocket::Tcp(l, nodelay)) => l.accept().map(|(s, a)| {
+                    match *nodelay {
+                        Nodelay::Inherited => {}
+                        Nodelay::Unchecked => {
+                            *nodelay = if s.nodelay().unwrap_or(false) {
+                                Nodelay::Inherited
+                            } else {
+                                let _ = s.set_nodelay(true);
+                                Nodelay::PerConnection
+                            };
+                        }
+                        Nodelay::PerConnection => {
+                            let _ = s.set_nodelay(true);
+                        }
+                    }
+                    (Stream::Tcp(s), Peer::Ip(a))
+                }),
+                Some(ListenSocket::Unix(l)) => {
+                    l.accept().map(|(s, _)| (Stream::Unix(s), Peer::Unix))
+                }
+                None => return,
+            };
+            match res {
+                Ok((stream, peer)) => {
+                    if let Some(refused) = self.fd_exhausted.take() {
+                        eprintln!(
+                            "sluicegate: accepting again after {refused} attempt(s) refused for lack of file descriptors"
+                        );
+                    }
+                    let entry = self.conns.vacant_entry();
+                    let token = entry.key();
+                    let mut conn = Box::new(Conn::new(stream, token, index, peer));
+                    conn.wire = ctx.settings.wires[index];
+                    conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
+                    entry.insert(Slot::Here(conn));
+                    if let Some(b) = &self.balance {
+                        b.publish(self.conns.len());
+                    }
+                    ctx.counters.accepted.fetch_add(1, Ordering::Relaxed);
+                    ctx.counters
+                        .by_request
+                        .open_connections
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.unregistered.push(token);
+                    self.ready.push_back((token, ReadHint::Readable));
+                    self.accept_again.push(index);
+                    return;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
+                        // Out of descriptors: stop accepting until the next sweep instead of
+                        // spinning; queued clients wait in the backlog.
+                        self.accept_paused = true;
+                        ctx.counters.fd_exhausted.fetch_add(1, Ordering::Relaxed);
+                        match &mut self.fd_exhausted {
+                            Some(n) => *n += 1,
+                            None => {
+                                self.fd_exhausted = Some(1);
+                                log_io_error(
+                                    "accept (out of file descriptors; paused, retried at each sweep, logged once until accepting works again)",
+                                    &e,
+                                );
+                            }
+                        }
+                        return;
+                    }
+                    // ECONNABORTED and friends concern one client only.
+                    continue;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! Static files served by the event loop itself (`--static URL_PREFIX=DIRECTORY`), without
+//! Python: the I/O half. Every decision (is the path safe, which representation, Range,
+//! conditional requests, the response head) is the proto crate's `files` module; this module
+//! only opens, stats and queues the file for `sendfile(2)` through the connection's output
+//! queue, so memory stays flat whatever the file size and a slow download holds no thread.
+//!
+//! Opening is confined to the mount: `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` from the
+//! mount's directory descriptor, so neither `..` nor a symlink can leave it (the URL was already
+//! refused if it had dot segments); a mount with `follow-symlinks` opens with plain `openat`
+//! (symlinks may then point anywhere, which is what that setting asks for). Kernels without
+//! openat2 fall back to opening segment by segment with O_NOFOLLOW.
+//!
+//! No cache: an open + fstat per request is what nginx does without `open_file_cache`, and
+//! files changed on disk are seen at once (measured in BENCHMARKS.md, S2).
+
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use sluicegate_proto::files::{
+    plan, plan_not_found, plan_redirect_to_slash, resolve, FileMeta, MountOptions, Representations,
+    Resolved, ServerFields,
+};
+use sluicegate_proto::h1::response::OwnAnswer;
+use sluicegate_proto::RequestHead;
+
+use super::out_queue::{OutQueue, CORK_MIN};
+use crate::config::MountConfig;
+use crate::http_date::http_date;
+
+/// One mount, ready to serve.
+struct Mount {
+    prefix: Vec<u8>,
+    dir: OwnedFd,
+    opts: MountOptions,
+    follow_symlinks: bool,
+}
+
+/// All static mounts of a server.
+pub struct StaticFiles {
+    /// Longest prefix first, so `/static/img` wins over `/static`.
+    mounts: Vec<Mount>,
+    fallthrough: bool,
+}
+
+/// What the static path did with a request.
+pub enum StaticOutcome {
+    /// Not under any mount (or no file and fallthrough is on): the app answers.
+    NotStatic,
+    /// Answered: the head (and a sendfile range) are in the output queue.
+    Served(OwnAnswer),
+}
+
+fn open_dir(path: &str) -> std::io::Result<OwnedFd> {
+    let c = CString::new(path).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    // SAFETY: a valid NUL-terminated path; the result is checked and owned below.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Flags for every file the static path opens: read-only, and O_NONBLOCK so a FIFO planted in a
+/// mount cannot block the event loop (it is then refused as not a regular file).
+const OPEN_FLAGS: i32 = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
+
+/// Open `rel` (segments joined with '/') under `dir`, never leaving it.
+fn open_beneath(dir: RawFd, rel: &[u8], follow_symlinks: bool) -> Option<File> {
+    let c = CString::new(rel).ok()?;
+    let fd = if follow_symlinks {
+        // SAFETY: dir is an open directory fd, c a valid relative path.
+        unsafe { libc::openat(dir, c.as_ptr(), OPEN_FLAGS) }
+    } else {
+        // SAFETY: open_how is plain data; all-zero is its documented default.
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = OPEN_FLAGS as u64;
+        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+        // SAFETY: openat2 with a valid dir fd, path and a fully initialised open_how of the
+        // size we pass.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir,
+                c.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        } as i32;
+        if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            return open_nofollow_walk(dir, rel);
+        }
+        fd
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd is a fresh descriptor nothing else owns.
+    Some(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Fallback for kernels without openat2: open each segment with O_NOFOLLOW, so no symlink is
+/// followed at all.
+fn open_nofollow_walk(dir: RawFd, rel: &[u8]) -> Option<File> {
+    let segments: Vec<&[u8]> = rel.split(|&b| b == b'/').collect();
+    let mut current: Option<OwnedFd> = None;
+    for (i, seg) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        let c = CString::new(*seg).ok()?;
+        let base = current.as_ref().map_or(dir, |f| f.as_raw_fd());
+        let flags = if last {
+            OPEN_FLAGS | libc::O_NOFOLLOW
+        } else {
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC
+        };
+        // SAFETY: base is an open directory fd, c a single path segment.
+        let fd = unsafe { libc::openat(base, c.as_ptr(), flags) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: fd is a fresh descriptor nothing else owns.
+        current = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+    }
+    current.map(File::from)
+}
+
+/// Regular-file metadata, or None for anything else.
+fn regular_meta(f: &File) -> Option<FileMeta> {
+    // SAFETY: an all-zero stat is a valid out-parameter.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: f is open; st is a valid out-pointer.
+    if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
+        return None;
+    }
+    if (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
+        return None;
+    }
+    Some(FileMeta {
+        size: st.st_size as u64,
+        mtime_secs: st.st_mtime,
+        mtime_nanos: st.st_mtime_nsec as u32,
+        inode: st.st_ino,
+    })
+}
+
+fn is_directory(f: &File) -> bool {
+    // SAFETY: as in regular_meta.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: f is open; st is a valid out-pointer.
+    unsafe {
+        libc::fstat(f.as_raw_fd(), &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFDIR
+    }
+}
+
+impl StaticFiles {
+    /// Open every mount's directory. An unreadable directory is a startup error.
+    pub fn new(mounts: &[MountConfig], fallthrough: bool) -> Result<Option<StaticFiles>, String> {
+        if mounts.is_empty() {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for m in mounts {
+            let dir = open_dir(&m.directory)
+                .map_err(|e| format!("--static {}={}: {e}", m.prefix, m.directory))?;
+            let opts = MountOptions {
+                allow_dotfiles: m.dotfiles,
+                index: m.index.as_ref().map(|i| i.as_bytes().into()),
+                max_age: m.max_age,
+                immutable: m.immutable,
+            };
+            opts.validate()
+                .map_err(|e| format!("--static {}={}: {e}", m.prefix, m.directory))?;
+            // A root mount "/" is an empty prefix for matching purposes.
+            let prefix = if m.prefix == "/" {
+                Vec::new()
+            } else {
+                m.prefix.as_bytes().to_vec()
+            };
+            out.push(Mount {
+                prefix,
+                dir,
+                opts,
+                follow_symlinks: m.follow_symlinks,
+            });
+        }
+        out.sort_by_key(|m| std::cmp::Reverse(m.prefix.len()));
+        Ok(Some(StaticFiles {
+            mounts: out,
+            fallthrough,
+        }))
+    }
+
+    /// Serve `head` if it is under a mount. The response goes into `out`.
+    pub fn serve(&self, head: &RequestHead, out: &mut OutQueue, server: &[u8]) -> StaticOutcome {
+        let path = head.path();
+        for m in &self.mounts {
+            match resolve(&m.prefix, path, &m.opts) {
+                Resolved::NotMounted => continue,
+                Resolved::Refused(_) => return self.not_found(head, out, server),
+                Resolved::File(rp) => {
+                    let Some(file) =
+                        open_beneath(m.dir.as_raw_fd(), rp.as_bytes(), m.follow_symlinks)
+                    else {
+                        return self.not_found(head, out, server);
+                    };
+                    if is_directory(&file) {
+                        // A directory named without its trailing '/': redirect to the '/' form
+                        // (whose index, if any, is then served), as nginx does, so that relative
+                        // links in the index page resolve under the directory.
+                        return self.redirect_to_slash(head, out, server);
+                    }
+                    let name_owned: Vec<u8> = rp.file_name().to_vec();
+                    let rel_owned: Vec<u8> = rp.as_bytes().to_vec();
+                    let Some(identity) = regular_meta(&file) else {
+                        return self.not_found(head, out, server);
+                    };
+                    // Precompressed siblings are looked for on every request, whatever the client
+                    // accepts: their existence alone makes the answer vary on Accept-Encoding.
+                    let sibling = |suffix: &[u8]| -> Option<(File, FileMeta)> {
+                        let mut rel = rel_owned.clone();
+                        rel.extend_from_slice(suffix);
+                        let f = open_beneath(m.dir.as_raw_fd(), &rel, m.follow_symlinks)?;
+                        let meta = regular_meta(&f)?;
+                        Some((f, meta))
+                    };
+                    let br = sibling(b".br");
+                    let gz = sibling(b".gz");
+                    let reps = Representations {
+                        identity,
+                        br: br.as_ref().map(|(_, m)| *m),
+                        gzip: gz.as_ref().map(|(_, m)| *m),
+                    };
+                    let date = http_date();
+                    let mut buf = Vec::with_capacity(512);
+                    let p = plan(
+                        head,
+                        &name_owned,
+                        &reps,
+                        &m.opts,
+                        &ServerFields {
+                            date: &date,
+                            server,
+                        },
+                        &mut buf,
+                    );
+                    let cork = p.body.is_some_and(|r| r.len >= CORK_MIN);
+                    if cork {
+                        out.push_cork(true);
+                    }
+                    out.push_owned(buf);
+                    let mut body_bytes = p.text_body;
+                    if let Some(range) = p.body {
+                        let f = match p.encoding.file_suffix() {
+                            b".br" => br.map(|(f, _)| f),
+                            b".gz" => gz.map(|(f, _)| f),
+                            _ => Some(file),
+                        };
+                        if let Some(f) = f {
+                            out.push_file(f, range.offset, range.len);
+                            body_bytes = range.len;
+                        }
+                    }
+                    if cork {
+                        out.push_cork(false);
+                    }
+                    return StaticOutcome::Served(OwnAnswer {
+                        status: p.status,
+                        keep_alive: p.keep_alive,
+                        body_bytes,
+                    });
+                }
+            }
+        }
+        StaticOutcome::NotStatic
+    }
+
+    fn not_found(&self, head: &RequestHead, out: &mut OutQueue, server: &[u8]) -> StaticOutcome {
+        if self.fallthrough {
+            return StaticOutcome::NotStatic;
+        }
+        let date = http_date();
+        let mut buf = Vec::with_capacity(256);
+        let p = plan_not_found(
+            head,
+            &ServerFields {
+                date: &date,
+                server,
+            },
+            &mut buf,
+        );
+        out.push_owned(buf);
+        StaticOutcome::Served(OwnAnswer {
+            status: p.status,
+            keep_alive: p.keep_alive,
+            body_bytes: p.text_body,
+        })
+    }
+
+    /// 301 to the same path with a trailing '/' (decided by `plan_redirect_to_slash`).
+    fn redirect_to_slash(
+        &self,
+        head: &RequestHead,
+        out: &mut OutQueue,
+        server: &[u8],
+    ) -> StaticOutcome {
+        let date = http_date();
+        let mut buf = Vec::with_capacity(256);
+        let p = plan_redirect_to_slash(
+            head,
+            &ServerFields {
+                date: &date,
+                server,
+            },
+            &mut buf,
+        );
+        out.push_owned(buf);
+        StaticOutcome::Served(OwnAnswer {
+            status: p.status,
+            keep_alive: p.keep_alive,
+            body_bytes: p.text_body,
+        })
+    }
+}

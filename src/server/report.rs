@@ -1,0 +1,132 @@
+//! What the server tells about itself: the readings the counter table renders as `stats()` and
+//! as the Prometheus text of `/metrics` (`observe::table`), the in-flight requests of
+//! `/debug/requests`, and the `--timeout` watcher's log lines, each with
+//! the Python stack of the thread that runs the stuck call.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pyo3::prelude::*;
+
+use super::drive::Shared;
+use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT};
+use crate::observe::table::{AdmissionReadings, Readings};
+use crate::wsgi::deadline::Deadlines;
+
+/// The `--timeout` watcher's thread: answers calls past the deadline (`wsgi::deadline`), then
+/// logs each once with the Python stack of the thread running it.
+pub(super) fn watch_deadlines(shared: &Shared, deadlines: &Deadlines) {
+    let bridge = &shared.bridge;
+    deadlines.watch(
+        || error_answer(GATEWAY_TIMEOUT, bridge.server_header),
+        |expired| {
+            Python::attach(|py| {
+                for e in expired {
+                    let what = if e.answered {
+                        "answered 504 Gateway Timeout"
+                    } else {
+                        "the response had begun: connection closed"
+                    };
+                    bridge.log_error(
+                        py,
+                        &format!(
+                            "{} still in the app after {:.1}s (--timeout): {what}; the call keeps \
+                             its thread until it returns. Where it is:\n{}",
+                            e.label,
+                            e.age.as_secs_f64(),
+                            python_stack(py, e.thread)
+                        ),
+                    );
+                }
+            })
+        },
+    );
+}
+
+/// What `stats()` and `GET /metrics` read (`observe::table`, which renders both): the loop's
+/// counters, and copies of what the scheduler, the pool, the `--timeout` watcher and the access
+/// log keep.
+pub(super) fn readings(s: &Shared) -> Readings<'_> {
+    let cfg = &s.bridge.config;
+    let (app_timeouts, stuck_calls, app_calls_in_flight) = match &s.bridge.deadlines {
+        Some(d) => (
+            d.expired_total(),
+            d.stuck() as u64,
+            d.in_flight_count() as u64,
+        ),
+        None => (0, 0, 0),
+    };
+    let pool = s.try_pool();
+    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    Readings {
+        counters: s.bridge.counters(),
+        app_timeouts,
+        stuck_calls,
+        app_calls_in_flight,
+        inline_calls: l(&s.sched.inline_calls),
+        dispatched_calls: l(&s.sched.dispatched_calls),
+        takeovers: l(&s.sched.takeovers),
+        handoffs: l(&s.sched.handoffs),
+        preemptions: l(&s.sched.preemptions),
+        mode: s.sched.mode_name(),
+        threads: pool.as_ref().map_or(0, |p| p.threads() as u64),
+        busy_threads: pool.as_ref().map_or(0, |p| p.busy() as u64),
+        admission: pool.as_ref().map(|p| {
+            let (limit, runnable, queued_now, a) = p.admission();
+            AdmissionReadings {
+                max_runnable: limit as u64,
+                runnable_short: runnable[0] as u64,
+                runnable_long: runnable[1] as u64,
+                runnable_short_peak: a.runnable_peak[0] as u64,
+                runnable_long_peak: a.runnable_peak[1] as u64,
+                queue: queued_now as u64,
+                waits: a.queued,
+                demotions: a.demoted,
+                lengthened: a.lengthened,
+                admitted_blocking: a.admitted_blocking,
+                fast_first: a.fast_first,
+            }
+        }),
+        access_log_dropped: s.ctx().settings.access_log.as_ref().map(|l| l.dropped()),
+        // With worker processes each worker has its own listener and says which it is.
+        worker: (cfg.balance_fd >= 0).then_some(cfg.balance_slot as u32),
+    }
+}
+
+/// `GET /debug/requests`: every app call in flight, oldest first, with its age and the Python
+/// stack of the thread running it.
+pub(super) fn render_in_flight(s: &Shared) -> String {
+    let Some(d) = &s.bridge.deadlines else {
+        return String::new();
+    };
+    let mut calls = d.in_flight();
+    calls.sort_by_key(|c| std::cmp::Reverse(c.2));
+    Python::attach(|py| {
+        let mut out = format!("{} app call(s) in flight\n", calls.len());
+        for (label, thread, age, stuck) in calls {
+            out.push_str(&format!(
+                "\n{label}  age {:.3}s{}  thread {thread}\n{}",
+                age.as_secs_f64(),
+                if stuck { "  (past --timeout)" } else { "" },
+                python_stack(py, thread)
+            ));
+        }
+        out
+    })
+}
+
+/// The Python stack of the thread `ident` (`threading.get_ident()`), formatted as a traceback.
+pub(super) fn python_stack(py: Python<'_>, ident: u64) -> String {
+    let stack = || -> PyResult<String> {
+        let frames = py.import("sys")?.call_method0("_current_frames")?;
+        let frame = frames.get_item(ident)?;
+        let lines = py
+            .import("traceback")?
+            .call_method1("format_stack", (frame,))?;
+        let joined: String = pyo3::types::PyString::new(py, "")
+            .call_method1("join", (lines,))?
+            .extract()?;
+        Ok(joined)
+    };
+    stack()
+        .unwrap_or_else(|_| "  (no Python frame: the thread is outside the interpreter)\n".into())
+}

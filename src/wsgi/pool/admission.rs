@@ -1,0 +1,654 @@
+//! Admission to the pool: how many app calls may run Python at once, which request goes next,
+//! and when a call stops counting.
+//!
+//! Why: with the GIL, only one thread runs Python at a time. An elastic pool that gives every
+//! queued request its own thread turns a burst of short calls into a convoy: measured on a
+//! 21 KB file app at 100 clients, 105 threads cost 151 µs of server CPU per request against
+//! 27–33 µs with one or two admitted (futex wake-ups and GIL hand-offs between threads that all
+//! want the interpreter). Blocking apps still need many threads: 1,000 sleeping requests need
+//! 1,000 threads. And a short request must not wait behind long CPU-bound ones (a
+//! health check or a fast page behind a slow report).
+//!
+//! So calls come in two classes, by what their route (the request path) took recently:
+//! *short* (under `LONG_CALL`, or never seen) and *long*. Each class may have at most `limit`
+//! calls that count as *runnable*; the others wait in their class's FIFO queue, and a thread
+//! that finishes a call takes the next admitted one itself (no wake-up). Short calls go first.
+//! A call stops counting against its class when:
+//! - it is seen *blocked*: over whole look windows its thread used almost no CPU and is
+//!   waiting in a system call other than `futex` (a sleep, a socket, a database), or in `futex`
+//!   while the interpreter was mostly idle (app threads together used under half the window: a
+//!   Python lock). A call waiting for the GIL uses no CPU either, and sleeps in the kernel, but
+//!   in `futex` while someone else runs Python: admitting more then would only lengthen the
+//!   convoy. A thread in no system call is runnable (the machine was busy): never demoted.
+//! - a short call runs past `LONG_CALL`: it moves to the long class, so the short class's room
+//!   is back within `LONG_CALL` whatever the app does.
+//!
+//! A route is marked long by CPU, not by wall time alone: a call seen using `COMPUTING_CPU` of
+//! its thread's CPU holds the interpreter for whole switch intervals. A short call that passes
+//! `LONG_CALL` of wall time while the other app threads used over four times its CPU was
+//! waiting for the GIL behind a long call: it moves class to give its room back, but its time
+//! says nothing of its route and is not recorded. (One that computed, shared the interpreter,
+//! or was slowed by a busy machine, where every app thread gets little CPU, is marked long,
+//! as its wall time says.) Measured (S12, HAProxy checking `/hello` beside 16 clients of a 30 ms
+//! computing route): when such a wait marked `/hello` long, the next checks queued behind the
+//! long class and timed out (5 UP→DOWN in 30 s); see `docs/architecture.md`.
+//!
+//! So 100 CPU-bound requests to one slow route run `limit` at a time, never 100 threads; a
+//! fast request behind them waits at most `LONG_CALL` plus a look; 1,000 sleeping requests get
+//! 1,000 threads (each demoted within a few looks).
+//!
+//! This module holds the bookkeeping and the judgements as plain data and functions (no
+//! threads, no clocks: unit-tested below); `wsgi::pool` applies them under its lock, and its
+//! watcher thread reads the clocks.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Default `--max-runnable`: measured on hello world and a 21 KB file app at 4–100 clients, one
+/// admitted call per class costs the least CPU (no GIL contention between admitted calls at
+/// all); see docs/architecture.md.
+pub const DEFAULT_LIMIT: usize = 1;
+
+/// A call that has run this long (wall time) is long: its route's next requests queue in the
+/// long class. Two CPython switch intervals: beyond it, the interpreter time-slices anyway.
+pub const LONG_CALL: Duration = Duration::from_millis(10);
+
+/// CPU a call must be seen using before its route is marked long: one CPython switch interval
+/// (5 ms). A call that used less while its wall time passed `LONG_CALL` was mostly waiting.
+pub const COMPUTING_CPU: Duration = Duration::from_millis(5);
+
+/// A look window's share of CPU below which an admitted call counts as not running (1/10).
+const STALLED_CPU_SHARE: u32 = 10;
+/// App threads' CPU over a window below this share of it (1/2) means the interpreter was
+/// mostly idle: the calls that did not run were waiting for something else than the GIL.
+const IDLE_APP_SHARE: u32 = 2;
+/// Looks in a row that must find a call stalled before it is demoted: one window could be a
+/// moment when the OS ran other processes on every core.
+pub const STALLED_LOOKS: u32 = 2;
+/// Looks in a row (about 100 ms) before a call waiting in `futex` while the interpreter looks
+/// idle is demoted. On a machine whose cores are all busy, a call waiting for the GIL can look
+/// like that for a while (the GIL's holder is not scheduled, so app threads use little CPU);
+/// a call waiting on a Python lock (an event another request sets) must still be demoted
+/// eventually, or the request that would release it could wait behind it.
+pub const LOCK_LOOKS: u32 = 400;
+
+/// One call in this many to a route seen blocking is admitted like any other (counted, and
+/// watched): if it is watched over `STALLED_LOOKS` windows without being seen blocked and
+/// finishes, the route is no longer blocking. So one call that happened to wait (or a route
+/// that changed) does not exempt a route for ever. Only when its class has room: a call that
+/// is judged again must not wait in a queue for it.
+const PROBATION_EVERY: u32 = 32;
+
+/// Routes remembered (a direct-mapped table: a route that collides with another replaces it,
+/// and an unknown route is short, so the table's size bounds memory, not correctness).
+const ROUTES: usize = 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    Short = 0,
+    Long = 1,
+    /// A route whose calls were seen blocked: admitted at once, not counted (its calls spend
+    /// their time waiting, and judging each one first would cap the rate at one admission per
+    /// look: measured, 945 req/s for 1,000 clients of an app that sleeps 0.1 s).
+    Blocking = 2,
+}
+
+/// The counts and the queues behind admission (the pool keeps it under its lock). `J` is the
+/// queued job; each carries its route's hash.
+pub struct Admission<J> {
+    /// Most calls per class that count as runnable (0: no limit, every call is admitted).
+    limit: usize,
+    runnable: [usize; 3],
+    queues: [VecDeque<(J, u64)>; 2],
+    /// Calls admitted in the blocking class (uncounted) that wait for a thread: calls to a
+    /// blocking route when none was free, and calls that were queued in the short or long
+    /// class when their route was seen blocking. They go before the queues, as the route's new
+    /// calls would.
+    released: VecDeque<(J, u64)>,
+    /// Per route: (hash, recent wall time in µs, smoothed; seen blocked).
+    routes: Vec<(u64, u32, bool)>,
+    /// Calls classified as blocking (for `PROBATION_EVERY`).
+    blocking_seen: u32,
+    pub stats: AdmissionStats,
+}
+
+/// What the server's `stats` report about admission.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AdmissionStats {
+    /// The most calls of each class that counted as runnable at once. The short class's never
+    /// passes the limit; the long class's can, by calls that became long while running.
+    pub runnable_peak: [usize; 3],
+    /// Calls admitted at once because their route was seen blocking.
+    pub admitted_blocking: u64,
+    /// Calls that waited in a queue before being admitted.
+    pub queued: u64,
+    /// Calls seen blocked, which stopped counting as runnable.
+    pub demoted: u64,
+    /// Short calls that ran past `LONG_CALL` and moved to the long class.
+    pub lengthened: u64,
+    /// Long calls that waited for admitted fast calls to go first (`wsgi::pool`).
+    pub fast_first: u64,
+}
+
+impl<J> Admission<J> {
+    pub fn new(limit: usize) -> Admission<J> {
+        Admission {
+            limit,
+            runnable: [0, 0, 0],
+            queues: [VecDeque::new(), VecDeque::new()],
+            released: VecDeque::new(),
+            routes: vec![(0, 0, false); ROUTES],
+            blocking_seen: 0,
+            stats: AdmissionStats::default(),
+        }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub fn runnable(&self, class: Class) -> usize {
+        self.runnable[class as usize]
+    }
+
+    pub fn queued_now(&self) -> usize {
+        self.queues[0].len() + self.queues[1].len() + self.released.len()
+    }
+
+    /// The class of a request to `route`, from what its recent calls took.
+    pub fn class_of(&self, route: u64) -> Class {
+        let (hash, micros, blocking) = self.routes[route as usize % ROUTES];
+        if hash != route {
+            Class::Short
+        } else if blocking {
+            Class::Blocking
+        } else if u128::from(micros) >= LONG_CALL.as_micros() {
+            Class::Long
+        } else {
+            Class::Short
+        }
+    }
+
+    /// The class a new request to `route` is admitted in, and whether it is judged again:
+    /// `class_of`, except that one in `PROBATION_EVERY` blocking calls is judged again like any
+    /// other when its class has room (`true`: the caller must have it watched, see
+    /// [`Admission::unblocked`]).
+    pub fn classify(&mut self, route: u64) -> (Class, bool) {
+        let class = self.class_of(route);
+        if class != Class::Blocking {
+            return (class, false);
+        }
+        self.blocking_seen = self.blocking_seen.wrapping_add(1);
+        if self.blocking_seen.is_multiple_of(PROBATION_EVERY) {
+            let micros = self.routes[route as usize % ROUTES].1;
+            let judged = if u128::from(micros) >= LONG_CALL.as_micros() {
+                Class::Long
+            } else {
+                Class::Short
+            };
+            if self.has_room(judged) {
+                return (judged, true);
+            }
+        }
+        (Class::Blocking, false)
+    }
+
+    /// Remember what a call to `route` took (smoothed: 1/4 of the new, 3/4 of the old).
+    pub fn record(&mut self, route: u64, took: Duration) {
+        let micros = took.as_micros().min(u128::from(u32::MAX)) as u32;
+        let entry = &mut self.routes[route as usize % ROUTES];
+        if entry.0 == route {
+            entry.1 = ((u64::from(entry.1) * 3 + u64::from(micros)) / 4) as u32;
+        } else {
+            *entry = (route, micros, false);
+        }
+    }
+
+    /// Is there room for one more runnable call of `class`?
+    pub fn has_room(&self, class: Class) -> bool {
+        self.limit == 0 || class == Class::Blocking || self.runnable[class as usize] < self.limit
+    }
+
+    /// Count one call of `class` as admitted (the caller checked `has_room` and has a thread).
+    pub fn admit(&mut self, class: Class) {
+        if class == Class::Blocking {
+            self.stats.admitted_blocking += 1;
+            return;
+        }
+        let c = class as usize;
+        self.runnable[c] += 1;
+        self.stats.runnable_peak[c] = self.stats.runnable_peak[c].max(self.runnable[c]);
+    }
+
+    /// A call that could not be admitted now (no room, or no thread): it waits in its class,
+    /// first in first out (a blocking call only waits for a thread).
+    pub fn wait(&mut self, job: J, route: u64, class: Class) {
+        self.stats.queued += 1;
+        match class {
+            Class::Blocking => self.released.push_back((job, route)),
+            _ => self.queues[class as usize].push_back((job, route)),
+        }
+    }
+
+    /// The next queued call that has room, admitted: released ones first (blocking, no room
+    /// needed), then short ones. A queued short call whose route has become long since it was
+    /// queued moves to the long queue.
+    pub fn admit_next(&mut self) -> Option<(J, u64, Class)> {
+        if let Some((job, route)) = self.released.pop_front() {
+            self.admit(Class::Blocking);
+            return Some((job, route, Class::Blocking));
+        }
+        while self.has_room(Class::Short) {
+            let Some((job, route)) = self.queues[0].pop_front() else {
+                break;
+            };
+            if self.class_of(route) == Class::Long {
+                self.queues[1].push_back((job, route));
+                continue;
+            }
+            self.admit(Class::Short);
+            return Some((job, route, Class::Short));
+        }
+        if self.has_room(Class::Long) {
+            let (job, route) = self.queues[1].pop_front()?;
+            self.admit(Class::Long);
+            return Some((job, route, Class::Long));
+        }
+        None
+    }
+
+    /// The next queued call whatever the room (while the server stops, every call still
+    /// queued runs as soon as a thread is free).
+    pub fn admit_any(&mut self) -> Option<(J, u64, Class)> {
+        if let Some((job, route)) = self.released.pop_front() {
+            self.admit(Class::Blocking);
+            return Some((job, route, Class::Blocking));
+        }
+        for class in [Class::Short, Class::Long] {
+            if let Some((job, route)) = self.queues[class as usize].pop_front() {
+                self.admit(class);
+                return Some((job, route, class));
+            }
+        }
+        None
+    }
+
+    /// An admitted call finished; `counted`: it still counted against `class` (not demoted);
+    /// `took`: its wall time, or `None` when that says nothing of its route (it ran past
+    /// `LONG_CALL` without computing: it waited for the interpreter).
+    pub fn finished(&mut self, class: Class, counted: bool, route: u64, took: Option<Duration>) {
+        if counted {
+            self.runnable[class as usize] -= 1;
+        }
+        if let Some(took) = took {
+            self.record(route, took);
+        }
+    }
+
+    /// A counted call to `route` finished after the watcher had judged it over `STALLED_LOOKS`
+    /// windows in a row without seeing it blocked: the route does not block (now). Only a
+    /// watched call says so: the watcher looks only while it has reason to, and a call nobody
+    /// looked at, finishing counted, says nothing (measured: S5's blocking route lost its mark
+    /// at every call judged again, and the calls after it were admitted one per demotion).
+    pub fn unblocked(&mut self, route: u64) {
+        let entry = &mut self.routes[route as usize % ROUTES];
+        if entry.0 == route {
+            entry.2 = false;
+        }
+    }
+
+    /// An admitted call of `class` to `route` was seen blocked: it no longer counts. If it
+    /// waited on I/O (`io`), the route's next calls are admitted at once (`Class::Blocking`),
+    /// and so are its calls that wait in a queue now: they move to the released ones. (Before,
+    /// each waited for a demotion of its own: on a fresh server, 100 clients of an app that
+    /// sleeps 0.1 s queued behind its first call, and the last was admitted 74 ms late, one per
+    /// three looks.)
+    pub fn demote(&mut self, class: Class, route: u64, io: bool) {
+        self.runnable[class as usize] -= 1;
+        self.stats.demoted += 1;
+        if !io {
+            return;
+        }
+        let entry = &mut self.routes[route as usize % ROUTES];
+        let was_blocking = entry.0 == route && entry.2;
+        if entry.0 != route {
+            *entry = (route, 0, true);
+        }
+        entry.2 = true;
+        if was_blocking {
+            return;
+        }
+        for queue in self.queues.iter_mut() {
+            if queue.iter().any(|(_, r)| *r == route) {
+                let (same, others): (VecDeque<_>, VecDeque<_>) =
+                    queue.drain(..).partition(|(_, r)| *r == route);
+                *queue = others;
+                self.released.extend(same);
+            }
+        }
+    }
+
+    /// A short call ran past `LONG_CALL` (wall time): it counts as long from now on (the short
+    /// room is free again). Its route is not changed: see `mark_long`.
+    pub fn lengthen(&mut self) {
+        self.runnable[Class::Short as usize] -= 1;
+        self.admit(Class::Long);
+        self.stats.lengthened += 1;
+    }
+
+    /// A call to `route` was seen using `COMPUTING_CPU` or more, after `ran` of wall time: the
+    /// route's next calls queue in the long class.
+    pub fn mark_long(&mut self, route: u64, ran: Duration) {
+        let entry = &mut self.routes[route as usize % ROUTES];
+        let micros = ran.as_micros().min(u128::from(u32::MAX)) as u32;
+        if entry.0 != route {
+            *entry = (route, 0, false);
+        }
+        entry.1 = entry.1.max(micros).max(LONG_CALL.as_micros() as u32);
+    }
+}
+
+/// Where a thread that uses no CPU is waiting (from the kernel: `/proc/.../syscall`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waiting {
+    /// In `futex`: the GIL, or a lock.
+    Lock,
+    /// In another system call: a sleep, a socket, a file, a database.
+    Io,
+    /// Not known (running, or the file cannot be read).
+    Unknown,
+}
+
+/// One look window at one admitted call: is it blocked, and where? `call_cpu`: CPU its thread
+/// used over the window; `app_cpu`: CPU every app thread used over it (the process minus the
+/// event loop's and the watcher's threads); `waiting`: where the thread waits (asked only when
+/// it used no CPU: it costs a file read). Blocked means waiting in a system call other than
+/// `futex`, or in `futex` while the interpreter was idle (a Python lock, not the GIL). A thread
+/// that is not in a system call at all is runnable: it used no CPU because the machine was
+/// busy, and is never demoted for that.
+pub fn stalled(
+    window: Duration,
+    call_cpu: Duration,
+    app_cpu: Duration,
+    waiting: impl FnOnce() -> Waiting,
+) -> Option<Waiting> {
+    if window.is_zero() || call_cpu >= window / STALLED_CPU_SHARE {
+        return None;
+    }
+    match waiting() {
+        Waiting::Io => Some(Waiting::Io),
+        Waiting::Lock if app_cpu < window / IDLE_APP_SHARE => Some(Waiting::Lock),
+        _ => None,
+    }
+}
+
+/// The route of a request, for its class: a hash of the path (query excluded).
+pub fn route_hash(path: &[u8]) -> u64 {
+    // FNV-1a: a few ns for a typical path, and no allocation. Collisions only share a class.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in path {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+    const FAST: u64 = 1;
+    const SLOW: u64 = 2;
+
+    #[test]
+    fn calls_are_admitted_up_to_the_limit_then_wait_in_order() {
+        let mut a = Admission::new(2);
+        for _ in 0..2 {
+            assert!(a.has_room(Class::Short));
+            a.admit(Class::Short);
+        }
+        assert!(!a.has_room(Class::Short));
+        a.wait("c", FAST, Class::Short);
+        a.wait("d", FAST, Class::Short);
+        assert!(a.admit_next().is_none(), "no room: nothing is admitted");
+        a.finished(Class::Short, true, FAST, Some(MS));
+        assert_eq!(
+            a.admit_next().map(|j| j.0),
+            Some("c"),
+            "first in, first out"
+        );
+        assert!(a.admit_next().is_none());
+        assert_eq!(a.runnable(Class::Short), 2);
+        assert_eq!(a.stats.runnable_peak, [2, 0, 0]);
+        assert_eq!(a.stats.queued, 2);
+    }
+
+    #[test]
+    fn a_demoted_call_frees_its_room_once() {
+        let mut a = Admission::new(1);
+        a.admit(Class::Short);
+        a.wait("b", FAST, Class::Short);
+        a.demote(Class::Short, SLOW, true);
+        assert_eq!(a.admit_next().map(|j| j.0), Some("b"));
+        // The demoted call finishing does not free a second room.
+        a.finished(Class::Short, false, FAST, Some(MS));
+        assert!(!a.has_room(Class::Short));
+        a.finished(Class::Short, true, FAST, Some(MS));
+        assert!(a.has_room(Class::Short));
+        assert_eq!(a.stats.demoted, 1);
+        assert_eq!(a.stats.runnable_peak[0], 1);
+        // The demoted call's route is now admitted without counting...
+        assert_eq!(a.class_of(SLOW), Class::Blocking);
+        assert!(a.has_room(Class::Blocking));
+        // ...except one call in PROBATION_EVERY, judged again; if it is watched and finishes
+        // unblocked, the route is no longer blocking.
+        let classes: Vec<(Class, bool)> = (0..PROBATION_EVERY).map(|_| a.classify(SLOW)).collect();
+        assert_eq!(
+            classes
+                .iter()
+                .filter(|c| **c == (Class::Blocking, false))
+                .count(),
+            PROBATION_EVERY as usize - 1
+        );
+        assert!(classes.contains(&(Class::Short, true)));
+        a.admit(Class::Short);
+        a.finished(Class::Short, true, SLOW, Some(MS));
+        assert_eq!(
+            a.class_of(SLOW),
+            Class::Blocking,
+            "finishing counted says nothing unless it was watched"
+        );
+        a.unblocked(SLOW);
+        assert_eq!(a.class_of(SLOW), Class::Short);
+    }
+
+    #[test]
+    fn queued_calls_of_a_route_seen_blocking_are_admitted_at_once() {
+        // A fresh server: the route is unknown (short), its first call is admitted, the next
+        // ones queue behind it with a call of another route.
+        let mut a = Admission::new(1);
+        a.admit(Class::Short);
+        a.wait("slow-1", SLOW, Class::Short);
+        a.wait("fast", FAST, Class::Short);
+        a.wait("slow-2", SLOW, Class::Short);
+        // The first call is seen sleeping: every queued call of its route goes, uncounted, in
+        // order, before the other route's call, which takes the room.
+        a.demote(Class::Short, SLOW, true);
+        let admitted: Vec<(&str, Class)> = std::iter::from_fn(|| a.admit_next())
+            .map(|j| (j.0, j.2))
+            .collect();
+        assert_eq!(
+            admitted,
+            [
+                ("slow-1", Class::Blocking),
+                ("slow-2", Class::Blocking),
+                ("fast", Class::Short)
+            ]
+        );
+        assert_eq!(a.runnable(Class::Short), 1);
+        assert_eq!(a.queued_now(), 0);
+    }
+
+    #[test]
+    fn a_lock_wait_releases_nothing() {
+        let mut a = Admission::new(1);
+        a.admit(Class::Short);
+        a.wait("slow-1", SLOW, Class::Short);
+        a.demote(Class::Short, SLOW, false);
+        assert_eq!(
+            a.admit_next().map(|j| (j.0, j.2)),
+            Some(("slow-1", Class::Short)),
+            "admitted in its room, counted"
+        );
+        assert_eq!(a.class_of(SLOW), Class::Short);
+    }
+
+    #[test]
+    fn a_blocking_call_waits_only_for_a_thread() {
+        let mut a = Admission::new(1);
+        a.admit(Class::Short);
+        a.admit(Class::Long);
+        a.wait("blocking", SLOW, Class::Blocking);
+        assert_eq!(a.queued_now(), 1);
+        assert_eq!(
+            a.admit_next().map(|j| (j.0, j.2)),
+            Some(("blocking", Class::Blocking)),
+            "both classes are full; it needs no room"
+        );
+    }
+
+    #[test]
+    fn a_call_is_judged_again_only_when_its_class_has_room() {
+        let mut a: Admission<&str> = Admission::new(1);
+        a.admit(Class::Long);
+        a.record(SLOW, 4 * LONG_CALL);
+        a.demote(Class::Long, SLOW, true);
+        a.admit(Class::Long); // another long call holds the long room
+        for _ in 0..2 * PROBATION_EVERY {
+            assert_eq!(a.classify(SLOW), (Class::Blocking, false));
+        }
+        a.finished(Class::Long, true, FAST, Some(4 * LONG_CALL));
+        let judged = (0..PROBATION_EVERY)
+            .filter(|_| a.classify(SLOW) == (Class::Long, true))
+            .count();
+        assert_eq!(judged, 1);
+    }
+
+    #[test]
+    fn a_route_that_took_long_queues_in_the_long_class() {
+        let mut a: Admission<&str> = Admission::new(1);
+        assert_eq!(a.class_of(SLOW), Class::Short, "never seen: short");
+        a.record(SLOW, 4 * LONG_CALL);
+        assert_eq!(a.class_of(SLOW), Class::Long);
+        // Smoothed: one fast call does not make it short again, several do.
+        a.record(SLOW, Duration::ZERO);
+        assert_eq!(a.class_of(SLOW), Class::Long);
+        for _ in 0..8 {
+            a.record(SLOW, Duration::ZERO);
+        }
+        assert_eq!(a.class_of(SLOW), Class::Short);
+    }
+
+    #[test]
+    fn short_calls_pass_long_ones_that_have_no_room() {
+        let mut a = Admission::new(1);
+        a.record(SLOW, 4 * LONG_CALL);
+        a.admit(Class::Long);
+        a.admit(Class::Short);
+        a.wait("slow", SLOW, Class::Long);
+        a.wait("fast", FAST, Class::Short);
+        assert!(a.admit_next().is_none(), "both classes full");
+        a.finished(Class::Short, true, FAST, Some(MS));
+        assert_eq!(
+            a.admit_next().map(|j| j.0),
+            Some("fast"),
+            "the short one passes"
+        );
+        a.finished(Class::Long, true, SLOW, Some(4 * LONG_CALL));
+        assert_eq!(
+            a.admit_next().map(|j| (j.0, j.2)),
+            Some(("slow", Class::Long))
+        );
+    }
+
+    #[test]
+    fn a_short_call_that_runs_long_frees_the_short_room_and_marks_its_route() {
+        let mut a = Admission::new(1);
+        a.admit(Class::Short);
+        a.wait("same-route", SLOW, Class::Short);
+        a.wait("fast", FAST, Class::Short);
+        a.lengthen();
+        a.mark_long(SLOW, LONG_CALL);
+        assert_eq!(a.runnable(Class::Short), 0);
+        assert_eq!(a.runnable(Class::Long), 1);
+        // The queued call to the same route now belongs to the long class (full): the fast
+        // one behind it is admitted.
+        assert_eq!(a.admit_next().map(|j| j.0), Some("fast"));
+        assert!(a.admit_next().is_none());
+        assert_eq!(a.queued_now(), 1);
+        assert_eq!(a.stats.lengthened, 1);
+    }
+
+    #[test]
+    fn a_call_that_only_waited_past_long_call_leaves_its_route_short() {
+        let mut a = Admission::new(1);
+        a.admit(Class::Short);
+        // Waited for the interpreter past LONG_CALL: moved to the long class, route unmarked,
+        // and its wall time is not recorded when it finishes.
+        a.lengthen();
+        assert_eq!(a.runnable(Class::Short), 0);
+        a.finished(Class::Long, true, FAST, None);
+        assert_eq!(a.class_of(FAST), Class::Short);
+        a.wait("next", FAST, Class::Short);
+        assert_eq!(a.admit_next().map(|j| j.2), Some(Class::Short));
+    }
+
+    #[test]
+    fn no_limit_admits_everything() {
+        let mut a: Admission<()> = Admission::new(0);
+        for _ in 0..1000 {
+            assert!(a.has_room(Class::Short));
+            a.admit(Class::Short);
+        }
+        assert_eq!(a.stats.runnable_peak[0], 1000);
+    }
+
+    #[test]
+    fn a_call_is_blocked_when_it_waits_on_io_or_on_a_lock_while_the_interpreter_is_idle() {
+        let w = MS;
+        let idle = Duration::from_micros(100);
+        let busy = Duration::from_micros(900);
+        let never = || -> Waiting { panic!("not asked when the call used CPU") };
+        // Sleeping, socket, database: blocked whatever the others do.
+        assert_eq!(
+            stalled(w, Duration::ZERO, idle, || Waiting::Io),
+            Some(Waiting::Io)
+        );
+        assert_eq!(
+            stalled(w, Duration::ZERO, busy, || Waiting::Io),
+            Some(Waiting::Io)
+        );
+        // In futex while another app thread ran Python: waiting for the GIL.
+        assert_eq!(stalled(w, Duration::ZERO, busy, || Waiting::Lock), None);
+        // In futex while nobody ran Python: a Python lock.
+        assert_eq!(
+            stalled(w, Duration::ZERO, idle, || Waiting::Lock),
+            Some(Waiting::Lock)
+        );
+        // Not in a system call: runnable on a busy machine, never demoted for that.
+        assert_eq!(stalled(w, Duration::ZERO, idle, || Waiting::Unknown), None);
+        // Computing.
+        assert_eq!(stalled(w, Duration::from_micros(800), busy, never), None);
+        assert_eq!(
+            stalled(Duration::ZERO, Duration::ZERO, Duration::ZERO, never),
+            None
+        );
+    }
+
+    #[test]
+    fn routes_hash_by_path() {
+        assert_eq!(route_hash(b"/a"), route_hash(b"/a"));
+        assert_ne!(route_hash(b"/a"), route_hash(b"/b"));
+    }
+}
