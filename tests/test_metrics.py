@@ -109,16 +109,18 @@ def test_the_metrics_port_is_not_the_apps(metered):
 
 
 def test_debug_requests_lists_calls_in_flight_with_their_stacks(start_server):
+    """With --debug-requests: each call's request line, its query string redacted (it shows
+    ?…, never what the client sent in it), and its Python stack."""
     mport = free_port()
-    srv = start_server("stuck", "--metrics-bind", f"127.0.0.1:{mport}")
-    wait_for(lambda: scrape_ok(mport), "the metrics listener")
+    srv = start_server("stuck", "--metrics-bind", f"127.0.0.1:{mport}", "--debug-requests")
     c = Conn.open(srv.port)
     c.send(request_bytes("GET", "/hang?token=m1"))
     srv.wait_marks("hang-started", prefix="m1")
     status, _, text = scrape(mport, "/debug/requests")
     assert status == 200
     assert "1 app call(s) in flight" in text
-    assert "GET /hang?token=m1 HTTP/1.1  age " in text
+    assert "GET /hang?… HTTP/1.1  age " in text
+    assert "token=m1" not in text
     assert "in wait_for_the_database" in text
     srv.open_gate("release-m1")
     assert c.read_response().status == 200
@@ -250,3 +252,94 @@ def test_access_log_lines_that_cannot_be_written_are_counted_and_told_once(start
     wait_for(lambda: dropped() >= 50, "50 dropped lines to be counted")
     srv.wait_log(r"the access log cannot be written \(.*No space left on device")
     assert srv.log_text().count("the access log cannot be written") == 1
+
+
+def test_debug_requests_is_off_unless_asked(start_server):
+    """Without --debug-requests, /debug/requests is not served (404): request lines and the
+    app's source lines are not told to whoever reaches the metrics port."""
+    mport = free_port()
+    srv = start_server("stuck", "--metrics-bind", f"127.0.0.1:{mport}")
+    c = Conn.open(srv.port)
+    c.send(request_bytes("GET", "/hang?token=m2"))
+    srv.wait_marks("hang-started", prefix="m2")
+    status, _, text = scrape(mport, "/debug/requests")
+    assert status == 404 and "hang" not in text
+    assert scrape(mport)[0] == 200
+    srv.open_gate("release-m2")
+    assert c.read_response().status == 200
+    c.close()
+
+
+def test_the_metrics_port_listens_once_the_server_says_ready(start_server):
+    """The core binds --metrics-bind while the server is built, before the ready line: the
+    first scrape after it is answered, with no waiting (the listener used to be bound only
+    once the server ran, after saying ready)."""
+    mport = free_port()
+    start_server("timed", "--metrics-bind", f"127.0.0.1:{mport}")
+    assert scrape(mport)[0] == 200
+
+
+def test_scrapes_are_not_the_apps_connections(metered):
+    """The metrics listener is the event loop's, but its connections are not counted as the
+    app's: scraping leaves connections_accepted_total and connections_open alone."""
+    _, mport = metered
+    before = samples(scrape(mport)[2])
+    for _ in range(3):
+        after = samples(scrape(mport)[2])
+    key = ("sluicegate_connections_accepted_total", ())
+    assert after[key] == before[key]
+    assert after[("sluicegate_connections_open", ())] == 0
+
+
+def test_a_slow_scraper_does_not_hold_a_graceful_stop(start_server):
+    """A scraper that sends its request a byte at a time is closed at a graceful stop like an
+    idle connection: the stop takes well under its graceful timeout. (The metrics thread read
+    such a request until it was whole, and the stop waited for the thread.)"""
+    import signal
+    import threading
+    import time
+
+    mport = free_port()
+    srv = start_server("timed", "--metrics-bind", f"127.0.0.1:{mport}",
+                       "--graceful-timeout", "60", "--header-timeout", "60")
+    slow = socket.create_connection(("127.0.0.1", mport), timeout=10)
+    slow.sendall(b"GET /metrics HTTP/1.1\r\nHost: m\r\nX-Slow: ")
+    stop_dribbling = threading.Event()
+
+    def dribble():
+        for _ in range(100):  # 30 s at most
+            if stop_dribbling.wait(0.3):
+                return
+            try:
+                slow.sendall(b"a")
+            except OSError:
+                return
+
+    t = threading.Thread(target=dribble, daemon=True)
+    t.start()
+    assert scrape(mport)[0] == 200  # the loop has the slow one by now
+    started = time.monotonic()
+    srv.signal(signal.SIGTERM)
+    assert srv.wait_exit(timeout=30) == 0
+    took = time.monotonic() - started
+    stop_dribbling.set()
+    t.join()
+    slow.close()
+    assert took < 10, f"the stop took {took:.1f}s behind a slow scraper"
+
+
+def test_metrics_and_debug_pages_alternate_while_a_call_is_in_flight(start_server):
+    """/metrics is answered on the event loop's thread and /debug/requests on a thread of its
+    own (it waits for the GIL): each connection handed to that thread comes back to the loop
+    with its answer, one after the other."""
+    mport = free_port()
+    srv = start_server("stuck", "--metrics-bind", f"127.0.0.1:{mport}", "--debug-requests")
+    c = Conn.open(srv.port)
+    c.send(request_bytes("GET", "/hang?token=m3"))
+    srv.wait_marks("hang-started", prefix="m3")
+    for _ in range(3):
+        assert scrape(mport)[0] == 200
+        assert scrape(mport, "/debug/requests")[0] == 200
+    srv.open_gate("release-m3")
+    assert c.read_response().status == 200
+    c.close()

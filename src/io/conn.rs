@@ -26,6 +26,9 @@ pub enum Wire {
     ProxyThenHttp,
     /// One uwsgi packet (nginx's `uwsgi_pass`), answered in HTTP, then closed.
     Uwsgi,
+    /// The `--metrics-bind` listener's: one HTTP request answered with a page of
+    /// `observe::metrics_http`, then closed; never the app's, never counted as the app's.
+    Metrics,
 }
 
 /// Where a connection is in its lifecycle while the event loop owns it. (While the app runs,

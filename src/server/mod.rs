@@ -24,15 +24,15 @@ use pyo3::types::PyDict;
 use crate::config::Config;
 use crate::io::conn::Wire;
 use crate::io::event_loop::{ListenSocket, LoopSettings, LoopState, Shutdown};
+use crate::io::metrics_socket::MetricsSocket;
 use crate::io::wakeup;
-use crate::observe::metrics_http::MetricsListener;
 use crate::observe::table::Stat;
 use crate::wsgi::bridge::Bridge;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
 use drive::{drive_loop, run_job, Job, LoopEnd, Shared, STOP_TAIL};
-use report::{readings, render_in_flight, watch_deadlines};
+use report::{readings, watch_deadlines, Pages};
 use scheduler::Scheduler;
 
 /// `sluicegate._core.Server`.
@@ -59,6 +59,14 @@ impl Server {
             pyo3::exceptions::PyKeyError::new_err("config key \"errors\" is missing")
         })?;
         let config = Arc::new(Config::from_dict(config)?);
+        // --metrics-bind is bound here, while the server is built, so that a worker says it is
+        // ready only once its metrics port listens (the event loop serves it: `observe`).
+        let metrics = match config.metrics_bind.as_str() {
+            "" => None,
+            addr => Some(MetricsSocket::bind(addr).map_err(|e| {
+                PyOSError::new_err(format!("--metrics-bind {addr}: cannot listen: {e}"))
+            })?),
+        };
         let mut sockets = Vec::new();
         let mut infos = Vec::new();
         let mut wires = Vec::new();
@@ -110,7 +118,7 @@ impl Server {
         } else {
             None
         };
-        let (st, ctx) = LoopState::new(
+        let (mut st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
                 config: Arc::clone(&config),
@@ -143,13 +151,19 @@ impl Server {
         if done_fd < 0 || bell_fd < 0 {
             return Err(PyOSError::new_err("eventfd failed"));
         }
+        let shared = Arc::new(Shared {
+            bridge,
+            sched: Scheduler::new(policy),
+            pool: Mutex::new(None),
+            done_fd,
+        });
+        if let Some(socket) = metrics {
+            let pages = Pages::new(&shared, shared.bridge.config.debug_requests);
+            st.serve_metrics(socket, Arc::new(pages))
+                .map_err(|e| PyOSError::new_err(format!("--metrics-bind: {e}")))?;
+        }
         Ok(Server {
-            shared: Arc::new(Shared {
-                bridge,
-                sched: Scheduler::new(policy),
-                pool: Mutex::new(None),
-                done_fd,
-            }),
+            shared,
             loop_state: Mutex::new(Some(st)),
             signal_fd,
             bell_fd,
@@ -233,37 +247,6 @@ impl Server {
             None => None,
         };
 
-        // --metrics-bind: its own listener and thread (`observe::metrics_http`).
-        let metrics_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let metrics_thread = if shared.bridge.config.metrics_bind.is_empty() {
-            None
-        } else {
-            let addr = shared.bridge.config.metrics_bind.clone();
-            let listener = MetricsListener::bind(&addr).map_err(|e| {
-                PyOSError::new_err(format!("--metrics-bind {addr}: cannot listen: {e}"))
-            })?;
-            let (s, stop) = (Arc::clone(&shared), Arc::clone(&metrics_stop));
-            Some(
-                std::thread::Builder::new()
-                    .name("sluicegate-metrics".into())
-                    .spawn(move || {
-                        crate::observe::metrics_http::serve(listener, stop, |path| match path {
-                            b"/metrics" => Some((
-                                crate::observe::prometheus::CONTENT_TYPE,
-                                crate::observe::prometheus::render(&readings(&s)),
-                            )),
-                            b"/debug/requests" => {
-                                Some(("text/plain; charset=utf-8", render_in_flight(&s)))
-                            }
-                            _ => None,
-                        })
-                    })
-                    .map_err(|e| {
-                        PyOSError::new_err(format!("cannot start the metrics thread: {e}"))
-                    })?,
-            )
-        };
-
         // Wait for the end, running signal handlers when the signal pipe has bytes, and
         // re-attaching when the release bell rings (`wsgi::release`: returning from `detach`
         // applies the decrefs PyO3 deferred).
@@ -310,10 +293,6 @@ impl Server {
             let _ = watchdog.join();
             if let (Some(d), Some(t)) = (&shared.bridge.deadlines, deadline_watcher) {
                 d.stop();
-                let _ = t.join();
-            }
-            metrics_stop.store(true, Ordering::Relaxed);
-            if let Some(t) = metrics_thread {
                 let _ = t.join();
             }
             // The thread that started the loop may have become a pool thread after a takeover:

@@ -1,14 +1,18 @@
 //! What the server tells about itself: the readings the counter table renders as `stats()` and
 //! as the Prometheus text of `/metrics` (`observe::table`), the in-flight requests of
 //! `/debug/requests`, and the `--timeout` watcher's log lines, each with
-//! the Python stack of the thread that runs the stuck call.
+//! the Python stack of the thread that runs the stuck call; and [`Pages`], the pages of the
+//! `--metrics-bind` listener as the event loop is handed them.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use pyo3::prelude::*;
 
 use super::drive::Shared;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT};
+use crate::io::event_loop::{MetricsPages, PageJob};
+use crate::observe::metrics_http::{redact_query, Page};
 use crate::observe::table::{AdmissionReadings, Readings};
 use crate::wsgi::deadline::Deadlines;
 
@@ -92,8 +96,79 @@ pub(super) fn readings(s: &Shared) -> Readings<'_> {
     }
 }
 
+/// `/debug/requests` pages rendered at once at most, each on a thread of its own that waits for
+/// the GIL; a request for one more is answered 503 at once (a burst of them cannot pile up
+/// threads, each holding a connection).
+const DEBUG_PAGES_AT_ONCE: usize = 2;
+
+/// The pages of the `--metrics-bind` listener: `/metrics` rendered on the loop's thread (plain
+/// counters, no GIL), `/debug/requests` (with `--debug-requests` only) on a thread of its own,
+/// since the Python stacks need the GIL and the loop never waits for it.
+pub(super) struct Pages {
+    /// Weak: the loop holds the pages, and the server's state must not be kept alive by them.
+    shared: Weak<Shared>,
+    debug_requests: bool,
+    rendering: Arc<AtomicUsize>,
+}
+
+impl Pages {
+    pub(super) fn new(shared: &Arc<Shared>, debug_requests: bool) -> Pages {
+        Pages {
+            shared: Arc::downgrade(shared),
+            debug_requests,
+            rendering: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+impl MetricsPages for Pages {
+    fn here(&self, path: &[u8]) -> Option<Page> {
+        if path != b"/metrics" {
+            return None;
+        }
+        let s = self.shared.upgrade()?;
+        Some((
+            crate::observe::prometheus::CONTENT_TYPE,
+            crate::observe::prometheus::render(&readings(&s)),
+        ))
+    }
+
+    fn elsewhere(&self, path: &[u8]) -> bool {
+        self.debug_requests && path == b"/debug/requests"
+    }
+
+    fn render_elsewhere(&self, job: Box<PageJob>) -> Result<(), Box<PageJob>> {
+        let Some(shared) = self.shared.upgrade() else {
+            return Err(job);
+        };
+        if self.rendering.fetch_add(1, Ordering::AcqRel) >= DEBUG_PAGES_AT_ONCE {
+            self.rendering.fetch_sub(1, Ordering::AcqRel);
+            return Err(job);
+        }
+        // Kept out here too, so that a thread that cannot be started gives the job back.
+        let slot = Arc::new(Mutex::new(Some(job)));
+        let (theirs, rendering) = (Arc::clone(&slot), Arc::clone(&self.rendering));
+        let started = std::thread::Builder::new()
+            .name("sluicegate-debug".into())
+            .spawn(move || {
+                if let Some(job) = theirs.lock().unwrap().take() {
+                    job.finish(|_| Some(("text/plain; charset=utf-8", render_in_flight(&shared))));
+                }
+                rendering.fetch_sub(1, Ordering::AcqRel);
+            });
+        if started.is_err() {
+            self.rendering.fetch_sub(1, Ordering::AcqRel);
+            if let Some(job) = slot.lock().unwrap().take() {
+                return Err(job);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// `GET /debug/requests`: every app call in flight, oldest first, with its age and the Python
-/// stack of the thread running it.
+/// stack of the thread running it. Query strings are shown as `?…`: whoever reaches the
+/// metrics port is not told what clients sent in them (tokens, search terms).
 pub(super) fn render_in_flight(s: &Shared) -> String {
     let Some(d) = &s.bridge.deadlines else {
         return String::new();
@@ -104,7 +179,8 @@ pub(super) fn render_in_flight(s: &Shared) -> String {
         let mut out = format!("{} app call(s) in flight\n", calls.len());
         for (label, thread, age, stuck) in calls {
             out.push_str(&format!(
-                "\n{label}  age {:.3}s{}  thread {thread}\n{}",
+                "\n{}  age {:.3}s{}  thread {thread}\n{}",
+                redact_query(&label),
                 age.as_secs_f64(),
                 if stuck { "  (past --timeout)" } else { "" },
                 python_stack(py, thread)

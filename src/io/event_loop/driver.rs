@@ -260,6 +260,9 @@ impl LoopState {
             };
             return Ok(Next::Work(self.take_work(token, *head, true)));
         }
+        if conn.wire == Wire::Metrics {
+            return Ok(self.metrics_request(token, ctx));
+        }
         if conn.wire == Wire::ProxyThenHttp {
             match read_proxy_header(conn, ctx) {
                 Ok(true) => {}
