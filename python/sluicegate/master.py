@@ -448,7 +448,10 @@ class Master:
             status = self.boot_worker(self.cfg, w, max_requests, (self.table, SLOTS, slot),
                                       self.target)
         except SluicegateError as e:
-            print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
+            # One write: print() writes the line and its newline apart, and another worker's
+            # log line could land between them on the shared standard error.
+            sys.stderr.write(f"sluicegate: error: {e}\n")
+            sys.stderr.flush()
             status = BOOT_FAILED
         except BaseException:  # never return into the master's code in a child
             import traceback
