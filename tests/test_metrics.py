@@ -343,3 +343,30 @@ def test_metrics_and_debug_pages_alternate_while_a_call_is_in_flight(start_serve
     srv.open_gate("release-m3")
     assert c.read_response().status == 200
     c.close()
+
+
+def test_metrics_are_answered_while_a_debug_page_waits_for_the_gil(start_server):
+    """A /debug/requests page waits for the GIL, which a C call of the app holds (sorting a
+    long list); the event loop does not wait with it: a /metrics scrape sent after it is
+    answered before the C call ends."""
+    import threading
+
+    mport = free_port()
+    srv = start_server("busy", "--metrics-bind", f"127.0.0.1:{mport}", "--debug-requests",
+                       "--scheduler", "pool")
+    c = Conn.open(srv.port)
+    c.send(request_bytes("GET", "/hog?token=g1&times=100"))
+    srv.wait_marks("hog-started", prefix="g1")
+    debug = socket.create_connection(("127.0.0.1", mport), timeout=30)
+    debug.sendall(b"GET /debug/requests HTTP/1.1\r\nHost: m\r\n\r\n")  # sent first
+    status, _, _ = scrape(mport)
+    hog_over_by_then = srv.marks("hog-finished")
+    assert status == 200
+    page = b""
+    while chunk := debug.recv(65536):
+        page += chunk
+    debug.close()
+    assert c.read_response().status == 200
+    c.close()
+    assert page.startswith(b"HTTP/1.1 200 OK") and "/hog?… HTTP/1.1".encode() in page
+    assert not hog_over_by_then, "the scrape waited for the GIL"

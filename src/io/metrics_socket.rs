@@ -88,3 +88,39 @@ impl Drop for MetricsSocket {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unix_path_is_taken_only_from_a_dead_socket() {
+        let dir = std::env::temp_dir().join(format!("sg-metrics-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A regular file is refused and kept.
+        let file = dir.join("notes.txt");
+        std::fs::write(&file, b"keep me").unwrap();
+        let e = MetricsSocket::bind(&format!("unix:{}", file.display()))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("is not a socket"), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+        // A live server's socket is refused and kept.
+        let live = dir.join("live.sock");
+        let _server = std::os::unix::net::UnixListener::bind(&live).unwrap();
+        let e = MetricsSocket::bind(&format!("unix:{}", live.display()))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("server that is running"), "{e}");
+        assert!(live.exists());
+        // A dead socket (its listener gone) is taken over; ours is removed when dropped.
+        let dead = dir.join("dead.sock");
+        drop(std::os::unix::net::UnixListener::bind(&dead).unwrap());
+        assert!(dead.exists());
+        let ours = MetricsSocket::bind(&format!("unix:{}", dead.display())).unwrap();
+        assert!(std::os::unix::net::UnixStream::connect(&dead).is_ok());
+        drop(ours);
+        assert!(!dead.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
