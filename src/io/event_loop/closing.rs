@@ -222,8 +222,8 @@ impl LoopState {
             let cut = self
                 .conns
                 .iter()
-                .filter(|(_, s)| match s {
-                    Slot::Away { .. } => true,
+                .filter(|(t, s)| match s {
+                    Slot::Away { .. } => !self.pages_away.contains(t),
                     Slot::Here(c) => !c.out.is_empty() || matches!(c.phase, Phase::ReadingBody(_)),
                 })
                 .count();

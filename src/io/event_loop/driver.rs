@@ -61,6 +61,9 @@ impl LoopState {
         if !self.flushing.is_empty() {
             self.flushing.remove(&token);
         }
+        if !self.pages_away.is_empty() {
+            self.pages_away.retain(|&t| t != token);
+        }
         self.conns[token] = Slot::Here(conn);
         self.after_request(token, woke, ctx);
     }

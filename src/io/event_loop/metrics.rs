@@ -117,6 +117,7 @@ impl LoopState {
                 ctx: Arc::clone(&self.shared),
             });
             let Err(job) = pages.render_elsewhere(job) else {
+                self.pages_away.push(token);
                 return Next::NeedMore;
             };
             let PageJob { mut conn, head, .. } = *job;

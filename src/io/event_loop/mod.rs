@@ -180,6 +180,9 @@ pub struct LoopState {
         crate::io::metrics_socket::MetricsSocket,
         Arc<dyn MetricsPages>,
     )>,
+    /// Metrics connections away while their page is rendered elsewhere: not requests, so a
+    /// stop that ends with them away does not count them as cut.
+    pages_away: Vec<usize>,
 }
 
 impl LoopState {
@@ -244,6 +247,7 @@ impl LoopState {
             deferred_until: None,
             deferred_looks: 0,
             metrics: None,
+            pages_away: Vec::new(),
         });
         if let Some(b) = &st.balance {
             b.publish(0);
