@@ -77,6 +77,8 @@ pub struct Config {
     /// `--metrics-bind`, for this process (the front adds a worker's offset): `HOST:PORT`,
     /// `unix:PATH`, or empty (off).
     pub metrics_bind: String,
+    /// `--debug-requests`: `/debug/requests` is served on `--metrics-bind` (else 404).
+    pub debug_requests: bool,
     /// Read end of the pipe given to `signal.set_wakeup_fd`, or -1.
     pub signal_fd: i32,
     /// How log lines name the app (`MODULE:APP` as given), or empty.
@@ -270,6 +272,7 @@ impl Config {
             access_log_format: get(d, "access_log_format")?,
             server_timing: get(d, "server_timing")?,
             metrics_bind: get(d, "metrics_bind")?,
+            debug_requests: get(d, "debug_requests")?,
             static_mounts: mounts(d)?,
             static_fallthrough: get(d, "static_fallthrough")?,
             signal_fd: get(d, "signal_fd")?,

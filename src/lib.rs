@@ -4,7 +4,8 @@
 //! imports only from its own floor or below, never in a cycle (`scripts/check_floors.py`, run by
 //! `./dev test`; `docs/architecture.md`):
 //! - plain data: `config` (the frozen config and the types it is made of), `http_date`, `clock`;
-//! - observability: `metrics`, `access_log` (counters, timings, the access log);
+//! - observability: `observe` (counters, timings, the access log, the counter table, the
+//!   metrics page answered through proto);
 //! - `io`: sockets, epoll, buffers, output queues, the event loop, static files, and the one
 //!   interface through which the bridge reads and writes a request's connection;
 //! - `wsgi`: the Python bridge (environ, start_response, wsgi.input, driving the iterable, the
@@ -15,12 +16,11 @@
 //! The HTTP/1.1 protocol and every static-file decision live in the `sluicegate-proto` crate,
 //! which knows no sockets and no Python.
 
-pub mod access_log;
 pub mod clock;
 pub mod config;
 pub mod http_date;
 pub mod io;
-pub mod metrics;
+pub mod observe;
 pub mod peer;
 pub mod server;
 pub mod wsgi;
@@ -39,6 +39,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ClientDisconnected", py.get_type::<ClientDisconnected>())?;
     m.add("BodyError", py.get_type::<BodyError>())?;
     // The names an `--access-log-format` template may use (the options table checks them).
-    m.add("ACCESS_LOG_FIELDS", access_log::field_names())?;
+    m.add("ACCESS_LOG_FIELDS", observe::log_line::field_names())?;
     Ok(())
 }

@@ -37,7 +37,8 @@ def held_port_pair():
 
 def scrape(port):
     """The body of GET /metrics on `port`, once it answers 200 (the core binds the metrics
-    listener as its server starts running, just after the worker said ready)."""
+    listener while its server is built, before the worker says ready; the master may say a
+    worker is ready a moment before it looks)."""
     def answered():
         try:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)

@@ -124,3 +124,39 @@ def test_the_global_option_and_a_header_that_never_completes(servers):
     # Half a header, then silence: the header timeout ends it (never a hang).
     out = exchange(srv.port, b"PROXY TCP4 203.0")
     assert out == b"" or out.startswith(b"HTTP/1.1 408 ")
+
+
+SPOOFED = (b"GET /e HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 6.6.6.6\r\n"
+           b"X-Forwarded-Proto: https\r\nX-Forwarded-Host: evil.example\r\n\r\n")
+
+
+def v2_af_unix():
+    body = b"/tmp/a".ljust(108, b"\x00") + b"/tmp/b".ljust(108, b"\x00")
+    return V2_SIGNATURE + bytes([0x21, 0x31]) + struct.pack("!H", len(body)) + body
+
+
+@pytest.mark.parametrize("header", [
+    b"PROXY UNKNOWN\r\n",                                     # v1, no address
+    V2_SIGNATURE + bytes([0x20, 0x00]) + b"\x00\x00",         # v2 LOCAL
+    v2_af_unix(),                                             # v2 AF_UNIX
+], ids=["v1-unknown", "v2-local", "v2-af-unix"])
+def test_after_a_proxy_header_naming_no_client_its_forwarding_headers_are_not_believed(
+        proxied, header):
+    """The PROXY header's sender (the trusted proxy, 127.0.0.1) vouched for the connection, not
+    for whoever wrote the requests behind it: their own X-Forwarded-* are ignored. (Before the
+    trust decision moved into proto, the peer stayed 127.0.0.1 and they were believed:
+    REMOTE_ADDR=6.6.6.6, https, evil.example.)"""
+    env = environ(exchange(proxied_port(proxied), header + SPOOFED))
+    assert (env["REMOTE_ADDR"], env["wsgi.url_scheme"], env["HTTP_HOST"]) == \
+        ("127.0.0.1", "http", "x")
+
+
+def test_a_trusted_client_named_by_a_proxy_header_is_still_believed(proxied):
+    """The control: a PROXY header naming a hop that is itself trusted (127.0.0.1) keeps its
+    forwarding headers, as the same headers straight from 127.0.0.1 are."""
+    named = b"PROXY TCP4 127.0.0.1 127.0.0.1 40000 80\r\n"
+    env = environ(exchange(proxied_port(proxied), named + SPOOFED))
+    assert (env["REMOTE_ADDR"], env["wsgi.url_scheme"], env["HTTP_HOST"]) == \
+        ("6.6.6.6", "https", "evil.example")
+    env = environ(exchange(proxied.port, SPOOFED))
+    assert env["REMOTE_ADDR"] == "6.6.6.6"

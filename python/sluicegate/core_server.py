@@ -144,7 +144,14 @@ class ServerProcess:
             if self.cfg.proxy_protocol:  # every HTTP listener expects a PROXY header
                 listeners = [(*rest, "proxy" if wire == "http" else wire)
                              for *rest, wire in listeners]
-            server = core.Server(self.app, listeners, config)
+            try:
+                server = core.Server(self.app, listeners, config)
+            except OSError as e:
+                # The core binds --metrics-bind while it is built (before announce()): lost
+                # to another process since the probe, it fails the boot with one line too.
+                if str(e).startswith("--metrics-bind"):
+                    raise StartError(str(e)) from None
+                raise
             if pipe is not None:
                 pipe.install(self._on_signal)
             with self._lock:
@@ -264,8 +271,9 @@ def import_core() -> Any:
 
 def probe_metrics_bind(address: str) -> None:
     """StartError, one line, if this process's `--metrics-bind` cannot be listened on: before
-    the server is built and says it is ready (the core binds it only once it runs, after
-    `announce()`). A worker whose metrics port is busy so fails its boot, and its master
+    the server is built and says it is ready, with the reasons said in the front's words (the
+    core binds it while the server is built, before `announce()`, and a bind it fails then is
+    a StartError too). A worker whose metrics port is busy so fails its boot, and its master
     retries it with back-off, where it used to say ready, die, and be replaced at once, again
     and again. A unix path holding anything but a dead socket is refused, never replaced."""
     if not address:

@@ -406,7 +406,8 @@ class Master:
             status = self.boot_worker(self.cfg, w, max_requests, (self.table, SLOTS, slot),
                                       self.target)
         except SluicegateError as e:
-            # One write: with several workers on one stderr, two (text, then newline) interleave.
+            # One write: print() writes the line and its newline apart, and another worker's
+            # log line could land between them on the shared standard error.
             sys.stderr.write(f"sluicegate: error: {e}\n")
             sys.stderr.flush()
             status = BOOT_FAILED

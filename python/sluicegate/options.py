@@ -857,10 +857,18 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "metrics_bind", parse_metrics_bind, "",
         "Serve Prometheus metrics (GET /metrics) and the app calls in flight with their Python "
-        "stacks (GET /debug/requests) on this address of their own, HOST:PORT or unix:PATH, "
-        "answered by the Rust core off the event loop. With --workers, worker N listens on "
-        "PORT+N (or PATH.N) and labels its series worker=\"N\". Empty: off.",
+        "stacks (GET /debug/requests, with --debug-requests only) on this address of their "
+        "own, HOST:PORT or unix:PATH, answered by the Rust core's event loop as a listener of "
+        "its own. With --workers, worker N listens on PORT+N (or PATH.N) and labels its series "
+        "worker=\"N\". Empty: off.",
         "ADDRESS", str,
+    ),
+    Option(
+        "debug_requests", parse_bool, "false",
+        "Serve GET /debug/requests on --metrics-bind: every app call in flight, its request "
+        "line (query strings shown as ?…) and its Python stack, which shows the app's source "
+        "lines. Off by default: whoever reaches the metrics port can read it.",
+        "", bool, switch=True, core=True,
     ),
     Option(
         "log_level", parse_log_level, "info",
@@ -991,6 +999,7 @@ class Config:
     access_log_format: str
     server_timing: bool
     metrics_bind: str
+    debug_requests: bool
     log_level: str
     error_log: Optional[str]
     capture_output: bool

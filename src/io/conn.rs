@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
+use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::h1::HeadParser;
 use sluicegate_proto::RequestHead;
 
@@ -25,6 +26,9 @@ pub enum Wire {
     ProxyThenHttp,
     /// One uwsgi packet (nginx's `uwsgi_pass`), answered in HTTP, then closed.
     Uwsgi,
+    /// The `--metrics-bind` listener's: one HTTP request answered with a page of
+    /// `observe::metrics_http`, then closed; never the app's, never counted as the app's.
+    Metrics,
 }
 
 /// Where a connection is in its lifecycle while the event loop owns it. (While the app runs,
@@ -88,6 +92,9 @@ pub struct Conn {
     /// Index of the listener it arrived on (SERVER_NAME/SERVER_PORT, environ template).
     pub listener: usize,
     pub peer: Peer,
+    /// How `peer` was learned (from the socket, or from a PROXY header), for the trust
+    /// decision (`proto::forwarded::Hop`).
+    pub peer_origin: PeerOrigin,
     pub wire: Wire,
     /// Received bytes not yet consumed; `None` while nothing is pending.
     pub rbuf: Option<ReadBuf>,
@@ -110,8 +117,8 @@ pub struct Conn {
     /// (shared with the loop's note of it, so the thread that gives the connection back knows
     /// whether the loop must be woken for it: see `LoopCtx::return_conn`).
     pub woke_away: Arc<AtomicBool>,
-    /// The access log line of the response still being sent (`access_log::PendingLog`).
-    pub pending_log: Option<Box<crate::access_log::PendingLog>>,
+    /// The access log line of the response still being sent (`observe::request_end`).
+    pub pending_log: Option<Box<crate::observe::request_end::PendingLog>>,
 }
 
 impl Conn {
@@ -128,6 +135,7 @@ impl Conn {
             token,
             listener,
             peer,
+            peer_origin: PeerOrigin::Socket,
             wire: Wire::Http,
             rbuf: None,
             parser: HeadParser::new(),

@@ -13,6 +13,7 @@
 //! - [`event_loop`]: the epoll loop (mio) that accepts, reads heads and finishes writes.
 //! - [`balance`]: how worker processes sharing a listening socket spread its connections.
 //! - [`listen`]: the listening sockets the Python front hands over.
+//! - [`metrics_socket`]: the `--metrics-bind` socket, which the core binds itself.
 //! - [`file_body`]: a file the app hands over as its body, made ready for `sendfile`.
 //! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
 //! - [`static_files`]: files the loop serves itself (opening, `sendfile`; decisions in proto).
@@ -23,6 +24,7 @@ pub mod error_answer;
 pub mod event_loop;
 pub mod file_body;
 pub mod listen;
+pub mod metrics_socket;
 pub mod out_queue;
 pub mod read_ahead;
 pub mod read_buf;

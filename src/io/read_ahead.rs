@@ -300,7 +300,7 @@ fn read_body(
             }
         }
         last_progress = Instant::now();
-        crate::metrics::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
+        crate::observe::counters::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
         let mut st = shared.state.lock().unwrap();
         st.buffered += n;
         st.blocks.push_back(block);

@@ -6,8 +6,8 @@
 //! threads come and go in the pool; one watchdog thread looks after inline calls.
 //!
 //! This file is the wiring and the pyclass; `drive.rs` runs requests and the loop (inline or
-//! on the pool), `scheduler.rs` decides which, `report.rs` renders `/metrics`,
-//! `/debug/requests` and the `--timeout` log lines.
+//! on the pool), `scheduler.rs` decides which, `report.rs` gathers the readings of `stats()`
+//! and `/metrics`, renders `/debug/requests` and logs the `--timeout` lines.
 
 mod drive;
 mod report;
@@ -24,13 +24,15 @@ use pyo3::types::PyDict;
 use crate::config::Config;
 use crate::io::conn::Wire;
 use crate::io::event_loop::{ListenSocket, LoopSettings, LoopState, Shutdown};
+use crate::io::metrics_socket::MetricsSocket;
 use crate::io::wakeup;
+use crate::observe::table::Stat;
 use crate::wsgi::bridge::Bridge;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
 use drive::{drive_loop, run_job, Job, LoopEnd, Shared, STOP_TAIL};
-use report::{render_in_flight, render_metrics, watch_deadlines};
+use report::{readings, watch_deadlines, Pages};
 use scheduler::Scheduler;
 
 /// `sluicegate._core.Server`.
@@ -57,6 +59,14 @@ impl Server {
             pyo3::exceptions::PyKeyError::new_err("config key \"errors\" is missing")
         })?;
         let config = Arc::new(Config::from_dict(config)?);
+        // --metrics-bind is bound here, while the server is built, so that a worker says it is
+        // ready only once its metrics port listens (the event loop serves it: `observe`).
+        let metrics = match config.metrics_bind.as_str() {
+            "" => None,
+            addr => Some(MetricsSocket::bind(addr).map_err(|e| {
+                PyOSError::new_err(format!("--metrics-bind {addr}: cannot listen: {e}"))
+            })?),
+        };
         let mut sockets = Vec::new();
         let mut infos = Vec::new();
         let mut wires = Vec::new();
@@ -108,12 +118,12 @@ impl Server {
         } else {
             None
         };
-        let (st, ctx) = LoopState::new(
+        let (mut st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
                 config: Arc::clone(&config),
                 statics,
-                access_log: crate::access_log::AccessLog::new(
+                access_log: crate::observe::access_log::AccessLog::new(
                     config.access_log_fd,
                     &config.access_log_format,
                 )
@@ -141,13 +151,19 @@ impl Server {
         if done_fd < 0 || bell_fd < 0 {
             return Err(PyOSError::new_err("eventfd failed"));
         }
+        let shared = Arc::new(Shared {
+            bridge,
+            sched: Scheduler::new(policy),
+            pool: Mutex::new(None),
+            done_fd,
+        });
+        if let Some(socket) = metrics {
+            let pages = Pages::new(&shared, shared.bridge.config.debug_requests);
+            st.serve_metrics(socket, Arc::new(pages))
+                .map_err(|e| PyOSError::new_err(format!("--metrics-bind: {e}")))?;
+        }
         Ok(Server {
-            shared: Arc::new(Shared {
-                bridge,
-                sched: Scheduler::new(policy),
-                pool: Mutex::new(None),
-                done_fd,
-            }),
+            shared,
             loop_state: Mutex::new(Some(st)),
             signal_fd,
             bell_fd,
@@ -231,37 +247,6 @@ impl Server {
             None => None,
         };
 
-        // --metrics-bind: its own listener and thread (`crate::metrics`).
-        let metrics_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let metrics_thread = if shared.bridge.config.metrics_bind.is_empty() {
-            None
-        } else {
-            let addr = shared.bridge.config.metrics_bind.clone();
-            let listener = crate::metrics::MetricsListener::bind(&addr).map_err(|e| {
-                PyOSError::new_err(format!("--metrics-bind {addr}: cannot listen: {e}"))
-            })?;
-            let (s, stop) = (Arc::clone(&shared), Arc::clone(&metrics_stop));
-            Some(
-                std::thread::Builder::new()
-                    .name("sluicegate-metrics".into())
-                    .spawn(move || {
-                        crate::metrics::serve(listener, stop, |path| match path {
-                            "/metrics" => Some((
-                                "text/plain; version=0.0.4; charset=utf-8",
-                                render_metrics(&s),
-                            )),
-                            "/debug/requests" => {
-                                Some(("text/plain; charset=utf-8", render_in_flight(&s)))
-                            }
-                            _ => None,
-                        })
-                    })
-                    .map_err(|e| {
-                        PyOSError::new_err(format!("cannot start the metrics thread: {e}"))
-                    })?,
-            )
-        };
-
         // Wait for the end, running signal handlers when the signal pipe has bytes, and
         // re-attaching when the release bell rings (`wsgi::release`: returning from `detach`
         // applies the decrefs PyO3 deferred).
@@ -308,10 +293,6 @@ impl Server {
             let _ = watchdog.join();
             if let (Some(d), Some(t)) = (&shared.bridge.deadlines, deadline_watcher) {
                 d.stop();
-                let _ = t.join();
-            }
-            metrics_stop.store(true, Ordering::Relaxed);
-            if let Some(t) = metrics_thread {
                 let _ = t.join();
             }
             // The thread that started the loop may have become a pool thread after a takeover:
@@ -369,57 +350,15 @@ impl Server {
         });
     }
 
+    /// Every `stats()` key of the counter table (`observe::table`).
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        let s = &self.shared;
-        let c = s.bridge.counters();
-        // Every request: the app's and those the loop answers itself (static files).
-        d.set_item("requests", c.requests.load(Ordering::Relaxed))?;
-        d.set_item("accepted", c.accepted.load(Ordering::Relaxed))?;
-        d.set_item("protocol_errors", c.protocol_errors.load(Ordering::Relaxed))?;
-        d.set_item("timeouts", c.timeouts.load(Ordering::Relaxed))?;
-        d.set_item("fd_exhausted", c.fd_exhausted.load(Ordering::Relaxed))?;
-        // --timeout: calls that passed it, and those of them still in the app.
-        let (expired, stuck) = match &s.bridge.deadlines {
-            Some(dl) => (dl.expired_total(), dl.stuck()),
-            None => (0, 0),
-        };
-        d.set_item("app_timeouts", expired)?;
-        d.set_item(
-            "forwarded_malformed",
-            c.forwarded_malformed.load(Ordering::Relaxed),
-        )?;
-        d.set_item("proxy_refused", c.proxy_refused.load(Ordering::Relaxed))?;
-        d.set_item("stuck_calls", stuck)?;
-        d.set_item("inline_calls", s.sched.inline_calls.load(Ordering::Relaxed))?;
-        d.set_item(
-            "dispatched_calls",
-            s.sched.dispatched_calls.load(Ordering::Relaxed),
-        )?;
-        d.set_item("takeovers", s.sched.takeovers.load(Ordering::Relaxed))?;
-        d.set_item("handoffs", s.sched.handoffs.load(Ordering::Relaxed))?;
-        d.set_item("preemptions", s.sched.preemptions.load(Ordering::Relaxed))?;
-        d.set_item("mode", s.sched.mode_name())?;
-        let (threads, busy) = match s.pool.lock().unwrap().as_ref() {
-            Some(p) => (p.threads(), p.busy()),
-            None => (0, 0),
-        };
-        d.set_item("threads", threads)?;
-        d.set_item("busy_threads", busy)?;
-        if let Some(p) = s.pool.lock().unwrap().as_ref() {
-            let (limit, runnable, queued_now, a) = p.admission();
-            d.set_item("max_runnable", limit)?;
-            d.set_item("runnable_short", runnable[0])?;
-            d.set_item("runnable_long", runnable[1])?;
-            d.set_item("runnable_short_peak", a.runnable_peak[0])?;
-            d.set_item("runnable_long_peak", a.runnable_peak[1])?;
-            d.set_item("admission_queue", queued_now)?;
-            d.set_item("admission_waits", a.queued)?;
-            d.set_item("demotions", a.demoted)?;
-            d.set_item("lengthened", a.lengthened)?;
-            d.set_item("admitted_blocking", a.admitted_blocking)?;
-            d.set_item("fast_first", a.fast_first)?;
+        for (key, value) in crate::observe::table::stats(&readings(&self.shared)) {
+            match value {
+                Stat::Num(n) => d.set_item(key, n)?,
+                Stat::Text(t) => d.set_item(key, t)?,
+            }
         }
         Ok(d)
     }

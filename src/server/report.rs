@@ -1,13 +1,19 @@
-//! What the server tells about itself beyond `stats()`: the Prometheus text of `/metrics`, the
-//! in-flight requests of `/debug/requests`, and the `--timeout` watcher's log lines, each with
-//! the Python stack of the thread that runs the stuck call.
+//! What the server tells about itself: the readings the counter table renders as `stats()` and
+//! as the Prometheus text of `/metrics` (`observe::table`), the in-flight requests of
+//! `/debug/requests`, and the `--timeout` watcher's log lines, each with
+//! the Python stack of the thread that runs the stuck call; and [`Pages`], the pages of the
+//! `--metrics-bind` listener as the event loop is handed them.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use pyo3::prelude::*;
 
 use super::drive::Shared;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT};
+use crate::io::event_loop::{MetricsPages, PageJob};
+use crate::observe::metrics_http::{redact_query, Page};
+use crate::observe::table::{AdmissionReadings, Readings};
 use crate::wsgi::deadline::Deadlines;
 
 /// The `--timeout` watcher's thread: answers calls past the deadline (`wsgi::deadline`), then
@@ -40,158 +46,129 @@ pub(super) fn watch_deadlines(shared: &Shared, deadlines: &Deadlines) {
     );
 }
 
-/// `GET /metrics`: the same counters `stats()` reads, in Prometheus's text format. With worker
-/// processes each worker has its own listener and says which it is (`worker` label).
-pub(super) fn render_metrics(s: &Shared) -> String {
-    use crate::metrics::{counter, gauge};
+/// What `stats()` and `GET /metrics` read (`observe::table`, which renders both): the loop's
+/// counters, and copies of what the scheduler, the pool, the `--timeout` watcher and the access
+/// log keep.
+pub(super) fn readings(s: &Shared) -> Readings<'_> {
     let cfg = &s.bridge.config;
-    let labels = if cfg.balance_fd >= 0 {
-        format!("worker=\"{}\",", cfg.balance_slot)
-    } else {
-        String::new()
-    };
-    let bare = labels.trim_end_matches(',');
-    let c = s.bridge.counters();
-    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    let mut out = String::with_capacity(8192);
-    c.by_request.render(&mut out, &labels);
-    counter(
-        &mut out,
-        "sluicegate_connections_accepted_total",
-        "Connections accepted.",
-        bare,
-        l(&c.accepted),
-    );
-    counter(
-        &mut out,
-        "sluicegate_accept_refused_total",
-        "Accept attempts refused for lack of file descriptors.",
-        bare,
-        l(&c.fd_exhausted),
-    );
-    counter(
-        &mut out,
-        "sluicegate_protocol_errors_total",
-        "Requests refused by the HTTP parser (400, 413, 414, 431, 501, 505).",
-        bare,
-        l(&c.protocol_errors),
-    );
-    counter(
-        &mut out,
-        "sluicegate_timeouts_total",
-        "Connections timed out by the loop (408, idle, write).",
-        bare,
-        l(&c.timeouts),
-    );
-    counter(
-        &mut out,
-        "sluicegate_forwarded_malformed_total",
-        "Forwarding headers from trusted peers ignored as malformed.",
-        bare,
-        l(&c.forwarded_malformed),
-    );
-    counter(
-        &mut out,
-        "sluicegate_proxy_refused_total",
-        "Connections closed for a bad or untrusted PROXY header.",
-        bare,
-        l(&c.proxy_refused),
-    );
-    counter(
-        &mut out,
-        "sluicegate_shutdown_cut_total",
-        "Requests cut by a stop.",
-        bare,
-        l(&c.cut),
-    );
-    let (expired, stuck, in_flight) = match &s.bridge.deadlines {
+    let (app_timeouts, stuck_calls, app_calls_in_flight) = match &s.bridge.deadlines {
         Some(d) => (
             d.expired_total(),
             d.stuck() as u64,
-            d.in_flight().len() as u64,
+            d.in_flight_count() as u64,
         ),
         None => (0, 0, 0),
     };
-    counter(
-        &mut out,
-        "sluicegate_app_timeouts_total",
-        "App calls that passed --timeout.",
-        bare,
-        expired,
-    );
-    gauge(
-        &mut out,
-        "sluicegate_stuck_calls",
-        "App calls past --timeout still running.",
-        bare,
-        stuck,
-    );
-    gauge(
-        &mut out,
-        "sluicegate_app_calls_in_flight",
-        "App calls running now.",
-        bare,
-        in_flight,
-    );
-    counter(
-        &mut out,
-        "sluicegate_inline_calls_total",
-        "App calls run inline on the loop's thread.",
-        bare,
-        s.sched.inline_calls.load(Ordering::Relaxed),
-    );
-    counter(
-        &mut out,
-        "sluicegate_pool_calls_total",
-        "App calls run on a pool thread.",
-        bare,
-        s.sched.dispatched_calls.load(Ordering::Relaxed),
-    );
-    counter(
-        &mut out,
-        "sluicegate_takeovers_total",
-        "Loop hand-overs by the watchdog (mode switches).",
-        bare,
-        s.sched.takeovers.load(Ordering::Relaxed),
-    );
-    if let Some(p) = s.pool.lock().unwrap().as_ref() {
-        gauge(
-            &mut out,
-            "sluicegate_pool_threads",
-            "App threads alive.",
-            bare,
-            p.threads() as u64,
-        );
-        gauge(
-            &mut out,
-            "sluicegate_pool_busy_threads",
-            "App threads running a call.",
-            bare,
-            p.busy() as u64,
-        );
-        let (_, _, queued, _) = p.admission();
-        gauge(
-            &mut out,
-            "sluicegate_admission_queue",
-            "Calls waiting for admission.",
-            bare,
-            queued as u64,
-        );
+    let pool = s.try_pool();
+    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    Readings {
+        counters: s.bridge.counters(),
+        app_timeouts,
+        stuck_calls,
+        app_calls_in_flight,
+        inline_calls: l(&s.sched.inline_calls),
+        dispatched_calls: l(&s.sched.dispatched_calls),
+        takeovers: l(&s.sched.takeovers),
+        handoffs: l(&s.sched.handoffs),
+        preemptions: l(&s.sched.preemptions),
+        mode: s.sched.mode_name(),
+        threads: pool.as_ref().map_or(0, |p| p.threads() as u64),
+        busy_threads: pool.as_ref().map_or(0, |p| p.busy() as u64),
+        admission: pool.as_ref().map(|p| {
+            let (limit, runnable, queued_now, a) = p.admission();
+            AdmissionReadings {
+                max_runnable: limit as u64,
+                runnable_short: runnable[0] as u64,
+                runnable_long: runnable[1] as u64,
+                runnable_short_peak: a.runnable_peak[0] as u64,
+                runnable_long_peak: a.runnable_peak[1] as u64,
+                queue: queued_now as u64,
+                waits: a.queued,
+                demotions: a.demoted,
+                lengthened: a.lengthened,
+                admitted_blocking: a.admitted_blocking,
+                fast_first: a.fast_first,
+            }
+        }),
+        access_log_dropped: s.ctx().settings.access_log.as_ref().map(|l| l.dropped()),
+        // With worker processes each worker has its own listener and says which it is.
+        worker: (cfg.balance_fd >= 0).then_some(cfg.balance_slot as u32),
     }
-    if let Some(log) = &s.ctx().settings.access_log {
-        counter(
-            &mut out,
-            "sluicegate_access_log_dropped_total",
-            "Access log lines dropped (the writer fell behind).",
-            bare,
-            log.dropped.load(Ordering::Relaxed),
-        );
+}
+
+/// `/debug/requests` pages rendered at once at most, each on a thread of its own that waits for
+/// the GIL; a request for one more is answered 503 at once (a burst of them cannot pile up
+/// threads, each holding a connection).
+const DEBUG_PAGES_AT_ONCE: usize = 2;
+
+/// The pages of the `--metrics-bind` listener: `/metrics` rendered on the loop's thread (plain
+/// counters, no GIL), `/debug/requests` (with `--debug-requests` only) on a thread of its own,
+/// since the Python stacks need the GIL and the loop never waits for it.
+pub(super) struct Pages {
+    /// Weak: the loop holds the pages, and the server's state must not be kept alive by them.
+    shared: Weak<Shared>,
+    debug_requests: bool,
+    rendering: Arc<AtomicUsize>,
+}
+
+impl Pages {
+    pub(super) fn new(shared: &Arc<Shared>, debug_requests: bool) -> Pages {
+        Pages {
+            shared: Arc::downgrade(shared),
+            debug_requests,
+            rendering: Arc::new(AtomicUsize::new(0)),
+        }
     }
-    out
+}
+
+impl MetricsPages for Pages {
+    fn here(&self, path: &[u8]) -> Option<Page> {
+        if path != b"/metrics" {
+            return None;
+        }
+        let s = self.shared.upgrade()?;
+        Some((
+            crate::observe::prometheus::CONTENT_TYPE,
+            crate::observe::prometheus::render(&readings(&s)),
+        ))
+    }
+
+    fn elsewhere(&self, path: &[u8]) -> bool {
+        self.debug_requests && path == b"/debug/requests"
+    }
+
+    fn render_elsewhere(&self, job: Box<PageJob>) -> Result<(), Box<PageJob>> {
+        let Some(shared) = self.shared.upgrade() else {
+            return Err(job);
+        };
+        if self.rendering.fetch_add(1, Ordering::AcqRel) >= DEBUG_PAGES_AT_ONCE {
+            self.rendering.fetch_sub(1, Ordering::AcqRel);
+            return Err(job);
+        }
+        // Kept out here too, so that a thread that cannot be started gives the job back.
+        let slot = Arc::new(Mutex::new(Some(job)));
+        let (theirs, rendering) = (Arc::clone(&slot), Arc::clone(&self.rendering));
+        let started = std::thread::Builder::new()
+            .name("sluicegate-debug".into())
+            .spawn(move || {
+                if let Some(job) = theirs.lock().unwrap().take() {
+                    job.finish(|_| Some(("text/plain; charset=utf-8", render_in_flight(&shared))));
+                }
+                rendering.fetch_sub(1, Ordering::AcqRel);
+            });
+        if started.is_err() {
+            self.rendering.fetch_sub(1, Ordering::AcqRel);
+            if let Some(job) = slot.lock().unwrap().take() {
+                return Err(job);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `GET /debug/requests`: every app call in flight, oldest first, with its age and the Python
-/// stack of the thread running it.
+/// stack of the thread running it. Query strings are shown as `?…`: whoever reaches the
+/// metrics port is not told what clients sent in them (tokens, search terms).
 pub(super) fn render_in_flight(s: &Shared) -> String {
     let Some(d) = &s.bridge.deadlines else {
         return String::new();
@@ -202,7 +179,8 @@ pub(super) fn render_in_flight(s: &Shared) -> String {
         let mut out = format!("{} app call(s) in flight\n", calls.len());
         for (label, thread, age, stuck) in calls {
             out.push_str(&format!(
-                "\n{label}  age {:.3}s{}  thread {thread}\n{}",
+                "\n{}  age {:.3}s{}  thread {thread}\n{}",
+                redact_query(&label),
                 age.as_secs_f64(),
                 if stuck { "  (past --timeout)" } else { "" },
                 python_stack(py, thread)

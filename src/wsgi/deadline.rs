@@ -160,6 +160,11 @@ impl Deadlines {
             .collect()
     }
 
+    /// How many calls are in flight (no copy of their labels).
+    pub fn in_flight_count(&self) -> usize {
+        self.calls.lock().unwrap().len()
+    }
+
     /// App calls past the deadline that have not returned.
     pub fn stuck(&self) -> usize {
         self.stuck.load(Ordering::Relaxed)

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
-use sluicegate_proto::forwarded::{resolve, Resolved};
+use sluicegate_proto::forwarded::{self, Hop, Resolved};
 use sluicegate_proto::h1::decode::BodyDecoder;
 use sluicegate_proto::{BodyFraming, RequestHead};
 
@@ -24,13 +24,13 @@ use super::file_wrapper::FileWrapper;
 use super::input::Input;
 use super::sender::SenderSettings;
 use super::start_response::{Callables, StartResponse};
-use crate::access_log::{End as LogEnd, Finished, PendingLog};
 use crate::io::conn::AfterOutput;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::event_loop::Work;
 use crate::io::file_body::RegularFile;
 use crate::io::read_ahead::{BodyFailure, LoopEntry};
-use crate::peer::Peer;
+use crate::observe::request_end::{Finished, PendingLog};
+use crate::observe::timings::End as LogEnd;
 
 /// How the app's part of a request ended.
 enum AppEnd {
@@ -135,11 +135,12 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     );
     let sr = &callables.sr;
 
-    let forwarded = match &uwsgi {
-        // nginx's own variables, never the forwarding headers it passes through unchanged.
-        Some(facts) => trusted(bridge, &conn.peer).then(|| Box::new(facts.resolved())),
-        None => forwarded_by_proxy(bridge, &conn.peer, &head),
-    };
+    let forwarded = forwarded_facts(
+        bridge,
+        Hop::of(conn.peer.ip(), conn.peer_origin),
+        &head,
+        uwsgi.as_deref(),
+    );
     let end = match bridge.environ.build(
         py,
         conn.listener,
@@ -243,10 +244,11 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     if gone {
         conn.out.clear();
     }
-    let forwarded_client = forwarded
+    let client = forwarded
         .as_ref()
         .and_then(|f| f.client)
-        .map(|(ip, port)| Peer::Ip(std::net::SocketAddr::new(ip, port.unwrap_or(0))));
+        .map(|(ip, _)| ip)
+        .or_else(|| conn.peer.ip());
     let log_end = if timed_out {
         LogEnd::Timeout
     } else if gone {
@@ -263,7 +265,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         // Every byte was taken while the app ran: accounted now, the head borrowed.
         Finished {
             head: &head,
-            client: forwarded_client.as_ref().unwrap_or(&conn.peer),
+            client,
             status,
             body_bytes: sent,
             parsed_at,
@@ -282,7 +284,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         // The loop sends the rest: accounted when it has (or when the client leaves).
         conn.pending_log = Some(Box::new(PendingLog {
             head,
-            client: forwarded_client.unwrap_or_else(|| conn.peer.clone()),
+            client,
             status,
             body_bytes: sent,
             parsed_at,
@@ -397,44 +399,28 @@ fn drive_readinto(
     }
 }
 
-/// What a trusted proxy's forwarding headers say about this request (`--forwarded-allow-ips`),
-/// or None: the peer is not trusted, or sent none. Values that do not parse are counted.
-fn forwarded_by_proxy(bridge: &Bridge, peer: &Peer, head: &RequestHead) -> Option<Box<Resolved>> {
-    // Most requests carry none (the parser noted it): nothing to do.
-    if !head.forwarding {
-        return None;
-    }
+/// What this request's forwarding facts are (`--forwarded-allow-ips`; the decision is
+/// proto's): a uwsgi request's from nginx's own variables, never the forwarding headers it
+/// passes through unchanged; an HTTP request's from its forwarding headers. None: the hop is
+/// not trusted, or said nothing. Values that do not parse are counted.
+fn forwarded_facts(
+    bridge: &Bridge,
+    hop: Hop,
+    head: &RequestHead,
+    uwsgi: Option<&sluicegate_proto::uwsgi::UwsgiFacts>,
+) -> Option<Box<Resolved>> {
     let (trust, family) = bridge.config.forwarding.as_ref()?;
-    if !trusted(bridge, peer) {
-        return None;
+    if let Some(facts) = uwsgi {
+        return forwarded::trusted(Some(trust), hop).then(|| Box::new(facts.resolved()));
     }
-    let relevant: Vec<(&[u8], &[u8])> = head
-        .headers()
-        .filter(|(n, _)| {
-            n.eq_ignore_ascii_case(b"forwarded")
-                || (n.len() > 12 && n[..12].eq_ignore_ascii_case(b"x-forwarded-"))
-        })
-        .collect();
-    let r = resolve(relevant.iter().copied(), *family, trust);
+    let r = forwarded::forwarded(head, hop, Some(trust), *family)?;
     if r.malformed > 0 {
         bridge
             .counters()
             .forwarded_malformed
             .fetch_add(u64::from(r.malformed), Ordering::Relaxed);
     }
-    (r != Resolved::default()).then(|| Box::new(r))
-}
-
-/// Is the connection's peer in `--forwarded-allow-ips`?
-fn trusted(bridge: &Bridge, peer: &Peer) -> bool {
-    bridge
-        .config
-        .forwarding
-        .as_ref()
-        .is_some_and(|(trust, _)| match peer {
-            Peer::Ip(a) => trust.trusts(a.ip()),
-            Peer::Unix => trust.trusts_unix(),
-        })
+    Some(Box::new(r))
 }
 
 /// "METHOD TARGET VERSION", as the client sent it (lossy for non-UTF-8 bytes).

@@ -47,6 +47,30 @@ pub fn format_http_date(unix_secs: u64) -> [u8; HTTP_DATE_LEN] {
     out
 }
 
+/// Length of an ISO 8601 UTC time with milliseconds, `1994-11-06T08:49:37.000Z`.
+pub const ISO_TIME_LEN: usize = 24;
+
+/// Format a time since the Unix epoch (seconds, and milliseconds within the second) as ISO 8601
+/// in UTC with milliseconds: what log pipelines parse without a format string. Clamped as
+/// [`format_http_date`].
+pub fn format_iso_time(unix_secs: u64, millis: u32) -> [u8; ISO_TIME_LEN] {
+    let secs = unix_secs.min(MAX_FORMATTABLE_SECS);
+    let (year, month, day) = civil_from_days(secs / 86_400);
+    let sod = secs % 86_400;
+    let mut out = *b"1970-01-01T00:00:00.000Z";
+    two_digits(&mut out[0..2], year / 100);
+    two_digits(&mut out[2..4], year % 100);
+    two_digits(&mut out[5..7], month);
+    two_digits(&mut out[8..10], day);
+    two_digits(&mut out[11..13], (sod / 3600) as u32);
+    two_digits(&mut out[14..16], (sod / 60 % 60) as u32);
+    two_digits(&mut out[17..19], (sod % 60) as u32);
+    let ms = millis.min(999);
+    out[20] = b'0' + (ms / 100) as u8;
+    two_digits(&mut out[21..23], ms % 100);
+    out
+}
+
 #[inline]
 fn two_digits(dst: &mut [u8], n: u32) {
     dst[0] = b'0' + (n / 10) as u8;
@@ -222,6 +246,15 @@ mod tests {
         assert_eq!(fmt(4_102_444_800), "Fri, 01 Jan 2100 00:00:00 GMT");
         assert_eq!(fmt(MAX_FORMATTABLE_SECS), "Fri, 31 Dec 9999 23:59:59 GMT");
         assert_eq!(fmt(u64::MAX), "Fri, 31 Dec 9999 23:59:59 GMT", "clamped");
+    }
+
+    #[test]
+    fn formats_iso_times() {
+        let iso = |s, ms| String::from_utf8(format_iso_time(s, ms).to_vec()).unwrap();
+        assert_eq!(iso(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso(784_111_777, 42), "1994-11-06T08:49:37.042Z");
+        assert_eq!(iso(1_709_251_199, 999), "2024-02-29T23:59:59.999Z");
+        assert_eq!(iso(u64::MAX, 5000), "9999-12-31T23:59:59.999Z", "clamped");
     }
 
     #[test]

@@ -11,8 +11,17 @@
 //! from, so the right-most address that is not itself a trusted proxy is the client, and
 //! everything left of it was written by that client (and may be invented). Values that do not
 //! parse are never fatal: the header is ignored, and counted (`Resolved::malformed`).
+//!
+//! The trust decision is made here once, for every caller: whether a connection's sender may
+//! send a PROXY header (the I/O layer asks before reading one), and whether a request's
+//! forwarding headers are believed (the WSGI bridge asks, through [`forwarded`]). Both start
+//! from the same [`Hop`]: after a PROXY header the hop is the client it named, or
+//! [`Hop::Unnamed`] when it named none, whose headers are never believed (the PROXY header's
+//! sender was the trusted proxy, not whoever wrote the request).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::RequestHead;
 
 /// The addresses whose forwarding headers are believed (`--forwarded-allow-ips`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -75,6 +84,88 @@ impl TrustList {
             .iter()
             .any(|&(net, bits)| in_network(ip, canonical(net), bits))
     }
+}
+
+/// Who handed the server a request, for the trust decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hop {
+    /// An address: the socket's peer, or the client a PROXY header named.
+    Ip(IpAddr),
+    /// A peer on a unix socket.
+    Unix,
+    /// A PROXY header named no client (v1 `UNKNOWN`; v2 `LOCAL`, `AF_UNSPEC` or `AF_UNIX`):
+    /// the proxy that sent it was trusted, but who wrote the requests is not known, so nothing
+    /// they say about themselves is believed.
+    Unnamed,
+}
+
+impl Hop {
+    /// The hop of a connection whose peer is `ip` (None: a unix socket), as its PROXY header
+    /// (if any) left it.
+    pub fn of(ip: Option<IpAddr>, origin: PeerOrigin) -> Hop {
+        match (origin, ip) {
+            (PeerOrigin::ProxyUnnamed, _) => Hop::Unnamed,
+            (_, Some(ip)) => Hop::Ip(ip),
+            (_, None) => Hop::Unix,
+        }
+    }
+}
+
+/// How a connection's peer address was learned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PeerOrigin {
+    /// From the socket (no PROXY header).
+    #[default]
+    Socket,
+    /// From a PROXY header that named the client.
+    ProxyNamed,
+    /// A PROXY header named no client: the peer is still the proxy's address, but the proxy
+    /// vouches for nothing the requests say ([`Hop::Unnamed`]).
+    ProxyUnnamed,
+}
+
+/// THE trust decision: may `hop` speak for the client (send a PROXY header, forwarding
+/// headers, uwsgi variables)? Only a hop in `--forwarded-allow-ips` may, and never an
+/// [`Hop::Unnamed`] one. `trust` None: the option is off, nobody may.
+pub fn trusted(trust: Option<&TrustList>, hop: Hop) -> bool {
+    let Some(trust) = trust else { return false };
+    match hop {
+        Hop::Ip(ip) => trust.trusts(ip),
+        Hop::Unix => trust.trusts_unix(),
+        Hop::Unnamed => false,
+    }
+}
+
+/// Whether a header of this name is a forwarding header (`Forwarded`, `X-Forwarded-*`): the
+/// parser notes any in [`RequestHead::forwarding`], and [`forwarded`] reads only these.
+#[inline]
+pub fn is_forwarding_header(name: &[u8]) -> bool {
+    match name.first() {
+        Some(b'f' | b'F') => name.eq_ignore_ascii_case(b"forwarded"),
+        Some(b'x' | b'X') => name.len() > 12 && name[..12].eq_ignore_ascii_case(b"x-forwarded-"),
+        _ => false,
+    }
+}
+
+/// What one request's forwarding headers establish, when `hop` is [`trusted`] and the head
+/// carries any (None otherwise, or when they said nothing valid; `Resolved::malformed` counts
+/// the ones ignored).
+pub fn forwarded(
+    head: &RequestHead,
+    hop: Hop,
+    trust: Option<&TrustList>,
+    family: Family,
+) -> Option<Resolved> {
+    // Most requests carry none (the parser noted it): nothing to do.
+    if !head.forwarding || !trusted(trust, hop) {
+        return None;
+    }
+    let relevant: Vec<(&[u8], &[u8])> = head
+        .headers()
+        .filter(|(n, _)| is_forwarding_header(n))
+        .collect();
+    let r = resolve(relevant.iter().copied(), family, trust?);
+    (r != Resolved::default()).then_some(r)
 }
 
 /// An IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) is its IPv4 address.
@@ -637,5 +728,54 @@ mod tests {
         assert_eq!((r.scheme, r.malformed), (Some(Scheme::Https), 1));
         let r = fw(&[("Forwarded", "for=999.1.1.1")]);
         assert_eq!((r.client, r.malformed), (None, 1));
+    }
+
+    #[test]
+    fn the_trust_decision_for_each_hop() {
+        let list = TrustList::parse("10.0.0.0/8, unix").unwrap();
+        let t = Some(&list);
+        assert!(trusted(t, Hop::Ip(ip("10.1.2.3"))) && trusted(t, Hop::Unix));
+        assert!(!trusted(t, Hop::Ip(ip("192.0.2.1"))) && !trusted(None, Hop::Unix));
+        let any = TrustList::parse("*").unwrap();
+        assert!(
+            !trusted(Some(&any), Hop::Unnamed),
+            "an unnamed sender never"
+        );
+        let proxy = Some(ip("10.0.0.1"));
+        assert_eq!(Hop::of(proxy, PeerOrigin::Socket), Hop::Ip(ip("10.0.0.1")));
+        assert_eq!(Hop::of(proxy, PeerOrigin::ProxyUnnamed), Hop::Unnamed);
+        assert_eq!(Hop::of(None, PeerOrigin::ProxyUnnamed), Hop::Unnamed);
+        assert_eq!(Hop::of(None, PeerOrigin::Socket), Hop::Unix);
+    }
+
+    #[test]
+    fn forwarded_reads_a_trusted_hops_headers_only() {
+        let wire = b"GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 6.6.6.6\r\n\
+                     X-Forwarded-Proto: https\r\n\r\n";
+        let (head, _) = crate::h1::HeadParser::new()
+            .parse(wire, &crate::Limits::default())
+            .unwrap()
+            .unwrap();
+        let list = TrustList::parse("127.0.0.1").unwrap();
+        let t = Some(&list);
+        let local = Hop::Ip(ip("127.0.0.1"));
+        let r = forwarded(&head, local, t, Family::XForwarded).unwrap();
+        assert_eq!(
+            (r.client, r.scheme),
+            (Some((ip("6.6.6.6"), None)), Some(Scheme::Https))
+        );
+        assert_eq!(forwarded(&head, Hop::Unnamed, t, Family::XForwarded), None);
+        assert_eq!(
+            forwarded(&head, Hop::Ip(ip("6.6.6.7")), t, Family::XForwarded),
+            None
+        );
+        assert_eq!(forwarded(&head, local, None, Family::XForwarded), None);
+        assert_eq!(
+            forwarded(&head, local, t, Family::Forwarded),
+            None,
+            "other family"
+        );
+        assert!(is_forwarding_header(b"X-FORWARDED-HOST") && is_forwarding_header(b"Forwarded"));
+        assert!(!is_forwarding_header(b"x-forwarded-") && !is_forwarding_header(b"forward"));
     }
 }

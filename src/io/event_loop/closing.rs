@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::io::conn::Wire;
 use crate::io::error_answer::{error_answer, protocol_error_answer, REQUEST_TIMEOUT};
 
 /// How long an error answer waits for the client to close before the socket is closed anyway.
@@ -84,11 +85,13 @@ impl LoopState {
         if let Some(Slot::Here(_)) = self.conns.get(token) {
             if let Slot::Here(mut conn) = self.conns.remove(token) {
                 release_buffer(&mut self.buffers, &mut conn);
-                self.shared
-                    .counters
-                    .by_request
-                    .open_connections
-                    .fetch_sub(1, Ordering::Relaxed);
+                if conn.wire != Wire::Metrics {
+                    self.shared
+                        .counters
+                        .by_request
+                        .open_connections
+                        .fetch_sub(1, Ordering::Relaxed);
+                }
                 if let Some(p) = conn.pending_log.take() {
                     // Closed before its response was all sent: the client went away.
                     p.finish(
@@ -117,6 +120,7 @@ impl LoopState {
             for i in 0..self.listeners.len() {
                 self.accept(i, ctx);
             }
+            self.accept_metrics(ctx);
         }
         // One pass: the expired, and (for the metrics) how many wait idle between requests.
         let mut idle = 0u64;
@@ -125,7 +129,11 @@ impl LoopState {
             .iter()
             .filter_map(|(t, s)| match s {
                 Slot::Here(c) => {
-                    idle += u64::from(matches!(c.phase, Phase::Idle) && c.out.is_empty());
+                    idle += u64::from(
+                        matches!(c.phase, Phase::Idle)
+                            && c.out.is_empty()
+                            && c.wire != Wire::Metrics,
+                    );
                     c.deadline.is_some_and(|d| d <= now).then_some(t)
                 }
                 _ => None,
@@ -139,6 +147,11 @@ impl LoopState {
             let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
                 continue;
             };
+            if conn.wire == Wire::Metrics {
+                // A scraper too slow to ask or to take its page: not the app's timeout.
+                self.close(token);
+                continue;
+            }
             ctx.counters.timeouts.fetch_add(1, Ordering::Relaxed);
             match conn.phase {
                 Phase::ReadingHead | Phase::ReadingBody(_) => {
@@ -172,6 +185,9 @@ impl LoopState {
                     };
                 }
             }
+            if let Some((mut socket, _)) = self.metrics.take() {
+                let _ = self.poll.registry().deregister(socket.source());
+            }
             // Settle the sweep cadence so the graceful deadline is noticed.
             self.sweep_every = self.sweep_every.min(Duration::from_millis(100));
             self.next_sweep = self.next_sweep.min(now + self.sweep_every);
@@ -190,6 +206,8 @@ impl LoopState {
                     Slot::Here(c) if c.out.is_empty() && !matches!(c.phase, Phase::Lingering) => {
                         Some(t)
                     }
+                    // A scraper still reading its page is not waited for.
+                    Slot::Here(c) if c.wire == Wire::Metrics => Some(t),
                     _ => None,
                 })
                 .collect();
@@ -204,8 +222,8 @@ impl LoopState {
             let cut = self
                 .conns
                 .iter()
-                .filter(|(_, s)| match s {
-                    Slot::Away { .. } => true,
+                .filter(|(t, s)| match s {
+                    Slot::Away { .. } => !self.pages_away.contains(t),
                     Slot::Here(c) => !c.out.is_empty() || matches!(c.phase, Phase::ReadingBody(_)),
                 })
                 .count();

@@ -3,7 +3,7 @@
 //! responses to flush, shutdown requests, and a handle on the loop's epoll set; and the [`Work`]
 //! the loop hands out.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,11 +15,11 @@ use sluicegate_proto::forwarded::TrustList;
 use sluicegate_proto::uwsgi::UwsgiFacts;
 use sluicegate_proto::RequestHead;
 
-use crate::access_log::AccessLog;
 use crate::config::Config;
 use crate::io::conn::{AfterOutput, Conn, Wire};
 use crate::io::shared_out::SharedOut;
 use crate::io::static_files::StaticFiles;
+use crate::observe::access_log::AccessLog;
 
 /// A request ready for the app: the connection (now owned by whoever runs the request) and its
 /// parsed head. The head's bytes were consumed from the connection's buffer; the body, if any,
@@ -36,28 +36,7 @@ pub struct Work {
     pub uwsgi: Option<Box<UwsgiFacts>>,
 }
 
-/// Counters shared by the loop and the app threads (diagnostics and tests).
-#[derive(Default)]
-pub struct Counters {
-    pub accepted: AtomicU64,
-    pub requests: AtomicU64,
-    pub protocol_errors: AtomicU64,
-    pub timeouts: AtomicU64,
-    /// Accept attempts refused because the process is out of file descriptors (EMFILE/ENFILE).
-    pub fd_exhausted: AtomicU64,
-    /// Requests cut by the shutdown: still in the app or still sending when the graceful
-    /// timeout ended (or at an immediate stop).
-    pub cut: AtomicU64,
-    /// `--timeout`: app calls past it that have not returned (kept by `wsgi::deadline`; the
-    /// loop ends a graceful stop when only these are left).
-    pub stuck_calls: Arc<AtomicUsize>,
-    /// Forwarding headers (or PROXY headers) from trusted peers ignored as malformed.
-    pub forwarded_malformed: AtomicU64,
-    /// Connections closed for a missing, malformed or untrusted PROXY protocol header.
-    pub proxy_refused: AtomicU64,
-    /// Every finished request: by status class and end, bytes, duration histograms.
-    pub by_request: crate::metrics::RequestMetrics,
-}
+pub use crate::observe::counters::Counters;
 
 /// How far the server is in stopping. Only moves forward
 /// (`Running < Draining < Graceful < Immediate`): a graceful stop can become immediate, never

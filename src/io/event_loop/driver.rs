@@ -8,15 +8,17 @@ use std::time::{Duration, Instant};
 
 use std::net::SocketAddr;
 
+use sluicegate_proto::forwarded::{self, Hop, PeerOrigin};
 use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
 use sluicegate_proto::proxy_protocol::{self, ProxiedAddr, ProxyError};
 use sluicegate_proto::uwsgi;
 
 use super::*;
-use crate::access_log::{End, PendingLog};
 use crate::http_date::http_date;
 use crate::io::conn::Wire;
 use crate::io::out_queue::OutQueue;
+use crate::observe::request_end::PendingLog;
+use crate::observe::timings::End;
 
 impl LoopState {
     /// A connection is back from the app (returned, or after an inline call): decide its next
@@ -58,6 +60,9 @@ impl LoopState {
         // Almost always empty: skip hashing the token then.
         if !self.flushing.is_empty() {
             self.flushing.remove(&token);
+        }
+        if !self.pages_away.is_empty() {
+            self.pages_away.retain(|&t| t != token);
         }
         self.conns[token] = Slot::Here(conn);
         self.after_request(token, woke, ctx);
@@ -210,7 +215,7 @@ impl LoopState {
                 }
                 Ok(n) => {
                     buf.commit(n);
-                    crate::metrics::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
+                    crate::observe::counters::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
                     // A short read emptied the socket: edge-triggered epoll reports new data.
                     readable = n == want || drain;
                     match conn.phase {
@@ -257,6 +262,9 @@ impl LoopState {
                 unreachable!()
             };
             return Ok(Next::Work(self.take_work(token, *head, true)));
+        }
+        if conn.wire == Wire::Metrics {
+            return Ok(self.metrics_request(token, ctx));
         }
         if conn.wire == Wire::ProxyThenHttp {
             match read_proxy_header(conn, ctx) {
@@ -309,7 +317,7 @@ impl LoopState {
                 // No line to write: counted now (a loop answer spends nothing in the app; its
                 // send time is measured only when the access log asks for it, which saves a
                 // record per static file).
-                let t = crate::access_log::Timings::default();
+                let t = crate::observe::timings::Timings::default();
                 ctx.counters
                     .by_request
                     .record(answer.status, answer.body_bytes, &t, end, false);
@@ -317,7 +325,7 @@ impl LoopState {
                 let now = crate::clock::now_ns();
                 let pending = PendingLog {
                     head,
-                    client: conn.peer.clone(),
+                    client: conn.peer.ip(),
                     status: answer.status,
                     body_bytes: answer.body_bytes,
                     parsed_at: now,
@@ -409,11 +417,8 @@ impl LoopState {
 /// the reason when the connection must close without an answer (no HTTP answer can be right:
 /// the peer is a proxy that did not speak the protocol it was configured for).
 fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static str> {
-    let trusted = ctx.settings.proxy_trust().is_some_and(|t| match conn.peer {
-        Peer::Ip(a) => t.trusts(a.ip()),
-        Peer::Unix => t.trusts_unix(),
-    });
-    if !trusted {
+    let hop = Hop::of(conn.peer.ip(), conn.peer_origin);
+    if !forwarded::trusted(ctx.settings.proxy_trust(), hop) {
         return Err("the peer is not in --forwarded-allow-ips");
     }
     match proxy_protocol::parse(conn.buffered()) {
@@ -423,6 +428,9 @@ fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static st
             if let ProxiedAddr::Proxied { source, .. } = addr {
                 conn.peer = Peer::Ip(SocketAddr::new(source.ip().to_canonical(), source.port()));
                 conn.upper = None; // the REMOTE_ADDR strings cached for the old peer
+                conn.peer_origin = PeerOrigin::ProxyNamed;
+            } else {
+                conn.peer_origin = PeerOrigin::ProxyUnnamed;
             }
             conn.wire = Wire::Http;
             Ok(true)

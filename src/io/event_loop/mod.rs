@@ -21,7 +21,9 @@
 //!   and flush queues, shutdown requests) and the [`Work`] it hands out;
 //! - `driver`: one connection's turn: finishing output, reading, parsing, answering static
 //!   files, handing a request out, and taking the connection back after it;
-//! - `closing`: protocol errors, closing and lingering, timeouts (the sweep), shutdown.
+//! - `closing`: protocol errors, closing and lingering, timeouts (the sweep), shutdown;
+//! - `metrics`: the `--metrics-bind` listener, a listener of the loop's own whose pages the
+//!   server hands down ([`MetricsPages`]).
 //!
 //! Accepting takes one connection per round and tries again once the ready queue is empty: the
 //! `accept4` that finds the backlog empty (needed with edge-triggered epoll) comes after the
@@ -56,9 +58,12 @@ mod accept;
 mod closing;
 mod ctx;
 mod driver;
+mod metrics;
+mod pages;
 
 pub use crate::io::listen::{ListenSocket, Nodelay};
 pub use ctx::{Counters, LoopCtx, LoopSettings, Shutdown, Work};
+pub use pages::{MetricsPages, PageJob};
 
 /// Whether `fd` has something to read now (a zero-timeout `poll`, which consumes nothing): events
 /// held by an epoll descriptor, a connection waiting in a listener's backlog.
@@ -74,8 +79,9 @@ fn readable_now(fd: std::os::fd::RawFd) -> bool {
 
 /// Token of the waker (returned connections, shutdown).
 const WAKER: Token = Token(usize::MAX);
-/// Listener tokens count down from here; connection tokens are slab keys (far below).
-const LISTENER_BASE: usize = usize::MAX - 1;
+/// Listener tokens count down from here (the metrics listener's is above them:
+/// `pages::METRICS_LISTENER_TOKEN`); connection tokens are slab keys (far below).
+const LISTENER_BASE: usize = usize::MAX - 2;
 
 /// A request body up to this size is buffered by the loop before the app is called, so that an
 /// app called inline never waits on the socket. Larger or chunked bodies go to a pool thread,
@@ -168,6 +174,15 @@ pub struct LoopState {
     deferred_until: Option<Instant>,
     /// Looks so far at the connection(s) left to other workers.
     deferred_looks: u32,
+    /// `--metrics-bind`: its socket and the pages it serves (`metrics.rs`); dropped, with its
+    /// unix socket's file, when the stop closes the listeners.
+    metrics: Option<(
+        crate::io::metrics_socket::MetricsSocket,
+        Arc<dyn MetricsPages>,
+    )>,
+    /// Metrics connections away while their page is rendered elsewhere: not requests, so a
+    /// stop that ends with them away does not count them as cut.
+    pages_away: Vec<usize>,
 }
 
 impl LoopState {
@@ -231,6 +246,8 @@ impl LoopState {
             deferred: Vec::new(),
             deferred_until: None,
             deferred_looks: 0,
+            metrics: None,
+            pages_away: Vec::new(),
         });
         if let Some(b) = &st.balance {
             b.publish(0);
@@ -310,9 +327,14 @@ impl LoopState {
                 continue;
             }
             let mut accept_from = Vec::new();
+            let mut accept_metrics = false;
             for ev in self.events.iter() {
                 let t = ev.token();
                 if t == WAKER {
+                    continue;
+                }
+                if t == pages::METRICS_LISTENER_TOKEN {
+                    accept_metrics = true;
                     continue;
                 }
                 if t.0 > LISTENER_BASE - self.listeners.len() && t.0 <= LISTENER_BASE {
@@ -330,6 +352,9 @@ impl LoopState {
             }
             for i in accept_from {
                 self.accept(i, ctx);
+            }
+            if accept_metrics {
+                self.accept_metrics(ctx);
             }
             // Connections that gave up their turn go on after what has just arrived.
             if !self.gave_turn.is_empty() {

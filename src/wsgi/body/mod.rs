@@ -196,7 +196,8 @@ impl BodyState {
             if dst.is_none() {
                 raw.commit(n);
             }
-            crate::metrics::BYTES_IN.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            crate::observe::counters::BYTES_IN
+                .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
             Ok::<usize, std::io::Error>(n)
         };
         // First with the interpreter held: during an upload the bytes are usually there

@@ -571,13 +571,7 @@ impl Framing {
                 }
             }
             _ => {
-                self.forwarding |= match name.first() {
-                    Some(b'f' | b'F') => name.eq_ignore_ascii_case(b"forwarded"),
-                    Some(b'x' | b'X') => {
-                        name.len() > 12 && name[..12].eq_ignore_ascii_case(b"x-forwarded-")
-                    }
-                    _ => false,
-                };
+                self.forwarding |= crate::forwarded::is_forwarding_header(name);
             }
         }
         Ok(())

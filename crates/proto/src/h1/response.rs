@@ -91,6 +91,58 @@ pub fn error_answer(status: u16, reason: &str, date: &[u8], server: &[u8]) -> Ve
     out
 }
 
+/// The status line's text (`"404 Not Found"`) of the statuses the server answers with on its
+/// own outside the app (its side listeners and its error answers); RFC 9110 §15 wording.
+pub fn status_line(status: u16) -> &'static [u8] {
+    match status {
+        200 => b"200 OK",
+        204 => b"204 No Content",
+        400 => b"400 Bad Request",
+        403 => b"403 Forbidden",
+        404 => b"404 Not Found",
+        405 => b"405 Method Not Allowed",
+        408 => b"408 Request Timeout",
+        413 => b"413 Content Too Large",
+        414 => b"414 URI Too Long",
+        431 => b"431 Request Header Fields Too Large",
+        501 => b"501 Not Implemented",
+        503 => b"503 Service Unavailable",
+        504 => b"504 Gateway Timeout",
+        505 => b"505 HTTP Version Not Supported",
+        _ => b"500 Internal Server Error",
+    }
+}
+
+/// The head of a small answer of the server's own whose body the caller holds whole (a
+/// side listener's page: `/metrics`): `status` (one of [`status_line`]'s), one Content-Type,
+/// the Content-Length, `Connection: close` unless `keep_alive` (and `keep-alive` to an
+/// HTTP/1.0 client that may keep it), Date and Server when given. A HEAD request gets the
+/// same head, and the caller sends no body. Appends to `out`.
+#[allow(clippy::too_many_arguments)]
+pub fn simple_response(
+    out: &mut Vec<u8>,
+    version: Version,
+    status: u16,
+    content_type: &[u8],
+    content_length: u64,
+    keep_alive: bool,
+    date: &[u8],
+    server: &[u8],
+) {
+    encode_response_head(
+        out,
+        &ResponseHead {
+            version,
+            status: status_line(status),
+            headers: &[(b"Content-Type", content_type)],
+            framing: ResponseFraming::Length(content_length),
+            keep_alive,
+            date,
+            server,
+        },
+    );
+}
+
 /// An answer the server sent on its own (no app call), for the access log and the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OwnAnswer {
@@ -225,6 +277,25 @@ mod tests {
 
     fn len(declared: Option<u64>, known: Option<u64>) -> BodyLength {
         BodyLength { declared, known }
+    }
+
+    #[test]
+    fn simple_responses() {
+        let mut out = Vec::new();
+        simple_response(&mut out, Http11, 404, b"text/plain", 5, false, b"", b"");
+        assert_eq!(
+            out,
+            b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\
+              Connection: close\r\n\r\n"
+        );
+        out.clear();
+        simple_response(&mut out, Http10, 200, b"a/b", 0, true, b"D", b"S");
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nDate: D\r\nServer: S\r\n\
+              Content-Length: 0\r\nConnection: keep-alive\r\n\r\n"
+        );
+        assert_eq!(status_line(999), b"500 Internal Server Error");
     }
 
     #[test]

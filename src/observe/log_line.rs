@@ -1,77 +1,26 @@
-//! The access log: one line per request, in a format chosen by `--access-log-format`
-//! (`combined`, gunicorn's default `%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"`;
-//! `common`; `json`, one object per line; or a template of named `{fields}`), with where the
-//! request's time went ([`Timings`]). Times are UTC.
-//!
-//! Lines are made on the thread that finishes the request and appended, under a lock held for a
-//! copy, to a buffer of at most [`BUFFER_MAX`] bytes; a writer thread writes what piled up every
-//! [`FLUSH_EVERY`] (sooner past [`FLUSH_AT`]), so a request costs no system call and no wake-up,
-//! and a slow disk never stalls the event loop or an app thread: when the buffer is full the
-//! line is dropped and counted (`dropped`), never waited for. (A channel with a wake-up per line
-//! cost 5.8 µs of CPU per request and halved S6's throughput.) The writer writes to the
-//! descriptor the Python front opened, which `USR1` replaces in place; the server flushes what
-//! is left when it stops.
+//! One access log line: the formats `--access-log-format` names (`combined`, gunicorn's
+//! default `%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"`; `common`; `json`, one
+//! object per line; or a template of named `{fields}`), and the escaping that keeps every line
+//! one line of valid text (or valid JSON) whatever bytes the client sent. Times are UTC: the
+//! CLF time (`06/Nov/1994:08:49:37 +0000`) in `combined`, `common` and a template's `{time}`,
+//! ISO 8601 with milliseconds (`1994-11-06T08:49:37.042Z`) in `json`, which log pipelines
+//! parse without a format string. Pure formatting: the writing is `observe::access_log`'s.
 
-use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::net::IpAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use sluicegate_proto::date::{format_iso_time, ISO_TIME_LEN};
 use sluicegate_proto::h1::encode::{decimal, DECIMAL_LEN};
 use sluicegate_proto::RequestHead;
 
+use super::timings::{micros, End, Timings};
 use crate::http_date::http_date;
-use crate::io::stream::Peer;
-use crate::metrics::RequestMetrics;
-
-/// Bytes of lines waiting for the writer thread at most; more are dropped (and counted).
-pub const BUFFER_MAX: usize = 4 * 1024 * 1024;
-/// The writer writes what piled up this often...
-pub const FLUSH_EVERY: Duration = Duration::from_millis(10);
-/// ...or as soon as this much is waiting.
-pub const FLUSH_AT: usize = 256 * 1024;
-
-/// How a request ended, for the log.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum End {
-    Ok,
-    /// The client went away before the response was sent.
-    ClientGone,
-    /// `--timeout` answered for the app (504, or the connection cut).
-    Timeout,
-    /// The app failed (500), or the request was refused.
-    Error,
-}
-
-impl End {
-    fn as_str(self) -> &'static str {
-        match self {
-            End::Ok => "ok",
-            End::ClientGone => "client_gone",
-            End::Timeout => "timeout",
-            End::Error => "error",
-        }
-    }
-}
-
-/// Where one request's time went, measured with the monotonic clock.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Timings {
-    /// Parsed → the app called (waiting for a thread, or for the loop).
-    pub queue: Duration,
-    /// The app called → its iterable exhausted and closed.
-    pub app: Duration,
-    /// First byte written → last byte taken by the kernel's send buffer.
-    pub send: Duration,
-    /// Parsed → last byte taken.
-    pub total: Duration,
-}
 
 /// One request's line, its fields borrowed from the request.
 pub struct Entry<'a> {
     pub head: &'a RequestHead,
-    /// The client (after forwarding rules and the PROXY protocol).
-    pub client: &'a Peer,
+    /// The client (after forwarding rules and the PROXY protocol); None: a unix-socket client.
+    pub client: Option<IpAddr>,
     pub status: u16,
     pub body_bytes: u64,
     pub timings: Timings,
@@ -80,91 +29,9 @@ pub struct Entry<'a> {
     pub inline: Option<bool>,
 }
 
-/// A request whose response is still being sent by the event loop: its line is written when the
-/// last byte is taken (or when the client goes away), with the send time then known.
-pub struct PendingLog {
-    pub head: RequestHead,
-    pub client: Peer,
-    pub status: u16,
-    pub body_bytes: u64,
-    /// `metrics::now_ns` readings.
-    pub parsed_at: u64,
-    pub queue: Duration,
-    pub app: Duration,
-    /// When the response's first byte was ready (its head encoded).
-    pub send_from: u64,
-    pub end: End,
-    pub inline: Option<bool>,
-}
-
-impl PendingLog {
-    /// The request is over (its last byte taken, or `gone`: the client left first): count it
-    /// in `metrics`, and write its line if the log is on.
-    pub fn finish(self, log: Option<&AccessLog>, metrics: &RequestMetrics, gone: bool) {
-        Finished {
-            head: &self.head,
-            client: &self.client,
-            status: self.status,
-            body_bytes: self.body_bytes,
-            parsed_at: self.parsed_at,
-            queue: self.queue,
-            app: self.app,
-            send_from: self.send_from,
-            end: if gone { End::ClientGone } else { self.end },
-            inline: self.inline,
-        }
-        .account(log, metrics, crate::metrics::now_ns());
-    }
-}
-
-/// A finished request, its fields borrowed: what `PendingLog` holds, for a request whose last
-/// byte was taken before its app thread let go of it (no copy of the head then).
-pub struct Finished<'a> {
-    pub head: &'a RequestHead,
-    pub client: &'a Peer,
-    pub status: u16,
-    pub body_bytes: u64,
-    pub parsed_at: u64,
-    pub queue: Duration,
-    pub app: Duration,
-    pub send_from: u64,
-    pub end: End,
-    pub inline: Option<bool>,
-}
-
-impl Finished<'_> {
-    /// Count it in `metrics` and write its line if the log is on; `now`: its last byte's time.
-    pub fn account(&self, log: Option<&AccessLog>, metrics: &RequestMetrics, now: u64) {
-        let timings = Timings {
-            queue: self.queue,
-            app: self.app,
-            send: crate::metrics::since(self.send_from, now),
-            total: crate::metrics::since(self.parsed_at, now),
-        };
-        metrics.record(
-            self.status,
-            self.body_bytes,
-            &timings,
-            self.end,
-            self.inline.is_some(),
-        );
-        if let Some(log) = log {
-            log.write(&Entry {
-                head: self.head,
-                client: self.client,
-                status: self.status,
-                body_bytes: self.body_bytes,
-                timings,
-                end: self.end,
-                inline: self.inline,
-            });
-        }
-    }
-}
-
 /// The fields a template may name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Field {
+pub enum Field {
     Client,
     Time,
     Method,
@@ -214,20 +81,20 @@ pub fn field_names() -> Vec<&'static str> {
 }
 
 #[derive(Debug)]
-enum Piece {
+pub enum Piece {
     Text(Vec<u8>),
     Field(Field),
 }
 
 #[derive(Debug)]
-enum Format {
+pub enum Format {
     Combined,
     Common,
     Json,
     Template(Vec<Piece>),
 }
 
-fn parse_format(spec: &str) -> Result<Format, String> {
+pub fn parse_format(spec: &str) -> Result<Format, String> {
     match spec {
         "combined" => return Ok(Format::Combined),
         "common" => return Ok(Format::Common),
@@ -263,119 +130,29 @@ fn parse_format(spec: &str) -> Result<Format, String> {
     Ok(Format::Template(pieces))
 }
 
-pub struct AccessLog {
-    format: Format,
-    pending: Arc<Pending>,
-    /// Lines dropped because the writer fell behind.
-    pub dropped: AtomicU64,
-    pid: u32,
+impl Format {
     /// The format names Referer, User-Agent or X-Request-ID (looked up once per line).
-    names_headers: bool,
-}
-
-/// Lines not yet written, shared with the writer thread.
-struct Pending {
-    fd: RawFd,
-    buf: Mutex<Vec<u8>>,
-    wake: Condvar,
-    /// Set when the log goes away: the writer writes what is left and ends.
-    closed: std::sync::atomic::AtomicBool,
-    /// Held from taking a batch to having written it, so batches keep their order.
-    writing: Mutex<()>,
-}
-
-impl Pending {
-    fn write_out(&self) {
-        let _order = self.writing.lock().unwrap();
-        let batch = std::mem::take(&mut *self.buf.lock().unwrap());
-        if !batch.is_empty() {
-            write_all(self.fd, &batch);
+    pub fn names_headers(&self) -> bool {
+        match self {
+            Format::Common => false,
+            Format::Combined | Format::Json => true,
+            Format::Template(pieces) => pieces.iter().any(|p| {
+                matches!(
+                    p,
+                    Piece::Field(Field::Referer | Field::UserAgent | Field::RequestId)
+                )
+            }),
         }
     }
-}
 
-impl Drop for AccessLog {
-    fn drop(&mut self) {
-        self.pending.closed.store(true, Ordering::Release);
-        self.pending.wake.notify_one();
-    }
-}
-
-impl AccessLog {
-    /// `None` when the log is off (fd < 0). Starts the writer thread.
-    pub fn new(fd: i32, format: &str) -> Result<Option<AccessLog>, String> {
-        let format = parse_format(format)?;
-        if fd < 0 {
-            return Ok(None);
-        }
-        let pending = Arc::new(Pending {
-            fd,
-            buf: Mutex::new(Vec::with_capacity(FLUSH_AT * 2)),
-            wake: Condvar::new(),
-            closed: std::sync::atomic::AtomicBool::new(false),
-            writing: Mutex::new(()),
-        });
-        let p = Arc::clone(&pending);
-        std::thread::Builder::new()
-            .name("sluicegate-accesslog".into())
-            .spawn(move || loop {
-                {
-                    let g = p.buf.lock().unwrap();
-                    if g.len() < FLUSH_AT && !p.closed.load(Ordering::Acquire) {
-                        let _ = p.wake.wait_timeout(g, FLUSH_EVERY).unwrap();
-                    }
-                }
-                p.write_out();
-                if p.closed.load(Ordering::Acquire) {
-                    p.write_out();
-                    return;
-                }
-            })
-            .map_err(|e| format!("cannot start the access log writer: {e}"))?;
-        Ok(Some(AccessLog {
-            pending,
-            dropped: AtomicU64::new(0),
-            pid: std::process::id(),
-            names_headers: match &format {
-                Format::Common => false,
-                Format::Combined | Format::Json => true,
-                Format::Template(pieces) => pieces.iter().any(|p| {
-                    matches!(
-                        p,
-                        Piece::Field(Field::Referer | Field::UserAgent | Field::RequestId)
-                    )
-                }),
-            },
-            format,
-        }))
-    }
-
-    /// Make `e`'s line and hand it to the writer thread (or count it dropped).
-    pub fn write(&self, e: &Entry<'_>) {
-        // One line buffer per thread, reused: a request's line costs no allocation.
-        thread_local! {
-            static LINE: std::cell::RefCell<Vec<u8>> =
-                std::cell::RefCell::new(Vec::with_capacity(LINE_KEEP));
-        }
-        LINE.with(|cell| {
-            let mut line = cell.borrow_mut();
-            line.clear();
-            self.make_line(&mut line, e);
-            self.append(&line);
-            if line.capacity() > 16 * LINE_KEEP {
-                // A line with huge headers: do not keep its buffer.
-                *line = Vec::with_capacity(LINE_KEEP);
-            }
-        });
-    }
-
-    fn make_line(&self, line: &mut Vec<u8>, e: &Entry<'_>) {
-        let named = if self.names_headers {
+    /// Append `e`'s line, its newline included; `pid`: this process's.
+    pub fn make_line(&self, line: &mut Vec<u8>, e: &Entry<'_>, pid: u32) {
+        let named = if self.names_headers() {
             NamedHeaders::of(e.head)
         } else {
             NamedHeaders::default()
         };
-        match &self.format {
+        match self {
             Format::Combined | Format::Common => {
                 push_client(line, e.client);
                 line.extend_from_slice(b" - - [");
@@ -397,7 +174,7 @@ impl AccessLog {
                 } else {
                     push_num(line, e.body_bytes);
                 }
-                if matches!(self.format, Format::Combined) {
+                if matches!(self, Format::Combined) {
                     for value in [named.referer, named.user_agent] {
                         line.extend_from_slice(b" \"");
                         push_escaped(line, value.unwrap_or(b"-"));
@@ -405,97 +182,53 @@ impl AccessLog {
                     }
                 }
             }
-            Format::Json => push_json(line, e, &named, self.pid),
+            Format::Json => push_json(line, e, &named, pid),
             Format::Template(pieces) => {
                 for p in pieces {
                     match p {
                         Piece::Text(t) => line.extend_from_slice(t),
-                        Piece::Field(f) => self.push_field(line, e, &named, *f, false),
+                        Piece::Field(f) => push_field(line, e, &named, *f, pid),
                     }
                 }
             }
         }
         line.push(b'\n');
     }
+}
 
-    /// Append a made line to what the writer thread takes, or drop and count it when full.
-    fn append(&self, line: &[u8]) {
-        let mut buf = self.pending.buf.lock().unwrap();
-        if buf.len() + line.len() > BUFFER_MAX {
-            drop(buf);
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        buf.extend_from_slice(line);
-        let full = buf.len() >= FLUSH_AT;
-        drop(buf);
-        if full {
-            self.pending.wake.notify_one();
-        }
-    }
-
-    /// Write what is waiting now, on this thread (the server stopping: the process may leave
-    /// without waiting for the writer).
-    pub fn flush(&self) {
-        self.pending.write_out();
-    }
-
-    /// One field's value: in JSON as a JSON value (strings escaped for any byte), in a
-    /// template as text escaped as in the combined format.
-    fn push_field(
-        &self,
-        line: &mut Vec<u8>,
-        e: &Entry<'_>,
-        named: &NamedHeaders<'_>,
-        f: Field,
-        json: bool,
-    ) {
-        let text = |line: &mut Vec<u8>, v: &[u8]| {
-            if json {
-                push_json_string(line, v);
-            } else {
-                push_escaped(line, v);
-            }
-        };
-        // Text that never needs escaping (an address, a date, a word of ours).
-        let plain = |line: &mut Vec<u8>, push: &dyn Fn(&mut Vec<u8>)| {
-            if json {
-                line.push(b'"');
-            }
-            push(line);
-            if json {
-                line.push(b'"');
-            }
-        };
-        let us = |line: &mut Vec<u8>, d: Duration| push_num(line, micros(d));
-        match f {
-            Field::Client => plain(line, &|l| push_client(l, e.client)),
-            Field::Time => plain(line, &push_clf_time),
-            Field::Method => text(line, e.head.method()),
-            Field::Target => text(line, e.head.target()),
-            Field::Path => text(line, e.head.path()),
-            Field::Query => text(line, e.head.query()),
-            Field::Protocol => plain(line, &|l| {
-                l.extend_from_slice(e.head.version.as_str().as_bytes())
-            }),
-            Field::Status => push_num(line, u64::from(e.status)),
-            Field::Bytes => push_num(line, e.body_bytes),
-            Field::Referer => text(line, named.referer.unwrap_or(b"")),
-            Field::UserAgent => text(line, named.user_agent.unwrap_or(b"")),
-            Field::RequestId => text(line, named.request_id.unwrap_or(b"")),
-            Field::QueueUs => us(line, e.timings.queue),
-            Field::AppUs => us(line, e.timings.app),
-            Field::SendUs => us(line, e.timings.send),
-            Field::TotalUs => us(line, e.timings.total),
-            Field::End => plain(line, &|l| l.extend_from_slice(e.end.as_str().as_bytes())),
-            Field::Pid => push_num(line, u64::from(self.pid)),
-            Field::Scheduler => plain(line, &|l| l.extend_from_slice(scheduler(e.inline))),
-        }
+/// One field's value in a template: text escaped as in the combined format.
+fn push_field(line: &mut Vec<u8>, e: &Entry<'_>, named: &NamedHeaders<'_>, f: Field, pid: u32) {
+    let text = push_escaped;
+    // Text that never needs escaping (an address, a date, a word of ours).
+    let plain = |line: &mut Vec<u8>, push: &dyn Fn(&mut Vec<u8>)| push(line);
+    let us = |line: &mut Vec<u8>, d: Duration| push_num(line, micros(d));
+    match f {
+        Field::Client => plain(line, &|l| push_client(l, e.client)),
+        Field::Time => plain(line, &push_clf_time),
+        Field::Method => text(line, e.head.method()),
+        Field::Target => text(line, e.head.target()),
+        Field::Path => text(line, e.head.path()),
+        Field::Query => text(line, e.head.query()),
+        Field::Protocol => plain(line, &|l| {
+            l.extend_from_slice(e.head.version.as_str().as_bytes())
+        }),
+        Field::Status => push_num(line, u64::from(e.status)),
+        Field::Bytes => push_num(line, e.body_bytes),
+        Field::Referer => text(line, named.referer.unwrap_or(b"")),
+        Field::UserAgent => text(line, named.user_agent.unwrap_or(b"")),
+        Field::RequestId => text(line, named.request_id.unwrap_or(b"")),
+        Field::QueueUs => us(line, e.timings.queue),
+        Field::AppUs => us(line, e.timings.app),
+        Field::SendUs => us(line, e.timings.send),
+        Field::TotalUs => us(line, e.timings.total),
+        Field::End => plain(line, &|l| l.extend_from_slice(e.end.as_str().as_bytes())),
+        Field::Pid => push_num(line, u64::from(pid)),
+        Field::Scheduler => plain(line, &|l| l.extend_from_slice(scheduler(e.inline))),
     }
 }
 
 /// A line buffer keeps this much room between lines.
-const LINE_KEEP: usize = 1024;
+pub const LINE_KEEP: usize = 1024;
 
 /// `e` as one JSON object: every field of [`FIELDS`], in its order. Written out field by field
 /// (constant keys, no dispatch per field): this is the format a log pipeline reads at full
@@ -505,7 +238,7 @@ fn push_json(line: &mut Vec<u8>, e: &Entry<'_>, named: &NamedHeaders<'_>, pid: u
     line.extend_from_slice(b"{\"client\":\"");
     push_client(line, e.client);
     line.extend_from_slice(b"\",\"time\":\"");
-    push_clf_time(line);
+    push_iso_time(line);
     line.extend_from_slice(b"\",\"method\":");
     push_json_string(line, head.method());
     line.extend_from_slice(b",\"target\":");
@@ -543,11 +276,6 @@ fn push_json(line: &mut Vec<u8>, e: &Entry<'_>, named: &NamedHeaders<'_>, pid: u
     line.extend_from_slice(b"\"}");
 }
 
-/// Whole microseconds, in u64 arithmetic (`as_micros` divides a u128).
-fn micros(d: Duration) -> u64 {
-    d.as_secs() * 1_000_000 + u64::from(d.subsec_micros())
-}
-
 fn scheduler(inline: Option<bool>) -> &'static [u8] {
     match inline {
         Some(true) => b"inline",
@@ -580,53 +308,61 @@ impl<'a> NamedHeaders<'a> {
     }
 }
 
-fn write_all(fd: RawFd, mut rest: &[u8]) {
-    while !rest.is_empty() {
-        // SAFETY: `rest` is a valid readable slice; fd is the log descriptor owned by the
-        // Python front for the server's lifetime.
-        let n = unsafe { libc::write(fd, rest.as_ptr() as *const libc::c_void, rest.len()) };
-        if n <= 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
+fn push_client(line: &mut Vec<u8>, client: Option<IpAddr>) {
+    match client {
+        // Four small numbers: cheaper than the formatter, which costs ~900 instructions.
+        Some(IpAddr::V4(v4)) => {
+            let mut text = [0u8; 15];
+            let mut n = 0;
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    text[n] = b'.';
+                    n += 1;
+                }
+                if octet >= 100 {
+                    text[n] = b'0' + octet / 100;
+                    n += 1;
+                }
+                if octet >= 10 {
+                    text[n] = b'0' + octet / 10 % 10;
+                    n += 1;
+                }
+                text[n] = b'0' + octet % 10;
+                n += 1;
             }
-            return;
+            line.extend_from_slice(&text[..n]);
         }
-        rest = &rest[n as usize..];
+        Some(ip) => {
+            use std::io::Write;
+            let _ = write!(line, "{ip}");
+        }
+        None => line.extend_from_slice(b"unix"),
     }
 }
 
-fn push_client(line: &mut Vec<u8>, peer: &Peer) {
-    match peer {
-        Peer::Ip(a) => match a.ip() {
-            // Four small numbers: cheaper than the formatter, which costs ~900 instructions.
-            std::net::IpAddr::V4(v4) => {
-                let mut text = [0u8; 15];
-                let mut n = 0;
-                for (i, octet) in v4.octets().into_iter().enumerate() {
-                    if i > 0 {
-                        text[n] = b'.';
-                        n += 1;
-                    }
-                    if octet >= 100 {
-                        text[n] = b'0' + octet / 100;
-                        n += 1;
-                    }
-                    if octet >= 10 {
-                        text[n] = b'0' + octet / 10 % 10;
-                        n += 1;
-                    }
-                    text[n] = b'0' + octet % 10;
-                    n += 1;
-                }
-                line.extend_from_slice(&text[..n]);
-            }
-            ip => {
-                use std::io::Write;
-                let _ = write!(line, "{ip}");
-            }
-        },
-        Peer::Unix => line.extend_from_slice(b"unix"),
+/// The wall-clock time as ISO 8601 with milliseconds; the part up to the seconds is formatted
+/// at most once per second per thread (as the Date header is).
+fn push_iso_time(line: &mut Vec<u8>) {
+    thread_local! {
+        static CACHE: std::cell::Cell<(u64, [u8; ISO_TIME_LEN])> =
+            const { std::cell::Cell::new((u64::MAX, [0; ISO_TIME_LEN])) };
     }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    let (secs, ms) = (now.as_secs(), now.subsec_millis());
+    let mut text = CACHE.with(|c| {
+        let (at, mut text) = c.get();
+        if at != secs {
+            text = format_iso_time(secs, 0);
+            c.set((secs, text));
+        }
+        text
+    });
+    text[20] = b'0' + (ms / 100) as u8;
+    text[21] = b'0' + (ms / 10 % 10) as u8;
+    text[22] = b'0' + (ms % 10) as u8;
+    line.extend_from_slice(&text);
 }
 
 /// IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT" rearranged to "06/Nov/1994:08:49:37 +0000".
@@ -687,9 +423,13 @@ fn push_json_string(line: &mut Vec<u8>, v: &[u8]) {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Append `v`, runs of plain bytes ([`JSON_PLAIN`]) copied whole and every other byte as
-/// `escape` writes it.
+/// `escape` writes it; cut short (with `...`) past [`FIELD_CAP`] bytes when one is set.
 #[inline]
 fn push_with_escapes(line: &mut Vec<u8>, v: &[u8], escape: impl Fn(&mut Vec<u8>, u8)) {
+    let cap = FIELD_CAP.with(|c| c.get());
+    if cap != usize::MAX {
+        return push_capped(line, v, cap, escape);
+    }
     line.reserve(v.len() + 2);
     let mut run = 0;
     for (i, &b) in v.iter().enumerate() {
@@ -701,6 +441,55 @@ fn push_with_escapes(line: &mut Vec<u8>, v: &[u8], escape: impl Fn(&mut Vec<u8>,
         escape(line, b);
     }
     line.extend_from_slice(&v[run..]);
+}
+
+thread_local! {
+    /// The most bytes one client-controlled field may take in the line being made
+    /// (`usize::MAX`: no cap); set by [`Format::make_line_within`] only.
+    static FIELD_CAP: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+/// [`push_with_escapes`] with a cap: whole escapes only, then `...` if `v` did not fit.
+#[cold]
+fn push_capped(line: &mut Vec<u8>, v: &[u8], cap: usize, escape: impl Fn(&mut Vec<u8>, u8)) {
+    let start = line.len();
+    let limit = cap.saturating_sub(3);
+    for (i, &b) in v.iter().enumerate() {
+        let before = line.len();
+        if JSON_PLAIN[usize::from(b)] {
+            line.push(b);
+        } else {
+            escape(line, b);
+        }
+        if line.len() - start > limit && i + 1 < v.len() {
+            line.truncate(before);
+            line.extend_from_slice(b"...");
+            return;
+        }
+    }
+}
+
+/// Fields a client writes (method, target, path, query, Referer, User-Agent, X-Request-ID).
+const CLIENT_FIELDS: usize = 7;
+/// Room kept for everything else in a line (keys, numbers, address, time): a JSON line's own
+/// part is under 400 bytes.
+const OWN_PART: usize = 640;
+
+impl Format {
+    /// [`Format::make_line`], but at most `max` bytes when it can be: a longer line is made
+    /// again with each field the client wrote cut to an equal share of `max` (ending `...`),
+    /// so that it stays whole and valid (JSON stays JSON) in one write of `max` bytes.
+    pub fn make_line_within(&self, line: &mut Vec<u8>, e: &Entry<'_>, pid: u32, max: usize) {
+        let start = line.len();
+        self.make_line(line, e, pid);
+        if line.len() - start <= max {
+            return;
+        }
+        line.truncate(start);
+        FIELD_CAP.with(|c| c.set(max.saturating_sub(OWN_PART) / CLIENT_FIELDS));
+        self.make_line(line, e, pid);
+        FIELD_CAP.with(|c| c.set(usize::MAX));
+    }
 }
 
 /// Bytes a JSON string and a log field carry as they are: printable ASCII but '"' and '\\'.
@@ -778,10 +567,10 @@ mod tests {
             .parse(wire, &sluicegate_proto::Limits::default())
             .unwrap()
             .unwrap();
-        let client = Peer::Ip("10.100.255.0:5".parse().unwrap());
+        let client = Some("10.100.255.0".parse().unwrap());
         let e = Entry {
             head: &head,
-            client: &client,
+            client,
             status: 200,
             body_bytes: 13,
             timings: Timings::default(),
@@ -815,6 +604,48 @@ mod tests {
             .contains("unknown field {nope}"));
         assert!(parse_format("{client").unwrap_err().contains("unclosed"));
         assert!(matches!(parse_format("json"), Ok(Format::Json)));
+    }
+
+    #[test]
+    fn a_line_too_long_for_a_pipe_write_is_cut_field_by_field_and_stays_json() {
+        let ua = vec![0x85u8; 20_000]; // each byte escaped to 6: 120 KB of JSON
+        let mut wire = b"GET /a?b=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: ".to_vec();
+        wire.extend_from_slice(&ua);
+        wire.extend_from_slice(b"\r\nReferer: r\r\n\r\n");
+        let limits = sluicegate_proto::Limits {
+            max_header_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let (head, _) = sluicegate_proto::h1::HeadParser::new()
+            .parse(&wire, &limits)
+            .unwrap()
+            .unwrap();
+        let e = Entry {
+            head: &head,
+            client: None,
+            status: 200,
+            body_bytes: 1,
+            timings: Timings::default(),
+            end: End::Ok,
+            inline: None,
+        };
+        for format in [Format::Json, Format::Combined] {
+            let mut line = Vec::new();
+            format.make_line_within(&mut line, &e, 1, 4096);
+            let text = String::from_utf8(line).unwrap();
+            assert!(text.len() <= 4096 && text.ends_with('\n'), "{}", text.len());
+            assert!(
+                text.contains("\\u0085...\"") || text.contains("\\x85...\""),
+                "{text}"
+            );
+            assert!(
+                text.contains("\"r\""),
+                "short fields are kept whole: {text}"
+            );
+        }
+        let mut short = Vec::new();
+        Format::Json.make_line_within(&mut short, &e, 1, 1 << 20);
+        assert!(short.len() > 100_000, "no cap when the line fits");
     }
 
     #[test]

@@ -1,0 +1,98 @@
+//! A request's end, accounted once: counted in the [`RequestMetrics`] and, if the access log is
+//! on, written to it, with its send time known then. [`Finished`] borrows what it needs (a
+//! request whose last byte was taken before its app thread let go of it); [`PendingLog`] owns it
+//! (a response the event loop is still sending: accounted when its last byte is taken, or when
+//! the client goes away).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use sluicegate_proto::RequestHead;
+
+use super::access_log::AccessLog;
+use super::counters::RequestMetrics;
+use super::log_line::Entry;
+use super::timings::{End, Timings};
+use crate::clock::{now_ns, since};
+
+/// A request whose response is still being sent by the event loop.
+pub struct PendingLog {
+    pub head: RequestHead,
+    /// The client (after forwarding rules and the PROXY protocol); None: a unix-socket client.
+    pub client: Option<IpAddr>,
+    pub status: u16,
+    pub body_bytes: u64,
+    /// `clock::now_ns` readings.
+    pub parsed_at: u64,
+    pub queue: Duration,
+    pub app: Duration,
+    /// When the response's first byte was ready (its head encoded).
+    pub send_from: u64,
+    pub end: End,
+    pub inline: Option<bool>,
+}
+
+impl PendingLog {
+    /// The request is over (its last byte taken, or `gone`: the client left first): count it
+    /// in `metrics`, and write its line if the log is on.
+    pub fn finish(self, log: Option<&AccessLog>, metrics: &RequestMetrics, gone: bool) {
+        Finished {
+            head: &self.head,
+            client: self.client,
+            status: self.status,
+            body_bytes: self.body_bytes,
+            parsed_at: self.parsed_at,
+            queue: self.queue,
+            app: self.app,
+            send_from: self.send_from,
+            end: if gone { End::ClientGone } else { self.end },
+            inline: self.inline,
+        }
+        .account(log, metrics, now_ns());
+    }
+}
+
+/// A finished request, its fields borrowed: what `PendingLog` holds, for a request whose last
+/// byte was taken before its app thread let go of it (no copy of the head then).
+pub struct Finished<'a> {
+    pub head: &'a RequestHead,
+    pub client: Option<IpAddr>,
+    pub status: u16,
+    pub body_bytes: u64,
+    pub parsed_at: u64,
+    pub queue: Duration,
+    pub app: Duration,
+    pub send_from: u64,
+    pub end: End,
+    pub inline: Option<bool>,
+}
+
+impl Finished<'_> {
+    /// Count it in `metrics` and write its line if the log is on; `now`: its last byte's time.
+    pub fn account(&self, log: Option<&AccessLog>, metrics: &RequestMetrics, now: u64) {
+        let timings = Timings {
+            queue: self.queue,
+            app: self.app,
+            send: since(self.send_from, now),
+            total: since(self.parsed_at, now),
+        };
+        metrics.record(
+            self.status,
+            self.body_bytes,
+            &timings,
+            self.end,
+            self.inline.is_some(),
+        );
+        if let Some(log) = log {
+            log.write(&Entry {
+                head: self.head,
+                client: self.client,
+                status: self.status,
+                body_bytes: self.body_bytes,
+                timings,
+                end: self.end,
+                inline: self.inline,
+            });
+        }
+    }
+}
