@@ -18,3 +18,4 @@ pub mod out_queue;
 pub mod read_buf;
 pub mod shared_out;
 pub mod stream;
+pub mod tls;
