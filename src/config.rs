@@ -3,15 +3,17 @@
 //! The Python front owns option parsing and validation (one table, see `sluicegate/options.py`);
 //! this module only extracts the already-validated values into plain Rust types, once, at
 //! startup, so the hot path never touches Python for a setting.
+//!
+//! Plain data, on the bottom floor: the small types the settings are made of
+//! ([`Policy`], [`BodyPace`], [`MountConfig`]) are defined here, and the layers that act on
+//! them import them from here, never the other way round.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sluicegate_proto::forwarded::{Family, TrustList};
 use sluicegate_proto::Limits;
-
-use crate::server::scheduler::Policy;
 
 /// Every setting the core reads. Field docs name the option that sets it.
 #[derive(Debug, Clone)]
@@ -19,9 +21,9 @@ pub struct Config {
     /// `--threads MIN:MAX`: app threads kept warm / the most that may run at once.
     pub threads_min: usize,
     pub threads_max: usize,
-    /// `--max-runnable` (see `server::admission`; 0 = no limit).
+    /// `--max-runnable` (see `wsgi::pool::admission`; 0 = no limit).
     pub max_runnable: usize,
-    /// `--scheduler` (see `server::scheduler`).
+    /// `--scheduler` ([`Policy`], see `server::scheduler`).
     pub scheduler: Policy,
     /// `--header-timeout`: a request head must arrive whole within this (408).
     pub header_timeout: Duration,
@@ -29,8 +31,8 @@ pub struct Config {
     pub keepalive_timeout: Duration,
     /// `--read-timeout`: the app's body read fails after this long without progress.
     pub read_timeout: Duration,
-    /// `--min-body-rate` and `--body-timeout` (`wsgi::input::BodyPace`).
-    pub body_pace: crate::wsgi::input::BodyPace,
+    /// `--min-body-rate` and `--body-timeout` ([`BodyPace`]).
+    pub body_pace: BodyPace,
     /// `--write-timeout`: a client that accepts no bytes for this long is disconnected.
     pub write_timeout: Duration,
     /// `--timeout`: how long an app call may run (`wsgi::deadline`); None = off.
@@ -84,6 +86,57 @@ pub struct Config {
     pub balance_fd: i32,
     pub balance_slots: usize,
     pub balance_slot: usize,
+}
+
+/// `--scheduler`: the adaptive default, or one mode forced (for apps known to block on every
+/// request, and to measure the alternatives the adaptive design was chosen over).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Adaptive,
+    /// Always inline; a blocked call is still taken over, but the mode never changes.
+    Inline,
+    /// Every request on the pool.
+    Pool,
+}
+
+impl Policy {
+    /// The `--scheduler` value (validated once, when the config is built).
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s {
+            "adaptive" => Some(Policy::Adaptive),
+            "inline" => Some(Policy::Inline),
+            "pool" => Some(Policy::Pool),
+            _ => None,
+        }
+    }
+}
+
+/// How fast a body must come (`--min-body-rate`, `--body-timeout`), as Kestrel's
+/// `MinRequestBodyDataRate`: after `GRACE`, the bytes received must average at least
+/// `min_rate` per second since the body began, and the whole body must be in within `total`.
+/// A client sending one byte a second makes progress, and is still cut.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyPace {
+    pub min_rate: u64,
+    pub total: Option<Duration>,
+}
+
+impl BodyPace {
+    /// How long the rate is not judged, from the body's start (slow start, a client's pause).
+    pub const GRACE: Duration = Duration::from_secs(5);
+
+    /// When the body fails if no more bytes come, having `received` raw bytes since `started`.
+    pub fn deadline(&self, started: Instant, received: u64) -> Option<Instant> {
+        let by_rate = (self.min_rate > 0).then(|| {
+            let owed = Duration::from_secs_f64(received as f64 / self.min_rate as f64);
+            started + Self::GRACE + owed
+        });
+        let total = self.total.map(|t| started + t);
+        match (by_rate, total) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 fn get<T>(d: &Bound<'_, PyDict>, key: &str) -> PyResult<T>
@@ -171,7 +224,7 @@ impl Config {
             keepalive_timeout: secs(d, "keepalive_timeout")?,
             read_timeout: secs(d, "read_timeout")?,
             write_timeout: secs(d, "write_timeout")?,
-            body_pace: crate::wsgi::input::BodyPace {
+            body_pace: BodyPace {
                 min_rate: get(d, "min_body_rate")?,
                 total: {
                     let t: f64 = get(d, "body_timeout")?;

@@ -1,36 +1,33 @@
 //! `sluicegate._core`: the Rust core of sluicegate, registered as a Python extension module.
 //!
-//! This file only registers what Python sees. The layers, in the order a request flows:
-//! `io` (sockets, epoll, output queues) → `static_files` (files served by the loop itself, no
-//! Python) → `server` (who runs the app: inline or pool, the watchdog) → `wsgi` (environ,
-//! start_response, wsgi.input, driving the iterable). The HTTP/1.1 protocol and every static-file
-//! decision live in the `sluicegate-proto` crate, which knows no sockets and no Python.
+//! This file only registers what Python sees. The modules are floors, bottom to top; a file
+//! imports only from its own floor or below, never in a cycle (`scripts/check_floors.py`, run by
+//! `./dev test`; `docs/architecture.md`):
+//! - plain data: `config` (the frozen config and the types it is made of), `http_date`, `clock`;
+//! - observability: `metrics`, `access_log` (counters, timings, the access log);
+//! - `io`: sockets, epoll, buffers, output queues, the event loop, static files, and the one
+//!   interface through which the bridge reads and writes a request's connection;
+//! - `wsgi`: the Python bridge (environ, start_response, wsgi.input, driving the iterable, the
+//!   pool and its admission);
+//! - `server`: wiring, who runs the app (inline or pool, the watchdog), the `Server` pyclass;
+//! - this file, registration only.
+//!
+//! The HTTP/1.1 protocol and every static-file decision live in the `sluicegate-proto` crate,
+//! which knows no sockets and no Python.
 
 pub mod access_log;
+pub mod clock;
 pub mod config;
 pub mod http_date;
 pub mod io;
 pub mod metrics;
+pub mod peer;
 pub mod server;
-pub mod static_files;
 pub mod wsgi;
 
-use pyo3::create_exception;
-use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 
-create_exception!(
-    _core,
-    ClientDisconnected,
-    PyOSError,
-    "The client went away before the request body was complete, or while the response was sent."
-);
-create_exception!(
-    _core,
-    BodyError,
-    PyOSError,
-    "The request body is invalid (bad chunked framing) or larger than the body limit."
-);
+use wsgi::errors::{BodyError, ClientDisconnected};
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

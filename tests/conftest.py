@@ -10,9 +10,13 @@ How a server is started (the contract every test relies on):
   (prepended to any existing value). ``tests/__init__.py`` makes ``tests`` a regular package, so a
   stray ``tests`` package in site-packages cannot shadow it.
 - Readiness: the server logs ``Listening at: http://HOST:PORT`` (or ``unix:/path``) on stderr,
-  one line per ``--bind``. The fixture reads stderr until it has seen one line per bind (bounded:
-  ``STARTUP_TIMEOUT`` seconds, failing with the collected stderr), and takes the real port from
-  it (port 0 binds an ephemeral port: no port guessing, no races).
+  one line per ``--bind``. ``ServerProcess.wait_listening()``, the one readiness wait, reads
+  stderr until it has seen one line per bind (bounded: ``STARTUP_TIMEOUT`` seconds, failing with
+  the collected stderr), and takes the real port from it (port 0 binds an ephemeral port: no
+  port guessing, no races). A process started another way (a script calling ``serve()``, a
+  server behind ``systemd-socket-activate``) is run with ``command=`` and waited on the same way.
+- Waiting: every other wait is ``tests.helpers.wait_for(predicate, what, timeout)``, a bounded
+  poll that fails naming what it waited for.
 - Logs: background threads drain stderr (the error log) and stdout into lists, so tests can
   assert what was logged (``server.log_text()``, ``server.wait_log(regex)``).
 - State shared with apps: each server gets a private directory passed to the apps in the
@@ -46,22 +50,19 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import pytest
+
+from tests.helpers import STARTUP_TIMEOUT, listening_addresses, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 PYTHON = os.environ.get("SLUICEGATE_TEST_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
-STARTUP_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
 
-# One "Listening at:" line per --bind (several addresses on one line, comma-separated, also
-# parse).
-LISTEN_MARK = "Listening at:"
-ADDR_RE = re.compile(r"(?:http|uwsgi)://(?P<host>\[[^\]]+\]|[^:\s,]+):(?P<port>\d+)|unix:(?P<path>[^\s,]+)")
 PANIC_RE = re.compile(r"panicked at|RUST_BACKTRACE")
 
 
@@ -83,7 +84,12 @@ class ServerProcess:
 
     def __init__(self, app: Optional[str], options=(), binds: Optional[List[str]] = None,
                  env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None,
-                 nofile: Optional[int] = None):
+                 nofile: Optional[int] = None, command: Optional[Sequence[str]] = None,
+                 wait_ready: bool = True):
+        # `command`: run this command line instead of `python -m sluicegate` (`app`, `options`
+        # and `binds` are then unused); it is ready when it has logged one readiness line.
+        # `wait_ready` False: the caller calls wait_listening() itself (a server that starts on
+        # its first connection).
         # app None: the command line carries no app of its own (the options may name one, the
         # environment may, or the demo app is served).
         self.app = None if app is None else app if ":" in app else f"tests.apps.{app}:app"
@@ -98,6 +104,9 @@ class ServerProcess:
         for b in self.binds:
             cmd += ["--bind", b]
         cmd += self.options + ([self.app] if self.app else [])
+        self.listeners = len(self.binds) + self.options.count("--bind")
+        if command is not None:
+            cmd, self.listeners = list(command), 1
         self.cmd = cmd
         penv = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
         penv["PYTHONPATH"] = os.pathsep.join(
@@ -119,11 +128,12 @@ class ServerProcess:
         ]
         for t in self._threads:
             t.start()
-        try:
-            self._await_listening()
-        except BaseException:
-            self.kill()
-            raise
+        if wait_ready:
+            try:
+                self.wait_listening()
+            except BaseException:
+                self.kill()
+                raise
 
     # -- process -----------------------------------------------------------------------------
     def _drain(self, pipe, lines: List[str]) -> None:
@@ -134,22 +144,19 @@ class ServerProcess:
         with self._cond:
             self._cond.notify_all()
 
-    def _await_listening(self) -> None:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
+    def wait_listening(self, timeout: float = STARTUP_TIMEOUT) -> None:
+        """The readiness wait: read the error log until one readiness line per listener was
+        logged, and fill `addresses` from them. Fails with the log if the process exits first
+        or `timeout` seconds pass."""
+        deadline = time.monotonic() + timeout
         seen = 0
+        self.addresses.clear()
         with self._cond:
             while True:
                 for line in self.stderr_lines[seen:]:
-                    if LISTEN_MARK not in line:
-                        continue
-                    for m in ADDR_RE.finditer(line.split(LISTEN_MARK, 1)[1]):
-                        if m.group("path"):
-                            self.addresses.append(("unix", m.group("path")))
-                        else:
-                            host = m.group("host").strip("[]")
-                            self.addresses.append(("tcp", (host, int(m.group("port")))))
+                    self.addresses.extend(listening_addresses(line))
                 seen = len(self.stderr_lines)
-                if len(self.addresses) >= len(self.binds) + self.options.count("--bind"):
+                if len(self.addresses) >= self.listeners:
                     return
                 if self.proc.poll() is not None:
                     # Let the drain threads collect the last lines before reporting.
@@ -159,7 +166,7 @@ class ServerProcess:
                                 pytrace=False)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    pytest.fail(f"server not listening after {STARTUP_TIMEOUT}s\n"
+                    pytest.fail(f"server not listening after {timeout}s\n"
                                 f"command: {' '.join(self.cmd)}\nstderr:\n{self.log_text()}",
                                 pytrace=False)
                 self._cond.wait(min(remaining, 0.5))
@@ -303,19 +310,18 @@ class ServerProcess:
                    timeout: float = 10.0) -> List[str]:
         """Wait (bounded) until at least `count` lines starting with `prefix` were recorded
         under `name`."""
-        deadline = time.monotonic() + timeout
-        while True:
+        def recorded():
             got = self.marks(name, prefix)
             if len(got) >= count:
                 return got
-            if time.monotonic() > deadline:
-                raise AssertionError(f"app recorded {len(got)} of {count} expected '{name}' "
-                                     f"marks (prefix {prefix!r}) within {timeout}s: {got}\n"
-                                     f"server log tail:\n{self.log_text()[-3000:]}")
             if not self.alive():
                 raise AssertionError(f"server died while waiting for '{name}' marks\n"
                                      f"{self.log_text()[-3000:]}")
-            time.sleep(0.02)
+            return None
+
+        return wait_for(recorded, f"{count} '{name}' marks (prefix {prefix!r}) from the app",
+                        timeout, context=lambda: f"recorded: {self.marks(name, prefix)}\n"
+                        f"server log tail:\n{self.log_text()[-3000:]}")
 
 
 class ServerPool:
@@ -384,14 +390,17 @@ def start_server():
     ``app=None`` the options alone make the command line (``start_server(None, "--root-path",
     "/x", "mod:app", cwd=tmp)``). Also ``binds``, extra ``env`` and a working directory
     ``cwd`` (default: the repository root), and ``nofile``, a file-descriptor limit for the
-    server process. Stopped at teardown (SIGTERM, bounded wait,
-    SIGKILL)."""
+    server process; ``command`` runs another command line (a script calling ``serve()``), and
+    ``wait_ready=False`` leaves the readiness wait to the test. Stopped at teardown (SIGTERM,
+    bounded wait, SIGKILL)."""
     started: List[ServerProcess] = []
 
     def start(app: Optional[str], *options: str, binds: Optional[List[str]] = None,
               env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None,
-              nofile: Optional[int] = None) -> ServerProcess:
-        srv = ServerProcess(app, options, binds=binds, env=env, cwd=cwd, nofile=nofile)
+              nofile: Optional[int] = None, command: Optional[Sequence[str]] = None,
+              wait_ready: bool = True) -> ServerProcess:
+        srv = ServerProcess(app, options, binds=binds, env=env, cwd=cwd, nofile=nofile,
+                            command=command, wait_ready=wait_ready)
         started.append(srv)
         return srv
 

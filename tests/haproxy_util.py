@@ -17,8 +17,9 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from typing import Dict, Optional
+
+from tests.helpers import wait_for
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 START_TIMEOUT = 10.0
@@ -78,17 +79,17 @@ backend be
 """)
         self.proc = subprocess.Popen([HAPROXY, "-db", "-f", cfg], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
+        last = {}
+
+        def up() -> bool:
             if self.proc.poll() is not None:
                 out = self.proc.stdout.read().decode(errors="replace")
                 raise AssertionError(f"haproxy exited with {self.proc.returncode}: {out}")
-            row = self._server_row(quiet=True)
-            if row and row.get("status") == "UP":
-                break
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the server never came UP behind haproxy: {row}")
-            time.sleep(0.05)  # polls haproxy's own status: the condition, not a guess
+            last["row"] = row = self._server_row(quiet=True)
+            return bool(row and row.get("status") == "UP")
+
+        wait_for(up, "the server to come UP behind haproxy", START_TIMEOUT, interval=0.05,
+                 context=lambda: f"last row: {last.get('row')}")
 
     def command(self, cmd: str) -> str:
         with socket.socket(socket.AF_UNIX) as s:

@@ -12,7 +12,8 @@ parser, used everywhere:
 - ``exchange()``: connect, send bytes, read one response, optionally assert close.
 
 Every wait is bounded by ``TIMEOUT`` seconds (generous: the machine is shared), and a timeout
-fails with a message saying what was being waited for.
+fails with a message saying what was being waited for (``WaitTimeout``; ``TIMEOUT``,
+``WaitTimeout`` and ``wait_for`` are the ones of ``tests/helpers.py``, importable from here too).
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-# Upper bound for any single wait on the server. Generous: 2 shared cores.
-TIMEOUT = 10.0
+from tests.helpers import TIMEOUT, WaitTimeout, wait_for  # noqa: F401 (re-exported)
 
 HOST = "127.0.0.1"
 
@@ -39,10 +39,6 @@ class Truncated(AssertionError):
 
 class Closed(AssertionError):
     """The server closed the connection before sending any byte of a response."""
-
-
-class WaitTimeout(AssertionError):
-    """A bounded wait on the server ran out."""
 
 
 @dataclass
@@ -402,18 +398,6 @@ def exchange(port: int, data: bytes, method: str = "GET", expect_close: bool = F
 def get(port: int, target: str = "/", headers=None, host: str = HOST) -> Response:
     """One GET over a fresh connection (raw), returning the parsed response."""
     return exchange(port, request_bytes("GET", target, headers=headers), host=host)
-
-
-def wait_for(predicate, what: str, timeout: float = TIMEOUT, interval: float = 0.02):
-    """Poll `predicate` until it returns a truthy value (returned) or fail after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise WaitTimeout(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def connect_refused(port: int, host: str = HOST) -> bool:

@@ -16,8 +16,9 @@ import socket
 import ssl
 import subprocess
 import tempfile
-import time
 from typing import Dict, Tuple
+
+from tests.helpers import wait_for
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
@@ -112,19 +113,19 @@ http {{
         self.proc = subprocess.Popen([NGINX, "-c", conf, "-p", self.dir],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
-        deadline = time.monotonic() + START_TIMEOUT
-        for port in self.ports.values():
-            while True:
-                if self.proc.poll() is not None:
-                    raise AssertionError(f"nginx exited: {self.proc.stderr.read().decode()}"
-                                         f"{self.error_log()}")
+        def listening() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"nginx exited: {self.proc.stderr.read().decode()}"
+                                     f"{self.error_log()}")
+            for port in self.ports.values():
                 try:
                     socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
                 except OSError:
-                    if time.monotonic() > deadline:
-                        raise AssertionError(f"nginx did not listen: {self.error_log()}")
-                    time.sleep(0.05)  # polls nginx's listening socket: the condition
+                    return False
+            return True
+
+        wait_for(listening, "nginx to listen", START_TIMEOUT, interval=0.05,
+                 context=self.error_log)
 
     def error_log(self) -> str:
         try:

@@ -1,4 +1,4 @@
-"""Regression (issue 15, item 2): the memory of a response whose client went away is freed
+"""Regression (24f7f74): the memory of a response whose client went away is freed
 promptly on an otherwise idle server. The event loop, which never holds the GIL, drops the
 queued `bytes`; PyO3 defers that decref until a thread attaches, and before the fix nothing
 attached on an idle server: three abandoned 100 MB answers stayed resident. Now the drop rings
@@ -6,7 +6,8 @@ the release bell (src/wsgi/release.rs) and the main thread applies it.
 """
 
 import socket
-import time
+
+from tests.helpers import wait_for
 
 
 def rss_mb(pid):
@@ -31,8 +32,7 @@ def test_abandoned_large_responses_are_freed_on_an_idle_server(start_server):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         s.close()  # a reset: the server's next write fails and it drops the queue
     # No request comes after: only the release bell can free them.
-    deadline = time.monotonic() + 20
-    while rss_mb(srv.pid) > baseline + 50:
-        assert time.monotonic() < deadline, (
-            f"still {rss_mb(srv.pid):.0f} MB resident (baseline {baseline:.0f} MB)")
-        time.sleep(0.05)  # polls the process's RSS: the condition, not a timing guess
+    wait_for(lambda: rss_mb(srv.pid) <= baseline + 50, "the queued bodies to be freed",
+             timeout=20, interval=0.05,
+             context=lambda: f"still {rss_mb(srv.pid):.0f} MB resident "
+                             f"(baseline {baseline:.0f} MB)")

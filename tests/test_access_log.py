@@ -1,4 +1,4 @@
-"""The access log (issue 2, section 3): one line per request in gunicorn's default format
+"""The access log: one line per request in gunicorn's default format
 ``%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"``, to a file or to stdout
 (``--access-log -``). The log may be written asynchronously, so tests poll (bounded)."""
 
@@ -76,7 +76,7 @@ ESCAPED_FIELD = re.compile(r'^(?:[\x20-\x21\x23-\x5b\x5d-\x7e]|\\"|\\\\|\\x[0-9a
 
 
 def test_every_byte_the_parser_accepts_in_a_target_is_escaped_in_the_log(start_server, tmp_path):
-    """Regression (issue 15): a '"' in the request target was logged unescaped (the User-Agent
+    """Regression (5edbee8): a '"' in the request target was logged unescaped (the User-Agent
     was escaped), so a client could close the request field and forge the rest of the line."""
     log = tmp_path / "access.log"
     srv = start_server("hello", "--access-log", str(log))

@@ -1,4 +1,4 @@
-"""Access log formats and where each request's time went (issue 12, items 1 and 2): `json`
+"""Access log formats and where each request's time went: `json`
 (one object per line, valid for any byte), templates of named fields, the timings (queue, app,
 send, total) and how a request ended, the `Server-Timing` header, and a log that keeps up with
 thousands of requests. Lines are written by a writer thread: tests wait for them (bounded).

@@ -1,4 +1,4 @@
-"""Admission to the pool (issue 17): few app calls run Python at once, blocked ones do not count.
+"""Admission to the pool: few app calls run Python at once, blocked ones do not count.
 
 A server runs in a thread of this process (so the test reads its own counters, `stats`), on
 the pool path (`scheduler="pool"`), and real clients send it concurrent requests over sockets.
@@ -21,7 +21,8 @@ import pytest
 
 from sluicegate.listeners import bind_all
 from sluicegate.options import resolve
-from sluicegate.supervisor import Supervisor
+from sluicegate.single import SingleServer as Supervisor
+from tests.helpers import wait_for
 
 
 class Gauge:
@@ -74,10 +75,8 @@ def serve(app, **options):
     sup = Supervisor(app, cfg, sockets, app_name="admission-test")
     t = threading.Thread(target=sup.run, daemon=True)
     t.start()
-    deadline = time.monotonic() + 10
-    while sup._server is None and time.monotonic() < deadline:
-        time.sleep(0.01)  # polls for the server object: the condition, not a timing guess
-    assert sup._server is not None
+    wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
+             interval=0.01)
     return sup, sockets[0].port, t
 
 
@@ -450,7 +449,7 @@ def test_a_fast_route_that_waited_for_the_interpreter_unwatched_stays_fast(start
 def test_a_pool_past_a_hundred_threads_warns_once_about_database_connections(start_server):
     """101 blocked calls need 101 threads: allowed (blocking apps get up to MAX), but an app
     that holds a database connection per call would exceed PostgreSQL's default limit of 100,
-    so the operator is told, once, on the error log (issue 17, item 4)."""
+    so the operator is told, once, on the error log."""
     srv = start_server("blocking", "--threads", "1:300")
     mark = srv.log_mark()
     n = 110

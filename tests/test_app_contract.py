@@ -1,4 +1,4 @@
-"""What the server does with what the app returns (PEP 3333; issue 2, sections 5 and 7).
+"""What the server does with what the app returns (PEP 3333).
 
 Covers: an exception before headers were sent → 500 without a traceback in the body (the
 traceback goes to the error log); an exception after the first block of a chunked or
@@ -345,7 +345,7 @@ def test_hop_by_hop_headers_are_dropped_and_logged_once(errors):
 
 @pytest.mark.parametrize("code", ["100", "103", "199"])
 def test_an_interim_status_from_the_app_is_refused_not_sent_as_final(errors, code):
-    """Regression (issue 15): start_response("103 Early Hints") was sent as the answer and the
+    """Regression (5edbee8): start_response("103 Early Hints") was sent as the answer and the
     connection kept, so the client took the next response as this request's (desync)."""
     mark = errors.log_mark()
     with Conn.open(errors.port) as c:
@@ -359,7 +359,7 @@ def test_an_interim_status_from_the_app_is_refused_not_sent_as_final(errors, cod
 
 
 def test_a_header_section_past_the_limit_is_refused_with_500(errors):
-    """Regression (issue 15): a 1 MiB header value from the app went on the wire as given;
+    """Regression (84864a8): a 1 MiB header value from the app went on the wire as given;
     past --limit-response-headers (default 64 KiB) it is refused like an invalid header."""
     with Conn.open(errors.port) as c:
         c.send(request_bytes("GET", "/big_header?size=60000"))

@@ -1,4 +1,4 @@
-"""Malformed and ambiguous requests (issue 2, section 7): each is refused with 400 (or the
+"""Malformed and ambiguous requests: each is refused with 400 (or the
 documented status: 505 for an unsupported version, 501 for an unknown transfer coding, 413 for a
 length past the body limit) and the connection is closed, and the server keeps serving.
 

@@ -1,19 +1,19 @@
-"""Behind a real HAProxy (issue 11): the PROXY protocol from `send-proxy` and `send-proxy-v2`
-(IPv4 and IPv6 clients), and failover and draining between two servers with the options the
-issue names (`retry-on all-retryable-errors`, `option redispatch`, health checks every 100 ms,
-`fall 2 rise 2`). Failures are counted at the client; HAProxy's own view comes from its stats
-socket.
+"""Behind a real HAProxy: the PROXY protocol from `send-proxy` and `send-proxy-v2`
+(IPv4 and IPv6 clients), and failover and draining between two servers with the options a
+deployment would use (`retry-on all-retryable-errors`, `option redispatch`, health checks
+every 100 ms, `fall 2 rise 2`). Failures are counted at the client; HAProxy's own view comes
+from its stats socket.
 """
 
 import json
 import signal
 import socket
 import threading
-import time
 
 import pytest
 
 from tests import haproxy_util
+from tests.helpers import wait_for
 from tests.http_util import Conn, request_bytes
 
 pytestmark = pytest.mark.skipif(not haproxy_util.available(), reason="haproxy not installed")
@@ -72,10 +72,8 @@ class Load:
     def wait_for(self, n, timeout=30):
         with self.lock:
             target = self.ok + n
-        deadline = time.monotonic() + timeout
-        while self.ok < target:
-            assert time.monotonic() < deadline, f"load stalled: {self.failed[:5]}"
-            time.sleep(0.01)  # polls a counter: the condition, not a timing guess
+        wait_for(lambda: self.ok >= target, f"{n} more requests served (load stalled?)", timeout,
+                 interval=0.01, context=lambda: f"failures: {self.failed[:5]}")
 
     def _run(self):
         conn = None
@@ -106,18 +104,14 @@ def two_servers(start_server, *options):
     b = start_server("workers", "--health-path", "/healthz", *options)
     proxy = haproxy_util.HAProxy(a.port, "/healthz", more_ports=(b.port,),
                                  backend_options=FAILOVER)
-    deadline = time.monotonic() + 10
-    while proxy.stats()["app2"]["status"] != "UP":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)  # polls HAProxy's status: the condition
+    wait_for(lambda: proxy.stats()["app2"]["status"] == "UP", "HAProxy to mark app2 UP",
+             timeout=10, interval=0.05)
     return a, b, proxy
 
 
 def wait_down(proxy, name):
-    deadline = time.monotonic() + 10
-    while not proxy.stats()[name]["status"].startswith("DOWN"):
-        assert time.monotonic() < deadline, f"HAProxy never marked {name} DOWN"
-        time.sleep(0.02)  # polls HAProxy's status: the condition, not a timing guess
+    wait_for(lambda: proxy.stats()[name]["status"].startswith("DOWN"),
+             f"HAProxy to mark {name} DOWN", timeout=10)
 
 
 def test_kill_9_of_one_server_fails_no_request(start_server):

@@ -1,4 +1,4 @@
-"""Behind a real nginx (issue 11, items 1, 3, 4): `proxy_pass` over TCP and over a unix
+"""Behind a real nginx: `proxy_pass` over TCP and over a unix
 socket, `uwsgi_pass` over a unix socket and over TCP, all four behind HTTPS. For each: what the
 app sees (scheme, host, client address, a path with %2F and non-ASCII bytes, the query, a body
 over 1 MB sent with Content-Length and chunked, `Expect: 100-continue`) and what the client

@@ -1,4 +1,4 @@
-"""Listening addresses (issue 2, section 3's --bind as used by section 4's serving): a Unix
+"""Listening addresses (`--bind`, as used for serving): a Unix
 socket, IPv6 loopback, and several --bind options at once. Each must serve real requests
 (http.client over the socket, and the environ seen by the app)."""
 

@@ -1,4 +1,4 @@
-"""A busy app must not starve short requests, health checks or static files (issue 18).
+"""A busy app must not starve short requests, health checks or static files.
 
 Calls that compute in pure Python used to run inline one after another on the event loop's
 thread, so a short request (or a load balancer's check) that arrived behind sixteen of them
@@ -43,7 +43,7 @@ def _start_long_calls(srv, finished: list, lock: threading.Lock):
     ("/healthz", ("--health-path", "/healthz"), b"OK\n"),
 ], ids=["app-route", "health-path"])
 def test_a_short_request_overtakes_long_cpu_bound_calls(start_server, probe, options, expect):
-    """Regression (issue 18): a short request queued behind CPU-bound inline calls was answered
+    """Regression (eea04a9): a short request queued behind CPU-bound inline calls was answered
     only after all of them (FIFO on the loop's thread), so checks missed their timeout."""
     srv = start_server("busy", *options)
     finished: list = []

@@ -145,7 +145,7 @@ def test_version(tmp_path):
 
 
 @pytest.mark.parametrize("app, expected", [
-    ("goodapp", "app path 'goodapp' is not MODULE:APP"),
+    ("goodapp", "module 'goodapp' has no attribute 'application' (app path 'goodapp' means 'goodapp:application'"),
     ("goodapp.py:app", "give a module name, not a file name (e.g. goodapp:app"),
     ("goodapp:app(", "is not an attribute name or a call"),
     ("goodapp:create_app(__import__('os'))", "a factory's arguments must be literals"),
@@ -185,7 +185,7 @@ def test_debug_log_level_shows_the_traceback(app_dir):
     (["--limit-body", "lots"], {}, "--limit-body 'lots': expected a byte count"),
     (["--bind", "localhost"], {}, "--bind 'localhost': expected HOST:PORT"),
     (["--root-path", "app/"], {}, "--root-path 'app/'"),
-    (["--no-such-option"], {}, "unrecognized arguments: --no-such-option"),
+    (["--no-such-option"], {}, "unknown option --no-such-option"),
     (["--threads"], {}, "argument --threads: expected one argument"),
     ([], {"SLUICEGATE_THREADS": "0"}, "SLUICEGATE_THREADS='0': MAX must be at least 1"),
 ])
@@ -331,13 +331,13 @@ class _FakeServer:
 
 
 def test_supervisor_hands_listeners_config_and_signals_to_the_core(monkeypatch, tmp_path, caplog):
-    from sluicegate import supervisor
+    from sluicegate import core_server, single, supervisor
     from sluicegate.listeners import bind_all
     from sluicegate.options import resolve
 
     fake_core = type(sys)("fake_core")
     fake_core.Server = _FakeServer  # type: ignore[attr-defined]
-    monkeypatch.setattr(supervisor, "_import_core", lambda: fake_core)
+    monkeypatch.setattr(core_server, "import_core", lambda: fake_core)
     monkeypatch.setattr(_FakeServer, "instances", [])
     monkeypatch.setattr(_FakeServer, "signals_to_send", [signal.SIGTERM, signal.SIGINT, signal.SIGINT])
 
@@ -351,7 +351,7 @@ def test_supervisor_hands_listeners_config_and_signals_to_the_core(monkeypatch, 
     before = signal.getsignal(signal.SIGINT)
     with caplog.at_level("INFO", logger="sluicegate"):
         monkeypatch.setattr(supervisor.log, "propagate", True)
-        assert supervisor.Supervisor(app, cfg, sockets).run() == 0
+        assert single.SingleServer(app, cfg, sockets).run() == 0
 
     (server,) = _FakeServer.instances
     assert server.app is app

@@ -1,4 +1,4 @@
-"""Blocking apps do not stop the server (issue 2, section 6).
+"""Blocking apps do not stop the server.
 
 The ``blocking`` app's ``/slow`` requests block on a gate the test opens, so "while they are in
 flight" is exact, not a guess about timing: the test waits until every slow call has started

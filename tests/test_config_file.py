@@ -1,4 +1,4 @@
-"""`--config FILE` (issue 10, item 7): options from TOML, with the command line over the
+"""`--config FILE`: options from TOML, with the command line over the
 environment over the file over the defaults; `--check-config`, `--print-config`; a bad file is
 one line naming the file, the key and its line (exit 2); a reload (HUP) re-reads it.
 """

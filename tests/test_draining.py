@@ -1,4 +1,4 @@
-"""Health and draining (issue 11, item 5): `--health-path` answers 503 from the moment a
+"""Health and draining: `--health-path` answers 503 from the moment a
 graceful stop begins, and `--drain-delay` keeps the server accepting and serving meanwhile, so
 that a load balancer sees the 503 before the listener closes. (With a real HAProxy:
 test_behind_haproxy.py.)
@@ -6,8 +6,8 @@ test_behind_haproxy.py.)
 
 import signal
 import socket
-import time
 
+from tests.helpers import wait_for
 from tests.test_workers import get
 
 
@@ -33,10 +33,7 @@ def test_a_draining_server_fails_its_health_check_and_serves_on(start_server):
     assert get(srv.port, "/")[0] == 200
     assert not refused(srv.port)
     # After the delay the listener closes and the process ends cleanly.
-    deadline = time.monotonic() + 30
-    while not refused(srv.port):
-        assert time.monotonic() < deadline, "the listener never closed"
-        time.sleep(0.05)  # polls the listener: the condition, not a timing guess
+    wait_for(lambda: refused(srv.port), "the listener to close", timeout=30, interval=0.05)
     assert srv.proc.wait(30) == 0
 
 

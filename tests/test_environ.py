@@ -1,4 +1,4 @@
-"""The WSGI environ (PEP 3333; issue 2, section 5), checked key by key with exact values.
+"""The WSGI environ (PEP 3333), checked key by key with exact values.
 
 The app ``echo_environ`` answers the environ as JSON (non-str values repr'd). Covers
 REQUEST_METHOD, SCRIPT_NAME/PATH_INFO (percent-decoded, non-ASCII bytes tunnelled as latin-1,
@@ -175,7 +175,7 @@ def test_the_environ_holds_only_what_the_request_gives(env_server):
 
 def test_kept_values_are_always_the_values_of_this_request(env_server):
     """Short values of repeating headers (Host, User-Agent, Accept...) and short paths are kept
-    as strings between requests (issue 16): each request must still see exactly its own, on one
+    as strings between requests: each request must still see exactly its own, on one
     connection and across many, with values that differ by one byte, share a slot or not, are
     at the length limit or past it, and carry latin-1 bytes."""
     rnd = random.Random(16)
@@ -200,7 +200,7 @@ def test_kept_values_are_always_the_values_of_this_request(env_server):
 
 def test_method_protocol_and_input_are_each_requests_own(env_server):
     """The environ starts from a template per method (GET, POST, other) and protocol, holding
-    those two and the empty wsgi.input (issue 16): mixed requests on one connection each see
+    those two and the empty wsgi.input: mixed requests on one connection each see
     their own."""
     cases = [("GET", "1.1", b""), ("POST", "1.1", b"abc"), ("POST", "1.1", b""),
              ("PUT", "1.1", b"xy"), ("OPTIONS", "1.1", b""), ("GET", "1.0", b""),
@@ -275,7 +275,7 @@ def test_environ_is_fresh_for_each_request_on_a_connection(env_server):
 ])
 def test_absolute_form_target_host_wins_over_the_host_header(env_server, target, host, name,
                                                               port, path):
-    """Regression (issue 15): for `GET http://other/echo` with `Host: x` the app saw `x`;
+    """Regression (8ee7c8d): for `GET http://other/echo` with `Host: x` the app saw `x`;
     RFC 9112 §3.2.2 makes the target's authority the host and the Host header ignored."""
     raw = f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
     env, _ = environ_for(env_server, raw)

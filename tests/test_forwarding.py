@@ -1,4 +1,4 @@
-"""Trusted forwarding (issue 11, item 1): what X-Forwarded-* and RFC 7239 `Forwarded` change
+"""Trusted forwarding: what X-Forwarded-* and RFC 7239 `Forwarded` change
 in the environ and the access log, from trusted peers only. Raw sockets from 127.0.0.1 (trusted
 by default) or, for the untrusted cases, a server that trusts another address. The same
 through a real nginx is in test_behind_nginx.py.

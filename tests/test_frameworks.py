@@ -1,4 +1,4 @@
-"""Real Flask and Django apps served by sluicegate (issue 2, "Tests"), driven by http.client and
+"""Real Flask and Django apps served by sluicegate, driven by http.client and
 by curl: an HTML form POST, a multipart upload of ~1 MB (sha256 checked), JSON in and out, a
 302 redirect (and following it), a cookie set then sent back, and a streamed response
 (Flask stream_with_context / Django StreamingHttpResponse) compared byte for byte.

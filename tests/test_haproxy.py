@@ -1,8 +1,9 @@
-"""The founding report's failure, reproduced with a real HAProxy (Debian's package): health
-checks every 100 ms with `fall 2` and a 300 ms check timeout, while sixteen clients keep
-CPU-bound requests running through HAProxy. A healthy but busy server must never be marked
-DOWN, and no client may see HAProxy's 503 (issue 18). Checked on an app route and on the
-server's own health path. Counts come from HAProxy's `show stat`, not from timing.
+"""A busy server marked DOWN by its load balancer (regression, fixed in eea04a9), reproduced
+with a real HAProxy (Debian's package): health checks every 100 ms with `fall 2` and a 300 ms
+check timeout, while sixteen clients keep CPU-bound requests running through HAProxy. A healthy
+but busy server must never be marked DOWN, and no client may see HAProxy's 503. Checked on an
+app route and on the server's own health path. Counts come from HAProxy's `show stat`, not
+from timing.
 """
 
 import threading

@@ -1,4 +1,4 @@
-"""HTTP/1.1 connection handling and message framing (issue 2, section 4), over raw sockets.
+"""HTTP/1.1 connection handling and message framing, over raw sockets.
 
 Covers: keep-alive by default on 1.1; 1.0 closing unless it asks for keep-alive; Connection:
 close from the client; pipelining in order (with an unread body in between); HEAD sending no

@@ -1,4 +1,4 @@
-"""Named limits and timeouts (issue 2, section 7), each with its status and the connection
+"""Named limits and timeouts, each with its status and the connection
 closed after it.
 
 Covers: request line too long → 414; too many header fields and a too large header section →
@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from tests.helpers import wait_for
 from tests.http_util import (TIMEOUT, Closed, Conn, Truncated, assert_refused, assert_still_serving,
                               chunked, request_bytes)
 
@@ -228,15 +229,17 @@ def test_write_timeout_closes_a_connection_whose_client_stopped_reading(start_se
             "cannot find the server's end of the connection in /proc/net/tcp"
         # The client reads nothing. The server must give up on it: wait (bounded) until the
         # server process no longer holds its end of the connection.
-        deadline = time.monotonic() + TIMEOUT
-        while _server_side_socket_open(srv.port, client_port):
-            assert time.monotonic() < deadline, \
-                "server still holds a connection whose client stopped reading (--write-timeout 1)"
+        def let_go() -> bool:
+            if not _server_side_socket_open(srv.port, client_port):
+                return True
             # Meanwhile other clients are served.
             with Conn.open(srv.port) as other:
                 other.send(request_bytes("GET", "/with_length?n=1&size=5"))
                 assert other.read_response().body == b"aaaaa"
-            time.sleep(0.1)
+            return False
+
+        wait_for(let_go, "the server to let go of a connection whose client stopped reading "
+                 "(--write-timeout 1)", TIMEOUT, interval=0.1)
         # Draining what was already in flight ends in EOF/reset well before the 50 MB.
         with pytest.raises((Truncated, Closed)):
             c.read_response()
@@ -263,16 +266,15 @@ def test_read_timeout_gives_the_app_an_error_for_a_stalled_body(start_server, de
                                                        ("X-Token", "stalled")]) + b"x" * 500)
         # Either the app's read fails (and the app logs it), or the server gives up on the
         # request itself (an error status or a close) without the app seeing a complete body.
-        deadline = time.monotonic() + TIMEOUT
-        while True:
+        def something_happened() -> bool:
             m = line.search(srv.log_text())
             if m:
                 assert m.group(1) == "error", "the app read a stalled body as complete"
-                break
-            if c.buf or c.is_closed_now(0.1):
-                break
-            assert time.monotonic() < deadline, \
-                f"nothing happened {TIMEOUT}s after the body stalled (--read-timeout 1)"
+                return True
+            return bool(c.buf) or c.is_closed_now(0.1)  # is_closed_now waits 0.1 s itself
+
+        wait_for(something_happened, "the app's read to fail or the server to answer or close "
+                 "after the body stalled (--read-timeout 1)", TIMEOUT, interval=0)
         try:
             resp = c.read_response()
         except (Closed, Truncated):
@@ -296,7 +298,7 @@ def test_unread_body_over_max_drain_closes_the_connection(start_server):
 
 
 def test_running_out_of_descriptors_is_logged_once_per_episode(start_server):
-    """Regression (issue 15): at the file-descriptor limit the accept loop logged one line per
+    """Regression (8b050ec): at the file-descriptor limit the accept loop logged one line per
     retry (hundreds in seconds); now one line when accepting pauses and one when it resumes,
     and the clients queued meanwhile are all served."""
     srv = start_server("hello", "--header-timeout", "1", nofile=64)
@@ -326,7 +328,7 @@ def test_running_out_of_descriptors_is_logged_once_per_episode(start_server):
 
 
 def test_a_response_that_cannot_drain_the_body_says_connection_close(start_server):
-    """Regression (issue 15, item 3): the answer sent before closing on an undrainable request
+    """Regression (24f7f74): the answer sent before closing on an undrainable request
     body must say so (RFC 9112 §9.6), not promise a keep-alive the server will not keep."""
     srv = start_server("hello", "--max-drain", "1000")
     with Conn.open(srv.port) as c:
@@ -366,7 +368,7 @@ def _trickle(port, body_len, chunk, pause, total_chunks, token):
 
 
 def test_a_body_sent_one_byte_at_a_time_is_cut_by_the_minimum_rate(start_server):
-    """Regression (issue 15, item 5): each byte counted as progress, so a body sent at a byte
+    """Regression (24f7f74): each byte counted as progress, so a body sent at a byte
     every 0.2 s held its thread forever. With --min-body-rate 100 (after the 5 s grace) the
     app's read raises TimeoutError and the client gets 408."""
     srv = start_server("body_reader", "--min-body-rate", "100", "--read-timeout", "30")

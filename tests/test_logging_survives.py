@@ -1,7 +1,7 @@
 """The server's own log lines survive an app that calls `logging.config.dictConfig` with
-`disable_existing_loggers` left True (issue 10, item 9): the start and `Listening at` lines
-(the fixture waits for them: without the fix it times out), an app error, signals, and the
-shutdown lines, in a single process and with workers."""
+`disable_existing_loggers` left True (regression, fixed in 7eed96b): the start and
+`Listening at` lines (the fixture waits for them: without the fix it times out), an app error,
+signals, and the shutdown lines, in a single process and with workers."""
 
 import signal
 

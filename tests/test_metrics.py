@@ -1,4 +1,4 @@
-"""Metrics (issue 12, items 3–5): `--metrics-bind` serves Prometheus's text format from the
+"""Metrics: `--metrics-bind` serves Prometheus's text format from the
 Rust core on its own listener, parsed here with prometheus_client's own parser; its counters
 equal what the test sent; `/debug/requests` lists the app calls in flight with their stacks.
 """

@@ -1,4 +1,4 @@
-"""The PROXY protocol on a listener (issue 11, item 2), from raw sockets: v1 and v2 headers
+"""The PROXY protocol on a listener, from raw sockets: v1 and v2 headers
 give the connection its real client; a missing, malformed or untrusted header closes the
 connection without an answer. Through a real HAProxy: test_behind_haproxy.py.
 """

@@ -1,12 +1,13 @@
-"""`--reload` (issue 10, item 8): a change to the app's code replaces the workers; code with a
+"""`--reload`: a change to the app's code replaces the workers; code with a
 syntax error leaves the old workers serving and logs the error; the next good change reloads;
 a `--reload-extra` file triggers it too. Real files in a temporary app directory, real
 inotify (watchfiles), a real server process."""
 
 import os
-import time
 
 import pytest
+
+from tests.helpers import wait_for
 
 pytest.importorskip("watchfiles")
 
@@ -27,14 +28,14 @@ def write(path, text):
 
 
 def wait_for_body(srv, expected, timeout=30):
-    deadline = time.monotonic() + timeout
-    while True:
-        body = srv.request("GET", "/").body
-        if body == expected:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still {body!r}, not {expected!r}\n{srv.log_text()[-2000:]}")
-        time.sleep(0.05)  # polls the answer: the condition, not a timing guess
+    last = {}
+
+    def answered() -> bool:
+        last["body"] = srv.request("GET", "/").body
+        return last["body"] == expected
+
+    wait_for(answered, f"the answer {expected!r}", timeout, interval=0.05,
+             context=lambda: f"still {last.get('body')!r}\n{srv.log_text()[-2000:]}")
 
 
 def test_a_code_change_reloads_and_a_syntax_error_keeps_the_old_workers(start_server, tmp_path):

@@ -1,4 +1,4 @@
-"""The response path (issue 4), end to end over real sockets.
+"""The response path, end to end over real sockets.
 
 1. Bare bytes/bytearray/memoryview bodies: byte-exact with a computed Content-Length, one
    warning per process naming the app; a str block is a 500 before headers, a truncated
@@ -44,6 +44,7 @@ import pytest
 
 from tests.apps.response_path import (MIXED_SIZES, PONG_HEADERS, SSE_FIRST, SSE_REST,
                                       SSE_SECOND, flood_block, pattern, stream_blocks)
+from tests.helpers import wait_for
 from tests.http_util import TIMEOUT, Conn, Truncated, WaitTimeout, assert_still_serving, request_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -287,8 +288,7 @@ def _strace_attach(pid: int, out: str, calls: str = WRITE_CALLS) -> subprocess.P
     # strace prints "Process N attached" when ptrace worked; with -qq it prints nothing then,
     # so wait for the output file to appear instead (strace opens it before attaching) and for
     # the attach to be visible in /proc (TracerPid of every thread).
-    deadline = time.monotonic() + TIMEOUT
-    while True:
+    def attached() -> bool:
         if proc.poll() is not None:
             err = proc.stderr.read().decode(errors="replace")
             pytest.skip(f"strace cannot attach (ptrace not permitted?): {err.strip()}")
@@ -299,12 +299,14 @@ def _strace_attach(pid: int, out: str, calls: str = WRITE_CALLS) -> subprocess.P
                     tracers.append(int(re.search(r"TracerPid:\s+(\d+)", f.read()).group(1)))
             except FileNotFoundError:
                 continue
-        if tracers and all(t == proc.pid for t in tracers):
-            return proc
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.skip("strace did not attach within the deadline")
-        time.sleep(0.02)
+        return bool(tracers) and all(t == proc.pid for t in tracers)
+
+    try:
+        wait_for(attached, "strace to attach to every thread", TIMEOUT)
+    except WaitTimeout:
+        proc.kill()
+        pytest.skip("strace did not attach within the deadline")
+    return proc
 
 
 def test_pong_head_and_body_leave_in_one_send_syscall(start_server, tmp_path):
@@ -356,7 +358,7 @@ def _segments(port: int, *extra: str) -> dict:
 
 def test_fifteen_app_headers_arrive_in_order_with_their_values(srv):
     """The app's headers are kept in one buffer with the first eight offsets in place and the
-    rest in a vector (issue 16): all 15 of pong's leave in the app's order, exact, around the
+    rest in a vector: all 15 of pong's leave in the app's order, exact, around the
     server's own Date and Server."""
     with Conn.open(srv.port) as c:
         for _ in range(3):
@@ -624,17 +626,18 @@ def _wait_stalled(server, name: str, t: str, total: int, quiet: float = 0.5,
     """The number of blocks the app recorded under `name` once that number stopped changing
     for `quiet` seconds (or reached `total`). An absence-of-progress check (the app blocks
     inside the server): there is no event to await."""
-    deadline = time.monotonic() + timeout
-    last, since = -1, time.monotonic()
-    while time.monotonic() < deadline:
+    seen = {"n": -1, "since": time.monotonic()}
+
+    def stalled() -> bool:
         n = _produced(server, name, t)
-        if n != last:
-            last, since = n, time.monotonic()
-        elif n >= total or time.monotonic() - since >= quiet:
-            return n
-        time.sleep(0.05)
-    raise AssertionError(f"the app kept producing for {timeout}s against a client that reads "
-                         f"nothing ({last} blocks)")
+        if n != seen["n"]:
+            seen["n"], seen["since"] = n, time.monotonic()
+            return False
+        return n >= total or time.monotonic() - seen["since"] >= quiet
+
+    wait_for(stalled, "the app to stop producing against a client that reads nothing",
+             timeout, interval=0.05, context=lambda: f"({seen['n']} blocks)")
+    return seen["n"]
 
 
 @pytest.mark.parametrize("view", ["0", "1"], ids=["bytearray", "memoryview"])
@@ -799,7 +802,7 @@ def test_file_wrapper_over_bytesio_is_iterated(srv, cl, version):
 
 
 def test_file_wrapper_over_a_readinto_file_like_reuses_one_large_buffer(srv):
-    # Issue 4: other file-likes are read with readinto into large reused buffers.
+    # Other file-likes are read with readinto into large reused buffers.
     t = uuid.uuid4().hex
     n = 3 * 256 * 1024 + 12345
     with Conn.open(srv.port) as c:

@@ -1,4 +1,4 @@
-"""Graceful shutdown on SIGTERM and SIGINT (issue 2, section 9).
+"""Graceful shutdown on SIGTERM and SIGINT.
 
 Each test runs its own server. A request blocked in the app (on a gate, so it is certainly in
 flight) must complete fully after the signal; idle keep-alive connections must be closed; a
@@ -82,7 +82,7 @@ def test_graceful_timeout_bounds_the_wait_for_a_stuck_request(start_server):
     srv = start_server("blocking", "--graceful-timeout", "1")
     busy = stuck_request(srv)
     srv.signal(signal.SIGTERM)
-    # Exit status 1: a request was cut (issue 15: it used to be 0 whatever was cut).
+    # Exit status 1: a request was cut (it used to be 0 whatever was cut, until 939d89d).
     assert srv.wait_exit(timeout=TIMEOUT) == 1
     assert "Shutdown cut 1 request(s)" in srv.log_text()
     # The client is not left hanging with something that looks complete.
@@ -95,7 +95,7 @@ def test_graceful_timeout_bounds_the_wait_for_a_stuck_request(start_server):
 
 
 def test_a_second_sigint_stops_at_once(start_server):
-    """Regression (issue 15): a second SIGINT logged "stopping now" and still waited the whole
+    """Regression (939d89d): a second SIGINT logged "stopping now" and still waited the whole
     graceful timeout for the app thread of an in-flight request; now it stops at once, and the
     exit status says a request was cut. (The graceful timeout here is far longer than the wait
     below, so the old behaviour fails it.)"""
@@ -110,7 +110,7 @@ def test_a_second_sigint_stops_at_once(start_server):
 
 
 def test_a_response_finished_during_a_graceful_stop_says_connection_close(start_server):
-    """Regression (issue 15): a request in flight when the stop began was answered with a
+    """Regression (9e7fa76): a request in flight when the stop began was answered with a
     keep-alive head, and then the connection was closed under the client (RFC 9112 9.6)."""
     srv = start_server("blocking", "--graceful-timeout", "10")
     tok = uuid.uuid4().hex

@@ -1,4 +1,4 @@
-"""Static files from the Rust core (issue 5): ``--static URL_PREFIX=DIRECTORY[;SETTING...]``,
+"""Static files from the Rust core: ``--static URL_PREFIX=DIRECTORY[;SETTING...]``,
 over real sockets (raw, http.client and curl).
 
 Covers: byte-exact bodies (0 B, small, 5 MB), HEAD (same head, no body: a pipelined GET after it
@@ -25,7 +25,6 @@ import http.client
 import os
 import re
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -35,7 +34,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import PYTHON, ROOT
+from tests.conftest import PYTHON
 from tests.http_util import HOST, Conn, Response, WaitTimeout, exchange, request_bytes, wait_for
 
 SECRET = ("SGSECRET-" + uuid.uuid4().hex).encode()
@@ -1058,40 +1057,16 @@ sluicegate.serve(app, bind="127.0.0.1:0", static=[sys.argv[1]], static_fallthrou
 """
 
 
-def test_serve_keyword_static_and_fallthrough(tree, tmp_path):
+def test_serve_keyword_static_and_fallthrough(start_server, tree, tmp_path):
     script = tmp_path / "serve_static.py"
     script.write_text(SERVE_SCRIPT)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
-    env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.Popen([PYTHON, str(script), mount(tree, "max-age=7", prefix="/s")],
-                            cwd=str(ROOT), env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    lines = []
-    found = threading.Event()
-
-    def drain():
-        for raw in iter(proc.stderr.readline, b""):
-            lines.append(raw.decode("utf-8", "replace"))
-            if "Listening at:" in lines[-1]:
-                found.set()
-    t = threading.Thread(target=drain, daemon=True)
-    t.start()
-    try:
-        assert found.wait(20), "serve() not listening:\n" + "".join(lines)
-        port = int(re.search(r"http://127\.0\.0\.1:(\d+)", "".join(lines)).group(1))
-        r = exchange(port, request_bytes("GET", "/s/hello.txt"))
-        assert r.status == 200 and r.body == HELLO
-        assert r.header("Cache-Control") == "public, max-age=7"
-        r = exchange(port, request_bytes("GET", "/s/missing.txt"))
-        assert r.status == 200 and r.body == b"serve-app:/s/missing.txt"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        t.join(10)
+    srv = start_server(None, command=[PYTHON, str(script), mount(tree, "max-age=7", prefix="/s")])
+    port = srv.port
+    r = exchange(port, request_bytes("GET", "/s/hello.txt"))
+    assert r.status == 200 and r.body == HELLO
+    assert r.header("Cache-Control") == "public, max-age=7"
+    r = exchange(port, request_bytes("GET", "/s/missing.txt"))
+    assert r.status == 200 and r.body == b"serve-app:/s/missing.txt"
 
 
 # -- access log --------------------------------------------------------------------------------

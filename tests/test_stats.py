@@ -4,13 +4,13 @@ counted, the ones the Rust core answers itself (static files) as well as the app
 
 import http.client
 import threading
-import time
 
 import pytest
 
 from sluicegate.listeners import bind_all
 from sluicegate.options import resolve
-from sluicegate.supervisor import Supervisor
+from sluicegate.single import SingleServer as Supervisor
+from tests.helpers import wait_for
 
 DOCUMENTED_KEYS = {
     "requests", "accepted", "protocol_errors", "timeouts", "fd_exhausted", "app_timeouts",
@@ -37,10 +37,8 @@ def in_process(tmp_path):
     sup = Supervisor(hello, cfg, sockets, app_name="hello")
     t = threading.Thread(target=sup.run, daemon=True)
     t.start()
-    deadline = time.monotonic() + 10
-    while sup._server is None and time.monotonic() < deadline:
-        time.sleep(0.01)  # polls for the server object: the condition, not a timing guess
-    assert sup._server is not None
+    wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
+             interval=0.01)
     yield sup, port
     sup.shutdown()
     t.join(10)
@@ -62,7 +60,7 @@ def test_stats_keys_are_the_documented_ones(in_process):
 
 
 def test_static_requests_are_counted(in_process):
-    """Regression (issue 14): requests answered by --static were counted by the loop but missing
+    """Regression (bcae17c): requests answered by --static were counted by the loop but missing
     from stats()["requests"], which only counted app calls."""
     sup, port = in_process
     assert get(port, "/static/a.txt") == (200, b"static bytes\n")

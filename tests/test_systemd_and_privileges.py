@@ -1,4 +1,4 @@
-"""systemd and Unix operations (issue 10, item 6), with the real tools: socket activation by
+"""systemd and Unix operations, with the real tools: socket activation by
 Debian's `systemd-socket-activate`, `sd_notify` messages read from a datagram socket the test
 owns as `NOTIFY_SOCKET`, the user switch read back from `/proc`, unix socket permissions, and
 nginx (Debian's, workers running as `www-data`) reaching a socket created `mode=660,
@@ -16,12 +16,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.helpers import wait_for
 
 ACTIVATE = shutil.which("systemd-socket-activate")
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -76,54 +75,36 @@ def children(pid):
         return [int(p) for p in f.read().split()]
 
 
-def env_for_server():
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
-    env["PYTHONPATH"] = str(ROOT)
-    env["SGTEST_STATE_DIR"] = tempfile.mkdtemp(prefix="sgtest-")
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
 @pytest.mark.skipif(ACTIVATE is None, reason="systemd-socket-activate not installed")
 @pytest.mark.parametrize("options", [(), ("--workers", "2")])
-def test_socket_activation_serves_on_the_socket_systemd_passed(options):
+def test_socket_activation_serves_on_the_socket_systemd_passed(start_server, options):
     port = free_port()
     cmd = [ACTIVATE, "-l", f"127.0.0.1:{port}", sys.executable, "-m", "sluicegate",
            "--bind", "127.0.0.1:0", *options, "tests.apps.workers:app"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for_server(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    lines = []
-    drain = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
-    drain.start()
-    listening = f"Listening at: http://127.0.0.1:{port}"
-    try:
-        # systemd-socket-activate listens first (refused until then) and starts the server on
-        # the first connection.
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                status, body = get(port)
-                break
-            except ConnectionRefusedError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)  # polls for systemd-socket-activate's listening socket
-        assert status == 200
-        # Every worker is ready once the master logs the address it was given.
-        deadline = time.monotonic() + 30
-        while not any(listening in line for line in list(lines)):
-            assert time.monotonic() < deadline, "".join(lines)
-            time.sleep(0.05)  # polls the log for the readiness line
-        served_by = int(body)
-        expected = {proc.pid} if not options else set(children(proc.pid))
-        assert served_by in expected
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-        drain.join(10)
-    err = "".join(lines)
+    # systemd-socket-activate listens first (refused until then) and starts the server on the
+    # first connection: the readiness wait comes after that connection.
+    srv = start_server(None, command=cmd, wait_ready=False)
+
+    def first_answer():
+        try:
+            return get(port)
+        except ConnectionRefusedError:
+            return None
+
+    status, body = wait_for(first_answer, "systemd-socket-activate's listening socket",
+                            timeout=30)
+    assert status == 200
+    # Every worker is ready once the master logs the address it was given.
+    srv.wait_listening(timeout=30)
+    assert ("tcp", ("127.0.0.1", port)) in srv.addresses, srv.log_text()
+    served_by = int(body)
+    expected = {srv.pid} if not options else set(children(srv.pid))
+    assert served_by in expected
+    srv.signal(signal.SIGTERM)
+    srv.wait_exit(30)
+    err = srv.log_text()
     assert "Using 1 socket(s) passed by systemd (LISTEN_FDS)" in err, err
-    assert proc.returncode == 0, err
+    assert srv.proc.returncode == 0, err
 
 
 class NotifySocket:
@@ -172,7 +153,7 @@ def test_sd_notify_ready_reloading_stopping(start_server, options):
 
 @pytest.mark.skipif(not IS_ROOT or not NOBODY_CAN_READ,
                     reason="switching user needs root, and a work tree that nobody may read")
-@pytest.mark.parametrize("options", [(), ("--workers", "2")])
+@pytest.mark.parametrize("options", [(), ("--workers", "2"), ("--workers", "2", "--preload")])
 def test_user_and_group_are_dropped_before_the_app_runs(start_server, options):
     nobody = pwd.getpwnam("nobody")
     nogroup = grp.getgrnam("nogroup")
@@ -180,7 +161,11 @@ def test_user_and_group_are_dropped_before_the_app_runs(start_server, options):
     status, body = get(srv.port)
     assert status == 200
     assert proc_ids(int(body)) == (nobody.pw_uid, nogroup.gr_gid)
-    assert proc_ids(srv.pid) == (nobody.pw_uid, nogroup.gr_gid)
+    # The process that imports the app switches; a master that does not (no --preload) keeps
+    # the starting user, as gunicorn's does, so that USR2 can start a new master.
+    imports_the_app = "--workers" not in options or "--preload" in options
+    master = (nobody.pw_uid, nogroup.gr_gid) if imports_the_app else (0, 0)
+    assert proc_ids(srv.pid) == master
 
 
 def test_umask_applies_to_the_unix_socket_file(start_server, tmp_path):
@@ -232,15 +217,20 @@ http {{
 """)
     proc = subprocess.Popen([NGINX, "-c", str(conf)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def accepts():
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, port
+            return True
         except OSError:
-            time.sleep(0.05)  # polls for nginx's listening socket
-    proc.kill()
-    raise AssertionError("nginx did not start")
+            return False
+
+    try:
+        wait_for(accepts, "nginx's listening socket", timeout=10)
+    except AssertionError:
+        proc.kill()
+        raise
+    return proc, port
 
 
 @pytest.mark.skipif(not IS_ROOT or not os.path.exists(NGINX), reason="needs root and nginx")

@@ -1,6 +1,6 @@
-"""`--threads auto` (the default) chooses the pool's bounds from the loaded app (issue 17, item
-4): a Django app whose database opens one connection per thread gets 1:48, so a burst cannot
-ask a stock PostgreSQL for more connections than it allows; other apps, and Django apps whose
+"""`--threads auto` (the default) chooses the pool's bounds from the loaded app: a Django app
+whose database opens one connection per thread gets 1:48, so a burst cannot ask a stock
+PostgreSQL for more connections than it allows; other apps, and Django apps whose
 connections come from a bounded pool, get 1:1024; a given `--threads` always wins. The startup
 log line says which bounds and why; the server's own counters confirm the bound in force.
 """

@@ -1,4 +1,4 @@
-"""`--timeout` (issue 10, item 5): an app call that runs too long gets its client answered
+"""`--timeout`: an app call that runs too long gets its client answered
 (504, or the connection closed if the response had begun), its request line and Python stack
 logged once, and, past `--max-stuck` in a worker, that worker replaced gracefully. The app calls
 here wait on gates the test opens (tests/apps/stuck.py), so nothing depends on timing but the
@@ -9,7 +9,8 @@ import http.client
 import socket
 import threading
 
-from tests.test_workers import children, get, wait_until
+from tests.helpers import wait_for
+from tests.test_workers import children, get
 
 
 def raw_exchange(port, request: bytes) -> bytes:
@@ -110,7 +111,7 @@ def test_a_call_waiting_for_a_body_that_never_comes_is_released(start_server):
 def test_a_worker_with_max_stuck_calls_is_replaced_and_its_other_requests_finish(start_server):
     srv = start_server("stuck", "--workers", "1", "--timeout", "1", "--max-stuck", "2",
                        "--graceful-timeout", "60")
-    wait_until(lambda: len(children(srv.pid)) == 1, "one worker")
+    wait_for(lambda: len(children(srv.pid)) == 1, "one worker", timeout=30)
     old = int(get(srv.port)[1])
     stuck = [threading.Thread(target=raw_exchange, args=(srv.port, get_line(f"/hang?token={t}")))
              for t in ("w1", "w2")]

@@ -1,4 +1,4 @@
-"""PEP 3333 conformance checked by ``wsgiref.validate.validator`` (issue 2, section 5).
+"""PEP 3333 conformance checked by ``wsgiref.validate.validator``.
 
 The ``validated`` app wraps several fixture apps in the validator, which asserts that the
 server's environ, wsgi.input, wsgi.errors, start_response, write() and close() calls follow

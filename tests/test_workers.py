@@ -1,9 +1,9 @@
-"""Worker processes and the master's operations (issue 10), with real processes, real signals
+"""Worker processes and the master's operations, with real processes, real signals
 and real clients.
 
 Load comes from client threads that each send requests one after another, every one on a new
 connection (so a reload or a recycle can be judged request by request), and count answers that
-are not `200` with a pid as the body. Where the issue says no request may fail, the count of
+are not `200` with a pid as the body. Where no request may fail (a reload, a recycle), the count of
 failures is asserted to be 0; where a worker is killed, only requests in flight on it may fail.
 """
 
@@ -15,6 +15,8 @@ import threading
 import time
 
 import pytest
+
+from tests.helpers import wait_for
 
 
 class Load:
@@ -44,13 +46,13 @@ class Load:
         """Until `n` more requests succeeded (bounded)."""
         with self.lock:
             target = self.ok + n
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def served():
             with self.lock:
-                if self.ok >= target:
-                    return
-            time.sleep(0.01)  # polls a counter: the condition, not a timing guess
-        raise AssertionError(f"load stalled: {self.ok} ok, failures {self.failed[:5]}")
+                return self.ok >= target
+
+        wait_for(served, f"{n} more requests served (load stalled?)", timeout,
+                 context=lambda: f"{self.ok} ok, failures {self.failed[:5]}")
 
     def _run(self):
         conn = None
@@ -80,15 +82,6 @@ class Load:
 def children(pid):
     with open(f"/proc/{pid}/task/{pid}/children") as f:
         return [int(p) for p in f.read().split()]
-
-
-def wait_until(cond, what, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.02)  # polls process state: the condition, not a timing guess
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def get(port, path="/pid"):
@@ -130,8 +123,8 @@ def test_a_killed_worker_is_replaced_and_logged(start_server):
     with Load(srv.port, clients=4) as load:
         load.wait_for(50)
         os.kill(victim, signal.SIGKILL)
-        wait_until(lambda: len(children(srv.pid)) == 2 and victim not in children(srv.pid),
-                   "a replacement worker")
+        wait_for(lambda: len(children(srv.pid)) == 2 and victim not in children(srv.pid),
+                 "a replacement worker", timeout=30)
         srv.wait_log(rf"Worker {victim} died \(killed by SIGKILL\)")
         srv.wait_log(r"Worker \d+ ready", since=0)
         load.wait_for(200)
@@ -147,9 +140,9 @@ def test_hup_reloads_every_worker_without_failing_a_request(start_server):
         load.wait_for(100)
         for n in range(1, 3):
             srv.signal(signal.SIGHUP)
-            wait_until(lambda: srv.log_text().count("Reload done") == n, "the reload")
+            wait_for(lambda: srv.log_text().count("Reload done") == n, "the reload", timeout=30)
             load.wait_for(100)
-        wait_until(lambda: len(children(srv.pid)) == 2, "the old workers to finish")
+        wait_for(lambda: len(children(srv.pid)) == 2, "the old workers to finish", timeout=30)
     new = set(children(srv.pid))
     assert len(new) == 2 and not (new & old)
     assert load.failed == [], (load.failed, f"{time.monotonic():.4f}", srv.log_text())
@@ -167,7 +160,7 @@ def test_a_reload_whose_app_no_longer_imports_keeps_the_old_workers(start_server
     srv.signal(signal.SIGHUP)
     srv.wait_log(r"Reload abandoned")
     assert get(srv.port, "/") == (200, b"old")
-    wait_until(lambda: set(children(srv.pid)) == old, "the failed new workers to be gone")
+    wait_for(lambda: set(children(srv.pid)) == old, "the failed new workers to be gone", timeout=30)
     assert srv.alive()
 
 
@@ -193,9 +186,10 @@ def test_max_requests_replaces_workers_without_failing_a_request(start_server):
     with Load(srv.port, clients=4, keep_alive=True) as load:
         load.wait_for(900)
         # Both first workers reach their count (a worker looks at it every 0.1 s).
-        wait_until(lambda: srv.log_text().count("reached --max-requests") >= 2, "two recycles")
+        wait_for(lambda: srv.log_text().count("reached --max-requests") >= 2, "two recycles",
+                 timeout=30)
         # The replacements serve (their pids answer), the old workers having finished theirs.
-        wait_until(lambda: len(load.pids - first) >= 1, "a replacement serving")
+        wait_for(lambda: len(load.pids - first) >= 1, "a replacement serving", timeout=30)
         load.wait_for(100)
     assert load.failed == []
     assert len(load.pids) >= 3, "a replacement served"
@@ -204,13 +198,13 @@ def test_max_requests_replaces_workers_without_failing_a_request(start_server):
 def test_ttin_and_ttou_change_the_number_of_workers(start_server):
     srv = start_server("workers", "--workers", "2")
     srv.signal(signal.SIGTTIN)
-    wait_until(lambda: len(children(srv.pid)) == 3, "a third worker")
+    wait_for(lambda: len(children(srv.pid)) == 3, "a third worker", timeout=30)
     # One at a time: the kernel merges a signal sent while the same one is still pending.
     srv.signal(signal.SIGTTOU)
     srv.wait_log(r"Received SIGTTOU: 2 worker")
     srv.signal(signal.SIGTTOU)
     srv.wait_log(r"Received SIGTTOU: 1 worker")
-    wait_until(lambda: len(children(srv.pid)) == 1, "one worker")
+    wait_for(lambda: len(children(srv.pid)) == 1, "one worker", timeout=30)
     mark = srv.log_mark()
     srv.signal(signal.SIGTTOU)  # never fewer than one
     srv.wait_log(r"Received SIGTTOU: 1 worker", since=mark)
@@ -275,10 +269,10 @@ def test_a_unix_socket_file_survives_worker_replacement_and_goes_with_the_master
     srv = start_server("workers", "--workers", "2", binds=[f"unix:{path}"])
     victim = children(srv.pid)[0]
     os.kill(victim, signal.SIGKILL)
-    wait_until(lambda: len(children(srv.pid)) == 2 and victim not in children(srv.pid),
-               "a replacement worker")
+    wait_for(lambda: len(children(srv.pid)) == 2 and victim not in children(srv.pid),
+             "a replacement worker", timeout=30)
     srv.signal(signal.SIGHUP)
-    wait_until(lambda: "Reload done" in srv.log_text(), "the reload")
+    wait_for(lambda: "Reload done" in srv.log_text(), "the reload", timeout=30)
     assert unix_get(path).startswith(b"HTTP/1.1 200")
     srv.signal(signal.SIGTERM)
     assert srv.wait_exit() == 0
@@ -299,12 +293,13 @@ def test_usr1_reopens_the_access_log(start_server, tmp_path):
     log_path = tmp_path / "access.log"
     srv = start_server("workers", "--access-log", str(log_path))
     get(srv.port, "/pid?before")
-    wait_until(lambda: "before" in log_path.read_text(), "the first access line")
+    wait_for(lambda: "before" in log_path.read_text(), "the first access line", timeout=30)
     os.rename(log_path, tmp_path / "access.log.1")  # what logrotate does
     srv.signal(signal.SIGUSR1)
     srv.wait_log(r"access log .* reopened")
     get(srv.port, "/pid?after")
-    wait_until(lambda: log_path.exists() and "after" in log_path.read_text(), "a line in the new file")
+    wait_for(lambda: log_path.exists() and "after" in log_path.read_text(),
+             "a line in the new file", timeout=30)
     assert "after" not in (tmp_path / "access.log.1").read_text()
 
 
@@ -313,7 +308,7 @@ def test_usr1_reaches_every_worker(start_server, tmp_path):
     srv = start_server("workers", "--workers", "2", "--access-log", str(log_path))
     os.rename(log_path, tmp_path / "access.log.1")
     srv.signal(signal.SIGUSR1)
-    wait_until(lambda: srv.log_text().count("reopened") == 2, "both workers reopening")
+    wait_for(lambda: srv.log_text().count("reopened") == 2, "both workers reopening", timeout=30)
     assert log_path.exists()
 
 
@@ -347,7 +342,8 @@ def test_max_rss_replaces_a_worker_that_grew_past_it(start_server):
         status, body = get(srv.port, "/leak")
         assert status == 200
     srv.wait_log(rf"Worker {first} uses \d+ MiB \(over --max-rss\)")
-    wait_until(lambda: children(srv.pid) and first not in children(srv.pid), "the replacement")
+    wait_for(lambda: children(srv.pid) and first not in children(srv.pid), "the replacement",
+             timeout=30)
     status, body = get(srv.port, "/pid")
     assert status == 200 and int(body) != first
 
@@ -369,10 +365,11 @@ def test_usr2_starts_a_new_master_on_the_same_sockets_without_failing_a_request(
         with Load(srv.port, clients=4, keep_alive=True) as load:
             load.wait_for(100)
             srv.signal(signal.SIGUSR2)
-            wait_until(lambda: _pid_from(pid_file) not in (None, srv.pid), "the new master's pid")
+            wait_for(lambda: _pid_from(pid_file) not in (None, srv.pid), "the new master's pid",
+                     timeout=30)
             new_master = _pid_from(pid_file)
             assert _pid_from(pid_file + ".oldbin") == srv.pid
-            wait_until(lambda: len(children(new_master)) == 2, "the new master's workers")
+            wait_for(lambda: len(children(new_master)) == 2, "the new master's workers", timeout=30)
             srv.wait_log(rf"\[{new_master}\] \[INFO\] Listening at: http://127.0.0.1:{srv.port}")
             load.wait_for(100)
             srv.signal(signal.SIGTERM)  # the operator stops the old master
@@ -386,8 +383,9 @@ def test_usr2_starts_a_new_master_on_the_same_sockets_without_failing_a_request(
     finally:
         if new_master:
             os.kill(new_master, signal.SIGTERM)
-            wait_until(lambda: not os.path.exists(f"/proc/{new_master}") or
-                       open(f"/proc/{new_master}/stat").read().split()[2] == "Z", "the new master to end")
+            wait_for(lambda: not os.path.exists(f"/proc/{new_master}") or
+                     open(f"/proc/{new_master}/stat").read().split()[2] == "Z",
+                     "the new master to end", timeout=30)
     assert not os.path.exists(pid_file)
 
 

@@ -1,4 +1,4 @@
-"""``wsgi.input`` (PEP 3333; issue 2, section 5): every reading method, with Content-Length and
+"""``wsgi.input`` (PEP 3333): every reading method, with Content-Length and
 chunked bodies, compared with what ``io.BytesIO`` returns for the same calls.
 
 Covers read(), read(n), readline() keeping the newline, readline(n), readlines(), iteration,
@@ -113,8 +113,8 @@ def test_large_body_read_in_lines_and_pieces_is_byte_exact(reader, mode, n, fram
                                     ("readinto_array", 4096), ("mixed", 100),
                                     ("mixed", 65536), ("readn", 65536)])
 def test_reads_into_sized_buffers_are_byte_exact(reader, mode, n, framing):
-    """read(n) fills a bytes of its final size in place and readinto() the caller's buffer
-    (issue 16): every byte lands once, in order, whichever way the body came in."""
+    """read(n) fills a bytes of its final size in place and readinto() the caller's buffer:
+    every byte lands once, in order, whichever way the body came in."""
     rnd = random.Random(n)
     lines = [bytes(rnd.choice(b"abcdefgh ") for _ in range(rnd.randrange(0, 3000))) + b"\n"
              for _ in range(700)]
@@ -132,7 +132,7 @@ def test_reads_into_sized_buffers_are_byte_exact(reader, mode, n, framing):
                                     ("mixed", 65536), ("readline", 0)])
 def test_large_bodies_read_ahead_are_byte_exact(reader, mode, n, framing):
     """A Content-Length body past 256 KiB with 1 MiB still to come is read ahead of the app by a
-    thread of its own (issue 16); line reads after sized reads take over what it read."""
+    thread of its own; line reads after sized reads take over what it read."""
     rnd = random.Random(3)
     body = b"".join(bytes(rnd.getrandbits(8) for _ in range(1000)) + b"\n" for _ in range(3000))
     got = post(reader, mode, body, framing, n=n or 8192, chunk=65536)
@@ -197,7 +197,7 @@ def test_a_large_body_left_unread_does_not_spill_into_the_next_request(reader):
 @pytest.mark.parametrize("pipelined", [False, True])
 def test_the_connection_is_heard_again_after_a_body_read_ahead(reader, pipelined, framing):
     """While a thread reads a large body ahead, the loop stops listening for reads on the
-    connection (issue 16); it must listen again after: a request that comes after the answer
+    connection; it must listen again after: a request that comes after the answer
     (the connection idle with the loop, in its epoll set since the first small request), or one
     pipelined behind the body, is answered."""
     body = bytes(range(256)) * (3 * 4096)
@@ -268,7 +268,7 @@ def test_body_is_streamed_to_the_app_not_buffered_whole(reader):
 
 
 def test_a_body_read_ahead_reaches_the_app_while_the_client_pauses(reader):
-    """Past 256 KiB of a large body, a thread reads it ahead of the app (issue 16), and wakes
+    """Past 256 KiB of a large body, a thread reads it ahead of the app, and wakes
     a waiting app only once 256 KiB are buffered (fewer wake-ups), unless the socket has
     nothing more for now: then the app gets what there is. Here the client sends 300 KiB (the
     reader starts, and the app waits for more), then 110 KiB, and waits until the app has read

@@ -1,8 +1,9 @@
 """sluicegate: a WSGI HTTP server with a Rust core.
 
-This package is the thin Python front: options (options.py), app loading (loader.py), socket
-binding (listeners.py), and running the server (supervisor.py); the HTTP and WSGI work happens
-in the Rust extension `sluicegate._core`. From Python, `serve()` is the whole API:
+This package is the thin Python front: options (options.py), and the startup pipeline
+(supervisor.py) that binds the sockets (listeners.py), loads the app (loader.py) and hands over
+to a role (single.py, master.py, worker.py); the HTTP and WSGI work happens in the Rust
+extension `sluicegate._core`. From Python, `serve()` is the whole API:
 
     import sluicegate
     sluicegate.serve(app, bind="127.0.0.1:8080", threads="4:64")

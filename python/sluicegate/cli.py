@@ -13,7 +13,7 @@ import sys
 from typing import Optional, Sequence
 
 from . import __version__
-from .errors import SluicegateError
+from .errors import OptionError, SluicegateError
 from .loader import load_app
 from .options import Config, describe, from_command_line, raw_values, validate
 from .supervisor import log, serve_config
@@ -28,6 +28,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         raw = raw_values(given)
         cfg = validate(raw)
         debug = cfg.log_level == "debug"
+        for item in cfg.env:  # -e KEY=VALUE: before the app is imported, here or in a worker
+            key, _, value = item.partition("=")
+            os.environ[key] = value
         if cfg.print_config:
             print(describe(raw))
             return 0
@@ -38,6 +41,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             """HUP: the same command line over the environment and config file as they are now."""
             return validate(raw_values(given))
 
+        if cfg.error_log:
+            redirect_stderr(cfg.error_log)
         # The command line again, for a master that re-executes itself on USR2 (master.py).
         restart = [sys.executable, "-m", "sluicegate", *args]
         return serve_config(cfg, __version__, owns_process=True, restart=(restart, os.getcwd()),
@@ -50,6 +55,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         # Ctrl-C while the app was still loading, before the server's own handler was installed.
         return 130
+
+
+def redirect_stderr(path: str) -> None:
+    """--error-log FILE: the file becomes descriptor 2, so every writer of standard error (the
+    logging handler, the Rust core, the worker processes forked later) appends to it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise OptionError(f"--error-log {path!r}: cannot open it: {e.strerror}") from None
+    sys.stderr.flush()
+    os.dup2(fd, 2)  # the copy on 2 is inheritable (dup2 clears close-on-exec)
+    os.close(fd)
 
 
 def check(cfg: Config) -> int:

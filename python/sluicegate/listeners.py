@@ -4,8 +4,8 @@ sluicegate binds its sockets here rather than in the Rust core for two reasons:
   - errors such as "address already in use" or "permission denied" become one clear line from
     Python, before the core starts;
   - binding is separate from serving. A `BoundSocket` stays an open socket until it is handed
-    over with `to_listener()`, so a future pre-fork supervisor can bind once, fork, and give each
-    worker process its own `os.dup()` of the same sockets (and add SO_REUSEPORT as an option).
+    over with `to_listener()`, so the master of `--workers` binds once, before any fork, and
+    every worker process serves the same sockets (master.py).
 
 Address syntax (the `--bind` option): `HOST:PORT`, `[IPV6]:PORT` or `unix:PATH`, where a unix
 path may be followed by settings for the socket file: `unix:PATH;mode=660;owner=USER;group=GROUP`

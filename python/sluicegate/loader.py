@@ -2,6 +2,7 @@
 
 Accepted forms (as gunicorn accepts them):
   - `module:app`, `pkg.module:app`
+  - `module` alone, meaning `module:application` (`sluicegate mysite.wsgi`, as with gunicorn)
   - dotted attributes: `pkg.mod:obj.app`
   - factories: `module:create_app()` and with literal arguments
     `module:create_app('prod', debug=True)`. The call is parsed with `ast`, and only literals
@@ -30,6 +31,9 @@ from .errors import LoadError, one_line
 
 _EXAMPLE = "e.g. myproject.wsgi:application or app:create_app()"
 
+#: The attribute a bare `MODULE` names (gunicorn's default, and what Django's wsgi.py defines).
+DEFAULT_ATTRIBUTE = "application"
+
 
 def load_app(spec: str) -> Callable[..., Any]:
     """Import and return the WSGI callable named by `spec`; raise LoadError on any failure."""
@@ -41,6 +45,11 @@ def load_app(spec: str) -> Callable[..., Any]:
             obj = getattr(obj, name)
         except AttributeError:
             owner = f"module {module_name!r}" if i == 0 else repr(f"{module_name}:{'.'.join(names[:i])}")
+            if ":" not in spec:
+                raise LoadError(
+                    f"{owner} has no attribute {name!r} (app path {spec!r} means "
+                    f"'{module_name}:{DEFAULT_ATTRIBUTE}'; name the app: {module_name}:APP)"
+                ) from None
             raise LoadError(f"{owner} has no attribute {name!r} (app path {spec!r})") from None
     if call is not None:
         args, kwargs = call
@@ -63,7 +72,9 @@ def parse_spec(spec: str) -> Tuple[str, List[str], Optional[Tuple[tuple, Dict[st
     """Split `module:attr.path(args)` into (module name, attribute names, (args, kwargs) or
     None); raise LoadError if it is malformed."""
     module_name, sep, target = spec.strip().partition(":")
-    if not sep or not module_name or not target.strip():
+    if not sep:
+        target = DEFAULT_ATTRIBUTE
+    if not module_name or not target.strip():
         raise LoadError(f"app path {spec!r} is not MODULE:APP ({_EXAMPLE})")
     if module_name.endswith(".py") or "/" in module_name or os.sep in module_name:
         guess = module_name[:-3] if module_name.endswith(".py") else module_name

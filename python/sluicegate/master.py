@@ -1,49 +1,63 @@
 """The master process of `--workers N`: it forks the workers, keeps their number, and turns
 signals into the operations gunicorn users know. It holds the listening sockets (bound before
-any fork, in listeners.py) and no request, and runs no app code unless `--preload`.
+any fork, by the startup pipeline in supervisor.py) and no request, and runs no app code unless
+`--preload`. Without `--preload` it keeps the user it was started as and each worker switches
+to `--user`/`--group` once forked (privileges.py), so that a USR2 upgrade can start a new master.
 
-Each worker is a child with its own Rust event loop and thread pool, serving the master's
-listening sockets (one shared socket per address: the kernel gives each new connection to one
-of the workers waiting in accept; see docs/architecture.md, "Worker processes"). A worker talks
-back on its own pipe, one byte per event: `R` when it is ready to serve (its server is built
-and listening), `M` when it has served `--max-requests` and wants to be replaced.
+Each worker is a child with its own Rust event loop and thread pool (worker.py), serving the
+master's listening sockets (one shared socket per address: the kernel gives each new connection
+to one of the workers waiting in accept; see docs/architecture.md, "Worker processes"). What
+the two say to each other is in messages.py; what each signal means, in signals.py.
 
-Signals (docs/operations.md has the table):
-- TERM, INT: graceful stop. Workers get TERM and finish their in-flight requests (up to
-  `--graceful-timeout`); a second INT stops them at once (QUIT).
-- QUIT: immediate stop.
-- HUP: graceful reload. New workers are started (a fresh import of the app, unless
-  `--preload`); once every one is ready, the old ones get TERM and drain. A new worker that
-  fails at boot leaves the old ones serving.
-- TTIN / TTOU: one worker more / one fewer (never fewer than one).
-- USR1: passed to the workers (each reopens its access log file).
-- USR2: upgrade. A new master is started from the same command line (a fresh interpreter, so
-  a new sluicegate and a new app), given the listening sockets as systemd would give them
-  (`LISTEN_FDS`); the pid file becomes `FILE.oldbin`. Both serve until the operator sends TERM
-  to the old one, which then drains: no connection is refused at any point.
-- WINCH: logged and ignored (no abrupt exit for a signal an operator sends by habit).
+The master's life is `State` and each worker's, as the master sees it, is `Life`; the legal
+moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
+
+- STOP (TERM, INT): workers get TERM and finish their in-flight requests (up to
+  `--graceful-timeout`); a second INT stops them at once (QUIT). STOP_NOW (QUIT): at once.
+- RELOAD (HUP, or a code change with `--reload`): the options are resolved again, new workers
+  are started (a fresh import of the app, unless `--preload`); once every one is ready the old
+  ones get TERM and drain. A new worker that fails at boot abandons the reload: the old ones
+  keep serving. Before the first workers are up there is nothing to keep: a reload then
+  restarts the boot with the new configuration. One generation boots at a time: a reload asked
+  while one boots supersedes it (its workers are stopped; the newest configuration wins, and an
+  abandoned reload goes back to the configuration that served before the first of them).
+- MORE_WORKERS / FEWER_WORKERS (TTIN / TTOU): one worker more / one fewer (never fewer than one).
+- REOPEN_LOGS (USR1): passed to the workers (each reopens its access log file).
+- UPGRADE (USR2): a new master on the same sockets (upgrade.py); the pid file becomes
+  `FILE.oldbin` (pidfile.py). Both serve until the operator sends TERM to the old one.
 
 A worker that dies after it was ready is logged with its exit status or signal and replaced at
-once. A worker that exits before it was ready failed at boot (its app does not import): the
-master stops every worker and exits with status 3, after the worker printed the app's one-line
-error, instead of forking again and again.
+once. A worker that exits before it was ready failed at boot (its app does not import, after
+the worker printed the app's one-line error):
+- among the first workers, nothing serves yet: the master stops every worker and exits with
+  status 3 instead of forking again and again;
+- in a reload's new generation: the reload is abandoned, and the configuration from before it
+  stays the one later replacements boot with;
+- a replacement (after a crash, `--max-requests`, `--max-stuck`, `--max-rss`, TTIN): the
+  healthy workers keep serving, and the replacement is tried again after `RETRY_FIRST_S`,
+  doubling up to `RETRY_MAX_S`, until one boots.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import random
 import select
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import sd_notify
+from . import messages, pidfile, privileges, sd_notify, signals
 from .errors import SluicegateError
 from .listeners import BoundSocket
+from .logs import log
+from .messages import Message
 from .options import Config
+from .signals import Op
+from .upgrade import start_new_master
 
 #: The exit status of a server whose workers could not boot (gunicorn's too).
 BOOT_FAILED = 3
@@ -57,68 +71,117 @@ SLOTS = 1024
 #: An entry no live worker owns (u32::MAX in the core).
 VACANT = b"\xff\xff\xff\xff"
 
-#: Set in the environment of a master started by USR2: the old master's pid.
-UPGRADE_ENV = "SLUICEGATE_UPGRADED_FROM"
+#: A replacement that failed to boot is tried again after this, then twice as long each time
+#: up to RETRY_MAX_S (an app that cannot import now may after a deploy finishes).
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 30.0
+
+#: How long workers that were told to stop at once (or killed) may take to be gone.
+KILL_GRACE_S = 5
 
 #: Options a reload cannot change: the sockets are the master's, bound once, and the master's
 #: own process settings are set once (a USR2 upgrade applies them).
 RESTART_ONLY = ("bind", "backlog", "user", "group", "umask", "pid", "preload", "config")
 
-#: Signals the master handles; everything else keeps its default.
-HANDLED = (
-    signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTTIN,
-    signal.SIGTTOU, signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH, signal.SIGCHLD,
-)
+#: `boot_worker(cfg, events_fd, max_requests, balance, workers)`: run in each forked child,
+#: returns its exit status (supervisor.py builds it: load the app, run a WorkerServer).
+BootWorker = Callable[[Config, int, int, Tuple[int, int, int], int], int]
+
+
+class State(enum.Enum):
+    """The master's life."""
+
+    STARTING = "starting"  # the first workers boot; nothing announced yet
+    SERVING = "serving"  # keeping `target` workers
+    RELOADING = "reloading"  # the newest generation boots beside the serving one
+    STOPPING = "stopping"  # every worker was told to stop; the master ends when they are gone
+
+
+STATE_MOVES: Dict[State, FrozenSet[State]] = {
+    State.STARTING: frozenset({State.SERVING, State.STOPPING}),
+    State.SERVING: frozenset({State.RELOADING, State.STOPPING}),
+    State.RELOADING: frozenset({State.RELOADING, State.SERVING, State.STOPPING}),
+    State.STOPPING: frozenset(),
+}
+
+
+class Life(enum.Enum):
+    """A worker's life, as its master sees it."""
+
+    BOOTING = "booting"  # forked, importing the app: has not said READY
+    SERVING = "serving"
+    OUTGOING = "outgoing"  # serving, asked to be replaced: stops once its successor is ready
+    STOPPING = "stopping"  # told to stop after it served: draining
+    CANCELLED = "cancelled"  # told to stop before it was ready
+
+
+LIFE_MOVES: Dict[Life, FrozenSet[Life]] = {
+    Life.BOOTING: frozenset({Life.SERVING, Life.CANCELLED}),
+    Life.SERVING: frozenset({Life.OUTGOING, Life.STOPPING}),
+    Life.OUTGOING: frozenset({Life.STOPPING}),
+    Life.STOPPING: frozenset({Life.STOPPING}),
+    Life.CANCELLED: frozenset({Life.CANCELLED, Life.STOPPING}),  # READY came after the stop
+}
 
 
 @dataclasses.dataclass
-class Worker:
+class Child:
+    """A worker process, as its master keeps it."""
+
     pid: int
-    pipe: int  # read end of the worker's event pipe
+    pipe: int  # read end of the worker's message pipe
     generation: int
     slot: int  # its entry in the connection-count table
-    ready: bool = False
-    retiring: bool = False  # asked to stop (TERM sent), or replaced
-    wants_out: bool = False  # reached --max-requests; replaced once its successor is ready
+    life: Life = Life.BOOTING
+
+    def become(self, life: Life) -> None:
+        if life not in LIFE_MOVES[self.life]:
+            raise RuntimeError(f"worker {self.pid}: {self.life.value} -> {life.value}")
+        self.life = life
+
+    @property
+    def ready(self) -> bool:
+        """It said READY (and may have been told to stop since)."""
+        return self.life in (Life.SERVING, Life.OUTGOING, Life.STOPPING)
+
+    @property
+    def leaving(self) -> bool:
+        """It was told to stop."""
+        return self.life in (Life.STOPPING, Life.CANCELLED)
 
 
 class Master:
     """Forks and supervises the workers of one server; `run()` returns the exit status."""
 
     def __init__(
-        self,
-        cfg: Config,
-        sockets: List[BoundSocket],
-        workers: int,
-        boot_worker: Callable[[Config, int, int, Tuple[int, int, int], int], int],
-        log: Any,
-        *,
-        on_ready: Callable[[], None] = lambda: None,
+        self, cfg: Config, sockets: List[BoundSocket], workers: int, boot_worker: BootWorker, *,
+        upgraded: bool = False,
         restart: Optional[Tuple[List[str], str]] = None,
         reread: Optional[Callable[[], Config]] = None,
     ) -> None:
-        """`boot_worker(cfg, event_fd, max_requests, balance, workers)` runs in each forked child
-        and returns its exit status; it writes `R` and `M` to `event_fd`; `balance` is (fd,
-        slots, slot) of the connection-count table. `reread()` resolves the options again for
-        a reload (HUP); a SluicegateError from it abandons the reload. `on_ready()` runs once, when the first
-        workers are all ready."""
+        """`upgraded`: this master was started by USR2 (the unix socket files become its own
+        once it serves). `restart`: the command line and directory to exec on USR2 (None: no
+        upgrade). `reread()` resolves the options again for a reload; a SluicegateError from it
+        abandons the reload."""
         self.cfg = cfg
         self.sockets = sockets
         self.target = workers
         self.boot_worker = boot_worker
-        self.log = log
-        self.workers: Dict[int, Worker] = {}
-        self.generation = 0
-        self.signals: List[int] = []
-        self.stopping: Optional[float] = None  # deadline once a stop began
-        self.exit_status = 0
-        self.reload_pending: Optional[int] = None  # the generation being started by HUP
-        self.on_ready = on_ready
-        self.announced = False
+        self.upgraded = upgraded
         self.restart = restart
         self.reread = reread
-        self.upgraded_to: Optional[int] = None
-        self._wake_r, self._wake_w = os.pipe()
+        self.state = State.STARTING
+        self.workers: Dict[int, Child] = {}
+        self.generation = 0  # the newest; while RELOADING, the one booting
+        self.deadline = 0.0  # while STOPPING: when what is left gets SIGKILL
+        self.exit_status = 0
+        self.new_master: Optional[int] = None  # the pid a USR2 started, while it lives
+        self.before_reload: Optional[Tuple[Config, int]] = None  # while RELOADING: cfg, target
+        self.retry_delay = 0.0  # after a replacement failed to boot: the next wait
+        self.retry_at = 0.0  # no replacement is started before this (time.monotonic())
+        self.failed_boots = 0  # replacements that failed to boot, ever (in systemd's STATUS=)
+        self.signals: List[int] = []
+        self.pipe = signals.SignalPipe(signals.MASTER_SIGNALS)
         self.reloader: Optional[Any] = None
         self.code_changed: List[List[str]] = []  # batches from the reloader thread
         # Shared with every worker (inherited over fork): how many connections each holds.
@@ -126,227 +189,223 @@ class Master:
         os.ftruncate(self.table, SLOTS * 4)
         os.pwrite(self.table, VACANT * SLOTS, 0)
 
+    def _become(self, state: State) -> None:
+        if state not in STATE_MOVES[self.state]:
+            raise RuntimeError(f"master: {self.state.value} -> {state.value}")
+        self.state = state
+
     # -- the loop --------------------------------------------------------------------------
 
     def run(self) -> int:
-        for fd in (self._wake_r, self._wake_w):
-            os.set_blocking(fd, False)
-            os.set_inheritable(fd, False)
-        old_wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
-        for signum in HANDLED:
-            signal.signal(signum, self._on_signal)
+        self.pipe.install(self._on_signal)
         if self.cfg.reload:
             from .reloader import Reloader
             self.reloader = Reloader(os.getcwd(), self.cfg.reload_extra, self._on_code_change)
             self.reloader.start()
         try:
-            self.log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
+            log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
             for _ in range(self.target):
                 self._spawn()
-            while self.workers or self.stopping is None:
+            while self.workers or self.state is not State.STOPPING:
                 self._wait_for_events()
                 self._reap()
-                for signum in self._take_signals():
+                for signum in self._take(self.signals):
                     self._handle(signum)
-                for paths in self._take_code_changes():
-                    if self.stopping is None:
+                for paths in self._take(self.code_changed):
+                    if self.state is not State.STOPPING:
                         shown = ", ".join(os.path.relpath(p) for p in paths[:3])
                         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
                         self._reload(f"Code changed ({shown}{more})")
                 self._maintain()
-                if self.stopping is not None and time.monotonic() > self.stopping:
+                if self.state is State.STOPPING and time.monotonic() > self.deadline:
                     for w in self.workers.values():
                         self._kill(w, signal.SIGKILL)
-                    self.stopping = time.monotonic() + 5
-            self.log.info("Shutdown complete")
+                    self.deadline = time.monotonic() + KILL_GRACE_S
+            log.info("Shutdown complete")
             return self.exit_status
         finally:
             if self.reloader is not None:
                 self.reloader.stop()
-            signal.set_wakeup_fd(old_wakeup)
-            for signum in HANDLED:
-                signal.signal(signum, signal.SIG_DFL if signum == signal.SIGCHLD else signal.SIG_IGN)
+            self.pipe.uninstall("master")
             for s in self.sockets:
                 s.close()
             os.close(self.table)
 
     def _wait_for_events(self) -> None:
-        fds = [self._wake_r] + [w.pipe for w in self.workers.values()]
+        fds = [self.pipe.read_fd] + [w.pipe for w in self.workers.values()]
         try:
             readable, _, _ = select.select(fds, [], [], TICK_S)
         except InterruptedError:
             return
-        if self._wake_r in readable:
-            try:
-                while os.read(self._wake_r, 4096):
-                    pass
-            except BlockingIOError:
-                pass
+        if self.pipe.read_fd in readable:
+            self.pipe.drain()
         for w in list(self.workers.values()):
             if w.pipe in readable:
-                self._read_events(w)
+                self._read_messages(w)
 
-    def _read_events(self, w: Worker) -> None:
-        try:
-            data = os.read(w.pipe, 64)
-        except OSError:
-            data = b""
-        if b"R" in data and not w.ready:
-            w.ready = True
-            self.log.info("Worker %d ready", w.pid)
-        if (b"M" in data or b"S" in data) and not w.wants_out and not w.retiring:
-            w.wants_out = True  # _maintain starts its replacement, then retires it
-            why = "reached --max-requests" if b"M" in data else "has --max-stuck stuck calls"
-            self.log.info("Worker %d %s: starting its replacement", w.pid, why)
+    def _read_messages(self, w: Child) -> None:
+        for message in messages.receive(w.pipe):
+            if message is Message.READY and w.life in (Life.BOOTING, Life.CANCELLED):
+                w.become(Life.SERVING if w.life is Life.BOOTING else Life.STOPPING)
+                log.info("Worker %d ready", w.pid)
+                if self.retry_delay and self.state is State.SERVING:  # whole again
+                    sd_notify.notify(f"STATUS={self._status()}")
+                self.retry_delay = 0.0
+            elif message in (Message.MAX_REQUESTS, Message.STUCK) and w.life is Life.SERVING:
+                w.become(Life.OUTGOING)  # _maintain starts its replacement, then stops it
+                why = "reached --max-requests" if message is Message.MAX_REQUESTS \
+                    else "has --max-stuck stuck calls"
+                log.info("Worker %d %s: starting its replacement", w.pid, why)
 
     def _on_code_change(self, paths: List[str]) -> None:
         """From the reloader's thread: queue the batch and wake the loop."""
         self.code_changed.append(paths)
-        try:
-            os.write(self._wake_w, b"c")
-        except OSError:
-            pass
-
-    def _take_code_changes(self) -> List[List[str]]:
-        taken, self.code_changed = self.code_changed, []
-        return taken
+        self.pipe.wake()
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.signals.append(signum)
 
-    def _take_signals(self) -> List[int]:
-        taken, self.signals = self.signals, []
+    @staticmethod
+    def _take(queue: List[Any]) -> List[Any]:
+        taken = queue[:]
+        del queue[:len(taken)]
         return taken
 
     # -- signals ---------------------------------------------------------------------------
 
     def _handle(self, signum: int) -> None:
-        if signum == signal.SIGCHLD:
-            return  # reaped above
+        op = signals.op(signum)
+        if op is None:
+            return  # SIGCHLD: reaped above
         name = signal.Signals(signum).name
-        if signum in (signal.SIGTERM, signal.SIGINT):
-            if self.stopping is not None and signum == signal.SIGINT:
-                self.log.info("Received %s again: stopping now", name)
+        stopping = self.state is State.STOPPING
+        if op is Op.STOP:
+            if stopping and signum == signal.SIGINT:
+                log.info("Received %s again: stopping now", name)
                 self._stop(graceful=False)
-            elif self.stopping is None:
-                self.log.info(
-                    "Received %s: stopping %d worker(s), in-flight requests get up to %gs",
-                    name, len(self.workers), self.cfg.graceful_timeout,
-                )
+            elif not stopping:
+                log.info("Received %s: stopping %d worker(s), in-flight requests get up to %gs",
+                         name, len(self.workers), self.cfg.graceful_timeout)
                 self._stop(graceful=True)
-        elif signum == signal.SIGQUIT:
-            self.log.info("Received %s: stopping now", name)
+        elif op is Op.STOP_NOW:
+            log.info("Received %s: stopping now", name)
             self._stop(graceful=False)
-        elif self.stopping is not None:
+        elif stopping:
             return
-        elif signum == signal.SIGHUP:
+        elif op is Op.RELOAD:
             self._reload("Received SIGHUP")
-        elif signum == signal.SIGTTIN:
+        elif op is Op.MORE_WORKERS:
             self.target += 1
-            self.log.info("Received %s: %d worker(s)", name, self.target)
-        elif signum == signal.SIGTTOU:
-            if self.target > 1:
-                self.target -= 1
-            self.log.info("Received %s: %d worker(s)", name, self.target)
-        elif signum == signal.SIGUSR2:
+            log.info("Received %s: %d worker(s)", name, self.target)
+        elif op is Op.FEWER_WORKERS:
+            self.target = max(1, self.target - 1)
+            log.info("Received %s: %d worker(s)", name, self.target)
+        elif op is Op.UPGRADE:
             self._upgrade()
-        elif signum == signal.SIGUSR1:
-            self.log.info("Received %s: workers reopen their log files", name)
+        elif op is Op.REOPEN_LOGS:
+            log.info("Received %s: workers reopen their log files", name)
             for w in self.workers.values():
-                self._kill(w, signal.SIGUSR1)
+                self._kill(w, messages.REOPEN_LOGS)
         else:
-            self.log.info("Received %s: ignored", name)
+            log.info("Received %s: ignored", name)
 
     def _stop(self, graceful: bool) -> None:
         sd_notify.notify("STOPPING=1", "STATUS=stopping")
-        deadline = self.cfg.drain_delay + self.cfg.graceful_timeout + 5 if graceful else 5
-        self.stopping = time.monotonic() + deadline
+        if self.state is not State.STOPPING:
+            self._become(State.STOPPING)
+        wait = self.cfg.drain_delay + self.cfg.graceful_timeout + KILL_GRACE_S if graceful \
+            else KILL_GRACE_S
+        self.deadline = time.monotonic() + wait
         for w in self.workers.values():
-            w.retiring = True
             if not w.ready:  # still importing the app: nothing in flight to finish
-                self._kill(w, signal.SIGKILL)
+                self._retire(w, messages.CANCEL)
             else:
-                self._kill(w, signal.SIGTERM if graceful else signal.SIGQUIT)
+                self._retire(w, messages.STOP if graceful else messages.STOP_NOW)
 
     def _reload(self, why: str) -> None:
+        """A new generation with the options resolved again. Reloads never overlap: one asked
+        while a generation boots supersedes it (its workers are stopped, the newest
+        configuration wins), and the configuration to go back to stays the one that served
+        before the first of them."""
+        before = self.before_reload or (self.cfg, self.target)
         if self.reread is not None:
             try:
                 cfg = self.reread()
             except SluicegateError as e:
-                self.log.error("%s: the configuration is not valid (%s); the "
-                               "workers keep serving with the previous one", why, e)
+                log.error("%s: the configuration is not valid (%s); the "
+                          "workers keep serving with the previous one", why, e)
                 return
             changed = [f.name for f in dataclasses.fields(cfg)
                        if getattr(cfg, f.name) != getattr(self.cfg, f.name)]
             kept = [n for n in changed if n in RESTART_ONLY]
             if kept:
-                self.log.warning("%s: %s changed but only take effect on a restart", why,
-                                 ", ".join(kept))
+                log.warning("%s: %s changed but only take effect on a restart", why,
+                            ", ".join(kept))
+                # The workers boot with the master's own settings (--user among them).
+                cfg = dataclasses.replace(cfg, **{n: getattr(self.cfg, n) for n in kept})
             self.cfg = cfg
             if cfg.workers:
                 self.target = cfg.workers
             if changed:
-                self.log.info("%s: configuration re-read (changed: %s)", why, ", ".join(changed))
-        self.log.info("%s: starting %d new worker(s), then stopping the old ones", why,
-                      self.target)
+                log.info("%s: configuration re-read (changed: %s)", why, ", ".join(changed))
+        if self.state is State.RELOADING:
+            superseded = [w for w in self.workers.values()
+                          if w.generation == self.generation and not w.leaving]
+            log.info("%s: supersedes the reload in progress (%d of its worker(s) stopped)",
+                     why, len(superseded))
+            for w in superseded:
+                self._retire(w, messages.STOP if w.ready else messages.CANCEL)
+        log.info("%s: starting %d new worker(s), then stopping the old ones", why, self.target)
         sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
         self.generation += 1
-        self.reload_pending = self.generation
+        if self.state is State.STARTING:  # nothing serves yet: boot again with the new config
+            for w in list(self.workers.values()):
+                if not w.leaving:
+                    self._retire(w, messages.STOP if w.ready else messages.CANCEL)
+        else:
+            self._become(State.RELOADING)
+            self.before_reload = before
         for _ in range(self.target):
             self._spawn()
 
     def _upgrade(self) -> None:
         """USR2: start a new master on the same sockets (see the module doc)."""
         if self.restart is None:
-            self.log.info("Received SIGUSR2: ignored (an upgrade needs the sluicegate command)")
+            log.info("Received SIGUSR2: ignored (an upgrade needs the sluicegate command)")
             return
-        if self.upgraded_to is not None and _alive(self.upgraded_to):
-            self.log.info("Received SIGUSR2: ignored (new master %d already started)",
-                          self.upgraded_to)
+        if self.new_master is not None and _alive(self.new_master):
+            log.info("Received SIGUSR2: ignored (new master %d already started)",
+                     self.new_master)
             return
-        argv, cwd = self.restart
-        if self.cfg.pid and os.path.exists(self.cfg.pid):
+        if self.cfg.pid:
             try:
-                os.replace(self.cfg.pid, self.cfg.pid + ".oldbin")
+                pidfile.set_aside(self.cfg.pid)
             except OSError as e:
-                self.log.error("Received SIGUSR2: cannot rename the pid file: %s", e.strerror)
-        pid = os.fork()
-        if pid == 0:  # the new master, once exec'd
-            try:
-                # Above every descriptor the sockets use, then down to 3, 4, ... in order.
-                high = [os.dup(s.fileno()) for s in self.sockets]
-                moved = [fcntl_dupfd(fd, 1000 + i) for i, fd in enumerate(high)]
-                for i, fd in enumerate(moved):
-                    os.dup2(fd, 3 + i, inheritable=True)
-                env = dict(os.environ)
-                env.update(LISTEN_FDS=str(len(self.sockets)), LISTEN_PID=str(os.getpid()))
-                env[UPGRADE_ENV] = str(os.getppid())
-                env.pop("LISTEN_FDNAMES", None)
-                os.chdir(cwd)
-                os.execve(argv[0], argv, env)
-            except BaseException as e:  # noqa: BLE001 - nothing may return into the old master
-                print(f"sluicegate: error: cannot start the new master: {e}", file=sys.stderr,
-                      flush=True)
-            finally:
-                os._exit(1)
-        self.upgraded_to = pid
+                log.error("Received SIGUSR2: cannot rename the pid file: %s", e.strerror)
+        argv, cwd = self.restart
+        self.new_master = start_new_master(self.sockets, argv, cwd)
         for s in self.sockets:
             s.forget_unix_file()  # the new master removes them when it ends
-        self.log.info("Received SIGUSR2: started new master %d on the same sockets; send TERM to "
-                      "this one (%d) once it serves", pid, os.getpid())
+        log.info("Received SIGUSR2: started new master %d on the same sockets; send TERM to "
+                 "this one (%d) once it serves", self.new_master, os.getpid())
 
     def _upgrade_failed(self, status: int) -> None:
         """The new master of an upgrade ended while this one runs: this one stays in charge."""
-        if self.cfg.pid and os.path.exists(self.cfg.pid + ".oldbin"):
-            try:
-                os.replace(self.cfg.pid + ".oldbin", self.cfg.pid)
-            except OSError:
-                pass
+        if self.cfg.pid:
+            pidfile.take_back(self.cfg.pid)
         for s in self.sockets:
             s.reclaim_unix_file()
-        self.log.error("New master %d exited (%s): this master keeps serving",
-                       self.upgraded_to, _describe(status))
-        self.upgraded_to = None
+        log.error("New master %d exited (%s): this master keeps serving",
+                  self.new_master, describe_exit(status))
+        self.new_master = None
+
+    def _announce(self) -> None:
+        """The first workers all serve: the readiness lines and READY=1, once."""
+        for s in self.sockets:
+            if self.upgraded:  # serving now: the socket files are this master's to remove
+                s.reclaim_unix_file()
+            log.info("Listening at: %s", s.url)
+        sd_notify.notify("READY=1", f"STATUS=serving with {self.target} worker(s)")
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -354,48 +413,51 @@ class Master:
         used = {w.slot for w in self.workers.values()}
         slot = next((i for i in range(SLOTS) if i not in used), None)
         if slot is None:
-            self.log.error("Cannot start more than %d workers", SLOTS)
+            log.error("Cannot start more than %d workers", SLOTS)
             return
         os.pwrite(self.table, b"\0\0\0\0", slot * 4)
         r, w = os.pipe()
         jitter = 0
         if self.cfg.max_requests and self.cfg.max_requests_jitter:
             jitter = random.randint(0, self.cfg.max_requests_jitter)
+        master = os.getpid()
         pid = os.fork()
-        if pid == 0:  # the worker
-            status = 1
-            try:
-                os.close(r)
-                os.close(self._wake_r)
-                os.close(self._wake_w)
-                for other in self.workers.values():
-                    os.close(other.pipe)
-                signal.set_wakeup_fd(-1)
-                for signum in HANDLED:
-                    signal.signal(signum, signal.SIG_DFL)
-                # Ctrl-C reaches the whole process group: the master turns it into TERM for
-                # the workers; the worker's own handler (installed with its server) takes over.
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
-                os.environ.pop("NOTIFY_SOCKET", None)  # only the master speaks to systemd
-                for s in self.sockets:
-                    s.forget_unix_file()  # the master removes it, once, at the end
-                status = self.boot_worker(self.cfg, w, self.cfg.max_requests + jitter,
-                                          (self.table, SLOTS, slot), self.target)
-            except SluicegateError as e:
-                print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
-                status = BOOT_FAILED
-            except BaseException:  # never return into the master's code in a child
-                import traceback
-                traceback.print_exc()
-                status = 1
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(status)
+        if pid == 0:
+            self._become_worker(r, w, self.cfg.max_requests + jitter, slot, master)  # no return
         os.close(w)
         os.set_inheritable(r, False)
-        self.workers[pid] = Worker(pid, r, self.generation, slot)
-        self.log.info("Booting worker with pid %d", pid)
+        self.workers[pid] = Child(pid, r, self.generation, slot)
+        log.info("Booting worker with pid %d", pid)
+
+    def _become_worker(self, r: int, w: int, max_requests: int, slot: int, master: int) -> None:
+        """In the child just forked: leave the master's part behind, run the worker, exit."""
+        status = 1
+        try:
+            # The user switch first (--user; nothing if the master switched already): a change
+            # of credentials clears the parent-death signal, which is set after it.
+            privileges.drop(self.cfg.user, self.cfg.group)
+            messages.stop_with_master(master)
+            os.close(r)
+            self.pipe.close()
+            for other in self.workers.values():
+                os.close(other.pipe)
+            signals.reset_in_child()
+            os.environ.pop("NOTIFY_SOCKET", None)  # only the master speaks to systemd
+            for s in self.sockets:
+                s.forget_unix_file()  # the master removes it, once, at the end
+            status = self.boot_worker(self.cfg, w, max_requests, (self.table, SLOTS, slot),
+                                      self.target)
+        except SluicegateError as e:
+            print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
+            status = BOOT_FAILED
+        except BaseException:  # never return into the master's code in a child
+            import traceback
+            traceback.print_exc()
+            status = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
 
     def _reap(self) -> None:
         while True:
@@ -405,100 +467,125 @@ class Master:
                 return
             if pid == 0:
                 return
-            if pid == self.upgraded_to:
+            if pid == self.new_master:
                 self._upgrade_failed(status)
                 continue
             w = self.workers.pop(pid, None)
             if w is None:
                 continue
-            self._read_events(w)
+            self._read_messages(w)
             os.close(w.pipe)
             os.pwrite(self.table, VACANT, w.slot * 4)
-            how = _describe(status)
-            if self.stopping is not None or w.retiring:
-                self.log.info("Worker %d stopped (%s)", pid, how)
-                if os.waitstatus_to_exitcode(status) not in (0,) and self.stopping is not None:
+            how = describe_exit(status)
+            if self.state is State.STOPPING or w.leaving:
+                log.info("Worker %d stopped (%s)", pid, how)
+                # A worker cancelled while importing had nothing in flight to cut.
+                if os.waitstatus_to_exitcode(status) != 0 and self.state is State.STOPPING \
+                        and w.ready:
                     self.exit_status = self.exit_status or 1
-                continue
-            if not w.ready:
-                self.log.error("Worker %d failed to boot (%s): stopping", pid, how)
-                if self.reload_pending == w.generation:
+            elif not w.ready:
+                log.error("Worker %d failed to boot (%s)%s", pid, how,
+                          ": stopping" if self.state is State.STARTING else "")
+                if self.state is State.STARTING:
+                    self.exit_status = BOOT_FAILED
+                    self._stop(graceful=False)
+                elif self.state is State.RELOADING and w.generation == self.generation:
                     # A reload whose new code does not import: keep the old workers serving.
-                    self._abandon_generation(w.generation)
-                    continue
-                self.exit_status = BOOT_FAILED
-                self._stop(graceful=False)
-                continue
-            self.log.error("Worker %d died (%s): starting a replacement", pid, how)
+                    self._abandon_reload()
+                elif self.state is State.RELOADING:
+                    pass  # an earlier reload's worker: the newest generation replaces it
+                else:
+                    self._retry_later()
+            else:
+                log.error("Worker %d died (%s): starting a replacement", pid, how)
 
-    def _abandon_generation(self, generation: int) -> None:
-        self.log.error("Reload abandoned: the old workers keep serving")
+    def _retry_later(self) -> None:
+        """A replacement failed to boot: the others keep serving; try again after a while."""
+        self.retry_delay = min(max(self.retry_delay * 2, RETRY_FIRST_S), RETRY_MAX_S)
+        self.retry_at = time.monotonic() + self.retry_delay
+        self.failed_boots += 1
+        serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
+        log.error("%d of %d worker(s) serving; starting a replacement again in %gs (%d "
+                  "failed boot(s) since the start)", serving, self.target, self.retry_delay,
+                  self.failed_boots)
+        sd_notify.notify(f"STATUS={self._status()}")
+
+    def _status(self) -> str:
+        """systemd's STATUS= line while serving: the workers, and the failed replacements."""
+        serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
+        line = f"serving with {serving} of {self.target} worker(s)" if serving < self.target \
+            else f"serving with {serving} worker(s)"
+        if self.failed_boots:
+            line += f"; {self.failed_boots} replacement(s) failed to boot since the start"
+        return line
+
+    def _abandon_reload(self) -> None:
+        log.error("Reload abandoned: the old workers keep serving")
         sd_notify.notify("READY=1", "STATUS=reload failed; the old workers keep serving")
-        self.reload_pending = None
+        self._become(State.SERVING)
+        if self.before_reload is not None:  # later replacements boot with what serves now
+            self.cfg, self.target = self.before_reload
+            self.before_reload = None
         for w in self.workers.values():
-            if w.generation == generation:
-                w.retiring = True
-                self._kill(w, signal.SIGQUIT)
+            if w.generation == self.generation:
+                self._retire(w, messages.STOP_NOW)
 
     def _check_memory(self) -> None:
         """--max-rss: a ready worker over the limit is replaced like one at --max-requests."""
         if not self.cfg.max_rss:
             return
         for w in self.workers.values():
-            if not w.ready or w.retiring or w.wants_out:
+            if w.life is not Life.SERVING:
                 continue
             rss = worker_rss(w.pid)
             if rss is not None and rss > self.cfg.max_rss:
-                w.wants_out = True
-                self.log.info("Worker %d uses %d MiB (over --max-rss): starting its replacement",
-                              w.pid, rss // (1024 * 1024))
+                w.become(Life.OUTGOING)
+                log.info("Worker %d uses %d MiB (over --max-rss): starting its replacement",
+                         w.pid, rss // (1024 * 1024))
 
     def _maintain(self) -> None:
-        """Keep `target` live workers; retire what a reload or max-requests replaced."""
-        if self.stopping is not None:
+        """Keep `target` live workers; retire what a reload or a replacement made redundant."""
+        if self.state is State.STOPPING:
             return
         self._check_memory()
-        if not self.announced and sum(1 for w in self.workers.values() if w.ready) >= self.target:
-            self.announced = True
-            self.on_ready()
-        if self.reload_pending is not None:
-            new = [w for w in self.workers.values() if w.generation == self.reload_pending]
+        if self.state is State.STARTING and \
+                sum(1 for w in self.workers.values() if w.ready) >= self.target:
+            self._become(State.SERVING)
+            self._announce()
+        if self.state is State.RELOADING:
+            new = [w for w in self.workers.values() if w.generation == self.generation]
             if len(new) >= self.target and all(w.ready for w in new):
                 for w in self.workers.values():
-                    if w.generation < self.reload_pending and not w.retiring:
-                        w.retiring = True
-                        self._kill(w, signal.SIGTERM)
-                self.log.info("Reload done: %d new worker(s) serving", len(new))
-                sd_notify.notify("READY=1", f"STATUS=serving with {len(new)} worker(s)")
-                self.reload_pending = None
+                    if w.generation < self.generation and not w.leaving:
+                        self._retire(w, messages.STOP)
+                log.info("Reload done: %d new worker(s) serving", len(new))
+                sd_notify.notify("READY=1", f"STATUS={self._status()}")
+                self._become(State.SERVING)
+                self.before_reload = None
             return
-        live = [w for w in self.workers.values() if not w.retiring]
         # A worker that asked out leaves once as many others are ready as it takes.
-        staying = [w for w in live if not w.wants_out]
-        for w in live:
-            if w.wants_out and sum(1 for s in staying if s.ready) >= self.target:
-                w.retiring = True
-                self._kill(w, signal.SIGTERM)
-        live = [w for w in self.workers.values() if not w.retiring]
-        staying = [w for w in live if not w.wants_out]
-        for _ in range(self.target - len(staying)):
-            self._spawn()
+        staying = [w for w in self.workers.values() if w.life in (Life.BOOTING, Life.SERVING)]
+        if sum(1 for w in staying if w.ready) >= self.target:
+            for w in self.workers.values():
+                if w.life is Life.OUTGOING:
+                    self._retire(w, messages.STOP)
+        if time.monotonic() >= self.retry_at:  # else a replacement failed lately: wait
+            for _ in range(self.target - len(staying)):
+                self._spawn()
         extra = len(staying) - self.target
         for w in sorted(staying, key=lambda w: w.pid)[:max(0, extra)]:
-            w.retiring = True
-            self._kill(w, signal.SIGTERM)
+            self._retire(w, messages.STOP)
 
-    def _kill(self, w: Worker, signum: int) -> None:
+    def _retire(self, w: Child, signum: int) -> None:
+        """Tell `w` to stop with `signum` (messages.py) and remember it was told."""
+        w.become(Life.STOPPING if w.ready else Life.CANCELLED)
+        self._kill(w, signum)
+
+    def _kill(self, w: Child, signum: int) -> None:
         try:
             os.kill(w.pid, signum)
         except ProcessLookupError:
             pass
-
-
-def fcntl_dupfd(fd: int, lowest: int) -> int:
-    """A duplicate of `fd` numbered `lowest` or above (F_DUPFD)."""
-    import fcntl
-    return fcntl.fcntl(fd, fcntl.F_DUPFD, lowest)
 
 
 def _alive(pid: int) -> bool:
@@ -523,29 +610,8 @@ def worker_rss(pid: int) -> Optional[int]:
     return None
 
 
-def write_pid_file(path: str) -> None:
-    """This process's pid, written atomically (a temporary file renamed over the path)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w") as f:
-            f.write(f"{os.getpid()}\n")
-        os.replace(tmp, path)
-    except OSError as e:
-        raise SluicegateError(f"cannot write the pid file {path!r}: {e.strerror}") from e
-
-
-def remove_pid_file(path: str) -> None:
-    """Remove the pid file if it still names this process."""
-    try:
-        with open(path) as f:
-            if f.read().strip() != str(os.getpid()):
-                return
-        os.unlink(path)
-    except OSError:
-        pass  # gone already, or not ours to remove
-
-
-def _describe(status: int) -> str:
+def describe_exit(status: int) -> str:
+    """A wait status as a log line says it: `exit status N` or `killed by SIGNAME`."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:

@@ -6,10 +6,19 @@ Everything else is derived from that table, so nothing can drift:
   - the command line and its `--help` (`build_parser`),
   - the environment variables `SLUICEGATE_<NAME>`,
   - the keywords and defaults of `sluicegate.serve()`,
-  - the `Config` dataclass (one field per option),
-  - the keys passed straight through to the Rust core (`core=True`, see config.py),
-  - docs/options.md (`python -m sluicegate.options --markdown > docs/options.md`; a test checks
-    that the committed file equals the generated text).
+  - gunicorn's spellings of the same options (`aliases`, `-w`, `--keep-alive`, ...),
+  - the `Config` dataclass (one field per option; see below),
+  - the keys passed straight through to the Rust core (`core=True`), and so the `ServerConfig`
+    type in _core.pyi (generated, see config.py) and the keys src/config.rs must read,
+  - docs/options.md (`python -m sluicegate.options --markdown > docs/options.md`).
+tests/test_options_contract.py fails on any drift between the table and these.
+
+`Config` is written out by hand, as a checked copy of the table, rather than made from it at
+import time with `dataclasses.make_dataclass`: a class built at run time is invisible to type
+checkers and editors (mypy types it as Any, so `cfg.max_request` would pass unnoticed), and the
+copy costs one line per option. It cannot drift: importing this module fails if its fields
+differ from OPTIONS in name, order or type, and `python -m sluicegate.options --config-class`
+prints the fields to paste.
 
 Resolution has two phases, like ripgrep's lowargs -> hiargs:
   1. raw (`raw_values`): per option, the value from the command line (or a `serve()` keyword),
@@ -32,6 +41,7 @@ import typing
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
 
 from .errors import OptionError
+from .gunicorn_config import THREADED_WORKER_CLASSES
 from .listeners import BindAddress, parse_bind
 
 ENV_PREFIX = "SLUICEGATE_"
@@ -103,22 +113,30 @@ def parse_count_or_zero(value: object) -> int:
 
 
 def parse_seconds_or_off(value: object) -> float:
-    """A duration in seconds, or 0 for off."""
-    if value in (0, "0", 0.0):
-        return 0.0
-    return parse_seconds(value)
+    """A duration in seconds, >= 0; 0 is off."""
+    seconds = _seconds(value)
+    if not seconds >= 0:
+        raise ValueError("must be a number of seconds >= 0 (0: off)")
+    return seconds + 0.0  # -0.0 is 0.0
 
 
 def parse_seconds(value: object) -> float:
     """A duration in seconds, > 0: `10`, `2.5`."""
+    seconds = _seconds(value)
+    if not seconds > 0:
+        raise ValueError("must be a number of seconds greater than 0")
+    return seconds
+
+
+def _seconds(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a number of seconds, not a boolean")
     try:
         seconds = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ValueError("expected a number of seconds such as 30 or 2.5") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError("must be a number of seconds greater than 0")
+    if not math.isfinite(seconds):
+        raise ValueError("must be a finite number of seconds")
     if seconds > _MAX_SECONDS:
         raise ValueError("is too large")
     return seconds
@@ -160,8 +178,26 @@ def parse_app(value: object) -> Union[str, Callable[..., Any]]:
     return text
 
 
+#: The host of a `--bind :PORT` (gunicorn's form): every IPv4 interface, as gunicorn binds it.
+ALL_INTERFACES = "0.0.0.0"
+
+
 def parse_bind_value(value: object) -> BindAddress:
-    return parse_bind(_str(value))
+    """listeners.parse_bind, plus two forms a gunicorn user writes: `:8000` (every interface,
+    port 8000, as gunicorn reads it) and a bare `8000`, refused with both readings offered."""
+    text = _str(value).strip()
+    wire, address = "", text
+    for prefix in ("uwsgi:", "proxy:"):
+        if text.startswith(prefix):
+            wire, address = prefix, text[len(prefix):]
+    if address.isdigit():
+        raise ValueError(
+            f"a port alone is not an address: did you mean 127.0.0.1:{address} (this machine "
+            f"only) or :{address} (every interface)?"
+        )
+    if address.startswith(":") and address[1:].isdigit():
+        text = f"{wire}{ALL_INTERFACES}{address}"
+    return parse_bind(text)
 
 
 def parse_root_path(value: object) -> str:
@@ -259,6 +295,33 @@ def parse_access_log(value: object) -> Optional[str]:
     return text
 
 
+def parse_error_log(value: object) -> Optional[str]:
+    """A file path; '-', '' or None: standard error."""
+    text = parse_path(value)
+    return None if text is None or text == "-" else text
+
+
+
+
+def parse_worker_class(value: object) -> str:
+    text = _str(value).strip()
+    if text not in THREADED_WORKER_CLASSES:
+        raise ValueError(
+            "sluicegate has only its own workers (an event loop and an elastic thread pool, "
+            "what gunicorn's sync and gthread name): leave -k out"
+        )
+    return text
+
+
+def parse_env_item(value: object) -> str:
+    """KEY=VALUE, KEY a non-empty name without '=' or NUL."""
+    text = _str(value)
+    key, sep, _ = text.partition("=")
+    if not sep or not key.strip() or "\0" in text:
+        raise ValueError("expected KEY=VALUE, e.g. DJANGO_SETTINGS_MODULE=mysite.settings")
+    return text
+
+
 def parse_log_level(value: object) -> str:
     text = _str(value).strip().lower()
     if text not in LOG_LEVELS:
@@ -314,8 +377,10 @@ def parse_static(value: object) -> StaticMount:
     prefix, sep, directory = head.partition("=")
     if not sep or not prefix or not directory:
         raise ValueError("expected URL_PREFIX=DIRECTORY, e.g. /static=./public")
-    if not prefix.startswith("/") or (prefix != "/" and prefix.endswith("/")):
-        raise ValueError("the URL prefix must start with '/' and not end with '/', e.g. /static")
+    if not prefix.startswith("/"):
+        raise ValueError("the URL prefix must start with '/', e.g. /static")
+    # "/static/" (Django's STATIC_URL as written) is the mount "/static".
+    prefix = prefix.rstrip("/") or "/"
     if any(c in prefix for c in "?#%\\") or any(ord(c) < 33 for c in prefix):
         raise ValueError("the URL prefix must be a plain path (no ?, #, %, spaces or controls)")
     if not os.path.isdir(directory):
@@ -416,6 +481,9 @@ class Option:
     #: The type of the validated value (the Config field's annotation).
     type: Any
     short: Optional[str] = None
+    #: Other spellings on the command line: gunicorn's flags (`-w`, `--keep-alive`, ...), so that
+    #: a gunicorn command line works by changing only the program's name.
+    aliases: Tuple[str, ...] = ()
     #: Given several times on the command line; comma-separated in the environment.
     repeatable: bool = False
     positional: bool = False
@@ -434,13 +502,14 @@ class Option:
 
     @property
     def flags(self) -> List[str]:
-        return [self.flag] + ([self.short] if self.short else [])
+        return [self.flag] + ([self.short] if self.short else []) + list(self.aliases)
 
 
 OPTIONS: Tuple[Option, ...] = (
     Option(
         "app", parse_app, "sluicegate.demo:app",
-        "The WSGI application to serve, as MODULE:APP. APP may be a dotted attribute "
+        "The WSGI application to serve, as MODULE:APP; MODULE alone means MODULE:application "
+        "(as with gunicorn: myproject.wsgi). APP may be a dotted attribute "
         "(pkg.mod:obj.app) or a factory call with literal arguments (mod:create_app() or "
         "mod:create_app('prod', debug=False)). The current directory is searched first. "
         "Without it, sluicegate serves its built-in demo app.",
@@ -448,7 +517,8 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "bind", parse_bind_value, ["127.0.0.1:8000"],
-        "Address to listen on: HOST:PORT, [IPV6]:PORT or unix:PATH. Port 0 picks a free port "
+        "Address to listen on: HOST:PORT, :PORT (every IPv4 interface, 0.0.0.0, as with "
+        "gunicorn), [IPV6]:PORT or unix:PATH. Port 0 picks a free port "
         "(the 'Listening at:' log line shows it). Give it several times to listen on several "
         "addresses.",
         "ADDRESS", Tuple[BindAddress, ...], short="-b", repeatable=True,
@@ -457,8 +527,11 @@ OPTIONS: Tuple[Option, ...] = (
         "config", parse_path_or_off, None,
         "Read options from this TOML file: keys are the options' names as in serve() "
         "(threads = \"4:64\", bind = [\"0.0.0.0:8000\"], app = \"pkg.wsgi:application\"). "
+        "A FILE ending in .py is a gunicorn configuration file: its settings that sluicegate "
+        "has are used (bind, workers, threads, timeout, keepalive, accesslog, loglevel, ...; "
+        "docs/operations.md), each other one is named in a warning. "
         "The command line and the environment override it. Re-read on HUP (with --workers).",
-        "FILE", Optional[str],
+        "FILE", Optional[str], short="-c",
     ),
     Option(
         "check_config", parse_bool, "false",
@@ -478,7 +551,14 @@ OPTIONS: Tuple[Option, ...] = (
         "app threads, all serving the same sockets (auto: one per CPU available). The master "
         "replaces a worker that dies and handles reloads (HUP) and the other operations "
         "signals (docs/operations.md). Unset: one process serves, without a master.",
-        "N", Optional[int],
+        "N", Optional[int], short="-w",
+    ),
+    Option(
+        "worker_class", parse_worker_class, "gthread",
+        "gunicorn's worker type, accepted so that its command lines work: sync and gthread "
+        "name what every sluicegate process does (an event loop, and an elastic pool of "
+        "threads for the app: --threads); any other (gevent, eventlet, uvicorn's) is refused.",
+        "CLASS", str, short="-k",
     ),
     Option(
         "preload", parse_bool, "false",
@@ -512,7 +592,7 @@ OPTIONS: Tuple[Option, ...] = (
         "reload_extra", parse_path, [],
         "With --reload: also replace the workers when this file (or anything under this "
         "directory) changes: templates, configuration. Give it several times for several.",
-        "PATH", Tuple[str, ...], repeatable=True,
+        "PATH", Tuple[str, ...], repeatable=True, aliases=("--reload-extra-file",),
     ),
     Option(
         "max_rss", parse_size, "0",
@@ -525,23 +605,23 @@ OPTIONS: Tuple[Option, ...] = (
         "user", parse_path, None,
         "Run as this user (name or uid) after binding the sockets and before importing the app; "
         "its primary group too unless --group is given. Needs root at start.",
-        "USER", Optional[str],
+        "USER", Optional[str], short="-u",
     ),
     Option(
         "group", parse_path, None,
         "Run as this group (name or gid), dropped to with --user.",
-        "GROUP", Optional[str],
+        "GROUP", Optional[str], short="-g",
     ),
     Option(
         "umask", _parse_umask, None,
         "Set the process umask first (octal, e.g. 027): the permissions of unix socket files and "
         "of files the app creates. Unset: inherited.",
-        "MASK", Optional[int],
+        "MASK", Optional[int], short="-m",
     ),
     Option(
         "pid", parse_path_or_off, None,
         "Write the server's (the master's) process id to this file at start; removed at exit.",
-        "FILE", Optional[str],
+        "FILE", Optional[str], short="-p",
     ),
     Option(
         "threads", parse_threads, "auto",
@@ -585,7 +665,7 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "keepalive_timeout", parse_seconds, "75",
         "Seconds an idle keep-alive connection is kept open waiting for its next request.",
-        "SECONDS", float, core=True,
+        "SECONDS", float, core=True, aliases=("--keep-alive",),
     ),
     Option(
         "read_timeout", parse_seconds, "30",
@@ -618,7 +698,7 @@ OPTIONS: Tuple[Option, ...] = (
         "the response had begun, the connection is closed), and the request line and the "
         "Python stack of the thread running the call are logged once. The call keeps its "
         "thread (Python cannot stop one): see --max-stuck. 0: off.",
-        "SECONDS", float, core=True,
+        "SECONDS", float, core=True, short="-t",
     ),
     Option(
         "max_stuck", parse_count_or_zero, "4",
@@ -646,7 +726,7 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "limit_headers", parse_count, "100",
         "Most header fields in one request; more gets 431 Request Header Fields Too Large.",
-        "N", int, core=True,
+        "N", int, core=True, aliases=("--limit-request-fields",),
     ),
     Option(
         "limit_body", parse_size, "1G",
@@ -668,8 +748,8 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "static", parse_static, [],
-        "Serve the files under DIRECTORY at URL_PREFIX from the Rust core, without calling the "
-        "app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
+        "Serve the files under DIRECTORY at URL_PREFIX (/static, or /static/ as Django's "
+        "STATIC_URL writes it) from the Rust core, without calling the app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
         "siblings. Settings after ';': max-age=N and immutable (Cache-Control), index=NAME|none "
         "(default index.html), dotfiles (serve names starting with '.'), follow-symlinks (allow "
         "symlinks that leave the directory). Give it several times for several mounts.",
@@ -737,7 +817,7 @@ OPTIONS: Tuple[Option, ...] = (
         "access_log", parse_access_log, None,
         "Write one line per request to this file; '-' means standard output, 'off' writes "
         "none (a file named off is ./off).",
-        "PATH", Optional[str],
+        "PATH", Optional[str], aliases=("--access-logfile",),
     ),
     Option(
         "access_log_format", parse_access_log_format, "combined",
@@ -765,9 +845,19 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "log_level", parse_log_level, "info",
-        "Level of the error log (standard error): debug, info, warning, error or critical. "
+        "Level of the error log (standard error, or --error-log): debug, info, warning, error or critical. "
         "debug also prints the traceback behind an app loading error.",
         "LEVEL", str, core=True,
+    ),
+    Option(
+        "error_log", parse_error_log, "-",
+        "Write the error log (start and stop, workers, app errors and tracebacks) to this file, "
+        "appended, instead of standard error ('-'). The sluicegate command opens it before it "
+        "starts (relative to the directory it starts in) and makes it the process's standard "
+        "error, so the workers and the Rust core write there too, and so do errors after that "
+        "point. Set once at start (not on HUP); not reopened on USR1 yet: rotate it with "
+        "logrotate's copytruncate. serve() leaves standard error alone.",
+        "PATH", Optional[str], aliases=("--error-logfile", "--log-file"),
     ),
     Option(
         "server_header", parse_server_header, "sluicegate",
@@ -779,6 +869,14 @@ OPTIONS: Tuple[Option, ...] = (
         "Change to this directory before loading the app; relative --access-log and unix: "
         "paths are then relative to it too.",
         "DIR", Optional[str],
+    ),
+    Option(
+        "env", parse_env_item, [],
+        "Set this environment variable for the app, KEY=VALUE (e.g. "
+        "DJANGO_SETTINGS_MODULE=mysite.settings.prod), as gunicorn's -e does: the sluicegate "
+        "command sets it before loading the app, in the master and so in every worker; "
+        "serve() leaves os.environ alone. Set once at start. Give it several times for several.",
+        "KEY=VALUE", Tuple[str, ...], short="-e", repeatable=True,
     ),
 )
 
@@ -796,6 +894,7 @@ class Config:
     check_config: bool
     print_config: bool
     workers: Optional[int]
+    worker_class: str
     preload: bool
     max_requests: int
     max_requests_jitter: int
@@ -839,8 +938,10 @@ class Config:
     server_timing: bool
     metrics_bind: str
     log_level: str
+    error_log: Optional[str]
     server_header: str
     chdir: Optional[str]
+    env: Tuple[str, ...]
 
 
 def config_matches_options() -> Optional[str]:
@@ -850,7 +951,16 @@ def config_matches_options() -> Optional[str]:
     table = [(o.name, o.type) for o in OPTIONS]
     if fields == table:
         return None
-    return f"Config fields {fields} differ from OPTIONS {table}"
+    return (f"Config fields {fields} differ from OPTIONS {table}: paste the output of "
+            "`python -m sluicegate.options --config-class` into class Config")
+
+
+def config_class_fields() -> str:
+    """Config's field lines, as they must be written (for --config-class)."""
+    def spell(t: Any) -> str:
+        text = t.__name__ if isinstance(t, type) else repr(t)
+        return re.sub(r"\b(?:[a-z_]+\.)+([A-Za-z_]\w*)", r"\1", text)
+    return "".join(f"    {o.name}: {spell(o.type)}\n" for o in OPTIONS)
 
 
 _mismatch = config_matches_options()
@@ -881,7 +991,10 @@ def raw_values(
     path = given["config"].value if "config" in given else env.get(BY_NAME["config"].env)
     path = parse_path_or_off(path)
     from_file: Dict[str, Any] = {}
-    if path:
+    if path and str(path).endswith(".py"):
+        from . import gunicorn_config
+        from_file = gunicorn_config.load(str(path), BY_NAME)
+    elif path:
         from . import config_file
         from_file = config_file.load(str(path), BY_NAME)
     raw: Dict[str, Raw] = {}
@@ -1024,7 +1137,7 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
         else:
             if o.switch:
                 parser.add_argument(
-                    *([o.short] if o.short else []), o.flag,
+                    *([o.short] if o.short else []), o.flag, *o.aliases,
                     dest=o.name,
                     action="store_const",
                     const="true",
@@ -1033,7 +1146,7 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
                 )
                 continue
             parser.add_argument(
-                *([o.short] if o.short else []), o.flag,
+                *([o.short] if o.short else []), o.flag, *o.aliases,
                 dest=o.name,
                 metavar=o.metavar,
                 action="append" if o.repeatable else "store",
@@ -1048,11 +1161,39 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
 
 
 def from_command_line(argv: Sequence[str], version: str = "") -> Dict[str, Raw]:
-    """Phase 1 for the command line: only the options given, as written."""
-    namespace = build_parser(version).parse_args(list(argv))
+    """Phase 1 for the command line: only the options given, as written. An unknown option is
+    named on its own, with the closest known flag (argparse alone would name it together with
+    the arguments after it, the app path among them)."""
+    parser = build_parser(version)
+    namespace, extra = parser.parse_known_args(list(argv))
+    if extra:
+        raise OptionError(unknown_argument(extra))
     return {
         name: Raw(value, BY_NAME[name].flag) for name, value in vars(namespace).items()
     }
+
+
+def all_flags() -> List[str]:
+    return [f for o in OPTIONS if not o.positional for f in o.flags] + ["--version", "--help"]
+
+
+def unknown_argument(extra: Sequence[str]) -> str:
+    """The error for what argparse could not place: the first unknown option, with a "did you
+    mean" from the table, or else the second app path."""
+    flags = all_flags()
+    for arg in extra:
+        if arg.startswith("-") and len(arg) > 1 and not arg[1:].replace(".", "").isdigit():
+            name = arg.split("=", 1)[0]
+            from .gunicorn_config import IGNORED
+            setting = name.lstrip("-").replace("-", "_")
+            if name.startswith("--") and setting in IGNORED:
+                return f"unknown option {name}; gunicorn's {setting}: {IGNORED[setting]}"
+            # Compared without the dashes, which every flag shares.
+            bare = {f.lstrip("-"): f for f in flags}
+            close = difflib.get_close_matches(name.lstrip("-"), bare, n=1, cutoff=0.6)
+            hint = f"did you mean {bare[close[0]]}?" if close else "see sluicegate --help"
+            return f"unknown option {name} ({hint})"
+    return (f"unexpected argument {extra[0]!r}: give one MODULE:APP (see sluicegate --help)")
 
 
 def _show_default(o: Option) -> str:
@@ -1118,8 +1259,12 @@ def _md_default(o: Option) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--config-class"]:
+        sys.stdout.write(config_class_fields())
+        return 0
     if args != ["--markdown"]:
-        print("usage: python -m sluicegate.options --markdown > docs/options.md", file=sys.stderr)
+        print("usage: python -m sluicegate.options --markdown > docs/options.md | --config-class",
+              file=sys.stderr)
         return 2
     sys.stdout.write(markdown())
     return 0

@@ -1,7 +1,10 @@
 """Running as a less privileged user: `--user`, `--group` and `--umask`.
 
 A server started as root (to bind port 80, or to create a socket in /run) drops to `--user` and
-`--group` after binding and before importing the app, so the app never runs as root. The order
+`--group` after binding and before importing the app, so the app never runs as root: a single
+server or a `--preload` master switches itself; otherwise the master keeps its user (it runs no
+app code, and stays able to start the new master of a USR2 upgrade, to write the pid file and to
+remove its socket files) and each worker switches right after it is forked. The order
 is the one that cannot fail half-way: supplementary groups, then the group, then the user (once
 the user is changed, the group can no longer be). `--umask` is set first of all: it decides the
 permissions of the unix socket files and of every file the app creates.
@@ -55,7 +58,10 @@ def parse_umask(value: object) -> Optional[int]:
 
 
 def drop(user: Optional[str], group: Optional[str]) -> None:
-    """Become `user` (with its primary group unless `group` is given) and/or `group`."""
+    """Become `user` (with its primary group unless `group` is given) and/or `group`. A process
+    that is that user and group already has nothing to do: the new master of a USR2 upgrade
+    from a master that switched itself (`--preload`) starts as the user, and only root may set
+    the groups again."""
     if user is None and group is None:
         return
     try:
@@ -65,6 +71,8 @@ def drop(user: Optional[str], group: Optional[str]) -> None:
             gid = pwd.getpwuid(uid).pw_gid
     except (ValueError, KeyError) as e:
         raise StartError(f"cannot switch user: {e}") from None
+    if is_already(uid, gid):
+        return
     try:
         if gid is not None:
             if uid is not None:
@@ -78,3 +86,12 @@ def drop(user: Optional[str], group: Optional[str]) -> None:
     except OSError as e:
         raise StartError(f"cannot switch to user {user or '-'} group {group or '-'}: {e.strerror}"
                          " (only root can)") from None
+
+
+def is_already(uid: Optional[int], gid: Optional[int]) -> bool:
+    """Whether this process runs as `uid` and `gid` (None: any), real and effective, and is not
+    root (root switches anyway: its supplementary groups are root's until it does)."""
+    if os.geteuid() == 0:
+        return False
+    ids_ok = uid is None or os.getuid() == os.geteuid() == uid
+    return ids_ok and (gid is None or os.getgid() == os.getegid() == gid)

@@ -13,7 +13,9 @@ use sluicegate_proto::RequestHead;
 
 use super::out_queue::OutQueue;
 use super::read_buf::ReadBuf;
-use super::stream::{Peer, Stream};
+use super::stream::Stream;
+use super::transport::Transport;
+use crate::peer::Peer;
 
 /// What a connection speaks, from its listener (`--bind proxy:…`, `uwsgi:…`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +115,13 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// The connection as the thread that runs its request reads and writes it
+    /// (`io::transport`).
+    #[inline]
+    pub fn transport(&self) -> Transport {
+        Transport::of(&self.stream)
+    }
+
     pub fn new(stream: Stream, token: usize, listener: usize, peer: Peer) -> Conn {
         Conn {
             stream,

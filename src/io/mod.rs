@@ -1,6 +1,9 @@
 //! The I/O layer: sockets, readiness, timeouts and output queues. Knows sockets, not Python.
 //!
 //! - [`stream`]: a connected socket (TCP or unix) with the few syscalls the server needs.
+//! - [`transport`]: a request's connection as the WSGI bridge sees it: the only way code outside
+//!   `io/` reads, writes or ends a client connection (where TLS and HTTP/2 streams plug in).
+//! - [`wakeup`]: eventfds and the signal pipe, how threads wake each other.
 //! - [`read_buf`]: a connection's read buffer, held only while bytes are pending.
 //! - [`out_queue`]: bytes waiting to be written, written with one `writev` per readiness.
 //! - [`shared_out`]: an output queue the app thread and the loop share while a response streams
@@ -9,13 +12,23 @@
 //! - [`error_answer`]: the server's own error answers, built in one place.
 //! - [`event_loop`]: the epoll loop (mio) that accepts, reads heads and finishes writes.
 //! - [`balance`]: how worker processes sharing a listening socket spread its connections.
+//! - [`listen`]: the listening sockets the Python front hands over.
+//! - [`file_body`]: a file the app hands over as its body, made ready for `sendfile`.
+//! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
+//! - [`static_files`]: files the loop serves itself (opening, `sendfile`; decisions in proto).
 
 pub mod balance;
 pub mod conn;
 pub mod error_answer;
 pub mod event_loop;
+pub mod file_body;
+pub mod listen;
 pub mod out_queue;
+pub mod read_ahead;
 pub mod read_buf;
 pub mod shared_out;
+pub mod static_files;
 pub mod stream;
 pub mod tls;
+pub mod transport;
+pub mod wakeup;

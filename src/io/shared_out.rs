@@ -15,6 +15,7 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::out_queue::{OutQueue, FAIR_SHARE};
+use super::transport::Transport;
 
 /// Who writes the queue next.
 ///
@@ -103,9 +104,9 @@ pub enum FlushResult {
 }
 
 impl SharedOut {
-    pub fn new(fd: RawFd, queue: OutQueue, low_water: u64) -> SharedOut {
+    pub fn new(transport: &Transport, queue: OutQueue, low_water: u64) -> SharedOut {
         SharedOut {
-            fd,
+            fd: transport.fd(),
             state: Mutex::new(SharedState {
                 queue,
                 writer: Writer::Loop,

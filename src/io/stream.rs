@@ -2,11 +2,12 @@
 //! read, writev (sendmsg), sendfile, TCP_CORK, shutdown, and a bounded wait for readiness used
 //! by app threads that own the connection for the duration of a request (they cannot use the
 //! event loop's epoll). This is the one module that reads and writes client sockets: the
-//! `*_fd` functions serve the threads that borrow a connection's descriptor for a request.
+//! `*_fd` functions serve the threads that run a request, which reach them only through
+//! `io::transport` (the bridge never holds a client descriptor).
 
 use std::fs::File;
 use std::io::{self, IoSlice, Read};
-use std::net::{Shutdown, SocketAddr};
+use std::net::Shutdown;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -19,13 +20,8 @@ pub enum Stream {
     Unix(UnixStream),
 }
 
-/// Where a client connected from, for REMOTE_ADDR / REMOTE_PORT and the access log.
-#[derive(Debug, Clone)]
-pub enum Peer {
-    Ip(SocketAddr),
-    /// A unix-socket client has no address; REMOTE_ADDR is empty.
-    Unix,
-}
+// `Peer` is plain data (the floor below): re-exported for the files that name it here.
+pub use crate::peer::Peer;
 
 impl Stream {
     pub fn fd(&self) -> RawFd {

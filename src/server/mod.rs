@@ -4,14 +4,18 @@
 //! Threads: the caller of `run()` (the main thread) only waits for signals and for the end; one
 //! thread drives the event loop at a time (it may change on a takeover, see `scheduler`); app
 //! threads come and go in the pool; one watchdog thread looks after inline calls.
+//!
+//! This file is the wiring and the pyclass; `drive.rs` runs requests and the loop (inline or
+//! on the pool), `scheduler.rs` decides which, `report.rs` renders `/metrics`,
+//! `/debug/requests` and the `--timeout` log lines.
 
-pub mod admission;
+mod drive;
+mod report;
 pub mod scheduler;
 
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
@@ -19,220 +23,15 @@ use pyo3::types::PyDict;
 
 use crate::config::Config;
 use crate::io::conn::Wire;
-use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT};
-use crate::io::event_loop::{ListenSocket, LoopCtx, LoopSettings, LoopState, Shutdown, Work};
-use crate::wsgi::deadline::Deadlines;
-use crate::wsgi::driver::run_request;
+use crate::io::event_loop::{ListenSocket, LoopSettings, LoopState, Shutdown};
+use crate::io::wakeup;
+use crate::wsgi::bridge::Bridge;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
-use crate::wsgi::sender::set_stream_hook;
-use crate::wsgi::Bridge;
+use drive::{drive_loop, run_job, Job, LoopEnd, Shared, STOP_TAIL};
+use report::{render_in_flight, render_metrics, watch_deadlines};
 use scheduler::Scheduler;
-
-/// What a pool thread is asked to do.
-pub enum Job {
-    /// Run one request.
-    Request(Work),
-    /// Become the event loop's thread (after a takeover).
-    RunLoop(Box<LoopState>),
-}
-
-/// State shared by every thread of the server.
-pub struct Shared {
-    bridge: Bridge,
-    sched: Scheduler,
-    pool: Mutex<Option<Arc<Pool<Job>>>>,
-    /// eventfd written once when the event loop has finished (shutdown complete).
-    done_fd: RawFd,
-}
-
-impl Shared {
-    fn pool(&self) -> Arc<Pool<Job>> {
-        self.pool
-            .lock()
-            .unwrap()
-            .clone()
-            .expect("pool is set in run()")
-    }
-
-    fn ctx(&self) -> &LoopCtx {
-        &self.bridge.loop_ctx
-    }
-
-    /// Run one request on a pool thread (GIL taken here). Dispatched calls are timed for the
-    /// scheduler from the moment the GIL is held.
-    /// Returns the connection and the call's time from that moment (admission remembers it
-    /// for the route: a wait for the GIL says nothing of the route).
-    fn run_request_here(&self, work: Work) -> (Box<crate::io::conn::Conn>, Duration) {
-        let _attached = crate::wsgi::release::Attached::enter();
-        Python::attach(|py| {
-            let start = Instant::now();
-            let conn = run_request(&self.bridge, py, work);
-            let took = start.elapsed();
-            self.sched.note_call(took);
-            (conn, took)
-        })
-    }
-
-    /// Run one request inline on the loop's thread, attached already. Inline calls are watched
-    /// by the watchdog.
-    fn run_inline(&self, py: Python<'_>, work: Work) -> Box<crate::io::conn::Conn> {
-        // Should the response stream, the loop moves to another thread (see `release_loop`);
-        // the hook is this thread's for this call only.
-        set_stream_hook(Some((
-            release_loop_hook,
-            self as *const Shared as *const (),
-        )));
-        let conn = run_request(&self.bridge, py, work);
-        set_stream_hook(None);
-        conn
-    }
-}
-
-/// Stream hook of an inline call: hand the parked loop to a pool thread.
-fn release_loop_hook(ctx: *const ()) {
-    // SAFETY: set by run_inline from `&Shared` for the duration of the inline call that fires
-    // it; the Shared outlives every request.
-    let shared = unsafe { &*(ctx as *const Shared) };
-    if let Some(st) = shared.sched.release_parked() {
-        shared.pool().submit_urgent(Job::RunLoop(st));
-    }
-}
-
-/// Inline requests the loop's thread runs one after another while attached, taking them from
-/// what the loop has ready already; then it detaches to wait for events and do the loop's other
-/// duties (pool threads' returned connections, streaming hand-offs).
-const INLINE_BATCH: usize = 16;
-
-/// How long a stop waits for threads that left their loops to finish their last drops (a
-/// lock and the GIL for a moment each): a bound, never reached unless the process is starved.
-const STOP_TAIL: Duration = Duration::from_secs(2);
-
-/// Should `work` run inline on the loop's thread now (else it goes to the pool)?
-fn runs_inline(shared: &Shared, work: &Work) -> bool {
-    work.body_buffered && !shared.ctx().shutting_down() && shared.sched.inline_now()
-}
-
-/// Hand `work` to the pool.
-fn dispatch(shared: &Shared, work: Work) {
-    shared
-        .sched
-        .dispatched_calls
-        .fetch_add(1, Ordering::Relaxed);
-    let route = admission::route_hash(work.head.path());
-    shared.pool().submit(Job::Request(work), route);
-}
-
-/// How [`drive_loop`] returned.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum LoopEnd {
-    /// The loop has shut down.
-    ShutDown,
-    /// Another thread took the loop over while this one was in an inline call.
-    TakenOver,
-}
-
-/// The event loop's driver: takes work from the loop and runs it inline or hands it to the
-/// pool. Returns when the loop has shut down, or when the loop was taken over while this thread
-/// was in an inline call: the caller then serves as a pool thread (a pool thread by going back
-/// to its own worker loop, never by starting one inside this call: the loop moves between
-/// threads at every streaming inline response, and a worker loop started here each time
-/// nested one call deeper per move, until the stack overflowed, and counted the thread again
-/// each time).
-///
-/// The thread stays attached to the interpreter and detaches only while the loop waits for
-/// work (`next_work`: epoll, reads, the loop's duties), as the GIL is needed for the app call
-/// that follows: taking it with `PyGILState_Ensure` per request cost about 300 instructions
-/// more than `PyEval_RestoreThread`. While attached, the requests the loop has ready already
-/// (parsed from events it has; it waits for no new ones) run one after another, up to
-/// [`INLINE_BATCH`]: one GIL take for all of them (about 700 instructions each). The loop is
-/// parked during each app call (the watchdog can take it over); its own work between calls
-/// (writing back, reading and parsing the next request) runs attached, a few microseconds, as
-/// the app call would anyway; a large answer still to write ends the batch and is written
-/// detached (`LoopState::next_ready_work`).
-fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
-    shared.sched.set_loop_thread();
-    Python::attach(|py| {
-        let mut st = Some(st);
-        loop {
-            let Some(work) = py.detach(|| {
-                let _on_loop = crate::wsgi::release::LoopThread::enter();
-                let st = st.as_mut().expect("the loop is here");
-                loop {
-                    let work = st.next_work(shared.ctx())?;
-                    if runs_inline(shared, &work) {
-                        return Some(work);
-                    }
-                    dispatch(shared, work);
-                }
-            }) else {
-                signal_done(shared.done_fd);
-                return LoopEnd::ShutDown;
-            };
-            let mut work = work;
-            let mut ran = 0;
-            loop {
-                let route = admission::route_hash(work.head.path());
-                let seq = shared
-                    .sched
-                    .park(st.take().expect("the loop is here"), route);
-                let conn = shared.run_inline(py, work);
-                match shared.sched.unpark() {
-                    Some(back) => {
-                        st.insert(back).put_back(conn, shared.ctx());
-                    }
-                    None => {
-                        // The watchdog gave the loop to another thread while the app ran.
-                        if shared.sched.was_adopted(seq) {
-                            shared.pool().adopted_finished(route);
-                        }
-                        shared.ctx().return_conn(conn);
-                        return LoopEnd::TakenOver;
-                    }
-                }
-                ran += 1;
-                if ran == INLINE_BATCH {
-                    break;
-                }
-                let st = st.as_mut().expect("the loop is here");
-                let next = loop {
-                    match st.next_ready_work(shared.ctx()) {
-                        None => break None,
-                        Some(next) if runs_inline(shared, &next) => break Some(next),
-                        Some(next) => dispatch(shared, next),
-                    }
-                };
-                match next {
-                    Some(next) => work = next,
-                    None => break,
-                }
-            }
-        }
-    })
-}
-
-/// Run one pool job; for an app call, returns its time from when it held the GIL.
-fn run_job(shared: &Arc<Shared>, job: Job) -> Option<Duration> {
-    match job {
-        Job::Request(work) => {
-            let (conn, took) = shared.run_request_here(work);
-            shared.ctx().return_conn(conn);
-            Some(took)
-        }
-        // Taken over or shut down, this pool thread goes back to its worker loop.
-        Job::RunLoop(st) => {
-            drive_loop(shared, st);
-            None
-        }
-    }
-}
-
-fn signal_done(fd: RawFd) {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a valid u64 to our own eventfd.
-    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
-}
 
 /// `sluicegate._core.Server`.
 #[pyclass(module = "sluicegate._core", name = "Server", frozen)]
@@ -257,7 +56,7 @@ impl Server {
         let errors = config.get_item("errors")?.ok_or_else(|| {
             pyo3::exceptions::PyKeyError::new_err("config key \"errors\" is missing")
         })?;
-        let config = Config::from_dict(config)?;
+        let config = Arc::new(Config::from_dict(config)?);
         let mut sockets = Vec::new();
         let mut infos = Vec::new();
         let mut wires = Vec::new();
@@ -292,9 +91,11 @@ impl Server {
         if sockets.is_empty() {
             return Err(pyo3::exceptions::PyValueError::new_err("no listeners"));
         }
-        let statics =
-            crate::static_files::StaticFiles::new(&config.static_mounts, config.static_fallthrough)
-                .map_err(PyOSError::new_err)?;
+        let statics = crate::io::static_files::StaticFiles::new(
+            &config.static_mounts,
+            config.static_fallthrough,
+        )
+        .map_err(PyOSError::new_err)?;
         let balance = if config.balance_fd >= 0 {
             Some(
                 crate::io::balance::Balance::open(
@@ -310,6 +111,7 @@ impl Server {
         let (st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
+                config: Arc::clone(&config),
                 statics,
                 access_log: crate::access_log::AccessLog::new(
                     config.access_log_fd,
@@ -317,18 +119,7 @@ impl Server {
                 )
                 .map_err(pyo3::exceptions::PyValueError::new_err)?
                 .map(Arc::new),
-                limits: config.limits,
-                header_timeout: config.header_timeout,
-                keepalive_timeout: config.keepalive_timeout,
-                read_timeout: config.read_timeout,
-                write_timeout: config.write_timeout,
-                graceful_timeout: config.graceful_timeout,
-                server_header: config.server_header.clone(),
-                health_path: config.health_path.clone(),
-                drain_delay: config.drain_delay,
                 wires,
-                proxy_trust: config.forwarding.as_ref().map(|(t, _)| t.clone()),
-                debug: config.debug,
             },
             balance,
         )
@@ -345,10 +136,8 @@ impl Server {
         let policy = config.scheduler;
         let signal_fd = config.signal_fd;
         let bridge = Bridge::new(py, app, environ, config, ctx)?;
-        // SAFETY: plain eventfd creation; the result is checked below.
-        let done_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-        // SAFETY: as above.
-        let bell_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        let done_fd = wakeup::eventfd(false);
+        let bell_fd = wakeup::eventfd(true);
         if done_fd < 0 || bell_fd < 0 {
             return Err(PyOSError::new_err("eventfd failed"));
         }
@@ -400,8 +189,12 @@ impl Server {
                 Python::attach(|py| {
                     py.detach(|| {
                         if drive_loop(&s, st) == LoopEnd::TakenOver {
-                            // The loop's first thread becomes a pool thread, once.
-                            s.pool().join_as_worker();
+                            // The loop's first thread becomes a pool thread, once; not if
+                            // the stop has already let go of the pool (a stop that found the
+                            // pool idle can take it before this thread gets here).
+                            if let Some(pool) = s.try_pool() {
+                                pool.join_as_worker();
+                            }
                         }
                     });
                     // The thread ends: what it kept for its next request goes now, attached.
@@ -478,27 +271,27 @@ impl Server {
         crate::wsgi::release::install(bell_fd);
         loop {
             let [done, signalled] = py.detach(|| {
-                let [done, signalled, rang] = wait_any([done_fd, signal_fd, bell_fd], -1);
+                let [done, signalled, rang] = wakeup::wait_any([done_fd, signal_fd, bell_fd], -1);
                 if rang && !done && !signalled {
                     // Drained before re-attaching: every drop whose ring this consumes
                     // registered its decref before ringing, so re-attaching applies it. The
                     // drops of the next `release::GATHER` ring no more (the bell is pending),
                     // so a stream of large responses costs one re-attach per period, not one
                     // per response (which cost ~20 µs of CPU per 688 KB response in S1).
-                    drain_fd(bell_fd);
+                    wakeup::drain(bell_fd);
                     let gather = crate::wsgi::release::GATHER.as_millis() as i32;
-                    let [done, signalled] = wait_any([done_fd, signal_fd], gather);
+                    let [done, signalled] = wakeup::wait_any([done_fd, signal_fd], gather);
                     crate::wsgi::release::answered();
                     return [done, signalled];
                 }
                 if rang {
-                    drain_fd(bell_fd);
+                    wakeup::drain(bell_fd);
                     crate::wsgi::release::answered();
                 }
                 [done, signalled]
             });
             if signalled {
-                drain_fd(signal_fd);
+                wakeup::drain(signal_fd);
                 if let Err(e) = py.check_signals() {
                     // e.g. KeyboardInterrupt without a handler: shut down gracefully.
                     let _ = e;
@@ -635,260 +428,7 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         crate::wsgi::release::uninstall(self.bell_fd);
-        // SAFETY: closing our own eventfds once.
-        unsafe {
-            libc::close(self.shared.done_fd);
-            libc::close(self.bell_fd);
-        }
-    }
-}
-
-/// The `--timeout` watcher's thread: answers calls past the deadline (`wsgi::deadline`), then
-/// logs each once with the Python stack of the thread running it.
-fn watch_deadlines(shared: &Shared, deadlines: &Deadlines) {
-    let bridge = &shared.bridge;
-    deadlines.watch(
-        || error_answer(GATEWAY_TIMEOUT, bridge.server_header),
-        |expired| {
-            Python::attach(|py| {
-                for e in expired {
-                    let what = if e.answered {
-                        "answered 504 Gateway Timeout"
-                    } else {
-                        "the response had begun: connection closed"
-                    };
-                    bridge.log_error(
-                        py,
-                        &format!(
-                            "{} still in the app after {:.1}s (--timeout): {what}; the call keeps \
-                             its thread until it returns. Where it is:\n{}",
-                            e.label,
-                            e.age.as_secs_f64(),
-                            python_stack(py, e.thread)
-                        ),
-                    );
-                }
-            })
-        },
-    );
-}
-
-/// `GET /metrics`: the same counters `stats()` reads, in Prometheus's text format. With worker
-/// processes each worker has its own listener and says which it is (`worker` label).
-fn render_metrics(s: &Shared) -> String {
-    use crate::metrics::{counter, gauge};
-    let cfg = &s.bridge.config;
-    let labels = if cfg.balance_fd >= 0 {
-        format!("worker=\"{}\",", cfg.balance_slot)
-    } else {
-        String::new()
-    };
-    let bare = labels.trim_end_matches(',');
-    let c = s.bridge.counters();
-    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    let mut out = String::with_capacity(8192);
-    c.by_request.render(&mut out, &labels);
-    counter(
-        &mut out,
-        "sluicegate_connections_accepted_total",
-        "Connections accepted.",
-        bare,
-        l(&c.accepted),
-    );
-    counter(
-        &mut out,
-        "sluicegate_accept_refused_total",
-        "Accept attempts refused for lack of file descriptors.",
-        bare,
-        l(&c.fd_exhausted),
-    );
-    counter(
-        &mut out,
-        "sluicegate_protocol_errors_total",
-        "Requests refused by the HTTP parser (400, 413, 414, 431, 501, 505).",
-        bare,
-        l(&c.protocol_errors),
-    );
-    counter(
-        &mut out,
-        "sluicegate_timeouts_total",
-        "Connections timed out by the loop (408, idle, write).",
-        bare,
-        l(&c.timeouts),
-    );
-    counter(
-        &mut out,
-        "sluicegate_forwarded_malformed_total",
-        "Forwarding headers from trusted peers ignored as malformed.",
-        bare,
-        l(&c.forwarded_malformed),
-    );
-    counter(
-        &mut out,
-        "sluicegate_proxy_refused_total",
-        "Connections closed for a bad or untrusted PROXY header.",
-        bare,
-        l(&c.proxy_refused),
-    );
-    counter(
-        &mut out,
-        "sluicegate_shutdown_cut_total",
-        "Requests cut by a stop.",
-        bare,
-        l(&c.cut),
-    );
-    let (expired, stuck, in_flight) = match &s.bridge.deadlines {
-        Some(d) => (
-            d.expired_total(),
-            d.stuck() as u64,
-            d.in_flight().len() as u64,
-        ),
-        None => (0, 0, 0),
-    };
-    counter(
-        &mut out,
-        "sluicegate_app_timeouts_total",
-        "App calls that passed --timeout.",
-        bare,
-        expired,
-    );
-    gauge(
-        &mut out,
-        "sluicegate_stuck_calls",
-        "App calls past --timeout still running.",
-        bare,
-        stuck,
-    );
-    gauge(
-        &mut out,
-        "sluicegate_app_calls_in_flight",
-        "App calls running now.",
-        bare,
-        in_flight,
-    );
-    counter(
-        &mut out,
-        "sluicegate_inline_calls_total",
-        "App calls run inline on the loop's thread.",
-        bare,
-        s.sched.inline_calls.load(Ordering::Relaxed),
-    );
-    counter(
-        &mut out,
-        "sluicegate_pool_calls_total",
-        "App calls run on a pool thread.",
-        bare,
-        s.sched.dispatched_calls.load(Ordering::Relaxed),
-    );
-    counter(
-        &mut out,
-        "sluicegate_takeovers_total",
-        "Loop hand-overs by the watchdog (mode switches).",
-        bare,
-        s.sched.takeovers.load(Ordering::Relaxed),
-    );
-    if let Some(p) = s.pool.lock().unwrap().as_ref() {
-        gauge(
-            &mut out,
-            "sluicegate_pool_threads",
-            "App threads alive.",
-            bare,
-            p.threads() as u64,
-        );
-        gauge(
-            &mut out,
-            "sluicegate_pool_busy_threads",
-            "App threads running a call.",
-            bare,
-            p.busy() as u64,
-        );
-        let (_, _, queued, _) = p.admission();
-        gauge(
-            &mut out,
-            "sluicegate_admission_queue",
-            "Calls waiting for admission.",
-            bare,
-            queued as u64,
-        );
-    }
-    if let Some(log) = &s.ctx().settings.access_log {
-        counter(
-            &mut out,
-            "sluicegate_access_log_dropped_total",
-            "Access log lines dropped (the writer fell behind).",
-            bare,
-            log.dropped.load(Ordering::Relaxed),
-        );
-    }
-    out
-}
-
-/// `GET /debug/requests`: every app call in flight, oldest first, with its age and the Python
-/// stack of the thread running it.
-fn render_in_flight(s: &Shared) -> String {
-    let Some(d) = &s.bridge.deadlines else {
-        return String::new();
-    };
-    let mut calls = d.in_flight();
-    calls.sort_by_key(|c| std::cmp::Reverse(c.2));
-    Python::attach(|py| {
-        let mut out = format!("{} app call(s) in flight\n", calls.len());
-        for (label, thread, age, stuck) in calls {
-            out.push_str(&format!(
-                "\n{label}  age {:.3}s{}  thread {thread}\n{}",
-                age.as_secs_f64(),
-                if stuck { "  (past --timeout)" } else { "" },
-                python_stack(py, thread)
-            ));
-        }
-        out
-    })
-}
-
-/// The Python stack of the thread `ident` (`threading.get_ident()`), formatted as a traceback.
-fn python_stack(py: Python<'_>, ident: u64) -> String {
-    let stack = || -> PyResult<String> {
-        let frames = py.import("sys")?.call_method0("_current_frames")?;
-        let frame = frames.get_item(ident)?;
-        let lines = py
-            .import("traceback")?
-            .call_method1("format_stack", (frame,))?;
-        let joined: String = pyo3::types::PyString::new(py, "")
-            .call_method1("join", (lines,))?
-            .extract()?;
-        Ok(joined)
-    };
-    stack()
-        .unwrap_or_else(|_| "  (no Python frame: the thread is outside the interpreter)\n".into())
-}
-
-/// Wait until one of `fds` is readable (a negative fd is ignored, as poll(2) does), at most
-/// `timeout_ms` (-1: no limit). Returns which are.
-fn wait_any<const N: usize>(fds: [RawFd; N], timeout_ms: i32) -> [bool; N] {
-    let mut polls = fds.map(|fd| libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    });
-    loop {
-        // SAFETY: `polls` holds N valid pollfd structs for the duration of the call.
-        let r = unsafe { libc::poll(polls.as_mut_ptr(), N as libc::nfds_t, timeout_ms) };
-        if r >= 0 {
-            return polls.map(|p| p.revents != 0);
-        }
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return [false; N];
-        }
-    }
-}
-
-fn drain_fd(fd: RawFd) {
-    let mut buf = [0u8; 256];
-    loop {
-        // SAFETY: reads into a valid stack buffer; fd is the non-blocking signal pipe or bell.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-        if n <= 0 {
-            return;
-        }
+        wakeup::close(self.shared.done_fd);
+        wakeup::close(self.bell_fd);
     }
 }

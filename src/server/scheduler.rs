@@ -42,8 +42,9 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::clock::clock_time;
+use crate::config::Policy;
 use crate::io::event_loop::LoopState;
-use crate::wsgi::pool::clock_time;
 
 /// The watchdog's shortest interval between looks: a call blocked for two ticks (0.25–0.5 ms)
 /// is taken over.
@@ -93,29 +94,6 @@ enum Mode {
     Inline = 0,
     /// On the pool (after a takeover or a slow call).
     Dispatch = 1,
-}
-
-/// `--scheduler`: the adaptive default, or one mode forced (for apps known to block on every
-/// request, and to measure the alternatives the adaptive design was chosen over).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
-    Adaptive,
-    /// Always inline; a blocked call is still taken over, but the mode never changes.
-    Inline,
-    /// Every request on the pool.
-    Pool,
-}
-
-impl Policy {
-    /// The `--scheduler` value (validated once, when the config is built).
-    pub fn parse(s: &str) -> Option<Policy> {
-        match s {
-            "adaptive" => Some(Policy::Adaptive),
-            "inline" => Some(Policy::Inline),
-            "pool" => Some(Policy::Pool),
-            _ => None,
-        }
-    }
 }
 
 pub struct Scheduler {

@@ -13,7 +13,7 @@ use sluicegate_proto::h1::response::{
     app_status_code, classify_app_header, AppHeadError, AppHeader,
 };
 
-use super::type_name;
+use super::bridge::type_name;
 
 /// The app's answer as start_response recorded it.
 #[derive(Default)]

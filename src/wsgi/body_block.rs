@@ -8,9 +8,17 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView};
 use sluicegate_proto::h1::encode::{chunk_header, ResponseFraming, CHUNK_END};
 
-use super::sender::SendError;
-use super::type_name;
+use super::bridge::type_name;
 use crate::io::out_queue::{OutQueue, SharedBytes};
+
+/// Why a block could not be sent.
+#[derive(Debug)]
+pub enum SendError {
+    NotBytes(String),
+    NotStarted,
+    Finished,
+    ClientGone,
+}
 
 /// Bodies up to this size are copied next to the head so head and body leave in one segment;
 /// larger `bytes` blocks are sent from the Python object's buffer (no copy).

@@ -6,7 +6,8 @@
 //!   leaves when the request is over ([`Deadlines::leave`]);
 //! - a watcher thread ([`Deadlines::watch`]) finds calls past the deadline. If the response's
 //!   head was not sent yet, it writes a `504 Gateway Timeout` itself; in every case it shuts
-//!   the socket down (`shutdown(2)`, both ways), so the client is answered or sees the end at
+//!   the socket down (`shutdown(2)`, both ways; both through `io::transport`'s
+//!   `answer_and_close`), so the client is answered or sees the end at
 //!   once, and an app blocked on `wsgi.input` gets its end of file. It then logs, once, the
 //!   request line and the Python stack of the thread running the call;
 //! - who writes the head is decided by one compare-and-swap on a per-call [`HeadGate`]: the
@@ -20,12 +21,13 @@
 //! `run_request` returns, and `leave` comes before that), and the watcher touches it only
 //! under the registry's lock: it never writes to a descriptor that was closed and reused.
 
-use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use slab::Slab;
+
+use crate::io::transport::Transport;
 
 /// The timeout of a registry kept only to list calls in flight (`/debug/requests`).
 pub const NO_DEADLINE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -65,7 +67,8 @@ impl HeadGate {
 
 /// One registered app call.
 struct Call {
-    fd: RawFd,
+    /// The request's connection, which the watcher answers and ends (`io::transport`).
+    transport: Transport,
     started: Instant,
     /// The thread running the call, as Python names it (`threading.get_ident()`).
     thread: u64,
@@ -116,10 +119,10 @@ impl Deadlines {
     }
 
     /// Register the app call about to run on this thread for the request on `fd`.
-    pub fn enter(&self, fd: RawFd, label: String) -> Ticket {
+    pub fn enter(&self, transport: Transport, label: String) -> Ticket {
         let gate = Arc::new(HeadGate::default());
         let call = Call {
-            fd,
+            transport,
             started: Instant::now(),
             thread: current_thread_ident(),
             label,
@@ -205,24 +208,11 @@ impl Deadlines {
             self.stuck.fetch_add(1, Ordering::Relaxed);
             self.expired_total.fetch_add(1, Ordering::Relaxed);
             let answered = call.gate.claim_for_watcher();
-            if answered {
-                let bytes = answer();
-                // One small write on a socket nobody else writes (the gate is ours): it fits
-                // the send buffer of a connection that sent nothing yet. Not waiting for it if
-                // not: the shutdown below ends the connection either way.
-                // SAFETY: `call.fd` is open while the call is registered (see the module doc);
-                // the buffer is valid for its length.
-                unsafe {
-                    libc::send(
-                        call.fd,
-                        bytes.as_ptr() as *const libc::c_void,
-                        bytes.len(),
-                        libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
-                    )
-                };
-            }
-            // SAFETY: as above; shutdown only changes the socket's state.
-            unsafe { libc::shutdown(call.fd, libc::SHUT_RDWR) };
+            // One small write on a socket nobody else writes (the gate is ours), then the
+            // connection ends. `call.transport` is open while the call is registered (see the
+            // module doc).
+            let bytes = answered.then(answer);
+            call.transport.answer_and_close(bytes.as_deref());
             out.push(Expired {
                 label: call.label.clone(),
                 thread: call.thread,
@@ -261,15 +251,11 @@ mod tests {
 
     #[test]
     fn a_call_past_the_deadline_is_answered_once_and_counted_until_it_leaves() {
-        let mut fds = [0; 2];
-        // SAFETY: a valid two-int array for socketpair.
-        assert_eq!(
-            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) },
-            0
-        );
-        let (a, b) = (fds[0], fds[1]);
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
         let d = Deadlines::new(Duration::from_millis(0), Arc::default());
-        let t = d.enter(a, "GET /slow".into());
+        let t = d.enter(Transport::Plain(a.as_raw_fd()), "GET /slow".into());
         let first = d.expire(&|| b"HTTP/1.1 504 X\r\n\r\n".to_vec());
         assert_eq!(first.len(), 1);
         assert!(first[0].answered);
@@ -277,23 +263,18 @@ mod tests {
         assert!(d.expire(&Vec::new).is_empty(), "reported once");
         assert_eq!((d.stuck(), d.expired_total()), (1, 1));
         assert!(!t.gate.claim_for_app());
-        let mut buf = [0u8; 64];
-        // SAFETY: reading into a valid stack buffer.
-        let n = unsafe { libc::read(b, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-        assert_eq!(&buf[..n as usize], b"HTTP/1.1 504 X\r\n\r\n");
+        // The answer, then the end of the stream (the watcher shut the socket down).
+        let mut got = Vec::new();
+        b.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"HTTP/1.1 504 X\r\n\r\n");
         assert!(d.leave(t));
         assert_eq!((d.stuck(), d.expired_total()), (0, 1));
-        // SAFETY: closing the pair created above.
-        unsafe {
-            libc::close(a);
-            libc::close(b);
-        }
     }
 
     #[test]
     fn a_call_whose_head_was_sent_is_only_cut() {
         let d = Deadlines::new(Duration::from_millis(0), Arc::default());
-        let t = d.enter(-1, "GET /stream".into());
+        let t = d.enter(Transport::Plain(-1), "GET /stream".into());
         assert!(t.gate.claim_for_app());
         let e = d.expire(&|| panic!("no 504 after the app's head"));
         assert_eq!(e.len(), 1);

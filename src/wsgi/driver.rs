@@ -6,7 +6,7 @@
 //! time the app is done is left in the connection's queue for the event loop, so the app
 //! thread is free at once.
 
-use crate::metrics::{now_ns, since};
+use crate::clock::{now_ns, since};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -17,17 +17,20 @@ use sluicegate_proto::h1::decode::BodyDecoder;
 use sluicegate_proto::{BodyFraming, RequestHead};
 
 use super::app_head::AppHead;
+use super::body::BodyState;
+use super::body_block::SendError;
+use super::bridge::{type_name, Bridge};
 use super::file_wrapper::FileWrapper;
-use super::input::{BodyFailure, BodyState, Input};
-use super::read_ahead::LoopEntry;
-use super::sender::{SendError, SenderSettings};
+use super::input::Input;
+use super::sender::SenderSettings;
 use super::start_response::{Callables, StartResponse};
-use super::{type_name, Bridge};
 use crate::access_log::{End as LogEnd, Finished, PendingLog};
 use crate::io::conn::AfterOutput;
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::event_loop::Work;
-use crate::io::stream::Peer;
+use crate::io::file_body::RegularFile;
+use crate::io::read_ahead::{BodyFailure, LoopEntry};
+use crate::peer::Peer;
 
 /// How the app's part of a request ended.
 enum AppEnd {
@@ -65,10 +68,10 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         ..
     } = work;
     let app_started = now_ns();
-    let inline = super::sender::in_inline_call();
+    let inline = super::stream_hook::in_inline_call();
     conn.requests += 1;
     bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
-    let fd = conn.stream.fd();
+    let transport = conn.transport();
     let keep_alive = head.keep_alive && !bridge.loop_ctx.shutting_down();
     let client_closes = !head.keep_alive;
 
@@ -81,7 +84,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             let raw = conn.rbuf.take().unwrap_or_default();
             let decoder = BodyDecoder::new(framing, limits.max_body, limits.max_header_bytes);
             let state = BodyState::new(
-                fd,
+                transport.clone(),
                 raw,
                 decoder,
                 head.expect_continue,
@@ -104,7 +107,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let ticket = bridge
         .deadlines
         .as_ref()
-        .map(|d| d.enter(fd, request_line(&head)));
+        .map(|d| d.enter(transport, request_line(&head)));
     let out = conn.out.spare();
     let callables = Callables::take(
         py,
@@ -340,26 +343,12 @@ fn regular_file_range(py: Python<'_>, fw: &FileWrapper) -> Option<(std::fs::File
         .ok()?
         .extract()
         .ok()?;
-    // SAFETY: an all-zero stat is a valid out-parameter; fstat fills it or fails.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fd comes from the app's file object and is open; st is a valid out-pointer.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
-        return None;
-    }
+    let file = RegularFile::of(fd)?;
     let pos: u64 = match f.call_method0(pyo3::intern!(py, "tell")) {
         Ok(p) => p.extract().ok()?,
-        // SAFETY: lseek on an open descriptor, no memory involved.
-        Err(_) => u64::try_from(unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) }).ok()?,
+        Err(_) => file.position()?,
     };
-    let size = st.st_size as u64;
-    // SAFETY: dup of an open descriptor; the result is checked and owned by the File below.
-    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    if dup < 0 {
-        return None;
-    }
-    // SAFETY: `dup` is a fresh descriptor that nothing else owns.
-    let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(dup) };
-    Some((file, pos.min(size), size.saturating_sub(pos)))
+    file.range_from(pos)
 }
 
 /// Size of the buffer `drive_readinto` reads into (at least the app's blksize).

@@ -25,7 +25,8 @@ use sluicegate_proto::path::percent_decode;
 use sluicegate_proto::{RequestHead, Version};
 
 use super::input::Input;
-use crate::io::stream::Peer;
+use super::short_table::{ShortTable, SHORT_MAX};
+use crate::peer::Peer;
 
 /// REMOTE_ADDR / REMOTE_PORT of one connection, as Python strings.
 struct PeerStrings {
@@ -145,81 +146,9 @@ const INTERNED: [&[u8]; 9] = [
     b"x-real-ip",
 ];
 
-/// Longest key a [`ShortTable`] holds.
-const SHORT_MAX: usize = 47;
 /// Slots of the table of repeated values, and of the table of header names (powers of two).
 const VALUE_SLOTS: usize = 64;
 const NAME_SLOTS: usize = 128;
-
-/// What a short byte string (at most [`SHORT_MAX`] bytes) was turned into last time, in a
-/// direct-mapped table of pairs of slots: found, it costs a hash and a compare a word at a
-/// time (about 30 instructions) instead of the conversion. A key new to its pair takes the
-/// pair's first slot and moves the one there to the second, so the table stays its size
-/// whatever clients send, and two keys a client sends on every request that land in one pair
-/// both stay. (With one slot each, such two put each other out on every request: measured on
-/// hello world when `ab`'s `Host` landed on another value's slot, 700 instructions more per
-/// request.) Keys made to collide only replace each other: no seed is needed.
-struct ShortTable<V> {
-    slots: Vec<ShortSlot<V>>,
-}
-
-struct ShortSlot<V> {
-    len: u8,
-    bytes: [u8; SHORT_MAX],
-    value: Option<V>,
-}
-
-impl<V> ShortTable<V> {
-    fn new(slots: usize) -> ShortTable<V> {
-        debug_assert!(slots.is_power_of_two());
-        ShortTable {
-            slots: (0..slots)
-                .map(|_| ShortSlot {
-                    len: 0,
-                    bytes: [0; SHORT_MAX],
-                    value: None,
-                })
-                .collect(),
-        }
-    }
-
-    /// What `key` was turned into, if the table has it (a key longer than [`SHORT_MAX`]
-    /// never is).
-    fn find(&self, key: &[u8]) -> Option<&V> {
-        if key.len() > SHORT_MAX {
-            return None;
-        }
-        let first = self.slot_of(key) & !1;
-        self.slots[first..first + 2]
-            .iter()
-            .find(|slot| {
-                slot.value.is_some() && same_bytes(&slot.bytes[..usize::from(slot.len)], key)
-            })
-            .and_then(|slot| slot.value.as_ref())
-    }
-
-    /// Keep what `key` (at most [`SHORT_MAX`] bytes) was turned into.
-    fn insert(&mut self, key: &[u8], value: V) {
-        debug_assert!(key.len() <= SHORT_MAX);
-        let first = self.slot_of(key) & !1;
-        self.slots.swap(first, first + 1);
-        let slot = &mut self.slots[first];
-        slot.bytes[..key.len()].copy_from_slice(key);
-        slot.len = key.len() as u8;
-        slot.value = Some(value);
-    }
-
-    /// A key's slot: its words folded and multiplied.
-    fn slot_of(&self, b: &[u8]) -> usize {
-        let mut h = b.len() as u64;
-        let mut words = b.chunks_exact(8);
-        for w in &mut words {
-            h = (h ^ u64::from_le_bytes(w.try_into().unwrap())).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-        h = (h ^ last_word(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (h >> 57) as usize & (self.slots.len() - 1)
-    }
-}
 
 /// Strings for values that repeat from request to request: a value found is one reference
 /// more to its string (about 20 instructions) instead of a new string decoded and later freed
@@ -250,40 +179,6 @@ impl RepeatedValues {
         }
         s
     }
-}
-
-/// A word that, with the length, tells apart strings of that length that agree on their whole
-/// eight-byte words: the last eight bytes (overlapping the words before) when there are eight,
-/// else the bytes themselves, read in at most two loads. No `memcpy` call (a copy into an array
-/// compiles to one), which would cost more than these few-byte strings.
-#[inline]
-fn last_word(b: &[u8]) -> u64 {
-    let n = b.len();
-    if n >= 8 {
-        u64::from_le_bytes(b[n - 8..].try_into().unwrap())
-    } else if n >= 4 {
-        let first = u32::from_le_bytes(b[..4].try_into().unwrap());
-        let last = u32::from_le_bytes(b[n - 4..].try_into().unwrap());
-        u64::from(first) | u64::from(last) << 32
-    } else if n > 0 {
-        u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16
-    } else {
-        0
-    }
-}
-
-/// `a == b` for short strings, a word at a time (slice equality calls `memcmp`).
-#[inline]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    for (p, q) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
-        if u64::from_le_bytes(p.try_into().unwrap()) != u64::from_le_bytes(q.try_into().unwrap()) {
-            return false;
-        }
-    }
-    last_word(a) == last_word(b)
 }
 
 /// What the builder keeps between requests, under one lock.
@@ -634,27 +529,4 @@ fn cgi_key(py: Python<'_>, name: &[u8]) -> HeaderKey {
         PyString::new(py, &key)
     };
     HeaderKey::Key(key.unbind(), repeats, interned)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_bytes;
-
-    #[test]
-    fn same_bytes_tells_apart_any_one_byte_difference() {
-        for len in 0..40usize {
-            let a: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-            assert!(same_bytes(&a, &a.clone()));
-            for pos in 0..len {
-                for delta in [1u8, 0x80, 0xff] {
-                    let mut b = a.clone();
-                    b[pos] = b[pos].wrapping_add(delta);
-                    assert!(!same_bytes(&a, &b), "len {len} pos {pos}");
-                }
-            }
-            let mut longer = a.clone();
-            longer.push(0);
-            assert!(!same_bytes(&a, &longer));
-        }
-    }
 }

@@ -1,139 +1,22 @@
 //! The WSGI bridge (PEP 3333): environ, `wsgi.input`, `start_response`/`write()`, driving the
 //! app's iterable, `close()`, `wsgi.file_wrapper`, the elastic thread pool, and the logs.
-//! Knows Python, not sockets: it reads and writes through descriptors the I/O layer lends it
-//! for one request.
+//! Knows Python, not sockets: it reads, writes and ends a request's connection only through the
+//! `io::transport::Transport` the I/O layer lends it for the request, and makes no system call
+//! on a client socket itself (`scripts/check_floors.py` keeps it below `server` and above `io`).
 
 pub mod app_head;
+pub mod body;
 pub mod body_block;
+pub mod bridge;
 pub mod deadline;
 pub mod driver;
 pub mod environ;
+pub mod errors;
 pub mod file_wrapper;
 pub mod input;
 pub mod pool;
-pub mod read_ahead;
 pub mod release;
 pub mod sender;
+pub mod short_table;
 pub mod start_response;
-
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-
-use pyo3::prelude::*;
-use pyo3::types::PyDict;
-
-use crate::config::Config;
-use crate::io::event_loop::{Counters, LoopCtx};
-use environ::EnvironBuilder;
-use input::Input;
-
-/// The type name of a Python object, for error messages.
-pub fn type_name(o: &Bound<'_, PyAny>) -> String {
-    o.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into())
-}
-
-/// Everything a request needs that is the same for all requests. Built once under the GIL.
-pub struct Bridge {
-    pub app: Py<PyAny>,
-    /// How warnings name the app (its repr).
-    pub app_name: String,
-    pub environ: EnvironBuilder,
-    /// wsgi.input for requests without a body (reads return b"").
-    pub empty_input: Py<Input>,
-    pub config: Config,
-    /// The Server header value, made 'static once so each response borrows it.
-    pub server_header: &'static [u8],
-    pub loop_ctx: Arc<LoopCtx>,
-    /// logging.getLogger("sluicegate.error")
-    logger: Py<PyAny>,
-    pub warned_bare_bytes: AtomicBool,
-    /// `--timeout`: the registry of app calls and its watcher's state; None when off.
-    pub deadlines: Option<Arc<deadline::Deadlines>>,
-}
-
-/// `value` as a `'static` slice, so responses (and the senders kept between them) borrow it
-/// without a lifetime or a count. Each distinct value is leaked once per process: a process
-/// that starts and stops servers (tests, embedding) reuses it rather than leaking it per start.
-fn static_server_header(value: &[u8]) -> &'static [u8] {
-    static MADE: std::sync::Mutex<Vec<&'static [u8]>> = std::sync::Mutex::new(Vec::new());
-    let mut made = MADE.lock().unwrap();
-    if let Some(&known) = made.iter().find(|&&known| known == value) {
-        return known;
-    }
-    let leaked: &'static [u8] = Box::leak(value.to_vec().into_boxed_slice());
-    made.push(leaked);
-    leaked
-}
-
-impl Bridge {
-    pub fn new(
-        py: Python<'_>,
-        app: Py<PyAny>,
-        environ: EnvironBuilder,
-        config: Config,
-        loop_ctx: Arc<LoopCtx>,
-    ) -> PyResult<Bridge> {
-        let logging = py.import("logging")?;
-        let logger = logging.call_method1("getLogger", ("sluicegate.error",))?;
-        // Log lines name the app as the user gave it ("pkg.wsgi:app"), else by its repr.
-        let app_name = if config.app_name.is_empty() {
-            app.bind(py)
-                .repr()
-                .map(|r| r.to_string())
-                .unwrap_or_default()
-        } else {
-            config.app_name.clone()
-        };
-        let server_header = static_server_header(&config.server_header);
-        Ok(Bridge {
-            server_header,
-            app,
-            app_name,
-            empty_input: environ.empty_input.clone_ref(py),
-            environ,
-            logger: logger.unbind(),
-            warned_bare_bytes: AtomicBool::new(false),
-            // Calls are registered for --timeout, and for the metrics listener's
-            // /debug/requests (then with no deadline).
-            deadlines: (config.timeout.is_some() || !config.metrics_bind.is_empty()).then(|| {
-                let stuck = Arc::clone(&loop_ctx.counters.stuck_calls);
-                let t = config.timeout.unwrap_or(deadline::NO_DEADLINE);
-                Arc::new(deadline::Deadlines::new(t, stuck))
-            }),
-            config,
-            loop_ctx,
-        })
-    }
-
-    /// Log an app error with its traceback (to the error log, never to the client).
-    pub fn log_exception(&self, py: Python<'_>, err: &PyErr, what: &str) {
-        let kwargs = PyDict::new(py);
-        // PyO3 keeps the traceback beside the value: pass the full (type, value, tb) triple.
-        let exc_info = (err.get_type(py), err.value(py), err.traceback(py));
-        let _ = kwargs.set_item("exc_info", exc_info);
-        if self
-            .logger
-            .bind(py)
-            .call_method("error", (what,), Some(&kwargs))
-            .is_err()
-        {
-            eprintln!("sluicegate: {what}: {err}");
-        }
-    }
-
-    pub fn log_error(&self, py: Python<'_>, msg: &str) {
-        let _ = self.logger.bind(py).call_method1("error", (msg,));
-    }
-
-    pub fn log_warning(&self, py: Python<'_>, msg: &str) {
-        let _ = self.logger.bind(py).call_method1("warning", (msg,));
-    }
-
-    /// The server's counters (the loop's and the bridge's are the same ones).
-    pub fn counters(&self) -> &Counters {
-        &self.loop_ctx.counters
-    }
-}
+pub mod stream_hook;

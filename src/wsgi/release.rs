@@ -97,8 +97,6 @@ pub fn after_drop() {
         PENDING.store(false, Ordering::SeqCst); // nobody to ring: nothing is pending
         return;
     }
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a valid u64 to an eventfd; a full counter (EAGAIN) or a
-    // closed fd changes nothing that matters here.
-    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+    // A full counter (EAGAIN) or a closed fd changes nothing that matters here.
+    crate::io::wakeup::ring(fd);
 }

@@ -23,7 +23,8 @@ use pyo3::{ffi, intern};
 use sluicegate_proto::RequestHead;
 
 use super::app_head::parse_head;
-use super::sender::{SendError, Sender, SenderSettings};
+use super::body_block::SendError;
+use super::sender::{Sender, SenderSettings};
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
 use crate::io::out_queue::OutQueue;
@@ -91,7 +92,7 @@ impl StartResponse {
             Err(SendError::Finished) => Err(PyValueError::new_err(
                 "write() called after the response was complete",
             )),
-            Err(SendError::ClientGone) => Err(crate::ClientDisconnected::new_err(
+            Err(SendError::ClientGone) => Err(super::errors::ClientDisconnected::new_err(
                 "client disconnected while the response was being sent",
             )),
         }

@@ -12,8 +12,9 @@ tests/conftest.py):
 import os
 import tempfile
 import threading
-import time
 from urllib.parse import parse_qs
+
+from tests.helpers import WaitTimeout, wait_for
 
 STATE_DIR = os.environ.get("SGTEST_STATE_DIR") or tempfile.gettempdir()
 GATE_TIMEOUT = 15.0
@@ -28,11 +29,10 @@ def mark(name: str, line: str = "") -> None:
 
 def wait_gate(name: str, timeout: float = GATE_TIMEOUT) -> bool:
     path = os.path.join(STATE_DIR, "gate-" + name)
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
+    try:
+        wait_for(lambda: os.path.exists(path), f"the gate {name!r}", timeout, interval=0.01)
+    except WaitTimeout:
+        return False
     return True
 
 

@@ -1,4 +1,4 @@
-"""The response path (issue 4): what the app returns and how it must reach the client.
+"""The response path: what the app returns and how it must reach the client.
 
 One app, modes chosen by path; ``token`` (query) tags what the app records under the state dir
 so tests sharing a server never read each other's marks. Bodies are deterministic patterns

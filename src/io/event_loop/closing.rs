@@ -24,8 +24,10 @@ impl LoopState {
         ctx.counters.protocol_errors.fetch_add(1, Ordering::Relaxed);
         ctx.counters.by_request.refused(e.status());
         if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
-            conn.out
-                .push_owned(protocol_error_answer(&e, &ctx.settings.server_header));
+            conn.out.push_owned(protocol_error_answer(
+                &e,
+                &ctx.settings.config.server_header,
+            ));
             // Input after a framing error is meaningless: drop it, and linger after the answer
             // so the client reads it before any reset.
             conn.after_output = AfterOutput::CloseLingering;
@@ -109,7 +111,7 @@ impl LoopState {
     pub(super) fn sweep(&mut self, now: Instant, ctx: &LoopCtx) {
         // Streaming responses to clients that stopped reading.
         self.flushing
-            .retain(|_, out| !out.expire(ctx.settings.write_timeout));
+            .retain(|_, out| !out.expire(ctx.settings.config.write_timeout));
         if self.accept_paused {
             self.accept_paused = false;
             for i in 0..self.listeners.len() {
@@ -143,8 +145,10 @@ impl LoopState {
                     ctx.counters.by_request.refused(REQUEST_TIMEOUT.0);
                     // 408, then close: the client was too slow sending its request.
                     conn.out.clear();
-                    conn.out
-                        .push_owned(error_answer(REQUEST_TIMEOUT, &ctx.settings.server_header));
+                    conn.out.push_owned(error_answer(
+                        REQUEST_TIMEOUT,
+                        &ctx.settings.config.server_header,
+                    ));
                     conn.phase = Phase::Idle;
                     let _ = conn.out.write_to(&conn.stream);
                     self.close(token);
@@ -177,7 +181,7 @@ impl LoopState {
         // under it loses that request (measured: 37 read errors in 6 s of `wrk -c32` across
         // three reloads). Until then a request that comes is served with `Connection: close`,
         // so busy connections end cleanly after one more answer.
-        let grace = IDLE_GRACE.min(ctx.settings.graceful_timeout);
+        let grace = IDLE_GRACE.min(ctx.settings.config.graceful_timeout);
         if now >= self.shutdown_started.unwrap() + grace {
             let idle: Vec<usize> = self
                 .conns
@@ -193,7 +197,8 @@ impl LoopState {
                 self.close(t);
             }
         }
-        let deadline_passed = now >= self.shutdown_started.unwrap() + ctx.settings.graceful_timeout;
+        let deadline_passed =
+            now >= self.shutdown_started.unwrap() + ctx.settings.config.graceful_timeout;
         if ctx.shutdown_state() == Shutdown::Immediate || deadline_passed {
             // Requests still in the app, or still being sent, are cut.
             let cut = self

@@ -13,12 +13,13 @@ use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token, Waker};
 use sluicegate_proto::forwarded::TrustList;
 use sluicegate_proto::uwsgi::UwsgiFacts;
-use sluicegate_proto::{Limits, RequestHead};
+use sluicegate_proto::RequestHead;
 
 use crate::access_log::AccessLog;
+use crate::config::Config;
 use crate::io::conn::{AfterOutput, Conn, Wire};
 use crate::io::shared_out::SharedOut;
-use crate::static_files::StaticFiles;
+use crate::io::static_files::StaticFiles;
 
 /// A request ready for the app: the connection (now owned by whoever runs the request) and its
 /// parsed head. The head's bytes were consumed from the connection's buffer; the body, if any,
@@ -157,7 +158,7 @@ impl LoopCtx {
     pub fn request_shutdown(&self, how: Shutdown) {
         let mut at = self.shutdown_at.lock().unwrap();
         let how = match how {
-            Shutdown::Graceful if !self.settings.drain_delay.is_zero() => {
+            Shutdown::Graceful if !self.settings.config.drain_delay.is_zero() => {
                 if self.shutdown_state() == Shutdown::Draining {
                     return;
                 }
@@ -175,7 +176,7 @@ impl LoopCtx {
     /// proper begins (and its timeout with it). Returns when to look again, if still draining.
     pub fn drain_step(&self, now: Instant) -> Option<Instant> {
         let mut at = self.shutdown_at.lock().unwrap();
-        let until = at.unwrap_or(now) + self.settings.drain_delay;
+        let until = at.unwrap_or(now) + self.settings.config.drain_delay;
         if now < until {
             return Some(until);
         }
@@ -189,7 +190,7 @@ impl LoopCtx {
         None
     }
 
-    /// While a thread of its own drains the body of connection `token` (`wsgi::read_ahead`),
+    /// While a thread of its own drains the body of connection `token` (`io::read_ahead`),
     /// the loop need not hear of every arrival on it: edge-triggered readiness wakes the loop
     /// once per batch of segments, which cost the loop 3–5 ms of CPU per 64 MiB upload while the
     /// connection was not even its own. `muted` leaves only writability in the epoll set;
@@ -229,6 +230,7 @@ impl LoopCtx {
             .unwrap()
             .unwrap_or_else(Instant::now);
         self.settings
+            .config
             .graceful_timeout
             .saturating_sub(started.elapsed())
     }
@@ -240,26 +242,22 @@ impl LoopCtx {
 
 /// Settings the loop needs, from the config; the loop's context holds the one copy.
 pub struct LoopSettings {
-    /// `--static` mounts, served by the loop itself.
+    /// The one frozen config, shared with the bridge: every setting the loop reads (timeouts,
+    /// limits, the Server header, `--health-path`, `--drain-delay`, who may send a PROXY
+    /// header, `--log-level debug`) is read from it, never copied.
+    pub config: Arc<Config>,
+    /// `--static` mounts, served by the loop itself (opened from the config's mounts).
     pub statics: Option<StaticFiles>,
     /// The access log, shared by the loop (static answers) and the bridge (app answers).
     pub access_log: Option<Arc<AccessLog>>,
-    pub limits: Limits,
-    pub header_timeout: Duration,
-    pub keepalive_timeout: Duration,
-    pub read_timeout: Duration,
-    pub write_timeout: Duration,
-    pub graceful_timeout: Duration,
-    pub server_header: Vec<u8>,
-    /// `--health-path`, answered by the loop without the app (empty: off).
-    pub health_path: Vec<u8>,
-    /// `--drain-delay`: how long a graceful stop keeps serving with a failing health path
-    /// before it stops accepting.
-    pub drain_delay: Duration,
     /// What each listener speaks, by listener index.
     pub wires: Vec<Wire>,
+}
+
+impl LoopSettings {
     /// `--forwarded-allow-ips`: who may send a PROXY protocol header (None: nobody).
-    pub proxy_trust: Option<TrustList>,
-    /// `--log-level debug`: the loop prints why it refused a PROXY header.
-    pub debug: bool,
+    #[inline]
+    pub fn proxy_trust(&self) -> Option<&TrustList> {
+        self.config.forwarding.as_ref().map(|(t, _)| t)
+    }
 }

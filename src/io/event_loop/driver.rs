@@ -30,7 +30,7 @@ impl LoopState {
         // which is answered with `Connection: close`. Closing it here lost that request (a
         // reset seen by clients during reloads); idle ones close after the shutdown's grace.
         conn.phase = Phase::Idle;
-        conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
+        conn.deadline = Some(Instant::now() + ctx.settings.config.keepalive_timeout);
         if !conn.registered {
             self.unregistered.push(token);
         }
@@ -98,7 +98,7 @@ impl LoopState {
                 match conn.out.write_to(&conn.stream) {
                     Ok(_) if conn.out.is_empty() => break,
                     Ok(n) => {
-                        conn.deadline = Some(Instant::now() + ctx.settings.write_timeout);
+                        conn.deadline = Some(Instant::now() + ctx.settings.config.write_timeout);
                         written += n as u64;
                         if written >= FAIR_SHARE {
                             // The socket still takes more, but other connections, and new
@@ -111,7 +111,8 @@ impl LoopState {
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
                         if !matches!(conn.phase, Phase::Writing) {
                             conn.phase = Phase::Writing;
-                            conn.deadline = Some(Instant::now() + ctx.settings.write_timeout);
+                            conn.deadline =
+                                Some(Instant::now() + ctx.settings.config.write_timeout);
                         }
                         return None;
                     }
@@ -132,7 +133,7 @@ impl LoopState {
                 );
             }
             conn.phase = Phase::Idle;
-            conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
+            conn.deadline = Some(Instant::now() + ctx.settings.config.keepalive_timeout);
         }
         if conn.after_output.closes() && !matches!(conn.phase, Phase::Lingering) {
             self.finish_close(token);
@@ -180,7 +181,7 @@ impl LoopState {
             if conn.rbuf.is_none() {
                 conn.rbuf = Some(self.buffers.pop().unwrap_or_default());
             }
-            let limit = buffer_limit(&ctx.settings.limits);
+            let limit = buffer_limit(&ctx.settings.config.limits);
             let buf = conn.rbuf.as_mut().unwrap();
             let spare = buf.spare(limit);
             if spare.is_empty() {
@@ -215,11 +216,12 @@ impl LoopState {
                     match conn.phase {
                         Phase::Idle => {
                             conn.phase = Phase::ReadingHead;
-                            conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
+                            conn.deadline =
+                                Some(Instant::now() + ctx.settings.config.header_timeout);
                         }
                         // Body progress renews the read timeout.
                         Phase::ReadingBody(_) => {
-                            conn.deadline = Some(Instant::now() + ctx.settings.read_timeout);
+                            conn.deadline = Some(Instant::now() + ctx.settings.config.read_timeout);
                         }
                         _ => {}
                     }
@@ -262,13 +264,13 @@ impl LoopState {
                 Ok(false) => {
                     if matches!(conn.phase, Phase::Idle) {
                         conn.phase = Phase::ReadingHead;
-                        conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
+                        conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
                     }
                     return Ok(Next::NeedMore);
                 }
                 Err(why) => {
                     ctx.counters.proxy_refused.fetch_add(1, Ordering::Relaxed);
-                    if ctx.settings.debug {
+                    if ctx.settings.config.debug {
                         eprintln!("sluicegate: PROXY header refused: {why}");
                     }
                     self.close(token);
@@ -277,7 +279,7 @@ impl LoopState {
             }
         }
         let buf = conn.rbuf.as_ref().unwrap().filled();
-        let limits = &ctx.settings.limits;
+        let limits = &ctx.settings.config.limits;
         let parsed = if conn.wire == Wire::Uwsgi {
             uwsgi::parse_packet(buf, limits)?.map(|(h, f, n)| (h, n, Some(Box::new(f))))
         } else {
@@ -286,7 +288,7 @@ impl LoopState {
         let Some((head, used, uwsgi_facts)) = parsed else {
             if matches!(conn.phase, Phase::Idle) {
                 conn.phase = Phase::ReadingHead;
-                conn.deadline = Some(Instant::now() + ctx.settings.header_timeout);
+                conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
             }
             return Ok(Next::NeedMore);
         };
@@ -312,7 +314,7 @@ impl LoopState {
                     .by_request
                     .record(answer.status, answer.body_bytes, &t, end, false);
             } else {
-                let now = crate::metrics::now_ns();
+                let now = crate::clock::now_ns();
                 let pending = PendingLog {
                     head,
                     client: conn.peer.clone(),
@@ -347,7 +349,7 @@ impl LoopState {
             // Idle once the answer is written (if the socket is full, writing it switches to
             // the write timeout).
             conn.phase = Phase::Idle;
-            conn.deadline = Some(Instant::now() + ctx.settings.keepalive_timeout);
+            conn.deadline = Some(Instant::now() + ctx.settings.config.keepalive_timeout);
             return Ok(Next::Answered);
         }
         let buffered = conn.buffered().len() as u64;
@@ -361,7 +363,7 @@ impl LoopState {
                 // Wait in the loop for the rest of a small body, as long as it keeps coming
                 // (the read timeout, as when the app reads a body itself).
                 conn.phase = Phase::ReadingBody(Box::new(head));
-                conn.deadline = Some(Instant::now() + ctx.settings.read_timeout);
+                conn.deadline = Some(Instant::now() + ctx.settings.config.read_timeout);
                 return Ok(Next::NeedMore);
             }
             _ => false,
@@ -396,7 +398,7 @@ impl LoopState {
             conn,
             head,
             body_buffered,
-            parsed_at: crate::metrics::now_ns(),
+            parsed_at: crate::clock::now_ns(),
             uwsgi: None,
         }
     }
@@ -407,14 +409,10 @@ impl LoopState {
 /// the reason when the connection must close without an answer (no HTTP answer can be right:
 /// the peer is a proxy that did not speak the protocol it was configured for).
 fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static str> {
-    let trusted = ctx
-        .settings
-        .proxy_trust
-        .as_ref()
-        .is_some_and(|t| match conn.peer {
-            Peer::Ip(a) => t.trusts(a.ip()),
-            Peer::Unix => t.trusts_unix(),
-        });
+    let trusted = ctx.settings.proxy_trust().is_some_and(|t| match conn.peer {
+        Peer::Ip(a) => t.trusts(a.ip()),
+        Peer::Unix => t.trusts_unix(),
+    });
     if !trusted {
         return Err("the peer is not in --forwarded-allow-ips");
     }
@@ -438,14 +436,16 @@ fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static st
 /// comes first, so a check is answered within the loop's round even while every app thread
 /// computes) and static files (`--static`). `None`: the request is the app's.
 fn own_answer(head: &RequestHead, out: &mut OutQueue, ctx: &LoopCtx) -> Option<OwnAnswer> {
-    let server = &ctx.settings.server_header;
+    let server = &ctx.settings.config.server_header;
     // Compared first: the answer's buffer and date are made only for the health path itself.
-    if !ctx.settings.health_path.is_empty() && head.path() == ctx.settings.health_path.as_slice() {
+    if !ctx.settings.config.health_path.is_empty()
+        && head.path() == ctx.settings.config.health_path.as_slice()
+    {
         let mut buf = Vec::with_capacity(256);
         let date = http_date();
         if let Some(a) = health_answer(
             head,
-            &ctx.settings.health_path,
+            &ctx.settings.config.health_path,
             !ctx.health_failing(),
             &date,
             server,

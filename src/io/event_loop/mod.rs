@@ -16,7 +16,7 @@
 //!
 //! The loop's state is [`LoopState`] (here, with the wait-and-dispatch round, `next_work`);
 //! its other jobs are in the submodules, each an `impl LoopState` block over the same state:
-//! - `listener`: the listening sockets, TCP_NODELAY inheritance, accepting;
+//! - `accept`: accepting from the listening sockets (`io::listen`), TCP_NODELAY inheritance;
 //! - `ctx`: what the loop shares with app threads ([`LoopCtx`]: settings, counters, the return
 //!   and flush queues, shutdown requests) and the [`Work`] it hands out;
 //! - `driver`: one connection's turn: finishing output, reading, parsing, answering static
@@ -48,16 +48,17 @@ use super::conn::{AfterOutput, Conn, Phase};
 use super::out_queue::FAIR_SHARE;
 use super::read_buf::ReadBuf;
 use super::shared_out::{FlushResult, SharedOut};
-use super::stream::{Peer, Stream};
-use crate::static_files::StaticOutcome;
+use super::stream::Stream;
+use crate::io::static_files::StaticOutcome;
+use crate::peer::Peer;
 
+mod accept;
 mod closing;
 mod ctx;
 mod driver;
-mod listener;
 
+pub use crate::io::listen::{ListenSocket, Nodelay};
 pub use ctx::{Counters, LoopCtx, LoopSettings, Shutdown, Work};
-pub use listener::{ListenSocket, Nodelay};
 
 /// Whether `fd` has something to read now (a zero-timeout `poll`, which consumes nothing): events
 /// held by an epoll descriptor, a connection waiting in a listener's backlog.
@@ -191,10 +192,11 @@ impl LoopState {
             ls.push(Some(l));
         }
         let shortest = settings
+            .config
             .header_timeout
-            .min(settings.keepalive_timeout)
-            .min(settings.write_timeout)
-            .min(settings.read_timeout);
+            .min(settings.config.keepalive_timeout)
+            .min(settings.config.write_timeout)
+            .min(settings.config.read_timeout);
         // Sweep often enough that a timeout fires within a quarter of its length (bounded to
         // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
         let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));

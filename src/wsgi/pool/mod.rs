@@ -5,7 +5,7 @@
 //! straight into a parked thread's slot and only that thread is woken, hot threads stay hot,
 //! and threads at the bottom of the stack time out when the load drops.
 //!
-//! App calls pass admission first (`server::admission`): at most `max_runnable` of them count as
+//! App calls pass admission first (`admission`): at most `max_runnable` of them count as
 //! runnable at once; the others wait in a FIFO queue, and a thread that finishes a call takes
 //! the next one itself, without a wake-up. The pool's watcher thread (`watch`) looks at the
 //! admitted calls while calls wait, and demotes those it sees blocked, so blocking apps still
@@ -15,16 +15,17 @@
 //! Each thread stays attached to the Python interpreter for its whole life (one thread state,
 //! created once), so taking the GIL for a job costs a lock, not a thread-state allocation.
 
+pub mod admission;
+mod threads;
+mod watch;
+
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use pyo3::prelude::*;
+use crate::clock::clock_time;
 
-use crate::server::admission::{
-    stalled, Admission, AdmissionStats, Class, Waiting, COMPUTING_CPU, LOCK_LOOKS, LONG_CALL,
-    STALLED_LOOKS,
-};
+use admission::{Admission, AdmissionStats, Class, Waiting};
 
 /// An idle thread with no work for this long exits (while more than `min` threads exist).
 const IDLE_EXIT: Duration = Duration::from_secs(30);
@@ -168,7 +169,7 @@ const WAITED_SHARE: u32 = 4;
 /// app threads used this much (1 ms), the process hardly ran, and the judgement waits.
 const EVIDENCE: Duration = Duration::from_millis(1);
 
-/// What the watcher made of an admitted call's length (see `server::admission`).
+/// What the watcher made of an admitted call's length (see `admission`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Length {
     /// Not past `LONG_CALL` of wall time, nor seen computing `COMPUTING_CPU`.
@@ -259,7 +260,7 @@ impl Drop for Life {
 }
 
 impl<J: Send + 'static> Pool<J> {
-    /// `max_runnable`: see `server::admission` (0: no admission limit).
+    /// `max_runnable`: see `admission` (0: no admission limit).
     pub fn new(
         min: usize,
         max: usize,
@@ -372,62 +373,6 @@ impl<J: Send + 'static> Pool<J> {
         self.start(inner, job, None);
     }
 
-    /// Give `job` to a parked thread, or to a new one. An admitted job's thread becomes a
-    /// holder (watched while calls wait).
-    fn start(
-        self: &Arc<Self>,
-        mut inner: std::sync::MutexGuard<'_, Inner<J>>,
-        job: J,
-        ticket: Option<Ticket>,
-    ) {
-        let (slot, new) = match inner.idle.pop() {
-            Some(slot) => (slot, false),
-            None => {
-                inner.total += 1;
-                (Slot::new(), true)
-            }
-        };
-        let warn = new && inner.total > MANY_THREADS && !inner.warned;
-        inner.warned |= warn;
-        if let Some(ticket) = ticket.filter(|t| t.class != Class::Blocking) {
-            inner.holders.push(Holder::new(&slot, ticket));
-        }
-        drop(inner);
-        if new {
-            self.spawn(slot, Some((job, ticket)), warn);
-        } else {
-            *slot.job.lock().unwrap() = Some((job, ticket));
-            slot.cond.notify_one();
-        }
-    }
-
-    /// Start a thread for `slot` (its first job: `first`); false if none could be started.
-    /// Call without holding `inner`.
-    fn spawn(
-        self: &Arc<Self>,
-        slot: Arc<Slot<J>>,
-        first: Option<(J, Option<Ticket>)>,
-        warn: bool,
-    ) -> bool {
-        let pool = Arc::clone(self);
-        let life = self.lives.enter();
-        let res = std::thread::Builder::new()
-            .name("sluicegate-app".into())
-            .stack_size(STACK_SIZE)
-            .spawn(move || {
-                pool.thread_main(slot, first, warn); // consumes the thread's share of the pool
-                drop(life);
-            });
-        if let Err(e) = res {
-            // Out of threads. The job (moved into the closure) is lost with it: say so loudly.
-            eprintln!("sluicegate: cannot start an app thread: {e}");
-            let mut inner = self.inner.lock().unwrap();
-            inner.total -= 1;
-            return false;
-        }
-        true
-    }
-
     /// An inline call to `route` was taken over from the event loop's thread for computing
     /// (`server::scheduler`): it goes on outside the pool, but it holds the interpreter like
     /// an admitted long call. Count it in the long class and mark its route long, so that the
@@ -446,308 +391,6 @@ impl<J: Send + 'static> Pool<J> {
     pub fn adopted_finished(&self, route: u64) {
         let mut inner = self.inner.lock().unwrap();
         inner.adm.finished(Class::Long, true, route, None);
-    }
-
-    /// Before a thread that just ended a call starts the next long one: wait (at most
-    /// `FAST_FIRST`) until the admitted fast calls (`Holder::is_fast`) are done. They are
-    /// waiting for the GIL that the ended call held, and CPython's GIL is not fair: a thread
-    /// that releases it and asks for it again at once (the next long call) usually gets it
-    /// back before a waiter wakes, and the fast call waits a whole switch interval more.
-    /// Measured (S12, `/hello` beside 16 clients of a 200 ms computing route): a probe that
-    /// came within 5 ms of a long call's end took 8-10 ms instead of 5.5 ms, one probe in
-    /// 10-40. (A waiter that has asked the holder to drop the GIL gets it fairly: that is
-    /// every wait longer than a switch interval.)
-    fn let_fast_calls_go_first<'a>(
-        &self,
-        mut inner: std::sync::MutexGuard<'a, Inner<J>>,
-    ) -> std::sync::MutexGuard<'a, Inner<J>> {
-        let waiting = |inner: &Inner<J>| inner.holders.iter().any(Holder::is_fast);
-        if !waiting(&inner) {
-            return inner;
-        }
-        inner.adm.stats.fast_first += 1;
-        let deadline = Instant::now() + FAST_FIRST;
-        while waiting(&inner) && !inner.stopping {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            inner = self.fast_done.wait_timeout(inner, left).unwrap().0;
-        }
-        inner
-    }
-
-    /// Turn the calling thread into a pool thread (after its event-loop duty was taken over).
-    pub fn join_as_worker(self: &Arc<Self>) {
-        self.inner.lock().unwrap().total += 1;
-        self.worker_loop(Slot::new(), None);
-    }
-
-    fn thread_main(
-        self: Arc<Self>,
-        slot: Arc<Slot<J>>,
-        first: Option<(J, Option<Ticket>)>,
-        warn: bool,
-    ) {
-        // Attach once for the thread's life; jobs re-attach cheaply inside.
-        Python::attach(|py| {
-            if warn {
-                self.warn_many_threads(py);
-            }
-            py.detach(|| self.worker_loop(slot, first));
-            // The thread ends: what it kept for its next request goes now, while attached.
-            super::start_response::Callables::drop_kept(py);
-        });
-    }
-
-    /// The one-time `MANY_THREADS` warning, on the logger the server's errors go to. Given from
-    /// the new thread (which takes the GIL anyway), never from the event loop.
-    fn warn_many_threads(&self, py: Python<'_>) {
-        let msg = format!(
-            "more than {MANY_THREADS} app calls at once: the app thread pool grew past \
-             {MANY_THREADS} threads (limit {}). If each call holds a database connection, a \
-             database with a default connection limit (PostgreSQL max_connections = 100) \
-             refuses the next ones; cap it with --threads MIN:MAX below that limit (see \
-             docs/deploying.md, \"Sizing --threads\")",
-            self.max
-        );
-        let logged = py
-            .import("logging")
-            .and_then(|l| l.call_method1("getLogger", ("sluicegate.error",)))
-            .and_then(|l| l.call_method1("warning", (msg.as_str(),)));
-        if logged.is_err() {
-            eprintln!("sluicegate: {msg}");
-        }
-    }
-
-    fn worker_loop(self: &Arc<Self>, slot: Arc<Slot<J>>, mut next: Option<(J, Option<Ticket>)>) {
-        slot.set_clock_of_this_thread();
-        loop {
-            let mut finished: Option<(Ticket, Duration)> = None;
-            if let Some((job, ticket)) = next.take() {
-                let start = Instant::now();
-                self.busy.fetch_add(1, Ordering::Relaxed);
-                let own = (self.run)(job);
-                self.busy.fetch_sub(1, Ordering::Relaxed);
-                // The call's own time, not the wait for the interpreter before it: a fast
-                // call that waited for the GIL behind long ones while the watcher was not
-                // looking (no call queued, so nobody judged it `Waited`) would otherwise
-                // record that wait as its route's time and mark a fast route long. Measured
-                // (`bench.s12_startup`): `/hello` probes on a fresh server beside CPU-bound
-                // calls waited 75 ms for the GIL, one such time marked `/hello` long, and
-                // the next probes queued behind whole 200 ms calls.
-                finished = ticket.map(|t| (t, own.unwrap_or_else(|| start.elapsed())));
-            }
-            let mut inner = self.inner.lock().unwrap();
-            if let Some((ticket, took)) = finished {
-                let held = inner
-                    .holders
-                    .iter()
-                    .position(|h| Arc::ptr_eq(&h.slot, &slot));
-                // The holder's class, which may have become long while it ran.
-                let (class, took, unblocked, fast) = match held {
-                    Some(i) => {
-                        let h = inner.holders.swap_remove(i);
-                        let fast = h.is_fast();
-                        (
-                            h.ticket.class,
-                            h.took(took),
-                            h.clean_looks >= STALLED_LOOKS,
-                            fast,
-                        )
-                    }
-                    None => (ticket.class, Some(took), false, false),
-                };
-                inner
-                    .adm
-                    .finished(class, held.is_some(), ticket.route, took);
-                if fast {
-                    self.fast_done.notify_all();
-                }
-                if unblocked {
-                    inner.adm.unblocked(ticket.route);
-                }
-            }
-            // Queued work first (on this thread, no wake-up), then park.
-            let queued = if inner.stopping {
-                inner.adm.admit_any()
-            } else {
-                inner.adm.admit_next()
-            };
-            if let Some((job, route, class)) = queued {
-                if class == Class::Long && !inner.stopping {
-                    inner = self.let_fast_calls_go_first(inner);
-                }
-                let ticket = Ticket {
-                    route,
-                    class,
-                    judged: false,
-                };
-                if class != Class::Blocking {
-                    inner.holders.push(Holder::new(&slot, ticket));
-                }
-                next = Some((job, Some(ticket)));
-                continue;
-            }
-            if inner.stopping {
-                break;
-            }
-            inner.idle.push(Arc::clone(&slot));
-            drop(inner);
-            let mut job = slot.job.lock().unwrap();
-            loop {
-                if let Some(j) = job.take() {
-                    next = Some(j);
-                    break;
-                }
-                let (guard, timeout) = slot.cond.wait_timeout(job, IDLE_EXIT).unwrap();
-                job = guard;
-                if job.is_some() {
-                    continue;
-                }
-                let mut inner = self.inner.lock().unwrap();
-                let still_idle = inner.idle.iter().position(|s| Arc::ptr_eq(s, &slot));
-                if inner.stopping || (timeout.timed_out() && inner.total > self.min) {
-                    if let Some(i) = still_idle {
-                        inner.idle.remove(i);
-                        inner.total -= 1;
-                        drop(inner);
-                        self.exited.notify_all();
-                        return;
-                    }
-                    // A job is being handed to us right now: take it.
-                }
-            }
-        }
-        let mut inner = self.inner.lock().unwrap();
-        inner.total -= 1;
-        drop(inner);
-        self.exited.notify_all();
-    }
-
-    /// The watcher's body (its own thread, until `stop`): while calls wait for admission, look
-    /// at the admitted ones every `LOOK_EVERY`, demote those seen blocked, and admit queued
-    /// calls in their place. Sleeps while no call waits. `non_app_cpu`: CPU time used so far
-    /// by the server's threads that never run Python (the event loop's).
-    pub fn watch(self: &Arc<Self>, non_app_cpu: impl Fn() -> Option<Duration>) {
-        // The previous look: when, and the app threads' CPU time then.
-        let mut prev: Option<(Instant, Duration)> = None;
-        let mut inner = self.inner.lock().unwrap();
-        loop {
-            if inner.stopping {
-                return;
-            }
-            if inner.adm.queued_now() == 0 && !inner.holders.iter().any(|h| h.ticket.judged) {
-                prev = None;
-                for h in inner.holders.iter_mut() {
-                    h.cpu_seen = None;
-                    h.stalled_looks = 0;
-                    h.clean_looks = 0;
-                }
-                inner = self.queued.wait(inner).unwrap();
-                continue;
-            }
-            drop(inner);
-            std::thread::sleep(LOOK_EVERY);
-            let now = Instant::now();
-            let app_cpu = match (clock_time(libc::CLOCK_PROCESS_CPUTIME_ID), non_app_cpu()) {
-                (Some(all), Some(other)) => all
-                    .saturating_sub(other)
-                    .saturating_sub(clock_time(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or_default()),
-                _ => Duration::MAX,
-            };
-            inner = self.inner.lock().unwrap();
-            let window = prev.map(|(t, cpu)| (now.duration_since(t), app_cpu.saturating_sub(cpu)));
-            prev = Some((now, app_cpu));
-            let mut demoted = Vec::new();
-            let mut lengthened = 0;
-            let mut long_routes = Vec::new();
-            let mut i = 0;
-            while i < inner.holders.len() {
-                let h = &mut inner.holders[i];
-                let ran = now.saturating_duration_since(h.since);
-                let cpu = h.slot.cpu_time();
-                if h.cpu_first.is_none() {
-                    h.cpu_first = cpu;
-                    h.app_first = Some(app_cpu);
-                }
-                let computed = cpu.zip(h.cpu_first).map(|(c, f)| c.saturating_sub(f));
-                if h.length != Length::Computing && computed.is_some_and(|c| c >= COMPUTING_CPU) {
-                    h.length = Length::Computing;
-                    long_routes.push((h.ticket.route, ran));
-                }
-                if h.ticket.class == Class::Short && ran >= LONG_CALL {
-                    h.ticket.class = Class::Long;
-                    lengthened += 1;
-                    if h.length == Length::Short {
-                        h.length = Length::Unsure;
-                    }
-                }
-                if h.length == Length::Unsure {
-                    // Past `LONG_CALL` without having computed `COMPUTING_CPU`: did it wait for
-                    // the interpreter (its time then says nothing of its route), or compute?
-                    let others = h.app_first.zip(computed).map(|(first, own)| {
-                        (app_cpu.saturating_sub(first).saturating_sub(own), own)
-                    });
-                    match others {
-                        Some((others, own))
-                            if others >= EVIDENCE && others > own * WAITED_SHARE =>
-                        {
-                            h.length = Length::Waited;
-                        }
-                        Some((_, own)) if own >= EVIDENCE => {
-                            h.length = Length::Computing;
-                            long_routes.push((h.ticket.route, ran));
-                        }
-                        // Not seen long enough, or nobody ran (the machine was busy): look again.
-                        _ => {}
-                    }
-                }
-                let was = std::mem::replace(&mut h.cpu_seen, cpu);
-                if let (Some((wall, app)), Some(was), Some(cpu)) = (window, was, cpu) {
-                    let slot = &h.slot;
-                    match stalled(wall, cpu.saturating_sub(was), app, || slot.waiting()) {
-                        Some(w) => {
-                            h.stalled_looks += 1;
-                            h.clean_looks = 0;
-                            h.io = w == Waiting::Io;
-                        }
-                        None => {
-                            h.stalled_looks = 0;
-                            h.clean_looks += 1;
-                        }
-                    }
-                }
-                let needed = if h.io { STALLED_LOOKS } else { LOCK_LOOKS };
-                if h.stalled_looks >= needed {
-                    let h = inner.holders.swap_remove(i);
-                    demoted.push((h.ticket, h.io));
-                } else {
-                    i += 1;
-                }
-            }
-            for _ in 0..lengthened {
-                inner.adm.lengthen();
-            }
-            for (route, ran) in long_routes {
-                inner.adm.mark_long(route, ran);
-            }
-            for (ticket, io) in demoted {
-                inner.adm.demote(ticket.class, ticket.route, io);
-            }
-            while !inner.idle.is_empty() || inner.total < self.max {
-                let Some((job, route, class)) = inner.adm.admit_next() else {
-                    break;
-                };
-                let ticket = Ticket {
-                    route,
-                    class,
-                    judged: false,
-                };
-                self.start(inner, job, Some(ticket));
-                inner = self.inner.lock().unwrap();
-            }
-        }
     }
 
     /// Stop: idle threads exit now, busy ones after their job (queued calls are still run,
@@ -787,17 +430,4 @@ fn waiting_of(tid: i32) -> Waiting {
         Some(Ok(nr)) if nr >= 0 => Waiting::Io,
         _ => Waiting::Unknown,
     }
-}
-
-/// A CPU clock's time so far (one `clock_gettime`).
-pub fn clock_time(clock: libc::clockid_t) -> Option<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; an invalid clock id only makes the call fail.
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return None;
-    }
-    Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }

@@ -24,9 +24,9 @@ use sluicegate_proto::files::{
 use sluicegate_proto::h1::response::OwnAnswer;
 use sluicegate_proto::RequestHead;
 
+use super::out_queue::{OutQueue, CORK_MIN};
 use crate::config::MountConfig;
 use crate::http_date::http_date;
-use crate::io::out_queue::{OutQueue, CORK_MIN};
 
 /// One mount, ready to serve.
 struct Mount {

@@ -7,79 +7,32 @@
 //! buffer, without a copy and without the GIL. A streaming response moves to a queue shared
 //! with the event loop (`io::shared_out`), with backpressure.
 //!
-//! Its lifecycle is [`Stage`]: one enum, its transitions in the methods below.
+//! Its lifecycle is [`Stage`]: one enum, its transitions in the methods below. The head
+//! (keep-alive, encoding, the `--timeout` gate) is `head.rs`. Every write goes through the
+//! I/O layer (`io::transport`).
 
-use std::cell::Cell;
-use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use sluicegate_proto::h1::encode::{
-    decimal, encode_response_head, ResponseFraming, ResponseHead, DECIMAL_LEN, LAST_CHUNK,
-};
-use sluicegate_proto::h1::response::{choose_framing, keeps_alive, BodyLength};
+use sluicegate_proto::h1::encode::{ResponseFraming, LAST_CHUNK};
 use sluicegate_proto::{RequestHead, Version};
 
-use super::app_head::AppHead;
-use super::body_block::{as_block, framed_chunk, queue_body, Block, COPY_MAX};
-use super::deadline::HeadGate;
-use super::input::Input;
-use crate::http_date::http_date;
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
-use crate::io::out_queue::{spare_buffer, OutQueue, CORK_MIN};
+use crate::io::out_queue::{OutQueue, CORK_MIN};
 use crate::io::shared_out::SharedOut;
+use crate::io::transport::Transport;
+use crate::wsgi::app_head::AppHead;
+use crate::wsgi::body_block::{as_block, framed_chunk, queue_body, Block, SendError, COPY_MAX};
+use crate::wsgi::deadline::HeadGate;
+use crate::wsgi::input::Input;
+use crate::wsgi::stream_hook::{fire_stream_hook, holds_the_loop};
+
+mod head;
 
 /// Writes of at least this many pending bytes release the GIL for the syscall.
 const DETACH_WRITE_MIN: u64 = 64 * 1024;
-
-/// Why a block could not be sent.
-#[derive(Debug)]
-pub enum SendError {
-    NotBytes(String),
-    NotStarted,
-    Finished,
-    ClientGone,
-}
-
-/// Per-thread hook the scheduler sets around an inline call: called once when the response
-/// turns out to stream (a generator's second block), so the event loop moves to another thread
-/// that can send blocks while this one keeps producing them. (Function pointer + context, so
-/// the bridge need not know the scheduler.)
-type StreamHook = (fn(*const ()), *const ());
-
-thread_local! {
-    static STREAM_HOOK: Cell<Option<StreamHook>> = const { Cell::new(None) };
-}
-
-/// Set (or clear, with None) the current thread's stream hook.
-pub fn set_stream_hook(hook: Option<StreamHook>) {
-    STREAM_HOOK.with(|h| h.set(hook));
-}
-
-/// Is this app call running inline on the event loop's thread (the scheduler set its hook)?
-pub fn in_inline_call() -> bool {
-    holds_the_loop()
-}
-
-/// Is this thread in an inline call that still holds the event loop (its hook not fired)?
-fn holds_the_loop() -> bool {
-    STREAM_HOOK.with(|h| h.get().is_some())
-}
-
-/// Out of line: only requests with a body get here (keeps `keeps_alive` small enough to inline).
-#[cold]
-#[inline(never)]
-fn body_drainable(input: &Py<Input>, max: u64) -> bool {
-    input.get().drainable(max)
-}
-
-fn fire_stream_hook() {
-    if let Some((f, ctx)) = STREAM_HOOK.with(|h| h.take()) {
-        f(ctx);
-    }
-}
 
 /// Sends one response on a socket borrowed from the connection for the request.
 ///
@@ -88,7 +41,8 @@ fn fire_stream_hook() {
 /// the event loop, which writes whatever has piled up whenever the socket is writable, while
 /// the app thread goes on producing; past the high-water mark the app thread waits.
 pub struct Sender {
-    fd: RawFd,
+    /// The request's connection, written through the I/O layer.
+    transport: Transport,
     token: usize,
     ctx: Arc<LoopCtx>,
     version: Version,
@@ -103,7 +57,7 @@ pub struct Sender {
     gate: Option<Arc<HeadGate>>,
     body: Option<(Py<Input>, u64)>,
     server_timing: Option<(u64, u64)>,
-    /// When the head was encoded (`metrics::now_ns`): the first byte was ready (the access
+    /// When the head was encoded (`clock::now_ns`): the first byte was ready (the access
     /// log's send time).
     head_at: Option<u64>,
     app: AppHead,
@@ -179,7 +133,7 @@ impl Sender {
         settings: SenderSettings,
     ) -> Sender {
         Sender {
-            fd: conn.stream.fd(),
+            transport: conn.transport(),
             token: conn.token,
             ctx,
             version: response_version(head, &settings),
@@ -217,7 +171,7 @@ impl Sender {
         settings: SenderSettings,
     ) {
         let Sender {
-            fd,
+            transport,
             token,
             ctx: ctx_slot,
             version,
@@ -240,7 +194,7 @@ impl Sender {
             out: out_slot,
             client_gone,
         } = self;
-        *fd = conn.stream.fd();
+        *transport = conn.transport();
         *token = conn.token;
         *ctx_slot = ctx;
         *version = response_version(head, &settings);
@@ -307,113 +261,6 @@ impl Sender {
     pub fn head_at(&self) -> Option<u64> {
         self.head_at
     }
-    /// The connection may carry another request after this response (proto's rule).
-    /// A stop that began while the app ran closes the connection too, and the head says so
-    /// (RFC 9112 §9.6), instead of promising a keep-alive the server will not keep.
-    #[inline]
-    pub fn keeps_alive(&self) -> bool {
-        let body_drainable = match &self.body {
-            None => true,
-            Some((input, max)) => body_drainable(input, *max),
-        };
-        keeps_alive(
-            self.keep_alive && !self.ctx.shutting_down() && body_drainable,
-            self.app.wants_close || self.client_gone,
-            self.framing,
-        )
-    }
-
-    /// Encode the head into `buf` with the framing proto chooses. `known_len` is the body
-    /// length when the whole body is known (list/tuple or end of iteration).
-    fn encode_head(&mut self, buf: &mut Vec<u8>, known_len: Option<u64>) {
-        let decided = choose_framing(
-            self.version,
-            self.is_head,
-            self.app.status_code,
-            BodyLength {
-                declared: self.app.content_length,
-                known: known_len,
-            },
-        );
-        self.framing = decided.framing;
-        // The headers as (name, value) pairs: on the stack for up to `STACK_PAIRS` of them
-        // (the app's, Content-Length, Server-Timing), no allocation per response.
-        const STACK_PAIRS: usize = 16;
-        let empty: (&[u8], &[u8]) = (b"", b"");
-        let mut stack = [empty; STACK_PAIRS];
-        let mut heap = Vec::new();
-        let pairs: &mut [(&[u8], &[u8])] = if self.app.header_count() + 2 <= STACK_PAIRS {
-            &mut stack
-        } else {
-            heap.resize(self.app.header_count() + 2, empty);
-            &mut heap
-        };
-        let mut count = 0;
-        for pair in self.app.headers() {
-            pairs[count] = pair;
-            count += 1;
-        }
-        let mut len_buf = [0u8; DECIMAL_LEN];
-        if let Some(n) = decided.head_length {
-            pairs[count] = (b"Content-Length", decimal(n, &mut len_buf));
-            count += 1;
-        }
-        let now = crate::metrics::now_ns();
-        self.head_at = Some(now);
-        let timing;
-        if let Some((parsed, called)) = self.server_timing {
-            // The W3C Server-Timing header: durations in milliseconds; the app's
-            // time so far (the head leaves before the body).
-            timing = format!(
-                "queue;dur={:.3}, app;dur={:.3}",
-                called.saturating_sub(parsed) as f64 / 1e6,
-                now.saturating_sub(called) as f64 / 1e6
-            );
-            pairs[count] = (b"Server-Timing", timing.as_bytes());
-            count += 1;
-        }
-        let date = http_date();
-        encode_response_head(
-            buf,
-            &ResponseHead {
-                version: self.version,
-                status: self.app.status(),
-                headers: &pairs[..count],
-                framing: self.framing,
-                keep_alive: self.keeps_alive(),
-                date: &date,
-                server: self.server_header,
-            },
-        );
-        self.stage = Stage::Direct;
-    }
-
-    /// Queue the head if it was not sent yet. `body_room`: capacity reserved after it, since
-    /// small body bytes are copied onto the same buffer (one writev, one segment). Fails (the
-    /// client counts as gone) if `--timeout` answered this request already.
-    fn queue_head(
-        &mut self,
-        q: &mut OutQueue,
-        known_len: Option<u64>,
-        body_room: usize,
-    ) -> Result<(), SendError> {
-        if matches!(self.stage, Stage::Unsent) {
-            if !self.claim_head() {
-                return self.gone();
-            }
-            let mut head = spare_buffer(512 + body_room);
-            self.encode_head(&mut head, known_len);
-            q.push_owned(head);
-        }
-        Ok(())
-    }
-
-    /// May this response's head (the app's, or the server's error answer) be sent? Only no
-    /// when `--timeout` already answered the request.
-    pub fn claim_head(&self) -> bool {
-        self.gate.as_ref().is_none_or(|g| g.claim_for_app())
-    }
-
     /// Queue body bytes into `out` with the framing in force.
     fn queue_body(&mut self, out: &mut OutQueue, block: Block<'_>) {
         queue_body(self.framing, &mut self.body_bytes, out, block);
@@ -510,7 +357,7 @@ impl Sender {
     fn start_sharing(&mut self) {
         fire_stream_hook();
         let rest = std::mem::take(&mut self.out);
-        let shared = Arc::new(SharedOut::new(self.fd, rest, self.high_water / 2));
+        let shared = Arc::new(SharedOut::new(&self.transport, rest, self.high_water / 2));
         self.ctx.request_flush(self.token, Arc::clone(&shared));
         self.stage = Stage::Streaming(shared);
     }
@@ -698,10 +545,10 @@ impl Sender {
             return Ok(());
         }
         let res = if self.out.pending() >= DETACH_WRITE_MIN {
-            let (out, fd) = (&mut self.out, self.fd);
-            py.detach(|| out.write_fd(fd))
+            let (out, transport) = (&mut self.out, &self.transport);
+            py.detach(|| transport.write_some(out))
         } else {
-            self.out.write_fd(self.fd)
+            self.transport.write_some(&mut self.out)
         };
         match res {
             Ok(_) => Ok(()),

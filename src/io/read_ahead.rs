@@ -5,7 +5,7 @@
 //! sending once the receive buffer is full, and the upload takes the app's time plus the
 //! transfer's. A reader thread keeps draining the socket into blocks, up to [`AHEAD_MAX`]
 //! bytes ahead of the app, so that the two overlap (granian does the same: its CPU time in S8
-//! is above its wall time). It only starts for a body known to be large (`wsgi::input`
+//! is above its wall time). It only starts for a body known to be large (`wsgi::body`
 //! decides) and owns the socket's reading side until it is
 //! stopped: [`ReadAhead`]'s drop stops and joins it, so the connection never goes back to the
 //! event loop with a reader still on it. While it runs, the loop is not told of the arrivals
@@ -14,10 +14,9 @@
 //! A Content-Length body is read never past its end. A chunked body's end is only known by
 //! decoding it: the reader runs a copy of the body's decoder over what it reads, and stops at
 //! the block in which the body ends; the bytes after the end in that block (a pipelined
-//! request) are given back to the connection's read buffer by `wsgi::input`.
+//! request) are given back to the connection's read buffer by `wsgi::body`.
 
 use std::collections::VecDeque;
-use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -25,9 +24,24 @@ use std::time::{Duration, Instant};
 
 use sluicegate_proto::h1::decode::BodyDecoder;
 
-use super::input::{BodyFailure, BodyPace};
-use crate::io::event_loop::LoopCtx;
-use crate::io::stream::{read_fd, wait_fd};
+use sluicegate_proto::ProtoError;
+
+use super::event_loop::LoopCtx;
+use super::transport::Transport;
+use crate::config::BodyPace;
+
+/// Why reading the body stopped for good.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyFailure {
+    /// The client closed or reset before the body was complete.
+    Disconnected,
+    /// No bytes for the read timeout.
+    TimedOut,
+    /// Slower than `--min-body-rate`, or longer than `--body-timeout`.
+    TooSlow,
+    /// Invalid framing or too large: the answer the server should give if it still can.
+    Protocol(ProtoError),
+}
 
 /// Bytes read ahead of the app at most.
 pub const AHEAD_MAX: usize = 1024 * 1024;
@@ -97,7 +111,7 @@ pub struct LoopEntry {
 pub struct ReadAhead {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
-    fd: RawFd,
+    transport: Transport,
     entry: Option<LoopEntry>,
 }
 
@@ -112,10 +126,10 @@ pub enum Next {
 }
 
 impl ReadAhead {
-    /// Start reading the rest of the body on `fd`. None if no thread could be started (the
-    /// caller reads as before).
+    /// Start reading the rest of the body from `transport`. None if no thread could be started
+    /// (the caller reads as before).
     pub fn start(
-        fd: RawFd,
+        transport: Transport,
         until: Until,
         pacing: Pacing,
         entry: Option<LoopEntry>,
@@ -125,10 +139,11 @@ impl ReadAhead {
             changed: Condvar::new(),
         });
         let s = Arc::clone(&shared);
+        let reader = transport.clone();
         let thread = std::thread::Builder::new()
             .name("sluicegate-readahead".into())
             .spawn(move || {
-                let end = read_body(fd, until, &pacing, &s);
+                let end = read_body(&reader, until, &pacing, &s);
                 let mut st = s.state.lock().unwrap();
                 if let Some(end) = end {
                     st.end = Some(end);
@@ -137,12 +152,12 @@ impl ReadAhead {
             })
             .ok()?;
         if let Some(e) = &entry {
-            e.ctx.mute_reads(fd, e.token, true);
+            e.ctx.mute_reads(transport.fd(), e.token, true);
         }
         Some(ReadAhead {
             shared,
             thread: Some(thread),
-            fd,
+            transport,
             entry,
         })
     }
@@ -199,7 +214,7 @@ impl ReadAhead {
             self.shared.changed.notify_all();
             let _ = thread.join();
             if let Some(e) = self.entry.take() {
-                e.ctx.mute_reads(self.fd, e.token, false);
+                e.ctx.mute_reads(self.transport.fd(), e.token, false);
             }
         }
     }
@@ -214,7 +229,7 @@ impl Drop for ReadAhead {
 /// The reader's loop: blocks of up to [`BLOCK`] bytes, until `until`, at most [`AHEAD_MAX`]
 /// ahead. Returns how it ended, or None when it was stopped.
 fn read_body(
-    fd: RawFd,
+    transport: &Transport,
     until: Until,
     pacing: &Pacing,
     shared: &Shared,
@@ -244,14 +259,14 @@ fn read_body(
         let want = usize::try_from(left).unwrap_or(usize::MAX).min(BLOCK);
         block.resize(want, 0);
         let n = loop {
-            match read_fd(fd, &mut block) {
+            match transport.read_some(&mut block) {
                 Ok(0) => return Some(Err(BodyFailure::Disconnected)),
                 Ok(n) => break n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(_) => return Some(Err(BodyFailure::Disconnected)),
             }
             // Nothing there: wait, in slices short enough to notice a stop, and judge the
-            // wait as `wsgi::input` does (read timeout, and the body's pace).
+            // wait as `wsgi::body` does (read timeout, and the body's pace).
             let now = Instant::now();
             let by_timeout = last_progress + pacing.read_timeout;
             let (deadline, failure) = match pacing.pace.deadline(pacing.started, read_total) {
@@ -271,7 +286,7 @@ fn read_body(
                     shared.changed.notify_all();
                 }
             }
-            match wait_fd(fd, false, (deadline - now).min(STOP_CHECK)) {
+            match transport.wait_readable((deadline - now).min(STOP_CHECK)) {
                 Ok(_) => {}
                 Err(_) => return Some(Err(BodyFailure::Disconnected)),
             }

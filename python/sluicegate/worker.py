@@ -1,0 +1,62 @@
+"""A worker process of `--workers N`: one `ServerProcess` that tells its master instead of the
+world.
+
+Forked by the master (master.py) on the master's listening sockets, it serves until the master
+signals it, and reports on its pipe (messages.py): `READY` once serving, `MAX_REQUESTS` after
+`--max-requests` requests, `STUCK` with `--max-stuck` stuck app calls. Only the master logs the
+`Listening at:` lines and speaks to systemd; the operations that are the master's (HUP, USR2,
+TTIN, TTOU, WINCH) reach the worker with the process group and are left to it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, List, Tuple
+
+from . import messages
+from .core_server import ServerProcess
+from .listeners import BoundSocket
+from .logs import log
+from .messages import Message
+from .options import Config
+
+
+class WorkerServer(ServerProcess):
+    """The server of one worker process (the lifecycle is core_server.Phase)."""
+
+    def __init__(
+        self, app: Callable[..., Any], cfg: Config, sockets: List[BoundSocket], *,
+        events_fd: int, max_requests: int, workers: int, balance: Tuple[int, int, int],
+        app_name: str = "", version: str = "",
+    ) -> None:
+        """`events_fd`: the write end of this worker's pipe to the master; `max_requests`:
+        --max-requests with this worker's jitter (0: never)."""
+        super().__init__(app, cfg, sockets, app_name=app_name, version=version,
+                         owns_process=True, workers=workers, balance=balance)
+        self.events_fd = events_fd
+        self.max_requests = max_requests
+        self.max_stuck = cfg.max_stuck if cfg.timeout else 0
+
+    def announce(self, threads: Tuple[int, int], why: str) -> None:
+        log.info("Worker %d: app %s, threads %d:%d (%s)", os.getpid(), self.app_name,
+                 threads[0], threads[1], why)
+        messages.send(self.events_fd, Message.READY)
+
+    def watches(self) -> bool:
+        return bool(self.max_requests or self.max_stuck)
+
+    def watch(self, stats: Dict[str, Any]) -> bool:
+        """Ask the master for a replacement once, when a limit is reached."""
+        if self.max_requests and stats["requests"] >= self.max_requests:
+            messages.send(self.events_fd, Message.MAX_REQUESTS)
+            return True
+        if self.max_stuck and stats["stuck_calls"] >= self.max_stuck:
+            log.error("Worker %d: %d app calls are stuck past --timeout (--max-stuck %d): "
+                      "asking for a replacement", os.getpid(), stats["stuck_calls"],
+                      self.max_stuck)
+            messages.send(self.events_fd, Message.STUCK)
+            return True
+        return False
+
+    def after_run(self) -> None:
+        log.info("Worker %d served %d requests", os.getpid(), self._server.stats["requests"])

@@ -1,0 +1,50 @@
+//! A response body that is a file the app handed over (`wsgi.file_wrapper` over a regular
+//! file): the system calls that make it ready for `sendfile(2)` (is it a regular file, where
+//! does it stand, our own descriptor for it). The bridge asks the app's file object for its
+//! `fileno()` and `tell()` (Python); the descriptor work is here, in the I/O layer.
+
+use std::fs::File;
+use std::os::fd::{FromRawFd, RawFd};
+
+/// A regular file, by the app's descriptor (which stays the app's).
+pub struct RegularFile {
+    fd: RawFd,
+    size: u64,
+}
+
+impl RegularFile {
+    /// `fd` if it is open on a regular file (not a pipe, a socket, a device).
+    pub fn of(fd: RawFd) -> Option<RegularFile> {
+        // SAFETY: an all-zero stat is a valid out-parameter; fstat fills it or fails.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat on any descriptor value is safe (a closed one fails); st is a valid
+        // out-pointer.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_mode & libc::S_IFMT) != libc::S_IFREG
+        {
+            return None;
+        }
+        Some(RegularFile {
+            fd,
+            size: st.st_size as u64,
+        })
+    }
+
+    /// The descriptor's own position (when the file object cannot say, with no `tell()`).
+    pub fn position(&self) -> Option<u64> {
+        // SAFETY: lseek on a descriptor, no memory involved.
+        u64::try_from(unsafe { libc::lseek(self.fd, 0, libc::SEEK_CUR) }).ok()
+    }
+
+    /// Our own descriptor for the file (close-on-exec), the position `pos` clamped to its size,
+    /// and the bytes from there to the end: what the output queue's file segment needs.
+    pub fn range_from(&self, pos: u64) -> Option<(File, u64, u64)> {
+        // SAFETY: dup of a descriptor; the result is checked and owned by the File below.
+        let dup = unsafe { libc::fcntl(self.fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if dup < 0 {
+            return None;
+        }
+        // SAFETY: `dup` is a fresh descriptor that nothing else owns.
+        let file = unsafe { File::from_raw_fd(dup) };
+        Some((file, pos.min(self.size), self.size.saturating_sub(pos)))
+    }
+}

@@ -1,0 +1,55 @@
+//! Listening sockets: what the Python front binds and hands over (TCP or unix), with
+//! TCP_NODELAY set once on the listener (Linux copies it to every accepted connection).
+//! Accepting from them is the event loop's (`event_loop/accept.rs`).
+
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+
+use mio::net::{TcpListener, UnixListener};
+
+/// A kind of listening socket handed over by the Python front.
+pub enum ListenSocket {
+    Tcp(TcpListener, Nodelay),
+    Unix(UnixListener),
+}
+
+/// Where an accepted TCP connection gets TCP_NODELAY from. Linux copies the option from the
+/// listener to every connection it accepts, which saves a `setsockopt` per connection (one
+/// syscall of the six a closed connection costs). The first connection is checked once, and
+/// should the option not be there, every connection sets it itself.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Nodelay {
+    /// Set on the listener; not yet seen on an accepted connection.
+    Unchecked,
+    /// Accepted connections have it from the listener.
+    Inherited,
+    /// Each accepted connection sets it.
+    PerConnection,
+}
+
+impl ListenSocket {
+    /// Take ownership of a bound, listening, non-blocking socket.
+    pub fn from_fd(fd: RawFd, unix: bool) -> ListenSocket {
+        if unix {
+            // SAFETY: the Python front detached this fd from its socket object and gives us
+            // sole ownership of an open, listening AF_UNIX socket.
+            let l = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
+            let _ = l.set_nonblocking(true);
+            ListenSocket::Unix(UnixListener::from_std(l))
+        } else {
+            // SAFETY: as above, for an open, listening TCP socket.
+            let l = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+            let _ = l.set_nonblocking(true);
+            let nodelay = if set_listener_nodelay(l.as_raw_fd()) {
+                Nodelay::Unchecked
+            } else {
+                Nodelay::PerConnection
+            };
+            ListenSocket::Tcp(TcpListener::from_std(l), nodelay)
+        }
+    }
+}
+
+/// TCP_NODELAY on a listening socket, for its connections to inherit; false if refused.
+fn set_listener_nodelay(fd: RawFd) -> bool {
+    super::stream::set_tcp_flag(fd, libc::TCP_NODELAY, true)
+}

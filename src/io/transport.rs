@@ -1,0 +1,131 @@
+//! A request's connection as the WSGI bridge sees it: the one interface through which code
+//! outside `io/` reads request-body bytes from a client, writes response bytes to it, or ends
+//! it. The bridge (`wsgi/`) holds a [`Transport`] for the request it runs and never a socket:
+//! every system call on a client socket is made in `io/`.
+//!
+//! What it offers is what the bridge needs and no more:
+//! - [`Transport::read_some`] into the caller's buffer (so `wsgi.input`'s `read(n)` reads straight
+//!   into the `bytes` it returns), [`Transport::wait_readable`] (with the GIL released by the
+//!   caller), and [`Transport::send_all`] for `100 Continue`;
+//! - [`Transport::write_some`]: one write of an output queue, the same zero-copy paths as the
+//!   loop's (a `writev` from the app's buffers, `sendfile` of a file range);
+//! - [`Transport::answer_and_close`]: the `--timeout` watcher's 504 and the end of the
+//!   connection, from a thread that does not own it.
+//!
+//! Today there is one variant, `Plain`: a plaintext TCP or unix socket, where each call is the
+//! system call itself (inlined: the bridge pays nothing for the indirection). A new transport
+//! is a new variant here, and the bridge does not change:
+//! - TLS (rustls): `Tls(Arc<TlsSession>)`, the `rustls::ServerConnection` and the socket
+//!   behind one lock; `read_some` decrypts from the session's plaintext buffer (reading and
+//!   decrypting records from the socket when it is empty), `write_some` encrypts the queue's
+//!   segments into the session and writes its records (no `sendfile`: the file range is read
+//!   and encrypted, or kTLS lets `sendfile` stay), `answer_and_close` sends a close_notify
+//!   after the answer;
+//! - an HTTP/2 stream: `H2(StreamHandle)`, a stream id and the connection's shared state;
+//!   `read_some` takes the stream's DATA frames (and returns flow-control credit), `write_some` frames
+//!   the bytes as DATA within the window and hands them to the connection's writer (the
+//!   loop), `answer_and_close` resets the stream (RST_STREAM) instead of closing the socket.
+//!
+//! A `Transport` is `Clone`, not `Copy`, so that a variant holding a shared session can be
+//! added without touching its users.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use super::out_queue::OutQueue;
+use super::stream::{read_fd, send_all_fd, set_receive_buffer, wait_fd, Stream};
+
+/// A request's connection, lent to the thread that runs the app (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// A plaintext socket (TCP or unix), non-blocking.
+    Plain(RawFd),
+}
+
+impl Transport {
+    /// The transport of a connection's stream.
+    #[inline]
+    pub fn of(stream: &Stream) -> Transport {
+        Transport::Plain(stream.fd())
+    }
+
+    /// The socket underneath, for the I/O layer's own bookkeeping (the epoll set, the shared
+    /// output queue); never given to the bridge.
+    #[inline]
+    pub(in crate::io) fn fd(&self) -> RawFd {
+        match self {
+            Transport::Plain(fd) => *fd,
+        }
+    }
+
+    /// One non-blocking read of request bytes into `buf` (`WouldBlock` when none are there).
+    /// `Ok(0)` is the end of the stream.
+    #[inline]
+    pub fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(fd) => read_fd(*fd, buf),
+        }
+    }
+
+    /// Wait up to `timeout` for bytes to read (or the peer's close or an error, which the next
+    /// `read_some` reports); false when the time ran out. Blocks the thread: callers holding the GIL
+    /// release it first.
+    #[inline]
+    pub fn wait_readable(&self, timeout: Duration) -> io::Result<bool> {
+        match self {
+            Transport::Plain(fd) => wait_fd(*fd, false, timeout),
+        }
+    }
+
+    /// Write all of `data` (a small interim answer: `100 Continue`), waiting up to `timeout`
+    /// per stall.
+    pub fn send_all(&self, data: &[u8], timeout: Duration) -> io::Result<()> {
+        match self {
+            Transport::Plain(fd) => send_all_fd(*fd, data, timeout),
+        }
+    }
+
+    /// One write of `out`'s front: a `writev` of its memory segments up to the first file
+    /// range, or a `sendfile` of the file range at its front (`OutQueue::write_fd`). Returns
+    /// the bytes written.
+    #[inline]
+    pub fn write_some(&self, out: &mut OutQueue) -> io::Result<usize> {
+        match self {
+            Transport::Plain(fd) => out.write_fd(*fd),
+        }
+    }
+
+    /// A large upload: let the kernel buffer up to `bytes` of it (`SO_RCVBUF`) so the client
+    /// keeps sending while the app works on what it read. False if refused.
+    pub fn raise_receive_buffer(&self, bytes: usize) -> bool {
+        match self {
+            Transport::Plain(fd) => set_receive_buffer(*fd, bytes),
+        }
+    }
+
+    /// End the connection from a thread that does not own it (the `--timeout` watcher): with
+    /// `answer`, one non-blocking write of it first (it fits the send buffer of a connection
+    /// that was sent nothing yet; not waited for if not), then shut the socket down both ways,
+    /// which wakes whoever waits on it. The descriptor stays open for its owner to close.
+    pub fn answer_and_close(&self, answer: Option<&[u8]>) {
+        match self {
+            Transport::Plain(fd) => {
+                if let Some(bytes) = answer {
+                    // SAFETY: the caller guarantees `fd` is open (see `wsgi::deadline`); the
+                    // buffer is valid for its length.
+                    unsafe {
+                        libc::send(
+                            *fd,
+                            bytes.as_ptr() as *const libc::c_void,
+                            bytes.len(),
+                            libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                        )
+                    };
+                }
+                // SAFETY: as above; shutdown only changes the socket's state.
+                unsafe { libc::shutdown(*fd, libc::SHUT_RDWR) };
+            }
+        }
+    }
+}

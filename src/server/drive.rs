@@ -1,0 +1,221 @@
+//! Who runs each request and the loop: the state every server thread shares ([`Shared`]), a
+//! request run inline on the loop's thread (the loop parked around the call) or handed to the
+//! pool, the loop's thread driving `next_work` in batches, and a pool thread's job (a request,
+//! or the loop itself after a takeover). The scheduler (`scheduler.rs`) decides; this file
+//! carries it out.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+
+use super::scheduler::Scheduler;
+use crate::io::event_loop::{LoopCtx, LoopState, Work};
+use crate::io::wakeup;
+use crate::wsgi::bridge::Bridge;
+use crate::wsgi::driver::run_request;
+use crate::wsgi::pool::Pool;
+use crate::wsgi::stream_hook::set_stream_hook;
+
+/// What a pool thread is asked to do.
+pub enum Job {
+    /// Run one request.
+    Request(Work),
+    /// Become the event loop's thread (after a takeover).
+    RunLoop(Box<LoopState>),
+}
+
+/// State shared by every thread of the server.
+pub struct Shared {
+    pub(super) bridge: Bridge,
+    pub(super) sched: Scheduler,
+    pub(super) pool: Mutex<Option<Arc<Pool<Job>>>>,
+    /// eventfd written once when the event loop has finished (shutdown complete).
+    pub(super) done_fd: RawFd,
+}
+
+impl Shared {
+    pub(super) fn pool(&self) -> Arc<Pool<Job>> {
+        self.try_pool().expect("pool is set in run()")
+    }
+
+    /// The pool, or `None` once the stop has let go of it (the lock is released before the
+    /// caller looks, so a late caller never poisons it for `stats()`).
+    pub(super) fn try_pool(&self) -> Option<Arc<Pool<Job>>> {
+        let pool = self.pool.lock().unwrap().clone();
+        pool
+    }
+
+    pub(super) fn ctx(&self) -> &LoopCtx {
+        &self.bridge.loop_ctx
+    }
+
+    /// Run one request on a pool thread (GIL taken here). Dispatched calls are timed for the
+    /// scheduler from the moment the GIL is held.
+    /// Returns the connection and the call's time from that moment (admission remembers it
+    /// for the route: a wait for the GIL says nothing of the route).
+    pub(super) fn run_request_here(&self, work: Work) -> (Box<crate::io::conn::Conn>, Duration) {
+        let _attached = crate::wsgi::release::Attached::enter();
+        Python::attach(|py| {
+            let start = Instant::now();
+            let conn = run_request(&self.bridge, py, work);
+            let took = start.elapsed();
+            self.sched.note_call(took);
+            (conn, took)
+        })
+    }
+
+    /// Run one request inline on the loop's thread, attached already. Inline calls are watched
+    /// by the watchdog.
+    pub(super) fn run_inline(&self, py: Python<'_>, work: Work) -> Box<crate::io::conn::Conn> {
+        // Should the response stream, the loop moves to another thread (see `release_loop`);
+        // the hook is this thread's for this call only.
+        set_stream_hook(Some((
+            release_loop_hook,
+            self as *const Shared as *const (),
+        )));
+        let conn = run_request(&self.bridge, py, work);
+        set_stream_hook(None);
+        conn
+    }
+}
+
+/// Stream hook of an inline call: hand the parked loop to a pool thread.
+pub(super) fn release_loop_hook(ctx: *const ()) {
+    // SAFETY: set by run_inline from `&Shared` for the duration of the inline call that fires
+    // it; the Shared outlives every request.
+    let shared = unsafe { &*(ctx as *const Shared) };
+    if let Some(st) = shared.sched.release_parked() {
+        shared.pool().submit_urgent(Job::RunLoop(st));
+    }
+}
+
+/// Inline requests the loop's thread runs one after another while attached, taking them from
+/// what the loop has ready already; then it detaches to wait for events and do the loop's other
+/// duties (pool threads' returned connections, streaming hand-offs).
+pub(super) const INLINE_BATCH: usize = 16;
+
+/// How long a stop waits for threads that left their loops to finish their last drops (a
+/// lock and the GIL for a moment each): a bound, never reached unless the process is starved.
+pub(super) const STOP_TAIL: Duration = Duration::from_secs(2);
+
+/// Should `work` run inline on the loop's thread now (else it goes to the pool)?
+pub(super) fn runs_inline(shared: &Shared, work: &Work) -> bool {
+    work.body_buffered && !shared.ctx().shutting_down() && shared.sched.inline_now()
+}
+
+/// Hand `work` to the pool.
+pub(super) fn dispatch(shared: &Shared, work: Work) {
+    shared
+        .sched
+        .dispatched_calls
+        .fetch_add(1, Ordering::Relaxed);
+    let route = crate::wsgi::pool::admission::route_hash(work.head.path());
+    shared.pool().submit(Job::Request(work), route);
+}
+
+/// How [`drive_loop`] returned.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum LoopEnd {
+    /// The loop has shut down.
+    ShutDown,
+    /// Another thread took the loop over while this one was in an inline call.
+    TakenOver,
+}
+
+/// The event loop's driver: takes work from the loop and runs it inline or hands it to the
+/// pool. Returns when the loop has shut down, or when the loop was taken over while this thread
+/// was in an inline call: the caller then serves as a pool thread (a pool thread by going back
+/// to its own worker loop, never by starting one inside this call: the loop moves between
+/// threads at every streaming inline response, and a worker loop started here each time
+/// nested one call deeper per move, until the stack overflowed, and counted the thread again
+/// each time).
+///
+/// The thread stays attached to the interpreter and detaches only while the loop waits for
+/// work (`next_work`: epoll, reads, the loop's duties), as the GIL is needed for the app call
+/// that follows: taking it with `PyGILState_Ensure` per request cost about 300 instructions
+/// more than `PyEval_RestoreThread`. While attached, the requests the loop has ready already
+/// (parsed from events it has; it waits for no new ones) run one after another, up to
+/// [`INLINE_BATCH`]: one GIL take for all of them (about 700 instructions each). The loop is
+/// parked during each app call (the watchdog can take it over); its own work between calls
+/// (writing back, reading and parsing the next request) runs attached, a few microseconds, as
+/// the app call would anyway; a large answer still to write ends the batch and is written
+/// detached (`LoopState::next_ready_work`).
+pub(super) fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
+    shared.sched.set_loop_thread();
+    Python::attach(|py| {
+        let mut st = Some(st);
+        loop {
+            let Some(work) = py.detach(|| {
+                let _on_loop = crate::wsgi::release::LoopThread::enter();
+                let st = st.as_mut().expect("the loop is here");
+                loop {
+                    let work = st.next_work(shared.ctx())?;
+                    if runs_inline(shared, &work) {
+                        return Some(work);
+                    }
+                    dispatch(shared, work);
+                }
+            }) else {
+                wakeup::ring(shared.done_fd);
+                return LoopEnd::ShutDown;
+            };
+            let mut work = work;
+            let mut ran = 0;
+            loop {
+                let route = crate::wsgi::pool::admission::route_hash(work.head.path());
+                let seq = shared
+                    .sched
+                    .park(st.take().expect("the loop is here"), route);
+                let conn = shared.run_inline(py, work);
+                match shared.sched.unpark() {
+                    Some(back) => {
+                        st.insert(back).put_back(conn, shared.ctx());
+                    }
+                    None => {
+                        // The watchdog gave the loop to another thread while the app ran.
+                        if shared.sched.was_adopted(seq) {
+                            shared.pool().adopted_finished(route);
+                        }
+                        shared.ctx().return_conn(conn);
+                        return LoopEnd::TakenOver;
+                    }
+                }
+                ran += 1;
+                if ran == INLINE_BATCH {
+                    break;
+                }
+                let st = st.as_mut().expect("the loop is here");
+                let next = loop {
+                    match st.next_ready_work(shared.ctx()) {
+                        None => break None,
+                        Some(next) if runs_inline(shared, &next) => break Some(next),
+                        Some(next) => dispatch(shared, next),
+                    }
+                };
+                match next {
+                    Some(next) => work = next,
+                    None => break,
+                }
+            }
+        }
+    })
+}
+
+/// Run one pool job; for an app call, returns its time from when it held the GIL.
+pub(super) fn run_job(shared: &Arc<Shared>, job: Job) -> Option<Duration> {
+    match job {
+        Job::Request(work) => {
+            let (conn, took) = shared.run_request_here(work);
+            shared.ctx().return_conn(conn);
+            Some(took)
+        }
+        // Taken over or shut down, this pool thread goes back to its worker loop.
+        Job::RunLoop(st) => {
+            drive_loop(shared, st);
+            None
+        }
+    }
+}

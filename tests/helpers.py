@@ -1,0 +1,70 @@
+"""The one bounded wait every test uses, and the one reader of the server's readiness line.
+
+- ``wait_for(predicate, what, timeout)``: polls ``predicate`` until it returns a truthy value
+  (returned) and fails with ``WaitTimeout``, an AssertionError naming ``what`` it waited for,
+  after ``timeout`` seconds. The timeout is an upper bound for the wait, not a timed assertion:
+  it is generous (2 shared cores), and a passing test never waits for it. A predicate may raise
+  to stop the wait early (a process died: no point in waiting on).
+- ``listening_addresses(line)``: the addresses on a readiness line, ``Listening at:
+  http://HOST:PORT`` (or ``uwsgi://``, ``unix:/path``; several comma-separated on one line), as
+  ``("tcp", (host, port))`` / ``("unix", path)``. ``ServerProcess.wait_listening()`` in
+  ``conftest.py`` reads the server's error log with it; that is the one readiness wait.
+
+Sockets, logs and app marks are waited on through these; nothing sleeps a guessed time.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Callable, List, Optional, Tuple, TypeVar
+
+# Upper bound for any single wait on the server. Generous: 2 shared cores.
+TIMEOUT = 10.0
+
+# Upper bound for a server to log its readiness line after it was started.
+STARTUP_TIMEOUT = 20.0
+
+# How often wait_for looks again: short against the waits it bounds, long against a poll's cost.
+POLL_INTERVAL = 0.02
+
+# The readiness line: one per --bind (several addresses on one line, comma-separated, also parse).
+LISTEN_MARK = "Listening at:"
+ADDR_RE = re.compile(r"(?:http|uwsgi)://(?P<host>\[[^\]]+\]|[^:\s,]+):(?P<port>\d+)|unix:(?P<path>[^\s,]+)")
+
+T = TypeVar("T")
+
+
+class WaitTimeout(AssertionError):
+    """A bounded wait ran out; the message says what was being waited for."""
+
+
+def wait_for(predicate: Callable[[], T], what: str, timeout: float = TIMEOUT,
+             interval: float = POLL_INTERVAL, context: Optional[Callable[[], str]] = None) -> T:
+    """Poll `predicate` until it returns a truthy value (returned) or raise WaitTimeout after
+    `timeout` seconds, naming `what` was awaited and, if given, the text `context()` returns
+    then (a log tail, the last value seen)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            msg = f"timed out after {timeout}s waiting for {what}"
+            if context is not None:
+                msg += "\n" + context()
+            raise WaitTimeout(msg)
+        time.sleep(interval)
+
+
+def listening_addresses(line: str) -> List[Tuple[str, object]]:
+    """The addresses a readiness line announces (none if `line` is not one)."""
+    if LISTEN_MARK not in line:
+        return []
+    found: List[Tuple[str, object]] = []
+    for m in ADDR_RE.finditer(line.split(LISTEN_MARK, 1)[1]):
+        if m.group("path"):
+            found.append(("unix", m.group("path")))
+        else:
+            found.append(("tcp", (m.group("host").strip("[]"), int(m.group("port")))))
+    return found

@@ -1,0 +1,125 @@
+"""A worker whose `--metrics-bind` port is busy (issue 32 item 8, the Python side): it used to
+say ready before the core bound its metrics port, then die, and be replaced at once, again and
+again (196 boots in 5 s), the master retiring healthy workers for it. Now every worker checks
+that it can listen on its metrics address before it says ready: one that cannot fails its boot
+with one error line, so the first workers stop the start (status 3) and a later one is retried
+with back-off while the others serve. Real processes, real signals, real sockets.
+"""
+
+import http.client
+import re
+import signal
+import socket
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+from tests.helpers import wait_for
+from tests.test_workers import children, get
+
+
+def held_port_pair():
+    """(P, a socket listening on P+1): P free, P+1 busy."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        busy = socket.socket()
+        try:
+            busy.bind(("127.0.0.1", port + 1))
+        except OSError:
+            busy.close()
+            continue
+        busy.listen()
+        return port, busy
+    raise AssertionError("no two neighbouring free ports")
+
+
+def scrape(port):
+    """The body of GET /metrics on `port`, once it answers 200 (the core binds the metrics
+    listener as its server starts running, just after the worker said ready)."""
+    def answered():
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            c.request("GET", "/metrics")
+            r = c.getresponse()
+            return r.status == 200 and r.read()
+        except ConnectionRefusedError:
+            return None
+
+    return wait_for(answered, f"metrics on port {port}")
+
+
+def test_a_busy_metrics_port_among_the_first_workers_stops_the_start_with_one_line():
+    port, busy = held_port_pair()
+    with busy:
+        r = subprocess.run([sys.executable, "-m", "sluicegate", "--workers", "2", "-b",
+                            "127.0.0.1:0", "--metrics-bind", f"127.0.0.1:{port}",
+                            "tests.apps.workers:app"], capture_output=True, text=True,
+                           timeout=60, cwd=str(ROOT))
+    assert r.returncode == 3, r.stderr
+    errors = [line for line in r.stderr.splitlines() if line.startswith("sluicegate: error:")]
+    assert errors == [f"sluicegate: error: --metrics-bind 127.0.0.1:{port + 1}: cannot listen: "
+                      "Address already in use"], r.stderr
+    assert "Traceback" not in r.stderr and "died" not in r.stderr, r.stderr
+    assert r.stderr.count("Booting worker") == 2, r.stderr
+
+
+def test_a_later_worker_with_a_busy_metrics_port_is_retried_with_back_off(start_server):
+    port, busy = held_port_pair()
+    srv = start_server("workers", "--workers", "1", "--metrics-bind", f"127.0.0.1:{port}")
+    healthy = children(srv.pid)
+    try:
+        mark = srv.log_mark()
+        srv.signal(signal.SIGTTIN)  # the new worker takes slot 1: port + 1, busy
+        srv.wait_log(r"Worker \d+ failed to boot", since=mark)
+        srv.wait_log(r"1 of 2 worker\(s\) serving; starting a replacement again in 1s",
+                     since=mark)
+        srv.wait_log(r"starting a replacement again in 2s", since=mark, timeout=30)
+        log = srv.log_since(mark)
+        assert "cannot listen: Address already in use" in log
+        assert "ready" not in log.replace("already", "") and "died" not in log, log
+        assert log.count("Booting worker") == 2, log  # tried twice in ~1 s, not in a loop
+        assert children(srv.pid) == healthy[:1] or set(healthy) <= set(children(srv.pid))
+        assert get(srv.port)[0] == 200
+        assert b'worker="0"' in scrape(port)
+    finally:
+        busy.close()
+    mark = srv.log_mark()
+    srv.wait_log(r"Worker \d+ ready", since=mark, timeout=30)  # the port is free: it boots
+    wait_for(lambda: len(children(srv.pid)) == 2, "two workers", timeout=30)
+    assert b'worker="1"' in scrape(port + 1)
+    assert srv.alive()
+
+
+def test_failed_replacements_are_counted_in_systemds_status(start_server):
+    """Issue 32 item 4 of the brief: an operator sees failed boots in `systemctl status`, and
+    sees the server whole again once a replacement boots."""
+    from tests.test_systemd_and_privileges import NotifySocket
+
+    def status_matching(pattern):
+        """Messages until a STATUS= line matches `pattern` (bounded by the socket timeout)."""
+        while True:
+            msg = notify.sock.recv(4096).decode()
+            notify.messages.append(msg)
+            found = re.search(rf"^STATUS=({pattern})$", msg, re.M)
+            if found:
+                return found.group(1)
+
+    notify = NotifySocket()
+    port, busy = held_port_pair()
+    try:
+        srv = start_server("workers", "--workers", "1", "--metrics-bind", f"127.0.0.1:{port}",
+                           env={"NOTIFY_SOCKET": notify.path})
+        notify.wait_for("READY=1")
+        srv.signal(signal.SIGTTIN)
+        assert status_matching(r"serving with 1 of 2 worker\(s\); \d+ replacement.*") == \
+            "serving with 1 of 2 worker(s); 1 replacement(s) failed to boot since the start"
+        busy.close()
+        whole = status_matching(r"serving with 2 worker\(s\).*")
+        assert re.fullmatch(r"serving with 2 worker\(s\); \d+ replacement\(s\) failed to boot "
+                            r"since the start", whole), whole
+        assert srv.alive()
+    finally:
+        busy.close()
+        notify.close()

@@ -1,0 +1,133 @@
+"""One declaration per option: everything that names the options is generated from the table in
+options.py or checked against it here, so that adding a core option is one table entry plus the
+code that uses it, and any drift fails a test naming the file to regenerate or fix.
+
+  - `Config` (options.py): written out for type checkers, checked field by field (names, order,
+    types) when options.py is imported and below;
+  - `ServerConfig` in _core.pyi: generated (`python -m sluicegate.config --write-stub`);
+  - `core_config()`: gives exactly ServerConfig's keys;
+  - src/config.rs: `Config::from_dict` reads exactly ServerConfig's keys (its source, parsed
+    with a regex: no Rust build needed; plus the Python objects taken from the dict elsewhere in
+    src/, `config.get_item(..)`), a mount's keys are StaticMount's fields, and its
+    struct's field comments name the option behind each core key;
+  - docs/options.md: generated (`python -m sluicegate.options --markdown`), checked in
+    test_options.py;
+  - every flag on the command line, gunicorn's aliases included, is unique and in --help.
+No server, no sockets, no core.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+import sys
+import typing
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "python") not in sys.path:
+    sys.path.insert(0, str(ROOT / "python"))
+
+from sluicegate import config, options  # noqa: E402
+from sluicegate.options import OPTIONS, Config, StaticMount, resolve  # noqa: E402
+
+STUB = ROOT / "python" / "sluicegate" / "_core.pyi"
+RUST_CONFIG = ROOT / "src" / "config.rs"
+
+#: `get(d, "key")`, `secs(d, "key")`, `get::<String>(d, "key")`, `d.get_item("key")`.
+RUST_KEY = re.compile(r'(?:\b(?:get|secs)(?:::<[^>]*>)?\(\s*d\s*,\s*|\bd\s*\.get_item\(\s*)"(\w+)"')
+RUST_MOUNT_KEY = re.compile(r'\bget(?:::<[^>]*>)?\(\s*m\s*,\s*"(\w+)"')
+#: Keys kept as Python objects are taken from the dict where they are used
+#: (`config.get_item("errors")` in the server's constructor).
+RUST_OBJECT_KEY = re.compile(r'\bconfig\s*\.get_item\(\s*"(\w+)"')
+
+
+def stub_keys() -> typing.List[str]:
+    tree = ast.parse(STUB.read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerConfig")
+    return [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)]
+
+
+def rust_source() -> str:
+    if not RUST_CONFIG.exists():
+        pytest.fail("src/config.rs is gone: point this test at the Rust config's new home")
+    return RUST_CONFIG.read_text()
+
+
+def test_config_class_is_the_table():
+    assert options.config_matches_options() is None
+    hints = typing.get_type_hints(Config)
+    assert [(f.name, hints[f.name]) for f in dataclasses.fields(Config)] == \
+        [(o.name, o.type) for o in OPTIONS]
+    source = (ROOT / "python" / "sluicegate" / "options.py").read_text()
+    assert options.config_class_fields() in source, "--config-class prints what Config says"
+
+
+def test_stub_server_config_is_generated_from_the_table():
+    text = STUB.read_text()
+    assert config.stub_with_server_config(text) == text, (
+        "_core.pyi's ServerConfig is stale: run `PYTHONPATH=python python -m sluicegate.config "
+        "--write-stub`"
+    )
+    assert stub_keys() == [key for key, _, _ in config.core_keys()]
+    assert {o.name for o in OPTIONS if o.core} <= set(stub_keys())
+
+
+def test_core_config_gives_exactly_the_stub_keys():
+    cfg = resolve({}, env={})
+    given = config.core_config(cfg, threads=(1, 4), access_log_fd=-1, errors=sys.stderr,
+                               signal_fd=-1)
+    assert list(given) == stub_keys()
+
+
+def test_rust_reads_exactly_the_stub_keys():
+    source = rust_source()
+    rust = set(RUST_KEY.findall(source))
+    assert len(rust) > 10, "src/config.rs no longer reads its keys with get(d, ..): update RUST_KEY"
+    for path in (ROOT / "src").rglob("*.rs"):
+        rust |= set(RUST_OBJECT_KEY.findall(path.read_text()))
+    stub = set(stub_keys())
+    assert not rust - stub, f"src/config.rs reads keys the front never gives: {sorted(rust - stub)}"
+    assert not stub - rust, f"keys given to the core that src/config.rs never reads: {sorted(stub - rust)}"
+
+
+def test_rust_mount_keys_are_static_mount_fields():
+    rust = set(RUST_MOUNT_KEY.findall(rust_source()))
+    assert rust == {f.name for f in dataclasses.fields(StaticMount)}
+
+
+def test_rust_config_struct_names_the_option_behind_each_core_key():
+    """Each core option's flag (or a `--limit-*` style prefix of it) appears in the doc comments
+    of src/config.rs's `struct Config`, where a reader of the Rust side looks for it."""
+    source = rust_source()
+    m = re.search(r"pub struct Config\s*\{(.*?)\n\}", source, re.S)
+    assert m, "no `pub struct Config { ... }` in src/config.rs"
+    docs = "\n".join(re.findall(r"///(.*)", m.group(1)))
+    wildcards = [w[:-1] for w in re.findall(r"--[a-z-]+-\*", docs)]
+    missing = [
+        o.flag for o in OPTIONS if o.core
+        and o.flag not in docs and not any(o.flag.startswith(w) for w in wildcards)
+    ]
+    assert not missing, f"src/config.rs's Config does not say which field holds {missing}"
+
+
+def test_every_flag_is_unique_and_well_formed():
+    flags = [f for o in OPTIONS if not o.positional for f in o.flags]
+    assert len(flags) == len(set(flags)), [f for f in flags if flags.count(f) > 1]
+    for f in flags:
+        assert re.fullmatch(r"-[a-zA-Z]|--[a-z][a-z0-9-]+", f), f
+    text = options.build_parser("0").format_help()
+    for f in flags:
+        assert f in text
+
+
+def test_gunicorn_settings_map_onto_options():
+    from sluicegate import gunicorn_config
+
+    for setting, (option, _) in gunicorn_config.SETTINGS.items():
+        assert option in options.BY_NAME, setting
+    assert not set(gunicorn_config.SETTINGS) & set(gunicorn_config.IGNORED)
+    assert not set(gunicorn_config.HOOKS) & set(gunicorn_config.IGNORED)
