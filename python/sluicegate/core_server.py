@@ -142,8 +142,8 @@ class ServerProcess:
             )
             listeners = [s.to_listener() for s in self.sockets]
             if self.cfg.proxy_protocol:  # every HTTP listener expects a PROXY header
-                listeners = [(*rest, "proxy" if wire == "http" else wire)
-                             for *rest, wire in listeners]
+                listeners = [(*rest, "proxy" if wire == "http" else wire, tls)
+                             for *rest, wire, tls in listeners]
             server = core.Server(self.app, listeners, config)
             if pipe is not None:
                 pipe.install(self._on_signal)

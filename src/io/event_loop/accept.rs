@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 
 use crate::io::balance::{DEFER, DEFER_LIMIT};
 use crate::io::listen::{ListenSocket, Nodelay};
+use crate::io::tls_link::TlsLink;
 
 use super::*;
 
@@ -92,6 +93,15 @@ impl LoopState {
                     let token = entry.key();
                     let mut conn = Box::new(Conn::new(stream, token, index, peer));
                     conn.wire = ctx.settings.wires[index];
+                    if let Some(tls) = &ctx.settings.tls[index] {
+                        match TlsLink::new(conn.stream.fd(), Arc::clone(tls)) {
+                            Ok(link) => conn.tls = Some(Arc::new(link)),
+                            Err(e) => {
+                                log_io_error("TLS session", &e);
+                                continue; // dropping the connection closes it
+                            }
+                        }
+                    }
                     conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
                     entry.insert(Slot::Here(conn));
                     if let Some(b) = &self.balance {

@@ -84,6 +84,10 @@ impl LoopState {
         if let Some(Slot::Here(_)) = self.conns.get(token) {
             if let Slot::Here(mut conn) = self.conns.remove(token) {
                 release_buffer(&mut self.buffers, &mut conn);
+                if let Some(link) = &conn.tls {
+                    // close_notify: the client can tell our close from a truncation.
+                    link.close(None);
+                }
                 self.shared
                     .counters
                     .by_request

@@ -31,62 +31,9 @@ use super::x509::{self, Cert};
 /// which need no server memory.
 pub const SESSION_CACHE_ENTRIES: usize = 256;
 
-/// Whether and how clients present certificates (`--cert-reqs`, gunicorn's name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientAuth {
-    /// No certificate asked for.
-    None,
-    /// Asked for; a client without one is served (`SSL_CLIENT_VERIFY=NONE`), a client with an
-    /// invalid one is refused.
-    Optional,
-    /// A certificate issued by the CA file is required.
-    Required,
-}
-
-impl ClientAuth {
-    pub fn parse(s: &str) -> Option<ClientAuth> {
-        match s {
-            "none" => Some(ClientAuth::None),
-            "optional" => Some(ClientAuth::Optional),
-            "required" => Some(ClientAuth::Required),
-            _ => None,
-        }
-    }
-}
-
-/// The oldest protocol version served (`--tls-min-version`). Nothing below TLS 1.2 exists in
-/// rustls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MinVersion {
-    Tls12,
-    Tls13,
-}
-
-impl MinVersion {
-    pub fn parse(s: &str) -> Option<MinVersion> {
-        match s {
-            "1.2" => Some(MinVersion::Tls12),
-            "1.3" => Some(MinVersion::Tls13),
-            _ => None,
-        }
-    }
-}
-
-/// What a TLS listener is configured with: plain values, resolved and validated by the Python
-/// front (phase B moves this type down into `src/config.rs`, the plain-data floor).
-#[derive(Debug, Clone)]
-pub struct TlsSettings {
-    /// PEM: the server certificate first, then its intermediates.
-    pub cert_file: PathBuf,
-    /// PEM: PKCS#8, SEC1 (EC) or PKCS#1 (RSA), unencrypted.
-    pub key_file: PathBuf,
-    /// PEM: the CAs that issue client certificates.
-    pub ca_file: Option<PathBuf>,
-    pub client_auth: ClientAuth,
-    pub min_version: MinVersion,
-    /// ALPN protocol ids offered, most preferred first (`http/1.1` today).
-    pub alpn: Vec<Vec<u8>>,
-}
+// `ClientAuth`, `MinVersion` and `TlsSettings` are plain data: they live in `crate::config`
+// (the bottom floor), which the options reach first.
+pub use crate::config::{ClientAuth, MinVersion, TlsSettings};
 
 /// A checked configuration, ready to serve connections.
 #[derive(Clone)]

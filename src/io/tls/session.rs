@@ -229,7 +229,8 @@ impl TlsSession {
         Ok(ciphertext.len() - rest.len())
     }
 
-    fn plaintext_pending(&mut self) -> usize {
+    /// Decrypted bytes waiting to be taken.
+    pub fn plaintext_pending(&mut self) -> usize {
         self.conn
             .process_new_packets()
             .map(|s| s.plaintext_bytes_to_read())
