@@ -18,6 +18,8 @@ import socket
 import ssl
 import subprocess
 import sys
+import signal
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -354,3 +356,55 @@ def test_check_config_checks_the_files(tls_certs):
                         "tests.apps.hello:app"], capture_output=True, timeout=60,
                        cwd=str(Path(__file__).resolve().parent.parent))
     assert r.returncode == 2 and b"expired" in r.stderr
+
+
+# --- Operations.
+
+
+def test_hup_rotates_the_certificate_without_failed_requests(start_server, tls_certs, tmp_path):
+    from tests.tls_certs import make_certs
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copy(tls_certs.server_chain, cert)
+    shutil.copy(tls_certs.server_key, key)
+    (tmp_path / "new").mkdir()
+    new = make_certs(tmp_path / "new")
+    bundle = tmp_path / "cas.pem"
+    bundle.write_bytes(tls_certs.ca_cert.read_bytes() + new.ca_cert.read_bytes())
+    ctx = ssl.create_default_context(cafile=str(bundle))
+    srv = start_server("hello", "--certfile", str(cert), "--keyfile", str(key), "--workers", "1")
+
+    def served() -> bytes:
+        raw = socket.create_connection((srv.host, srv.port), timeout=10)
+        with ctx.wrap_socket(raw, server_hostname=srv.host) as s:
+            der = s.getpeercert(binary_form=True)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert read_until_closed(s).startswith(b"HTTP/1.1 200")
+        assert der is not None
+        return der
+
+    before = served()
+    failures: List[BaseException] = []
+    done = threading.Event()
+
+    def load() -> None:
+        while not done.is_set():
+            try:
+                served()
+            except BaseException as e:  # noqa: BLE001 - every failure counts
+                failures.append(e)
+
+    t = threading.Thread(target=load)
+    t.start()
+    try:
+        shutil.copy(new.server_chain, cert)
+        shutil.copy(new.server_key, key)
+        mark = srv.log_mark()
+        srv.signal(signal.SIGHUP)
+        srv.wait_log(r"Reload done", since=mark, timeout=30)
+    finally:
+        done.set()
+        t.join()
+    assert failures == []
+    after = served()
+    assert after != before and after == ssl.PEM_cert_to_DER_cert(
+        new.server_cert.read_text())
