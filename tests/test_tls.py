@@ -408,3 +408,21 @@ def test_hup_rotates_the_certificate_without_failed_requests(start_server, tls_c
     after = served()
     assert after != before and after == ssl.PEM_cert_to_DER_cert(
         new.server_cert.read_text())
+
+
+def test_metrics_show_certificate_expiry_and_failures_by_reason(start_server, tls_certs):
+    from tests.test_metrics import free_port, samples, scrape
+    mport = free_port()
+    srv = start_server("hello", *tls_options(tls_certs), "--metrics-bind", f"127.0.0.1:{mport}")
+    with socket.create_connection((srv.host, srv.port), timeout=10) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        read_until_closed(s)
+    with socket.create_connection((srv.host, srv.port), timeout=10) as s:
+        s.sendall(b"\x16\x03\x01\x00\x05hello")
+        read_until_closed(s)
+    assert get(srv, tls_certs, "/")[0] == 200
+    got = samples(scrape(mport)[2])
+    expiry = got[("sluicegate_tls_certificate_expiry_seconds", ())]
+    assert 20 * 86400 < expiry <= 31 * 86400  # tls_certs.VALID_DAYS
+    assert got[("sluicegate_tls_failures_total", (("reason", "plain_http"),))] == 1
+    assert got[("sluicegate_tls_failures_total", (("reason", "bad_message"),))] == 1

@@ -65,6 +65,8 @@ struct Inner {
     /// at each response: a request's plaintext arriving starts a new one).
     responding: bool,
     facts: Option<Arc<TlsFacts>>,
+    /// Why the session failed (`TlsError::reason`), for the metric.
+    failure: Option<&'static str>,
 }
 
 /// One TLS connection's session beside its socket (the socket itself is the `Conn`'s).
@@ -121,6 +123,7 @@ impl TlsLink {
                 pending_in: Vec::new(),
                 responding: false,
                 facts: None,
+                failure: None,
             }),
         })
     }
@@ -202,8 +205,17 @@ impl TlsLink {
         }
     }
 
+    /// Why the session failed, once it has (`TlsError::reason`).
+    pub fn failure(&self) -> Option<&'static str> {
+        self.inner.lock().unwrap().failure
+    }
+
     fn feed(&self, s: &mut Inner, ciphertext: &[u8]) -> io::Result<usize> {
-        match s.session.feed(ciphertext) {
+        let result = s.session.feed(ciphertext);
+        if let Err(e) = &result {
+            s.failure = Some(e.reason());
+        }
+        match result {
             Ok(n) => Ok(n),
             Err(TlsError::PlainHttp) => {
                 // One non-blocking send: the answer fits any send buffer.

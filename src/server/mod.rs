@@ -102,7 +102,10 @@ impl Server {
         };
         let tls = tls_flags
             .iter()
-            .map(|&on| if on { tls_server.clone() } else { None })
+            .map(|&on| match (on, &tls_server) {
+                (true, Some(t)) => Some(Arc::clone(&t.server)),
+                _ => None,
+            })
             .collect();
         if sockets.is_empty() {
             return Err(pyo3::exceptions::PyValueError::new_err("no listeners"));
@@ -141,6 +144,11 @@ impl Server {
             balance,
         )
         .map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
+        if let Some(t) = &tls_server {
+            ctx.counters
+                .tls_not_after
+                .store(t.not_after.max(1), Ordering::Relaxed);
+        }
         let file_wrapper = py.get_type::<FileWrapper>().into_any();
         let environ = EnvironBuilder::new(
             py,

@@ -55,6 +55,7 @@ pub(super) fn render_metrics(s: &Shared) -> String {
     let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let mut out = String::with_capacity(8192);
     c.by_request.render(&mut out, &labels);
+    render_tls(&mut out, c, &labels);
     counter(
         &mut out,
         "sluicegate_connections_accepted_total",
@@ -227,4 +228,39 @@ pub(super) fn python_stack(py: Python<'_>, ident: u64) -> String {
     };
     stack()
         .unwrap_or_else(|_| "  (no Python frame: the thread is outside the interpreter)\n".into())
+}
+
+/// The TLS series (only with TLS listeners): seconds until the earliest certificate served
+/// expires (negative once it has), and failed TLS connections by reason.
+fn render_tls(out: &mut String, c: &crate::io::event_loop::Counters, labels: &str) {
+    use std::fmt::Write as _;
+    let not_after = c.tls_not_after.load(Ordering::Relaxed);
+    if not_after == 0 {
+        return;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let bare = labels.trim_end_matches(',');
+    let _ = write!(
+        out,
+        "# HELP sluicegate_tls_certificate_expiry_seconds Seconds until the earliest TLS \
+         certificate served expires (negative: expired).\n\
+         # TYPE sluicegate_tls_certificate_expiry_seconds gauge\n\
+         sluicegate_tls_certificate_expiry_seconds{{{bare}}} {}\n\
+         # HELP sluicegate_tls_failures_total TLS connections that failed (handshake or \
+         record), by reason.\n# TYPE sluicegate_tls_failures_total counter\n",
+        not_after - now
+    );
+    for (reason, n) in crate::io::tls::session::FAILURE_REASONS
+        .iter()
+        .zip(&c.tls_failures)
+    {
+        let _ = writeln!(
+            out,
+            "sluicegate_tls_failures_total{{{labels}reason=\"{reason}\"}} {}",
+            n.load(Ordering::Relaxed)
+        );
+    }
 }

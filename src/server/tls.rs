@@ -3,10 +3,8 @@
 //! and before `--user` drops privileges; the returned `TlsCredentials` is handed to every
 //! `Server` (forked workers inherit it), so a worker never reads the key itself.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use pyo3::prelude::*;
+use std::path::PathBuf;
 
 use crate::config::{ClientAuth, MinVersion, TlsSettings};
 use crate::io::tls::{load, TlsConfig};
@@ -72,17 +70,15 @@ pub fn load_settings(settings: &TlsSettings) -> Result<TlsConfig, String> {
 pub fn server_config(
     given: Option<&Bound<'_, PyAny>>,
     settings: Option<&TlsSettings>,
-) -> PyResult<Arc<rustls::ServerConfig>> {
+) -> PyResult<TlsConfig> {
     if let Some(obj) = given.filter(|o| !o.is_none()) {
         let creds = obj.cast::<TlsCredentials>()?;
-        return Ok(Arc::clone(&creds.get().config.server));
+        return Ok(creds.get().config.clone());
     }
     let settings = settings.ok_or_else(|| {
         pyo3::exceptions::PyValueError::new_err(
             "a TLS listener (https:) needs --certfile and --keyfile",
         )
     })?;
-    load_settings(settings)
-        .map(|c| c.server)
-        .map_err(pyo3::exceptions::PyValueError::new_err)
+    load_settings(settings).map_err(pyo3::exceptions::PyValueError::new_err)
 }

@@ -57,6 +57,10 @@ pub struct Counters {
     pub proxy_refused: AtomicU64,
     /// Every finished request: by status class and end, bytes, duration histograms.
     pub by_request: crate::metrics::RequestMetrics,
+    /// TLS connections that failed, by `io::tls::session::FAILURE_REASONS` index.
+    pub tls_failures: [AtomicU64; 9],
+    /// The earliest `notAfter` of the TLS certificates served, unix seconds (0: no TLS).
+    pub tls_not_after: std::sync::atomic::AtomicI64,
 }
 
 /// How far the server is in stopping. Only moves forward

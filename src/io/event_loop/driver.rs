@@ -239,6 +239,9 @@ impl LoopState {
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => readable = false,
                 Err(_) => {
+                    if let Some(reason) = conn.tls.as_ref().and_then(|l| l.failure()) {
+                        count_tls_failure(ctx, reason);
+                    }
                     self.close(token);
                     return None;
                 }
@@ -470,4 +473,14 @@ fn own_answer(head: &RequestHead, out: &mut OutQueue, ctx: &LoopCtx) -> Option<O
         StaticOutcome::Served(answer) => Some(answer),
         StaticOutcome::NotStatic => None,
     }
+}
+
+/// One failed TLS connection in the metric, by `TlsError::reason`.
+fn count_tls_failure(ctx: &LoopCtx, reason: &str) {
+    let reasons = &crate::io::tls::session::FAILURE_REASONS;
+    let i = reasons
+        .iter()
+        .position(|r| *r == reason)
+        .unwrap_or(reasons.len() - 1);
+    ctx.counters.tls_failures[i].fetch_add(1, Ordering::Relaxed);
 }

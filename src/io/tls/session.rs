@@ -63,8 +63,21 @@ pub enum TlsError {
     Tls(rustls::Error),
 }
 
+/// Every label [`TlsError::reason`] gives, in the metric's order.
+pub const FAILURE_REASONS: [&str; 9] = [
+    "plain_http",
+    "no_client_certificate",
+    "bad_client_certificate",
+    "incompatible",
+    "alert_received",
+    "bad_message",
+    "decrypt_error",
+    "peer_misbehaved",
+    "other",
+];
+
 impl TlsError {
-    /// A short label for the handshake-failure metric.
+    /// A short label for the handshake-failure metric (one of [`FAILURE_REASONS`]).
     pub fn reason(&self) -> &'static str {
         use rustls::Error as E;
         match self {
