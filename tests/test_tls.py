@@ -426,3 +426,42 @@ def test_metrics_show_certificate_expiry_and_failures_by_reason(start_server, tl
     assert 20 * 86400 < expiry <= 31 * 86400  # tls_certs.VALID_DAYS
     assert got[("sluicegate_tls_failures_total", (("reason", "plain_http"),))] == 1
     assert got[("sluicegate_tls_failures_total", (("reason", "bad_message"),))] == 1
+
+
+def test_proxy_protocol_in_front_of_tls(start_server, tls_certs):
+    """HAProxy in TCP mode with send-proxy: a PROXY header in plaintext, then the handshake."""
+    srv = start_server("echo_environ", *tls_options(tls_certs),
+                       binds=["https:proxy:127.0.0.1:0"])
+    raw = socket.create_connection((srv.host, srv.port), timeout=10)
+    raw.sendall(b"PROXY TCP4 203.0.113.7 127.0.0.1 4711 443\r\n")
+    with client_context(tls_certs).wrap_socket(raw, server_hostname=srv.host) as s:
+        s.sendall(b"GET /p HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = read_until_closed(s)
+    env = json.loads(data.split(b"\r\n\r\n", 1)[1])
+    assert env["REMOTE_ADDR"] == "203.0.113.7" and env["wsgi.url_scheme"] == "https"
+
+
+def test_renegotiation_is_refused(start_server, tls_certs):
+    """`openssl s_client`'s `R` asks a TLS 1.2 server to renegotiate: rustls never does (it
+    answers with a no_renegotiation alert), while signalling secure renegotiation (RFC 5746)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not installed")
+    srv = start_server("hello", *tls_options(tls_certs))
+    proc = subprocess.Popen(
+        [openssl, "s_client", "-connect", f"{srv.host}:{srv.port}", "-tls1_2",
+         "-CAfile", str(tls_certs.ca_cert)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdin is not None and proc.stdout is not None
+    seen = b""
+    while b"Verify return code" not in seen:  # the handshake is done
+        line = proc.stdout.readline()
+        assert line, seen
+        seen += line
+    proc.stdin.write(b"R\n")
+    proc.stdin.flush()
+    out, _ = proc.communicate(timeout=20)
+    seen += out
+    assert b"Secure Renegotiation IS supported" in seen
+    assert b"no renegotiation" in seen
+    assert get(srv, tls_certs, "/")[0] == 200

@@ -67,6 +67,9 @@ struct Inner {
     facts: Option<Arc<TlsFacts>>,
     /// Why the session failed (`TlsError::reason`), for the metric.
     failure: Option<&'static str>,
+    /// A `proxy:` TLS listener: the PROXY header comes in plaintext before the handshake, so
+    /// reads pass the socket's bytes through until the loop has taken it (`start_tls`).
+    raw: bool,
 }
 
 /// One TLS connection's session beside its socket (the socket itself is the `Conn`'s).
@@ -114,7 +117,8 @@ fn flush(fd: RawFd, s: &mut TlsSession) -> io::Result<()> {
 }
 
 impl TlsLink {
-    pub fn new(fd: RawFd, config: Arc<ServerConfig>) -> io::Result<TlsLink> {
+    /// `proxy_first`: a PROXY protocol header precedes the handshake (`start_tls`).
+    pub fn new(fd: RawFd, config: Arc<ServerConfig>, proxy_first: bool) -> io::Result<TlsLink> {
         let session = TlsSession::new(config).map_err(|e| invalid(&e.to_string()))?;
         Ok(TlsLink {
             fd,
@@ -124,6 +128,7 @@ impl TlsLink {
                 responding: false,
                 facts: None,
                 failure: None,
+                raw: proxy_first,
             }),
         })
     }
@@ -160,6 +165,9 @@ impl TlsLink {
     pub fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
         let mut guard = self.inner.lock().unwrap();
         let s = &mut *guard;
+        if s.raw {
+            return read_fd(self.fd, buf);
+        }
         let mut cipher = [0u8; CIPHER_READ];
         loop {
             match s.session.read_plaintext(buf) {
@@ -203,6 +211,14 @@ impl TlsLink {
                 return Err(io::ErrorKind::WouldBlock.into());
             }
         }
+    }
+
+    /// The PROXY header is read: TLS starts, with `after` (bytes read past the header) as its
+    /// first ciphertext.
+    pub fn start_tls(&self, after: &[u8]) {
+        let mut s = self.inner.lock().unwrap();
+        s.raw = false;
+        s.pending_in.extend_from_slice(after);
     }
 
     /// Why the session failed, once it has (`TlsError::reason`).

@@ -6,6 +6,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
 use crate::io::balance::{DEFER, DEFER_LIMIT};
+use crate::io::conn::Wire;
 use crate::io::listen::{ListenSocket, Nodelay};
 use crate::io::tls_link::TlsLink;
 
@@ -94,7 +95,8 @@ impl LoopState {
                     let mut conn = Box::new(Conn::new(stream, token, index, peer));
                     conn.wire = ctx.settings.wires[index];
                     if let Some(tls) = &ctx.settings.tls[index] {
-                        match TlsLink::new(conn.stream.fd(), Arc::clone(tls)) {
+                        let proxy_first = conn.wire == Wire::ProxyThenHttp;
+                        match TlsLink::new(conn.stream.fd(), Arc::clone(tls), proxy_first) {
                             Ok(link) => conn.tls = Some(Arc::new(link)),
                             Err(e) => {
                                 log_io_error("TLS session", &e);

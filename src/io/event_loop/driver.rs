@@ -439,6 +439,13 @@ fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static st
                 conn.upper = None; // the REMOTE_ADDR strings cached for the old peer
             }
             conn.wire = Wire::Http;
+            if let Some(link) = &conn.tls {
+                // TLS starts after the header: what was read past it is ciphertext.
+                let buf = conn.rbuf.as_mut().unwrap();
+                let n = buf.len();
+                link.start_tls(&buf.filled()[..n]);
+                buf.consume(n);
+            }
             Ok(true)
         }
         Err(ProxyError::Missing) => Err("no PROXY header"),
