@@ -465,3 +465,20 @@ def test_renegotiation_is_refused(start_server, tls_certs):
     assert b"Secure Renegotiation IS supported" in seen
     assert b"no renegotiation" in seen
     assert get(srv, tls_certs, "/")[0] == 200
+
+
+def test_close_notify_ends_a_closed_connection(start_server, tls_certs):
+    """A `Connection: close` answer ends with close_notify: a client that refuses ragged EOFs
+    (truncation attacks) reads a clean end."""
+    srv = start_server("hello", *tls_options(tls_certs))
+    raw = socket.create_connection((srv.host, srv.port), timeout=10)
+    with client_context(tls_certs).wrap_socket(raw, server_hostname=srv.host,
+                                               suppress_ragged_eofs=False) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            piece = s.recv(65536)  # SSLEOFError without close_notify
+            if not piece:
+                break
+            data += piece
+    assert data.startswith(b"HTTP/1.1 200")

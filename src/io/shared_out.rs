@@ -123,6 +123,19 @@ impl SharedOut {
     /// queue and written without the lock held, so the app thread adding blocks never waits for
     /// a syscall; what the socket did not take goes back in front of what was added meanwhile.
     pub fn flush(&self) -> FlushResult {
+        // TLS: records left in the session by a write the socket cut short go first, even
+        // when the queue is empty (the app may be between blocks for a long time).
+        if let Transport::Tls(link) = &self.transport {
+            if link.has_output() {
+                match link.write_some(&mut OutQueue::new()) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        return FlushResult::Blocked
+                    }
+                    Err(_) => return FlushResult::Done,
+                    Ok(_) => {}
+                }
+            }
+        }
         let mut written = 0u64;
         loop {
             if written >= FAIR_SHARE {

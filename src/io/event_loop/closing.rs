@@ -46,6 +46,10 @@ impl LoopState {
         let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
             return;
         };
+        if let Some(link) = &conn.tls {
+            // close_notify before any half-close: after our FIN it could not leave.
+            link.close(None);
+        }
         if conn.after_output == AfterOutput::CloseLingering || !conn.buffered().is_empty() {
             conn.stream.shutdown_write();
             conn.phase = Phase::Lingering;
