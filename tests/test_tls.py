@@ -482,3 +482,18 @@ def test_close_notify_ends_a_closed_connection(start_server, tls_certs):
                 break
             data += piece
     assert data.startswith(b"HTTP/1.1 200")
+
+
+def test_hup_with_a_bad_new_certificate_keeps_serving_the_old_one(start_server, tls_certs,
+                                                                  tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copy(tls_certs.server_chain, cert)
+    shutil.copy(tls_certs.server_key, key)
+    srv = start_server("hello", "--certfile", str(cert), "--keyfile", str(key), "--workers", "1")
+    shutil.copy(tls_certs.other_key, key)  # a key that does not match
+    mark = srv.log_mark()
+    srv.signal(signal.SIGHUP)
+    line = srv.wait_log(r"configuration is not valid", since=mark, timeout=30)
+    assert "does not match" in srv.log_since(mark)
+    assert get(srv, tls_certs, "/")[0] == 200
+    assert srv.alive() and line
