@@ -497,3 +497,28 @@ def test_hup_with_a_bad_new_certificate_keeps_serving_the_old_one(start_server, 
     assert "does not match" in srv.log_since(mark)
     assert get(srv, tls_certs, "/")[0] == 200
     assert srv.alive() and line
+
+
+@pytest.mark.skipif(shutil.which("systemd-socket-activate") is None,
+                    reason="systemd-socket-activate not installed")
+def test_socket_activation_over_tls(start_server, tls_certs):
+    """A socket passed by systemd speaks TLS with --certfile (it follows gunicorn's rule)."""
+    from tests.helpers import wait_for
+    from tests.test_metrics import free_port
+    port = free_port()
+    cmd = [shutil.which("systemd-socket-activate") or "", "-l", f"127.0.0.1:{port}",
+           sys.executable, "-m", "sluicegate", *tls_options(tls_certs), "tests.apps.hello:app"]
+    srv = start_server(None, command=cmd, wait_ready=False)
+
+    def first_answer():
+        try:
+            conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=30,
+                                               context=client_context(tls_certs))
+            conn.request("GET", "/")
+            return conn.getresponse().status
+        except ConnectionRefusedError:
+            return None
+
+    assert wait_for(first_answer, "systemd-socket-activate's socket", timeout=30) == 200
+    srv.wait_listening(timeout=30)
+    assert "Listening at: https://" in srv.log_text()
