@@ -1,4 +1,4 @@
-"""A worker whose `--metrics-bind` port is busy (issue 32 item 8, the Python side): it used to
+"""A worker whose `--metrics-bind` port is busy (regression, 93c59d0): it used to
 say ready before the core bound its metrics port, then die, and be replaced at once, again and
 again (196 boots in 5 s), the master retiring healthy workers for it. Now every worker checks
 that it can listen on its metrics address before it says ready: one that cannot fails its boot
@@ -93,7 +93,7 @@ def test_a_later_worker_with_a_busy_metrics_port_is_retried_with_back_off(start_
 
 
 def test_failed_replacements_are_counted_in_systemds_status(start_server):
-    """Issue 32 item 4 of the brief: an operator sees failed boots in `systemctl status`, and
+    """An operator sees failed boots in `systemctl status`, and
     sees the server whole again once a replacement boots."""
     from tests.test_systemd_and_privileges import NotifySocket
 

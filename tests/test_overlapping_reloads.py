@@ -1,4 +1,4 @@
-"""Reloads that overlap (issue 32 item 7): a second HUP while the first reload's workers are
+"""Reloads that overlap (regression, 962d1ba): a second HUP while the first reload's workers are
 still importing the app, and a code change with `--reload` while the previous change's workers
 are. The newest reload wins, one generation boots at a time, the serving workers keep serving
 until it is ready, no request fails and the master never exits. Real processes, real signals,
@@ -135,7 +135,7 @@ def test_an_edit_while_a_reload_imports_supersedes_it(start_server, tmp_path):
 
 
 def test_sigint_during_a_slow_reload_exits_0(start_server):
-    """Issue 32 item 18: the workers still importing are cancelled (killed), which cut no
+    """Regression (f90e6ba): the workers still importing are cancelled (killed), which cut no
     request: the stop is a clean one."""
     srv = start_server("slow_import", "--workers", "2")
     _importing(srv, 2)

@@ -12,7 +12,8 @@ import pytest
 from sluicegate import core_server, messages, pidfile, signals
 from sluicegate.core_server import MOVES, Phase
 from sluicegate.listeners import bind_all
-from sluicegate.master import LIFE_MOVES, STATE_MOVES, Child, Life, State
+from sluicegate.children import LIFE_MOVES, Child, Life
+from sluicegate.master import STATE_MOVES, State
 from sluicegate.messages import Message
 from sluicegate.options import resolve
 from sluicegate.single import SingleServer

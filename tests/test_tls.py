@@ -1,4 +1,4 @@
-"""HTTPS served by the Rust core (issue 36), over real sockets with real clients: Python's `ssl`
+"""HTTPS served by the Rust core, over real sockets with real clients: Python's `ssl`
 module and `curl --cacert`, certificates made by `openssl` (tests/tls_certs.py).
 
 Every feature a plaintext connection has, through the `Tls` transport: keep-alive, pipelining,

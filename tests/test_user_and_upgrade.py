@@ -1,4 +1,4 @@
-"""`--user` with workers and USR2 (issue 32 item 12): the upgrade could never succeed, since the
+"""`--user` with workers and USR2 (regression, ee5b20d): the upgrade could never succeed, since the
 new master was exec'd already as the user and failed to switch again (`cannot switch to user
 nobody ...: Operation not permitted`). Now, as with gunicorn, a master without `--preload`
 keeps the starting user and each worker switches once forked; a process that is the user

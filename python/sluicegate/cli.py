@@ -42,7 +42,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return validate(raw_values(given))
 
         if cfg.error_log:
-            redirect_stderr(cfg.error_log)
+            redirect_stderr(cfg.error_log, capture_output=cfg.capture_output)
         # The command line again, for a master that re-executes itself on USR2 (master.py).
         restart = [sys.executable, "-m", "sluicegate", *args]
         return serve_config(cfg, __version__, owns_process=True, restart=(restart, os.getcwd()),
@@ -57,15 +57,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
 
 
-def redirect_stderr(path: str) -> None:
+def redirect_stderr(path: str, capture_output: bool = False) -> None:
     """--error-log FILE: the file becomes descriptor 2, so every writer of standard error (the
-    logging handler, the Rust core, the worker processes forked later) appends to it."""
+    logging handler, the Rust core, the worker processes forked later) appends to it; with
+    --capture-output descriptor 1 too (the app's print())."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
     except OSError as e:
         raise OptionError(f"--error-log {path!r}: cannot open it: {e.strerror}") from None
     sys.stderr.flush()
     os.dup2(fd, 2)  # the copy on 2 is inheritable (dup2 clears close-on-exec)
+    if capture_output:
+        sys.stdout.flush()
+        os.dup2(fd, 1)
+        if hasattr(sys.stdout, "reconfigure"):  # a print() reaches the file at its newline
+            sys.stdout.reconfigure(line_buffering=True)
     os.close(fd)
 
 

@@ -26,6 +26,10 @@ else:  # pragma: no cover - exercised by the install matrix on 3.9/3.10
     import tomli as tomllib
 
 
+#: The options whose value is itself a table (`[log_config_dict]`, dictConfig's dict).
+TABLE_OPTIONS = ("log_config_dict",)
+
+
 def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
     """The file's values by option name, with the source each is reported under
     (`FILE, line N: NAME`). `options`: the option table by name."""
@@ -44,7 +48,7 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
         name = key.replace("-", "_")
         line = _line_of(text, key)
         where = f"{path}, line {line}: {key}" if line else f"{path}: {key}"
-        if isinstance(value, dict):
+        if isinstance(value, dict) and name not in TABLE_OPTIONS:
             raise OptionError(f"{where}: expected a value, not a table (options are top-level keys)")
         if name not in options or name in ("config", "check_config", "print_config"):
             close = difflib.get_close_matches(name, list(options), n=1)

@@ -6,8 +6,8 @@ names that are gunicorn settings (`bind`, `workers`, ...), ignoring every other 
 helpers). So does this module. Each setting sluicegate has is mapped onto its option (`SETTINGS`,
 below) and then validated like any other value, its errors naming the file, the line and the
 setting; each gunicorn setting it does not have is reported on one line saying so and why,
-and changes nothing. The hooks (`post_fork`, `when_ready`, ...) are among those: sluicegate
-does not run them yet, and says so for each one the file defines.
+and changes nothing. The hooks (`post_fork`, `when_ready`, ...) the file defines become the
+`hooks` option's value (hooks.py runs them); the few sluicegate does not run are reported.
 
 The file has the place of the TOML file among the sources (command line > environment > file >
 default), and like it is read again on HUP. A `.py` name is what selects this reader.
@@ -24,6 +24,7 @@ import traceback
 from typing import Any, Callable, Dict, Mapping, Tuple
 
 from .errors import OptionError, one_line
+from .hooks import SUPPORTED as SUPPORTED_HOOKS, UNSUPPORTED as UNSUPPORTED_HOOKS, from_mapping
 
 #: gunicorn worker classes that mean what every sluicegate process does.
 THREADED_WORKER_CLASSES = ("sync", "gthread", "gunicorn.workers.sync.SyncWorker",
@@ -79,15 +80,14 @@ for _gunicorn, _ours, _convert in (
     ("ca_certs", "ca_certs", _same),
     ("cert_reqs", "cert_reqs", _same),
     ("raw_env", "env", _list),
+    ("logconfig_dict", "log_config_dict", _same),
+    ("logconfig", "log_config", _same),
+    ("capture_output", "capture_output", _same),
 ):
     SETTINGS[_gunicorn] = (_ours, _convert)
 
-#: gunicorn's server hooks: functions in the file, not run by sluicegate yet.
-HOOKS = (
-    "on_starting", "on_reload", "when_ready", "pre_fork", "post_fork", "post_worker_init",
-    "worker_int", "worker_abort", "pre_exec", "pre_request", "post_request", "child_exit",
-    "worker_exit", "nworkers_changed", "on_exit", "ssl_context",
-)
+#: gunicorn's server hooks: functions in the file (hooks.py says which sluicegate runs).
+HOOKS = SUPPORTED_HOOKS + tuple(UNSUPPORTED_HOOKS)
 
 
 #: gunicorn's other settings (gunicorn 23), and why sluicegate ignores each kind.
@@ -98,8 +98,7 @@ for _names, _why in (
       "proc_name", "default_proc_name", "enable_stdio_inheritance"),
      "a setting sluicegate does not have"),
     (("daemon",), "sluicegate does not daemonize: run it under systemd (docs/operations.md)"),
-    (("capture_output", "logger_class", "logconfig", "logconfig_dict",
-      "logconfig_json", "syslog", "syslog_addr", "syslog_prefix", "syslog_facility",
+    (("logger_class", "logconfig_json", "syslog", "syslog_addr", "syslog_prefix", "syslog_facility",
       "disable_redirect_access_to_syslog"),
      "sluicegate's error log is one stream, standard error or --error-log FILE"),
     (("access_log_format",),
@@ -139,6 +138,7 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
     except OSError:
         text = ""
     out: Dict[str, Any] = {}
+    hooks: Dict[str, Any] = {}
     for name, value in namespace.items():
         where = _where(path, text, name)
         if name in SETTINGS:
@@ -149,8 +149,10 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
                 continue  # gunicorn's None is its default (off for accesslog): ours
             out[option] = (convert(value), where)
         elif name in HOOKS:
-            if callable(value):
-                warn(f"{where}: gunicorn hook {name}() is not supported yet: it will not run")
+            if callable(value) and name in SUPPORTED_HOOKS:
+                hooks[name] = value
+            elif callable(value):
+                warn(f"{where}: gunicorn hook {name}() {UNSUPPORTED_HOOKS[name]}")
         elif name == "worker_class":
             if str(value) in THREADED_WORKER_CLASSES:
                 warn(f"{where}: worker_class {value!r} ignored: every sluicegate worker serves "
@@ -158,11 +160,11 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
             else:
                 warn(f"{where}: worker_class {value!r} is not supported and ignored: sluicegate "
                      "serves with its event loop and an elastic pool of threads (--threads)")
-        elif name == "capture_output" and not value:
-            continue
         elif name in IGNORED:
             if value is not None and value is not False:  # None, False: off, as here
                 warn(f"{where}: {name} ignored: {IGNORED[name]}")
+    if hooks:
+        out["hooks"] = (from_mapping(hooks, path), f"{path}: hooks")
     return out
 
 

@@ -51,7 +51,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import messages, pidfile, privileges, sd_notify, signals, tls
+from . import hooks, messages, pidfile, privileges, sd_notify, signals, tls
 from .errors import SluicegateError
 from .listeners import BoundSocket
 from .logs import log
@@ -59,6 +59,7 @@ from .messages import Message
 from .options import Config
 from .signals import Op
 from .upgrade import start_new_master
+from .children import Child, Life, alive as _alive, describe_exit, worker_rss
 
 #: The exit status of a server whose workers could not boot (gunicorn's too).
 BOOT_FAILED = 3
@@ -104,51 +105,6 @@ STATE_MOVES: Dict[State, FrozenSet[State]] = {
     State.RELOADING: frozenset({State.RELOADING, State.SERVING, State.STOPPING}),
     State.STOPPING: frozenset(),
 }
-
-
-class Life(enum.Enum):
-    """A worker's life, as its master sees it."""
-
-    BOOTING = "booting"  # forked, importing the app: has not said READY
-    SERVING = "serving"
-    OUTGOING = "outgoing"  # serving, asked to be replaced: stops once its successor is ready
-    STOPPING = "stopping"  # told to stop after it served: draining
-    CANCELLED = "cancelled"  # told to stop before it was ready
-
-
-LIFE_MOVES: Dict[Life, FrozenSet[Life]] = {
-    Life.BOOTING: frozenset({Life.SERVING, Life.CANCELLED}),
-    Life.SERVING: frozenset({Life.OUTGOING, Life.STOPPING}),
-    Life.OUTGOING: frozenset({Life.STOPPING}),
-    Life.STOPPING: frozenset({Life.STOPPING}),
-    Life.CANCELLED: frozenset({Life.CANCELLED, Life.STOPPING}),  # READY came after the stop
-}
-
-
-@dataclasses.dataclass
-class Child:
-    """A worker process, as its master keeps it."""
-
-    pid: int
-    pipe: int  # read end of the worker's message pipe
-    generation: int
-    slot: int  # its entry in the connection-count table
-    life: Life = Life.BOOTING
-
-    def become(self, life: Life) -> None:
-        if life not in LIFE_MOVES[self.life]:
-            raise RuntimeError(f"worker {self.pid}: {self.life.value} -> {life.value}")
-        self.life = life
-
-    @property
-    def ready(self) -> bool:
-        """It said READY (and may have been told to stop since)."""
-        return self.life in (Life.SERVING, Life.OUTGOING, Life.STOPPING)
-
-    @property
-    def leaving(self) -> bool:
-        """It was told to stop."""
-        return self.life in (Life.STOPPING, Life.CANCELLED)
 
 
 class Master:
@@ -357,6 +313,7 @@ class Master:
                      why, len(superseded))
             for w in superseded:
                 self._retire(w, messages.STOP if w.ready else messages.CANCEL)
+        hooks.call(self.cfg.hooks, "on_reload", hooks.server(self.cfg, self.target))
         log.info("%s: starting %d new worker(s), then stopping the old ones", why, self.target)
         sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
         self.generation += 1
@@ -408,6 +365,7 @@ class Master:
                 s.reclaim_unix_file()
             log.info("Listening at: %s", s.url)
         sd_notify.notify("READY=1", f"STATUS=serving with {self.target} worker(s)")
+        hooks.call(self.cfg.hooks, "when_ready", hooks.server(self.cfg, self.target))
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -450,7 +408,9 @@ class Master:
             status = self.boot_worker(self.cfg, w, max_requests, (self.table, SLOTS, slot),
                                       self.target)
         except SluicegateError as e:
-            print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
+            # One write: with several workers on one stderr, two (text, then newline) interleave.
+            sys.stderr.write(f"sluicegate: error: {e}\n")
+            sys.stderr.flush()
             status = BOOT_FAILED
         except BaseException:  # never return into the master's code in a child
             import traceback
@@ -475,6 +435,8 @@ class Master:
             w = self.workers.pop(pid, None)
             if w is None:
                 continue
+            hooks.call(self.cfg.hooks, "child_exit", hooks.server(self.cfg, self.target),
+                       hooks.worker(self.cfg, w.slot + 1, pid, os.getpid()))
             self._read_messages(w)
             os.close(w.pipe)
             os.pwrite(self.table, VACANT, w.slot * 4)
@@ -588,37 +550,3 @@ class Master:
             os.kill(w.pid, signum)
         except ProcessLookupError:
             pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def worker_rss(pid: int) -> Optional[int]:
-    """A process's resident memory in bytes (VmRSS), or None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def describe_exit(status: int) -> str:
-    """A wait status as a log line says it: `exit status N` or `killed by SIGNAME`."""
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = str(sig)
-        return f"killed by {name}"
-    return f"exit status {os.waitstatus_to_exitcode(status)}"

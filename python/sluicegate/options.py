@@ -42,6 +42,7 @@ from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Seque
 
 from .errors import OptionError
 from .gunicorn_config import THREADED_WORKER_CLASSES
+from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress, parse_bind
 
 ENV_PREFIX = "SLUICEGATE_"
@@ -321,6 +322,24 @@ def parse_error_log(value: object) -> Optional[str]:
     return None if text is None or text == "-" else text
 
 
+
+
+def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
+    """A dict for logging.config.dictConfig: JSON text (command line, environment) or a
+    mapping (TOML table, gunicorn's logconfig_dict, serve()); '' or None: none."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        import json
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            raise ValueError(f"not valid JSON: {e}") from None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a JSON object (a dict), not {type(value).__name__}")
+    if value.get("version") != 1:
+        raise ValueError('must have "version": 1, as logging.config.dictConfig requires')
+    return value
 
 
 def parse_worker_class(value: object) -> str:
@@ -912,6 +931,41 @@ OPTIONS: Tuple[Option, ...] = (
         "PATH", Optional[str], aliases=("--error-logfile", "--log-file"),
     ),
     Option(
+        "capture_output", parse_bool, "false",
+        "Send the app's standard output (print()) to the error log file too: with --error-log "
+        "FILE, descriptor 1 becomes FILE as well, as gunicorn's --capture-output does (and as "
+        "there, --access-log - then writes to FILE). Without --error-log FILE it changes "
+        "nothing (the app's standard error already is the error log). Set once at start.",
+        "", bool, switch=True,
+    ),
+    Option(
+        "log_config_dict", parse_log_config_dict, None,
+        "Configure Python logging with this dict (JSON on the command line and in the "
+        "environment, a table in the TOML file), given to logging.config.dictConfig after the "
+        "error log is set up: gunicorn's --log-config-dict (logconfig_dict). The server's "
+        "loggers are 'sluicegate' (start, stop, workers) and 'sluicegate.error' (app errors "
+        "and tracebacks); a config that names 'sluicegate' takes its handlers over. Set once "
+        "at start.",
+        "JSON", Optional[Mapping[str, Any]],
+    ),
+    Option(
+        "log_config", parse_path, None,
+        "Configure Python logging from this ini file, given to logging.config.fileConfig "
+        "after the error log is set up: gunicorn's --log-config (logconfig). Same loggers as "
+        "--log-config-dict; both may be given (the file first). Set once at start.",
+        "FILE", Optional[str],
+    ),
+    Option(
+        "hooks", parse_hooks, None,
+        "gunicorn's server hooks: a module (MODULE, imported after --chdir, or a FILE.py) "
+        "whose functions named on_starting, when_ready, on_reload, post_fork, "
+        "post_worker_init, worker_exit, child_exit, pre_request, post_request or on_exit run "
+        "as gunicorn runs them, with its arguments (docs/operations.md, \"Hooks\"). A "
+        "gunicorn.conf.py given to --config sets this from its own functions. Set once at "
+        "start.",
+        "MODULE", Optional[Hooks],
+    ),
+    Option(
         "server_header", parse_server_header, "sluicegate",
         "Value of the Server response header; empty sends none.",
         "TEXT", str, core=True,
@@ -996,6 +1050,10 @@ class Config:
     metrics_bind: str
     log_level: str
     error_log: Optional[str]
+    capture_output: bool
+    log_config_dict: Optional[Mapping[str, Any]]
+    log_config: Optional[str]
+    hooks: Optional[Hooks]
     server_header: str
     chdir: Optional[str]
     env: Tuple[str, ...]
@@ -1091,6 +1149,13 @@ def describe(raw: Mapping[str, Raw]) -> str:
                 pass
         if callable(value):
             value = getattr(value, "__qualname__", repr(value))
+        if isinstance(value, Hooks) and not value.is_module:  # functions: not TOML
+            names = ", ".join(n for n, _ in value.functions)
+            lines.append(f"# {o.name}: the functions {names}  # {source}")
+            continue
+        if isinstance(value, Mapping):  # log_config_dict: as the JSON its option takes
+            import json
+            value = json.dumps(value)
         lines.append(f"{o.name} = {config_file.render(value)}  # {source}")
     return "\n".join(lines)
 

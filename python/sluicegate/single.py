@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Tuple
 
-from . import sd_notify
+from . import hooks, sd_notify
 from .core_server import ServerProcess
 from .logs import log
 from .signals import Op
@@ -29,6 +29,7 @@ class SingleServer(ServerProcess):
         for s in self.sockets:
             log.info("Listening at: %s", s.url)
         sd_notify.notify("READY=1", "STATUS=serving")
+        hooks.call(self.cfg.hooks, "when_ready", hooks.server(self.cfg, 1))
 
     def on_stopping(self) -> None:
         sd_notify.notify("STOPPING=1", "STATUS=finishing in-flight requests")

@@ -17,6 +17,11 @@
 7. the role: a `SingleServer` (single.py), or a `Master` (master.py) whose forked children each
    run `_boot_worker`: load the app unless preloaded, then a `WorkerServer` (worker.py).
 
+gunicorn's hooks (hooks.py) run at these steps: on_starting after step 1, on_exit at the end;
+in each worker post_fork, then the app, then post_worker_init, and worker_exit at its end
+(in a single server post_worker_init and worker_exit around its serving). pre_request and
+post_request wrap the app where they are defined.
+
 The pid file and the sockets are cleaned up here whatever the role returned or raised. Nothing
 below this module imports it: the master gets the worker's start as a value (`boot_worker`).
 """
@@ -28,7 +33,7 @@ import functools
 import os
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import logs, pidfile, privileges, tls
+from . import hooks, logs, pidfile, privileges, tls
 from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .logs import log
@@ -55,6 +60,18 @@ def serve_config(
     and config file as they are now), for a master's reload on HUP."""
     cfg = _settle(cfg)
     tls.load(cfg)  # the key is read as the starting user, before any socket exists
+    hooks.resolve(cfg.hooks)  # a --hooks module that does not import stops the start here
+    hooks.call(cfg.hooks, "on_starting", hooks.server(cfg))
+    try:
+        return _serve(cfg, version, owns_process, restart, reread)
+    finally:
+        hooks.call(cfg.hooks, "on_exit", hooks.server(cfg))
+
+
+def _serve(
+    cfg: Config, version: str, owns_process: bool,
+    restart: Optional[Tuple[List[str], str]], reread: Optional[Callable[[], Config]],
+) -> int:
     app, app_name = _early_app(cfg)
     upgraded_from = os.environ.pop(UPGRADE_ENV, None)
     sockets = _sockets(cfg, upgraded_from)
@@ -71,8 +88,14 @@ def serve_config(
             app = load_app(str(cfg.app))
         if cfg.workers is None:
             assert app is not None
-            return SingleServer(app, cfg, sockets, app_name=app_name, version=version,
-                                owns_process=owns_process).run()
+            me = hooks.worker(cfg)
+            hooks.call(cfg.hooks, "post_worker_init", hooks.server(cfg, 1), me)
+            try:
+                return SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
+                                    app_name=app_name, version=version,
+                                    owns_process=owns_process).run()
+            finally:
+                hooks.call(cfg.hooks, "worker_exit", hooks.server(cfg, 1), me)
         workers = cfg.workers or 1
         logs.reclaim()
         log.info("Starting sluicegate %s: app %s, %d worker(s)%s", version, app_name, workers,
@@ -90,7 +113,7 @@ def serve_config(
 
 def _settle(cfg: Config) -> Config:
     """The process settings that come first: the error log, the umask, the directory."""
-    logs.configure(cfg.log_level)
+    logs.configure(cfg.log_level, cfg.log_config, cfg.log_config_dict)
     if cfg.umask is not None:
         os.umask(cfg.umask)
     if cfg.chdir:
@@ -133,7 +156,14 @@ def _boot_worker(
     with the configuration of this worker's generation), then its server."""
     if cfg.chdir:
         os.chdir(cfg.chdir)
+    master, me = hooks.server(cfg, workers, os.getppid()), hooks.worker(cfg, balance[2] + 1)
+    hooks.call(cfg.hooks, "post_fork", master, me)  # raises HookFailed: the boot fails
     worker_app = app if app is not None else load_app(str(cfg.app))
     name = app_name if app is not None else str(cfg.app)
-    return WorkerServer(worker_app, cfg, sockets, events_fd=events_fd, max_requests=max_requests,
-                        workers=workers, balance=balance, app_name=name, version=version).run()
+    hooks.call(cfg.hooks, "post_worker_init", master, me)
+    try:
+        return WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
+                            events_fd=events_fd, max_requests=max_requests, workers=workers,
+                            balance=balance, app_name=name, version=version).run()
+    finally:
+        hooks.call(cfg.hooks, "worker_exit", master, me)

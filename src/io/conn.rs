@@ -183,10 +183,10 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     /// A connection's own footprint matters with 10,000 idle keep-alive connections: 288 bytes
-    /// in a release build, 304 in a test build (with the 8-byte `woke_away` pointer of issue
-    /// 17's quiet returns, plus its 24-byte flag allocation; and issue 11/12's `wire` and the
-    /// 8-byte pointer to a pending access log line), and 8 more for issue 36's TLS session
-    /// pointer. This catches accidental growth.
+    /// in a release build, 304 in a test build (with the 8-byte `woke_away` pointer of the
+    /// pool's quiet returns, plus its 24-byte flag allocation; and the connection's `wire` and the
+    /// 8-byte pointer to a pending access log line), and 8 more for the TLS session pointer.
+    /// This catches accidental growth.
     #[test]
     fn conn_stays_small() {
         let size = std::mem::size_of::<super::Conn>();

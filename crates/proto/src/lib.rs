@@ -2,8 +2,9 @@
 //!
 //! Bytes in, events out. Nothing here knows sockets, threads or Python, so every rule of
 //! RFC 9112 that the server enforces can be unit-tested and fuzzed on plain byte slices.
-//! The request head produced here ([`RequestHead`]) is wire-protocol neutral: HTTP/1.1 today,
-//! the uwsgi protocol later, and the WSGI bridge only ever sees this type.
+//! The request head produced here ([`RequestHead`]) is wire-protocol neutral: HTTP/1.1
+//! (`h1/`) and nginx's uwsgi protocol (`uwsgi.rs`) both produce it, and the WSGI bridge only
+//! ever sees this type.
 
 #![forbid(unsafe_code)]
 

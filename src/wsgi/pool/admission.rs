@@ -6,7 +6,7 @@
 //! 21 KB file app at 100 clients, 105 threads cost 151 µs of server CPU per request against
 //! 27–33 µs with one or two admitted (futex wake-ups and GIL hand-offs between threads that all
 //! want the interpreter). Blocking apps still need many threads: 1,000 sleeping requests need
-//! 1,000 threads. And a short request must not wait behind long CPU-bound ones (issue 18: a
+//! 1,000 threads. And a short request must not wait behind long CPU-bound ones (a
 //! health check or a fast page behind a slow report).
 //!
 //! So calls come in two classes, by what their route (the request path) took recently:

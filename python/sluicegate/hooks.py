@@ -1,0 +1,314 @@
+"""gunicorn's server hooks: user functions named `on_starting`, `when_ready`, `post_fork`, ...,
+run at the same points of a server's life as gunicorn runs them, with the same arguments.
+
+Where they come from (`Hooks`, the value of the `hooks` option):
+  - `--hooks MODULE` (or `hooks = "myproject.hooks"` in the TOML file, or `serve(hooks=...)`):
+    a module, imported once the server has changed to `--chdir`, whose functions with gunicorn's
+    names are the hooks; a path ending in `.py` is run as a file instead;
+  - a gunicorn configuration file (`--config gunicorn.conf.py`): its functions with those names
+    (gunicorn_config.py hands them over as a mapping);
+  - `serve(hooks={"post_fork": f, ...})`: a mapping of name -> function.
+
+What each hook receives is documented in docs/operations.md ("Hooks"): `HookServer` (`cfg`, `pid`,
+`log`, `num_workers`) stands for gunicorn's arbiter, `HookWorker` (`pid`, `ppid`, `age`, `log`,
+`cfg`) for its worker, `HookRequest` (`method`, `path`, `query`, `uri`, `headers`, `version`) for
+its request, and `HookResponse` (`status`, `status_code`, `headers`) for its response.
+
+A hook that raises is logged with its name and traceback on the error log. `post_fork` and
+`post_worker_init` then fail the worker's boot (as in gunicorn: `HookFailed`, a StartError, which
+the master reports as a failed boot); any other hook's error is logged and serving continues.
+`pre_request`/`post_request` wrap the app (`wrap_app`) only when one of them is defined, so a
+server without them calls the app directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import logging
+import os
+import sys
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from .errors import StartError
+from .logs import log
+
+#: gunicorn's hooks that sluicegate runs, and where (see docs/operations.md, "Hooks").
+SUPPORTED = (
+    "on_starting", "when_ready", "on_reload", "post_fork", "post_worker_init", "worker_exit",
+    "child_exit", "pre_request", "post_request", "on_exit",
+)
+
+#: gunicorn's hooks sluicegate does not run, and why.
+UNSUPPORTED = {
+    "pre_fork": "not run: use post_fork, which runs in the new worker",
+    "pre_exec": "not run: a USR2 upgrade starts a new master, which runs on_starting",
+    "worker_int": "not run: a worker's INT/QUIT is a stop; worker_exit runs at its end",
+    "worker_abort": "not run: sluicegate does not SIGABRT a worker (--timeout does not kill)",
+    "nworkers_changed": "not run: TTIN/TTOU are logged",
+    "ssl_context": "not run: no TLS yet",
+}
+
+#: Hooks whose error fails the worker's boot (gunicorn's behaviour).
+FATAL = ("post_fork", "post_worker_init")
+
+
+class HookFailed(StartError):
+    """A post_fork or post_worker_init hook raised: the worker does not boot."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Hooks:
+    """The hooks' source as given (a module name or .py path, or where a mapping came from),
+    and the functions once known (a mapping's, at once; a module's, by `resolve`)."""
+
+    source: str
+    functions: Tuple[Tuple[str, Callable[..., Any]], ...] = ()
+    is_module: bool = True
+
+    def _key(self) -> Tuple[Any, ...]:
+        # A gunicorn file read again on HUP gives new function objects with the same code:
+        # the same hooks (no "configuration re-read (changed: hooks)" for an unchanged file).
+        return (self.source, self.is_module,
+                tuple((n, getattr(f, "__code__", f)) for n, f in self.functions))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Hooks) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.is_module, tuple(n for n, _ in self.functions)))
+
+
+def parse_hooks(value: object) -> Optional[Hooks]:
+    """The `hooks` option: a module name or .py path, a mapping of name -> function, or a
+    Hooks; '' or None: none. Raises ValueError with a one-line reason."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, Hooks):
+        return value
+    if isinstance(value, str):
+        return Hooks(value.strip())
+    if isinstance(value, Mapping):
+        return from_mapping(value, "hooks=")
+    raise ValueError(f"expected a module name or a mapping of hook functions, not "
+                     f"{type(value).__name__}")
+
+
+def from_mapping(functions: Mapping[str, Any], source: str) -> Hooks:
+    """Hooks from name -> function (a gunicorn file's namespace, or serve()'s mapping)."""
+    for name, f in functions.items():
+        if name not in SUPPORTED and name not in UNSUPPORTED:
+            raise ValueError(f"{name!r} is not a gunicorn hook name ({', '.join(SUPPORTED)})")
+        if not callable(f):
+            raise ValueError(f"hook {name} is not a function")
+    return Hooks(source, tuple(sorted(functions.items())), is_module=False)
+
+
+# -- the objects hooks receive ---------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class HookServer:
+    """gunicorn's `server` (its Arbiter), as far as hooks commonly read it."""
+
+    cfg: Any  # the validated Config: cfg.workers, cfg.bind, cfg.timeout, ...
+    pid: int
+    num_workers: int
+    log: logging.Logger = log
+
+
+@dataclasses.dataclass
+class HookWorker:
+    """gunicorn's `worker`: `age` counts the workers this master started (1 for the first)."""
+
+    pid: int
+    ppid: int
+    age: int
+    cfg: Any
+    log: logging.Logger = log
+
+
+@dataclasses.dataclass
+class HookRequest:
+    """gunicorn's `req`, from the WSGI environ: headers as (NAME, value) pairs, names upper-case
+    like gunicorn's."""
+
+    method: str
+    path: str
+    query: str
+    uri: str
+    version: Tuple[int, int]
+    headers: List[Tuple[str, str]]
+
+
+@dataclasses.dataclass
+class HookResponse:
+    """gunicorn's `resp`, as far as the app's start_response told it (status None if the app
+    raised before calling it)."""
+
+    status: Optional[str] = None
+    headers: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
+
+    @property
+    def status_code(self) -> Optional[int]:
+        return int(self.status.split(None, 1)[0]) if self.status else None
+
+
+def server(cfg: Any, workers: Optional[int] = None, pid: Optional[int] = None) -> HookServer:
+    """The `server` argument: the master (or the single server's process) unless `pid` says
+    (a worker passes its master's)."""
+    n = workers if workers is not None else (cfg.workers or 1)
+    return HookServer(cfg, os.getpid() if pid is None else pid, n)
+
+
+def worker(cfg: Any, age: int = 1, pid: Optional[int] = None,
+           ppid: Optional[int] = None) -> HookWorker:
+    """The `worker` argument: this process unless `pid` says (child_exit, in the master)."""
+    return HookWorker(os.getpid() if pid is None else pid,
+                      os.getppid() if ppid is None else ppid, age, cfg)
+
+
+# -- running them ----------------------------------------------------------------------------
+
+
+_resolved: Dict[Hooks, Dict[str, Callable[..., Any]]] = {}
+
+
+def resolve(hooks: Optional[Hooks]) -> Dict[str, Callable[..., Any]]:
+    """The functions of `hooks` by name, the module imported on first use (so after --chdir);
+    StartError if it does not import."""
+    if hooks is None:
+        return {}
+    if hooks in _resolved:
+        return _resolved[hooks]
+    if not hooks.is_module:
+        found = dict(hooks.functions)
+    else:
+        found = {}
+        for name, f in vars(_import(hooks.source)).items():
+            if name in SUPPORTED and callable(f):
+                found[name] = f
+            elif name in UNSUPPORTED and callable(f):
+                log.warning("--hooks %s: %s() %s", hooks.source, name, UNSUPPORTED[name])
+    _resolved[hooks] = found
+    return found
+
+
+def _import(source: str) -> Any:
+    try:
+        if source.endswith(".py"):
+            spec = importlib.util.spec_from_file_location("__sluicegate_hooks__", source)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"not a Python file: {source}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as the app's MODULE is found (loader.py)
+        return importlib.import_module(source)
+    except Exception as e:
+        raise StartError(f"--hooks {source}: cannot import it: {type(e).__name__}: {e}") from e
+
+
+def call(hooks: Optional[Hooks], name: str, *args: Any) -> None:
+    """Run hook `name` if defined. Its error is logged with its traceback; for `post_fork` and
+    `post_worker_init` it is then raised again as HookFailed (the worker's boot fails)."""
+    try:
+        f = resolve(hooks).get(name)
+    except StartError as e:
+        log.error("%s", e)
+        if name in FATAL:
+            raise
+        return
+    if f is not None:
+        _run(name, f, *args)
+
+
+def _run(name: str, f: Callable[..., Any], *args: Any) -> None:
+    try:
+        f(*args)
+    except Exception as e:
+        log.error("Hook %s() raised %s: %s", name, type(e).__name__, e, exc_info=True)
+        if name in FATAL:
+            raise HookFailed(f"hook {name}() raised {type(e).__name__}: {e}") from e
+
+
+def wrap_app(hooks: Optional[Hooks], app: Callable[..., Any], hook_worker: HookWorker
+             ) -> Callable[..., Any]:
+    """The app itself when neither pre_request nor post_request is defined (no cost), else a
+    WSGI wrapper that runs them around each call: pre_request(worker, req) before the app,
+    post_request(worker, req, environ, resp) once the response's iterable is closed (or the app
+    raised). The functions are looked up once, here, not per request.
+
+    A `wsgi.file_wrapper` response is then sent by reading it, not by sendfile(2): the wrapper
+    must see its close() to run post_request after the last byte."""
+    found = resolve(hooks)
+    pre, post = found.get("pre_request"), found.get("post_request")
+    if pre is None and post is None:
+        return app
+
+    def with_request_hooks(environ: Dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        req = request_of(environ)
+        if pre is not None:
+            _run("pre_request", pre, hook_worker, req)
+        resp = HookResponse()
+
+        def start(status: str, headers: List[Tuple[str, str]], exc_info: Any = None) -> Any:
+            resp.status, resp.headers = status, list(headers)
+            return start_response(status, headers, exc_info) if exc_info is not None \
+                else start_response(status, headers)
+
+        try:
+            result = app(environ, start)
+        except BaseException:
+            if post is not None:
+                _run("post_request", post, hook_worker, req, environ, resp)
+            raise
+        if post is None:
+            return result
+        return _AfterClose(result, lambda: _run("post_request", post, hook_worker, req,
+                                                environ, resp))
+
+    return with_request_hooks
+
+
+class _AfterClose:
+    """The app's iterable, with `done` run after its close() (the end of the response)."""
+
+    def __init__(self, result: Iterable[bytes], done: Callable[[], None]) -> None:
+        self._result = result
+        self._done = done
+
+    def __iter__(self) -> Any:
+        return iter(self._result)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._result, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self._done()
+
+
+def request_of(environ: Mapping[str, Any]) -> HookRequest:
+    headers = [(k[5:].replace("_", "-"), v) for k, v in environ.items()
+               if k.startswith("HTTP_")]
+    for key, name in (("CONTENT_TYPE", "CONTENT-TYPE"), ("CONTENT_LENGTH", "CONTENT-LENGTH")):
+        if environ.get(key):
+            headers.append((name, environ[key]))
+    proto = str(environ.get("SERVER_PROTOCOL", "HTTP/1.1"))
+    try:
+        major, minor = proto.split("/", 1)[1].split(".", 1)
+        version = (int(major), int(minor))
+    except (IndexError, ValueError):
+        version = (1, 1)
+    path = str(environ.get("SCRIPT_NAME", "")) + str(environ.get("PATH_INFO", ""))
+    query = str(environ.get("QUERY_STRING", ""))
+    return HookRequest(str(environ.get("REQUEST_METHOD", "")), path, query,
+                       path + ("?" + query if query else ""), version, headers)
+
+
+__all__ = ["Hooks", "HookFailed", "HookServer", "HookWorker", "HookRequest", "HookResponse",
+           "parse_hooks", "from_mapping", "server", "worker", "resolve", "call", "wrap_app"]
