@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import tls
 from .options import OPTIONS, Config
 
-#: The only URL scheme until TLS exists.
+#: wsgi.url_scheme of a plain listener (a TLS listener's environ template says "https").
 URL_SCHEME = "http"
 
 #: The core's config keys that are not one option each: (key, type in the stub, meaning).
