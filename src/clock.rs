@@ -39,3 +39,10 @@ pub fn clock_time(clock: libc::clockid_t) -> Option<Duration> {
     }
     Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
+
+/// Seconds since the Unix epoch, by the wall clock (certificate expiry and the like).
+pub fn unix_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

@@ -8,6 +8,7 @@
 //! ([`Policy`], [`BodyPace`], [`MountConfig`]) are defined here, and the layers that act on
 //! them import them from here, never the other way round.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -64,6 +65,9 @@ pub struct Config {
     pub url_scheme: String,
     /// `--server-header`: value of the Server header; empty = not sent.
     pub server_header: Vec<u8>,
+    /// `--certfile`, `--keyfile`, `--ca-certs`, `--cert-reqs`, `--tls-min-version`
+    /// ([`TlsSettings`]); None without `--certfile`.
+    pub tls: Option<TlsSettings>,
     /// `--static`: the mounts served by the event loop itself.
     pub static_mounts: Vec<MountConfig>,
     /// `--static-fallthrough`: a request under a mount that matches no file goes to the app.
@@ -200,6 +204,30 @@ fn mounts(d: &Bound<'_, PyDict>) -> PyResult<Vec<MountConfig>> {
     Ok(out)
 }
 
+fn tls_settings(d: &Bound<'_, PyDict>) -> PyResult<Option<TlsSettings>> {
+    let bad = |key: &str, v: &str| {
+        pyo3::exceptions::PyValueError::new_err(format!("config key {key:?}: bad value {v:?}"))
+    };
+    let cert: Option<String> = get(d, "certfile")?;
+    let key: Option<String> = get(d, "keyfile")?;
+    let ca: Option<String> = get(d, "ca_certs")?;
+    let reqs: String = get(d, "cert_reqs")?;
+    let min: String = get(d, "tls_min_version")?;
+    let client_auth = ClientAuth::parse(&reqs).ok_or_else(|| bad("cert_reqs", &reqs))?;
+    let min_version = MinVersion::parse(&min).ok_or_else(|| bad("tls_min_version", &min))?;
+    let Some(cert) = cert else {
+        return Ok(None);
+    };
+    Ok(Some(TlsSettings {
+        key_file: PathBuf::from(key.unwrap_or_else(|| cert.clone())),
+        cert_file: PathBuf::from(cert),
+        ca_file: ca.map(PathBuf::from),
+        client_auth,
+        min_version,
+        alpn: vec![b"http/1.1".to_vec()],
+    }))
+}
+
 impl Config {
     pub fn from_dict(d: &Bound<'_, PyDict>) -> PyResult<Config> {
         let threads_min: usize = get(d, "threads_min")?;
@@ -273,6 +301,7 @@ impl Config {
             server_timing: get(d, "server_timing")?,
             metrics_bind: get(d, "metrics_bind")?,
             debug_requests: get(d, "debug_requests")?,
+            tls: tls_settings(d)?,
             static_mounts: mounts(d)?,
             static_fallthrough: get(d, "static_fallthrough")?,
             signal_fd: get(d, "signal_fd")?,
@@ -282,4 +311,62 @@ impl Config {
             balance_slot: get(d, "balance_slot")?,
         })
     }
+}
+
+/// Whether and how clients present certificates (`--cert-reqs`, gunicorn's name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// No certificate asked for.
+    None,
+    /// Asked for; a client without one is served (`SSL_CLIENT_VERIFY=NONE`), a client with an
+    /// invalid one is refused.
+    Optional,
+    /// A certificate issued by the CA file is required.
+    Required,
+}
+
+impl ClientAuth {
+    pub fn parse(s: &str) -> Option<ClientAuth> {
+        match s {
+            "none" => Some(ClientAuth::None),
+            "optional" => Some(ClientAuth::Optional),
+            "required" => Some(ClientAuth::Required),
+            _ => None,
+        }
+    }
+}
+
+/// The oldest protocol version served (`--tls-min-version`). Nothing below TLS 1.2 exists in
+/// rustls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinVersion {
+    Tls12,
+    Tls13,
+}
+
+impl MinVersion {
+    pub fn parse(s: &str) -> Option<MinVersion> {
+        match s {
+            "1.2" => Some(MinVersion::Tls12),
+            "1.3" => Some(MinVersion::Tls13),
+            _ => None,
+        }
+    }
+}
+
+/// What TLS listeners are configured with (`--certfile`, `--keyfile`, `--ca-certs`,
+/// `--cert-reqs`, `--tls-min-version`): plain values; `io::tls::load` reads and checks the
+/// files.
+#[derive(Debug, Clone)]
+pub struct TlsSettings {
+    /// PEM: the server certificate first, then its intermediates.
+    pub cert_file: PathBuf,
+    /// PEM: PKCS#8, SEC1 (EC) or PKCS#1 (RSA), unencrypted.
+    pub key_file: PathBuf,
+    /// PEM: the CAs that issue client certificates.
+    pub ca_file: Option<PathBuf>,
+    pub client_auth: ClientAuth,
+    pub min_version: MinVersion,
+    /// ALPN protocol ids offered, most preferred first (`http/1.1` today).
+    pub alpn: Vec<Vec<u8>>,
 }

@@ -34,6 +34,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<server::Server>()?;
+    m.add_class::<server::tls::TlsCredentials>()?;
+    m.add_function(wrap_pyfunction!(server::tls::load_tls, m)?)?;
     m.add_class::<wsgi::file_wrapper::FileWrapper>()?;
     m.add_class::<wsgi::input::Input>()?;
     m.add("ClientDisconnected", py.get_type::<ClientDisconnected>())?;

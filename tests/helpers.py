@@ -30,7 +30,7 @@ POLL_INTERVAL = 0.02
 
 # The readiness line: one per --bind (several addresses on one line, comma-separated, also parse).
 LISTEN_MARK = "Listening at:"
-ADDR_RE = re.compile(r"(?:http|uwsgi)://(?P<host>\[[^\]]+\]|[^:\s,]+):(?P<port>\d+)|unix:(?P<path>[^\s,]+)")
+ADDR_RE = re.compile(r"(?:https?|uwsgi)://(?P<host>\[[^\]]+\]|[^:\s,]+):(?P<port>\d+)|unix:(?P<path>[^\s,]+)")
 
 T = TypeVar("T")
 

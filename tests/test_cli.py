@@ -356,8 +356,8 @@ def test_supervisor_hands_listeners_config_and_signals_to_the_core(monkeypatch, 
     (server,) = _FakeServer.instances
     assert server.app is app
     tcp, unix = server.listeners
-    assert tcp[1:] == ("tcp", "127.0.0.1", str(port), "http") and isinstance(tcp[0], int)
-    assert unix[1:] == ("unix", unix_path, "", "http")
+    assert tcp[1:] == ("tcp", "127.0.0.1", str(port), "http", False) and isinstance(tcp[0], int)
+    assert unix[1:] == ("unix", unix_path, "", "http", False)
     assert (server.config["threads_min"], server.config["threads_max"]) == (2, 9)
     assert server.config["access_log_fd"] > 2 and server.config["signal_fd"] > 2
     assert server.shutdowns == [True, True, False]  # SIGTERM, SIGINT: graceful; 2nd SIGINT: now
@@ -385,7 +385,8 @@ def test_ipv6_listener_is_v6only_nonblocking_and_reports_the_real_port():
 
     bound = bind(parse_bind("[::1]:0"), backlog=8)
     assert bound.url == f"http://[::1]:{bound.port}" and bound.port != 0
-    fd, kind, name, port, wire = bound.to_listener()
+    fd, kind, name, port, wire, tls = bound.to_listener()
+    assert tls is False
     sock = socket.socket(fileno=fd)
     try:
         assert (kind, name, port) == ("tcp", "::1", str(bound.port))

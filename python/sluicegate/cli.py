@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from . import __version__
+from . import __version__, tls
 from .errors import OptionError, SluicegateError
 from .loader import load_app
 from .options import Config, describe, from_command_line, raw_values, validate
@@ -80,6 +80,7 @@ def check(cfg: Config) -> int:
     if cfg.chdir:
         os.chdir(cfg.chdir)
     try:
+        tls.load(cfg)
         if not callable(cfg.app):
             load_app(cfg.app)
     except SluicegateError as e:

@@ -20,9 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from . import tls
 from .options import OPTIONS, Config
 
-#: The only URL scheme until TLS exists.
+#: wsgi.url_scheme of a plain listener (a TLS listener's environ template says "https").
 URL_SCHEME = "http"
 
 #: The core's config keys that are not one option each: (key, type in the stub, meaning).
@@ -34,6 +35,7 @@ DERIVED_KEYS: Tuple[Tuple[str, str, str], ...] = (
     ("url_scheme", "str", "wsgi.url_scheme (\"http\")"),
     ("access_log_fd", "int", "-1: no access log; else the fd lines are appended to (the caller's)"),
     ("errors", "Any", "the object given to apps as wsgi.errors"),
+    ("tls", "Any", "the TLS credentials loaded before binding (tls.py, _core.load_tls) or None"),
     ("signal_fd", "int", "read end of signal.set_wakeup_fd's pipe, or -1"),
     ("app_name", "str", "how log lines name the app (e.g. \"pkg.wsgi:app\")"),
     ("balance_fd", "int", "with worker processes: the memfd of connection counts, or -1"),
@@ -57,6 +59,7 @@ def core_config(
     out["url_scheme"] = URL_SCHEME
     out["access_log_fd"] = access_log_fd
     out["errors"] = errors
+    out["tls"] = tls.loaded()
     out["signal_fd"] = signal_fd
     out["app_name"] = app_name
     out["balance_fd"], out["balance_slots"], out["balance_slot"] = balance
@@ -87,8 +90,8 @@ def core_keys() -> List[Tuple[str, str, str]]:
     keys = []
     for o in OPTIONS:
         if o.core:
-            name = getattr(o.type, "__name__", None)
-            if name not in ("int", "float", "str", "bool"):  # pragma: no cover - table error
+            name = "Optional[str]" if o.type == Optional[str] else getattr(o.type, "__name__", None)
+            if name not in ("int", "float", "str", "bool", "Optional[str]"):  # pragma: no cover - table error
                 raise TypeError(f"core option {o.name}: type {o.type!r} has no stub spelling")
             keys.append((o.name, name, f"{o.flag} (docs/options.md)"))
     return keys + list(DERIVED_KEYS)

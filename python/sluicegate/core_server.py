@@ -142,8 +142,8 @@ class ServerProcess:
             )
             listeners = [s.to_listener() for s in self.sockets]
             if self.cfg.proxy_protocol:  # every HTTP listener expects a PROXY header
-                listeners = [(*rest, "proxy" if wire == "http" else wire)
-                             for *rest, wire in listeners]
+                listeners = [(*rest, "proxy" if wire == "http" else wire, tls)
+                             for *rest, wire, tls in listeners]
             try:
                 server = core.Server(self.app, listeners, config)
             except OSError as e:

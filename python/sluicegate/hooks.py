@@ -47,7 +47,7 @@ UNSUPPORTED = {
     "worker_int": "not run: a worker's INT/QUIT is a stop; worker_exit runs at its end",
     "worker_abort": "not run: sluicegate does not SIGABRT a worker (--timeout does not kill)",
     "nworkers_changed": "not run: TTIN/TTOU are logged",
-    "ssl_context": "not run: no TLS yet",
+    "ssl_context": "not run: TLS is rustls in the Rust core, set with --certfile and friends",
 }
 
 #: Hooks whose error fails the worker's boot (gunicorn's behaviour).

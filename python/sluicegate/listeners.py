@@ -29,11 +29,11 @@ from typing import List, Optional, Sequence, Tuple
 
 from .errors import BindError
 
-#: What `_core.Server` takes per listener: (fd, kind, server_name, server_port, wire).
-Listener = Tuple[int, str, str, str, str]
+#: What `_core.Server` takes per listener: (fd, kind, server_name, server_port, wire, tls).
+Listener = Tuple[int, str, str, str, str, bool]
 
 _SYNTAX = ("expected HOST:PORT, [IPV6]:PORT or unix:PATH[;mode=660;owner=USER;group=GROUP], "
-           "each optionally after uwsgi: or proxy:")
+           "each optionally after uwsgi: or proxy:, and that after https: or http:")
 
 #: What a listener speaks: HTTP; HTTP after a PROXY protocol header (HAProxy's send-proxy);
 #: the uwsgi protocol (nginx's uwsgi_pass).
@@ -57,9 +57,14 @@ class BindAddress:
     mode: Optional[int] = None
     owner: Optional[str] = None
     group: Optional[str] = None
+    #: TLS: True for `https:`, False for `http:` (plain even with --certfile), None: TLS when
+    #: --certfile is given (gunicorn's rule).
+    tls: Optional[bool] = None
 
     def __str__(self) -> str:
         prefix = "" if self.wire == "http" else f"{self.wire}:"
+        if self.tls is not None:
+            prefix = ("https:" if self.tls else "http:") + prefix
         if self.kind == "unix":
             return f"{prefix}unix:{self.host}"
         if ":" in self.host:
@@ -71,10 +76,15 @@ def parse_bind(text: str) -> BindAddress:
     """Parse one address, optionally prefixed by what the listener speaks (`uwsgi:`,
     `proxy:`); raise ValueError with a one-line reason if it is malformed."""
     text = text.strip()
+    tls: Optional[bool] = None
+    for scheme in ("https", "http"):
+        if text.startswith(scheme + ":"):
+            tls, text = scheme == "https", text[len(scheme) + 1:]
+            break
     for wire in ("uwsgi", "proxy"):
         if text.startswith(wire + ":"):
-            return dataclasses.replace(_parse_address(text[len(wire) + 1:]), wire=wire)
-    return _parse_address(text)
+            return dataclasses.replace(_parse_address(text[len(wire) + 1:]), wire=wire, tls=tls)
+    return dataclasses.replace(_parse_address(text), tls=tls)
 
 
 def _parse_address(text: str) -> BindAddress:
@@ -130,6 +140,9 @@ class BoundSocket:
         """`created`: this process made the socket (and its unix file, which it removes at the
         end); False for sockets passed by systemd, whose files are systemd's."""
         self.address = address
+        #: Speaks TLS (`https:`, or --certfile without `http:`): settled by the supervisor
+        #: (`speak_tls`) before the socket is handed over.
+        self.tls: bool = address.tls is True
         self._sock: Optional[socket.socket] = sock
         #: The real port after bind (port 0 reports the one the kernel chose); 0 for unix.
         self.port: int = sock.getsockname()[1] if address.kind == "tcp" else 0
@@ -147,7 +160,7 @@ class BoundSocket:
         if self.address.kind == "unix":
             return f"{prefix}unix:{self.address.host}"
         host = f"[{self.address.host}]" if ":" in self.address.host else self.address.host
-        scheme = "uwsgi" if self.address.wire == "uwsgi" else "http"
+        scheme = "uwsgi" if self.address.wire == "uwsgi" else "https" if self.tls else "http"
         return f"{prefix if self.address.wire == 'proxy' else ''}{scheme}://{host}:{self.port}"
 
     def to_listener(self) -> Listener:
@@ -158,7 +171,7 @@ class BoundSocket:
         fd = self._sock.detach()
         self._sock = None
         port = "" if self.address.kind == "unix" else str(self.port)
-        return (fd, self.address.kind, self.address.host, port, self.address.wire)
+        return (fd, self.address.kind, self.address.host, port, self.address.wire, self.tls)
 
     def close(self) -> None:
         """Close the socket if still ours, and remove the unix socket file we created."""

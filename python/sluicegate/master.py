@@ -14,7 +14,8 @@ moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
 
 - STOP (TERM, INT): workers get TERM and finish their in-flight requests (up to
   `--graceful-timeout`); a second INT stops them at once (QUIT). STOP_NOW (QUIT): at once.
-- RELOAD (HUP, or a code change with `--reload`): the options are resolved again, new workers
+- RELOAD (HUP, or a code change with `--reload`): the options are resolved again (and the TLS
+  certificate and key read again, tls.py: rotation without a restart), new workers
   are started (a fresh import of the app, unless `--preload`); once every one is ready the old
   ones get TERM and drain. A new worker that fails at boot abandons the reload: the old ones
   keep serving. Before the first workers are up there is nothing to keep: a reload then
@@ -50,7 +51,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import hooks, messages, pidfile, privileges, sd_notify, signals
+from . import hooks, messages, pidfile, privileges, sd_notify, signals, tls
 from .errors import SluicegateError
 from .listeners import BoundSocket
 from .logs import log
@@ -287,6 +288,7 @@ class Master:
         if self.reread is not None:
             try:
                 cfg = self.reread()
+                tls.load(cfg)  # certificate rotation: the new workers serve the files as now
             except SluicegateError as e:
                 log.error("%s: the configuration is not valid (%s); the "
                           "workers keep serving with the previous one", why, e)

@@ -188,9 +188,12 @@ def parse_bind_value(value: object) -> BindAddress:
     port 8000, as gunicorn reads it) and a bare `8000`, refused with both readings offered."""
     text = _str(value).strip()
     wire, address = "", text
-    for prefix in ("uwsgi:", "proxy:"):
+    for prefix in ("https:", "http:"):
         if text.startswith(prefix):
             wire, address = prefix, text[len(prefix):]
+    for prefix in ("uwsgi:", "proxy:"):
+        if address.startswith(prefix):
+            wire, address = wire + prefix, address[len(prefix):]
     if address.isdigit():
         raise ValueError(
             f"a port alone is not an address: did you mean 127.0.0.1:{address} (this machine "
@@ -199,6 +202,23 @@ def parse_bind_value(value: object) -> BindAddress:
     if address.startswith(":") and address[1:].isdigit():
         text = f"{wire}{ALL_INTERFACES}{address}"
     return parse_bind(text)
+
+
+def parse_cert_reqs(value: object) -> str:
+    """none, optional or required; gunicorn's numbers (ssl.CERT_NONE=0, CERT_OPTIONAL=1,
+    CERT_REQUIRED=2) too, so a gunicorn command line works unchanged."""
+    text = _str(value).strip().lower()
+    text = {"0": "none", "1": "optional", "2": "required"}.get(text, text)
+    if text not in ("none", "optional", "required"):
+        raise ValueError("expected none, optional or required")
+    return text
+
+
+def parse_tls_min_version(value: object) -> str:
+    text = _str(value).strip().lower().removeprefix("tlsv").removeprefix("tls")
+    if text not in ("1.2", "1.3"):
+        raise ValueError("expected 1.2 or 1.3 (nothing older is served)")
+    return text
 
 
 def parse_root_path(value: object) -> str:
@@ -811,6 +831,38 @@ OPTIONS: Tuple[Option, ...] = (
         "", bool, switch=True,
     ),
     Option(
+        "certfile", parse_path, None,
+        "Serve HTTPS: the certificate chain (PEM: the server certificate first, then its "
+        "intermediates). Every listener then speaks TLS, as with gunicorn, except one bound as "
+        "http:HOST:PORT (a plain health port); without it, https:HOST:PORT makes one listener "
+        "TLS. The files are read and checked (key matches, chain order, expiry) before binding "
+        "and before --user. See docs/tls.md.",
+        "FILE", Optional[str], core=True,
+    ),
+    Option(
+        "keyfile", parse_path, None,
+        "The private key of --certfile (PEM, unencrypted: PKCS#8, SEC1 or PKCS#1). Default: "
+        "the key is in the --certfile file.",
+        "FILE", Optional[str], core=True,
+    ),
+    Option(
+        "ca_certs", parse_path, None,
+        "The CAs (PEM) whose client certificates are accepted, for --cert-reqs optional or "
+        "required (mutual TLS).",
+        "FILE", Optional[str], core=True,
+    ),
+    Option(
+        "cert_reqs", parse_cert_reqs, "none",
+        "Client certificates: none (not asked for), optional (asked for; a valid one sets "
+        "SSL_CLIENT_VERIFY=SUCCESS), required (refused without one). gunicorn's 0, 1, 2 too.",
+        "MODE", str, core=True,
+    ),
+    Option(
+        "tls_min_version", parse_tls_min_version, "1.2",
+        "The oldest TLS version served: 1.2 or 1.3 (nothing older exists here).",
+        "VERSION", str, core=True,
+    ),
+    Option(
         "forwarded_headers", parse_forwarded_headers, "x-forwarded",
         "Which forwarding headers are read from trusted peers: 'x-forwarded' (X-Forwarded-For, "
         "-Proto, -Ssl, -Host, -Port) or 'forwarded' (RFC 7239). Only one family: a proxy that "
@@ -992,6 +1044,11 @@ class Config:
     root_path: str
     forwarded_allow_ips: str
     proxy_protocol: bool
+    certfile: Optional[str]
+    keyfile: Optional[str]
+    ca_certs: Optional[str]
+    cert_reqs: str
+    tls_min_version: str
     forwarded_headers: str
     health_path: str
     drain_delay: float

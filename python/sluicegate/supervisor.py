@@ -2,7 +2,8 @@
 
 `serve_config(cfg)` runs the steps in this order, each one call into the module that owns it:
 
-1. the process (`_settle`): the error log (logs.py), `--umask`, `--chdir`;
+1. the process (`_settle`): the error log (logs.py), `--umask`, `--chdir`; then the TLS
+   certificate and key, read and checked (tls.py) as the starting user;
 2. the app, if it may be imported now (`_early_app`, loader.py): before any socket exists, so
    that its import error is the one reported; not when a user switch follows (the app never
    runs as root) nor in a master without `--preload` (each worker imports it);
@@ -32,7 +33,7 @@ import functools
 import os
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import hooks, logs, pidfile, privileges
+from . import hooks, logs, pidfile, privileges, tls
 from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .logs import log
@@ -58,6 +59,7 @@ def serve_config(
     on USR2 (the CLI's; None from serve()). `reread`: the options resolved again (environment
     and config file as they are now), for a master's reload on HUP."""
     cfg = _settle(cfg)
+    tls.load(cfg)  # the key is read as the starting user, before any socket exists
     hooks.resolve(cfg.hooks)  # a --hooks module that does not import stops the start here
     hooks.call(cfg.hooks, "on_starting", hooks.server(cfg))
     try:
@@ -73,6 +75,7 @@ def _serve(
     app, app_name = _early_app(cfg)
     upgraded_from = os.environ.pop(UPGRADE_ENV, None)
     sockets = _sockets(cfg, upgraded_from)
+    tls.settle_sockets(cfg, sockets)
     try:
         if cfg.pid:
             pidfile.write(cfg.pid)

@@ -15,6 +15,7 @@ use sluicegate_proto::RequestHead;
 use super::out_queue::OutQueue;
 use super::read_buf::ReadBuf;
 use super::stream::Stream;
+use super::tls_link::TlsLink;
 use super::transport::Transport;
 use crate::peer::Peer;
 
@@ -119,6 +120,9 @@ pub struct Conn {
     pub woke_away: Arc<AtomicBool>,
     /// The access log line of the response still being sent (`observe::request_end`).
     pub pending_log: Option<Box<crate::observe::request_end::PendingLog>>,
+    /// The TLS session of a connection to a TLS listener (`io::tls_link`); `None` in
+    /// plaintext, where every path below is the plain system call.
+    pub tls: Option<Arc<TlsLink>>,
 }
 
 impl Conn {
@@ -126,7 +130,33 @@ impl Conn {
     /// (`io::transport`).
     #[inline]
     pub fn transport(&self) -> Transport {
-        Transport::of(&self.stream)
+        match &self.tls {
+            None => Transport::Plain(self.stream.fd()),
+            Some(link) => Transport::Tls(Arc::clone(link)),
+        }
+    }
+
+    /// One write of the output queue: to the socket, or encrypted through the TLS session.
+    #[inline]
+    pub fn write_out(&mut self) -> std::io::Result<usize> {
+        match &self.tls {
+            None => self.out.write_to(&self.stream),
+            Some(link) => link.write_some(&mut self.out),
+        }
+    }
+
+    /// Output is left to write: queued, or (TLS) ciphertext the socket did not take yet.
+    #[inline]
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty() || self.tls.as_ref().is_some_and(|t| t.has_output())
+    }
+
+    /// Bytes wait inside the TLS session (decrypted, or read and not yet decrypted): the
+    /// loop reads again without waiting for readiness (edge-triggered epoll gives no new
+    /// edge for them).
+    #[inline]
+    pub fn tls_input_waits(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.has_input())
     }
 
     pub fn new(stream: Stream, token: usize, listener: usize, peer: Peer) -> Conn {
@@ -148,6 +178,7 @@ impl Conn {
             woke_away: Arc::new(AtomicBool::new(false)),
             upper: None,
             pending_log: None,
+            tls: None,
         }
     }
 
@@ -162,11 +193,12 @@ mod tests {
     /// A connection's own footprint matters with 10,000 idle keep-alive connections: 288 bytes
     /// in a release build, 304 in a test build (with the 8-byte `woke_away` pointer of the
     /// pool's quiet returns, plus its 24-byte flag allocation; and the connection's `wire` and the
-    /// 8-byte pointer to a pending access log line). This catches accidental growth.
+    /// 8-byte pointer to a pending access log line), and 8 more for the TLS session pointer.
+    /// This catches accidental growth.
     #[test]
     fn conn_stays_small() {
         let size = std::mem::size_of::<super::Conn>();
         eprintln!("size_of::<Conn>() = {size}");
-        assert!(size <= 304, "Conn grew to {size} bytes");
+        assert!(size <= 312, "Conn grew to {size} bytes");
     }
 }

@@ -3,6 +3,8 @@
 //! - [`stream`]: a connected socket (TCP or unix) with the few syscalls the server needs.
 //! - [`transport`]: a request's connection as the WSGI bridge sees it: the only way code outside
 //!   `io/` reads, writes or ends a client connection (where TLS and HTTP/2 streams plug in).
+//! - [`tls`]: TLS sessions over rustls, sans-I/O, and the certificate files' checks.
+//! - [`tls_link`]: a TLS connection's session beside its socket (the transport's `Tls`).
 //! - [`wakeup`]: eventfds and the signal pipe, how threads wake each other.
 //! - [`read_buf`]: a connection's read buffer, held only while bytes are pending.
 //! - [`out_queue`]: bytes waiting to be written, written with one `writev` per readiness.
@@ -31,5 +33,7 @@ pub mod read_buf;
 pub mod shared_out;
 pub mod static_files;
 pub mod stream;
+pub mod tls;
+pub mod tls_link;
 pub mod transport;
 pub mod wakeup;

@@ -45,7 +45,12 @@ const SPARE_BUFFER_CAPACITY: std::ops::RangeInclusive<usize> = 512..=16 * 1024;
 const SPARE_QUEUES_MAX: usize = 4;
 const SPARE_QUEUE_CAPACITY_MAX: usize = 16;
 
+/// A file range sent over TLS is read this much at a time (`encrypt_with`): as much as the
+/// session takes at once (its `SEND_LIMIT`), so a read is rarely wasted.
+pub const TLS_FILE_READ: usize = 64 * 1024;
+
 thread_local! {
+    static TLS_FILE_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     static SPARE_BUFFERS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
     static SPARE_QUEUES: RefCell<Vec<VecDeque<Segment>>> = const { RefCell::new(Vec::new()) };
 }
@@ -420,6 +425,62 @@ impl OutQueue {
                 0
             };
             writev_fd_flags(fd, &iov[..count], flags)?
+        };
+        self.advance(n as u64);
+        self.apply_corks(fd);
+        Ok(n)
+    }
+
+    /// The TLS form of `write_fd` (`io::tls_link`): hand the front's bytes to `take` (a
+    /// session that encrypts them and returns how many it took) instead of the socket. Memory
+    /// segments up to the first file range go as they are, in one call; a file range at the
+    /// front is read into this thread's buffer first, at most [`TLS_FILE_READ`] at a time
+    /// (constant memory; what the session did not take is read again next time). Returns the
+    /// bytes taken.
+    pub fn encrypt_with(
+        &mut self,
+        fd: RawFd,
+        take: &mut dyn FnMut(&[IoSlice<'_>]) -> usize,
+    ) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        self.close_chunk();
+        self.apply_corks(fd);
+        if self.pending == 0 {
+            return Ok(0);
+        }
+        if let Some(Segment::File { file, offset, len }) = self.segs.front() {
+            let want = (len - self.front_pos).min(TLS_FILE_READ as u64) as usize;
+            let n = TLS_FILE_BUF.with_borrow_mut(|buf| -> io::Result<usize> {
+                buf.resize(TLS_FILE_READ, 0);
+                let got = file.read_at(&mut buf[..want], offset + self.front_pos)?;
+                if got == 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "file shorter than announced",
+                    ));
+                }
+                Ok(take(&[IoSlice::new(&buf[..got])]))
+            })?;
+            self.advance(n as u64);
+            self.apply_corks(fd);
+            return Ok(n);
+        }
+        let n = {
+            let mut iov: [IoSlice<'_>; MAX_IOV] = [IoSlice::new(&[]); MAX_IOV];
+            let mut count = 0;
+            for (i, seg) in self.segs.iter().enumerate().take(MAX_IOV) {
+                if matches!(seg, Segment::File { .. } | Segment::Cork(_)) {
+                    break;
+                }
+                let b = seg.bytes();
+                iov[i] = IoSlice::new(if i == 0 {
+                    &b[self.front_pos as usize..]
+                } else {
+                    b
+                });
+                count += 1;
+            }
+            take(&iov[..count])
         };
         self.advance(n as u64);
         self.apply_corks(fd);

@@ -10,7 +10,6 @@
 //! the app thread waits (with the GIL released) until the loop has drained it below the
 //! low-water mark: memory stays bounded for a slow client.
 
-use std::os::fd::RawFd;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -83,7 +82,8 @@ impl SharedState {
 }
 
 pub struct SharedOut {
-    pub fd: RawFd,
+    /// The connection the loop writes to (`Transport::write_some`: plain or TLS).
+    pub transport: Transport,
     pub state: Mutex<SharedState>,
     /// Signalled when the queue drains below the low-water mark or fails.
     drained: Condvar,
@@ -106,7 +106,7 @@ pub enum FlushResult {
 impl SharedOut {
     pub fn new(transport: &Transport, queue: OutQueue, low_water: u64) -> SharedOut {
         SharedOut {
-            fd: transport.fd(),
+            transport: transport.clone(),
             state: Mutex::new(SharedState {
                 queue,
                 writer: Writer::Loop,
@@ -123,6 +123,19 @@ impl SharedOut {
     /// queue and written without the lock held, so the app thread adding blocks never waits for
     /// a syscall; what the socket did not take goes back in front of what was added meanwhile.
     pub fn flush(&self) -> FlushResult {
+        // TLS: records left in the session by a write the socket cut short go first, even
+        // when the queue is empty (the app may be between blocks for a long time).
+        if let Transport::Tls(link) = &self.transport {
+            if link.has_output() {
+                match link.write_some(&mut OutQueue::new()) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        return FlushResult::Blocked
+                    }
+                    Err(_) => return FlushResult::Done,
+                    Ok(_) => {}
+                }
+            }
+        }
         let mut written = 0u64;
         loop {
             if written >= FAIR_SHARE {
@@ -148,7 +161,7 @@ impl SharedOut {
                 if batch.is_empty() {
                     break Ok(());
                 }
-                match batch.write_fd(self.fd) {
+                match self.transport.write_some(&mut batch) {
                     Ok(n) => {
                         written += n as u64;
                         if written >= FAIR_SHARE {

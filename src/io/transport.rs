@@ -12,15 +12,16 @@
 //! - [`Transport::answer_and_close`]: the `--timeout` watcher's 504 and the end of the
 //!   connection, from a thread that does not own it.
 //!
-//! Today there is one variant, `Plain`: a plaintext TCP or unix socket, where each call is the
-//! system call itself (inlined: the bridge pays nothing for the indirection). A new transport
-//! is a new variant here, and the bridge does not change:
-//! - TLS (rustls): `Tls(Arc<TlsSession>)`, the `rustls::ServerConnection` and the socket
-//!   behind one lock; `read_some` decrypts from the session's plaintext buffer (reading and
-//!   decrypting records from the socket when it is empty), `write_some` encrypts the queue's
-//!   segments into the session and writes its records (no `sendfile`: the file range is read
-//!   and encrypted, or kTLS lets `sendfile` stay), `answer_and_close` sends a close_notify
-//!   after the answer;
+//! The variants:
+//! - `Plain`: a plaintext TCP or unix socket, where each call is the system call itself
+//!   (inlined: the bridge pays nothing for the indirection);
+//! - `Tls` (`io::tls_link`): the rustls session and the socket behind one lock; `read_some`
+//!   decrypts from the session's plaintext buffer (reading and decrypting records from the
+//!   socket when it is empty), `write_some` encrypts the queue's segments into the session and
+//!   writes its records (no `sendfile`: a file range is read into a buffer and encrypted),
+//!   `answer_and_close` sends a close_notify after the answer.
+//!
+//! A new transport is a new variant here, and the bridge does not change:
 //! - an HTTP/2 stream: `H2(StreamHandle)`, a stream id and the connection's shared state;
 //!   `read_some` takes the stream's DATA frames (and returns flow-control credit), `write_some` frames
 //!   the bytes as DATA within the window and hands them to the connection's writer (the
@@ -33,21 +34,29 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use super::out_queue::OutQueue;
-use super::stream::{read_fd, send_all_fd, set_receive_buffer, wait_fd, Stream};
+use super::stream::{read_fd, send_all_fd, set_receive_buffer, wait_fd};
+use super::tls_link::{TlsFacts, TlsLink};
 
 /// A request's connection, lent to the thread that runs the app (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Transport {
     /// A plaintext socket (TCP or unix), non-blocking.
     Plain(RawFd),
+    /// A TLS connection (its socket inside the link).
+    Tls(Arc<TlsLink>),
 }
 
 impl Transport {
-    /// The transport of a connection's stream.
-    #[inline]
-    pub fn of(stream: &Stream) -> Transport {
-        Transport::Plain(stream.fd())
+    /// The environ's TLS facts (`SSL_PROTOCOL`, ...), once its handshake is done; `None` on
+    /// a plaintext connection.
+    pub fn tls_facts(&self) -> Option<Arc<TlsFacts>> {
+        match self {
+            Transport::Plain(_) => None,
+            Transport::Tls(link) => link.facts(),
+        }
     }
 
     /// The socket underneath, for the I/O layer's own bookkeeping (the epoll set, the shared
@@ -56,6 +65,7 @@ impl Transport {
     pub(in crate::io) fn fd(&self) -> RawFd {
         match self {
             Transport::Plain(fd) => *fd,
+            Transport::Tls(link) => link.fd(),
         }
     }
 
@@ -65,6 +75,7 @@ impl Transport {
     pub fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Transport::Plain(fd) => read_fd(*fd, buf),
+            Transport::Tls(link) => link.read_some(buf),
         }
     }
 
@@ -75,6 +86,7 @@ impl Transport {
     pub fn wait_readable(&self, timeout: Duration) -> io::Result<bool> {
         match self {
             Transport::Plain(fd) => wait_fd(*fd, false, timeout),
+            Transport::Tls(link) => link.wait_readable(timeout),
         }
     }
 
@@ -83,6 +95,7 @@ impl Transport {
     pub fn send_all(&self, data: &[u8], timeout: Duration) -> io::Result<()> {
         match self {
             Transport::Plain(fd) => send_all_fd(*fd, data, timeout),
+            Transport::Tls(link) => link.send_all(data, timeout),
         }
     }
 
@@ -93,15 +106,14 @@ impl Transport {
     pub fn write_some(&self, out: &mut OutQueue) -> io::Result<usize> {
         match self {
             Transport::Plain(fd) => out.write_fd(*fd),
+            Transport::Tls(link) => link.write_some(out),
         }
     }
 
     /// A large upload: let the kernel buffer up to `bytes` of it (`SO_RCVBUF`) so the client
     /// keeps sending while the app works on what it read. False if refused.
     pub fn raise_receive_buffer(&self, bytes: usize) -> bool {
-        match self {
-            Transport::Plain(fd) => set_receive_buffer(*fd, bytes),
-        }
+        set_receive_buffer(self.fd(), bytes)
     }
 
     /// End the connection from a thread that does not own it (the `--timeout` watcher): with
@@ -110,6 +122,11 @@ impl Transport {
     /// which wakes whoever waits on it. The descriptor stays open for its owner to close.
     pub fn answer_and_close(&self, answer: Option<&[u8]>) {
         match self {
+            Transport::Tls(link) => {
+                link.close(answer);
+                // SAFETY: as below.
+                unsafe { libc::shutdown(link.fd(), libc::SHUT_RDWR) };
+            }
             Transport::Plain(fd) => {
                 if let Some(bytes) = answer {
                     // SAFETY: the caller guarantees `fd` is open (see `wsgi::deadline`); the

@@ -3,7 +3,7 @@
 //! bump, and the duration [`Histogram`]. Only storage and the adds: what each number is called
 //! and how it is shown is declared once in `observe::table`.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -133,7 +133,25 @@ pub struct Counters {
     pub proxy_refused: AtomicU64,
     /// Every finished request: by status class and end, bytes, duration histograms.
     pub by_request: RequestMetrics,
+    /// TLS connections that failed, by [`TLS_FAILURE_REASONS`] index.
+    pub tls_failures: [AtomicU64; TLS_FAILURE_REASONS.len()],
+    /// The earliest `notAfter` of the TLS certificates served, unix seconds (0: no TLS).
+    pub tls_not_after: AtomicI64,
 }
+
+/// Why a TLS connection failed, as the `reason` label of `sluicegate_tls_failures_total` says
+/// it (`io::tls::session::TlsError::reason` gives one of these).
+pub const TLS_FAILURE_REASONS: [&str; 9] = [
+    "plain_http",
+    "no_client_certificate",
+    "bad_client_certificate",
+    "incompatible",
+    "alert_received",
+    "bad_message",
+    "decrypt_error",
+    "peer_misbehaved",
+    "other",
+];
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::counters::{Counters, Histogram, BYTES_IN, LOOP_STATUSES, REFUSAL_STATUSES};
+use super::counters::{
+    Counters, Histogram, BYTES_IN, LOOP_STATUSES, REFUSAL_STATUSES, TLS_FAILURE_REASONS,
+};
 use super::timings::End;
 
 /// What one `stats()` call or one scrape reads: the loop's counters, and the values the
@@ -98,6 +100,15 @@ pub struct Entry {
     pub read: Read,
 }
 
+/// Seconds until the TLS certificate's `notAfter`, or None without TLS listeners.
+fn tls_expiry(c: &Counters) -> Option<u64> {
+    let not_after = c.tls_not_after.load(Ordering::Relaxed);
+    (not_after != 0).then(|| {
+        let now = crate::clock::unix_seconds();
+        u64::try_from(not_after - now).unwrap_or(0)
+    })
+}
+
 fn load(a: &AtomicU64) -> u64 {
     a.load(Ordering::Relaxed)
 }
@@ -173,6 +184,27 @@ pub static TABLE: &[Entry] =
         Read::Labelled("status", |r, f| {
             by_status(&r.counters.by_request.loop_answers, &LOOP_STATUSES, f)
         })),
+        entry!(
+            None,
+            Some("sluicegate_tls_certificate_expiry_seconds"),
+            Gauge,
+            "Seconds until the earliest TLS certificate served expires (0: expired; only with TLS \
+         listeners).",
+            Read::Num(|r| tls_expiry(r.counters))
+        ),
+        entry!(
+            None,
+            Some("sluicegate_tls_failures_total"),
+            Counter,
+            "TLS connections that failed (handshake or record), by reason.",
+            Read::Labelled("reason", |r, f| {
+                if r.counters.tls_not_after.load(Ordering::Relaxed) != 0 {
+                    for (reason, n) in TLS_FAILURE_REASONS.iter().zip(&r.counters.tls_failures) {
+                        f(reason, load(n));
+                    }
+                }
+            })
+        ),
         entry!(
             None,
             Some("sluicegate_request_bytes_total"),

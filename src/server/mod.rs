@@ -12,6 +12,7 @@
 mod drive;
 mod report;
 pub mod scheduler;
+pub mod tls;
 
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
@@ -54,10 +55,12 @@ impl Server {
         listeners: &Bound<'_, PyAny>,
         config: &Bound<'_, PyDict>,
     ) -> PyResult<Server> {
-        // wsgi.errors is the one Python object in the config; the rest are plain values.
+        // wsgi.errors and the loaded TLS credentials are the Python objects in the config;
+        // the rest are plain values.
         let errors = config.get_item("errors")?.ok_or_else(|| {
             pyo3::exceptions::PyKeyError::new_err("config key \"errors\" is missing")
         })?;
+        let tls_given = config.get_item("tls")?;
         let config = Arc::new(Config::from_dict(config)?);
         // --metrics-bind is bound here, while the server is built, so that a worker says it is
         // ready only once its metrics port listens (the event loop serves it: `observe`).
@@ -70,9 +73,11 @@ impl Server {
         let mut sockets = Vec::new();
         let mut infos = Vec::new();
         let mut wires = Vec::new();
+        let mut tls_flags = Vec::new();
         for item in listeners.try_iter()? {
-            let (fd, kind, name, port, wire): (i32, String, String, String, String) =
+            let (fd, kind, name, port, wire, tls): (i32, String, String, String, String, bool) =
                 item?.extract()?;
+            tls_flags.push(tls);
             wires.push(match wire.as_str() {
                 "http" => Wire::Http,
                 "proxy" => Wire::ProxyThenHttp,
@@ -96,8 +101,22 @@ impl Server {
             infos.push(ListenerInfo {
                 server_name: name,
                 server_port: port,
+                tls,
             });
         }
+        // --certfile: the credentials the front loaded before binding (`server::tls`).
+        let tls_server = if tls_flags.contains(&true) {
+            Some(tls::server_config(tls_given.as_ref(), config.tls.as_ref())?)
+        } else {
+            None
+        };
+        let tls = tls_flags
+            .iter()
+            .map(|&on| match (on, &tls_server) {
+                (true, Some(t)) => Some(Arc::clone(&t.server)),
+                _ => None,
+            })
+            .collect();
         if sockets.is_empty() {
             return Err(pyo3::exceptions::PyValueError::new_err("no listeners"));
         }
@@ -130,10 +149,16 @@ impl Server {
                 .map_err(pyo3::exceptions::PyValueError::new_err)?
                 .map(Arc::new),
                 wires,
+                tls,
             },
             balance,
         )
         .map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
+        if let Some(t) = &tls_server {
+            ctx.counters
+                .tls_not_after
+                .store(t.not_after.max(1), Ordering::Relaxed);
+        }
         let file_wrapper = py.get_type::<FileWrapper>().into_any();
         let environ = EnvironBuilder::new(
             py,

@@ -72,6 +72,8 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     conn.requests += 1;
     bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
     let transport = conn.transport();
+    // TLS: the environ's SSL_* facts, plain values made once per connection by `io`.
+    let tls_facts = transport.tls_facts();
     let keep_alive = head.keep_alive && !bridge.loop_ctx.shutting_down();
     let client_closes = !head.keep_alive;
 
@@ -149,6 +151,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         &mut conn.upper,
         &input_any,
         forwarded.as_deref(),
+        tls_facts.as_deref(),
     ) {
         Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &callables),
         Err(e) => {

@@ -26,6 +26,7 @@ use sluicegate_proto::{RequestHead, Version};
 
 use super::input::Input;
 use super::short_table::{ShortTable, SHORT_MAX};
+use crate::io::tls_link::TlsFacts;
 use crate::peer::Peer;
 
 /// REMOTE_ADDR / REMOTE_PORT of one connection, as Python strings.
@@ -204,6 +205,8 @@ pub struct EnvironBuilder {
 pub struct ListenerInfo {
     pub server_name: String,
     pub server_port: String,
+    /// A TLS listener: wsgi.url_scheme `https` and `HTTPS=on` in its template.
+    pub tls: bool,
 }
 
 /// Decode bytes as latin-1 into a new str (PEP 3333 tunnels raw bytes this way).
@@ -239,7 +242,10 @@ impl EnvironBuilder {
             for variant in 0..TEMPLATE_VARIANTS {
                 let d = PyDict::new(py);
                 d.set_item("wsgi.version", PyTuple::new(py, [1, 0])?)?;
-                d.set_item("wsgi.url_scheme", url_scheme)?;
+                d.set_item("wsgi.url_scheme", if l.tls { "https" } else { url_scheme })?;
+                if l.tls {
+                    d.set_item("HTTPS", "on")?;
+                }
                 d.set_item("wsgi.errors", errors)?;
                 d.set_item("wsgi.multithread", true)?;
                 d.set_item("wsgi.multiprocess", false)?;
@@ -301,6 +307,7 @@ impl EnvironBuilder {
         cache: &mut Option<Box<dyn Any + Send>>,
         input: &Bound<'py, PyAny>,
         forwarded: Option<&Resolved>,
+        tls: Option<&TlsFacts>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let method = head.method();
         let (variant, method_known) = template_variant(method, head.version);
@@ -345,6 +352,11 @@ impl EnvironBuilder {
             Some(port) => env.set_item(intern!(py, "REMOTE_PORT"), port.bind(py))?,
             // The template's placeholder goes: a unix-socket client has no port.
             None => env.del_item(intern!(py, "REMOTE_PORT"))?,
+        }
+        if let Some(facts) = tls {
+            for (name, value) in &facts.vars {
+                env.set_item(PyString::intern(py, name), value)?;
+            }
         }
         if !input.is(&self.empty_input) {
             env.set_item(intern!(py, "wsgi.input"), input)?;

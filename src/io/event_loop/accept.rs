@@ -6,7 +6,9 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
 use crate::io::balance::{DEFER, DEFER_LIMIT};
+use crate::io::conn::Wire;
 use crate::io::listen::{ListenSocket, Nodelay};
+use crate::io::tls_link::TlsLink;
 
 use super::*;
 
@@ -92,6 +94,16 @@ impl LoopState {
                     let token = entry.key();
                     let mut conn = Box::new(Conn::new(stream, token, index, peer));
                     conn.wire = ctx.settings.wires[index];
+                    if let Some(tls) = &ctx.settings.tls[index] {
+                        let proxy_first = conn.wire == Wire::ProxyThenHttp;
+                        match TlsLink::new(conn.stream.fd(), Arc::clone(tls), proxy_first) {
+                            Ok(link) => conn.tls = Some(Arc::new(link)),
+                            Err(e) => {
+                                log_io_error("TLS session", &e);
+                                continue; // dropping the connection closes it
+                            }
+                        }
+                    }
                     conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
                     entry.insert(Slot::Here(conn));
                     if let Some(b) = &self.balance {

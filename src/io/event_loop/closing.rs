@@ -47,6 +47,10 @@ impl LoopState {
         let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
             return;
         };
+        if let Some(link) = &conn.tls {
+            // close_notify before any half-close: after our FIN it could not leave.
+            link.close(None);
+        }
         if conn.after_output == AfterOutput::CloseLingering || !conn.buffered().is_empty() {
             conn.stream.shutdown_write();
             conn.phase = Phase::Lingering;
@@ -85,6 +89,10 @@ impl LoopState {
         if let Some(Slot::Here(_)) = self.conns.get(token) {
             if let Slot::Here(mut conn) = self.conns.remove(token) {
                 release_buffer(&mut self.buffers, &mut conn);
+                if let Some(link) = &conn.tls {
+                    // close_notify: the client can tell our close from a truncation.
+                    link.close(None);
+                }
                 if conn.wire != Wire::Metrics {
                     self.shared
                         .counters

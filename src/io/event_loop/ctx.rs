@@ -231,6 +231,9 @@ pub struct LoopSettings {
     pub access_log: Option<Arc<AccessLog>>,
     /// What each listener speaks, by listener index.
     pub wires: Vec<Wire>,
+    /// The TLS configuration of each TLS listener (`--bind https:`, or every listener with
+    /// `--certfile`), by listener index; `None`: plaintext.
+    pub tls: Vec<Option<Arc<rustls::ServerConfig>>>,
 }
 
 impl LoopSettings {

@@ -40,7 +40,8 @@ impl LoopState {
         // queue comes: in a burst, 1,024 connections each holding 16 KiB until then cost 16 MiB
         // (measured with 10,000 connections opening at once).
         release_buffer(&mut self.buffers, conn);
-        let hint = if readable {
+        // (TLS: bytes the session decrypted past the request wait without a new edge.)
+        let hint = if readable || conn.tls_input_waits() {
             ReadHint::Drain
         } else {
             ReadHint::None
@@ -97,11 +98,11 @@ impl LoopState {
         };
 
         // 1. Output first: a connection with unwritten output reads nothing new.
-        if !conn.out.is_empty() {
+        if conn.has_output() {
             let mut written = 0;
             loop {
-                match conn.out.write_to(&conn.stream) {
-                    Ok(_) if conn.out.is_empty() => break,
+                match conn.write_out() {
+                    Ok(_) if !conn.has_output() => break,
                     Ok(n) => {
                         conn.deadline = Some(Instant::now() + ctx.settings.config.write_timeout);
                         written += n as u64;
@@ -150,6 +151,12 @@ impl LoopState {
         }
 
         // 2. Parse what is buffered (pipelined requests), reading more while the socket has it.
+        // A TLS connection reads until the socket is empty (`WouldBlock`): a short read of
+        // plaintext does not prove it so, as the session may hold more.
+        let tls = conn.tls.is_some();
+        if tls && !readable && conn.tls_input_waits() {
+            readable = true;
+        }
         loop {
             let conn = match self.conns.get_mut(token) {
                 Some(Slot::Here(c)) => c,
@@ -196,7 +203,11 @@ impl LoopState {
                 return None;
             }
             let want = spare.len();
-            match conn.stream.read(spare) {
+            let got = match &conn.tls {
+                None => conn.stream.read(spare),
+                Some(link) => link.read_some(spare),
+            };
+            match got {
                 Ok(0) => {
                     if matches!(conn.phase, Phase::ReadingBody(_)) {
                         // The client stopped sending mid-body. The app still gets the request
@@ -217,7 +228,7 @@ impl LoopState {
                     buf.commit(n);
                     crate::observe::counters::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
                     // A short read emptied the socket: edge-triggered epoll reports new data.
-                    readable = n == want || drain;
+                    readable = n == want || drain || tls;
                     match conn.phase {
                         Phase::Idle => {
                             conn.phase = Phase::ReadingHead;
@@ -233,6 +244,9 @@ impl LoopState {
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => readable = false,
                 Err(_) => {
+                    if let Some(reason) = conn.tls.as_ref().and_then(|l| l.failure()) {
+                        count_tls_failure(ctx, reason);
+                    }
                     self.close(token);
                     return None;
                 }
@@ -433,6 +447,13 @@ fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static st
                 conn.peer_origin = PeerOrigin::ProxyUnnamed;
             }
             conn.wire = Wire::Http;
+            if let Some(link) = &conn.tls {
+                // TLS starts after the header: what was read past it is ciphertext.
+                let buf = conn.rbuf.as_mut().unwrap();
+                let n = buf.len();
+                link.start_tls(&buf.filled()[..n]);
+                buf.consume(n);
+            }
             Ok(true)
         }
         Err(ProxyError::Missing) => Err("no PROXY header"),
@@ -467,4 +488,14 @@ fn own_answer(head: &RequestHead, out: &mut OutQueue, ctx: &LoopCtx) -> Option<O
         StaticOutcome::Served(answer) => Some(answer),
         StaticOutcome::NotStatic => None,
     }
+}
+
+/// One failed TLS connection in the metric, by `TlsError::reason`.
+fn count_tls_failure(ctx: &LoopCtx, reason: &str) {
+    let reasons = &crate::io::tls::session::FAILURE_REASONS;
+    let i = reasons
+        .iter()
+        .position(|r| *r == reason)
+        .unwrap_or(reasons.len() - 1);
+    ctx.counters.tls_failures[i].fetch_add(1, Ordering::Relaxed);
 }

@@ -396,7 +396,7 @@ impl LoopState {
             }) = self.conns.get_mut(token)
             {
                 match self.poll.registry().register(
-                    &mut mio::unix::SourceFd(&out.fd),
+                    &mut mio::unix::SourceFd(&out.transport.fd()),
                     Token(token),
                     Interest::READABLE | Interest::WRITABLE,
                 ) {
