@@ -26,7 +26,7 @@ PROBE_TIMEOUT = 10.0  # a bound for a broken server, not a threshold: answers co
                          ids=["idle-pool-thread", "no-idle-pool-thread"])
 def test_health_path_and_static_files_are_answered_while_a_c_call_holds_the_gil(
         start_server, tmp_path, threads):
-    """Regression (95d8fb5): `/healthz` waited for a GIL-holding C call running inline (5.09 s
+    """Regression (fbfb3d5): `/healthz` waited for a GIL-holding C call running inline (5.09 s
     behind `sum(range(int(4e8)))`), as did static files. With no idle pool thread to take the
     loop over, a new pool thread would attach to the interpreter before serving: the loop gets
     a thread of its own instead."""

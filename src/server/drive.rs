@@ -69,12 +69,16 @@ impl Shared {
 
     /// Run one request inline on the loop's thread, attached already. Inline calls are watched
     /// by the watchdog.
-    pub(super) fn run_inline(&self, py: Python<'_>, work: Work) -> Box<crate::io::conn::Conn> {
-        // Should the response stream, the loop moves to another thread (see `release_loop`);
-        // the hook is this thread's for this call only.
+    pub(super) fn run_inline(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        work: Work,
+    ) -> Box<crate::io::conn::Conn> {
+        // Should the response stream, the loop moves to another thread (see
+        // `release_loop_hook`); the hook is this thread's for this call only.
         set_stream_hook(Some((
             release_loop_hook,
-            self as *const Shared as *const (),
+            self as *const Arc<Shared> as *const (),
         )));
         let conn = run_request(&self.bridge, py, work);
         set_stream_hook(None);
@@ -82,22 +86,24 @@ impl Shared {
     }
 }
 
-/// Stream hook of an inline call: hand the parked loop to a pool thread.
+/// Stream hook of an inline call: hand the parked loop to another thread ([`hand_loop_over`]:
+/// the call goes on producing blocks, and may hold the GIL while it does).
 pub(super) fn release_loop_hook(ctx: *const ()) {
-    // SAFETY: set by run_inline from `&Shared` for the duration of the inline call that fires
-    // it; the Shared outlives every request.
-    let shared = unsafe { &*(ctx as *const Shared) };
+    // SAFETY: set by run_inline from `&Arc<Shared>`, a reference that `drive_loop` holds for
+    // the duration of the inline call that fires the hook.
+    let shared = unsafe { &*(ctx as *const Arc<Shared>) };
     if let Some(st) = shared.sched.release_parked() {
-        shared.pool().submit_urgent(Job::RunLoop(st));
+        hand_loop_over(shared, &shared.pool(), st);
     }
 }
 
-/// The watchdog took the loop over from an inline call: run it on another thread, which must
-/// serve without the GIL, since the call may hold it inside one C call (a regex, a big
-/// `json.dumps`) for as long as it likes. An idle pool thread is detached already; a new pool
-/// thread would attach to the interpreter before its first job, so without an idle one the
-/// loop gets a thread of its own (detached until it runs a request inline), which joins the
-/// pool once the loop is taken from it in turn, as the loop's first thread does.
+/// The watchdog took the loop over from an inline call (or the call's response streams): run
+/// the loop on another thread, which must serve without the GIL, since the call may hold it
+/// inside one C call (a regex, a big `json.dumps`) for as long as it likes. An idle pool
+/// thread is detached already; a new pool thread would attach to the interpreter before its
+/// first job, so without an idle one the loop gets a thread of its own (detached until it runs
+/// a request inline), which joins the pool once the loop is taken from it in turn, as the
+/// loop's first thread does.
 pub(super) fn hand_loop_over(shared: &Arc<Shared>, pool: &Arc<Pool<Job>>, st: Box<LoopState>) {
     let Err(job) = pool.submit_to_idle(Job::RunLoop(st)) else {
         return;
@@ -235,7 +241,7 @@ fn next_inline(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<Work>
 /// the loop parked around each call. `None`: the batch ended with the loop here;
 /// `Some(TakenOver)`: the loop went to another thread meanwhile (`st` is empty).
 fn run_inline_batch(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     py: Python<'_>,
     st: &mut Option<Box<LoopState>>,
     mut work: Work,
