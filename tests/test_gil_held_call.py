@@ -22,14 +22,18 @@ from tests.http_util import Conn, request_bytes
 PROBE_TIMEOUT = 10.0  # a bound for a broken server, not a threshold: answers come at once
 
 
-@pytest.mark.parametrize("threads", [(), ("--threads", "0:4")],
-                         ids=["idle-pool-thread", "no-idle-pool-thread"])
+@pytest.mark.parametrize("route,threads", [
+    ("/hold", ()),
+    ("/hold", ("--threads", "0:4")),
+    ("/hold-stream", ("--threads", "0:4")),
+], ids=["idle-pool-thread", "no-idle-pool-thread", "streaming-no-idle-pool-thread"])
 def test_health_path_and_static_files_are_answered_while_a_c_call_holds_the_gil(
-        start_server, tmp_path, threads):
+        start_server, tmp_path, route, threads):
     """Regression (fbfb3d5): `/healthz` waited for a GIL-holding C call running inline (5.09 s
     behind `sum(range(int(4e8)))`), as did static files. With no idle pool thread to take the
     loop over, a new pool thread would attach to the interpreter before serving: the loop gets
-    a thread of its own instead."""
+    a thread of its own instead. A streaming answer hands the loop over at its second block,
+    the same way (before 51044a5 a new pool thread, waiting for the GIL)."""
     (tmp_path / "f.txt").write_bytes(b"static while held\n")
     srv = start_server("gil_held", "--health-path", "/healthz", "--static", f"/static={tmp_path}",
                        *threads)
@@ -39,7 +43,7 @@ def test_health_path_and_static_files_are_answered_while_a_c_call_holds_the_gil(
 
     def hold() -> None:
         with Conn.open(srv.port) as c:
-            c.send(request_bytes("GET", "/hold"))
+            c.send(request_bytes("GET", route))
             held["resp"] = c.read_response(timeout=60)
 
     holder = threading.Thread(target=hold)
@@ -76,5 +80,6 @@ def test_health_path_and_static_files_are_answered_while_a_c_call_holds_the_gil(
         holder.join(30)
         if later is not None:
             later.join(30)
-    assert held["resp"].status == 200 and held["resp"].body == b"released"
+    expected = b"first\nsecond\nreleased" if route == "/hold-stream" else b"released"
+    assert held["resp"].status == 200 and held["resp"].body == expected
     assert queued["resp"].status == 200 and queued["resp"].body == b"hello"

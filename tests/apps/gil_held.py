@@ -7,6 +7,10 @@
   the FIFO; then it records ``held`` under ``hold-finished`` and answers ``released``.
   The FIFO is opened read-write, so the app is its own writer: a read never sees end-of-file,
   only the test's byte.
+- ``/hold-stream``: a streaming answer: ``first``, then ``second`` (recording ``held`` under
+  ``hold-started`` before it), then the same read as ``/hold`` between two blocks, then
+  ``released``. The loop is handed to another thread at the second block, while the GIL is
+  held from there into the read.
 - anything else: answers ``hello``.
 """
 
@@ -26,7 +30,24 @@ def _answer(start_response, body: bytes):
     return [body]
 
 
+def _stream(fd: int):
+    try:
+        buf = ctypes.create_string_buffer(1)
+        yield b"first\n"
+        mark("hold-started", "held")
+        yield b"second\n"
+        got = _LIBC.read(fd, buf, 1)  # no I/O since the hand-off: the GIL stays held
+    finally:
+        os.close(fd)
+    mark("hold-finished", "held")
+    yield b"released" if got == 1 else b"read failed"
+
+
 def app(environ, start_response):
+    if environ["PATH_INFO"] == "/hold-stream":
+        fd = os.open(os.path.join(STATE_DIR, "hold-fifo"), os.O_RDWR)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return _stream(fd)
     if environ["PATH_INFO"] == "/hold":
         fd = os.open(os.path.join(STATE_DIR, "hold-fifo"), os.O_RDWR)
         try:
