@@ -69,12 +69,16 @@ impl Shared {
 
     /// Run one request inline on the loop's thread, attached already. Inline calls are watched
     /// by the watchdog.
-    pub(super) fn run_inline(&self, py: Python<'_>, work: Work) -> Box<crate::io::conn::Conn> {
-        // Should the response stream, the loop moves to another thread (see `release_loop`);
-        // the hook is this thread's for this call only.
+    pub(super) fn run_inline(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        work: Work,
+    ) -> Box<crate::io::conn::Conn> {
+        // Should the response stream, the loop moves to another thread (see
+        // `release_loop_hook`); the hook is this thread's for this call only.
         set_stream_hook(Some((
             release_loop_hook,
-            self as *const Shared as *const (),
+            self as *const Arc<Shared> as *const (),
         )));
         let conn = run_request(&self.bridge, py, work);
         set_stream_hook(None);
@@ -82,15 +86,62 @@ impl Shared {
     }
 }
 
-/// Stream hook of an inline call: hand the parked loop to a pool thread.
+/// Stream hook of an inline call: hand the parked loop to another thread ([`hand_loop_over`]:
+/// the call goes on producing blocks, and may hold the GIL while it does).
 pub(super) fn release_loop_hook(ctx: *const ()) {
-    // SAFETY: set by run_inline from `&Shared` for the duration of the inline call that fires
-    // it; the Shared outlives every request.
-    let shared = unsafe { &*(ctx as *const Shared) };
+    // SAFETY: set by run_inline from `&Arc<Shared>`, a reference that `drive_loop` holds for
+    // the duration of the inline call that fires the hook.
+    let shared = unsafe { &*(ctx as *const Arc<Shared>) };
     if let Some(st) = shared.sched.release_parked() {
-        shared.pool().submit_urgent(Job::RunLoop(st));
+        hand_loop_over(shared, &shared.pool(), st);
     }
 }
+
+/// The watchdog took the loop over from an inline call (or the call's response streams): run
+/// the loop on another thread, which must serve without the GIL, since the call may hold it
+/// inside one C call (a regex, a big `json.dumps`) for as long as it likes. An idle pool
+/// thread is detached already; a new pool thread would attach to the interpreter before its
+/// first job, so without an idle one the loop gets a thread of its own (detached until it runs
+/// a request inline), which joins the pool once the loop is taken from it in turn, as the
+/// loop's first thread does.
+pub(super) fn hand_loop_over(shared: &Arc<Shared>, pool: &Arc<Pool<Job>>, st: Box<LoopState>) {
+    let Err(job) = pool.submit_to_idle(Job::RunLoop(st)) else {
+        return;
+    };
+    // Kept outside the thread's closure, so that the loop survives a failed spawn.
+    let job = Arc::new(Mutex::new(Some(job)));
+    let (s, p, j) = (Arc::clone(shared), Arc::clone(pool), Arc::clone(&job));
+    let life = pool.life();
+    let spawned = std::thread::Builder::new()
+        .name("sluicegate-loop".into())
+        .stack_size(LOOP_STACK)
+        .spawn(move || {
+            let Some(Job::RunLoop(st)) = j.lock().unwrap().take() else {
+                unreachable!("only the loop is handed over here");
+            };
+            let end = drive_loop(&s, st);
+            // No longer the loop's thread: waiting for the GIL is harmless now.
+            Python::attach(|py| {
+                if end == LoopEnd::TakenOver {
+                    py.detach(|| p.join_as_worker());
+                }
+                crate::wsgi::start_response::Callables::drop_kept(py);
+            });
+            drop(s);
+            drop(life); // last: `run` waits for it (see `pool::Lives`)
+        });
+    if let Err(e) = spawned {
+        eprintln!(
+            "sluicegate: cannot start a thread for the event loop: {e}; a pool thread takes it"
+        );
+        if let Some(job) = job.lock().unwrap().take() {
+            pool.submit_urgent(job);
+        }
+    }
+}
+
+/// The stack of a thread started by [`hand_loop_over`]: the loop's first thread's.
+const LOOP_STACK: usize = 8 * 1024 * 1024;
 
 /// Inline requests the loop's thread runs one after another while attached, taking them from
 /// what the loop has ready already; then it detaches to wait for events and do the loop's other
@@ -145,63 +196,94 @@ pub(super) enum LoopEnd {
 /// detached (`LoopState::next_ready_work`).
 pub(super) fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
     shared.sched.set_loop_thread();
-    Python::attach(|py| {
-        let mut st = Some(st);
-        loop {
-            let Some(work) = py.detach(|| {
-                let _on_loop = crate::wsgi::release::LoopThread::enter();
-                let st = st.as_mut().expect("the loop is here");
-                loop {
-                    let work = st.next_work(shared.ctx())?;
-                    if runs_inline(shared, &work) {
-                        return Some(work);
-                    }
-                    dispatch(shared, work);
-                }
-            }) else {
-                wakeup::ring(shared.done_fd);
-                return LoopEnd::ShutDown;
-            };
-            let mut work = work;
-            let mut ran = 0;
+    let mut st = Some(st);
+    // Serve detached until the first request to run inline, and take the GIL only then: a
+    // thread that takes the loop over from an inline call that holds the GIL inside one C call
+    // (a regex, a big `json.dumps`) used to wait for that call to end before serving anything,
+    // `--health-path` and static files included. (On the loop's first thread this is the same
+    // one attach as before, not one more per request.)
+    let end = match next_inline(shared, &mut st) {
+        None => LoopEnd::ShutDown,
+        Some(first) => Python::attach(|py| {
+            let mut work = first;
             loop {
-                let route = crate::wsgi::pool::admission::route_hash(work.head.path());
-                let seq = shared
-                    .sched
-                    .park(st.take().expect("the loop is here"), route);
-                let conn = shared.run_inline(py, work);
-                match shared.sched.unpark() {
-                    Some(back) => {
-                        st.insert(back).put_back(conn, shared.ctx());
-                    }
-                    None => {
-                        // The watchdog gave the loop to another thread while the app ran.
-                        if shared.sched.was_adopted(seq) {
-                            shared.pool().adopted_finished(route);
-                        }
-                        shared.ctx().return_conn(conn);
-                        return LoopEnd::TakenOver;
-                    }
+                if let Some(end) = run_inline_batch(shared, py, &mut st, work) {
+                    return end;
                 }
-                ran += 1;
-                if ran == INLINE_BATCH {
-                    break;
-                }
-                let st = st.as_mut().expect("the loop is here");
-                let next = loop {
-                    match st.next_ready_work(shared.ctx()) {
-                        None => break None,
-                        Some(next) if runs_inline(shared, &next) => break Some(next),
-                        Some(next) => dispatch(shared, next),
-                    }
-                };
-                match next {
+                match py.detach(|| next_inline(shared, &mut st)) {
                     Some(next) => work = next,
-                    None => break,
+                    None => return LoopEnd::ShutDown,
                 }
             }
+        }),
+    };
+    if end == LoopEnd::ShutDown {
+        wakeup::ring(shared.done_fd);
+    }
+    end
+}
+
+/// Serve (detached) until a request is to run inline: it is returned, the others went to the
+/// pool. `None`: the loop has shut down.
+fn next_inline(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<Work> {
+    let _on_loop = crate::wsgi::release::LoopThread::enter();
+    let st = st.as_mut().expect("the loop is here");
+    loop {
+        let work = st.next_work(shared.ctx())?;
+        if runs_inline(shared, &work) {
+            return Some(work);
         }
-    })
+        dispatch(shared, work);
+    }
+}
+
+/// Run `work` inline, then the requests the loop has ready already, up to [`INLINE_BATCH`],
+/// the loop parked around each call. `None`: the batch ended with the loop here;
+/// `Some(TakenOver)`: the loop went to another thread meanwhile (`st` is empty).
+fn run_inline_batch(
+    shared: &Arc<Shared>,
+    py: Python<'_>,
+    st: &mut Option<Box<LoopState>>,
+    mut work: Work,
+) -> Option<LoopEnd> {
+    let mut ran = 0;
+    loop {
+        let route = crate::wsgi::pool::admission::route_hash(work.head.path());
+        let seq = shared
+            .sched
+            .park(st.take().expect("the loop is here"), route);
+        let conn = shared.run_inline(py, work);
+        match shared.sched.unpark() {
+            Some(back) => {
+                st.insert(back).put_back(conn, shared.ctx());
+            }
+            None => {
+                // The watchdog gave the loop to another thread while the app ran.
+                shared.sched.taken_over_call_ended();
+                if shared.sched.was_adopted(seq) {
+                    shared.pool().adopted_finished(route);
+                }
+                shared.ctx().return_conn(conn);
+                return Some(LoopEnd::TakenOver);
+            }
+        }
+        ran += 1;
+        if ran == INLINE_BATCH {
+            return None;
+        }
+        let st = st.as_mut().expect("the loop is here");
+        let next = loop {
+            match st.next_ready_work(shared.ctx()) {
+                None => break None,
+                Some(next) if runs_inline(shared, &next) => break Some(next),
+                Some(next) => dispatch(shared, next),
+            }
+        };
+        match next {
+            Some(next) => work = next,
+            None => return None,
+        }
+    }
 }
 
 /// Run one pool job; for an app call, returns its time from when it held the GIL.

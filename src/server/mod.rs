@@ -32,7 +32,7 @@ use crate::wsgi::bridge::Bridge;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
-use drive::{drive_loop, run_job, Job, LoopEnd, Shared, STOP_TAIL};
+use drive::{drive_loop, hand_loop_over, run_job, LoopEnd, Shared, STOP_TAIL};
 use report::{readings, watch_deadlines, Pages};
 use scheduler::Scheduler;
 
@@ -251,7 +251,7 @@ impl Server {
             .spawn(move || {
                 let pool = s.pool();
                 s.sched.watchdog(
-                    |st| pool.submit_urgent(Job::RunLoop(st)),
+                    |st| hand_loop_over(&s, &pool, st),
                     |route, ran| pool.adopt_long(route, ran),
                 );
             })

@@ -38,7 +38,7 @@
 //! it (one futex wake in `park`) and it watches that call from `TICK_MIN` until it ends
 //! (`SPARSE_GAP`).
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -109,6 +109,10 @@ pub struct Scheduler {
     /// Sequence numbers (`inline_seq` while parked) of inline calls taken over for computing
     /// and counted by the pool (`Pool::adopt_long`), until their threads end the count.
     adopted: Mutex<Vec<u64>>,
+    /// Inline calls taken over that are still running. Dispatch mode lasts while there is one:
+    /// such a call may hold the GIL inside one C call for as long as it likes, and a loop
+    /// thread back in inline mode would wait for the GIL before serving anything.
+    taken_running: AtomicU32,
     /// Nanoseconds since `epoch` of the last slow call.
     last_slow: AtomicU64,
     epoch: Instant,
@@ -142,6 +146,7 @@ impl Scheduler {
             parked: Mutex::new(None),
             inline_route: AtomicU64::new(0),
             adopted: Mutex::new(Vec::new()),
+            taken_running: AtomicU32::new(0),
             last_slow: AtomicU64::new(0),
             epoch: Instant::now(),
             watchdog_sleeping: AtomicBool::new(false),
@@ -171,7 +176,7 @@ impl Scheduler {
     }
 
     /// Should the next request run inline? Also ends dispatch mode when calls have been quick
-    /// for `REVERT_AFTER`.
+    /// for `REVERT_AFTER` and no call taken over is still running.
     pub fn inline_now(&self) -> bool {
         match self.policy {
             Policy::Inline => return true,
@@ -180,6 +185,9 @@ impl Scheduler {
         }
         if self.mode.load(Ordering::Relaxed) == Mode::Inline as u8 {
             return true;
+        }
+        if self.taken_running.load(Ordering::Relaxed) > 0 {
+            return false;
         }
         let since = self
             .now_ns()
@@ -248,6 +256,11 @@ impl Scheduler {
             }
             None => false,
         }
+    }
+
+    /// A call whose loop state was taken over (`unpark` gave `None`) has returned.
+    pub fn taken_over_call_ended(&self) {
+        self.taken_running.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// After an inline call: the loop state, unless the watchdog handed it to another thread.
@@ -393,6 +406,7 @@ impl Scheduler {
                 let seq = self.inline_seq.load(Ordering::SeqCst);
                 self.adopted.lock().unwrap().push(seq);
             }
+            self.taken_running.fetch_add(1, Ordering::Relaxed);
             // The stuck call no longer holds the loop: the number is even again and the next
             // inline call (on the new loop thread) makes it odd.
             self.inline_seq.fetch_add(1, Ordering::SeqCst);
@@ -618,6 +632,24 @@ mod tests {
                 cpu_bound: false
             }
         ));
+    }
+
+    #[test]
+    fn dispatch_mode_lasts_while_a_call_taken_over_still_runs() {
+        let mut s = Scheduler::new(Policy::Adaptive);
+        s.epoch = Instant::now()
+            .checked_sub(REVERT_AFTER * 2)
+            .expect("the clock is past its start");
+        s.note_slow();
+        assert!(!s.inline_now(), "a slow call starts dispatch mode");
+        s.last_slow.store(0, Ordering::Relaxed);
+        s.taken_running.fetch_add(1, Ordering::Relaxed);
+        assert!(
+            !s.inline_now(),
+            "quiet for REVERT_AFTER, but the taken-over call may hold the GIL in C"
+        );
+        s.taken_over_call_ended();
+        assert!(s.inline_now(), "it has ended: back to inline");
     }
 
     #[test]

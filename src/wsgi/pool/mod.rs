@@ -373,6 +373,18 @@ impl<J: Send + 'static> Pool<J> {
         self.start(inner, job, None);
     }
 
+    /// Run `job` now on an idle thread, not counted by admission; `Err(job)` if none is idle.
+    /// For a job that must not wait for the GIL: an idle thread is attached to the interpreter
+    /// already (and detached while it waits), where a new one attaches before its first job.
+    pub fn submit_to_idle(self: &Arc<Self>, job: J) -> Result<(), J> {
+        let inner = self.inner.lock().unwrap();
+        if inner.idle.is_empty() {
+            return Err(job);
+        }
+        self.start(inner, job, None);
+        Ok(())
+    }
+
     /// An inline call to `route` was taken over from the event loop's thread for computing
     /// (`server::scheduler`): it goes on outside the pool, but it holds the interpreter like
     /// an admitted long call. Count it in the long class and mark its route long, so that the
