@@ -564,8 +564,9 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "check_config", parse_bool, "false",
-        "Validate every option and import the app, then exit: 0 if all is well, else 2 with "
-        "one line saying what is wrong.",
+        "Validate every option, check that --user and --group exist and that the directories "
+        "of --access-log, --error-log and --pid do, and import the app, then exit: 0 if all "
+        "is well, else 2 with one line saying what is wrong.",
         "", bool, switch=True,
     ),
     Option(
