@@ -7,6 +7,8 @@ hides a second one must never produce two responses, and the hidden request (``/
 never answered.
 """
 
+import json
+
 import pytest
 
 from tests.http_util import Closed, Conn, Truncated, assert_refused, assert_still_serving, request_bytes
@@ -115,7 +117,6 @@ BAD_BODY = {
 }
 
 BAD_OTHER = {
-    "version-1.2": (H(b"GET / HTTP/1.2", HOST), {400, 505}),
     "version-2.0": (H(b"GET / HTTP/2.0", HOST), {400, 505}),
     "version-0.9-style": (b"GET /\r\n\r\n", {400, 505}),
     "content-length-overflow": (H(POST, HOST, b"Content-Length: 99999999999999999999999999"),
@@ -136,6 +137,44 @@ def test_malformed_request_gets_400_and_close(hello, raw):
 def test_unsupported_request_gets_its_status_and_close(hello, raw, statuses):
     assert_refused(hello.port, raw, statuses, forbidden=b"Hello, World!")
     assert_still_serving(hello.port, "/alive", b"path=/alive")
+
+
+def test_a_higher_http1_minor_version_is_served_as_http11(servers):
+    """Issue 32 item 16: ``GET / HTTP/1.2`` was refused with 505. RFC 9110 §2.5: a higher
+    minor version of a major we speak is served as the highest we speak: the app sees
+    SERVER_PROTOCOL HTTP/1.1, the answer is HTTP/1.1, and the connection stays open (1.1's
+    default), so a second request on it is answered too."""
+    srv = servers.get("echo_environ")
+    with Conn.open(srv.port) as c:
+        for version in (b"HTTP/1.2", b"HTTP/1.9"):
+            c.send(H(b"GET /v?x=1 " + version, HOST))
+            resp = c.read_response()
+            assert resp.status == 200, f"{version!r}: {resp.status} {resp.reason}"
+            assert resp.version == "HTTP/1.1"
+            env = json.loads(resp.body)
+            assert (env["SERVER_PROTOCOL"], env["PATH_INFO"], env["QUERY_STRING"]) == \
+                ("HTTP/1.1", "/v", "x=1")
+    # Other major versions keep their 505.
+    assert_refused(srv.port, H(b"GET / HTTP/2.0", HOST), {505})
+    assert_refused(srv.port, H(b"GET / HTTP/0.9", HOST), {505})
+
+
+def test_a_bad_request_line_is_refused_before_the_header_section_ends(servers):
+    """Issue 32 item 17: a bad request line was judged only once the header section ended, so
+    ``GET /\\r\\n\\xe2\\r\\n`` followed by silence waited for the header timeout's 408. It is
+    refused as soon as the line is complete. The server's header timeout is far longer than
+    the client's wait, so only an answer to the line itself can arrive in it."""
+    srv = servers.get("hello", "--header-timeout", "3600")
+    for raw, status in [(b"GET /\r\n\xe2\r\n", 400),
+                        (b"GET / HTTP/2.0\r\nHost: x\r\n", 505),
+                        (b"G@T / HTTP/1.1\r\n", 400)]:
+        with Conn.open(srv.port) as c:
+            c.send(raw)
+            # The connection stays open from the client's side: no EOF to end the head.
+            resp = c.read_response()
+            assert resp.status == status, f"{raw!r}: {resp.status} {resp.reason}"
+            c.expect_closed()
+    assert_still_serving(srv.port)
 
 
 @pytest.mark.parametrize("raw", list(BAD_BODY.values()), ids=list(BAD_BODY))

@@ -188,6 +188,12 @@ def test_debug_log_level_shows_the_traceback(app_dir):
     (["--no-such-option"], {}, "unknown option --no-such-option"),
     (["--threads"], {}, "argument --threads: expected one argument"),
     ([], {"SLUICEGATE_THREADS": "0"}, "SLUICEGATE_THREADS='0': MAX must be at least 1"),
+    # Issue 32 item 18: a 100 KiB value made every response 100 KiB longer. Refused at start,
+    # in one line that quotes only the start of the value.
+    (["--server-header", "x" * 100_000], {},
+     "--server-header '" + "x" * 79 + "... (100002 characters): is 100000 bytes long; at most "
+     "256 are allowed"),
+    ([], {"SLUICEGATE_SERVER_HEADER": "y" * 257}, "at most 256 are allowed"),
 ])
 def test_bad_option_values(app_dir, args, env, expected):
     result = run_cli("goodapp:app", *args, cwd=app_dir, env=env)
@@ -424,3 +430,7 @@ def test_options_reach_the_core(start_server, app_dir):
 
     server = start_server("goodapp:app", "--server-header", "", cwd=app_dir)
     assert server.request().getheader("Server") is None
+
+    longest = "p" * 256  # the cap is inclusive
+    server = start_server("goodapp:app", "--server-header", longest, cwd=app_dir)
+    assert server.request().getheader("Server") == longest

@@ -87,3 +87,37 @@ def test_hup_rereads_the_file(start_server, tmp_path):
     srv.wait_log(r"the configuration is not valid .*MIN \(9\) is larger than MAX \(1\).*keep serving")
     status = srv.request("GET", "/pid").status
     assert status == 200
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--user", "sluicegate_test_no_such_user"],
+     "--user: no such user 'sluicegate_test_no_such_user'"),
+    (["--group", "sluicegate_test_no_such_group"],
+     "--group: no such group 'sluicegate_test_no_such_group'"),
+    (["--access-log", "{missing}/access.log"], "--access-log '{missing}/access.log': no such "
+                                               "directory '{missing}'"),
+    (["--error-log", "{missing}/error.log"], "--error-log '{missing}/error.log': no such "
+                                             "directory '{missing}'"),
+    (["--pid", "{missing}/sg.pid"], "--pid '{missing}/sg.pid': no such directory '{missing}'"),
+], ids=["user", "group", "access-log", "error-log", "pid"])
+def test_check_config_refuses_what_cannot_start(tmp_path, args, expected):
+    """Issue 32 item 14: --check-config said "configuration OK" for configs a start then
+    refused. Each of these fails a real start; --check-config now fails too, in one line."""
+    missing = str(tmp_path / "no-such-dir")
+    args = [a.format(missing=missing) for a in args]
+    start = sluicegate("--bind", "127.0.0.1:0", *args, "tests.apps.workers:app")
+    assert start.returncode != 0 and "sluicegate: error: " in start.stderr, start.stderr
+    r = sluicegate("--check-config", *args, "tests.apps.workers:app")
+    assert r.returncode == 2, r.stdout
+    assert r.stderr.splitlines() == [f"sluicegate: error: {expected.format(missing=missing)}"]
+    assert "configuration OK" not in r.stdout
+
+
+def test_check_config_accepts_files_in_existing_directories(tmp_path):
+    import getpass
+    for access_log in (str(tmp_path / "a.log"), "-"):
+        r = sluicegate("--check-config", "--access-log", access_log,
+                       "--error-log", str(tmp_path / "e.log"), "--pid", str(tmp_path / "sg.pid"),
+                       "--user", getpass.getuser(), "tests.apps.workers:app")
+        assert r.returncode == 0, r.stderr
+        assert not any(tmp_path.iterdir()), "--check-config wrote a file"

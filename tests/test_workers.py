@@ -11,6 +11,7 @@ import http.client
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 
@@ -248,6 +249,40 @@ def get_quietly(port):
 def test_pid_file_is_written_and_removed(start_server, tmp_path):
     pid_file = tmp_path / "sg.pid"
     srv = start_server("workers", "--workers", "2", "--pid", str(pid_file))
+    assert pid_file.read_text().strip() == str(srv.pid)
+    srv.signal(signal.SIGTERM)
+    assert srv.wait_exit() == 0
+    assert not pid_file.exists()
+
+
+def test_a_pid_file_naming_a_live_server_is_neither_taken_nor_removed(start_server, tmp_path):
+    """Issue 32 item 15: a second server started with the same --pid overwrote the first's
+    file, then removed it when it stopped, leaving the running server unnamed. Now the second
+    one refuses to start, in one line naming the pid, and the file stays the first's."""
+    pid_file = tmp_path / "sg.pid"
+    first = start_server("workers", "--workers", "1", "--pid", str(pid_file))
+    assert pid_file.read_text().strip() == str(first.pid)
+    for workers in (["--workers", "1"], []):  # under a master, and a single process
+        second = start_server("workers", *workers, "--pid", str(pid_file), wait_ready=False)
+        assert second.wait_exit() == 1
+        errors = [line for line in second.log_text().splitlines() if "error" in line]
+        assert len(errors) == 1, second.log_text()
+        assert f"names a running process (pid {first.pid})" in errors[0], errors[0]
+        assert pid_file.read_text().strip() == str(first.pid)
+    assert first.request("GET", "/").status == 200
+    first.signal(signal.SIGTERM)
+    assert first.wait_exit() == 0
+    assert not pid_file.exists()
+
+
+def test_a_stale_pid_file_is_replaced(start_server, tmp_path):
+    """A pid file left by a server that is gone (kill -9, a reboot) names a dead pid: it is
+    replaced, and removed when the new server stops."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    pid_file = tmp_path / "sg.pid"
+    pid_file.write_text(f"{gone.pid}\n")
+    srv = start_server("workers", "--workers", "1", "--pid", str(pid_file))
     assert pid_file.read_text().strip() == str(srv.pid)
     srv.signal(signal.SIGTERM)
     assert srv.wait_exit() == 0

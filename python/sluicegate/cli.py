@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from . import __version__, tls
+from . import __version__, privileges, tls
 from .errors import OptionError, SluicegateError
 from .loader import load_app
 from .options import Config, describe, from_command_line, raw_values, validate
@@ -76,15 +76,38 @@ def redirect_stderr(path: str, capture_output: bool = False) -> None:
 
 
 def check(cfg: Config) -> int:
-    """--check-config: every option is valid (we got here); import the app too."""
+    """--check-config: every option is valid (we got here); what a start needs from the system
+    is there (the users, the directories of the files it writes); import the app too."""
     if cfg.chdir:
         os.chdir(cfg.chdir)
     try:
+        _check_system(cfg)
         tls.load(cfg)
         if not callable(cfg.app):
             load_app(cfg.app)
     except SluicegateError as e:
-        print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
+        sys.stderr.write(f"sluicegate: error: {e}\n")
         return 2
     print(f"sluicegate: configuration OK (app {cfg.app})", flush=True)
     return 0
+
+
+def _check_system(cfg: Config) -> None:
+    """What a start would fail on after the options parsed: an unknown --user or --group, a
+    file to write whose directory is missing. (Not whether the starting user may write there:
+    the access log is opened after --user switches, so only a start can tell.)"""
+    for flag, name, lookup in (("--user", cfg.user, privileges.user_id),
+                               ("--group", cfg.group, privileges.group_id)):
+        try:
+            if name:
+                lookup(name)
+        except ValueError as e:
+            raise OptionError(f"{flag}: {e}") from None
+    files = [("--access-log", cfg.access_log if cfg.access_log != "-" else None),
+             ("--error-log", cfg.error_log), ("--pid", cfg.pid)]
+    for flag, path in files:
+        if path is None:
+            continue
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise OptionError(f"{flag} {path!r}: no such directory {directory!r}")

@@ -447,14 +447,24 @@ def parse_static(value: object) -> StaticMount:
     return StaticMount(**mount)
 
 
+# The longest --server-header: the value goes out in every response head, so a mistaken one
+# (a file pasted in, 100 KiB) would make every response that much longer. Real ones are a
+# product name and version ("nginx/1.27.1", "gunicorn"): 256 bytes leaves room for any.
+MAX_SERVER_HEADER = 256
+
+
 def parse_server_header(value: object) -> str:
-    """Any visible text; it becomes a response header, so CR, LF and other controls are refused."""
+    """Any visible text; it becomes a response header, so CR, LF and other controls are refused,
+    and so is a value longer than MAX_SERVER_HEADER bytes."""
     text = _str(value)
     if any((ord(c) < 32 and c != "\t") or c == "\x7f" for c in text):
         raise ValueError("cannot contain control characters (CR, LF, ...)")
     if not text.isascii():
         raise ValueError("must be ASCII")
-    return text.strip()
+    text = text.strip()
+    if len(text) > MAX_SERVER_HEADER:
+        raise ValueError(f"is {len(text)} bytes long; at most {MAX_SERVER_HEADER} are allowed")
+    return text
 
 
 def parse_workers(value: object) -> Optional[int]:
@@ -574,8 +584,9 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "check_config", parse_bool, "false",
-        "Validate every option and import the app, then exit: 0 if all is well, else 2 with "
-        "one line saying what is wrong.",
+        "Validate every option, check that --user and --group exist and that the directories "
+        "of --access-log, --error-log and --pid do, and import the app, then exit: 0 if all "
+        "is well, else 2 with one line saying what is wrong.",
         "", bool, switch=True,
     ),
     Option(
@@ -975,7 +986,7 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "server_header", parse_server_header, "sluicegate",
-        "Value of the Server response header; empty sends none.",
+        "Value of the Server response header (ASCII, at most 256 bytes); empty sends none.",
         "TEXT", str, core=True,
     ),
     Option(
@@ -1216,10 +1227,17 @@ def _parse_one(o: Option, r: Raw, value: object) -> Any:
         raise OptionError(f"{_where(o, r, value)}: {e}") from None
 
 
+# How much of a bad value an error line quotes.
+_MAX_SHOWN = 80
+
+
 def _where(o: Option, r: Raw, value: object = None) -> str:
     """How the bad value is named in an error: `--threads '5:2'`, `SLUICEGATE_THREADS='5:2'`,
     `threads=(5, 2)`."""
     shown = repr(value if value is not None else r.value)
+    if len(shown) > _MAX_SHOWN:
+        # A pasted file as a value: the error stays one readable line.
+        shown = shown[:_MAX_SHOWN] + f"... ({len(shown)} characters)"
     if r.source == "default":
         return f"default of {o.flag} {shown}"
     if r.source.startswith(ENV_PREFIX) or r.source.endswith("="):

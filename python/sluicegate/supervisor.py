@@ -78,7 +78,8 @@ def _serve(
     tls.settle_sockets(cfg, sockets)
     try:
         if cfg.pid:
-            pidfile.write(cfg.pid)
+            old_master = int(upgraded_from) if (upgraded_from or "").isdigit() else None
+            pidfile.write(cfg.pid, replaces=old_master)
         if cfg.workers is None or cfg.preload:  # the app is imported in this process
             privileges.drop(cfg.user, cfg.group)
         elif cfg.user or cfg.group:

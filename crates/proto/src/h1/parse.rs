@@ -3,10 +3,11 @@
 //!
 //! Two passes, both linear. (1) The scan: `memchr` for LF from where the last call stopped;
 //! every LF must follow a CR, and not a CR that follows another, the first LF ends the request
-//! line (414 as soon as the line is too long) and an empty line ends the head (431 as soon as
-//! the buffer is past the limit).
-//! (2) Once complete: a byte pre-scan (bare CR, control bytes, obs-fold, field count), our own
-//! request-line parse (httparse cannot tell 505 from 400 nor check target forms), the field
+//! line (414 as soon as the line is too long; the line is parsed and judged right then, with
+//! our own parser, since httparse cannot tell 505 from 400 nor check target forms: a bad line
+//! gets its answer without waiting for a header section that may never come) and an empty line
+//! ends the head (431 as soon as the buffer is past the limit).
+//! (2) Once complete: a byte pre-scan (bare CR, control bytes, obs-fold, field count), the field
 //! lines (what the pre-scan left to check: names and trimming), then the framing rules of
 //! RFC 9112 §6 that decide where the body ends.
 //! Being strict about framing is the defence against request smuggling: when a proxy in front
@@ -34,7 +35,11 @@ pub struct HeadParser {
     scanned: usize,
     /// Index of the request line's first byte, once the leading empty lines are skipped.
     start: Option<usize>,
-    /// Index of the LF that ends the request line, once seen.
+    /// Index of the LF that ends the request line, once seen. The line is parsed (and judged)
+    /// as soon as its LF arrives: a bad line is answered then, not after the header section
+    /// (or its timeout). The parsed line is not kept here, which would grow every connection
+    /// by 48 bytes: `find_end` hands it to `build` when the head ends in the same call (the
+    /// usual case), and otherwise `build` parses it again.
     line_lf: Option<usize>,
 }
 
@@ -71,10 +76,10 @@ impl HeadParser {
         }
         match self.find_end(buf, limits) {
             Ok(None) => Ok(None),
-            Ok(Some(end)) => {
+            Ok(Some((end, line))) => {
                 let (start, line_lf) = (self.start.unwrap_or(0), self.line_lf.unwrap_or(0));
                 self.reset();
-                let head = build(&buf[start..end], line_lf - start, limits)?;
+                let head = build(&buf[start..end], line_lf - start, line, limits)?;
                 Ok(Some((head, end)))
             }
             Err(e) => {
@@ -84,8 +89,13 @@ impl HeadParser {
         }
     }
 
-    /// Scan for the end of the head; `Some(n)` = the head ends at `buf[n]`.
-    fn find_end(&mut self, buf: &[u8], limits: &Limits) -> Result<Option<usize>, ProtoError> {
+    /// Scan for the end of the head; `Some((n, line))` = the head ends at `buf[n]`, and `line`
+    /// is its request line if this call parsed it.
+    fn find_end(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+    ) -> Result<Option<(usize, Option<RequestLine>)>, ProtoError> {
         let max = limits.max_header_bytes;
         // Nothing past the limit is looked at: a head must end within it.
         let region = buf.len().min(max);
@@ -124,6 +134,7 @@ impl HeadParser {
         };
 
         let mut pos = self.scanned;
+        let mut line = None;
         while let Some(off) = find_near(b'\n', &buf[pos..region]) {
             let lf = pos + off;
             // lf > start, since buf[start] is neither CR nor LF.
@@ -145,6 +156,9 @@ impl HeadParser {
                     if cr_before_crlf {
                         return Err(bad("bare CR in the request line"));
                     }
+                    // Judged now: a client that sends a bad line and then waits gets its 400
+                    // (or 505) at once, not a 408 when the header timeout ends.
+                    line = Some(parse_request_line(&buf[start..], lf - start)?);
                     self.line_lf = Some(lf);
                 }
                 Some(_) => {
@@ -157,7 +171,7 @@ impl HeadParser {
                     // Every LF before this one followed a CR, so "\n\r\n" means CRLFCRLF.
                     if buf[lf - 2] == b'\n' {
                         self.scanned = lf + 1;
-                        return Ok(Some(lf + 1));
+                        return Ok(Some((lf + 1, line)));
                     }
                 }
             }
@@ -191,8 +205,14 @@ fn rng(start: usize, end: usize) -> Range<u32> {
 }
 
 /// Validate a complete head (`head` = request line through CRLFCRLF; `line_lf` = index of the
-/// request line's LF) and build the owned [`RequestHead`].
-fn build(head: &[u8], line_lf: usize, limits: &Limits) -> Result<RequestHead, ProtoError> {
+/// request line's LF; `line` = that line, if already parsed by [`parse_request_line`]) and
+/// build the owned [`RequestHead`].
+fn build(
+    head: &[u8],
+    line_lf: usize,
+    line: Option<RequestLine>,
+    limits: &Limits,
+) -> Result<RequestHead, ProtoError> {
     if u32::try_from(head.len()).is_err() {
         return Err(ProtoError::HeadersTooLarge);
     }
@@ -201,7 +221,11 @@ fn build(head: &[u8], line_lf: usize, limits: &Limits) -> Result<RequestHead, Pr
     if field_count > limits.max_headers {
         return Err(ProtoError::HeadersTooLarge);
     }
-    let line = parse_request_line(head, line_lf)?;
+    let line = match line {
+        Some(line) => line,
+        // Parsed and judged in an earlier call, when the line's LF arrived.
+        None => parse_request_line(head, line_lf)?,
+    };
     let (mut buf, fields) = spare_buffers();
     let fields = parse_fields(head, line_lf + 1, field_count, &ends, fields)?;
 
@@ -343,6 +367,11 @@ fn parse_request_line(head: &[u8], line_lf: usize) -> Result<RequestLine, ProtoE
     let version = match &line[v0..] {
         b"HTTP/1.1" => Version::Http11,
         b"HTTP/1.0" => Version::Http10,
+        // A higher minor version of a major we speak is served as the highest we speak (RFC
+        // 9110 §2.5): SERVER_PROTOCOL and the response say HTTP/1.1.
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor] if minor.is_ascii_digit() => {
+            Version::Http11
+        }
         [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
             if major.is_ascii_digit() && minor.is_ascii_digit() =>
         {
@@ -1387,7 +1416,7 @@ mod tests {
     #[test]
     fn versions() {
         let v = |version: &str| status(format!("GET / {version}\r\nHost: h\r\n\r\n"));
-        for unsupported in ["HTTP/2.0", "HTTP/1.2", "HTTP/0.9", "HTTP/3.0", "HTTP/9.9"] {
+        for unsupported in ["HTTP/2.0", "HTTP/0.9", "HTTP/3.0", "HTTP/9.9", "HTTP/0.1"] {
             assert_eq!(v(unsupported), 505, "{unsupported}");
         }
         for bad in [
@@ -1406,6 +1435,64 @@ mod tests {
         assert_eq!(status("GET /\r\n\r\n"), 400, "HTTP/0.9-style line");
         // An HTTP/2 prior-knowledge preface gets 505, not 400.
         assert_eq!(status("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), 505);
+    }
+
+    #[test]
+    fn higher_minor_versions_of_http1_are_served_as_http11() {
+        // RFC 9110 §2.5: a recipient SHOULD handle a higher minor version as its own highest.
+        for minor in 2..=9 {
+            let line = format!("GET /x?q HTTP/1.{minor}");
+            let s = ok(format!("{line}\r\nHost: h\r\n\r\n"));
+            assert_eq!(s.version, Version::Http11, "{line}");
+            assert_eq!(s.version.as_str(), "HTTP/1.1");
+            assert!(s.keep_alive, "persistent by default, as 1.1: {line}");
+            assert_eq!((&s.path[..], &s.query[..]), (&b"/x"[..], &b"q"[..]));
+            // 1.1's rules with it: Host is required, chunked is understood.
+            assert_eq!(
+                status(format!("{line}\r\n\r\n")),
+                400,
+                "{line} without Host"
+            );
+            let s = ok(format!(
+                "POST / HTTP/1.{minor}\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+            ));
+            assert_eq!(s.body, BodyFraming::Chunked);
+        }
+        // An absolute-form target without a path still reads "/" out of the version.
+        assert_eq!(ok("GET http://h HTTP/1.5\r\nHost: h\r\n\r\n").path, b"/");
+    }
+
+    #[test]
+    fn a_bad_request_line_is_refused_as_soon_as_it_is_complete() {
+        // Each of these lines is complete and wrong: the parser answers before any header
+        // field (or the empty line that ends the head) arrives. parse3 checks it whole, byte by
+        // byte (the error comes at the line's LF) and with trailing bytes.
+        for (input, want) in [
+            (&b"GET /\r\n"[..], 400),
+            (b"GET /\r\n\xe2\r\n", 400),
+            (b"GET /\r\n\xe2", 400),
+            (b"GET / HTTP/2.0\r\n", 505),
+            (b"GET / HTTP/2.0\r\nHost: h\r\n", 505),
+            (b"GET / HTTP/1.10\r\nHost", 400),
+            (b"G@T / HTTP/1.1\r\n", 400),
+            (b"GET  / HTTP/1.1\r\n", 400),
+            (b"GET /a\x7fb HTTP/1.1\r\n", 400),
+            (b"GET * HTTP/1.1\r\n", 400),
+            (b"CONNECT h:443 HTTP/1.1\r\n", 400),
+            (b"\r\nGET ftp://h/ HTTP/1.1\r\nX: y\r\n", 400),
+        ] {
+            assert_eq!(err(input).status(), want, "{:?}", show(input));
+        }
+        // At the line's LF, not before.
+        let mut p = HeadParser::new();
+        assert!(matches!(p.parse(b"GET /\r", &Limits::default()), Ok(None)));
+        assert!(p.parse(b"GET /\r\n", &Limits::default()).is_err());
+        // A good line still waits for the rest of the head.
+        assert_eq!(parse3(b"GET / HTTP/1.1\r\n", &Limits::default()), Ok(None));
+        assert_eq!(
+            parse3(b"GET / HTTP/1.9\r\nHost: h\r\n", &Limits::default()),
+            Ok(None)
+        );
     }
 
     #[test]
