@@ -55,7 +55,10 @@ def test_health_path_and_static_files_are_answered_while_a_c_call_holds_the_gil(
     behind `sum(range(int(4e8)))`), as did static files. With no idle pool thread to take the
     loop over, a new pool thread would attach to the interpreter before serving: the loop gets
     a thread of its own instead. A streaming answer hands the loop over at its second block,
-    the same way (before 51044a5 a new pool thread, waiting for the GIL)."""
+    the same way (before 51044a5 a new pool thread, waiting for the GIL). After that
+    hand-off the mode stays inline: a new app request made the new loop thread wait for the
+    GIL with the loop in its hands, `/healthz` included, until the loop was parked before the
+    wait (the watchdog takes it over then, as from a call that blocks)."""
     (tmp_path / "f.txt").write_bytes(b"static while held\n")
     metrics = tmp_path / "metrics.sock"
     srv = start_server("gil_held", "--health-path", "/healthz", "--static", f"/static={tmp_path}",
