@@ -11,7 +11,7 @@ sockets; the load and the table are `conftest.py`'s (`pytest -q tests/faults` pr
 | a full disk for the access log (`/dev/full`) | none (the lines are counted dropped) |
 | an access log pipe nobody reads | none; the stop still ends |
 | a busy metrics port for a new worker | none (the worker is retried with back-off) |
-| a GIL-holding C call | none of the health checks |
+| a GIL-holding C call (inline, or streaming after the loop's hand-off) | none of the health checks |
 | EMFILE (descriptors exhausted) | none on open connections; new ones served once some close |
 """
 
@@ -22,6 +22,8 @@ import os
 import signal
 import socket
 import threading
+
+import pytest
 
 from tests.faults.conftest import Load, record
 from tests.helpers import wait_for
@@ -193,21 +195,27 @@ def test_a_busy_metrics_port_for_a_new_worker(start_server):
     assert ok
 
 
-def test_a_gil_holding_c_call(start_server):
+@pytest.mark.parametrize("route", ["/hold", "/hold-stream"], ids=["inline", "streaming"])
+def test_a_gil_holding_c_call(start_server, route):
+    """Health checks under load while an inline call holds the GIL in C (`/hold`), or a
+    streaming one after the loop's hand-off (`/hold-stream`), with an app request waiting for
+    the GIL beside them."""
     srv = start_server("gil_held", "--health-path", "/healthz")
     fifo = srv.state_path("hold-fifo")
     os.mkfifo(fifo)
-    held: dict = {}
+    answers: dict = {}
 
-    def hold() -> None:
+    def fetch(path: str) -> None:
         with Conn.open(srv.port) as c:
-            c.send(request_bytes("GET", "/hold"))
-            held["resp"] = c.read_response(timeout=60)
+            c.send(request_bytes("GET", path))
+            answers[path] = c.read_response(timeout=60)
 
-    holder = threading.Thread(target=hold)
+    holder = threading.Thread(target=fetch, args=(route,))
     holder.start()
+    waiting = threading.Thread(target=fetch, args=("/hello",))
     try:
         srv.wait_marks("hold-started", 1)
+        waiting.start()
         with Load(srv.port, CLIENTS, path="/healthz", good=lambda b: b == b"OK\n") as load:
             load.wait_for(200)
         still_held = srv.marks("hold-finished") == []
@@ -215,8 +223,12 @@ def test_a_gil_holding_c_call(start_server):
         with open(fifo, "wb") as f:
             f.write(b"x")
         holder.join(30)
-    ok = held["resp"].status == 200 and get(srv.port, "/hello") == (200, b"hello")
-    record("a GIL-holding C call (health checks)", load, "0", ok)
+        if waiting.ident is not None:  # started
+            waiting.join(30)
+    ok = answers[route].status == 200 and answers["/hello"].body == b"hello" \
+        and get(srv.port, "/hello") == (200, b"hello")
+    record(f"a GIL-holding C call, {'streaming' if 'stream' in route else 'inline'} "
+           "(health checks)", load, "0", ok)
     assert still_held, "the C call ended during the load: the test proves nothing"
     assert load.failed == [], load.failed
     assert ok
