@@ -16,6 +16,22 @@ use std::ops::Range;
 use crate::h1::parse::parse_content_length;
 use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
 
+/// The client connection preface (RFC 9113 §3.4).
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Whether a connection's first bytes are the HTTP/2 preface: `Some(true)` (all of it),
+/// `Some(false)` (not it: HTTP/1), `None` (a prefix of it so far: wait for more).
+pub fn starts_with_preface(buf: &[u8]) -> Option<bool> {
+    let n = buf.len().min(PREFACE.len());
+    if buf[..n] != PREFACE[..n] {
+        Some(false)
+    } else if n == PREFACE.len() {
+        Some(true)
+    } else {
+        None
+    }
+}
+
 /// The request of one stream, as the `h2` crate hands it over (pseudo-headers apart).
 pub struct StreamRequest<'a, F> {
     pub method: &'a [u8],
@@ -188,6 +204,17 @@ mod tests {
         assert_eq!(h.header(b"cookie"), Some(&b"a=1; b=2"[..]));
         assert_eq!(h.version.as_str(), "HTTP/2");
         assert_eq!(h.body, BodyFraming::None);
+    }
+
+    #[test]
+    fn preface_detection() {
+        assert_eq!(starts_with_preface(b"GET / HTTP/1.1\r\n"), Some(false));
+        assert_eq!(starts_with_preface(b"PRI * HTTP/2"), None);
+        assert_eq!(starts_with_preface(b""), None);
+        let mut whole = PREFACE.to_vec();
+        whole.extend_from_slice(b"\0\0\x12\x04");
+        assert_eq!(starts_with_preface(&whole), Some(true));
+        assert_eq!(starts_with_preface(b"PRX"), Some(false));
     }
 
     #[test]

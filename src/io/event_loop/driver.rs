@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use std::net::SocketAddr;
 
+use mio::unix::SourceFd;
 use sluicegate_proto::forwarded::{self, Hop, PeerOrigin};
 use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
 use sluicegate_proto::proxy_protocol::{self, ProxiedAddr, ProxyError};
@@ -166,6 +167,10 @@ impl LoopState {
                 match self.try_request(token, ctx) {
                     Ok(Next::Work(work)) => return Some(work),
                     Ok(Next::NeedMore) => {}
+                    Ok(Next::Http2) => {
+                        self.to_http2(token, ctx);
+                        return None;
+                    }
                     Ok(Next::Answered) => {
                         // Answered here (a static file): write it before parsing what follows,
                         // so pipelined answers keep their order.
@@ -259,6 +264,28 @@ impl LoopState {
         None
     }
 
+    /// A connection that opened with the HTTP/2 preface leaves the loop: out of its epoll set
+    /// and its table, to the HTTP/2 thread with the bytes read so far (`io::h2`). It stays
+    /// counted as open until that thread closes it.
+    fn to_http2(&mut self, token: usize, ctx: &LoopCtx) {
+        let Some(hub) = ctx.settings.h2.clone() else {
+            return;
+        };
+        let Slot::Here(mut conn) = self.conns.remove(token) else {
+            return;
+        };
+        if conn.registered {
+            let fd = conn.stream.fd();
+            let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+            conn.registered = false;
+        }
+        conn.deadline = None;
+        if let Some(b) = &self.balance {
+            b.publish(self.conns.len());
+        }
+        hub.hand_over(conn);
+    }
+
     /// Parse a head from the buffer, or check that a body being buffered is complete.
     pub(super) fn try_request(&mut self, token: usize, ctx: &LoopCtx) -> Result<Next, ProtoError> {
         let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
@@ -296,6 +323,23 @@ impl LoopState {
                         eprintln!("sluicegate: PROXY header refused: {why}");
                     }
                     self.close(token);
+                    return Ok(Next::NeedMore);
+                }
+            }
+        }
+        if conn.requests == 0
+            && conn.wire == Wire::Http
+            && ctx.settings.h2.is_some()
+            && ctx.settings.config.http2.allows(conn.tls.is_some())
+        {
+            match crate::io::h2::starts_with_preface(conn.buffered()) {
+                Some(true) => return Ok(Next::Http2),
+                Some(false) => {}
+                None => {
+                    if matches!(conn.phase, Phase::Idle) {
+                        conn.phase = Phase::ReadingHead;
+                        conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
+                    }
                     return Ok(Next::NeedMore);
                 }
             }

@@ -114,6 +114,9 @@ enum ReadHint {
 enum Next {
     /// A request for the app.
     Work(Work),
+    /// The connection opened with the HTTP/2 preface: it leaves the loop for the HTTP/2
+    /// thread (`io::h2`).
+    Http2,
     /// Not a whole request yet.
     NeedMore,
     /// A request the loop answered itself (static file); its answer is in the output queue.
