@@ -239,7 +239,7 @@ impl Server {
             // Weak: the pool's jobs hold the server, which holds the hub (no cycle to leak).
             let p = Arc::downgrade(&pool);
             hub.start(
-                Arc::clone(&shared.bridge.loop_ctx),
+                Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::h2::LoopView>,
                 Box::new(move |call: crate::io::h2::StreamCall| {
                     let route = crate::wsgi::pool::admission::route_hash(call.head.path());
                     if let Some(p) = p.upgrade() {

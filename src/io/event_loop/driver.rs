@@ -168,7 +168,7 @@ impl LoopState {
                     Ok(Next::Work(work)) => return Some(work),
                     Ok(Next::NeedMore) => {}
                     Ok(Next::Http2) => {
-                        self.to_http2(token, ctx);
+                        self.hand_to_http2(token, ctx);
                         return None;
                     }
                     Ok(Next::Answered) => {
@@ -267,7 +267,7 @@ impl LoopState {
     /// A connection that opened with the HTTP/2 preface leaves the loop: out of its epoll set
     /// and its table, to the HTTP/2 thread with the bytes read so far (`io::h2`). It stays
     /// counted as open until that thread closes it.
-    fn to_http2(&mut self, token: usize, ctx: &LoopCtx) {
+    fn hand_to_http2(&mut self, token: usize, ctx: &LoopCtx) {
         let Some(hub) = ctx.settings.h2.clone() else {
             return;
         };

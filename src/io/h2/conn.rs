@@ -16,11 +16,14 @@ use bytes::Bytes;
 use sluicegate_proto::h2::{request_head, StreamRequest};
 use tokio::sync::{mpsc, watch};
 
+use super::call::{LiveStream, LoopView, Stop, StreamCall, ThreadShare};
 use super::socket_io::SocketIo;
-use super::{H2Hub, LiveStream, StreamBody, StreamCall, StreamReply, STOP_LOOK};
+use super::stream::{StreamBody, StreamReply};
 use crate::clock::now_ns;
 use crate::io::conn::Conn;
-use crate::io::event_loop::{LoopCtx, Shutdown};
+
+/// How often the HTTP/2 thread looks whether a stop was asked for (the loop's shutdown state).
+const STOP_LOOK: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A stream's receive window: the most request body the server buffers for one stream the
 /// app has not read yet (flow control gives it back as the app reads).
@@ -33,11 +36,11 @@ const SEND_BUFFER: usize = 1024 * 1024;
 
 /// Serve every connection handed over, until a stop is asked for and all have closed.
 pub(super) async fn serve_all(
-    hub: Arc<H2Hub>,
-    ctx: Arc<LoopCtx>,
+    hub: Arc<ThreadShare>,
+    ctx: Arc<dyn LoopView>,
     mut from_loop: mpsc::UnboundedReceiver<Box<Conn>>,
 ) {
-    let (stop_tx, stop_rx) = watch::channel(Shutdown::Running);
+    let (stop_tx, stop_rx) = watch::channel(Stop::Running);
     let mut tick = tokio::time::interval(STOP_LOOK);
     let mut stopping = false;
     loop {
@@ -51,8 +54,8 @@ pub(super) async fn serve_all(
                 None => break,
             },
             _ = tick.tick() => {
-                let state = ctx.shutdown_state();
-                if state >= Shutdown::Graceful {
+                let state = ctx.stop();
+                if state >= Stop::Graceful {
                     stop_tx.send_replace(state);
                     stopping = true;
                 }
@@ -66,10 +69,10 @@ pub(super) async fn serve_all(
 
 /// One connection, from the handshake to its close.
 async fn serve_one(
-    hub: Arc<H2Hub>,
-    ctx: Arc<LoopCtx>,
+    hub: Arc<ThreadShare>,
+    ctx: Arc<dyn LoopView>,
     mut conn: Box<Conn>,
-    mut stop: watch::Receiver<Shutdown>,
+    mut stop: watch::Receiver<Stop>,
 ) {
     let cfg = Arc::clone(&hub.config);
     let prefix = conn
@@ -90,7 +93,7 @@ async fn serve_one(
             streams(&hub, &ctx, &mut conn, h2c, &mut stop).await;
         }
     }
-    ctx.counters
+    ctx.counters()
         .by_request
         .open_connections
         .fetch_sub(1, Ordering::Relaxed);
@@ -102,17 +105,17 @@ async fn serve_one(
 /// timeout (`--keepalive-timeout` without a stream in flight) or a stop (GOAWAY, in-flight
 /// streams finish; an immediate stop cuts them).
 async fn streams(
-    hub: &Arc<H2Hub>,
-    ctx: &Arc<LoopCtx>,
+    hub: &Arc<ThreadShare>,
+    ctx: &Arc<dyn LoopView>,
     conn: &mut Conn,
     mut h2c: h2::server::Connection<SocketIo, Bytes>,
-    stop: &mut watch::Receiver<Shutdown>,
+    stop: &mut watch::Receiver<Stop>,
 ) {
     let cfg = &hub.config;
     let live = Arc::new(AtomicUsize::new(0));
     let tls_facts = conn.tls.as_ref().and_then(|l| l.facts());
     let mut going_away = false;
-    if *stop.borrow() >= Shutdown::Graceful {
+    if *stop.borrow() >= Stop::Graceful {
         h2c.graceful_shutdown();
         going_away = true;
     }
@@ -143,7 +146,7 @@ async fn streams(
                     let head = match head {
                         Ok(h) => h,
                         Err(e) => {
-                            ctx.counters.by_request.loop_answer(e.status());
+                            ctx.counters().by_request.loop_answer(e.status());
                             let _ = reply.send_head(e.status(), std::iter::empty(), true);
                             continue;
                         }
@@ -160,7 +163,7 @@ async fn streams(
                         parsed_at: now_ns(),
                         _live: LiveStream::new(&live),
                     };
-                    hub.dispatch(call);
+                    (hub.dispatch)(call);
                 }
                 Some(Err(_)) | None => break,
             },
@@ -172,7 +175,7 @@ async fn streams(
             }
             changed = stop.changed() => {
                 let state = *stop.borrow();
-                if changed.is_err() || state == Shutdown::Immediate {
+                if changed.is_err() || state == Stop::Immediate {
                     break;
                 }
                 if !going_away {

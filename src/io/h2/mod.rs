@@ -15,81 +15,36 @@
 //!
 //! Nothing here knows Python: a stream leaves as a [`StreamCall`], a plain value.
 
+mod call;
 mod conn;
 mod socket_io;
 pub mod stream;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sluicegate_proto::forwarded::PeerOrigin;
-use sluicegate_proto::RequestHead;
 use tokio::sync::mpsc;
 
 use crate::config::Config;
 use crate::io::conn::Conn;
-use crate::io::event_loop::LoopCtx;
-use crate::io::tls_link::TlsFacts;
-use crate::peer::Peer;
+use call::ThreadShare;
+pub use call::{Dispatch, LoopView, Stop, StreamCall};
 pub use stream::{StreamBody, StreamReply};
 
 /// The HTTP/2 preface's first line: a plain listener's connection that opens with it speaks
 /// HTTP/2 (h2c with prior knowledge, RFC 9113 §3.3).
 pub use sluicegate_proto::h2::starts_with_preface;
 
-/// One stream's request, ready for the app (the HTTP/2 counterpart of the loop's `Work`).
-pub struct StreamCall {
-    pub head: RequestHead,
-    /// The listener the connection came in on (SERVER_NAME/PORT, the environ's template).
-    pub listener: usize,
-    pub peer: Peer,
-    pub peer_origin: PeerOrigin,
-    /// The environ's TLS facts (`None` for h2c).
-    pub tls_facts: Option<Arc<TlsFacts>>,
-    /// `:scheme` said `https` (trusted for h2c only as forwarding headers are).
-    pub scheme_https: bool,
-    /// The request body's DATA frames (`None`: the HEADERS frame ended the stream).
-    pub body: Option<StreamBody>,
-    pub reply: StreamReply,
-    /// When the stream's head was decoded (`clock::now_ns`).
-    pub parsed_at: u64,
-    /// Counts the connection's streams in flight; the guard drops with the call.
-    pub(crate) _live: LiveStream,
-}
-
-/// One stream in flight on a connection (its idle timer waits for none).
-pub(crate) struct LiveStream(Arc<AtomicUsize>);
-
-impl LiveStream {
-    fn new(count: &Arc<AtomicUsize>) -> LiveStream {
-        count.fetch_add(1, Ordering::SeqCst);
-        LiveStream(Arc::clone(count))
-    }
-}
-
-impl Drop for LiveStream {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Runs a stream's app call: given by the server (the pool), called on the HTTP/2 thread.
-pub type Dispatch = Box<dyn Fn(StreamCall) + Send + Sync>;
-
 /// What the loop and the server hold of the HTTP/2 thread.
 pub struct H2Hub {
     config: Arc<Config>,
     to_thread: mpsc::UnboundedSender<Box<Conn>>,
     from_loop: Mutex<Option<mpsc::UnboundedReceiver<Box<Conn>>>>,
-    dispatch: OnceLock<Dispatch>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Connections being served (for the tests' and stats' sake, and the stop's wait).
-    pub open: AtomicUsize,
+    /// Connections being served.
+    pub open: Arc<AtomicUsize>,
 }
-
-/// How often the HTTP/2 thread looks whether a stop was asked for (the loop's shutdown state).
-const STOP_LOOK: Duration = Duration::from_millis(50);
 
 impl H2Hub {
     pub fn new(config: Arc<Config>) -> Arc<H2Hub> {
@@ -98,19 +53,25 @@ impl H2Hub {
             config,
             to_thread,
             from_loop: Mutex::new(Some(from_loop)),
-            dispatch: OnceLock::new(),
             thread: Mutex::new(None),
-            open: AtomicUsize::new(0),
+            open: Arc::new(AtomicUsize::new(0)),
         })
     }
 
     /// Start the HTTP/2 thread; `dispatch` runs each stream's call.
-    pub fn start(self: &Arc<Self>, ctx: Arc<LoopCtx>, dispatch: Dispatch) -> std::io::Result<()> {
-        let _ = self.dispatch.set(dispatch);
+    pub fn start(
+        self: &Arc<Self>,
+        ctx: Arc<dyn LoopView>,
+        dispatch: Dispatch,
+    ) -> std::io::Result<()> {
         let Some(rx) = self.from_loop.lock().unwrap().take() else {
             return Ok(());
         };
-        let hub = Arc::clone(self);
+        let share = Arc::new(ThreadShare {
+            config: Arc::clone(&self.config),
+            dispatch,
+            open: Arc::clone(&self.open),
+        });
         let handle = std::thread::Builder::new()
             .name("sluicegate-h2".into())
             .spawn(move || {
@@ -119,7 +80,7 @@ impl H2Hub {
                     .enable_time()
                     .build()
                     .expect("the HTTP/2 thread's runtime");
-                rt.block_on(conn::serve_all(hub, ctx, rx));
+                rt.block_on(conn::serve_all(share, ctx, rx));
             })?;
         *self.thread.lock().unwrap() = Some(handle);
         Ok(())
@@ -129,12 +90,6 @@ impl H2Hub {
     pub fn hand_over(&self, conn: Box<Conn>) {
         // Fails only once the thread has ended (a stop): the connection then closes.
         let _ = self.to_thread.send(conn);
-    }
-
-    fn dispatch(&self, call: StreamCall) {
-        if let Some(d) = self.dispatch.get() {
-            d(call);
-        }
     }
 
     /// Wait up to `timeout` for the HTTP/2 thread to end (it ends once a stop was asked for
