@@ -374,3 +374,23 @@ def test_graceful_stop_sends_goaway_and_finishes_inflight_streams(start_server):
     finally:
         c.close()
     assert srv.wait_exit() == 0
+
+
+def test_static_files_and_health_path_over_http2(start_server, tmp_path):
+    data = bytes(i % 251 for i in range(3_000_000))
+    (tmp_path / "big.bin").write_bytes(data)
+    srv = start_server("http2", "--static", f"/s={tmp_path}", "--health-path", "/healthz")
+    c = H2Client(srv.port, timeout=30)
+    try:
+        got, head, health, missing = c.responses([
+            c.request("GET", "/s/big.bin"), c.request("HEAD", "/s/big.bin"),
+            c.request("GET", "/healthz"), c.request("GET", "/s/nothing-here")])
+        ranged = c.get("/s/big.bin", headers=[("range", "bytes=100-199")])
+    finally:
+        c.close()
+    assert got.status == 200 and bytes(got.body) == data
+    assert got.header(b"content-length") == b"3000000"
+    assert head.status == 200 and head.ended_on_headers and not head.body
+    assert health.status == 200
+    assert missing.status == 404
+    assert ranged.status == 206 and bytes(ranged.body) == data[100:200]

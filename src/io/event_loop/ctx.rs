@@ -219,22 +219,6 @@ impl LoopCtx {
     }
 }
 
-/// The HTTP/2 thread's view of the loop (`io::h2` does not import the loop: the floors).
-impl crate::io::h2::LoopView for LoopCtx {
-    fn stop(&self) -> crate::io::h2::Stop {
-        use crate::io::h2::Stop;
-        match self.shutdown_state() {
-            Shutdown::Running | Shutdown::Draining => Stop::Running,
-            Shutdown::Graceful => Stop::Graceful,
-            Shutdown::Immediate => Stop::Immediate,
-        }
-    }
-
-    fn counters(&self) -> &Counters {
-        &self.counters
-    }
-}
-
 /// Settings the loop needs, from the config; the loop's context holds the one copy.
 pub struct LoopSettings {
     /// The one frozen config, shared with the bridge: every setting the loop reads (timeouts,

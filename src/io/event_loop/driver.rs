@@ -508,7 +508,11 @@ fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static st
 /// The answers the loop gives itself, without the app: the health path (`--health-path`; it
 /// comes first, so a check is answered within the loop's round even while every app thread
 /// computes) and static files (`--static`). `None`: the request is the app's.
-fn own_answer(head: &RequestHead, out: &mut OutQueue, ctx: &LoopCtx) -> Option<OwnAnswer> {
+pub(super) fn own_answer(
+    head: &RequestHead,
+    out: &mut OutQueue,
+    ctx: &LoopCtx,
+) -> Option<OwnAnswer> {
     let server = &ctx.settings.config.server_header;
     // Compared first: the answer's buffer and date are made only for the health path itself.
     if !ctx.settings.config.health_path.is_empty()

@@ -58,6 +58,7 @@ mod accept;
 mod closing;
 mod ctx;
 mod driver;
+mod h2_view;
 mod metrics;
 mod pages;
 

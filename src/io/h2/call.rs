@@ -6,11 +6,14 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use std::net::IpAddr;
+
 use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::RequestHead;
 
 use super::stream::{StreamBody, StreamReply};
 use crate::config::Config;
+use crate::io::out_queue::OutQueue;
 use crate::io::tls_link::TlsFacts;
 use crate::observe::counters::Counters;
 use crate::peer::Peer;
@@ -66,6 +69,11 @@ pub enum Stop {
 pub trait LoopView: Send + Sync + 'static {
     fn stop(&self) -> Stop;
     fn counters(&self) -> &Counters;
+    /// The loop's own answer to `head` (`--health-path`, `--static`), queued in `out` as
+    /// HTTP/1.1 bytes (`own_answer.rs` reframes them); its status, or `None` for the app.
+    fn own_answer(&self, head: &RequestHead, out: &mut OutQueue) -> Option<u16>;
+    /// Count and log an own answer once sent (`sent` body bytes).
+    fn account_own(&self, head: RequestHead, client: Option<IpAddr>, status: u16, sent: u64);
 }
 
 /// Runs a stream's app call: given by the server (the pool), called on the HTTP/2 thread.

@@ -17,10 +17,12 @@ use sluicegate_proto::h2::{request_head, StreamRequest};
 use tokio::sync::{mpsc, watch};
 
 use super::call::{LiveStream, LoopView, Stop, StreamCall, ThreadShare};
+use super::own_answer;
 use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
 use crate::clock::now_ns;
 use crate::io::conn::Conn;
+use crate::io::out_queue::OutQueue;
 
 /// How often the HTTP/2 thread looks whether a stop was asked for (the loop's shutdown state).
 const STOP_LOOK: std::time::Duration = std::time::Duration::from_millis(50);
@@ -142,15 +144,26 @@ async fn streams(
                         },
                         &cfg.limits,
                     );
-                    let mut reply = StreamReply::new(respond);
                     let head = match head {
                         Ok(h) => h,
                         Err(e) => {
                             ctx.counters().by_request.loop_answer(e.status());
+                            let mut reply = StreamReply::new(respond);
                             let _ = reply.send_head(e.status(), std::iter::empty(), true);
                             continue;
                         }
                     };
+                    // --static and --health-path: answered here, without the app.
+                    let mut out = OutQueue::new();
+                    if let Some(status) = ctx.own_answer(&head, &mut out) {
+                        let (view, client) = (Arc::clone(ctx), conn.peer.ip());
+                        tokio::spawn(async move {
+                            let sent = own_answer::send(respond, out, head.is_head).await;
+                            view.account_own(head, client, status, sent);
+                        });
+                        continue;
+                    }
+                    let reply = StreamReply::new(respond);
                     let call = StreamCall {
                         head,
                         listener: conn.listener,

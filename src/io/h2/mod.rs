@@ -10,6 +10,7 @@
 //!   ends it after a graceful stop's GOAWAYs.
 //! - `conn.rs`: one connection's task: the handshake, accepting streams, the idle timer, the
 //!   GOAWAY at a stop.
+//! - `own_answer.rs`: `--static` and `--health-path` answered on the HTTP/2 thread.
 //! - `socket_io.rs`: the socket (plain or TLS) as tokio's `AsyncRead`/`AsyncWrite`.
 //! - `stream.rs`: one stream seen from its app thread: the body in, the response out.
 //!
@@ -17,6 +18,7 @@
 
 mod call;
 mod conn;
+mod own_answer;
 mod socket_io;
 pub mod stream;
 

@@ -45,7 +45,15 @@ impl Response {
         let declared = self.app.content_length.or(length);
         let date = http_date();
         let len_text = declared.map(|n| n.to_string());
-        let (reply, app, server) = (&mut self.reply, &self.app, self.server);
+        let (reply, app) = (&mut self.reply, &self.app);
+        // Date and Server unless the app set them (as on HTTP/1.1).
+        let has = |name: &[u8]| app.headers().any(|(n, _)| n.eq_ignore_ascii_case(name));
+        let server = if has(b"server") {
+            &b""[..]
+        } else {
+            self.server
+        };
+        let date: &[u8] = if has(b"date") { b"" } else { &date[..] };
         let fields = app
             .headers()
             .filter(|(n, _)| !n.eq_ignore_ascii_case(b"content-length"))
@@ -55,7 +63,7 @@ impl Response {
                     .map(|t| (&b"content-length"[..], t.as_bytes())),
             )
             .chain((!server.is_empty()).then_some((&b"server"[..], server)))
-            .chain(std::iter::once((&b"date"[..], &date[..])));
+            .chain((!date.is_empty()).then_some((&b"date"[..], date)));
         let status = app.status_code;
         let sent = py.detach(|| reply.send_head(status, fields, end));
         sent.map_err(|_| self.gone())
