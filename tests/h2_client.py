@@ -75,21 +75,25 @@ class H2Client:
         return sid
 
     def send_body(self, sid: int, body: bytes) -> None:
-        """Send all of `body` within the flow-control window, reading as the server opens it."""
+        """Send `body` within the flow-control window, reading as the server opens it; stops
+        early if the server has closed the stream (it answered without reading it all)."""
         view = memoryview(body)
         deadline = time.monotonic() + self.timeout
-        while view:
-            room = min(self.conn.local_flow_control_window(sid),
-                       self.conn.max_outbound_frame_size, len(view))
-            if room <= 0:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("the server kept its window closed")
-                self.receive_once()
-                continue
-            self.conn.send_data(sid, bytes(view[:room]))
-            view = view[room:]
-            self.flush()
-        self.conn.end_stream(sid)
+        try:
+            while view:
+                room = min(self.conn.local_flow_control_window(sid),
+                           self.conn.max_outbound_frame_size, len(view))
+                if room <= 0:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("the server kept its window closed")
+                    self.receive_once()
+                    continue
+                self.conn.send_data(sid, bytes(view[:room]))
+                view = view[room:]
+                self.flush()
+            self.conn.end_stream(sid)
+        except h2.exceptions.StreamClosedError:
+            pass  # the server answered (or reset the stream) before the body was all sent
         self.flush()
 
     def receive_once(self) -> bool:

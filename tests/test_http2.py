@@ -394,3 +394,53 @@ def test_static_files_and_health_path_over_http2(start_server, tmp_path):
     assert health.status == 200
     assert missing.status == 404
     assert ranged.status == 206 and bytes(ranged.body) == data[100:200]
+
+
+def test_an_unread_body_is_dropped_and_the_connection_goes_on(servers):
+    srv = servers.get("http2")
+    c = H2Client(srv.port)
+    try:
+        unread = c.responses([c.request("POST", "/", body=b"u" * 500_000)])[0]
+        after = c.get("/")
+    finally:
+        c.close()
+    assert unread.status == 200 and bytes(unread.body) == b"Hello, World!"
+    assert after.status == 200 and c.goaway() is None
+
+
+def rss_kib(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.parametrize("flood", ["ping", "settings"])
+def test_ping_and_settings_floods_from_a_client_that_never_reads(start_server, flood):
+    srv = start_server("http2")
+    before = rss_kib(srv.pid)
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # and never read: answers pile up
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frames.SettingsFrame(0).serialize())
+    if flood == "ping":
+        one = frames.PingFrame(0, opaque_data=b"12345678").serialize()
+    else:
+        one = frames.SettingsFrame(0, settings={frames.SettingsFrame.INITIAL_WINDOW_SIZE: 65535})
+        one = one.serialize()
+    batch = one * 1000
+    sent = 0
+    try:
+        while sent < 32 * 1024 * 1024:
+            s.sendall(batch)  # the server stops reading (a timeout) or closes: both bound it
+            sent += len(batch)
+    except OSError:
+        pass
+    grown = rss_kib(srv.pid) - before
+    s.close()
+    assert srv.alive()
+    assert grown < 64 * 1024, f"the server grew by {grown} KiB after {sent} bytes of {flood}"
+    c = H2Client(srv.port)
+    try:
+        assert c.get("/").status == 200
+    finally:
+        c.close()

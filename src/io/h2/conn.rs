@@ -181,7 +181,12 @@ async fn streams(
                 Some(Err(_)) | None => break,
             },
             _ = idle => {
-                if live.load(Ordering::SeqCst) == 0 && !going_away {
+                if live.load(Ordering::SeqCst) == 0 {
+                    if going_away {
+                        // GOAWAY sent a keep-alive timeout ago and the client neither closed
+                        // nor opened anything: close.
+                        break;
+                    }
                     h2c.graceful_shutdown();
                     going_away = true;
                 }

@@ -89,7 +89,9 @@ impl Response {
             return Ok(());
         }
         if !self.head_sent() {
-            let length = end.then_some(data.len() as u64);
+            // The whole body is this block: its length is known (not for HEAD, whose body
+            // nobody made: only the app's or a list's Content-Length is sent then).
+            let length = (end && !self.is_head).then_some(data.len() as u64);
             self.send_head(py, self.is_head || (end && data.is_empty()), length)?;
         }
         self.body_bytes += data.len() as u64;
