@@ -444,3 +444,32 @@ def test_ping_and_settings_floods_from_a_client_that_never_reads(start_server, f
         assert c.get("/").status == 200
     finally:
         c.close()
+
+
+# --- behind a proxy that speaks HTTP/2 to its backends -----------------------------------------
+
+def test_behind_haproxy_with_proto_h2(start_server):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests import haproxy_util
+    from tests.http_util import Conn, request_bytes
+    if not haproxy_util.available():
+        pytest.skip("haproxy not installed")
+    srv = start_server("http2")
+    proxy = haproxy_util.HAProxy(srv.port, "/", server_options="proto h2")
+
+    def get(path):
+        s = socket.create_connection(("127.0.0.1", proxy.port), timeout=20)
+        with Conn(s) as c:
+            c.send(request_bytes("GET", path))
+            return c.read_response()
+
+    try:
+        env = env_lines(get("/environ").body)
+        assert env["SERVER_PROTOCOL"] == "HTTP/2"  # HAProxy to us: h2c with prior knowledge
+        n, token = 8, uuid.uuid4().hex
+        with ThreadPoolExecutor(n) as pool:
+            answers = list(pool.map(lambda _: get(f"/together?n={n}&token={token}"), range(n)))
+        assert [(a.status, int(a.body)) for a in answers] == [(200, n)] * n
+    finally:
+        proxy.stop()
