@@ -473,3 +473,21 @@ def test_behind_haproxy_with_proto_h2(start_server):
         assert [(a.status, int(a.body)) for a in answers] == [(200, n)] * n
     finally:
         proxy.stop()
+
+
+def test_a_stuck_stream_gets_504_and_the_others_go_on(start_server):
+    srv = start_server("http2", "--timeout", "1")
+    c = H2Client(srv.port, timeout=20)
+    try:
+        stuck = c.request("GET", "/gate?name=never")
+        srv.wait_marks("entered", 1)
+        fine = c.get("/")
+        answered = c.responses([stuck])[0]
+        after = c.get("/")
+        srv.open_gate("never")  # let the stuck call end
+    finally:
+        c.close()
+    assert fine.status == 200
+    assert answered.status == 504
+    assert after.status == 200 and c.goaway() is None
+    srv.wait_log(r"GET /gate\?name=never HTTP/2")

@@ -32,7 +32,7 @@ use crate::config::Config;
 use crate::io::conn::Conn;
 use call::ThreadShare;
 pub use call::{Dispatch, LoopView, Stop, StreamCall};
-pub use stream::{StreamBody, StreamReply};
+pub use stream::{StreamBody, StreamCut, StreamReply};
 
 /// The HTTP/2 preface's first line: a plain listener's connection that opens with it speaks
 /// HTTP/2 (h2c with prior knowledge, RFC 9113 §3.3).

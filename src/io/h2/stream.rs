@@ -14,7 +14,7 @@
 //! is reset.
 
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -98,29 +98,103 @@ impl StreamBody {
     }
 }
 
-/// Where a response goes: the stream's head, then its DATA.
-pub struct StreamReply {
+/// A response's state, shared by the app thread that sends it and the `--timeout` watcher
+/// that may cut it ([`StreamCut`]). The lock is held for one `h2` call at a time, never while
+/// the app thread waits for window.
+struct ReplyState {
     respond: SendResponse<Bytes>,
     send: Option<SendStream<Bytes>>,
     ended: bool,
+    /// Cut by the watcher: every later send fails (the client has its answer or a reset).
+    cut: bool,
+}
+
+impl ReplyState {
+    fn reset(&mut self, reason: Reason) {
+        if let Some(mut send) = self.send.take() {
+            send.send_reset(reason);
+        } else if !self.ended {
+            self.respond.send_reset(reason);
+        }
+        self.ended = true;
+    }
+}
+
+/// Where a response goes: the stream's head, then its DATA.
+pub struct StreamReply {
+    state: Arc<Mutex<ReplyState>>,
+}
+
+/// The `--timeout` watcher's hold on a stream (`io::transport::Transport::H2`): answer it 504
+/// if nothing was sent, else reset it, from a thread that does not run the call.
+#[derive(Clone)]
+pub struct StreamCut(Arc<Mutex<ReplyState>>);
+
+impl std::fmt::Debug for StreamCut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamCut")
+    }
+}
+
+impl PartialEq for StreamCut {
+    fn eq(&self, other: &StreamCut) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for StreamCut {}
+
+impl StreamCut {
+    /// `answer`: send `504 Gateway Timeout` (the head was not sent); else reset the stream.
+    pub fn cut(&self, answer: bool) {
+        let mut st = self.0.lock().unwrap();
+        if st.ended || st.cut {
+            st.cut = true;
+            return;
+        }
+        st.cut = true;
+        if answer && st.send.is_none() {
+            let response = http::Response::builder()
+                .status(504)
+                .header("content-length", "0")
+                .body(())
+                .expect("a fixed response");
+            if st.respond.send_response(response, true).is_ok() {
+                st.ended = true;
+                return;
+            }
+        }
+        st.reset(Reason::CANCEL);
+    }
 }
 
 /// DATA is sent in pieces of at most this (and of what the window allows): the `h2` crate
 /// buffers what it was handed until it is written, so this bounds the memory of one stream.
 const SEND_PIECE: usize = 256 * 1024;
 
+fn cut_error() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "the stream was cut (--timeout)")
+}
+
+fn invalid(e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, e.to_string())
+}
+
 impl StreamReply {
     pub(super) fn new(respond: SendResponse<Bytes>) -> StreamReply {
         StreamReply {
-            respond,
-            send: None,
-            ended: false,
+            state: Arc::new(Mutex::new(ReplyState {
+                respond,
+                send: None,
+                ended: false,
+                cut: false,
+            })),
         }
     }
 
-    /// The head was sent.
-    pub fn started(&self) -> bool {
-        self.send.is_some() || self.ended
+    /// The watcher's hold on this stream (`--timeout`).
+    pub fn cut_handle(&self) -> StreamCut {
+        StreamCut(Arc::clone(&self.state))
     }
 
     /// Send the head: `status` and the fields (names lower-cased here, connection-specific
@@ -133,65 +207,84 @@ impl StreamReply {
     ) -> io::Result<()> {
         let mut builder = http::Response::builder().status(status);
         for (name, value) in fields {
-            let name = http::HeaderName::from_bytes(&name.to_ascii_lowercase())
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-            let value = http::HeaderValue::from_bytes(value)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            let name = http::HeaderName::from_bytes(&name.to_ascii_lowercase()).map_err(invalid)?;
+            let value = http::HeaderValue::from_bytes(value).map_err(invalid)?;
             builder = builder.header(name, value);
         }
-        let response = builder
-            .body(())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let send = self.respond.send_response(response, end).map_err(gone)?;
+        let response = builder.body(()).map_err(invalid)?;
+        let mut st = self.state.lock().unwrap();
+        if st.cut {
+            return Err(cut_error());
+        }
+        let send = st.respond.send_response(response, end).map_err(gone)?;
         if end {
-            self.ended = true;
+            st.ended = true;
         } else {
-            self.send = Some(send);
+            st.send = Some(send);
         }
         Ok(())
     }
 
     /// Send body bytes as DATA frames as the window allows, waiting up to `timeout` for each
-    /// grant. `end`: the last of the body.
+    /// grant (the lock is not held while waiting). `end`: the last of the body.
     pub fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
-        let Some(send) = self.send.as_mut() else {
-            return if self.ended {
-                Ok(())
-            } else {
-                Err(io::ErrorKind::NotConnected.into())
-            };
-        };
+        {
+            let st = self.state.lock().unwrap();
+            if st.cut {
+                return Err(cut_error());
+            }
+            if st.send.is_none() {
+                return if st.ended {
+                    Ok(())
+                } else {
+                    Err(io::ErrorKind::NotConnected.into())
+                };
+            }
+        }
         let mut sent_end = false;
         while !data.is_empty() {
-            send.reserve_capacity(data.len().min(SEND_PIECE));
-            let granted = block_on(timeout, |cx| match send.poll_capacity(cx) {
-                Poll::Ready(Some(Ok(0))) => Poll::Pending,
-                other => other,
+            let want = data.len().min(SEND_PIECE);
+            let granted = block_on(timeout, |cx| {
+                let mut st = self.state.lock().unwrap();
+                let Some(send) = st.send.as_mut() else {
+                    return Poll::Ready(None);
+                };
+                send.reserve_capacity(want);
+                match send.poll_capacity(cx) {
+                    Poll::Ready(Some(Ok(0))) => Poll::Pending,
+                    other => other,
+                }
             });
+            let mut st = self.state.lock().unwrap();
             let n = match granted {
                 Ok(Some(Ok(n))) => n.min(data.len()),
                 Ok(Some(Err(e))) => return Err(gone(e)),
+                Ok(None) if st.cut => return Err(cut_error()),
                 Ok(None) => return Err(io::ErrorKind::ConnectionReset.into()),
                 Err(e) => {
                     // The client opened no window for `--write-timeout`: cut the stream.
-                    send.send_reset(Reason::CANCEL);
-                    self.send = None;
-                    self.ended = true;
+                    st.reset(Reason::CANCEL);
                     return Err(e);
                 }
             };
             let piece = data.split_to(n);
             let last = end && data.is_empty();
+            let Some(send) = st.send.as_mut() else {
+                return Err(cut_error());
+            };
             send.send_data(piece, last).map_err(gone)?;
             sent_end |= last;
         }
         if end {
-            if !sent_end {
-                // An empty DATA frame carries END_STREAM.
-                send.send_data(Bytes::new(), true).map_err(gone)?;
+            let mut st = self.state.lock().unwrap();
+            if let Some(send) = st.send.as_mut() {
+                if !sent_end {
+                    // An empty DATA frame carries END_STREAM.
+                    send.send_data(Bytes::new(), true).map_err(gone)?;
+                }
             }
-            self.send = None;
-            self.ended = true;
+            st.send = None;
+            st.ended = true;
         }
         Ok(())
     }
@@ -199,11 +292,6 @@ impl StreamReply {
     /// Cut the stream (RST_STREAM): the app failed after the head, or the body fell short of
     /// its Content-Length.
     pub fn reset(&mut self) {
-        if let Some(mut send) = self.send.take() {
-            send.send_reset(Reason::INTERNAL_ERROR);
-        } else if !self.ended {
-            self.respond.send_reset(Reason::INTERNAL_ERROR);
-        }
-        self.ended = true;
+        self.state.lock().unwrap().reset(Reason::INTERNAL_ERROR);
     }
 }

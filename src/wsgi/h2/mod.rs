@@ -26,6 +26,7 @@ use response::Response;
 
 use crate::clock::{now_ns, since};
 use crate::io::h2::StreamCall;
+use crate::io::transport::Transport;
 use crate::observe::request_end::Finished;
 use crate::observe::timings::End as LogEnd;
 use crate::wsgi::app_head::AppHead;
@@ -67,7 +68,18 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     let trust = bridge.config.forwarding.as_ref();
     let forwarded = trust
         .and_then(|(t, family)| forwarded::forwarded(&head, hop, Some(t), *family).map(Box::new));
+    // --timeout: the call is watched; past it, the stream is answered 504 (or reset) and
+    // the connection's other streams go on.
+    let ticket = bridge.deadlines.as_ref().map(|d| {
+        let line = format!(
+            "{} {} HTTP/2",
+            String::from_utf8_lossy(head.method()),
+            String::from_utf8_lossy(head.target())
+        );
+        d.enter(Transport::H2(reply.cut_handle()), line)
+    });
     let resp = Arc::new(Mutex::new(Response {
+        gate: ticket.as_ref().map(|t| Arc::clone(&t.gate)),
         reply,
         app: AppHead::default(),
         max_app_headers: bridge.config.limit_response_headers,
@@ -116,7 +128,18 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     if matches!(end, AppEnd::Failed) {
         r.fail(py);
     }
+    let (timed_out, answered_504) = match (ticket, &bridge.deadlines) {
+        (Some(t), Some(d)) => {
+            let answered = t.gate.timed_out();
+            (d.leave(t), answered)
+        }
+        _ => (false, false),
+    };
+    if answered_504 {
+        r.status = 504;
+    }
     let log_end = match end {
+        _ if timed_out => LogEnd::Timeout,
         _ if r.gone => LogEnd::ClientGone,
         AppEnd::Done => LogEnd::Ok,
         AppEnd::ClientGone => LogEnd::ClientGone,

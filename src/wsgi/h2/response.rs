@@ -4,6 +4,7 @@
 //! sent; a body that falls short resets the stream instead of ending it), HEAD sends the head
 //! alone. Sends wait for the client's window with the GIL released.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,12 +14,15 @@ use crate::clock::now_ns;
 use crate::http_date::http_date;
 use crate::io::h2::StreamReply;
 use crate::wsgi::app_head::AppHead;
+use crate::wsgi::deadline::HeadGate;
 
 /// The client went away (or reset the stream, or kept its window shut past the timeout).
 pub(super) struct Gone;
 
 pub(super) struct Response {
     pub reply: StreamReply,
+    /// With `--timeout`: claimed before the head is sent; lost if the watcher answered 504.
+    pub gate: Option<Arc<HeadGate>>,
     pub app: AppHead,
     pub max_app_headers: usize,
     pub is_head: bool,
@@ -40,6 +44,10 @@ impl Response {
 
     /// Send the head; `length`: the body's length when known (the app's Content-Length wins).
     fn send_head(&mut self, py: Python<'_>, end: bool, length: Option<u64>) -> Result<(), Gone> {
+        if self.gate.as_ref().is_some_and(|g| !g.claim_for_app()) {
+            // --timeout answered this stream already.
+            return Err(self.gone());
+        }
         self.head_at = Some(now_ns());
         self.status = self.app.status_code;
         let declared = self.app.content_length.or(length);
