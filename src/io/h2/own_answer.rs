@@ -112,3 +112,26 @@ pub(super) async fn send(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_head;
+
+    #[test]
+    fn the_loops_head_becomes_status_and_fields_without_connection_ones() {
+        let head = b"HTTP/1.1 206 Partial Content\r\nContent-Length: 100\r\nConnection: close\r\n\
+                     Content-Range: bytes 0-99/1000\r\nKeep-Alive: timeout=5";
+        let r = parse_head(head).unwrap().body(()).unwrap();
+        assert_eq!(r.status(), 206);
+        assert_eq!(r.headers()["content-length"], "100");
+        assert_eq!(r.headers()["content-range"], "bytes 0-99/1000");
+        assert!(r.headers().get("connection").is_none());
+        assert!(r.headers().get("keep-alive").is_none());
+    }
+
+    #[test]
+    fn a_head_that_is_not_ours_is_refused() {
+        assert!(parse_head(b"HTTP/1.1 2x0 OK").is_none());
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nno colon here").is_none());
+    }
+}
