@@ -491,3 +491,37 @@ def test_a_stuck_stream_gets_504_and_the_others_go_on(start_server):
     assert answered.status == 504
     assert after.status == 200 and c.goaway() is None
     srv.wait_log(r"GET /gate\?name=never HTTP/2")
+
+
+def test_server_sent_events_are_never_held_back(servers):
+    srv = servers.get("http2")
+    gate = uuid.uuid4().hex
+    c = H2Client(srv.port)
+    try:
+        sid = c.request("GET", f"/events?name={gate}")
+        r = c.responses_by_id[sid]
+        deadline = time.monotonic() + 10
+        while b"data: one" not in r.body and time.monotonic() < deadline:
+            c.receive_once()
+        # The first event arrived while the app waits for the gate: not held back.
+        assert bytes(r.body) == b"data: one\n\n" and not r.ended
+        assert r.header(b"content-type") == b"text/event-stream"
+        srv.open_gate(gate)
+        assert bytes(c.responses([sid])[0].body) == b"data: one\n\ndata: two\n\n"
+    finally:
+        c.close()
+
+
+@needs_curl_h2
+def test_flask_form_and_upload_over_h2c(servers, tmp_path):
+    srv = servers.get("flask_app")
+    base = f"http://127.0.0.1:{srv.port}"
+    r = subprocess.run([CURL, "-s", "--http2-prior-knowledge", "-d", "name=ada&lang=py",
+                        f"{base}/form"], capture_output=True, timeout=20)
+    assert r.returncode == 0 and b'"name":"ada"' in r.stdout.replace(b" ", b"")
+    f = tmp_path / "up.bin"
+    f.write_bytes(b"z" * 3_000_000)
+    r = subprocess.run([CURL, "-s", "--http2-prior-knowledge", "-F", f"file=@{f}",
+                        "-F", "note=hi", f"{base}/upload"], capture_output=True, timeout=60)
+    assert r.returncode == 0
+    assert hashlib.sha256(b"z" * 3_000_000).hexdigest().encode() in r.stdout

@@ -8,6 +8,8 @@
   calls with the same token are inside together; answers how many it saw. Streams that ran
   one after another would each see 1 (after the wait times out);
 - ``/gate?name=G``: marks ``entered`` then waits for the test's gate G;
+- ``/events?name=G``: server-sent events: one event, then waits for the test's gate G, then a
+  second one (the first must reach the client while the app waits);
 - ``/boom``: raises before start_response;
 - ``/hop``: sets connection-specific headers, which must not reach an HTTP/2 client.
 """
@@ -59,6 +61,14 @@ def app(environ, start_response):
         wait_gate(q["name"])
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [b"through the gate"]
+    if path == "/events":
+        def events():
+            yield b"data: one\n\n"
+            wait_gate(q["name"])
+            yield b"data: two\n\n"
+        start_response("200 OK", [("Content-Type", "text/event-stream"),
+                                  ("Cache-Control", "no-cache")])
+        return events()
     if path == "/boom":
         raise RuntimeError("boom (expected by the test)")
     if path == "/hop":
