@@ -281,7 +281,7 @@ impl LoopState {
         }
         conn.deadline = None;
         if let Some(b) = &self.balance {
-            b.publish(self.conns.len());
+            b.publish(self.held());
         }
         hub.hand_over(conn);
     }
