@@ -525,3 +525,23 @@ def test_flask_form_and_upload_over_h2c(servers, tmp_path):
                         "-F", "note=hi", f"{base}/upload"], capture_output=True, timeout=60)
     assert r.returncode == 0
     assert hashlib.sha256(b"z" * 3_000_000).hexdigest().encode() in r.stdout
+
+
+def test_h2c_with_worker_processes(start_server):
+    srv = start_server("http2", "--workers", "2")
+    clients = [H2Client(srv.port) for _ in range(4)]
+    try:
+        for c in clients:
+            assert c.get("/").status == 200
+    finally:
+        for c in clients:
+            c.close()
+
+
+def test_http2_tls_mode_leaves_plain_listeners_to_http11(start_server):
+    srv = start_server("http2", "--http2", "tls")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+    answer = s.recv(4096)
+    s.close()
+    assert answer.startswith(b"HTTP/1.1 505")
