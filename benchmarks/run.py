@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
                     "S12: fast-route probes in a fresh sluicegate's first seconds beside CPU-bound calls"),
     "soak": ("bench.soak", "", "scenarios",
              "10 minutes of mixed traffic on one sluicegate: RSS, fds, threads must stay flat"),
+    "soak-faults": ("bench.soak_faults", "", "scenarios",
+                    "30 minutes of mixed traffic with a HUP every minute and a worker kill -9 every 2: failed requests, beside gunicorn"),
     "observability": ("bench.observability", "", "scenarios",
                       "S6/S4 with the access log, --metrics-bind, timings: cost against off"),
     "callgrind": ("bench.callgrind", "", "cost",

@@ -66,6 +66,30 @@ def test_a_busy_metrics_port_among_the_first_workers_stops_the_start_with_one_li
     assert r.stderr.count("Booting worker") == 2, r.stderr
 
 
+def test_a_busy_metrics_port_stops_a_single_process_start_with_one_line(tmp_path):
+    """Regression: without --workers, a busy --metrics-bind port printed a 16-line traceback
+    (the core's bind error); now one line and status 1, as a busy --bind. A unix path held by
+    a live server is refused the same way."""
+    port, busy = held_port_pair()
+    with busy:
+        r = subprocess.run([sys.executable, "-m", "sluicegate", "-b", "127.0.0.1:0",
+                            "--metrics-bind", f"127.0.0.1:{port + 1}", "tests.apps.hello:app"],
+                           capture_output=True, text=True, timeout=60, cwd=str(ROOT))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.splitlines() == [f"sluicegate: error: --metrics-bind 127.0.0.1:{port + 1}: "
+                                     "cannot listen: Address already in use"], r.stderr
+    path = tmp_path / "m.sock"
+    with socket.socket(socket.AF_UNIX) as live:
+        live.bind(str(path))
+        live.listen()
+        r = subprocess.run([sys.executable, "-m", "sluicegate", "-b", "127.0.0.1:0",
+                            "--metrics-bind", f"unix:{path}", "tests.apps.hello:app"],
+                           capture_output=True, text=True, timeout=60, cwd=str(ROOT))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.splitlines() == [f"sluicegate: error: --metrics-bind unix:{path}: another "
+                                     f"process listens on {path}"], r.stderr
+
+
 def test_a_later_worker_with_a_busy_metrics_port_is_retried_with_back_off(start_server):
     port, busy = held_port_pair()
     srv = start_server("workers", "--workers", "1", "--metrics-bind", f"127.0.0.1:{port}")

@@ -12,6 +12,7 @@ import email.utils
 import hashlib
 import json
 import re
+import socket
 import time
 import uuid
 
@@ -94,6 +95,22 @@ def test_client_connection_close_closes_after_the_response(hello):
         assert resp.status == 200 and resp.body == b"path=/bye"
         assert resp.has_token("Connection", "close"), "server did not echo Connection: close"
         c.expect_closed()
+
+
+def test_a_client_that_half_closes_after_its_request_sees_the_close_after_the_answer(
+        start_server):
+    """Regression: when a client's FIN came in the same readiness event as its request (a
+    client that sends its request and shuts its side, as HTTP/1.0 tools do), the loop returned
+    the request before reading to the end, and nothing told it again: the connection stayed
+    open after the answer until the keep-alive timeout (1 in 20 connections on a loopback).
+    Now the socket is looked at again when the request is done. Many tries, as the race is."""
+    srv = start_server("hello", "--keepalive-timeout", "300")
+    for i in range(200):
+        with Conn.open(srv.port) as c:
+            c.send(request_bytes("GET", f"/half{i}"))
+            c.sock.shutdown(socket.SHUT_WR)
+            assert c.read_response().body == f"path=/half{i}".encode()
+            c.expect_closed()  # bounded; the keep-alive timeout is far beyond the bound
 
 
 def test_requests_pipelined_after_connection_close_are_not_answered(hello):

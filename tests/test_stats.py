@@ -69,3 +69,40 @@ def test_static_requests_are_counted(in_process):
     stats = sup._server.stats
     assert stats["requests"] == 3
     assert stats["inline_calls"] + stats["dispatched_calls"] == 1
+
+
+def scheduled(environ, start_response):
+    """`/stream`: two blocks (the loop is handed off at the second); `/sleep`: blocks 50 ms
+    (taken over: dispatch mode); anything else: `hello`."""
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    if environ["PATH_INFO"] == "/stream":
+        return iter([b"one", b"two"])
+    if environ["PATH_INFO"] == "/sleep":
+        import time
+        time.sleep(0.05)
+    return [b"hello"]
+
+
+def test_dispatch_mode_ends_after_a_streaming_hand_off(tmp_path):
+    """Regression: the thread of a streaming inline call, its loop handed off, counted the end
+    of a takeover that never was (an unsigned count went below zero), so the next dispatch mode
+    never ended: one streamed answer and one slow call later, every request went to the pool
+    for good. Requests keep coming; the mode must come back to inline (after 1 s quiet)."""
+    cfg = resolve({"app": scheduled, "bind": "127.0.0.1:0"})
+    sockets = bind_all(cfg.bind, cfg.backlog)
+    port = sockets[0].port
+    sup = Supervisor(scheduled, cfg, sockets, app_name="scheduled")
+    t = threading.Thread(target=sup.run, daemon=True)
+    t.start()
+    try:
+        wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
+                 interval=0.01)
+        assert get(port, "/stream") == (200, b"onetwo")
+        assert sup._server.stats["handoffs"] >= 1
+        assert get(port, "/sleep") == (200, b"hello")
+        wait_for(lambda: sup._server.stats["mode"] == "dispatch", "dispatch mode")
+        wait_for(lambda: get(port, "/") == (200, b"hello") and sup._server.stats["mode"] == "inline",
+                 "inline mode again", timeout=20, interval=0.1)
+    finally:
+        sup.shutdown()
+        t.join(10)

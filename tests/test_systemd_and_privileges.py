@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import struct
 import sys
 import tempfile
 
@@ -250,3 +251,67 @@ def test_nginx_as_www_data_reaches_a_socket_made_for_it(start_server, tmp_path, 
         proc.send_signal(signal.SIGQUIT)
         proc.wait(15)
         shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+def _senders_messages(sock, until, timeout=30):
+    """(sender pid, fields) of the datagrams on `sock` (SO_PASSCRED set) until one whose fields
+    satisfy `until`; all of them, in order."""
+    got = []
+    sock.settimeout(timeout)
+    creds_size = socket.CMSG_SPACE(struct.calcsize("3i"))
+    while True:
+        data, anc, _, _ = sock.recvmsg(4096, creds_size)
+        pid = next(struct.unpack("3i", d)[0] for level, kind, d in anc
+                   if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS)
+        fields = data.decode().split("\n")
+        got.append((pid, fields))
+        if until(pid, fields):
+            return got
+
+
+def test_usr2s_new_master_names_itself_mainpid_and_the_old_one_does_not_say_stopping(
+        start_server, tmp_path):
+    """Regression: under `Type=notify`, USR2's new master said `READY=1` from a pid systemd did
+    not know and never `MAINPID=`, and the old master said `STOPPING=1` when the operator
+    stopped it: systemd would take the service for stopped and stop the new master with it.
+    The new master now says `MAINPID=<its pid>` with its `READY=1` (sd_notify(3)); the old one,
+    stopped while the new one serves, says no `STOPPING=1`. Read from a real datagram socket,
+    each message's sender known from its credentials."""
+    path = str(tmp_path / "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    sock.bind(path)
+    new_master = None
+    try:
+        srv = start_server("workers", "--workers", "1", env={"NOTIFY_SOCKET": path})
+        first = _senders_messages(sock, lambda pid, f: "READY=1" in f)
+        assert first[-1][0] == srv.pid
+        assert not any(f.startswith("MAINPID=") for _, fields in first for f in fields), first
+        srv.signal(signal.SIGUSR2)
+        upgrade = _senders_messages(sock, lambda pid, f: "READY=1" in f and pid != srv.pid)
+        new_master, fields = upgrade[-1]
+        assert f"MAINPID={new_master}" in fields, upgrade
+        assert new_master in children(srv.pid)  # the new master, started by the old one
+        assert get(srv.port)[0] == 200
+        srv.signal(signal.SIGTERM)  # the operator stops the old master
+        assert srv.wait_exit() == 0, srv.log_text()
+        # Whatever the old master said after the new one's READY=1, not STOPPING=1. The new
+        # master's own stop then says it: a marker that every earlier datagram was read.
+        os.kill(new_master, signal.SIGTERM)
+        rest = _senders_messages(sock, lambda pid, f: pid == new_master and "STOPPING=1" in f)
+        assert not any("STOPPING=1" in fields for pid, fields in rest if pid == srv.pid), rest
+        wait_for(lambda: not os.path.exists(f"/proc/{new_master}") or _zombie(new_master),
+                 "the new master to end")
+        new_master = None
+    finally:
+        if new_master is not None:
+            os.kill(new_master, signal.SIGKILL)
+        sock.close()
+
+
+def _zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True

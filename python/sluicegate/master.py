@@ -267,7 +267,12 @@ class Master:
             log.info("Received %s: ignored", name)
 
     def _stop(self, graceful: bool) -> None:
-        sd_notify.notify("STOPPING=1", "STATUS=stopping")
+        if self.new_master is not None and _alive(self.new_master):
+            # The service goes on under the new master of an upgrade (which named itself with
+            # MAINPID= once it served): this master's stop is not the service's.
+            log.info("New master %d goes on serving", self.new_master)
+        else:
+            sd_notify.notify("STOPPING=1", "STATUS=stopping")
         if self.state is not State.STOPPING:
             self._become(State.STOPPING)
         wait = self.cfg.drain_delay + self.cfg.graceful_timeout + KILL_GRACE_S if graceful \
@@ -364,7 +369,14 @@ class Master:
             if self.upgraded:  # serving now: the socket files are this master's to remove
                 s.reclaim_unix_file()
             log.info("Listening at: %s", s.url)
-        sd_notify.notify("READY=1", f"STATUS=serving with {self.target} worker(s)")
+        ready = ["READY=1", f"STATUS=serving with {self.target} worker(s)"]
+        if self.upgraded:
+            # sd_notify(3): a main process the service manager did not start names itself, so
+            # that systemd follows it when the old master exits (under `Type=notify` it would
+            # otherwise count the service as stopped then). It comes from a process that is
+            # not the main one yet: the unit needs `NotifyAccess=all` (docs/operations.md).
+            ready.insert(0, f"MAINPID={os.getpid()}")
+        sd_notify.notify(*ready)
         hooks.call(self.cfg.hooks, "when_ready", hooks.server(self.cfg, self.target))
 
     # -- workers ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@
 //! and a slow disk never stalls the event loop or an app thread: when the buffer is full the
 //! line is dropped and counted (`dropped`), never waited for. (A channel with a wake-up per line
 //! cost 5.8 µs of CPU per request and halved S6's throughput.) `USR1` replaces the descriptor in
-//! place; the server flushes what is left when it stops.
+//! place; the stop lets the writer write what is left (`finish`).
 //!
 //! Lines stay whole when several workers share one pipe (`--access-log -` under Docker or
 //! systemd): the kernel keeps a pipe write whole only up to `PIPE_BUF` (4,096 bytes), so to a
@@ -15,7 +15,14 @@
 //! that would be longer is made again with the fields the client wrote cut short
 //! (`Format::make_line_within`), so it fits one write. A write that fails (a full
 //! disk, a closed pipe) drops its lines: they are counted in `dropped`, and the first failure of
-//! a run is told once on stderr.
+//! a run is told once on stderr, as is a buffer found full.
+//!
+//! A stop never waits on the log's reader for longer than it may wait at all (`finish`): a
+//! reader that takes no more lines (a pipe nobody reads, a stalled disk) blocks the writer
+//! thread in `write`, and the stop used to wait for it behind the flush, for as long as the
+//! reader liked. The stop now gives the writer what is left of the graceful timeout, then
+//! leaves it: the lines it could not write are counted as dropped and told on stderr, and the
+//! abandoned writer writes nothing more, even should its `write` return.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -55,27 +62,45 @@ struct Pending {
     failing: AtomicBool,
     /// The descriptor is a pipe (as of the last batch): lines are made to fit one write.
     to_pipe: AtomicBool,
+    /// Lines of the batch being written not written yet (counted dropped if it is abandoned).
+    unwritten: AtomicU64,
+    /// The stop gave up on the writer: no more writes (the descriptor may be closed and its
+    /// number reused by the time a blocked `write` returns).
+    abandoned: AtomicBool,
+    /// The writer thread has ended (with `ended`: its last batch written, or failed).
+    over: Mutex<bool>,
+    ended: Condvar,
+    /// A full buffer was told on stderr (once, until a batch is written again).
+    full_told: AtomicBool,
 }
 
 impl Pending {
     fn write_out(&self) {
         let _order = self.writing.lock().unwrap();
         let batch = std::mem::take(&mut *self.buf.lock().unwrap());
-        if batch.is_empty() {
+        if batch.is_empty() || self.abandoned.load(Ordering::Acquire) {
             return;
         }
+        self.unwritten.store(lines_in(&batch), Ordering::Relaxed);
         // Asked on each batch, not once: USR1 may put a file where a pipe was.
         let to_pipe = is_pipe(self.fd);
         self.to_pipe.store(to_pipe, Ordering::Relaxed);
         let result = if to_pipe {
-            write_whole_lines(self.fd, &batch)
+            write_whole_lines(self.fd, &batch, &self.unwritten, &self.abandoned)
         } else {
-            write_all(self.fd, &batch).map_err(|(e, at)| (e, &batch[at..]))
+            write_all(self.fd, &batch, &self.abandoned).map_err(|(e, at)| (e, &batch[at..]))
         };
+        if self.abandoned.load(Ordering::Acquire) {
+            return; // its lines were counted by `finish`
+        }
+        self.unwritten.store(0, Ordering::Relaxed);
         match result {
-            Ok(()) => self.failing.store(false, Ordering::Relaxed),
+            Ok(()) => {
+                self.failing.store(false, Ordering::Relaxed);
+                self.full_told.store(false, Ordering::Relaxed);
+            }
             Err((e, unwritten)) => {
-                let lines = unwritten.iter().filter(|&&b| b == b'\n').count() as u64;
+                let lines = lines_in(unwritten);
                 self.dropped.fetch_add(lines.max(1), Ordering::Relaxed);
                 if !self.failing.swap(true, Ordering::Relaxed) {
                     eprintln!(
@@ -87,6 +112,11 @@ impl Pending {
             }
         }
     }
+}
+
+/// The lines in `bytes` (each ends with a newline).
+fn lines_in(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u64
 }
 
 impl Drop for AccessLog {
@@ -112,6 +142,11 @@ impl AccessLog {
             dropped: AtomicU64::new(0),
             failing: AtomicBool::new(false),
             to_pipe: AtomicBool::new(is_pipe(fd)),
+            unwritten: AtomicU64::new(0),
+            abandoned: AtomicBool::new(false),
+            over: Mutex::new(false),
+            ended: Condvar::new(),
+            full_told: AtomicBool::new(false),
         });
         let p = Arc::clone(&pending);
         std::thread::Builder::new()
@@ -126,6 +161,8 @@ impl AccessLog {
                 p.write_out();
                 if p.closed.load(Ordering::Acquire) {
                     p.write_out();
+                    *p.over.lock().unwrap() = true;
+                    p.ended.notify_all();
                     return;
                 }
             })
@@ -172,6 +209,14 @@ impl AccessLog {
         if buf.len() + line.len() > BUFFER_MAX {
             drop(buf);
             self.pending.dropped.fetch_add(1, Ordering::Relaxed);
+            if !self.pending.full_told.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "sluicegate: the access log falls behind ({} MiB wait for its reader or \
+                     disk): lines are dropped until it catches up \
+                     (sluicegate_access_log_dropped_total)",
+                    BUFFER_MAX >> 20
+                );
+            }
             return;
         }
         buf.extend_from_slice(line);
@@ -182,10 +227,33 @@ impl AccessLog {
         }
     }
 
-    /// Write what is waiting now, on this thread (the server stopping: the process may leave
-    /// without waiting for the writer).
-    pub fn flush(&self) {
-        self.pending.write_out();
+    /// The server stops: let the writer thread write what is waiting, for `within` at most,
+    /// then leave it (see the module doc): what it could not write is counted as dropped and
+    /// told on stderr. Returns the lines so dropped.
+    pub fn finish(&self, within: Duration) -> u64 {
+        let p = &self.pending;
+        p.closed.store(true, Ordering::Release);
+        p.wake.notify_one();
+        let over = p.over.lock().unwrap();
+        let (over, _) = p
+            .ended
+            .wait_timeout_while(over, within, |over| !*over)
+            .unwrap();
+        if *over {
+            return 0;
+        }
+        drop(over);
+        p.abandoned.store(true, Ordering::Release);
+        let waiting = lines_in(&std::mem::take(&mut *p.buf.lock().unwrap()));
+        let lost = waiting + p.unwritten.swap(0, Ordering::Relaxed);
+        p.dropped.fetch_add(lost, Ordering::Relaxed);
+        eprintln!(
+            "sluicegate: the access log took no more lines for {:.1}s at the stop: {lost} \
+             line(s) dropped (sluicegate_access_log_dropped_total {})",
+            within.as_secs_f64(),
+            p.dropped.load(Ordering::Relaxed)
+        );
+        lost
     }
 }
 
@@ -200,7 +268,13 @@ fn is_pipe(fd: RawFd) -> bool {
 /// Write `batch` (whole lines) to a pipe in writes of at most [`PIPE_BUF`] that each end on a
 /// line's end, so that no other writer's bytes land inside a line. On failure: the error and
 /// what was not written.
-fn write_whole_lines(fd: RawFd, batch: &[u8]) -> Result<(), (std::io::Error, &[u8])> {
+/// `unwritten` is lowered by each write's lines; `abandoned` stops the writes (see `Pending`).
+fn write_whole_lines<'b>(
+    fd: RawFd,
+    batch: &'b [u8],
+    unwritten: &AtomicU64,
+    abandoned: &AtomicBool,
+) -> Result<(), (std::io::Error, &'b [u8])> {
     let mut rest = batch;
     while !rest.is_empty() {
         let window = &rest[..rest.len().min(PIPE_BUF)];
@@ -216,16 +290,25 @@ fn write_whole_lines(fd: RawFd, batch: &[u8]) -> Result<(), (std::io::Error, &[u
                     .map_or(rest.len(), |i| i + 1),
             }
         };
-        write_all(fd, &rest[..take]).map_err(|(e, at)| (e, &rest[at..]))?;
+        write_all(fd, &rest[..take], abandoned).map_err(|(e, at)| (e, &rest[at..]))?;
+        unwritten.fetch_sub(lines_in(&rest[..take]), Ordering::Relaxed);
         rest = &rest[take..];
     }
     Ok(())
 }
 
-/// Write all of `bytes`, or fail with the error and how much was written.
-fn write_all(fd: RawFd, bytes: &[u8]) -> Result<(), (std::io::Error, usize)> {
+/// Write all of `bytes`, or fail with the error and how much was written; nothing more once
+/// `abandoned` is set.
+fn write_all(
+    fd: RawFd,
+    bytes: &[u8],
+    abandoned: &AtomicBool,
+) -> Result<(), (std::io::Error, usize)> {
     let mut done = 0;
     while done < bytes.len() {
+        if abandoned.load(Ordering::Acquire) {
+            return Err((std::io::ErrorKind::Interrupted.into(), done));
+        }
         let rest = &bytes[done..];
         // SAFETY: `rest` is a valid readable slice; fd is the log descriptor owned by the
         // Python front for the server's lifetime.
@@ -260,7 +343,9 @@ mod tests {
             .copied()
             .collect::<Vec<u8>>();
         let batch: Vec<u8> = line.repeat(10);
-        write_whole_lines(fds[1], &batch).unwrap();
+        let unwritten = AtomicU64::new(10);
+        write_whole_lines(fds[1], &batch, &unwritten, &AtomicBool::new(false)).unwrap();
+        assert_eq!(unwritten.load(Ordering::Relaxed), 0);
         let mut got = vec![0u8; 20_000];
         // SAFETY: reads into a buffer we own; the pipe holds 10,000 bytes (< its 64 KiB).
         let n = unsafe { libc::read(fds[0], got.as_mut_ptr() as *mut libc::c_void, got.len()) };

@@ -2,7 +2,7 @@
 //! on, written to it, with its send time known then. [`Finished`] borrows what it needs (a
 //! request whose last byte was taken before its app thread let go of it); [`PendingLog`] owns it
 //! (a response the event loop is still sending: accounted when its last byte is taken, or when
-//! the client goes away).
+//! the client goes away). [`log_refused`]: the line of a request the server refused itself.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -95,4 +95,30 @@ impl Finished<'_> {
             });
         }
     }
+}
+
+/// A request the server refused by itself (a protocol error, a head or body too slow to come:
+/// `head` as far as it is known, see `RequestHead::refused`), counted already where it was
+/// refused: its access log line, status `status`, `answer` the error answer it was sent (its
+/// body's length is logged), no app, no times.
+pub fn log_refused(
+    log: &AccessLog,
+    head: &RequestHead,
+    client: Option<IpAddr>,
+    status: u16,
+    answer: &[u8],
+) {
+    let body_bytes = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(0, |end| answer.len() - end - 4) as u64;
+    log.write(&Entry {
+        head,
+        client,
+        status,
+        body_bytes,
+        timings: Timings::default(),
+        end: End::Error,
+        inline: None,
+    });
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-use super::scheduler::Scheduler;
+use super::scheduler::{Scheduler, Unparked};
 use crate::io::event_loop::{LoopCtx, LoopState, Work};
 use crate::io::h2::StreamCall;
 use crate::io::wakeup;
@@ -73,16 +73,19 @@ impl Shared {
 
     /// Run one request inline on the loop's thread, attached already. Inline calls are watched
     /// by the watchdog.
+    /// `seq`: the number the loop was parked under for it.
     pub(super) fn run_inline(
         self: &Arc<Self>,
         py: Python<'_>,
         work: Work,
+        seq: u64,
     ) -> Box<crate::io::conn::Conn> {
         // Should the response stream, the loop moves to another thread (see
         // `release_loop_hook`); the hook is this thread's for this call only.
+        let hook = HookCtx { shared: self, seq };
         set_stream_hook(Some((
             release_loop_hook,
-            self as *const Arc<Shared> as *const (),
+            &hook as *const HookCtx<'_> as *const (),
         )));
         let conn = run_request(&self.bridge, py, work);
         set_stream_hook(None);
@@ -90,13 +93,21 @@ impl Shared {
     }
 }
 
+/// What the stream hook of an inline call needs: the server, and the number its loop was
+/// parked under (only that parked state may be handed off: see `Scheduler::release_parked`).
+struct HookCtx<'a> {
+    shared: &'a Arc<Shared>,
+    seq: u64,
+}
+
 /// Stream hook of an inline call: hand the parked loop to another thread ([`hand_loop_over`]:
 /// the call goes on producing blocks, and may hold the GIL while it does).
 pub(super) fn release_loop_hook(ctx: *const ()) {
-    // SAFETY: set by run_inline from `&Arc<Shared>`, a reference that `drive_loop` holds for
-    // the duration of the inline call that fires the hook.
-    let shared = unsafe { &*(ctx as *const Arc<Shared>) };
-    if let Some(st) = shared.sched.release_parked() {
+    // SAFETY: set by run_inline from a `HookCtx` on its stack, which outlives the call that
+    // fires the hook (run_inline clears the hook before it returns).
+    let hook = unsafe { &*(ctx as *const HookCtx<'_>) };
+    let shared = hook.shared;
+    if let Some(st) = shared.sched.release_parked(hook.seq) {
         hand_loop_over(shared, &shared.pool(), st);
     }
 }
@@ -176,7 +187,8 @@ pub(super) fn dispatch(shared: &Shared, work: Work) {
 pub(super) enum LoopEnd {
     /// The loop has shut down.
     ShutDown,
-    /// Another thread took the loop over while this one was in an inline call.
+    /// The loop went to another thread while this one was in an inline call (taken over by
+    /// the watchdog, or handed off by a streaming response).
     TakenOver,
 }
 
@@ -205,17 +217,22 @@ pub(super) fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
     // thread that takes the loop over from an inline call that holds the GIL inside one C call
     // (a regex, a big `json.dumps`) used to wait for that call to end before serving anything,
     // `--health-path` and static files included. (On the loop's first thread this is the same
-    // one attach as before, not one more per request.)
-    let end = match next_inline(shared, &mut st) {
+    // one attach as before, not one more per request.) The loop is parked *before* the thread
+    // attaches (`next_inline_parked`): the wait for the GIL is part of the inline call, and the
+    // watchdog takes the loop away from a thread that waits for it too long, as from a call
+    // that blocks. (A call that holds the GIL in C on another thread, e.g. a streaming answer
+    // whose producer kept it after the loop was handed off, used to stall the loop at the next
+    // inline request, the health path included, for as long as the C call ran.)
+    let end = match next_inline_parked(shared, &mut st) {
         None => LoopEnd::ShutDown,
         Some(first) => Python::attach(|py| {
-            let mut work = first;
+            let mut parked = first;
             loop {
-                if let Some(end) = run_inline_batch(shared, py, &mut st, work) {
+                if let Some(end) = run_inline_batch(shared, py, &mut st, parked) {
                     return end;
                 }
-                match py.detach(|| next_inline(shared, &mut st)) {
-                    Some(next) => work = next,
+                match py.detach(|| next_inline_parked(shared, &mut st)) {
+                    Some(next) => parked = next,
                     None => return LoopEnd::ShutDown,
                 }
             }
@@ -225,6 +242,30 @@ pub(super) fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
         wakeup::ring(shared.done_fd);
     }
     end
+}
+
+/// A request to run inline, the loop parked for it (`Scheduler::park`) under this sequence
+/// number and route.
+struct ParkedCall {
+    work: Work,
+    seq: u64,
+    route: u64,
+}
+
+/// Park the loop in `st` for an inline call of `work` (see `Scheduler::park`).
+fn park_for(shared: &Shared, st: &mut Option<Box<LoopState>>, work: Work) -> ParkedCall {
+    let route = crate::wsgi::pool::admission::route_hash(work.head.path());
+    let seq = shared
+        .sched
+        .park(st.take().expect("the loop is here"), route);
+    ParkedCall { work, seq, route }
+}
+
+/// Serve (detached) until a request is to run inline: it is returned with the loop parked
+/// for it; the others went to the pool. `None`: the loop has shut down.
+fn next_inline_parked(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<ParkedCall> {
+    let work = next_inline(shared, st)?;
+    Some(park_for(shared, st, work))
 }
 
 /// Serve (detached) until a request is to run inline: it is returned, the others went to the
@@ -241,32 +282,34 @@ fn next_inline(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<Work>
     }
 }
 
-/// Run `work` inline, then the requests the loop has ready already, up to [`INLINE_BATCH`],
-/// the loop parked around each call. `None`: the batch ended with the loop here;
-/// `Some(TakenOver)`: the loop went to another thread meanwhile (`st` is empty).
+/// Run `call` inline (the loop parked for it already), then the requests the loop has ready
+/// already, up to [`INLINE_BATCH`], the loop parked around each call. `None`: the batch ended
+/// with the loop here; `Some(TakenOver)`: the loop went to another thread meanwhile (`st` is
+/// empty).
 fn run_inline_batch(
     shared: &Arc<Shared>,
     py: Python<'_>,
     st: &mut Option<Box<LoopState>>,
-    mut work: Work,
+    mut call: ParkedCall,
 ) -> Option<LoopEnd> {
     let mut ran = 0;
     loop {
-        let route = crate::wsgi::pool::admission::route_hash(work.head.path());
-        let seq = shared
-            .sched
-            .park(st.take().expect("the loop is here"), route);
-        let conn = shared.run_inline(py, work);
-        match shared.sched.unpark() {
-            Some(back) => {
+        let conn = shared.run_inline(py, call.work, call.seq);
+        match shared.sched.unpark(call.seq) {
+            Unparked::Back(back) => {
                 st.insert(back).put_back(conn, shared.ctx());
             }
-            None => {
+            Unparked::TakenOver { adopted } => {
                 // The watchdog gave the loop to another thread while the app ran.
                 shared.sched.taken_over_call_ended();
-                if shared.sched.was_adopted(seq) {
-                    shared.pool().adopted_finished(route);
+                if adopted {
+                    shared.pool().adopted_finished(call.route);
                 }
+                shared.ctx().return_conn(conn);
+                return Some(LoopEnd::TakenOver);
+            }
+            Unparked::HandedOff => {
+                // The response streamed: the loop went to another thread at its second block.
                 shared.ctx().return_conn(conn);
                 return Some(LoopEnd::TakenOver);
             }
@@ -275,16 +318,16 @@ fn run_inline_batch(
         if ran == INLINE_BATCH {
             return None;
         }
-        let st = st.as_mut().expect("the loop is here");
+        let here = st.as_mut().expect("the loop is here");
         let next = loop {
-            match st.next_ready_work(shared.ctx()) {
+            match here.next_ready_work(shared.ctx()) {
                 None => break None,
                 Some(next) if runs_inline(shared, &next) => break Some(next),
                 Some(next) => dispatch(shared, next),
             }
         };
         match next {
-            Some(next) => work = next,
+            Some(next) => call = park_for(shared, st, next),
             None => return None,
         }
     }

@@ -36,6 +36,11 @@ use drive::{drive_loop, hand_loop_over, run_job, Job, LoopEnd, Shared, STOP_TAIL
 use report::{readings, watch_deadlines, Pages};
 use scheduler::Scheduler;
 
+/// The least a stop gives the access log's writer for its last lines, even with nothing left of
+/// the graceful timeout (an immediate stop): a file or a pipe that is read takes them in far
+/// less; a reader that reads nothing costs the stop this long at most (`AccessLog::finish`).
+const ACCESS_LOG_LAST_WRITE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// `sluicegate._core.Server`.
 #[pyclass(module = "sluicegate._core", name = "Server", frozen)]
 pub struct Server {
@@ -380,7 +385,9 @@ impl Server {
             left
         });
         if let Some(log) = &shared.ctx().settings.access_log {
-            log.flush();
+            // What is left of the graceful timeout, and never less than a healthy log needs.
+            let within = shared.ctx().graceful_left().max(ACCESS_LOG_LAST_WRITE);
+            py.detach(|| log.finish(within));
         }
         // Threads in calls stuck past --timeout are reported by the supervisor.
         let left = left.saturating_sub(shared.ctx().counters.stuck_calls.load(Ordering::Relaxed));

@@ -85,6 +85,16 @@ const SPARSE_GAP: Duration = Duration::from_millis(8);
 /// The watchdog sleeps (instead of ticking) after this long without an inline call.
 const WATCHDOG_IDLE_AFTER: Duration = Duration::from_secs(1);
 
+/// What became of the loop state an inline call parked (`Scheduler::unpark`).
+pub enum Unparked {
+    /// Nobody took it: the call's thread drives the loop on.
+    Back(Box<LoopState>),
+    /// The watchdog took it over (`adopted`: and the pool counted the call as its own).
+    TakenOver { adopted: bool },
+    /// The call's response streamed and its thread gave the loop away (`release_parked`).
+    HandedOff,
+}
+
 /// Where the next request runs, under the adaptive policy. Stored in an `AtomicU8` as its
 /// discriminant (read on every request: one relaxed load).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,9 +116,10 @@ pub struct Scheduler {
     parked: Mutex<Option<Box<LoopState>>>,
     /// The route (`admission::route_hash`) of the inline call that parked it.
     inline_route: AtomicU64,
-    /// Sequence numbers (`inline_seq` while parked) of inline calls taken over for computing
-    /// and counted by the pool (`Pool::adopt_long`), until their threads end the count.
-    adopted: Mutex<Vec<u64>>,
+    /// Inline calls whose loop state the watchdog took, by sequence number (`inline_seq` while
+    /// parked), until their threads learn it (`unpark`); `true`: taken over for computing and
+    /// counted by the pool (`Pool::adopt_long`), a count the call's thread ends.
+    taken: Mutex<Vec<(u64, bool)>>,
     /// Inline calls taken over that are still running. Dispatch mode lasts while there is one:
     /// such a call may hold the GIL inside one C call for as long as it likes, and a loop
     /// thread back in inline mode would wait for the GIL before serving anything.
@@ -145,7 +156,7 @@ impl Scheduler {
             inline_seq: AtomicU64::new(0),
             parked: Mutex::new(None),
             inline_route: AtomicU64::new(0),
-            adopted: Mutex::new(Vec::new()),
+            taken: Mutex::new(Vec::new()),
             taken_running: AtomicU32::new(0),
             last_slow: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -224,8 +235,9 @@ impl Scheduler {
         }
     }
 
-    /// Before an inline call to `route`: leave the loop state where the watchdog can take it.
-    /// Returns the call's sequence number (for `was_adopted`).
+    /// Before an inline call to `route` (before its thread attaches to the interpreter: the
+    /// wait for the GIL is part of the call, see `drive::drive_loop`): leave the loop state
+    /// where the watchdog can take it. Returns the call's sequence number (for `unpark`).
     pub fn park(&self, st: Box<LoopState>, route: u64) -> u64 {
         let seq = {
             // The sequence number moves with the parked state, under its lock: odd exactly
@@ -245,38 +257,42 @@ impl Scheduler {
         seq
     }
 
-    /// After a taken-over inline call (`unpark` gave `None`): was it counted by the pool
-    /// (`Pool::adopt_long`)? Then its thread ends the count (`Pool::adopted_finished`).
-    pub fn was_adopted(&self, seq: u64) -> bool {
-        let mut adopted = self.adopted.lock().unwrap();
-        match adopted.iter().position(|&s| s == seq) {
-            Some(i) => {
-                adopted.swap_remove(i);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// A call whose loop state was taken over (`unpark` gave `None`) has returned.
+    /// A call whose loop state was taken over (`unpark` said `TakenOver`) has returned.
     pub fn taken_over_call_ended(&self) {
         self.taken_running.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// After an inline call: the loop state, unless the watchdog handed it to another thread.
-    pub fn unpark(&self) -> Option<Box<LoopState>> {
+    /// After the inline call parked as `seq`: the loop state back, or who took it. Only the
+    /// call's own state comes back: after a streaming hand-off (`release_parked`) the slot may
+    /// hold the state another thread parked since, for a call of its own, which taking would
+    /// have stolen the loop from under that call (and counted a takeover that never was).
+    pub fn unpark(&self, seq: u64) -> Unparked {
         let mut parked = self.parked.lock().unwrap();
-        let st = parked.take();
-        if st.is_some() {
-            self.inline_seq.fetch_add(1, Ordering::SeqCst);
+        if self.inline_seq.load(Ordering::SeqCst) == seq {
+            if let Some(st) = parked.take() {
+                self.inline_seq.fetch_add(1, Ordering::SeqCst);
+                return Unparked::Back(st);
+            }
         }
-        st
+        drop(parked);
+        let mut taken = self.taken.lock().unwrap();
+        match taken.iter().position(|&(s, _)| s == seq) {
+            Some(i) => Unparked::TakenOver {
+                adopted: taken.swap_remove(i).1,
+            },
+            None => Unparked::HandedOff,
+        }
     }
 
     /// The inline call's response streams: give the parked loop state up now (without changing
     /// the mode), so another thread sends its blocks while this one produces them.
-    pub fn release_parked(&self) -> Option<Box<LoopState>> {
+    /// `seq`: the call's number; its state only (the watchdog may have taken it already, and
+    /// the slot then holds another thread's).
+    pub fn release_parked(&self, seq: u64) -> Option<Box<LoopState>> {
         let mut parked = self.parked.lock().unwrap();
+        if self.inline_seq.load(Ordering::SeqCst) != seq {
+            return None;
+        }
         let st = parked.take();
         if st.is_some() {
             self.inline_seq.fetch_add(1, Ordering::SeqCst);
@@ -402,10 +418,9 @@ impl Scheduler {
         let mut parked = self.parked.lock().unwrap();
         let st = parked.take();
         if st.is_some() {
-            if adopt(self.inline_route.load(Ordering::Relaxed)) {
-                let seq = self.inline_seq.load(Ordering::SeqCst);
-                self.adopted.lock().unwrap().push(seq);
-            }
+            let adopted = adopt(self.inline_route.load(Ordering::Relaxed));
+            let seq = self.inline_seq.load(Ordering::SeqCst);
+            self.taken.lock().unwrap().push((seq, adopted));
             self.taken_running.fetch_add(1, Ordering::Relaxed);
             // The stuck call no longer holds the loop: the number is even again and the next
             // inline call (on the new loop thread) makes it odd.

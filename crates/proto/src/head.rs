@@ -152,6 +152,70 @@ impl RequestHead {
     }
 }
 
+/// The most of a refused request's first line [`RequestHead::refused`] keeps: enough for any
+/// usual request line, and a bound on what a client can make the server copy for a request it
+/// refused.
+pub const REFUSED_LINE_MAX: usize = 1024;
+
+impl RequestHead {
+    /// A stand-in head for a request the server refused before its head was parsed (a
+    /// protocol error, a head too slow to come), for its access log line: the method, target
+    /// and version are the words of the first line of `received` (at most
+    /// [`REFUSED_LINE_MAX`] bytes of it), as sent, whatever they are (the log escapes them);
+    /// no fields, no body. A missing word is empty; the version is 1.0 only when the third
+    /// word says so.
+    pub fn refused(received: &[u8]) -> RequestHead {
+        let line = &received[..received.len().min(REFUSED_LINE_MAX)];
+        let line = match memchr::memchr(b'\n', line) {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let (mut buf, headers) = spare_buffers();
+        buf.extend_from_slice(line);
+        let mut words = [0u32..0, 0..0, 0..0];
+        let mut at = 0usize;
+        for w in words.iter_mut() {
+            while at < line.len() && line[at] == b' ' {
+                at += 1;
+            }
+            let start = at;
+            while at < line.len() && line[at] != b' ' {
+                at += 1;
+            }
+            *w = start as u32..at as u32;
+        }
+        let [method, target, version] = words;
+        let t = &line[r(&target)];
+        let (path, query) = match memchr::memchr(b'?', t) {
+            Some(q) => (
+                target.start..target.start + q as u32,
+                target.start + q as u32 + 1..target.end,
+            ),
+            None => (target.clone(), target.end..target.end),
+        };
+        RequestHead {
+            version: if &line[r(&version)] == b"HTTP/1.0" {
+                Version::Http10
+            } else {
+                Version::Http11
+            },
+            buf,
+            method,
+            target,
+            authority: 0..0,
+            path,
+            query,
+            headers,
+            body: BodyFraming::None,
+            keep_alive: false,
+            expect_continue: false,
+            is_head: false,
+            forwarding: false,
+        }
+    }
+}
+
 /// `host[:port]` split at the port's colon (an IPv6 literal keeps its brackets and colons).
 pub fn split_host_port(authority: &[u8]) -> (&[u8], Option<&[u8]>) {
     let port_colon = match authority.iter().rposition(|&b| b == b':') {
@@ -171,7 +235,38 @@ fn r(range: &Range<u32>) -> Range<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_host_port;
+    use super::*;
+
+    #[test]
+    fn a_refused_request_keeps_the_words_of_its_first_line() {
+        let h = RequestHead::refused(b"GET /a?b=1 HTTP/1.0\r\nHost: x\r\n\r\n");
+        assert_eq!(h.method(), b"GET");
+        assert_eq!(h.target(), b"/a?b=1");
+        assert_eq!(h.path(), b"/a");
+        assert_eq!(h.query(), b"b=1");
+        assert_eq!(h.version, Version::Http10);
+        assert_eq!(h.header_count(), 0);
+        let h = RequestHead::refused(b"GET /\r\n\xe2\r\n");
+        assert_eq!((h.method(), h.target()), (&b"GET"[..], &b"/"[..]));
+        assert_eq!(h.version, Version::Http11);
+        let h = RequestHead::refused(b"");
+        assert_eq!(
+            (h.method(), h.target(), h.query()),
+            (&b""[..], &b""[..], &b""[..])
+        );
+        // A first line that never ends is cut at REFUSED_LINE_MAX.
+        let long = [b'A'; 5000];
+        let h = RequestHead::refused(&long);
+        assert_eq!(h.method().len(), REFUSED_LINE_MAX);
+        // Fed whole, cut anywhere after the first line, or with bytes after it: the same words.
+        let whole = b"POST /x HTTP/1.1\r\n";
+        for cut in whole.len()..whole.len() + 3 {
+            let mut fed = whole.to_vec();
+            fed.extend_from_slice(&b"\x00\xffZ"[..cut - whole.len()]);
+            let h = RequestHead::refused(&fed);
+            assert_eq!((h.method(), h.target()), (&b"POST"[..], &b"/x"[..]));
+        }
+    }
 
     #[test]
     fn host_and_port() {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::io::conn::Wire;
 use crate::io::error_answer::{error_answer, protocol_error_answer, REQUEST_TIMEOUT};
+use crate::observe::request_end::log_refused;
 
 /// How long an error answer waits for the client to close before the socket is closed anyway.
 const LINGER: Duration = Duration::from_secs(2);
@@ -25,10 +26,19 @@ impl LoopState {
         ctx.counters.protocol_errors.fetch_add(1, Ordering::Relaxed);
         ctx.counters.by_request.refused(e.status());
         if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
-            conn.out.push_owned(protocol_error_answer(
-                &e,
-                &ctx.settings.config.server_header,
-            ));
+            let answer = protocol_error_answer(&e, &ctx.settings.config.server_header);
+            if let Some(log) = ctx.settings.access_log.as_deref() {
+                // Refused requests are in the access log too, as far as their head came (a
+                // uwsgi packet's bytes are no request line: its line shows none).
+                let received = if conn.wire == Wire::Uwsgi {
+                    &[][..]
+                } else {
+                    conn.buffered()
+                };
+                let head = RequestHead::refused(received);
+                log_refused(log, &head, conn.peer.ip(), e.status(), &answer);
+            }
+            conn.out.push_owned(answer);
             // Input after a framing error is meaningless: drop it, and linger after the answer
             // so the client reads it before any reset.
             conn.after_output = AfterOutput::CloseLingering;
@@ -166,10 +176,19 @@ impl LoopState {
                     ctx.counters.by_request.refused(REQUEST_TIMEOUT.0);
                     // 408, then close: the client was too slow sending its request.
                     conn.out.clear();
-                    conn.out.push_owned(error_answer(
-                        REQUEST_TIMEOUT,
-                        &ctx.settings.config.server_header,
-                    ));
+                    let answer = error_answer(REQUEST_TIMEOUT, &ctx.settings.config.server_header);
+                    if let Some(log) = ctx.settings.access_log.as_deref() {
+                        let refused;
+                        let head = match &conn.phase {
+                            Phase::ReadingBody(head) => &**head,
+                            _ => {
+                                refused = RequestHead::refused(conn.buffered());
+                                &refused
+                            }
+                        };
+                        log_refused(log, head, conn.peer.ip(), REQUEST_TIMEOUT.0, &answer);
+                    }
+                    conn.out.push_owned(answer);
                     conn.phase = Phase::Idle;
                     let _ = conn.out.write_to(&conn.stream);
                     self.close(token);

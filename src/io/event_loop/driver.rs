@@ -165,7 +165,20 @@ impl LoopState {
             };
             if conn.rbuf.as_ref().is_some_and(|b| !b.is_empty()) {
                 match self.try_request(token, ctx) {
-                    Ok(Next::Work(work)) => return Some(work),
+                    Ok(Next::Work(work)) => {
+                        if drain || (readable && !tls) {
+                            // The socket may hold more than this request (a full read), or
+                            // its end (the peer closed: this event said so, and no other
+                            // edge will): look again once it is back, as for readiness that
+                            // came while it was away. A client that half-closed after its
+                            // request waited for the keep-alive timeout for its close,
+                            // whenever its FIN came in the same event as the request.
+                            if let Some(Slot::Away { woke, .. }) = self.conns.get(token) {
+                                woke.store(true, Ordering::Relaxed);
+                            }
+                        }
+                        return Some(work);
+                    }
                     Ok(Next::NeedMore) => {}
                     Ok(Next::Http2) => {
                         self.hand_to_http2(token, ctx);
