@@ -545,3 +545,28 @@ def test_http2_tls_mode_leaves_plain_listeners_to_http11(start_server):
     answer = s.recv(4096)
     s.close()
     assert answer.startswith(b"HTTP/1.1 505")
+
+
+def test_a_reload_with_hup_sends_goaway_and_finishes_inflight_streams(start_server):
+    srv = start_server("http2", "--workers", "1")
+    c = H2Client(srv.port, timeout=30)
+    try:
+        sid = c.request("GET", "/gate?name=reload")
+        srv.wait_marks("entered", 1)
+        srv.signal(signal.SIGHUP)
+        srv.wait_log(r"Reload done", timeout=30)  # the new worker serves; the old one drains
+        deadline = time.monotonic() + 10
+        while c.goaway() is None and time.monotonic() < deadline:
+            c.receive_once()
+        assert c.goaway() is not None
+        srv.open_gate("reload")
+        r = c.responses([sid])[0]
+        assert (r.status, bytes(r.body)) == (200, b"through the gate")
+    finally:
+        c.close()
+    fresh = H2Client(srv.port)
+    try:
+        assert fresh.get("/").status == 200
+    finally:
+        fresh.close()
+    assert srv.alive()
