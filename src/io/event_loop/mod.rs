@@ -259,10 +259,6 @@ impl LoopState {
         Ok((st, ctx))
     }
 
-    /// Is other work waiting while an inline call holds this (parked) state: connections to
-    /// look at, listeners to accept from again, or events the kernel has ready (new requests,
-    /// connections coming back, streaming responses to flush)? Asked by the watchdog about a
-    /// call that keeps computing; one `poll` of the epoll descriptor, which consumes nothing.
     /// The connections this process holds, for the workers' balance (`io::balance`): the
     /// loop's, and those it handed to the HTTP/2 thread (which stay open there).
     fn held(&self) -> usize {
@@ -270,6 +266,10 @@ impl LoopState {
         self.conns.len() + h2.map_or(0, |hub| hub.open.load(std::sync::atomic::Ordering::Relaxed))
     }
 
+    /// Is other work waiting while an inline call holds this (parked) state: connections to
+    /// look at, listeners to accept from again, or events the kernel has ready (new requests,
+    /// connections coming back, streaming responses to flush)? Asked by the watchdog about a
+    /// call that keeps computing; one `poll` of the epoll descriptor, which consumes nothing.
     pub fn has_waiting_work(&self) -> bool {
         if !self.ready.is_empty() || !self.accept_again.is_empty() || !self.gave_turn.is_empty() {
             return true;
