@@ -570,3 +570,17 @@ def test_a_reload_with_hup_sends_goaway_and_finishes_inflight_streams(start_serv
     finally:
         fresh.close()
     assert srv.alive()
+
+
+@pytest.mark.skipif(not shutil.which("h2load"), reason="h2load missing (nghttp2-client)")
+def test_h2load_and_nghttp_as_clients(servers):
+    srv = servers.get("http2")
+    url = f"http://127.0.0.1:{srv.port}/"
+    r = subprocess.run(["h2load", "-c4", "-m20", "-n", "2000", url], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2000 succeeded, 0 failed, 0 errored" in r.stdout, r.stdout
+    if shutil.which("nghttp"):
+        r = subprocess.run(["nghttp", "-v", url], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0 and "Hello, World!" in r.stdout
+        assert ":status: 200" in r.stdout
