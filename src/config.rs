@@ -52,6 +52,10 @@ pub struct Config {
     pub max_drain: u64,
     /// `--limit-response-headers`: the app's header section, names and values, in bytes.
     pub limit_response_headers: usize,
+    /// `--http2`: where HTTP/2 is spoken ([`Http2Mode`]).
+    pub http2: Http2Mode,
+    /// `--http2-max-streams`: SETTINGS_MAX_CONCURRENT_STREAMS of every HTTP/2 connection.
+    pub http2_max_streams: u32,
     /// `--root-path`: SCRIPT_NAME.
     pub root_path: String,
     /// `--forwarded-allow-ips` and `--forwarded-headers`: whose forwarding headers are read,
@@ -92,6 +96,37 @@ pub struct Config {
     pub balance_fd: i32,
     pub balance_slots: usize,
     pub balance_slot: usize,
+}
+
+/// `--http2`: where HTTP/2 is spoken (docs/http-support.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Http2Mode {
+    /// ALPN `h2` on TLS listeners and h2c with prior knowledge on plain HTTP listeners.
+    On,
+    /// ALPN `h2` on TLS listeners only.
+    Tls,
+    /// HTTP/1.1 only.
+    Off,
+}
+
+impl Http2Mode {
+    pub fn parse(name: &str) -> Option<Http2Mode> {
+        match name {
+            "on" => Some(Http2Mode::On),
+            "tls" => Some(Http2Mode::Tls),
+            "off" => Some(Http2Mode::Off),
+            _ => None,
+        }
+    }
+
+    /// Whether a connection of this kind (TLS or not) may turn into HTTP/2.
+    pub fn allows(self, tls: bool) -> bool {
+        match self {
+            Http2Mode::On => true,
+            Http2Mode::Tls => tls,
+            Http2Mode::Off => false,
+        }
+    }
 }
 
 /// `--scheduler`: the adaptive default, or one mode forced (for apps known to block on every
@@ -278,6 +313,15 @@ impl Config {
                 max_body: get(d, "limit_body")?,
             },
             max_drain: get(d, "max_drain")?,
+            http2: {
+                let name: String = get(d, "http2")?;
+                Http2Mode::parse(&name).ok_or_else(|| {
+                    pyo3::exceptions::PyValueError::new_err(format!(
+                        "http2 must be on, tls or off, not {name:?}"
+                    ))
+                })?
+            },
+            http2_max_streams: get(d, "http2_max_streams")?,
             limit_response_headers: get(d, "limit_response_headers")?,
             write_high_water: get(d, "write_high_water")?,
             root_path: get(d, "root_path")?,

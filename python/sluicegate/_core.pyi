@@ -42,6 +42,8 @@ class ServerConfig(TypedDict):
     limit_body: int  # --limit-body (docs/options.md)
     limit_response_headers: int  # --limit-response-headers (docs/options.md)
     max_drain: int  # --max-drain (docs/options.md)
+    http2: str  # --http2 (docs/options.md)
+    http2_max_streams: int  # --http2-max-streams (docs/options.md)
     static_fallthrough: bool  # --static-fallthrough (docs/options.md)
     write_high_water: int  # --write-high-water (docs/options.md)
     root_path: str  # --root-path (docs/options.md)

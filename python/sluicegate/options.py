@@ -378,6 +378,21 @@ def parse_scheduler(value: object) -> str:
     return text
 
 
+HTTP2_MODES = ("on", "tls", "off")
+
+
+def parse_http2(value: object) -> str:
+    """on, tls or off (and the switch spellings: true means on, false off)."""
+    text = _str(value).strip().lower()
+    if text in ("1", "true", "yes"):
+        return "on"
+    if text in ("0", "false", "no"):
+        return "off"
+    if text not in HTTP2_MODES:
+        raise ValueError(f"expected one of {', '.join(HTTP2_MODES)}")
+    return text
+
+
 def parse_bool(value: object) -> bool:
     """A switch: true/false, yes/no, on/off, 1/0 (and Python booleans, for serve())."""
     if isinstance(value, bool):
@@ -797,6 +812,19 @@ OPTIONS: Tuple[Option, ...] = (
         "BYTES", int, core=True,
     ),
     Option(
+        "http2", parse_http2, "on",
+        "HTTP/2 (docs/http-support.md). on: TLS listeners offer h2 beside http/1.1 (ALPN) and "
+        "plain listeners accept h2c with prior knowledge (a connection that opens with the "
+        "HTTP/2 preface); tls: only over TLS; off: HTTP/1.1 only (a preface gets 505).",
+        "MODE", str, core=True,
+    ),
+    Option(
+        "http2_max_streams", parse_count, "100",
+        "Most concurrent streams one HTTP/2 connection may open "
+        "(SETTINGS_MAX_CONCURRENT_STREAMS); each is one app call.",
+        "N", int, core=True,
+    ),
+    Option(
         "static", parse_static, [],
         "Serve the files under DIRECTORY at URL_PREFIX (/static, or /static/ as Django's "
         "STATIC_URL writes it) from the Rust core, without calling the app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
@@ -1049,6 +1077,8 @@ class Config:
     limit_body: int
     limit_response_headers: int
     max_drain: int
+    http2: str
+    http2_max_streams: int
     static: Tuple[StaticMount, ...]
     static_fallthrough: bool
     write_high_water: int

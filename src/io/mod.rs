@@ -18,6 +18,7 @@
 //! - [`metrics_socket`]: the `--metrics-bind` socket, which the core binds itself.
 //! - [`file_body`]: a file the app hands over as its body, made ready for `sendfile`.
 //! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
+//! - [`h2`]: HTTP/2 connections, served by the `h2` crate on a thread of their own.
 //! - [`static_files`]: files the loop serves itself (opening, `sendfile`; decisions in proto).
 
 pub mod balance;
@@ -25,6 +26,7 @@ pub mod conn;
 pub mod error_answer;
 pub mod event_loop;
 pub mod file_body;
+pub mod h2;
 pub mod listen;
 pub mod metrics_socket;
 pub mod out_queue;

@@ -21,11 +21,10 @@
 //!   writes its records (no `sendfile`: a file range is read into a buffer and encrypted),
 //!   `answer_and_close` sends a close_notify after the answer.
 //!
-//! A new transport is a new variant here, and the bridge does not change:
-//! - an HTTP/2 stream: `H2(StreamHandle)`, a stream id and the connection's shared state;
-//!   `read_some` takes the stream's DATA frames (and returns flow-control credit), `write_some` frames
-//!   the bytes as DATA within the window and hands them to the connection's writer (the
-//!   loop), `answer_and_close` resets the stream (RST_STREAM) instead of closing the socket.
+//! - `H2` (`io::h2::stream`): an HTTP/2 stream, for the `--timeout` watcher alone: its
+//!   `answer_and_close` answers the stream 504 (or resets it) and leaves the connection and
+//!   its other streams alone. A stream's body and response go through `wsgi/h2/`, which
+//!   frames them as HTTP/2 (the reads and writes below are not for it, and fail).
 //!
 //! A `Transport` is `Clone`, not `Copy`, so that a variant holding a shared session can be
 //! added without touching its users.
@@ -36,6 +35,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use super::h2::stream::StreamCut;
 use super::out_queue::OutQueue;
 use super::stream::{read_fd, send_all_fd, set_receive_buffer, wait_fd};
 use super::tls_link::{TlsFacts, TlsLink};
@@ -47,6 +47,15 @@ pub enum Transport {
     Plain(RawFd),
     /// A TLS connection (its socket inside the link).
     Tls(Arc<TlsLink>),
+    /// An HTTP/2 stream, as the `--timeout` watcher cuts it.
+    H2(StreamCut),
+}
+
+fn not_a_socket() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "an HTTP/2 stream is not read or written here",
+    )
 }
 
 impl Transport {
@@ -54,7 +63,7 @@ impl Transport {
     /// a plaintext connection.
     pub fn tls_facts(&self) -> Option<Arc<TlsFacts>> {
         match self {
-            Transport::Plain(_) => None,
+            Transport::Plain(_) | Transport::H2(_) => None,
             Transport::Tls(link) => link.facts(),
         }
     }
@@ -66,6 +75,7 @@ impl Transport {
         match self {
             Transport::Plain(fd) => *fd,
             Transport::Tls(link) => link.fd(),
+            Transport::H2(_) => -1,
         }
     }
 
@@ -76,6 +86,7 @@ impl Transport {
         match self {
             Transport::Plain(fd) => read_fd(*fd, buf),
             Transport::Tls(link) => link.read_some(buf),
+            Transport::H2(_) => Err(not_a_socket()),
         }
     }
 
@@ -87,6 +98,7 @@ impl Transport {
         match self {
             Transport::Plain(fd) => wait_fd(*fd, false, timeout),
             Transport::Tls(link) => link.wait_readable(timeout),
+            Transport::H2(_) => Err(not_a_socket()),
         }
     }
 
@@ -96,6 +108,7 @@ impl Transport {
         match self {
             Transport::Plain(fd) => send_all_fd(*fd, data, timeout),
             Transport::Tls(link) => link.send_all(data, timeout),
+            Transport::H2(_) => Err(not_a_socket()),
         }
     }
 
@@ -107,13 +120,14 @@ impl Transport {
         match self {
             Transport::Plain(fd) => out.write_fd(*fd),
             Transport::Tls(link) => link.write_some(out),
+            Transport::H2(_) => Err(not_a_socket()),
         }
     }
 
     /// A large upload: let the kernel buffer up to `bytes` of it (`SO_RCVBUF`) so the client
     /// keeps sending while the app works on what it read. False if refused.
     pub fn raise_receive_buffer(&self, bytes: usize) -> bool {
-        set_receive_buffer(self.fd(), bytes)
+        !matches!(self, Transport::H2(_)) && set_receive_buffer(self.fd(), bytes)
     }
 
     /// End the connection from a thread that does not own it (the `--timeout` watcher): with
@@ -122,6 +136,7 @@ impl Transport {
     /// which wakes whoever waits on it. The descriptor stays open for its owner to close.
     pub fn answer_and_close(&self, answer: Option<&[u8]>) {
         match self {
+            Transport::H2(stream) => stream.cut(answer.is_some()),
             Transport::Tls(link) => {
                 link.close(answer);
                 // SAFETY: as below.

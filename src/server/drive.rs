@@ -13,9 +13,11 @@ use pyo3::prelude::*;
 
 use super::scheduler::{Scheduler, Unparked};
 use crate::io::event_loop::{LoopCtx, LoopState, Work};
+use crate::io::h2::StreamCall;
 use crate::io::wakeup;
 use crate::wsgi::bridge::Bridge;
 use crate::wsgi::driver::run_request;
+use crate::wsgi::h2::run_stream;
 use crate::wsgi::pool::Pool;
 use crate::wsgi::stream_hook::set_stream_hook;
 
@@ -25,6 +27,8 @@ pub enum Job {
     Request(Work),
     /// Become the event loop's thread (after a takeover).
     RunLoop(Box<LoopState>),
+    /// Run one HTTP/2 stream's call (`io::h2` dispatches it here).
+    Stream(StreamCall),
 }
 
 /// State shared by every thread of the server.
@@ -336,6 +340,14 @@ pub(super) fn run_job(shared: &Arc<Shared>, job: Job) -> Option<Duration> {
             let (conn, took) = shared.run_request_here(work);
             shared.ctx().return_conn(conn);
             Some(took)
+        }
+        Job::Stream(call) => {
+            let _attached = crate::wsgi::release::Attached::enter();
+            Some(Python::attach(|py| {
+                let start = Instant::now();
+                run_stream(&shared.bridge, py, call);
+                start.elapsed()
+            }))
         }
         // Taken over or shut down, this pool thread goes back to its worker loop.
         Job::RunLoop(st) => {

@@ -32,7 +32,7 @@ use crate::wsgi::bridge::Bridge;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
-use drive::{drive_loop, hand_loop_over, run_job, LoopEnd, Shared, STOP_TAIL};
+use drive::{drive_loop, hand_loop_over, run_job, Job, LoopEnd, Shared, STOP_TAIL};
 use report::{readings, watch_deadlines, Pages};
 use scheduler::Scheduler;
 
@@ -115,13 +115,25 @@ impl Server {
         } else {
             None
         };
+        // --http2 on or tls: TLS listeners offer h2 first, then http/1.1 (ALPN).
+        let tls_alpn = tls_server.as_ref().map(|t| {
+            if config.http2.allows(true) {
+                let mut c = (*t.server).clone();
+                c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+                Arc::new(c)
+            } else {
+                Arc::clone(&t.server)
+            }
+        });
         let tls = tls_flags
             .iter()
-            .map(|&on| match (on, &tls_server) {
-                (true, Some(t)) => Some(Arc::clone(&t.server)),
+            .map(|&on| match (on, &tls_alpn) {
+                (true, Some(t)) => Some(Arc::clone(t)),
                 _ => None,
             })
             .collect();
+        let h2 = (config.http2 != crate::config::Http2Mode::Off)
+            .then(|| crate::io::h2::H2Hub::new(Arc::clone(&config)));
         if sockets.is_empty() {
             return Err(pyo3::exceptions::PyValueError::new_err("no listeners"));
         }
@@ -155,6 +167,7 @@ impl Server {
                 .map(Arc::new),
                 wires,
                 tls,
+                h2,
             },
             balance,
         )
@@ -226,6 +239,21 @@ impl Server {
             .spawn(move || p.watch(|| s.sched.loop_cpu_time()))
             .map_err(|e| PyOSError::new_err(format!("cannot start the admission watcher: {e}")))?;
 
+        if let Some(hub) = &shared.ctx().settings.h2 {
+            // Each stream's call goes to the pool, as a request does (admission included).
+            // Weak: the pool's jobs hold the server, which holds the hub (no cycle to leak).
+            let p = Arc::downgrade(&pool);
+            hub.start(
+                Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::h2::LoopView>,
+                Box::new(move |call: crate::io::h2::StreamCall| {
+                    let route = crate::wsgi::pool::admission::route_hash(call.head.path());
+                    if let Some(p) = p.upgrade() {
+                        p.submit(Job::Stream(call), route);
+                    }
+                }),
+            )
+            .map_err(|e| PyOSError::new_err(format!("cannot start the HTTP/2 thread: {e}")))?;
+        }
         let s = Arc::clone(&shared);
         let life = pool.life();
         let loop_thread = std::thread::Builder::new()
@@ -334,6 +362,11 @@ impl Server {
                 shared.ctx().graceful_left(),
                 &shared.ctx().counters.stuck_calls,
             );
+            // HTTP/2: the GOAWAYs went out when the stop began; the streams' last frames
+            // leave once their calls are done (the pool above), then the thread ends.
+            if let Some(hub) = &shared.ctx().settings.h2 {
+                hub.join(shared.ctx().graceful_left().max(STOP_TAIL));
+            }
             let _ = admission_watcher.join();
             if left == 0 {
                 // The pool's job closure holds `shared`, which holds the pool: let go of the

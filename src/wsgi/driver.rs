@@ -341,7 +341,10 @@ fn call_and_drive(
 /// For a file wrapper over a regular file: our own descriptor for it, the position the app left
 /// it at (its `tell()`, which accounts for Python's buffering), and the bytes from there to the
 /// end. `None` means "iterate it in Python instead" (pipes, sockets, BytesIO, errors).
-fn regular_file_range(py: Python<'_>, fw: &FileWrapper) -> Option<(std::fs::File, u64, u64)> {
+pub(crate) fn regular_file_range(
+    py: Python<'_>,
+    fw: &FileWrapper,
+) -> Option<(std::fs::File, u64, u64)> {
     let f = fw.filelike.bind(py);
     let fd: i32 = f
         .call_method0(pyo3::intern!(py, "fileno"))

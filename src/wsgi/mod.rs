@@ -13,6 +13,7 @@ pub mod driver;
 pub mod environ;
 pub mod errors;
 pub mod file_wrapper;
+pub mod h2;
 pub mod input;
 pub mod pool;
 pub mod release;

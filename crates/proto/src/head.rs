@@ -11,6 +11,9 @@ use std::ops::Range;
 pub enum Version {
     Http10,
     Http11,
+    /// A stream of an HTTP/2 connection (`h2.rs`): its head comes from HPACK-decoded fields,
+    /// and the response is framed by the HTTP/2 layer, never by `h1/`.
+    Http2,
 }
 
 impl Version {
@@ -19,6 +22,7 @@ impl Version {
         match self {
             Version::Http10 => "HTTP/1.0",
             Version::Http11 => "HTTP/1.1",
+            Version::Http2 => "HTTP/2",
         }
     }
 }

@@ -45,7 +45,7 @@ impl LoopState {
     /// there already); if one came, the listener is tried again once the ready queue is empty.
     pub(super) fn accept(&mut self, index: usize, ctx: &LoopCtx) {
         if let Some(b) = &self.balance {
-            if self.deferred_looks < DEFER_LIMIT && !b.may_accept(self.conns.len()) {
+            if self.deferred_looks < DEFER_LIMIT && !b.may_accept(self.held()) {
                 // Leave it to a less loaded worker; look again shortly (module doc of
                 // `io::balance`).
                 if !self.deferred.contains(&index) {
@@ -107,7 +107,7 @@ impl LoopState {
                     conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
                     entry.insert(Slot::Here(conn));
                     if let Some(b) = &self.balance {
-                        b.publish(self.conns.len());
+                        b.publish(self.held());
                     }
                     ctx.counters.accepted.fetch_add(1, Ordering::Relaxed);
                     ctx.counters

@@ -119,7 +119,7 @@ impl LoopState {
                     );
                 }
                 if let Some(b) = &self.balance {
-                    b.publish(self.conns.len());
+                    b.publish(self.held());
                 }
                 // Dropping the stream closes the socket, which also removes it from the epoll
                 // set (no descriptor is ever duplicated), so no EPOLL_CTL_DEL: one syscall less

@@ -234,6 +234,9 @@ pub struct LoopSettings {
     /// The TLS configuration of each TLS listener (`--bind https:`, or every listener with
     /// `--certfile`), by listener index; `None`: plaintext.
     pub tls: Vec<Option<Arc<rustls::ServerConfig>>>,
+    /// HTTP/2 (`--http2` not off): where a connection that opens with the preface, or agreed
+    /// on `h2` by ALPN, is handed over (`io::h2`).
+    pub h2: Option<Arc<crate::io::h2::H2Hub>>,
 }
 
 impl LoopSettings {

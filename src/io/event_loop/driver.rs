@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use std::net::SocketAddr;
 
+use mio::unix::SourceFd;
 use sluicegate_proto::forwarded::{self, Hop, PeerOrigin};
 use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
 use sluicegate_proto::proxy_protocol::{self, ProxiedAddr, ProxyError};
@@ -179,6 +180,10 @@ impl LoopState {
                         return Some(work);
                     }
                     Ok(Next::NeedMore) => {}
+                    Ok(Next::Http2) => {
+                        self.hand_to_http2(token, ctx);
+                        return None;
+                    }
                     Ok(Next::Answered) => {
                         // Answered here (a static file): write it before parsing what follows,
                         // so pipelined answers keep their order.
@@ -272,6 +277,28 @@ impl LoopState {
         None
     }
 
+    /// A connection that opened with the HTTP/2 preface leaves the loop: out of its epoll set
+    /// and its table, to the HTTP/2 thread with the bytes read so far (`io::h2`). It stays
+    /// counted as open until that thread closes it.
+    fn hand_to_http2(&mut self, token: usize, ctx: &LoopCtx) {
+        let Some(hub) = ctx.settings.h2.clone() else {
+            return;
+        };
+        let Slot::Here(mut conn) = self.conns.remove(token) else {
+            return;
+        };
+        if conn.registered {
+            let fd = conn.stream.fd();
+            let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
+            conn.registered = false;
+        }
+        conn.deadline = None;
+        if let Some(b) = &self.balance {
+            b.publish(self.held());
+        }
+        hub.hand_over(conn);
+    }
+
     /// Parse a head from the buffer, or check that a body being buffered is complete.
     pub(super) fn try_request(&mut self, token: usize, ctx: &LoopCtx) -> Result<Next, ProtoError> {
         let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
@@ -309,6 +336,23 @@ impl LoopState {
                         eprintln!("sluicegate: PROXY header refused: {why}");
                     }
                     self.close(token);
+                    return Ok(Next::NeedMore);
+                }
+            }
+        }
+        if conn.requests == 0
+            && conn.wire == Wire::Http
+            && ctx.settings.h2.is_some()
+            && ctx.settings.config.http2.allows(conn.tls.is_some())
+        {
+            match crate::io::h2::starts_with_preface(conn.buffered()) {
+                Some(true) => return Ok(Next::Http2),
+                Some(false) => {}
+                None => {
+                    if matches!(conn.phase, Phase::Idle) {
+                        conn.phase = Phase::ReadingHead;
+                        conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
+                    }
                     return Ok(Next::NeedMore);
                 }
             }
@@ -477,7 +521,11 @@ fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static st
 /// The answers the loop gives itself, without the app: the health path (`--health-path`; it
 /// comes first, so a check is answered within the loop's round even while every app thread
 /// computes) and static files (`--static`). `None`: the request is the app's.
-fn own_answer(head: &RequestHead, out: &mut OutQueue, ctx: &LoopCtx) -> Option<OwnAnswer> {
+pub(super) fn own_answer(
+    head: &RequestHead,
+    out: &mut OutQueue,
+    ctx: &LoopCtx,
+) -> Option<OwnAnswer> {
     let server = &ctx.settings.config.server_header;
     // Compared first: the answer's buffer and date are made only for the health path itself.
     if !ctx.settings.config.health_path.is_empty()

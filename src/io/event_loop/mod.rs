@@ -58,6 +58,7 @@ mod accept;
 mod closing;
 mod ctx;
 mod driver;
+mod h2_view;
 mod metrics;
 mod pages;
 
@@ -114,6 +115,9 @@ enum ReadHint {
 enum Next {
     /// A request for the app.
     Work(Work),
+    /// The connection opened with the HTTP/2 preface: it leaves the loop for the HTTP/2
+    /// thread (`io::h2`).
+    Http2,
     /// Not a whole request yet.
     NeedMore,
     /// A request the loop answered itself (static file); its answer is in the output queue.
@@ -253,6 +257,13 @@ impl LoopState {
             b.publish(0);
         }
         Ok((st, ctx))
+    }
+
+    /// The connections this process holds, for the workers' balance (`io::balance`): the
+    /// loop's, and those it handed to the HTTP/2 thread (which stay open there).
+    fn held(&self) -> usize {
+        let h2 = self.shared.settings.h2.as_ref();
+        self.conns.len() + h2.map_or(0, |hub| hub.open.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Is other work waiting while an inline call holds this (parked) state: connections to

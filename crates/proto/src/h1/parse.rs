@@ -641,7 +641,7 @@ impl Framing {
             }
         };
         let keep_alive = match version {
-            Version::Http11 => !self.close,
+            Version::Http11 | Version::Http2 => !self.close,
             Version::Http10 => self.keep_alive && !self.close,
         };
         let expect_continue = version == Version::Http11 && self.expect_continue;

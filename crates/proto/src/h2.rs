@@ -1,0 +1,254 @@
+//! An HTTP/2 stream's request as the wire-neutral [`RequestHead`]: the fields HPACK decoded
+//! (the `h2` crate has checked their syntax and the pseudo-headers already) become the same
+//! head an HTTP/1.1 request line and field section make, so the WSGI bridge builds the environ
+//! the one way it knows. What differs from HTTP/1.1 is decided here:
+//! - `:authority` becomes the `Host` field (RFC 9113 §8.3.1), unless a `host` field came too;
+//! - several `cookie` fields are joined with `"; "` into one (RFC 9113 §8.2.3), so the app
+//!   sees one `HTTP_COOKIE` as from an HTTP/1.1 client;
+//! - the body's framing: a `content-length` if the client sent one, else "read until the end
+//!   of the stream" ([`BodyFraming::Chunked`] stands for it: length unknown until the end);
+//!   DATA frames carry it, never `h1` chunks.
+//!
+//! Pure data in, data out: unit-tested without sockets.
+
+use std::ops::Range;
+
+use crate::h1::parse::parse_content_length;
+use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
+
+/// The client connection preface (RFC 9113 §3.4).
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Whether a connection's first bytes are the HTTP/2 preface: `Some(true)` (all of it),
+/// `Some(false)` (not it: HTTP/1), `None` (a prefix of it so far: wait for more).
+pub fn starts_with_preface(buf: &[u8]) -> Option<bool> {
+    let n = buf.len().min(PREFACE.len());
+    if buf[..n] != PREFACE[..n] {
+        Some(false)
+    } else if n == PREFACE.len() {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// The request of one stream, as the `h2` crate hands it over (pseudo-headers apart).
+pub struct StreamRequest<'a, F> {
+    pub method: &'a [u8],
+    /// `:path`: origin-form, or `*` for OPTIONS.
+    pub path: &'a [u8],
+    /// `:authority`, if given.
+    pub authority: Option<&'a [u8]>,
+    /// The regular fields, names lower-case (HTTP/2 requires it).
+    pub fields: F,
+    /// The HEADERS frame ended the stream: no body follows.
+    pub end_of_stream: bool,
+}
+
+fn span(start: usize, end: usize) -> Result<Range<u32>, ProtoError> {
+    match (u32::try_from(start), u32::try_from(end)) {
+        (Ok(s), Ok(e)) => Ok(s..e),
+        _ => Err(ProtoError::HeadersTooLarge),
+    }
+}
+
+/// Build the head of one stream. Refuses what HTTP/1.1's parser would refuse for the same
+/// reason (a target too long, too many fields, a bad `content-length`), with the same error.
+pub fn request_head<'a, F>(
+    req: StreamRequest<'a, F>,
+    limits: &Limits,
+) -> Result<RequestHead, ProtoError>
+where
+    F: Iterator<Item = (&'a [u8], &'a [u8])>,
+{
+    let target = req.path;
+    if target.len() > limits.max_request_line {
+        return Err(ProtoError::UriTooLong);
+    }
+    if target != b"*" && !target.starts_with(b"/") {
+        return Err(ProtoError::BadRequest("h2: :path is not origin-form"));
+    }
+    if target == b"*" && req.method != b"OPTIONS" {
+        return Err(ProtoError::BadRequest(
+            "h2: :path * on a method other than OPTIONS",
+        ));
+    }
+    let mut buf = Vec::with_capacity(req.method.len() + target.len() + 256);
+    buf.extend_from_slice(req.method);
+    let method = span(0, buf.len())?;
+    let t0 = buf.len();
+    buf.extend_from_slice(target);
+    let t1 = buf.len();
+    let q = target.iter().position(|&b| b == b'?');
+    let (path, query) = match q {
+        Some(i) => (span(t0, t0 + i)?, span(t0 + i + 1, t1)?),
+        None => (span(t0, t1)?, span(t1, t1)?),
+    };
+
+    let mut headers = Vec::new();
+    let mut host_seen = false;
+    let mut length: Option<u64> = None;
+    let mut forwarding = false;
+    let mut cookie_parts: Vec<&[u8]> = Vec::new();
+    for (name, value) in req.fields {
+        if headers.len() >= limits.max_headers {
+            return Err(ProtoError::HeadersTooLarge);
+        }
+        if name == b"cookie" {
+            cookie_parts.push(value);
+            continue;
+        }
+        if name == b"content-length" {
+            let n = parse_content_length(value)?;
+            if length.is_some_and(|l| l != n) {
+                return Err(ProtoError::BadRequest("h2: conflicting content-length"));
+            }
+            length = Some(n);
+        }
+        host_seen |= name == b"host";
+        forwarding |= crate::forwarded::is_forwarding_header(name);
+        let n0 = buf.len();
+        buf.extend_from_slice(name);
+        let v0 = buf.len();
+        buf.extend_from_slice(value);
+        headers.push((span(n0, v0)?, span(v0, buf.len())?));
+    }
+    if !cookie_parts.is_empty() {
+        let n0 = buf.len();
+        buf.extend_from_slice(b"cookie");
+        let v0 = buf.len();
+        for (i, part) in cookie_parts.iter().enumerate() {
+            if i > 0 {
+                buf.extend_from_slice(b"; ");
+            }
+            buf.extend_from_slice(part);
+        }
+        headers.push((span(n0, v0)?, span(v0, buf.len())?));
+    }
+    if !host_seen {
+        if let Some(a) = req.authority {
+            let n0 = buf.len();
+            buf.extend_from_slice(b"host");
+            let v0 = buf.len();
+            buf.extend_from_slice(a);
+            headers.push((span(n0, v0)?, span(v0, buf.len())?));
+        }
+    }
+    if buf.len()
+        > limits
+            .max_header_bytes
+            .saturating_add(limits.max_request_line)
+    {
+        return Err(ProtoError::HeadersTooLarge);
+    }
+    if let Some(n) = length {
+        if n > limits.max_body {
+            return Err(ProtoError::PayloadTooLarge);
+        }
+    }
+    let body = match (req.end_of_stream, length) {
+        (true, _) | (false, Some(0)) => BodyFraming::None,
+        (false, Some(n)) => BodyFraming::Length(n),
+        (false, None) => BodyFraming::Chunked,
+    };
+    let is_head = req.method == b"HEAD";
+    Ok(RequestHead {
+        buf,
+        method,
+        target: span(t0, t1)?,
+        authority: span(t0, t0)?,
+        path,
+        query,
+        headers,
+        version: Version::Http2,
+        body,
+        keep_alive: true,
+        expect_continue: false,
+        is_head,
+        forwarding,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(fields: &[(&[u8], &[u8])], eos: bool) -> Result<RequestHead, ProtoError> {
+        request_head(
+            StreamRequest {
+                method: b"GET",
+                path: b"/a/b?x=1",
+                authority: Some(b"example.org:8443"),
+                fields: fields.iter().copied(),
+                end_of_stream: eos,
+            },
+            &Limits::default(),
+        )
+    }
+
+    #[test]
+    fn authority_becomes_host_and_cookies_join() {
+        let h = head(
+            &[
+                (b"cookie", b"a=1"),
+                (b"accept", b"*/*"),
+                (b"cookie", b"b=2"),
+            ],
+            true,
+        )
+        .unwrap();
+        assert_eq!(h.method(), b"GET");
+        assert_eq!(h.path(), b"/a/b");
+        assert_eq!(h.query(), b"x=1");
+        assert_eq!(h.host(), Some(&b"example.org:8443"[..]));
+        assert_eq!(h.header(b"cookie"), Some(&b"a=1; b=2"[..]));
+        assert_eq!(h.version.as_str(), "HTTP/2");
+        assert_eq!(h.body, BodyFraming::None);
+    }
+
+    #[test]
+    fn preface_detection() {
+        assert_eq!(starts_with_preface(b"GET / HTTP/1.1\r\n"), Some(false));
+        assert_eq!(starts_with_preface(b"PRI * HTTP/2"), None);
+        assert_eq!(starts_with_preface(b""), None);
+        let mut whole = PREFACE.to_vec();
+        whole.extend_from_slice(b"\0\0\x12\x04");
+        assert_eq!(starts_with_preface(&whole), Some(true));
+        assert_eq!(starts_with_preface(b"PRX"), Some(false));
+    }
+
+    #[test]
+    fn body_framing() {
+        assert_eq!(head(&[], false).unwrap().body, BodyFraming::Chunked);
+        let h = head(&[(b"content-length", b"12")], false).unwrap();
+        assert_eq!(h.body, BodyFraming::Length(12));
+        assert!(head(&[(b"content-length", b"x")], false).is_err());
+        assert!(head(
+            &[(b"content-length", b"1"), (b"content-length", b"2")],
+            false
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn host_field_wins_over_authority() {
+        let h = head(&[(b"host", b"other")], true).unwrap();
+        assert_eq!(h.host(), Some(&b"other"[..]));
+        assert_eq!(h.headers().filter(|(n, _)| *n == b"host").count(), 1);
+    }
+
+    #[test]
+    fn bad_paths_are_refused() {
+        let r = request_head(
+            StreamRequest {
+                method: b"GET",
+                path: b"http://x/",
+                authority: None,
+                fields: std::iter::empty(),
+                end_of_stream: true,
+            },
+            &Limits::default(),
+        );
+        assert!(r.is_err());
+    }
+}

@@ -1,0 +1,61 @@
+//! What the HTTP/2 thread (`io::h2`) reads of the loop, through its `LoopView` trait: the
+//! loop implements it here, so `io::h2` never imports the loop (the floors): the shutdown
+//! state, the counters, and the loop's own answers (`--static`, `--health-path`) with their
+//! accounting, the same decisions as for an HTTP/1.1 request.
+
+use std::time::Duration;
+
+use sluicegate_proto::RequestHead;
+
+use super::{Counters, LoopCtx, Shutdown};
+use crate::io::out_queue::OutQueue;
+use crate::observe::request_end::PendingLog;
+use crate::observe::timings::End;
+
+/// The HTTP/2 thread's view of the loop (`io::h2` does not import the loop: the floors).
+impl crate::io::h2::LoopView for LoopCtx {
+    fn stop(&self) -> crate::io::h2::Stop {
+        use crate::io::h2::Stop;
+        match self.shutdown_state() {
+            Shutdown::Running | Shutdown::Draining => Stop::Running,
+            Shutdown::Graceful => Stop::Graceful,
+            Shutdown::Immediate => Stop::Immediate,
+        }
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn own_answer(&self, head: &RequestHead, out: &mut OutQueue) -> Option<u16> {
+        super::driver::own_answer(head, out, self).map(|a| a.status)
+    }
+
+    fn account_own(
+        &self,
+        head: RequestHead,
+        client: Option<std::net::IpAddr>,
+        status: u16,
+        sent: u64,
+    ) {
+        let now = crate::clock::now_ns();
+        let end = if status >= 400 { End::Error } else { End::Ok };
+        PendingLog {
+            head,
+            client,
+            status,
+            body_bytes: sent,
+            parsed_at: now,
+            queue: Duration::ZERO,
+            app: Duration::ZERO,
+            send_from: now,
+            end,
+            inline: None,
+        }
+        .finish(
+            self.settings.access_log.as_deref(),
+            &self.counters.by_request,
+            false,
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! The values that cross between the HTTP/2 thread and the rest of the server: a stream's
+//! call ([`StreamCall`], for the pool), the loop's state as that thread reads it
+//! ([`LoopView`], [`Stop`]), and what the thread is given to work with ([`ThreadShare`]).
+//! Below `conn.rs` and `mod.rs`, which both use them.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use std::net::IpAddr;
+
+use sluicegate_proto::forwarded::PeerOrigin;
+use sluicegate_proto::RequestHead;
+
+use super::stream::{StreamBody, StreamReply};
+use crate::config::Config;
+use crate::io::out_queue::OutQueue;
+use crate::io::tls_link::TlsFacts;
+use crate::observe::counters::Counters;
+use crate::peer::Peer;
+
+/// One stream's request, ready for the app (the HTTP/2 counterpart of the loop's `Work`).
+pub struct StreamCall {
+    pub head: RequestHead,
+    /// The listener the connection came in on (SERVER_NAME/PORT, the environ's template).
+    pub listener: usize,
+    pub peer: Peer,
+    pub peer_origin: PeerOrigin,
+    /// The environ's TLS facts (`None` for h2c).
+    pub tls_facts: Option<Arc<TlsFacts>>,
+    /// `:scheme` said `https` (trusted for h2c only as forwarding headers are).
+    pub scheme_https: bool,
+    /// The request body's DATA frames (`None`: the HEADERS frame ended the stream).
+    pub body: Option<StreamBody>,
+    pub reply: StreamReply,
+    /// When the stream's head was decoded (`clock::now_ns`).
+    pub parsed_at: u64,
+    /// Counts the connection's streams in flight; the guard drops with the call.
+    pub(crate) _live: LiveStream,
+}
+
+/// One stream in flight on a connection (its idle timer waits for none).
+pub(crate) struct LiveStream(Arc<AtomicUsize>);
+
+impl LiveStream {
+    pub(super) fn new(count: &Arc<AtomicUsize>) -> LiveStream {
+        count.fetch_add(1, Ordering::SeqCst);
+        LiveStream(Arc::clone(count))
+    }
+}
+
+impl Drop for LiveStream {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// How far the server is in stopping, as the HTTP/2 thread needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stop {
+    Running,
+    /// GOAWAY: in-flight streams finish, no new ones.
+    Graceful,
+    /// Connections are cut.
+    Immediate,
+}
+
+/// What the HTTP/2 thread reads of the event loop's shared state, passed down as a value (the
+/// loop's `LoopCtx` implements it): whether a stop was asked for, and the counters.
+pub trait LoopView: Send + Sync + 'static {
+    fn stop(&self) -> Stop;
+    fn counters(&self) -> &Counters;
+    /// The loop's own answer to `head` (`--health-path`, `--static`), queued in `out` as
+    /// HTTP/1.1 bytes (`own_answer.rs` reframes them); its status, or `None` for the app.
+    fn own_answer(&self, head: &RequestHead, out: &mut OutQueue) -> Option<u16>;
+    /// Count and log an own answer once sent (`sent` body bytes).
+    fn account_own(&self, head: RequestHead, client: Option<IpAddr>, status: u16, sent: u64);
+}
+
+/// Runs a stream's app call: given by the server (the pool), called on the HTTP/2 thread.
+pub type Dispatch = Box<dyn Fn(StreamCall) + Send + Sync>;
+
+/// What the HTTP/2 thread works with.
+pub(super) struct ThreadShare {
+    pub config: Arc<Config>,
+    pub dispatch: Dispatch,
+    /// Connections being served (the thread ends at a stop once none is left).
+    pub open: Arc<AtomicUsize>,
+}

@@ -1,0 +1,206 @@
+//! The HTTP/2 thread's work: [`serve_all`] takes the connections the loop hands over and runs
+//! one task per connection ([`serve_one`]): the `h2` handshake (our SETTINGS, the client's
+//! preface, within `--header-timeout`), then accepting streams, each decoded into a
+//! `RequestHead` by proto and dispatched as a [`StreamCall`] to the pool. Polling `accept` is
+//! also what drives the connection's I/O: frames in, the app threads' DATA out.
+//!
+//! Limits, each the `h2` crate's own defence set here by name: concurrent streams
+//! (`--http2-max-streams`), the decoded header list (`--limit-header-bytes`: a CONTINUATION
+//! flood or HPACK bomb ends in a stream error or GOAWAY, never unbounded memory), the windows
+//! and send buffer below, and the crate's rapid-reset and local-reset caps (defaults).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use sluicegate_proto::h2::{request_head, StreamRequest};
+use tokio::sync::{mpsc, watch};
+
+use super::call::{LiveStream, LoopView, Stop, StreamCall, ThreadShare};
+use super::own_answer;
+use super::socket_io::SocketIo;
+use super::stream::{StreamBody, StreamReply};
+use crate::clock::now_ns;
+use crate::io::conn::Conn;
+use crate::io::out_queue::OutQueue;
+
+/// How often the HTTP/2 thread looks whether a stop was asked for (the loop's shutdown state).
+const STOP_LOOK: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A stream's receive window: the most request body the server buffers for one stream the
+/// app has not read yet (flow control gives it back as the app reads).
+const STREAM_WINDOW: u32 = 1024 * 1024;
+/// The connection's receive window: several streams' worth, so one slow reader does not
+/// stall the uploads of the others.
+const CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
+/// The most response bytes the `h2` crate buffers per stream before the window takes them.
+const SEND_BUFFER: usize = 1024 * 1024;
+
+/// Serve every connection handed over, until a stop is asked for and all have closed.
+pub(super) async fn serve_all(
+    hub: Arc<ThreadShare>,
+    ctx: Arc<dyn LoopView>,
+    mut from_loop: mpsc::UnboundedReceiver<Box<Conn>>,
+) {
+    let (stop_tx, stop_rx) = watch::channel(Stop::Running);
+    let mut tick = tokio::time::interval(STOP_LOOK);
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            next = from_loop.recv() => match next {
+                Some(conn) => {
+                    hub.open.fetch_add(1, Ordering::SeqCst);
+                    let task = serve_one(Arc::clone(&hub), Arc::clone(&ctx), conn, stop_rx.clone());
+                    tokio::spawn(task);
+                }
+                None => break,
+            },
+            _ = tick.tick() => {
+                let state = ctx.stop();
+                if state >= Stop::Graceful {
+                    stop_tx.send_replace(state);
+                    stopping = true;
+                }
+                if stopping && hub.open.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// One connection, from the handshake to its close.
+async fn serve_one(
+    hub: Arc<ThreadShare>,
+    ctx: Arc<dyn LoopView>,
+    mut conn: Box<Conn>,
+    mut stop: watch::Receiver<Stop>,
+) {
+    let cfg = Arc::clone(&hub.config);
+    let prefix = conn
+        .rbuf
+        .take()
+        .map(|b| b.filled().to_vec())
+        .unwrap_or_default();
+    if let Ok(io) = SocketIo::new(conn.stream.fd(), conn.tls.clone(), prefix) {
+        let mut builder = h2::server::Builder::new();
+        builder
+            .max_concurrent_streams(cfg.http2_max_streams)
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .max_header_list_size(u32::try_from(cfg.limits.max_header_bytes).unwrap_or(u32::MAX))
+            .max_send_buffer_size(SEND_BUFFER);
+        let handshake = tokio::time::timeout(cfg.header_timeout, builder.handshake::<_, Bytes>(io));
+        if let Ok(Ok(h2c)) = handshake.await {
+            streams(&hub, &ctx, &mut conn, h2c, &mut stop).await;
+        }
+    }
+    ctx.counters()
+        .by_request
+        .open_connections
+        .fetch_sub(1, Ordering::Relaxed);
+    hub.open.fetch_sub(1, Ordering::SeqCst);
+    drop(conn);
+}
+
+/// Accept streams until the connection ends: the client's GOAWAY or close, an error, the idle
+/// timeout (`--keepalive-timeout` without a stream in flight) or a stop (GOAWAY, in-flight
+/// streams finish; an immediate stop cuts them).
+async fn streams(
+    hub: &Arc<ThreadShare>,
+    ctx: &Arc<dyn LoopView>,
+    conn: &mut Conn,
+    mut h2c: h2::server::Connection<SocketIo, Bytes>,
+    stop: &mut watch::Receiver<Stop>,
+) {
+    let cfg = &hub.config;
+    let live = Arc::new(AtomicUsize::new(0));
+    let tls_facts = conn.tls.as_ref().and_then(|l| l.facts());
+    let mut going_away = false;
+    if *stop.borrow() >= Stop::Graceful {
+        h2c.graceful_shutdown();
+        going_away = true;
+    }
+    loop {
+        let idle = tokio::time::sleep(cfg.keepalive_timeout);
+        tokio::select! {
+            next = h2c.accept() => match next {
+                Some(Ok((request, respond))) => {
+                    conn.requests += 1;
+                    let (parts, body) = request.into_parts();
+                    let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+                    let authority = parts.uri.authority().map(|a| a.as_str().as_bytes());
+                    let end_of_stream = body.is_end_stream();
+                    let head = request_head(
+                        StreamRequest {
+                            method: parts.method.as_str().as_bytes(),
+                            path: path.as_bytes(),
+                            authority,
+                            fields: parts
+                                .headers
+                                .iter()
+                                .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
+                            end_of_stream,
+                        },
+                        &cfg.limits,
+                    );
+                    let head = match head {
+                        Ok(h) => h,
+                        Err(e) => {
+                            ctx.counters().by_request.loop_answer(e.status());
+                            let mut reply = StreamReply::new(respond);
+                            let _ = reply.send_head(e.status(), std::iter::empty(), true);
+                            continue;
+                        }
+                    };
+                    // --static and --health-path: answered here, without the app.
+                    let mut out = OutQueue::new();
+                    if let Some(status) = ctx.own_answer(&head, &mut out) {
+                        let (view, client) = (Arc::clone(ctx), conn.peer.ip());
+                        tokio::spawn(async move {
+                            let sent = own_answer::send(respond, out, head.is_head).await;
+                            view.account_own(head, client, status, sent);
+                        });
+                        continue;
+                    }
+                    let reply = StreamReply::new(respond);
+                    let call = StreamCall {
+                        head,
+                        listener: conn.listener,
+                        peer: conn.peer.clone(),
+                        peer_origin: conn.peer_origin,
+                        tls_facts: tls_facts.clone(),
+                        scheme_https: parts.uri.scheme_str() == Some("https"),
+                        body: (!end_of_stream).then(|| StreamBody::new(body)),
+                        reply,
+                        parsed_at: now_ns(),
+                        _live: LiveStream::new(&live),
+                    };
+                    (hub.dispatch)(call);
+                }
+                Some(Err(_)) | None => break,
+            },
+            _ = idle => {
+                if live.load(Ordering::SeqCst) == 0 {
+                    if going_away {
+                        // GOAWAY sent a keep-alive timeout ago and the client neither closed
+                        // nor opened anything: close.
+                        break;
+                    }
+                    h2c.graceful_shutdown();
+                    going_away = true;
+                }
+            }
+            changed = stop.changed() => {
+                let state = *stop.borrow();
+                if changed.is_err() || state == Stop::Immediate {
+                    break;
+                }
+                if !going_away {
+                    h2c.graceful_shutdown();
+                    going_away = true;
+                }
+            }
+        }
+    }
+}

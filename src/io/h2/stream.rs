@@ -1,0 +1,297 @@
+//! One HTTP/2 stream as the thread that runs its app call sees it: [`StreamBody`] (the
+//! request's DATA frames) and [`StreamReply`] (the response's HEADERS and DATA). Both are
+//! called from an app thread, never from the HTTP/2 thread: the `h2` crate's stream handles
+//! are thread-safe, and each call that must wait (a DATA frame still to come, send window still
+//! closed) parks the app thread with a waker that unparks it, bounded by a timeout, while the
+//! connection's task on the HTTP/2 thread does the socket I/O. Callers holding the GIL release
+//! it first.
+//!
+//! Flow control is tied to the app: a DATA frame's bytes are given back to the client's
+//! window ([`StreamBody`] releases capacity) only as the app reads them, so a slow reader
+//! holds the window and the server buffers at most one window per stream. The response asks
+//! for send capacity before each block and sends at most what it was granted, so a client that
+//! never opens its window holds an app thread for `--write-timeout` at most, then the stream
+//! is reset.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::{Reason, RecvStream, SendStream};
+
+/// Wakes the app thread parked on a stream.
+struct Unpark(Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+fn thread_waker() -> Waker {
+    Waker::from(Arc::new(Unpark(std::thread::current())))
+}
+
+/// Poll `f` on this thread until it is ready or `timeout` passes without it (`TimedOut`).
+fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>) -> io::Result<T> {
+    let waker = thread_waker();
+    let mut cx = Context::from_waker(&waker);
+    let until = Instant::now() + timeout;
+    loop {
+        if let Poll::Ready(v) = f(&mut cx) {
+            return Ok(v);
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        std::thread::park_timeout(until - now);
+    }
+}
+
+fn gone(e: h2::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionReset, e.to_string())
+}
+
+/// The request body of one stream.
+pub struct StreamBody {
+    recv: RecvStream,
+    /// Received and not yet given to the app.
+    pending: Bytes,
+    ended: bool,
+}
+
+impl StreamBody {
+    pub(super) fn new(recv: RecvStream) -> StreamBody {
+        let ended = recv.is_end_stream();
+        StreamBody {
+            recv,
+            pending: Bytes::new(),
+            ended,
+        }
+    }
+
+    /// Up to `max` body bytes, waiting up to `timeout` for a DATA frame; an empty result is
+    /// the end of the body. The bytes are given back to the client's send window here.
+    pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
+        while self.pending.is_empty() && !self.ended {
+            let next = block_on(timeout, |cx| self.recv.poll_data(cx))?;
+            match next {
+                Some(Ok(b)) => self.pending = b,
+                Some(Err(e)) => return Err(gone(e)),
+                None => self.ended = true,
+            }
+        }
+        let n = self.pending.len().min(max);
+        let out = self.pending.split_to(n);
+        if n > 0 {
+            let _ = self.recv.flow_control().release_capacity(n);
+        }
+        Ok(out)
+    }
+}
+
+/// A response's state, shared by the app thread that sends it and the `--timeout` watcher
+/// that may cut it ([`StreamCut`]). The lock is held for one `h2` call at a time, never while
+/// the app thread waits for window.
+struct ReplyState {
+    respond: SendResponse<Bytes>,
+    send: Option<SendStream<Bytes>>,
+    ended: bool,
+    /// Cut by the watcher: every later send fails (the client has its answer or a reset).
+    cut: bool,
+}
+
+impl ReplyState {
+    fn reset(&mut self, reason: Reason) {
+        if let Some(mut send) = self.send.take() {
+            send.send_reset(reason);
+        } else if !self.ended {
+            self.respond.send_reset(reason);
+        }
+        self.ended = true;
+    }
+}
+
+/// Where a response goes: the stream's head, then its DATA.
+pub struct StreamReply {
+    state: Arc<Mutex<ReplyState>>,
+}
+
+/// The `--timeout` watcher's hold on a stream (`io::transport::Transport::H2`): answer it 504
+/// if nothing was sent, else reset it, from a thread that does not run the call.
+#[derive(Clone)]
+pub struct StreamCut(Arc<Mutex<ReplyState>>);
+
+impl std::fmt::Debug for StreamCut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamCut")
+    }
+}
+
+impl PartialEq for StreamCut {
+    fn eq(&self, other: &StreamCut) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for StreamCut {}
+
+impl StreamCut {
+    /// `answer`: send `504 Gateway Timeout` (the head was not sent); else reset the stream.
+    pub fn cut(&self, answer: bool) {
+        let mut st = self.0.lock().unwrap();
+        if st.ended || st.cut {
+            st.cut = true;
+            return;
+        }
+        st.cut = true;
+        if answer && st.send.is_none() {
+            let response = http::Response::builder()
+                .status(504)
+                .header("content-length", "0")
+                .body(())
+                .expect("a fixed response");
+            if st.respond.send_response(response, true).is_ok() {
+                st.ended = true;
+                return;
+            }
+        }
+        st.reset(Reason::CANCEL);
+    }
+}
+
+/// DATA is sent in pieces of at most this (and of what the window allows): the `h2` crate
+/// buffers what it was handed until it is written, so this bounds the memory of one stream.
+const SEND_PIECE: usize = 256 * 1024;
+
+fn cut_error() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "the stream was cut (--timeout)")
+}
+
+fn invalid(e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, e.to_string())
+}
+
+impl StreamReply {
+    pub(super) fn new(respond: SendResponse<Bytes>) -> StreamReply {
+        StreamReply {
+            state: Arc::new(Mutex::new(ReplyState {
+                respond,
+                send: None,
+                ended: false,
+                cut: false,
+            })),
+        }
+    }
+
+    /// The watcher's hold on this stream (`--timeout`).
+    pub fn cut_handle(&self) -> StreamCut {
+        StreamCut(Arc::clone(&self.state))
+    }
+
+    /// Send the head: `status` and the fields (names lower-cased here, connection-specific
+    /// ones already dropped by the caller). `end`: no body follows (HEAD, an empty body).
+    pub fn send_head<'a>(
+        &mut self,
+        status: u16,
+        fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+        end: bool,
+    ) -> io::Result<()> {
+        let mut builder = http::Response::builder().status(status);
+        for (name, value) in fields {
+            let name = http::HeaderName::from_bytes(&name.to_ascii_lowercase()).map_err(invalid)?;
+            let value = http::HeaderValue::from_bytes(value).map_err(invalid)?;
+            builder = builder.header(name, value);
+        }
+        let response = builder.body(()).map_err(invalid)?;
+        let mut st = self.state.lock().unwrap();
+        if st.cut {
+            return Err(cut_error());
+        }
+        let send = st.respond.send_response(response, end).map_err(gone)?;
+        if end {
+            st.ended = true;
+        } else {
+            st.send = Some(send);
+        }
+        Ok(())
+    }
+
+    /// Send body bytes as DATA frames as the window allows, waiting up to `timeout` for each
+    /// grant (the lock is not held while waiting). `end`: the last of the body.
+    pub fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
+        {
+            let st = self.state.lock().unwrap();
+            if st.cut {
+                return Err(cut_error());
+            }
+            if st.send.is_none() {
+                return if st.ended {
+                    Ok(())
+                } else {
+                    Err(io::ErrorKind::NotConnected.into())
+                };
+            }
+        }
+        let mut sent_end = false;
+        while !data.is_empty() {
+            let want = data.len().min(SEND_PIECE);
+            let granted = block_on(timeout, |cx| {
+                let mut st = self.state.lock().unwrap();
+                let Some(send) = st.send.as_mut() else {
+                    return Poll::Ready(None);
+                };
+                send.reserve_capacity(want);
+                match send.poll_capacity(cx) {
+                    Poll::Ready(Some(Ok(0))) => Poll::Pending,
+                    other => other,
+                }
+            });
+            let mut st = self.state.lock().unwrap();
+            let n = match granted {
+                Ok(Some(Ok(n))) => n.min(data.len()),
+                Ok(Some(Err(e))) => return Err(gone(e)),
+                Ok(None) if st.cut => return Err(cut_error()),
+                Ok(None) => return Err(io::ErrorKind::ConnectionReset.into()),
+                Err(e) => {
+                    // The client opened no window for `--write-timeout`: cut the stream.
+                    st.reset(Reason::CANCEL);
+                    return Err(e);
+                }
+            };
+            let piece = data.split_to(n);
+            let last = end && data.is_empty();
+            let Some(send) = st.send.as_mut() else {
+                return Err(cut_error());
+            };
+            send.send_data(piece, last).map_err(gone)?;
+            sent_end |= last;
+        }
+        if end {
+            let mut st = self.state.lock().unwrap();
+            if let Some(send) = st.send.as_mut() {
+                if !sent_end {
+                    // An empty DATA frame carries END_STREAM.
+                    send.send_data(Bytes::new(), true).map_err(gone)?;
+                }
+            }
+            st.send = None;
+            st.ended = true;
+        }
+        Ok(())
+    }
+
+    /// Cut the stream (RST_STREAM): the app failed after the head, or the body fell short of
+    /// its Content-Length.
+    pub fn reset(&mut self) {
+        self.state.lock().unwrap().reset(Reason::INTERNAL_ERROR);
+    }
+}

@@ -1,0 +1,325 @@
+//! Running one HTTP/2 stream through the app ([`run_stream`]): the stream's `RequestHead`
+//! (made by proto from its HPACK fields) builds the environ the HTTP/1.1 way
+//! (`EnvironBuilder::build`: headers, forwarding, TLS facts), then the HTTP/2 differences:
+//! `SERVER_PROTOCOL` `HTTP/2`, `wsgi.input` over the stream's DATA frames, and `:scheme`
+//! `https` on h2c honoured only from a peer trusted as forwarding headers are. The app's
+//! answer goes out through `response.rs`; `close()` is called on every path; the request is
+//! counted and logged as any other (the access log says `HTTP/2`).
+//!
+//! Runs on a pool thread: the HTTP/2 thread dispatches each stream to the same pool and
+//! admission as HTTP/1.1 requests (`server::drive`), so blocking streams run side by side.
+
+mod objects;
+mod response;
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use sluicegate_proto::forwarded::{self, Hop};
+
+use objects::block_bytes;
+pub use objects::{H2Input, H2StartResponse};
+use response::Response;
+
+use crate::clock::{now_ns, since};
+use crate::io::h2::StreamCall;
+use crate::io::transport::Transport;
+use crate::observe::request_end::Finished;
+use crate::observe::timings::End as LogEnd;
+use crate::wsgi::app_head::AppHead;
+use crate::wsgi::bridge::Bridge;
+use crate::wsgi::file_wrapper::FileWrapper;
+
+/// File bodies are read in blocks of this size, without the GIL.
+const FILE_BLOCK: usize = 256 * 1024;
+
+enum AppEnd {
+    Done,
+    Failed,
+    ClientGone,
+}
+
+/// Run one stream's app call on this thread (the GIL held).
+pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
+    let StreamCall {
+        head,
+        listener,
+        peer,
+        peer_origin,
+        tls_facts,
+        scheme_https,
+        body,
+        reply,
+        parsed_at,
+        _live,
+    } = call;
+    let app_started = now_ns();
+    bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
+    let input: Bound<'_, PyAny> = match body {
+        Some(b) => Bound::new(py, H2Input::new(b, bridge.config.read_timeout))
+            .expect("allocating wsgi.input")
+            .into_any(),
+        None => bridge.empty_input.bind(py).clone().into_any(),
+    };
+    let hop = Hop::of(peer.ip(), peer_origin);
+    let trust = bridge.config.forwarding.as_ref();
+    let forwarded = trust
+        .and_then(|(t, family)| forwarded::forwarded(&head, hop, Some(t), *family).map(Box::new));
+    // --timeout: the call is watched; past it, the stream is answered 504 (or reset) and
+    // the connection's other streams go on.
+    let ticket = bridge.deadlines.as_ref().map(|d| {
+        let line = format!(
+            "{} {} HTTP/2",
+            String::from_utf8_lossy(head.method()),
+            String::from_utf8_lossy(head.target())
+        );
+        d.enter(Transport::H2(reply.cut_handle()), line)
+    });
+    let resp = Arc::new(Mutex::new(Response {
+        gate: ticket.as_ref().map(|t| Arc::clone(&t.gate)),
+        reply,
+        app: AppHead::default(),
+        max_app_headers: bridge.config.limit_response_headers,
+        is_head: head.is_head,
+        write_timeout: bridge.config.write_timeout,
+        server: bridge.server_header,
+        body_bytes: 0,
+        head_at: None,
+        gone: false,
+        status: 0,
+    }));
+    let mut cache = None;
+    let end = match bridge.environ.build(
+        py,
+        listener,
+        &head,
+        &peer,
+        &mut cache,
+        &input,
+        forwarded.as_deref(),
+        tls_facts.as_deref(),
+    ) {
+        Ok(env) => {
+            let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), intern!(py, "HTTP/2"));
+            let trusted = forwarded::trusted(trust.map(|(t, _)| t), hop);
+            if scheme_https && tls_facts.is_none() && trusted {
+                let _ = env.set_item(intern!(py, "wsgi.url_scheme"), "https");
+                let _ = env.set_item("HTTPS", "on");
+            }
+            let sr = Bound::new(
+                py,
+                H2StartResponse {
+                    resp: Arc::clone(&resp),
+                },
+            )
+            .expect("allocating start_response");
+            call_and_drive(bridge, py, &head, env.into_any(), sr.into_any(), &resp)
+        }
+        Err(e) => {
+            bridge.log_exception(py, &e, "building the environ");
+            AppEnd::Failed
+        }
+    };
+    let app_done = now_ns();
+    let mut r = resp.lock().unwrap();
+    if matches!(end, AppEnd::Failed) {
+        r.fail(py);
+    }
+    let (timed_out, answered_504) = match (ticket, &bridge.deadlines) {
+        (Some(t), Some(d)) => {
+            let answered = t.gate.timed_out();
+            (d.leave(t), answered)
+        }
+        _ => (false, false),
+    };
+    if answered_504 {
+        r.status = 504;
+    }
+    let log_end = match end {
+        _ if timed_out => LogEnd::Timeout,
+        _ if r.gone => LogEnd::ClientGone,
+        AppEnd::Done => LogEnd::Ok,
+        AppEnd::ClientGone => LogEnd::ClientGone,
+        AppEnd::Failed => LogEnd::Error,
+    };
+    let client = forwarded
+        .as_ref()
+        .and_then(|f| f.client)
+        .map(|(ip, _)| ip)
+        .or_else(|| peer.ip());
+    let ctx = &bridge.loop_ctx;
+    Finished {
+        head: &head,
+        client,
+        status: r.status,
+        body_bytes: r.body_bytes,
+        parsed_at,
+        queue: since(parsed_at, app_started),
+        app: since(app_started, app_done),
+        send_from: r.head_at.unwrap_or(app_done),
+        end: log_end,
+        inline: Some(false),
+    }
+    .account(
+        ctx.settings.access_log.as_deref(),
+        &ctx.counters.by_request,
+        now_ns(),
+    );
+}
+
+fn label(head: &sluicegate_proto::RequestHead) -> String {
+    format!(
+        "Error handling request {} {} (HTTP/2)",
+        String::from_utf8_lossy(head.method()),
+        String::from_utf8_lossy(head.target())
+    )
+}
+
+/// Call the app, send what it returns, and call its `close()` on every path.
+fn call_and_drive(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &sluicegate_proto::RequestHead,
+    environ: Bound<'_, PyAny>,
+    sr: Bound<'_, PyAny>,
+    resp: &Arc<Mutex<Response>>,
+) -> AppEnd {
+    let result = match bridge.app.bind(py).call1((environ, sr)) {
+        Ok(r) => r,
+        Err(e) => {
+            bridge.log_exception(py, &e, &label(head));
+            return AppEnd::Failed;
+        }
+    };
+    let end = drive(bridge, py, head, &result, resp);
+    if let Ok(close) = result.getattr(intern!(py, "close")) {
+        if let Err(e) = close.call0() {
+            bridge.log_exception(py, &e, &label(head));
+            return AppEnd::Failed;
+        }
+    }
+    end
+}
+
+fn drive(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &sluicegate_proto::RequestHead,
+    result: &Bound<'_, PyAny>,
+    resp: &Arc<Mutex<Response>>,
+) -> AppEnd {
+    let not_started = || {
+        let e = pyo3::exceptions::PyAssertionError::new_err(
+            "the app returned without calling start_response",
+        );
+        bridge.log_exception(py, &e, &label(head));
+        AppEnd::Failed
+    };
+    // A known-length body: a list or a tuple of blocks.
+    let known: Option<Vec<Bound<'_, PyAny>>> = if let Ok(l) = result.cast::<PyList>() {
+        Some(l.iter().collect())
+    } else {
+        result.cast::<PyTuple>().ok().map(|t| t.iter().collect())
+    };
+    if let Some(blocks) = known {
+        let mut datas = Vec::with_capacity(blocks.len());
+        for b in &blocks {
+            match block_bytes(b) {
+                Ok(d) => datas.push(d),
+                Err(e) => {
+                    bridge.log_exception(py, &e, &label(head));
+                    return AppEnd::Failed;
+                }
+            }
+        }
+        let mut r = resp.lock().unwrap();
+        if !r.app.started {
+            return not_started();
+        }
+        if r.app.content_length.is_none() && !r.head_sent() {
+            let total: u64 = datas.iter().map(|d| d.len() as u64).sum();
+            r.app.content_length = Some(total);
+        }
+        let n = datas.len();
+        if n == 0 {
+            return match r.finish(py) {
+                Ok(()) => AppEnd::Done,
+                Err(_) => AppEnd::ClientGone,
+            };
+        }
+        for (i, d) in datas.into_iter().enumerate() {
+            if r.send(py, d, i + 1 == n).is_err() {
+                return AppEnd::ClientGone;
+            }
+        }
+        return AppEnd::Done;
+    }
+    // wsgi.file_wrapper over a regular file: read in large blocks without the GIL.
+    if let Ok(fw) = result.cast::<FileWrapper>() {
+        if let Some((file, offset, len)) = crate::wsgi::driver::regular_file_range(py, fw.get()) {
+            let mut r = resp.lock().unwrap();
+            if !r.app.started {
+                return not_started();
+            }
+            if r.app.content_length.is_none() {
+                r.app.content_length = Some(len);
+            }
+            let want = r.app.content_length.unwrap_or(len).min(len);
+            let mut at = 0u64;
+            while at < want {
+                let n = (want - at).min(FILE_BLOCK as u64) as usize;
+                let mut buf = vec![0u8; n];
+                let read = py.detach(|| {
+                    std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf, offset + at)
+                });
+                if read.is_err() {
+                    r.fail(py);
+                    return AppEnd::Failed;
+                }
+                at += n as u64;
+                if r.send(py, bytes::Bytes::from(buf), at == want).is_err() {
+                    return AppEnd::ClientGone;
+                }
+            }
+            if want == 0 && r.finish(py).is_err() {
+                return AppEnd::ClientGone;
+            }
+            return AppEnd::Done;
+        }
+    }
+    // Any other iterable: block by block, each sent as it comes.
+    let iter = match result.try_iter() {
+        Ok(i) => i,
+        Err(e) => {
+            bridge.log_exception(py, &e, &label(head));
+            return AppEnd::Failed;
+        }
+    };
+    for item in iter {
+        let data = match item.and_then(|i| block_bytes(&i)) {
+            Ok(d) => d,
+            Err(e) => {
+                bridge.log_exception(py, &e, &label(head));
+                return AppEnd::Failed;
+            }
+        };
+        let mut r = resp.lock().unwrap();
+        if !r.app.started {
+            return not_started();
+        }
+        if r.send(py, data, false).is_err() {
+            return AppEnd::ClientGone;
+        }
+    }
+    let mut r = resp.lock().unwrap();
+    if !r.app.started {
+        return not_started();
+    }
+    match r.finish(py) {
+        Ok(()) => AppEnd::Done,
+        Err(_) => AppEnd::ClientGone,
+    }
+}

@@ -1,0 +1,203 @@
+//! The Python objects of one HTTP/2 stream's call: `start_response` (with its `write`) and
+//! `wsgi.input`, over the stream's [`Response`] and body (`io::h2::stream`). The rules are the
+//! HTTP/1.1 bridge's: the app's status and headers are converted and validated by
+//! `app_head::parse_head` (hop-by-hop and connection-specific headers dropped), `exc_info` as
+//! PEP 3333 says; every wait (a DATA frame, send window) releases the GIL.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use pyo3::exceptions::{PyAssertionError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use super::response::Response;
+use crate::io::h2::StreamBody;
+use crate::wsgi::app_head::parse_head;
+use crate::wsgi::errors::ClientDisconnected;
+
+/// The bytes of a block the app gave (bytes, bytearray or memoryview), copied: the `h2` crate
+/// keeps them until the window takes them, after the GIL is released.
+pub(super) fn block_bytes(item: &Bound<'_, PyAny>) -> PyResult<Bytes> {
+    if let Ok(b) = item.cast::<PyBytes>() {
+        return Ok(Bytes::copy_from_slice(b.as_bytes()));
+    }
+    if let Ok(v) = item.extract::<Vec<u8>>() {
+        if !item.is_instance_of::<pyo3::types::PyString>() {
+            return Ok(Bytes::from(v));
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "the app's body blocks must be bytes, not {}",
+        crate::wsgi::bridge::type_name(item)
+    )))
+}
+
+/// start_response for one stream; `write` is its method.
+#[pyclass(module = "sluicegate._core", name = "H2StartResponse", frozen)]
+pub struct H2StartResponse {
+    pub(super) resp: Arc<Mutex<Response>>,
+}
+
+#[pymethods]
+impl H2StartResponse {
+    #[pyo3(signature = (status, headers, exc_info=None))]
+    fn __call__(
+        slf: &Bound<'_, Self>,
+        status: &Bound<'_, PyAny>,
+        headers: &Bound<'_, PyAny>,
+        exc_info: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let exc_info = exc_info.filter(|e| !e.is_none());
+        {
+            let mut r = slf.get().resp.lock().unwrap();
+            match exc_info {
+                Some(info) if r.head_sent() => {
+                    drop(r);
+                    return Err(PyErr::from_value(info.get_item(1)?));
+                }
+                Some(_) => {}
+                None if r.app.started => {
+                    return Err(PyAssertionError::new_err(
+                        "start_response called a second time without exc_info",
+                    ));
+                }
+                None => {}
+            }
+            let max = r.max_app_headers;
+            r.app = parse_head(status, headers, max, Vec::new())?;
+        }
+        Ok(slf.getattr("write")?.unbind())
+    }
+
+    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let bytes = block_bytes(data)?;
+        let mut r = self.resp.lock().unwrap();
+        if !r.app.started {
+            return Err(PyAssertionError::new_err(
+                "write() called before start_response",
+            ));
+        }
+        r.send(py, bytes, false)
+            .map_err(|_| ClientDisconnected::new_err("client went away (HTTP/2 stream)"))
+    }
+}
+
+/// What `wsgi.input` reads from: the stream's body and what a line read left over.
+struct InputState {
+    body: StreamBody,
+    spill: Vec<u8>,
+    timeout: Duration,
+}
+
+impl InputState {
+    /// More bytes into `spill`; false at the end of the body.
+    fn fill(&mut self, py: Python<'_>, want: usize) -> PyResult<bool> {
+        let (body, timeout) = (&mut self.body, self.timeout);
+        let got = py
+            .detach(|| body.read(want.max(1), timeout))
+            .map_err(|e| ClientDisconnected::new_err(format!("request body: {e}")))?;
+        if got.is_empty() {
+            return Ok(false);
+        }
+        self.spill.extend_from_slice(&got);
+        Ok(true)
+    }
+}
+
+/// Most bytes asked of the stream per read when the app asked for "all".
+const READ_ALL_STEP: usize = 1024 * 1024;
+
+/// `wsgi.input` of an HTTP/2 stream with a body (`wsgi.input_terminated` is true: reading to
+/// the end is safe).
+#[pyclass(module = "sluicegate._core", name = "H2Input", frozen)]
+pub struct H2Input {
+    state: Mutex<InputState>,
+}
+
+impl H2Input {
+    pub(super) fn new(body: StreamBody, timeout: Duration) -> H2Input {
+        H2Input {
+            state: Mutex::new(InputState {
+                body,
+                spill: Vec::new(),
+                timeout,
+            }),
+        }
+    }
+}
+
+#[pymethods]
+impl H2Input {
+    #[pyo3(signature = (size=None))]
+    fn read<'py>(&self, py: Python<'py>, size: Option<isize>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut st = self.state.lock().unwrap();
+        let limit = size.filter(|&n| n >= 0).map(|n| n as usize);
+        loop {
+            let have = st.spill.len();
+            if limit.is_some_and(|n| have >= n) {
+                break;
+            }
+            let want = limit.map_or(READ_ALL_STEP, |n| n - have);
+            if !st.fill(py, want)? {
+                break;
+            }
+        }
+        let n = limit.unwrap_or(usize::MAX).min(st.spill.len());
+        let out = PyBytes::new(py, &st.spill[..n]);
+        st.spill.drain(..n);
+        Ok(out)
+    }
+
+    #[pyo3(signature = (size=None))]
+    fn readline<'py>(&self, py: Python<'py>, size: Option<isize>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut st = self.state.lock().unwrap();
+        let limit = size.filter(|&n| n >= 0).map(|n| n as usize);
+        let mut scanned = 0;
+        let end = loop {
+            if let Some(i) = st.spill[scanned..].iter().position(|&b| b == b'\n') {
+                break scanned + i + 1;
+            }
+            scanned = st.spill.len();
+            if limit.is_some_and(|n| scanned >= n) || !st.fill(py, 64 * 1024)? {
+                break st.spill.len();
+            }
+        };
+        let n = limit.unwrap_or(usize::MAX).min(end);
+        let out = PyBytes::new(py, &st.spill[..n]);
+        st.spill.drain(..n);
+        Ok(out)
+    }
+
+    #[pyo3(signature = (hint=None))]
+    fn readlines<'py>(&self, py: Python<'py>, hint: Option<isize>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        let mut total = 0usize;
+        loop {
+            let line = self.readline(py, None)?;
+            if line.as_bytes().is_empty() {
+                break;
+            }
+            total += line.as_bytes().len();
+            out.append(line)?;
+            if hint.is_some_and(|h| h > 0 && total >= h as usize) {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let line = self.readline(py, None)?;
+        Ok((!line.as_bytes().is_empty()).then_some(line))
+    }
+
+    fn readable(&self) -> bool {
+        true
+    }
+}
