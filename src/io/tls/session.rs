@@ -327,9 +327,9 @@ impl TlsSession {
             let der = certs.first()?;
             let cert = x509::Cert::parse(der).ok()?;
             Some(ClientCert {
-                subject_dn: x509::dn_string(cert.subject).ok()?,
-                issuer_dn: x509::dn_string(cert.issuer).ok()?,
-                pem: x509::pem(der),
+                subject_dn: cert.subject_dn(),
+                issuer_dn: cert.issuer_dn(),
+                pem: cert.pem(),
             })
         });
         Some(TlsInfo {
