@@ -198,7 +198,29 @@ def test_environ_says_https_and_the_session(start_server, tls_certs):
     assert env["SSL_PROTOCOL"] == "TLSv1.3"
     assert env["SSL_CIPHER"].startswith("TLS_")
     assert env["SSL_CLIENT_VERIFY"] == "NONE"
+    assert env["SSL_SESSION_RESUMED"] == "Initial"
     assert "SSL_CLIENT_S_DN" not in env
+    # Python sends no SNI for an IP address; curl with --resolve sends the name.
+    assert "SSL_TLS_SNI" not in env
+    r = curl(tls_certs, "--resolve", f"localhost:{srv.port}:{srv.host}",
+             f"https://localhost:{srv.port}/")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["SSL_TLS_SNI"] == "localhost"
+
+
+def test_a_resumed_session_says_so(start_server, tls_certs):
+    srv = start_server("echo_environ", *tls_options(tls_certs))
+    ctx = client_context(tls_certs)
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # a session id: Python resumes it directly
+    sessions = []
+    for _ in range(2):
+        with ctx.wrap_socket(socket.create_connection((srv.host, srv.port), timeout=10),
+                             server_hostname=srv.host,
+                             session=sessions[-1] if sessions else None) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            env = json.loads(read_until_closed(s).split(b"\r\n\r\n", 1)[1])
+            sessions.append(s.session)
+    assert env["SSL_SESSION_RESUMED"] == "Resumed"
 
 
 def test_tls12_facts(start_server, tls_certs):

@@ -26,7 +26,6 @@ pub struct BadDer;
 /// One parsed certificate, with the signed bytes borrowed from its DER.
 #[derive(Debug)]
 pub struct Cert<'a> {
-    der: &'a [u8],
     /// The whole `tbsCertificate` TLV as received: the bytes the issuer signed (never
     /// re-encoded, so that a signature over unusual but valid DER still verifies).
     tbs: &'a [u8],
@@ -40,7 +39,7 @@ impl<'a> Cert<'a> {
         let tbs = SliceReader::new(contents)
             .and_then(|mut r| r.tlv_bytes())
             .map_err(|_| BadDer)?;
-        Ok(Cert { der, tbs, cert })
+        Ok(Cert { tbs, cert })
     }
 
     /// The subject as mod_ssl prints it (`SSL_CLIENT_S_DN`).
@@ -91,11 +90,6 @@ impl<'a> Cert<'a> {
         let signature = self.cert.signature().raw_bytes();
         Some(alg.verify_signature(key, self.tbs, signature).is_ok())
     }
-
-    /// The certificate as PEM text (`SSL_CLIENT_CERT`), of the bytes as received.
-    pub fn pem(&self) -> String {
-        pem(self.der)
-    }
 }
 
 /// The contents of an `AlgorithmIdentifier` (without its SEQUENCE header), as webpki and the
@@ -105,7 +99,8 @@ fn alg_id_contents(alg: &AlgorithmIdentifierOwned) -> Option<Vec<u8>> {
     Some(AnyRef::from_der(&der).ok()?.value().to_vec())
 }
 
-/// A certificate's DER as PEM text: base64 in 64-column lines.
+/// A certificate's DER as PEM text (`SSL_CLIENT_CERT`, of the bytes as received): base64 in
+/// 64-column lines.
 pub fn pem(der: &[u8]) -> String {
     x509_cert::der::pem::encode_string("CERTIFICATE", LineEnding::LF, der).unwrap_or_default()
 }
@@ -295,7 +290,7 @@ mod tests {
     #[test]
     fn pem_round_trips() {
         let client = &testdata("client.pem")[0];
-        let text = Cert::parse(client).unwrap().pem();
+        let text = pem(client);
         let back = CertificateDer::from_pem_slice(text.as_bytes()).unwrap();
         assert_eq!(back.as_ref(), client.as_ref());
         let on_disk = std::fs::read_to_string(concat!(
