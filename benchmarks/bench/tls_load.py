@@ -9,16 +9,22 @@ certificate made here), apps/s14_https.py:
    serving the connections it already has.
 2. **Slow reader.** One client asks for a 64 MiB response (`wsgi.file_wrapper`) and reads it at
    `--slow-rate` bytes/s with a small receive buffer, over TLS and then over plain HTTP (a
-   second listener of the same server): the server's RSS sampled every 0.25 s. Reported: RSS
+   second listener, each on a fresh server): the server's RSS sampled every 0.25 s. Reported: RSS
    before, the highest sample while the reader was on, and the growth; the plaintext figure is
    the yardstick (the TLS path must hold no more than a bounded number of records).
+3. **Idle connections.** `--idle` connections (10,000; 2,000 with `--quick`) each served one
+   request and then stay open and silent, over TLS and then plain: the server's RSS per
+   connection (rustls's session state and buffers against the plaintext connection's), each
+   on a fresh server.
 
-    python3 benchmarks/run.py tls-load [--quick] [--seconds 10] [--slow-seconds 15] [--out DIR]
+    python3 benchmarks/run.py tls-load [--quick] [--seconds 10] [--slow-seconds 15] [--idle N]
+        [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -40,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 import payloads  # noqa: E402
 from bench.harness import SG, env_for, wait_ready  # noqa: E402
 from bench.loadgen import LoadResult, wrk  # noqa: E402
-from bench.procs import free_port, rss_bytes, session_pids  # noqa: E402
+from bench.procs import free_port, raise_fd_limit, rss_bytes, session_pids  # noqa: E402
 from bench.s14 import make_cert, tls_wire  # noqa: E402
 
 APP = "s14_https:app"
@@ -144,42 +150,91 @@ def slow_reader(pids_of, port: int, tls: bool, seconds: float, rate: float) -> d
             "growth_mib": (highest - before) / mib, "read_mib": got / mib, "seconds": seconds}
 
 
+def idle_connections(pids_of, port: int, tls: bool, count: int) -> dict:
+    """Opens `count` kept-alive connections that each served one request, then stay idle; the
+    server's RSS before and after. The client keeps a duplicate of each socket and drops its
+    TLS object (no close_notify is sent): the server holds an established, idle session."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    before = rss_bytes(pids_of(), peak=False)
+    kept = []
+    request = b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n"
+    try:
+        for _ in range(count):
+            raw = socket.create_connection(("127.0.0.1", port), timeout=30)
+            if tls:
+                kept.append(raw.dup())
+                s = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+            else:
+                kept.append(raw)
+                s = raw
+            s.sendall(request)
+            got = b""
+            while not got.endswith(payloads.HELLO):
+                piece = s.recv(4096)
+                if not piece:
+                    raise SystemExit("an idle-connection probe was closed by the server")
+                got += piece
+            if tls:
+                s.close()  # the duplicate keeps the connection; no close_notify
+        time.sleep(1.0)  # let the server settle its buffers after the last request
+        after = rss_bytes(pids_of(), peak=False)
+    finally:
+        for k in kept:
+            k.close()
+    return {"connections": count, "rss_before_mib": before / 2**20, "rss_after_mib": after / 2**20,
+            "kib_per_connection": (after - before) / 1024 / count}
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--quick", action="store_true", help="3 s flood runs, 6 s slow readers")
     ap.add_argument("--seconds", type=float, default=10, help="each wrk run of the flood part")
     ap.add_argument("--slow-seconds", type=float, default=15)
     ap.add_argument("--slow-rate", type=float, default=512 * 1024, help="bytes/s the slow reader takes")
+    ap.add_argument("--idle", type=int, default=10_000, help="idle connections held open")
     ap.add_argument("--out", type=Path)
 
 
-def main(args: argparse.Namespace) -> int | None:
-    if args.quick:
-        args.seconds, args.slow_seconds = 3, 6
-    payloads.ensure()
-    d = Path(tempfile.mkdtemp(prefix="sg-tls-load-"))
-    cert, key = make_cert(d)
+@contextlib.contextmanager
+def serving(cert: Path, key: Path):
+    """A fresh sluicegate with a TLS and a plain listener: (its pids, TLS port, plain port). Each
+    memory figure gets its own server, so that memory freed by one measurement and kept by the
+    allocator does not hide the next one's."""
     tls_port, plain_port = free_port(), free_port()
     argv = [str(SG), "-m", "sluicegate", "--bind", f"https:127.0.0.1:{tls_port}", "--bind",
             f"http:127.0.0.1:{plain_port}", "--certfile", str(cert), "--keyfile", str(key),
-            "--threads", f"1:{THREADS}", APP]
+            "--threads", f"1:{THREADS}", "--keep-alive", "600", APP]
     p = subprocess.Popen(argv, cwd=APPS, env=env_for(argv[0]), stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_ready(f"127.0.0.1:{tls_port}", time.monotonic() + 40)
         wait_ready(f"127.0.0.1:{plain_port}", time.monotonic() + 40)
-        results = {"flood": flood(tls_port, args.seconds)}
-        results["slow_reader"] = {
-            "tls": slow_reader(lambda: session_pids(p.pid), tls_port, True, args.slow_seconds,
-                               args.slow_rate),
-            "plain": slow_reader(lambda: session_pids(p.pid), plain_port, False,
-                                 args.slow_seconds, args.slow_rate),
-        }
+        yield (lambda: session_pids(p.pid)), tls_port, plain_port
     finally:
         os.killpg(p.pid, signal.SIGTERM)
         try:
             p.wait(15)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
+
+
+def main(args: argparse.Namespace) -> int | None:
+    if args.quick:
+        args.seconds, args.slow_seconds, args.idle = 3, 6, 2000
+    raise_fd_limit()
+    payloads.ensure()
+    cert, key = make_cert(Path(tempfile.mkdtemp(prefix="sg-tls-load-")))
+    results: dict = {"slow_reader": {}, "idle": {}}
+    with serving(cert, key) as (_, tls_port, _):
+        results["flood"] = flood(tls_port, args.seconds)
+    for kind in ("tls", "plain"):
+        with serving(cert, key) as (pids, tls_port, plain_port):
+            port = tls_port if kind == "tls" else plain_port
+            results["slow_reader"][kind] = slow_reader(pids, port, kind == "tls",
+                                                       args.slow_seconds, args.slow_rate)
+        with serving(cert, key) as (pids, tls_port, plain_port):
+            port = tls_port if kind == "tls" else plain_port
+            results["idle"][kind] = idle_connections(pids, port, kind == "tls", args.idle)
     text = report(results, args)
     print(text)
     if args.out:
@@ -210,4 +265,11 @@ def report(r: dict, args: argparse.Namespace) -> str:
         m = r["slow_reader"][key]
         lines.append(f"| {key} | {m['rss_before_mib']:.1f} | {m['rss_highest_mib']:.1f} | "
                      f"{m['growth_mib']:.1f} | {m['read_mib']:.1f} |")
+    lines += ["", "Idle kept-alive connections, each after one request (server RSS):", "",
+              "| listener | connections | RSS before MiB | after MiB | KiB per connection |",
+              "|---|---:|---:|---:|---:|"]
+    for key in ("tls", "plain"):
+        m = r["idle"][key]
+        lines.append(f"| {key} | {m['connections']:,} | {m['rss_before_mib']:.1f} | "
+                     f"{m['rss_after_mib']:.1f} | {m['kib_per_connection']:.1f} |")
     return "\n".join(lines)
