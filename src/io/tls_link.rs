@@ -229,6 +229,11 @@ impl TlsLink {
         s.pending_in.extend_from_slice(after);
     }
 
+    /// The handshake has not completed yet (nor failed).
+    pub fn handshaking(&self) -> bool {
+        self.inner.lock().unwrap().session.state() == TlsState::Handshaking
+    }
+
     /// Why the session failed, once it has (`TlsError::reason`).
     pub fn failure(&self) -> Option<&'static str> {
         self.inner.lock().unwrap().failure

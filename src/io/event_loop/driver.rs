@@ -490,8 +490,11 @@ fn own_answer(head: &RequestHead, out: &mut OutQueue, ctx: &LoopCtx) -> Option<O
     }
 }
 
-/// One failed TLS connection in the metric, by `TlsError::reason`.
-fn count_tls_failure(ctx: &LoopCtx, reason: &str) {
+/// The metric's reason for a handshake cut by `--header-timeout` (the sweep's, not rustls's).
+pub(super) const HANDSHAKE_TIMEOUT: &str = "handshake_timeout";
+
+/// One failed TLS connection in the metric, by `TlsError::reason` (or [`HANDSHAKE_TIMEOUT`]).
+pub(super) fn count_tls_failure(ctx: &LoopCtx, reason: &str) {
     let reasons = &crate::io::tls::session::FAILURE_REASONS;
     let i = reasons
         .iter()
