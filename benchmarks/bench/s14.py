@@ -126,12 +126,13 @@ http {{
     return conf
 
 
-def servers(d: Path, cert: Path, key: Path) -> dict:
-    """name -> (argv or None for nginx-only, port clients use, settings)."""
+def servers(d: Path, cert: Path, key: Path) -> tuple[dict, tuple[int, int, str]]:
+    """(name -> (argv, or None where nginx alone serves; the port clients use; settings),
+    (nginx's port in front, nginx's port alone, the upstream sluicegate's unix socket))."""
     sg_port, gr_port, gu_port = free_port(), free_port(), free_port()
     front_port, alone_port = free_port(), free_port()
     sock = d / "sg.sock"
-    return {
+    table = {
         "sluicegate TLS": ([str(SG), "-m", "sluicegate", "--bind", f"https:127.0.0.1:{sg_port}",
                             "--certfile", str(cert), "--keyfile", str(key), "--threads",
                             f"1:{THREADS}", APP], sg_port, "--bind https: --certfile --threads 1:4"),
@@ -149,8 +150,8 @@ def servers(d: Path, cert: Path, key: Path) -> dict:
                                  "--log-level", "warning", "--chdir", str(APPS), APP], gu_port,
                                 "-w 1 -k gthread --threads 4 --certfile"),
         NGINX_ALONE: (None, alone_port, "nginx 1 worker, return 200"),
-        "_nginx": (None, (front_port, alone_port, f"unix:{sock}"), ""),
     }
+    return table, (front_port, alone_port, f"unix:{sock}")
 
 
 def tree_pids(pid: int) -> list[int]:
@@ -192,8 +193,7 @@ def run(args: argparse.Namespace) -> dict:
     d = Path(tempfile.mkdtemp(prefix="sg-s14-"))
     os.chmod(d, 0o755)
     cert, key = make_cert(d)
-    table = servers(d, cert, key)
-    front_port, alone_port, upstream = table.pop("_nginx")[1]
+    table, (front_port, alone_port, upstream) = servers(d, cert, key)
     procs: dict[str, subprocess.Popen] = {}
     nginx = None
     try:
