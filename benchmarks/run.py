@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
             "S11: S6 and S3 through nginx (proxy_pass over unix and TCP, uwsgi_pass)"),
     "s15": ("bench.s15", "", "scenarios",
             "S15: HTTP/2, 100 streams of S5's app on one connection (h2load), hello world over h2c"),
+    "s14": ("bench.s14", "", "scenarios",
+            "S14: HTTPS direct beside nginx-TLS-in-front, granian TLS, gunicorn --certfile; handshake CPU"),
+    "tls-load": ("bench.tls_load", "", "scenarios",
+                 "TLS under attack: keep-alive latency during a handshake flood; RSS beside a slow reader"),
     "failover": ("bench.failover", "", "scenarios",
                  "S11: two instances behind HAProxy, one killed or stopped under wrk"),
     "s8-memory": ("bench.s8_memory", "", "scenarios",
@@ -74,7 +78,7 @@ SCENARIO_MAP = """scenarios and the command that measures each:
   S1-S8, S9, S10, S12, S13   run.py [suite] --scenarios S1,...   (S8 also s8-memory, s8-connections;
                              S12 also s12-startup)
   S11                        run.py s11; run.py failover
-  S14 (TLS)                  not measured by the suite yet (BENCHMARKS.md gives the figures known)
+  S14 (TLS)                  run.py s14 (run.py tls-load: handshake flood, slow reader)
   S15 (HTTP/2)               run.py s15 [--granian PATH]
 before/after of two builds:  SLUICEGATE_BASE_PY=/base/.venv/bin/python run.py --servers sluicegate,sluicegate-base ...
                              run.py callgrind OUT; run.py callgrind OUT --python /base/.venv/bin/python"""

@@ -39,9 +39,11 @@ class HAProxy:
     """`haproxy -db` with a frontend on a free port (IPv4, and IPv6 `[::1]` on the same port
     with `ipv6=True`) and backend servers checked with `GET check_path`: `app` on
     `server_port`, plus `more_ports` as `app2`, `app3`…; `server_options` are added to each
-    server line (`send-proxy`), `backend_options` to the backend (retries, redispatch)."""
+    server line (`send-proxy`), `backend_options` to the backend (retries, redispatch).
+    `check_path=None` is TCP mode (`mode tcp`, the bytes passed through, e.g. TLS to a server
+    that terminates it) with connect-only checks."""
 
-    def __init__(self, server_port: int, check_path: str, inter_ms: int = 100,
+    def __init__(self, server_port: int, check_path: Optional[str], inter_ms: int = 100,
                  check_timeout_ms: int = 300, server_options: str = "",
                  more_ports: tuple = (), backend_options: str = "", ipv6: bool = False):
         self.dir = tempfile.mkdtemp(prefix="sg-haproxy-")
@@ -52,6 +54,9 @@ class HAProxy:
             for name, port in [("app", server_port)]
             + [(f"app{i + 2}", p) for i, p in enumerate(more_ports)])
         v6_bind = f"\n    bind [::1]:{self.port}" if ipv6 else ""
+        mode = "tcp" if check_path is None else "http"
+        http_check = ("" if check_path is None else
+                      f"    option httpchk GET {check_path}\n    http-check expect status 200\n")
         self.admin = os.path.join(self.dir, "admin.sock")
         cfg = os.path.join(self.dir, "haproxy.cfg")
         with open(cfg, "w") as f:
@@ -61,7 +66,7 @@ global
     maxconn 4000
 
 defaults
-    mode http
+    mode {mode}
     timeout connect 2s
     timeout client 60s
     timeout server 60s
@@ -72,9 +77,7 @@ frontend fe
     default_backend be
 
 backend be
-    option httpchk GET {check_path}
-    http-check expect status 200
-{backend_options}
+{http_check}{backend_options}
 {servers}
 """)
         self.proc = subprocess.Popen([HAPROXY, "-db", "-f", cfg], stdin=subprocess.DEVNULL,

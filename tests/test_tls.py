@@ -200,7 +200,29 @@ def test_environ_says_https_and_the_session(start_server, tls_certs):
     assert env["SSL_PROTOCOL"] == "TLSv1.3"
     assert env["SSL_CIPHER"].startswith("TLS_")
     assert env["SSL_CLIENT_VERIFY"] == "NONE"
+    assert env["SSL_SESSION_RESUMED"] == "Initial"
     assert "SSL_CLIENT_S_DN" not in env
+    # Python sends no SNI for an IP address; curl with --resolve sends the name.
+    assert "SSL_TLS_SNI" not in env
+    r = curl(tls_certs, "--resolve", f"localhost:{srv.port}:{srv.host}",
+             f"https://localhost:{srv.port}/")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["SSL_TLS_SNI"] == "localhost"
+
+
+def test_a_resumed_session_says_so(start_server, tls_certs):
+    srv = start_server("echo_environ", *tls_options(tls_certs))
+    ctx = client_context(tls_certs)
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # a session id: Python resumes it directly
+    sessions = []
+    for _ in range(2):
+        with ctx.wrap_socket(socket.create_connection((srv.host, srv.port), timeout=10),
+                             server_hostname=srv.host,
+                             session=sessions[-1] if sessions else None) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            env = json.loads(read_until_closed(s).split(b"\r\n\r\n", 1)[1])
+            sessions.append(s.session)
+    assert env["SSL_SESSION_RESUMED"] == "Resumed"
 
 
 def test_tls12_facts(start_server, tls_certs):
@@ -280,6 +302,29 @@ def test_a_handshake_that_never_completes_is_cut_by_the_header_timeout(start_ser
         started = time.monotonic()  # and a connection that sends nothing at all
         assert read_until_closed(s) == b""
         assert time.monotonic() - started < 5
+
+
+def test_a_stalled_request_head_over_tls_gets_an_encrypted_408(start_server, tls_certs):
+    """Regression: the 408 was written in plaintext on the TLS socket (a broken record to the
+    client: Python's ssl raised WRONG_VERSION_NUMBER instead of reading an answer)."""
+    srv = start_server("hello", *tls_options(tls_certs), "--header-timeout", "1")
+    with tls_socket(srv, tls_certs) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # no blank line: the head never ends
+        data = read_until_closed(s)
+    assert data.startswith(b"HTTP/1.1 408 "), data[:80]
+
+
+def test_a_handshake_cut_by_the_header_timeout_is_counted_by_reason(start_server, tls_certs):
+    from tests.test_metrics import free_port, samples, scrape
+    mport = free_port()
+    srv = start_server("hello", *tls_options(tls_certs), "--header-timeout", "1",
+                       "--metrics-bind", f"127.0.0.1:{mport}")
+    with socket.create_connection((srv.host, srv.port), timeout=10) as s:
+        s.sendall(b"\x16\x03\x01\x02\x00\x01")  # a ClientHello's first bytes, then nothing
+        assert read_until_closed(s) == b""
+    got = samples(scrape(mport)[2])
+    assert got[("sluicegate_tls_failures_total", (("reason", "handshake_timeout"),))] == 1
+    assert got[("sluicegate_tls_failures_total", (("reason", "other"),))] == 0
 
 
 def test_garbage_closes_the_connection_and_nothing_else(start_server, tls_certs):

@@ -22,10 +22,13 @@ from tests.helpers import wait_for
 
 class Load:
     """`clients` threads sending GET /pid until stopped; counts successes, failures and the
-    pids that answered."""
+    pids that answered. `connect` makes each connection (plain HTTP to `port` if not given;
+    the TLS tests pass an `HTTPSConnection` maker)."""
 
-    def __init__(self, port, clients=4, keep_alive=False):
+    def __init__(self, port, clients=4, keep_alive=False, connect=None):
         self.port, self.keep_alive = port, keep_alive
+        self.connect = connect or (
+            lambda: http.client.HTTPConnection("127.0.0.1", port, timeout=30))
         self.ok = 0
         self.failed = []
         self.pids = set()
@@ -60,7 +63,7 @@ class Load:
         while not self.stop_evt.is_set():
             try:
                 if conn is None:
-                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                    conn = self.connect()
                 conn.request("GET", "/pid")
                 r = conn.getresponse()
                 body = r.read()

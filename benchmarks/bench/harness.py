@@ -339,9 +339,10 @@ def wait_ready(kind_target: str, deadline: float) -> None:
     raise SystemExit(f"{kind_target} never became ready")
 
 
-def fetch_wire(port: int, path: str) -> tuple[int, bytes]:
-    """One keep-alive GET (through nginx, say): (bytes on the wire, decoded body)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+def fetch_wire(port: int, path: str, sock: socket.socket | None = None) -> tuple[int, bytes]:
+    """One keep-alive GET (through nginx, say): (bytes on the wire, decoded body). `sock` is a
+    connection already open (a TLS one: the bytes counted are then the plaintext's)."""
+    with sock or socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.sendall(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
         f = s.makefile("rb")
         raw = b""

@@ -33,7 +33,8 @@ pub const PLAIN_HTTP_ANSWER: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type:
 /// handshake: plain values for the WSGI bridge.
 #[derive(Debug, Clone)]
 pub struct TlsFacts {
-    /// `(name, value)`: `SSL_PROTOCOL`, `SSL_CIPHER`, and for a client certificate
+    /// `(name, value)`: `SSL_PROTOCOL`, `SSL_CIPHER`, `SSL_SESSION_RESUMED`, `SSL_TLS_SNI` when
+    /// the client sent a name, and for a client certificate
     /// `SSL_CLIENT_S_DN`, `SSL_CLIENT_I_DN`, `SSL_CLIENT_CERT`; always `SSL_CLIENT_VERIFY`.
     pub vars: Vec<(&'static str, String)>,
 }
@@ -43,7 +44,14 @@ impl TlsFacts {
         let mut vars = vec![
             ("SSL_PROTOCOL", info.protocol.to_string()),
             ("SSL_CIPHER", info.cipher.to_string()),
+            (
+                "SSL_SESSION_RESUMED",
+                if info.resumed { "Resumed" } else { "Initial" }.to_string(),
+            ),
         ];
+        if let Some(sni) = &info.server_name {
+            vars.push(("SSL_TLS_SNI", sni.clone()));
+        }
         match &info.client_cert {
             Some(c) => {
                 vars.push(("SSL_CLIENT_S_DN", c.subject_dn.clone()));
@@ -219,6 +227,11 @@ impl TlsLink {
         let mut s = self.inner.lock().unwrap();
         s.raw = false;
         s.pending_in.extend_from_slice(after);
+    }
+
+    /// The handshake has not completed yet (nor failed).
+    pub fn handshaking(&self) -> bool {
+        self.inner.lock().unwrap().session.state() == TlsState::Handshaking
     }
 
     /// Why the session failed, once it has (`TlsError::reason`).

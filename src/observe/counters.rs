@@ -140,9 +140,11 @@ pub struct Counters {
 }
 
 /// Why a TLS connection failed, as the `reason` label of `sluicegate_tls_failures_total` says
-/// it (`io::tls::session::TlsError::reason` gives one of these).
-pub const TLS_FAILURE_REASONS: [&str; 9] = [
+/// it (`io::tls::session::TlsError::reason` gives one of these, and the loop's sweep
+/// `handshake_timeout` for a handshake cut by `--header-timeout`). `other` stays last.
+pub const TLS_FAILURE_REASONS: [&str; 10] = [
     "plain_http",
+    "handshake_timeout",
     "no_client_certificate",
     "bad_client_certificate",
     "incompatible",

@@ -7,6 +7,7 @@ use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::driver::{count_tls_failure, HANDSHAKE_TIMEOUT};
 use super::*;
 use crate::io::conn::Wire;
 use crate::io::error_answer::{error_answer, protocol_error_answer, REQUEST_TIMEOUT};
@@ -188,12 +189,24 @@ impl LoopState {
                         };
                         log_refused(log, head, conn.peer.ip(), REQUEST_TIMEOUT.0, &answer);
                     }
-                    conn.out.push_owned(answer);
                     conn.phase = Phase::Idle;
-                    let _ = conn.out.write_to(&conn.stream);
+                    match &conn.tls {
+                        // Encrypted, then close_notify: plaintext bytes on a TLS connection
+                        // would be a broken record to the client, not an answer.
+                        Some(link) => link.close(Some(&answer)),
+                        None => {
+                            conn.out.push_owned(answer);
+                            let _ = conn.out.write_to(&conn.stream);
+                        }
+                    }
                     self.close(token);
                 }
-                _ => self.close(token),
+                _ => {
+                    if conn.tls.as_ref().is_some_and(|l| l.handshaking()) {
+                        count_tls_failure(ctx, HANDSHAKE_TIMEOUT);
+                    }
+                    self.close(token)
+                }
             }
         }
     }

@@ -551,8 +551,11 @@ pub(super) fn own_answer(
     }
 }
 
-/// One failed TLS connection in the metric, by `TlsError::reason`.
-fn count_tls_failure(ctx: &LoopCtx, reason: &str) {
+/// The metric's reason for a handshake cut by `--header-timeout` (the sweep's, not rustls's).
+pub(super) const HANDSHAKE_TIMEOUT: &str = "handshake_timeout";
+
+/// One failed TLS connection in the metric, by `TlsError::reason` (or [`HANDSHAKE_TIMEOUT`]).
+pub(super) fn count_tls_failure(ctx: &LoopCtx, reason: &str) {
     let reasons = &crate::io::tls::session::FAILURE_REASONS;
     let i = reasons
         .iter()

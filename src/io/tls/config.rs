@@ -25,7 +25,7 @@ use rustls::server::{ServerSessionMemoryCache, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 use rustls::{Error as RustlsError, InconsistentKeys, RootCertStore, ServerConfig};
 
-use super::x509::{self, Cert};
+use super::x509::Cert;
 
 /// TLS 1.2 session ids remembered per process (rustls's default size). TLS 1.3 uses tickets,
 /// which need no server memory.
@@ -166,8 +166,7 @@ pub fn load(settings: &TlsSettings, now: i64) -> Result<TlsConfig, TlsConfigErro
     })?;
 
     let subject = Cert::parse(&certs[0])
-        .ok()
-        .and_then(|c| x509::dn_string(c.subject).ok())
+        .map(|c| c.subject_dn())
         .unwrap_or_default();
     Ok(TlsConfig {
         server: Arc::new(server),
@@ -235,25 +234,18 @@ fn check_chain(
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let describe = |i: usize| {
-        let subject = x509::dn_string(parsed[i].subject).unwrap_or_else(|_| "?".into());
-        format!("certificate {} ({subject})", i + 1)
-    };
+    let describe = |i: usize| format!("certificate {} ({})", i + 1, parsed[i].subject_dn());
     for (i, cert) in parsed.iter().enumerate() {
-        if cert.not_after < now {
+        if cert.not_after() < now {
             return Err(TlsConfigError::in_file(
                 file,
-                format!(
-                    "{} expired at {}",
-                    describe(i),
-                    x509::format_utc(cert.not_after)
-                ),
+                format!("{} expired at {}", describe(i), cert.not_after_text()),
             ));
         }
     }
     for (i, pair) in parsed.windows(2).enumerate() {
         let (cert, issuer) = (&pair[0], &pair[1]);
-        if cert.issuer != issuer.subject {
+        if !cert.names_as_issuer(issuer) {
             return Err(TlsConfigError::in_file(
                 file,
                 format!(
@@ -266,31 +258,19 @@ fn check_chain(
         }
         // Verify the signature when the provider knows the algorithm pair (it knows the ones
         // TLS uses); otherwise the names above are the check.
-        let alg = provider
-            .signature_verification_algorithms
-            .all
-            .iter()
-            .find(|a| {
-                a.signature_alg_id().as_ref() == cert.signature_alg
-                    && a.public_key_alg_id().as_ref() == issuer.public_key_alg
-            });
-        if let Some(alg) = alg {
-            if alg
-                .verify_signature(issuer.public_key, cert.tbs, cert.signature)
-                .is_err()
-            {
-                return Err(TlsConfigError::in_file(
-                    file,
-                    format!(
-                        "{}'s signature does not verify with the key of {}",
-                        describe(i),
-                        describe(i + 1)
-                    ),
-                ));
-            }
+        let algs = provider.signature_verification_algorithms.all;
+        if cert.signed_by(issuer, algs) == Some(false) {
+            return Err(TlsConfigError::in_file(
+                file,
+                format!(
+                    "{}'s signature does not verify with the key of {}",
+                    describe(i),
+                    describe(i + 1)
+                ),
+            ));
         }
     }
-    Ok(parsed.iter().map(|c| c.not_after).min().unwrap_or(i64::MAX))
+    Ok(parsed.iter().map(Cert::not_after).min().unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

@@ -325,10 +325,14 @@ impl TlsSession {
         let suite = self.conn.negotiated_cipher_suite()?.suite();
         let client_cert = self.conn.peer_certificates().and_then(|certs| {
             let der = certs.first()?;
-            let cert = x509::Cert::parse(der).ok()?;
+            // webpki verified it; a certificate the strict DER reader cannot print keeps its
+            // PEM and `SSL_CLIENT_VERIFY`, with empty names.
+            let (subject_dn, issuer_dn) = x509::Cert::parse(der)
+                .map(|c| (c.subject_dn(), c.issuer_dn()))
+                .unwrap_or_default();
             Some(ClientCert {
-                subject_dn: x509::dn_string(cert.subject).ok()?,
-                issuer_dn: x509::dn_string(cert.issuer).ok()?,
+                subject_dn,
+                issuer_dn,
                 pem: x509::pem(der),
             })
         });
