@@ -151,7 +151,7 @@ def _sockets(cfg: Config, upgraded_from: Optional[str]) -> List[BoundSocket]:
 
 def _boot_worker(
     cfg: Config, events_fd: int, max_requests: int, balance: Tuple[int, int, int], workers: int,
-    *, sockets: List[BoundSocket], app: Optional[App], app_name: str, version: str,
+    metrics_fd: int, *, sockets: List[BoundSocket], app: Optional[App], app_name: str, version: str,
 ) -> int:
     """In a worker just forked by the master: the app (the preloaded one, else imported now
     with the configuration of this worker's generation), then its server."""
@@ -165,6 +165,7 @@ def _boot_worker(
     try:
         return WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
                             events_fd=events_fd, max_requests=max_requests, workers=workers,
-                            balance=balance, app_name=name, version=version).run()
+                            balance=balance, metrics_fd=metrics_fd, app_name=name,
+                            version=version).run()
     finally:
         hooks.call(cfg.hooks, "worker_exit", master, me)

@@ -387,6 +387,12 @@ impl Server {
         }
         Ok(d)
     }
+
+    /// The text `GET /metrics` answers (Prometheus 0.0.4), rendered now: a worker hands its
+    /// last one to its master when it stops, so the master's totals keep what it counted.
+    fn metrics_text(&self) -> String {
+        crate::observe::prometheus::render(&readings(&self.shared))
+    }
 }
 
 impl Drop for Server {
