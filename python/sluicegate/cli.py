@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from . import __version__, privileges, tls
+from . import __version__, preflight, privileges, tls
 from .errors import OptionError, SluicegateError
 from .loader import load_app
 from .options import Config, describe, from_command_line, raw_values, validate
@@ -84,7 +84,7 @@ def check(cfg: Config) -> int:
         _check_system(cfg)
         tls.load(cfg)
         if not callable(cfg.app):
-            load_app(cfg.app)
+            preflight.check(load_app(cfg.app), cfg.warmup, cfg.django_checks)
     except SluicegateError as e:
         sys.stderr.write(f"sluicegate: error: {e}\n")
         return 2

@@ -33,7 +33,7 @@ import functools
 import os
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import hooks, logs, pidfile, privileges, tls
+from . import hooks, logs, pidfile, preflight, privileges, tls
 from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .logs import log
@@ -89,6 +89,7 @@ def _serve(
             app = load_app(str(cfg.app))
         if cfg.workers is None:
             assert app is not None
+            preflight.check(app, cfg.warmup, cfg.django_checks)
             me = hooks.worker(cfg)
             hooks.call(cfg.hooks, "post_worker_init", hooks.server(cfg, 1), me)
             try:
@@ -160,6 +161,7 @@ def _boot_worker(
     master, me = hooks.server(cfg, workers, os.getppid()), hooks.worker(cfg, balance[2] + 1)
     hooks.call(cfg.hooks, "post_fork", master, me)  # raises HookFailed: the boot fails
     worker_app = app if app is not None else load_app(str(cfg.app))
+    preflight.check(worker_app, cfg.warmup, cfg.django_checks)  # LoadError: the boot fails
     name = app_name if app is not None else str(cfg.app)
     hooks.call(cfg.hooks, "post_worker_init", master, me)
     try:
