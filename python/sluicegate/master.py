@@ -307,6 +307,8 @@ class Master:
         if self.reread is not None:
             try:
                 cfg = self.reread()
+                if cfg.workers is None:  # `--reload` without --workers: the one worker it runs
+                    cfg = dataclasses.replace(cfg, workers=self.cfg.workers)
                 tls.load(cfg)  # certificate rotation: the new workers serve the files as now
             except SluicegateError as e:
                 log.error("%s: the configuration is not valid (%s); the "
