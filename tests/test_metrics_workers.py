@@ -165,3 +165,20 @@ def test_a_busy_master_metrics_port_stops_the_start_with_one_line(tmp_path):
     assert errors == [f"sluicegate: error: --metrics-bind 127.0.0.1:{port}: cannot listen: "
                       "Address already in use"], r.stderr
     assert r.returncode != 0 and "Booting worker" not in r.stderr, r.stderr
+
+
+def test_an_upgrade_with_metrics_bind_is_refused_in_one_line_and_the_old_master_serves(
+        start_server):
+    """The old master and its workers hold the metrics addresses until they stop: a new
+    master of USR2 cannot listen beside them. It says so and exits; the old one keeps serving
+    (before, its workers failed to boot on the busy ports)."""
+    mport = free_ports(3)
+    srv = start_server("timed", "--workers", "1", "--metrics-bind", f"127.0.0.1:{mport}")
+    mark = srv.log_mark()
+    srv.signal(signal.SIGUSR2)
+    srv.wait_log(r"New master \d+ exited \(exit status 1\): this master keeps serving",
+                 since=mark, timeout=30)
+    log = srv.log_since(mark)
+    assert "the old master serves it until it stops" in log and "restart instead" in log, log
+    requests(srv, 2)
+    assert samples(scraped(mport))[OK_2XX] == 2

@@ -54,7 +54,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 from . import hooks, messages, metrics_total, pidfile, privileges, sd_notify, signals, tls
 from .config import metrics_address
 from .core_server import probe_metrics_bind
-from .errors import SluicegateError, StartError
+from .errors import SluicegateError
 from .listeners import BoundSocket
 from .logs import log
 from .messages import Message
@@ -166,14 +166,9 @@ class Master:
             self.reloader = Reloader(os.getcwd(), self.cfg.reload_extra, self._on_code_change)
             self.reloader.start()
         try:
-            if self.cfg.metrics_bind:
-                probe_metrics_bind(self.cfg.metrics_bind)  # StartError: one line
-                try:
-                    self.metrics = metrics_total.Aggregate(self.cfg.metrics_bind)
-                except OSError as e:  # taken since the probe
-                    raise StartError(f"--metrics-bind {self.cfg.metrics_bind}: cannot listen: "
-                                     f"{e.strerror}") from None
-                self.metrics.start()
+            if self.cfg.metrics_bind:  # StartError (one line) if it cannot be listened on
+                self.metrics = metrics_total.master_listener(
+                    self.cfg.metrics_bind, probe_metrics_bind, upgraded=self.upgraded)
             log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
             for _ in range(self.target):
                 self._spawn()

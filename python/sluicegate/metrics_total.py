@@ -34,6 +34,8 @@ import socket
 import threading
 from typing import Callable, Dict, List, Optional, Tuple
 
+from .errors import StartError
+
 #: A series: its sample name and its labels (without `worker`).
 Key = Tuple[str, Tuple[Tuple[str, str], ...]]
 
@@ -277,49 +279,87 @@ class _HttpServer(http.server.ThreadingHTTPServer):
 
 
 class Aggregate:
-    """The master's metrics listener: bound at once (`address` as --metrics-bind takes it),
-    answering on a thread of its own once `start()`ed."""
+    """The master's metrics listener on `address` (as --metrics-bind takes it): `listen()`
+    binds it and answers on a thread of its own; the totals are kept from the start."""
 
     def __init__(self, address: str) -> None:
         self.address = address
         self.totals = Totals()
         self._unix = address[5:] if address.startswith("unix:") else None
-        if self._unix is not None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            if os.path.exists(self._unix):  # a dead socket (the caller probed it)
-                os.unlink(self._unix)
-            sock.bind(self._unix)
-        else:
-            host, _, port = address.rpartition(":")
-            host = host.strip("[]")
-            family = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0][0]
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, int(port)))
-        sock.listen(16)
-        self._http = _HttpServer(sock, lambda: self.totals.render(fetch, own_process_text()))
-        self._thread: Optional[threading.Thread] = None
+        self._http: Optional[_HttpServer] = None
+        self._closed = False
+        self._lock = threading.Lock()
 
     @property
     def url(self) -> str:
         return f"{self.address}/metrics" if self._unix is not None \
             else f"http://{self.address}/metrics"
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True,
-                                        name="sluicegate-metrics")
-        self._thread.start()
+    def listen(self) -> None:
+        """Bind (OSError if it cannot: the caller probed the address first) and serve."""
+        if self._unix is not None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            if os.path.exists(self._unix):  # a dead socket (the caller probed it)
+                os.unlink(self._unix)
+        else:
+            host, _, port = self.address.rpartition(":")
+            host = host.strip("[]")
+            family = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0][0]
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(self._unix if self._unix is not None else (host, int(port)))
+            sock.listen(16)
+        except OSError:
+            sock.close()
+            raise
+        http = _HttpServer(sock, lambda: self.totals.render(fetch, own_process_text()))
+        with self._lock:
+            if self._closed:
+                http.server_close()
+                return
+            self._http = http
+        threading.Thread(target=http.serve_forever, daemon=True,
+                         name="sluicegate-metrics").start()
 
     def forget_in_child(self) -> None:
         """In a worker just forked: close the listener's descriptor, nothing else."""
-        self._http.socket.close()
+        if self._http is not None:
+            self._http.socket.close()
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._http.shutdown()
-        self._http.server_close()
+        with self._lock:
+            self._closed = True
+            http, self._http = self._http, None
+        if http is None:
+            return
+        http.shutdown()
+        http.server_close()
         if self._unix is not None:
             try:
                 os.unlink(self._unix)
             except OSError:
                 pass
+
+
+def master_listener(address: str, probe: Callable[[str], None], *,
+                    upgraded: bool) -> Aggregate:
+    """The master's listener on `address`, bound before any worker starts: a StartError, one
+    line, if it cannot be (`probe(address)` raises the front's words for why). The new master
+    of a USR2 upgrade finds it (and its workers' addresses) held by the old master, which
+    serves them until it stops: it says so and exits, and the old master keeps serving."""
+    aggregate = Aggregate(address)
+    try:
+        probe(address)
+        aggregate.listen()
+    except (StartError, OSError) as e:
+        why = f"cannot listen: {e.strerror}" if isinstance(e, OSError) else str(e)
+        if upgraded:
+            raise StartError(f"--metrics-bind {address}: the old master serves it until it "
+                             "stops, and its workers their own addresses: an upgrade (USR2) "
+                             "cannot start beside them with --metrics-bind; restart instead"
+                             ) from None
+        if isinstance(e, OSError):  # taken since the probe
+            raise StartError(f"--metrics-bind {address}: {why}") from None
+        raise
+    return aggregate
