@@ -636,7 +636,8 @@ OPTIONS: Tuple[Option, ...] = (
         "max_requests", parse_count_or_zero, "0",
         "With --workers: replace a worker after it has served this many requests (plus a random "
         "0..--max-requests-jitter); its replacement is ready before it stops accepting, and it "
-        "finishes its in-flight requests. 0: never.",
+        "finishes its in-flight requests. Meanwhile, while another worker serves, it ends "
+        "keep-alive after each answer and leaves new connections to the others. 0: never.",
         "N", int,
     ),
     Option(

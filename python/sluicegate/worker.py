@@ -52,12 +52,14 @@ class WorkerServer(ServerProcess):
     def watch(self, stats: Dict[str, Any]) -> bool:
         """Ask the master for a replacement once, when a limit is reached."""
         if self.max_requests and stats["requests"] >= self.max_requests:
+            self._server.retire()  # its clients move to the others while its successor boots
             messages.send(self.events_fd, Message.MAX_REQUESTS)
             return True
         if self.max_stuck and stats["stuck_calls"] >= self.max_stuck:
             log.error("Worker %d: %d app calls are stuck past --timeout (--max-stuck %d): "
                       "asking for a replacement", os.getpid(), stats["stuck_calls"],
                       self.max_stuck)
+            self._server.retire()
             messages.send(self.events_fd, Message.STUCK)
             return True
         return False
