@@ -954,7 +954,9 @@ OPTIONS: Tuple[Option, ...] = (
         "Serve Prometheus metrics (GET /metrics) and the app calls in flight with their Python "
         "stacks (GET /debug/requests, with --debug-requests only) on this address of their "
         "own, HOST:PORT or unix:PATH, answered by the Rust core's event loop as a listener of "
-        "its own. With --workers, worker N listens on PORT+N (or PATH.N) and labels its series "
+        "its own. With --workers the master answers there with the sum over its workers (one "
+        "scrape target; counters never go back when a worker is replaced), and worker N (its "
+        "slot, from 1) listens on PORT+N (or PATH.N) with its own series labelled "
         "worker=\"N\". Empty: off.",
         "ADDRESS", str,
     ),
