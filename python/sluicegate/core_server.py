@@ -226,6 +226,7 @@ class ServerProcess:
                      name, self.cfg.graceful_timeout, drain)
             self.on_stopping()
         elif op is Op.REOPEN_LOGS:
+            logs.reopen_error_log(name)
             self._reopen_access_log()
         elif op is not None:
             self.on_master_op(name, op)

@@ -23,7 +23,8 @@ moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
   while one boots supersedes it (its workers are stopped; the newest configuration wins, and an
   abandoned reload goes back to the configuration that served before the first of them).
 - MORE_WORKERS / FEWER_WORKERS (TTIN / TTOU): one worker more / one fewer (never fewer than one).
-- REOPEN_LOGS (USR1): passed to the workers (each reopens its access log file).
+- REOPEN_LOGS (USR1): the master reopens the --error-log file, and passes it to the workers
+  (each reopens its access log file and the error log).
 - UPGRADE (USR2): a new master on the same sockets (upgrade.py); the pid file becomes
   `FILE.oldbin` (pidfile.py). Both serve until the operator sends TERM to the old one.
 
@@ -51,7 +52,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import hooks, messages, metrics_total, pidfile, privileges, sd_notify, signals, tls
+from . import hooks, logs, messages, metrics_total, pidfile, privileges, sd_notify, signals, tls
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -274,6 +275,7 @@ class Master:
         elif op is Op.UPGRADE:
             self._upgrade()
         elif op is Op.REOPEN_LOGS:
+            logs.reopen_error_log(name)
             log.info("Received %s: workers reopen their log files", name)
             for w in self.workers.values():
                 self._kill(w, messages.REOPEN_LOGS)

@@ -979,8 +979,8 @@ OPTIONS: Tuple[Option, ...] = (
         "appended, instead of standard error ('-'). The sluicegate command opens it before it "
         "starts (relative to the directory it starts in) and makes it the process's standard "
         "error, so the workers and the Rust core write there too, and so do errors after that "
-        "point. Set once at start (not on HUP); not reopened on USR1 yet: rotate it with "
-        "logrotate's copytruncate. serve() leaves standard error alone.",
+        "point. Set once at start (not on HUP); USR1 opens it again by its path in the master "
+        "and every worker (logrotate). serve() leaves standard error alone.",
         "PATH", Optional[str], aliases=("--error-logfile", "--log-file"),
     ),
     Option(

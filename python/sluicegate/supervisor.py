@@ -119,6 +119,8 @@ def _settle(cfg: Config) -> Config:
     if cfg.umask is not None:
         os.umask(cfg.umask)
     if cfg.chdir:
+        # Absolute: each worker goes there again once forked, from the directory it is in.
+        cfg = dataclasses.replace(cfg, chdir=os.path.abspath(cfg.chdir))
         os.chdir(cfg.chdir)
     if cfg.reload and cfg.workers is None:
         cfg = dataclasses.replace(cfg, workers=1)  # reloading replaces workers: it needs a master
