@@ -189,7 +189,7 @@ def _sample(key: Key, v: float, worker: str = "") -> str:
     name, labels = key
     pairs = ([("worker", worker)] if worker else []) + list(labels)
     text = ",".join(f'{k}="{val}"' for k, val in pairs)
-    shown = str(int(v)) if v == int(v) and abs(v) < 2 ** 53 else repr(v)
+    shown = str(int(v)) if float(v).is_integer() and abs(v) < 2 ** 53 else repr(v)
     return f"{name}{{{text}}} {shown}" if text else f"{name} {shown}"
 
 
