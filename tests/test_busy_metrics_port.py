@@ -18,15 +18,19 @@ from tests.helpers import wait_for
 from tests.test_workers import children, get
 
 
-def held_port_pair():
-    """(P, a socket listening on P+1): P free, P+1 busy."""
+def held_port_pair(busy_at=1):
+    """(P, a socket listening on P+busy_at): P .. P+busy_at-1 free, P+busy_at busy. The
+    master listens on P (the sum), the worker in slot S on P+S+1."""
     for _ in range(50):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         busy = socket.socket()
         try:
-            busy.bind(("127.0.0.1", port + 1))
+            for i in range(1, busy_at):
+                with socket.socket() as free:
+                    free.bind(("127.0.0.1", port + i))
+            busy.bind(("127.0.0.1", port + busy_at))
         except OSError:
             busy.close()
             continue
@@ -91,12 +95,12 @@ def test_a_busy_metrics_port_stops_a_single_process_start_with_one_line(tmp_path
 
 
 def test_a_later_worker_with_a_busy_metrics_port_is_retried_with_back_off(start_server):
-    port, busy = held_port_pair()
+    port, busy = held_port_pair(busy_at=2)
     srv = start_server("workers", "--workers", "1", "--metrics-bind", f"127.0.0.1:{port}")
     healthy = children(srv.pid)
     try:
         mark = srv.log_mark()
-        srv.signal(signal.SIGTTIN)  # the new worker takes slot 1: port + 1, busy
+        srv.signal(signal.SIGTTIN)  # the new worker takes slot 1: port + 2, busy
         srv.wait_log(r"Worker \d+ failed to boot", since=mark)
         srv.wait_log(r"1 of 2 worker\(s\) serving; starting a replacement again in 1s",
                      since=mark)
@@ -107,13 +111,13 @@ def test_a_later_worker_with_a_busy_metrics_port_is_retried_with_back_off(start_
         assert log.count("Booting worker") == 2, log  # tried twice in ~1 s, not in a loop
         assert children(srv.pid) == healthy[:1] or set(healthy) <= set(children(srv.pid))
         assert get(srv.port)[0] == 200
-        assert b'worker="0"' in scrape(port)
+        assert b'worker="1"' in scrape(port + 1)
     finally:
         busy.close()
     mark = srv.log_mark()
     srv.wait_log(r"Worker \d+ ready", since=mark, timeout=30)  # the port is free: it boots
     wait_for(lambda: len(children(srv.pid)) == 2, "two workers", timeout=30)
-    assert b'worker="1"' in scrape(port + 1)
+    assert b'worker="2"' in scrape(port + 2)
     assert srv.alive()
 
 
@@ -132,7 +136,7 @@ def test_failed_replacements_are_counted_in_systemds_status(start_server):
                 return found.group(1)
 
     notify = NotifySocket()
-    port, busy = held_port_pair()
+    port, busy = held_port_pair(busy_at=2)
     try:
         srv = start_server("workers", "--workers", "1", "--metrics-bind", f"127.0.0.1:{port}",
                            env={"NOTIFY_SOCKET": notify.path})

@@ -437,3 +437,63 @@ def test_static_with_trailing_slash_serves(start_server, project):
     response = conn.getresponse()
     assert (response.status, response.read()) == (200, b"body{}")
     conn.close()
+
+
+@needs_core
+def test_usr1_reopens_the_error_log_in_the_master_and_the_workers(project):
+    """logrotate moves the error log away and sends USR1: the master and each worker open
+    the file again by its path (relative to where sluicegate started, whatever --chdir), and
+    what they write next goes to the new file, an app's print() too with --capture-output."""
+    (project / "site").mkdir()
+    (project / "site" / "printing.py").write_text(
+        "def application(environ, start_response):\n"
+        "    print('app says', environ['PATH_INFO'])\n"
+        "    start_response('200 OK', [('Content-Length', '2')])\n"
+        "    return [b'ok']\n")
+    log_path = project / "error.log"
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "sluicegate", "--bind", "127.0.0.1:0", "-w", "2", "--error-log",
+         "error.log", "--capture-output", "--chdir", "site", "printing"],
+        cwd=str(project), env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        def wait_in(path, text):
+            deadline = time.monotonic() + TIMEOUT
+            while not (path.exists() and text in path.read_text()):
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline, f"no {text!r} in {path}"
+                time.sleep(0.05)  # polls the file the server writes: the condition itself
+
+        wait_in(log_path, "Listening at:")
+        port = int(re.search(r"Listening at: http://127\.0\.0\.1:(\d+)",
+                             log_path.read_text()).group(1))
+        rotated = project / "error.log.1"
+        os.rename(log_path, rotated)
+        proc.send_signal(signal.SIGUSR1)
+        wait_in(log_path, "Received SIGUSR1: workers reopen their log files")
+        # The master and both workers each say so in the new file.
+        deadline = time.monotonic() + TIMEOUT
+        while log_path.read_text().count("error log") < 3:
+            assert time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        for i in range(4):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+            c.request("GET", f"/after{i}")
+            assert c.getresponse().status == 200
+            c.close()
+        wait_in(log_path, "app says /after3")
+        assert "app says" not in rotated.read_text()
+        # A relative --chdir is where sluicegate started plus it, for the workers of a reload
+        # too (they went to site/site and failed to boot).
+        proc.send_signal(signal.SIGHUP)
+        wait_in(log_path, "Reload done")
+        assert "changed:" not in log_path.read_text()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(TIMEOUT) == 0
+        assert "Shutdown complete" in log_path.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(TIMEOUT)
+    proc.communicate()

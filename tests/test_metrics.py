@@ -130,16 +130,12 @@ def test_debug_requests_lists_calls_in_flight_with_their_stacks(start_server):
 
 
 def test_each_worker_has_its_own_listener_and_label(start_server):
-    mport = free_port()
-    while True:  # two consecutive free ports
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", mport + 1))
-                break
-            except OSError:
-                mport = free_port()
+    """Worker N (its slot counted from 1) listens on PORT+N and labels its series worker="N";
+    PORT is the master's sum (test_metrics_workers.py)."""
+    from tests.test_metrics_workers import free_ports
+    mport = free_ports(3)
     srv = start_server("timed", "--workers", "2", "--metrics-bind", f"127.0.0.1:{mport}")
-    for w in (0, 1):
+    for w in (1, 2):
         wait_for(lambda w=w: scrape_ok(mport + w), f"worker {w}'s metrics listener")
         text = scrape(mport + w)[2]
         assert f'sluicegate_requests_total{{worker="{w}",class="2xx"}}' in text

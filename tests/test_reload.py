@@ -70,3 +70,19 @@ def test_a_reload_extra_file_triggers_a_reload(start_server, tmp_path):
     srv.wait_log(r"Code changed \(settings.ini\)")
     srv.wait_log(r"Reload done")
     assert srv.log_text().count("ready") > first
+
+
+def test_a_reload_with_nothing_changed_in_the_options_says_no_option_changed(
+        start_server, tmp_path):
+    """`--reload` without `--workers` runs one worker; reading the options again gave no
+    worker count, and the first reload logged `configuration re-read (changed: workers)`."""
+    module = tmp_path / "devapp.py"
+    write(module, APP.format(body=b"one"))
+    srv = start_server(None, "--reload", "devapp:app", cwd=tmp_path)
+    mark = srv.log_mark()
+    write(module, APP.format(body=b"two"))
+    wait_for_body(srv, b"two")
+    srv.wait_log(r"Reload done", since=mark)
+    log = srv.log_since(mark)
+    assert "configuration re-read" not in log, log
+    assert "starting 1 new worker(s)" in log, log

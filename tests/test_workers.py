@@ -199,6 +199,35 @@ def test_max_requests_replaces_workers_without_failing_a_request(start_server):
     assert len(load.pids) >= 3, "a replacement served"
 
 
+def test_a_worker_past_max_requests_hands_its_clients_over_while_another_serves(start_server):
+    """A worker that reached --max-requests kept taking its share while its replacement
+    booted (6,707-8,630 requests served with --max-requests 5000). Now it answers with
+    `Connection: close` while another worker serves, and leaves new connections to that one:
+    a keep-alive client's next request, on its new connection, is another worker's, and no
+    request fails on the way."""
+    srv = start_server("workers", "--workers", "2", "--max-requests", "20")
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+    answers = []  # (pid, closes)
+    for _ in range(400):
+        conn.request("GET", "/pid")
+        r = conn.getresponse()
+        body = r.read()
+        assert r.status == 200
+        answers.append((int(body), (r.getheader("Connection") or "").lower() == "close"))
+        if answers[-1][1]:
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+        closes = [i for i, (_, c) in enumerate(answers) if c]
+        if closes and len(answers) > closes[0] + 5:
+            break
+    conn.close()
+    first_close = next(i for i, (_, c) in enumerate(answers) if c)
+    handed_over_by = answers[first_close][0]
+    assert answers[first_close + 1][0] != handed_over_by, answers[first_close - 2:first_close + 3]
+    # Every answer before the hand-over said keep-alive and the connection carried it.
+    assert all(not c for _, c in answers[:first_close])
+
+
 def test_ttin_and_ttou_change_the_number_of_workers(start_server):
     srv = start_server("workers", "--workers", "2")
     srv.signal(signal.SIGTTIN)

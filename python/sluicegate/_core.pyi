@@ -99,6 +99,13 @@ class Server:
         """Stop accepting; finish in-flight requests within graceful_timeout; close idle
         keep-alive connections. Safe to call from any thread or a signal handler, and harmless
         before run() (run() then returns at once) or after it returned."""
+    def retire(self) -> None:
+        """A worker past --max-requests (or --max-stuck), its replacement booting: leave new
+        connections to the workers that serve, and end keep-alive after each answer while one
+        does. Nothing without worker processes."""
+    def metrics_text(self) -> str:
+        """What GET /metrics on --metrics-bind answers, rendered now (Prometheus text 0.0.4):
+        a worker leaves its last one to its master as it stops."""
     @property
     def stats(self) -> dict:
         """Counters for tests and diagnostics, exactly these keys: requests (every request,

@@ -38,6 +38,7 @@ class Child:
     pipe: int  # read end of the worker's message pipe
     generation: int
     slot: int  # its entry in the connection-count table
+    metrics_fd: int = -1  # the memfd it leaves its last metrics reading in (metrics_total.py)
     life: Life = Life.BOOTING
 
     def become(self, life: Life) -> None:

@@ -8,11 +8,12 @@ with exit status 2 for usage errors and 1 for the rest; never a traceback. With
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from typing import Optional, Sequence
 
-from . import __version__, privileges, tls
+from . import __version__, logs, preflight, privileges, tls
 from .errors import OptionError, SluicegateError
 from .loader import load_app
 from .options import Config, describe, from_command_line, raw_values, validate
@@ -37,12 +38,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if cfg.check_config:
             return check(cfg)
 
+        started_in = os.getcwd()
+
         def reread() -> Config:
-            """HUP: the same command line over the environment and config file as they are now."""
-            return validate(raw_values(given))
+            """HUP: the same command line over the environment and config file as they are now
+            (a relative --chdir is from where sluicegate started, not from where it went)."""
+            here = os.getcwd()
+            os.chdir(started_in)  # relative paths are read from there, as at the start
+            try:
+                again = validate(raw_values(given))
+            finally:
+                os.chdir(here)
+            if again.chdir:
+                again = dataclasses.replace(
+                    again, chdir=os.path.abspath(os.path.join(started_in, again.chdir)))
+            return again
 
         if cfg.error_log:
-            redirect_stderr(cfg.error_log, capture_output=cfg.capture_output)
+            logs.redirect_stderr(cfg.error_log, capture_output=cfg.capture_output)
         # The command line again, for a master that re-executes itself on USR2 (master.py).
         restart = [sys.executable, "-m", "sluicegate", *args]
         return serve_config(cfg, __version__, owns_process=True, restart=(restart, os.getcwd()),
@@ -57,24 +70,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
 
 
-def redirect_stderr(path: str, capture_output: bool = False) -> None:
-    """--error-log FILE: the file becomes descriptor 2, so every writer of standard error (the
-    logging handler, the Rust core, the worker processes forked later) appends to it; with
-    --capture-output descriptor 1 too (the app's print())."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
-    except OSError as e:
-        raise OptionError(f"--error-log {path!r}: cannot open it: {e.strerror}") from None
-    sys.stderr.flush()
-    os.dup2(fd, 2)  # the copy on 2 is inheritable (dup2 clears close-on-exec)
-    if capture_output:
-        sys.stdout.flush()
-        os.dup2(fd, 1)
-        if hasattr(sys.stdout, "reconfigure"):  # a print() reaches the file at its newline
-            sys.stdout.reconfigure(line_buffering=True)
-    os.close(fd)
-
-
 def check(cfg: Config) -> int:
     """--check-config: every option is valid (we got here); what a start needs from the system
     is there (the users, the directories of the files it writes); import the app too."""
@@ -84,7 +79,7 @@ def check(cfg: Config) -> int:
         _check_system(cfg)
         tls.load(cfg)
         if not callable(cfg.app):
-            load_app(cfg.app)
+            preflight.check(load_app(cfg.app), cfg.warmup, cfg.django_checks)
     except SluicegateError as e:
         sys.stderr.write(f"sluicegate: error: {e}\n")
         return 2

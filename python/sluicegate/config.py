@@ -66,16 +66,17 @@ def core_config(
     return out
 
 
-def metrics_address(address: str, worker: "int | None") -> str:
-    """This process's --metrics-bind: the address itself for one process; for worker N of a
-    master, the port plus N (HOST:PORT) or the path with `.N` appended (unix:PATH), so every
-    worker can be scraped on its own and says which it is."""
-    if not address or worker is None:
+def metrics_address(address: str, slot: "int | None") -> str:
+    """This process's --metrics-bind: the address itself for one process (and for a master,
+    which serves the sum over its workers there, metrics_total.py); for the worker in slot S
+    (counted from 0), the port plus S + 1 (HOST:PORT) or the path with `.{S + 1}` appended
+    (unix:PATH), the number its series' `worker` label and its hooks' `worker.age` carry."""
+    if not address or slot is None:
         return address
     if address.startswith("unix:"):
-        return f"{address}.{worker}"
+        return f"{address}.{slot + 1}"
     host, _, port = address.rpartition(":")
-    return f"{host}:{int(port) + worker}"
+    return f"{host}:{int(port) + slot + 1}"
 
 
 # --- ServerConfig in _core.pyi, generated.

@@ -31,8 +31,10 @@ from .logs import log
 from .options import Config
 from .signals import Op
 
-#: How often a server with --max-requests or --max-stuck looks at its counts.
-RECYCLING_POLL_S = 0.1
+#: How often a server with --max-requests or --max-stuck looks at its counts: at 14,000
+#: requests/s a worker served up to 1,400 past its limit before it noticed with 0.1 s; a look
+#: (one stats() dict) costs microseconds.
+RECYCLING_POLL_S = 0.02
 
 
 class Phase(enum.Enum):
@@ -224,6 +226,7 @@ class ServerProcess:
                      name, self.cfg.graceful_timeout, drain)
             self.on_stopping()
         elif op is Op.REOPEN_LOGS:
+            logs.reopen_error_log(name)
             self._reopen_access_log()
         elif op is not None:
             self.on_master_op(name, op)

@@ -305,22 +305,40 @@ def _bind_unix(address: BindAddress, backlog: int) -> socket.socket:
     except OSError as e:
         sock.close()
         raise BindError(f"cannot listen on {address}: {_reason(e)}")
+    step = "listen"
     try:
         # Permissions before listen(): no client connects through looser ones in between.
         if address.mode is not None:
+            step = f"set mode={address.mode:o}"
             os.chmod(path, address.mode)
         if address.owner is not None or address.group is not None:
             from .privileges import group_id, user_id
+            step = "chown"
             os.chown(path, user_id(address.owner) if address.owner else -1,
                      group_id(address.group) if address.group else -1)
+            step = "listen"
         sock.listen(backlog)
         sock.setblocking(False)
     except (OSError, ValueError) as e:
         sock.close()
         os.unlink(path)
         why = _reason(e) if isinstance(e, OSError) else str(e)
+        if step == "chown" and isinstance(e, OSError) and e.errno in (errno.EPERM, errno.EACCES):
+            raise BindError(f"cannot listen on {address}: the socket file cannot be given to "
+                            f"{_owner_text(address)} (chown: permission denied): only root may "
+                            "give a file away, and another user may only set a group it is a "
+                            "member of; start as root, or drop the setting and set the group "
+                            "of the directory instead")
+        if step != "listen":
+            raise BindError(f"cannot listen on {address}: cannot {step} on the socket file: {why}")
         raise BindError(f"cannot listen on {address}: {why}")
     return sock
+
+
+def _owner_text(address: BindAddress) -> str:
+    parts = ([f"user {address.owner}"] if address.owner else []) + \
+        ([f"group {address.group}"] if address.group else [])
+    return " and ".join(parts)
 
 
 def _remove_stale_unix_socket(address: BindAddress) -> None:

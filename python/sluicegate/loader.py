@@ -142,10 +142,32 @@ def _import(module_name: str) -> Any:
             raise LoadError(
                 f"module {module_name!r} not found (searched the current directory "
                 f"{os.getcwd()} and sys.path; use --chdir to serve from elsewhere)"
+                f"{_unreadable_hint()}"
             ) from e
-        raise LoadError(f"cannot import {module_name!r}: {_describe(e)}{_where(e)}") from e
+        raise LoadError(f"cannot import {module_name!r}: {_describe(e)}{_where(e)}"
+                        f"{_unreadable_hint()}") from e
     except (Exception, SystemExit) as e:
         raise LoadError(f"cannot import {module_name!r}: {_describe(e)}{_where(e)}") from e
+
+
+def _unreadable_hint() -> str:
+    """`; but ... cannot be read`: a module "not found" in a directory this process may not
+    read (after --user) was not looked for there; say so, naming the first such directory."""
+    from .privileges import unreadable
+    found = unreadable()
+    if not found:
+        return ""
+    what, path = found[0]
+    user = _user_name()
+    return f"; but this process (user {user}) cannot read {what}, {path}: permission denied"
+
+
+def _user_name() -> str:
+    import pwd
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
 
 
 def _describe(e: BaseException) -> str:

@@ -14,16 +14,59 @@ from __future__ import annotations
 
 import logging
 import logging.config
+import os
 import sys
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Tuple
 
-from .errors import StartError
+from .errors import OptionError, StartError
 
 LOGGER_NAME = "sluicegate"
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
 LOG_DATE_FORMAT = "%Y-%m-%d %H:%M:%S %z"
 
 log = logging.getLogger(LOGGER_NAME)
+
+#: --error-log FILE as opened at start (an absolute path, and whether standard output goes
+#: there too), for USR1 to open again; inherited by the workers over fork.
+_error_log: Optional[Tuple[str, bool]] = None
+
+
+def redirect_stderr(path: str, capture_output: bool = False) -> None:
+    """--error-log FILE: the file becomes descriptor 2, so every writer of standard error (the
+    logging handler, the Rust core, the worker processes forked later) appends to it; with
+    --capture-output descriptor 1 too (the app's print())."""
+    global _error_log
+    try:
+        _put_on_stderr(path, capture_output)
+    except OSError as e:
+        raise OptionError(f"--error-log {path!r}: cannot open it: {e.strerror}") from None
+    if capture_output and hasattr(sys.stdout, "reconfigure"):  # print() reaches it at its \n
+        sys.stdout.reconfigure(line_buffering=True)
+    _error_log = (os.path.abspath(path), capture_output)  # USR1 opens it again, after --chdir
+
+
+def _put_on_stderr(path: str, capture_output: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    sys.stderr.flush()
+    os.dup2(fd, 2)  # the copy on 2 is inheritable (dup2 clears close-on-exec)
+    if capture_output:
+        sys.stdout.flush()
+        os.dup2(fd, 1)
+    os.close(fd)
+
+
+def reopen_error_log(signame: str) -> None:
+    """USR1 (logrotate): the --error-log file opened again by its path, in place of the old
+    one (`dup2`), in this process; logged in the new file. Nothing without --error-log."""
+    if _error_log is None:
+        return
+    path, capture_output = _error_log
+    try:
+        _put_on_stderr(path, capture_output)
+    except OSError as e:
+        log.error("Received %s: cannot reopen the error log %r: %s", signame, path, e.strerror)
+        return
+    log.info("Received %s: error log %s reopened", signame, path)
 
 
 def configure(level: str, file_config: Optional[str] = None,

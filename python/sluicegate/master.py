@@ -23,7 +23,8 @@ moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
   while one boots supersedes it (its workers are stopped; the newest configuration wins, and an
   abandoned reload goes back to the configuration that served before the first of them).
 - MORE_WORKERS / FEWER_WORKERS (TTIN / TTOU): one worker more / one fewer (never fewer than one).
-- REOPEN_LOGS (USR1): passed to the workers (each reopens its access log file).
+- REOPEN_LOGS (USR1): the master reopens the --error-log file, and passes it to the workers
+  (each reopens its access log file and the error log).
 - UPGRADE (USR2): a new master on the same sockets (upgrade.py); the pid file becomes
   `FILE.oldbin` (pidfile.py). Both serve until the operator sends TERM to the old one.
 
@@ -51,7 +52,9 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import hooks, messages, pidfile, privileges, sd_notify, signals, tls
+from . import hooks, logs, messages, metrics_total, pidfile, privileges, sd_notify, signals, tls
+from .config import metrics_address
+from .core_server import probe_metrics_bind
 from .errors import SluicegateError
 from .listeners import BoundSocket
 from .logs import log
@@ -83,11 +86,13 @@ KILL_GRACE_S = 5
 
 #: Options a reload cannot change: the sockets are the master's, bound once, and the master's
 #: own process settings are set once (a USR2 upgrade applies them).
-RESTART_ONLY = ("bind", "backlog", "user", "group", "umask", "pid", "preload", "config")
+RESTART_ONLY = ("bind", "backlog", "user", "group", "umask", "pid", "preload", "config",
+                "metrics_bind")
 
-#: `boot_worker(cfg, events_fd, max_requests, balance, workers)`: run in each forked child,
-#: returns its exit status (supervisor.py builds it: load the app, run a WorkerServer).
-BootWorker = Callable[[Config, int, int, Tuple[int, int, int], int], int]
+#: `boot_worker(cfg, events_fd, max_requests, balance, workers, metrics_fd)`: run in each
+#: forked child, returns its exit status (supervisor.py builds it: load the app, run a
+#: WorkerServer). `metrics_fd`: where it leaves its last metrics reading, or -1.
+BootWorker = Callable[[Config, int, int, Tuple[int, int, int], int, int], int]
 
 
 class State(enum.Enum):
@@ -145,6 +150,8 @@ class Master:
         self.table = os.memfd_create("sluicegate-balance", os.MFD_CLOEXEC)
         os.ftruncate(self.table, SLOTS * 4)
         os.pwrite(self.table, VACANT * SLOTS, 0)
+        # --metrics-bind is the master's: the sum over the workers (metrics_total.py).
+        self.metrics: Optional[metrics_total.Aggregate] = None
 
     def _become(self, state: State) -> None:
         if state not in STATE_MOVES[self.state]:
@@ -160,6 +167,9 @@ class Master:
             self.reloader = Reloader(os.getcwd(), self.cfg.reload_extra, self._on_code_change)
             self.reloader.start()
         try:
+            if self.cfg.metrics_bind:  # StartError (one line) if it cannot be listened on
+                self.metrics = metrics_total.master_listener(
+                    self.cfg.metrics_bind, probe_metrics_bind, upgraded=self.upgraded)
             log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
             for _ in range(self.target):
                 self._spawn()
@@ -187,6 +197,8 @@ class Master:
             for s in self.sockets:
                 s.close()
             os.close(self.table)
+            if self.metrics is not None:
+                self.metrics.close()
 
     def _wait_for_events(self) -> None:
         fds = [self.pipe.read_fd] + [w.pipe for w in self.workers.values()]
@@ -205,6 +217,9 @@ class Master:
             if message is Message.READY and w.life in (Life.BOOTING, Life.CANCELLED):
                 w.become(Life.SERVING if w.life is Life.BOOTING else Life.STOPPING)
                 log.info("Worker %d ready", w.pid)
+                if self.metrics is not None:
+                    self.metrics.totals.started(
+                        w.pid, str(w.slot + 1), metrics_address(self.cfg.metrics_bind, w.slot))
                 if self.retry_delay and self.state is State.SERVING:  # whole again
                     sd_notify.notify(f"STATUS={self._status()}")
                 self.retry_delay = 0.0
@@ -260,6 +275,7 @@ class Master:
         elif op is Op.UPGRADE:
             self._upgrade()
         elif op is Op.REOPEN_LOGS:
+            logs.reopen_error_log(name)
             log.info("Received %s: workers reopen their log files", name)
             for w in self.workers.values():
                 self._kill(w, messages.REOPEN_LOGS)
@@ -293,6 +309,8 @@ class Master:
         if self.reread is not None:
             try:
                 cfg = self.reread()
+                if cfg.workers is None:  # `--reload` without --workers: the one worker it runs
+                    cfg = dataclasses.replace(cfg, workers=self.cfg.workers)
                 tls.load(cfg)  # certificate rotation: the new workers serve the files as now
             except SluicegateError as e:
                 log.error("%s: the configuration is not valid (%s); the "
@@ -364,7 +382,13 @@ class Master:
         self.new_master = None
 
     def _announce(self) -> None:
-        """The first workers all serve: the readiness lines and READY=1, once."""
+        """The first workers all serve: the readiness lines and READY=1, once. The metrics
+        line first: whoever waits for `Listening at:` finds it already written."""
+        if self.metrics is not None:
+            ports = ", ".join(metrics_address(self.cfg.metrics_bind, w.slot)
+                              for w in sorted(self.workers.values(), key=lambda w: w.slot))
+            log.info("Metrics at: %s (the sum over the workers); each worker's own at %s "
+                     "(the next slots take the next ones)", self.metrics.url, ports)
         for s in self.sockets:
             if self.upgraded:  # serving now: the socket files are this master's to remove
                 s.reclaim_unix_file()
@@ -389,19 +413,24 @@ class Master:
             return
         os.pwrite(self.table, b"\0\0\0\0", slot * 4)
         r, w = os.pipe()
+        metrics_fd = os.memfd_create("sluicegate-last-metrics", os.MFD_CLOEXEC) \
+            if self.metrics is not None else -1
         jitter = 0
         if self.cfg.max_requests and self.cfg.max_requests_jitter:
             jitter = random.randint(0, self.cfg.max_requests_jitter)
         master = os.getpid()
         pid = os.fork()
         if pid == 0:
-            self._become_worker(r, w, self.cfg.max_requests + jitter, slot, master)  # no return
+            self._become_worker(r, w, self.cfg.max_requests + jitter, slot, master,
+                                metrics_fd)  # no return
         os.close(w)
         os.set_inheritable(r, False)
-        self.workers[pid] = Child(pid, r, self.generation, slot)
+        self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd)
         log.info("Booting worker with pid %d", pid)
 
-    def _become_worker(self, r: int, w: int, max_requests: int, slot: int, master: int) -> None:
+    def _become_worker(
+        self, r: int, w: int, max_requests: int, slot: int, master: int, metrics_fd: int,
+    ) -> None:
         """In the child just forked: leave the master's part behind, run the worker, exit."""
         status = 1
         try:
@@ -413,12 +442,16 @@ class Master:
             self.pipe.close()
             for other in self.workers.values():
                 os.close(other.pipe)
+                if other.metrics_fd >= 0:
+                    os.close(other.metrics_fd)
+            if self.metrics is not None:
+                self.metrics.forget_in_child()
             signals.reset_in_child()
             os.environ.pop("NOTIFY_SOCKET", None)  # only the master speaks to systemd
             for s in self.sockets:
                 s.forget_unix_file()  # the master removes it, once, at the end
             status = self.boot_worker(self.cfg, w, max_requests, (self.table, SLOTS, slot),
-                                      self.target)
+                                      self.target, metrics_fd)
         except SluicegateError as e:
             # One write: print() writes the line and its newline apart, and another worker's
             # log line could land between them on the shared standard error.
@@ -452,6 +485,11 @@ class Master:
                        hooks.worker(self.cfg, w.slot + 1, pid, os.getpid()))
             self._read_messages(w)
             os.close(w.pipe)
+            if w.metrics_fd >= 0:
+                if self.metrics is not None:
+                    last = os.pread(w.metrics_fd, metrics_total.FINAL_MAX, 0)
+                    self.metrics.totals.ended(pid, last.decode("utf-8", "replace"))
+                os.close(w.metrics_fd)
             os.pwrite(self.table, VACANT, w.slot * 4)
             how = describe_exit(status)
             if self.state is State.STOPPING or w.leaving:

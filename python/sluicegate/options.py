@@ -304,6 +304,21 @@ def parse_health_path(value: object) -> str:
     return text
 
 
+def parse_warmup(value: object) -> str:
+    """'' (off), an absolute path (/healthz, a query allowed), or http://HOST/PATH to give the
+    request a Host the app accepts (Django's ALLOWED_HOSTS)."""
+    text = _str(value).strip()
+    if not text:
+        return ""
+    rest = text.split("://", 1)[1] if text.startswith(("http://", "https://")) else ""
+    path = ("/" + rest.split("/", 1)[1]) if "/" in rest else ("/" if rest else text)
+    if not path.startswith("/") or (rest and not rest.split("/", 1)[0]):
+        raise ValueError("expected a path such as /healthz, or http://HOST/PATH")
+    if any(ord(c) <= 32 or c in "#\x7f" for c in text) or not text.isascii():
+        raise ValueError("must be a plain ASCII path: no spaces, controls or '#'")
+    return text
+
+
 def parse_access_log(value: object) -> Optional[str]:
     """A file path, or '-' for standard output; 'off' (any case), '' or None turns the access
     log off. 'off' is what --help shows as the default, so it must not make a file named off
@@ -636,7 +651,8 @@ OPTIONS: Tuple[Option, ...] = (
         "max_requests", parse_count_or_zero, "0",
         "With --workers: replace a worker after it has served this many requests (plus a random "
         "0..--max-requests-jitter); its replacement is ready before it stops accepting, and it "
-        "finishes its in-flight requests. 0: never.",
+        "finishes its in-flight requests. Meanwhile, while another worker serves, it ends "
+        "keep-alive after each answer and leaves new connections to the others. 0: never.",
         "N", int,
     ),
     Option(
@@ -658,6 +674,22 @@ OPTIONS: Tuple[Option, ...] = (
         "With --reload: also replace the workers when this file (or anything under this "
         "directory) changes: templates, configuration. Give it several times for several.",
         "PATH", Tuple[str, ...], repeatable=True, aliases=("--reload-extra-file",),
+    ),
+    Option(
+        "warmup", parse_warmup, "",
+        "Before a worker (or a single server) says it is ready, call the app once with GET of "
+        "this path, in the process (no socket, from 127.0.0.1; http://HOST/PATH sets the Host "
+        "header): an answer of 500 or more, or an exception, fails the boot, so a reload "
+        "(HUP, --reload) whose code errors on this path is abandoned and the old workers keep "
+        "serving. Name a path that touches what a deploy can break. Empty: off.",
+        "PATH", str,
+    ),
+    Option(
+        "django_checks", parse_bool, "false",
+        "For a Django app: run Django's system checks (manage.py check) before a worker says "
+        "ready; an error fails its boot (a reload is abandoned). Without it a Django app's "
+        "URLconf, and every view module it imports, is still imported before ready.",
+        "", bool, switch=True,
     ),
     Option(
         "max_rss", parse_size, "0",
@@ -950,7 +982,9 @@ OPTIONS: Tuple[Option, ...] = (
         "Serve Prometheus metrics (GET /metrics) and the app calls in flight with their Python "
         "stacks (GET /debug/requests, with --debug-requests only) on this address of their "
         "own, HOST:PORT or unix:PATH, answered by the Rust core's event loop as a listener of "
-        "its own. With --workers, worker N listens on PORT+N (or PATH.N) and labels its series "
+        "its own. With --workers the master answers there with the sum over its workers (one "
+        "scrape target; counters never go back when a worker is replaced), and worker N (its "
+        "slot, from 1) listens on PORT+N (or PATH.N) with its own series labelled "
         "worker=\"N\". Empty: off.",
         "ADDRESS", str,
     ),
@@ -973,8 +1007,8 @@ OPTIONS: Tuple[Option, ...] = (
         "appended, instead of standard error ('-'). The sluicegate command opens it before it "
         "starts (relative to the directory it starts in) and makes it the process's standard "
         "error, so the workers and the Rust core write there too, and so do errors after that "
-        "point. Set once at start (not on HUP); not reopened on USR1 yet: rotate it with "
-        "logrotate's copytruncate. serve() leaves standard error alone.",
+        "point. Set once at start (not on HUP); USR1 opens it again by its path in the master "
+        "and every worker (logrotate). serve() leaves standard error alone.",
         "PATH", Optional[str], aliases=("--error-logfile", "--log-file"),
     ),
     Option(
@@ -1053,6 +1087,8 @@ class Config:
     max_requests_jitter: int
     reload: bool
     reload_extra: Tuple[str, ...]
+    warmup: str
+    django_checks: bool
     max_rss: int
     user: Optional[str]
     group: Optional[str]

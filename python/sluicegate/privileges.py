@@ -15,9 +15,12 @@ from __future__ import annotations
 import grp
 import os
 import pwd
-from typing import Optional
+import sys
+import sysconfig
+from typing import List, Optional, Tuple
 
 from .errors import StartError
+from .logs import log
 
 
 def user_id(name: str) -> int:
@@ -57,6 +60,18 @@ def parse_umask(value: object) -> Optional[int]:
     return mask
 
 
+def _interpreter_dirs() -> List[Tuple[str, str]]:
+    paths = sysconfig.get_paths()
+    stdlib = paths.get("stdlib", "")
+    return [("the interpreter's standard library", stdlib),
+            ("the interpreter's compiled modules", os.path.join(stdlib, "lib-dynload")),
+            ("the installed packages", paths.get("purelib", ""))]
+
+
+#: Read as the starting user: after a switch, sysconfig may no longer be able to say.
+_INTERPRETER_DIRS = _interpreter_dirs()
+
+
 def drop(user: Optional[str], group: Optional[str]) -> None:
     """Become `user` (with its primary group unless `group` is given) and/or `group`. A process
     that is that user and group already has nothing to do: the new master of a USR2 upgrade
@@ -86,6 +101,43 @@ def drop(user: Optional[str], group: Optional[str]) -> None:
     except OSError as e:
         raise StartError(f"cannot switch to user {user or '-'} group {group or '-'}: {e.strerror}"
                          " (only root can)") from None
+    blocked = unreadable()
+    if blocked:
+        (what, path), more = blocked[0], len(blocked) - 1
+        log.warning("After switching to user %s group %s: cannot read %s, %s (permission "
+                    "denied)%s: a module not imported yet that lives there will fail to import "
+                    "(\"No module named ...\"); give that user read and search access to it",
+                    user or "-", group or "-", what, path,
+                    f" and {more} more import director{'y' if more == 1 else 'ies'}"
+                    if more else "")
+
+
+def unreadable() -> List[Tuple[str, str]]:
+    """The directories an import needs that this process cannot read (what, path): the
+    interpreter's standard library and compiled modules, the installed packages, and every
+    other sys.path directory (the working directory, where the app is imported from, among
+    them). After a user switch these make an import say "not found" and hide the cause."""
+    known = {os.path.abspath(p): what for what, p in _INTERPRETER_DIRS if p}
+    cwd = os.getcwd()
+    dirs = [(known.get(os.path.abspath(p or "."), "the working directory (where the app is "
+             "imported from)" if os.path.abspath(p or ".") == cwd else "a sys.path directory"),
+             p) for p in sys.path if not p.endswith(".zip")]
+    dirs += list(_INTERPRETER_DIRS)
+    out: List[Tuple[str, str]] = []
+    for what, path in dirs:
+        path = os.path.abspath(path or ".")
+        if path in [p for _, p in out]:
+            continue
+        try:
+            is_dir = os.path.isdir(path) if os.stat(path) else False
+        except PermissionError:  # a directory above it may not be searched
+            out.append((what, path))
+            continue
+        except OSError:
+            continue  # missing: nothing to read there, and no cause hidden
+        if is_dir and not os.access(path, os.R_OK | os.X_OK):
+            out.append((what, path))
+    return out
 
 
 def is_already(uid: Optional[int], gid: Optional[int]) -> bool:

@@ -26,6 +26,10 @@ class SingleServer(ServerProcess):
     def announce(self, threads: Tuple[int, int], why: str) -> None:
         log.info("Starting sluicegate %s: app %s, threads %d:%d (%s)",
                  self.version, self.app_name, threads[0], threads[1], why)
+        if self.cfg.metrics_bind:  # before the readiness lines, which end the waiting
+            where = self.cfg.metrics_bind
+            log.info("Metrics at: %s/metrics", where if where.startswith("unix:")
+                     else f"http://{where}")
         for s in self.sockets:
             log.info("Listening at: %s", s.url)
         sd_notify.notify("READY=1", "STATUS=serving")

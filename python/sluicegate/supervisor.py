@@ -33,7 +33,7 @@ import functools
 import os
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import hooks, logs, pidfile, privileges, tls
+from . import hooks, logs, pidfile, preflight, privileges, tls
 from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .logs import log
@@ -89,6 +89,7 @@ def _serve(
             app = load_app(str(cfg.app))
         if cfg.workers is None:
             assert app is not None
+            preflight.check(app, cfg.warmup, cfg.django_checks)
             me = hooks.worker(cfg)
             hooks.call(cfg.hooks, "post_worker_init", hooks.server(cfg, 1), me)
             try:
@@ -118,6 +119,8 @@ def _settle(cfg: Config) -> Config:
     if cfg.umask is not None:
         os.umask(cfg.umask)
     if cfg.chdir:
+        # Absolute: each worker goes there again once forked, from the directory it is in.
+        cfg = dataclasses.replace(cfg, chdir=os.path.abspath(cfg.chdir))
         os.chdir(cfg.chdir)
     if cfg.reload and cfg.workers is None:
         cfg = dataclasses.replace(cfg, workers=1)  # reloading replaces workers: it needs a master
@@ -151,7 +154,7 @@ def _sockets(cfg: Config, upgraded_from: Optional[str]) -> List[BoundSocket]:
 
 def _boot_worker(
     cfg: Config, events_fd: int, max_requests: int, balance: Tuple[int, int, int], workers: int,
-    *, sockets: List[BoundSocket], app: Optional[App], app_name: str, version: str,
+    metrics_fd: int, *, sockets: List[BoundSocket], app: Optional[App], app_name: str, version: str,
 ) -> int:
     """In a worker just forked by the master: the app (the preloaded one, else imported now
     with the configuration of this worker's generation), then its server."""
@@ -160,11 +163,13 @@ def _boot_worker(
     master, me = hooks.server(cfg, workers, os.getppid()), hooks.worker(cfg, balance[2] + 1)
     hooks.call(cfg.hooks, "post_fork", master, me)  # raises HookFailed: the boot fails
     worker_app = app if app is not None else load_app(str(cfg.app))
+    preflight.check(worker_app, cfg.warmup, cfg.django_checks)  # LoadError: the boot fails
     name = app_name if app is not None else str(cfg.app)
     hooks.call(cfg.hooks, "post_worker_init", master, me)
     try:
         return WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
                             events_fd=events_fd, max_requests=max_requests, workers=workers,
-                            balance=balance, app_name=name, version=version).run()
+                            balance=balance, metrics_fd=metrics_fd, app_name=name,
+                            version=version).run()
     finally:
         hooks.call(cfg.hooks, "worker_exit", master, me)

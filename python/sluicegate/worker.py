@@ -14,6 +14,7 @@ import os
 from typing import Any, Callable, Dict, List, Tuple
 
 from . import messages
+from .config import metrics_address
 from .core_server import ServerProcess
 from .listeners import BoundSocket
 from .logs import log
@@ -27,19 +28,22 @@ class WorkerServer(ServerProcess):
     def __init__(
         self, app: Callable[..., Any], cfg: Config, sockets: List[BoundSocket], *,
         events_fd: int, max_requests: int, workers: int, balance: Tuple[int, int, int],
-        app_name: str = "", version: str = "",
+        metrics_fd: int = -1, app_name: str = "", version: str = "",
     ) -> None:
         """`events_fd`: the write end of this worker's pipe to the master; `max_requests`:
-        --max-requests with this worker's jitter (0: never)."""
+        --max-requests with this worker's jitter (0: never); `metrics_fd`: the master's memfd
+        for this worker's last metrics reading (-1: no --metrics-bind)."""
         super().__init__(app, cfg, sockets, app_name=app_name, version=version,
                          owns_process=True, workers=workers, balance=balance)
         self.events_fd = events_fd
+        self.metrics_fd = metrics_fd
         self.max_requests = max_requests
         self.max_stuck = cfg.max_stuck if cfg.timeout else 0
 
     def announce(self, threads: Tuple[int, int], why: str) -> None:
-        log.info("Worker %d: app %s, threads %d:%d (%s)", os.getpid(), self.app_name,
-                 threads[0], threads[1], why)
+        metrics = metrics_address(self.cfg.metrics_bind, self.balance[2])
+        log.info("Worker %d: app %s, threads %d:%d (%s)%s", os.getpid(), self.app_name,
+                 threads[0], threads[1], why, f", metrics at {metrics}" if metrics else "")
         messages.send(self.events_fd, Message.READY)
 
     def watches(self) -> bool:
@@ -48,15 +52,19 @@ class WorkerServer(ServerProcess):
     def watch(self, stats: Dict[str, Any]) -> bool:
         """Ask the master for a replacement once, when a limit is reached."""
         if self.max_requests and stats["requests"] >= self.max_requests:
+            self._server.retire()  # its clients move to the others while its successor boots
             messages.send(self.events_fd, Message.MAX_REQUESTS)
             return True
         if self.max_stuck and stats["stuck_calls"] >= self.max_stuck:
             log.error("Worker %d: %d app calls are stuck past --timeout (--max-stuck %d): "
                       "asking for a replacement", os.getpid(), stats["stuck_calls"],
                       self.max_stuck)
+            self._server.retire()
             messages.send(self.events_fd, Message.STUCK)
             return True
         return False
 
     def after_run(self) -> None:
         log.info("Worker %d served %d requests", os.getpid(), self._server.stats["requests"])
+        if self.metrics_fd >= 0:  # the master adds what this worker counted to its totals
+            os.pwrite(self.metrics_fd, self._server.metrics_text().encode(), 0)

@@ -427,6 +427,25 @@ impl Server {
         }
         Ok(d)
     }
+
+    /// This worker retires (`--max-requests`, `--max-stuck` reached; its replacement boots):
+    /// it leaves new connections to the workers that serve and ends keep-alive after each
+    /// answer while one does (`io::balance`). Nothing in a single process.
+    fn retire(&self) {
+        let ctx = self.shared.ctx();
+        let open = ctx
+            .counters
+            .by_request
+            .open_connections
+            .load(Ordering::Relaxed);
+        ctx.retire(open as usize);
+    }
+
+    /// The text `GET /metrics` answers (Prometheus 0.0.4), rendered now: a worker hands its
+    /// last one to its master when it stops, so the master's totals keep what it counted.
+    fn metrics_text(&self) -> String {
+        crate::observe::prometheus::render(&readings(&self.shared))
+    }
 }
 
 impl Drop for Server {

@@ -74,7 +74,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let transport = conn.transport();
     // TLS: the environ's SSL_* facts, plain values made once per connection by `io`.
     let tls_facts = transport.tls_facts();
-    let keep_alive = head.keep_alive && !bridge.loop_ctx.shutting_down();
+    let keep_alive = head.keep_alive && !bridge.loop_ctx.keep_alive_ending();
     let client_closes = !head.keep_alive;
 
     // wsgi.input: the shared empty input for body-less requests, else a streaming reader that

@@ -44,7 +44,7 @@ impl LoopState {
     /// Accept one connection from a listener and look at it at once (its request is usually
     /// there already); if one came, the listener is tried again once the ready queue is empty.
     pub(super) fn accept(&mut self, index: usize, ctx: &LoopCtx) {
-        if let Some(b) = &self.balance {
+        if let Some(b) = &ctx.balance {
             if self.deferred_looks < DEFER_LIMIT && !b.may_accept(self.held()) {
                 // Leave it to a less loaded worker; look again shortly (module doc of
                 // `io::balance`).
@@ -106,7 +106,7 @@ impl LoopState {
                     }
                     conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
                     entry.insert(Slot::Here(conn));
-                    if let Some(b) = &self.balance {
+                    if let Some(b) = &ctx.balance {
                         b.publish(self.held());
                     }
                     ctx.counters.accepted.fetch_add(1, Ordering::Relaxed);

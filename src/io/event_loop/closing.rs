@@ -119,7 +119,7 @@ impl LoopState {
                         !conn.out.is_empty(),
                     );
                 }
-                if let Some(b) = &self.balance {
+                if let Some(b) = &self.shared.balance {
                     b.publish(self.held());
                 }
                 // Dropping the stream closes the socket, which also removes it from the epoll

@@ -16,6 +16,7 @@ use sluicegate_proto::uwsgi::UwsgiFacts;
 use sluicegate_proto::RequestHead;
 
 use crate::config::Config;
+use crate::io::balance::Balance;
 use crate::io::conn::{AfterOutput, Conn, Wire};
 use crate::io::shared_out::SharedOut;
 use crate::io::static_files::StaticFiles;
@@ -84,6 +85,8 @@ pub struct LoopCtx {
     /// and for the pool alike (one deadline, not one each).
     pub(super) shutdown_at: Mutex<Option<Instant>>,
     pub counters: Counters,
+    /// With worker processes: the shared connection counts (see `io::balance`).
+    pub(super) balance: Option<Balance>,
 }
 
 impl LoopCtx {
@@ -191,6 +194,21 @@ impl LoopCtx {
     /// Stopping for real: no longer accepting (or about to), keep-alive ending.
     pub fn shutting_down(&self) -> bool {
         self.shutdown_state() >= Shutdown::Graceful
+    }
+
+    /// Whether keep-alive ends after the answer being made: a stop, or a worker that retires
+    /// while another serves (its clients reconnect to the others, `io::balance`).
+    pub fn keep_alive_ending(&self) -> bool {
+        self.shutting_down() || self.balance.as_ref().is_some_and(|b| b.hands_over())
+    }
+
+    /// This worker retires (`--max-requests` reached, its replacement booting): it leaves new
+    /// connections to the workers that serve and ends keep-alive after each answer, so that it
+    /// serves few requests past its limit. Nothing without worker processes.
+    pub fn retire(&self, open: usize) {
+        if let Some(b) = &self.balance {
+            b.retire(open);
+        }
     }
 
     /// The health path fails (503) from the moment a stop is asked for, drain included.

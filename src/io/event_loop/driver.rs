@@ -293,7 +293,7 @@ impl LoopState {
             conn.registered = false;
         }
         conn.deadline = None;
-        if let Some(b) = &self.balance {
+        if let Some(b) = &ctx.balance {
             b.publish(self.held());
         }
         hub.hand_over(conn);
@@ -416,7 +416,9 @@ impl LoopState {
             }
             // The loop reads no request body: a request with one cannot be followed by
             // another on this connection (the answer said Connection: close).
-            if !answer.keep_alive || ctx.shutting_down() {
+            // The answer's head decided (`own_answer`): closing after a head that promised
+            // keep-alive would lose the client's next request.
+            if !answer.keep_alive {
                 conn.after_output = if has_body {
                     AfterOutput::CloseLingering
                 } else if client_closes {
@@ -527,6 +529,18 @@ pub(super) fn own_answer(
     ctx: &LoopCtx,
 ) -> Option<OwnAnswer> {
     let server = &ctx.settings.config.server_header;
+    // A stop or a retiring worker's hand-over: the head says Connection: close.
+    let closing;
+    let head = if head.keep_alive && ctx.keep_alive_ending() {
+        closing = {
+            let mut h = head.clone();
+            h.keep_alive = false;
+            h
+        };
+        &closing
+    } else {
+        head
+    };
     // Compared first: the answer's buffer and date are made only for the health path itself.
     if !ctx.settings.config.health_path.is_empty()
         && head.path() == ctx.settings.config.health_path.as_slice()

@@ -171,8 +171,6 @@ pub struct LoopState {
     /// Shared output queues of away connections that the loop is writing.
     flushing: HashMap<usize, Arc<SharedOut>>,
     shutdown_started: Option<Instant>,
-    /// With worker processes: the shared connection counts (see `io::balance`).
-    balance: Option<Balance>,
     /// Listeners whose connection was left to other workers: look again at `deferred_until`.
     deferred: Vec<usize>,
     deferred_until: Option<Instant>,
@@ -228,6 +226,7 @@ impl LoopState {
             shutdown: AtomicU8::new(Shutdown::Running as u8),
             shutdown_at: Mutex::new(None),
             counters: Counters::default(),
+            balance,
         });
         let st = Box::new(LoopState {
             poll,
@@ -246,14 +245,13 @@ impl LoopState {
             unregistered: Vec::new(),
             flushing: HashMap::new(),
             shutdown_started: None,
-            balance,
             deferred: Vec::new(),
             deferred_until: None,
             deferred_looks: 0,
             metrics: None,
             pages_away: Vec::new(),
         });
-        if let Some(b) = &st.balance {
+        if let Some(b) = &ctx.balance {
             b.publish(0);
         }
         Ok((st, ctx))

@@ -23,16 +23,21 @@ fn body_drainable(input: &Py<Input>, max: u64) -> bool {
 
 impl Sender {
     /// The connection may carry another request after this response (proto's rule).
-    /// A stop that began while the app ran closes the connection too, and the head says so
-    /// (RFC 9112 §9.6), instead of promising a keep-alive the server will not keep.
+    /// A stop (or a retiring worker's hand-over, `io::balance`) that began while the app ran
+    /// closes the connection too, and the head says so (RFC 9112 §9.6), instead of promising a
+    /// keep-alive the server will not keep. Once the head is encoded its word stands: a stop
+    /// that begins after it leaves the connection to the loop's graceful close, since closing
+    /// after a head that promised keep-alive loses the client's next request (`wrk` read
+    /// errors across `--max-requests` recycles).
     #[inline]
     pub fn keeps_alive(&self) -> bool {
         let body_drainable = match &self.body {
             None => true,
             Some((input, max)) => body_drainable(input, *max),
         };
+        let ending = self.head_at.is_none() && self.ctx.keep_alive_ending();
         keeps_alive(
-            self.keep_alive && !self.ctx.shutting_down() && body_drainable,
+            self.keep_alive && !ending && body_drainable,
             self.app.wants_close || self.client_gone,
             self.framing,
         )
@@ -41,6 +46,10 @@ impl Sender {
     /// Encode the head into `buf` with the framing proto chooses. `known_len` is the body
     /// length when the whole body is known (list/tuple or end of iteration).
     pub(super) fn encode_head(&mut self, buf: &mut Vec<u8>, known_len: Option<u64>) {
+        // Decided once, here: `keeps_alive` reads only this from now on (see there).
+        if self.ctx.keep_alive_ending() {
+            self.keep_alive = false;
+        }
         let decided = choose_framing(
             self.version,
             self.is_head,
