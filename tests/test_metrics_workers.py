@@ -94,6 +94,12 @@ def test_the_master_serves_the_sum_over_its_workers(start_server):
     # process_* per process: the master's without a label, each worker's with its own.
     procs = {labels for (name, labels) in samples(text) if name == "process_resident_memory_bytes"}
     assert procs == {(), (("worker", "1"),), (("worker", "2"),)}
+    # Each worker's own counters under their own family, beside the totals.
+    per = samples(text)
+    assert sum(per[("sluicegate_worker_requests_total", (("class", "2xx"), ("worker", w)))]
+               for w in ("1", "2")) == 10
+    assert {k for k in per if k[0] == "sluicegate_requests_total"} \
+        == {k for k in total if k[0] == "sluicegate_requests_total"}
     builds = [k for k in samples(text) if k[0] == "sluicegate_build_info"]
     assert len(builds) == 1 and "worker" not in dict(builds[0][1]), builds
 

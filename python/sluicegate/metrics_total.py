@@ -21,7 +21,9 @@ counters start again at zero. So, as prometheus_client's multiprocess mode does 
 The master runs no app code and no event loop: it reads each worker's own listener (its
 address is `config.metrics_address`) over loopback when scraped, and answers with the standard
 library's HTTP server on a thread of its own (a scrape every few seconds; its parsing is not
-on any request's path). Per-worker series stay on the workers' own listeners.
+on any request's path). Each live worker's counters and gauges follow the sums under
+`sluicegate_worker_*` names with its `worker` label (their own families, so a `sum()` over the
+totals counts nothing twice); its histograms stay on its own listener.
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ FINAL_MAX = 1 << 20
 
 #: The content type of the text format, as the core answers it.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+#: The core's series, and the names the master gives one worker's own copy of them.
+PREFIX = "sluicegate_"
+PER_WORKER = "sluicegate_worker_"
 
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
@@ -174,9 +180,28 @@ def _render(
             lines = [_sample(key, v) for key, v in merged.items()]
         if lines:
             out += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}", *lines]
+    out += _per_worker(families, by_family)
     out += ["# HELP sluicegate_workers Worker processes read for this scrape.",
             "# TYPE sluicegate_workers gauge", f"sluicegate_workers {len(workers)}"]
     return "\n".join(out) + "\n"
+
+
+def _per_worker(families: List[Tuple[str, Tuple[str, str]]],
+                by_family: Dict[str, List[Tuple[Key, str, float]]]) -> List[str]:
+    """Each live worker's own counters and gauges, under `sluicegate_worker_*` names with its
+    `worker` label: a family of their own, so `sum(rate(sluicegate_requests_total[1m]))` still
+    counts every request once (histograms stay on the workers' own listeners)."""
+    out: List[str] = []
+    for name, (help_, kind) in families:
+        if kind not in ("counter", "gauge") or not name.startswith(PREFIX) \
+                or name == "sluicegate_build_info":
+            continue
+        per = PER_WORKER + name[len(PREFIX):]
+        lines = [_sample((per, key[1]), v, worker)
+                 for key, worker, v in by_family.get(name, []) if worker and key[0] == name]
+        if lines:
+            out += [f"# HELP {per} {help_} (one worker's)", f"# TYPE {per} {kind}", *lines]
+    return out
 
 
 def _family_of(sample: str, family: str, kind: str) -> bool:
