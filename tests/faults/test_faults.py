@@ -178,7 +178,7 @@ def test_an_access_log_pipe_nobody_reads(start_server, tmp_path):
 
 
 def test_a_busy_metrics_port_for_a_new_worker(start_server):
-    port, busy = held_port_pair()  # port + 1 busy: the second worker's
+    port, busy = held_port_pair(busy_at=2)  # port + 2 busy: the second worker's (the master on port)
     srv = start_server("workers", "--workers", "1", "--metrics-bind", f"127.0.0.1:{port}")
     with Load(srv.port, CLIENTS) as load:
         load.wait_for(200)
