@@ -365,3 +365,50 @@ def test_serve_takes_a_mapping_of_hooks():
     assert cfg.hooks is not None and dict(cfg.hooks.functions) == {"post_fork": post_fork}
     with pytest.raises(OptionError, match="'post_frok' is not a gunicorn hook name"):
         validate(raw_values(from_keywords({"hooks": {"post_frok": post_fork}}), env={}))
+
+
+DJANGO_GUNICORN_CONF = """
+    # A Django project's gunicorn.conf.py: the app, two workers, and the hooks it relies on
+    # (the functions of tests/apps/hooks.py, each recording the process it ran in).
+    wsgi_app = "tests.apps.django_app:app"
+    workers = 2
+    from tests.apps.hooks import (post_fork, post_worker_init, when_ready, pre_request,
+                                  post_request, worker_exit, child_exit, on_exit)
+"""
+
+
+def test_a_django_app_under_a_gunicorn_conf_with_hooks(start_server, tmp_path, recorded):
+    """`sluicegate --config gunicorn.conf.py --workers 2` serving Django: each hook runs in the
+    process gunicorn runs it in (master or the worker), around Django's own answers."""
+    (tmp_path / "gunicorn.conf.py").write_text(textwrap.dedent(DJANGO_GUNICORN_CONF))
+    server = start_server(None, "--config", str(tmp_path / "gunicorn.conf.py"), "--workers", "2",
+                          env={"SGTEST_HOOKS_FILE": str(recorded.path)})
+    recorded.wait("when_ready")
+    master = str(server.pid)
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    conn.request("GET", "/redirect")
+    response = conn.getresponse()
+    assert (response.status, response.getheader("Location")) == (302, "/target")
+    response.read()
+    conn.request("GET", "/target")
+    response = conn.getresponse()
+    assert (response.status, response.read()) == (200, b"target reached")
+    conn.close()
+    recorded.wait("post_request", 2)
+    assert server.stop() == 0
+    got = recorded.all()
+    assert recorded.named("when_ready") == [["when_ready", master, master, "2"]]
+    workers = sorted(r[1] for r in recorded.named("post_fork"))
+    assert len(workers) == 2 and master not in workers, got
+    for pid in workers:
+        mine = [r[0] for r in got if r[1] == pid]
+        assert mine[:2] == ["post_fork", "post_worker_init"] and mine[-1] == "worker_exit", got
+    served = [r for r in recorded.named("pre_request") + recorded.named("post_request")]
+    assert all(r[1] in workers and r[2] == r[1] for r in served), got
+    assert [(r[3], r[4]) for r in recorded.named("pre_request")] == [("GET", "/redirect"),
+                                                                    ("GET", "/target")]
+    assert [(r[4], r[5]) for r in recorded.named("post_request")] == [("/redirect", "302"),
+                                                                     ("/target", "200")]
+    assert sorted(r[3] for r in recorded.named("child_exit")) == workers
+    assert all(r[1] == master for r in recorded.named("child_exit")), got
+    assert recorded.named("on_exit") == [["on_exit", master, master]]
