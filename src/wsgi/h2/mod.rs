@@ -127,6 +127,9 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
         }
     };
     let app_done = now_ns();
+    // The call is over: the stream's body is let go even if the app kept `wsgi.input`. The
+    // reply still holds the stream, so a client still sending gets the answer first, then
+    // RST_STREAM(NO_ERROR) when the reply goes (RFC 9113 §8.1).
     let body_failure = body_input.as_ref().and_then(|i| i.get().detach());
     let mut r = resp.lock().unwrap();
     if matches!(end, AppEnd::Failed) {
@@ -137,9 +140,6 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
         };
         r.fail(py, answer);
     }
-    // The request body's half of the stream goes now, after the answer: a client still
-    // sending gets RST_STREAM(NO_ERROR) behind a complete response.
-    drop(body_input);
     let (timed_out, answered_504) = match (ticket, &bridge.deadlines) {
         (Some(t), Some(d)) => {
             let answered = t.gate.timed_out();
