@@ -79,7 +79,7 @@ SCENARIO_MAP = """scenarios and the command that measures each:
                              S12 also s12-startup)
   S11                        run.py s11; run.py failover
   S14 (TLS)                  run.py s14 (run.py tls-load: handshake flood, slow reader)
-  S15 (HTTP/2)               run.py s15 [--granian PATH]
+  S15 (HTTP/2)               run.py s15 [--granian PATH] [--gunicorn-python PY]
 before/after of two builds:  SLUICEGATE_BASE_PY=/base/.venv/bin/python run.py --servers sluicegate,sluicegate-base ...
                              run.py callgrind OUT; run.py callgrind OUT --python /base/.venv/bin/python"""
 

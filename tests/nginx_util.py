@@ -56,9 +56,12 @@ def client_context() -> ssl.SSLContext:
 class Nginx:
     """`upstreams`: name -> (kind, target); kind is "http" (target "127.0.0.1:PORT" or
     "unix:/path") or "uwsgi" (same targets). `ports[name]` is the HTTPS port for it (plain HTTP
-    with `tls=False`, as the S11 benchmark runs it)."""
+    with `tls=False`, as the S11 benchmark runs it). `client_http2`: the HTTPS ports speak
+    HTTP/2 to clients too (ALPN h2), as a browser-facing nginx does; upstreams stay as they
+    are (proxy_pass speaks HTTP/1.1)."""
 
-    def __init__(self, upstreams: Dict[str, Tuple[str, str]], tls: bool = True):
+    def __init__(self, upstreams: Dict[str, Tuple[str, str]], tls: bool = True,
+                 client_http2: bool = False):
         self.dir = tempfile.mkdtemp(prefix="sg-nginx-")
         os.chmod(self.dir, 0o755)
         cert, key = os.path.join(self.dir, "cert.pem"), os.path.join(self.dir, "key.pem")
@@ -85,7 +88,7 @@ class Nginx:
                          if tls else "")
             blocks.append(f"""
     server {{
-        listen 127.0.0.1:{port}{" ssl" if tls else ""};
+        listen 127.0.0.1:{port}{" ssl" if tls else ""}{" http2" if tls and client_http2 else ""};
         {ssl_lines}
         location / {{
         {inner}

@@ -3,18 +3,23 @@ socket, `uwsgi_pass` over a unix socket and over TCP, all four behind HTTPS. For
 app sees (scheme, host, client address, a path with %2F and non-ASCII bytes, the query, a body
 over 1 MB sent with Content-Length and chunked, `Expect: 100-continue`) and what the client
 gets (a streamed response block by block, a file_wrapper file byte-exact, HEAD). Spoofed
-forwarding headers from the client change nothing.
+forwarding headers from the client change nothing. And with HTTP/2 on (the default), nginx
+speaking HTTP/2 to its clients and HTTP/1.1 over kept-alive connections to us.
 """
 
 import hashlib
 import http.client
 import json
+import shutil
 import socket
+import subprocess
 
 import pytest
 
 from tests import nginx_util
 from tests.apps.proxied import file_bytes
+from tests.http_util import wait_for
+from tests.test_metrics import free_port, samples, scrape, scrape_ok
 
 pytestmark = pytest.mark.skipif(not nginx_util.available(), reason="nginx or openssl missing")
 
@@ -124,3 +129,45 @@ def test_a_file_and_head(behind, upstream):
     r, data = fetch(behind, upstream, "HEAD", "/env")
     assert r.status == 200 and data == b""
     assert int(r.getheader("Content-Length")) > 0
+
+
+def test_an_http11_upstream_with_keepalive_while_http2_is_on(start_server, tmp_path):
+    """The usual deployment with HTTP/2 on (the default): browsers speak HTTP/2 to nginx, nginx
+    speaks HTTP/1.1 to us over kept-alive connections. The requests of one client connection
+    reach the app as HTTP/1.1 over a few upstream connections, one after another on each (a
+    request after the first is never taken for an HTTP/2 preface), bodies included."""
+    curl = shutil.which("curl")
+    if curl is None:
+        pytest.skip("curl missing")
+    mport = free_port()
+    srv = start_server("proxied", "--http2", "on", "--metrics-bind", f"127.0.0.1:{mport}")
+    wait_for(lambda: scrape_ok(mport), "the metrics listener")
+    proxy = nginx_util.Nginx({"h1": ("http", f"127.0.0.1:{srv.port}")}, client_http2=True)
+    payload = bytes(range(256)) * 6000  # 1.5 MB
+    (tmp_path / "payload.bin").write_bytes(payload)
+    base = f"https://127.0.0.1:{proxy.ports['h1']}"
+    n = 12
+    one = ["-s", "-k", "--http2", "-H", "Host: shop.example", "-w", "\n%{http_version}\n"]
+    args = []
+    for i in range(n):
+        args += ["--next"] * bool(args) + one + [f"{base}/env?i={i}"]
+        if i % 4 == 3:
+            args += ["--next"] + one + ["--data-binary", f"@{tmp_path / 'payload.bin'}",
+                                        f"{base}/body"]
+    try:
+        out = subprocess.run([curl, *args], capture_output=True, text=True, timeout=60)
+    finally:
+        proxy.stop()
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.split("\n")
+    answers, versions = lines[0::2][:-1], lines[1::2]
+    assert versions == ["2"] * (n + n // 4)  # the client spoke HTTP/2 to nginx
+    envs = [json.loads(a) for a in answers if a.startswith("{")]
+    bodies = [a for a in answers if not a.startswith("{")]
+    assert [e["QUERY_STRING"] for e in envs] == [f"i={i}" for i in range(n)]
+    assert {e["SERVER_PROTOCOL"] for e in envs} == {"HTTP/1.1"}  # nginx to us
+    assert {e["wsgi.url_scheme"] for e in envs} == {"https"}
+    assert bodies == [f"{len(payload)} {hashlib.sha256(payload).hexdigest()}"] * (n // 4)
+    accepted = samples(scrape(mport)[2])[("sluicegate_connections_accepted_total", ())]
+    # Kept alive: far fewer upstream connections than requests.
+    assert 1 <= accepted <= (n + n // 4) // 2, accepted

@@ -187,6 +187,20 @@ def test_connection_specific_headers_are_dropped(servers):
     assert not names & {b"connection", b"keep-alive", b"transfer-encoding", b"upgrade"}
 
 
+def test_header_values_lose_their_surrounding_spaces(servers):
+    """Regression: Django's Set-Cookie value starts with a space (fine in HTTP/1.1); sent as is
+    over HTTP/2 it made the `h2` library refuse the whole response (RFC 9113 §8.2.1)."""
+    srv = servers.get("http2")
+    c = H2Client(srv.port)
+    try:
+        r = c.get("/spaced")
+    finally:
+        c.close()
+    assert r.status == 200 and bytes(r.body) == b"spaced"
+    assert r.header(b"set-cookie") == b"a=1; Path=/"
+    assert r.header(b"x-padded") == b"v w"
+
+
 def test_access_log_says_http2(start_server):
     srv = start_server("http2", "--access-log", "-", "--access-log-format", "json")
     c = H2Client(srv.port)

@@ -6,7 +6,11 @@
   `wrk -t1 -c64` (S6), so the ratio of the two comes from one run.
 
 Each server is started fresh per case (sluicegate from this work tree's `.venv`, or
-`--python`; granian if `--granian` names its binary: `--http 2` for h2c), rounds are
+`--python`; granian if `--granian` names its binary: `--http 2` for h2c; gunicorn if
+`--gunicorn-python` names a Python with gunicorn ≥ 26.2 and the `h2` library, as this work
+tree's `.venv` has them: gthread worker, `--http-protocols h2,h1 --http2-cleartext
+prior-knowledge`; its S15a runs `--gunicorn-s15a-requests`, fewer, since its gthread worker runs
+the streams of one connection one after another, ~10 req/s), rounds are
 interleaved, and each row records requests/s and the server's CPU per request (user + system
 of every process in its session, from /proc, over the measured run). h2load comes from Debian's
 `nghttp2-client`. The exact commands are printed with the results.
@@ -33,9 +37,25 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--python", default=str(SLUICEGATE_PY), help="sluicegate's Python")
     ap.add_argument("--granian", default=shutil.which("granian") or "",
                     help="granian's binary (empty: not measured)")
+    ap.add_argument("--gunicorn-python", default=_gunicorn_python(),
+                    help="a Python with gunicorn and h2 (empty: gunicorn not measured)")
+    ap.add_argument("--gunicorn-s15a-requests", type=int, default=200,
+                    help="requests of each gunicorn S15a run (its streams run one by one)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=5, help="length of each S15b and S6 run")
     ap.add_argument("--s15a-requests", type=int, default=3000, help="requests of each S15a run")
+
+
+def _gunicorn_python() -> str:
+    """This work tree's `.venv` Python if it has gunicorn with HTTP/2 (the `h2` library):
+    benchmarks/.venv's gunicorn has no `h2`, and without it gunicorn refuses `h2`."""
+    py = str(SLUICEGATE_PY)
+    probe = "import gunicorn.http2 as g, sys; sys.exit(0 if g.is_http2_available() else 1)"
+    try:
+        ok = subprocess.run([py, "-c", probe], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return py if ok else ""
 
 
 def _start(name: str, argv: list[str], port: int) -> procs.ServerProcess:
@@ -56,6 +76,13 @@ def _granian(binary: str, app: str, port: int) -> list[str]:
     return [binary, "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
             "--http", "2", "--no-ws", "--blocking-threads", "128", "--log-level", "warning",
             "--no-access-log", "--working-dir", str(APPS), app]
+
+
+def _gunicorn(py: str, app: str, port: int) -> list[str]:
+    # One worker (like granian's one and sluicegate's one process), threads for S5's sleeps.
+    return [py, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1",
+            "--worker-class", "gthread", "--threads", "100", "--http-protocols", "h2,h1",
+            "--http2-cleartext", "prior-knowledge", "--log-level", "warning", app]
 
 
 def _rate(out: str) -> float:
@@ -101,11 +128,19 @@ def main(args: argparse.Namespace) -> int:
             ("S15b granian h2c", "granian", "s6_hello:app",
              ["h2load", "-c16", "-m10", "-D", str(args.seconds), url]),
         ]
+    if args.gunicorn_python:
+        cases += [
+            ("S15a gunicorn h2c", "gunicorn", "s5_sleepy:app",
+             ["h2load", "-c1", "-m100", "-n", str(args.gunicorn_s15a_requests), url]),
+            ("S15b gunicorn h2c", "gunicorn", "s6_hello:app",
+             ["h2load", "-c16", "-m10", "-D", str(args.seconds), url]),
+        ]
     rows: dict[str, list[tuple[float, float]]] = {c[0]: [] for c in cases}
     for r in range(args.rounds):
         for label, server, app, cmd in cases:
-            argv = (_sluicegate(args.python, app, port) if server == "sluicegate"
-                    else _granian(args.granian, app, port))
+            argv = {"sluicegate": lambda: _sluicegate(args.python, app, port),
+                    "granian": lambda: _granian(args.granian, app, port),
+                    "gunicorn": lambda: _gunicorn(args.gunicorn_python, app, port)}[server]()
             srv = _start(server, argv, port)
             try:
                 # Warm-up: the first requests start threads and fill caches.

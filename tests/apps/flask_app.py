@@ -8,11 +8,15 @@ and out, a redirect, cookies, and a streamed response (``stream_with_context``).
 - ``GET /redirect``   302 to ``/target``; ``GET /target`` → ``target reached``
 - ``GET /set-cookie`` sets ``flavour=oatmeal``; ``GET /read-cookie`` → ``flavour=<value>``
 - ``GET /stream?n=N`` N chunks ``chunk i\\n`` from a generator in stream_with_context
+- ``GET /events?name=G`` server-sent events: one event, then it waits for the test's gate G,
+                      then a second one (the first must reach the client while it waits)
 """
 
 import hashlib
 
 from flask import Flask, Response, jsonify, redirect, request, stream_with_context
+
+from tests.apps._state import wait_gate
 
 app = Flask(__name__)
 
@@ -69,3 +73,14 @@ def stream():
             # Uses the request inside the generator: only works with stream_with_context.
             yield f"chunk {i} of {request.args.get('n', '5')}\n"
     return Response(gen(), mimetype="text/plain")
+
+
+@app.get("/events")
+def events():
+    name = request.args["name"]
+
+    def gen():
+        yield "data: one\n\n"
+        wait_gate(name)
+        yield "data: two\n\n"
+    return Response(gen(), mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})

@@ -10,6 +10,9 @@
 - ``/gate?name=G``: marks ``entered`` then waits for the test's gate G;
 - ``/events?name=G``: server-sent events: one event, then waits for the test's gate G, then a
   second one (the first must reach the client while the app waits);
+- ``/read-after-head``: sends its head and a first block, then reads the request body; the
+  exception that read raised (if any) is marked ``read-error`` and raised on;
+- ``/spaced``: header values with spaces around them (as Django's ``Set-Cookie`` has);
 - ``/boom``: raises before start_response;
 - ``/hop``: sets connection-specific headers, which must not reach an HTTP/2 client.
 """
@@ -69,6 +72,21 @@ def app(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/event-stream"),
                                   ("Cache-Control", "no-cache")])
         return events()
+    if path == "/read-after-head":
+        def after_head():
+            yield b"head sent\n"
+            try:
+                environ["wsgi.input"].read()
+            except Exception as e:
+                mark("read-error", type(e).__name__)
+                raise
+            yield b"body read\n"
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return after_head()
+    if path == "/spaced":
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Set-Cookie", " a=1; Path=/"),
+                                  ("X-Padded", "\tv w ")])
+        return [b"spaced"]
     if path == "/boom":
         raise RuntimeError("boom (expected by the test)")
     if path == "/hop":

@@ -78,8 +78,11 @@ impl StreamBody {
         }
     }
 
-    /// Up to `max` body bytes, waiting up to `timeout` for a DATA frame; an empty result is
-    /// the end of the body. The bytes are given back to the client's send window here.
+    /// Up to `max` body bytes, waiting up to `timeout` (`--read-timeout`) for a DATA frame;
+    /// an empty result is the end of the body. The bytes are given back to the client's send
+    /// window here. A wait that times out is `TimedOut` (the bridge makes it the HTTP/1.1
+    /// body's failure: the same exception in the app, the same 408); a stream the client
+    /// reset, or a connection gone, is `ConnectionReset`.
     pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
         while self.pending.is_empty() && !self.ended {
             let next = block_on(timeout, |cx| self.recv.poll_data(cx))?;
@@ -197,8 +200,9 @@ impl StreamReply {
         StreamCut(Arc::clone(&self.state))
     }
 
-    /// Send the head: `status` and the fields (names lower-cased here, connection-specific
-    /// ones already dropped by the caller). `end`: no body follows (HEAD, an empty body).
+    /// Send the head: `status` and the fields (names lower-cased here, values without the
+    /// spaces around them, connection-specific ones already dropped by the caller). `end`: no
+    /// body follows (HEAD, an empty body).
     pub fn send_head<'a>(
         &mut self,
         status: u16,
@@ -208,7 +212,10 @@ impl StreamReply {
         let mut builder = http::Response::builder().status(status);
         for (name, value) in fields {
             let name = http::HeaderName::from_bytes(&name.to_ascii_lowercase()).map_err(invalid)?;
-            let value = http::HeaderValue::from_bytes(value).map_err(invalid)?;
+            // HTTP/1.1 ignores a value's surrounding whitespace, HTTP/2 forbids it (RFC 9113
+            // §8.2.1: a client such as the `h2` library refuses the whole response). Django's
+            // Set-Cookie values start with a space (`SimpleCookie.output(header="")`).
+            let value = http::HeaderValue::from_bytes(value.trim_ascii()).map_err(invalid)?;
             builder = builder.header(name, value);
         }
         let response = builder.body(()).map_err(invalid)?;

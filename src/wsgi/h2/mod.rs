@@ -25,7 +25,9 @@ pub use objects::{H2Input, H2StartResponse};
 use response::Response;
 
 use crate::clock::{now_ns, since};
+use crate::io::error_answer::{INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::h2::StreamCall;
+use crate::io::read_ahead::BodyFailure;
 use crate::io::transport::Transport;
 use crate::observe::request_end::Finished;
 use crate::observe::timings::End as LogEnd;
@@ -58,10 +60,11 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     } = call;
     let app_started = now_ns();
     bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
-    let input: Bound<'_, PyAny> = match body {
-        Some(b) => Bound::new(py, H2Input::new(b, bridge.config.read_timeout))
-            .expect("allocating wsgi.input")
-            .into_any(),
+    let body_input = body.map(|b| {
+        Bound::new(py, H2Input::new(b, bridge.config.read_timeout)).expect("allocating wsgi.input")
+    });
+    let input: Bound<'_, PyAny> = match &body_input {
+        Some(i) => i.clone().into_any(),
         None => bridge.empty_input.bind(py).clone().into_any(),
     };
     let hop = Hop::of(peer.ip(), peer_origin);
@@ -124,9 +127,18 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
         }
     };
     let app_done = now_ns();
+    // The call is over: the stream's body is let go even if the app kept `wsgi.input`. The
+    // reply still holds the stream, so a client still sending gets the answer first, then
+    // RST_STREAM(NO_ERROR) when the reply goes (RFC 9113 §8.1).
+    let body_failure = body_input.as_ref().and_then(|i| i.get().detach());
     let mut r = resp.lock().unwrap();
     if matches!(end, AppEnd::Failed) {
-        r.fail(py);
+        // As on HTTP/1.1: a body that stalled past --read-timeout is answered 408.
+        let answer = match body_failure {
+            Some(BodyFailure::TimedOut | BodyFailure::TooSlow) => REQUEST_TIMEOUT,
+            _ => INTERNAL_ERROR,
+        };
+        r.fail(py, answer);
     }
     let (timed_out, answered_504) = match (ticket, &bridge.deadlines) {
         (Some(t), Some(d)) => {
@@ -276,7 +288,7 @@ fn drive(
                     std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf, offset + at)
                 });
                 if read.is_err() {
-                    r.fail(py);
+                    r.fail(py, INTERNAL_ERROR);
                     return AppEnd::Failed;
                 }
                 at += n as u64;

@@ -2,18 +2,21 @@
 //! `wsgi.input`, over the stream's [`Response`] and body (`io::h2::stream`). The rules are the
 //! HTTP/1.1 bridge's: the app's status and headers are converted and validated by
 //! `app_head::parse_head` (hop-by-hop and connection-specific headers dropped), `exc_info` as
-//! PEP 3333 says; every wait (a DATA frame, send window) releases the GIL.
+//! PEP 3333 says; every wait (a DATA frame, send window) releases the GIL. A request body
+//! that stalls past `--read-timeout` raises `TimeoutError` in the app, as on HTTP/1.1.
 
+use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use pyo3::exceptions::{PyAssertionError, PyTypeError};
+use pyo3::exceptions::{PyAssertionError, PyTimeoutError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
 use super::response::Response;
 use crate::io::h2::StreamBody;
+use crate::io::read_ahead::BodyFailure;
 use crate::wsgi::app_head::parse_head;
 use crate::wsgi::errors::ClientDisconnected;
 
@@ -86,18 +89,49 @@ impl H2StartResponse {
 
 /// What `wsgi.input` reads from: the stream's body and what a line read left over.
 struct InputState {
-    body: StreamBody,
+    /// `None` once the call is over ([`H2Input::detach`]): reads return `b""`, and the stream's
+    /// receiving half is dropped (a client still sending gets RST_STREAM).
+    body: Option<StreamBody>,
     spill: Vec<u8>,
     timeout: Duration,
+    /// Why the body failed, once it has: later reads raise the same error.
+    failure: Option<BodyFailure>,
+}
+
+/// The exception the app sees, as on HTTP/1.1 (`wsgi::body::to_pyerr`): a stall past
+/// `--read-timeout` is `TimeoutError`, a client gone is `ClientDisconnected`.
+fn body_error(f: BodyFailure) -> PyErr {
+    match f {
+        BodyFailure::TimedOut | BodyFailure::TooSlow => {
+            PyTimeoutError::new_err("timed out reading the request body (HTTP/2 stream)")
+        }
+        BodyFailure::Disconnected | BodyFailure::Protocol(_) => ClientDisconnected::new_err(
+            "client disconnected before the request body was complete (HTTP/2 stream)",
+        ),
+    }
 }
 
 impl InputState {
     /// More bytes into `spill`; false at the end of the body.
     fn fill(&mut self, py: Python<'_>, want: usize) -> PyResult<bool> {
-        let (body, timeout) = (&mut self.body, self.timeout);
-        let got = py
-            .detach(|| body.read(want.max(1), timeout))
-            .map_err(|e| ClientDisconnected::new_err(format!("request body: {e}")))?;
+        if let Some(f) = self.failure {
+            return Err(body_error(f));
+        }
+        let Some(body) = self.body.as_mut() else {
+            return Ok(false);
+        };
+        let timeout = self.timeout;
+        let got = match py.detach(|| body.read(want.max(1), timeout)) {
+            Ok(got) => got,
+            Err(e) => {
+                let f = match e.kind() {
+                    io::ErrorKind::TimedOut => BodyFailure::TimedOut,
+                    _ => BodyFailure::Disconnected,
+                };
+                self.failure = Some(f);
+                return Err(body_error(f));
+            }
+        };
         if got.is_empty() {
             return Ok(false);
         }
@@ -120,11 +154,21 @@ impl H2Input {
     pub(super) fn new(body: StreamBody, timeout: Duration) -> H2Input {
         H2Input {
             state: Mutex::new(InputState {
-                body,
+                body: Some(body),
                 spill: Vec::new(),
                 timeout,
+                failure: None,
             }),
         }
+    }
+
+    /// The call is over: let the stream's body go (an app that kept `wsgi.input` reads
+    /// `b""`), and say why it failed, if it did.
+    pub(super) fn detach(&self) -> Option<BodyFailure> {
+        let mut st = self.state.lock().unwrap();
+        st.body = None;
+        st.spill.clear();
+        st.failure.take()
     }
 }
 

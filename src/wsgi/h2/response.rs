@@ -129,8 +129,9 @@ impl Response {
         self.send(py, Bytes::new(), true)
     }
 
-    /// The app failed: a 500 if nothing was sent, else the stream is reset.
-    pub fn fail(&mut self, py: Python<'_>) {
+    /// The app failed: `answer` (500, or 408 for a request body that stalled) if nothing
+    /// was sent, else the stream is reset.
+    pub fn fail(&mut self, py: Python<'_>, answer: (u16, &str)) {
         if self.gone {
             return;
         }
@@ -138,8 +139,8 @@ impl Response {
             self.reply.reset();
             return;
         }
-        self.app = AppHead::server_answer(500, "Internal Server Error");
-        let body = Bytes::from_static(b"Internal Server Error\n");
+        self.app = AppHead::server_answer(answer.0, answer.1);
+        let body = Bytes::from(format!("{}\n", answer.1));
         let _ = self.send(py, body, true);
     }
 }
