@@ -77,8 +77,8 @@ struct Inner {
     session: TlsSession,
     /// Ciphertext read but not yet taken by the session (its plaintext buffer was full).
     pending_in: Vec<u8>,
-    /// Whether the current response's first bytes were queued (the record-size ramp restarts
-    /// at each response: a request's plaintext arriving starts a new one).
+    /// Whether the current response's first bytes were queued (a request's plaintext arriving
+    /// starts a new one, which may restart the record-size ramp: `last_sent`).
     responding: bool,
     facts: Option<Arc<TlsFacts>>,
     /// When response bytes were last queued: the record-size ramp restarts only for a response
@@ -133,6 +133,12 @@ fn flush(fd: RawFd, s: &mut TlsSession) -> io::Result<()> {
         s.write_ciphertext_to(&mut Fd(fd))?;
     }
     Ok(())
+}
+
+/// Whether a response starting at `now` begins with small records again: first on the
+/// connection, or after [`RAMP_RESTART_IDLE`] without output.
+fn ramp_restarts(last_sent: Option<Instant>, now: Instant) -> bool {
+    last_sent.is_none_or(|t| now.saturating_duration_since(t) >= RAMP_RESTART_IDLE)
 }
 
 impl TlsLink {
@@ -293,9 +299,7 @@ impl TlsLink {
         let now = Instant::now();
         if !s.responding {
             s.responding = true;
-            if s.last_sent
-                .is_none_or(|t| now.duration_since(t) >= RAMP_RESTART_IDLE)
-            {
+            if ramp_restarts(s.last_sent, now) {
                 s.session.start_response();
             }
         }
@@ -374,5 +378,19 @@ impl TlsLink {
         }
         s.session.close_notify();
         let _ = flush(self.fd, &mut s.session);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_start_small_on_a_cold_connection_only() {
+        let t = Instant::now();
+        assert!(ramp_restarts(None, t));
+        assert!(!ramp_restarts(Some(t), t));
+        assert!(!ramp_restarts(Some(t), t + Duration::from_millis(999)));
+        assert!(ramp_restarts(Some(t), t + RAMP_RESTART_IDLE));
     }
 }
