@@ -432,11 +432,13 @@ impl OutQueue {
     }
 
     /// The TLS form of `write_fd` (`io::tls_link`): hand the front's bytes to `take` (a
-    /// session that encrypts them and returns how many it took) instead of the socket. Memory
-    /// segments up to the first file range go as they are, in one call; a file range at the
-    /// front is read into this thread's buffer first, at most [`TLS_FILE_READ`] at a time
-    /// (constant memory; what the session did not take is read again next time). Returns the
-    /// bytes taken.
+    /// session that encrypts them and returns how many it took) instead of the socket, in one
+    /// call: the memory segments up to the first file range or cork, and that file range's
+    /// next bytes, read into this thread's buffer (at most [`TLS_FILE_READ`] in all with the
+    /// memory bytes before them: constant memory; what the session did not take is read again
+    /// next time). A response head and its file body's first bytes so share one record and one
+    /// write, as the plaintext head shares a TCP segment with sendfile's first bytes (MSG_MORE).
+    /// Returns the bytes taken.
     pub fn encrypt_with(
         &mut self,
         fd: RawFd,
@@ -448,40 +450,44 @@ impl OutQueue {
         if self.pending == 0 {
             return Ok(0);
         }
-        if let Some(Segment::File { file, offset, len }) = self.segs.front() {
-            let want = (len - self.front_pos).min(TLS_FILE_READ as u64) as usize;
-            let n = TLS_FILE_BUF.with_borrow_mut(|buf| -> io::Result<usize> {
-                buf.resize(TLS_FILE_READ, 0);
-                let got = file.read_at(&mut buf[..want], offset + self.front_pos)?;
-                if got == 0 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "file shorter than announced",
-                    ));
-                }
-                Ok(take(&[IoSlice::new(&buf[..got])]))
-            })?;
-            self.advance(n as u64);
-            self.apply_corks(fd);
-            return Ok(n);
-        }
-        let n = {
+        let n = TLS_FILE_BUF.with_borrow_mut(|buf| -> io::Result<usize> {
             let mut iov: [IoSlice<'_>; MAX_IOV] = [IoSlice::new(&[]); MAX_IOV];
             let mut count = 0;
+            let mut memory = 0;
             for (i, seg) in self.segs.iter().enumerate().take(MAX_IOV) {
-                if matches!(seg, Segment::File { .. } | Segment::Cork(_)) {
-                    break;
+                let skip = if i == 0 { self.front_pos } else { 0 };
+                match seg {
+                    Segment::Cork(_) => break,
+                    Segment::File { file, offset, len } => {
+                        let room = TLS_FILE_READ.saturating_sub(memory);
+                        if room == 0 {
+                            break;
+                        }
+                        let want = (len - skip).min(room as u64) as usize;
+                        if buf.len() < TLS_FILE_READ {
+                            buf.resize(TLS_FILE_READ, 0);
+                        }
+                        let got = file.read_at(&mut buf[..want], offset + skip)?;
+                        if got == 0 {
+                            return Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "file shorter than announced",
+                            ));
+                        }
+                        iov[count] = IoSlice::new(&buf[..got]);
+                        count += 1;
+                        break;
+                    }
+                    _ => {
+                        let b = &seg.bytes()[skip as usize..];
+                        memory += b.len();
+                        iov[count] = IoSlice::new(b);
+                        count += 1;
+                    }
                 }
-                let b = seg.bytes();
-                iov[i] = IoSlice::new(if i == 0 {
-                    &b[self.front_pos as usize..]
-                } else {
-                    b
-                });
-                count += 1;
             }
-            take(&iov[..count])
-        };
+            Ok(take(&iov[..count]))
+        })?;
         self.advance(n as u64);
         self.apply_corks(fd);
         Ok(n)

@@ -14,8 +14,9 @@
 //! ciphertext waiting for the socket up to [`SEND_LIMIT`] — past it `write_plaintext` accepts
 //! less and the rest stays in the loop's output queue, the same backpressure as plaintext.
 //!
-//! Record sizes (issue 36 item 5): the first [`SMALL_RECORDS_BYTES`] of each response leave in
-//! records of [`SMALL_RECORD`] bytes, one TCP segment each, so a browser can decrypt and use
+//! Record sizes (issue 36 item 5): the first [`SMALL_RECORDS_BYTES`] after
+//! [`TlsSession::start_response`] (a new connection, or one idle for a while: the loop decides)
+//! leave in records of [`SMALL_RECORD`] bytes, one TCP segment each, so a browser can decrypt and use
 //! the first bytes as each segment arrives; then records grow to TLS's maximum, 16 KiB, where
 //! the per-record cost (22 bytes, one AEAD call) is smallest. Nothing waits to fill a record:
 //! whatever is queued leaves at the next flush. Slices queued together are gathered into one
@@ -33,8 +34,9 @@ use super::x509;
 /// (IPv6 with TCP timestamps) and Cloudflare's 1 400-byte figure.
 pub const SMALL_RECORD: usize = 1360;
 
-/// How much of each response leaves in small records: about one initial congestion window
-/// (RFC 6928: 10 segments of 1 448 bytes), the bytes that arrive before the first ACK.
+/// How much of a response after `start_response` leaves in small records: about one initial
+/// congestion window (RFC 6928: 10 segments of 1 448 bytes), the bytes that arrive before the
+/// first ACK.
 pub const SMALL_RECORDS_BYTES: usize = 14 * 1024;
 
 /// Ciphertext waiting for the socket, at most: past it `write_plaintext` accepts less. Four
@@ -251,7 +253,7 @@ impl TlsSession {
         }
     }
 
-    /// A new response starts: its first bytes go in small records again.
+    /// A response on a cold connection starts: its first bytes go in small records again.
     pub fn start_response(&mut self) {
         self.response_bytes = 0;
     }

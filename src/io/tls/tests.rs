@@ -396,6 +396,54 @@ fn records_start_small_and_grow_to_16k() {
 }
 
 #[test]
+fn a_head_and_its_file_body_share_a_record() {
+    // Regression: the head left alone (its own record and writev), then the file.
+    use crate::io::out_queue::OutQueue;
+    let path = std::env::temp_dir().join(format!("sg-tls-head-file-{}", std::process::id()));
+    std::fs::write(&path, vec![b'f'; 3000]).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let head = b"HTTP/1.1 200 OK\r\nContent-Length: 3000\r\n\r\n";
+    let mut q = OutQueue::new();
+    q.push_copy(head);
+    q.push_file(file, 0, 3000);
+    q.push_copy(b"tail");
+
+    let mut srv = server(&settings());
+    let mut cli = client(tls13_client());
+    pump(&mut srv, &mut cli, Feeding::Whole).unwrap();
+    let mut skip = Vec::new();
+    srv.take_ciphertext(&mut skip); // session tickets
+    srv.start_response();
+    let mut calls = 0;
+    // No cork in the queue: the descriptor is never used.
+    let taken = q
+        .encrypt_with(-1, &mut |slices| {
+            calls += 1;
+            srv.write_plaintext(slices)
+        })
+        .unwrap();
+    assert_eq!((calls, taken), (1, head.len() + 3000));
+    let mut wire = Vec::new();
+    srv.take_ciphertext(&mut wire);
+    let total = head.len() + 3000;
+    assert_eq!(
+        record_lengths(&wire),
+        [
+            SMALL_RECORD + 17,
+            SMALL_RECORD + 17,
+            total - 2 * SMALL_RECORD + 17
+        ]
+    );
+    // What follows the file goes in the next call.
+    assert_eq!(
+        q.encrypt_with(-1, &mut |s| srv.write_plaintext(s)).unwrap(),
+        4
+    );
+    assert!(q.is_empty());
+}
+
+#[test]
 fn a_slow_reader_meets_backpressure() {
     let mut srv = server(&settings());
     let mut cli = client(tls13_client());
