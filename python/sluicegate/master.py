@@ -28,16 +28,9 @@ moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
 - UPGRADE (USR2): a new master on the same sockets (upgrade.py); the pid file becomes
   `FILE.oldbin` (pidfile.py). Both serve until the operator sends TERM to the old one.
 
-A worker that dies after it was ready is logged with its exit status or signal and replaced at
-once. A worker that exits before it was ready failed at boot (its app does not import, after
-the worker printed the app's one-line error):
-- among the first workers, nothing serves yet: the master stops every worker and exits with
-  status 3 instead of forking again and again;
-- in a reload's new generation: the reload is abandoned, and the configuration from before it
-  stays the one later replacements boot with;
-- a replacement (after a crash, `--max-requests`, `--max-stuck`, `--max-rss`, TTIN): the
-  healthy workers keep serving, and the replacement is tried again after `RETRY_FIRST_S`,
-  doubling up to `RETRY_MAX_S`, until one boots.
+Workers that die or cannot boot (`_reap`): a worker that dies after it was ready is replaced
+at once; one that fails to boot stops the server only among the first workers (status 3), and
+is otherwise retried from `RETRY_FIRST_S` up to `RETRY_MAX_S` (docs/operations.md).
 """
 
 from __future__ import annotations
