@@ -33,6 +33,30 @@ pub struct PendingLog {
 }
 
 impl PendingLog {
+    /// A request the loop (or the HTTP/2 thread) answered itself, without an app call (a
+    /// static file, the health path): parsed, answered and ready to send now.
+    pub fn answered_now(
+        head: RequestHead,
+        client: Option<IpAddr>,
+        status: u16,
+        body_bytes: u64,
+        end: End,
+    ) -> PendingLog {
+        let now = now_ns();
+        PendingLog {
+            head,
+            client,
+            status,
+            body_bytes,
+            parsed_at: now,
+            queue: Duration::ZERO,
+            app: Duration::ZERO,
+            send_from: now,
+            end,
+            inline: None,
+        }
+    }
+
     /// The request is over (its last byte taken, or `gone`: the client left first): count it
     /// in `metrics`, and write its line if the log is on.
     pub fn finish(self, log: Option<&AccessLog>, metrics: &RequestMetrics, gone: bool) {

@@ -4,7 +4,7 @@
 
 use std::io::ErrorKind;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use std::net::SocketAddr;
 
@@ -393,19 +393,13 @@ impl LoopState {
                     .by_request
                     .record(answer.status, answer.body_bytes, &t, end, false);
             } else {
-                let now = crate::clock::now_ns();
-                let pending = PendingLog {
+                let pending = PendingLog::answered_now(
                     head,
-                    client: conn.peer.ip(),
-                    status: answer.status,
-                    body_bytes: answer.body_bytes,
-                    parsed_at: now,
-                    queue: Duration::ZERO,
-                    app: Duration::ZERO,
-                    send_from: now,
+                    conn.peer.ip(),
+                    answer.status,
+                    answer.body_bytes,
                     end,
-                    inline: None,
-                };
+                );
                 if let Some(old) = conn.pending_log.replace(Box::new(pending)) {
                     old.finish(
                         ctx.settings.access_log.as_deref(),

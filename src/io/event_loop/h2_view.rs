@@ -3,8 +3,6 @@
 //! state, the counters, and the loop's own answers (`--static`, `--health-path`) with their
 //! accounting, the same decisions as for an HTTP/1.1 request.
 
-use std::time::Duration;
-
 use sluicegate_proto::RequestHead;
 
 use super::{Counters, LoopCtx, Shutdown};
@@ -38,21 +36,8 @@ impl crate::io::h2::LoopView for LoopCtx {
         status: u16,
         sent: u64,
     ) {
-        let now = crate::clock::now_ns();
         let end = if status >= 400 { End::Error } else { End::Ok };
-        PendingLog {
-            head,
-            client,
-            status,
-            body_bytes: sent,
-            parsed_at: now,
-            queue: Duration::ZERO,
-            app: Duration::ZERO,
-            send_from: now,
-            end,
-            inline: None,
-        }
-        .finish(
+        PendingLog::answered_now(head, client, status, sent, end).finish(
             self.settings.access_log.as_deref(),
             &self.counters.by_request,
             false,
