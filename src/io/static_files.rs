@@ -19,7 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use sluicegate_proto::files::{
     plan, plan_not_found, plan_redirect_to_slash, resolve, FileMeta, MountOptions, Representations,
-    Resolved, ServerFields,
+    Resolved, ServerFields, StaticPlan,
 };
 use sluicegate_proto::h1::response::OwnAnswer;
 use sluicegate_proto::RequestHead;
@@ -284,22 +284,7 @@ impl StaticFiles {
         if self.fallthrough {
             return StaticOutcome::NotStatic;
         }
-        let date = http_date();
-        let mut buf = Vec::with_capacity(256);
-        let p = plan_not_found(
-            head,
-            &ServerFields {
-                date: &date,
-                server,
-            },
-            &mut buf,
-        );
-        out.push_owned(buf);
-        StaticOutcome::Served(OwnAnswer {
-            status: p.status,
-            keep_alive: p.keep_alive,
-            body_bytes: p.text_body,
-        })
+        small_answer(plan_not_found, head, out, server)
     }
 
     /// 301 to the same path with a trailing '/' (decided by `plan_redirect_to_slash`).
@@ -309,21 +294,31 @@ impl StaticFiles {
         out: &mut OutQueue,
         server: &[u8],
     ) -> StaticOutcome {
-        let date = http_date();
-        let mut buf = Vec::with_capacity(256);
-        let p = plan_redirect_to_slash(
-            head,
-            &ServerFields {
-                date: &date,
-                server,
-            },
-            &mut buf,
-        );
-        out.push_owned(buf);
-        StaticOutcome::Served(OwnAnswer {
-            status: p.status,
-            keep_alive: p.keep_alive,
-            body_bytes: p.text_body,
-        })
+        small_answer(plan_redirect_to_slash, head, out, server)
     }
+}
+
+/// A short answer with its text body, planned by proto (`plan`), queued whole.
+fn small_answer(
+    plan: fn(&RequestHead, &ServerFields<'_>, &mut Vec<u8>) -> StaticPlan,
+    head: &RequestHead,
+    out: &mut OutQueue,
+    server: &[u8],
+) -> StaticOutcome {
+    let date = http_date();
+    let mut buf = Vec::with_capacity(256);
+    let p = plan(
+        head,
+        &ServerFields {
+            date: &date,
+            server,
+        },
+        &mut buf,
+    );
+    out.push_owned(buf);
+    StaticOutcome::Served(OwnAnswer {
+        status: p.status,
+        keep_alive: p.keep_alive,
+        body_bytes: p.text_body,
+    })
 }
