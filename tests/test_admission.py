@@ -243,8 +243,9 @@ def test_calls_queued_behind_a_call_seen_sleeping_are_admitted_together(server):
     assert first == [(200, b"done")] and results == [(200, b"done")] * 30
     stats = sup._server.stats
     # How many queue before the first sleeper is seen depends on how fast they arrive (13 to
-    # 23 of 30 here); each of them was demoted in turn before.
-    assert stats["admission_waits"] >= 5, f"the calls did not queue: {stats}"
+    # 23 of 30 here, as few as 4 on a busy machine); each of them was demoted in turn before.
+    # Two queued are enough for what is checked: that they then went together.
+    assert stats["admission_waits"] >= 2, f"the calls did not queue: {stats}"
     assert stats["demotions"] <= 2, stats
     assert stats["admitted_blocking"] >= 25, stats
     assert app.sleep.peak >= 25, f"only {app.sleep.peak} of 31 calls slept together"
