@@ -15,6 +15,7 @@ Sockets, logs and app marks are waited on through these; nothing sleeps a guesse
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from typing import Callable, List, Optional, Tuple, TypeVar
@@ -68,3 +69,12 @@ def listening_addresses(line: str) -> List[Tuple[str, object]]:
         else:
             found.append(("tcp", (m.group("host").strip("[]"), int(m.group("port")))))
     return found
+
+
+def write_whole(path, text: str) -> None:
+    """Write `text` to `path` then move it into place, as editors do: a file watcher (or a
+    reload importing it) sees one complete file, never half of one."""
+    tmp = str(path) + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)

@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from tests.helpers import wait_for
+from tests.helpers import wait_for, write_whole
 from tests.test_workers import Load, children
 
 
@@ -88,11 +88,7 @@ def app(environ, start_response):
 """
 
 
-def write(path, text):
-    tmp = str(path) + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+write = write_whole
 
 
 def test_an_edit_while_a_reload_imports_supersedes_it(start_server, tmp_path):

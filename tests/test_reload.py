@@ -3,11 +3,10 @@ syntax error leaves the old workers serving and logs the error; the next good ch
 a `--reload-extra` file triggers it too. Real files in a temporary app directory, real
 inotify (watchfiles), a real server process."""
 
-import os
 
 import pytest
 
-from tests.helpers import wait_for
+from tests.helpers import wait_for, write_whole
 
 pytest.importorskip("watchfiles")
 
@@ -19,12 +18,7 @@ def app(environ, start_response):
 """
 
 
-def write(path, text):
-    # Write then move into place, as editors do: the watcher sees one complete file.
-    tmp = str(path) + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+write = write_whole
 
 
 def wait_for_body(srv, expected, timeout=30):
