@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use super::scheduler::{Scheduler, Unparked};
 use crate::io::event_loop::{LoopCtx, LoopState, Work};
 use crate::io::h2::StreamCall;
+use crate::io::shared_out::SharedOut;
 use crate::io::wakeup;
 use crate::wsgi::bridge::Bridge;
 use crate::wsgi::driver::run_request;
@@ -25,8 +26,10 @@ use crate::wsgi::stream_hook::set_stream_hook;
 pub enum Job {
     /// Run one request.
     Request(Work),
-    /// Become the event loop's thread (after a takeover).
-    RunLoop(Box<LoopState>),
+    /// Become the event loop's thread (after a takeover), first letting the blocks of the
+    /// response that streamed pile up on its queue when the loop was handed off by a streaming
+    /// inline call (`SharedOut::settle`).
+    RunLoop(Box<LoopState>, Option<Arc<SharedOut>>),
     /// Run one HTTP/2 stream's call (`io::h2` dispatches it here).
     Stream(StreamCall),
 }
@@ -102,13 +105,13 @@ struct HookCtx<'a> {
 
 /// Stream hook of an inline call: hand the parked loop to another thread ([`hand_loop_over`]:
 /// the call goes on producing blocks, and may hold the GIL while it does).
-pub(super) fn release_loop_hook(ctx: *const ()) {
+pub(super) fn release_loop_hook(ctx: *const (), out: &Arc<SharedOut>) {
     // SAFETY: set by run_inline from a `HookCtx` on its stack, which outlives the call that
     // fires the hook (run_inline clears the hook before it returns).
     let hook = unsafe { &*(ctx as *const HookCtx<'_>) };
     let shared = hook.shared;
     if let Some(st) = shared.sched.release_parked(hook.seq) {
-        hand_loop_over(shared, &shared.pool(), st);
+        hand_loop_over(shared, &shared.pool(), st, Some(Arc::clone(out)));
     }
 }
 
@@ -119,8 +122,14 @@ pub(super) fn release_loop_hook(ctx: *const ()) {
 /// first job, so without an idle one the loop gets a thread of its own (detached until it runs
 /// a request inline), which joins the pool once the loop is taken from it in turn, as the
 /// loop's first thread does.
-pub(super) fn hand_loop_over(shared: &Arc<Shared>, pool: &Arc<Pool<Job>>, st: Box<LoopState>) {
-    let Err(job) = pool.submit_to_idle(Job::RunLoop(st)) else {
+/// `settle`: the queue of the response that streamed, for a hand-off by a streaming call.
+pub(super) fn hand_loop_over(
+    shared: &Arc<Shared>,
+    pool: &Arc<Pool<Job>>,
+    st: Box<LoopState>,
+    settle: Option<Arc<SharedOut>>,
+) {
+    let Err(job) = pool.submit_to_idle(Job::RunLoop(st, settle)) else {
         return;
     };
     // Kept outside the thread's closure, so that the loop survives a failed spawn.
@@ -131,10 +140,10 @@ pub(super) fn hand_loop_over(shared: &Arc<Shared>, pool: &Arc<Pool<Job>>, st: Bo
         .name("sluicegate-loop".into())
         .stack_size(LOOP_STACK)
         .spawn(move || {
-            let Some(Job::RunLoop(st)) = j.lock().unwrap().take() else {
+            let Some(Job::RunLoop(st, settle)) = j.lock().unwrap().take() else {
                 unreachable!("only the loop is handed over here");
             };
-            let end = drive_loop(&s, st);
+            let end = drive_loop(&s, st, settle);
             // No longer the loop's thread: waiting for the GIL is harmless now.
             Python::attach(|py| {
                 if end == LoopEnd::TakenOver {
@@ -154,6 +163,13 @@ pub(super) fn hand_loop_over(shared: &Arc<Shared>, pool: &Arc<Pool<Job>>, st: Bo
         }
     }
 }
+
+/// The longest a thread handed the loop by a streaming inline call lets that response's blocks
+/// pile up before it serves (`SharedOut::settle`); about CPython's switch interval (5 ms),
+/// which bounded the same wait when the thread took the GIL first.
+const SETTLE_MOST: Duration = Duration::from_millis(3);
+/// ... and how long without a new block ends that wait (a producer sleeping between blocks).
+const SETTLE_GAP: Duration = Duration::from_micros(200);
 
 /// The stack of a thread started by [`hand_loop_over`]: the loop's first thread's.
 const LOOP_STACK: usize = 8 * 1024 * 1024;
@@ -210,7 +226,14 @@ pub(super) enum LoopEnd {
 /// (writing back, reading and parsing the next request) runs attached, a few microseconds, as
 /// the app call would anyway; a large answer still to write ends the batch and is written
 /// detached (`LoopState::next_ready_work`).
-pub(super) fn drive_loop(shared: &Arc<Shared>, st: Box<LoopState>) -> LoopEnd {
+pub(super) fn drive_loop(
+    shared: &Arc<Shared>,
+    st: Box<LoopState>,
+    settle: Option<Arc<SharedOut>>,
+) -> LoopEnd {
+    if let Some(out) = settle {
+        out.settle(SETTLE_MOST, SETTLE_GAP);
+    }
     shared.sched.set_loop_thread();
     let mut st = Some(st);
     // Serve detached until the first request to run inline, and take the GIL only then: a
@@ -350,8 +373,8 @@ pub(super) fn run_job(shared: &Arc<Shared>, job: Job) -> Option<Duration> {
             }))
         }
         // Taken over or shut down, this pool thread goes back to its worker loop.
-        Job::RunLoop(st) => {
-            drive_loop(shared, st);
+        Job::RunLoop(st, settle) => {
+            drive_loop(shared, st, settle);
             None
         }
     }

@@ -262,7 +262,7 @@ impl Server {
             .spawn(move || {
                 Python::attach(|py| {
                     py.detach(|| {
-                        if drive_loop(&s, st) == LoopEnd::TakenOver {
+                        if drive_loop(&s, st, None) == LoopEnd::TakenOver {
                             // The loop's first thread becomes a pool thread, once; not if
                             // the stop has already let go of the pool (a stop that found the
                             // pool idle can take it before this thread gets here).
@@ -284,7 +284,7 @@ impl Server {
             .spawn(move || {
                 let pool = s.pool();
                 s.sched.watchdog(
-                    |st| hand_loop_over(&s, &pool, st),
+                    |st| hand_loop_over(&s, &pool, st, None),
                     |route, ran| pool.adopt_long(route, ran),
                 );
             })

@@ -355,9 +355,9 @@ impl Sender {
     /// From now on the event loop writes this response: hand it what is queued, and (in an
     /// inline call) move the loop to another thread so that it can.
     fn start_sharing(&mut self) {
-        fire_stream_hook();
         let rest = std::mem::take(&mut self.out);
-        let shared = Arc::new(SharedOut::new(&self.transport, rest, self.high_water / 2));
+        let shared = Arc::new(SharedOut::new(&self.transport, rest, self.high_water));
+        fire_stream_hook(&shared);
         self.ctx.request_flush(self.token, Arc::clone(&shared));
         self.stage = Stage::Streaming(shared);
     }
