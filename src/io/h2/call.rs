@@ -76,13 +76,24 @@ pub trait LoopView: Send + Sync + 'static {
     fn account_own(&self, head: RequestHead, client: Option<IpAddr>, status: u16, sent: u64);
 }
 
-/// Runs a stream's app call: given by the server (the pool), called on the HTTP/2 thread.
-pub type Dispatch = Box<dyn Fn(StreamCall) + Send + Sync>;
+/// Where a stream's app call runs, as the server decides (given down by the server floor,
+/// called on the HTTP/2 thread).
+pub trait StreamRunner: Send + Sync + 'static {
+    /// Should a stream whose request is whole (no body to wait for) run inline on the
+    /// HTTP/2 thread now (`inline.rs`)? The scheduler's mode.
+    fn inline_now(&self) -> bool;
+    /// Hand the call to the pool.
+    fn dispatch(&self, call: StreamCall);
+}
 
 /// What the HTTP/2 thread works with.
 pub(super) struct ThreadShare {
     pub config: Arc<Config>,
-    pub dispatch: Dispatch,
+    pub runner: Arc<dyn StreamRunner>,
+    /// Streams to run inline.
+    pub inline: Arc<super::inline::Inline>,
+    /// Rung when the stop state moves (`H2Hub::stop_changed`) and when a connection ends.
+    pub stop_bell: Arc<tokio::sync::Notify>,
     /// Connections being served (the thread ends at a stop once none is left).
     pub open: Arc<AtomicUsize>,
 }

@@ -1,7 +1,8 @@
 //! The HTTP/2 thread's work: [`serve_all`] takes the connections the loop hands over and runs
 //! one task per connection ([`serve_one`]): the `h2` handshake (our SETTINGS, the client's
 //! preface, within `--header-timeout`), then accepting streams, each decoded into a
-//! `RequestHead` by proto and dispatched as a [`StreamCall`] to the pool. Polling `accept` is
+//! `RequestHead` by proto and queued to run inline (`inline.rs`) or dispatched to the pool as
+//! a [`StreamCall`]. Polling `accept` is
 //! also what drives the connection's I/O: frames in, the app threads' DATA out.
 //!
 //! Limits, each the `h2` crate's own defence set here by name: concurrent streams
@@ -24,9 +25,6 @@ use crate::clock::now_ns;
 use crate::io::conn::Conn;
 use crate::io::out_queue::OutQueue;
 
-/// How often the HTTP/2 thread looks whether a stop was asked for (the loop's shutdown state).
-const STOP_LOOK: std::time::Duration = std::time::Duration::from_millis(50);
-
 /// A stream's receive window: the most request body the server buffers for one stream the
 /// app has not read yet (flow control gives it back as the app reads).
 const STREAM_WINDOW: u32 = 1024 * 1024;
@@ -43,7 +41,6 @@ pub(super) async fn serve_all(
     mut from_loop: mpsc::UnboundedReceiver<Box<Conn>>,
 ) {
     let (stop_tx, stop_rx) = watch::channel(Stop::Running);
-    let mut tick = tokio::time::interval(STOP_LOOK);
     let mut stopping = false;
     loop {
         tokio::select! {
@@ -55,7 +52,10 @@ pub(super) async fn serve_all(
                 }
                 None => break,
             },
-            _ = tick.tick() => {
+            // The stop is rung by the loop when its state moves (`H2Hub::stop_changed`), and
+            // by each connection that ends meanwhile: no timer wakes an idle thread (a 50 ms
+            // look did, 20 times a second).
+            _ = hub.stop_bell.notified() => {
                 let state = ctx.stop();
                 if state >= Stop::Graceful {
                     stop_tx.send_replace(state);
@@ -100,6 +100,9 @@ async fn serve_one(
         .open_connections
         .fetch_sub(1, Ordering::Relaxed);
     hub.open.fetch_sub(1, Ordering::SeqCst);
+    if ctx.stop() >= Stop::Graceful {
+        hub.stop_bell.notify_one();
+    }
     drop(conn);
 }
 
@@ -176,7 +179,13 @@ async fn streams(
                         parsed_at: now_ns(),
                         _live: LiveStream::new(&live),
                     };
-                    (hub.dispatch)(call);
+                    // A whole request runs inline while the scheduler says so (`inline.rs`);
+                    // one with a body to wait for goes to the pool, as on HTTP/1.1.
+                    if call.body.is_none() && hub.runner.inline_now() {
+                        hub.inline.offer(call);
+                    } else {
+                        hub.runner.dispatch(call);
+                    }
                 }
                 Some(Err(_)) | None => break,
             },
