@@ -34,9 +34,17 @@ pub struct StreamCall {
     pub reply: StreamReply,
     /// When the stream's head was decoded (`clock::now_ns`).
     pub parsed_at: u64,
+    /// What the upper floors keep per connection (`Conn::upper`: the environ's peer strings),
+    /// shared by the connection's streams: made once per connection, not per stream (the
+    /// peer address's formatting alone was 3% of a hello world's instructions).
+    pub upper: Upper,
     /// Counts the connection's streams in flight; the guard drops with the call.
     pub(crate) _live: LiveStream,
 }
+
+/// [`StreamCall::upper`]: one per connection. A stream that finds it taken by another stream
+/// of its connection (on another thread) does without.
+pub type Upper = Arc<std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>>;
 
 /// One stream in flight on a connection (its idle timer waits for none).
 pub(crate) struct LiveStream(Arc<AtomicUsize>);

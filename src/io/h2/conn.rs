@@ -119,6 +119,7 @@ async fn streams(
     let cfg = &hub.config;
     let live = Arc::new(AtomicUsize::new(0));
     let tls_facts = conn.tls.as_ref().and_then(|l| l.facts());
+    let upper: super::Upper = Arc::new(std::sync::Mutex::new(conn.upper.take()));
     let mut going_away = false;
     if *stop.borrow() >= Stop::Graceful {
         h2c.graceful_shutdown();
@@ -177,6 +178,7 @@ async fn streams(
                         body: (!end_of_stream).then(|| StreamBody::new(body)),
                         reply,
                         parsed_at: now_ns(),
+                        upper: Arc::clone(&upper),
                         _live: LiveStream::new(&live),
                     };
                     // A whole request runs inline while the scheduler says so (`inline.rs`);

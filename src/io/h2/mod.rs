@@ -34,7 +34,7 @@ use tokio::sync::{mpsc, Notify};
 use crate::config::Config;
 use crate::io::conn::Conn;
 use call::ThreadShare;
-pub use call::{LoopView, Stop, StreamCall, StreamRunner};
+pub use call::{LoopView, Stop, StreamCall, StreamRunner, Upper};
 pub use inline::{Batch, Inline};
 pub use stream::{StreamBody, StreamCut, StreamReply};
 

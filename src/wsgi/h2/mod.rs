@@ -58,6 +58,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         body,
         reply,
         parsed_at,
+        upper,
         _live,
     } = call;
     let app_started = now_ns();
@@ -96,17 +97,25 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         gone: false,
         status: 0,
     }));
-    let mut cache = None;
-    let end = match bridge.environ.build(
+    // The connection's own cache, unless another of its streams holds it on another thread.
+    let mut shared_cache = upper.try_lock().ok();
+    let mut own_cache = None;
+    let cache = match shared_cache.as_deref_mut() {
+        Some(c) => c,
+        None => &mut own_cache,
+    };
+    let built = bridge.environ.build(
         py,
         listener,
         &head,
         &peer,
-        &mut cache,
+        cache,
         &input,
         forwarded.as_deref(),
         tls_facts.as_deref(),
-    ) {
+    );
+    drop(shared_cache);
+    let end = match built {
         Ok(env) => {
             let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), intern!(py, "HTTP/2"));
             let trusted = forwarded::trusted(trust.map(|(t, _)| t), hop);
