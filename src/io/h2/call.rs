@@ -1,7 +1,7 @@
 //! The values that cross between the HTTP/2 thread and the rest of the server: a stream's
 //! call ([`StreamCall`], for the pool), the loop's state as that thread reads it
-//! ([`LoopView`], [`Stop`]), and what the thread is given to work with ([`ThreadShare`]).
-//! Below `conn.rs` and `mod.rs`, which both use them.
+//! ([`LoopView`], [`Stop`]), and who runs a stream ([`StreamRunner`]). Below `conn.rs`,
+//! `inline.rs` and `mod.rs`, which use them.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,7 +12,6 @@ use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::RequestHead;
 
 use super::stream::{StreamBody, StreamReply};
-use crate::config::Config;
 use crate::io::out_queue::OutQueue;
 use crate::io::tls_link::TlsFacts;
 use crate::observe::counters::Counters;
@@ -92,16 +91,4 @@ pub trait StreamRunner: Send + Sync + 'static {
     fn inline_now(&self) -> bool;
     /// Hand the call to the pool.
     fn dispatch(&self, call: StreamCall);
-}
-
-/// What the HTTP/2 thread works with.
-pub(super) struct ThreadShare {
-    pub config: Arc<Config>,
-    pub runner: Arc<dyn StreamRunner>,
-    /// Streams to run inline.
-    pub inline: Arc<super::inline::Inline>,
-    /// Rung when the stop state moves (`H2Hub::stop_changed`) and when a connection ends.
-    pub stop_bell: Arc<tokio::sync::Notify>,
-    /// Connections being served (the thread ends at a stop once none is left).
-    pub open: Arc<AtomicUsize>,
 }

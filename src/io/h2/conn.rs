@@ -17,13 +17,26 @@ use bytes::Bytes;
 use sluicegate_proto::h2::{request_head, StreamRequest};
 use tokio::sync::{mpsc, watch};
 
-use super::call::{LiveStream, LoopView, Stop, StreamCall, ThreadShare};
+use super::call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+use super::inline::Inline;
 use super::own_answer;
 use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
 use crate::clock::now_ns;
 use crate::io::conn::Conn;
 use crate::io::out_queue::OutQueue;
+
+/// What the HTTP/2 thread works with.
+pub(super) struct ThreadShare {
+    pub config: Arc<crate::config::Config>,
+    pub runner: Arc<dyn StreamRunner>,
+    /// Streams to run inline.
+    pub inline: Arc<Inline>,
+    /// Rung when the stop state moves (`H2Hub::stop_changed`) and when a connection ends.
+    pub stop_bell: Arc<tokio::sync::Notify>,
+    /// Connections being served (the thread ends at a stop once none is left).
+    pub open: Arc<AtomicUsize>,
+}
 
 /// A stream's receive window: the most request body the server buffers for one stream the
 /// app has not read yet (flow control gives it back as the app reads).
@@ -119,7 +132,7 @@ async fn streams(
     let cfg = &hub.config;
     let live = Arc::new(AtomicUsize::new(0));
     let tls_facts = conn.tls.as_ref().and_then(|l| l.facts());
-    let upper: super::Upper = Arc::new(std::sync::Mutex::new(conn.upper.take()));
+    let upper: Upper = Arc::new(std::sync::Mutex::new(conn.upper.take()));
     let mut going_away = false;
     if *stop.borrow() >= Stop::Graceful {
         h2c.graceful_shutdown();

@@ -33,8 +33,8 @@ use tokio::sync::{mpsc, Notify};
 
 use crate::config::Config;
 use crate::io::conn::Conn;
-use call::ThreadShare;
 pub use call::{LoopView, Stop, StreamCall, StreamRunner, Upper};
+use conn::ThreadShare;
 pub use inline::{Batch, Inline};
 pub use stream::{StreamBody, StreamCut, StreamReply};
 
