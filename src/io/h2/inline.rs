@@ -25,6 +25,21 @@ use std::task::{Poll, Waker};
 
 use super::call::StreamCall;
 
+thread_local! {
+    /// This thread's kernel id, asked once (a system call per batch otherwise).
+    static TID: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
+
+fn this_tid() -> i32 {
+    TID.with(|t| {
+        if t.get() == 0 {
+            // SAFETY: gettid has no preconditions.
+            t.set(unsafe { libc::gettid() });
+        }
+        t.get()
+    })
+}
+
 /// What [`next_batch`](super::H2Hub::next_batch) found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Batch {
@@ -130,9 +145,7 @@ impl Inline {
     ///
     /// [`end`]: Inline::end
     pub fn begin(&self) -> u64 {
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() };
-        self.tid.store(tid, Ordering::Relaxed);
+        self.tid.store(this_tid(), Ordering::Relaxed);
         let seq = {
             let _q = self.queue.lock().unwrap();
             self.seq.fetch_add(1, Ordering::SeqCst) + 1
