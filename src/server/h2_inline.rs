@@ -105,41 +105,52 @@ fn hand_off(ctx: *const ()) {
 ///
 /// The thread attaches to the interpreter at its first batch to run inline, not before: one
 /// that takes the role from a call holding the GIL must drive the connections without it.
-/// Then it stays attached and detaches while driving (as the event loop's thread does).
+/// Then it stays attached and detaches while driving (as the event loop's thread does). Each
+/// batch begins (`Inline::begin`, watched) before the thread attaches again: the wait for the
+/// GIL is part of the batch, and a thread that waits for it too long (a pool thread inside one
+/// long C call) loses the role as a call that blocks does, instead of stalling every
+/// connection unwatched.
 pub(super) fn drive_h2(shared: &Arc<Shared>, hub: &Arc<H2Hub>) {
-    let done = loop {
-        if hub.next_batch() == Batch::Done {
-            break true;
-        }
-        if runs_inline(shared) {
-            break Python::attach(|py| loop {
-                if !run_batch(shared, hub, py) {
+    let done = match next_inline(shared, hub) {
+        None => true,
+        Some(first) => Python::attach(|py| {
+            let mut seq = first;
+            loop {
+                if !run_batch(shared, hub, py, seq) {
                     return false;
                 }
-                if py.detach(|| hub.next_batch()) == Batch::Done {
-                    return true;
+                match py.detach(|| next_inline(shared, hub)) {
+                    Some(next) => seq = next,
+                    None => return true,
                 }
-            });
-        }
-        for call in hub.inline.drain() {
-            dispatch_stream(shared, call);
-        }
+            }
+        }),
     };
     if done {
         hub.finish();
     }
 }
 
-/// Run up to [`INLINE_BATCH`] queued calls here (or send them to the pool in dispatch mode).
-/// `false`: the role was taken from this thread meanwhile.
-fn run_batch(shared: &Arc<Shared>, hub: &Arc<H2Hub>, py: Python<'_>) -> bool {
-    if !runs_inline(shared) {
+/// Drive the connections (detached) until streams are queued to run inline: the batch is
+/// begun and its number returned; in dispatch mode they go to the pool meanwhile. `None`: the
+/// HTTP/2 work is over.
+fn next_inline(shared: &Shared, hub: &H2Hub) -> Option<u64> {
+    loop {
+        if hub.next_batch() == Batch::Done {
+            return None;
+        }
+        if runs_inline(shared) {
+            return Some(hub.inline.begin());
+        }
         for call in hub.inline.drain() {
             dispatch_stream(shared, call);
         }
-        return true;
     }
-    let seq = hub.inline.begin();
+}
+
+/// Run the batch begun as `seq`: up to [`INLINE_BATCH`] queued calls, here. `false`: the role
+/// was taken from this thread meanwhile (it leaves).
+fn run_batch(shared: &Arc<Shared>, hub: &Arc<H2Hub>, py: Python<'_>, seq: u64) -> bool {
     let hook = HookCtx { shared, hub, seq };
     set_wait_hook(Some((hand_off, &hook as *const HookCtx<'_> as *const ())));
     let _attached = crate::wsgi::release::Attached::enter();
