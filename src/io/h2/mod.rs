@@ -1,7 +1,8 @@
 //! HTTP/2: connections that spoke the client preface (h2c with prior knowledge on a plain
 //! listener) or agreed on `h2` by ALPN (a TLS listener) leave the event loop and are served
-//! by hyperium's `h2` crate on one thread of their own, the *HTTP/2 thread*, which runs a
-//! tokio current-thread runtime (docs/architecture.md, "HTTP/2", says why and what it costs).
+//! by hyperium's `h2` crate on a tokio current-thread runtime, driven by one thread at a time,
+//! the *HTTP/2 thread*, which also runs fast streams' calls (`inline.rs`; a call that blocks
+//! loses the role to a new thread). docs/architecture.md, "HTTP/2", says why and what it costs.
 //!
 //! - [`H2Hub`]: what the loop and the server know of it: `hand_over` takes a connection from
 //!   the loop (the socket leaves the loop's epoll set; the bytes read so far come along),
