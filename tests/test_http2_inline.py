@@ -8,6 +8,7 @@ starts a private server, so that the mode is inline at its first stream. Real so
 from __future__ import annotations
 
 import json
+import os
 import uuid
 
 from tests.h2_client import H2Client
@@ -107,3 +108,30 @@ def test_an_inline_answer_larger_than_the_window_hands_the_connections_on(start_
     assert big.status == 200 and len(big.body) == 1_000_000
     assert bytes(small.body) == b"x"
     assert bytes(after.body) == b"after"
+
+
+def test_health_path_over_h2_while_an_inline_stream_holds_the_gil_in_c(start_server):
+    # The first stream runs inline and blocks in one C call that keeps the GIL
+    # (tests/apps/gil_held.py): its batch is taken over, and the new driving thread must serve
+    # without the GIL (the health path), sending app streams to the pool meanwhile.
+    srv = start_server("gil_held", "--health-path", "/healthz")
+    fifo = srv.state_path("hold-fifo")
+    os.mkfifo(fifo)
+    a = H2Client(srv.port, timeout=60)
+    b = H2Client(srv.port, timeout=10)
+    try:
+        held = a.request("GET", "/hold")
+        srv.wait_marks("hold-started", 1)
+        assert b.get("/healthz").status == 200
+        later = b.request("GET", "/hello")
+        assert b.get("/healthz").status == 200
+        assert srv.marks("hold-finished") == [], "the C call was still holding the GIL"
+    finally:
+        with open(fifo, "wb") as f:  # the app's own read end is open: this does not block
+            f.write(b"x")
+    try:
+        assert bytes(a.responses([held])[0].body) == b"released"
+        assert bytes(b.responses([later])[0].body) == b"hello"
+    finally:
+        a.close()
+        b.close()
