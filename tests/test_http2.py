@@ -1,6 +1,7 @@
 """HTTP/2 end to end, over real sockets: h2c with prior knowledge and ALPN `h2` over TLS, with
 curl and with the `h2` library as a raw client (tests/h2_client.py). Each stream is one app
-call through the same pool as HTTP/1.1; these tests check what a client sees (environ, bodies
+call, inline on the HTTP/2 thread or on the same pool as HTTP/1.1 (the inline path has its own
+tests in tests/test_http2_inline.py); these tests check what a client sees (environ, bodies
 both ways, HEAD, errors on one stream only, concurrency) and the limits (streams, header list,
 rapid reset, CONTINUATION flood, a window that never opens, GOAWAY at a graceful stop).
 Overlap is shown by counting the calls inside the app, never by timing.

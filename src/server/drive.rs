@@ -368,8 +368,11 @@ pub(super) fn run_job(shared: &Arc<Shared>, job: Job) -> Option<Duration> {
             let _attached = crate::wsgi::release::Attached::enter();
             Some(Python::attach(|py| {
                 let start = Instant::now();
-                run_stream(&shared.bridge, py, call);
-                start.elapsed()
+                run_stream(&shared.bridge, py, call, false);
+                let took = start.elapsed();
+                // A slow stream keeps dispatch mode, as a slow request does.
+                shared.sched.note_call(took);
+                took
             }))
         }
         // Taken over or shut down, this pool thread goes back to its worker loop.

@@ -10,6 +10,7 @@
 //! and `/metrics`, renders `/debug/requests` and logs the `--timeout` lines.
 
 mod drive;
+mod h2_inline;
 mod report;
 pub mod scheduler;
 pub mod tls;
@@ -32,7 +33,7 @@ use crate::wsgi::bridge::Bridge;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
-use drive::{drive_loop, hand_loop_over, run_job, Job, LoopEnd, Shared, STOP_TAIL};
+use drive::{drive_loop, hand_loop_over, run_job, LoopEnd, Shared, STOP_TAIL};
 use report::{readings, watch_deadlines, Pages};
 use scheduler::Scheduler;
 
@@ -239,20 +240,33 @@ impl Server {
             .spawn(move || p.watch(|| s.sched.loop_cpu_time()))
             .map_err(|e| PyOSError::new_err(format!("cannot start the admission watcher: {e}")))?;
 
+        // HTTP/2: each stream's call runs inline on the thread that drives the connections
+        // while the scheduler is in inline mode, else on the pool (`h2_inline`); a watchdog
+        // takes the role from a batch that blocks.
+        let h2_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut h2_watcher = None;
         if let Some(hub) = &shared.ctx().settings.h2 {
-            // Each stream's call goes to the pool, as a request does (admission included).
-            // Weak: the pool's jobs hold the server, which holds the hub (no cycle to leak).
-            let p = Arc::downgrade(&pool);
-            hub.start(
-                Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::h2::LoopView>,
-                Box::new(move |call: crate::io::h2::StreamCall| {
-                    let route = crate::wsgi::pool::admission::route_hash(call.head.path());
-                    if let Some(p) = p.upgrade() {
-                        p.submit(Job::Stream(call), route);
-                    }
-                }),
-            )
-            .map_err(|e| PyOSError::new_err(format!("cannot start the HTTP/2 thread: {e}")))?;
+            let runner = Arc::new(h2_inline::Runner(Arc::downgrade(&shared)));
+            let started = hub
+                .start(
+                    Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::h2::LoopView>,
+                    runner,
+                )
+                .map_err(|e| PyOSError::new_err(format!("cannot start the HTTP/2 thread: {e}")))?;
+            if started {
+                h2_inline::spawn_driver(&shared, hub).map_err(|e| {
+                    PyOSError::new_err(format!("cannot start the HTTP/2 thread: {e}"))
+                })?;
+                let (s, h, stop) = (Arc::clone(&shared), Arc::clone(hub), Arc::clone(&h2_stop));
+                h2_watcher = Some(
+                    std::thread::Builder::new()
+                        .name("sluicegate-h2dog".into())
+                        .spawn(move || h2_inline::watch_h2(&s, &h, &stop))
+                        .map_err(|e| {
+                            PyOSError::new_err(format!("cannot start the HTTP/2 watchdog: {e}"))
+                        })?,
+                );
+            }
         }
         let s = Arc::clone(&shared);
         let life = pool.life();
@@ -366,6 +380,11 @@ impl Server {
             // leave once their calls are done (the pool above), then the thread ends.
             if let Some(hub) = &shared.ctx().settings.h2 {
                 hub.join(shared.ctx().graceful_left().max(STOP_TAIL));
+                h2_stop.store(true, Ordering::SeqCst);
+                hub.inline.wake_watch();
+                if let Some(t) = h2_watcher {
+                    let _ = t.join();
+                }
             }
             let _ = admission_watcher.join();
             if left == 0 {

@@ -61,7 +61,7 @@ const TICK_COMPUTING: Duration = Duration::from_millis(1);
 /// Looks in a row without a call outlasting a tick before the tick doubles.
 const CALM_LOOKS: u32 = 64;
 /// A call that keeps computing (runnable, holding the GIL) is taken over after this long.
-const CPU_BOUND_TAKEOVER: Duration = Duration::from_millis(50);
+pub const CPU_BOUND_TAKEOVER: Duration = Duration::from_millis(50);
 /// A call that has used this much CPU while other work waits (requests queued behind it,
 /// connections to read, a health check) is taken over, whatever it is doing: the loop goes to
 /// another thread and the call goes on as a pool call, so short requests and checks reach the
@@ -226,6 +226,13 @@ impl Scheduler {
         // SAFETY: pthread_self has no preconditions.
         let thread = unsafe { libc::pthread_self() };
         self.loop_thread.store(thread as u64, Ordering::Relaxed);
+    }
+
+    /// An HTTP/2 batch of inline calls was taken over (`h2_inline`): dispatch mode, as after
+    /// an HTTP/1.1 takeover.
+    pub fn note_takeover(&self) {
+        self.takeovers.fetch_add(1, Ordering::Relaxed);
+        self.note_slow();
     }
 
     fn note_slow(&self) {
@@ -575,7 +582,7 @@ impl Watch {
 /// Is the thread asleep in the kernel (state S or D in /proc), rather than running or waiting
 /// for a CPU (R)? Read only when an inline call outlasts a tick, so its cost (one small file
 /// read) stays off the hot path.
-fn thread_is_sleeping(tid: i32) -> bool {
+pub(super) fn thread_is_sleeping(tid: i32) -> bool {
     use std::io::Read;
     if tid == 0 {
         return false;

@@ -14,7 +14,10 @@
   exception that read raised (if any) is marked ``read-error`` and raised on;
 - ``/spaced``: header values with spaces around them (as Django's ``Set-Cookie`` has);
 - ``/boom``: raises before start_response;
-- ``/hop``: sets connection-specific headers, which must not reach an HTTP/2 client.
+- ``/hop``: sets connection-specific headers, which must not reach an HTTP/2 client;
+- ``/q?...``: the query string itself (each stream's own answer);
+- ``/closing?token=T`` (``&fail=1``): an iterable whose ``close()`` marks ``closed`` T; with
+  ``fail`` its first block raises (nothing sent: the server answers 500).
 """
 
 import hashlib
@@ -23,6 +26,25 @@ import threading
 from tests.apps._state import mark, query, wait_gate
 
 _lock = threading.Condition()
+
+
+class Closing:
+    def __init__(self, token, fail):
+        self.token, self.fail, self.done = token, fail, False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.fail:
+            raise RuntimeError("closing: planned failure (expected by the test)")
+        if self.done:
+            raise StopIteration
+        self.done = True
+        return b"closing"
+
+    def close(self):
+        mark("closed", self.token)
 _inside = {}
 
 
@@ -94,5 +116,11 @@ def app(environ, start_response):
                                   ("Keep-Alive", "timeout=5"), ("Transfer-Encoding", "chunked"),
                                   ("Upgrade", "h2c")])
         return [b"no hop-by-hop"]
+    if path == "/q":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [environ["QUERY_STRING"].encode()]
+    if path == "/closing":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return Closing(q["token"], q.get("fail") == "1")
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [b"Hello, World!"]

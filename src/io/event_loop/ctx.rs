@@ -152,6 +152,9 @@ impl LoopCtx {
         self.shutdown.fetch_max(how as u8, Ordering::SeqCst);
         drop(at);
         let _ = self.waker.wake();
+        if let Some(h2) = &self.settings.h2 {
+            h2.stop_changed();
+        }
     }
 
     /// The loop's check while draining: once `--drain-delay` has passed, the graceful stop
@@ -169,6 +172,9 @@ impl LoopCtx {
             Ordering::SeqCst,
             Ordering::SeqCst,
         );
+        if let Some(h2) = &self.settings.h2 {
+            h2.stop_changed();
+        }
         None
     }
 

@@ -1,7 +1,7 @@
 //! The values that cross between the HTTP/2 thread and the rest of the server: a stream's
 //! call ([`StreamCall`], for the pool), the loop's state as that thread reads it
-//! ([`LoopView`], [`Stop`]), and what the thread is given to work with ([`ThreadShare`]).
-//! Below `conn.rs` and `mod.rs`, which both use them.
+//! ([`LoopView`], [`Stop`]), and who runs a stream ([`StreamRunner`]). Below `conn.rs`,
+//! `inline.rs` and `mod.rs`, which use them.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,7 +12,6 @@ use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::RequestHead;
 
 use super::stream::{StreamBody, StreamReply};
-use crate::config::Config;
 use crate::io::out_queue::OutQueue;
 use crate::io::tls_link::TlsFacts;
 use crate::observe::counters::Counters;
@@ -34,9 +33,17 @@ pub struct StreamCall {
     pub reply: StreamReply,
     /// When the stream's head was decoded (`clock::now_ns`).
     pub parsed_at: u64,
+    /// What the upper floors keep per connection (`Conn::upper`: the environ's peer strings),
+    /// shared by the connection's streams: made once per connection, not per stream (the
+    /// peer address's formatting alone was 3% of a hello world's instructions).
+    pub upper: Upper,
     /// Counts the connection's streams in flight; the guard drops with the call.
     pub(crate) _live: LiveStream,
 }
+
+/// [`StreamCall::upper`]: one per connection. A stream that finds it taken by another stream
+/// of its connection (on another thread) does without.
+pub type Upper = Arc<std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>>;
 
 /// One stream in flight on a connection (its idle timer waits for none).
 pub(crate) struct LiveStream(Arc<AtomicUsize>);
@@ -76,13 +83,12 @@ pub trait LoopView: Send + Sync + 'static {
     fn account_own(&self, head: RequestHead, client: Option<IpAddr>, status: u16, sent: u64);
 }
 
-/// Runs a stream's app call: given by the server (the pool), called on the HTTP/2 thread.
-pub type Dispatch = Box<dyn Fn(StreamCall) + Send + Sync>;
-
-/// What the HTTP/2 thread works with.
-pub(super) struct ThreadShare {
-    pub config: Arc<Config>,
-    pub dispatch: Dispatch,
-    /// Connections being served (the thread ends at a stop once none is left).
-    pub open: Arc<AtomicUsize>,
+/// Where a stream's app call runs, as the server decides (given down by the server floor,
+/// called on the HTTP/2 thread).
+pub trait StreamRunner: Send + Sync + 'static {
+    /// Should a stream whose request is whole (no body to wait for) run inline on the
+    /// HTTP/2 thread now (`inline.rs`)? The scheduler's mode.
+    fn inline_now(&self) -> bool;
+    /// Hand the call to the pool.
+    fn dispatch(&self, call: StreamCall);
 }

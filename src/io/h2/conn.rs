@@ -1,7 +1,8 @@
 //! The HTTP/2 thread's work: [`serve_all`] takes the connections the loop hands over and runs
 //! one task per connection ([`serve_one`]): the `h2` handshake (our SETTINGS, the client's
 //! preface, within `--header-timeout`), then accepting streams, each decoded into a
-//! `RequestHead` by proto and dispatched as a [`StreamCall`] to the pool. Polling `accept` is
+//! `RequestHead` by proto and queued to run inline (`inline.rs`) or dispatched to the pool as
+//! a [`StreamCall`]. Polling `accept` is
 //! also what drives the connection's I/O: frames in, the app threads' DATA out.
 //!
 //! Limits, each the `h2` crate's own defence set here by name: concurrent streams
@@ -16,7 +17,8 @@ use bytes::Bytes;
 use sluicegate_proto::h2::{request_head, StreamRequest};
 use tokio::sync::{mpsc, watch};
 
-use super::call::{LiveStream, LoopView, Stop, StreamCall, ThreadShare};
+use super::call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+use super::inline::Inline;
 use super::own_answer;
 use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
@@ -24,8 +26,17 @@ use crate::clock::now_ns;
 use crate::io::conn::Conn;
 use crate::io::out_queue::OutQueue;
 
-/// How often the HTTP/2 thread looks whether a stop was asked for (the loop's shutdown state).
-const STOP_LOOK: std::time::Duration = std::time::Duration::from_millis(50);
+/// What the HTTP/2 thread works with.
+pub(super) struct ThreadShare {
+    pub config: Arc<crate::config::Config>,
+    pub runner: Arc<dyn StreamRunner>,
+    /// Streams to run inline.
+    pub inline: Arc<Inline>,
+    /// Rung when the stop state moves (`H2Hub::stop_changed`) and when a connection ends.
+    pub stop_bell: Arc<tokio::sync::Notify>,
+    /// Connections being served (the thread ends at a stop once none is left).
+    pub open: Arc<AtomicUsize>,
+}
 
 /// A stream's receive window: the most request body the server buffers for one stream the
 /// app has not read yet (flow control gives it back as the app reads).
@@ -43,7 +54,6 @@ pub(super) async fn serve_all(
     mut from_loop: mpsc::UnboundedReceiver<Box<Conn>>,
 ) {
     let (stop_tx, stop_rx) = watch::channel(Stop::Running);
-    let mut tick = tokio::time::interval(STOP_LOOK);
     let mut stopping = false;
     loop {
         tokio::select! {
@@ -55,7 +65,10 @@ pub(super) async fn serve_all(
                 }
                 None => break,
             },
-            _ = tick.tick() => {
+            // The stop is rung by the loop when its state moves (`H2Hub::stop_changed`), and
+            // by each connection that ends meanwhile: no timer wakes an idle thread (a 50 ms
+            // look did, 20 times a second).
+            _ = hub.stop_bell.notified() => {
                 let state = ctx.stop();
                 if state >= Stop::Graceful {
                     stop_tx.send_replace(state);
@@ -100,6 +113,9 @@ async fn serve_one(
         .open_connections
         .fetch_sub(1, Ordering::Relaxed);
     hub.open.fetch_sub(1, Ordering::SeqCst);
+    if ctx.stop() >= Stop::Graceful {
+        hub.stop_bell.notify_one();
+    }
     drop(conn);
 }
 
@@ -116,6 +132,7 @@ async fn streams(
     let cfg = &hub.config;
     let live = Arc::new(AtomicUsize::new(0));
     let tls_facts = conn.tls.as_ref().and_then(|l| l.facts());
+    let upper: Upper = Arc::new(std::sync::Mutex::new(conn.upper.take()));
     let mut going_away = false;
     if *stop.borrow() >= Stop::Graceful {
         h2c.graceful_shutdown();
@@ -174,9 +191,16 @@ async fn streams(
                         body: (!end_of_stream).then(|| StreamBody::new(body)),
                         reply,
                         parsed_at: now_ns(),
+                        upper: Arc::clone(&upper),
                         _live: LiveStream::new(&live),
                     };
-                    (hub.dispatch)(call);
+                    // A whole request runs inline while the scheduler says so (`inline.rs`);
+                    // one with a body to wait for goes to the pool, as on HTTP/1.1.
+                    if call.body.is_none() && hub.runner.inline_now() {
+                        hub.inline.offer(call);
+                    } else {
+                        hub.runner.dispatch(call);
+                    }
                 }
                 Some(Err(_)) | None => break,
             },

@@ -13,6 +13,7 @@
 //! never opens its window holds an app thread for `--write-timeout` at most, then the stream
 //! is reset.
 
+use std::cell::Cell;
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -39,6 +40,21 @@ fn thread_waker() -> Waker {
     Waker::from(Arc::new(Unpark(std::thread::current())))
 }
 
+/// Set around a stream's call run inline by the thread that drives the connections
+/// (`inline.rs`): fired once, before the call first waits for them (a DATA frame, send window),
+/// so that the role goes to another thread first; else nobody would drive the connection the
+/// call waits for. A function pointer and a context, as `wsgi::stream_hook`'s.
+pub type WaitHook = (fn(*const ()), *const ());
+
+thread_local! {
+    static WAIT_HOOK: Cell<Option<WaitHook>> = const { Cell::new(None) };
+}
+
+/// Set (or clear) this thread's [`WaitHook`].
+pub fn set_wait_hook(hook: Option<WaitHook>) {
+    WAIT_HOOK.with(|h| h.set(hook));
+}
+
 /// Poll `f` on this thread until it is ready or `timeout` passes without it (`TimedOut`).
 fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>) -> io::Result<T> {
     let waker = thread_waker();
@@ -47,6 +63,9 @@ fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>
     loop {
         if let Poll::Ready(v) = f(&mut cx) {
             return Ok(v);
+        }
+        if let Some((hook, ctx)) = WAIT_HOOK.with(|h| h.take()) {
+            hook(ctx);
         }
         let now = Instant::now();
         if now >= until {
@@ -209,16 +228,19 @@ impl StreamReply {
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
         end: bool,
     ) -> io::Result<()> {
-        let mut builder = http::Response::builder().status(status);
+        // Built in place, not with `http::response::Builder`, which moves the whole response
+        // through a `Result` at every field (a third of this function's instructions).
+        let mut response = http::Response::new(());
+        *response.status_mut() = http::StatusCode::from_u16(status).map_err(invalid)?;
+        let headers = response.headers_mut();
         for (name, value) in fields {
             let name = http::HeaderName::from_bytes(&name.to_ascii_lowercase()).map_err(invalid)?;
             // HTTP/1.1 ignores a value's surrounding whitespace, HTTP/2 forbids it (RFC 9113
             // §8.2.1: a client such as the `h2` library refuses the whole response). Django's
             // Set-Cookie values start with a space (`SimpleCookie.output(header="")`).
             let value = http::HeaderValue::from_bytes(value.trim_ascii()).map_err(invalid)?;
-            builder = builder.header(name, value);
+            headers.try_append(name, value).map_err(invalid)?;
         }
-        let response = builder.body(()).map_err(invalid)?;
         let mut st = self.state.lock().unwrap();
         if st.cut {
             return Err(cut_error());
@@ -230,6 +252,36 @@ impl StreamReply {
             st.send = Some(send);
         }
         Ok(())
+    }
+
+    /// Send `data` at once if the window has room for all of it (`Ok(true)`), without waiting:
+    /// the caller need not release the GIL for that (one release and retake per block was a
+    /// tenth of a hello world's instructions). `Ok(false)`: nothing sent, [`send_data`] waits.
+    ///
+    /// [`send_data`]: StreamReply::send_data
+    pub fn send_data_now(&mut self, data: &Bytes, end: bool) -> io::Result<bool> {
+        let mut st = self.state.lock().unwrap();
+        if st.cut {
+            return Err(cut_error());
+        }
+        let Some(send) = st.send.as_mut() else {
+            return Ok(false);
+        };
+        if !data.is_empty() {
+            if data.len() > SEND_PIECE {
+                return Ok(false);
+            }
+            send.reserve_capacity(data.len());
+            if send.capacity() < data.len() {
+                return Ok(false);
+            }
+        }
+        send.send_data(data.clone(), end).map_err(gone)?;
+        if end {
+            st.send = None;
+            st.ended = true;
+        }
+        Ok(true)
     }
 
     /// Send body bytes as DATA frames as the window allows, waiting up to `timeout` for each

@@ -6,8 +6,9 @@
 //! answer goes out through `response.rs`; `close()` is called on every path; the request is
 //! counted and logged as any other (the access log says `HTTP/2`).
 //!
-//! Runs on a pool thread: the HTTP/2 thread dispatches each stream to the same pool and
-//! admission as HTTP/1.1 requests (`server::drive`), so blocking streams run side by side.
+//! Runs on the thread that drives the HTTP/2 connections when the scheduler is in inline mode
+//! (`server::h2_inline`), else on a pool thread, through the same pool and admission as
+//! HTTP/1.1 requests (`server::drive`), so blocking streams run side by side.
 
 mod objects;
 mod response;
@@ -44,8 +45,9 @@ enum AppEnd {
     ClientGone,
 }
 
-/// Run one stream's app call on this thread (the GIL held).
-pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
+/// Run one stream's app call on this thread (the GIL held); `inline`: on the HTTP/2 thread
+/// (the access log's timings say so).
+pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: bool) {
     let StreamCall {
         head,
         listener,
@@ -56,6 +58,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
         body,
         reply,
         parsed_at,
+        upper,
         _live,
     } = call;
     let app_started = now_ns();
@@ -94,17 +97,25 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
         gone: false,
         status: 0,
     }));
-    let mut cache = None;
-    let end = match bridge.environ.build(
+    // The connection's own cache, unless another of its streams holds it on another thread.
+    let mut shared_cache = upper.try_lock().ok();
+    let mut own_cache = None;
+    let cache = match shared_cache.as_deref_mut() {
+        Some(c) => c,
+        None => &mut own_cache,
+    };
+    let built = bridge.environ.build(
         py,
         listener,
         &head,
         &peer,
-        &mut cache,
+        cache,
         &input,
         forwarded.as_deref(),
         tls_facts.as_deref(),
-    ) {
+    );
+    drop(shared_cache);
+    let end = match built {
         Ok(env) => {
             let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), intern!(py, "HTTP/2"));
             let trusted = forwarded::trusted(trust.map(|(t, _)| t), hop);
@@ -173,7 +184,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
         app: since(app_started, app_done),
         send_from: r.head_at.unwrap_or(app_done),
         end: log_end,
-        inline: Some(false),
+        inline: Some(inline),
     }
     .account(
         ctx.settings.access_log.as_deref(),
@@ -207,6 +218,11 @@ fn call_and_drive(
         }
     };
     let end = drive(bridge, py, head, &result, resp);
+    // A list or a tuple has no `close()`: asking for it raised and formatted an
+    // AttributeError per request, a tenth of a hello world's instructions (callgrind).
+    if result.is_exact_instance_of::<PyList>() || result.is_exact_instance_of::<PyTuple>() {
+        return end;
+    }
     if let Ok(close) = result.getattr(intern!(py, "close")) {
         if let Err(e) = close.call0() {
             bridge.log_exception(py, &e, &label(head));

@@ -43,7 +43,7 @@ impl Response {
     }
 
     /// Send the head; `length`: the body's length when known (the app's Content-Length wins).
-    fn send_head(&mut self, py: Python<'_>, end: bool, length: Option<u64>) -> Result<(), Gone> {
+    fn send_head(&mut self, end: bool, length: Option<u64>) -> Result<(), Gone> {
         if self.gate.as_ref().is_some_and(|g| !g.claim_for_app()) {
             // --timeout answered this stream already.
             return Err(self.gone());
@@ -73,7 +73,8 @@ impl Response {
             .chain((!server.is_empty()).then_some((&b"server"[..], server)))
             .chain((!date.is_empty()).then_some((&b"date"[..], date)));
         let status = app.status_code;
-        let sent = py.detach(|| reply.send_head(status, fields, end));
+        // Queued by the `h2` crate, never waited for: no need to release the GIL.
+        let sent = reply.send_head(status, fields, end);
         sent.map_err(|_| self.gone())
     }
 
@@ -100,7 +101,7 @@ impl Response {
             // The whole body is this block: its length is known (not for HEAD, whose body
             // nobody made: only the app's or a list's Content-Length is sent then).
             let length = (end && !self.is_head).then_some(data.len() as u64);
-            self.send_head(py, self.is_head || (end && data.is_empty()), length)?;
+            self.send_head(self.is_head || (end && data.is_empty()), length)?;
         }
         self.body_bytes += data.len() as u64;
         if self.is_head {
@@ -117,6 +118,11 @@ impl Response {
         }
         if data.is_empty() && !end {
             return Ok(());
+        }
+        match self.reply.send_data_now(&data, end) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(_) => return Err(self.gone()),
         }
         let t = self.write_timeout;
         let reply = &mut self.reply;
