@@ -20,12 +20,13 @@ import time
 import uuid
 
 import h2.errors
+import h2.events
 import h2.settings
 import hpack
 import hyperframe.frame as frames
 import pytest
 
-from tests.h2_client import H2Client
+from tests.h2_client import H2Client, Response
 from tests.tls_certs import TlsCerts, tls_certs  # noqa: F401  (the fixture)
 
 CURL = shutil.which("curl")
@@ -125,6 +126,54 @@ def test_post_large_upload_and_download(servers):
     assert bytes(up.body) == body
     assert down.status == 200 and len(down.body) == 20_000_000
     assert down.header(b"content-length") is None  # streamed: DATA frames, never chunked
+
+
+def _informational(c: H2Client, sid: int) -> list:
+    return [ev for ev in c.events if isinstance(ev, h2.events.InformationalResponseReceived)
+            and ev.stream_id == sid]
+
+
+def test_expect_100_continue_gets_an_interim_100_when_the_app_reads(servers):
+    """A client that asks `expect: 100-continue` waits for the interim 100 before it sends the
+    body (as on HTTP/1.1: sent at the app's first read). Without it this client would wait for
+    ever: the test would time out."""
+    srv = servers.get("http2")
+    c = H2Client(srv.port)
+    try:
+        sid = c.conn.get_next_available_stream_id()
+        c.conn.send_headers(sid, [(":method", "POST"), (":path", "/echo"), (":scheme", "http"),
+                                  (":authority", "127.0.0.1"), ("expect", "100-continue"),
+                                  ("content-length", "11")])
+        c.responses_by_id[sid] = Response()
+        c.flush()
+        deadline = time.monotonic() + c.timeout
+        while not _informational(c, sid):
+            assert time.monotonic() < deadline, "no interim 100 came"
+            assert c.receive_once()
+        (interim,) = _informational(c, sid)
+        assert dict(interim.headers)[b":status"] == b"100"
+        c.send_body(sid, b"hello world")
+        (r,) = c.responses([sid])
+    finally:
+        c.close()
+    assert r.status == 200 and bytes(r.body) == b"hello world"
+
+
+def test_no_interim_100_for_an_app_that_does_not_read_the_body(servers):
+    srv = servers.get("http2")
+    c = H2Client(srv.port)
+    try:
+        sid = c.conn.get_next_available_stream_id()
+        c.conn.send_headers(sid, [(":method", "POST"), (":path", "/q?unread"), (":scheme", "http"),
+                                  (":authority", "127.0.0.1"), ("expect", "100-continue"),
+                                  ("content-length", "11")])
+        c.responses_by_id[sid] = Response()
+        c.flush()
+        (r,) = c.responses([sid])
+    finally:
+        c.close()
+    assert r.status == 200 and bytes(r.body) == b"unread"
+    assert _informational(c, sid) == []
 
 
 def test_upload_without_content_length(servers):

@@ -14,6 +14,7 @@
 use std::ops::Range;
 
 use crate::h1::parse::parse_content_length;
+use crate::token::list_elements;
 use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
 
 /// The client connection preface (RFC 9113 §3.4).
@@ -90,6 +91,7 @@ where
     let mut length: Option<u64> = None;
     let mut forwarding = false;
     let mut cookie_parts: Vec<&[u8]> = Vec::new();
+    let mut expect_continue = false;
     for (name, value) in req.fields {
         if headers.len() >= limits.max_headers {
             return Err(ProtoError::HeadersTooLarge);
@@ -106,6 +108,10 @@ where
             length = Some(n);
         }
         host_seen |= name == b"host";
+        if name == b"expect" {
+            expect_continue |=
+                list_elements(value).any(|e| e.eq_ignore_ascii_case(b"100-continue"));
+        }
         forwarding |= crate::forwarded::is_forwarding_header(name);
         let n0 = buf.len();
         buf.extend_from_slice(name);
@@ -163,7 +169,8 @@ where
         version: Version::Http2,
         body,
         keep_alive: true,
-        expect_continue: false,
+        // An interim 100 is owed only while a body is to come (RFC 9110 §10.1.1).
+        expect_continue: expect_continue && body != BodyFraming::None,
         is_head,
         forwarding,
     })
@@ -184,6 +191,18 @@ mod tests {
             },
             &Limits::default(),
         )
+    }
+
+    #[test]
+    fn expect_100_continue_is_noted_only_while_a_body_is_to_come() {
+        let expect: &[(&[u8], &[u8])] = &[(b"expect", b"100-Continue"), (b"content-length", b"5")];
+        assert!(head(expect, false).unwrap().expect_continue);
+        assert!(!head(expect, true).unwrap().expect_continue);
+        assert!(
+            !head(&[(b"content-length", b"5")], false)
+                .unwrap()
+                .expect_continue
+        );
     }
 
     #[test]

@@ -181,6 +181,7 @@ async fn streams(
                         continue;
                     }
                     let reply = StreamReply::new(respond);
+                    let expect_continue = head.expect_continue;
                     let call = StreamCall {
                         head,
                         listener: conn.listener,
@@ -188,7 +189,9 @@ async fn streams(
                         peer_origin: conn.peer_origin,
                         tls_facts: tls_facts.clone(),
                         scheme_https: parts.uri.scheme_str() == Some("https"),
-                        body: (!end_of_stream).then(|| StreamBody::new(body)),
+                        body: (!end_of_stream).then(|| {
+                            StreamBody::new(body, expect_continue.then(|| reply.interim()))
+                        }),
                         reply,
                         parsed_at: now_ns(),
                         upper: Arc::clone(&upper),

@@ -85,16 +85,39 @@ pub struct StreamBody {
     /// Received and not yet given to the app.
     pending: Bytes,
     ended: bool,
+    /// `Expect: 100-continue`: the response to send the interim 100 on at the first read (as
+    /// on HTTP/1.1, only if the app reads the body, and only before its own head).
+    continue_to: Option<Arc<Mutex<ReplyState>>>,
 }
 
 impl StreamBody {
-    pub(super) fn new(recv: RecvStream) -> StreamBody {
+    /// `continue_to`: the stream's reply ([`StreamReply::interim`]) when the client expects a
+    /// `100 Continue`.
+    pub(super) fn new(recv: RecvStream, continue_to: Option<Interim>) -> StreamBody {
         let ended = recv.is_end_stream();
         StreamBody {
             recv,
             pending: Bytes::new(),
             ended,
+            continue_to: continue_to.map(|i| i.0),
         }
+    }
+
+    /// Send the `100 Continue` the client waits for, once, unless the head went already.
+    fn send_continue(&mut self) {
+        let Some(reply) = self.continue_to.take() else {
+            return;
+        };
+        let mut st = reply.lock().unwrap();
+        if st.ended || st.cut || st.send.is_some() {
+            return;
+        }
+        let interim = http::Response::builder()
+            .status(100)
+            .body(())
+            .expect("a fixed response");
+        // A failure here (the stream reset meanwhile) shows at the read that follows.
+        let _ = st.respond.send_informational(interim);
     }
 
     /// Up to `max` body bytes, waiting up to `timeout` (`--read-timeout`) for a DATA frame;
@@ -103,6 +126,9 @@ impl StreamBody {
     /// body's failure: the same exception in the app, the same 408); a stream the client
     /// reset, or a connection gone, is `ConnectionReset`.
     pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
+        if self.continue_to.is_some() {
+            self.send_continue();
+        }
         while self.pending.is_empty() && !self.ended {
             let next = block_on(timeout, |cx| self.recv.poll_data(cx))?;
             match next {
@@ -141,6 +167,9 @@ impl ReplyState {
         self.ended = true;
     }
 }
+
+/// A stream's reply as its body sees it: where the interim `100 Continue` goes.
+pub(super) struct Interim(Arc<Mutex<ReplyState>>);
 
 /// Where a response goes: the stream's head, then its DATA.
 pub struct StreamReply {
@@ -212,6 +241,11 @@ impl StreamReply {
                 cut: false,
             })),
         }
+    }
+
+    /// The hold of this stream's body on it, for `Expect: 100-continue`.
+    pub(super) fn interim(&self) -> Interim {
+        Interim(Arc::clone(&self.state))
     }
 
     /// The watcher's hold on this stream (`--timeout`).
