@@ -261,6 +261,33 @@ def test_mutual_tls_optional(start_server, tls_certs):
     assert json.loads(body)["SSL_CLIENT_VERIFY"] == "SUCCESS"
 
 
+def test_every_request_of_a_kept_connection_carries_the_same_facts(start_server, tls_certs):
+    """The SSL_* strings are made at a connection's first request and reused by its next ones
+    (environ.rs, PeerStrings): each request of a kept connection, and of a second connection
+    without a client certificate, gets its own connection's facts in full."""
+    srv = start_server("echo_environ", *mtls_options(tls_certs, "optional"))
+    ssl_keys = ("SSL_PROTOCOL", "SSL_CIPHER", "SSL_SESSION_RESUMED", "SSL_CLIENT_VERIFY",
+                "SSL_CLIENT_S_DN", "SSL_CLIENT_I_DN", "SSL_CLIENT_CERT")
+    seen = {}
+    for cert in (True, False):
+        conn = https(srv, tls_certs, cert=cert)
+        try:
+            envs = []
+            for i in range(3):
+                conn.request("GET", f"/n{i}")
+                envs.append(json.loads(conn.getresponse().read()))
+        finally:
+            conn.close()
+        facts = [{k: e.get(k) for k in ssl_keys} for e in envs]
+        assert facts[0] == facts[1] == facts[2]
+        seen[cert] = facts[0]
+    assert seen[True]["SSL_CLIENT_VERIFY"] == "SUCCESS"
+    assert "CN=sluicegate-test-client" in seen[True]["SSL_CLIENT_S_DN"]
+    assert seen[False]["SSL_CLIENT_VERIFY"] == "NONE"
+    assert seen[False]["SSL_CLIENT_S_DN"] is None
+    assert seen[False]["SSL_PROTOCOL"] == seen[True]["SSL_PROTOCOL"] == "TLSv1.3"
+
+
 # --- Attacks and faults.
 
 
