@@ -354,6 +354,52 @@ def test_a_handshake_cut_by_the_header_timeout_is_counted_by_reason(start_server
     assert got[("sluicegate_tls_failures_total", (("reason", "other"),))] == 0
 
 
+def test_clienthellos_arriving_at_once_are_all_answered(start_server, tls_certs):
+    """The loop answers at most 4 ClientHellos per turn (HANDSHAKES_PER_TURN, io/event_loop):
+    40 sent before any is read are all answered, the ones past the budget in later turns, and
+    a kept connection is served meanwhile."""
+    srv = start_server("hello", *tls_options(tls_certs))
+    ctx = client_context(tls_certs)
+    kept = https(srv, tls_certs)
+    kept.request("GET", "/")
+    assert kept.getresponse().read() == b"Hello, World!"
+    clients = []
+    for _ in range(40):
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = ctx.wrap_bio(inc, out, server_hostname=srv.host)
+        with pytest.raises(ssl.SSLWantReadError):
+            obj.do_handshake()
+        clients.append((socket.create_connection((srv.host, srv.port), timeout=10), obj, inc, out))
+    for sock, _, _, out in clients:
+        sock.sendall(out.read())  # every ClientHello, before any answer is read
+    kept.request("GET", "/")
+    assert kept.getresponse().read() == b"Hello, World!"
+    for sock, obj, inc, out in clients:
+        while True:
+            try:
+                obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                sock.sendall(out.read())
+                data = sock.recv(65536)
+                assert data, "closed during the handshake"
+                inc.write(data)
+        obj.write(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        sock.sendall(out.read())
+        answer = b""
+        while b"Hello, World!" not in answer:
+            data = sock.recv(65536)
+            assert data, answer
+            inc.write(data)
+            try:
+                answer += obj.read(65536)
+            except ssl.SSLWantReadError:
+                pass
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        sock.close()
+    kept.close()
+
+
 def test_garbage_closes_the_connection_and_nothing_else(start_server, tls_certs):
     srv = start_server("hello", *tls_options(tls_certs))
     for junk in (b"\x16\x03\x01\x00\x05hello" + bytes(range(256)) * 4,
