@@ -15,7 +15,9 @@ use std::cell::RefCell;
 use std::io::{self, IoSlice};
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::{now_ns, since};
 
 use rustls::ServerConfig;
 
@@ -90,7 +92,8 @@ struct Inner {
     facts: Option<Arc<TlsFacts>>,
     /// When response bytes were last queued: the record-size ramp restarts only for a response
     /// after [`RAMP_RESTART_IDLE`] without output.
-    last_sent: Option<Instant>,
+    /// (`clock::now_ns`: one `clock_gettime` per response, no `Instant` arithmetic.)
+    last_sent: Option<u64>,
     /// Why the session failed (`TlsError::reason`), for the metric.
     failure: Option<&'static str>,
     /// A `proxy:` TLS listener: the PROXY header comes in plaintext before the handshake, so
@@ -144,8 +147,8 @@ fn flush(fd: RawFd, s: &mut TlsSession) -> io::Result<()> {
 
 /// Whether a response starting at `now` begins with small records again: first on the
 /// connection, or after [`RAMP_RESTART_IDLE`] without output.
-fn ramp_restarts(last_sent: Option<Instant>, now: Instant) -> bool {
-    last_sent.is_none_or(|t| now.saturating_duration_since(t) >= RAMP_RESTART_IDLE)
+fn ramp_restarts(last_sent: Option<u64>, now: u64) -> bool {
+    last_sent.is_none_or(|t| since(t, now) >= RAMP_RESTART_IDLE)
 }
 
 impl TlsLink {
@@ -307,7 +310,7 @@ impl TlsLink {
         if out.is_empty() {
             return Ok(0);
         }
-        let now = Instant::now();
+        let now = now_ns();
         if !s.responding {
             s.responding = true;
             if ramp_restarts(s.last_sent, now) {
@@ -398,10 +401,11 @@ mod tests {
 
     #[test]
     fn records_start_small_on_a_cold_connection_only() {
-        let t = Instant::now();
+        let t = now_ns();
+        let ms = 1_000_000;
         assert!(ramp_restarts(None, t));
         assert!(!ramp_restarts(Some(t), t));
-        assert!(!ramp_restarts(Some(t), t + Duration::from_millis(999)));
-        assert!(ramp_restarts(Some(t), t + RAMP_RESTART_IDLE));
+        assert!(!ramp_restarts(Some(t), t + 999 * ms));
+        assert!(ramp_restarts(Some(t), t + 1000 * ms));
     }
 }
