@@ -5,13 +5,19 @@
 # more, dumps, and prints the total per request and the top functions by their own cost (all
 # threads; PYTHONHASHSEED=0 so dict layouts repeat; Python's own allocator, as in production).
 #
-# Usage: python3 benchmarks/run.py callgrind OUT_DIR [--python PY] [--concurrency N] [--app APP --path P]
+# Usage: python3 benchmarks/run.py callgrind OUT_DIR [--python PY] [--concurrency N] [--app APP --path P] [--tls]
 #        (run.py sets the variables below and calls this script; it stays a shell script), or:
 #        benchmarks/callgrind_hello.sh OUT_DIR [sluicegate options...]
 #        SLUICEGATE_PY=/other/build/.venv/bin/python benchmarks/callgrind_hello.sh OUT_DIR
 #        CONCURRENCY=1 benchmarks/callgrind_hello.sh OUT_DIR   (ab's -c; default 8)
 #        APP=s2_static:app URL_PATH=/read/file_21324.bin benchmarks/callgrind_hello.sh OUT_DIR
 #          (another app of benchmarks/apps and the path to request; default S6's hello world)
+#        TLS=1 benchmarks/callgrind_hello.sh OUT_DIR   (over HTTPS: an ECDSA P-256 certificate
+#          made in OUT_DIR, `--bind https:`, ab over TLS on kept connections; the handshakes of
+#          ab's 8 connections fall inside the counted window, about 1,600 instructions a request
+#          at N=5000)
+#        PYTHONPATH=/copy/of/python benchmarks/callgrind_hello.sh OUT_DIR   (another build's
+#          `sluicegate` package first on the path: a before/after with one venv)
 # Under valgrind the server runs ~50x slower than ab, so with -c8 all eight connections have a
 # request waiting whenever the loop looks: the loop runs them in one attach (one GIL take per
 # batch). -c1 is the other end: one request per attach.
@@ -20,17 +26,24 @@ cd "$(dirname "$0")"
 BENCH=$PWD
 OUT=$(mkdir -p "$1" && cd "$1" && pwd); shift
 PY=${SLUICEGATE_PY:-$BENCH/../.venv/bin/python}
-N=20000
+N=${REQUESTS:-20000}
 C=${CONCURRENCY:-8}
 APP=${APP:-s6_hello:app}
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 URL="http://127.0.0.1:$PORT${URL_PATH:-/}"
+BIND=(--bind "127.0.0.1:$PORT")
+if [ "${TLS:-0}" = 1 ]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$OUT/key.pem" -out "$OUT/cert.pem" 2> /dev/null
+  URL="https://127.0.0.1:$PORT${URL_PATH:-/}"
+  BIND=(--bind "https:127.0.0.1:$PORT" --certfile "$OUT/cert.pem" --keyfile "$OUT/key.pem")
+fi
 cd "$BENCH/apps"
 PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out" \
   --compress-strings=no --compress-pos=no \
-  "$PY" -m sluicegate --bind "127.0.0.1:$PORT" "$@" "$APP" > "$OUT/server.log" 2>&1 &
+  "$PY" -m sluicegate "${BIND[@]}" "$@" "$APP" > "$OUT/server.log" 2>&1 &
 VP=$!
-for _ in $(seq 1 240); do curl -s -o /dev/null "$URL" && break; sleep 0.5; done
+for _ in $(seq 1 240); do curl -sk -o /dev/null "$URL" && break; sleep 0.5; done
 ab -q -k -c"$C" -n 2000 "$URL" > /dev/null
 callgrind_control -z "$VP" > /dev/null 2>&1
 ab -q -k -c"$C" -n $N "$URL" | grep -E "^(Complete|Failed) requests"

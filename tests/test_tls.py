@@ -169,6 +169,74 @@ def test_file_wrapper_is_read_and_encrypted(start_server, tls_certs):
     assert status == 200 and body == file_bytes(100001)
 
 
+class RecordClient:
+    """A TLS 1.3 client over a raw socket and memory BIOs that notes the length of every record
+    the server sends (the 5-byte record header is read before the bytes are decrypted)."""
+
+    def __init__(self, srv, c: TlsCerts):
+        self.sock = socket.create_connection((srv.host, srv.port), timeout=10)
+        self.inc, self.out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.obj = client_context(c).wrap_bio(self.inc, self.out, server_hostname=srv.host)
+        self.raw = b""
+        self.records: List[int] = []
+        while True:
+            try:
+                self.obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self.sock.sendall(self.out.read())
+                self.receive()
+        self.sock.sendall(self.out.read())
+
+    def receive(self) -> None:
+        data = self.sock.recv(65536)
+        assert data, "closed"
+        self.raw += data
+        while len(self.raw) >= 5 and len(self.raw) >= 5 + int.from_bytes(self.raw[3:5], "big"):
+            n = int.from_bytes(self.raw[3:5], "big")
+            if self.raw[0] == 0x17:  # application data (TLS 1.3 tickets look the same)
+                self.records.append(n)
+            self.inc.write(self.raw[:5 + n])
+            self.raw = self.raw[5 + n:]
+
+    def get(self, path: str, size: int) -> List[int]:
+        """The lengths of the records of one response of `size` body bytes."""
+        self.records = []
+        self.obj.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        self.sock.sendall(self.out.read())
+        plain = b""
+        while not (b"\r\n\r\n" in plain and len(plain.split(b"\r\n\r\n", 1)[1]) >= size):
+            self.receive()
+            try:
+                while True:
+                    plain += self.obj.read(65536)
+            except ssl.SSLWantReadError:
+                pass
+        assert plain.startswith(b"HTTP/1.1 200 ")
+        return self.records
+
+
+def test_records_start_small_on_a_cold_connection_only(start_server, tls_certs):
+    """Record sizes (docs/tls.md): a response on a new connection, or after 1 s without output,
+    starts with 1 360-byte records (1 377 on the wire in TLS 1.3) and grows to 16 KiB (16 401);
+    a response that follows another at once is in 16 KiB records from its first byte."""
+    srv = start_server("file_wrapper", *tls_options(tls_certs))
+    size, small, full = 60000, 1360 + 17, 16384 + 17
+    client = RecordClient(srv, tls_certs)
+    try:
+        cold = [n for n in client.get(f"/file?size={size}", size) if n > 1000]  # not tickets
+        assert cold[0] == small, cold
+        assert max(cold) == full, cold
+        warm = client.get(f"/file?size={size}", size)
+        assert warm[0] == full, warm
+        assert warm.count(full) == size // 16384, warm
+        time.sleep(1.2)  # RAMP_RESTART_IDLE: cold again
+        again = client.get(f"/file?size={size}", size)
+        assert again[0] == small, again
+    finally:
+        client.sock.close()
+
+
 def test_static_files_with_range(start_server, tls_certs, tmp_path):
     data = bytes(i % 251 for i in range(5_000_000))
     (tmp_path / "big.bin").write_bytes(data)
@@ -261,6 +329,33 @@ def test_mutual_tls_optional(start_server, tls_certs):
     assert json.loads(body)["SSL_CLIENT_VERIFY"] == "SUCCESS"
 
 
+def test_every_request_of_a_kept_connection_carries_the_same_facts(start_server, tls_certs):
+    """The SSL_* strings are made at a connection's first request and reused by its next ones
+    (environ.rs, PeerStrings): each request of a kept connection, and of a second connection
+    without a client certificate, gets its own connection's facts in full."""
+    srv = start_server("echo_environ", *mtls_options(tls_certs, "optional"))
+    ssl_keys = ("SSL_PROTOCOL", "SSL_CIPHER", "SSL_SESSION_RESUMED", "SSL_CLIENT_VERIFY",
+                "SSL_CLIENT_S_DN", "SSL_CLIENT_I_DN", "SSL_CLIENT_CERT")
+    seen = {}
+    for cert in (True, False):
+        conn = https(srv, tls_certs, cert=cert)
+        try:
+            envs = []
+            for i in range(3):
+                conn.request("GET", f"/n{i}")
+                envs.append(json.loads(conn.getresponse().read()))
+        finally:
+            conn.close()
+        facts = [{k: e.get(k) for k in ssl_keys} for e in envs]
+        assert facts[0] == facts[1] == facts[2]
+        seen[cert] = facts[0]
+    assert seen[True]["SSL_CLIENT_VERIFY"] == "SUCCESS"
+    assert "CN=sluicegate-test-client" in seen[True]["SSL_CLIENT_S_DN"]
+    assert seen[False]["SSL_CLIENT_VERIFY"] == "NONE"
+    assert seen[False]["SSL_CLIENT_S_DN"] is None
+    assert seen[False]["SSL_PROTOCOL"] == seen[True]["SSL_PROTOCOL"] == "TLSv1.3"
+
+
 # --- Attacks and faults.
 
 
@@ -325,6 +420,52 @@ def test_a_handshake_cut_by_the_header_timeout_is_counted_by_reason(start_server
     got = samples(scrape(mport)[2])
     assert got[("sluicegate_tls_failures_total", (("reason", "handshake_timeout"),))] == 1
     assert got[("sluicegate_tls_failures_total", (("reason", "other"),))] == 0
+
+
+def test_clienthellos_arriving_at_once_are_all_answered(start_server, tls_certs):
+    """The loop answers at most 4 ClientHellos per turn (HANDSHAKES_PER_TURN, io/event_loop):
+    40 sent before any is read are all answered, the ones past the budget in later turns, and
+    a kept connection is served meanwhile."""
+    srv = start_server("hello", *tls_options(tls_certs))
+    ctx = client_context(tls_certs)
+    kept = https(srv, tls_certs)
+    kept.request("GET", "/")
+    assert kept.getresponse().read() == b"Hello, World!"
+    clients = []
+    for _ in range(40):
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = ctx.wrap_bio(inc, out, server_hostname=srv.host)
+        with pytest.raises(ssl.SSLWantReadError):
+            obj.do_handshake()
+        clients.append((socket.create_connection((srv.host, srv.port), timeout=10), obj, inc, out))
+    for sock, _, _, out in clients:
+        sock.sendall(out.read())  # every ClientHello, before any answer is read
+    kept.request("GET", "/")
+    assert kept.getresponse().read() == b"Hello, World!"
+    for sock, obj, inc, out in clients:
+        while True:
+            try:
+                obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                sock.sendall(out.read())
+                data = sock.recv(65536)
+                assert data, "closed during the handshake"
+                inc.write(data)
+        obj.write(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        sock.sendall(out.read())
+        answer = b""
+        while b"Hello, World!" not in answer:
+            data = sock.recv(65536)
+            assert data, answer
+            inc.write(data)
+            try:
+                answer += obj.read(65536)
+            except ssl.SSLWantReadError:
+                pass
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        sock.close()
+    kept.close()
 
 
 def test_garbage_closes_the_connection_and_nothing_else(start_server, tls_certs):

@@ -1,9 +1,10 @@
 """Instructions per hello-world request under callgrind: the run, and the reading of its dump.
 
 Owns two subcommands of run.py:
-- `callgrind OUT_DIR [--python PY] [--concurrency N] [--app APP --path PATH] [-- OPTIONS]` runs
-  `benchmarks/callgrind_hello.sh` (it stays a shell script: valgrind, ab and callgrind_control
-  in a row) with its settings as environment variables; it writes OUT_DIR/top.txt.
+- `callgrind OUT_DIR [--python PY] [--concurrency N] [--app APP --path PATH] [--tls]
+  [--requests N] [-- OPTIONS]` runs `benchmarks/callgrind_hello.sh` (it stays a shell script:
+  valgrind, ab and callgrind_control in a row) with its settings as environment variables; it
+  writes OUT_DIR/top.txt.
 - `callgrind-top callgrind.out.N REQUESTS [--min 60]` prints each function's own cost (all
   threads, summed over its inlined pieces) divided by the requests the dump covers, largest
   first; the script calls it at its end.
@@ -69,11 +70,14 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="ab's -c: 8 (all connections ready at each look: one GIL take per batch) or 1")
     ap.add_argument("--app", default="s6_hello:app", help="an app of benchmarks/apps (default S6's hello world)")
     ap.add_argument("--path", default="/", help="the URL path to request")
+    ap.add_argument("--tls", action="store_true", help="over HTTPS (a certificate made for the run)")
+    ap.add_argument("--requests", type=int, default=20000, help="requests counted (after 2,000)")
     ap.add_argument("options", nargs="*", help="sluicegate options (after --)")
 
 
 def main(args: argparse.Namespace) -> int:
-    env = dict(os.environ, CONCURRENCY=str(args.concurrency), APP=args.app, URL_PATH=args.path)
+    env = dict(os.environ, CONCURRENCY=str(args.concurrency), APP=args.app, URL_PATH=args.path,
+               TLS="1" if args.tls else "0", REQUESTS=str(args.requests))
     if args.python:
         env["SLUICEGATE_PY"] = args.python
     return subprocess.run(["bash", str(SCRIPT), str(args.out), *args.options], env=env).returncode

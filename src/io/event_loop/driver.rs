@@ -208,6 +208,14 @@ impl LoopState {
                 Some(Slot::Here(c)) => c,
                 _ => return None,
             };
+            // A handshake step past this turn's budget waits for the next turn (mod.rs).
+            if conn.tls.as_ref().is_some_and(|l| l.handshaking()) {
+                if self.handshake_budget == 0 {
+                    self.handshakes_waiting.push(token);
+                    return None;
+                }
+                self.handshake_budget -= 1;
+            }
             if conn.rbuf.is_none() {
                 conn.rbuf = Some(self.buffers.pop().unwrap_or_default());
             }

@@ -168,6 +168,10 @@ pub struct TlsSession {
     response_bytes: usize,
     /// Whether any ciphertext was fed yet (the plain-HTTP check looks at the first byte).
     fed_any: bool,
+    /// Decrypted bytes not yet taken, as rustls last said (`process_new_packets`) less what
+    /// `read_plaintext` took since: asking rustls again per look cost a
+    /// `process_new_packets` call each time the loop asked (`plaintext_pending`).
+    plain_left: usize,
     peer_closed: bool,
 }
 
@@ -179,6 +183,7 @@ impl TlsSession {
             conn,
             response_bytes: 0,
             fed_any: false,
+            plain_left: 0,
             peer_closed: false,
         })
     }
@@ -224,6 +229,7 @@ impl TlsSession {
             };
             rest = &rest[n..];
             let state = self.conn.process_new_packets().map_err(TlsError::Tls)?;
+            self.plain_left = state.plaintext_bytes_to_read();
             if state.peer_has_closed() {
                 self.peer_closed = true;
             }
@@ -235,18 +241,18 @@ impl TlsSession {
     }
 
     /// Decrypted bytes waiting to be taken.
-    pub fn plaintext_pending(&mut self) -> usize {
-        self.conn
-            .process_new_packets()
-            .map(|s| s.plaintext_bytes_to_read())
-            .unwrap_or(0)
+    pub fn plaintext_pending(&self) -> usize {
+        self.plain_left
     }
 
     /// Copies decrypted bytes into `out`.
     pub fn read_plaintext(&mut self, out: &mut [u8]) -> Plaintext {
         match self.conn.reader().read(out) {
             Ok(0) if !out.is_empty() => Plaintext::Closed,
-            Ok(n) => Plaintext::Data(n),
+            Ok(n) => {
+                self.plain_left = self.plain_left.saturating_sub(n);
+                Plaintext::Data(n)
+            }
             // WouldBlock: nothing yet. UnexpectedEof cannot happen: the session is never told
             // of a TCP EOF (the loop sees that itself).
             Err(_) => Plaintext::NeedMore,

@@ -522,3 +522,34 @@ fn plaintext_backlog_stops_feeding_until_taken() {
     assert_eq!(got, upload);
     assert!(stops > 1);
 }
+
+#[test]
+fn the_kept_plaintext_count_matches_what_is_read() {
+    // `plaintext_pending` is a count kept from `process_new_packets` less what was read (no
+    // call into rustls per look): fed whole or a byte at a time, it says exactly what
+    // `read_plaintext` then gives, down to 0.
+    for feeding in [Feeding::Whole, Feeding::ByteAtATime] {
+        let mut srv = server(&settings());
+        let mut cli = client(tls13_client());
+        pump(&mut srv, &mut cli, feeding).unwrap();
+        assert_eq!(srv.plaintext_pending(), 0);
+        cli.writer().write_all(&[b'a'; 5000]).unwrap();
+        cli.writer().write_all(&[b'b'; 3000]).unwrap();
+        let mut wire = Vec::new();
+        while cli.wants_write() {
+            cli.write_tls(&mut wire).unwrap();
+        }
+        match feeding {
+            Feeding::Whole => feed_all(&mut srv, &wire).unwrap(),
+            Feeding::ByteAtATime => wire.chunks(1).for_each(|b| feed_all(&mut srv, b).unwrap()),
+        }
+        let mut left = 8000;
+        assert_eq!(srv.plaintext_pending(), left);
+        let mut buf = [0u8; 1500];
+        while let Plaintext::Data(n) = srv.read_plaintext(&mut buf) {
+            left -= n;
+            assert_eq!(srv.plaintext_pending(), left);
+        }
+        assert_eq!(left, 0);
+    }
+}
