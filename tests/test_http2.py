@@ -128,6 +128,17 @@ def test_post_large_upload_and_download(servers):
     assert down.header(b"content-length") is None  # streamed: DATA frames, never chunked
 
 
+def _post_expecting_continue(c: H2Client, path: str) -> int:
+    """Open a POST of 11 body bytes with `expect: 100-continue`, its body not sent."""
+    sid = c.conn.get_next_available_stream_id()
+    c.conn.send_headers(sid, [(":method", "POST"), (":path", path), (":scheme", "http"),
+                              (":authority", "127.0.0.1"), ("expect", "100-continue"),
+                              ("content-length", "11")])
+    c.responses_by_id[sid] = Response()
+    c.flush()
+    return sid
+
+
 def _informational(c: H2Client, sid: int) -> list:
     return [ev for ev in c.events if isinstance(ev, h2.events.InformationalResponseReceived)
             and ev.stream_id == sid]
@@ -140,12 +151,7 @@ def test_expect_100_continue_gets_an_interim_100_when_the_app_reads(servers):
     srv = servers.get("http2")
     c = H2Client(srv.port)
     try:
-        sid = c.conn.get_next_available_stream_id()
-        c.conn.send_headers(sid, [(":method", "POST"), (":path", "/echo"), (":scheme", "http"),
-                                  (":authority", "127.0.0.1"), ("expect", "100-continue"),
-                                  ("content-length", "11")])
-        c.responses_by_id[sid] = Response()
-        c.flush()
+        sid = _post_expecting_continue(c, "/echo")
         deadline = time.monotonic() + c.timeout
         while not _informational(c, sid):
             assert time.monotonic() < deadline, "no interim 100 came"
@@ -163,12 +169,7 @@ def test_no_interim_100_for_an_app_that_does_not_read_the_body(servers):
     srv = servers.get("http2")
     c = H2Client(srv.port)
     try:
-        sid = c.conn.get_next_available_stream_id()
-        c.conn.send_headers(sid, [(":method", "POST"), (":path", "/q?unread"), (":scheme", "http"),
-                                  (":authority", "127.0.0.1"), ("expect", "100-continue"),
-                                  ("content-length", "11")])
-        c.responses_by_id[sid] = Response()
-        c.flush()
+        sid = _post_expecting_continue(c, "/q?unread")
         (r,) = c.responses([sid])
     finally:
         c.close()
