@@ -320,7 +320,11 @@ fn run_inline_batch(
         let conn = shared.run_inline(py, call.work, call.seq);
         match shared.sched.unpark(call.seq) {
             Unparked::Back(back) => {
-                st.insert(back).put_back(conn, shared.ctx());
+                let here = st.insert(back);
+                // A large TLS answer is written by the TLS writer meanwhile (issue 36).
+                if let Some(conn) = shared.bridge.loop_ctx.write_away(conn) {
+                    here.put_back(conn, shared.ctx());
+                }
             }
             Unparked::TakenOver { adopted } => {
                 // The watchdog gave the loop to another thread while the app ran.

@@ -246,6 +246,7 @@ impl LoopState {
             shutdown_at: Mutex::new(None),
             counters: Counters::default(),
             balance,
+            tls_writer: Default::default(),
         });
         let st = Box::new(LoopState {
             poll,
