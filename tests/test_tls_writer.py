@@ -10,6 +10,7 @@ import socket
 import ssl
 import threading
 import time
+from pathlib import Path
 from typing import List, Tuple
 
 from tests.apps.file_wrapper import file_bytes
@@ -54,18 +55,32 @@ def request(path: str, close: bool = False) -> bytes:
     return f"GET {path} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode()
 
 
+def writer_started(srv) -> bool:
+    """The server has started its TLS writer thread (named `sluicegate-tls-writer`)."""
+    tasks = Path(f"/proc/{srv.proc.pid}/task")
+    return any((t / "comm").read_text().startswith("sluicegate-tls-") for t in tasks.iterdir())
+
+
 def test_pipelined_file_answers_come_in_order_with_the_right_bytes(start_server, tls_certs):
     srv = start_server("file_wrapper", *tls_options(tls_certs))
     # Sizes differ per request, so an answer out of order shows as a wrong length or bytes;
-    # small ones (written on the loop) between large ones (written by the writer).
+    # small ones (written on the loop) between large ones (written by the writer). Several
+    # connections at once: the writer takes an answer when other connections are ready.
     sizes: List[int] = [FILE + i if i % 3 else 100 + i for i in range(40)]
-    with tls_socket(srv, tls_certs) as s:
-        s.sendall(b"".join(request(f"/file?size={n}") for n in sizes))
-        answers = Answers(s)
-        for n in sizes:
-            status, body = answers.next()
-            assert status == 200
-            assert len(body) == n and body == file_bytes(n)
+    socks = [tls_socket(srv, tls_certs) for _ in range(6)]
+    try:
+        for s in socks:
+            s.sendall(b"".join(request(f"/file?size={n}") for n in sizes))
+        for s in socks:
+            answers = Answers(s)
+            for n in sizes:
+                status, body = answers.next()
+                assert status == 200
+                assert len(body) == n and body == file_bytes(n)
+    finally:
+        for s in socks:
+            s.close()
+    assert writer_started(srv)
 
 
 def test_keep_alive_after_a_file_written_by_the_writer(start_server, tls_certs):

@@ -321,8 +321,15 @@ fn run_inline_batch(
         match shared.sched.unpark(call.seq) {
             Unparked::Back(back) => {
                 let here = st.insert(back);
-                // A large TLS answer is written by the TLS writer meanwhile (issue 36).
-                if let Some(conn) = shared.bridge.loop_ctx.write_away(conn) {
+                // A large TLS answer is written by the TLS writer (issue 36) while the loop
+                // goes on with the other connections ready; with none, the loop would only
+                // wait for events meanwhile, and writes it itself (no hand-off to pay for).
+                let conn = if here.has_ready() {
+                    shared.bridge.loop_ctx.write_away(conn)
+                } else {
+                    Some(conn)
+                };
+                if let Some(conn) = conn {
                     here.put_back(conn, shared.ctx());
                 }
             }

@@ -404,6 +404,11 @@ impl LoopState {
         }
     }
 
+    /// Other connections wait for a look (readiness already seen): the loop has work for now.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
     /// The next request among the connections already known to be ready, without waiting for
     /// events or doing the loop's other duties, for a thread that holds the GIL (see
     /// `server::drive_loop`). None: nothing ready now, or the next ready connection has a
