@@ -22,8 +22,16 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::conn::Conn;
-use super::event_loop::LoopCtx;
 use super::out_queue::FAIR_SHARE;
+
+/// Who the connections come from and go back to (the loop's context, `LoopCtx`; a trait so
+/// that this file needs nothing from the loop).
+pub trait Owner: Send + Sync + 'static {
+    /// `conn`'s answer is all written: account it (its access log line).
+    fn written(&self, conn: &mut Conn);
+    /// Give the connection back to the loop (`LoopCtx::return_conn`).
+    fn give_back(&self, conn: Box<Conn>);
+}
 
 /// TLS answers with at least this many bytes left after an inline call are written by the
 /// writer thread. Below it the hand-off (a futex wake when the writer sleeps, the loop's look
@@ -40,11 +48,11 @@ pub struct TlsWriter {
 impl TlsWriter {
     /// Give `conn` (away from the loop, its answer queued) to the writer thread. The thread
     /// holds the loop's context weakly: it ends when the context goes (its channel closes).
-    pub fn hand(&self, conn: Box<Conn>, ctx: &Arc<LoopCtx>) {
+    pub fn hand<O: Owner>(&self, conn: Box<Conn>, owner: &Arc<O>) {
         let mut tx = self.tx.lock().unwrap();
         let sender = tx.get_or_insert_with(|| {
             let (tx, rx) = channel();
-            let weak = Arc::downgrade(ctx);
+            let weak: Weak<dyn Owner> = Arc::downgrade(owner) as Weak<dyn Owner>;
             std::thread::Builder::new()
                 .name("sluicegate-tls-writer".into())
                 .spawn(move || run(rx, weak))
@@ -55,22 +63,24 @@ impl TlsWriter {
             // The thread is gone (it ends only with the context): the loop writes the answer.
             *tx = None;
             drop(tx);
-            ctx.return_conn(back.0);
+            owner.give_back(back.0);
         }
     }
 }
 
-fn run(rx: Receiver<Box<Conn>>, ctx: Weak<LoopCtx>) {
+fn run(rx: Receiver<Box<Conn>>, owner: Weak<dyn Owner>) {
     while let Ok(mut conn) = rx.recv() {
-        let Some(ctx) = ctx.upgrade() else { return };
-        write(&mut conn, &ctx);
-        ctx.return_conn(conn);
+        let Some(owner) = owner.upgrade() else { return };
+        if write(&mut conn) {
+            owner.written(&mut conn);
+        }
+        owner.give_back(conn);
     }
 }
 
-/// Write `conn`'s answer while the socket takes it, up to `FAIR_SHARE` bytes; account its log
-/// line if it is all written.
-fn write(conn: &mut Conn, ctx: &LoopCtx) {
+/// Write `conn`'s answer while the socket takes it, up to `FAIR_SHARE` bytes; true if it is
+/// all written.
+fn write(conn: &mut Conn) -> bool {
     let mut written = 0u64;
     loop {
         match conn.write_out() {
@@ -78,20 +88,14 @@ fn write(conn: &mut Conn, ctx: &LoopCtx) {
             Ok(n) => {
                 written += n as u64;
                 if written >= FAIR_SHARE {
-                    return;
+                    return false;
                 }
             }
             // A full socket: the loop waits for writable; an error: the loop's next write
             // meets it and closes (and logs the answer as cut short).
-            Err(_) => return,
+            Err(_) => return false,
         }
     }
     conn.out.release();
-    if let Some(p) = conn.pending_log.take() {
-        p.finish(
-            ctx.settings.access_log.as_deref(),
-            &ctx.counters.by_request,
-            false,
-        );
-    }
+    true
 }

@@ -19,8 +19,8 @@ use crate::config::Config;
 use crate::io::balance::Balance;
 use crate::io::conn::{AfterOutput, Conn, Wire};
 use crate::io::shared_out::SharedOut;
-use crate::io::tls_writer::{TlsWriter, TLS_WRITER_MIN};
 use crate::io::static_files::StaticFiles;
+use crate::io::tls_writer::{self, TlsWriter, TLS_WRITER_MIN};
 use crate::observe::access_log::AccessLog;
 
 /// A request ready for the app: the connection (now owned by whoever runs the request) and its
@@ -255,6 +255,22 @@ impl LoopCtx {
 
     pub fn shutdown_state(&self) -> Shutdown {
         Shutdown::from_u8(self.shutdown.load(Ordering::Relaxed))
+    }
+}
+
+impl tls_writer::Owner for LoopCtx {
+    fn written(&self, conn: &mut Conn) {
+        if let Some(p) = conn.pending_log.take() {
+            p.finish(
+                self.settings.access_log.as_deref(),
+                &self.counters.by_request,
+                false,
+            );
+        }
+    }
+
+    fn give_back(&self, conn: Box<Conn>) {
+        self.return_conn(conn);
     }
 }
 

@@ -522,8 +522,7 @@ impl Sender {
     fn flush_pending(&mut self, py: Python<'_>) -> Result<(), SendError> {
         let pending = self.out.pending();
         let tls = matches!(self.transport, Transport::Tls(_));
-        if (pending >= DETACH_WRITE_MIN || (tls && pending >= TLS_WRITER_MIN)) && holds_the_loop()
-        {
+        if (pending >= DETACH_WRITE_MIN || (tls && pending >= TLS_WRITER_MIN)) && holds_the_loop() {
             // (TLS: from `TLS_WRITER_MIN` on, the TLS writer thread writes it once the call
             // returns, and the loop's thread goes on with the next request: `io::tls_writer`.)
             // An inline call on the loop's thread: the loop writes this as soon as the call
