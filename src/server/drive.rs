@@ -320,7 +320,18 @@ fn run_inline_batch(
         let conn = shared.run_inline(py, call.work, call.seq);
         match shared.sched.unpark(call.seq) {
             Unparked::Back(back) => {
-                st.insert(back).put_back(conn, shared.ctx());
+                let here = st.insert(back);
+                // A large TLS answer is written by the TLS writer (issue 36) while the loop
+                // goes on with the other connections ready; with none, the loop would only
+                // wait for events meanwhile, and writes it itself (no hand-off to pay for).
+                let conn = if here.has_ready() {
+                    shared.bridge.loop_ctx.write_away(conn)
+                } else {
+                    Some(conn)
+                };
+                if let Some(conn) = conn {
+                    here.put_back(conn, shared.ctx());
+                }
             }
             Unparked::TakenOver { adopted } => {
                 // The watchdog gave the loop to another thread while the app ran.

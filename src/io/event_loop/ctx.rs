@@ -20,6 +20,7 @@ use crate::io::balance::Balance;
 use crate::io::conn::{AfterOutput, Conn, Wire};
 use crate::io::shared_out::SharedOut;
 use crate::io::static_files::StaticFiles;
+use crate::io::tls_writer::{self, TlsWriter, TLS_WRITER_MIN};
 use crate::observe::access_log::AccessLog;
 
 /// A request ready for the app: the connection (now owned by whoever runs the request) and its
@@ -87,6 +88,8 @@ pub struct LoopCtx {
     pub counters: Counters,
     /// With worker processes: the shared connection counts (see `io::balance`).
     pub(super) balance: Option<Balance>,
+    /// Large TLS answers of inline calls are written there (`io::tls_writer`).
+    pub(super) tls_writer: TlsWriter,
 }
 
 impl LoopCtx {
@@ -119,6 +122,18 @@ impl LoopCtx {
         if was_empty && needs_loop {
             let _ = self.waker.wake();
         }
+    }
+
+    /// After an inline call (the connection still away from the loop's table): a TLS answer
+    /// with at least `TLS_WRITER_MIN` bytes left goes to the TLS writer thread, which gives
+    /// the connection back once written (`io::tls_writer`); `Some(conn)`: the loop takes it
+    /// back now, as before.
+    pub fn write_away(self: &Arc<Self>, conn: Box<Conn>) -> Option<Box<Conn>> {
+        if conn.tls.is_none() || conn.out.pending() < TLS_WRITER_MIN || self.shutting_down() {
+            return Some(conn);
+        }
+        self.tls_writer.hand(conn, self);
+        None
     }
 
     /// Ask the loop to keep writing a streaming response whose socket is full (the connection
@@ -240,6 +255,22 @@ impl LoopCtx {
 
     pub fn shutdown_state(&self) -> Shutdown {
         Shutdown::from_u8(self.shutdown.load(Ordering::Relaxed))
+    }
+}
+
+impl tls_writer::Owner for LoopCtx {
+    fn written(&self, conn: &mut Conn) {
+        if let Some(p) = conn.pending_log.take() {
+            p.finish(
+                self.settings.access_log.as_deref(),
+                &self.counters.by_request,
+                false,
+            );
+        }
+    }
+
+    fn give_back(&self, conn: Box<Conn>) {
+        self.return_conn(conn);
     }
 }
 

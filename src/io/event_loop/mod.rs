@@ -246,6 +246,7 @@ impl LoopState {
             shutdown_at: Mutex::new(None),
             counters: Counters::default(),
             balance,
+            tls_writer: Default::default(),
         });
         let st = Box::new(LoopState {
             poll,
@@ -401,6 +402,11 @@ impl LoopState {
                 self.ready.extend(waiting.map(|t| (t, ReadHint::Readable)));
             }
         }
+    }
+
+    /// Other connections wait for a look (readiness already seen): the loop has work for now.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
     }
 
     /// The next request among the connections already known to be ready, without waiting for

@@ -22,6 +22,7 @@ use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
 use crate::io::out_queue::{OutQueue, CORK_MIN};
 use crate::io::shared_out::SharedOut;
+use crate::io::tls_writer::TLS_WRITER_MIN;
 use crate::io::transport::Transport;
 use crate::wsgi::app_head::AppHead;
 use crate::wsgi::body_block::{as_block, framed_chunk, queue_body, Block, SendError, COPY_MAX};
@@ -519,7 +520,11 @@ impl Sender {
 
     /// Write what `out` holds now, unless it is large and this is an inline call.
     fn flush_pending(&mut self, py: Python<'_>) -> Result<(), SendError> {
-        if self.out.pending() >= DETACH_WRITE_MIN && holds_the_loop() {
+        let pending = self.out.pending();
+        let tls = matches!(self.transport, Transport::Tls(_));
+        if (pending >= DETACH_WRITE_MIN || (tls && pending >= TLS_WRITER_MIN)) && holds_the_loop() {
+            // (TLS: from `TLS_WRITER_MIN` on, the TLS writer thread writes it once the call
+            // returns, and the loop's thread goes on with the next request: `io::tls_writer`.)
             // An inline call on the loop's thread: the loop writes this as soon as the call
             // returns, which is just as soon. Written here, the copy would run inside the
             // call, and the watchdog, seeing a call outlast its tick, would go back to looking
