@@ -50,15 +50,22 @@ impl TlsWriter {
     /// holds the loop's context weakly: it ends when the context goes (its channel closes).
     pub fn hand<O: Owner>(&self, conn: Box<Conn>, owner: &Arc<O>) {
         let mut tx = self.tx.lock().unwrap();
-        let sender = tx.get_or_insert_with(|| {
-            let (tx, rx) = channel();
+        if tx.is_none() {
+            let (new_tx, rx) = channel();
             let weak: Weak<dyn Owner> = Arc::downgrade(owner) as Weak<dyn Owner>;
-            std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name("sluicegate-tls-writer".into())
-                .spawn(move || run(rx, weak))
-                .expect("spawning the TLS writer thread");
-            tx
-        });
+                .spawn(move || run(rx, weak));
+            if let Err(e) = spawned {
+                // No thread (a process at its limit): the loop writes the answer, as below.
+                eprintln!("sluicegate: cannot start the TLS writer thread: {e}; the loop writes");
+                drop(tx);
+                owner.give_back(conn);
+                return;
+            }
+            *tx = Some(new_tx);
+        }
+        let sender = tx.as_ref().expect("set above");
         if let Err(back) = sender.send(conn) {
             // The thread is gone (it ends only with the context): the loop writes the answer.
             *tx = None;
@@ -85,6 +92,8 @@ fn write(conn: &mut Conn) -> bool {
     loop {
         match conn.write_out() {
             Ok(_) if !conn.has_output() => break,
+            // Nothing taken and no error: leave it to the loop rather than spin.
+            Ok(0) => return false,
             Ok(n) => {
                 written += n as u64;
                 if written >= FAIR_SHARE {
