@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 
 use super::drive::{Job, Shared, INLINE_BATCH};
-use super::scheduler::{thread_is_sleeping, CPU_BOUND_TAKEOVER};
+use super::scheduler::CPU_BOUND_TAKEOVER;
+use super::thread_state::thread_is_sleeping;
 use crate::io::h2::stream::set_wait_hook;
 use crate::io::h2::{Batch, H2Hub, StreamCall, StreamRunner};
 use crate::wsgi::h2::run_stream;

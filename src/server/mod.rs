@@ -6,13 +6,14 @@
 //! threads come and go in the pool; one watchdog thread looks after inline calls.
 //!
 //! This file is the wiring and the pyclass; `drive.rs` runs requests and the loop (inline or
-//! on the pool), `scheduler.rs` decides which, `report.rs` gathers the readings of `stats()`
+//! on the pool), `scheduler.rs` decides which (`thread_state.rs`: is a thread asleep), `report.rs` gathers the readings of `stats()`
 //! and `/metrics`, renders `/debug/requests` and logs the `--timeout` lines.
 
 mod drive;
 mod h2_inline;
 mod report;
 pub mod scheduler;
+mod thread_state;
 pub mod tls;
 
 use std::os::fd::RawFd;
