@@ -11,8 +11,6 @@ servers: `new` (this work tree's build), `base` (the `sluicegate` package found 
 `plain` (this build, plaintext).
 """
 import argparse
-import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +26,7 @@ sys.path.insert(0, str(BENCH))
 import payloads  # noqa
 from bench.harness import PEERS, SG, env_for, wait_ready  # noqa
 from bench.loadgen import wrk  # noqa
+from bench.procs import stop_session  # noqa
 from bench.procs import cpu_seconds, free_port, session_pids  # noqa
 from bench.s14 import make_cert, tls_wire, APP, THREADS  # noqa
 from bench.harness import fetch_wire  # noqa
@@ -100,9 +99,4 @@ try:
               f"{statistics.median(res[name]['us']):6.1f} us/req wrk {statistics.median(res[name]['wrk']):5.1f}  us={[round(x) for x in res[name]['us']]}")
 finally:
     for p in procs.values():
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    for p in procs.values():
-        p.wait(15)
+        stop_session(p, p.pid)
