@@ -1,5 +1,5 @@
-"""Large TLS answers of inline calls written by the TLS writer thread (`io/tls_writer.rs`,
-issue 36): the connection is away from the loop while its answer is written, so what could
+"""Large TLS answers of inline calls written by the TLS writer thread (`io/tls_writer.rs`):
+the connection is away from the loop while its answer is written, so what could
 break is the order of pipelined answers, keep-alive after the hand-off, and other clients
 while one reads slowly.
 """

@@ -1,4 +1,4 @@
-//! The TLS writer: a thread that finishes large TLS answers of inline calls (issue 36), so
+//! The TLS writer: a thread that finishes large TLS answers of inline calls, so
 //! that the loop's thread goes on parsing and running the next requests meanwhile.
 //!
 //! Why: a TLS answer cannot leave with `sendfile`; its file range is read, encrypted and
