@@ -56,9 +56,9 @@ def request(path: str, close: bool = False) -> bytes:
 
 
 def writer_started(srv) -> bool:
-    """The server has started its TLS writer thread (named `sluicegate-tls-writer`)."""
+    """The server has started its TLS writer thread (named `sg-tls-writer`)."""
     tasks = Path(f"/proc/{srv.proc.pid}/task")
-    return any((t / "comm").read_text().startswith("sluicegate-tls-") for t in tasks.iterdir())
+    return any((t / "comm").read_text().startswith("sg-tls-writer") for t in tasks.iterdir())
 
 
 def test_pipelined_file_answers_come_in_order_with_the_right_bytes(start_server, tls_certs):

@@ -54,7 +54,7 @@ impl TlsWriter {
             let (new_tx, rx) = channel();
             let weak: Weak<dyn Owner> = Arc::downgrade(owner) as Weak<dyn Owner>;
             let spawned = std::thread::Builder::new()
-                .name("sluicegate-tls-writer".into())
+                .name("sg-tls-writer".into())
                 .spawn(move || run(rx, weak));
             if let Err(e) = spawned {
                 // No thread (a process at its limit): the loop writes the answer, as below.

@@ -137,7 +137,7 @@ pub(super) fn hand_loop_over(
     let (s, p, j) = (Arc::clone(shared), Arc::clone(pool), Arc::clone(&job));
     let life = pool.life();
     let spawned = std::thread::Builder::new()
-        .name("sluicegate-loop".into())
+        .name("sg-loop".into())
         .stack_size(LOOP_STACK)
         .spawn(move || {
             let Some(Job::RunLoop(st, settle)) = j.lock().unwrap().take() else {

@@ -73,7 +73,7 @@ fn dispatch_stream(shared: &Shared, call: StreamCall) {
 pub(super) fn spawn_driver(shared: &Arc<Shared>, hub: &Arc<H2Hub>) -> std::io::Result<()> {
     let (s, h) = (Arc::clone(shared), Arc::clone(hub));
     std::thread::Builder::new()
-        .name("sluicegate-h2".into())
+        .name("sg-h2".into())
         .spawn(move || drive_h2(&s, &h))
         .map(|_| ())
 }
