@@ -3,8 +3,8 @@
 //!
 //! Why: a TLS answer cannot leave with `sendfile`; its file range is read, encrypted and
 //! written with `sendmsg` (`TlsLink::write_some`). For S14's 21 KB file that was about 35 % of
-//! the loop thread's time (docs/tls.md, "Where a TLS response's CPU goes"), and the loop's one
-//! thread was the bound in req/s. An inline call whose TLS answer has at least
+//! the loop thread's time (benchmarks/results/2026-11-25-tls-measurements/), and the loop's
+//! one thread was the bound in req/s. An inline call whose TLS answer has at least
 //! [`TLS_WRITER_MIN`] bytes left leaves them in the connection's queue (`Sender::flush_pending`),
 //! and the connection, still away from the loop's table, is handed here instead of back to the
 //! loop. Plaintext answers never come here: `sendfile` on the loop costs less than a hand-off.
