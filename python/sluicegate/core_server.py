@@ -23,7 +23,7 @@ import time
 from types import FrameType
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import logs, signals, thread_bounds
+from . import logs, signals, thread_bounds, thread_names
 from .config import core_config, metrics_address
 from .errors import StartError
 from .listeners import BoundSocket
@@ -163,8 +163,7 @@ class ServerProcess:
                 self._move(Phase.SERVING)
             self.announce(threads, threads_why)
             if self.watches():
-                threading.Thread(target=self._watch_loop, daemon=True,
-                                 name="sluicegate-recycling").start()
+                thread_names.start(self._watch_loop, "sg-recycling")
             cut = server.run() or 0
             self.after_run()
         finally:

@@ -237,7 +237,7 @@ impl Server {
         let s = Arc::clone(&shared);
         let p = Arc::clone(&pool);
         let admission_watcher = std::thread::Builder::new()
-            .name("sluicegate-admit".into())
+            .name("sg-admit".into())
             .spawn(move || p.watch(|| s.sched.loop_cpu_time()))
             .map_err(|e| PyOSError::new_err(format!("cannot start the admission watcher: {e}")))?;
 
@@ -261,7 +261,7 @@ impl Server {
                 let (s, h, stop) = (Arc::clone(&shared), Arc::clone(hub), Arc::clone(&h2_stop));
                 h2_watcher = Some(
                     std::thread::Builder::new()
-                        .name("sluicegate-h2dog".into())
+                        .name("sg-h2dog".into())
                         .spawn(move || h2_inline::watch_h2(&s, &h, &stop))
                         .map_err(|e| {
                             PyOSError::new_err(format!("cannot start the HTTP/2 watchdog: {e}"))
@@ -272,7 +272,7 @@ impl Server {
         let s = Arc::clone(&shared);
         let life = pool.life();
         let loop_thread = std::thread::Builder::new()
-            .name("sluicegate-loop".into())
+            .name("sg-loop".into())
             .stack_size(8 * 1024 * 1024)
             .spawn(move || {
                 Python::attach(|py| {
@@ -295,7 +295,7 @@ impl Server {
             .map_err(|e| PyOSError::new_err(format!("cannot start the event loop thread: {e}")))?;
         let s = Arc::clone(&shared);
         let watchdog = std::thread::Builder::new()
-            .name("sluicegate-watchdog".into())
+            .name("sg-watchdog".into())
             .spawn(move || {
                 let pool = s.pool();
                 s.sched.watchdog(
@@ -310,7 +310,7 @@ impl Server {
                 let (d, s) = (Arc::clone(d), Arc::clone(&shared));
                 Some(
                     std::thread::Builder::new()
-                        .name("sluicegate-timeout".into())
+                        .name("sg-timeout".into())
                         .spawn(move || watch_deadlines(&s, &d))
                         .map_err(|e| {
                             PyOSError::new_err(format!("cannot start the timeout watcher: {e}"))

@@ -39,7 +39,7 @@
 //! looks at the kernel's events; a handshaking connection past the budget waits in
 //! `handshakes_waiting` for the next turn, after what has just arrived. During a flood of new
 //! connections the kept ones are served every turn instead of behind every ClientHello that
-//! came at once (docs/tls.md, the handshake flood).
+//! came at once (benchmarks/results/, the TLS handshake flood).
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind};
