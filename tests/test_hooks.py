@@ -166,12 +166,12 @@ def test_a_hooks_module_that_does_not_import(start_server):
 def test_no_request_hooks_no_wrapper():
     """Without pre_request/post_request the app is served as it is (zero cost)."""
     sys.path.insert(0, str(ROOT / "python"))
-    from sluicegate import hooks
+    from sluicegate import hook_objects, hooks
 
     def app(environ, start_response):
         return []
 
-    me = hooks.worker(None)
+    me = hook_objects.worker(None)
     assert hooks.wrap_app(None, app, me) is app
     assert hooks.wrap_app(hooks.from_mapping({"post_fork": print}, "x"), app, me) is app
     assert hooks.wrap_app(hooks.from_mapping({"pre_request": print}, "x"), app, me) is not app

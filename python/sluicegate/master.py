@@ -45,7 +45,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import hooks, logs, messages, metrics_total, pidfile, privileges, sd_notify, signals, tls
+from . import (hook_objects, hooks, logs, messages, metrics_total, pidfile, privileges,
+               sd_notify, signals, tls)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -329,7 +330,8 @@ class Master:
                      why, len(superseded))
             for w in superseded:
                 self._retire(w, messages.STOP if w.ready else messages.CANCEL)
-        hooks.call(self.cfg.hooks, "on_reload", hooks.server(self.cfg, self.target))
+        if not self._hook("on_reload"):
+            return
         log.info("%s: starting %d new worker(s), then stopping the old ones", why, self.target)
         sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
         self.generation += 1
@@ -394,7 +396,24 @@ class Master:
             # not the main one yet: the unit needs `NotifyAccess=all` (docs/operations.md).
             ready.insert(0, f"MAINPID={os.getpid()}")
         sd_notify.notify(*ready)
-        hooks.call(self.cfg.hooks, "when_ready", hooks.server(self.cfg, self.target))
+        self._hook("when_ready")
+
+    def _hook(self, name: str, *args: Any) -> bool:
+        """Run the master's hook `name` with the `server` of this moment (hook_objects.py);
+        False if it called sys.exit() (hooks.EXITS): then the server stops, and its exit
+        status is the one the hook gave."""
+        me = os.getpid()
+        workers = {pid: hook_objects.worker(self.cfg, w.slot + 1, pid, me)
+                   for pid, w in self.workers.items()}
+        server = hook_objects.server(self.cfg, self.target, me, self.sockets, workers)
+        try:
+            hooks.call(self.cfg.hooks, name, server, *args)
+            return True
+        except hooks.HookExit as e:
+            if self.state is not State.STOPPING:
+                self._stop(graceful=True)
+            self.exit_status = e.exit_code
+            return False
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -474,8 +493,7 @@ class Master:
             w = self.workers.pop(pid, None)
             if w is None:
                 continue
-            hooks.call(self.cfg.hooks, "child_exit", hooks.server(self.cfg, self.target),
-                       hooks.worker(self.cfg, w.slot + 1, pid, os.getpid()))
+            self._hook("child_exit", hook_objects.worker(self.cfg, w.slot + 1, pid, os.getpid()))
             self._read_messages(w)
             os.close(w.pipe)
             if w.metrics_fd >= 0:

@@ -43,6 +43,8 @@ from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Seque
 from .errors import OptionError
 from .gunicorn_config import THREADED_WORKER_CLASSES
 from .hooks import Hooks, parse_hooks
+from .syspath import parse_pythonpath
+from .asgi import worker_class_refusal
 from .listeners import BindAddress, parse_bind
 
 ENV_PREFIX = "SLUICEGATE_"
@@ -359,6 +361,9 @@ def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
 
 def parse_worker_class(value: object) -> str:
     text = _str(value).strip()
+    asgi = worker_class_refusal(text)
+    if asgi:
+        raise ValueError(asgi)
     if text not in THREADED_WORKER_CLASSES:
         raise ValueError(
             "sluicegate has only its own workers (an event loop and an elastic thread pool, "
@@ -1058,6 +1063,13 @@ OPTIONS: Tuple[Option, ...] = (
         "DIR", Optional[str],
     ),
     Option(
+        "pythonpath", parse_pythonpath, None,
+        "Directories to put first on sys.path, separated by commas (relative ones from --chdir), "
+        "before the hooks run and the app is imported: gunicorn's --pythonpath. The working "
+        "directory and --chdir are always there first, as in gunicorn.",
+        "DIRS", Optional[str],
+    ),
+    Option(
         "env", parse_env_item, [],
         "Set this environment variable for the app, KEY=VALUE (e.g. "
         "DJANGO_SETTINGS_MODULE=mysite.settings.prod), as gunicorn's -e does: the sluicegate "
@@ -1142,6 +1154,7 @@ class Config:
     hooks: Optional[Hooks]
     server_header: str
     chdir: Optional[str]
+    pythonpath: Optional[str]
     env: Tuple[str, ...]
 
 
