@@ -169,7 +169,10 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
             if value is not None and value is not False:  # None, False: off, as here
                 warn(f"{where}: {name} ignored: {IGNORED[name]}")
     if hooks:
-        out["hooks"] = (from_mapping(hooks, path), f"{path}: hooks")
+        try:
+            out["hooks"] = (from_mapping(hooks, path), f"{path}: hooks")
+        except ValueError as e:  # a hook gunicorn could not call either
+            raise OptionError(f"{path}: {e}") from None
     return out
 
 

@@ -578,6 +578,8 @@ class Master:
                 sum(1 for w in self.workers.values() if w.ready) >= self.target:
             self._become(State.SERVING)
             self._announce()
+            if self.state is State.STOPPING:  # when_ready called sys.exit()
+                return
         if self.state is State.RELOADING:
             new = [w for w in self.workers.values() if w.generation == self.generation]
             if len(new) >= self.target and all(w.ready for w in new):
