@@ -191,11 +191,13 @@ def check_inventory(d: Deployment) -> None:
 
 def check_documents(d: Deployment) -> None:
     """Document manager: bind and workers from DOCS_* variables, preload, and the hooks of
-    gunicorn's example (when_ready's line in the error log)."""
+    gunicorn's example (when_ready's line in the error log; worker_int's on a worker's QUIT)."""
     (address,) = d.wait_ready()
     assert address[1][0] == "127.0.0.1" and len(d.workers_ready()) == 2
     d.wait_log(r"Server is ready\. Spawning workers")
     assert "pid=" in d.get(address, "/api/documents/")
+    os.kill(int(d.workers_ready()[0]), signal.SIGQUIT)  # worker_int, then the worker stops
+    d.wait_log(r"worker received INT or QUIT signal")
 
 
 def check_documents_asgi(d: Deployment) -> None:
@@ -362,11 +364,11 @@ PROJECT_DIR = {"systemd_unit": "src"}
 #: (a warning, never a refusal), without gunicorn's effect.
 UNCHECKED = {
     "inventory": "worker_tmp_dir",
-    "documents": "worker_tmp_dir; the pre_fork, pre_exec, worker_int, worker_abort hooks",
+    "documents": "worker_tmp_dir; the worker_abort hook (sluicegate never SIGABRTs a worker)",
     "analytics": "worker_tmp_dir",
     "elearning": "proc_name (the process title)",
     "example_config": "access_log_format in gunicorn's %(h)s atoms; worker_connections; "
-                      "the pre_fork, pre_exec, worker_int, worker_abort hooks",
+                      "the worker_abort hook (sluicegate never SIGABRTs a worker)",
     "datadog": "statsd_host, statsd_prefix, dogstatsd_tags (metrics to a statsd agent); "
                "access_log_format in gunicorn's atoms",
     "logging_dict": "the gunicorn.error and gunicorn.access loggers of logconfig_dict "

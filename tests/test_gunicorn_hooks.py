@@ -451,3 +451,63 @@ def test_an_asgi_worker_class_is_refused(tmp_path, where, worker_class):
         assert f"worker_class {worker_class!r}" in result.stderr, result.stderr
         assert "ASGI" in result.stderr and "sluicegate serves WSGI apps only" in result.stderr
         assert "uvicorn APP" in result.stderr
+
+
+# --- the other hooks of a gunicorn master and worker
+
+LIFECYCLE_CONF = """
+    import sys
+
+    bind = "127.0.0.1:0"
+    workers = 2
+
+    def pre_fork(server, worker):
+        _record("pre_fork", pid=worker.pid, age=worker.age, server_pid=server.pid)
+
+    def post_fork(server, worker):
+        _record("post_fork", pid=worker.pid, age=worker.age)
+
+    def nworkers_changed(server, new_value, old_value):
+        _record("nworkers_changed", new=new_value, old=old_value)
+
+    def worker_int(worker):
+        _record("worker_int", pid=worker.pid)
+        worker.log.info("worker received INT or QUIT signal")
+
+    def pre_exec(server):
+        _record("pre_exec", pid=server.pid)
+        sys.exit(0)
+"""
+
+
+def test_pre_fork_nworkers_changed_worker_int_and_pre_exec(start_server, tmp_path):
+    """pre_fork in the master before each fork (the worker not booted yet), nworkers_changed at
+    the start and on TTIN, worker_int in a worker sent INT, pre_exec on USR2 (whose sys.exit()
+    means no new master: this one serves on)."""
+    conf = write_conf(tmp_path, LIFECYCLE_CONF)
+    out = tmp_path / "hooks"
+    server = start_conf(start_server, conf, "tests.apps.workers:app",
+                        env={"SGTEST_HOOKS_FILE": str(out)})
+    forks = wait_named(out, "post_fork", 2)
+    master = server.pid
+    before = named(out, "pre_fork")
+    assert len(before) == 2 and all(p["in"] == p["server_pid"] == master for p in before)
+    assert all(p["pid"] == "[booting]" for p in before)
+    assert sorted(p["age"] for p in before) == sorted(f["age"] for f in forks) == [1, 2]
+    assert [(c["new"], c["old"], c["in"]) for c in named(out, "nworkers_changed")] == \
+        [(2, None, master)]
+    server.signal(signal.SIGTTIN)
+    changed = wait_named(out, "nworkers_changed", 2)
+    assert (changed[1]["new"], changed[1]["old"]) == (3, 2)
+    wait_named(out, "post_fork", 3)
+    victim = forks[0]["pid"]
+    os.kill(victim, signal.SIGINT)
+    (interrupted,) = wait_named(out, "worker_int")
+    assert interrupted["pid"] == interrupted["in"] == victim
+    server.wait_log(r"worker received INT or QUIT signal")
+    server.signal(signal.SIGUSR2)
+    (exec_,) = wait_named(out, "pre_exec")
+    assert exec_["in"] == master
+    server.wait_log(r"Received SIGUSR2: no new master \(pre_exec called sys.exit\(\)\)")
+    assert get(server, "/pid")
+    assert server.stop() == 0

@@ -41,17 +41,14 @@ from .logs import log
 
 #: gunicorn's hooks that sluicegate runs, and where (see docs/operations.md, "Hooks").
 SUPPORTED = (
-    "on_starting", "when_ready", "on_reload", "post_fork", "post_worker_init", "worker_exit",
-    "child_exit", "pre_request", "post_request", "on_exit",
+    "on_starting", "when_ready", "on_reload", "pre_fork", "post_fork", "post_worker_init",
+    "worker_int", "worker_exit", "child_exit", "nworkers_changed", "pre_exec", "pre_request",
+    "post_request", "on_exit",
 )
 
 #: gunicorn's hooks sluicegate does not run, and why.
 UNSUPPORTED = {
-    "pre_fork": "not run: use post_fork, which runs in the new worker",
-    "pre_exec": "not run: a USR2 upgrade starts a new master, which runs on_starting",
-    "worker_int": "not run: a worker's INT/QUIT is a stop; worker_exit runs at its end",
     "worker_abort": "not run: sluicegate does not SIGABRT a worker (--timeout does not kill)",
-    "nworkers_changed": "not run: TTIN/TTOU are logged",
     "ssl_context": "not run: TLS is rustls in the Rust core, set with --certfile and friends",
 }
 
@@ -71,7 +68,13 @@ FATAL = ("post_fork", "post_worker_init")
 
 #: Hooks whose sys.exit() ends the server with its status: gunicorn's master calls them with
 #: nothing around them that catches SystemExit (Arbiter.start, reload, reap_workers, halt).
-EXITS = ("on_starting", "when_ready", "on_reload", "child_exit", "on_exit")
+EXITS = ("on_starting", "when_ready", "on_reload", "child_exit", "on_exit", "pre_fork",
+         "nworkers_changed")
+
+#: Hooks whose sys.exit() the caller is told of (HookExit) to do what gunicorn then does:
+#: EXITS, and pre_exec (gunicorn runs it in the child about to become the new master of a
+#: USR2 upgrade: its exit is no upgrade).
+TOLD = EXITS + ("pre_exec",)
 
 
 class HookFailed(StartError):
@@ -265,11 +268,10 @@ def _run(name: str, f: Callable[..., Any], *args: Any) -> None:
     try:
         f(*args)
     except SystemExit as e:
-        ends = name in EXITS
         log.error("Hook %s() called sys.exit(%r)%s", name, e.code,
                   f": the server stops with status {exit_status(e.code)}, as gunicorn's does"
-                  if ends else "")
-        if ends:
+                  if name in EXITS else "")
+        if name in TOLD:
             raise HookExit(name, e.code) from None
         raise
     except Exception as e:

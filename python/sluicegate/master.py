@@ -165,6 +165,7 @@ class Master:
                 self.metrics = metrics_total.master_listener(
                     self.cfg.metrics_bind, probe_metrics_bind, upgraded=self.upgraded)
             log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
+            self._hook("nworkers_changed", self.target, None)  # as gunicorn's start does
             for _ in range(self.target):
                 self._spawn()
             while self.workers or self.state is not State.STOPPING:
@@ -261,11 +262,11 @@ class Master:
         elif op is Op.RELOAD:
             self._reload("Received SIGHUP")
         elif op is Op.MORE_WORKERS:
-            self.target += 1
-            log.info("Received %s: %d worker(s)", name, self.target)
+            log.info("Received %s: %d worker(s)", name, self.target + 1)
+            self._set_target(self.target + 1)
         elif op is Op.FEWER_WORKERS:
-            self.target = max(1, self.target - 1)
-            log.info("Received %s: %d worker(s)", name, self.target)
+            log.info("Received %s: %d worker(s)", name, max(1, self.target - 1))
+            self._set_target(max(1, self.target - 1))
         elif op is Op.UPGRADE:
             self._upgrade()
         elif op is Op.REOPEN_LOGS:
@@ -320,7 +321,7 @@ class Master:
                 cfg = dataclasses.replace(cfg, **{n: getattr(self.cfg, n) for n in kept})
             self.cfg = cfg
             if cfg.workers:
-                self.target = cfg.workers
+                self._set_target(cfg.workers)
             if changed:
                 log.info("%s: configuration re-read (changed: %s)", why, ", ".join(changed))
         if self.state is State.RELOADING:
@@ -360,6 +361,11 @@ class Master:
             except OSError as e:
                 log.error("Received SIGUSR2: cannot rename the pid file: %s", e.strerror)
         argv, cwd = self.restart
+        try:
+            hooks.call(self.cfg.hooks, "pre_exec", self._hook_server())
+        except hooks.HookExit:
+            log.error("Received SIGUSR2: no new master (pre_exec called sys.exit())")
+            return
         self.new_master = start_new_master(self.sockets, argv, cwd)
         for s in self.sockets:
             s.forget_unix_file()  # the new master removes them when it ends
@@ -402,12 +408,8 @@ class Master:
         """Run the master's hook `name` with the `server` of this moment (hook_objects.py);
         False if it called sys.exit() (hooks.EXITS): then the server stops, and its exit
         status is the one the hook gave."""
-        me = os.getpid()
-        workers = {pid: hook_objects.worker(self.cfg, w.slot + 1, pid, me)
-                   for pid, w in self.workers.items()}
-        server = hook_objects.server(self.cfg, self.target, me, self.sockets, workers)
         try:
-            hooks.call(self.cfg.hooks, name, server, *args)
+            hooks.call(self.cfg.hooks, name, self._hook_server(), *args)
             return True
         except hooks.HookExit as e:
             if self.state is not State.STOPPING:
@@ -415,13 +417,28 @@ class Master:
             self.exit_status = e.exit_code
             return False
 
+    def _hook_server(self) -> hook_objects.HookServer:
+        me = os.getpid()
+        workers = {pid: hook_objects.worker(self.cfg, w.slot + 1, pid, me)
+                   for pid, w in self.workers.items()}
+        return hook_objects.server(self.cfg, self.target, me, self.sockets, workers)
+
     # -- workers ---------------------------------------------------------------------------
+
+    def _set_target(self, n: int) -> None:
+        """The number of workers to keep; nworkers_changed(server, new, old) if it changed."""
+        old, self.target = self.target, n
+        if n != old:
+            self._hook("nworkers_changed", n, old)
 
     def _spawn(self) -> None:
         used = {w.slot for w in self.workers.values()}
         slot = next((i for i in range(SLOTS) if i not in used), None)
         if slot is None:
             log.error("Cannot start more than %d workers", SLOTS)
+            return
+        booting = hook_objects.worker(self.cfg, slot + 1, "[booting]", os.getpid())
+        if self.state is State.STOPPING or not self._hook("pre_fork", booting):
             return
         os.pwrite(self.table, b"\0\0\0\0", slot * 4)
         r, w = os.pipe()

@@ -94,9 +94,11 @@ def _serve(
             me = hook_objects.worker(cfg, sockets=sockets, app=app)
             hooks.call(cfg.hooks, "post_worker_init", me)
             try:
-                return SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
-                                    app_name=app_name, version=version,
-                                    owns_process=owns_process).run()
+                single = SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
+                                      app_name=app_name, version=version,
+                                      owns_process=owns_process)
+                single.on_interrupt = functools.partial(hooks.call, cfg.hooks, "worker_int", me)
+                return single.run()
             finally:
                 me.alive = False
                 hooks.call(cfg.hooks, "worker_exit",
@@ -175,10 +177,12 @@ def _boot_worker(
     me.booted = True
     hooks.call(cfg.hooks, "post_worker_init", me)
     try:
-        return WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
-                            events_fd=events_fd, max_requests=max_requests, workers=workers,
-                            balance=balance, metrics_fd=metrics_fd, app_name=name,
-                            version=version).run()
+        server = WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
+                              events_fd=events_fd, max_requests=max_requests, workers=workers,
+                              balance=balance, metrics_fd=metrics_fd, app_name=name,
+                              version=version)
+        server.on_interrupt = functools.partial(hooks.call, cfg.hooks, "worker_int", me)
+        return server.run()
     finally:
         me.alive = False
         hooks.call(cfg.hooks, "worker_exit", master, me)
