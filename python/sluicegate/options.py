@@ -1044,9 +1044,9 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "hooks", parse_hooks, None,
         "gunicorn's server hooks: a module (MODULE, imported after --chdir, or a FILE.py) "
-        "whose functions named on_starting, when_ready, on_reload, post_fork, "
-        "post_worker_init, worker_exit, child_exit, pre_request, post_request or on_exit run "
-        "as gunicorn runs them, with its arguments (docs/operations.md, \"Hooks\"). A "
+        "whose functions with gunicorn's hook names (on_starting, post_fork, "
+        "post_worker_init, pre_request, ...) run as gunicorn runs them, with its arguments "
+        "(docs/operations.md, \"Hooks\"). A "
         "gunicorn.conf.py given to --config sets this from its own functions. Set once at "
         "start.",
         "MODULE", Optional[Hooks],
