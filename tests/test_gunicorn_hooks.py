@@ -401,13 +401,16 @@ ASGI_APPS = """
 
 
 @pytest.mark.parametrize("spec", ["asgi_app:app", "myproject.asgi:application"])
-@pytest.mark.parametrize("check", [True, False])
-def test_an_asgi_app_is_refused(tmp_path, spec, check):
+@pytest.mark.parametrize("flags", [["--check-config"], ["-b", "127.0.0.1:0"],
+                                   ["-w", "2", "-b", "127.0.0.1:0"]],
+                         ids=["check-config", "single", "workers"])
+def test_an_asgi_app_is_refused(tmp_path, spec, flags):
+    """At start (a worker's boot fails: exit 3) and by --check-config, where it passed and
+    every request then got a 500."""
     (tmp_path / "asgi_app.py").write_text(textwrap.dedent(ASGI_APPS))
     (tmp_path / "myproject").mkdir()
     (tmp_path / "myproject" / "__init__.py").write_text("")
     (tmp_path / "myproject" / "asgi.py").write_text(textwrap.dedent(ASGI_APPS))
-    flags = ["--check-config"] if check else ["-b", "127.0.0.1:0"]
     result = run(*flags, spec, cwd=tmp_path)
     assert result.returncode != 0, (result.stdout, result.stderr)
     assert "configuration OK" not in result.stdout
