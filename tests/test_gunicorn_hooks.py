@@ -514,3 +514,24 @@ def test_pre_fork_nworkers_changed_worker_int_and_pre_exec(start_server, tmp_pat
     server.wait_log(r"Received SIGUSR2: no new master \(pre_exec called sys.exit\(\)\)")
     assert get(server, "/pid")
     assert server.stop() == 0
+
+
+def test_hooks_import_the_project_from_chdir(start_server, project):
+    """--chdir DIR: DIR goes first on sys.path before the hooks run (gunicorn's chdir())."""
+    out = project / "hooks"
+    (project / "gunicorn.conf.py").write_text(textwrap.dedent(RECORD) + textwrap.dedent("""
+        bind = "127.0.0.1:0"
+        workers = 1
+
+        def post_fork(server, worker):
+            from myproject.hooks_support import NOTE
+            _record("post_fork", note=NOTE)
+    """))
+    server = start_server(None, command=[CONSOLE_SCRIPT, "-c",
+                                         f"{project.name}/gunicorn.conf.py",
+                                         "--chdir", project.name, "myproject.wsgi"],
+                          cwd=project.parent, env={"SGTEST_HOOKS_FILE": str(out),
+                                                   "PYTHONPATH": ""})
+    (fork,) = wait_named(out, "post_fork")
+    assert fork["note"] == "from the project"
+    assert get(server) == b"project"

@@ -48,9 +48,11 @@ def parse_pythonpath(value: object) -> Optional[str]:
 
 
 def settle(chdir: Optional[str], pythonpath: Optional[str]) -> None:
-    """Once in the `--chdir` directory, before any hook: that directory, then each of
-    `--pythonpath`'s, each put first in turn (so the last one given ends up first)."""
-    add_first(chdir or os.getcwd())
+    """Once in the `--chdir` directory, before any hook: that directory (if given: the working
+    directory is the command's `at_start`; serve() leaves sys.path alone without one), then
+    each of `--pythonpath`'s, each put first in turn (so the last one given ends up first)."""
+    if chdir:
+        add_first(chdir)
     for directory in directories(pythonpath):
         add_first(directory)
 
