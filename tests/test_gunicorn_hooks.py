@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -535,3 +536,23 @@ def test_hooks_import_the_project_from_chdir(start_server, project):
     (fork,) = wait_named(out, "post_fork")
     assert fork["note"] == "from the project"
     assert get(server) == b"project"
+
+
+def test_sys_exit_in_post_fork_ends_the_worker_with_its_status(start_server, tmp_path):
+    """gunicorn's worker exits with the status post_fork gave; a worker that exits before it
+    is ready fails its boot, and among the first workers that stops the server (status 3)."""
+    conf = write_conf(tmp_path, """
+        import sys
+
+        bind = "127.0.0.1:0"
+        workers = 1
+
+        def post_fork(server, worker):
+            sys.exit(4)
+    """)
+    server = start_conf(start_server, conf, "tests.apps.workers:app", env={},
+                        wait_ready=False)
+    assert server.wait_exit() == 3
+    log = server.log_text()
+    assert "Hook post_fork() called sys.exit(4)" in log and "Traceback" not in log, log
+    assert re.search(r"Worker \d+ failed to boot \(exit status 4\)", log), log

@@ -487,6 +487,8 @@ class Master:
             sys.stderr.write(f"sluicegate: error: {e}\n")
             sys.stderr.flush()
             status = BOOT_FAILED
+        except SystemExit as e:  # a hook's sys.exit() (logged by hooks.py): its status
+            status = hooks.exit_status(e.code)
         except BaseException:  # never return into the master's code in a child
             import traceback
             traceback.print_exc()
