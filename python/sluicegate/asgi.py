@@ -64,6 +64,13 @@ def worker_class_refusal(name: str) -> Optional[str]:
     return None
 
 
+def refuse_asgi_worker_class(name: str) -> None:
+    """ValueError with `worker_class_refusal`'s reason if `name` runs ASGI apps."""
+    why = worker_class_refusal(name)
+    if why:
+        raise ValueError(why)
+
+
 def is_asgi_app(obj: Any) -> bool:
     """`obj` is called as an ASGI app: a coroutine function, or an object whose __call__ is
     one or takes (scope, receive, send)."""
@@ -93,4 +100,5 @@ def app_refusal(obj: Any, spec: str) -> Optional[str]:
             f"ASGI server (uvicorn {spec})")
 
 
-__all__ = ["ASGI_WORKER_CLASSES", "worker_class_refusal", "is_asgi_app", "app_refusal"]
+__all__ = ["ASGI_WORKER_CLASSES", "worker_class_refusal", "refuse_asgi_worker_class",
+           "is_asgi_app", "app_refusal"]

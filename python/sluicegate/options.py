@@ -44,7 +44,7 @@ from .errors import OptionError
 from .gunicorn_config import THREADED_WORKER_CLASSES
 from .hooks import Hooks, parse_hooks
 from .syspath import parse_pythonpath
-from .asgi import worker_class_refusal
+from .asgi import refuse_asgi_worker_class
 from .listeners import BindAddress, parse_bind
 
 ENV_PREFIX = "SLUICEGATE_"
@@ -361,9 +361,7 @@ def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
 
 def parse_worker_class(value: object) -> str:
     text = _str(value).strip()
-    asgi = worker_class_refusal(text)
-    if asgi:
-        raise ValueError(asgi)
+    refuse_asgi_worker_class(text)  # ValueError: it runs ASGI apps (what to run instead)
     if text not in THREADED_WORKER_CLASSES:
         raise ValueError(
             "sluicegate has only its own workers (an event loop and an elastic thread pool, "
@@ -1064,9 +1062,8 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "pythonpath", parse_pythonpath, None,
-        "Directories to put first on sys.path, separated by commas (relative ones from --chdir), "
-        "before the hooks run and the app is imported: gunicorn's --pythonpath. The working "
-        "directory and --chdir are always there first, as in gunicorn.",
+        "Directories put first on sys.path (comma-separated, relative to --chdir) before the "
+        "hooks and the app: gunicorn's --pythonpath (docs/operations.md).",
         "DIRS", Optional[str],
     ),
     Option(
