@@ -380,6 +380,8 @@ def test_the_corpus_has_every_case():
     cases = sorted(p.name for p in (CORPUS / "cases").iterdir() if p.is_dir())
     assert cases == sorted(CHECKS) and len(cases) >= 12
     assert set(UNCHECKED) <= set(CHECKS)
+    readme = (CORPUS / "README.md").read_text()
+    assert all(f"| `{name}` |" in readme for name in cases), "README.md lists every case"
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
