@@ -556,3 +556,18 @@ def test_sys_exit_in_post_fork_ends_the_worker_with_its_status(start_server, tmp
     log = server.log_text()
     assert "Hook post_fork() called sys.exit(4)" in log and "Traceback" not in log, log
     assert re.search(r"Worker \d+ failed to boot \(exit status 4\)", log), log
+
+
+def test_worker_int_in_a_single_server(start_server, tmp_path):
+    conf = write_conf(tmp_path, """
+        bind = "127.0.0.1:0"
+
+        def worker_int(worker):
+            _record("worker_int", pid=worker.pid)
+    """)
+    out = tmp_path / "hooks"
+    server = start_conf(start_server, conf, "tests.apps.hello:app",
+                        env={"SGTEST_HOOKS_FILE": str(out)})
+    server.signal(signal.SIGINT)
+    assert server.wait_exit() == 0
+    assert [(r["pid"], r["in"]) for r in named(out, "worker_int")] == [(server.pid, server.pid)]
