@@ -408,6 +408,8 @@ class Master:
         """Run the master's hook `name` with the `server` of this moment (hook_objects.py);
         False if it called sys.exit() (hooks.EXITS): then the server stops, and its exit
         status is the one the hook gave."""
+        if self.cfg.hooks is None:
+            return True
         try:
             hooks.call(self.cfg.hooks, name, self._hook_server(), *args)
             return True
