@@ -45,7 +45,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import hooks, logs, messages, metrics_total, pidfile, privileges, sd_notify, signals, tls
+from . import (hook_objects, hooks, logs, messages, metrics_total, pidfile, privileges,
+               sd_notify, signals, tls)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -164,6 +165,7 @@ class Master:
                 self.metrics = metrics_total.master_listener(
                     self.cfg.metrics_bind, probe_metrics_bind, upgraded=self.upgraded)
             log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
+            self._hook("nworkers_changed", self.target, None)  # as gunicorn's start does
             for _ in range(self.target):
                 self._spawn()
             while self.workers or self.state is not State.STOPPING:
@@ -260,11 +262,11 @@ class Master:
         elif op is Op.RELOAD:
             self._reload("Received SIGHUP")
         elif op is Op.MORE_WORKERS:
-            self.target += 1
-            log.info("Received %s: %d worker(s)", name, self.target)
+            log.info("Received %s: %d worker(s)", name, self.target + 1)
+            self._set_target(self.target + 1)
         elif op is Op.FEWER_WORKERS:
-            self.target = max(1, self.target - 1)
-            log.info("Received %s: %d worker(s)", name, self.target)
+            log.info("Received %s: %d worker(s)", name, max(1, self.target - 1))
+            self._set_target(max(1, self.target - 1))
         elif op is Op.UPGRADE:
             self._upgrade()
         elif op is Op.REOPEN_LOGS:
@@ -319,7 +321,7 @@ class Master:
                 cfg = dataclasses.replace(cfg, **{n: getattr(self.cfg, n) for n in kept})
             self.cfg = cfg
             if cfg.workers:
-                self.target = cfg.workers
+                self._set_target(cfg.workers)
             if changed:
                 log.info("%s: configuration re-read (changed: %s)", why, ", ".join(changed))
         if self.state is State.RELOADING:
@@ -329,7 +331,8 @@ class Master:
                      why, len(superseded))
             for w in superseded:
                 self._retire(w, messages.STOP if w.ready else messages.CANCEL)
-        hooks.call(self.cfg.hooks, "on_reload", hooks.server(self.cfg, self.target))
+        if not self._hook("on_reload"):
+            return
         log.info("%s: starting %d new worker(s), then stopping the old ones", why, self.target)
         sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
         self.generation += 1
@@ -358,6 +361,11 @@ class Master:
             except OSError as e:
                 log.error("Received SIGUSR2: cannot rename the pid file: %s", e.strerror)
         argv, cwd = self.restart
+        try:
+            hooks.call(self.cfg.hooks, "pre_exec", self._hook_server())
+        except hooks.HookExit:
+            log.error("Received SIGUSR2: no new master (pre_exec called sys.exit())")
+            return
         self.new_master = start_new_master(self.sockets, argv, cwd)
         for s in self.sockets:
             s.forget_unix_file()  # the new master removes them when it ends
@@ -394,15 +402,45 @@ class Master:
             # not the main one yet: the unit needs `NotifyAccess=all` (docs/operations.md).
             ready.insert(0, f"MAINPID={os.getpid()}")
         sd_notify.notify(*ready)
-        hooks.call(self.cfg.hooks, "when_ready", hooks.server(self.cfg, self.target))
+        self._hook("when_ready")
+
+    def _hook(self, name: str, *args: Any) -> bool:
+        """Run the master's hook `name` with the `server` of this moment (hook_objects.py);
+        False if it called sys.exit() (hooks.EXITS): then the server stops, and its exit
+        status is the one the hook gave."""
+        if self.cfg.hooks is None:
+            return True
+        try:
+            hooks.call(self.cfg.hooks, name, self._hook_server(), *args)
+            return True
+        except hooks.HookExit as e:
+            if self.state is not State.STOPPING:
+                self._stop(graceful=True)
+            self.exit_status = e.exit_code
+            return False
+
+    def _hook_server(self) -> hook_objects.HookServer:
+        me = os.getpid()
+        workers = {pid: hook_objects.worker(self.cfg, w.slot + 1, pid, me)
+                   for pid, w in self.workers.items()}
+        return hook_objects.server(self.cfg, self.target, me, self.sockets, workers)
 
     # -- workers ---------------------------------------------------------------------------
+
+    def _set_target(self, n: int) -> None:
+        """The number of workers to keep; nworkers_changed(server, new, old) if it changed."""
+        old, self.target = self.target, n
+        if n != old:
+            self._hook("nworkers_changed", n, old)
 
     def _spawn(self) -> None:
         used = {w.slot for w in self.workers.values()}
         slot = next((i for i in range(SLOTS) if i not in used), None)
         if slot is None:
             log.error("Cannot start more than %d workers", SLOTS)
+            return
+        booting = hook_objects.worker(self.cfg, slot + 1, "[booting]", os.getpid())
+        if self.state is State.STOPPING or not self._hook("pre_fork", booting):
             return
         os.pwrite(self.table, b"\0\0\0\0", slot * 4)
         r, w = os.pipe()
@@ -451,6 +489,8 @@ class Master:
             sys.stderr.write(f"sluicegate: error: {e}\n")
             sys.stderr.flush()
             status = BOOT_FAILED
+        except SystemExit as e:  # a hook's sys.exit() (logged by hooks.py): its status
+            status = hooks.exit_status(e.code)
         except BaseException:  # never return into the master's code in a child
             import traceback
             traceback.print_exc()
@@ -474,8 +514,7 @@ class Master:
             w = self.workers.pop(pid, None)
             if w is None:
                 continue
-            hooks.call(self.cfg.hooks, "child_exit", hooks.server(self.cfg, self.target),
-                       hooks.worker(self.cfg, w.slot + 1, pid, os.getpid()))
+            self._hook("child_exit", hook_objects.worker(self.cfg, w.slot + 1, pid, os.getpid()))
             self._read_messages(w)
             os.close(w.pipe)
             if w.metrics_fd >= 0:
@@ -560,6 +599,8 @@ class Master:
                 sum(1 for w in self.workers.values() if w.ready) >= self.target:
             self._become(State.SERVING)
             self._announce()
+            if self.state is State.STOPPING:  # when_ready called sys.exit()
+                return
         if self.state is State.RELOADING:
             new = [w for w in self.workers.values() if w.generation == self.generation]
             if len(new) >= self.target and all(w.ready for w in new):

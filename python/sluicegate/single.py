@@ -8,9 +8,9 @@ carries out (HUP, USR2, TTIN, TTOU, WINCH) are logged and ignored, never fatal.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
-from . import hooks, sd_notify
+from . import hook_objects, hooks, sd_notify
 from .core_server import ServerProcess
 from .logs import log
 from .signals import Op
@@ -33,7 +33,19 @@ class SingleServer(ServerProcess):
         for s in self.sockets:
             log.info("Listening at: %s", s.url)
         sd_notify.notify("READY=1", "STATUS=serving")
-        hooks.call(self.cfg.hooks, "when_ready", hooks.server(self.cfg, 1))
+        try:
+            hooks.call(self.cfg.hooks, "when_ready",
+                       hook_objects.server(self.cfg, 1, sockets=self.sockets, app=self.app))
+        except hooks.HookExit as e:  # sys.exit() in when_ready: stop, with its status
+            self.hook_exit = e.exit_code
+            self.shutdown(graceful=True)
+
+    #: The status a hook's sys.exit() asked for (hooks.EXITS), if one did.
+    hook_exit: Optional[int] = None
+
+    def run(self) -> int:
+        status = super().run()
+        return self.hook_exit if self.hook_exit is not None else status
 
     def on_stopping(self) -> None:
         sd_notify.notify("STOPPING=1", "STATUS=finishing in-flight requests")
