@@ -1,8 +1,8 @@
 //! What the server tells about itself: the readings the counter table renders as `stats()` and
 //! as the Prometheus text of `/metrics` (`observe::table`), the in-flight requests of
-//! `/debug/requests`, and the `--timeout` watcher's log lines, each with
-//! the Python stack of the thread that runs the stuck call; and [`Pages`], the pages of the
-//! `--metrics-bind` listener as the event loop is handed them.
+//! `/debug/requests`, and the `--timeout` watcher's log lines, each with the Python stack of the
+//! thread that runs the stuck call (and its raise in that call); and [`Pages`], the pages of
+//! the `--metrics-bind` listener as the event loop is handed them.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -14,10 +14,13 @@ use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT};
 use crate::io::event_loop::{MetricsPages, PageJob};
 use crate::observe::metrics_http::{redact_query, Page};
 use crate::observe::table::{AdmissionReadings, Readings};
-use crate::wsgi::deadline::Deadlines;
+use crate::wsgi::deadline::{Deadlines, Expired};
+use crate::wsgi::interrupt::Raised;
 
-/// The `--timeout` watcher's thread: answers calls past the deadline (`wsgi::deadline`), then
-/// logs each once with the Python stack of the thread running it.
+/// The `--timeout` watcher's thread: answers calls past the deadline (`wsgi::deadline`), logs
+/// each once with the Python stack of the thread running it, then raises
+/// `sluicegate.RequestTimeout` in that thread (`wsgi::interrupt`); and logs a call still in the
+/// app a while after the raise, since it is where Python cannot raise.
 pub(super) fn watch_deadlines(shared: &Shared, deadlines: &Deadlines) {
     let bridge = &shared.bridge;
     deadlines.watch(
@@ -25,25 +28,44 @@ pub(super) fn watch_deadlines(shared: &Shared, deadlines: &Deadlines) {
         |expired| {
             Python::attach(|py| {
                 for e in expired {
-                    let what = if e.answered {
-                        "answered 504 Gateway Timeout"
-                    } else {
-                        "the response had begun: connection closed"
-                    };
-                    bridge.log_error(
-                        py,
-                        &format!(
-                            "{} still in the app after {:.1}s (--timeout): {what}; the call keeps \
-                             its thread until it returns. Where it is:\n{}",
-                            e.label,
-                            e.age.as_secs_f64(),
-                            python_stack(py, e.thread)
-                        ),
-                    );
+                    let message = deadline_message(py, &e);
+                    bridge.log_error(py, &message);
                 }
             })
         },
     );
+}
+
+/// The log line of one call the watcher looked at (raising in it first, if it just passed the
+/// deadline: the stack in the line is where it was then).
+fn deadline_message(py: Python<'_>, e: &Expired) -> String {
+    let stack = python_stack(py, e.thread);
+    if let Some(waited) = e.lingering {
+        return format!(
+            "{} still in the app {:.1}s after sluicegate.RequestTimeout was raised in it \
+             (--timeout): it is in C code (a system call, a C extension), where Python cannot \
+             raise until that returns, or it caught the exception. It keeps its thread \
+             meanwhile; with --workers, a worker with --max-stuck such calls is replaced. \
+             Where it is:\n{stack}",
+            e.label,
+            waited.as_secs_f64(),
+        );
+    }
+    let what = if e.answered {
+        "answered 504 Gateway Timeout"
+    } else {
+        "the response had begun: connection closed"
+    };
+    let then = match e.interrupt.raise_in(py, e.thread) {
+        Raised::Now => "sluicegate.RequestTimeout is raised in the call to end it",
+        Raised::TooLate => "the call has returned meanwhile",
+        Raised::NoThread => "no Python thread runs it: it keeps its thread until it returns",
+    };
+    format!(
+        "{} still in the app after {:.1}s (--timeout): {what}; {then}. Where it is:\n{stack}",
+        e.label,
+        e.age.as_secs_f64(),
+    )
 }
 
 /// What `stats()` and `GET /metrics` read (`observe::table`, which renders both): the loop's

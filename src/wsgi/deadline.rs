@@ -1,6 +1,5 @@
-//! `--timeout`: what becomes of an app call that runs too long. Python cannot stop a thread,
-//! so the call keeps its thread; what the server can do, and does, is answer the client and
-//! say where the call is stuck:
+//! `--timeout`: what becomes of an app call that runs too long. The server answers the client,
+//! says where the call is stuck, and ends the call where Python lets it:
 //!
 //! - every app call registers itself here ([`Deadlines::enter`]) while the option is on, and
 //!   leaves when the request is over ([`Deadlines::leave`]);
@@ -9,7 +8,10 @@
 //!   the socket down (`shutdown(2)`, both ways; both through `io::transport`'s
 //!   `answer_and_close`), so the client is answered or sees the end at
 //!   once, and an app blocked on `wsgi.input` gets its end of file. It then logs, once, the
-//!   request line and the Python stack of the thread running the call;
+//!   request line and the Python stack of the thread running the call, and raises
+//!   `sluicegate.RequestTimeout` inside that thread (`interrupt`), so that the call unwinds;
+//! - a call still registered [`UNWIND_GRACE`] after the raise is inside C code, where Python
+//!   cannot raise (or it swallowed the exception): the watcher says so once, with its stack;
 //! - who writes the head is decided by one compare-and-swap on a per-call [`HeadGate`]: the
 //!   sender claims it before encoding the app's head, the watcher before writing its 504. The
 //!   loser writes nothing (the sender then treats the client as gone).
@@ -25,12 +27,19 @@ use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use pyo3::Python;
 use slab::Slab;
 
+use super::interrupt::Interrupt;
 use crate::io::transport::Transport;
 
 /// The timeout of a registry kept only to list calls in flight (`/debug/requests`).
 pub const NO_DEADLINE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// How long a call may take to unwind after `RequestTimeout` was raised in it before the
+/// watcher logs that it is inside C code where Python cannot raise. A call in Python code
+/// unwinds within a few switch intervals of the interpreter (5 ms each) once it gets the GIL.
+pub const UNWIND_GRACE: Duration = Duration::from_secs(1);
 
 /// The gate's states: nothing sent, head claimed by the app's response, claimed by the watcher.
 const UNSENT: u8 = 0;
@@ -75,23 +84,32 @@ struct Call {
     /// "METHOD TARGET", for the log line.
     label: String,
     gate: Arc<HeadGate>,
-    /// Past the deadline (handled once).
-    expired: bool,
+    /// Whether `RequestTimeout` was raised in it, or may still be (`interrupt`).
+    interrupt: Arc<Interrupt>,
+    /// When it passed the deadline (handled once).
+    expired_at: Option<Instant>,
+    /// Still in the app `UNWIND_GRACE` after the raise: said once.
+    told_lingering: bool,
 }
 
 /// A registered call's handle, given back to [`Deadlines::leave`].
 pub struct Ticket {
     key: usize,
     pub gate: Arc<HeadGate>,
+    interrupt: Arc<Interrupt>,
 }
 
-/// What the watcher reports about one call it just timed out.
+/// What the watcher reports about one call.
 pub struct Expired {
     pub label: String,
     pub thread: u64,
     pub age: Duration,
     /// A 504 was sent (else the head had been sent and the connection was only closed).
     pub answered: bool,
+    /// None: the call just passed the deadline, and `RequestTimeout` is to be raised in it
+    /// (`interrupt`). Some: it is still in the app this long after the raise.
+    pub lingering: Option<Duration>,
+    pub interrupt: Arc<Interrupt>,
 }
 
 /// The registry of app calls and the deadline they share.
@@ -121,25 +139,41 @@ impl Deadlines {
     /// Register the app call about to run on this thread for the request on `fd`.
     pub fn enter(&self, transport: Transport, label: String) -> Ticket {
         let gate = Arc::new(HeadGate::default());
+        let interrupt = Arc::new(Interrupt::default());
         let call = Call {
             transport,
             started: Instant::now(),
             thread: current_thread_ident(),
             label,
             gate: Arc::clone(&gate),
-            expired: false,
+            interrupt: Arc::clone(&interrupt),
+            expired_at: None,
+            told_lingering: false,
         };
         let key = self.calls.lock().unwrap().insert(call);
-        Ticket { key, gate }
+        Ticket {
+            key,
+            gate,
+            interrupt,
+        }
     }
 
-    /// The request is over (before its socket may be closed). True if it had timed out.
-    pub fn leave(&self, ticket: Ticket) -> bool {
+    /// The request is over (before its socket may be closed). True if it had timed out. A
+    /// `RequestTimeout` still pending on this thread for the call is withdrawn (`py`: the
+    /// thread is attached, as every caller is).
+    pub fn leave(&self, py: Python<'_>, ticket: Ticket) -> bool {
+        ticket.interrupt.returned(py);
+        self.remove(ticket)
+    }
+
+    /// `leave` but for the interrupt: the registry's part.
+    fn remove(&self, ticket: Ticket) -> bool {
         let call = self.calls.lock().unwrap().remove(ticket.key);
-        if call.expired {
+        let expired = call.expired_at.is_some();
+        if expired {
             self.stuck.fetch_sub(1, Ordering::Relaxed);
         }
-        call.expired
+        expired
     }
 
     /// Every call in flight: its request line, its thread, its age, and whether it is stuck.
@@ -154,7 +188,7 @@ impl Deadlines {
                     c.label.clone(),
                     c.thread,
                     now.saturating_duration_since(c.started),
-                    c.expired,
+                    c.expired_at.is_some(),
                 )
             })
             .collect()
@@ -206,10 +240,25 @@ impl Deadlines {
         let mut calls = self.calls.lock().unwrap();
         for (_, call) in calls.iter_mut() {
             let age = now.saturating_duration_since(call.started);
-            if call.expired || age < self.timeout {
+            if let Some(at) = call.expired_at {
+                let waited = now.saturating_duration_since(at);
+                if !call.told_lingering && waited >= UNWIND_GRACE && call.interrupt.raised() {
+                    call.told_lingering = true;
+                    out.push(Expired {
+                        label: call.label.clone(),
+                        thread: call.thread,
+                        age,
+                        answered: call.gate.timed_out(),
+                        lingering: Some(waited),
+                        interrupt: Arc::clone(&call.interrupt),
+                    });
+                }
                 continue;
             }
-            call.expired = true;
+            if age < self.timeout {
+                continue;
+            }
+            call.expired_at = Some(now);
             self.stuck.fetch_add(1, Ordering::Relaxed);
             self.expired_total.fetch_add(1, Ordering::Relaxed);
             let answered = call.gate.claim_for_watcher();
@@ -223,6 +272,8 @@ impl Deadlines {
                 thread: call.thread,
                 age,
                 answered,
+                lingering: None,
+                interrupt: Arc::clone(&call.interrupt),
             });
         }
         out
@@ -272,7 +323,7 @@ mod tests {
         let mut got = Vec::new();
         b.read_to_end(&mut got).unwrap();
         assert_eq!(got, b"HTTP/1.1 504 X\r\n\r\n");
-        assert!(d.leave(t));
+        assert!(d.remove(t));
         assert_eq!((d.stuck(), d.expired_total()), (0, 1));
     }
 
@@ -284,6 +335,6 @@ mod tests {
         let e = d.expire(&|| panic!("no 504 after the app's head"));
         assert_eq!(e.len(), 1);
         assert!(!e[0].answered);
-        assert!(d.leave(t));
+        assert!(d.remove(t));
     }
 }

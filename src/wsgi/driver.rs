@@ -213,7 +213,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let (timed_out, answered_504) = match (ticket, &bridge.deadlines) {
         (Some(t), Some(d)) => {
             let answered = t.gate.timed_out();
-            (d.leave(t), answered)
+            (d.leave(py, t), answered)
         }
         _ => (false, false),
     };
@@ -311,6 +311,11 @@ fn call_and_drive(
     callables: &Callables,
 ) -> AppEnd {
     let sr = &callables.sr;
+    // (No error to expect: the environ is a dict the builder just made.)
+    let _ = environ.set_item(
+        pyo3::intern!(py, "wsgi.early_hints"),
+        callables.hints.bind(py),
+    );
     let result = match bridge
         .app
         .bind(py)

@@ -59,7 +59,8 @@ impl PeerStrings {
 
 /// The keys every request sets, present in the template with a placeholder value. (REMOTE_PORT
 /// is removed for a unix-socket client, which has none.)
-const PER_REQUEST_KEYS: [&str; 9] = [
+/// (`wsgi.early_hints` is set by the driver, as it is the request's `StartResponse` method.)
+const PER_REQUEST_KEYS: [&str; 10] = [
     "REQUEST_METHOD",
     "PATH_INFO",
     "QUERY_STRING",
@@ -69,6 +70,7 @@ const PER_REQUEST_KEYS: [&str; 9] = [
     "REMOTE_ADDR",
     "REMOTE_PORT",
     "wsgi.input",
+    "wsgi.early_hints",
 ];
 
 /// Templates per listener: REQUEST_METHOD (GET, POST, or set per request) times
