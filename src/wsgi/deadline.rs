@@ -8,8 +8,10 @@
 //!   the socket down (`shutdown(2)`, both ways; both through `io::transport`'s
 //!   `answer_and_close`), so the client is answered or sees the end at
 //!   once, and an app blocked on `wsgi.input` gets its end of file. It then logs, once, the
-//!   request line and the Python stack of the thread running the call, and raises
-//!   `sluicegate.RequestTimeout` inside that thread (`interrupt`), so that the call unwinds;
+//!   request line and the Python stack of the thread running the call;
+//! - a call still registered at the watcher's next look (the shutdown alone ends one waiting
+//!   on its client) gets `sluicegate.RequestTimeout` raised inside its thread (`interrupt`),
+//!   so that it unwinds and its thread is free ([`Watched`] is a call's way through these);
 //! - a call still registered [`UNWIND_GRACE`] after the raise is inside C code, where Python
 //!   cannot raise (or it swallowed the exception): the watcher says so once, with its stack;
 //! - who writes the head is decided by one compare-and-swap on a per-call [`HeadGate`]: the
@@ -86,10 +88,22 @@ struct Call {
     gate: Arc<HeadGate>,
     /// Whether `RequestTimeout` was raised in it, or may still be (`interrupt`).
     interrupt: Arc<Interrupt>,
-    /// When it passed the deadline (handled once).
-    expired_at: Option<Instant>,
-    /// Still in the app `UNWIND_GRACE` after the raise: said once.
-    told_lingering: bool,
+    watched: Watched,
+}
+
+/// Where a call is in the watcher's eyes. Moves forward only, one step per look at most.
+#[derive(Clone, Copy)]
+enum Watched {
+    /// Within the deadline.
+    Running,
+    /// Past it: answered (or cut) and logged at this instant. `RequestTimeout` is raised at the
+    /// next look if the call is still here: the shutdown alone ends a call that waits on its
+    /// client (`wsgi.input`, a full socket), and it is given that look's time to leave.
+    Expired(Instant),
+    /// `RequestTimeout` was raised in it at this instant (or could not be: `interrupt` says).
+    Raised(Instant),
+    /// Still here [`UNWIND_GRACE`] after the raise: said once, nothing more to do.
+    Lingering,
 }
 
 /// A registered call's handle, given back to [`Deadlines::leave`].
@@ -99,16 +113,24 @@ pub struct Ticket {
     interrupt: Arc<Interrupt>,
 }
 
-/// What the watcher reports about one call.
+/// What the watcher does about a call at one look (the raise and the logs need the
+/// interpreter, so they are done outside the registry's lock: `server::report`).
+pub enum Step {
+    /// It just passed the deadline: log it, with whether a 504 was sent (else the head had
+    /// been sent and the connection was only closed).
+    Passed { answered: bool },
+    /// Raise `RequestTimeout` in it (`Interrupt::raise_in`).
+    Raise,
+    /// It is still in the app this long after the raise.
+    Lingering { waited: Duration },
+}
+
+/// One call the watcher acts on.
 pub struct Expired {
     pub label: String,
     pub thread: u64,
     pub age: Duration,
-    /// A 504 was sent (else the head had been sent and the connection was only closed).
-    pub answered: bool,
-    /// None: the call just passed the deadline, and `RequestTimeout` is to be raised in it
-    /// (`interrupt`). Some: it is still in the app this long after the raise.
-    pub lingering: Option<Duration>,
+    pub step: Step,
     pub interrupt: Arc<Interrupt>,
 }
 
@@ -147,8 +169,7 @@ impl Deadlines {
             label,
             gate: Arc::clone(&gate),
             interrupt: Arc::clone(&interrupt),
-            expired_at: None,
-            told_lingering: false,
+            watched: Watched::Running,
         };
         let key = self.calls.lock().unwrap().insert(call);
         Ticket {
@@ -169,7 +190,7 @@ impl Deadlines {
     /// `leave` but for the interrupt: the registry's part.
     fn remove(&self, ticket: Ticket) -> bool {
         let call = self.calls.lock().unwrap().remove(ticket.key);
-        let expired = call.expired_at.is_some();
+        let expired = !matches!(call.watched, Watched::Running);
         if expired {
             self.stuck.fetch_sub(1, Ordering::Relaxed);
         }
@@ -188,7 +209,7 @@ impl Deadlines {
                     c.label.clone(),
                     c.thread,
                     now.saturating_duration_since(c.started),
-                    c.expired_at.is_some(),
+                    !matches!(c.watched, Watched::Running),
                 )
             })
             .collect()
@@ -240,43 +261,51 @@ impl Deadlines {
         let mut calls = self.calls.lock().unwrap();
         for (_, call) in calls.iter_mut() {
             let age = now.saturating_duration_since(call.started);
-            if let Some(at) = call.expired_at {
-                let waited = now.saturating_duration_since(at);
-                if !call.told_lingering && waited >= UNWIND_GRACE && call.interrupt.raised() {
-                    call.told_lingering = true;
-                    out.push(Expired {
-                        label: call.label.clone(),
-                        thread: call.thread,
-                        age,
-                        answered: call.gate.timed_out(),
-                        lingering: Some(waited),
-                        interrupt: Arc::clone(&call.interrupt),
-                    });
+            let step = match call.watched {
+                Watched::Running if age >= self.timeout => {
+                    call.watched = Watched::Expired(now);
+                    Step::Passed {
+                        answered: self.answer(call, answer),
+                    }
                 }
-                continue;
-            }
-            if age < self.timeout {
-                continue;
-            }
-            call.expired_at = Some(now);
-            self.stuck.fetch_add(1, Ordering::Relaxed);
-            self.expired_total.fetch_add(1, Ordering::Relaxed);
-            let answered = call.gate.claim_for_watcher();
-            // One small write on a socket nobody else writes (the gate is ours), then the
-            // connection ends. `call.transport` is open while the call is registered (see the
-            // module doc).
-            let bytes = answered.then(answer);
-            call.transport.answer_and_close(bytes.as_deref());
+                Watched::Expired(_) => {
+                    call.watched = Watched::Raised(now);
+                    Step::Raise
+                }
+                Watched::Raised(at)
+                    if now.saturating_duration_since(at) >= UNWIND_GRACE
+                        && call.interrupt.raised() =>
+                {
+                    call.watched = Watched::Lingering;
+                    Step::Lingering {
+                        waited: now.saturating_duration_since(at),
+                    }
+                }
+                _ => continue,
+            };
             out.push(Expired {
                 label: call.label.clone(),
                 thread: call.thread,
                 age,
-                answered,
-                lingering: None,
+                step,
                 interrupt: Arc::clone(&call.interrupt),
             });
         }
         out
+    }
+
+    /// A call just past the deadline: counted, its client answered 504 if its head is still
+    /// unsent (true), and its connection ended.
+    fn answer(&self, call: &Call, answer: &impl Fn() -> Vec<u8>) -> bool {
+        self.stuck.fetch_add(1, Ordering::Relaxed);
+        self.expired_total.fetch_add(1, Ordering::Relaxed);
+        let answered = call.gate.claim_for_watcher();
+        // One small write on a socket nobody else writes (the gate is ours), then the
+        // connection ends. `call.transport` is open while the call is registered (see the
+        // module doc).
+        let bytes = answered.then(answer);
+        call.transport.answer_and_close(bytes.as_deref());
+        answered
     }
 }
 
@@ -314,8 +343,11 @@ mod tests {
         let t = d.enter(Transport::Plain(a.as_raw_fd()), "GET /slow".into());
         let first = d.expire(&|| b"HTTP/1.1 504 X\r\n\r\n".to_vec());
         assert_eq!(first.len(), 1);
-        assert!(first[0].answered);
+        assert!(matches!(first[0].step, Step::Passed { answered: true }));
         assert_eq!(first[0].label, "GET /slow");
+        // Still there at the next look: the interrupt is due, once.
+        let second = d.expire(&Vec::new);
+        assert!(second.len() == 1 && matches!(second[0].step, Step::Raise));
         assert!(d.expire(&Vec::new).is_empty(), "reported once");
         assert_eq!((d.stuck(), d.expired_total()), (1, 1));
         assert!(!t.gate.claim_for_app());
@@ -334,7 +366,7 @@ mod tests {
         assert!(t.gate.claim_for_app());
         let e = d.expire(&|| panic!("no 504 after the app's head"));
         assert_eq!(e.len(), 1);
-        assert!(!e[0].answered);
+        assert!(matches!(e[0].step, Step::Passed { answered: false }));
         assert!(d.remove(t));
     }
 }
