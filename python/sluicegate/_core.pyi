@@ -134,6 +134,10 @@ class ClientDisconnected(OSError):
 class BodyError(OSError):
     """Raised by wsgi.input for an invalid chunked body or one larger than --limit-body."""
 
+class RequestTimeout(BaseException):
+    """Raised inside an app call that ran past --timeout, after its client was answered 504
+    (wsgi/interrupt.rs). A BaseException, so that `except Exception:` lets it through."""
+
 class Input:
     """wsgi.input: read(), read(n), readline(), readline(n), readlines(), iteration."""
 

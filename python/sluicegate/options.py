@@ -795,9 +795,9 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "timeout", parse_seconds_or_off, "0",
         "Seconds an app call may run. Past it the client gets 504 Gateway Timeout (or, when "
-        "the response had begun, the connection is closed), and the request line and the "
-        "Python stack of the thread running the call are logged once. The call keeps its "
-        "thread (Python cannot stop one): see --max-stuck. 0: off.",
+        "the response had begun, the connection is closed), the request line and the Python "
+        "stack of the call are logged once, and sluicegate.RequestTimeout is raised in the "
+        "call; one inside C code gets it when that returns: see --max-stuck. 0: off.",
         "SECONDS", float, core=True, short="-t",
     ),
     Option(
