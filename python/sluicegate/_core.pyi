@@ -58,6 +58,7 @@ class ServerConfig(TypedDict):
     drain_delay: float  # --drain-delay (docs/options.md)
     access_log_format: str  # --access-log-format (docs/options.md)
     server_timing: bool  # --server-timing (docs/options.md)
+    early_hints: bool  # --early-hints (docs/options.md)
     debug_requests: bool  # --debug-requests (docs/options.md)
     log_level: str  # --log-level (docs/options.md)
     server_header: str  # --server-header (docs/options.md)

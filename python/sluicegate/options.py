@@ -981,6 +981,13 @@ OPTIONS: Tuple[Option, ...] = (
         "", bool, switch=True, core=True,
     ),
     Option(
+        "early_hints", parse_bool, "true",
+        "Send the 103 Early Hints an app asks for with environ['wsgi.early_hints']. false: the "
+        "callable does nothing (behind nginx before 1.29 speaking HTTP/1.1 to the server, "
+        "which takes a 103 for the final answer: docs/http-support.md).",
+        "BOOL", bool, core=True,
+    ),
+    Option(
         "metrics_bind", parse_metrics_bind, "",
         "Serve Prometheus metrics (GET /metrics) and the app calls in flight with their Python "
         "stacks (GET /debug/requests, with --debug-requests only) on this address of their "
@@ -1141,6 +1148,7 @@ class Config:
     access_log: Optional[str]
     access_log_format: str
     server_timing: bool
+    early_hints: bool
     metrics_bind: str
     debug_requests: bool
     log_level: str

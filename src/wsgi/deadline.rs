@@ -96,10 +96,10 @@ struct Call {
 enum Watched {
     /// Within the deadline.
     Running,
-    /// Past it: answered (or cut) and logged at this instant. `RequestTimeout` is raised at the
-    /// next look if the call is still here: the shutdown alone ends a call that waits on its
+    /// Past it: answered (or cut) and logged. `RequestTimeout` is raised at the next look if
+    /// the call is still here: the shutdown alone ends a call that waits on its
     /// client (`wsgi.input`, a full socket), and it is given that look's time to leave.
-    Expired(Instant),
+    Expired,
     /// `RequestTimeout` was raised in it at this instant (or could not be: `interrupt` says).
     Raised(Instant),
     /// Still here [`UNWIND_GRACE`] after the raise: said once, nothing more to do.
@@ -263,12 +263,12 @@ impl Deadlines {
             let age = now.saturating_duration_since(call.started);
             let step = match call.watched {
                 Watched::Running if age >= self.timeout => {
-                    call.watched = Watched::Expired(now);
+                    call.watched = Watched::Expired;
                     Step::Passed {
                         answered: self.answer(call, answer),
                     }
                 }
-                Watched::Expired(_) => {
+                Watched::Expired => {
                     call.watched = Watched::Raised(now);
                     Step::Raise
                 }

@@ -311,11 +311,11 @@ fn call_and_drive(
     callables: &Callables,
 ) -> AppEnd {
     let sr = &callables.sr;
-    // (No error to expect: the environ is a dict the builder just made.)
-    let _ = environ.set_item(
-        pyo3::intern!(py, "wsgi.early_hints"),
-        callables.hints.bind(py),
-    );
+    if bridge.config.early_hints {
+        // (No error to expect: the environ is a dict the builder just made.)
+        let key = pyo3::intern!(py, "wsgi.early_hints");
+        let _ = environ.set_item(key, callables.hints.bind(py));
+    }
     let result = match bridge
         .app
         .bind(py)

@@ -57,6 +57,11 @@ impl PeerStrings {
     }
 }
 
+/// `wsgi.early_hints` with `--early-hints false`, the templates' value: takes the hints and sends
+/// nothing. A request's own (`StartResponse::early_hints`) replaces it when the option is on.
+#[pyfunction]
+fn early_hints_off(_headers: &Bound<'_, PyAny>) {}
+
 /// The keys every request sets, present in the template with a placeholder value. (REMOTE_PORT
 /// is removed for a unix-socket client, which has none.)
 /// (`wsgi.early_hints` is set by the driver, as it is the request's `StartResponse` method.)
@@ -266,6 +271,7 @@ impl EnvironBuilder {
                 for key in PER_REQUEST_KEYS {
                     d.set_item(PyString::intern(py, key), "")?;
                 }
+                d.set_item("wsgi.early_hints", wrap_pyfunction!(early_hints_off, py)?)?;
                 // What most requests would set anyway (see `template_variant`).
                 let (method, version) = (variant / 2, variant % 2);
                 if method < 2 {

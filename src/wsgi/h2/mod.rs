@@ -210,8 +210,10 @@ fn call_and_drive(
     sr: Bound<'_, PyAny>,
     resp: &Arc<Mutex<Response>>,
 ) -> AppEnd {
-    if let Ok(hints) = sr.getattr(intern!(py, "early_hints")) {
-        let _ = environ.set_item(intern!(py, "wsgi.early_hints"), hints);
+    if bridge.config.early_hints {
+        if let Ok(hints) = sr.getattr(intern!(py, "early_hints")) {
+            let _ = environ.set_item(intern!(py, "wsgi.early_hints"), hints);
+        }
     }
     let result = match bridge.app.bind(py).call1((environ, sr)) {
         Ok(r) => r,
