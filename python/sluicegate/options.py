@@ -981,10 +981,8 @@ OPTIONS: Tuple[Option, ...] = (
         "", bool, switch=True, core=True,
     ),
     Option(
-        "early_hints", parse_bool, "true",
-        "Send the 103 Early Hints an app asks for with environ['wsgi.early_hints']. false: the "
-        "callable does nothing (behind nginx before 1.29 speaking HTTP/1.1 to the server, "
-        "which takes a 103 for the final answer: docs/http-support.md).",
+        "early_hints", parse_bool, "true", "Send the 103 Early Hints apps ask for (wsgi.early_"
+        "hints); false: the call does nothing, as behind nginx < 1.29 (docs/http-support.md).",
         "BOOL", bool, core=True,
     ),
     Option(

@@ -25,7 +25,8 @@ use sluicegate_proto::RequestHead;
 
 use super::app_head::{parse_head, parse_hints};
 use super::body_block::SendError;
-use super::sender::{HintsRefused, Sender, SenderSettings};
+use super::sender::hints::HintsRefused;
+use super::sender::{Sender, SenderSettings};
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
 use crate::io::out_queue::OutQueue;

@@ -31,9 +31,7 @@ use crate::wsgi::input::Input;
 use crate::wsgi::stream_hook::{fire_stream_hook, holds_the_loop};
 
 mod head;
-mod hints;
-
-pub use hints::HintsRefused;
+pub mod hints;
 
 /// Writes of at least this many pending bytes release the GIL for the syscall.
 const DETACH_WRITE_MIN: u64 = 64 * 1024;
