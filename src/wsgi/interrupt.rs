@@ -67,29 +67,15 @@ impl Interrupt {
         {
             return Raised::TooLate;
         }
-        let exc = py.get_type::<RequestTimeout>();
-        // SAFETY: the thread is attached (`py`); `exc` is a live type object, which CPython
-        // takes a reference to; `thread` is a `pthread_t` as `threading.get_ident()` gives it,
-        // passed with the same bits as the C `unsigned long` the function takes.
-        let found = unsafe { ffi::PyThreadState_SetAsyncExc(thread as c_long, exc.as_ptr()) };
-        if found == 0 {
-            Raised::NoThread
-        } else {
-            Raised::Now
-        }
+        set_async_exc(py, thread)
     }
 
     /// The app thread: the app's part of this call is over. A raise that came in before (and
     /// has not fired yet) is withdrawn, so that it cannot fire in what this thread runs next.
-    pub fn returned(&self, _py: Python<'_>) {
-        if self.0.swap(RETURNED, Ordering::AcqRel) != RAISED {
-            return;
+    pub fn returned(&self, py: Python<'_>) {
+        if self.0.swap(RETURNED, Ordering::AcqRel) == RAISED {
+            clear_async_exc(py);
         }
-        // SAFETY: attached (`_py`); NULL clears the pending asynchronous exception of the thread
-        // named, which is this one (`pthread_self`, as `threading.get_ident()`).
-        unsafe {
-            ffi::PyThreadState_SetAsyncExc(libc::pthread_self() as c_long, std::ptr::null_mut())
-        };
     }
 
     /// The watcher raised in this call (and it has not said it returned since).
@@ -97,3 +83,35 @@ impl Interrupt {
         self.0.load(Ordering::Acquire) == RAISED
     }
 }
+
+/// `PyThreadState_SetAsyncExc(thread, RequestTimeout)`.
+#[cfg(not(PyPy))]
+fn set_async_exc(py: Python<'_>, thread: u64) -> Raised {
+    let exc = py.get_type::<RequestTimeout>();
+    // SAFETY: the thread is attached (`py`); `exc` is a live type object, which CPython takes a
+    // reference to; `thread` is a `pthread_t` as `threading.get_ident()` gives it, passed with
+    // the same bits as the C `unsigned long` the function takes.
+    let found = unsafe { ffi::PyThreadState_SetAsyncExc(thread as c_long, exc.as_ptr()) };
+    if found == 0 {
+        Raised::NoThread
+    } else {
+        Raised::Now
+    }
+}
+
+/// Clear this thread's pending asynchronous exception, if any.
+#[cfg(not(PyPy))]
+fn clear_async_exc(_py: Python<'_>) {
+    // SAFETY: attached (`_py`); NULL clears the pending asynchronous exception of the thread
+    // named, which is this one (`pthread_self`, as `threading.get_ident()`).
+    unsafe { ffi::PyThreadState_SetAsyncExc(libc::pthread_self() as c_long, std::ptr::null_mut()) };
+}
+
+/// PyPy has no `PyThreadState_SetAsyncExc`: the call keeps its thread (`--max-stuck`).
+#[cfg(PyPy)]
+fn set_async_exc(_py: Python<'_>, _thread: u64) -> Raised {
+    Raised::NoThread
+}
+
+#[cfg(PyPy)]
+fn clear_async_exc(_py: Python<'_>) {}
