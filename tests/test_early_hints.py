@@ -121,6 +121,29 @@ def test_http2_gets_informational_headers_before_the_final_ones(servers):
     assert [h[b"link"] for h in links] == [STYLE.encode(), SCRIPT.encode()]
 
 
+def test_over_http2_the_103_leaves_while_the_app_still_works(servers):
+    srv = servers.get("early_hints")
+    c = H2Client(srv.port, timeout=20)
+    try:
+        sid = c.request("GET", "/wait?name=h2w")
+        srv.wait_marks("hinted", prefix="h2w")
+
+        def informational():
+            return [e for e in c.events
+                    if isinstance(e, h2.events.InformationalResponseReceived)]
+
+        # The app waits for the gate; the informational HEADERS frame arrives meanwhile.
+        while not informational() and not c.responses_by_id[sid].ended:
+            assert c.receive_once(), "the connection ended"
+        assert not c.responses_by_id[sid].ended, "the final answer came first"
+        assert dict(informational()[0].headers)[b"link"] == STYLE.encode()
+        srv.open_gate("h2w")
+        r = c.responses([sid])[0]
+    finally:
+        c.close()
+    assert r.status == 200 and bytes(r.body) == b"after the gate"
+
+
 def nginx_version() -> tuple:
     out = subprocess.run([nginx_util.NGINX, "-v"], capture_output=True, text=True).stderr
     m = re.search(r"nginx/(\d+)\.(\d+)", out)

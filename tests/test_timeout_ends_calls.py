@@ -9,6 +9,8 @@ on timing but the short `--timeout` itself.
 import http.client
 import threading
 
+from tests.h2_client import H2Client
+
 CALLS = 20
 
 
@@ -66,3 +68,16 @@ def test_except_exception_in_the_app_lets_the_timeout_through(start_server):
     assert get_status(srv.port, "/swallow?n=x1") == 504
     srv.wait_marks("swallow-ended", prefix="x1", timeout=30)
     assert srv.marks("swallowed") == [], "RequestTimeout is no Exception"
+
+
+def test_a_stuck_http2_stream_is_ended_too(start_server):
+    srv = start_server("stuck_loop", "--timeout", "1")
+    c = H2Client(srv.port, timeout=60)
+    try:
+        stuck = c.request("GET", "/loop?n=h1")
+        assert c.responses([stuck])[0].status == 504
+        srv.wait_marks("loop-ended", prefix="h1", timeout=30)
+        assert c.get("/").status == 200, "the connection and the thread serve on"
+    finally:
+        c.close()
+    assert srv.marks("loop-how", prefix="h1") == ["h1 sluicegate.RequestTimeout"]
