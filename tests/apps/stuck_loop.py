@@ -2,16 +2,18 @@
 
 - ``/loop?n=I``: computes in pure Python for up to 60 s; its ``finally:`` records ``I`` under
   ``loop-ended``, and how it ended (the exception's name) under ``loop-how``;
-- ``/sleep?n=I``: sleeps 5 s in one C call (``time.sleep``), where Python cannot raise, then
-  computes as ``/loop`` does; records ``I`` under ``sleep-ended`` in its ``finally:``;
+- ``/fifo?n=I``: waits in one C call, where Python cannot raise (opening the FIFO ``fifo-I`` in
+  the state directory, until the test opens it for writing), then computes as ``/loop`` does;
+  records ``I`` under ``fifo-ended`` in its ``finally:``;
 - ``/swallow?n=I``: computes, and catches what is raised with ``except Exception`` (which
   ``RequestTimeout``, a BaseException, passes through); records ``I`` under ``swallow-ended``;
 - anything else: 200 ``ok`` at once.
 """
 
+import os
 import time
 
-from tests.apps._state import mark, query
+from tests.apps._state import STATE_DIR, mark, query
 
 LOOP_SECONDS = 60.0
 
@@ -22,6 +24,11 @@ def compute():
     while time.monotonic() < deadline:
         n += 1
     return n
+
+
+def wait_in_c(fifo):
+    """Block in one C call (opening a FIFO for reading) until the test opens it for writing."""
+    os.close(os.open(fifo, os.O_RDONLY))
 
 
 def app(environ, start_response):
@@ -35,12 +42,14 @@ def app(environ, start_response):
             raise
         finally:
             mark("loop-ended", n)
-    elif path == "/sleep":
+    elif path == "/fifo":
+        fifo = os.path.join(STATE_DIR, "fifo-" + n)
+        os.mkfifo(fifo)
         try:
-            time.sleep(5)
+            wait_in_c(fifo)
             compute()
         finally:
-            mark("sleep-ended", n)
+            mark("fifo-ended", n)
     elif path == "/swallow":
         try:
             try:
