@@ -17,6 +17,7 @@ import pytest
 from tests import nginx_util
 from tests.apps.early_hints import SCRIPT, STYLE
 from tests.h2_client import H2Client
+from tests.tls_certs import tls_certs  # noqa: F401  (the fixture)
 
 CURL = shutil.which("curl")
 
@@ -70,6 +71,20 @@ def test_the_103_leaves_while_the_app_still_works(servers):
     finally:
         s.close()
     assert final.startswith(b"HTTP/1.1 200 OK\r\n") and final.endswith(b"after the gate")
+
+
+@pytest.mark.skipif(CURL is None, reason="curl missing")
+def test_over_tls_curl_sees_the_103_then_the_200(start_server, tls_certs):  # noqa: F811
+    srv = start_server("early_hints", "--certfile", str(tls_certs.server_chain),
+                       "--keyfile", str(tls_certs.server_key))
+    r = subprocess.run([CURL, "-sv", "--http1.1", "--cacert", str(tls_certs.ca_cert),
+                        "--resolve", f"localhost:{srv.port}:127.0.0.1",
+                        f"https://localhost:{srv.port}/page"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout == "page", r
+    received = [line[2:] for line in r.stderr.splitlines() if line.startswith("< ")]
+    assert received[:2] == ["HTTP/1.1 103 Early Hints", f"Link: {STYLE}"], r.stderr
+    assert "HTTP/1.1 200 OK" in received, r.stderr
 
 
 def test_an_http10_client_gets_no_103(servers):
