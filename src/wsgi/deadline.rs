@@ -243,7 +243,7 @@ impl Deadlines {
                     return;
                 }
             }
-            let expired = self.expire(&answer);
+            let expired = self.expire(Instant::now(), &answer);
             if !expired.is_empty() {
                 report(expired);
             }
@@ -255,8 +255,8 @@ impl Deadlines {
         self.stop_cv.notify_all();
     }
 
-    fn expire(&self, answer: &impl Fn() -> Vec<u8>) -> Vec<Expired> {
-        let now = Instant::now();
+    /// One look at `now`: each call's next step, if it has one (see [`Watched`]).
+    fn expire(&self, now: Instant, answer: &impl Fn() -> Vec<u8>) -> Vec<Expired> {
         let mut out = Vec::new();
         let mut calls = self.calls.lock().unwrap();
         for (_, call) in calls.iter_mut() {
@@ -341,14 +341,17 @@ mod tests {
         let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
         let d = Deadlines::new(Duration::from_millis(0), Arc::default());
         let t = d.enter(Transport::Plain(a.as_raw_fd()), "GET /slow".into());
-        let first = d.expire(&|| b"HTTP/1.1 504 X\r\n\r\n".to_vec());
+        let first = d.expire(Instant::now(), &|| b"HTTP/1.1 504 X\r\n\r\n".to_vec());
         assert_eq!(first.len(), 1);
         assert!(matches!(first[0].step, Step::Passed { answered: true }));
         assert_eq!(first[0].label, "GET /slow");
         // Still there at the next look: the interrupt is due, once.
-        let second = d.expire(&Vec::new);
+        let second = d.expire(Instant::now(), &Vec::new);
         assert!(second.len() == 1 && matches!(second[0].step, Step::Raise));
-        assert!(d.expire(&Vec::new).is_empty(), "reported once");
+        assert!(
+            d.expire(Instant::now(), &Vec::new).is_empty(),
+            "reported once"
+        );
         assert_eq!((d.stuck(), d.expired_total()), (1, 1));
         assert!(!t.gate.claim_for_app());
         // The answer, then the end of the stream (the watcher shut the socket down).
@@ -360,11 +363,47 @@ mod tests {
     }
 
     #[test]
+    fn a_call_still_there_after_the_raise_is_told_once_after_the_grace() {
+        let d = Deadlines::new(Duration::from_millis(0), Arc::default());
+        let t = d.enter(Transport::Plain(-1), "GET /c".into());
+        assert!(t.gate.claim_for_app(), "no 504 to write on this socket");
+        let t0 = Instant::now();
+        let steps = |at: Instant| -> Vec<Step> {
+            d.expire(at, &Vec::new)
+                .into_iter()
+                .map(|e| e.step)
+                .collect()
+        };
+        assert!(matches!(steps(t0)[..], [Step::Passed { answered: false }]));
+        assert!(matches!(steps(t0)[..], [Step::Raise]));
+        // The watcher raised (what `Interrupt::raise_in` does with the interpreter).
+        t.interrupt.pretend_raised();
+        assert!(steps(t0 + UNWIND_GRACE / 2).is_empty(), "within the grace");
+        let late = steps(t0 + UNWIND_GRACE);
+        assert!(matches!(late[..], [Step::Lingering { waited }] if waited == UNWIND_GRACE));
+        assert!(steps(t0 + 10 * UNWIND_GRACE).is_empty(), "told once");
+        assert!(d.remove(t));
+    }
+
+    #[test]
+    fn a_call_that_returned_before_the_raise_is_not_told_lingering() {
+        let d = Deadlines::new(Duration::from_millis(0), Arc::default());
+        let t = d.enter(Transport::Plain(-1), "GET /r".into());
+        assert!(t.gate.claim_for_app());
+        let t0 = Instant::now();
+        assert_eq!(d.expire(t0, &Vec::new).len(), 1);
+        assert_eq!(d.expire(t0, &Vec::new).len(), 1, "the raise is due");
+        // Not raised (the call had returned: `Raised::TooLate`): nothing to tell.
+        assert!(d.expire(t0 + 10 * UNWIND_GRACE, &Vec::new).is_empty());
+        assert!(d.remove(t));
+    }
+
+    #[test]
     fn a_call_whose_head_was_sent_is_only_cut() {
         let d = Deadlines::new(Duration::from_millis(0), Arc::default());
         let t = d.enter(Transport::Plain(-1), "GET /stream".into());
         assert!(t.gate.claim_for_app());
-        let e = d.expire(&|| panic!("no 504 after the app's head"));
+        let e = d.expire(Instant::now(), &|| panic!("no 504 after the app's head"));
         assert_eq!(e.len(), 1);
         assert!(matches!(e[0].step, Step::Passed { answered: false }));
         assert!(d.remove(t));

@@ -82,6 +82,12 @@ impl Interrupt {
     pub fn raised(&self) -> bool {
         self.0.load(Ordering::Acquire) == RAISED
     }
+
+    /// The state `raise_in` leaves, without the interpreter (the registry's unit tests).
+    #[cfg(test)]
+    pub fn pretend_raised(&self) {
+        self.0.store(RAISED, Ordering::Release);
+    }
 }
 
 /// `PyThreadState_SetAsyncExc(thread, RequestTimeout)`.
