@@ -196,6 +196,16 @@ where
     }
 }
 
+/// A byte or count limit where 0 means none of its own (`--limit-request-line 0`, as in
+/// gunicorn): the largest value, so that no comparison against it ever fails.
+fn or_unlimited(n: usize) -> usize {
+    if n == 0 {
+        usize::MAX
+    } else {
+        n
+    }
+}
+
 fn secs(d: &Bound<'_, PyDict>, key: &str) -> PyResult<Duration> {
     let v: f64 = get(d, key)?;
     if !(v > 0.0 && v.is_finite()) {
@@ -307,10 +317,12 @@ impl Config {
             graceful_timeout: secs(d, "graceful_timeout")?,
             drain_delay: Duration::from_secs_f64(get::<f64>(d, "drain_delay")?.max(0.0)),
             limits: Limits {
-                max_request_line: get(d, "limit_request_line")?,
+                // 0: no limit of its own (gunicorn's meaning); the head's limit still holds.
+                max_request_line: or_unlimited(get(d, "limit_request_line")?),
                 max_header_bytes: get(d, "limit_header_bytes")?,
-                max_headers: get(d, "limit_headers")?,
+                max_headers: or_unlimited(get(d, "limit_headers")?),
                 max_body: get(d, "limit_body")?,
+                max_field_bytes: or_unlimited(get(d, "limit_field_bytes")?),
             },
             max_drain: get(d, "max_drain")?,
             http2: {

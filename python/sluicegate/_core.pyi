@@ -39,6 +39,7 @@ class ServerConfig(TypedDict):
     limit_request_line: int  # --limit-request-line (docs/options.md)
     limit_header_bytes: int  # --limit-header-bytes (docs/options.md)
     limit_headers: int  # --limit-headers (docs/options.md)
+    limit_field_bytes: int  # --limit-field-bytes (docs/options.md)
     limit_body: int  # --limit-body (docs/options.md)
     limit_response_headers: int  # --limit-response-headers (docs/options.md)
     max_drain: int  # --max-drain (docs/options.md)

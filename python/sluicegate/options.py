@@ -41,6 +41,7 @@ import typing
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
 
 from .errors import OptionError
+from . import gunicorn_settings
 from .gunicorn_config import THREADED_WORKER_CLASSES
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress, parse_bind
@@ -377,7 +378,9 @@ def parse_env_item(value: object) -> str:
 
 
 def parse_log_level(value: object) -> str:
-    text = _str(value).strip().lower()
+    """One of LOG_LEVELS, in any case; quotes around it are dropped (`--log-level "'info'"`,
+    as a shell-form Dockerfile start line passes it)."""
+    text = _unquote(_str(value)).lower()
     if text not in LOG_LEVELS:
         raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}")
     return text
@@ -406,6 +409,41 @@ def parse_http2(value: object) -> str:
     if text not in HTTP2_MODES:
         raise ValueError(f"expected one of {', '.join(HTTP2_MODES)}")
     return text
+
+
+def _unquote(text: str) -> str:
+    """The text without spaces around it and one pair of matching quotes."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1].strip()
+    return text
+
+
+def parse_proxy_protocol(value: object) -> bool:
+    """A switch, or gunicorn 27's modes: off is false; v1, v2 and auto are true (a listener
+    that expects a PROXY header reads either version)."""
+    if isinstance(value, str) and value.strip().lower() in ("v1", "v2", "auto"):
+        return True
+    return parse_bool(value)
+
+
+def parse_pythonpath(value: object) -> Tuple[str, ...]:
+    """Comma-separated directories; '' or None: none."""
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)):
+        value = ",".join(_str(v) for v in value)
+    return tuple(p.strip() for p in _str(value).split(",") if p.strip())
+
+
+def parse_proc_name(value: object) -> Optional[str]:
+    """Any printable text; '' or None: the process titles are left alone."""
+    if value is None:
+        return None
+    text = _str(value).strip()
+    if any(ord(c) < 32 or c == "\x7f" for c in text):
+        raise ValueError("cannot contain control characters")
+    return text or None
 
 
 def parse_bool(value: object) -> bool:
@@ -721,6 +759,16 @@ OPTIONS: Tuple[Option, ...] = (
         "FILE", Optional[str], short="-p",
     ),
     Option(
+        "proc_name", parse_proc_name, None,
+        "Set the process titles (ps, top, /proc/PID/cmdline) as gunicorn's --name does: "
+        "'sluicegate: master [NAME]', 'sluicegate: worker [NAME]', or 'sluicegate: server "
+        "[NAME]' for a single process. With the setproctitle package (pip install "
+        "'sluicegate[setproctitle]') the whole command line is replaced; without it, the "
+        "process name (/proc/PID/comm, 15 bytes) becomes 'sg-master', 'sg-worker' or "
+        "'sg-server'. Unset: titles are left alone.",
+        "NAME", Optional[str], short="-n", aliases=("--name",),
+    ),
+    Option(
         "threads", parse_threads, "auto",
         "Bounds of the elastic pool of threads that run the app: MIN:MAX, or N for 1:N. Threads "
         "beyond MIN are started under load and stop when idle. auto: 1:1024, except 1:48 for an "
@@ -752,6 +800,13 @@ OPTIONS: Tuple[Option, ...] = (
         "Most connections waiting to be accepted (listen(2) backlog; the kernel may cap it at "
         "net.core.somaxconn).",
         "N", int,
+    ),
+    Option(
+        "reuse_port", parse_bool, "false",
+        "Set SO_REUSEPORT on the TCP listeners before binding, so that other processes that "
+        "set it too (another sluicegate, a new release started beside the old one) can bind "
+        "the same address and port; the kernel then spreads new connections over them.",
+        "", bool, switch=True,
     ),
     Option(
         "header_timeout", parse_seconds, "10",
@@ -810,8 +865,9 @@ OPTIONS: Tuple[Option, ...] = (
         "SECONDS", float, core=True,
     ),
     Option(
-        "limit_request_line", parse_positive_size, "8k",
-        "Longest request line (method, target, version) in bytes; longer gets 414 URI Too Long.",
+        "limit_request_line", parse_size, "8k",
+        "Longest request line (method, target, version) in bytes; longer gets 414 URI Too Long. "
+        "0: no limit of its own, as in gunicorn (--limit-header-bytes still bounds it).",
         "BYTES", int, core=True,
     ),
     Option(
@@ -821,9 +877,19 @@ OPTIONS: Tuple[Option, ...] = (
         "BYTES", int, core=True,
     ),
     Option(
-        "limit_headers", parse_count, "100",
-        "Most header fields in one request; more gets 431 Request Header Fields Too Large.",
+        "limit_headers", parse_count_or_zero, "100",
+        "Most header fields in one request; more gets 431 Request Header Fields Too Large. "
+        "0: no limit of its own (--limit-header-bytes still bounds them).",
         "N", int, core=True, aliases=("--limit-request-fields",),
+    ),
+    Option(
+        "limit_field_bytes", parse_size, "0",
+        "Longest header field line (name, colon, value, and its CRLF) in bytes, gunicorn's "
+        "--limit-request-field_size (its default is 8190); longer gets 431 Request Header "
+        "Fields Too Large. In HTTP/2, a field's name and value. 0: no limit of its own "
+        "(--limit-header-bytes still bounds it).",
+        "BYTES", int, core=True,
+        aliases=("--limit-request-field_size", "--limit-request-field-size"),
     ),
     Option(
         "limit_body", parse_size, "1G",
@@ -894,11 +960,12 @@ OPTIONS: Tuple[Option, ...] = (
         "LIST", str, core=True,
     ),
     Option(
-        "proxy_protocol", parse_bool, "false",
+        "proxy_protocol", parse_proxy_protocol, "false",
         "Every HTTP listener expects a PROXY protocol header (v1 or v2, HAProxy's send-proxy "
         "and send-proxy-v2) before the first request, from peers in --forwarded-allow-ips "
         "only; its client address becomes the connection's. One listener only: bind it as "
-        "proxy:HOST:PORT. A missing or malformed header closes the connection.",
+        "proxy:HOST:PORT. A missing or malformed header closes the connection. gunicorn's "
+        "modes are taken too: --proxy-protocol v1, v2 or auto is on, off is off.",
         "", bool, switch=True,
     ),
     Option(
@@ -1058,6 +1125,13 @@ OPTIONS: Tuple[Option, ...] = (
         "DIR", Optional[str],
     ),
     Option(
+        "pythonpath", parse_pythonpath, None,
+        "Directories (comma-separated) put at the front of sys.path, after --chdir and before "
+        "the hooks and the app are imported, as gunicorn's --pythonpath does (relative ones "
+        "are taken from the --chdir directory).",
+        "DIRS", Tuple[str, ...],
+    ),
+    Option(
         "env", parse_env_item, [],
         "Set this environment variable for the app, KEY=VALUE (e.g. "
         "DJANGO_SETTINGS_MODULE=mysite.settings.prod), as gunicorn's -e does: the sluicegate "
@@ -1094,10 +1168,12 @@ class Config:
     group: Optional[str]
     umask: Optional[int]
     pid: Optional[str]
+    proc_name: Optional[str]
     threads: Optional[Tuple[int, int]]
     max_runnable: int
     scheduler: str
     backlog: int
+    reuse_port: bool
     header_timeout: float
     keepalive_timeout: float
     read_timeout: float
@@ -1110,6 +1186,7 @@ class Config:
     limit_request_line: int
     limit_header_bytes: int
     limit_headers: int
+    limit_field_bytes: int
     limit_body: int
     limit_response_headers: int
     max_drain: int
@@ -1142,6 +1219,7 @@ class Config:
     hooks: Optional[Hooks]
     server_header: str
     chdir: Optional[str]
+    pythonpath: Tuple[str, ...]
     env: Tuple[str, ...]
 
 
@@ -1372,7 +1450,31 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
         "--version", action="version", version=f"sluicegate {version}",
         help="Print sluicegate's version and exit.",
     )
+    _add_gunicorn_flags(parser)
     return parser
+
+
+#: The argparse destination of a gunicorn flag that is not a sluicegate option's.
+_GUNICORN_DEST = "gunicorn."
+
+
+def _add_gunicorn_flags(parser: argparse.ArgumentParser) -> None:
+    """Every gunicorn flag that is not already a sluicegate option's spelling, answered by
+    gunicorn_settings.py (kept out of --help; docs/options.md lists them with their answers)."""
+    taken = set(parser._option_string_actions)
+    for s in gunicorn_settings.SETTINGS:
+        flags = [f for f in s.flags if f not in taken]
+        if not flags:
+            continue
+        dest = _GUNICORN_DEST + s.name
+        if s.takes in (gunicorn_settings.SWITCH, gunicorn_settings.SWITCH_OFF):
+            parser.add_argument(*flags, dest=dest, action="store_const",
+                                const=s.takes == gunicorn_settings.SWITCH,
+                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        else:
+            parser.add_argument(*flags, dest=dest,
+                                action="append" if s.takes == gunicorn_settings.LIST else "store",
+                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def from_command_line(argv: Sequence[str], version: str = "") -> Dict[str, Raw]:
@@ -1380,12 +1482,48 @@ def from_command_line(argv: Sequence[str], version: str = "") -> Dict[str, Raw]:
     named on its own, with the closest known flag (argparse alone would name it together with
     the arguments after it, the app path among them)."""
     parser = build_parser(version)
-    namespace, extra = parser.parse_known_args(list(argv))
+    argv, proxy_mode = _proxy_protocol_mode(list(argv))
+    namespace, extra = parser.parse_known_args(argv)
     if extra:
         raise OptionError(unknown_argument(extra))
-    return {
-        name: Raw(value, BY_NAME[name].flag) for name, value in vars(namespace).items()
-    }
+    given = {name: Raw(value, BY_NAME[name].flag) for name, value in vars(namespace).items()
+             if not name.startswith(_GUNICORN_DEST)}
+    if proxy_mode is not None:
+        given["proxy_protocol"] = Raw(proxy_mode, "--proxy-protocol")
+    for dest, value in vars(namespace).items():
+        if dest.startswith(_GUNICORN_DEST):
+            setting = gunicorn_settings.BY_NAME[dest[len(_GUNICORN_DEST):]]
+            flag = setting.flags[-1]
+            got = gunicorn_settings.judge(setting, value, flag)
+            if got is not gunicorn_settings.NOTHING and setting.option not in given:
+                given[str(setting.option)] = Raw(got, flag)
+    return given
+
+
+#: gunicorn 27's `--proxy-protocol [MODE]`: the modes that may follow the flag.
+_PROXY_MODES = ("off", "v1", "v2", "auto")
+
+
+def _proxy_protocol_mode(argv: List[str]) -> Tuple[List[str], Optional[str]]:
+    """argv without a `--proxy-protocol MODE` (or `=MODE`), and that MODE: the flag alone stays
+    a switch, so that `--proxy-protocol myapp:app` still names the app."""
+    out: List[str] = []
+    mode = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out += argv[i:]
+            break
+        if arg.startswith("--proxy-protocol="):
+            mode = arg.partition("=")[2]
+        elif arg == "--proxy-protocol" and i + 1 < len(argv) and argv[i + 1] in _PROXY_MODES:
+            mode = argv[i + 1]
+            i += 1
+        else:
+            out.append(arg)
+        i += 1
+    return out, mode
 
 
 def all_flags() -> List[str]:
@@ -1399,10 +1537,6 @@ def unknown_argument(extra: Sequence[str]) -> str:
     for arg in extra:
         if arg.startswith("-") and len(arg) > 1 and not arg[1:].replace(".", "").isdigit():
             name = arg.split("=", 1)[0]
-            from .gunicorn_config import IGNORED
-            setting = name.lstrip("-").replace("-", "_")
-            if name.startswith("--") and setting in IGNORED:
-                return f"unknown option {name}; gunicorn's {setting}: {IGNORED[setting]}"
             # Compared without the dashes, which every flag shares.
             bare = {f.lstrip("-"): f for f in flags}
             close = difflib.get_close_matches(name.lstrip("-"), bare, n=1, cutoff=0.6)

@@ -93,7 +93,9 @@ where
     let mut cookie_parts: Vec<&[u8]> = Vec::new();
     let mut expect_continue = false;
     for (name, value) in req.fields {
-        if headers.len() >= limits.max_headers {
+        if headers.len() >= limits.max_headers
+            || name.len().saturating_add(value.len()) > limits.max_field_bytes
+        {
             return Err(ProtoError::HeadersTooLarge);
         }
         if name == b"cookie" {

@@ -997,6 +997,7 @@ mod tests {
             max_header_bytes: 64,
             max_headers: 1,
             max_body: 2,
+            max_field_bytes: usize::MAX,
         };
         for _ in 0..2000 {
             let mut input = seed.clone();
