@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 from . import __version__, logs, preflight, privileges, tls
 from .errors import OptionError, SluicegateError
-from .loader import load_app
+from .loader import add_pythonpath, load_app
 from .options import Config, describe, from_command_line, raw_values, validate
 from .supervisor import log, serve_config
 
@@ -75,6 +75,7 @@ def check(cfg: Config) -> int:
     is there (the users, the directories of the files it writes); import the app too."""
     if cfg.chdir:
         os.chdir(cfg.chdir)
+    add_pythonpath(cfg.pythonpath)
     try:
         _check_system(cfg)
         tls.load(cfg)

@@ -25,7 +25,7 @@ import inspect
 import os
 import sys
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import LoadError, one_line
 
@@ -237,3 +237,13 @@ def _load_paste(spec: str) -> Callable[..., Any]:
     if not callable(app):
         raise LoadError(f"PasteDeploy app {spec!r} is not callable")
     return app
+
+
+def add_pythonpath(directories: Sequence[str]) -> None:
+    """--pythonpath: each directory, made absolute from the working directory, put first on
+    sys.path unless there already, one after the other as gunicorn does (so `a,b` leaves b
+    before a)."""
+    for directory in directories:
+        path = os.path.abspath(directory)
+        if path not in sys.path:
+            sys.path.insert(0, path)

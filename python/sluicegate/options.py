@@ -188,6 +188,8 @@ def parse_bind_value(value: object) -> BindAddress:
     """listeners.parse_bind, plus two forms a gunicorn user writes: `:8000` (every interface,
     port 8000, as gunicorn reads it) and a bare `8000`, refused with both readings offered."""
     text = _str(value).strip()
+    if text.startswith("tcp://"):  # gunicorn's spelling of a plain HOST:PORT
+        text = text[len("tcp://"):]
     wire, address = "", text
     for prefix in ("https:", "http:"):
         if text.startswith(prefix):
@@ -762,10 +764,10 @@ OPTIONS: Tuple[Option, ...] = (
         "proc_name", parse_proc_name, None,
         "Set the process titles (ps, top, /proc/PID/cmdline) as gunicorn's --name does: "
         "'sluicegate: master [NAME]', 'sluicegate: worker [NAME]', or 'sluicegate: server "
-        "[NAME]' for a single process. With the setproctitle package (pip install "
-        "'sluicegate[setproctitle]') the whole command line is replaced; without it, the "
-        "process name (/proc/PID/comm, 15 bytes) becomes 'sg-master', 'sg-worker' or "
-        "'sg-server'. Unset: titles are left alone.",
+        "[NAME]' for a single process, with the setproctitle package (pip install "
+        "'sluicegate[setproctitle]'); without it, the short process name (/proc/PID/comm, "
+        "15 bytes, what top shows) becomes master:NAME, worker:NAME or server:NAME. Unset: "
+        "titles are left alone.",
         "NAME", Optional[str], short="-n", aliases=("--name",),
     ),
     Option(
@@ -1595,7 +1597,36 @@ def markdown() -> str:
             lines.append("- Repeatable")
         lines.append("")
     lines += ["## `--version`", "", "Print sluicegate's version and exit.", ""]
+    lines += gunicorn_markdown()
     return "\n".join(lines)
+
+
+def gunicorn_markdown() -> List[str]:
+    """docs/options.md's last section: every gunicorn setting (23 to 27) and its answer."""
+    gs = gunicorn_settings
+    lines = [
+        "## gunicorn's settings",
+        "",
+        "Every setting of gunicorn 23 to 27 has one answer here, the same whether it is given",
+        "on the command line (gunicorn's flag), in a gunicorn.conf.py (`--config FILE.py`) or",
+        "as a key of the TOML file (its gunicorn name): **done** (the sluicegate option named,",
+        "with gunicorn's meaning), **ignored** (accepted, with one warning line saying why: it",
+        "cannot change what is served) or **refused** (the start stops with one line saying",
+        "why: ignoring it would change what is served). An ignored or refused setting given",
+        "the value that asks for what sluicegate does anyway (None, False, gunicorn's default",
+        "where it says so) is taken silently. gunicorn's flags that are not sluicegate's own",
+        "spellings are left out of `--help`.",
+        "",
+        "| gunicorn setting | Flags | Answer | Option, or why |",
+        "| --- | --- | --- | --- |",
+    ]
+    for s in gs.SETTINGS:
+        flags = ", ".join(f"`{f}`" for f in s.flags) or "(file only)"
+        lines.append(f"| `{s.name}` | {flags} | {s.answer} | {s.text} |")
+    for name, (answer, why) in gs.hook_answers().items():
+        lines.append(f"| `{name}` | (hook, file only) | {answer} | {why} |")
+    lines.append("")
+    return lines
 
 
 def _md_default(o: Option) -> str:

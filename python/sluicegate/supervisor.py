@@ -33,9 +33,9 @@ import functools
 import os
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import hooks, logs, pidfile, preflight, privileges, tls
+from . import hooks, logs, pidfile, preflight, privileges, proctitle, tls
 from .listeners import BoundSocket, bind_all, inherited_sockets
-from .loader import load_app
+from .loader import add_pythonpath, load_app
 from .logs import log
 from .master import Master
 from .options import Config
@@ -91,6 +91,7 @@ def _serve(
             assert app is not None
             preflight.check(app, cfg.warmup, cfg.django_checks)
             me = hooks.worker(cfg)
+            proctitle.set_title("server", cfg.proc_name)
             hooks.call(cfg.hooks, "post_worker_init", hooks.server(cfg, 1), me)
             try:
                 return SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
@@ -104,6 +105,7 @@ def _serve(
                  " (app preloaded)" if app is not None else "")
         boot = functools.partial(_boot_worker, sockets=sockets, app=app, app_name=app_name,
                                  version=version)
+        proctitle.set_title("master", cfg.proc_name)
         return Master(cfg, sockets, workers, boot, upgraded=upgraded_from is not None,
                       restart=restart, reread=reread).run()
     finally:
@@ -122,6 +124,7 @@ def _settle(cfg: Config) -> Config:
         # Absolute: each worker goes there again once forked, from the directory it is in.
         cfg = dataclasses.replace(cfg, chdir=os.path.abspath(cfg.chdir))
         os.chdir(cfg.chdir)
+    add_pythonpath(cfg.pythonpath)
     if cfg.reload and cfg.workers is None:
         cfg = dataclasses.replace(cfg, workers=1)  # reloading replaces workers: it needs a master
     return cfg
@@ -148,7 +151,7 @@ def _sockets(cfg: Config, upgraded_from: Optional[str]) -> List[BoundSocket]:
         log.info("Using %d socket(s) passed by systemd (LISTEN_FDS); --bind is ignored",
                  len(sockets))
     else:
-        sockets = bind_all(cfg.bind, cfg.backlog)
+        sockets = bind_all(cfg.bind, cfg.backlog, cfg.reuse_port)
     return sockets
 
 
@@ -160,6 +163,7 @@ def _boot_worker(
     with the configuration of this worker's generation), then its server."""
     if cfg.chdir:
         os.chdir(cfg.chdir)
+    proctitle.set_title("worker", cfg.proc_name)
     master, me = hooks.server(cfg, workers, os.getppid()), hooks.worker(cfg, balance[2] + 1)
     hooks.call(cfg.hooks, "post_fork", master, me)  # raises HookFailed: the boot fails
     worker_app = app if app is not None else load_app(str(cfg.app))
