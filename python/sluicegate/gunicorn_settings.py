@@ -65,7 +65,7 @@ class Setting:
         `accepts`: what sluicegate does anyway."""
         if value is None or value == "" or value == [] or value == {}:
             return True
-        if value is False and self.takes != SWITCH_OFF:
+        if value is False and self.takes != SWITCH_OFF and True not in self.accepts:
             return True
         return _norm(value) in tuple(_norm(a) for a in self.accepts)
 
@@ -117,8 +117,12 @@ _GUNICORN_FORMATS = {
 }
 
 
-def _access_log_format(value: Any) -> Any:
-    text = str(value)
+def access_log_format(value: Any) -> Any:
+    """gunicorn's default and common layouts as sluicegate's combined and common; other
+    gunicorn formats refused (Refused), anything else as it is."""
+    text = value if not isinstance(value, str) else value
+    if not isinstance(text, str):
+        return text
     if text in _GUNICORN_FORMATS:
         return _GUNICORN_FORMATS[text]
     if "%(" in text:
@@ -302,8 +306,7 @@ SETTINGS: Tuple[Setting, ...] = (
              IGNORED, "only with syslog, which sluicegate refuses"),
     _setting("access_log_format", "--access-logformat", VALUE, DONE,
              "--access-log-format: gunicorn's default layout is combined, its common layout "
-             "common; other %(...)s formats are refused", "access_log_format",
-             _access_log_format),
+             "common; other %(...)s formats are refused", "access_log_format"),
     _setting("errorlog", "--error-logfile --log-file", VALUE, DONE, "--error-log", "error_log"),
     _setting("loglevel", "--log-level", VALUE, DONE, "--log-level", "log_level"),
     _setting("capture_output", "--capture-output", SWITCH, DONE, "--capture-output",

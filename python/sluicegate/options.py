@@ -210,6 +210,8 @@ def parse_bind_value(value: object) -> BindAddress:
 def parse_cert_reqs(value: object) -> str:
     """none, optional or required; gunicorn's numbers (ssl.CERT_NONE=0, CERT_OPTIONAL=1,
     CERT_REQUIRED=2) too, so a gunicorn command line works unchanged."""
+    if isinstance(value, int) and not isinstance(value, bool):  # ssl.CERT_REQUIRED, 2
+        value = str(int(value))
     text = _str(value).strip().lower()
     text = {"0": "none", "1": "optional", "2": "required"}.get(text, text)
     if text not in ("none", "optional", "required"):
@@ -270,8 +272,12 @@ ACCESS_LOG_FIELDS = (
 
 
 def parse_access_log_format(value: object) -> str:
-    """combined, common, json, or a template of {field} names."""
-    text = _str(value)
+    """combined, common, json, or a template of {field} names; gunicorn's default and common
+    formats are read as combined and common."""
+    try:
+        text = _str(gunicorn_settings.access_log_format(value))
+    except gunicorn_settings.Refused as e:
+        raise ValueError(str(e)) from None
     if text in ("combined", "common", "json"):
         return text
     names = re.findall(r"\{([^{}]*)\}", text)
@@ -1038,7 +1044,7 @@ OPTIONS: Tuple[Option, ...] = (
         "user_agent, request_id (X-Request-Id), queue_us (parsed to app called), app_us (app "
         "called to iterable closed), send_us (first byte to last byte taken by the kernel), "
         "total_us, end (ok, client_gone, timeout, error), pid, scheduler (inline, pool, loop).",
-        "FORMAT", str, core=True,
+        "FORMAT", str, core=True, aliases=("--access-logformat",),
     ),
     Option(
         "server_timing", parse_bool, "false",
