@@ -877,7 +877,10 @@ mod tests {
         let input = get(&field("X-A: 12345"));
         assert_eq!(ok_with(&input, &at(12)).headers.len(), 2);
         assert_eq!(err_with(&input, &at(11)), ProtoError::HeadersTooLarge);
-        assert_eq!(err_with(get(&field("X-A: 12345  ")), &at(13)), ProtoError::HeadersTooLarge);
+        assert_eq!(
+            err_with(get(&field("X-A: 12345  ")), &at(13)),
+            ProtoError::HeadersTooLarge
+        );
         // Host: h (9 bytes) is a field line too.
         assert_eq!(err_with(get(""), &at(8)), ProtoError::HeadersTooLarge);
         assert_eq!(ok_with(get(""), &at(9)).headers.len(), 1);
