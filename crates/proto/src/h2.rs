@@ -196,6 +196,27 @@ mod tests {
     }
 
     #[test]
+    fn a_field_longer_than_max_field_bytes_is_refused() {
+        let at = |max: usize| {
+            request_head(
+                StreamRequest {
+                    method: b"GET",
+                    path: b"/",
+                    authority: Some(b"h"),
+                    fields: [(&b"x-a"[..], &b"12345"[..])].into_iter(),
+                    end_of_stream: true,
+                },
+                &Limits {
+                    max_field_bytes: max,
+                    ..Limits::default()
+                },
+            )
+        };
+        assert!(at(8).is_ok());
+        assert_eq!(at(7).unwrap_err(), ProtoError::HeadersTooLarge);
+    }
+
+    #[test]
     fn expect_100_continue_is_noted_only_while_a_body_is_to_come() {
         let expect: &[(&[u8], &[u8])] = &[(b"expect", b"100-Continue"), (b"content-length", b"5")];
         assert!(head(expect, false).unwrap().expect_continue);
