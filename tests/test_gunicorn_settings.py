@@ -431,3 +431,24 @@ def test_secure_scheme_headers_from_a_conf_file_reach_the_app(start_server, proj
     conn.request("GET", "/", headers={"X-Forwarded-Proto": "https"})
     assert conn.getresponse().read() == b"webapp https"
     conn.close()
+
+
+def test_gunicorn_conf_py_in_the_working_directory_is_read_as_gunicorn_reads_it(project):
+    import subprocess
+
+    (project / "gunicorn.conf.py").write_text('workers = 3\nwsgi_app = "webapp"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
+    env["PYTHONPATH"] = str(ROOT / "python")
+
+    def printed(*args: str) -> str:
+        result = subprocess.run([sys.executable, "-m", "sluicegate", *args, "--print-config"],
+                                cwd=project, env=env, capture_output=True, text=True,
+                                timeout=STOP_TIMEOUT)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert "workers = 3  # gunicorn.conf.py, line 1: workers" in printed()
+    assert "# workers: off  (default)" in printed("--config", "off")
+    other = project / "other.toml"
+    other.write_text("workers = 2\n")
+    assert "workers = 2  #" in printed("-c", str(other))  # a named file, and only that one

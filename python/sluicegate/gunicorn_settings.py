@@ -201,7 +201,7 @@ _PARSER = ("sluicegate's parser refuses such requests with 400, as gunicorn does
 SETTINGS: Tuple[Setting, ...] = (
     # Config file
     _setting("config", "-c --config", VALUE, DONE, "--config (a FILE.py is read as gunicorn's; "
-             "no file is read unless named)", "config"),
+             "without one, ./gunicorn.conf.py if it exists, as gunicorn does)", "config"),
     _setting("wsgi_app", "", FILE_ONLY, DONE, "the MODULE:APP argument", "app"),
     # Server socket
     _setting("bind", "-b --bind", LIST, DONE, "--bind", "bind", _list),

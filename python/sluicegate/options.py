@@ -655,7 +655,9 @@ OPTIONS: Tuple[Option, ...] = (
         "A FILE ending in .py is a gunicorn configuration file: its settings that sluicegate "
         "has are used (bind, workers, threads, timeout, keepalive, accesslog, loglevel, ...; "
         "docs/operations.md), each other one is named in a warning. "
-        "The command line and the environment override it. Re-read on HUP (with --workers).",
+        "The command line and the environment override it. Re-read on HUP (with --workers). "
+        "When no file is named (here or in the environment), the sluicegate command reads "
+        "./gunicorn.conf.py if there is one, as gunicorn does; 'off' reads none.",
         "FILE", Optional[str], short="-c",
     ),
     Option(
@@ -1506,6 +1508,23 @@ def from_command_line(argv: Sequence[str], version: str = "") -> Dict[str, Raw]:
             if got is not gunicorn_settings.NOTHING and setting.option not in given:
                 given[str(setting.option)] = Raw(got, flag)
     return given
+
+
+#: The configuration file gunicorn reads from the working directory when none is named.
+GUNICORN_DEFAULT_CONFIG = "gunicorn.conf.py"
+
+
+def with_default_config(given: Dict[str, Raw], env: Optional[Mapping[str, str]] = None
+                        ) -> Dict[str, Raw]:
+    """The command line's values, plus --config ./gunicorn.conf.py when neither the command
+    line nor the environment names a file and that file exists: gunicorn reads it then, and a
+    start line that relies on it must get its settings here too (`--config off` reads none)."""
+    env = os.environ if env is None else env
+    if "config" in given or BY_NAME["config"].env in env:
+        return given
+    if not os.path.isfile(GUNICORN_DEFAULT_CONFIG):
+        return given
+    return {**given, "config": Raw(GUNICORN_DEFAULT_CONFIG, f"./{GUNICORN_DEFAULT_CONFIG}")}
 
 
 #: gunicorn 27's `--proxy-protocol [MODE]`: the modes that may follow the flag.
