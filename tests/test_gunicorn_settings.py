@@ -407,20 +407,59 @@ def test_reuse_port_lets_two_servers_share_a_port(start_server, project):
 
 def test_paste_loads_the_app_with_paste_deploy(start_server, project):
     (project / "src" / "pasteapp.py").write_text(textwrap.dedent('''
+        import logging
+
         def factory(global_conf, greeting="hi"):
             def app(environ, start_response):
+                logging.getLogger("pasteapp").warning("served %s", environ["PATH_INFO"])
                 body = greeting.encode()
                 start_response("200 OK", [("Content-Length", str(len(body)))])
                 return [body]
             return app
     ''').lstrip())
-    (project / "app.ini").write_text("[app:main]\nuse = call:pasteapp:factory\n"
-                                     "greeting = from paste\n")
+    # A Pyramid-style file: the app, and logging sections gunicorn gives to fileConfig.
+    (project / "app.ini").write_text(textwrap.dedent('''
+        [app:main]
+        use = call:pasteapp:factory
+        greeting = from paste
+
+        [loggers]
+        keys = root, pasteapp
+
+        [handlers]
+        keys = file
+
+        [formatters]
+        keys = plain
+
+        [logger_root]
+        level = WARNING
+        handlers =
+
+        [logger_pasteapp]
+        level = INFO
+        handlers = file
+        qualname = pasteapp
+
+        [handler_file]
+        class = FileHandler
+        args = ('app.log', 'a')
+        formatter = plain
+
+        [formatter_plain]
+        format = %(name)s: %(message)s
+    ''').lstrip())
     srv = start_server(None, "--pythonpath", "src", "--paste", "app.ini", cwd=project)
-    assert srv.request().body == b"from paste"
+    assert srv.request(path="/one").body == b"from paste"
+    wait_for(lambda: "pasteapp: served /one" in _read(project / "app.log"), "the app's log line",
+             context=lambda: _read(project / "app.log"))
     (project / "gunicorn.conf.py").write_text('paste = "app.ini"\npythonpath = "src"\n')
     srv2 = start_server(None, "-c", "gunicorn.conf.py", cwd=project)
     assert srv2.request().body == b"from paste"
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def test_secure_scheme_headers_from_a_conf_file_reach_the_app(start_server, project):

@@ -70,9 +70,9 @@ def _gunicorn(setting: gunicorn_settings.Setting, value: Any, where: str,
               out: Dict[str, Any]) -> None:
     """A gunicorn setting's name as a key (`keepalive`, `worker_tmp_dir`): the answer it gets
     on the command line and in a gunicorn.conf.py (gunicorn_settings.py)."""
-    got = gunicorn_settings.judge(setting, value, where)
-    if got is not gunicorn_settings.NOTHING and setting.option not in out:
-        out[str(setting.option)] = (got, where)
+    for option, got in gunicorn_settings.options_of(setting, value, where).items():
+        if option not in out:
+            out[option] = (got, where)
 
 
 def _line_of(text: str, key: str) -> int:

@@ -54,13 +54,11 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
             setting = gunicorn_settings.BY_NAME[name]
             if value is None and setting.answer == gunicorn_settings.DONE:
                 continue  # gunicorn's None is its default (off for accesslog): ours
-            got = gunicorn_settings.judge(setting, value, where)
-            if got is gunicorn_settings.NOTHING:
-                continue
-            if setting.option not in options:  # pragma: no cover - the tables drifted
-                raise AssertionError(f"gunicorn setting {name} maps to unknown option "
-                                     f"{setting.option}")
-            put(out, str(setting.option), got, where)
+            for option, got in gunicorn_settings.options_of(setting, value, where).items():
+                if option not in options:  # pragma: no cover - the tables drifted
+                    raise AssertionError(f"gunicorn setting {name} maps to unknown option "
+                                         f"{option}")
+                put(out, option, got, where)
         elif name in HOOKS:
             if callable(value) and name in SUPPORTED_HOOKS:
                 hooks[name] = value

@@ -59,6 +59,9 @@ class Setting:
     option: Optional[str] = None
     convert: Callable[[Any], Any] = _same
     accepts: Tuple[Any, ...] = ()
+    #: Other options a done setting sets with it, from its converted value (--paste: the
+    #: file's logging sections, as gunicorn reads them).
+    also: Optional[Callable[[Any], Dict[str, Any]]] = None
 
     def asks_for_nothing(self, value: Any) -> bool:
         """None, False (but for a switch that turns something off), an empty value or one in
@@ -187,9 +190,25 @@ def _paste(value: Any) -> Any:
     return f"config:{os.path.abspath(path)}" + (f"#{name}" if name else "")
 
 
+def _paste_logging(app: Any) -> Dict[str, Any]:
+    """A PasteDeploy file with a [loggers] section configures logging too (gunicorn sets its
+    logconfig to the file): --log-config FILE."""
+    import configparser
+
+    path = str(app)[len("config:"):].partition("#")[0]
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read([path])
+    except configparser.Error:
+        return {}
+    return {"log_config": path} if parser.has_section("loggers") else {}
+
+
 def _setting(name: str, flags: str, takes: str, answer: str, text: str, option: Optional[str] = None,
-             convert: Callable[[Any], Any] = _same, accepts: Tuple[Any, ...] = ()) -> Setting:
-    return Setting(name, tuple(flags.split()), takes, answer, text, option, convert, accepts)
+             convert: Callable[[Any], Any] = _same, accepts: Tuple[Any, ...] = (),
+             also: Optional[Callable[[Any], Dict[str, Any]]] = None) -> Setting:
+    return Setting(name, tuple(flags.split()), takes, answer, text, option, convert, accepts,
+                   also)
 
 
 _RUST_TLS = "TLS is rustls in the Rust core"
@@ -272,7 +291,8 @@ SETTINGS: Tuple[Setting, ...] = (
     _setting("pythonpath", "--pythonpath", VALUE, DONE, "--pythonpath", "pythonpath"),
     _setting("paste", "--paste --paster", VALUE, DONE,
              "the app, loaded from the PasteDeploy file with paste.deploy (refused when "
-             "PasteDeploy is not installed)", "app", _paste),
+             "PasteDeploy is not installed); a [loggers] section in it is --log-config FILE",
+             "app", _paste, also=_paste_logging),
     _setting("raw_paste_global_conf", "--paste-global", LIST, REFUSED,
              "no PasteDeploy global_conf: set the variables in the file's [DEFAULT] section"),
     _setting("proxy_protocol", "--proxy-protocol", OPTIONAL, DONE,
@@ -427,6 +447,18 @@ def judge(setting: Setting, value: Any, where: str) -> Any:
         return NOTHING
     shown = "" if value is True else f" {_shown(value)}"
     raise OptionError(f"{where}{shown}: {setting.text}")
+
+
+def options_of(setting: Setting, value: Any, where: str) -> Dict[str, Any]:
+    """`judge`, as the options a value sets: {} (ignored, or what sluicegate does), or the
+    setting's option and what else it sets (`also`)."""
+    got = judge(setting, value, where)
+    if got is NOTHING:
+        return {}
+    out = {str(setting.option): got}
+    if setting.also is not None:
+        out.update({k: v for k, v in setting.also(got).items() if k not in out})
+    return out
 
 
 def _shown(value: Any) -> str:

@@ -1504,9 +1504,10 @@ def from_command_line(argv: Sequence[str], version: str = "") -> Dict[str, Raw]:
         if dest.startswith(_GUNICORN_DEST):
             setting = gunicorn_settings.BY_NAME[dest[len(_GUNICORN_DEST):]]
             flag = setting.flags[-1]
-            got = gunicorn_settings.judge(setting, value, flag)
-            if got is not gunicorn_settings.NOTHING and setting.option not in given:
-                given[str(setting.option)] = Raw(got, flag)
+            for option, got in gunicorn_settings.options_of(setting, value, flag).items():
+                # --paste names the app even beside a MODULE:APP, as in gunicorn.
+                if option not in given or setting.name == "paste":
+                    given[option] = Raw(got, flag)
     return given
 
 
