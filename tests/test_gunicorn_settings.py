@@ -343,6 +343,32 @@ def test_a_dockerfile_start_line_starts_and_each_flag_does_what_gunicorns_does(s
                  f"worker {pid}'s title", context=lambda: _cmdline(pid))
 
 
+def test_gunicorn_cmd_args_from_the_environment_are_flags_the_command_line_overrides(
+        start_server, project):
+    env = {"GUNICORN_CMD_ARGS": "--workers=2 --name=fromenv --threads 4 --worker-tmp-dir /dev/shm"}
+    srv = start_server(None, "--threads", "2", "--pythonpath", "src", "webapp", cwd=project,
+                       env=env)
+    assert srv.request().body == b"webapp http"
+    assert _cmdline(srv.pid) == "sluicegate: master [fromenv]"
+    wait_for(lambda: len(_children(srv.pid)) == 2, "two workers")
+    assert "GUNICORN_CMD_ARGS --worker-tmp-dir ignored:" in srv.log_text()
+    # The command line's --threads 2 wins over the environment's 4; the environment's
+    # --workers 2 over the configuration file's 3.
+    import subprocess
+    (project / "gunicorn.conf.py").write_text("workers = 3\n")
+    penv = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_")}
+    penv.update(env, PYTHONPATH=str(ROOT / "python"))
+    out = subprocess.run([sys.executable, "-m", "sluicegate", "--threads", "2", "--print-config"],
+                         cwd=project, env=penv, capture_output=True, text=True,
+                         timeout=STOP_TIMEOUT).stdout
+    assert 'threads = "2"  # --threads' in out
+    assert 'workers = "2"  # GUNICORN_CMD_ARGS --workers' in out
+    bad = start_server(None, "webapp", cwd=project, env={"GUNICORN_CMD_ARGS": "--workers=lots"},
+                       wait_ready=False)
+    assert bad.wait_exit() == 2
+    assert "GUNICORN_CMD_ARGS --workers 'lots': expected N or auto" in bad.log_text()
+
+
 def test_name_without_setproctitle_sets_the_short_process_name(start_server, project):
     # A setproctitle that cannot be imported, ahead of the installed one on sys.path.
     shadow = project / "shadow" / "setproctitle"

@@ -17,7 +17,7 @@ from . import __version__, logs, preflight, privileges, tls
 from .errors import OptionError, SluicegateError
 from .loader import add_pythonpath, load_app
 from .options import (Config, describe, from_command_line, raw_values, validate,
-                      with_default_config)
+                      with_default_config, with_gunicorn_cmd_args)
 from .supervisor import log, serve_config
 
 
@@ -26,7 +26,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     debug = False
     try:
-        given = with_default_config(from_command_line(args, __version__))
+        given = with_default_config(with_gunicorn_cmd_args(from_command_line(args, __version__)))
         raw = raw_values(given)
         cfg = validate(raw)
         debug = cfg.log_level == "debug"

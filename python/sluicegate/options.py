@@ -1471,7 +1471,7 @@ _GUNICORN_DEST = "gunicorn."
 def _add_gunicorn_flags(parser: argparse.ArgumentParser) -> None:
     """Every gunicorn flag that is not already a sluicegate option's spelling, answered by
     gunicorn_settings.py (kept out of --help; docs/options.md lists them with their answers)."""
-    taken = set(parser._option_string_actions)
+    taken = set(all_flags())
     for s in gunicorn_settings.SETTINGS:
         flags = [f for f in s.flags if f not in taken]
         if not flags:
@@ -1487,28 +1487,54 @@ def _add_gunicorn_flags(parser: argparse.ArgumentParser) -> None:
                                 default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
-def from_command_line(argv: Sequence[str], version: str = "") -> Dict[str, Raw]:
+def from_command_line(argv: Sequence[str], version: str = "", prefix: str = "") -> Dict[str, Raw]:
     """Phase 1 for the command line: only the options given, as written. An unknown option is
     named on its own, with the closest known flag (argparse alone would name it together with
-    the arguments after it, the app path among them)."""
+    the arguments after it, the app path among them). `prefix` names where the words came
+    from in messages (GUNICORN_CMD_ARGS)."""
+    where = (prefix + " ") if prefix else ""
     parser = build_parser(version)
     argv, proxy_mode = _proxy_protocol_mode(list(argv))
     namespace, extra = parser.parse_known_args(argv)
     if extra:
-        raise OptionError(unknown_argument(extra))
-    given = {name: Raw(value, BY_NAME[name].flag) for name, value in vars(namespace).items()
+        raise OptionError(where + unknown_argument(extra))
+    given = {name: Raw(value, where + BY_NAME[name].flag) for name, value in vars(namespace).items()
              if not name.startswith(_GUNICORN_DEST)}
     if proxy_mode is not None:
-        given["proxy_protocol"] = Raw(proxy_mode, "--proxy-protocol")
+        given["proxy_protocol"] = Raw(proxy_mode, where + "--proxy-protocol")
     for dest, value in vars(namespace).items():
         if dest.startswith(_GUNICORN_DEST):
             setting = gunicorn_settings.BY_NAME[dest[len(_GUNICORN_DEST):]]
-            flag = setting.flags[-1]
+            flag = where + setting.flags[-1]
             for option, got in gunicorn_settings.options_of(setting, value, flag).items():
                 # --paste names the app even beside a MODULE:APP, as in gunicorn.
                 if option not in given or setting.name == "paste":
                     given[option] = Raw(got, flag)
     return given
+
+
+#: The environment variable gunicorn reads more command-line flags from (Dockerfiles set it).
+GUNICORN_CMD_ARGS = "GUNICORN_CMD_ARGS"
+
+
+def with_gunicorn_cmd_args(given: Dict[str, Raw], env: Optional[Mapping[str, str]] = None
+                           ) -> Dict[str, Raw]:
+    """The command line's values over those of the flags in $GUNICORN_CMD_ARGS, which gunicorn
+    reads as a command line that the real one overrides (an app path in it is ignored, as
+    gunicorn ignores it)."""
+    import shlex
+
+    env = os.environ if env is None else env
+    text = env.get(GUNICORN_CMD_ARGS, "")
+    if not text.strip():
+        return given
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise OptionError(f"{GUNICORN_CMD_ARGS}={text!r}: {e}") from None
+    from_env = {name: r for name, r in from_command_line(words, prefix=GUNICORN_CMD_ARGS).items()
+                if name != "app"}
+    return {**from_env, **given}
 
 
 #: The configuration file gunicorn reads from the working directory when none is named.
