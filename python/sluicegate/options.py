@@ -1426,7 +1426,9 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
             f"(e.g. {ENV_PREFIX}THREADS=4:64; several addresses comma-separated in "
             f"{ENV_PREFIX}BIND). The command line wins over the environment. "
             "Byte sizes take the suffixes k, M and G (powers of 1024). "
-            "Signals: SIGTERM or SIGINT shut down gracefully; a second SIGINT stops at once."
+            "Signals: SIGTERM or SIGINT shut down gracefully; a second SIGINT stops at once. "
+            "gunicorn's other flags (and $GUNICORN_CMD_ARGS) are taken too, each done, ignored "
+            "with a warning saying why, or refused saying why: docs/options.md lists them."
         ),
         allow_abbrev=False,
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=32),
