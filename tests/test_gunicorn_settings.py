@@ -81,6 +81,18 @@ def test_every_gunicorn_setting_has_an_answer():
         assert ours.answer in (GS.DONE, GS.IGNORED, GS.REFUSED) and ours.text, s.name
 
 
+def test_a_setting_that_is_an_option_is_answered_done():
+    """A gunicorn setting whose flag (or name) a sluicegate option has must be done, mapped to
+    that option: else a gunicorn.conf.py would refuse or ignore what the command line does."""
+    option_flags = {f: o.name for o in options.OPTIONS if not o.positional for f in o.flags}
+    for s in GS.SETTINGS:
+        owners = {option_flags[f] for f in s.flags if f in option_flags}
+        if s.name in options.BY_NAME:
+            owners.add(s.name)
+        if owners:
+            assert s.answer == GS.DONE and owners == {s.option}, (s.name, owners, s.answer)
+
+
 def test_docs_list_every_gunicorn_setting_with_its_answer():
     text = (ROOT / "docs" / "options.md").read_text()
     rows = dict(re.findall(r"^\| `(\w+)` \| [^|]* \| (done|ignored|refused) \|", text, re.M))

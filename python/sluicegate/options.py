@@ -190,6 +190,10 @@ def parse_bind_value(value: object) -> BindAddress:
     text = _str(value).strip()
     if text.startswith("tcp://"):  # gunicorn's spelling of a plain HOST:PORT
         text = text[len("tcp://"):]
+    if text.startswith("fd://"):
+        raise ValueError("gunicorn's fd://N (a socket inherited as descriptor N) is not taken: "
+                         "pass sockets by systemd socket activation (LISTEN_FDS), which "
+                         "sluicegate uses instead of --bind")
     wire, address = "", text
     for prefix in ("https:", "http:"):
         if text.startswith(prefix):
