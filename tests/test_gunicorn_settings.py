@@ -529,3 +529,20 @@ def test_gunicorn_conf_py_in_the_working_directory_is_read_as_gunicorn_reads_it(
     other = project / "other.toml"
     other.write_text("workers = 2\n")
     assert "workers = 2  #" in printed("-c", str(other))  # a named file, and only that one
+
+
+@pytest.mark.parametrize("bind, kind, host", [
+    ("unix://tmp/x.sock", "unix", "tmp/x.sock"),    # gunicorn: ./tmp/x.sock
+    ("unix:///run/x.sock", "unix", "/run/x.sock"),
+    ("unix:/run/x.sock", "unix", "/run/x.sock"),
+    ("unix:x.sock", "unix", "x.sock"),
+    ("tcp://127.0.0.1:9000", "tcp", "127.0.0.1"),
+])
+def test_bind_addresses_read_as_gunicorns_parse_address_reads_them(bind, kind, host):
+    address = _cli_config("--bind", bind).bind[0]
+    assert (address.kind, address.host) == (kind, host)
+
+
+def test_fd_bind_is_refused_saying_what_to_use():
+    with pytest.raises(OptionError, match=r"--bind 'fd://3': gunicorn's fd://N .* LISTEN_FDS"):
+        _cli_config("--bind", "fd://3")
