@@ -544,5 +544,5 @@ def test_bind_addresses_read_as_gunicorns_parse_address_reads_them(bind, kind, h
 
 
 def test_fd_bind_is_refused_saying_what_to_use():
-    with pytest.raises(OptionError, match=r"--bind 'fd://3': gunicorn's fd://N .* LISTEN_FDS"):
+    with pytest.raises(OptionError, match=r"--bind 'fd://3': gunicorn's fd://N .*\(LISTEN_FDS\)"):
         _cli_config("--bind", "fd://3")
