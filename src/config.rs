@@ -61,6 +61,9 @@ pub struct Config {
     /// `--forwarded-allow-ips` and `--forwarded-headers`: whose forwarding headers are read,
     /// and which family; None when nobody is trusted.
     pub forwarding: Option<(TrustList, Family)>,
+    /// `--proxy-allow-ips`: who may send a PROXY protocol header, when it is not the
+    /// `--forwarded-allow-ips` list (None: that list decides).
+    pub proxy_trust: Option<TrustList>,
     /// `--log-level debug`.
     pub debug: bool,
     /// `--health-path`: answered by the event loop itself; empty = off.
@@ -347,6 +350,16 @@ impl Config {
                     _ => Family::XForwarded,
                 };
                 (!trust.is_empty()).then_some((trust, family))
+            },
+            proxy_trust: {
+                let list: String = get(d, "proxy_allow_ips")?;
+                if list.trim().is_empty() {
+                    None
+                } else {
+                    Some(TrustList::parse(&list).map_err(|e| {
+                        pyo3::exceptions::PyValueError::new_err(format!("proxy_allow_ips: {e}"))
+                    })?)
+                }
             },
             health_path: get::<String>(d, "health_path")?.into_bytes(),
             debug: get::<String>(d, "log_level")? == "debug",

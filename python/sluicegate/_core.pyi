@@ -49,6 +49,7 @@ class ServerConfig(TypedDict):
     write_high_water: int  # --write-high-water (docs/options.md)
     root_path: str  # --root-path (docs/options.md)
     forwarded_allow_ips: str  # --forwarded-allow-ips (docs/options.md)
+    proxy_allow_ips: str  # --proxy-allow-ips (docs/options.md)
     certfile: Optional[str]  # --certfile (docs/options.md)
     keyfile: Optional[str]  # --keyfile (docs/options.md)
     ca_certs: Optional[str]  # --ca-certs (docs/options.md)

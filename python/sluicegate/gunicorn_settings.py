@@ -297,9 +297,8 @@ SETTINGS: Tuple[Setting, ...] = (
              "no PasteDeploy global_conf: set the variables in the file's [DEFAULT] section"),
     _setting("proxy_protocol", "--proxy-protocol", OPTIONAL, DONE,
              "--proxy-protocol (v1 and v2 alike)", "proxy_protocol", _proxy_protocol),
-    _setting("proxy_allow_ips", "--proxy-allow-from", VALUE, REFUSED,
-             "sluicegate has one list of trusted proxies, for PROXY headers and forwarding "
-             "headers alike: set --forwarded-allow-ips", accepts=("127.0.0.1,::1",)),
+    _setting("proxy_allow_ips", "--proxy-allow-from", VALUE, DONE, "--proxy-allow-ips",
+             "proxy_allow_ips"),
     _setting("protocol", "--protocol", VALUE, REFUSED,
              "the wire protocol is per listener here: bind uwsgi:HOST:PORT for uwsgi",
              accepts=("http",)),

@@ -983,6 +983,15 @@ OPTIONS: Tuple[Option, ...] = (
         "", bool, switch=True,
     ),
     Option(
+        "proxy_allow_ips", parse_forwarded_allow_ips, "",
+        "Peers (as --forwarded-allow-ips lists them) that may send a PROXY protocol header, "
+        "when they are not those of --forwarded-allow-ips: gunicorn's --proxy-allow-from. "
+        "The headers of the requests that follow are then believed or not by "
+        "--forwarded-allow-ips, for the client the PROXY header names. Empty: the peers of "
+        "--forwarded-allow-ips.",
+        "LIST", str, core=True, aliases=("--proxy-allow-from",),
+    ),
+    Option(
         "certfile", parse_path, None,
         "Serve HTTPS: the certificate chain (PEM: the server certificate first, then its "
         "intermediates). Every listener then speaks TLS, as with gunicorn, except one bound as "
@@ -1212,6 +1221,7 @@ class Config:
     root_path: str
     forwarded_allow_ips: str
     proxy_protocol: bool
+    proxy_allow_ips: str
     certfile: Optional[str]
     keyfile: Optional[str]
     ca_certs: Optional[str]
