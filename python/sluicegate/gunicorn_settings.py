@@ -100,19 +100,6 @@ def _list(value: Any) -> Any:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _proxy_protocol(value: Any) -> Any:
-    """gunicorn 27: off, v1, v2 or auto (what the flag alone means); before: a boolean. Every
-    sluicegate listener with it reads v1 and v2 alike."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("v1", "v2", "auto", "true", "1", "yes", "on"):
-        return True
-    if text in ("off", "false", "0", "no", ""):
-        return False
-    raise Refused("expected off, v1, v2 or auto")
-
-
 #: gunicorn's default access log format, and the common one: sluicegate's combined and common.
 _GUNICORN_FORMATS = {
     '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"': "combined",
@@ -123,16 +110,15 @@ _GUNICORN_FORMATS = {
 def access_log_format(value: Any) -> Any:
     """gunicorn's default and common layouts as sluicegate's combined and common; other
     gunicorn formats refused (Refused), anything else as it is."""
-    text = value if not isinstance(value, str) else value
-    if not isinstance(text, str):
-        return text
-    if text in _GUNICORN_FORMATS:
-        return _GUNICORN_FORMATS[text]
-    if "%(" in text:
+    if not isinstance(value, str):
+        return value
+    if value in _GUNICORN_FORMATS:
+        return _GUNICORN_FORMATS[value]
+    if "%(" in value:
         raise Refused("gunicorn's %(...)s atoms other than its default and common layouts are "
                       "not translated: give access_log_format as combined, common, json or a "
                       "{field} template (docs/options.md)")
-    return text
+    return value
 
 
 def _http_protocols(value: Any) -> Any:
@@ -296,7 +282,8 @@ SETTINGS: Tuple[Setting, ...] = (
     _setting("raw_paste_global_conf", "--paste-global", LIST, REFUSED,
              "no PasteDeploy global_conf: set the variables in the file's [DEFAULT] section"),
     _setting("proxy_protocol", "--proxy-protocol", OPTIONAL, DONE,
-             "--proxy-protocol (v1 and v2 alike)", "proxy_protocol", _proxy_protocol),
+             "--proxy-protocol (gunicorn 27's off, v1, v2 and auto too; v1 and v2 alike)",
+             "proxy_protocol"),
     _setting("proxy_allow_ips", "--proxy-allow-from", VALUE, DONE, "--proxy-allow-ips",
              "proxy_allow_ips"),
     _setting("protocol", "--protocol", VALUE, REFUSED,

@@ -436,7 +436,10 @@ def parse_proxy_protocol(value: object) -> bool:
     that expects a PROXY header reads either version)."""
     if isinstance(value, str) and value.strip().lower() in ("v1", "v2", "auto"):
         return True
-    return parse_bool(value)
+    try:
+        return parse_bool(value)
+    except ValueError:
+        raise ValueError("expected true or false (gunicorn's off, v1, v2 or auto too)") from None
 
 
 def parse_pythonpath(value: object) -> Tuple[str, ...]:
