@@ -547,3 +547,17 @@ def test_bind_addresses_read_as_gunicorns_parse_address_reads_them(bind, kind, h
 def test_fd_bind_is_refused_saying_what_to_use():
     with pytest.raises(OptionError, match=r"--bind 'fd://3': gunicorn's fd://N .*\(LISTEN_FDS\)"):
         _cli_config("--bind", "fd://3")
+
+
+def test_limit_request_fields_0_and_http_protocols_h1_on_a_server(start_server, project):
+    """gunicorn's --limit-request-fields 0 (its most, here no limit of its own) and
+    --http-protocols h1 (HTTP/1.1 only: an HTTP/2 preface is answered 505)."""
+    srv = start_server(None, "--limit-request-fields", "0", "--http-protocols", "h1",
+                       "--pythonpath", "src", "webapp", cwd=project)
+    many = "".join(f"X-F{i}: v\r\n" for i in range(150))  # past the default 100
+    assert _raw_request(srv.port, f"GET / HTTP/1.1\r\nHost: x\r\n{many}\r\n".encode()
+                        ).startswith(b"HTTP/1.1 200 ")
+    assert _raw_request(srv.port, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").startswith(b"HTTP/1.1 505")
+    default = start_server(None, "--pythonpath", "src", "webapp", cwd=project)
+    assert _raw_request(default.port, f"GET / HTTP/1.1\r\nHost: x\r\n{many}\r\n".encode()
+                        ).startswith(b"HTTP/1.1 431 ")
