@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .errors import OptionError, one_line
 from .hooks import SUPPORTED as SUPPORTED_HOOKS, UNSUPPORTED as UNSUPPORTED_HOOKS
@@ -468,3 +468,32 @@ def hook_answers() -> Dict[str, Tuple[str, str]]:
     out.update({name: (IGNORED, why) for name, why in UNSUPPORTED_HOOKS.items()})
     out.update({name: (IGNORED, why) for name, why in DIRTY_HOOKS.items()})
     return out
+
+
+def markdown() -> List[str]:
+    """docs/options.md's last section: every gunicorn setting (23 to 27) and its answer."""
+    lines = [
+        "## gunicorn's settings",
+        "",
+        "Every setting of gunicorn 23 to 27 has one answer here, the same whether it is given",
+        "on the command line (gunicorn's flag), in a gunicorn.conf.py (`--config FILE.py`) or",
+        "as a key of the TOML file (its gunicorn name): **done** (the sluicegate option named,",
+        "with gunicorn's meaning), **ignored** (accepted, with one warning line saying why: it",
+        "cannot change what is served) or **refused** (the start stops with one line saying",
+        "why: ignoring it would change what is served). An ignored or refused setting given",
+        "the value that asks for what sluicegate does anyway (None, False, gunicorn's default",
+        "where it says so) is taken silently. gunicorn's flags that are not sluicegate's own",
+        "spellings are left out of `--help`. As in gunicorn, the `sluicegate` command also",
+        "takes flags from `$GUNICORN_CMD_ARGS` (the command line overrides them, and they",
+        "override the file), and reads `./gunicorn.conf.py` when no `--config` names a file.",
+        "",
+        "| gunicorn setting | Flags | Answer | Option, or why |",
+        "| --- | --- | --- | --- |",
+    ]
+    for s in SETTINGS:
+        flags = ", ".join(f"`{f}`" for f in s.flags) or "(file only)"
+        lines.append(f"| `{s.name}` | {flags} | {s.answer} | {s.text} |")
+    for name, (answer, why) in hook_answers().items():
+        lines.append(f"| `{name}` | (hook, file only) | {answer} | {why} |")
+    lines.append("")
+    return lines

@@ -1532,47 +1532,6 @@ def from_command_line(argv: Sequence[str], version: str = "", prefix: str = "") 
     return given
 
 
-#: The environment variable gunicorn reads more command-line flags from (Dockerfiles set it).
-GUNICORN_CMD_ARGS = "GUNICORN_CMD_ARGS"
-
-
-def with_gunicorn_cmd_args(given: Dict[str, Raw], env: Optional[Mapping[str, str]] = None
-                           ) -> Dict[str, Raw]:
-    """The command line's values over those of the flags in $GUNICORN_CMD_ARGS, which gunicorn
-    reads as a command line that the real one overrides (an app path in it is ignored, as
-    gunicorn ignores it)."""
-    import shlex
-
-    env = os.environ if env is None else env
-    text = env.get(GUNICORN_CMD_ARGS, "")
-    if not text.strip():
-        return given
-    try:
-        words = shlex.split(text)
-    except ValueError as e:
-        raise OptionError(f"{GUNICORN_CMD_ARGS}={text!r}: {e}") from None
-    from_env = {name: r for name, r in from_command_line(words, prefix=GUNICORN_CMD_ARGS).items()
-                if name != "app"}
-    return {**from_env, **given}
-
-
-#: The configuration file gunicorn reads from the working directory when none is named.
-GUNICORN_DEFAULT_CONFIG = "gunicorn.conf.py"
-
-
-def with_default_config(given: Dict[str, Raw], env: Optional[Mapping[str, str]] = None
-                        ) -> Dict[str, Raw]:
-    """The command line's values, plus --config ./gunicorn.conf.py when neither the command
-    line nor the environment names a file and that file exists: gunicorn reads it then, and a
-    start line that relies on it must get its settings here too (`--config off` reads none)."""
-    env = os.environ if env is None else env
-    if "config" in given or BY_NAME["config"].env in env:
-        return given
-    if not os.path.isfile(GUNICORN_DEFAULT_CONFIG):
-        return given
-    return {**given, "config": Raw(GUNICORN_DEFAULT_CONFIG, f"./{GUNICORN_DEFAULT_CONFIG}")}
-
-
 #: gunicorn 27's `--proxy-protocol [MODE]`: the modes that may follow the flag.
 _PROXY_MODES = ("off", "v1", "v2", "auto")
 
@@ -1668,36 +1627,9 @@ def markdown() -> str:
             lines.append("- Repeatable")
         lines.append("")
     lines += ["## `--version`", "", "Print sluicegate's version and exit.", ""]
-    lines += gunicorn_markdown()
+    lines += gunicorn_settings.markdown()
     return "\n".join(lines)
 
-
-def gunicorn_markdown() -> List[str]:
-    """docs/options.md's last section: every gunicorn setting (23 to 27) and its answer."""
-    gs = gunicorn_settings
-    lines = [
-        "## gunicorn's settings",
-        "",
-        "Every setting of gunicorn 23 to 27 has one answer here, the same whether it is given",
-        "on the command line (gunicorn's flag), in a gunicorn.conf.py (`--config FILE.py`) or",
-        "as a key of the TOML file (its gunicorn name): **done** (the sluicegate option named,",
-        "with gunicorn's meaning), **ignored** (accepted, with one warning line saying why: it",
-        "cannot change what is served) or **refused** (the start stops with one line saying",
-        "why: ignoring it would change what is served). An ignored or refused setting given",
-        "the value that asks for what sluicegate does anyway (None, False, gunicorn's default",
-        "where it says so) is taken silently. gunicorn's flags that are not sluicegate's own",
-        "spellings are left out of `--help`.",
-        "",
-        "| gunicorn setting | Flags | Answer | Option, or why |",
-        "| --- | --- | --- | --- |",
-    ]
-    for s in gs.SETTINGS:
-        flags = ", ".join(f"`{f}`" for f in s.flags) or "(file only)"
-        lines.append(f"| `{s.name}` | {flags} | {s.answer} | {s.text} |")
-    for name, (answer, why) in gs.hook_answers().items():
-        lines.append(f"| `{name}` | (hook, file only) | {answer} | {why} |")
-    lines.append("")
-    return lines
 
 
 def _md_default(o: Option) -> str:
