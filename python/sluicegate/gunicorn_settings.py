@@ -290,8 +290,9 @@ SETTINGS: Tuple[Setting, ...] = (
              "the wire protocol is per listener here: bind uwsgi:HOST:PORT for uwsgi",
              accepts=("http",)),
     _setting("uwsgi_allow_ips", "--uwsgi-allow-from", VALUE, REFUSED,
-             "sluicegate takes uwsgi requests on uwsgi: listeners from any peer that can reach "
-             "them: bind them on a private address", accepts=("127.0.0.1,::1",)),
+             "sluicegate serves a uwsgi: listener to every peer that reaches it (the addresses "
+             "a request names are believed from --forwarded-allow-ips peers only): bind it "
+             "where only the proxy reaches it", accepts=("127.0.0.1,::1",)),
     _setting("permit_obsolete_folding", "--permit-obsolete-folding", SWITCH, REFUSED, _PARSER),
     _setting("strip_header_spaces", "--strip-header-spaces", SWITCH, REFUSED, _PARSER),
     _setting("permit_unconventional_http_method", "--permit-unconventional-http-method", SWITCH,
