@@ -14,6 +14,8 @@ moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
 
 - STOP (TERM, INT): workers get TERM and finish their in-flight requests (up to
   `--graceful-timeout`); a second INT stops them at once (QUIT). STOP_NOW (QUIT): at once.
+  The master closes its copies of the listening sockets at once, so that new connections are
+  refused as soon as the workers stop accepting.
 - RELOAD (HUP, or a code change with `--reload`): the options are resolved again (and the TLS
   certificate and key read again, tls.py: rotation without a restart), new workers
   are started (a fresh import of the app, unless `--preload`); once every one is ready the old
@@ -292,6 +294,8 @@ class Master:
                 self._retire(w, messages.CANCEL)
             else:
                 self._retire(w, messages.STOP if graceful else messages.STOP_NOW)
+        for s in self.sockets:  # refused once the workers stop accepting (listeners.py)
+            s.stop_listening()
 
     def _reload(self, why: str) -> None:
         """A new generation with the options resolved again. Reloads never overlap: one asked
