@@ -215,9 +215,12 @@ class Master:
                 if self.metrics is not None:
                     self.metrics.totals.started(
                         w.pid, str(w.slot + 1), metrics_address(self.cfg.metrics_bind, w.slot))
-                if self.retry_delay and self.state is State.SERVING:  # whole again
-                    sd_notify.notify(f"STATUS={self._status()}")
-                self.retry_delay = 0.0
+                whole = sum(1 for x in self.workers.values()
+                            if x.life is Life.SERVING) >= self.target
+                if whole:  # the back-off ends once no replacement is missing
+                    if self.retry_delay and self.state is State.SERVING:
+                        sd_notify.notify(f"STATUS={self._status()}")
+                    self.retry_delay = 0.0
             elif message in (Message.MAX_REQUESTS, Message.STUCK) and w.life is Life.SERVING:
                 w.become(Life.OUTGOING)  # _maintain starts its replacement, then stops it
                 why = "reached --max-requests" if message is Message.MAX_REQUESTS \
@@ -575,17 +578,24 @@ class Master:
                 self._become(State.SERVING)
                 self.before_reload = None
             return
-        # A worker that asked out leaves once as many others are ready as it takes.
         staying = [w for w in self.workers.values() if w.life in (Life.BOOTING, Life.SERVING)]
-        if sum(1 for w in staying if w.ready) >= self.target:
-            for w in self.workers.values():
-                if w.life is Life.OUTGOING:
-                    self._retire(w, messages.STOP)
+        self._retire_outgoing(sum(1 for w in staying if w.ready))
         if time.monotonic() >= self.retry_at:  # else a replacement failed lately: wait
             for _ in range(self.target - len(staying)):
                 self._spawn()
         extra = len(staying) - self.target
         for w in sorted(staying, key=lambda w: w.pid)[:max(0, extra)]:
+            self._retire(w, messages.STOP)
+
+    def _retire_outgoing(self, serving: int) -> None:
+        """Workers that asked out (--max-requests, --max-stuck, --max-rss) serve on only while
+        `serving` others fall short of `target`, the oldest leaving first: so the workers that
+        serve never outnumber `target`, even when each replacement that boots asks out before
+        the one that failed to boot (a busy metrics port) is replaced (they used to pile up,
+        one more per replacement)."""
+        outgoing = [w for w in self.workers.values() if w.life is Life.OUTGOING]  # oldest first
+        keep = max(0, self.target - serving)
+        for w in outgoing[:max(0, len(outgoing) - keep)]:
             self._retire(w, messages.STOP)
 
     def _retire(self, w: Child, signum: int) -> None:
