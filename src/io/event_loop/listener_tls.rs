@@ -1,0 +1,37 @@
+//! The TLS configuration each listener serves new connections with, replaceable while the
+//! server runs: a single process re-reads its certificate on HUP and puts the new
+//! configuration in place here; each connection keeps the configuration it was accepted with.
+
+use std::sync::{Arc, Mutex};
+
+use rustls::ServerConfig;
+
+/// By listener index: `Some` for a TLS listener, `None` for plaintext.
+pub struct ListenerTls {
+    configs: Mutex<Vec<Option<Arc<ServerConfig>>>>,
+}
+
+impl ListenerTls {
+    pub fn new(configs: Vec<Option<Arc<ServerConfig>>>) -> ListenerTls {
+        ListenerTls {
+            configs: Mutex::new(configs),
+        }
+    }
+
+    /// What listener `index` serves a connection accepted now with (`None`: plaintext). One
+    /// lock and one reference count per accepted connection.
+    pub fn get(&self, index: usize) -> Option<Arc<ServerConfig>> {
+        self.configs.lock().unwrap().get(index).cloned().flatten()
+    }
+
+    /// Every TLS listener serves `config` from now on; whether there was any.
+    pub fn replace(&self, config: Arc<ServerConfig>) -> bool {
+        let mut configs = self.configs.lock().unwrap();
+        let mut any = false;
+        for slot in configs.iter_mut().filter(|c| c.is_some()) {
+            *slot = Some(Arc::clone(&config));
+            any = true;
+        }
+        any
+    }
+}
