@@ -288,7 +288,7 @@ pub struct LoopSettings {
     pub wires: Vec<Wire>,
     /// The TLS configuration of each TLS listener (`--bind https:`, or every listener with
     /// `--certfile`), by listener index; `None`: plaintext. Replaced by a certificate reload.
-    pub tls: super::ListenerTls,
+    pub tls: super::listener_tls::ListenerTls,
     /// HTTP/2 (`--http2` not off): where a connection that opens with the preface, or agreed
     /// on `h2` by ALPN, is handed over (`io::h2`).
     pub h2: Option<Arc<crate::io::h2::H2Hub>>,
