@@ -61,6 +61,7 @@ class SingleServer(ServerProcess):
         handler's), and serve new connections with them once they pass the checks; one line
         says what came of it."""
         def done() -> None:
+            timer.cancel()
             if not reading.settle():
                 return  # said overdue already: what it read so late is not used
             try:
@@ -84,10 +85,10 @@ class SingleServer(ServerProcess):
                           name, reading.timeout)
 
         reading = Reading(lambda: tls.read(self.cfg), done)
-        reading.start()
         timer = threading.Timer(reading.timeout, overdue)
         timer.daemon = True
-        timer.start()
+        reading.start()
+        timer.start()  # cancelled already if the reading is done: then it ends at once
 
     def watches(self) -> bool:
         return bool(self.cfg.timeout and self.cfg.max_stuck)
