@@ -9,6 +9,7 @@ Certificates are made by `openssl` (tests/tls_certs.py).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -61,21 +62,32 @@ def test_a_certificate_not_valid_yet_stops_the_start_with_one_line(tls_certs):
     assert "future-chain.pem: certificate 1 (CN=localhost) is not valid before " in line, line
 
 
+BAD_NEW_CERTIFICATES = {
+    "not-valid-yet": ("future_chain", "certificate 1 (CN=localhost) is not valid before"),
+    "expired": ("expired_cert", "certificate 1 (CN=localhost) expired at"),
+    "chain-reversed": ("server_chain_reversed", "certificate 1 (CN=sluicegate test "
+                       "intermediate) is not issued by the next one"),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_NEW_CERTIFICATES))
 @pytest.mark.parametrize("workers", [["--workers", "1"], []], ids=["master", "single"])
-def test_hup_refuses_a_certificate_not_valid_yet(start_server, tls_certs, tmp_path, workers):
+def test_hup_refuses_a_bad_new_certificate(start_server, tls_certs, tmp_path, workers, bad):
     """Regression: a master's HUP took a certificate whose validity starts later, and every
-    client then failed. Now it is refused with one line and the old one serves on; a single
-    process (which re-reads its certificate on HUP) refuses it the same way."""
+    client then failed. Now it is refused with one line and the old one serves on, as one
+    expired or with its chain out of order is; a single process (which re-reads its
+    certificate on HUP) refuses them the same way."""
+    attribute, message = BAD_NEW_CERTIFICATES[bad]
     cert, key = copied(tls_certs, tmp_path)
     srv = start_server("hello", "--certfile", str(cert), "--keyfile", str(key), *workers)
-    shutil.copy(tls_certs.future_chain, cert)
+    shutil.copy(getattr(tls_certs, attribute), cert)
     mark = srv.log_mark()
     srv.signal(signal.SIGHUP)
-    srv.wait_log(r"is not valid before", since=mark, timeout=30)
+    srv.wait_log(re.escape(message), since=mark, timeout=30)
     log = srv.log_since(mark)
-    refusals = [line for line in log.splitlines() if "not valid before" in line]
+    refusals = [line for line in log.splitlines() if "cert.pem: " in line]
     assert len(refusals) == 1, log
-    assert "cert.pem: certificate 1 (CN=localhost) is not valid before" in refusals[0]
+    assert f"cert.pem: {message}" in refusals[0]
     assert "Booting worker" not in log and "certificate re-read" not in log, log
     assert served_cert(srv, tls_certs.ca_cert) == leaf_der(tls_certs)
     assert srv.alive()
