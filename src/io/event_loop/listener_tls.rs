@@ -35,3 +35,24 @@ impl ListenerTls {
         any
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::tls::config::tests::{settings, NOW};
+    use crate::io::tls::load;
+
+    #[test]
+    fn replace_changes_the_tls_listeners_only() {
+        let first = load(&settings(), NOW).unwrap().server;
+        let second = load(&settings(), NOW).unwrap().server;
+        let tls = ListenerTls::new(vec![Some(Arc::clone(&first)), None]);
+        assert!(Arc::ptr_eq(&tls.get(0).unwrap(), &first));
+        assert!(tls.get(1).is_none() && tls.get(2).is_none());
+        assert!(tls.replace(Arc::clone(&second)));
+        assert!(Arc::ptr_eq(&tls.get(0).unwrap(), &second));
+        assert!(tls.get(1).is_none());
+        // Plaintext only: nothing to replace.
+        assert!(!ListenerTls::new(vec![None]).replace(second));
+    }
+}
