@@ -49,6 +49,15 @@ def served_cert(srv, cafile: Path) -> bytes:
     return der
 
 
+def alpn(srv, cafile: Path) -> str:
+    """The protocol a new connection that offers h2 and http/1.1 agrees on (ALPN)."""
+    ctx = ssl.create_default_context(cafile=str(cafile))
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    raw = socket.create_connection((srv.host, srv.port), timeout=10)
+    with ctx.wrap_socket(raw, server_hostname=srv.host) as s:
+        return s.selected_alpn_protocol() or ""
+
+
 def leaf_der(c: TlsCerts) -> bytes:
     return ssl.PEM_cert_to_DER_cert(c.server_cert.read_text())
 
@@ -194,6 +203,7 @@ def test_hup_in_a_single_process_rotates_the_certificate(start_server, tls_certs
         assert "CN=localhost" in line.string and "need a master (--workers N)" in line.string
         after = served_cert(srv, bundle)
         assert before == leaf_der(tls_certs) and after == leaf_der(new)
+        assert alpn(srv, bundle) == "h2"  # the new configuration offers HTTP/2 as the old one
         kept.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert read_until_closed(kept).startswith(b"HTTP/1.1 200")
     finally:
