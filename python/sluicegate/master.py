@@ -219,9 +219,10 @@ class Master:
                 if self.metrics is not None:
                     self.metrics.totals.started(
                         w.pid, str(w.slot + 1), metrics_address(self.cfg.metrics_bind, w.slot))
-                whole = sum(1 for x in self.workers.values()
-                            if x.life is Life.SERVING) >= self.target
-                if whole:  # the back-off ends once no replacement is missing
+                serving = sum(1 for x in self.workers.values() if x.life is Life.SERVING)
+                if self.state is State.SERVING:  # at once: the count in any line stays true
+                    self._retire_outgoing(serving)
+                if serving >= self.target:  # whole: the back-off ends
                     if self.retry_delay and self.state is State.SERVING:
                         sd_notify.notify(f"STATUS={self._status()}")
                     self.retry_delay = 0.0
