@@ -218,7 +218,7 @@ DONE_SAMPLES: Dict[str, Tuple[Any, ...]] = {
     "secure_scheme_headers": ({"X-FORWARDED-PROTO": "https"}, "x-forwarded"),
     "forwarded_allow_ips": ("*", "*"),
     "proxy_allow_ips": ("10.0.0.0/8", "10.0.0.0/8"),
-    "pythonpath": ("src,lib", ("src", "lib")),
+    "pythonpath": ("src,lib", "src,lib"),
     "proxy_protocol": ("v2", True),
     "root_path": ("/app", "/app"),
     "accesslog": ("-", "-"),

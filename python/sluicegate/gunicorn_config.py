@@ -66,7 +66,10 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
                 why = UNSUPPORTED_HOOKS.get(name) or DIRTY_HOOKS[name]
                 warn(f"{where}: gunicorn hook {name}() {why}")
     if hooks:
-        out["hooks"] = (from_mapping(hooks, path), f"{path}: hooks")
+        try:
+            out["hooks"] = (from_mapping(hooks, path), f"{path}: hooks")
+        except ValueError as e:  # a hook gunicorn could not call either
+            raise OptionError(f"{path}: {e}") from None
     return out
 
 

@@ -25,8 +25,9 @@ import inspect
 import os
 import sys
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .asgi import app_refusal
 from .errors import LoadError, one_line
 
 _EXAMPLE = "e.g. myproject.wsgi:application or app:create_app()"
@@ -71,6 +72,9 @@ def load_app(spec: str) -> Callable[..., Any]:
             f"{spec!r} is not a WSGI app: it is an object of type {type(obj).__name__}, "
             "which cannot be called as app(environ, start_response)"
         )
+    asgi = app_refusal(obj, spec)
+    if asgi:
+        raise LoadError(asgi)
     _check_wsgi_signature(obj, spec, call is not None)
     return obj
 
@@ -237,13 +241,3 @@ def _load_paste(spec: str) -> Callable[..., Any]:
     if not callable(app):
         raise LoadError(f"PasteDeploy app {spec!r} is not callable")
     return app
-
-
-def add_pythonpath(directories: Sequence[str]) -> None:
-    """--pythonpath: each directory, made absolute from the working directory, put first on
-    sys.path unless there already, one after the other as gunicorn does (so `a,b` leaves b
-    before a)."""
-    for directory in directories:
-        path = os.path.abspath(directory)
-        if path not in sys.path:
-            sys.path.insert(0, path)

@@ -44,6 +44,8 @@ from .errors import OptionError
 from . import gunicorn_settings
 from .gunicorn_config import THREADED_WORKER_CLASSES
 from .hooks import Hooks, parse_hooks
+from .syspath import parse_pythonpath
+from .asgi import refuse_asgi_worker_class
 from .listeners import BindAddress, parse_bind
 
 ENV_PREFIX = "SLUICEGATE_"
@@ -372,6 +374,7 @@ def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
 
 def parse_worker_class(value: object) -> str:
     text = _str(value).strip()
+    refuse_asgi_worker_class(text)  # ValueError: it runs ASGI apps (what to run instead)
     if text not in THREADED_WORKER_CLASSES:
         raise ValueError(
             "sluicegate has only its own workers (an event loop and an elastic thread pool, "
@@ -440,15 +443,6 @@ def parse_proxy_protocol(value: object) -> bool:
         return parse_bool(value)
     except ValueError:
         raise ValueError("expected true or false (gunicorn's off, v1, v2 or auto too)") from None
-
-
-def parse_pythonpath(value: object) -> Tuple[str, ...]:
-    """Comma-separated directories; '' or None: none."""
-    if value is None:
-        return ()
-    if isinstance(value, (list, tuple)):
-        value = ",".join(_str(v) for v in value)
-    return tuple(p.strip() for p in _str(value).split(",") if p.strip())
 
 
 def parse_proc_name(value: object) -> Optional[str]:
@@ -1132,9 +1126,9 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "hooks", parse_hooks, None,
         "gunicorn's server hooks: a module (MODULE, imported after --chdir, or a FILE.py) "
-        "whose functions named on_starting, when_ready, on_reload, post_fork, "
-        "post_worker_init, worker_exit, child_exit, pre_request, post_request or on_exit run "
-        "as gunicorn runs them, with its arguments (docs/operations.md, \"Hooks\"). A "
+        "whose functions with gunicorn's hook names (on_starting, post_fork, "
+        "post_worker_init, pre_request, ...) run as gunicorn runs them, with its arguments "
+        "(docs/operations.md, \"Hooks\"). A "
         "gunicorn.conf.py given to --config sets this from its own functions. Set once at "
         "start.",
         "MODULE", Optional[Hooks],
@@ -1152,10 +1146,9 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "pythonpath", parse_pythonpath, None,
-        "Directories (comma-separated) put at the front of sys.path, after --chdir and before "
-        "the hooks and the app are imported, as gunicorn's --pythonpath does (relative ones "
-        "are taken from the --chdir directory).",
-        "DIRS", Tuple[str, ...],
+        "Directories put first on sys.path (comma-separated, relative to --chdir) before the "
+        "hooks and the app: gunicorn's --pythonpath (docs/operations.md).",
+        "DIRS", Optional[str],
     ),
     Option(
         "env", parse_env_item, [],
@@ -1246,7 +1239,7 @@ class Config:
     hooks: Optional[Hooks]
     server_header: str
     chdir: Optional[str]
-    pythonpath: Tuple[str, ...]
+    pythonpath: Optional[str]
     env: Tuple[str, ...]
 
 
