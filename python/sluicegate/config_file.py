@@ -51,7 +51,10 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
         name = key.replace("-", "_")
         line = _line_of(text, key)
         where = f"{path}, line {line}: {key}" if line else f"{path}: {key}"
-        if name not in options and name in gunicorn_settings.BY_NAME:
+        gunicorn_done = (name in gunicorn_settings.BY_NAME and name not in TABLE_OPTIONS
+                         and gunicorn_settings.BY_NAME[name].answer == gunicorn_settings.DONE
+                         and name not in ("config", "check_config", "print_config"))
+        if (name not in options or gunicorn_done) and name in gunicorn_settings.BY_NAME:
             _gunicorn(gunicorn_settings.BY_NAME[name], value, where, out)
             continue
         if isinstance(value, dict) and name not in TABLE_OPTIONS:

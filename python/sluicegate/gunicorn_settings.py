@@ -42,6 +42,11 @@ class Refused(ValueError):
     """A value of a done setting whose meaning sluicegate does not have (the reason)."""
 
 
+class Ignored(ValueError):
+    """A value of a done setting that sluicegate takes without its effect, which cannot change
+    what is served (the reason, for the warning line)."""
+
+
 def _same(value: Any) -> Any:
     return value
 
@@ -109,15 +114,16 @@ _GUNICORN_FORMATS = {
 
 def access_log_format(value: Any) -> Any:
     """gunicorn's default and common layouts as sluicegate's combined and common; other
-    gunicorn formats refused (Refused), anything else as it is."""
+    gunicorn formats Ignored (the access log keeps its format: what is served is the same);
+    anything else as it is."""
     if not isinstance(value, str):
         return value
     if value in _GUNICORN_FORMATS:
         return _GUNICORN_FORMATS[value]
     if "%(" in value:
-        raise Refused("gunicorn's %(...)s atoms other than its default and common layouts are "
-                      "not translated: give access_log_format as combined, common, json or a "
-                      "{field} template (docs/options.md)")
+        raise Ignored("gunicorn's %(...)s atoms other than its default and common layouts are "
+                      "not translated: the access log keeps --access-log-format (combined, "
+                      "common, json or a {field} template; docs/options.md)")
     return value
 
 
@@ -310,40 +316,43 @@ SETTINGS: Tuple[Setting, ...] = (
     # Logging
     _setting("accesslog", "--access-logfile", VALUE, DONE, "--access-log", "access_log"),
     _setting("disable_redirect_access_to_syslog", "--disable-redirect-access-to-syslog", SWITCH,
-             IGNORED, "only with syslog, which sluicegate refuses"),
+             IGNORED, "only with syslog, which sluicegate ignores"),
     _setting("access_log_format", "--access-logformat", VALUE, DONE,
              "--access-log-format: gunicorn's default layout is combined, its common layout "
-             "common; other %(...)s formats are refused", "access_log_format"),
+             "common; other %(...)s formats are ignored with a warning", "access_log_format",
+             access_log_format),
     _setting("errorlog", "--error-logfile --log-file", VALUE, DONE, "--error-log", "error_log"),
     _setting("loglevel", "--log-level", VALUE, DONE, "--log-level", "log_level"),
     _setting("capture_output", "--capture-output", SWITCH, DONE, "--capture-output",
              "capture_output"),
-    _setting("logger_class", "--logger-class", VALUE, REFUSED,
-             "sluicegate logs through Python's logging: configure it with log_config_dict or "
-             "--log-config", accepts=("gunicorn.glogging.Logger",)),
+    _setting("logger_class", "--logger-class", VALUE, IGNORED,
+             "sluicegate logs through Python's logging (configure it with log_config_dict or "
+             "--log-config); what is served is the same", accepts=("gunicorn.glogging.Logger",)),
     _setting("logconfig", "--log-config", VALUE, DONE, "--log-config", "log_config"),
     _setting("logconfig_dict", "", FILE_ONLY, DONE, "--log-config-dict", "log_config_dict"),
-    _setting("logconfig_json", "--log-config-json", VALUE, REFUSED,
-             "not read: give the same dict as log_config_dict (--log-config-dict takes JSON)"),
+    _setting("logconfig_json", "--log-config-json", VALUE, IGNORED,
+             "not read (give the same dict as log_config_dict: --log-config-dict takes JSON); "
+             "what is served is the same"),
     _setting("syslog_addr", "--log-syslog-to", VALUE, IGNORED,
-             "only with syslog, which sluicegate refuses"),
-    _setting("syslog", "--log-syslog", SWITCH, REFUSED,
+             "only with syslog, which sluicegate ignores"),
+    _setting("syslog", "--log-syslog", SWITCH, IGNORED,
              "no syslog handler: the error log is standard error (journald reads it) or "
-             "--error-log FILE"),
+             "--error-log FILE; what is served is the same"),
     _setting("syslog_prefix", "--log-syslog-prefix", VALUE, IGNORED,
-             "only with syslog, which sluicegate refuses"),
+             "only with syslog, which sluicegate ignores"),
     _setting("syslog_facility", "--log-syslog-facility", VALUE, IGNORED,
-             "only with syslog, which sluicegate refuses"),
+             "only with syslog, which sluicegate ignores"),
     _setting("enable_stdio_inheritance", "-R --enable-stdio-inheritance", SWITCH, IGNORED,
              "sluicegate never daemonizes, so its standard streams are always inherited"),
-    _setting("statsd_host", "--statsd-host", VALUE, REFUSED,
-             "no statsd: sluicegate serves Prometheus metrics (--metrics-bind)"),
+    _setting("statsd_host", "--statsd-host", VALUE, IGNORED,
+             "no statsd: sluicegate serves Prometheus metrics (--metrics-bind); what is served "
+             "is the same"),
     _setting("dogstatsd_tags", "--dogstatsd-tags", VALUE, IGNORED,
-             "only with statsd_host, which sluicegate refuses"),
+             "only with statsd_host, which sluicegate ignores"),
     _setting("statsd_prefix", "--statsd-prefix", VALUE, IGNORED,
-             "only with statsd_host, which sluicegate refuses"),
+             "only with statsd_host, which sluicegate ignores"),
     _setting("enable_backlog_metric", "--enable-backlog-metric", SWITCH, IGNORED,
-             "a statsd metric, only with statsd_host, which sluicegate refuses"),
+             "a statsd metric, only with statsd_host, which sluicegate ignores"),
     # Process naming
     _setting("proc_name", "-n --name", VALUE, DONE, "--name (the process title)", "proc_name"),
     _setting("default_proc_name", "", FILE_ONLY, IGNORED,
@@ -427,6 +436,9 @@ def judge(setting: Setting, value: Any, where: str) -> Any:
             return setting.convert(value)
         except Refused as e:
             raise OptionError(f"{where} {_shown(value)}: {e}") from None
+        except Ignored as e:
+            warn(f"{where} ignored: {e}")
+            return NOTHING
     if setting.asks_for_nothing(value):
         return NOTHING
     if setting.answer == IGNORED:

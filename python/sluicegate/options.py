@@ -282,8 +282,10 @@ def parse_access_log_format(value: object) -> str:
     formats are read as combined and common."""
     try:
         text = _str(gunicorn_settings.access_log_format(value))
-    except gunicorn_settings.Refused as e:
-        raise ValueError(str(e)) from None
+    except gunicorn_settings.Ignored:
+        raise ValueError("gunicorn's %(...)s atoms other than its default and common layouts "
+                         "are not translated (as --access-logformat, they are ignored with a "
+                         "warning)") from None
     if text in ("combined", "common", "json"):
         return text
     names = re.findall(r"\{([^{}]*)\}", text)
@@ -1056,7 +1058,7 @@ OPTIONS: Tuple[Option, ...] = (
         "user_agent, request_id (X-Request-Id), queue_us (parsed to app called), app_us (app "
         "called to iterable closed), send_us (first byte to last byte taken by the kernel), "
         "total_us, end (ok, client_gone, timeout, error), pid, scheduler (inline, pool, loop).",
-        "FORMAT", str, core=True, aliases=("--access-logformat",),
+        "FORMAT", str, core=True,
     ),
     Option(
         "server_timing", parse_bool, "false",
