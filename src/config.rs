@@ -199,6 +199,17 @@ where
     }
 }
 
+/// `--proxy-allow-ips`: its own list, or None (empty: `--forwarded-allow-ips` decides).
+fn proxy_trust(d: &Bound<'_, PyDict>) -> PyResult<Option<TrustList>> {
+    let list: String = get(d, "proxy_allow_ips")?;
+    if list.trim().is_empty() {
+        return Ok(None);
+    }
+    TrustList::parse(&list)
+        .map(Some)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("proxy_allow_ips: {e}")))
+}
+
 /// A byte or count limit where 0 means none of its own (`--limit-request-line 0`, as in
 /// gunicorn): the largest value, so that no comparison against it ever fails.
 fn or_unlimited(n: usize) -> usize {
@@ -351,16 +362,7 @@ impl Config {
                 };
                 (!trust.is_empty()).then_some((trust, family))
             },
-            proxy_trust: {
-                let list: String = get(d, "proxy_allow_ips")?;
-                if list.trim().is_empty() {
-                    None
-                } else {
-                    Some(TrustList::parse(&list).map_err(|e| {
-                        pyo3::exceptions::PyValueError::new_err(format!("proxy_allow_ips: {e}"))
-                    })?)
-                }
-            },
+            proxy_trust: proxy_trust(d)?,
             health_path: get::<String>(d, "health_path")?.into_bytes(),
             debug: get::<String>(d, "log_level")? == "debug",
             url_scheme: get(d, "url_scheme")?,

@@ -93,9 +93,7 @@ where
     let mut cookie_parts: Vec<&[u8]> = Vec::new();
     let mut expect_continue = false;
     for (name, value) in req.fields {
-        if headers.len() >= limits.max_headers
-            || name.len().saturating_add(value.len()) > limits.max_field_bytes
-        {
+        if headers.len() >= limits.max_headers || too_long(name, value, limits) {
             return Err(ProtoError::HeadersTooLarge);
         }
         if name == b"cookie" {
@@ -176,6 +174,11 @@ where
         is_head,
         forwarding,
     })
+}
+
+/// `Limits::max_field_bytes` for an HTTP/2 field: its name and value.
+fn too_long(name: &[u8], value: &[u8], limits: &Limits) -> bool {
+    name.len().saturating_add(value.len()) > limits.max_field_bytes
 }
 
 #[cfg(test)]
