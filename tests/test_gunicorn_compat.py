@@ -98,7 +98,7 @@ OPS_CONF = """
     def pre_request(worker, req):
         pass
 
-    def pre_fork(server, worker):
+    def worker_abort(worker):
         pass
 """
 
@@ -289,9 +289,9 @@ def test_ops_shaped_conf_names_every_ignored_setting(project):
     lines = result.stderr.splitlines()
     assert values["env"].startswith('["DJANGO_SETTINGS_MODULE=billing.settings"]  #')
     for name in ("proc_name", "worker_class", "worker_connections",
-                 "access_log_format", "pre_fork"):
+                 "access_log_format", "worker_abort"):
         assert sum(f": {name}" in line for line in lines) == 1, (name, result.stderr)
-    assert "gunicorn hook pre_fork() not run: use post_fork" in result.stderr
+    assert "gunicorn hook worker_abort() not run: sluicegate does not SIGABRT" in result.stderr
     assert "on_starting" not in result.stderr and "pre_request" not in result.stderr  # they run
     assert "# hooks: the functions on_starting, pre_request  # ops.conf.py: hooks" \
         in result.stdout.splitlines(), result.stdout

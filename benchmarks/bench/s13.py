@@ -1,4 +1,4 @@
-"""S13: Django with PostgreSQL, a real app on a real database (shared/SCENARIOS.md).
+"""S13: Django with PostgreSQL, a real app on a real database (BENCHMARKS.md, "The scenarios").
 
 Owns the database's lifecycle and S13's cases. PostgreSQL 15 from Debian's packages runs as its
 own cluster (`initdb` in a scratch directory, `pg_ctl` as the `postgres` user, a unix socket

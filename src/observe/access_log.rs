@@ -150,7 +150,7 @@ impl AccessLog {
         });
         let p = Arc::clone(&pending);
         std::thread::Builder::new()
-            .name("sluicegate-accesslog".into())
+            .name("sg-accesslog".into())
             .spawn(move || loop {
                 {
                     let g = p.buf.lock().unwrap();
