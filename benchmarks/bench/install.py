@@ -51,8 +51,8 @@ PEERS: tuple[Peer, ...] = (
     # Python 3.12; these venvs are 3.11, so the current 5.2 LTS.
     Peer("django", ("django>=5.2,<6", "psycopg[binary]>=3.2", "flask>=3", "sqlalchemy>=2"),
          "import django, psycopg, flask, sqlalchemy", "django"),
-    Peer("django-modwsgi", ("--no-cache-dir", "django>=5.2,<6", "psycopg[binary]>=3.2"), "import django, psycopg",
-         "django", modwsgi_venv=True),
+    Peer("django-modwsgi", ("--no-cache-dir", "django>=5.2,<6", "psycopg[binary]>=3.2", "flask>=3", "sqlalchemy>=2"),
+         "import django, psycopg, flask, sqlalchemy", "django", modwsgi_venv=True),
 )
 
 
