@@ -79,15 +79,6 @@ pub const LOCK_LOOKS: u32 = 400;
 /// is judged again must not wait in a queue for it.
 const PROBATION_EVERY: u32 = 32;
 
-/// A blocking route's calls may run this many at once whatever their times say (see
-/// [`Admission::blocking_cap`]). Measured in S13 (Django, `CONN_MAX_AGE=0`, on a machine whose
-/// cores were all busy with other processes): at 8, the peers' thread count, S13 fell to
-/// 53–90 req/s against granian's 89–106 (the database, not the interpreter, was the wait).
-const BLOCKING_MIN: usize = 16;
-/// The share (15/16) of a blocking route's wall time over its CPU time that its calls may
-/// run at once (see [`Admission::blocking_cap`]).
-const BLOCKING_SHARE: (u64, u64) = (15, 16);
-
 /// Routes remembered (a direct-mapped table: a route that collides with another replaces it,
 /// and an unknown route is short, so the table's size bounds memory, not correctness).
 const ROUTES: usize = 1024;
@@ -116,11 +107,6 @@ pub struct Admission<J> {
     released: VecDeque<(J, u64)>,
     /// Per route: (hash, recent wall time in µs, smoothed; seen blocked).
     routes: Vec<(u64, u32, bool)>,
-    /// Per route (same slots): recent thread CPU time of its blocking calls in µs, smoothed
-    /// (0: not measured; see `blocking_cap`).
-    route_cpu: Vec<u32>,
-    /// Calls of the blocking class running now.
-    blocking_now: usize,
     /// Calls classified as blocking (for `PROBATION_EVERY`).
     blocking_seen: u32,
     pub stats: AdmissionStats,
@@ -152,8 +138,6 @@ impl<J> Admission<J> {
             queues: [VecDeque::new(), VecDeque::new()],
             released: VecDeque::new(),
             routes: vec![(0, 0, false); ROUTES],
-            route_cpu: vec![0; ROUTES],
-            blocking_now: 0,
             blocking_seen: 0,
             stats: AdmissionStats::default(),
         }
@@ -169,11 +153,6 @@ impl<J> Admission<J> {
 
     pub fn queued_now(&self) -> usize {
         self.queues[0].len() + self.queues[1].len() + self.released.len()
-    }
-
-    /// Calls waiting in the short and long classes (not the blocking ones).
-    pub fn queued_counted(&self) -> usize {
-        self.queues[0].len() + self.queues[1].len()
     }
 
     /// The class of a request to `route`, from what its recent calls took.
@@ -214,69 +193,26 @@ impl<J> Admission<J> {
         (Class::Blocking, false)
     }
 
-    /// Remember what a call to `route` took (smoothed: 1/4 of the new, 3/4 of the old; the
-    /// first whole).
+    /// Remember what a call to `route` took (smoothed: 1/4 of the new, 3/4 of the old).
     pub fn record(&mut self, route: u64, took: Duration) {
         let micros = took.as_micros().min(u128::from(u32::MAX)) as u32;
         let entry = &mut self.routes[route as usize % ROUTES];
-        if entry.0 == route && entry.1 == 0 {
-            // No time yet (marked by `demote` or `mark_long` before it ended): take it whole.
-            entry.1 = micros;
-        } else if entry.0 == route {
+        if entry.0 == route {
             entry.1 = ((u64::from(entry.1) * 3 + u64::from(micros)) / 4) as u32;
         } else {
             *entry = (route, micros, false);
-            self.route_cpu[route as usize % ROUTES] = 0;
         }
     }
 
-    /// Is there room for one more runnable call of `class`? (A blocking call: see
-    /// [`Admission::has_room_for`].)
+    /// Is there room for one more runnable call of `class`?
     pub fn has_room(&self, class: Class) -> bool {
         self.limit == 0 || class == Class::Blocking || self.runnable[class as usize] < self.limit
-    }
-
-    /// Is there room for one more call of `class` to `route`: `has_room`, and for a blocking
-    /// call, fewer blocking calls running than the route's [`Admission::blocking_cap`].
-    pub fn has_room_for(&self, class: Class, route: u64) -> bool {
-        if class != Class::Blocking || self.limit == 0 {
-            return self.has_room(class);
-        }
-        self.blocking_now < self.blocking_cap(route)
-    }
-
-    /// How many blocking calls may run at once while `route`'s call waits: its calls' wall
-    /// time over their thread CPU time (both recent, smoothed), times 15/16, at least
-    /// `BLOCKING_MIN`; no limit before its CPU time is known.
-    ///
-    /// Why: a blocking call computes part of its time and waits the rest (a database, a socket,
-    /// the GIL). To keep the interpreter busy, wall/CPU calls must run at once; more only wait
-    /// for the GIL, each wake-up and hand-off costing CPU, and each holding what it opened (a
-    /// database connection: Django with `CONN_MAX_AGE=0` opens one per call). The wall time
-    /// includes the GIL waits, so at any number of calls that keeps the interpreter busy the
-    /// ratio equals that number: the 15/16 makes it shrink until the interpreter is no longer
-    /// saturated, and stay near that point. On a machine busy with other processes the wall
-    /// time also holds the waits for a CPU, so the limit rises: never below what the app
-    /// needs (measured: dividing by the runnable time instead, CPU plus the wait for one,
-    /// capped S5's 1,000 sleeping clients at 1,400–1,900 req/s on such a machine, against
-    /// 4,200–6,700 unbounded). A sleeping app (S5: 0.1 s for ~50 µs of CPU) gets about 1,900
-    /// at once, beyond what it asks.
-    pub fn blocking_cap(&self, route: u64) -> usize {
-        let i = route as usize % ROUTES;
-        let (hash, wall, _) = self.routes[i];
-        let cpu = u64::from(self.route_cpu[i]);
-        if hash != route || cpu == 0 {
-            return usize::MAX;
-        }
-        let cap = u64::from(wall) * BLOCKING_SHARE.0 / (cpu * BLOCKING_SHARE.1);
-        (cap.min(usize::MAX as u64) as usize).max(BLOCKING_MIN)
     }
 
     /// Count one call of `class` as admitted (the caller checked `has_room` and has a thread).
     pub fn admit(&mut self, class: Class) {
         if class == Class::Blocking {
             self.stats.admitted_blocking += 1;
-            self.blocking_now += 1;
             return;
         }
         let c = class as usize;
@@ -298,12 +234,9 @@ impl<J> Admission<J> {
     /// needed), then short ones. A queued short call whose route has become long since it was
     /// queued moves to the long queue.
     pub fn admit_next(&mut self) -> Option<(J, u64, Class)> {
-        if let Some(&(_, route)) = self.released.front() {
-            if self.has_room_for(Class::Blocking, route) {
-                let (job, route) = self.released.pop_front()?;
-                self.admit(Class::Blocking);
-                return Some((job, route, Class::Blocking));
-            }
+        if let Some((job, route)) = self.released.pop_front() {
+            self.admit(Class::Blocking);
+            return Some((job, route, Class::Blocking));
         }
         while self.has_room(Class::Short) {
             let Some((job, route)) = self.queues[0].pop_front() else {
@@ -342,44 +275,14 @@ impl<J> Admission<J> {
 
     /// An admitted call finished; `counted`: it still counted against `class` (not demoted);
     /// `took`: its wall time, or `None` when that says nothing of its route (it ran past
-    /// `LONG_CALL` without computing: it waited for the interpreter); `cpu`: its thread's CPU
-    /// time (measured for blocking calls).
-    pub fn finished(
-        &mut self,
-        class: Class,
-        counted: bool,
-        route: u64,
-        took: Option<Duration>,
-        cpu: Option<Duration>,
-    ) {
+    /// `LONG_CALL` without computing: it waited for the interpreter).
+    pub fn finished(&mut self, class: Class, counted: bool, route: u64, took: Option<Duration>) {
         if counted {
             self.runnable[class as usize] -= 1;
         }
-        if class == Class::Blocking {
-            self.blocking_now = self.blocking_now.saturating_sub(1);
-        }
         if let Some(took) = took {
             self.record(route, took);
-            if let Some(cpu) = cpu {
-                self.record_cpu(route, cpu);
-            }
         }
-    }
-
-    /// Remember a blocking call's CPU time (smoothed as `record` does; after it, so that the
-    /// slot is the route's).
-    fn record_cpu(&mut self, route: u64, cpu: Duration) {
-        let i = route as usize % ROUTES;
-        if self.routes[i].0 != route {
-            return;
-        }
-        let micros = cpu.as_micros().clamp(1, u128::from(u32::MAX)) as u32;
-        let old = self.route_cpu[i];
-        self.route_cpu[i] = if old == 0 {
-            micros
-        } else {
-            ((u64::from(old) * 3 + u64::from(micros)) / 4) as u32
-        };
     }
 
     /// A counted call to `route` finished after the watcher had judged it over `STALLED_LOOKS`
@@ -410,7 +313,6 @@ impl<J> Admission<J> {
         let was_blocking = entry.0 == route && entry.2;
         if entry.0 != route {
             *entry = (route, 0, true);
-            self.route_cpu[route as usize % ROUTES] = 0;
         }
         entry.2 = true;
         if was_blocking {
@@ -441,7 +343,6 @@ impl<J> Admission<J> {
         let micros = ran.as_micros().min(u128::from(u32::MAX)) as u32;
         if entry.0 != route {
             *entry = (route, 0, false);
-            self.route_cpu[route as usize % ROUTES] = 0;
         }
         entry.1 = entry.1.max(micros).max(LONG_CALL.as_micros() as u32);
     }
@@ -511,7 +412,7 @@ mod tests {
         a.wait("c", FAST, Class::Short);
         a.wait("d", FAST, Class::Short);
         assert!(a.admit_next().is_none(), "no room: nothing is admitted");
-        a.finished(Class::Short, true, FAST, Some(MS), None);
+        a.finished(Class::Short, true, FAST, Some(MS));
         assert_eq!(
             a.admit_next().map(|j| j.0),
             Some("c"),
@@ -531,9 +432,9 @@ mod tests {
         a.demote(Class::Short, SLOW, true);
         assert_eq!(a.admit_next().map(|j| j.0), Some("b"));
         // The demoted call finishing does not free a second room.
-        a.finished(Class::Short, false, FAST, Some(MS), None);
+        a.finished(Class::Short, false, FAST, Some(MS));
         assert!(!a.has_room(Class::Short));
-        a.finished(Class::Short, true, FAST, Some(MS), None);
+        a.finished(Class::Short, true, FAST, Some(MS));
         assert!(a.has_room(Class::Short));
         assert_eq!(a.stats.demoted, 1);
         assert_eq!(a.stats.runnable_peak[0], 1);
@@ -552,7 +453,7 @@ mod tests {
         );
         assert!(classes.contains(&(Class::Short, true)));
         a.admit(Class::Short);
-        a.finished(Class::Short, true, SLOW, Some(MS), None);
+        a.finished(Class::Short, true, SLOW, Some(MS));
         assert_eq!(
             a.class_of(SLOW),
             Class::Blocking,
@@ -618,51 +519,6 @@ mod tests {
     }
 
     #[test]
-    fn blocking_calls_run_at_once_up_to_their_wall_time_over_their_cpu_time() {
-        let mut a: Admission<&str> = Admission::new(1);
-        a.admit(Class::Short);
-        a.demote(Class::Short, SLOW, true);
-        assert_eq!(a.class_of(SLOW), Class::Blocking);
-        assert_eq!(
-            a.blocking_cap(SLOW),
-            usize::MAX,
-            "no CPU time known: no limit"
-        );
-        // Calls of 32 ms that used 1 ms of CPU: 30 at once keep the interpreter busy.
-        a.admit(Class::Blocking);
-        a.finished(Class::Blocking, false, SLOW, Some(32 * MS), Some(MS));
-        assert_eq!(a.blocking_cap(SLOW), 30);
-        for _ in 0..30 {
-            assert!(a.has_room_for(Class::Blocking, SLOW));
-            a.admit(Class::Blocking);
-        }
-        assert!(!a.has_room_for(Class::Blocking, SLOW));
-        a.wait("thirty-first", SLOW, Class::Blocking);
-        assert!(a.admit_next().is_none(), "waits for a blocking call to end");
-        a.finished(Class::Blocking, false, SLOW, Some(32 * MS), Some(MS));
-        assert_eq!(a.admit_next().map(|j| j.0), Some("thirty-first"));
-        // Calls that only wait (S5's sleep) are hardly limited; calls that mostly compute are
-        // still allowed BLOCKING_MIN.
-        let mut b: Admission<&str> = Admission::new(1);
-        b.admit(Class::Short);
-        b.demote(Class::Short, SLOW, true);
-        b.admit(Class::Blocking);
-        b.finished(Class::Blocking, false, SLOW, Some(100 * MS), Some(MS / 20));
-        assert!(b.blocking_cap(SLOW) >= 1_800, "{}", b.blocking_cap(SLOW));
-        let mut d: Admission<&str> = Admission::new(1);
-        d.admit(Class::Short);
-        d.demote(Class::Short, SLOW, true);
-        d.admit(Class::Blocking);
-        d.finished(Class::Blocking, false, SLOW, Some(2 * MS), Some(MS));
-        assert_eq!(d.blocking_cap(SLOW), BLOCKING_MIN);
-        // --max-runnable 0: no limit at all.
-        let mut c: Admission<&str> = Admission::new(0);
-        c.record(SLOW, 2 * MS);
-        c.record_cpu(SLOW, 2 * MS);
-        assert!(c.has_room_for(Class::Blocking, SLOW));
-    }
-
-    #[test]
     fn a_call_is_judged_again_only_when_its_class_has_room() {
         let mut a: Admission<&str> = Admission::new(1);
         a.admit(Class::Long);
@@ -672,7 +528,7 @@ mod tests {
         for _ in 0..2 * PROBATION_EVERY {
             assert_eq!(a.classify(SLOW), (Class::Blocking, false));
         }
-        a.finished(Class::Long, true, FAST, Some(4 * LONG_CALL), None);
+        a.finished(Class::Long, true, FAST, Some(4 * LONG_CALL));
         let judged = (0..PROBATION_EVERY)
             .filter(|_| a.classify(SLOW) == (Class::Long, true))
             .count();
@@ -703,13 +559,13 @@ mod tests {
         a.wait("slow", SLOW, Class::Long);
         a.wait("fast", FAST, Class::Short);
         assert!(a.admit_next().is_none(), "both classes full");
-        a.finished(Class::Short, true, FAST, Some(MS), None);
+        a.finished(Class::Short, true, FAST, Some(MS));
         assert_eq!(
             a.admit_next().map(|j| j.0),
             Some("fast"),
             "the short one passes"
         );
-        a.finished(Class::Long, true, SLOW, Some(4 * LONG_CALL), None);
+        a.finished(Class::Long, true, SLOW, Some(4 * LONG_CALL));
         assert_eq!(
             a.admit_next().map(|j| (j.0, j.2)),
             Some(("slow", Class::Long))
@@ -742,7 +598,7 @@ mod tests {
         // and its wall time is not recorded when it finishes.
         a.lengthen();
         assert_eq!(a.runnable(Class::Short), 0);
-        a.finished(Class::Long, true, FAST, None, None);
+        a.finished(Class::Long, true, FAST, None);
         assert_eq!(a.class_of(FAST), Class::Short);
         a.wait("next", FAST, Class::Short);
         assert_eq!(a.admit_next().map(|j| j.2), Some(Class::Short));

@@ -341,7 +341,7 @@ impl<J: Send + 'static> Pool<J> {
     pub fn submit(self: &Arc<Self>, job: J, route: u64) {
         let mut inner = self.inner.lock().unwrap();
         let (class, judged) = inner.adm.classify(route);
-        let room = inner.adm.has_room_for(class, route) || inner.stopping;
+        let room = inner.adm.has_room(class) || inner.stopping;
         if room && (!inner.idle.is_empty() || inner.total < self.max) {
             inner.adm.admit(class);
             self.start(
@@ -402,7 +402,7 @@ impl<J: Send + 'static> Pool<J> {
     /// calling thread goes on to its worker loop, which admits what was queued behind it.
     pub fn adopted_finished(&self, route: u64) {
         let mut inner = self.inner.lock().unwrap();
-        inner.adm.finished(Class::Long, true, route, None, None);
+        inner.adm.finished(Class::Long, true, route, None);
     }
 
     /// Stop: idle threads exit now, busy ones after their job (queued calls are still run,

@@ -150,19 +150,11 @@ impl<J: Send + 'static> Pool<J> {
         slot.set_clock_of_this_thread();
         loop {
             let mut finished: Option<(Ticket, Duration)> = None;
-            let mut cpu = None;
             if let Some((job, ticket)) = next.take() {
                 let start = Instant::now();
-                // A blocking call's thread CPU time sizes how many run at once
-                // (`Admission::blocking_cap`): two clock reads around a call that waits.
-                let blocking = ticket.is_some_and(|t| t.class == Class::Blocking);
-                let before = blocking.then(|| slot.cpu_time()).flatten();
                 self.busy.fetch_add(1, Ordering::Relaxed);
                 let own = (self.run)(job);
                 self.busy.fetch_sub(1, Ordering::Relaxed);
-                cpu = before
-                    .zip(slot.cpu_time())
-                    .map(|(before, after)| after.saturating_sub(before));
                 // The call's own time, not the wait for the interpreter before it: a fast
                 // call that waited for the GIL behind long ones while the watcher was not
                 // looking (no call queued, so nobody judged it `Waited`) would otherwise
@@ -194,7 +186,7 @@ impl<J: Send + 'static> Pool<J> {
                 };
                 inner
                     .adm
-                    .finished(class, held.is_some(), ticket.route, took, cpu);
+                    .finished(class, held.is_some(), ticket.route, took);
                 if fast {
                     self.fast_done.notify_all();
                 }

@@ -27,9 +27,7 @@ impl<J: Send + 'static> Pool<J> {
             if inner.stopping {
                 return;
             }
-            // Blocking calls waiting for room are admitted by the calls that end (a look would
-            // change nothing for them): the watcher is for calls that wait on the counted ones.
-            if inner.adm.queued_counted() == 0 && !inner.holders.iter().any(|h| h.ticket.judged) {
+            if inner.adm.queued_now() == 0 && !inner.holders.iter().any(|h| h.ticket.judged) {
                 prev = None;
                 for h in inner.holders.iter_mut() {
                     h.cpu_seen = None;
