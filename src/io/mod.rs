@@ -35,6 +35,7 @@ pub mod read_ahead;
 pub mod read_buf;
 pub mod shared_out;
 pub mod static_files;
+mod static_siblings;
 pub mod stream;
 pub mod tls;
 pub mod tls_link;

