@@ -191,15 +191,7 @@ impl LoopState {
                         // each holding one until then, the pool ran dry and 3 requests in 10
                         // paid a zeroed 16 KiB allocation (callgrind: 4,900 of 19,900
                         // instructions per request in memset).
-                        if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
-                            release_buffer(&mut self.buffers, conn);
-                        }
-                        let hint = if readable {
-                            ReadHint::Drain
-                        } else {
-                            ReadHint::None
-                        };
-                        self.ready.push_back((token, hint));
+                        self.requeue_answered(token, readable);
                         return None;
                     }
                     Err(e) => {

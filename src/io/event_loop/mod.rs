@@ -500,6 +500,22 @@ impl LoopState {
 }
 
 /// Give an empty read buffer back to the pool.
+impl LoopState {
+    /// A connection the loop answered itself: its emptied read buffer goes back to the pool
+    /// now (see `release_buffer`), and it waits for its next turn to write the answer.
+    pub(super) fn requeue_answered(&mut self, token: usize, readable: bool) {
+        if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
+            release_buffer(&mut self.buffers, conn);
+        }
+        let hint = if readable {
+            ReadHint::Drain
+        } else {
+            ReadHint::None
+        };
+        self.ready.push_back((token, hint));
+    }
+}
+
 fn release_buffer(pool: &mut Vec<ReadBuf>, conn: &mut Conn) {
     if let Some(b) = conn.rbuf.take_if(|b| b.is_empty()) {
         if b.is_standard() && pool.len() < BUFFER_POOL_MAX {
