@@ -54,6 +54,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
                   "instructions per hello-world request under valgrind (runs callgrind_hello.sh)"),
     "callgrind-top": ("bench.callgrind", "top", "cost",
                       "per-function instructions per request from a callgrind dump"),
+    "syscalls": ("bench.conn_syscalls", "", "cost",
+                 "system calls per connection (strace -c -f during ab without keep-alive) of running servers"),
     "segments": ("bench.segments", "", "cost",
                  "TCP payload segments per response of a running server (tcpdump, root)"),
     "wrk-cpu": ("bench.wrk_cpu", "", "side by side",
