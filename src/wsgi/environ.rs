@@ -611,10 +611,18 @@ mod tests {
 
     #[test]
     fn ipv4_text_matches_display() {
-        for octets in [[127, 0, 0, 1], [0, 0, 0, 0], [255, 255, 255, 255], [10, 99, 100, 9]] {
+        for octets in [
+            [127, 0, 0, 1],
+            [0, 0, 0, 0],
+            [255, 255, 255, 255],
+            [10, 99, 100, 9],
+        ] {
             let mut out = [0u8; 15];
             let n = ipv4_text(octets, &mut out);
-            assert_eq!(&out[..n], std::net::Ipv4Addr::from(octets).to_string().as_bytes());
+            assert_eq!(
+                &out[..n],
+                std::net::Ipv4Addr::from(octets).to_string().as_bytes()
+            );
         }
     }
 }
