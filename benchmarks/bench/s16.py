@@ -21,6 +21,8 @@ the verified response size during them (bench/loadgen.py).
     python3 benchmarks/run.py s16 [--rounds 3] [--seconds 5] [--conns 64] \
         [--modes proxy,keepalive,uwsgi-tcp,uwsgi-unix] [--cases hello,21k] \
         [--servers sluicegate,uwsgi,bjoern,granian,gunicorn-gthread] [--out results/DIR]
+    SLUICEGATE_BASE_PY=/base/.venv/bin/python python3 benchmarks/run.py s16 \
+        --servers sluicegate,sluicegate-base,...     (a before/after of two builds in the run)
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ NGINX = "/usr/sbin/nginx"
 UWSGI_PARAMS = "/etc/nginx/uwsgi_params"
 MODES = ("proxy", "keepalive", "uwsgi-tcp", "uwsgi-unix")
 UWSGI_MODES = ("uwsgi-tcp", "uwsgi-unix")
-SPEAKS_UWSGI = ("sluicegate", "uwsgi")
+SPEAKS_UWSGI = ("sluicegate", "sluicegate-base", "uwsgi")
 ALL_SERVERS = ("sluicegate", "uwsgi", "bjoern", "granian", "gunicorn-gthread")
 
 
@@ -63,8 +65,12 @@ def launch(name: str, module: str, d: str, ports: dict[str, int]) -> tuple[list[
     """(argv, settings, environment) of `name` serving `module` on every listener it has in `ports`."""
     app = f"{module}:app"
     http, utcp, unix = ports["http"], ports.get("uwsgi-tcp"), f"{d}/{name}.sock"
-    if name == "sluicegate":
-        argv = [str(SG), "-m", "sluicegate", "--bind", f"127.0.0.1:{http}",
+    if name in ("sluicegate", "sluicegate-base"):
+        # sluicegate-base: another build ($SLUICEGATE_BASE_PY), for a before/after in one run.
+        py = SG if name == "sluicegate" else servers.SLUICEGATE_BASE_PY
+        if py is None:
+            raise SystemExit("sluicegate-base needs SLUICEGATE_BASE_PY (the other build's python)")
+        argv = [str(py), "-m", "sluicegate", "--bind", f"127.0.0.1:{http}",
                 "--bind", f"uwsgi:127.0.0.1:{utcp}", "--bind", f"uwsgi:unix:{unix}", app]
         return argv, "defaults; --bind HOST:PORT, uwsgi:HOST:PORT, uwsgi:unix:PATH", env_for(argv[0])
     if name == "uwsgi":
@@ -202,9 +208,9 @@ def table(results: dict, modes: tuple[str, ...]) -> list[str]:
     for case, by in results.items():
         for mode in modes:
             rows = {k.split(" | ")[0]: v for k, v in by.items() if k.endswith(f"| {mode}")}
-            peers = [v["rps"] for n, v in rows.items() if n != "sluicegate"]
+            peers = [v["rps"] for n, v in rows.items() if not n.startswith("sluicegate")]
             for name, v in sorted(rows.items(), key=lambda kv: -kv[1]["rps"]):
-                ratio = (f"{v['rps'] / max(peers):.2f}" if name == "sluicegate" and peers else "")
+                ratio = (f"{v['rps'] / max(peers):.2f}" if name.startswith("sluicegate") and peers else "")
                 lines.append(f"| {case} | {mode} | {name} | {v['rps']:,.0f} | {ratio} | "
                              f"{v['p99_ms']:.2f} | {v['server_us']:.1f} | {v['nginx_us']:.1f} |")
     return lines
@@ -235,7 +241,7 @@ def main(args: argparse.Namespace) -> int | None:
                f"--servers {args.servers}")
     head = [f"S16 behind nginx (1 worker): wrk -t1 -c{args.conns} -d{args.seconds:g}s against nginx, "
             f"{args.rounds} rounds interleaved, medians; × best peer: sluicegate's req/s over the "
-            "best other server's in the same mode", ""]
+            "best peer's in the same mode (another build of sluicegate is no peer)", ""]
     report = "\n".join(head + table(results, modes) + ["", f"command: {command}"])
     print(report)
     if args.out:
