@@ -60,10 +60,11 @@ fn set_listener_nodelay(fd: RawFd) -> bool {
 /// a PROXY header, a TLS ClientHello, nginx's uwsgi packet), so a connection is accepted with
 /// its first bytes already readable. Without it, a connection accepted as soon as the
 /// handshake ends was often read before its request came (a `recv` finding nothing, an
-/// `epoll_ctl` to register it, and one more loop wake-up for the request): measured with
-/// `ab -c1`, about one connection in six. The value set, 1, is in seconds: a connection that
-/// sends nothing is handed to `accept` after about a second anyway (then the header timeout
-/// runs as for any connection). Refused: nothing changes.
+/// `epoll_ctl` to register it, and one more loop wake-up for the request): with `ab -c64`,
+/// 0.45 of each per connection; wake-ups per connection with `ab -c1` went from 1.63 to 1.05
+/// (`benchmarks/results/2026-11-25-newconn-path`). The value set, 1, is in seconds: a
+/// connection that sends nothing is handed to `accept` after about a second anyway (then the
+/// header timeout runs as for any connection). Refused: nothing changes.
 fn set_defer_accept(fd: RawFd) {
     super::stream::set_tcp_flag(fd, libc::TCP_DEFER_ACCEPT, true);
 }
