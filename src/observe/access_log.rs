@@ -13,7 +13,9 @@
 //! systemd): the kernel keeps a pipe write whole only up to `PIPE_BUF` (4,096 bytes), so to a
 //! pipe a batch goes out in writes of at most [`PIPE_BUF`] that end on a line's end, and a line
 //! that would be longer is made again with the fields the client wrote cut short
-//! (`Format::make_line_within`), so it fits one write. A write that fails (a full
+//! (`Format::make_line_within`), so it fits one write. To a descriptor that keeps no write
+//! whole (a unix stream socket, systemd's journal stream), each batch is written under a
+//! record lock the workers share (`SharedWriteLock`). A write that fails (a full
 //! disk, a closed pipe) drops its lines: they are counted in `dropped`, and the first failure of
 //! a run is told once on stderr, as is a buffer found full.
 //!
@@ -88,6 +90,9 @@ impl Pending {
         let result = if to_pipe {
             write_whole_lines(self.fd, &batch, &self.unwritten, &self.abandoned)
         } else {
+            // A socket, a terminal: no write is kept whole, so the batch is written under the
+            // lock every process writing to this descriptor takes (see `SharedWriteLock`).
+            let _shared = SharedWriteLock::take(self.fd);
             write_all(self.fd, &batch, &self.abandoned).map_err(|(e, at)| (e, &batch[at..]))
         };
         if self.abandoned.load(Ordering::Acquire) {
@@ -174,6 +179,11 @@ impl AccessLog {
         }))
     }
 
+    /// The format names a response header: the requests' ends keep their headers for it.
+    pub fn wants_response_headers(&self) -> bool {
+        self.format.names_response_headers()
+    }
+
     /// Lines dropped so far: the writer fell behind, or a write failed.
     pub fn dropped(&self) -> u64 {
         self.pending.dropped.load(Ordering::Relaxed)
@@ -257,12 +267,72 @@ impl AccessLog {
     }
 }
 
-fn is_pipe(fd: RawFd) -> bool {
+/// A POSIX record lock on the whole of the log's descriptor, held while a batch is written to
+/// a descriptor that is neither a pipe nor a regular file (a unix stream socket, as systemd's
+/// journal gives a service for its standard output; a terminal). Such a descriptor keeps no
+/// write whole: a large write goes out in pieces, and another worker's write could land
+/// between two of them (two workers tore about one line in 300 under load). Record locks
+/// belong to a process, so the workers, which all inherited the descriptor, exclude each other
+/// (a lock on the shared open file description, `flock`, would not); the kernel drops the lock
+/// of a process that dies. A regular file needs none (`O_APPEND` writes are not interleaved);
+/// a descriptor that takes no lock is written without one.
+struct SharedWriteLock {
+    fd: Option<RawFd>,
+}
+
+impl SharedWriteLock {
+    fn take(fd: RawFd) -> SharedWriteLock {
+        if is_regular_file(fd) {
+            return SharedWriteLock { fd: None };
+        }
+        let locked = loop {
+            if record_lock(fd, libc::F_WRLCK) == 0 {
+                break true;
+            }
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                break false;
+            }
+        };
+        SharedWriteLock {
+            fd: locked.then_some(fd),
+        }
+    }
+}
+
+impl Drop for SharedWriteLock {
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd {
+            record_lock(fd, libc::F_UNLCK);
+        }
+    }
+}
+
+/// `fcntl(F_SETLKW)` of `kind` over the whole of `fd`; the call's result.
+fn record_lock(fd: RawFd, kind: libc::c_int) -> libc::c_int {
+    // SAFETY: a zeroed flock is a valid value; its fields are set below.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: fcntl with F_SETLKW reads the flock we own for the duration of the call; fd is
+    // the log descriptor.
+    unsafe { libc::fcntl(fd, libc::F_SETLKW, &lock) }
+}
+
+fn is_regular_file(fd: RawFd) -> bool {
+    file_type(fd) == Some(libc::S_IFREG)
+}
+
+/// The `S_IFMT` bits of `fd`'s mode, None when `fstat` fails.
+fn file_type(fd: RawFd) -> Option<libc::mode_t> {
     // SAFETY: fstat fills a zeroed stat struct we own; fd is the log descriptor.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: as above: a valid out-pointer for the duration of the call.
     let r = unsafe { libc::fstat(fd, &mut st) };
-    r == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFIFO
+    (r == 0).then_some(st.st_mode & libc::S_IFMT)
+}
+
+fn is_pipe(fd: RawFd) -> bool {
+    file_type(fd) == Some(libc::S_IFIFO)
 }
 
 /// Write `batch` (whole lines) to a pipe in writes of at most [`PIPE_BUF`] that each end on a

@@ -11,7 +11,7 @@ use sluicegate_proto::RequestHead;
 
 use super::access_log::AccessLog;
 use super::counters::RequestMetrics;
-use super::log_line::Entry;
+use super::entry::{Entry, ResponseHeaders};
 use super::timings::{End, Timings};
 use crate::clock::{now_ns, since};
 
@@ -30,6 +30,8 @@ pub struct PendingLog {
     pub send_from: u64,
     pub end: End,
     pub inline: Option<bool>,
+    /// The response's headers, kept when the log's format names one.
+    pub response_headers: Option<Box<ResponseHeaders>>,
 }
 
 impl PendingLog {
@@ -54,6 +56,7 @@ impl PendingLog {
             send_from: now,
             end,
             inline: None,
+            response_headers: None,
         }
     }
 
@@ -71,6 +74,7 @@ impl PendingLog {
             send_from: self.send_from,
             end: if gone { End::ClientGone } else { self.end },
             inline: self.inline,
+            response_headers: self.response_headers.as_deref(),
         }
         .account(log, metrics, now_ns());
     }
@@ -89,6 +93,7 @@ pub struct Finished<'a> {
     pub send_from: u64,
     pub end: End,
     pub inline: Option<bool>,
+    pub response_headers: Option<&'a ResponseHeaders>,
 }
 
 impl Finished<'_> {
@@ -116,6 +121,7 @@ impl Finished<'_> {
                 timings,
                 end: self.end,
                 inline: self.inline,
+                response_headers: self.response_headers,
             });
         }
     }
@@ -144,5 +150,6 @@ pub fn log_refused(
         timings: Timings::default(),
         end: End::Error,
         inline: None,
+        response_headers: None,
     });
 }

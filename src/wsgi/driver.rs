@@ -29,6 +29,7 @@ use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQ
 use crate::io::event_loop::Work;
 use crate::io::file_body::RegularFile;
 use crate::io::read_ahead::{BodyFailure, LoopEntry};
+use crate::observe::entry::ResponseHeaders;
 use crate::observe::request_end::{Finished, PendingLog};
 use crate::observe::timings::End as LogEnd;
 
@@ -225,6 +226,14 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     };
     let gone = sender.client_gone || timed_out;
     let send_from = sender.head_at().unwrap_or(app_done);
+    // Kept only for a log format that names a response header (gunicorn's `{name}o`).
+    let response_headers = bridge
+        .loop_ctx
+        .settings
+        .access_log
+        .as_deref()
+        .filter(|log| log.wants_response_headers())
+        .map(|_| Box::new(ResponseHeaders::of(sender.app_head().headers())));
     conn.out = sender.end();
     // Written already (the usual small answer): the queue's storage stays with this thread.
     conn.out.release();
@@ -277,6 +286,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             send_from,
             end: log_end,
             inline: Some(inline),
+            response_headers: response_headers.as_deref(),
         }
         .account(
             ctx.settings.access_log.as_deref(),
@@ -296,6 +306,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             send_from,
             end: log_end,
             inline: Some(inline),
+            response_headers,
         }));
     }
     conn
