@@ -45,7 +45,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import hooks, logs, messages, metrics_total, pidfile, privileges, sd_notify, signals, tls
+from . import hooks, logs, messages, metrics_total, pidfile, privileges, sd_notify, signals, statsd, tls
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -177,6 +177,7 @@ class Master:
                         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
                         self._reload(f"Code changed ({shown}{more})")
                 self._maintain()
+                statsd.workers(len(self.workers))
                 if self.state is State.STOPPING and time.monotonic() > self.deadline:
                     for w in self.workers.values():
                         self._kill(w, signal.SIGKILL)

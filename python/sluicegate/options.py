@@ -266,11 +266,44 @@ ACCESS_LOG_FIELDS = (
 )
 
 
+#: gunicorn's access log atoms whose value is a number (%d works on them; on the others,
+#: text, it fails in gunicorn too).
+GUNICORN_NUMERIC_ATOMS = ("B", "T", "D", "M")
+
+_GUNICORN_ATOM = re.compile(r"%(?:%|\((?P<name>[^)]*)\)(?P<spec>[-0 +#]*\d*(?:\.\d*)?)(?P<conv>.?))")
+
+
+def parse_gunicorn_log_format(text: str) -> str:
+    """gunicorn's access_log_format: Python %-formatting over gunicorn's atoms (%(h)s,
+    %({header}i)s, ...); the conversions s, d and i, %% for a '%'."""
+    at = 0
+    for m in _GUNICORN_ATOM.finditer(text):
+        if "%" in text[at:m.start()]:
+            raise ValueError(f"a '%' at character {text.index('%', at)} names no atom: write "
+                             "%(name)s, or %% for a '%'")
+        at = m.end()
+        name, conv = m["name"], m["conv"]
+        if name is None:
+            continue
+        if conv not in ("s", "d", "i"):
+            raise ValueError(f"%({name}){m['spec']}{conv}: only the conversions s, d and i "
+                             "are supported")
+        if conv in "di" and name not in GUNICORN_NUMERIC_ATOMS:
+            raise ValueError(f"%({name}){conv}: gunicorn's atom {name!r} is text, and %{conv} "
+                             f"of text fails in gunicorn too (write %({name})s)")
+    if "%" in text[at:]:
+        raise ValueError(f"a '%' at character {text.index('%', at)} names no atom: write "
+                         "%(name)s, or %% for a '%'")
+    return text
+
+
 def parse_access_log_format(value: object) -> str:
-    """combined, common, json, or a template of {field} names."""
+    """combined, common, json, a template of {field} names, or gunicorn's %(atom)s format."""
     text = _str(value)
     if text in ("combined", "common", "json"):
         return text
+    if "%(" in text:
+        return parse_gunicorn_log_format(text)
     names = re.findall(r"\{([^{}]*)\}", text)
     if not names:
         raise ValueError("expected combined, common, json or a template such as "
@@ -352,9 +385,64 @@ def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
             raise ValueError(f"not valid JSON: {e}") from None
     if not isinstance(value, Mapping):
         raise ValueError(f"expected a JSON object (a dict), not {type(value).__name__}")
-    if value.get("version") != 1:
-        raise ValueError('must have "version": 1, as logging.config.dictConfig requires')
-    return value
+    return value  # merged into gunicorn's defaults (which say "version": 1) by logs.configure
+
+
+#: syslog facilities by name (gunicorn's SYSLOG_FACILITIES).
+SYSLOG_FACILITIES = {
+    "auth": 4, "authpriv": 10, "cron": 9, "daemon": 3, "ftp": 11, "kern": 0, "lpr": 6,
+    "mail": 2, "news": 7, "security": 4, "syslog": 5, "user": 1, "uucp": 8, "local0": 16,
+    "local1": 17, "local2": 18, "local3": 19, "local4": 20, "local5": 21, "local6": 22,
+    "local7": 23,
+}
+
+
+def parse_syslog_addr(value: object) -> str:
+    """unix://PATH[#dgram|#stream], udp://HOST[:PORT] or tcp://HOST[:PORT] (gunicorn's)."""
+    text = _str(value).strip()
+    if text.startswith("unix://") and len(text) > 7:
+        return text
+    for scheme in ("udp://", "tcp://"):
+        if text.startswith(scheme):
+            port = text[len(scheme):].split("]")[-1].rpartition(":")
+            if port[1] and not port[2].isdigit():
+                raise ValueError(f"{port[2]!r} is not a valid port number")
+            return text
+    raise ValueError("expected unix://PATH, udp://HOST:PORT or tcp://HOST:PORT")
+
+
+def parse_syslog_facility(value: object) -> str:
+    text = _str(value).strip().lower()
+    if text not in SYSLOG_FACILITIES:
+        raise ValueError(f"unknown facility (known: {', '.join(SYSLOG_FACILITIES)})")
+    return text
+
+
+def parse_statsd_host(value: object) -> Optional[str]:
+    """HOST[:PORT] (port 8125 if none), [IPV6][:PORT] or unix:PATH (unix://PATH), as gunicorn
+    reads it; '' or None: off. Returned as HOST:PORT or unix:PATH."""
+    if value is None:
+        return None
+    text = _str(value).strip()
+    if not text:
+        return None
+    if text.startswith("unix:"):
+        path = text[len("unix:"):]
+        path = path[2:] if path.startswith("//") else path
+        if not path:
+            raise ValueError("unix: needs a path")
+        return "unix:" + path
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else "8125"
+        host = f"[{host}]"
+    else:
+        host, sep, port = text.rpartition(":")
+        if not sep:
+            host, port = text, "8125"
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("expected HOST:PORT, [IPV6]:PORT or unix:PATH, e.g. localhost:8125")
+    return f"{host}:{port}"
 
 
 def parse_worker_class(value: object) -> str:
@@ -963,13 +1051,17 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "access_log_format", parse_access_log_format, "combined",
-        "The access log's lines: 'combined' (gunicorn's default), 'common', 'json' (one object "
-        "per line, every field below, valid JSON for any byte) or a template of {fields}: "
-        "client, time, method, target, path, query, protocol, status, bytes, referer, "
-        "user_agent, request_id (X-Request-Id), queue_us (parsed to app called), app_us (app "
-        "called to iterable closed), send_us (first byte to last byte taken by the kernel), "
-        "total_us, end (ok, client_gone, timeout, error), pid, scheduler (inline, pool, loop).",
-        "FORMAT", str, core=True,
+        "The access log's lines: 'combined' (the Apache/nginx combined format), 'common', "
+        "'json' (one object per line, every field below, valid JSON for any byte), a template "
+        "of {fields}: client, time, method, target, path, query, protocol, status, bytes, "
+        "referer, user_agent, request_id (X-Request-Id), queue_us (parsed to app called), "
+        "app_us (app called to iterable closed), send_us (first byte to last byte taken by the "
+        "kernel), total_us, end (ok, client_gone, timeout, error), pid, scheduler (inline, "
+        "pool, loop); or gunicorn's format, byte for byte as gunicorn writes it: "
+        "'%(h)s %(l)s %(u)s %(t)s \"%(r)s\" %(s)s %(b)s \"%(f)s\" \"%(a)s\"' with any of its "
+        "atoms h l u t r m U q H s B b f a T D M L p %({header}i)s %({header}o)s %({VAR}e)s "
+        "(docs/operations.md, \"Access log\").",
+        "FORMAT", str, aliases=("--access-logformat",), core=True,
     ),
     Option(
         "server_timing", parse_bool, "false",
@@ -1022,19 +1114,73 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "log_config_dict", parse_log_config_dict, None,
         "Configure Python logging with this dict (JSON on the command line and in the "
-        "environment, a table in the TOML file), given to logging.config.dictConfig after the "
-        "error log is set up: gunicorn's --log-config-dict (logconfig_dict). The server's "
-        "loggers are 'sluicegate' (start, stop, workers) and 'sluicegate.error' (app errors "
-        "and tracebacks); a config that names 'sluicegate' takes its handlers over. Set once "
-        "at start.",
+        "environment, a table in the TOML file), merged into gunicorn's defaults as gunicorn "
+        "does (its top-level keys replace the defaults'; \"version\" may be left out) and given "
+        "to logging.config.dictConfig: gunicorn's --log-config-dict (logconfig_dict). The "
+        "error lines go to the 'gunicorn.error' logger's handlers and the access lines to "
+        "'gunicorn.access''s (docs/operations.md, \"Logging\"). Set once at start.",
         "JSON", Optional[Mapping[str, Any]],
     ),
     Option(
-        "log_config", parse_path, None,
-        "Configure Python logging from this ini file, given to logging.config.fileConfig "
-        "after the error log is set up: gunicorn's --log-config (logconfig). Same loggers as "
-        "--log-config-dict; both may be given (the file first). Set once at start.",
+        "log_config_json", parse_path, None,
+        "Configure Python logging from this JSON file, as --log-config-dict does with its "
+        "dict: gunicorn's --log-config-json (logconfig_json). Set once at start.",
         "FILE", Optional[str],
+    ),
+    Option(
+        "log_config", parse_path, None,
+        "Configure Python logging from this ini file (logging.config.fileConfig, with "
+        "gunicorn's defaults): gunicorn's --log-config (logconfig). Only one of "
+        "--log-config-dict, --log-config-json and --log-config is used, in that order, as in "
+        "gunicorn. Set once at start.",
+        "FILE", Optional[str],
+    ),
+    Option(
+        "log_syslog", parse_bool, "false",
+        "Send the error log and the access log to syslog too (--syslog-addr), as gunicorn's "
+        "--log-syslog does, in its format: 'gunicorn.PREFIX.error: [PID] MESSAGE'.",
+        "", bool, switch=True,
+    ),
+    Option(
+        "syslog_addr", parse_syslog_addr, "udp://localhost:514",
+        "Where --log-syslog sends: unix://PATH (#dgram or #stream may follow), udp://HOST:PORT "
+        "or tcp://HOST:PORT.",
+        "ADDRESS", str, aliases=("--log-syslog-to",),
+    ),
+    Option(
+        "syslog_prefix", parse_path, None,
+        "The PREFIX of --log-syslog's program name (gunicorn.PREFIX.error); without it, the "
+        "app's name with ':' as '.'.",
+        "PREFIX", Optional[str], aliases=("--log-syslog-prefix",),
+    ),
+    Option(
+        "syslog_facility", parse_syslog_facility, "user",
+        "The syslog facility of --log-syslog's lines (user, daemon, local0 ... local7, ...).",
+        "FACILITY", str, aliases=("--log-syslog-facility",),
+    ),
+    Option(
+        "disable_redirect_access_to_syslog", parse_bool, "false",
+        "With --log-syslog, keep the access log out of syslog.",
+        "", bool, switch=True,
+    ),
+    Option(
+        "statsd_host", parse_statsd_host, None,
+        "Send gunicorn's statsd metrics to this address (HOST:PORT, port 8125 if none, or "
+        "unix:PATH): per request gunicorn.request.duration (ms), gunicorn.requests and "
+        "gunicorn.request.status.CODE (counters); gunicorn.workers (gauge) from a master; "
+        "gunicorn.log.error, .warning, .critical, .exception (counters). Beside --metrics-bind "
+        "(docs/operations.md, \"Metrics\").",
+        "ADDRESS", Optional[str],
+    ),
+    Option(
+        "statsd_prefix", _str, "",
+        "A prefix for every statsd metric's name (a '.' is put after it).",
+        "PREFIX", str,
+    ),
+    Option(
+        "dogstatsd_tags", _str, "",
+        "Datadog tags added to every statsd metric: comma-separated key:value pairs.",
+        "TAGS", str,
     ),
     Option(
         "hooks", parse_hooks, None,
@@ -1138,7 +1284,16 @@ class Config:
     error_log: Optional[str]
     capture_output: bool
     log_config_dict: Optional[Mapping[str, Any]]
+    log_config_json: Optional[str]
     log_config: Optional[str]
+    log_syslog: bool
+    syslog_addr: str
+    syslog_prefix: Optional[str]
+    syslog_facility: str
+    disable_redirect_access_to_syslog: bool
+    statsd_host: Optional[str]
+    statsd_prefix: str
+    dogstatsd_tags: str
     hooks: Optional[Hooks]
     server_header: str
     chdir: Optional[str]

@@ -33,7 +33,7 @@ import functools
 import os
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import hooks, logs, pidfile, preflight, privileges, tls
+from . import gunicorn_logging, hooks, logs, pidfile, preflight, privileges, statsd, tls
 from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .logs import log
@@ -115,7 +115,8 @@ def _serve(
 
 def _settle(cfg: Config) -> Config:
     """The process settings that come first: the error log, the umask, the directory."""
-    logs.configure(cfg.log_level, cfg.log_config, cfg.log_config_dict)
+    logs.configure(cfg.log_level, gunicorn_logging.setup_of(cfg))
+    statsd.install(cfg, log)
     if cfg.umask is not None:
         os.umask(cfg.umask)
     if cfg.chdir:

@@ -32,6 +32,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use super::log_line::{parse_format, Entry, Format, LINE_KEEP};
+use super::statsd::StatsdLines;
 
 /// Bytes of lines waiting for the writer thread at most; more are dropped (and counted).
 pub const BUFFER_MAX: usize = 4 * 1024 * 1024;
@@ -43,15 +44,25 @@ pub const FLUSH_AT: usize = 256 * 1024;
 /// `PIPE_BUF`; Linux's value).
 pub const PIPE_BUF: usize = libc::PIPE_BUF;
 
+/// Where the lines go instead of a descriptor: handed a batch of whole lines by the writer
+/// thread (Python logging's `gunicorn.access` logger, when a logging configuration or
+/// `--log-syslog` routes the access log there: see `server`). An error drops the batch.
+pub type LineSink = Box<dyn Fn(&[u8]) -> Result<(), String> + Send + Sync>;
+
 pub struct AccessLog {
     format: Format,
-    pending: Arc<Pending>,
+    /// The access log's writer; None: the log is off (only statsd is on).
+    pending: Option<Arc<Pending>>,
+    /// `--statsd-host`: each request's metrics, and their writer (datagrams).
+    statsd: Option<(StatsdLines, Arc<Pending>)>,
     pid: u32,
 }
 
 /// Lines not yet written, shared with the writer thread.
 struct Pending {
     fd: RawFd,
+    /// Set: batches go to it, not to `fd`.
+    sink: Option<LineSink>,
     buf: Mutex<Vec<u8>>,
     wake: Condvar,
     /// Set when the log goes away: the writer writes what is left and ends.
@@ -85,9 +96,11 @@ impl Pending {
         }
         self.unwritten.store(lines_in(&batch), Ordering::Relaxed);
         // Asked on each batch, not once: USR1 may put a file where a pipe was.
-        let to_pipe = is_pipe(self.fd);
+        let to_pipe = self.sink.is_none() && is_pipe(self.fd);
         self.to_pipe.store(to_pipe, Ordering::Relaxed);
-        let result = if to_pipe {
+        let result = if let Some(sink) = &self.sink {
+            sink(&batch).map_err(|e| (std::io::Error::other(e), &batch[..]))
+        } else if to_pipe {
             write_whole_lines(self.fd, &batch, &self.unwritten, &self.abandoned)
         } else {
             // A socket, a terminal: no write is kept whole, so the batch is written under the
@@ -126,27 +139,31 @@ fn lines_in(bytes: &[u8]) -> u64 {
 
 impl Drop for AccessLog {
     fn drop(&mut self) {
-        self.pending.closed.store(true, Ordering::Release);
-        self.pending.wake.notify_one();
+        for p in self
+            .pending
+            .iter()
+            .chain(self.statsd.as_ref().map(|(_, p)| p))
+        {
+            p.closed.store(true, Ordering::Release);
+            p.wake.notify_one();
+        }
     }
 }
 
-impl AccessLog {
-    /// `None` when the log is off (fd < 0). Starts the writer thread.
-    pub fn new(fd: i32, format: &str) -> Result<Option<AccessLog>, String> {
-        let format = parse_format(format)?;
-        if fd < 0 {
-            return Ok(None);
-        }
+impl Pending {
+    /// A writer of batches to `fd` (or to `sink`), its thread started.
+    fn start(fd: RawFd, sink: Option<LineSink>, name: &str) -> Result<Arc<Pending>, String> {
+        let to_pipe = sink.is_none() && is_pipe(fd);
         let pending = Arc::new(Pending {
             fd,
+            sink,
             buf: Mutex::new(Vec::with_capacity(FLUSH_AT * 2)),
             wake: Condvar::new(),
             closed: AtomicBool::new(false),
             writing: Mutex::new(()),
             dropped: AtomicU64::new(0),
             failing: AtomicBool::new(false),
-            to_pipe: AtomicBool::new(is_pipe(fd)),
+            to_pipe: AtomicBool::new(to_pipe),
             unwritten: AtomicU64::new(0),
             abandoned: AtomicBool::new(false),
             over: Mutex::new(false),
@@ -155,7 +172,7 @@ impl AccessLog {
         });
         let p = Arc::clone(&pending);
         std::thread::Builder::new()
-            .name("sluicegate-accesslog".into())
+            .name(name.into())
             .spawn(move || loop {
                 {
                     let g = p.buf.lock().unwrap();
@@ -172,54 +189,16 @@ impl AccessLog {
                 }
             })
             .map_err(|e| format!("cannot start the access log writer: {e}"))?;
-        Ok(Some(AccessLog {
-            pending,
-            pid: std::process::id(),
-            format,
-        }))
-    }
-
-    /// The format names a response header: the requests' ends keep their headers for it.
-    pub fn wants_response_headers(&self) -> bool {
-        self.format.names_response_headers()
-    }
-
-    /// Lines dropped so far: the writer fell behind, or a write failed.
-    pub fn dropped(&self) -> u64 {
-        self.pending.dropped.load(Ordering::Relaxed)
-    }
-
-    /// Make `e`'s line and hand it to the writer thread (or count it dropped).
-    pub fn write(&self, e: &Entry<'_>) {
-        // One line buffer per thread, reused: a request's line costs no allocation.
-        thread_local! {
-            static LINE: std::cell::RefCell<Vec<u8>> =
-                std::cell::RefCell::new(Vec::with_capacity(LINE_KEEP));
-        }
-        LINE.with(|cell| {
-            let mut line = cell.borrow_mut();
-            line.clear();
-            if self.pending.to_pipe.load(Ordering::Relaxed) {
-                self.format
-                    .make_line_within(&mut line, e, self.pid, PIPE_BUF);
-            } else {
-                self.format.make_line(&mut line, e, self.pid);
-            }
-            self.append(&line);
-            if line.capacity() > 16 * LINE_KEEP {
-                // A line with huge headers: do not keep its buffer.
-                *line = Vec::with_capacity(LINE_KEEP);
-            }
-        });
+        Ok(pending)
     }
 
     /// Append a made line to what the writer thread takes, or drop and count it when full.
     fn append(&self, line: &[u8]) {
-        let mut buf = self.pending.buf.lock().unwrap();
+        let mut buf = self.buf.lock().unwrap();
         if buf.len() + line.len() > BUFFER_MAX {
             drop(buf);
-            self.pending.dropped.fetch_add(1, Ordering::Relaxed);
-            if !self.pending.full_told.swap(true, Ordering::Relaxed) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            if !self.full_told.swap(true, Ordering::Relaxed) {
                 eprintln!(
                     "sluicegate: the access log falls behind ({} MiB wait for its reader or \
                      disk): lines are dropped until it catches up \
@@ -233,15 +212,107 @@ impl AccessLog {
         let full = buf.len() >= FLUSH_AT;
         drop(buf);
         if full {
-            self.pending.wake.notify_one();
+            self.wake.notify_one();
         }
+    }
+}
+
+impl AccessLog {
+    /// `None` when the log is off (fd < 0 and no `sink`) and no `statsd`. Starts the writer
+    /// threads.
+    pub fn new(
+        fd: i32,
+        format: &str,
+        sink: Option<LineSink>,
+        statsd: Option<(StatsdLines, LineSink)>,
+    ) -> Result<Option<AccessLog>, String> {
+        let format = parse_format(format)?;
+        let pending = if fd >= 0 || sink.is_some() {
+            Some(Pending::start(fd, sink, "sluicegate-accesslog")?)
+        } else {
+            None
+        };
+        let statsd = match statsd {
+            Some((lines, sink)) => {
+                Some((lines, Pending::start(-1, Some(sink), "sluicegate-statsd")?))
+            }
+            None => None,
+        };
+        if pending.is_none() && statsd.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(AccessLog {
+            pending,
+            statsd,
+            pid: std::process::id(),
+            format,
+        }))
+    }
+
+    /// The format names a response header: the requests' ends keep their headers for it.
+    pub fn wants_response_headers(&self) -> bool {
+        self.pending.is_some() && self.format.names_response_headers()
+    }
+
+    /// Lines dropped so far: the writer fell behind, or a write failed.
+    pub fn dropped(&self) -> u64 {
+        self.pending
+            .as_ref()
+            .map_or(0, |p| p.dropped.load(Ordering::Relaxed))
+    }
+
+    /// Make `e`'s line (and its statsd metrics) and hand it to the writer thread (or count it
+    /// dropped).
+    pub fn write(&self, e: &Entry<'_>) {
+        // One line buffer per thread, reused: a request's line costs no allocation.
+        thread_local! {
+            static LINE: std::cell::RefCell<Vec<u8>> =
+                std::cell::RefCell::new(Vec::with_capacity(LINE_KEEP));
+        }
+        LINE.with(|cell| {
+            let mut line = cell.borrow_mut();
+            if let Some(pending) = &self.pending {
+                line.clear();
+                if pending.to_pipe.load(Ordering::Relaxed) {
+                    self.format
+                        .make_line_within(&mut line, e, self.pid, PIPE_BUF);
+                } else {
+                    self.format.make_line(&mut line, e, self.pid);
+                }
+                pending.append(&line);
+            }
+            if let Some((lines, pending)) = &self.statsd {
+                line.clear();
+                lines.make_lines(&mut line, e);
+                pending.append(&line);
+            }
+            if line.capacity() > 16 * LINE_KEEP {
+                // A line with huge headers: do not keep its buffer.
+                *line = Vec::with_capacity(LINE_KEEP);
+            }
+        });
     }
 
     /// The server stops: let the writer thread write what is waiting, for `within` at most,
     /// then leave it (see the module doc): what it could not write is counted as dropped and
     /// told on stderr. Returns the lines so dropped.
     pub fn finish(&self, within: Duration) -> u64 {
-        let p = &self.pending;
+        if let Some((_, p)) = &self.statsd {
+            p.finish(STATSD_LAST_SEND);
+        }
+        match &self.pending {
+            Some(p) => p.finish(within),
+            None => 0,
+        }
+    }
+}
+
+/// The most a stop waits for the last statsd datagrams (a datagram send does not block long).
+const STATSD_LAST_SEND: Duration = Duration::from_millis(200);
+
+impl Pending {
+    fn finish(&self, within: Duration) -> u64 {
+        let p = self;
         p.closed.store(true, Ordering::Release);
         p.wake.notify_one();
         let over = p.over.lock().unwrap();

@@ -14,6 +14,7 @@
 //! - `log_line`: one access log line in each format (`gunicorn_format`: gunicorn's
 //!   `%(atom)s` templates); `access_log`: the writer.
 //! - `request_end`: a finished request counted and logged, once.
+//! - `statsd`: gunicorn's statsd metrics of a request, written beside the access log's line.
 //! - `metrics_http`: the `--metrics-bind` listener's answers (proto's parser and encoder).
 
 pub mod access_log;
@@ -25,5 +26,6 @@ pub mod metrics_http;
 pub mod process;
 pub mod prometheus;
 pub mod request_end;
+pub mod statsd;
 pub mod table;
 pub mod timings;

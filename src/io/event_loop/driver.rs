@@ -273,6 +273,9 @@ impl LoopState {
                     if let Some(reason) = conn.tls.as_ref().and_then(|l| l.failure()) {
                         count_tls_failure(ctx, reason);
                     }
+                    if let Some(why) = conn.tls.as_ref().and_then(|l| l.refused_certificate()) {
+                        crate::io::tls::refusals::tell(conn.peer.ip(), &why);
+                    }
                     self.close(token);
                     return None;
                 }
