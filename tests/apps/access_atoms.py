@@ -1,6 +1,9 @@
 """For gunicorn's access log atoms, served the same by gunicorn and sluicegate:
 ``?status=N`` answers with that status, ``?size=N`` with N bytes of body; every answer sets
-``X-Out`` (to the query's ``out``, or ``none``) and ``Content-Type``, and reads the body."""
+``X-Out`` (to the query's ``out``, or ``none``) and ``Content-Type``, and reads the body;
+``?sleep=S`` waits S seconds first."""
+
+import time
 
 from tests.apps._state import query
 
@@ -10,6 +13,7 @@ def app(environ, start_response):
     length = int(environ.get("CONTENT_LENGTH") or 0)
     if length:
         environ["wsgi.input"].read(length)
+    time.sleep(float(q.get("sleep", "0")))
     status = int(q.get("status", "200"))
     body = b"x" * int(q.get("size", "5"))
     reasons = {200: "OK", 201: "Created", 404: "Not Found", 500: "Internal Server Error"}
