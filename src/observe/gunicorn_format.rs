@@ -309,9 +309,7 @@ fn value<'a>(atom: &Atom, e: &Entry<'a>, pid: u32) -> Value<'a> {
         Atom::UserAgent => joined_header(e, b"user-agent").map_or(text(DASH), Value::Text),
         Atom::Seconds => Value::Num(total.as_secs()),
         Atom::Micros => Value::Num(micros(total)),
-        Atom::Millis => {
-            Value::Num(total.as_secs() * 1000 + u64::from(total.subsec_micros() / 1000))
-        }
+        Atom::Millis => Value::Num(total.as_secs() * 1000 + u64::from(total.subsec_millis())),
         Atom::Decimal => {
             owned(format!("{}.{:06}", total.as_secs(), total.subsec_micros()).into_bytes())
         }
@@ -401,7 +399,8 @@ fn basic_user(auth: Option<&[u8]>) -> Option<String> {
         .collect();
     let decoded = <base64ct::Base64 as base64ct::Encoding>::decode_vec(&b64).ok()?;
     let user = decoded.split(|&b| b == b':').next().unwrap_or(&[]);
-    String::from_utf8(user.to_vec()).ok()
+    // An empty user is `-` too (gunicorn: `self._get_user(environ) or '-'`).
+    String::from_utf8(user.to_vec()).ok().filter(|u| !u.is_empty())
 }
 
 /// Append one formatted atom: width, precision and escaping as Python's `%` over gunicorn's

@@ -472,6 +472,7 @@ const JSON_PLAIN: [bool; 256] = {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::timings::{End, Timings};
 
     #[test]
     fn every_byte_is_escaped_or_printable() {
