@@ -44,6 +44,8 @@ from .errors import OptionError
 from .gunicorn_config import THREADED_WORKER_CLASSES
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress, parse_bind
+from .log_options import (parse_gunicorn_log_format, parse_statsd_host, parse_syslog_addr,
+                          parse_syslog_facility)
 
 ENV_PREFIX = "SLUICEGATE_"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -266,37 +268,6 @@ ACCESS_LOG_FIELDS = (
 )
 
 
-#: gunicorn's access log atoms whose value is a number (%d works on them; on the others,
-#: text, it fails in gunicorn too).
-GUNICORN_NUMERIC_ATOMS = ("B", "T", "D", "M")
-
-_GUNICORN_ATOM = re.compile(r"%(?:%|\((?P<name>[^)]*)\)(?P<spec>[-0 +#]*\d*(?:\.\d*)?)(?P<conv>.?))")
-
-
-def parse_gunicorn_log_format(text: str) -> str:
-    """gunicorn's access_log_format: Python %-formatting over gunicorn's atoms (%(h)s,
-    %({header}i)s, ...); the conversions s, d and i, %% for a '%'."""
-    at = 0
-    for m in _GUNICORN_ATOM.finditer(text):
-        if "%" in text[at:m.start()]:
-            raise ValueError(f"a '%' at character {text.index('%', at)} names no atom: write "
-                             "%(name)s, or %% for a '%'")
-        at = m.end()
-        name, conv = m["name"], m["conv"]
-        if name is None:
-            continue
-        if conv not in ("s", "d", "i"):
-            raise ValueError(f"%({name}){m['spec']}{conv}: only the conversions s, d and i "
-                             "are supported")
-        if conv in "di" and name not in GUNICORN_NUMERIC_ATOMS:
-            raise ValueError(f"%({name}){conv}: gunicorn's atom {name!r} is text, and %{conv} "
-                             f"of text fails in gunicorn too (write %({name})s)")
-    if "%" in text[at:]:
-        raise ValueError(f"a '%' at character {text.index('%', at)} names no atom: write "
-                         "%(name)s, or %% for a '%'")
-    return text
-
-
 def parse_access_log_format(value: object) -> str:
     """combined, common, json, a template of {field} names, or gunicorn's %(atom)s format."""
     text = _str(value)
@@ -386,63 +357,6 @@ def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
     if not isinstance(value, Mapping):
         raise ValueError(f"expected a JSON object (a dict), not {type(value).__name__}")
     return value  # merged into gunicorn's defaults (which say "version": 1) by logs.configure
-
-
-#: syslog facilities by name (gunicorn's SYSLOG_FACILITIES).
-SYSLOG_FACILITIES = {
-    "auth": 4, "authpriv": 10, "cron": 9, "daemon": 3, "ftp": 11, "kern": 0, "lpr": 6,
-    "mail": 2, "news": 7, "security": 4, "syslog": 5, "user": 1, "uucp": 8, "local0": 16,
-    "local1": 17, "local2": 18, "local3": 19, "local4": 20, "local5": 21, "local6": 22,
-    "local7": 23,
-}
-
-
-def parse_syslog_addr(value: object) -> str:
-    """unix://PATH[#dgram|#stream], udp://HOST[:PORT] or tcp://HOST[:PORT] (gunicorn's)."""
-    text = _str(value).strip()
-    if text.startswith("unix://") and len(text) > 7:
-        return text
-    for scheme in ("udp://", "tcp://"):
-        if text.startswith(scheme):
-            port = text[len(scheme):].split("]")[-1].rpartition(":")
-            if port[1] and not port[2].isdigit():
-                raise ValueError(f"{port[2]!r} is not a valid port number")
-            return text
-    raise ValueError("expected unix://PATH, udp://HOST:PORT or tcp://HOST:PORT")
-
-
-def parse_syslog_facility(value: object) -> str:
-    text = _str(value).strip().lower()
-    if text not in SYSLOG_FACILITIES:
-        raise ValueError(f"unknown facility (known: {', '.join(SYSLOG_FACILITIES)})")
-    return text
-
-
-def parse_statsd_host(value: object) -> Optional[str]:
-    """HOST[:PORT] (port 8125 if none), [IPV6][:PORT] or unix:PATH (unix://PATH), as gunicorn
-    reads it; '' or None: off. Returned as HOST:PORT or unix:PATH."""
-    if value is None:
-        return None
-    text = _str(value).strip()
-    if not text:
-        return None
-    if text.startswith("unix:"):
-        path = text[len("unix:"):]
-        path = path[2:] if path.startswith("//") else path
-        if not path:
-            raise ValueError("unix: needs a path")
-        return "unix:" + path
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port = rest[1:] if rest.startswith(":") else "8125"
-        host = f"[{host}]"
-    else:
-        host, sep, port = text.rpartition(":")
-        if not sep:
-            host, port = text, "8125"
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("expected HOST:PORT, [IPV6]:PORT or unix:PATH, e.g. localhost:8125")
-    return f"{host}:{port}"
 
 
 def parse_worker_class(value: object) -> str:
