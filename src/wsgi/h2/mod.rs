@@ -185,7 +185,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         send_from: r.head_at.unwrap_or(app_done),
         end: log_end,
         inline: Some(inline),
-        response_headers: None,
+        extras: None,
     }
     .account(
         ctx.settings.access_log.as_deref(),
