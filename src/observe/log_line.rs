@@ -1,7 +1,8 @@
-//! One access log line: the formats `--access-log-format` names (`combined`, gunicorn's
-//! default `%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"`; `common`; `json`, one
-//! object per line; or a template of named `{fields}`), and the escaping that keeps every line
-//! one line of valid text (or valid JSON) whatever bytes the client sent. Times are UTC: the
+//! One access log line: the formats `--access-log-format` names (`combined`, Apache's and
+//! nginx's; `common`; `json`, one object per line; a template of named `{fields}`; or
+//! gunicorn's `%(atom)s` format, made by `observe::gunicorn_format`), and the escaping that
+//! keeps every line one line of valid text (or valid JSON) whatever bytes the client sent.
+//! Times are UTC (but in gunicorn's format, which has gunicorn's local time): the
 //! CLF time (`06/Nov/1994:08:49:37 +0000`) in `combined`, `common` and a template's `{time}`,
 //! ISO 8601 with milliseconds (`1994-11-06T08:49:37.042Z`) in `json`, which log pipelines
 //! parse without a format string. Pure formatting: the writing is `observe::access_log`'s.
