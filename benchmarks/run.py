@@ -71,7 +71,7 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "idle": ("bench.idle", "", "plumbing",
              "hold COUNT idle keep-alive connections open (S7 runs it as a process of its own)"),
 }
-GROUPS = {"scenarios": "Scenarios (shared/SCENARIOS.md) and long runs",
+GROUPS = {"scenarios": "Scenarios (BENCHMARKS.md) and long runs",
           "cost": "The cost of a request", "side by side": "Servers started by hand, measured side by side",
           "plumbing": "Plumbing (called by the suite and setup.sh)"}
 SCENARIO_MAP = """scenarios and the command that measures each:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bounded fuzz smoke run of every target (the last CI step in STYLE.md): each target runs for
+# Bounded fuzz smoke run of every target (the last CI step in CONTRIBUTING.md): each target runs for
 # FUZZ_SECONDS seconds (default 20); any panic, disagreement between feeding modes, or input
 # taking over 10 s fails the run and leaves the input in fuzz/artifacts/<target>/.
 #

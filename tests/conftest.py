@@ -3,8 +3,8 @@
 How a server is started (the contract every test relies on):
 
 - Command: ``$SLUICEGATE_TEST_PYTHON -m sluicegate --bind 127.0.0.1:0 [OPTIONS] tests.apps.NAME:app``
-  (``SLUICEGATE_TEST_PYTHON`` defaults to ``/work/main/.venv/bin/python``, i.e. ``.venv`` at the
-  repository root, which ``./dev build`` fills).
+  (``SLUICEGATE_TEST_PYTHON`` defaults to ``.venv/bin/python`` at the repository root, which
+  ``./dev build`` fills).
 - App import: the fixture apps live in ``tests/apps/`` and are imported as the package
   ``tests.apps`` — the server runs with cwd = repository root and ``PYTHONPATH`` = repository root
   (prepended to any existing value). ``tests/__init__.py`` makes ``tests`` a regular package, so a

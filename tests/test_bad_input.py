@@ -140,7 +140,7 @@ def test_unsupported_request_gets_its_status_and_close(hello, raw, statuses):
 
 
 def test_a_higher_http1_minor_version_is_served_as_http11(servers):
-    """Issue 32 item 16: ``GET / HTTP/1.2`` was refused with 505. RFC 9110 §2.5: a higher
+    """``GET / HTTP/1.2`` used to be refused with 505. RFC 9110 §2.5: a higher
     minor version of a major we speak is served as the highest we speak: the app sees
     SERVER_PROTOCOL HTTP/1.1, the answer is HTTP/1.1, and the connection stays open (1.1's
     default), so a second request on it is answered too."""
@@ -160,7 +160,7 @@ def test_a_higher_http1_minor_version_is_served_as_http11(servers):
 
 
 def test_a_bad_request_line_is_refused_before_the_header_section_ends(servers):
-    """Issue 32 item 17: a bad request line was judged only once the header section ended, so
+    """A bad request line used to be judged only once the header section ended, so
     ``GET /\\r\\n\\xe2\\r\\n`` followed by silence waited for the header timeout's 408. It is
     refused as soon as the line is complete. The server's header timeout is far longer than
     the client's wait, so only an answer to the line itself can arrive in it."""

@@ -188,7 +188,7 @@ def test_debug_log_level_shows_the_traceback(app_dir):
     (["--no-such-option"], {}, "unknown option --no-such-option"),
     (["--threads"], {}, "argument --threads: expected one argument"),
     ([], {"SLUICEGATE_THREADS": "0"}, "SLUICEGATE_THREADS='0': MAX must be at least 1"),
-    # Issue 32 item 18: a 100 KiB value made every response 100 KiB longer. Refused at start,
+    # A 100 KiB value once made every response 100 KiB longer. Refused at start,
     # in one line that quotes only the start of the value.
     (["--server-header", "x" * 100_000], {},
      "--server-header '" + "x" * 79 + "... (100002 characters): is 100000 bytes long; at most "

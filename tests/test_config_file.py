@@ -101,7 +101,7 @@ def test_hup_rereads_the_file(start_server, tmp_path):
     (["--pid", "{missing}/sg.pid"], "--pid '{missing}/sg.pid': no such directory '{missing}'"),
 ], ids=["user", "group", "access-log", "error-log", "pid"])
 def test_check_config_refuses_what_cannot_start(tmp_path, args, expected):
-    """Issue 32 item 14: --check-config said "configuration OK" for configs a start then
+    """--check-config used to say "configuration OK" for configs a start then
     refused. Each of these fails a real start; --check-config now fails too, in one line."""
     missing = str(tmp_path / "no-such-dir")
     args = [a.format(missing=missing) for a in args]

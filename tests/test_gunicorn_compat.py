@@ -98,7 +98,7 @@ OPS_CONF = """
     def pre_request(worker, req):
         pass
 
-    def pre_fork(server, worker):
+    def worker_abort(worker):
         pass
 """
 
@@ -290,9 +290,9 @@ def test_ops_shaped_conf_names_every_ignored_setting(project):
     assert values["access_log_format"].startswith(
         '"%(h)s %(l)s %(u)s %(t)s \\"%(r)s\\" %(s)s %(b)s"  #'), values["access_log_format"]
     assert "access_log_format" not in result.stderr  # gunicorn's format is used as it is
-    for name in ("proc_name", "worker_class", "worker_connections", "pre_fork"):
+    for name in ("proc_name", "worker_class", "worker_connections", "worker_abort"):
         assert sum(f": {name}" in line for line in lines) == 1, (name, result.stderr)
-    assert "gunicorn hook pre_fork() not run: use post_fork" in result.stderr
+    assert "gunicorn hook worker_abort() not run: sluicegate does not SIGABRT" in result.stderr
     assert "on_starting" not in result.stderr and "pre_request" not in result.stderr  # they run
     assert "# hooks: the functions on_starting, pre_request  # ops.conf.py: hooks" \
         in result.stdout.splitlines(), result.stdout

@@ -166,12 +166,12 @@ def test_a_hooks_module_that_does_not_import(start_server):
 def test_no_request_hooks_no_wrapper():
     """Without pre_request/post_request the app is served as it is (zero cost)."""
     sys.path.insert(0, str(ROOT / "python"))
-    from sluicegate import hooks
+    from sluicegate import hook_objects, hooks
 
     def app(environ, start_response):
         return []
 
-    me = hooks.worker(None)
+    me = hook_objects.worker(None)
     assert hooks.wrap_app(None, app, me) is app
     assert hooks.wrap_app(hooks.from_mapping({"post_fork": print}, "x"), app, me) is app
     assert hooks.wrap_app(hooks.from_mapping({"pre_request": print}, "x"), app, me) is not app
@@ -193,7 +193,7 @@ GUNICORN_CONF = """
     def when_ready(server):
         _line("when_ready", os.getpid(), server.pid, server.cfg.workers)
 
-    def pre_fork(server, worker):
+    def worker_abort(worker):
         pass
 """
 
@@ -207,7 +207,7 @@ def test_gunicorn_conf_hooks(start_server, tmp_path, recorded):
     assert recorded.named("when_ready") == [["when_ready", master, master, "2"]]
     forks = recorded.named("post_fork")
     assert len(forks) == 2 and all(r[1] == r[3] != master and r[2] == master for r in forks)
-    assert "pre_fork() not run: use post_fork" in server.log_text()
+    assert "worker_abort() not run: sluicegate does not SIGABRT" in server.log_text()
 
 
 # --- logging configuration

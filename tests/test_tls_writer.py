@@ -1,5 +1,5 @@
-"""Large TLS answers of inline calls written by the TLS writer thread (`io/tls_writer.rs`,
-issue 36): the connection is away from the loop while its answer is written, so what could
+"""Large TLS answers of inline calls written by the TLS writer thread (`io/tls_writer.rs`):
+the connection is away from the loop while its answer is written, so what could
 break is the order of pipelined answers, keep-alive after the hand-off, and other clients
 while one reads slowly.
 """
@@ -56,9 +56,9 @@ def request(path: str, close: bool = False) -> bytes:
 
 
 def writer_started(srv) -> bool:
-    """The server has started its TLS writer thread (named `sluicegate-tls-writer`)."""
+    """The server has started its TLS writer thread (named `sg-tls-writer`)."""
     tasks = Path(f"/proc/{srv.proc.pid}/task")
-    return any((t / "comm").read_text().startswith("sluicegate-tls-") for t in tasks.iterdir())
+    return any((t / "comm").read_text().startswith("sg-tls-writer") for t in tasks.iterdir())
 
 
 def test_pipelined_file_answers_come_in_order_with_the_right_bytes(start_server, tls_certs):

@@ -288,7 +288,7 @@ def test_pid_file_is_written_and_removed(start_server, tmp_path):
 
 
 def test_a_pid_file_naming_a_live_server_is_neither_taken_nor_removed(start_server, tmp_path):
-    """Issue 32 item 15: a second server started with the same --pid overwrote the first's
+    """A second server started with the same --pid overwrote the first's
     file, then removed it when it stopped, leaving the running server unnamed. Now the second
     one refuses to start, in one line naming the pid, and the file stays the first's."""
     pid_file = tmp_path / "sg.pid"

@@ -1,4 +1,4 @@
-"""Pool-path app (issue 17): read a 21 KB file from disk and return it, as a template or a
+"""Pool-path app: read a 21 KB file from disk and return it, as a template or a
 small cached asset would be. Opening and reading the file releases the GIL, so this app runs
 on the pool path under the adaptive scheduler, like real apps that touch the disk or a
 database on every request."""

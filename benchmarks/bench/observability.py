@@ -1,4 +1,4 @@
-"""What seeing inside costs (issue 12): hello world (S6's app, `wrk -t1 -c64`) and the
+"""What seeing inside costs: hello world (S6's app, `wrk -t1 -c64`) and the
 15-header pong (S4's app, `wrk -t1 -c1`, keep-alive) against sluicegate with the access log and
 metrics off, with a JSON access log to a file, and with `--metrics-bind`; beside a build
 without the always-on timings (`SLUICEGATE_BASE_PY`, if set), and beside gunicorn gthread and

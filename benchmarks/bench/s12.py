@@ -1,4 +1,4 @@
-"""S12: health checks, a fast route and a static file behind a busy app (shared/SCENARIOS.md).
+"""S12: health checks, a fast route and a static file behind a busy app (BENCHMARKS.md, "The scenarios").
 
 Owns two measurements per server, each on a freshly started server:
 

@@ -1,6 +1,6 @@
 """S12's first second: fast-route probes on a freshly started sluicegate beside CPU-bound calls.
 
-Owns the reproduction of S12's rare ~400 ms probe (BENCHMARKS.md, session 10): each trial
+Owns the reproduction of S12's rare ~400 ms probe (BENCHMARKS.md, S12): each trial
 starts sluicegate afresh with `benchmarks/apps/s12_busy.py`, lets `wrk -c2` keep
 `/cpu?ms=200` calls running (pure Python), and fetches `/hello` on a fresh connection every
 100 ms for 4 s. It prints each trial's median and every probe slower than 30 ms, with when it

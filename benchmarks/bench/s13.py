@@ -1,4 +1,4 @@
-"""S13: Django with PostgreSQL, a real app on a real database (shared/SCENARIOS.md).
+"""S13: Django with PostgreSQL, a real app on a real database (BENCHMARKS.md, "The scenarios").
 
 Owns the database's lifecycle and S13's cases. PostgreSQL 15 from Debian's packages runs as its
 own cluster (`initdb` in a scratch directory, `pg_ctl` as the `postgres` user, a unix socket
@@ -12,7 +12,7 @@ Cases, each on a freshly started server:
    Sluicegate runs its defaults in both groups. Recorded: requests/s, p99, server CPU per
    request, the most PostgreSQL connections seen at once (`pg_stat_activity`, every 0.1 s),
    errors (non-2xx: Django's 500 when PostgreSQL refuses a connection).
-2. The burst (issue 17, item 4): 300 clients on a slow view (`?sleep=0.1`: `pg_sleep(0.1)`),
+2. The burst: 300 clients on a slow view (`?sleep=0.1`: `pg_sleep(0.1)`),
    `CONN_MAX_AGE` 0, peers at 32 threads and sluicegate with its defaults; then everyone capped
    at 90 threads (sluicegate `--threads 1:90`), under PostgreSQL's 100; then everyone at 300
    threads (one per client, what sluicegate's 1:1024 did before `--threads auto`), over it.

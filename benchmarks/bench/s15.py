@@ -1,4 +1,4 @@
-"""S15: HTTP/2 (shared/SCENARIOS.md).
+"""S15: HTTP/2 (BENCHMARKS.md, "The scenarios").
 
 - S15a, multiplexing: one connection, 100 concurrent streams of S5's sleeping app
   (`h2load -c1 -m100`); the ideal is 1,000 req/s (100 streams / 0.1 s).

@@ -1,4 +1,4 @@
-"""S8 on new connections and on one keep-alive connection (issue 16, item 2): the same 64 MiB
+"""S8 on new connections and on one keep-alive connection: the same 64 MiB
 Content-Length upload to S8's app (it reads 64 KiB blocks and hashes them), 15 times on a new
 connection each and 15 times on one kept-alive connection, and the same with an app that only
 reads (`s8_read_only`). Medians of the upload-to-answer time, and the app's answer checked.

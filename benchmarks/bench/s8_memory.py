@@ -1,4 +1,4 @@
-"""S8's memory side (issue 16): how much a server's process grows while the app reads a
+"""S8's memory side: how much a server's process grows while the app reads a
 64 MiB upload whole with one `wsgi.input.read()`, with Content-Length and chunked. Each case
 starts the server afresh (the app reports its own VmHWM growth during the read) and checks the
 length and sha256 the app reports. Single-process servers only: the growth is the worker's.

@@ -1,4 +1,4 @@
-"""S9 (cores) and S10 (restarts under load) of shared/SCENARIOS.md: worker processes.
+"""S9 (cores) and S10 (restarts under load) of BENCHMARKS.md ("The scenarios"): worker processes.
 
 S9: an app that computes ~1 ms of pure Python per request (`apps/s9_cpu.py`), `wrk -c8`, with
 one and with two worker processes. A single process uses one core for Python whatever its

@@ -1,4 +1,4 @@
-"""The scenarios S1–S8 of shared/SCENARIOS.md, and the suite's table of every scenario it runs
+"""The scenarios S1–S8 of BENCHMARKS.md, and the suite's table of every scenario it runs
 (S9, S10, S12 and S13 live in modules of their own): what each one starts, sends, times and verifies.
 
 Owns the measurement of each scenario for one server in one round. Every case starts its server

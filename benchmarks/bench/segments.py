@@ -1,6 +1,6 @@
 """Count the TCP payload segments a server sends per HTTP response (tcpdump on lo).
 
-Owns S4's third measurement, and is usable alone (issue 4 needs it):
+Owns S4's third measurement, and is usable alone:
     benchmarks/segments.sh http://127.0.0.1:8000/pong [--requests 50] [--new-connections | --close]
 prints one JSON object: requests, segments, segments_per_response, payload bytes per response,
 and how many payload segments carried the server's FIN. With `--close` every request says

@@ -34,7 +34,7 @@ from bench import harness, machine, procs, report, scenarios
 BENCH = servers.BENCH
 
 TOOLS = ("wrk", "ab", "httperf", "nginx", "tcpdump")
-# Scenarios of shared/SCENARIOS.md measured by a command of their own, not by the suite's loop.
+# Scenarios of BENCHMARKS.md ("The scenarios") measured by a command of their own, not by the suite's loop.
 ELSEWHERE = {"S11": "s11", "S14": "(not measured yet)", "S15": "(not measured yet)"}
 
 

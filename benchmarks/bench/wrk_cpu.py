@@ -1,8 +1,9 @@
 """Interleaved `wrk` rounds against servers already running: requests/s, p99 and the server's
 own CPU time per request, side by side.
 
-Owns the A/B measurement behind issue 17's pool-path figures (docs/architecture.md): each round
-runs `wrk -t1 -cC -dD` once per server and connection count, rotating the order, and reads each
+Owns the A/B measurement behind the pool-path figures
+(benchmarks/results/2026-11-25-design-measurements/): each round runs `wrk -t1 -cC -dD` once per
+server and connection count, rotating the order, and reads each
 server's CPU time (user + system of all its threads, `bench.procs.cpu_seconds`) around the run.
 Prints medians. Bytes are verified by `bench.loadgen.wrk` (a fast wrong answer is a failure).
 

@@ -1,7 +1,8 @@
 """S14's 21 KB file (or hello world) over TLS, CPU per request of the server and of the client:
 interleaved `wrk -t1 -c64` rounds, the servers started once (S14's command lines), the server's
 CPU from /proc, wrk's from getrusage(RUSAGE_CHILDREN). For comparing builds on a busy machine,
-where req/s move with other work and CPU per request holds (docs/tls.md, the 21 KB file).
+where req/s move with other work and CPU per request holds (results:
+benchmarks/results/2026-11-25-tls-measurements/).
 
     python3 benchmarks/tls/file_cpu.py [--rounds 5] [--seconds 3] [--case file21k|hello]
         [--servers new,base,granian,plain] [--base-path DIR]

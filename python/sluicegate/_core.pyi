@@ -105,6 +105,10 @@ class Server:
         """A worker past --max-requests (or --max-stuck), its replacement booting: leave new
         connections to the workers that serve, and end keep-alive after each answer while one
         does. Nothing without worker processes."""
+    def set_tls(self, credentials: "TlsCredentials") -> bool:
+        """Serve new TLS connections with `credentials` (from load_tls); connections already
+        open keep theirs, and the certificate expiry metric follows. False when no listener
+        speaks TLS (nothing changed). A single process's HUP."""
     def metrics_text(self) -> str:
         """What GET /metrics on --metrics-bind answers, rendered now (Prometheus text 0.0.4):
         a worker leaves its last one to its master as it stops."""
@@ -166,5 +170,6 @@ def load_tls(
     cert_reqs: str = "none",
     tls_min_version: str = "1.2",
 ) -> TlsCredentials:
-    """Read and check the files; ValueError with one line naming the file at fault."""
+    """Read and check the files (the GIL released meanwhile); ValueError with one line naming
+    the file at fault."""
     ...

@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
-from . import __version__, logs, preflight, privileges, tls
+from . import __version__, hooks, logs, preflight, privileges, syspath, tls
 from .errors import OptionError, SluicegateError
 from .loader import load_app
 from .options import Config, describe, from_command_line, raw_values, validate
@@ -24,14 +24,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the `sluicegate` console script and `python -m sluicegate`."""
     args = sys.argv[1:] if argv is None else list(argv)
     debug = False
+    syspath.at_start()  # before a gunicorn config file runs, as gunicorn does
     try:
         given = from_command_line(args, __version__)
         raw = raw_values(given)
         cfg = validate(raw)
         debug = cfg.log_level == "debug"
-        for item in cfg.env:  # -e KEY=VALUE: before the app is imported, here or in a worker
-            key, _, value = item.partition("=")
-            os.environ[key] = value
+        set_env(cfg.env)  # -e KEY=VALUE: before the app is imported, here or in a worker
         if cfg.print_config:
             print(describe(raw))
             return 0
@@ -49,6 +48,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 again = validate(raw_values(given))
             finally:
                 os.chdir(here)
+            set_env(again.env)  # raw_env as it is now, for the new workers (as gunicorn)
             if again.chdir:
                 again = dataclasses.replace(
                     again, chdir=os.path.abspath(os.path.join(started_in, again.chdir)))
@@ -60,6 +60,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         restart = [sys.executable, "-m", "sluicegate", *args]
         return serve_config(cfg, __version__, owns_process=True, restart=(restart, os.getcwd()),
                             reread=reread)
+    except hooks.HookExit as e:  # logged by the hook's runner already
+        return e.exit_code
     except SluicegateError as e:
         if debug and e.__cause__ is not None:
             log.debug("Traceback of the error below:", exc_info=e.__cause__)
@@ -75,8 +77,10 @@ def check(cfg: Config) -> int:
     is there (the users, the directories of the files it writes); import the app too."""
     if cfg.chdir:
         os.chdir(cfg.chdir)
+    syspath.settle(cfg.chdir, cfg.pythonpath)
     try:
         _check_system(cfg)
+        hooks.resolve(cfg.hooks)  # a --hooks module that does not import, or a wrong signature
         tls.load(cfg)
         if not callable(cfg.app):
             preflight.check(load_app(cfg.app), cfg.warmup, cfg.django_checks)
@@ -85,6 +89,26 @@ def check(cfg: Config) -> int:
         return 2
     print(f"sluicegate: configuration OK (app {cfg.app})", flush=True)
     return 0
+
+
+#: The variables set_env set, with the value each had before (None: it was not set).
+_env_before: Dict[str, Optional[str]] = {}
+
+
+def set_env(items: Sequence[str]) -> None:
+    """-e / raw_env: set each KEY=VALUE in os.environ (the master's, so every worker's); a
+    variable an earlier call set that `items` no longer has gets its first value back, as
+    gunicorn's reload does."""
+    wanted = dict(item.partition("=")[::2] for item in items)
+    for key in [k for k in _env_before if k not in wanted]:
+        before = _env_before.pop(key)
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+    for key, value in wanted.items():
+        _env_before.setdefault(key, os.environ.get(key))
+        os.environ[key] = value
 
 
 def _check_system(cfg: Config) -> None:

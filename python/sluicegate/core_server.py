@@ -23,7 +23,7 @@ import time
 from types import FrameType
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import gunicorn_logging, logs, signals, thread_bounds
+from . import gunicorn_logging, logs, signals, thread_bounds, thread_names
 from .config import core_config, metrics_address
 from .errors import StartError
 from .listeners import BoundSocket
@@ -88,6 +88,8 @@ class ServerProcess:
         self._server: Any = None
         self._signals_seen: Dict[int, int] = {}
         self._access_fd = -1
+        #: Run on INT or QUIT, before the stop they ask for (gunicorn's worker_int hook).
+        self.on_interrupt: Optional[Callable[[], None]] = None
 
     # -- what the roles fill in ------------------------------------------------------------
 
@@ -164,8 +166,7 @@ class ServerProcess:
                 self._move(Phase.SERVING)
             self.announce(threads, threads_why)
             if self.watches():
-                threading.Thread(target=self._watch_loop, daemon=True,
-                                 name="sluicegate-recycling").start()
+                thread_names.start(self._watch_loop, "sg-recycling")
             cut = server.run() or 0
             self.after_run()
         finally:
@@ -214,6 +215,8 @@ class ServerProcess:
         self._signals_seen[signum] = seen
         name = signal.Signals(signum).name
         op = signals.op(signum)
+        if signum in (signal.SIGINT, signal.SIGQUIT) and self.on_interrupt is not None:
+            self.on_interrupt()
         if op is Op.STOP_NOW or (op is Op.STOP and signum == signal.SIGINT and seen > 1):
             log.info("Received %s%s: stopping now", name, " again" if seen > 1 else "")
             self.shutdown(graceful=False)

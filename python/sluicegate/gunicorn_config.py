@@ -23,6 +23,7 @@ import sys
 import traceback
 from typing import Any, Callable, Dict, Mapping, Tuple
 
+from .asgi import worker_class_refusal
 from .errors import OptionError, one_line
 from .hooks import SUPPORTED as SUPPORTED_HOOKS, UNSUPPORTED as UNSUPPORTED_HOOKS, from_mapping
 
@@ -93,6 +94,7 @@ for _gunicorn, _ours, _convert in (
     ("statsd_prefix", "statsd_prefix", _same),
     ("dogstatsd_tags", "dogstatsd_tags", _same),
     ("capture_output", "capture_output", _same),
+    ("pythonpath", "pythonpath", _same),
 ):
     SETTINGS[_gunicorn] = (_ours, _convert)
 
@@ -104,7 +106,7 @@ HOOKS = SUPPORTED_HOOKS + tuple(UNSUPPORTED_HOOKS)
 IGNORED: Dict[str, str] = {}
 for _names, _why in (
     (("worker_connections", "spew", "sendfile", "reuse_port", "worker_tmp_dir", "initgroups",
-      "tmp_upload_dir", "reload_engine", "pythonpath", "paste", "raw_paste_global_conf",
+      "tmp_upload_dir", "reload_engine", "paste", "raw_paste_global_conf",
       "proc_name", "default_proc_name", "enable_stdio_inheritance"),
      "a setting sluicegate does not have"),
     (("daemon",), "sluicegate does not daemonize: run it under systemd (docs/operations.md)"),
@@ -158,6 +160,9 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
             elif callable(value):
                 warn(f"{where}: gunicorn hook {name}() {UNSUPPORTED_HOOKS[name]}")
         elif name == "worker_class":
+            asgi = worker_class_refusal(str(value))
+            if asgi:
+                raise OptionError(f"{where}: {asgi}")
             if str(value) in THREADED_WORKER_CLASSES:
                 warn(f"{where}: worker_class {value!r} ignored: every sluicegate worker serves "
                      "with its event loop and an elastic pool of threads (--threads)")
@@ -168,7 +173,10 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
             if value is not None and value is not False:  # None, False: off, as here
                 warn(f"{where}: {name} ignored: {IGNORED[name]}")
     if hooks:
-        out["hooks"] = (from_mapping(hooks, path), f"{path}: hooks")
+        try:
+            out["hooks"] = (from_mapping(hooks, path), f"{path}: hooks")
+        except ValueError as e:  # a hook gunicorn could not call either
+            raise OptionError(f"{path}: {e}") from None
     return out
 
 

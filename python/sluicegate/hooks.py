@@ -9,14 +9,19 @@ Where they come from (`Hooks`, the value of the `hooks` option):
     (gunicorn_config.py hands them over as a mapping);
   - `serve(hooks={"post_fork": f, ...})`: a mapping of name -> function.
 
-What each hook receives is documented in docs/operations.md ("Hooks"): `HookServer` (`cfg`, `pid`,
-`log`, `num_workers`) stands for gunicorn's arbiter, `HookWorker` (`pid`, `ppid`, `age`, `log`,
-`cfg`) for its worker, `HookRequest` (`method`, `path`, `query`, `uri`, `headers`, `version`) for
-its request, and `HookResponse` (`status`, `status_code`, `headers`) for its response.
+What each hook receives is documented in docs/operations.md ("Hooks"): `server` and `worker`
+are built by hook_objects.py (gunicorn's Arbiter and Worker, as far as hooks read them),
+`HookRequest` (`method`, `path`, `query`, `uri`, `headers`, `version`) stands for its request
+and `HookResponse` (`status`, `status_code`, `headers`) for its response. `ARGUMENTS` is each
+hook's signature, as gunicorn calls it: a hook that cannot be called so is refused when the
+hooks are read (at start, on HUP and by --check-config), as gunicorn refuses it.
 
 A hook that raises is logged with its name and traceback on the error log. `post_fork` and
 `post_worker_init` then fail the worker's boot (as in gunicorn: `HookFailed`, a StartError, which
 the master reports as a failed boot); any other hook's error is logged and serving continues.
+A hook that calls `sys.exit()` is logged with its name; in the hooks gunicorn's master runs
+outside any try (`EXITS`) it then ends the server with that status, as gunicorn's does
+(`HookExit`: the caller stops the server); elsewhere the exit goes on as it would.
 `pre_request`/`post_request` wrap the app (`wrap_app`) only when one of them is defined, so a
 server without them calls the app directly.
 """
@@ -26,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
-import logging
+import inspect
 import os
 import sys
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
@@ -36,26 +41,62 @@ from .logs import log
 
 #: gunicorn's hooks that sluicegate runs, and where (see docs/operations.md, "Hooks").
 SUPPORTED = (
-    "on_starting", "when_ready", "on_reload", "post_fork", "post_worker_init", "worker_exit",
-    "child_exit", "pre_request", "post_request", "on_exit",
+    "on_starting", "when_ready", "on_reload", "pre_fork", "post_fork", "post_worker_init",
+    "worker_int", "worker_exit", "child_exit", "nworkers_changed", "pre_exec", "pre_request",
+    "post_request", "on_exit",
 )
 
 #: gunicorn's hooks sluicegate does not run, and why.
 UNSUPPORTED = {
-    "pre_fork": "not run: use post_fork, which runs in the new worker",
-    "pre_exec": "not run: a USR2 upgrade starts a new master, which runs on_starting",
-    "worker_int": "not run: a worker's INT/QUIT is a stop; worker_exit runs at its end",
     "worker_abort": "not run: sluicegate does not SIGABRT a worker (--timeout does not kill)",
-    "nworkers_changed": "not run: TTIN/TTOU are logged",
     "ssl_context": "not run: TLS is rustls in the Rust core, set with --certfile and friends",
+}
+
+#: Each gunicorn hook's arguments, as gunicorn calls it.
+ARGUMENTS: Dict[str, Tuple[str, ...]] = {
+    "on_starting": ("server",), "on_reload": ("server",), "when_ready": ("server",),
+    "pre_fork": ("server", "worker"), "post_fork": ("server", "worker"),
+    "post_worker_init": ("worker",), "worker_int": ("worker",), "worker_abort": ("worker",),
+    "pre_exec": ("server",), "pre_request": ("worker", "req"),
+    "post_request": ("worker", "req", "environ", "resp"), "child_exit": ("server", "worker"),
+    "worker_exit": ("server", "worker"), "nworkers_changed": ("server", "new_value", "old_value"),
+    "on_exit": ("server",), "ssl_context": ("config", "default_ssl_context_factory"),
 }
 
 #: Hooks whose error fails the worker's boot (gunicorn's behaviour).
 FATAL = ("post_fork", "post_worker_init")
 
+#: Hooks whose sys.exit() ends the server with its status: gunicorn's master calls them with
+#: nothing around them that catches SystemExit (Arbiter.start, reload, reap_workers, halt).
+EXITS = ("on_starting", "when_ready", "on_reload", "child_exit", "on_exit", "pre_fork",
+         "nworkers_changed")
+
+#: Hooks whose sys.exit() the caller is told of (HookExit) to do what gunicorn then does:
+#: EXITS, and pre_exec (gunicorn runs it in the child about to become the new master of a
+#: USR2 upgrade: its exit is no upgrade).
+TOLD = EXITS + ("pre_exec",)
+
 
 class HookFailed(StartError):
     """A post_fork or post_worker_init hook raised: the worker does not boot."""
+
+
+class HookExit(StartError):
+    """A hook of EXITS called sys.exit(): the server stops with `exit_code` (already logged)."""
+
+    def __init__(self, name: str, code: object) -> None:
+        super().__init__(f"hook {name}() called sys.exit({code!r})")
+        self.hook = name
+        self.exit_code = exit_status(code)
+
+
+def exit_status(code: object) -> int:
+    """The process status of sys.exit(code), as the interpreter turns it into one."""
+    if code is None:
+        return 0
+    if isinstance(code, int) and not isinstance(code, bool):
+        return code & 0xFF
+    return 1
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -102,31 +143,39 @@ def from_mapping(functions: Mapping[str, Any], source: str) -> Hooks:
             raise ValueError(f"{name!r} is not a gunicorn hook name ({', '.join(SUPPORTED)})")
         if not callable(f):
             raise ValueError(f"hook {name} is not a function")
+        check_signature(name, f)
     return Hooks(source, tuple(sorted(functions.items())), is_module=False)
 
 
+def check_signature(name: str, f: Callable[..., Any]) -> None:
+    """ValueError, one line, if gunicorn's call of hook `name` cannot call `f` (gunicorn
+    refuses such a hook when it reads its configuration: "Value must have an arity of")."""
+    wanted = ARGUMENTS[name]
+    try:
+        inspect.signature(f).bind(*wanted)
+    except TypeError:
+        pass
+    except ValueError:  # no signature to read (a builtin): take it as it is
+        return
+    else:
+        return
+    try:
+        shown = f"{name}{inspect.signature(f)}"
+    except (TypeError, ValueError):
+        shown = name
+    where = _defined_at(f)
+    raise ValueError(f"hook {shown}{where} cannot be called as gunicorn calls it: "
+                     f"{name}({', '.join(wanted)})")
+
+
+def _defined_at(f: Callable[..., Any]) -> str:
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return ""
+    return f" ({os.path.basename(code.co_filename)}, line {code.co_firstlineno})"
+
+
 # -- the objects hooks receive ---------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class HookServer:
-    """gunicorn's `server` (its Arbiter), as far as hooks commonly read it."""
-
-    cfg: Any  # the validated Config: cfg.workers, cfg.bind, cfg.timeout, ...
-    pid: int
-    num_workers: int
-    log: logging.Logger = log
-
-
-@dataclasses.dataclass
-class HookWorker:
-    """gunicorn's `worker`: `age` counts the workers this master started (1 for the first)."""
-
-    pid: int
-    ppid: int
-    age: int
-    cfg: Any
-    log: logging.Logger = log
 
 
 @dataclasses.dataclass
@@ -155,20 +204,6 @@ class HookResponse:
         return int(self.status.split(None, 1)[0]) if self.status else None
 
 
-def server(cfg: Any, workers: Optional[int] = None, pid: Optional[int] = None) -> HookServer:
-    """The `server` argument: the master (or the single server's process) unless `pid` says
-    (a worker passes its master's)."""
-    n = workers if workers is not None else (cfg.workers or 1)
-    return HookServer(cfg, os.getpid() if pid is None else pid, n)
-
-
-def worker(cfg: Any, age: int = 1, pid: Optional[int] = None,
-           ppid: Optional[int] = None) -> HookWorker:
-    """The `worker` argument: this process unless `pid` says (child_exit, in the master)."""
-    return HookWorker(os.getpid() if pid is None else pid,
-                      os.getppid() if ppid is None else ppid, age, cfg)
-
-
 # -- running them ----------------------------------------------------------------------------
 
 
@@ -188,6 +223,10 @@ def resolve(hooks: Optional[Hooks]) -> Dict[str, Callable[..., Any]]:
         found = {}
         for name, f in vars(_import(hooks.source)).items():
             if name in SUPPORTED and callable(f):
+                try:
+                    check_signature(name, f)
+                except ValueError as e:
+                    raise StartError(f"--hooks {hooks.source}: {e}") from None
                 found[name] = f
             elif name in UNSUPPORTED and callable(f):
                 log.warning("--hooks %s: %s() %s", hooks.source, name, UNSUPPORTED[name])
@@ -228,13 +267,20 @@ def call(hooks: Optional[Hooks], name: str, *args: Any) -> None:
 def _run(name: str, f: Callable[..., Any], *args: Any) -> None:
     try:
         f(*args)
+    except SystemExit as e:
+        log.error("Hook %s() called sys.exit(%r)%s", name, e.code,
+                  f": the server stops with status {exit_status(e.code)}, as gunicorn's does"
+                  if name in EXITS else "")
+        if name in TOLD:
+            raise HookExit(name, e.code) from None
+        raise
     except Exception as e:
         log.error("Hook %s() raised %s: %s", name, type(e).__name__, e, exc_info=True)
         if name in FATAL:
             raise HookFailed(f"hook {name}() raised {type(e).__name__}: {e}") from e
 
 
-def wrap_app(hooks: Optional[Hooks], app: Callable[..., Any], hook_worker: HookWorker
+def wrap_app(hooks: Optional[Hooks], app: Callable[..., Any], hook_worker: Any
              ) -> Callable[..., Any]:
     """The app itself when neither pre_request nor post_request is defined (no cost), else a
     WSGI wrapper that runs them around each call: pre_request(worker, req) before the app,
@@ -310,5 +356,5 @@ def request_of(environ: Mapping[str, Any]) -> HookRequest:
                        path + ("?" + query if query else ""), version, headers)
 
 
-__all__ = ["Hooks", "HookFailed", "HookServer", "HookWorker", "HookRequest", "HookResponse",
-           "parse_hooks", "from_mapping", "server", "worker", "resolve", "call", "wrap_app"]
+__all__ = ["Hooks", "HookFailed", "HookExit", "HookRequest", "HookResponse", "parse_hooks",
+           "from_mapping", "check_signature", "resolve", "call", "wrap_app"]

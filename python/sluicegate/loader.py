@@ -27,6 +27,7 @@ import sys
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .asgi import app_refusal
 from .errors import LoadError, one_line
 
 _EXAMPLE = "e.g. myproject.wsgi:application or app:create_app()"
@@ -64,6 +65,9 @@ def load_app(spec: str) -> Callable[..., Any]:
             f"{spec!r} is not a WSGI app: it is an object of type {type(obj).__name__}, "
             "which cannot be called as app(environ, start_response)"
         )
+    asgi = app_refusal(obj, spec)
+    if asgi:
+        raise LoadError(asgi)
     _check_wsgi_signature(obj, spec, call is not None)
     return obj
 

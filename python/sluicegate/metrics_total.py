@@ -36,6 +36,7 @@ import socket
 import threading
 from typing import Callable, Dict, List, Optional, Tuple
 
+from . import thread_names
 from .errors import StartError
 
 #: A series: its sample name and its labels (without `worker`).
@@ -296,6 +297,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _HttpServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
+    def process_request_thread(self, request: object, client_address: object) -> None:
+        thread_names.name_this_thread("sg-scrape")  # a thread per scrape, named for the kernel
+        super().process_request_thread(request, client_address)
+
     def __init__(self, sock: socket.socket, page: Callable[[], str]) -> None:
         super().__init__(("", 0), _Handler, bind_and_activate=False)
         self.socket.close()
@@ -344,8 +349,7 @@ class Aggregate:
                 http.server_close()
                 return
             self._http = http
-        threading.Thread(target=http.serve_forever, daemon=True,
-                         name="sluicegate-metrics").start()
+        thread_names.start(http.serve_forever, "sg-metrics")
 
     def forget_in_child(self) -> None:
         """In a worker just forked: close the listener's descriptor, nothing else."""

@@ -43,6 +43,8 @@ from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Seque
 from .errors import OptionError
 from .gunicorn_config import THREADED_WORKER_CLASSES
 from .hooks import Hooks, parse_hooks
+from .syspath import parse_pythonpath
+from .asgi import refuse_asgi_worker_class
 from .listeners import BindAddress, parse_bind
 from .log_options import (parse_gunicorn_log_format, parse_statsd_host, parse_syslog_addr,
                           parse_syslog_facility)
@@ -361,6 +363,7 @@ def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
 
 def parse_worker_class(value: object) -> str:
     text = _str(value).strip()
+    refuse_asgi_worker_class(text)  # ValueError: it runs ASGI apps (what to run instead)
     if text not in THREADED_WORKER_CLASSES:
         raise ValueError(
             "sluicegate has only its own workers (an event loop and an elastic thread pool, "
@@ -1099,9 +1102,9 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "hooks", parse_hooks, None,
         "gunicorn's server hooks: a module (MODULE, imported after --chdir, or a FILE.py) "
-        "whose functions named on_starting, when_ready, on_reload, post_fork, "
-        "post_worker_init, worker_exit, child_exit, pre_request, post_request or on_exit run "
-        "as gunicorn runs them, with its arguments (docs/operations.md, \"Hooks\"). A "
+        "whose functions with gunicorn's hook names (on_starting, post_fork, "
+        "post_worker_init, pre_request, ...) run as gunicorn runs them, with its arguments "
+        "(docs/operations.md, \"Hooks\"). A "
         "gunicorn.conf.py given to --config sets this from its own functions. Set once at "
         "start.",
         "MODULE", Optional[Hooks],
@@ -1116,6 +1119,12 @@ OPTIONS: Tuple[Option, ...] = (
         "Change to this directory before loading the app; relative --access-log and unix: "
         "paths are then relative to it too.",
         "DIR", Optional[str],
+    ),
+    Option(
+        "pythonpath", parse_pythonpath, None,
+        "Directories put first on sys.path (comma-separated, relative to --chdir) before the "
+        "hooks and the app: gunicorn's --pythonpath (docs/operations.md).",
+        "DIRS", Optional[str],
     ),
     Option(
         "env", parse_env_item, [],
@@ -1211,6 +1220,7 @@ class Config:
     hooks: Optional[Hooks]
     server_header: str
     chdir: Optional[str]
+    pythonpath: Optional[str]
     env: Tuple[str, ...]
 
 

@@ -19,6 +19,7 @@ import threading
 from typing import Callable, List, Sequence
 
 from .errors import StartError
+from .thread_names import name_this_thread
 
 #: Changes closer together than this are one reload (an editor saving several files).
 DEBOUNCE_MS = 200
@@ -34,7 +35,7 @@ class Reloader(threading.Thread):
     """Calls `changed(paths)` from its own thread after each batch of relevant changes."""
 
     def __init__(self, root: str, extra: Sequence[str], changed: Callable[[List[str]], None]):
-        super().__init__(name="sluicegate-reloader", daemon=True)
+        super().__init__(name="sg-reloader", daemon=True)
         try:
             import watchfiles
         except ImportError:
@@ -66,6 +67,7 @@ class Reloader(threading.Thread):
         self.ready.wait(READY_TIMEOUT_S)
 
     def run(self) -> None:
+        name_this_thread(self.name)
         paths = [self.root] + [p for p in self.extra if not p.startswith(self.root + os.sep)]
         # yield_on_timeout: an empty batch every QUIET_REPORT_MS; the first one, or the first
         # change, means the watches exist.

@@ -17,10 +17,11 @@
 7. the role: a `SingleServer` (single.py), or a `Master` (master.py) whose forked children each
    run `_boot_worker`: load the app unless preloaded, then a `WorkerServer` (worker.py).
 
-gunicorn's hooks (hooks.py) run at these steps: on_starting after step 1, on_exit at the end;
-in each worker post_fork, then the app, then post_worker_init, and worker_exit at its end
-(in a single server post_worker_init and worker_exit around its serving). pre_request and
-post_request wrap the app where they are defined.
+gunicorn's hooks (hooks.py, with the objects of hook_objects.py) run at these steps:
+on_starting after step 1 (and after sys.path is set as gunicorn sets it, syspath.py), on_exit
+at the end; in each worker post_fork, then the app, then post_worker_init, and worker_exit at
+its end (in a single server post_worker_init and worker_exit around its serving). pre_request
+and post_request wrap the app where they are defined.
 
 The pid file and the sockets are cleaned up here whatever the role returned or raised. Nothing
 below this module imports it: the master gets the worker's start as a value (`boot_worker`).
@@ -33,7 +34,8 @@ import functools
 import os
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import gunicorn_logging, hooks, logs, pidfile, preflight, privileges, statsd, tls
+from . import (gunicorn_logging, hook_objects, hooks, logs, pidfile, preflight, privileges,
+               statsd, syspath, tls)
 from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .logs import log
@@ -61,11 +63,11 @@ def serve_config(
     cfg = _settle(cfg)
     tls.load(cfg)  # the key is read as the starting user, before any socket exists
     hooks.resolve(cfg.hooks)  # a --hooks module that does not import stops the start here
-    hooks.call(cfg.hooks, "on_starting", hooks.server(cfg))
+    hooks.call(cfg.hooks, "on_starting", hook_objects.server(cfg))
     try:
         return _serve(cfg, version, owns_process, restart, reread)
     finally:
-        hooks.call(cfg.hooks, "on_exit", hooks.server(cfg))
+        hooks.call(cfg.hooks, "on_exit", hook_objects.server(cfg))
 
 
 def _serve(
@@ -91,14 +93,18 @@ def _serve(
             assert app is not None
             statsd.workers(1)  # gunicorn's gauge: its arbiter always has workers
             preflight.check(app, cfg.warmup, cfg.django_checks)
-            me = hooks.worker(cfg)
-            hooks.call(cfg.hooks, "post_worker_init", hooks.server(cfg, 1), me)
+            me = hook_objects.worker(cfg, sockets=sockets, app=app)
+            hooks.call(cfg.hooks, "post_worker_init", me)
             try:
-                return SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
-                                    app_name=app_name, version=version,
-                                    owns_process=owns_process).run()
+                single = SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
+                                      app_name=app_name, version=version,
+                                      owns_process=owns_process)
+                single.on_interrupt = functools.partial(hooks.call, cfg.hooks, "worker_int", me)
+                return single.run()
             finally:
-                hooks.call(cfg.hooks, "worker_exit", hooks.server(cfg, 1), me)
+                me.alive = False
+                hooks.call(cfg.hooks, "worker_exit",
+                           hook_objects.server(cfg, 1, sockets=sockets, app=app), me)
         workers = cfg.workers or 1
         logs.reclaim()
         log.info("Starting sluicegate %s: app %s, %d worker(s)%s", version, app_name, workers,
@@ -124,6 +130,7 @@ def _settle(cfg: Config) -> Config:
         # Absolute: each worker goes there again once forked, from the directory it is in.
         cfg = dataclasses.replace(cfg, chdir=os.path.abspath(cfg.chdir))
         os.chdir(cfg.chdir)
+    syspath.settle(cfg.chdir, cfg.pythonpath)  # before on_starting, as gunicorn does
     if cfg.reload and cfg.workers is None:
         cfg = dataclasses.replace(cfg, workers=1)  # reloading replaces workers: it needs a master
     return cfg
@@ -162,16 +169,23 @@ def _boot_worker(
     with the configuration of this worker's generation), then its server."""
     if cfg.chdir:
         os.chdir(cfg.chdir)
-    master, me = hooks.server(cfg, workers, os.getppid()), hooks.worker(cfg, balance[2] + 1)
+    master = hook_objects.server(cfg, workers, os.getppid(), sockets, app=app)
+    me = hook_objects.worker(cfg, balance[2] + 1, sockets=sockets)
+    master.WORKERS[me.pid] = me
     hooks.call(cfg.hooks, "post_fork", master, me)  # raises HookFailed: the boot fails
     worker_app = app if app is not None else load_app(str(cfg.app))
     preflight.check(worker_app, cfg.warmup, cfg.django_checks)  # LoadError: the boot fails
     name = app_name if app is not None else str(cfg.app)
-    hooks.call(cfg.hooks, "post_worker_init", master, me)
+    me.wsgi = me.app.callable = worker_app
+    me.booted = True
+    hooks.call(cfg.hooks, "post_worker_init", me)
     try:
-        return WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
-                            events_fd=events_fd, max_requests=max_requests, workers=workers,
-                            balance=balance, metrics_fd=metrics_fd, app_name=name,
-                            version=version).run()
+        server = WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
+                              events_fd=events_fd, max_requests=max_requests, workers=workers,
+                              balance=balance, metrics_fd=metrics_fd, app_name=name,
+                              version=version)
+        server.on_interrupt = functools.partial(hooks.call, cfg.hooks, "worker_int", me)
+        return server.run()
     finally:
+        me.alive = False
         hooks.call(cfg.hooks, "worker_exit", master, me)

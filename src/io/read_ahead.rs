@@ -141,7 +141,7 @@ impl ReadAhead {
         let s = Arc::clone(&shared);
         let reader = transport.clone();
         let thread = std::thread::Builder::new()
-            .name("sluicegate-readahead".into())
+            .name("sg-readahead".into())
             .spawn(move || {
                 let end = read_body(&reader, until, &pacing, &s);
                 let mut st = s.state.lock().unwrap();

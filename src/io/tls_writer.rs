@@ -1,10 +1,10 @@
-//! The TLS writer: a thread that finishes large TLS answers of inline calls (issue 36), so
+//! The TLS writer: a thread that finishes large TLS answers of inline calls, so
 //! that the loop's thread goes on parsing and running the next requests meanwhile.
 //!
 //! Why: a TLS answer cannot leave with `sendfile`; its file range is read, encrypted and
 //! written with `sendmsg` (`TlsLink::write_some`). For S14's 21 KB file that was about 35 % of
-//! the loop thread's time (docs/tls.md, "Where a TLS response's CPU goes"), and the loop's one
-//! thread was the bound in req/s. An inline call whose TLS answer has at least
+//! the loop thread's time (benchmarks/results/2026-11-25-tls-measurements/), and the loop's
+//! one thread was the bound in req/s. An inline call whose TLS answer has at least
 //! [`TLS_WRITER_MIN`] bytes left leaves them in the connection's queue (`Sender::flush_pending`),
 //! and the connection, still away from the loop's table, is handed here instead of back to the
 //! loop. Plaintext answers never come here: `sendfile` on the loop costs less than a hand-off.
@@ -54,7 +54,7 @@ impl TlsWriter {
             let (new_tx, rx) = channel();
             let weak: Weak<dyn Owner> = Arc::downgrade(owner) as Weak<dyn Owner>;
             let spawned = std::thread::Builder::new()
-                .name("sluicegate-tls-writer".into())
+                .name("sg-tls-writer".into())
                 .spawn(move || run(rx, weak));
             if let Err(e) = spawned {
                 // No thread (a process at its limit): the loop writes the answer, as below.

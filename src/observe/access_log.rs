@@ -230,13 +230,13 @@ impl AccessLog {
     ) -> Result<Option<AccessLog>, String> {
         let format = parse_format(format)?;
         let pending = if fd >= 0 || sink.is_some() {
-            Some(Pending::start(fd, sink, "sluicegate-accesslog")?)
+            Some(Pending::start(fd, sink, "sg-accesslog")?)
         } else {
             None
         };
         let statsd = match statsd {
             Some((lines, sink)) => {
-                Some((lines, Pending::start(-1, Some(sink), "sluicegate-statsd")?))
+                Some((lines, Pending::start(-1, Some(sink), "sg-statsd")?))
             }
             None => None,
         };

@@ -137,7 +137,7 @@ pub(super) fn hand_loop_over(
     let (s, p, j) = (Arc::clone(shared), Arc::clone(pool), Arc::clone(&job));
     let life = pool.life();
     let spawned = std::thread::Builder::new()
-        .name("sluicegate-loop".into())
+        .name("sg-loop".into())
         .stack_size(LOOP_STACK)
         .spawn(move || {
             let Some(Job::RunLoop(st, settle)) = j.lock().unwrap().take() else {
@@ -321,7 +321,7 @@ fn run_inline_batch(
         match shared.sched.unpark(call.seq) {
             Unparked::Back(back) => {
                 let here = st.insert(back);
-                // A large TLS answer is written by the TLS writer (issue 36) while the loop
+                // A large TLS answer is written by the TLS writer (`io/tls_writer.rs`) while the loop
                 // goes on with the other connections ready; with none, the loop would only
                 // wait for events meanwhile, and writes it itself (no hand-off to pay for).
                 let conn = if here.has_ready() {

@@ -12,12 +12,12 @@
 //!   calls still queued to the pool; the stuck call ends on its old thread, which then leaves.
 //!   So a blocking app stalls the other streams for two ticks once, then runs on the pool.
 //!
-//! Why (measured, docs/architecture.md "HTTP/2"): handing every stream to the pool cost more
-//! server CPU than the HTTP/2 work and the app call together: S15b (`h2load -c16 -m10`, hello
-//! world) spent 11.4 µs per request on the HTTP/2 thread and 11.4 µs on pool threads, 3.1
-//! futex calls per request (pool wake-ups, GIL hand-offs between pool threads, the `h2`
-//! crate's stream lock contended by two threads) and one runtime wake-up (an eventfd write) per
-//! answer sent from a pool thread.
+//! Why (measured; benchmarks/results/2026-11-25-design-measurements/): handing every stream
+//! to the pool cost more server CPU than the HTTP/2 work and the app call together: S15b
+//! (`h2load -c16 -m10`, hello world) spent 11.4 µs per request on the HTTP/2 thread and
+//! 11.4 µs on pool threads, 3.1 futex calls per request (pool wake-ups, GIL hand-offs between
+//! pool threads, the `h2` crate's stream lock contended by two threads) and one runtime
+//! wake-up (an eventfd write) per answer sent from a pool thread.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -73,7 +73,7 @@ fn dispatch_stream(shared: &Shared, call: StreamCall) {
 pub(super) fn spawn_driver(shared: &Arc<Shared>, hub: &Arc<H2Hub>) -> std::io::Result<()> {
     let (s, h) = (Arc::clone(shared), Arc::clone(hub));
     std::thread::Builder::new()
-        .name("sluicegate-h2".into())
+        .name("sg-h2".into())
         .spawn(move || drive_h2(&s, &h))
         .map(|_| ())
 }

@@ -157,16 +157,7 @@ impl Server {
         } else {
             None
         };
-        // --http2 on or tls: TLS listeners offer h2 first, then http/1.1 (ALPN).
-        let tls_alpn = tls_server.as_ref().map(|t| {
-            if config.http2.allows(true) {
-                let mut c = (*t.server).clone();
-                c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-                Arc::new(c)
-            } else {
-                Arc::clone(&t.server)
-            }
-        });
+        let tls_alpn = tls_server.as_ref().map(|t| tls::with_alpn(t, &config));
         let tls = tls_flags
             .iter()
             .map(|&on| match (on, &tls_alpn) {
@@ -210,7 +201,7 @@ impl Server {
                 .map_err(pyo3::exceptions::PyValueError::new_err)?
                 .map(Arc::new),
                 wires,
-                tls,
+                tls: crate::io::event_loop::ListenerTls::new(tls),
                 h2,
             },
             balance,
@@ -279,7 +270,7 @@ impl Server {
         let s = Arc::clone(&shared);
         let p = Arc::clone(&pool);
         let admission_watcher = std::thread::Builder::new()
-            .name("sluicegate-admit".into())
+            .name("sg-admit".into())
             .spawn(move || p.watch(|| s.sched.loop_cpu_time()))
             .map_err(|e| PyOSError::new_err(format!("cannot start the admission watcher: {e}")))?;
 
@@ -303,7 +294,7 @@ impl Server {
                 let (s, h, stop) = (Arc::clone(&shared), Arc::clone(hub), Arc::clone(&h2_stop));
                 h2_watcher = Some(
                     std::thread::Builder::new()
-                        .name("sluicegate-h2dog".into())
+                        .name("sg-h2dog".into())
                         .spawn(move || h2_inline::watch_h2(&s, &h, &stop))
                         .map_err(|e| {
                             PyOSError::new_err(format!("cannot start the HTTP/2 watchdog: {e}"))
@@ -314,7 +305,7 @@ impl Server {
         let s = Arc::clone(&shared);
         let life = pool.life();
         let loop_thread = std::thread::Builder::new()
-            .name("sluicegate-loop".into())
+            .name("sg-loop".into())
             .stack_size(8 * 1024 * 1024)
             .spawn(move || {
                 Python::attach(|py| {
@@ -337,7 +328,7 @@ impl Server {
             .map_err(|e| PyOSError::new_err(format!("cannot start the event loop thread: {e}")))?;
         let s = Arc::clone(&shared);
         let watchdog = std::thread::Builder::new()
-            .name("sluicegate-watchdog".into())
+            .name("sg-watchdog".into())
             .spawn(move || {
                 let pool = s.pool();
                 s.sched.watchdog(
@@ -352,7 +343,7 @@ impl Server {
                 let (d, s) = (Arc::clone(d), Arc::clone(&shared));
                 Some(
                     std::thread::Builder::new()
-                        .name("sluicegate-timeout".into())
+                        .name("sg-timeout".into())
                         .spawn(move || watch_deadlines(&s, &d))
                         .map_err(|e| {
                             PyOSError::new_err(format!("cannot start the timeout watcher: {e}"))
@@ -501,6 +492,13 @@ impl Server {
             .open_connections
             .load(Ordering::Relaxed);
         ctx.retire(open as usize);
+    }
+
+    /// Serve new TLS connections with `credentials` (loaded by `_core.load_tls`): a single
+    /// process's certificate reload. Connections already open keep theirs. False when no
+    /// listener speaks TLS.
+    fn set_tls(&self, credentials: &Bound<'_, tls::TlsCredentials>) -> bool {
+        tls::replace(self.shared.ctx(), &credentials.get().config)
     }
 
     /// The text `GET /metrics` answers (Prometheus 0.0.4), rendered now: a worker hands its

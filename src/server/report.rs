@@ -150,7 +150,7 @@ impl MetricsPages for Pages {
         let slot = Arc::new(Mutex::new(Some(job)));
         let (theirs, rendering) = (Arc::clone(&slot), Arc::clone(&self.rendering));
         let started = std::thread::Builder::new()
-            .name("sluicegate-debug".into())
+            .name("sg-debug".into())
             .spawn(move || {
                 if let Some(job) = theirs.lock().unwrap().take() {
                     job.finish(|_| Some(("text/plain; charset=utf-8", render_in_flight(&shared))));

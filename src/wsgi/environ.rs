@@ -31,7 +31,7 @@ use crate::peer::Peer;
 
 /// REMOTE_ADDR / REMOTE_PORT of one connection, and its TLS facts (`SSL_*`), as Python
 /// strings: made at its first request, set by every one. Making the five `SSL_*` keys and
-/// values per request was 3.5 % of a TLS hello world's loop thread (`perf`, docs/tls.md).
+/// values per request was 3.5 % of a TLS hello world's loop thread (`perf`; benchmarks/results/).
 struct PeerStrings {
     addr: Py<PyString>,
     port: Option<Py<PyString>>,

@@ -32,8 +32,8 @@ def post_fork(server, worker):
     _record("post_fork", server.pid, worker.pid)
 
 
-def post_worker_init(server, worker):
-    _record("post_worker_init", server.pid, worker.pid)
+def post_worker_init(worker):
+    _record("post_worker_init", worker.ppid, worker.pid)
 
 
 def worker_exit(server, worker):

@@ -39,7 +39,7 @@
 //! looks at the kernel's events; a handshaking connection past the budget waits in
 //! `handshakes_waiting` for the next turn, after what has just arrived. During a flood of new
 //! connections the kept ones are served every turn instead of behind every ClientHello that
-//! came at once (docs/tls.md, the handshake flood).
+//! came at once (benchmarks/results/, the TLS handshake flood).
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, ErrorKind};
@@ -66,11 +66,13 @@ mod closing;
 mod ctx;
 mod driver;
 mod h2_view;
+mod listener_tls;
 mod metrics;
 mod pages;
 
 pub use crate::io::listen::{ListenSocket, Nodelay};
 pub use ctx::{Counters, LoopCtx, LoopSettings, Shutdown, Work};
+pub use listener_tls::ListenerTls;
 pub use pages::{MetricsPages, PageJob};
 
 /// Whether `fd` has something to read now (a zero-timeout `poll`, which consumes nothing): events

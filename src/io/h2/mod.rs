@@ -2,7 +2,7 @@
 //! listener) or agreed on `h2` by ALPN (a TLS listener) leave the event loop and are served
 //! by hyperium's `h2` crate on a tokio current-thread runtime, driven by one thread at a time,
 //! the *HTTP/2 thread*, which also runs fast streams' calls (`inline.rs`; a call that blocks
-//! loses the role to a new thread). docs/architecture.md, "HTTP/2", says why and what it costs.
+//! loses the role to a new thread). docs/architecture.md, "HTTP/2", says why.
 //!
 //! - [`H2Hub`]: what the loop and the server know of it: `hand_over` takes a connection from
 //!   the loop (the socket leaves the loop's epoll set; the bytes read so far come along),

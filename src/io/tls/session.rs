@@ -14,7 +14,7 @@
 //! ciphertext waiting for the socket up to [`SEND_LIMIT`] — past it `write_plaintext` accepts
 //! less and the rest stays in the loop's output queue, the same backpressure as plaintext.
 //!
-//! Record sizes (issue 36 item 5): the first [`SMALL_RECORDS_BYTES`] after
+//! Record sizes: the first [`SMALL_RECORDS_BYTES`] after
 //! [`TlsSession::start_response`] (a new connection, or one idle for a while: the loop decides)
 //! leave in records of [`SMALL_RECORD`] bytes, one TCP segment each, so a browser can decrypt and use
 //! the first bytes as each segment arrives; then records grow to TLS's maximum, 16 KiB, where

@@ -57,7 +57,7 @@ fn client(config: Arc<ClientConfig>) -> ClientConnection {
     ClientConnection::new(config, ServerName::try_from("localhost").unwrap()).unwrap()
 }
 
-/// How the pump hands the server its ciphertext (STYLE.md habit 6).
+/// How the pump hands the server its ciphertext (CONTRIBUTING.md, "Tests": every input fed three ways).
 #[derive(Clone, Copy)]
 enum Feeding {
     Whole,

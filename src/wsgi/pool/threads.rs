@@ -54,7 +54,7 @@ impl<J: Send + 'static> Pool<J> {
         let pool = Arc::clone(self);
         let life = self.lives.enter();
         let res = std::thread::Builder::new()
-            .name("sluicegate-app".into())
+            .name("sg-app".into())
             .stack_size(STACK_SIZE)
             .spawn(move || {
                 pool.thread_main(slot, first, warn); // consumes the thread's share of the pool

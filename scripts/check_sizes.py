@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""The size check: no file over 600 lines of code, no function over 100, in `src/`, `crates/`
+and `python/` (CONTRIBUTING.md, "Size").
+
+Run by `./dev test` (after the floor check); `python3 scripts/check_sizes.py` alone prints the
+known debt and exits 1 on any offence.
+
+A line of code is a line that is neither blank nor only comment:
+
+- Rust: `//`, `///`, `//!` and `/* ... */` comments are blanked first (string literals are
+  kept, so the lines of a multi-line string count); a line with anything left counts. Code under
+  `#[cfg(test)]` counts like any other: a file's tests make it long too.
+- Python: a line counts when it holds a token other than a comment, an indent or a line end
+  (`tokenize`); the lines of a docstring (a string that is the first statement of a module,
+  class or function) do not count, as they are the Python form of a doc comment.
+
+A function's lines run from the line of its `fn` or `def` to its end (its closing brace, or the
+last line of its body), nested functions and closures included. A Rust function is named
+`path::Type::name` inside an `impl` or `trait` block, `path::name` outside; a Python one by its
+qualified name (`path::Class.method`, `path::outer.inner`). Two functions of one name in one
+file are told apart by `#2`, `#3` in the order they appear.
+
+The ratchet: `KNOWN_DEBT` lists today's offenders with their size. Such an entry may shrink
+(the check says so, and the entry should then be lowered or removed), never grow; any offender
+not listed fails the check.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import sys
+import tokenize
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TREES = ["src", "crates", "python"]
+MAX_FILE = 600
+MAX_FUNCTION = 100
+
+# Today's offenders, lines of code as counted above. Lower an entry when it shrinks; remove it
+# when it fits. Never raise one.
+KNOWN_DEBT: dict[str, int] = {
+    "crates/proto/src/h1/parse.rs": 1414,
+    "python/sluicegate/options.py": 1197,
+    "crates/proto/src/files/plan.rs": 904,
+    "crates/proto/src/uwsgi.rs": 862,
+    "crates/proto/src/forwarded.rs": 648,
+    "crates/proto/src/h1/decode.rs": 611,
+    "src/wsgi/driver.rs::run_request": 218,
+    "src/io/event_loop/driver.rs::LoopState::drive": 180,
+    "src/server/mod.rs::Server::run": 173,
+    "src/server/mod.rs::Server::new": 152,
+    "src/wsgi/h2/mod.rs::run_stream": 138,
+    "src/io/event_loop/driver.rs::LoopState::try_request": 135,
+    "src/wsgi/driver.rs::drive": 122,
+    "crates/proto/src/h2.rs::request_head": 118,
+    "src/wsgi/h2/mod.rs::drive": 116,
+    "src/wsgi/pool/watch.rs::Pool::watch": 116,
+    "crates/proto/src/h1/decode.rs::BodyDecoder::framing_byte": 113,
+    "crates/proto/src/files/plan.rs::plan": 112,
+    "src/io/h2/conn.rs::streams": 104,
+    "crates/proto/src/files/mod.rs::random_requests_plan_within_bounds": 101,
+}
+
+
+# --- Rust ---------------------------------------------------------------------------------
+
+def blank_rust_comments(text: str) -> str:
+    """The text with every comment blanked (same length, newlines kept) and string and char
+    literals kept whole, so a brace in a comment or a string counts for nothing when matching
+    braces: string contents become `s`, which is code."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+            continue
+        if text.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+            continue
+        m = re.match(r'(?:b|c)?r(#*)"', text[i:i + 40]) if c in "bcr" else None
+        if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            end = text.find('"' + m.group(1), i + m.end())
+            end = n if end < 0 else end + 1 + len(m.group(1))
+            out.append(re.sub(r"[^\n]", "s", text[i:end]))
+            i = end
+            continue
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            j = min(j, n - 1)
+            out.append(re.sub(r"[^\n]", "s", text[i:j + 1]))
+            i = j + 1
+            continue
+        if c == "'":
+            m = re.match(r"'(\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]+\}|.)|[^\\'\n])'", text[i:i + 12])
+            if m:
+                out.append("s" * m.end())
+                i += m.end()
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def matching_close(code: str, open_at: int) -> int:
+    depth = 0
+    for j in range(open_at, len(code)):
+        if code[j] == "{":
+            depth += 1
+        elif code[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(code) - 1
+
+
+def body_start(code: str, i: int) -> int | None:
+    """Where the body of the `fn` whose signature starts at `i` opens (its `{`), or None for a
+    declaration without a body (`fn f();` in a trait or an `extern` block)."""
+    depth = 0
+    for j in range(i, len(code)):
+        c = code[j]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif depth == 0 and c == "{":
+            return j
+        elif depth == 0 and c == ";":
+            return None
+    return None
+
+
+IMPL = re.compile(r"\b(impl|trait)\b")
+
+
+def block_name(header: str, kind: str) -> str:
+    """The type an `impl ... {` or `trait ... {` header is about: `impl<T> A<T> for B` -> B."""
+    header = re.split(r"\bwhere\b", header)[0]
+    if kind == "impl":
+        header = re.sub(r"^\s*<", "<", header)
+        if header.lstrip().startswith("<"):
+            depth = 0
+            for k, c in enumerate(header):
+                depth += c == "<"
+                depth -= c == ">"
+                if depth == 0 and c == ">":
+                    header = header[k + 1:]
+                    break
+        parts = re.split(r"\bfor\b", header)
+        header = parts[-1]
+    header = re.sub(r"<.*", "", header, flags=re.S)
+    names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", header)
+    return names[-1] if names else "?"
+
+
+def rust_sizes(path: Path) -> tuple[int, list[tuple[str, int]]]:
+    text = path.read_text()
+    code = blank_rust_comments(text)
+    lines = code.split("\n")
+    is_code = [bool(line.strip()) for line in lines]
+    line_at = [0] * (len(code) + 1)
+    row = 0
+    for k, c in enumerate(code):
+        line_at[k] = row
+        if c == "\n":
+            row += 1
+    line_at[len(code)] = row
+
+    blocks = []
+    for m in IMPL.finditer(code):
+        # `impl` in a type position (`-> impl Trait`, `arg: impl Trait`) opens no block.
+        before = code[:m.start()].rstrip()
+        if before and before[-1] not in "};{]" and not before.endswith(("unsafe", "pub")):
+            if not re.search(r"(#\[[^\]]*\]|\bpub(\([^)]*\))?|\bunsafe)\s*$", before):
+                continue
+        open_at = code.find("{", m.end())
+        semi = code.find(";", m.end())
+        if open_at < 0 or (0 <= semi < open_at):
+            continue
+        blocks.append((m.start(), matching_close(code, open_at),
+                       block_name(code[m.end():open_at], m.group(1))))
+
+    functions = []
+    for m in re.finditer(r"\bfn\s+([A-Za-z_][A-Za-z0-9_]*)", code):
+        open_at = body_start(code, m.end())
+        if open_at is None:
+            continue
+        close = matching_close(code, open_at)
+        first, last = line_at[m.start()], line_at[close]
+        owner = [name for start, end, name in blocks if start < m.start() < end]
+        name = f"{owner[-1]}::{m.group(1)}" if owner else m.group(1)
+        functions.append((name, sum(is_code[first:last + 1])))
+    return sum(is_code), functions
+
+
+# --- Python -------------------------------------------------------------------------------
+
+IGNORED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+           tokenize.ENCODING, tokenize.ENDMARKER}
+
+
+def python_sizes(path: Path) -> tuple[int, list[tuple[str, int]]]:
+    text = path.read_text()
+    code_lines: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type not in IGNORED:
+            code_lines.update(range(tok.start[0], tok.end[0] + 1))
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                code_lines.difference_update(range(body[0].lineno, body[0].end_lineno + 1))
+
+    functions = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + child.name
+                size = len([n for n in code_lines if child.lineno <= n <= child.end_lineno])
+                functions.append((name, size))
+                visit(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return len(code_lines), functions
+
+
+# --- the check ----------------------------------------------------------------------------
+
+def measure() -> dict[str, int]:
+    """Every file and every function of the trees, over its limit or not: name -> lines."""
+    sizes: dict[str, int] = {}
+    for tree in TREES:
+        for path in sorted((ROOT / tree).rglob("*")):
+            if path.suffix == ".rs":
+                file_size, functions = rust_sizes(path)
+            elif path.suffix == ".py":
+                file_size, functions = python_sizes(path)
+            else:
+                continue
+            rel = str(path.relative_to(ROOT))
+            sizes[rel] = file_size
+            seen: dict[str, int] = {}
+            for name, size in functions:
+                seen[name] = seen.get(name, 0) + 1
+                key = f"{rel}::{name}" + (f"#{seen[name]}" if seen[name] > 1 else "")
+                sizes[key] = size
+    return sizes
+
+
+def limit_of(key: str) -> int:
+    return MAX_FUNCTION if "::" in key else MAX_FILE
+
+
+def main() -> int:
+    sizes = measure()
+    bad, debt, shrunk = [], [], []
+    for key, size in sorted(sizes.items()):
+        limit = limit_of(key)
+        known = KNOWN_DEBT.get(key)
+        if known is None:
+            if size > limit:
+                bad.append(f"  {key}: {size} lines of code (limit {limit})")
+        elif size > known:
+            bad.append(f"  {key}: {size} lines of code, grew from the {known} listed (limit {limit})")
+        else:
+            debt.append(f"  {key}: {size} (limit {limit})")
+            if size < known:
+                shrunk.append(f"  {key}: {size}, listed at {known}"
+                              + (": fits now, remove it" if size <= limit else ": lower it"))
+    for key in sorted(set(KNOWN_DEBT) - set(sizes)):
+        shrunk.append(f"  {key}: gone, remove it")
+
+    if "--list" in sys.argv:
+        for key, size in sorted(sizes.items(), key=lambda kv: -kv[1]):
+            if size > limit_of(key):
+                print(f'    "{key}": {size},')
+        return 0
+    print(f"check_sizes: known debt, {len(debt)} over the limits (files {MAX_FILE} lines of "
+          f"code, functions {MAX_FUNCTION}):")
+    print("\n".join(debt))
+    if shrunk:
+        print("check_sizes: KNOWN_DEBT entries to lower or remove:")
+        print("\n".join(shrunk))
+    if bad:
+        print(f"check_sizes: {len(bad)} offence(s):")
+        print("\n".join(bad))
+        return 1
+    print("check_sizes: ok: nothing new over the limits, no known offender grew")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,2 @@
+#!/bin/sh
+exec gunicorn mysite.wsgi -c gunicorn.conf.py

@@ -1,0 +1,2 @@
+#!/bin/sh
+exec gunicorn -c gunicorn_conf.py lms.wsgi:application

@@ -1,0 +1,2 @@
+#!/bin/sh
+exec gunicorn -c gunicorn.conf.py mysite.wsgi:application

@@ -1,0 +1,2 @@
+#!/bin/sh
+exec gunicorn --config gunicorn.conf.py mysite.wsgi:application

@@ -1,0 +1,4 @@
+#!/bin/sh
+set -e
+export WIKI_HOST="$HOST" WIKI_PORT="$PORT"
+exec gunicorn -c gunicorn.conf.py mysite.wsgi
