@@ -1,13 +1,14 @@
-"""The values of the logging and metrics options gunicorn users bring (parsed and checked
-for options.py's table): gunicorn's access log format, the syslog address and facility, the
-statsd address. Each parser takes the raw value and returns the validated one, or raises
+"""The values of the logging and metrics options (parsed and checked for options.py's
+table): the access log's path and format (sluicegate's fields, or gunicorn's %(atom)s format),
+a logging configuration's dict, the syslog address and facility, the statsd address, the
+metrics address. Each parser takes the raw value and returns the validated one, or raises
 ValueError with what was expected.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 
 def _str(value: object) -> str:
@@ -104,3 +105,70 @@ def parse_statsd_host(value: object) -> Optional[str]:
     return f"{host}:{port}"
 
 
+
+
+#: The fields of the access log, in the JSON format's order (the Rust core's list:
+#: `_core.ACCESS_LOG_FIELDS`, checked equal by the tests).
+ACCESS_LOG_FIELDS = (
+    "client", "time", "method", "target", "path", "query", "protocol", "status", "bytes",
+    "referer", "user_agent", "request_id", "queue_us", "app_us", "send_us", "total_us", "end",
+    "pid", "scheduler",
+)
+
+
+def parse_access_log_format(value: object) -> str:
+    """combined, common, json, a template of {field} names, or gunicorn's %(atom)s format."""
+    text = _str(value)
+    if text in ("combined", "common", "json"):
+        return text
+    if "%(" in text:
+        return parse_gunicorn_log_format(text)
+    names = re.findall(r"\{([^{}]*)\}", text)
+    if not names:
+        raise ValueError("expected combined, common, json or a template such as "
+                         "'{client} {method} {path} {status} {app_us}'")
+    if text.count("{") != len(names) or text.count("}") != len(names):
+        raise ValueError("unbalanced braces in the template")
+    unknown = [n for n in names if n not in ACCESS_LOG_FIELDS]
+    if unknown:
+        raise ValueError(f"unknown field {{{unknown[0]}}} (known: {', '.join(ACCESS_LOG_FIELDS)})")
+    return text
+
+
+def parse_metrics_bind(value: object) -> str:
+    """'' (off), HOST:PORT or unix:PATH."""
+    text = _str(value).strip()
+    if not text or text.startswith("unix:") and len(text) > 5:
+        return text
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("expected HOST:PORT or unix:PATH, e.g. 127.0.0.1:9100")
+    return text
+
+
+def parse_access_log(value: object) -> Optional[str]:
+    """A file path, or '-' for standard output; 'off' (any case), '' or None turns the access
+    log off. 'off' is what --help shows as the default, so it must not make a file named off
+    (a file of that name is './off')."""
+    if value is None:
+        return None
+    text = _str(value)
+    if not text or text.lower() == "off":
+        return None
+    return text
+
+
+def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
+    """A dict for logging.config.dictConfig: JSON text (command line, environment) or a
+    mapping (TOML table, gunicorn's logconfig_dict, serve()); '' or None: none."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        import json
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            raise ValueError(f"not valid JSON: {e}") from None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a JSON object (a dict), not {type(value).__name__}")
+    return value  # merged into gunicorn's defaults (which say "version": 1) by logs.configure

@@ -46,8 +46,9 @@ from .hooks import Hooks, parse_hooks
 from .syspath import parse_pythonpath
 from .asgi import refuse_asgi_worker_class
 from .listeners import BindAddress, parse_bind
-from .log_options import (parse_gunicorn_log_format, parse_statsd_host, parse_syslog_addr,
-                          parse_syslog_facility)
+from .log_options import (ACCESS_LOG_FIELDS, parse_access_log, parse_access_log_format,  # noqa: F401
+                          parse_log_config_dict, parse_metrics_bind, parse_statsd_host,
+                          parse_syslog_addr, parse_syslog_facility)
 
 ENV_PREFIX = "SLUICEGATE_"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -261,45 +262,6 @@ def parse_forwarded_headers(value: object) -> str:
     return text
 
 
-#: The fields of the access log, in the JSON format's order (the Rust core's list:
-#: `_core.ACCESS_LOG_FIELDS`, checked equal by the tests).
-ACCESS_LOG_FIELDS = (
-    "client", "time", "method", "target", "path", "query", "protocol", "status", "bytes",
-    "referer", "user_agent", "request_id", "queue_us", "app_us", "send_us", "total_us", "end",
-    "pid", "scheduler",
-)
-
-
-def parse_access_log_format(value: object) -> str:
-    """combined, common, json, a template of {field} names, or gunicorn's %(atom)s format."""
-    text = _str(value)
-    if text in ("combined", "common", "json"):
-        return text
-    if "%(" in text:
-        return parse_gunicorn_log_format(text)
-    names = re.findall(r"\{([^{}]*)\}", text)
-    if not names:
-        raise ValueError("expected combined, common, json or a template such as "
-                         "'{client} {method} {path} {status} {app_us}'")
-    if text.count("{") != len(names) or text.count("}") != len(names):
-        raise ValueError("unbalanced braces in the template")
-    unknown = [n for n in names if n not in ACCESS_LOG_FIELDS]
-    if unknown:
-        raise ValueError(f"unknown field {{{unknown[0]}}} (known: {', '.join(ACCESS_LOG_FIELDS)})")
-    return text
-
-
-def parse_metrics_bind(value: object) -> str:
-    """'' (off), HOST:PORT or unix:PATH."""
-    text = _str(value).strip()
-    if not text or text.startswith("unix:") and len(text) > 5:
-        return text
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("expected HOST:PORT or unix:PATH, e.g. 127.0.0.1:9100")
-    return text
-
-
 def parse_health_path(value: object) -> str:
     """'' (off) or an absolute path without a query, e.g. /healthz."""
     text = _str(value)
@@ -325,40 +287,12 @@ def parse_warmup(value: object) -> str:
     return text
 
 
-def parse_access_log(value: object) -> Optional[str]:
-    """A file path, or '-' for standard output; 'off' (any case), '' or None turns the access
-    log off. 'off' is what --help shows as the default, so it must not make a file named off
-    (a file of that name is './off')."""
-    if value is None:
-        return None
-    text = _str(value)
-    if not text or text.lower() == "off":
-        return None
-    return text
-
-
 def parse_error_log(value: object) -> Optional[str]:
     """A file path; '-', '' or None: standard error."""
     text = parse_path(value)
     return None if text is None or text == "-" else text
 
 
-
-
-def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
-    """A dict for logging.config.dictConfig: JSON text (command line, environment) or a
-    mapping (TOML table, gunicorn's logconfig_dict, serve()); '' or None: none."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        import json
-        try:
-            value = json.loads(value)
-        except ValueError as e:
-            raise ValueError(f"not valid JSON: {e}") from None
-    if not isinstance(value, Mapping):
-        raise ValueError(f"expected a JSON object (a dict), not {type(value).__name__}")
-    return value  # merged into gunicorn's defaults (which say "version": 1) by logs.configure
 
 
 def parse_worker_class(value: object) -> str:
@@ -1028,77 +962,42 @@ OPTIONS: Tuple[Option, ...] = (
         "nothing (the app's standard error already is the error log). Set once at start.",
         "", bool, switch=True,
     ),
-    Option(
-        "log_config_dict", parse_log_config_dict, None,
-        "Configure Python logging with this dict (JSON on the command line and in the "
-        "environment, a table in the TOML file), merged into gunicorn's defaults as gunicorn "
-        "does (its top-level keys replace the defaults'; \"version\" may be left out) and given "
-        "to logging.config.dictConfig: gunicorn's --log-config-dict (logconfig_dict). The "
-        "error lines go to the 'gunicorn.error' logger's handlers and the access lines to "
-        "'gunicorn.access''s (docs/operations.md, \"Logging\"). Set once at start.",
-        "JSON", Optional[Mapping[str, Any]],
-    ),
-    Option(
-        "log_config_json", parse_path, None,
-        "Configure Python logging from this JSON file, as --log-config-dict does with its "
-        "dict: gunicorn's --log-config-json (logconfig_json). Set once at start.",
-        "FILE", Optional[str],
-    ),
-    Option(
-        "log_config", parse_path, None,
-        "Configure Python logging from this ini file (logging.config.fileConfig, with "
-        "gunicorn's defaults): gunicorn's --log-config (logconfig). Only one of "
-        "--log-config-dict, --log-config-json and --log-config is used, in that order, as in "
-        "gunicorn. Set once at start.",
-        "FILE", Optional[str],
-    ),
-    Option(
-        "log_syslog", parse_bool, "false",
-        "Send the error log and the access log to syslog too (--syslog-addr), as gunicorn's "
-        "--log-syslog does, in its format: 'gunicorn.PREFIX.error: [PID] MESSAGE'.",
-        "", bool, switch=True,
-    ),
-    Option(
-        "syslog_addr", parse_syslog_addr, "udp://localhost:514",
-        "Where --log-syslog sends: unix://PATH (#dgram or #stream may follow), udp://HOST:PORT "
-        "or tcp://HOST:PORT.",
-        "ADDRESS", str, aliases=("--log-syslog-to",),
-    ),
-    Option(
-        "syslog_prefix", parse_path, None,
-        "The PREFIX of --log-syslog's program name (gunicorn.PREFIX.error); without it, the "
-        "app's name with ':' as '.'.",
-        "PREFIX", Optional[str], aliases=("--log-syslog-prefix",),
-    ),
-    Option(
-        "syslog_facility", parse_syslog_facility, "user",
-        "The syslog facility of --log-syslog's lines (user, daemon, local0 ... local7, ...).",
-        "FACILITY", str, aliases=("--log-syslog-facility",),
-    ),
-    Option(
-        "disable_redirect_access_to_syslog", parse_bool, "false",
-        "With --log-syslog, keep the access log out of syslog.",
-        "", bool, switch=True,
-    ),
-    Option(
-        "statsd_host", parse_statsd_host, None,
-        "Send gunicorn's statsd metrics to this address (HOST:PORT, port 8125 if none, or "
-        "unix:PATH): per request gunicorn.request.duration (ms), gunicorn.requests and "
-        "gunicorn.request.status.CODE (counters); gunicorn.workers (gauge) from a master; "
-        "gunicorn.log.error, .warning, .critical, .exception (counters). Beside --metrics-bind "
-        "(docs/operations.md, \"Metrics\").",
-        "ADDRESS", Optional[str],
-    ),
-    Option(
-        "statsd_prefix", _str, "",
-        "A prefix for every statsd metric's name (a '.' is put after it).",
-        "PREFIX", str,
-    ),
-    Option(
-        "dogstatsd_tags", _str, "",
-        "Datadog tags added to every statsd metric: comma-separated key:value pairs.",
-        "TAGS", str,
-    ),
+    Option("log_config_dict", parse_log_config_dict, None,
+           "Configure Python logging with this dict (JSON; a table in the TOML file), merged "
+           "into gunicorn's defaults as gunicorn's logconfig_dict is (\"version\" may be left "
+           "out): the server's lines then go to the loggers gunicorn.error and gunicorn.access "
+           "(docs/operations.md, \"Logging\"). Set once at start.",
+           "JSON", Optional[Mapping[str, Any]]),
+    Option("log_config_json", parse_path, None,
+           "The same from a JSON file: gunicorn's --log-config-json. Set once at start.",
+           "FILE", Optional[str]),
+    Option("log_config", parse_path, None,
+           "Configure Python logging from this ini file (fileConfig, with gunicorn's defaults): "
+           "gunicorn's --log-config. Of --log-config-dict, --log-config-json and --log-config "
+           "only the first given is used, as in gunicorn. Set once at start.",
+           "FILE", Optional[str]),
+    Option("log_syslog", parse_bool, "false",
+           "Send the error and access logs to syslog too (--syslog-addr), as gunicorn does: "
+           "'gunicorn.PREFIX.error: [PID] MESSAGE'.", "", bool, switch=True),
+    Option("syslog_addr", parse_syslog_addr, "udp://localhost:514",
+           "Where --log-syslog sends: unix://PATH[#dgram], udp://HOST:PORT or tcp://HOST:PORT.",
+           "ADDRESS", str, aliases=("--log-syslog-to",)),
+    Option("syslog_prefix", parse_path, None,
+           "PREFIX in gunicorn.PREFIX.error; default: the app's name, ':' made '.'.",
+           "PREFIX", Optional[str], aliases=("--log-syslog-prefix",)),
+    Option("syslog_facility", parse_syslog_facility, "user",
+           "The syslog facility of --log-syslog (user, daemon, local0 ... local7, ...).",
+           "FACILITY", str, aliases=("--log-syslog-facility",)),
+    Option("disable_redirect_access_to_syslog", parse_bool, "false",
+           "With --log-syslog, keep the access log out of syslog.", "", bool, switch=True),
+    Option("statsd_host", parse_statsd_host, None,
+           "Send gunicorn's statsd metrics here (HOST:PORT, port 8125 by default, or "
+           "unix:PATH), beside --metrics-bind (docs/operations.md, \"statsd\").",
+           "ADDRESS", Optional[str]),
+    Option("statsd_prefix", _str, "",
+           "A prefix for every statsd metric's name ('.' put after it).", "PREFIX", str),
+    Option("dogstatsd_tags", _str, "",
+           "Datadog tags for every statsd metric: comma-separated key:value pairs.", "TAGS", str),
     Option(
         "hooks", parse_hooks, None,
         "gunicorn's server hooks: a module (MODULE, imported after --chdir, or a FILE.py) "

@@ -235,9 +235,7 @@ impl AccessLog {
             None
         };
         let statsd = match statsd {
-            Some((lines, sink)) => {
-                Some((lines, Pending::start(-1, Some(sink), "sg-statsd")?))
-            }
+            Some((lines, sink)) => Some((lines, Pending::start(-1, Some(sink), "sg-statsd")?)),
             None => None,
         };
         if pending.is_none() && statsd.is_none() {

@@ -1,8 +1,9 @@
 //! A request's end, accounted once: counted in the [`RequestMetrics`] and, if the access log is
-//! on, written to it, with its send time known then. [`Finished`] borrows what it needs (a
-//! request whose last byte was taken before its app thread let go of it); [`PendingLog`] owns it
-//! (a response the event loop is still sending: accounted when its last byte is taken, or when
-//! the client goes away). [`log_refused`]: the line of a request the server refused itself.
+//! on, written to it, with its send time known then. [`PendingLog`] owns what it needs: a
+//! response the event loop is still sending is accounted when its last byte is taken, or when
+//! the client goes away (`finish`); one whose last byte was taken before its app thread let go
+//! of it, at once (`account_at`). [`Finished`] borrows the same fields (an HTTP/2 stream's
+//! end). [`log_refused`]: the line of a request the server refused itself.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -62,7 +63,16 @@ impl PendingLog {
 
     /// The request is over (its last byte taken, or `gone`: the client left first): count it
     /// in `metrics`, and write its line if the log is on.
-    pub fn finish(self, log: Option<&AccessLog>, metrics: &RequestMetrics, gone: bool) {
+    pub fn finish(mut self, log: Option<&AccessLog>, metrics: &RequestMetrics, gone: bool) {
+        if gone {
+            self.end = End::ClientGone;
+        }
+        self.account_at(log, metrics, now_ns());
+    }
+
+    /// Count it and write its line now, its last byte taken at `now` (a request whose last
+    /// byte was taken before its app thread let go of it: nothing is boxed or copied).
+    pub fn account_at(self, log: Option<&AccessLog>, metrics: &RequestMetrics, now: u64) {
         Finished {
             head: &self.head,
             client: self.client,
@@ -72,11 +82,11 @@ impl PendingLog {
             queue: self.queue,
             app: self.app,
             send_from: self.send_from,
-            end: if gone { End::ClientGone } else { self.end },
+            end: self.end,
             inline: self.inline,
             extras: self.extras.as_deref(),
         }
-        .account(log, metrics, now_ns());
+        .account(log, metrics, now);
     }
 }
 
