@@ -153,8 +153,13 @@ impl Drop for AccessLog {
 }
 
 impl Pending {
-    /// A writer of batches to `fd` (or to `sink`), its thread started.
-    fn start(fd: RawFd, sink: Option<LineSink>, name: &str) -> Result<Arc<Pending>, String> {
+    /// A writer of batches to `fd` (or to `sink`), its thread started from `thread` (a
+    /// builder with the thread's name).
+    fn start(
+        fd: RawFd,
+        sink: Option<LineSink>,
+        thread: std::thread::Builder,
+    ) -> Result<Arc<Pending>, String> {
         let to_pipe = sink.is_none() && is_pipe(fd);
         let pending = Arc::new(Pending {
             fd,
@@ -173,8 +178,7 @@ impl Pending {
             full_told: AtomicBool::new(false),
         });
         let p = Arc::clone(&pending);
-        std::thread::Builder::new()
-            .name(name.into())
+        thread
             .spawn(move || loop {
                 {
                     let g = p.buf.lock().unwrap();
@@ -230,12 +234,16 @@ impl AccessLog {
     ) -> Result<Option<AccessLog>, String> {
         let format = parse_format(format)?;
         let pending = if fd >= 0 || sink.is_some() {
-            Some(Pending::start(fd, sink, "sg-accesslog")?)
+            let thread = std::thread::Builder::new().name("sg-accesslog".into());
+            Some(Pending::start(fd, sink, thread)?)
         } else {
             None
         };
         let statsd = match statsd {
-            Some((lines, sink)) => Some((lines, Pending::start(-1, Some(sink), "sg-statsd")?)),
+            Some((lines, sink)) => {
+                let thread = std::thread::Builder::new().name("sg-statsd".into());
+                Some((lines, Pending::start(-1, Some(sink), thread)?))
+            }
             None => None,
         };
         if pending.is_none() && statsd.is_none() {
