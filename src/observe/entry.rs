@@ -24,6 +24,9 @@ pub struct Entry<'a> {
     pub extras: Option<&'a LogExtras>,
 }
 
+/// Environ variables kept for the log: (key lowercased, value as text, the value was a `str`).
+pub type KeptEnviron = Vec<(String, String, bool)>;
+
 /// What a format may name that the request head does not carry, kept only for a format that
 /// names it: the response's headers as the app gave them (hop-by-hop ones dropped, gunicorn's
 /// `{name}o`) and environ variables as the app left them (`{name}e`).
@@ -31,7 +34,7 @@ pub struct Entry<'a> {
 pub struct LogExtras {
     headers: Vec<(Vec<u8>, Vec<u8>)>,
     /// (key lowercased, value as text, the value was a `str`): the keys the format names.
-    environ: Vec<(String, String, bool)>,
+    environ: KeptEnviron,
     /// The environ was read (a request the server answered itself has none).
     environ_read: bool,
 }
@@ -46,7 +49,7 @@ impl LogExtras {
     }
 
     /// The environ's variables a format names, read after the app's call.
-    pub fn with_environ(mut self, kept: Vec<(String, String, bool)>) -> LogExtras {
+    pub fn with_environ(mut self, kept: KeptEnviron) -> LogExtras {
         self.environ = kept;
         self.environ_read = true;
         self

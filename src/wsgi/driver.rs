@@ -29,7 +29,7 @@ use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQ
 use crate::io::event_loop::Work;
 use crate::io::file_body::RegularFile;
 use crate::io::read_ahead::{BodyFailure, LoopEntry};
-use crate::observe::entry::LogExtras;
+use crate::observe::entry::{KeptEnviron, LogExtras};
 use crate::observe::request_end::PendingLog;
 use crate::observe::timings::End as LogEnd;
 
@@ -298,7 +298,7 @@ fn call_and_keep(
     head: &RequestHead,
     environ: Bound<'_, PyAny>,
     callables: &Callables,
-) -> (AppEnd, Option<Vec<(String, String, bool)>>) {
+) -> (AppEnd, Option<KeptEnviron>) {
     let end = call_and_drive(bridge, py, head, environ.clone(), callables);
     (end, log_environ(bridge, &environ))
 }
@@ -308,7 +308,7 @@ fn call_and_keep(
 fn log_extras(
     bridge: &Bridge,
     app_head: &crate::wsgi::app_head::AppHead,
-    environ: Option<Vec<(String, String, bool)>>,
+    environ: Option<KeptEnviron>,
 ) -> Option<Box<LogExtras>> {
     let log = bridge.loop_ctx.settings.access_log.as_deref()?;
     if !log.wants_extras() {
@@ -323,7 +323,7 @@ fn log_extras(
 
 /// The environ variables the access log's format names (gunicorn's `{name}e`, looked up
 /// lowercased as gunicorn does), as text, after the app's call; None when it names none.
-fn log_environ(bridge: &Bridge, environ: &Bound<'_, PyAny>) -> Option<Vec<(String, String, bool)>> {
+fn log_environ(bridge: &Bridge, environ: &Bound<'_, PyAny>) -> Option<KeptEnviron> {
     let names = bridge
         .loop_ctx
         .settings
