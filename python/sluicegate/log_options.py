@@ -1,14 +1,15 @@
-"""The values of the logging and metrics options (parsed and checked for options.py's
-table): the access log's path and format (sluicegate's fields, or gunicorn's %(atom)s format),
-a logging configuration's dict, the syslog address and facility, the statsd address, the
-metrics address. Each parser takes the raw value and returns the validated one, or raises
+"""The options of logging and metrics as gunicorn has them (--log-config-dict, --log-config,
+--log-config-json, --log-syslog and its address, prefix and facility, --statsd-host, --statsd-prefix, --dogstatsd-tags): their
+rows of options.py's table (`option_rows`, given the table's Option class and parsers, as a
+lower floor takes what it needs from a higher one) and their parsers, with gunicorn's access
+log format's. Each parser takes the raw value and returns the validated one, or raises
 ValueError with what was expected.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 
 def _str(value: object) -> str:
@@ -105,70 +106,45 @@ def parse_statsd_host(value: object) -> Optional[str]:
     return f"{host}:{port}"
 
 
-
-
-#: The fields of the access log, in the JSON format's order (the Rust core's list:
-#: `_core.ACCESS_LOG_FIELDS`, checked equal by the tests).
-ACCESS_LOG_FIELDS = (
-    "client", "time", "method", "target", "path", "query", "protocol", "status", "bytes",
-    "referer", "user_agent", "request_id", "queue_us", "app_us", "send_us", "total_us", "end",
-    "pid", "scheduler",
-)
-
-
-def parse_access_log_format(value: object) -> str:
-    """combined, common, json, a template of {field} names, or gunicorn's %(atom)s format."""
-    text = _str(value)
-    if text in ("combined", "common", "json"):
-        return text
-    if "%(" in text:
-        return parse_gunicorn_log_format(text)
-    names = re.findall(r"\{([^{}]*)\}", text)
-    if not names:
-        raise ValueError("expected combined, common, json or a template such as "
-                         "'{client} {method} {path} {status} {app_us}'")
-    if text.count("{") != len(names) or text.count("}") != len(names):
-        raise ValueError("unbalanced braces in the template")
-    unknown = [n for n in names if n not in ACCESS_LOG_FIELDS]
-    if unknown:
-        raise ValueError(f"unknown field {{{unknown[0]}}} (known: {', '.join(ACCESS_LOG_FIELDS)})")
-    return text
-
-
-def parse_metrics_bind(value: object) -> str:
-    """'' (off), HOST:PORT or unix:PATH."""
-    text = _str(value).strip()
-    if not text or text.startswith("unix:") and len(text) > 5:
-        return text
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("expected HOST:PORT or unix:PATH, e.g. 127.0.0.1:9100")
-    return text
-
-
-def parse_access_log(value: object) -> Optional[str]:
-    """A file path, or '-' for standard output; 'off' (any case), '' or None turns the access
-    log off. 'off' is what --help shows as the default, so it must not make a file named off
-    (a file of that name is './off')."""
-    if value is None:
-        return None
-    text = _str(value)
-    if not text or text.lower() == "off":
-        return None
-    return text
-
-
-def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
-    """A dict for logging.config.dictConfig: JSON text (command line, environment) or a
-    mapping (TOML table, gunicorn's logconfig_dict, serve()); '' or None: none."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        import json
-        try:
-            value = json.loads(value)
-        except ValueError as e:
-            raise ValueError(f"not valid JSON: {e}") from None
-    if not isinstance(value, Mapping):
-        raise ValueError(f"expected a JSON object (a dict), not {type(value).__name__}")
-    return value  # merged into gunicorn's defaults (which say "version": 1) by logs.configure
+def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool],
+                parse_path: Callable[[object], Optional[str]], parse_str: Callable[[object], str],
+                parse_log_config_dict: Callable[[object], Any]) -> Tuple[Any, ...]:
+    """These options' rows of the table, in its order (after --capture-output)."""
+    return (
+        Option("log_config_dict", parse_log_config_dict, None,
+               "Configure Python logging with this dict (JSON; a table in the TOML file), merged "
+               "into gunicorn's defaults as gunicorn's logconfig_dict is (\"version\" may be left "
+               "out): the server's lines then go to the loggers gunicorn.error and gunicorn.access "
+               "(docs/operations.md, \"Logging\"). Set once at start.",
+               "JSON", Optional[Mapping[str, Any]]),
+        Option("log_config", parse_path, None,
+               "Configure Python logging from this ini file (fileConfig, with gunicorn's defaults): "
+               "gunicorn's --log-config. Of --log-config-dict, --log-config-json and --log-config "
+               "only the first given is used, as in gunicorn. Set once at start.",
+               "FILE", Optional[str]),
+        Option("log_config_json", parse_path, None,
+               "The same from a JSON file: gunicorn's --log-config-json. Set once at start.",
+               "FILE", Optional[str]),
+        Option("log_syslog", parse_bool, "false",
+               "Send the error and access logs to syslog too (--syslog-addr), as gunicorn does: "
+               "'gunicorn.PREFIX.error: [PID] MESSAGE'.", "", bool, switch=True),
+        Option("syslog_addr", parse_syslog_addr, "udp://localhost:514",
+               "Where --log-syslog sends: unix://PATH[#dgram], udp://HOST:PORT or tcp://HOST:PORT.",
+               "ADDRESS", str, aliases=("--log-syslog-to",)),
+        Option("syslog_prefix", parse_path, None,
+               "PREFIX in gunicorn.PREFIX.error; default: the app's name, ':' made '.'.",
+               "PREFIX", Optional[str], aliases=("--log-syslog-prefix",)),
+        Option("syslog_facility", parse_syslog_facility, "user",
+               "The syslog facility of --log-syslog (user, daemon, local0 ... local7, ...).",
+               "FACILITY", str, aliases=("--log-syslog-facility",)),
+        Option("disable_redirect_access_to_syslog", parse_bool, "false",
+               "With --log-syslog, keep the access log out of syslog.", "", bool, switch=True),
+        Option("statsd_host", parse_statsd_host, None,
+               "Send gunicorn's statsd metrics here (HOST:PORT, port 8125 by default, or "
+               "unix:PATH), beside --metrics-bind (docs/operations.md, \"statsd\").",
+               "ADDRESS", Optional[str]),
+        Option("statsd_prefix", parse_str, "",
+               "A prefix for every statsd metric's name ('.' put after it).", "PREFIX", str),
+        Option("dogstatsd_tags", parse_str, "",
+               "Datadog tags for every statsd metric: comma-separated key:value pairs.", "TAGS", str),
+    )

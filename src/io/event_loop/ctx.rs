@@ -295,9 +295,13 @@ pub struct LoopSettings {
 }
 
 impl LoopSettings {
-    /// `--forwarded-allow-ips`: who may send a PROXY protocol header (None: nobody).
+    /// Who may send a PROXY protocol header (None: nobody): `--proxy-allow-ips`, else
+    /// `--forwarded-allow-ips`.
     #[inline]
     pub fn proxy_trust(&self) -> Option<&TrustList> {
-        self.config.forwarding.as_ref().map(|(t, _)| t)
+        self.config
+            .proxy_trust
+            .as_ref()
+            .or(self.config.forwarding.as_ref().map(|(t, _)| t))
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod decode;
 pub mod encode;
+mod field_limit;
 pub mod parse;
 pub mod response;
 
