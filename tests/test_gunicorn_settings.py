@@ -223,12 +223,21 @@ DONE_SAMPLES: Dict[str, Tuple[Any, ...]] = {
     "root_path": ("/app", "/app"),
     "accesslog": ("-", "-"),
     "access_log_format": ('%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"',
-                          "combined"),
+                          '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'),
     "errorlog": ("err.log", "err.log"),
     "loglevel": ("'warning'", "warning"),
     "capture_output": (True, True),
     "logconfig": ("logging.ini", "logging.ini"),
     "logconfig_dict": ({"version": 1}, {"version": 1}),
+    "logconfig_json": ("logging.json", "logging.json"),
+    "syslog": (True, True),
+    "syslog_addr": ("udp://logs.example:514", "udp://logs.example:514"),
+    "syslog_prefix": ("shop", "shop"),
+    "syslog_facility": ("local3", "local3"),
+    "disable_redirect_access_to_syslog": (True, True),
+    "statsd_host": ("localhost:9125", "localhost:9125"),
+    "statsd_prefix": ("shop", "shop"),
+    "dogstatsd_tags": ("env:prod,team:web", "env:prod,team:web"),
     "proc_name": ("web", "web"),
     "keyfile": ("k.pem", "k.pem"),
     "certfile": ("c.pem", "c.pem"),
@@ -269,11 +278,12 @@ def test_a_refused_value_of_a_done_setting_names_it_three_ways(tmp_path, capsys)
     outcomes = _three_ways(tmp_path, capsys, "secure_scheme_headers", {"X-SCHEME": "https"}, [])
     assert [k for k, _ in outcomes] == ["error"] * 2
     assert all("X-SCHEME: 'https' is not read" in text for _, text in outcomes), outcomes
-    # gunicorn's other access log formats: the log keeps its own format, with a warning.
-    outcomes = _three_ways(tmp_path, capsys, "access_log_format", "%(h)s %(M)s",
-                           ["--access-logformat", "%(h)s %(M)s"])
-    assert [k for k, _ in outcomes] == ["warning"] * 3, outcomes
-    assert len({text for _, text in outcomes}) == 1, outcomes
+    # A gunicorn format gunicorn itself cannot write (%d of a text atom): refused.
+    outcomes = _three_ways(tmp_path, capsys, "access_log_format", "%(h)s %(s)d",
+                           ["--access-logformat", "%(h)s %(s)d"])
+    assert [k for k, _ in outcomes] == ["error"] * 3, outcomes
+    assert all("is text, and %d of text fails in gunicorn too" in text
+               for _, text in outcomes), outcomes
 
 
 def test_values_that_ask_for_what_sluicegate_does_are_taken_silently(tmp_path, capsys):

@@ -69,6 +69,8 @@ class ServerConfig(TypedDict):
     metrics_bind: str  # --metrics-bind for this process (a worker's offset added) or ""
     url_scheme: str  # wsgi.url_scheme ("http")
     access_log_fd: int  # -1: no access log; else the fd lines are appended to (the caller's)
+    access_log_sink: Any  # None, or a callable taking each batch of access lines (bytes)
+    statsd: Any  # None, or (--statsd-host, --statsd-prefix, --dogstatsd-tags)
     errors: Any  # the object given to apps as wsgi.errors
     tls: Any  # the TLS credentials loaded before binding (tls.py, _core.load_tls) or None
     signal_fd: int  # read end of signal.set_wakeup_fd's pipe, or -1

@@ -105,28 +105,6 @@ def _list(value: Any) -> Any:
     return [value] if isinstance(value, str) else list(value)
 
 
-#: gunicorn's default access log format, and the common one: sluicegate's combined and common.
-_GUNICORN_FORMATS = {
-    '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"': "combined",
-    '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s': "common",
-}
-
-
-def access_log_format(value: Any) -> Any:
-    """gunicorn's default and common layouts as sluicegate's combined and common; other
-    gunicorn formats Ignored (the access log keeps its format: what is served is the same);
-    anything else as it is."""
-    if not isinstance(value, str):
-        return value
-    if value in _GUNICORN_FORMATS:
-        return _GUNICORN_FORMATS[value]
-    if "%(" in value:
-        raise Ignored("gunicorn's %(...)s atoms other than its default and common layouts are "
-                      "not translated: the access log keeps --access-log-format (combined, "
-                      "common, json or a {field} template; docs/options.md)")
-    return value
-
-
 def _http_protocols(value: Any) -> Any:
     """gunicorn 27's list of protocols: h1 alone is HTTP/1.1 only; h2 in it offers HTTP/2 over
     TLS (ALPN), as gunicorn does (h2c is http2_cleartext's)."""
@@ -316,43 +294,39 @@ SETTINGS: Tuple[Setting, ...] = (
     # Logging
     _setting("accesslog", "--access-logfile", VALUE, DONE, "--access-log", "access_log"),
     _setting("disable_redirect_access_to_syslog", "--disable-redirect-access-to-syslog", SWITCH,
-             IGNORED, "only with syslog, which sluicegate ignores"),
+             DONE, "--disable-redirect-access-to-syslog", "disable_redirect_access_to_syslog"),
     _setting("access_log_format", "--access-logformat", VALUE, DONE,
-             "--access-log-format: gunicorn's default layout is combined, its common layout "
-             "common; other %(...)s formats are ignored with a warning", "access_log_format",
-             access_log_format),
+             "--access-log-format: gunicorn's %(...)s formats, every atom, written as gunicorn "
+             "writes them", "access_log_format"),
     _setting("errorlog", "--error-logfile --log-file", VALUE, DONE, "--error-log", "error_log"),
     _setting("loglevel", "--log-level", VALUE, DONE, "--log-level", "log_level"),
     _setting("capture_output", "--capture-output", SWITCH, DONE, "--capture-output",
              "capture_output"),
     _setting("logger_class", "--logger-class", VALUE, IGNORED,
-             "sluicegate logs through Python's logging (configure it with log_config_dict or "
-             "--log-config); what is served is the same", accepts=("gunicorn.glogging.Logger",)),
+             "sluicegate logs through Python's logging, to gunicorn's loggers (configure them "
+             "with logconfig_dict, logconfig_json or logconfig); what is served is the same",
+             accepts=("gunicorn.glogging.Logger",)),
     _setting("logconfig", "--log-config", VALUE, DONE, "--log-config", "log_config"),
     _setting("logconfig_dict", "", FILE_ONLY, DONE, "--log-config-dict", "log_config_dict"),
-    _setting("logconfig_json", "--log-config-json", VALUE, IGNORED,
-             "not read (give the same dict as log_config_dict: --log-config-dict takes JSON); "
-             "what is served is the same"),
-    _setting("syslog_addr", "--log-syslog-to", VALUE, IGNORED,
-             "only with syslog, which sluicegate ignores"),
-    _setting("syslog", "--log-syslog", SWITCH, IGNORED,
-             "no syslog handler: the error log is standard error (journald reads it) or "
-             "--error-log FILE; what is served is the same"),
-    _setting("syslog_prefix", "--log-syslog-prefix", VALUE, IGNORED,
-             "only with syslog, which sluicegate ignores"),
-    _setting("syslog_facility", "--log-syslog-facility", VALUE, IGNORED,
-             "only with syslog, which sluicegate ignores"),
+    _setting("logconfig_json", "--log-config-json", VALUE, DONE, "--log-config-json",
+             "log_config_json"),
+    _setting("syslog_addr", "--log-syslog-to", VALUE, DONE, "--syslog-addr", "syslog_addr"),
+    _setting("syslog", "--log-syslog", SWITCH, DONE, "--log-syslog", "log_syslog"),
+    _setting("syslog_prefix", "--log-syslog-prefix", VALUE, DONE, "--syslog-prefix",
+             "syslog_prefix"),
+    _setting("syslog_facility", "--log-syslog-facility", VALUE, DONE, "--syslog-facility",
+             "syslog_facility"),
     _setting("enable_stdio_inheritance", "-R --enable-stdio-inheritance", SWITCH, IGNORED,
              "sluicegate never daemonizes, so its standard streams are always inherited"),
-    _setting("statsd_host", "--statsd-host", VALUE, IGNORED,
-             "no statsd: sluicegate serves Prometheus metrics (--metrics-bind); what is served "
-             "is the same"),
-    _setting("dogstatsd_tags", "--dogstatsd-tags", VALUE, IGNORED,
-             "only with statsd_host, which sluicegate ignores"),
-    _setting("statsd_prefix", "--statsd-prefix", VALUE, IGNORED,
-             "only with statsd_host, which sluicegate ignores"),
+    _setting("statsd_host", "--statsd-host", VALUE, DONE, "--statsd-host (gunicorn's metrics, "
+             "beside --metrics-bind)", "statsd_host"),
+    _setting("dogstatsd_tags", "--dogstatsd-tags", VALUE, DONE, "--dogstatsd-tags",
+             "dogstatsd_tags"),
+    _setting("statsd_prefix", "--statsd-prefix", VALUE, DONE, "--statsd-prefix",
+             "statsd_prefix"),
     _setting("enable_backlog_metric", "--enable-backlog-metric", SWITCH, IGNORED,
-             "a statsd metric, only with statsd_host, which sluicegate ignores"),
+             "gunicorn.backlog is not sent (the accept queue's length is "
+             "sluicegate_connections_open on --metrics-bind); what is served is the same"),
     # Process naming
     _setting("proc_name", "-n --name", VALUE, DONE, "--name (the process title)", "proc_name"),
     _setting("default_proc_name", "", FILE_ONLY, IGNORED,

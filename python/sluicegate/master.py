@@ -49,7 +49,7 @@ import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from . import (hook_objects, hooks, logs, messages, metrics_total, pidfile, privileges,
-               sd_notify, signals, tls)
+               sd_notify, signals, statsd, tls)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -185,6 +185,7 @@ class Master:
                         self._reload(f"Code changed ({shown}{more})")
                 self._check_reading()
                 self._maintain()
+                statsd.workers(len(self.workers))
                 if self.state is State.STOPPING and time.monotonic() > self.deadline:
                     for w in self.workers.values():
                         self._kill(w, signal.SIGKILL)

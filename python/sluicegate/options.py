@@ -39,13 +39,13 @@ import sys
 import typing
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
 
-from . import gunicorn_settings
+from . import gunicorn_settings, log_options
 from .errors import OptionError
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress
 from .syspath import parse_pythonpath
 from .parsers import (
-    ACCESS_LOG_FIELDS, LOG_LEVELS, StaticMount, _parse_umask, parse_access_log,
+    ACCESS_LOG_FIELDS, LOG_LEVELS, StaticMount, _parse_umask, _str, parse_access_log,
     parse_access_log_format, parse_app, parse_bind_value, parse_bool, parse_cert_reqs,
     parse_chdir, parse_count, parse_count_or_zero, parse_env_item, parse_error_log,
     parse_forwarded_allow_ips, parse_forwarded_headers, parse_health_path, parse_http2,
@@ -517,13 +517,17 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "access_log_format", parse_access_log_format, "combined",
-        "The access log's lines: 'combined' (gunicorn's default), 'common', 'json' (one object "
-        "per line, every field below, valid JSON for any byte) or a template of {fields}: "
-        "client, time, method, target, path, query, protocol, status, bytes, referer, "
-        "user_agent, request_id (X-Request-Id), queue_us (parsed to app called), app_us (app "
-        "called to iterable closed), send_us (first byte to last byte taken by the kernel), "
-        "total_us, end (ok, client_gone, timeout, error), pid, scheduler (inline, pool, loop).",
-        "FORMAT", str, core=True,
+        "The access log's lines: 'combined' (the Apache/nginx combined format), 'common', "
+        "'json' (one object per line, every field below, valid JSON for any byte), a template "
+        "of {fields}: client, time, method, target, path, query, protocol, status, bytes, "
+        "referer, user_agent, request_id (X-Request-Id), queue_us (parsed to app called), "
+        "app_us (app called to iterable closed), send_us (first byte to last byte taken by the "
+        "kernel), total_us, end (ok, client_gone, timeout, error), pid, scheduler (inline, "
+        "pool, loop); or gunicorn's format, byte for byte as gunicorn writes it: "
+        "'%(h)s %(l)s %(u)s %(t)s \"%(r)s\" %(s)s %(b)s \"%(f)s\" \"%(a)s\"' with any of its "
+        "atoms h l u t r m U q H s B b f a T D M L p %({header}i)s %({header}o)s %({VAR}e)s "
+        "(docs/operations.md, \"Access log\").",
+        "FORMAT", str, aliases=("--access-logformat",), core=True,
     ),
     Option(
         "server_timing", parse_bool, "false",
@@ -573,23 +577,7 @@ OPTIONS: Tuple[Option, ...] = (
         "nothing (the app's standard error already is the error log). Set once at start.",
         "", bool, switch=True,
     ),
-    Option(
-        "log_config_dict", parse_log_config_dict, None,
-        "Configure Python logging with this dict (JSON on the command line and in the "
-        "environment, a table in the TOML file), given to logging.config.dictConfig after the "
-        "error log is set up: gunicorn's --log-config-dict (logconfig_dict). The server's "
-        "loggers are 'sluicegate' (start, stop, workers) and 'sluicegate.error' (app errors "
-        "and tracebacks); a config that names 'sluicegate' takes its handlers over. Set once "
-        "at start.",
-        "JSON", Optional[Mapping[str, Any]],
-    ),
-    Option(
-        "log_config", parse_path, None,
-        "Configure Python logging from this ini file, given to logging.config.fileConfig "
-        "after the error log is set up: gunicorn's --log-config (logconfig). Same loggers as "
-        "--log-config-dict; both may be given (the file first). Set once at start.",
-        "FILE", Optional[str],
-    ),
+    *log_options.option_rows(Option, parse_bool, parse_path, _str, parse_log_config_dict),
     Option(
         "hooks", parse_hooks, None,
         "gunicorn's server hooks: a module (MODULE, imported after --chdir, or a FILE.py) "
@@ -703,6 +691,15 @@ class Config:
     capture_output: bool
     log_config_dict: Optional[Mapping[str, Any]]
     log_config: Optional[str]
+    log_config_json: Optional[str]
+    log_syslog: bool
+    syslog_addr: str
+    syslog_prefix: Optional[str]
+    syslog_facility: str
+    disable_redirect_access_to_syslog: bool
+    statsd_host: Optional[str]
+    statsd_prefix: str
+    dogstatsd_tags: str
     hooks: Optional[Hooks]
     server_header: str
     chdir: Optional[str]

@@ -12,10 +12,10 @@ import os
 import re
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
-from . import gunicorn_settings
 from .asgi import refuse_asgi_worker_class
 from .gunicorn_config import THREADED_WORKER_CLASSES
 from .listeners import BindAddress, parse_bind
+from .log_options import parse_gunicorn_log_format
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -241,16 +241,13 @@ ACCESS_LOG_FIELDS = (
 
 
 def parse_access_log_format(value: object) -> str:
-    """combined, common, json, or a template of {field} names; gunicorn's default and common
-    formats are read as combined and common."""
-    try:
-        text = _str(gunicorn_settings.access_log_format(value))
-    except gunicorn_settings.Ignored:
-        raise ValueError("gunicorn's %(...)s atoms other than its default and common layouts "
-                         "are not translated (as --access-logformat, they are ignored with a "
-                         "warning)") from None
+    """combined, common, json, a template of {field} names, or gunicorn's %(atom)s format
+    (written as gunicorn writes it: log_options.parse_gunicorn_log_format)."""
+    text = _str(value)
     if text in ("combined", "common", "json"):
         return text
+    if "%(" in text:
+        return parse_gunicorn_log_format(text)
     names = re.findall(r"\{([^{}]*)\}", text)
     if not names:
         raise ValueError("expected combined, common, json or a template such as "
@@ -332,9 +329,7 @@ def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
             raise ValueError(f"not valid JSON: {e}") from None
     if not isinstance(value, Mapping):
         raise ValueError(f"expected a JSON object (a dict), not {type(value).__name__}")
-    if value.get("version") != 1:
-        raise ValueError('must have "version": 1, as logging.config.dictConfig requires')
-    return value
+    return value  # merged into gunicorn's defaults (which say "version": 1) by logs.configure
 
 
 def parse_worker_class(value: object) -> str:

@@ -34,7 +34,8 @@ import functools
 import os
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import hook_objects, hooks, logs, pidfile, preflight, privileges, proctitle, syspath, tls
+from . import (gunicorn_logging, hook_objects, hooks, logs, pidfile, preflight, privileges,
+               proctitle, statsd, syspath, tls)
 from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .logs import log
@@ -90,6 +91,7 @@ def _serve(
             app = load_app(str(cfg.app))
         if cfg.workers is None:
             assert app is not None
+            statsd.workers(1)  # gunicorn's gauge: its arbiter always has workers
             preflight.check(app, cfg.warmup, cfg.django_checks)
             me = hook_objects.worker(cfg, sockets=sockets, app=app)
             proctitle.set_title("server", cfg.proc_name)
@@ -122,7 +124,8 @@ def _serve(
 
 def _settle(cfg: Config) -> Config:
     """The process settings that come first: the error log, the umask, the directory."""
-    logs.configure(cfg.log_level, cfg.log_config, cfg.log_config_dict)
+    logs.configure(cfg.log_level, gunicorn_logging.setup_of(cfg))
+    statsd.install(cfg, log)
     if cfg.umask is not None:
         os.umask(cfg.umask)
     if cfg.chdir:

@@ -269,9 +269,7 @@ impl LoopState {
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => readable = false,
                 Err(_) => {
-                    if let Some(reason) = conn.tls.as_ref().and_then(|l| l.failure()) {
-                        count_tls_failure(ctx, reason);
-                    }
+                    tls_failed(ctx, conn);
                     self.close(token);
                     return None;
                 }
@@ -568,6 +566,20 @@ pub(super) fn own_answer(
 
 /// The metric's reason for a handshake cut by `--header-timeout` (the sweep's, not rustls's).
 pub(super) const HANDSHAKE_TIMEOUT: &str = "handshake_timeout";
+
+/// A read failed: if TLS failed on it, count why in the metric, and tell a refused client
+/// certificate in the log (`io::tls::refusals`).
+fn tls_failed(ctx: &LoopCtx, conn: &crate::io::conn::Conn) {
+    let Some(link) = conn.tls.as_ref() else {
+        return;
+    };
+    if let Some(reason) = link.failure() {
+        count_tls_failure(ctx, reason);
+    }
+    if let Some(why) = link.refused_certificate() {
+        crate::io::tls::refusals::tell(conn.peer.ip(), &why);
+    }
+}
 
 /// One failed TLS connection in the metric, by `TlsError::reason` (or [`HANDSHAKE_TIMEOUT`]).
 pub(super) fn count_tls_failure(ctx: &LoopCtx, reason: &str) {
