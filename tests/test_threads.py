@@ -37,7 +37,7 @@ NAMES = {
     "sg-loop", "sg-app", "sg-admit", "sg-watchdog", "sg-timeout", "sg-h2", "sg-h2dog",
     "sg-accesslog", "sg-statsd", "sg-debug", "sg-tls-writer", "sg-readahead",
     # The Python front (thread_names.py: prctl(PR_SET_NAME) from inside the thread).
-    "sg-metrics", "sg-scrape", "sg-recycling", "sg-reloader",
+    "sg-metrics", "sg-scrape", "sg-recycling", "sg-reloader", "sg-reload-read",
 }
 
 #: The kinds a serving process has while a call blocks, with the options below.

@@ -13,6 +13,8 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
+from . import thread_names
+
 #: How long a reload waits for its files: a local disk answers in milliseconds, a network
 #: mount that is slow but alive in a few seconds.
 READ_TIMEOUT_S = 10.0
@@ -33,7 +35,7 @@ class Reading:
         self._read, self._on_done = read, on_done
 
     def start(self) -> "Reading":
-        threading.Thread(target=self._run, daemon=True, name="sluicegate-reload-read").start()
+        thread_names.start(self._run, "sg-reload-read")
         return self
 
     def _run(self) -> None:
