@@ -10,6 +10,8 @@
 #        benchmarks/callgrind_hello.sh OUT_DIR [sluicegate options...]
 #        SLUICEGATE_PY=/other/build/.venv/bin/python benchmarks/callgrind_hello.sh OUT_DIR
 #        CONCURRENCY=1 benchmarks/callgrind_hello.sh OUT_DIR   (ab's -c; default 8)
+#        NEW_CONNECTIONS=1 benchmarks/callgrind_hello.sh OUT_DIR   (ab without -k: a new
+#          connection per request, HTTP/1.0, so the count is per connection: accept to close)
 #        APP=s2_static:app URL_PATH=/read/file_21324.bin benchmarks/callgrind_hello.sh OUT_DIR
 #          (another app of benchmarks/apps and the path to request; default S6's hello world)
 #        TLS=1 benchmarks/callgrind_hello.sh OUT_DIR   (over HTTPS: an ECDSA P-256 certificate
@@ -44,9 +46,11 @@ PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.
   "$PY" -m sluicegate "${BIND[@]}" "$@" "$APP" > "$OUT/server.log" 2>&1 &
 VP=$!
 for _ in $(seq 1 240); do curl -sk -o /dev/null "$URL" && break; sleep 0.5; done
-ab -q -k -c"$C" -n 2000 "$URL" > /dev/null
+KEEP=(-k)
+[ "${NEW_CONNECTIONS:-0}" = 1 ] && KEEP=()
+ab -q "${KEEP[@]}" -c"$C" -n 2000 "$URL" > /dev/null
 callgrind_control -z "$VP" > /dev/null 2>&1
-ab -q -k -c"$C" -n $N "$URL" | grep -E "^(Complete|Failed) requests"
+ab -q "${KEEP[@]}" -c"$C" -n $N "$URL" | grep -E "^(Complete|Failed) requests"
 callgrind_control -d "$VP" > /dev/null 2>&1
 sleep 1
 kill -INT "$VP"; wait "$VP" || true

@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
               "S1-S10, S12, S13: every server in turn, interleaved rounds, report.md and charts (the default)"),
     "s11": ("bench.s11", "", "scenarios",
             "S11: S6 and S3 through nginx (proxy_pass over unix and TCP, uwsgi_pass)"),
+    "s16": ("bench.s16", "", "scenarios",
+            "S16: behind nginx as deployed: proxy_pass defaults (new connection each), keepalive, uwsgi_pass"),
     "s15": ("bench.s15", "", "scenarios",
             "S15: HTTP/2, 100 streams of S5's app on one connection (h2load), hello world over h2c"),
     "s14": ("bench.s14", "", "scenarios",
@@ -52,6 +54,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
                   "instructions per hello-world request under valgrind (runs callgrind_hello.sh)"),
     "callgrind-top": ("bench.callgrind", "top", "cost",
                       "per-function instructions per request from a callgrind dump"),
+    "syscalls": ("bench.conn_syscalls", "", "cost",
+                 "system calls per connection (strace -c -f during ab without keep-alive) of running servers"),
     "segments": ("bench.segments", "", "cost",
                  "TCP payload segments per response of a running server (tcpdump, root)"),
     "wrk-cpu": ("bench.wrk_cpu", "", "side by side",
@@ -80,6 +84,7 @@ SCENARIO_MAP = """scenarios and the command that measures each:
   S11                        run.py s11; run.py failover
   S14 (TLS)                  run.py s14 (run.py tls-load: handshake flood, slow reader)
   S15 (HTTP/2)               run.py s15 [--granian PATH] [--gunicorn-python PY]
+  S16 (behind nginx)         run.py s16 [--modes proxy,keepalive,uwsgi-tcp,uwsgi-unix]
 before/after of two builds:  SLUICEGATE_BASE_PY=/base/.venv/bin/python run.py --servers sluicegate,sluicegate-base ...
                              run.py callgrind OUT; run.py callgrind OUT --python /base/.venv/bin/python"""
 

@@ -55,10 +55,10 @@ if [ ! -x "$MODWSGI_VENV/bin/python" ]; then
   chmod -R a+rX "$MODWSGI_VENV" 2>/dev/null || true
 fi
 
-# S13's app in sluicegate's own venv (../.venv, made by ./dev build).
+# S13's apps (Django; Flask + SQLAlchemy) in sluicegate's own venv (../.venv, made by ./dev build).
 if [ -x "$BENCH/../.venv/bin/python" ]; then
-  "$BENCH/../.venv/bin/python" -c "import django, psycopg" 2>/dev/null \
-    || "$BENCH/../.venv/bin/pip" install --quiet "django>=5.2,<6" "psycopg[binary]>=3.2" \
+  "$BENCH/../.venv/bin/python" -c "import django, psycopg, flask, sqlalchemy" 2>/dev/null \
+    || "$BENCH/../.venv/bin/pip" install --quiet "django>=5.2,<6" "psycopg[binary]>=3.2" "flask>=3" "sqlalchemy>=2" \
     || echo "setup: django/psycopg did not install into ../.venv (S13 will be n/a)" >&2
 fi
 

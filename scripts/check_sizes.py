@@ -43,9 +43,9 @@ MAX_FUNCTION = 100
 # when it fits. Never raise one.
 KNOWN_DEBT: dict[str, int] = {
     "crates/proto/src/h1/parse.rs": 1414,
-    "python/sluicegate/options.py": 1197,
+    "python/sluicegate/options.py": 958,
     "crates/proto/src/files/plan.rs": 904,
-    "crates/proto/src/uwsgi.rs": 862,
+    "crates/proto/src/uwsgi.rs": 857,
     "crates/proto/src/forwarded.rs": 648,
     "crates/proto/src/h1/decode.rs": 611,
     "src/wsgi/driver.rs::run_request": 218,

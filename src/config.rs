@@ -61,6 +61,9 @@ pub struct Config {
     /// `--forwarded-allow-ips` and `--forwarded-headers`: whose forwarding headers are read,
     /// and which family; None when nobody is trusted.
     pub forwarding: Option<(TrustList, Family)>,
+    /// `--proxy-allow-ips`: who may send a PROXY protocol header, when it is not the
+    /// `--forwarded-allow-ips` list (None: that list decides).
+    pub proxy_trust: Option<TrustList>,
     /// `--log-level debug`.
     pub debug: bool,
     /// `--health-path`: answered by the event loop itself; empty = off.
@@ -198,6 +201,27 @@ where
     }
 }
 
+/// `--proxy-allow-ips`: its own list, or None (empty: `--forwarded-allow-ips` decides).
+fn proxy_trust(d: &Bound<'_, PyDict>) -> PyResult<Option<TrustList>> {
+    let list: String = get(d, "proxy_allow_ips")?;
+    if list.trim().is_empty() {
+        return Ok(None);
+    }
+    TrustList::parse(&list)
+        .map(Some)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("proxy_allow_ips: {e}")))
+}
+
+/// A byte or count limit where 0 means none of its own (`--limit-request-line 0`, as in
+/// gunicorn): the largest value, so that no comparison against it ever fails.
+fn or_unlimited(n: usize) -> usize {
+    if n == 0 {
+        usize::MAX
+    } else {
+        n
+    }
+}
+
 fn secs(d: &Bound<'_, PyDict>, key: &str) -> PyResult<Duration> {
     let v: f64 = get(d, key)?;
     if !(v > 0.0 && v.is_finite()) {
@@ -309,10 +333,12 @@ impl Config {
             graceful_timeout: secs(d, "graceful_timeout")?,
             drain_delay: Duration::from_secs_f64(get::<f64>(d, "drain_delay")?.max(0.0)),
             limits: Limits {
-                max_request_line: get(d, "limit_request_line")?,
+                // 0: no limit of its own (gunicorn's meaning); the head's limit still holds.
+                max_request_line: or_unlimited(get(d, "limit_request_line")?),
                 max_header_bytes: get(d, "limit_header_bytes")?,
-                max_headers: get(d, "limit_headers")?,
+                max_headers: or_unlimited(get(d, "limit_headers")?),
                 max_body: get(d, "limit_body")?,
+                max_field_bytes: or_unlimited(get(d, "limit_field_bytes")?),
             },
             max_drain: get(d, "max_drain")?,
             http2: {
@@ -338,6 +364,7 @@ impl Config {
                 };
                 (!trust.is_empty()).then_some((trust, family))
             },
+            proxy_trust: proxy_trust(d)?,
             health_path: get::<String>(d, "health_path")?.into_bytes(),
             debug: get::<String>(d, "log_level")? == "debug",
             url_scheme: get(d, "url_scheme")?,

@@ -55,7 +55,8 @@ def client_context() -> ssl.SSLContext:
 
 class Nginx:
     """`upstreams`: name -> (kind, target); kind is "http" (target "127.0.0.1:PORT" or
-    "unix:/path") or "uwsgi" (same targets). `ports[name]` is the HTTPS port for it (plain HTTP
+    "unix:/path"), "http10" (nginx's default `proxy_pass`: HTTP/1.0, a new upstream connection
+    per request, no headers set) or "uwsgi" (same targets). `ports[name]` is the HTTPS port for it (plain HTTP
     with `tls=False`, as the S11 benchmark runs it). `client_http2`: the HTTPS ports speak
     HTTP/2 to clients too (ALPN h2), as a browser-facing nginx does; upstreams stay as they
     are (proxy_pass speaks HTTP/1.1)."""
@@ -81,6 +82,8 @@ class Nginx:
         keepalive 16;
     }}""")
                 inner = f"proxy_pass http://app{i};{PROXY_HEADERS}"
+            elif kind == "http10":
+                inner = f"proxy_pass http://{target};"
             else:
                 inner = (f"include {UWSGI_PARAMS};\n        uwsgi_pass {target};\n"
                          "        uwsgi_buffering off;")

@@ -226,6 +226,9 @@ def dict_config(path: Path) -> Dict[str, object]:
         },
         "loggers": {"sluicegate": {"handlers": ["stderr", "file"], "level": "INFO",
                                    "propagate": False}},
+        # Merged into gunicorn's defaults, whose root logger names the "console" handler this
+        # dict's "handlers" replace: gunicorn refuses the dict without a root of its own.
+        "root": {"level": "WARNING", "handlers": []},
     }
 
 

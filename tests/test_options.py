@@ -207,8 +207,8 @@ def test_other_values():
 @pytest.mark.parametrize("argv, prefix", [
     (["--log-level", "verbose"], "--log-level 'verbose': expected one of debug"),
     (["--server-header", "x\r\nSet-Cookie: a=b"], "--server-header"),
-    (["--limit-headers", "0"], "--limit-headers '0': must be at least 1"),
-    (["--limit-request-line", "0"], "--limit-request-line '0': must be at least 1"),
+    (["--limit-headers", "-1"], "--limit-headers '-1': must be 0 or more"),
+    (["--limit-request-line", "-1"], "--limit-request-line '-1': expected a byte count"),
     (["--backlog", "many"], "--backlog 'many': expected a whole number"),
     (["--chdir", "/no/such/dir"], "--chdir '/no/such/dir': no such directory"),
     (["--threads", "5:2"], "--threads '5:2': MIN (5) is larger than MAX (2)"),

@@ -160,3 +160,17 @@ def test_a_trusted_client_named_by_a_proxy_header_is_still_believed(proxied):
         ("6.6.6.6", "https", "evil.example")
     env = environ(exchange(proxied.port, SPOOFED))
     assert env["REMOTE_ADDR"] == "6.6.6.6"
+
+
+def test_proxy_allow_ips_trusts_the_sender_of_a_proxy_header_on_its_own(servers):
+    """gunicorn's --proxy-allow-from: who may send a PROXY header, apart from whose forwarding
+    headers are believed. 127.0.0.1 may send one here, but its X-Forwarded-For is not read."""
+    srv = servers.get("echo_environ", "--forwarded-allow-ips", "10.0.0.1", "--proxy-protocol",
+                      "--proxy-allow-from", "127.0.0.1")
+    env = environ(exchange(srv.port, b"PROXY TCP4 203.0.113.7 127.0.0.1 40123 80\r\n"
+                           b"GET /e HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.1\r\n\r\n"))
+    assert env["REMOTE_ADDR"] == "203.0.113.7"
+    assert env["HTTP_X_FORWARDED_FOR"] == "198.51.100.1"  # passed on, not believed
+    other = servers.get("echo_environ", "--forwarded-allow-ips", "127.0.0.1", "--proxy-protocol",
+                        "--proxy-allow-ips", "10.0.0.1")
+    assert exchange(other.port, b"PROXY TCP4 203.0.113.7 127.0.0.1 40123 80\r\n" + GET) == b""

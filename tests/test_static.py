@@ -54,6 +54,9 @@ HUGE_SIZE = 256 * 1024 * 1024
 HUGE_PERIOD = 1_048_573  # prime: a misplaced block shows in the hash
 CLIENTS = 20
 RSS_GROWTH_LIMIT = 50 * 1024 * 1024
+# The server trusts a directory's recorded absence of precompressed siblings only once the
+# directory has not changed for 2 s (io/static_siblings.rs); a little more.
+SIBLINGS_SETTLE_S = 2.5
 
 CURL = shutil.which("curl")
 needs_curl = pytest.mark.skipif(CURL is None, reason="curl is not installed (./dev test "
@@ -1168,6 +1171,34 @@ def test_a_file_changed_on_disk_is_seen(srv, tree):
     # Removed: 404.
     p.unlink()
     assert fetch(srv, target).status == 404
+
+
+def test_a_sibling_added_after_the_file_was_served_is_seen(srv, tree):
+    """The server remembers files without `.br`/`.gz` siblings while their directory is
+    unchanged (and has not changed for 2 s, which the test waits for: there is no other way to
+    reach that state). A sibling created later changes the directory, so it is served at once,
+    even when its mtime is set back as `rsync -t` would (the change time cannot be)."""
+    d = tree.pub / f"sib-{uuid.uuid4().hex}"
+    d.mkdir()
+    (d / "app.js").write_bytes(COMP_JS)
+    before = os.stat(d)
+    time.sleep(SIBLINGS_SETTLE_S)
+    target = f"/static/{d.name}/app.js"
+    gzip_ok = [("Accept-Encoding", "gzip")]
+    for _ in range(3):
+        r = fetch(srv, target, headers=gzip_ok)
+        assert r.status == 200 and r.body == COMP_JS and r.header("Content-Encoding") is None
+        assert not r.has_token("Vary", "Accept-Encoding")
+
+    (d / "app.js.gz").write_bytes(COMP_GZ)
+    os.utime(d, ns=(before.st_atime_ns, before.st_mtime_ns))
+    r = fetch(srv, target, headers=gzip_ok)
+    assert r.header("Content-Encoding") == "gzip" and r.body == COMP_GZ
+    assert r.has_token("Vary", "Accept-Encoding")
+
+    (d / "app.js.gz").unlink()
+    r = fetch(srv, target, headers=gzip_ok)
+    assert r.body == COMP_JS and r.header("Content-Encoding") is None
 
 
 # -- memory, threads, slow readers -------------------------------------------------------------

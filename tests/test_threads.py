@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NAMES = {
     # The Rust core (std::thread::Builder::name).
     "sg-loop", "sg-app", "sg-admit", "sg-watchdog", "sg-timeout", "sg-h2", "sg-h2dog",
-    "sg-accesslog", "sg-debug", "sg-tls-writer", "sg-readahead",
+    "sg-accesslog", "sg-statsd", "sg-debug", "sg-tls-writer", "sg-readahead",
     # The Python front (thread_names.py: prctl(PR_SET_NAME) from inside the thread).
-    "sg-metrics", "sg-scrape", "sg-recycling", "sg-reloader",
+    "sg-metrics", "sg-scrape", "sg-recycling", "sg-reloader", "sg-reload-read",
 }
 
 #: The kinds a serving process has while a call blocks, with the options below.

@@ -1,7 +1,7 @@
 """Instructions per hello-world request under callgrind: the run, and the reading of its dump.
 
 Owns two subcommands of run.py:
-- `callgrind OUT_DIR [--python PY] [--concurrency N] [--app APP --path PATH] [--tls]
+- `callgrind OUT_DIR [--python PY] [--concurrency N] [--app APP --path PATH] [--tls] [--new-connections]
   [--requests N] [-- OPTIONS]` runs `benchmarks/callgrind_hello.sh` (it stays a shell script:
   valgrind, ab and callgrind_control in a row) with its settings as environment variables; it
   writes OUT_DIR/top.txt.
@@ -72,12 +72,15 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--path", default="/", help="the URL path to request")
     ap.add_argument("--tls", action="store_true", help="over HTTPS (a certificate made for the run)")
     ap.add_argument("--requests", type=int, default=20000, help="requests counted (after 2,000)")
+    ap.add_argument("--new-connections", action="store_true",
+                    help="ab without -k: a new connection per request (the count is per connection)")
     ap.add_argument("options", nargs="*", help="sluicegate options (after --)")
 
 
 def main(args: argparse.Namespace) -> int:
     env = dict(os.environ, CONCURRENCY=str(args.concurrency), APP=args.app, URL_PATH=args.path,
-               TLS="1" if args.tls else "0", REQUESTS=str(args.requests))
+               TLS="1" if args.tls else "0", REQUESTS=str(args.requests),
+               NEW_CONNECTIONS="1" if args.new_connections else "0")
     if args.python:
         env["SLUICEGATE_PY"] = args.python
     return subprocess.run(["bash", str(SCRIPT), str(args.out), *args.options], env=env).returncode

@@ -49,9 +49,10 @@ PEERS: tuple[Peer, ...] = (
     Peer("mod_wsgi", ("--no-cache-dir", "mod_wsgi"), "import mod_wsgi.server", "mod_wsgi", modwsgi_venv=True),
     # S13's app, in every venv that serves it (sluicegate's own venv: setup.sh). Django 6 needs
     # Python 3.12; these venvs are 3.11, so the current 5.2 LTS.
-    Peer("django", ("django>=5.2,<6", "psycopg[binary]>=3.2"), "import django, psycopg", "django"),
-    Peer("django-modwsgi", ("--no-cache-dir", "django>=5.2,<6", "psycopg[binary]>=3.2"), "import django, psycopg",
-         "django", modwsgi_venv=True),
+    Peer("django", ("django>=5.2,<6", "psycopg[binary]>=3.2", "flask>=3", "sqlalchemy>=2"),
+         "import django, psycopg, flask, sqlalchemy", "django"),
+    Peer("django-modwsgi", ("--no-cache-dir", "django>=5.2,<6", "psycopg[binary]>=3.2", "flask>=3", "sqlalchemy>=2"),
+         "import django, psycopg, flask, sqlalchemy", "django", modwsgi_venv=True),
 )
 
 

@@ -59,6 +59,11 @@ def servers(module: str, logdir: str) -> dict:
         out["sluicegate, timings compiled out"] = sg(notime, [])
     out["sluicegate, JSON access log"] = sg(SG, ["--access-log", f"{logdir}/sg.json",
                                                  "--access-log-format", "json"])
+    out["sluicegate, gunicorn-format access log"] = sg(SG, [
+        "--access-log", f"{logdir}/sg.gunicorn", "--access-logformat",
+        '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"'])
+    # Datagrams to a port nobody reads: what making and sending the metrics costs.
+    out["sluicegate, --statsd-host"] = sg(SG, ["--statsd-host", f"127.0.0.1:{free_port()}"])
     mport = free_port()
     out["sluicegate, --metrics-bind"] = sg(SG, ["--metrics-bind", f"127.0.0.1:{mport}"])
 

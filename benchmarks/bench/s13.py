@@ -12,7 +12,9 @@ Cases, each on a freshly started server:
    Sluicegate runs its defaults in both groups. Recorded: requests/s, p99, server CPU per
    request, the most PostgreSQL connections seen at once (`pg_stat_activity`, every 0.1 s),
    errors (non-2xx: Django's 500 when PostgreSQL refuses a connection).
-2. The burst: 300 clients on a slow view (`?sleep=0.1`: `pg_sleep(0.1)`),
+2. The variant with a connection pool: Flask and SQLAlchemy (`apps/s13_flask.py`, QueuePool of
+   8 shared by the process's threads) at 16 and 100 clients, the peers at 8 threads.
+3. The burst: 300 clients on a slow view (`?sleep=0.1`: `pg_sleep(0.1)`),
    `CONN_MAX_AGE` 0, peers at 32 threads and sluicegate with its defaults; then everyone capped
    at 90 threads (sluicegate `--threads 1:90`), under PostgreSQL's 100; then everyone at 300
    threads (one per client, what sluicegate's 1:1024 did before `--threads auto`), over it.
@@ -47,6 +49,7 @@ BURST_SLEEP_S = 0.1
 BURST_POOL = 32
 CAPPED_POOL = 90
 UNCAPPED_POOL = 300  # one thread per client: what sluicegate's 1:1024 did before `auto`
+FLASK_POOL = 8  # SQLAlchemy's pool_size in the Flask variant, and the peers' threads there
 CONFIG = servers.WORK / "s13" / "db.json"
 COUNT_EVERY_S = 0.1
 
@@ -121,15 +124,16 @@ def _configure(conn_max_age: int | None) -> None:
     pg = _postgres()
     CONFIG.parent.mkdir(parents=True, exist_ok=True)
     CONFIG.write_text(json.dumps({"host": str(pg.root), "port": pg.port, "name": DB, "user": "postgres",
-                                  "conn_max_age": conn_max_age}))
+                                  "conn_max_age": conn_max_age, "pool_size": FLASK_POOL}))
     CONFIG.chmod(0o644)
 
 
-def _expected(path: str) -> bytes:
+def _expected(path: str, module: str = "s13_django") -> bytes:
     """The page for `path`, from the app called directly (no server) in sluicegate's venv."""
-    if path not in _EXPECT:
+    key = f"{module}:{path}"
+    if key not in _EXPECT:
         code = (
-            "import sys, s13_django\n"
+            f"import sys, {module} as s13_app\n"
             "path, _, query = sys.argv[1].partition('?')\n"
             "env = {'REQUEST_METHOD': 'GET', 'PATH_INFO': path, 'QUERY_STRING': query,\n"
             "       'SERVER_NAME': '127.0.0.1', 'SERVER_PORT': '80', 'HTTP_HOST': '127.0.0.1',\n"
@@ -137,7 +141,7 @@ def _expected(path: str) -> bytes:
             "       'wsgi.errors': sys.stderr, 'wsgi.multithread': False, 'wsgi.multiprocess': False,\n"
             "       'wsgi.run_once': True, 'wsgi.version': (1, 0)}\n"
             "status = []\n"
-            "body = b''.join(s13_django.app(env, lambda s, h, e=None: status.append(s)))\n"
+            "body = b''.join(s13_app.app(env, lambda s, h, e=None: status.append(s)))\n"
             "assert status == ['200 OK'], status\n"
             "sys.stdout.buffer.write(body)\n"
         )
@@ -145,8 +149,8 @@ def _expected(path: str) -> bytes:
                            env=servers._env(None), cwd=servers.APPS, timeout=60)
         if r.returncode != 0:
             raise RuntimeError(f"rendering {path} failed: {r.stderr.decode(errors='replace')[-300:]}")
-        _EXPECT[path] = r.stdout
-    return _EXPECT[path]
+        _EXPECT[key] = r.stdout
+    return _EXPECT[key]
 
 
 class ConnectionCounter(threading.Thread):
@@ -170,25 +174,28 @@ class ConnectionCounter(threading.Thread):
         return self.peak
 
 
-def available() -> tuple[bool, str]:
+APP_IMPORTS = {"s13_django": "django, psycopg", "s13_flask": "flask, sqlalchemy, psycopg"}
+
+
+def available(module: str = "s13_django") -> tuple[bool, str]:
     if not (PG_BIN / "initdb").exists():
         return False, "PostgreSQL 15 not installed (run benchmarks/setup.sh)"
-    r = subprocess.run([str(servers.SLUICEGATE_PY), "-c", "import django, psycopg"], capture_output=True,
+    r = subprocess.run([str(servers.SLUICEGATE_PY), "-c", f"import {APP_IMPORTS[module]}"], capture_output=True,
                        timeout=60)
     if r.returncode != 0:
-        return False, "django/psycopg not installed (run benchmarks/setup.sh)"
+        return False, f"{APP_IMPORTS[module]} not installed (run benchmarks/setup.sh)"
     return True, ""
 
 
 def _one(h: Harness, server: servers.Server, rnd: int, case: str, target: servers.Target, path: str,
          clients: int, conn_max_age: int | None) -> None:
-    ok, why = available()
+    ok, why = available(target.module)
     if not ok:
         rec = Record("S13", case, server.name, rnd, "req/s", "higher", status="n/a", note=why)
         h.add(rec)
         return
     _configure(conn_max_age)
-    expect = _expected(path)
+    expect = _expected(path, target.module)
 
     def body(proc: procs.ServerProcess, rec: Record) -> None:
         counter = ConnectionCounter(_postgres())
@@ -274,6 +281,10 @@ def s13(h: Harness, server: servers.Server, rnd: int) -> None:
                 case = f"c{clients}, CONN_MAX_AGE={age}, peers {pool} threads"
                 target = servers.Target("s13_django", "/hello", b"hello", pool=None if ours else pool)
                 _one(h, server, rnd, case, target, PATH, clients, conn_max_age)
+    for clients in CLIENTS:
+        target = servers.Target("s13_flask", "/hello", b"hello", pool=None if ours else FLASK_POOL)
+        _one(h, server, rnd, f"Flask + SQLAlchemy pool of {FLASK_POOL}, c{clients}, peers {FLASK_POOL} threads",
+             target, PATH, clients, 0)
     slow = f"{PATH}?sleep={BURST_SLEEP_S:g}"
     target = servers.Target("s13_django", "/hello", b"hello", pool=None if ours else BURST_POOL)
     _one(h, server, rnd, f"burst c{BURST_CLIENTS} pg_sleep, peers {BURST_POOL} threads, ours defaults", target,

@@ -39,6 +39,7 @@ class ServerConfig(TypedDict):
     limit_request_line: int  # --limit-request-line (docs/options.md)
     limit_header_bytes: int  # --limit-header-bytes (docs/options.md)
     limit_headers: int  # --limit-headers (docs/options.md)
+    limit_field_bytes: int  # --limit-field-bytes (docs/options.md)
     limit_body: int  # --limit-body (docs/options.md)
     limit_response_headers: int  # --limit-response-headers (docs/options.md)
     max_drain: int  # --max-drain (docs/options.md)
@@ -48,6 +49,7 @@ class ServerConfig(TypedDict):
     write_high_water: int  # --write-high-water (docs/options.md)
     root_path: str  # --root-path (docs/options.md)
     forwarded_allow_ips: str  # --forwarded-allow-ips (docs/options.md)
+    proxy_allow_ips: str  # --proxy-allow-ips (docs/options.md)
     certfile: Optional[str]  # --certfile (docs/options.md)
     keyfile: Optional[str]  # --keyfile (docs/options.md)
     ca_certs: Optional[str]  # --ca-certs (docs/options.md)
@@ -68,6 +70,8 @@ class ServerConfig(TypedDict):
     metrics_bind: str  # --metrics-bind for this process (a worker's offset added) or ""
     url_scheme: str  # wsgi.url_scheme ("http")
     access_log_fd: int  # -1: no access log; else the fd lines are appended to (the caller's)
+    access_log_sink: Any  # None, or a callable taking each batch of access lines (bytes)
+    statsd: Any  # None, or (--statsd-host, --statsd-prefix, --dogstatsd-tags)
     errors: Any  # the object given to apps as wsgi.errors
     tls: Any  # the TLS credentials loaded before binding (tls.py, _core.load_tls) or None
     signal_fd: int  # read end of signal.set_wakeup_fd's pipe, or -1
@@ -104,6 +108,10 @@ class Server:
         """A worker past --max-requests (or --max-stuck), its replacement booting: leave new
         connections to the workers that serve, and end keep-alive after each answer while one
         does. Nothing without worker processes."""
+    def set_tls(self, credentials: "TlsCredentials") -> bool:
+        """Serve new TLS connections with `credentials` (from load_tls); connections already
+        open keep theirs, and the certificate expiry metric follows. False when no listener
+        speaks TLS (nothing changed). A single process's HUP."""
     def metrics_text(self) -> str:
         """What GET /metrics on --metrics-bind answers, rendered now (Prometheus text 0.0.4):
         a worker leaves its last one to its master as it stops."""
@@ -169,5 +177,6 @@ def load_tls(
     cert_reqs: str = "none",
     tls_min_version: str = "1.2",
 ) -> TlsCredentials:
-    """Read and check the files; ValueError with one line naming the file at fault."""
+    """Read and check the files (the GIL released meanwhile); ValueError with one line naming
+    the file at fault."""
     ...

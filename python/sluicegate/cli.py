@@ -1,4 +1,6 @@
-"""The `sluicegate` command: parse the command line, then hand over to the supervisor.
+"""The `sluicegate` command: parse the command line, then hand over to the supervisor. Like
+gunicorn's, the command also takes flags from $GUNICORN_CMD_ARGS and reads ./gunicorn.conf.py
+when no configuration file is named.
 
 Its other job is the error contract: every user error (a bad option, an app that does not load,
 an address that cannot be bound) ends as ONE line on standard error, `sluicegate: error: ...`,
@@ -10,13 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import sys
-from typing import Dict, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence
 
 from . import __version__, hooks, logs, preflight, privileges, syspath, tls
 from .errors import OptionError, SluicegateError
 from .loader import load_app
-from .options import Config, describe, from_command_line, raw_values, validate
+from .options import BY_NAME, Config, Raw, describe, from_command_line, raw_values, validate
 from .supervisor import log, serve_config
 
 
@@ -26,7 +29,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     debug = False
     syspath.at_start()  # before a gunicorn config file runs, as gunicorn does
     try:
-        given = from_command_line(args, __version__)
+        given = with_default_config(with_gunicorn_cmd_args(from_command_line(args, __version__)))
         raw = raw_values(given)
         cfg = validate(raw)
         debug = cfg.log_level == "debug"
@@ -130,3 +133,42 @@ def _check_system(cfg: Config) -> None:
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise OptionError(f"{flag} {path!r}: no such directory {directory!r}")
+
+
+#: The environment variable gunicorn reads more command-line flags from (Dockerfiles set it).
+GUNICORN_CMD_ARGS = "GUNICORN_CMD_ARGS"
+
+
+def with_gunicorn_cmd_args(given: Dict[str, Raw], env: Optional[Mapping[str, str]] = None
+                           ) -> Dict[str, Raw]:
+    """The command line's values over those of the flags in $GUNICORN_CMD_ARGS, which gunicorn
+    reads as a command line that the real one overrides (an app path in it is ignored, as
+    gunicorn ignores it)."""
+    env = os.environ if env is None else env
+    text = env.get(GUNICORN_CMD_ARGS, "")
+    if not text.strip():
+        return given
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise OptionError(f"{GUNICORN_CMD_ARGS}={text!r}: {e}") from None
+    from_env = {name: r for name, r in from_command_line(words, prefix=GUNICORN_CMD_ARGS).items()
+                if name != "app"}
+    return {**from_env, **given}
+
+
+#: The configuration file gunicorn reads from the working directory when none is named.
+GUNICORN_DEFAULT_CONFIG = "gunicorn.conf.py"
+
+
+def with_default_config(given: Dict[str, Raw], env: Optional[Mapping[str, str]] = None
+                        ) -> Dict[str, Raw]:
+    """The command line's values, plus --config ./gunicorn.conf.py when neither the command
+    line nor the environment names a file and that file exists: gunicorn reads it then, and a
+    start line that relies on it must get its settings here too (`--config off` reads none)."""
+    env = os.environ if env is None else env
+    if "config" in given or BY_NAME["config"].env in env:
+        return given
+    if not os.path.isfile(GUNICORN_DEFAULT_CONFIG):
+        return given
+    return {**given, "config": Raw(GUNICORN_DEFAULT_CONFIG, f"./{GUNICORN_DEFAULT_CONFIG}")}

@@ -34,6 +34,8 @@ DERIVED_KEYS: Tuple[Tuple[str, str, str], ...] = (
     ("metrics_bind", "str", "--metrics-bind for this process (a worker's offset added) or \"\""),
     ("url_scheme", "str", "wsgi.url_scheme (\"http\")"),
     ("access_log_fd", "int", "-1: no access log; else the fd lines are appended to (the caller's)"),
+    ("access_log_sink", "Any", "None, or a callable taking each batch of access lines (bytes)"),
+    ("statsd", "Any", "None, or (--statsd-host, --statsd-prefix, --dogstatsd-tags)"),
     ("errors", "Any", "the object given to apps as wsgi.errors"),
     ("tls", "Any", "the TLS credentials loaded before binding (tls.py, _core.load_tls) or None"),
     ("signal_fd", "int", "read end of signal.set_wakeup_fd's pipe, or -1"),
@@ -47,6 +49,7 @@ DERIVED_KEYS: Tuple[Tuple[str, str, str], ...] = (
 def core_config(
     cfg: Config, *, threads: Tuple[int, int], access_log_fd: int, errors: Any, signal_fd: int,
     app_name: str = "", balance: Tuple[int, int, int] = (-1, 0, 0),
+    access_log_sink: Any = None,
 ) -> Dict[str, Any]:
     """Every key `_core.Server` requires, from the validated Config and what the supervisor
     opened or chose (`threads`: the pool bounds, see thread_bounds.py). `access_log_fd` and
@@ -58,6 +61,9 @@ def core_config(
     out["metrics_bind"] = metrics_address(cfg.metrics_bind, balance[2] if balance[0] >= 0 else None)
     out["url_scheme"] = URL_SCHEME
     out["access_log_fd"] = access_log_fd
+    out["access_log_sink"] = access_log_sink
+    out["statsd"] = ((cfg.statsd_host, cfg.statsd_prefix, cfg.dogstatsd_tags)
+                     if cfg.statsd_host else None)
     out["errors"] = errors
     out["tls"] = tls.loaded()
     out["signal_fd"] = signal_fd

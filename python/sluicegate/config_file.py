@@ -2,7 +2,9 @@
 environment (precedence: command line > environment > file > default).
 
 The file's keys are the options' Python names, as in `serve()` and docs/options.md (`threads`,
-`max_requests`; `max-requests` is accepted too), its values what the command line takes, in
+`max_requests`; `max-requests` is accepted too), or gunicorn's setting names (`keepalive`,
+`worker_tmp_dir`), which get the answer they get on the command line (gunicorn_settings.py);
+its values what the command line takes, in
 TOML types: strings, numbers, booleans, and lists for the options given several times
 (`bind = ["0.0.0.0:8000", "unix:/run/app.sock"]`). The app is the key `app`. An unknown key, a
 bad value or a file that is not TOML is one line naming the file, the key and its line (exit
@@ -18,6 +20,7 @@ import re
 import sys
 from typing import Any, Dict, Mapping
 
+from . import gunicorn_settings
 from .errors import OptionError
 
 if sys.version_info >= (3, 11):
@@ -48,6 +51,12 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
         name = key.replace("-", "_")
         line = _line_of(text, key)
         where = f"{path}, line {line}: {key}" if line else f"{path}: {key}"
+        gunicorn_done = (name in gunicorn_settings.BY_NAME and name not in TABLE_OPTIONS
+                         and gunicorn_settings.BY_NAME[name].answer == gunicorn_settings.DONE
+                         and name not in ("config", "check_config", "print_config"))
+        if (name not in options or gunicorn_done) and name in gunicorn_settings.BY_NAME:
+            _gunicorn(gunicorn_settings.BY_NAME[name], value, where, out)
+            continue
         if isinstance(value, dict) and name not in TABLE_OPTIONS:
             raise OptionError(f"{where}: expected a value, not a table (options are top-level keys)")
         if name not in options or name in ("config", "check_config", "print_config"):
@@ -58,6 +67,15 @@ def load(path: str, options: Mapping[str, Any]) -> Dict[str, Any]:
             raise OptionError(f"{where}: expected one value, not a list")
         out[name] = (value, where)
     return out
+
+
+def _gunicorn(setting: gunicorn_settings.Setting, value: Any, where: str,
+              out: Dict[str, Any]) -> None:
+    """A gunicorn setting's name as a key (`keepalive`, `worker_tmp_dir`): the answer it gets
+    on the command line and in a gunicorn.conf.py (gunicorn_settings.py)."""
+    for option, got in gunicorn_settings.options_of(setting, value, where).items():
+        if option not in out:
+            out[option] = (got, where)
 
 
 def _line_of(text: str, key: str) -> int:

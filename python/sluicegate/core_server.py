@@ -23,7 +23,7 @@ import time
 from types import FrameType
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import logs, signals, thread_bounds, thread_names
+from . import gunicorn_logging, logs, signals, thread_bounds, thread_names
 from .config import core_config, metrics_address
 from .errors import StartError
 from .listeners import BoundSocket
@@ -135,14 +135,15 @@ class ServerProcess:
             core = import_core()
             probe_metrics_bind(metrics_address(self.cfg.metrics_bind, self.balance[2]
                                                if self.balance[0] >= 0 else None))
-            access_fd = self._access_fd = open_access_log(self.cfg.access_log)
+            sink = gunicorn_logging.access_sink() if gunicorn_logging.routes_access() else None
+            access_fd = self._access_fd = -1 if sink else open_access_log(self.cfg.access_log)
             if on_main_thread:
                 pipe = signals.SignalPipe(signals.SERVER_SIGNALS)
             threads, threads_why = thread_bounds.choose(self.cfg.threads, self.workers)
             config = core_config(
                 self.cfg, threads=threads, access_log_fd=access_fd, errors=sys.stderr,
                 signal_fd=pipe.read_fd if pipe else -1, app_name=self.app_name,
-                balance=self.balance,
+                balance=self.balance, access_log_sink=sink,
             )
             listeners = [s.to_listener() for s in self.sockets]
             if self.cfg.proxy_protocol:  # every HTTP listener expects a PROXY header
@@ -239,6 +240,10 @@ class ServerProcess:
         descriptor the core writes to (`dup2`), so no line is lost or written to the old file
         after this returns."""
         path = self.cfg.access_log
+        if gunicorn_logging.routes_access():
+            gunicorn_logging.reopen_files()
+            log.info("Received SIGUSR1: the logging configuration's files reopened")
+            return
         if self._access_fd <= 2 or not path:
             log.info("Received SIGUSR1: no access log file to reopen")
             return

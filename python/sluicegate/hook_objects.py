@@ -19,7 +19,14 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from .gunicorn_config import IGNORED, SETTINGS
+from .gunicorn_settings import DONE, SETTINGS
+
+#: gunicorn settings whose value `cfg` gives as ours (the option a done setting maps to), but
+#: for those whose value sluicegate's option holds in another form than gunicorn's.
+_SAME_VALUE = {s.name: str(s.option) for s in SETTINGS if s.answer == DONE and s.name not in (
+    "http_protocols", "http2_cleartext", "secure_scheme_headers", "paste", "access_log_format")}
+#: gunicorn settings sluicegate ignores or refuses: `cfg` gives None for them.
+_NOT_OURS = {s.name for s in SETTINGS if s.answer != DONE}
 from .logs import log as sluicegate_log
 
 #: gunicorn settings with no sluicegate option whose value a hook may read: what gunicorn's
@@ -64,7 +71,7 @@ class GunicornCfg:
 
     def __init__(self, cfg: Any) -> None:
         self._cfg = cfg
-        self._ours = {gunicorn: ours for gunicorn, (ours, _) in SETTINGS.items()}
+        self._ours = _SAME_VALUE
 
     def __getattr__(self, name: str) -> Any:
         cfg = self._cfg
@@ -76,7 +83,7 @@ class GunicornCfg:
             return getattr(cfg, name)
         if name in _GUNICORN_DEFAULTS:
             return _GUNICORN_DEFAULTS[name]
-        if name in IGNORED:
+        if name in _NOT_OURS:
             return None
         raise AttributeError(f"cfg has no setting {name!r}")
 

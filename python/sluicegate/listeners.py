@@ -90,6 +90,9 @@ def parse_bind(text: str) -> BindAddress:
 def _parse_address(text: str) -> BindAddress:
     if text.startswith("unix:"):
         path, *settings = text[len("unix:"):].split(";")
+        # As gunicorn reads it (util.parse_address): "unix://" is a prefix of its own, so
+        # unix://tmp/x.sock is ./tmp/x.sock and unix:///run/x.sock is /run/x.sock.
+        path = path[2:] if path.startswith("//") else path
         if not path:
             raise ValueError("unix: needs a path, e.g. unix:/run/sluicegate.sock")
         if "\0" in path:
@@ -173,6 +176,16 @@ class BoundSocket:
         port = "" if self.address.kind == "unix" else str(self.port)
         return (fd, self.address.kind, self.address.host, port, self.address.wire, self.tls)
 
+    def stop_listening(self) -> None:
+        """Close this process's descriptor of the socket, keeping its unix socket file (for
+        `close()` to remove at the end): what a master does as a stop begins. The kernel closes
+        the socket once its workers have closed theirs too, as each does when it stops
+        accepting; from then on a new connection is refused, where it used to wait in a
+        backlog nobody accepted from until the master exited."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
     def close(self) -> None:
         """Close the socket if still ours, and remove the unix socket file we created."""
         if self._sock is not None:
@@ -247,13 +260,14 @@ def inherited_sockets(env: Optional[dict] = None) -> List[BoundSocket]:
     return sockets
 
 
-def bind_all(addresses: Sequence[BindAddress], backlog: int) -> List[BoundSocket]:
+def bind_all(addresses: Sequence[BindAddress], backlog: int,
+             reuse_port: bool = False) -> List[BoundSocket]:
     """Bind and listen on every address, or on none: if one fails, the ones already bound are
-    closed and BindError is raised."""
+    closed and BindError is raised. `reuse_port`: SO_REUSEPORT on the TCP ones (--reuse-port)."""
     bound: List[BoundSocket] = []
     try:
         for address in addresses:
-            bound.append(bind(address, backlog))
+            bound.append(bind(address, backlog, reuse_port))
     except BaseException:
         for b in bound:
             b.close()
@@ -261,16 +275,16 @@ def bind_all(addresses: Sequence[BindAddress], backlog: int) -> List[BoundSocket
     return bound
 
 
-def bind(address: BindAddress, backlog: int) -> BoundSocket:
+def bind(address: BindAddress, backlog: int, reuse_port: bool = False) -> BoundSocket:
     """Bind and listen on one address; raise BindError with a one-line reason on failure."""
     if address.kind == "unix":
         sock = _bind_unix(address, backlog)
     else:
-        sock = _bind_tcp(address, backlog)
+        sock = _bind_tcp(address, backlog, reuse_port)
     return BoundSocket(address, sock)
 
 
-def _bind_tcp(address: BindAddress, backlog: int) -> socket.socket:
+def _bind_tcp(address: BindAddress, backlog: int, reuse_port: bool = False) -> socket.socket:
     try:
         infos = socket.getaddrinfo(
             address.host, address.port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
@@ -284,6 +298,9 @@ def _bind_tcp(address: BindAddress, backlog: int) -> socket.socket:
     try:
         # Restart without waiting for TIME_WAIT connections of the previous process to expire.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            # Others that set it too may bind this address; the kernel spreads connections.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if family == socket.AF_INET6:
             # [::]:8000 means IPv6 only, so that 0.0.0.0:8000 can be bound beside it.
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)

@@ -36,8 +36,15 @@ _EXAMPLE = "e.g. myproject.wsgi:application or app:create_app()"
 DEFAULT_ATTRIBUTE = "application"
 
 
+#: The start of an app spec that names a PasteDeploy file (`config:/abs/app.ini#main`, its own
+#: URI form), which gunicorn's --paste FILE becomes (gunicorn_settings.py).
+PASTE_PREFIX = "config:"
+
+
 def load_app(spec: str) -> Callable[..., Any]:
     """Import and return the WSGI callable named by `spec`; raise LoadError on any failure."""
+    if spec.startswith(PASTE_PREFIX):
+        return _load_paste(spec)
     module_name, names, call = parse_spec(spec)
     _put_cwd_first_on_sys_path()
     obj: Any = _import(module_name)
@@ -218,3 +225,19 @@ def _check_wsgi_signature(obj: Any, spec: str, called: bool) -> None:
         ) from None
     except ValueError:  # no signature available
         return
+
+
+def _load_paste(spec: str) -> Callable[..., Any]:
+    """The app of a PasteDeploy file, as gunicorn's --paste loads it (paste.deploy.loadapp,
+    relative to the working directory)."""
+    try:
+        from paste.deploy import loadapp
+    except ImportError as e:
+        raise LoadError(f"app {spec!r} needs the PasteDeploy package: {e}") from e
+    try:
+        app = loadapp(spec, relative_to=os.getcwd())
+    except Exception as e:
+        raise LoadError(f"PasteDeploy app {spec!r}: {_describe(e)}") from e
+    if not callable(app):
+        raise LoadError(f"PasteDeploy app {spec!r} is not callable")
+    return app

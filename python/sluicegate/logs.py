@@ -5,9 +5,10 @@ worker and shutdown lines here, to standard error, each with its pid. An app tha
 logging may disable the loggers that existed before it (`logging.config.dictConfig`); `reclaim()`
 undoes that for ours, and runs once the app is imported.
 
-`--log-config FILE` (logging.config.fileConfig) and `--log-config-dict JSON` (dictConfig),
-gunicorn's logconfig and logconfig_dict, are applied over that setup by `configure`: a config
-that names `sluicegate` (or `sluicegate.error`) replaces its handlers, level and propagation.
+gunicorn's logging options (`--log-config-dict`, `--log-config-json`, `--log-config`,
+`--log-syslog`) are applied over that setup by `configure`, as gunicorn applies them
+(`gunicorn_logging`): the server's lines then go to the `gunicorn.error` logger, unless the
+configuration names `sluicegate` itself, which then keeps the handlers it was given.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import logging
 import logging.config
 import os
 import sys
-from typing import Any, Mapping, Optional, Tuple
+from typing import Optional, Tuple
 
-from .errors import OptionError, StartError
+from . import gunicorn_logging
+from .errors import OptionError
 
 LOGGER_NAME = "sluicegate"
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
@@ -69,36 +71,23 @@ def reopen_error_log(signame: str) -> None:
     log.info("Received %s: error log %s reopened", signame, path)
 
 
-def configure(level: str, file_config: Optional[str] = None,
-              dict_config: Optional[Mapping[str, Any]] = None) -> None:
-    """The error log: the `sluicegate` logger, to standard error, then the operator's logging
-    configuration if any (StartError if it is refused). Idempotent (serve() may be called more
-    than once in a process)."""
+def configure(level: str, setup: Optional[gunicorn_logging.Setup] = None) -> None:
+    """The error log: the `sluicegate` logger, to standard error, then gunicorn's logging
+    options if any (StartError if logging refuses them). Idempotent (serve() may be called
+    more than once in a process)."""
     handler = next((h for h in log.handlers if getattr(h, "_sluicegate", False)), None)
-    if handler is None:
+    formatter = logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT)
+    if handler is None or isinstance(handler, gunicorn_logging.ToLogger):
+        if handler is not None:
+            log.removeHandler(handler)
         handler = logging.StreamHandler(sys.stderr)
         handler._sluicegate = True  # type: ignore[attr-defined]
-        handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
+        handler.setFormatter(formatter)
         log.addHandler(handler)
     log.setLevel(level.upper())
     log.propagate = False
-    if file_config:
-        try:
-            with open(file_config, encoding="utf-8"):  # fileConfig's own error hides ENOENT
-                pass
-            logging.config.fileConfig(file_config, disable_existing_loggers=False)
-        except OSError as e:
-            raise StartError(f"--log-config {file_config!r}: cannot read it: {e.strerror}") \
-                from e
-        except Exception as e:
-            raise StartError(f"--log-config {file_config!r}: logging refused it: "
-                             f"{type(e).__name__}: {e}") from e
-    if dict_config:
-        try:
-            logging.config.dictConfig(dict(dict_config))
-        except Exception as e:
-            raise StartError(f"--log-config-dict: logging refused it: {type(e).__name__}: {e}") \
-                from e
+    if setup is not None:
+        gunicorn_logging.apply(setup, log, handler, formatter)
     reclaim()
 
 
@@ -108,5 +97,6 @@ def reclaim() -> None:
     `LOGGING` often leaves it so) every logger that existed is disabled, and the server's
     start, signal, worker and shutdown lines would vanish. A config that names `sluicegate`
     is the operator's choice and is left alone (dictConfig does not disable what it names)."""
-    for name in (LOGGER_NAME, f"{LOGGER_NAME}.error"):
+    for name in (LOGGER_NAME, f"{LOGGER_NAME}.error", gunicorn_logging.ERROR_LOGGER,
+                 gunicorn_logging.ACCESS_LOGGER):
         logging.getLogger(name).disabled = False

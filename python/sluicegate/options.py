@@ -33,519 +33,30 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-import math
 import os
 import re
 import sys
 import typing
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
 
+from . import gunicorn_settings, log_options
 from .errors import OptionError
-from .gunicorn_config import THREADED_WORKER_CLASSES
 from .hooks import Hooks, parse_hooks
+from .listeners import BindAddress
 from .syspath import parse_pythonpath
-from .asgi import refuse_asgi_worker_class
-from .listeners import BindAddress, parse_bind
-
-ENV_PREFIX = "SLUICEGATE_"
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
-
-# Upper bounds that keep a value inside the Rust core's integer and Duration types (a u64 byte
-# count; Duration::from_secs_f64 panics on overflow). Far beyond any sensible setting.
-_MAX_BYTES = 2**63 - 1
-_MAX_COUNT = 2**31 - 1
-_MAX_SECONDS = 1e9
-
-
-# --- Parsers: each takes the value as written (a str from the command line or the environment,
-# --- or a Python value given to serve()) and returns the typed value, or raises ValueError with
-# --- a one-line reason that does not repeat the value.
-
-
-def _int(value: object, what: str) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"expected {what}, not a boolean")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
-        return int(value)
-    raise ValueError(f"expected {what}")
-
-
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"expected a string, not {type(value).__name__}")
-    return value
-
-
-_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
-
-
-def parse_size(value: object, minimum: int = 0) -> int:
-    """A byte count: `65536`, or with a binary suffix `64k`, `16M`, `1G` (k = 1024 bytes)."""
-    if isinstance(value, str):
-        m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)\s*", value)
-        if not m:
-            raise ValueError("expected a byte count such as 65536, 64k, 16M or 1G")
-        n = int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
-    else:
-        n = _int(value, "a byte count such as 65536, 64k, 16M or 1G")
-    if not minimum <= n <= _MAX_BYTES:
-        raise ValueError(f"must be at least {minimum}" if n < minimum else "is too large")
-    return n
-
-
-def parse_positive_size(value: object) -> int:
-    return parse_size(value, minimum=1)
-
-
-def parse_count(value: object) -> int:
-    """A whole number of at least 1."""
-    n = _int(value, "a whole number")
-    if not 1 <= n <= _MAX_COUNT:
-        raise ValueError("must be at least 1" if n < 1 else "is too large")
-    return n
-
-
-def parse_count_or_zero(value: object) -> int:
-    """A whole number, 0 or more."""
-    n = _int(value, "a whole number")
-    if not 0 <= n <= _MAX_COUNT:
-        raise ValueError("must be 0 or more" if n < 0 else "is too large")
-    return n
-
-
-def parse_seconds_or_off(value: object) -> float:
-    """A duration in seconds, >= 0; 0 is off."""
-    seconds = _seconds(value)
-    if not seconds >= 0:
-        raise ValueError("must be a number of seconds >= 0 (0: off)")
-    return seconds + 0.0  # -0.0 is 0.0
-
-
-def parse_seconds(value: object) -> float:
-    """A duration in seconds, > 0: `10`, `2.5`."""
-    seconds = _seconds(value)
-    if not seconds > 0:
-        raise ValueError("must be a number of seconds greater than 0")
-    return seconds
-
-
-def _seconds(value: object) -> float:
-    if isinstance(value, bool):
-        raise ValueError("expected a number of seconds, not a boolean")
-    try:
-        seconds = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError("expected a number of seconds such as 30 or 2.5") from None
-    if not math.isfinite(seconds):
-        raise ValueError("must be a finite number of seconds")
-    if seconds > _MAX_SECONDS:
-        raise ValueError("is too large")
-    return seconds
-
-
-def parse_threads(value: object) -> Optional[Tuple[int, int]]:
-    """`MIN:MAX`, or a single `N` meaning `1:N`; MIN >= 0, MAX >= 1, MIN <= MAX. `auto` (or
-    None) is None: the bounds are chosen once the app is loaded (see thread_bounds.py)."""
-    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
-        return None
-    if isinstance(value, (tuple, list)):
-        if len(value) != 2:
-            raise ValueError("expected (MIN, MAX)")
-        low, high = _int(value[0], "MIN:MAX"), _int(value[1], "MIN:MAX")
-    elif isinstance(value, str) and ":" in value:
-        low_text, _, high_text = value.partition(":")
-        low, high = _int(low_text, "MIN:MAX or N"), _int(high_text, "MIN:MAX or N")
-    else:
-        low, high = 1, _int(value, "MIN:MAX or N")
-        low = min(low, high)  # "--threads 0" is refused below for MAX, not for MIN > MAX
-    if low < 0:
-        raise ValueError("MIN must be 0 or more")
-    if high < 1:
-        raise ValueError("MAX must be at least 1")
-    if high > _MAX_COUNT:
-        raise ValueError("MAX is too large")
-    if low > high:
-        raise ValueError(f"MIN ({low}) is larger than MAX ({high})")
-    return (low, high)
-
-
-def parse_app(value: object) -> Union[str, Callable[..., Any]]:
-    """`MODULE:APP` (checked by the loader), or, through serve(), the WSGI callable itself."""
-    if callable(value) and not isinstance(value, str):
-        return value
-    text = _str(value).strip()
-    if not text:
-        raise ValueError("expected MODULE:APP, e.g. myproject.wsgi:application")
-    return text
-
-
-#: The host of a `--bind :PORT` (gunicorn's form): every IPv4 interface, as gunicorn binds it.
-ALL_INTERFACES = "0.0.0.0"
-
-
-def parse_bind_value(value: object) -> BindAddress:
-    """listeners.parse_bind, plus two forms a gunicorn user writes: `:8000` (every interface,
-    port 8000, as gunicorn reads it) and a bare `8000`, refused with both readings offered."""
-    text = _str(value).strip()
-    wire, address = "", text
-    for prefix in ("https:", "http:"):
-        if text.startswith(prefix):
-            wire, address = prefix, text[len(prefix):]
-    for prefix in ("uwsgi:", "proxy:"):
-        if address.startswith(prefix):
-            wire, address = wire + prefix, address[len(prefix):]
-    if address.isdigit():
-        raise ValueError(
-            f"a port alone is not an address: did you mean 127.0.0.1:{address} (this machine "
-            f"only) or :{address} (every interface)?"
-        )
-    if address.startswith(":") and address[1:].isdigit():
-        text = f"{wire}{ALL_INTERFACES}{address}"
-    return parse_bind(text)
-
-
-def parse_cert_reqs(value: object) -> str:
-    """none, optional or required; gunicorn's numbers (ssl.CERT_NONE=0, CERT_OPTIONAL=1,
-    CERT_REQUIRED=2) too, so a gunicorn command line works unchanged."""
-    text = _str(value).strip().lower()
-    text = {"0": "none", "1": "optional", "2": "required"}.get(text, text)
-    if text not in ("none", "optional", "required"):
-        raise ValueError("expected none, optional or required")
-    return text
-
-
-def parse_tls_min_version(value: object) -> str:
-    text = _str(value).strip().lower().removeprefix("tlsv").removeprefix("tls")
-    if text not in ("1.2", "1.3"):
-        raise ValueError("expected 1.2 or 1.3 (nothing older is served)")
-    return text
-
-
-def parse_root_path(value: object) -> str:
-    """'' or a path that starts with '/' and does not end with '/'."""
-    text = _str(value)
-    if text and (not text.startswith("/") or text.endswith("/")):
-        raise ValueError("must be empty or start with '/' and not end with '/', e.g. /app")
-    if any(ord(c) < 32 or c == "\x7f" for c in text):
-        raise ValueError("cannot contain control characters")
-    return text
-
-
-def parse_forwarded_allow_ips(value: object) -> str:
-    """Comma-separated addresses and CIDR networks, `unix` (unix-socket peers), `*` (all);
-    empty: none. Normalised to the same text without spaces."""
-    import ipaddress
-
-    if isinstance(value, (list, tuple)):
-        value = ",".join(_str(v) for v in value)
-    items = [i.strip() for i in _str(value).split(",")]
-    for item in items:
-        if item in ("", "*", "unix"):
-            continue
-        try:
-            ipaddress.ip_network(item, strict=False)
-        except ValueError:
-            raise ValueError(f"{item!r} is not an address, a network, 'unix' or '*'") from None
-    return ",".join(i for i in items if i)
-
-
-def parse_forwarded_headers(value: object) -> str:
-    """x-forwarded or forwarded."""
-    text = _str(value).strip().lower()
-    if text not in ("x-forwarded", "forwarded"):
-        raise ValueError("must be x-forwarded or forwarded")
-    return text
-
-
-#: The fields of the access log, in the JSON format's order (the Rust core's list:
-#: `_core.ACCESS_LOG_FIELDS`, checked equal by the tests).
-ACCESS_LOG_FIELDS = (
-    "client", "time", "method", "target", "path", "query", "protocol", "status", "bytes",
-    "referer", "user_agent", "request_id", "queue_us", "app_us", "send_us", "total_us", "end",
-    "pid", "scheduler",
+from .parsers import (
+    ACCESS_LOG_FIELDS, LOG_LEVELS, StaticMount, _parse_umask, _str, parse_access_log,
+    parse_access_log_format, parse_app, parse_bind_value, parse_bool, parse_cert_reqs,
+    parse_chdir, parse_count, parse_count_or_zero, parse_env_item, parse_error_log,
+    parse_forwarded_allow_ips, parse_forwarded_headers, parse_health_path, parse_http2,
+    parse_log_config_dict, parse_log_level, parse_metrics_bind, parse_path, parse_path_or_off,
+    parse_positive_size, parse_proc_name, parse_proxy_protocol, parse_root_path,
+    parse_scheduler, parse_seconds, parse_seconds_or_off, parse_server_header, parse_size,
+    parse_static, parse_threads, parse_tls_min_version, parse_warmup, parse_worker_class,
+    parse_workers,
 )
 
-
-def parse_access_log_format(value: object) -> str:
-    """combined, common, json, or a template of {field} names."""
-    text = _str(value)
-    if text in ("combined", "common", "json"):
-        return text
-    names = re.findall(r"\{([^{}]*)\}", text)
-    if not names:
-        raise ValueError("expected combined, common, json or a template such as "
-                         "'{client} {method} {path} {status} {app_us}'")
-    if text.count("{") != len(names) or text.count("}") != len(names):
-        raise ValueError("unbalanced braces in the template")
-    unknown = [n for n in names if n not in ACCESS_LOG_FIELDS]
-    if unknown:
-        raise ValueError(f"unknown field {{{unknown[0]}}} (known: {', '.join(ACCESS_LOG_FIELDS)})")
-    return text
-
-
-def parse_metrics_bind(value: object) -> str:
-    """'' (off), HOST:PORT or unix:PATH."""
-    text = _str(value).strip()
-    if not text or text.startswith("unix:") and len(text) > 5:
-        return text
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("expected HOST:PORT or unix:PATH, e.g. 127.0.0.1:9100")
-    return text
-
-
-def parse_health_path(value: object) -> str:
-    """'' (off) or an absolute path without a query, e.g. /healthz."""
-    text = _str(value)
-    if text and not text.startswith("/"):
-        raise ValueError("must be empty or start with '/', e.g. /healthz")
-    if any(ord(c) <= 32 or c in "?#\x7f" for c in text) or not text.isascii():
-        raise ValueError("must be a plain ASCII path: no spaces, controls, '?' or '#'")
-    return text
-
-
-def parse_warmup(value: object) -> str:
-    """'' (off), an absolute path (/healthz, a query allowed), or http://HOST/PATH to give the
-    request a Host the app accepts (Django's ALLOWED_HOSTS)."""
-    text = _str(value).strip()
-    if not text:
-        return ""
-    rest = text.split("://", 1)[1] if text.startswith(("http://", "https://")) else ""
-    path = ("/" + rest.split("/", 1)[1]) if "/" in rest else ("/" if rest else text)
-    if not path.startswith("/") or (rest and not rest.split("/", 1)[0]):
-        raise ValueError("expected a path such as /healthz, or http://HOST/PATH")
-    if any(ord(c) <= 32 or c in "#\x7f" for c in text) or not text.isascii():
-        raise ValueError("must be a plain ASCII path: no spaces, controls or '#'")
-    return text
-
-
-def parse_access_log(value: object) -> Optional[str]:
-    """A file path, or '-' for standard output; 'off' (any case), '' or None turns the access
-    log off. 'off' is what --help shows as the default, so it must not make a file named off
-    (a file of that name is './off')."""
-    if value is None:
-        return None
-    text = _str(value)
-    if not text or text.lower() == "off":
-        return None
-    return text
-
-
-def parse_error_log(value: object) -> Optional[str]:
-    """A file path; '-', '' or None: standard error."""
-    text = parse_path(value)
-    return None if text is None or text == "-" else text
-
-
-
-
-def parse_log_config_dict(value: object) -> Optional[Mapping[str, Any]]:
-    """A dict for logging.config.dictConfig: JSON text (command line, environment) or a
-    mapping (TOML table, gunicorn's logconfig_dict, serve()); '' or None: none."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        import json
-        try:
-            value = json.loads(value)
-        except ValueError as e:
-            raise ValueError(f"not valid JSON: {e}") from None
-    if not isinstance(value, Mapping):
-        raise ValueError(f"expected a JSON object (a dict), not {type(value).__name__}")
-    if value.get("version") != 1:
-        raise ValueError('must have "version": 1, as logging.config.dictConfig requires')
-    return value
-
-
-def parse_worker_class(value: object) -> str:
-    text = _str(value).strip()
-    refuse_asgi_worker_class(text)  # ValueError: it runs ASGI apps (what to run instead)
-    if text not in THREADED_WORKER_CLASSES:
-        raise ValueError(
-            "sluicegate has only its own workers (an event loop and an elastic thread pool, "
-            "what gunicorn's sync and gthread name): leave -k out"
-        )
-    return text
-
-
-def parse_env_item(value: object) -> str:
-    """KEY=VALUE, KEY a non-empty name without '=' or NUL."""
-    text = _str(value)
-    key, sep, _ = text.partition("=")
-    if not sep or not key.strip() or "\0" in text:
-        raise ValueError("expected KEY=VALUE, e.g. DJANGO_SETTINGS_MODULE=mysite.settings")
-    return text
-
-
-def parse_log_level(value: object) -> str:
-    text = _str(value).strip().lower()
-    if text not in LOG_LEVELS:
-        raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}")
-    return text
-
-
-SCHEDULERS = ("adaptive", "inline", "pool")
-
-
-def parse_scheduler(value: object) -> str:
-    text = _str(value).strip().lower()
-    if text not in SCHEDULERS:
-        raise ValueError(f"expected one of {', '.join(SCHEDULERS)}")
-    return text
-
-
-HTTP2_MODES = ("on", "tls", "off")
-
-
-def parse_http2(value: object) -> str:
-    """on, tls or off (and the switch spellings: true means on, false off)."""
-    text = _str(value).strip().lower()
-    if text in ("1", "true", "yes"):
-        return "on"
-    if text in ("0", "false", "no"):
-        return "off"
-    if text not in HTTP2_MODES:
-        raise ValueError(f"expected one of {', '.join(HTTP2_MODES)}")
-    return text
-
-
-def parse_bool(value: object) -> bool:
-    """A switch: true/false, yes/no, on/off, 1/0 (and Python booleans, for serve())."""
-    if isinstance(value, bool):
-        return value
-    text = _str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError("expected true or false")
-
-
-@dataclasses.dataclass(frozen=True)
-class StaticMount:
-    """One `--static` mount: URL prefix, directory, and its per-mount settings."""
-
-    prefix: str
-    directory: str
-    max_age: Optional[int] = None
-    immutable: bool = False
-    index: Optional[str] = "index.html"
-    dotfiles: bool = False
-    follow_symlinks: bool = False
-
-    def to_core(self) -> Dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-def parse_static(value: object) -> StaticMount:
-    """`URL_PREFIX=DIRECTORY`, optionally followed by `;`-separated settings: `max-age=N`,
-    `immutable`, `index=NAME` or `index=none`, `dotfiles`, `follow-symlinks`."""
-    if isinstance(value, StaticMount):
-        return value
-    text = _str(value).strip()
-    head, *settings = text.split(";")
-    prefix, sep, directory = head.partition("=")
-    if not sep or not prefix or not directory:
-        raise ValueError("expected URL_PREFIX=DIRECTORY, e.g. /static=./public")
-    if not prefix.startswith("/"):
-        raise ValueError("the URL prefix must start with '/', e.g. /static")
-    # "/static/" (Django's STATIC_URL as written) is the mount "/static".
-    prefix = prefix.rstrip("/") or "/"
-    if any(c in prefix for c in "?#%\\") or any(ord(c) < 33 for c in prefix):
-        raise ValueError("the URL prefix must be a plain path (no ?, #, %, spaces or controls)")
-    if not os.path.isdir(directory):
-        raise ValueError(f"{directory!r} is not a directory")
-    mount: Dict[str, Any] = {"prefix": prefix, "directory": os.path.abspath(directory)}
-    for item in (x.strip() for x in settings):
-        key, _, arg = item.partition("=")
-        if key == "max-age" and arg.isdigit():
-            mount["max_age"] = int(arg)
-        elif key == "immutable" and not arg:
-            mount["immutable"] = True
-        elif key == "index" and arg:
-            mount["index"] = None if arg == "none" else arg
-        elif key == "dotfiles" and not arg:
-            mount["dotfiles"] = True
-        elif key == "follow-symlinks" and not arg:
-            mount["follow_symlinks"] = True
-        elif item:
-            raise ValueError(
-                f"unknown setting {item!r} (max-age=N, immutable, index=NAME|none, dotfiles, "
-                "follow-symlinks)"
-            )
-    if mount.get("index") and ("/" in mount["index"] or mount["index"].startswith(".")):
-        raise ValueError("index must be a plain file name")
-    return StaticMount(**mount)
-
-
-# The longest --server-header: the value goes out in every response head, so a mistaken one
-# (a file pasted in, 100 KiB) would make every response that much longer. Real ones are a
-# product name and version ("nginx/1.27.1", "gunicorn"): 256 bytes leaves room for any.
-MAX_SERVER_HEADER = 256
-
-
-def parse_server_header(value: object) -> str:
-    """Any visible text; it becomes a response header, so CR, LF and other controls are refused,
-    and so is a value longer than MAX_SERVER_HEADER bytes."""
-    text = _str(value)
-    if any((ord(c) < 32 and c != "\t") or c == "\x7f" for c in text):
-        raise ValueError("cannot contain control characters (CR, LF, ...)")
-    if not text.isascii():
-        raise ValueError("must be ASCII")
-    text = text.strip()
-    if len(text) > MAX_SERVER_HEADER:
-        raise ValueError(f"is {len(text)} bytes long; at most {MAX_SERVER_HEADER} are allowed")
-    return text
-
-
-def parse_workers(value: object) -> Optional[int]:
-    """N >= 1 worker processes under a master, `auto` for one per CPU this process may use;
-    None (unset): one process, no master."""
-    if value is None:
-        return None
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return max(1, len(os.sched_getaffinity(0)))
-    n = _int(value, "N or auto")
-    if not 1 <= n <= 1024:
-        raise ValueError("must be between 1 and 1024")
-    return n
-
-
-def parse_path(value: object) -> Optional[str]:
-    """A file path; '' or None: off."""
-    if value is None:
-        return None
-    text = os.fspath(value) if isinstance(value, os.PathLike) else _str(value)
-    return text or None
-
-
-def parse_path_or_off(value: object) -> Optional[str]:
-    """A file path; 'off' (any case), '' or None: none. For the options whose --help default
-    reads "off" (saying it must not make or read a file named off: that one is './off')."""
-    text = parse_path(value)
-    if text is None or text.lower() == "off":
-        return None
-    return text
-
-
-def _parse_umask(value: object) -> Optional[int]:
-    from .privileges import parse_umask
-    return parse_umask(value)
-
-
-def parse_chdir(value: object) -> Optional[str]:
-    if value is None:
-        return None
-    text = os.fspath(value) if isinstance(value, os.PathLike) else _str(value)
-    if not text:
-        return None
-    if not os.path.isdir(text):
-        raise ValueError("no such directory")
-    return text
-
-
+ENV_PREFIX = "SLUICEGATE_"
 # --- The table.
 
 
@@ -612,7 +123,9 @@ OPTIONS: Tuple[Option, ...] = (
         "A FILE ending in .py is a gunicorn configuration file: its settings that sluicegate "
         "has are used (bind, workers, threads, timeout, keepalive, accesslog, loglevel, ...; "
         "docs/operations.md), each other one is named in a warning. "
-        "The command line and the environment override it. Re-read on HUP (with --workers).",
+        "The command line and the environment override it. Re-read on HUP (with --workers). "
+        "When no file is named (here or in the environment), the sluicegate command reads "
+        "./gunicorn.conf.py if there is one, as gunicorn does; 'off' reads none.",
         "FILE", Optional[str], short="-c",
     ),
     Option(
@@ -724,6 +237,16 @@ OPTIONS: Tuple[Option, ...] = (
         "FILE", Optional[str], short="-p",
     ),
     Option(
+        "proc_name", parse_proc_name, None,
+        "Set the process titles (ps, top, /proc/PID/cmdline) as gunicorn's --name does: "
+        "'sluicegate: master [NAME]', 'sluicegate: worker [NAME]', or 'sluicegate: server "
+        "[NAME]' for a single process, with the setproctitle package (pip install "
+        "'sluicegate[setproctitle]'); without it, the short process name (/proc/PID/comm, "
+        "15 bytes, what top shows) becomes master:NAME, worker:NAME or server:NAME. Unset: "
+        "titles are left alone.",
+        "NAME", Optional[str], short="-n", aliases=("--name",),
+    ),
+    Option(
         "threads", parse_threads, "auto",
         "Bounds of the elastic pool of threads that run the app: MIN:MAX, or N for 1:N. Threads "
         "beyond MIN are started under load and stop when idle. auto: 1:1024, except 1:48 for an "
@@ -755,6 +278,13 @@ OPTIONS: Tuple[Option, ...] = (
         "Most connections waiting to be accepted (listen(2) backlog; the kernel may cap it at "
         "net.core.somaxconn).",
         "N", int,
+    ),
+    Option(
+        "reuse_port", parse_bool, "false",
+        "Set SO_REUSEPORT on the TCP listeners before binding, so that other processes that "
+        "set it too (another sluicegate, a new release started beside the old one) can bind "
+        "the same address and port; the kernel then spreads new connections over them.",
+        "", bool, switch=True,
     ),
     Option(
         "header_timeout", parse_seconds, "10",
@@ -794,10 +324,8 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "timeout", parse_seconds_or_off, "0",
-        "Seconds an app call may run. Past it the client gets 504 Gateway Timeout (or, when "
-        "the response had begun, the connection is closed), the request line and the Python "
-        "stack of the call are logged once, and sluicegate.RequestTimeout is raised in the "
-        "call; one inside C code gets it when that returns: see --max-stuck. 0: off.",
+        "Seconds an app call may run; past it: 504 (or the connection closed), its stack logged, "
+        "sluicegate.RequestTimeout raised in it (docs/operations.md, --max-stuck). 0: off.",
         "SECONDS", float, core=True, short="-t",
     ),
     Option(
@@ -813,8 +341,9 @@ OPTIONS: Tuple[Option, ...] = (
         "SECONDS", float, core=True,
     ),
     Option(
-        "limit_request_line", parse_positive_size, "8k",
-        "Longest request line (method, target, version) in bytes; longer gets 414 URI Too Long.",
+        "limit_request_line", parse_size, "8k",
+        "Longest request line (method, target, version) in bytes; longer gets 414 URI Too Long. "
+        "0: no limit of its own, as in gunicorn (--limit-header-bytes still bounds it).",
         "BYTES", int, core=True,
     ),
     Option(
@@ -824,9 +353,19 @@ OPTIONS: Tuple[Option, ...] = (
         "BYTES", int, core=True,
     ),
     Option(
-        "limit_headers", parse_count, "100",
-        "Most header fields in one request; more gets 431 Request Header Fields Too Large.",
+        "limit_headers", parse_count_or_zero, "100",
+        "Most header fields in one request; more gets 431 Request Header Fields Too Large. "
+        "0: no limit of its own (--limit-header-bytes still bounds them).",
         "N", int, core=True, aliases=("--limit-request-fields",),
+    ),
+    Option(
+        "limit_field_bytes", parse_size, "0",
+        "Longest header field line (name, colon, value, and its CRLF) in bytes, gunicorn's "
+        "--limit-request-field_size (its default is 8190); longer gets 431 Request Header "
+        "Fields Too Large. In HTTP/2, a field's name and value. 0: no limit of its own "
+        "(--limit-header-bytes still bounds it).",
+        "BYTES", int, core=True,
+        aliases=("--limit-request-field_size", "--limit-request-field-size"),
     ),
     Option(
         "limit_body", parse_size, "1G",
@@ -897,12 +436,22 @@ OPTIONS: Tuple[Option, ...] = (
         "LIST", str, core=True,
     ),
     Option(
-        "proxy_protocol", parse_bool, "false",
+        "proxy_protocol", parse_proxy_protocol, "false",
         "Every HTTP listener expects a PROXY protocol header (v1 or v2, HAProxy's send-proxy "
         "and send-proxy-v2) before the first request, from peers in --forwarded-allow-ips "
         "only; its client address becomes the connection's. One listener only: bind it as "
-        "proxy:HOST:PORT. A missing or malformed header closes the connection.",
+        "proxy:HOST:PORT. A missing or malformed header closes the connection. gunicorn's "
+        "modes are taken too: --proxy-protocol v1, v2 or auto is on, off is off.",
         "", bool, switch=True,
+    ),
+    Option(
+        "proxy_allow_ips", parse_forwarded_allow_ips, "",
+        "Peers (as --forwarded-allow-ips lists them) that may send a PROXY protocol header, "
+        "when they are not those of --forwarded-allow-ips: gunicorn's --proxy-allow-from. "
+        "The headers of the requests that follow are then believed or not by "
+        "--forwarded-allow-ips, for the client the PROXY header names. Empty: the peers of "
+        "--forwarded-allow-ips.",
+        "LIST", str, core=True, aliases=("--proxy-allow-from",),
     ),
     Option(
         "certfile", parse_path, None,
@@ -966,13 +515,17 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "access_log_format", parse_access_log_format, "combined",
-        "The access log's lines: 'combined' (gunicorn's default), 'common', 'json' (one object "
-        "per line, every field below, valid JSON for any byte) or a template of {fields}: "
-        "client, time, method, target, path, query, protocol, status, bytes, referer, "
-        "user_agent, request_id (X-Request-Id), queue_us (parsed to app called), app_us (app "
-        "called to iterable closed), send_us (first byte to last byte taken by the kernel), "
-        "total_us, end (ok, client_gone, timeout, error), pid, scheduler (inline, pool, loop).",
-        "FORMAT", str, core=True,
+        "The access log's lines: 'combined' (the Apache/nginx combined format), 'common', "
+        "'json' (one object per line, every field below, valid JSON for any byte), a template "
+        "of {fields}: client, time, method, target, path, query, protocol, status, bytes, "
+        "referer, user_agent, request_id (X-Request-Id), queue_us (parsed to app called), "
+        "app_us (app called to iterable closed), send_us (first byte to last byte taken by the "
+        "kernel), total_us, end (ok, client_gone, timeout, error), pid, scheduler (inline, "
+        "pool, loop); or gunicorn's format, byte for byte as gunicorn writes it: "
+        "'%(h)s %(l)s %(u)s %(t)s \"%(r)s\" %(s)s %(b)s \"%(f)s\" \"%(a)s\"' with any of its "
+        "atoms h l u t r m U q H s B b f a T D M L p %({header}i)s %({header}o)s %({VAR}e)s "
+        "(docs/operations.md, \"Access log\").",
+        "FORMAT", str, aliases=("--access-logformat",), core=True,
     ),
     Option(
         "server_timing", parse_bool, "false",
@@ -981,9 +534,8 @@ OPTIONS: Tuple[Option, ...] = (
         "", bool, switch=True, core=True,
     ),
     Option(
-        "early_hints", parse_bool, "true", "Send the 103 Early Hints apps ask for (wsgi.early_"
-        "hints); false: the call does nothing, as behind nginx < 1.29 (docs/http-support.md).",
-        "BOOL", bool, core=True,
+        "early_hints", parse_bool, "true", "Send the 103 Early Hints of wsgi.early_hints; false: "
+        "none (behind nginx < 1.29: docs/http-support.md).", "BOOL", bool, core=True,
     ),
     Option(
         "metrics_bind", parse_metrics_bind, "",
@@ -1027,23 +579,7 @@ OPTIONS: Tuple[Option, ...] = (
         "nothing (the app's standard error already is the error log). Set once at start.",
         "", bool, switch=True,
     ),
-    Option(
-        "log_config_dict", parse_log_config_dict, None,
-        "Configure Python logging with this dict (JSON on the command line and in the "
-        "environment, a table in the TOML file), given to logging.config.dictConfig after the "
-        "error log is set up: gunicorn's --log-config-dict (logconfig_dict). The server's "
-        "loggers are 'sluicegate' (start, stop, workers) and 'sluicegate.error' (app errors "
-        "and tracebacks); a config that names 'sluicegate' takes its handlers over. Set once "
-        "at start.",
-        "JSON", Optional[Mapping[str, Any]],
-    ),
-    Option(
-        "log_config", parse_path, None,
-        "Configure Python logging from this ini file, given to logging.config.fileConfig "
-        "after the error log is set up: gunicorn's --log-config (logconfig). Same loggers as "
-        "--log-config-dict; both may be given (the file first). Set once at start.",
-        "FILE", Optional[str],
-    ),
+    *log_options.option_rows(Option, parse_bool, parse_path, _str, parse_log_config_dict),
     Option(
         "hooks", parse_hooks, None,
         "gunicorn's server hooks: a module (MODULE, imported after --chdir, or a FILE.py) "
@@ -1108,10 +644,12 @@ class Config:
     group: Optional[str]
     umask: Optional[int]
     pid: Optional[str]
+    proc_name: Optional[str]
     threads: Optional[Tuple[int, int]]
     max_runnable: int
     scheduler: str
     backlog: int
+    reuse_port: bool
     header_timeout: float
     keepalive_timeout: float
     read_timeout: float
@@ -1124,6 +662,7 @@ class Config:
     limit_request_line: int
     limit_header_bytes: int
     limit_headers: int
+    limit_field_bytes: int
     limit_body: int
     limit_response_headers: int
     max_drain: int
@@ -1135,6 +674,7 @@ class Config:
     root_path: str
     forwarded_allow_ips: str
     proxy_protocol: bool
+    proxy_allow_ips: str
     certfile: Optional[str]
     keyfile: Optional[str]
     ca_certs: Optional[str]
@@ -1154,6 +694,15 @@ class Config:
     capture_output: bool
     log_config_dict: Optional[Mapping[str, Any]]
     log_config: Optional[str]
+    log_config_json: Optional[str]
+    log_syslog: bool
+    syslog_addr: str
+    syslog_prefix: Optional[str]
+    syslog_facility: str
+    disable_redirect_access_to_syslog: bool
+    statsd_host: Optional[str]
+    statsd_prefix: str
+    dogstatsd_tags: str
     hooks: Optional[Hooks]
     server_header: str
     chdir: Optional[str]
@@ -1354,7 +903,9 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
             f"(e.g. {ENV_PREFIX}THREADS=4:64; several addresses comma-separated in "
             f"{ENV_PREFIX}BIND). The command line wins over the environment. "
             "Byte sizes take the suffixes k, M and G (powers of 1024). "
-            "Signals: SIGTERM or SIGINT shut down gracefully; a second SIGINT stops at once."
+            "Signals: SIGTERM or SIGINT shut down gracefully; a second SIGINT stops at once. "
+            "gunicorn's other flags (and $GUNICORN_CMD_ARGS) are taken too, each done, ignored "
+            "with a warning saying why, or refused saying why: docs/options.md lists them."
         ),
         allow_abbrev=False,
         formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=32),
@@ -1388,20 +939,83 @@ def build_parser(version: str = "") -> argparse.ArgumentParser:
         "--version", action="version", version=f"sluicegate {version}",
         help="Print sluicegate's version and exit.",
     )
+    _add_gunicorn_flags(parser)
     return parser
 
 
-def from_command_line(argv: Sequence[str], version: str = "") -> Dict[str, Raw]:
+#: The argparse destination of a gunicorn flag that is not a sluicegate option's.
+_GUNICORN_DEST = "gunicorn."
+
+
+def _add_gunicorn_flags(parser: argparse.ArgumentParser) -> None:
+    """Every gunicorn flag that is not already a sluicegate option's spelling, answered by
+    gunicorn_settings.py (kept out of --help; docs/options.md lists them with their answers)."""
+    taken = set(all_flags())
+    for s in gunicorn_settings.SETTINGS:
+        flags = [f for f in s.flags if f not in taken]
+        if not flags:
+            continue
+        dest = _GUNICORN_DEST + s.name
+        if s.takes in (gunicorn_settings.SWITCH, gunicorn_settings.SWITCH_OFF):
+            parser.add_argument(*flags, dest=dest, action="store_const",
+                                const=s.takes == gunicorn_settings.SWITCH,
+                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        else:
+            parser.add_argument(*flags, dest=dest,
+                                action="append" if s.takes == gunicorn_settings.LIST else "store",
+                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def from_command_line(argv: Sequence[str], version: str = "", prefix: str = "") -> Dict[str, Raw]:
     """Phase 1 for the command line: only the options given, as written. An unknown option is
     named on its own, with the closest known flag (argparse alone would name it together with
-    the arguments after it, the app path among them)."""
+    the arguments after it, the app path among them). `prefix` names where the words came
+    from in messages (GUNICORN_CMD_ARGS)."""
+    where = (prefix + " ") if prefix else ""
     parser = build_parser(version)
-    namespace, extra = parser.parse_known_args(list(argv))
+    argv, proxy_mode = _proxy_protocol_mode(list(argv))
+    namespace, extra = parser.parse_known_args(argv)
     if extra:
-        raise OptionError(unknown_argument(extra))
-    return {
-        name: Raw(value, BY_NAME[name].flag) for name, value in vars(namespace).items()
-    }
+        raise OptionError(where + unknown_argument(extra))
+    given = {name: Raw(value, where + BY_NAME[name].flag) for name, value in vars(namespace).items()
+             if not name.startswith(_GUNICORN_DEST)}
+    if proxy_mode is not None:
+        given["proxy_protocol"] = Raw(proxy_mode, where + "--proxy-protocol")
+    for dest, value in vars(namespace).items():
+        if dest.startswith(_GUNICORN_DEST):
+            setting = gunicorn_settings.BY_NAME[dest[len(_GUNICORN_DEST):]]
+            flag = where + setting.flags[-1]
+            for option, got in gunicorn_settings.options_of(setting, value, flag).items():
+                # --paste names the app even beside a MODULE:APP, as in gunicorn.
+                if option not in given or setting.name == "paste":
+                    given[option] = Raw(got, flag)
+    return given
+
+
+#: gunicorn 27's `--proxy-protocol [MODE]`: the modes that may follow the flag.
+_PROXY_MODES = ("off", "v1", "v2", "auto")
+
+
+def _proxy_protocol_mode(argv: List[str]) -> Tuple[List[str], Optional[str]]:
+    """argv without a `--proxy-protocol MODE` (or `=MODE`), and that MODE: the flag alone stays
+    a switch, so that `--proxy-protocol myapp:app` still names the app."""
+    out: List[str] = []
+    mode = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out += argv[i:]
+            break
+        if arg.startswith("--proxy-protocol="):
+            mode = arg.partition("=")[2]
+        elif arg == "--proxy-protocol" and i + 1 < len(argv) and argv[i + 1] in _PROXY_MODES:
+            mode = argv[i + 1]
+            i += 1
+        else:
+            out.append(arg)
+        i += 1
+    return out, mode
 
 
 def all_flags() -> List[str]:
@@ -1415,10 +1029,6 @@ def unknown_argument(extra: Sequence[str]) -> str:
     for arg in extra:
         if arg.startswith("-") and len(arg) > 1 and not arg[1:].replace(".", "").isdigit():
             name = arg.split("=", 1)[0]
-            from .gunicorn_config import IGNORED
-            setting = name.lstrip("-").replace("-", "_")
-            if name.startswith("--") and setting in IGNORED:
-                return f"unknown option {name}; gunicorn's {setting}: {IGNORED[setting]}"
             # Compared without the dashes, which every flag shares.
             bare = {f.lstrip("-"): f for f in flags}
             close = difflib.get_close_matches(name.lstrip("-"), bare, n=1, cutoff=0.6)
@@ -1477,7 +1087,9 @@ def markdown() -> str:
             lines.append("- Repeatable")
         lines.append("")
     lines += ["## `--version`", "", "Print sluicegate's version and exit.", ""]
+    lines += gunicorn_settings.markdown()
     return "\n".join(lines)
+
 
 
 def _md_default(o: Option) -> str:

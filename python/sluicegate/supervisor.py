@@ -34,7 +34,8 @@ import functools
 import os
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import hook_objects, hooks, logs, pidfile, preflight, privileges, syspath, tls
+from . import (gunicorn_logging, hook_objects, hooks, logs, pidfile, preflight, privileges,
+               proctitle, statsd, syspath, tls)
 from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .logs import log
@@ -90,8 +91,10 @@ def _serve(
             app = load_app(str(cfg.app))
         if cfg.workers is None:
             assert app is not None
+            statsd.workers(1)  # gunicorn's gauge: its arbiter always has workers
             preflight.check(app, cfg.warmup, cfg.django_checks)
             me = hook_objects.worker(cfg, sockets=sockets, app=app)
+            proctitle.set_title("server", cfg.proc_name)
             hooks.call(cfg.hooks, "post_worker_init", me)
             try:
                 single = SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
@@ -109,6 +112,7 @@ def _serve(
                  " (app preloaded)" if app is not None else "")
         boot = functools.partial(_boot_worker, sockets=sockets, app=app, app_name=app_name,
                                  version=version)
+        proctitle.set_title("master", cfg.proc_name)
         return Master(cfg, sockets, workers, boot, upgraded=upgraded_from is not None,
                       restart=restart, reread=reread).run()
     finally:
@@ -120,7 +124,8 @@ def _serve(
 
 def _settle(cfg: Config) -> Config:
     """The process settings that come first: the error log, the umask, the directory."""
-    logs.configure(cfg.log_level, cfg.log_config, cfg.log_config_dict)
+    logs.configure(cfg.log_level, gunicorn_logging.setup_of(cfg))
+    statsd.install(cfg, log)
     if cfg.umask is not None:
         os.umask(cfg.umask)
     if cfg.chdir:
@@ -154,7 +159,7 @@ def _sockets(cfg: Config, upgraded_from: Optional[str]) -> List[BoundSocket]:
         log.info("Using %d socket(s) passed by systemd (LISTEN_FDS); --bind is ignored",
                  len(sockets))
     else:
-        sockets = bind_all(cfg.bind, cfg.backlog)
+        sockets = bind_all(cfg.bind, cfg.backlog, cfg.reuse_port)
     return sockets
 
 
@@ -166,6 +171,7 @@ def _boot_worker(
     with the configuration of this worker's generation), then its server."""
     if cfg.chdir:
         os.chdir(cfg.chdir)
+    proctitle.set_title("worker", cfg.proc_name)
     master = hook_objects.server(cfg, workers, os.getppid(), sockets, app=app)
     me = hook_objects.worker(cfg, balance[2] + 1, sockets=sockets)
     master.WORKERS[me.pid] = me

@@ -21,6 +21,7 @@
 //! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
 //! - [`h2`]: HTTP/2 connections, served by the `h2` crate on a thread of their own.
 //! - [`static_files`]: files the loop serves itself (opening, `sendfile`; decisions in proto).
+//! - [`statsd`]: the `--statsd-host` datagram socket the request metrics are sent on.
 
 pub mod balance;
 pub mod conn;
@@ -35,6 +36,8 @@ pub mod read_ahead;
 pub mod read_buf;
 pub mod shared_out;
 pub mod static_files;
+mod static_siblings;
+pub mod statsd;
 pub mod stream;
 pub mod tls;
 pub mod tls_link;

@@ -54,6 +54,11 @@ const WAKE_APP_AT: usize = 2 * BLOCK;
 const RESUME_AT: usize = AHEAD_MAX / 2;
 /// One read's block.
 const BLOCK: usize = 128 * 1024;
+/// Blocks kept for the reader to use again: as many as can be ahead, and the one the app reads
+/// from. Keeping only two, a reader that had run `AHEAD_MAX` ahead allocated and zeroed six
+/// fresh blocks each time the app caught up (new pages faulted in, 128 KiB zeroed per block).
+/// Memory stays within what the blocks ahead held already, and goes with the reader.
+const SPARE_MAX: usize = AHEAD_MAX / BLOCK + 1;
 /// The reader looks at its stop flag at least this often while it waits for the socket.
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
@@ -182,7 +187,7 @@ impl ReadAhead {
     /// A block whose bytes were all taken, for the reader to use again.
     pub fn give_back(&self, block: Vec<u8>) {
         let mut st = self.shared.state.lock().unwrap();
-        if st.spare.len() < 2 {
+        if st.spare.len() < SPARE_MAX {
             st.spare.push(block);
         }
     }

@@ -10,8 +10,10 @@
 //! (symlinks may then point anywhere, which is what that setting asks for). Kernels without
 //! openat2 fall back to opening segment by segment with O_NOFOLLOW.
 //!
-//! No cache: an open + fstat per request is what nginx does without `open_file_cache`, and
-//! files changed on disk are seen at once (measured in BENCHMARKS.md, S2).
+//! No cache of files: an open + fstat per request is what nginx does without
+//! `open_file_cache`, and files changed on disk are seen at once (measured in BENCHMARKS.md,
+//! S2). Only the absence of precompressed siblings is remembered, checked against the
+//! directory's modification time on every request (`static_siblings`).
 
 use std::ffi::CString;
 use std::fs::File;
@@ -25,6 +27,7 @@ use sluicegate_proto::h1::response::OwnAnswer;
 use sluicegate_proto::RequestHead;
 
 use super::out_queue::{OutQueue, CORK_MIN};
+use super::static_siblings::SiblingCache;
 use crate::config::MountConfig;
 use crate::http_date::http_date;
 
@@ -34,6 +37,7 @@ struct Mount {
     dir: OwnedFd,
     opts: MountOptions,
     follow_symlinks: bool,
+    siblings: SiblingCache,
 }
 
 /// All static mounts of a server.
@@ -130,31 +134,38 @@ fn open_nofollow_walk(dir: RawFd, rel: &[u8]) -> Option<File> {
     current.map(File::from)
 }
 
-/// Regular-file metadata, or None for anything else.
-fn regular_meta(f: &File) -> Option<FileMeta> {
+/// What one `fstat` says an opened name is.
+enum Kind {
+    Regular(FileMeta),
+    Directory,
+    Other,
+}
+
+/// The kind of an opened file, and a regular file's metadata, from one `fstat`.
+fn kind_of(f: &File) -> Kind {
     // SAFETY: an all-zero stat is a valid out-parameter.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: f is open; st is a valid out-pointer.
     if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
-        return None;
+        return Kind::Other;
     }
-    if (st.st_mode & libc::S_IFMT) != libc::S_IFREG {
-        return None;
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => Kind::Regular(FileMeta {
+            size: st.st_size as u64,
+            mtime_secs: st.st_mtime,
+            mtime_nanos: st.st_mtime_nsec as u32,
+            inode: st.st_ino,
+        }),
+        libc::S_IFDIR => Kind::Directory,
+        _ => Kind::Other,
     }
-    Some(FileMeta {
-        size: st.st_size as u64,
-        mtime_secs: st.st_mtime,
-        mtime_nanos: st.st_mtime_nsec as u32,
-        inode: st.st_ino,
-    })
 }
 
-fn is_directory(f: &File) -> bool {
-    // SAFETY: as in regular_meta.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: f is open; st is a valid out-pointer.
-    unsafe {
-        libc::fstat(f.as_raw_fd(), &mut st) == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFDIR
+/// Regular-file metadata, or None for anything else.
+fn regular_meta(f: &File) -> Option<FileMeta> {
+    match kind_of(f) {
+        Kind::Regular(meta) => Some(meta),
+        _ => None,
     }
 }
 
@@ -187,6 +198,7 @@ impl StaticFiles {
                 dir,
                 opts,
                 follow_symlinks: m.follow_symlinks,
+                siblings: SiblingCache::default(),
             });
         }
         out.sort_by_key(|m| std::cmp::Reverse(m.prefix.len()));
@@ -209,20 +221,26 @@ impl StaticFiles {
                     else {
                         return self.not_found(head, out, server);
                     };
-                    if is_directory(&file) {
+                    let identity = match kind_of(&file) {
+                        Kind::Regular(meta) => meta,
                         // A directory named without its trailing '/': redirect to the '/' form
                         // (whose index, if any, is then served), as nginx does, so that relative
                         // links in the index page resolve under the directory.
-                        return self.redirect_to_slash(head, out, server);
-                    }
+                        Kind::Directory => return self.redirect_to_slash(head, out, server),
+                        Kind::Other => return self.not_found(head, out, server),
+                    };
                     let name_owned: Vec<u8> = rp.file_name().to_vec();
                     let rel_owned: Vec<u8> = rp.as_bytes().to_vec();
-                    let Some(identity) = regular_meta(&file) else {
-                        return self.not_found(head, out, server);
-                    };
                     // Precompressed siblings are looked for on every request, whatever the client
                     // accepts: their existence alone makes the answer vary on Accept-Encoding.
+                    // A file recorded without any, in a directory unchanged since, skips the two
+                    // opens (`static_siblings`).
+                    let stamp = SiblingCache::stamp(m.dir.as_raw_fd(), &rel_owned);
+                    let none_known = stamp.is_some_and(|st| m.siblings.none_known(&rel_owned, st));
                     let sibling = |suffix: &[u8]| -> Option<(File, FileMeta)> {
+                        if none_known {
+                            return None;
+                        }
                         let mut rel = rel_owned.clone();
                         rel.extend_from_slice(suffix);
                         let f = open_beneath(m.dir.as_raw_fd(), &rel, m.follow_symlinks)?;
@@ -231,6 +249,13 @@ impl StaticFiles {
                     };
                     let br = sibling(b".br");
                     let gz = sibling(b".gz");
+                    if let (Some(st), false) = (stamp, none_known) {
+                        if br.is_none() && gz.is_none() {
+                            m.siblings.record_none(&rel_owned, st);
+                        } else {
+                            m.siblings.forget(&rel_owned);
+                        }
+                    }
                     let reps = Representations {
                         identity,
                         br: br.as_ref().map(|(_, m)| *m),

@@ -96,6 +96,8 @@ struct Inner {
     last_sent: Option<u64>,
     /// Why the session failed (`TlsError::reason`), for the metric.
     failure: Option<&'static str>,
+    /// Why the client's certificate was refused, if that is how the session failed.
+    refused_certificate: Option<String>,
     /// A `proxy:` TLS listener: the PROXY header comes in plaintext before the handshake, so
     /// reads pass the socket's bytes through until the loop has taken it (`start_tls`).
     raw: bool,
@@ -164,6 +166,7 @@ impl TlsLink {
                 last_sent: None,
                 facts: None,
                 failure: None,
+                refused_certificate: None,
                 raw: proxy_first,
             }),
         })
@@ -266,6 +269,11 @@ impl TlsLink {
         self.inner.lock().unwrap().session.state() == TlsState::Handshaking
     }
 
+    /// Why the client's certificate was refused, if the session failed on it.
+    pub fn refused_certificate(&self) -> Option<String> {
+        self.inner.lock().unwrap().refused_certificate.clone()
+    }
+
     /// Why the session failed, once it has (`TlsError::reason`).
     pub fn failure(&self) -> Option<&'static str> {
         self.inner.lock().unwrap().failure
@@ -275,6 +283,9 @@ impl TlsLink {
         let result = s.session.feed(ciphertext);
         if let Err(e) = &result {
             s.failure = Some(e.reason());
+            if let TlsError::Tls(rustls::Error::InvalidCertificate(why)) = e {
+                s.refused_certificate = Some(format!("{why:?}"));
+            }
         }
         match result {
             Ok(n) => Ok(n),

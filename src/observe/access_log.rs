@@ -13,7 +13,9 @@
 //! systemd): the kernel keeps a pipe write whole only up to `PIPE_BUF` (4,096 bytes), so to a
 //! pipe a batch goes out in writes of at most [`PIPE_BUF`] that end on a line's end, and a line
 //! that would be longer is made again with the fields the client wrote cut short
-//! (`Format::make_line_within`), so it fits one write. A write that fails (a full
+//! (`Format::make_line_within`), so it fits one write. To a descriptor that keeps no write
+//! whole (a unix stream socket, systemd's journal stream), each batch is written under a
+//! record lock the workers share (`SharedWriteLock`). A write that fails (a full
 //! disk, a closed pipe) drops its lines: they are counted in `dropped`, and the first failure of
 //! a run is told once on stderr, as is a buffer found full.
 //!
@@ -30,6 +32,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use super::log_line::{parse_format, Entry, Format, LINE_KEEP};
+use super::statsd::StatsdLines;
 
 /// Bytes of lines waiting for the writer thread at most; more are dropped (and counted).
 pub const BUFFER_MAX: usize = 4 * 1024 * 1024;
@@ -41,15 +44,27 @@ pub const FLUSH_AT: usize = 256 * 1024;
 /// `PIPE_BUF`; Linux's value).
 pub const PIPE_BUF: usize = libc::PIPE_BUF;
 
+/// Where the lines go instead of a descriptor: handed a batch of whole lines by the writer
+/// thread (Python logging's `gunicorn.access` logger, when a logging configuration or
+/// `--log-syslog` routes the access log there: see `server`). An error drops the batch.
+pub type LineSink = Box<dyn Fn(&[u8]) -> Result<(), String> + Send + Sync>;
+
 pub struct AccessLog {
     format: Format,
-    pending: Arc<Pending>,
+    /// The environ variables the format names (lowercased), read after the app's call.
+    environ_names: Vec<String>,
+    /// The access log's writer; None: the log is off (only statsd is on).
+    pending: Option<Arc<Pending>>,
+    /// `--statsd-host`: each request's metrics, and their writer (datagrams).
+    statsd: Option<(StatsdLines, Arc<Pending>)>,
     pid: u32,
 }
 
 /// Lines not yet written, shared with the writer thread.
 struct Pending {
     fd: RawFd,
+    /// Set: batches go to it, not to `fd`.
+    sink: Option<LineSink>,
     buf: Mutex<Vec<u8>>,
     wake: Condvar,
     /// Set when the log goes away: the writer writes what is left and ends.
@@ -83,11 +98,16 @@ impl Pending {
         }
         self.unwritten.store(lines_in(&batch), Ordering::Relaxed);
         // Asked on each batch, not once: USR1 may put a file where a pipe was.
-        let to_pipe = is_pipe(self.fd);
+        let to_pipe = self.sink.is_none() && is_pipe(self.fd);
         self.to_pipe.store(to_pipe, Ordering::Relaxed);
-        let result = if to_pipe {
+        let result = if let Some(sink) = &self.sink {
+            sink(&batch).map_err(|e| (std::io::Error::other(e), &batch[..]))
+        } else if to_pipe {
             write_whole_lines(self.fd, &batch, &self.unwritten, &self.abandoned)
         } else {
+            // A socket, a terminal: no write is kept whole, so the batch is written under the
+            // lock every process writing to this descriptor takes (see `SharedWriteLock`).
+            let _shared = SharedWriteLock::take(self.fd);
             write_all(self.fd, &batch, &self.abandoned).map_err(|(e, at)| (e, &batch[at..]))
         };
         if self.abandoned.load(Ordering::Acquire) {
@@ -121,27 +141,36 @@ fn lines_in(bytes: &[u8]) -> u64 {
 
 impl Drop for AccessLog {
     fn drop(&mut self) {
-        self.pending.closed.store(true, Ordering::Release);
-        self.pending.wake.notify_one();
+        for p in self
+            .pending
+            .iter()
+            .chain(self.statsd.as_ref().map(|(_, p)| p))
+        {
+            p.closed.store(true, Ordering::Release);
+            p.wake.notify_one();
+        }
     }
 }
 
-impl AccessLog {
-    /// `None` when the log is off (fd < 0). Starts the writer thread.
-    pub fn new(fd: i32, format: &str) -> Result<Option<AccessLog>, String> {
-        let format = parse_format(format)?;
-        if fd < 0 {
-            return Ok(None);
-        }
+impl Pending {
+    /// A writer of batches to `fd` (or to `sink`), its thread started from `thread` (a
+    /// builder with the thread's name).
+    fn start(
+        fd: RawFd,
+        sink: Option<LineSink>,
+        thread: std::thread::Builder,
+    ) -> Result<Arc<Pending>, String> {
+        let to_pipe = sink.is_none() && is_pipe(fd);
         let pending = Arc::new(Pending {
             fd,
+            sink,
             buf: Mutex::new(Vec::with_capacity(FLUSH_AT * 2)),
             wake: Condvar::new(),
             closed: AtomicBool::new(false),
             writing: Mutex::new(()),
             dropped: AtomicU64::new(0),
             failing: AtomicBool::new(false),
-            to_pipe: AtomicBool::new(is_pipe(fd)),
+            to_pipe: AtomicBool::new(to_pipe),
             unwritten: AtomicU64::new(0),
             abandoned: AtomicBool::new(false),
             over: Mutex::new(false),
@@ -149,8 +178,7 @@ impl AccessLog {
             full_told: AtomicBool::new(false),
         });
         let p = Arc::clone(&pending);
-        std::thread::Builder::new()
-            .name("sg-accesslog".into())
+        thread
             .spawn(move || loop {
                 {
                     let g = p.buf.lock().unwrap();
@@ -167,49 +195,16 @@ impl AccessLog {
                 }
             })
             .map_err(|e| format!("cannot start the access log writer: {e}"))?;
-        Ok(Some(AccessLog {
-            pending,
-            pid: std::process::id(),
-            format,
-        }))
-    }
-
-    /// Lines dropped so far: the writer fell behind, or a write failed.
-    pub fn dropped(&self) -> u64 {
-        self.pending.dropped.load(Ordering::Relaxed)
-    }
-
-    /// Make `e`'s line and hand it to the writer thread (or count it dropped).
-    pub fn write(&self, e: &Entry<'_>) {
-        // One line buffer per thread, reused: a request's line costs no allocation.
-        thread_local! {
-            static LINE: std::cell::RefCell<Vec<u8>> =
-                std::cell::RefCell::new(Vec::with_capacity(LINE_KEEP));
-        }
-        LINE.with(|cell| {
-            let mut line = cell.borrow_mut();
-            line.clear();
-            if self.pending.to_pipe.load(Ordering::Relaxed) {
-                self.format
-                    .make_line_within(&mut line, e, self.pid, PIPE_BUF);
-            } else {
-                self.format.make_line(&mut line, e, self.pid);
-            }
-            self.append(&line);
-            if line.capacity() > 16 * LINE_KEEP {
-                // A line with huge headers: do not keep its buffer.
-                *line = Vec::with_capacity(LINE_KEEP);
-            }
-        });
+        Ok(pending)
     }
 
     /// Append a made line to what the writer thread takes, or drop and count it when full.
     fn append(&self, line: &[u8]) {
-        let mut buf = self.pending.buf.lock().unwrap();
+        let mut buf = self.buf.lock().unwrap();
         if buf.len() + line.len() > BUFFER_MAX {
             drop(buf);
-            self.pending.dropped.fetch_add(1, Ordering::Relaxed);
-            if !self.pending.full_told.swap(true, Ordering::Relaxed) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            if !self.full_told.swap(true, Ordering::Relaxed) {
                 eprintln!(
                     "sluicegate: the access log falls behind ({} MiB wait for its reader or \
                      disk): lines are dropped until it catches up \
@@ -223,15 +218,119 @@ impl AccessLog {
         let full = buf.len() >= FLUSH_AT;
         drop(buf);
         if full {
-            self.pending.wake.notify_one();
+            self.wake.notify_one();
         }
+    }
+}
+
+impl AccessLog {
+    /// `None` when the log is off (fd < 0 and no `sink`) and no `statsd`. Starts the writer
+    /// threads.
+    pub fn new(
+        fd: i32,
+        format: &str,
+        sink: Option<LineSink>,
+        statsd: Option<(StatsdLines, LineSink)>,
+    ) -> Result<Option<AccessLog>, String> {
+        let format = parse_format(format)?;
+        let pending = if fd >= 0 || sink.is_some() {
+            let thread = std::thread::Builder::new().name("sg-accesslog".into());
+            Some(Pending::start(fd, sink, thread)?)
+        } else {
+            None
+        };
+        let statsd = match statsd {
+            Some((lines, sink)) => {
+                let thread = std::thread::Builder::new().name("sg-statsd".into());
+                Some((lines, Pending::start(-1, Some(sink), thread)?))
+            }
+            None => None,
+        };
+        if pending.is_none() && statsd.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(AccessLog {
+            environ_names: format.environ_names(),
+            pending,
+            statsd,
+            pid: std::process::id(),
+            format,
+        }))
+    }
+
+    /// The format names a response header: the requests' ends keep their headers for it.
+    pub fn wants_extras(&self) -> bool {
+        self.pending.is_some() && self.format.names_extras()
+    }
+
+    /// The environ variables the format names, lowercased (gunicorn's `{name}e`).
+    pub fn environ_names(&self) -> &[String] {
+        if self.pending.is_some() {
+            &self.environ_names
+        } else {
+            &[]
+        }
+    }
+
+    /// Lines dropped so far: the writer fell behind, or a write failed.
+    pub fn dropped(&self) -> u64 {
+        self.pending
+            .as_ref()
+            .map_or(0, |p| p.dropped.load(Ordering::Relaxed))
+    }
+
+    /// Make `e`'s line (and its statsd metrics) and hand it to the writer thread (or count it
+    /// dropped).
+    pub fn write(&self, e: &Entry<'_>) {
+        // One line buffer per thread, reused: a request's line costs no allocation.
+        thread_local! {
+            static LINE: std::cell::RefCell<Vec<u8>> =
+                std::cell::RefCell::new(Vec::with_capacity(LINE_KEEP));
+        }
+        LINE.with(|cell| {
+            let mut line = cell.borrow_mut();
+            if let Some(pending) = &self.pending {
+                line.clear();
+                if pending.to_pipe.load(Ordering::Relaxed) {
+                    self.format
+                        .make_line_within(&mut line, e, self.pid, PIPE_BUF);
+                } else {
+                    self.format.make_line(&mut line, e, self.pid);
+                }
+                pending.append(&line);
+            }
+            if let Some((lines, pending)) = &self.statsd {
+                line.clear();
+                lines.make_lines(&mut line, e);
+                pending.append(&line);
+            }
+            if line.capacity() > 16 * LINE_KEEP {
+                // A line with huge headers: do not keep its buffer.
+                *line = Vec::with_capacity(LINE_KEEP);
+            }
+        });
     }
 
     /// The server stops: let the writer thread write what is waiting, for `within` at most,
     /// then leave it (see the module doc): what it could not write is counted as dropped and
     /// told on stderr. Returns the lines so dropped.
     pub fn finish(&self, within: Duration) -> u64 {
-        let p = &self.pending;
+        if let Some((_, p)) = &self.statsd {
+            p.finish(STATSD_LAST_SEND);
+        }
+        match &self.pending {
+            Some(p) => p.finish(within),
+            None => 0,
+        }
+    }
+}
+
+/// The most a stop waits for the last statsd datagrams (a datagram send does not block long).
+const STATSD_LAST_SEND: Duration = Duration::from_millis(200);
+
+impl Pending {
+    fn finish(&self, within: Duration) -> u64 {
+        let p = self;
         p.closed.store(true, Ordering::Release);
         p.wake.notify_one();
         let over = p.over.lock().unwrap();
@@ -257,12 +356,72 @@ impl AccessLog {
     }
 }
 
-fn is_pipe(fd: RawFd) -> bool {
+/// A POSIX record lock on the whole of the log's descriptor, held while a batch is written to
+/// a descriptor that is neither a pipe nor a regular file (a unix stream socket, as systemd's
+/// journal gives a service for its standard output; a terminal). Such a descriptor keeps no
+/// write whole: a large write goes out in pieces, and another worker's write could land
+/// between two of them (two workers tore about one line in 300 under load). Record locks
+/// belong to a process, so the workers, which all inherited the descriptor, exclude each other
+/// (a lock on the shared open file description, `flock`, would not); the kernel drops the lock
+/// of a process that dies. A regular file needs none (`O_APPEND` writes are not interleaved);
+/// a descriptor that takes no lock is written without one.
+struct SharedWriteLock {
+    fd: Option<RawFd>,
+}
+
+impl SharedWriteLock {
+    fn take(fd: RawFd) -> SharedWriteLock {
+        if is_regular_file(fd) {
+            return SharedWriteLock { fd: None };
+        }
+        let locked = loop {
+            if record_lock(fd, libc::F_WRLCK) == 0 {
+                break true;
+            }
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                break false;
+            }
+        };
+        SharedWriteLock {
+            fd: locked.then_some(fd),
+        }
+    }
+}
+
+impl Drop for SharedWriteLock {
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd {
+            record_lock(fd, libc::F_UNLCK);
+        }
+    }
+}
+
+/// `fcntl(F_SETLKW)` of `kind` over the whole of `fd`; the call's result.
+fn record_lock(fd: RawFd, kind: libc::c_int) -> libc::c_int {
+    // SAFETY: a zeroed flock is a valid value; its fields are set below.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: fcntl with F_SETLKW reads the flock we own for the duration of the call; fd is
+    // the log descriptor.
+    unsafe { libc::fcntl(fd, libc::F_SETLKW, &lock) }
+}
+
+fn is_regular_file(fd: RawFd) -> bool {
+    file_type(fd) == Some(libc::S_IFREG)
+}
+
+/// The `S_IFMT` bits of `fd`'s mode, None when `fstat` fails.
+fn file_type(fd: RawFd) -> Option<libc::mode_t> {
     // SAFETY: fstat fills a zeroed stat struct we own; fd is the log descriptor.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: as above: a valid out-pointer for the duration of the call.
     let r = unsafe { libc::fstat(fd, &mut st) };
-    r == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFIFO
+    (r == 0).then_some(st.st_mode & libc::S_IFMT)
+}
+
+fn is_pipe(fd: RawFd) -> bool {
+    file_type(fd) == Some(libc::S_IFIFO)
 }
 
 /// Write `batch` (whole lines) to a pipe in writes of at most [`PIPE_BUF`] that each end on a

@@ -1,33 +1,23 @@
-//! One access log line: the formats `--access-log-format` names (`combined`, gunicorn's
-//! default `%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s"`; `common`; `json`, one
-//! object per line; or a template of named `{fields}`), and the escaping that keeps every line
-//! one line of valid text (or valid JSON) whatever bytes the client sent. Times are UTC: the
+//! One access log line: the formats `--access-log-format` names (`combined`, Apache's and
+//! nginx's; `common`; `json`, one object per line; a template of named `{fields}`; or
+//! gunicorn's `%(atom)s` format, made by `observe::gunicorn_format`), and the escaping that
+//! keeps every line one line of valid text (or valid JSON) whatever bytes the client sent.
+//! Times are UTC (but in gunicorn's format, which has gunicorn's local time): the
 //! CLF time (`06/Nov/1994:08:49:37 +0000`) in `combined`, `common` and a template's `{time}`,
 //! ISO 8601 with milliseconds (`1994-11-06T08:49:37.042Z`) in `json`, which log pipelines
 //! parse without a format string. Pure formatting: the writing is `observe::access_log`'s.
 
-use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sluicegate_proto::date::{format_iso_time, ISO_TIME_LEN};
 use sluicegate_proto::h1::encode::{decimal, DECIMAL_LEN};
 use sluicegate_proto::RequestHead;
 
-use super::timings::{micros, End, Timings};
+use super::entry::push_client;
+pub use super::entry::Entry;
+use super::gunicorn_format::{is_gunicorn_format, GunicornFormat};
+use super::timings::micros;
 use crate::http_date::http_date;
-
-/// One request's line, its fields borrowed from the request.
-pub struct Entry<'a> {
-    pub head: &'a RequestHead,
-    /// The client (after forwarding rules and the PROXY protocol); None: a unix-socket client.
-    pub client: Option<IpAddr>,
-    pub status: u16,
-    pub body_bytes: u64,
-    pub timings: Timings,
-    pub end: End,
-    /// The app ran inline on the event loop's thread (else on a pool thread, or no app).
-    pub inline: Option<bool>,
-}
 
 /// The fields a template may name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +82,8 @@ pub enum Format {
     Common,
     Json,
     Template(Vec<Piece>),
+    /// gunicorn's `%(atom)s` templates (`observe::gunicorn_format`).
+    Gunicorn(GunicornFormat),
 }
 
 pub fn parse_format(spec: &str) -> Result<Format, String> {
@@ -99,6 +91,7 @@ pub fn parse_format(spec: &str) -> Result<Format, String> {
         "combined" => return Ok(Format::Combined),
         "common" => return Ok(Format::Common),
         "json" => return Ok(Format::Json),
+        _ if is_gunicorn_format(spec) => return GunicornFormat::parse(spec).map(Format::Gunicorn),
         _ => {}
     }
     let mut pieces = Vec::new();
@@ -134,7 +127,7 @@ impl Format {
     /// The format names Referer, User-Agent or X-Request-ID (looked up once per line).
     pub fn names_headers(&self) -> bool {
         match self {
-            Format::Common => false,
+            Format::Common | Format::Gunicorn(_) => false,
             Format::Combined | Format::Json => true,
             Format::Template(pieces) => pieces.iter().any(|p| {
                 matches!(
@@ -142,6 +135,19 @@ impl Format {
                     Piece::Field(Field::Referer | Field::UserAgent | Field::RequestId)
                 )
             }),
+        }
+    }
+
+    /// The format names a response header: the requests' ends keep their headers for it.
+    pub fn names_extras(&self) -> bool {
+        matches!(self, Format::Gunicorn(g) if g.names_extras())
+    }
+
+    /// The environ variables the format names (lowercased), read after the app's call.
+    pub fn environ_names(&self) -> Vec<String> {
+        match self {
+            Format::Gunicorn(g) => g.environ_names(),
+            _ => Vec::new(),
         }
     }
 
@@ -183,6 +189,7 @@ impl Format {
                 }
             }
             Format::Json => push_json(line, e, &named, pid),
+            Format::Gunicorn(g) => g.make_line(line, e, pid),
             Format::Template(pieces) => {
                 for p in pieces {
                     match p {
@@ -305,38 +312,6 @@ impl<'a> NamedHeaders<'a> {
             slot.get_or_insert(value);
         }
         found
-    }
-}
-
-fn push_client(line: &mut Vec<u8>, client: Option<IpAddr>) {
-    match client {
-        // Four small numbers: cheaper than the formatter, which costs ~900 instructions.
-        Some(IpAddr::V4(v4)) => {
-            let mut text = [0u8; 15];
-            let mut n = 0;
-            for (i, octet) in v4.octets().into_iter().enumerate() {
-                if i > 0 {
-                    text[n] = b'.';
-                    n += 1;
-                }
-                if octet >= 100 {
-                    text[n] = b'0' + octet / 100;
-                    n += 1;
-                }
-                if octet >= 10 {
-                    text[n] = b'0' + octet / 10 % 10;
-                    n += 1;
-                }
-                text[n] = b'0' + octet % 10;
-                n += 1;
-            }
-            line.extend_from_slice(&text[..n]);
-        }
-        Some(ip) => {
-            use std::io::Write;
-            let _ = write!(line, "{ip}");
-        }
-        None => line.extend_from_slice(b"unix"),
     }
 }
 
@@ -506,6 +481,7 @@ const JSON_PLAIN: [bool; 256] = {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::timings::{End, Timings};
 
     #[test]
     fn every_byte_is_escaped_or_printable() {
@@ -576,6 +552,7 @@ mod tests {
             timings: Timings::default(),
             end: End::Ok,
             inline: Some(true),
+            extras: None,
         };
         let mut line = Vec::new();
         push_json(&mut line, &e, &NamedHeaders::of(&head), 42);
@@ -628,6 +605,7 @@ mod tests {
             timings: Timings::default(),
             end: End::Ok,
             inline: None,
+            extras: None,
         };
         for format in [Format::Json, Format::Combined] {
             let mut line = Vec::new();

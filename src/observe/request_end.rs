@@ -1,8 +1,9 @@
 //! A request's end, accounted once: counted in the [`RequestMetrics`] and, if the access log is
-//! on, written to it, with its send time known then. [`Finished`] borrows what it needs (a
-//! request whose last byte was taken before its app thread let go of it); [`PendingLog`] owns it
-//! (a response the event loop is still sending: accounted when its last byte is taken, or when
-//! the client goes away). [`log_refused`]: the line of a request the server refused itself.
+//! on, written to it, with its send time known then. [`PendingLog`] owns what it needs: a
+//! response the event loop is still sending is accounted when its last byte is taken, or when
+//! the client goes away (`finish`); one whose last byte was taken before its app thread let go
+//! of it, at once (`account_at`). [`Finished`] borrows the same fields (an HTTP/2 stream's
+//! end). [`log_refused`]: the line of a request the server refused itself.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use sluicegate_proto::RequestHead;
 
 use super::access_log::AccessLog;
 use super::counters::RequestMetrics;
-use super::log_line::Entry;
+use super::entry::{Entry, LogExtras};
 use super::timings::{End, Timings};
 use crate::clock::{now_ns, since};
 
@@ -30,6 +31,8 @@ pub struct PendingLog {
     pub send_from: u64,
     pub end: End,
     pub inline: Option<bool>,
+    /// The response's headers, kept when the log's format names one.
+    pub extras: Option<Box<LogExtras>>,
 }
 
 impl PendingLog {
@@ -54,12 +57,22 @@ impl PendingLog {
             send_from: now,
             end,
             inline: None,
+            extras: None,
         }
     }
 
     /// The request is over (its last byte taken, or `gone`: the client left first): count it
     /// in `metrics`, and write its line if the log is on.
-    pub fn finish(self, log: Option<&AccessLog>, metrics: &RequestMetrics, gone: bool) {
+    pub fn finish(mut self, log: Option<&AccessLog>, metrics: &RequestMetrics, gone: bool) {
+        if gone {
+            self.end = End::ClientGone;
+        }
+        self.account_at(log, metrics, now_ns());
+    }
+
+    /// Count it and write its line now, its last byte taken at `now` (a request whose last
+    /// byte was taken before its app thread let go of it: nothing is boxed or copied).
+    pub fn account_at(self, log: Option<&AccessLog>, metrics: &RequestMetrics, now: u64) {
         Finished {
             head: &self.head,
             client: self.client,
@@ -69,10 +82,11 @@ impl PendingLog {
             queue: self.queue,
             app: self.app,
             send_from: self.send_from,
-            end: if gone { End::ClientGone } else { self.end },
+            end: self.end,
             inline: self.inline,
+            extras: self.extras.as_deref(),
         }
-        .account(log, metrics, now_ns());
+        .account(log, metrics, now);
     }
 }
 
@@ -89,6 +103,7 @@ pub struct Finished<'a> {
     pub send_from: u64,
     pub end: End,
     pub inline: Option<bool>,
+    pub extras: Option<&'a LogExtras>,
 }
 
 impl Finished<'_> {
@@ -116,6 +131,7 @@ impl Finished<'_> {
                 timings,
                 end: self.end,
                 inline: self.inline,
+                extras: self.extras,
             });
         }
     }
@@ -144,5 +160,6 @@ pub fn log_refused(
         timings: Timings::default(),
         end: End::Error,
         inline: None,
+        extras: None,
     });
 }

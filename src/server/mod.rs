@@ -53,6 +53,44 @@ pub struct Server {
     bell_fd: RawFd,
 }
 
+/// The access log's lines handed to a Python callable (`config["access_log_sink"]`, None:
+/// none), a batch of whole lines at a time, from the log's writer thread: the Python front
+/// passes Python logging's `gunicorn.access` logger this way (see `observe::access_log`).
+fn python_line_sink(
+    callable: Option<Bound<'_, PyAny>>,
+) -> Option<crate::observe::access_log::LineSink> {
+    let callable = callable.filter(|c| !c.is_none())?.unbind();
+    Some(Box::new(move |batch: &[u8]| {
+        Python::attach(|py| {
+            callable
+                .call1(py, (pyo3::types::PyBytes::new(py, batch),))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }))
+}
+
+/// `config["statsd"]`: None, or (address, prefix, tags) of `--statsd-host`,
+/// `--statsd-prefix` and `--dogstatsd-tags`: the request metrics and their socket.
+fn statsd_output(
+    given: Option<Bound<'_, PyAny>>,
+) -> PyResult<
+    Option<(
+        crate::observe::statsd::StatsdLines,
+        crate::observe::access_log::LineSink,
+    )>,
+> {
+    let Some(given) = given.filter(|g| !g.is_none()) else {
+        return Ok(None);
+    };
+    let (address, prefix, tags): (String, String, String) = given.extract()?;
+    let sender = crate::io::statsd::sender(&address).map_err(PyOSError::new_err)?;
+    Ok(Some((
+        crate::observe::statsd::StatsdLines::new(&prefix, &tags),
+        sender,
+    )))
+}
+
 #[pymethods]
 impl Server {
     #[new]
@@ -68,6 +106,8 @@ impl Server {
             pyo3::exceptions::PyKeyError::new_err("config key \"errors\" is missing")
         })?;
         let tls_given = config.get_item("tls")?;
+        let access_sink = python_line_sink(config.get_item("access_log_sink")?);
+        let statsd = statsd_output(config.get_item("statsd")?)?;
         let config = Arc::new(Config::from_dict(config)?);
         // --metrics-bind is bound here, while the server is built, so that a worker says it is
         // ready only once its metrics port listens (the event loop serves it: `observe`).
@@ -117,16 +157,7 @@ impl Server {
         } else {
             None
         };
-        // --http2 on or tls: TLS listeners offer h2 first, then http/1.1 (ALPN).
-        let tls_alpn = tls_server.as_ref().map(|t| {
-            if config.http2.allows(true) {
-                let mut c = (*t.server).clone();
-                c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-                Arc::new(c)
-            } else {
-                Arc::clone(&t.server)
-            }
-        });
+        let tls_alpn = tls_server.as_ref().map(|t| tls::with_alpn(t, &config));
         let tls = tls_flags
             .iter()
             .map(|&on| match (on, &tls_alpn) {
@@ -164,11 +195,13 @@ impl Server {
                 access_log: crate::observe::access_log::AccessLog::new(
                     config.access_log_fd,
                     &config.access_log_format,
+                    access_sink,
+                    statsd,
                 )
                 .map_err(pyo3::exceptions::PyValueError::new_err)?
                 .map(Arc::new),
                 wires,
-                tls,
+                tls: crate::io::event_loop::ListenerTls::new(tls),
                 h2,
             },
             balance,
@@ -459,6 +492,13 @@ impl Server {
             .open_connections
             .load(Ordering::Relaxed);
         ctx.retire(open as usize);
+    }
+
+    /// Serve new TLS connections with `credentials` (loaded by `_core.load_tls`): a single
+    /// process's certificate reload. Connections already open keep theirs. False when no
+    /// listener speaks TLS.
+    fn set_tls(&self, credentials: &Bound<'_, tls::TlsCredentials>) -> bool {
+        tls::replace(self.shared.ctx(), &credentials.get().config)
     }
 
     /// The text `GET /metrics` answers (Prometheus 0.0.4), rendered now: a worker hands its

@@ -29,7 +29,8 @@ use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQ
 use crate::io::event_loop::Work;
 use crate::io::file_body::RegularFile;
 use crate::io::read_ahead::{BodyFailure, LoopEntry};
-use crate::observe::request_end::{Finished, PendingLog};
+use crate::observe::entry::{KeptEnviron, LogExtras};
+use crate::observe::request_end::PendingLog;
 use crate::observe::timings::End as LogEnd;
 
 /// How the app's part of a request ended.
@@ -143,7 +144,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         &head,
         uwsgi.as_deref(),
     );
-    let end = match bridge.environ.build(
+    let (end, logged_environ) = match bridge.environ.build(
         py,
         conn.listener,
         &head,
@@ -153,10 +154,10 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         forwarded.as_deref(),
         tls_facts.as_deref(),
     ) {
-        Ok(environ) => call_and_drive(bridge, py, &head, environ.into_any(), &callables),
+        Ok(environ) => call_and_keep(bridge, py, &head, environ.into_any(), &callables),
         Err(e) => {
             bridge.log_exception(py, &e, "building the environ");
-            AppEnd::Failed
+            (AppEnd::Failed, None)
         }
     };
     let app_done = now_ns();
@@ -225,6 +226,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     };
     let gone = sender.client_gone || timed_out;
     let send_from = sender.head_at().unwrap_or(app_done);
+    let extras = log_extras(bridge, sender.app_head(), logged_environ);
     conn.out = sender.end();
     // Written already (the usual small answer): the queue's storage stays with this thread.
     conn.out.release();
@@ -264,41 +266,85 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let queue = since(parsed_at, app_started);
     let app = since(app_started, app_done);
     let ctx = &bridge.loop_ctx;
+    let ended = PendingLog {
+        head,
+        client,
+        status,
+        body_bytes: sent,
+        parsed_at,
+        queue,
+        app,
+        send_from,
+        end: log_end,
+        inline: Some(inline),
+        extras,
+    };
     if conn.out.is_empty() {
-        // Every byte was taken while the app ran: accounted now, the head borrowed.
-        Finished {
-            head: &head,
-            client,
-            status,
-            body_bytes: sent,
-            parsed_at,
-            queue,
-            app,
-            send_from,
-            end: log_end,
-            inline: Some(inline),
-        }
-        .account(
-            ctx.settings.access_log.as_deref(),
-            &ctx.counters.by_request,
-            app_done,
-        );
+        // Every byte was taken while the app ran: accounted now (nothing boxed).
+        let log = ctx.settings.access_log.as_deref();
+        ended.account_at(log, &ctx.counters.by_request, app_done);
     } else {
         // The loop sends the rest: accounted when it has (or when the client leaves).
-        conn.pending_log = Some(Box::new(PendingLog {
-            head,
-            client,
-            status,
-            body_bytes: sent,
-            parsed_at,
-            queue,
-            app,
-            send_from,
-            end: log_end,
-            inline: Some(inline),
-        }));
+        conn.pending_log = Some(Box::new(ended));
     }
     conn
+}
+
+/// [`call_and_drive`], then the environ variables the access log's format names, as the app
+/// left them (see [`log_environ`]).
+fn call_and_keep(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &RequestHead,
+    environ: Bound<'_, PyAny>,
+    callables: &Callables,
+) -> (AppEnd, Option<KeptEnviron>) {
+    let end = call_and_drive(bridge, py, head, environ.clone(), callables);
+    (end, log_environ(bridge, &environ))
+}
+
+/// What the access log's format names beyond the request (gunicorn's `{name}o`, `{name}e`):
+/// kept only for such a format.
+fn log_extras(
+    bridge: &Bridge,
+    app_head: &crate::wsgi::app_head::AppHead,
+    environ: Option<KeptEnviron>,
+) -> Option<Box<LogExtras>> {
+    let log = bridge.loop_ctx.settings.access_log.as_deref()?;
+    if !log.wants_extras() {
+        return None;
+    }
+    let extras = LogExtras::of(app_head.headers());
+    Some(Box::new(match environ {
+        Some(kept) => extras.with_environ(kept),
+        None => extras,
+    }))
+}
+
+/// The environ variables the access log's format names (gunicorn's `{name}e`, looked up
+/// lowercased as gunicorn does), as text, after the app's call; None when it names none.
+fn log_environ(bridge: &Bridge, environ: &Bound<'_, PyAny>) -> Option<KeptEnviron> {
+    let names = bridge
+        .loop_ctx
+        .settings
+        .access_log
+        .as_deref()?
+        .environ_names();
+    if names.is_empty() {
+        return None;
+    }
+    let dict = environ.cast::<pyo3::types::PyDict>().ok()?;
+    let mut kept = Vec::new();
+    for (key, value) in dict.iter() {
+        let Ok(key) = key.str() else { continue };
+        let key = key.to_string().to_lowercase();
+        if names.contains(&key) {
+            let is_str = value.is_instance_of::<pyo3::types::PyString>();
+            let text = value.str().map(|s| s.to_string()).unwrap_or_default();
+            kept.push((key, text, is_str));
+        }
+    }
+    Some(kept)
 }
 
 /// Call the app and drive its iterable; `close()` is called on every path once the app

@@ -93,7 +93,7 @@ where
     let mut cookie_parts: Vec<&[u8]> = Vec::new();
     let mut expect_continue = false;
     for (name, value) in req.fields {
-        if headers.len() >= limits.max_headers {
+        if headers.len() >= limits.max_headers || too_long(name, value, limits) {
             return Err(ProtoError::HeadersTooLarge);
         }
         if name == b"cookie" {
@@ -176,6 +176,11 @@ where
     })
 }
 
+/// `Limits::max_field_bytes` for an HTTP/2 field: its name and value.
+fn too_long(name: &[u8], value: &[u8], limits: &Limits) -> bool {
+    name.len().saturating_add(value.len()) > limits.max_field_bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +196,27 @@ mod tests {
             },
             &Limits::default(),
         )
+    }
+
+    #[test]
+    fn a_field_longer_than_max_field_bytes_is_refused() {
+        let at = |max: usize| {
+            request_head(
+                StreamRequest {
+                    method: b"GET",
+                    path: b"/",
+                    authority: Some(b"h"),
+                    fields: [(&b"x-a"[..], &b"12345"[..])].into_iter(),
+                    end_of_stream: true,
+                },
+                &Limits {
+                    max_field_bytes: max,
+                    ..Limits::default()
+                },
+            )
+        };
+        assert!(at(8).is_ok());
+        assert_eq!(at(7).unwrap_err(), ProtoError::HeadersTooLarge);
     }
 
     #[test]

@@ -9,6 +9,9 @@ pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
 pub const DEFAULT_MAX_HEADERS: usize = 100;
 /// Default for `--limit-body`: largest request body, bytes (1 GiB).
 pub const DEFAULT_MAX_BODY: u64 = 1 << 30;
+/// Default for `--limit-field-bytes`: no limit on one header field line of its own (the whole
+/// head is bounded by `max_header_bytes`); gunicorn's `--limit-request-field_size` sets one.
+pub const NO_FIELD_LIMIT: usize = usize::MAX;
 
 /// The limits in force for one listener. Built once from the validated config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +20,9 @@ pub struct Limits {
     pub max_header_bytes: usize,
     pub max_headers: usize,
     pub max_body: u64,
+    /// Longest header field line, name through value and its CRLF (an HTTP/2 field: name and
+    /// value); protects the app and what it hands headers to from one huge field.
+    pub max_field_bytes: usize,
 }
 
 impl Default for Limits {
@@ -26,6 +32,7 @@ impl Default for Limits {
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
             max_headers: DEFAULT_MAX_HEADERS,
             max_body: DEFAULT_MAX_BODY,
+            max_field_bytes: NO_FIELD_LIMIT,
         }
     }
 }

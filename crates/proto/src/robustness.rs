@@ -146,6 +146,7 @@ fn random_and_mutated_inputs_never_panic_and_feeding_modes_agree() {
         max_header_bytes: 64,
         max_headers: 3,
         max_body: 100,
+        max_field_bytes: usize::MAX,
     };
     let mut outcomes = [0usize; 3]; // need more, head, refused
     for case in 0..10_000 {

@@ -45,3 +45,15 @@ pub fn feed_decoder(mut d: BodyDecoder, pieces: &[&[u8]]) -> Fed {
     }
     Ok((data, consumed, false))
 }
+
+/// Limits so small that almost every input passes one of them: robustness tests use them to
+/// reach every refusal.
+pub fn tiny_limits() -> crate::Limits {
+    crate::Limits {
+        max_request_line: 8,
+        max_header_bytes: 64,
+        max_headers: 1,
+        max_body: 2,
+        max_field_bytes: 6,
+    }
+}

@@ -992,12 +992,7 @@ mod tests {
             state.wrapping_mul(0x2545_f491_4f6c_dd1d)
         };
         let seed = nginx_get_with(&[("HTTP_HOST", "h"), ("CONTENT_LENGTH", "3")]);
-        let tiny = Limits {
-            max_request_line: 8,
-            max_header_bytes: 64,
-            max_headers: 1,
-            max_body: 2,
-        };
+        let tiny = crate::testing::tiny_limits();
         for _ in 0..2000 {
             let mut input = seed.clone();
             for _ in 0..(next() % 4 + 1) {

@@ -287,17 +287,21 @@ pub struct LoopSettings {
     /// What each listener speaks, by listener index.
     pub wires: Vec<Wire>,
     /// The TLS configuration of each TLS listener (`--bind https:`, or every listener with
-    /// `--certfile`), by listener index; `None`: plaintext.
-    pub tls: Vec<Option<Arc<rustls::ServerConfig>>>,
+    /// `--certfile`), by listener index; `None`: plaintext. Replaced by a certificate reload.
+    pub tls: super::listener_tls::ListenerTls,
     /// HTTP/2 (`--http2` not off): where a connection that opens with the preface, or agreed
     /// on `h2` by ALPN, is handed over (`io::h2`).
     pub h2: Option<Arc<crate::io::h2::H2Hub>>,
 }
 
 impl LoopSettings {
-    /// `--forwarded-allow-ips`: who may send a PROXY protocol header (None: nobody).
+    /// Who may send a PROXY protocol header (None: nobody): `--proxy-allow-ips`, else
+    /// `--forwarded-allow-ips`.
     #[inline]
     pub fn proxy_trust(&self) -> Option<&TrustList> {
-        self.config.forwarding.as_ref().map(|(t, _)| t)
+        self.config
+            .proxy_trust
+            .as_ref()
+            .or(self.config.forwarding.as_ref().map(|(t, _)| t))
     }
 }

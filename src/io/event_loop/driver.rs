@@ -186,13 +186,12 @@ impl LoopState {
                     }
                     Ok(Next::Answered) => {
                         // Answered here (a static file): write it before parsing what follows,
-                        // so pipelined answers keep their order.
-                        let hint = if readable {
-                            ReadHint::Drain
-                        } else {
-                            ReadHint::None
-                        };
-                        self.ready.push_back((token, hint));
+                        // so pipelined answers keep their order. An emptied buffer goes back to
+                        // the pool now, not at the connection's next turn: with 100 clients
+                        // each holding one until then, the pool ran dry and 3 requests in 10
+                        // paid a zeroed 16 KiB allocation (callgrind: 4,900 of 19,900
+                        // instructions per request in memset).
+                        self.requeue_answered(token, readable);
                         return None;
                     }
                     Err(e) => {
@@ -270,9 +269,7 @@ impl LoopState {
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => readable = false,
                 Err(_) => {
-                    if let Some(reason) = conn.tls.as_ref().and_then(|l| l.failure()) {
-                        count_tls_failure(ctx, reason);
-                    }
+                    tls_failed(ctx, conn);
                     self.close(token);
                     return None;
                 }
@@ -569,6 +566,20 @@ pub(super) fn own_answer(
 
 /// The metric's reason for a handshake cut by `--header-timeout` (the sweep's, not rustls's).
 pub(super) const HANDSHAKE_TIMEOUT: &str = "handshake_timeout";
+
+/// A read failed: if TLS failed on it, count why in the metric, and tell a refused client
+/// certificate in the log (`io::tls::refusals`).
+fn tls_failed(ctx: &LoopCtx, conn: &crate::io::conn::Conn) {
+    let Some(link) = conn.tls.as_ref() else {
+        return;
+    };
+    if let Some(reason) = link.failure() {
+        count_tls_failure(ctx, reason);
+    }
+    if let Some(why) = link.refused_certificate() {
+        crate::io::tls::refusals::tell(conn.peer.ip(), &why);
+    }
+}
 
 /// One failed TLS connection in the metric, by `TlsError::reason` (or [`HANDSHAKE_TIMEOUT`]).
 pub(super) fn count_tls_failure(ctx: &LoopCtx, reason: &str) {

@@ -66,11 +66,13 @@ mod closing;
 mod ctx;
 mod driver;
 mod h2_view;
+mod listener_tls;
 mod metrics;
 mod pages;
 
 pub use crate::io::listen::{ListenSocket, Nodelay};
 pub use ctx::{Counters, LoopCtx, LoopSettings, Shutdown, Work};
+pub use listener_tls::ListenerTls;
 pub use pages::{MetricsPages, PageJob};
 
 /// Whether `fd` has something to read now (a zero-timeout `poll`, which consumes nothing): events
@@ -187,6 +189,11 @@ pub struct LoopState {
     accept_again: Vec<usize>,
     /// Connections that may still need registering before the loop waits (see the module doc).
     unregistered: Vec<usize>,
+    /// An empty list with room, swapped in for `accept_again` or `unregistered` while the
+    /// taken one is gone through (and for the listeners an event round reports): a list taken
+    /// with `mem::take` left a new one that allocated at its first push, two allocations and
+    /// frees of each new connection.
+    spare: Vec<usize>,
     /// Shared output queues of away connections that the loop is writing.
     flushing: HashMap<usize, Arc<SharedOut>>,
     shutdown_started: Option<Instant>,
@@ -265,6 +272,7 @@ impl LoopState {
             fd_exhausted: None,
             accept_again: Vec::new(),
             unregistered: Vec::new(),
+            spare: Vec::new(),
             flushing: HashMap::new(),
             shutdown_started: None,
             deferred: Vec::new(),
@@ -316,9 +324,7 @@ impl LoopState {
                 continue;
             }
             if !self.accept_again.is_empty() {
-                for i in std::mem::take(&mut self.accept_again) {
-                    self.accept(i, ctx);
-                }
+                self.accept_listed_again(ctx);
                 if !self.ready.is_empty() {
                     continue;
                 }
@@ -362,7 +368,7 @@ impl LoopState {
                 continue;
             }
             self.handshake_budget = HANDSHAKES_PER_TURN;
-            let mut accept_from = Vec::new();
+            let mut accept_from = std::mem::take(&mut self.spare);
             let mut accept_metrics = false;
             for ev in self.events.iter() {
                 let t = ev.token();
@@ -386,9 +392,10 @@ impl LoopState {
                 };
                 self.ready.push_back((t.0, hint));
             }
-            for i in accept_from {
+            for &i in &accept_from {
                 self.accept(i, ctx);
             }
+            self.give_back(accept_from);
             if accept_metrics {
                 self.accept_metrics(ctx);
             }
@@ -402,6 +409,15 @@ impl LoopState {
                 self.ready.extend(waiting.map(|t| (t, ReadHint::Readable)));
             }
         }
+    }
+
+    /// Accepts again on the listeners a turn left with connections waiting (`accept_again`).
+    fn accept_listed_again(&mut self, ctx: &LoopCtx) {
+        let again = std::mem::replace(&mut self.accept_again, std::mem::take(&mut self.spare));
+        for &i in &again {
+            self.accept(i, ctx);
+        }
+        self.give_back(again);
     }
 
     /// Other connections wait for a look (readiness already seen): the loop has work for now.
@@ -475,7 +491,8 @@ impl LoopState {
     /// Registering reports readiness that is already there, so nothing that arrived before is
     /// missed. (Away connections are queued again when they come back.)
     fn register_pending(&mut self) {
-        for token in std::mem::take(&mut self.unregistered) {
+        let pending = std::mem::replace(&mut self.unregistered, std::mem::take(&mut self.spare));
+        for &token in &pending {
             let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
                 continue;
             };
@@ -494,10 +511,35 @@ impl LoopState {
                 }
             }
         }
+        self.give_back(pending);
+    }
+
+    /// A list gone through becomes the spare again, emptied, with its room (`spare`).
+    fn give_back(&mut self, mut used: Vec<usize>) {
+        used.clear();
+        if used.capacity() > self.spare.capacity() {
+            self.spare = used;
+        }
     }
 }
 
 /// Give an empty read buffer back to the pool.
+impl LoopState {
+    /// A connection the loop answered itself: its emptied read buffer goes back to the pool
+    /// now (see `release_buffer`), and it waits for its next turn to write the answer.
+    pub(super) fn requeue_answered(&mut self, token: usize, readable: bool) {
+        if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
+            release_buffer(&mut self.buffers, conn);
+        }
+        let hint = if readable {
+            ReadHint::Drain
+        } else {
+            ReadHint::None
+        };
+        self.ready.push_back((token, hint));
+    }
+}
+
 fn release_buffer(pool: &mut Vec<ReadBuf>, conn: &mut Conn) {
     if let Some(b) = conn.rbuf.take_if(|b| b.is_empty()) {
         if b.is_standard() && pool.len() < BUFFER_POOL_MAX {

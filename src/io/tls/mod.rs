@@ -4,9 +4,12 @@
 //! - [`config`]: reads and checks certificate and key files, builds the `rustls::ServerConfig`.
 //! - [`session`]: one connection — feed ciphertext, take plaintext, queue plaintext, take
 //!   ciphertext, and the environ's facts (`SSL_PROTOCOL`, `SSL_CIPHER`, client certificate).
+//! - [`refusals`]: refused client certificates told in the error log, once per peer and
+//!   reason, rate-limited.
 //! - [`x509`]: the few certificate fields read here (names, validity, signature), and PEM.
 
 pub mod config;
+pub mod refusals;
 pub mod session;
 pub mod x509;
 

@@ -174,6 +174,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         .map(|(ip, _)| ip)
         .or_else(|| peer.ip());
     let ctx = &bridge.loop_ctx;
+    let log = ctx.settings.access_log.as_deref();
     Finished {
         head: &head,
         client,
@@ -185,12 +186,9 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         send_from: r.head_at.unwrap_or(app_done),
         end: log_end,
         inline: Some(inline),
+        extras: None,
     }
-    .account(
-        ctx.settings.access_log.as_deref(),
-        &ctx.counters.by_request,
-        now_ns(),
-    );
+    .account(log, &ctx.counters.by_request, now_ns());
 }
 
 fn label(head: &sluicegate_proto::RequestHead) -> String {

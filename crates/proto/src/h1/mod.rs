@@ -4,6 +4,7 @@
 
 pub mod decode;
 pub mod encode;
+mod field_limit;
 pub mod interim;
 pub mod parse;
 pub mod response;

@@ -213,9 +213,7 @@ fn build(
     line: Option<RequestLine>,
     limits: &Limits,
 ) -> Result<RequestHead, ProtoError> {
-    if u32::try_from(head.len()).is_err() {
-        return Err(ProtoError::HeadersTooLarge);
-    }
+    u32::try_from(head.len()).map_err(|_| ProtoError::HeadersTooLarge)?;
     let mut ends = LineEnds([0; LINE_ENDS]);
     let field_count = prescan(head, line_lf, &mut ends)?;
     if field_count > limits.max_headers {
@@ -228,6 +226,7 @@ fn build(
     };
     let (mut buf, fields) = spare_buffers();
     let fields = parse_fields(head, line_lf + 1, field_count, &ends, fields)?;
+    super::field_limit::check(head, &fields, limits.max_field_bytes)?;
 
     let mut frame = Framing::default();
     for (name, value) in &fields {
@@ -847,6 +846,7 @@ mod tests {
             max_header_bytes: 96,
             max_headers: 3,
             max_body: 1000,
+            ..Limits::default()
         }
     }
 

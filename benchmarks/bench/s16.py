@@ -1,0 +1,263 @@
+"""S16: behind nginx as deployments run it. Debian's nginx, one worker, plain HTTP on loopback,
+in front of each server (one worker process each), `wrk -t1 -cCONNS` against nginx:
+
+- (a) `proxy` — `proxy_pass http://127.0.0.1:PORT;` with nginx's defaults: HTTP/1.0 to the
+  upstream and a new upstream connection for every request (response buffering on);
+- (b) `keepalive` — `proxy_pass` to an `upstream` block with `keepalive 64`,
+  `proxy_http_version 1.1` and an empty `Connection` header: upstream connections are kept;
+- (c) `uwsgi tcp` and `uwsgi unix` — `uwsgi_pass` (Debian's `uwsgi_params`) over TCP and over a
+  unix socket, for the servers that speak the uwsgi protocol (sluicegate, uWSGI); nginx opens a
+  new upstream connection for every request here too.
+
+Two answers: hello world (S6's app) and the 21,324-byte file read and returned by the app
+(S2's `/read/` path). Each server runs once per answer with every listener it needs (HTTP on
+TCP; the uwsgi protocol on TCP and on a unix socket where it speaks it); one nginx holds a server
+block per (server, mode). Rounds are interleaved: in each round the order of the servers
+rotates. Per run: req/s, p99, the server's CPU time per request (user + system of its process
+tree, from /proc) and nginx's. Bytes are verified: every (server, mode) answers one full fetch
+through nginx compared with the expected body before the runs, and wrk's byte count must match
+the verified response size during them (bench/loadgen.py). Socket errors and timeouts do not stop
+the run: they are counted beside the figure (uWSGI with one thread serves one kept connection at a
+time, so in mode (b) nginx's other pooled connections wait on it).
+
+    python3 benchmarks/run.py s16 [--rounds 3] [--seconds 5] [--conns 64] \
+        [--modes proxy,keepalive,uwsgi-tcp,uwsgi-unix] [--cases hello,21k] \
+        [--servers sluicegate,uwsgi,bjoern,granian,gunicorn-gthread] [--out results/DIR]
+    SLUICEGATE_BASE_PY=/base/.venv/bin/python python3 benchmarks/run.py s16 \
+        --servers sluicegate,sluicegate-base,...     (a before/after of two builds in the run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BENCH / "apps"))
+sys.path.insert(0, str(BENCH))
+import payloads  # noqa: E402
+import servers  # noqa: E402
+from bench import procs  # noqa: E402
+from bench.harness import PEERS, SG, env_for, fetch_wire, wait_ready  # noqa: E402
+from bench.loadgen import wrk  # noqa: E402
+
+NGINX = "/usr/sbin/nginx"
+UWSGI_PARAMS = "/etc/nginx/uwsgi_params"
+MODES = ("proxy", "keepalive", "uwsgi-tcp", "uwsgi-unix")
+UWSGI_MODES = ("uwsgi-tcp", "uwsgi-unix")
+SPEAKS_UWSGI = ("sluicegate", "sluicegate-base", "uwsgi")
+ALL_SERVERS = ("sluicegate", "uwsgi", "bjoern", "granian", "gunicorn-gthread")
+
+
+def cases() -> dict[str, tuple[str, str, bytes]]:
+    """name -> (app module, path, expected body)."""
+    return {
+        "hello": ("s6_hello", "/", payloads.HELLO),
+        "21k": ("s2_static", f"/read/{payloads.S2_SMALL}", payloads.static_path().read_bytes()),
+    }
+
+
+def launch(name: str, module: str, d: str, ports: dict[str, int]) -> tuple[list[str], str, dict]:
+    """(argv, settings, environment) of `name` serving `module` on every listener it has in `ports`."""
+    app = f"{module}:app"
+    http, utcp, unix = ports["http"], ports.get("uwsgi-tcp"), f"{d}/{name}.sock"
+    if name in ("sluicegate", "sluicegate-base"):
+        # sluicegate-base: another build ($SLUICEGATE_BASE_PY), for a before/after in one run.
+        py = SG if name == "sluicegate" else servers.SLUICEGATE_BASE_PY
+        if py is None:
+            raise SystemExit("sluicegate-base needs SLUICEGATE_BASE_PY (the other build's python)")
+        argv = [str(py), "-m", "sluicegate", "--bind", f"127.0.0.1:{http}",
+                "--bind", f"uwsgi:127.0.0.1:{utcp}", "--bind", f"uwsgi:unix:{unix}", app]
+        return argv, "defaults; --bind HOST:PORT, uwsgi:HOST:PORT, uwsgi:unix:PATH", env_for(argv[0])
+    if name == "uwsgi":
+        # One process, one thread, as the scenario's figures were taken: --http-socket speaks
+        # HTTP/1.0 (one request per connection), --http11-socket keeps connections (mode b).
+        argv = [str(PEERS / "uwsgi"), "--master", "--die-on-term", "--http-socket",
+                f"127.0.0.1:{http}", "--http11-socket", f"127.0.0.1:{ports['http11']}",
+                "--socket", f"127.0.0.1:{utcp}", "--socket", unix, "--chmod-socket=666",
+                "--processes", "1", "--threads", "1", "--module", app,
+                "--chdir", str(servers.APPS), "--pythonpath", str(servers.APPS),
+                "--disable-logging", "--need-app", "--listen", "1024", "--tcp-nodelay"]
+        return argv, ("--processes 1 --threads 1 --http-socket (a), --http11-socket (b), "
+                      "--socket TCP and unix (c), --tcp-nodelay"), env_for(argv[0])
+    server = servers.SERVERS[name]
+    target = servers.Target(module, "/", b"")
+    spec = server.launch(target, http)
+    return spec.argv, spec.settings, spec.env
+
+
+def modes_of(name: str, modes: tuple[str, ...]) -> list[str]:
+    return [m for m in modes if m not in UWSGI_MODES or name in SPEAKS_UWSGI]
+
+
+def nginx_conf(d: str, blocks: dict[tuple[str, str], tuple[int, str]]) -> str:
+    """nginx.conf with one server block per (server, mode): listen port -> upstream target."""
+    out = []
+    for i, ((name, mode), (port, target)) in enumerate(blocks.items()):
+        if mode == "proxy":
+            inner = f"proxy_pass http://{target};"
+        elif mode == "keepalive":
+            out.append(f"    upstream up{i} {{ server {target}; keepalive 64; }}")
+            inner = ("proxy_pass http://up" + str(i) + ";\n            proxy_http_version 1.1;"
+                     '\n            proxy_set_header Connection "";')
+        else:
+            inner = f"include {UWSGI_PARAMS};\n            uwsgi_pass {target};"
+        out.append(f"""    server {{  # {name} {mode}
+        listen 127.0.0.1:{port} backlog=4096;
+        location / {{
+            {inner}
+        }}
+    }}""")
+    user = "user root;" if os.getuid() == 0 else ""
+    temp = "\n".join(f"    {t}_temp_path {d}/{t};" for t in ("client_body", "proxy", "uwsgi",
+                                                           "fastcgi", "scgi"))
+    return f"""{user}
+daemon off;
+worker_processes 1;
+worker_rlimit_nofile 20000;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 8192; }}
+http {{
+    access_log off;
+    keepalive_requests 1000000000;
+{temp}
+{chr(10).join(out)}
+}}
+"""
+
+
+def start_all(case: str, names: list[str], modes: tuple[str, ...], d: str):
+    """Start every server and one nginx; return (server procs, nginx proc, blocks, settings)."""
+    module = cases()[case][0]
+    started, blocks, settings = {}, {}, {}
+    for name in names:
+        ports = {"http": procs.free_port(), "uwsgi-tcp": procs.free_port(),
+                 "http11": procs.free_port()}
+        argv, settings[name], env = launch(name, module, d, ports)
+        log = Path(d) / f"{name}.log"
+        started[name] = procs.start(name, argv, servers.APPS, env, ports["http"], log)
+        wait_ready(f"127.0.0.1:{ports['http']}", time.monotonic() + 40)
+        for mode in modes_of(name, modes):
+            target = {"proxy": f"127.0.0.1:{ports['http']}",
+                      "keepalive": f"127.0.0.1:{ports['http11' if name == 'uwsgi' else 'http']}",
+                      "uwsgi-tcp": f"127.0.0.1:{ports['uwsgi-tcp']}",
+                      "uwsgi-unix": f"unix:{d}/{name}.sock"}[mode]
+            blocks[(name, mode)] = (procs.free_port(), target)
+    for sock in Path(d).glob("*.sock"):
+        os.chmod(sock, 0o666)
+    conf = Path(d) / "nginx.conf"
+    conf.write_text(nginx_conf(d, blocks))
+    nginx = procs.start("nginx", [NGINX, "-c", str(conf), "-p", d], Path(d), dict(os.environ),
+                        0, Path(d) / "nginx.out")
+    for port, _ in blocks.values():
+        wait_ready(f"127.0.0.1:{port}", time.monotonic() + 20)
+    return started, nginx, blocks, settings
+
+
+def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, seconds: float,
+             conns: int) -> dict:
+    _, path, expect = cases()[case]
+    d = tempfile.mkdtemp(prefix="sg-s16-")
+    os.chmod(d, 0o755)
+    started, nginx, blocks, settings = start_all(case, names, modes, d)
+    try:
+        sizes = {}
+        for key, (port, _) in blocks.items():
+            size, body = fetch_wire(port, path)
+            if body != expect:
+                raise SystemExit(f"S16 {case} {key}: wrong body ({len(body)} bytes)")
+            sizes[key] = size
+        res = {f"{n} | {m}": {"rps": [], "p99_ms": [], "server_us": [], "nginx_us": []}
+               for n, m in blocks}
+        notes: dict[str, list[str]] = {key: [] for key in res}
+        for mode in modes:
+            order = [n for n in names if (n, mode) in blocks]
+            for r in range(rounds):
+                k = r % len(order)
+                for name in order[k:] + order[:k]:
+                    port, _ = blocks[(name, mode)]
+                    pids, npids = started[name].pids(), nginx.pids()
+                    b, nb = procs.cpu_seconds(pids), procs.cpu_seconds(npids)
+                    out = wrk(f"http://127.0.0.1:{port}{path}", conns, seconds, sizes[(name, mode)])
+                    a, na = procs.cpu_seconds(pids), procs.cpu_seconds(npids)
+                    key = f"{name} | {mode}"
+                    if not out.verified and out.rps is not None:
+                        raise SystemExit(f"S16 {case} {key}: {out.note}")
+                    if out.errors or not out.requests:
+                        # Kept, and shown beside the figure: a server that times out under
+                        # this load is a result, not a reason to drop the others'.
+                        notes[key].append(f"round {r + 1}: {out.note or 'no request completed'}")
+                        print(f"  S16 {case} {mode} round {r + 1} {name}: {out.note}", flush=True)
+                        if not out.requests:
+                            continue
+                    m = res[key]
+                    m["rps"].append(out.rps)
+                    m["p99_ms"].append(out.detail["p99_us"] / 1000)
+                    m["server_us"].append((a - b) * 1e6 / out.requests)
+                    m["nginx_us"].append((na - nb) * 1e6 / out.requests)
+                    print(f"  S16 {case} {mode} round {r + 1} {name}: {out.rps:,.0f} req/s, "
+                          f"server {m['server_us'][-1]:.1f} µs/req", flush=True)
+        return {key: {"settings": settings[key.split(" | ")[0]], "notes": notes[key],
+                      **{k: statistics.median(v) if v else 0.0 for k, v in m.items()}, "rounds": m}
+                for key, m in res.items()}
+    finally:
+        nginx.stop()
+        for p in started.values():
+            p.stop()
+
+
+def table(results: dict, modes: tuple[str, ...]) -> list[str]:
+    lines = ["| answer | mode | server | req/s | × best peer | p99 ms | server µs/req | nginx µs/req "
+             "| errors |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    for case, by in results.items():
+        for mode in modes:
+            rows = {k.split(" | ")[0]: v for k, v in by.items() if k.endswith(f"| {mode}")}
+            peers = [v["rps"] for n, v in rows.items() if not n.startswith("sluicegate")]
+            for name, v in sorted(rows.items(), key=lambda kv: -kv[1]["rps"]):
+                ratio = (f"{v['rps'] / max(peers):.2f}" if name.startswith("sluicegate") and peers else "")
+                lines.append(f"| {case} | {mode} | {name} | {v['rps']:,.0f} | {ratio} | "
+                             f"{v['p99_ms']:.2f} | {v['server_us']:.1f} | {v['nginx_us']:.1f} | "
+                             f"{'; '.join(v['notes']) or '0'} |")
+    return lines
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--conns", type=int, default=64)
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--cases", default="hello,21k")
+    ap.add_argument("--servers", default=",".join(ALL_SERVERS))
+    ap.add_argument("--out", type=Path)
+
+
+def main(args: argparse.Namespace) -> int | None:
+    procs.raise_fd_limit()
+    modes = tuple(m for m in args.modes.split(",") if m)
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        raise SystemExit(f"unknown mode(s) {bad}; known: {', '.join(MODES)}")
+    names = [n for n in args.servers.split(",") if n]
+    results = {}
+    for case in args.cases.split(","):
+        results[case] = run_case(case, names, modes, args.rounds, args.seconds, args.conns)
+    command = (f"python3 benchmarks/run.py s16 --rounds {args.rounds} --seconds {args.seconds:g} "
+               f"--conns {args.conns} --modes {args.modes} --cases {args.cases} "
+               f"--servers {args.servers}")
+    head = [f"S16 behind nginx (1 worker): wrk -t1 -c{args.conns} -d{args.seconds:g}s against nginx, "
+            f"{args.rounds} rounds interleaved, medians; × best peer: sluicegate's req/s over the "
+            "best peer's in the same mode (another build of sluicegate is no peer)", ""]
+    report = "\n".join(head + table(results, modes) + ["", f"command: {command}"])
+    print(report)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "s16.json").write_text(json.dumps(results, indent=1))
+        (args.out / "s16.md").write_text(report + "\n")
+    return None
