@@ -2,9 +2,13 @@
 //! (the `h2` crate has checked their syntax and the pseudo-headers already) become the same
 //! head an HTTP/1.1 request line and field section make, so the WSGI bridge builds the environ
 //! the one way it knows. What differs from HTTP/1.1 is decided here:
-//! - `:authority` becomes the `Host` field (RFC 9113 §8.3.1), unless a `host` field came too;
+//! - `:authority` becomes the `Host` field (RFC 9113 §8.3.1); a `host` field that names another
+//!   entity makes the request malformed (same section), and both pass the one Host check
+//!   HTTP/1.1's `Host` passes ([`crate::host`]: no userinfo, no spaces);
 //! - several `cookie` fields are joined with `"; "` into one (RFC 9113 §8.2.3), so the app
-//!   sees one `HTTP_COOKIE` as from an HTTP/1.1 client;
+//!   sees one `HTTP_COOKIE` as from an HTTP/1.1 client; each counts as a field toward
+//!   `Limits::max_headers`, as each field line does on HTTP/1.1;
+//! - `CONNECT` is refused, as on HTTP/1.1 (a WSGI app cannot tunnel);
 //! - the body's framing: a `content-length` if the client sent one, else "read until the end
 //!   of the stream" ([`BodyFraming::Chunked`] stands for it: length unknown until the end);
 //!   DATA frames carry it, never `h1` chunks.
@@ -14,6 +18,7 @@
 use std::ops::Range;
 
 use crate::h1::parse::parse_content_length;
+use crate::host::{same_host, valid_host};
 use crate::token::list_elements;
 use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
 
@@ -62,6 +67,12 @@ pub fn request_head<'a, F>(
 where
     F: Iterator<Item = (&'a [u8], &'a [u8])>,
 {
+    if req.method == b"CONNECT" {
+        return Err(ProtoError::BadRequest("h2: CONNECT is not supported"));
+    }
+    if req.authority.is_some_and(|a| !valid_host(a)) {
+        return Err(ProtoError::BadRequest("h2: invalid :authority"));
+    }
     let target = req.path;
     if target.len() > limits.max_request_line {
         return Err(ProtoError::UriTooLong);
@@ -87,15 +98,17 @@ where
     };
 
     let mut headers = Vec::new();
+    let mut fields = 0usize;
     let mut host_seen = false;
     let mut length: Option<u64> = None;
     let mut forwarding = false;
     let mut cookie_parts: Vec<&[u8]> = Vec::new();
     let mut expect_continue = false;
     for (name, value) in req.fields {
-        if headers.len() >= limits.max_headers {
+        if fields >= limits.max_headers {
             return Err(ProtoError::HeadersTooLarge);
         }
+        fields += 1;
         if name == b"cookie" {
             cookie_parts.push(value);
             continue;
@@ -107,7 +120,18 @@ where
             }
             length = Some(n);
         }
-        host_seen |= name == b"host";
+        if name == b"host" {
+            if host_seen {
+                return Err(ProtoError::BadRequest("h2: more than one host field"));
+            }
+            if !valid_host(value) {
+                return Err(ProtoError::BadRequest("h2: invalid host field"));
+            }
+            if req.authority.is_some_and(|a| !same_host(a, value)) {
+                return Err(ProtoError::BadRequest("h2: host differs from :authority"));
+            }
+            host_seen = true;
+        }
         if name == b"expect" {
             expect_continue |=
                 list_elements(value).any(|e| e.eq_ignore_ascii_case(b"100-continue"));
@@ -249,11 +273,91 @@ mod tests {
         .is_err());
     }
 
+    fn with(
+        method: &[u8],
+        authority: Option<&[u8]>,
+        fields: &[(&[u8], &[u8])],
+    ) -> Result<RequestHead, ProtoError> {
+        request_head(
+            StreamRequest {
+                method,
+                path: b"/",
+                authority,
+                fields: fields.iter().copied(),
+                end_of_stream: true,
+            },
+            &Limits::default(),
+        )
+    }
+
     #[test]
-    fn host_field_wins_over_authority() {
-        let h = head(&[(b"host", b"other")], true).unwrap();
-        assert_eq!(h.host(), Some(&b"other"[..]));
+    fn a_host_field_naming_the_authority_is_kept_once() {
+        let h = head(&[(b"host", b"Example.org:8443")], true).unwrap();
+        assert_eq!(h.host(), Some(&b"Example.org:8443"[..]));
         assert_eq!(h.headers().filter(|(n, _)| *n == b"host").count(), 1);
+        // Without :authority, the host field is the host.
+        let h = with(b"GET", None, &[(b"host", b"other")]).unwrap();
+        assert_eq!(h.host(), Some(&b"other"[..]));
+    }
+
+    #[test]
+    fn a_host_field_naming_another_entity_is_malformed() {
+        let e = head(&[(b"host", b"other")], true).unwrap_err();
+        assert_eq!(e.status(), 400);
+        let two: &[(&[u8], &[u8])] = &[(b"host", b"a"), (b"host", b"a")];
+        assert_eq!(with(b"GET", None, two).unwrap_err().status(), 400);
+    }
+
+    #[test]
+    fn authority_and_host_pass_the_http1_host_check() {
+        for bad in [
+            &b"good.example@evil.example"[..],
+            b"user:pw@example.org",
+            b"a b",
+        ] {
+            assert_eq!(with(b"GET", Some(bad), &[]).unwrap_err().status(), 400);
+            assert_eq!(
+                with(b"GET", None, &[(b"host", bad)]).unwrap_err().status(),
+                400
+            );
+        }
+    }
+
+    #[test]
+    fn connect_is_refused() {
+        let e = with(b"CONNECT", Some(b"example.org:443"), &[]).unwrap_err();
+        assert_eq!(e.status(), 400);
+    }
+
+    #[test]
+    fn cookie_fields_count_toward_the_field_limit() {
+        let limits = Limits {
+            max_headers: 3,
+            ..Limits::default()
+        };
+        let cookies: Vec<(&[u8], &[u8])> = vec![(b"cookie", b"a=1"); 4];
+        let r = request_head(
+            StreamRequest {
+                method: b"GET",
+                path: b"/",
+                authority: None,
+                fields: cookies.iter().copied(),
+                end_of_stream: true,
+            },
+            &limits,
+        );
+        assert_eq!(r.unwrap_err(), ProtoError::HeadersTooLarge);
+        let r = request_head(
+            StreamRequest {
+                method: b"GET",
+                path: b"/",
+                authority: None,
+                fields: cookies[..3].iter().copied(),
+                end_of_stream: true,
+            },
+            &limits,
+        );
+        assert_eq!(r.unwrap().header(b"cookie"), Some(&b"a=1; a=1; a=1"[..]));
     }
 
     #[test]
