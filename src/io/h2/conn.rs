@@ -12,13 +12,16 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::Bytes;
 use sluicegate_proto::h2::{request_head, StreamRequest};
+use sluicegate_proto::BodyFraming;
 use tokio::sync::{mpsc, watch};
 
 use super::call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
 use super::inline::Inline;
+use super::open_streams::OpenStreams;
 use super::own_answer;
 use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
@@ -46,6 +49,9 @@ const STREAM_WINDOW: u32 = 1024 * 1024;
 const CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
 /// The most response bytes the `h2` crate buffers per stream before the window takes them.
 const SEND_BUFFER: usize = 1024 * 1024;
+/// At a cut, the connection is polled at most this many times for the resets to be written
+/// (each poll ends once the socket takes no more, or on a stream opened meanwhile).
+const CUT_FLUSH_POLLS: usize = 8;
 
 /// Serve every connection handed over, until a stop is asked for and all have closed.
 pub(super) async fn serve_all(
@@ -55,6 +61,8 @@ pub(super) async fn serve_all(
 ) {
     let (stop_tx, stop_rx) = watch::channel(Stop::Running);
     let mut stopping = false;
+    // The end of a graceful stop's time: the streams still open are cut then.
+    let mut deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     loop {
         tokio::select! {
             next = from_loop.recv() => match next {
@@ -70,13 +78,20 @@ pub(super) async fn serve_all(
             // look did, 20 times a second).
             _ = hub.stop_bell.notified() => {
                 let state = ctx.stop();
-                if state >= Stop::Graceful {
+                if state >= Stop::Graceful && *stop_tx.borrow() < state {
                     stop_tx.send_replace(state);
-                    stopping = true;
                 }
+                if state == Stop::Graceful && !stopping {
+                    deadline = Some(Box::pin(tokio::time::sleep(ctx.graceful_left())));
+                }
+                stopping |= state >= Stop::Graceful;
                 if stopping && hub.open.load(Ordering::SeqCst) == 0 {
                     break;
                 }
+            }
+            _ = async { deadline.as_mut().expect("guarded").await }, if deadline.is_some() => {
+                deadline = None;
+                stop_tx.send_replace(Stop::Immediate);
             }
         }
     }
@@ -121,7 +136,8 @@ async fn serve_one(
 
 /// Accept streams until the connection ends: the client's GOAWAY or close, an error, the idle
 /// timeout (`--keepalive-timeout` without a stream in flight) or a stop (GOAWAY, in-flight
-/// streams finish; an immediate stop cuts them).
+/// streams finish; an immediate stop, or the end of the graceful time, resets them:
+/// [`cut_streams`]).
 async fn streams(
     hub: &Arc<ThreadShare>,
     ctx: &Arc<dyn LoopView>,
@@ -134,9 +150,13 @@ async fn streams(
     let tls_facts = conn.tls.as_ref().and_then(|l| l.facts());
     let upper: Upper = Arc::new(std::sync::Mutex::new(conn.upper.take()));
     let mut going_away = false;
+    let mut open = OpenStreams::new();
     if *stop.borrow() >= Stop::Graceful {
         h2c.graceful_shutdown();
         going_away = true;
+    }
+    if *stop.borrow() == Stop::Immediate {
+        return;
     }
     loop {
         let idle = tokio::time::sleep(cfg.keepalive_timeout);
@@ -181,7 +201,10 @@ async fn streams(
                         continue;
                     }
                     let reply = StreamReply::new(respond);
+                    open.add(reply.watch());
                     let expect_continue = head.expect_continue;
+                    // A body without a content-length is held to --limit-body as it comes.
+                    let unknown_length = head.body == BodyFraming::Chunked;
                     let call = StreamCall {
                         head,
                         listener: conn.listener,
@@ -190,7 +213,11 @@ async fn streams(
                         tls_facts: tls_facts.clone(),
                         scheme_https: parts.uri.scheme_str() == Some("https"),
                         body: (!end_of_stream).then(|| {
-                            StreamBody::new(body, expect_continue.then(|| reply.interim()))
+                            StreamBody::new(
+                                body,
+                                expect_continue.then(|| reply.interim()),
+                                unknown_length.then_some(cfg.limits.max_body),
+                            )
                         }),
                         reply,
                         parsed_at: now_ns(),
@@ -220,7 +247,14 @@ async fn streams(
             }
             changed = stop.changed() => {
                 let state = *stop.borrow();
-                if changed.is_err() || state == Stop::Immediate {
+                if changed.is_err() {
+                    break;
+                }
+                if state == Stop::Immediate {
+                    if !going_away {
+                        h2c.graceful_shutdown();
+                    }
+                    cut_streams(ctx, &mut h2c, &mut open).await;
                     break;
                 }
                 if !going_away {
@@ -230,4 +264,28 @@ async fn streams(
             }
         }
     }
+}
+
+/// Reset every stream still open (`RST_STREAM(CANCEL)`, after the GOAWAY sent when the stop
+/// began), count them as cut, and let the connection write the resets before it closes (the
+/// calls still hold their streams, so it would not close by itself).
+async fn cut_streams(
+    ctx: &Arc<dyn LoopView>,
+    h2c: &mut h2::server::Connection<SocketIo, Bytes>,
+    open: &mut OpenStreams,
+) {
+    let cut = open.cancel_all();
+    ctx.counters().cut.fetch_add(cut as u64, Ordering::Relaxed);
+    // Poll until the connection waits: what the socket takes of the resets is written then.
+    // A stream the client opened meanwhile is dropped (refused).
+    std::future::poll_fn(|cx| {
+        for _ in 0..CUT_FLUSH_POLLS {
+            match h2c.poll_accept(cx) {
+                Poll::Ready(Some(Ok(_))) => continue,
+                _ => break,
+            }
+        }
+        Poll::Ready(())
+    })
+    .await;
 }

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
+use sluicegate_proto::ProtoError;
 
 /// Wakes the app thread parked on a stream.
 struct Unpark(Thread);
@@ -75,6 +76,15 @@ fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>
     }
 }
 
+fn too_large() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, ProtoError::PayloadTooLarge)
+}
+
+/// The protocol error a failed [`StreamBody::read`] carries, if any (a body past the limit).
+pub fn body_protocol_error(e: &io::Error) -> Option<ProtoError> {
+    e.get_ref()?.downcast_ref::<ProtoError>().copied()
+}
+
 fn gone(e: h2::Error) -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionReset, e.to_string())
 }
@@ -85,6 +95,11 @@ pub struct StreamBody {
     /// Received and not yet given to the app.
     pending: Bytes,
     ended: bool,
+    /// `--limit-body` for a body without a `content-length` (one with it was checked against
+    /// the limit with the head, and the `h2` crate holds the DATA to it): the DATA frame that
+    /// takes the body past it fails the read, none of its bytes reach the app.
+    max_body: Option<u64>,
+    received: u64,
     /// `Expect: 100-continue`: the response to send the interim 100 on at the first read (as
     /// on HTTP/1.1, only if the app reads the body, and only before its own head).
     continue_to: Option<Arc<Mutex<ReplyState>>>,
@@ -93,12 +108,19 @@ pub struct StreamBody {
 impl StreamBody {
     /// `continue_to`: the stream's reply ([`StreamReply::interim`]) when the client expects a
     /// `100 Continue`.
-    pub(super) fn new(recv: RecvStream, continue_to: Option<Interim>) -> StreamBody {
+    /// `max_body`: the limit to hold a body of unknown length to.
+    pub(super) fn new(
+        recv: RecvStream,
+        continue_to: Option<Interim>,
+        max_body: Option<u64>,
+    ) -> StreamBody {
         let ended = recv.is_end_stream();
         StreamBody {
             recv,
             pending: Bytes::new(),
             ended,
+            max_body,
+            received: 0,
             continue_to: continue_to.map(|i| i.0),
         }
     }
@@ -124,7 +146,8 @@ impl StreamBody {
     /// an empty result is the end of the body. The bytes are given back to the client's send
     /// window here. A wait that times out is `TimedOut` (the bridge makes it the HTTP/1.1
     /// body's failure: the same exception in the app, the same 408); a stream the client
-    /// reset, or a connection gone, is `ConnectionReset`.
+    /// reset, or a connection gone, is `ConnectionReset`; a body past `--limit-body` is
+    /// `InvalidData` carrying [`ProtoError::PayloadTooLarge`] (the answer is 413).
     pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
         if self.continue_to.is_some() {
             self.send_continue();
@@ -132,7 +155,14 @@ impl StreamBody {
         while self.pending.is_empty() && !self.ended {
             let next = block_on(timeout, |cx| self.recv.poll_data(cx))?;
             match next {
-                Some(Ok(b)) => self.pending = b,
+                Some(Ok(b)) => {
+                    self.received += b.len() as u64;
+                    if self.max_body.is_some_and(|m| self.received > m) {
+                        self.ended = true;
+                        return Err(too_large());
+                    }
+                    self.pending = b;
+                }
                 Some(Err(e)) => return Err(gone(e)),
                 None => self.ended = true,
             }
@@ -219,6 +249,32 @@ impl StreamCut {
     }
 }
 
+/// The connection's weak hold on a stream's reply ([`StreamReply::watch`]): at the end of a
+/// stop's graceful time the connection resets every stream still open (`open_streams.rs`).
+pub struct StreamWatch(std::sync::Weak<Mutex<ReplyState>>);
+
+impl StreamWatch {
+    /// Whether the reply is gone or ended (nothing left to cut).
+    pub fn finished(&self) -> bool {
+        self.0.upgrade().is_none_or(|st| st.lock().unwrap().ended)
+    }
+
+    /// Reset the stream with `CANCEL` if it is still open: `true` if it was (it is counted as
+    /// cut). Every later send of its app call fails.
+    pub fn cancel(&self) -> bool {
+        let Some(st) = self.0.upgrade() else {
+            return false;
+        };
+        let mut st = st.lock().unwrap();
+        if st.ended {
+            return false;
+        }
+        st.cut = true;
+        st.reset(Reason::CANCEL);
+        true
+    }
+}
+
 /// DATA is sent in pieces of at most this (and of what the window allows): the `h2` crate
 /// buffers what it was handed until it is written, so this bounds the memory of one stream.
 const SEND_PIECE: usize = 256 * 1024;
@@ -246,6 +302,11 @@ impl StreamReply {
     /// The hold of this stream's body on it, for `Expect: 100-continue`.
     pub(super) fn interim(&self) -> Interim {
         Interim(Arc::clone(&self.state))
+    }
+
+    /// The connection's hold on this stream, to cut it at the end of a stop.
+    pub(super) fn watch(&self) -> StreamWatch {
+        StreamWatch(Arc::downgrade(&self.state))
     }
 
     /// The watcher's hold on this stream (`--timeout`).
