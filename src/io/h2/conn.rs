@@ -23,6 +23,7 @@ use super::call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
 use super::inline::Inline;
 use super::open_streams::OpenStreams;
 use super::own_answer;
+use super::parked::Parking;
 use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
 use crate::clock::now_ns;
@@ -39,6 +40,8 @@ pub(super) struct ThreadShare {
     pub stop_bell: Arc<tokio::sync::Notify>,
     /// Connections being served (the thread ends at a stop once none is left).
     pub open: Arc<AtomicUsize>,
+    /// Response bytes parked across the server (`parked.rs`).
+    pub parked: Arc<AtomicUsize>,
 }
 
 /// A stream's receive window: the most request body the server buffers for one stream the
@@ -151,6 +154,11 @@ async fn streams(
     let upper: Upper = Arc::new(std::sync::Mutex::new(conn.upper.take()));
     let mut going_away = false;
     let mut open = OpenStreams::new();
+    let park = Arc::new(Parking::new(
+        cfg.write_timeout,
+        usize::try_from(cfg.write_high_water).unwrap_or(usize::MAX),
+        Arc::clone(&hub.parked),
+    ));
     if *stop.borrow() >= Stop::Graceful {
         h2c.graceful_shutdown();
         going_away = true;
@@ -185,7 +193,7 @@ async fn streams(
                         Ok(h) => h,
                         Err(e) => {
                             ctx.counters().by_request.loop_answer(e.status());
-                            let mut reply = StreamReply::new(respond);
+                            let mut reply = StreamReply::new(respond, &park);
                             let _ = reply.send_head(e.status(), std::iter::empty(), true);
                             continue;
                         }
@@ -200,7 +208,7 @@ async fn streams(
                         });
                         continue;
                     }
-                    let reply = StreamReply::new(respond);
+                    let reply = StreamReply::new(respond, &park);
                     open.add(reply.watch());
                     let expect_continue = head.expect_continue;
                     // A body without a content-length is held to --limit-body as it comes.
@@ -235,7 +243,7 @@ async fn streams(
                 Some(Err(_)) | None => break,
             },
             _ = idle => {
-                if live.load(Ordering::SeqCst) == 0 {
+                if live.load(Ordering::SeqCst) == 0 && park.parked() == 0 {
                     if going_away {
                         // GOAWAY sent a keep-alive timeout ago and the client neither closed
                         // nor opened anything: close.
@@ -243,6 +251,15 @@ async fn streams(
                     }
                     h2c.graceful_shutdown();
                     going_away = true;
+                }
+            }
+            // A parked answer got no window for --write-timeout (its stream is reset): if none
+            // of the connection's moved for as long, the client is not reading: close.
+            _ = park.stalled.notified() => {
+                if park.stalled_now() {
+                    open.cancel_all();
+                    flush(&mut h2c).await;
+                    break;
                 }
             }
             changed = stop.changed() => {
@@ -276,8 +293,12 @@ async fn cut_streams(
 ) {
     let cut = open.cancel_all();
     ctx.counters().cut.fetch_add(cut as u64, Ordering::Relaxed);
-    // Poll until the connection waits: what the socket takes of the resets is written then.
-    // A stream the client opened meanwhile is dropped (refused).
+    flush(h2c).await;
+}
+
+/// Let the connection write what was just queued (resets): poll it until it waits, when what
+/// the socket takes is written. A stream the client opened meanwhile is dropped (refused).
+async fn flush(h2c: &mut h2::server::Connection<SocketIo, Bytes>) {
     std::future::poll_fn(|cx| {
         for _ in 0..CUT_FLUSH_POLLS {
             match h2c.poll_accept(cx) {

@@ -14,6 +14,7 @@
 //! is reset.
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -24,6 +25,8 @@ use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
 use sluicegate_proto::ProtoError;
+
+use super::parked::{poll_ready_room, Parking};
 
 /// Wakes the app thread parked on a stream.
 struct Unpark(Thread);
@@ -179,22 +182,112 @@ impl StreamBody {
 /// A response's state, shared by the app thread that sends it and the `--timeout` watcher
 /// that may cut it ([`StreamCut`]). The lock is held for one `h2` call at a time, never while
 /// the app thread waits for window.
-struct ReplyState {
+pub(super) struct ReplyState {
     respond: SendResponse<Bytes>,
     send: Option<SendStream<Bytes>>,
+    /// END_STREAM or RST_STREAM was handed to the `h2` crate.
     ended: bool,
-    /// Cut by the watcher: every later send fails (the client has its answer or a reset).
-    cut: bool,
+    /// Cut (the `--timeout` watcher, a stop's deadline, a window that never opened): every
+    /// later send fails (the client has its answer or a reset).
+    pub(super) cut: bool,
+    /// Body bytes the window could not take yet, in order, sent by the pump (`parked.rs`).
+    parked: VecDeque<Bytes>,
+    pub(super) parked_len: usize,
+    /// The body's last bytes are parked: END_STREAM goes with the last piece.
+    end_parked: bool,
+    /// A pump task sends the parked bytes.
+    pumping: bool,
+    /// An app thread waiting for parked bytes to drain (past the parking bounds).
+    pub(super) drain_waker: Option<Waker>,
+    pub(super) park: Arc<Parking>,
+}
+
+/// What one poll of a pump did.
+pub(super) enum Pumped {
+    /// Sent a piece; more is parked.
+    Moved,
+    /// Nothing left to send (all sent, or the stream ended otherwise).
+    Done,
 }
 
 impl ReplyState {
-    fn reset(&mut self, reason: Reason) {
+    pub(super) fn reset(&mut self, reason: Reason) {
+        self.drop_parked();
         if let Some(mut send) = self.send.take() {
             send.send_reset(reason);
         } else if !self.ended {
             self.respond.send_reset(reason);
         }
         self.ended = true;
+    }
+
+    fn drop_parked(&mut self) {
+        self.park.release(self.parked_len);
+        self.parked.clear();
+        self.parked_len = 0;
+        self.end_parked = false;
+        if let Some(w) = self.drain_waker.take() {
+            w.wake();
+        }
+    }
+
+    /// The pump's step: send as much of the parked bytes as the window grants now.
+    pub(super) fn poll_pump(&mut self, cx: &mut Context<'_>) -> Poll<Pumped> {
+        let want = self.parked_len.min(SEND_PIECE);
+        let granted = match self.send.as_mut() {
+            Some(send) if want > 0 => {
+                send.reserve_capacity(want);
+                send.poll_capacity(cx)
+            }
+            _ => Poll::Ready(None),
+        };
+        let mut n = match granted {
+            Poll::Pending | Poll::Ready(Some(Ok(0))) => return Poll::Pending,
+            Poll::Ready(Some(Ok(n))) => n,
+            Poll::Ready(None) | Poll::Ready(Some(Err(_))) => {
+                self.drop_parked();
+                self.pumping = false;
+                return Poll::Ready(Pumped::Done);
+            }
+        };
+        let send = self.send.as_mut().expect("polled above");
+        let mut sent = 0;
+        while n > 0 {
+            let Some(front) = self.parked.front_mut() else {
+                break;
+            };
+            let piece = front.split_to(n.min(front.len()));
+            if front.is_empty() {
+                self.parked.pop_front();
+            }
+            n -= piece.len();
+            sent += piece.len();
+            let last = self.end_parked && self.parked.is_empty();
+            if send.send_data(piece, last).is_err() {
+                break;
+            }
+        }
+        self.park.release(sent);
+        self.parked_len -= sent;
+        if let Some(w) = self.drain_waker.take() {
+            w.wake();
+        }
+        if self.parked_len > 0 {
+            return Poll::Ready(Pumped::Moved);
+        }
+        if self.end_parked {
+            self.send = None;
+            self.ended = true;
+        }
+        self.end_parked = false;
+        self.pumping = false;
+        Poll::Ready(Pumped::Done)
+    }
+}
+
+impl Drop for ReplyState {
+    fn drop(&mut self) {
+        self.park.release(self.parked_len);
     }
 }
 
@@ -288,13 +381,20 @@ fn invalid(e: impl std::fmt::Display) -> io::Error {
 }
 
 impl StreamReply {
-    pub(super) fn new(respond: SendResponse<Bytes>) -> StreamReply {
+    /// `park`: the connection's parking, where bytes the window cannot take wait.
+    pub(super) fn new(respond: SendResponse<Bytes>, park: &Arc<Parking>) -> StreamReply {
         StreamReply {
             state: Arc::new(Mutex::new(ReplyState {
                 respond,
                 send: None,
                 ended: false,
                 cut: false,
+                parked: VecDeque::new(),
+                parked_len: 0,
+                end_parked: false,
+                pumping: false,
+                drain_waker: None,
+                park: Arc::clone(park),
             })),
         }
     }
@@ -359,6 +459,9 @@ impl StreamReply {
         if st.cut {
             return Err(cut_error());
         }
+        if st.parked_len > 0 {
+            return Ok(false); // after the parked bytes
+        }
         let Some(send) = st.send.as_mut() else {
             return Ok(false);
         };
@@ -379,66 +482,91 @@ impl StreamReply {
         Ok(true)
     }
 
-    /// Send body bytes as DATA frames as the window allows, waiting up to `timeout` for each
-    /// grant (the lock is not held while waiting). `end`: the last of the body.
+    /// Send body bytes as DATA frames as far as the window allows now, and park the rest with
+    /// the I/O layer (`parked.rs`): the pump sends them as the window opens, and this thread
+    /// goes on. Past the parking bounds this thread waits for room, up to `timeout` for each
+    /// step (the lock is not held while waiting). `end`: the last of the body.
     pub fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
-        {
-            let st = self.state.lock().unwrap();
-            if st.cut {
+        loop {
+            let mut guard = self.state.lock().unwrap();
+            if guard.cut {
                 return Err(cut_error());
             }
-            if st.send.is_none() {
+            let st = &mut *guard;
+            let Some(send) = st.send.as_mut() else {
                 return if st.ended {
                     Ok(())
                 } else {
                     Err(io::ErrorKind::NotConnected.into())
                 };
+            };
+            // Nothing parked before these bytes: send what the window takes now.
+            while st.parked.is_empty() && !data.is_empty() {
+                send.reserve_capacity(data.len().min(SEND_PIECE));
+                let n = send.capacity().min(data.len());
+                if n == 0 {
+                    break;
+                }
+                let piece = data.split_to(n);
+                send.send_data(piece, end && data.is_empty())
+                    .map_err(gone)?;
+                if end && data.is_empty() {
+                    st.send = None;
+                    st.ended = true;
+                    return Ok(());
+                }
             }
-        }
-        let mut sent_end = false;
-        while !data.is_empty() {
-            let want = data.len().min(SEND_PIECE);
-            let granted = block_on(timeout, |cx| {
-                let mut st = self.state.lock().unwrap();
-                let Some(send) = st.send.as_mut() else {
-                    return Poll::Ready(None);
-                };
-                send.reserve_capacity(want);
-                match send.poll_capacity(cx) {
-                    Poll::Ready(Some(Ok(0))) => Poll::Pending,
-                    other => other,
-                }
-            });
-            let mut st = self.state.lock().unwrap();
-            let n = match granted {
-                Ok(Some(Ok(n))) => n.min(data.len()),
-                Ok(Some(Err(e))) => return Err(gone(e)),
-                Ok(None) if st.cut => return Err(cut_error()),
-                Ok(None) => return Err(io::ErrorKind::ConnectionReset.into()),
-                Err(e) => {
-                    // The client opened no window for `--write-timeout`: cut the stream.
-                    st.reset(Reason::CANCEL);
-                    return Err(e);
-                }
-            };
-            let piece = data.split_to(n);
-            let last = end && data.is_empty();
-            let Some(send) = st.send.as_mut() else {
-                return Err(cut_error());
-            };
-            send.send_data(piece, last).map_err(gone)?;
-            sent_end |= last;
-        }
-        if end {
-            let mut st = self.state.lock().unwrap();
-            if let Some(send) = st.send.as_mut() {
-                if !sent_end {
+            if data.is_empty() {
+                if end && st.parked.is_empty() {
                     // An empty DATA frame carries END_STREAM.
                     send.send_data(Bytes::new(), true).map_err(gone)?;
+                    st.send = None;
+                    st.ended = true;
+                } else if end {
+                    st.end_parked = true;
                 }
+                return Ok(());
             }
-            st.send = None;
-            st.ended = true;
+            // The window is shut, or older bytes wait for it: park these behind them.
+            if st.park.try_reserve(data.len()) {
+                st.parked_len += data.len();
+                st.parked.push_back(data);
+                st.end_parked = end;
+                if !st.pumping {
+                    st.pumping = true;
+                    st.park.start_pump(Arc::clone(&self.state));
+                }
+                return Ok(());
+            }
+            drop(guard);
+            self.wait_for_room(data.len(), timeout)?;
+        }
+    }
+
+    /// Past the parking bounds: wait until this stream's parked bytes drained enough to park
+    /// `want` more, or (none parked) until its window opens. A wait past `timeout` resets the
+    /// stream: the client opened no window for `--write-timeout`.
+    fn wait_for_room(&self, want: usize, timeout: Duration) -> io::Result<()> {
+        let waited = block_on(timeout, |cx| {
+            let mut st = self.state.lock().unwrap();
+            if st.cut {
+                return Poll::Ready(());
+            }
+            if st.parked_len > 0 {
+                return poll_ready_room(&mut st, want, cx);
+            }
+            let Some(send) = st.send.as_mut() else {
+                return Poll::Ready(());
+            };
+            send.reserve_capacity(want.min(SEND_PIECE));
+            match send.poll_capacity(cx) {
+                Poll::Ready(Some(Ok(0))) | Poll::Pending => Poll::Pending,
+                Poll::Ready(_) => Poll::Ready(()),
+            }
+        });
+        if let Err(e) = waited {
+            self.state.lock().unwrap().reset(Reason::CANCEL);
+            return Err(e);
         }
         Ok(())
     }
