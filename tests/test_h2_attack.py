@@ -16,11 +16,15 @@ tests/faults/test_h2_attack_faults.py).
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
+import threading
+import time
 import uuid
 
 import h2.errors
+import h2.settings
 import pytest
 
 from tests.h2_client import H2Client, Response
@@ -208,3 +212,95 @@ def test_h2_malformed_field_resets_its_stream_only(start_server, field):
     assert r_bad.reset == h2.errors.ErrorCodes.PROTOCOL_ERROR, (r_bad.reset, r_bad.headers)
     assert (r_inflight.status, bytes(r_inflight.body)) == (200, b"held")
     assert after.status == 200 and c.goaway() is None
+
+
+# --- a client that never opens its window -------------------------------------------------------
+
+def thread_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+class ThreadPeak:
+    """The most threads the process had, sampled in the background while in the block."""
+
+    def __init__(self, pid: int):
+        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            try:
+                self.peak = max(self.peak, thread_count(self.pid))
+            except OSError:
+                return
+
+    def __enter__(self) -> "ThreadPeak":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def zero_window_clients(port: int, connections: int, streams: int) -> list:
+    """`connections` clients announcing SETTINGS_INITIAL_WINDOW_SIZE 0, each with `streams`
+    GET / in flight, read until every stream has its head (the app answered them all: HEADERS
+    take no window, the DATA waits for the window that never opens)."""
+    clients = []
+    for _ in range(connections):
+        c = H2Client(port, timeout=30)
+        c.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+        c.flush()
+        sids = [c.request("GET", "/") for _ in range(streams)]
+        clients.append((c, sids))
+    deadline = time.monotonic() + ANSWERED_WITHIN
+    for c, sids in clients:
+        while not all(c.responses_by_id[s].headers or c.responses_by_id[s].ended for s in sids):
+            assert time.monotonic() < deadline, "the app did not answer every stream"
+            assert c.receive_once(), "the connection closed before every stream was answered"
+    return clients
+
+
+#: A bound on the wait, not a speed check: with a thread held per stream for the write
+#: timeout, 1,200 streams on 4 threads take 15 minutes.
+ANSWERED_WITHIN = 60
+THREADS_MAX = 4
+#: The threads the process keeps besides the pool's (main, loop, watchdogs, the HTTP/2 driver
+#: and its watchdog...) are measured on the running server; this much more is allowed for a
+#: driving thread handed on while its old one leaves.
+SLACK = 2
+
+
+@pytest.mark.parametrize("scheduler", ["adaptive", "inline", "pool"])
+def test_h2_zero_window_streams_hold_no_thread(start_server, scheduler):
+    """A client announcing a zero window used to take one thread per stream for the write
+    timeout, whatever --threads said (1,207 threads for 12 x 100 streams; on the pool an
+    unrelated request waited the whole timeout). Now the answers wait in the I/O layer: the
+    thread count stays within --threads plus the server's own threads, an unrelated request is
+    answered meanwhile, and each connection is closed after the write timeout."""
+    srv = start_server(APP, "--threads", f"1:{THREADS_MAX}", "--scheduler", scheduler,
+                       "--write-timeout", "3")
+    warm = H2Client(srv.port)
+    try:
+        assert warm.get("/").status == 200
+    finally:
+        warm.close()
+    service = thread_count(srv.pid)
+    with ThreadPeak(srv.pid) as peak:
+        clients = zero_window_clients(srv.port, connections=12, streams=100)
+        unrelated = H2Client(srv.port)
+        try:
+            r = unrelated.get("/host", authority="unrelated.example")
+        finally:
+            unrelated.close()
+    assert (r.status, bytes(r.body)) == (200, b"unrelated.example")
+    assert peak.peak <= service + THREADS_MAX + SLACK, (peak.peak, service)
+    # Nothing of the bodies went out (the window never opened), and after the write timeout
+    # each connection is closed.
+    for c, sids in clients:
+        c.read_until_closed(timeout=30)
+        assert c.closed, "a connection that never opened its window is still open"
+        assert all(not c.responses_by_id[s].body for s in sids)
+        c.close()
+    assert srv.alive()

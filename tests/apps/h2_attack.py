@@ -7,9 +7,12 @@
 - ``/read?step=N``: reads the request body N bytes at a time, marking the running total in
   ``read`` after each read; a read that raises is marked ``read-error`` (its type) and raised
   on; answers the total read;
-- ``/host``: the environ's ``HTTP_HOST``;
+- ``/host``: the environ's ``HTTP_HOST``; ``/pid``: the worker's process id (the fault suite's
+  load);
 - anything else: hello world.
 """
+
+import os
 
 from tests.apps._state import mark, query, wait_gate
 
@@ -47,5 +50,8 @@ def app(environ, start_response):
     if path == "/host":
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [environ.get("HTTP_HOST", "").encode("latin-1")]
+    if path == "/pid":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [str(os.getpid()).encode()]
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [b"Hello, World!"]
