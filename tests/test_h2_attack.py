@@ -243,16 +243,16 @@ class ThreadPeak:
         self._thread.join(10)
 
 
-def zero_window_clients(port: int, connections: int, streams: int) -> list:
+def zero_window_clients(port: int, connections: int, streams: int, path: str = "/") -> list:
     """`connections` clients announcing SETTINGS_INITIAL_WINDOW_SIZE 0, each with `streams`
-    GET / in flight, read until every stream has its head (the app answered them all: HEADERS
-    take no window, the DATA waits for the window that never opens)."""
+    GET `path` in flight, read until every stream has its head (the app answered them all:
+    HEADERS take no window, the DATA waits for the window that never opens)."""
     clients = []
     for _ in range(connections):
         c = H2Client(port, timeout=30)
         c.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
         c.flush()
-        sids = [c.request("GET", "/") for _ in range(streams)]
+        sids = [c.request("GET", path) for _ in range(streams)]
         clients.append((c, sids))
     deadline = time.monotonic() + ANSWERED_WITHIN
     for c, sids in clients:
@@ -303,4 +303,27 @@ def test_h2_zero_window_streams_hold_no_thread(start_server, scheduler):
         assert c.closed, "a connection that never opened its window is still open"
         assert all(not c.responses_by_id[s].body for s in sids)
         c.close()
+    assert srv.alive()
+
+
+@pytest.mark.parametrize("scheduler", ["adaptive", "inline"])
+def test_h2_zero_window_past_the_parking_bounds_stays_within_threads(start_server, scheduler):
+    """Answers larger than what the I/O layer holds per connection (--write-high-water) wait on
+    a thread again; an inline call that must wait hands the HTTP/2 thread's role on to a new
+    thread. Those threads used to be one per waiting call (97 threads for 30 connections with
+    --threads 1:4); now they count within --threads, and a call that would go past it is reset
+    instead of waiting."""
+    srv = start_server(APP, "--threads", f"1:{THREADS_MAX}", "--scheduler", scheduler,
+                       "--write-timeout", "3", "--write-high-water", "256K")
+    warm = H2Client(srv.port)
+    try:
+        assert warm.get("/").status == 200
+    finally:
+        warm.close()
+    service = thread_count(srv.pid)
+    with ThreadPeak(srv.pid) as peak:
+        clients = zero_window_clients(srv.port, connections=10, streams=3, path="/big?n=1000000")
+    for c, _ in clients:
+        c.close()
+    assert peak.peak <= service + THREADS_MAX + SLACK, (peak.peak, service)
     assert srv.alive()

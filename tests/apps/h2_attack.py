@@ -7,6 +7,7 @@
 - ``/read?step=N``: reads the request body N bytes at a time, marking the running total in
   ``read`` after each read; a read that raises is marked ``read-error`` (its type) and raised
   on; answers the total read;
+- ``/big?n=BYTES``: that many bytes in 64 KiB blocks from a generator;
 - ``/host``: the environ's ``HTTP_HOST``; ``/pid``: the worker's process id (the fault suite's
   load);
 - anything else: hello world.
@@ -50,6 +51,13 @@ def app(environ, start_response):
     if path == "/host":
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [environ.get("HTTP_HOST", "").encode("latin-1")]
+    if path == "/big":
+        def blocks(left=int(q.get("n", "0"))):
+            while left > 0:
+                yield b"x" * min(left, 65536)
+                left -= 65536
+        start_response("200 OK", [("Content-Type", "application/octet-stream")])
+        return blocks()
     if path == "/pid":
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [str(os.getpid()).encode()]

@@ -47,8 +47,10 @@ fn thread_waker() -> Waker {
 /// Set around a stream's call run inline by the thread that drives the connections
 /// (`inline.rs`): fired once, before the call first waits for them (a DATA frame, send window),
 /// so that the role goes to another thread first; else nobody would drive the connection the
-/// call waits for. A function pointer and a context, as `wsgi::stream_hook`'s.
-pub type WaitHook = (fn(*const ()), *const ());
+/// call waits for. It returns whether the call may wait: `false` when no thread may be started
+/// for the role (the thread bound), and the wait fails at once (`WouldBlock`). A function
+/// pointer and a context, as `wsgi::stream_hook`'s.
+pub type WaitHook = (fn(*const ()) -> bool, *const ());
 
 thread_local! {
     static WAIT_HOOK: Cell<Option<WaitHook>> = const { Cell::new(None) };
@@ -68,8 +70,12 @@ fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>
         if let Poll::Ready(v) = f(&mut cx) {
             return Ok(v);
         }
-        if let Some((hook, ctx)) = WAIT_HOOK.with(|h| h.take()) {
-            hook(ctx);
+        if let Some((hook, ctx)) = WAIT_HOOK.with(|h| h.get()) {
+            if !hook(ctx) {
+                // Still this thread's role: the next call of its batch asks again.
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            WAIT_HOOK.with(|h| h.set(None));
         }
         let now = Instant::now();
         if now >= until {
