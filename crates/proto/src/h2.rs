@@ -98,17 +98,16 @@ where
     };
 
     let mut headers = Vec::new();
-    let mut fields = 0usize;
     let mut host_seen = false;
     let mut length: Option<u64> = None;
     let mut forwarding = false;
     let mut cookie_parts: Vec<&[u8]> = Vec::new();
     let mut expect_continue = false;
-    for (name, value) in req.fields {
-        if fields >= limits.max_headers {
+    // Every field counts toward the limit, each `cookie` too (as each field line on HTTP/1.1).
+    for (seen, (name, value)) in req.fields.enumerate() {
+        if seen >= limits.max_headers {
             return Err(ProtoError::HeadersTooLarge);
         }
-        fields += 1;
         if name == b"cookie" {
             cookie_parts.push(value);
             continue;

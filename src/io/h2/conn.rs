@@ -52,9 +52,6 @@ const STREAM_WINDOW: u32 = 1024 * 1024;
 const CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
 /// The most response bytes the `h2` crate buffers per stream before the window takes them.
 const SEND_BUFFER: usize = 1024 * 1024;
-/// At a cut, the connection is polled at most this many times for the resets to be written
-/// (each poll ends once the socket takes no more, or on a stream opened meanwhile).
-const CUT_FLUSH_POLLS: usize = 8;
 
 /// Serve every connection handed over, until a stop is asked for and all have closed.
 pub(super) async fn serve_all(
@@ -149,16 +146,19 @@ async fn streams(
     stop: &mut watch::Receiver<Stop>,
 ) {
     let cfg = &hub.config;
-    let live = Arc::new(AtomicUsize::new(0));
-    let tls_facts = conn.tls.as_ref().and_then(|l| l.facts());
-    let upper: Upper = Arc::new(std::sync::Mutex::new(conn.upper.take()));
+    let per_conn = PerConn {
+        live: Arc::new(AtomicUsize::new(0)),
+        tls_facts: conn.tls.as_ref().and_then(|l| l.facts()),
+        upper: Arc::new(std::sync::Mutex::new(conn.upper.take())),
+        park: Arc::new(Parking::new(
+            cfg.write_timeout,
+            usize::try_from(cfg.write_high_water).unwrap_or(usize::MAX),
+            Arc::clone(&hub.parked),
+        )),
+    };
+    let (live, park) = (&per_conn.live, &per_conn.park);
     let mut going_away = false;
     let mut open = OpenStreams::new();
-    let park = Arc::new(Parking::new(
-        cfg.write_timeout,
-        usize::try_from(cfg.write_high_water).unwrap_or(usize::MAX),
-        Arc::clone(&hub.parked),
-    ));
     if *stop.borrow() >= Stop::Graceful {
         h2c.graceful_shutdown();
         going_away = true;
@@ -171,74 +171,7 @@ async fn streams(
         tokio::select! {
             next = h2c.accept() => match next {
                 Some(Ok((request, respond))) => {
-                    conn.requests += 1;
-                    let (parts, body) = request.into_parts();
-                    let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-                    let authority = parts.uri.authority().map(|a| a.as_str().as_bytes());
-                    let end_of_stream = body.is_end_stream();
-                    let head = request_head(
-                        StreamRequest {
-                            method: parts.method.as_str().as_bytes(),
-                            path: path.as_bytes(),
-                            authority,
-                            fields: parts
-                                .headers
-                                .iter()
-                                .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
-                            end_of_stream,
-                        },
-                        &cfg.limits,
-                    );
-                    let head = match head {
-                        Ok(h) => h,
-                        Err(e) => {
-                            ctx.counters().by_request.loop_answer(e.status());
-                            let mut reply = StreamReply::new(respond, &park);
-                            let _ = reply.send_head(e.status(), std::iter::empty(), true);
-                            continue;
-                        }
-                    };
-                    // --static and --health-path: answered here, without the app.
-                    let mut out = OutQueue::new();
-                    if let Some(status) = ctx.own_answer(&head, &mut out) {
-                        let (view, client) = (Arc::clone(ctx), conn.peer.ip());
-                        tokio::spawn(async move {
-                            let sent = own_answer::send(respond, out, head.is_head).await;
-                            view.account_own(head, client, status, sent);
-                        });
-                        continue;
-                    }
-                    let reply = StreamReply::new(respond, &park);
-                    open.add(reply.watch());
-                    let expect_continue = head.expect_continue;
-                    // A body without a content-length is held to --limit-body as it comes.
-                    let unknown_length = head.body == BodyFraming::Chunked;
-                    let call = StreamCall {
-                        head,
-                        listener: conn.listener,
-                        peer: conn.peer.clone(),
-                        peer_origin: conn.peer_origin,
-                        tls_facts: tls_facts.clone(),
-                        scheme_https: parts.uri.scheme_str() == Some("https"),
-                        body: (!end_of_stream).then(|| {
-                            StreamBody::new(
-                                body,
-                                expect_continue.then(|| reply.interim()),
-                                unknown_length.then_some(cfg.limits.max_body),
-                            )
-                        }),
-                        reply,
-                        parsed_at: now_ns(),
-                        upper: Arc::clone(&upper),
-                        _live: LiveStream::new(&live),
-                    };
-                    // A whole request runs inline while the scheduler says so (`inline.rs`);
-                    // one with a body to wait for goes to the pool, as on HTTP/1.1.
-                    if call.body.is_none() && hub.runner.inline_now() {
-                        hub.inline.offer(call);
-                    } else {
-                        hub.runner.dispatch(call);
-                    }
+                    take_stream(hub, ctx, conn, &per_conn, &mut open, request, respond);
                 }
                 Some(Err(_)) | None => break,
             },
@@ -255,7 +188,7 @@ async fn streams(
             }
             // A parked answer got no window for --write-timeout (its stream is reset): if none
             // of the connection's moved for as long, the client is not reading: close.
-            _ = park.stalled.notified() => {
+            _ = park.stalled.notified(), if park.pumped() => {
                 if park.stalled_now() {
                     open.cancel_all();
                     flush(&mut h2c).await;
@@ -283,6 +216,100 @@ async fn streams(
     }
 }
 
+/// What a connection's streams share.
+struct PerConn {
+    /// Its streams in flight (the idle timer waits for none).
+    live: Arc<AtomicUsize>,
+    tls_facts: Option<Arc<crate::io::tls_link::TlsFacts>>,
+    upper: Upper,
+    park: Arc<Parking>,
+}
+
+/// A stream the client opened: its head decoded by proto (refused on its stream if bad),
+/// answered here (`--static`, `--health-path`), or queued to run inline or on the pool.
+fn take_stream(
+    hub: &Arc<ThreadShare>,
+    ctx: &Arc<dyn LoopView>,
+    conn: &mut Conn,
+    per_conn: &PerConn,
+    open: &mut OpenStreams,
+    request: http::Request<h2::RecvStream>,
+    respond: h2::server::SendResponse<Bytes>,
+) {
+    conn.requests += 1;
+    let (parts, body) = request.into_parts();
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    let authority = parts.uri.authority().map(|a| a.as_str().as_bytes());
+    let end_of_stream = body.is_end_stream();
+    let head = request_head(
+        StreamRequest {
+            method: parts.method.as_str().as_bytes(),
+            path: path.as_bytes(),
+            authority,
+            fields: parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
+            end_of_stream,
+        },
+        &hub.config.limits,
+    );
+    let head = match head {
+        Ok(h) => h,
+        Err(e) => {
+            ctx.counters().by_request.loop_answer(e.status());
+            let mut reply = StreamReply::new(respond, &per_conn.park);
+            let _ = reply.send_head(e.status(), std::iter::empty(), true);
+            return;
+        }
+    };
+    // --static and --health-path: answered here, without the app.
+    let mut out = OutQueue::new();
+    if let Some(status) = ctx.own_answer(&head, &mut out) {
+        let (view, client) = (Arc::clone(ctx), conn.peer.ip());
+        tokio::spawn(async move {
+            let sent = own_answer::send(respond, out, head.is_head).await;
+            view.account_own(head, client, status, sent);
+        });
+        return;
+    }
+    let reply = StreamReply::new(respond, &per_conn.park);
+    open.add(reply.watch());
+    let expect_continue = head.expect_continue;
+    // A body without a content-length is held to --limit-body as it comes.
+    let unknown_length = head.body == BodyFraming::Chunked;
+    let call = StreamCall {
+        head,
+        listener: conn.listener,
+        peer: conn.peer.clone(),
+        peer_origin: conn.peer_origin,
+        tls_facts: per_conn.tls_facts.clone(),
+        scheme_https: parts.uri.scheme_str() == Some("https"),
+        body: (!end_of_stream).then(|| {
+            StreamBody::new(
+                body,
+                expect_continue.then(|| reply.interim()),
+                unknown_length.then_some(hub.config.limits.max_body),
+            )
+        }),
+        reply,
+        parsed_at: now_ns(),
+        upper: Arc::clone(&per_conn.upper),
+        _live: LiveStream::new(&per_conn.live),
+    };
+    // A whole request runs inline while the scheduler says so (`inline.rs`);
+    // one with a body to wait for goes to the pool, as on HTTP/1.1.
+    if call.body.is_none() && hub.runner.inline_now() {
+        hub.inline.offer(call);
+    } else {
+        hub.runner.dispatch(call);
+    }
+}
+
 /// Reset every stream still open (`RST_STREAM(CANCEL)`, after the GOAWAY sent when the stop
 /// began), count them as cut, and let the connection write the resets before it closes (the
 /// calls still hold their streams, so it would not close by itself).
@@ -296,16 +323,11 @@ async fn cut_streams(
     flush(h2c).await;
 }
 
-/// Let the connection write what was just queued (resets): poll it until it waits, when what
-/// the socket takes is written. A stream the client opened meanwhile is dropped (refused).
+/// Let the connection write what was just queued (resets): one poll drives it until it waits,
+/// when what the socket takes is written.
 async fn flush(h2c: &mut h2::server::Connection<SocketIo, Bytes>) {
     std::future::poll_fn(|cx| {
-        for _ in 0..CUT_FLUSH_POLLS {
-            match h2c.poll_accept(cx) {
-                Poll::Ready(Some(Ok(_))) => continue,
-                _ => break,
-            }
-        }
+        let _ = h2c.poll_closed(cx);
         Poll::Ready(())
     })
     .await;

@@ -4,12 +4,13 @@
 //! answer from a whole one, and the cut streams are counted (the stop's log line says how many,
 //! as it does for HTTP/1.1 requests).
 //!
-//! Only the connection's task touches it: no lock. Ended streams are pruned as the list grows,
-//! so it holds about the streams in flight, not every stream the connection ever carried.
+//! Only the connection's task touches it: no lock. Streams whose replies are gone are pruned as
+//! the list grows, so it holds about the streams in flight, not every stream the connection
+//! ever carried.
 
 use super::stream::StreamWatch;
 
-/// The list is pruned of ended streams when it reaches this many entries (and at twice what
+/// The list is pruned of gone replies when it reaches this many entries (and at twice what
 /// was left after the last pruning, so pruning costs O(1) per stream however many are open).
 const PRUNE_FROM: usize = 64;
 
@@ -29,7 +30,7 @@ impl OpenStreams {
     /// A stream was accepted and handed to its call.
     pub fn add(&mut self, watch: StreamWatch) {
         if self.watches.len() >= self.prune_at {
-            self.watches.retain(|w| !w.finished());
+            self.watches.retain(|w| !w.gone());
             self.prune_at = (self.watches.len() * 2).max(PRUNE_FROM);
         }
         self.watches.push(watch);

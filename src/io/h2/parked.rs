@@ -1,29 +1,24 @@
 //! Answers waiting for the client's window, held by the I/O layer instead of an app thread.
 //!
 //! A response block the stream's send window cannot take now is *parked*: its bytes stay with
-//! the stream's reply and a [`pump`] task on the HTTP/2 thread sends them as the client opens
-//! its window, while the app thread goes back to its work (the pool, or the inline batch).
-//! Without this, a client announcing `SETTINGS_INITIAL_WINDOW_SIZE = 0` held one thread per
+//! the stream's reply (`stream.rs`) and a pump task on the HTTP/2 thread sends them as the
+//! client opens its window, while the app thread goes back to its work (the pool, or the
+//! inline batch). Without this, a client announcing `SETTINGS_INITIAL_WINDOW_SIZE = 0` held one thread per
 //! stream for `--write-timeout`: with inline calls a new driving thread per stream (1,207
 //! threads for 12 connections × 100 streams), on the pool every pool thread, so that an
 //! unrelated request waited for the timeout.
 //!
 //! Bounded twice ([`Parking::try_reserve`]): per connection by `--write-high-water` (what an
 //! HTTP/1.1 answer may queue before its thread waits), and per server by
-//! [`PARKED_PER_SERVER`]. Past either, the app thread waits for room as before, bounded by the
-//! pool. A pump that gets no window for `--write-timeout` resets its stream (`CANCEL`); if no
+//! [`PARKED_PER_SERVER`]. Past either, the app thread waits for room (for the window, when it
+//! parks nothing itself), within `--threads`. A pump that gets no window for `--write-timeout` resets its stream (`CANCEL`); if no
 //! parked answer of the connection moved for that long either, the connection is closed
 //! (`conn.rs`): a client that never opens its window keeps nothing for longer.
 
-use std::future::poll_fn;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use h2::Reason;
-
-use super::stream::{Pumped, ReplyState};
 use crate::clock::now_ns;
 
 /// The most response bytes parked across the server (all connections): past it, app threads
@@ -45,6 +40,9 @@ pub struct Parking {
     last_progress: AtomicU64,
     /// Rung when a pump got no window for the write timeout.
     pub(super) stalled: tokio::sync::Notify,
+    /// A pump ever ran on this connection (until then its task does not listen for `stalled`:
+    /// a fast connection pays nothing for it).
+    pumped: AtomicBool,
 }
 
 impl Parking {
@@ -62,6 +60,7 @@ impl Parking {
             server_bytes,
             last_progress: AtomicU64::new(0),
             stalled: tokio::sync::Notify::new(),
+            pumped: AtomicBool::new(false),
         }
     }
 
@@ -95,58 +94,31 @@ impl Parking {
         self.conn_bytes.load(Ordering::SeqCst)
     }
 
-    fn progressed(&self) {
-        self.last_progress.store(now_ns(), Ordering::Relaxed);
-    }
-
     /// No parked answer of this connection moved for the write timeout.
     pub(super) fn stalled_now(&self) -> bool {
         let last = self.last_progress.load(Ordering::Relaxed);
         now_ns().saturating_sub(last) >= self.write_timeout.as_nanos() as u64
     }
 
-    /// Start the pump of a reply that has just parked its first bytes.
-    pub(super) fn start_pump(&self, state: Arc<Mutex<ReplyState>>) {
-        self.handle.spawn(pump(state));
+    /// Whether `want` more bytes fit this connection's bound now.
+    pub(super) fn has_room(&self, want: usize) -> bool {
+        self.parked() + want <= self.conn_max
     }
-}
 
-/// Send a reply's parked bytes as the window opens, until none is left (the last piece carries
-/// END_STREAM if the body ended), the stream ends otherwise, or no window came for the write
-/// timeout (the stream is reset, the connection told).
-async fn pump(state: Arc<Mutex<ReplyState>>) {
-    let park = Arc::clone(&state.lock().unwrap().park);
-    loop {
-        let step = tokio::time::timeout(
-            park.write_timeout,
-            poll_fn(|cx| state.lock().unwrap().poll_pump(cx)),
-        )
-        .await;
-        match step {
-            Ok(Pumped::Moved) => park.progressed(),
-            Ok(Pumped::Done) => return,
-            Err(_) => {
-                {
-                    let mut st = state.lock().unwrap();
-                    st.cut = true;
-                    st.reset(Reason::CANCEL);
-                }
-                park.stalled.notify_one();
-                return;
-            }
-        }
+    /// Start the pump of a reply that has just parked its first bytes (`stream::pump`), on the
+    /// HTTP/2 thread's runtime.
+    pub(super) fn start_pump(&self, pump: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.pumped.store(true, Ordering::Relaxed);
+        self.handle.spawn(pump);
     }
-}
 
-/// A reply's parked bytes, ready for the window to take them.
-pub(super) fn poll_ready_room(
-    state: &mut ReplyState,
-    want: usize,
-    cx: &mut std::task::Context<'_>,
-) -> Poll<()> {
-    if state.parked_len == 0 || state.park.parked() + want <= state.park.conn_max {
-        return Poll::Ready(());
+    /// Whether a pump ever ran on this connection.
+    pub(super) fn pumped(&self) -> bool {
+        self.pumped.load(Ordering::Relaxed)
     }
-    state.drain_waker = Some(cx.waker().clone());
-    Poll::Pending
+
+    /// A pump sent a piece.
+    pub(super) fn progressed(&self) {
+        self.last_progress.store(now_ns(), Ordering::Relaxed);
+    }
 }

@@ -26,7 +26,7 @@ use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
 use sluicegate_proto::ProtoError;
 
-use super::parked::{poll_ready_room, Parking};
+use super::parked::Parking;
 
 /// Wakes the app thread parked on a stream.
 struct Unpark(Thread);
@@ -188,28 +188,32 @@ impl StreamBody {
 /// A response's state, shared by the app thread that sends it and the `--timeout` watcher
 /// that may cut it ([`StreamCut`]). The lock is held for one `h2` call at a time, never while
 /// the app thread waits for window.
-pub(super) struct ReplyState {
+struct ReplyState {
     respond: SendResponse<Bytes>,
     send: Option<SendStream<Bytes>>,
     /// END_STREAM or RST_STREAM was handed to the `h2` crate.
     ended: bool,
     /// Cut (the `--timeout` watcher, a stop's deadline, a window that never opened): every
     /// later send fails (the client has its answer or a reset).
-    pub(super) cut: bool,
-    /// Body bytes the window could not take yet, in order, sent by the pump (`parked.rs`).
-    parked: VecDeque<Bytes>,
-    pub(super) parked_len: usize,
+    cut: bool,
+    /// Body bytes the window could not take yet (`parked.rs`): `Some` while a pump task
+    /// sends them. Boxed: most replies never park, and stay small.
+    parked: Option<Box<Parked>>,
+    park: Arc<Parking>,
+}
+
+/// A reply's parked bytes, in order.
+struct Parked {
+    queue: VecDeque<Bytes>,
+    len: usize,
     /// The body's last bytes are parked: END_STREAM goes with the last piece.
-    end_parked: bool,
-    /// A pump task sends the parked bytes.
-    pumping: bool,
-    /// An app thread waiting for parked bytes to drain (past the parking bounds).
-    pub(super) drain_waker: Option<Waker>,
-    pub(super) park: Arc<Parking>,
+    end: bool,
+    /// An app thread waiting for them to drain (past the parking bounds).
+    drain_waker: Option<Waker>,
 }
 
 /// What one poll of a pump did.
-pub(super) enum Pumped {
+enum Pumped {
     /// Sent a piece; more is parked.
     Moved,
     /// Nothing left to send (all sent, or the stream ended otherwise).
@@ -217,7 +221,7 @@ pub(super) enum Pumped {
 }
 
 impl ReplyState {
-    pub(super) fn reset(&mut self, reason: Reason) {
+    fn reset(&mut self, reason: Reason) {
         self.drop_parked();
         if let Some(mut send) = self.send.take() {
             send.send_reset(reason);
@@ -228,18 +232,17 @@ impl ReplyState {
     }
 
     fn drop_parked(&mut self) {
-        self.park.release(self.parked_len);
-        self.parked.clear();
-        self.parked_len = 0;
-        self.end_parked = false;
-        if let Some(w) = self.drain_waker.take() {
-            w.wake();
+        if let Some(p) = self.parked.take() {
+            self.park.release(p.len);
+            if let Some(w) = p.drain_waker {
+                w.wake();
+            }
         }
     }
 
     /// The pump's step: send as much of the parked bytes as the window grants now.
-    pub(super) fn poll_pump(&mut self, cx: &mut Context<'_>) -> Poll<Pumped> {
-        let want = self.parked_len.min(SEND_PIECE);
+    fn poll_pump(&mut self, cx: &mut Context<'_>) -> Poll<Pumped> {
+        let want = self.parked.as_ref().map_or(0, |p| p.len).min(SEND_PIECE);
         let granted = match self.send.as_mut() {
             Some(send) if want > 0 => {
                 send.reserve_capacity(want);
@@ -252,48 +255,77 @@ impl ReplyState {
             Poll::Ready(Some(Ok(n))) => n,
             Poll::Ready(None) | Poll::Ready(Some(Err(_))) => {
                 self.drop_parked();
-                self.pumping = false;
                 return Poll::Ready(Pumped::Done);
             }
         };
-        let send = self.send.as_mut().expect("polled above");
+        let (Some(send), Some(p)) = (self.send.as_mut(), self.parked.as_mut()) else {
+            return Poll::Ready(Pumped::Done);
+        };
         let mut sent = 0;
         while n > 0 {
-            let Some(front) = self.parked.front_mut() else {
+            let Some(front) = p.queue.front_mut() else {
                 break;
             };
             let piece = front.split_to(n.min(front.len()));
             if front.is_empty() {
-                self.parked.pop_front();
+                p.queue.pop_front();
             }
             n -= piece.len();
             sent += piece.len();
-            let last = self.end_parked && self.parked.is_empty();
+            let last = p.end && p.queue.is_empty();
             if send.send_data(piece, last).is_err() {
                 break;
             }
         }
         self.park.release(sent);
-        self.parked_len -= sent;
-        if let Some(w) = self.drain_waker.take() {
+        p.len -= sent;
+        if let Some(w) = p.drain_waker.take() {
             w.wake();
         }
-        if self.parked_len > 0 {
+        if p.len > 0 {
             return Poll::Ready(Pumped::Moved);
         }
-        if self.end_parked {
+        if p.end {
             self.send = None;
             self.ended = true;
         }
-        self.end_parked = false;
-        self.pumping = false;
+        self.parked = None;
         Poll::Ready(Pumped::Done)
+    }
+}
+
+/// Send a reply's parked bytes as the window opens (`parked.rs`), until none is left (the last
+/// piece carries END_STREAM if the body ended), the stream ends otherwise, or no window came for
+/// the write timeout (the stream is reset, the connection told).
+async fn pump(state: Arc<Mutex<ReplyState>>) {
+    let park = Arc::clone(&state.lock().unwrap().park);
+    loop {
+        let step = tokio::time::timeout(
+            park.write_timeout,
+            std::future::poll_fn(|cx| state.lock().unwrap().poll_pump(cx)),
+        )
+        .await;
+        match step {
+            Ok(Pumped::Moved) => park.progressed(),
+            Ok(Pumped::Done) => return,
+            Err(_) => {
+                {
+                    let mut st = state.lock().unwrap();
+                    st.cut = true;
+                    st.reset(Reason::CANCEL);
+                }
+                park.stalled.notify_one();
+                return;
+            }
+        }
     }
 }
 
 impl Drop for ReplyState {
     fn drop(&mut self) {
-        self.park.release(self.parked_len);
+        if let Some(p) = &self.parked {
+            self.park.release(p.len);
+        }
     }
 }
 
@@ -353,9 +385,9 @@ impl StreamCut {
 pub struct StreamWatch(std::sync::Weak<Mutex<ReplyState>>);
 
 impl StreamWatch {
-    /// Whether the reply is gone or ended (nothing left to cut).
-    pub fn finished(&self) -> bool {
-        self.0.upgrade().is_none_or(|st| st.lock().unwrap().ended)
+    /// Whether the reply is gone: its call and its pump are over (one atomic load: no lock).
+    pub fn gone(&self) -> bool {
+        self.0.strong_count() == 0
     }
 
     /// Reset the stream with `CANCEL` if it is still open: `true` if it was (it is counted as
@@ -395,11 +427,7 @@ impl StreamReply {
                 send: None,
                 ended: false,
                 cut: false,
-                parked: VecDeque::new(),
-                parked_len: 0,
-                end_parked: false,
-                pumping: false,
-                drain_waker: None,
+                parked: None,
                 park: Arc::clone(park),
             })),
         }
@@ -465,7 +493,7 @@ impl StreamReply {
         if st.cut {
             return Err(cut_error());
         }
-        if st.parked_len > 0 {
+        if st.parked.is_some() {
             return Ok(false); // after the parked bytes
         }
         let Some(send) = st.send.as_mut() else {
@@ -507,7 +535,7 @@ impl StreamReply {
                 };
             };
             // Nothing parked before these bytes: send what the window takes now.
-            while st.parked.is_empty() && !data.is_empty() {
+            while st.parked.is_none() && !data.is_empty() {
                 send.reserve_capacity(data.len().min(SEND_PIECE));
                 let n = send.capacity().min(data.len());
                 if n == 0 {
@@ -523,24 +551,33 @@ impl StreamReply {
                 }
             }
             if data.is_empty() {
-                if end && st.parked.is_empty() {
+                if end && st.parked.is_none() {
                     // An empty DATA frame carries END_STREAM.
                     send.send_data(Bytes::new(), true).map_err(gone)?;
                     st.send = None;
                     st.ended = true;
-                } else if end {
-                    st.end_parked = true;
+                } else if let (true, Some(p)) = (end, st.parked.as_mut()) {
+                    p.end = true;
                 }
                 return Ok(());
             }
             // The window is shut, or older bytes wait for it: park these behind them.
             if st.park.try_reserve(data.len()) {
-                st.parked_len += data.len();
-                st.parked.push_back(data);
-                st.end_parked = end;
-                if !st.pumping {
-                    st.pumping = true;
-                    st.park.start_pump(Arc::clone(&self.state));
+                match st.parked.as_mut() {
+                    Some(p) => {
+                        p.len += data.len();
+                        p.queue.push_back(data);
+                        p.end = end;
+                    }
+                    None => {
+                        st.parked = Some(Box::new(Parked {
+                            len: data.len(),
+                            queue: VecDeque::from([data]),
+                            end,
+                            drain_waker: None,
+                        }));
+                        st.park.start_pump(pump(Arc::clone(&self.state)));
+                    }
                 }
                 return Ok(());
             }
@@ -558,8 +595,13 @@ impl StreamReply {
             if st.cut {
                 return Poll::Ready(());
             }
-            if st.parked_len > 0 {
-                return poll_ready_room(&mut st, want, cx);
+            let st = &mut *st;
+            if let Some(p) = st.parked.as_mut() {
+                if st.park.has_room(want) {
+                    return Poll::Ready(());
+                }
+                p.drain_waker = Some(cx.waker().clone());
+                return Poll::Pending;
             }
             let Some(send) = st.send.as_mut() else {
                 return Poll::Ready(());
