@@ -188,7 +188,7 @@ async fn streams(
             }
             // A parked answer got no window for --write-timeout (its stream is reset): if none
             // of the connection's moved for as long, the client is not reading: close.
-            _ = park.stalled.notified(), if park.pumped() => {
+            _ = std::future::poll_fn(|cx| park.poll_stalled(cx)) => {
                 if park.stalled_now() {
                     open.cancel_all();
                     flush(&mut h2c).await;

@@ -17,7 +17,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use atomic_waker::AtomicWaker;
 
 use crate::clock::now_ns;
 
@@ -38,11 +41,10 @@ pub struct Parking {
     server_bytes: Arc<AtomicUsize>,
     /// When a pump of this connection last sent a piece (`clock::now_ns`; 0: never).
     last_progress: AtomicU64,
-    /// Rung when a pump got no window for the write timeout.
-    pub(super) stalled: tokio::sync::Notify,
-    /// A pump ever ran on this connection (until then its task does not listen for `stalled`:
-    /// a fast connection pays nothing for it).
-    pumped: AtomicBool,
+    /// A pump got no window for the write timeout: set by it, taken by the connection's task
+    /// ([`Parking::poll_stalled`]), which `stall_waker` wakes.
+    stalled: AtomicBool,
+    stall_waker: AtomicWaker,
 }
 
 impl Parking {
@@ -59,8 +61,8 @@ impl Parking {
             conn_bytes: AtomicUsize::new(0),
             server_bytes,
             last_progress: AtomicU64::new(0),
-            stalled: tokio::sync::Notify::new(),
-            pumped: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
+            stall_waker: AtomicWaker::new(),
         }
     }
 
@@ -108,13 +110,23 @@ impl Parking {
     /// Start the pump of a reply that has just parked its first bytes (`stream::pump`), on the
     /// HTTP/2 thread's runtime.
     pub(super) fn start_pump(&self, pump: impl std::future::Future<Output = ()> + Send + 'static) {
-        self.pumped.store(true, Ordering::Relaxed);
         self.handle.spawn(pump);
     }
 
-    /// Whether a pump ever ran on this connection.
-    pub(super) fn pumped(&self) -> bool {
-        self.pumped.load(Ordering::Relaxed)
+    /// A pump got no window for the write timeout: tell the connection's task.
+    pub(super) fn stall(&self) {
+        self.stalled.store(true, Ordering::SeqCst);
+        self.stall_waker.wake();
+    }
+
+    /// The connection's task: ready once a pump stalled since the last time.
+    pub(super) fn poll_stalled(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.stall_waker.register(cx.waker());
+        if self.stalled.swap(false, Ordering::SeqCst) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
     }
 
     /// A pump sent a piece.

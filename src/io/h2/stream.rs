@@ -314,7 +314,7 @@ async fn pump(state: Arc<Mutex<ReplyState>>) {
                     st.cut = true;
                     st.reset(Reason::CANCEL);
                 }
-                park.stalled.notify_one();
+                park.stall();
                 return;
             }
         }
