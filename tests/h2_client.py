@@ -84,6 +84,9 @@ class H2Client:
                 room = min(self.conn.local_flow_control_window(sid),
                            self.conn.max_outbound_frame_size, len(view))
                 if room <= 0:
+                    answered = self.responses_by_id.get(sid)
+                    if answered is not None and answered.reset is not None:
+                        return  # the server reset the stream: nothing more to send
                     if time.monotonic() > deadline:
                         raise TimeoutError("the server kept its window closed")
                     self.receive_once()

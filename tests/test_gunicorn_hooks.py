@@ -503,12 +503,14 @@ def test_pre_fork_nworkers_changed_worker_int_and_pre_exec(start_server, tmp_pat
     server.signal(signal.SIGTTIN)
     changed = wait_named(out, "nworkers_changed", 2)
     assert (changed[1]["new"], changed[1]["old"]) == (3, 2)
-    wait_named(out, "post_fork", 3)
+    assert wait_named(out, "post_fork", 3)[2]["age"] == 3
     victim = forks[0]["pid"]
     os.kill(victim, signal.SIGINT)
     (interrupted,) = wait_named(out, "worker_int")
     assert interrupted["pid"] == interrupted["in"] == victim
     server.wait_log(r"worker received INT or QUIT signal")
+    # Its replacement takes its slot (1) but gunicorn's next age: workers started so far.
+    assert wait_named(out, "post_fork", 4)[3]["age"] == 4
     server.signal(signal.SIGUSR2)
     (exec_,) = wait_named(out, "pre_exec")
     assert exec_["in"] == master

@@ -39,6 +39,7 @@ class Child:
     generation: int
     slot: int  # its entry in the connection-count table
     metrics_fd: int = -1  # the memfd it leaves its last metrics reading in (metrics_total.py)
+    age: int = 0  # gunicorn's worker age: how many workers this master had started with it
     life: Life = Life.BOOTING
 
     def become(self, life: Life) -> None:

@@ -76,7 +76,7 @@ def metrics_address(address: str, slot: "int | None") -> str:
     """This process's --metrics-bind: the address itself for one process (and for a master,
     which serves the sum over its workers there, metrics_total.py); for the worker in slot S
     (counted from 0), the port plus S + 1 (HOST:PORT) or the path with `.{S + 1}` appended
-    (unix:PATH), the number its series' `worker` label and its hooks' `worker.age` carry."""
+    (unix:PATH), the number its series' `worker` label carries."""
     if not address or slot is None:
         return address
     if address.startswith("unix:"):

@@ -180,8 +180,9 @@ class WorkerTmp:
 
 
 class HookWorker:
-    """gunicorn's `worker`. `age` is the worker's slot among the workers (1 to N; a
-    replacement takes the slot of the worker it replaces), the number its metrics carry."""
+    """gunicorn's `worker`. `age` is gunicorn's: the master counts the workers it starts,
+    and each gets the next number (a replacement too: 1 and 2, then 3 for the first
+    replacement). The metrics' `worker` label is the worker's slot instead (1 to N)."""
 
     def __init__(self, cfg: Any, pid: int, ppid: int, age: int,
                  sockets: Sequence[Any] = (), app: Optional[Callable[..., Any]] = None) -> None:
@@ -249,12 +250,23 @@ def server(cfg: Any, workers: Optional[int] = None, pid: Optional[int] = None,
     return HookServer(cfg, os.getpid() if pid is None else pid, n, sockets, children, app)
 
 
-def worker(cfg: Any, age: int = 1, pid: Optional[int] = None, ppid: Optional[int] = None,
-           sockets: Sequence[Any] = (), app: Optional[Callable[..., Any]] = None
-           ) -> HookWorker:
+#: This process's own age, when a master forked it (`note_own_age`); 1 in a single server.
+_own_age = 1
+
+
+def note_own_age(age: int) -> None:
+    """In a worker just forked: the age its master gave it, for the hooks' `worker.age`."""
+    global _own_age
+    _own_age = age
+
+
+def worker(cfg: Any, age: Optional[int] = None, pid: Optional[int] = None,
+           ppid: Optional[int] = None, sockets: Sequence[Any] = (),
+           app: Optional[Callable[..., Any]] = None) -> HookWorker:
     """The `worker` argument: this process unless `pid` says (child_exit, in the master)."""
     return HookWorker(cfg, os.getpid() if pid is None else pid,
-                      os.getppid() if ppid is None else ppid, age, sockets, app)
+                      os.getppid() if ppid is None else ppid,
+                      _own_age if age is None else age, sockets, app)
 
 
 __all__ = ["GunicornCfg", "GunicornLog", "HookApp", "HookServer", "HookWorker", "WorkerTmp",

@@ -133,6 +133,7 @@ class Master:
         self.state = State.STARTING
         self.workers: Dict[int, Child] = {}
         self.generation = 0  # the newest; while RELOADING, the one booting
+        self.worker_age = 0  # workers started so far: gunicorn's worker age
         self.deadline = 0.0  # while STOPPING: when what is left gets SIGKILL
         self.exit_status = 0
         self.new_master: Optional[int] = None  # the pid a USR2 started, while it lives
@@ -470,7 +471,7 @@ class Master:
 
     def _hook_server(self) -> hook_objects.HookServer:
         me = os.getpid()
-        workers = {pid: hook_objects.worker(self.cfg, w.slot + 1, pid, me)
+        workers = {pid: hook_objects.worker(self.cfg, w.age, pid, me)
                    for pid, w in self.workers.items()}
         return hook_objects.server(self.cfg, self.target, me, self.sockets, workers)
 
@@ -488,7 +489,9 @@ class Master:
         if slot is None:
             log.error("Cannot start more than %d workers", SLOTS)
             return
-        booting = hook_objects.worker(self.cfg, slot + 1, "[booting]", os.getpid())
+        self.worker_age += 1
+        age = self.worker_age
+        booting = hook_objects.worker(self.cfg, age, "[booting]", os.getpid())
         if self.state is State.STOPPING or not self._hook("pre_fork", booting):
             return
         os.pwrite(self.table, b"\0\0\0\0", slot * 4)
@@ -501,11 +504,12 @@ class Master:
         master = os.getpid()
         pid = os.fork()
         if pid == 0:
+            hook_objects.note_own_age(age)
             self._become_worker(r, w, self.cfg.max_requests + jitter, slot, master,
                                 metrics_fd)  # no return
         os.close(w)
         os.set_inheritable(r, False)
-        self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd)
+        self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd, age)
         log.info("Booting worker with pid %d", pid)
 
     def _become_worker(
@@ -563,7 +567,7 @@ class Master:
             w = self.workers.pop(pid, None)
             if w is None:
                 continue
-            self._hook("child_exit", hook_objects.worker(self.cfg, w.slot + 1, pid, os.getpid()))
+            self._hook("child_exit", hook_objects.worker(self.cfg, w.age, pid, os.getpid()))
             self._read_messages(w)
             os.close(w.pipe)
             if w.metrics_fd >= 0:

@@ -416,7 +416,9 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "write_high_water", parse_positive_size, "1M",
         "Backpressure for streaming responses: when more than this many bytes are queued for a "
-        "client that reads slowly, the app's thread waits until half of them are sent.",
+        "client that reads slowly, the app's thread waits until half of them are sent. Over "
+        "HTTP/2, the most bytes a connection holds for streams whose window is shut before "
+        "the app's thread waits.",
         "BYTES", int, core=True,
     ),
     Option(

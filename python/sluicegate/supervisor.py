@@ -173,7 +173,7 @@ def _boot_worker(
         os.chdir(cfg.chdir)
     proctitle.set_title("worker", cfg.proc_name)
     master = hook_objects.server(cfg, workers, os.getppid(), sockets, app=app)
-    me = hook_objects.worker(cfg, balance[2] + 1, sockets=sockets)
+    me = hook_objects.worker(cfg, sockets=sockets)
     master.WORKERS[me.pid] = me
     hooks.call(cfg.hooks, "post_fork", master, me)  # raises HookFailed: the boot fails
     worker_app = app if app is not None else load_app(str(cfg.app))

@@ -85,19 +85,41 @@ struct HookCtx<'a> {
     seq: u64,
 }
 
-/// An inline call is about to wait for its connection (a DATA frame, send window): the role
-/// goes to a new thread first, without changing the mode (as an HTTP/1.1 streaming answer
-/// hands its loop on).
-fn hand_off(ctx: *const ()) {
+/// An inline call is about to wait for its connection (the window, past what the I/O layer
+/// holds for it): the role goes to a new thread first, and the scheduler to dispatch mode (the
+/// next streams run on the pool instead of each handing the role on). `false`, and the call
+/// does not wait (its stream is reset), when no thread may be left behind: the thread bound.
+fn hand_off(ctx: *const ()) -> bool {
     // SAFETY: set by `drive_h2` from a `HookCtx` on its stack, which outlives the call that
     // fires the hook (`drive_h2` clears the hook before the context goes).
     let ctx = unsafe { &*(ctx as *const HookCtx<'_>) };
+    if !may_leave_behind(ctx.shared, ctx.hub) {
+        return false;
+    }
     if ctx.hub.inline.take(ctx.seq) {
-        ctx.shared.sched.handoffs.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = spawn_driver(ctx.shared, ctx.hub) {
-            eprintln!("sluicegate: cannot start a thread for HTTP/2: {e}");
-            ctx.hub.inline.orphan();
-        }
+        ctx.shared.sched.note_handoff();
+        left_behind(ctx.shared, ctx.hub);
+    }
+    true
+}
+
+/// Whether one more thread may lose the role and finish its call apart: those threads and the
+/// pool's together stay within `--threads`.
+fn may_leave_behind(shared: &Shared, hub: &H2Hub) -> bool {
+    let max = shared.bridge.config.threads_max;
+    let pool = shared.try_pool().map_or(0, |p| p.threads());
+    hub.inline.left_behind.load(Ordering::SeqCst) < max.saturating_sub(pool).max(1)
+}
+
+/// The role was taken from a thread that goes on with its call: count it, start the new
+/// driving thread.
+fn left_behind(shared: &Arc<Shared>, hub: &Arc<H2Hub>) {
+    hub.inline.left_behind.fetch_add(1, Ordering::SeqCst);
+    if let Err(e) = spawn_driver(shared, hub) {
+        eprintln!("sluicegate: cannot start a thread for HTTP/2: {e}");
+        // The role goes back to that thread when its call returns: it does not leave.
+        hub.inline.left_behind.fetch_sub(1, Ordering::SeqCst);
+        hub.inline.orphan();
     }
 }
 
@@ -129,6 +151,8 @@ pub(super) fn drive_h2(shared: &Arc<Shared>, hub: &Arc<H2Hub>) {
     };
     if done {
         hub.finish();
+    } else {
+        hub.inline.left_behind.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -194,12 +218,12 @@ pub(super) fn watch_h2(shared: &Arc<Shared>, hub: &Arc<H2Hub>, stop: &AtomicBool
         // The same batch at two looks: is it blocked, or computing for too long?
         let since = *running_since.get_or_insert(now);
         let cpu_bound = now.duration_since(since) >= CPU_BOUND_TAKEOVER;
-        if (cpu_bound || thread_is_sleeping(tid)) && inline.take(seq) {
+        if (cpu_bound || thread_is_sleeping(tid))
+            && may_leave_behind(shared, hub)
+            && inline.take(seq)
+        {
             shared.sched.note_takeover();
-            if let Err(e) = spawn_driver(shared, hub) {
-                eprintln!("sluicegate: cannot start a thread for HTTP/2: {e}");
-                inline.orphan();
-            }
+            left_behind(shared, hub);
         }
     }
 }

@@ -236,6 +236,13 @@ impl Scheduler {
         self.note_slow();
     }
 
+    /// An inline HTTP/2 call handed the driver role on before waiting for its connection: a
+    /// slow call, as a takeover is.
+    pub fn note_handoff(&self) {
+        self.handoffs.fetch_add(1, Ordering::Relaxed);
+        self.note_slow();
+    }
+
     fn note_slow(&self) {
         self.last_slow.store(self.now_ns(), Ordering::Relaxed);
         if self.policy == Policy::Adaptive {

@@ -2,9 +2,13 @@
 //! (the `h2` crate has checked their syntax and the pseudo-headers already) become the same
 //! head an HTTP/1.1 request line and field section make, so the WSGI bridge builds the environ
 //! the one way it knows. What differs from HTTP/1.1 is decided here:
-//! - `:authority` becomes the `Host` field (RFC 9113 §8.3.1), unless a `host` field came too;
+//! - `:authority` becomes the `Host` field (RFC 9113 §8.3.1); a `host` field that names another
+//!   entity makes the request malformed (same section), and both pass the one Host check
+//!   HTTP/1.1's `Host` passes ([`crate::host`]: no userinfo, no spaces);
 //! - several `cookie` fields are joined with `"; "` into one (RFC 9113 §8.2.3), so the app
-//!   sees one `HTTP_COOKIE` as from an HTTP/1.1 client;
+//!   sees one `HTTP_COOKIE` as from an HTTP/1.1 client; each counts as a field toward
+//!   `Limits::max_headers`, as each field line does on HTTP/1.1;
+//! - `CONNECT` is refused, as on HTTP/1.1 (a WSGI app cannot tunnel);
 //! - the body's framing: a `content-length` if the client sent one, else "read until the end
 //!   of the stream" ([`BodyFraming::Chunked`] stands for it: length unknown until the end);
 //!   DATA frames carry it, never `h1` chunks.
@@ -14,6 +18,7 @@
 use std::ops::Range;
 
 use crate::h1::parse::parse_content_length;
+use crate::host::{same_host, valid_host};
 use crate::token::list_elements;
 use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
 
@@ -62,18 +67,8 @@ pub fn request_head<'a, F>(
 where
     F: Iterator<Item = (&'a [u8], &'a [u8])>,
 {
+    check_pseudo(req.method, req.authority, req.path, limits)?;
     let target = req.path;
-    if target.len() > limits.max_request_line {
-        return Err(ProtoError::UriTooLong);
-    }
-    if target != b"*" && !target.starts_with(b"/") {
-        return Err(ProtoError::BadRequest("h2: :path is not origin-form"));
-    }
-    if target == b"*" && req.method != b"OPTIONS" {
-        return Err(ProtoError::BadRequest(
-            "h2: :path * on a method other than OPTIONS",
-        ));
-    }
     let mut buf = Vec::with_capacity(req.method.len() + target.len() + 256);
     buf.extend_from_slice(req.method);
     let method = span(0, buf.len())?;
@@ -92,8 +87,9 @@ where
     let mut forwarding = false;
     let mut cookie_parts: Vec<&[u8]> = Vec::new();
     let mut expect_continue = false;
-    for (name, value) in req.fields {
-        if headers.len() >= limits.max_headers || too_long(name, value, limits) {
+    // Every field counts toward the limit, each `cookie` too (as each field line on HTTP/1.1).
+    for (seen, (name, value)) in req.fields.enumerate() {
+        if seen >= limits.max_headers || too_long(name, value, limits) {
             return Err(ProtoError::HeadersTooLarge);
         }
         if name == b"cookie" {
@@ -107,17 +103,16 @@ where
             }
             length = Some(n);
         }
-        host_seen |= name == b"host";
+        if name == b"host" {
+            check_host_field(host_seen, value, req.authority)?;
+            host_seen = true;
+        }
         if name == b"expect" {
             expect_continue |=
                 list_elements(value).any(|e| e.eq_ignore_ascii_case(b"100-continue"));
         }
         forwarding |= crate::forwarded::is_forwarding_header(name);
-        let n0 = buf.len();
-        buf.extend_from_slice(name);
-        let v0 = buf.len();
-        buf.extend_from_slice(value);
-        headers.push((span(n0, v0)?, span(v0, buf.len())?));
+        push_field(&mut buf, &mut headers, name, value)?;
     }
     if !cookie_parts.is_empty() {
         let n0 = buf.len();
@@ -133,11 +128,7 @@ where
     }
     if !host_seen {
         if let Some(a) = req.authority {
-            let n0 = buf.len();
-            buf.extend_from_slice(b"host");
-            let v0 = buf.len();
-            buf.extend_from_slice(a);
-            headers.push((span(n0, v0)?, span(v0, buf.len())?));
+            push_field(&mut buf, &mut headers, b"host", a)?;
         }
     }
     if buf.len()
@@ -174,6 +165,67 @@ where
         is_head,
         forwarding,
     })
+}
+
+/// The pseudo-header fields' checks: no CONNECT, a valid `:authority`, an origin-form `:path`
+/// (or `*` for OPTIONS) within `--limit-request-line` (RFC 9113 §8.3.1).
+fn check_pseudo(
+    method: &[u8],
+    authority: Option<&[u8]>,
+    target: &[u8],
+    limits: &Limits,
+) -> Result<(), ProtoError> {
+    if method == b"CONNECT" {
+        return Err(ProtoError::BadRequest("h2: CONNECT is not supported"));
+    }
+    if authority.is_some_and(|a| !valid_host(a)) {
+        return Err(ProtoError::BadRequest("h2: invalid :authority"));
+    }
+    if target.len() > limits.max_request_line {
+        return Err(ProtoError::UriTooLong);
+    }
+    if target != b"*" && !target.starts_with(b"/") {
+        return Err(ProtoError::BadRequest("h2: :path is not origin-form"));
+    }
+    if target == b"*" && method != b"OPTIONS" {
+        return Err(ProtoError::BadRequest(
+            "h2: :path * on a method other than OPTIONS",
+        ));
+    }
+    Ok(())
+}
+
+/// A `host` field: one at most, valid, and the same host as `:authority` (RFC 9113 §8.3.1).
+fn check_host_field(
+    seen_before: bool,
+    value: &[u8],
+    authority: Option<&[u8]>,
+) -> Result<(), ProtoError> {
+    if seen_before {
+        return Err(ProtoError::BadRequest("h2: more than one host field"));
+    }
+    if !valid_host(value) {
+        return Err(ProtoError::BadRequest("h2: invalid host field"));
+    }
+    if authority.is_some_and(|a| !same_host(a, value)) {
+        return Err(ProtoError::BadRequest("h2: host differs from :authority"));
+    }
+    Ok(())
+}
+
+/// Appends one field to the head's buffer and its name and value spans to `headers`.
+fn push_field(
+    buf: &mut Vec<u8>,
+    headers: &mut Vec<(Range<u32>, Range<u32>)>,
+    name: &[u8],
+    value: &[u8],
+) -> Result<(), ProtoError> {
+    let n0 = buf.len();
+    buf.extend_from_slice(name);
+    let v0 = buf.len();
+    buf.extend_from_slice(value);
+    headers.push((span(n0, v0)?, span(v0, buf.len())?));
+    Ok(())
 }
 
 /// `Limits::max_field_bytes` for an HTTP/2 field: its name and value.
@@ -275,11 +327,91 @@ mod tests {
         .is_err());
     }
 
+    fn with(
+        method: &[u8],
+        authority: Option<&[u8]>,
+        fields: &[(&[u8], &[u8])],
+    ) -> Result<RequestHead, ProtoError> {
+        request_head(
+            StreamRequest {
+                method,
+                path: b"/",
+                authority,
+                fields: fields.iter().copied(),
+                end_of_stream: true,
+            },
+            &Limits::default(),
+        )
+    }
+
     #[test]
-    fn host_field_wins_over_authority() {
-        let h = head(&[(b"host", b"other")], true).unwrap();
-        assert_eq!(h.host(), Some(&b"other"[..]));
+    fn a_host_field_naming_the_authority_is_kept_once() {
+        let h = head(&[(b"host", b"Example.org:8443")], true).unwrap();
+        assert_eq!(h.host(), Some(&b"Example.org:8443"[..]));
         assert_eq!(h.headers().filter(|(n, _)| *n == b"host").count(), 1);
+        // Without :authority, the host field is the host.
+        let h = with(b"GET", None, &[(b"host", b"other")]).unwrap();
+        assert_eq!(h.host(), Some(&b"other"[..]));
+    }
+
+    #[test]
+    fn a_host_field_naming_another_entity_is_malformed() {
+        let e = head(&[(b"host", b"other")], true).unwrap_err();
+        assert_eq!(e.status(), 400);
+        let two: &[(&[u8], &[u8])] = &[(b"host", b"a"), (b"host", b"a")];
+        assert_eq!(with(b"GET", None, two).unwrap_err().status(), 400);
+    }
+
+    #[test]
+    fn authority_and_host_pass_the_http1_host_check() {
+        for bad in [
+            &b"good.example@evil.example"[..],
+            b"user:pw@example.org",
+            b"a b",
+        ] {
+            assert_eq!(with(b"GET", Some(bad), &[]).unwrap_err().status(), 400);
+            assert_eq!(
+                with(b"GET", None, &[(b"host", bad)]).unwrap_err().status(),
+                400
+            );
+        }
+    }
+
+    #[test]
+    fn connect_is_refused() {
+        let e = with(b"CONNECT", Some(b"example.org:443"), &[]).unwrap_err();
+        assert_eq!(e.status(), 400);
+    }
+
+    #[test]
+    fn cookie_fields_count_toward_the_field_limit() {
+        let limits = Limits {
+            max_headers: 3,
+            ..Limits::default()
+        };
+        let cookies: Vec<(&[u8], &[u8])> = vec![(b"cookie", b"a=1"); 4];
+        let r = request_head(
+            StreamRequest {
+                method: b"GET",
+                path: b"/",
+                authority: None,
+                fields: cookies.iter().copied(),
+                end_of_stream: true,
+            },
+            &limits,
+        );
+        assert_eq!(r.unwrap_err(), ProtoError::HeadersTooLarge);
+        let r = request_head(
+            StreamRequest {
+                method: b"GET",
+                path: b"/",
+                authority: None,
+                fields: cookies[..3].iter().copied(),
+                end_of_stream: true,
+            },
+            &limits,
+        );
+        assert_eq!(r.unwrap().header(b"cookie"), Some(&b"a=1; a=1; a=1"[..]));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod forwarded;
 pub mod h1;
 pub mod h2;
 pub mod head;
+pub mod host;
 pub mod limits;
 pub mod path;
 pub mod proxy_protocol;

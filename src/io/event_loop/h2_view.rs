@@ -21,6 +21,10 @@ impl crate::io::h2::LoopView for LoopCtx {
         }
     }
 
+    fn graceful_left(&self) -> std::time::Duration {
+        LoopCtx::graceful_left(self)
+    }
+
     fn counters(&self) -> &Counters {
         &self.counters
     }

@@ -75,6 +75,9 @@ pub enum Stop {
 /// loop's `LoopCtx` implements it): whether a stop was asked for, and the counters.
 pub trait LoopView: Send + Sync + 'static {
     fn stop(&self) -> Stop;
+    /// What is left of a graceful stop's time (`--graceful-timeout`, one deadline for the
+    /// whole server): streams still open then are cut.
+    fn graceful_left(&self) -> std::time::Duration;
     fn counters(&self) -> &Counters;
     /// The loop's own answer to `head` (`--health-path`, `--static`), queued in `out` as
     /// HTTP/1.1 bytes (`own_answer.rs` reframes them); its status, or `None` for the app.

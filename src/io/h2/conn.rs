@@ -12,14 +12,18 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::Bytes;
 use sluicegate_proto::h2::{request_head, StreamRequest};
+use sluicegate_proto::BodyFraming;
 use tokio::sync::{mpsc, watch};
 
 use super::call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
 use super::inline::Inline;
+use super::open_streams::OpenStreams;
 use super::own_answer;
+use super::parked::Parking;
 use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
 use crate::clock::now_ns;
@@ -36,6 +40,8 @@ pub(super) struct ThreadShare {
     pub stop_bell: Arc<tokio::sync::Notify>,
     /// Connections being served (the thread ends at a stop once none is left).
     pub open: Arc<AtomicUsize>,
+    /// Response bytes parked across the server (`parked.rs`).
+    pub parked: Arc<AtomicUsize>,
 }
 
 /// A stream's receive window: the most request body the server buffers for one stream the
@@ -55,6 +61,8 @@ pub(super) async fn serve_all(
 ) {
     let (stop_tx, stop_rx) = watch::channel(Stop::Running);
     let mut stopping = false;
+    // The end of a graceful stop's time: the streams still open are cut then.
+    let mut deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     loop {
         tokio::select! {
             next = from_loop.recv() => match next {
@@ -70,13 +78,20 @@ pub(super) async fn serve_all(
             // look did, 20 times a second).
             _ = hub.stop_bell.notified() => {
                 let state = ctx.stop();
-                if state >= Stop::Graceful {
+                if state >= Stop::Graceful && *stop_tx.borrow() < state {
                     stop_tx.send_replace(state);
-                    stopping = true;
                 }
+                if state == Stop::Graceful && !stopping {
+                    deadline = Some(Box::pin(tokio::time::sleep(ctx.graceful_left())));
+                }
+                stopping |= state >= Stop::Graceful;
                 if stopping && hub.open.load(Ordering::SeqCst) == 0 {
                     break;
                 }
+            }
+            _ = async { deadline.as_mut().expect("guarded").await }, if deadline.is_some() => {
+                deadline = None;
+                stop_tx.send_replace(Stop::Immediate);
             }
         }
     }
@@ -121,7 +136,8 @@ async fn serve_one(
 
 /// Accept streams until the connection ends: the client's GOAWAY or close, an error, the idle
 /// timeout (`--keepalive-timeout` without a stream in flight) or a stop (GOAWAY, in-flight
-/// streams finish; an immediate stop cuts them).
+/// streams finish; an immediate stop, or the end of the graceful time, resets them:
+/// [`cut_streams`]).
 async fn streams(
     hub: &Arc<ThreadShare>,
     ctx: &Arc<dyn LoopView>,
@@ -130,85 +146,37 @@ async fn streams(
     stop: &mut watch::Receiver<Stop>,
 ) {
     let cfg = &hub.config;
-    let live = Arc::new(AtomicUsize::new(0));
-    let tls_facts = conn.tls.as_ref().and_then(|l| l.facts());
-    let upper: Upper = Arc::new(std::sync::Mutex::new(conn.upper.take()));
+    let per_conn = PerConn {
+        live: Arc::new(AtomicUsize::new(0)),
+        tls_facts: conn.tls.as_ref().and_then(|l| l.facts()),
+        upper: Arc::new(std::sync::Mutex::new(conn.upper.take())),
+        park: Arc::new(Parking::new(
+            cfg.write_timeout,
+            usize::try_from(cfg.write_high_water).unwrap_or(usize::MAX),
+            Arc::clone(&hub.parked),
+        )),
+    };
+    let (live, park) = (&per_conn.live, &per_conn.park);
     let mut going_away = false;
+    let mut open = OpenStreams::new();
     if *stop.borrow() >= Stop::Graceful {
         h2c.graceful_shutdown();
         going_away = true;
+    }
+    if *stop.borrow() == Stop::Immediate {
+        return;
     }
     loop {
         let idle = tokio::time::sleep(cfg.keepalive_timeout);
         tokio::select! {
             next = h2c.accept() => match next {
                 Some(Ok((request, respond))) => {
-                    conn.requests += 1;
-                    let (parts, body) = request.into_parts();
-                    let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-                    let authority = parts.uri.authority().map(|a| a.as_str().as_bytes());
-                    let end_of_stream = body.is_end_stream();
-                    let head = request_head(
-                        StreamRequest {
-                            method: parts.method.as_str().as_bytes(),
-                            path: path.as_bytes(),
-                            authority,
-                            fields: parts
-                                .headers
-                                .iter()
-                                .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
-                            end_of_stream,
-                        },
-                        &cfg.limits,
-                    );
-                    let head = match head {
-                        Ok(h) => h,
-                        Err(e) => {
-                            ctx.counters().by_request.loop_answer(e.status());
-                            let mut reply = StreamReply::new(respond);
-                            let _ = reply.send_head(e.status(), std::iter::empty(), true);
-                            continue;
-                        }
-                    };
-                    // --static and --health-path: answered here, without the app.
-                    let mut out = OutQueue::new();
-                    if let Some(status) = ctx.own_answer(&head, &mut out) {
-                        let (view, client) = (Arc::clone(ctx), conn.peer.ip());
-                        tokio::spawn(async move {
-                            let sent = own_answer::send(respond, out, head.is_head).await;
-                            view.account_own(head, client, status, sent);
-                        });
-                        continue;
-                    }
-                    let reply = StreamReply::new(respond);
-                    let expect_continue = head.expect_continue;
-                    let call = StreamCall {
-                        head,
-                        listener: conn.listener,
-                        peer: conn.peer.clone(),
-                        peer_origin: conn.peer_origin,
-                        tls_facts: tls_facts.clone(),
-                        scheme_https: parts.uri.scheme_str() == Some("https"),
-                        body: (!end_of_stream).then(|| {
-                            StreamBody::new(body, expect_continue.then(|| reply.interim()))
-                        }),
-                        reply,
-                        parsed_at: now_ns(),
-                        upper: Arc::clone(&upper),
-                        _live: LiveStream::new(&live),
-                    };
-                    // A whole request runs inline while the scheduler says so (`inline.rs`);
-                    // one with a body to wait for goes to the pool, as on HTTP/1.1.
-                    if call.body.is_none() && hub.runner.inline_now() {
-                        hub.inline.offer(call);
-                    } else {
-                        hub.runner.dispatch(call);
-                    }
+                    take_stream(hub, ctx, conn, &per_conn, &mut open, request, respond);
                 }
                 Some(Err(_)) | None => break,
             },
             _ = idle => {
-                if live.load(Ordering::SeqCst) == 0 {
+                if live.load(Ordering::SeqCst) == 0 && park.parked() == 0 {
                     if going_away {
                         // GOAWAY sent a keep-alive timeout ago and the client neither closed
                         // nor opened anything: close.
@@ -218,9 +186,25 @@ async fn streams(
                     going_away = true;
                 }
             }
+            // A parked answer got no window for --write-timeout (its stream is reset): if none
+            // of the connection's moved for as long, the client is not reading: close.
+            _ = std::future::poll_fn(|cx| park.poll_stalled(cx)) => {
+                if park.stalled_now() {
+                    open.cancel_all();
+                    flush(&mut h2c).await;
+                    break;
+                }
+            }
             changed = stop.changed() => {
                 let state = *stop.borrow();
-                if changed.is_err() || state == Stop::Immediate {
+                if changed.is_err() {
+                    break;
+                }
+                if state == Stop::Immediate {
+                    if !going_away {
+                        h2c.graceful_shutdown();
+                    }
+                    cut_streams(ctx, &mut h2c, &mut open).await;
                     break;
                 }
                 if !going_away {
@@ -230,4 +214,121 @@ async fn streams(
             }
         }
     }
+}
+
+/// What a connection's streams share.
+struct PerConn {
+    /// Its streams in flight (the idle timer waits for none).
+    live: Arc<AtomicUsize>,
+    tls_facts: Option<Arc<crate::io::tls_link::TlsFacts>>,
+    upper: Upper,
+    park: Arc<Parking>,
+}
+
+/// A stream the client opened: its head decoded by proto (refused on its stream if bad),
+/// answered here (`--static`, `--health-path`), or queued to run inline or on the pool.
+fn take_stream(
+    hub: &Arc<ThreadShare>,
+    ctx: &Arc<dyn LoopView>,
+    conn: &mut Conn,
+    per_conn: &PerConn,
+    open: &mut OpenStreams,
+    request: http::Request<h2::RecvStream>,
+    respond: h2::server::SendResponse<Bytes>,
+) {
+    conn.requests += 1;
+    let (parts, body) = request.into_parts();
+    let path = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    let authority = parts.uri.authority().map(|a| a.as_str().as_bytes());
+    let end_of_stream = body.is_end_stream();
+    let head = request_head(
+        StreamRequest {
+            method: parts.method.as_str().as_bytes(),
+            path: path.as_bytes(),
+            authority,
+            fields: parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
+            end_of_stream,
+        },
+        &hub.config.limits,
+    );
+    let head = match head {
+        Ok(h) => h,
+        Err(e) => {
+            ctx.counters().by_request.loop_answer(e.status());
+            let mut reply = StreamReply::new(respond, &per_conn.park);
+            let _ = reply.send_head(e.status(), std::iter::empty(), true);
+            return;
+        }
+    };
+    // --static and --health-path: answered here, without the app.
+    let mut out = OutQueue::new();
+    if let Some(status) = ctx.own_answer(&head, &mut out) {
+        let (view, client) = (Arc::clone(ctx), conn.peer.ip());
+        tokio::spawn(async move {
+            let sent = own_answer::send(respond, out, head.is_head).await;
+            view.account_own(head, client, status, sent);
+        });
+        return;
+    }
+    let reply = StreamReply::new(respond, &per_conn.park);
+    open.add(reply.watch());
+    let expect_continue = head.expect_continue;
+    // A body without a content-length is held to --limit-body as it comes.
+    let unknown_length = head.body == BodyFraming::Chunked;
+    let call = StreamCall {
+        head,
+        listener: conn.listener,
+        peer: conn.peer.clone(),
+        peer_origin: conn.peer_origin,
+        tls_facts: per_conn.tls_facts.clone(),
+        scheme_https: parts.uri.scheme_str() == Some("https"),
+        body: (!end_of_stream).then(|| {
+            StreamBody::new(
+                body,
+                expect_continue.then(|| reply.interim()),
+                unknown_length.then_some(hub.config.limits.max_body),
+            )
+        }),
+        reply,
+        parsed_at: now_ns(),
+        upper: Arc::clone(&per_conn.upper),
+        _live: LiveStream::new(&per_conn.live),
+    };
+    // A whole request runs inline while the scheduler says so (`inline.rs`);
+    // one with a body to wait for goes to the pool, as on HTTP/1.1.
+    if call.body.is_none() && hub.runner.inline_now() {
+        hub.inline.offer(call);
+    } else {
+        hub.runner.dispatch(call);
+    }
+}
+
+/// Reset every stream still open (`RST_STREAM(CANCEL)`, after the GOAWAY sent when the stop
+/// began), count them as cut, and let the connection write the resets before it closes (the
+/// calls still hold their streams, so it would not close by itself).
+async fn cut_streams(
+    ctx: &Arc<dyn LoopView>,
+    h2c: &mut h2::server::Connection<SocketIo, Bytes>,
+    open: &mut OpenStreams,
+) {
+    let cut = open.cancel_all();
+    ctx.counters().cut.fetch_add(cut as u64, Ordering::Relaxed);
+    flush(h2c).await;
+}
+
+/// Let the connection write what was just queued (resets): one poll drives it until it waits,
+/// when what the socket takes is written.
+async fn flush(h2c: &mut h2::server::Connection<SocketIo, Bytes>) {
+    std::future::poll_fn(|cx| {
+        let _ = h2c.poll_closed(cx);
+        Poll::Ready(())
+    })
+    .await;
 }

@@ -19,7 +19,7 @@
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::task::{Poll, Waker};
 
@@ -61,6 +61,9 @@ pub struct Inline {
     /// A takeover could not start its thread: the role goes back to the thread it was taken
     /// from, when its call returns.
     orphaned: AtomicBool,
+    /// Threads that lost the role and still finish their call (then leave): bounded by the
+    /// server floor (`server::h2_inline`), with the pool's, by `--threads`.
+    pub left_behind: AtomicUsize,
     doze_lock: Mutex<()>,
     doze_cond: Condvar,
 }
@@ -84,6 +87,7 @@ impl Inline {
             tid: AtomicI32::new(0),
             dozing: AtomicBool::new(false),
             orphaned: AtomicBool::new(false),
+            left_behind: AtomicUsize::new(0),
             doze_lock: Mutex::new(()),
             doze_cond: Condvar::new(),
         }

@@ -10,10 +10,12 @@
 //!   pool?), `next_batch` is the driving thread's wait, `stop_changed` tells the connections
 //!   of a stop (the loop calls it when the stop state moves), `join` waits for the end.
 //! - `conn.rs`: one connection's task: the handshake, accepting streams, the idle timer, the
-//!   GOAWAY at a stop.
+//!   GOAWAY at a stop, the resets at its deadline.
 //! - `inline.rs`: the inline path for fast streams: the queue and the driver role, which a
 //!   blocking call loses to a new thread (the server floor runs the calls and the watchdog).
+//! - `open_streams.rs`: a connection's open streams, reset at the end of a stop's graceful time.
 //! - `own_answer.rs`: `--static` and `--health-path` answered on the HTTP/2 thread.
+//! - `parked.rs`: answers waiting for the client's window, held here, not by an app thread.
 //! - `socket_io.rs`: the socket (plain or TLS) as tokio's `AsyncRead`/`AsyncWrite`.
 //! - `stream.rs`: one stream seen from its app thread: the body in, the response out.
 //!
@@ -22,7 +24,9 @@
 mod call;
 mod conn;
 pub mod inline;
+mod open_streams;
 mod own_answer;
+mod parked;
 mod socket_io;
 pub mod stream;
 
@@ -94,6 +98,7 @@ impl H2Hub {
             inline: Arc::clone(&self.inline),
             stop_bell: Arc::clone(&self.stop_bell),
             open: Arc::clone(&self.open),
+            parked: Arc::new(AtomicUsize::new(0)),
         });
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()

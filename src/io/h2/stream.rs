@@ -14,6 +14,7 @@
 //! is reset.
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -23,6 +24,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
+use sluicegate_proto::ProtoError;
+
+use super::parked::Parking;
 
 /// Wakes the app thread parked on a stream.
 struct Unpark(Thread);
@@ -43,8 +47,10 @@ fn thread_waker() -> Waker {
 /// Set around a stream's call run inline by the thread that drives the connections
 /// (`inline.rs`): fired once, before the call first waits for them (a DATA frame, send window),
 /// so that the role goes to another thread first; else nobody would drive the connection the
-/// call waits for. A function pointer and a context, as `wsgi::stream_hook`'s.
-pub type WaitHook = (fn(*const ()), *const ());
+/// call waits for. It returns whether the call may wait: `false` when no thread may be started
+/// for the role (the thread bound), and the wait fails at once (`WouldBlock`). A function
+/// pointer and a context, as `wsgi::stream_hook`'s.
+pub type WaitHook = (fn(*const ()) -> bool, *const ());
 
 thread_local! {
     static WAIT_HOOK: Cell<Option<WaitHook>> = const { Cell::new(None) };
@@ -64,8 +70,12 @@ fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>
         if let Poll::Ready(v) = f(&mut cx) {
             return Ok(v);
         }
-        if let Some((hook, ctx)) = WAIT_HOOK.with(|h| h.take()) {
-            hook(ctx);
+        if let Some((hook, ctx)) = WAIT_HOOK.with(|h| h.get()) {
+            if !hook(ctx) {
+                // Still this thread's role: the next call of its batch asks again.
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            WAIT_HOOK.with(|h| h.set(None));
         }
         let now = Instant::now();
         if now >= until {
@@ -73,6 +83,15 @@ fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>
         }
         std::thread::park_timeout(until - now);
     }
+}
+
+fn too_large() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, ProtoError::PayloadTooLarge)
+}
+
+/// The protocol error a failed [`StreamBody::read`] carries, if any (a body past the limit).
+pub fn body_protocol_error(e: &io::Error) -> Option<ProtoError> {
+    e.get_ref()?.downcast_ref::<ProtoError>().copied()
 }
 
 fn gone(e: h2::Error) -> io::Error {
@@ -85,6 +104,11 @@ pub struct StreamBody {
     /// Received and not yet given to the app.
     pending: Bytes,
     ended: bool,
+    /// `--limit-body` for a body without a `content-length` (one with it was checked against
+    /// the limit with the head, and the `h2` crate holds the DATA to it): the DATA frame that
+    /// takes the body past it fails the read, none of its bytes reach the app.
+    max_body: Option<u64>,
+    received: u64,
     /// `Expect: 100-continue`: the response to send the interim 100 on at the first read (as
     /// on HTTP/1.1, only if the app reads the body, and only before its own head).
     continue_to: Option<Arc<Mutex<ReplyState>>>,
@@ -93,12 +117,19 @@ pub struct StreamBody {
 impl StreamBody {
     /// `continue_to`: the stream's reply ([`StreamReply::interim`]) when the client expects a
     /// `100 Continue`.
-    pub(super) fn new(recv: RecvStream, continue_to: Option<Interim>) -> StreamBody {
+    /// `max_body`: the limit to hold a body of unknown length to.
+    pub(super) fn new(
+        recv: RecvStream,
+        continue_to: Option<Interim>,
+        max_body: Option<u64>,
+    ) -> StreamBody {
         let ended = recv.is_end_stream();
         StreamBody {
             recv,
             pending: Bytes::new(),
             ended,
+            max_body,
+            received: 0,
             continue_to: continue_to.map(|i| i.0),
         }
     }
@@ -124,7 +155,8 @@ impl StreamBody {
     /// an empty result is the end of the body. The bytes are given back to the client's send
     /// window here. A wait that times out is `TimedOut` (the bridge makes it the HTTP/1.1
     /// body's failure: the same exception in the app, the same 408); a stream the client
-    /// reset, or a connection gone, is `ConnectionReset`.
+    /// reset, or a connection gone, is `ConnectionReset`; a body past `--limit-body` is
+    /// `InvalidData` carrying [`ProtoError::PayloadTooLarge`] (the answer is 413).
     pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
         if self.continue_to.is_some() {
             self.send_continue();
@@ -132,7 +164,14 @@ impl StreamBody {
         while self.pending.is_empty() && !self.ended {
             let next = block_on(timeout, |cx| self.recv.poll_data(cx))?;
             match next {
-                Some(Ok(b)) => self.pending = b,
+                Some(Ok(b)) => {
+                    self.received += b.len() as u64;
+                    if self.max_body.is_some_and(|m| self.received > m) {
+                        self.ended = true;
+                        return Err(too_large());
+                    }
+                    self.pending = b;
+                }
                 Some(Err(e)) => return Err(gone(e)),
                 None => self.ended = true,
             }
@@ -152,19 +191,141 @@ impl StreamBody {
 struct ReplyState {
     respond: SendResponse<Bytes>,
     send: Option<SendStream<Bytes>>,
+    /// END_STREAM or RST_STREAM was handed to the `h2` crate.
     ended: bool,
-    /// Cut by the watcher: every later send fails (the client has its answer or a reset).
+    /// Cut (the `--timeout` watcher, a stop's deadline, a window that never opened): every
+    /// later send fails (the client has its answer or a reset).
     cut: bool,
+    /// Body bytes the window could not take yet (`parked.rs`): `Some` while a pump task
+    /// sends them. Boxed: most replies never park, and stay small.
+    parked: Option<Box<Parked>>,
+    park: Arc<Parking>,
+}
+
+/// A reply's parked bytes, in order.
+struct Parked {
+    queue: VecDeque<Bytes>,
+    len: usize,
+    /// The body's last bytes are parked: END_STREAM goes with the last piece.
+    end: bool,
+    /// An app thread waiting for them to drain (past the parking bounds).
+    drain_waker: Option<Waker>,
+}
+
+/// What one poll of a pump did.
+enum Pumped {
+    /// Sent a piece; more is parked.
+    Moved,
+    /// Nothing left to send (all sent, or the stream ended otherwise).
+    Done,
 }
 
 impl ReplyState {
     fn reset(&mut self, reason: Reason) {
+        self.drop_parked();
         if let Some(mut send) = self.send.take() {
             send.send_reset(reason);
         } else if !self.ended {
             self.respond.send_reset(reason);
         }
         self.ended = true;
+    }
+
+    fn drop_parked(&mut self) {
+        if let Some(p) = self.parked.take() {
+            self.park.release(p.len);
+            if let Some(w) = p.drain_waker {
+                w.wake();
+            }
+        }
+    }
+
+    /// The pump's step: send as much of the parked bytes as the window grants now.
+    fn poll_pump(&mut self, cx: &mut Context<'_>) -> Poll<Pumped> {
+        let want = self.parked.as_ref().map_or(0, |p| p.len).min(SEND_PIECE);
+        let granted = match self.send.as_mut() {
+            Some(send) if want > 0 => {
+                send.reserve_capacity(want);
+                send.poll_capacity(cx)
+            }
+            _ => Poll::Ready(None),
+        };
+        let mut n = match granted {
+            Poll::Pending | Poll::Ready(Some(Ok(0))) => return Poll::Pending,
+            Poll::Ready(Some(Ok(n))) => n,
+            Poll::Ready(None) | Poll::Ready(Some(Err(_))) => {
+                self.drop_parked();
+                return Poll::Ready(Pumped::Done);
+            }
+        };
+        let (Some(send), Some(p)) = (self.send.as_mut(), self.parked.as_mut()) else {
+            return Poll::Ready(Pumped::Done);
+        };
+        let mut sent = 0;
+        while n > 0 {
+            let Some(front) = p.queue.front_mut() else {
+                break;
+            };
+            let piece = front.split_to(n.min(front.len()));
+            if front.is_empty() {
+                p.queue.pop_front();
+            }
+            n -= piece.len();
+            sent += piece.len();
+            let last = p.end && p.queue.is_empty();
+            if send.send_data(piece, last).is_err() {
+                break;
+            }
+        }
+        self.park.release(sent);
+        p.len -= sent;
+        if let Some(w) = p.drain_waker.take() {
+            w.wake();
+        }
+        if p.len > 0 {
+            return Poll::Ready(Pumped::Moved);
+        }
+        if p.end {
+            self.send = None;
+            self.ended = true;
+        }
+        self.parked = None;
+        Poll::Ready(Pumped::Done)
+    }
+}
+
+/// Send a reply's parked bytes as the window opens (`parked.rs`), until none is left (the last
+/// piece carries END_STREAM if the body ended), the stream ends otherwise, or no window came for
+/// the write timeout (the stream is reset, the connection told).
+async fn pump(state: Arc<Mutex<ReplyState>>) {
+    let park = Arc::clone(&state.lock().unwrap().park);
+    loop {
+        let step = tokio::time::timeout(
+            park.write_timeout,
+            std::future::poll_fn(|cx| state.lock().unwrap().poll_pump(cx)),
+        )
+        .await;
+        match step {
+            Ok(Pumped::Moved) => park.progressed(),
+            Ok(Pumped::Done) => return,
+            Err(_) => {
+                {
+                    let mut st = state.lock().unwrap();
+                    st.cut = true;
+                    st.reset(Reason::CANCEL);
+                }
+                park.stall();
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for ReplyState {
+    fn drop(&mut self) {
+        if let Some(p) = &self.parked {
+            self.park.release(p.len);
+        }
     }
 }
 
@@ -219,6 +380,32 @@ impl StreamCut {
     }
 }
 
+/// The connection's weak hold on a stream's reply ([`StreamReply::watch`]): at the end of a
+/// stop's graceful time the connection resets every stream still open (`open_streams.rs`).
+pub struct StreamWatch(std::sync::Weak<Mutex<ReplyState>>);
+
+impl StreamWatch {
+    /// Whether the reply is gone: its call and its pump are over (one atomic load: no lock).
+    pub fn gone(&self) -> bool {
+        self.0.strong_count() == 0
+    }
+
+    /// Reset the stream with `CANCEL` if it is still open: `true` if it was (it is counted as
+    /// cut). Every later send of its app call fails.
+    pub fn cancel(&self) -> bool {
+        let Some(st) = self.0.upgrade() else {
+            return false;
+        };
+        let mut st = st.lock().unwrap();
+        if st.ended {
+            return false;
+        }
+        st.cut = true;
+        st.reset(Reason::CANCEL);
+        true
+    }
+}
+
 /// DATA is sent in pieces of at most this (and of what the window allows): the `h2` crate
 /// buffers what it was handed until it is written, so this bounds the memory of one stream.
 const SEND_PIECE: usize = 256 * 1024;
@@ -232,13 +419,16 @@ fn invalid(e: impl std::fmt::Display) -> io::Error {
 }
 
 impl StreamReply {
-    pub(super) fn new(respond: SendResponse<Bytes>) -> StreamReply {
+    /// `park`: the connection's parking, where bytes the window cannot take wait.
+    pub(super) fn new(respond: SendResponse<Bytes>, park: &Arc<Parking>) -> StreamReply {
         StreamReply {
             state: Arc::new(Mutex::new(ReplyState {
                 respond,
                 send: None,
                 ended: false,
                 cut: false,
+                parked: None,
+                park: Arc::clone(park),
             })),
         }
     }
@@ -246,6 +436,11 @@ impl StreamReply {
     /// The hold of this stream's body on it, for `Expect: 100-continue`.
     pub(super) fn interim(&self) -> Interim {
         Interim(Arc::clone(&self.state))
+    }
+
+    /// The connection's hold on this stream, to cut it at the end of a stop.
+    pub(super) fn watch(&self) -> StreamWatch {
+        StreamWatch(Arc::downgrade(&self.state))
     }
 
     /// The watcher's hold on this stream (`--timeout`).
@@ -323,6 +518,9 @@ impl StreamReply {
         if st.cut {
             return Err(cut_error());
         }
+        if st.parked.is_some() {
+            return Ok(false); // after the parked bytes
+        }
         let Some(send) = st.send.as_mut() else {
             return Ok(false);
         };
@@ -343,66 +541,105 @@ impl StreamReply {
         Ok(true)
     }
 
-    /// Send body bytes as DATA frames as the window allows, waiting up to `timeout` for each
-    /// grant (the lock is not held while waiting). `end`: the last of the body.
+    /// Send body bytes as DATA frames as far as the window allows now, and park the rest with
+    /// the I/O layer (`parked.rs`): the pump sends them as the window opens, and this thread
+    /// goes on. Past the parking bounds this thread waits for room, up to `timeout` for each
+    /// step (the lock is not held while waiting). `end`: the last of the body.
     pub fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
-        {
-            let st = self.state.lock().unwrap();
-            if st.cut {
+        loop {
+            let mut guard = self.state.lock().unwrap();
+            if guard.cut {
                 return Err(cut_error());
             }
-            if st.send.is_none() {
+            let st = &mut *guard;
+            let Some(send) = st.send.as_mut() else {
                 return if st.ended {
                     Ok(())
                 } else {
                     Err(io::ErrorKind::NotConnected.into())
                 };
+            };
+            // Nothing parked before these bytes: send what the window takes now.
+            while st.parked.is_none() && !data.is_empty() {
+                send.reserve_capacity(data.len().min(SEND_PIECE));
+                let n = send.capacity().min(data.len());
+                if n == 0 {
+                    break;
+                }
+                let piece = data.split_to(n);
+                send.send_data(piece, end && data.is_empty())
+                    .map_err(gone)?;
+                if end && data.is_empty() {
+                    st.send = None;
+                    st.ended = true;
+                    return Ok(());
+                }
             }
-        }
-        let mut sent_end = false;
-        while !data.is_empty() {
-            let want = data.len().min(SEND_PIECE);
-            let granted = block_on(timeout, |cx| {
-                let mut st = self.state.lock().unwrap();
-                let Some(send) = st.send.as_mut() else {
-                    return Poll::Ready(None);
-                };
-                send.reserve_capacity(want);
-                match send.poll_capacity(cx) {
-                    Poll::Ready(Some(Ok(0))) => Poll::Pending,
-                    other => other,
-                }
-            });
-            let mut st = self.state.lock().unwrap();
-            let n = match granted {
-                Ok(Some(Ok(n))) => n.min(data.len()),
-                Ok(Some(Err(e))) => return Err(gone(e)),
-                Ok(None) if st.cut => return Err(cut_error()),
-                Ok(None) => return Err(io::ErrorKind::ConnectionReset.into()),
-                Err(e) => {
-                    // The client opened no window for `--write-timeout`: cut the stream.
-                    st.reset(Reason::CANCEL);
-                    return Err(e);
-                }
-            };
-            let piece = data.split_to(n);
-            let last = end && data.is_empty();
-            let Some(send) = st.send.as_mut() else {
-                return Err(cut_error());
-            };
-            send.send_data(piece, last).map_err(gone)?;
-            sent_end |= last;
-        }
-        if end {
-            let mut st = self.state.lock().unwrap();
-            if let Some(send) = st.send.as_mut() {
-                if !sent_end {
+            if data.is_empty() {
+                if end && st.parked.is_none() {
                     // An empty DATA frame carries END_STREAM.
                     send.send_data(Bytes::new(), true).map_err(gone)?;
+                    st.send = None;
+                    st.ended = true;
+                } else if let (true, Some(p)) = (end, st.parked.as_mut()) {
+                    p.end = true;
                 }
+                return Ok(());
             }
-            st.send = None;
-            st.ended = true;
+            // The window is shut, or older bytes wait for it: park these behind them.
+            if st.park.try_reserve(data.len()) {
+                match st.parked.as_mut() {
+                    Some(p) => {
+                        p.len += data.len();
+                        p.queue.push_back(data);
+                        p.end = end;
+                    }
+                    None => {
+                        st.parked = Some(Box::new(Parked {
+                            len: data.len(),
+                            queue: VecDeque::from([data]),
+                            end,
+                            drain_waker: None,
+                        }));
+                        st.park.start_pump(pump(Arc::clone(&self.state)));
+                    }
+                }
+                return Ok(());
+            }
+            drop(guard);
+            self.wait_for_room(data.len(), timeout)?;
+        }
+    }
+
+    /// Past the parking bounds: wait until this stream's parked bytes drained enough to park
+    /// `want` more, or (none parked) until its window opens. A wait past `timeout` resets the
+    /// stream: the client opened no window for `--write-timeout`.
+    fn wait_for_room(&self, want: usize, timeout: Duration) -> io::Result<()> {
+        let waited = block_on(timeout, |cx| {
+            let mut st = self.state.lock().unwrap();
+            if st.cut {
+                return Poll::Ready(());
+            }
+            let st = &mut *st;
+            if let Some(p) = st.parked.as_mut() {
+                if st.park.has_room(want) {
+                    return Poll::Ready(());
+                }
+                p.drain_waker = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            let Some(send) = st.send.as_mut() else {
+                return Poll::Ready(());
+            };
+            send.reserve_capacity(want.min(SEND_PIECE));
+            match send.poll_capacity(cx) {
+                Poll::Ready(Some(Ok(0))) | Poll::Pending => Poll::Pending,
+                Poll::Ready(_) => Poll::Ready(()),
+            }
+        });
+        if let Err(e) = waited {
+            self.state.lock().unwrap().reset(Reason::CANCEL);
+            return Err(e);
         }
         Ok(())
     }

@@ -147,6 +147,8 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         // As on HTTP/1.1: a body that stalled past --read-timeout is answered 408.
         let answer = match body_failure {
             Some(BodyFailure::TimedOut | BodyFailure::TooSlow) => REQUEST_TIMEOUT,
+            // A body past --limit-body: 413, as on HTTP/1.1.
+            Some(BodyFailure::Protocol(e)) => (e.status(), e.reason()),
             _ => INTERNAL_ERROR,
         };
         r.fail(py, answer);

@@ -16,10 +16,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
 use super::response::Response;
+use crate::io::h2::stream::body_protocol_error;
 use crate::io::h2::StreamBody;
 use crate::io::read_ahead::BodyFailure;
 use crate::wsgi::app_head::{parse_head, parse_hints};
-use crate::wsgi::errors::ClientDisconnected;
+use crate::wsgi::errors::{BodyError, ClientDisconnected};
 
 /// The bytes of a block the app gave (bytes, bytearray or memoryview), copied: the `h2` crate
 /// keeps them until the window takes them, after the GIL is released.
@@ -120,9 +121,12 @@ fn body_error(f: BodyFailure) -> PyErr {
         BodyFailure::TimedOut | BodyFailure::TooSlow => {
             PyTimeoutError::new_err("timed out reading the request body (HTTP/2 stream)")
         }
-        BodyFailure::Disconnected | BodyFailure::Protocol(_) => ClientDisconnected::new_err(
+        BodyFailure::Disconnected => ClientDisconnected::new_err(
             "client disconnected before the request body was complete (HTTP/2 stream)",
         ),
+        BodyFailure::Protocol(e) => {
+            BodyError::new_err(format!("invalid request body: {e} (HTTP/2 stream)"))
+        }
     }
 }
 
@@ -139,8 +143,9 @@ impl InputState {
         let got = match py.detach(|| body.read(want.max(1), timeout)) {
             Ok(got) => got,
             Err(e) => {
-                let f = match e.kind() {
-                    io::ErrorKind::TimedOut => BodyFailure::TimedOut,
+                let f = match (e.kind(), body_protocol_error(&e)) {
+                    (_, Some(p)) => BodyFailure::Protocol(p),
+                    (io::ErrorKind::TimedOut, _) => BodyFailure::TimedOut,
                     _ => BodyFailure::Disconnected,
                 };
                 self.failure = Some(f);

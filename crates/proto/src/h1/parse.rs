@@ -21,9 +21,10 @@ use std::ops::Range;
 use memchr::memchr;
 
 use crate::head::{spare_buffers, FieldRanges};
+use crate::host::valid_host;
 use crate::token::{
-    alnum_and, bytes_to_look_at, is_field_value_byte, is_ows, is_tchar, is_token, list_elements,
-    trim_ows, zero_bytes, ONES,
+    bytes_to_look_at, is_field_value_byte, is_ows, is_tchar, is_token, list_elements, trim_ows,
+    zero_bytes, ONES,
 };
 use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
 
@@ -455,7 +456,7 @@ fn absolute_form_authority(target: &[u8]) -> Result<(usize, usize), ProtoError> 
     if authority.is_empty() {
         return Err(bad("absolute-form target with an empty host"));
     }
-    if !authority.iter().all(|&b| is_host_byte(b)) {
+    if !valid_host(authority) {
         // Includes '@': userinfo is deprecated and a recipient should treat it as an error
         // (RFC 9110 §4.2.4).
         return Err(bad("invalid authority in the request target"));
@@ -466,15 +467,6 @@ fn absolute_form_authority(target: &[u8]) -> Result<(usize, usize), ProtoError> 
 fn starts_with_ignore_case(s: &[u8], prefix: &[u8]) -> bool {
     s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix)
 }
-
-/// A byte of `uri-host [":" port]` (RFC 3986 reg-name / IP-literal / IPv4, and the port).
-#[inline]
-fn is_host_byte(b: u8) -> bool {
-    HOST_BYTE[b as usize]
-}
-
-/// [`is_host_byte`] as a table: one load per byte of every request's Host.
-static HOST_BYTE: [bool; 256] = alnum_and(b"-._~!$&'()*+,;=%:[]");
 
 /// Parse the field lines (`head[from..]`, ending with the empty line) into (name, trimmed
 /// value) ranges relative to `head`.
@@ -553,7 +545,7 @@ impl Framing {
         match name.len() {
             4 if name.eq_ignore_ascii_case(b"host") => {
                 self.hosts += 1;
-                if !value.iter().fold(true, |ok, &b| ok & is_host_byte(b)) {
+                if !valid_host(value) {
                     return Err(bad("invalid Host header field"));
                 }
             }
