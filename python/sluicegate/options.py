@@ -535,10 +535,8 @@ OPTIONS: Tuple[Option, ...] = (
         "time until its head was sent), in milliseconds.",
         "", bool, switch=True, core=True,
     ),
-    Option(
-        "early_hints", parse_bool, "true", "Send the 103 Early Hints of wsgi.early_hints; false: "
-        "none (behind nginx < 1.29: docs/http-support.md).", "BOOL", bool, core=True,
-    ),
+    Option("early_hints", parse_bool, "true", "Send the 103 Early Hints of wsgi.early_hints; "
+           "false: none (behind nginx < 1.29: docs/http-support.md).", "BOOL", bool, core=True),
     Option(
         "metrics_bind", parse_metrics_bind, "",
         "Serve Prometheus metrics (GET /metrics) and the app calls in flight with their Python "
