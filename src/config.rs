@@ -85,6 +85,8 @@ pub struct Config {
     pub access_log_format: String,
     /// `--server-timing`: a `Server-Timing` header with the queue and app times.
     pub server_timing: bool,
+    /// `--early-hints`: `wsgi.early_hints` sends (else the environ's callable does nothing).
+    pub early_hints: bool,
     /// `--metrics-bind`, for this process (the front adds a worker's offset): `HOST:PORT`,
     /// `unix:PATH`, or empty (off).
     pub metrics_bind: String,
@@ -370,6 +372,7 @@ impl Config {
             access_log_fd: get(d, "access_log_fd")?,
             access_log_format: get(d, "access_log_format")?,
             server_timing: get(d, "server_timing")?,
+            early_hints: get(d, "early_hints")?,
             metrics_bind: get(d, "metrics_bind")?,
             debug_requests: get(d, "debug_requests")?,
             tls: tls_settings(d)?,

@@ -28,6 +28,7 @@ pub mod wsgi;
 use pyo3::prelude::*;
 
 use wsgi::errors::{BodyError, ClientDisconnected};
+use wsgi::interrupt::RequestTimeout;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -40,6 +41,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<wsgi::input::Input>()?;
     m.add("ClientDisconnected", py.get_type::<ClientDisconnected>())?;
     m.add("BodyError", py.get_type::<BodyError>())?;
+    m.add("RequestTimeout", py.get_type::<RequestTimeout>())?;
     // The names an `--access-log-format` template may use (the options table checks them).
     m.add("ACCESS_LOG_FIELDS", observe::log_line::field_names())?;
     Ok(())

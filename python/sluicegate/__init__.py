@@ -3,7 +3,8 @@
 This package is the thin Python front: options (options.py), and the startup pipeline
 (supervisor.py) that binds the sockets (listeners.py), loads the app (loader.py) and hands over
 to a role (single.py, master.py, worker.py); the HTTP and WSGI work happens in the Rust
-extension `sluicegate._core`. From Python, `serve()` is the whole API:
+extension `sluicegate._core`. From Python, `serve()` is the whole API (and `RequestTimeout`, the
+exception `--timeout` raises inside an app call it ends: docs/operations.md):
 
     import sluicegate
     sluicegate.serve(app, bind="127.0.0.1:8080", threads="4:64")
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable, Union
 
 try:
-    from ._core import __version__
+    from ._core import RequestTimeout, __version__
 except ImportError:  # the extension is not built: still report the package's version
     try:
         from importlib.metadata import version as _version
@@ -23,7 +24,10 @@ except ImportError:  # the extension is not built: still report the package's ve
     except Exception:
         __version__ = "0+unknown"
 
-__all__ = ["serve", "__version__"]
+    class RequestTimeout(BaseException):  # type: ignore[no-redef]
+        """Raised in an app call past --timeout (the extension's own class when it is built)."""
+
+__all__ = ["serve", "RequestTimeout", "__version__"]
 
 
 def serve(app: Union[Callable[..., Any], str], **options: Any) -> None:

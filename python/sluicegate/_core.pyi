@@ -60,6 +60,7 @@ class ServerConfig(TypedDict):
     drain_delay: float  # --drain-delay (docs/options.md)
     access_log_format: str  # --access-log-format (docs/options.md)
     server_timing: bool  # --server-timing (docs/options.md)
+    early_hints: bool  # --early-hints (docs/options.md)
     debug_requests: bool  # --debug-requests (docs/options.md)
     log_level: str  # --log-level (docs/options.md)
     server_header: str  # --server-header (docs/options.md)
@@ -141,6 +142,10 @@ class ClientDisconnected(OSError):
 
 class BodyError(OSError):
     """Raised by wsgi.input for an invalid chunked body or one larger than --limit-body."""
+
+class RequestTimeout(BaseException):
+    """Raised inside an app call that ran past --timeout, after its client was answered 504
+    (wsgi/interrupt.rs). A BaseException, so that `except Exception:` lets it through."""
 
 class Input:
     """wsgi.input: read(), read(n), readline(), readline(n), readlines(), iteration."""

@@ -324,10 +324,8 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "timeout", parse_seconds_or_off, "0",
-        "Seconds an app call may run. Past it the client gets 504 Gateway Timeout (or, when "
-        "the response had begun, the connection is closed), and the request line and the "
-        "Python stack of the thread running the call are logged once. The call keeps its "
-        "thread (Python cannot stop one): see --max-stuck. 0: off.",
+        "Seconds an app call may run; past it: 504 (or the connection closed), its stack logged, "
+        "sluicegate.RequestTimeout raised in it (docs/operations.md, --max-stuck). 0: off.",
         "SECONDS", float, core=True, short="-t",
     ),
     Option(
@@ -537,6 +535,8 @@ OPTIONS: Tuple[Option, ...] = (
         "time until its head was sent), in milliseconds.",
         "", bool, switch=True, core=True,
     ),
+    Option("early_hints", parse_bool, "true", "Send the 103 Early Hints of wsgi.early_hints; "
+           "false: none (behind nginx < 1.29: docs/http-support.md).", "BOOL", bool, core=True),
     Option(
         "metrics_bind", parse_metrics_bind, "",
         "Serve Prometheus metrics (GET /metrics) and the app calls in flight with their Python "
@@ -686,6 +686,7 @@ class Config:
     access_log: Optional[str]
     access_log_format: str
     server_timing: bool
+    early_hints: bool
     metrics_bind: str
     debug_requests: bool
     log_level: str

@@ -1,8 +1,8 @@
 //! What the server tells about itself: the readings the counter table renders as `stats()` and
 //! as the Prometheus text of `/metrics` (`observe::table`), the in-flight requests of
-//! `/debug/requests`, and the `--timeout` watcher's log lines, each with
-//! the Python stack of the thread that runs the stuck call; and [`Pages`], the pages of the
-//! `--metrics-bind` listener as the event loop is handed them.
+//! `/debug/requests`, and the `--timeout` watcher's log lines, each with the Python stack of the
+//! thread that runs the stuck call (and its raise in that call); and [`Pages`], the pages of
+//! the `--metrics-bind` listener as the event loop is handed them.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -14,10 +14,13 @@ use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT};
 use crate::io::event_loop::{MetricsPages, PageJob};
 use crate::observe::metrics_http::{redact_query, Page};
 use crate::observe::table::{AdmissionReadings, Readings};
-use crate::wsgi::deadline::Deadlines;
+use crate::wsgi::deadline::{Deadlines, Expired, Step};
+use crate::wsgi::interrupt::Raised;
 
-/// The `--timeout` watcher's thread: answers calls past the deadline (`wsgi::deadline`), then
-/// logs each once with the Python stack of the thread running it.
+/// The `--timeout` watcher's thread: answers calls past the deadline (`wsgi::deadline`), logs
+/// each once with the Python stack of the thread running it, raises `sluicegate.RequestTimeout`
+/// in that thread at the next look if the call is still there (`wsgi::interrupt`), and logs a
+/// call still in the app a while after the raise, since it is where Python cannot raise.
 pub(super) fn watch_deadlines(shared: &Shared, deadlines: &Deadlines) {
     let bridge = &shared.bridge;
     deadlines.watch(
@@ -25,25 +28,50 @@ pub(super) fn watch_deadlines(shared: &Shared, deadlines: &Deadlines) {
         |expired| {
             Python::attach(|py| {
                 for e in expired {
-                    let what = if e.answered {
-                        "answered 504 Gateway Timeout"
-                    } else {
-                        "the response had begun: connection closed"
-                    };
-                    bridge.log_error(
-                        py,
-                        &format!(
-                            "{} still in the app after {:.1}s (--timeout): {what}; the call keeps \
-                             its thread until it returns. Where it is:\n{}",
-                            e.label,
-                            e.age.as_secs_f64(),
-                            python_stack(py, e.thread)
-                        ),
-                    );
+                    if let Some(message) = deadline_message(py, &e) {
+                        bridge.log_error(py, &message);
+                    }
                 }
             })
         },
     );
+}
+
+/// What the watcher says about one call at one look (None: nothing), raising in it first
+/// when that is the step.
+fn deadline_message(py: Python<'_>, e: &Expired) -> Option<String> {
+    let label = &e.label;
+    match e.step {
+        Step::Passed { answered } => {
+            let what = if answered {
+                "answered 504 Gateway Timeout"
+            } else {
+                "the response had begun: connection closed"
+            };
+            Some(format!(
+                "{label} still in the app after {:.1}s (--timeout): {what}; \
+                 sluicegate.RequestTimeout is raised in it if it does not return. Where it is:\n{}",
+                e.age.as_secs_f64(),
+                python_stack(py, e.thread)
+            ))
+        }
+        Step::Raise => match e.interrupt.raise_in(py, e.thread) {
+            Raised::Now | Raised::TooLate => None,
+            Raised::NoThread => Some(format!(
+                "{label}: no Python thread runs it, so sluicegate.RequestTimeout cannot be \
+                 raised in it (--timeout); it keeps its thread until it returns"
+            )),
+        },
+        Step::Lingering { waited } => Some(format!(
+            "{label}: not ended {:.1}s after sluicegate.RequestTimeout was raised in it \
+             (--timeout): it is in C code (a system call, a C extension), where Python cannot \
+             raise until that returns, or it caught the exception. It keeps its thread \
+             meanwhile; with --workers, a worker with --max-stuck such calls is replaced. \
+             Where it is:\n{}",
+            waited.as_secs_f64(),
+            python_stack(py, e.thread)
+        )),
+    }
 }
 
 /// What `stats()` and `GET /metrics` read (`observe::table`, which renders both): the loop's

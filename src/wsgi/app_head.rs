@@ -241,6 +241,22 @@ pub fn parse_head(
     Ok(head)
 }
 
+/// Convert and validate the headers the app passes to `wsgi.early_hints`, as `start_response`'s
+/// are (`add_header`: CR, LF or NUL raise; hop-by-hop headers are dropped). The result has no
+/// status; which of its headers go in the interim answer is proto's (`h1::interim`).
+pub fn parse_hints(headers: &Bound<'_, PyAny>, max_headers: usize) -> PyResult<AppHead> {
+    if headers.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(
+            "wsgi.early_hints takes a list of (name, value) tuples, not a str",
+        ));
+    }
+    let mut head = AppHead::default();
+    for item in headers.try_iter()? {
+        add_header(&mut head, &item?, max_headers)?;
+    }
+    Ok(head)
+}
+
 /// One `(name, value)` of the app's header list, converted, validated and classified.
 fn add_header(head: &mut AppHead, item: &Bound<'_, PyAny>, max_headers: usize) -> PyResult<()> {
     let pair = item.cast::<PyTuple>().map_err(|_| {

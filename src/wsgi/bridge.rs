@@ -12,6 +12,7 @@ use pyo3::types::PyDict;
 use super::deadline;
 use super::environ::EnvironBuilder;
 use super::input::Input;
+use super::interrupt::RequestTimeout;
 use crate::config::Config;
 use crate::io::event_loop::{Counters, LoopCtx};
 
@@ -97,8 +98,15 @@ impl Bridge {
         })
     }
 
-    /// Log an app error with its traceback (to the error log, never to the client).
+    /// Log an app error with its traceback (to the error log, never to the client). A call
+    /// ended by `--timeout` (`interrupt`) gets one line: its stack was logged when it was
+    /// answered.
     pub fn log_exception(&self, py: Python<'_>, err: &PyErr, what: &str) {
+        if err.is_instance_of::<RequestTimeout>(py) {
+            let line = format!("{what}: ended by sluicegate.RequestTimeout (--timeout)");
+            self.log_warning(py, &line);
+            return;
+        }
         let kwargs = PyDict::new(py);
         // PyO3 keeps the traceback beside the value: pass the full (type, value, tb) triple.
         let exc_info = (err.get_type(py), err.value(py), err.traceback(py));

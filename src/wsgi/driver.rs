@@ -214,7 +214,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let (timed_out, answered_504) = match (ticket, &bridge.deadlines) {
         (Some(t), Some(d)) => {
             let answered = t.gate.timed_out();
-            (d.leave(t), answered)
+            (d.leave(py, t), answered)
         }
         _ => (false, false),
     };
@@ -357,6 +357,11 @@ fn call_and_drive(
     callables: &Callables,
 ) -> AppEnd {
     let sr = &callables.sr;
+    if bridge.config.early_hints {
+        // (No error to expect: the environ is a dict the builder just made.)
+        let key = pyo3::intern!(py, "wsgi.early_hints");
+        let _ = environ.set_item(key, callables.hints.bind(py));
+    }
     let result = match bridge
         .app
         .bind(py)

@@ -78,6 +78,11 @@ impl PeerStrings {
     }
 }
 
+/// `wsgi.early_hints` with `--early-hints false`, the templates' value: takes the hints and sends
+/// nothing. A request's own (`StartResponse::early_hints`) replaces it when the option is on.
+#[pyfunction]
+fn early_hints_off(_headers: &Bound<'_, PyAny>) {}
+
 /// An IPv4 address in dotted decimal into `out` (at most 15 bytes); returns its length.
 fn ipv4_text(octets: [u8; 4], out: &mut [u8; 15]) -> usize {
     let mut n = 0;
@@ -103,7 +108,8 @@ fn ipv4_text(octets: [u8; 4], out: &mut [u8; 15]) -> usize {
 
 /// The keys every request sets, present in the template with a placeholder value. (REMOTE_PORT
 /// is removed for a unix-socket client, which has none.)
-const PER_REQUEST_KEYS: [&str; 9] = [
+/// (`wsgi.early_hints` is set by the driver, as it is the request's `StartResponse` method.)
+const PER_REQUEST_KEYS: [&str; 10] = [
     "REQUEST_METHOD",
     "PATH_INFO",
     "QUERY_STRING",
@@ -113,6 +119,7 @@ const PER_REQUEST_KEYS: [&str; 9] = [
     "REMOTE_ADDR",
     "REMOTE_PORT",
     "wsgi.input",
+    "wsgi.early_hints",
 ];
 
 /// Templates per listener: REQUEST_METHOD (GET, POST, or set per request) times
@@ -308,6 +315,7 @@ impl EnvironBuilder {
                 for key in PER_REQUEST_KEYS {
                     d.set_item(PyString::intern(py, key), "")?;
                 }
+                d.set_item("wsgi.early_hints", wrap_pyfunction!(early_hints_off, py)?)?;
                 // What most requests would set anyway (see `template_variant`).
                 let (method, version) = (variant / 2, variant % 2);
                 if method < 2 {

@@ -15,6 +15,7 @@ pub mod errors;
 pub mod file_wrapper;
 pub mod h2;
 pub mod input;
+pub mod interrupt;
 pub mod pool;
 pub mod release;
 pub mod sender;

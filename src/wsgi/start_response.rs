@@ -6,24 +6,26 @@
 //! request's `Sender`, which both the iterable driver and `write()` use. Dependencies run one
 //! way: app_head <- sender <- start_response <- driver.
 //!
-//! Both callables are bound methods of one [`StartResponse`] object (builtin methods, called
-//! without an argument tuple). A thread keeps its object and the two methods between requests
-//! ([`Callables`]) and gives them to the next request only if nothing else holds any of the
-//! three: an app that kept `start_response` or `write` keeps its own, and the next request gets
-//! new ones. Making and freeing the objects cost about 1,000 instructions of a hello world.
+//! Both callables, and `wsgi.early_hints` (a `103 Early Hints` before start_response), are
+//! bound methods of one [`StartResponse`] object (builtin methods, called without an argument
+//! tuple). A thread keeps its object and the three methods between requests ([`Callables`]) and
+//! gives them to the next request only if nothing else holds any of the four: an app that kept
+//! `start_response`, `write` or `wsgi.early_hints` keeps its own, and the next request gets new
+//! ones. Making and freeing the objects cost about 1,000 instructions of a hello world.
 
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex};
 
-use pyo3::exceptions::{PyAssertionError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyAssertionError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::{ffi, intern};
 
 use sluicegate_proto::RequestHead;
 
-use super::app_head::parse_head;
+use super::app_head::{parse_head, parse_hints};
 use super::body_block::SendError;
+use super::sender::hints::HintsRefused;
 use super::sender::{Sender, SenderSettings};
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
@@ -79,6 +81,23 @@ impl StartResponse {
         }
     }
 
+    /// `environ["wsgi.early_hints"]`: send `headers` (a list of `(name, value)`) as a `103
+    /// Early Hints` now (`Sender::send_early_hints`). Validated as start_response's headers
+    /// are; an error after start_response, since the final head may be on its way.
+    fn early_hints(&self, py: Python<'_>, headers: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut sender = self.inner.lock().unwrap();
+        let hints = parse_hints(headers, sender.max_app_headers())?;
+        match sender.send_early_hints(py, &hints) {
+            Ok(()) => Ok(()),
+            Err(HintsRefused::AfterStart) => Err(PyRuntimeError::new_err(
+                "wsgi.early_hints called after start_response",
+            )),
+            Err(HintsRefused::Finished) => Err(PyValueError::new_err(
+                "wsgi.early_hints called after the response was complete",
+            )),
+        }
+    }
+
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut sender = self.inner.lock().unwrap();
         match sender.send_block(py, data) {
@@ -99,10 +118,12 @@ impl StartResponse {
     }
 }
 
-/// One request's `StartResponse` and its bound `start_response` method (the app's argument).
+/// One request's `StartResponse`, its bound `start_response` method (the app's argument) and
+/// its bound `early_hints` method (`environ["wsgi.early_hints"]`).
 pub struct Callables {
     pub sr: Py<StartResponse>,
     pub start: Py<PyAny>,
+    pub hints: Py<PyAny>,
 }
 
 thread_local! {
@@ -147,10 +168,14 @@ impl Callables {
         let start = sr
             .getattr(intern!(py, "start_response"))
             .expect("StartResponse.start_response");
+        let hints = sr
+            .getattr(intern!(py, "early_hints"))
+            .expect("StartResponse.early_hints");
         *sr.get().write.lock().unwrap() = Some(write.unbind());
         Callables {
             sr: sr.unbind(),
             start: start.unbind(),
+            hints: hints.unbind(),
         }
     }
 
@@ -163,16 +188,18 @@ impl Callables {
     }
 
     /// The request is over (its sender ended). Kept for the next request on this thread if
-    /// only these references remain: the object is held here, by `start` and by `write`; each
-    /// method only here (`write` from inside the object). Otherwise the app kept one of them:
-    /// the cycle through `write` is broken, and the app's reference keeps what it needs.
+    /// only these references remain: the object is held here, by `start`, `hints` and `write`;
+    /// each method only here (`write` from inside the object). Otherwise the app kept one of
+    /// them (a kept `wsgi.early_hints` must never reach a later request's connection): the
+    /// cycle through `write` is broken, and the app's reference keeps what it needs.
     pub fn finish(self, _py: Python<'_>) {
         let unshared = {
             let write = self.sr.get().write.lock().unwrap();
             // SAFETY: reading the reference counts of live objects we hold, with the GIL.
             unsafe {
-                ffi::Py_REFCNT(self.sr.as_ptr()) == 3
+                ffi::Py_REFCNT(self.sr.as_ptr()) == 4
                     && ffi::Py_REFCNT(self.start.as_ptr()) == 1
+                    && ffi::Py_REFCNT(self.hints.as_ptr()) == 1
                     && write
                         .as_ref()
                         .is_some_and(|w| ffi::Py_REFCNT(w.as_ptr()) == 1)

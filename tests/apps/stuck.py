@@ -1,7 +1,8 @@
 """For --timeout tests: app calls that get stuck until the test lets them go.
 
 - ``/hang?token=T``: records ``T`` under ``hang-started``, then waits in
-  ``wait_for_the_database`` (a name the logged stack must show) until gate ``release-T``; then
+  ``wait_for_the_database`` (a name the logged stack must show) until gate ``release-T``, as a
+  call stuck in C code would (the ``RequestTimeout`` --timeout raises is waited through); then
   answers 200, or raises with ``&then=raise``.
 - ``/stream?token=T``: sends a first block (the head goes with it), then waits the same way.
 - ``/read-body?token=T``: reads the request body whole; records how the read ended.
@@ -10,11 +11,19 @@
 
 import os
 
+from sluicegate import RequestTimeout
 from tests.apps._state import mark, query, wait_gate
 
 
 def wait_for_the_database(token):
-    wait_gate("release-" + token, timeout=120)
+    """Wait for gate ``release-T`` as a call stuck in C would: a ``sluicegate.RequestTimeout``
+    raised in it (``--timeout`` ends a call that runs Python) is recorded under ``interrupted``
+    and waited through, so the call stays stuck until the test lets it go."""
+    try:
+        wait_gate("release-" + token, timeout=120)
+    except RequestTimeout:
+        mark("interrupted", token)
+        wait_gate("release-" + token, timeout=120)
 
 
 def app(environ, start_response):

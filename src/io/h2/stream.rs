@@ -483,6 +483,31 @@ impl StreamReply {
         Ok(())
     }
 
+    /// Send an interim answer (`status` 1xx: `103 Early Hints`) before the head, with the
+    /// fields as [`send_head`] takes them: an informational HEADERS frame, queued like the
+    /// head. An error once the head went, or the stream was cut or ended.
+    ///
+    /// [`send_head`]: StreamReply::send_head
+    pub fn send_interim<'a>(
+        &mut self,
+        status: u16,
+        fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> io::Result<()> {
+        let mut response = http::Response::new(());
+        *response.status_mut() = http::StatusCode::from_u16(status).map_err(invalid)?;
+        let headers = response.headers_mut();
+        for (name, value) in fields {
+            let name = http::HeaderName::from_bytes(&name.to_ascii_lowercase()).map_err(invalid)?;
+            let value = http::HeaderValue::from_bytes(value.trim_ascii()).map_err(invalid)?;
+            headers.try_append(name, value).map_err(invalid)?;
+        }
+        let mut st = self.state.lock().unwrap();
+        if st.cut || st.ended || st.send.is_some() {
+            return Err(cut_error());
+        }
+        st.respond.send_informational(response).map_err(gone)
+    }
+
     /// Send `data` at once if the window has room for all of it (`Ok(true)`), without waiting:
     /// the caller need not release the GIL for that (one release and retake per block was a
     /// tenth of a hello world's instructions). `Ok(false)`: nothing sent, [`send_data`] waits.

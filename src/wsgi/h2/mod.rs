@@ -156,7 +156,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
     let (timed_out, answered_504) = match (ticket, &bridge.deadlines) {
         (Some(t), Some(d)) => {
             let answered = t.gate.timed_out();
-            (d.leave(t), answered)
+            (d.leave(py, t), answered)
         }
         _ => (false, false),
     };
@@ -210,6 +210,11 @@ fn call_and_drive(
     sr: Bound<'_, PyAny>,
     resp: &Arc<Mutex<Response>>,
 ) -> AppEnd {
+    if bridge.config.early_hints {
+        if let Ok(hints) = sr.getattr(intern!(py, "early_hints")) {
+            let _ = environ.set_item(intern!(py, "wsgi.early_hints"), hints);
+        }
+    }
     let result = match bridge.app.bind(py).call1((environ, sr)) {
         Ok(r) => r,
         Err(e) => {

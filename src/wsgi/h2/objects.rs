@@ -1,5 +1,6 @@
 //! The Python objects of one HTTP/2 stream's call: `start_response` (with its `write`) and
-//! `wsgi.input`, over the stream's [`Response`] and body (`io::h2::stream`). The rules are the
+//! `wsgi.input`, over the stream's [`Response`] and body (`io::h2::stream`), and
+//! `wsgi.early_hints` (a method of start_response's object, as on HTTP/1.1). The rules are the
 //! HTTP/1.1 bridge's: the app's status and headers are converted and validated by
 //! `app_head::parse_head` (hop-by-hop and connection-specific headers dropped), `exc_info` as
 //! PEP 3333 says; every wait (a DATA frame, send window) releases the GIL. A request body
@@ -10,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use pyo3::exceptions::{PyAssertionError, PyTimeoutError, PyTypeError};
+use pyo3::exceptions::{PyAssertionError, PyRuntimeError, PyTimeoutError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
@@ -18,7 +19,7 @@ use super::response::Response;
 use crate::io::h2::stream::body_protocol_error;
 use crate::io::h2::StreamBody;
 use crate::io::read_ahead::BodyFailure;
-use crate::wsgi::app_head::parse_head;
+use crate::wsgi::app_head::{parse_head, parse_hints};
 use crate::wsgi::errors::{BodyError, ClientDisconnected};
 
 /// The bytes of a block the app gave (bytes, bytearray or memoryview), copied: the `h2` crate
@@ -73,6 +74,20 @@ impl H2StartResponse {
             r.app = parse_head(status, headers, max, Vec::new())?;
         }
         Ok(slf.getattr("write")?.unbind())
+    }
+
+    /// `environ["wsgi.early_hints"]`: an informational HEADERS frame (`:status 103`) with
+    /// `headers`, validated as start_response's are; an error after start_response.
+    fn early_hints(&self, headers: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut r = self.resp.lock().unwrap();
+        if r.app.started {
+            return Err(PyRuntimeError::new_err(
+                "wsgi.early_hints called after start_response",
+            ));
+        }
+        let hints = parse_hints(headers, r.max_app_headers)?;
+        r.send_early_hints(&hints);
+        Ok(())
     }
 
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {

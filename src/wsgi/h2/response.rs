@@ -10,6 +10,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use pyo3::prelude::*;
 
+use sluicegate_proto::h1::interim::interim_header_allowed;
+
 use crate::clock::now_ns;
 use crate::http_date::http_date;
 use crate::io::h2::StreamReply;
@@ -76,6 +78,20 @@ impl Response {
         // Queued by the `h2` crate, never waited for: no need to release the GIL.
         let sent = reply.send_head(status, fields, end);
         sent.map_err(|_| self.gone())
+    }
+
+    /// `wsgi.early_hints` before the head: an informational HEADERS frame with `:status 103`
+    /// and the hints a 1xx may carry (proto's `interim_header_allowed`). Not sent once the
+    /// stream is gone or `--timeout` answered it; hints are advice, so no error either.
+    pub fn send_early_hints(&mut self, hints: &AppHead) {
+        let timed_out = self.gate.as_ref().is_some_and(|g| g.timed_out());
+        if self.gone || timed_out || self.head_sent() {
+            return;
+        }
+        let fields = hints.headers().filter(|(n, _)| interim_header_allowed(n));
+        // Queued by the `h2` crate, as the head is; a stream reset meanwhile shows at the
+        // next send.
+        let _ = self.reply.send_interim(103, fields);
     }
 
     fn gone(&mut self) -> Gone {

@@ -8,8 +8,8 @@
 //! with the event loop (`io::shared_out`), with backpressure.
 //!
 //! Its lifecycle is [`Stage`]: one enum, its transitions in the methods below. The head
-//! (keep-alive, encoding, the `--timeout` gate) is `head.rs`. Every write goes through the
-//! I/O layer (`io::transport`).
+//! (keep-alive, encoding, the `--timeout` gate) is `head.rs`; a `103 Early Hints` before it,
+//! `hints.rs`. Every write goes through the I/O layer (`io::transport`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +31,7 @@ use crate::wsgi::input::Input;
 use crate::wsgi::stream_hook::{fire_stream_hook, holds_the_loop};
 
 mod head;
+pub mod hints;
 
 /// Writes of at least this many pending bytes release the GIL for the syscall.
 const DETACH_WRITE_MIN: u64 = 64 * 1024;
