@@ -59,6 +59,7 @@ class ServerConfig(TypedDict):
     access_log_format: str  # --access-log-format (docs/options.md)
     server_timing: bool  # --server-timing (docs/options.md)
     debug_requests: bool  # --debug-requests (docs/options.md)
+    no_control_socket: bool  # --no-control-socket (docs/options.md)
     log_level: str  # --log-level (docs/options.md)
     server_header: str  # --server-header (docs/options.md)
     threads_min: int  # --threads MIN: app threads kept warm (thread_bounds.py resolves auto)
@@ -103,6 +104,10 @@ class Server:
         """A worker past --max-requests (or --max-stuck), its replacement booting: leave new
         connections to the workers that serve, and end keep-alive after each answer while one
         does. Nothing without worker processes."""
+    def in_flight(self) -> List[Tuple[str, str, float, int, bool]]:
+        """The app calls in flight, oldest first: (method, path without its query string, age
+        in seconds, the running thread's threading.get_ident(), past --timeout). Empty when
+        calls are not listed (no_control_socket, and neither timeout nor metrics_bind)."""
     def metrics_text(self) -> str:
         """What GET /metrics on --metrics-bind answers, rendered now (Prometheus text 0.0.4):
         a worker leaves its last one to its master as it stops."""

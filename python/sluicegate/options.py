@@ -546,6 +546,17 @@ def parse_chdir(value: object) -> Optional[str]:
     return text
 
 
+def parse_control_socket(value: object) -> str:
+    """A unix socket path for the control socket ('' for the default one)."""
+    text = os.fspath(value) if isinstance(value, os.PathLike) else _str(value)
+    text = text[5:] if text.startswith("unix:") else text
+    if "\0" in text:
+        raise ValueError("a path cannot hold a NUL byte")
+    if len(os.fsencode(text)) > 107:  # sun_path: 108 bytes with its NUL
+        raise ValueError("a unix socket path is at most 107 bytes")
+    return text
+
+
 # --- The table.
 
 
@@ -999,6 +1010,19 @@ OPTIONS: Tuple[Option, ...] = (
         "", bool, switch=True, core=True,
     ),
     Option(
+        "control_socket", parse_control_socket, "",
+        "The control socket's path (a unix socket, mode 0600), which `sluicegate ctl` talks to: "
+        "status, in-flight requests, reload, worker counts, log reopening, stop "
+        "(docs/operations.md). Empty: $XDG_RUNTIME_DIR/sluicegate-PID.ctl, or "
+        "/tmp/sluicegate-PID.ctl without it, PID being the master's (or the single process's).",
+        "PATH", str,
+    ),
+    Option(
+        "no_control_socket", parse_bool, "false",
+        "Run no control socket (`sluicegate ctl` then cannot reach this server).",
+        "", bool, switch=True, core=True,
+    ),
+    Option(
         "log_level", parse_log_level, "info",
         "Level of the error log (standard error, or --error-log): debug, info, warning, error or critical. "
         "debug also prints the traceback behind an app loading error.",
@@ -1143,6 +1167,8 @@ class Config:
     server_timing: bool
     metrics_bind: str
     debug_requests: bool
+    control_socket: str
+    no_control_socket: bool
     log_level: str
     error_log: Optional[str]
     capture_output: bool

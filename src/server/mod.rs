@@ -461,6 +461,13 @@ impl Server {
         ctx.retire(open as usize);
     }
 
+    /// The app calls in flight, oldest first: `(method, path, age_s, thread, stuck)`, the path
+    /// without its query string (`report::calls_in_flight`); empty when calls are not listed
+    /// (`--no-control-socket` without `--timeout` or `--metrics-bind`).
+    fn in_flight(&self) -> Vec<(String, String, f64, u64, bool)> {
+        report::calls_in_flight(&self.shared)
+    }
+
     /// The text `GET /metrics` answers (Prometheus 0.0.4), rendered now: a worker hands its
     /// last one to its master when it stops, so the master's totals keep what it counted.
     fn metrics_text(&self) -> String {

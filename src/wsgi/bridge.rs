@@ -85,9 +85,13 @@ impl Bridge {
             environ,
             logger: logger.unbind(),
             warned_bare_bytes: AtomicBool::new(false),
-            // Calls are registered for --timeout, and for the metrics listener's
-            // /debug/requests (then with no deadline).
-            deadlines: (config.timeout.is_some() || !config.metrics_bind.is_empty()).then(|| {
+            // Calls are registered for --timeout, for the metrics listener's /debug/requests
+            // and for the control socket's `requests` (`Server.in_flight`; then with no
+            // deadline).
+            deadlines: (config.timeout.is_some()
+                || !config.metrics_bind.is_empty()
+                || !config.no_control_socket)
+                .then(|| {
                 let stuck = Arc::clone(&loop_ctx.counters.stuck_calls);
                 let t = config.timeout.unwrap_or(deadline::NO_DEADLINE);
                 Arc::new(deadline::Deadlines::new(t, stuck))
