@@ -19,7 +19,48 @@ import pytest
 
 from tests.conftest import PYTHON, ROOT
 from tests.helpers import wait_for
-from tests.test_workers import Load
+
+
+class Load:
+    """`clients` threads sending `GET /` one after another until stopped, each on a new
+    connection; `wait_for(n)` waits (bounded) until `n` more were answered 200."""
+
+    def __init__(self, port, clients=2):
+        self.port, self.ok, self.failed = port, 0, []
+        self.lock, self.stop = threading.Lock(), threading.Event()
+        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(clients)]
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for t in self.threads:
+            t.join(30)
+
+    def wait_for(self, n):
+        with self.lock:
+            target = self.ok + n
+        wait_for(lambda: self.ok >= target, f"{n} more requests answered", 30,
+                 context=lambda: f"{self.ok} ok, failures {self.failed[:5]}")
+
+    def _run(self):
+        while not self.stop.is_set():
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                conn.request("GET", "/")
+                status = conn.getresponse().status
+                conn.close()
+                with self.lock:
+                    if status == 200:
+                        self.ok += 1
+                    else:
+                        self.failed.append(status)
+            except OSError as e:
+                with self.lock:
+                    self.failed.append(repr(e))
 
 
 def ctl(*args, env=None):
@@ -202,9 +243,11 @@ def test_ctl_top_in_a_terminal_shows_the_workers_and_quits_on_q(start_server, so
     command = (f"env PYTHONPATH={ROOT} {PYTHON} -m sluicegate ctl --socket {sock_path} "
                "top --interval 0.2; echo top-exited-$?")
     tmux = ["tmux", "-L", session]
+    # As a person would: a shell in a terminal, the command typed into it, then `q`.
     subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "120", "-y", "40",
-                    command], check=True, env={**os.environ, "TERM": "xterm"})
+                    "sh"], check=True, env={**os.environ, "TERM": "xterm"})
     try:
+        subprocess.run([*tmux, "send-keys", "-t", session, command, "Enter"], check=True)
         def screen():
             return subprocess.run([*tmux, "capture-pane", "-p", "-t", session],
                                   capture_output=True, text=True).stdout

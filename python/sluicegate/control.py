@@ -137,6 +137,8 @@ class ControlServer:
         self.path = path
         self.handle = handle
         self.sock = _bind(path)
+        st = os.stat(path)
+        self._file = (st.st_dev, st.st_ino)  # removed at the end only if it is still this one
         self.sock.settimeout(ACCEPT_TICK_S)
         self._closed = threading.Event()
         self._thread = thread_names.start(self._serve, "sg-control")
@@ -189,7 +191,8 @@ class ControlServer:
         """Stop answering and remove the socket file (if it is still ours)."""
         self._closed.set()
         try:
-            ours = os.stat(self.path).st_ino == os.fstat(self.sock.fileno()).st_ino
+            st = os.stat(self.path)
+            ours = (st.st_dev, st.st_ino) == self._file
         except OSError:
             ours = False
         self.sock.close()
