@@ -92,10 +92,10 @@ impl Bridge {
                 || !config.metrics_bind.is_empty()
                 || !config.no_control_socket)
                 .then(|| {
-                let stuck = Arc::clone(&loop_ctx.counters.stuck_calls);
-                let t = config.timeout.unwrap_or(deadline::NO_DEADLINE);
-                Arc::new(deadline::Deadlines::new(t, stuck))
-            }),
+                    let stuck = Arc::clone(&loop_ctx.counters.stuck_calls);
+                    let t = config.timeout.unwrap_or(deadline::NO_DEADLINE);
+                    Arc::new(deadline::Deadlines::new(t, stuck))
+                }),
             config,
             loop_ctx,
         })
