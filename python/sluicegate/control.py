@@ -466,6 +466,7 @@ class MasterControl:
                 row.update(answer["status"])
             row.update(worker=number, state=life, answered=bool(answer))
             workers.append(row)
+        workers.sort(key=lambda w: w["worker"])
         master = {"pid": os.getpid(), "role": "master", "state": self.view.state(),
                   "uptime": time.monotonic() - self.started, "workers": self.view.target(),
                   "rss": children.worker_rss(os.getpid())}
