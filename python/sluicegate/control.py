@@ -63,6 +63,10 @@ OPERATIONS: Dict[str, signal.Signals] = {
     "stop": signal.SIGTERM,
 }
 
+#: Workers' lives (children.Life) in which their server is not built yet, or never will be:
+#: the master does not ask them (it would wait WORKER_TIMEOUT_S for nothing).
+NOT_SERVING = ("booting", "cancelled")
+
 NEEDS_A_MASTER = "reloading and worker counts need a master (--workers N)"
 
 
@@ -432,8 +436,8 @@ class MasterControl:
             return self._status()
         if name == "requests":
             calls: List[Dict[str, Any]] = []
-            for pid, number, _ in self.view.workers():
-                ch = self.channels.get(pid)
+            for pid, number, life in self.view.workers():
+                ch = self.channels.get(pid) if life not in NOT_SERVING else None
                 answer = ch.ask({"command": "requests", "stacks": bool(command.get("stacks"))}) \
                     if ch is not None else None
                 for call in (answer or {}).get("requests", []):
@@ -457,7 +461,7 @@ class MasterControl:
     def _status(self) -> Dict[str, Any]:
         workers = []
         for pid, number, life in self.view.workers():
-            ch = self.channels.get(pid)
+            ch = self.channels.get(pid) if life not in NOT_SERVING else None
             answer = ch.ask({"command": "status"}) if ch is not None else None
             row: Dict[str, Any] = {"pid": pid, "age": process_age(pid), "requests": None,
                                    "in_flight": None, "connections": None,

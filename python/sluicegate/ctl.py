@@ -115,7 +115,8 @@ def render_status(answer: Dict[str, Any]) -> List[str]:
              f"workers {m['workers']}" + (f"  rss {_size(m.get('rss'))}" if 'rss' in m else "")]
     rows = [[str(w["worker"]), str(w["pid"]), _duration(w.get("age")), _cell(w.get("requests")),
              _cell(w.get("in_flight")), _cell(w.get("connections")), _size(w.get("rss")),
-             w["state"] + ("" if w.get("answered", True) else " (no answer)")]
+             w["state"] + ("" if w.get("answered", True) or w["state"] in control.NOT_SERVING
+                           else " (no answer)")]
             for w in answer["workers"]]
     return lines + [""] + _table(
         ["WORKER", "PID", "AGE", "REQUESTS", "IN FLIGHT", "CONNS", "RSS", "STATE"], rows)
