@@ -173,6 +173,18 @@ def test_ctl_workers_adds_and_removes_workers(start_server, sock_path):
     assert srv.alive()
 
 
+def test_ctl_reopen_logs_has_every_worker_reopen_its_access_log(start_server, sock_path,
+                                                                 tmp_path):
+    log_path = tmp_path / "access.log"
+    srv = start_server("workers", "--workers", "2", "--control-socket", sock_path,
+                       "--access-log", str(log_path))
+    os.rename(log_path, tmp_path / "access.log.1")  # what logrotate does
+    code, out, _ = ctl("--socket", sock_path, "reopen-logs")
+    assert code == 0 and "reopen-logs" in out
+    wait_for(lambda: srv.log_text().count("reopened") == 2, "both workers reopening", 30)
+    assert log_path.exists()
+
+
 def test_ctl_stop_stops_the_server_gracefully(start_server, sock_path):
     srv = start_server("blocking", "--workers", "2", "--control-socket", sock_path)
     results = []
@@ -260,3 +272,30 @@ def test_ctl_top_in_a_terminal_shows_the_workers_and_quits_on_q(start_server, so
         wait_for(lambda: "top-exited-0" in screen(), "top to quit on q", 20, context=screen)
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def test_status_shows_a_worker_whose_gil_is_held_without_its_answer(start_server, sock_path):
+    """A worker stuck in a C call that holds the GIL cannot answer; `status` still answers,
+    with that worker's pid, age and memory from the master and `(no answer)`, and the other
+    worker's figures."""
+    srv = start_server("gil_held", "--workers", "2", "--control-socket", sock_path)
+    fifo = srv.state_path("hold-fifo")
+    os.mkfifo(fifo)
+    results = []
+    t = get_in_thread(srv.port, "/hold", results)
+    try:
+        srv.wait_marks("hold-started", 1)
+        answer = ctl_json(sock_path, "status")
+        code, text, _ = ctl("--socket", sock_path, "status")
+    finally:
+        with open(fifo, "wb") as f:
+            f.write(b"x")
+        t.join(30)
+    rows = answer["workers"]
+    assert len(rows) == 2 and sorted(w["answered"] for w in rows) == [False, True]
+    silent = next(w for w in rows if not w["answered"])
+    assert silent["requests"] is None and silent["rss"] > 0 and silent["state"] == "serving"
+    assert code == 0 and "(no answer)" in text
+    assert results == [b"released"]
+    wait_for(lambda: all(w["answered"] for w in ctl_json(sock_path, "status")["workers"]),
+             "both workers answering once the GIL is let go", 30)
