@@ -192,8 +192,17 @@ class ControlServer:
         self.sock.close()
 
     def close(self) -> None:
-        """Stop answering and remove the socket file (if it is still ours)."""
+        """Stop answering and remove the socket file (if it is still ours). The thread is
+        woken (`shutdown` ends its `accept`) and joined: it holds the server it reads from,
+        which a server stopped inside a program must not outlive."""
         self._closed.set()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if threading.current_thread() is not self._thread:
+            self._thread.join(CLIENT_TIMEOUT_S + ACCEPT_TICK_S)
+        self.handle = _closed_handle
         try:
             st = os.stat(self.path)
             ours = (st.st_dev, st.st_ino) == self._file
@@ -205,6 +214,10 @@ class ControlServer:
                 os.unlink(self.path)
             except OSError:
                 pass
+
+
+def _closed_handle(command: Dict[str, Any]) -> Dict[str, Any]:
+    return {"ok": False, "error": "the server is stopping"}
 
 
 def start(path: Optional[str], handle: Callable[[Dict[str, Any]], Dict[str, Any]]
