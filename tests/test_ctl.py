@@ -299,3 +299,21 @@ def test_status_shows_a_worker_whose_gil_is_held_without_its_answer(start_server
     assert results == [b"released"]
     wait_for(lambda: all(w["answered"] for w in ctl_json(sock_path, "status")["workers"]),
              "both workers answering once the GIL is let go", 30)
+
+
+def test_a_second_server_leaves_a_live_control_socket_to_the_first(start_server, sock_path):
+    first = start_server("workers", "--workers", "1", "--control-socket", sock_path)
+    second = start_server("hello", "--control-socket", sock_path)
+    second.wait_log(r"Control socket .*cannot listen")
+    assert second.request("GET", "/").status == 200  # it serves without one
+    assert second.stop() == 0
+    assert ctl_json(sock_path, "status")["master"]["pid"] == first.pid
+
+
+def test_a_dead_control_socket_is_replaced(start_server, sock_path):
+    import socket as socket_module
+    dead = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+    dead.bind(sock_path)  # bound, never listening: what a killed server leaves
+    dead.close()
+    srv = start_server("hello", "--control-socket", sock_path)
+    assert ctl_json(sock_path, "status")["master"]["pid"] == srv.pid
