@@ -7,6 +7,7 @@ with back-off while the others serve. Real processes, real signals, real sockets
 """
 
 import http.client
+import random
 import re
 import signal
 import socket
@@ -18,17 +19,26 @@ from tests.helpers import wait_for
 from tests.test_workers import children, get
 
 
+def reusable_socket():
+    """A TCP socket with SO_REUSEADDR, as the server binds its metrics port."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return s
+
+
 def held_port_pair(busy_at=1):
     """(P, a socket listening on P+busy_at): P .. P+busy_at-1 free, P+busy_at busy. The
-    master listens on P (the sum), the worker in slot S on P+S+1."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        busy = socket.socket()
+    master listens on P (the sum), the worker in slot S on P+S+1. P is taken below the
+    kernel's ephemeral range (32768 and up): on a machine whose clients hold thousands of
+    connections, a run of neighbouring ports in that range is rarely free, and a client's
+    connect could take one between the probe and the server's bind. Each probe binds as the
+    server does, with SO_REUSEADDR (a port left in TIME-WAIT is free to listen on)."""
+    for _ in range(200):
+        port = random.randrange(20000, 32700)
+        busy = reusable_socket()
         try:
             for i in range(1, busy_at):
-                with socket.socket() as free:
+                with reusable_socket() as free:
                     free.bind(("127.0.0.1", port + i))
             busy.bind(("127.0.0.1", port + busy_at))
         except OSError:

@@ -239,12 +239,16 @@ def test_a_single_server_answers_for_itself(start_server, sock_path):
     status = ctl_json(sock_path, "status")
     calls = ctl_json(sock_path, "requests")["requests"]
     code, _, err = ctl("--socket", sock_path, "workers", "+1")
+    mark = srv.log_mark()
+    reload_code, out, _ = ctl("--socket", sock_path, "reload")  # HUP, as a single server takes it
+    srv.wait_log(r"Received SIGHUP", since=mark)
     srv.open_gate("slow")
     t.join(30)
     assert status["master"]["role"] == "single" and status["master"]["pid"] == srv.pid
     assert [w["pid"] for w in status["workers"]] == [srv.pid]
     assert [(c["method"], c["path"], c["pid"]) for c in calls] == [("GET", "/slow", srv.pid)]
     assert code == 1 and "need a master" in err
+    assert reload_code == 0 and "reload" in out and srv.alive()
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

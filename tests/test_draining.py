@@ -55,3 +55,16 @@ def test_without_a_drain_delay_the_listener_closes_at_once(start_server):
     assert answer == b"" or answer.startswith(b"HTTP/1.1 503 "), answer
     c.close()
     assert srv.proc.wait(30) == 0
+
+
+def test_with_workers_the_drain_delay_still_serves_then_the_listener_closes(start_server):
+    """The master closes its copy of the listening socket as the stop begins: the workers'
+    copies keep it open through --drain-delay, and once they stop accepting it is closed."""
+    srv = start_server("hello", "--workers", "2", "--health-path", "/healthz",
+                       "--drain-delay", "2")
+    srv.proc.send_signal(signal.SIGTERM)
+    srv.wait_log("Received SIGTERM")
+    wait_for(lambda: health(srv.port) == 503, "the health path failing", timeout=30)
+    assert get(srv.port, "/")[0] == 200
+    wait_for(lambda: refused(srv.port), "the listener to close", timeout=30, interval=0.05)
+    assert srv.proc.wait(30) == 0

@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from tests.helpers import wait_for
 from tests.http_util import TIMEOUT, Closed, Conn, Truncated, connect_refused, request_bytes
 
 
@@ -175,3 +176,41 @@ def test_a_stopped_server_leaves_no_descriptor_and_frees_its_app():
     after = len(os.listdir("/proc/self/fd"))
     assert after <= before, f"{after - before} descriptors more after three starts and stops"
     assert all(r() is None for r in refs), "a stopped server still holds its app"
+
+
+def test_with_workers_a_new_connection_during_a_graceful_stop_is_refused(start_server):
+    """Regression: with --workers, the master kept its copy of the listening socket open until
+    it exited, so a connection made during a graceful stop waited in a backlog nobody accepted
+    from, and was reset at the exit. Now it is refused as soon as the workers stop accepting,
+    while a request in flight still finishes."""
+    srv = start_server("blocking", "--workers", "2", "--graceful-timeout", "60")
+    port = srv.port
+    tok, gate = uuid.uuid4().hex, uuid.uuid4().hex
+    busy = Conn.open(port)
+    busy.send(request_bytes("GET", f"/slow?token={tok}&gate={gate}"))
+    srv.wait_marks("started", prefix=tok)
+    mark = srv.log_mark()
+    srv.signal(signal.SIGTERM)
+    srv.wait_log(r"Received SIGTERM", since=mark)
+
+    def refused_or_answered() -> bool:
+        """A new connection and a request on it: refused (True), or answered or closed
+        (False: not yet refused, but not left hanging either)."""
+        try:
+            with Conn.open(port) as c:
+                c.send(request_bytes("GET", "/fast"))
+                try:
+                    c.read_response(timeout=5)
+                except Closed:
+                    pass
+            return False
+        except (ConnectionRefusedError, ConnectionResetError, BrokenPipeError):
+            return True
+
+    wait_for(refused_or_answered, "new connections to be refused", timeout=30, interval=0.1)
+    assert srv.marks("finished", prefix=tok) == [], "the stop ended before the check"
+    srv.open_gate(gate)
+    resp = busy.read_response()
+    assert resp.status == 200 and resp.body == f"slow {tok} gate=open".encode()
+    assert srv.wait_exit() == 0, srv.log_text()[-3000:]
+    busy.close()

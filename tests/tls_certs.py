@@ -3,8 +3,9 @@
 Owns every key and certificate a TLS test needs, so that no test ships a private key or a
 certificate that expires under it: a CA, an intermediate CA, a server certificate (ECDSA P-256,
 SAN `127.0.0.1` and `localhost`, signed by the intermediate: its chain file is leaf first), a
-client certificate for mutual TLS, an expired server certificate, a server key encrypted with a
-passphrase, and a key that matches no certificate. Plain `openssl` (Debian's package, which
+client certificate for mutual TLS, an expired server certificate, one not valid yet (its
+validity starts a year from now; `openssl ca -startdate`, as OpenSSL 3.0's `x509` cannot set
+it), a server key encrypted with a passphrase, and a key that matches no certificate. Plain `openssl` (Debian's package, which
 `./dev test` installs) rather than `trustme`: it is what an operator runs, and it makes the
 faulty inputs (expired, encrypted, mismatched) that a library made for correct certificates will
 not. Without `openssl` on PATH the fixture skips its test.
@@ -19,6 +20,7 @@ Use it as a fixture (importing it registers it for the module):
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import subprocess
@@ -86,6 +88,7 @@ class TlsCerts:
     client_cert: Path  # CN=sluicegate-test-client, O=sluicegate tests; signed by the root
     client_key: Path
     expired_cert: Path  # the server's key, a notAfter in the past
+    future_chain: Path  # the server's key, a notBefore a year ahead; then the intermediate
     encrypted_key: Path  # the server's key encrypted with PASSPHRASE
     other_key: Path  # a valid key that matches no certificate here
 
@@ -113,6 +116,36 @@ def _sign(directory: Path, key: Path, subject: str, issuer_cert: str, issuer_key
     _run(directory, "x509", "-req", "-in", csr, "-CA", issuer_cert, "-CAkey", issuer_key,
          "-CAcreateserial", "-days", str(days), "-sha256", "-extfile", ext_file, "-out", out)
     return directory / out
+
+
+_FUTURE_CA_CNF = """\
+[ca]
+default_ca = future
+[future]
+database = future-index.txt
+new_certs_dir = .
+serial = future.srl
+default_md = sha256
+policy = any
+unique_subject = no
+[any]
+commonName = supplied
+"""
+
+
+def _not_yet_valid(directory: Path) -> Path:
+    """The server's certificate again (same key, same extensions), valid from a year from now:
+    `openssl ca` is the CLI's way to set notBefore."""
+    (directory / "future-ca.cnf").write_text(_FUTURE_CA_CNF)
+    (directory / "future-index.txt").write_text("")
+    (directory / "future.srl").write_text("1000\n")
+    start = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=365)
+    end = start + datetime.timedelta(days=VALID_DAYS)
+    _run(directory, "ca", "-batch", "-config", "future-ca.cnf", "-cert", "intermediate.pem",
+         "-keyfile", "intermediate.key", "-in", "server.pem.csr", "-extfile", "server.pem.ext",
+         "-notext", "-startdate", start.strftime("%Y%m%d%H%M%SZ"),
+         "-enddate", end.strftime("%Y%m%d%H%M%SZ"), "-out", "future.pem")
+    return directory / "future.pem"
 
 
 def make_certs(directory: Path, days: int = VALID_DAYS) -> TlsCerts:
@@ -152,6 +185,9 @@ def make_certs(directory: Path, days: int = VALID_DAYS) -> TlsCerts:
     expired = _sign(d, server_key, "/CN=localhost", "intermediate.pem", "intermediate.key",
                     _SERVER_EXT, "expired.pem", days=-1)
 
+    future_chain = d / "future-chain.pem"
+    future_chain.write_text(_not_yet_valid(d).read_text() + inter.read_text())
+
     _run(d, "pkcs8", "-topk8", "-in", "server.key", "-v2", "aes-256-cbc",
          "-passout", "pass:" + PASSPHRASE, "-out", "server-encrypted.key")
     other_key = _ec_key(d, "other.key")
@@ -168,6 +204,7 @@ def make_certs(directory: Path, days: int = VALID_DAYS) -> TlsCerts:
         client_cert=client,
         client_key=client_key,
         expired_cert=expired,
+        future_chain=future_chain,
         encrypted_key=d / "server-encrypted.key",
         other_key=other_key,
     )

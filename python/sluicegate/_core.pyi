@@ -108,6 +108,10 @@ class Server:
         """The app calls in flight, oldest first: (method, path without its query string, age
         in seconds, the running thread's threading.get_ident(), past --timeout). Empty when
         calls are not listed (no_control_socket, and neither timeout nor metrics_bind)."""
+    def set_tls(self, credentials: "TlsCredentials") -> bool:
+        """Serve new TLS connections with `credentials` (from load_tls); connections already
+        open keep theirs, and the certificate expiry metric follows. False when no listener
+        speaks TLS (nothing changed). A single process's HUP."""
     def metrics_text(self) -> str:
         """What GET /metrics on --metrics-bind answers, rendered now (Prometheus text 0.0.4):
         a worker leaves its last one to its master as it stops."""
@@ -169,5 +173,6 @@ def load_tls(
     cert_reqs: str = "none",
     tls_min_version: str = "1.2",
 ) -> TlsCredentials:
-    """Read and check the files; ValueError with one line naming the file at fault."""
+    """Read and check the files (the GIL released meanwhile); ValueError with one line naming
+    the file at fault."""
     ...

@@ -67,7 +67,7 @@ OPERATIONS: Dict[str, signal.Signals] = {
 #: the master does not ask them (it would wait WORKER_TIMEOUT_S for nothing).
 NOT_SERVING = ("booting", "cancelled")
 
-NEEDS_A_MASTER = "reloading and worker counts need a master (--workers N)"
+NEEDS_A_MASTER = "worker counts need a master (--workers N)"
 
 
 def runtime_dir() -> str:
@@ -310,10 +310,10 @@ def single_handler(agent: Agent, started: float) -> Callable[[Dict[str, Any]], D
         if name == "requests":
             calls = agent.requests(bool(command.get("stacks")))
             return {"ok": True, "requests": [dict(c, worker=1) for c in calls]}
-        if name in ("reopen-logs", "stop"):
+        if name in OPERATIONS:  # the signal itself: what it does in a single process
             os.kill(os.getpid(), OPERATIONS[name])
             return {"ok": True, "done": name}
-        if name in ("reload", "workers"):
+        if name == "workers":
             return {"ok": False, "error": NEEDS_A_MASTER}
         return {"ok": False, "error": f"unknown command {name!r}"}
 

@@ -173,6 +173,16 @@ class BoundSocket:
         port = "" if self.address.kind == "unix" else str(self.port)
         return (fd, self.address.kind, self.address.host, port, self.address.wire, self.tls)
 
+    def stop_listening(self) -> None:
+        """Close this process's descriptor of the socket, keeping its unix socket file (for
+        `close()` to remove at the end): what a master does as a stop begins. The kernel closes
+        the socket once its workers have closed theirs too, as each does when it stops
+        accepting; from then on a new connection is refused, where it used to wait in a
+        backlog nobody accepted from until the master exited."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
     def close(self) -> None:
         """Close the socket if still ours, and remove the unix socket file we created."""
         if self._sock is not None:

@@ -14,8 +14,11 @@ moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
 
 - STOP (TERM, INT): workers get TERM and finish their in-flight requests (up to
   `--graceful-timeout`); a second INT stops them at once (QUIT). STOP_NOW (QUIT): at once.
+  The master closes its copies of the listening sockets at once, so that new connections are
+  refused as soon as the workers stop accepting.
 - RELOAD (HUP, or a code change with `--reload`): the options are resolved again (and the TLS
-  certificate and key read again, tls.py: rotation without a restart), new workers
+  certificate and key read again, tls.py: rotation without a restart; both read on a thread
+  with a timeout, reading.py, so that a file that blocks never stops the loop), new workers
   are started (a fresh import of the app, unless `--preload`); once every one is ready the old
   ones get TERM and drain. A new worker that fails at boot abandons the reload: the old ones
   keep serving. Before the first workers are up there is nothing to keep: a reload then
@@ -54,6 +57,7 @@ from .listeners import BoundSocket
 from .logs import log
 from .messages import Message
 from .options import Config
+from .reading import Reading
 from .signals import Op
 from .upgrade import start_new_master
 from .children import Child, Life, alive as _alive, describe_exit, worker_rss
@@ -139,6 +143,7 @@ class Master:
         self.signals: List[int] = []
         self.pipe = signals.SignalPipe(signals.MASTER_SIGNALS)
         self.reloader: Optional[Any] = None
+        self.reading: Optional[Tuple[str, Reading]] = None  # a reload's files, being read
         self.code_changed: List[List[str]] = []  # batches from the reloader thread
         # Shared with every worker (inherited over fork): how many connections each holds.
         self.table = os.memfd_create("sluicegate-balance", os.MFD_CLOEXEC)
@@ -182,6 +187,7 @@ class Master:
                         shown = ", ".join(os.path.relpath(p) for p in paths[:3])
                         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
                         self._reload(f"Code changed ({shown}{more})")
+                self._check_reading()
                 self._maintain()
                 if self.state is State.STOPPING and time.monotonic() > self.deadline:
                     for w in self.workers.values():
@@ -235,9 +241,13 @@ class Master:
                 if self.metrics is not None:
                     self.metrics.totals.started(
                         w.pid, str(w.slot + 1), metrics_address(self.cfg.metrics_bind, w.slot))
-                if self.retry_delay and self.state is State.SERVING:  # whole again
-                    sd_notify.notify(f"STATUS={self._status()}")
-                self.retry_delay = 0.0
+                serving = sum(1 for x in self.workers.values() if x.life is Life.SERVING)
+                if self.state is State.SERVING:  # at once: the count in any line stays true
+                    self._retire_outgoing(serving)
+                if serving >= self.target:  # whole: the back-off ends
+                    if self.retry_delay and self.state is State.SERVING:
+                        sd_notify.notify(f"STATUS={self._status()}")
+                    self.retry_delay = 0.0
             elif message in (Message.MAX_REQUESTS, Message.STUCK) and w.life is Life.SERVING:
                 w.become(Life.OUTGOING)  # _maintain starts its replacement, then stops it
                 why = "reached --max-requests" if message is Message.MAX_REQUESTS \
@@ -314,23 +324,61 @@ class Master:
                 self._retire(w, messages.CANCEL)
             else:
                 self._retire(w, messages.STOP if graceful else messages.STOP_NOW)
+        for s in self.sockets:  # refused once the workers stop accepting (listeners.py)
+            s.stop_listening()
 
     def _reload(self, why: str) -> None:
-        """A new generation with the options resolved again. Reloads never overlap: one asked
-        while a generation boots supersedes it (its workers are stopped, the newest
-        configuration wins), and the configuration to go back to stays the one that served
-        before the first of them."""
-        before = self.before_reload or (self.cfg, self.target)
-        if self.reread is not None:
+        """A reload: the options resolved again and the TLS files read (on a thread of their
+        own, reading.py: the loop reaps and handles signals meanwhile), then `_new_generation`.
+        A reload asked while the files are read reads them again; the older read is dropped."""
+        if self.reread is None:
+            self._new_generation(why, None)
+            return
+        if self.reading is not None:
+            log.info("%s: the files of the reload before are still being read: read again", why)
+        self.reading = (why, Reading(self._read_files, self.pipe.wake).start())
+
+    def _read_files(self) -> Tuple[Config, Any]:
+        """On the reading thread: the options resolved again, the TLS files read and checked
+        (certificate rotation: the new workers serve the files as they are now)."""
+        assert self.reread is not None
+        cfg = self.reread()
+        if cfg.workers is None:  # `--reload` without --workers: the one worker it runs
+            cfg = dataclasses.replace(cfg, workers=self.cfg.workers)
+        return cfg, tls.read(cfg)
+
+    def _check_reading(self) -> None:
+        """The files of a reload read: its new generation; read with an error, or still being
+        read past the timeout: the workers serve on with what they have."""
+        if self.reading is None:
+            return
+        why, reading = self.reading
+        if self.state is State.STOPPING:
+            self.reading = None
+        elif reading.overdue():
+            self.reading = None
+            log.error("%s: the configuration and TLS files could not be read within %gs (a "
+                      "hung network mount? a FIFO?); the workers keep serving with the "
+                      "previous configuration", why, reading.timeout)
+        elif reading.done():
+            self.reading = None
             try:
-                cfg = self.reread()
-                if cfg.workers is None:  # `--reload` without --workers: the one worker it runs
-                    cfg = dataclasses.replace(cfg, workers=self.cfg.workers)
-                tls.load(cfg)  # certificate rotation: the new workers serve the files as now
+                read = reading.result()
             except SluicegateError as e:
                 log.error("%s: the configuration is not valid (%s); the "
                           "workers keep serving with the previous one", why, e)
                 return
+            self._new_generation(why, read)
+
+    def _new_generation(self, why: str, read: Optional[Tuple[Config, Any]]) -> None:
+        """A new generation with what `_read_files` read (None: the options as they are).
+        Reloads never overlap: one asked while a generation boots supersedes it (its workers
+        are stopped, the newest configuration wins), and the configuration to go back to
+        stays the one that served before the first of them."""
+        before = self.before_reload or (self.cfg, self.target)
+        if read is not None:
+            cfg, credentials = read
+            tls.adopt(credentials)
             changed = [f.name for f in dataclasses.fields(cfg)
                        if getattr(cfg, f.name) != getattr(self.cfg, f.name)]
             kept = [n for n in changed if n in RESTART_ONLY]
@@ -639,17 +687,24 @@ class Master:
                 self._become(State.SERVING)
                 self.before_reload = None
             return
-        # A worker that asked out leaves once as many others are ready as it takes.
         staying = [w for w in self.workers.values() if w.life in (Life.BOOTING, Life.SERVING)]
-        if sum(1 for w in staying if w.ready) >= self.target:
-            for w in self.workers.values():
-                if w.life is Life.OUTGOING:
-                    self._retire(w, messages.STOP)
+        self._retire_outgoing(sum(1 for w in staying if w.ready))
         if time.monotonic() >= self.retry_at:  # else a replacement failed lately: wait
             for _ in range(self.target - len(staying)):
                 self._spawn()
         extra = len(staying) - self.target
         for w in sorted(staying, key=lambda w: w.pid)[:max(0, extra)]:
+            self._retire(w, messages.STOP)
+
+    def _retire_outgoing(self, serving: int) -> None:
+        """Workers that asked out (--max-requests, --max-stuck, --max-rss) serve on only while
+        `serving` others fall short of `target`, the oldest leaving first: so the workers that
+        serve never outnumber `target`, even when each replacement that boots asks out before
+        the one that failed to boot (a busy metrics port) is replaced (they used to pile up,
+        one more per replacement)."""
+        outgoing = [w for w in self.workers.values() if w.life is Life.OUTGOING]  # oldest first
+        keep = max(0, self.target - serving)
+        for w in outgoing[:max(0, len(outgoing) - keep)]:
             self._retire(w, messages.STOP)
 
     def _retire(self, w: Child, signum: int) -> None:

@@ -5,7 +5,7 @@ signals into a process whose main thread waits outside Python.
 | --- | --- | --- | --- |
 | TERM, INT | `STOP` | finish in-flight requests, exit 0 | the same, through its workers |
 | a second INT, QUIT | `STOP_NOW` | stop at once | the same, through its workers |
-| HUP | `RELOAD` | logged, ignored | new workers, then the old ones drain |
+| HUP | `RELOAD` | the TLS certificate read again, else logged, ignored | new workers, then the old ones drain |
 | USR1 | `REOPEN_LOGS` | reopen the access log | passed to every worker |
 | USR2 | `UPGRADE` | logged, ignored | a new master on the same sockets |
 | TTIN / TTOU | `MORE_WORKERS` / `FEWER_WORKERS` | logged, ignored | one worker more / fewer |

@@ -2,23 +2,32 @@
 
 It logs the `Starting sluicegate` line and one `Listening at: URL` line per socket, and tells
 systemd `READY=1` (sd_notify.py). Tests find the port of a `-b 127.0.0.1:0` server by parsing the
-`Listening at: http://HOST:PORT` line: its wording is a contract. The operations only a master
-carries out (HUP, USR2, TTIN, TTOU, WINCH) are logged and ignored, never fatal.
+`Listening at: http://HOST:PORT` line: its wording is a contract. HUP re-reads the TLS
+certificate and key (on a thread with a timeout, reading.py) and serves new connections with
+them once they pass the checks; the app and the other options need a master to reload. The
+other operations only a master carries out (USR2, TTIN, TTOU, WINCH) are logged and ignored,
+never fatal.
 """
 
 from __future__ import annotations
 
+import datetime
+import threading
+import time
 from typing import Any, Dict, Optional, Tuple
 
-import time
-
-from . import control, hook_objects, hooks, sd_notify
+from . import control, hook_objects, hooks, sd_notify, tls
 from .core_server import ServerProcess
+from .errors import SluicegateError
 from .logs import log
+from .reading import Reading
 from .signals import Op
 
 #: Why a single server ignores an operation, by operation.
-NEEDS_A_MASTER = "reloading and worker counts need a master (--workers N)"
+NEEDS_A_MASTER = "reloading the app and the options, and worker counts, need a master " \
+    "(--workers N)"
+UPGRADE_NEEDS_A_MASTER = "an upgrade on the same sockets needs a master (--workers N); " \
+    "restart the process instead (see docs/operations.md)"
 SEE_THE_DOCS = "see docs/operations.md"
 
 
@@ -67,9 +76,46 @@ class SingleServer(ServerProcess):
         sd_notify.notify("STOPPING=1", "STATUS=finishing in-flight requests")
 
     def on_master_op(self, name: str, op: Op) -> None:
+        if op is Op.RELOAD and self.cfg.certfile:
+            self._reload_certificate(name)
+            return
         why = NEEDS_A_MASTER if op in (Op.RELOAD, Op.MORE_WORKERS, Op.FEWER_WORKERS) \
-            else SEE_THE_DOCS
+            else UPGRADE_NEEDS_A_MASTER if op is Op.UPGRADE else SEE_THE_DOCS
         log.info("Received %s: ignored (%s)", name, why)
+
+    def _reload_certificate(self, name: str) -> None:
+        """HUP with --certfile: read the certificate and key again, off this thread (a signal
+        handler's), and serve new connections with them once they pass the checks; one line
+        says what came of it."""
+        def done() -> None:
+            timer.cancel()
+            if not reading.settle():
+                return  # said overdue already: what it read so late is not used
+            try:
+                credentials = reading.result()
+            except SluicegateError as e:
+                log.error("Received %s: the new certificate is not used (%s); serving with the "
+                          "previous one", name, e)
+                return
+            if self._server is not None and self._server.set_tls(credentials):
+                tls.adopt(credentials)
+                until = datetime.datetime.fromtimestamp(credentials.not_after,
+                                                        datetime.timezone.utc)
+                log.info("Received %s: certificate re-read (%s, valid until %s); new connections "
+                         "are served with it (%s)", name, credentials.subject,
+                         until.strftime("%Y-%m-%d %H:%M:%S UTC"), NEEDS_A_MASTER)
+
+        def overdue() -> None:
+            if reading.settle():
+                log.error("Received %s: the certificate and key could not be read within %gs (a "
+                          "hung network mount? a FIFO?); serving with the previous ones",
+                          name, reading.timeout)
+
+        reading = Reading(lambda: tls.read(self.cfg), done)
+        timer = threading.Timer(reading.timeout, overdue)
+        timer.daemon = True
+        reading.start()
+        timer.start()  # cancelled already if the reading is done: then it ends at once
 
     def watches(self) -> bool:
         return bool(self.cfg.timeout and self.cfg.max_stuck)

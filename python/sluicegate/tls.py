@@ -1,11 +1,15 @@
 """TLS credentials: `--certfile`, `--keyfile`, `--ca-certs`, `--cert-reqs`, `--tls-min-version`.
 
 The Rust core reads and checks the files (`_core.load_tls`: the key matches the certificate, the
-chain is in order, nothing has expired; a problem is one line naming the file). `load(cfg)` runs
+chain is in order, every certificate is within its validity window; a problem is one line
+naming the file). `load(cfg)` runs
 once in the process that starts the server, before it binds and before `--user` drops
 privileges (so the key may stay readable by root only); the loaded credentials are kept here,
 and worker processes forked later inherit them with the rest of the master's memory:
 `config.core_config` hands them to each `_core.Server`. `--check-config` runs the same check.
+A reload reads them again with `read` (off the signal loop, reading.py) and `adopt`s them only
+once they passed: a master's new workers serve them, a single process's running server takes
+them with `Server.set_tls`.
 """
 
 from __future__ import annotations
@@ -38,20 +42,30 @@ def check_options(cfg: Config) -> None:
 
 
 def load(cfg: Config) -> Optional[Any]:
-    """Check and load the credentials (None without --certfile); OptionError with the one
-    line naming the file."""
-    global _loaded
+    """Check and load the credentials (None without --certfile), and keep them for the servers
+    built from now on; OptionError with the one line naming the file."""
+    return adopt(read(cfg))
+
+
+def read(cfg: Config) -> Optional[Any]:
+    """Check and load the credentials (None without --certfile) without keeping them: what a
+    reload reads on its own thread (reading.py) before it decides to use them."""
     check_options(cfg)
     if not cfg.certfile:
-        _loaded = None
         return None
     from . import _core
     try:
-        _loaded = _core.load_tls(cfg.certfile, cfg.keyfile, cfg.ca_certs, cfg.cert_reqs,
-                           cfg.tls_min_version)
+        return _core.load_tls(cfg.certfile, cfg.keyfile, cfg.ca_certs, cfg.cert_reqs,
+                              cfg.tls_min_version)
     except ValueError as e:
         raise OptionError(str(e)) from None
-    return _loaded
+
+
+def adopt(credentials: Optional[Any]) -> Optional[Any]:
+    """Keep `credentials` (what `read` returned) for the servers built from now on."""
+    global _loaded
+    _loaded = credentials
+    return credentials
 
 
 def loaded() -> Optional[Any]:

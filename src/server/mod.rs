@@ -117,16 +117,7 @@ impl Server {
         } else {
             None
         };
-        // --http2 on or tls: TLS listeners offer h2 first, then http/1.1 (ALPN).
-        let tls_alpn = tls_server.as_ref().map(|t| {
-            if config.http2.allows(true) {
-                let mut c = (*t.server).clone();
-                c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-                Arc::new(c)
-            } else {
-                Arc::clone(&t.server)
-            }
-        });
+        let tls_alpn = tls_server.as_ref().map(|t| tls::with_alpn(t, &config));
         let tls = tls_flags
             .iter()
             .map(|&on| match (on, &tls_alpn) {
@@ -168,7 +159,7 @@ impl Server {
                 .map_err(pyo3::exceptions::PyValueError::new_err)?
                 .map(Arc::new),
                 wires,
-                tls,
+                tls: crate::io::event_loop::ListenerTls::new(tls),
                 h2,
             },
             balance,
@@ -466,6 +457,13 @@ impl Server {
     /// (`--no-control-socket` without `--timeout` or `--metrics-bind`).
     fn in_flight(&self) -> Vec<(String, String, f64, u64, bool)> {
         report::calls_in_flight(&self.shared)
+    }
+
+    /// Serve new TLS connections with `credentials` (loaded by `_core.load_tls`): a single
+    /// process's certificate reload. Connections already open keep theirs. False when no
+    /// listener speaks TLS.
+    fn set_tls(&self, credentials: &Bound<'_, tls::TlsCredentials>) -> bool {
+        tls::replace(self.shared.ctx(), &credentials.get().config)
     }
 
     /// The text `GET /metrics` answers (Prometheus 0.0.4), rendered now: a worker hands its

@@ -1,12 +1,17 @@
 //! TLS credentials as Python holds them: `_core.load_tls(...)` reads and checks the certificate
 //! and key files (`io::tls::load`) once, in the process that starts the server, before it binds
 //! and before `--user` drops privileges; the returned `TlsCredentials` is handed to every
-//! `Server` (forked workers inherit it), so a worker never reads the key itself.
+//! `Server` (forked workers inherit it), so a worker never reads the key itself. A single
+//! process loads them again on HUP and hands them to its running `Server` (`Server.set_tls`).
 
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
 use crate::config::{ClientAuth, MinVersion, TlsSettings};
+use crate::io::event_loop::LoopCtx;
 use crate::io::tls::{load, TlsConfig};
 
 /// Loaded, checked TLS credentials (the rustls server configuration built from them).
@@ -30,10 +35,13 @@ impl TlsCredentials {
     }
 }
 
-/// Read and check the files; a problem is a `ValueError` of one line naming the file.
+/// Read and check the files; a problem is a `ValueError` of one line naming the file. The
+/// GIL is released meanwhile: a file that blocks on read (a FIFO, a hung network mount) holds
+/// only the thread that reads it, never the process's other threads.
 #[pyfunction]
 #[pyo3(signature = (certfile, keyfile=None, ca_certs=None, cert_reqs="none", tls_min_version="1.2"))]
 pub fn load_tls(
+    py: Python<'_>,
     certfile: String,
     keyfile: Option<String>,
     ca_certs: Option<String>,
@@ -51,9 +59,33 @@ pub fn load_tls(
             .ok_or_else(|| value_error(format!("--tls-min-version {tls_min_version:?}")))?,
         alpn: vec![b"http/1.1".to_vec()],
     };
-    load_settings(&settings)
+    py.detach(|| load_settings(&settings))
         .map(|config| TlsCredentials { config })
         .map_err(value_error)
+}
+
+/// The configuration TLS listeners serve: with `--http2` allowed over TLS, h2 offered first,
+/// then http/1.1 (ALPN).
+pub fn with_alpn(t: &TlsConfig, config: &crate::config::Config) -> Arc<rustls::ServerConfig> {
+    if config.http2.allows(true) {
+        let mut c = (*t.server).clone();
+        c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Arc::new(c)
+    } else {
+        Arc::clone(&t.server)
+    }
+}
+
+/// New TLS connections are served with `t` from now on, and the expiry metric follows it;
+/// false when no listener speaks TLS.
+pub fn replace(ctx: &LoopCtx, t: &TlsConfig) -> bool {
+    if !ctx.settings.tls.replace(with_alpn(t, &ctx.settings.config)) {
+        return false;
+    }
+    ctx.counters
+        .tls_not_after
+        .store(t.not_after.max(1), Ordering::Relaxed);
+    true
 }
 
 /// `io::tls::load` at the current time, its error as one line.

@@ -16,16 +16,16 @@ import http.client
 import os
 import threading
 import time
-from typing import Callable, List, Tuple
+from typing import Callable, List, Tuple, Union
 
 from tests.helpers import wait_for
 
-ROWS: List[Tuple[str, int, int, str, bool]] = []
+ROWS: List[Tuple[str, int, int, str, Union[bool, str]]] = []
 
 
-def record(fault: str, load: "Load", allowed: str, serving: bool) -> None:
+def record(fault: str, load: "Load", allowed: str, serving: Union[bool, str]) -> None:
     """One row of the table: the fault, the load's counts, what the test allows, and whether
-    the server served afterwards."""
+    the server served afterwards (or, for a fault that ends it, a word on how it ended)."""
     ROWS.append((fault, load.ok + len(load.failed), len(load.failed), allowed, serving))
 
 
@@ -35,8 +35,8 @@ def pytest_terminal_summary(terminalreporter) -> None:
     lines = ["| fault | requests | failed | allowed | serving afterwards |",
              "|---|---:|---:|---|---|"]
     for fault, total, failed, allowed, serving in ROWS:
-        lines.append(f"| {fault} | {total} | {failed} | {allowed} | "
-                     f"{'yes' if serving else 'NO'} |")
+        after = serving if isinstance(serving, str) else "yes" if serving else "NO"
+        lines.append(f"| {fault} | {total} | {failed} | {allowed} | {after} |")
     terminalreporter.write_sep("-", "fault injection")
     for line in lines:
         terminalreporter.write_line(line)
@@ -48,11 +48,14 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 class Load:
     """`clients` threads sending GET `path` until stopped; a request succeeds when its status
-    is 200 and `good(body)` holds. `failed` holds each failure's reason."""
+    is 200 and `good(body)` holds. `failed` holds each failure's reason; a request unanswered
+    for `timeout` seconds fails with `timed out`."""
 
     def __init__(self, port: int, clients: int = 4, path: str = "/pid",
-                 good: Callable[[bytes], bool] = bytes.isdigit, host: str = "127.0.0.1"):
+                 good: Callable[[bytes], bool] = bytes.isdigit, host: str = "127.0.0.1",
+                 timeout: float = 30):
         self.port, self.path, self.good, self.host = port, path, good, host
+        self.timeout = timeout
         self.ok = 0
         self.failed: List[str] = []
         self.lock = threading.Lock()
@@ -86,7 +89,7 @@ class Load:
         while not self.stop_evt.is_set():
             try:
                 if conn is None:
-                    conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+                    conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
                 conn.request("GET", self.path)
                 r = conn.getresponse()
                 body = r.read()

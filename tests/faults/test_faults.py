@@ -11,6 +11,8 @@ sockets; the load and the table are `conftest.py`'s (`pytest -q tests/faults` pr
 | a full disk for the access log (`/dev/full`) | none (the lines are counted dropped) |
 | an access log pipe nobody reads | none; the stop still ends |
 | a busy metrics port for a new worker | none (the worker is retried with back-off) |
+| a busy metrics port while workers recycle (`--max-requests`) | none; never more workers serving than `--workers` |
+| TERM with `--workers`, a request in flight | one per client (its keep-alive connection ends); none hung: new connections refused |
 | a GIL-holding C call (inline, or streaming after the loop's hand-off) | none of the health checks |
 | EMFILE (descriptors exhausted) | none on open connections; new ones served once some close |
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import signal
 import socket
 import threading
@@ -193,6 +196,71 @@ def test_a_busy_metrics_port_for_a_new_worker(start_server):
     record("a busy metrics port for a new worker", load, "0", ok)
     assert load.failed == [], load.failed
     assert ok
+
+
+def test_a_busy_metrics_port_while_workers_recycle(start_server):
+    """Workers ask out at --max-requests and the replacement in slot 2 cannot bind its metrics
+    port: each worker that boots in a later slot reaches its limit before slot 2 is filled.
+    The workers serving never outnumber --workers (they piled up: `8 of 2 worker(s) serving`,
+    one more process a second), and the busy slot is retried with back-off."""
+    port, busy = held_port_pair(busy_at=3)  # port + 3 busy: slot 2's (the master on port)
+    most = 0
+    with busy:
+        srv = start_server("workers", "--workers", "2", "--metrics-bind", f"127.0.0.1:{port}",
+                           "--max-requests", "100")
+        with Load(srv.port, CLIENTS) as load:
+            def failed_boots() -> bool:
+                nonlocal most
+                most = max(most, len(children(srv.pid)))
+                return srv.log_text().count("failed to boot") >= 3
+
+            wait_for(failed_boots, "three failed boots of slot 2", timeout=60, interval=0.05)
+            load.wait_for(200)
+    counts = [(int(n), int(m)) for n, m in
+              re.findall(r"(\d+) of (\d+) worker\(s\) serving", srv.log_text())]
+    within = bool(counts) and all(n <= m for n, m in counts)
+    ok = serving(srv.port) and srv.alive()
+    record("a busy metrics port while workers recycle (--max-requests 100)", load,
+           "0; serving <= 2 workers", ok and within)
+    assert load.failed == [], load.failed
+    assert within, counts
+    # Two serving, a replacement booting, one draining: never the pile-up's 9.
+    assert most <= 5, most
+    assert ok
+
+
+def test_term_with_workers_and_a_request_in_flight(start_server):
+    """TERM while clients keep sending and one request is in flight: new connections are
+    refused as soon as the workers stop accepting (they used to wait in the backlog until the
+    master exited), the request in flight is answered, the exit is 0."""
+    srv = start_server("blocking", "--workers", "2", "--graceful-timeout", "60")
+    tok, gate = "stop-in-flight", "stop-gate"
+    busy = Conn.open(srv.port)
+    try:
+        with Load(srv.port, CLIENTS, path="/fast", good=lambda b: b == b"fast",
+                  timeout=10) as load:
+            load.wait_for(200)
+            busy.send(request_bytes("GET", f"/slow?token={tok}&gate={gate}"))
+            srv.wait_marks("started", prefix=tok)
+            srv.signal(signal.SIGTERM)
+            wait_for(lambda: any("ConnectionRefusedError" in f for f in load.failed),
+                     "a new connection refused", timeout=30,
+                     context=lambda: str(load.failed[-3:]))
+            in_flight = srv.marks("finished", prefix=tok) == []
+        srv.open_gate(gate)
+        answered = busy.read_response().status == 200
+    finally:
+        busy.close()
+    code = srv.wait_exit()
+    load.failed = [f for f in load.failed if "ConnectionRefusedError" not in f]
+    hung = [f for f in load.failed if "timed out" in f]
+    record("TERM with --workers 2, a request in flight (refusals not counted)", load,
+           f"<= {CLIENTS} (keep-alive ends); 0 hung",
+           f"exited {code}" + ("; the request in flight answered" if answered else ""))
+    assert hung == [], load.failed
+    assert in_flight, "new connections were refused only once the request had finished"
+    assert len(load.failed) <= CLIENTS, load.failed
+    assert answered and code == 0, srv.log_text()[-3000:]
 
 
 @pytest.mark.parametrize("route", ["/hold", "/hold-stream"], ids=["inline", "streaming"])

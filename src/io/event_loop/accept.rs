@@ -94,9 +94,9 @@ impl LoopState {
                     let token = entry.key();
                     let mut conn = Box::new(Conn::new(stream, token, index, peer));
                     conn.wire = ctx.settings.wires[index];
-                    if let Some(tls) = &ctx.settings.tls[index] {
+                    if let Some(tls) = ctx.settings.tls.get(index) {
                         let proxy_first = conn.wire == Wire::ProxyThenHttp;
-                        match TlsLink::new(conn.stream.fd(), Arc::clone(tls), proxy_first) {
+                        match TlsLink::new(conn.stream.fd(), tls, proxy_first) {
                             Ok(link) => conn.tls = Some(Arc::new(link)),
                             Err(e) => {
                                 log_io_error("TLS session", &e);

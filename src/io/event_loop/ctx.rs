@@ -287,8 +287,8 @@ pub struct LoopSettings {
     /// What each listener speaks, by listener index.
     pub wires: Vec<Wire>,
     /// The TLS configuration of each TLS listener (`--bind https:`, or every listener with
-    /// `--certfile`), by listener index; `None`: plaintext.
-    pub tls: Vec<Option<Arc<rustls::ServerConfig>>>,
+    /// `--certfile`), by listener index; `None`: plaintext. Replaced by a certificate reload.
+    pub tls: super::listener_tls::ListenerTls,
     /// HTTP/2 (`--http2` not off): where a connection that opens with the preface, or agreed
     /// on `h2` by ALPN, is handed over (`io::h2`).
     pub h2: Option<Arc<crate::io::h2::H2Hub>>,

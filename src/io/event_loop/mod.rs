@@ -66,11 +66,13 @@ mod closing;
 mod ctx;
 mod driver;
 mod h2_view;
+mod listener_tls;
 mod metrics;
 mod pages;
 
 pub use crate::io::listen::{ListenSocket, Nodelay};
 pub use ctx::{Counters, LoopCtx, LoopSettings, Shutdown, Work};
+pub use listener_tls::ListenerTls;
 pub use pages::{MetricsPages, PageJob};
 
 /// Whether `fd` has something to read now (a zero-timeout `poll`, which consumes nothing): events

@@ -1,13 +1,15 @@
 //! Builds the one `rustls::ServerConfig` a TLS listener serves with, from plain values (file
 //! paths, client-certificate mode, minimum version, ALPN), and checks the files first: before
 //! binding, before `--user` drops privileges, and again on HUP. Every problem is one line that
-//! names the file: `server.pem: certificate 1 (CN=example.com) expired at 2026-11-24 …`.
+//! names the file: `server.pem: certificate 1 (CN=example.com) expired at 2026-11-24 …`, and a
+//! PEM syntax error is said in words (never as the bytes of a label).
 //!
 //! Checked: PEM syntax; encrypted keys (refused: a server started by systemd cannot type a
 //! passphrase); the key matches the first certificate; chain order (leaf first, each
 //! certificate issued by the next: names compared, signatures verified where the provider has
-//! the algorithm); expiry of every certificate served. Not checked: that the chain reaches a
-//! trusted root (the server does not know which roots its clients trust), `notBefore`.
+//! the algorithm); the validity window of every certificate served (expired, or not valid
+//! yet: every client would refuse it). Not checked: that the chain reaches a trusted root (the
+//! server does not know which roots its clients trust).
 //!
 //! Cipher suites, key-exchange groups and session resumption are rustls's defaults (see
 //! docs/tls.md): TLS 1.3 tickets from a rotating ticketer (a 6-hour key made in this process;
@@ -184,7 +186,7 @@ fn read_certs(file: &Path) -> Result<Vec<CertificateDer<'static>>, TlsConfigErro
     let pem = read_file(file)?;
     let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| TlsConfigError::in_file(file, format!("not valid PEM ({e})")))?;
+        .map_err(|e| TlsConfigError::in_file(file, pem_error(&e)))?;
     if certs.is_empty() {
         return Err(TlsConfigError::in_file(
             file,
@@ -213,8 +215,33 @@ fn read_key(file: &Path) -> Result<PrivateKeyDer<'static>, TlsConfigError> {
             "no private key found (expected a PEM block '-----BEGIN PRIVATE KEY-----', \
              'EC PRIVATE KEY' or 'RSA PRIVATE KEY')",
         ),
-        e => TlsConfigError::in_file(file, format!("not valid PEM ({e})")),
+        e => TlsConfigError::in_file(file, pem_error(&e)),
     })
+}
+
+/// A PEM syntax error in words: the parser's own text shows a label as a list of byte values
+/// (`missing section end marker: [67, 69, 82, …]`).
+fn pem_error(e: &rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error;
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim_end().to_string();
+    match e {
+        Error::MissingSectionEnd { end_marker } => {
+            let label = text(end_marker);
+            format!(
+                "not valid PEM: the '-----BEGIN {label}-----' block has no \
+                 '-----END {label}-----' line (is the file cut short?)"
+            )
+        }
+        Error::IllegalSectionStart { line } => {
+            format!("not valid PEM: a malformed BEGIN line {:?}", text(line))
+        }
+        Error::Base64Decode(_) => {
+            "not valid PEM: a block's base64 text is damaged (a character that is not base64, \
+             or a line cut short)"
+                .to_string()
+        }
+        e => format!("not valid PEM ({e})"),
+    }
 }
 
 /// Checks each certificate's expiry and that each is issued by the next; returns the earliest
@@ -240,6 +267,16 @@ fn check_chain(
             return Err(TlsConfigError::in_file(
                 file,
                 format!("{} expired at {}", describe(i), cert.not_after_text()),
+            ));
+        }
+        if cert.not_before() > now {
+            return Err(TlsConfigError::in_file(
+                file,
+                format!(
+                    "{} is not valid before {} (every client would refuse it until then)",
+                    describe(i),
+                    cert.not_before_text()
+                ),
             ));
         }
     }
@@ -283,9 +320,9 @@ pub(crate) mod tests {
             .join(name)
     }
 
-    /// 2026-11-25: the fixtures' valid certificates last until 2126, `expired.pem` ended the
-    /// day before.
-    pub(crate) const NOW: i64 = 1_795_564_800;
+    /// 2026-11-26: the fixtures, made on 2026-11-25 at 04:34 UTC, are valid from then on; the
+    /// valid ones last until 2126, `expired.pem` ended on 2026-11-24.
+    pub(crate) const NOW: i64 = 1_795_651_200;
 
     pub(crate) fn settings() -> TlsSettings {
         TlsSettings {
@@ -318,6 +355,48 @@ pub(crate) mod tests {
             ..settings()
         });
         assert!(e.contains("expired.pem: certificate 1 (CN=localhost) expired at 2026-11-24"));
+    }
+
+    #[test]
+    fn certificate_not_valid_yet_names_file_and_date() {
+        // Two days before NOW, the day before the fixtures were made: not valid yet.
+        let e = load(&settings(), NOW - 2 * 86_400).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "server-chain.pem: certificate 1 (CN=localhost) is not valid before 2026-11-2"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_cut_pem_file_is_said_in_words() {
+        let dir = std::env::temp_dir().join(format!("sluicegate-pem-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let whole = std::fs::read_to_string(testdata("server-chain.pem")).unwrap();
+        let cut = dir.join("cut.pem");
+        std::fs::write(&cut, &whole[..whole.len() / 3]).unwrap();
+        let e = error(TlsSettings {
+            cert_file: cut.clone(),
+            ..settings()
+        });
+        assert!(
+            e.ends_with(
+                "cut.pem: not valid PEM: the '-----BEGIN CERTIFICATE-----' block has no \
+                 '-----END CERTIFICATE-----' line (is the file cut short?)"
+            ),
+            "{e}"
+        );
+        let key = std::fs::read_to_string(testdata("server.key")).unwrap();
+        let cut_key = dir.join("cut.key");
+        std::fs::write(&cut_key, &key[..key.len() / 2]).unwrap();
+        let e = error(TlsSettings {
+            key_file: cut_key,
+            ..settings()
+        });
+        assert!(e.contains("'-----END PRIVATE KEY-----' line"), "{e}");
+        assert!(!e.contains('['), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

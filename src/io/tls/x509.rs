@@ -1,5 +1,6 @@
 //! The few X.509 facts the server reads itself: issuer and subject (to check chain order and to
-//! give the app `SSL_CLIENT_S_DN`/`SSL_CLIENT_I_DN`), validity (expiry check, the metric), the
+//! give the app `SSL_CLIENT_S_DN`/`SSL_CLIENT_I_DN`), validity (the validity window check, the
+//! expiry metric), the
 //! signed part and signature (to check that each certificate is signed by the next), and the
 //! PEM text of a certificate (`SSL_CLIENT_CERT`).
 //!
@@ -65,6 +66,21 @@ impl<'a> Cert<'a> {
 
     fn not_after_time(&self) -> Time {
         self.cert.tbs_certificate().validity().not_after
+    }
+
+    /// `notBefore`, unix seconds.
+    pub fn not_before(&self) -> i64 {
+        let secs = self.not_before_time().to_unix_duration().as_secs();
+        i64::try_from(secs).unwrap_or(i64::MAX)
+    }
+
+    /// `notBefore` as `2026-11-24 04:30:16 UTC`, for error messages.
+    pub fn not_before_text(&self) -> String {
+        format_utc(&self.not_before_time().to_date_time())
+    }
+
+    fn not_before_time(&self) -> Time {
+        self.cert.tbs_certificate().validity().not_before
     }
 
     /// Whether this certificate names `issuer`'s subject as its issuer (chain order).
