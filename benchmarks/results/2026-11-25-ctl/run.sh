@@ -39,5 +39,5 @@ echo '$ sluicegate ctl --socket '$S' stop' >> /tmp/ctlex/ops.txt
 .venv/bin/python -m sluicegate ctl --socket $S stop >> /tmp/ctlex/ops.txt
 touch /tmp/ctlex/stop
 wait $SRV; echo "server exit $?" >> /tmp/ctlex/ops.txt
-ls -l $S 2>&1 >> /tmp/ctlex/ops.txt
+ls -l $S >> /tmp/ctlex/ops.txt 2>&1
 wait
