@@ -321,3 +321,12 @@ def test_a_dead_control_socket_is_replaced(start_server, sock_path):
     dead.close()
     srv = start_server("hello", "--control-socket", sock_path)
     assert ctl_json(sock_path, "status")["master"]["pid"] == srv.pid
+
+
+def test_ctl_without_a_socket_names_the_servers_when_there_are_several(start_server, tmp_path):
+    env = {"XDG_RUNTIME_DIR": str(tmp_path)}
+    one = start_server("hello", env=env)
+    two = start_server("hello", env=env)
+    code, _, err = ctl("status", env=env)
+    assert code == 1 and "several servers run" in err
+    assert f"sluicegate-{one.pid}.ctl" in err and f"sluicegate-{two.pid}.ctl" in err
