@@ -8,6 +8,7 @@ that change, worker counts, a process that exits, a socket file that goes.
 """
 
 import json
+import signal
 import os
 import shutil
 import stat
@@ -330,3 +331,30 @@ def test_ctl_without_a_socket_names_the_servers_when_there_are_several(start_ser
     code, _, err = ctl("status", env=env)
     assert code == 1 and "several servers run" in err
     assert f"sluicegate-{one.pid}.ctl" in err and f"sluicegate-{two.pid}.ctl" in err
+
+
+def test_after_usr2_each_master_answers_on_its_own_default_socket(start_server, tmp_path):
+    from tests.test_worker_failures import running
+    from tests.test_workers import _pid_from
+    env = {"XDG_RUNTIME_DIR": str(tmp_path)}
+    pid_file = str(tmp_path / "sg.pid")
+    srv = start_server("workers", "--workers", "2", "--pid", pid_file, env=env)
+    new_master = None
+    try:
+        srv.signal(signal.SIGUSR2)
+        wait_for(lambda: _pid_from(pid_file) not in (None, srv.pid), "the new master's pid", 30,
+                 context=srv.log_text)
+        new_master = _pid_from(pid_file)
+        srv.wait_log(rf"\[{new_master}\] \[INFO\] Listening at:", timeout=30)
+        for pid in (srv.pid, new_master):
+            code, out, _ = ctl("--pid", str(pid), "status", env=env)
+            assert code == 0 and f"master {pid}" in out
+        srv.signal(signal.SIGTERM)  # the operator stops the old master: its socket goes
+        assert srv.wait_exit() == 0
+        assert not (tmp_path / f"sluicegate-{srv.pid}.ctl").exists()
+        code, out, _ = ctl("status", env=env)  # the one left
+        assert code == 0 and f"master {new_master}" in out
+    finally:
+        if new_master and running(new_master):
+            os.kill(new_master, signal.SIGTERM)
+            wait_for(lambda: not running(new_master), "the new master to end", 30)
