@@ -92,6 +92,9 @@ pub struct Config {
     pub metrics_bind: String,
     /// `--debug-requests`: `/debug/requests` is served on `--metrics-bind` (else 404).
     pub debug_requests: bool,
+    /// `--no-control-socket`: the Python front runs no control socket. The core lists app
+    /// calls for its `requests` (`Server.in_flight`) only with `--timeout` or `--metrics-bind`.
+    pub no_control_socket: bool,
     /// Read end of the pipe given to `signal.set_wakeup_fd`, or -1.
     pub signal_fd: i32,
     /// How log lines name the app (`MODULE:APP` as given), or empty.
@@ -375,6 +378,7 @@ impl Config {
             early_hints: get(d, "early_hints")?,
             metrics_bind: get(d, "metrics_bind")?,
             debug_requests: get(d, "debug_requests")?,
+            no_control_socket: get(d, "no_control_socket")?,
             tls: tls_settings(d)?,
             static_mounts: mounts(d)?,
             static_fallthrough: get(d, "static_fallthrough")?,

@@ -37,7 +37,8 @@ NAMES = {
     "sg-loop", "sg-app", "sg-admit", "sg-watchdog", "sg-timeout", "sg-h2", "sg-h2dog",
     "sg-accesslog", "sg-statsd", "sg-debug", "sg-tls-writer", "sg-readahead",
     # The Python front (thread_names.py: prctl(PR_SET_NAME) from inside the thread).
-    "sg-metrics", "sg-scrape", "sg-recycling", "sg-reloader", "sg-reload-read",
+    "sg-metrics", "sg-scrape", "sg-recycling", "sg-reloader", "sg-reload-read", "sg-control",
+    "sg-ctl-agent",
 }
 
 #: The kinds a serving process has while a call blocks, with the options below.
@@ -122,6 +123,7 @@ def test_every_thread_of_a_single_process_is_named(start_server, tls_certs, tmp_
         # options make is there.
         wait_for(lambda: SERVING <= kinds(srv.pid),
                  f"the kinds {sorted(SERVING)} (have {sorted(kinds(srv.pid))})", 10)
+        assert "sg-control" in kinds(srv.pid)
         assert unnamed(srv.pid) == [], threads_of(srv.pid)
     finally:
         srv.open_gate("threads")
@@ -140,7 +142,8 @@ def test_every_thread_of_a_master_and_its_workers_is_named(start_server, tls_cer
     try:
         h2_get(srv, tls_certs)
         scrape(mport)  # the master asks each worker: a scrape thread in the master
-        assert "sg-metrics" in kinds(srv.pid)
+        assert {"sg-metrics", "sg-control"} <= kinds(srv.pid)
+        assert all("sg-ctl-agent" in kinds(w) for w in workers)
         wait_for(lambda: any(SERVING <= kinds(w) for w in workers),
                  f"a worker with the kinds {sorted(SERVING)}", 10)
         found = {pid: unnamed(pid) for pid in [srv.pid, *workers]}

@@ -62,6 +62,7 @@ class ServerConfig(TypedDict):
     server_timing: bool  # --server-timing (docs/options.md)
     early_hints: bool  # --early-hints (docs/options.md)
     debug_requests: bool  # --debug-requests (docs/options.md)
+    no_control_socket: bool  # --no-control-socket (docs/options.md)
     log_level: str  # --log-level (docs/options.md)
     server_header: str  # --server-header (docs/options.md)
     threads_min: int  # --threads MIN: app threads kept warm (thread_bounds.py resolves auto)
@@ -108,6 +109,10 @@ class Server:
         """A worker past --max-requests (or --max-stuck), its replacement booting: leave new
         connections to the workers that serve, and end keep-alive after each answer while one
         does. Nothing without worker processes."""
+    def in_flight(self) -> List[Tuple[str, str, float, int, bool]]:
+        """The app calls in flight, oldest first: (method, path without its query string, age
+        in seconds, the running thread's threading.get_ident(), past --timeout). Empty when
+        calls are not listed (no_control_socket, and neither timeout nor metrics_bind)."""
     def set_tls(self, credentials: "TlsCredentials") -> bool:
         """Serve new TLS connections with `credentials` (from load_tls); connections already
         open keep theirs, and the certificate expiry metric follows. False when no listener

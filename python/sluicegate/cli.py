@@ -26,6 +26,9 @@ from .supervisor import log, serve_config
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the `sluicegate` console script and `python -m sluicegate`."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["ctl"]:  # `sluicegate ctl ...`: the control socket's client (ctl.py)
+        from . import ctl
+        return ctl.main(args[1:])
     debug = False
     syspath.at_start()  # before a gunicorn config file runs, as gunicorn does
     try:

@@ -114,6 +114,12 @@ class ServerProcess:
     def after_run(self) -> None:
         """`Server.run()` returned (the server stopped)."""
 
+    def start_control(self, server: Any) -> None:
+        """The core `server` is built: answer `sluicegate ctl` (control.py) from it."""
+
+    def stop_control(self) -> None:
+        """The server is ending: stop answering `sluicegate ctl`."""
+
     # -- the life --------------------------------------------------------------------------
 
     def _move(self, to: Phase) -> bool:
@@ -164,12 +170,14 @@ class ServerProcess:
                 if self.phase is not Phase.STARTING:  # a stop came while it was built
                     server.shutdown(graceful=self.phase is Phase.DRAINING)
                 self._move(Phase.SERVING)
+            self.start_control(server)
             self.announce(threads, threads_why)
             if self.watches():
                 thread_names.start(self._watch_loop, "sg-recycling")
             cut = server.run() or 0
             self.after_run()
         finally:
+            self.stop_control()
             if pipe is not None:
                 pipe.uninstall("ignore" if self.owns_process else "previous")
                 pipe.close()

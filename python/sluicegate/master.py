@@ -48,8 +48,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
-from . import (hook_objects, hooks, logs, messages, metrics_total, pidfile, privileges,
-               sd_notify, signals, statsd, tls)
+from . import (control, hook_objects, hooks, logs, messages, metrics_total, pidfile,
+               privileges, sd_notify, signals, statsd, tls)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -152,6 +152,7 @@ class Master:
         os.pwrite(self.table, VACANT * SLOTS, 0)
         # --metrics-bind is the master's: the sum over the workers (metrics_total.py).
         self.metrics: Optional[metrics_total.Aggregate] = None
+        self.control: Optional[control.MasterControl] = None  # `sluicegate ctl` (control.py)
 
     def _become(self, state: State) -> None:
         if state not in STATE_MOVES[self.state]:
@@ -170,6 +171,9 @@ class Master:
             if self.cfg.metrics_bind:  # StartError (one line) if it cannot be listened on
                 self.metrics = metrics_total.master_listener(
                     self.cfg.metrics_bind, probe_metrics_bind, upgraded=self.upgraded)
+            self.control = control.start_master(
+                control.path_for(self.cfg.control_socket, self.cfg.no_control_socket),
+                self._control_view())
             log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
             self._hook("nworkers_changed", self.target, None)  # as gunicorn's start does
             for _ in range(self.target):
@@ -202,6 +206,22 @@ class Master:
             os.close(self.table)
             if self.metrics is not None:
                 self.metrics.close()
+            if self.control is not None:
+                self.control.close()
+
+    def _control_view(self) -> control.MasterView:
+        """What the control socket reads (on its own thread) and how it asks for an
+        operation: the signal queued as if received, and the loop woken."""
+
+        def queue(signum: int) -> None:
+            self.signals.append(signum)
+            self.pipe.wake()
+
+        return control.MasterView(
+            state=lambda: self.state.value, target=lambda: self.target,
+            workers=lambda: [(w.pid, w.slot + 1, w.life.value)
+                             for w in list(self.workers.values())],
+            signal=queue)
 
     def _wait_for_events(self) -> None:
         fds = [self.pipe.read_fd] + [w.pipe for w in self.workers.values()]
@@ -502,14 +522,19 @@ class Master:
         if self.cfg.max_requests and self.cfg.max_requests_jitter:
             jitter = random.randint(0, self.cfg.max_requests_jitter)
         master = os.getpid()
+        pair = self.control.pair() if self.control is not None else None
         pid = os.fork()
         if pid == 0:
             hook_objects.note_own_age(age)
+            if self.control is not None and pair is not None:
+                self.control.in_child(pair)
             self._become_worker(r, w, self.cfg.max_requests + jitter, slot, master,
                                 metrics_fd)  # no return
         os.close(w)
         os.set_inheritable(r, False)
         self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd, age)
+        if self.control is not None and pair is not None:
+            self.control.add(pid, pair)
         log.info("Booting worker with pid %d", pid)
 
     def _become_worker(
@@ -570,6 +595,8 @@ class Master:
             self._hook("child_exit", hook_objects.worker(self.cfg, w.age, pid, os.getpid()))
             self._read_messages(w)
             os.close(w.pipe)
+            if self.control is not None:
+                self.control.forget(pid)
             if w.metrics_fd >= 0:
                 if self.metrics is not None:
                     last = os.pread(w.metrics_fd, metrics_total.FINAL_MAX, 0)

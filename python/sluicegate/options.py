@@ -39,7 +39,7 @@ import sys
 import typing
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
 
-from . import gunicorn_settings, log_options
+from . import control, gunicorn_settings, log_options
 from .errors import OptionError
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress
@@ -529,32 +529,27 @@ OPTIONS: Tuple[Option, ...] = (
         "(docs/operations.md, \"Access log\").",
         "FORMAT", str, aliases=("--access-logformat",), core=True,
     ),
-    Option(
-        "server_timing", parse_bool, "false",
-        "Add a Server-Timing header to every app response: queue;dur= and app;dur= (the app's "
-        "time until its head was sent), in milliseconds.",
-        "", bool, switch=True, core=True,
-    ),
+    Option("server_timing", parse_bool, "false",
+           "Add a Server-Timing header to every app response: queue;dur= and app;dur= (the app's "
+           "time until its head was sent), in milliseconds.",
+           "", bool, switch=True, core=True,),
     Option("early_hints", parse_bool, "true", "Send the 103 Early Hints of wsgi.early_hints; "
            "false: none (behind nginx < 1.29: docs/http-support.md).", "BOOL", bool, core=True),
-    Option(
-        "metrics_bind", parse_metrics_bind, "",
-        "Serve Prometheus metrics (GET /metrics) and the app calls in flight with their Python "
-        "stacks (GET /debug/requests, with --debug-requests only) on this address of their "
-        "own, HOST:PORT or unix:PATH, answered by the Rust core's event loop as a listener of "
-        "its own. With --workers the master answers there with the sum over its workers (one "
-        "scrape target; counters never go back when a worker is replaced), and worker N (its "
-        "slot, from 1) listens on PORT+N (or PATH.N) with its own series labelled "
-        "worker=\"N\". Empty: off.",
-        "ADDRESS", str,
-    ),
-    Option(
-        "debug_requests", parse_bool, "false",
-        "Serve GET /debug/requests on --metrics-bind: every app call in flight, its request "
-        "line (query strings shown as ?…) and its Python stack, which shows the app's source "
-        "lines. Off by default: whoever reaches the metrics port can read it.",
-        "", bool, switch=True, core=True,
-    ),
+    Option("metrics_bind", parse_metrics_bind, "",
+           "Serve Prometheus metrics (GET /metrics) and the app calls in flight with their Python "
+           "stacks (GET /debug/requests, with --debug-requests only) on this address of their "
+           "own, HOST:PORT or unix:PATH, answered by the Rust core's event loop as a listener of "
+           "its own. With --workers the master answers there with the sum over its workers (one "
+           "scrape target; counters never go back when a worker is replaced), and worker N (its "
+           "slot, from 1) listens on PORT+N (or PATH.N) with its own series labelled "
+           "worker=\"N\". Empty: off.",
+           "ADDRESS", str,),
+    Option("debug_requests", parse_bool, "false",
+           "Serve GET /debug/requests on --metrics-bind: every app call in flight, its request "
+           "line (query strings shown as ?…) and its Python stack, which shows the app's source "
+           "lines. Off by default: whoever reaches the metrics port can read it.",
+           "", bool, switch=True, core=True,),
+    *control.option_rows(Option, parse_bool),
     Option(
         "log_level", parse_log_level, "info",
         "Level of the error log (standard error, or --error-log): debug, info, warning, error or critical. "
@@ -689,6 +684,8 @@ class Config:
     early_hints: bool
     metrics_bind: str
     debug_requests: bool
+    control_socket: str
+    no_control_socket: bool
     log_level: str
     error_log: Optional[str]
     capture_output: bool

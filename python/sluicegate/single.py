@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import datetime
 import threading
+import time
 from typing import Any, Dict, Optional, Tuple
 
-from . import hook_objects, hooks, sd_notify, tls
+from . import control, hook_objects, hooks, sd_notify, tls
 from .core_server import ServerProcess
 from .errors import SluicegateError
 from .logs import log
@@ -56,6 +57,20 @@ class SingleServer(ServerProcess):
     def run(self) -> int:
         status = super().run()
         return self.hook_exit if self.hook_exit is not None else status
+
+    #: The control socket `sluicegate ctl` talks to, while serving.
+    _control: Optional[control.ControlServer] = None
+
+    def start_control(self, server: Any) -> None:
+        agent = control.Agent(server, lambda: self.phase.value, control.calls_listed(self.cfg))
+        self._control = control.start(
+            control.path_for(self.cfg.control_socket, self.cfg.no_control_socket),
+            control.single_handler(agent, time.monotonic()))
+
+    def stop_control(self) -> None:
+        if self._control is not None:
+            self._control.close()
+            self._control = None
 
     def on_stopping(self) -> None:
         sd_notify.notify("STOPPING=1", "STATUS=finishing in-flight requests")

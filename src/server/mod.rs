@@ -494,6 +494,13 @@ impl Server {
         ctx.retire(open as usize);
     }
 
+    /// The app calls in flight, oldest first: `(method, path, age_s, thread, stuck)`, the path
+    /// without its query string (`report::calls_in_flight`); empty when calls are not listed
+    /// (`--no-control-socket` without `--timeout` or `--metrics-bind`).
+    fn in_flight(&self) -> Vec<(String, String, f64, u64, bool)> {
+        report::calls_in_flight(&self.shared)
+    }
+
     /// Serve new TLS connections with `credentials` (loaded by `_core.load_tls`): a single
     /// process's certificate reload. Connections already open keep theirs. False when no
     /// listener speaks TLS.

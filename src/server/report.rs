@@ -219,6 +219,29 @@ pub(super) fn render_in_flight(s: &Shared) -> String {
     })
 }
 
+/// The app calls in flight for the control socket (`Server.in_flight`), oldest first: method,
+/// path without its query string (as `/debug/requests` hides it), age in seconds, the thread
+/// running it (`threading.get_ident()`, for its Python stack) and whether it is past
+/// `--timeout`. Read from the same registry as the `sluicegate_app_calls_in_flight` gauge.
+pub(super) fn calls_in_flight(s: &Shared) -> Vec<(String, String, f64, u64, bool)> {
+    let Some(d) = &s.bridge.deadlines else {
+        return Vec::new();
+    };
+    let mut calls = d.in_flight();
+    calls.sort_by_key(|c| std::cmp::Reverse(c.2));
+    calls
+        .into_iter()
+        .map(|(label, thread, age, stuck)| {
+            // The label is "METHOD TARGET VERSION" (wsgi/driver.rs, wsgi/h2).
+            let mut parts = label.splitn(3, ' ');
+            let method = parts.next().unwrap_or_default().to_string();
+            let target = parts.next().unwrap_or_default();
+            let path = target.split('?').next().unwrap_or_default().to_string();
+            (method, path, age.as_secs_f64(), thread, stuck)
+        })
+        .collect()
+}
+
 /// The Python stack of the thread `ident` (`threading.get_ident()`), formatted as a traceback.
 pub(super) fn python_stack(py: Python<'_>, ident: u64) -> String {
     let stack = || -> PyResult<String> {

@@ -480,18 +480,23 @@ fn forwarded_facts(
     Some(Box::new(r))
 }
 
-/// "METHOD TARGET VERSION", as the client sent it (lossy for non-UTF-8 bytes).
+/// "METHOD TARGET VERSION", as the client sent it (lossy for non-UTF-8 bytes). Built every
+/// app call while calls are registered (the control socket's default): one allocation of the
+/// exact size and copies, not `format!`, which cost about 600 instructions a request more
+/// (callgrind, hello world).
 fn request_line(head: &RequestHead) -> String {
-    format!(
-        "{} {} HTTP/1.{}",
-        String::from_utf8_lossy(head.method()),
-        String::from_utf8_lossy(head.target()),
-        if head.version == sluicegate_proto::Version::Http10 {
-            0
-        } else {
-            1
-        }
-    )
+    let (method, target) = (head.method(), head.target());
+    let version: &[u8] = if head.version == sluicegate_proto::Version::Http10 {
+        b" HTTP/1.0"
+    } else {
+        b" HTTP/1.1"
+    };
+    let mut line = Vec::with_capacity(method.len() + target.len() + 1 + version.len());
+    line.extend_from_slice(method);
+    line.push(b' ');
+    line.extend_from_slice(target);
+    line.extend_from_slice(version);
+    String::from_utf8(line).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 fn request_label(head: &RequestHead) -> String {

@@ -1,0 +1,247 @@
+"""`sluicegate ctl`: the client of the control socket (control.py is the server side).
+
+    sluicegate ctl [--socket PATH | --pid PID] [--json] COMMAND
+
+COMMAND is `status`, `requests [--stacks]`, `reload`, `workers +N|-N`, `reopen-logs`, `stop`
+or `top [--interval S]`. Without `--socket` or `--pid`, the one server whose default socket is
+in `$XDG_RUNTIME_DIR` (or /tmp) is chosen; several are listed and none is guessed. `--json`
+prints the server's answer as it came; otherwise a table. `top` redraws the status and the
+oldest in-flight requests every `--interval` seconds (plain ANSI, on the terminal's alternate
+screen) until `q` or Ctrl-C. Exit status: 0, 1 when the server said no or cannot be reached,
+2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import select
+import socket
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+from . import children, control
+
+#: How long the client waits for an answer (a master asks each worker in turn).
+ANSWER_TIMEOUT_S = 30.0
+
+#: In-flight requests `top` shows under the workers.
+TOP_REQUESTS = 10
+
+
+class CtlError(Exception):
+    """One line for standard error, exit status 1."""
+
+
+def find_socket(path: Optional[str], pid: Optional[int]) -> str:
+    if path:
+        return path
+    if pid is not None:
+        return control.default_path(pid)
+    found = []
+    for candidate in sorted(glob.glob(os.path.join(control.runtime_dir(), "sluicegate-*.ctl"))):
+        m = re.search(r"sluicegate-(\d+)\.ctl$", candidate)
+        if m and children.alive(int(m.group(1))):
+            found.append(candidate)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise CtlError(f"no server's control socket in {control.runtime_dir()}: "
+                       "give --socket PATH or --pid PID")
+    raise CtlError("several servers run: give --socket PATH or --pid PID: " + ", ".join(found))
+
+
+def ask(path: str, command: Dict[str, Any]) -> Dict[str, Any]:
+    """Send one command and read the answer (CtlError if there is none)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(ANSWER_TIMEOUT_S)
+    try:
+        sock.connect(path)
+        control.send_line(sock, command)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                break
+            data += chunk
+    except OSError as e:
+        raise CtlError(f"{path}: {e.strerror or e}") from None
+    finally:
+        sock.close()
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        raise CtlError(f"{path}: no answer") from None
+    if not isinstance(answer, dict):
+        raise CtlError(f"{path}: no answer")
+    return answer
+
+
+# -- what a person reads --------------------------------------------------------------------
+
+
+def _duration(s: Optional[float]) -> str:
+    if s is None:
+        return "-"
+    s = float(s)
+    if s < 60:
+        return f"{s:.1f}s"
+    if s < 3600:
+        return f"{int(s // 60)}m{int(s % 60):02d}s"
+    return f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
+
+
+def _size(n: Optional[int]) -> str:
+    return "-" if n is None else f"{n / (1024 * 1024):.1f}M"
+
+
+def _cell(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+def _table(header: Sequence[str], rows: List[Sequence[str]]) -> List[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
+            for r in [header, *rows]]
+
+
+def render_status(answer: Dict[str, Any]) -> List[str]:
+    m = answer["master"]
+    lines = [f"{m['role']} {m['pid']}  {m['state']}  up {_duration(m.get('uptime'))}  "
+             f"workers {m['workers']}" + (f"  rss {_size(m.get('rss'))}" if 'rss' in m else "")]
+    rows = [[str(w["worker"]), str(w["pid"]), _duration(w.get("age")), _cell(w.get("requests")),
+             _cell(w.get("in_flight")), _cell(w.get("connections")), _size(w.get("rss")),
+             w["state"] + ("" if w.get("answered", True) or w["state"] in control.NOT_SERVING
+                           else " (no answer)")]
+            for w in answer["workers"]]
+    return lines + [""] + _table(
+        ["WORKER", "PID", "AGE", "REQUESTS", "IN FLIGHT", "CONNS", "RSS", "STATE"], rows)
+
+
+def render_requests(answer: Dict[str, Any], limit: Optional[int] = None) -> List[str]:
+    calls = answer["requests"]
+    shown = calls[:limit] if limit is not None else calls
+    rows = [[str(c["worker"]), str(c["pid"]), f"{c['age']:.3f}s", c["method"],
+             c["path"] + ("  (past --timeout)" if c.get("stuck") else "")] for c in shown]
+    lines = [f"{len(calls)} request(s) in flight"]
+    if answer.get("listed") is False:
+        lines.append("(this server does not list its requests: start it with --timeout or "
+                     "--metrics-bind to see them here)")
+    if rows:
+        lines += [""] + _table(["WORKER", "PID", "AGE", "METHOD", "PATH"], rows)
+    for c in shown:
+        if "stack" in c:
+            lines += ["", f"worker {c['worker']} pid {c['pid']}: {c['method']} {c['path']} "
+                      f"({c['age']:.3f}s)", c["stack"].rstrip("\n")]
+    return lines
+
+
+def render_done(answer: Dict[str, Any]) -> List[str]:
+    if answer.get("done") == "workers":
+        return [f"workers: {answer['previous']} -> {answer['target']}"]
+    return [f"{answer.get('done')}: asked"]
+
+
+# -- top --------------------------------------------------------------------------------------
+
+
+def top(path: str, interval: float, out: Any = None) -> int:
+    """Redraw status and in-flight requests every `interval` s until `q`, Ctrl-C or EOF."""
+    out = out or sys.stdout
+    stdin = sys.stdin
+    saved = None
+    if stdin.isatty():
+        import termios
+        import tty
+        saved = termios.tcgetattr(stdin)
+        tty.setcbreak(stdin)
+    out.write("\x1b[?1049h\x1b[?25l")  # the alternate screen, no cursor
+    try:
+        while True:
+            try:
+                lines = render_status(ask(path, {"command": "status"}))
+                lines += [""] + render_requests(ask(path, {"command": "requests"}), TOP_REQUESTS)
+            except CtlError as e:
+                lines = [f"sluicegate ctl: {e}"]
+            head = f"sluicegate top  {path}  {time.strftime('%H:%M:%S')}  (q quits)"
+            out.write("\x1b[H\x1b[2J" + "\r\n".join([head, ""] + lines) + "\r\n")
+            out.flush()
+            readable, _, _ = select.select([stdin], [], [], interval)
+            if readable:
+                key = os.read(stdin.fileno(), 32)
+                if not key or b"q" in key.lower():
+                    return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        out.write("\x1b[?25h\x1b[?1049l")
+        out.flush()
+        if saved is not None:
+            import termios
+            termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def _workers_change(text: str) -> int:
+    if not re.fullmatch(r"[+-]\d+", text) or int(text) == 0:
+        raise argparse.ArgumentTypeError("expected +N or -N, N at least 1 (e.g. +2, -1)")
+    return int(text)
+
+
+def parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print the server's answer as JSON")
+    p = argparse.ArgumentParser(
+        prog="sluicegate ctl", parents=[common],
+        description="Talk to a running sluicegate's control socket (docs/operations.md).")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--socket", "-s", metavar="PATH", help="the control socket's path")
+    where.add_argument("--pid", type=int, metavar="PID",
+                       help="the master's (or single server's) pid: its default socket")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub.add_parser("status", parents=[common], help="the master and each worker")
+    r = sub.add_parser("requests", parents=[common], help="the requests in flight")
+    r.add_argument("--stacks", action="store_true", help="with each one's Python stack")
+    sub.add_parser("reload", parents=[common], help="new workers, then the old ones drain (HUP)")
+    w = sub.add_parser("workers", parents=[common], help="+N or -N workers (TTIN / TTOU)")
+    w.add_argument("change", type=_workers_change, metavar="+N|-N")
+    sub.add_parser("reopen-logs", parents=[common], help="reopen the log files (USR1)")
+    sub.add_parser("stop", parents=[common], help="finish in-flight requests, exit (TERM)")
+    t = sub.add_parser("top", help="status and requests, redrawn until q")
+    t.add_argument("--interval", type=float, default=1.0, metavar="S",
+                   help="seconds between redraws [default: 1]")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(list(argv))
+    try:
+        path = find_socket(args.socket, args.pid)
+        if args.command == "top":
+            return top(path, max(0.1, args.interval))
+        command: Dict[str, Any] = {"command": args.command}
+        if args.command == "requests":
+            command["stacks"] = args.stacks
+        if args.command == "workers":
+            command["change"] = args.change
+        answer = ask(path, command)
+    except CtlError as e:
+        print(f"sluicegate ctl: {e}", file=sys.stderr)
+        return 1
+    if getattr(args, "json", False):
+        print(json.dumps(answer, indent=2))
+        return 0 if answer.get("ok") else 1
+    if not answer.get("ok"):
+        print(f"sluicegate ctl: {answer.get('error')}", file=sys.stderr)
+        return 1
+    render = {"status": render_status, "requests": render_requests}.get(args.command,
+                                                                         render_done)
+    print("\n".join(render(answer)))
+    return 0
