@@ -210,6 +210,8 @@ DONE_SAMPLES: Dict[str, Tuple[Any, ...]] = {
     "reload_extra_files": (["templates/"], ("templates/",)),
     "preload_app": (True, True),
     "reuse_port": (True, True),
+    "control_socket": ("/tmp/sg-settings.ctl", "/tmp/sg-settings.ctl"),
+    "control_socket_disable": (True, True),
     "raw_env": (["A=B"], ("A=B",)),
     "pidfile": ("x.pid", "x.pid"),
     "user": ("nobody", "nobody"),

@@ -379,13 +379,13 @@ SETTINGS: Tuple[Setting, ...] = (
     _setting("dirty_timeout", "--dirty-timeout", VALUE, IGNORED, _DIRTY),
     _setting("dirty_threads", "--dirty-threads", VALUE, IGNORED, _DIRTY),
     _setting("dirty_graceful_timeout", "--dirty-graceful-timeout", VALUE, IGNORED, _DIRTY),
-    _setting("control_socket", "--control-socket", VALUE, REFUSED,
-             "no control socket (gunicornc): sluicegate is controlled by signals "
-             "(docs/operations.md)"),
+    _setting("control_socket", "--control-socket", VALUE, DONE,
+             "--control-socket (`sluicegate ctl` is the client, as gunicornc is gunicorn's)",
+             "control_socket"),
     _setting("control_socket_mode", "--control-socket-mode", VALUE, IGNORED,
-             "only with control_socket, which sluicegate refuses"),
-    _setting("control_socket_disable", "--no-control-socket", SWITCH, IGNORED,
-             "sluicegate has no control socket to disable"),
+             "the control socket is always 0600 and answers only its own user or root"),
+    _setting("control_socket_disable", "--no-control-socket", SWITCH, DONE,
+             "--no-control-socket", "no_control_socket"),
 )
 
 #: The hooks gunicorn 27 has beyond those hooks.py knows (its dirty arbiters'), and why none
