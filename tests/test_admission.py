@@ -77,6 +77,8 @@ def serve(app, **options):
     t.start()
     wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
              interval=0.01)
+    wait_for(lambda: "max_runnable" in sup._server.stats, "the server to run (its pool)",
+             timeout=10, interval=0.01)
     return sup, sockets[0].port, t
 
 

@@ -39,6 +39,10 @@ def in_process(tmp_path):
     t.start()
     wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
              interval=0.01)
+    # Created is not yet running: the pool (and its readings) starts in run(), after the
+    # control socket; the admission keys appear then.
+    wait_for(lambda: "max_runnable" in sup._server.stats, "the server to run", timeout=10,
+             interval=0.01)
     yield sup, port
     sup.shutdown()
     t.join(10)
