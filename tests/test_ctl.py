@@ -20,48 +20,7 @@ import pytest
 
 from tests.conftest import PYTHON, ROOT
 from tests.helpers import wait_for
-
-
-class Load:
-    """`clients` threads sending `GET /` one after another until stopped, each on a new
-    connection; `wait_for(n)` waits (bounded) until `n` more were answered 200."""
-
-    def __init__(self, port, clients=2):
-        self.port, self.ok, self.failed = port, 0, []
-        self.lock, self.stop = threading.Lock(), threading.Event()
-        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(clients)]
-
-    def __enter__(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        for t in self.threads:
-            t.join(30)
-
-    def wait_for(self, n):
-        with self.lock:
-            target = self.ok + n
-        wait_for(lambda: self.ok >= target, f"{n} more requests answered", 30,
-                 context=lambda: f"{self.ok} ok, failures {self.failed[:5]}")
-
-    def _run(self):
-        while not self.stop.is_set():
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-                conn.request("GET", "/")
-                status = conn.getresponse().status
-                conn.close()
-                with self.lock:
-                    if status == 200:
-                        self.ok += 1
-                    else:
-                        self.failed.append(status)
-            except OSError as e:
-                with self.lock:
-                    self.failed.append(repr(e))
+from tests.test_workers import Load
 
 
 def ctl(*args, env=None):
@@ -104,7 +63,7 @@ def sock_path(tmp_path):
 
 def test_ctl_status_shows_the_master_and_each_worker_under_load(start_server, sock_path):
     srv = start_server("workers", "--workers", "2", "--control-socket", sock_path)
-    with Load(srv.port, clients=2) as load:
+    with Load(srv.port, clients=2, path="/") as load:
         load.wait_for(50)
         answer = ctl_json(sock_path, "status")
         code, text, _ = ctl("--socket", sock_path, "status")
@@ -131,7 +90,7 @@ def test_ctl_requests_lists_held_requests_with_their_worker_path_and_stack(start
     results = []
     threads = [get_in_thread(srv.port, f"/slow?token={t}&secret=hunter2", results)
                for t in ("a", "b")]
-    with Load(srv.port, clients=1) as load:  # /fast answers beside them
+    with Load(srv.port, clients=1, path="/") as load:  # /fast answers beside them
         srv.wait_marks("started", 2)
         load.wait_for(10)
         answer = ctl_json(sock_path, "requests")

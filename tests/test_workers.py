@@ -21,12 +21,13 @@ from tests.helpers import wait_for
 
 
 class Load:
-    """`clients` threads sending GET /pid until stopped; counts successes, failures and the
-    pids that answered. `connect` makes each connection (plain HTTP to `port` if not given;
-    the TLS tests pass an `HTTPSConnection` maker)."""
+    """`clients` threads sending GET `path` (/pid) until stopped; counts successes, failures
+    and, for /pid, the pids that answered. `connect` makes each connection (plain HTTP to
+    `port` if not given; the TLS tests pass an `HTTPSConnection` maker). Other test files
+    use it too: the one load generator of the worker, TLS and control-socket tests."""
 
-    def __init__(self, port, clients=4, keep_alive=False, connect=None):
-        self.port, self.keep_alive = port, keep_alive
+    def __init__(self, port, clients=4, keep_alive=False, connect=None, path="/pid"):
+        self.port, self.keep_alive, self.path = port, keep_alive, path
         self.connect = connect or (
             lambda: http.client.HTTPConnection("127.0.0.1", port, timeout=30))
         self.ok = 0
@@ -64,14 +65,16 @@ class Load:
             try:
                 if conn is None:
                     conn = self.connect()
-                conn.request("GET", "/pid")
+                conn.request("GET", self.path)
                 r = conn.getresponse()
                 body = r.read()
-                if r.status != 200 or not body.isdigit():
+                pid = self.path == "/pid"
+                if r.status != 200 or (pid and not body.isdigit()):
                     raise AssertionError(f"status {r.status} body {body[:80]!r}")
                 with self.lock:
                     self.ok += 1
-                    self.pids.add(int(body))
+                    if pid:
+                        self.pids.add(int(body))
                 if not self.keep_alive or r.getheader("Connection", "").lower() == "close":
                     conn.close()
                     conn = None
