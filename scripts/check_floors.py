@@ -29,6 +29,8 @@ import re
 import sys
 from pathlib import Path
 
+from rust_text import blank_rust, matching_close
+
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 
@@ -76,64 +78,19 @@ def floor_of(rel: str) -> int:
 def strip_comments_and_strings(text: str) -> str:
     """Comments, string and char literals blanked (same length, newlines kept), so braces and
     paths in them count for nothing and every offset still points where it did."""
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-            continue
-        if text.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-            continue
-        m = re.match(r'(?:b|c)?r(#*)"', text[i:i + 40]) if c in "bcr" else None
-        if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            end = text.find('"' + m.group(1), i + m.end())
-            end = n if end < 0 else end + 1 + len(m.group(1))
-            out.append('""' + re.sub(r"[^\n]", " ", text[i:end])[2:])
-            i = end
-            continue
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            j = min(j, n - 1)
-            out.append('"' + re.sub(r"[^\n]", " ", text[i + 1:j]) + '"')
-            i = j + 1
-            continue
-        if c == "'":
-            m = re.match(r"'(\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]+\}|.)|[^\\'\n])'", text[i:i + 12])
-            if m:
-                out.append("'" + " " * (m.end() - 2) + "'")
-                i += m.end()
-                continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+    return blank_rust(text, _raw, _string, _char)
 
 
-def matching_close(code: str, open_at: int) -> int:
-    depth = 0
-    for j in range(open_at, len(code)):
-        if code[j] == "{":
-            depth += 1
-        elif code[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(code) - 1
+def _raw(literal: str) -> str:
+    return '""' + re.sub(r"[^\n]", " ", literal)[2:]
+
+
+def _string(literal: str) -> str:
+    return '"' + re.sub(r"[^\n]", " ", literal[1:-1]) + '"'
+
+
+def _char(literal: str) -> str:
+    return "'" + " " * (len(literal) - 2) + "'"
 
 
 CFG_TEST = re.compile(r"#\s*\[\s*cfg\s*\(\s*test\s*\)\s*\]")

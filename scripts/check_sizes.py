@@ -34,6 +34,8 @@ import sys
 import tokenize
 from pathlib import Path
 
+from rust_text import blank_rust, matching_close
+
 ROOT = Path(__file__).resolve().parent.parent
 TREES = ["src", "crates", "python"]
 MAX_FILE = 600
@@ -70,64 +72,11 @@ def blank_rust_comments(text: str) -> str:
     """The text with every comment blanked (same length, newlines kept) and string and char
     literals kept whole, so a brace in a comment or a string counts for nothing when matching
     braces: string contents become `s`, which is code."""
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-            continue
-        if text.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-            continue
-        m = re.match(r'(?:b|c)?r(#*)"', text[i:i + 40]) if c in "bcr" else None
-        if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            end = text.find('"' + m.group(1), i + m.end())
-            end = n if end < 0 else end + 1 + len(m.group(1))
-            out.append(re.sub(r"[^\n]", "s", text[i:end]))
-            i = end
-            continue
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            j = min(j, n - 1)
-            out.append(re.sub(r"[^\n]", "s", text[i:j + 1]))
-            i = j + 1
-            continue
-        if c == "'":
-            m = re.match(r"'(\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]+\}|.)|[^\\'\n])'", text[i:i + 12])
-            if m:
-                out.append("s" * m.end())
-                i += m.end()
-                continue
-        out.append(c)
-        i += 1
-    return "".join(out)
+    return blank_rust(text, _code, _code, _code)
 
 
-def matching_close(code: str, open_at: int) -> int:
-    depth = 0
-    for j in range(open_at, len(code)):
-        if code[j] == "{":
-            depth += 1
-        elif code[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(code) - 1
+def _code(literal: str) -> str:
+    return re.sub(r"[^\n]", "s", literal)
 
 
 def body_start(code: str, i: int) -> int | None:
