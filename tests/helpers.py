@@ -16,7 +16,9 @@ Sockets, logs and app marks are waited on through these; nothing sleeps a guesse
 from __future__ import annotations
 
 import os
+import random
 import re
+import socket
 import time
 from typing import Callable, List, Optional, Tuple, TypeVar
 
@@ -78,3 +80,27 @@ def write_whole(path, text: str) -> None:
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+#: Where `free_ports` looks: below Linux's ephemeral range (32768-60999), so the client side of
+#: some other connection cannot take one of the run between the look and the server's bind.
+PORT_RUNS = (20000, 32000)
+
+
+def free_ports(n: int) -> int:
+    """P such that P .. P+n-1 are free now (a worker process's --metrics-bind is PORT+slot)."""
+    for _ in range(200):
+        port = random.randrange(*PORT_RUNS)
+        held = []
+        try:
+            for i in range(n):
+                t = socket.socket()
+                held.append(t)
+                t.bind(("127.0.0.1", port + i))
+            return port
+        except OSError:
+            continue
+        finally:
+            for t in held:
+                t.close()
+    raise AssertionError("no free run of ports")

@@ -132,7 +132,7 @@ def test_debug_requests_lists_calls_in_flight_with_their_stacks(start_server):
 def test_each_worker_has_its_own_listener_and_label(start_server):
     """Worker N (its slot counted from 1) listens on PORT+N and labels its series worker="N";
     PORT is the master's sum (test_metrics_workers.py)."""
-    from tests.test_metrics_workers import free_ports
+    from tests.helpers import free_ports
     mport = free_ports(3)
     srv = start_server("timed", "--workers", "2", "--metrics-bind", f"127.0.0.1:{mport}")
     for w in (1, 2):

@@ -12,29 +12,8 @@ import socket
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import wait_for
+from tests.helpers import free_ports, wait_for
 from tests.test_workers import children
-
-
-def free_ports(n):
-    """P such that P .. P+n-1 are free now."""
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        held = []
-        try:
-            for i in range(n):
-                t = socket.socket()
-                held.append(t)
-                t.bind(("127.0.0.1", port + i))
-            return port
-        except OSError:
-            continue
-        finally:
-            for t in held:
-                t.close()
-    raise AssertionError("no free run of ports")
 
 
 def scrape(port):

@@ -21,19 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import wait_for
+from tests.helpers import free_ports, wait_for
 
 COLLECTD = shutil.which("collectd") or "/usr/sbin/collectd"
 
 
 def free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
@@ -106,7 +100,7 @@ def get(port: int, path: str) -> int:
 def test_statsd_metrics_reach_a_real_statsd_server_beside_prometheus(start_server, tmp_path):
     port = free_udp_port()
     collectd = Collectd(tmp_path, port)
-    mport = free_tcp_port()
+    mport = free_ports(3)  # the master's, then PORT+1 and PORT+2 for the two workers
     try:
         server = start_server("access_atoms", "--workers", "2", "--statsd-host",
                               f"127.0.0.1:{port}", "--statsd-prefix", "shop",

@@ -24,7 +24,7 @@ from typing import Dict, List, Set
 
 from tests.h2_client import H2Client
 from tests.helpers import wait_for
-from tests.test_metrics_workers import free_ports
+from tests.helpers import free_ports
 from tests.test_tls import client_context, tls_options
 from tests.tls_certs import tls_certs  # noqa: F401  (the fixture)
 
