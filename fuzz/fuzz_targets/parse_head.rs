@@ -85,6 +85,7 @@ fuzz_target!(|data: &[u8]| {
         max_header_bytes: 64,
         max_headers: 3,
         max_body: 100,
+        max_field_bytes: 16,
     };
     check(data, &tiny);
 });
