@@ -414,6 +414,27 @@ fn cut_error() -> io::Error {
     io::Error::new(io::ErrorKind::TimedOut, "the stream was cut (--timeout)")
 }
 
+/// A response head (or an interim one) for `h2` from the app's status and fields. Built in
+/// place, not with `http::response::Builder`, which moves the whole response through a `Result`
+/// at every field (a third of the head's instructions).
+fn response_of<'a>(
+    status: u16,
+    fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> io::Result<http::Response<()>> {
+    let mut response = http::Response::new(());
+    *response.status_mut() = http::StatusCode::from_u16(status).map_err(invalid)?;
+    let headers = response.headers_mut();
+    for (name, value) in fields {
+        let name = http::HeaderName::from_bytes(&name.to_ascii_lowercase()).map_err(invalid)?;
+        // HTTP/1.1 ignores a value's surrounding whitespace, HTTP/2 forbids it (RFC 9113
+        // §8.2.1: a client such as the `h2` library refuses the whole response). Django's
+        // Set-Cookie values start with a space (`SimpleCookie.output(header="")`).
+        let value = http::HeaderValue::from_bytes(value.trim_ascii()).map_err(invalid)?;
+        headers.try_append(name, value).map_err(invalid)?;
+    }
+    Ok(response)
+}
+
 fn invalid(e: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, e.to_string())
 }
@@ -457,19 +478,7 @@ impl StreamReply {
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
         end: bool,
     ) -> io::Result<()> {
-        // Built in place, not with `http::response::Builder`, which moves the whole response
-        // through a `Result` at every field (a third of this function's instructions).
-        let mut response = http::Response::new(());
-        *response.status_mut() = http::StatusCode::from_u16(status).map_err(invalid)?;
-        let headers = response.headers_mut();
-        for (name, value) in fields {
-            let name = http::HeaderName::from_bytes(&name.to_ascii_lowercase()).map_err(invalid)?;
-            // HTTP/1.1 ignores a value's surrounding whitespace, HTTP/2 forbids it (RFC 9113
-            // §8.2.1: a client such as the `h2` library refuses the whole response). Django's
-            // Set-Cookie values start with a space (`SimpleCookie.output(header="")`).
-            let value = http::HeaderValue::from_bytes(value.trim_ascii()).map_err(invalid)?;
-            headers.try_append(name, value).map_err(invalid)?;
-        }
+        let response = response_of(status, fields)?;
         let mut st = self.state.lock().unwrap();
         if st.cut {
             return Err(cut_error());
@@ -493,14 +502,7 @@ impl StreamReply {
         status: u16,
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
     ) -> io::Result<()> {
-        let mut response = http::Response::new(());
-        *response.status_mut() = http::StatusCode::from_u16(status).map_err(invalid)?;
-        let headers = response.headers_mut();
-        for (name, value) in fields {
-            let name = http::HeaderName::from_bytes(&name.to_ascii_lowercase()).map_err(invalid)?;
-            let value = http::HeaderValue::from_bytes(value.trim_ascii()).map_err(invalid)?;
-            headers.try_append(name, value).map_err(invalid)?;
-        }
+        let response = response_of(status, fields)?;
         let mut st = self.state.lock().unwrap();
         if st.cut || st.ended || st.send.is_some() {
             return Err(cut_error());
