@@ -15,6 +15,7 @@ Sockets, logs and app marks are waited on through these; nothing sleeps a guesse
 
 from __future__ import annotations
 
+import http.client
 import os
 import random
 import re
@@ -104,3 +105,15 @@ def free_ports(n: int) -> int:
             for t in held:
                 t.close()
     raise AssertionError("no free run of ports")
+
+
+def status_of(port: int, path: str, timeout: float = 10) -> int:
+    """One GET `path` on a new connection to 127.0.0.1:`port`; the answer's status (body read)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        r.read()
+        return r.status
+    finally:
+        c.close()

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_ports, wait_for
+from tests.helpers import free_ports, status_of, wait_for
 
 COLLECTD = shutil.which("collectd") or "/usr/sbin/collectd"
 
@@ -86,14 +86,7 @@ LoadPlugin csv
 
 
 def get(port: int, path: str) -> int:
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        r.read()
-        return r.status
-    finally:
-        c.close()
+    return status_of(port, path)
 
 
 @pytest.mark.skipif(not os.path.exists(COLLECTD), reason="collectd-core is not installed")

@@ -6,24 +6,17 @@ The app is tests/apps/stuck_loop.py; each call records how it ended, so nothing 
 on timing but the short `--timeout` itself.
 """
 
-import http.client
 import os
 import threading
 
 from tests.h2_client import H2Client
+from tests.helpers import status_of
 
 CALLS = 20
 
 
 def get_status(port: int, path: str) -> int:
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=150)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        r.read()
-        return r.status
-    finally:
-        c.close()
+    return status_of(port, path, timeout=150)  # the calls wait for --timeout in turn
 
 
 def test_twenty_stuck_loops_are_each_answered_504_and_all_end(start_server):
