@@ -193,6 +193,9 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
             match frame.load_hpack(&mut payload, decoder.max_header_list_size, &mut decoder.hpack) {
                 Ok(_) => {},
                 Err(frame::Error::Hpack(hpack::DecoderError::NeedMore(_))) if !is_end_headers => {},
+                // The stream is reset once the whole block is decoded, which keeps
+                // the HPACK table in step and the CONTINUATION frames expected.
+                Err(frame::Error::MalformedMessage) if !is_end_headers => {},
                 Err(frame::Error::MalformedMessage) => {
                     let id = $head.stream_id();
                     proto_err!(stream: "malformed header block; stream={:?}", id);
@@ -376,6 +379,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
             ) {
                 Ok(_) => {}
                 Err(frame::Error::Hpack(hpack::DecoderError::NeedMore(_))) if !is_end_headers => {}
+                Err(frame::Error::MalformedMessage) if !is_end_headers => {}
                 Err(frame::Error::MalformedMessage) => {
                     let id = head.stream_id();
                     proto_err!(stream: "malformed CONTINUATION frame; stream={:?}", id);
@@ -488,6 +492,94 @@ impl<T> From<Continuable> for Frame<T> {
                 push.set_end_headers();
                 push.into()
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::frame::StreamId;
+
+    /// A frame of `kind` (1 HEADERS, 9 CONTINUATION) on `stream` carrying `payload`.
+    fn frame(kind: u8, end_headers: bool, stream: u32, payload: &[u8]) -> BytesMut {
+        let len = (payload.len() as u32).to_be_bytes();
+        let mut out = BytesMut::from(&len[1..]);
+        out.extend_from_slice(&[kind, if end_headers { 0x4 } else { 0 }]);
+        out.extend_from_slice(&stream.to_be_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// `:method GET`, `:scheme http`, `:path /`, then literals with incremental indexing.
+    fn request_block(fields: &[(&[u8], &[u8])]) -> Vec<u8> {
+        let mut out = vec![0x82, 0x86, 0x84];
+        for (name, value) in fields {
+            out.extend([0x40, name.len() as u8]);
+            out.extend(*name);
+            out.push(value.len() as u8);
+            out.extend(*value);
+        }
+        out
+    }
+
+    fn assert_reset(res: Result<Option<Frame>, Error>, stream: u32) {
+        match res {
+            Err(Error::Reset(id, Reason::PROTOCOL_ERROR, _)) if id == StreamId::from(stream) => {}
+            other => panic!("expected a reset of stream {stream}, got {other:?}"),
+        }
+    }
+
+    /// Stream 3 refers to the dynamic table stream 1 filled: `x-good: 1` at 62, the malformed
+    /// entry at 63.
+    fn assert_table_in_step(decoder: &mut FrameDecoder) {
+        let good = decoder.decode(frame(1, true, 3, &[0x82, 0x86, 0x84, 0x80 | 62]));
+        match good {
+            Ok(Some(Frame::Headers(h))) => assert_eq!(h.fields()["x-good"], "1"),
+            other => panic!("expected the HEADERS of stream 3, got {other:?}"),
+        }
+        assert_reset(
+            decoder.decode(frame(1, true, 5, &[0x82, 0x86, 0x84, 0x80 | 63])),
+            5,
+        );
+    }
+
+    #[test]
+    fn malformed_field_resets_its_stream_and_keeps_the_table() {
+        for bad in [&b"X-Upper"[..], b"x-crlf", b"x-nul"] {
+            let value: &[u8] = match bad {
+                b"x-crlf" => b"a\r\nb",
+                b"x-nul" => b"a\0b",
+                _ => b"v",
+            };
+            let mut decoder = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE as usize);
+            let block = request_block(&[(bad, value), (b"x-good", b"1")]);
+            assert_reset(decoder.decode(frame(1, true, 1, &block)), 1);
+            assert_table_in_step(&mut decoder);
+        }
+    }
+
+    #[test]
+    fn malformed_field_in_a_split_block_resets_at_its_end() {
+        let block = request_block(&[(b"X-Upper", b"v"), (b"x-good", b"1")]);
+        // Split after the malformed field, and inside it (the first part ends mid-field).
+        for split in [3 + 11, 3 + 5, block.len() - 2] {
+            let mut decoder = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE as usize);
+            let first = decoder.decode(frame(1, false, 1, &block[..split]));
+            assert!(matches!(first, Ok(None)), "split {split}: {first:?}");
+            assert_reset(decoder.decode(frame(9, true, 1, &block[split..])), 1);
+            assert_table_in_step(&mut decoder);
+        }
+    }
+
+    #[test]
+    fn hpack_decoding_error_is_still_a_connection_error() {
+        let mut decoder = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE as usize);
+        let mut block = request_block(&[(b"X-Upper", b"v")]);
+        block.push(0x80 | 70);
+        match decoder.decode(frame(1, true, 1, &block)) {
+            Err(Error::GoAway(_, Reason::PROTOCOL_ERROR, _)) => {}
+            other => panic!("expected a GOAWAY, got {other:?}"),
         }
     }
 }

@@ -97,6 +97,10 @@ struct HeaderBlock {
     /// Set to true if decoding went over the max header list size.
     is_over_size: bool,
 
+    /// Set to true once a field made the message malformed. Kept across the
+    /// CONTINUATION frames of the block, which are still decoded to its end.
+    is_malformed: bool,
+
     /// Pseudo headers, these are broken out as they must be sent as part of the
     /// headers frame.
     pseudo: Pseudo,
@@ -125,6 +129,7 @@ impl Headers {
                 field_size: calculate_headermap_size(&fields),
                 fields,
                 is_over_size: false,
+                is_malformed: false,
                 pseudo,
             },
             flags: HeadersFlag::default(),
@@ -142,6 +147,7 @@ impl Headers {
                 field_size: calculate_headermap_size(&fields),
                 fields,
                 is_over_size: false,
+                is_malformed: false,
                 pseudo: Pseudo::default(),
             },
             flags,
@@ -207,6 +213,7 @@ impl Headers {
                 fields: HeaderMap::new(),
                 field_size: 0,
                 is_over_size: false,
+                is_malformed: false,
                 pseudo: Pseudo::default(),
             },
             flags,
@@ -367,6 +374,7 @@ impl PushPromise {
                 field_size: calculate_headermap_size(&fields),
                 fields,
                 is_over_size: false,
+                is_malformed: false,
                 pseudo,
             },
             promised_id,
@@ -458,6 +466,7 @@ impl PushPromise {
                 fields: HeaderMap::new(),
                 field_size: 0,
                 is_over_size: false,
+                is_malformed: false,
                 pseudo: Pseudo::default(),
             },
             promised_id,
@@ -866,7 +875,7 @@ impl HeaderBlock {
         decoder: &mut hpack::Decoder,
     ) -> Result<(), Error> {
         let mut reg = !self.fields.is_empty();
-        let mut malformed = false;
+        let mut malformed = self.is_malformed;
         let mut header_list_way_too_large = false;
         let mut headers_size = self.calculate_header_list_size();
         let max_header_list_abuse_size =
@@ -919,6 +928,15 @@ impl HeaderBlock {
         let res = decoder.decode(&mut cursor, |header| {
             use crate::hpack::Header::*;
 
+            let header = match header {
+                Ok(header) => header,
+                Err(hpack::Malformed) => {
+                    tracing::trace!("load_hpack; invalid field name or value");
+                    malformed = true;
+                    return ControlFlow::Continue(());
+                }
+            };
+
             match header {
                 Field { name, value } => {
                     // Connection level header fields are not supported and must
@@ -967,6 +985,8 @@ impl HeaderBlock {
 
             ControlFlow::Continue(())
         });
+
+        self.is_malformed = malformed;
 
         match res {
             Ok(()) => {}

@@ -38,6 +38,14 @@ pub enum DecoderError {
     NeedMore(NeedMore),
 }
 
+/// A field that decoded but is not a valid HTTP/2 field: a name that is not a lowercase token
+/// or a value with CR, LF or NUL (RFC 9113 section 8.2.1), an unknown pseudo-header or an
+/// invalid pseudo-header value (section 8.3). The message that carries it is malformed, a
+/// stream error (section 8.1.1), unlike a `DecoderError`: the rest of the block is still
+/// decoded, since the dynamic table belongs to the connection (RFC 7541 section 2.2).
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub struct Malformed;
+
 #[derive(Debug, Copy, Clone, PartialEq, Eq)]
 pub enum NeedMore {
     UnexpectedEndOfStream,
@@ -136,9 +144,18 @@ enum Representation {
     SizeUpdate,
 }
 
+/// A dynamic table entry. A malformed literal with incremental indexing is inserted all the
+/// same, with its size, so that indexes and evictions stay those of the peer's encoder; it
+/// keeps its raw name, which a later literal may reuse with a valid value.
+#[derive(Debug, Clone)]
+enum Entry {
+    Valid(Header),
+    Malformed { name: Bytes, len: usize },
+}
+
 #[derive(Debug)]
 struct Table {
-    entries: VecDeque<Header>,
+    entries: VecDeque<Entry>,
     size: usize,
     max_size: usize,
 }
@@ -173,14 +190,15 @@ impl Decoder {
         self.max_size_update = Some(size);
     }
 
-    /// Decodes the headers found in the given buffer.
+    /// Decodes the headers found in the given buffer. A field that is not a valid HTTP/2 field
+    /// is passed on as `Err(Malformed)`, and decoding goes on.
     pub fn decode<F>(
         &mut self,
         src: &mut Cursor<&mut BytesMut>,
         mut f: F,
     ) -> Result<(), DecoderError>
     where
-        F: FnMut(Header) -> ControlFlow<()>,
+        F: FnMut(Result<Header, Malformed>) -> ControlFlow<()>,
     {
         use self::Representation::*;
 
@@ -205,7 +223,7 @@ impl Decoder {
                     can_resize = false;
                     let entry = self.decode_indexed(src)?;
                     consume(src);
-                    if f(entry).is_break() {
+                    if f(entry.into_field()).is_break() {
                         break;
                     }
                 }
@@ -218,7 +236,7 @@ impl Decoder {
                     self.table.insert(entry.clone());
                     consume(src);
 
-                    if f(entry).is_break() {
+                    if f(entry.into_field()).is_break() {
                         break;
                     }
                 }
@@ -227,7 +245,7 @@ impl Decoder {
                     can_resize = false;
                     let entry = self.decode_literal(src, false)?;
                     consume(src);
-                    if f(entry).is_break() {
+                    if f(entry.into_field()).is_break() {
                         break;
                     }
                 }
@@ -239,7 +257,7 @@ impl Decoder {
 
                     // TODO: Track that this should never be indexed
 
-                    if f(entry).is_break() {
+                    if f(entry.into_field()).is_break() {
                         break;
                     }
                 }
@@ -277,7 +295,7 @@ impl Decoder {
         Ok(())
     }
 
-    fn decode_indexed(&self, buf: &mut Cursor<&mut BytesMut>) -> Result<Header, DecoderError> {
+    fn decode_indexed(&self, buf: &mut Cursor<&mut BytesMut>) -> Result<Entry, DecoderError> {
         let index = decode_int(buf, 7)?;
         self.table.get(index)
     }
@@ -286,7 +304,7 @@ impl Decoder {
         &mut self,
         buf: &mut Cursor<&mut BytesMut>,
         index: bool,
-    ) -> Result<Header, DecoderError> {
+    ) -> Result<Entry, DecoderError> {
         let prefix = if index { 6 } else { 4 };
 
         // Extract the table index for the name, or 0 if not indexed
@@ -301,12 +319,24 @@ impl Decoder {
             // Read the name as a literal
             let name = name_marker.consume(buf);
             let value = value_marker.consume(buf);
-            Header::new(name, value)
+            Ok(Entry::new(name, value))
         } else {
             let e = self.table.get(table_idx)?;
             let value = self.decode_string(buf)?;
 
-            e.name().into_entry(value)
+            Ok(match e {
+                Entry::Valid(e) => {
+                    let len = 32 + e.name().as_slice().len() + value.len();
+                    match e.name().into_entry(value) {
+                        Ok(header) => Entry::Valid(header),
+                        Err(_) => Entry::Malformed {
+                            name: Bytes::copy_from_slice(e.name().as_slice()),
+                            len,
+                        },
+                    }
+                }
+                Entry::Malformed { name, .. } => Entry::new(name, value),
+            })
         }
     }
 
@@ -492,6 +522,34 @@ fn consume(buf: &mut Cursor<&mut BytesMut>) {
     take(buf, 0);
 }
 
+// ===== impl Entry =====
+
+impl Entry {
+    /// The entry for a literal name and value: the header, or a malformed entry of the same size.
+    fn new(name: Bytes, value: Bytes) -> Entry {
+        let len = 32 + name.len() + value.len();
+        match Header::new(name.clone(), value) {
+            Ok(header) => Entry::Valid(header),
+            Err(_) => Entry::Malformed { name, len },
+        }
+    }
+
+    /// The size the table counts for it (RFC 7541 section 4.1).
+    fn len(&self) -> usize {
+        match self {
+            Entry::Valid(header) => header.len(),
+            Entry::Malformed { len, .. } => *len,
+        }
+    }
+
+    fn into_field(self) -> Result<Header, Malformed> {
+        match self {
+            Entry::Valid(header) => Ok(header),
+            Entry::Malformed { .. } => Err(Malformed),
+        }
+    }
+}
+
 // ===== impl Table =====
 
 impl Table {
@@ -515,13 +573,13 @@ impl Table {
     ///
     /// This is according to the [HPACK spec, section 2.3.3.]
     /// (http://http2.github.io/http2-spec/compression.html#index.address.space)
-    pub fn get(&self, index: usize) -> Result<Header, DecoderError> {
+    fn get(&self, index: usize) -> Result<Entry, DecoderError> {
         if index == 0 {
             return Err(DecoderError::InvalidTableIndex);
         }
 
         if index <= 61 {
-            return Ok(get_static(index));
+            return Ok(Entry::Valid(get_static(index)));
         }
 
         // Convert the index for lookup in the entries structure.
@@ -531,7 +589,7 @@ impl Table {
         }
     }
 
-    fn insert(&mut self, entry: Header) {
+    fn insert(&mut self, entry: Entry) {
         let len = entry.len();
 
         self.reserve(len);
@@ -876,7 +934,7 @@ mod test {
 
         let mut res = vec![];
         de.decode(&mut Cursor::new(&mut buf), |h| {
-            res.push(h);
+            res.push(h.unwrap());
             ControlFlow::Continue(())
         })
         .unwrap();
@@ -917,7 +975,7 @@ mod test {
         let mut res = vec![];
         let e = de
             .decode(&mut Cursor::new(&mut buf), |h| {
-                res.push(h);
+                res.push(h.unwrap());
                 ControlFlow::Continue(())
             })
             .unwrap_err();
@@ -927,7 +985,7 @@ mod test {
         // extend buf with the remaining header value
         buf.extend(&value[1..]);
         de.decode(&mut Cursor::new(&mut buf), |h| {
-            res.push(h);
+            res.push(h.unwrap());
             ControlFlow::Continue(())
         })
         .unwrap();
@@ -945,5 +1003,122 @@ mod test {
             }
             _ => panic!(),
         }
+    }
+
+    /// A literal with incremental indexing and a new name, not Huffman-coded.
+    fn literal_indexed(name: &[u8], value: &[u8]) -> Vec<u8> {
+        let mut out = vec![0b0100_0000, name.len() as u8];
+        out.extend(name);
+        out.push(value.len() as u8);
+        out.extend(value);
+        out
+    }
+
+    fn decode_all(
+        de: &mut Decoder,
+        block: &[u8],
+    ) -> Result<Vec<Result<Header, Malformed>>, DecoderError> {
+        let mut buf = BytesMut::from(block);
+        let mut res = vec![];
+        de.decode(&mut Cursor::new(&mut buf), |h| {
+            res.push(h);
+            ControlFlow::Continue(())
+        })
+        .map(|()| res)
+    }
+
+    fn field(name: &'static str, value: &str) -> Result<Header, Malformed> {
+        Ok(Header::Field {
+            name: header::HeaderName::from_static(name),
+            value: header::HeaderValue::from_str(value).unwrap(),
+        })
+    }
+
+    #[test]
+    fn test_decode_malformed_literal_then_valid_one() {
+        for bad in [
+            literal_indexed(b"X-Upper", b"v"),
+            literal_indexed(b"x-crlf", b"a\r\nb"),
+            literal_indexed(b"x-nul", b"a\0b"),
+            literal_indexed(b":unknown", b"v"),
+            literal_indexed(b"", b"v"),
+        ] {
+            let mut de = Decoder::default();
+            let mut block = bad.clone();
+            block.extend(literal_indexed(b"x-good", b"1"));
+            let res = decode_all(&mut de, &block).unwrap();
+            assert_eq!(res, vec![Err(Malformed), field("x-good", "1")]);
+            // Both are in the table, with the sizes the encoder counted.
+            assert_eq!(de.table.size(), (bad.len() - 3 + 32) + (32 + 7));
+        }
+    }
+
+    #[test]
+    fn test_decode_malformed_entry_keeps_the_table_in_step() {
+        let mut de = Decoder::default();
+        let mut block = literal_indexed(b"x-crlf", b"a\nb");
+        block.extend(literal_indexed(b"X-Upper", b"v"));
+        block.extend(literal_indexed(b"x-good", b"1"));
+        decode_all(&mut de, &block).unwrap();
+
+        // Dynamic indexes: 62 x-good, 63 X-Upper, 64 x-crlf.
+        let res = decode_all(&mut de, &[0x80 | 62, 0x80 | 63, 0x80 | 64]).unwrap();
+        assert_eq!(
+            res,
+            vec![field("x-good", "1"), Err(Malformed), Err(Malformed)]
+        );
+
+        // A literal without indexing that names entry 64 (a valid name) with a valid value is
+        // valid; one that names entry 63 (an uppercase name) is not.
+        let mut block = vec![0x0f, 64 - 15, 2];
+        block.extend(b"ok");
+        block.extend([0x0f, 63 - 15, 2]);
+        block.extend(b"ok");
+        let res = decode_all(&mut de, &block).unwrap();
+        assert_eq!(res, vec![field("x-crlf", "ok"), Err(Malformed)]);
+
+        // A valid name with an invalid value is malformed, and indexed as such.
+        let mut block = vec![0b0100_0000 | 62, 3];
+        block.extend(b"a\rb");
+        let res = decode_all(&mut de, &block).unwrap();
+        assert_eq!(res, vec![Err(Malformed)]);
+        let res = decode_all(&mut de, &[0x80 | 62, 0x80 | 63]).unwrap();
+        assert_eq!(res, vec![Err(Malformed), field("x-good", "1")]);
+    }
+
+    #[test]
+    fn test_decode_malformed_entry_is_evicted_by_its_size() {
+        // Room for two entries of 32 + 6 + 4 = 42 octets, not three.
+        let mut de = Decoder::new(84);
+        let mut block = literal_indexed(b"X-Bad1", b"vvvv");
+        block.extend(literal_indexed(b"x-ok-2", b"vvvv"));
+        block.extend(literal_indexed(b"x-ok-3", b"vvvv"));
+        decode_all(&mut de, &block).unwrap();
+        assert_eq!(de.table.size(), 84);
+        let res = decode_all(&mut de, &[0x80 | 62, 0x80 | 63]).unwrap();
+        assert_eq!(res, vec![field("x-ok-3", "vvvv"), field("x-ok-2", "vvvv")]);
+        assert_eq!(
+            decode_all(&mut de, &[0x80 | 64]),
+            Err(DecoderError::InvalidTableIndex)
+        );
+    }
+
+    #[test]
+    fn test_decode_errors_after_a_malformed_field_stay_errors() {
+        let mut de = Decoder::default();
+        let mut block = literal_indexed(b"X-Upper", b"v");
+        block.push(0x80 | 70);
+        assert_eq!(
+            decode_all(&mut de, &block),
+            Err(DecoderError::InvalidTableIndex)
+        );
+        // A size update after a field.
+        let mut de = Decoder::default();
+        let mut block = literal_indexed(b"X-Upper", b"v");
+        block.push(0b0010_0000);
+        assert_eq!(
+            decode_all(&mut de, &block),
+            Err(DecoderError::InvalidMaxDynamicSize)
+        );
     }
 }
