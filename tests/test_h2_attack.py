@@ -25,6 +25,7 @@ import time
 import uuid
 
 import h2.errors
+import h2.events
 import h2.settings
 import pytest
 
@@ -273,15 +274,21 @@ THREADS_MAX = 4
 SLACK = 2
 
 
-@pytest.mark.parametrize("scheduler", ["adaptive", "inline", "pool"])
-def test_h2_zero_window_streams_hold_no_thread(start_server, scheduler):
+@pytest.mark.parametrize("options, threads_max", [
+    (["--scheduler", "adaptive", "--threads", f"1:{THREADS_MAX}"], THREADS_MAX),
+    (["--scheduler", "inline", "--threads", f"1:{THREADS_MAX}"], THREADS_MAX),
+    (["--scheduler", "pool", "--threads", f"1:{THREADS_MAX}"], THREADS_MAX),
+    ([], 1024),
+    (["--threads", "1:64"], 64),
+    (["--scheduler", "pool"], 1024),
+], ids=["adaptive", "inline", "pool", "defaults", "threads-1-64", "pool-default-threads"])
+def test_h2_zero_window_streams_hold_no_thread(start_server, options, threads_max):
     """A client announcing a zero window used to take one thread per stream for the write
     timeout, whatever --threads said (1,207 threads for 12 x 100 streams; on the pool an
     unrelated request waited the whole timeout). Now the answers wait in the I/O layer: the
     thread count stays within --threads plus the server's own threads, an unrelated request is
     answered meanwhile, and each connection is closed after the write timeout."""
-    srv = start_server(APP, "--threads", f"1:{THREADS_MAX}", "--scheduler", scheduler,
-                       "--write-timeout", "3")
+    srv = start_server(APP, *options, "--write-timeout", "3")
     warm = H2Client(srv.port)
     try:
         assert warm.get("/").status == 200
@@ -296,7 +303,7 @@ def test_h2_zero_window_streams_hold_no_thread(start_server, scheduler):
         finally:
             unrelated.close()
     assert (r.status, bytes(r.body)) == (200, b"unrelated.example")
-    assert peak.peak <= service + THREADS_MAX + SLACK, (peak.peak, service)
+    assert peak.peak <= service + threads_max + SLACK, (peak.peak, service)
     # Nothing of the bodies went out (the window never opened), and after the write timeout
     # each connection is closed.
     for c, sids in clients:
@@ -304,6 +311,58 @@ def test_h2_zero_window_streams_hold_no_thread(start_server, scheduler):
         assert c.closed, "a connection that never opened its window is still open"
         assert all(not c.responses_by_id[s].body for s in sids)
         c.close()
+    assert srv.alive()
+
+
+def answers_a_ping(c: H2Client) -> bool:
+    """Whether the connection is still open: the server acknowledges a PING on it."""
+    c.conn.ping(b"sg-alive")
+    c.flush()
+    while not any(isinstance(ev, h2.events.PingAckReceived) for ev in c.events):
+        if not c.receive_once() or c.after_goaway:
+            return False
+    return True
+
+
+#: Long enough that no stalled stream is reset, nor its connection closed, while a test runs:
+#: what a test gets meanwhile, it got from a thread that was free.
+LONG_WRITE_TIMEOUT = "600"
+
+
+@pytest.mark.parametrize("options, threads_max", [
+    ([], 1024),
+    (["--threads", "1:64"], 64),
+    (["--scheduler", "pool"], 1024),
+    (["--scheduler", "pool", "--threads", f"1:{THREADS_MAX}"], THREADS_MAX),
+], ids=["defaults", "threads-1-64", "pool", "pool-threads-1-4"])
+def test_h2_zero_window_streams_leave_threads_for_other_requests(start_server, options,
+                                                                 threads_max):
+    """With 12 connections x 100 streams held at a zero window, the thread count stays within
+    --threads and an unrelated request on another connection is answered while every one of
+    those connections is still open (each acknowledges a PING after the answer, and no write
+    timeout could have fired): a thread was free for it, not handed back by a timeout."""
+    srv = start_server(APP, *options, "--write-timeout", LONG_WRITE_TIMEOUT)
+    warm = H2Client(srv.port)
+    try:
+        assert warm.get("/").status == 200
+    finally:
+        warm.close()
+    service = thread_count(srv.pid)
+    with ThreadPeak(srv.pid) as peak:
+        clients = zero_window_clients(srv.port, connections=12, streams=100)
+        unrelated = H2Client(srv.port, timeout=60)
+        try:
+            r = unrelated.get("/host", authority="unrelated.example")
+        finally:
+            unrelated.close()
+    assert (r.status, bytes(r.body)) == (200, b"unrelated.example")
+    assert peak.peak <= service + threads_max + SLACK, (peak.peak, service)
+    try:
+        assert all(answers_a_ping(c) for c, _ in clients), "a stalled connection was closed"
+        assert all(not c.responses_by_id[s].body for c, sids in clients for s in sids)
+    finally:
+        for c, _ in clients:
+            c.close()
     assert srv.alive()
 
 
