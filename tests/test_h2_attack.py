@@ -366,6 +366,43 @@ def test_h2_zero_window_streams_leave_threads_for_other_requests(start_server, o
     assert srv.alive()
 
 
+@pytest.mark.parametrize("scheduler", ["adaptive", "inline", "pool"])
+def test_h2_zero_window_big_answers_leave_a_thread_for_other_requests(start_server, scheduler):
+    """Answers larger than what a connection parks (--write-high-water) used to wait on their
+    threads: 10 connections x 8 answers of 1 MB at a zero window took every pool thread, and an
+    unrelated request waited for the write timeout. Now the last thread of --threads never
+    waits so: past that, answers park within the server's bound, and past that their streams
+    are reset (CANCEL, logged). The write timeout is long: the unrelated answer comes while
+    every stalled connection is still open."""
+    srv = start_server(APP, "--threads", f"1:{THREADS_MAX}", "--scheduler", scheduler,
+                       "--write-timeout", LONG_WRITE_TIMEOUT)
+    warm = H2Client(srv.port)
+    try:
+        assert warm.get("/").status == 200
+    finally:
+        warm.close()
+    service = thread_count(srv.pid)
+    with ThreadPeak(srv.pid) as peak:
+        clients = zero_window_clients(srv.port, connections=10, streams=8, path="/big?n=1000000")
+        unrelated = H2Client(srv.port, timeout=60)
+        try:
+            r = unrelated.get("/host", authority="unrelated.example")
+        finally:
+            unrelated.close()
+    assert (r.status, bytes(r.body)) == (200, b"unrelated.example")
+    assert peak.peak <= service + THREADS_MAX + SLACK, (peak.peak, service)
+    try:
+        assert all(answers_a_ping(c) for c, _ in clients), "a stalled connection was closed"
+        resets = [c.responses_by_id[s].reset for c, sids in clients for s in sids]
+    finally:
+        for c, _ in clients:
+            c.close()
+    # 80 MB asked, 64 MiB parked at most: some streams were reset.
+    assert h2.errors.ErrorCodes.CANCEL in resets
+    srv.wait_log(r"HTTP/2 answer\(s\) reset \(CANCEL\)")
+    assert srv.alive()
+
+
 @pytest.mark.parametrize("scheduler", ["adaptive", "inline"])
 def test_h2_zero_window_past_the_parking_bounds_stays_within_threads(start_server, scheduler):
     """Answers larger than what the I/O layer holds per connection (--write-high-water) wait on

@@ -23,7 +23,7 @@ use super::call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
 use super::inline::Inline;
 use super::open_streams::OpenStreams;
 use super::own_answer;
-use super::parked::Parking;
+use super::parked::{Parking, ServerParking};
 use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
 use crate::clock::now_ns;
@@ -40,8 +40,8 @@ pub(super) struct ThreadShare {
     pub stop_bell: Arc<tokio::sync::Notify>,
     /// Connections being served (the thread ends at a stop once none is left).
     pub open: Arc<AtomicUsize>,
-    /// Response bytes parked across the server (`parked.rs`).
-    pub parked: Arc<AtomicUsize>,
+    /// Response bytes parked, and threads waiting past that, across the server (`parked.rs`).
+    pub parked: Arc<ServerParking>,
 }
 
 /// A stream's receive window: the most request body the server buffers for one stream the
@@ -154,6 +154,7 @@ async fn streams(
             cfg.write_timeout,
             usize::try_from(cfg.write_high_water).unwrap_or(usize::MAX),
             Arc::clone(&hub.parked),
+            cfg.threads_max,
         )),
     };
     let (live, park) = (&per_conn.live, &per_conn.park);

@@ -98,7 +98,7 @@ impl H2Hub {
             inline: Arc::clone(&self.inline),
             stop_bell: Arc::clone(&self.stop_bell),
             open: Arc::clone(&self.open),
-            parked: Arc::new(AtomicUsize::new(0)),
+            parked: Arc::default(),
         });
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()

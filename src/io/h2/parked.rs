@@ -8,12 +8,16 @@
 //! threads for 12 connections × 100 streams), on the pool every pool thread, so that an
 //! unrelated request waited for the timeout.
 //!
-//! Bounded twice ([`Parking::try_reserve`]): per connection by `--write-high-water` (what an
+//! Bounded twice ([`Parking::room_for`]): per connection by `--write-high-water` (what an
 //! HTTP/1.1 answer may queue before its thread waits), and per server by
-//! [`PARKED_PER_SERVER`]. Past either, the app thread waits for room (for the window, when it
-//! parks nothing itself), within `--threads`. A pump that gets no window for `--write-timeout` resets its stream (`CANCEL`); if no
-//! parked answer of the connection moved for that long either, the connection is closed
-//! (`conn.rs`): a client that never opens its window keeps nothing for longer.
+//! [`PARKED_PER_SERVER`]. Past the connection's bound, the app thread waits for room (for the
+//! window, when it parks nothing itself), but never the last thread of `--threads`: once all
+//! the others wait so, the bytes park past the connection's bound, within the server's; past
+//! that too, the stream is reset (`CANCEL`, with a log line). So clients that never open their
+//! window cannot hold every thread, and a request of another client always finds one. A pump
+//! that gets no window for `--write-timeout` resets its stream (`CANCEL`); if no parked answer
+//! of the connection moved for that long either, the connection is closed (`conn.rs`): a
+//! client that never opens its window keeps nothing for longer.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -29,6 +33,42 @@ use crate::clock::now_ns;
 /// default `--write-high-water`.
 pub const PARKED_PER_SERVER: usize = 64 * 1024 * 1024;
 
+/// At most one log line of streams reset for want of room per this (nanoseconds): a client
+/// may cause thousands a second.
+const REFUSED_LOG_EVERY_NS: u64 = 1_000_000_000;
+
+/// What parking counts across the server (all connections).
+#[derive(Default)]
+pub struct ServerParking {
+    /// Response bytes parked.
+    bytes: AtomicUsize,
+    /// App threads waiting for room past the bounds (a [`WaitSeat`] each).
+    waiting: AtomicUsize,
+    /// Streams reset for want of both since the last log line, and when that line was written
+    /// (`clock::now_ns`).
+    refused: AtomicU64,
+    logged_at: AtomicU64,
+}
+
+/// Where bytes past what the window takes now go ([`Parking::room_for`]).
+pub(super) enum Room {
+    /// Reserved: park them.
+    Park,
+    /// This thread may wait for room, holding the seat meanwhile.
+    Wait(WaitSeat),
+    /// Neither: every other thread already waits and the server's parking is full.
+    Refused,
+}
+
+/// An app thread's place among those waiting past the bounds: given back when dropped.
+pub(super) struct WaitSeat(Arc<ServerParking>);
+
+impl Drop for WaitSeat {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// One connection's share of parking: the runtime the pumps run on, the bounds, and the stall
 /// watch.
 pub struct Parking {
@@ -37,8 +77,10 @@ pub struct Parking {
     /// `--write-high-water`: the most bytes this connection parks.
     conn_max: usize,
     conn_bytes: AtomicUsize,
-    /// Parked across the server (`ThreadShare::parked`).
-    server_bytes: Arc<AtomicUsize>,
+    /// Across the server (`ThreadShare::parked`).
+    server: Arc<ServerParking>,
+    /// The most app threads that wait for room at once: all of `--threads` but one.
+    max_waiting: usize,
     /// When a pump of this connection last sent a piece (`clock::now_ns`; 0: never).
     last_progress: AtomicU64,
     /// A pump got no window for the write timeout: set by it, taken by the connection's task
@@ -52,42 +94,85 @@ impl Parking {
     pub(super) fn new(
         write_timeout: Duration,
         conn_max: usize,
-        server_bytes: Arc<AtomicUsize>,
+        server: Arc<ServerParking>,
+        threads_max: usize,
     ) -> Parking {
         Parking {
             handle: tokio::runtime::Handle::current(),
             write_timeout,
             conn_max,
             conn_bytes: AtomicUsize::new(0),
-            server_bytes,
+            server,
+            max_waiting: threads_max.saturating_sub(1).max(1),
             last_progress: AtomicU64::new(0),
             stalled: AtomicBool::new(false),
             stall_waker: AtomicWaker::new(),
         }
     }
 
+    /// Where `n` more bytes go: parked within the bounds (the connection's, unless it parks
+    /// nothing yet; the server's always); else this thread waits for room, unless every other
+    /// thread of `--threads` already does; then parked past the connection's bound, within the
+    /// server's; else refused.
+    pub(super) fn room_for(&self, n: usize) -> Room {
+        if self.try_reserve(n, false) {
+            return Room::Park;
+        }
+        if self.server.waiting.fetch_add(1, Ordering::SeqCst) < self.max_waiting {
+            return Room::Wait(WaitSeat(Arc::clone(&self.server)));
+        }
+        self.server.waiting.fetch_sub(1, Ordering::SeqCst);
+        if self.try_reserve(n, true) {
+            return Room::Park;
+        }
+        self.refused();
+        Room::Refused
+    }
+
     /// Take room for `n` more parked bytes: `false` past a bound (the connection's, unless it
-    /// parks nothing yet; the server's always).
-    pub(super) fn try_reserve(&self, n: usize) -> bool {
+    /// parks nothing yet or `past_conn`; the server's always).
+    fn try_reserve(&self, n: usize, past_conn: bool) -> bool {
         let before = self.conn_bytes.fetch_add(n, Ordering::SeqCst);
-        if before > 0 && before + n > self.conn_max {
+        if !past_conn && before > 0 && before + n > self.conn_max {
             self.conn_bytes.fetch_sub(n, Ordering::SeqCst);
             return false;
         }
-        let server = self.server_bytes.fetch_add(n, Ordering::SeqCst);
+        let server = self.server.bytes.fetch_add(n, Ordering::SeqCst);
         if server + n > PARKED_PER_SERVER {
-            self.server_bytes.fetch_sub(n, Ordering::SeqCst);
+            self.server.bytes.fetch_sub(n, Ordering::SeqCst);
             self.conn_bytes.fetch_sub(n, Ordering::SeqCst);
             return false;
         }
         true
     }
 
+    /// A stream is reset for want of room: one log line a second at most, with the count.
+    fn refused(&self) {
+        let server = &self.server;
+        server.refused.fetch_add(1, Ordering::SeqCst);
+        let (now, last) = (now_ns(), server.logged_at.load(Ordering::SeqCst));
+        if now.saturating_sub(last) < REFUSED_LOG_EVERY_NS
+            || server
+                .logged_at
+                .compare_exchange(last, now, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+        {
+            return;
+        }
+        let n = server.refused.swap(0, Ordering::SeqCst);
+        eprintln!(
+            "sluicegate: {n} HTTP/2 answer(s) reset (CANCEL): {} threads already wait for \
+             clients' windows and {PARKED_PER_SERVER} bytes are parked (--threads, \
+             --write-high-water, --write-timeout)",
+            self.max_waiting
+        );
+    }
+
     /// `n` parked bytes were sent or dropped.
     pub(super) fn release(&self, n: usize) {
         if n > 0 {
             self.conn_bytes.fetch_sub(n, Ordering::SeqCst);
-            self.server_bytes.fetch_sub(n, Ordering::SeqCst);
+            self.server.bytes.fetch_sub(n, Ordering::SeqCst);
         }
     }
 

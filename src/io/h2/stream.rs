@@ -26,7 +26,7 @@ use h2::server::SendResponse;
 use h2::{Reason, RecvStream, SendStream};
 use sluicegate_proto::ProtoError;
 
-use super::parked::Parking;
+use super::parked::{Parking, Room};
 
 /// Wakes the app thread parked on a stream.
 struct Unpark(Thread);
@@ -546,7 +546,9 @@ impl StreamReply {
     /// Send body bytes as DATA frames as far as the window allows now, and park the rest with
     /// the I/O layer (`parked.rs`): the pump sends them as the window opens, and this thread
     /// goes on. Past the parking bounds this thread waits for room, up to `timeout` for each
-    /// step (the lock is not held while waiting). `end`: the last of the body.
+    /// step (the lock is not held while waiting), unless every other thread already waits so:
+    /// then the bytes park within the server's bound only, or the stream is reset
+    /// ([`Parking::room_for`]). `end`: the last of the body.
     pub fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
         loop {
             let mut guard = self.state.lock().unwrap();
@@ -588,28 +590,40 @@ impl StreamReply {
                 }
                 return Ok(());
             }
-            // The window is shut, or older bytes wait for it: park these behind them.
-            if st.park.try_reserve(data.len()) {
-                match st.parked.as_mut() {
-                    Some(p) => {
-                        p.len += data.len();
-                        p.queue.push_back(data);
-                        p.end = end;
-                    }
-                    None => {
-                        st.parked = Some(Box::new(Parked {
-                            len: data.len(),
-                            queue: VecDeque::from([data]),
-                            end,
-                            drain_waker: None,
-                        }));
-                        st.park.start_pump(pump(Arc::clone(&self.state)));
-                    }
+            // The window is shut, or older bytes wait for it: park these behind them, or wait
+            // for room (`parked.rs`).
+            match st.park.room_for(data.len()) {
+                Room::Park => {}
+                Room::Wait(seat) => {
+                    drop(guard);
+                    self.wait_for_room(data.len(), timeout)?;
+                    drop(seat);
+                    continue;
                 }
-                return Ok(());
+                Room::Refused => {
+                    st.reset(Reason::CANCEL);
+                    return Err(io::Error::other(
+                        "every other thread waits for a window, and the parking is full",
+                    ));
+                }
             }
-            drop(guard);
-            self.wait_for_room(data.len(), timeout)?;
+            match st.parked.as_mut() {
+                Some(p) => {
+                    p.len += data.len();
+                    p.queue.push_back(data);
+                    p.end = end;
+                }
+                None => {
+                    st.parked = Some(Box::new(Parked {
+                        len: data.len(),
+                        queue: VecDeque::from([data]),
+                        end,
+                        drain_waker: None,
+                    }));
+                    st.park.start_pump(pump(Arc::clone(&self.state)));
+                }
+            }
+            return Ok(());
         }
     }
 
