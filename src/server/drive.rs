@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 
 use super::scheduler::{Scheduler, Unparked};
-use crate::io::event_loop::{LoopCtx, LoopState, Work};
+use crate::io::event_loop::{LoopCtx, LoopState, Turn, Work};
 use crate::io::h2::StreamCall;
 use crate::io::shared_out::SharedOut;
 use crate::io::wakeup;
@@ -251,7 +251,11 @@ pub(super) fn drive_loop(
         Some(first) => Python::attach(|py| {
             let mut parked = first;
             loop {
-                if let Some(end) = run_inline_batch(shared, py, &mut st, parked) {
+                let end = match parked {
+                    InlineNext::Call(call) => run_inline_batch(shared, py, &mut st, call),
+                    InlineNext::Streams => super::h2_inline::run_streams(shared, py, &mut st),
+                };
+                if let Some(end) = end {
                     return end;
                 }
                 match py.detach(|| next_inline_parked(shared, &mut st)) {
@@ -276,6 +280,12 @@ struct ParkedCall {
 }
 
 /// Park the loop in `st` for an inline call of `work` (see `Scheduler::park`).
+pub(super) fn park_for_route(shared: &Shared, st: &mut Option<Box<LoopState>>, route: u64) -> u64 {
+    shared
+        .sched
+        .park(st.take().expect("the loop is here"), route)
+}
+
 fn park_for(shared: &Shared, st: &mut Option<Box<LoopState>>, work: Work) -> ParkedCall {
     let route = crate::wsgi::pool::admission::route_hash(work.head.path());
     let seq = shared
@@ -284,24 +294,35 @@ fn park_for(shared: &Shared, st: &mut Option<Box<LoopState>>, work: Work) -> Par
     ParkedCall { work, seq, route }
 }
 
+/// What the loop's thread runs next, attached.
+enum InlineNext {
+    /// A request, the loop parked for it.
+    Call(ParkedCall),
+    /// The HTTP/2 streams queued to run inline (each parks the loop around its call).
+    Streams,
+}
+
 /// Serve (detached) until a request is to run inline: it is returned with the loop parked
 /// for it; the others went to the pool. `None`: the loop has shut down.
-fn next_inline_parked(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<ParkedCall> {
-    let work = next_inline(shared, st)?;
-    Some(park_for(shared, st, work))
+fn next_inline_parked(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<InlineNext> {
+    match next_inline(shared, st)? {
+        Turn::Request(work) => Some(InlineNext::Call(park_for(shared, st, work))),
+        Turn::Streams => Some(InlineNext::Streams),
+    }
 }
 
 /// Serve (detached) until a request is to run inline: it is returned, the others went to the
 /// pool. `None`: the loop has shut down.
-fn next_inline(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<Work> {
+fn next_inline(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<Turn> {
     let _on_loop = crate::wsgi::release::LoopThread::enter();
     let st = st.as_mut().expect("the loop is here");
     loop {
-        let work = st.next_work(shared.ctx())?;
-        if runs_inline(shared, &work) {
-            return Some(work);
+        match st.next_work(shared.ctx())? {
+            Turn::Request(work) if runs_inline(shared, &work) => return Some(Turn::Request(work)),
+            Turn::Request(work) => dispatch(shared, work),
+            Turn::Streams if super::h2_inline::streams_inline(shared) => return Some(Turn::Streams),
+            Turn::Streams => super::h2_inline::dispatch_queued(shared),
         }
-        dispatch(shared, work);
     }
 }
 

@@ -18,10 +18,9 @@
 //! scheduler's `inline_seq`): the same odd number at two looks is one batch spanning a tick.
 
 use std::collections::VecDeque;
-use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::task::{Poll, Waker};
+use std::task::Waker;
 
 use super::call::StreamCall;
 
@@ -118,26 +117,14 @@ impl Inline {
         }
     }
 
-    /// Inside the runtime: let every task that is ready run once (and poll the sockets without
-    /// waiting), then wait until streams are queued or the work is over. The first step is what
-    /// writes the answers of the batch just run and reads the next requests before the next
-    /// batch starts (else a full queue would starve the connections' I/O).
-    pub(super) async fn wait(&self) -> Batch {
-        tokio::task::yield_now().await;
-        poll_fn(|cx| {
-            let mut q = self.queue.lock().unwrap();
-            if !q.calls.is_empty() {
-                return Poll::Ready(Batch::Calls);
-            }
-            if q.done {
-                return Poll::Ready(Batch::Done);
-            }
-            if !q.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                q.waker = Some(cx.waker().clone());
-            }
-            Poll::Pending
-        })
-        .await
+    /// Whether calls are queued (the loop asks after polling its tasks).
+    pub fn has_calls(&self) -> bool {
+        !self.queue.lock().unwrap().calls.is_empty()
+    }
+
+    /// The next queued call.
+    pub fn pop(&self) -> Option<StreamCall> {
+        self.queue.lock().unwrap().calls.pop_front()
     }
 
     /// Take every queued call (to send them to the pool).

@@ -32,7 +32,7 @@ pub const PARKED_PER_SERVER: usize = 64 * 1024 * 1024;
 /// One connection's share of parking: the runtime the pumps run on, the bounds, and the stall
 /// watch.
 pub struct Parking {
-    handle: tokio::runtime::Handle,
+    tasks: Arc<super::tasks::TaskShared>,
     pub(super) write_timeout: Duration,
     /// `--write-high-water`: the most bytes this connection parks.
     conn_max: usize,
@@ -48,14 +48,14 @@ pub struct Parking {
 }
 
 impl Parking {
-    /// Called on the HTTP/2 thread, inside the runtime.
+    /// Called inside a task of the loop.
     pub(super) fn new(
         write_timeout: Duration,
         conn_max: usize,
         server_bytes: Arc<AtomicUsize>,
     ) -> Parking {
         Parking {
-            handle: tokio::runtime::Handle::current(),
+            tasks: super::tasks::current(),
             write_timeout,
             conn_max,
             conn_bytes: AtomicUsize::new(0),
@@ -108,9 +108,9 @@ impl Parking {
     }
 
     /// Start the pump of a reply that has just parked its first bytes (`stream::pump`), on the
-    /// HTTP/2 thread's runtime.
+    /// loop.
     pub(super) fn start_pump(&self, pump: impl std::future::Future<Output = ()> + Send + 'static) {
-        self.handle.spawn(pump);
+        self.tasks.spawn(pump);
     }
 
     /// A pump got no window for the write timeout: tell the connection's task.

@@ -1,35 +1,27 @@
 //! A handed-over connection as tokio's `AsyncRead`/`AsyncWrite`, for the `h2` crate: the bytes
 //! the event loop had read already come first (the client preface, often the first frames
 //! too), then the socket, plain or through the connection's TLS session (`io::tls_link`, the
-//! same session the handshake ran in). Readiness comes from tokio's own epoll (`AsyncFd`):
-//! the socket left the event loop's set before it came here.
+//! same session the handshake ran in). Readiness is the event loop's: the socket stays in
+//! its epoll set (edge-triggered, read and write) under the connection's task's token, so a
+//! read or write that finds the socket empty or full returns `Pending`, and the next edge
+//! wakes the task (`tasks.rs`).
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
-use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::io::out_queue::OutQueue;
 use crate::io::stream::{read_fd, writev_fd_flags};
 use crate::io::tls_link::TlsLink;
 
-/// The socket's descriptor for `AsyncFd`; the descriptor itself is owned (and closed) by the
-/// connection the task holds.
-pub(super) struct Fd(pub RawFd);
-
-impl AsRawFd for Fd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
-}
-
 /// One HTTP/2 connection's byte stream.
 pub(super) struct SocketIo {
-    fd: AsyncFd<Fd>,
+    /// Owned (and closed) by the connection the task holds, which outlives this.
+    fd: RawFd,
     tls: Option<Arc<TlsLink>>,
     /// Read by the loop before the hand-over, served first.
     prefix: Vec<u8>,
@@ -38,10 +30,6 @@ pub(super) struct SocketIo {
 
 impl SocketIo {
     pub(super) fn new(fd: RawFd, tls: Option<Arc<TlsLink>>, prefix: Vec<u8>) -> io::Result<Self> {
-        // SAFETY: `fd` is the socket of the connection that the task serving it owns; that
-        // task drops this `SocketIo` (the h2 connection holding it) before the connection, so
-        // the descriptor stays open, and the same socket, for the whole life of the `AsyncFd`.
-        let fd = unsafe { AsyncFd::register(Fd(fd)) }.map_err(io::Error::from)?;
         Ok(SocketIo {
             fd,
             tls,
@@ -52,14 +40,14 @@ impl SocketIo {
 
     fn read_now(&self, buf: &mut [u8]) -> io::Result<usize> {
         match &self.tls {
-            None => read_fd(self.fd.get_ref().0, buf),
+            None => read_fd(self.fd, buf),
             Some(link) => link.read_some(buf),
         }
     }
 
     fn write_now(&self, data: &[u8]) -> io::Result<usize> {
         match &self.tls {
-            None => writev_fd_flags(self.fd.get_ref().0, &[io::IoSlice::new(data)], 0),
+            None => writev_fd_flags(self.fd, &[io::IoSlice::new(data)], 0),
             Some(link) => {
                 let mut q = OutQueue::new();
                 q.push_copy(data);
@@ -98,17 +86,8 @@ impl AsyncRead for SocketIo {
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }
-        loop {
-            let mut guard = ready!(this.fd.poll_read_ready(cx))?;
-            match guard.try_io(|_| this.read_now(buf.initialize_unfilled())) {
-                Ok(Ok(n)) => {
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                Ok(Err(e)) => return Poll::Ready(Err(e)),
-                Err(_would_block) => continue,
-            }
-        }
+        let _ = cx;
+        pending_on_block(this.read_now(buf.initialize_unfilled()).map(|n| buf.advance(n)))
     }
 }
 
@@ -118,14 +97,8 @@ impl AsyncWrite for SocketIo {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        loop {
-            let mut guard = ready!(this.fd.poll_write_ready(cx))?;
-            match guard.try_io(|_| this.write_now(data)) {
-                Ok(r) => return Poll::Ready(r),
-                Err(_would_block) => continue,
-            }
-        }
+        let _ = cx;
+        pending_on_block(self.write_now(data))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -134,26 +107,32 @@ impl AsyncWrite for SocketIo {
             return Poll::Ready(Ok(()));
         };
         // TLS: ciphertext the socket did not take waits in the session.
+        let _ = cx;
         while link.has_output() {
-            let mut guard = ready!(this.fd.poll_write_ready(cx))?;
             let mut empty = OutQueue::new();
-            match guard.try_io(|_| link.write_some(&mut empty)) {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Poll::Ready(Err(e)),
-                Err(_would_block) => continue,
+            if let Err(e) = link.write_some(&mut empty) {
+                return pending_on_block(Err(e));
             }
         }
         Poll::Ready(Ok(()))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.as_mut().poll_flush(cx))?;
+        std::task::ready!(self.as_mut().poll_flush(cx))?;
         if let Some(link) = &self.tls {
             link.close(None);
         }
         // SAFETY: the descriptor is open (owned by the connection the task holds); shutdown
         // only changes the socket's state.
-        unsafe { libc::shutdown(self.fd.get_ref().0, libc::SHUT_WR) };
+        unsafe { libc::shutdown(self.fd, libc::SHUT_WR) };
         Poll::Ready(Ok(()))
+    }
+}
+
+/// A system call's result as a poll: `WouldBlock` waits for the socket's next edge.
+fn pending_on_block<T>(r: io::Result<T>) -> Poll<io::Result<T>> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Poll::Pending,
+        r => Poll::Ready(r),
     }
 }

@@ -300,7 +300,7 @@ impl ReplyState {
 async fn pump(state: Arc<Mutex<ReplyState>>) {
     let park = Arc::clone(&state.lock().unwrap().park);
     loop {
-        let step = tokio::time::timeout(
+        let step = super::timer::timeout(
             park.write_timeout,
             std::future::poll_fn(|cx| state.lock().unwrap().poll_pump(cx)),
         )
