@@ -309,8 +309,9 @@ impl LoopState {
             return;
         }
         conn.registered = true;
-        if let Some(task) = hub.serve(conn) {
-            tasks.insert(task);
+        let ready = crate::io::h2::Readiness::new();
+        if let Some(task) = hub.serve(conn, Arc::clone(&ready)) {
+            tasks.insert_io(task, Some(ready));
         }
         if let Some(b) = &ctx.balance {
             b.publish(self.held());

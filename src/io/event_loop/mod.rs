@@ -414,7 +414,14 @@ impl LoopState {
                 }
                 if (H2_BASE..2 * H2_BASE).contains(&t.0) {
                     if let Some(tasks) = &self.tasks {
-                        tasks.wake(t.0 - H2_BASE);
+                        let mut bits = 0;
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            bits |= crate::io::h2::READ;
+                        }
+                        if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
+                            bits |= crate::io::h2::WRITE;
+                        }
+                        tasks.wake(t.0 - H2_BASE, bits);
                     }
                     continue;
                 }

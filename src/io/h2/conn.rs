@@ -56,6 +56,7 @@ pub(super) async fn serve_one(
     hub: Arc<ThreadShare>,
     ctx: Arc<dyn LoopView>,
     mut conn: Box<Conn>,
+    ready: Arc<super::tasks::Readiness>,
     mut stop: watch::Receiver<Stop>,
 ) {
     let cfg = Arc::clone(&hub.config);
@@ -64,7 +65,7 @@ pub(super) async fn serve_one(
         .take()
         .map(|b| b.filled().to_vec())
         .unwrap_or_default();
-    if let Ok(io) = SocketIo::new(conn.stream.fd(), conn.tls.clone(), prefix) {
+    if let Ok(io) = SocketIo::new(conn.stream.fd(), conn.tls.clone(), prefix, ready) {
         let mut builder = h2::server::Builder::new();
         builder
             .max_concurrent_streams(cfg.http2_max_streams)

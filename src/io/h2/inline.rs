@@ -20,7 +20,6 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::task::Waker;
 
 use super::call::StreamCall;
 
@@ -69,9 +68,6 @@ pub struct Inline {
 
 struct Queue {
     calls: VecDeque<StreamCall>,
-    /// The driving thread's `next_batch`, waiting for a first call.
-    waker: Option<Waker>,
-    done: bool,
 }
 
 impl Inline {
@@ -79,8 +75,6 @@ impl Inline {
         Inline {
             queue: Mutex::new(Queue {
                 calls: VecDeque::new(),
-                waker: None,
-                done: false,
             }),
             seq: AtomicU64::new(0),
             tid: AtomicI32::new(0),
@@ -95,26 +89,7 @@ impl Inline {
     /// Queue a stream to run inline (a connection's task, on the driving thread). Only the
     /// first call of a batch wakes the driver's wait.
     pub(super) fn offer(&self, call: StreamCall) {
-        let waker = {
-            let mut q = self.queue.lock().unwrap();
-            q.calls.push_back(call);
-            q.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-
-    /// Every connection has closed after a stop (`conn::serve_all` returned).
-    pub(super) fn all_done(&self) {
-        let waker = {
-            let mut q = self.queue.lock().unwrap();
-            q.done = true;
-            q.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
+        self.queue.lock().unwrap().calls.push_back(call);
     }
 
     /// Whether calls are queued (the loop asks after polling its tasks).

@@ -43,7 +43,7 @@ pub use call::{LoopView, Stop, StreamCall, StreamRunner, Upper};
 use conn::ThreadShare;
 pub use inline::{Batch, Inline};
 pub use stream::{StreamBody, StreamCut, StreamReply};
-pub use tasks::{Task, Tasks};
+pub use tasks::{Readiness, Task, Tasks, READ, WRITE};
 
 /// The HTTP/2 preface's first line: a plain listener's connection that opens with it speaks
 /// HTTP/2 (h2c with prior knowledge, RFC 9113 §3.3).
@@ -91,13 +91,14 @@ impl H2Hub {
 
     /// The task that serves a connection taken from the loop's table (its socket registered
     /// under the task's token by the loop), or `None` before `start`.
-    pub fn serve(&self, conn: Box<Conn>) -> Option<Task> {
+    pub fn serve(&self, conn: Box<Conn>, ready: Arc<Readiness>) -> Option<Task> {
         let (share, ctx) = self.share.get()?;
         self.open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let task = conn::serve_one(
             Arc::clone(share),
             Arc::clone(ctx),
             conn,
+            ready,
             self.stop.subscribe(),
         );
         Some(Box::pin(task))

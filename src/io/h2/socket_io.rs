@@ -15,7 +15,8 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::io::out_queue::OutQueue;
-use crate::io::stream::{read_fd, writev_fd_flags};
+use super::tasks::{Readiness, READ, WRITE};
+use crate::io::stream::{read_fd_uninit, writev_fd_flags};
 use crate::io::tls_link::TlsLink;
 
 /// One HTTP/2 connection's byte stream.
@@ -26,11 +27,19 @@ pub(super) struct SocketIo {
     /// Read by the loop before the hand-over, served first.
     prefix: Vec<u8>,
     prefix_at: usize,
+    /// What the loop's epoll said of the socket since the last `WouldBlock`.
+    ready: Arc<Readiness>,
 }
 
 impl SocketIo {
-    pub(super) fn new(fd: RawFd, tls: Option<Arc<TlsLink>>, prefix: Vec<u8>) -> io::Result<Self> {
+    pub(super) fn new(
+        fd: RawFd,
+        tls: Option<Arc<TlsLink>>,
+        prefix: Vec<u8>,
+        ready: Arc<Readiness>,
+    ) -> io::Result<Self> {
         Ok(SocketIo {
+            ready,
             fd,
             tls,
             prefix,
@@ -38,10 +47,38 @@ impl SocketIo {
         })
     }
 
-    fn read_now(&self, buf: &mut [u8]) -> io::Result<usize> {
-        match &self.tls {
-            None => read_fd(self.fd, buf),
-            Some(link) => link.read_some(buf),
+    /// One read into `buf`: plain, straight into its unfilled room (no zeroing first); TLS,
+    /// through the session. `WouldBlock` clears the socket's readability until its next edge.
+    fn read_into(&self, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if !self.ready.has(READ) {
+            return Poll::Pending;
+        }
+        let r = match &self.tls {
+            None => {
+                // SAFETY: only the kernel writes the unfilled room (read(2), at most its
+                // length); exactly the `n` bytes it wrote are marked initialized below.
+                let room = unsafe { buf.unfilled_mut() };
+                read_fd_uninit(self.fd, room).map(|n| {
+                    // SAFETY: read(2) initialized the first `n` bytes of the unfilled room.
+                    unsafe { buf.assume_init(n) };
+                    buf.advance(n);
+                })
+            }
+            Some(link) => link
+                .read_some(buf.initialize_unfilled())
+                .map(|n| buf.advance(n)),
+        };
+        self.blocked_on(READ, r)
+    }
+
+    /// `r` as a poll: `WouldBlock` clears `bit` (the loop sets it again at the next edge).
+    fn blocked_on<T>(&self, bit: u8, r: io::Result<T>) -> Poll<io::Result<T>> {
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.ready.clear(bit);
+                Poll::Pending
+            }
+            r => Poll::Ready(r),
         }
     }
 
@@ -76,8 +113,8 @@ impl AsyncRead for SocketIo {
             return Poll::Ready(Ok(()));
         }
         // Decrypted bytes may wait in the TLS session with no edge to come.
-        if this.tls.as_ref().is_some_and(|t| t.has_input()) {
-            match this.read_now(buf.initialize_unfilled()) {
+        if let Some(link) = this.tls.as_ref().filter(|t| t.has_input()) {
+            match link.read_some(buf.initialize_unfilled()) {
                 Ok(n) => {
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
@@ -87,7 +124,7 @@ impl AsyncRead for SocketIo {
             }
         }
         let _ = cx;
-        pending_on_block(this.read_now(buf.initialize_unfilled()).map(|n| buf.advance(n)))
+        this.read_into(buf)
     }
 }
 
@@ -98,7 +135,10 @@ impl AsyncWrite for SocketIo {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let _ = cx;
-        pending_on_block(self.write_now(data))
+        if !self.ready.has(WRITE) {
+            return Poll::Pending;
+        }
+        self.blocked_on(WRITE, self.write_now(data))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -109,9 +149,12 @@ impl AsyncWrite for SocketIo {
         // TLS: ciphertext the socket did not take waits in the session.
         let _ = cx;
         while link.has_output() {
+            if !this.ready.has(WRITE) {
+                return Poll::Pending;
+            }
             let mut empty = OutQueue::new();
             if let Err(e) = link.write_some(&mut empty) {
-                return pending_on_block(Err(e));
+                return this.blocked_on(WRITE, Err(e));
             }
         }
         Poll::Ready(Ok(()))
@@ -129,10 +172,3 @@ impl AsyncWrite for SocketIo {
     }
 }
 
-/// A system call's result as a poll: `WouldBlock` waits for the socket's next edge.
-fn pending_on_block<T>(r: io::Result<T>) -> Poll<io::Result<T>> {
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Poll::Pending,
-        r => Poll::Ready(r),
-    }
-}

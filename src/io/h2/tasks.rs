@@ -78,6 +78,34 @@ impl Wake for TaskWaker {
 struct Slot {
     task: Task,
     waker: Arc<TaskWaker>,
+    /// The task's socket's readiness, set from the loop's events.
+    ready: Option<Arc<Readiness>>,
+}
+
+/// [`Readiness`]: the socket may be read.
+pub const READ: u8 = 1;
+/// [`Readiness`]: the socket may be written.
+pub const WRITE: u8 = 2;
+
+/// A task's socket as the loop's edge-triggered epoll reported it: a bit is set by an event
+/// and cleared by the read or write that finds the socket empty or full, so a task polled for
+/// another reason (an app thread's DATA) makes no read that can only fail. Touched on the
+/// loop's thread only (the task is polled there).
+pub struct Readiness(std::sync::atomic::AtomicU8);
+
+impl Readiness {
+    pub fn new() -> Arc<Readiness> {
+        Arc::new(Readiness(std::sync::atomic::AtomicU8::new(READ | WRITE)))
+    }
+    pub fn has(&self, bit: u8) -> bool {
+        self.0.load(Ordering::Relaxed) & bit != 0
+    }
+    pub fn clear(&self, bit: u8) {
+        self.0.fetch_and(!bit, Ordering::Relaxed);
+    }
+    fn set(&self, bits: u8) {
+        self.0.fetch_or(bits, Ordering::Relaxed);
+    }
 }
 
 thread_local! {
@@ -123,6 +151,11 @@ impl Tasks {
 
     /// Add a task; it is polled at the next [`run`](Tasks::run). Returns its key.
     pub fn insert(&mut self, task: Task) -> usize {
+        self.insert_io(task, None)
+    }
+
+    /// Add a task whose socket's events come with `ready` (see [`wake`](Tasks::wake)).
+    pub fn insert_io(&mut self, task: Task, ready: Option<Arc<Readiness>>) -> usize {
         let entry = self.slab.vacant_entry();
         let key = entry.key();
         let waker = Arc::new(TaskWaker {
@@ -130,14 +163,18 @@ impl Tasks {
             queued: AtomicBool::new(true),
             shared: Arc::clone(&self.shared),
         });
-        entry.insert(Slot { task, waker });
+        entry.insert(Slot { task, waker, ready });
         self.shared.woken.lock().unwrap().push(key);
         key
     }
 
-    /// An epoll event for task `key`'s socket (on the loop's thread).
-    pub fn wake(&self, key: usize) {
+    /// An epoll event for task `key`'s socket (on the loop's thread): `bits` of [`READ`] and
+    /// [`WRITE`].
+    pub fn wake(&self, key: usize, bits: u8) {
         if let Some(slot) = self.slab.get(key) {
+            if let Some(r) = &slot.ready {
+                r.set(bits);
+            }
             if !slot.waker.queued.swap(true, Ordering::AcqRel) {
                 self.batch_push(key);
             }
