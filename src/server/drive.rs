@@ -320,7 +320,9 @@ fn next_inline(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<Turn>
         match st.next_work(shared.ctx())? {
             Turn::Request(work) if runs_inline(shared, &work) => return Some(Turn::Request(work)),
             Turn::Request(work) => dispatch(shared, work),
-            Turn::Streams if super::h2_inline::streams_inline(shared) => return Some(Turn::Streams),
+            Turn::Streams if super::h2_inline::streams_inline(shared) => {
+                return Some(Turn::Streams)
+            }
             Turn::Streams => super::h2_inline::dispatch_queued(shared),
         }
     }

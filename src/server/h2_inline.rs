@@ -72,19 +72,39 @@ pub(super) fn dispatch_queued(shared: &Shared) {
 struct HookCtx<'a> {
     shared: &'a Arc<Shared>,
     seq: u64,
+    /// This call gave the loop away and counts in `Inline::left_behind` until it returns.
+    left: std::cell::Cell<bool>,
 }
 
 /// An inline call is about to wait for its connection: the parked loop goes to another thread
-/// first, and the scheduler to dispatch mode.
+/// first, and the scheduler to dispatch mode. `false` (the call does not wait, its stream is
+/// reset) when one more thread would pass `--threads`.
 fn hand_off(ctx: *const ()) -> bool {
     // SAFETY: set by `run_streams` from a `HookCtx` on its stack, which outlives the call that
     // fires the hook (`run_streams` clears the hook before the context goes).
     let ctx = unsafe { &*(ctx as *const HookCtx<'_>) };
-    if let Some(st) = ctx.shared.sched.release_parked(ctx.seq) {
-        ctx.shared.sched.note_handoff();
-        hand_loop_over(ctx.shared, &ctx.shared.pool(), st, None);
+    let shared = ctx.shared;
+    let Some(hub) = &shared.ctx().settings.h2 else {
+        return true;
+    };
+    if !may_leave_behind(shared, hub) {
+        return false;
+    }
+    if let Some(st) = shared.sched.release_parked(ctx.seq) {
+        shared.sched.note_handoff();
+        hub.inline.left_behind.fetch_add(1, Ordering::SeqCst);
+        ctx.left.set(true);
+        hand_loop_over(shared, &shared.pool(), st, None);
     }
     true
+}
+
+/// Whether one more thread may wait in a call apart from the loop: those threads and the
+/// pool's together stay within `--threads`.
+fn may_leave_behind(shared: &Shared, hub: &crate::io::h2::H2Hub) -> bool {
+    let max = shared.bridge.config.threads_max;
+    let pool = shared.try_pool().map_or(0, |p| p.threads());
+    hub.inline.left_behind.load(Ordering::SeqCst) < max.saturating_sub(pool).max(1)
 }
 
 /// Run up to [`INLINE_BATCH`] queued streams here, the loop parked around each. `None`: the
@@ -100,10 +120,17 @@ pub(super) fn run_streams(
         let call = hub.inline.pop()?;
         let route = crate::wsgi::pool::admission::route_hash(call.head.path());
         let seq = park_for_route(shared, st, route);
-        let hook = HookCtx { shared, seq };
+        let hook = HookCtx {
+            shared,
+            seq,
+            left: std::cell::Cell::new(false),
+        };
         set_wait_hook(Some((hand_off, &hook as *const HookCtx<'_> as *const ())));
         run_stream(&shared.bridge, py, call, true);
         set_wait_hook(None);
+        if hook.left.get() {
+            hub.inline.left_behind.fetch_sub(1, Ordering::SeqCst);
+        }
         match shared.sched.unpark(seq) {
             Unparked::Back(back) => {
                 st.replace(back);

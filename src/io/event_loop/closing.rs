@@ -288,7 +288,11 @@ impl LoopState {
         // Done when no connection is left, or only those whose app call is stuck past
         // `--timeout`: they were answered (504 or closed) and may never return.
         let stuck = ctx.counters.stuck_calls.load(Ordering::Relaxed);
-        let h2_open = ctx.settings.h2.as_ref().map_or(0, |h| h.open.load(Ordering::SeqCst));
+        let h2_open = ctx
+            .settings
+            .h2
+            .as_ref()
+            .map_or(0, |h| h.open.load(Ordering::SeqCst));
         h2_open == 0 && self.conns.is_empty()
             || (stuck > 0
                 && self.conns.len() <= stuck

@@ -282,9 +282,9 @@ impl LoopState {
         None
     }
 
-    /// A connection that opened with the HTTP/2 preface leaves the loop: out of its epoll set
-    /// and its table, to the HTTP/2 thread with the bytes read so far (`io::h2`). It stays
-    /// counted as open until that thread closes it.
+    /// A connection that opened with the HTTP/2 preface leaves the loop's table for a task of
+    /// the loop (`io::h2`) with the bytes read so far, its socket registered under the task's
+    /// token. It stays counted as open until its task ends.
     fn hand_to_http2(&mut self, token: usize, ctx: &LoopCtx) {
         let (Some(hub), Some(tasks)) = (ctx.settings.h2.clone(), self.tasks.as_mut()) else {
             return;

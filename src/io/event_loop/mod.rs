@@ -306,7 +306,7 @@ impl LoopState {
     }
 
     /// The connections this process holds, for the workers' balance (`io::balance`): the
-    /// loop's, and those it handed to the HTTP/2 thread (which stay open there).
+    /// loop's table's, and the HTTP/2 connections its tasks serve.
     fn held(&self) -> usize {
         let h2 = self.shared.settings.h2.as_ref();
         self.conns.len() + h2.map_or(0, |hub| hub.open.load(std::sync::atomic::Ordering::Relaxed))
@@ -342,7 +342,12 @@ impl LoopState {
                 continue;
             }
             let tasks_woken = self.run_tasks(ctx);
-            if ctx.settings.h2.as_ref().is_some_and(|h| h.inline.has_calls()) {
+            if ctx
+                .settings
+                .h2
+                .as_ref()
+                .is_some_and(|h| h.inline.has_calls())
+            {
                 return Some(Turn::Streams);
             }
             if !self.accept_again.is_empty() {
@@ -380,12 +385,12 @@ impl LoopState {
                 .flatten()
                 .fold(self.next_sweep, Instant::min);
             let busy = tasks_woken || self.tasks.as_ref().is_some_and(|t| t.before_wait());
-            let timeout = if self.gave_turn.is_empty() && self.handshakes_waiting.is_empty() && !busy
-            {
-                wake_at.saturating_duration_since(now)
-            } else {
-                Duration::ZERO
-            };
+            let timeout =
+                if self.gave_turn.is_empty() && self.handshakes_waiting.is_empty() && !busy {
+                    wake_at.saturating_duration_since(now)
+                } else {
+                    Duration::ZERO
+                };
             let polled = self.poll.poll(&mut self.events, Some(timeout));
             if let Some(t) = &self.tasks {
                 t.after_wait();

@@ -1,20 +1,20 @@
 //! HTTP/2: connections that spoke the client preface (h2c with prior knowledge on a plain
-//! listener) or agreed on `h2` by ALPN (a TLS listener) leave the event loop and are served
-//! by hyperium's `h2` crate on a tokio current-thread runtime, driven by one thread at a time,
-//! the *HTTP/2 thread*, which also runs fast streams' calls (`inline.rs`; a call that blocks
-//! loses the role to a new thread). docs/architecture.md, "HTTP/2", says why.
+//! listener) or agreed on `h2` by ALPN (a TLS listener) leave the loop's table and are served
+//! by hyperium's `h2` crate, each as a task the event loop polls itself (`tasks.rs`): no
+//! runtime and no thread of their own. Fast streams' calls run on the loop's thread
+//! (`inline.rs`). docs/architecture.md, "HTTP/2", says why.
 //!
-//! - [`H2Hub`]: what the loop and the server know of it: `hand_over` takes a connection from
-//!   the loop (the socket leaves the loop's epoll set; the bytes read so far come along),
-//!   `start` readies the runtime with the server's [`StreamRunner`] (inline now, or to the
-//!   pool?), `next_batch` is the driving thread's wait, `stop_changed` tells the connections
-//!   of a stop (the loop calls it when the stop state moves), `join` waits for the end.
+//! - [`H2Hub`]: what the loop and the server know of it: `serve` makes a connection's task
+//!   (the loop registers its socket under the task's token; the bytes read so far come
+//!   along), `start` readies it with the server's [`StreamRunner`] (inline now, or to the
+//!   pool?), `set_stop` tells the connections of a stop (the loop, at each turn of a stop).
+//! - `tasks.rs`: the loop's task set: wakers, the woken list, the sockets' readiness.
+//! - `timer.rs`: the tasks' timers, one heap the loop's wait ends at.
 //! - `conn.rs`: one connection's task: the handshake, accepting streams, the idle timer, the
 //!   GOAWAY at a stop, the resets at its deadline.
-//! - `inline.rs`: the inline path for fast streams: the queue and the driver role, which a
-//!   blocking call loses to a new thread (the server floor runs the calls and the watchdog).
+//! - `inline.rs`: the queue of fast streams the loop's thread runs.
 //! - `open_streams.rs`: a connection's open streams, reset at the end of a stop's graceful time.
-//! - `own_answer.rs`: `--static` and `--health-path` answered on the HTTP/2 thread.
+//! - `own_answer.rs`: `--static` and `--health-path` answered by a task of the loop.
 //! - `parked.rs`: answers waiting for the client's window, held here, not by an app thread.
 //! - `socket_io.rs`: the socket (plain or TLS) as tokio's `AsyncRead`/`AsyncWrite`.
 //! - `stream.rs`: one stream seen from its app thread: the body in, the response out.
@@ -41,7 +41,7 @@ use crate::config::Config;
 use crate::io::conn::Conn;
 pub use call::{LoopView, Stop, StreamCall, StreamRunner, Upper};
 use conn::ThreadShare;
-pub use inline::{Batch, Inline};
+pub use inline::Inline;
 pub use stream::{StreamBody, StreamCut, StreamReply};
 pub use tasks::{Readiness, Task, Tasks, READ, WRITE};
 

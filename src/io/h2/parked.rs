@@ -1,7 +1,7 @@
 //! Answers waiting for the client's window, held by the I/O layer instead of an app thread.
 //!
 //! A response block the stream's send window cannot take now is *parked*: its bytes stay with
-//! the stream's reply (`stream.rs`) and a pump task on the HTTP/2 thread sends them as the
+//! the stream's reply (`stream.rs`) and a pump task on the loop sends them as the
 //! client opens its window, while the app thread goes back to its work (the pool, or the
 //! inline batch). Without this, a client announcing `SETTINGS_INITIAL_WINDOW_SIZE = 0` held one thread per
 //! stream for `--write-timeout`: with inline calls a new driving thread per stream (1,207

@@ -14,8 +14,8 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::io::out_queue::OutQueue;
 use super::tasks::{Readiness, READ, WRITE};
+use crate::io::out_queue::OutQueue;
 use crate::io::stream::{read_fd_uninit, writev_fd_flags};
 use crate::io::tls_link::TlsLink;
 
@@ -171,4 +171,3 @@ impl AsyncWrite for SocketIo {
         Poll::Ready(Ok(()))
     }
 }
-
