@@ -401,60 +401,66 @@ impl LoopState {
                 }
                 continue;
             }
-            self.handshake_budget = HANDSHAKES_PER_TURN;
-            let mut accept_from = std::mem::take(&mut self.spare);
-            let mut accept_metrics = false;
-            for ev in self.events.iter() {
-                let t = ev.token();
-                if t == WAKER {
-                    continue;
-                }
-                if t == pages::METRICS_LISTENER_TOKEN {
-                    accept_metrics = true;
-                    continue;
-                }
-                if t.0 > LISTENER_BASE - self.listeners.len() && t.0 <= LISTENER_BASE {
-                    accept_from.push(LISTENER_BASE - t.0);
-                    continue;
-                }
-                if (H2_BASE..2 * H2_BASE).contains(&t.0) {
-                    if let Some(tasks) = &self.tasks {
-                        let mut bits = 0;
-                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            bits |= crate::io::h2::READ;
-                        }
-                        if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
-                            bits |= crate::io::h2::WRITE;
-                        }
-                        tasks.wake(t.0 - H2_BASE, bits);
+            self.take_events(ctx);
+        }
+    }
+
+    /// After the wait: the events the kernel reported (listeners to accept from, connections
+    /// and HTTP/2 tasks to look at), then the connections that gave up their turn.
+    fn take_events(&mut self, ctx: &LoopCtx) {
+        self.handshake_budget = HANDSHAKES_PER_TURN;
+        let mut accept_from = std::mem::take(&mut self.spare);
+        let mut accept_metrics = false;
+        for ev in self.events.iter() {
+            let t = ev.token();
+            if t == WAKER {
+                continue;
+            }
+            if t == pages::METRICS_LISTENER_TOKEN {
+                accept_metrics = true;
+                continue;
+            }
+            if t.0 > LISTENER_BASE - self.listeners.len() && t.0 <= LISTENER_BASE {
+                accept_from.push(LISTENER_BASE - t.0);
+                continue;
+            }
+            if (H2_BASE..2 * H2_BASE).contains(&t.0) {
+                if let Some(tasks) = &self.tasks {
+                    let mut bits = 0;
+                    if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                        bits |= crate::io::h2::READ;
                     }
-                    continue;
+                    if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
+                        bits |= crate::io::h2::WRITE;
+                    }
+                    tasks.wake(t.0 - H2_BASE, bits);
                 }
-                let hint = if ev.is_read_closed() || ev.is_error() {
-                    ReadHint::Drain
-                } else if ev.is_readable() {
-                    ReadHint::Readable
-                } else {
-                    ReadHint::None
-                };
-                self.ready.push_back((t.0, hint));
+                continue;
             }
-            for &i in &accept_from {
-                self.accept(i, ctx);
-            }
-            self.give_back(accept_from);
-            if accept_metrics {
-                self.accept_metrics(ctx);
-            }
-            // Connections that gave up their turn go on after what has just arrived.
-            if !self.gave_turn.is_empty() {
-                self.ready
-                    .extend(self.gave_turn.drain(..).map(|t| (t, ReadHint::None)));
-            }
-            if !self.handshakes_waiting.is_empty() {
-                let waiting = self.handshakes_waiting.drain(..);
-                self.ready.extend(waiting.map(|t| (t, ReadHint::Readable)));
-            }
+            let hint = if ev.is_read_closed() || ev.is_error() {
+                ReadHint::Drain
+            } else if ev.is_readable() {
+                ReadHint::Readable
+            } else {
+                ReadHint::None
+            };
+            self.ready.push_back((t.0, hint));
+        }
+        for &i in &accept_from {
+            self.accept(i, ctx);
+        }
+        self.give_back(accept_from);
+        if accept_metrics {
+            self.accept_metrics(ctx);
+        }
+        // Connections that gave up their turn go on after what has just arrived.
+        if !self.gave_turn.is_empty() {
+            self.ready
+                .extend(self.gave_turn.drain(..).map(|t| (t, ReadHint::None)));
+        }
+        if !self.handshakes_waiting.is_empty() {
+            let waiting = self.handshakes_waiting.drain(..);
+            self.ready.extend(waiting.map(|t| (t, ReadHint::Readable)));
         }
     }
 

@@ -8,7 +8,7 @@
 //! `epoll_wait` or about to be ([`Tasks::before_wait`]): a wake on the loop's own thread, or
 //! while the loop runs, costs no system call.
 //!
-//! Timers are the loop's too (`timer.rs` keeps them in [`TaskShared`]): the loop's wait ends at
+//! Timers are the loop's too (`timer.rs`, one heap per task set): the loop's wait ends at
 //! the earliest one ([`Tasks::next_due`]) and fires those due ([`Tasks::run`]).
 
 use std::future::Future;
@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use slab::Slab;
 
-use super::timer::Timers;
+use super::timer::{self, Timers};
 
 /// A task: a future the loop polls until it ends.
 pub type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -37,7 +37,7 @@ pub struct TaskShared {
     /// The loop is in `epoll_wait`, or about to be: a wake from outside rings it.
     sleeping: AtomicBool,
     ring: Arc<mio::Waker>,
-    pub(super) timers: Timers,
+    timers: Arc<Timers>,
 }
 
 impl TaskShared {
@@ -134,7 +134,7 @@ impl Tasks {
                 spawned: Mutex::new(Vec::new()),
                 sleeping: AtomicBool::new(false),
                 ring,
-                timers: Timers::default(),
+                timers: Arc::new(Timers::default()),
             }),
             batch: Vec::new(),
         }
@@ -190,6 +190,7 @@ impl Tasks {
     pub fn run(&mut self, now: Instant) -> bool {
         self.shared.timers.fire(now);
         let prev = CURRENT.with(|c| c.replace(Some(Arc::clone(&self.shared))));
+        let prev_timers = timer::enter(Some(Arc::clone(&self.shared.timers)));
         for _ in 0..ROUNDS_PER_TURN {
             let spawned = std::mem::take(&mut *self.shared.spawned.lock().unwrap());
             for task in spawned {
@@ -207,6 +208,7 @@ impl Tasks {
             self.batch.clear();
         }
         CURRENT.with(|c| *c.borrow_mut() = prev);
+        timer::enter(prev_timers);
         self.has_woken()
     }
 

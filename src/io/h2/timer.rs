@@ -12,8 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::tasks::{current, TaskShared};
-
 struct Entry {
     at: Instant,
     waker: Option<Waker>,
@@ -42,6 +40,16 @@ impl Ord for Due {
 #[derive(Default)]
 pub struct Timers {
     heap: Mutex<BinaryHeap<Reverse<Due>>>,
+}
+
+thread_local! {
+    /// The timers of the task set polling a task on this thread (`tasks.rs` sets it).
+    static CURRENT: std::cell::RefCell<Option<Arc<Timers>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Make `timers` this thread's while a task set polls its tasks; returns the previous ones.
+pub fn enter(timers: Option<Arc<Timers>>) -> Option<Arc<Timers>> {
+    CURRENT.with(|c| c.replace(timers))
 }
 
 impl Timers {
@@ -82,7 +90,7 @@ impl Timers {
 /// A timer of the loop: ready at its deadline.
 pub struct Sleep {
     entry: Arc<Mutex<Entry>>,
-    shared: Arc<TaskShared>,
+    timers: Arc<Timers>,
     registered: bool,
 }
 
@@ -93,7 +101,7 @@ pub fn sleep(d: Duration) -> Sleep {
             at: Instant::now() + d,
             waker: None,
         })),
-        shared: current(),
+        timers: CURRENT.with(|c| c.borrow().clone().expect("polled by the loop's task set")),
         registered: false,
     }
 }
@@ -107,7 +115,7 @@ impl Sleep {
         e.at = at;
         drop(e);
         if earlier && self.registered {
-            self.shared.timers.add(at, &self.entry);
+            self.timers.add(at, &self.entry);
         }
     }
 
@@ -123,7 +131,7 @@ impl Sleep {
             let at = e.at;
             drop(e);
             self.registered = true;
-            self.shared.timers.add(at, &self.entry);
+            self.timers.add(at, &self.entry);
         }
         Poll::Pending
     }
