@@ -188,6 +188,10 @@ impl Tasks {
     /// Poll the woken tasks (and those spawned, and those whose timer is due), a few rounds at
     /// most. Returns whether tasks are still woken (the loop must not sleep).
     pub fn run(&mut self, now: Instant) -> bool {
+        if self.slab.is_empty() && self.shared.spawned.lock().unwrap().is_empty() {
+            // No HTTP/2 connection: an HTTP/1.1 turn pays this one look.
+            return false;
+        }
         self.shared.timers.fire(now);
         let prev = CURRENT.with(|c| c.replace(Some(Arc::clone(&self.shared))));
         let prev_timers = timer::enter(Some(Arc::clone(&self.shared.timers)));
@@ -231,12 +235,19 @@ impl Tasks {
 
     /// The earliest timer.
     pub fn next_due(&self) -> Option<Instant> {
+        if self.slab.is_empty() {
+            return None;
+        }
         self.shared.timers.next_due()
     }
 
     /// The loop is about to wait for events: from now a wake from outside rings it. `true`:
-    /// tasks were woken meanwhile, so the loop must not sleep.
+    /// tasks were woken meanwhile, so the loop must not sleep. With no task, nothing can be
+    /// woken (a pump is spawned for a connection's stream), and nothing is asked.
     pub fn before_wait(&self) -> bool {
+        if self.slab.is_empty() {
+            return false;
+        }
         self.shared.sleeping.store(true, Ordering::SeqCst);
         self.has_woken()
     }
