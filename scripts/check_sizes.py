@@ -52,7 +52,7 @@ KNOWN_DEBT: dict[str, int] = {
     "crates/proto/src/h1/decode.rs": 611,
     "src/wsgi/driver.rs::run_request": 206,
     "src/io/event_loop/driver.rs::LoopState::drive": 173,
-    "src/server/mod.rs::Server::run": 173,
+    "src/server/mod.rs::Server::run": 148,
     "src/server/mod.rs::Server::new": 148,
     "src/wsgi/h2/mod.rs::run_stream": 137,
     "src/io/event_loop/driver.rs::LoopState::try_request": 135,

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: and its name here.
 NAMES = {
     # The Rust core (std::thread::Builder::name).
-    "sg-loop", "sg-app", "sg-admit", "sg-watchdog", "sg-timeout", "sg-h2", "sg-h2dog",
+    "sg-loop", "sg-app", "sg-admit", "sg-watchdog", "sg-timeout",
     "sg-accesslog", "sg-statsd", "sg-debug", "sg-tls-writer", "sg-readahead",
     # The Python front (thread_names.py: prctl(PR_SET_NAME) from inside the thread).
     "sg-metrics", "sg-scrape", "sg-recycling", "sg-reloader", "sg-reload-read", "sg-control",
@@ -42,7 +42,7 @@ NAMES = {
 }
 
 #: The kinds a serving process has while a call blocks, with the options below.
-SERVING = {"sg-loop", "sg-app", "sg-admit", "sg-watchdog", "sg-timeout", "sg-h2", "sg-h2dog",
+SERVING = {"sg-loop", "sg-app", "sg-admit", "sg-watchdog", "sg-timeout",
            "sg-accesslog", "sg-recycling"}
 
 

@@ -151,6 +151,14 @@ def servers(d: Path, cert: Path, key: Path) -> tuple[dict, tuple[int, int, str]]
                                 "-w 1 -k gthread --threads 4 --certfile"),
         NGINX_ALONE: (None, alone_port, "nginx 1 worker, return 200"),
     }
+    base = os.environ.get("SLUICEGATE_BASE_PY")
+    if base:
+        # Another build of sluicegate, beside this one in the same rounds (a before/after).
+        argv, _, note = table["sluicegate TLS"]
+        port = free_port()
+        argv = [base, *argv[1:]]
+        argv[argv.index(f"https:127.0.0.1:{sg_port}")] = f"https:127.0.0.1:{port}"
+        table["sluicegate-base TLS"] = (argv, port, note)
     return table, (front_port, alone_port, f"unix:{sock}")
 
 
@@ -186,6 +194,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--ab-requests", type=int, default=4000, help="requests of each ab run")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--servers", default="",
+                    help="comma-separated names of the servers to measure (empty: all)")
+    ap.add_argument("--cases", default="", help="comma-separated cases (empty: all)")
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -212,8 +223,12 @@ def run(args: argparse.Namespace) -> dict:
             wait_ready(f"127.0.0.1:{port}", time.monotonic() + 40)
         results: dict = {}
         for case, (path, _, tool, conns) in CASES.items():
+            if args.cases and case not in args.cases.split(","):
+                continue
             want = expected(case)
             names = [n for n in table if n != NGINX_ALONE or case in ("hello", "new-conn")]
+            if args.servers:
+                names = [n for n in names if n in args.servers.split(",")]
             sizes = {}
             for name in names:
                 size, body = tls_wire(table[name][1], path)

@@ -41,6 +41,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="a Python with gunicorn and h2 (empty: gunicorn not measured)")
     ap.add_argument("--gunicorn-s15a-requests", type=int, default=200,
                     help="requests of each gunicorn S15a run (its streams run one by one)")
+    ap.add_argument("--base-python", default="",
+                    help="another build's Python, measured as sluicegate-base in the same rounds "
+                         "(empty: not measured)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=5, help="length of each S15b and S6 run")
     ap.add_argument("--s15a-requests", type=int, default=3000, help="requests of each S15a run")
@@ -121,6 +124,9 @@ def main(args: argparse.Namespace) -> int:
         ("S6 sluicegate HTTP/1.1", "sluicegate", "s6_hello:app",
          ["wrk", "-t1", "-c64", f"-d{args.seconds}s", url]),
     ]
+    if args.base_python:
+        cases += [(label.replace("sluicegate", "sluicegate-base"), "sluicegate-base", app, cmd)
+                  for label, _, app, cmd in list(cases)]
     if args.granian:
         cases += [
             ("S15a granian h2c", "granian", "s5_sleepy:app",
@@ -139,6 +145,7 @@ def main(args: argparse.Namespace) -> int:
     for r in range(args.rounds):
         for label, server, app, cmd in cases:
             argv = {"sluicegate": lambda: _sluicegate(args.python, app, port),
+                    "sluicegate-base": lambda: _sluicegate(args.base_python, app, port),
                     "granian": lambda: _granian(args.granian, app, port),
                     "gunicorn": lambda: _gunicorn(args.gunicorn_python, app, port)}[server]()
             srv = _start(server, argv, port)

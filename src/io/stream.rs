@@ -104,6 +104,23 @@ pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     }
 }
 
+/// One read(2) into memory not initialized yet (an HTTP/2 connection's frame buffer: no
+/// zeroing before each read), retrying on EINTR. Returns how many bytes it wrote.
+pub fn read_fd_uninit(fd: RawFd, buf: &mut [std::mem::MaybeUninit<u8>]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid writable memory for the duration of the call; read(2) writes
+        // at most `buf.len()` bytes into it and never reads it.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// Write all of `data` to a non-blocking socket an app thread borrowed, waiting (up to
 /// `timeout` per stall) when it is full.
 pub fn send_all_fd(fd: RawFd, mut data: &[u8], timeout: Duration) -> io::Result<()> {

@@ -36,7 +36,7 @@ pub struct PendingLog {
 }
 
 impl PendingLog {
-    /// A request the loop (or the HTTP/2 thread) answered itself, without an app call (a
+    /// A request the loop (or the loop) answered itself, without an app call (a
     /// static file, the health path): parsed, answered and ready to send now.
     pub fn answered_now(
         head: RequestHead,

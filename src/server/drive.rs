@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 
 use super::scheduler::{Scheduler, Unparked};
-use crate::io::event_loop::{LoopCtx, LoopState, Work};
+use crate::io::event_loop::{LoopCtx, LoopState, Turn, Work};
+use crate::io::h2::stream::set_wait_hook;
 use crate::io::h2::StreamCall;
 use crate::io::shared_out::SharedOut;
 use crate::io::wakeup;
@@ -251,7 +252,11 @@ pub(super) fn drive_loop(
         Some(first) => Python::attach(|py| {
             let mut parked = first;
             loop {
-                if let Some(end) = run_inline_batch(shared, py, &mut st, parked) {
+                let end = match parked {
+                    InlineNext::Call(call) => run_inline_batch(shared, py, &mut st, call),
+                    InlineNext::Streams => run_streams(shared, py, &mut st),
+                };
+                if let Some(end) = end {
                     return end;
                 }
                 match py.detach(|| next_inline_parked(shared, &mut st)) {
@@ -276,6 +281,12 @@ struct ParkedCall {
 }
 
 /// Park the loop in `st` for an inline call of `work` (see `Scheduler::park`).
+pub(super) fn park_for_route(shared: &Shared, st: &mut Option<Box<LoopState>>, route: u64) -> u64 {
+    shared
+        .sched
+        .park(st.take().expect("the loop is here"), route)
+}
+
 fn park_for(shared: &Shared, st: &mut Option<Box<LoopState>>, work: Work) -> ParkedCall {
     let route = crate::wsgi::pool::admission::route_hash(work.head.path());
     let seq = shared
@@ -284,24 +295,35 @@ fn park_for(shared: &Shared, st: &mut Option<Box<LoopState>>, work: Work) -> Par
     ParkedCall { work, seq, route }
 }
 
+/// What the loop's thread runs next, attached.
+enum InlineNext {
+    /// A request, the loop parked for it.
+    Call(ParkedCall),
+    /// The HTTP/2 streams queued to run inline (each parks the loop around its call).
+    Streams,
+}
+
 /// Serve (detached) until a request is to run inline: it is returned with the loop parked
 /// for it; the others went to the pool. `None`: the loop has shut down.
-fn next_inline_parked(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<ParkedCall> {
-    let work = next_inline(shared, st)?;
-    Some(park_for(shared, st, work))
+fn next_inline_parked(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<InlineNext> {
+    match next_inline(shared, st)? {
+        Turn::Request(work) => Some(InlineNext::Call(park_for(shared, st, work))),
+        Turn::Streams => Some(InlineNext::Streams),
+    }
 }
 
 /// Serve (detached) until a request is to run inline: it is returned, the others went to the
 /// pool. `None`: the loop has shut down.
-fn next_inline(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<Work> {
+fn next_inline(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<Turn> {
     let _on_loop = crate::wsgi::release::LoopThread::enter();
     let st = st.as_mut().expect("the loop is here");
     loop {
-        let work = st.next_work(shared.ctx())?;
-        if runs_inline(shared, &work) {
-            return Some(work);
+        match st.next_work(shared.ctx())? {
+            Turn::Request(work) if runs_inline(shared, &work) => return Some(Turn::Request(work)),
+            Turn::Request(work) => dispatch(shared, work),
+            Turn::Streams if streams_inline(shared) => return Some(Turn::Streams),
+            Turn::Streams => dispatch_queued(shared),
         }
-        dispatch(shared, work);
     }
 }
 
@@ -392,4 +414,118 @@ pub(super) fn run_job(shared: &Arc<Shared>, job: Job) -> Option<Duration> {
             None
         }
     }
+}
+
+// --- HTTP/2 streams run inline on the loop's thread -------------------------------------------
+
+fn stream_runs_inline(shared: &Shared) -> bool {
+    !shared.ctx().shutting_down() && shared.sched.inline_now()
+}
+
+pub(super) fn dispatch_stream(shared: &Shared, call: StreamCall) {
+    shared
+        .sched
+        .dispatched_calls
+        .fetch_add(1, Ordering::Relaxed);
+    let route = crate::wsgi::pool::admission::route_hash(call.head.path());
+    if let Some(pool) = shared.try_pool() {
+        pool.submit(Job::Stream(call), route);
+    }
+}
+
+/// Whether queued streams run inline now (else they go to the pool).
+pub(super) fn streams_inline(shared: &Shared) -> bool {
+    stream_runs_inline(shared)
+}
+
+/// Send every queued stream to the pool (the scheduler left inline mode meanwhile).
+pub(super) fn dispatch_queued(shared: &Shared) {
+    if let Some(hub) = &shared.ctx().settings.h2 {
+        for call in hub.inline.drain() {
+            dispatch_stream(shared, call);
+        }
+    }
+}
+
+/// What the wait hook of an inline stream needs.
+struct StreamHookCtx<'a> {
+    shared: &'a Arc<Shared>,
+    seq: u64,
+    /// This call gave the loop away and counts in `Inline::left_behind` until it returns.
+    left: std::cell::Cell<bool>,
+}
+
+/// An inline call is about to wait for its connection: the parked loop goes to another thread
+/// first, and the scheduler to dispatch mode. `false` (the call does not wait, its stream is
+/// reset) when one more thread would pass `--threads`.
+fn hand_off(ctx: *const ()) -> bool {
+    // SAFETY: set by `run_streams` from a `StreamHookCtx` on its stack, which outlives the call that
+    // fires the hook (`run_streams` clears the hook before the context goes).
+    let ctx = unsafe { &*(ctx as *const StreamHookCtx<'_>) };
+    let shared = ctx.shared;
+    let Some(hub) = &shared.ctx().settings.h2 else {
+        return true;
+    };
+    if !may_leave_behind(shared, hub) {
+        return false;
+    }
+    if let Some(st) = shared.sched.release_parked(ctx.seq) {
+        shared.sched.note_handoff();
+        hub.inline.left_behind.fetch_add(1, Ordering::SeqCst);
+        ctx.left.set(true);
+        hand_loop_over(shared, &shared.pool(), st, None);
+    }
+    true
+}
+
+/// Whether one more thread may wait in a call apart from the loop: those threads and the
+/// pool's together stay within `--threads`.
+fn may_leave_behind(shared: &Shared, hub: &crate::io::h2::H2Hub) -> bool {
+    let max = shared.bridge.config.threads_max;
+    let pool = shared.try_pool().map_or(0, |p| p.threads());
+    hub.inline.left_behind.load(Ordering::SeqCst) < max.saturating_sub(pool).max(1)
+}
+
+/// Run up to [`INLINE_BATCH`] queued streams here, the loop parked around each. `None`: the
+/// loop is back in `st`; `Some(TakenOver)`: it went to another thread meanwhile.
+pub(super) fn run_streams(
+    shared: &Arc<Shared>,
+    py: Python<'_>,
+    st: &mut Option<Box<LoopState>>,
+) -> Option<LoopEnd> {
+    let hub = shared.ctx().settings.h2.as_ref()?;
+    let _attached = crate::wsgi::release::Attached::enter();
+    for _ in 0..INLINE_BATCH {
+        let call = hub.inline.pop()?;
+        let route = crate::wsgi::pool::admission::route_hash(call.head.path());
+        let seq = park_for_route(shared, st, route);
+        let hook = StreamHookCtx {
+            shared,
+            seq,
+            left: std::cell::Cell::new(false),
+        };
+        set_wait_hook(Some((
+            hand_off,
+            &hook as *const StreamHookCtx<'_> as *const (),
+        )));
+        run_stream(&shared.bridge, py, call, true);
+        set_wait_hook(None);
+        if hook.left.get() {
+            hub.inline.left_behind.fetch_sub(1, Ordering::SeqCst);
+        }
+        match shared.sched.unpark(seq) {
+            Unparked::Back(back) => {
+                st.replace(back);
+            }
+            Unparked::TakenOver { adopted } => {
+                shared.sched.taken_over_call_ended();
+                if adopted {
+                    shared.pool().adopted_finished(route);
+                }
+                return Some(LoopEnd::TakenOver);
+            }
+            Unparked::HandedOff => return Some(LoopEnd::TakenOver),
+        }
+    }
+    None
 }

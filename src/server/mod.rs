@@ -274,33 +274,16 @@ impl Server {
             .spawn(move || p.watch(|| s.sched.loop_cpu_time()))
             .map_err(|e| PyOSError::new_err(format!("cannot start the admission watcher: {e}")))?;
 
-        // HTTP/2: each stream's call runs inline on the thread that drives the connections
-        // while the scheduler is in inline mode, else on the pool (`h2_inline`); a watchdog
-        // takes the role from a batch that blocks.
-        let h2_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let mut h2_watcher = None;
+        // HTTP/2: the loop polls the connections' tasks; each stream's call runs inline on
+        // the loop's thread while the scheduler is in inline mode, else on the pool
+        // (`h2_inline`).
         if let Some(hub) = &shared.ctx().settings.h2 {
             let runner = Arc::new(h2_inline::Runner(Arc::downgrade(&shared)));
-            let started = hub
-                .start(
-                    Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::h2::LoopView>,
-                    runner,
-                )
-                .map_err(|e| PyOSError::new_err(format!("cannot start the HTTP/2 thread: {e}")))?;
-            if started {
-                h2_inline::spawn_driver(&shared, hub).map_err(|e| {
-                    PyOSError::new_err(format!("cannot start the HTTP/2 thread: {e}"))
-                })?;
-                let (s, h, stop) = (Arc::clone(&shared), Arc::clone(hub), Arc::clone(&h2_stop));
-                h2_watcher = Some(
-                    std::thread::Builder::new()
-                        .name("sg-h2dog".into())
-                        .spawn(move || h2_inline::watch_h2(&s, &h, &stop))
-                        .map_err(|e| {
-                            PyOSError::new_err(format!("cannot start the HTTP/2 watchdog: {e}"))
-                        })?,
-                );
-            }
+            hub.start(
+                Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::h2::LoopView>,
+                runner,
+            )
+            .map_err(|e| PyOSError::new_err(format!("cannot start HTTP/2: {e}")))?;
         }
         let s = Arc::clone(&shared);
         let life = pool.life();
@@ -410,16 +393,6 @@ impl Server {
                 shared.ctx().graceful_left(),
                 &shared.ctx().counters.stuck_calls,
             );
-            // HTTP/2: the GOAWAYs went out when the stop began; the streams' last frames
-            // leave once their calls are done (the pool above), then the thread ends.
-            if let Some(hub) = &shared.ctx().settings.h2 {
-                hub.join(shared.ctx().graceful_left().max(STOP_TAIL));
-                h2_stop.store(true, Ordering::SeqCst);
-                hub.inline.wake_watch();
-                if let Some(t) = h2_watcher {
-                    let _ = t.join();
-                }
-            }
             let _ = admission_watcher.join();
             if left == 0 {
                 // The pool's job closure holds `shared`, which holds the pool: let go of the

@@ -268,6 +268,12 @@ impl LoopState {
                 })
                 .count();
             ctx.counters.cut.fetch_add(cut as u64, Ordering::Relaxed);
+            // HTTP/2: every stream still open is reset (and counted) by its connection's task.
+            if let (Some(tasks), Some(hub)) = (self.tasks.as_mut(), ctx.settings.h2.as_ref()) {
+                hub.set_stop(crate::io::h2::Stop::Immediate);
+                tasks.run(now);
+                tasks.clear();
+            }
             let all: Vec<usize> = self
                 .conns
                 .iter()
@@ -282,7 +288,12 @@ impl LoopState {
         // Done when no connection is left, or only those whose app call is stuck past
         // `--timeout`: they were answered (504 or closed) and may never return.
         let stuck = ctx.counters.stuck_calls.load(Ordering::Relaxed);
-        self.conns.is_empty()
+        let h2_open = ctx
+            .settings
+            .h2
+            .as_ref()
+            .map_or(0, |h| h.open.load(Ordering::SeqCst));
+        h2_open == 0 && self.conns.is_empty()
             || (stuck > 0
                 && self.conns.len() <= stuck
                 && self

@@ -73,7 +73,7 @@ impl Shutdown {
 pub struct LoopCtx {
     /// What the config says (the one copy).
     pub settings: LoopSettings,
-    pub(super) waker: Waker,
+    pub(super) waker: Arc<Waker>,
     /// The loop's epoll set (a clone: its own descriptor), for `mute_reads`.
     pub(super) registry: Registry,
     // Boxed on purpose: a connection moves between threads as one pointer, never copied.
@@ -166,10 +166,8 @@ impl LoopCtx {
         at.get_or_insert_with(Instant::now);
         self.shutdown.fetch_max(how as u8, Ordering::SeqCst);
         drop(at);
+        // The loop tells the HTTP/2 connections (`LoopState::run_tasks`) at its next turn.
         let _ = self.waker.wake();
-        if let Some(h2) = &self.settings.h2 {
-            h2.stop_changed();
-        }
     }
 
     /// The loop's check while draining: once `--drain-delay` has passed, the graceful stop
@@ -187,9 +185,6 @@ impl LoopCtx {
             Ordering::SeqCst,
             Ordering::SeqCst,
         );
-        if let Some(h2) = &self.settings.h2 {
-            h2.stop_changed();
-        }
         None
     }
 

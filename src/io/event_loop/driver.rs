@@ -282,26 +282,40 @@ impl LoopState {
         None
     }
 
-    /// A connection that opened with the HTTP/2 preface leaves the loop: out of its epoll set
-    /// and its table, to the HTTP/2 thread with the bytes read so far (`io::h2`). It stays
-    /// counted as open until that thread closes it.
+    /// A connection that opened with the HTTP/2 preface leaves the loop's table for a task of
+    /// the loop (`io::h2`) with the bytes read so far, its socket registered under the task's
+    /// token. It stays counted as open until its task ends.
     fn hand_to_http2(&mut self, token: usize, ctx: &LoopCtx) {
-        let Some(hub) = ctx.settings.h2.clone() else {
+        let (Some(hub), Some(tasks)) = (ctx.settings.h2.clone(), self.tasks.as_mut()) else {
             return;
         };
         let Slot::Here(mut conn) = self.conns.remove(token) else {
             return;
         };
-        if conn.registered {
-            let fd = conn.stream.fd();
-            let _ = self.poll.registry().deregister(&mut SourceFd(&fd));
-            conn.registered = false;
-        }
         conn.deadline = None;
+        let task_token = Token(super::H2_BASE + tasks.next_key());
+        let fd = conn.stream.fd();
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        let registered = if conn.registered {
+            self.poll
+                .registry()
+                .reregister(&mut SourceFd(&fd), task_token, interest)
+        } else {
+            self.poll
+                .registry()
+                .register(&mut SourceFd(&fd), task_token, interest)
+        };
+        if registered.is_err() {
+            return;
+        }
+        conn.registered = true;
+        let ready = crate::io::h2::Readiness::new();
+        if let Some(task) = hub.serve(conn, Arc::clone(&ready)) {
+            tasks.insert_io(task, Some(ready));
+        }
         if let Some(b) = &ctx.balance {
             b.publish(self.held());
         }
-        hub.hand_over(conn);
     }
 
     /// Parse a head from the buffer, or check that a body being buffered is complete.

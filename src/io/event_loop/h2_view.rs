@@ -1,4 +1,4 @@
-//! What the HTTP/2 thread (`io::h2`) reads of the loop, through its `LoopView` trait: the
+//! What the loop (`io::h2`) reads of the loop, through its `LoopView` trait: the
 //! loop implements it here, so `io::h2` never imports the loop (the floors): the shutdown
 //! state, the counters, and the loop's own answers (`--static`, `--health-path`) with their
 //! accounting, the same decisions as for an HTTP/1.1 request.
@@ -10,7 +10,7 @@ use crate::io::out_queue::OutQueue;
 use crate::observe::request_end::PendingLog;
 use crate::observe::timings::End;
 
-/// The HTTP/2 thread's view of the loop (`io::h2` does not import the loop: the floors).
+/// The loop's view of the loop (`io::h2` does not import the loop: the floors).
 impl crate::io::h2::LoopView for LoopCtx {
     fn stop(&self) -> crate::io::h2::Stop {
         use crate::io::h2::Stop;

@@ -89,6 +89,9 @@ fn readable_now(fd: std::os::fd::RawFd) -> bool {
 
 /// Token of the waker (returned connections, shutdown).
 const WAKER: Token = Token(usize::MAX);
+/// HTTP/2 connections' sockets are registered under this plus their task's key
+/// (`io::h2::tasks`), far above the connections' slab keys and below the listeners'.
+const H2_BASE: usize = 1 << 40;
 /// Listener tokens count down from here (the metrics listener's is above them:
 /// `pages::METRICS_LISTENER_TOKEN`); connection tokens are slab keys (far below).
 const LISTENER_BASE: usize = usize::MAX - 2;
@@ -124,6 +127,14 @@ enum ReadHint {
     /// The peer closed, or readiness may have been missed while the connection was away: read
     /// until EAGAIN or end of stream (a short read followed by a FIN raises no further edge).
     Drain,
+}
+
+/// What the loop hands its driver.
+pub enum Turn {
+    /// A request for the app.
+    Request(Work),
+    /// HTTP/2 streams are queued to run inline (`H2Hub::inline`).
+    Streams,
 }
 
 /// What parsing the buffered bytes of a connection led to.
@@ -211,6 +222,8 @@ pub struct LoopState {
     /// Metrics connections away while their page is rendered elsewhere: not requests, so a
     /// stop that ends with them away does not count them as cut.
     pages_away: Vec<usize>,
+    /// HTTP/2 connections' tasks, polled by the loop (`io::h2::tasks`).
+    tasks: Option<crate::io::h2::Tasks>,
 }
 
 impl LoopState {
@@ -222,7 +235,7 @@ impl LoopState {
         balance: Option<Balance>,
     ) -> io::Result<(Box<LoopState>, Arc<LoopCtx>)> {
         let poll = Poll::new()?;
-        let waker = Waker::new(poll.registry(), WAKER)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let mut ls = Vec::with_capacity(listeners.len());
         for (i, mut l) in listeners.into_iter().enumerate() {
             let token = Token(LISTENER_BASE - i);
@@ -243,6 +256,10 @@ impl LoopState {
         // Sweep often enough that a timeout fires within a quarter of its length (bounded to
         // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
         let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let tasks = settings
+            .h2
+            .is_some()
+            .then(|| crate::io::h2::Tasks::new(Arc::clone(&waker)));
         let ctx = Arc::new(LoopCtx {
             settings,
             waker,
@@ -280,6 +297,7 @@ impl LoopState {
             deferred_looks: 0,
             metrics: None,
             pages_away: Vec::new(),
+            tasks,
         });
         if let Some(b) = &ctx.balance {
             b.publish(0);
@@ -288,7 +306,7 @@ impl LoopState {
     }
 
     /// The connections this process holds, for the workers' balance (`io::balance`): the
-    /// loop's, and those it handed to the HTTP/2 thread (which stay open there).
+    /// loop's table's, and the HTTP/2 connections its tasks serve.
     fn held(&self) -> usize {
         let h2 = self.shared.settings.h2.as_ref();
         self.conns.len() + h2.map_or(0, |hub| hub.open.load(std::sync::atomic::Ordering::Relaxed))
@@ -311,17 +329,26 @@ impl LoopState {
 
     /// Run the loop until a request is ready for the app, or until shutdown has finished
     /// (`None`).
-    pub fn next_work(&mut self, ctx: &LoopCtx) -> Option<Work> {
+    pub fn next_work(&mut self, ctx: &LoopCtx) -> Option<Turn> {
         loop {
             while let Some((token, hint)) = self.ready.pop_front() {
                 if let Some(work) = self.drive(token, hint, ctx) {
-                    return Some(work);
+                    return Some(Turn::Request(work));
                 }
             }
             self.take_returns(ctx);
             self.take_flush_requests(ctx);
             if !self.ready.is_empty() {
                 continue;
+            }
+            let tasks_woken = self.run_tasks(ctx);
+            if ctx
+                .settings
+                .h2
+                .as_ref()
+                .is_some_and(|h| h.inline.has_calls())
+            {
+                return Some(Turn::Streams);
             }
             if !self.accept_again.is_empty() {
                 self.accept_listed_again(ctx);
@@ -352,63 +379,101 @@ impl LoopState {
                     continue;
                 }
             }
-            let wake_at = [self.deferred_until, drain_until]
+            let task_due = self.tasks.as_ref().and_then(|t| t.next_due());
+            let wake_at = [self.deferred_until, drain_until, task_due]
                 .into_iter()
                 .flatten()
                 .fold(self.next_sweep, Instant::min);
-            let timeout = if self.gave_turn.is_empty() && self.handshakes_waiting.is_empty() {
-                wake_at.saturating_duration_since(now)
-            } else {
-                Duration::ZERO
-            };
-            if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
+            let busy = tasks_woken || self.tasks.as_ref().is_some_and(|t| t.before_wait());
+            let timeout =
+                if self.gave_turn.is_empty() && self.handshakes_waiting.is_empty() && !busy {
+                    wake_at.saturating_duration_since(now)
+                } else {
+                    Duration::ZERO
+                };
+            let polled = self.poll.poll(&mut self.events, Some(timeout));
+            if let Some(t) = &self.tasks {
+                t.after_wait();
+            }
+            if let Err(e) = polled {
                 if e.kind() != ErrorKind::Interrupted {
                     log_io_error("epoll_wait", &e);
                 }
                 continue;
             }
-            self.handshake_budget = HANDSHAKES_PER_TURN;
-            let mut accept_from = std::mem::take(&mut self.spare);
-            let mut accept_metrics = false;
-            for ev in self.events.iter() {
-                let t = ev.token();
-                if t == WAKER {
-                    continue;
-                }
-                if t == pages::METRICS_LISTENER_TOKEN {
-                    accept_metrics = true;
-                    continue;
-                }
-                if t.0 > LISTENER_BASE - self.listeners.len() && t.0 <= LISTENER_BASE {
-                    accept_from.push(LISTENER_BASE - t.0);
-                    continue;
-                }
-                let hint = if ev.is_read_closed() || ev.is_error() {
-                    ReadHint::Drain
-                } else if ev.is_readable() {
-                    ReadHint::Readable
-                } else {
-                    ReadHint::None
-                };
-                self.ready.push_back((t.0, hint));
-            }
-            for &i in &accept_from {
-                self.accept(i, ctx);
-            }
-            self.give_back(accept_from);
-            if accept_metrics {
-                self.accept_metrics(ctx);
-            }
-            // Connections that gave up their turn go on after what has just arrived.
-            if !self.gave_turn.is_empty() {
-                self.ready
-                    .extend(self.gave_turn.drain(..).map(|t| (t, ReadHint::None)));
-            }
-            if !self.handshakes_waiting.is_empty() {
-                let waiting = self.handshakes_waiting.drain(..);
-                self.ready.extend(waiting.map(|t| (t, ReadHint::Readable)));
-            }
+            self.take_events(ctx);
         }
+    }
+
+    /// After the wait: the events the kernel reported (listeners to accept from, connections
+    /// and HTTP/2 tasks to look at), then the connections that gave up their turn.
+    fn take_events(&mut self, ctx: &LoopCtx) {
+        self.handshake_budget = HANDSHAKES_PER_TURN;
+        let mut accept_from = std::mem::take(&mut self.spare);
+        let mut accept_metrics = false;
+        for ev in self.events.iter() {
+            let t = ev.token();
+            if t == WAKER {
+                continue;
+            }
+            if t == pages::METRICS_LISTENER_TOKEN {
+                accept_metrics = true;
+                continue;
+            }
+            if t.0 > LISTENER_BASE - self.listeners.len() && t.0 <= LISTENER_BASE {
+                accept_from.push(LISTENER_BASE - t.0);
+                continue;
+            }
+            if (H2_BASE..2 * H2_BASE).contains(&t.0) {
+                if let Some(tasks) = &self.tasks {
+                    let mut bits = 0;
+                    if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                        bits |= crate::io::h2::READ;
+                    }
+                    if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
+                        bits |= crate::io::h2::WRITE;
+                    }
+                    tasks.wake(t.0 - H2_BASE, bits);
+                }
+                continue;
+            }
+            let hint = if ev.is_read_closed() || ev.is_error() {
+                ReadHint::Drain
+            } else if ev.is_readable() {
+                ReadHint::Readable
+            } else {
+                ReadHint::None
+            };
+            self.ready.push_back((t.0, hint));
+        }
+        for &i in &accept_from {
+            self.accept(i, ctx);
+        }
+        self.give_back(accept_from);
+        if accept_metrics {
+            self.accept_metrics(ctx);
+        }
+        // Connections that gave up their turn go on after what has just arrived.
+        if !self.gave_turn.is_empty() {
+            self.ready
+                .extend(self.gave_turn.drain(..).map(|t| (t, ReadHint::None)));
+        }
+        if !self.handshakes_waiting.is_empty() {
+            let waiting = self.handshakes_waiting.drain(..);
+            self.ready.extend(waiting.map(|t| (t, ReadHint::Readable)));
+        }
+    }
+
+    /// Poll the HTTP/2 tasks that were woken, after telling them of a stop. `true`: some are
+    /// woken still (the loop must not sleep).
+    fn run_tasks(&mut self, ctx: &LoopCtx) -> bool {
+        let (Some(tasks), Some(hub)) = (self.tasks.as_mut(), ctx.settings.h2.as_ref()) else {
+            return false;
+        };
+        if ctx.shutting_down() {
+            hub.set_stop(crate::io::h2::LoopView::stop(ctx));
+        }
+        tasks.run(Instant::now())
     }
 
     /// Accepts again on the listeners a turn left with connections waiting (`accept_again`).

@@ -1,4 +1,4 @@
-//! The values that cross between the HTTP/2 thread and the rest of the server: a stream's
+//! The values that cross between the loop and the rest of the server: a stream's
 //! call ([`StreamCall`], for the pool), the loop's state as that thread reads it
 //! ([`LoopView`], [`Stop`]), and who runs a stream ([`StreamRunner`]). Below `conn.rs`,
 //! `inline.rs` and `mod.rs`, which use them.
@@ -61,7 +61,7 @@ impl Drop for LiveStream {
     }
 }
 
-/// How far the server is in stopping, as the HTTP/2 thread needs it.
+/// How far the server is in stopping, as the loop needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stop {
     Running,
@@ -71,7 +71,7 @@ pub enum Stop {
     Immediate,
 }
 
-/// What the HTTP/2 thread reads of the event loop's shared state, passed down as a value (the
+/// What the loop reads of the event loop's shared state, passed down as a value (the
 /// loop's `LoopCtx` implements it): whether a stop was asked for, and the counters.
 pub trait LoopView: Send + Sync + 'static {
     fn stop(&self) -> Stop;
@@ -87,10 +87,10 @@ pub trait LoopView: Send + Sync + 'static {
 }
 
 /// Where a stream's app call runs, as the server decides (given down by the server floor,
-/// called on the HTTP/2 thread).
+/// called on the loop).
 pub trait StreamRunner: Send + Sync + 'static {
     /// Should a stream whose request is whole (no body to wait for) run inline on the
-    /// HTTP/2 thread now (`inline.rs`)? The scheduler's mode.
+    /// loop's thread now (`inline.rs`)? The scheduler's mode.
     fn inline_now(&self) -> bool;
     /// Hand the call to the pool.
     fn dispatch(&self, call: StreamCall);

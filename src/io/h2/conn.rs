@@ -1,5 +1,4 @@
-//! The HTTP/2 thread's work: [`serve_all`] takes the connections the loop hands over and runs
-//! one task per connection ([`serve_one`]): the `h2` handshake (our SETTINGS, the client's
+//! One HTTP/2 connection's task ([`serve_one`]), polled by the event loop: the `h2` handshake (our SETTINGS, the client's
 //! preface, within `--header-timeout`), then accepting streams, each decoded into a
 //! `RequestHead` by proto and queued to run inline (`inline.rs`) or dispatched to the pool as
 //! a [`StreamCall`]. Polling `accept` is
@@ -17,7 +16,7 @@ use std::task::Poll;
 use bytes::Bytes;
 use sluicegate_proto::h2::{request_head, StreamRequest};
 use sluicegate_proto::BodyFraming;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
 use super::inline::Inline;
@@ -26,18 +25,17 @@ use super::own_answer;
 use super::parked::{Parking, ServerParking};
 use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
+use super::{tasks, timer};
 use crate::clock::now_ns;
 use crate::io::conn::Conn;
 use crate::io::out_queue::OutQueue;
 
-/// What the HTTP/2 thread works with.
+/// What the connections' tasks work with.
 pub(super) struct ThreadShare {
     pub config: Arc<crate::config::Config>,
     pub runner: Arc<dyn StreamRunner>,
     /// Streams to run inline.
     pub inline: Arc<Inline>,
-    /// Rung when the stop state moves (`H2Hub::stop_changed`) and when a connection ends.
-    pub stop_bell: Arc<tokio::sync::Notify>,
     /// Connections being served (the thread ends at a stop once none is left).
     pub open: Arc<AtomicUsize>,
     /// Response bytes parked, and threads waiting past that, across the server (`parked.rs`).
@@ -53,55 +51,12 @@ const CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
 /// The most response bytes the `h2` crate buffers per stream before the window takes them.
 const SEND_BUFFER: usize = 1024 * 1024;
 
-/// Serve every connection handed over, until a stop is asked for and all have closed.
-pub(super) async fn serve_all(
-    hub: Arc<ThreadShare>,
-    ctx: Arc<dyn LoopView>,
-    mut from_loop: mpsc::UnboundedReceiver<Box<Conn>>,
-) {
-    let (stop_tx, stop_rx) = watch::channel(Stop::Running);
-    let mut stopping = false;
-    // The end of a graceful stop's time: the streams still open are cut then.
-    let mut deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
-    loop {
-        tokio::select! {
-            next = from_loop.recv() => match next {
-                Some(conn) => {
-                    hub.open.fetch_add(1, Ordering::SeqCst);
-                    let task = serve_one(Arc::clone(&hub), Arc::clone(&ctx), conn, stop_rx.clone());
-                    tokio::spawn(task);
-                }
-                None => break,
-            },
-            // The stop is rung by the loop when its state moves (`H2Hub::stop_changed`), and
-            // by each connection that ends meanwhile: no timer wakes an idle thread (a 50 ms
-            // look did, 20 times a second).
-            _ = hub.stop_bell.notified() => {
-                let state = ctx.stop();
-                if state >= Stop::Graceful && *stop_tx.borrow() < state {
-                    stop_tx.send_replace(state);
-                }
-                if state == Stop::Graceful && !stopping {
-                    deadline = Some(Box::pin(tokio::time::sleep(ctx.graceful_left())));
-                }
-                stopping |= state >= Stop::Graceful;
-                if stopping && hub.open.load(Ordering::SeqCst) == 0 {
-                    break;
-                }
-            }
-            _ = async { deadline.as_mut().expect("guarded").await }, if deadline.is_some() => {
-                deadline = None;
-                stop_tx.send_replace(Stop::Immediate);
-            }
-        }
-    }
-}
-
 /// One connection, from the handshake to its close.
-async fn serve_one(
+pub(super) async fn serve_one(
     hub: Arc<ThreadShare>,
     ctx: Arc<dyn LoopView>,
     mut conn: Box<Conn>,
+    ready: Arc<super::tasks::Readiness>,
     mut stop: watch::Receiver<Stop>,
 ) {
     let cfg = Arc::clone(&hub.config);
@@ -110,7 +65,7 @@ async fn serve_one(
         .take()
         .map(|b| b.filled().to_vec())
         .unwrap_or_default();
-    if let Ok(io) = SocketIo::new(conn.stream.fd(), conn.tls.clone(), prefix) {
+    if let Ok(io) = SocketIo::new(conn.stream.fd(), conn.tls.clone(), prefix, ready) {
         let mut builder = h2::server::Builder::new();
         builder
             .max_concurrent_streams(cfg.http2_max_streams)
@@ -118,7 +73,7 @@ async fn serve_one(
             .initial_connection_window_size(CONNECTION_WINDOW)
             .max_header_list_size(u32::try_from(cfg.limits.max_header_bytes).unwrap_or(u32::MAX))
             .max_send_buffer_size(SEND_BUFFER);
-        let handshake = tokio::time::timeout(cfg.header_timeout, builder.handshake::<_, Bytes>(io));
+        let handshake = timer::timeout(cfg.header_timeout, builder.handshake::<_, Bytes>(io));
         if let Ok(Ok(h2c)) = handshake.await {
             streams(&hub, &ctx, &mut conn, h2c, &mut stop).await;
         }
@@ -128,9 +83,6 @@ async fn serve_one(
         .open_connections
         .fetch_sub(1, Ordering::Relaxed);
     hub.open.fetch_sub(1, Ordering::SeqCst);
-    if ctx.stop() >= Stop::Graceful {
-        hub.stop_bell.notify_one();
-    }
     drop(conn);
 }
 
@@ -167,16 +119,18 @@ async fn streams(
     if *stop.borrow() == Stop::Immediate {
         return;
     }
+    let mut idle = timer::sleep(cfg.keepalive_timeout);
     loop {
-        let idle = tokio::time::sleep(cfg.keepalive_timeout);
         tokio::select! {
             next = h2c.accept() => match next {
                 Some(Ok((request, respond))) => {
                     take_stream(hub, ctx, conn, &per_conn, &mut open, request, respond);
+                    idle.reset(cfg.keepalive_timeout);
                 }
                 Some(Err(_)) | None => break,
             },
-            _ = idle => {
+            _ = &mut idle => {
+                idle.reset(cfg.keepalive_timeout);
                 if live.load(Ordering::SeqCst) == 0 && park.parked() == 0 {
                     if going_away {
                         // GOAWAY sent a keep-alive timeout ago and the client neither closed
@@ -272,7 +226,7 @@ fn take_stream(
     let mut out = OutQueue::new();
     if let Some(status) = ctx.own_answer(&head, &mut out) {
         let (view, client) = (Arc::clone(ctx), conn.peer.ip());
-        tokio::spawn(async move {
+        tasks::current().spawn(async move {
             let sent = own_answer::send(respond, out, head.is_head).await;
             view.account_own(head, client, status, sent);
         });

@@ -1,4 +1,4 @@
-//! One connection's streams still open, as its task on the HTTP/2 thread knows them: at the end
+//! One connection's streams still open, as its task on the loop knows them: at the end
 //! of a stop's graceful time (or at an immediate stop) every one of them is reset with
 //! `RST_STREAM(CANCEL)`, after the GOAWAY the stop sent, so that the client can tell a cut
 //! answer from a whole one, and the cut streams are counted (the stop's log line says how many,

@@ -1,7 +1,7 @@
 //! The answers the server gives without the app (`--static` files, `--health-path`), over
 //! HTTP/2: the loop's own decision and bytes (`LoopView::own_answer` fills an output queue
 //! with an HTTP/1.1 head and the body, a file range for a static file), turned into a HEADERS
-//! frame and DATA frames by an async task on the HTTP/2 thread. No app thread, no Python: as
+//! frame and DATA frames by an async task on the loop. No app thread, no Python: as
 //! on HTTP/1.1, a busy app never slows them down. Files are read in `TLS_FILE_READ` blocks
 //! (the output queue's own reader), at most what the stream's window allows at a time.
 

@@ -1,7 +1,7 @@
 //! Answers waiting for the client's window, held by the I/O layer instead of an app thread.
 //!
 //! A response block the stream's send window cannot take now is *parked*: its bytes stay with
-//! the stream's reply (`stream.rs`) and a pump task on the HTTP/2 thread sends them as the
+//! the stream's reply (`stream.rs`) and a pump task on the loop sends them as the
 //! client opens its window, while the app thread goes back to its work (the pool, or the
 //! inline batch). Without this, a client announcing `SETTINGS_INITIAL_WINDOW_SIZE = 0` held one thread per
 //! stream for `--write-timeout`: with inline calls a new driving thread per stream (1,207
@@ -72,7 +72,7 @@ impl Drop for WaitSeat {
 /// One connection's share of parking: the runtime the pumps run on, the bounds, and the stall
 /// watch.
 pub struct Parking {
-    handle: tokio::runtime::Handle,
+    tasks: Arc<super::tasks::TaskShared>,
     pub(super) write_timeout: Duration,
     /// `--write-high-water`: the most bytes this connection parks.
     conn_max: usize,
@@ -90,7 +90,7 @@ pub struct Parking {
 }
 
 impl Parking {
-    /// Called on the HTTP/2 thread, inside the runtime.
+    /// Called inside a task of the loop.
     pub(super) fn new(
         write_timeout: Duration,
         conn_max: usize,
@@ -98,7 +98,7 @@ impl Parking {
         threads_max: usize,
     ) -> Parking {
         Parking {
-            handle: tokio::runtime::Handle::current(),
+            tasks: super::tasks::current(),
             write_timeout,
             conn_max,
             conn_bytes: AtomicUsize::new(0),
@@ -193,9 +193,9 @@ impl Parking {
     }
 
     /// Start the pump of a reply that has just parked its first bytes (`stream::pump`), on the
-    /// HTTP/2 thread's runtime.
+    /// loop.
     pub(super) fn start_pump(&self, pump: impl std::future::Future<Output = ()> + Send + 'static) {
-        self.handle.spawn(pump);
+        self.tasks.spawn(pump);
     }
 
     /// A pump got no window for the write timeout: tell the connection's task.

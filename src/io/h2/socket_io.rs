@@ -1,48 +1,45 @@
 //! A handed-over connection as tokio's `AsyncRead`/`AsyncWrite`, for the `h2` crate: the bytes
 //! the event loop had read already come first (the client preface, often the first frames
 //! too), then the socket, plain or through the connection's TLS session (`io::tls_link`, the
-//! same session the handshake ran in). Readiness comes from tokio's own epoll (`AsyncFd`):
-//! the socket left the event loop's set before it came here.
+//! same session the handshake ran in). Readiness is the event loop's: the socket stays in
+//! its epoll set (edge-triggered, read and write) under the connection's task's token, so a
+//! read or write that finds the socket empty or full returns `Pending`, and the next edge
+//! wakes the task (`tasks.rs`).
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
-use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::tasks::{Readiness, READ, WRITE};
 use crate::io::out_queue::OutQueue;
-use crate::io::stream::{read_fd, writev_fd_flags};
+use crate::io::stream::{read_fd_uninit, writev_fd_flags};
 use crate::io::tls_link::TlsLink;
-
-/// The socket's descriptor for `AsyncFd`; the descriptor itself is owned (and closed) by the
-/// connection the task holds.
-pub(super) struct Fd(pub RawFd);
-
-impl AsRawFd for Fd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
-}
 
 /// One HTTP/2 connection's byte stream.
 pub(super) struct SocketIo {
-    fd: AsyncFd<Fd>,
+    /// Owned (and closed) by the connection the task holds, which outlives this.
+    fd: RawFd,
     tls: Option<Arc<TlsLink>>,
     /// Read by the loop before the hand-over, served first.
     prefix: Vec<u8>,
     prefix_at: usize,
+    /// What the loop's epoll said of the socket since the last `WouldBlock`.
+    ready: Arc<Readiness>,
 }
 
 impl SocketIo {
-    pub(super) fn new(fd: RawFd, tls: Option<Arc<TlsLink>>, prefix: Vec<u8>) -> io::Result<Self> {
-        // SAFETY: `fd` is the socket of the connection that the task serving it owns; that
-        // task drops this `SocketIo` (the h2 connection holding it) before the connection, so
-        // the descriptor stays open, and the same socket, for the whole life of the `AsyncFd`.
-        let fd = unsafe { AsyncFd::register(Fd(fd)) }.map_err(io::Error::from)?;
+    pub(super) fn new(
+        fd: RawFd,
+        tls: Option<Arc<TlsLink>>,
+        prefix: Vec<u8>,
+        ready: Arc<Readiness>,
+    ) -> io::Result<Self> {
         Ok(SocketIo {
+            ready,
             fd,
             tls,
             prefix,
@@ -50,16 +47,44 @@ impl SocketIo {
         })
     }
 
-    fn read_now(&self, buf: &mut [u8]) -> io::Result<usize> {
-        match &self.tls {
-            None => read_fd(self.fd.get_ref().0, buf),
-            Some(link) => link.read_some(buf),
+    /// One read into `buf`: plain, straight into its unfilled room (no zeroing first); TLS,
+    /// through the session. `WouldBlock` clears the socket's readability until its next edge.
+    fn read_into(&self, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if !self.ready.has(READ) {
+            return Poll::Pending;
+        }
+        let r = match &self.tls {
+            None => {
+                // SAFETY: only the kernel writes the unfilled room (read(2), at most its
+                // length); exactly the `n` bytes it wrote are marked initialized below.
+                let room = unsafe { buf.unfilled_mut() };
+                read_fd_uninit(self.fd, room).map(|n| {
+                    // SAFETY: read(2) initialized the first `n` bytes of the unfilled room.
+                    unsafe { buf.assume_init(n) };
+                    buf.advance(n);
+                })
+            }
+            Some(link) => link
+                .read_some(buf.initialize_unfilled())
+                .map(|n| buf.advance(n)),
+        };
+        self.blocked_on(READ, r)
+    }
+
+    /// `r` as a poll: `WouldBlock` clears `bit` (the loop sets it again at the next edge).
+    fn blocked_on<T>(&self, bit: u8, r: io::Result<T>) -> Poll<io::Result<T>> {
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.ready.clear(bit);
+                Poll::Pending
+            }
+            r => Poll::Ready(r),
         }
     }
 
     fn write_now(&self, data: &[u8]) -> io::Result<usize> {
         match &self.tls {
-            None => writev_fd_flags(self.fd.get_ref().0, &[io::IoSlice::new(data)], 0),
+            None => writev_fd_flags(self.fd, &[io::IoSlice::new(data)], 0),
             Some(link) => {
                 let mut q = OutQueue::new();
                 q.push_copy(data);
@@ -88,8 +113,8 @@ impl AsyncRead for SocketIo {
             return Poll::Ready(Ok(()));
         }
         // Decrypted bytes may wait in the TLS session with no edge to come.
-        if this.tls.as_ref().is_some_and(|t| t.has_input()) {
-            match this.read_now(buf.initialize_unfilled()) {
+        if let Some(link) = this.tls.as_ref().filter(|t| t.has_input()) {
+            match link.read_some(buf.initialize_unfilled()) {
                 Ok(n) => {
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
@@ -98,17 +123,8 @@ impl AsyncRead for SocketIo {
                 Err(e) => return Poll::Ready(Err(e)),
             }
         }
-        loop {
-            let mut guard = ready!(this.fd.poll_read_ready(cx))?;
-            match guard.try_io(|_| this.read_now(buf.initialize_unfilled())) {
-                Ok(Ok(n)) => {
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                Ok(Err(e)) => return Poll::Ready(Err(e)),
-                Err(_would_block) => continue,
-            }
-        }
+        let _ = cx;
+        this.read_into(buf)
     }
 }
 
@@ -118,14 +134,11 @@ impl AsyncWrite for SocketIo {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        loop {
-            let mut guard = ready!(this.fd.poll_write_ready(cx))?;
-            match guard.try_io(|_| this.write_now(data)) {
-                Ok(r) => return Poll::Ready(r),
-                Err(_would_block) => continue,
-            }
+        let _ = cx;
+        if !self.ready.has(WRITE) {
+            return Poll::Pending;
         }
+        self.blocked_on(WRITE, self.write_now(data))
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -134,26 +147,27 @@ impl AsyncWrite for SocketIo {
             return Poll::Ready(Ok(()));
         };
         // TLS: ciphertext the socket did not take waits in the session.
+        let _ = cx;
         while link.has_output() {
-            let mut guard = ready!(this.fd.poll_write_ready(cx))?;
+            if !this.ready.has(WRITE) {
+                return Poll::Pending;
+            }
             let mut empty = OutQueue::new();
-            match guard.try_io(|_| link.write_some(&mut empty)) {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Poll::Ready(Err(e)),
-                Err(_would_block) => continue,
+            if let Err(e) = link.write_some(&mut empty) {
+                return this.blocked_on(WRITE, Err(e));
             }
         }
         Poll::Ready(Ok(()))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.as_mut().poll_flush(cx))?;
+        std::task::ready!(self.as_mut().poll_flush(cx))?;
         if let Some(link) = &self.tls {
             link.close(None);
         }
         // SAFETY: the descriptor is open (owned by the connection the task holds); shutdown
         // only changes the socket's state.
-        unsafe { libc::shutdown(self.fd.get_ref().0, libc::SHUT_WR) };
+        unsafe { libc::shutdown(self.fd, libc::SHUT_WR) };
         Poll::Ready(Ok(()))
     }
 }

@@ -1,9 +1,9 @@
 //! One HTTP/2 stream as the thread that runs its app call sees it: [`StreamBody`] (the
 //! request's DATA frames) and [`StreamReply`] (the response's HEADERS and DATA). Both are
-//! called from an app thread, never from the HTTP/2 thread: the `h2` crate's stream handles
+//! called from an app thread, never from the loop: the `h2` crate's stream handles
 //! are thread-safe, and each call that must wait (a DATA frame still to come, send window still
 //! closed) parks the app thread with a waker that unparks it, bounded by a timeout, while the
-//! connection's task on the HTTP/2 thread does the socket I/O. Callers holding the GIL release
+//! connection's task on the loop does the socket I/O. Callers holding the GIL release
 //! it first.
 //!
 //! Flow control is tied to the app: a DATA frame's bytes are given back to the client's
@@ -300,7 +300,7 @@ impl ReplyState {
 async fn pump(state: Arc<Mutex<ReplyState>>) {
     let park = Arc::clone(&state.lock().unwrap().park);
     loop {
-        let step = tokio::time::timeout(
+        let step = super::timer::timeout(
             park.write_timeout,
             std::future::poll_fn(|cx| state.lock().unwrap().poll_pump(cx)),
         )

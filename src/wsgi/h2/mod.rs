@@ -45,7 +45,7 @@ enum AppEnd {
     ClientGone,
 }
 
-/// Run one stream's app call on this thread (the GIL held); `inline`: on the HTTP/2 thread
+/// Run one stream's app call on this thread (the GIL held); `inline`: on the loop
 /// (the access log's timings say so).
 pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: bool) {
     let StreamCall {

@@ -1,0 +1,162 @@
+//! The loop's timers for its tasks: [`sleep`] and [`timeout`], kept in one heap by deadline
+//! ([`Timers`], in the task set's shared part); the loop's wait ends at the earliest and fires
+//! those due. A timer moved later ([`Sleep::reset`]) keeps its place in the heap and is put
+//! back at its new deadline when the old one comes: a connection's idle timer, pushed back at
+//! each stream, costs no heap operation per stream.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+struct Entry {
+    at: Instant,
+    waker: Option<Waker>,
+}
+
+struct Due(Instant, Arc<Mutex<Entry>>);
+
+impl PartialEq for Due {
+    fn eq(&self, o: &Self) -> bool {
+        self.0 == o.0
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&o.0)
+    }
+}
+
+/// Every timer of the loop's tasks.
+#[derive(Default)]
+pub struct Timers {
+    heap: Mutex<BinaryHeap<Reverse<Due>>>,
+}
+
+thread_local! {
+    /// The timers of the task set polling a task on this thread (`tasks.rs` sets it).
+    static CURRENT: std::cell::RefCell<Option<Arc<Timers>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Make `timers` this thread's while a task set polls its tasks; returns the previous ones.
+pub fn enter(timers: Option<Arc<Timers>>) -> Option<Arc<Timers>> {
+    CURRENT.with(|c| c.replace(timers))
+}
+
+impl Timers {
+    fn add(&self, at: Instant, entry: &Arc<Mutex<Entry>>) {
+        self.heap
+            .lock()
+            .unwrap()
+            .push(Reverse(Due(at, Arc::clone(entry))));
+    }
+
+    pub fn next_due(&self) -> Option<Instant> {
+        self.heap.lock().unwrap().peek().map(|r| r.0 .0)
+    }
+
+    /// Wake the timers due at `now`; those moved later go back in at their new deadline,
+    /// those dropped leave.
+    pub fn fire(&self, now: Instant) {
+        let mut heap = self.heap.lock().unwrap();
+        while heap.peek().is_some_and(|r| r.0 .0 <= now) {
+            let Reverse(Due(_, entry)) = heap.pop().expect("peeked");
+            if Arc::strong_count(&entry) == 1 {
+                continue;
+            }
+            let mut e = entry.lock().unwrap();
+            if e.at > now {
+                let at = e.at;
+                drop(e);
+                heap.push(Reverse(Due(at, entry)));
+                continue;
+            }
+            if let Some(w) = e.waker.take() {
+                w.wake();
+            }
+        }
+    }
+}
+
+/// A timer of the loop: ready at its deadline.
+pub struct Sleep {
+    entry: Arc<Mutex<Entry>>,
+    timers: Arc<Timers>,
+    registered: bool,
+}
+
+/// A timer ready `d` from now (inside a task of the loop).
+pub fn sleep(d: Duration) -> Sleep {
+    Sleep {
+        entry: Arc::new(Mutex::new(Entry {
+            at: Instant::now() + d,
+            waker: None,
+        })),
+        timers: CURRENT.with(|c| c.borrow().clone().expect("polled by the loop's task set")),
+        registered: false,
+    }
+}
+
+impl Sleep {
+    /// Move the deadline to `d` from now.
+    pub fn reset(&mut self, d: Duration) {
+        let at = Instant::now() + d;
+        let mut e = self.entry.lock().unwrap();
+        let earlier = at < e.at;
+        e.at = at;
+        drop(e);
+        if earlier && self.registered {
+            self.timers.add(at, &self.entry);
+        }
+    }
+
+    pub fn poll_due(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut e = self.entry.lock().unwrap();
+        if Instant::now() >= e.at {
+            return Poll::Ready(());
+        }
+        if !e.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            e.waker = Some(cx.waker().clone());
+        }
+        if !self.registered {
+            let at = e.at;
+            drop(e);
+            self.registered = true;
+            self.timers.add(at, &self.entry);
+        }
+        Poll::Pending
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.get_mut().poll_due(cx)
+    }
+}
+
+/// `f` did not end within its time.
+#[derive(Debug)]
+pub struct Elapsed;
+
+/// `f`'s output, or [`Elapsed`] if `d` passes first.
+pub async fn timeout<F: Future>(d: Duration, f: F) -> Result<F::Output, Elapsed> {
+    let mut timer = sleep(d);
+    let mut f = pin!(f);
+    poll_fn(|cx| {
+        if let Poll::Ready(v) = f.as_mut().poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        timer.poll_due(cx).map(|()| Err(Elapsed))
+    })
+    .await
+}
