@@ -174,7 +174,8 @@ def test_the_docs_have_units():
 @pytest.mark.parametrize("name", sorted(u for u in UNITS if u.endswith(".service")))
 def test_service_unit_notifies_installs_and_has_a_valid_command(name):
     from sluicegate.loader import parse_spec
-    from sluicegate.options import from_command_line, raw_values, validate
+    from sluicegate.command_line import from_command_line
+    from sluicegate.resolution import raw_values, validate
 
     text = UNITS[name]
     assert re.search(r"^Type=notify$", text, re.M), "the server speaks sd_notify: Type=notify"
@@ -236,7 +237,8 @@ def test_the_docs_have_commands():
 def test_command_in_docs_is_valid(command):
     """Its options validate and its app path parses (the app itself is the reader's)."""
     from sluicegate.loader import parse_spec
-    from sluicegate.options import from_command_line, raw_values, validate
+    from sluicegate.command_line import from_command_line
+    from sluicegate.resolution import raw_values, validate
 
     argv = shlex.split(command.split(": ", 1)[1], comments=True)[1:]
     if argv[:1] == ["ctl"]:  # the control socket's client: its own command line

@@ -424,7 +424,7 @@ def test_static_takes_djangos_static_url(project):
     values = printed(run_cli("--static", "/static/=staticfiles", "--print-config", "mysite.wsgi",
                              cwd=project))
     assert values["static"] == '["/static/=staticfiles"]  # --static'
-    from sluicegate.options import parse_static
+    from sluicegate.parsers import parse_static
 
     cwd = os.getcwd()
     os.chdir(project)

@@ -2,8 +2,8 @@
 options.py or checked against it here, so that adding a core option is one table entry plus the
 code that uses it, and any drift fails a test naming the file to regenerate or fix.
 
-  - `Config` (options.py): written out for type checkers, checked field by field (names, order,
-    types) when options.py is imported and below;
+  - `Config` (validated.py): written out for type checkers, checked field by field (names,
+    order, types) when options.py is imported and below;
   - `ServerConfig` in _core.pyi: generated (`python -m sluicegate.config --write-stub`);
   - `core_config()`: gives exactly ServerConfig's keys;
   - src/config.rs: `Config::from_dict` reads exactly ServerConfig's keys (its source, parsed
@@ -31,8 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
-from sluicegate import config, options  # noqa: E402
-from sluicegate.options import OPTIONS, Config, StaticMount, resolve  # noqa: E402
+from sluicegate import command_line, config, options  # noqa: E402
+from sluicegate.options import OPTIONS  # noqa: E402
+from sluicegate.parsers import StaticMount  # noqa: E402
+from sluicegate.resolution import resolve  # noqa: E402
+from sluicegate.validated import Config  # noqa: E402
 
 STUB = ROOT / "python" / "sluicegate" / "_core.pyi"
 RUST_CONFIG = ROOT / "src" / "config.rs"
@@ -62,7 +65,7 @@ def test_config_class_is_the_table():
     hints = typing.get_type_hints(Config)
     assert [(f.name, hints[f.name]) for f in dataclasses.fields(Config)] == \
         [(o.name, o.type) for o in OPTIONS]
-    source = (ROOT / "python" / "sluicegate" / "options.py").read_text()
+    source = (ROOT / "python" / "sluicegate" / "validated.py").read_text()
     assert options.config_class_fields() in source, "--config-class prints what Config says"
 
 
@@ -122,7 +125,7 @@ def test_every_flag_is_unique_and_well_formed():
         if f == "--limit-request-field_size":
             continue
         assert re.fullmatch(r"-[a-zA-Z]|--[a-z][a-z0-9-]+", f), f
-    text = options.build_parser("0").format_help()
+    text = command_line.build_parser("0").format_help()
     for f in flags:
         assert f in text
 

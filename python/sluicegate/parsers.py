@@ -1,7 +1,7 @@
 """The parsers of the options' values (options.py declares which option takes which): each
 takes the value as written (a str from the command line or the environment, or a Python value
 given to serve()) and returns the typed value, or raises ValueError with a one-line reason that
-does not repeat the value (options.validate adds the option and the value).
+does not repeat the value (resolution.validate adds the option and the value).
 """
 
 from __future__ import annotations
