@@ -12,7 +12,9 @@ code that uses it, and any drift fails a test naming the file to regenerate or f
     struct's field comments name the option behind each core key;
   - docs/options.md: generated (`python -m sluicegate.options --markdown`), checked in
     test_options.py;
-  - every flag on the command line, gunicorn's aliases included, is unique and in --help.
+  - every flag on the command line, gunicorn's aliases included, is unique and in --help;
+  - the names of the options of a few values (allowed_values.txt): what their parsers take,
+    and what src/config.rs compiles in and reads them through.
 No server, no sockets, no core.
 """
 
@@ -40,8 +42,10 @@ from sluicegate.validated import Config  # noqa: E402
 STUB = ROOT / "python" / "sluicegate" / "_core.pyi"
 RUST_CONFIG = ROOT / "src" / "config.rs"
 
-#: `get(d, "key")`, `secs(d, "key")`, `get::<String>(d, "key")`, `d.get_item("key")`.
-RUST_KEY = re.compile(r'(?:\b(?:get|secs)(?:::<[^>]*>)?\(\s*d\s*,\s*|\bd\s*\.get_item\(\s*)"(\w+)"')
+#: `get(d, "key")`, `secs(d, "key")`, `one_of(d, "key", ..)`, `get::<String>(d, "key")`,
+#: `d.get_item("key")`.
+RUST_KEY = re.compile(
+    r'(?:\b(?:get|secs|one_of)(?:::<[^>]*>)?\(\s*d\s*,\s*|\bd\s*\.get_item\(\s*)"(\w+)"')
 RUST_MOUNT_KEY = re.compile(r'\bget(?:::<[^>]*>)?\(\s*m\s*,\s*"(\w+)"')
 #: Keys kept as Python objects are taken from the dict where they are used
 #: (`config.get_item("errors")` in the server's constructor).
@@ -141,3 +145,33 @@ def test_gunicorn_settings_map_onto_options():
     assert not set(gunicorn_config.HOOKS) & set(gunicorn_settings.BY_NAME)
 
 
+
+
+def test_the_options_of_a_few_names_take_exactly_those_of_allowed_values_txt():
+    """allowed_values.txt is the one list of each such option's names: its parser takes each
+    name as it is and refuses any other, and its default is one of them."""
+    from sluicegate.allowed_values import ALLOWED
+
+    assert set(ALLOWED) == {"scheduler", "http2", "cert_reqs", "tls_min_version",
+                            "forwarded_headers"}
+    for name, values in ALLOWED.items():
+        o = options.BY_NAME[name]
+        assert o.core, f"{name}: the core maps these names, so the option goes to the core"
+        assert o.parse(o.default) in values, name
+        for value in values:
+            assert o.parse(value) == value, (name, value)
+        with pytest.raises(ValueError):
+            o.parse("no-such-name")
+
+
+def test_rust_reads_the_names_from_allowed_values_txt():
+    """src/config.rs compiles the same file in and reads each such option through it
+    (`one_of`), rather than spelling the names again."""
+    from sluicegate.allowed_values import ALLOWED, PATH
+
+    source = rust_source()
+    assert f'include_str!("../python/sluicegate/{PATH.name}")' in source
+    for name in ALLOWED:
+        assert re.search(rf'\bone_of\(\s*d\s*,\s*"{name}"', source), name
+        for value in ALLOWED[name]:  # no `"value" => Variant` arm spelling a name again
+            assert not re.search(rf'"{re.escape(value)}"\s*=>', source), (name, value)
