@@ -21,16 +21,15 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 
 from tests import nginx_util
+from tests.helpers import wait_accepting
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -118,15 +117,7 @@ def test_uwsgi_block_passes_the_host_with_its_port(tmp_path, start_server):
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + nginx_util.START_TIMEOUT
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "nginx did not listen"
-                time.sleep(0.05)  # polls nginx's listening socket: the condition
+        wait_accepting([port], "nginx to listen", nginx_util.START_TIMEOUT, process=proc)
         conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=20,
                                            context=nginx_util.client_context())
         conn.request("GET", "/", headers={"Host": f"shop.example:{port}"})
