@@ -153,7 +153,7 @@ def test_the_options_of_a_few_names_take_exactly_those_of_allowed_values_txt():
     from sluicegate.allowed_values import ALLOWED
 
     assert set(ALLOWED) == {"scheduler", "http2", "cert_reqs", "tls_min_version",
-                            "forwarded_headers"}
+                            "forwarded_headers", "access_log_format"}
     for name, values in ALLOWED.items():
         o = options.BY_NAME[name]
         assert o.core, f"{name}: the core maps these names, so the option goes to the core"
@@ -165,13 +165,17 @@ def test_the_options_of_a_few_names_take_exactly_those_of_allowed_values_txt():
 
 
 def test_rust_reads_the_names_from_allowed_values_txt():
-    """src/config.rs compiles the same file in and reads each such option through it
-    (`one_of`), rather than spelling the names again."""
+    """src/config.rs compiles the same file in, and each such option's names are read through
+    it (`one_of(d, "option", ..)` or `allowed_values("option")`), never spelled again in a
+    match arm."""
     from sluicegate.allowed_values import ALLOWED, PATH
 
-    source = rust_source()
-    assert f'include_str!("../python/sluicegate/{PATH.name}")' in source
+    assert f'include_str!("../python/sluicegate/{PATH.name}")' in rust_source()
+    sources = [path.read_text() for path in (ROOT / "src").rglob("*.rs")]
     for name in ALLOWED:
-        assert re.search(rf'\bone_of\(\s*d\s*,\s*"{name}"', source), name
+        reads = re.compile(rf'\b(?:one_of\(\s*d\s*,\s*|allowed_values\(\s*)"{name}"')
+        readers = [source for source in sources if reads.search(source)]
+        assert readers, f"no src/ file reads {name}'s names from allowed_values.txt"
         for value in ALLOWED[name]:  # no `"value" => Variant` arm spelling a name again
-            assert not re.search(rf'"{re.escape(value)}"\s*=>', source), (name, value)
+            for source in readers:
+                assert not re.search(rf'"{re.escape(value)}"\s*=>', source), (name, value)

@@ -249,14 +249,14 @@ def parse_access_log_format(value: object) -> str:
     """combined, common, json, a template of {field} names, or gunicorn's %(atom)s format
     (written as gunicorn writes it: log_options.parse_gunicorn_log_format)."""
     text = _str(value)
-    if text in ("combined", "common", "json"):
+    if text in ALLOWED["access_log_format"]:
         return text
     if "%(" in text:
         return parse_gunicorn_log_format(text)
     names = re.findall(r"\{([^{}]*)\}", text)
     if not names:
-        raise ValueError("expected combined, common, json or a template such as "
-                         "'{client} {method} {path} {status} {app_us}'")
+        raise ValueError(f"expected {', '.join(ALLOWED['access_log_format'])} or a template "
+                         "such as '{client} {method} {path} {status} {app_us}'")
     if text.count("{") != len(names) or text.count("}") != len(names):
         raise ValueError("unbalanced braces in the template")
     unknown = [n for n in names if n not in ACCESS_LOG_FIELDS]

@@ -28,7 +28,6 @@ from .validated import Config
 # --- Phase 1: raw values, with where each came from.
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Raw:
     """A value as written, and where: '--threads', 'SLUICEGATE_THREADS', 'threads=' (a serve()
