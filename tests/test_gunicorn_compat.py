@@ -479,12 +479,12 @@ def test_usr1_reopens_the_error_log_in_the_master_and_the_workers(project):
             c.request("GET", f"/after{i}")
             assert c.getresponse().status == 200
             c.close()
-        wait_in(log_path, "app says /after3")
+        wait_in_file(log_path, "app says /after3", TIMEOUT, process=proc)
         assert "app says" not in rotated.read_text()
         # A relative --chdir is where sluicegate started plus it, for the workers of a reload
         # too (they went to site/site and failed to boot).
         proc.send_signal(signal.SIGHUP)
-        wait_in(log_path, "Reload done")
+        wait_in_file(log_path, "Reload done", TIMEOUT, process=proc)
         assert "changed:" not in log_path.read_text()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(TIMEOUT) == 0

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
-from sluicegate import command_line, options  # noqa: E402
+from sluicegate import command_line  # noqa: E402
 from sluicegate.config import core_config  # noqa: E402
 from sluicegate.errors import OptionError  # noqa: E402
 from sluicegate.listeners import BindAddress  # noqa: E402
