@@ -45,7 +45,6 @@ MAX_FUNCTION = 100
 # when it fits. Never raise one.
 KNOWN_DEBT: dict[str, int] = {
     "crates/proto/src/h1/parse.rs": 1410,
-    "python/sluicegate/options.py": 955,
     "crates/proto/src/files/plan.rs": 904,
     "crates/proto/src/uwsgi.rs": 857,
     "crates/proto/src/forwarded.rs": 648,

@@ -7,6 +7,11 @@
 //! Plain data, on the bottom floor: the small types the settings are made of
 //! ([`Policy`], [`BodyPace`], [`MountConfig`]) are defined here, and the layers that act on
 //! them import them from here, never the other way round.
+//!
+//! The names an option of a few values takes (`--scheduler`, `--http2`, `--cert-reqs`,
+//! `--tls-min-version`, `--forwarded-headers`) are declared once, in the Python package's
+//! `allowed_values.txt`, compiled in here ([`allowed_values`]); each enum lists its variants
+//! in `ALL` in that file's order, and a name means the variant in its place.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -106,6 +111,40 @@ pub struct Config {
     pub balance_slot: usize,
 }
 
+/// The allowed values of the options of a few names, as the Python front's parsers read them
+/// too: one `option: name name ...` a line, `#` lines are comments.
+const ALLOWED_VALUES: &str = include_str!("../python/sluicegate/allowed_values.txt");
+
+/// The names `option` takes, in `allowed_values.txt`'s order (none for an option not there).
+pub fn allowed_values(option: &str) -> Vec<&'static str> {
+    ALLOWED_VALUES
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.trim() == option)
+        .map(|(_, names)| names.split_whitespace().collect())
+        .unwrap_or_default()
+}
+
+/// The variant `name` means among `variants`, which list `option`'s variants in
+/// `allowed_values.txt`'s order.
+fn by_name<T: Copy>(option: &str, variants: &[T], name: &str) -> Option<T> {
+    let place = allowed_values(option).iter().position(|n| *n == name)?;
+    variants.get(place).copied()
+}
+
+/// The config value `key`, one of the names `allowed_values.txt` gives it, as its variant.
+fn one_of<T: Copy>(d: &Bound<'_, PyDict>, key: &str, variants: &[T]) -> PyResult<T> {
+    let name: String = get(d, key)?;
+    by_name(key, variants, &name).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "{key} must be one of {}, not {name:?}",
+            allowed_values(key).join(", ")
+        ))
+    })
+}
+
 /// `--http2`: where HTTP/2 is spoken (docs/http-support.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Http2Mode {
@@ -118,13 +157,11 @@ pub enum Http2Mode {
 }
 
 impl Http2Mode {
+    /// The variants in `allowed_values.txt`'s order for `http2`.
+    pub const ALL: [Http2Mode; 3] = [Http2Mode::On, Http2Mode::Tls, Http2Mode::Off];
+
     pub fn parse(name: &str) -> Option<Http2Mode> {
-        match name {
-            "on" => Some(Http2Mode::On),
-            "tls" => Some(Http2Mode::Tls),
-            "off" => Some(Http2Mode::Off),
-            _ => None,
-        }
+        by_name("http2", &Self::ALL, name)
     }
 
     /// Whether a connection of this kind (TLS or not) may turn into HTTP/2.
@@ -149,14 +186,12 @@ pub enum Policy {
 }
 
 impl Policy {
+    /// The variants in `allowed_values.txt`'s order for `scheduler`.
+    pub const ALL: [Policy; 3] = [Policy::Adaptive, Policy::Inline, Policy::Pool];
+
     /// The `--scheduler` value (validated once, when the config is built).
     pub fn parse(s: &str) -> Option<Policy> {
-        match s {
-            "adaptive" => Some(Policy::Adaptive),
-            "inline" => Some(Policy::Inline),
-            "pool" => Some(Policy::Pool),
-            _ => None,
-        }
+        by_name("scheduler", &Self::ALL, s)
     }
 }
 
@@ -203,6 +238,9 @@ where
         ))),
     }
 }
+
+/// `--forwarded-headers`: the families in `allowed_values.txt`'s order.
+const FAMILIES: [Family; 2] = [Family::XForwarded, Family::Forwarded];
 
 /// `--proxy-allow-ips`: its own list, or None (empty: `--forwarded-allow-ips` decides).
 fn proxy_trust(d: &Bound<'_, PyDict>) -> PyResult<Option<TrustList>> {
@@ -269,16 +307,11 @@ fn mounts(d: &Bound<'_, PyDict>) -> PyResult<Vec<MountConfig>> {
 }
 
 fn tls_settings(d: &Bound<'_, PyDict>) -> PyResult<Option<TlsSettings>> {
-    let bad = |key: &str, v: &str| {
-        pyo3::exceptions::PyValueError::new_err(format!("config key {key:?}: bad value {v:?}"))
-    };
     let cert: Option<String> = get(d, "certfile")?;
     let key: Option<String> = get(d, "keyfile")?;
     let ca: Option<String> = get(d, "ca_certs")?;
-    let reqs: String = get(d, "cert_reqs")?;
-    let min: String = get(d, "tls_min_version")?;
-    let client_auth = ClientAuth::parse(&reqs).ok_or_else(|| bad("cert_reqs", &reqs))?;
-    let min_version = MinVersion::parse(&min).ok_or_else(|| bad("tls_min_version", &min))?;
+    let client_auth = one_of(d, "cert_reqs", &ClientAuth::ALL)?;
+    let min_version = one_of(d, "tls_min_version", &MinVersion::ALL)?;
     let Some(cert) = cert else {
         return Ok(None);
     };
@@ -306,14 +339,7 @@ impl Config {
             threads_min,
             threads_max,
             max_runnable: get(d, "max_runnable")?,
-            scheduler: {
-                let name: String = get(d, "scheduler")?;
-                Policy::parse(&name).ok_or_else(|| {
-                    pyo3::exceptions::PyValueError::new_err(format!(
-                        "scheduler must be adaptive, inline or pool, not {name:?}"
-                    ))
-                })?
-            },
+            scheduler: one_of(d, "scheduler", &Policy::ALL)?,
             header_timeout: secs(d, "header_timeout")?,
             keepalive_timeout: secs(d, "keepalive_timeout")?,
             read_timeout: secs(d, "read_timeout")?,
@@ -344,14 +370,7 @@ impl Config {
                 max_field_bytes: or_unlimited(get(d, "limit_field_bytes")?),
             },
             max_drain: get(d, "max_drain")?,
-            http2: {
-                let name: String = get(d, "http2")?;
-                Http2Mode::parse(&name).ok_or_else(|| {
-                    pyo3::exceptions::PyValueError::new_err(format!(
-                        "http2 must be on, tls or off, not {name:?}"
-                    ))
-                })?
-            },
+            http2: one_of(d, "http2", &Http2Mode::ALL)?,
             http2_max_streams: get(d, "http2_max_streams")?,
             limit_response_headers: get(d, "limit_response_headers")?,
             write_high_water: get(d, "write_high_water")?,
@@ -361,10 +380,7 @@ impl Config {
                 let trust = TrustList::parse(&list).map_err(|e| {
                     pyo3::exceptions::PyValueError::new_err(format!("forwarded_allow_ips: {e}"))
                 })?;
-                let family = match get::<String>(d, "forwarded_headers")?.as_str() {
-                    "forwarded" => Family::Forwarded,
-                    _ => Family::XForwarded,
-                };
+                let family = one_of(d, "forwarded_headers", &FAMILIES)?;
                 (!trust.is_empty()).then_some((trust, family))
             },
             proxy_trust: proxy_trust(d)?,
@@ -404,13 +420,11 @@ pub enum ClientAuth {
 }
 
 impl ClientAuth {
+    /// The variants in `allowed_values.txt`'s order for `cert_reqs`.
+    pub const ALL: [ClientAuth; 3] = [ClientAuth::None, ClientAuth::Optional, ClientAuth::Required];
+
     pub fn parse(s: &str) -> Option<ClientAuth> {
-        match s {
-            "none" => Some(ClientAuth::None),
-            "optional" => Some(ClientAuth::Optional),
-            "required" => Some(ClientAuth::Required),
-            _ => None,
-        }
+        by_name("cert_reqs", &Self::ALL, s)
     }
 }
 
@@ -423,12 +437,11 @@ pub enum MinVersion {
 }
 
 impl MinVersion {
+    /// The variants in `allowed_values.txt`'s order for `tls_min_version`.
+    pub const ALL: [MinVersion; 2] = [MinVersion::Tls12, MinVersion::Tls13];
+
     pub fn parse(s: &str) -> Option<MinVersion> {
-        match s {
-            "1.2" => Some(MinVersion::Tls12),
-            "1.3" => Some(MinVersion::Tls13),
-            _ => None,
-        }
+        by_name("tls_min_version", &Self::ALL, s)
     }
 }
 
@@ -447,4 +460,73 @@ pub struct TlsSettings {
     pub min_version: MinVersion,
     /// ALPN protocol ids offered, most preferred first (`http/1.1` today).
     pub alpn: Vec<Vec<u8>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option of `allowed_values.txt` read here, with its variants' count: one variant
+    /// per name, no name twice, each name parsing to the variant in its place.
+    fn agrees<T: Copy + PartialEq + std::fmt::Debug>(option: &str, variants: &[T]) {
+        let names = allowed_values(option);
+        assert_eq!(
+            names.len(),
+            variants.len(),
+            "{option}: {names:?} against {variants:?}"
+        );
+        for (place, name) in names.iter().enumerate() {
+            assert_eq!(
+                names.iter().filter(|n| *n == name).count(),
+                1,
+                "{option}: {name} twice"
+            );
+            assert_eq!(by_name(option, variants, name), Some(variants[place]));
+        }
+        assert_eq!(by_name(option, variants, "no-such-name"), None);
+    }
+
+    #[test]
+    fn each_enum_has_one_variant_per_allowed_value() {
+        agrees("scheduler", &Policy::ALL);
+        agrees("http2", &Http2Mode::ALL);
+        agrees("cert_reqs", &ClientAuth::ALL);
+        agrees("tls_min_version", &MinVersion::ALL);
+        agrees("forwarded_headers", &FAMILIES);
+    }
+
+    /// What each name means: a name renamed or moved in `allowed_values.txt` fails here until
+    /// its variant follows.
+    #[test]
+    fn each_allowed_value_names_its_variant() {
+        assert_eq!(Policy::parse("adaptive"), Some(Policy::Adaptive));
+        assert_eq!(Policy::parse("inline"), Some(Policy::Inline));
+        assert_eq!(Policy::parse("pool"), Some(Policy::Pool));
+        assert_eq!(Http2Mode::parse("on"), Some(Http2Mode::On));
+        assert_eq!(Http2Mode::parse("tls"), Some(Http2Mode::Tls));
+        assert_eq!(Http2Mode::parse("off"), Some(Http2Mode::Off));
+        assert_eq!(ClientAuth::parse("none"), Some(ClientAuth::None));
+        assert_eq!(ClientAuth::parse("optional"), Some(ClientAuth::Optional));
+        assert_eq!(ClientAuth::parse("required"), Some(ClientAuth::Required));
+        assert_eq!(MinVersion::parse("1.2"), Some(MinVersion::Tls12));
+        assert_eq!(MinVersion::parse("1.3"), Some(MinVersion::Tls13));
+        assert_eq!(
+            by_name("forwarded_headers", &FAMILIES, "x-forwarded"),
+            Some(Family::XForwarded)
+        );
+        assert_eq!(
+            by_name("forwarded_headers", &FAMILIES, "forwarded"),
+            Some(Family::Forwarded)
+        );
+    }
+
+    #[test]
+    fn an_option_not_in_the_file_has_no_values() {
+        assert!(allowed_values("threads").is_empty());
+        assert_eq!(
+            Policy::parse("Pool"),
+            None,
+            "names are exact: the front lowercases them"
+        );
+    }
 }

@@ -1,4 +1,5 @@
-"""The one bounded wait every test uses, and the one reader of the server's readiness line.
+"""The one bounded wait every test uses, the readiness waits built on it, and the one reader of
+the server's readiness line.
 
 - ``wait_for(predicate, what, timeout)``: polls ``predicate`` until it returns a truthy value
   (returned) and fails with ``WaitTimeout``, an AssertionError naming ``what`` it waited for,
@@ -8,7 +9,13 @@
 - ``listening_addresses(line)``: the addresses on a readiness line, ``Listening at:
   http://HOST:PORT`` (or ``uwsgi://``, ``unix:/path``; several comma-separated on one line), as
   ``("tcp", (host, port))`` / ``("unix", path)``. ``ServerProcess.wait_listening()`` in
-  ``conftest.py`` reads the server's error log with it; that is the one readiness wait.
+  ``conftest.py`` reads the server's error log with it; that is the one readiness wait of a
+  server the fixture started.
+- The readiness waits of other processes, each over ``wait_for``: ``wait_accepting(ports)``
+  (a proxy's listeners accept connections), ``wait_in_file(path, text)`` (a server started by
+  hand wrote its readiness line to its log file), and ``unless_refused(call)``, the predicate for
+  a first answer from a socket nobody listens on yet (socket activation, a metrics port). Each
+  fails at once, with the process's standard error, when the ``process`` it waits on exits.
 
 Sockets, logs and app marks are waited on through these; nothing sleeps a guessed time.
 """
@@ -20,8 +27,10 @@ import os
 import random
 import re
 import socket
+import subprocess
 import time
-from typing import Callable, List, Optional, Tuple, TypeVar
+from pathlib import Path
+from typing import Any, Callable, Iterable, List, Optional, Tuple, TypeVar
 
 # Upper bound for any single wait on the server. Generous: 2 shared cores.
 TIMEOUT = 10.0
@@ -59,6 +68,62 @@ def wait_for(predicate: Callable[[], T], what: str, timeout: float = TIMEOUT,
                 msg += "\n" + context()
             raise WaitTimeout(msg)
         time.sleep(interval)
+
+
+def _alive(process: Optional["subprocess.Popen[Any]"], what: str,
+           context: Optional[Callable[[], str]] = None) -> None:
+    """Raise, with its standard error (and `context()`), if `process` has exited: waiting on is
+    pointless."""
+    if process is not None and process.poll() is not None:
+        err = process.stderr.read() if process.stderr else ""
+        err = err.decode(errors="replace") if isinstance(err, bytes) else err
+        more = context() if context is not None else ""
+        raise AssertionError(f"exited ({process.returncode}) before {what}: {err}{more}")
+
+
+def accepts(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a TCP connection to `host`:`port` is accepted now."""
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def wait_accepting(ports: Iterable[int], what: str, timeout: float = TIMEOUT,
+                   process: Optional["subprocess.Popen[Any]"] = None,
+                   context: Optional[Callable[[], str]] = None) -> None:
+    """Until each of `ports` (on 127.0.0.1) accepts a connection: a proxy started in front of
+    the server is listening."""
+    ports = list(ports)
+
+    def listening() -> bool:
+        _alive(process, what, context)
+        return all(accepts(port) for port in ports)
+
+    wait_for(listening, what, timeout, interval=0.05, context=context)
+
+
+def wait_in_file(path: Path, text: str, timeout: float = TIMEOUT,
+                 process: Optional["subprocess.Popen[Any]"] = None) -> str:
+    """Until the file at `path` holds `text` (a process started by hand logs its readiness line
+    to a file of its own); the file's text then."""
+    def found() -> Optional[str]:
+        _alive(process, f"{text!r} in {path}")
+        whole = path.read_text() if path.exists() else ""
+        return whole if text in whole else None
+
+    return wait_for(found, f"{text!r} in {path}", timeout, interval=0.05,
+                    context=lambda: path.read_text()[-2000:] if path.exists() else "no file")
+
+
+def unless_refused(call: Callable[[], T]) -> Optional[T]:
+    """`call()`, or None when its connection was refused: nobody listens there yet. A
+    `wait_for` predicate for the first answer of a socket that comes up later."""
+    try:
+        return call()
+    except ConnectionRefusedError:
+        return None
 
 
 def listening_addresses(line: str) -> List[Tuple[str, object]]:

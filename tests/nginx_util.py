@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from typing import Dict, Tuple
 
-from tests.helpers import wait_for
+from tests.helpers import wait_accepting
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
@@ -119,19 +119,8 @@ http {{
         self.proc = subprocess.Popen([NGINX, "-c", conf, "-p", self.dir],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
-        def listening() -> bool:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"nginx exited: {self.proc.stderr.read().decode()}"
-                                     f"{self.error_log()}")
-            for port in self.ports.values():
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                except OSError:
-                    return False
-            return True
-
-        wait_for(listening, "nginx to listen", START_TIMEOUT, interval=0.05,
-                 context=self.error_log)
+        wait_accepting(self.ports.values(), "nginx to listen", START_TIMEOUT,
+                       process=self.proc, context=self.error_log)
 
     def error_log(self) -> str:
         try:

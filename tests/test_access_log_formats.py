@@ -25,7 +25,7 @@ def json_lines(path, n, timeout=10):
 
 def test_json_lines_are_valid_for_hostile_bytes_and_carry_every_field(start_server, tmp_path):
     from sluicegate import _core
-    from sluicegate.options import ACCESS_LOG_FIELDS
+    from sluicegate.parsers import ACCESS_LOG_FIELDS
 
     assert tuple(_core.ACCESS_LOG_FIELDS) == ACCESS_LOG_FIELDS
     log = tmp_path / "a.log"

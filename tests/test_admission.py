@@ -20,7 +20,7 @@ import urllib.parse
 import pytest
 
 from sluicegate.listeners import bind_all
-from sluicegate.options import resolve
+from sluicegate.resolution import resolve
 from sluicegate.single import SingleServer as Supervisor
 from tests.helpers import wait_for
 

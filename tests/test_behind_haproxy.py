@@ -8,13 +8,13 @@ from its stats socket.
 import json
 import signal
 import socket
-import threading
 
 import pytest
 
 from tests import haproxy_util
 from tests.helpers import wait_for
 from tests.http_util import Conn, request_bytes
+from tests.load import Load
 
 pytestmark = pytest.mark.skipif(not haproxy_util.available(), reason="haproxy not installed")
 
@@ -47,53 +47,6 @@ def test_the_client_behind_haproxy_is_seen_through_the_proxy_protocol(start_serv
         assert env["PATH_INFO"] == "/v6"
     finally:
         proxy.stop()
-
-
-class Load:
-    """Clients sending GET /pid through HAProxy, each on its own keep-alive connection,
-    counting answers that are not 200 with a pid."""
-
-    def __init__(self, port, clients=4):
-        self.port, self.ok, self.failed, self.pids = port, 0, [], set()
-        self.stop_evt = threading.Event()
-        self.lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(clients)]
-
-    def __enter__(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop_evt.set()
-        for t in self.threads:
-            t.join(30)
-
-    def wait_for(self, n, timeout=30):
-        with self.lock:
-            target = self.ok + n
-        wait_for(lambda: self.ok >= target, f"{n} more requests served (load stalled?)", timeout,
-                 interval=0.01, context=lambda: f"failures: {self.failed[:5]}")
-
-    def _run(self):
-        conn = None
-        while not self.stop_evt.is_set():
-            try:
-                if conn is None:
-                    conn = Conn.open(self.port)
-                conn.send(request_bytes("GET", "/pid"))
-                resp = conn.read_response()
-                if resp.status != 200 or not resp.body.isdigit():
-                    raise AssertionError(f"{resp.status} {resp.body[:60]!r}")
-                with self.lock:
-                    self.ok += 1
-                    self.pids.add(int(resp.body))
-            except Exception as e:  # noqa: BLE001 - every failure is counted
-                with self.lock:
-                    self.failed.append(repr(e))
-                if conn is not None:
-                    conn.close()
-                conn = None
 
 
 FAILOVER = "    retries 3\n    retry-on all-retryable-errors\n    option redispatch 1\n"

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 from tests.conftest import ROOT
-from tests.helpers import wait_for
+from tests.helpers import unless_refused, wait_for
 from tests.test_workers import children, get
 
 
@@ -54,15 +54,12 @@ def scrape(port):
     listener while its server is built, before the worker says ready; the master may say a
     worker is ready a moment before it looks)."""
     def answered():
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            c.request("GET", "/metrics")
-            r = c.getresponse()
-            return r.status == 200 and r.read()
-        except ConnectionRefusedError:
-            return None
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request("GET", "/metrics")
+        r = c.getresponse()
+        return r.status == 200 and r.read()
 
-    return wait_for(answered, f"metrics on port {port}")
+    return wait_for(lambda: unless_refused(answered), f"metrics on port {port}")
 
 
 def test_a_busy_metrics_port_among_the_first_workers_stops_the_start_with_one_line():

@@ -339,7 +339,7 @@ class _FakeServer:
 def test_supervisor_hands_listeners_config_and_signals_to_the_core(monkeypatch, tmp_path, caplog):
     from sluicegate import core_server, single, supervisor
     from sluicegate.listeners import bind_all
-    from sluicegate.options import resolve
+    from sluicegate.resolution import resolve
 
     fake_core = type(sys)("fake_core")
     fake_core.Server = _FakeServer  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import PYTHON, ROOT
 from tests.helpers import wait_for
-from tests.test_workers import Load
+from tests.load import Load
 
 
 def ctl(*args, env=None):
@@ -63,7 +63,7 @@ def sock_path(tmp_path):
 
 def test_ctl_status_shows_the_master_and_each_worker_under_load(start_server, sock_path):
     srv = start_server("workers", "--workers", "2", "--control-socket", sock_path)
-    with Load(srv.port, clients=2, path="/") as load:
+    with Load(srv.port, clients=2, path="/", keep_alive=False) as load:
         load.wait_for(50)
         answer = ctl_json(sock_path, "status")
         code, text, _ = ctl("--socket", sock_path, "status")
@@ -90,7 +90,7 @@ def test_ctl_requests_lists_held_requests_with_their_worker_path_and_stack(start
     results = []
     threads = [get_in_thread(srv.port, f"/slow?token={t}&secret=hunter2", results)
                for t in ("a", "b")]
-    with Load(srv.port, clients=1, path="/") as load:  # /fast answers beside them
+    with Load(srv.port, clients=1, path="/", keep_alive=False) as load:  # /fast answers beside them
         srv.wait_marks("started", 2)
         load.wait_for(10)
         answer = ctl_json(sock_path, "requests")

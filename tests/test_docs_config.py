@@ -21,16 +21,15 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 
 from tests import nginx_util
+from tests.helpers import wait_accepting
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -118,15 +117,7 @@ def test_uwsgi_block_passes_the_host_with_its_port(tmp_path, start_server):
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + nginx_util.START_TIMEOUT
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "nginx did not listen"
-                time.sleep(0.05)  # polls nginx's listening socket: the condition
+        wait_accepting([port], "nginx to listen", nginx_util.START_TIMEOUT, process=proc)
         conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=20,
                                            context=nginx_util.client_context())
         conn.request("GET", "/", headers={"Host": f"shop.example:{port}"})
@@ -174,7 +165,8 @@ def test_the_docs_have_units():
 @pytest.mark.parametrize("name", sorted(u for u in UNITS if u.endswith(".service")))
 def test_service_unit_notifies_installs_and_has_a_valid_command(name):
     from sluicegate.loader import parse_spec
-    from sluicegate.options import from_command_line, raw_values, validate
+    from sluicegate.command_line import from_command_line
+    from sluicegate.resolution import raw_values, validate
 
     text = UNITS[name]
     assert re.search(r"^Type=notify$", text, re.M), "the server speaks sd_notify: Type=notify"
@@ -236,7 +228,8 @@ def test_the_docs_have_commands():
 def test_command_in_docs_is_valid(command):
     """Its options validate and its app path parses (the app itself is the reader's)."""
     from sluicegate.loader import parse_spec
-    from sluicegate.options import from_command_line, raw_values, validate
+    from sluicegate.command_line import from_command_line
+    from sluicegate.resolution import raw_values, validate
 
     argv = shlex.split(command.split(": ", 1)[1], comments=True)[1:]
     if argv[:1] == ["ctl"]:  # the control socket's client: its own command line

@@ -15,11 +15,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Dict, Optional
 
 import pytest
+
+from tests.helpers import wait_for, wait_in_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON_DIR = ROOT / "python"
@@ -391,12 +392,8 @@ def test_error_logfile_takes_the_error_log(project):
         stderr=subprocess.PIPE, text=True,
     )
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while not (log_path.exists() and "Listening at:" in log_path.read_text()):
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "no 'Listening at:' in the error log file"
-            time.sleep(0.05)  # polls the file the server writes: the condition itself
-        port = int(re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", log_path.read_text()).group(1))
+        text = wait_in_file(log_path, "Listening at:", TIMEOUT, process=proc)
+        port = int(re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", text).group(1))
         response = fetch(port)
         assert (response.status, response.body) == (200, b"mysite says hi")
         proc.send_signal(signal.SIGTERM)
@@ -424,7 +421,7 @@ def test_static_takes_djangos_static_url(project):
     values = printed(run_cli("--static", "/static/=staticfiles", "--print-config", "mysite.wsgi",
                              cwd=project))
     assert values["static"] == '["/static/=staticfiles"]  # --static'
-    from sluicegate.options import parse_static
+    from sluicegate.parsers import parse_static
 
     cwd = os.getcwd()
     os.chdir(project)
@@ -466,36 +463,28 @@ def test_usr1_reopens_the_error_log_in_the_master_and_the_workers(project):
         stderr=subprocess.PIPE, text=True,
     )
     try:
-        def wait_in(path, text):
-            deadline = time.monotonic() + TIMEOUT
-            while not (path.exists() and text in path.read_text()):
-                assert proc.poll() is None, proc.stderr.read()
-                assert time.monotonic() < deadline, f"no {text!r} in {path}"
-                time.sleep(0.05)  # polls the file the server writes: the condition itself
-
-        wait_in(log_path, "Listening at:")
-        port = int(re.search(r"Listening at: http://127\.0\.0\.1:(\d+)",
-                             log_path.read_text()).group(1))
+        text = wait_in_file(log_path, "Listening at:", TIMEOUT, process=proc)
+        port = int(re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", text).group(1))
         rotated = project / "error.log.1"
         os.rename(log_path, rotated)
         proc.send_signal(signal.SIGUSR1)
-        wait_in(log_path, "Received SIGUSR1: workers reopen their log files")
+        wait_in_file(log_path, "Received SIGUSR1: workers reopen their log files", TIMEOUT,
+                     process=proc)
         # The master and both workers each say so in the new file.
-        deadline = time.monotonic() + TIMEOUT
-        while log_path.read_text().count("error log") < 3:
-            assert time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.05)
+        wait_for(lambda: log_path.read_text().count("error log") >= 3,
+                 "the master and both workers to reopen the error log", TIMEOUT,
+                 context=log_path.read_text)
         for i in range(4):
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
             c.request("GET", f"/after{i}")
             assert c.getresponse().status == 200
             c.close()
-        wait_in(log_path, "app says /after3")
+        wait_in_file(log_path, "app says /after3", TIMEOUT, process=proc)
         assert "app says" not in rotated.read_text()
         # A relative --chdir is where sluicegate started plus it, for the workers of a reload
         # too (they went to site/site and failed to boot).
         proc.send_signal(signal.SIGHUP)
-        wait_in(log_path, "Reload done")
+        wait_in_file(log_path, "Reload done", TIMEOUT, process=proc)
         assert "changed:" not in log_path.read_text()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(TIMEOUT) == 0

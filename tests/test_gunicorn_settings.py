@@ -27,9 +27,11 @@ if str(ROOT / "python") not in sys.path:
 
 import gunicorn.config  # noqa: E402
 
-from sluicegate import gunicorn_settings, options  # noqa: E402
+from sluicegate import command_line, gunicorn_settings, options  # noqa: E402
 from sluicegate.errors import OptionError  # noqa: E402
-from sluicegate.options import Raw, from_command_line, raw_values, validate  # noqa: E402
+from sluicegate.command_line import from_command_line  # noqa: E402
+from sluicegate.resolution import Raw, raw_values, validate  # noqa: E402
+from sluicegate.validated import Config  # noqa: E402
 
 from tests.helpers import wait_for  # noqa: E402
 
@@ -69,7 +71,7 @@ def test_every_gunicorn_setting_has_an_answer():
     hooks = GS.hook_answers()
     missing = [s.name for s in known if s.name not in GS.BY_NAME and s.name not in hooks]
     assert not missing, f"gunicorn settings without an answer in gunicorn_settings.py: {missing}"
-    parser_flags = set(options.build_parser("0")._option_string_actions)
+    parser_flags = set(command_line.build_parser("0")._option_string_actions)
     for s in known:
         if _is_hook(s):
             assert s.name in hooks, s.name
@@ -104,11 +106,11 @@ def test_docs_list_every_gunicorn_setting_with_its_answer():
 # --- the same answer from the three sources
 
 
-def _cli_config(*argv: str) -> options.Config:
+def _cli_config(*argv: str) -> Config:
     return validate(raw_values(from_command_line(list(argv)), env={}))
 
 
-def _file_config(path: Path) -> options.Config:
+def _file_config(path: Path) -> Config:
     return validate(raw_values({"config": Raw(str(path), "--config")}, env={}))
 
 

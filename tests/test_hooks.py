@@ -345,7 +345,7 @@ def test_gunicorn_capture_output_is_mapped(tmp_path):
 def test_toml_hooks_and_log_config_dict_table(tmp_path):
     """The TOML file names the hooks module and gives dictConfig's dict as a table."""
     sys.path.insert(0, str(ROOT / "python"))
-    from sluicegate.options import Raw, raw_values, validate
+    from sluicegate.resolution import Raw, raw_values, validate
 
     path = tmp_path / "sluicegate.toml"
     path.write_text('hooks = "myproject.hooks"\n\n[log_config_dict]\nversion = 1\n'
@@ -359,7 +359,7 @@ def test_serve_takes_a_mapping_of_hooks():
     """serve(hooks={...}): functions by gunicorn's names; another name is refused."""
     sys.path.insert(0, str(ROOT / "python"))
     from sluicegate.errors import OptionError
-    from sluicegate.options import from_keywords, raw_values, validate
+    from sluicegate.resolution import from_keywords, raw_values, validate
 
     def post_fork(server, worker):
         pass

@@ -19,20 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
-from sluicegate import options  # noqa: E402
+from sluicegate import command_line  # noqa: E402
 from sluicegate.config import core_config  # noqa: E402
 from sluicegate.errors import OptionError  # noqa: E402
 from sluicegate.listeners import BindAddress  # noqa: E402
-from sluicegate.options import (  # noqa: E402
-    OPTIONS,
-    Config,
-    from_command_line,
-    parse_size,
-    parse_threads,
-    raw_values,
-    resolve,
-    validate,
-)
+from sluicegate.command_line import from_command_line  # noqa: E402
+from sluicegate.options import OPTIONS  # noqa: E402
+from sluicegate.parsers import parse_size, parse_threads  # noqa: E402
+from sluicegate.resolution import raw_values, resolve, validate  # noqa: E402
+from sluicegate.validated import Config  # noqa: E402
 
 
 def cli(*argv: str, env=None):
@@ -277,7 +272,7 @@ def test_usage_errors_are_one_line_option_errors():
 
 
 def test_help_lists_every_option_and_env_var():
-    text = options.build_parser("1.2.3").format_help()
+    text = command_line.build_parser("1.2.3").format_help()
     for o in OPTIONS:
         for flag in o.flags:
             assert flag in text

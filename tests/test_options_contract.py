@@ -2,8 +2,8 @@
 options.py or checked against it here, so that adding a core option is one table entry plus the
 code that uses it, and any drift fails a test naming the file to regenerate or fix.
 
-  - `Config` (options.py): written out for type checkers, checked field by field (names, order,
-    types) when options.py is imported and below;
+  - `Config` (validated.py): written out for type checkers, checked field by field (names,
+    order, types) when options.py is imported and below;
   - `ServerConfig` in _core.pyi: generated (`python -m sluicegate.config --write-stub`);
   - `core_config()`: gives exactly ServerConfig's keys;
   - src/config.rs: `Config::from_dict` reads exactly ServerConfig's keys (its source, parsed
@@ -12,7 +12,9 @@ code that uses it, and any drift fails a test naming the file to regenerate or f
     struct's field comments name the option behind each core key;
   - docs/options.md: generated (`python -m sluicegate.options --markdown`), checked in
     test_options.py;
-  - every flag on the command line, gunicorn's aliases included, is unique and in --help.
+  - every flag on the command line, gunicorn's aliases included, is unique and in --help;
+  - the names of the options of a few values (allowed_values.txt): what their parsers take,
+    and what src/config.rs compiles in and reads them through.
 No server, no sockets, no core.
 """
 
@@ -31,14 +33,19 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
-from sluicegate import config, options  # noqa: E402
-from sluicegate.options import OPTIONS, Config, StaticMount, resolve  # noqa: E402
+from sluicegate import command_line, config, options  # noqa: E402
+from sluicegate.options import OPTIONS  # noqa: E402
+from sluicegate.parsers import StaticMount  # noqa: E402
+from sluicegate.resolution import resolve  # noqa: E402
+from sluicegate.validated import Config  # noqa: E402
 
 STUB = ROOT / "python" / "sluicegate" / "_core.pyi"
 RUST_CONFIG = ROOT / "src" / "config.rs"
 
-#: `get(d, "key")`, `secs(d, "key")`, `get::<String>(d, "key")`, `d.get_item("key")`.
-RUST_KEY = re.compile(r'(?:\b(?:get|secs)(?:::<[^>]*>)?\(\s*d\s*,\s*|\bd\s*\.get_item\(\s*)"(\w+)"')
+#: `get(d, "key")`, `secs(d, "key")`, `one_of(d, "key", ..)`, `get::<String>(d, "key")`,
+#: `d.get_item("key")`.
+RUST_KEY = re.compile(
+    r'(?:\b(?:get|secs|one_of)(?:::<[^>]*>)?\(\s*d\s*,\s*|\bd\s*\.get_item\(\s*)"(\w+)"')
 RUST_MOUNT_KEY = re.compile(r'\bget(?:::<[^>]*>)?\(\s*m\s*,\s*"(\w+)"')
 #: Keys kept as Python objects are taken from the dict where they are used
 #: (`config.get_item("errors")` in the server's constructor).
@@ -62,7 +69,7 @@ def test_config_class_is_the_table():
     hints = typing.get_type_hints(Config)
     assert [(f.name, hints[f.name]) for f in dataclasses.fields(Config)] == \
         [(o.name, o.type) for o in OPTIONS]
-    source = (ROOT / "python" / "sluicegate" / "options.py").read_text()
+    source = (ROOT / "python" / "sluicegate" / "validated.py").read_text()
     assert options.config_class_fields() in source, "--config-class prints what Config says"
 
 
@@ -122,7 +129,7 @@ def test_every_flag_is_unique_and_well_formed():
         if f == "--limit-request-field_size":
             continue
         assert re.fullmatch(r"-[a-zA-Z]|--[a-z][a-z0-9-]+", f), f
-    text = options.build_parser("0").format_help()
+    text = command_line.build_parser("0").format_help()
     for f in flags:
         assert f in text
 
@@ -138,3 +145,37 @@ def test_gunicorn_settings_map_onto_options():
     assert not set(gunicorn_config.HOOKS) & set(gunicorn_settings.BY_NAME)
 
 
+
+
+def test_the_options_of_a_few_names_take_exactly_those_of_allowed_values_txt():
+    """allowed_values.txt is the one list of each such option's names: its parser takes each
+    name as it is and refuses any other, and its default is one of them."""
+    from sluicegate.allowed_values import ALLOWED
+
+    assert set(ALLOWED) == {"scheduler", "http2", "cert_reqs", "tls_min_version",
+                            "forwarded_headers", "access_log_format"}
+    for name, values in ALLOWED.items():
+        o = options.BY_NAME[name]
+        assert o.core, f"{name}: the core maps these names, so the option goes to the core"
+        assert o.parse(o.default) in values, name
+        for value in values:
+            assert o.parse(value) == value, (name, value)
+        with pytest.raises(ValueError):
+            o.parse("no-such-name")
+
+
+def test_rust_reads_the_names_from_allowed_values_txt():
+    """src/config.rs compiles the same file in, and each such option's names are read through
+    it (`one_of(d, "option", ..)` or `allowed_values("option")`), never spelled again in a
+    match arm."""
+    from sluicegate.allowed_values import ALLOWED, PATH
+
+    assert f'include_str!("../python/sluicegate/{PATH.name}")' in rust_source()
+    sources = [path.read_text() for path in (ROOT / "src").rglob("*.rs")]
+    for name in ALLOWED:
+        reads = re.compile(rf'\b(?:one_of\(\s*d\s*,\s*|allowed_values\(\s*)"{name}"')
+        readers = [source for source in sources if reads.search(source)]
+        assert readers, f"no src/ file reads {name}'s names from allowed_values.txt"
+        for value in ALLOWED[name]:  # no `"value" => Variant` arm spelling a name again
+            for source in readers:
+                assert not re.search(rf'"{re.escape(value)}"\s*=>', source), (name, value)

@@ -11,7 +11,8 @@ import signal
 import pytest
 
 from tests.helpers import wait_for, write_whole
-from tests.test_workers import Load, children
+from tests.load import Load
+from tests.test_workers import children
 
 
 def _importing(srv, n):
@@ -24,7 +25,7 @@ def test_a_second_hup_while_a_reload_imports_supersedes_it(start_server):
     first = set(children(srv.pid))
     _importing(srv, 2)
     srv.state_path("hold-imports").write_text("")  # from now on an import waits for the gate
-    with Load(srv.port, clients=4, keep_alive=True) as load:
+    with Load(srv.port, clients=4) as load:
         load.wait_for(50)
         srv.signal(signal.SIGHUP)
         superseded = {int(p) for p in _importing(srv, 4)[2:]}

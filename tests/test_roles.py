@@ -15,7 +15,7 @@ from sluicegate.listeners import bind_all
 from sluicegate.children import LIFE_MOVES, Child, Life
 from sluicegate.master import STATE_MOVES, State
 from sluicegate.messages import Message
-from sluicegate.options import resolve
+from sluicegate.resolution import resolve
 from sluicegate.single import SingleServer
 
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from sluicegate.listeners import bind_all
-from sluicegate.options import resolve
+from sluicegate.resolution import resolve
 from sluicegate.single import SingleServer as Supervisor
 from tests.helpers import wait_for
 

@@ -21,7 +21,7 @@ import tempfile
 import pytest
 
 from tests.conftest import ROOT
-from tests.helpers import wait_for
+from tests.helpers import unless_refused, wait_for
 
 ACTIVATE = shutil.which("systemd-socket-activate")
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -86,14 +86,8 @@ def test_socket_activation_serves_on_the_socket_systemd_passed(start_server, opt
     # first connection: the readiness wait comes after that connection.
     srv = start_server(None, command=cmd, wait_ready=False)
 
-    def first_answer():
-        try:
-            return get(port)
-        except ConnectionRefusedError:
-            return None
-
-    status, body = wait_for(first_answer, "systemd-socket-activate's listening socket",
-                            timeout=30)
+    status, body = wait_for(lambda: unless_refused(lambda: get(port)),
+                            "systemd-socket-activate's listening socket", timeout=30)
     assert status == 200
     # Every worker is ready once the master logs the address it was given.
     srv.wait_listening(timeout=30)

@@ -19,7 +19,6 @@ import ssl
 import subprocess
 import sys
 import signal
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -29,6 +28,7 @@ import pytest
 
 from tests.apps.file_wrapper import file_bytes
 from tests.apps.streaming import expected_chunks
+from tests.load import Load
 from tests.tls_certs import TlsCerts, tls_certs  # noqa: F401  (the fixture)
 
 CURL = shutil.which("curl")
@@ -571,28 +571,17 @@ def test_hup_rotates_the_certificate_without_failed_requests(start_server, tls_c
         return der
 
     before = served()
-    failures: List[BaseException] = []
-    done = threading.Event()
 
-    def load() -> None:
-        while not done.is_set():
-            try:
-                served()
-            except BaseException as e:  # noqa: BLE001 - every failure counts
-                failures.append(e)
+    def connect() -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(srv.host, srv.port, timeout=10, context=ctx)
 
-    t = threading.Thread(target=load)
-    t.start()
-    try:
+    with Load(srv.port, clients=1, path="/", keep_alive=False, connect=connect) as load:
         shutil.copy(new.server_chain, cert)
         shutil.copy(new.server_key, key)
         mark = srv.log_mark()
         srv.signal(signal.SIGHUP)
         srv.wait_log(r"Reload done", since=mark, timeout=30)
-    finally:
-        done.set()
-        t.join()
-    assert failures == []
+    assert load.failed == []
     after = served()
     assert after != before and after == ssl.PEM_cert_to_DER_cert(
         new.server_cert.read_text())
@@ -691,7 +680,7 @@ def test_hup_with_a_bad_new_certificate_keeps_serving_the_old_one(start_server, 
                     reason="systemd-socket-activate not installed")
 def test_socket_activation_over_tls(start_server, tls_certs):
     """A socket passed by systemd speaks TLS with --certfile (it follows gunicorn's rule)."""
-    from tests.helpers import wait_for
+    from tests.helpers import unless_refused, wait_for
     from tests.test_metrics import free_port
     port = free_port()
     cmd = [shutil.which("systemd-socket-activate") or "", "-l", f"127.0.0.1:{port}",
@@ -699,14 +688,12 @@ def test_socket_activation_over_tls(start_server, tls_certs):
     srv = start_server(None, command=cmd, wait_ready=False)
 
     def first_answer():
-        try:
-            conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=30,
-                                               context=client_context(tls_certs))
-            conn.request("GET", "/")
-            return conn.getresponse().status
-        except ConnectionRefusedError:
-            return None
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=30,
+                                           context=client_context(tls_certs))
+        conn.request("GET", "/")
+        return conn.getresponse().status
 
-    assert wait_for(first_answer, "systemd-socket-activate's socket", timeout=30) == 200
+    assert wait_for(lambda: unless_refused(first_answer), "systemd-socket-activate's socket",
+                    timeout=30) == 200
     srv.wait_listening(timeout=30)
     assert "Listening at: https://" in srv.log_text()

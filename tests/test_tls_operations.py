@@ -18,7 +18,8 @@ import pytest
 from tests import haproxy_util
 from tests.helpers import wait_for
 from tests.test_tls import client_context, read_until_closed, tls_options
-from tests.test_workers import Load, _pid_from, children
+from tests.load import Load
+from tests.test_workers import _pid_from, children
 from tests.tls_certs import tls_certs  # noqa: F401  (the fixture)
 
 # A second loopback address for the client: HAProxy itself connects from 127.0.0.1, so an app
@@ -66,7 +67,7 @@ def test_usr2_new_master_serves_tls_on_the_same_socket_without_a_failed_request(
 
     new_master = None
     try:
-        with Load(srv.port, clients=4, keep_alive=True, connect=connect) as load:
+        with Load(srv.port, clients=4, connect=connect) as load:
             load.wait_for(50)
             srv.signal(signal.SIGUSR2)
             wait_for(lambda: _pid_from(pid_file) not in (None, srv.pid), "the new master's pid",

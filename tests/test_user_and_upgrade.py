@@ -19,7 +19,8 @@ from tests.conftest import ROOT
 from tests.helpers import wait_for
 from tests.test_systemd_and_privileges import IS_ROOT, NOBODY_CAN_READ, proc_ids
 from tests.test_worker_failures import running
-from tests.test_workers import Load, _pid_from, children
+from tests.load import Load
+from tests.test_workers import _pid_from, children
 
 needs_root = pytest.mark.skipif(not IS_ROOT or not NOBODY_CAN_READ,
                                 reason="switching user needs root, and a work tree that "
@@ -35,7 +36,7 @@ def test_usr2_with_user_starts_a_new_master_whose_workers_switch(start_server, t
     assert all(proc_ids(p) == nobody for p in children(srv.pid))
     new_master = None
     try:
-        with Load(srv.port, clients=4, keep_alive=True) as load:
+        with Load(srv.port, clients=4) as load:
             load.wait_for(100)
             srv.signal(signal.SIGUSR2)
             wait_for(lambda: _pid_from(pid_file) not in (None, srv.pid), "the new master's pid",

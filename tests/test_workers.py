@@ -1,9 +1,9 @@
 """Worker processes and the master's operations, with real processes, real signals
 and real clients.
 
-Load comes from client threads that each send requests one after another, every one on a new
-connection (so a reload or a recycle can be judged request by request), and count answers that
-are not `200` with a pid as the body. Where no request may fail (a reload, a recycle), the count of
+Load comes from client threads (tests/load.py) that each send requests one after another, on a
+new connection each (so a reload or a recycle can be judged request by request) or over
+keep-alive, and count answers that are not `200` with a pid as the body. Where no request may fail (a reload, a recycle), the count of
 failures is asserted to be 0; where a worker is killed, only requests in flight on it may fail.
 """
 
@@ -18,72 +18,7 @@ import time
 import pytest
 
 from tests.helpers import wait_for
-
-
-class Load:
-    """`clients` threads sending GET `path` (/pid) until stopped; counts successes, failures
-    and, for /pid, the pids that answered. `connect` makes each connection (plain HTTP to
-    `port` if not given; the TLS tests pass an `HTTPSConnection` maker). Other test files
-    use it too: the one load generator of the worker, TLS and control-socket tests."""
-
-    def __init__(self, port, clients=4, keep_alive=False, connect=None, path="/pid"):
-        self.port, self.keep_alive, self.path = port, keep_alive, path
-        self.connect = connect or (
-            lambda: http.client.HTTPConnection("127.0.0.1", port, timeout=30))
-        self.ok = 0
-        self.failed = []
-        self.pids = set()
-        self.lock = threading.Lock()
-        self.stop_evt = threading.Event()
-        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(clients)]
-
-    def __enter__(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop_evt.set()
-        for t in self.threads:
-            t.join(30)
-
-    def wait_for(self, n, timeout=30):
-        """Until `n` more requests succeeded (bounded)."""
-        with self.lock:
-            target = self.ok + n
-
-        def served():
-            with self.lock:
-                return self.ok >= target
-
-        wait_for(served, f"{n} more requests served (load stalled?)", timeout,
-                 context=lambda: f"{self.ok} ok, failures {self.failed[:5]}")
-
-    def _run(self):
-        conn = None
-        while not self.stop_evt.is_set():
-            try:
-                if conn is None:
-                    conn = self.connect()
-                conn.request("GET", self.path)
-                r = conn.getresponse()
-                body = r.read()
-                pid = self.path == "/pid"
-                if r.status != 200 or (pid and not body.isdigit()):
-                    raise AssertionError(f"status {r.status} body {body[:80]!r}")
-                with self.lock:
-                    self.ok += 1
-                    if pid:
-                        self.pids.add(int(body))
-                if not self.keep_alive or r.getheader("Connection", "").lower() == "close":
-                    conn.close()
-                    conn = None
-            except Exception as e:  # noqa: BLE001 - every failure is counted and shown
-                with self.lock:
-                    self.failed.append(f"{time.monotonic():.4f} {e!r}")
-                if conn is not None:
-                    conn.close()
-                conn = None
+from tests.load import Load
 
 
 def children(pid):
@@ -127,7 +62,7 @@ def test_two_workers_both_serve_and_the_master_serves_nothing(start_server):
 def test_a_killed_worker_is_replaced_and_logged(start_server):
     srv = start_server("workers", "--workers", "2")
     victim = children(srv.pid)[0]
-    with Load(srv.port, clients=4) as load:
+    with Load(srv.port, clients=4, keep_alive=False) as load:
         load.wait_for(50)
         os.kill(victim, signal.SIGKILL)
         wait_for(lambda: len(children(srv.pid)) == 2 and victim not in children(srv.pid),
@@ -143,7 +78,7 @@ def test_a_killed_worker_is_replaced_and_logged(start_server):
 def test_hup_reloads_every_worker_without_failing_a_request(start_server):
     srv = start_server("workers", "--workers", "2")
     old = set(children(srv.pid))
-    with Load(srv.port, clients=4, keep_alive=True) as load:
+    with Load(srv.port, clients=4) as load:
         load.wait_for(100)
         for n in range(1, 3):
             srv.signal(signal.SIGHUP)
@@ -190,7 +125,7 @@ def test_max_requests_replaces_workers_without_failing_a_request(start_server):
     srv = start_server("workers", "--workers", "2", "--max-requests", "150",
                        "--max-requests-jitter", "20")
     first = set(children(srv.pid))
-    with Load(srv.port, clients=4, keep_alive=True) as load:
+    with Load(srv.port, clients=4) as load:
         load.wait_for(900)
         # Both first workers reach their count (a worker looks at it every 0.1 s).
         wait_for(lambda: srv.log_text().count("reached --max-requests") >= 2, "two recycles",
@@ -432,7 +367,7 @@ def test_usr2_starts_a_new_master_on_the_same_sockets_without_failing_a_request(
     old_workers = set(children(srv.pid))
     new_master = None
     try:
-        with Load(srv.port, clients=4, keep_alive=True) as load:
+        with Load(srv.port, clients=4) as load:
             load.wait_for(100)
             srv.signal(signal.SIGUSR2)
             wait_for(lambda: _pid_from(pid_file) not in (None, srv.pid), "the new master's pid",

@@ -1,9 +1,9 @@
 """sluicegate: a WSGI HTTP server with a Rust core.
 
-This package is the thin Python front: options (options.py), and the startup pipeline
-(supervisor.py) that binds the sockets (listeners.py), loads the app (loader.py) and hands over
-to a role (single.py, master.py, worker.py); the HTTP and WSGI work happens in the Rust
-extension `sluicegate._core`. From Python, `serve()` is the whole API (and `RequestTimeout`, the
+This package is the thin Python front: options (the table in options.py, resolved into a
+`Config` by resolution.py), and the startup pipeline (supervisor.py) that binds the sockets
+(listeners.py), loads the app (loader.py) and hands over to a role (single.py, master.py,
+worker.py); the HTTP and WSGI work happens in the Rust extension `sluicegate._core`. From Python, `serve()` is the whole API (and `RequestTimeout`, the
 exception `--timeout` raises inside an app call it ends: docs/operations.md):
 
     import sluicegate
@@ -41,7 +41,7 @@ def serve(app: Union[Callable[..., Any], str], **options: Any) -> None:
     else defaults. An unknown option raises TypeError; a bad value raises OptionError (a
     ValueError); app loading and binding errors raise LoadError and BindError.
     """
-    from .options import resolve
+    from .resolution import resolve
     from .supervisor import serve_config
 
     cfg = resolve({**options, "app": app})

@@ -67,7 +67,7 @@ class ServerConfig(TypedDict):
     server_header: str  # --server-header (docs/options.md)
     threads_min: int  # --threads MIN: app threads kept warm (thread_bounds.py resolves auto)
     threads_max: int  # --threads MAX: the most app threads at once
-    static: List[Dict[str, Any]]  # --static mounts: dicts of options.StaticMount's fields
+    static: List[Dict[str, Any]]  # --static mounts: dicts of parsers.StaticMount's fields
     metrics_bind: str  # --metrics-bind for this process (a worker's offset added) or ""
     url_scheme: str  # wsgi.url_scheme ("http")
     access_log_fd: int  # -1: no access log; else the fd lines are appended to (the caller's)

@@ -17,10 +17,13 @@ import sys
 from typing import Dict, Mapping, Optional, Sequence
 
 from . import __version__, hooks, logs, preflight, privileges, syspath, tls
+from .command_line import from_command_line
 from .errors import OptionError, SluicegateError
 from .loader import load_app
-from .options import BY_NAME, Config, Raw, describe, from_command_line, raw_values, validate
+from .options import BY_NAME
+from .resolution import Raw, describe, raw_values, validate
 from .supervisor import log, serve_config
+from .validated import Config
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import tls
-from .options import OPTIONS, Config
+from .options import OPTIONS
+from .validated import Config
 
 #: wsgi.url_scheme of a plain listener (a TLS listener's environ template says "https").
 URL_SCHEME = "http"
@@ -30,7 +31,7 @@ URL_SCHEME = "http"
 DERIVED_KEYS: Tuple[Tuple[str, str, str], ...] = (
     ("threads_min", "int", "--threads MIN: app threads kept warm (thread_bounds.py resolves auto)"),
     ("threads_max", "int", "--threads MAX: the most app threads at once"),
-    ("static", "List[Dict[str, Any]]", "--static mounts: dicts of options.StaticMount's fields"),
+    ("static", "List[Dict[str, Any]]", "--static mounts: dicts of parsers.StaticMount's fields"),
     ("metrics_bind", "str", "--metrics-bind for this process (a worker's offset added) or \"\""),
     ("url_scheme", "str", "wsgi.url_scheme (\"http\")"),
     ("access_log_fd", "int", "-1: no access log; else the fd lines are appended to (the caller's)"),

@@ -28,8 +28,8 @@ from .config import core_config, metrics_address
 from .errors import StartError
 from .listeners import BoundSocket
 from .logs import log
-from .options import Config
 from .signals import Op
+from .validated import Config
 
 #: How often a server with --max-requests or --max-stuck looks at its counts: at 14,000
 #: requests/s a worker served up to 1,400 past its limit before it noticed with 0.1 s; a look

@@ -56,10 +56,10 @@ from .errors import SluicegateError
 from .listeners import BoundSocket
 from .logs import log
 from .messages import Message
-from .options import Config
 from .reading import Reading
 from .signals import Op
 from .upgrade import start_new_master
+from .validated import Config
 from .children import Child, Life, alive as _alive, describe_exit, worker_rss
 
 #: The exit status of a server whose workers could not boot (gunicorn's too).

@@ -1,51 +1,38 @@
-"""The one table of sluicegate's options, and the two phases that turn what a user wrote into a
-frozen, validated `Config`.
+"""The one table of sluicegate's options: `OPTIONS`, one row (`Option`, option_row.py) per
+option, in the order --help and docs/options.md list them.
 
-Every option is declared once, in `OPTIONS` (name, parser, default, help, metavar, repeatable).
-Everything else is derived from that table, so nothing can drift:
-  - the command line and its `--help` (`build_parser`),
-  - the environment variables `SLUICEGATE_<NAME>`,
-  - the keywords and defaults of `sluicegate.serve()`,
-  - gunicorn's spellings of the same options (`aliases`, `-w`, `--keep-alive`, ...),
-  - the `Config` dataclass (one field per option; see below),
+Every option is declared once, here (name, parser, default, help, metavar, repeatable, gunicorn
+spellings). Everything else is derived from this table, so nothing can drift:
+  - the command line and its `--help` (command_line.py), gunicorn's spellings of the same
+    options among them (`aliases`, `-w`, `--keep-alive`, ...),
+  - the environment variables `SLUICEGATE_<NAME>`, the `--config` files and the keywords and
+    defaults of `sluicegate.serve()`, resolved into a `Config` (resolution.py),
+  - the `Config` record (validated.py: one field per row, written out for type checkers; this
+    module fails to import if its fields differ from the table in name, order or type, and
+    `python -m sluicegate.options --config-class` prints the fields to paste),
   - the keys passed straight through to the Rust core (`core=True`), and so the `ServerConfig`
     type in _core.pyi (generated, see config.py) and the keys src/config.rs must read,
-  - docs/options.md (`python -m sluicegate.options --markdown > docs/options.md`).
+  - docs/options.md (options_doc.py, run as `python -m sluicegate.options --markdown >
+    docs/options.md`).
 tests/test_options_contract.py fails on any drift between the table and these.
-
-`Config` is written out by hand, as a checked copy of the table, rather than made from it at
-import time with `dataclasses.make_dataclass`: a class built at run time is invisible to type
-checkers and editors (mypy types it as Any, so `cfg.max_request` would pass unnoticed), and the
-copy costs one line per option. It cannot drift: importing this module fails if its fields
-differ from OPTIONS in name, order or type, and `python -m sluicegate.options --config-class`
-prints the fields to paste.
-
-Resolution has two phases, like ripgrep's lowargs -> hiargs:
-  1. raw (`raw_values`): per option, the value from the command line (or a `serve()` keyword),
-     else from the environment, else the default, still as written, with where it came from;
-  2. validated (`validate`): each raw value goes through its option's parser, giving a frozen
-     `Config`. A bad value raises `OptionError` whose one line names the option, the value as
-     written and what is wrong with it.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import difflib
-import os
 import re
 import sys
 import typing
-from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
-from . import control, gunicorn_settings, log_options
-from .errors import OptionError
+from . import control, log_options, options_doc
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress
+from .option_row import ENV_PREFIX, Option
 from .syspath import parse_pythonpath
+from .validated import Config
 from .parsers import (
-    ACCESS_LOG_FIELDS, LOG_LEVELS, StaticMount, _parse_umask, _str, parse_access_log,
+    StaticMount, _parse_umask, _str, parse_access_log,
     parse_access_log_format, parse_app, parse_bind_value, parse_bool, parse_cert_reqs,
     parse_chdir, parse_count, parse_count_or_zero, parse_env_item, parse_error_log,
     parse_forwarded_allow_ips, parse_forwarded_headers, parse_health_path, parse_http2,
@@ -55,48 +42,6 @@ from .parsers import (
     parse_static, parse_threads, parse_tls_min_version, parse_warmup, parse_worker_class,
     parse_workers,
 )
-
-ENV_PREFIX = "SLUICEGATE_"
-# --- The table.
-
-
-@dataclasses.dataclass(frozen=True)
-class Option:
-    """One option, declared once. `name` is the Python identifier (the Config field, the
-    serve() keyword, the core's config key); the flag and the env var are derived from it."""
-
-    name: str
-    parse: Callable[[object], Any]
-    #: The default as a user would write it (shown in --help and the docs); None = off.
-    default: Any
-    help: str
-    metavar: str
-    #: The type of the validated value (the Config field's annotation).
-    type: Any
-    short: Optional[str] = None
-    #: Other spellings on the command line: gunicorn's flags (`-w`, `--keep-alive`, ...), so that
-    #: a gunicorn command line works by changing only the program's name.
-    aliases: Tuple[str, ...] = ()
-    #: Given several times on the command line; comma-separated in the environment.
-    repeatable: bool = False
-    positional: bool = False
-    #: A switch: given without a value on the command line (true/false in the environment).
-    switch: bool = False
-    #: Passed unchanged to `_core.Server`'s config under the same key.
-    core: bool = False
-
-    @property
-    def flag(self) -> str:
-        return self.metavar if self.positional else "--" + self.name.replace("_", "-")
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.name.upper()
-
-    @property
-    def flags(self) -> List[str]:
-        return [self.flag] + ([self.short] if self.short else []) + list(self.aliases)
-
 
 OPTIONS: Tuple[Option, ...] = (
     Option(
@@ -614,98 +559,6 @@ OPTIONS: Tuple[Option, ...] = (
 
 BY_NAME: Dict[str, Option] = {o.name: o for o in OPTIONS}
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-    """The validated options, one field per entry of OPTIONS, in its order and with its type
-    (checked when this module is imported, and by a contract test): written out so that type
-    checkers see every field, while OPTIONS stays the one place an option is declared."""
-
-    app: Union[str, Callable[..., Any]]
-    bind: Tuple[BindAddress, ...]
-    config: Optional[str]
-    check_config: bool
-    print_config: bool
-    workers: Optional[int]
-    worker_class: str
-    preload: bool
-    max_requests: int
-    max_requests_jitter: int
-    reload: bool
-    reload_extra: Tuple[str, ...]
-    warmup: str
-    django_checks: bool
-    max_rss: int
-    user: Optional[str]
-    group: Optional[str]
-    umask: Optional[int]
-    pid: Optional[str]
-    proc_name: Optional[str]
-    threads: Optional[Tuple[int, int]]
-    max_runnable: int
-    scheduler: str
-    backlog: int
-    reuse_port: bool
-    header_timeout: float
-    keepalive_timeout: float
-    read_timeout: float
-    min_body_rate: int
-    body_timeout: float
-    write_timeout: float
-    timeout: float
-    max_stuck: int
-    graceful_timeout: float
-    limit_request_line: int
-    limit_header_bytes: int
-    limit_headers: int
-    limit_field_bytes: int
-    limit_body: int
-    limit_response_headers: int
-    max_drain: int
-    http2: str
-    http2_max_streams: int
-    static: Tuple[StaticMount, ...]
-    static_fallthrough: bool
-    write_high_water: int
-    root_path: str
-    forwarded_allow_ips: str
-    proxy_protocol: bool
-    proxy_allow_ips: str
-    certfile: Optional[str]
-    keyfile: Optional[str]
-    ca_certs: Optional[str]
-    cert_reqs: str
-    tls_min_version: str
-    forwarded_headers: str
-    health_path: str
-    drain_delay: float
-    access_log: Optional[str]
-    access_log_format: str
-    server_timing: bool
-    early_hints: bool
-    metrics_bind: str
-    debug_requests: bool
-    control_socket: str
-    no_control_socket: bool
-    log_level: str
-    error_log: Optional[str]
-    capture_output: bool
-    log_config_dict: Optional[Mapping[str, Any]]
-    log_config: Optional[str]
-    log_config_json: Optional[str]
-    log_syslog: bool
-    syslog_addr: str
-    syslog_prefix: Optional[str]
-    syslog_facility: str
-    disable_redirect_access_to_syslog: bool
-    statsd_host: Optional[str]
-    statsd_prefix: str
-    dogstatsd_tags: str
-    hooks: Optional[Hooks]
-    server_header: str
-    chdir: Optional[str]
-    pythonpath: Optional[str]
-    env: Tuple[str, ...]
-
 
 def config_matches_options() -> Optional[str]:
     """None when Config's fields are exactly OPTIONS (names, order, types), else what differs."""
@@ -715,7 +568,7 @@ def config_matches_options() -> Optional[str]:
     if fields == table:
         return None
     return (f"Config fields {fields} differ from OPTIONS {table}: paste the output of "
-            "`python -m sluicegate.options --config-class` into class Config")
+            "`python -m sluicegate.options --config-class` into class Config (validated.py)")
 
 
 def config_class_fields() -> str:
@@ -731,372 +584,6 @@ if _mismatch:  # a programming error: the table and the class were edited apart
     raise AssertionError(_mismatch)
 
 
-# --- Phase 1: raw values, with where each came from.
-
-
-@dataclasses.dataclass(frozen=True)
-class Raw:
-    """A value as written, and where: '--threads', 'SLUICEGATE_THREADS', 'threads=' (a serve()
-    keyword) or 'default'. The source is part of every error message."""
-
-    value: Any
-    source: str
-
-
-def raw_values(
-    given: Mapping[str, Raw] = {},
-    env: Optional[Mapping[str, str]] = None,
-) -> Dict[str, Raw]:
-    """Per option: the given value (command line or serve() keyword), else the environment,
-    else the --config file (named on the command line or in the environment), else the
-    default."""
-    env = os.environ if env is None else env
-    path = given["config"].value if "config" in given else env.get(BY_NAME["config"].env)
-    path = parse_path_or_off(path)
-    from_file: Dict[str, Any] = {}
-    if path and str(path).endswith(".py"):
-        from . import gunicorn_config
-        from_file = gunicorn_config.load(str(path), BY_NAME)
-    elif path:
-        from . import config_file
-        from_file = config_file.load(str(path), BY_NAME)
-    raw: Dict[str, Raw] = {}
-    for o in OPTIONS:
-        if o.name in given:
-            raw[o.name] = given[o.name]
-        elif o.env in env:
-            text = env[o.env]
-            raw[o.name] = Raw(text.split(",") if o.repeatable else text, o.env)
-        elif o.name in from_file:
-            value, where = from_file[o.name]
-            if o.repeatable and not isinstance(value, list):
-                value = [value]
-            raw[o.name] = Raw(value, where)
-        else:
-            raw[o.name] = Raw(o.default, "default")
-    return raw
-
-
-def describe(raw: Mapping[str, Raw]) -> str:
-    """--print-config: every option as TOML, with where its value came from."""
-    from . import config_file
-    lines = []
-    for o in OPTIONS:
-        if o.name in ("config", "check_config", "print_config"):
-            continue
-        r = raw[o.name]
-        source = "default" if r.source == "default" else r.source
-        value = r.value
-        if value is None or (isinstance(value, list) and not value and not o.default):
-            lines.append(f"# {o.name}: off  ({source})")
-            continue
-        if isinstance(value, bool) or o.switch:
-            try:
-                value = parse_bool(value)
-            except ValueError:
-                pass
-        if callable(value):
-            value = getattr(value, "__qualname__", repr(value))
-        if isinstance(value, Hooks) and not value.is_module:  # functions: not TOML
-            names = ", ".join(n for n, _ in value.functions)
-            lines.append(f"# {o.name}: the functions {names}  # {source}")
-            continue
-        if isinstance(value, Mapping):  # log_config_dict: as the JSON its option takes
-            import json
-            value = json.dumps(value)
-        lines.append(f"{o.name} = {config_file.render(value)}  # {source}")
-    return "\n".join(lines)
-
-
-def from_keywords(keywords: Mapping[str, Any], caller: str = "serve()") -> Dict[str, Raw]:
-    """serve()'s keyword arguments as raw values; an unknown name is a TypeError, as for any
-    Python function."""
-    raw: Dict[str, Raw] = {}
-    for name, value in keywords.items():
-        if name not in BY_NAME:
-            close = difflib.get_close_matches(name, BY_NAME, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise TypeError(f"{caller} got an unexpected keyword argument {name!r}{hint}")
-        o = BY_NAME[name]
-        if o.repeatable and (isinstance(value, (str, bytes)) or not isinstance(value, Sequence)):
-            value = [value]
-        raw[name] = Raw(value, f"{name}=")
-    return raw
-
-
-# --- Phase 2: validation.
-
-
-def validate(raw: Mapping[str, Raw]) -> Config:
-    """Parse every raw value with its option's parser into a frozen Config; raise OptionError
-    naming the first bad one."""
-    values: Dict[str, Any] = {}
-    for o in OPTIONS:
-        r = raw[o.name]
-        if o.repeatable:
-            items = list(r.value)
-            if not items and o.default:
-                raise OptionError(f"{_where(o, r)}: give at least one value")
-            parsed = tuple(_parse_one(o, r, item) for item in items)
-            for i, p in enumerate(parsed):
-                # Port 0 twice is two different free ports, not a duplicate.
-                if p in parsed[:i] and getattr(p, "port", None) != 0:
-                    raise OptionError(f"{_where(o, r, items[i])}: given twice")
-            values[o.name] = parsed
-        else:
-            values[o.name] = _parse_one(o, r, r.value)
-    return Config(**values)
-
-
-def _parse_one(o: Option, r: Raw, value: object) -> Any:
-    try:
-        return o.parse(value)
-    except ValueError as e:
-        raise OptionError(f"{_where(o, r, value)}: {e}") from None
-
-
-# How much of a bad value an error line quotes.
-_MAX_SHOWN = 80
-
-
-def _where(o: Option, r: Raw, value: object = None) -> str:
-    """How the bad value is named in an error: `--threads '5:2'`, `SLUICEGATE_THREADS='5:2'`,
-    `threads=(5, 2)`."""
-    shown = repr(value if value is not None else r.value)
-    if len(shown) > _MAX_SHOWN:
-        # A pasted file as a value: the error stays one readable line.
-        shown = shown[:_MAX_SHOWN] + f"... ({len(shown)} characters)"
-    if r.source == "default":
-        return f"default of {o.flag} {shown}"
-    if r.source.startswith(ENV_PREFIX) or r.source.endswith("="):
-        name = r.source if r.source.endswith("=") else r.source + "="
-        return f"{name}{shown}"
-    return f"{r.source} {shown}"
-
-
-def resolve(keywords: Mapping[str, Any] = {}, env: Optional[Mapping[str, str]] = None) -> Config:
-    """Both phases for serve(): keywords > environment > defaults -> Config."""
-    return validate(raw_values(from_keywords(keywords), env))
-
-
-# --- The command line.
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (`sluicegate: error: ...`, exit status 2)
-    instead of the usage text followed by the error."""
-
-    def error(self, message: str) -> NoReturn:
-        raise OptionError(f"{message} (see sluicegate --help)")
-
-
-def build_parser(version: str = "") -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="sluicegate",
-        usage="sluicegate [OPTIONS] [MODULE:APP]",
-        description="Serve a WSGI application over HTTP with sluicegate's Rust core.",
-        epilog=(
-            f"Every option can also be set with an environment variable {ENV_PREFIX}<NAME> "
-            f"(e.g. {ENV_PREFIX}THREADS=4:64; several addresses comma-separated in "
-            f"{ENV_PREFIX}BIND). The command line wins over the environment. "
-            "Byte sizes take the suffixes k, M and G (powers of 1024). "
-            "Signals: SIGTERM or SIGINT shut down gracefully; a second SIGINT stops at once. "
-            "gunicorn's other flags (and $GUNICORN_CMD_ARGS) are taken too, each done, ignored "
-            "with a warning saying why, or refused saying why: docs/options.md lists them."
-        ),
-        allow_abbrev=False,
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=32),
-    )
-    for o in OPTIONS:
-        help_text = f"{o.help} [default: {_show_default(o)}; env: {o.env}]".replace("%", "%%")
-        if o.positional:
-            parser.add_argument(
-                o.name, nargs="?", metavar=o.metavar, default=argparse.SUPPRESS, help=help_text
-            )
-        else:
-            if o.switch:
-                parser.add_argument(
-                    *([o.short] if o.short else []), o.flag, *o.aliases,
-                    dest=o.name,
-                    action="store_const",
-                    const="true",
-                    default=argparse.SUPPRESS,
-                    help=help_text,
-                )
-                continue
-            parser.add_argument(
-                *([o.short] if o.short else []), o.flag, *o.aliases,
-                dest=o.name,
-                metavar=o.metavar,
-                action="append" if o.repeatable else "store",
-                default=argparse.SUPPRESS,
-                help=help_text,
-            )
-    parser.add_argument(
-        "--version", action="version", version=f"sluicegate {version}",
-        help="Print sluicegate's version and exit.",
-    )
-    _add_gunicorn_flags(parser)
-    return parser
-
-
-#: The argparse destination of a gunicorn flag that is not a sluicegate option's.
-_GUNICORN_DEST = "gunicorn."
-
-
-def _add_gunicorn_flags(parser: argparse.ArgumentParser) -> None:
-    """Every gunicorn flag that is not already a sluicegate option's spelling, answered by
-    gunicorn_settings.py (kept out of --help; docs/options.md lists them with their answers)."""
-    taken = set(all_flags())
-    for s in gunicorn_settings.SETTINGS:
-        flags = [f for f in s.flags if f not in taken]
-        if not flags:
-            continue
-        dest = _GUNICORN_DEST + s.name
-        if s.takes in (gunicorn_settings.SWITCH, gunicorn_settings.SWITCH_OFF):
-            parser.add_argument(*flags, dest=dest, action="store_const",
-                                const=s.takes == gunicorn_settings.SWITCH,
-                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-        else:
-            parser.add_argument(*flags, dest=dest,
-                                action="append" if s.takes == gunicorn_settings.LIST else "store",
-                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-
-
-def from_command_line(argv: Sequence[str], version: str = "", prefix: str = "") -> Dict[str, Raw]:
-    """Phase 1 for the command line: only the options given, as written. An unknown option is
-    named on its own, with the closest known flag (argparse alone would name it together with
-    the arguments after it, the app path among them). `prefix` names where the words came
-    from in messages (GUNICORN_CMD_ARGS)."""
-    where = (prefix + " ") if prefix else ""
-    parser = build_parser(version)
-    argv, proxy_mode = _proxy_protocol_mode(list(argv))
-    namespace, extra = parser.parse_known_args(argv)
-    if extra:
-        raise OptionError(where + unknown_argument(extra))
-    given = {name: Raw(value, where + BY_NAME[name].flag) for name, value in vars(namespace).items()
-             if not name.startswith(_GUNICORN_DEST)}
-    if proxy_mode is not None:
-        given["proxy_protocol"] = Raw(proxy_mode, where + "--proxy-protocol")
-    for dest, value in vars(namespace).items():
-        if dest.startswith(_GUNICORN_DEST):
-            setting = gunicorn_settings.BY_NAME[dest[len(_GUNICORN_DEST):]]
-            flag = where + setting.flags[-1]
-            for option, got in gunicorn_settings.options_of(setting, value, flag).items():
-                # --paste names the app even beside a MODULE:APP, as in gunicorn.
-                if option not in given or setting.name == "paste":
-                    given[option] = Raw(got, flag)
-    return given
-
-
-#: gunicorn 27's `--proxy-protocol [MODE]`: the modes that may follow the flag.
-_PROXY_MODES = ("off", "v1", "v2", "auto")
-
-
-def _proxy_protocol_mode(argv: List[str]) -> Tuple[List[str], Optional[str]]:
-    """argv without a `--proxy-protocol MODE` (or `=MODE`), and that MODE: the flag alone stays
-    a switch, so that `--proxy-protocol myapp:app` still names the app."""
-    out: List[str] = []
-    mode = None
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            out += argv[i:]
-            break
-        if arg.startswith("--proxy-protocol="):
-            mode = arg.partition("=")[2]
-        elif arg == "--proxy-protocol" and i + 1 < len(argv) and argv[i + 1] in _PROXY_MODES:
-            mode = argv[i + 1]
-            i += 1
-        else:
-            out.append(arg)
-        i += 1
-    return out, mode
-
-
-def all_flags() -> List[str]:
-    return [f for o in OPTIONS if not o.positional for f in o.flags] + ["--version", "--help"]
-
-
-def unknown_argument(extra: Sequence[str]) -> str:
-    """The error for what argparse could not place: the first unknown option, with a "did you
-    mean" from the table, or else the second app path."""
-    flags = all_flags()
-    for arg in extra:
-        if arg.startswith("-") and len(arg) > 1 and not arg[1:].replace(".", "").isdigit():
-            name = arg.split("=", 1)[0]
-            # Compared without the dashes, which every flag shares.
-            bare = {f.lstrip("-"): f for f in flags}
-            close = difflib.get_close_matches(name.lstrip("-"), bare, n=1, cutoff=0.6)
-            hint = f"did you mean {bare[close[0]]}?" if close else "see sluicegate --help"
-            return f"unknown option {name} ({hint})"
-    return (f"unexpected argument {extra[0]!r}: give one MODULE:APP (see sluicegate --help)")
-
-
-def _show_default(o: Option) -> str:
-    if o.default is None:
-        return "off"
-    if isinstance(o.default, list):
-        return ", ".join(o.default)
-    return repr(o.default) if o.default == "" else str(o.default)
-
-
-# --- docs/options.md
-
-
-def markdown() -> str:
-    """The text of docs/options.md, generated from OPTIONS."""
-    lines = [
-        "# sluicegate options",
-        "",
-        "<!-- Generated from python/sluicegate/options.py by",
-        "     `python -m sluicegate.options --markdown > docs/options.md`; do not edit by hand. -->",
-        "",
-        "Usage: `sluicegate [OPTIONS] [MODULE:APP]`, `python -m sluicegate [OPTIONS] [MODULE:APP]`,",
-        "or `sluicegate.serve(app, **options)` from Python.",
-        "",
-        "Each option is set, from strongest to weakest, on the command line (or as a keyword of",
-        f"`serve()`), in its environment variable `{ENV_PREFIX}<NAME>`, in the `--config` TOML file",
-        "(keys are the `serve()` names), or by its default. Byte",
-        "sizes take the suffixes `k`, `M` and `G` (powers of 1024: `64k` = 65536). A bad value",
-        "stops sluicegate with one line naming the option (exit status 2).",
-        "",
-        "| Option | Environment variable | `serve()` keyword | Default |",
-        "| --- | --- | --- | --- |",
-    ]
-    for o in OPTIONS:
-        flag = ", ".join(f"`{f}`" for f in o.flags) + ("" if o.positional or not o.metavar else f" {o.metavar}")
-        lines.append(f"| {flag} | `{o.env}` | `{o.name}` | {_md_default(o)} |")
-    lines.append("| `--version` | | | |")
-    lines.append("")
-    for o in OPTIONS:
-        title = ", ".join(f"`{f}`" for f in o.flags)
-        lines += [f"## {title}" + ("" if o.positional or not o.metavar else f" {o.metavar}"), "", o.help, ""]
-        lines.append(f"- Default: {_md_default(o)}")
-        env_note = " (comma-separated list)" if o.repeatable else ""
-        lines.append(f"- Environment: `{o.env}`{env_note}")
-        if o.repeatable:
-            lines.append(f"- `serve()`: `{o.name}=` a string or a list of strings")
-        else:
-            lines.append(f"- `serve()`: `{o.name}=`")
-        if o.repeatable:
-            lines.append("- Repeatable")
-        lines.append("")
-    lines += ["## `--version`", "", "Print sluicegate's version and exit.", ""]
-    lines += gunicorn_settings.markdown()
-    return "\n".join(lines)
-
-
-
-def _md_default(o: Option) -> str:
-    if o.default is None:
-        return "off"
-    if o.default == "":
-        return "empty"
-    return f"`{_show_default(o)}`"
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--config-class"]:
@@ -1106,7 +593,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("usage: python -m sluicegate.options --markdown > docs/options.md | --config-class",
               file=sys.stderr)
         return 2
-    sys.stdout.write(markdown())
+    sys.stdout.write(options_doc.markdown(OPTIONS, ENV_PREFIX))
     return 0
 
 

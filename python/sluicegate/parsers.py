@@ -1,7 +1,8 @@
 """The parsers of the options' values (options.py declares which option takes which): each
 takes the value as written (a str from the command line or the environment, or a Python value
 given to serve()) and returns the typed value, or raises ValueError with a one-line reason that
-does not repeat the value (options.validate adds the option and the value).
+does not repeat the value (resolution.validate adds the option and the value). The options
+that take one of a few names take those of allowed_values.txt (`ALLOWED`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import re
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
+from .allowed_values import ALLOWED, spelled
 from .asgi import refuse_asgi_worker_class
 from .gunicorn_config import THREADED_WORKER_CLASSES
 from .listeners import BindAddress, parse_bind
@@ -178,20 +180,23 @@ def parse_bind_value(value: object) -> BindAddress:
 
 def parse_cert_reqs(value: object) -> str:
     """none, optional or required; gunicorn's numbers (ssl.CERT_NONE=0, CERT_OPTIONAL=1,
-    CERT_REQUIRED=2) too, so a gunicorn command line works unchanged."""
+    CERT_REQUIRED=2: the names' places in allowed_values.txt) too, so a gunicorn command line
+    works unchanged."""
+    names = ALLOWED["cert_reqs"]
     if isinstance(value, int) and not isinstance(value, bool):  # ssl.CERT_REQUIRED, 2
         value = str(int(value))
     text = _str(value).strip().lower()
-    text = {"0": "none", "1": "optional", "2": "required"}.get(text, text)
-    if text not in ("none", "optional", "required"):
-        raise ValueError("expected none, optional or required")
+    text = {str(number): name for number, name in enumerate(names)}.get(text, text)
+    if text not in names:
+        raise ValueError(f"expected {spelled(names)}")
     return text
 
 
 def parse_tls_min_version(value: object) -> str:
+    names = ALLOWED["tls_min_version"]
     text = _str(value).strip().lower().removeprefix("tlsv").removeprefix("tls")
-    if text not in ("1.2", "1.3"):
-        raise ValueError("expected 1.2 or 1.3 (nothing older is served)")
+    if text not in names:
+        raise ValueError(f"expected {spelled(names)} (nothing older is served)")
     return text
 
 
@@ -226,8 +231,8 @@ def parse_forwarded_allow_ips(value: object) -> str:
 def parse_forwarded_headers(value: object) -> str:
     """x-forwarded or forwarded."""
     text = _str(value).strip().lower()
-    if text not in ("x-forwarded", "forwarded"):
-        raise ValueError("must be x-forwarded or forwarded")
+    if text not in ALLOWED["forwarded_headers"]:
+        raise ValueError(f"must be {spelled(ALLOWED['forwarded_headers'])}")
     return text
 
 
@@ -244,14 +249,14 @@ def parse_access_log_format(value: object) -> str:
     """combined, common, json, a template of {field} names, or gunicorn's %(atom)s format
     (written as gunicorn writes it: log_options.parse_gunicorn_log_format)."""
     text = _str(value)
-    if text in ("combined", "common", "json"):
+    if text in ALLOWED["access_log_format"]:
         return text
     if "%(" in text:
         return parse_gunicorn_log_format(text)
     names = re.findall(r"\{([^{}]*)\}", text)
     if not names:
-        raise ValueError("expected combined, common, json or a template such as "
-                         "'{client} {method} {path} {status} {app_us}'")
+        raise ValueError(f"expected {', '.join(ALLOWED['access_log_format'])} or a template "
+                         "such as '{client} {method} {path} {status} {app_us}'")
     if text.count("{") != len(names) or text.count("}") != len(names):
         raise ValueError("unbalanced braces in the template")
     unknown = [n for n in names if n not in ACCESS_LOG_FIELDS]
@@ -361,28 +366,22 @@ def parse_log_level(value: object) -> str:
     return text
 
 
-SCHEDULERS = ("adaptive", "inline", "pool")
-
-
 def parse_scheduler(value: object) -> str:
     text = _str(value).strip().lower()
-    if text not in SCHEDULERS:
-        raise ValueError(f"expected one of {', '.join(SCHEDULERS)}")
+    if text not in ALLOWED["scheduler"]:
+        raise ValueError(f"expected one of {', '.join(ALLOWED['scheduler'])}")
     return text
-
-
-HTTP2_MODES = ("on", "tls", "off")
 
 
 def parse_http2(value: object) -> str:
     """on, tls or off (and the switch spellings: true means on, false off)."""
     text = _str(value).strip().lower()
     if text in ("1", "true", "yes"):
-        return "on"
-    if text in ("0", "false", "no"):
-        return "off"
-    if text not in HTTP2_MODES:
-        raise ValueError(f"expected one of {', '.join(HTTP2_MODES)}")
+        text = "on"
+    elif text in ("0", "false", "no"):
+        text = "off"
+    if text not in ALLOWED["http2"]:
+        raise ValueError(f"expected one of {', '.join(ALLOWED['http2'])}")
     return text
 
 

@@ -40,9 +40,9 @@ from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .logs import log
 from .master import Master
-from .options import Config
 from .single import SingleServer
 from .upgrade import UPGRADE_ENV
+from .validated import Config
 from .worker import WorkerServer
 
 __all__ = ["serve_config", "log"]

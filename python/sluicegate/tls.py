@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from .errors import OptionError
-from .options import Config
+from .validated import Config
 
 _loaded: Optional[Any] = None
 

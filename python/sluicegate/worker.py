@@ -19,7 +19,7 @@ from .core_server import ServerProcess
 from .listeners import BoundSocket
 from .logs import log
 from .messages import Message
-from .options import Config
+from .validated import Config
 
 
 class WorkerServer(ServerProcess):

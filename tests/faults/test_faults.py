@@ -28,7 +28,8 @@ import threading
 
 import pytest
 
-from tests.faults.conftest import Load, record
+from tests.faults.conftest import record
+from tests.load import Load
 from tests.helpers import wait_for
 from tests.http_util import Conn, request_bytes
 from tests.test_busy_metrics_port import held_port_pair

@@ -12,7 +12,8 @@ import uuid
 
 import h2.errors
 
-from tests.faults.conftest import Load, record
+from tests.faults.conftest import record
+from tests.load import Load
 from tests.faults.test_faults import serving
 from tests.h2_client import H2Client
 from tests.helpers import wait_for

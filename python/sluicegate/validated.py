@@ -1,0 +1,111 @@
+"""`Config`: the validated options as one frozen record, the value resolution.py gives and the
+rest of the front and the core's config read.
+
+One field per row of the options table (options.py), in its order and with its type, written
+out by hand so that type checkers and editors see every field (a class made from the table at
+import time would be typed as Any). It cannot drift: importing options.py fails if these fields
+differ from the table in name, order or type, and `python -m sluicegate.options --config-class`
+prints the lines to paste here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping, Optional, Tuple, Union
+
+from .hooks import Hooks
+from .listeners import BindAddress
+from .parsers import StaticMount
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The validated options, one field per entry of OPTIONS, in its order and with its type
+    (checked when this module is imported, and by a contract test): written out so that type
+    checkers see every field, while OPTIONS stays the one place an option is declared."""
+
+    app: Union[str, Callable[..., Any]]
+    bind: Tuple[BindAddress, ...]
+    config: Optional[str]
+    check_config: bool
+    print_config: bool
+    workers: Optional[int]
+    worker_class: str
+    preload: bool
+    max_requests: int
+    max_requests_jitter: int
+    reload: bool
+    reload_extra: Tuple[str, ...]
+    warmup: str
+    django_checks: bool
+    max_rss: int
+    user: Optional[str]
+    group: Optional[str]
+    umask: Optional[int]
+    pid: Optional[str]
+    proc_name: Optional[str]
+    threads: Optional[Tuple[int, int]]
+    max_runnable: int
+    scheduler: str
+    backlog: int
+    reuse_port: bool
+    header_timeout: float
+    keepalive_timeout: float
+    read_timeout: float
+    min_body_rate: int
+    body_timeout: float
+    write_timeout: float
+    timeout: float
+    max_stuck: int
+    graceful_timeout: float
+    limit_request_line: int
+    limit_header_bytes: int
+    limit_headers: int
+    limit_field_bytes: int
+    limit_body: int
+    limit_response_headers: int
+    max_drain: int
+    http2: str
+    http2_max_streams: int
+    static: Tuple[StaticMount, ...]
+    static_fallthrough: bool
+    write_high_water: int
+    root_path: str
+    forwarded_allow_ips: str
+    proxy_protocol: bool
+    proxy_allow_ips: str
+    certfile: Optional[str]
+    keyfile: Optional[str]
+    ca_certs: Optional[str]
+    cert_reqs: str
+    tls_min_version: str
+    forwarded_headers: str
+    health_path: str
+    drain_delay: float
+    access_log: Optional[str]
+    access_log_format: str
+    server_timing: bool
+    early_hints: bool
+    metrics_bind: str
+    debug_requests: bool
+    control_socket: str
+    no_control_socket: bool
+    log_level: str
+    error_log: Optional[str]
+    capture_output: bool
+    log_config_dict: Optional[Mapping[str, Any]]
+    log_config: Optional[str]
+    log_config_json: Optional[str]
+    log_syslog: bool
+    syslog_addr: str
+    syslog_prefix: Optional[str]
+    syslog_facility: str
+    disable_redirect_access_to_syslog: bool
+    statsd_host: Optional[str]
+    statsd_prefix: str
+    dogstatsd_tags: str
+    hooks: Optional[Hooks]
+    server_header: str
+    chdir: Optional[str]
+    pythonpath: Optional[str]
+    env: Tuple[str, ...]
