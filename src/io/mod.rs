@@ -21,7 +21,7 @@
 //! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
 //! - [`h2`]: HTTP/2 connections, served by the `h2` crate on a thread of their own.
 //! - [`static_files`]: files the loop serves itself (opening, `sendfile`; decisions in proto).
-//! - [`static_cache`]: small static files kept in memory, checked against the disk per request.
+//! - [`static_cache`]: small static files kept in memory while inotify reports no change.
 //! - [`statsd`]: the `--statsd-host` datagram socket the request metrics are sent on.
 
 pub mod balance;
@@ -39,6 +39,7 @@ pub mod shared_out;
 pub mod static_cache;
 pub mod static_files;
 mod static_siblings;
+mod static_watch;
 pub mod statsd;
 pub mod stream;
 pub mod tls;

@@ -1,41 +1,41 @@
 //! Small static files kept in memory, so that a hot file's answer is its head and its bytes in
-//! one `writev`, with no open, `fstat`, `sendfile` or close: per request, one `stat` of the
-//! file's path and one of its directory (`static_siblings`) say whether the copy is still the
-//! file on disk.
+//! one `writev`, with no open, `fstat`, `sendfile` or close, and no `stat` either: inotify
+//! (`static_watch`) says when a kept file or a directory on its path changes, and the one
+//! system call a request adds is the read that finds the event queue empty.
 //!
 //! What is kept: a regular file of at most `FILE_MAX` bytes without precompressed siblings,
-//! per mount and relative path, with the file's identity and times (`FileStamp`) and its
-//! directory's (`DirStamp`); at most `TOTAL_MAX` bytes in all (the bytes of the files, plus
-//! `ENTRY_OVERHEAD` per file), the least recently served dropped first. Larger files, files
-//! with siblings and files changed within the last `SETTLED_SECS` are served from disk as
-//! before (`static_files`).
+//! reached from its mount's directory with no symlink on the way, per mount and relative path;
+//! at most `FILES_MAX` files and `TOTAL_MAX` bytes in all (the files' bytes, plus
+//! `ENTRY_OVERHEAD` per file), the least recently served dropped first. Anything else is served
+//! from disk as before (`static_files`).
 //!
-//! Why a changed file is seen on the very next request: writing a file changes its change time
-//! (`st_ctime`, which no program can set back), replacing it (rename) or deleting it changes
-//! what its path names (another inode, or none), and adding a `.br`/`.gz` sibling changes the
-//! directory's change time. Every one of those makes the request's `stat`s differ from the
-//! recorded ones, and the file is opened again. A copy is only made of a file whose change
-//! time is at least `SETTLED_SECS` old (timestamps are coarse: a write within the same tick as
-//! the copy could leave the time unchanged), and only if the file's `fstat` after reading it
-//! equals the one before (nothing wrote to it meanwhile).
+//! Why a change is seen on the very next request: every directory from the mount's down to
+//! the file's is watched for its names, and the file for its content and attributes. Writing,
+//! truncating or `chmod`ing the file, replacing it (rename over it), deleting it, renaming or
+//! replacing a directory on its path, or adding its `.br`/`.gz` sibling each queues an event
+//! before the system call that did it returns; each request reads the queue before it looks
+//! in the table, and an event about a kept file's path drops the file. A copy is made under
+//! the watches, and kept only if no event at all arrived while it was made (so nothing can
+//! change between its check and its insertion unseen). A lost event (the queue overflowed)
+//! drops every file.
 //!
-//! The path is looked up without `openat2`'s confinement: a name that now leads out of the
-//! mount (a directory replaced by a symlink) leads to another inode, so no stamp matches and
-//! the file is opened, confined, as on a first request.
+//! Not seen: writes through a shared memory mapping and changes made by another machine to a
+//! network file system (inotify reports neither), and a file system mounted over a directory
+//! of the path. A deployment that changes files that way reloads the server (`HUP`), which
+//! starts with nothing kept.
 
 use std::collections::HashMap;
-use std::ffi::CStr;
+use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use sluicegate_proto::files::FileMeta;
 
 use super::out_queue::SharedBytes;
-use super::static_siblings::{with_c_path, DirStamp, SiblingCache, SETTLED_SECS};
+use super::static_watch::{Event, Watcher, OVERFLOW};
 use crate::observe::table::StaticCacheReadings;
 
 /// Largest file kept in memory: a page's scripts, styles and icons, not its media. A larger
@@ -43,77 +43,24 @@ use crate::observe::table::StaticCacheReadings;
 pub const FILE_MAX: u64 = 64 * 1024;
 /// Most memory the kept files take, per process (see the module doc for what counts).
 pub const TOTAL_MAX: usize = 4 * 1024 * 1024;
-/// What one kept file costs beside its bytes (its key, its entry, the shared buffer's
-/// counts), counted so that many empty files are bounded as well.
+/// Most files kept, per process: a bound on the table and on the watches, whatever the sizes.
+pub const FILES_MAX: usize = 4096;
+/// What one kept file costs beside its bytes (its key, its entry, its place in its watches'
+/// lists), counted so that many empty files are bounded as well.
 const ENTRY_OVERHEAD: usize = 128;
-/// When the bound is reached, the least recently served files are dropped until the kept
-/// files take at most this share of `TOTAL_MAX` (in quarters), so that a stream of new files
-/// sorts the table once per several insertions, not at each.
+/// When a bound is reached, the least recently served files are dropped until the kept files
+/// take at most this share of each bound (in quarters), so that a stream of new files sorts
+/// the table once per several insertions, not at each.
 const AFTER_EVICTION_QUARTERS: usize = 3;
 
-/// What a file's `stat` says about its identity and content: the same stamp, the same bytes.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct FileStamp {
-    dev: u64,
-    ino: u64,
-    size: i64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl FileStamp {
-    /// The stamp of a regular file's `stat`, None for anything else.
-    pub fn of(st: &libc::stat) -> Option<FileStamp> {
-        ((st.st_mode & libc::S_IFMT) == libc::S_IFREG).then_some(FileStamp {
-            dev: st.st_dev,
-            ino: st.st_ino,
-            size: st.st_size,
-            mtime: (st.st_mtime, st.st_mtime_nsec),
-            ctime: (st.st_ctime, st.st_ctime_nsec),
-        })
-    }
-
-    /// The stamp of what `rel` names under the directory `dir` now (symlinks followed).
-    fn at(dir: RawFd, rel: &[u8]) -> Option<FileStamp> {
-        with_c_path(rel, |c: &CStr| {
-            // SAFETY: an all-zero stat is a valid out-parameter.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            // SAFETY: dir is an open directory fd, c a valid NUL-terminated relative path,
-            // st a valid out-pointer.
-            if unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, 0) } != 0 {
-                return None;
-            }
-            FileStamp::of(&st)
-        })?
-    }
-
-    /// The stamp of an open file.
-    pub fn of_file(f: &File) -> Option<FileStamp> {
-        // SAFETY: an all-zero stat is a valid out-parameter.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: f is open; st is a valid out-pointer.
-        if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
-            return None;
-        }
-        FileStamp::of(&st)
-    }
-
-    /// Unchanged for `SETTLED_SECS` at least (see the module doc).
-    fn settled(&self) -> bool {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
-        self.ctime.0 <= now - SETTLED_SECS
-    }
-}
+/// A file's watch that depends on the file itself, not on one of its names.
+const WHOLE_FILE: u16 = u16::MAX;
 
 /// A kept file: its metadata for the head (ETag, Last-Modified, size) and its bytes.
 #[derive(Clone)]
 pub struct Cached {
     pub meta: FileMeta,
     pub body: Arc<[u8]>,
-    file: FileStamp,
-    dir: DirStamp,
 }
 
 impl Cached {
@@ -144,6 +91,8 @@ struct Entry {
     cached: Cached,
     /// When it was last served, in `Table::tick`s.
     used: u64,
+    /// Its watches: the mount's directory, each directory below it on the path, the file.
+    wds: Vec<i32>,
 }
 
 impl Entry {
@@ -152,46 +101,132 @@ impl Entry {
     }
 }
 
-/// Per mount: relative path → entry; and the bytes they take.
+/// A kept file that a watch's events can concern: by mount and path, and which name of the
+/// path is in the watched directory (its index among the path's names; `WHOLE_FILE` for the
+/// file's own watch).
+struct Dependent {
+    mount: usize,
+    rel: Box<[u8]>,
+    depth: u16,
+}
+
+impl Dependent {
+    /// Does an event about `name` in the watched directory (empty: the directory or file
+    /// itself) concern this file?
+    fn concerned_by(&self, name: &[u8]) -> bool {
+        if self.depth == WHOLE_FILE || name.is_empty() {
+            return true;
+        }
+        let mut names = self.rel.split(|&b| b == b'/');
+        let Some(own) = names.nth(self.depth as usize) else {
+            return true;
+        };
+        if name == own {
+            return true;
+        }
+        // The file's own directory: a precompressed sibling appearing changes the answer.
+        let last = names.next().is_none();
+        last && name.len() == own.len() + 3
+            && name.starts_with(own)
+            && matches!(&name[own.len()..], b".br" | b".gz")
+    }
+}
+
+/// Per mount: relative path → entry; who depends on each watch; the sizes.
 #[derive(Default)]
 struct Table {
     mounts: Vec<HashMap<Box<[u8]>, Entry>>,
+    watches: HashMap<i32, Vec<Dependent>>,
     tick: u64,
     bytes: usize,
+    files: usize,
+    /// Events read so far (any event: see `FileCache::fill`).
+    events: u64,
 }
 
 impl Table {
-    fn remove(&mut self, mount: usize, rel: &[u8]) {
-        if let Some(e) = self.mounts[mount].remove(rel) {
-            self.bytes -= e.cost();
+    /// Drop these files, and the watches no kept file needs any more.
+    fn remove(&mut self, watcher: &Watcher, keys: &[(usize, Box<[u8]>)]) {
+        let mut touched = Vec::new();
+        for (mount, rel) in keys {
+            if let Some(e) = self.mounts[*mount].remove(rel) {
+                self.bytes -= e.cost();
+                self.files -= 1;
+                touched.extend(e.wds);
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for wd in touched {
+            let Some(deps) = self.watches.get_mut(&wd) else {
+                continue;
+            };
+            let mounts = &self.mounts;
+            deps.retain(|d| mounts[d.mount].contains_key(&d.rel));
+            if deps.is_empty() {
+                self.watches.remove(&wd);
+                watcher.remove(wd);
+            }
         }
     }
 
-    /// Drop the least recently served entries until `room` more bytes fit under the bound,
-    /// with a margin (`AFTER_EVICTION_QUARTERS`).
-    fn make_room(&mut self, room: usize) {
-        if self.bytes + room <= TOTAL_MAX {
+    /// What one event drops.
+    fn apply(&mut self, watcher: &Watcher, ev: Event<'_>) {
+        self.events += 1;
+        let keys: Vec<(usize, Box<[u8]>)> = if ev.wd == OVERFLOW {
+            let all = self.mounts.iter().enumerate();
+            all.flat_map(|(m, t)| t.keys().map(move |k| (m, k.clone())))
+                .collect()
+        } else {
+            let Some(deps) = self.watches.get(&ev.wd) else {
+                return;
+            };
+            let name = if ev.watch_gone() { &[][..] } else { ev.name };
+            deps.iter()
+                .filter(|d| d.concerned_by(name))
+                .map(|d| (d.mount, d.rel.clone()))
+                .collect()
+        };
+        if ev.watch_gone() {
+            // The kernel removed it: nothing to remove any more.
+            self.watches.remove(&ev.wd);
+        }
+        self.remove(watcher, &keys);
+    }
+
+    /// Drop the least recently served files until one more of `room` bytes fits under the
+    /// bounds, with a margin (`AFTER_EVICTION_QUARTERS`).
+    fn make_room(&mut self, watcher: &Watcher, room: usize) {
+        if self.bytes + room <= TOTAL_MAX && self.files < FILES_MAX {
             return;
         }
-        let target = (TOTAL_MAX / 4 * AFTER_EVICTION_QUARTERS).saturating_sub(room);
-        let mut by_age: Vec<(u64, usize, Box<[u8]>)> = self
+        let bytes_target = (TOTAL_MAX / 4 * AFTER_EVICTION_QUARTERS).saturating_sub(room);
+        let files_target = FILES_MAX / 4 * AFTER_EVICTION_QUARTERS;
+        let mut by_age: Vec<(u64, usize, &[u8], usize)> = self
             .mounts
             .iter()
             .enumerate()
-            .flat_map(|(m, t)| t.iter().map(move |(k, e)| (e.used, m, k.clone())))
+            .flat_map(|(m, t)| t.iter().map(move |(k, e)| (e.used, m, &k[..], e.cost())))
             .collect();
-        by_age.sort_unstable_by_key(|(used, _, _)| *used);
-        for (_, m, k) in by_age {
-            if self.bytes <= target {
+        by_age.sort_unstable_by_key(|(used, ..)| *used);
+        let (mut bytes, mut files) = (self.bytes, self.files);
+        let mut drop = Vec::new();
+        for (_, m, k, cost) in by_age {
+            if bytes <= bytes_target && files <= files_target {
                 break;
             }
-            self.remove(m, &k);
+            drop.push((m, Box::<[u8]>::from(k)));
+            bytes -= cost;
+            files -= 1;
         }
+        self.remove(watcher, &drop);
     }
 }
 
 /// The kept files of all mounts, and what `stats()` reads of them.
 pub struct FileCache {
+    /// None where the kernel gave no inotify instance: nothing is kept then.
+    watcher: Option<Watcher>,
     table: Mutex<Table>,
     files: AtomicU64,
     bytes: AtomicU64,
@@ -205,6 +240,7 @@ impl FileCache {
             ..Table::default()
         };
         FileCache {
+            watcher: Watcher::new(),
             table: Mutex::new(table),
             files: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -212,80 +248,72 @@ impl FileCache {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    /// The table, with every event queued so far applied.
+    fn current(&self, watcher: &Watcher) -> MutexGuard<'_, Table> {
+        let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if !t.watches.is_empty() {
+            watcher.drain(|ev| t.apply(watcher, ev));
+            self.publish(&t);
+        }
+        t
     }
 
-    /// Publish the table's size for `readings` (under the lock, so the two agree).
+    /// Publish the table's size for `readings`.
     fn publish(&self, t: &Table) {
-        let files = t.mounts.iter().map(HashMap::len).sum::<usize>();
-        self.files.store(files as u64, Ordering::Relaxed);
+        self.files.store(t.files as u64, Ordering::Relaxed);
         self.bytes.store(t.bytes as u64, Ordering::Relaxed);
     }
 
-    /// The kept copy of `rel` (under the mount `mount`, whose directory is `dir`), if the
-    /// file and its directory are as they were when it was made; a stale copy is dropped.
-    pub fn lookup(&self, mount: usize, dir: RawFd, rel: &[u8]) -> Option<Cached> {
-        let cached = {
-            let mut t = self.lock();
-            t.tick += 1;
-            let tick = t.tick;
-            let e = t.mounts[mount].get_mut(rel)?;
-            e.used = tick;
-            e.cached.clone()
-        };
-        let current = FileStamp::at(dir, rel) == Some(cached.file)
-            && SiblingCache::stamp(dir, rel) == Some(cached.dir);
-        if !current {
-            let mut t = self.lock();
-            t.remove(mount, rel);
-            self.publish(&t);
-            return None;
-        }
+    /// The kept copy of `rel` under the mount `mount`, if any (it is the file on disk now).
+    pub fn lookup(&self, mount: usize, rel: &[u8]) -> Option<Cached> {
+        let watcher = self.watcher.as_ref()?;
+        let mut t = self.current(watcher);
+        t.tick += 1;
+        let tick = t.tick;
+        let e = t.mounts[mount].get_mut(rel)?;
+        e.used = tick;
         self.hits.fetch_add(1, Ordering::Relaxed);
-        Some(cached)
+        Some(e.cached.clone())
     }
 
-    /// Keep a copy of the open `file` (`rel` under the mount `mount`; `before` is its
-    /// `fstat`), if it is small and settled and its directory's stamp `dir` is known: read
-    /// whole, and kept only if its `fstat` after the read is `before`.
-    pub fn fill(
-        &self,
-        mount: usize,
-        rel: &[u8],
-        file: &File,
-        (meta, before): (FileMeta, FileStamp),
-        dir: Option<DirStamp>,
-    ) -> Option<Cached> {
-        let dir = dir?;
-        if meta.size > FILE_MAX || !before.settled() || before.size as u64 != meta.size {
+    /// Keep a copy of `rel` under the mount `mount` (whose directory is `dir`), if it is a
+    /// small regular file without siblings reached with no symlink: watched first, then
+    /// opened and read, and kept only if no event arrived meanwhile.
+    pub fn fill(&self, mount: usize, dir: RawFd, rel: &[u8]) -> Option<Cached> {
+        let watcher = self.watcher.as_ref()?;
+        let seen = self.current(watcher).events;
+        let mut wds = Vec::new();
+        let made = watch_path(watcher, dir, rel, &mut wds).and_then(|()| read_whole(dir, rel));
+        let mut t = self.current(watcher);
+        let Some(cached) = made.filter(|_| t.events == seen) else {
+            for wd in wds {
+                if !t.watches.contains_key(&wd) {
+                    watcher.remove(wd);
+                }
+            }
             return None;
-        }
-        let mut body = vec![0u8; meta.size as usize];
-        file.read_exact_at(&mut body, 0).ok()?;
-        if FileStamp::of_file(file)? != before {
-            return None;
-        }
-        let cached = Cached {
-            meta,
-            body: body.into(),
-            file: before,
-            dir,
         };
         let entry = Entry {
             cached: cached.clone(),
             used: 0,
+            wds,
         };
-        let mut t = self.lock();
-        t.remove(mount, rel);
-        t.make_room(entry.cost());
+        t.remove(watcher, &[(mount, rel.into())]);
+        t.make_room(watcher, entry.cost());
         t.tick += 1;
-        let entry = Entry {
-            used: t.tick,
-            ..entry
-        };
+        let last = entry.wds.len() - 1;
+        for (i, &wd) in entry.wds.iter().enumerate() {
+            let depth = if i == last { WHOLE_FILE } else { i as u16 };
+            let rel = rel.into();
+            t.watches
+                .entry(wd)
+                .or_default()
+                .push(Dependent { mount, rel, depth });
+        }
         t.bytes += entry.cost();
-        t.mounts[mount].insert(rel.into(), entry);
+        t.files += 1;
+        let used = t.tick;
+        t.mounts[mount].insert(rel.into(), Entry { used, ..entry });
         self.publish(&t);
         Some(cached)
     }
@@ -296,5 +324,108 @@ impl FileCache {
             bytes: self.bytes.load(Ordering::Relaxed),
             hits: self.hits.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// Watch the mount's directory, each directory on the way to `rel`, and `rel` itself, in that
+/// order (into `wds`, also when one fails).
+fn watch_path(watcher: &Watcher, dir: RawFd, rel: &[u8], wds: &mut Vec<i32>) -> Option<()> {
+    wds.push(watcher.add_dir(dir, b"")?);
+    for (i, _) in rel.iter().enumerate().filter(|(_, &b)| b == b'/') {
+        wds.push(watcher.add_dir(dir, &rel[..i])?);
+    }
+    wds.push(watcher.add_file(dir, rel)?);
+    Some(())
+}
+
+/// Flags of the open that makes a copy: no symlink anywhere on the path (so the watched
+/// directories are the path), never leaving the mount.
+const RESOLVE_PLAIN: u64 =
+    libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+
+/// `rel` read whole, if it is a regular file of at most `FILE_MAX` bytes reached with no
+/// symlink, and has no precompressed sibling.
+fn read_whole(dir: RawFd, rel: &[u8]) -> Option<Cached> {
+    let c = CString::new(rel).ok()?;
+    // SAFETY: open_how is plain data; all-zero is its documented default.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY) as u64;
+    how.resolve = RESOLVE_PLAIN;
+    // SAFETY: openat2 with a valid dir fd, path and a fully initialised open_how of the size
+    // we pass.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    } as i32;
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd is a fresh descriptor nothing else owns.
+    let file = unsafe { File::from_raw_fd(fd) };
+    // SAFETY: an all-zero stat is a valid out-parameter.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: file is open; st is a valid out-pointer.
+    if unsafe { libc::fstat(file.as_raw_fd(), &mut st) } != 0
+        || st.st_mode & libc::S_IFMT != libc::S_IFREG
+        || st.st_size as u64 > FILE_MAX
+        || has_sibling(dir, rel, b".br")
+        || has_sibling(dir, rel, b".gz")
+    {
+        return None;
+    }
+    let mut body = vec![0u8; st.st_size as usize];
+    file.read_exact_at(&mut body, 0).ok()?;
+    Some(Cached {
+        meta: FileMeta {
+            size: st.st_size as u64,
+            mtime_secs: st.st_mtime,
+            mtime_nanos: st.st_mtime_nsec as u32,
+            inode: st.st_ino,
+        },
+        body: body.into(),
+    })
+}
+
+/// Is there a name `rel` + `suffix` (a file, or anything: a copy is then not made)?
+fn has_sibling(dir: RawFd, rel: &[u8], suffix: &[u8]) -> bool {
+    let Ok(c) = CString::new([rel, suffix].concat()) else {
+        return true;
+    };
+    // SAFETY: an all-zero stat is a valid out-parameter.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: dir is an open directory fd, c a valid relative path, st a valid out-pointer.
+    unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dep(rel: &[u8], depth: u16) -> Dependent {
+        Dependent {
+            mount: 0,
+            rel: rel.into(),
+            depth,
+        }
+    }
+
+    #[test]
+    fn a_directory_event_concerns_the_files_below_the_name_it_is_about() {
+        let d = dep(b"css/site.css", 0);
+        assert!(d.concerned_by(b"css"));
+        assert!(!d.concerned_by(b"js"));
+        assert!(d.concerned_by(b""));
+        let d = dep(b"css/site.css", 1);
+        assert!(d.concerned_by(b"site.css"));
+        assert!(d.concerned_by(b"site.css.gz"));
+        assert!(d.concerned_by(b"site.css.br"));
+        assert!(!d.concerned_by(b"site.css.map"));
+        assert!(!d.concerned_by(b"other.css"));
+        assert!(dep(b"css/site.css", WHOLE_FILE).concerned_by(b""));
     }
 }

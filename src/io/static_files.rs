@@ -11,11 +11,11 @@
 //! openat2 fall back to opening segment by segment with O_NOFOLLOW.
 //!
 //! A small file without precompressed siblings is kept in memory after its first answer
-//! (`static_cache`) and answered from there while one `stat` of its path and one of its
-//! directory say it is unchanged: head and bytes in one `writev`. Larger files are opened per
-//! request, as nginx does without `open_file_cache`, so a change on disk is seen at once either
-//! way. Only the absence of precompressed siblings is remembered for them, checked against the
-//! directory's change time on every request (`static_siblings`).
+//! (`static_cache`) and answered from there, head and bytes in one `writev`, until inotify
+//! reports a change on its path. Other files are opened per request, as nginx does without
+//! `open_file_cache`, so a change on disk is seen at once either way. Only the absence of
+//! precompressed siblings is remembered for them, checked against the directory's change time
+//! on every request (`static_siblings`).
 
 use std::ffi::CString;
 use std::fs::File;
@@ -29,7 +29,7 @@ use sluicegate_proto::h1::response::OwnAnswer;
 use sluicegate_proto::RequestHead;
 
 use super::out_queue::{OutQueue, CORK_MIN};
-use super::static_cache::{Cached, FileCache, FileStamp};
+use super::static_cache::{self, Cached, FileCache};
 use super::static_siblings::SiblingCache;
 use crate::config::MountConfig;
 use crate::http_date::http_date;
@@ -142,12 +142,12 @@ fn open_nofollow_walk(dir: RawFd, rel: &[u8]) -> Option<File> {
 
 /// What one `fstat` says an opened name is.
 enum Kind {
-    Regular(FileMeta, FileStamp),
+    Regular(FileMeta),
     Directory,
     Other,
 }
 
-/// The kind of an opened file, and a regular file's metadata and stamp, from one `fstat`.
+/// The kind of an opened file, and a regular file's metadata, from one `fstat`.
 fn kind_of(f: &File) -> Kind {
     // SAFETY: an all-zero stat is a valid out-parameter.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -155,17 +155,14 @@ fn kind_of(f: &File) -> Kind {
     if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 {
         return Kind::Other;
     }
-    match (st.st_mode & libc::S_IFMT, FileStamp::of(&st)) {
-        (libc::S_IFREG, Some(stamp)) => Kind::Regular(
-            FileMeta {
-                size: st.st_size as u64,
-                mtime_secs: st.st_mtime,
-                mtime_nanos: st.st_mtime_nsec as u32,
-                inode: st.st_ino,
-            },
-            stamp,
-        ),
-        (libc::S_IFDIR, _) => Kind::Directory,
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => Kind::Regular(FileMeta {
+            size: st.st_size as u64,
+            mtime_secs: st.st_mtime,
+            mtime_nanos: st.st_mtime_nsec as u32,
+            inode: st.st_ino,
+        }),
+        libc::S_IFDIR => Kind::Directory,
         _ => Kind::Other,
     }
 }
@@ -173,7 +170,7 @@ fn kind_of(f: &File) -> Kind {
 /// Regular-file metadata, or None for anything else.
 fn regular_meta(f: &File) -> Option<FileMeta> {
     match kind_of(f) {
-        Kind::Regular(meta, _) => Some(meta),
+        Kind::Regular(meta) => Some(meta),
         _ => None,
     }
 }
@@ -260,7 +257,7 @@ impl StaticFiles {
     ) -> StaticOutcome {
         let m = &self.mounts[i];
         let (dir, rel) = (m.dir.as_raw_fd(), rp.as_bytes());
-        if let Some(cached) = self.cache.lookup(i, dir, rel) {
+        if let Some(cached) = self.cache.lookup(i, rel) {
             let reps = Representations::identity(cached.meta);
             let bodies = Bodies::Memory(cached);
             return answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server);
@@ -268,8 +265,8 @@ impl StaticFiles {
         let Some(file) = open_beneath(dir, rel, m.follow_symlinks) else {
             return self.not_found(head, out, server);
         };
-        let (identity, stamp) = match kind_of(&file) {
-            Kind::Regular(meta, stamp) => (meta, stamp),
+        let identity = match kind_of(&file) {
+            Kind::Regular(meta) => meta,
             // A directory named without its trailing '/': redirect to the '/' form (whose
             // index, if any, is then served), as nginx does, so that relative links in the
             // index page resolve under the directory.
@@ -301,9 +298,10 @@ impl StaticFiles {
                 m.siblings.forget(rel);
             }
         }
-        if br.is_none() && gz.is_none() {
-            if let Some(cached) = self.cache.fill(i, rel, &file, (identity, stamp), dir_stamp) {
-                let reps = Representations::identity(identity);
+        let small = identity.size <= static_cache::FILE_MAX;
+        if small && br.is_none() && gz.is_none() {
+            if let Some(cached) = self.cache.fill(i, dir, rel) {
+                let reps = Representations::identity(cached.meta);
                 let bodies = Bodies::Memory(cached);
                 return answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server);
             }

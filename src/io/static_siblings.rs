@@ -20,8 +20,8 @@ use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A directory changed more recently than this, in seconds, is not trusted (see the module
-/// doc); nor, by `static_cache`, a file.
-pub const SETTLED_SECS: i64 = 2;
+/// doc).
+const SETTLED_SECS: i64 = 2;
 /// Paths up to this long are made NUL-terminated on the stack (`with_c_path`), longer ones in
 /// a new allocation.
 const STACK_PATH_MAX: usize = 256;
@@ -30,8 +30,8 @@ const STACK_PATH_MAX: usize = 256;
 const ENTRIES_MAX: usize = 4096;
 
 /// Call `f` with `path` NUL-terminated (None if it holds a NUL), without an allocation for a
-/// short path: the static path names files this way twice per request.
-pub fn with_c_path<T>(path: &[u8], f: impl FnOnce(&CStr) -> T) -> Option<T> {
+/// short path (a directory is named this way per request).
+fn with_c_path<T>(path: &[u8], f: impl FnOnce(&CStr) -> T) -> Option<T> {
     if path.len() < STACK_PATH_MAX {
         let mut buf = [0u8; STACK_PATH_MAX];
         buf[..path.len()].copy_from_slice(path);
