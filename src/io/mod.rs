@@ -38,6 +38,7 @@ pub mod read_buf;
 pub mod shared_out;
 pub mod static_cache;
 pub mod static_files;
+mod static_open;
 mod static_siblings;
 mod static_watch;
 pub mod statsd;

@@ -26,8 +26,7 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,6 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use sluicegate_proto::files::FileMeta;
 
 use super::out_queue::SharedBytes;
+use super::static_open::open_plain;
 use super::static_watch::{Event, Watcher, OVERFLOW};
 use crate::observe::table::StaticCacheReadings;
 
@@ -248,10 +248,12 @@ impl FileCache {
         }
     }
 
-    /// The table, with every event queued so far applied.
-    fn current(&self, watcher: &Watcher) -> MutexGuard<'_, Table> {
+    /// The table, with every event queued so far applied. Without a watch the queue is not
+    /// read (a request for a file not kept costs no system call), unless `always` (a copy
+    /// being made: its watches are not in the table yet).
+    fn current(&self, watcher: &Watcher, always: bool) -> MutexGuard<'_, Table> {
         let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        if !t.watches.is_empty() {
+        if always || !t.watches.is_empty() {
             watcher.drain(|ev| t.apply(watcher, ev));
             self.publish(&t);
         }
@@ -267,7 +269,7 @@ impl FileCache {
     /// The kept copy of `rel` under the mount `mount`, if any (it is the file on disk now).
     pub fn lookup(&self, mount: usize, rel: &[u8]) -> Option<Cached> {
         let watcher = self.watcher.as_ref()?;
-        let mut t = self.current(watcher);
+        let mut t = self.current(watcher, false);
         t.tick += 1;
         let tick = t.tick;
         let e = t.mounts[mount].get_mut(rel)?;
@@ -281,10 +283,10 @@ impl FileCache {
     /// opened and read, and kept only if no event arrived meanwhile.
     pub fn fill(&self, mount: usize, dir: RawFd, rel: &[u8]) -> Option<Cached> {
         let watcher = self.watcher.as_ref()?;
-        let seen = self.current(watcher).events;
+        let seen = self.current(watcher, true).events;
         let mut wds = Vec::new();
         let made = watch_path(watcher, dir, rel, &mut wds).and_then(|()| read_whole(dir, rel));
-        let mut t = self.current(watcher);
+        let mut t = self.current(watcher, true);
         let Some(cached) = made.filter(|_| t.events == seen) else {
             for wd in wds {
                 if !t.watches.contains_key(&wd) {
@@ -338,35 +340,10 @@ fn watch_path(watcher: &Watcher, dir: RawFd, rel: &[u8], wds: &mut Vec<i32>) -> 
     Some(())
 }
 
-/// Flags of the open that makes a copy: no symlink anywhere on the path (so the watched
-/// directories are the path), never leaving the mount.
-const RESOLVE_PLAIN: u64 =
-    libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-
 /// `rel` read whole, if it is a regular file of at most `FILE_MAX` bytes reached with no
-/// symlink, and has no precompressed sibling.
+/// symlink (so the watched directories are its path), and has no precompressed sibling.
 fn read_whole(dir: RawFd, rel: &[u8]) -> Option<Cached> {
-    let c = CString::new(rel).ok()?;
-    // SAFETY: open_how is plain data; all-zero is its documented default.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY) as u64;
-    how.resolve = RESOLVE_PLAIN;
-    // SAFETY: openat2 with a valid dir fd, path and a fully initialised open_how of the size
-    // we pass.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            c.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    } as i32;
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd is a fresh descriptor nothing else owns.
-    let file = unsafe { File::from_raw_fd(fd) };
+    let file = open_plain(dir, rel)?;
     // SAFETY: an all-zero stat is a valid out-parameter.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: file is open; st is a valid out-pointer.

@@ -4,11 +4,8 @@
 //! only opens, stats and queues the file for `sendfile(2)` through the connection's output
 //! queue, so memory stays flat whatever the file size and a slow download holds no thread.
 //!
-//! Opening is confined to the mount: `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` from the
-//! mount's directory descriptor, so neither `..` nor a symlink can leave it (the URL was already
-//! refused if it had dot segments); a mount with `follow-symlinks` opens with plain `openat`
-//! (symlinks may then point anywhere, which is what that setting asks for). Kernels without
-//! openat2 fall back to opening segment by segment with O_NOFOLLOW.
+//! Opening is confined to the mount (`static_open`): neither `..` nor a symlink can leave it,
+//! unless the mount has `follow-symlinks`.
 //!
 //! A small file without precompressed siblings is kept in memory after its first answer
 //! (`static_cache`) and answered from there, head and bytes in one `writev`, until inotify
@@ -17,9 +14,8 @@
 //! precompressed siblings is remembered for them, checked against the directory's change time
 //! on every request (`static_siblings`).
 
-use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use sluicegate_proto::files::{
     plan, plan_not_found, plan_redirect_to_slash, resolve, FileMeta, MountOptions, Representations,
@@ -30,6 +26,7 @@ use sluicegate_proto::RequestHead;
 
 use super::out_queue::{OutQueue, CORK_MIN};
 use super::static_cache::{self, Cached, FileCache};
+use super::static_open::{open_beneath, open_dir};
 use super::static_siblings::SiblingCache;
 use crate::config::MountConfig;
 use crate::http_date::http_date;
@@ -59,85 +56,6 @@ pub enum StaticOutcome {
     NotStatic,
     /// Answered: the head (and a sendfile range) are in the output queue.
     Served(OwnAnswer),
-}
-
-fn open_dir(path: &str) -> std::io::Result<OwnedFd> {
-    let c = CString::new(path).map_err(|_| std::io::ErrorKind::InvalidInput)?;
-    // SAFETY: a valid NUL-terminated path; the result is checked and owned below.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fd is a fresh descriptor nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Flags for every file the static path opens: read-only, and O_NONBLOCK so a FIFO planted in a
-/// mount cannot block the event loop (it is then refused as not a regular file).
-const OPEN_FLAGS: i32 = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
-
-/// Open `rel` (segments joined with '/') under `dir`, never leaving it.
-fn open_beneath(dir: RawFd, rel: &[u8], follow_symlinks: bool) -> Option<File> {
-    let c = CString::new(rel).ok()?;
-    let fd = if follow_symlinks {
-        // SAFETY: dir is an open directory fd, c a valid relative path.
-        unsafe { libc::openat(dir, c.as_ptr(), OPEN_FLAGS) }
-    } else {
-        // SAFETY: open_how is plain data; all-zero is its documented default.
-        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-        how.flags = OPEN_FLAGS as u64;
-        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
-        // SAFETY: openat2 with a valid dir fd, path and a fully initialised open_how of the
-        // size we pass.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                dir,
-                c.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
-        } as i32;
-        if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
-            return open_nofollow_walk(dir, rel);
-        }
-        fd
-    };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd is a fresh descriptor nothing else owns.
-    Some(unsafe { File::from_raw_fd(fd) })
-}
-
-/// Fallback for kernels without openat2: open each segment with O_NOFOLLOW, so no symlink is
-/// followed at all.
-fn open_nofollow_walk(dir: RawFd, rel: &[u8]) -> Option<File> {
-    let segments: Vec<&[u8]> = rel.split(|&b| b == b'/').collect();
-    let mut current: Option<OwnedFd> = None;
-    for (i, seg) in segments.iter().enumerate() {
-        let last = i + 1 == segments.len();
-        let c = CString::new(*seg).ok()?;
-        let base = current.as_ref().map_or(dir, |f| f.as_raw_fd());
-        let flags = if last {
-            OPEN_FLAGS | libc::O_NOFOLLOW
-        } else {
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC
-        };
-        // SAFETY: base is an open directory fd, c a single path segment.
-        let fd = unsafe { libc::openat(base, c.as_ptr(), flags) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: fd is a fresh descriptor nothing else owns.
-        current = Some(unsafe { OwnedFd::from_raw_fd(fd) });
-    }
-    current.map(File::from)
 }
 
 /// What one `fstat` says an opened name is.
