@@ -100,7 +100,9 @@ impl Watcher {
 
     /// Hand every queued event to `f`, until the queue is empty.
     pub fn drain(&self, mut f: impl FnMut(Event<'_>)) {
-        let mut buf = [0u8; READ_BYTES];
+        // Not zeroed: the queue is read per request and is almost always empty, and only
+        // the bytes the kernel wrote are looked at.
+        let mut buf = std::mem::MaybeUninit::<[u8; READ_BYTES]>::uninit();
         loop {
             // SAFETY: read into our own buffer of READ_BYTES bytes.
             let n = unsafe {
@@ -113,9 +115,10 @@ impl Watcher {
             if n <= 0 {
                 return;
             }
-            let bytes = &buf[..];
-            let mut at = 0;
             let n = n as usize;
+            // SAFETY: the kernel wrote the first n bytes of the buffer (n <= READ_BYTES).
+            let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
+            let mut at = 0;
             while at + 16 <= n {
                 let word = |i: usize| {
                     u32::from_ne_bytes(bytes[at + 4 * i..at + 4 * i + 4].try_into().unwrap())
