@@ -404,7 +404,9 @@ OPTIONS: Tuple[Option, ...] = (
         "STATIC_URL writes it) from the Rust core, without calling the app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
         "siblings. Settings after ';': max-age=N and immutable (Cache-Control), index=NAME|none "
         "(default index.html), dotfiles (serve names starting with '.'), follow-symlinks (allow "
-        "symlinks that leave the directory). Give it several times for several mounts.",
+        "symlinks that leave the directory). Give it several times for several mounts. Files "
+        "of at most 64 KiB are kept in memory (4 MiB per process), watched with inotify so a "
+        "change on disk is served at once (docs/deploying.md).",
         "URL_PREFIX=DIRECTORY[;SETTING...]", Tuple[StaticMount, ...], repeatable=True,
     ),
     Option(
