@@ -249,15 +249,23 @@ impl FileCache {
     }
 
     /// The table, with every event queued so far applied. Without a watch the queue is not
-    /// read (a request for a file not kept costs no system call), unless `always` (a copy
-    /// being made: its watches are not in the table yet).
+    /// read, unless `always` (a copy being made: its watches are not in the table yet).
     fn current(&self, watcher: &Watcher, always: bool) -> MutexGuard<'_, Table> {
-        let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let mut t = self.lock();
         if always || !t.watches.is_empty() {
-            watcher.drain(|ev| t.apply(watcher, ev));
-            self.publish(&t);
+            self.apply_events(watcher, &mut t);
         }
         t
+    }
+
+    /// Apply every event queued so far.
+    fn apply_events(&self, watcher: &Watcher, t: &mut Table) {
+        watcher.drain(|ev| t.apply(watcher, ev));
+        self.publish(t);
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Publish the table's size for `readings`.
@@ -269,7 +277,12 @@ impl FileCache {
     /// The kept copy of `rel` under the mount `mount`, if any (it is the file on disk now).
     pub fn lookup(&self, mount: usize, rel: &[u8]) -> Option<Cached> {
         let watcher = self.watcher.as_ref()?;
-        let mut t = self.current(watcher, false);
+        let mut t = self.lock();
+        // A file not kept costs no look at the event queue: events only ever drop files.
+        if !t.mounts[mount].contains_key(rel) {
+            return None;
+        }
+        self.apply_events(watcher, &mut t);
         t.tick += 1;
         let tick = t.tick;
         let e = t.mounts[mount].get_mut(rel)?;
