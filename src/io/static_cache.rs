@@ -13,16 +13,18 @@
 //! the file's is watched for its names, and the file for its content and attributes. Writing,
 //! truncating or `chmod`ing the file, replacing it (rename over it), deleting it, renaming or
 //! replacing a directory on its path, or adding its `.br`/`.gz` sibling each queues an event
-//! before the system call that did it returns; each request reads the queue before it looks
-//! in the table, and an event about a kept file's path drops the file. A copy is made under
+//! before the system call that did it returns; a request for a kept file reads the queue
+//! before it is answered, and an event about a kept file's path drops the file (two `stat`s
+//! per request instead were 18% of the server's CPU per 21 KB answer:
+//! `benchmarks/results/2026-11-25-static-cache/`). A copy is made under
 //! the watches, and kept only if no event at all arrived while it was made (so nothing can
 //! change between its check and its insertion unseen). A lost event (the queue overflowed)
 //! drops every file.
 //!
 //! Not seen: writes through a shared memory mapping and changes made by another machine to a
 //! network file system (inotify reports neither), and a file system mounted over a directory
-//! of the path. A deployment that changes files that way reloads the server (`HUP`), which
-//! starts with nothing kept.
+//! of the path. A deployment that changes files that way restarts the server (with
+//! `--workers`, `HUP` starts new workers), which starts with nothing kept.
 
 use std::collections::HashMap;
 use std::ffi::CString;
