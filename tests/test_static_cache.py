@@ -2,8 +2,8 @@
 is answered from memory (the metrics' ``sluicegate_static_cache_*`` say so), and every change
 on disk is seen on the very next request: a file replaced by a rename (new bytes, new ETag),
 written in place, deleted, given a precompressed sibling, or a directory on its path renamed.
-Range and conditional requests are answered from the kept copy; files over 64 KiB are not
-kept; many distinct files never take the cache past its bound.
+Range and conditional requests are answered from the kept copy, over HTTP/2 as well; files
+over 64 KiB are not kept; many distinct files never take the cache past its bound.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.h2_client import H2Client
 from tests.helpers import free_ports
 from tests.http_util import Conn, request_bytes, wait_for
 
@@ -162,6 +163,25 @@ def test_range_and_conditional_requests_are_answered_from_memory(served):
         r = fetch(c, "/s/data.bin", method="HEAD")
         assert r.status == 200 and r.header("Content-Length") == str(len(body))
         assert kept(mport)[1] == hits + 3
+
+
+def test_a_kept_file_is_answered_from_memory_over_http2(served):
+    srv, mport, root = served
+    body = bytes(i % 251 for i in range(30_000))
+    (root / "app.js").write_bytes(body)
+    c = H2Client(srv.port)
+    try:
+        first = c.get("/s/app.js")
+        hits = kept(mport)[1]
+        again = c.get("/s/app.js")
+        ranged = c.get("/s/app.js", headers=[("range", "bytes=10-19")])
+    finally:
+        c.close()
+    assert first.status == 200 and bytes(first.body) == body
+    assert again.status == 200 and bytes(again.body) == body
+    assert again.header(b"content-length") == b"30000"
+    assert ranged.status == 206 and bytes(ranged.body) == body[10:20]
+    assert kept(mport)[1] == hits + 2
 
 
 def test_a_file_over_64_kib_is_not_kept(served):
