@@ -3,7 +3,8 @@ is answered from memory (the metrics' ``sluicegate_static_cache_*`` say so), and
 on disk is seen on the very next request: a file replaced by a rename (new bytes, new ETag),
 written in place, deleted, given a precompressed sibling, or a directory on its path renamed.
 Range and conditional requests are answered from the kept copy, over HTTP/2 as well; files
-over 64 KiB are not kept; many distinct files never take the cache past its bound.
+over 64 KiB are not kept; many distinct files never take the cache past its bounds (bytes,
+files).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tests.http_util import Conn, request_bytes, wait_for
 
 FILE_MAX = 64 * 1024  # io/static_cache.rs FILE_MAX
 TOTAL_MAX = 4 * 1024 * 1024  # io/static_cache.rs TOTAL_MAX
+FILES_MAX = 4096  # io/static_cache.rs FILES_MAX
 
 
 def scrape(port: int) -> dict:
@@ -211,3 +213,16 @@ def test_many_files_never_take_the_cache_past_its_bound(served):
     m = scrape(mport)
     assert 0 < m["sluicegate_static_cache_files"] < count
     assert m["sluicegate_static_cache_bytes"] > TOTAL_MAX // 2
+
+
+def test_many_tiny_files_never_take_the_cache_past_its_file_count(served):
+    srv, mport, root = served
+    count = FILES_MAX + 200
+    for i in range(count):
+        (root / f"t{i}.txt").write_bytes(b"%d\n" % i)
+    with Conn.open(srv.port) as c:
+        for i in range(count):
+            c.send(request_bytes("GET", f"/s/t{i}.txt"))
+            assert c.read_response().body == b"%d\n" % i
+    files = scrape(mport)["sluicegate_static_cache_files"]
+    assert FILES_MAX // 2 < files <= FILES_MAX
