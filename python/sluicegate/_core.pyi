@@ -139,7 +139,9 @@ class Server:
         (admitted calls seen blocked, which stopped counting), lengthened (short calls that ran
         long and moved to the long class), admitted_blocking (calls admitted at once because
         their route was seen blocked), fast_first (long calls that waited for admitted fast
-        calls to run first)."""
+        calls to run first); with --static, static_cache_files and static_cache_bytes (small
+        files kept in memory, and the memory they take) and static_cache_hits (answers sent
+        from that memory)."""
 
 class ClientDisconnected(OSError):
     """Raised by wsgi.input when the client went away before the body was complete, and by

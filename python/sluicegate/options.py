@@ -345,11 +345,11 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "static", parse_static, [],
-        "Serve the files under DIRECTORY at URL_PREFIX (/static, or /static/ as Django's "
-        "STATIC_URL writes it) from the Rust core, without calling the app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
-        "siblings. Settings after ';': max-age=N and immutable (Cache-Control), index=NAME|none "
-        "(default index.html), dotfiles (serve names starting with '.'), follow-symlinks (allow "
-        "symlinks that leave the directory). Give it several times for several mounts.",
+        "Serve the files under DIRECTORY at URL_PREFIX (/static, or /static/ as Django's STATIC_URL writes it) from the "
+        "Rust core, without calling the app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
+        "siblings, files up to 64 KiB kept in memory (4 MiB per process) until inotify reports a change. Settings after ';': "
+        "max-age=N and immutable (Cache-Control), index=NAME|none (default index.html), dotfiles (serve names starting with "
+        "'.'), follow-symlinks (allow symlinks that leave the directory). Give it several times for several mounts.",
         "URL_PREFIX=DIRECTORY[;SETTING...]", Tuple[StaticMount, ...], repeatable=True,
     ),
     Option(

@@ -21,6 +21,7 @@
 //! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
 //! - [`h2`]: HTTP/2 connections, served by the `h2` crate on a thread of their own.
 //! - [`static_files`]: files the loop serves itself (opening, `sendfile`; decisions in proto).
+//! - [`static_cache`]: small static files kept in memory while inotify reports no change.
 //! - [`statsd`]: the `--statsd-host` datagram socket the request metrics are sent on.
 
 pub mod balance;
@@ -35,8 +36,11 @@ pub mod out_queue;
 pub mod read_ahead;
 pub mod read_buf;
 pub mod shared_out;
+pub mod static_cache;
 pub mod static_files;
+mod static_open;
 mod static_siblings;
+mod static_watch;
 pub mod statsd;
 pub mod stream;
 pub mod tls;

@@ -4,32 +4,33 @@
 //! only opens, stats and queues the file for `sendfile(2)` through the connection's output
 //! queue, so memory stays flat whatever the file size and a slow download holds no thread.
 //!
-//! Opening is confined to the mount: `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` from the
-//! mount's directory descriptor, so neither `..` nor a symlink can leave it (the URL was already
-//! refused if it had dot segments); a mount with `follow-symlinks` opens with plain `openat`
-//! (symlinks may then point anywhere, which is what that setting asks for). Kernels without
-//! openat2 fall back to opening segment by segment with O_NOFOLLOW.
+//! Opening is confined to the mount (`static_open`): neither `..` nor a symlink can leave it,
+//! unless the mount has `follow-symlinks`.
 //!
-//! No cache of files: an open + fstat per request is what nginx does without
-//! `open_file_cache`, and files changed on disk are seen at once (measured in BENCHMARKS.md,
-//! S2). Only the absence of precompressed siblings is remembered, checked against the
-//! directory's modification time on every request (`static_siblings`).
+//! A small file without precompressed siblings is kept in memory after its first answer
+//! (`static_cache`) and answered from there, head and bytes in one `writev`, until inotify
+//! reports a change on its path. Other files are opened per request, as nginx does without
+//! `open_file_cache`, so a change on disk is seen at once either way. Only the absence of
+//! precompressed siblings is remembered for them, checked against the directory's change time
+//! on every request (`static_siblings`).
 
-use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use sluicegate_proto::files::{
     plan, plan_not_found, plan_redirect_to_slash, resolve, FileMeta, MountOptions, Representations,
-    Resolved, ServerFields, StaticPlan,
+    Resolved, ResolvedPath, ServerFields, StaticPlan,
 };
 use sluicegate_proto::h1::response::OwnAnswer;
 use sluicegate_proto::RequestHead;
 
 use super::out_queue::{OutQueue, CORK_MIN};
+use super::static_cache::{self, Cached, FileCache};
+use super::static_open::{open_beneath, open_dir};
 use super::static_siblings::SiblingCache;
 use crate::config::MountConfig;
 use crate::http_date::http_date;
+use crate::observe::table::StaticCacheReadings;
 
 /// One mount, ready to serve.
 struct Mount {
@@ -45,6 +46,8 @@ pub struct StaticFiles {
     /// Longest prefix first, so `/static/img` wins over `/static`.
     mounts: Vec<Mount>,
     fallthrough: bool,
+    /// Small files kept in memory, for all mounts (by their index in `mounts`).
+    cache: FileCache,
 }
 
 /// What the static path did with a request.
@@ -53,85 +56,6 @@ pub enum StaticOutcome {
     NotStatic,
     /// Answered: the head (and a sendfile range) are in the output queue.
     Served(OwnAnswer),
-}
-
-fn open_dir(path: &str) -> std::io::Result<OwnedFd> {
-    let c = CString::new(path).map_err(|_| std::io::ErrorKind::InvalidInput)?;
-    // SAFETY: a valid NUL-terminated path; the result is checked and owned below.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fd is a fresh descriptor nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Flags for every file the static path opens: read-only, and O_NONBLOCK so a FIFO planted in a
-/// mount cannot block the event loop (it is then refused as not a regular file).
-const OPEN_FLAGS: i32 = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
-
-/// Open `rel` (segments joined with '/') under `dir`, never leaving it.
-fn open_beneath(dir: RawFd, rel: &[u8], follow_symlinks: bool) -> Option<File> {
-    let c = CString::new(rel).ok()?;
-    let fd = if follow_symlinks {
-        // SAFETY: dir is an open directory fd, c a valid relative path.
-        unsafe { libc::openat(dir, c.as_ptr(), OPEN_FLAGS) }
-    } else {
-        // SAFETY: open_how is plain data; all-zero is its documented default.
-        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-        how.flags = OPEN_FLAGS as u64;
-        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
-        // SAFETY: openat2 with a valid dir fd, path and a fully initialised open_how of the
-        // size we pass.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                dir,
-                c.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
-        } as i32;
-        if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
-            return open_nofollow_walk(dir, rel);
-        }
-        fd
-    };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd is a fresh descriptor nothing else owns.
-    Some(unsafe { File::from_raw_fd(fd) })
-}
-
-/// Fallback for kernels without openat2: open each segment with O_NOFOLLOW, so no symlink is
-/// followed at all.
-fn open_nofollow_walk(dir: RawFd, rel: &[u8]) -> Option<File> {
-    let segments: Vec<&[u8]> = rel.split(|&b| b == b'/').collect();
-    let mut current: Option<OwnedFd> = None;
-    for (i, seg) in segments.iter().enumerate() {
-        let last = i + 1 == segments.len();
-        let c = CString::new(*seg).ok()?;
-        let base = current.as_ref().map_or(dir, |f| f.as_raw_fd());
-        let flags = if last {
-            OPEN_FLAGS | libc::O_NOFOLLOW
-        } else {
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC
-        };
-        // SAFETY: base is an open directory fd, c a single path segment.
-        let fd = unsafe { libc::openat(base, c.as_ptr(), flags) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: fd is a fresh descriptor nothing else owns.
-        current = Some(unsafe { OwnedFd::from_raw_fd(fd) });
-    }
-    current.map(File::from)
 }
 
 /// What one `fstat` says an opened name is.
@@ -169,6 +93,18 @@ fn regular_meta(f: &File) -> Option<FileMeta> {
     }
 }
 
+/// Where a planned answer's body comes from.
+enum Bodies {
+    /// The files on disk (the identity and its precompressed siblings), sent with `sendfile`.
+    Disk {
+        identity: File,
+        br: Option<File>,
+        gz: Option<File>,
+    },
+    /// The kept copy of a file without siblings (`static_cache`).
+    Memory(Cached),
+}
+
 impl StaticFiles {
     /// Open every mount's directory. An unreadable directory is a startup error.
     pub fn new(mounts: &[MountConfig], fallthrough: bool) -> Result<Option<StaticFiles>, String> {
@@ -203,106 +139,102 @@ impl StaticFiles {
         }
         out.sort_by_key(|m| std::cmp::Reverse(m.prefix.len()));
         Ok(Some(StaticFiles {
+            cache: FileCache::new(out.len()),
             mounts: out,
             fallthrough,
         }))
     }
 
+    /// What the kept files hold now, and how often they answered.
+    pub fn cache_readings(&self) -> StaticCacheReadings {
+        self.cache.readings()
+    }
+
     /// Serve `head` if it is under a mount. The response goes into `out`.
     pub fn serve(&self, head: &RequestHead, out: &mut OutQueue, server: &[u8]) -> StaticOutcome {
         let path = head.path();
-        for m in &self.mounts {
+        for (i, m) in self.mounts.iter().enumerate() {
             match resolve(&m.prefix, path, &m.opts) {
                 Resolved::NotMounted => continue,
                 Resolved::Refused(_) => return self.not_found(head, out, server),
-                Resolved::File(rp) => {
-                    let Some(file) =
-                        open_beneath(m.dir.as_raw_fd(), rp.as_bytes(), m.follow_symlinks)
-                    else {
-                        return self.not_found(head, out, server);
-                    };
-                    let identity = match kind_of(&file) {
-                        Kind::Regular(meta) => meta,
-                        // A directory named without its trailing '/': redirect to the '/' form
-                        // (whose index, if any, is then served), as nginx does, so that relative
-                        // links in the index page resolve under the directory.
-                        Kind::Directory => return self.redirect_to_slash(head, out, server),
-                        Kind::Other => return self.not_found(head, out, server),
-                    };
-                    let name_owned: Vec<u8> = rp.file_name().to_vec();
-                    let rel_owned: Vec<u8> = rp.as_bytes().to_vec();
-                    // Precompressed siblings are looked for on every request, whatever the client
-                    // accepts: their existence alone makes the answer vary on Accept-Encoding.
-                    // A file recorded without any, in a directory unchanged since, skips the two
-                    // opens (`static_siblings`).
-                    let stamp = SiblingCache::stamp(m.dir.as_raw_fd(), &rel_owned);
-                    let none_known = stamp.is_some_and(|st| m.siblings.none_known(&rel_owned, st));
-                    let sibling = |suffix: &[u8]| -> Option<(File, FileMeta)> {
-                        if none_known {
-                            return None;
-                        }
-                        let mut rel = rel_owned.clone();
-                        rel.extend_from_slice(suffix);
-                        let f = open_beneath(m.dir.as_raw_fd(), &rel, m.follow_symlinks)?;
-                        let meta = regular_meta(&f)?;
-                        Some((f, meta))
-                    };
-                    let br = sibling(b".br");
-                    let gz = sibling(b".gz");
-                    if let (Some(st), false) = (stamp, none_known) {
-                        if br.is_none() && gz.is_none() {
-                            m.siblings.record_none(&rel_owned, st);
-                        } else {
-                            m.siblings.forget(&rel_owned);
-                        }
-                    }
-                    let reps = Representations {
-                        identity,
-                        br: br.as_ref().map(|(_, m)| *m),
-                        gzip: gz.as_ref().map(|(_, m)| *m),
-                    };
-                    let date = http_date();
-                    let mut buf = Vec::with_capacity(512);
-                    let p = plan(
-                        head,
-                        &name_owned,
-                        &reps,
-                        &m.opts,
-                        &ServerFields {
-                            date: &date,
-                            server,
-                        },
-                        &mut buf,
-                    );
-                    let cork = p.body.is_some_and(|r| r.len >= CORK_MIN);
-                    if cork {
-                        out.push_cork(true);
-                    }
-                    out.push_owned(buf);
-                    let mut body_bytes = p.text_body;
-                    if let Some(range) = p.body {
-                        let f = match p.encoding.file_suffix() {
-                            b".br" => br.map(|(f, _)| f),
-                            b".gz" => gz.map(|(f, _)| f),
-                            _ => Some(file),
-                        };
-                        if let Some(f) = f {
-                            out.push_file(f, range.offset, range.len);
-                            body_bytes = range.len;
-                        }
-                    }
-                    if cork {
-                        out.push_cork(false);
-                    }
-                    return StaticOutcome::Served(OwnAnswer {
-                        status: p.status,
-                        keep_alive: p.keep_alive,
-                        body_bytes,
-                    });
-                }
+                Resolved::File(rp) => return self.serve_file(i, head, &rp, out, server),
             }
         }
         StaticOutcome::NotStatic
+    }
+
+    /// Serve the file `rp` of the mount `i`: its kept copy if current, else from disk (kept
+    /// on the way when it qualifies, `static_cache`).
+    fn serve_file(
+        &self,
+        i: usize,
+        head: &RequestHead,
+        rp: &ResolvedPath,
+        out: &mut OutQueue,
+        server: &[u8],
+    ) -> StaticOutcome {
+        let m = &self.mounts[i];
+        let (dir, rel) = (m.dir.as_raw_fd(), rp.as_bytes());
+        if let Some(cached) = self.cache.lookup(i, rel) {
+            let reps = Representations::identity(cached.meta);
+            let bodies = Bodies::Memory(cached);
+            return answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server);
+        }
+        let Some(file) = open_beneath(dir, rel, m.follow_symlinks) else {
+            return self.not_found(head, out, server);
+        };
+        let identity = match kind_of(&file) {
+            Kind::Regular(meta) => meta,
+            // A directory named without its trailing '/': redirect to the '/' form (whose
+            // index, if any, is then served), as nginx does, so that relative links in the
+            // index page resolve under the directory.
+            Kind::Directory => return self.redirect_to_slash(head, out, server),
+            Kind::Other => return self.not_found(head, out, server),
+        };
+        // Precompressed siblings are looked for on every request, whatever the client
+        // accepts: their existence alone makes the answer vary on Accept-Encoding. A file
+        // recorded without any, in a directory unchanged since, skips the two opens
+        // (`static_siblings`).
+        let dir_stamp = SiblingCache::stamp(dir, rel);
+        let none_known = dir_stamp.is_some_and(|st| m.siblings.none_known(rel, st));
+        let sibling = |suffix: &[u8]| -> Option<(File, FileMeta)> {
+            if none_known {
+                return None;
+            }
+            let mut rel = rel.to_vec();
+            rel.extend_from_slice(suffix);
+            let f = open_beneath(dir, &rel, m.follow_symlinks)?;
+            let meta = regular_meta(&f)?;
+            Some((f, meta))
+        };
+        let br = sibling(b".br");
+        let gz = sibling(b".gz");
+        if let (Some(st), false) = (dir_stamp, none_known) {
+            if br.is_none() && gz.is_none() {
+                m.siblings.record_none(rel, st);
+            } else {
+                m.siblings.forget(rel);
+            }
+        }
+        let small = identity.size <= static_cache::FILE_MAX;
+        if small && br.is_none() && gz.is_none() {
+            if let Some(cached) = self.cache.fill(i, dir, rel) {
+                let reps = Representations::identity(cached.meta);
+                let bodies = Bodies::Memory(cached);
+                return answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server);
+            }
+        }
+        let reps = Representations {
+            identity,
+            br: br.as_ref().map(|(_, m)| *m),
+            gzip: gz.as_ref().map(|(_, m)| *m),
+        };
+        let bodies = Bodies::Disk {
+            identity: file,
+            br: br.map(|(f, _)| f),
+            gz: gz.map(|(f, _)| f),
+        };
+        answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server)
     }
 
     fn not_found(&self, head: &RequestHead, out: &mut OutQueue, server: &[u8]) -> StaticOutcome {
@@ -321,6 +253,62 @@ impl StaticFiles {
     ) -> StaticOutcome {
         small_answer(plan_redirect_to_slash, head, out, server)
     }
+}
+
+/// The answer to `head` for a file with these representations, planned by proto (`plan`): the
+/// head, then the chosen body range from disk (`sendfile`) or from memory.
+fn answer(
+    head: &RequestHead,
+    file_name: &[u8],
+    reps: &Representations,
+    opts: &MountOptions,
+    bodies: Bodies,
+    out: &mut OutQueue,
+    server: &[u8],
+) -> StaticOutcome {
+    let date = http_date();
+    let mut buf = Vec::with_capacity(512);
+    let fields = ServerFields {
+        date: &date,
+        server,
+    };
+    let p = plan(head, file_name, reps, opts, &fields, &mut buf);
+    let cork = p.body.is_some_and(|r| r.len >= CORK_MIN);
+    if cork {
+        out.push_cork(true);
+    }
+    out.push_owned(buf);
+    let mut body_bytes = p.text_body;
+    if let Some(range) = p.body {
+        match bodies {
+            Bodies::Memory(cached) => out.push_shared(cached.slice(range.offset, range.len)),
+            Bodies::Disk { identity, br, gz } => {
+                let f = match p.encoding.file_suffix() {
+                    b".br" => br,
+                    b".gz" => gz,
+                    _ => Some(identity),
+                };
+                let Some(f) = f else {
+                    return served(&p, body_bytes, cork, out);
+                };
+                out.push_file(f, range.offset, range.len);
+            }
+        }
+        body_bytes = range.len;
+    }
+    served(&p, body_bytes, cork, out)
+}
+
+/// The answer is queued: uncork after it if it was corked, and say what it was.
+fn served(p: &StaticPlan, body_bytes: u64, cork: bool, out: &mut OutQueue) -> StaticOutcome {
+    if cork {
+        out.push_cork(false);
+    }
+    StaticOutcome::Served(OwnAnswer {
+        status: p.status,
+        keep_alive: p.keep_alive,
+        body_bytes,
+    })
 }
 
 /// A short answer with its text body, planned by proto (`plan`), queued whole.

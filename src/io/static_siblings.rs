@@ -14,7 +14,7 @@
 //! seen once anything in the directory changes, or after a restart.
 
 use std::collections::HashMap;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::fd::RawFd;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -22,12 +22,27 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// A directory changed more recently than this, in seconds, is not trusted (see the module
 /// doc).
 const SETTLED_SECS: i64 = 2;
+/// Paths up to this long are made NUL-terminated on the stack (`with_c_path`), longer ones in
+/// a new allocation.
+const STACK_PATH_MAX: usize = 256;
 /// Files remembered per mount at most; past it the table starts again empty (a bound on
 /// memory, not on correctness: a file not in the table is looked up as before).
 const ENTRIES_MAX: usize = 4096;
 
+/// Call `f` with `path` NUL-terminated (None if it holds a NUL), without an allocation for a
+/// short path (a directory is named this way per request).
+fn with_c_path<T>(path: &[u8], f: impl FnOnce(&CStr) -> T) -> Option<T> {
+    if path.len() < STACK_PATH_MAX {
+        let mut buf = [0u8; STACK_PATH_MAX];
+        buf[..path.len()].copy_from_slice(path);
+        let c = CStr::from_bytes_with_nul(&buf[..=path.len()]).ok()?;
+        return Some(f(c));
+    }
+    Some(f(&CString::new(path).ok()?))
+}
+
 /// A directory's identity and change time: what a recorded absence is valid for.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct DirStamp {
     ino: u64,
     ctime_secs: i64,
@@ -48,11 +63,14 @@ impl SiblingCache {
             Some(i) => &rel[..i],
             None => b".".as_slice(),
         };
-        let c = CString::new(parent).ok()?;
         // SAFETY: an all-zero stat is a valid out-parameter.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: dir is an open directory fd, c a valid relative path, st a valid out-pointer.
-        if unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
+        let found = with_c_path(parent, |c| {
+            // SAFETY: dir is an open directory fd, c a valid relative path, st a valid
+            // out-pointer.
+            unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) == 0 }
+        });
+        if found != Some(true) {
             return None;
         }
         let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs() as i64;

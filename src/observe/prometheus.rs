@@ -164,6 +164,7 @@ mod tests {
             busy_threads: 0,
             admission: None,
             access_log_dropped: None,
+            static_cache: None,
             worker,
         }
     }

@@ -36,6 +36,8 @@ pub struct Readings<'a> {
     pub admission: Option<AdmissionReadings>,
     /// Access log lines dropped, when the log is on.
     pub access_log_dropped: Option<u64>,
+    /// Static files kept in memory, with `--static`.
+    pub static_cache: Option<StaticCacheReadings>,
     /// With worker processes, which one this is (the `worker` label).
     pub worker: Option<u32>,
 }
@@ -54,6 +56,15 @@ pub struct AdmissionReadings {
     pub lengthened: u64,
     pub admitted_blocking: u64,
     pub fast_first: u64,
+}
+
+/// Static files kept in memory (`io::static_cache`): how many, their bytes, and the answers
+/// they gave.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StaticCacheReadings {
+    pub files: u64,
+    pub bytes: u64,
+    pub hits: u64,
 }
 
 /// A Prometheus type.
@@ -463,6 +474,27 @@ pub static TABLE: &[Entry] =
             Counter,
             "Access log lines dropped (the writer fell behind, or a write failed).",
             Read::Num(|r| r.access_log_dropped)
+        ),
+        entry!(
+            Some("static_cache_files"),
+            Some("sluicegate_static_cache_files"),
+            Gauge,
+            "Static files kept in memory.",
+            Read::Num(|r| r.static_cache.map(|c| c.files))
+        ),
+        entry!(
+            Some("static_cache_bytes"),
+            Some("sluicegate_static_cache_bytes"),
+            Gauge,
+            "Memory the static files kept in memory take, with their entries.",
+            Read::Num(|r| r.static_cache.map(|c| c.bytes))
+        ),
+        entry!(
+            Some("static_cache_hits"),
+            Some("sluicegate_static_cache_hits_total"),
+            Counter,
+            "Static answers sent from memory.",
+            Read::Num(|r| r.static_cache.map(|c| c.hits))
         ),
     ];
 

@@ -119,6 +119,12 @@ pub(super) fn readings(s: &Shared) -> Readings<'_> {
             }
         }),
         access_log_dropped: s.ctx().settings.access_log.as_ref().map(|l| l.dropped()),
+        static_cache: s
+            .ctx()
+            .settings
+            .statics
+            .as_ref()
+            .map(|st| st.cache_readings()),
         // With worker processes each worker has its own listener and says which it is: its
         // slot counted from 1, as its metrics port's offset is.
         worker: (cfg.balance_fd >= 0).then_some(cfg.balance_slot as u32 + 1),
