@@ -83,6 +83,11 @@ STANDING = Mode("standing", rounds=3, wrk_s=2, warmup_s=0.5, s6_ab_requests=5000
                 s14_big_s=4.0, s15a_requests=2000,
                 s16_plan=(("hello", ("proxy", "keepalive", "uwsgi-tcp", "uwsgi-unix")), ("21k", ("proxy",))))
 
+# `run.py --tiny`: a mode's plan with every run cut to a minimum (a smoke test of the run itself).
+TINY = dict(rounds=1, wrk_s=0.5, warmup_s=0.2, s6_ab_requests=500, s4_ab_requests=300, fetch_repeats=2,
+            fetch_min_s=0.05, upload_repeats=1, httperf_conns=50, huge_file=False, idle_connections=1000,
+            segment_requests=5, s10_s=4.0, s14_ab_requests=200, s14_big_s=1.0, s15a_requests=300)
+
 
 class NotServed(Exception):
     """The server cannot serve this case at all (no such feature): reported as n/a."""

@@ -58,6 +58,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--scenarios", default="", help="comma-separated, e.g. S1,S6 (default: S1-S10, S12, "
                     f"S13; --standing: all). Known: {','.join(ORDER)}")
     ap.add_argument("--rounds", type=int, default=0, help="override the mode's round count")
+    ap.add_argument("--tiny", action="store_true", help="every run of the mode cut to a minimum (with "
+                    "--standing: the whole plan in minutes): proves the run works, measures nothing")
     ap.add_argument("--out", type=Path, default=None, help="output directory (default results/<date>-<mode>)")
 
 
@@ -85,6 +87,8 @@ def pick_scenarios(args: argparse.Namespace) -> list[str]:
 
 def mode_of(args: argparse.Namespace) -> harness.Mode:
     mode = harness.STANDING if args.standing else harness.FULL if args.full else harness.QUICK
+    if args.tiny:
+        mode = harness.Mode(**{**mode.__dict__, **harness.TINY, "name": f"{mode.name}-tiny"})
     if args.rounds:
         mode = harness.Mode(**{**mode.__dict__, "rounds": args.rounds})
     return mode
