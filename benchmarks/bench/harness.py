@@ -64,7 +64,7 @@ class Mode:
         ("21k", ("proxy", "keepalive", "uwsgi-tcp", "uwsgi-unix")))  # S16: (answer, nginx modes)
 
 
-QUICK = Mode("quick", rounds=1, wrk_s=3, warmup_s=0.5, s6_ab_requests=5000, s4_ab_requests=2000,
+QUICK = Mode("quick", rounds=1, wrk_s=3, warmup_s=1, s6_ab_requests=5000, s4_ab_requests=2000,
              fetch_repeats=5, fetch_min_s=1.0, upload_repeats=2, httperf_conns=400, huge_file=False,
              idle_connections=10_000, segment_requests=20, s14_ab_requests=1000, s14_big_s=4,
              s15a_requests=1000)
@@ -73,9 +73,9 @@ FULL = Mode("full", rounds=3, wrk_s=10, warmup_s=2, s6_ab_requests=20000, s4_ab_
             idle_connections=10_000, segment_requests=50, s10_s=30.0)
 # The standing run (`run.py --standing`): every scenario S1-S16 beside every peer in one run of
 # about 50 minutes on 2 cores. The scenarios BENCHMARKS.md charts run in every one of the 3
-# rounds; the others in the first only (`once`). Runs are short (2 s of wrk after 0.5 s of
+# rounds; the others in the first only (`once`). Runs are short (2 s of wrk after 1 s of
 # warm-up), so the figures are medians of 3 short runs: BENCHMARKS.md says so beside them.
-STANDING = Mode("standing", rounds=3, wrk_s=2, warmup_s=0.5, s6_ab_requests=5000, s4_ab_requests=2000,
+STANDING = Mode("standing", rounds=3, wrk_s=2, warmup_s=1, s6_ab_requests=5000, s4_ab_requests=2000,
                 fetch_repeats=5, fetch_min_s=0.5, upload_repeats=2, httperf_conns=200, huge_file=False,
                 idle_connections=10_000, segment_requests=20,
                 once=("S1", "S4", "S7", "S8", "S9", "S10", "S11", "S12", "S13"),
@@ -84,9 +84,9 @@ STANDING = Mode("standing", rounds=3, wrk_s=2, warmup_s=0.5, s6_ab_requests=5000
                 s16_plan=(("hello", ("proxy", "keepalive", "uwsgi-tcp", "uwsgi-unix")), ("21k", ("proxy",))))
 
 # `run.py --tiny`: a mode's plan with every run cut to a minimum (a smoke test of the run itself).
-TINY = dict(rounds=1, wrk_s=0.5, warmup_s=0.2, s6_ab_requests=500, s4_ab_requests=300, fetch_repeats=2,
+TINY = dict(rounds=1, wrk_s=1, warmup_s=0, s6_ab_requests=500, s4_ab_requests=300, fetch_repeats=2,
             fetch_min_s=0.05, upload_repeats=1, httperf_conns=50, huge_file=False, idle_connections=1000,
-            segment_requests=5, s10_s=4.0, s14_ab_requests=200, s14_big_s=1.0, s15a_requests=300)
+            segment_requests=5, s10_s=4.0, s14_ab_requests=200, s14_big_s=3.0, s15a_requests=300)
 
 
 class NotServed(Exception):
