@@ -164,7 +164,9 @@ def main(args: argparse.Namespace) -> int:
             for sid in sids:
                 if rnd > 1 and sid in mode.once:
                     continue
+                started = time.monotonic()
                 run_scenario(h, sid, rnd, runnable, results)
+                meta.setdefault("seconds", []).append([rnd, sid, round(time.monotonic() - started, 1)])
                 results["records"] = [r.to_json() for r in h.records]
                 _dump(results, out)
     except KeyboardInterrupt:
