@@ -401,8 +401,16 @@ def write(results: dict, out_dir: Path) -> None:
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("dir", type=Path, help="a results directory holding results.json")
+    ap.add_argument("--publish", action="store_true",
+                    help="also put its standing.md into BENCHMARKS.md, between the standing-table markers")
 
 
 def main(args: argparse.Namespace) -> None:
     write(json.loads((args.dir / "results.json").read_text()), args.dir)
     print(args.dir / "report.md", args.dir / "standing.md")
+    if args.publish:
+        from bench import standing
+
+        page = Path(__file__).resolve().parents[2] / "BENCHMARKS.md"
+        standing.publish(args.dir, page)
+        print(f"{page}: standing table from {args.dir.name}")

@@ -5,8 +5,9 @@ first), the best peer of each (the best figure among the servers of kind "peer" 
 correctly; other builds of sluicegate, the nginx anchor and the app alone are no peers), the
 ratio (above 1: sluicegate ahead; for figures where lower is better the ratio is inverted, so
 it reads the same way), and `standing.md`: a header naming the run's folder, build and exact
-command, the table, and the chart embeds, ready to paste into BENCHMARKS.md (its links are
-relative to the repository's root). Works from results.json alone: `run.py report DIR` rebuilds.
+command, the table, and the chart embeds, which `run.py report DIR --publish` puts into
+BENCHMARKS.md between its markers (links relative to the repository's root). Works from
+results.json alone: `run.py report DIR` rebuilds it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ CHARTED = ("S6", "S16", "S5", "S2", "S3", "S14", "S15")
 
 def _ratio(ours: dict, best: dict) -> str:
     a, b = ours.get("value"), best.get("value")
+    if ours.get("status") == "ok" and not best:
+        return "no peer answered"
     if ours.get("status") != "ok" or a is None or b is None:
         return "—"
     if ours["better"] == "higher":
@@ -103,5 +106,18 @@ def markdown(results: dict, out_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+BEGIN, END = "<!-- standing table: begin -->", "<!-- standing table: end -->"
+
+
 def write(results: dict, out_dir: Path) -> None:
     (out_dir / "standing.md").write_text(markdown(results, out_dir))
+
+
+def publish(out_dir: Path, page: Path) -> None:
+    """Put out_dir's standing.md between the markers of `page` (BENCHMARKS.md)."""
+    text = page.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{page}: no {BEGIN} ... {END} block")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    page.write_text(f"{head}{BEGIN}\n{(out_dir / 'standing.md').read_text()}{END}{tail}")
