@@ -46,7 +46,7 @@ class Mode:
     fetch_repeats: int  # S1, S3 (median of at least this many)
     fetch_min_s: float  # S1, S3, S8: ...and until the fetches add up to this long
     upload_repeats: int  # S8
-    httperf_conns: int  # S2, at 200/s
+    httperf_conns: int  # S2, at 200/s (0: no httperf case)
     huge_file: bool  # S2's 1 GiB file
     idle_connections: int  # S7
     segment_requests: int  # S4
@@ -76,16 +76,16 @@ FULL = Mode("full", rounds=3, wrk_s=10, warmup_s=2, s6_ab_requests=20000, s4_ab_
 # rounds; the others in the first only (`once`). Runs are short (2 s of wrk after 1 s of
 # warm-up), so the figures are medians of 3 short runs: BENCHMARKS.md says so beside them.
 STANDING = Mode("standing", rounds=3, wrk_s=2, warmup_s=1, s6_ab_requests=5000, s4_ab_requests=2000,
-                fetch_repeats=5, fetch_min_s=0.5, upload_repeats=2, httperf_conns=200, huge_file=False,
+                fetch_repeats=5, fetch_min_s=0.5, upload_repeats=2, httperf_conns=0, huge_file=False,
                 idle_connections=10_000, segment_requests=20,
                 once=("S1", "S4", "S7", "S8", "S9", "S10", "S11", "S12", "S13"),
-                s5_clients=(100, 1000), s10_s=9.0, s12_busy=(16,), s13_short=True, s14_ab_requests=1000,
+                s5_clients=(1000,), s10_s=9.0, s12_busy=(16,), s13_short=True, s14_ab_requests=1000,
                 s14_big_s=4.0, s15a_requests=2000,
-                s16_plan=(("hello", ("proxy", "keepalive", "uwsgi-tcp", "uwsgi-unix")), ("21k", ("proxy",))))
+                s16_plan=(("hello", ("proxy", "keepalive", "uwsgi-tcp", "uwsgi-unix")),))
 
 # `run.py --tiny`: a mode's plan with every run cut to a minimum (a smoke test of the run itself).
 TINY = dict(rounds=1, wrk_s=1, warmup_s=0, s6_ab_requests=500, s4_ab_requests=300, fetch_repeats=2,
-            fetch_min_s=0.05, upload_repeats=1, httperf_conns=50, huge_file=False, idle_connections=1000,
+            fetch_min_s=0.05, upload_repeats=1, huge_file=False, idle_connections=1000,
             segment_requests=5, s10_s=4.0, s14_ab_requests=200, s14_big_s=3.0, s15a_requests=300)
 
 
