@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 import payloads  # noqa: E402
 from bench.loadgen import wrk  # noqa: E402
 from bench.harness import PEERS, SG, env_for, fetch_wire, wait_ready  # noqa: E402
-from bench.procs import cpu_seconds, session_pids  # noqa: E402
+from bench.procs import cpu_seconds, free_port, session_pids  # noqa: E402
 from tests import nginx_util  # noqa: E402
 
 THREADS = 4
@@ -91,9 +90,7 @@ def run_case(case: str, rounds: int, seconds: float, conns: int, first: int = 0,
     module, path, expect = CASES[case]
     d = tempfile.mkdtemp(prefix="sg-s11-")
     os.chmod(d, 0o755)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        tcp_port = s.getsockname()[1]
+    tcp_port = free_port()
     ups = {n: u for n, u in upstreams(d, module, tcp_port).items() if only is None or n in only}
     procs = {}
     try:
