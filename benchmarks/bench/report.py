@@ -211,6 +211,8 @@ def markdown(results: dict, chart_names: dict[str, str]) -> str:
     ]
     if meta.get("interrupted"):
         lines += ["**This run was interrupted: the tables hold what was measured before that.**", ""]
+    for why in meta.get("stopped", []):
+        lines += [f"**Stopped by an error, no figures from it: {why}**", ""]
     ours = results["servers"].get(OURS, {})
     if not ours.get("available", False):
         lines += [f"**sluicegate: {ours.get('why_not') or 'not in this run'}** — no ratios to it below.", ""]

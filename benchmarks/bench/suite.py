@@ -99,7 +99,13 @@ def run_scenario(h: harness.Harness, sid: str, rnd: int, runnable: list[str], re
     call for all of them where the scenario starts its own set (GROUPED)."""
     if sid in GROUPED:
         print(f"round {rnd}/{h.mode.rounds} {sid}: every server it serves", flush=True)
-        extra = importlib.import_module(GROUPED[sid]).suite_round(h, rnd, runnable)
+        try:
+            extra = importlib.import_module(GROUPED[sid]).suite_round(h, rnd, runnable)
+        except Exception as e:  # noqa: BLE001 - one scenario's breakage must not end a 50-minute run
+            print(f"run.py: {sid} round {rnd} stopped: {type(e).__name__}: {e}", flush=True)
+            meta = results["meta"]
+            meta.setdefault("stopped", []).append(f"{sid} round {rnd}: {type(e).__name__}: {e}")
+            return
         for name, (kind, what) in extra.items():
             results["servers"].setdefault(name, {"kind": kind, "describe": what, "available": True,
                                                  "why_not": "", "version": None})
