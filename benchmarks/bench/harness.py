@@ -72,7 +72,7 @@ FULL = Mode("full", rounds=3, wrk_s=10, warmup_s=2, s6_ab_requests=20000, s4_ab_
             fetch_repeats=10, fetch_min_s=3.0, upload_repeats=5, httperf_conns=1000, huge_file=True,
             idle_connections=10_000, segment_requests=50, s10_s=30.0)
 # The standing run (`run.py --standing`): every scenario S1-S16 beside every peer in one run of
-# about 50 minutes on 2 cores. The scenarios BENCHMARKS.md charts run in every one of the 3
+# about 55 minutes on 2 cores. The scenarios BENCHMARKS.md charts run in every one of the 3
 # rounds; the others in the first only (`once`). Runs are short (2 s of wrk after 1 s of
 # warm-up), so the figures are medians of 3 short runs: BENCHMARKS.md says so beside them.
 STANDING = Mode("standing", rounds=3, wrk_s=2, warmup_s=1, s6_ab_requests=5000, s4_ab_requests=2000,
