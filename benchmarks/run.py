@@ -1,6 +1,6 @@
 """The one entry point of sluicegate's benchmarks: the scenario suite and every tool beside it.
 
-    python3 benchmarks/run.py [--quick | --full] [--servers ...] [--scenarios ...]   the suite
+    python3 benchmarks/run.py [--quick | --full | --standing] [--servers ...] [--scenarios ...]   the suite
     python3 benchmarks/run.py COMMAND [options]      a tool (`run.py --help` lists them)
     python3 benchmarks/run.py COMMAND --help
 
@@ -25,7 +25,8 @@ VENV_PY = BENCH / ".venv" / "bin" / "python"
 # name: (module, suffix of its add_arguments_/main_ pair or "", group, one line of help)
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "suite": ("bench.suite", "", "scenarios",
-              "S1-S10, S12, S13: every server in turn, interleaved rounds, report.md and charts (the default)"),
+              "S1-S16 beside the peers in interleaved rounds: results.json, report.md, standing.md, charts "
+              "(the default; --standing: every scenario and peer, ~55 min)"),
     "s11": ("bench.s11", "", "scenarios",
             "S11: S6 and S3 through nginx (proxy_pass over unix and TCP, uwsgi_pass)"),
     "s16": ("bench.s16", "", "scenarios",
@@ -67,7 +68,8 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "beside-download": ("bench.beside_download", "", "side by side",
                         "latency of small requests beside a 64 MiB download loop"),
     "report": ("bench.report", "", "plumbing",
-               "rebuild report.md and the charts of a results directory from its results.json"),
+               "rebuild report.md, standing.md and the charts of a results directory from its results.json "
+               "(--publish: standing.md into BENCHMARKS.md)"),
     "install": ("bench.install", "", "plumbing",
                 "install the peers into the benchmark venvs and record each outcome (setup.sh calls it)"),
     "launch": ("bench.launch", "", "plumbing",
@@ -79,7 +81,8 @@ GROUPS = {"scenarios": "Scenarios (BENCHMARKS.md) and long runs",
           "cost": "The cost of a request", "side by side": "Servers started by hand, measured side by side",
           "plumbing": "Plumbing (called by the suite and setup.sh)"}
 SCENARIO_MAP = """scenarios and the command that measures each:
-  S1-S8, S9, S10, S12, S13   run.py [suite] --scenarios S1,...   (S8 also s8-memory, s8-connections;
+  S1-S16 together            run.py --standing   (the standing table; --tiny: a smoke test of it)
+  any of them                run.py [suite] --scenarios S1,...   (S8 also s8-memory, s8-connections;
                              S12 also s12-startup)
   S11                        run.py s11; run.py failover
   S14 (TLS)                  run.py s14 (run.py tls-load: handshake flood, slow reader)

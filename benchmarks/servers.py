@@ -96,6 +96,8 @@ class Server:
         """The command for target on port, or None if this server cannot serve it."""
         if target.static and not self.has_static:
             return None
+        if (target.workers or 1) > 1 and self.name not in WORKER_PROCESSES:
+            return None  # S9/S10's two workers: a single-process server is n/a, not run as one
         return _LAUNCHERS[self.name](target, port)
 
     def available(self) -> tuple[bool, str]:
@@ -313,6 +315,9 @@ SERVERS: dict[str, Server] = {s.name: s for s in (
 
 # Servers with a static-file feature of their own (S2's "static" cases).
 STATIC_FEATURE = frozenset({"sluicegate", "sluicegate-base", "sluicegate-w1", "uwsgi", "mod_wsgi", "granian", "nginx"})
+# Servers that run several worker processes of one app (S9's and S10's 2 workers).
+WORKER_PROCESSES = frozenset({"sluicegate", "sluicegate-base", "sluicegate-w1", "gunicorn-gthread", "gunicorn-sync",
+                              "gunicorn-gevent", "uwsgi", "mod_wsgi", "granian"})
 QUICK_DEFAULT = ("sluicegate", "bjoern", "gunicorn-gthread", "nginx")  # nginx: the anchor, cheap
 
 

@@ -1,6 +1,6 @@
 """The helpers every benchmark shares: mode, running servers, result records, the case runner.
 
-Owns (1) the Mode (durations and counts of quick and full runs: every run bounded), (2) the
+Owns (1) the Mode (durations and counts of quick, full and standing runs: every run bounded), (2) the
 lifecycle of a server under test: start, readiness (port accepts, then a probe must return the
 exact expected body), stop by PID in a finally, and a registry of every server still running so
 that Ctrl-C or an exception stops them all, (3) the shape of one result record, so that the
@@ -46,18 +46,47 @@ class Mode:
     fetch_repeats: int  # S1, S3 (median of at least this many)
     fetch_min_s: float  # S1, S3, S8: ...and until the fetches add up to this long
     upload_repeats: int  # S8
-    httperf_conns: int  # S2, at 200/s
+    httperf_conns: int  # S2, at 200/s (0: no httperf case)
     huge_file: bool  # S2's 1 GiB file
     idle_connections: int  # S7
     segment_requests: int  # S4
+    once: tuple[str, ...] = ()  # scenarios measured in the first round only (the others every round)
+    s5_clients: tuple[int, ...] = (10, 100, 1000)
+    s10_s: float = 10.0  # one S10 wrk run (reloads every 3 s, kills every 5 s)
+    s12_busy: tuple[int, ...] = (2, 16)  # S12's probe cases: CPU-bound clients beside the probes
+    s13_short: bool = False  # S13: c16 persistent and c100 CONN_MAX_AGE=0, peers 4 threads, no bursts
+    s14_ab_requests: int = 4000  # S14 new-conn: requests of each ab run (a full handshake each)
+    s14_big_s: float = 10.0  # S14 64 MiB: length of each run
+    s15a_requests: int = 3000  # S15a: requests of each h2load run (gunicorn: a fifteenth, its
+    # streams run one after another at ~10 req/s)
+    s16_plan: tuple[tuple[str, tuple[str, ...]], ...] = (
+        ("hello", ("proxy", "keepalive", "uwsgi-tcp", "uwsgi-unix")),
+        ("21k", ("proxy", "keepalive", "uwsgi-tcp", "uwsgi-unix")))  # S16: (answer, nginx modes)
 
 
-QUICK = Mode("quick", rounds=1, wrk_s=3, warmup_s=0.5, s6_ab_requests=5000, s4_ab_requests=2000,
+QUICK = Mode("quick", rounds=1, wrk_s=3, warmup_s=1, s6_ab_requests=5000, s4_ab_requests=2000,
              fetch_repeats=5, fetch_min_s=1.0, upload_repeats=2, httperf_conns=400, huge_file=False,
-             idle_connections=10_000, segment_requests=20)
+             idle_connections=10_000, segment_requests=20, s14_ab_requests=1000, s14_big_s=4,
+             s15a_requests=1000)
 FULL = Mode("full", rounds=3, wrk_s=10, warmup_s=2, s6_ab_requests=20000, s4_ab_requests=5000,
             fetch_repeats=10, fetch_min_s=3.0, upload_repeats=5, httperf_conns=1000, huge_file=True,
-            idle_connections=10_000, segment_requests=50)
+            idle_connections=10_000, segment_requests=50, s10_s=30.0)
+# The standing run (`run.py --standing`): every scenario S1-S16 beside every peer in one run of
+# about 55 minutes on 2 cores. The scenarios BENCHMARKS.md charts run in every one of the 3
+# rounds; the others in the first only (`once`). Runs are short (2 s of wrk after 1 s of
+# warm-up), so the figures are medians of 3 short runs: BENCHMARKS.md says so beside them.
+STANDING = Mode("standing", rounds=3, wrk_s=2, warmup_s=1, s6_ab_requests=5000, s4_ab_requests=2000,
+                fetch_repeats=5, fetch_min_s=0.5, upload_repeats=2, httperf_conns=0, huge_file=False,
+                idle_connections=10_000, segment_requests=20,
+                once=("S1", "S4", "S7", "S8", "S9", "S10", "S11", "S12", "S13"),
+                s5_clients=(1000,), s10_s=9.0, s12_busy=(16,), s13_short=True, s14_ab_requests=1000,
+                s14_big_s=4.0, s15a_requests=2000,
+                s16_plan=(("hello", ("proxy", "keepalive", "uwsgi-tcp", "uwsgi-unix")),))
+
+# `run.py --tiny`: a mode's plan with every run cut to a minimum (a smoke test of the run itself).
+TINY = dict(rounds=1, wrk_s=1, warmup_s=0, s6_ab_requests=500, s4_ab_requests=300, fetch_repeats=2,
+            fetch_min_s=0.05, upload_repeats=1, huge_file=False, idle_connections=1000,
+            segment_requests=5, s10_s=4.0, s14_ab_requests=200, s14_big_s=3.0, s15a_requests=300)
 
 
 class NotServed(Exception):
@@ -113,7 +142,8 @@ class Harness:
         port = procs.free_port()
         launch = server.launch(target, port)
         if launch is None:
-            why = " (no request-count recycling)" if target.max_requests else " (static)" if target.static else ""
+            why = (" (no request-count recycling)" if target.max_requests else " (static)" if target.static
+                   else " (no worker processes)" if (target.workers or 1) > 1 else "")
             raise NotServed(f"{server.name} does not serve {target.module}{why}")
         self._seq += 1
         log = self.logs / f"{self._seq:04d}-{server.name}-{target.module}{'-static' if target.static else ''}.log"

@@ -47,8 +47,10 @@ def _run(argv: list[str], timeout: float) -> tuple[int, str]:
 
 def wrk(url: str, connections: int, seconds: float, response_size: int | None, threads: int = 1,
         timeout_s: float = 2.0) -> LoadResult:
-    """wrk -t threads -c connections -d seconds --latency, verified against response_size."""
-    argv = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", f"--timeout={timeout_s:g}s",
+    """wrk -t threads -c connections -d seconds --latency, verified against response_size.
+    wrk takes whole seconds only (`-d0.5s` is a usage error): `seconds` is rounded, at least 1."""
+    seconds = max(1, round(seconds))
+    argv = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", f"--timeout={timeout_s:g}s",
             "--latency", "-s", str(LUA), url]
     rc, out = _run(argv, seconds + 30)
     m = re.search(r"^WRKJSON (\{.*\})$", out, re.M)

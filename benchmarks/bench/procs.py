@@ -39,10 +39,21 @@ def raise_fd_limit() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now and never handed out before by this process. A port handed out is not
+    bound at once (S16 chooses nginx's ports while it starts its servers one by one): a second
+    call could return it again, and nginx then could not bind it and exited."""
+    for _ in range(1000):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+    raise OSError("no port free that this process has not handed out already")
 
 
 def _stat_fields(pid: int) -> list[str] | None:

@@ -4,7 +4,8 @@ Owns aggregation (median over rounds; a case that failed in any round is reporte
 a fast wrong answer is a failure, not a win), ratios to sluicegate, the report.md layout (one
 table per scenario case, then machine, versions, install outcomes, the exact command) and the
 charts (matplotlib, one PNG per scenario, sluicegate's bar highlighted, anchors grey; plus a
-headline chart). Works from results.json alone: `python3 benchmarks/run.py report RESULTS_DIR` rebuilds.
+headline chart), and has bench/standing.py write standing.md (the table BENCHMARKS.md shows).
+Works from results.json alone: `python3 benchmarks/run.py report RESULTS_DIR` rebuilds all three.
 """
 
 from __future__ import annotations
@@ -29,7 +30,18 @@ HEADLINE = {
     "S6": ("wrk -t1 -c64",),
     "S7": ("wrk -c16 beside",),
     "S8": ("64 MiB upload, chunked",),
+    "S9": ("2 workers",),
+    "S11": ("hello world",),
+    "S13": ("c16, CONN_MAX_AGE=persistent",),
+    "S14": ("hello world, wrk",),
+    "S15": ("S15b",),
+    "S16": ("hello world, (a)",),
 }
+
+
+def sid_key(sid: str) -> tuple[int, str]:
+    """S2 before S10: scenarios in their numeric order."""
+    return (int(sid[1:]), sid) if sid[1:].isdigit() else (10**6, sid)
 
 
 def aggregate(records: list[dict]) -> dict:
@@ -101,7 +113,7 @@ def fmt_value(v: float | None, metric: str) -> str:
     if v is None:
         return "—"
     if metric == "req/s":
-        return f"{v:,.0f}"
+        return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
     if metric == "s":
         if v < 0.01:
             return f"{v * 1000:,.2f} ms"
@@ -156,6 +168,8 @@ def _notes(s: dict) -> str:
     bits = []
     if ex.get("p50_us") is not None and s["metric"] == "req/s" and s["status"] == "ok":
         bits.append(f"p50 {fmt_latency(ex['p50_us'])}, p99 {fmt_latency(ex['p99_us'])}")
+    if ex.get("nginx_us_per_req") is not None:
+        bits.append(f"nginx {fmt_cpu(ex['nginx_us_per_req'])} / request")
     if ex.get("reply_ms") is not None:
         bits.append(f"reply {ex['reply_ms']:.1f} ms")
     if "framing" in ex and s["metric"] == "s":
@@ -197,11 +211,13 @@ def markdown(results: dict, chart_names: dict[str, str]) -> str:
     ]
     if meta.get("interrupted"):
         lines += ["**This run was interrupted: the tables hold what was measured before that.**", ""]
+    for why in meta.get("stopped", []):
+        lines += [f"**Stopped by an error, no figures from it: {why}**", ""]
     ours = results["servers"].get(OURS, {})
     if not ours.get("available", False):
         lines += [f"**sluicegate: {ours.get('why_not') or 'not in this run'}** — no ratios to it below.", ""]
     titles = meta.get("titles", {})
-    for sid in sorted(agg):
+    for sid in sorted(agg, key=sid_key):
         lines += [f"## {sid}: {titles.get(sid, '')}", ""]
         if sid in chart_names:
             lines += [f"![{sid}]({chart_names[sid]})", ""]
@@ -262,7 +278,7 @@ def charts(results: dict, out_dir: Path) -> dict[str, str]:
     agg = aggregate(results["records"])
     kinds = {n: s["kind"] for n, s in results["servers"].items()}
     names: dict[str, str] = {}
-    for sid in sorted(agg):
+    for sid in sorted(agg, key=sid_key):
         cases = [(c, s) for c, s in agg[sid].items() if any(v["status"] != "n/a" for v in s.values())]
         if not cases:
             continue
@@ -380,12 +396,23 @@ def write(results: dict, out_dir: Path) -> None:
     if "headline" in names:
         md = md.replace("\n## ", "\n![headline](headline.png)\n\n## ", 1)
     (out_dir / "report.md").write_text(md)
+    from bench import standing  # it reads this module's aggregation
+
+    standing.write(results, out_dir)
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("dir", type=Path, help="a results directory holding results.json")
+    ap.add_argument("--publish", action="store_true",
+                    help="also put its standing.md into BENCHMARKS.md, between the standing-table markers")
 
 
 def main(args: argparse.Namespace) -> None:
     write(json.loads((args.dir / "results.json").read_text()), args.dir)
-    print(args.dir / "report.md")
+    print(args.dir / "report.md", args.dir / "standing.md")
+    if args.publish:
+        from bench import standing
+
+        page = Path(__file__).resolve().parents[2] / "BENCHMARKS.md"
+        standing.publish(args.dir, page)
+        print(f"{page}: standing table from {args.dir.name}")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 import payloads  # noqa: E402
 from bench.loadgen import wrk  # noqa: E402
 from bench.harness import PEERS, SG, env_for, fetch_wire, wait_ready  # noqa: E402
-from bench.procs import cpu_seconds, session_pids  # noqa: E402
+from bench.procs import cpu_seconds, free_port, session_pids  # noqa: E402
 from tests import nginx_util  # noqa: E402
 
 THREADS = 4
@@ -84,14 +83,15 @@ def nginx_pids(proc: subprocess.Popen) -> list[int]:
         return [proc.pid]
 
 
-def run_case(case: str, rounds: int, seconds: float, conns: int) -> dict:
+def run_case(case: str, rounds: int, seconds: float, conns: int, first: int = 0,
+             only: set[str] | None = None, warmup_s: float = 0.0) -> dict:
+    """{upstream: medians, every round's figures, notes, failed}; `first` rotates the first
+    round's order, `only` keeps the upstreams named."""
     module, path, expect = CASES[case]
     d = tempfile.mkdtemp(prefix="sg-s11-")
     os.chmod(d, 0o755)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        tcp_port = s.getsockname()[1]
-    ups = upstreams(d, module, tcp_port)
+    tcp_port = free_port()
+    ups = {n: u for n, u in upstreams(d, module, tcp_port).items() if only is None or n in only}
     procs = {}
     try:
         for name, (argv, kind, target, _) in ups.items():
@@ -104,16 +104,23 @@ def run_case(case: str, rounds: int, seconds: float, conns: int) -> dict:
             os.chmod(sock, 0o666)
         proxy = nginx_util.Nginx({n: (k, t) for n, (_, k, t, _) in ups.items()}, tls=False)
         try:
-            sizes = {}
+            sizes, notes, failed = {}, {name: [] for name in ups}, set()
             for name in ups:
-                size, body = fetch_wire(proxy.ports[name], path)
+                try:
+                    size, body = fetch_wire(proxy.ports[name], path)
+                except (OSError, ValueError) as e:
+                    size, body = 0, f"{type(e).__name__}: {e}".encode()
                 if body != expect:
-                    raise SystemExit(f"{case} {name}: wrong body ({len(body)} bytes)")
+                    failed.add(name)
+                    notes[name].append(f"verification fetch: wrong body ({len(body)} bytes)")
                 sizes[name] = size
-            res = {name: {"rps": [], "server_us": [], "nginx_us": []} for name in ups}
-            names = list(ups)
+            res = {name: {"rps": [], "server_us": [], "nginx_us": [], "requests": [], "errors": []}
+                   for name in ups}
+            names = [n for n in ups if n not in failed]
+            for name in names if warmup_s else ():
+                wrk(f"http://127.0.0.1:{proxy.ports[name]}{path}", conns, warmup_s, None)
             for r in range(rounds):
-                k = r % len(names)
+                k = (first + r) % len(names) if names else 0
                 for name in names[k:] + names[:k]:
                     pids = session_pids(procs[name].pid)
                     npids = nginx_pids(proxy.proc)
@@ -121,13 +128,20 @@ def run_case(case: str, rounds: int, seconds: float, conns: int) -> dict:
                     out = wrk(f"http://127.0.0.1:{proxy.ports[name]}{path}", conns, seconds,
                               sizes[name])
                     a, na = cpu_seconds(pids), cpu_seconds(npids)
-                    if out.errors or not out.verified or not out.requests:
-                        raise SystemExit(f"{case} {name}: {out.note or 'errors'}")
+                    if not out.verified or not out.requests:
+                        failed.add(name)
+                        notes[name].append(f"round {r + 1}: {out.note or 'no request completed'}")
+                        continue
+                    if out.errors:
+                        notes[name].append(f"round {r + 1}: {out.note or 'errors'}")
+                    res[name]["requests"].append(out.requests)
+                    res[name]["errors"].append(out.errors)
                     res[name]["rps"].append(out.rps)
                     res[name]["server_us"].append((a - b) * 1e6 / out.requests)
                     res[name]["nginx_us"].append((na - nb) * 1e6 / out.requests)
                     print(f"  {case} round {r + 1} {name}: {out.rps:.0f} req/s", flush=True)
-            return {name: {"settings": ups[name][3], **{k: statistics.median(v) for k, v in m.items()},
+            return {name: {"settings": ups[name][3], "notes": notes[name], "failed": name in failed,
+                           **{k: statistics.median(v) if v else 0.0 for k, v in m.items()},
                            "rounds": m} for name, m in res.items()}
         finally:
             proxy.stop()
@@ -142,6 +156,43 @@ def run_case(case: str, rounds: int, seconds: float, conns: int) -> dict:
                 p.wait(15)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, 9)
+
+
+# upstream -> (the suite's server name, its kind: a second way of serving sluicegate is "ours" too)
+SUITE_NAMES = {"sluicegate http unix": ("sluicegate", "ours"),
+               "sluicegate uwsgi unix": ("sluicegate uwsgi_pass", "ours"),
+               "uWSGI uwsgi unix": ("uwsgi", "peer"), "gunicorn gthread unix": ("gunicorn-gthread", "peer"),
+               "granian tcp": ("granian", "peer")}
+CASE_TITLES = {"hello": "hello world", "stream128": "2.5 MB in 128 B blocks"}
+
+
+def suite_round(h, rnd: int, names: list[str]) -> dict[str, tuple[str, str]]:
+    """One round of S11 inside the suite (`run.py --standing`): the upstreams whose server is in
+    the run, wrk -c16 for `h.mode.wrk_s` after a warm-up, the order rotated by the round. Adds a
+    Record per (case, upstream); returns {server name: (kind, what)} of the names it added."""
+    from bench.harness import Record
+
+    only = {u for u, (n, _) in SUITE_NAMES.items() if n.split(" ")[0] in names}
+    for case in CASES:
+        title = f"{CASE_TITLES[case]} through nginx, wrk -c16"
+        try:
+            res = run_case(case, 1, h.mode.wrk_s, 16, first=rnd - 1, only=only, warmup_s=h.mode.warmup_s)
+        except (SystemExit, OSError, RuntimeError) as e:
+            res = {u: {"failed": True, "notes": [f"the case did not run: {e}"], "settings": "",
+                       "rounds": {}} for u in only}
+        for upstream, m in res.items():
+            name = SUITE_NAMES[upstream][0]
+            rec = Record("S11", title, name, rnd, "req/s", "higher", settings=m["settings"],
+                         note="; ".join(m["notes"]))
+            r = m["rounds"]
+            if m["failed"] or not r.get("rps"):
+                rec.status, rec.note = "failed", rec.note or "no request completed"
+            else:
+                rec.value, rec.requests, rec.errors = r["rps"][0], r["requests"][0], r["errors"][0]
+                rec.cpu_us_per_req, rec.verified = r["server_us"][0], True
+                rec.extra = {"nginx_us_per_req": r["nginx_us"][0]}
+            h.add(rec)
+    return {"sluicegate uwsgi_pass": ("ours", "sluicegate over the uwsgi protocol (nginx uwsgi_pass)")}
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -159,6 +210,9 @@ def main(args: argparse.Namespace) -> int | None:
     for case in CASES:
         results[case] = run_case(case, args.rounds, args.seconds, args.conns)
         for name, m in results[case].items():
+            if m["failed"]:
+                lines.append(f"| {case} | {name} | failed: {'; '.join(m['notes'])} | | |")
+                continue
             lines.append(f"| {case} | {name} | {m['rps']:,.0f} | {m['server_us']:.1f} | "
                          f"{m['nginx_us']:.1f} |")
     report = "\n".join(lines)

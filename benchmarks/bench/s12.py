@@ -168,5 +168,5 @@ def s12(h: Harness, server: servers.Server, rnd: int) -> None:
     _behind_haproxy(h, server, rnd, "/hello")
     if server.name.startswith("sluicegate"):
         _behind_haproxy(h, server, rnd, HEALTH)
-    for busy in (2, 16):
+    for busy in h.mode.s12_busy:
         _probes(h, server, rnd, busy)

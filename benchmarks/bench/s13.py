@@ -49,6 +49,8 @@ BURST_SLEEP_S = 0.1
 BURST_POOL = 32
 CAPPED_POOL = 90
 UNCAPPED_POOL = 300  # one thread per client: what sluicegate's 1:1024 did before `auto`
+# The cases of a short run (Mode.s13_short): (peers' threads, clients, CONN_MAX_AGE).
+SHORT = ((4, 16, None), (4, 100, 0))
 FLASK_POOL = 8  # SQLAlchemy's pool_size in the Flask variant, and the peers' threads there
 CONFIG = servers.WORK / "s13" / "db.json"
 COUNT_EVERY_S = 0.1
@@ -277,10 +279,14 @@ def s13(h: Harness, server: servers.Server, rnd: int) -> None:
     for pool in PEER_POOLS:
         for conn_max_age in CONN_AGES:
             for clients in CLIENTS:
+                if h.mode.s13_short and (pool, clients, conn_max_age) not in SHORT:
+                    continue
                 age = "persistent" if conn_max_age is None else "0"
                 case = f"c{clients}, CONN_MAX_AGE={age}, peers {pool} threads"
                 target = servers.Target("s13_django", "/hello", b"hello", pool=None if ours else pool)
                 _one(h, server, rnd, case, target, PATH, clients, conn_max_age)
+    if h.mode.s13_short:
+        return
     for clients in CLIENTS:
         target = servers.Target("s13_flask", "/hello", b"hello", pool=None if ours else FLASK_POOL)
         _one(h, server, rnd, f"Flask + SQLAlchemy pool of {FLASK_POOL}, c{clients}, peers {FLASK_POOL} threads",

@@ -162,25 +162,36 @@ def start_all(case: str, names: list[str], modes: tuple[str, ...], d: str):
 
 
 def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, seconds: float,
-             conns: int) -> dict:
+             conns: int, first: int = 0, warmup_s: float = 0.0) -> dict:
+    """{"name | mode": medians and every round's figures}; `first` rotates the first round's
+    order (the suite's round number), so that no server always runs first."""
     _, path, expect = cases()[case]
     d = tempfile.mkdtemp(prefix="sg-s16-")
     os.chmod(d, 0o755)
     started, nginx, blocks, settings = start_all(case, names, modes, d)
     try:
-        sizes = {}
-        for key, (port, _) in blocks.items():
-            size, body = fetch_wire(port, path)
-            if body != expect:
-                raise SystemExit(f"S16 {case} {key}: wrong body ({len(body)} bytes)")
-            sizes[key] = size
-        res = {f"{n} | {m}": {"rps": [], "p99_ms": [], "server_us": [], "nginx_us": []}
+        res = {f"{n} | {m}": {"rps": [], "p50_ms": [], "p99_ms": [], "server_us": [], "nginx_us": [],
+                              "requests": [], "errors": []}
                for n, m in blocks}
         notes: dict[str, list[str]] = {key: [] for key in res}
+        wrong: set[str] = set()  # answered wrong bytes: failed, no figure
+        sizes = {}
+        for (name, mode), (port, _) in blocks.items():
+            try:
+                size, body = fetch_wire(port, path)
+            except (OSError, ValueError) as e:
+                size, body = 0, f"{type(e).__name__}: {e}".encode()
+            if body != expect:
+                wrong.add(f"{name} | {mode}")
+                notes[f"{name} | {mode}"].append(f"verification fetch through nginx: wrong body "
+                                                 f"({len(body)} bytes)")
+            sizes[(name, mode)] = size
         for mode in modes:
-            order = [n for n in names if (n, mode) in blocks]
+            order = [n for n in names if (n, mode) in blocks and f"{n} | {mode}" not in wrong]
+            for name in order if warmup_s else ():
+                wrk(f"http://127.0.0.1:{blocks[(name, mode)][0]}{path}", conns, warmup_s, None)
             for r in range(rounds):
-                k = r % len(order)
+                k = (first + r) % len(order) if order else 0
                 for name in order[k:] + order[:k]:
                     port, _ = blocks[(name, mode)]
                     pids, npids = started[name].pids(), nginx.pids()
@@ -189,7 +200,9 @@ def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, s
                     a, na = procs.cpu_seconds(pids), procs.cpu_seconds(npids)
                     key = f"{name} | {mode}"
                     if not out.verified and out.rps is not None:
-                        raise SystemExit(f"S16 {case} {key}: {out.note}")
+                        wrong.add(key)
+                        notes[key].append(f"round {r + 1}: wrong bytes: {out.note}")
+                        continue
                     if out.errors or not out.requests:
                         # Kept, and shown beside the figure: a server that times out under
                         # this load is a result, not a reason to drop the others'.
@@ -199,18 +212,65 @@ def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, s
                             continue
                     m = res[key]
                     m["rps"].append(out.rps)
+                    m["requests"].append(out.requests)
+                    m["errors"].append(out.errors)
+                    m["p50_ms"].append(out.detail["p50_us"] / 1000)
                     m["p99_ms"].append(out.detail["p99_us"] / 1000)
                     m["server_us"].append((a - b) * 1e6 / out.requests)
                     m["nginx_us"].append((na - nb) * 1e6 / out.requests)
                     print(f"  S16 {case} {mode} round {r + 1} {name}: {out.rps:,.0f} req/s, "
                           f"server {m['server_us'][-1]:.1f} µs/req", flush=True)
         return {key: {"settings": settings[key.split(" | ")[0]], "notes": notes[key],
+                      "failed": key in wrong,
                       **{k: statistics.median(v) if v else 0.0 for k, v in m.items()}, "rounds": m}
                 for key, m in res.items()}
     finally:
         nginx.stop()
         for p in started.values():
             p.stop()
+
+
+MODE_TITLES = {"proxy": "(a) proxy_pass defaults: a new upstream connection each",
+               "keepalive": "(b) proxy_pass, upstream keepalive",
+               "uwsgi-tcp": "(c) uwsgi_pass over TCP", "uwsgi-unix": "(c) uwsgi_pass over a unix socket"}
+ANSWERS = {"hello": "hello world", "21k": "21 KiB file read by the app"}
+CONNS = 64
+
+
+def suite_round(h, rnd: int, names: list[str]) -> dict[str, tuple[str, str]]:
+    """One round of S16 inside the suite (`run.py --standing`): every server of the run but the
+    anchor behind one nginx, the answers and modes of `h.mode.s16_plan`, one wrk run of
+    `h.mode.wrk_s` each after a warm-up, the order rotated by the round. Adds a Record per
+    (answer, mode, server); returns the servers' names it used (all of the suite's own)."""
+    from bench.harness import Record
+
+    names = [n for n in names if servers.SERVERS[n].kind != "anchor"]
+    for case, modes in h.mode.s16_plan:
+        title = ANSWERS[case]
+        try:
+            res = run_case(case, names, modes, 1, h.mode.wrk_s, CONNS, first=rnd - 1,
+                           warmup_s=h.mode.warmup_s)
+        except (SystemExit, OSError, RuntimeError) as e:
+            for name in names:
+                for mode in modes_of(name, modes):
+                    h.add(Record("S16", f"{title}, {MODE_TITLES[mode]}", name, rnd, "req/s", "higher",
+                                 status="failed", note=f"the case did not run: {e}"))
+            continue
+        for key, m in res.items():
+            name, mode = key.split(" | ")
+            rec = Record("S16", f"{title}, {MODE_TITLES[mode]}", name, rnd, "req/s", "higher",
+                         settings=m["settings"], note="; ".join(m["notes"]))
+            r = m["rounds"]
+            if m["failed"] or not r["rps"]:
+                rec.status = "failed"
+                rec.note = rec.note or "no request completed"
+            else:
+                rec.value, rec.requests, rec.errors = r["rps"][0], r["requests"][0], r["errors"][0]
+                rec.cpu_us_per_req, rec.verified = r["server_us"][0], True
+                rec.extra = {"nginx_us_per_req": r["nginx_us"][0], "p50_us": r["p50_ms"][0] * 1000,
+                             "p99_us": r["p99_ms"][0] * 1000}
+            h.add(rec)
+    return {}
 
 
 def table(results: dict, modes: tuple[str, ...]) -> list[str]:

@@ -88,7 +88,7 @@ class _Disturber(threading.Thread):
 def _s10_body(h: Harness, what: str):
     def body(proc: procs.ServerProcess, rec: Record) -> None:
         url = f"http://127.0.0.1:{proc.port}/"
-        seconds = 30.0 if h.mode.name == "full" else 10.0
+        seconds = h.mode.s10_s
         disturber = _Disturber(proc, what, HUP_EVERY_S if what == "hup" else KILL_EVERY_S) if what else None
         with measure_cpu(proc) as m:
             if disturber:

@@ -1,5 +1,7 @@
-"""The scenarios S1–S8 of BENCHMARKS.md, and the suite's table of every scenario it runs
-(S9, S10, S12 and S13 live in modules of their own): what each one starts, sends, times and verifies.
+"""The scenarios S1–S8 of BENCHMARKS.md, and the suite's table of the scenarios it runs server by
+server (S9, S10, S12 and S13 live in modules of their own; S11, S14, S15 and S16, which start their
+own set of servers, in theirs: bench/suite.py GROUPED), and the title of every scenario: what each
+one starts, sends, times and verifies.
 
 Owns the measurement of each scenario for one server in one round. Every case starts its server
 afresh (so peak RSS belongs to that case), verifies the bytes before trusting a number (a fast
@@ -30,7 +32,6 @@ from bench.s13 import s13  # the PostgreSQL cluster
 
 FETCH_BUDGET_S = 60.0  # one series of fetches
 FETCH_MAX_COUNT = 5000
-S5_CLIENTS = (10, 100, 1000)
 S5_SLEEP_S = 0.1
 S7_CLIENTS = 16
 HTTPERF_RATE = 200
@@ -169,6 +170,8 @@ def s2(h: Harness, server: servers.Server, rnd: int) -> None:
               wrk_body(h, url, small_bytes, 100))
         if "bytes" in how:
             continue  # httperf and the 1 GiB file: the file_wrapper and static paths only
+        if not h.mode.httperf_conns:
+            continue  # a mode without the open-loop case (and without the 1 GiB file)
 
         def httperf_body(proc: procs.ServerProcess, rec: Record, url: str = url) -> None:
             ref, why = verify_fetch(proc.port, url, small_bytes)
@@ -246,7 +249,7 @@ def s4(h: Harness, server: servers.Server, rnd: int) -> None:
 
 def s5(h: Harness, server: servers.Server, rnd: int) -> None:
     target = servers.Target("s5_sleepy", "/", b"HelloWorld", blocking=True)
-    for clients in S5_CLIENTS:
+    for clients in h.mode.s5_clients:
         def body(proc: procs.ServerProcess, rec: Record, clients: int = clients) -> None:
             wrk_body(h, "/", b"HelloWorld", clients, warmup=False)(proc, rec)
             rec.extra["ideal_rps"] = clients / S5_SLEEP_S
@@ -382,6 +385,10 @@ TITLES = {
     "S8": "64 MiB upload read fully by the app",
     "S9": "Cores: about 1 ms of pure-Python CPU per request, 1 and 2 worker processes",
     "S10": "Restarts under load: reloads, recycling and killed workers during wrk -c64",
+    "S11": "Behind nginx: hello world and the 2.5 MB stream over a unix socket (proxy_pass, uwsgi_pass)",
     "S12": "Health checks, a fast route and a static file behind a busy (CPU-bound) app",
     "S13": "Django with PostgreSQL: two queries and a template per request",
+    "S14": "HTTPS (ECDSA P-256): served directly, or by nginx terminating TLS in front",
+    "S15": "HTTP/2 over h2c: 100 streams on one connection, and hello world",
+    "S16": "Behind nginx as deployed: proxy_pass defaults, upstream keepalive, uwsgi_pass",
 }

@@ -1,0 +1,123 @@
+"""The standing table: sluicegate against the best peer of the same run, scenario by scenario.
+
+Owns the choice of the cases that stand for each scenario (CASES: the ones users compare
+first), the best peer of each (the best figure among the servers of kind "peer" that answered
+correctly; other builds of sluicegate, the nginx anchor and the app alone are no peers), the
+ratio (above 1: sluicegate ahead; for figures where lower is better the ratio is inverted, so
+it reads the same way), and `standing.md`: a header naming the run's folder, build and exact
+command, the table, and the chart embeds, which `run.py report DIR --publish` puts into
+BENCHMARKS.md between its markers (links relative to the repository's root). Works from
+results.json alone: `run.py report DIR` rebuilds it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench import report
+
+# scenario -> prefixes of its case names, in the order of the table (a prefix may match none:
+# a run without that case)
+CASES: dict[str, tuple[str, ...]] = {
+    "S1": ("688128 [bytes]", "64MiB [bytes]", "64MiB file_wrapper"),
+    "S2": ("21 KiB, wrk -c100, app, file_wrapper", "21 KiB, wrk -c100, app, [file", "21 KiB, wrk -c100, static"),
+    "S3": ("2.5 MB in 128 B", "2.5 MB in 8192 B"),
+    "S4": ("ab -c1", "wrk -t1 -c1"),
+    "S5": ("100 clients", "1,000 clients"),
+    "S6": ("wrk -t1 -c64", "ab -c64"),
+    "S7": ("wrk -c16 beside",),
+    "S8": ("64 MiB upload, Content-Length", "64 MiB upload, chunked"),
+    "S9": ("2 workers",),
+    "S10": ("wrk -c64, 2 workers, HUP", "wrk -c64, 2 workers, --max-requests", "wrk -c64, 2 workers, kill"),
+    "S11": ("hello world", "2.5 MB"),
+    "S12": ("HAProxy checks /hello", "fast route /hello p99, 16"),
+    "S13": ("c16, CONN_MAX_AGE=persistent", "c100, CONN_MAX_AGE=0"),
+    "S14": ("hello world, wrk", "hello world, ab", "21 KiB", "64 MiB"),
+    "S15": ("S15a", "S15b"),
+    "S16": ("hello world, (a)", "hello world, (b)", "hello world, (c) uwsgi_pass over TCP",
+            "hello world, (c) uwsgi_pass over a unix", "21 KiB file read by the app, (a)"),
+}
+# The scenarios whose chart BENCHMARKS.md shows (what users compare first).
+CHARTED = ("S6", "S16", "S5", "S2", "S3", "S14", "S15")
+
+
+def _ratio(ours: dict, best: dict) -> str:
+    a, b = ours.get("value"), best.get("value")
+    if ours.get("status") == "ok" and not best:
+        return "no peer answered"
+    if ours.get("status") != "ok" or a is None or b is None:
+        return "—"
+    if ours["better"] == "higher":
+        return f"{a / b:.2f}×" if b else "—"
+    if a == 0 or b == 0:
+        return "level" if a == b else ("ahead" if a == 0 else "behind")
+    return f"{b / a:.2f}×"
+
+
+def _figure(s: dict | None) -> str:
+    if s is None:
+        return "—"
+    if s["status"] != "ok":
+        return "**failed**" if s["status"] == "failed" else s["status"]
+    return report.fmt_value(s["value"], s["metric"])
+
+
+def rows(results: dict) -> list[tuple[str, str, dict | None, str | None, dict | None]]:
+    """(scenario, case, sluicegate's summary, best peer's name, its summary) for each standing case."""
+    agg = report.aggregate(results["records"])
+    kinds = {n: s["kind"] for n, s in results["servers"].items()}
+    out = []
+    for sid in sorted(agg, key=report.sid_key):
+        prefixes = CASES.get(sid, ())
+        cases = [c for p in prefixes for c in agg[sid] if c.startswith(p)] or list(agg[sid])
+        for case in dict.fromkeys(cases):
+            by = agg[sid][case]
+            peers = [(n, s) for n, s in by.items()
+                     if kinds.get(n) == "peer" and not n.startswith("sluicegate") and s["status"] == "ok"]
+            best = None
+            if peers:
+                hi = peers[0][1]["better"] == "higher"
+                best = max(peers, key=lambda p: p[1]["value"] if hi else -p[1]["value"])
+            out.append((sid, case, by.get(report.OURS), best[0] if best else None, best[1] if best else None))
+    return out
+
+
+def markdown(results: dict, out_dir: Path) -> str:
+    meta, folder = results["meta"], out_dir.name
+    link = f"benchmarks/results/{folder}"
+    once = set(meta.get("once", [])) & set(meta.get("scenarios", []))
+    lines = [f"Run [`{folder}`]({link}/report.md): sluicegate {meta['sluicegate_commit']}, {meta['date']}, "
+             f"{meta['machine']['nproc']} cores, {meta['mode']} mode, {meta['rounds']} interleaved round(s)"
+             + (f" ({', '.join(sorted(once, key=report.sid_key))} in the first only)" if once else "")
+             + f", {meta.get('elapsed_s', 0) / 60:.0f} minutes. Command:", "",
+             "```sh", meta["command"], "```", "",
+             "Ratio: sluicegate's figure over the best peer's in this run (inverted where lower is better); "
+             "above 1, sluicegate is ahead. CPU: the server's own user + system time per request.", "",
+             "| id | case | sluicegate | CPU / req | best peer | its figure | CPU / req | ratio |",
+             "|---|---|---:|---:|---|---:|---:|---:|"]
+    for sid, case, ours, best_name, best in rows(results):
+        lines.append(f"| {sid} | {case.replace('|', '/')} | {_figure(ours)} | "
+                     f"{report.fmt_cpu(ours.get('cpu_us_per_req') if ours else None)} | {best_name or '—'} | "
+                     f"{_figure(best)} | {report.fmt_cpu(best.get('cpu_us_per_req') if best else None)} | "
+                     f"{_ratio(ours or {}, best or {})} |")
+    charts = [sid for sid in CHARTED if (out_dir / f"{sid}.png").exists()]
+    lines += ["", "Charts (every server of the run, medians; sluicegate in orange, nginx in grey):", ""]
+    lines += [f"![{sid}]({link}/{sid}.png)" for sid in charts]
+    return "\n".join(lines) + "\n"
+
+
+BEGIN, END = "<!-- standing table: begin -->", "<!-- standing table: end -->"
+
+
+def write(results: dict, out_dir: Path) -> None:
+    (out_dir / "standing.md").write_text(markdown(results, out_dir))
+
+
+def publish(out_dir: Path, page: Path) -> None:
+    """Put out_dir's standing.md between the markers of `page` (BENCHMARKS.md)."""
+    text = page.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{page}: no {BEGIN} ... {END} block")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    page.write_text(f"{head}{BEGIN}\n{(out_dir / 'standing.md').read_text()}{END}{tail}")
