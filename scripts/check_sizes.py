@@ -44,7 +44,6 @@ MAX_FUNCTION = 100
 # Today's offenders, lines of code as counted above. Lower an entry when it shrinks; remove it
 # when it fits. Never raise one.
 KNOWN_DEBT: dict[str, int] = {
-    "crates/proto/src/h1/parse.rs": 1410,
     "crates/proto/src/files/plan.rs": 904,
     "crates/proto/src/uwsgi.rs": 857,
     "crates/proto/src/forwarded.rs": 648,
