@@ -44,7 +44,6 @@ MAX_FUNCTION = 100
 # Today's offenders, lines of code as counted above. Lower an entry when it shrinks; remove it
 # when it fits. Never raise one.
 KNOWN_DEBT: dict[str, int] = {
-    "crates/proto/src/files/plan.rs": 904,
     "crates/proto/src/uwsgi.rs": 857,
     "crates/proto/src/forwarded.rs": 648,
     "crates/proto/src/h1/decode.rs": 611,
@@ -59,8 +58,6 @@ KNOWN_DEBT: dict[str, int] = {
     "src/wsgi/h2/mod.rs::drive": 116,
     "src/wsgi/pool/watch.rs::Pool::watch": 116,
     "crates/proto/src/h1/decode.rs::BodyDecoder::framing_byte": 113,
-    "crates/proto/src/files/plan.rs::plan": 112,
-    "crates/proto/src/files/mod.rs::random_requests_plan_within_bounds": 101,
 }
 
 
