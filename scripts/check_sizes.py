@@ -54,7 +54,6 @@ KNOWN_DEBT: dict[str, int] = {
     "crates/proto/src/h2.rs::request_head": 103,
     "src/wsgi/h2/mod.rs::drive": 116,
     "src/wsgi/pool/watch.rs::Pool::watch": 116,
-    "crates/proto/src/h1/decode.rs::BodyDecoder::framing_byte": 113,
 }
 
 

@@ -193,8 +193,11 @@ impl BodyDecoder {
         }
     }
 
-    /// Advance the chunk framing state machine by one byte.
-    fn framing_byte(&mut self, b: u8) -> Result<(), ProtoError> {
+    /// Count `b` against the chunk size line's and the trailer section's limits, and check the
+    /// rules that hold whatever the transition: LF only in a line's CRLF, and a complete chunk
+    /// size within the body limit.
+    #[inline]
+    fn count_framing_byte(&mut self, b: u8) -> Result<(), ProtoError> {
         use State::*;
         if matches!(
             self.state,
@@ -235,6 +238,13 @@ impl BodyDecoder {
         {
             return Err(ProtoError::PayloadTooLarge);
         }
+        Ok(())
+    }
+
+    /// Advance the chunk framing state machine by one byte.
+    fn framing_byte(&mut self, b: u8) -> Result<(), ProtoError> {
+        use State::*;
+        self.count_framing_byte(b)?;
         self.state = match (self.state, b) {
             (SzDigits, _) if hex_val(b).is_some() => {
                 if self.chunk_size > u64::MAX >> 4 {
