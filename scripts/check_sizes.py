@@ -51,7 +51,6 @@ KNOWN_DEBT: dict[str, int] = {
     "src/wsgi/h2/mod.rs::run_stream": 137,
     "src/io/event_loop/driver.rs::LoopState::try_request": 135,
     "src/wsgi/driver.rs::drive": 122,
-    "crates/proto/src/h2.rs::request_head": 103,
     "src/wsgi/h2/mod.rs::drive": 116,
     "src/wsgi/pool/watch.rs::Pool::watch": 116,
 }
