@@ -72,9 +72,10 @@ impl LoopState {
     }
 
     /// Look at one connection: finish pending output, then read and parse. Returns work when a
-    /// request is ready. Its steps (`finish_output`, `parse_buffered` with `try_request`,
-    /// `read_some`) are inlined into it: called, they cost 100–200 instructions more per
-    /// request (callgrind), mostly the request's `Work` copied through their return values.
+    /// request is ready. Its steps (`finish_output`, `parse_buffered` with `try_request` and
+    /// `before_head`, `read_some`, `finish_close`) are inlined into it: called, they cost
+    /// 100–200 instructions more per request (callgrind), mostly the request's `Work` copied
+    /// through their return values.
     pub(super) fn drive(&mut self, token: usize, hint: ReadHint, ctx: &LoopCtx) -> Option<Work> {
         let mut readable = hint != ReadHint::None;
         let drain = hint == ReadHint::Drain;
@@ -446,6 +447,7 @@ impl LoopState {
     /// What comes before a connection's first HTTP head: a metrics scrape, a PROXY protocol
     /// header, the HTTP/2 preface. `Some`: the turn's outcome without parsing a head (more
     /// bytes needed, HTTP/2, or the connection closed); `None`: parse the head.
+    #[inline(always)]
     fn before_head(&mut self, token: usize, ctx: &LoopCtx) -> Option<Next> {
         let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
             return Some(Next::NeedMore);
