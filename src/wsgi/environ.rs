@@ -13,7 +13,6 @@
 //! adds its headers without the dict growing (a resize rebuilt the table once or twice per
 //! request: about 1,000 instructions of a hello world's 23,700).
 
-use std::any::Any;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
@@ -27,17 +26,7 @@ use sluicegate_proto::{RequestHead, Version};
 use super::input::Input;
 use super::short_table::{ShortTable, SHORT_MAX};
 use crate::io::tls_link::TlsFacts;
-use crate::peer::Peer;
-
-/// REMOTE_ADDR / REMOTE_PORT of one connection, and its TLS facts (`SSL_*`), as Python
-/// strings: made at its first request, set by every one. Making the five `SSL_*` keys and
-/// values per request was 3.5 % of a TLS hello world's loop thread (`perf`; benchmarks/results/).
-struct PeerStrings {
-    addr: Py<PyString>,
-    port: Option<Py<PyString>>,
-    /// `None` until a request carries the connection's facts (always its first on TLS).
-    tls: Option<Vec<(Py<PyString>, Py<PyString>)>>,
-}
+use crate::peer::{Peer, PeerStrings};
 
 impl PeerStrings {
     /// A connection's strings. The address comes from the repeated values (behind a proxy
@@ -362,7 +351,7 @@ impl EnvironBuilder {
         listener: usize,
         head: &RequestHead,
         peer: &Peer,
-        cache: &mut Option<Box<dyn Any + Send>>,
+        cache: &mut Option<PeerStrings>,
         input: &Bound<'py, PyAny>,
         forwarded: Option<&Resolved>,
         tls: Option<&TlsFacts>,
@@ -397,19 +386,9 @@ impl EnvironBuilder {
         env.set_item(intern!(py, "REQUEST_URI"), &uri)?;
         env.set_item(intern!(py, "RAW_URI"), uri)?;
         // The peer's strings are made once per connection and cached on it.
-        if cache.as_ref().is_none_or(|c| !c.is::<PeerStrings>()) {
-            *cache = Some(Box::new(PeerStrings::new(
-                py,
-                peer,
-                self.empty.bind(py),
-                &mut kept.values,
-            )));
-        }
-        let peer_strs = cache
-            .as_mut()
-            .unwrap()
-            .downcast_mut::<PeerStrings>()
-            .unwrap();
+        let peer_strs = cache.get_or_insert_with(|| {
+            PeerStrings::new(py, peer, self.empty.bind(py), &mut kept.values)
+        });
         env.set_item(intern!(py, "REMOTE_ADDR"), peer_strs.addr.bind(py))?;
         match &peer_strs.port {
             Some(port) => env.set_item(intern!(py, "REMOTE_PORT"), port.bind(py))?,
