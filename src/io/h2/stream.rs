@@ -350,7 +350,7 @@ pub struct StreamReply {
     state: Arc<Mutex<ReplyState>>,
 }
 
-/// The `--timeout` watcher's hold on a stream (`io::transport::Transport::H2`): answer it 504
+/// The `--timeout` watcher's hold on a stream (`io::transport::Cut::Stream`): answer it 504
 /// if nothing was sent, else reset it, from a thread that does not run the call.
 #[derive(Clone)]
 pub struct StreamCut(Arc<Mutex<ReplyState>>);

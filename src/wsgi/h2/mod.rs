@@ -32,7 +32,7 @@ use crate::io::error_answer::{INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::h2::{StreamCall, Upper};
 use crate::io::read_ahead::BodyFailure;
 use crate::io::tls_link::TlsFacts;
-use crate::io::transport::Transport;
+use crate::io::transport::Cut;
 use crate::observe::request_end::Finished;
 use crate::observe::timings::End as LogEnd;
 use crate::peer::Peer;
@@ -78,7 +78,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
     let ticket = bridge
         .deadlines
         .as_ref()
-        .map(|d| d.enter(Transport::H2(reply.cut_handle()), request_line(&head)));
+        .map(|d| d.enter(Cut::Stream(reply.cut_handle()), request_line(&head)));
     let gate = ticket.as_ref().map(|t| Arc::clone(&t.gate));
     let resp = Arc::new(Mutex::new(Response::new(bridge, reply, gate, head.is_head)));
     let built = build_environ(
