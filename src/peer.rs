@@ -37,3 +37,11 @@ pub struct PeerStrings {
     /// `None` until a request carries the connection's facts (always its first on TLS).
     pub tls: Option<Vec<(Py<PyString>, Py<PyString>)>>,
 }
+
+/// How the loop holds a connection's [`PeerStrings`]: boxed behind this trait, whose one
+/// implementation is the bridge's, so that the I/O layer's code never drops a Python object
+/// itself (the drop is the bridge's code, reached through the box; `io`'s unit tests link no
+/// Python).
+pub trait PeerCache: Send {
+    fn strings(&mut self) -> &mut PeerStrings;
+}

@@ -113,7 +113,7 @@ pub struct Conn {
     pub registered: bool,
     /// The peer's strings the bridge makes at the connection's first request and sets in
     /// every environ (REMOTE_ADDR, REMOTE_PORT, `SSL_*`). The I/O layer only holds them.
-    pub upper: Option<crate::peer::PeerStrings>,
+    pub upper: Option<Box<dyn crate::peer::PeerCache>>,
     /// Set by the loop when the socket became readable while an app thread had the connection
     /// (shared with the loop's note of it, so the thread that gives the connection back knows
     /// whether the loop must be woken for it: see `LoopCtx::return_conn`).

@@ -26,7 +26,13 @@ use sluicegate_proto::{RequestHead, Version};
 use super::input::Input;
 use super::short_table::{ShortTable, SHORT_MAX};
 use crate::io::tls_link::TlsFacts;
-use crate::peer::{Peer, PeerStrings};
+use crate::peer::{Peer, PeerCache, PeerStrings};
+
+impl PeerCache for PeerStrings {
+    fn strings(&mut self) -> &mut PeerStrings {
+        self
+    }
+}
 
 impl PeerStrings {
     /// A connection's strings. The address comes from the repeated values (behind a proxy
@@ -351,7 +357,7 @@ impl EnvironBuilder {
         listener: usize,
         head: &RequestHead,
         peer: &Peer,
-        cache: &mut Option<PeerStrings>,
+        cache: &mut Option<Box<dyn PeerCache>>,
         input: &Bound<'py, PyAny>,
         forwarded: Option<&Resolved>,
         tls: Option<&TlsFacts>,
@@ -386,9 +392,16 @@ impl EnvironBuilder {
         env.set_item(intern!(py, "REQUEST_URI"), &uri)?;
         env.set_item(intern!(py, "RAW_URI"), uri)?;
         // The peer's strings are made once per connection and cached on it.
-        let peer_strs = cache.get_or_insert_with(|| {
-            PeerStrings::new(py, peer, self.empty.bind(py), &mut kept.values)
-        });
+        let peer_strs = cache
+            .get_or_insert_with(|| {
+                Box::new(PeerStrings::new(
+                    py,
+                    peer,
+                    self.empty.bind(py),
+                    &mut kept.values,
+                ))
+            })
+            .strings();
         env.set_item(intern!(py, "REMOTE_ADDR"), peer_strs.addr.bind(py))?;
         match &peer_strs.port {
             Some(port) => env.set_item(intern!(py, "REMOTE_PORT"), port.bind(py))?,
