@@ -1,8 +1,10 @@
-"""Per thread of running servers, during `wrk -t1 -c64` runs against each one's front (nginx
-port), interleaved: wake-ups (voluntary context switches) and CPU time per request, CPU from
-/proc/PID/task/TID/schedstat (nanoseconds, not clock ticks).
+"""Per thread of running servers, during load runs against each one's port, interleaved:
+wake-ups (voluntary context switches) and CPU time per request, CPU from
+/proc/PID/task/TID/schedstat (nanoseconds, not clock ticks). LOAD: a number of seconds of
+`wrk -t1 -c64` (S16a: PORT is the server's nginx front), or `ab1:N`, N requests of `ab -c1`
+(a new connection each: S4; PORT is the server's own).
 
-    python3 threads_ns.py SECONDS ROUNDS NAME=PID,PORT [NAME=PID,PORT ...]
+    python3 threads_ns.py LOAD ROUNDS NAME=PID,PORT [NAME=PID,PORT ...]
 """
 import glob
 import re
@@ -31,12 +33,20 @@ res = {}
 for r in range(rounds):
     for name, pid, port in targets:
         a = snap(pid)
-        out = subprocess.run(["wrk", "-t1", "-c64", f"-d{secs}s", f"http://127.0.0.1:{port}/"],
-                             capture_output=True, text=True).stdout
-        b = snap(pid)
-        n = int(re.search(r"(\d+) requests in", out).group(1))
+        if secs.startswith("ab1:"):
+            out = subprocess.run(["ab", "-q", "-c1", "-n", secs[4:], f"http://127.0.0.1:{port}/"],
+                                 capture_output=True, text=True).stdout
+            b = snap(pid)
+            n = int(secs[4:])
+            rps = float(re.search(r"Requests per second:\s+([\d.]+)", out).group(1))
+        else:
+            out = subprocess.run(["wrk", "-t1", "-c64", f"-d{secs}s", f"http://127.0.0.1:{port}/"],
+                                 capture_output=True, text=True).stdout
+            b = snap(pid)
+            n = int(re.search(r"(\d+) requests in", out).group(1))
+            rps = n / float(secs)
         row = res.setdefault(name, {"rps": [], "total": []})
-        row["rps"].append(n / float(secs))
+        row["rps"].append(rps)
         tot = 0
         for t, (comm, v, ns) in b.items():
             if t not in a:
