@@ -8,7 +8,8 @@ asserted, never durations.
 Covers: 20 concurrent blocked calls and a fast request answered while they are all still
 blocked; idle keep-alive connections holding no thread (50 idle connections, then
 --threads 1:4 still runs 4 blocked calls at once); a blocked call taken over after 3,000 quick
-calls have let the watchdog slow its looks down. (A fixed sleep would make these tests depend
+calls have let the watchdog slow its looks down, and after calls that computed across several
+of its looks and ended by themselves. (A fixed sleep would make these tests depend
 on timing; the gate makes them depend only on order.)
 """
 
@@ -133,6 +134,20 @@ def test_blocking_call_after_sparse_calls_is_still_taken_over(start_server):
             c.send(request_bytes("GET", "/fast"))
             assert c.read_response().body == b"fast"
             time.sleep(0.02)
+    assert_blocking_call_is_taken_over(srv)
+
+
+def test_blocking_call_after_computing_calls_that_ended_by_themselves_is_still_taken_over(
+        start_server):
+    # Quick calls back the watchdog off to its longest tick; calls that compute across several
+    # of its looks (20 ms each, nothing waiting behind them) end by themselves, and the watchdog
+    # goes back to its long tick. A call that then blocks must still be taken over, so a fast
+    # request is answered while it blocks.
+    srv = start_server("blocking")
+    with Conn.open(srv.port) as c:
+        for i in range(3000):
+            c.send(request_bytes("GET", "/spin?ms=20" if i % 1000 == 999 else "/fast"))
+            assert c.read_response().body in (b"fast", b"spun")
     assert_blocking_call_is_taken_over(srv)
 
 

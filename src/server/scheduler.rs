@@ -30,9 +30,15 @@
 //!
 //! The watchdog's own cost is its wake-ups. It starts at `TICK_MIN`; each `CALM_LOOKS` looks in a
 //! row that find no call outlasting a tick double the tick, up to `TICK_MAX`; a call seen across
-//! two looks brings it back to `TICK_MIN`. (Measured with `ab -c1`, one new connection per request:
-//! a steady 250 µs tick cost 3 µs of the 35 µs of server CPU per request. Backed off, the first
-//! blocking call after a calm spell stalls the loop 2–4 ms once, then dispatch mode takes over.)
+//! two looks brings it back to `TICK_MIN` while it runs. A look that finds a call it has not seen
+//! before looks again one `TICK_MIN` later, so a call that blocks is taken over within one tick
+//! plus `TICK_MIN` (after a calm spell: 4–4.25 ms once, then dispatch mode takes over). A call
+//! that ends by itself (one the OS preempted on a busy machine, or one that computed) puts the
+//! tick back where it was; after a takeover it ramps up again from `TICK_MIN`. (Measured with
+//! `ab -c1`, one new connection per request: a steady 250 µs tick cost 3 µs of the 35 µs of
+//! server CPU per request. Behind nginx at 5–8k new connections a second, each wake-up of the
+//! watchdog costs it about 20 µs of CPU on a 2-core VM: the 2 ms tick that was `TICK_MAX` cost
+//! 1.4–1.8 µs of the 12 µs of server CPU per request.)
 //! When calls are rare even at `TICK_MAX` (large responses over keep-alive connections: one
 //! call per many ticks), the watchdog stops ticking and sleeps between calls; each call wakes
 //! it (one futex wake in `park`) and it watches that call from `TICK_MIN` until it ends
@@ -50,8 +56,11 @@ use crate::io::event_loop::LoopState;
 /// The watchdog's shortest interval between looks: a call blocked for two ticks (0.25–0.5 ms)
 /// is taken over.
 pub const TICK_MIN: Duration = Duration::from_micros(250);
-/// The longest interval, reached while calls stay short (see the module doc).
-const TICK_MAX: Duration = Duration::from_millis(2);
+/// The longest interval, reached while calls stay short (see the module doc). A call first seen
+/// running at a look is looked at again one `TICK_MIN` later (`Watch::next_sleep`), so a call
+/// that blocks after a calm spell is taken over within `TICK_MAX + TICK_MIN` (and within
+/// `2 × TICK_MIN` while the tick is short).
+const TICK_MAX: Duration = Duration::from_millis(4);
 /// The interval between looks while the loop thread is seen computing (its CPU clock advanced by
 /// half the time since the last look): such a call can only be judged for its CPU (`PREEMPT_CPU`,
 /// `CPU_BOUND_TAKEOVER`), and looking every `TICK_MIN` woke the watchdog four times per 1 ms
@@ -332,11 +341,7 @@ impl Scheduler {
         let mut state_pending = false;
         let mut computing = false;
         while !self.stopping.load(Ordering::Relaxed) {
-            std::thread::sleep(if computing {
-                watch.tick.max(TICK_COMPUTING)
-            } else {
-                watch.tick
-            });
+            std::thread::sleep(watch.next_sleep(computing));
             computing = false;
             let seq = self.inline_seq.load(Ordering::Acquire);
             match watch.look(seq, Instant::now()) {
@@ -379,7 +384,9 @@ impl Scheduler {
                             }
                             !blocked
                         };
-                        if let Some(st) = self.take_parked(adopt) {
+                        let taken = self.take_parked(adopt);
+                        watch.judged(taken.is_some());
+                        if let Some(st) = taken {
                             self.takeovers.fetch_add(1, Ordering::Relaxed);
                             if hogging {
                                 self.preemptions.fetch_add(1, Ordering::Relaxed);
@@ -387,7 +394,6 @@ impl Scheduler {
                             self.note_slow();
                             hand_over(st);
                         }
-                        watch.judged();
                     }
                 }
                 Look::Calm => {}
@@ -507,6 +513,13 @@ struct Watch {
     /// Looks that found the current call still running, and when the first of them was.
     running_looks: u32,
     running_since: Instant,
+    /// The last look saw a call it had not seen before: look again after `TICK_MIN`.
+    recheck: bool,
+    /// The tick before the current call was seen running: back to it when that call ends by
+    /// itself (a call the OS preempted, or one that computed for a while, is no reason to look
+    /// closely at the calls after it); `None` after a takeover (the tick ramps up from
+    /// `TICK_MIN`).
+    resume_tick: Option<Duration>,
 }
 
 impl Watch {
@@ -521,15 +534,34 @@ impl Watch {
             last_wake: now,
             running_looks: 0,
             running_since: now,
+            recheck: false,
+            resume_tick: None,
+        }
+    }
+
+    /// How long to sleep before the next look: `TICK_MIN` after the first sight of a call,
+    /// `TICK_COMPUTING` at least while the loop thread computes, else the tick.
+    fn next_sleep(&self, computing: bool) -> Duration {
+        if self.recheck {
+            TICK_MIN
+        } else if computing {
+            self.tick.max(TICK_COMPUTING)
+        } else {
+            self.tick
         }
     }
 
     /// One look at `seq`, the inline-call sequence number, at `now`.
     fn look(&mut self, seq: u64, now: Instant) -> Look {
-        let verdict = if !seq.is_multiple_of(2) && seq == self.last {
+        let odd = !seq.is_multiple_of(2);
+        let new_call = odd && seq != self.last;
+        let verdict = if odd && seq == self.last {
             self.running_looks += 1;
             if self.running_looks == 1 {
                 self.running_since = now;
+                if self.resume_tick.is_none() {
+                    self.resume_tick = Some(self.tick);
+                }
             }
             self.tick = TICK_MIN;
             self.calm = 0;
@@ -541,6 +573,9 @@ impl Watch {
             }
         } else {
             self.running_looks = 0;
+            if let Some(tick) = self.resume_tick.take() {
+                self.tick = tick;
+            }
             self.calm += 1;
             self.window_seq += seq.wrapping_sub(self.last).min(u64::from(CALM_LOOKS) * 2);
             if self.calm >= CALM_LOOKS {
@@ -561,16 +596,20 @@ impl Watch {
             self.quiet = Duration::ZERO;
         }
         self.last = seq;
+        self.recheck = new_call && self.tick > TICK_MIN;
         if (self.quiet >= WATCHDOG_IDLE_AFTER || self.sparse) && seq.is_multiple_of(2) {
             return Look::Doze;
         }
         verdict
     }
 
-    /// The running call was judged (taken over, or found computing): the next looks count
-    /// afresh.
-    fn judged(&mut self) {
+    /// The running call was judged (`taken_over`, or found computing): the next looks count
+    /// afresh; after a takeover the tick ramps up from `TICK_MIN`.
+    fn judged(&mut self, taken_over: bool) {
         self.running_looks = 0;
+        if taken_over {
+            self.resume_tick = None;
+        }
     }
 
     /// Woken from a doze by an inline call at `now`: look closely again (in sparse mode, until
@@ -582,154 +621,11 @@ impl Watch {
         self.last_wake = now;
         self.quiet = Duration::ZERO;
         self.tick = TICK_MIN;
+        self.resume_tick = None;
         self.calm = 0;
         self.window_seq = 0;
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Look at `seq` after one tick has passed.
-    fn step(w: &mut Watch, now: &mut Instant, seq: u64) -> Look {
-        *now += w.tick;
-        w.look(seq, *now)
-    }
-
-    #[test]
-    fn a_call_spanning_looks_is_read_at_powers_of_two_then_taken_when_cpu_bound() {
-        let mut now = Instant::now();
-        let mut w = Watch::new(now);
-        assert_eq!(
-            step(&mut w, &mut now, 1),
-            Look::Calm,
-            "first sight of the call"
-        );
-        let mut reads = Vec::new();
-        let mut looks = 0u32;
-        loop {
-            looks += 1;
-            match step(&mut w, &mut now, 1) {
-                Look::Running {
-                    read_state,
-                    cpu_bound: false,
-                    ..
-                } => reads.push(read_state),
-                Look::Running {
-                    cpu_bound: true, ..
-                } => break,
-                other => panic!("unexpected {other:?}"),
-            }
-        }
-        assert_eq!(
-            &reads[..8],
-            &[true, true, false, true, false, false, false, true]
-        );
-        // 50 ms at the 250 µs tick, counted from the first look that saw it running.
-        assert_eq!(looks, 201);
-        w.judged();
-        assert!(matches!(
-            step(&mut w, &mut now, 1),
-            Look::Running {
-                first: true,
-                read_state: true,
-                cpu_bound: false
-            }
-        ));
-    }
-
-    #[test]
-    fn dispatch_mode_lasts_while_a_call_taken_over_still_runs() {
-        let mut s = Scheduler::new(Policy::Adaptive);
-        s.epoch = Instant::now()
-            .checked_sub(REVERT_AFTER * 2)
-            .expect("the clock is past its start");
-        s.note_slow();
-        assert!(!s.inline_now(), "a slow call starts dispatch mode");
-        s.last_slow.store(0, Ordering::Relaxed);
-        s.taken_running.fetch_add(1, Ordering::Relaxed);
-        assert!(
-            !s.inline_now(),
-            "quiet for REVERT_AFTER, but the taken-over call may hold the GIL in C"
-        );
-        s.taken_over_call_ended();
-        assert!(s.inline_now(), "it has ended: back to inline");
-    }
-
-    #[test]
-    fn calm_looks_back_off_the_tick_and_a_long_call_brings_it_back() {
-        let mut now = Instant::now();
-        let mut w = Watch::new(now);
-        let mut seq = 0;
-        for _ in 0..(CALM_LOOKS * 4) {
-            seq += 2; // one quick call between every two looks
-            assert_eq!(step(&mut w, &mut now, seq), Look::Calm);
-        }
-        assert_eq!(w.tick, TICK_MAX);
-        seq += 1;
-        step(&mut w, &mut now, seq);
-        assert!(matches!(step(&mut w, &mut now, seq), Look::Running { .. }));
-        assert_eq!(w.tick, TICK_MIN);
-    }
-
-    #[test]
-    fn rare_calls_at_the_longest_tick_make_it_doze_and_close_calls_wake_it_for_good() {
-        let mut now = Instant::now();
-        let mut w = Watch::new(now);
-        let mut seq = 0u64;
-        let mut dozed = false;
-        for i in 0..2000 {
-            if i % 8 == 0 {
-                seq += 2; // one call every 8 looks
-            }
-            if step(&mut w, &mut now, seq) == Look::Doze {
-                dozed = true;
-                break;
-            }
-        }
-        assert!(
-            dozed && w.sparse,
-            "rare calls at TICK_MAX make the watchdog doze"
-        );
-        now += SPARSE_GAP * 2;
-        w.woken(now);
-        assert!(
-            w.sparse,
-            "a call long after the last wake keeps sparse mode"
-        );
-        now += SPARSE_GAP / 2;
-        w.woken(now);
-        assert!(!w.sparse, "calls close together end sparse mode");
-        assert_eq!(w.tick, TICK_MIN);
-    }
-
-    #[test]
-    fn no_calls_for_a_second_dozes_but_never_while_a_call_runs() {
-        let mut now = Instant::now();
-        let mut w = Watch::new(now);
-        let mut saw_doze = false;
-        for _ in 0..20_000 {
-            if step(&mut w, &mut now, 4) == Look::Doze {
-                saw_doze = true;
-                break;
-            }
-        }
-        assert!(saw_doze);
-        let mut w = Watch::new(now);
-        for _ in 0..20_000 {
-            let l = step(&mut w, &mut now, 5);
-            assert_ne!(
-                l,
-                Look::Doze,
-                "a running call (odd number) is never left unwatched"
-            );
-            if let Look::Running {
-                cpu_bound: true, ..
-            } = l
-            {
-                w.judged();
-            }
-        }
-    }
-}
+mod tests;

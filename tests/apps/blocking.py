@@ -5,6 +5,8 @@
   A gate instead of a fixed sleep makes "while they are in flight" exact.
 - ``/sleep?t=S&token=T``: records ``T`` under ``sleep-started``, sleeps S seconds (default 0.5),
   answers ``slept T``.
+- ``/spin?ms=N``: computes for N milliseconds of its thread's CPU time (default 20), answers
+  ``spun``.
 - ``/fast``: answers ``fast`` at once.
 """
 
@@ -31,4 +33,9 @@ def app(environ, start_response):
         mark("sleep-started", token)
         time.sleep(float(q.get("t", "0.5")))
         return _answer(start_response, f"slept {token}".encode())
+    if path == "/spin":
+        until = time.thread_time() + float(q.get("ms", "20")) / 1000
+        while time.thread_time() < until:
+            pass
+        return _answer(start_response, b"spun")
     return _answer(start_response, b"fast")

@@ -1,0 +1,210 @@
+//! Unit tests of the scheduler: the watchdog's look-by-look state (`Watch`), without threads or
+//! clocks, and the mode switch back from dispatch.
+
+use super::*;
+
+/// Look at `seq` after one tick has passed.
+fn step(w: &mut Watch, now: &mut Instant, seq: u64) -> Look {
+    *now += w.tick;
+    w.look(seq, *now)
+}
+
+#[test]
+fn a_call_spanning_looks_is_read_at_powers_of_two_then_taken_when_cpu_bound() {
+    let mut now = Instant::now();
+    let mut w = Watch::new(now);
+    assert_eq!(
+        step(&mut w, &mut now, 1),
+        Look::Calm,
+        "first sight of the call"
+    );
+    let mut reads = Vec::new();
+    let mut looks = 0u32;
+    loop {
+        looks += 1;
+        match step(&mut w, &mut now, 1) {
+            Look::Running {
+                read_state,
+                cpu_bound: false,
+                ..
+            } => reads.push(read_state),
+            Look::Running {
+                cpu_bound: true, ..
+            } => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        &reads[..8],
+        &[true, true, false, true, false, false, false, true]
+    );
+    // 50 ms at the 250 µs tick, counted from the first look that saw it running.
+    assert_eq!(looks, 201);
+    w.judged(true);
+    assert!(matches!(
+        step(&mut w, &mut now, 1),
+        Look::Running {
+            first: true,
+            read_state: true,
+            cpu_bound: false
+        }
+    ));
+}
+
+#[test]
+fn dispatch_mode_lasts_while_a_call_taken_over_still_runs() {
+    let mut s = Scheduler::new(Policy::Adaptive);
+    s.epoch = Instant::now()
+        .checked_sub(REVERT_AFTER * 2)
+        .expect("the clock is past its start");
+    s.note_slow();
+    assert!(!s.inline_now(), "a slow call starts dispatch mode");
+    s.last_slow.store(0, Ordering::Relaxed);
+    s.taken_running.fetch_add(1, Ordering::Relaxed);
+    assert!(
+        !s.inline_now(),
+        "quiet for REVERT_AFTER, but the taken-over call may hold the GIL in C"
+    );
+    s.taken_over_call_ended();
+    assert!(s.inline_now(), "it has ended: back to inline");
+}
+
+#[test]
+fn calm_looks_back_off_the_tick_and_a_long_call_brings_it_back() {
+    let mut now = Instant::now();
+    let mut w = Watch::new(now);
+    let mut seq = 0;
+    for _ in 0..(CALM_LOOKS * 4) {
+        seq += 2; // one quick call between every two looks
+        assert_eq!(step(&mut w, &mut now, seq), Look::Calm);
+    }
+    assert_eq!(w.tick, TICK_MAX);
+    seq += 1;
+    step(&mut w, &mut now, seq);
+    assert!(matches!(step(&mut w, &mut now, seq), Look::Running { .. }));
+    assert_eq!(w.tick, TICK_MIN);
+}
+
+/// Back off to `TICK_MAX` with one quick call between every two looks.
+fn backed_off(now: &mut Instant) -> (Watch, u64) {
+    let mut w = Watch::new(*now);
+    let mut seq = 0;
+    for _ in 0..(CALM_LOOKS * 5) {
+        seq += 2;
+        assert_eq!(step(&mut w, now, seq), Look::Calm);
+    }
+    assert_eq!(w.tick, TICK_MAX);
+    (w, seq)
+}
+
+#[test]
+fn a_call_first_seen_at_a_long_tick_is_looked_at_again_one_short_tick_later() {
+    let mut now = Instant::now();
+    let (mut w, seq) = backed_off(&mut now);
+    assert_eq!(w.next_sleep(false), TICK_MAX);
+    assert_eq!(step(&mut w, &mut now, seq + 1), Look::Calm, "first sight");
+    assert_eq!(w.next_sleep(false), TICK_MIN);
+    now += TICK_MIN;
+    assert!(matches!(
+        w.look(seq + 1, now),
+        Look::Running {
+            first: true,
+            read_state: true,
+            ..
+        }
+    ));
+    // A quick call found at a look has ended by the re-look: back to the long tick.
+    assert_eq!(step(&mut w, &mut now, seq + 3), Look::Calm);
+    assert_eq!(w.next_sleep(false), TICK_MIN);
+    now += TICK_MIN;
+    assert_eq!(w.look(seq + 4, now), Look::Calm);
+    assert_eq!(w.next_sleep(false), TICK_MAX);
+}
+
+#[test]
+fn a_call_that_ends_by_itself_restores_the_tick_and_a_takeover_does_not() {
+    let mut now = Instant::now();
+    let (mut w, seq) = backed_off(&mut now);
+    step(&mut w, &mut now, seq + 1);
+    for _ in 0..3 {
+        assert!(matches!(
+            step(&mut w, &mut now, seq + 1),
+            Look::Running { .. }
+        ));
+        assert_eq!(w.next_sleep(false), TICK_MIN);
+    }
+    assert_eq!(step(&mut w, &mut now, seq + 2), Look::Calm);
+    assert_eq!(
+        w.tick, TICK_MAX,
+        "preempted or computing, not blocked: no closer look"
+    );
+    step(&mut w, &mut now, seq + 3);
+    assert!(matches!(
+        step(&mut w, &mut now, seq + 3),
+        Look::Running { .. }
+    ));
+    w.judged(true);
+    // The taken-over call's number moved on (`take_parked`): calm looks from the short tick.
+    assert_eq!(step(&mut w, &mut now, seq + 4), Look::Calm);
+    assert_eq!(w.tick, TICK_MIN);
+}
+
+#[test]
+fn rare_calls_at_the_longest_tick_make_it_doze_and_close_calls_wake_it_for_good() {
+    let mut now = Instant::now();
+    let mut w = Watch::new(now);
+    let mut seq = 0u64;
+    let mut dozed = false;
+    for i in 0..2000 {
+        if i % 8 == 0 {
+            seq += 2; // one call every 8 looks
+        }
+        if step(&mut w, &mut now, seq) == Look::Doze {
+            dozed = true;
+            break;
+        }
+    }
+    assert!(
+        dozed && w.sparse,
+        "rare calls at TICK_MAX make the watchdog doze"
+    );
+    now += SPARSE_GAP * 2;
+    w.woken(now);
+    assert!(
+        w.sparse,
+        "a call long after the last wake keeps sparse mode"
+    );
+    now += SPARSE_GAP / 2;
+    w.woken(now);
+    assert!(!w.sparse, "calls close together end sparse mode");
+    assert_eq!(w.tick, TICK_MIN);
+}
+
+#[test]
+fn no_calls_for_a_second_dozes_but_never_while_a_call_runs() {
+    let mut now = Instant::now();
+    let mut w = Watch::new(now);
+    let mut saw_doze = false;
+    for _ in 0..20_000 {
+        if step(&mut w, &mut now, 4) == Look::Doze {
+            saw_doze = true;
+            break;
+        }
+    }
+    assert!(saw_doze);
+    let mut w = Watch::new(now);
+    for _ in 0..20_000 {
+        let l = step(&mut w, &mut now, 5);
+        assert_ne!(
+            l,
+            Look::Doze,
+            "a running call (odd number) is never left unwatched"
+        );
+        if let Look::Running {
+            cpu_bound: true, ..
+        } = l
+        {
+            w.judged(true);
+        }
+    }
+}
