@@ -330,3 +330,25 @@ def test_server_keeps_serving_after_truncated_bodies(reader):
                 pass
     got = post(reader, "read", b"still fine", "content-length")
     assert got["pieces"] == ["still fine"]
+
+
+@pytest.mark.parametrize("mode,n", [("read", 0), ("readn", 7), ("read_sized", 100000),
+                                    ("readline", 0), ("readline_n", 4), ("readlines", 0),
+                                    ("iter", 0), ("readinto", 1000), ("readinto_array", 4096),
+                                    ("mixed", 100), ("readinto_readonly", 0)])
+def test_input_over_http2_reads_as_over_http11(reader, mode, n):
+    """One ``wsgi.input`` for both protocols: an HTTP/2 stream's body gives the app the same
+    pieces, by every method (``readinto`` included), as an HTTP/1.1 request's."""
+    from tests.h2_client import H2Client
+
+    body = TEXT * 40 if mode != "readinto_readonly" else b"abc"
+    want = post(reader, mode, body, "content-length", n=n or 8192)
+    c = H2Client(reader.port)
+    try:
+        sid = c.request("POST", f"/{mode}?n={n or 8192}", body=body,
+                        headers=[("content-length", str(len(body)))])
+        (r,) = c.responses([sid])
+    finally:
+        c.close()
+    assert r.status == 200, bytes(r.body)[:1000]
+    assert json.loads(bytes(r.body)) == want

@@ -12,7 +12,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
 use sluicegate_proto::forwarded::{self, Hop, Resolved};
 use sluicegate_proto::h1::decode::BodyDecoder;
 use sluicegate_proto::{BodyFraming, RequestHead};
@@ -21,7 +20,7 @@ use super::app_head::AppHead;
 use super::body::BodyState;
 use super::bridge::Bridge;
 use super::input::Input;
-use super::iterable::{drive, request_label, AppEnd};
+use super::iterable::{call_and_drive, AppEnd};
 use super::sender::{Sender, SenderSettings};
 use super::start_response::Callables;
 use crate::io::conn::{AfterOutput, Conn};
@@ -259,7 +258,7 @@ fn request_input(
             token: conn.token,
         }),
     );
-    Some(Py::new(py, Input::new(Some(state))).expect("allocating wsgi.input"))
+    Some(Py::new(py, Input::new(Some(Box::new(state)))).expect("allocating wsgi.input"))
 }
 
 /// Give the body state back: the connection's buffer (with pipelined bytes after the body).
@@ -274,25 +273,16 @@ fn take_body_back(
     let Some(input) = input else {
         return (true, None);
     };
-    let Some(mut st) = input.get().detach() else {
+    let Some(end) = input.get().detach(py, bridge.config.max_drain) else {
         return (false, None);
     };
-    let body_answer = match st.failure {
+    let body_answer = match end.failure {
         Some(BodyFailure::Protocol(e)) => Some((e.status(), e.reason())),
         Some(BodyFailure::TimedOut | BodyFailure::TooSlow) => Some(REQUEST_TIMEOUT),
         _ => None,
     };
-    let mut body_ok = true;
-    if !st.complete() {
-        body_ok = if st.failure.is_some() || (st.continue_due && !st.continue_sent) {
-            // Never sent 100 Continue: the client may not send the body; don't wait.
-            false
-        } else {
-            st.drain(py, bridge.config.max_drain)
-        };
-    }
-    conn.rbuf = Some(st.raw);
-    (body_ok, body_answer)
+    conn.rbuf = end.buf;
+    (end.consumed, body_answer)
 }
 
 /// What the sender does once the app is done: nothing after a clean end, drop the output of a
@@ -365,7 +355,17 @@ fn call_and_keep(
     environ: Bound<'_, PyAny>,
     callables: &Callables,
 ) -> (AppEnd, Option<KeptEnviron>) {
-    let end = call_and_drive(bridge, py, head, environ.clone(), callables);
+    let end = call_and_drive(
+        bridge,
+        py,
+        head,
+        (
+            environ.clone(),
+            callables.start.bind(py),
+            Some(callables.hints.bind(py)),
+        ),
+        &callables.sr.get().inner,
+    );
     (end, log_environ(bridge, &environ))
 }
 
@@ -411,48 +411,6 @@ fn log_environ(bridge: &Bridge, environ: &Bound<'_, PyAny>) -> Option<KeptEnviro
         }
     }
     Some(kept)
-}
-
-/// Call the app and drive its iterable; `close()` is called on every path once the app
-/// returned something.
-fn call_and_drive(
-    bridge: &Bridge,
-    py: Python<'_>,
-    head: &RequestHead,
-    environ: Bound<'_, PyAny>,
-    callables: &Callables,
-) -> AppEnd {
-    let sr = &callables.sr;
-    if bridge.config.early_hints {
-        // (No error to expect: the environ is a dict the builder just made.)
-        let key = pyo3::intern!(py, "wsgi.early_hints");
-        let _ = environ.set_item(key, callables.hints.bind(py));
-    }
-    let result = match bridge
-        .app
-        .bind(py)
-        .call1((environ, callables.start.bind(py)))
-    {
-        Ok(r) => r,
-        Err(e) => {
-            bridge.log_exception(py, &e, &request_label(head));
-            return AppEnd::Failed;
-        }
-    };
-    let end = drive(bridge, py, head, &result, sr);
-    // PEP 3333: close() is called whatever happened. (Only exact lists and tuples are known
-    // to have none; a subclass may define one.)
-    if !result.is_exact_instance_of::<PyList>() && !result.is_exact_instance_of::<PyTuple>() {
-        if let Ok(close) = result.getattr(pyo3::intern!(py, "close")) {
-            if let Err(e) = close.call0() {
-                bridge.log_exception(py, &e, "calling the response iterable's close()");
-                return AppEnd::Failed;
-            }
-        } else {
-            // No close attribute: the getattr error is expected and dropped.
-        }
-    }
-    end
 }
 
 /// What this request's forwarding facts are (`--forwarded-allow-ips`; the decision is

@@ -1,5 +1,6 @@
-//! `wsgi.input`: the request body as a file-like object (the `Input` pyclass) over the
-//! bridge's body reader (`wsgi::body`). A body cut short by the client raises
+//! `wsgi.input`: the request body as a file-like object (the `Input` pyclass), one type for
+//! every protocol, over the call's [`BodySource`] (HTTP/1.1's body reader, `wsgi::body`, or an
+//! HTTP/2 stream's, `body_source::StreamInput`). A body cut short by the client raises
 //! `ClientDisconnected` in the app, never a short read that looks like the end; a body that
 //! comes too slowly raises `TimeoutError` (and the client gets 408 if nothing was sent).
 //!
@@ -14,7 +15,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use super::body::{to_pyerr, BodyState};
+use super::body_source::{BodyEnd, BodySource};
 use crate::io::read_ahead::BodyFailure;
 
 /// A `read(n)` of a chunked body (whose length is unknown) fills a `bytes` of `n` in place up
@@ -26,22 +27,24 @@ const CHUNKED_IN_PLACE_MAX: usize = 1024 * 1024;
 /// and reads return b"" (an app that kept it cannot read the next request's bytes).
 #[pyclass(module = "sluicegate._core", name = "Input", frozen)]
 pub struct Input {
-    state: Mutex<Option<BodyState>>,
+    state: Mutex<Option<Box<dyn BodySource>>>,
 }
 
 impl Input {
-    pub fn new(state: Option<BodyState>) -> Input {
+    pub fn new(state: Option<Box<dyn BodySource>>) -> Input {
         Input {
             state: Mutex::new(state),
         }
     }
 
-    /// Take the body state back at the end of the request.
-    pub fn detach(&self) -> Option<BodyState> {
-        self.state.lock().unwrap().take()
+    /// The call is over: let the body go (`BodySource::end`); `None` if it went already.
+    /// Reads after this return `b""`.
+    pub fn detach(&self, py: Python<'_>, max_drain: u64) -> Option<BodyEnd> {
+        let source = lock_released(py, &self.state).take()?;
+        Some(source.end(py, max_drain))
     }
 
-    /// See `BodyState::drainable`; true once detached or for a body-less request.
+    /// See `BodySource::drainable`; true once detached or for a body-less request.
     pub fn drainable(&self, max: u64) -> bool {
         match self.state.try_lock() {
             Ok(g) => g.as_ref().is_none_or(|st| st.drainable(max)),
@@ -54,7 +57,7 @@ impl Input {
         &self,
         py: Python<'_>,
         empty: T,
-        f: impl FnOnce(&mut BodyState, Python<'_>) -> Result<T, BodyFailure>,
+        f: impl FnOnce(&mut dyn BodySource, Python<'_>) -> Result<T, BodyFailure>,
     ) -> PyResult<T> {
         // The lock is held while waiting on the socket with the GIL released; only a second
         // thread reading the same input concurrently would wait on it (it never holds the GIL
@@ -62,7 +65,7 @@ impl Input {
         let mut guard = lock_released(py, &self.state);
         match guard.as_mut() {
             None => Ok(empty),
-            Some(st) => f(st, py).map_err(|e| to_pyerr(e, st)),
+            Some(st) => f(&mut **st, py).map_err(|e| st.to_pyerr(e)),
         }
     }
 }
@@ -86,7 +89,7 @@ fn lock_released<'a, T: Send>(py: Python<'_>, m: &'a Mutex<T>) -> std::sync::Mut
 /// as they are written).
 fn read_unknown_length<'py>(
     py: Python<'py>,
-    st: &mut BodyState,
+    st: &mut dyn BodySource,
     limit: Option<usize>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let mut blocks: Vec<Vec<u8>> = Vec::new();
@@ -97,7 +100,7 @@ fn read_unknown_length<'py>(
             break;
         }
         let mut block = vec![0u8; want];
-        let got = st.read_into(py, &mut block).map_err(|e| to_pyerr(e, st))?;
+        let got = st.read_into(py, &mut block).map_err(|e| st.to_pyerr(e))?;
         block.truncate(got);
         total += got;
         if got > 0 {
@@ -129,10 +132,10 @@ enum FillError {
 }
 
 impl FillError {
-    fn into_pyerr(self, st: &BodyState) -> PyErr {
+    fn into_pyerr(self, st: &dyn BodySource) -> PyErr {
         match self {
             FillError::NoMemory(e) => e,
-            FillError::Body(f) => to_pyerr(f, st),
+            FillError::Body(f) => st.to_pyerr(f),
         }
     }
 }
@@ -177,7 +180,7 @@ impl Input {
         let mut guard = lock_released(py, &self.state);
         match guard.as_mut() {
             None => Ok(0),
-            Some(st) => st.read_into(py, dst).map_err(|e| to_pyerr(e, st)),
+            Some(st) => st.read_into(py, dst).map_err(|e| st.to_pyerr(e)),
         }
     }
 }
@@ -192,7 +195,7 @@ fn size_arg(size: Option<isize>) -> Option<usize> {
 #[pymethods]
 impl Input {
     /// `read(n)` makes one `bytes` of its final size and fills it in place (see
-    /// [`BodyState::read_into`]); only `read()` of a chunked body, whose size nobody knows,
+    /// [`BodySource::read_into`]); only `read()` of a chunked body, whose size nobody knows,
     /// grows a buffer first.
     #[pyo3(signature = (size=None))]
     fn read<'py>(&self, py: Python<'py>, size: Option<isize>) -> PyResult<Bound<'py, PyBytes>> {
@@ -201,6 +204,7 @@ impl Input {
         let Some(st) = guard.as_mut() else {
             return Ok(PyBytes::new(py, b""));
         };
+        let st: &mut dyn BodySource = &mut **st;
         let size = match (limit, st.known_left()) {
             (Some(l), Some(left)) => Some(l.min(usize::try_from(left).unwrap_or(usize::MAX))),
             (None, Some(left)) => Some(usize::try_from(left).unwrap_or(usize::MAX)),

@@ -1,9 +1,12 @@
-//! Driving what the app returned ([`drive`]): a list or tuple sent as one known-length body
-//! (bare bytes too, with a warning once), a file wrapper over a regular file sent with
-//! `sendfile(2)`, another file-like read with `readinto` into one reused buffer, any other
-//! iterable block by block; and how the app's part ended ([`AppEnd`]).
+//! Calling the app and driving what it returned ([`call_and_drive`], [`drive`]), for every
+//! protocol, over the call's [`Reply`]: a list or tuple sent as one known-length body (bare
+//! bytes too, with a warning once), a file wrapper over a regular file sent whole (HTTP/1.1:
+//! `sendfile(2)`), another file-like read with `readinto` into one reused buffer, any other
+//! iterable block by block; `close()` on every path; and how the app's part ended
+//! ([`AppEnd`]).
 
 use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
@@ -12,7 +15,7 @@ use sluicegate_proto::RequestHead;
 use super::body_block::SendError;
 use super::bridge::{type_name, Bridge};
 use super::file_wrapper::FileWrapper;
-use super::start_response::StartResponse;
+use super::reply::Reply;
 use crate::io::file_body::RegularFile;
 use crate::observe::timings::End as LogEnd;
 
@@ -78,12 +81,12 @@ const READINTO_BUF: usize = 256 * 1024;
 
 /// Send a file wrapper's content by `readinto` into one reused buffer. `None`: not possible
 /// (no readinto, or it returned None) — the caller iterates the wrapper for the rest.
-fn drive_readinto(
+fn drive_readinto<R: Reply>(
     bridge: &Bridge,
     py: Python<'_>,
     head: &RequestHead,
     fw: &FileWrapper,
-    sr: &StartResponse,
+    reply: &Mutex<R>,
 ) -> Option<AppEnd> {
     let f = fw.filelike.bind(py);
     let readinto = f.getattr(pyo3::intern!(py, "readinto")).ok()?;
@@ -100,7 +103,7 @@ fn drive_readinto(
                 return Some(AppEnd::Failed);
             }
         };
-        let mut s = sr.inner.lock().unwrap();
+        let mut s = reply.lock().unwrap();
         let res = if n == 0 {
             s.finish(py)
         } else {
@@ -193,18 +196,18 @@ fn known_blocks<'py>(
     }
 }
 
-pub(super) fn drive(
+/// Send what the app returned through `reply`.
+pub(crate) fn drive<R: Reply>(
     bridge: &Bridge,
     py: Python<'_>,
     head: &RequestHead,
     result: &Bound<'_, PyAny>,
-    sr: &Py<StartResponse>,
+    reply: &Mutex<R>,
 ) -> AppEnd {
-    let sr = sr.get();
     let fail_send = |e: SendError, what: &str| send_failed(bridge, py, head, e, what);
 
     if let Some(blocks) = known_blocks(bridge, py, result) {
-        let mut s = sr.inner.lock().unwrap();
+        let mut s = reply.lock().unwrap();
         return match s.send_all(py, blocks.as_slice()).and_then(|_| s.finish(py)) {
             Ok(()) => AppEnd::Done,
             Err(e) => {
@@ -217,7 +220,7 @@ pub(super) fn drive(
     // wsgi.file_wrapper over a regular file: sendfile(2), no Python iteration at all.
     if let Ok(fw) = result.cast::<FileWrapper>() {
         if let Some((file, offset, len)) = regular_file_range(py, fw.get()) {
-            let mut s = sr.inner.lock().unwrap();
+            let mut s = reply.lock().unwrap();
             return match s
                 .send_file(py, file, offset, len)
                 .and_then(|_| s.finish(py))
@@ -235,7 +238,7 @@ pub(super) fn drive(
     // large buffer, reused for every block; falls back to iteration if readinto says None
     // (non-blocking, no data yet) or does not exist.
     if let Ok(fw) = result.cast::<FileWrapper>() {
-        if let Some(end) = drive_readinto(bridge, py, head, fw.get(), sr) {
+        if let Some(end) = drive_readinto(bridge, py, head, fw.get(), reply) {
             return end;
         }
     }
@@ -262,13 +265,13 @@ pub(super) fn drive(
                 return AppEnd::Failed;
             }
         };
-        let mut s = sr.inner.lock().unwrap();
+        let mut s = reply.lock().unwrap();
         if let Err(e) = s.send_block(py, &item) {
             drop(s);
             return fail_send(e, "yielded");
         }
     }
-    let mut s = sr.inner.lock().unwrap();
+    let mut s = reply.lock().unwrap();
     match s.finish(py) {
         Ok(()) => AppEnd::Done,
         Err(e) => {
@@ -276,4 +279,44 @@ pub(super) fn drive(
             fail_send(e, "returned")
         }
     }
+}
+
+/// Call the app with `environ` and `start` (its `start_response`), `hints` set as
+/// `wsgi.early_hints` (given when `--early-hints` is on), and drive its iterable through `reply`;
+/// `close()` is called on every path once the app returned something.
+pub(crate) fn call_and_drive<R: Reply>(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &RequestHead,
+    (environ, start, hints): (
+        Bound<'_, PyAny>,
+        &Bound<'_, PyAny>,
+        Option<&Bound<'_, PyAny>>,
+    ),
+    reply: &Mutex<R>,
+) -> AppEnd {
+    if let Some(hints) = hints.filter(|_| bridge.config.early_hints) {
+        // (No error to expect: the environ is a dict the builder just made.)
+        let _ = environ.set_item(pyo3::intern!(py, "wsgi.early_hints"), hints);
+    }
+    let result = match bridge.app.bind(py).call1((environ, start)) {
+        Ok(r) => r,
+        Err(e) => {
+            bridge.log_exception(py, &e, &request_label(head));
+            return AppEnd::Failed;
+        }
+    };
+    let end = drive(bridge, py, head, &result, reply);
+    // PEP 3333: close() is called whatever happened. (Only exact lists and tuples are known
+    // to have none; a subclass may define one. Asking a list raised and formatted an
+    // AttributeError per request, a tenth of a hello world's instructions.)
+    if !result.is_exact_instance_of::<PyList>() && !result.is_exact_instance_of::<PyTuple>() {
+        if let Ok(close) = result.getattr(pyo3::intern!(py, "close")) {
+            if let Err(e) = close.call0() {
+                bridge.log_exception(py, &e, "calling the response iterable's close()");
+                return AppEnd::Failed;
+            }
+        }
+    }
+    end
 }

@@ -7,6 +7,7 @@
 pub mod app_head;
 pub mod body;
 pub mod body_block;
+pub mod body_source;
 pub mod bridge;
 pub mod deadline;
 pub mod driver;
@@ -19,6 +20,7 @@ pub mod interrupt;
 pub mod iterable;
 pub mod pool;
 pub mod release;
+pub mod reply;
 pub mod sender;
 pub mod short_table;
 pub mod start_response;

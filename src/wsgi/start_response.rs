@@ -100,21 +100,21 @@ impl StartResponse {
 
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut sender = self.inner.lock().unwrap();
-        match sender.send_block(py, data) {
-            Ok(()) => Ok(()),
-            Err(SendError::NotBytes(t)) => Err(PyTypeError::new_err(format!(
-                "write() takes bytes, not {t}"
-            ))),
-            Err(SendError::NotStarted) => Err(PyAssertionError::new_err(
-                "write() called before start_response",
-            )),
-            Err(SendError::Finished) => Err(PyValueError::new_err(
-                "write() called after the response was complete",
-            )),
-            Err(SendError::ClientGone) => Err(super::errors::ClientDisconnected::new_err(
-                "client disconnected while the response was being sent",
-            )),
+        sender.send_block(py, data).map_err(write_error)
+    }
+}
+
+/// The exception `write()` raises in the app, on every protocol.
+pub(crate) fn write_error(e: SendError) -> PyErr {
+    match e {
+        SendError::NotBytes(t) => PyTypeError::new_err(format!("write() takes bytes, not {t}")),
+        SendError::NotStarted => PyAssertionError::new_err("write() called before start_response"),
+        SendError::Finished => {
+            PyValueError::new_err("write() called after the response was complete")
         }
+        SendError::ClientGone => super::errors::ClientDisconnected::new_err(
+            "client disconnected while the response was being sent",
+        ),
     }
 }
 

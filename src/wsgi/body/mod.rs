@@ -20,6 +20,7 @@ use sluicegate_proto::h1::response::CONTINUE_100;
 use sluicegate_proto::h1::BodyDecoder;
 use sluicegate_proto::ProtoError;
 
+use super::body_source::{BodyEnd, BodySource};
 use super::errors::{BodyError, ClientDisconnected};
 use crate::config::BodyPace;
 use crate::io::read_ahead::{BodyFailure, LoopEntry, ReadAhead};
@@ -423,6 +424,49 @@ impl BodyState {
 
 fn memchr_nl(b: &[u8]) -> Option<usize> {
     b.iter().position(|&c| c == b'\n')
+}
+
+impl BodySource for BodyState {
+    fn read_into(&mut self, py: Python<'_>, dst: &mut [u8]) -> Result<usize, BodyFailure> {
+        BodyState::read_into(self, py, dst)
+    }
+
+    fn readline(&mut self, py: Python<'_>, limit: Option<usize>) -> Result<Vec<u8>, BodyFailure> {
+        BodyState::readline(self, py, limit)
+    }
+
+    fn known_left(&self) -> Option<u64> {
+        BodyState::known_left(self)
+    }
+
+    fn drainable(&self, max: u64) -> bool {
+        BodyState::drainable(self, max)
+    }
+
+    fn to_pyerr(&self, f: BodyFailure) -> PyErr {
+        to_pyerr(f, self)
+    }
+
+    /// The rest of the body is drained (at most `max_drain` bytes) unless it failed or the
+    /// client was never told to send it (`100 Continue` not sent); the read buffer goes back
+    /// to the connection with any pipelined bytes that followed.
+    fn end(mut self: Box<Self>, py: Python<'_>, max_drain: u64) -> BodyEnd {
+        // The failure the app met (a drain's own does not change the answer).
+        let failure = self.failure;
+        let mut consumed = true;
+        if !self.complete() {
+            consumed = if self.failure.is_some() || (self.continue_due && !self.continue_sent) {
+                false
+            } else {
+                self.drain(py, max_drain)
+            };
+        }
+        BodyEnd {
+            consumed,
+            failure,
+            buf: Some(self.raw),
+        }
+    }
 }
 
 pub(crate) fn to_pyerr(f: BodyFailure, st: &BodyState) -> PyErr {

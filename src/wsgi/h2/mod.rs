@@ -1,10 +1,12 @@
 //! Running one HTTP/2 stream through the app ([`run_stream`]): the stream's `RequestHead`
 //! (made by proto from its HPACK fields) builds the environ the HTTP/1.1 way
 //! (`EnvironBuilder::build`: headers, forwarding, TLS facts), then the HTTP/2 differences:
-//! `SERVER_PROTOCOL` `HTTP/2`, `wsgi.input` over the stream's DATA frames, and `:scheme`
-//! `https` on h2c honoured only from a peer trusted as forwarding headers are. The app's
-//! answer goes out through `response.rs`; `close()` is called on every path; the request is
-//! counted and logged as any other (the access log says `HTTP/2`).
+//! `SERVER_PROTOCOL` `HTTP/2`, `wsgi.input` (the one `Input`) over the stream's DATA frames
+//! (`body_source::StreamInput`), and `:scheme` `https` on h2c honoured only from a peer
+//! trusted as forwarding headers are. The app is called and its iterable driven by the
+//! bridge's one driver (`iterable::call_and_drive`) over the stream's `Response`
+//! (`response.rs`, a `Reply`); the request is counted and logged as any other (the access log
+//! says `HTTP/2`).
 //!
 //! Runs on the thread that drives the HTTP/2 connections when the scheduler is in inline mode
 //! (`server::h2_inline`), else on a pool thread, through the same pool and admission as
@@ -19,12 +21,10 @@ use std::sync::{Arc, Mutex};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use pyo3::types::{PyList, PyTuple};
 use sluicegate_proto::forwarded::{self, Hop, Resolved};
 use sluicegate_proto::RequestHead;
 
-use objects::block_bytes;
-pub use objects::{H2Input, H2StartResponse};
+pub use objects::H2StartResponse;
 use response::Response;
 
 use crate::clock::{now_ns, since};
@@ -36,13 +36,11 @@ use crate::io::transport::Cut;
 use crate::observe::request_end::Finished;
 use crate::observe::timings::End as LogEnd;
 use crate::peer::Peer;
+use crate::wsgi::body_source::StreamInput;
 use crate::wsgi::bridge::Bridge;
 use crate::wsgi::driver::{client_ip, leave_watch};
-use crate::wsgi::file_wrapper::FileWrapper;
-use crate::wsgi::iterable::AppEnd;
-
-/// File bodies are read in blocks of this size, without the GIL.
-const FILE_BLOCK: usize = 256 * 1024;
+use crate::wsgi::input::Input;
+use crate::wsgi::iterable::{call_and_drive, AppEnd};
 
 /// Run one stream's app call on this thread (the GIL held); `inline`: on the loop
 /// (the access log's timings say so).
@@ -63,7 +61,8 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
     let app_started = now_ns();
     bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
     let body_input = body.map(|b| {
-        Bound::new(py, H2Input::new(b, bridge.config.read_timeout)).expect("allocating wsgi.input")
+        let source = StreamInput::new(b, bridge.config.read_timeout);
+        Bound::new(py, Input::new(Some(Box::new(source)))).expect("allocating wsgi.input")
     });
     let input = match &body_input {
         Some(i) => i.clone().into_any(),
@@ -97,14 +96,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
                 let _ = env.set_item(intern!(py, "wsgi.url_scheme"), "https");
                 let _ = env.set_item("HTTPS", "on");
             }
-            let sr = Bound::new(
-                py,
-                H2StartResponse {
-                    resp: Arc::clone(&resp),
-                },
-            )
-            .expect("allocating start_response");
-            call_and_drive(bridge, py, &head, env.into_any(), sr.into_any(), &resp)
+            call_app(bridge, py, &head, env.into_any(), &resp)
         }
         Err(e) => {
             bridge.log_exception(py, &e, "building the environ");
@@ -115,7 +107,10 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
     // The call is over: the stream's body is let go even if the app kept `wsgi.input`. The
     // reply still holds the stream, so a client still sending gets the answer first, then
     // RST_STREAM(NO_ERROR) when the reply goes (RFC 9113 §8.1).
-    let body_failure = body_input.as_ref().and_then(|i| i.get().detach());
+    let body_failure = body_input
+        .as_ref()
+        .and_then(|i| i.get().detach(py, 0))
+        .and_then(|end| end.failure);
     let mut r = resp.lock().unwrap();
     if matches!(end, AppEnd::Failed) {
         r.fail(py, failure_answer(body_failure));
@@ -146,6 +141,29 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         extras: None,
     }
     .account(log, &ctx.counters.by_request, now_ns());
+}
+
+/// Call the app with the stream's `start_response` and drive what it returns through its
+/// `Response` (`iterable::call_and_drive`, as on HTTP/1.1).
+fn call_app(
+    bridge: &Bridge,
+    py: Python<'_>,
+    head: &RequestHead,
+    environ: Bound<'_, PyAny>,
+    resp: &Arc<Mutex<Response>>,
+) -> AppEnd {
+    let sr = H2StartResponse {
+        resp: Arc::clone(resp),
+    };
+    let sr = Bound::new(py, sr)
+        .expect("allocating start_response")
+        .into_any();
+    let hints = bridge
+        .config
+        .early_hints
+        .then(|| sr.getattr(intern!(py, "early_hints")).ok())
+        .flatten();
+    call_and_drive(bridge, py, head, (environ, &sr, hints.as_ref()), &**resp)
 }
 
 /// Build the stream's environ with the connection's peer strings, unless another of its
@@ -186,193 +204,4 @@ fn request_line(head: &RequestHead) -> String {
         String::from_utf8_lossy(head.method()),
         String::from_utf8_lossy(head.target())
     )
-}
-
-fn label(head: &sluicegate_proto::RequestHead) -> String {
-    format!(
-        "Error handling request {} {} (HTTP/2)",
-        String::from_utf8_lossy(head.method()),
-        String::from_utf8_lossy(head.target())
-    )
-}
-
-/// Call the app, send what it returns, and call its `close()` on every path.
-fn call_and_drive(
-    bridge: &Bridge,
-    py: Python<'_>,
-    head: &sluicegate_proto::RequestHead,
-    environ: Bound<'_, PyAny>,
-    sr: Bound<'_, PyAny>,
-    resp: &Arc<Mutex<Response>>,
-) -> AppEnd {
-    if bridge.config.early_hints {
-        if let Ok(hints) = sr.getattr(intern!(py, "early_hints")) {
-            let _ = environ.set_item(intern!(py, "wsgi.early_hints"), hints);
-        }
-    }
-    let result = match bridge.app.bind(py).call1((environ, sr)) {
-        Ok(r) => r,
-        Err(e) => {
-            bridge.log_exception(py, &e, &label(head));
-            return AppEnd::Failed;
-        }
-    };
-    let end = drive(bridge, py, head, &result, resp);
-    // A list or a tuple has no `close()`: asking for it raised and formatted an
-    // AttributeError per request, a tenth of a hello world's instructions (callgrind).
-    if result.is_exact_instance_of::<PyList>() || result.is_exact_instance_of::<PyTuple>() {
-        return end;
-    }
-    if let Ok(close) = result.getattr(intern!(py, "close")) {
-        if let Err(e) = close.call0() {
-            bridge.log_exception(py, &e, &label(head));
-            return AppEnd::Failed;
-        }
-    }
-    end
-}
-
-/// The app returned without calling `start_response`: logged, the call failed.
-fn not_started(bridge: &Bridge, py: Python<'_>, head: &RequestHead) -> AppEnd {
-    let e = pyo3::exceptions::PyAssertionError::new_err(
-        "the app returned without calling start_response",
-    );
-    bridge.log_exception(py, &e, &label(head));
-    AppEnd::Failed
-}
-
-/// A known-length body (a list or a tuple of blocks): the total is the Content-Length
-/// unless the app gave one.
-fn send_known(
-    bridge: &Bridge,
-    py: Python<'_>,
-    head: &RequestHead,
-    blocks: &[Bound<'_, PyAny>],
-    resp: &Arc<Mutex<Response>>,
-) -> AppEnd {
-    let mut datas = Vec::with_capacity(blocks.len());
-    for b in blocks {
-        match block_bytes(b) {
-            Ok(d) => datas.push(d),
-            Err(e) => {
-                bridge.log_exception(py, &e, &label(head));
-                return AppEnd::Failed;
-            }
-        }
-    }
-    let mut r = resp.lock().unwrap();
-    if !r.app.started {
-        return not_started(bridge, py, head);
-    }
-    if r.app.content_length.is_none() && !r.head_sent() {
-        let total: u64 = datas.iter().map(|d| d.len() as u64).sum();
-        r.app.content_length = Some(total);
-    }
-    let n = datas.len();
-    if n == 0 {
-        return match r.finish(py) {
-            Ok(()) => AppEnd::Done,
-            Err(_) => AppEnd::ClientGone,
-        };
-    }
-    for (i, d) in datas.into_iter().enumerate() {
-        if r.send(py, d, i + 1 == n).is_err() {
-            return AppEnd::ClientGone;
-        }
-    }
-    AppEnd::Done
-}
-
-/// A file wrapper over a regular file: read in large blocks without the GIL.
-fn send_file(
-    bridge: &Bridge,
-    py: Python<'_>,
-    head: &RequestHead,
-    (file, offset, len): (std::fs::File, u64, u64),
-    resp: &Arc<Mutex<Response>>,
-) -> AppEnd {
-    let mut r = resp.lock().unwrap();
-    if !r.app.started {
-        return not_started(bridge, py, head);
-    }
-    if r.app.content_length.is_none() {
-        r.app.content_length = Some(len);
-    }
-    let want = r.app.content_length.unwrap_or(len).min(len);
-    let mut at = 0u64;
-    while at < want {
-        let n = (want - at).min(FILE_BLOCK as u64) as usize;
-        let mut buf = vec![0u8; n];
-        let read =
-            py.detach(|| std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf, offset + at));
-        if read.is_err() {
-            r.fail(py, INTERNAL_ERROR);
-            return AppEnd::Failed;
-        }
-        at += n as u64;
-        if r.send(py, bytes::Bytes::from(buf), at == want).is_err() {
-            return AppEnd::ClientGone;
-        }
-    }
-    if want == 0 && r.finish(py).is_err() {
-        return AppEnd::ClientGone;
-    }
-    AppEnd::Done
-}
-
-fn drive(
-    bridge: &Bridge,
-    py: Python<'_>,
-    head: &sluicegate_proto::RequestHead,
-    result: &Bound<'_, PyAny>,
-    resp: &Arc<Mutex<Response>>,
-) -> AppEnd {
-    let not_started = || not_started(bridge, py, head);
-    // A known-length body: a list or a tuple of blocks.
-    let known: Option<Vec<Bound<'_, PyAny>>> = if let Ok(l) = result.cast::<PyList>() {
-        Some(l.iter().collect())
-    } else {
-        result.cast::<PyTuple>().ok().map(|t| t.iter().collect())
-    };
-    if let Some(blocks) = known {
-        return send_known(bridge, py, head, &blocks, resp);
-    }
-    // wsgi.file_wrapper over a regular file: read in large blocks without the GIL.
-    if let Ok(fw) = result.cast::<FileWrapper>() {
-        if let Some((file, offset, len)) = crate::wsgi::iterable::regular_file_range(py, fw.get()) {
-            return send_file(bridge, py, head, (file, offset, len), resp);
-        }
-    }
-    // Any other iterable: block by block, each sent as it comes.
-    let iter = match result.try_iter() {
-        Ok(i) => i,
-        Err(e) => {
-            bridge.log_exception(py, &e, &label(head));
-            return AppEnd::Failed;
-        }
-    };
-    for item in iter {
-        let data = match item.and_then(|i| block_bytes(&i)) {
-            Ok(d) => d,
-            Err(e) => {
-                bridge.log_exception(py, &e, &label(head));
-                return AppEnd::Failed;
-            }
-        };
-        let mut r = resp.lock().unwrap();
-        if !r.app.started {
-            return not_started();
-        }
-        if r.send(py, data, false).is_err() {
-            return AppEnd::ClientGone;
-        }
-    }
-    let mut r = resp.lock().unwrap();
-    if !r.app.started {
-        return not_started();
-    }
-    match r.finish(py) {
-        Ok(()) => AppEnd::Done,
-        Err(_) => AppEnd::ClientGone,
-    }
 }

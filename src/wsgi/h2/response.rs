@@ -2,7 +2,8 @@
 //! non-empty block (or at the end), each block leaves as DATA at once (never held back, never
 //! chunked: HTTP/2 frames it), the app's Content-Length is honoured (bytes past it are not
 //! sent; a body that falls short resets the stream instead of ending it), HEAD sends the head
-//! alone. Sends wait for the client's window with the GIL released.
+//! alone. Sends wait for the client's window with the GIL released. It is the stream's
+//! `Reply` (`wsgi::reply`), which the bridge's driver of the app's iterable writes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,13 @@ use crate::clock::now_ns;
 use crate::http_date::http_date;
 use crate::io::h2::StreamReply;
 use crate::wsgi::app_head::AppHead;
+use crate::wsgi::body_block::SendError;
+use crate::wsgi::bridge::type_name;
 use crate::wsgi::deadline::HeadGate;
+use crate::wsgi::reply::Reply;
+
+/// File bodies are read in blocks of this size, without the GIL.
+const FILE_BLOCK: usize = 256 * 1024;
 
 /// The client went away (or reset the stream, or kept its window shut past the timeout).
 pub(super) struct Gone;
@@ -35,6 +42,8 @@ pub(super) struct Response {
     /// When the head went (`clock::now_ns`).
     pub head_at: Option<u64>,
     pub gone: bool,
+    /// The last DATA (END_STREAM) went: `finish` adds nothing, a block more is refused.
+    ended: bool,
     /// The status sent (the app's, or the server's own answer).
     pub status: u16,
 }
@@ -58,6 +67,7 @@ impl Response {
             body_bytes: 0,
             head_at: None,
             gone: false,
+            ended: false,
             status: 0,
         }
     }
@@ -122,10 +132,16 @@ impl Response {
     }
 
     /// One block of the body (`end`: the last). Empty blocks send nothing.
-    pub fn send(&mut self, py: Python<'_>, mut data: Bytes, end: bool) -> Result<(), Gone> {
+    pub fn send(&mut self, py: Python<'_>, data: Bytes, end: bool) -> Result<(), Gone> {
         if self.gone {
             return Err(Gone);
         }
+        let sent = self.send_inner(py, data, end);
+        self.ended |= end && sent.is_ok();
+        sent
+    }
+
+    fn send_inner(&mut self, py: Python<'_>, mut data: Bytes, end: bool) -> Result<(), Gone> {
         if let Some(limit) = self.app.content_length {
             let room = limit.saturating_sub(self.body_bytes);
             if (data.len() as u64) > room {
@@ -168,11 +184,6 @@ impl Response {
             .map_err(|_| self.gone())
     }
 
-    /// The body is over.
-    pub fn finish(&mut self, py: Python<'_>) -> Result<(), Gone> {
-        self.send(py, Bytes::new(), true)
-    }
-
     /// The app failed: `answer` (500, or 408 for a request body that stalled) if nothing
     /// was sent, else the stream is reset.
     pub fn fail(&mut self, py: Python<'_>, answer: (u16, &str)) {
@@ -186,5 +197,117 @@ impl Response {
         self.app = AppHead::server_answer(answer.0, answer.1);
         let body = Bytes::from(format!("{}\n", answer.1));
         let _ = self.send(py, body, true);
+    }
+}
+
+/// The bytes of a block the app gave (bytes, bytearray or memoryview), copied: the `h2` crate
+/// keeps them until the window takes them, after the GIL is released.
+pub(super) fn block_bytes(item: &Bound<'_, PyAny>) -> Result<Bytes, SendError> {
+    if let Ok(b) = item.cast::<pyo3::types::PyBytes>() {
+        return Ok(Bytes::copy_from_slice(b.as_bytes()));
+    }
+    if !item.is_instance_of::<pyo3::types::PyString>() {
+        if let Ok(v) = item.extract::<Vec<u8>>() {
+            return Ok(Bytes::from(v));
+        }
+    }
+    Err(SendError::NotBytes(type_name(item)))
+}
+
+impl Response {
+    /// A block after the start, and not after the end.
+    fn may_send(&self) -> Result<(), SendError> {
+        match () {
+            _ if !self.app.started => Err(SendError::NotStarted),
+            _ if self.ended => Err(SendError::Finished),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl From<Gone> for SendError {
+    fn from(_: Gone) -> SendError {
+        SendError::ClientGone
+    }
+}
+
+impl Reply for Response {
+    /// The blocks' total is the content-length unless the app gave one; the last block
+    /// carries END_STREAM.
+    fn send_all(&mut self, py: Python<'_>, blocks: &[Bound<'_, PyAny>]) -> Result<(), SendError> {
+        self.may_send()?;
+        let declare = self.app.content_length.is_none() && !self.head_sent();
+        if let [one] = blocks {
+            let data = block_bytes(one)?;
+            if declare {
+                self.app.content_length = Some(data.len() as u64);
+            }
+            return Ok(self.send(py, data, true)?);
+        }
+        let datas = blocks
+            .iter()
+            .map(block_bytes)
+            .collect::<Result<Vec<_>, _>>()?;
+        if declare {
+            self.app.content_length = Some(datas.iter().map(|d| d.len() as u64).sum());
+        }
+        let n = datas.len();
+        if n == 0 {
+            return self.finish(py);
+        }
+        for (i, d) in datas.into_iter().enumerate() {
+            self.send(py, d, i + 1 == n)?;
+        }
+        Ok(())
+    }
+
+    fn send_block(&mut self, py: Python<'_>, block: &Bound<'_, PyAny>) -> Result<(), SendError> {
+        self.may_send()?;
+        let data = block_bytes(block)?;
+        Ok(self.send(py, data, false)?)
+    }
+
+    fn send_copy(&mut self, py: Python<'_>, data: &[u8]) -> Result<(), SendError> {
+        self.may_send()?;
+        Ok(self.send(py, Bytes::copy_from_slice(data), false)?)
+    }
+
+    /// Read in [`FILE_BLOCK`]s without the GIL; a read that fails ends the call as failed.
+    fn send_file(
+        &mut self,
+        py: Python<'_>,
+        file: std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), SendError> {
+        self.may_send()?;
+        let want = *self.app.content_length.get_or_insert(len);
+        let want = want.min(len);
+        let mut at = 0u64;
+        while at < want {
+            let n = (want - at).min(FILE_BLOCK as u64) as usize;
+            let mut buf = vec![0u8; n];
+            let read = py
+                .detach(|| std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf, offset + at));
+            if read.is_err() {
+                return Err(SendError::Finished);
+            }
+            at += n as u64;
+            self.send(py, Bytes::from(buf), at == want)?;
+        }
+        if want == 0 {
+            self.send(py, Bytes::new(), true)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, py: Python<'_>) -> Result<(), SendError> {
+        if !self.app.started {
+            return Err(SendError::NotStarted);
+        }
+        if self.ended {
+            return Ok(());
+        }
+        Ok(self.send(py, Bytes::new(), true)?)
     }
 }

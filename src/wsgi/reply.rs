@@ -1,0 +1,75 @@
+//! The response of one call as the driver of the app's iterable (`iterable::drive`) writes
+//! it, whatever the protocol: the [`Reply`] trait. HTTP/1.1's `Sender` (`wsgi/sender/`)
+//! implements it over the connection's output queue, an HTTP/2 stream's `Response`
+//! (`wsgi/h2/response.rs`) over the stream's `StreamReply`; a protocol more is one
+//! implementation more. The driver is generic over it, so each protocol's calls are its own
+//! code, with no dispatch per block.
+//!
+//! The app's status and headers reach the reply already checked (`app_head`); each
+//! implementation frames the body its protocol's way (Content-Length or chunks, DATA frames),
+//! never past a declared Content-Length, and waits for room with the GIL released.
+
+use pyo3::prelude::*;
+
+use super::body_block::SendError;
+
+/// The response of one call, as the iterable's driver writes it.
+pub trait Reply {
+    /// A body known up front (a list, a tuple, bare bytes): head and every block, its
+    /// length the blocks' total unless the app declared one.
+    fn send_all(&mut self, py: Python<'_>, blocks: &[Bound<'_, PyAny>]) -> Result<(), SendError>;
+
+    /// One block the app yielded (or gave to `write()`), sent now; empty ones send nothing.
+    fn send_block(&mut self, py: Python<'_>, block: &Bound<'_, PyAny>) -> Result<(), SendError>;
+
+    /// Bytes the server read itself (a file wrapper over something not a regular file).
+    fn send_copy(&mut self, py: Python<'_>, data: &[u8]) -> Result<(), SendError>;
+
+    /// `len` bytes of a regular file from `offset` (a file wrapper); the file's length is
+    /// the body's unless the app declared one.
+    fn send_file(
+        &mut self,
+        py: Python<'_>,
+        file: std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), SendError>;
+
+    /// The body is over (the head goes now if nothing was sent). After `send_all` or
+    /// `send_file` it adds nothing.
+    fn finish(&mut self, py: Python<'_>) -> Result<(), SendError>;
+}
+
+/// HTTP/1.1: the request's `Sender`.
+impl Reply for super::sender::Sender {
+    #[inline]
+    fn send_all(&mut self, py: Python<'_>, blocks: &[Bound<'_, PyAny>]) -> Result<(), SendError> {
+        Self::send_all(self, py, blocks)
+    }
+
+    #[inline]
+    fn send_block(&mut self, py: Python<'_>, block: &Bound<'_, PyAny>) -> Result<(), SendError> {
+        Self::send_block(self, py, block)
+    }
+
+    #[inline]
+    fn send_copy(&mut self, py: Python<'_>, data: &[u8]) -> Result<(), SendError> {
+        Self::send_copy(self, py, data)
+    }
+
+    #[inline]
+    fn send_file(
+        &mut self,
+        py: Python<'_>,
+        file: std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), SendError> {
+        Self::send_file(self, py, file, offset, len)
+    }
+
+    #[inline]
+    fn finish(&mut self, py: Python<'_>) -> Result<(), SendError> {
+        Self::finish(self, py)
+    }
+}
