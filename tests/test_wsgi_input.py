@@ -140,6 +140,27 @@ def test_large_bodies_read_ahead_are_byte_exact(reader, mode, n, framing):
     assert got["after_end"] == ["b''", "b''", "b''"]
 
 
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+@pytest.mark.parametrize("mode,size,n", [("readn", 5 * 2**20 + 1, 65536),
+                                         ("readn", 3 * 2**20 - 7, 300_000),
+                                         ("readn_slow", 5 * 2**20 + 3, 65536),
+                                         ("readn_slow", 2 * 2**20, 1_000_000),
+                                         ("read", 6 * 2**20 + 5, 0)])
+def test_read_ahead_hand_overs_are_byte_exact(reader, mode, size, n, framing):
+    """Bodies of several sizes, read in pieces smaller and larger than the reader's blocks, by
+    an app faster than the upload (it waits for the reader, and is woken once enough is
+    buffered or the socket has nothing more) and by one slower (the reader runs a MiB ahead,
+    stops, and is woken again once the app has taken half of it): every byte arrives once, in
+    order, and a wake-up lost between the two threads would leave the request hanging."""
+    rnd = random.Random(size)
+    body = rnd.randbytes(size)
+    got = post(reader, mode, body, framing, n=n or 8192, chunk=100_003)
+    assert (got["len"], got["sha256"]) == (len(body), hashlib.sha256(body).hexdigest())
+    assert got["after_end"] == ["b''", "b''", "b''"]
+    if mode != "read":
+        assert got["count"] == -(-len(body) // n)
+
+
 def outcome_of(reader, mode: str, headers, after_head: bytes, shut_write: bool) -> str:
     """Send body_reader a POST whose head has `headers` and whose bytes after the head are
     `after_head` (half-closing after them if asked); the outcome its log line reports."""
@@ -269,10 +290,10 @@ def test_body_is_streamed_to_the_app_not_buffered_whole(reader):
 
 def test_a_body_read_ahead_reaches_the_app_while_the_client_pauses(reader):
     """Past 256 KiB of a large body, a thread reads it ahead of the app, and wakes
-    a waiting app only once 256 KiB are buffered (fewer wake-ups), unless the socket has
+    a waiting app only once 512 KiB are buffered (fewer wake-ups), unless the socket has
     nothing more for now: then the app gets what there is. Here the client sends 300 KiB (the
     reader starts, and the app waits for more), then 110 KiB, and waits until the app has read
-    all 410; woken only at 256 KiB buffered, it would wait for ever."""
+    all 410; woken only at 512 KiB buffered, it would wait for ever."""
     import time
     tok = uuid.uuid4().hex
     body = bytes(range(256)) * (4 * 4096)  # 4 MiB

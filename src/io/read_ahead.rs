@@ -46,17 +46,22 @@ pub enum BodyFailure {
 /// Bytes read ahead of the app at most.
 pub const AHEAD_MAX: usize = 1024 * 1024;
 /// A waiting app is woken once this much is buffered (or the socket has nothing more for now,
-/// or the body ended): an app about as fast as the upload (hashing it) otherwise waits and is
-/// woken for every block, two context switches per 128 KiB.
-const WAKE_APP_AT: usize = 2 * BLOCK;
+/// or the body ended). An app faster than the upload (or than the reader, on a busy machine)
+/// otherwise waits and is woken for every block or two: each hand-off is a condvar wake, a
+/// mutex and the GIL taken back, and two context switches. Half of [`AHEAD_MAX`]: the app then
+/// has that much to work through while the reader goes on, and waits about once per 512 KiB.
+const WAKE_APP_AT: usize = AHEAD_MAX / 2;
 /// A reader that stopped at [`AHEAD_MAX`] goes on once the app has taken the buffered bytes
 /// down to this: it then reads several blocks per wake-up instead of one per block taken.
 const RESUME_AT: usize = AHEAD_MAX / 2;
-/// One read's block.
-const BLOCK: usize = 128 * 1024;
+/// One read's block. Over loopback (a proxy or client on the same host), a read from a full
+/// receive buffer opens the window, and the kernel sends the sender's waiting frames in the
+/// reader's context: fewer, larger reads cost less per byte, and make fewer hand-offs to the
+/// app.
+const BLOCK: usize = 256 * 1024;
 /// Blocks kept for the reader to use again: as many as can be ahead, and the one the app reads
-/// from. Keeping only two, a reader that had run `AHEAD_MAX` ahead allocated and zeroed six
-/// fresh blocks each time the app caught up (new pages faulted in, 128 KiB zeroed per block).
+/// from. Keeping fewer, a reader that had run `AHEAD_MAX` ahead allocated and zeroed fresh
+/// blocks each time the app caught up (new pages faulted in, a block zeroed per block).
 /// Memory stays within what the blocks ahead held already, and goes with the reader.
 const SPARE_MAX: usize = AHEAD_MAX / BLOCK + 1;
 /// The reader looks at its stop flag at least this often while it waits for the socket.
@@ -73,9 +78,10 @@ struct State {
     /// Blocks the app's side is done with, to read into again (no allocation, no fresh pages
     /// to fault in, per block).
     spare: Vec<Vec<u8>>,
-    /// Each side says when it waits, and the other signals only then: a signal is a system
-    /// call whether anybody waits or not (a 64 MiB upload made 2,855 `futex` calls, about
-    /// three per block, when both sides signalled every block).
+    /// Each side says when it waits, and the other signals only then, once: a signal is a
+    /// system call whether anybody waits or not, so the side that signals clears the flag (a
+    /// woken side that is not yet running would otherwise be signalled again for every block
+    /// added or taken meanwhile). A woken side that must wait on sets its flag again.
     app_waits: bool,
     reader_waits: bool,
 }
@@ -167,12 +173,20 @@ impl ReadAhead {
         })
     }
 
-    /// The next block read, or why there is none.
-    pub fn next_block(&self) -> Next {
+    /// The next block read, or why there is none. `used` is the block whose bytes the app's
+    /// side has all taken (empty if none): the reader reads into it again (no allocation, no
+    /// fresh pages to fault in, per block). One lock for both.
+    pub fn next_block(&self, used: Vec<u8>) -> Next {
         let mut st = self.shared.state.lock().unwrap();
+        if used.capacity() > 0 && st.spare.len() < SPARE_MAX {
+            st.spare.push(used);
+        }
         if let Some(block) = st.blocks.pop_front() {
             st.buffered -= block.len();
             if st.reader_waits && st.buffered <= RESUME_AT {
+                st.reader_waits = false;
+                // Signalled unlocked: the woken side takes the lock without waiting for it.
+                drop(st);
                 self.shared.changed.notify_all();
             }
             return Next::Block(block);
@@ -184,23 +198,13 @@ impl ReadAhead {
         }
     }
 
-    /// A block whose bytes were all taken, for the reader to use again.
-    pub fn give_back(&self, block: Vec<u8>) {
-        let mut st = self.shared.state.lock().unwrap();
-        if st.spare.len() < SPARE_MAX {
-            st.spare.push(block);
-        }
-    }
-
     /// Wait until a block comes or the reader ends (call without the GIL).
     pub fn wait(&self) {
         let mut st = self.shared.state.lock().unwrap();
-        st.app_waits = true;
-        let mut st = self
-            .shared
-            .changed
-            .wait_while(st, |st| st.blocks.is_empty() && st.end.is_none())
-            .unwrap();
+        while st.blocks.is_empty() && st.end.is_none() {
+            st.app_waits = true;
+            st = self.shared.changed.wait(st).unwrap();
+        }
         st.app_waits = false;
     }
 
@@ -245,22 +249,21 @@ fn read_body(
     };
     let mut read_total = pacing.read_before;
     let mut last_progress = Instant::now();
+    let mut block = Vec::new();
     while left > 0 {
-        let mut block = {
+        {
             let mut st = shared.state.lock().unwrap();
-            if st.buffered >= AHEAD_MAX && !st.stop {
-                st.reader_waits = true;
-                st = shared
-                    .changed
-                    .wait_while(st, |st| st.buffered > RESUME_AT && !st.stop)
-                    .unwrap();
+            if st.buffered >= AHEAD_MAX {
+                while st.buffered > RESUME_AT && !st.stop {
+                    st.reader_waits = true;
+                    st = shared.changed.wait(st).unwrap();
+                }
                 st.reader_waits = false;
             }
             if st.stop {
                 return None;
             }
-            st.spare.pop().unwrap_or_default()
-        };
+        }
         let want = usize::try_from(left).unwrap_or(usize::MAX).min(BLOCK);
         block.resize(want, 0);
         let n = loop {
@@ -282,12 +285,14 @@ fn read_body(
                 return Some(Err(failure));
             }
             {
-                let st = shared.state.lock().unwrap();
+                let mut st = shared.state.lock().unwrap();
                 if st.stop {
                     return None;
                 }
                 if st.app_waits && st.buffered > 0 {
                     // Nothing more for now: the app takes what there is meanwhile.
+                    st.app_waits = false;
+                    drop(st);
                     shared.changed.notify_all();
                 }
             }
@@ -306,10 +311,14 @@ fn read_body(
         }
         last_progress = Instant::now();
         crate::observe::counters::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
+        // One lock per block: hand this one over and take a spare to read the next into.
         let mut st = shared.state.lock().unwrap();
         st.buffered += n;
         st.blocks.push_back(block);
+        block = st.spare.pop().unwrap_or_default();
         if st.app_waits && (st.buffered >= WAKE_APP_AT || left == 0) {
+            st.app_waits = false;
+            drop(st);
             shared.changed.notify_all();
         }
     }

@@ -4,7 +4,8 @@ JSON summary: total length, sha256, the pieces as returned (latin-1, only for bo
 
 Modes: ``/read`` read(); ``/readn?n=N`` read(N) until b''; ``/readline`` readline() until b'';
 ``/readline_n?n=N`` readline(N) until b''; ``/readlines`` readlines(); ``/iter`` iteration;
-``/readinto?n=N`` readinto() a bytearray of N until 0; ``/readinto_array?n=N`` the same into an
+``/readn_slow?n=N`` read(N) until b'' with a millisecond's pause after each piece (an app slower
+than the upload); ``/readinto?n=N`` readinto() a bytearray of N until 0; ``/readinto_array?n=N`` the same into an
 ``array.array('B')`` (a buffer that is not a bytearray); ``/mixed?n=N`` readline(), read(N) and
 readinto() of N in turn; ``/read_sized?n=N`` a single read(N) (N may exceed the body: must return only the body);
 ``/stream_first?n=N`` read(N), record ``<token> <len>`` under mark ``first-piece``, then read()
@@ -23,6 +24,7 @@ import array
 import hashlib
 import json
 import sys
+import time
 
 from tests.apps._state import mark, query
 
@@ -39,6 +41,12 @@ def _pieces(environ, mode, n, token):
         return [inp.read(n)]
     if mode == "readn":
         return list(iter(lambda: inp.read(n), b""))
+    if mode == "readn_slow":
+        pieces = []
+        while piece := inp.read(n):
+            pieces.append(piece)
+            time.sleep(0.001)
+        return pieces
     if mode == "readline":
         return list(iter(inp.readline, b""))
     if mode == "readline_n":

@@ -137,12 +137,10 @@ impl BodyState {
             let Some(ahead) = self.ahead.as_ref() else {
                 return Ok(0);
             };
-            match ahead.next_block() {
-                Next::Block(block) => {
-                    let used = std::mem::replace(&mut self.ahead_block, block);
-                    ahead.give_back(used);
-                    self.ahead_pos = 0;
-                }
+            // The current block is all taken: it goes back to the reader with the asking.
+            self.ahead_pos = 0;
+            match ahead.next_block(std::mem::take(&mut self.ahead_block)) {
+                Next::Block(block) => self.ahead_block = block,
                 Next::Done => {
                     self.ahead = None;
                     return Ok(0);
