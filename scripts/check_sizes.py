@@ -58,7 +58,6 @@ KNOWN_DEBT: dict[str, int] = {
     "src/wsgi/driver.rs::drive": 122,
     "crates/proto/src/h2.rs::request_head": 103,
     "src/wsgi/h2/mod.rs::drive": 116,
-    "src/wsgi/pool/watch.rs::Pool::watch": 116,
     "crates/proto/src/h1/decode.rs::BodyDecoder::framing_byte": 113,
     "crates/proto/src/files/plan.rs::plan": 112,
     "crates/proto/src/files/mod.rs::random_requests_plan_within_bounds": 101,

@@ -79,6 +79,10 @@ pub const LOCK_LOOKS: u32 = 400;
 /// is judged again must not wait in a queue for it.
 const PROBATION_EVERY: u32 = 32;
 
+/// The fewest calls to blocking routes that may be in flight at once (the blocking class's
+/// room never shrinks below it). See `Admission::blocking_limit`.
+pub const BLOCKING_FLOOR: usize = 4;
+
 /// Routes remembered (a direct-mapped table: a route that collides with another replaces it,
 /// and an unknown route is short, so the table's size bounds memory, not correctness).
 const ROUTES: usize = 1024;
@@ -87,9 +91,10 @@ const ROUTES: usize = 1024;
 pub enum Class {
     Short = 0,
     Long = 1,
-    /// A route whose calls were seen blocked: admitted at once, not counted (its calls spend
-    /// their time waiting, and judging each one first would cap the rate at one admission per
-    /// look: measured, 945 req/s for 1,000 clients of an app that sleeps 0.1 s).
+    /// A route whose calls were seen blocked: admitted without being judged first (its calls
+    /// spend their time waiting, and judging each one first would cap the rate at one
+    /// admission per look: measured, 945 req/s for 1,000 clients of an app that sleeps
+    /// 0.1 s), up to the class's own room (`Admission::blocking_limit`).
     Blocking = 2,
 }
 
@@ -109,6 +114,15 @@ pub struct Admission<J> {
     routes: Vec<(u64, u32, bool)>,
     /// Calls classified as blocking (for `PROBATION_EVERY`).
     blocking_seen: u32,
+    /// Most calls of the blocking class in flight at once (never below `BLOCKING_FLOOR`).
+    /// The watcher raises it while calls wait for it and no call in flight waits for the
+    /// interpreter, and lowers it while several do (`Pool::judge_blocking`); a call that ends
+    /// while none waits brings it down towards what is in flight. So calls that sleep (1,000
+    /// sleeping clients) get as many threads as they need within a few looks, and calls that
+    /// block briefly between stretches of Python (a database connection per request) run
+    /// about as many at once as keep the interpreter busy, not one thread per request: every
+    /// thread more only waits for the GIL, and each hand-off costs wake-ups.
+    blocking_limit: usize,
     pub stats: AdmissionStats,
 }
 
@@ -139,6 +153,7 @@ impl<J> Admission<J> {
             released: VecDeque::new(),
             routes: vec![(0, 0, false); ROUTES],
             blocking_seen: 0,
+            blocking_limit: BLOCKING_FLOOR,
             stats: AdmissionStats::default(),
         }
     }
@@ -206,14 +221,37 @@ impl<J> Admission<J> {
 
     /// Is there room for one more runnable call of `class`?
     pub fn has_room(&self, class: Class) -> bool {
-        self.limit == 0 || class == Class::Blocking || self.runnable[class as usize] < self.limit
+        let limit = match class {
+            Class::Blocking => self.blocking_limit,
+            _ => self.limit,
+        };
+        self.limit == 0 || self.runnable[class as usize] < limit
+    }
+
+    /// The blocking class's room now (see `blocking_limit`).
+    pub fn blocking_limit(&self) -> usize {
+        self.blocking_limit
+    }
+
+    /// Calls of the blocking class wait for room.
+    pub fn blocking_waits(&self) -> bool {
+        !self.released.is_empty() && !self.has_room(Class::Blocking)
+    }
+
+    /// More room for the blocking class: half as much again.
+    pub fn grow_blocking(&mut self) {
+        self.blocking_limit += (self.blocking_limit / 2).max(1);
+    }
+
+    /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`).
+    pub fn shrink_blocking(&mut self) {
+        self.blocking_limit = (self.blocking_limit - 1).max(BLOCKING_FLOOR);
     }
 
     /// Count one call of `class` as admitted (the caller checked `has_room` and has a thread).
     pub fn admit(&mut self, class: Class) {
         if class == Class::Blocking {
             self.stats.admitted_blocking += 1;
-            return;
         }
         let c = class as usize;
         self.runnable[c] += 1;
@@ -230,13 +268,15 @@ impl<J> Admission<J> {
         }
     }
 
-    /// The next queued call that has room, admitted: released ones first (blocking, no room
-    /// needed), then short ones. A queued short call whose route has become long since it was
-    /// queued moves to the long queue.
+    /// The next queued call that has room, admitted: released ones first (blocking), then
+    /// short ones. A queued short call whose route has become long since it was queued moves
+    /// to the long queue.
     pub fn admit_next(&mut self) -> Option<(J, u64, Class)> {
-        if let Some((job, route)) = self.released.pop_front() {
-            self.admit(Class::Blocking);
-            return Some((job, route, Class::Blocking));
+        if self.has_room(Class::Blocking) {
+            if let Some((job, route)) = self.released.pop_front() {
+                self.admit(Class::Blocking);
+                return Some((job, route, Class::Blocking));
+            }
         }
         while self.has_room(Class::Short) {
             let Some((job, route)) = self.queues[0].pop_front() else {
@@ -277,8 +317,17 @@ impl<J> Admission<J> {
     /// `took`: its wall time, or `None` when that says nothing of its route (it ran past
     /// `LONG_CALL` without computing: it waited for the interpreter).
     pub fn finished(&mut self, class: Class, counted: bool, route: u64, took: Option<Duration>) {
-        if counted {
+        if counted || class == Class::Blocking {
             self.runnable[class as usize] -= 1;
+        }
+        if class == Class::Blocking && self.released.is_empty() {
+            // Room nobody waits for comes down towards what is in flight (a quarter over it):
+            // room left from a burst of sleeping calls must not let a later convoy of brief
+            // ones run a thread each.
+            let in_flight = self.runnable[Class::Blocking as usize];
+            if self.blocking_limit > in_flight + in_flight / 4 + BLOCKING_FLOOR {
+                self.shrink_blocking();
+            }
         }
         if let Some(took) = took {
             self.record(route, took);

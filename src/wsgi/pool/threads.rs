@@ -31,8 +31,10 @@ impl<J: Send + 'static> Pool<J> {
         };
         let warn = new && inner.total > MANY_THREADS && !inner.warned;
         inner.warned |= warn;
-        if let Some(ticket) = ticket.filter(|t| t.class != Class::Blocking) {
-            inner.holders.push(Holder::new(&slot, ticket));
+        match ticket {
+            Some(t) if t.class == Class::Blocking => inner.blocking.push(Arc::clone(&slot)),
+            Some(t) => inner.holders.push(Holder::new(&slot, t)),
+            None => {}
         }
         drop(inner);
         if new {
@@ -166,6 +168,11 @@ impl<J: Send + 'static> Pool<J> {
             }
             let mut inner = self.inner.lock().unwrap();
             if let Some((ticket, took)) = finished {
+                if ticket.class == Class::Blocking {
+                    if let Some(i) = inner.blocking.iter().position(|s| Arc::ptr_eq(s, &slot)) {
+                        inner.blocking.swap_remove(i);
+                    }
+                }
                 let held = inner
                     .holders
                     .iter()
@@ -209,7 +216,9 @@ impl<J: Send + 'static> Pool<J> {
                     class,
                     judged: false,
                 };
-                if class != Class::Blocking {
+                if class == Class::Blocking {
+                    inner.blocking.push(Arc::clone(&slot));
+                } else {
                     inner.holders.push(Holder::new(&slot, ticket));
                 }
                 next = Some((job, Some(ticket)));
