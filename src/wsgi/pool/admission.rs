@@ -83,6 +83,11 @@ const PROBATION_EVERY: u32 = 32;
 /// room never shrinks below it). See `Admission::blocking_limit`.
 pub const BLOCKING_FLOOR: usize = 4;
 
+/// Looks in a row (1 ms apart) that must find no thread of the blocking class waiting for the
+/// GIL, and at most one running, before its room grows: a moment when every call in flight
+/// happens to wait on its socket is not enough.
+pub const BLOCKING_GROW_LOOKS: i32 = 4;
+
 /// Routes remembered (a direct-mapped table: a route that collides with another replaces it,
 /// and an unknown route is short, so the table's size bounds memory, not correctness).
 const ROUTES: usize = 1024;
@@ -238,9 +243,10 @@ impl<J> Admission<J> {
         !self.released.is_empty() && !self.has_room(Class::Blocking)
     }
 
-    /// More room for the blocking class: half as much again.
+    /// More room for the blocking class: a quarter more (from the floor to 1,000 calls in 25
+    /// steps).
     pub fn grow_blocking(&mut self) {
-        self.blocking_limit += (self.blocking_limit / 2).max(1);
+        self.blocking_limit += (self.blocking_limit / 4).max(1);
     }
 
     /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`).
@@ -521,8 +527,8 @@ mod tests {
         a.wait("slow-1", SLOW, Class::Short);
         a.wait("fast", FAST, Class::Short);
         a.wait("slow-2", SLOW, Class::Short);
-        // The first call is seen sleeping: every queued call of its route goes, uncounted, in
-        // order, before the other route's call, which takes the room.
+        // The first call is seen sleeping: every queued call of its route goes in the blocking
+        // class's room, in order, before the other route's call, which takes the short room.
         a.demote(Class::Short, SLOW, true);
         let admitted: Vec<(&str, Class)> = std::iter::from_fn(|| a.admit_next())
             .map(|j| (j.0, j.2))
@@ -554,7 +560,7 @@ mod tests {
     }
 
     #[test]
-    fn a_blocking_call_waits_only_for_a_thread() {
+    fn a_blocking_call_needs_no_room_of_the_other_classes() {
         let mut a = Admission::new(1);
         a.admit(Class::Short);
         a.admit(Class::Long);
@@ -563,8 +569,37 @@ mod tests {
         assert_eq!(
             a.admit_next().map(|j| (j.0, j.2)),
             Some(("blocking", Class::Blocking)),
-            "both classes are full; it needs no room"
+            "both classes are full; it has room of its own"
         );
+    }
+
+    #[test]
+    fn the_blocking_room_grows_shrinks_and_follows_what_is_in_flight() {
+        let mut a = Admission::new(1);
+        for _ in 0..BLOCKING_FLOOR {
+            assert!(a.has_room(Class::Blocking));
+            a.admit(Class::Blocking);
+        }
+        assert!(!a.has_room(Class::Blocking), "the floor is full");
+        a.wait("next", SLOW, Class::Blocking);
+        assert!(a.blocking_waits());
+        assert!(a.admit_next().is_none(), "no room: it waits");
+        a.grow_blocking();
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR + BLOCKING_FLOOR / 4);
+        assert_eq!(a.admit_next().map(|j| j.0), Some("next"));
+        assert!(!a.blocking_waits());
+        a.shrink_blocking();
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR + BLOCKING_FLOOR / 4 - 1);
+        // Room nobody waits for comes down as calls end, never below the floor.
+        for _ in 0..=BLOCKING_FLOOR {
+            a.finished(Class::Blocking, false, SLOW, Some(MS));
+        }
+        assert_eq!(a.runnable(Class::Blocking), 0);
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
+        for _ in 0..10 {
+            a.shrink_blocking();
+        }
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
     }
 
     #[test]

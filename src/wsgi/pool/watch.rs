@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use crate::clock::clock_time;
 
 use super::admission::{
-    stalled, Class, Waiting, COMPUTING_CPU, LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
+    stalled, Class, Waiting, BLOCKING_GROW_LOOKS, COMPUTING_CPU, LOCK_LOOKS, LONG_CALL,
+    STALLED_LOOKS,
 };
 
 use super::{
@@ -90,8 +91,8 @@ impl<J: Send + 'static> Pool<J> {
 
     /// While calls of the blocking class wait for room, size it by where the threads of those
     /// in flight wait: none in `futex` (the interpreter is free whenever the one running
-    /// Python lets it go) over `STALLED_LOOKS` looks, half as much room again; two or more
-    /// (a convoy for the GIL) over as many looks, one less. Returns the new streak.
+    /// Python lets it go) over `BLOCKING_GROW_LOOKS` looks, a quarter more room; two or more
+    /// (a convoy for the GIL) over `STALLED_LOOKS` looks, one less. Returns the new streak.
     fn size_blocking(inner: &mut Inner<J>, streak: i32) -> i32 {
         if !inner.adm.blocking_waits() {
             return 0;
@@ -114,11 +115,10 @@ impl<J: Send + 'static> Pool<J> {
             (0 | 1, _) => 0,
             _ => streak.min(0) - 1,
         };
-        let looks = STALLED_LOOKS as i32;
-        if streak >= looks {
+        if streak >= BLOCKING_GROW_LOOKS {
             inner.adm.grow_blocking();
             0
-        } else if streak <= -looks {
+        } else if streak <= -(STALLED_LOOKS as i32) {
             inner.adm.shrink_blocking();
             0
         } else {
@@ -193,9 +193,10 @@ impl<J> Holder<J> {
         if self.length == Length::Unsure {
             // Past `LONG_CALL` without having computed `COMPUTING_CPU`: did it wait for the
             // interpreter (its time then says nothing of its route), or compute?
-            let others = self.app_first.zip(computed).map(|(first, own)| {
-                (app_cpu.saturating_sub(first).saturating_sub(own), own)
-            });
+            let others = self
+                .app_first
+                .zip(computed)
+                .map(|(first, own)| (app_cpu.saturating_sub(first).saturating_sub(own), own));
             match others {
                 Some((others, own)) if others >= EVIDENCE && others > own * WAITED_SHARE => {
                     self.length = Length::Waited;
