@@ -91,6 +91,10 @@ pub const BLOCKING_FLOOR: usize = 8;
 /// happens to wait on its socket is not enough.
 pub const BLOCKING_GROW_LOOKS: i32 = 4;
 
+/// The most threads of the blocking class the watcher looks at per look (see
+/// `Pool::size_blocking`).
+pub const BLOCKING_SAMPLE: usize = 16;
+
 /// Routes remembered (a direct-mapped table: a route that collides with another replaces it,
 /// and an unknown route is short, so the table's size bounds memory, not correctness).
 const ROUTES: usize = 1024;
