@@ -111,9 +111,9 @@ pub struct Conn {
     pub requests: u64,
     /// In the loop's epoll set (registration is lazy: see `event_loop`).
     pub registered: bool,
-    /// Per-connection data the layer above caches across requests (the bridge keeps the
-    /// REMOTE_ADDR/REMOTE_PORT strings here). Opaque to the I/O layer.
-    pub upper: Option<Box<dyn std::any::Any + Send>>,
+    /// The peer's strings the bridge makes at the connection's first request and sets in
+    /// every environ (REMOTE_ADDR, REMOTE_PORT, `SSL_*`). The I/O layer only holds them.
+    pub upper: Option<Box<dyn crate::peer::PeerCache>>,
     /// Set by the loop when the socket became readable while an app thread had the connection
     /// (shared with the loop's note of it, so the thread that gives the connection back knows
     /// whether the loop must be woken for it: see `LoopCtx::return_conn`).

@@ -22,7 +22,7 @@ impl ReadBuf {
     }
 
     /// The received, unconsumed bytes.
-    #[inline]
+    #[inline(always)]
     pub fn filled(&self) -> &[u8] {
         &self.data[self.start..self.end]
     }

@@ -39,6 +39,7 @@ impl Stream {
     }
 
     /// One non-blocking read. `Ok(0)` is end of stream.
+    #[inline(always)]
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             let r = match self {

@@ -10,7 +10,8 @@
 //! - [`Transport::write_some`]: one write of an output queue, the same zero-copy paths as the
 //!   loop's (a `writev` from the app's buffers, `sendfile` of a file range);
 //! - [`Transport::answer_and_close`]: the `--timeout` watcher's 504 and the end of the
-//!   connection, from a thread that does not own it.
+//!   connection, from a thread that does not own it ([`Cut`]: a connection's, or an HTTP/2
+//!   stream's, which ends the stream alone).
 //!
 //! The variants:
 //! - `Plain`: a plaintext TCP or unix socket, where each call is the system call itself
@@ -21,10 +22,8 @@
 //!   writes its records (no `sendfile`: a file range is read into a buffer and encrypted),
 //!   `answer_and_close` sends a close_notify after the answer.
 //!
-//! - `H2` (`io::h2::stream`): an HTTP/2 stream, for the `--timeout` watcher alone: its
-//!   `answer_and_close` answers the stream 504 (or resets it) and leaves the connection and
-//!   its other streams alone. A stream's body and response go through `wsgi/h2/`, which
-//!   frames them as HTTP/2 (the reads and writes below are not for it, and fail).
+//! An HTTP/2 stream is no `Transport`: its body and response are frames on a connection the
+//! loop drives (`io::h2::stream`), and the `--timeout` watcher ends it through [`Cut::Stream`].
 //!
 //! A `Transport` is `Clone`, not `Copy`, so that a variant holding a shared session can be
 //! added without touching its users.
@@ -47,15 +46,31 @@ pub enum Transport {
     Plain(RawFd),
     /// A TLS connection (its socket inside the link).
     Tls(Arc<TlsLink>),
-    /// An HTTP/2 stream, as the `--timeout` watcher cuts it.
-    H2(StreamCut),
 }
 
-fn not_a_socket() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        "an HTTP/2 stream is not read or written here",
-    )
+/// What the `--timeout` watcher ends a call through, from a thread that does not own it.
+pub enum Cut {
+    /// The request's connection (HTTP/1.1, uwsgi): answered, then shut down.
+    Conn(Transport),
+    /// An HTTP/2 stream: answered 504 (or reset); the connection and its other streams go on.
+    Stream(StreamCut),
+}
+
+impl From<Transport> for Cut {
+    fn from(t: Transport) -> Cut {
+        Cut::Conn(t)
+    }
+}
+
+impl Cut {
+    /// With `answer` (the 504), answer the call's client, then end the connection or the
+    /// stream (see [`Transport::answer_and_close`]).
+    pub fn answer_and_close(&self, answer: Option<&[u8]>) {
+        match self {
+            Cut::Conn(t) => t.answer_and_close(answer),
+            Cut::Stream(stream) => stream.cut(answer.is_some()),
+        }
+    }
 }
 
 impl Transport {
@@ -63,7 +78,7 @@ impl Transport {
     /// a plaintext connection.
     pub fn tls_facts(&self) -> Option<Arc<TlsFacts>> {
         match self {
-            Transport::Plain(_) | Transport::H2(_) => None,
+            Transport::Plain(_) => None,
             Transport::Tls(link) => link.facts(),
         }
     }
@@ -75,7 +90,6 @@ impl Transport {
         match self {
             Transport::Plain(fd) => *fd,
             Transport::Tls(link) => link.fd(),
-            Transport::H2(_) => -1,
         }
     }
 
@@ -86,7 +100,6 @@ impl Transport {
         match self {
             Transport::Plain(fd) => read_fd(*fd, buf),
             Transport::Tls(link) => link.read_some(buf),
-            Transport::H2(_) => Err(not_a_socket()),
         }
     }
 
@@ -98,7 +111,6 @@ impl Transport {
         match self {
             Transport::Plain(fd) => wait_fd(*fd, false, timeout),
             Transport::Tls(link) => link.wait_readable(timeout),
-            Transport::H2(_) => Err(not_a_socket()),
         }
     }
 
@@ -108,7 +120,6 @@ impl Transport {
         match self {
             Transport::Plain(fd) => send_all_fd(*fd, data, timeout),
             Transport::Tls(link) => link.send_all(data, timeout),
-            Transport::H2(_) => Err(not_a_socket()),
         }
     }
 
@@ -120,14 +131,13 @@ impl Transport {
         match self {
             Transport::Plain(fd) => out.write_fd(*fd),
             Transport::Tls(link) => link.write_some(out),
-            Transport::H2(_) => Err(not_a_socket()),
         }
     }
 
     /// A large upload: let the kernel buffer up to `bytes` of it (`SO_RCVBUF`) so the client
     /// keeps sending while the app works on what it read. False if refused.
     pub fn raise_receive_buffer(&self, bytes: usize) -> bool {
-        !matches!(self, Transport::H2(_)) && set_receive_buffer(self.fd(), bytes)
+        set_receive_buffer(self.fd(), bytes)
     }
 
     /// End the connection from a thread that does not own it (the `--timeout` watcher): with
@@ -136,7 +146,6 @@ impl Transport {
     /// which wakes whoever waits on it. The descriptor stays open for its owner to close.
     pub fn answer_and_close(&self, answer: Option<&[u8]>) {
         match self {
-            Transport::H2(stream) => stream.cut(answer.is_some()),
             Transport::Tls(link) => {
                 link.close(answer);
                 // SAFETY: as below.

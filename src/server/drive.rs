@@ -4,6 +4,7 @@
 //! or the loop itself after a takeover). The scheduler (`scheduler.rs`) decides; this file
 //! carries it out.
 
+use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -13,7 +14,7 @@ use pyo3::prelude::*;
 
 use super::scheduler::{Scheduler, Unparked};
 use crate::io::event_loop::{LoopCtx, LoopState, Turn, Work};
-use crate::io::h2::stream::set_wait_hook;
+use crate::io::h2::stream::{set_wait_hook, WaitHook};
 use crate::io::h2::StreamCall;
 use crate::io::shared_out::SharedOut;
 use crate::io::wakeup;
@@ -21,7 +22,7 @@ use crate::wsgi::bridge::Bridge;
 use crate::wsgi::driver::run_request;
 use crate::wsgi::h2::run_stream;
 use crate::wsgi::pool::Pool;
-use crate::wsgi::stream_hook::set_stream_hook;
+use crate::wsgi::stream_hook::{set_stream_hook, LoopHolder, StreamHook};
 
 /// What a pool thread is asked to do.
 pub enum Job {
@@ -85,34 +86,26 @@ impl Shared {
         seq: u64,
     ) -> Box<crate::io::conn::Conn> {
         // Should the response stream, the loop moves to another thread (see
-        // `release_loop_hook`); the hook is this thread's for this call only.
-        let hook = HookCtx { shared: self, seq };
-        set_stream_hook(Some((
-            release_loop_hook,
-            &hook as *const HookCtx<'_> as *const (),
-        )));
+        // `response_streams`); the hook is this thread's for this call only.
+        set_stream_hook(Some(StreamHook {
+            holder: Arc::clone(self) as Arc<dyn LoopHolder>,
+            seq,
+        }));
         let conn = run_request(&self.bridge, py, work);
         set_stream_hook(None);
         conn
     }
 }
 
-/// What the stream hook of an inline call needs: the server, and the number its loop was
-/// parked under (only that parked state may be handed off: see `Scheduler::release_parked`).
-struct HookCtx<'a> {
-    shared: &'a Arc<Shared>,
-    seq: u64,
-}
-
-/// Stream hook of an inline call: hand the parked loop to another thread ([`hand_loop_over`]:
-/// the call goes on producing blocks, and may hold the GIL while it does).
-pub(super) fn release_loop_hook(ctx: *const (), out: &Arc<SharedOut>) {
-    // SAFETY: set by run_inline from a `HookCtx` on its stack, which outlives the call that
-    // fires the hook (run_inline clears the hook before it returns).
-    let hook = unsafe { &*(ctx as *const HookCtx<'_>) };
-    let shared = hook.shared;
-    if let Some(st) = shared.sched.release_parked(hook.seq) {
-        hand_loop_over(shared, &shared.pool(), st, Some(Arc::clone(out)));
+impl LoopHolder for Shared {
+    /// The stream hook of an inline call: hand the parked loop to another thread
+    /// ([`hand_loop_over`]: the call goes on producing blocks, and may hold the GIL while it
+    /// does). Only the state parked under `seq` may be handed off (see
+    /// `Scheduler::release_parked`).
+    fn response_streams(self: Arc<Self>, seq: u64, out: &Arc<SharedOut>) {
+        if let Some(st) = self.sched.release_parked(seq) {
+            hand_loop_over(&self, &self.pool(), st, Some(Arc::clone(out)));
+        }
     }
 }
 
@@ -447,35 +440,32 @@ pub(super) fn dispatch_queued(shared: &Shared) {
     }
 }
 
-/// What the wait hook of an inline stream needs.
-struct StreamHookCtx<'a> {
-    shared: &'a Arc<Shared>,
-    seq: u64,
-    /// This call gave the loop away and counts in `Inline::left_behind` until it returns.
-    left: std::cell::Cell<bool>,
+thread_local! {
+    /// This thread's inline stream call gave the loop away and counts in
+    /// `Inline::left_behind` until it returns (set by [`WaitHook::before_wait`], read by
+    /// [`run_streams`]).
+    static LEFT_BEHIND: Cell<bool> = const { Cell::new(false) };
 }
 
-/// An inline call is about to wait for its connection: the parked loop goes to another thread
-/// first, and the scheduler to dispatch mode. `false` (the call does not wait, its stream is
-/// reset) when one more thread would pass `--threads`.
-fn hand_off(ctx: *const ()) -> bool {
-    // SAFETY: set by `run_streams` from a `StreamHookCtx` on its stack, which outlives the call that
-    // fires the hook (`run_streams` clears the hook before the context goes).
-    let ctx = unsafe { &*(ctx as *const StreamHookCtx<'_>) };
-    let shared = ctx.shared;
-    let Some(hub) = &shared.ctx().settings.h2 else {
-        return true;
-    };
-    if !may_leave_behind(shared, hub) {
-        return false;
+impl WaitHook for Shared {
+    /// An inline call is about to wait for its connection: the parked loop goes to another
+    /// thread first, and the scheduler to dispatch mode. `false` (the call does not wait, its
+    /// stream is reset) when one more thread would pass `--threads`.
+    fn before_wait(self: Arc<Self>, seq: u64) -> bool {
+        let Some(hub) = &self.ctx().settings.h2 else {
+            return true;
+        };
+        if !may_leave_behind(&self, hub) {
+            return false;
+        }
+        if let Some(st) = self.sched.release_parked(seq) {
+            self.sched.note_handoff();
+            hub.inline.left_behind.fetch_add(1, Ordering::SeqCst);
+            LEFT_BEHIND.with(|l| l.set(true));
+            hand_loop_over(&self, &self.pool(), st, None);
+        }
+        true
     }
-    if let Some(st) = shared.sched.release_parked(ctx.seq) {
-        shared.sched.note_handoff();
-        hub.inline.left_behind.fetch_add(1, Ordering::SeqCst);
-        ctx.left.set(true);
-        hand_loop_over(shared, &shared.pool(), st, None);
-    }
-    true
 }
 
 /// Whether one more thread may wait in a call apart from the loop: those threads and the
@@ -499,18 +489,10 @@ pub(super) fn run_streams(
         let call = hub.inline.pop()?;
         let route = crate::wsgi::pool::admission::route_hash(call.head.path());
         let seq = park_for_route(shared, st, route);
-        let hook = StreamHookCtx {
-            shared,
-            seq,
-            left: std::cell::Cell::new(false),
-        };
-        set_wait_hook(Some((
-            hand_off,
-            &hook as *const StreamHookCtx<'_> as *const (),
-        )));
+        set_wait_hook(Some((Arc::clone(shared) as Arc<dyn WaitHook>, seq)));
         run_stream(&shared.bridge, py, call, true);
         set_wait_hook(None);
-        if hook.left.get() {
+        if LEFT_BEHIND.with(|l| l.replace(false)) {
             hub.inline.left_behind.fetch_sub(1, Ordering::SeqCst);
         }
         match shared.sched.unpark(seq) {

@@ -15,6 +15,7 @@ mod report;
 pub mod scheduler;
 mod thread_state;
 pub mod tls;
+mod wiring;
 
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
@@ -25,18 +26,18 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::config::Config;
-use crate::io::conn::Wire;
-use crate::io::event_loop::{ListenSocket, LoopSettings, LoopState, Shutdown};
+use crate::io::event_loop::{LoopSettings, LoopState, Shutdown};
 use crate::io::metrics_socket::MetricsSocket;
 use crate::io::wakeup;
 use crate::observe::table::Stat;
 use crate::wsgi::bridge::Bridge;
-use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
+use crate::wsgi::environ::EnvironBuilder;
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
 use drive::{drive_loop, hand_loop_over, run_job, LoopEnd, Shared, STOP_TAIL};
 use report::{readings, watch_deadlines, Pages};
 use scheduler::Scheduler;
+use wiring::{balance_table, listener_tls, Listeners};
 
 /// The least a stop gives the access log's writer for its last lines, even with nothing left of
 /// the graceful timeout (an immediate stop): a file or a pipe that is read takes them in far
@@ -117,76 +118,21 @@ impl Server {
                 PyOSError::new_err(format!("--metrics-bind {addr}: cannot listen: {e}"))
             })?),
         };
-        let mut sockets = Vec::new();
-        let mut infos = Vec::new();
-        let mut wires = Vec::new();
-        let mut tls_flags = Vec::new();
-        for item in listeners.try_iter()? {
-            let (fd, kind, name, port, wire, tls): (i32, String, String, String, String, bool) =
-                item?.extract()?;
-            tls_flags.push(tls);
-            wires.push(match wire.as_str() {
-                "http" => Wire::Http,
-                "proxy" => Wire::ProxyThenHttp,
-                "uwsgi" => Wire::Uwsgi,
-                other => {
-                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "unknown listener wire {other:?}"
-                    )))
-                }
-            });
-            let unix = match kind.as_str() {
-                "tcp" => false,
-                "unix" => true,
-                other => {
-                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                        "unknown listener kind {other:?}"
-                    )))
-                }
-            };
-            sockets.push(ListenSocket::from_fd(fd, unix));
-            infos.push(ListenerInfo {
-                server_name: name,
-                server_port: port,
-                tls,
-            });
-        }
-        // --certfile: the credentials the front loaded before binding (`server::tls`).
-        let tls_server = if tls_flags.contains(&true) {
-            Some(tls::server_config(tls_given.as_ref(), config.tls.as_ref())?)
-        } else {
-            None
-        };
-        let tls_alpn = tls_server.as_ref().map(|t| tls::with_alpn(t, &config));
-        let tls = tls_flags
-            .iter()
-            .map(|&on| match (on, &tls_alpn) {
-                (true, Some(t)) => Some(Arc::clone(t)),
-                _ => None,
-            })
-            .collect();
+        let Listeners {
+            sockets,
+            infos,
+            wires,
+            tls_flags,
+        } = Listeners::of(listeners)?;
+        let (tls, not_after) = listener_tls(&tls_flags, tls_given.as_ref(), &config)?;
         let h2 = (config.http2 != crate::config::Http2Mode::Off)
             .then(|| crate::io::h2::H2Hub::new(Arc::clone(&config)));
-        if sockets.is_empty() {
-            return Err(pyo3::exceptions::PyValueError::new_err("no listeners"));
-        }
         let statics = crate::io::static_files::StaticFiles::new(
             &config.static_mounts,
             config.static_fallthrough,
         )
         .map_err(PyOSError::new_err)?;
-        let balance = if config.balance_fd >= 0 {
-            Some(
-                crate::io::balance::Balance::open(
-                    config.balance_fd,
-                    config.balance_slots,
-                    config.balance_slot,
-                )
-                .map_err(|e| PyOSError::new_err(format!("cannot map the balance table: {e}")))?,
-            )
-        } else {
-            None
-        };
+        let balance = balance_table(&config)?;
         let (mut st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
@@ -207,10 +153,10 @@ impl Server {
             balance,
         )
         .map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
-        if let Some(t) = &tls_server {
+        if let Some(not_after) = not_after {
             ctx.counters
                 .tls_not_after
-                .store(t.not_after.max(1), Ordering::Relaxed);
+                .store(not_after.max(1), Ordering::Relaxed);
         }
         let file_wrapper = py.get_type::<FileWrapper>().into_any();
         let environ = EnvironBuilder::new(
@@ -285,97 +231,9 @@ impl Server {
             )
             .map_err(|e| PyOSError::new_err(format!("cannot start HTTP/2: {e}")))?;
         }
-        let s = Arc::clone(&shared);
-        let life = pool.life();
-        let loop_thread = std::thread::Builder::new()
-            .name("sg-loop".into())
-            .stack_size(8 * 1024 * 1024)
-            .spawn(move || {
-                Python::attach(|py| {
-                    py.detach(|| {
-                        if drive_loop(&s, st, None) == LoopEnd::TakenOver {
-                            // The loop's first thread becomes a pool thread, once; not if
-                            // the stop has already let go of the pool (a stop that found the
-                            // pool idle can take it before this thread gets here).
-                            if let Some(pool) = s.try_pool() {
-                                pool.join_as_worker();
-                            }
-                        }
-                    });
-                    // The thread ends: what it kept for its next request goes now, attached.
-                    crate::wsgi::start_response::Callables::drop_kept(py);
-                });
-                drop(s);
-                drop(life); // last: `run` waits for it (see `pool::Lives`)
-            })
-            .map_err(|e| PyOSError::new_err(format!("cannot start the event loop thread: {e}")))?;
-        let s = Arc::clone(&shared);
-        let watchdog = std::thread::Builder::new()
-            .name("sg-watchdog".into())
-            .spawn(move || {
-                let pool = s.pool();
-                s.sched.watchdog(
-                    |st| hand_loop_over(&s, &pool, st, None),
-                    |route, ran| pool.adopt_long(route, ran),
-                );
-            })
-            .map_err(|e| PyOSError::new_err(format!("cannot start the watchdog: {e}")))?;
-
-        let deadline_watcher = match &shared.bridge.deadlines {
-            Some(d) => {
-                let (d, s) = (Arc::clone(d), Arc::clone(&shared));
-                Some(
-                    std::thread::Builder::new()
-                        .name("sg-timeout".into())
-                        .spawn(move || watch_deadlines(&s, &d))
-                        .map_err(|e| {
-                            PyOSError::new_err(format!("cannot start the timeout watcher: {e}"))
-                        })?,
-                )
-            }
-            None => None,
-        };
-
-        // Wait for the end, running signal handlers when the signal pipe has bytes, and
-        // re-attaching when the release bell rings (`wsgi::release`: returning from `detach`
-        // applies the decrefs PyO3 deferred).
-        let done_fd = shared.done_fd;
-        let signal_fd = self.signal_fd;
-        let bell_fd = self.bell_fd;
-        crate::wsgi::release::install(bell_fd);
-        loop {
-            let [done, signalled] = py.detach(|| {
-                let [done, signalled, rang] = wakeup::wait_any([done_fd, signal_fd, bell_fd], -1);
-                if rang && !done && !signalled {
-                    // Drained before re-attaching: every drop whose ring this consumes
-                    // registered its decref before ringing, so re-attaching applies it. The
-                    // drops of the next `release::GATHER` ring no more (the bell is pending),
-                    // so a stream of large responses costs one re-attach per period, not one
-                    // per response (which cost ~20 µs of CPU per 688 KB response in S1).
-                    wakeup::drain(bell_fd);
-                    let gather = crate::wsgi::release::GATHER.as_millis() as i32;
-                    let [done, signalled] = wakeup::wait_any([done_fd, signal_fd], gather);
-                    crate::wsgi::release::answered();
-                    return [done, signalled];
-                }
-                if rang {
-                    wakeup::drain(bell_fd);
-                    crate::wsgi::release::answered();
-                }
-                [done, signalled]
-            });
-            if signalled {
-                wakeup::drain(signal_fd);
-                if let Err(e) = py.check_signals() {
-                    // e.g. KeyboardInterrupt without a handler: shut down gracefully.
-                    let _ = e;
-                    shared.ctx().request_shutdown(Shutdown::Graceful);
-                }
-            }
-            if done {
-                break;
-            }
-        }
+        let loop_thread = spawn_loop_thread(&shared, &pool, st)?;
+        let (watchdog, deadline_watcher) = spawn_watchers(&shared)?;
+        self.wait_for_end(py);
         let lives = pool.lives();
         let left = py.detach(|| {
             shared.sched.stop_watchdog();
@@ -485,6 +343,122 @@ impl Server {
     /// last one to its master when it stops, so the master's totals keep what it counted.
     fn metrics_text(&self) -> String {
         crate::observe::prometheus::render(&readings(&self.shared))
+    }
+}
+
+/// Start the watchdog (`sg-watchdog`: inline calls, takeovers) and, with `--timeout`, the
+/// timeout watcher (`sg-timeout`).
+#[allow(clippy::type_complexity)]
+fn spawn_watchers(
+    shared: &Arc<Shared>,
+) -> PyResult<(
+    std::thread::JoinHandle<()>,
+    Option<std::thread::JoinHandle<()>>,
+)> {
+    let s = Arc::clone(shared);
+    let watchdog = std::thread::Builder::new()
+        .name("sg-watchdog".into())
+        .spawn(move || {
+            let pool = s.pool();
+            s.sched.watchdog(
+                |st| hand_loop_over(&s, &pool, st, None),
+                |route, ran| pool.adopt_long(route, ran),
+            );
+        })
+        .map_err(|e| PyOSError::new_err(format!("cannot start the watchdog: {e}")))?;
+
+    let deadline_watcher = match &shared.bridge.deadlines {
+        Some(d) => {
+            let (d, s) = (Arc::clone(d), Arc::clone(shared));
+            Some(
+                std::thread::Builder::new()
+                    .name("sg-timeout".into())
+                    .spawn(move || watch_deadlines(&s, &d))
+                    .map_err(|e| {
+                        PyOSError::new_err(format!("cannot start the timeout watcher: {e}"))
+                    })?,
+            )
+        }
+        None => None,
+    };
+    Ok((watchdog, deadline_watcher))
+}
+
+/// Start the thread that drives the event loop first (`sg-loop`).
+fn spawn_loop_thread(
+    shared: &Arc<Shared>,
+    pool: &Arc<Pool<drive::Job>>,
+    st: Box<LoopState>,
+) -> PyResult<std::thread::JoinHandle<()>> {
+    let s = Arc::clone(shared);
+    let life = pool.life();
+    std::thread::Builder::new()
+        .name("sg-loop".into())
+        .stack_size(8 * 1024 * 1024)
+        .spawn(move || {
+            Python::attach(|py| {
+                py.detach(|| {
+                    if drive_loop(&s, st, None) == LoopEnd::TakenOver {
+                        // The loop's first thread becomes a pool thread, once; not if
+                        // the stop has already let go of the pool (a stop that found the
+                        // pool idle can take it before this thread gets here).
+                        if let Some(pool) = s.try_pool() {
+                            pool.join_as_worker();
+                        }
+                    }
+                });
+                // The thread ends: what it kept for its next request goes now, attached.
+                crate::wsgi::start_response::Callables::drop_kept(py);
+            });
+            drop(s);
+            drop(life); // last: `run` waits for it (see `pool::Lives`)
+        })
+        .map_err(|e| PyOSError::new_err(format!("cannot start the event loop thread: {e}")))
+}
+
+impl Server {
+    /// Wait for the end, running signal handlers when the signal pipe has bytes, and
+    /// re-attaching when the release bell rings (`wsgi::release`: returning from `detach`
+    /// applies the decrefs PyO3 deferred).
+    fn wait_for_end(&self, py: Python<'_>) {
+        let shared = &self.shared;
+        let done_fd = shared.done_fd;
+        let signal_fd = self.signal_fd;
+        let bell_fd = self.bell_fd;
+        crate::wsgi::release::install(bell_fd);
+        loop {
+            let [done, signalled] = py.detach(|| {
+                let [done, signalled, rang] = wakeup::wait_any([done_fd, signal_fd, bell_fd], -1);
+                if rang && !done && !signalled {
+                    // Drained before re-attaching: every drop whose ring this consumes
+                    // registered its decref before ringing, so re-attaching applies it. The
+                    // drops of the next `release::GATHER` ring no more (the bell is pending),
+                    // so a stream of large responses costs one re-attach per period, not one
+                    // per response (which cost ~20 µs of CPU per 688 KB response in S1).
+                    wakeup::drain(bell_fd);
+                    let gather = crate::wsgi::release::GATHER.as_millis() as i32;
+                    let [done, signalled] = wakeup::wait_any([done_fd, signal_fd], gather);
+                    crate::wsgi::release::answered();
+                    return [done, signalled];
+                }
+                if rang {
+                    wakeup::drain(bell_fd);
+                    crate::wsgi::release::answered();
+                }
+                [done, signalled]
+            });
+            if signalled {
+                wakeup::drain(signal_fd);
+                if let Err(e) = py.check_signals() {
+                    // e.g. KeyboardInterrupt without a handler: shut down gracefully.
+                    let _ = e;
+                    shared.ctx().request_shutdown(Shutdown::Graceful);
+                }
+            }
+            if done {
+                break;
+            }
+        }
     }
 }
 

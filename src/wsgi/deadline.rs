@@ -33,7 +33,7 @@ use pyo3::Python;
 use slab::Slab;
 
 use super::interrupt::Interrupt;
-use crate::io::transport::Transport;
+use crate::io::transport::Cut;
 
 /// The timeout of a registry kept only to list calls in flight (`/debug/requests`).
 pub const NO_DEADLINE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -78,8 +78,9 @@ impl HeadGate {
 
 /// One registered app call.
 struct Call {
-    /// The request's connection, which the watcher answers and ends (`io::transport`).
-    transport: Transport,
+    /// The request's connection (or HTTP/2 stream), which the watcher answers and ends
+    /// (`io::transport`).
+    transport: Cut,
     started: Instant,
     /// The thread running the call, as Python names it (`threading.get_ident()`).
     thread: u64,
@@ -159,11 +160,11 @@ impl Deadlines {
     }
 
     /// Register the app call about to run on this thread for the request on `fd`.
-    pub fn enter(&self, transport: Transport, label: String) -> Ticket {
+    pub fn enter(&self, transport: impl Into<Cut>, label: String) -> Ticket {
         let gate = Arc::new(HeadGate::default());
         let interrupt = Arc::new(Interrupt::default());
         let call = Call {
-            transport,
+            transport: transport.into(),
             started: Instant::now(),
             thread: current_thread_ident(),
             label,
@@ -319,6 +320,7 @@ fn current_thread_ident() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::transport::Transport;
 
     #[test]
     fn the_gate_is_claimed_once() {

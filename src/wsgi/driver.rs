@@ -1,61 +1,37 @@
 //! Running one request through the app: [`run_request`] builds `wsgi.input` and the environ,
-//! calls the app, drives what it returned (a list or tuple sent as one known-length body, a
-//! file wrapper sent with `sendfile(2)` or `readinto`, any other iterable block by block),
-//! calls its `close()` on every path, gives the body state back to the connection, and decides
-//! with the sender whether the connection lives on. Output that the socket did not take by the
+//! calls the app, drives what it returned (`iterable.rs`), calls its `close()` on every path,
+//! gives the body state back to the connection, and decides with the sender whether the
+//! connection lives on. Output that the socket did not take by the
 //! time the app is done is left in the connection's queue for the event loop, so the app
 //! thread is free at once.
 
 use crate::clock::{now_ns, since};
+use crate::peer::Peer;
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 use sluicegate_proto::forwarded::{self, Hop, Resolved};
 use sluicegate_proto::h1::decode::BodyDecoder;
 use sluicegate_proto::{BodyFraming, RequestHead};
 
 use super::app_head::AppHead;
 use super::body::BodyState;
-use super::body_block::SendError;
-use super::bridge::{type_name, Bridge};
-use super::file_wrapper::FileWrapper;
+use super::bridge::Bridge;
 use super::input::Input;
-use super::sender::SenderSettings;
-use super::start_response::{Callables, StartResponse};
-use crate::io::conn::AfterOutput;
+use super::iterable::{drive, request_label, AppEnd};
+use super::sender::{Sender, SenderSettings};
+use super::start_response::Callables;
+use crate::io::conn::{AfterOutput, Conn};
 use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::event_loop::Work;
-use crate::io::file_body::RegularFile;
 use crate::io::read_ahead::{BodyFailure, LoopEntry};
+use crate::io::transport::Transport;
 use crate::observe::entry::{KeptEnviron, LogExtras};
 use crate::observe::request_end::PendingLog;
 use crate::observe::timings::End as LogEnd;
-
-/// How the app's part of a request ended.
-enum AppEnd {
-    Done,
-    /// The app raised (or returned something unusable); the error is logged.
-    Failed,
-    /// The client went away mid-response: nothing to log as a server error.
-    ClientGone,
-}
-
-/// The blocks of a body known up front (a list, a tuple, bare bytes).
-enum Blocks<'py> {
-    One(Bound<'py, PyAny>),
-    Many(Vec<Bound<'py, PyAny>>),
-}
-
-impl<'py> Blocks<'py> {
-    fn as_slice(&self) -> &[Bound<'py, PyAny>] {
-        match self {
-            Blocks::One(b) => std::slice::from_ref(b),
-            Blocks::Many(v) => v,
-        }
-    }
-}
 
 /// Run one request on the current thread (inline on the loop thread or on a pool thread).
 /// Returns the connection, with output the socket did not take yet left in `conn.out`, and
@@ -78,33 +54,9 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let keep_alive = head.keep_alive && !bridge.loop_ctx.keep_alive_ending();
     let client_closes = !head.keep_alive;
 
-    // wsgi.input: the shared empty input for body-less requests, else a streaming reader that
-    // borrows the connection's read buffer for the request.
-    let limits = &bridge.config.limits;
-    let input_obj: Option<Py<Input>> = match head.body {
-        BodyFraming::None => None,
-        framing => {
-            let raw = conn.rbuf.take().unwrap_or_default();
-            let decoder = BodyDecoder::new(framing, limits.max_body, limits.max_header_bytes);
-            let state = BodyState::new(
-                transport.clone(),
-                raw,
-                decoder,
-                head.expect_continue,
-                bridge.config.read_timeout,
-                bridge.config.body_pace,
-                conn.registered.then(|| LoopEntry {
-                    ctx: Arc::clone(&bridge.loop_ctx),
-                    token: conn.token,
-                }),
-            );
-            Some(Py::new(py, Input::new(Some(state))).expect("allocating wsgi.input"))
-        }
-    };
-    let input_any = match &input_obj {
-        Some(i) => i.bind(py).clone().into_any(),
-        None => bridge.empty_input.bind(py).clone().into_any(),
-    };
+    let input_obj = request_input(bridge, py, &mut conn, &head, &transport);
+    let input = input_obj.as_ref().unwrap_or(&bridge.empty_input);
+    let input_any = input.bind(py).clone().into_any();
 
     // --timeout: the call is watched from here until the request is over.
     let ticket = bridge
@@ -112,31 +64,28 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         .as_ref()
         .map(|d| d.enter(transport, request_line(&head)));
     let out = conn.out.spare();
+    let settings = SenderSettings {
+        keep_alive,
+        gate: ticket.as_ref().map(|t| Arc::clone(&t.gate)),
+        body: input_obj
+            .as_ref()
+            .map(|i| (i.clone_ref(py), bridge.config.max_drain)),
+        // uwsgi: nginx reads the answer until the connection closes (no chunked coding).
+        close_delimited: uwsgi.is_some(),
+        server_timing: bridge
+            .config
+            .server_timing
+            .then_some((parsed_at, app_started)),
+        ..base_settings(bridge)
+    };
     let callables = Callables::take(
         py,
         &conn,
         out,
         &head,
         Arc::clone(&bridge.loop_ctx),
-        SenderSettings {
-            keep_alive,
-            write_timeout: bridge.config.write_timeout,
-            high_water: bridge.config.write_high_water,
-            server_header: bridge.server_header,
-            max_app_headers: bridge.config.limit_response_headers,
-            gate: ticket.as_ref().map(|t| Arc::clone(&t.gate)),
-            body: input_obj
-                .as_ref()
-                .map(|i| (i.clone_ref(py), bridge.config.max_drain)),
-            // uwsgi: nginx reads the answer until the connection closes (no chunked coding).
-            close_delimited: uwsgi.is_some(),
-            server_timing: bridge
-                .config
-                .server_timing
-                .then_some((parsed_at, app_started)),
-        },
+        settings,
     );
-    let sr = &callables.sr;
 
     let forwarded = forwarded_facts(
         bridge,
@@ -144,85 +93,29 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         &head,
         uwsgi.as_deref(),
     );
-    let (end, logged_environ) = match bridge.environ.build(
+    let (end, logged_environ) = build_and_call(
+        bridge,
         py,
-        conn.listener,
+        &mut conn,
         &head,
-        &conn.peer,
-        &mut conn.upper,
         &input_any,
         forwarded.as_deref(),
         tls_facts.as_deref(),
-    ) {
-        Ok(environ) => call_and_keep(bridge, py, &head, environ.into_any(), &callables),
-        Err(e) => {
-            bridge.log_exception(py, &e, "building the environ");
-            (AppEnd::Failed, None)
-        }
-    };
+        &callables,
+    );
     let app_done = now_ns();
 
-    // Give the body state back: the connection's buffer (with pipelined bytes after the body),
-    // and learn whether the body was consumed, so the connection can carry another request.
-    let mut body_ok = true;
-    let mut body_answer = None;
-    if let Some(input) = input_obj {
-        if let Some(mut st) = input.get().detach() {
-            body_answer = match st.failure {
-                Some(BodyFailure::Protocol(e)) => Some((e.status(), e.reason())),
-                Some(BodyFailure::TimedOut | BodyFailure::TooSlow) => Some(REQUEST_TIMEOUT),
-                _ => None,
-            };
-            if !st.complete() {
-                body_ok = if st.failure.is_some() || (st.continue_due && !st.continue_sent) {
-                    // Never sent 100 Continue: the client may not send the body; don't wait.
-                    false
-                } else {
-                    st.drain(py, bridge.config.max_drain)
-                };
-            }
-            conn.rbuf = Some(st.raw);
-        } else {
-            body_ok = false;
-        }
-    }
+    let (body_ok, body_answer) = take_body_back(bridge, py, &mut conn, input_obj);
 
-    let mut sender = sr.get().inner.lock().unwrap();
-    match end {
-        AppEnd::Done => {}
-        AppEnd::ClientGone => sender.client_gone = true,
-        AppEnd::Failed => {
-            if sender.headers_sent() {
-                sender.abort();
-            } else if !sender.claim_head() {
-                // --timeout answered already.
-                sender.client_gone = true;
-            } else {
-                // Nothing was sent: a clean error answer. A body error gets its own status.
-                let answer = body_answer.unwrap_or(INTERNAL_ERROR);
-                sender.out.clear();
-                sender
-                    .out
-                    .push_owned(error_answer(answer, bridge.server_header));
-                sender.abort();
-                sender.set_app_head(AppHead::server_answer(answer.0, answer.1));
-                let _ = sender.flush_local(py);
-            }
-        }
-    }
+    let mut sender = callables.sr.get().inner.lock().unwrap();
+    answer_app_end(bridge, py, &mut sender, &end, body_answer);
     // Leaving the deadline's registry before the socket can be closed (see `wsgi::deadline`).
-    let (timed_out, answered_504) = match (ticket, &bridge.deadlines) {
-        (Some(t), Some(d)) => {
-            let answered = t.gate.timed_out();
-            (d.leave(py, t), answered)
-        }
-        _ => (false, false),
-    };
+    let (timed_out, answered_504) = leave_watch(bridge, py, ticket);
     let keeps = sender.keeps_alive() && body_ok && matches!(end, AppEnd::Done) && !timed_out;
-    let (status, sent) = if answered_504 {
-        (GATEWAY_TIMEOUT.0, 0)
-    } else {
-        (sender.status_code(), sender.body_bytes())
+    // A 504 answered by the watch: the app's status and bytes never left.
+    let (status, sent) = match answered_504 {
+        true => (GATEWAY_TIMEOUT.0, 0),
+        false => (sender.status_code(), sender.body_bytes()),
     };
     let gone = sender.client_gone || timed_out;
     let send_from = sender.head_at().unwrap_or(app_done);
@@ -234,7 +127,211 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     drop(sender);
     // Kept for this thread's next request unless the app kept a reference.
     callables.finish(py);
-    conn.after_output = if keeps {
+    conn.after_output = after_output(keeps, body_ok, client_closes);
+    if gone {
+        conn.out.clear();
+    }
+    let ended = PendingLog {
+        client: client_ip(forwarded.as_deref(), &conn.peer),
+        head,
+        status,
+        body_bytes: sent,
+        parsed_at,
+        queue: since(parsed_at, app_started),
+        app: since(app_started, app_done),
+        send_from,
+        end: log_end(timed_out, gone, &end),
+        inline: Some(inline),
+        extras,
+    };
+    account(bridge, &mut conn, ended, app_done);
+    conn
+}
+
+/// Build the environ, then [`call_and_keep`].
+#[allow(clippy::too_many_arguments)]
+fn build_and_call(
+    bridge: &Bridge,
+    py: Python<'_>,
+    conn: &mut Conn,
+    head: &RequestHead,
+    input: &Bound<'_, PyAny>,
+    forwarded: Option<&Resolved>,
+    tls_facts: Option<&crate::io::tls_link::TlsFacts>,
+    callables: &Callables,
+) -> (AppEnd, Option<KeptEnviron>) {
+    let built = bridge.environ.build(
+        py,
+        conn.listener,
+        head,
+        &conn.peer,
+        &mut conn.upper,
+        input,
+        forwarded,
+        tls_facts,
+    );
+    match built {
+        Ok(environ) => call_and_keep(bridge, py, head, environ.into_any(), callables),
+        Err(e) => {
+            bridge.log_exception(py, &e, "building the environ");
+            (AppEnd::Failed, None)
+        }
+    }
+}
+
+/// The client's address for the log: what a trusted proxy said, else the peer's.
+pub(crate) fn client_ip(forwarded: Option<&Resolved>, peer: &Peer) -> Option<IpAddr> {
+    forwarded
+        .and_then(|f| f.client)
+        .map(|(ip, _)| ip)
+        .or_else(|| peer.ip())
+}
+
+/// The call is over: it leaves `--timeout`'s watch (before the socket can be closed: see
+/// `wsgi::deadline`). Returns whether it timed out, and whether the watch answered 504.
+pub(crate) fn leave_watch(
+    bridge: &Bridge,
+    py: Python<'_>,
+    ticket: Option<super::deadline::Ticket>,
+) -> (bool, bool) {
+    match (ticket, &bridge.deadlines) {
+        (Some(t), Some(d)) => {
+            let answered = t.gate.timed_out();
+            (d.leave(py, t), answered)
+        }
+        _ => (false, false),
+    }
+}
+
+/// The sender's settings that come from the server's configuration alone.
+fn base_settings(bridge: &Bridge) -> SenderSettings {
+    SenderSettings {
+        keep_alive: false,
+        write_timeout: bridge.config.write_timeout,
+        high_water: bridge.config.write_high_water,
+        server_header: bridge.server_header,
+        max_app_headers: bridge.config.limit_response_headers,
+        gate: None,
+        body: None,
+        close_delimited: false,
+        server_timing: None,
+    }
+}
+
+/// Account the request now if every byte was taken while the app ran (nothing boxed), else
+/// leave its line on the connection: the loop accounts it when it has sent the rest (or when
+/// the client leaves).
+fn account(bridge: &Bridge, conn: &mut Conn, ended: PendingLog, app_done: u64) {
+    let ctx = &bridge.loop_ctx;
+    if conn.out.is_empty() {
+        let log = ctx.settings.access_log.as_deref();
+        ended.account_at(log, &ctx.counters.by_request, app_done);
+    } else {
+        conn.pending_log = Some(Box::new(ended));
+    }
+}
+
+/// `wsgi.input`: `None` for a body-less request (the environ gets the shared empty input),
+/// else a streaming reader that borrows the connection's read buffer for the request.
+fn request_input(
+    bridge: &Bridge,
+    py: Python<'_>,
+    conn: &mut Conn,
+    head: &RequestHead,
+    transport: &Transport,
+) -> Option<Py<Input>> {
+    let limits = &bridge.config.limits;
+    let framing = match head.body {
+        BodyFraming::None => return None,
+        framing => framing,
+    };
+    let raw = conn.rbuf.take().unwrap_or_default();
+    let decoder = BodyDecoder::new(framing, limits.max_body, limits.max_header_bytes);
+    let state = BodyState::new(
+        transport.clone(),
+        raw,
+        decoder,
+        head.expect_continue,
+        bridge.config.read_timeout,
+        bridge.config.body_pace,
+        conn.registered.then(|| LoopEntry {
+            ctx: Arc::clone(&bridge.loop_ctx),
+            token: conn.token,
+        }),
+    );
+    Some(Py::new(py, Input::new(Some(state))).expect("allocating wsgi.input"))
+}
+
+/// Give the body state back: the connection's buffer (with pipelined bytes after the body).
+/// Returns whether the body was consumed, so that the connection can carry another request,
+/// and the answer a body error calls for (a body past `--limit-body`, a stalled one).
+fn take_body_back(
+    bridge: &Bridge,
+    py: Python<'_>,
+    conn: &mut Conn,
+    input: Option<Py<Input>>,
+) -> (bool, Option<(u16, &'static str)>) {
+    let Some(input) = input else {
+        return (true, None);
+    };
+    let Some(mut st) = input.get().detach() else {
+        return (false, None);
+    };
+    let body_answer = match st.failure {
+        Some(BodyFailure::Protocol(e)) => Some((e.status(), e.reason())),
+        Some(BodyFailure::TimedOut | BodyFailure::TooSlow) => Some(REQUEST_TIMEOUT),
+        _ => None,
+    };
+    let mut body_ok = true;
+    if !st.complete() {
+        body_ok = if st.failure.is_some() || (st.continue_due && !st.continue_sent) {
+            // Never sent 100 Continue: the client may not send the body; don't wait.
+            false
+        } else {
+            st.drain(py, bridge.config.max_drain)
+        };
+    }
+    conn.rbuf = Some(st.raw);
+    (body_ok, body_answer)
+}
+
+/// What the sender does once the app is done: nothing after a clean end, drop the output of a
+/// client that went away, and after a failure, cut a response already started or else answer
+/// with an error (a body error gets its own status).
+fn answer_app_end(
+    bridge: &Bridge,
+    py: Python<'_>,
+    sender: &mut Sender,
+    end: &AppEnd,
+    body_answer: Option<(u16, &'static str)>,
+) {
+    match end {
+        AppEnd::Done => {}
+        AppEnd::ClientGone => sender.client_gone = true,
+        AppEnd::Failed => {
+            if sender.headers_sent() {
+                sender.abort();
+            } else if !sender.claim_head() {
+                // --timeout answered already.
+                sender.client_gone = true;
+            } else {
+                // Nothing was sent: a clean error answer.
+                let answer = body_answer.unwrap_or(INTERNAL_ERROR);
+                sender.out.clear();
+                sender
+                    .out
+                    .push_owned(error_answer(answer, bridge.server_header));
+                sender.abort();
+                sender.set_app_head(AppHead::server_answer(answer.0, answer.1));
+                let _ = sender.flush_local(py);
+            }
+        }
+    }
+}
+
+/// What the connection does once its output is written.
+fn after_output(keeps: bool, body_ok: bool, client_closes: bool) -> AfterOutput {
+    if keeps {
         AfterOutput::KeepAlive
     } else if !body_ok {
         // The client may still be sending the body nobody read: a plain close would answer
@@ -245,49 +342,18 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         AfterOutput::CloseAsAsked
     } else {
         AfterOutput::Close
-    };
-    if gone {
-        conn.out.clear();
     }
-    let client = forwarded
-        .as_ref()
-        .and_then(|f| f.client)
-        .map(|(ip, _)| ip)
-        .or_else(|| conn.peer.ip());
-    let log_end = if timed_out {
+}
+
+/// How the access log says the request ended.
+fn log_end(timed_out: bool, gone: bool, end: &AppEnd) -> LogEnd {
+    if timed_out {
         LogEnd::Timeout
     } else if gone {
         LogEnd::ClientGone
-    } else if matches!(end, AppEnd::Failed) {
-        LogEnd::Error
     } else {
-        LogEnd::Ok
-    };
-    let queue = since(parsed_at, app_started);
-    let app = since(app_started, app_done);
-    let ctx = &bridge.loop_ctx;
-    let ended = PendingLog {
-        head,
-        client,
-        status,
-        body_bytes: sent,
-        parsed_at,
-        queue,
-        app,
-        send_from,
-        end: log_end,
-        inline: Some(inline),
-        extras,
-    };
-    if conn.out.is_empty() {
-        // Every byte was taken while the app ran: accounted now (nothing boxed).
-        let log = ctx.settings.access_log.as_deref();
-        ended.account_at(log, &ctx.counters.by_request, app_done);
-    } else {
-        // The loop sends the rest: accounted when it has (or when the client leaves).
-        conn.pending_log = Some(Box::new(ended));
+        end.log_end()
     }
-    conn
 }
 
 /// [`call_and_drive`], then the environ variables the access log's format names, as the app
@@ -389,73 +455,6 @@ fn call_and_drive(
     end
 }
 
-/// For a file wrapper over a regular file: our own descriptor for it, the position the app left
-/// it at (its `tell()`, which accounts for Python's buffering), and the bytes from there to the
-/// end. `None` means "iterate it in Python instead" (pipes, sockets, BytesIO, errors).
-pub(crate) fn regular_file_range(
-    py: Python<'_>,
-    fw: &FileWrapper,
-) -> Option<(std::fs::File, u64, u64)> {
-    let f = fw.filelike.bind(py);
-    let fd: i32 = f
-        .call_method0(pyo3::intern!(py, "fileno"))
-        .ok()?
-        .extract()
-        .ok()?;
-    let file = RegularFile::of(fd)?;
-    let pos: u64 = match f.call_method0(pyo3::intern!(py, "tell")) {
-        Ok(p) => p.extract().ok()?,
-        Err(_) => file.position()?,
-    };
-    file.range_from(pos)
-}
-
-/// Size of the buffer `drive_readinto` reads into (at least the app's blksize).
-const READINTO_BUF: usize = 256 * 1024;
-
-/// Send a file wrapper's content by `readinto` into one reused buffer. `None`: not possible
-/// (no readinto, or it returned None) — the caller iterates the wrapper for the rest.
-fn drive_readinto(
-    bridge: &Bridge,
-    py: Python<'_>,
-    head: &RequestHead,
-    fw: &FileWrapper,
-    sr: &StartResponse,
-) -> Option<AppEnd> {
-    let f = fw.filelike.bind(py);
-    let readinto = f.getattr(pyo3::intern!(py, "readinto")).ok()?;
-    let buf = PyByteArray::new(py, &vec![0u8; fw.blksize.max(READINTO_BUF)]);
-    loop {
-        let n = match readinto.call1((&buf,)) {
-            Ok(v) if v.is_none() => return None,
-            Ok(v) => match v.extract::<usize>() {
-                Ok(n) => n,
-                Err(_) => return None,
-            },
-            Err(e) => {
-                bridge.log_exception(py, &e, &request_label(head));
-                return Some(AppEnd::Failed);
-            }
-        };
-        let mut s = sr.inner.lock().unwrap();
-        let res = if n == 0 {
-            s.finish(py)
-        } else {
-            // SAFETY: the bytearray is ours (no Python code holds it besides the readinto call,
-            // which returned); it is read while the GIL is held and not resized.
-            let data = unsafe { buf.as_bytes() };
-            s.send_copy(py, &data[..n.min(data.len())])
-        };
-        drop(s);
-        match res {
-            Ok(()) if n == 0 => return Some(AppEnd::Done),
-            Ok(()) => {}
-            Err(SendError::ClientGone) => return Some(AppEnd::ClientGone),
-            Err(_) => return Some(AppEnd::Failed),
-        }
-    }
-}
-
 /// What this request's forwarding facts are (`--forwarded-allow-ips`; the decision is
 /// proto's): a uwsgi request's from nginx's own variables, never the forwarding headers it
 /// passes through unchanged; an HTTP request's from its forwarding headers. None: the hop is
@@ -497,146 +496,4 @@ fn request_line(head: &RequestHead) -> String {
     line.extend_from_slice(target);
     line.extend_from_slice(version);
     String::from_utf8(line).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-fn request_label(head: &RequestHead) -> String {
-    format!(
-        "Error handling request {} {}",
-        String::from_utf8_lossy(head.method()),
-        String::from_utf8_lossy(head.target())
-    )
-}
-
-fn drive(
-    bridge: &Bridge,
-    py: Python<'_>,
-    head: &RequestHead,
-    result: &Bound<'_, PyAny>,
-    sr: &Py<StartResponse>,
-) -> AppEnd {
-    let sr = sr.get();
-    let fail_send = |e: SendError, what: &str| -> AppEnd {
-        match e {
-            SendError::ClientGone => AppEnd::ClientGone,
-            SendError::NotBytes(t) => {
-                bridge.log_error(
-                    py,
-                    &format!(
-                        "{}: the app {what} {t}, but a WSGI body must be bytes",
-                        request_label(head)
-                    ),
-                );
-                AppEnd::Failed
-            }
-            SendError::NotStarted => {
-                bridge.log_error(
-                    py,
-                    &format!(
-                        "{}: the app returned a body without calling start_response",
-                        request_label(head)
-                    ),
-                );
-                AppEnd::Failed
-            }
-            SendError::Finished => AppEnd::Failed,
-        }
-    };
-
-    // Known-length fast paths: a list or tuple, or (against PEP 3333, but common) bare bytes,
-    // sent as one block instead of being iterated byte by byte.
-    let bare = result.is_instance_of::<PyBytes>()
-        || result.is_instance_of::<PyByteArray>()
-        || result.is_instance_of::<PyMemoryView>();
-    if bare && !bridge.warned_bare_bytes.swap(true, Ordering::Relaxed) {
-        bridge.log_warning(py, &format!(
-            "the app {} returned a bare {} instead of an iterable of bytes; sending it as one block (this warning is shown once)",
-            bridge.app_name, type_name(result)
-        ));
-    }
-    // One block (the usual `[body]`) is sent from where it is, without a vector.
-    let seq: Option<Blocks<'_>> = if bare {
-        Some(Blocks::One(result.clone()))
-    } else if let Ok(l) = result.cast::<PyList>() {
-        Some(match l.len() {
-            1 => Blocks::One(l.get_item(0).expect("index 0 of a list of one")),
-            _ => Blocks::Many(l.iter().collect()),
-        })
-    } else if let Ok(t) = result.cast::<PyTuple>() {
-        Some(Blocks::Many(t.iter().collect()))
-    } else {
-        None
-    };
-    if let Some(blocks) = seq {
-        let mut s = sr.inner.lock().unwrap();
-        return match s.send_all(py, blocks.as_slice()).and_then(|_| s.finish(py)) {
-            Ok(()) => AppEnd::Done,
-            Err(e) => {
-                drop(s);
-                fail_send(e, "returned")
-            }
-        };
-    }
-
-    // wsgi.file_wrapper over a regular file: sendfile(2), no Python iteration at all.
-    if let Ok(fw) = result.cast::<FileWrapper>() {
-        if let Some((file, offset, len)) = regular_file_range(py, fw.get()) {
-            let mut s = sr.inner.lock().unwrap();
-            return match s
-                .send_file(py, file, offset, len)
-                .and_then(|_| s.finish(py))
-            {
-                Ok(()) => AppEnd::Done,
-                Err(e) => {
-                    drop(s);
-                    fail_send(e, "returned")
-                }
-            };
-        }
-    }
-
-    // wsgi.file_wrapper over another file-like (a pipe, a socket file, BytesIO): readinto() one
-    // large buffer, reused for every block; falls back to iteration if readinto says None
-    // (non-blocking, no data yet) or does not exist.
-    if let Ok(fw) = result.cast::<FileWrapper>() {
-        if let Some(end) = drive_readinto(bridge, py, head, fw.get(), sr) {
-            return end;
-        }
-    }
-
-    let iter = match result.try_iter() {
-        Ok(i) => i,
-        Err(e) => {
-            bridge.log_exception(
-                py,
-                &e,
-                &format!(
-                    "{}: the app's return value is not iterable",
-                    request_label(head)
-                ),
-            );
-            return AppEnd::Failed;
-        }
-    };
-    for item in iter {
-        let item = match item {
-            Ok(i) => i,
-            Err(e) => {
-                bridge.log_exception(py, &e, &request_label(head));
-                return AppEnd::Failed;
-            }
-        };
-        let mut s = sr.inner.lock().unwrap();
-        if let Err(e) = s.send_block(py, &item) {
-            drop(s);
-            return fail_send(e, "yielded");
-        }
-    }
-    let mut s = sr.inner.lock().unwrap();
-    match s.finish(py) {
-        Ok(()) => AppEnd::Done,
-        Err(e) => {
-            drop(s);
-            fail_send(e, "returned")
-        }
-    }
 }

@@ -13,7 +13,6 @@
 //! adds its headers without the dict growing (a resize rebuilt the table once or twice per
 //! request: about 1,000 instructions of a hello world's 23,700).
 
-use std::any::Any;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
@@ -27,16 +26,12 @@ use sluicegate_proto::{RequestHead, Version};
 use super::input::Input;
 use super::short_table::{ShortTable, SHORT_MAX};
 use crate::io::tls_link::TlsFacts;
-use crate::peer::Peer;
+use crate::peer::{Peer, PeerCache, PeerStrings};
 
-/// REMOTE_ADDR / REMOTE_PORT of one connection, and its TLS facts (`SSL_*`), as Python
-/// strings: made at its first request, set by every one. Making the five `SSL_*` keys and
-/// values per request was 3.5 % of a TLS hello world's loop thread (`perf`; benchmarks/results/).
-struct PeerStrings {
-    addr: Py<PyString>,
-    port: Option<Py<PyString>>,
-    /// `None` until a request carries the connection's facts (always its first on TLS).
-    tls: Option<Vec<(Py<PyString>, Py<PyString>)>>,
+impl PeerCache for PeerStrings {
+    fn strings(&mut self) -> &mut PeerStrings {
+        self
+    }
 }
 
 impl PeerStrings {
@@ -362,7 +357,7 @@ impl EnvironBuilder {
         listener: usize,
         head: &RequestHead,
         peer: &Peer,
-        cache: &mut Option<Box<dyn Any + Send>>,
+        cache: &mut Option<Box<dyn PeerCache>>,
         input: &Bound<'py, PyAny>,
         forwarded: Option<&Resolved>,
         tls: Option<&TlsFacts>,
@@ -397,19 +392,16 @@ impl EnvironBuilder {
         env.set_item(intern!(py, "REQUEST_URI"), &uri)?;
         env.set_item(intern!(py, "RAW_URI"), uri)?;
         // The peer's strings are made once per connection and cached on it.
-        if cache.as_ref().is_none_or(|c| !c.is::<PeerStrings>()) {
-            *cache = Some(Box::new(PeerStrings::new(
-                py,
-                peer,
-                self.empty.bind(py),
-                &mut kept.values,
-            )));
-        }
         let peer_strs = cache
-            .as_mut()
-            .unwrap()
-            .downcast_mut::<PeerStrings>()
-            .unwrap();
+            .get_or_insert_with(|| {
+                Box::new(PeerStrings::new(
+                    py,
+                    peer,
+                    self.empty.bind(py),
+                    &mut kept.values,
+                ))
+            })
+            .strings();
         env.set_item(intern!(py, "REMOTE_ADDR"), peer_strs.addr.bind(py))?;
         match &peer_strs.port {
             Some(port) => env.set_item(intern!(py, "REMOTE_PORT"), port.bind(py))?,

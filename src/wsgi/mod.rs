@@ -16,6 +16,7 @@ pub mod file_wrapper;
 pub mod h2;
 pub mod input;
 pub mod interrupt;
+pub mod iterable;
 pub mod pool;
 pub mod release;
 pub mod sender;

@@ -115,16 +115,7 @@ where
         push_field(&mut buf, &mut headers, name, value)?;
     }
     if !cookie_parts.is_empty() {
-        let n0 = buf.len();
-        buf.extend_from_slice(b"cookie");
-        let v0 = buf.len();
-        for (i, part) in cookie_parts.iter().enumerate() {
-            if i > 0 {
-                buf.extend_from_slice(b"; ");
-            }
-            buf.extend_from_slice(part);
-        }
-        headers.push((span(n0, v0)?, span(v0, buf.len())?));
+        push_cookie(&mut buf, &mut headers, &cookie_parts)?;
     }
     if !host_seen {
         if let Some(a) = req.authority {
@@ -210,6 +201,26 @@ fn check_host_field(
     if authority.is_some_and(|a| !same_host(a, value)) {
         return Err(ProtoError::BadRequest("h2: host differs from :authority"));
     }
+    Ok(())
+}
+
+/// The `cookie` fields of a stream as one field, joined with "; " (RFC 9113 §8.2.3), as an
+/// HTTP/1.1 client sends it.
+fn push_cookie(
+    buf: &mut Vec<u8>,
+    headers: &mut Vec<(Range<u32>, Range<u32>)>,
+    parts: &[&[u8]],
+) -> Result<(), ProtoError> {
+    let n0 = buf.len();
+    buf.extend_from_slice(b"cookie");
+    let v0 = buf.len();
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            buf.extend_from_slice(b"; ");
+        }
+        buf.extend_from_slice(part);
+    }
+    headers.push((span(n0, v0)?, span(v0, buf.len())?));
     Ok(())
 }
 

@@ -54,6 +54,7 @@ impl LoopState {
 
     /// Output is written and the connection must close: close now if nothing more can come
     /// from the client, else half-close and linger.
+    #[inline(always)]
     pub(super) fn finish_close(&mut self, token: usize) {
         let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
             return;

@@ -3,6 +3,7 @@
 //! taking a connection back after the app is done with it.
 
 use std::io::ErrorKind;
+use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -71,77 +72,28 @@ impl LoopState {
     }
 
     /// Look at one connection: finish pending output, then read and parse. Returns work when a
-    /// request is ready.
+    /// request is ready. Its steps (`finish_output`, `parse_buffered` with `try_request` and
+    /// `before_head`, `read_some`, `finish_close`) are inlined into it: called, they cost
+    /// 100–200 instructions more per request (callgrind), mostly the request's `Work` copied
+    /// through their return values.
     pub(super) fn drive(&mut self, token: usize, hint: ReadHint, ctx: &LoopCtx) -> Option<Work> {
         let mut readable = hint != ReadHint::None;
         let drain = hint == ReadHint::Drain;
-        let conn = match self.conns.get_mut(token) {
-            Some(Slot::Here(c)) => c,
-            Some(Slot::Away { woke, .. }) => {
-                if readable {
-                    // SeqCst, before this round's look at the returned connections: pairs with
-                    // `LoopCtx::return_conn` (either it sees this, or the loop sees it back).
-                    woke.store(true, Ordering::SeqCst);
-                }
-                // Its app thread may be streaming to a full socket: write what it queued.
-                if let Some(out) = self.flushing.get(&token) {
-                    match out.flush() {
-                        FlushResult::Blocked => {}
-                        FlushResult::More => self.gave_turn.push(token),
-                        _ => {
-                            self.flushing.remove(&token);
-                        }
-                    }
-                }
+        match self.conns.get(token) {
+            Some(Slot::Here(_)) => {}
+            Some(Slot::Away { .. }) => {
+                self.look_at_away(token, readable);
                 return None;
             }
             None => return None,
-        };
-
-        // 1. Output first: a connection with unwritten output reads nothing new.
-        if conn.has_output() {
-            let mut written = 0;
-            loop {
-                match conn.write_out() {
-                    Ok(_) if !conn.has_output() => break,
-                    Ok(n) => {
-                        conn.deadline = Some(Instant::now() + ctx.settings.config.write_timeout);
-                        written += n as u64;
-                        if written >= FAIR_SHARE {
-                            // The socket still takes more, but other connections, and new
-                            // events, get their turn first (no edge will come: this one is
-                            // looked at again after them).
-                            self.gave_turn.push(token);
-                            return None;
-                        }
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        if !matches!(conn.phase, Phase::Writing) {
-                            conn.phase = Phase::Writing;
-                            conn.deadline =
-                                Some(Instant::now() + ctx.settings.config.write_timeout);
-                        }
-                        return None;
-                    }
-                    Err(_) => {
-                        self.close(token);
-                        return None;
-                    }
-                }
-            }
-            // All written: idle until the next request (partial writes on the way had set the
-            // write timeout, which must not outlive them), holding no queue storage.
-            conn.out.release();
-            if let Some(p) = conn.pending_log.take() {
-                p.finish(
-                    ctx.settings.access_log.as_deref(),
-                    &ctx.counters.by_request,
-                    false,
-                );
-            }
-            conn.phase = Phase::Idle;
-            conn.deadline = Some(Instant::now() + ctx.settings.config.keepalive_timeout);
         }
+        // 1. Output first: a connection with unwritten output reads nothing new.
+        if !self.finish_output(token, ctx) {
+            return None;
+        }
+        let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+            return None;
+        };
         if conn.after_output.closes() && !matches!(conn.phase, Phase::Lingering) {
             self.finish_close(token);
             return None;
@@ -164,115 +116,20 @@ impl LoopState {
                 _ => return None,
             };
             if conn.rbuf.as_ref().is_some_and(|b| !b.is_empty()) {
-                match self.try_request(token, ctx) {
-                    Ok(Next::Work(work)) => {
-                        if drain || (readable && !tls) {
-                            // The socket may hold more than this request (a full read), or
-                            // its end (the peer closed: this event said so, and no other
-                            // edge will): look again once it is back, as for readiness that
-                            // came while it was away. A client that half-closed after its
-                            // request waited for the keep-alive timeout for its close,
-                            // whenever its FIN came in the same event as the request.
-                            if let Some(Slot::Away { woke, .. }) = self.conns.get(token) {
-                                woke.store(true, Ordering::Relaxed);
-                            }
-                        }
-                        return Some(work);
-                    }
-                    Ok(Next::NeedMore) => {}
-                    Ok(Next::Http2) => {
-                        self.hand_to_http2(token, ctx);
-                        return None;
-                    }
-                    Ok(Next::Answered) => {
-                        // Answered here (a static file): write it before parsing what follows,
-                        // so pipelined answers keep their order. An emptied buffer goes back to
-                        // the pool now, not at the connection's next turn: with 100 clients
-                        // each holding one until then, the pool ran dry and 3 requests in 10
-                        // paid a zeroed 16 KiB allocation (callgrind: 4,900 of 19,900
-                        // instructions per request in memset).
-                        self.requeue_answered(token, readable);
-                        return None;
-                    }
-                    Err(e) => {
-                        self.protocol_error(token, e, ctx);
-                        return None;
-                    }
+                // A short read does not prove the socket empty when draining, or under TLS.
+                let more_may_wait = drain || (readable && !tls);
+                if let ControlFlow::Break(done) =
+                    self.parse_buffered(token, readable, more_may_wait, ctx)
+                {
+                    return done;
                 }
             }
             if !readable {
                 break;
             }
-            let conn = match self.conns.get_mut(token) {
-                Some(Slot::Here(c)) => c,
-                _ => return None,
-            };
-            // A handshake step past this turn's budget waits for the next turn (mod.rs).
-            if conn.tls.as_ref().is_some_and(|l| l.handshaking()) {
-                if self.handshake_budget == 0 {
-                    self.handshakes_waiting.push(token);
-                    return None;
-                }
-                self.handshake_budget -= 1;
-            }
-            if conn.rbuf.is_none() {
-                conn.rbuf = Some(self.buffers.pop().unwrap_or_default());
-            }
-            let limit = buffer_limit(&ctx.settings.config.limits);
-            let buf = conn.rbuf.as_mut().unwrap();
-            let spare = buf.spare(limit);
-            if spare.is_empty() {
-                // Full at the limit: the head parser reported no error, so this is a body
-                // being buffered that cannot be (cannot happen: bounded by INLINE_BODY_MAX).
-                self.protocol_error(token, ProtoError::HeadersTooLarge, ctx);
-                return None;
-            }
-            let want = spare.len();
-            let got = match &conn.tls {
-                None => conn.stream.read(spare),
-                Some(link) => link.read_some(spare),
-            };
-            match got {
-                Ok(0) => {
-                    if matches!(conn.phase, Phase::ReadingBody(_)) {
-                        // The client stopped sending mid-body. The app still gets the request
-                        // and its wsgi.input raises ClientDisconnected at the cut, so a
-                        // truncated body can never pass for a complete one.
-                        let Phase::ReadingBody(head) =
-                            std::mem::replace(&mut conn.phase, Phase::Idle)
-                        else {
-                            unreachable!()
-                        };
-                        return Some(self.take_work(token, *head, false));
-                    }
-                    // Client closed. Whatever was pending is dropped with the connection.
-                    self.close(token);
-                    return None;
-                }
-                Ok(n) => {
-                    buf.commit(n);
-                    crate::observe::counters::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
-                    // A short read emptied the socket: edge-triggered epoll reports new data.
-                    readable = n == want || drain || tls;
-                    match conn.phase {
-                        Phase::Idle => {
-                            conn.phase = Phase::ReadingHead;
-                            conn.deadline =
-                                Some(Instant::now() + ctx.settings.config.header_timeout);
-                        }
-                        // Body progress renews the read timeout.
-                        Phase::ReadingBody(_) => {
-                            conn.deadline = Some(Instant::now() + ctx.settings.config.read_timeout);
-                        }
-                        _ => {}
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => readable = false,
-                Err(_) => {
-                    tls_failed(ctx, conn);
-                    self.close(token);
-                    return None;
-                }
+            match self.read_some(token, drain, tls, ctx) {
+                ControlFlow::Continue(more) => readable = more,
+                ControlFlow::Break(done) => return done,
             }
         }
         // Nothing pending: the buffer goes back to the pool (idle connections hold none).
@@ -280,6 +137,209 @@ impl LoopState {
             release_buffer(&mut self.buffers, conn);
         }
         None
+    }
+
+    /// A connection's turn while the app has it: note readiness for its return, and write what
+    /// its app thread queued if it streams to a full socket.
+    fn look_at_away(&mut self, token: usize, readable: bool) {
+        if let Some(Slot::Away { woke, .. }) = self.conns.get(token) {
+            if readable {
+                // SeqCst, before this round's look at the returned connections: pairs with
+                // `LoopCtx::return_conn` (either it sees this, or the loop sees it back).
+                woke.store(true, Ordering::SeqCst);
+            }
+        }
+        if let Some(out) = self.flushing.get(&token) {
+            match out.flush() {
+                FlushResult::Blocked => {}
+                FlushResult::More => self.gave_turn.push(token),
+                _ => {
+                    self.flushing.remove(&token);
+                }
+            }
+        }
+    }
+
+    /// Write a connection's pending output. True when all of it is written (or there was
+    /// none) and the turn goes on; false when the turn ends here (socket full, fair share
+    /// spent, or the connection closed on an error).
+    #[inline(always)]
+    fn finish_output(&mut self, token: usize, ctx: &LoopCtx) -> bool {
+        let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+            return false;
+        };
+        if !conn.has_output() {
+            return true;
+        }
+        let mut written = 0;
+        loop {
+            match conn.write_out() {
+                Ok(_) if !conn.has_output() => break,
+                Ok(n) => {
+                    conn.deadline = Some(Instant::now() + ctx.settings.config.write_timeout);
+                    written += n as u64;
+                    if written >= FAIR_SHARE {
+                        // The socket still takes more, but other connections, and new events,
+                        // get their turn first (no edge will come: this one is looked at again
+                        // after them).
+                        self.gave_turn.push(token);
+                        return false;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if !matches!(conn.phase, Phase::Writing) {
+                        conn.phase = Phase::Writing;
+                        conn.deadline = Some(Instant::now() + ctx.settings.config.write_timeout);
+                    }
+                    return false;
+                }
+                Err(_) => {
+                    self.close(token);
+                    return false;
+                }
+            }
+        }
+        // All written: idle until the next request (partial writes on the way had set the
+        // write timeout, which must not outlive them), holding no queue storage.
+        conn.out.release();
+        if let Some(p) = conn.pending_log.take() {
+            p.finish(
+                ctx.settings.access_log.as_deref(),
+                &ctx.counters.by_request,
+                false,
+            );
+        }
+        conn.phase = Phase::Idle;
+        conn.deadline = Some(Instant::now() + ctx.settings.config.keepalive_timeout);
+        true
+    }
+
+    /// Parse the buffered bytes. `Continue`: more input is needed; `Break` ends the turn, with
+    /// the request for the app if one is ready. `more_may_wait`: the socket may hold more
+    /// than this request, or its end.
+    #[inline(always)]
+    fn parse_buffered(
+        &mut self,
+        token: usize,
+        readable: bool,
+        more_may_wait: bool,
+        ctx: &LoopCtx,
+    ) -> ControlFlow<Option<Work>> {
+        match self.try_request(token, ctx) {
+            Ok(Next::Work(work)) => {
+                if more_may_wait {
+                    // The socket may hold more than this request (a full read), or its end
+                    // (the peer closed: this event said so, and no other edge will): look
+                    // again once it is back, as for readiness that came while it was away. A
+                    // client that half-closed after its request waited for the keep-alive
+                    // timeout for its close, whenever its FIN came in the same event as the
+                    // request.
+                    if let Some(Slot::Away { woke, .. }) = self.conns.get(token) {
+                        woke.store(true, Ordering::Relaxed);
+                    }
+                }
+                ControlFlow::Break(Some(work))
+            }
+            Ok(Next::NeedMore) => ControlFlow::Continue(()),
+            Ok(Next::Http2) => {
+                self.hand_to_http2(token, ctx);
+                ControlFlow::Break(None)
+            }
+            Ok(Next::Answered) => {
+                // Answered here (a static file): write it before parsing what follows, so
+                // pipelined answers keep their order. An emptied buffer goes back to the pool
+                // now, not at the connection's next turn: with 100 clients each holding one
+                // until then, the pool ran dry and 3 requests in 10 paid a zeroed 16 KiB
+                // allocation (callgrind: 4,900 of 19,900 instructions per request in memset).
+                self.requeue_answered(token, readable);
+                ControlFlow::Break(None)
+            }
+            Err(e) => {
+                self.protocol_error(token, e, ctx);
+                ControlFlow::Break(None)
+            }
+        }
+    }
+
+    /// One read from the socket into the connection's buffer. `Continue(readable)`: whether
+    /// the socket may hold more; `Break` ends the turn (with the request of a body cut short).
+    #[inline(always)]
+    fn read_some(
+        &mut self,
+        token: usize,
+        drain: bool,
+        tls: bool,
+        ctx: &LoopCtx,
+    ) -> ControlFlow<Option<Work>, bool> {
+        let conn = match self.conns.get_mut(token) {
+            Some(Slot::Here(c)) => c,
+            _ => return ControlFlow::Break(None),
+        };
+        // A handshake step past this turn's budget waits for the next turn (mod.rs).
+        if conn.tls.as_ref().is_some_and(|l| l.handshaking()) {
+            if self.handshake_budget == 0 {
+                self.handshakes_waiting.push(token);
+                return ControlFlow::Break(None);
+            }
+            self.handshake_budget -= 1;
+        }
+        if conn.rbuf.is_none() {
+            conn.rbuf = Some(self.buffers.pop().unwrap_or_default());
+        }
+        let limit = buffer_limit(&ctx.settings.config.limits);
+        let buf = conn.rbuf.as_mut().unwrap();
+        let spare = buf.spare(limit);
+        if spare.is_empty() {
+            // Full at the limit: the head parser reported no error, so this is a body being
+            // buffered that cannot be (cannot happen: bounded by INLINE_BODY_MAX).
+            self.protocol_error(token, ProtoError::HeadersTooLarge, ctx);
+            return ControlFlow::Break(None);
+        }
+        let want = spare.len();
+        let got = match &conn.tls {
+            None => conn.stream.read(spare),
+            Some(link) => link.read_some(spare),
+        };
+        match got {
+            Ok(0) => {
+                if matches!(conn.phase, Phase::ReadingBody(_)) {
+                    // The client stopped sending mid-body. The app still gets the request and
+                    // its wsgi.input raises ClientDisconnected at the cut, so a truncated body
+                    // can never pass for a complete one.
+                    let Phase::ReadingBody(head) = std::mem::replace(&mut conn.phase, Phase::Idle)
+                    else {
+                        unreachable!()
+                    };
+                    return ControlFlow::Break(Some(self.take_work(token, *head, false)));
+                }
+                // Client closed. Whatever was pending is dropped with the connection.
+                self.close(token);
+                ControlFlow::Break(None)
+            }
+            Ok(n) => {
+                buf.commit(n);
+                crate::observe::counters::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
+                match conn.phase {
+                    Phase::Idle => {
+                        conn.phase = Phase::ReadingHead;
+                        conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
+                    }
+                    // Body progress renews the read timeout.
+                    Phase::ReadingBody(_) => {
+                        conn.deadline = Some(Instant::now() + ctx.settings.config.read_timeout);
+                    }
+                    _ => {}
+                }
+                // A short read emptied the socket: edge-triggered epoll reports new data.
+                ControlFlow::Continue(n == want || drain || tls)
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => ControlFlow::Continue(false),
+            Err(_) => {
+                tls_failed(ctx, conn);
+                self.close(token);
+                ControlFlow::Break(None)
+            }
+        }
     }
 
     /// A connection that opened with the HTTP/2 preface leaves the loop's table for a task of
@@ -318,7 +378,9 @@ impl LoopState {
         }
     }
 
-    /// Parse a head from the buffer, or check that a body being buffered is complete.
+    /// Parse a head from the buffer, or check that a body being buffered is complete. Inlined
+    /// into `drive` (its one caller), as `drive`'s steps are.
+    #[inline(always)]
     pub(super) fn try_request(&mut self, token: usize, ctx: &LoopCtx) -> Result<Next, ProtoError> {
         let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
             return Ok(Next::NeedMore);
@@ -336,46 +398,14 @@ impl LoopState {
             };
             return Ok(Next::Work(self.take_work(token, *head, true)));
         }
-        if conn.wire == Wire::Metrics {
-            return Ok(self.metrics_request(token, ctx));
-        }
-        if conn.wire == Wire::ProxyThenHttp {
-            match read_proxy_header(conn, ctx) {
-                Ok(true) => {}
-                Ok(false) => {
-                    if matches!(conn.phase, Phase::Idle) {
-                        conn.phase = Phase::ReadingHead;
-                        conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
-                    }
-                    return Ok(Next::NeedMore);
-                }
-                Err(why) => {
-                    ctx.counters.proxy_refused.fetch_add(1, Ordering::Relaxed);
-                    if ctx.settings.config.debug {
-                        eprintln!("sluicegate: PROXY header refused: {why}");
-                    }
-                    self.close(token);
-                    return Ok(Next::NeedMore);
-                }
+        if conn.wire != Wire::Http || conn.requests == 0 {
+            if let Some(next) = self.before_head(token, ctx) {
+                return Ok(next);
             }
         }
-        if conn.requests == 0
-            && conn.wire == Wire::Http
-            && ctx.settings.h2.is_some()
-            && ctx.settings.config.http2.allows(conn.tls.is_some())
-        {
-            match crate::io::h2::starts_with_preface(conn.buffered()) {
-                Some(true) => return Ok(Next::Http2),
-                Some(false) => {}
-                None => {
-                    if matches!(conn.phase, Phase::Idle) {
-                        conn.phase = Phase::ReadingHead;
-                        conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
-                    }
-                    return Ok(Next::NeedMore);
-                }
-            }
-        }
+        let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+            return Ok(Next::NeedMore);
+        };
         let buf = conn.rbuf.as_ref().unwrap().filled();
         let limits = &ctx.settings.config.limits;
         let parsed = if conn.wire == Wire::Uwsgi {
@@ -384,66 +414,13 @@ impl LoopState {
             conn.parser.parse(buf, limits)?.map(|(h, n)| (h, n, None))
         };
         let Some((head, used, uwsgi_facts)) = parsed else {
-            if matches!(conn.phase, Phase::Idle) {
-                conn.phase = Phase::ReadingHead;
-                conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
-            }
+            reading_head(conn, ctx);
             return Ok(Next::NeedMore);
         };
         conn.rbuf.as_mut().unwrap().consume(used);
         conn.parser.reset();
         if let Some(answer) = own_answer(&head, &mut conn.out, ctx) {
-            conn.requests += 1;
-            ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
-            let has_body = head.body != BodyFraming::None;
-            let client_closes = !head.keep_alive;
-            ctx.counters.by_request.loop_answer(answer.status);
-            let end = if answer.status >= 400 {
-                End::Error
-            } else {
-                End::Ok
-            };
-            if ctx.settings.access_log.is_none() {
-                // No line to write: counted now (a loop answer spends nothing in the app; its
-                // send time is measured only when the access log asks for it, which saves a
-                // record per static file).
-                let t = crate::observe::timings::Timings::default();
-                ctx.counters
-                    .by_request
-                    .record(answer.status, answer.body_bytes, &t, end, false);
-            } else {
-                let pending = PendingLog::answered_now(
-                    head,
-                    conn.peer.ip(),
-                    answer.status,
-                    answer.body_bytes,
-                    end,
-                );
-                if let Some(old) = conn.pending_log.replace(Box::new(pending)) {
-                    old.finish(
-                        ctx.settings.access_log.as_deref(),
-                        &ctx.counters.by_request,
-                        false,
-                    );
-                }
-            }
-            // The loop reads no request body: a request with one cannot be followed by
-            // another on this connection (the answer said Connection: close).
-            // The answer's head decided (`own_answer`): closing after a head that promised
-            // keep-alive would lose the client's next request.
-            if !answer.keep_alive {
-                conn.after_output = if has_body {
-                    AfterOutput::CloseLingering
-                } else if client_closes {
-                    AfterOutput::CloseAsAsked
-                } else {
-                    AfterOutput::Close
-                };
-            }
-            // Idle once the answer is written (if the socket is full, writing it switches to
-            // the write timeout).
-            conn.phase = Phase::Idle;
-            conn.deadline = Some(Instant::now() + ctx.settings.config.keepalive_timeout);
+            answered_here(conn, head, answer, ctx);
             return Ok(Next::Answered);
         }
         let buffered = conn.buffered().len() as u64;
@@ -465,6 +442,51 @@ impl LoopState {
         let mut work = self.take_work(token, head, body_buffered);
         work.uwsgi = uwsgi_facts;
         Ok(Next::Work(work))
+    }
+
+    /// What comes before a connection's first HTTP head: a metrics scrape, a PROXY protocol
+    /// header, the HTTP/2 preface. `Some`: the turn's outcome without parsing a head (more
+    /// bytes needed, HTTP/2, or the connection closed); `None`: parse the head.
+    #[inline(always)]
+    fn before_head(&mut self, token: usize, ctx: &LoopCtx) -> Option<Next> {
+        let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
+            return Some(Next::NeedMore);
+        };
+        if conn.wire == Wire::Metrics {
+            return Some(self.metrics_request(token, ctx));
+        }
+        if conn.wire == Wire::ProxyThenHttp {
+            match read_proxy_header(conn, ctx) {
+                Ok(true) => {}
+                Ok(false) => {
+                    reading_head(conn, ctx);
+                    return Some(Next::NeedMore);
+                }
+                Err(why) => {
+                    ctx.counters.proxy_refused.fetch_add(1, Ordering::Relaxed);
+                    if ctx.settings.config.debug {
+                        eprintln!("sluicegate: PROXY header refused: {why}");
+                    }
+                    self.close(token);
+                    return Some(Next::NeedMore);
+                }
+            }
+        }
+        if conn.requests == 0
+            && conn.wire == Wire::Http
+            && ctx.settings.h2.is_some()
+            && ctx.settings.config.http2.allows(conn.tls.is_some())
+        {
+            match crate::io::h2::starts_with_preface(conn.buffered()) {
+                Some(true) => return Some(Next::Http2),
+                Some(false) => {}
+                None => {
+                    reading_head(conn, ctx);
+                    return Some(Next::NeedMore);
+                }
+            }
+        }
+        None
     }
 
     /// Mark the connection away and hand it out with its request.
@@ -496,6 +518,66 @@ impl LoopState {
             uwsgi: None,
         }
     }
+}
+
+/// A head has begun to come: the header timeout runs (from the first bytes of an idle
+/// connection, not from each new read).
+fn reading_head(conn: &mut Conn, ctx: &LoopCtx) {
+    if matches!(conn.phase, Phase::Idle) {
+        conn.phase = Phase::ReadingHead;
+        conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
+    }
+}
+
+/// The loop answered a request itself (`own_answer`): count and log it, and decide whether
+/// the connection closes after the answer.
+fn answered_here(conn: &mut Conn, head: RequestHead, answer: OwnAnswer, ctx: &LoopCtx) {
+    conn.requests += 1;
+    ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let has_body = head.body != BodyFraming::None;
+    let client_closes = !head.keep_alive;
+    ctx.counters.by_request.loop_answer(answer.status);
+    let end = if answer.status >= 400 {
+        End::Error
+    } else {
+        End::Ok
+    };
+    if ctx.settings.access_log.is_none() {
+        // No line to write: counted now (a loop answer spends nothing in the app; its send
+        // time is measured only when the access log asks for it, which saves a record per
+        // static file).
+        let t = crate::observe::timings::Timings::default();
+        ctx.counters
+            .by_request
+            .record(answer.status, answer.body_bytes, &t, end, false);
+    } else {
+        let pending =
+            PendingLog::answered_now(head, conn.peer.ip(), answer.status, answer.body_bytes, end);
+        if let Some(old) = conn.pending_log.replace(Box::new(pending)) {
+            old.finish(
+                ctx.settings.access_log.as_deref(),
+                &ctx.counters.by_request,
+                false,
+            );
+        }
+    }
+    // The loop reads no request body: a request with one cannot be followed by another on
+    // this connection (the answer said Connection: close). The answer's head decided
+    // (`own_answer`): closing after a head that promised keep-alive would lose the client's
+    // next request.
+    if !answer.keep_alive {
+        conn.after_output = if has_body {
+            AfterOutput::CloseLingering
+        } else if client_closes {
+            AfterOutput::CloseAsAsked
+        } else {
+            AfterOutput::Close
+        };
+    }
+    // Idle once the answer is written (if the socket is full, writing it switches to the
+    // write timeout).
+    conn.phase = Phase::Idle;
+    conn.deadline = Some(Instant::now() + ctx.settings.config.keepalive_timeout);
 }
 
 /// The PROXY protocol header before a connection's first request: Ok(true) once it is read

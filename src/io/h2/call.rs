@@ -43,7 +43,7 @@ pub struct StreamCall {
 
 /// [`StreamCall::upper`]: one per connection. A stream that finds it taken by another stream
 /// of its connection (on another thread) does without.
-pub type Upper = Arc<std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>>;
+pub type Upper = Arc<std::sync::Mutex<Option<Box<dyn crate::peer::PeerCache>>>>;
 
 /// One stream in flight on a connection (its idle timer waits for none).
 pub(crate) struct LiveStream(Arc<AtomicUsize>);

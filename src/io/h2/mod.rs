@@ -33,7 +33,7 @@ pub mod tasks;
 mod timer;
 
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use tokio::sync::watch;
 
@@ -52,7 +52,10 @@ pub use sluicegate_proto::h2::starts_with_preface;
 /// What the loop and the server hold of HTTP/2.
 pub struct H2Hub {
     config: Arc<Config>,
-    share: OnceLock<(Arc<ThreadShare>, Arc<dyn LoopView>)>,
+    /// The connections' shared work and the loop they run on. Weak to the loop: the loop's
+    /// context holds this hub (its settings), and a strong reference back would keep both,
+    /// with the loop's epoll and eventfd descriptors, after the server stops.
+    share: OnceLock<(Arc<ThreadShare>, Weak<dyn LoopView>)>,
     /// The streams to run inline on the loop's thread.
     pub inline: Arc<Inline>,
     /// The stop as the connections see it (set by the loop, on its thread).
@@ -86,21 +89,16 @@ impl H2Hub {
             open: Arc::clone(&self.open),
             parked: Arc::default(),
         });
-        Ok(self.share.set((share, ctx)).is_ok())
+        Ok(self.share.set((share, Arc::downgrade(&ctx))).is_ok())
     }
 
     /// The task that serves a connection taken from the loop's table (its socket registered
     /// under the task's token by the loop), or `None` before `start`.
     pub fn serve(&self, conn: Box<Conn>, ready: Arc<Readiness>) -> Option<Task> {
         let (share, ctx) = self.share.get()?;
+        let ctx = ctx.upgrade()?;
         self.open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let task = conn::serve_one(
-            Arc::clone(share),
-            Arc::clone(ctx),
-            conn,
-            ready,
-            self.stop.subscribe(),
-        );
+        let task = conn::serve_one(Arc::clone(share), ctx, conn, ready, self.stop.subscribe());
         Some(Box::pin(task))
     }
 

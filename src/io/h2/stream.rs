@@ -13,7 +13,7 @@
 //! never opens its window holds an app thread for `--write-timeout` at most, then the stream
 //! is reset.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -44,21 +44,38 @@ fn thread_waker() -> Waker {
     Waker::from(Arc::new(Unpark(std::thread::current())))
 }
 
-/// Set around a stream's call run inline by the thread that drives the connections
-/// (`inline.rs`): fired once, before the call first waits for them (a DATA frame, send window),
-/// so that the role goes to another thread first; else nobody would drive the connection the
-/// call waits for. It returns whether the call may wait: `false` when no thread may be started
-/// for the role (the thread bound), and the wait fails at once (`WouldBlock`). A function
-/// pointer and a context, as `wsgi::stream_hook`'s.
-pub type WaitHook = (fn(*const ()) -> bool, *const ());
-
-thread_local! {
-    static WAIT_HOOK: Cell<Option<WaitHook>> = const { Cell::new(None) };
+/// The side of the thread that drives the connections, set around a stream's call it runs
+/// inline (`inline.rs`): asked before the call first waits for them (a DATA frame, send
+/// window), so that the role goes to another thread first; else nobody would drive the
+/// connection the call waits for.
+pub trait WaitHook {
+    /// Whether the call run under `seq` may wait: `false` when no thread may be started for
+    /// the role (the thread bound), and the wait fails at once (`WouldBlock`). Once it said
+    /// `true`, it is not asked again for the call.
+    fn before_wait(self: Arc<Self>, seq: u64) -> bool;
 }
 
-/// Set (or clear) this thread's [`WaitHook`].
-pub fn set_wait_hook(hook: Option<WaitHook>) {
-    WAIT_HOOK.with(|h| h.set(hook));
+thread_local! {
+    static WAIT_HOOK: RefCell<Option<(Arc<dyn WaitHook>, u64)>> = const { RefCell::new(None) };
+}
+
+/// Set (or clear) this thread's [`WaitHook`], with the number of the call it is set for.
+pub fn set_wait_hook(hook: Option<(Arc<dyn WaitHook>, u64)>) {
+    let old = WAIT_HOOK.with(|h| h.replace(hook));
+    drop(old);
+}
+
+/// Ask this thread's [`WaitHook`], if any, whether the call may wait; a `true` clears it.
+fn may_wait() -> bool {
+    let Some((hook, seq)) = WAIT_HOOK.with(|h| h.borrow_mut().take()) else {
+        return true;
+    };
+    if Arc::clone(&hook).before_wait(seq) {
+        return true;
+    }
+    // Still this thread's role: the next call of its batch asks again.
+    WAIT_HOOK.with(|h| *h.borrow_mut() = Some((hook, seq)));
+    false
 }
 
 /// Poll `f` on this thread until it is ready or `timeout` passes without it (`TimedOut`).
@@ -70,12 +87,8 @@ fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>
         if let Poll::Ready(v) = f(&mut cx) {
             return Ok(v);
         }
-        if let Some((hook, ctx)) = WAIT_HOOK.with(|h| h.get()) {
-            if !hook(ctx) {
-                // Still this thread's role: the next call of its batch asks again.
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            WAIT_HOOK.with(|h| h.set(None));
+        if !may_wait() {
+            return Err(io::ErrorKind::WouldBlock.into());
         }
         let now = Instant::now();
         if now >= until {
@@ -337,7 +350,7 @@ pub struct StreamReply {
     state: Arc<Mutex<ReplyState>>,
 }
 
-/// The `--timeout` watcher's hold on a stream (`io::transport::Transport::H2`): answer it 504
+/// The `--timeout` watcher's hold on a stream (`io::transport::Cut::Stream`): answer it 504
 /// if nothing was sent, else reset it, from a thread that does not run the call.
 #[derive(Clone)]
 pub struct StreamCut(Arc<Mutex<ReplyState>>);

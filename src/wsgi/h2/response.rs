@@ -40,6 +40,28 @@ pub(super) struct Response {
 }
 
 impl Response {
+    /// A stream's response before the app starts it.
+    pub fn new(
+        bridge: &crate::wsgi::bridge::Bridge,
+        reply: StreamReply,
+        gate: Option<Arc<HeadGate>>,
+        is_head: bool,
+    ) -> Response {
+        Response {
+            gate,
+            reply,
+            app: AppHead::default(),
+            max_app_headers: bridge.config.limit_response_headers,
+            is_head,
+            write_timeout: bridge.config.write_timeout,
+            server: bridge.server_header,
+            body_bytes: 0,
+            head_at: None,
+            gone: false,
+            status: 0,
+        }
+    }
+
     pub fn head_sent(&self) -> bool {
         self.head_at.is_some()
     }

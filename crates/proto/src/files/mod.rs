@@ -203,44 +203,46 @@ mod tests {
         assert!(files > 1_000 && refused > 1_000, "{files} {refused}");
     }
 
+    /// The fields and the pieces of values `random_requests_plan_within_bounds` composes.
+    const FIELDS: &[&str] = &[
+        "Range: bytes=",
+        "Range: ",
+        "If-Range: ",
+        "If-Match: ",
+        "If-None-Match: ",
+        "If-Modified-Since: ",
+        "If-Unmodified-Since: ",
+        "Accept-Encoding: ",
+    ];
+    const VALUES: &[&str] = &[
+        "0",
+        "1",
+        "5",
+        "99",
+        "-",
+        ",",
+        " ",
+        "=",
+        "\"",
+        "W/",
+        "*",
+        "\"6553f100.0-64-7\"",
+        "br",
+        "gzip",
+        ";q=0",
+        ";q=0.5",
+        "identity",
+        "Tue, 14 Nov 2023 22:13:20 GMT",
+        "bytes",
+        "18446744073709551616",
+        "500-",
+        "0-9",
+    ];
+
     /// Random request fields through the whole plan: never a panic, the body always inside
     /// the chosen representation, no body for HEAD, and the head always one complete head.
     #[test]
     fn random_requests_plan_within_bounds() {
-        const FIELDS: &[&str] = &[
-            "Range: bytes=",
-            "Range: ",
-            "If-Range: ",
-            "If-Match: ",
-            "If-None-Match: ",
-            "If-Modified-Since: ",
-            "If-Unmodified-Since: ",
-            "Accept-Encoding: ",
-        ];
-        const VALUES: &[&str] = &[
-            "0",
-            "1",
-            "5",
-            "99",
-            "-",
-            ",",
-            " ",
-            "=",
-            "\"",
-            "W/",
-            "*",
-            "\"6553f100.0-64-7\"",
-            "br",
-            "gzip",
-            ";q=0",
-            ";q=0.5",
-            "identity",
-            "Tue, 14 Nov 2023 22:13:20 GMT",
-            "bytes",
-            "18446744073709551616",
-            "500-",
-            "0-9",
-        ];
         let mut rng = Rng(0x00de_c1de);
         let mut seen = std::collections::BTreeSet::new();
         let date = format_http_date(1_700_000_100);
