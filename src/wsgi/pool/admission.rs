@@ -42,7 +42,7 @@
 //! watcher thread reads the clocks.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Default `--max-runnable`: measured on hello world and a 21 KB file app at 4–100 clients, one
 /// admitted call per class costs the least CPU (no GIL contention between admitted calls at
@@ -87,9 +87,16 @@ const PROBATION_EVERY: u32 = 32;
 pub const BLOCKING_FLOOR: usize = 8;
 
 /// Looks in a row (1 ms apart) that must find no thread of the blocking class waiting for the
-/// GIL, and at most one running, before its room grows: a moment when every call in flight
-/// happens to wait on its socket is not enough.
-pub const BLOCKING_GROW_LOOKS: i32 = 4;
+/// GIL, and at most two running, before its room doubles: a moment when every call in flight
+/// happens to wait on its socket is not enough. (Two running: on a busy machine a thread back
+/// from its sleep waits for a core, in no system call; with at most one, 10 sleeping clients
+/// kept the room below them and the watcher looking every 1 ms.)
+pub const BLOCKING_GROW_LOOKS: i32 = 2;
+
+/// Room of the blocking class left unused this long is halved (see
+/// `Admission::settle_blocking`): a pause between bursts of sleeping calls keeps it, room left
+/// by a burst long past does not let a later convoy run a thread per client.
+pub const BLOCKING_UNUSED: Duration = Duration::from_secs(1);
 
 /// The most threads of the blocking class the watcher looks at per look (see
 /// `Pool::size_blocking`).
@@ -128,13 +135,15 @@ pub struct Admission<J> {
     blocking_seen: u32,
     /// Most calls of the blocking class in flight at once (never below `BLOCKING_FLOOR`).
     /// The watcher raises it while calls wait for it and no call in flight waits for the
-    /// interpreter, and lowers it while several do (`Pool::judge_blocking`); a call that ends
-    /// while none waits brings it down towards what is in flight. So calls that sleep (1,000
+    /// interpreter, and lowers it while several do (`Pool::size_blocking`); room left unused
+    /// for a while is halved (`settle_blocking`). So calls that sleep (1,000
     /// sleeping clients) get as many threads as they need within a few looks, and calls that
     /// block briefly between stretches of Python (a database connection per request) run
     /// about as many at once as keep the interpreter busy, not one thread per request: every
     /// thread more only waits for the GIL, and each hand-off costs wake-ups.
     blocking_limit: usize,
+    /// When the blocking class last used at least half its room, or had calls waiting for it.
+    blocking_used: Option<Instant>,
     pub stats: AdmissionStats,
 }
 
@@ -166,6 +175,7 @@ impl<J> Admission<J> {
             routes: vec![(0, 0, false); ROUTES],
             blocking_seen: 0,
             blocking_limit: BLOCKING_FLOOR,
+            blocking_used: None,
             stats: AdmissionStats::default(),
         }
     }
@@ -250,10 +260,11 @@ impl<J> Admission<J> {
         !self.released.is_empty() && !self.has_room(Class::Blocking)
     }
 
-    /// More room for the blocking class: a quarter more (from the floor to 1,000 calls in 25
-    /// steps).
+    /// More room for the blocking class: twice as much (from the floor to 1,000 calls in 7
+    /// steps: with a quarter more per step, 25 steps, a burst of 1,000 sleeping calls waited
+    /// up to 90 ms for it).
     pub fn grow_blocking(&mut self) {
-        self.blocking_limit += (self.blocking_limit / 4).max(1);
+        self.blocking_limit = self.blocking_limit.saturating_mul(2);
     }
 
     /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`).
@@ -333,18 +344,28 @@ impl<J> Admission<J> {
         if counted || class == Class::Blocking {
             self.runnable[class as usize] -= 1;
         }
-        if class == Class::Blocking && self.released.is_empty() {
-            // Room nobody waits for comes down towards twice what is in flight: room left from
-            // a burst of sleeping calls must not let a later convoy of brief ones run a thread
-            // each, and calls that sleep steadily must not wait for the room to grow back
-            // (within a quarter of what is in flight, S5's p99 doubled).
-            let in_flight = self.runnable[Class::Blocking as usize];
-            if self.blocking_limit > 2 * in_flight + BLOCKING_FLOOR {
-                self.shrink_blocking();
-            }
-        }
         if let Some(took) = took {
             self.record(route, took);
+        }
+    }
+
+    /// A call of the blocking class ended at `now`: room left unused (under half of it in
+    /// flight, none waiting) for `BLOCKING_UNUSED` is halved, not below twice what is in flight
+    /// nor the floor. By time, not by calls: room that shrank as each call of a burst ended was
+    /// back at the floor after a pause, and the next burst of sleeping calls waited for it to
+    /// grow again (S5 at 1,000 clients: p99 269 ms against 148 with no room at all).
+    pub fn settle_blocking(&mut self, now: Instant) {
+        let in_flight = self.runnable[Class::Blocking as usize];
+        if 2 * in_flight >= self.blocking_limit || !self.released.is_empty() {
+            self.blocking_used = Some(now);
+            return;
+        }
+        let since = *self.blocking_used.get_or_insert(now);
+        if now.saturating_duration_since(since) >= BLOCKING_UNUSED {
+            self.blocking_limit = (self.blocking_limit / 2)
+                .max(2 * in_flight)
+                .max(BLOCKING_FLOOR);
+            self.blocking_used = Some(now);
         }
     }
 
@@ -593,16 +614,32 @@ mod tests {
         assert!(a.blocking_waits());
         assert!(a.admit_next().is_none(), "no room: it waits");
         a.grow_blocking();
-        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR + BLOCKING_FLOOR / 4);
+        assert_eq!(a.blocking_limit(), 2 * BLOCKING_FLOOR);
         assert_eq!(a.admit_next().map(|j| j.0), Some("next"));
         assert!(!a.blocking_waits());
+        a.grow_blocking();
         a.shrink_blocking();
-        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR + BLOCKING_FLOOR / 4 - 1);
-        // Room nobody waits for comes down as calls end, never below the floor.
+        assert_eq!(a.blocking_limit(), 4 * BLOCKING_FLOOR - 1);
+        // Room nobody uses is kept for a while (a pause between bursts), then halved per
+        // `BLOCKING_UNUSED`, never below the floor.
+        let t0 = Instant::now();
         for _ in 0..=BLOCKING_FLOOR {
             a.finished(Class::Blocking, false, SLOW, Some(MS));
+            a.settle_blocking(t0);
         }
         assert_eq!(a.runnable(Class::Blocking), 0);
+        assert_eq!(
+            a.blocking_limit(),
+            4 * BLOCKING_FLOOR - 1,
+            "kept through a pause"
+        );
+        a.settle_blocking(t0 + BLOCKING_UNUSED / 2);
+        assert_eq!(a.blocking_limit(), 4 * BLOCKING_FLOOR - 1);
+        a.settle_blocking(t0 + BLOCKING_UNUSED);
+        assert_eq!(a.blocking_limit(), 2 * BLOCKING_FLOOR - 1);
+        for i in 2..6 {
+            a.settle_blocking(t0 + BLOCKING_UNUSED * i);
+        }
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
         for _ in 0..10 {
             a.shrink_blocking();

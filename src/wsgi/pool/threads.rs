@@ -173,6 +173,9 @@ impl<J: Send + 'static> Pool<J> {
         inner
             .adm
             .finished(class, held.is_some(), ticket.route, took);
+        if ticket.class == Class::Blocking {
+            inner.adm.settle_blocking(Instant::now());
+        }
         if fast {
             self.fast_done.notify_all();
         }

@@ -91,7 +91,7 @@ impl<J: Send + 'static> Pool<J> {
 
     /// While calls of the blocking class wait for room, size it by where the threads of those
     /// in flight wait: none in `futex` (the interpreter is free whenever the one running
-    /// Python lets it go) over `BLOCKING_GROW_LOOKS` looks, a quarter more room; two or more
+    /// Python lets it go) over `BLOCKING_GROW_LOOKS` looks, twice the room; two or more
     /// (a convoy for the GIL) over `STALLED_LOOKS` looks, one less. Returns the new streak.
     fn size_blocking(inner: &mut Inner<J>, streak: i32) -> i32 {
         if !inner.adm.blocking_waits() {
@@ -113,7 +113,7 @@ impl<J: Send + 'static> Pool<J> {
             }
         }
         let streak = match (locked, running) {
-            (0, 0 | 1) => streak.max(0) + 1,
+            (0, 0..=2) => streak.max(0) + 1,
             (0 | 1, _) => 0,
             _ => streak.min(0) - 1,
         };
