@@ -87,11 +87,10 @@ const PROBATION_EVERY: u32 = 32;
 pub const BLOCKING_FLOOR: usize = 8;
 
 /// Looks in a row (1 ms apart) that must find no thread of the blocking class waiting for the
-/// GIL, and at most two running, before its room doubles: a moment when every call in flight
-/// happens to wait on its socket is not enough. (Two running: on a busy machine a thread back
-/// from its sleep waits for a core, in no system call; with at most one, 10 sleeping clients
-/// kept the room below them and the watcher looking every 1 ms.)
-pub const BLOCKING_GROW_LOOKS: i32 = 2;
+/// GIL, and at most one running, before its room doubles: a moment when every call in flight
+/// happens to wait on its socket is not enough. (With two looks and up to two running, a busy
+/// machine doubled the room of calls that convoy for the GIL now and then.)
+pub const BLOCKING_GROW_LOOKS: i32 = 4;
 
 /// Room of the blocking class left unused this long is halved (see
 /// `Admission::settle_blocking`): a pause between bursts of sleeping calls keeps it, room left

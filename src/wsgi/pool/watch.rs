@@ -113,7 +113,7 @@ impl<J: Send + 'static> Pool<J> {
             }
         }
         let streak = match (locked, running) {
-            (0, 0..=2) => streak.max(0) + 1,
+            (0, 0 | 1) => streak.max(0) + 1,
             (0 | 1, _) => 0,
             _ => streak.min(0) - 1,
         };
