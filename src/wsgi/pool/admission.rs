@@ -92,6 +92,10 @@ pub const BLOCKING_FLOOR: usize = 8;
 /// machine doubled the room of calls that convoy for the GIL now and then.)
 pub const BLOCKING_GROW_LOOKS: i32 = 4;
 
+/// From this room on, the blocking class's room doubles when it grows (below it, a quarter
+/// more): see `Admission::grow_blocking`.
+pub const BLOCKING_DOUBLE_FROM: usize = 4 * BLOCKING_FLOOR;
+
 /// Room of the blocking class left unused this long is halved (see
 /// `Admission::settle_blocking`): a pause between bursts of sleeping calls keeps it, room left
 /// by a burst long past does not let a later convoy run a thread per client.
@@ -259,11 +263,17 @@ impl<J> Admission<J> {
         !self.released.is_empty() && !self.has_room(Class::Blocking)
     }
 
-    /// More room for the blocking class: twice as much (from the floor to 1,000 calls in 7
-    /// steps: with a quarter more per step, 25 steps, a burst of 1,000 sleeping calls waited
-    /// up to 90 ms for it).
+    /// More room for the blocking class: a quarter more up to `BLOCKING_DOUBLE_FROM`, twice as
+    /// much above it (from the floor to 1,000 calls in 12 steps: with a quarter more per step,
+    /// 25 steps, a burst of 1,000 sleeping calls waited up to 90 ms for it). Near the floor
+    /// by a quarter: a look that misses a GIL convoy on a busy machine then costs a few threads
+    /// (and database connections), not twice as many.
     pub fn grow_blocking(&mut self) {
-        self.blocking_limit = self.blocking_limit.saturating_mul(2);
+        self.blocking_limit = if self.blocking_limit < BLOCKING_DOUBLE_FROM {
+            self.blocking_limit + (self.blocking_limit / 4).max(1)
+        } else {
+            self.blocking_limit.saturating_mul(2)
+        };
     }
 
     /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`).
@@ -613,12 +623,22 @@ mod tests {
         assert!(a.blocking_waits());
         assert!(a.admit_next().is_none(), "no room: it waits");
         a.grow_blocking();
-        assert_eq!(a.blocking_limit(), 2 * BLOCKING_FLOOR);
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR + BLOCKING_FLOOR / 4);
         assert_eq!(a.admit_next().map(|j| j.0), Some("next"));
         assert!(!a.blocking_waits());
+        while a.blocking_limit() < BLOCKING_DOUBLE_FROM {
+            a.grow_blocking();
+        }
+        let from = a.blocking_limit();
+        a.grow_blocking();
+        assert_eq!(
+            a.blocking_limit(),
+            2 * from,
+            "doubles once past BLOCKING_DOUBLE_FROM"
+        );
         a.grow_blocking();
         a.shrink_blocking();
-        assert_eq!(a.blocking_limit(), 4 * BLOCKING_FLOOR - 1);
+        assert_eq!(a.blocking_limit(), 4 * from - 1);
         // Room nobody uses is kept for a while (a pause between bursts), then halved per
         // `BLOCKING_UNUSED`, never below the floor.
         let t0 = Instant::now();
@@ -627,16 +647,12 @@ mod tests {
             a.settle_blocking(t0);
         }
         assert_eq!(a.runnable(Class::Blocking), 0);
-        assert_eq!(
-            a.blocking_limit(),
-            4 * BLOCKING_FLOOR - 1,
-            "kept through a pause"
-        );
+        assert_eq!(a.blocking_limit(), 4 * from - 1, "kept through a pause");
         a.settle_blocking(t0 + BLOCKING_UNUSED / 2);
-        assert_eq!(a.blocking_limit(), 4 * BLOCKING_FLOOR - 1);
+        assert_eq!(a.blocking_limit(), 4 * from - 1);
         a.settle_blocking(t0 + BLOCKING_UNUSED);
-        assert_eq!(a.blocking_limit(), 2 * BLOCKING_FLOOR - 1);
-        for i in 2..6 {
+        assert_eq!(a.blocking_limit(), 2 * from - 1);
+        for i in 2..12 {
             a.settle_blocking(t0 + BLOCKING_UNUSED * i);
         }
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
