@@ -32,7 +32,7 @@ HEADLINE = {
     "S8": ("64 MiB upload, chunked",),
     "S9": ("2 workers",),
     "S11": ("hello world",),
-    "S13": ("c16, CONN_MAX_AGE=persistent",),
+    "S13": ("c100, CONN_MAX_AGE=0, peers 8",),
     "S14": ("hello world, wrk",),
     "S15": ("S15b",),
     "S16": ("hello world, (a)",),

@@ -8,8 +8,9 @@ and a 100-row aggregate over a 10,000-row table, and a small template.
 
 Cases, each on a freshly started server:
 1. `wrk` at 16 and 100 clients on `/item/4242`, with `CONN_MAX_AGE` 0 (a connection per
-   request) and persistent (one per thread, kept), the peers' thread pools at 4 and at 32.
-   Sluicegate runs its defaults in both groups. Recorded: requests/s, p99, server CPU per
+   request) and 60 (one per thread, kept), the peers' thread pools at 8 (granian's
+   `--blocking-threads 8`, uWSGI's `--threads 8`, gunicorn gthread's `--threads 8`), then at 4
+   and at 32. Sluicegate runs its defaults in every group. Recorded: requests/s, p99, server CPU per
    request, the most PostgreSQL connections seen at once (`pg_stat_activity`, every 0.1 s),
    errors (non-2xx: Django's 500 when PostgreSQL refuses a connection).
 2. The variant with a connection pool: Flask and SQLAlchemy (`apps/s13_flask.py`, QueuePool of
@@ -42,15 +43,16 @@ DB = "s13"
 ITEM = 4242
 PATH = f"/item/{ITEM}"
 CLIENTS = (16, 100)
-CONN_AGES = (0, None)  # None: persistent (Django's CONN_MAX_AGE = None)
-PEER_POOLS = (4, 32)
+CONN_AGES = (0, 60)  # 0: a connection per request; 60: kept by each thread for up to a minute
+PEER_POOLS = (8, 4, 32)
 BURST_CLIENTS = 300
 BURST_SLEEP_S = 0.1
 BURST_POOL = 32
 CAPPED_POOL = 90
 UNCAPPED_POOL = 300  # one thread per client: what sluicegate's 1:1024 did before `auto`
-# The cases of a short run (Mode.s13_short): (peers' threads, clients, CONN_MAX_AGE).
-SHORT = ((4, 16, None), (4, 100, 0))
+# The cases of a short run (Mode.s13_short): (peers' threads, clients, CONN_MAX_AGE): the four
+# Django cases with the peers at 8 threads.
+SHORT = tuple((8, c, age) for age in CONN_AGES for c in CLIENTS)
 FLASK_POOL = 8  # SQLAlchemy's pool_size in the Flask variant, and the peers' threads there
 CONFIG = servers.WORK / "s13" / "db.json"
 COUNT_EVERY_S = 0.1
@@ -242,8 +244,7 @@ sys.stdout.buffer.write(expect)
 def _alone(h: Harness, rnd: int, conn_max_age: int | None) -> None:
     """The floor: the app called in a loop by one Python thread, no server and no sockets in
     front. Its CPU per call is what a server that cost nothing would spend per request."""
-    age = "persistent" if conn_max_age is None else "0"
-    rec = Record("S13", f"app alone, CONN_MAX_AGE={age} (one thread, no server: the floor)", "app alone", rnd,
+    rec = Record("S13", f"app alone, CONN_MAX_AGE={conn_max_age} (one thread, no server: the floor)", "app alone", rnd,
                  "req/s", "higher", settings="the WSGI callable called in a loop by one thread")
     ok, why = available()
     if not ok:
@@ -271,8 +272,18 @@ def _alone(h: Harness, rnd: int, conn_max_age: int | None) -> None:
     h.add(rec)
 
 
+def _flask(h: Harness, server: servers.Server, rnd: int, ours: bool) -> None:
+    for clients in CLIENTS:
+        target = servers.Target("s13_flask", "/hello", b"hello", pool=None if ours else FLASK_POOL)
+        _one(h, server, rnd, f"Flask + SQLAlchemy pool of {FLASK_POOL}, c{clients}, peers {FLASK_POOL} threads",
+             target, PATH, clients, 0)
+
+
 def s13(h: Harness, server: servers.Server, rnd: int) -> None:
     ours = server.kind == "ours"
+    if h.mode.s13_flask:
+        _flask(h, server, rnd, ours)
+        return
     if ours:
         for conn_max_age in CONN_AGES:
             _alone(h, rnd, conn_max_age)
@@ -281,16 +292,12 @@ def s13(h: Harness, server: servers.Server, rnd: int) -> None:
             for clients in CLIENTS:
                 if h.mode.s13_short and (pool, clients, conn_max_age) not in SHORT:
                     continue
-                age = "persistent" if conn_max_age is None else "0"
-                case = f"c{clients}, CONN_MAX_AGE={age}, peers {pool} threads"
+                case = f"c{clients}, CONN_MAX_AGE={conn_max_age}, peers {pool} threads"
                 target = servers.Target("s13_django", "/hello", b"hello", pool=None if ours else pool)
                 _one(h, server, rnd, case, target, PATH, clients, conn_max_age)
     if h.mode.s13_short:
         return
-    for clients in CLIENTS:
-        target = servers.Target("s13_flask", "/hello", b"hello", pool=None if ours else FLASK_POOL)
-        _one(h, server, rnd, f"Flask + SQLAlchemy pool of {FLASK_POOL}, c{clients}, peers {FLASK_POOL} threads",
-             target, PATH, clients, 0)
+    _flask(h, server, rnd, ours)
     slow = f"{PATH}?sleep={BURST_SLEEP_S:g}"
     target = servers.Target("s13_django", "/hello", b"hello", pool=None if ours else BURST_POOL)
     _one(h, server, rnd, f"burst c{BURST_CLIENTS} pg_sleep, peers {BURST_POOL} threads, ours defaults", target,

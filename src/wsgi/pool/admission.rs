@@ -42,7 +42,7 @@
 //! watcher thread reads the clocks.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Default `--max-runnable`: measured on hello world and a 21 KB file app at 4–100 clients, one
 /// admitted call per class costs the least CPU (no GIL contention between admitted calls at
@@ -79,6 +79,32 @@ pub const LOCK_LOOKS: u32 = 400;
 /// is judged again must not wait in a queue for it.
 const PROBATION_EVERY: u32 = 32;
 
+/// The fewest calls to blocking routes that may be in flight at once (the blocking class's
+/// room never shrinks below it). See `Admission::blocking_limit`. Eight: an app with a pool
+/// of 8 connections shared by its threads (SQLAlchemy's QueuePool) has its calls wait for one
+/// in `futex`, which the watcher cannot tell from a wait for the GIL; with a smaller floor
+/// they ran fewer calls than connections (measured, S13's Flask variant).
+pub const BLOCKING_FLOOR: usize = 8;
+
+/// Looks in a row (1 ms apart) that must find no thread of the blocking class waiting for the
+/// GIL, and at most one running, before its room doubles: a moment when every call in flight
+/// happens to wait on its socket is not enough. (With two looks and up to two running, a busy
+/// machine doubled the room of calls that convoy for the GIL now and then.)
+pub const BLOCKING_GROW_LOOKS: i32 = 4;
+
+/// From this room on, the blocking class's room doubles when it grows (below it, a quarter
+/// more): see `Admission::grow_blocking`.
+pub const BLOCKING_DOUBLE_FROM: usize = 4 * BLOCKING_FLOOR;
+
+/// Room of the blocking class left unused this long is halved (see
+/// `Admission::settle_blocking`): a pause between bursts of sleeping calls keeps it, room left
+/// by a burst long past does not let a later convoy run a thread per client.
+pub const BLOCKING_UNUSED: Duration = Duration::from_secs(1);
+
+/// The most threads of the blocking class the watcher looks at per look (see
+/// `Pool::size_blocking`).
+pub const BLOCKING_SAMPLE: usize = 16;
+
 /// Routes remembered (a direct-mapped table: a route that collides with another replaces it,
 /// and an unknown route is short, so the table's size bounds memory, not correctness).
 const ROUTES: usize = 1024;
@@ -87,9 +113,10 @@ const ROUTES: usize = 1024;
 pub enum Class {
     Short = 0,
     Long = 1,
-    /// A route whose calls were seen blocked: admitted at once, not counted (its calls spend
-    /// their time waiting, and judging each one first would cap the rate at one admission per
-    /// look: measured, 945 req/s for 1,000 clients of an app that sleeps 0.1 s).
+    /// A route whose calls were seen blocked: admitted without being judged first (its calls
+    /// spend their time waiting, and judging each one first would cap the rate at one
+    /// admission per look: measured, 945 req/s for 1,000 clients of an app that sleeps
+    /// 0.1 s), up to the class's own room (`Admission::blocking_limit`).
     Blocking = 2,
 }
 
@@ -109,6 +136,17 @@ pub struct Admission<J> {
     routes: Vec<(u64, u32, bool)>,
     /// Calls classified as blocking (for `PROBATION_EVERY`).
     blocking_seen: u32,
+    /// Most calls of the blocking class in flight at once (never below `BLOCKING_FLOOR`).
+    /// The watcher raises it while calls wait for it and no call in flight waits for the
+    /// interpreter, and lowers it while several do (`Pool::size_blocking`); room left unused
+    /// for a while is halved (`settle_blocking`). So calls that sleep (1,000
+    /// sleeping clients) get as many threads as they need within a few looks, and calls that
+    /// block briefly between stretches of Python (a database connection per request) run
+    /// about as many at once as keep the interpreter busy, not one thread per request: every
+    /// thread more only waits for the GIL, and each hand-off costs wake-ups.
+    blocking_limit: usize,
+    /// When the blocking class last used at least half its room, or had calls waiting for it.
+    blocking_used: Option<Instant>,
     pub stats: AdmissionStats,
 }
 
@@ -139,6 +177,8 @@ impl<J> Admission<J> {
             released: VecDeque::new(),
             routes: vec![(0, 0, false); ROUTES],
             blocking_seen: 0,
+            blocking_limit: BLOCKING_FLOOR,
+            blocking_used: None,
             stats: AdmissionStats::default(),
         }
     }
@@ -206,14 +246,45 @@ impl<J> Admission<J> {
 
     /// Is there room for one more runnable call of `class`?
     pub fn has_room(&self, class: Class) -> bool {
-        self.limit == 0 || class == Class::Blocking || self.runnable[class as usize] < self.limit
+        let limit = match class {
+            Class::Blocking => self.blocking_limit,
+            _ => self.limit,
+        };
+        self.limit == 0 || self.runnable[class as usize] < limit
+    }
+
+    /// The blocking class's room now (see `blocking_limit`).
+    pub fn blocking_limit(&self) -> usize {
+        self.blocking_limit
+    }
+
+    /// Calls of the blocking class wait for room.
+    pub fn blocking_waits(&self) -> bool {
+        !self.released.is_empty() && !self.has_room(Class::Blocking)
+    }
+
+    /// More room for the blocking class: a quarter more up to `BLOCKING_DOUBLE_FROM`, twice as
+    /// much above it (from the floor to 1,000 calls in 12 steps: with a quarter more per step,
+    /// 25 steps, a burst of 1,000 sleeping calls waited up to 90 ms for it). Near the floor
+    /// by a quarter: a look that misses a GIL convoy on a busy machine then costs a few threads
+    /// (and database connections), not twice as many.
+    pub fn grow_blocking(&mut self) {
+        self.blocking_limit = if self.blocking_limit < BLOCKING_DOUBLE_FROM {
+            self.blocking_limit + (self.blocking_limit / 4).max(1)
+        } else {
+            self.blocking_limit.saturating_mul(2)
+        };
+    }
+
+    /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`).
+    pub fn shrink_blocking(&mut self) {
+        self.blocking_limit = (self.blocking_limit - 1).max(BLOCKING_FLOOR);
     }
 
     /// Count one call of `class` as admitted (the caller checked `has_room` and has a thread).
     pub fn admit(&mut self, class: Class) {
         if class == Class::Blocking {
             self.stats.admitted_blocking += 1;
-            return;
         }
         let c = class as usize;
         self.runnable[c] += 1;
@@ -230,13 +301,15 @@ impl<J> Admission<J> {
         }
     }
 
-    /// The next queued call that has room, admitted: released ones first (blocking, no room
-    /// needed), then short ones. A queued short call whose route has become long since it was
-    /// queued moves to the long queue.
+    /// The next queued call that has room, admitted: released ones first (blocking), then
+    /// short ones. A queued short call whose route has become long since it was queued moves
+    /// to the long queue.
     pub fn admit_next(&mut self) -> Option<(J, u64, Class)> {
-        if let Some((job, route)) = self.released.pop_front() {
-            self.admit(Class::Blocking);
-            return Some((job, route, Class::Blocking));
+        if self.has_room(Class::Blocking) {
+            if let Some((job, route)) = self.released.pop_front() {
+                self.admit(Class::Blocking);
+                return Some((job, route, Class::Blocking));
+            }
         }
         while self.has_room(Class::Short) {
             let Some((job, route)) = self.queues[0].pop_front() else {
@@ -277,11 +350,31 @@ impl<J> Admission<J> {
     /// `took`: its wall time, or `None` when that says nothing of its route (it ran past
     /// `LONG_CALL` without computing: it waited for the interpreter).
     pub fn finished(&mut self, class: Class, counted: bool, route: u64, took: Option<Duration>) {
-        if counted {
+        if counted || class == Class::Blocking {
             self.runnable[class as usize] -= 1;
         }
         if let Some(took) = took {
             self.record(route, took);
+        }
+    }
+
+    /// A call of the blocking class ended at `now`: room left unused (under half of it in
+    /// flight, none waiting) for `BLOCKING_UNUSED` is halved, not below twice what is in flight
+    /// nor the floor. By time, not by calls: room that shrank as each call of a burst ended was
+    /// back at the floor after a pause, and the next burst of sleeping calls waited for it to
+    /// grow again (S5 at 1,000 clients: p99 269 ms against 148 with no room at all).
+    pub fn settle_blocking(&mut self, now: Instant) {
+        let in_flight = self.runnable[Class::Blocking as usize];
+        if 2 * in_flight >= self.blocking_limit || !self.released.is_empty() {
+            self.blocking_used = Some(now);
+            return;
+        }
+        let since = *self.blocking_used.get_or_insert(now);
+        if now.saturating_duration_since(since) >= BLOCKING_UNUSED {
+            self.blocking_limit = (self.blocking_limit / 2)
+                .max(2 * in_flight)
+                .max(BLOCKING_FLOOR);
+            self.blocking_used = Some(now);
         }
     }
 
@@ -472,8 +565,8 @@ mod tests {
         a.wait("slow-1", SLOW, Class::Short);
         a.wait("fast", FAST, Class::Short);
         a.wait("slow-2", SLOW, Class::Short);
-        // The first call is seen sleeping: every queued call of its route goes, uncounted, in
-        // order, before the other route's call, which takes the room.
+        // The first call is seen sleeping: every queued call of its route goes in the blocking
+        // class's room, in order, before the other route's call, which takes the short room.
         a.demote(Class::Short, SLOW, true);
         let admitted: Vec<(&str, Class)> = std::iter::from_fn(|| a.admit_next())
             .map(|j| (j.0, j.2))
@@ -505,7 +598,7 @@ mod tests {
     }
 
     #[test]
-    fn a_blocking_call_waits_only_for_a_thread() {
+    fn a_blocking_call_needs_no_room_of_the_other_classes() {
         let mut a = Admission::new(1);
         a.admit(Class::Short);
         a.admit(Class::Long);
@@ -514,8 +607,59 @@ mod tests {
         assert_eq!(
             a.admit_next().map(|j| (j.0, j.2)),
             Some(("blocking", Class::Blocking)),
-            "both classes are full; it needs no room"
+            "both classes are full; it has room of its own"
         );
+    }
+
+    #[test]
+    fn the_blocking_room_grows_shrinks_and_follows_what_is_in_flight() {
+        let mut a = Admission::new(1);
+        for _ in 0..BLOCKING_FLOOR {
+            assert!(a.has_room(Class::Blocking));
+            a.admit(Class::Blocking);
+        }
+        assert!(!a.has_room(Class::Blocking), "the floor is full");
+        a.wait("next", SLOW, Class::Blocking);
+        assert!(a.blocking_waits());
+        assert!(a.admit_next().is_none(), "no room: it waits");
+        a.grow_blocking();
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR + BLOCKING_FLOOR / 4);
+        assert_eq!(a.admit_next().map(|j| j.0), Some("next"));
+        assert!(!a.blocking_waits());
+        while a.blocking_limit() < BLOCKING_DOUBLE_FROM {
+            a.grow_blocking();
+        }
+        let from = a.blocking_limit();
+        a.grow_blocking();
+        assert_eq!(
+            a.blocking_limit(),
+            2 * from,
+            "doubles once past BLOCKING_DOUBLE_FROM"
+        );
+        a.grow_blocking();
+        a.shrink_blocking();
+        assert_eq!(a.blocking_limit(), 4 * from - 1);
+        // Room nobody uses is kept for a while (a pause between bursts), then halved per
+        // `BLOCKING_UNUSED`, never below the floor.
+        let t0 = Instant::now();
+        for _ in 0..=BLOCKING_FLOOR {
+            a.finished(Class::Blocking, false, SLOW, Some(MS));
+            a.settle_blocking(t0);
+        }
+        assert_eq!(a.runnable(Class::Blocking), 0);
+        assert_eq!(a.blocking_limit(), 4 * from - 1, "kept through a pause");
+        a.settle_blocking(t0 + BLOCKING_UNUSED / 2);
+        assert_eq!(a.blocking_limit(), 4 * from - 1);
+        a.settle_blocking(t0 + BLOCKING_UNUSED);
+        assert_eq!(a.blocking_limit(), 2 * from - 1);
+        for i in 2..12 {
+            a.settle_blocking(t0 + BLOCKING_UNUSED * i);
+        }
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
+        for _ in 0..10 {
+            a.shrink_blocking();
+        }
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
     }
 
     #[test]

@@ -45,6 +45,10 @@ const FAST_FIRST: Duration = Duration::from_millis(2);
 /// at most behind calls that sleep; a look costs a few `clock_gettime` calls.
 const LOOK_EVERY: Duration = Duration::from_micros(250);
 
+/// The watcher's interval between looks while only calls of the blocking class wait (no
+/// admitted call to judge): it looks at where their threads wait, to size the class's room.
+const BLOCKING_LOOK_EVERY: Duration = Duration::from_millis(1);
+
 /// Past this many app threads the pool logs one warning: it is PostgreSQL's default
 /// `max_connections`, and an app that holds one database connection per thread (Django with
 /// its defaults) gets refused connections beyond it. See docs/deploying.md, "Sizing --threads".
@@ -191,6 +195,8 @@ struct Inner<J> {
     idle: Vec<Arc<Slot<J>>>,
     adm: Admission<J>,
     holders: Vec<Holder<J>>,
+    /// The threads of the calls of the blocking class in flight (see `watch`).
+    blocking: Vec<Arc<Slot<J>>>,
     total: usize,
     stopping: bool,
     /// The `MANY_THREADS` warning was given.
@@ -272,6 +278,7 @@ impl<J: Send + 'static> Pool<J> {
                 idle: Vec::new(),
                 adm: Admission::new(max_runnable),
                 holders: Vec::new(),
+                blocking: Vec::new(),
                 total: 0,
                 stopping: false,
                 warned: false,

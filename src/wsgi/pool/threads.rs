@@ -31,8 +31,10 @@ impl<J: Send + 'static> Pool<J> {
         };
         let warn = new && inner.total > MANY_THREADS && !inner.warned;
         inner.warned |= warn;
-        if let Some(ticket) = ticket.filter(|t| t.class != Class::Blocking) {
-            inner.holders.push(Holder::new(&slot, ticket));
+        match ticket {
+            Some(t) if t.class == Class::Blocking => inner.blocking.push(Arc::clone(&slot)),
+            Some(t) => inner.holders.push(Holder::new(&slot, t)),
+            None => {}
         }
         drop(inner);
         if new {
@@ -142,6 +144,46 @@ impl<J: Send + 'static> Pool<J> {
         }
     }
 
+    /// A call ended on `slot`'s thread: it stops counting (as a holder or in the blocking
+    /// class), and its time is remembered for its route.
+    fn ended(&self, inner: &mut Inner<J>, slot: &Arc<Slot<J>>, ticket: Ticket, took: Duration) {
+        if ticket.class == Class::Blocking {
+            if let Some(i) = inner.blocking.iter().position(|s| Arc::ptr_eq(s, slot)) {
+                inner.blocking.swap_remove(i);
+            }
+        }
+        let held = inner
+            .holders
+            .iter()
+            .position(|h| Arc::ptr_eq(&h.slot, slot));
+        // The holder's class, which may have become long while it ran.
+        let (class, took, unblocked, fast) = match held {
+            Some(i) => {
+                let h = inner.holders.swap_remove(i);
+                let fast = h.is_fast();
+                (
+                    h.ticket.class,
+                    h.took(took),
+                    h.clean_looks >= STALLED_LOOKS,
+                    fast,
+                )
+            }
+            None => (ticket.class, Some(took), false, false),
+        };
+        inner
+            .adm
+            .finished(class, held.is_some(), ticket.route, took);
+        if ticket.class == Class::Blocking {
+            inner.adm.settle_blocking(Instant::now());
+        }
+        if fast {
+            self.fast_done.notify_all();
+        }
+        if unblocked {
+            inner.adm.unblocked(ticket.route);
+        }
+    }
+
     pub(super) fn worker_loop(
         self: &Arc<Self>,
         slot: Arc<Slot<J>>,
@@ -166,33 +208,7 @@ impl<J: Send + 'static> Pool<J> {
             }
             let mut inner = self.inner.lock().unwrap();
             if let Some((ticket, took)) = finished {
-                let held = inner
-                    .holders
-                    .iter()
-                    .position(|h| Arc::ptr_eq(&h.slot, &slot));
-                // The holder's class, which may have become long while it ran.
-                let (class, took, unblocked, fast) = match held {
-                    Some(i) => {
-                        let h = inner.holders.swap_remove(i);
-                        let fast = h.is_fast();
-                        (
-                            h.ticket.class,
-                            h.took(took),
-                            h.clean_looks >= STALLED_LOOKS,
-                            fast,
-                        )
-                    }
-                    None => (ticket.class, Some(took), false, false),
-                };
-                inner
-                    .adm
-                    .finished(class, held.is_some(), ticket.route, took);
-                if fast {
-                    self.fast_done.notify_all();
-                }
-                if unblocked {
-                    inner.adm.unblocked(ticket.route);
-                }
+                self.ended(&mut inner, &slot, ticket, took);
             }
             // Queued work first (on this thread, no wake-up), then park.
             let queued = if inner.stopping {
@@ -209,7 +225,9 @@ impl<J: Send + 'static> Pool<J> {
                     class,
                     judged: false,
                 };
-                if class != Class::Blocking {
+                if class == Class::Blocking {
+                    inner.blocking.push(Arc::clone(&slot));
+                } else {
                     inner.holders.push(Holder::new(&slot, ticket));
                 }
                 next = Some((job, Some(ticket)));

@@ -3,16 +3,19 @@
 //! marked blocking), computing or waiting for the GIL (its length), so that a queued call
 //! waits at most a few looks behind calls that sleep.
 
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::clock::clock_time;
 
 use super::admission::{
-    stalled, Class, Waiting, COMPUTING_CPU, LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
+    stalled, Class, Waiting, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE, COMPUTING_CPU, LOCK_LOOKS,
+    LONG_CALL, STALLED_LOOKS,
 };
 
-use super::{Length, Pool, Ticket, EVIDENCE, LOOK_EVERY, WAITED_SHARE};
+use super::{
+    Holder, Inner, Length, Pool, Ticket, BLOCKING_LOOK_EVERY, EVIDENCE, LOOK_EVERY, WAITED_SHARE,
+};
 
 impl<J: Send + 'static> Pool<J> {
     /// The watcher's body (its own thread, until `stop`): while calls wait for admission, look
@@ -22,6 +25,8 @@ impl<J: Send + 'static> Pool<J> {
     pub fn watch(self: &Arc<Self>, non_app_cpu: impl Fn() -> Option<Duration>) {
         // The previous look: when, and the app threads' CPU time then.
         let mut prev: Option<(Instant, Duration)> = None;
+        // Looks in a row that found the blocking class's room too small (> 0) or too large.
+        let mut blocking_streak = 0i32;
         let mut inner = self.inner.lock().unwrap();
         loop {
             if inner.stopping {
@@ -37,8 +42,13 @@ impl<J: Send + 'static> Pool<J> {
                 inner = self.queued.wait(inner).unwrap();
                 continue;
             }
+            let every = if inner.holders.is_empty() {
+                BLOCKING_LOOK_EVERY
+            } else {
+                LOOK_EVERY
+            };
             drop(inner);
-            std::thread::sleep(LOOK_EVERY);
+            std::thread::sleep(every);
             let now = Instant::now();
             let app_cpu = match (clock_time(libc::CLOCK_PROCESS_CPUTIME_ID), non_app_cpu()) {
                 (Some(all), Some(other)) => all
@@ -55,61 +65,10 @@ impl<J: Send + 'static> Pool<J> {
             let mut i = 0;
             while i < inner.holders.len() {
                 let h = &mut inner.holders[i];
-                let ran = now.saturating_duration_since(h.since);
-                let cpu = h.slot.cpu_time();
-                if h.cpu_first.is_none() {
-                    h.cpu_first = cpu;
-                    h.app_first = Some(app_cpu);
-                }
-                let computed = cpu.zip(h.cpu_first).map(|(c, f)| c.saturating_sub(f));
-                if h.length != Length::Computing && computed.is_some_and(|c| c >= COMPUTING_CPU) {
-                    h.length = Length::Computing;
-                    long_routes.push((h.ticket.route, ran));
-                }
-                if h.ticket.class == Class::Short && ran >= LONG_CALL {
-                    h.ticket.class = Class::Long;
-                    lengthened += 1;
-                    if h.length == Length::Short {
-                        h.length = Length::Unsure;
-                    }
-                }
-                if h.length == Length::Unsure {
-                    // Past `LONG_CALL` without having computed `COMPUTING_CPU`: did it wait for
-                    // the interpreter (its time then says nothing of its route), or compute?
-                    let others = h.app_first.zip(computed).map(|(first, own)| {
-                        (app_cpu.saturating_sub(first).saturating_sub(own), own)
-                    });
-                    match others {
-                        Some((others, own))
-                            if others >= EVIDENCE && others > own * WAITED_SHARE =>
-                        {
-                            h.length = Length::Waited;
-                        }
-                        Some((_, own)) if own >= EVIDENCE => {
-                            h.length = Length::Computing;
-                            long_routes.push((h.ticket.route, ran));
-                        }
-                        // Not seen long enough, or nobody ran (the machine was busy): look again.
-                        _ => {}
-                    }
-                }
-                let was = std::mem::replace(&mut h.cpu_seen, cpu);
-                if let (Some((wall, app)), Some(was), Some(cpu)) = (window, was, cpu) {
-                    let slot = &h.slot;
-                    match stalled(wall, cpu.saturating_sub(was), app, || slot.waiting()) {
-                        Some(w) => {
-                            h.stalled_looks += 1;
-                            h.clean_looks = 0;
-                            h.io = w == Waiting::Io;
-                        }
-                        None => {
-                            h.stalled_looks = 0;
-                            h.clean_looks += 1;
-                        }
-                    }
-                }
-                let needed = if h.io { STALLED_LOOKS } else { LOCK_LOOKS };
-                if h.stalled_looks >= needed {
+                let seen = h.look(now, app_cpu, window);
+                lengthened += usize::from(seen.lengthened);
+                long_routes.extend(seen.long.map(|ran| (h.ticket.route, ran)));
+                if seen.demote {
                     let h = inner.holders.swap_remove(i);
                     demoted.push((h.ticket, h.io));
                 } else {
@@ -125,18 +84,150 @@ impl<J: Send + 'static> Pool<J> {
             for (ticket, io) in demoted {
                 inner.adm.demote(ticket.class, ticket.route, io);
             }
-            while !inner.idle.is_empty() || inner.total < self.max {
-                let Some((job, route, class)) = inner.adm.admit_next() else {
-                    break;
-                };
-                let ticket = Ticket {
-                    route,
-                    class,
-                    judged: false,
-                };
-                self.start(inner, job, Some(ticket));
-                inner = self.inner.lock().unwrap();
+            blocking_streak = Self::size_blocking(&mut inner, blocking_streak);
+            inner = self.admit_queued(inner);
+        }
+    }
+
+    /// While calls of the blocking class wait for room, size it by where the threads of those
+    /// in flight wait: none in `futex` (the interpreter is free whenever the one running
+    /// Python lets it go) over `BLOCKING_GROW_LOOKS` looks, twice the room; two or more
+    /// (a convoy for the GIL) over `STALLED_LOOKS` looks, one less. Returns the new streak.
+    fn size_blocking(inner: &mut Inner<J>, streak: i32) -> i32 {
+        if !inner.adm.blocking_waits() {
+            return 0;
+        }
+        // Threads in `futex` (waiting for the GIL, or a lock), and in no system call at all
+        // (running, or runnable on a busy machine: about to want the GIL).
+        // At most `BLOCKING_SAMPLE` of them, the latest started: each costs a read of /proc,
+        // and with 1,000 sleeping calls reading all every look cost S5 a quarter of its rate.
+        let (mut locked, mut running) = (0, 0);
+        for slot in inner.blocking.iter().rev().take(BLOCKING_SAMPLE) {
+            match slot.waiting() {
+                Waiting::Lock => locked += 1,
+                Waiting::Unknown => running += 1,
+                Waiting::Io => {}
+            }
+            if locked == 2 {
+                break;
             }
         }
+        let streak = match (locked, running) {
+            (0, 0 | 1) => streak.max(0) + 1,
+            (0 | 1, _) => 0,
+            _ => streak.min(0) - 1,
+        };
+        if streak >= BLOCKING_GROW_LOOKS {
+            inner.adm.grow_blocking();
+            0
+        } else if streak <= -(STALLED_LOOKS as i32) {
+            inner.adm.shrink_blocking();
+            0
+        } else {
+            streak
+        }
+    }
+
+    /// Admit queued calls while there is room and a thread (a parked one, or a new one below
+    /// `max`).
+    fn admit_queued<'a>(
+        self: &'a Arc<Self>,
+        mut inner: MutexGuard<'a, Inner<J>>,
+    ) -> MutexGuard<'a, Inner<J>> {
+        while !inner.idle.is_empty() || inner.total < self.max {
+            let Some((job, route, class)) = inner.adm.admit_next() else {
+                break;
+            };
+            let ticket = Ticket {
+                route,
+                class,
+                judged: false,
+            };
+            self.start(inner, job, Some(ticket));
+            inner = self.inner.lock().unwrap();
+        }
+        inner
+    }
+}
+
+/// What one look found of one admitted call.
+struct Seen {
+    /// A short call past `LONG_CALL`: it moved to the long class.
+    lengthened: bool,
+    /// Seen computing: its route is long (how long the call had run).
+    long: Option<Duration>,
+    /// Seen blocked over enough looks: it stops counting.
+    demote: bool,
+}
+
+impl<J> Holder<J> {
+    /// Judge this admitted call at a look at `now`: `app_cpu`, the app threads' CPU time now;
+    /// `window`, the look window's wall time and app threads' CPU (`None` at the first look).
+    fn look(
+        &mut self,
+        now: Instant,
+        app_cpu: Duration,
+        window: Option<(Duration, Duration)>,
+    ) -> Seen {
+        let mut seen = Seen {
+            lengthened: false,
+            long: None,
+            demote: false,
+        };
+        let ran = now.saturating_duration_since(self.since);
+        let cpu = self.slot.cpu_time();
+        if self.cpu_first.is_none() {
+            self.cpu_first = cpu;
+            self.app_first = Some(app_cpu);
+        }
+        let computed = cpu.zip(self.cpu_first).map(|(c, f)| c.saturating_sub(f));
+        if self.length != Length::Computing && computed.is_some_and(|c| c >= COMPUTING_CPU) {
+            self.length = Length::Computing;
+            seen.long = Some(ran);
+        }
+        if self.ticket.class == Class::Short && ran >= LONG_CALL {
+            self.ticket.class = Class::Long;
+            seen.lengthened = true;
+            if self.length == Length::Short {
+                self.length = Length::Unsure;
+            }
+        }
+        if self.length == Length::Unsure {
+            // Past `LONG_CALL` without having computed `COMPUTING_CPU`: did it wait for the
+            // interpreter (its time then says nothing of its route), or compute?
+            let others = self
+                .app_first
+                .zip(computed)
+                .map(|(first, own)| (app_cpu.saturating_sub(first).saturating_sub(own), own));
+            match others {
+                Some((others, own)) if others >= EVIDENCE && others > own * WAITED_SHARE => {
+                    self.length = Length::Waited;
+                }
+                Some((_, own)) if own >= EVIDENCE => {
+                    self.length = Length::Computing;
+                    seen.long = Some(ran);
+                }
+                // Not seen long enough, or nobody ran (the machine was busy): look again.
+                _ => {}
+            }
+        }
+        let was = std::mem::replace(&mut self.cpu_seen, cpu);
+        if let (Some((wall, app)), Some(was), Some(cpu)) = (window, was, cpu) {
+            let slot = &self.slot;
+            match stalled(wall, cpu.saturating_sub(was), app, || slot.waiting()) {
+                Some(w) => {
+                    self.stalled_looks += 1;
+                    self.clean_looks = 0;
+                    self.io = w == Waiting::Io;
+                }
+                None => {
+                    self.stalled_looks = 0;
+                    self.clean_looks += 1;
+                }
+            }
+        }
+        let needed = if self.io { STALLED_LOOKS } else { LOCK_LOOKS };
+        seen.demote = self.stalled_looks >= needed;
+        seen
     }
 }
