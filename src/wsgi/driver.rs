@@ -106,7 +106,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
 
     let (body_ok, body_answer) = take_body_back(bridge, py, &mut conn, input_obj);
 
-    let mut sender = callables.sr.get().inner.lock().unwrap();
+    let mut sender = callables.sr.get().sender().lock().unwrap();
     answer_app_end(bridge, py, &mut sender, &end, body_answer);
     // Leaving the deadline's registry before the socket can be closed (see `wsgi::deadline`).
     let (timed_out, answered_504) = leave_watch(bridge, py, ticket);
@@ -364,7 +364,7 @@ fn call_and_keep(
             callables.start.bind(py),
             Some(callables.hints.bind(py)),
         ),
-        &callables.sr.get().inner,
+        callables.sr.get().sender(),
     );
     (end, log_environ(bridge, &environ))
 }

@@ -3,20 +3,19 @@
 //! (`EnvironBuilder::build`: headers, forwarding, TLS facts), then the HTTP/2 differences:
 //! `SERVER_PROTOCOL` `HTTP/2`, `wsgi.input` (the one `Input`) over the stream's DATA frames
 //! (`body_source::StreamInput`), and `:scheme` `https` on h2c honoured only from a peer
-//! trusted as forwarding headers are. The app is called and its iterable driven by the
-//! bridge's one driver (`iterable::call_and_drive`) over the stream's `Response`
-//! (`response.rs`, a `Reply`); the request is counted and logged as any other (the access log
-//! says `HTTP/2`).
+//! trusted as forwarding headers are. The app is called with the one `start_response`
+//! (`start_response::StartResponse`) and its iterable driven by the bridge's one driver
+//! (`iterable::call_and_drive`), both over the stream's `Response` (`response.rs`, a
+//! `Reply`); the request is counted and logged as any other (the access log says `HTTP/2`).
 //!
 //! Runs on the thread that drives the HTTP/2 connections when the scheduler is in inline mode
 //! (`server::h2_inline`), else on a pool thread, through the same pool and admission as
 //! HTTP/1.1 requests (`server::drive`), so blocking streams run side by side.
 
-mod objects;
 mod response;
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -24,8 +23,7 @@ use pyo3::types::PyDict;
 use sluicegate_proto::forwarded::{self, Hop, Resolved};
 use sluicegate_proto::RequestHead;
 
-pub use objects::H2StartResponse;
-use response::Response;
+pub use response::Response;
 
 use crate::clock::{now_ns, since};
 use crate::io::error_answer::{INTERNAL_ERROR, REQUEST_TIMEOUT};
@@ -41,6 +39,7 @@ use crate::wsgi::bridge::Bridge;
 use crate::wsgi::driver::{client_ip, leave_watch};
 use crate::wsgi::input::Input;
 use crate::wsgi::iterable::{call_and_drive, AppEnd};
+use crate::wsgi::start_response::{Callables, Sink};
 
 /// Run one stream's app call on this thread (the GIL held); `inline`: on the loop
 /// (the access log's timings say so).
@@ -78,8 +77,9 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         .deadlines
         .as_ref()
         .map(|d| d.enter(Cut::Stream(reply.cut_handle()), request_line(&head)));
-    let gate = ticket.as_ref().map(|t| Arc::clone(&t.gate));
-    let resp = Arc::new(Mutex::new(Response::new(bridge, reply, gate, head.is_head)));
+    let gate = ticket.as_ref().map(|t| std::sync::Arc::clone(&t.gate));
+    let resp = Response::new(bridge, reply, gate, head.is_head);
+    let callables = Callables::new(py, Sink::H2(Mutex::new(resp)));
     let built = build_environ(
         bridge,
         py,
@@ -96,7 +96,9 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
                 let _ = env.set_item(intern!(py, "wsgi.url_scheme"), "https");
                 let _ = env.set_item("HTTPS", "on");
             }
-            call_app(bridge, py, &head, env.into_any(), &resp)
+            let (start, hints) = (callables.start.bind(py), callables.hints.bind(py));
+            let resp = callables.sr.get().response();
+            call_and_drive(bridge, py, &head, (env.into_any(), start, Some(hints)), resp)
         }
         Err(e) => {
             bridge.log_exception(py, &e, "building the environ");
@@ -111,7 +113,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         .as_ref()
         .and_then(|i| i.get().detach(py, 0))
         .and_then(|end| end.failure);
-    let mut r = resp.lock().unwrap();
+    let mut r = callables.sr.get().response().lock().unwrap();
     if matches!(end, AppEnd::Failed) {
         r.fail(py, failure_answer(body_failure));
     }
@@ -141,29 +143,9 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         extras: None,
     }
     .account(log, &ctx.counters.by_request, now_ns());
-}
-
-/// Call the app with the stream's `start_response` and drive what it returns through its
-/// `Response` (`iterable::call_and_drive`, as on HTTP/1.1).
-fn call_app(
-    bridge: &Bridge,
-    py: Python<'_>,
-    head: &RequestHead,
-    environ: Bound<'_, PyAny>,
-    resp: &Arc<Mutex<Response>>,
-) -> AppEnd {
-    let sr = H2StartResponse {
-        resp: Arc::clone(resp),
-    };
-    let sr = Bound::new(py, sr)
-        .expect("allocating start_response")
-        .into_any();
-    let hints = bridge
-        .config
-        .early_hints
-        .then(|| sr.getattr(intern!(py, "early_hints")).ok())
-        .flatten();
-    call_and_drive(bridge, py, head, (environ, &sr, hints.as_ref()), &**resp)
+    drop(r);
+    // Let go unless the app kept one of them (then its reference keeps the stream's reply).
+    callables.discard();
 }
 
 /// Build the stream's environ with the connection's peer strings, unless another of its
