@@ -27,7 +27,7 @@ use sluicegate_proto::RequestHead;
 
 use super::app_head::{parse_head, parse_hints};
 use super::body_block::SendError;
-use super::h2::Response;
+use super::h2::response::Response;
 use super::reply::{HintsRefused, Reply};
 use super::sender::{Sender, SenderSettings};
 use crate::io::conn::Conn;

@@ -12,7 +12,7 @@
 //! (`server::h2_inline`), else on a pool thread, through the same pool and admission as
 //! HTTP/1.1 requests (`server::drive`), so blocking streams run side by side.
 
-mod response;
+pub(crate) mod response;
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -23,7 +23,7 @@ use pyo3::types::PyDict;
 use sluicegate_proto::forwarded::{self, Hop, Resolved};
 use sluicegate_proto::RequestHead;
 
-pub use response::Response;
+use response::Response;
 
 use crate::clock::{now_ns, since};
 use crate::io::error_answer::{INTERNAL_ERROR, REQUEST_TIMEOUT};
@@ -98,7 +98,13 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
             }
             let (start, hints) = (callables.start.bind(py), callables.hints.bind(py));
             let resp = callables.sr.get().response();
-            call_and_drive(bridge, py, &head, (env.into_any(), start, Some(hints)), resp)
+            call_and_drive(
+                bridge,
+                py,
+                &head,
+                (env.into_any(), start, Some(hints)),
+                resp,
+            )
         }
         Err(e) => {
             bridge.log_exception(py, &e, "building the environ");
