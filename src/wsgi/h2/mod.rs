@@ -14,7 +14,6 @@
 
 pub(crate) mod response;
 
-use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use pyo3::intern;
@@ -32,11 +31,10 @@ use crate::io::read_ahead::BodyFailure;
 use crate::io::tls_link::TlsFacts;
 use crate::io::transport::Cut;
 use crate::observe::request_end::Finished;
-use crate::observe::timings::End as LogEnd;
 use crate::peer::Peer;
 use crate::wsgi::body_source::StreamInput;
 use crate::wsgi::bridge::Bridge;
-use crate::wsgi::driver::{client_ip, leave_watch};
+use crate::wsgi::call_setup::{begin, log_end};
 use crate::wsgi::input::Input;
 use crate::wsgi::iterable::{call_and_drive, AppEnd};
 use crate::wsgi::start_response::{Callables, Sink};
@@ -58,7 +56,6 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         _live,
     } = call;
     let app_started = now_ns();
-    bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
     let body_input = body.map(|b| {
         let source = StreamInput::new(b, bridge.config.read_timeout);
         Bound::new(py, Input::new(Some(Box::new(source)))).expect("allocating wsgi.input")
@@ -68,16 +65,14 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         None => bridge.empty_input.bind(py).clone().into_any(),
     };
     let hop = Hop::of(peer.ip(), peer_origin);
-    let trust = bridge.config.forwarding.as_ref();
-    let forwarded = trust
-        .and_then(|(t, family)| forwarded::forwarded(&head, hop, Some(t), *family).map(Box::new));
-    // --timeout: the call is watched; past it, the stream is answered 504 (or reset) and
+    // Counted, and watched by --timeout: past it, the stream is answered 504 (or reset) and
     // the connection's other streams go on.
-    let ticket = bridge
-        .deadlines
+    let cut = Cut::Stream(reply.cut_handle());
+    let mut watched = begin(bridge, &head, hop, None, cut, b" HTTP/2");
+    let gate = watched
+        .ticket
         .as_ref()
-        .map(|d| d.enter(Cut::Stream(reply.cut_handle()), request_line(&head)));
-    let gate = ticket.as_ref().map(|t| std::sync::Arc::clone(&t.gate));
+        .map(|t| std::sync::Arc::clone(&t.gate));
     let resp = Response::new(bridge, reply, gate, head.is_head);
     let callables = Callables::new(py, Sink::H2(Mutex::new(resp)));
     let built = build_environ(
@@ -85,13 +80,14 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         py,
         (listener, &head, &peer, &upper),
         &input,
-        forwarded.as_deref(),
+        watched.forwarded.as_deref(),
         tls_facts.as_deref(),
     );
     let end = match built {
         Ok(env) => {
             let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), intern!(py, "HTTP/2"));
-            let trusted = forwarded::trusted(trust.map(|(t, _)| t), hop);
+            let trust = bridge.config.forwarding.as_ref().map(|(t, _)| t);
+            let trusted = forwarded::trusted(trust, hop);
             if scheme_https && tls_facts.is_none() && trusted {
                 let _ = env.set_item(intern!(py, "wsgi.url_scheme"), "https");
                 let _ = env.set_item("HTTPS", "on");
@@ -123,16 +119,12 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
     if matches!(end, AppEnd::Failed) {
         r.fail(py, failure_answer(body_failure));
     }
-    let (timed_out, answered_504) = leave_watch(bridge, py, ticket);
+    let (timed_out, answered_504) = watched.leave(bridge, py);
     if answered_504 {
         r.status = 504;
     }
-    let log_end = match end {
-        _ if timed_out => LogEnd::Timeout,
-        _ if r.gone => LogEnd::ClientGone,
-        end => end.log_end(),
-    };
-    let client = client_ip(forwarded.as_deref(), &peer);
+    let log_end = log_end(timed_out, r.gone, &end);
+    let client = watched.client_ip(&peer);
     let ctx = &bridge.loop_ctx;
     let log = ctx.settings.access_log.as_deref();
     Finished {
@@ -183,13 +175,4 @@ fn failure_answer(body_failure: Option<BodyFailure>) -> (u16, &'static str) {
         Some(BodyFailure::Protocol(e)) => (e.status(), e.reason()),
         _ => INTERNAL_ERROR,
     }
-}
-
-/// "METHOD TARGET HTTP/2", for `--timeout`'s registry.
-fn request_line(head: &RequestHead) -> String {
-    format!(
-        "{} {} HTTP/2",
-        String::from_utf8_lossy(head.method()),
-        String::from_utf8_lossy(head.target())
-    )
 }
