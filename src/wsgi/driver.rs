@@ -6,19 +6,17 @@
 //! thread is free at once.
 
 use crate::clock::{now_ns, since};
-use crate::peer::Peer;
-use std::net::IpAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use sluicegate_proto::forwarded::{self, Hop, Resolved};
+use sluicegate_proto::forwarded::{Hop, Resolved};
 use sluicegate_proto::h1::decode::BodyDecoder;
 use sluicegate_proto::{BodyFraming, RequestHead};
 
 use super::app_head::AppHead;
 use super::body::BodyState;
 use super::bridge::Bridge;
+use super::call_setup::{begin, log_end};
 use super::input::Input;
 use super::iterable::{call_and_drive, AppEnd};
 use super::sender::{Sender, SenderSettings};
@@ -30,7 +28,6 @@ use crate::io::read_ahead::{BodyFailure, LoopEntry};
 use crate::io::transport::Transport;
 use crate::observe::entry::{KeptEnviron, LogExtras};
 use crate::observe::request_end::PendingLog;
-use crate::observe::timings::End as LogEnd;
 
 /// Run one request on the current thread (inline on the loop thread or on a pool thread).
 /// Returns the connection, with output the socket did not take yet left in `conn.out`, and
@@ -46,7 +43,6 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let app_started = now_ns();
     let inline = super::stream_hook::in_inline_call();
     conn.requests += 1;
-    bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
     let transport = conn.transport();
     // TLS: the environ's SSL_* facts, plain values made once per connection by `io`.
     let tls_facts = transport.tls_facts();
@@ -57,15 +53,20 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let input = input_obj.as_ref().unwrap_or(&bridge.empty_input);
     let input_any = input.bind(py).clone().into_any();
 
-    // --timeout: the call is watched from here until the request is over.
-    let ticket = bridge
-        .deadlines
-        .as_ref()
-        .map(|d| d.enter(transport, request_line(&head)));
+    // Counted, and watched by --timeout from here until the request is over.
+    let hop = Hop::of(conn.peer.ip(), conn.peer_origin);
+    let mut watched = begin(
+        bridge,
+        &head,
+        hop,
+        uwsgi.as_deref(),
+        transport,
+        version(&head),
+    );
     let out = conn.out.spare();
     let settings = SenderSettings {
         keep_alive,
-        gate: ticket.as_ref().map(|t| Arc::clone(&t.gate)),
+        gate: watched.ticket.as_ref().map(|t| Arc::clone(&t.gate)),
         body: input_obj
             .as_ref()
             .map(|i| (i.clone_ref(py), bridge.config.max_drain)),
@@ -86,19 +87,13 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         settings,
     );
 
-    let forwarded = forwarded_facts(
-        bridge,
-        Hop::of(conn.peer.ip(), conn.peer_origin),
-        &head,
-        uwsgi.as_deref(),
-    );
     let (end, logged_environ) = build_and_call(
         bridge,
         py,
         &mut conn,
         &head,
         &input_any,
-        forwarded.as_deref(),
+        watched.forwarded.as_deref(),
         tls_facts.as_deref(),
         &callables,
     );
@@ -106,10 +101,10 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
 
     let (body_ok, body_answer) = take_body_back(bridge, py, &mut conn, input_obj);
 
-    let mut sender = callables.sr.get().inner.lock().unwrap();
+    let mut sender = callables.sr.get().sender().lock().unwrap();
     answer_app_end(bridge, py, &mut sender, &end, body_answer);
     // Leaving the deadline's registry before the socket can be closed (see `wsgi::deadline`).
-    let (timed_out, answered_504) = leave_watch(bridge, py, ticket);
+    let (timed_out, answered_504) = watched.leave(bridge, py);
     let keeps = sender.keeps_alive() && body_ok && matches!(end, AppEnd::Done) && !timed_out;
     // A 504 answered by the watch: the app's status and bytes never left.
     let (status, sent) = match answered_504 {
@@ -131,7 +126,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         conn.out.clear();
     }
     let ended = PendingLog {
-        client: client_ip(forwarded.as_deref(), &conn.peer),
+        client: watched.client_ip(&conn.peer),
         head,
         status,
         body_bytes: sent,
@@ -175,30 +170,6 @@ fn build_and_call(
             bridge.log_exception(py, &e, "building the environ");
             (AppEnd::Failed, None)
         }
-    }
-}
-
-/// The client's address for the log: what a trusted proxy said, else the peer's.
-pub(crate) fn client_ip(forwarded: Option<&Resolved>, peer: &Peer) -> Option<IpAddr> {
-    forwarded
-        .and_then(|f| f.client)
-        .map(|(ip, _)| ip)
-        .or_else(|| peer.ip())
-}
-
-/// The call is over: it leaves `--timeout`'s watch (before the socket can be closed: see
-/// `wsgi::deadline`). Returns whether it timed out, and whether the watch answered 504.
-pub(crate) fn leave_watch(
-    bridge: &Bridge,
-    py: Python<'_>,
-    ticket: Option<super::deadline::Ticket>,
-) -> (bool, bool) {
-    match (ticket, &bridge.deadlines) {
-        (Some(t), Some(d)) => {
-            let answered = t.gate.timed_out();
-            (d.leave(py, t), answered)
-        }
-        _ => (false, false),
     }
 }
 
@@ -335,17 +306,6 @@ fn after_output(keeps: bool, body_ok: bool, client_closes: bool) -> AfterOutput 
     }
 }
 
-/// How the access log says the request ended.
-fn log_end(timed_out: bool, gone: bool, end: &AppEnd) -> LogEnd {
-    if timed_out {
-        LogEnd::Timeout
-    } else if gone {
-        LogEnd::ClientGone
-    } else {
-        end.log_end()
-    }
-}
-
 /// [`call_and_drive`], then the environ variables the access log's format names, as the app
 /// left them (see [`log_environ`]).
 fn call_and_keep(
@@ -364,7 +324,7 @@ fn call_and_keep(
             callables.start.bind(py),
             Some(callables.hints.bind(py)),
         ),
-        &callables.sr.get().inner,
+        callables.sr.get().sender(),
     );
     (end, log_environ(bridge, &environ))
 }
@@ -413,45 +373,11 @@ fn log_environ(bridge: &Bridge, environ: &Bound<'_, PyAny>) -> Option<KeptEnviro
     Some(kept)
 }
 
-/// What this request's forwarding facts are (`--forwarded-allow-ips`; the decision is
-/// proto's): a uwsgi request's from nginx's own variables, never the forwarding headers it
-/// passes through unchanged; an HTTP request's from its forwarding headers. None: the hop is
-/// not trusted, or said nothing. Values that do not parse are counted.
-fn forwarded_facts(
-    bridge: &Bridge,
-    hop: Hop,
-    head: &RequestHead,
-    uwsgi: Option<&sluicegate_proto::uwsgi::UwsgiFacts>,
-) -> Option<Box<Resolved>> {
-    let (trust, family) = bridge.config.forwarding.as_ref()?;
-    if let Some(facts) = uwsgi {
-        return forwarded::trusted(Some(trust), hop).then(|| Box::new(facts.resolved()));
-    }
-    let r = forwarded::forwarded(head, hop, Some(trust), *family)?;
-    if r.malformed > 0 {
-        bridge
-            .counters()
-            .forwarded_malformed
-            .fetch_add(u64::from(r.malformed), Ordering::Relaxed);
-    }
-    Some(Box::new(r))
-}
-
-/// "METHOD TARGET VERSION", as the client sent it (lossy for non-UTF-8 bytes). Built every
-/// app call while calls are registered (the control socket's default): one allocation of the
-/// exact size and copies, not `format!`, which cost about 600 instructions a request more
-/// (callgrind, hello world).
-fn request_line(head: &RequestHead) -> String {
-    let (method, target) = (head.method(), head.target());
-    let version: &[u8] = if head.version == sluicegate_proto::Version::Http10 {
+/// The request line's protocol, for `--timeout`'s registry.
+fn version(head: &RequestHead) -> &'static [u8] {
+    if head.version == sluicegate_proto::Version::Http10 {
         b" HTTP/1.0"
     } else {
         b" HTTP/1.1"
-    };
-    let mut line = Vec::with_capacity(method.len() + target.len() + 1 + version.len());
-    line.extend_from_slice(method);
-    line.push(b' ');
-    line.extend_from_slice(target);
-    line.extend_from_slice(version);
-    String::from_utf8(line).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
 }

@@ -9,6 +9,7 @@ pub mod body;
 pub mod body_block;
 pub mod body_source;
 pub mod bridge;
+pub mod call_setup;
 pub mod deadline;
 pub mod driver;
 pub mod environ;

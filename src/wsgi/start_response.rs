@@ -1,17 +1,19 @@
-//! `start_response` and the `write()` callable it returns (PEP 3333).
+//! `start_response` and the `write()` callable it returns (PEP 3333), for every protocol.
 //!
 //! start_response converts and validates the app's status and headers at once (`app_head`: CR,
 //! LF, NUL or other control bytes raise, so the app fails before anything is sent and the
 //! client gets a 500) and applies the exc_info rules. The response itself is written by the
-//! request's `Sender`, which both the iterable driver and `write()` use. Dependencies run one
-//! way: app_head <- sender <- start_response <- driver.
+//! call's [`Reply`] (HTTP/1.1's `Sender`, an HTTP/2 stream's `Response`), which both the
+//! iterable driver and `write()` use: the rules here are written once, generic over it, and
+//! the object holds one of the two ([`Sink`], matched once per call).
 //!
 //! Both callables, and `wsgi.early_hints` (a `103 Early Hints` before start_response), are
 //! bound methods of one [`StartResponse`] object (builtin methods, called without an argument
-//! tuple). A thread keeps its object and the three methods between requests ([`Callables`]) and
-//! gives them to the next request only if nothing else holds any of the four: an app that kept
-//! `start_response`, `write` or `wsgi.early_hints` keeps its own, and the next request gets new
-//! ones. Making and freeing the objects cost about 1,000 instructions of a hello world.
+//! tuple). On HTTP/1.1 a thread keeps its object and the three methods between requests
+//! ([`Callables`]) and gives them to the next request only if nothing else holds any of the
+//! four: an app that kept `start_response`, `write` or `wsgi.early_hints` keeps its own, and
+//! the next request gets new ones. Making and freeing the objects cost about 1,000
+//! instructions of a hello world. An HTTP/2 stream's are made for it and let go after it.
 
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
@@ -25,20 +27,47 @@ use sluicegate_proto::RequestHead;
 
 use super::app_head::{parse_head, parse_hints};
 use super::body_block::SendError;
-use super::sender::hints::HintsRefused;
+use super::h2::response::Response;
+use super::reply::{HintsRefused, Reply};
 use super::sender::{Sender, SenderSettings};
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
 use crate::io::out_queue::OutQueue;
 
-/// The state behind `start_response` and `write` for one request: the request's [`Sender`],
-/// and the `write` method that start_response returns.
+/// The response a [`StartResponse`] acts on: one per protocol.
+pub enum Sink {
+    /// An HTTP/1.1 request's sender.
+    H1(Mutex<Sender>),
+    /// An HTTP/2 stream's response.
+    H2(Mutex<Response>),
+}
+
+/// The state behind `start_response`, `write` and `wsgi.early_hints` for one call: its
+/// response, and the `write` method that start_response returns.
 #[pyclass(module = "sluicegate._core", name = "StartResponse", frozen)]
 pub struct StartResponse {
-    pub inner: Mutex<Sender>,
+    pub sink: Sink,
     /// `self.write`, made once. (A reference cycle while the object is kept; broken by
-    /// [`Callables::finish`] when it is not.)
+    /// [`Callables::discard`].)
     write: Mutex<Option<Py<PyAny>>>,
+}
+
+impl StartResponse {
+    /// HTTP/1.1's sender. Only HTTP/1.1's driver asks, of the callables it made.
+    pub fn sender(&self) -> &Mutex<Sender> {
+        match &self.sink {
+            Sink::H1(s) => s,
+            Sink::H2(_) => unreachable!("an HTTP/2 stream's start_response has no Sender"),
+        }
+    }
+
+    /// An HTTP/2 stream's response. Only the stream's call asks, of the callables it made.
+    pub fn response(&self) -> &Mutex<Response> {
+        match &self.sink {
+            Sink::H2(r) => r,
+            Sink::H1(_) => unreachable!("an HTTP/1.1 start_response has no stream"),
+        }
+    }
 }
 
 #[pymethods]
@@ -52,26 +81,9 @@ impl StartResponse {
         exc_info: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let exc_info = exc_info.filter(|e| !e.is_none());
-        {
-            let mut sender = self.inner.lock().unwrap();
-            match exc_info {
-                Some(info) if sender.headers_sent() => {
-                    // PEP 3333: too late to change the answer; re-raise the app's error.
-                    drop(sender);
-                    let value = info.get_item(1)?;
-                    return Err(PyErr::from_value(value));
-                }
-                Some(_) => {}
-                None if sender.app_head().started => {
-                    return Err(PyAssertionError::new_err(
-                        "start_response called a second time without exc_info",
-                    ));
-                }
-                None => {}
-            }
-            let buf = sender.head_buffer();
-            let head = parse_head(status, headers, sender.max_app_headers(), buf)?;
-            sender.set_app_head(head);
+        match &self.sink {
+            Sink::H1(s) => record_head(s, status, headers, exc_info)?,
+            Sink::H2(r) => record_head(r, status, headers, exc_info)?,
         }
         match &*self.write.lock().unwrap() {
             Some(w) => Ok(w.clone_ref(py)),
@@ -82,12 +94,14 @@ impl StartResponse {
     }
 
     /// `environ["wsgi.early_hints"]`: send `headers` (a list of `(name, value)`) as a `103
-    /// Early Hints` now (`Sender::send_early_hints`). Validated as start_response's headers
+    /// Early Hints` now (`Reply::send_early_hints`). Validated as start_response's headers
     /// are; an error after start_response, since the final head may be on its way.
     fn early_hints(&self, py: Python<'_>, headers: &Bound<'_, PyAny>) -> PyResult<()> {
-        let mut sender = self.inner.lock().unwrap();
-        let hints = parse_hints(headers, sender.max_app_headers())?;
-        match sender.send_early_hints(py, &hints) {
+        let sent = match &self.sink {
+            Sink::H1(s) => send_hints(py, s, headers)?,
+            Sink::H2(r) => send_hints(py, r, headers)?,
+        };
+        match sent {
             Ok(()) => Ok(()),
             Err(HintsRefused::AfterStart) => Err(PyRuntimeError::new_err(
                 "wsgi.early_hints called after start_response",
@@ -99,9 +113,52 @@ impl StartResponse {
     }
 
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        let mut sender = self.inner.lock().unwrap();
-        sender.send_block(py, data).map_err(write_error)
+        let sent = match &self.sink {
+            Sink::H1(s) => s.lock().unwrap().send_block(py, data),
+            Sink::H2(r) => Reply::send_block(&mut *r.lock().unwrap(), py, data),
+        };
+        sent.map_err(write_error)
     }
+}
+
+/// start_response on `reply`: the exc_info rules of PEP 3333, then the checked head recorded.
+fn record_head<R: Reply>(
+    reply: &Mutex<R>,
+    status: &Bound<'_, PyAny>,
+    headers: &Bound<'_, PyAny>,
+    exc_info: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let mut reply = reply.lock().unwrap();
+    match exc_info {
+        Some(info) if reply.head_sent() => {
+            // PEP 3333: too late to change the answer; re-raise the app's error.
+            drop(reply);
+            let value = info.get_item(1)?;
+            return Err(PyErr::from_value(value));
+        }
+        Some(_) => {}
+        None if reply.app_started() => {
+            return Err(PyAssertionError::new_err(
+                "start_response called a second time without exc_info",
+            ));
+        }
+        None => {}
+    }
+    let buf = reply.head_buffer();
+    let head = parse_head(status, headers, reply.max_app_headers(), buf)?;
+    reply.set_app_head(head);
+    Ok(())
+}
+
+/// `wsgi.early_hints` on `reply`: the hints checked, then sent (or refused).
+fn send_hints<R: Reply>(
+    py: Python<'_>,
+    reply: &Mutex<R>,
+    headers: &Bound<'_, PyAny>,
+) -> PyResult<Result<(), HintsRefused>> {
+    let mut reply = reply.lock().unwrap();
+    let hints = parse_hints(headers, reply.max_app_headers())?;
+    Ok(reply.send_early_hints(py, &hints))
 }
 
 /// The exception `write()` raises in the app, on every protocol.
@@ -147,17 +204,22 @@ impl Callables {
     ) -> Callables {
         if let Some(c) = KEPT.with(|k| k.borrow_mut().take()) {
             c.sr.get()
-                .inner
+                .sender()
                 .lock()
                 .unwrap()
                 .renew(conn, out, head, ctx, settings);
             return c;
         }
         let sender = Sender::new(conn, out, head, ctx, settings);
+        Callables::new(py, Sink::H1(Mutex::new(sender)))
+    }
+
+    /// New callables over `sink`.
+    pub fn new(py: Python<'_>, sink: Sink) -> Callables {
         let sr = Bound::new(
             py,
             StartResponse {
-                inner: Mutex::new(sender),
+                sink,
                 write: Mutex::new(None),
             },
         )
@@ -226,7 +288,7 @@ impl Callables {
 
     /// Let these callables go: the cycle through `write` is broken, so that what nobody else
     /// holds is freed (with the GIL held, as every caller is attached).
-    fn discard(self) {
+    pub fn discard(self) {
         let write = self.sr.get().write.lock().unwrap().take();
         drop(write);
     }

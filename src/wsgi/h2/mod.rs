@@ -3,20 +3,18 @@
 //! (`EnvironBuilder::build`: headers, forwarding, TLS facts), then the HTTP/2 differences:
 //! `SERVER_PROTOCOL` `HTTP/2`, `wsgi.input` (the one `Input`) over the stream's DATA frames
 //! (`body_source::StreamInput`), and `:scheme` `https` on h2c honoured only from a peer
-//! trusted as forwarding headers are. The app is called and its iterable driven by the
-//! bridge's one driver (`iterable::call_and_drive`) over the stream's `Response`
-//! (`response.rs`, a `Reply`); the request is counted and logged as any other (the access log
-//! says `HTTP/2`).
+//! trusted as forwarding headers are. The app is called with the one `start_response`
+//! (`start_response::StartResponse`) and its iterable driven by the bridge's one driver
+//! (`iterable::call_and_drive`), both over the stream's `Response` (`response.rs`, a
+//! `Reply`); the request is counted and logged as any other (the access log says `HTTP/2`).
 //!
 //! Runs on the thread that drives the HTTP/2 connections when the scheduler is in inline mode
 //! (`server::h2_inline`), else on a pool thread, through the same pool and admission as
 //! HTTP/1.1 requests (`server::drive`), so blocking streams run side by side.
 
-mod objects;
-mod response;
+pub(crate) mod response;
 
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -24,7 +22,6 @@ use pyo3::types::PyDict;
 use sluicegate_proto::forwarded::{self, Hop, Resolved};
 use sluicegate_proto::RequestHead;
 
-pub use objects::H2StartResponse;
 use response::Response;
 
 use crate::clock::{now_ns, since};
@@ -34,13 +31,13 @@ use crate::io::read_ahead::BodyFailure;
 use crate::io::tls_link::TlsFacts;
 use crate::io::transport::Cut;
 use crate::observe::request_end::Finished;
-use crate::observe::timings::End as LogEnd;
 use crate::peer::Peer;
 use crate::wsgi::body_source::StreamInput;
 use crate::wsgi::bridge::Bridge;
-use crate::wsgi::driver::{client_ip, leave_watch};
+use crate::wsgi::call_setup::{begin, log_end};
 use crate::wsgi::input::Input;
 use crate::wsgi::iterable::{call_and_drive, AppEnd};
+use crate::wsgi::start_response::{Callables, Sink};
 
 /// Run one stream's app call on this thread (the GIL held); `inline`: on the loop
 /// (the access log's timings say so).
@@ -59,7 +56,6 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         _live,
     } = call;
     let app_started = now_ns();
-    bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
     let body_input = body.map(|b| {
         let source = StreamInput::new(b, bridge.config.read_timeout);
         Bound::new(py, Input::new(Some(Box::new(source)))).expect("allocating wsgi.input")
@@ -69,34 +65,42 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         None => bridge.empty_input.bind(py).clone().into_any(),
     };
     let hop = Hop::of(peer.ip(), peer_origin);
-    let trust = bridge.config.forwarding.as_ref();
-    let forwarded = trust
-        .and_then(|(t, family)| forwarded::forwarded(&head, hop, Some(t), *family).map(Box::new));
-    // --timeout: the call is watched; past it, the stream is answered 504 (or reset) and
+    // Counted, and watched by --timeout: past it, the stream is answered 504 (or reset) and
     // the connection's other streams go on.
-    let ticket = bridge
-        .deadlines
+    let cut = Cut::Stream(reply.cut_handle());
+    let mut watched = begin(bridge, &head, hop, None, cut, b" HTTP/2");
+    let gate = watched
+        .ticket
         .as_ref()
-        .map(|d| d.enter(Cut::Stream(reply.cut_handle()), request_line(&head)));
-    let gate = ticket.as_ref().map(|t| Arc::clone(&t.gate));
-    let resp = Arc::new(Mutex::new(Response::new(bridge, reply, gate, head.is_head)));
+        .map(|t| std::sync::Arc::clone(&t.gate));
+    let resp = Response::new(bridge, reply, gate, head.is_head);
+    let callables = Callables::new(py, Sink::H2(Mutex::new(resp)));
     let built = build_environ(
         bridge,
         py,
         (listener, &head, &peer, &upper),
         &input,
-        forwarded.as_deref(),
+        watched.forwarded.as_deref(),
         tls_facts.as_deref(),
     );
     let end = match built {
         Ok(env) => {
             let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), intern!(py, "HTTP/2"));
-            let trusted = forwarded::trusted(trust.map(|(t, _)| t), hop);
+            let trust = bridge.config.forwarding.as_ref().map(|(t, _)| t);
+            let trusted = forwarded::trusted(trust, hop);
             if scheme_https && tls_facts.is_none() && trusted {
                 let _ = env.set_item(intern!(py, "wsgi.url_scheme"), "https");
                 let _ = env.set_item("HTTPS", "on");
             }
-            call_app(bridge, py, &head, env.into_any(), &resp)
+            let (start, hints) = (callables.start.bind(py), callables.hints.bind(py));
+            let resp = callables.sr.get().response();
+            call_and_drive(
+                bridge,
+                py,
+                &head,
+                (env.into_any(), start, Some(hints)),
+                resp,
+            )
         }
         Err(e) => {
             bridge.log_exception(py, &e, "building the environ");
@@ -111,20 +115,16 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         .as_ref()
         .and_then(|i| i.get().detach(py, 0))
         .and_then(|end| end.failure);
-    let mut r = resp.lock().unwrap();
+    let mut r = callables.sr.get().response().lock().unwrap();
     if matches!(end, AppEnd::Failed) {
         r.fail(py, failure_answer(body_failure));
     }
-    let (timed_out, answered_504) = leave_watch(bridge, py, ticket);
+    let (timed_out, answered_504) = watched.leave(bridge, py);
     if answered_504 {
         r.status = 504;
     }
-    let log_end = match end {
-        _ if timed_out => LogEnd::Timeout,
-        _ if r.gone => LogEnd::ClientGone,
-        end => end.log_end(),
-    };
-    let client = client_ip(forwarded.as_deref(), &peer);
+    let log_end = log_end(timed_out, r.gone, &end);
+    let client = watched.client_ip(&peer);
     let ctx = &bridge.loop_ctx;
     let log = ctx.settings.access_log.as_deref();
     Finished {
@@ -141,29 +141,9 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         extras: None,
     }
     .account(log, &ctx.counters.by_request, now_ns());
-}
-
-/// Call the app with the stream's `start_response` and drive what it returns through its
-/// `Response` (`iterable::call_and_drive`, as on HTTP/1.1).
-fn call_app(
-    bridge: &Bridge,
-    py: Python<'_>,
-    head: &RequestHead,
-    environ: Bound<'_, PyAny>,
-    resp: &Arc<Mutex<Response>>,
-) -> AppEnd {
-    let sr = H2StartResponse {
-        resp: Arc::clone(resp),
-    };
-    let sr = Bound::new(py, sr)
-        .expect("allocating start_response")
-        .into_any();
-    let hints = bridge
-        .config
-        .early_hints
-        .then(|| sr.getattr(intern!(py, "early_hints")).ok())
-        .flatten();
-    call_and_drive(bridge, py, head, (environ, &sr, hints.as_ref()), &**resp)
+    drop(r);
+    // Let go unless the app kept one of them (then its reference keeps the stream's reply).
+    callables.discard();
 }
 
 /// Build the stream's environ with the connection's peer strings, unless another of its
@@ -195,13 +175,4 @@ fn failure_answer(body_failure: Option<BodyFailure>) -> (u16, &'static str) {
         Some(BodyFailure::Protocol(e)) => (e.status(), e.reason()),
         _ => INTERNAL_ERROR,
     }
-}
-
-/// "METHOD TARGET HTTP/2", for `--timeout`'s registry.
-fn request_line(head: &RequestHead) -> String {
-    format!(
-        "{} {} HTTP/2",
-        String::from_utf8_lossy(head.method()),
-        String::from_utf8_lossy(head.target())
-    )
 }

@@ -20,15 +20,15 @@ use crate::wsgi::app_head::AppHead;
 use crate::wsgi::body_block::SendError;
 use crate::wsgi::bridge::type_name;
 use crate::wsgi::deadline::HeadGate;
-use crate::wsgi::reply::Reply;
+use crate::wsgi::reply::{HintsRefused, Reply};
 
 /// File bodies are read in blocks of this size, without the GIL.
 const FILE_BLOCK: usize = 256 * 1024;
 
 /// The client went away (or reset the stream, or kept its window shut past the timeout).
-pub(super) struct Gone;
+pub struct Gone;
 
-pub(super) struct Response {
+pub struct Response {
     pub reply: StreamReply,
     /// With `--timeout`: claimed before the head is sent; lost if the watcher answered 504.
     pub gate: Option<Arc<HeadGate>>,
@@ -72,10 +72,6 @@ impl Response {
         }
     }
 
-    pub fn head_sent(&self) -> bool {
-        self.head_at.is_some()
-    }
-
     /// Send the head; `length`: the body's length when known (the app's Content-Length wins).
     fn send_head(&mut self, end: bool, length: Option<u64>) -> Result<(), Gone> {
         if self.gate.as_ref().is_some_and(|g| !g.claim_for_app()) {
@@ -110,20 +106,6 @@ impl Response {
         // Queued by the `h2` crate, never waited for: no need to release the GIL.
         let sent = reply.send_head(status, fields, end);
         sent.map_err(|_| self.gone())
-    }
-
-    /// `wsgi.early_hints` before the head: an informational HEADERS frame with `:status 103`
-    /// and the hints a 1xx may carry (proto's `interim_header_allowed`). Not sent once the
-    /// stream is gone or `--timeout` answered it; hints are advice, so no error either.
-    pub fn send_early_hints(&mut self, hints: &AppHead) {
-        let timed_out = self.gate.as_ref().is_some_and(|g| g.timed_out());
-        if self.gone || timed_out || self.head_sent() {
-            return;
-        }
-        let fields = hints.headers().filter(|(n, _)| interim_header_allowed(n));
-        // Queued by the `h2` crate, as the head is; a stream reset meanwhile shows at the
-        // next send.
-        let _ = self.reply.send_interim(103, fields);
     }
 
     fn gone(&mut self) -> Gone {
@@ -309,5 +291,39 @@ impl Reply for Response {
             return Ok(());
         }
         Ok(self.send(py, Bytes::new(), true)?)
+    }
+
+    fn app_started(&self) -> bool {
+        self.app.started
+    }
+
+    fn head_sent(&self) -> bool {
+        self.head_at.is_some()
+    }
+
+    fn max_app_headers(&self) -> usize {
+        self.max_app_headers
+    }
+
+    fn set_app_head(&mut self, head: AppHead) {
+        self.app = head;
+    }
+
+    /// An informational HEADERS frame with `:status 103` and the hints a 1xx may carry
+    /// (proto's `interim_header_allowed`). Not sent once the stream is gone or `--timeout`
+    /// answered it; hints are advice, so no error either.
+    fn send_early_hints(&mut self, _py: Python<'_>, hints: &AppHead) -> Result<(), HintsRefused> {
+        if self.app.started || self.head_sent() {
+            return Err(HintsRefused::AfterStart);
+        }
+        let timed_out = self.gate.as_ref().is_some_and(|g| g.timed_out());
+        if self.gone || timed_out {
+            return Ok(());
+        }
+        let fields = hints.headers().filter(|(n, _)| interim_header_allowed(n));
+        // Queued by the `h2` crate, as the head is; a stream reset meanwhile shows at the
+        // next send.
+        let _ = self.reply.send_interim(103, fields);
+        Ok(())
     }
 }

@@ -12,14 +12,7 @@ use sluicegate_proto::h1::interim::{encode_early_hints, sends_interim};
 
 use super::{Sender, Stage};
 use crate::wsgi::app_head::AppHead;
-
-/// Why early hints were refused: the app must hear of it.
-pub enum HintsRefused {
-    /// `start_response` was called already: the final head may be on its way.
-    AfterStart,
-    /// The request is over.
-    Finished,
-}
+use crate::wsgi::reply::HintsRefused;
 
 impl Sender {
     /// Send `hints` as a `103 Early Hints` now. Nothing is sent, and no error raised, to an
