@@ -351,7 +351,9 @@ def report(results: dict, args: argparse.Namespace) -> str:
             lines.append(f"| {case} | {name} | {m['rps']:,.0f} | {chain:.1f} | "
                          f"{m['nginx_us']:.1f} |")
     hs = []
-    for name in results["new-conn"]:
+    # The handshake's cost needs both cases (a run narrowed by --cases may lack one).
+    both = results.get("new-conn", {}).keys() & results.get("hello", {}).keys()
+    for name in (n for n in results.get("new-conn", {}) if n in both):
         new, kept = results["new-conn"][name], results["hello"][name]
         if new["rps"] is None or kept["rps"] is None:
             hs.append(f"| {name} | n/a | n/a | n/a |")
