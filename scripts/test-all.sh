@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The install matrix: each wheel in dist/ (built by scripts/wheels.sh unless NO_BUILD=1) goes
 # into a fresh venv of its CPython, with cargo off PATH, and the HTTP/WSGI conformance subset
-# plus Flask and Django run against the installed package (tests/conftest.py starts servers
+# plus Flask and Django (and h2, the HTTP/2 client of the input tests) run against the installed package (tests/conftest.py starts servers
 # with $SLUICEGATE_TEST_PYTHON; python/ is not on sys.path, so the wheel is what is imported).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +29,7 @@ for v in $VERSIONS; do
   [ -n "$whl" ] || { echo "test-all: no $tag wheel in $DIST" >&2; summary+=("$v NO WHEEL"); status=1; continue; }
   venv=$(mktemp -d /tmp/sg-test-$tag-XXXX)
   env PATH="$NORUST" "$py" -m venv "$venv"
-  env PATH="$NORUST" "$venv/bin/pip" install --quiet --only-binary sluicegate "$whl" pytest "flask>=3" "django>=4.2"
+  env PATH="$NORUST" "$venv/bin/pip" install --quiet --only-binary sluicegate "$whl" pytest "flask>=3" "django>=4.2" "h2>=4.1"
   ! env PATH="$venv/bin:$NORUST" sh -c 'command -v cargo' >/dev/null || { echo "cargo still on PATH" >&2; exit 1; }
   log=$venv/pytest.log
   if (cd "$venv" && "$venv/bin/python" -c "import sluicegate, sys; assert 'site-packages' in sluicegate.__file__, sluicegate.__file__") &&
