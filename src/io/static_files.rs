@@ -17,11 +17,12 @@
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 
+use sluicegate_proto::answer::{Answer, AnswerBody, ServerFields};
 use sluicegate_proto::files::{
-    plan, plan_not_found, plan_redirect_to_slash, resolve, FileMeta, MountOptions, Representations,
-    Resolved, ResolvedPath, ServerFields, StaticPlan,
+    plan, plan_not_found, plan_redirect_to_slash, resolve, BodyRange, FileMeta, MountOptions,
+    PlanScratch, Representations, Resolved, ResolvedPath, StaticPlan,
 };
-use sluicegate_proto::h1::response::OwnAnswer;
+use sluicegate_proto::h1::response::{encode_answer, OwnAnswer};
 use sluicegate_proto::RequestHead;
 
 use super::out_queue::{OutQueue, CORK_MIN};
@@ -31,6 +32,7 @@ use super::static_siblings::SiblingCache;
 use crate::config::MountConfig;
 use crate::http_date::http_date;
 use crate::observe::table::StaticCacheReadings;
+use sluicegate_proto::date::HTTP_DATE_LEN;
 
 /// One mount, ready to serve.
 struct Mount {
@@ -50,12 +52,63 @@ pub struct StaticFiles {
     cache: FileCache,
 }
 
-/// What the static path did with a request.
-pub enum StaticOutcome {
-    /// Not under any mount (or no file and fallthrough is on): the app answers.
-    NotStatic,
-    /// Answered: the head (and a sendfile range) are in the output queue.
-    Served(OwnAnswer),
+/// An answer the loop gives itself (a static file, the health path), for any protocol to
+/// frame: proto's protocol-neutral answer, the Date it was decided at, and the bytes of its
+/// file body when it has one.
+pub struct Own<'s> {
+    pub answer: Answer<'s>,
+    pub date: [u8; HTTP_DATE_LEN],
+    /// The file an `AnswerBody::File` range is read from (`None`: no file body).
+    pub file: Option<FileBytes>,
+}
+
+/// A static file's bytes, as the loop holds them.
+pub enum FileBytes {
+    /// The kept copy of a file without siblings (`static_cache`).
+    Memory(Cached),
+    /// The open file (the chosen representation), sent with `sendfile`.
+    Disk(File),
+}
+
+impl Own<'_> {
+    /// Queue the file body's range in `out` (a slice of the kept copy, or a `sendfile` range);
+    /// `false`: the answer has none.
+    pub fn queue_file(self, out: &mut OutQueue) -> bool {
+        let (AnswerBody::File { range, .. }, Some(file)) = (self.answer.body, self.file) else {
+            return false;
+        };
+        let BodyRange { offset, len } = range;
+        match file {
+            FileBytes::Memory(cached) => out.push_shared(cached.slice(offset, len)),
+            FileBytes::Disk(f) => out.push_file(f, offset, len),
+        }
+        true
+    }
+
+    /// Frame the answer as HTTP/1.1 to `head` and queue it in `out`: the head (and a text
+    /// body) in one buffer, then the file range; a large file's head and first bytes corked
+    /// into full segments. `server`: the Server header's value.
+    pub fn queue_h1(self, head: &RequestHead, server: &[u8], out: &mut OutQueue) -> OwnAnswer {
+        let mut buf = Vec::with_capacity(512);
+        let fields = ServerFields {
+            date: &self.date,
+            server,
+        };
+        let mut answer = encode_answer(head, &self.answer, &fields, &mut buf);
+        let cork =
+            matches!(self.answer.body, AnswerBody::File { range, .. } if range.len >= CORK_MIN);
+        if cork {
+            out.push_cork(true);
+        }
+        out.push_owned(buf);
+        if matches!(self.answer.body, AnswerBody::File { .. }) && !self.queue_file(out) {
+            answer.body_bytes = 0;
+        }
+        if cork {
+            out.push_cork(false);
+        }
+        answer
+    }
 }
 
 /// What one `fstat` says an opened name is.
@@ -150,46 +203,61 @@ impl StaticFiles {
         self.cache.readings()
     }
 
-    /// Serve `head` if it is under a mount. The response goes into `out`.
-    pub fn serve(&self, head: &RequestHead, out: &mut OutQueue, server: &[u8]) -> StaticOutcome {
+    /// The answer to `head` if it is under a mount; `None`: not under any mount (or no file
+    /// and fallthrough is on), the app answers. The answer's values live in `scratch` (made
+    /// only for a request under a mount).
+    pub fn serve<'s>(
+        &self,
+        head: &RequestHead,
+        scratch: &'s mut Option<PlanScratch>,
+    ) -> Option<Own<'s>> {
         let path = head.path();
         for (i, m) in self.mounts.iter().enumerate() {
             match resolve(&m.prefix, path, &m.opts) {
                 Resolved::NotMounted => continue,
-                Resolved::Refused(_) => return self.not_found(head, out, server),
-                Resolved::File(rp) => return self.serve_file(i, head, &rp, out, server),
+                Resolved::Refused(_) => return self.not_found(head),
+                Resolved::File(rp) => {
+                    let scratch = scratch.insert(PlanScratch::default());
+                    return self.serve_file(i, head, &rp, scratch);
+                }
             }
         }
-        StaticOutcome::NotStatic
+        None
     }
 
     /// Serve the file `rp` of the mount `i`: its kept copy if current, else from disk (kept
     /// on the way when it qualifies, `static_cache`).
-    fn serve_file(
+    fn serve_file<'s>(
         &self,
         i: usize,
         head: &RequestHead,
         rp: &ResolvedPath,
-        out: &mut OutQueue,
-        server: &[u8],
-    ) -> StaticOutcome {
+        scratch: &'s mut PlanScratch,
+    ) -> Option<Own<'s>> {
         let m = &self.mounts[i];
         let (dir, rel) = (m.dir.as_raw_fd(), rp.as_bytes());
         if let Some(cached) = self.cache.lookup(i, rel) {
             let reps = Representations::identity(cached.meta);
             let bodies = Bodies::Memory(cached);
-            return answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server);
+            return Some(answer(
+                head,
+                rp.file_name(),
+                &reps,
+                &m.opts,
+                bodies,
+                scratch,
+            ));
         }
         let Some(file) = open_beneath(dir, rel, m.follow_symlinks) else {
-            return self.not_found(head, out, server);
+            return self.not_found(head);
         };
         let identity = match kind_of(&file) {
             Kind::Regular(meta) => meta,
             // A directory named without its trailing '/': redirect to the '/' form (whose
             // index, if any, is then served), as nginx does, so that relative links in the
             // index page resolve under the directory.
-            Kind::Directory => return self.redirect_to_slash(head, out, server),
-            Kind::Other => return self.not_found(head, out, server),
+            Kind::Directory => return Some(redirect_to_slash(head, scratch)),
+            Kind::Other => return self.not_found(head),
         };
         // Precompressed siblings are looked for on every request, whatever the client
         // accepts: their existence alone makes the answer vary on Accept-Encoding. A file
@@ -221,7 +289,14 @@ impl StaticFiles {
             if let Some(cached) = self.cache.fill(i, dir, rel) {
                 let reps = Representations::identity(cached.meta);
                 let bodies = Bodies::Memory(cached);
-                return answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server);
+                return Some(answer(
+                    head,
+                    rp.file_name(),
+                    &reps,
+                    &m.opts,
+                    bodies,
+                    scratch,
+                ));
             }
         }
         let reps = Representations {
@@ -234,104 +309,66 @@ impl StaticFiles {
             br: br.map(|(f, _)| f),
             gz: gz.map(|(f, _)| f),
         };
-        answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server)
+        Some(answer(
+            head,
+            rp.file_name(),
+            &reps,
+            &m.opts,
+            bodies,
+            scratch,
+        ))
     }
 
-    fn not_found(&self, head: &RequestHead, out: &mut OutQueue, server: &[u8]) -> StaticOutcome {
+    /// 404, or the app's with fallthrough.
+    fn not_found(&self, head: &RequestHead) -> Option<Own<'static>> {
         if self.fallthrough {
-            return StaticOutcome::NotStatic;
+            return None;
         }
-        small_answer(plan_not_found, head, out, server)
-    }
-
-    /// 301 to the same path with a trailing '/' (decided by `plan_redirect_to_slash`).
-    fn redirect_to_slash(
-        &self,
-        head: &RequestHead,
-        out: &mut OutQueue,
-        server: &[u8],
-    ) -> StaticOutcome {
-        small_answer(plan_redirect_to_slash, head, out, server)
+        Some(decided(plan_not_found(head)))
     }
 }
 
-/// The answer to `head` for a file with these representations, planned by proto (`plan`): the
-/// head, then the chosen body range from disk (`sendfile`) or from memory.
-fn answer(
+/// 301 to the same path with a trailing '/' (decided by `plan_redirect_to_slash`).
+fn redirect_to_slash<'s>(head: &RequestHead, scratch: &'s mut PlanScratch) -> Own<'s> {
+    decided(plan_redirect_to_slash(head, scratch))
+}
+
+/// A planned answer without a file body, dated now.
+fn decided(p: StaticPlan<'_>) -> Own<'_> {
+    Own {
+        answer: p.answer,
+        date: http_date(),
+        file: None,
+    }
+}
+
+/// The answer to `head` for a file with these representations, planned by proto (`plan`),
+/// with the chosen representation's bytes: from disk (`sendfile`) or from memory.
+fn answer<'s>(
     head: &RequestHead,
     file_name: &[u8],
     reps: &Representations,
     opts: &MountOptions,
     bodies: Bodies,
-    out: &mut OutQueue,
-    server: &[u8],
-) -> StaticOutcome {
+    scratch: &'s mut PlanScratch,
+) -> Own<'s> {
     let date = http_date();
-    let mut buf = Vec::with_capacity(512);
-    let fields = ServerFields {
-        date: &date,
-        server,
-    };
-    let p = plan(head, file_name, reps, opts, &fields, &mut buf);
-    let cork = p.body.is_some_and(|r| r.len >= CORK_MIN);
-    if cork {
-        out.push_cork(true);
-    }
-    out.push_owned(buf);
-    let mut body_bytes = p.text_body;
-    if let Some(range) = p.body {
-        match bodies {
-            Bodies::Memory(cached) => out.push_shared(cached.slice(range.offset, range.len)),
-            Bodies::Disk { identity, br, gz } => {
-                let f = match p.encoding.file_suffix() {
-                    b".br" => br,
-                    b".gz" => gz,
-                    _ => Some(identity),
-                };
-                let Some(f) = f else {
-                    return served(&p, body_bytes, cork, out);
-                };
-                out.push_file(f, range.offset, range.len);
+    let p = plan(head, file_name, reps, opts, &date, scratch);
+    let file = match p.answer.body {
+        AnswerBody::File { encoding, .. } => match bodies {
+            Bodies::Memory(cached) => Some(FileBytes::Memory(cached)),
+            Bodies::Disk { identity, br, gz } => match encoding.file_suffix() {
+                b".br" => br,
+                b".gz" => gz,
+                _ => Some(identity),
             }
-        }
-        body_bytes = range.len;
-    }
-    served(&p, body_bytes, cork, out)
-}
-
-/// The answer is queued: uncork after it if it was corked, and say what it was.
-fn served(p: &StaticPlan, body_bytes: u64, cork: bool, out: &mut OutQueue) -> StaticOutcome {
-    if cork {
-        out.push_cork(false);
-    }
-    StaticOutcome::Served(OwnAnswer {
-        status: p.status,
-        keep_alive: p.keep_alive,
-        body_bytes,
-    })
-}
-
-/// A short answer with its text body, planned by proto (`plan`), queued whole.
-fn small_answer(
-    plan: fn(&RequestHead, &ServerFields<'_>, &mut Vec<u8>) -> StaticPlan,
-    head: &RequestHead,
-    out: &mut OutQueue,
-    server: &[u8],
-) -> StaticOutcome {
-    let date = http_date();
-    let mut buf = Vec::with_capacity(256);
-    let p = plan(
-        head,
-        &ServerFields {
-            date: &date,
-            server,
+            .map(FileBytes::Disk),
         },
-        &mut buf,
-    );
-    out.push_owned(buf);
-    StaticOutcome::Served(OwnAnswer {
-        status: p.status,
-        keep_alive: p.keep_alive,
-        body_bytes: p.text_body,
-    })
+        _ => None,
+    };
+    Own {
+        answer: p.answer,
+        date,
+        file,
+    }
 }

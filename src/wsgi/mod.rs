@@ -25,4 +25,5 @@ pub mod reply;
 pub mod sender;
 pub mod short_table;
 pub mod start_response;
-pub mod stream_hook;
+
+pub use call_setup::run_call;

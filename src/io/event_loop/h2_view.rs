@@ -6,9 +6,10 @@
 use sluicegate_proto::RequestHead;
 
 use super::{Counters, LoopCtx, Shutdown};
-use crate::io::out_queue::OutQueue;
+use crate::io::static_files::Own;
 use crate::observe::request_end::PendingLog;
 use crate::observe::timings::End;
+use sluicegate_proto::files::PlanScratch;
 
 /// The loop's view of the loop (`io::h2` does not import the loop: the floors).
 impl crate::io::h2::LoopView for LoopCtx {
@@ -29,8 +30,16 @@ impl crate::io::h2::LoopView for LoopCtx {
         &self.counters
     }
 
-    fn own_answer(&self, head: &RequestHead, out: &mut OutQueue) -> Option<u16> {
-        super::driver::own_answer(head, out, self).map(|a| a.status)
+    fn own_answer<'s>(
+        &self,
+        head: &RequestHead,
+        scratch: &'s mut Option<PlanScratch>,
+    ) -> Option<Own<'s>> {
+        super::driver::own_answer(head, self, scratch)
+    }
+
+    fn server_header(&self) -> &[u8] {
+        &self.settings.config.server_header
     }
 
     fn account_own(

@@ -28,7 +28,6 @@ use super::stream::{StreamBody, StreamReply};
 use super::{tasks, timer};
 use crate::clock::now_ns;
 use crate::io::conn::Conn;
-use crate::io::out_queue::OutQueue;
 
 /// What the connections' tasks work with.
 pub(super) struct ThreadShare {
@@ -223,11 +222,13 @@ fn take_stream(
         }
     };
     // --static and --health-path: answered here, without the app.
-    let mut out = OutQueue::new();
-    if let Some(status) = ctx.own_answer(&head, &mut out) {
+    let mut scratch = None;
+    if let Some(own) = ctx.own_answer(&head, &mut scratch) {
+        let framed = own_answer::frame(own, ctx.server_header());
         let (view, client) = (Arc::clone(ctx), conn.peer.ip());
         tasks::current().spawn(async move {
-            let sent = own_answer::send(respond, out, head.is_head).await;
+            let status = framed.status;
+            let sent = own_answer::send(respond, framed).await;
             view.account_own(head, client, status, sent);
         });
         return;

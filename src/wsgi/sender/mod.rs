@@ -20,6 +20,7 @@ use sluicegate_proto::{RequestHead, Version};
 
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
+use crate::io::inline_call::{fire_stream_hook, holds_the_loop};
 use crate::io::out_queue::{OutQueue, CORK_MIN};
 use crate::io::shared_out::SharedOut;
 use crate::io::tls_writer::TLS_WRITER_MIN;
@@ -28,7 +29,6 @@ use crate::wsgi::app_head::AppHead;
 use crate::wsgi::body_block::{as_block, framed_chunk, queue_body, Block, SendError, COPY_MAX};
 use crate::wsgi::deadline::HeadGate;
 use crate::wsgi::input::Input;
-use crate::wsgi::stream_hook::{fire_stream_hook, holds_the_loop};
 
 mod head;
 pub mod hints;
