@@ -1,6 +1,6 @@
-"""HTTP/2's inline path (src/server/h2_inline.rs): while the scheduler is in inline mode, the
-thread that drives the HTTP/2 connections runs the streams' app calls itself, a batch per GIL
-take, and a call that blocks loses that role to a new thread within a tick or two. Each test
+"""HTTP/2's inline path (src/server/drive.rs, the one HTTP/1.1 takes too): while the scheduler
+is in inline mode, the thread that drives the HTTP/2 connections runs the streams' app calls
+itself, a batch per GIL take, and a call that blocks loses that role to a new thread within a tick or two. Each test
 starts a private server, so that the mode is inline at its first stream. Real sockets, the
 `h2` library as the client (tests/h2_client.py); overlap is shown with gates, never timing.
 """

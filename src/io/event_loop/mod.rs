@@ -104,7 +104,7 @@ pub const INLINE_BODY_MAX: u64 = 64 * 1024;
 /// Read buffers kept for reuse (the rest are freed, so idle memory stays small): 1 MiB.
 const BUFFER_POOL_MAX: usize = 64;
 
-/// Most output `next_ready_work` lets a connection write while its thread holds the GIL: a
+/// Most output `next_ready_call` lets a connection write while its thread holds the GIL: a
 /// larger answer (a 64 MiB body is 10 ms of copying) waits for `next_work`, which writes it
 /// detached, so that app threads do not wait for the copy. (An app thread's own writes
 /// release the GIL from the same size: `wsgi::sender`'s `DETACH_WRITE_MIN`.)
