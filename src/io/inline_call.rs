@@ -15,15 +15,21 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::shared_out::SharedOut;
+/// A streaming response's queue as the thread that takes the loop sees it: it lets the first
+/// blocks pile up before it serves (`SharedOut::settle`), at most `most`, or until no block
+/// came for `gap`.
+pub trait Settle: Send + Sync {
+    fn settle(&self, most: Duration, gap: Duration);
+}
 
 /// The server's side of an inline call (it holds the parked event loop).
 pub trait LoopHolder: Send + Sync {
     /// The response of the call the loop was parked under `seq` for now streams on `out`:
     /// the loop moves to a thread that can send blocks while this one keeps producing them,
-    /// and lets the first blocks pile up on `out` (`SharedOut::settle`).
-    fn response_streams(self: Arc<Self>, seq: u64, out: &Arc<SharedOut>);
+    /// and lets the first blocks pile up on `out` ([`Settle`]).
+    fn response_streams(self: Arc<Self>, seq: u64, out: Arc<dyn Settle>);
     /// The call parked under `seq` is about to wait for its own connection: the loop moves to
     /// another thread first. `false` when no thread may be started for it (the thread bound):
     /// the wait fails at once (`WouldBlock`) and the hook stays for the next wait.
@@ -54,7 +60,7 @@ pub fn holds_the_loop() -> bool {
 }
 
 /// The response now streams on `out`: fire the hook (once) if this thread has one.
-pub fn fire_stream_hook(out: &Arc<SharedOut>) {
+pub fn fire_stream_hook(out: Arc<dyn Settle>) {
     if let Some(hook) = HOOK.with(|h| h.borrow_mut().take()) {
         hook.holder.response_streams(hook.seq, out);
     }

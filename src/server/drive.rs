@@ -17,20 +17,21 @@ use super::scheduler::{Scheduler, Unparked};
 use crate::io::conn::Conn;
 use crate::io::event_loop::{Call, LoopCtx, LoopState};
 use crate::io::h2::{StreamCall, StreamRunner};
-use crate::io::inline_call::{set_inline_hook, InlineHook, LoopHolder};
-use crate::io::shared_out::SharedOut;
+use crate::io::inline_call::{set_inline_hook, InlineHook, LoopHolder, Settle};
 use crate::io::wakeup;
 use crate::wsgi::bridge::Bridge;
 use crate::wsgi::pool::Pool;
 
-/// What a pool thread is asked to do.
+/// What a pool thread is asked to do. (Unboxed: a job moves once, into the pool's queue, and
+/// a box would cost each dispatched call an allocation.)
+#[allow(clippy::large_enum_variant)]
 pub enum Job {
     /// Run one app call.
     Call(Call),
     /// Become the event loop's thread (after a takeover), first letting the blocks of the
     /// response that streamed pile up on its queue when the loop was handed off by a streaming
     /// inline call (`SharedOut::settle`).
-    RunLoop(Box<LoopState>, Option<Arc<SharedOut>>),
+    RunLoop(Box<LoopState>, Option<Arc<dyn Settle>>),
 }
 
 /// State shared by every thread of the server.
@@ -108,9 +109,9 @@ impl LoopHolder for Shared {
     /// ([`hand_loop_over`]: the call goes on producing blocks, and may hold the GIL while it
     /// does). Only the state parked under `seq` may be handed off (see
     /// `Scheduler::release_parked`).
-    fn response_streams(self: Arc<Self>, seq: u64, out: &Arc<SharedOut>) {
+    fn response_streams(self: Arc<Self>, seq: u64, out: Arc<dyn Settle>) {
         if let Some(st) = self.sched.release_parked(seq) {
-            hand_loop_over(&self, &self.pool(), st, Some(Arc::clone(out)));
+            hand_loop_over(&self, &self.pool(), st, Some(out));
         }
     }
 
@@ -145,7 +146,7 @@ pub(super) fn hand_loop_over(
     shared: &Arc<Shared>,
     pool: &Arc<Pool<Job>>,
     st: Box<LoopState>,
-    settle: Option<Arc<SharedOut>>,
+    settle: Option<Arc<dyn Settle>>,
 ) {
     let Err(job) = pool.submit_to_idle(Job::RunLoop(st, settle)) else {
         return;
@@ -263,7 +264,7 @@ pub(super) enum LoopEnd {
 pub(super) fn drive_loop(
     shared: &Arc<Shared>,
     st: Box<LoopState>,
-    settle: Option<Arc<SharedOut>>,
+    settle: Option<Arc<dyn Settle>>,
 ) -> LoopEnd {
     if let Some(out) = settle {
         out.settle(SETTLE_MOST, SETTLE_GAP);

@@ -1,7 +1,6 @@
-//! What every app call does around the app, whatever the protocol: one entry ([`run_call`],
-//! which the server calls inline or on the pool alike) to each protocol's set-up (HTTP/1.1's
-//! `driver::run_request`, an HTTP/2 stream's `h2::run_stream`), and what both do: the call is
-//! counted, its forwarding facts are resolved
+//! What every app call does around the app, whatever the protocol (HTTP/1.1's
+//! `driver::run_request`, an HTTP/2 stream's `h2::run_stream`, both entered through
+//! `call::run_call`): it is counted, its forwarding facts are resolved
 //! (`--forwarded-allow-ips`, the decision proto's), `--timeout` watches it from the start
 //! ([`begin`]) until it is over ([`Watched::leave`], before the socket can be closed: see
 //! `wsgi::deadline`), and the access log is told how it ended and whose it was.
@@ -17,25 +16,9 @@ use sluicegate_proto::RequestHead;
 use super::bridge::Bridge;
 use super::deadline::Ticket;
 use super::iterable::AppEnd;
-use crate::io::conn::Conn;
-use crate::io::event_loop::Call;
 use crate::io::transport::Cut;
 use crate::observe::timings::End as LogEnd;
 use crate::peer::Peer;
-
-/// Run one app call on this thread (the GIL held), inline on the loop's thread or on a pool
-/// thread (the inline hook says which: `io::inline_call::holds_the_loop`). Returns an
-/// HTTP/1.1 request's connection, for the loop to take back; a stream's connection never left
-/// the loop.
-pub fn run_call(bridge: &Bridge, py: Python<'_>, call: Call) -> Option<Box<Conn>> {
-    match call {
-        Call::Request(work) => Some(super::driver::run_request(bridge, py, work)),
-        Call::Stream(stream) => {
-            super::h2::run_stream(bridge, py, stream);
-            None
-        }
-    }
-}
 
 /// An app call begun: its forwarding facts and its `--timeout` ticket.
 pub struct Watched {

@@ -183,8 +183,6 @@ pub fn plan<'s>(
             return plan;
         }
     };
-    let content_range: &'s StackBuf<72> = content_range;
-
     a.status = status.code();
     a.push(b"Content-Type", content_type(file_name).as_bytes());
     a.validators(etag, lm_text);
@@ -196,17 +194,20 @@ pub fn plan<'s>(
     if status == Status::PartialContent {
         a.push(b"Content-Range", content_range.as_bytes());
     }
-    a.length = Some(len);
-    if is_get && len > 0 {
-        a.body = AnswerBody::File {
-            encoding,
-            range: BodyRange { offset, len },
-        };
-    }
+    let range = BodyRange { offset, len };
     StaticPlan {
-        answer: a,
+        answer: with_file(a, range, encoding, is_get),
         encoding,
     }
+}
+
+/// A 200 or 206 with its fields: `range` of `encoding`'s file follows (for GET, when not empty).
+fn with_file(mut a: Answer<'_>, range: BodyRange, encoding: Encoding, is_get: bool) -> Answer<'_> {
+    a.length = Some(range.len);
+    if is_get && range.len > 0 {
+        a.body = AnswerBody::File { encoding, range };
+    }
+    a
 }
 
 /// What the Range field asks of a representation of `size` bytes: only for GET, and only when
