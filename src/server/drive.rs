@@ -325,11 +325,18 @@ fn next_inline_parked(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Optio
     let call = {
         let _on_loop = crate::wsgi::release::LoopThread::enter();
         let here = st.as_mut().expect("the loop is here");
+        let mut call = here.next_work(shared.ctx())?;
         loop {
-            match here.next_work(shared.ctx())? {
-                call if runs_inline(shared, &call) => break call,
-                call => dispatch(shared, call),
+            if runs_inline(shared, &call) {
+                break call;
             }
+            dispatch(shared, call);
+            // What is ready already goes first (the rest of the streams queued by the same
+            // poll, without polling again for each).
+            call = match here.next_ready_call(shared.ctx()) {
+                Some(next) => next,
+                None => here.next_work(shared.ctx())?,
+            };
         }
     };
     Some(park_for(shared, st, call))

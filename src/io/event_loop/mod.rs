@@ -320,16 +320,15 @@ impl LoopState {
     }
 
     /// Run the loop until a call is ready for the app (a request, or a stream its
-    /// connection's task queued), or until shutdown has finished (`None`).
+    /// connection's task queued), or until shutdown has finished (`None`). Queued streams are
+    /// handed out after the tasks' poll, so that the answers of the calls run since the last
+    /// poll are written first.
     pub fn next_work(&mut self, ctx: &LoopCtx) -> Option<Call> {
         loop {
             while let Some((token, hint)) = self.ready.pop_front() {
                 if let Some(work) = self.drive(token, hint, ctx) {
                     return Some(Call::Request(work));
                 }
-            }
-            if let Some(call) = queued_stream(ctx) {
-                return Some(Call::Stream(call));
             }
             self.take_returns(ctx);
             self.take_flush_requests(ctx);
