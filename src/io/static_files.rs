@@ -1,8 +1,11 @@
 //! Static files served by the event loop itself (`--static URL_PREFIX=DIRECTORY`), without
 //! Python: the I/O half. Every decision (is the path safe, which representation, Range,
-//! conditional requests, the response head) is the proto crate's `files` module; this module
-//! only opens, stats and queues the file for `sendfile(2)` through the connection's output
-//! queue, so memory stays flat whatever the file size and a slow download holds no thread.
+//! conditional requests, the answer's status and fields) is the proto crate's `files` module;
+//! this module only opens and stats the file and hands out the protocol-neutral answer with
+//! the file's bytes ([`Own`]), which HTTP/1.1 queues for `sendfile(2)` through the
+//! connection's output queue ([`Own::queue_h1`]) and HTTP/2 sends as DATA frames
+//! (`h2/own_answer.rs`), so memory stays flat whatever the file size and a slow download holds
+//! no thread.
 //!
 //! Opening is confined to the mount (`static_open`): neither `..` nor a symlink can leave it,
 //! unless the mount has `follow-symlinks`.
