@@ -441,7 +441,7 @@ impl StreamRunner for Runner {
 
     fn dispatch(&self, call: StreamCall) {
         if let Some(s) = self.0.upgrade() {
-            dispatch(&s, Call::Stream(call));
+            dispatch(&s, Call::Stream(Box::new(call)));
         }
     }
 }

@@ -18,7 +18,7 @@ pub fn run_call(bridge: &Bridge, py: Python<'_>, call: Call) -> Option<Box<Conn>
     match call {
         Call::Request(work) => Some(super::driver::run_request(bridge, py, work)),
         Call::Stream(stream) => {
-            super::h2::run_stream(bridge, py, stream);
+            super::h2::run_stream(bridge, py, *stream);
             None
         }
     }

@@ -613,6 +613,6 @@ fn log_io_error(what: &str, e: &io::Error) {
 
 /// The next stream a connection's task queued to run (`io::h2::Inline`), if any.
 #[inline]
-fn queued_stream(ctx: &LoopCtx) -> Option<crate::io::h2::StreamCall> {
+fn queued_stream(ctx: &LoopCtx) -> Option<Box<crate::io::h2::StreamCall>> {
     ctx.settings.h2.as_ref()?.inline.pop()
 }

@@ -15,7 +15,7 @@ use super::call::StreamCall;
 
 /// The queue of streams to run inline.
 pub struct Inline {
-    calls: Mutex<VecDeque<StreamCall>>,
+    calls: Mutex<VecDeque<Box<StreamCall>>>,
     /// How many calls are queued: the loop asks after each call and each poll of its tasks,
     /// and an empty queue costs it no lock.
     queued: AtomicUsize,
@@ -32,13 +32,13 @@ impl Inline {
     /// Queue a stream to run inline (a connection's task, on the loop's thread).
     pub(super) fn offer(&self, call: StreamCall) {
         let mut calls = self.calls.lock().unwrap();
-        calls.push_back(call);
+        calls.push_back(Box::new(call));
         self.queued.store(calls.len(), Ordering::Relaxed);
     }
 
     /// The next queued call.
     #[inline]
-    pub fn pop(&self) -> Option<StreamCall> {
+    pub fn pop(&self) -> Option<Box<StreamCall>> {
         if self.queued.load(Ordering::Relaxed) == 0 {
             return None;
         }
