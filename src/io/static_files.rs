@@ -23,7 +23,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use sluicegate_proto::answer::{Answer, AnswerBody, ServerFields};
 use sluicegate_proto::files::{
     plan, plan_not_found, plan_redirect_to_slash, resolve, BodyRange, FileMeta, MountOptions,
-    PlanScratch, Representations, Resolved, ResolvedPath, StaticPlan,
+    PlanScratch, Representations, Resolved, StaticPlan,
 };
 use sluicegate_proto::h1::response::{encode_answer, OwnAnswer};
 use sluicegate_proto::RequestHead;
@@ -206,61 +206,73 @@ impl StaticFiles {
         self.cache.readings()
     }
 
-    /// The answer to `head` if it is under a mount; `None`: not under any mount (or no file
-    /// and fallthrough is on), the app answers. The answer's values live in `scratch` (made
-    /// only for a request under a mount).
-    pub fn serve<'s>(
-        &self,
-        head: &RequestHead,
-        scratch: &'s mut Option<PlanScratch>,
-    ) -> Option<Own<'s>> {
+    /// The answer to `head` if it is under a mount, handed to `frame` (each protocol frames
+    /// it its own way); `None`: not under any mount (or no file and fallthrough is on), the
+    /// app answers.
+    pub fn serve<R>(&self, head: &RequestHead, frame: impl FnOnce(Own<'_>) -> R) -> Option<R> {
         let path = head.path();
         for (i, m) in self.mounts.iter().enumerate() {
-            match resolve(&m.prefix, path, &m.opts) {
+            let found = match resolve(&m.prefix, path, &m.opts) {
                 Resolved::NotMounted => continue,
-                Resolved::Refused(_) => return self.not_found(head),
+                Resolved::Refused(_) => Lookup::NotFound,
                 Resolved::File(rp) => {
-                    let scratch = scratch.insert(PlanScratch::default());
-                    return self.serve_file(i, head, &rp, scratch);
+                    let found = self.find(i, rp.as_bytes());
+                    return self.answer(head, found, (rp.file_name(), &m.opts), frame);
                 }
-            }
+            };
+            return self.answer(head, found, (b"", &m.opts), frame);
         }
         None
     }
 
-    /// Serve the file `rp` of the mount `i`: its kept copy if current, else from disk (kept
-    /// on the way when it qualifies, `static_cache`).
-    fn serve_file<'s>(
+    /// Plan the answer to what was found (proto's `plan`), dated now, and hand it to `frame`
+    /// with the chosen representation's bytes (from disk, `sendfile`, or from memory).
+    fn answer<R>(
         &self,
-        i: usize,
         head: &RequestHead,
-        rp: &ResolvedPath,
-        scratch: &'s mut PlanScratch,
-    ) -> Option<Own<'s>> {
+        found: Lookup,
+        (file_name, opts): (&[u8], &MountOptions),
+        frame: impl FnOnce(Own<'_>) -> R,
+    ) -> Option<R> {
+        let date = http_date();
+        let mut scratch = PlanScratch::default();
+        let (p, file) = match found {
+            Lookup::NotFound if self.fallthrough => return None,
+            Lookup::NotFound => (plan_not_found(head), None),
+            Lookup::Redirect => (plan_redirect_to_slash(head, &mut scratch), None),
+            Lookup::File(reps, bodies) => {
+                let p = plan(head, file_name, &reps, opts, &date, &mut scratch);
+                (p, chosen_bytes(&p, bodies))
+            }
+        };
+        Some(frame(Own {
+            answer: p.answer,
+            date,
+            file,
+        }))
+    }
+
+    /// What the file `rel` of the mount `i` is: its kept copy if current, else from disk (kept
+    /// on the way when it qualifies, `static_cache`).
+    fn find(&self, i: usize, rel: &[u8]) -> Lookup {
         let m = &self.mounts[i];
-        let (dir, rel) = (m.dir.as_raw_fd(), rp.as_bytes());
+        let dir = m.dir.as_raw_fd();
         if let Some(cached) = self.cache.lookup(i, rel) {
-            let reps = Representations::identity(cached.meta);
-            let bodies = Bodies::Memory(cached);
-            return Some(answer(
-                head,
-                rp.file_name(),
-                &reps,
-                &m.opts,
-                bodies,
-                scratch,
-            ));
+            return Lookup::File(
+                Representations::identity(cached.meta),
+                Bodies::Memory(cached),
+            );
         }
         let Some(file) = open_beneath(dir, rel, m.follow_symlinks) else {
-            return self.not_found(head);
+            return Lookup::NotFound;
         };
         let identity = match kind_of(&file) {
             Kind::Regular(meta) => meta,
             // A directory named without its trailing '/': redirect to the '/' form (whose
             // index, if any, is then served), as nginx does, so that relative links in the
             // index page resolve under the directory.
-            Kind::Directory => return Some(redirect_to_slash(head, scratch)),
-            Kind::Other => return self.not_found(head),
+            Kind::Directory => return Lookup::Redirect,
+            Kind::Other => return Lookup::NotFound,
         };
         // Precompressed siblings are looked for on every request, whatever the client
         // accepts: their existence alone makes the answer vary on Accept-Encoding. A file
@@ -290,16 +302,10 @@ impl StaticFiles {
         let small = identity.size <= static_cache::FILE_MAX;
         if small && br.is_none() && gz.is_none() {
             if let Some(cached) = self.cache.fill(i, dir, rel) {
-                let reps = Representations::identity(cached.meta);
-                let bodies = Bodies::Memory(cached);
-                return Some(answer(
-                    head,
-                    rp.file_name(),
-                    &reps,
-                    &m.opts,
-                    bodies,
-                    scratch,
-                ));
+                return Lookup::File(
+                    Representations::identity(cached.meta),
+                    Bodies::Memory(cached),
+                );
             }
         }
         let reps = Representations {
@@ -312,66 +318,32 @@ impl StaticFiles {
             br: br.map(|(f, _)| f),
             gz: gz.map(|(f, _)| f),
         };
-        Some(answer(
-            head,
-            rp.file_name(),
-            &reps,
-            &m.opts,
-            bodies,
-            scratch,
-        ))
-    }
-
-    /// 404, or the app's with fallthrough.
-    fn not_found(&self, head: &RequestHead) -> Option<Own<'static>> {
-        if self.fallthrough {
-            return None;
-        }
-        Some(decided(plan_not_found(head)))
+        Lookup::File(reps, bodies)
     }
 }
 
-/// 301 to the same path with a trailing '/' (decided by `plan_redirect_to_slash`).
-fn redirect_to_slash<'s>(head: &RequestHead, scratch: &'s mut PlanScratch) -> Own<'s> {
-    decided(plan_redirect_to_slash(head, scratch))
+/// What a request under a mount looked up.
+enum Lookup {
+    /// A regular file, with the representations that exist and where their bytes are.
+    File(Representations, Bodies),
+    /// A directory named without its trailing '/'.
+    Redirect,
+    /// Nothing to serve (refused, missing, not a regular file).
+    NotFound,
 }
 
-/// A planned answer without a file body, dated now.
-fn decided(p: StaticPlan<'_>) -> Own<'_> {
-    Own {
-        answer: p.answer,
-        date: http_date(),
-        file: None,
-    }
-}
-
-/// The answer to `head` for a file with these representations, planned by proto (`plan`),
-/// with the chosen representation's bytes: from disk (`sendfile`) or from memory.
-fn answer<'s>(
-    head: &RequestHead,
-    file_name: &[u8],
-    reps: &Representations,
-    opts: &MountOptions,
-    bodies: Bodies,
-    scratch: &'s mut PlanScratch,
-) -> Own<'s> {
-    let date = http_date();
-    let p = plan(head, file_name, reps, opts, &date, scratch);
-    let file = match p.answer.body {
-        AnswerBody::File { encoding, .. } => match bodies {
-            Bodies::Memory(cached) => Some(FileBytes::Memory(cached)),
-            Bodies::Disk { identity, br, gz } => match encoding.file_suffix() {
-                b".br" => br,
-                b".gz" => gz,
-                _ => Some(identity),
-            }
-            .map(FileBytes::Disk),
-        },
-        _ => None,
+/// The bytes of the planned answer's file body, if it has one: the representation it chose.
+fn chosen_bytes(p: &StaticPlan<'_>, bodies: Bodies) -> Option<FileBytes> {
+    let AnswerBody::File { encoding, .. } = p.answer.body else {
+        return None;
     };
-    Own {
-        answer: p.answer,
-        date,
-        file,
+    match bodies {
+        Bodies::Memory(cached) => Some(FileBytes::Memory(cached)),
+        Bodies::Disk { identity, br, gz } => match encoding.file_suffix() {
+            b".br" => br,
+            b".gz" => gz,
+            _ => Some(identity),
+        }
+        .map(FileBytes::Disk),
     }
 }

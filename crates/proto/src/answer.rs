@@ -18,7 +18,7 @@ pub struct ServerFields<'a> {
 }
 
 /// The most fields an answer carries (a static file's 200 or 206: eight).
-pub const MAX_FIELDS: usize = 10;
+pub const MAX_FIELDS: usize = 8;
 
 /// An answer of the server's own, decided and not yet framed. Field names are as HTTP/1.1
 /// writes them (`Content-Type`); a protocol that wants them in lower case lowers them.

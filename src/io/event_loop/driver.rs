@@ -10,7 +10,6 @@ use std::time::Instant;
 use std::net::SocketAddr;
 
 use mio::unix::SourceFd;
-use sluicegate_proto::files::PlanScratch;
 use sluicegate_proto::forwarded::{self, Hop, PeerOrigin};
 use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
 use sluicegate_proto::proxy_protocol::{self, ProxiedAddr, ProxyError};
@@ -420,10 +419,9 @@ impl LoopState {
         };
         conn.rbuf.as_mut().unwrap().consume(used);
         conn.parser.reset();
-        let mut scratch = None;
-        if let Some(own) = own_answer(&head, ctx, &mut scratch) {
-            let server = &ctx.settings.config.server_header;
-            let answer = own.queue_h1(&head, server, &mut conn.out);
+        let server = &ctx.settings.config.server_header;
+        let out = &mut conn.out;
+        if let Some(answer) = own_answer(&head, ctx, |own| own.queue_h1(&head, server, out)) {
             answered_here(conn, head, answer, ctx);
             return Ok(Next::Answered);
         }
@@ -621,31 +619,31 @@ fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static st
 
 /// The answers the loop gives itself, without the app, on any protocol: the health path
 /// (`--health-path`; it comes first, so a check is answered within the loop's round even while
-/// every app thread computes) and static files (`--static`). `None`: the request is the
-/// app's. A stop or a retiring worker's hand-over asks to close the connection after it.
-pub(crate) fn own_answer<'s>(
+/// every app thread computes) and static files (`--static`), each handed to `frame`, which
+/// frames it for its protocol. `None`: the request is the app's. A stop or a retiring
+/// worker's hand-over asks to close the connection after it.
+#[inline]
+pub(crate) fn own_answer<R>(
     head: &RequestHead,
     ctx: &LoopCtx,
-    scratch: &'s mut Option<PlanScratch>,
-) -> Option<Own<'s>> {
+    frame: impl FnOnce(Own<'_>) -> R,
+) -> Option<R> {
     let config = &ctx.settings.config;
     // Compared first: the answer is made only for the health path itself.
-    let mut own = if !config.health_path.is_empty() && head.path() == config.health_path.as_slice()
-    {
-        health_answer(head, &config.health_path, !ctx.health_failing()).map(|answer| Own {
-            answer,
-            date: http_date(),
-            file: None,
-        })
-    } else {
-        None
-    };
-    if own.is_none() {
-        own = ctx.settings.statics.as_ref()?.serve(head, scratch);
+    if !config.health_path.is_empty() && head.path() == config.health_path.as_slice() {
+        if let Some(mut answer) = health_answer(head, &config.health_path, !ctx.health_failing()) {
+            answer.closes |= ctx.keep_alive_ending();
+            return Some(frame(Own {
+                answer,
+                date: http_date(),
+                file: None,
+            }));
+        }
     }
-    let mut own = own?;
-    own.answer.closes |= ctx.keep_alive_ending();
-    Some(own)
+    ctx.settings.statics.as_ref()?.serve(head, |mut own| {
+        own.answer.closes |= ctx.keep_alive_ending();
+        frame(own)
+    })
 }
 
 /// The metric's reason for a handshake cut by `--header-timeout` (the sweep's, not rustls's).

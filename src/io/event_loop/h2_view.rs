@@ -9,7 +9,6 @@ use super::{Counters, LoopCtx, Shutdown};
 use crate::io::static_files::Own;
 use crate::observe::request_end::PendingLog;
 use crate::observe::timings::End;
-use sluicegate_proto::files::PlanScratch;
 
 /// The loop's view of the loop (`io::h2` does not import the loop: the floors).
 impl crate::io::h2::LoopView for LoopCtx {
@@ -30,12 +29,8 @@ impl crate::io::h2::LoopView for LoopCtx {
         &self.counters
     }
 
-    fn own_answer<'s>(
-        &self,
-        head: &RequestHead,
-        scratch: &'s mut Option<PlanScratch>,
-    ) -> Option<Own<'s>> {
-        super::driver::own_answer(head, self, scratch)
+    fn own_answer(&self, head: &RequestHead, frame: &mut dyn FnMut(Own<'_>)) -> bool {
+        super::driver::own_answer(head, self, frame).is_some()
     }
 
     fn server_header(&self) -> &[u8] {

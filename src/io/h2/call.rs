@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use std::net::IpAddr;
 
-use sluicegate_proto::files::PlanScratch;
 use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::RequestHead;
 
@@ -80,14 +79,10 @@ pub trait LoopView: Send + Sync + 'static {
     /// whole server): streams still open then are cut.
     fn graceful_left(&self) -> std::time::Duration;
     fn counters(&self) -> &Counters;
-    /// The loop's own answer to `head` (`--health-path`, `--static`), protocol-neutral
-    /// (`own_answer.rs` makes HEADERS and DATA of it), its values in `scratch`; `None` for
-    /// the app.
-    fn own_answer<'s>(
-        &self,
-        head: &RequestHead,
-        scratch: &'s mut Option<PlanScratch>,
-    ) -> Option<Own<'s>>;
+    /// The loop's own answer to `head` (`--health-path`, `--static`), protocol-neutral,
+    /// handed to `frame` (`own_answer.rs` makes HEADERS and DATA of it); `false`: none, the
+    /// request is the app's.
+    fn own_answer(&self, head: &RequestHead, frame: &mut dyn FnMut(Own<'_>)) -> bool;
     /// The Server header's value (`--server-header`; empty: none).
     fn server_header(&self) -> &[u8];
     /// Count and log an own answer once sent (`sent` body bytes).

@@ -222,9 +222,12 @@ fn take_stream(
         }
     };
     // --static and --health-path: answered here, without the app.
-    let mut scratch = None;
-    if let Some(own) = ctx.own_answer(&head, &mut scratch) {
-        let framed = own_answer::frame(own, ctx.server_header());
+    let mut framed = None;
+    let server = ctx.server_header();
+    if ctx.own_answer(&head, &mut |own| {
+        framed = Some(own_answer::frame(own, server))
+    }) {
+        let framed = framed.expect("framed by own_answer");
         let (view, client) = (Arc::clone(ctx), conn.peer.ip());
         tasks::current().spawn(async move {
             let status = framed.status;
