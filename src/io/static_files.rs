@@ -58,9 +58,9 @@ pub struct StaticFiles {
 /// An answer the loop gives itself (a static file, the health path), for any protocol to
 /// frame: proto's protocol-neutral answer, the Date it was decided at, and the bytes of its
 /// file body when it has one.
-pub struct Own<'s> {
-    pub answer: Answer<'s>,
-    pub date: [u8; HTTP_DATE_LEN],
+pub struct Own<'a> {
+    pub answer: &'a Answer<'a>,
+    pub date: &'a [u8; HTTP_DATE_LEN],
     /// The file an `AnswerBody::File` range is read from (`None`: no file body).
     pub file: Option<FileBytes>,
 }
@@ -94,10 +94,10 @@ impl Own<'_> {
     pub fn queue_h1(self, head: &RequestHead, server: &[u8], out: &mut OutQueue) -> OwnAnswer {
         let mut buf = Vec::with_capacity(512);
         let fields = ServerFields {
-            date: &self.date,
+            date: self.date,
             server,
         };
-        let mut answer = encode_answer(head, &self.answer, &fields, &mut buf);
+        let mut answer = encode_answer(head, self.answer, &fields, &mut buf);
         let cork =
             matches!(self.answer.body, AnswerBody::File { range, .. } if range.len >= CORK_MIN);
         if cork {
@@ -236,18 +236,20 @@ impl StaticFiles {
     ) -> Option<R> {
         let date = http_date();
         let mut scratch = PlanScratch::default();
-        let (p, file) = match found {
+        let mut file = None;
+        let p = match found {
             Lookup::NotFound if self.fallthrough => return None,
-            Lookup::NotFound => (plan_not_found(head), None),
-            Lookup::Redirect => (plan_redirect_to_slash(head, &mut scratch), None),
+            Lookup::NotFound => plan_not_found(head),
+            Lookup::Redirect => plan_redirect_to_slash(head, &mut scratch),
             Lookup::File(reps, bodies) => {
                 let p = plan(head, file_name, &reps, opts, &date, &mut scratch);
-                (p, chosen_bytes(&p, bodies))
+                file = chosen_bytes(&p, bodies);
+                p
             }
         };
         Some(frame(Own {
-            answer: p.answer,
-            date,
+            answer: &p.answer,
+            date: &date,
             file,
         }))
     }

@@ -634,15 +634,22 @@ pub(crate) fn own_answer<R>(
         if let Some(mut answer) = health_answer(head, &config.health_path, !ctx.health_failing()) {
             answer.closes |= ctx.keep_alive_ending();
             return Some(frame(Own {
-                answer,
-                date: http_date(),
+                answer: &answer,
+                date: &http_date(),
                 file: None,
             }));
         }
     }
-    ctx.settings.statics.as_ref()?.serve(head, |mut own| {
-        own.answer.closes |= ctx.keep_alive_ending();
-        frame(own)
+    ctx.settings.statics.as_ref()?.serve(head, |own| {
+        if !ctx.keep_alive_ending() {
+            return frame(own);
+        }
+        let mut answer = *own.answer;
+        answer.closes = true;
+        frame(Own {
+            answer: &answer,
+            ..own
+        })
     })
 }
 

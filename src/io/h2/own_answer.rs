@@ -29,7 +29,7 @@ pub(super) struct Framed {
 /// every answer of the server's carries them) and queue its body (a text, or the file range).
 /// `server`: the Server header's value (empty: none).
 pub(super) fn frame(own: Own<'_>, server: &[u8]) -> Framed {
-    let a = &own.answer;
+    let a = own.answer;
     let mut builder = http::Response::builder().status(a.status);
     for &(name, value) in a.fields() {
         builder = builder.header(name, value);
@@ -129,8 +129,8 @@ mod tests {
         answer.length = Some(100);
         answer.closes = true;
         let own = Own {
-            answer,
-            date: *b"Tue, 14 Nov 2023 22:15:00 GMT",
+            answer: &answer,
+            date: b"Tue, 14 Nov 2023 22:15:00 GMT",
             file: None,
         };
         let framed = frame(own, b"sluicegate");
@@ -148,20 +148,20 @@ mod tests {
     #[test]
     fn a_text_body_is_queued_and_a_304_states_no_length() {
         let text = Answer::new(404).with_text(b"Not Found\n", false);
-        let framed = frame(own(text), b"");
+        let framed = frame(own(&text), b"");
         assert!(!framed.body.is_empty());
         let r = framed.response.unwrap();
         assert!(r.headers().get("server").is_none());
         let mut not_modified = Answer::new(304);
         not_modified.length = None;
-        let r = frame(own(not_modified), b"").response.unwrap();
+        let r = frame(own(&not_modified), b"").response.unwrap();
         assert!(r.headers().get("content-length").is_none());
     }
 
-    fn own(answer: Answer<'static>) -> Own<'static> {
+    fn own<'a>(answer: &'a Answer<'static>) -> Own<'a> {
         Own {
             answer,
-            date: *b"Tue, 14 Nov 2023 22:15:00 GMT",
+            date: b"Tue, 14 Nov 2023 22:15:00 GMT",
             file: None,
         }
     }

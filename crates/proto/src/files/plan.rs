@@ -133,7 +133,12 @@ pub fn plan<'s>(
     *cache_control = opts.cache_control();
     let cache_control: Option<&'s StackBuf<48>> = Option::as_ref(cache_control);
 
-    let mut a = Answer::new(200);
+    // Built in place in the value returned (an answer is a few hundred bytes: no copies).
+    let mut planned = StaticPlan {
+        answer: Answer::new(200),
+        encoding,
+    };
+    let a = &mut planned.answer;
     match evaluate_preconditions(&f, etag.as_bytes(), lm) {
         Precondition::Proceed => {}
         Precondition::Failed => {
@@ -148,10 +153,7 @@ pub fn plan<'s>(
             a.validators(etag, lm_text);
             a.caching(cache_control, reps.varies());
             a.length = None;
-            return StaticPlan {
-                answer: a,
-                encoding,
-            };
+            return planned;
         }
     }
 
@@ -195,19 +197,16 @@ pub fn plan<'s>(
         a.push(b"Content-Range", content_range.as_bytes());
     }
     let range = BodyRange { offset, len };
-    StaticPlan {
-        answer: with_file(a, range, encoding, is_get),
-        encoding,
-    }
+    with_file(a, range, encoding, is_get);
+    planned
 }
 
 /// A 200 or 206 with its fields: `range` of `encoding`'s file follows (for GET, when not empty).
-fn with_file(mut a: Answer<'_>, range: BodyRange, encoding: Encoding, is_get: bool) -> Answer<'_> {
+fn with_file(a: &mut Answer<'_>, range: BodyRange, encoding: Encoding, is_get: bool) {
     a.length = Some(range.len);
     if is_get && range.len > 0 {
         a.body = AnswerBody::File { encoding, range };
     }
-    a
 }
 
 /// What the Range field asks of a representation of `size` bytes: only for GET, and only when
