@@ -461,6 +461,45 @@ def test_static_files_and_health_path_over_http2(start_server, tmp_path):
     assert ranged.status == 206 and bytes(ranged.body) == data[100:200]
 
 
+def test_own_answers_over_http2_carry_the_fields_http1_gives_them(start_server, tmp_path):
+    """The loop's own answers (a kept small file, a 304, a 404 with its text, a redirect, the
+    health path) say the same over HTTP/2 as over HTTP/1.1: the same status, fields and body,
+    less HTTP/1.1's connection fields, and no Content-Length where HTTP/1.1 sends none."""
+    (tmp_path / "small.txt").write_bytes(b"hello, static\n")
+    (tmp_path / "docs").mkdir()
+    srv = start_server("http2", "--static", f"/s={tmp_path}", "--health-path", "/healthz")
+    small = http1_get(srv.port, "/s/small.txt")
+    etag = small[1]["etag"]
+    cases = [("/s/small.txt", ()), ("/s/small.txt", (("if-none-match", etag),)),
+             ("/s/nothing-here", ()), ("/s/docs?x=1", ()), ("/healthz", ())]
+    c = H2Client(srv.port, timeout=30)
+    try:
+        for path, headers in cases:
+            status, fields, body = http1_get(srv.port, path, headers)
+            got = c.get(path, headers=list(headers))
+            h2_fields = {n.decode(): v.decode() for n, v in got.headers if not n.startswith(b":")}
+            for name in ("connection", "keep-alive", "date"):
+                fields.pop(name, None)
+                h2_fields.pop(name, None)
+            assert (got.status, h2_fields, bytes(got.body)) == (status, fields, body), path
+    finally:
+        c.close()
+    assert [s for s, _, _ in map(lambda p: http1_get(srv.port, p[0], p[1]), cases)] == [
+        200, 304, 404, 301, 200]
+
+
+def http1_get(port, path, headers=()):
+    """An HTTP/1.1 GET: its status, fields (lower-case names) and body."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers=dict(headers))
+        r = conn.getresponse()
+        return r.status, {n.lower(): v for n, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
 def test_an_unread_body_is_dropped_and_the_connection_goes_on(servers):
     srv = servers.get("http2")
     c = H2Client(srv.port)

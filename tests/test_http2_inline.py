@@ -1,6 +1,6 @@
-"""HTTP/2's inline path (src/server/h2_inline.rs): while the scheduler is in inline mode, the
-thread that drives the HTTP/2 connections runs the streams' app calls itself, a batch per GIL
-take, and a call that blocks loses that role to a new thread within a tick or two. Each test
+"""HTTP/2's inline path (src/server/drive.rs, the one HTTP/1.1 takes too): while the scheduler
+is in inline mode, the thread that drives the HTTP/2 connections runs the streams' app calls
+itself, a batch per GIL take, and a call that blocks loses that role to a new thread within a tick or two. Each test
 starts a private server, so that the mode is inline at its first stream. Real sockets, the
 `h2` library as the client (tests/h2_client.py); overlap is shown with gates, never timing.
 """
@@ -135,3 +135,61 @@ def test_health_path_over_h2_while_an_inline_stream_holds_the_gil_in_c(start_ser
     finally:
         a.close()
         b.close()
+
+
+def http1(port: int):
+    """A kept HTTP/1.1 connection to the server."""
+    import http.client
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+
+
+def http1_get(conn, path: str) -> tuple:
+    conn.request("GET", path)
+    r = conn.getresponse()
+    return r.status, r.read()
+
+
+def test_http1_requests_and_http2_streams_take_one_inline_path(start_server):
+    """Fast calls of both protocols, interleaved on one server, each get their own answer and
+    run inline on the loop's thread (one path hands out a request or a stream alike)."""
+    srv = start_server("http2", "--access-log", "-", "--access-log-format", "json")
+    h2c = H2Client(srv.port, timeout=20)
+    h1c = http1(srv.port)
+    try:
+        for i in range(30):
+            sids = [(h2c.request("GET", f"/q?s={i}&k={k}"), f"s={i}&k={k}") for k in range(3)]
+            assert http1_get(h1c, f"/q?h={i}") == (200, f"h={i}".encode())
+            rs = h2c.responses([sid for sid, _ in sids])
+            assert [(r.status, bytes(r.body).decode()) for r in rs] == [(200, w) for _, w in sids]
+    finally:
+        h2c.close()
+        h1c.close()
+    srv.stop()
+    lines = log_lines(srv)
+    by_protocol = {}
+    for x in lines:
+        by_protocol.setdefault(x.get("protocol"), []).append(x["scheduler"])
+    assert len(by_protocol["HTTP/2"]) == 90 and len(by_protocol["HTTP/1.1"]) == 30
+    for protocol, schedulers in by_protocol.items():
+        assert schedulers.count("inline") >= 0.8 * len(schedulers), (protocol, schedulers)
+
+
+def test_an_http1_call_blocked_inline_is_taken_over_and_http2_streams_go_on(start_server):
+    """An HTTP/1.1 call that blocks on the loop's thread loses the loop to another thread,
+    which serves HTTP/2 streams meanwhile: one watchdog and one hand-over for both."""
+    srv = start_server("http2")
+    gate = uuid.uuid4().hex
+    stuck = http1(srv.port)
+    c = H2Client(srv.port, timeout=5)
+    try:
+        stuck.request("GET", f"/gate?name={gate}")
+        srv.wait_marks("entered", 1)
+        more = [c.request("GET", f"/q?n={i}") for i in range(20)]
+        assert [bytes(r.body) for r in c.responses(more)] == \
+            [f"n={i}".encode() for i in range(20)]
+        srv.open_gate(gate)
+        r = stuck.getresponse()
+        assert (r.status, r.read()) == (200, b"through the gate")
+    finally:
+        stuck.close()
+        c.close()

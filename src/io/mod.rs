@@ -19,7 +19,9 @@
 //! - [`metrics_socket`]: the `--metrics-bind` socket, which the core binds itself.
 //! - [`file_body`]: a file the app hands over as its body, made ready for `sendfile`.
 //! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
-//! - [`h2`]: HTTP/2 connections, served by the `h2` crate on a thread of their own.
+//! - [`h2`]: HTTP/2 connections, served by the `h2` crate as tasks of the loop.
+//! - [`inline_call`]: the hook around a call run on the loop's thread (the loop moves away
+//!   when the call streams or waits for its connection).
 //! - [`static_files`]: files the loop serves itself (opening, `sendfile`; decisions in proto).
 //! - [`static_cache`]: small static files kept in memory while inotify reports no change.
 //! - [`statsd`]: the `--statsd-host` datagram socket the request metrics are sent on.
@@ -30,6 +32,7 @@ pub mod error_answer;
 pub mod event_loop;
 pub mod file_body;
 pub mod h2;
+pub mod inline_call;
 pub mod listen;
 pub mod metrics_socket;
 pub mod out_queue;

@@ -13,6 +13,7 @@
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use super::inline_call::Settle;
 use super::out_queue::{OutQueue, FAIR_SHARE};
 use super::transport::Transport;
 
@@ -297,6 +298,12 @@ impl SharedOut {
             seen = backlog;
         }
         st.settling = false;
+    }
+}
+
+impl Settle for SharedOut {
+    fn settle(&self, most: Duration, gap: Duration) {
+        SharedOut::settle(self, most, gap);
     }
 }
 

@@ -1,8 +1,11 @@
 //! Static files served by the event loop itself (`--static URL_PREFIX=DIRECTORY`), without
 //! Python: the I/O half. Every decision (is the path safe, which representation, Range,
-//! conditional requests, the response head) is the proto crate's `files` module; this module
-//! only opens, stats and queues the file for `sendfile(2)` through the connection's output
-//! queue, so memory stays flat whatever the file size and a slow download holds no thread.
+//! conditional requests, the answer's status and fields) is the proto crate's `files` module;
+//! this module only opens and stats the file and hands out the protocol-neutral answer with
+//! the file's bytes ([`Own`]), which HTTP/1.1 queues for `sendfile(2)` through the
+//! connection's output queue ([`Own::queue_h1`]) and HTTP/2 sends as DATA frames
+//! (`h2/own_answer.rs`), so memory stays flat whatever the file size and a slow download holds
+//! no thread.
 //!
 //! Opening is confined to the mount (`static_open`): neither `..` nor a symlink can leave it,
 //! unless the mount has `follow-symlinks`.
@@ -17,11 +20,12 @@
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 
+use sluicegate_proto::answer::{Answer, AnswerBody, ServerFields};
 use sluicegate_proto::files::{
-    plan, plan_not_found, plan_redirect_to_slash, resolve, FileMeta, MountOptions, Representations,
-    Resolved, ResolvedPath, ServerFields, StaticPlan,
+    plan, plan_not_found, plan_redirect_to_slash, resolve, BodyRange, FileMeta, MountOptions,
+    PlanScratch, Representations, Resolved, StaticPlan,
 };
-use sluicegate_proto::h1::response::OwnAnswer;
+use sluicegate_proto::h1::response::{encode_answer, OwnAnswer};
 use sluicegate_proto::RequestHead;
 
 use super::out_queue::{OutQueue, CORK_MIN};
@@ -31,6 +35,7 @@ use super::static_siblings::SiblingCache;
 use crate::config::MountConfig;
 use crate::http_date::http_date;
 use crate::observe::table::StaticCacheReadings;
+use sluicegate_proto::date::HTTP_DATE_LEN;
 
 /// One mount, ready to serve.
 struct Mount {
@@ -50,12 +55,63 @@ pub struct StaticFiles {
     cache: FileCache,
 }
 
-/// What the static path did with a request.
-pub enum StaticOutcome {
-    /// Not under any mount (or no file and fallthrough is on): the app answers.
-    NotStatic,
-    /// Answered: the head (and a sendfile range) are in the output queue.
-    Served(OwnAnswer),
+/// An answer the loop gives itself (a static file, the health path), for any protocol to
+/// frame: proto's protocol-neutral answer, the Date it was decided at, and the bytes of its
+/// file body when it has one.
+pub struct Own<'a> {
+    pub answer: &'a Answer<'a>,
+    pub date: &'a [u8; HTTP_DATE_LEN],
+    /// The file an `AnswerBody::File` range is read from (`None`: no file body).
+    pub file: Option<FileBytes>,
+}
+
+/// A static file's bytes, as the loop holds them.
+pub enum FileBytes {
+    /// The kept copy of a file without siblings (`static_cache`).
+    Memory(Cached),
+    /// The open file (the chosen representation), sent with `sendfile`.
+    Disk(File),
+}
+
+impl Own<'_> {
+    /// Queue the file body's range in `out` (a slice of the kept copy, or a `sendfile` range);
+    /// `false`: the answer has none.
+    pub fn queue_file(self, out: &mut OutQueue) -> bool {
+        let (AnswerBody::File { range, .. }, Some(file)) = (self.answer.body, self.file) else {
+            return false;
+        };
+        let BodyRange { offset, len } = range;
+        match file {
+            FileBytes::Memory(cached) => out.push_shared(cached.slice(offset, len)),
+            FileBytes::Disk(f) => out.push_file(f, offset, len),
+        }
+        true
+    }
+
+    /// Frame the answer as HTTP/1.1 to `head` and queue it in `out`: the head (and a text
+    /// body) in one buffer, then the file range; a large file's head and first bytes corked
+    /// into full segments. `server`: the Server header's value.
+    pub fn queue_h1(self, head: &RequestHead, server: &[u8], out: &mut OutQueue) -> OwnAnswer {
+        let mut buf = Vec::with_capacity(512);
+        let fields = ServerFields {
+            date: self.date,
+            server,
+        };
+        let mut answer = encode_answer(head, self.answer, &fields, &mut buf);
+        let cork =
+            matches!(self.answer.body, AnswerBody::File { range, .. } if range.len >= CORK_MIN);
+        if cork {
+            out.push_cork(true);
+        }
+        out.push_owned(buf);
+        if matches!(self.answer.body, AnswerBody::File { .. }) && !self.queue_file(out) {
+            answer.body_bytes = 0;
+        }
+        if cork {
+            out.push_cork(false);
+        }
+        answer
+    }
 }
 
 /// What one `fstat` says an opened name is.
@@ -150,46 +206,75 @@ impl StaticFiles {
         self.cache.readings()
     }
 
-    /// Serve `head` if it is under a mount. The response goes into `out`.
-    pub fn serve(&self, head: &RequestHead, out: &mut OutQueue, server: &[u8]) -> StaticOutcome {
+    /// The answer to `head` if it is under a mount, handed to `frame` (each protocol frames
+    /// it its own way); `None`: not under any mount (or no file and fallthrough is on), the
+    /// app answers.
+    pub fn serve<R>(&self, head: &RequestHead, frame: impl FnOnce(Own<'_>) -> R) -> Option<R> {
         let path = head.path();
         for (i, m) in self.mounts.iter().enumerate() {
-            match resolve(&m.prefix, path, &m.opts) {
+            let found = match resolve(&m.prefix, path, &m.opts) {
                 Resolved::NotMounted => continue,
-                Resolved::Refused(_) => return self.not_found(head, out, server),
-                Resolved::File(rp) => return self.serve_file(i, head, &rp, out, server),
-            }
+                Resolved::Refused(_) => Lookup::NotFound,
+                Resolved::File(rp) => {
+                    let found = self.find(i, rp.as_bytes());
+                    return self.answer(head, found, (rp.file_name(), &m.opts), frame);
+                }
+            };
+            return self.answer(head, found, (b"", &m.opts), frame);
         }
-        StaticOutcome::NotStatic
+        None
     }
 
-    /// Serve the file `rp` of the mount `i`: its kept copy if current, else from disk (kept
-    /// on the way when it qualifies, `static_cache`).
-    fn serve_file(
+    /// Plan the answer to what was found (proto's `plan`), dated now, and hand it to `frame`
+    /// with the chosen representation's bytes (from disk, `sendfile`, or from memory).
+    fn answer<R>(
         &self,
-        i: usize,
         head: &RequestHead,
-        rp: &ResolvedPath,
-        out: &mut OutQueue,
-        server: &[u8],
-    ) -> StaticOutcome {
+        found: Lookup,
+        (file_name, opts): (&[u8], &MountOptions),
+        frame: impl FnOnce(Own<'_>) -> R,
+    ) -> Option<R> {
+        let date = http_date();
+        let mut scratch = PlanScratch::default();
+        let mut file = None;
+        let p = match found {
+            Lookup::NotFound if self.fallthrough => return None,
+            Lookup::NotFound => plan_not_found(head),
+            Lookup::Redirect => plan_redirect_to_slash(head, &mut scratch),
+            Lookup::File(reps, bodies) => {
+                let p = plan(head, file_name, &reps, opts, &date, &mut scratch);
+                file = chosen_bytes(&p, bodies);
+                p
+            }
+        };
+        Some(frame(Own {
+            answer: &p.answer,
+            date: &date,
+            file,
+        }))
+    }
+
+    /// What the file `rel` of the mount `i` is: its kept copy if current, else from disk (kept
+    /// on the way when it qualifies, `static_cache`).
+    fn find(&self, i: usize, rel: &[u8]) -> Lookup {
         let m = &self.mounts[i];
-        let (dir, rel) = (m.dir.as_raw_fd(), rp.as_bytes());
+        let dir = m.dir.as_raw_fd();
         if let Some(cached) = self.cache.lookup(i, rel) {
-            let reps = Representations::identity(cached.meta);
-            let bodies = Bodies::Memory(cached);
-            return answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server);
+            return Lookup::File(
+                Representations::identity(cached.meta),
+                Bodies::Memory(cached),
+            );
         }
         let Some(file) = open_beneath(dir, rel, m.follow_symlinks) else {
-            return self.not_found(head, out, server);
+            return Lookup::NotFound;
         };
         let identity = match kind_of(&file) {
             Kind::Regular(meta) => meta,
             // A directory named without its trailing '/': redirect to the '/' form (whose
             // index, if any, is then served), as nginx does, so that relative links in the
             // index page resolve under the directory.
-            Kind::Directory => return self.redirect_to_slash(head, out, server),
-            Kind::Other => return self.not_found(head, out, server),
+            Kind::Directory => return Lookup::Redirect,
+            Kind::Other => return Lookup::NotFound,
         };
         // Precompressed siblings are looked for on every request, whatever the client
         // accepts: their existence alone makes the answer vary on Accept-Encoding. A file
@@ -219,9 +304,10 @@ impl StaticFiles {
         let small = identity.size <= static_cache::FILE_MAX;
         if small && br.is_none() && gz.is_none() {
             if let Some(cached) = self.cache.fill(i, dir, rel) {
-                let reps = Representations::identity(cached.meta);
-                let bodies = Bodies::Memory(cached);
-                return answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server);
+                return Lookup::File(
+                    Representations::identity(cached.meta),
+                    Bodies::Memory(cached),
+                );
             }
         }
         let reps = Representations {
@@ -234,104 +320,32 @@ impl StaticFiles {
             br: br.map(|(f, _)| f),
             gz: gz.map(|(f, _)| f),
         };
-        answer(head, rp.file_name(), &reps, &m.opts, bodies, out, server)
-    }
-
-    fn not_found(&self, head: &RequestHead, out: &mut OutQueue, server: &[u8]) -> StaticOutcome {
-        if self.fallthrough {
-            return StaticOutcome::NotStatic;
-        }
-        small_answer(plan_not_found, head, out, server)
-    }
-
-    /// 301 to the same path with a trailing '/' (decided by `plan_redirect_to_slash`).
-    fn redirect_to_slash(
-        &self,
-        head: &RequestHead,
-        out: &mut OutQueue,
-        server: &[u8],
-    ) -> StaticOutcome {
-        small_answer(plan_redirect_to_slash, head, out, server)
+        Lookup::File(reps, bodies)
     }
 }
 
-/// The answer to `head` for a file with these representations, planned by proto (`plan`): the
-/// head, then the chosen body range from disk (`sendfile`) or from memory.
-fn answer(
-    head: &RequestHead,
-    file_name: &[u8],
-    reps: &Representations,
-    opts: &MountOptions,
-    bodies: Bodies,
-    out: &mut OutQueue,
-    server: &[u8],
-) -> StaticOutcome {
-    let date = http_date();
-    let mut buf = Vec::with_capacity(512);
-    let fields = ServerFields {
-        date: &date,
-        server,
+/// What a request under a mount looked up.
+enum Lookup {
+    /// A regular file, with the representations that exist and where their bytes are.
+    File(Representations, Bodies),
+    /// A directory named without its trailing '/'.
+    Redirect,
+    /// Nothing to serve (refused, missing, not a regular file).
+    NotFound,
+}
+
+/// The bytes of the planned answer's file body, if it has one: the representation it chose.
+fn chosen_bytes(p: &StaticPlan<'_>, bodies: Bodies) -> Option<FileBytes> {
+    let AnswerBody::File { encoding, .. } = p.answer.body else {
+        return None;
     };
-    let p = plan(head, file_name, reps, opts, &fields, &mut buf);
-    let cork = p.body.is_some_and(|r| r.len >= CORK_MIN);
-    if cork {
-        out.push_cork(true);
-    }
-    out.push_owned(buf);
-    let mut body_bytes = p.text_body;
-    if let Some(range) = p.body {
-        match bodies {
-            Bodies::Memory(cached) => out.push_shared(cached.slice(range.offset, range.len)),
-            Bodies::Disk { identity, br, gz } => {
-                let f = match p.encoding.file_suffix() {
-                    b".br" => br,
-                    b".gz" => gz,
-                    _ => Some(identity),
-                };
-                let Some(f) = f else {
-                    return served(&p, body_bytes, cork, out);
-                };
-                out.push_file(f, range.offset, range.len);
-            }
+    match bodies {
+        Bodies::Memory(cached) => Some(FileBytes::Memory(cached)),
+        Bodies::Disk { identity, br, gz } => match encoding.file_suffix() {
+            b".br" => br,
+            b".gz" => gz,
+            _ => Some(identity),
         }
-        body_bytes = range.len;
+        .map(FileBytes::Disk),
     }
-    served(&p, body_bytes, cork, out)
-}
-
-/// The answer is queued: uncork after it if it was corked, and say what it was.
-fn served(p: &StaticPlan, body_bytes: u64, cork: bool, out: &mut OutQueue) -> StaticOutcome {
-    if cork {
-        out.push_cork(false);
-    }
-    StaticOutcome::Served(OwnAnswer {
-        status: p.status,
-        keep_alive: p.keep_alive,
-        body_bytes,
-    })
-}
-
-/// A short answer with its text body, planned by proto (`plan`), queued whole.
-fn small_answer(
-    plan: fn(&RequestHead, &ServerFields<'_>, &mut Vec<u8>) -> StaticPlan,
-    head: &RequestHead,
-    out: &mut OutQueue,
-    server: &[u8],
-) -> StaticOutcome {
-    let date = http_date();
-    let mut buf = Vec::with_capacity(256);
-    let p = plan(
-        head,
-        &ServerFields {
-            date: &date,
-            server,
-        },
-        &mut buf,
-    );
-    out.push_owned(buf);
-    StaticOutcome::Served(OwnAnswer {
-        status: p.status,
-        keep_alive: p.keep_alive,
-        body_bytes: p.text_body,
-    })
 }

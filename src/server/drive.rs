@@ -1,39 +1,37 @@
-//! Who runs each request and the loop: the state every server thread shares ([`Shared`]), a
-//! request run inline on the loop's thread (the loop parked around the call) or handed to the
-//! pool, the loop's thread driving `next_work` in batches, and a pool thread's job (a request,
-//! or the loop itself after a takeover). The scheduler (`scheduler.rs`) decides; this file
-//! carries it out.
+//! Who runs each call and the loop: the state every server thread shares ([`Shared`]), a
+//! call (an HTTP/1.1 request or an HTTP/2 stream, one [`Call`]) run inline on the loop's
+//! thread (the loop parked around it) or handed to the pool, the loop's thread driving
+//! `next_work` in batches, and a pool thread's job (a call, or the loop itself after a
+//! takeover). The scheduler (`scheduler.rs`) decides; this file carries it out, the same way
+//! for every protocol.
 
 use std::cell::Cell;
 use std::os::fd::RawFd;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
 use super::scheduler::{Scheduler, Unparked};
-use crate::io::event_loop::{LoopCtx, LoopState, Turn, Work};
-use crate::io::h2::stream::{set_wait_hook, WaitHook};
-use crate::io::h2::StreamCall;
-use crate::io::shared_out::SharedOut;
+use crate::io::conn::Conn;
+use crate::io::event_loop::{Call, LoopCtx, LoopState};
+use crate::io::h2::{StreamCall, StreamRunner};
+use crate::io::inline_call::{set_inline_hook, InlineHook, LoopHolder, Settle};
 use crate::io::wakeup;
 use crate::wsgi::bridge::Bridge;
-use crate::wsgi::driver::run_request;
-use crate::wsgi::h2::run_stream;
 use crate::wsgi::pool::Pool;
-use crate::wsgi::stream_hook::{set_stream_hook, LoopHolder, StreamHook};
 
-/// What a pool thread is asked to do.
+/// What a pool thread is asked to do. (Unboxed: a job moves once, into the pool's queue, and
+/// a box would cost each dispatched call an allocation.)
+#[allow(clippy::large_enum_variant)]
 pub enum Job {
-    /// Run one request.
-    Request(Work),
+    /// Run one app call.
+    Call(Call),
     /// Become the event loop's thread (after a takeover), first letting the blocks of the
     /// response that streamed pile up on its queue when the loop was handed off by a streaming
     /// inline call (`SharedOut::settle`).
-    RunLoop(Box<LoopState>, Option<Arc<SharedOut>>),
-    /// Run one HTTP/2 stream's call (`io::h2` dispatches it here).
-    Stream(StreamCall),
+    RunLoop(Box<LoopState>, Option<Arc<dyn Settle>>),
 }
 
 /// State shared by every thread of the server.
@@ -43,6 +41,9 @@ pub struct Shared {
     pub(super) pool: Mutex<Option<Arc<Pool<Job>>>>,
     /// eventfd written once when the event loop has finished (shutdown complete).
     pub(super) done_fd: RawFd,
+    /// Inline calls that gave the loop away to wait for their connection and still wait
+    /// (`LoopHolder::before_wait`): with the pool's threads, within `--threads`.
+    pub(super) left_behind: AtomicUsize,
 }
 
 impl Shared {
@@ -61,51 +62,75 @@ impl Shared {
         &self.bridge.loop_ctx
     }
 
-    /// Run one request on a pool thread (GIL taken here). Dispatched calls are timed for the
+    /// Run one call on a pool thread (GIL taken here). Dispatched calls are timed for the
     /// scheduler from the moment the GIL is held.
-    /// Returns the connection and the call's time from that moment (admission remembers it
-    /// for the route: a wait for the GIL says nothing of the route).
-    pub(super) fn run_request_here(&self, work: Work) -> (Box<crate::io::conn::Conn>, Duration) {
+    /// Returns an HTTP/1.1 request's connection and the call's time from that moment
+    /// (admission remembers it for the route: a wait for the GIL says nothing of the route).
+    pub(super) fn run_on_pool(&self, call: Call) -> (Option<Box<Conn>>, Duration) {
         let _attached = crate::wsgi::release::Attached::enter();
         Python::attach(|py| {
             let start = Instant::now();
-            let conn = run_request(&self.bridge, py, work);
+            let conn = crate::wsgi::run_call(&self.bridge, py, call);
             let took = start.elapsed();
+            // A slow call keeps dispatch mode.
             self.sched.note_call(took);
             (conn, took)
         })
     }
 
-    /// Run one request inline on the loop's thread, attached already. Inline calls are watched
+    /// Run one call inline on the loop's thread, attached already. Inline calls are watched
     /// by the watchdog.
     /// `seq`: the number the loop was parked under for it.
-    pub(super) fn run_inline(
-        self: &Arc<Self>,
-        py: Python<'_>,
-        work: Work,
-        seq: u64,
-    ) -> Box<crate::io::conn::Conn> {
-        // Should the response stream, the loop moves to another thread (see
-        // `response_streams`); the hook is this thread's for this call only.
-        set_stream_hook(Some(StreamHook {
+    fn run_inline(self: &Arc<Self>, py: Python<'_>, call: Call, seq: u64) -> Option<Box<Conn>> {
+        // Should the response stream, or the call wait for its connection, the loop moves to
+        // another thread (`LoopHolder`); the hook is this thread's for this call only.
+        set_inline_hook(Some(InlineHook {
             holder: Arc::clone(self) as Arc<dyn LoopHolder>,
             seq,
         }));
-        let conn = run_request(&self.bridge, py, work);
-        set_stream_hook(None);
+        let conn = crate::wsgi::run_call(&self.bridge, py, call);
+        set_inline_hook(None);
+        if LEFT_BEHIND.with(|l| l.replace(false)) {
+            self.left_behind.fetch_sub(1, Ordering::SeqCst);
+        }
         conn
     }
 }
 
+thread_local! {
+    /// This thread's inline call gave the loop away to wait and counts in
+    /// `Shared::left_behind` until it returns (set by [`LoopHolder::before_wait`], read by
+    /// `Shared::run_inline`).
+    static LEFT_BEHIND: Cell<bool> = const { Cell::new(false) };
+}
+
 impl LoopHolder for Shared {
-    /// The stream hook of an inline call: hand the parked loop to another thread
+    /// The response of an inline call streams: hand the parked loop to another thread
     /// ([`hand_loop_over`]: the call goes on producing blocks, and may hold the GIL while it
     /// does). Only the state parked under `seq` may be handed off (see
     /// `Scheduler::release_parked`).
-    fn response_streams(self: Arc<Self>, seq: u64, out: &Arc<SharedOut>) {
+    fn response_streams(self: Arc<Self>, seq: u64, out: Arc<dyn Settle>) {
         if let Some(st) = self.sched.release_parked(seq) {
-            hand_loop_over(&self, &self.pool(), st, Some(Arc::clone(out)));
+            hand_loop_over(&self, &self.pool(), st, Some(out));
         }
+    }
+
+    /// An inline call is about to wait for its connection: the parked loop goes to another
+    /// thread first, and the scheduler to dispatch mode. `false` (the call does not wait)
+    /// when one more thread would pass `--threads`.
+    fn before_wait(self: Arc<Self>, seq: u64) -> bool {
+        let max = self.bridge.config.threads_max;
+        let pool = self.try_pool().map_or(0, |p| p.threads());
+        if self.left_behind.load(Ordering::SeqCst) >= max.saturating_sub(pool).max(1) {
+            return false;
+        }
+        if let Some(st) = self.sched.release_parked(seq) {
+            self.sched.note_handoff();
+            self.left_behind.fetch_add(1, Ordering::SeqCst);
+            LEFT_BEHIND.with(|l| l.set(true));
+            hand_loop_over(&self, &self.pool(), st, None);
+        }
+        true
     }
 }
 
@@ -121,7 +146,7 @@ pub(super) fn hand_loop_over(
     shared: &Arc<Shared>,
     pool: &Arc<Pool<Job>>,
     st: Box<LoopState>,
-    settle: Option<Arc<SharedOut>>,
+    settle: Option<Arc<dyn Settle>>,
 ) {
     let Err(job) = pool.submit_to_idle(Job::RunLoop(st, settle)) else {
         return;
@@ -168,28 +193,43 @@ const SETTLE_GAP: Duration = Duration::from_micros(200);
 /// The stack of a thread started by [`hand_loop_over`]: the loop's first thread's.
 const LOOP_STACK: usize = 8 * 1024 * 1024;
 
-/// Inline requests the loop's thread runs one after another while attached, taking them from
-/// what the loop has ready already; then it detaches to wait for events and do the loop's other
-/// duties (pool threads' returned connections, streaming hand-offs).
+/// Inline calls the loop's thread runs one after another while attached, taking them from
+/// what the loop has ready already (requests of ready connections, queued streams); then it
+/// detaches to wait for events and do the loop's other duties (pool threads' returned
+/// connections, streaming hand-offs, the HTTP/2 tasks).
 pub(super) const INLINE_BATCH: usize = 16;
 
 /// How long a stop waits for threads that left their loops to finish their last drops (a
 /// lock and the GIL for a moment each): a bound, never reached unless the process is starved.
 pub(super) const STOP_TAIL: Duration = Duration::from_secs(2);
 
-/// Should `work` run inline on the loop's thread now (else it goes to the pool)?
-pub(super) fn runs_inline(shared: &Shared, work: &Work) -> bool {
-    work.body_buffered && !shared.ctx().shutting_down() && shared.sched.inline_now()
+/// Should `call` run inline on the loop's thread now (else it goes to the pool)? Only a whole
+/// request, and only while the scheduler is in inline mode and no stop has begun.
+fn runs_inline(shared: &Shared, call: &Call) -> bool {
+    call.whole() && inline_now(shared)
 }
 
-/// Hand `work` to the pool.
-pub(super) fn dispatch(shared: &Shared, work: Work) {
+/// The scheduler's mode, and no stop begun.
+fn inline_now(shared: &Shared) -> bool {
+    !shared.ctx().shutting_down() && shared.sched.inline_now()
+}
+
+/// A call's route, for admission and the watchdog.
+fn route_of(call: &Call) -> u64 {
+    crate::wsgi::pool::admission::route_hash(call.head().path())
+}
+
+/// Hand `call` to the pool. (Once the stop has let go of the pool, a late stream is dropped,
+/// which resets it.)
+pub(super) fn dispatch(shared: &Shared, call: Call) {
     shared
         .sched
         .dispatched_calls
         .fetch_add(1, Ordering::Relaxed);
-    let route = crate::wsgi::pool::admission::route_hash(work.head.path());
-    shared.pool().submit(Job::Request(work), route);
+    let route = route_of(&call);
+    if let Some(pool) = shared.try_pool() {
+        pool.submit(Job::Call(call), route);
+    }
 }
 
 /// How [`drive_loop`] returned.
@@ -198,39 +238,40 @@ pub(super) enum LoopEnd {
     /// The loop has shut down.
     ShutDown,
     /// The loop went to another thread while this one was in an inline call (taken over by
-    /// the watchdog, or handed off by a streaming response).
+    /// the watchdog, handed off by a streaming response, or given away by a call about to
+    /// wait for its connection).
     TakenOver,
 }
 
-/// The event loop's driver: takes work from the loop and runs it inline or hands it to the
-/// pool. Returns when the loop has shut down, or when the loop was taken over while this thread
-/// was in an inline call: the caller then serves as a pool thread (a pool thread by going back
-/// to its own worker loop, never by starting one inside this call: the loop moves between
-/// threads at every streaming inline response, and a worker loop started here each time
-/// nested one call deeper per move, until the stack overflowed, and counted the thread again
-/// each time).
+/// The event loop's driver: takes calls from the loop and runs them inline or hands them to
+/// the pool. Returns when the loop has shut down, or when the loop was taken over while this
+/// thread was in an inline call: the caller then serves as a pool thread (a pool thread by
+/// going back to its own worker loop, never by starting one inside this call: the loop moves
+/// between threads at every streaming inline response, and a worker loop started here each
+/// time nested one call deeper per move, until the stack overflowed, and counted the thread
+/// again each time).
 ///
 /// The thread stays attached to the interpreter and detaches only while the loop waits for
-/// work (`next_work`: epoll, reads, the loop's duties), as the GIL is needed for the app call
-/// that follows: taking it with `PyGILState_Ensure` per request cost about 300 instructions
-/// more than `PyEval_RestoreThread`. While attached, the requests the loop has ready already
-/// (parsed from events it has; it waits for no new ones) run one after another, up to
-/// [`INLINE_BATCH`]: one GIL take for all of them (about 700 instructions each). The loop is
-/// parked during each app call (the watchdog can take it over); its own work between calls
-/// (writing back, reading and parsing the next request) runs attached, a few microseconds, as
-/// the app call would anyway; a large answer still to write ends the batch and is written
-/// detached (`LoopState::next_ready_work`).
+/// work (`next_work`: epoll, reads, the HTTP/2 tasks, the loop's duties), as the GIL is needed
+/// for the app call that follows: taking it with `PyGILState_Ensure` per request cost about
+/// 300 instructions more than `PyEval_RestoreThread`. While attached, the calls the loop has
+/// ready already (parsed from events it has, or queued by the tasks' last poll; it waits for
+/// no new ones) run one after another, up to [`INLINE_BATCH`]: one GIL take for all of them
+/// (about 700 instructions each). The loop is parked during each app call (the watchdog can
+/// take it over); its own work between calls (writing back, reading and parsing the next
+/// request) runs attached, a few microseconds, as the app call would anyway; a large answer
+/// still to write ends the batch and is written detached (`LoopState::next_ready_call`).
 pub(super) fn drive_loop(
     shared: &Arc<Shared>,
     st: Box<LoopState>,
-    settle: Option<Arc<SharedOut>>,
+    settle: Option<Arc<dyn Settle>>,
 ) -> LoopEnd {
     if let Some(out) = settle {
         out.settle(SETTLE_MOST, SETTLE_GAP);
     }
     shared.sched.set_loop_thread();
     let mut st = Some(st);
-    // Serve detached until the first request to run inline, and take the GIL only then: a
+    // Serve detached until the first call to run inline, and take the GIL only then: a
     // thread that takes the loop over from an inline call that holds the GIL inside one C call
     // (a regex, a big `json.dumps`) used to wait for that call to end before serving anything,
     // `--health-path` and static files included. (On the loop's first thread this is the same
@@ -245,11 +286,7 @@ pub(super) fn drive_loop(
         Some(first) => Python::attach(|py| {
             let mut parked = first;
             loop {
-                let end = match parked {
-                    InlineNext::Call(call) => run_inline_batch(shared, py, &mut st, call),
-                    InlineNext::Streams => run_streams(shared, py, &mut st),
-                };
-                if let Some(end) = end {
+                if let Some(end) = run_inline_batch(shared, py, &mut st, parked) {
                     return end;
                 }
                 match py.detach(|| next_inline_parked(shared, &mut st)) {
@@ -265,62 +302,47 @@ pub(super) fn drive_loop(
     end
 }
 
-/// A request to run inline, the loop parked for it (`Scheduler::park`) under this sequence
+/// A call to run inline, the loop parked for it (`Scheduler::park`) under this sequence
 /// number and route.
 struct ParkedCall {
-    work: Work,
+    call: Call,
     seq: u64,
     route: u64,
 }
 
-/// Park the loop in `st` for an inline call of `work` (see `Scheduler::park`).
-pub(super) fn park_for_route(shared: &Shared, st: &mut Option<Box<LoopState>>, route: u64) -> u64 {
-    shared
-        .sched
-        .park(st.take().expect("the loop is here"), route)
-}
-
-fn park_for(shared: &Shared, st: &mut Option<Box<LoopState>>, work: Work) -> ParkedCall {
-    let route = crate::wsgi::pool::admission::route_hash(work.head.path());
+/// Park the loop in `st` for an inline call of `call` (see `Scheduler::park`).
+fn park_for(shared: &Shared, st: &mut Option<Box<LoopState>>, call: Call) -> ParkedCall {
+    let route = route_of(&call);
     let seq = shared
         .sched
         .park(st.take().expect("the loop is here"), route);
-    ParkedCall { work, seq, route }
+    ParkedCall { call, seq, route }
 }
 
-/// What the loop's thread runs next, attached.
-enum InlineNext {
-    /// A request, the loop parked for it.
-    Call(ParkedCall),
-    /// The HTTP/2 streams queued to run inline (each parks the loop around its call).
-    Streams,
-}
-
-/// Serve (detached) until a request is to run inline: it is returned with the loop parked
-/// for it; the others went to the pool. `None`: the loop has shut down.
-fn next_inline_parked(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<InlineNext> {
-    match next_inline(shared, st)? {
-        Turn::Request(work) => Some(InlineNext::Call(park_for(shared, st, work))),
-        Turn::Streams => Some(InlineNext::Streams),
-    }
-}
-
-/// Serve (detached) until a request is to run inline: it is returned, the others went to the
-/// pool. `None`: the loop has shut down.
-fn next_inline(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<Turn> {
-    let _on_loop = crate::wsgi::release::LoopThread::enter();
-    let st = st.as_mut().expect("the loop is here");
-    loop {
-        match st.next_work(shared.ctx())? {
-            Turn::Request(work) if runs_inline(shared, &work) => return Some(Turn::Request(work)),
-            Turn::Request(work) => dispatch(shared, work),
-            Turn::Streams if streams_inline(shared) => return Some(Turn::Streams),
-            Turn::Streams => dispatch_queued(shared),
+/// Serve (detached) until a call is to run inline: it is returned with the loop parked for
+/// it; the others went to the pool. `None`: the loop has shut down.
+fn next_inline_parked(shared: &Shared, st: &mut Option<Box<LoopState>>) -> Option<ParkedCall> {
+    let call = {
+        let _on_loop = crate::wsgi::release::LoopThread::enter();
+        let here = st.as_mut().expect("the loop is here");
+        let mut call = here.next_work(shared.ctx())?;
+        loop {
+            if runs_inline(shared, &call) {
+                break call;
+            }
+            dispatch(shared, call);
+            // What is ready already goes first (the rest of the streams queued by the same
+            // poll, without polling again for each).
+            call = match here.next_ready_call(shared.ctx()) {
+                Some(next) => next,
+                None => here.next_work(shared.ctx())?,
+            };
         }
-    }
+    };
+    Some(park_for(shared, st, call))
 }
 
-/// Run `call` inline (the loop parked for it already), then the requests the loop has ready
+/// Run `parked` inline (the loop parked for it already), then the calls the loop has ready
 /// already, up to [`INLINE_BATCH`], the loop parked around each call. `None`: the batch ended
 /// with the loop here; `Some(TakenOver)`: the loop went to another thread meanwhile (`st` is
 /// empty).
@@ -328,38 +350,42 @@ fn run_inline_batch(
     shared: &Arc<Shared>,
     py: Python<'_>,
     st: &mut Option<Box<LoopState>>,
-    mut call: ParkedCall,
+    mut parked: ParkedCall,
 ) -> Option<LoopEnd> {
     let mut ran = 0;
     loop {
-        let conn = shared.run_inline(py, call.work, call.seq);
-        match shared.sched.unpark(call.seq) {
+        let conn = shared.run_inline(py, parked.call, parked.seq);
+        match shared.sched.unpark(parked.seq) {
             Unparked::Back(back) => {
                 let here = st.insert(back);
-                // A large TLS answer is written by the TLS writer (`io/tls_writer.rs`) while the loop
-                // goes on with the other connections ready; with none, the loop would only
-                // wait for events meanwhile, and writes it itself (no hand-off to pay for).
-                let conn = if here.has_ready() {
-                    shared.bridge.loop_ctx.write_away(conn)
-                } else {
-                    Some(conn)
-                };
                 if let Some(conn) = conn {
-                    here.put_back(conn, shared.ctx());
+                    // A large TLS answer is written by the TLS writer (`io/tls_writer.rs`)
+                    // while the loop goes on with the other connections ready; with none, the
+                    // loop would only wait for events meanwhile, and writes it itself (no
+                    // hand-off to pay for).
+                    let conn = if here.has_ready() {
+                        shared.bridge.loop_ctx.write_away(conn)
+                    } else {
+                        Some(conn)
+                    };
+                    if let Some(conn) = conn {
+                        here.put_back(conn, shared.ctx());
+                    }
                 }
             }
-            Unparked::TakenOver { adopted } => {
-                // The watchdog gave the loop to another thread while the app ran.
-                shared.sched.taken_over_call_ended();
-                if adopted {
-                    shared.pool().adopted_finished(call.route);
+            away => {
+                if let Unparked::TakenOver { adopted } = away {
+                    // The watchdog gave the loop to another thread while the app ran.
+                    shared.sched.taken_over_call_ended();
+                    if adopted {
+                        shared.pool().adopted_finished(parked.route);
+                    }
                 }
-                shared.ctx().return_conn(conn);
-                return Some(LoopEnd::TakenOver);
-            }
-            Unparked::HandedOff => {
-                // The response streamed: the loop went to another thread at its second block.
-                shared.ctx().return_conn(conn);
+                // Else the loop was handed off: the response streamed, or the call waited
+                // for its connection.
+                if let Some(conn) = conn {
+                    shared.ctx().return_conn(conn);
+                }
                 return Some(LoopEnd::TakenOver);
             }
         }
@@ -369,14 +395,14 @@ fn run_inline_batch(
         }
         let here = st.as_mut().expect("the loop is here");
         let next = loop {
-            match here.next_ready_work(shared.ctx()) {
+            match here.next_ready_call(shared.ctx()) {
                 None => break None,
                 Some(next) if runs_inline(shared, &next) => break Some(next),
                 Some(next) => dispatch(shared, next),
             }
         };
         match next {
-            Some(next) => call = park_for(shared, st, next),
+            Some(next) => parked = park_for(shared, st, next),
             None => return None,
         }
     }
@@ -385,21 +411,12 @@ fn run_inline_batch(
 /// Run one pool job; for an app call, returns its time from when it held the GIL.
 pub(super) fn run_job(shared: &Arc<Shared>, job: Job) -> Option<Duration> {
     match job {
-        Job::Request(work) => {
-            let (conn, took) = shared.run_request_here(work);
-            shared.ctx().return_conn(conn);
+        Job::Call(call) => {
+            let (conn, took) = shared.run_on_pool(call);
+            if let Some(conn) = conn {
+                shared.ctx().return_conn(conn);
+            }
             Some(took)
-        }
-        Job::Stream(call) => {
-            let _attached = crate::wsgi::release::Attached::enter();
-            Some(Python::attach(|py| {
-                let start = Instant::now();
-                run_stream(&shared.bridge, py, call, false);
-                let took = start.elapsed();
-                // A slow stream keeps dispatch mode, as a slow request does.
-                shared.sched.note_call(took);
-                took
-            }))
         }
         // Taken over or shut down, this pool thread goes back to its worker loop.
         Job::RunLoop(st, settle) => {
@@ -409,105 +426,22 @@ pub(super) fn run_job(shared: &Arc<Shared>, job: Job) -> Option<Duration> {
     }
 }
 
-// --- HTTP/2 streams run inline on the loop's thread -------------------------------------------
+/// The server's answer to the HTTP/2 connections' tasks (`io::h2`): run a whole stream inline
+/// now (queued for the loop's driver, as a `Call::Stream`), or hand it to the pool. Weak: the
+/// tasks hold it, and the server holds the loop.
+///
+/// Why inline (measured; benchmarks/results/2026-11-25-design-measurements/): handing every
+/// stream to the pool cost more server CPU than the HTTP/2 work and the app call together.
+pub(super) struct Runner(pub(super) Weak<Shared>);
 
-fn stream_runs_inline(shared: &Shared) -> bool {
-    !shared.ctx().shutting_down() && shared.sched.inline_now()
-}
-
-pub(super) fn dispatch_stream(shared: &Shared, call: StreamCall) {
-    shared
-        .sched
-        .dispatched_calls
-        .fetch_add(1, Ordering::Relaxed);
-    let route = crate::wsgi::pool::admission::route_hash(call.head.path());
-    if let Some(pool) = shared.try_pool() {
-        pool.submit(Job::Stream(call), route);
+impl StreamRunner for Runner {
+    fn inline_now(&self) -> bool {
+        self.0.upgrade().is_some_and(|s| inline_now(&s))
     }
-}
 
-/// Whether queued streams run inline now (else they go to the pool).
-pub(super) fn streams_inline(shared: &Shared) -> bool {
-    stream_runs_inline(shared)
-}
-
-/// Send every queued stream to the pool (the scheduler left inline mode meanwhile).
-pub(super) fn dispatch_queued(shared: &Shared) {
-    if let Some(hub) = &shared.ctx().settings.h2 {
-        for call in hub.inline.drain() {
-            dispatch_stream(shared, call);
+    fn dispatch(&self, call: StreamCall) {
+        if let Some(s) = self.0.upgrade() {
+            dispatch(&s, Call::Stream(Box::new(call)));
         }
     }
-}
-
-thread_local! {
-    /// This thread's inline stream call gave the loop away and counts in
-    /// `Inline::left_behind` until it returns (set by [`WaitHook::before_wait`], read by
-    /// [`run_streams`]).
-    static LEFT_BEHIND: Cell<bool> = const { Cell::new(false) };
-}
-
-impl WaitHook for Shared {
-    /// An inline call is about to wait for its connection: the parked loop goes to another
-    /// thread first, and the scheduler to dispatch mode. `false` (the call does not wait, its
-    /// stream is reset) when one more thread would pass `--threads`.
-    fn before_wait(self: Arc<Self>, seq: u64) -> bool {
-        let Some(hub) = &self.ctx().settings.h2 else {
-            return true;
-        };
-        if !may_leave_behind(&self, hub) {
-            return false;
-        }
-        if let Some(st) = self.sched.release_parked(seq) {
-            self.sched.note_handoff();
-            hub.inline.left_behind.fetch_add(1, Ordering::SeqCst);
-            LEFT_BEHIND.with(|l| l.set(true));
-            hand_loop_over(&self, &self.pool(), st, None);
-        }
-        true
-    }
-}
-
-/// Whether one more thread may wait in a call apart from the loop: those threads and the
-/// pool's together stay within `--threads`.
-fn may_leave_behind(shared: &Shared, hub: &crate::io::h2::H2Hub) -> bool {
-    let max = shared.bridge.config.threads_max;
-    let pool = shared.try_pool().map_or(0, |p| p.threads());
-    hub.inline.left_behind.load(Ordering::SeqCst) < max.saturating_sub(pool).max(1)
-}
-
-/// Run up to [`INLINE_BATCH`] queued streams here, the loop parked around each. `None`: the
-/// loop is back in `st`; `Some(TakenOver)`: it went to another thread meanwhile.
-pub(super) fn run_streams(
-    shared: &Arc<Shared>,
-    py: Python<'_>,
-    st: &mut Option<Box<LoopState>>,
-) -> Option<LoopEnd> {
-    let hub = shared.ctx().settings.h2.as_ref()?;
-    let _attached = crate::wsgi::release::Attached::enter();
-    for _ in 0..INLINE_BATCH {
-        let call = hub.inline.pop()?;
-        let route = crate::wsgi::pool::admission::route_hash(call.head.path());
-        let seq = park_for_route(shared, st, route);
-        set_wait_hook(Some((Arc::clone(shared) as Arc<dyn WaitHook>, seq)));
-        run_stream(&shared.bridge, py, call, true);
-        set_wait_hook(None);
-        if LEFT_BEHIND.with(|l| l.replace(false)) {
-            hub.inline.left_behind.fetch_sub(1, Ordering::SeqCst);
-        }
-        match shared.sched.unpark(seq) {
-            Unparked::Back(back) => {
-                st.replace(back);
-            }
-            Unparked::TakenOver { adopted } => {
-                shared.sched.taken_over_call_ended();
-                if adopted {
-                    shared.pool().adopted_finished(route);
-                }
-                return Some(LoopEnd::TakenOver);
-            }
-            Unparked::HandedOff => return Some(LoopEnd::TakenOver),
-        }
-    }
-    None
 }

@@ -5,12 +5,11 @@
 //! thread drives the event loop at a time (it may change on a takeover, see `scheduler`); app
 //! threads come and go in the pool; one watchdog thread looks after inline calls.
 //!
-//! This file is the wiring and the pyclass; `drive.rs` runs requests and the loop (inline or
-//! on the pool), `scheduler.rs` decides which (`thread_state.rs`: is a thread asleep), `report.rs` gathers the readings of `stats()`
+//! This file is the wiring and the pyclass; `drive.rs` runs calls of either protocol and the
+//! loop (inline or on the pool), `scheduler.rs` decides which (`thread_state.rs`: is a thread asleep), `report.rs` gathers the readings of `stats()`
 //! and `/metrics`, renders `/debug/requests` and logs the `--timeout` lines.
 
 mod drive;
-mod h2_inline;
 mod report;
 pub mod scheduler;
 mod thread_state;
@@ -180,6 +179,7 @@ impl Server {
             sched: Scheduler::new(policy),
             pool: Mutex::new(None),
             done_fd,
+            left_behind: Default::default(),
         });
         if let Some(socket) = metrics {
             let pages = Pages::new(&shared, shared.bridge.config.debug_requests);
@@ -222,9 +222,9 @@ impl Server {
 
         // HTTP/2: the loop polls the connections' tasks; each stream's call runs inline on
         // the loop's thread while the scheduler is in inline mode, else on the pool
-        // (`h2_inline`).
+        // (`drive::Runner`).
         if let Some(hub) = &shared.ctx().settings.h2 {
-            let runner = Arc::new(h2_inline::Runner(Arc::downgrade(&shared)));
+            let runner = Arc::new(drive::Runner(Arc::downgrade(&shared)));
             hub.start(
                 Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::h2::LoopView>,
                 runner,

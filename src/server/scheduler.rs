@@ -238,15 +238,8 @@ impl Scheduler {
         self.loop_thread.store(thread as u64, Ordering::Relaxed);
     }
 
-    /// An HTTP/2 batch of inline calls was taken over (`h2_inline`): dispatch mode, as after
-    /// an HTTP/1.1 takeover.
-    pub fn note_takeover(&self) {
-        self.takeovers.fetch_add(1, Ordering::Relaxed);
-        self.note_slow();
-    }
-
-    /// An inline HTTP/2 call handed the driver role on before waiting for its connection: a
-    /// slow call, as a takeover is.
+    /// An inline call handed the loop on before waiting for its connection
+    /// (`LoopHolder::before_wait`): a slow call, as a takeover is.
     pub fn note_handoff(&self) {
         self.handoffs.fetch_add(1, Ordering::Relaxed);
         self.note_slow();

@@ -1,6 +1,6 @@
 //! The kernel's view of a server thread: whether it is asleep (a sleep, a socket or database
-//! wait, a lock) or running, read from /proc. The watchdogs of inline calls (HTTP/1.1 in
-//! `scheduler.rs`, HTTP/2 in `h2_inline.rs`) ask it before taking a call's loop away.
+//! wait, a lock) or running, read from /proc. The watchdog of inline calls (`scheduler.rs`)
+//! asks it before taking a call's loop away.
 
 /// Is the thread asleep in the kernel (state S or D in /proc), rather than running or waiting
 /// for a CPU (R)? Read only when an inline call outlasts a tick, so its cost (one small file

@@ -41,7 +41,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         ..
     } = work;
     let app_started = now_ns();
-    let inline = super::stream_hook::in_inline_call();
+    let inline = crate::io::inline_call::holds_the_loop();
     conn.requests += 1;
     let transport = conn.transport();
     // TLS: the environ's SSL_* facts, plain values made once per connection by `io`.

@@ -9,6 +9,7 @@ pub mod body;
 pub mod body_block;
 pub mod body_source;
 pub mod bridge;
+pub mod call;
 pub mod call_setup;
 pub mod deadline;
 pub mod driver;
@@ -25,4 +26,5 @@ pub mod reply;
 pub mod sender;
 pub mod short_table;
 pub mod start_response;
-pub mod stream_hook;
+
+pub use call::run_call;

@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod answer;
 pub mod date;
 pub mod error;
 pub mod files;

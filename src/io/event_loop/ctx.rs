@@ -1,7 +1,7 @@
 //! What the event loop shares with the threads that take connections away from it: the
 //! settings (one copy), the counters, the queues of returned connections and of streaming
-//! responses to flush, shutdown requests, and a handle on the loop's epoll set; and the [`Work`]
-//! the loop hands out.
+//! responses to flush, shutdown requests, and a handle on the loop's epoll set; and the [`Call`]s
+//! the loop hands out (an HTTP/1.1 request's [`Work`], an HTTP/2 stream's call).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,6 +18,7 @@ use sluicegate_proto::RequestHead;
 use crate::config::Config;
 use crate::io::balance::Balance;
 use crate::io::conn::{AfterOutput, Conn, Wire};
+use crate::io::h2::StreamCall;
 use crate::io::shared_out::SharedOut;
 use crate::io::static_files::StaticFiles;
 use crate::io::tls_writer::{self, TlsWriter, TLS_WRITER_MIN};
@@ -36,6 +37,37 @@ pub struct Work {
     pub parsed_at: u64,
     /// A uwsgi request: what nginx's variables say about the client and the server.
     pub uwsgi: Option<Box<UwsgiFacts>>,
+}
+
+/// A call of the app the loop hands its driver, whatever the protocol: who runs it (inline on
+/// the loop's thread or on the pool) is decided the same way for each (`server::drive`).
+pub enum Call {
+    /// An HTTP/1.1 (or uwsgi) request, its connection away from the loop.
+    Request(Work),
+    /// An HTTP/2 stream's call (its connection stays a task of the loop). Boxed: a `Call`
+    /// moves several times on its way to the app, and a stream's call is twice a request's
+    /// size (each move of an unboxed one cost a hello world about 150 instructions in copies).
+    Stream(Box<StreamCall>),
+}
+
+impl Call {
+    /// The request's head (its path names the call's route for admission and the watchdog).
+    pub fn head(&self) -> &RequestHead {
+        match self {
+            Call::Request(w) => &w.head,
+            Call::Stream(c) => &c.head,
+        }
+    }
+
+    /// The request is whole: the app can be called without waiting for the client (a call
+    /// that would wait for its body never runs inline). A stream is queued for the loop only
+    /// when whole (`io::h2::Inline::offer`).
+    pub fn whole(&self) -> bool {
+        match self {
+            Call::Request(w) => w.body_buffered,
+            Call::Stream(_) => true,
+        }
+    }
 }
 
 pub use crate::observe::counters::Counters;

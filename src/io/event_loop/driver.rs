@@ -18,7 +18,7 @@ use sluicegate_proto::uwsgi;
 use super::*;
 use crate::http_date::http_date;
 use crate::io::conn::Wire;
-use crate::io::out_queue::OutQueue;
+use crate::io::static_files::Own;
 use crate::observe::request_end::PendingLog;
 use crate::observe::timings::End;
 
@@ -419,7 +419,9 @@ impl LoopState {
         };
         conn.rbuf.as_mut().unwrap().consume(used);
         conn.parser.reset();
-        if let Some(answer) = own_answer(&head, &mut conn.out, ctx) {
+        let server = &ctx.settings.config.server_header;
+        let out = &mut conn.out;
+        if let Some(answer) = own_answer(&head, ctx, |own| own.queue_h1(&head, server, out)) {
             answered_here(conn, head, answer, ctx);
             return Ok(Next::Answered);
         }
@@ -615,49 +617,40 @@ fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static st
     }
 }
 
-/// The answers the loop gives itself, without the app: the health path (`--health-path`; it
-/// comes first, so a check is answered within the loop's round even while every app thread
-/// computes) and static files (`--static`). `None`: the request is the app's.
-pub(super) fn own_answer(
+/// The answers the loop gives itself, without the app, on any protocol: the health path
+/// (`--health-path`; it comes first, so a check is answered within the loop's round even while
+/// every app thread computes) and static files (`--static`), each handed to `frame`, which
+/// frames it for its protocol. `None`: the request is the app's. A stop or a retiring
+/// worker's hand-over asks to close the connection after it.
+#[inline]
+pub(crate) fn own_answer<R>(
     head: &RequestHead,
-    out: &mut OutQueue,
     ctx: &LoopCtx,
-) -> Option<OwnAnswer> {
-    let server = &ctx.settings.config.server_header;
-    // A stop or a retiring worker's hand-over: the head says Connection: close.
-    let closing;
-    let head = if head.keep_alive && ctx.keep_alive_ending() {
-        closing = {
-            let mut h = head.clone();
-            h.keep_alive = false;
-            h
-        };
-        &closing
-    } else {
-        head
-    };
-    // Compared first: the answer's buffer and date are made only for the health path itself.
-    if !ctx.settings.config.health_path.is_empty()
-        && head.path() == ctx.settings.config.health_path.as_slice()
-    {
-        let mut buf = Vec::with_capacity(256);
-        let date = http_date();
-        if let Some(a) = health_answer(
-            head,
-            &ctx.settings.config.health_path,
-            !ctx.health_failing(),
-            &date,
-            server,
-            &mut buf,
-        ) {
-            out.push_owned(buf);
-            return Some(a);
+    frame: impl FnOnce(Own<'_>) -> R,
+) -> Option<R> {
+    let config = &ctx.settings.config;
+    // Compared first: the answer is made only for the health path itself.
+    if !config.health_path.is_empty() && head.path() == config.health_path.as_slice() {
+        if let Some(mut answer) = health_answer(head, &config.health_path, !ctx.health_failing()) {
+            answer.closes |= ctx.keep_alive_ending();
+            return Some(frame(Own {
+                answer: &answer,
+                date: &http_date(),
+                file: None,
+            }));
         }
     }
-    match ctx.settings.statics.as_ref()?.serve(head, out, server) {
-        StaticOutcome::Served(answer) => Some(answer),
-        StaticOutcome::NotStatic => None,
-    }
+    ctx.settings.statics.as_ref()?.serve(head, |own| {
+        if !ctx.keep_alive_ending() {
+            return frame(own);
+        }
+        let mut answer = *own.answer;
+        answer.closes = true;
+        frame(Own {
+            answer: &answer,
+            ..own
+        })
+    })
 }
 
 /// The metric's reason for a handshake cut by `--header-timeout` (the sweep's, not rustls's).

@@ -6,7 +6,7 @@
 use sluicegate_proto::RequestHead;
 
 use super::{Counters, LoopCtx, Shutdown};
-use crate::io::out_queue::OutQueue;
+use crate::io::static_files::Own;
 use crate::observe::request_end::PendingLog;
 use crate::observe::timings::End;
 
@@ -29,8 +29,12 @@ impl crate::io::h2::LoopView for LoopCtx {
         &self.counters
     }
 
-    fn own_answer(&self, head: &RequestHead, out: &mut OutQueue) -> Option<u16> {
-        super::driver::own_answer(head, out, self).map(|a| a.status)
+    fn own_answer(&self, head: &RequestHead, frame: &mut dyn FnMut(Own<'_>)) -> bool {
+        super::driver::own_answer(head, self, frame).is_some()
+    }
+
+    fn server_header(&self) -> &[u8] {
+        &self.settings.config.server_header
     }
 
     fn account_own(

@@ -2,9 +2,10 @@
 //! heads, buffers small bodies, finishes writes the app threads left behind, and enforces the
 //! header, keep-alive and write timeouts.
 //!
-//! It never calls Python. It hands out [`Work`] (a connection with a parsed request head) from
-//! [`LoopState::next_work`]; the caller decides whether to run the app right there (inline) or on
-//! a pool thread. All of the loop's state lives in one `LoopState` value so that it can be moved
+//! It never calls Python. It hands out [`Call`]s (an HTTP/1.1 request's [`Work`]: a connection
+//! with a parsed request head; or an HTTP/2 stream's call, queued by its connection's task)
+//! from [`LoopState::next_work`]; the caller decides whether to run the app right there
+//! (inline) or on a pool thread. All of the loop's state lives in one `LoopState` value so that it can be moved
 //! to another thread when the thread driving it gets stuck in an app call (see
 //! `server::scheduler`).
 //!
@@ -18,7 +19,7 @@
 //! its other jobs are in the submodules, each an `impl LoopState` block over the same state:
 //! - `accept`: accepting from the listening sockets (`io::listen`), TCP_NODELAY inheritance;
 //! - `ctx`: what the loop shares with app threads ([`LoopCtx`]: settings, counters, the return
-//!   and flush queues, shutdown requests) and the [`Work`] it hands out;
+//!   and flush queues, shutdown requests) and the [`Call`]s it hands out;
 //! - `driver`: one connection's turn: finishing output, reading, parsing, answering static
 //!   files, handing a request out, and taking the connection back after it;
 //! - `closing`: protocol errors, closing and lingering, timeouts (the sweep), shutdown;
@@ -58,7 +59,6 @@ use super::out_queue::FAIR_SHARE;
 use super::read_buf::ReadBuf;
 use super::shared_out::{FlushResult, SharedOut};
 use super::stream::Stream;
-use crate::io::static_files::StaticOutcome;
 use crate::peer::Peer;
 
 mod accept;
@@ -71,7 +71,7 @@ mod metrics;
 mod pages;
 
 pub use crate::io::listen::{ListenSocket, Nodelay};
-pub use ctx::{Counters, LoopCtx, LoopSettings, Shutdown, Work};
+pub use ctx::{Call, Counters, LoopCtx, LoopSettings, Shutdown, Work};
 pub use listener_tls::ListenerTls;
 pub use pages::{MetricsPages, PageJob};
 
@@ -104,7 +104,7 @@ pub const INLINE_BODY_MAX: u64 = 64 * 1024;
 /// Read buffers kept for reuse (the rest are freed, so idle memory stays small): 1 MiB.
 const BUFFER_POOL_MAX: usize = 64;
 
-/// Most output `next_ready_work` lets a connection write while its thread holds the GIL: a
+/// Most output `next_ready_call` lets a connection write while its thread holds the GIL: a
 /// larger answer (a 64 MiB body is 10 ms of copying) waits for `next_work`, which writes it
 /// detached, so that app threads do not wait for the copy. (An app thread's own writes
 /// release the GIL from the same size: `wsgi::sender`'s `DETACH_WRITE_MIN`.)
@@ -127,14 +127,6 @@ enum ReadHint {
     /// The peer closed, or readiness may have been missed while the connection was away: read
     /// until EAGAIN or end of stream (a short read followed by a FIN raises no further edge).
     Drain,
-}
-
-/// What the loop hands its driver.
-pub enum Turn {
-    /// A request for the app.
-    Request(Work),
-    /// HTTP/2 streams are queued to run inline (`H2Hub::inline`).
-    Streams,
 }
 
 /// What parsing the buffered bytes of a connection led to.
@@ -327,13 +319,15 @@ impl LoopState {
         readable_now(self.poll.as_raw_fd())
     }
 
-    /// Run the loop until a request is ready for the app, or until shutdown has finished
-    /// (`None`).
-    pub fn next_work(&mut self, ctx: &LoopCtx) -> Option<Turn> {
+    /// Run the loop until a call is ready for the app (a request, or a stream its
+    /// connection's task queued), or until shutdown has finished (`None`). Queued streams are
+    /// handed out after the tasks' poll, so that the answers of the calls run since the last
+    /// poll are written first.
+    pub fn next_work(&mut self, ctx: &LoopCtx) -> Option<Call> {
         loop {
             while let Some((token, hint)) = self.ready.pop_front() {
                 if let Some(work) = self.drive(token, hint, ctx) {
-                    return Some(Turn::Request(work));
+                    return Some(Call::Request(work));
                 }
             }
             self.take_returns(ctx);
@@ -342,13 +336,8 @@ impl LoopState {
                 continue;
             }
             let tasks_woken = self.run_tasks(ctx);
-            if ctx
-                .settings
-                .h2
-                .as_ref()
-                .is_some_and(|h| h.inline.has_calls())
-            {
-                return Some(Turn::Streams);
+            if let Some(call) = queued_stream(ctx) {
+                return Some(Call::Stream(call));
             }
             if !self.accept_again.is_empty() {
                 self.accept_listed_again(ctx);
@@ -490,12 +479,12 @@ impl LoopState {
         !self.ready.is_empty()
     }
 
-    /// The next request among the connections already known to be ready, without waiting for
-    /// events or doing the loop's other duties, for a thread that holds the GIL (see
-    /// `server::drive_loop`). None: nothing ready now, or the next ready connection has a
-    /// large answer to write (at least [`ATTACHED_WRITE_MAX`]), which `next_work` writes
-    /// without the GIL.
-    pub fn next_ready_work(&mut self, ctx: &LoopCtx) -> Option<Work> {
+    /// The next call among what is ready already (the connections known to be ready, then
+    /// the streams queued by the tasks' last poll), without waiting for events or doing the
+    /// loop's other duties, for a thread that holds the GIL (see `server::drive_loop`). None:
+    /// nothing ready now, or the next ready connection has a large answer to write (at least
+    /// [`ATTACHED_WRITE_MAX`]), which `next_work` writes without the GIL.
+    pub fn next_ready_call(&mut self, ctx: &LoopCtx) -> Option<Call> {
         while let Some(&(token, hint)) = self.ready.front() {
             if let Some(Slot::Here(conn)) = self.conns.get(token) {
                 if conn.out.pending() >= ATTACHED_WRITE_MAX {
@@ -504,10 +493,10 @@ impl LoopState {
             }
             self.ready.pop_front();
             if let Some(work) = self.drive(token, hint, ctx) {
-                return Some(work);
+                return Some(Call::Request(work));
             }
         }
-        None
+        queued_stream(ctx).map(Call::Stream)
     }
 
     /// Streaming responses handed over because their socket is full: try at once (it may have
@@ -620,4 +609,10 @@ fn buffer_limit(limits: &Limits) -> usize {
 
 fn log_io_error(what: &str, e: &io::Error) {
     eprintln!("sluicegate: {what}: {e}");
+}
+
+/// The next stream a connection's task queued to run (`io::h2::Inline`), if any.
+#[inline]
+fn queued_stream(ctx: &LoopCtx) -> Option<Box<crate::io::h2::StreamCall>> {
+    ctx.settings.h2.as_ref()?.inline.pop()
 }

@@ -12,7 +12,7 @@ use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::RequestHead;
 
 use super::stream::{StreamBody, StreamReply};
-use crate::io::out_queue::OutQueue;
+use crate::io::static_files::Own;
 use crate::io::tls_link::TlsFacts;
 use crate::observe::counters::Counters;
 use crate::peer::Peer;
@@ -79,9 +79,12 @@ pub trait LoopView: Send + Sync + 'static {
     /// whole server): streams still open then are cut.
     fn graceful_left(&self) -> std::time::Duration;
     fn counters(&self) -> &Counters;
-    /// The loop's own answer to `head` (`--health-path`, `--static`), queued in `out` as
-    /// HTTP/1.1 bytes (`own_answer.rs` reframes them); its status, or `None` for the app.
-    fn own_answer(&self, head: &RequestHead, out: &mut OutQueue) -> Option<u16>;
+    /// The loop's own answer to `head` (`--health-path`, `--static`), protocol-neutral,
+    /// handed to `frame` (`own_answer.rs` makes HEADERS and DATA of it); `false`: none, the
+    /// request is the app's.
+    fn own_answer(&self, head: &RequestHead, frame: &mut dyn FnMut(Own<'_>)) -> bool;
+    /// The Server header's value (`--server-header`; empty: none).
+    fn server_header(&self) -> &[u8];
     /// Count and log an own answer once sent (`sent` body bytes).
     fn account_own(&self, head: RequestHead, client: Option<IpAddr>, status: u16, sent: u64);
 }

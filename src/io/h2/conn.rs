@@ -28,7 +28,6 @@ use super::stream::{StreamBody, StreamReply};
 use super::{tasks, timer};
 use crate::clock::now_ns;
 use crate::io::conn::Conn;
-use crate::io::out_queue::OutQueue;
 
 /// What the connections' tasks work with.
 pub(super) struct ThreadShare {
@@ -223,11 +222,16 @@ fn take_stream(
         }
     };
     // --static and --health-path: answered here, without the app.
-    let mut out = OutQueue::new();
-    if let Some(status) = ctx.own_answer(&head, &mut out) {
+    let mut framed = None;
+    let server = ctx.server_header();
+    if ctx.own_answer(&head, &mut |own| {
+        framed = Some(own_answer::frame(own, server))
+    }) {
+        let framed = framed.expect("framed by own_answer");
         let (view, client) = (Arc::clone(ctx), conn.peer.ip());
         tasks::current().spawn(async move {
-            let sent = own_answer::send(respond, out, head.is_head).await;
+            let status = framed.status;
+            let sent = own_answer::send(respond, framed).await;
             view.account_own(head, client, status, sent);
         });
         return;

@@ -1,52 +1,50 @@
-//! The inline path for fast streams: the queue of whole requests the loop's thread runs
-//! itself, several per GIL take, instead of handing each to the pool (docs/architecture.md,
-//! "HTTP/2", has the measurement: the hand-off cost more than the call).
+//! The queue of fast streams' calls the loop hands its driver, instead of handing each to the
+//! pool (docs/architecture.md, "HTTP/2", has the measurement: the hand-off cost more than the
+//! call).
 //!
-//! A connection's task queues a stream here ([`Inline::offer`]); after polling its tasks the
-//! loop hands its driver `Turn::Streams` while the queue is not empty, and the server floor
-//! runs the calls (`server::h2_inline`), the loop parked around each as for an HTTP/1.1 inline
-//! call. This file only keeps the queue, and the count of calls that gave the loop away to wait
-//! for their connection ([`Inline::left_behind`], bounded by the server floor).
+//! A connection's task queues a whole stream here ([`Inline::offer`]) while the server says
+//! calls run inline now (`StreamRunner::inline_now`); the loop hands the queued calls out as
+//! `Call::Stream`, after the HTTP/1.1 requests it has ready (`LoopState::next_work`,
+//! `next_ready_call`), and the server runs them as any inline call (`server::drive`).
 
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::call::StreamCall;
 
 /// The queue of streams to run inline.
 pub struct Inline {
-    calls: Mutex<VecDeque<StreamCall>>,
-    /// Calls that gave the loop to another thread and still wait in their call: bounded by
-    /// the server floor (`server::h2_inline`), with the pool's threads, by `--threads`.
-    pub left_behind: AtomicUsize,
+    calls: Mutex<VecDeque<Box<StreamCall>>>,
+    /// How many calls are queued: the loop asks after each call and each poll of its tasks,
+    /// and an empty queue costs it no lock.
+    queued: AtomicUsize,
 }
 
 impl Inline {
     pub(super) fn new() -> Inline {
         Inline {
             calls: Mutex::new(VecDeque::new()),
-            left_behind: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
         }
     }
 
     /// Queue a stream to run inline (a connection's task, on the loop's thread).
     pub(super) fn offer(&self, call: StreamCall) {
-        self.calls.lock().unwrap().push_back(call);
-    }
-
-    /// Whether calls are queued (the loop asks after polling its tasks).
-    pub fn has_calls(&self) -> bool {
-        !self.calls.lock().unwrap().is_empty()
+        let mut calls = self.calls.lock().unwrap();
+        calls.push_back(Box::new(call));
+        self.queued.store(calls.len(), Ordering::Relaxed);
     }
 
     /// The next queued call.
-    pub fn pop(&self) -> Option<StreamCall> {
-        self.calls.lock().unwrap().pop_front()
-    }
-
-    /// Take every queued call (to send them to the pool).
-    pub fn drain(&self) -> Vec<StreamCall> {
-        self.calls.lock().unwrap().drain(..).collect()
+    #[inline]
+    pub fn pop(&self) -> Option<Box<StreamCall>> {
+        if self.queued.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let mut calls = self.calls.lock().unwrap();
+        let call = calls.pop_front();
+        self.queued.store(calls.len(), Ordering::Relaxed);
+        call
     }
 }

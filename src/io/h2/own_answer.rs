@@ -1,26 +1,65 @@
 //! The answers the server gives without the app (`--static` files, `--health-path`), over
-//! HTTP/2: the loop's own decision and bytes (`LoopView::own_answer` fills an output queue
-//! with an HTTP/1.1 head and the body, a file range for a static file), turned into a HEADERS
-//! frame and DATA frames by an async task on the loop. No app thread, no Python: as
-//! on HTTP/1.1, a busy app never slows them down. Files are read in `TLS_FILE_READ` blocks
-//! (the output queue's own reader), at most what the stream's window allows at a time.
+//! HTTP/2: the loop's own protocol-neutral answer (`LoopView::own_answer`: proto's `Answer`,
+//! its Date, and a file body's bytes) made into a HEADERS frame directly ([`frame`]: status,
+//! the fields, Date, Server, Content-Length) and DATA frames sent by a task of the loop
+//! ([`send`]). No app thread, no Python: as on HTTP/1.1, a busy app never slows them down.
+//! Files are read in `TLS_FILE_READ` blocks (the output queue's own reader), at most what the
+//! stream's window allows at a time.
 
 use std::future::poll_fn;
 use std::io::IoSlice;
 
 use bytes::Bytes;
 use h2::server::SendResponse;
+use sluicegate_proto::answer::AnswerBody;
+use sluicegate_proto::h1::encode::{decimal, DECIMAL_LEN};
 
 use crate::io::out_queue::OutQueue;
+use crate::io::static_files::Own;
 
-/// Header fields of an HTTP/1.1 head that HTTP/2 forbids (RFC 9113 §8.2.2).
-const CONNECTION_SPECIFIC: [&[u8]; 5] = [
-    b"connection",
-    b"keep-alive",
-    b"proxy-connection",
-    b"transfer-encoding",
-    b"upgrade",
-];
+/// An own answer made ready for its stream: the HEADERS frame's response, and the body
+/// (empty: the HEADERS frame ends the stream).
+pub(super) struct Framed {
+    pub status: u16,
+    response: Option<http::Response<()>>,
+    body: OutQueue,
+}
+
+/// Make HEADERS of `own` (its status and fields, then Date, Server and Content-Length as
+/// every answer of the server's carries them) and queue its body (a text, or the file range).
+/// `server`: the Server header's value (empty: none).
+pub(super) fn frame(own: Own<'_>, server: &[u8]) -> Framed {
+    let a = own.answer;
+    let mut builder = http::Response::builder().status(a.status);
+    for &(name, value) in a.fields() {
+        builder = builder.header(name, value);
+    }
+    builder = builder.header(http::header::DATE, &own.date[..]);
+    if !server.is_empty() {
+        builder = builder.header(http::header::SERVER, server);
+    }
+    if let Some(n) = a.length {
+        let mut digits = [0; DECIMAL_LEN];
+        builder = builder.header(http::header::CONTENT_LENGTH, decimal(n, &mut digits));
+    }
+    let status = a.status;
+    let text = match a.body {
+        AnswerBody::Text(t) => Some(t),
+        _ => None,
+    };
+    let response = builder.body(()).ok();
+    let mut body = OutQueue::new();
+    if let Some(t) = text {
+        body.push_owned(t.to_vec());
+    } else {
+        own.queue_file(&mut body);
+    }
+    Framed {
+        status,
+        response,
+        body,
+    }
+}
 
 /// Take the next bytes from the front of `out` (memory, or a file range read in a block).
 fn pull(out: &mut OutQueue, into: &mut Vec<u8>) -> usize {
@@ -36,61 +75,25 @@ fn pull(out: &mut OutQueue, into: &mut Vec<u8>) -> usize {
     .unwrap_or(0)
 }
 
-/// The status and fields of the loop's HTTP/1.1 head (made by proto's encoders: one space
-/// after the version, `Name: value` lines).
-fn parse_head(head: &[u8]) -> Option<http::response::Builder> {
-    let mut lines = head
-        .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
-    let status_line = lines.next()?;
-    let code = std::str::from_utf8(status_line.get(9..12)?)
-        .ok()?
-        .parse::<u16>()
-        .ok()?;
-    let mut builder = http::Response::builder().status(code);
-    for line in lines.filter(|l| !l.is_empty()) {
-        let colon = line.iter().position(|&b| b == b':')?;
-        let name = line[..colon].to_ascii_lowercase();
-        if CONNECTION_SPECIFIC.contains(&name.as_slice()) {
-            continue;
-        }
-        let value = line[colon + 1..].trim_ascii();
-        builder = builder.header(
-            http::HeaderName::from_bytes(&name).ok()?,
-            http::HeaderValue::from_bytes(value).ok()?,
-        );
-    }
-    Some(builder)
-}
-
-/// Send the answer in `out` on the stream. Returns the body bytes sent.
-pub(super) async fn send(
-    mut respond: SendResponse<Bytes>,
-    mut out: OutQueue,
-    is_head: bool,
-) -> u64 {
-    let mut buf = Vec::new();
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        if pull(&mut out, &mut buf) == 0 {
-            respond.send_reset(h2::Reason::INTERNAL_ERROR);
-            return 0;
-        }
-    };
-    let Some(response) = parse_head(&buf[..head_end]).and_then(|b| b.body(()).ok()) else {
+/// Send the framed answer on the stream. Returns the body bytes sent.
+pub(super) async fn send(mut respond: SendResponse<Bytes>, framed: Framed) -> u64 {
+    let Framed {
+        response,
+        body: mut out,
+        ..
+    } = framed;
+    let Some(response) = response else {
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
         return 0;
     };
-    let mut body = buf.split_off(head_end + 4);
-    let no_body = is_head || (body.is_empty() && out.is_empty());
+    let no_body = out.is_empty();
     let Ok(mut send) = respond.send_response(response, no_body) else {
         return 0;
     };
     if no_body {
         return 0;
     }
+    let mut body = Vec::new();
     let mut sent = 0u64;
     loop {
         if body.is_empty() && pull(&mut out, &mut body) == 0 {
@@ -115,23 +118,51 @@ pub(super) async fn send(
 
 #[cfg(test)]
 mod tests {
-    use super::parse_head;
+    use super::*;
+    use sluicegate_proto::answer::Answer;
 
     #[test]
-    fn the_loops_head_becomes_status_and_fields_without_connection_ones() {
-        let head = b"HTTP/1.1 206 Partial Content\r\nContent-Length: 100\r\nConnection: close\r\n\
-                     Content-Range: bytes 0-99/1000\r\nKeep-Alive: timeout=5";
-        let r = parse_head(head).unwrap().body(()).unwrap();
+    fn an_answer_becomes_status_and_fields_with_date_server_and_length() {
+        let mut answer = Answer::new(206);
+        answer.push(b"Content-Type", b"text/plain");
+        answer.push(b"Content-Range", b"bytes 0-99/1000");
+        answer.length = Some(100);
+        answer.closes = true;
+        let own = Own {
+            answer: &answer,
+            date: b"Tue, 14 Nov 2023 22:15:00 GMT",
+            file: None,
+        };
+        let framed = frame(own, b"sluicegate");
+        let r = framed.response.unwrap();
         assert_eq!(r.status(), 206);
-        assert_eq!(r.headers()["content-length"], "100");
+        assert_eq!(r.headers()["content-type"], "text/plain");
         assert_eq!(r.headers()["content-range"], "bytes 0-99/1000");
+        assert_eq!(r.headers()["content-length"], "100");
+        assert_eq!(r.headers()["date"], "Tue, 14 Nov 2023 22:15:00 GMT");
+        assert_eq!(r.headers()["server"], "sluicegate");
         assert!(r.headers().get("connection").is_none());
-        assert!(r.headers().get("keep-alive").is_none());
+        assert!(framed.body.is_empty());
     }
 
     #[test]
-    fn a_head_that_is_not_ours_is_refused() {
-        assert!(parse_head(b"HTTP/1.1 2x0 OK").is_none());
-        assert!(parse_head(b"HTTP/1.1 200 OK\r\nno colon here").is_none());
+    fn a_text_body_is_queued_and_a_304_states_no_length() {
+        let text = Answer::new(404).with_text(b"Not Found\n", false);
+        let framed = frame(own(&text), b"");
+        assert!(!framed.body.is_empty());
+        let r = framed.response.unwrap();
+        assert!(r.headers().get("server").is_none());
+        let mut not_modified = Answer::new(304);
+        not_modified.length = None;
+        let r = frame(own(&not_modified), b"").response.unwrap();
+        assert!(r.headers().get("content-length").is_none());
+    }
+
+    fn own<'a>(answer: &'a Answer<'static>) -> Own<'a> {
+        Own {
+            answer,
+            date: b"Tue, 14 Nov 2023 22:15:00 GMT",
+            file: None,
+        }
     }
 }

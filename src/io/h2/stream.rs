@@ -13,7 +13,6 @@
 //! never opens its window holds an app thread for `--write-timeout` at most, then the stream
 //! is reset.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -44,40 +43,6 @@ fn thread_waker() -> Waker {
     Waker::from(Arc::new(Unpark(std::thread::current())))
 }
 
-/// The side of the thread that drives the connections, set around a stream's call it runs
-/// inline (`inline.rs`): asked before the call first waits for them (a DATA frame, send
-/// window), so that the role goes to another thread first; else nobody would drive the
-/// connection the call waits for.
-pub trait WaitHook {
-    /// Whether the call run under `seq` may wait: `false` when no thread may be started for
-    /// the role (the thread bound), and the wait fails at once (`WouldBlock`). Once it said
-    /// `true`, it is not asked again for the call.
-    fn before_wait(self: Arc<Self>, seq: u64) -> bool;
-}
-
-thread_local! {
-    static WAIT_HOOK: RefCell<Option<(Arc<dyn WaitHook>, u64)>> = const { RefCell::new(None) };
-}
-
-/// Set (or clear) this thread's [`WaitHook`], with the number of the call it is set for.
-pub fn set_wait_hook(hook: Option<(Arc<dyn WaitHook>, u64)>) {
-    let old = WAIT_HOOK.with(|h| h.replace(hook));
-    drop(old);
-}
-
-/// Ask this thread's [`WaitHook`], if any, whether the call may wait; a `true` clears it.
-fn may_wait() -> bool {
-    let Some((hook, seq)) = WAIT_HOOK.with(|h| h.borrow_mut().take()) else {
-        return true;
-    };
-    if Arc::clone(&hook).before_wait(seq) {
-        return true;
-    }
-    // Still this thread's role: the next call of its batch asks again.
-    WAIT_HOOK.with(|h| *h.borrow_mut() = Some((hook, seq)));
-    false
-}
-
 /// Poll `f` on this thread until it is ready or `timeout` passes without it (`TimedOut`).
 fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>) -> io::Result<T> {
     let waker = thread_waker();
@@ -87,7 +52,7 @@ fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>
         if let Poll::Ready(v) = f(&mut cx) {
             return Ok(v);
         }
-        if !may_wait() {
+        if !crate::io::inline_call::may_wait() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         let now = Instant::now();

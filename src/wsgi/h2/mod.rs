@@ -8,9 +8,9 @@
 //! (`iterable::call_and_drive`), both over the stream's `Response` (`response.rs`, a
 //! `Reply`); the request is counted and logged as any other (the access log says `HTTP/2`).
 //!
-//! Runs on the thread that drives the HTTP/2 connections when the scheduler is in inline mode
-//! (`server::h2_inline`), else on a pool thread, through the same pool and admission as
-//! HTTP/1.1 requests (`server::drive`), so blocking streams run side by side.
+//! Runs inline on the loop's thread when the scheduler is in inline mode, else on a pool
+//! thread, through the same pool and admission as HTTP/1.1 requests (`server::drive`, one
+//! `Call` for both), so blocking streams run side by side.
 
 pub(crate) mod response;
 
@@ -39,9 +39,8 @@ use crate::wsgi::input::Input;
 use crate::wsgi::iterable::{call_and_drive, AppEnd};
 use crate::wsgi::start_response::{Callables, Sink};
 
-/// Run one stream's app call on this thread (the GIL held); `inline`: on the loop
-/// (the access log's timings say so).
-pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: bool) {
+/// Run one stream's app call on this thread (the GIL held).
+pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     let StreamCall {
         head,
         listener,
@@ -56,6 +55,8 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         _live,
     } = call;
     let app_started = now_ns();
+    // Inline on the loop's thread? (the access log's timings say so)
+    let inline = crate::io::inline_call::holds_the_loop();
     let body_input = body.map(|b| {
         let source = StreamInput::new(b, bridge.config.read_timeout);
         Bound::new(py, Input::new(Some(Box::new(source)))).expect("allocating wsgi.input")

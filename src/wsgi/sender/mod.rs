@@ -20,6 +20,7 @@ use sluicegate_proto::{RequestHead, Version};
 
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
+use crate::io::inline_call::{fire_stream_hook, holds_the_loop, Settle};
 use crate::io::out_queue::{OutQueue, CORK_MIN};
 use crate::io::shared_out::SharedOut;
 use crate::io::tls_writer::TLS_WRITER_MIN;
@@ -28,7 +29,6 @@ use crate::wsgi::app_head::AppHead;
 use crate::wsgi::body_block::{as_block, framed_chunk, queue_body, Block, SendError, COPY_MAX};
 use crate::wsgi::deadline::HeadGate;
 use crate::wsgi::input::Input;
-use crate::wsgi::stream_hook::{fire_stream_hook, holds_the_loop};
 
 mod head;
 pub mod hints;
@@ -359,7 +359,7 @@ impl Sender {
     fn start_sharing(&mut self) {
         let rest = std::mem::take(&mut self.out);
         let shared = Arc::new(SharedOut::new(&self.transport, rest, self.high_water));
-        fire_stream_hook(&shared);
+        fire_stream_hook(Arc::clone(&shared) as Arc<dyn Settle>);
         self.ctx.request_flush(self.token, Arc::clone(&shared));
         self.stage = Stage::Streaming(shared);
     }

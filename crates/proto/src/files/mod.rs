@@ -29,11 +29,12 @@
 //!    for `x.js`. Fill [`Representations`] from `fstat` of the fds you will send from (stat then
 //!    open would let a file be swapped in between; if you do stat first, compare size, mtime and
 //!    inode after opening and plan again on a mismatch).
-//! 4. [`plan`] appends the response head (and for 405/412/416 a short text body) to `out` and
-//!    returns a [`StaticPlan`]: send `out`, then, if [`StaticPlan::body`] is `Some`, `sendfile`
-//!    that range of the representation [`StaticPlan::encoding`]. The head promised exactly `len`
-//!    bytes: if the file shrank and `sendfile` hits EOF early, close the connection.
-//!    Close after the response when `!plan.keep_alive`.
+//! 4. [`plan`] returns a [`StaticPlan`]: a protocol-neutral answer (`crate::answer`: status,
+//!    fields, length; for 405/412/416 a short text body) for the protocol to frame
+//!    (HTTP/1.1: `h1::response::encode_answer`, which also says whether the connection stays
+//!    open), and, when its body is an `AnswerBody::File` range, which representation's file to
+//!    send it from. The head promised exactly `len` bytes: if the file shrank and `sendfile`
+//!    hits EOF early, close the connection.
 //!
 //! # Decisions (where RFC 9110 or the issue left a choice)
 //!
@@ -59,11 +60,12 @@ mod range;
 mod resolve;
 mod validators;
 
+pub use crate::answer::ServerFields;
 pub use mime::{content_type, DEFAULT_CONTENT_TYPE};
 pub use mount::{MountOptions, IMMUTABLE_DEFAULT_MAX_AGE};
 pub use negotiate::{choose_encoding, Encoding};
 pub use plan::{
-    plan, plan_not_found, plan_redirect_to_slash, BodyRange, Representations, ServerFields,
+    plan, plan_not_found, plan_redirect_to_slash, BodyRange, PlanScratch, Representations,
     StaticPlan,
 };
 pub use range::{evaluate_range, RangeDecision, MAX_RANGES};
@@ -125,6 +127,7 @@ impl<const N: usize> Eq for StackBuf<N> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::answer::AnswerBody;
     use crate::date::format_http_date;
 
     /// xorshift64* (Vigna), as in `robustness.rs` (private there): reproducible inputs, no crate.
@@ -276,27 +279,30 @@ mod tests {
                 gzip: (rng.below(2) == 0).then(|| meta(rng.below(50) as u64)),
             };
             let mut out = Vec::new();
+            let mut scratch = PlanScratch::default();
             let plan = plan(
                 &req,
                 b"a.js",
                 &reps,
                 &MountOptions::default(),
-                &server,
-                &mut out,
+                &date,
+                &mut scratch,
             );
+            crate::h1::response::encode_answer(&req, &plan.answer, &server, &mut out);
             let head_end = out
                 .windows(4)
                 .position(|w| w == b"\r\n\r\n")
                 .expect("a head");
             assert!(out.starts_with(b"HTTP/1.1 "));
-            seen.insert(plan.status);
+            seen.insert(plan.answer.status);
             let size = reps.meta(plan.encoding).size;
-            if let Some(b) = plan.body {
+            if let AnswerBody::File { range: b, encoding } = plan.answer.body {
                 assert!(
                     method == "GET" && b.len > 0 && b.offset + b.len <= size,
                     "{raw:?}"
                 );
-                assert!(matches!(plan.status, 200 | 206));
+                assert_eq!(encoding, plan.encoding);
+                assert!(matches!(plan.answer.status, 200 | 206));
             }
             if method == "HEAD" {
                 assert_eq!(head_end + 4, out.len(), "HEAD: nothing after the head");

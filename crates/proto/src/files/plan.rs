@@ -1,11 +1,11 @@
 //! One static response, decided: method → representation → preconditions → Range → the
-//! encoded head. Returns what the I/O layer must send after the head (which file, which byte
-//! range), so the I/O layer makes no HTTP decision of its own. The head goes through the
-//! crate's one response encoder (`h1::encode`), which adds Date, Server, Content-Length and
-//! Connection exactly as for app responses.
+//! answer. Returns a protocol-neutral [`Answer`] (status, fields, length, and which file's byte
+//! range follows), so the I/O layer makes no HTTP decision of its own; each protocol frames it
+//! (HTTP/1.1 through the crate's one response encoder, which adds Date, Server,
+//! Content-Length and Connection exactly as for app responses).
 
+use crate::answer::{Answer, AnswerBody};
 use crate::date::{format_http_date, parse_http_date};
-use crate::h1::encode::ResponseFraming;
 use crate::RequestHead;
 
 use super::conditional::{evaluate_preconditions, if_range_holds, Precondition};
@@ -16,7 +16,7 @@ use super::{choose_encoding, content_type, ETag, Encoding, FileMeta, MountOption
 
 mod respond;
 
-use respond::{encode, small_response, Headers, Status};
+use respond::{small_response, StaticFields, Status};
 
 /// The representations of one file that exist on disk, from `fstat` of each open fd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -54,16 +54,6 @@ impl Representations {
     }
 }
 
-/// Header values the server adds to every response, as for app responses.
-#[derive(Debug, Clone, Copy)]
-pub struct ServerFields<'a> {
-    /// The current 29-byte IMF-fixdate (`crate::date`, cached per second by the I/O layer);
-    /// empty: no Date header. Also "now" for Last-Modified clamping and If-Range.
-    pub date: &'a [u8],
-    /// The Server header value; empty: none.
-    pub server: &'a [u8],
-}
-
 /// The file bytes to send after the head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyRange {
@@ -72,27 +62,32 @@ pub struct BodyRange {
     pub len: u64,
 }
 
-/// The decided response. The head (and any short text body) was appended to `out`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StaticPlan {
-    /// 200, 206, 304, 404, 405, 412 or 416.
-    pub status: u16,
-    /// The representation the head describes (and `body` is read from).
+/// The decided response: the answer, and the representation it describes.
+#[derive(Debug, Clone, Copy)]
+pub struct StaticPlan<'a> {
+    /// 200, 206, 304, 404, 405, 412 or 416 (301: [`plan_redirect_to_slash`]). Its body is an
+    /// [`AnswerBody::File`] range of `encoding`'s file, or a short text, or nothing (HEAD,
+    /// 304, an empty file).
+    pub answer: Answer<'a>,
+    /// The representation the answer describes (and a file body is read from).
     pub encoding: Encoding,
-    /// `sendfile` this range of `encoding`'s file after `out`; `None`: nothing more to send
-    /// (HEAD, 304, errors, empty file).
-    pub body: Option<BodyRange>,
-    /// Whether the connection stays open (the head says so). False when the request had a body:
-    /// the static path never reads one, so the connection cannot carry another request.
-    pub keep_alive: bool,
-    /// Bytes of a short text body appended to `out` after the head (error answers such as 404,
-    /// 405, 416; 0 for HEAD and file answers), for the access log.
-    pub text_body: u64,
+}
+
+/// Where an answer's field values that are made per request live while it is framed: the
+/// caller's stack, so that planning allocates nothing (a redirect's Location aside).
+#[derive(Default)]
+pub struct PlanScratch {
+    etag: Option<ETag>,
+    last_modified: Option<[u8; 29]>,
+    cache_control: Option<StackBuf<48>>,
+    content_range: Option<StackBuf<72>>,
+    location: Vec<u8>,
 }
 
 /// Plan the response to `req` for a file that exists, given its representations. `file_name`
 /// is the resolved path's last segment ([`super::ResolvedPath::file_name`]) and sets the
-/// Content-Type. Appends the head to `out`.
+/// Content-Type; `date` is now, as the Date field will say it. The answer's values live in
+/// `scratch`.
 ///
 /// - Methods other than GET and HEAD → 405 with `Allow: GET, HEAD`.
 /// - The representation is chosen from Accept-Encoding ([`choose_encoding`]); preconditions
@@ -103,66 +98,68 @@ pub struct StaticPlan {
 ///   ([`evaluate_range`]).
 /// - 200/206 carry Content-Type, Content-Length, Last-Modified, ETag, Accept-Ranges,
 ///   Cache-Control (if configured), Vary (if siblings exist), Content-Encoding (if not
-///   identity), Content-Range (206), Date, Server, and Connection as the encoder decides.
+///   identity), Content-Range (206), Date, Server, and Connection as HTTP/1.1's encoder decides.
 /// - With siblings, every response for the file (200, 206, 304, 412, 416) carries
 ///   `Vary: Accept-Encoding`: the chosen representation decided each of them.
-pub fn plan(
+pub fn plan<'s>(
     req: &RequestHead,
     file_name: &[u8],
     reps: &Representations,
     opts: &MountOptions,
-    server: &ServerFields<'_>,
-    out: &mut Vec<u8>,
-) -> StaticPlan {
+    date: &[u8],
+    scratch: &'s mut PlanScratch,
+) -> StaticPlan<'s> {
     let is_get = req.method() == b"GET";
     if !is_get && !req.is_head {
         let allow: &[(&[u8], &[u8])] = &[(b"Allow", b"GET, HEAD")];
-        return small_response(req, Status::MethodNotAllowed, allow, server, out);
+        return small_response(req, Status::MethodNotAllowed, allow);
     }
+    let PlanScratch {
+        etag,
+        last_modified: lm_text,
+        cache_control,
+        content_range,
+        ..
+    } = scratch;
     let f = Fields::new(req);
     let accept = f.lines(f.accept_encoding, ACCEPT_ENCODING);
     let encoding = choose_encoding(accept, reps.br.is_some(), reps.gzip.is_some());
     let meta = reps.meta(encoding);
-    let etag = ETag::new(meta, encoding);
-    let now = parse_http_date(server.date);
+    let etag: &'s ETag = Option::insert(etag, ETag::new(meta, encoding));
+    let now = parse_http_date(date);
     let lm = last_modified(meta, now);
-    let lm_text = lm.map(format_http_date);
-    let cache_control = opts.cache_control();
+    *lm_text = lm.map(format_http_date);
+    let lm_text: Option<&'s [u8; 29]> = Option::as_ref(lm_text);
+    *cache_control = opts.cache_control();
+    let cache_control: Option<&'s StackBuf<48>> = Option::as_ref(cache_control);
 
-    let mut h = Headers::default();
+    // Built in place in the value returned (an answer is a few hundred bytes: no copies).
+    let mut planned = StaticPlan {
+        answer: Answer::new(200),
+        encoding,
+    };
+    let a = &mut planned.answer;
     match evaluate_preconditions(&f, etag.as_bytes(), lm) {
         Precondition::Proceed => {}
         Precondition::Failed => {
             let vary: &[(&[u8], &[u8])] = &[(b"Vary", b"Accept-Encoding")];
             let extra = if reps.varies() { vary } else { &[] };
-            let mut plan = small_response(req, Status::PreconditionFailed, extra, server, out);
+            let mut plan = small_response(req, Status::PreconditionFailed, extra);
             plan.encoding = encoding;
             return plan;
         }
         Precondition::NotModified => {
-            h.validators(&etag, lm_text.as_ref());
-            h.caching(cache_control.as_ref(), reps.varies());
-            let keep_alive = encode(
-                req,
-                Status::NotModified,
-                &h,
-                ResponseFraming::NoBody,
-                server,
-                out,
-            );
-            return StaticPlan {
-                status: 304,
-                encoding,
-                body: None,
-                keep_alive,
-                text_body: 0,
-            };
+            a.status = Status::NotModified.code();
+            a.validators(etag, lm_text);
+            a.caching(cache_control, reps.varies());
+            a.length = None;
+            return planned;
         }
     }
 
     let size = meta.size;
-    let range = range_decision(is_get, &f, &etag, lm, now, size);
-    let mut content_range = StackBuf::<72>::new();
+    let range = range_decision(is_get, &f, etag, lm, now, size);
+    let content_range: &'s mut StackBuf<72> = Option::insert(content_range, StackBuf::new());
     content_range.push(b"bytes ");
     let (status, offset, len) = match range {
         RangeDecision::Full => (Status::Ok, 0, size),
@@ -177,34 +174,38 @@ pub fn plan(
         RangeDecision::Unsatisfiable => {
             content_range.push(b"*/");
             content_range.push_dec(size);
-            let both: &[(&[u8], &[u8])] = &[
+            let content_range: &'s StackBuf<72> = content_range;
+            let both: [(&'s [u8], &'s [u8]); 2] = [
                 (b"Content-Range", content_range.as_bytes()),
                 (b"Vary", b"Accept-Encoding"),
             ];
-            let extra = if reps.varies() { both } else { &both[..1] };
-            let mut plan = small_response(req, Status::RangeNotSatisfiable, extra, server, out);
+            let extra = if reps.varies() { &both[..] } else { &both[..1] };
+            let mut plan = small_response(req, Status::RangeNotSatisfiable, extra);
             plan.encoding = encoding;
             return plan;
         }
     };
-
-    h.push(b"Content-Type", content_type(file_name).as_bytes());
-    h.validators(&etag, lm_text.as_ref());
-    h.push(b"Accept-Ranges", b"bytes");
-    h.caching(cache_control.as_ref(), reps.varies());
+    a.status = status.code();
+    a.push(b"Content-Type", content_type(file_name).as_bytes());
+    a.validators(etag, lm_text);
+    a.push(b"Accept-Ranges", b"bytes");
+    a.caching(cache_control, reps.varies());
     if let Some(coding) = encoding.content_coding() {
-        h.push(b"Content-Encoding", coding);
+        a.push(b"Content-Encoding", coding);
     }
     if status == Status::PartialContent {
-        h.push(b"Content-Range", content_range.as_bytes());
+        a.push(b"Content-Range", content_range.as_bytes());
     }
-    let keep_alive = encode(req, status, &h, ResponseFraming::Length(len), server, out);
-    StaticPlan {
-        status: status.code(),
-        encoding,
-        body: (is_get && len > 0).then_some(BodyRange { offset, len }),
-        keep_alive,
-        text_body: 0,
+    let range = BodyRange { offset, len };
+    with_file(a, range, encoding, is_get);
+    planned
+}
+
+/// A 200 or 206 with its fields: `range` of `encoding`'s file follows (for GET, when not empty).
+fn with_file(a: &mut Answer<'_>, range: BodyRange, encoding: Encoding, is_get: bool) {
+    a.length = Some(range.len);
+    if is_get && range.len > 0 {
+        a.body = AnswerBody::File { encoding, range };
     }
 }
 
@@ -236,46 +237,33 @@ fn range_decision(
 }
 
 /// The 404 for a refused path ([`super::Refusal`]) or a file the I/O layer could not open (or
-/// that is no regular file): a short text body (none for HEAD). Appends to `out`.
-pub fn plan_not_found(
-    req: &RequestHead,
-    server: &ServerFields<'_>,
-    out: &mut Vec<u8>,
-) -> StaticPlan {
-    small_response(req, Status::NotFound, &[], server, out)
+/// that is no regular file): a short text body (none for HEAD).
+pub fn plan_not_found(req: &RequestHead) -> StaticPlan<'static> {
+    small_response(req, Status::NotFound, &[])
 }
 
 /// A directory named without its trailing '/': 301 to the '/' form, query kept (as nginx
 /// does), so that relative links in the directory's index resolve under it. No body; the
-/// connection stays open on the same rule as every static answer. Appends the head to `out`.
-pub fn plan_redirect_to_slash(
+/// connection stays open on the same rule as every static answer. The Location lives in
+/// `scratch`.
+pub fn plan_redirect_to_slash<'s>(
     req: &RequestHead,
-    server: &ServerFields<'_>,
-    out: &mut Vec<u8>,
-) -> StaticPlan {
-    let mut location = Vec::with_capacity(req.path().len() + 2 + req.query().len());
+    scratch: &'s mut PlanScratch,
+) -> StaticPlan<'s> {
+    let location = &mut scratch.location;
+    location.clear();
+    location.reserve(req.path().len() + 2 + req.query().len());
     location.extend_from_slice(req.path());
     location.push(b'/');
     if !req.query().is_empty() {
         location.push(b'?');
         location.extend_from_slice(req.query());
     }
-    let mut h = Headers::default();
-    h.push(b"Location", &location);
-    let keep_alive = encode(
-        req,
-        Status::MovedPermanently,
-        &h,
-        ResponseFraming::Length(0),
-        server,
-        out,
-    );
+    let mut a = Answer::new(Status::MovedPermanently.code());
+    a.push(b"Location", &scratch.location);
     StaticPlan {
-        status: Status::MovedPermanently.code(),
+        answer: a,
         encoding: Encoding::Identity,
-        body: None,
-        keep_alive,
-        text_body: 0,
     }
 }
 

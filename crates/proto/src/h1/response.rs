@@ -1,11 +1,13 @@
 //! The server's decisions about a response, in one place: which framing it gets, whether the
 //! connection lives on after it, what the app's status and each of its headers mean, and the
-//! fixed answers the server sends on its own (`100 Continue`, error answers).
+//! fixed answers the server sends on its own (`100 Continue`, error answers, the health
+//! answer), and how an answer of the server's own (`crate::answer`) is framed on HTTP/1.1.
 //!
 //! The WSGI bridge and the I/O layer call these and carry out the result; they make no HTTP
 //! decision of their own (as hyper's `proto/h1/role.rs` decides framing for its connection
 //! code). The encoder (`h1::encode`) then writes what was decided.
 
+use crate::answer::{Answer, AnswerBody, ServerFields};
 use crate::h1::encode::{encode_error_response, validate_header_name, validate_header_value};
 use crate::h1::encode::{encode_response_head, validate_status, ResponseFraming, ResponseHead};
 use crate::h1::parse::parse_content_length;
@@ -97,13 +99,18 @@ pub fn status_line(status: u16) -> &'static [u8] {
     match status {
         200 => b"200 OK",
         204 => b"204 No Content",
+        206 => b"206 Partial Content",
+        301 => b"301 Moved Permanently",
+        304 => b"304 Not Modified",
         400 => b"400 Bad Request",
         403 => b"403 Forbidden",
         404 => b"404 Not Found",
         405 => b"405 Method Not Allowed",
         408 => b"408 Request Timeout",
+        412 => b"412 Precondition Failed",
         413 => b"413 Content Too Large",
         414 => b"414 URI Too Long",
+        416 => b"416 Range Not Satisfiable",
         431 => b"431 Request Header Fields Too Large",
         501 => b"501 Not Implemented",
         503 => b"503 Service Unavailable",
@@ -156,52 +163,61 @@ pub struct OwnAnswer {
 /// The server's own health answer (`--health-path`): a `GET` or `HEAD` of exactly `path` (the
 /// query is ignored) gets `200 OK` while the server serves and `503` while it stops, so that a
 /// load balancer's check takes it out of rotation before its connections close. Never cached.
-/// Appends the answer to `out`; `None` (nothing appended) for any other request, which goes
-/// to the app. A stopping server closes the connection after the answer.
-pub fn health_answer(
-    req: &RequestHead,
-    path: &[u8],
-    serving: bool,
-    date: &[u8],
-    server: &[u8],
-    out: &mut Vec<u8>,
-) -> Option<OwnAnswer> {
+/// `None` for any other request, which goes to the app. A stopping server asks to close the
+/// connection after the answer ([`Answer::closes`]).
+pub fn health_answer(req: &RequestHead, path: &[u8], serving: bool) -> Option<Answer<'static>> {
     if req.path() != path || !(req.is_head || req.method() == b"GET") {
         return None;
     }
-    let (status, body): (&[u8], &[u8]) = if serving {
-        (b"200 OK", b"OK\n")
+    let (status, body): (u16, &'static [u8]) = if serving {
+        (200, b"OK\n")
     } else {
-        (b"503 Service Unavailable", b"draining\n")
+        (503, b"draining\n")
     };
+    let mut a = Answer::new(status);
+    a.push(b"Content-Type", b"text/plain; charset=utf-8");
+    a.push(b"Cache-Control", b"no-store");
+    a.closes = !serving;
+    Some(a.with_text(body, req.is_head))
+}
+
+/// Frame an answer of the server's own (`crate::answer`) as HTTP/1.1 to `req`: its head,
+/// through the one response encoder (Date and Server from `server`, Content-Length, and
+/// `Connection: close` unless the connection carries another request), then a text body; a
+/// file body is the caller's to queue after it. Appends to `out`. The connection stays open
+/// when the request allowed it, came without a body ([`own_answer_keeps_alive`]) and the
+/// answer does not close it.
+pub fn encode_answer(
+    req: &RequestHead,
+    answer: &Answer<'_>,
+    server: &ServerFields<'_>,
+    out: &mut Vec<u8>,
+) -> OwnAnswer {
     let keep_alive =
-        serving && own_answer_keeps_alive(req.keep_alive, req.body != BodyFraming::None);
+        !answer.closes && own_answer_keeps_alive(req.keep_alive, req.body != BodyFraming::None);
     encode_response_head(
         out,
         &ResponseHead {
             version: req.version,
-            status,
-            headers: &[
-                (b"Content-Type", b"text/plain; charset=utf-8"),
-                (b"Cache-Control", b"no-store"),
-            ],
-            framing: ResponseFraming::Length(body.len() as u64),
+            status: status_line(answer.status),
+            headers: answer.fields(),
+            framing: match answer.length {
+                Some(n) => ResponseFraming::Length(n),
+                None => ResponseFraming::NoBody,
+            },
             keep_alive,
-            date,
-            server,
+            date: server.date,
+            server: server.server,
         },
     );
-    let body_bytes = if req.is_head {
-        0
-    } else {
-        out.extend_from_slice(body);
-        body.len() as u64
-    };
-    Some(OwnAnswer {
-        status: if serving { 200 } else { 503 },
+    if let AnswerBody::Text(text) = answer.body {
+        out.extend_from_slice(text);
+    }
+    OwnAnswer {
+        status: answer.status,
         keep_alive,
-        body_bytes,
-    })
+        body_bytes: answer.body_bytes(),
+    }
 }
 
 /// What one header the app set means to the server.
@@ -436,18 +452,16 @@ mod tests {
 
     #[test]
     fn health_answers_get_and_head_of_its_path_only() {
-        let mut out = Vec::new();
         let req = head("GET /healthz?x=1 HTTP/1.1\r\nHost: h\r\n\r\n");
-        let a = health_answer(&req, b"/healthz", true, b"", b"", &mut out).unwrap();
+        let (a, out) = health(&req, true).unwrap();
         assert_eq!((a.status, a.keep_alive, a.body_bytes), (200, true, 3));
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 200 OK\r\n"));
         assert!(text.contains("Cache-Control: no-store\r\n"));
         assert!(text.ends_with("Content-Length: 3\r\n\r\nOK\n"));
 
-        let mut out = Vec::new();
         let req = head("HEAD /healthz HTTP/1.1\r\nHost: h\r\n\r\n");
-        let a = health_answer(&req, b"/healthz", true, b"", b"", &mut out).unwrap();
+        let (a, out) = health(&req, true).unwrap();
         assert_eq!(a.body_bytes, 0);
         assert!(out.ends_with(b"Content-Length: 3\r\n\r\n"));
 
@@ -456,20 +470,25 @@ mod tests {
             "GET /healthz/ HTTP/1.1\r\nHost: h\r\n\r\n",
             "GET /health HTTP/1.1\r\nHost: h\r\n\r\n",
         ] {
-            let mut out = Vec::new();
-            assert_eq!(
-                health_answer(&head(other), b"/healthz", true, b"", b"", &mut out),
-                None
-            );
-            assert!(out.is_empty());
+            assert!(health_answer(&head(other), b"/healthz", true).is_none());
         }
+    }
+
+    /// The health answer to `req`, framed as HTTP/1.1 (no Date, no Server).
+    fn health(req: &RequestHead, serving: bool) -> Option<(OwnAnswer, Vec<u8>)> {
+        let answer = health_answer(req, b"/healthz", serving)?;
+        let mut out = Vec::new();
+        let fields = ServerFields {
+            date: b"",
+            server: b"",
+        };
+        Some((encode_answer(req, &answer, &fields, &mut out), out))
     }
 
     #[test]
     fn health_says_503_and_closes_while_stopping() {
-        let mut out = Vec::new();
         let req = head("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n");
-        let a = health_answer(&req, b"/healthz", false, b"", b"", &mut out).unwrap();
+        let (a, out) = health(&req, false).unwrap();
         assert_eq!((a.status, a.keep_alive), (503, false));
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"));

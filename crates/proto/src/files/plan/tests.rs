@@ -4,6 +4,7 @@
 use super::super::fields::request;
 use super::super::{resolve, Resolved};
 use super::*;
+use crate::answer::{AnswerBody, ServerFields};
 use crate::date::format_http_date;
 
 /// mtime: Tue, 14 Nov 2023 22:13:20 GMT.
@@ -41,8 +42,18 @@ fn all() -> Representations {
     }
 }
 
+/// What a plan's answer came to on HTTP/1.1, as the I/O layer sees it.
+#[derive(Debug, PartialEq, Eq)]
+struct Planned {
+    status: u16,
+    encoding: Encoding,
+    body: Option<BodyRange>,
+    keep_alive: bool,
+    text_body: u64,
+}
+
 struct Got {
-    plan: StaticPlan,
+    plan: Planned,
     text: String,
 }
 
@@ -67,10 +78,36 @@ fn run_with(raw: &str, reps: &Representations, opts: &MountOptions, name: &str) 
         server: b"sluicegate",
     };
     let mut out = b"prefix|".to_vec();
-    let plan = plan(&req, name.as_bytes(), reps, opts, &server, &mut out);
+    let mut scratch = PlanScratch::default();
+    let p = plan(&req, name.as_bytes(), reps, opts, &date, &mut scratch);
+    let plan = framed(&req, &p, &server, &mut out);
     let text = String::from_utf8(out).unwrap();
     let text = text.strip_prefix("prefix|").expect("appends").to_string();
     Got { plan, text }
+}
+
+/// Frame `p` as HTTP/1.1 into `out`, and say what it was.
+fn framed(
+    req: &RequestHead,
+    p: &StaticPlan<'_>,
+    server: &ServerFields<'_>,
+    out: &mut Vec<u8>,
+) -> Planned {
+    let own = crate::h1::response::encode_answer(req, &p.answer, server, out);
+    let body = match p.answer.body {
+        AnswerBody::File { range, encoding } => {
+            assert_eq!(encoding, p.encoding);
+            Some(range)
+        }
+        _ => None,
+    };
+    Planned {
+        status: own.status,
+        encoding: p.encoding,
+        body,
+        keep_alive: own.keep_alive,
+        text_body: if body.is_some() { 0 } else { own.body_bytes },
+    }
 }
 
 fn get(fields: &str, reps: &Representations) -> Got {
@@ -107,7 +144,7 @@ fn full_get_exact_bytes() {
     );
     assert_eq!(
         g.plan,
-        StaticPlan {
+        Planned {
             status: 200,
             encoding: Encoding::Identity,
             body: Some(BodyRange {
@@ -535,57 +572,6 @@ fn content_type_from_the_name() {
     assert_eq!(ct("LICENSE").as_deref(), Some("application/octet-stream"));
 }
 
-#[test]
-fn not_found() {
-    let date = format_http_date(NOW);
-    let server = ServerFields {
-        date: &date,
-        server: b"",
-    };
-    let mut out = Vec::new();
-    let req = request("GET /static/.env HTTP/1.1\r\nHost: h\r\n\r\n");
-    let plan = plan_not_found(&req, &server, &mut out);
-    assert_eq!(plan.status, 404);
-    assert_eq!(plan.body, None);
-    assert_eq!(
-        String::from_utf8(out).unwrap(),
-        "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain; charset=utf-8\r\n\
-         Date: Tue, 14 Nov 2023 22:15:00 GMT\r\nContent-Length: 10\r\n\r\nNot Found\n"
-    );
-    let mut out = Vec::new();
-    let req = request("HEAD /static/.env HTTP/1.1\r\nHost: h\r\n\r\n");
-    plan_not_found(&req, &server, &mut out);
-    assert!(
-        out.ends_with(b"Content-Length: 10\r\n\r\n"),
-        "no body for HEAD"
-    );
-}
-
-#[test]
-fn redirect_to_slash_keeps_the_query() {
-    let date = format_http_date(NOW);
-    let server = ServerFields {
-        date: &date,
-        server: b"",
-    };
-    let mut out = Vec::new();
-    let req = request("GET /static/docs?x=1 HTTP/1.1\r\nHost: h\r\n\r\n");
-    let plan = plan_redirect_to_slash(&req, &server, &mut out);
-    assert_eq!((plan.status, plan.body, plan.keep_alive), (301, None, true));
-    assert_eq!(
-        String::from_utf8(out).unwrap(),
-        "HTTP/1.1 301 Moved Permanently\r\nLocation: /static/docs/?x=1\r\n\
-         Date: Tue, 14 Nov 2023 22:15:00 GMT\r\nContent-Length: 0\r\n\r\n"
-    );
-    let mut out = Vec::new();
-    let req = request("GET /d HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nx");
-    let plan = plan_redirect_to_slash(&req, &server, &mut out);
-    assert!(!plan.keep_alive, "an unread body closes the connection");
-    assert!(String::from_utf8(out)
-        .unwrap()
-        .contains("Connection: close\r\n"));
-}
-
 /// The whole flow as the I/O layer runs it.
 #[test]
 fn resolve_then_plan() {
@@ -609,7 +595,9 @@ fn resolve_then_plan() {
         server: b"sluicegate",
     };
     let mut out = Vec::new();
-    let plan = plan(&req, path.file_name(), &plain(), &opts, &server, &mut out);
+    let mut scratch = PlanScratch::default();
+    let p = plan(&req, path.file_name(), &plain(), &opts, &date, &mut scratch);
+    let plan = framed(&req, &p, &server, &mut out);
     assert_eq!(plan.status, 206);
     assert_eq!(
         plan.body,
@@ -622,3 +610,5 @@ fn resolve_then_plan() {
     assert!(text.contains("Content-Type: text/html; charset=utf-8\r\n"));
     assert!(text.contains("Cache-Control: public, max-age=31536000, immutable\r\n"));
 }
+
+mod short;
