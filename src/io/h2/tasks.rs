@@ -48,6 +48,11 @@ impl TaskShared {
         }
     }
 
+    /// The task set's timers (`timer.rs`).
+    pub fn timers(&self) -> &Arc<Timers> {
+        &self.timers
+    }
+
     /// Start a task on the loop (from any thread).
     pub fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
         self.spawned.lock().unwrap().push(Box::pin(task));

@@ -106,10 +106,23 @@ pub fn sleep(d: Duration) -> Sleep {
     }
 }
 
+/// A timer of `timers` ready at `at` (from any thread: QUIC's timers, `io::h3::runtime`).
+pub fn sleep_until(timers: Arc<Timers>, at: Instant) -> Sleep {
+    Sleep {
+        entry: Arc::new(Mutex::new(Entry { at, waker: None })),
+        timers,
+        registered: false,
+    }
+}
+
 impl Sleep {
     /// Move the deadline to `d` from now.
     pub fn reset(&mut self, d: Duration) {
-        let at = Instant::now() + d;
+        self.reset_at(Instant::now() + d);
+    }
+
+    /// Move the deadline to `at`.
+    pub fn reset_at(&mut self, at: Instant) {
         let mut e = self.entry.lock().unwrap();
         let earlier = at < e.at;
         e.at = at;

@@ -29,7 +29,6 @@ use crate::io::error_answer::{INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::h2::{StreamCall, Upper};
 use crate::io::read_ahead::BodyFailure;
 use crate::io::tls_link::TlsFacts;
-use crate::io::transport::Cut;
 use crate::observe::request_end::Finished;
 use crate::peer::Peer;
 use crate::wsgi::body_source::StreamInput;
@@ -67,8 +66,12 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
     let hop = Hop::of(peer.ip(), peer_origin);
     // Counted, and watched by --timeout: past it, the stream is answered 504 (or reset) and
     // the connection's other streams go on.
-    let cut = Cut::Stream(reply.cut_handle());
-    let mut watched = begin(bridge, &head, hop, None, cut, b" HTTP/2");
+    let cut = reply.cut();
+    let label: &[u8] = match head.version {
+        sluicegate_proto::Version::Http3 => b" HTTP/3",
+        _ => b" HTTP/2",
+    };
+    let mut watched = begin(bridge, &head, hop, None, cut, label);
     let gate = watched
         .ticket
         .as_ref()
@@ -85,7 +88,11 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
     );
     let end = match built {
         Ok(env) => {
-            let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), intern!(py, "HTTP/2"));
+            let protocol = match head.version {
+                sluicegate_proto::Version::Http3 => intern!(py, "HTTP/3"),
+                _ => intern!(py, "HTTP/2"),
+            };
+            let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), protocol);
             let trust = bridge.config.forwarding.as_ref().map(|(t, _)| t);
             let trusted = forwarded::trusted(trust, hop);
             if scheme_https && tls_facts.is_none() && trusted {

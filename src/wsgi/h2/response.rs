@@ -15,7 +15,7 @@ use sluicegate_proto::h1::interim::interim_header_allowed;
 
 use crate::clock::now_ns;
 use crate::http_date::http_date;
-use crate::io::h2::StreamReply;
+use crate::io::call_io::CallReply;
 use crate::wsgi::app_head::AppHead;
 use crate::wsgi::body_block::SendError;
 use crate::wsgi::bridge::type_name;
@@ -29,7 +29,7 @@ const FILE_BLOCK: usize = 256 * 1024;
 pub struct Gone;
 
 pub struct Response {
-    pub reply: StreamReply,
+    pub reply: CallReply,
     /// With `--timeout`: claimed before the head is sent; lost if the watcher answered 504.
     pub gate: Option<Arc<HeadGate>>,
     pub app: AppHead,
@@ -52,7 +52,7 @@ impl Response {
     /// A stream's response before the app starts it.
     pub fn new(
         bridge: &crate::wsgi::bridge::Bridge,
-        reply: StreamReply,
+        reply: CallReply,
         gate: Option<Arc<HeadGate>>,
         is_head: bool,
     ) -> Response {
