@@ -112,7 +112,9 @@ pub(super) fn http3_hub(
     let mut on = Vec::new();
     for (i, (socket, tls)) in sockets.iter().zip(tls).enumerate() {
         if let (ListenSocket::Tcp(l, _), Some(tls)) = (socket, tls) {
-            let addr = l.local_addr().map_err(|e| PyOSError::new_err(e.to_string()))?;
+            let addr = l
+                .local_addr()
+                .map_err(|e| PyOSError::new_err(e.to_string()))?;
             on.push((i, addr, Arc::clone(tls)));
         }
     }

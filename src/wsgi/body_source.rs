@@ -14,8 +14,8 @@ use pyo3::exceptions::PyTimeoutError;
 use pyo3::prelude::*;
 
 use super::errors::{BodyError, ClientDisconnected};
-use crate::io::h2::stream::body_protocol_error;
 use crate::io::call_io::CallBody;
+use crate::io::h2::stream::body_protocol_error;
 use crate::io::read_ahead::BodyFailure;
 use crate::io::read_buf::ReadBuf;
 

@@ -258,7 +258,8 @@ impl LoopState {
         // Sweep often enough that a timeout fires within a quarter of its length (bounded to
         // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
         let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
-        let tasks = (settings.h2.is_some() || settings.h3.is_some()).then(|| crate::io::h2::Tasks::new(Arc::clone(&waker)));
+        let tasks = (settings.h2.is_some() || settings.h3.is_some())
+            .then(|| crate::io::h2::Tasks::new(Arc::clone(&waker)));
         let ctx = Arc::new(LoopCtx {
             settings,
             waker,
@@ -495,10 +496,7 @@ impl LoopState {
 
     /// Start HTTP/3's endpoints on this loop (`--http3`): their sockets join the epoll set,
     /// their tasks the task set; `runner` runs each request stream's call.
-    pub fn start_http3(
-        &mut self,
-        runner: Arc<dyn crate::io::h2::StreamRunner>,
-    ) -> io::Result<()> {
+    pub fn start_http3(&mut self, runner: Arc<dyn crate::io::h2::StreamRunner>) -> io::Result<()> {
         let (Some(hub), Some(tasks)) = (self.shared.settings.h3.as_ref(), self.tasks.as_ref())
         else {
             return Ok(());

@@ -2,7 +2,7 @@
 //! configuration ([`server_config`]: the listener's own rustls configuration, so the same
 //! certificate, client-certificate rule, provider and ticket key, with ALPN `h3`; QUIC is TLS
 //! 1.3 only, and 0-RTT stays off: rustls's `max_early_data_size` is left at 0), its transport
-//! limits, and the `Alt-Svc` value HTTP/1.1 and HTTP/2 answers advertise it with ([`alt_svc`]).
+//! limits, and the `Alt-Svc` value HTTP/1.1 and HTTP/2 answers advertise it with ([`alt_svc_static`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -67,7 +67,17 @@ pub fn server_config(
     Ok(server)
 }
 
-/// The `Alt-Svc` field value that tells a client HTTP/3 is on `port` (for a day).
-pub fn alt_svc(port: u16) -> String {
-    format!("h3=\":{port}\"; ma=86400")
+/// The `Alt-Svc` field value that tells a client HTTP/3 is on `port` (for a day), as a
+/// `'static` slice the answers' heads borrow: each port's is made once per process (a process
+/// that starts and stops servers reuses it).
+pub fn alt_svc_static(port: u16) -> &'static [u8] {
+    static MADE: std::sync::Mutex<Vec<(u16, &'static [u8])>> = std::sync::Mutex::new(Vec::new());
+    let mut made = MADE.lock().unwrap();
+    if let Some(&(_, known)) = made.iter().find(|(p, _)| *p == port) {
+        return known;
+    }
+    let value = format!("h3=\":{port}\"; ma=86400").into_bytes();
+    let leaked: &'static [u8] = Box::leak(value.into_boxed_slice());
+    made.push((port, leaked));
+    leaked
 }

@@ -30,11 +30,11 @@ use crate::io::h2::tasks::TaskShared;
 use crate::io::h2::{LoopView, Stop, StreamCall, StreamRunner};
 use runtime::{LoopRuntime, LoopUdp};
 
-pub use config::alt_svc;
-
 /// A UDP socket bound for a TLS listener, until the loop starts its endpoint.
 struct Bound {
     listener: usize,
+    /// The `Alt-Svc` value that advertises it.
+    alt_svc: &'static [u8],
     socket: std::net::UdpSocket,
     quic: quinn::ServerConfig,
 }
@@ -43,6 +43,8 @@ struct Bound {
 pub struct H3Hub {
     config: Arc<Config>,
     bound: Mutex<Vec<Bound>>,
+    /// By listener index: the `Alt-Svc` value of a listener with HTTP/3 beside it.
+    alt_svc: Vec<Option<&'static [u8]>>,
     /// The endpoints' sockets, by token offset (events from the loop).
     sockets: OnceLock<Vec<Arc<LoopUdp>>>,
     stop: watch::Sender<Stop>,
@@ -61,6 +63,7 @@ impl H3Hub {
         for (listener, addr, tls) in tls_listeners {
             bound.push(Bound {
                 listener: *listener,
+                alt_svc: config::alt_svc_static(addr.port()),
                 socket: config::bind_udp(*addr)?,
                 quic: config::server_config(tls, &config)?,
             });
@@ -68,13 +71,27 @@ impl H3Hub {
         if bound.is_empty() {
             return Ok(None);
         }
+        let mut alt_svc = Vec::new();
+        for b in &bound {
+            if alt_svc.len() <= b.listener {
+                alt_svc.resize(b.listener + 1, None);
+            }
+            alt_svc[b.listener] = Some(b.alt_svc);
+        }
         Ok(Some(Arc::new(H3Hub {
             config,
+            alt_svc,
             bound: Mutex::new(bound),
             sockets: OnceLock::new(),
             stop: watch::Sender::new(Stop::Running),
             open: Arc::new(AtomicUsize::new(0)),
         })))
+    }
+
+    /// The `Alt-Svc` field value for answers on `listener` (`None`: no HTTP/3 beside it).
+    #[inline]
+    pub fn alt_svc(&self, listener: usize) -> Option<&'static [u8]> {
+        self.alt_svc.get(listener).copied().flatten()
     }
 
     /// How many sockets (token offsets `0..n`) the loop routes events for.

@@ -76,7 +76,10 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
         .ticket
         .as_ref()
         .map(|t| std::sync::Arc::clone(&t.gate));
-    let resp = Response::new(bridge, reply, gate, head.is_head);
+    let mut resp = Response::new(bridge, reply, gate, head.is_head);
+    if head.version == sluicegate_proto::Version::Http2 {
+        resp.alt_svc = bridge.alt_svc(listener);
+    }
     let callables = Callables::new(py, Sink::H2(Mutex::new(resp)));
     let built = build_environ(
         bridge,

@@ -37,6 +37,8 @@ pub struct Response {
     pub is_head: bool,
     pub write_timeout: Duration,
     pub server: &'static [u8],
+    /// `--http3`: the `Alt-Svc` value an HTTP/2 answer on a TLS listener advertises it with.
+    pub alt_svc: Option<&'static [u8]>,
     /// Body bytes sent (or, for HEAD, that would have been).
     pub body_bytes: u64,
     /// When the head went (`clock::now_ns`).
@@ -64,6 +66,7 @@ impl Response {
             is_head,
             write_timeout: bridge.config.write_timeout,
             server: bridge.server_header,
+            alt_svc: None,
             body_bytes: 0,
             head_at: None,
             gone: false,
@@ -101,7 +104,8 @@ impl Response {
                     .map(|t| (&b"content-length"[..], t.as_bytes())),
             )
             .chain((!server.is_empty()).then_some((&b"server"[..], server)))
-            .chain((!date.is_empty()).then_some((&b"date"[..], date)));
+            .chain((!date.is_empty()).then_some((&b"date"[..], date)))
+            .chain(self.alt_svc.map(|v| (&b"alt-svc"[..], v)));
         let status = app.status_code;
         // Queued by the `h2` crate, never waited for: no need to release the GIL.
         let sent = reply.send_head(status, fields, end);

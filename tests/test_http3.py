@@ -1,0 +1,186 @@
+"""HTTP/3 end to end (`--http3`), over real UDP sockets, with an independent client: aioquic's
+QUIC and HTTP/3 stack (tests/h3_client.py), and curl where it is built with HTTP/3. Each
+request stream is one app call through the same bridge as HTTP/1.1 and HTTP/2: the environ,
+bodies both ways byte-exact, concurrency on one connection, an app's failure, close(), the
+Alt-Svc advertisement on the TCP side, the header-section limit, and a graceful stop that
+finishes a stream in flight. Overlap is shown by counting the calls inside the app, never by
+timing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import shutil
+import signal
+import ssl
+import subprocess
+import uuid
+
+import pytest
+
+from tests.apps.http3 import pattern
+from tests.h3_client import H3Client
+from tests.tls_certs import TlsCerts, tls_certs  # noqa: F401  (the fixture)
+
+CURL = shutil.which("curl")
+
+
+def tls_options(c: TlsCerts):
+    return ["--certfile", str(c.server_chain), "--keyfile", str(c.server_key), "--http3"]
+
+
+def client(srv, c: TlsCerts, timeout: float = 30) -> H3Client:
+    return H3Client(srv.port, str(c.ca_cert), timeout=timeout)
+
+
+def env_lines(body: bytes) -> dict:
+    return dict(line.split("=", 1) for line in body.decode("latin-1").splitlines())
+
+
+def test_a_get_over_http3_is_one_app_call_with_server_protocol_http3(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    with client(srv, tls_certs) as c:
+        hello = c.get("/")
+        env = c.get("/environ?x=1")
+    assert (hello.status, bytes(hello.body)) == (200, b"Hello, World!")
+    assert hello.header(b"content-length") == b"13"
+    assert hello.header(b"server")
+    e = env_lines(bytes(env.body))
+    assert e["SERVER_PROTOCOL"] == "HTTP/3"
+    assert e["wsgi.url_scheme"] == "https"
+    assert e["REQUEST_METHOD"] == "GET" and e["QUERY_STRING"] == "x=1"
+    assert e["HTTP_HOST"] == "localhost"
+
+
+def test_a_2_mib_upload_is_echoed_byte_exact(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    body = pattern(2 * 1024 * 1024 + 7)
+    with client(srv, tls_certs) as c:
+        r = c.response(c.request("POST", "/echo", [("content-type", "application/octet-stream")],
+                                 body=body))
+    assert r.status == 200
+    assert r.header(b"x-length") == str(len(body)).encode()
+    assert r.header(b"x-sha256") == hashlib.sha256(body).hexdigest().encode()
+    assert bytes(r.body) == body
+
+
+def test_an_upload_without_content_length_is_read_to_the_end_of_the_stream(start_server,
+                                                                           tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    body = pattern(300_001)
+    with client(srv, tls_certs) as c:
+        r = c.response(c.request("PUT", "/echo", body=body))
+    assert r.status == 200 and bytes(r.body) == body
+
+
+def test_a_16_mib_answer_arrives_byte_exact(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    n = 16 * 1024 * 1024
+    with client(srv, tls_certs, timeout=60) as c:
+        r = c.get(f"/pattern?n={n}")
+    assert r.status == 200 and r.ended and r.reset is None
+    assert len(r.body) == n
+    assert bytes(r.body) == pattern(n)
+
+
+def test_many_streams_of_one_connection_run_at_once(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs), "--threads", "4:64")
+    n, token = 20, uuid.uuid4().hex
+    with client(srv, tls_certs) as c:
+        sids = [c.request("GET", f"/together?n={n}&token={token}") for _ in range(n)]
+        rs = [c.response(s) for s in sids]
+    # Each call waited until all 20 were inside the app together.
+    assert [r.status for r in rs] == [200] * n
+    assert [int(r.body) for r in rs] == [n] * n
+
+
+def test_an_app_exception_is_a_500_without_the_traceback(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    with client(srv, tls_certs) as c:
+        r = c.get("/boom")
+        after = c.get("/")
+    assert r.status == 500
+    assert b"Traceback" not in r.body and b"boom" not in r.body
+    # The connection serves on.
+    assert after.status == 200
+    srv.wait_log(r"boom \(expected by the test\)")
+
+
+def test_the_iterable_is_closed_after_the_answer_and_after_a_failure(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    ok, failing = uuid.uuid4().hex, uuid.uuid4().hex
+    with client(srv, tls_certs) as c:
+        r = c.get(f"/closing?token={ok}")
+        bad = c.get(f"/closing?token={failing}&fail=1")
+    assert (r.status, bytes(r.body)) == (200, b"closing")
+    assert bad.status == 500
+    assert srv.wait_marks("closed", 1, prefix=ok)
+    assert srv.wait_marks("closed", 1, prefix=failing)
+
+
+def test_https_answers_advertise_http3_with_alt_svc(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    ctx = ssl.create_default_context(cafile=str(tls_certs.ca_cert))
+    conn = http.client.HTTPSConnection(srv.host, srv.port, timeout=10, context=ctx)
+    try:
+        conn.request("GET", "/")
+        r = conn.getresponse()
+        r.read()
+    finally:
+        conn.close()
+    assert r.status == 200
+    assert r.getheader("alt-svc") == f'h3=":{srv.port}"; ma=86400'
+
+
+def test_without_http3_no_alt_svc_is_sent(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs)[:-1])
+    ctx = ssl.create_default_context(cafile=str(tls_certs.ca_cert))
+    conn = http.client.HTTPSConnection(srv.host, srv.port, timeout=10, context=ctx)
+    try:
+        conn.request("GET", "/")
+        r = conn.getresponse()
+        r.read()
+    finally:
+        conn.close()
+    assert r.status == 200 and r.getheader("alt-svc") is None
+
+
+def test_a_header_section_over_the_limit_is_refused(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs), "--limit-header-bytes", "4096")
+    with client(srv, tls_certs) as c:
+        big = c.get("/", [("x-big", "a" * 8000)])
+        fine = c.get("/", [("x-small", "a" * 100)])
+    assert big.status == 431
+    assert fine.status == 200
+
+
+def test_a_graceful_stop_finishes_the_stream_in_flight(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    with client(srv, tls_certs) as c:
+        sid = c.request("GET", "/gate?name=stop")
+        srv.wait_marks("entered", 1)
+        srv.signal(signal.SIGTERM)
+        from tests.helpers import wait_for
+        wait_for(lambda: c.goaway, "the server's GOAWAY", 10)
+        srv.open_gate("stop")
+        r = c.response(sid)
+    assert (r.status, bytes(r.body)) == (200, b"through the gate")
+    assert srv.wait_exit() == 0
+
+
+def curl_has_http3() -> bool:
+    if not CURL:
+        return False
+    out = subprocess.run([CURL, "-V"], capture_output=True, text=True).stdout
+    return "HTTP3" in out
+
+
+@pytest.mark.skipif(not curl_has_http3(), reason="curl without HTTP/3")
+def test_curl_gets_http3(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    r = subprocess.run([CURL, "-sS", "-i", "--http3-only", "--cacert", str(tls_certs.ca_cert),
+                        f"https://localhost:{srv.port}/"], capture_output=True, timeout=20)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(b"HTTP/3 200")
+    assert r.stdout.endswith(b"Hello, World!")
