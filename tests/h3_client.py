@@ -43,15 +43,16 @@ class Response:
 
 
 class _H3(H3Connection):
-    """aioquic's HTTP/3 connection, which parses a GOAWAY and keeps nothing of it: here it is
-    remembered."""
+    """aioquic's HTTP/3 connection, which skips a GOAWAY on the control stream and keeps
+    nothing of it: here its arrival is remembered (the frame's type is checked as its header
+    is parsed)."""
 
     goaway = False
 
-    def _handle_control_frame(self, frame_type: int, frame_data: bytes) -> None:
+    def _check_control_frame_type(self, frame_type: int) -> None:
         if frame_type == FrameType.GOAWAY:
             self.goaway = True
-        super()._handle_control_frame(frame_type, frame_data)
+        super()._check_control_frame_type(frame_type)
 
 
 class _Protocol(QuicConnectionProtocol):

@@ -21,6 +21,7 @@ import pytest
 
 from tests.apps.http3 import pattern
 from tests.h3_client import H3Client
+from tests.helpers import wait_for
 from tests.tls_certs import TlsCerts, tls_certs  # noqa: F401  (the fixture)
 
 CURL = shutil.which("curl")
@@ -161,8 +162,8 @@ def test_a_graceful_stop_finishes_the_stream_in_flight(start_server, tls_certs):
         sid = c.request("GET", "/gate?name=stop")
         srv.wait_marks("entered", 1)
         srv.signal(signal.SIGTERM)
-        from tests.helpers import wait_for
-        wait_for(lambda: c.goaway, "the server's GOAWAY", 10)
+        wait_for(lambda: c.goaway, "the server's GOAWAY", 10,
+                 context=lambda: srv.log_text()[-3000:])
         srv.open_gate("stop")
         r = c.response(sid)
     assert (r.status, bytes(r.body)) == (200, b"through the gate")
