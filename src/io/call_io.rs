@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::h2::{StreamBody, StreamReply};
+use super::h2::stream::{StreamBody, StreamReply};
 use super::h3::stream::{H3Body, H3Reply};
 use super::transport::Cut;
 

@@ -271,7 +271,7 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
         upper: Arc::clone(&per.upper),
         _live: LiveStream::new(&per.live),
     };
-    super::dispatch(&*share.runner, call);
+    share.runner.dispatch(call);
 }
 
 /// What one look at a request stream's body found.

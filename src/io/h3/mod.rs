@@ -27,7 +27,7 @@ use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::io::h2::tasks::TaskShared;
-use crate::io::h2::{LoopView, Stop, StreamCall, StreamRunner};
+use crate::io::h2::{LoopView, Stop, StreamRunner};
 use runtime::{LoopRuntime, LoopUdp};
 
 /// A UDP socket bound for a TLS listener, until the loop starts its endpoint.
@@ -157,9 +157,4 @@ impl H3Hub {
             moved
         });
     }
-}
-
-/// Where a request stream's call goes: the pool, as the server's runner decides.
-fn dispatch(runner: &dyn StreamRunner, call: StreamCall) {
-    runner.dispatch(call);
 }
