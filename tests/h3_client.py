@@ -48,6 +48,13 @@ class _H3(H3Connection):
     is parsed)."""
 
     goaway = False
+    #: HEAD requests' streams: their answers' Content-Length is the GET's, with no content
+    #: (RFC 9110 §9.3.2), which aioquic takes for a framing error and closes the connection.
+    head_streams: set
+
+    def _check_content_length(self, stream) -> None:
+        if stream.stream_id not in self.head_streams:
+            super()._check_content_length(stream)
 
     def _check_control_frame_type(self, frame_type: int) -> None:
         if frame_type == FrameType.GOAWAY:
@@ -59,6 +66,7 @@ class _Protocol(QuicConnectionProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.h3 = _H3(self._quic)
+        self.h3.head_streams = set()
         self.responses: Dict[int, Response] = {}
         self.done: Dict[int, asyncio.Event] = {}
         self.terminated: Optional[ConnectionTerminated] = None
@@ -148,6 +156,8 @@ class H3Client:
         fields = [(b":method", method.encode()), (b":scheme", b"https"),
                   (b":authority", authority.encode()), (b":path", path.encode())]
         fields += [(n.lower().encode(), v.encode()) for n, v in headers]
+        if method == "HEAD":
+            p.h3.head_streams.add(sid)
         p.h3.send_headers(sid, fields, end_stream=body is None)
         if body is not None:
             p.h3.send_data(sid, body, end_stream=True)

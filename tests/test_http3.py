@@ -200,3 +200,24 @@ def test_a_body_over_the_limit_is_refused_with_413_declared_or_not(start_server,
     assert declared.status == 413
     assert undeclared.status == 413
     assert (small.status, bytes(small.body)) == (200, body[:900])
+
+
+def test_head_has_the_length_and_no_body(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    with client(srv, tls_certs) as c:
+        r = c.response(c.request("HEAD", "/"))
+    assert r.status == 200 and r.ended
+    assert r.header(b"content-length") == b"13"
+    assert bytes(r.body) == b""
+
+
+def test_a_stuck_stream_gets_504_and_the_others_go_on(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs), "--timeout", "1")
+    with client(srv, tls_certs) as c:
+        stuck = c.request("GET", "/gate?name=never")
+        srv.wait_marks("entered", 1)
+        fine = c.get("/")
+        r = c.response(stuck)
+        srv.open_gate("never")
+    assert fine.status == 200
+    assert r.status == 504
