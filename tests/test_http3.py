@@ -20,6 +20,7 @@ import uuid
 import pytest
 
 from tests.apps.http3 import pattern
+from tests.h2_client import H2Client
 from tests.h3_client import H3Client
 from tests.helpers import wait_for
 from tests.tls_certs import TlsCerts, tls_certs  # noqa: F401  (the fixture)
@@ -132,6 +133,19 @@ def test_https_answers_advertise_http3_with_alt_svc(start_server, tls_certs):
         conn.close()
     assert r.status == 200
     assert r.getheader("alt-svc") == f'h3=":{srv.port}"; ma=86400'
+
+
+def test_http2_answers_over_tls_advertise_http3_too(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    ctx = ssl.create_default_context(cafile=str(tls_certs.ca_cert))
+    ctx.set_alpn_protocols(["h2"])
+    c = H2Client(srv.port, tls=ctx)
+    try:
+        r = c.get("/")
+    finally:
+        c.close()
+    assert r.status == 200
+    assert r.header(b"alt-svc") == f'h3=":{srv.port}"; ma=86400'.encode()
 
 
 def test_without_http3_no_alt_svc_is_sent(start_server, tls_certs):

@@ -168,6 +168,8 @@ async fn serve_conn(
                 idle.reset(cfg.keepalive_timeout);
                 if per.live.load(Ordering::SeqCst) == 0 {
                     if going_away {
+                        // Idle since the GOAWAY: nothing is in flight to wait for.
+                        linger = std::time::Duration::ZERO;
                         break;
                     }
                     let _ = h3c.shutdown(0).await;
