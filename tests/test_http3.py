@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import re
 import shutil
 import signal
 import ssl
@@ -235,3 +236,17 @@ def test_a_stuck_stream_gets_504_and_the_others_go_on(start_server, tls_certs):
         srv.open_gate("never")
     assert fine.status == 200
     assert r.status == 504
+
+
+def test_worker_processes_each_bind_http3_on_the_same_port(start_server, tls_certs):
+    """Each worker binds its own UDP socket on the listener's port (SO_REUSEPORT): none fails
+    to start, and clients are served over HTTP/3."""
+    srv = start_server("http3", *tls_options(tls_certs), "--workers", "2")
+    for _ in range(4):
+        with client(srv, tls_certs) as c:
+            r = c.get("/environ")
+        assert r.status == 200
+        assert env_lines(bytes(r.body))["SERVER_PROTOCOL"] == "HTTP/3"
+    log = srv.log_text()
+    assert len(re.findall(r"Worker \d+ ready", log)) == 2
+    assert "cannot bind" not in log and "failed to boot" not in log and "died" not in log
