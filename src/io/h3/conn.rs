@@ -14,6 +14,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
+use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use quinn::VarInt;
@@ -164,12 +165,19 @@ async fn serve_conn(
                 }
                 Ok(None) | Err(_) => break,
             },
+            // After our GOAWAY, `h3` ends `accept` only once the client sent its own: the
+            // connection is done here when its last call is.
+            _ = timer::sleep(QUIET_MIN), if going_away => {
+                if per.live.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+            }
             _ = &mut idle => {
                 idle.reset(cfg.keepalive_timeout);
                 if per.live.load(Ordering::SeqCst) == 0 {
                     if going_away {
                         // Idle since the GOAWAY: nothing is in flight to wait for.
-                        linger = std::time::Duration::ZERO;
+                        linger = Duration::ZERO;
                         break;
                     }
                     let _ = h3c.shutdown(0).await;
@@ -192,15 +200,39 @@ async fn serve_conn(
             }
         }
     }
-    // Every request is answered: let the client take the last bytes and close first (a close
-    // from here drops what is still unacknowledged), within `linger`.
+    // Every request is answered: let the last bytes be acknowledged before the close (a close
+    // drops what is unacknowledged), within `linger`.
     tokio::select! {
         _ = conn.closed() => {}
-        _ = timer::sleep(linger) => {}
+        _ = until_quiet(&conn, linger) => {}
         _ = stop.wait_for(|s| *s == Stop::Immediate) => {}
     }
     conn.close(VarInt::from_u32(H3_NO_ERROR), b"");
     drop(h3c);
+}
+
+/// The shortest look for a quiet connection in [`until_quiet`].
+const QUIET_MIN: Duration = Duration::from_millis(50);
+
+/// Wait until the connection sends nothing for four round trips (what was sent is
+/// acknowledged: nothing is retransmitted), or `limit` passes. quinn has no event for "every
+/// stream's data acknowledged" that the `h3` layer exposes; a connection still sending (data,
+/// retransmissions) keeps counting datagrams.
+async fn until_quiet(conn: &quinn::Connection, limit: Duration) {
+    let until = std::time::Instant::now() + limit;
+    let mut sent = conn.stats().udp_tx.datagrams;
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        timer::sleep((conn.rtt() * 4).max(QUIET_MIN).min(left)).await;
+        let now = conn.stats().udp_tx.datagrams;
+        if now == sent {
+            return;
+        }
+        sent = now;
+    }
 }
 
 type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
@@ -208,6 +240,8 @@ type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
 /// A request stream: its head read (within `--header-timeout`) and decoded by proto (refused
 /// on its stream if bad), then its call dispatched.
 async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
+    // In flight from here: a stop's GOAWAY waits for it.
+    let live = LiveStream::new(&per.live);
     let cfg = &share.config;
     let resolved = timer::timeout(cfg.header_timeout, resolver.resolve_request()).await;
     // A header section past the limit was answered 431 by `h3`; a malformed one reset.
@@ -271,7 +305,7 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
         reply: CallReply::H3(reply),
         parsed_at: now_ns(),
         upper: Arc::clone(&per.upper),
-        _live: LiveStream::new(&per.live),
+        _live: live,
     };
     share.runner.dispatch(call);
 }
