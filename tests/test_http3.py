@@ -24,7 +24,7 @@ from tests.apps.http3 import pattern
 from tests.h2_client import H2Client
 from tests.h3_client import H3Client
 from tests.helpers import wait_for
-from tests.tls_certs import TlsCerts, tls_certs  # noqa: F401  (the fixture)
+from tests.tls_certs import TlsCerts, make_certs, tls_certs  # noqa: F401  (the fixture)
 
 CURL = shutil.which("curl")
 
@@ -252,3 +252,25 @@ def test_worker_processes_each_bind_http3_on_the_same_port(start_server, tls_cer
     log = srv.log_text()
     assert len(re.findall(r"Worker \d+ ready", log)) == 2
     assert "cannot bind" not in log and "failed to boot" not in log and "died" not in log
+
+
+def test_hup_rotates_the_certificate_http3_serves(start_server, tls_certs, tmp_path):
+    """A single process's certificate reload reaches the QUIC endpoints too: a client that
+    trusts only the new CA connects over HTTP/3 after the HUP, one that trusts only the old CA
+    before it."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copy(tls_certs.server_chain, cert)
+    shutil.copy(tls_certs.server_key, key)
+    (tmp_path / "new").mkdir()
+    new = make_certs(tmp_path / "new")
+    srv = start_server("http3", "--certfile", str(cert), "--keyfile", str(key), "--http3")
+    with H3Client(srv.port, str(tls_certs.ca_cert)) as c:
+        assert c.get("/").status == 200
+    shutil.copy(new.server_chain, cert)
+    shutil.copy(new.server_key, key)
+    mark = srv.log_mark()
+    srv.signal(signal.SIGHUP)
+    srv.wait_log(r"Received SIGHUP: certificate re-read", since=mark, timeout=30)
+    with H3Client(srv.port, str(new.ca_cert)) as c:
+        assert c.get("/").status == 200
+    assert "not served over QUIC" not in srv.log_text()

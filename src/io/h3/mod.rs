@@ -48,6 +48,8 @@ pub struct H3Hub {
     /// The endpoints' sockets, by token offset (events from the loop).
     sockets: OnceLock<Vec<Arc<LoopUdp>>>,
     stop: watch::Sender<Stop>,
+    /// The endpoints, for a certificate reload ([`H3Hub::replace_tls`]).
+    endpoints: Mutex<Vec<quinn::Endpoint>>,
     /// Connections being served (handshakes included).
     pub open: Arc<AtomicUsize>,
 }
@@ -84,6 +86,7 @@ impl H3Hub {
             bound: Mutex::new(bound),
             sockets: OnceLock::new(),
             stop: watch::Sender::new(Stop::Running),
+            endpoints: Mutex::new(Vec::new()),
             open: Arc::new(AtomicUsize::new(0)),
         })))
     }
@@ -128,6 +131,7 @@ impl H3Hub {
                 udp,
                 Arc::clone(&runtime) as Arc<dyn quinn::Runtime>,
             )?;
+            self.endpoints.lock().unwrap().push(endpoint.clone());
             tasks.spawn(conn::accept_loop(
                 endpoint,
                 Arc::clone(&share),
@@ -136,6 +140,19 @@ impl H3Hub {
             ));
         }
         let _ = self.sockets.set(sockets);
+        Ok(())
+    }
+
+    /// A certificate reload: new connections are served with `tls` (the listeners' new
+    /// configuration); those open keep theirs. Not once a stop began (the endpoints refuse
+    /// new connections then).
+    pub fn replace_tls(&self, tls: &rustls::ServerConfig) -> std::io::Result<()> {
+        if *self.stop.borrow() != Stop::Running {
+            return Ok(());
+        }
+        for endpoint in self.endpoints.lock().unwrap().iter() {
+            endpoint.set_server_config(Some(config::server_config(tls, &self.config)?));
+        }
         Ok(())
     }
 
