@@ -274,3 +274,22 @@ def test_hup_rotates_the_certificate_http3_serves(start_server, tls_certs, tmp_p
     with H3Client(srv.port, str(new.ca_cert)) as c:
         assert c.get("/").status == 200
     assert "not served over QUIC" not in srv.log_text()
+
+
+def test_a_connection_opens_at_most_http2_max_streams_requests_at_once(start_server, tls_certs):
+    """--http2-max-streams is the QUIC stream credit the server gives: with 2, the client's
+    third request stream waits (aioquic holds it as blocked by the server's limit) until one
+    of the first two is answered, then it is served too."""
+    srv = start_server("http3", *tls_options(tls_certs), "--http2-max-streams", "2")
+    with client(srv, tls_certs) as c:
+        assert c.proto._quic._remote_max_streams_bidi == 2
+        sids = [c.request("GET", f"/gate?name=g{i}") for i in range(3)]
+        srv.wait_marks("entered", 2)
+        assert len(c.proto._quic._streams_blocked_bidi) == 1
+        srv.open_gate("g0")
+        srv.open_gate("g1")
+        srv.wait_marks("entered", 3)
+        srv.open_gate("g2")
+        rs = [c.response(s) for s in sids]
+    assert [(r.status, bytes(r.body)) for r in rs] == [(200, b"through the gate")] * 3
+    assert sorted(srv.marks("entered")) == ["g0", "g1", "g2"]
