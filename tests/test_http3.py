@@ -293,3 +293,15 @@ def test_a_connection_opens_at_most_http2_max_streams_requests_at_once(start_ser
         rs = [c.response(s) for s in sids]
     assert [(r.status, bytes(r.body)) for r in rs] == [(200, b"through the gate")] * 3
     assert sorted(srv.marks("entered")) == ["g0", "g1", "g2"]
+
+
+def test_an_idle_connection_gets_goaway_then_is_closed(start_server, tls_certs):
+    """Without a request for --keepalive-timeout the server sends GOAWAY, and closes the
+    connection (H3_NO_ERROR) when it stays idle as long again: the connection's idle timer
+    fires more than once."""
+    srv = start_server("http3", *tls_options(tls_certs), "--keepalive-timeout", "1")
+    with client(srv, tls_certs) as c:
+        assert c.get("/").status == 200
+        wait_for(lambda: c.goaway, "the server's GOAWAY", 10)
+        ended = wait_for(lambda: c.terminated, "the server's close", 10)
+    assert ended.error_code == 0x100  # H3_NO_ERROR
