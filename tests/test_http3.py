@@ -305,3 +305,24 @@ def test_an_idle_connection_gets_goaway_then_is_closed(start_server, tls_certs):
         wait_for(lambda: c.goaway, "the server's GOAWAY", 10)
         ended = wait_for(lambda: c.terminated, "the server's close", 10)
     assert ended.error_code == 0x100  # H3_NO_ERROR
+
+
+def test_static_files_and_the_health_path_are_answered_without_the_app(start_server, tls_certs,
+                                                                        tmp_path):
+    data = pattern(3_000_001)
+    (tmp_path / "big.bin").write_bytes(data)
+    srv = start_server("http3", *tls_options(tls_certs), "--static", f"/s={tmp_path}",
+                       "--health-path", "/healthz")
+    with client(srv, tls_certs) as c:
+        got = c.get("/s/big.bin")
+        head = c.response(c.request("HEAD", "/s/big.bin"))
+        health = c.get("/healthz")
+        missing = c.get("/s/nothing-here")
+        ranged = c.get("/s/big.bin", [("range", "bytes=100-199")])
+    assert got.status == 200 and bytes(got.body) == data
+    assert got.header(b"content-length") == b"3000001"
+    assert head.status == 200 and bytes(head.body) == b""
+    # The loop's answers, not the app's (which says Hello, World! to any other path).
+    assert (health.status, bytes(health.body)) == (200, b"OK\n")
+    assert missing.status == 404
+    assert ranged.status == 206 and bytes(ranged.body) == data[100:200]

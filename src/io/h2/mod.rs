@@ -25,7 +25,7 @@ mod call;
 mod conn;
 pub mod inline;
 mod open_streams;
-mod own_answer;
+pub mod own_answer;
 mod parked;
 mod socket_io;
 pub mod stream;

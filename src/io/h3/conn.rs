@@ -30,6 +30,7 @@ use crate::io::call_io::{CallBody, CallReply};
 use crate::io::h2::tasks;
 use crate::io::h2::timer;
 use crate::io::h2::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+use crate::io::out_queue::OutQueue;
 use crate::peer::Peer;
 
 /// Handshakes in progress past which an unvalidated client address gets a Retry first.
@@ -238,7 +239,8 @@ async fn until_quiet(conn: &quinn::Connection, limit: Duration) {
 type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
 
 /// A request stream: its head read (within `--header-timeout`) and decoded by proto (refused
-/// on its stream if bad), then its call dispatched.
+/// on its stream if bad), answered here (`--static`, `--health-path`), or its call
+/// dispatched.
 async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
     // In flight from here: a stop's GOAWAY waits for it.
     let live = LiveStream::new(&per.live);
@@ -282,6 +284,13 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
             return;
         }
     };
+    // --static and --health-path: answered here, without the app.
+    let mut out = OutQueue::new();
+    if let Some(status) = share.ctx.own_answer(&head, &mut out) {
+        let sent = super::own_answer::send(send, out, head.is_head).await;
+        share.ctx.account_own(head, per.peer.ip(), status, sent);
+        return;
+    }
     let reply = H3Reply::new(send, cfg.write_timeout);
     let unknown_length = head.body == BodyFraming::Chunked;
     let body = match first {
