@@ -122,9 +122,10 @@ struct PerConn {
 }
 
 /// Serve requests until the connection ends: the client's close or GOAWAY, an error, the
-/// idle timeout (`--keep-alive` without a request in flight: GOAWAY, then a close one more
-/// such time later), or a stop (GOAWAY, in-flight requests finish; an immediate stop, or the
-/// end of the graceful time, closes the connection and counts its requests as cut).
+/// idle timeout (`--keepalive-timeout` without a request in flight: GOAWAY, then the close),
+/// or a stop (GOAWAY, in-flight requests finish; an immediate stop, or the end of the graceful
+/// time, closes the connection and counts its requests as cut). After a GOAWAY the connection
+/// closes once its last call is over and what it sent is acknowledged ([`until_quiet`]).
 async fn serve_conn(
     share: &Arc<Share>,
     conn: quinn::Connection,
@@ -150,6 +151,7 @@ async fn serve_conn(
         listener,
     });
     let mut going_away = false;
+    // How long the close waits for the last bytes' acknowledgement.
     let mut linger = cfg.keepalive_timeout;
     let mut idle = timer::sleep(cfg.keepalive_timeout);
     if *stop.borrow() >= Stop::Graceful {
@@ -173,14 +175,9 @@ async fn serve_conn(
                     break;
                 }
             }
-            _ = &mut idle => {
+            _ = &mut idle, if !going_away => {
                 idle.reset(cfg.keepalive_timeout);
                 if per.live.load(Ordering::SeqCst) == 0 {
-                    if going_away {
-                        // Idle since the GOAWAY: nothing is in flight to wait for.
-                        linger = Duration::ZERO;
-                        break;
-                    }
                     let _ = h3c.shutdown(0).await;
                     going_away = true;
                 }
