@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import re
 import shutil
 import signal
@@ -325,3 +326,38 @@ def test_static_files_and_the_health_path_are_answered_without_the_app(start_ser
     assert (health.status, bytes(health.body)) == (200, b"OK\n")
     assert missing.status == 404
     assert ranged.status == 206 and bytes(ranged.body) == data[100:200]
+
+
+def test_fast_requests_run_inline_and_the_access_log_says_http3(start_server, tls_certs):
+    """A whole request (no body) runs on the loop's thread while the scheduler is inline, as an
+    HTTP/2 stream's does (server/h2_inline.rs): no hand-off to the pool."""
+    srv = start_server("http3", *tls_options(tls_certs), "--access-log", "-",
+                       "--access-log-format", "json")
+    with client(srv, tls_certs) as c:
+        sids = [(c.request("GET", f"/q?i={i}"), f"i={i}") for i in range(40)]
+        rs = [(c.response(s), want) for s, want in sids]
+    assert [(r.status, bytes(r.body).decode()) for r, _ in rs] == [(200, w) for _, w in sids]
+    srv.stop()
+    lines = [json.loads(line) for line in srv.stdout_text().splitlines()
+             if line.startswith("{")]
+    lines = [x for x in lines if x.get("protocol") == "HTTP/3"]
+    assert len(lines) == 40
+    assert sum(1 for x in lines if x["scheduler"] == "inline") >= 30, \
+        [x["scheduler"] for x in lines]
+
+
+def test_a_blocking_inline_request_holds_no_other_request(start_server, tls_certs):
+    """The first request runs inline and blocks: the loop is taken over, and the connection's
+    other requests, and another connection's, are answered meanwhile."""
+    srv = start_server("http3", *tls_options(tls_certs))
+    gate = uuid.uuid4().hex
+    with client(srv, tls_certs, timeout=10) as a, client(srv, tls_certs, timeout=10) as b:
+        stuck = a.request("GET", f"/gate?name={gate}")
+        srv.wait_marks("entered", 1)
+        same = a.get("/q?same")
+        other = b.get("/q?other")
+        srv.open_gate(gate)
+        r = a.response(stuck)
+    assert (same.status, bytes(same.body)) == (200, b"same")
+    assert (other.status, bytes(other.body)) == (200, b"other")
+    assert (r.status, bytes(r.body)) == (200, b"through the gate")

@@ -502,7 +502,20 @@ impl LoopState {
             return Ok(());
         };
         let view = Arc::clone(&self.shared) as Arc<dyn crate::io::h2::LoopView>;
-        hub.start(tasks.shared(), self.poll.registry(), H3_BASE, view, runner)
+        let inline = self
+            .shared
+            .settings
+            .h2
+            .as_ref()
+            .map(|h| Arc::clone(&h.inline));
+        hub.start(
+            tasks.shared(),
+            self.poll.registry(),
+            H3_BASE,
+            view,
+            runner,
+            inline,
+        )
     }
 
     /// Accepts again on the listeners a turn left with connections waiting (`accept_again`).

@@ -66,7 +66,7 @@ pub fn set_wait_hook(hook: Option<(Arc<dyn WaitHook>, u64)>) {
 }
 
 /// Ask this thread's [`WaitHook`], if any, whether the call may wait; a `true` clears it.
-fn may_wait() -> bool {
+pub(crate) fn may_wait() -> bool {
     let Some((hook, seq)) = WAIT_HOOK.with(|h| h.borrow_mut().take()) else {
         return true;
     };

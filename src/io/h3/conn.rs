@@ -27,6 +27,7 @@ use super::stream::{H3Body, H3Reply, RecvHalf};
 use crate::clock::now_ns;
 use crate::config::Config;
 use crate::io::call_io::{CallBody, CallReply};
+use crate::io::h2::inline::Inline;
 use crate::io::h2::tasks;
 use crate::io::h2::timer;
 use crate::io::h2::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
@@ -44,6 +45,9 @@ pub(super) struct Share {
     pub config: Arc<Config>,
     pub ctx: Arc<dyn LoopView>,
     pub runner: Arc<dyn StreamRunner>,
+    /// HTTP/2's queue of calls the loop's thread runs (with `--http2` on): a whole request
+    /// runs there while the scheduler is in inline mode, as an HTTP/2 stream's does.
+    pub inline: Option<Arc<Inline>>,
     pub open: Arc<AtomicUsize>,
     pub handshaking: AtomicUsize,
 }
@@ -313,7 +317,10 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
         upper: Arc::clone(&per.upper),
         _live: live,
     };
-    share.runner.dispatch(call);
+    match &share.inline {
+        Some(inline) if call.body.is_none() && share.runner.inline_now() => inline.offer(call),
+        _ => share.runner.dispatch(call),
+    }
 }
 
 /// What one look at a request stream's body found.

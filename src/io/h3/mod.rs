@@ -113,6 +113,7 @@ impl H3Hub {
         token_base: usize,
         ctx: Arc<dyn LoopView>,
         runner: Arc<dyn StreamRunner>,
+        inline: Option<Arc<crate::io::h2::Inline>>,
     ) -> std::io::Result<()> {
         let bound = std::mem::take(&mut *self.bound.lock().unwrap());
         let runtime = Arc::new(LoopRuntime(Arc::clone(tasks)));
@@ -120,6 +121,7 @@ impl H3Hub {
             config: Arc::clone(&self.config),
             ctx,
             runner,
+            inline,
             open: Arc::clone(&self.open),
             handshaking: AtomicUsize::new(0),
         });

@@ -24,7 +24,7 @@ use h3::error::Code;
 use h3::server::RequestStream;
 use sluicegate_proto::ProtoError;
 
-use crate::io::h2::stream::response_of;
+use crate::io::h2::stream::{may_wait, response_of};
 
 /// The response half of a request stream.
 pub type SendHalf = RequestStream<h3_quinn::SendStream<Bytes>, Bytes>;
@@ -67,6 +67,11 @@ fn block_on<T>(
         }
         if cut.is_some_and(|c| c.load(Ordering::Acquire)) {
             return Err(cut_error());
+        }
+        // A call run inline on the loop's thread gives the loop to another thread first: the
+        // loop's tasks are what will move this stream.
+        if !may_wait() {
+            return Err(io::ErrorKind::WouldBlock.into());
         }
         let now = Instant::now();
         if now >= until {
