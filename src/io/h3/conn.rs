@@ -1,8 +1,8 @@
 //! An endpoint's accept loop ([`accept_loop`]) and one HTTP/3 connection's task, both polled
 //! by the event loop: the QUIC handshake within `--header-timeout`, the `h3` connection
 //! (SETTINGS, the control streams), then each request stream's head read by a task of its own
-//! and made into a `RequestHead` by proto, its call dispatched to the pool as a
-//! [`StreamCall`].
+//! and made into a `RequestHead` by proto, its call (a [`StreamCall`]) queued to run inline on
+//! the loop's thread (HTTP/2's queue, `io::h2::inline`) or dispatched to the pool.
 //!
 //! Limits, each quinn's or `h3`'s own defence set here or in `config.rs`: concurrent request
 //! streams (`--http2-max-streams`, as QUIC stream credit), the decoded header section

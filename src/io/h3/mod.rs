@@ -2,7 +2,8 @@
 //! same certificate), served by quinn and hyperium's `h3` as tasks of the event loop: quinn's
 //! runtime is the loop's task set, timer heap and epoll (`runtime.rs`), so HTTP/3 has no
 //! runtime and no thread of its own. Each request stream is one [`StreamCall`], run by the same
-//! bridge code as an HTTP/2 stream (`io::call_io`: its body and reply are the HTTP/3 arms).
+//! bridge code as an HTTP/2 stream (`io::call_io`: its body and reply are the HTTP/3 arms),
+//! inline on the loop's thread or on the pool as the scheduler says.
 //! docs/http3.md says how and why.
 //!
 //! - [`H3Hub`]: what the server and the loop hold of it: the bound sockets and their QUIC

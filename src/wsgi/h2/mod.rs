@@ -10,10 +10,9 @@
 //! over `io::call_io`'s `CallReply`); the request is counted and logged as any other (the
 //! access log says `HTTP/2` or `HTTP/3`).
 //!
-//! An HTTP/2 stream runs on the loop's thread when the scheduler is in inline mode
-//! (`server::h2_inline`), else on a pool thread, through the same pool and admission as
-//! HTTP/1.1 requests (`server::drive`), so blocking streams run side by side; an HTTP/3 stream
-//! always runs on the pool.
+//! A stream runs on the loop's thread when the scheduler is in inline mode and its request is
+//! whole (`server::h2_inline`), else on a pool thread, through the same pool and admission as
+//! HTTP/1.1 requests (`server::drive`), so blocking streams run side by side.
 
 pub(crate) mod response;
 
