@@ -361,3 +361,27 @@ def test_a_blocking_inline_request_holds_no_other_request(start_server, tls_cert
     assert (same.status, bytes(same.body)) == (200, b"same")
     assert (other.status, bytes(other.body)) == (200, b"other")
     assert (r.status, bytes(r.body)) == (200, b"through the gate")
+
+
+def test_http3_without_http2_runs_its_calls_on_the_pool(start_server, tls_certs):
+    """With --http2 off there is no inline queue: every HTTP/3 call goes to the pool, and
+    HTTP/1.1 answers still advertise HTTP/3."""
+    srv = start_server("http3", *tls_options(tls_certs), "--http2", "off", "--access-log", "-",
+                       "--access-log-format", "json")
+    with client(srv, tls_certs) as c:
+        r = c.get("/environ")
+    assert r.status == 200
+    assert env_lines(bytes(r.body))["SERVER_PROTOCOL"] == "HTTP/3"
+    ctx = ssl.create_default_context(cafile=str(tls_certs.ca_cert))
+    conn = http.client.HTTPSConnection(srv.host, srv.port, timeout=10, context=ctx)
+    try:
+        conn.request("GET", "/")
+        h1 = conn.getresponse()
+        h1.read()
+    finally:
+        conn.close()
+    assert h1.getheader("alt-svc") == f'h3=":{srv.port}"; ma=86400'
+    srv.stop()
+    lines = [json.loads(line) for line in srv.stdout_text().splitlines()
+             if line.startswith("{")]
+    assert [x["scheduler"] for x in lines if x.get("protocol") == "HTTP/3"] == ["pool"]
