@@ -24,8 +24,8 @@ const UNI_STREAMS: u32 = 8;
 /// A peer silent this long is gone (QUIC's idle timeout); the idle timeout between requests
 /// is `--keep-alive`'s, kept by each connection's task (`conn.rs`), as on HTTP/2.
 const PEER_SILENCE: Duration = Duration::from_secs(30);
-/// The server pings a connection whose requests are still running this often, so that a client
-/// waiting for a slow answer does not reach [`PEER_SILENCE`].
+/// The server pings every connection this often, so that a client waiting for a slow answer
+/// does not reach [`PEER_SILENCE`].
 const KEEP_ALIVE_PING: Duration = Duration::from_secs(10);
 
 /// A UDP socket on `addr` for QUIC. `SO_REUSEPORT`: each worker process binds its own on the
