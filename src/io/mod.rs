@@ -20,6 +20,8 @@
 //! - [`file_body`]: a file the app hands over as its body, made ready for `sendfile`.
 //! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
 //! - [`h2`]: HTTP/2 connections, served by the `h2` crate as tasks of the loop.
+//! - [`h3`]: HTTP/3 over QUIC (quinn and `h3`), its endpoints and connections tasks of the loop.
+//! - [`call_io`]: a stream call's body and reply, whichever of the two protocols carries it.
 //! - [`inline_call`]: the hook around a call run on the loop's thread (the loop moves away
 //!   when the call streams or waits for its connection).
 //! - [`static_files`]: files the loop serves itself (opening, `sendfile`; decisions in proto).
@@ -27,11 +29,13 @@
 //! - [`statsd`]: the `--statsd-host` datagram socket the request metrics are sent on.
 
 pub mod balance;
+pub mod call_io;
 pub mod conn;
 pub mod error_answer;
 pub mod event_loop;
 pub mod file_body;
 pub mod h2;
+pub mod h3;
 pub mod inline_call;
 pub mod listen;
 pub mod metrics_socket;

@@ -29,8 +29,9 @@ impl Inline {
         }
     }
 
-    /// Queue a stream to run inline (a connection's task, on the loop's thread).
-    pub(super) fn offer(&self, call: StreamCall) {
+    /// Queue a stream to run inline (a connection's task, HTTP/2's or HTTP/3's, on the loop's
+    /// thread).
+    pub(crate) fn offer(&self, call: StreamCall) {
         let mut calls = self.calls.lock().unwrap();
         calls.push_back(Box::new(call));
         self.queued.store(calls.len(), Ordering::Relaxed);

@@ -19,16 +19,16 @@ use crate::io::static_files::Own;
 
 /// An own answer made ready for its stream: the HEADERS frame's response, and the body
 /// (empty: the HEADERS frame ends the stream).
-pub(super) struct Framed {
+pub(crate) struct Framed {
     pub status: u16,
-    response: Option<http::Response<()>>,
-    body: OutQueue,
+    pub(crate) response: Option<http::Response<()>>,
+    pub(crate) body: OutQueue,
 }
 
 /// Make HEADERS of `own` (its status and fields, then Date, Server and Content-Length as
 /// every answer of the server's carries them) and queue its body (a text, or the file range).
 /// `server`: the Server header's value (empty: none).
-pub(super) fn frame(own: Own<'_>, server: &[u8]) -> Framed {
+pub(crate) fn frame(own: Own<'_>, server: &[u8]) -> Framed {
     let a = own.answer;
     let mut builder = http::Response::builder().status(a.status);
     for &(name, value) in a.fields() {
@@ -62,7 +62,7 @@ pub(super) fn frame(own: Own<'_>, server: &[u8]) -> Framed {
 }
 
 /// Take the next bytes from the front of `out` (memory, or a file range read in a block).
-fn pull(out: &mut OutQueue, into: &mut Vec<u8>) -> usize {
+pub(crate) fn pull(out: &mut OutQueue, into: &mut Vec<u8>) -> usize {
     out.encrypt_with(-1, &mut |slices: &[IoSlice<'_>]| {
         slices
             .iter()
