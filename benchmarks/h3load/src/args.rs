@@ -116,7 +116,23 @@ fn target(url: &http::Uri, connect_to: Option<&str>) -> Result<(SocketAddr, Stri
     Ok((addr, host))
 }
 
+/// h2load's attached form, `-c16` or `-D5s`, split into `-c` `16`.
+fn split_attached(argv: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    for a in argv {
+        match a.as_bytes() {
+            [b'-', f, _, ..] if b"cmntDdH".contains(f) => {
+                out.push(a[..2].to_string());
+                out.push(a[2..].to_string());
+            }
+            _ => out.push(a.clone()),
+        }
+    }
+    out
+}
+
 pub fn parse(argv: &[String]) -> Result<Option<Options>, String> {
+    let argv = split_attached(argv);
     let mut it = argv.iter();
     let (mut conns, mut streams, mut requests, mut threads) = (1usize, 1usize, 1u64, 1usize);
     let (mut duration, mut body_file, mut url, mut connect_to) = (None, None::<PathBuf>, None, None);
@@ -211,5 +227,8 @@ mod tests {
         let o = parse(&args(&format!("--expect-sha256 {h} https://[::1]:9/"))).unwrap().unwrap();
         assert_eq!(o.expect_sha256.unwrap()[..2], [0xe3, 0xb0]);
         assert_eq!(o.server_name, "::1");
+        let o = parse(&args("-c16 -m10 -D5s -n7 https://127.0.0.1:1/")).unwrap().unwrap();
+        assert_eq!((o.conns, o.streams, o.requests), (16, 10, 7));
+        assert_eq!(o.duration, Some(Duration::from_secs(5)));
     }
 }

@@ -7,6 +7,7 @@ mod client;
 mod tally;
 mod tls;
 
+use std::io::Write;
 use std::sync::Arc;
 
 fn main() {
@@ -50,9 +51,12 @@ fn main() {
         let (human, json) = tally::report(&shared.opts, &mut total, end - shared.start);
         (total.success(&shared.opts), human, json)
     });
+    // Written, not print!ed: a closed pipe (`| head`) is no reason to panic.
+    let mut out = std::io::stdout().lock();
     if !json_only {
-        print!("{human}");
+        let _ = out.write_all(human.as_bytes());
     }
-    println!("{json}");
+    let _ = writeln!(out, "{json}");
+    let _ = out.flush();
     std::process::exit(if ok { 0 } else { 1 });
 }

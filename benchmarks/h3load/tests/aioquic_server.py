@@ -1,7 +1,7 @@
 """A small HTTP/3 server on aioquic, to check h3load against an independent implementation.
 
 Routes: `/hello` (13 bytes), `/bytes/N` (N bytes of a fixed pattern), `/sleep` (waits 0.1 s, then
-`HelloWorld`), `/flaky/N` (N bytes, every third answer with one byte changed: a wrong answer
+`HelloWorld`), `/sleeping-max` (the most `/sleep` requests ever waiting at once), `/flaky/N` (N bytes, every third answer with one byte changed: a wrong answer
 h3load must count), `/status/N` (that status, empty body), POST `/sha256` (the hex SHA-256 of
 the request body). Any other path: 404.
 
@@ -23,6 +23,7 @@ from aioquic.quic.events import ProtocolNegotiated
 
 PATTERN = bytes(range(256)) * 4096  # 1 MiB
 FLAKY = itertools.count()
+SLEEPING = {"now": 0, "max": 0}
 
 
 def pattern(n: int) -> bytes:
@@ -55,7 +56,9 @@ class H3Server(QuicConnectionProtocol):
     def answer(self, sid: int) -> None:
         method, path, body = self.requests.pop(sid)
         if path == "/sleep":
-            asyncio.get_running_loop().call_later(0.1, self.send, sid, 200, b"HelloWorld")
+            SLEEPING["now"] += 1
+            SLEEPING["max"] = max(SLEEPING["max"], SLEEPING["now"])
+            asyncio.get_running_loop().call_later(0.1, self.wake, sid)
             return
         status, out = 200, b""
         if path == "/hello":
@@ -67,6 +70,8 @@ class H3Server(QuicConnectionProtocol):
             if next(FLAKY) % 3 == 2:
                 out[len(out) // 2] ^= 0xFF
             out = bytes(out)
+        elif path == "/sleeping-max":
+            out = str(SLEEPING["max"]).encode()
         elif path.startswith("/status/"):
             status = int(path[8:])
         elif path == "/sha256" and method == "POST":
@@ -74,6 +79,10 @@ class H3Server(QuicConnectionProtocol):
         else:
             status = 404
         self.send(sid, status, out)
+
+    def wake(self, sid: int) -> None:
+        SLEEPING["now"] -= 1
+        self.send(sid, 200, b"HelloWorld")
 
     def send(self, sid: int, status: int, body: bytes) -> None:
         self.h3.send_headers(sid, [(b":status", str(status).encode()),
