@@ -54,7 +54,8 @@ pub struct Options {
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
-    v.parse().map_err(|_| format!("{flag}: not a number: {v:?}"))
+    v.parse()
+        .map_err(|_| format!("{flag}: not a number: {v:?}"))
 }
 
 /// `10`, `10s`, `2.5s`, `500ms`.
@@ -66,7 +67,9 @@ pub fn parse_duration(v: &str) -> Result<Duration, String> {
     } else {
         (v, 1.0)
     };
-    let x: f64 = n.parse().map_err(|_| format!("-D: not a duration: {v:?}"))?;
+    let x: f64 = n
+        .parse()
+        .map_err(|_| format!("-D: not a duration: {v:?}"))?;
     if !(x > 0.0 && x.is_finite()) {
         return Err(format!("-D: not a positive duration: {v:?}"));
     }
@@ -86,7 +89,9 @@ fn parse_hex32(v: &str) -> Result<[u8; 32], String> {
 }
 
 fn parse_header(v: &str) -> Result<(http::HeaderName, http::HeaderValue), String> {
-    let (name, value) = v.split_once(':').ok_or_else(|| format!("-H: no colon in {v:?}"))?;
+    let (name, value) = v
+        .split_once(':')
+        .ok_or_else(|| format!("-H: no colon in {v:?}"))?;
     let name = http::HeaderName::from_bytes(name.trim().to_ascii_lowercase().as_bytes())
         .map_err(|e| format!("-H {v:?}: {e}"))?;
     let value = http::HeaderValue::from_str(value.trim()).map_err(|e| format!("-H {v:?}: {e}"))?;
@@ -99,7 +104,10 @@ fn target(url: &http::Uri, connect_to: Option<&str>) -> Result<(SocketAddr, Stri
         return Err(format!("the URL must be https://…: {url}"));
     }
     let host = url.host().ok_or_else(|| format!("no host in {url}"))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
     let port = url.port_u16().unwrap_or(443);
     let dest = connect_to.map(str::to_string).unwrap_or_else(|| {
         if host.contains(':') {
@@ -135,12 +143,17 @@ pub fn parse(argv: &[String]) -> Result<Option<Options>, String> {
     let argv = split_attached(argv);
     let mut it = argv.iter();
     let (mut conns, mut streams, mut requests, mut threads) = (1usize, 1usize, 1u64, 1usize);
-    let (mut duration, mut body_file, mut url, mut connect_to) = (None, None::<PathBuf>, None, None);
+    let (mut duration, mut body_file, mut url, mut connect_to) =
+        (None, None::<PathBuf>, None, None);
     let (mut expect_len, mut expect_sha256, mut expect_status) = (None, None, None);
     let (mut timeout, mut stream_window, mut conn_window) = (Duration::from_secs(60), None, None);
     let (mut headers, mut json_only) = (Vec::new(), false);
     while let Some(a) = it.next() {
-        let mut val = || it.next().cloned().ok_or_else(|| format!("{a}: needs a value"));
+        let mut val = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{a}: needs a value"))
+        };
         match a.as_str() {
             "-h" | "--help" => return Ok(None),
             "-c" => conns = num(a, &val()?)?,
@@ -159,7 +172,9 @@ pub fn parse(argv: &[String]) -> Result<Option<Options>, String> {
             "--conn-window" => conn_window = Some(num(a, &val()?)?),
             "--json" => json_only = true,
             s if s.starts_with('-') => return Err(format!("unknown option {s}")),
-            s if url.is_none() => url = Some(s.parse::<http::Uri>().map_err(|e| format!("{s}: {e}"))?),
+            s if url.is_none() => {
+                url = Some(s.parse::<http::Uri>().map_err(|e| format!("{s}: {e}"))?)
+            }
             s => return Err(format!("more than one URL: {s}")),
         }
     }
@@ -214,9 +229,11 @@ mod tests {
 
     #[test]
     fn options() {
-        let o = parse(&args("-c 16 -m 10 -D 5s --expect-body-len 13 https://127.0.0.1:8443/x"))
-            .unwrap()
-            .unwrap();
+        let o = parse(&args(
+            "-c 16 -m 10 -D 5s --expect-body-len 13 https://127.0.0.1:8443/x",
+        ))
+        .unwrap()
+        .unwrap();
         assert_eq!((o.conns, o.streams, o.expect_len), (16, 10, Some(13)));
         assert_eq!(o.duration, Some(Duration::from_secs(5)));
         assert_eq!(o.addr, "127.0.0.1:8443".parse().unwrap());
@@ -224,10 +241,14 @@ mod tests {
         assert!(parse(&args("http://127.0.0.1/")).is_err());
         assert!(parse(&args("--expect-sha256 abc https://127.0.0.1/")).is_err());
         let h = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-        let o = parse(&args(&format!("--expect-sha256 {h} https://[::1]:9/"))).unwrap().unwrap();
+        let o = parse(&args(&format!("--expect-sha256 {h} https://[::1]:9/")))
+            .unwrap()
+            .unwrap();
         assert_eq!(o.expect_sha256.unwrap()[..2], [0xe3, 0xb0]);
         assert_eq!(o.server_name, "::1");
-        let o = parse(&args("-c16 -m10 -D5s -n7 https://127.0.0.1:1/")).unwrap().unwrap();
+        let o = parse(&args("-c16 -m10 -D5s -n7 https://127.0.0.1:1/"))
+            .unwrap()
+            .unwrap();
         assert_eq!((o.conns, o.streams, o.requests), (16, 10, 7));
         assert_eq!(o.duration, Some(Duration::from_secs(5)));
     }

@@ -25,7 +25,13 @@ impl Shared {
     pub fn new(opts: Options, client: quinn::ClientConfig) -> Self {
         let start = Instant::now();
         let deadline = opts.duration.map(|d| start + d);
-        Shared { opts, client, next: AtomicU64::new(0), start, deadline }
+        Shared {
+            opts,
+            client,
+            next: AtomicU64::new(0),
+            start,
+            deadline,
+        }
     }
 
     /// May one more request start?
@@ -43,7 +49,11 @@ type Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 pub async fn connection(shared: Arc<Shared>) -> Tally {
     let mut tally = Tally::default();
     let opts = &shared.opts;
-    let bind = if opts.addr.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" };
+    let bind = if opts.addr.is_ipv6() {
+        "[::]:0"
+    } else {
+        "0.0.0.0:0"
+    };
     let endpoint = match quinn::Endpoint::client(bind.parse().expect("an address")) {
         Ok(e) => e,
         Err(e) => {
@@ -58,7 +68,8 @@ pub async fn connection(shared: Arc<Shared>) -> Tally {
             return tally;
         }
     };
-    let (mut driver, sender) = match h3::client::new(h3_quinn::Connection::new(conn.clone())).await {
+    let (mut driver, sender) = match h3::client::new(h3_quinn::Connection::new(conn.clone())).await
+    {
         Ok(x) => x,
         Err(e) => {
             tally.problem(Problem::Connect, format!("HTTP/3 set-up: {e}"));
@@ -84,7 +95,10 @@ pub async fn connection(shared: Arc<Shared>) -> Tally {
     tally
 }
 
-async fn handshake(shared: &Shared, endpoint: &quinn::Endpoint) -> Result<quinn::Connection, String> {
+async fn handshake(
+    shared: &Shared,
+    endpoint: &quinn::Endpoint,
+) -> Result<quinn::Connection, String> {
     let opts = &shared.opts;
     let connecting = endpoint
         .connect_with(shared.client.clone(), opts.addr, &opts.server_name)
@@ -109,7 +123,10 @@ async fn worker(shared: Arc<Shared>, mut sender: Sender, conn: quinn::Connection
             Ok(Err(why)) => tally.problem(Problem::Stream, why),
             // Cut by the end of a timed run: neither counted nor an error.
             Err(_) if shared.deadline.is_some_and(|d| Instant::now() >= d) => tally.cut += 1,
-            Err(_) => tally.problem(Problem::Timeout, format!("no whole answer within {:?}", shared.opts.timeout)),
+            Err(_) => tally.problem(
+                Problem::Timeout,
+                format!("no whole answer within {:?}", shared.opts.timeout),
+            ),
         }
         if let Some(reason) = conn.close_reason() {
             tally.problem(Problem::Connection, format!("connection closed: {reason}"));
@@ -128,8 +145,14 @@ pub struct Answer {
 
 async fn request(shared: &Shared, sender: &mut Sender) -> Result<Answer, String> {
     let opts = &shared.opts;
-    let method = if opts.body.is_some() { http::Method::POST } else { http::Method::GET };
-    let mut req = http::Request::builder().method(method).uri(opts.url.clone());
+    let method = if opts.body.is_some() {
+        http::Method::POST
+    } else {
+        http::Method::GET
+    };
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(opts.url.clone());
     for (k, v) in &opts.headers {
         req = req.header(k, v);
     }
@@ -137,12 +160,21 @@ async fn request(shared: &Shared, sender: &mut Sender) -> Result<Answer, String>
         req = req.header(http::header::CONTENT_LENGTH, b.len());
     }
     let req = req.body(()).map_err(|e| format!("request: {e}"))?;
-    let mut stream = sender.send_request(req).await.map_err(|e| format!("send: {e}"))?;
+    let mut stream = sender
+        .send_request(req)
+        .await
+        .map_err(|e| format!("send: {e}"))?;
     if let Some(b) = &opts.body {
-        stream.send_data(b.clone()).await.map_err(|e| format!("send body: {e}"))?;
+        stream
+            .send_data(b.clone())
+            .await
+            .map_err(|e| format!("send body: {e}"))?;
     }
     stream.finish().await.map_err(|e| format!("finish: {e}"))?;
-    let resp = stream.recv_response().await.map_err(|e| format!("response: {e}"))?;
+    let resp = stream
+        .recv_response()
+        .await
+        .map_err(|e| format!("response: {e}"))?;
     let mut hasher = opts.expect_sha256.map(|_| Sha256::new());
     let mut body_len = 0u64;
     while let Some(mut chunk) = stream.recv_data().await.map_err(|e| format!("body: {e}"))? {
@@ -157,5 +189,9 @@ async fn request(shared: &Shared, sender: &mut Sender) -> Result<Answer, String>
         }
     }
     let sha256 = hasher.map(|h| h.finalize().into());
-    Ok(Answer { status: resp.status().as_u16(), body_len, sha256 })
+    Ok(Answer {
+        status: resp.status().as_u16(),
+        body_len,
+        sha256,
+    })
 }

@@ -31,15 +31,22 @@ fn main() {
         }
     };
     let rt = if opts.threads == 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
     } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(opts.threads).enable_all().build()
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(opts.threads)
+            .enable_all()
+            .build()
     };
     let rt = rt.expect("a tokio runtime");
     let json_only = opts.json_only;
     let (ok, human, json) = rt.block_on(async move {
         let shared = Arc::new(client::Shared::new(opts, client));
-        let conns: Vec<_> = (0..shared.opts.conns).map(|_| tokio::spawn(client::connection(shared.clone()))).collect();
+        let conns: Vec<_> = (0..shared.opts.conns)
+            .map(|_| tokio::spawn(client::connection(shared.clone())))
+            .collect();
         let mut total = tally::Tally::default();
         for c in conns {
             match c.await {

@@ -75,7 +75,8 @@ impl Tally {
     pub fn answer(&mut self, opts: &Options, a: Answer, latency: Duration) {
         self.done += 1;
         self.body_bytes += a.body_len;
-        self.latencies_us.push(latency.as_micros().min(u32::MAX as u128) as u32);
+        self.latencies_us
+            .push(latency.as_micros().min(u32::MAX as u128) as u32);
         let status_ok = match opts.expect_status {
             Some(s) => a.status == s,
             None => (200..300).contains(&a.status),
@@ -83,18 +84,24 @@ impl Tally {
         let mut good = true;
         if !status_ok {
             self.bad_status += 1;
-            self.first_problem.get_or_insert(format!("status {}", a.status));
+            self.first_problem
+                .get_or_insert(format!("status {}", a.status));
             good = false;
         }
         if let Some(n) = opts.expect_len.filter(|&n| n != a.body_len) {
             self.len_mismatch += 1;
-            self.first_problem.get_or_insert(format!("body of {} bytes, expected {n}", a.body_len));
+            self.first_problem
+                .get_or_insert(format!("body of {} bytes, expected {n}", a.body_len));
             good = false;
         }
         if let (Some(want), Some(got)) = (opts.expect_sha256, a.sha256) {
             if want != got {
                 self.sha_mismatch += 1;
-                self.first_problem.get_or_insert(format!("body sha256 {} ({} bytes)", hex(&got), a.body_len));
+                self.first_problem.get_or_insert(format!(
+                    "body sha256 {} ({} bytes)",
+                    hex(&got),
+                    a.body_len
+                ));
                 good = false;
             }
         }
@@ -183,22 +190,35 @@ pub fn report(opts: &Options, t: &mut Tally, elapsed: Duration) -> (String, Stri
     let rps = t.done as f64 / secs;
     let (p50, p90, p99) = (pct_ms(l, 50.0), pct_ms(l, 90.0), pct_ms(l, 99.0));
     let max = l.last().copied().unwrap_or(0) as f64 / 1000.0;
-    let mean = if l.is_empty() { 0.0 } else { l.iter().map(|&x| x as f64).sum::<f64>() / l.len() as f64 / 1000.0 };
+    let mean = if l.is_empty() {
+        0.0
+    } else {
+        l.iter().map(|&x| x as f64).sum::<f64>() / l.len() as f64 / 1000.0
+    };
     let verified = opts.expect_len.is_some() || opts.expect_sha256.is_some();
     let not_started = if opts.duration.is_some() {
         0
     } else {
-        opts.requests.saturating_sub(t.done + t.stream_errors + t.timeouts)
+        opts.requests
+            .saturating_sub(t.done + t.stream_errors + t.timeouts)
     };
     let q = &t.quic;
     let mut h = String::new();
-    let _ = writeln!(h, "finished in {secs:.2}s, {rps:.2} req/s, {:.2}MB/s of body", t.body_bytes as f64 / secs / 1e6);
+    let _ = writeln!(
+        h,
+        "finished in {secs:.2}s, {rps:.2} req/s, {:.2}MB/s of body",
+        t.body_bytes as f64 / secs / 1e6
+    );
     let _ = writeln!(
         h,
         "requests: {} done, {} as expected{}, {} not started, {} cut by the end",
         t.done,
         t.ok,
-        if verified { " (body checked)" } else { " (body NOT checked)" },
+        if verified {
+            " (body checked)"
+        } else {
+            " (body NOT checked)"
+        },
         not_started,
         t.cut
     );
@@ -207,7 +227,10 @@ pub fn report(opts: &Options, t: &mut Tally, elapsed: Duration) -> (String, Stri
         "errors: {} connect, {} connection, {} stream, {} timeout; mismatches: {} status, {} length, {} sha256",
         t.connect_errors, t.connection_errors, t.stream_errors, t.timeouts, t.bad_status, t.len_mismatch, t.sha_mismatch
     );
-    let _ = writeln!(h, "latency: p50 {p50:.3}ms, p90 {p90:.3}ms, p99 {p99:.3}ms, max {max:.3}ms, mean {mean:.3}ms");
+    let _ = writeln!(
+        h,
+        "latency: p50 {p50:.3}ms, p90 {p90:.3}ms, p99 {p99:.3}ms, max {max:.3}ms, mean {mean:.3}ms"
+    );
     let _ = writeln!(
         h,
         "bytes: {} of body; UDP {} sent in {} datagrams, {} received in {} datagrams; {} packets lost, {} congestion events, max rtt {:.3}ms",
@@ -223,7 +246,10 @@ pub fn report(opts: &Options, t: &mut Tally, elapsed: Duration) -> (String, Stri
     if let Some(p) = &t.first_problem {
         let _ = writeln!(h, "first problem: {p}");
     }
-    let problem = t.first_problem.as_deref().map_or("null".to_string(), json_str);
+    let problem = t
+        .first_problem
+        .as_deref()
+        .map_or("null".to_string(), json_str);
     let json = format!(
         concat!(
             "{{\"tool\":\"h3load\",\"url\":{},\"conns\":{},\"streams\":{},\"seconds\":{:.6},",
