@@ -67,7 +67,7 @@ class Forwarder(threading.Thread):
         self.queues = [collections.deque(), collections.deque()]
         self.rng = random.Random(seed)
         self.stop_ev = threading.Event()
-        self.counts = {"srv->cli": [0, 0, 0], "cli->srv": [0, 0, 0]}  # delivered, lost, queue-full
+        self.counts = {"srv->cli": [0, 0, 0, 0], "cli->srv": [0, 0, 0, 0]}  # delivered, lost, queue-full, write failed
 
     def _read(self, d: int) -> None:
         loss, delay = self.shape[d]
@@ -93,7 +93,7 @@ class Forwarder(threading.Thread):
                     os.write(self.fds[1 - d], pkt)
                     c[0] += 1
                 except OSError:
-                    c[2] += 1
+                    c[3] += 1
 
     def run(self) -> None:
         ep = select.epoll()
@@ -173,8 +173,8 @@ class Link:
     def counters(self) -> str:
         """What the link did so far: packets delivered/lost per direction."""
         if self.forwarder:
-            return "; ".join(f"{k}: {v[0]} delivered, {v[1]} lost, {v[2]} queue-full"
-                             for k, v in self.forwarder.counts.items())
+            return "; ".join(f"{k}: {v[0]} delivered, {v[1]} lost, {v[2]} over the queue limit, "
+                             f"{v[3]} not written" for k, v in self.forwarder.counts.items())
         if self.used == "netem":
             r = sh(["tc", "-s", "-n", self.srv_ns, "qdisc", "show", "dev", self.srv_dev], [], check=False)
             return " ".join(r.stdout.split())
