@@ -61,6 +61,8 @@ pub struct Config {
     pub http2: Http2Mode,
     /// `--http2-max-streams`: SETTINGS_MAX_CONCURRENT_STREAMS of every HTTP/2 connection.
     pub http2_max_streams: u32,
+    /// `--http3`: QUIC and HTTP/3 on every TLS listener's address (`io::h3`).
+    pub http3: bool,
     /// `--root-path`: SCRIPT_NAME.
     pub root_path: String,
     /// `--forwarded-allow-ips` and `--forwarded-headers`: whose forwarding headers are read,
@@ -372,6 +374,7 @@ impl Config {
             max_drain: get(d, "max_drain")?,
             http2: one_of(d, "http2", &Http2Mode::ALL)?,
             http2_max_streams: get(d, "http2_max_streams")?,
+            http3: get(d, "http3")?,
             limit_response_headers: get(d, "limit_response_headers")?,
             write_high_water: get(d, "write_high_water")?,
             root_path: get(d, "root_path")?,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Dict, List, Set
 
 from tests.h2_client import H2Client
+from tests.h3_client import H3Client
 from tests.helpers import wait_for
 from tests.helpers import free_ports
 from tests.test_tls import client_context, tls_options
@@ -72,7 +73,7 @@ def unnamed(pid: int) -> List[str]:
 
 
 def options(tls_certs, access_log: Path, metrics_port: int) -> List[str]:
-    return [*tls_options(tls_certs), "--http2", "on", "--metrics-bind",
+    return [*tls_options(tls_certs), "--http2", "on", "--http3", "--metrics-bind",
             f"127.0.0.1:{metrics_port}", "--access-log", str(access_log), "--timeout", "60",
             "--max-stuck", "5", "--threads", "2:8"]
 
@@ -97,6 +98,13 @@ def h2_get(srv, tls_certs) -> None:
         c.close()
 
 
+def h3_get(srv, tls_certs) -> None:
+    """One HTTP/3 request (QUIC), answered: its endpoint and connection are tasks of the loop,
+    no thread of their own."""
+    with H3Client(srv.port, str(tls_certs.ca_cert)) as c:
+        assert c.get("/fast").status == 200
+
+
 def scrape(port: int) -> None:
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
@@ -118,6 +126,7 @@ def test_every_thread_of_a_single_process_is_named(start_server, tls_certs, tmp_
     sock = block_one_call(srv, tls_certs)
     try:
         h2_get(srv, tls_certs)
+        h3_get(srv, tls_certs)
         scrape(mport)
         # The blocked call's loop was handed on, and the h2 request answered: every kind the
         # options make is there.

@@ -45,6 +45,7 @@ class ServerConfig(TypedDict):
     max_drain: int  # --max-drain (docs/options.md)
     http2: str  # --http2 (docs/options.md)
     http2_max_streams: int  # --http2-max-streams (docs/options.md)
+    http3: bool  # --http3 (docs/options.md)
     static_fallthrough: bool  # --static-fallthrough (docs/options.md)
     write_high_water: int  # --write-high-water (docs/options.md)
     root_path: str  # --root-path (docs/options.md)

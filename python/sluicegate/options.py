@@ -344,6 +344,14 @@ OPTIONS: Tuple[Option, ...] = (
         "N", int, core=True,
     ),
     Option(
+        "http3", parse_bool, "false",
+        "HTTP/3 (QUIC, docs/http3.md) on every TLS listener: a UDP socket on the same address "
+        "and port, the same certificate (TLS 1.3, ALPN h3), and an Alt-Svc header on the "
+        "HTTP/1.1 and HTTP/2 answers of TLS listeners so that clients move to it. No 0-RTT. "
+        "--http2-max-streams bounds each connection's concurrent request streams.",
+        "", bool, switch=True, core=True,
+    ),
+    Option(
         "static", parse_static, [],
         "Serve the files under DIRECTORY at URL_PREFIX (/static, or /static/ as Django's STATIC_URL writes it) from the "
         "Rust core, without calling the app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "

@@ -67,6 +67,7 @@ class Config:
     max_drain: int
     http2: str
     http2_max_streams: int
+    http3: bool
     static: Tuple[StaticMount, ...]
     static_fallthrough: bool
     write_high_water: int

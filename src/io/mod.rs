@@ -19,17 +19,21 @@
 //! - [`metrics_socket`]: the `--metrics-bind` socket, which the core binds itself.
 //! - [`file_body`]: a file the app hands over as its body, made ready for `sendfile`.
 //! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
-//! - [`h2`]: HTTP/2 connections, served by the `h2` crate on a thread of their own.
+//! - [`h2`]: HTTP/2 connections, served by the `h2` crate as tasks of the event loop.
+//! - [`h3`]: HTTP/3 over QUIC (quinn and `h3`), its endpoints and connections tasks of the loop.
+//! - [`call_io`]: a stream call's body and reply, whichever of the two protocols carries it.
 //! - [`static_files`]: files the loop serves itself (opening, `sendfile`; decisions in proto).
 //! - [`static_cache`]: small static files kept in memory while inotify reports no change.
 //! - [`statsd`]: the `--statsd-host` datagram socket the request metrics are sent on.
 
 pub mod balance;
+pub mod call_io;
 pub mod conn;
 pub mod error_answer;
 pub mod event_loop;
 pub mod file_body;
 pub mod h2;
+pub mod h3;
 pub mod listen;
 pub mod metrics_socket;
 pub mod out_queue;

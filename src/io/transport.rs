@@ -35,6 +35,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use super::h2::stream::StreamCut;
+use super::h3::stream::H3Cut;
 use super::out_queue::OutQueue;
 use super::stream::{read_fd, send_all_fd, set_receive_buffer, wait_fd};
 use super::tls_link::{TlsFacts, TlsLink};
@@ -54,6 +55,8 @@ pub enum Cut {
     Conn(Transport),
     /// An HTTP/2 stream: answered 504 (or reset); the connection and its other streams go on.
     Stream(StreamCut),
+    /// An HTTP/3 stream: the same, on its QUIC connection.
+    Stream3(H3Cut),
 }
 
 impl From<Transport> for Cut {
@@ -69,6 +72,7 @@ impl Cut {
         match self {
             Cut::Conn(t) => t.answer_and_close(answer),
             Cut::Stream(stream) => stream.cut(answer.is_some()),
+            Cut::Stream3(stream) => stream.cut(answer.is_some()),
         }
     }
 }

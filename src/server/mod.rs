@@ -37,7 +37,7 @@ use crate::wsgi::pool::Pool;
 use drive::{drive_loop, hand_loop_over, run_job, LoopEnd, Shared, STOP_TAIL};
 use report::{readings, watch_deadlines, Pages};
 use scheduler::Scheduler;
-use wiring::{balance_table, listener_tls, Listeners};
+use wiring::{balance_table, http3_hub, listener_tls, Listeners};
 
 /// The least a stop gives the access log's writer for its last lines, even with nothing left of
 /// the graceful timeout (an immediate stop): a file or a pipe that is read takes them in far
@@ -127,6 +127,7 @@ impl Server {
         let (tls, not_after) = listener_tls(&tls_flags, tls_given.as_ref(), &config)?;
         let h2 = (config.http2 != crate::config::Http2Mode::Off)
             .then(|| crate::io::h2::H2Hub::new(Arc::clone(&config)));
+        let h3 = http3_hub(&config, &sockets, &tls)?;
         let statics = crate::io::static_files::StaticFiles::new(
             &config.static_mounts,
             config.static_fallthrough,
@@ -149,6 +150,7 @@ impl Server {
                 wires,
                 tls: crate::io::event_loop::ListenerTls::new(tls),
                 h2,
+                h3,
             },
             balance,
         )
@@ -231,6 +233,11 @@ impl Server {
             )
             .map_err(|e| PyOSError::new_err(format!("cannot start HTTP/2: {e}")))?;
         }
+        // HTTP/3: its endpoints and connections are tasks of the loop too; every request
+        // stream's call goes to the pool.
+        let mut st = st;
+        st.start_http3(Arc::new(h2_inline::Runner(Arc::downgrade(&shared))))
+            .map_err(|e| PyOSError::new_err(format!("cannot start HTTP/3: {e}")))?;
         let loop_thread = spawn_loop_thread(&shared, &pool, st)?;
         let (watchdog, deadline_watcher) = spawn_watchers(&shared)?;
         self.wait_for_end(py);

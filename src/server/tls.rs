@@ -82,6 +82,11 @@ pub fn replace(ctx: &LoopCtx, t: &TlsConfig) -> bool {
     if !ctx.settings.tls.replace(with_alpn(t, &ctx.settings.config)) {
         return false;
     }
+    if let Some(h3) = &ctx.settings.h3 {
+        if let Err(e) = h3.replace_tls(&t.server) {
+            eprintln!("sluicegate: --http3: the new certificate is not served over QUIC: {e}");
+        }
+    }
     ctx.counters
         .tls_not_after
         .store(t.not_after.max(1), Ordering::Relaxed);

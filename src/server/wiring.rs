@@ -98,3 +98,26 @@ pub(super) fn balance_table(config: &Config) -> PyResult<Option<Balance>> {
         .map(Some)
         .map_err(|e| PyOSError::new_err(format!("cannot map the balance table: {e}")))
 }
+
+/// `--http3`: a UDP socket beside each TLS listener on TCP, with its TLS configuration
+/// (`None` without `--http3` or without such a listener).
+pub(super) fn http3_hub(
+    config: &Arc<Config>,
+    sockets: &[ListenSocket],
+    tls: &[Option<Arc<rustls::ServerConfig>>],
+) -> PyResult<Option<Arc<crate::io::h3::H3Hub>>> {
+    if !config.http3 {
+        return Ok(None);
+    }
+    let mut on = Vec::new();
+    for (i, (socket, tls)) in sockets.iter().zip(tls).enumerate() {
+        if let (ListenSocket::Tcp(l, _), Some(tls)) = (socket, tls) {
+            let addr = l
+                .local_addr()
+                .map_err(|e| PyOSError::new_err(e.to_string()))?;
+            on.push((i, addr, Arc::clone(tls)));
+        }
+    }
+    crate::io::h3::H3Hub::bind(Arc::clone(config), &on)
+        .map_err(|e| PyOSError::new_err(format!("--http3: cannot bind its UDP socket: {e}")))
+}

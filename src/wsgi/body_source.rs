@@ -14,8 +14,8 @@ use pyo3::exceptions::PyTimeoutError;
 use pyo3::prelude::*;
 
 use super::errors::{BodyError, ClientDisconnected};
+use crate::io::call_io::CallBody;
 use crate::io::h2::stream::body_protocol_error;
-use crate::io::h2::StreamBody;
 use crate::io::read_ahead::BodyFailure;
 use crate::io::read_buf::ReadBuf;
 
@@ -60,7 +60,7 @@ const LINE_STEP: usize = 64 * 1024;
 /// An HTTP/2 stream's body, as `wsgi.input` reads it: the stream's DATA (`StreamBody`), what
 /// a line read left over, and the failure once there is one.
 pub struct StreamInput {
-    body: StreamBody,
+    body: CallBody,
     spill: Vec<u8>,
     timeout: Duration,
     failure: Option<BodyFailure>,
@@ -68,7 +68,7 @@ pub struct StreamInput {
 
 impl StreamInput {
     /// `timeout`: `--read-timeout`, per wait for a DATA frame.
-    pub fn new(body: StreamBody, timeout: Duration) -> StreamInput {
+    pub fn new(body: CallBody, timeout: Duration) -> StreamInput {
         StreamInput {
             body,
             spill: Vec::new(),

@@ -59,6 +59,14 @@ fn static_server_header(value: &[u8]) -> &'static [u8] {
 }
 
 impl Bridge {
+    /// `--http3`: the `Alt-Svc` value HTTP/1.1 and HTTP/2 answers on `listener` carry (its
+    /// TLS listeners' only).
+    #[inline]
+    pub fn alt_svc(&self, listener: usize) -> Option<&'static [u8]> {
+        let hub = self.loop_ctx.settings.h3.as_ref()?;
+        hub.alt_svc(listener)
+    }
+
     pub fn new(
         py: Python<'_>,
         app: Py<PyAny>,

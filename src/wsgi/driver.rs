@@ -76,6 +76,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
             .config
             .server_timing
             .then_some((parsed_at, app_started)),
+        alt_svc: bridge.alt_svc(conn.listener),
         ..base_settings(bridge)
     };
     let callables = Callables::take(
@@ -185,6 +186,7 @@ fn base_settings(bridge: &Bridge) -> SenderSettings {
         body: None,
         close_delimited: false,
         server_timing: None,
+        alt_svc: None,
     }
 }
 

@@ -14,6 +14,9 @@ pub enum Version {
     /// A stream of an HTTP/2 connection (`h2.rs`): its head comes from HPACK-decoded fields,
     /// and the response is framed by the HTTP/2 layer, never by `h1/`.
     Http2,
+    /// A request stream of an HTTP/3 connection (`h3.rs`): made like HTTP/2's, from
+    /// QPACK-decoded fields.
+    Http3,
 }
 
 impl Version {
@@ -23,6 +26,7 @@ impl Version {
             Version::Http10 => "HTTP/1.0",
             Version::Http11 => "HTTP/1.1",
             Version::Http2 => "HTTP/2",
+            Version::Http3 => "HTTP/3",
         }
     }
 }

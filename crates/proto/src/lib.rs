@@ -15,6 +15,7 @@ pub mod files;
 pub mod forwarded;
 pub mod h1;
 pub mod h2;
+pub mod h3;
 pub mod head;
 pub mod host;
 pub mod limits;

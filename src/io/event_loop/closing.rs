@@ -270,8 +270,13 @@ impl LoopState {
                 .count();
             ctx.counters.cut.fetch_add(cut as u64, Ordering::Relaxed);
             // HTTP/2: every stream still open is reset (and counted) by its connection's task.
-            if let (Some(tasks), Some(hub)) = (self.tasks.as_mut(), ctx.settings.h2.as_ref()) {
-                hub.set_stop(crate::io::h2::Stop::Immediate);
+            if let Some(tasks) = self.tasks.as_mut() {
+                if let Some(hub) = ctx.settings.h2.as_ref() {
+                    hub.set_stop(crate::io::h2::Stop::Immediate);
+                }
+                if let Some(hub) = ctx.settings.h3.as_ref() {
+                    hub.set_stop(crate::io::h2::Stop::Immediate);
+                }
                 tasks.run(now);
                 tasks.clear();
             }
@@ -294,7 +299,12 @@ impl LoopState {
             .h2
             .as_ref()
             .map_or(0, |h| h.open.load(Ordering::SeqCst));
-        h2_open == 0 && self.conns.is_empty()
+        let h3_open = ctx
+            .settings
+            .h3
+            .as_ref()
+            .map_or(0, |h| h.open.load(Ordering::SeqCst));
+        h2_open == 0 && h3_open == 0 && self.conns.is_empty()
             || (stuck > 0
                 && self.conns.len() <= stuck
                 && self

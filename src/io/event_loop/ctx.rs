@@ -287,6 +287,8 @@ pub struct LoopSettings {
     /// HTTP/2 (`--http2` not off): where a connection that opens with the preface, or agreed
     /// on `h2` by ALPN, is handed over (`io::h2`).
     pub h2: Option<Arc<crate::io::h2::H2Hub>>,
+    /// HTTP/3 (`--http3`, with a TLS listener): the UDP sockets and endpoints (`io::h3`).
+    pub h3: Option<Arc<crate::io::h3::H3Hub>>,
 }
 
 impl LoopSettings {

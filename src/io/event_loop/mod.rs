@@ -92,6 +92,8 @@ const WAKER: Token = Token(usize::MAX);
 /// HTTP/2 connections' sockets are registered under this plus their task's key
 /// (`io::h2::tasks`), far above the connections' slab keys and below the listeners'.
 const H2_BASE: usize = 1 << 40;
+/// HTTP/3's UDP sockets are registered under this plus their index (`io::h3`).
+const H3_BASE: usize = 2 * H2_BASE;
 /// Listener tokens count down from here (the metrics listener's is above them:
 /// `pages::METRICS_LISTENER_TOKEN`); connection tokens are slab keys (far below).
 const LISTENER_BASE: usize = usize::MAX - 2;
@@ -256,9 +258,7 @@ impl LoopState {
         // Sweep often enough that a timeout fires within a quarter of its length (bounded to
         // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
         let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
-        let tasks = settings
-            .h2
-            .is_some()
+        let tasks = (settings.h2.is_some() || settings.h3.is_some())
             .then(|| crate::io::h2::Tasks::new(Arc::clone(&waker)));
         let ctx = Arc::new(LoopCtx {
             settings,
@@ -309,7 +309,11 @@ impl LoopState {
     /// loop's table's, and the HTTP/2 connections its tasks serve.
     fn held(&self) -> usize {
         let h2 = self.shared.settings.h2.as_ref();
-        self.conns.len() + h2.map_or(0, |hub| hub.open.load(std::sync::atomic::Ordering::Relaxed))
+        let h3 = self.shared.settings.h3.as_ref();
+        let relaxed = std::sync::atomic::Ordering::Relaxed;
+        self.conns.len()
+            + h2.map_or(0, |hub| hub.open.load(relaxed))
+            + h3.map_or(0, |hub| hub.open.load(relaxed))
     }
 
     /// Is other work waiting while an inline call holds this (parked) state: connections to
@@ -424,6 +428,14 @@ impl LoopState {
                 accept_from.push(LISTENER_BASE - t.0);
                 continue;
             }
+            if (H3_BASE..H3_BASE + H2_BASE).contains(&t.0) {
+                if let Some(hub) = &ctx.settings.h3 {
+                    let readable = ev.is_readable() || ev.is_error();
+                    let writable = ev.is_writable() || ev.is_error();
+                    hub.event(t.0 - H3_BASE, readable, writable);
+                }
+                continue;
+            }
             if (H2_BASE..2 * H2_BASE).contains(&t.0) {
                 if let Some(tasks) = &self.tasks {
                     let mut bits = 0;
@@ -464,16 +476,33 @@ impl LoopState {
         }
     }
 
-    /// Poll the HTTP/2 tasks that were woken, after telling them of a stop. `true`: some are
-    /// woken still (the loop must not sleep).
+    /// Poll the HTTP/2 and HTTP/3 tasks that were woken, after telling them of a stop. `true`:
+    /// some are woken still (the loop must not sleep).
     fn run_tasks(&mut self, ctx: &LoopCtx) -> bool {
-        let (Some(tasks), Some(hub)) = (self.tasks.as_mut(), ctx.settings.h2.as_ref()) else {
+        let Some(tasks) = self.tasks.as_mut() else {
             return false;
         };
         if ctx.shutting_down() {
-            hub.set_stop(crate::io::h2::LoopView::stop(ctx));
+            let stop = crate::io::h2::LoopView::stop(ctx);
+            if let Some(hub) = &ctx.settings.h2 {
+                hub.set_stop(stop);
+            }
+            if let Some(hub) = &ctx.settings.h3 {
+                hub.set_stop(stop);
+            }
         }
         tasks.run(Instant::now())
+    }
+
+    /// Start HTTP/3's endpoints on this loop (`--http3`): their sockets join the epoll set,
+    /// their tasks the task set; `runner` runs each request stream's call.
+    pub fn start_http3(&mut self, runner: Arc<dyn crate::io::h2::StreamRunner>) -> io::Result<()> {
+        let (Some(hub), Some(tasks)) = (self.shared.settings.h3.as_ref(), self.tasks.as_ref())
+        else {
+            return Ok(());
+        };
+        let view = Arc::clone(&self.shared) as Arc<dyn crate::io::h2::LoopView>;
+        hub.start(tasks.shared(), self.poll.registry(), H3_BASE, view, runner)
     }
 
     /// Accepts again on the listeners a turn left with connections waiting (`accept_again`).

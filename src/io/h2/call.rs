@@ -11,13 +11,14 @@ use std::net::IpAddr;
 use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::RequestHead;
 
-use super::stream::{StreamBody, StreamReply};
+use crate::io::call_io::{CallBody, CallReply};
 use crate::io::out_queue::OutQueue;
 use crate::io::tls_link::TlsFacts;
 use crate::observe::counters::Counters;
 use crate::peer::Peer;
 
-/// One stream's request, ready for the app (the HTTP/2 counterpart of the loop's `Work`).
+/// One stream's request, ready for the app (the HTTP/2 and HTTP/3 counterpart of the loop's
+/// `Work`).
 pub struct StreamCall {
     pub head: RequestHead,
     /// The listener the connection came in on (SERVER_NAME/PORT, the environ's template).
@@ -29,8 +30,8 @@ pub struct StreamCall {
     /// `:scheme` said `https` (trusted for h2c only as forwarding headers are).
     pub scheme_https: bool,
     /// The request body's DATA frames (`None`: the HEADERS frame ended the stream).
-    pub body: Option<StreamBody>,
-    pub reply: StreamReply,
+    pub body: Option<CallBody>,
+    pub reply: CallReply,
     /// When the stream's head was decoded (`clock::now_ns`).
     pub parsed_at: u64,
     /// What the upper floors keep per connection (`Conn::upper`: the environ's peer strings),
@@ -38,7 +39,7 @@ pub struct StreamCall {
     /// peer address's formatting alone was 3% of a hello world's instructions).
     pub upper: Upper,
     /// Counts the connection's streams in flight; the guard drops with the call.
-    pub(crate) _live: LiveStream,
+    pub _live: LiveStream,
 }
 
 /// [`StreamCall::upper`]: one per connection. A stream that finds it taken by another stream
@@ -46,10 +47,10 @@ pub struct StreamCall {
 pub type Upper = Arc<std::sync::Mutex<Option<Box<dyn crate::peer::PeerCache>>>>;
 
 /// One stream in flight on a connection (its idle timer waits for none).
-pub(crate) struct LiveStream(Arc<AtomicUsize>);
+pub struct LiveStream(Arc<AtomicUsize>);
 
 impl LiveStream {
-    pub(super) fn new(count: &Arc<AtomicUsize>) -> LiveStream {
+    pub fn new(count: &Arc<AtomicUsize>) -> LiveStream {
         count.fetch_add(1, Ordering::SeqCst);
         LiveStream(Arc::clone(count))
     }

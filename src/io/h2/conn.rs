@@ -27,6 +27,7 @@ use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
 use super::{tasks, timer};
 use crate::clock::now_ns;
+use crate::io::call_io::{CallBody, CallReply};
 use crate::io::conn::Conn;
 use crate::io::out_queue::OutQueue;
 
@@ -245,13 +246,13 @@ fn take_stream(
         tls_facts: per_conn.tls_facts.clone(),
         scheme_https: parts.uri.scheme_str() == Some("https"),
         body: (!end_of_stream).then(|| {
-            StreamBody::new(
+            CallBody::H2(StreamBody::new(
                 body,
                 expect_continue.then(|| reply.interim()),
                 unknown_length.then_some(hub.config.limits.max_body),
-            )
+            ))
         }),
-        reply,
+        reply: CallReply::H2(reply),
         parsed_at: now_ns(),
         upper: Arc::clone(&per_conn.upper),
         _live: LiveStream::new(&per_conn.live),

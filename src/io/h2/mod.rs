@@ -25,12 +25,12 @@ mod call;
 mod conn;
 pub mod inline;
 mod open_streams;
-mod own_answer;
+pub mod own_answer;
 mod parked;
 mod socket_io;
 pub mod stream;
 pub mod tasks;
-mod timer;
+pub mod timer;
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock, Weak};
@@ -39,7 +39,7 @@ use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::io::conn::Conn;
-pub use call::{LoopView, Stop, StreamCall, StreamRunner, Upper};
+pub use call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
 use conn::ThreadShare;
 pub use inline::Inline;
 pub use stream::{StreamBody, StreamCut, StreamReply};

@@ -23,7 +23,7 @@ const CONNECTION_SPECIFIC: [&[u8]; 5] = [
 ];
 
 /// Take the next bytes from the front of `out` (memory, or a file range read in a block).
-fn pull(out: &mut OutQueue, into: &mut Vec<u8>) -> usize {
+pub(crate) fn pull(out: &mut OutQueue, into: &mut Vec<u8>) -> usize {
     out.encrypt_with(-1, &mut |slices: &[IoSlice<'_>]| {
         slices
             .iter()
@@ -38,7 +38,7 @@ fn pull(out: &mut OutQueue, into: &mut Vec<u8>) -> usize {
 
 /// The status and fields of the loop's HTTP/1.1 head (made by proto's encoders: one space
 /// after the version, `Name: value` lines).
-fn parse_head(head: &[u8]) -> Option<http::response::Builder> {
+pub(crate) fn parse_head(head: &[u8]) -> Option<http::response::Builder> {
     let mut lines = head
         .split(|&b| b == b'\n')
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l));

@@ -430,7 +430,7 @@ fn cut_error() -> io::Error {
 /// A response head (or an interim one) for `h2` from the app's status and fields. Built in
 /// place, not with `http::response::Builder`, which moves the whole response through a `Result`
 /// at every field (a third of the head's instructions).
-fn response_of<'a>(
+pub(crate) fn response_of<'a>(
     status: u16,
     fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
 ) -> io::Result<http::Response<()>> {

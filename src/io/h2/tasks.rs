@@ -1,5 +1,6 @@
 //! The event loop's task set: the futures the loop polls itself (each HTTP/2 connection's
-//! task, the pumps of parked answers, own answers), with no runtime of their own.
+//! task, the pumps of parked answers, own answers; HTTP/3's endpoints and connections, whose
+//! runtime this is: `io::h3::runtime`), with no runtime of their own.
 //!
 //! A task is polled when its waker was called: by the loop, for an epoll event on the socket
 //! registered under the task's token ([`Tasks::wake`]), or by anything else (the `h2` crate's
@@ -46,6 +47,11 @@ impl TaskShared {
         if self.sleeping.load(Ordering::SeqCst) {
             let _ = self.ring.wake();
         }
+    }
+
+    /// The task set's timers (`timer.rs`).
+    pub fn timers(&self) -> &Arc<Timers> {
+        &self.timers
     }
 
     /// Start a task on the loop (from any thread).

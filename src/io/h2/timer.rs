@@ -2,7 +2,9 @@
 //! ([`Timers`], in the task set's shared part); the loop's wait ends at the earliest and fires
 //! those due. A timer moved later ([`Sleep::reset`]) keeps its place in the heap and is put
 //! back at its new deadline when the old one comes: a connection's idle timer, pushed back at
-//! each stream, costs no heap operation per stream.
+//! each stream, costs no heap operation per stream. A timer that fired is queued again when
+//! it is next polled before its (new) deadline, so one timer serves any number of waits
+//! (QUIC's loss and idle timers, a connection's idle timer after each fire).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -15,6 +17,10 @@ use std::time::{Duration, Instant};
 struct Entry {
     at: Instant,
     waker: Option<Waker>,
+    /// The deadline of the heap entry that stands for this timer (`None`: none is queued: it
+    /// fired, or was never polled). Other heap entries of it are stale and dropped when they
+    /// come out.
+    queued_at: Option<Instant>,
 }
 
 struct Due(Instant, Arc<Mutex<Entry>>);
@@ -65,21 +71,26 @@ impl Timers {
     }
 
     /// Wake the timers due at `now`; those moved later go back in at their new deadline,
-    /// those dropped leave.
+    /// those dropped (and stale entries) leave.
     pub fn fire(&self, now: Instant) {
         let mut heap = self.heap.lock().unwrap();
         while heap.peek().is_some_and(|r| r.0 .0 <= now) {
-            let Reverse(Due(_, entry)) = heap.pop().expect("peeked");
+            let Reverse(Due(when, entry)) = heap.pop().expect("peeked");
             if Arc::strong_count(&entry) == 1 {
                 continue;
             }
             let mut e = entry.lock().unwrap();
+            if e.queued_at != Some(when) {
+                continue;
+            }
             if e.at > now {
                 let at = e.at;
+                e.queued_at = Some(at);
                 drop(e);
                 heap.push(Reverse(Due(at, entry)));
                 continue;
             }
+            e.queued_at = None;
             if let Some(w) = e.waker.take() {
                 w.wake();
             }
@@ -91,30 +102,40 @@ impl Timers {
 pub struct Sleep {
     entry: Arc<Mutex<Entry>>,
     timers: Arc<Timers>,
-    registered: bool,
 }
 
 /// A timer ready `d` from now (inside a task of the loop).
 pub fn sleep(d: Duration) -> Sleep {
+    let timers = CURRENT.with(|c| c.borrow().clone().expect("polled by the loop's task set"));
+    sleep_until(timers, Instant::now() + d)
+}
+
+/// A timer of `timers` ready at `at` (from any thread: QUIC's timers, `io::h3::runtime`).
+pub fn sleep_until(timers: Arc<Timers>, at: Instant) -> Sleep {
     Sleep {
         entry: Arc::new(Mutex::new(Entry {
-            at: Instant::now() + d,
+            at,
             waker: None,
+            queued_at: None,
         })),
-        timers: CURRENT.with(|c| c.borrow().clone().expect("polled by the loop's task set")),
-        registered: false,
+        timers,
     }
 }
 
 impl Sleep {
     /// Move the deadline to `d` from now.
     pub fn reset(&mut self, d: Duration) {
-        let at = Instant::now() + d;
+        self.reset_at(Instant::now() + d);
+    }
+
+    /// Move the deadline to `at`. Later: the queued entry is put back when it comes out;
+    /// earlier: a new one is queued (the old one becomes stale).
+    pub fn reset_at(&mut self, at: Instant) {
         let mut e = self.entry.lock().unwrap();
-        let earlier = at < e.at;
         e.at = at;
-        drop(e);
-        if earlier && self.registered {
+        if e.queued_at.is_some_and(|q| at < q) {
+            e.queued_at = Some(at);
+            drop(e);
             self.timers.add(at, &self.entry);
         }
     }
@@ -127,10 +148,10 @@ impl Sleep {
         if !e.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             e.waker = Some(cx.waker().clone());
         }
-        if !self.registered {
+        if e.queued_at.is_none() {
             let at = e.at;
+            e.queued_at = Some(at);
             drop(e);
-            self.registered = true;
             self.timers.add(at, &self.entry);
         }
         Poll::Pending
@@ -159,4 +180,50 @@ pub async fn timeout<F: Future>(d: Duration, f: F) -> Result<F::Output, Elapsed>
         timer.poll_due(cx).map(|()| Err(Elapsed))
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_timer_that_fired_fires_again_after_a_reset() {
+        let timers = Arc::new(Timers::default());
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(Arc::clone(&count));
+        let mut cx = Context::from_waker(&waker);
+        let t0 = Instant::now() + Duration::from_secs(3600);
+        let mut timer = sleep_until(Arc::clone(&timers), t0);
+        assert!(timer.poll_due(&mut cx).is_pending());
+        timers.fire(t0);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        // Moved later after it fired, then polled: queued again, and fires at the new time.
+        let t1 = t0 + Duration::from_secs(60);
+        timer.reset_at(t1);
+        assert!(timer.poll_due(&mut cx).is_pending());
+        assert_eq!(timers.next_due(), Some(t1));
+        timers.fire(t0 + Duration::from_secs(30));
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        timers.fire(t1);
+        assert_eq!(count.0.load(Ordering::SeqCst), 2);
+        // Moved earlier while queued: fires at the earlier time, once.
+        let t2 = t1 + Duration::from_secs(60);
+        timer.reset_at(t2 + Duration::from_secs(60));
+        assert!(timer.poll_due(&mut cx).is_pending());
+        timer.reset_at(t2);
+        timers.fire(t2);
+        assert_eq!(count.0.load(Ordering::SeqCst), 3);
+        timers.fire(t2 + Duration::from_secs(60));
+        assert_eq!(count.0.load(Ordering::SeqCst), 3);
+        assert_eq!(timers.next_due(), None);
+    }
 }

@@ -1,26 +1,29 @@
-//! Running one HTTP/2 stream through the app ([`run_stream`]): the stream's `RequestHead`
-//! (made by proto from its HPACK fields) builds the environ the HTTP/1.1 way
-//! (`EnvironBuilder::build`: headers, forwarding, TLS facts), then the HTTP/2 differences:
-//! `SERVER_PROTOCOL` `HTTP/2`, `wsgi.input` (the one `Input`) over the stream's DATA frames
-//! (`body_source::StreamInput`), and `:scheme` `https` on h2c honoured only from a peer
-//! trusted as forwarding headers are. The app is called with the one `start_response`
+//! Running one HTTP/2 or HTTP/3 stream through the app ([`run_stream`]): the stream's
+//! `RequestHead` (made by proto from its HPACK or QPACK fields) builds the environ the HTTP/1.1
+//! way (`EnvironBuilder::build`: headers, forwarding, TLS facts), then the stream differences:
+//! `SERVER_PROTOCOL` `HTTP/2` or `HTTP/3` (the head's version), `wsgi.input` (the one
+//! `Input`) over the stream's DATA frames (`body_source::StreamInput` over `io::call_io`'s
+//! `CallBody`), and `:scheme` `https` on h2c honoured only from a peer trusted as forwarding
+//! headers are. The app is called with the one `start_response`
 //! (`start_response::StartResponse`) and its iterable driven by the bridge's one driver
-//! (`iterable::call_and_drive`), both over the stream's `Response` (`response.rs`, a
-//! `Reply`); the request is counted and logged as any other (the access log says `HTTP/2`).
+//! (`iterable::call_and_drive`), both over the stream's `Response` (`response.rs`, a `Reply`
+//! over `io::call_io`'s `CallReply`); the request is counted and logged as any other (the
+//! access log says `HTTP/2` or `HTTP/3`).
 //!
-//! Runs on the thread that drives the HTTP/2 connections when the scheduler is in inline mode
+//! An HTTP/2 stream runs on the loop's thread when the scheduler is in inline mode
 //! (`server::h2_inline`), else on a pool thread, through the same pool and admission as
-//! HTTP/1.1 requests (`server::drive`), so blocking streams run side by side.
+//! HTTP/1.1 requests (`server::drive`), so blocking streams run side by side; an HTTP/3 stream
+//! always runs on the pool.
 
 pub(crate) mod response;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sluicegate_proto::forwarded::{self, Hop, Resolved};
-use sluicegate_proto::RequestHead;
+use sluicegate_proto::{RequestHead, Version};
 
 use response::Response;
 
@@ -29,7 +32,6 @@ use crate::io::error_answer::{INTERNAL_ERROR, REQUEST_TIMEOUT};
 use crate::io::h2::{StreamCall, Upper};
 use crate::io::read_ahead::BodyFailure;
 use crate::io::tls_link::TlsFacts;
-use crate::io::transport::Cut;
 use crate::observe::request_end::Finished;
 use crate::peer::Peer;
 use crate::wsgi::body_source::StreamInput;
@@ -67,13 +69,14 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
     let hop = Hop::of(peer.ip(), peer_origin);
     // Counted, and watched by --timeout: past it, the stream is answered 504 (or reset) and
     // the connection's other streams go on.
-    let cut = Cut::Stream(reply.cut_handle());
-    let mut watched = begin(bridge, &head, hop, None, cut, b" HTTP/2");
-    let gate = watched
-        .ticket
-        .as_ref()
-        .map(|t| std::sync::Arc::clone(&t.gate));
-    let resp = Response::new(bridge, reply, gate, head.is_head);
+    let cut = reply.cut();
+    let (label, protocol) = protocol(&head);
+    let mut watched = begin(bridge, &head, hop, None, cut, label);
+    let gate = watched.ticket.as_ref().map(|t| Arc::clone(&t.gate));
+    let mut resp = Response::new(bridge, reply, gate, head.is_head);
+    resp.alt_svc = (head.version == Version::Http2)
+        .then(|| bridge.alt_svc(listener))
+        .flatten();
     let callables = Callables::new(py, Sink::H2(Mutex::new(resp)));
     let built = build_environ(
         bridge,
@@ -85,7 +88,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
     );
     let end = match built {
         Ok(env) => {
-            let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), intern!(py, "HTTP/2"));
+            let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), protocol);
             let trust = bridge.config.forwarding.as_ref().map(|(t, _)| t);
             let trusted = forwarded::trusted(trust, hop);
             if scheme_https && tls_facts.is_none() && trusted {
@@ -144,6 +147,15 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall, inline: boo
     drop(r);
     // Let go unless the app kept one of them (then its reference keeps the stream's reply).
     callables.discard();
+}
+
+/// The stream's protocol: its label in the access log and `--timeout`'s log, and
+/// `SERVER_PROTOCOL`.
+fn protocol(head: &RequestHead) -> (&'static [u8], &'static str) {
+    match head.version {
+        Version::Http3 => (b" HTTP/3", "HTTP/3"),
+        _ => (b" HTTP/2", "HTTP/2"),
+    }
 }
 
 /// Build the stream's environ with the connection's peer strings, unless another of its

@@ -15,7 +15,7 @@ use sluicegate_proto::h1::interim::interim_header_allowed;
 
 use crate::clock::now_ns;
 use crate::http_date::http_date;
-use crate::io::h2::StreamReply;
+use crate::io::call_io::CallReply;
 use crate::wsgi::app_head::AppHead;
 use crate::wsgi::body_block::SendError;
 use crate::wsgi::bridge::type_name;
@@ -29,7 +29,7 @@ const FILE_BLOCK: usize = 256 * 1024;
 pub struct Gone;
 
 pub struct Response {
-    pub reply: StreamReply,
+    pub reply: CallReply,
     /// With `--timeout`: claimed before the head is sent; lost if the watcher answered 504.
     pub gate: Option<Arc<HeadGate>>,
     pub app: AppHead,
@@ -37,6 +37,8 @@ pub struct Response {
     pub is_head: bool,
     pub write_timeout: Duration,
     pub server: &'static [u8],
+    /// `--http3`: the `Alt-Svc` value an HTTP/2 answer on a TLS listener advertises it with.
+    pub alt_svc: Option<&'static [u8]>,
     /// Body bytes sent (or, for HEAD, that would have been).
     pub body_bytes: u64,
     /// When the head went (`clock::now_ns`).
@@ -52,7 +54,7 @@ impl Response {
     /// A stream's response before the app starts it.
     pub fn new(
         bridge: &crate::wsgi::bridge::Bridge,
-        reply: StreamReply,
+        reply: CallReply,
         gate: Option<Arc<HeadGate>>,
         is_head: bool,
     ) -> Response {
@@ -64,6 +66,7 @@ impl Response {
             is_head,
             write_timeout: bridge.config.write_timeout,
             server: bridge.server_header,
+            alt_svc: None,
             body_bytes: 0,
             head_at: None,
             gone: false,
@@ -101,7 +104,8 @@ impl Response {
                     .map(|t| (&b"content-length"[..], t.as_bytes())),
             )
             .chain((!server.is_empty()).then_some((&b"server"[..], server)))
-            .chain((!date.is_empty()).then_some((&b"date"[..], date)));
+            .chain((!date.is_empty()).then_some((&b"date"[..], date)))
+            .chain(self.alt_svc.map(|v| (&b"alt-svc"[..], v)));
         let status = app.status_code;
         // Queued by the `h2` crate, never waited for: no need to release the GIL.
         let sent = reply.send_head(status, fields, end);

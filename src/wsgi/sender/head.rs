@@ -61,15 +61,15 @@ impl Sender {
         );
         self.framing = decided.framing;
         // The headers as (name, value) pairs: on the stack for up to `STACK_PAIRS` of them
-        // (the app's, Content-Length, Server-Timing), no allocation per response.
+        // (the app's, Content-Length, Server-Timing, Alt-Svc), no allocation per response.
         const STACK_PAIRS: usize = 16;
         let empty: (&[u8], &[u8]) = (b"", b"");
         let mut stack = [empty; STACK_PAIRS];
         let mut heap = Vec::new();
-        let pairs: &mut [(&[u8], &[u8])] = if self.app.header_count() + 2 <= STACK_PAIRS {
+        let pairs: &mut [(&[u8], &[u8])] = if self.app.header_count() + 3 <= STACK_PAIRS {
             &mut stack
         } else {
-            heap.resize(self.app.header_count() + 2, empty);
+            heap.resize(self.app.header_count() + 3, empty);
             &mut heap
         };
         let mut count = 0;
@@ -94,6 +94,10 @@ impl Sender {
                 now.saturating_sub(called) as f64 / 1e6
             );
             pairs[count] = (b"Server-Timing", timing.as_bytes());
+            count += 1;
+        }
+        if let Some(alt_svc) = self.alt_svc {
+            pairs[count] = (b"Alt-Svc", alt_svc);
             count += 1;
         }
         let date = http_date();

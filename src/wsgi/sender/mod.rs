@@ -59,6 +59,8 @@ pub struct Sender {
     gate: Option<Arc<HeadGate>>,
     body: Option<(Py<Input>, u64)>,
     server_timing: Option<(u64, u64)>,
+    /// `--http3`: the `Alt-Svc` value of the request's TLS listener.
+    alt_svc: Option<&'static [u8]>,
     /// When the head was encoded (`clock::now_ns`): the first byte was ready (the access
     /// log's send time).
     head_at: Option<u64>,
@@ -122,6 +124,8 @@ pub struct SenderSettings {
     pub body: Option<(Py<Input>, u64)>,
     /// `--server-timing`: when the request was parsed and the app called.
     pub server_timing: Option<(u64, u64)>,
+    /// `--http3`: the `Alt-Svc` value that advertises it (the request's TLS listener's).
+    pub alt_svc: Option<&'static [u8]>,
 }
 
 impl Sender {
@@ -148,6 +152,7 @@ impl Sender {
             gate: settings.gate,
             body: settings.body,
             server_timing: settings.server_timing,
+            alt_svc: settings.alt_svc,
             head_at: None,
             app: AppHead::default(),
             head_spare: Vec::new(),
@@ -186,6 +191,7 @@ impl Sender {
             gate,
             body,
             server_timing,
+            alt_svc,
             head_at,
             app,
             head_spare,
@@ -209,6 +215,7 @@ impl Sender {
         *gate = settings.gate;
         *body = settings.body;
         *server_timing = settings.server_timing;
+        *alt_svc = settings.alt_svc;
         *head_at = None;
         *head_spare = app.take_buffer();
         *app = AppHead::default();

@@ -118,7 +118,7 @@ impl Framing {
             }
         };
         let keep_alive = match version {
-            Version::Http11 | Version::Http2 => !self.close,
+            Version::Http11 | Version::Http2 | Version::Http3 => !self.close,
             Version::Http10 => self.keep_alive && !self.close,
         };
         let expect_continue = version == Version::Http11 && self.expect_continue;

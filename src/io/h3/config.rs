@@ -1,0 +1,83 @@
+//! The QUIC side of a TLS listener: its UDP socket ([`bind_udp`]), its QUIC server
+//! configuration ([`server_config`]: the listener's own rustls configuration, so the same
+//! certificate, client-certificate rule, provider and ticket key, with ALPN `h3`; QUIC is TLS
+//! 1.3 only, and 0-RTT stays off: rustls's `max_early_data_size` is left at 0), its transport
+//! limits, and the `Alt-Svc` value HTTP/1.1 and HTTP/2 answers advertise it with ([`alt_svc_static`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quinn::crypto::rustls::QuicServerConfig;
+use quinn::{IdleTimeout, TransportConfig, VarInt};
+
+use crate::config::Config;
+
+/// A stream's receive window: the most request body buffered for one stream the app has not
+/// read yet (as HTTP/2's `STREAM_WINDOW`).
+const STREAM_WINDOW: u32 = 1024 * 1024;
+/// A connection's receive window: several streams' worth (as HTTP/2's).
+const CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
+/// Unidirectional streams a client may open: HTTP/3 needs three (control, QPACK encoder and
+/// decoder); a few more for the reserved (grease) streams clients send.
+const UNI_STREAMS: u32 = 8;
+/// A peer silent this long is gone (QUIC's idle timeout); the idle timeout between requests
+/// is `--keep-alive`'s, kept by each connection's task (`conn.rs`), as on HTTP/2.
+const PEER_SILENCE: Duration = Duration::from_secs(30);
+/// The server pings a connection whose requests are still running this often, so that a client
+/// waiting for a slow answer does not reach [`PEER_SILENCE`].
+const KEEP_ALIVE_PING: Duration = Duration::from_secs(10);
+
+/// A UDP socket on `addr` for QUIC. `SO_REUSEPORT`: each worker process binds its own on the
+/// same port, and the kernel spreads clients by address.
+pub fn bind_udp(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    let domain = socket2::Domain::for_address(addr);
+    let socket = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
+/// The QUIC configuration of a listener whose TLS configuration is `tls`.
+pub fn server_config(
+    tls: &rustls::ServerConfig,
+    config: &Config,
+) -> std::io::Result<quinn::ServerConfig> {
+    let mut tls = tls.clone();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    tls.max_early_data_size = 0;
+    let crypto = QuicServerConfig::try_from(tls)
+        .map_err(|e| std::io::Error::other(format!("QUIC needs TLS 1.3: {e}")))?;
+    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut transport = TransportConfig::default();
+    transport
+        .max_concurrent_bidi_streams(VarInt::from_u32(config.http2_max_streams))
+        .max_concurrent_uni_streams(VarInt::from_u32(UNI_STREAMS))
+        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
+        .receive_window(VarInt::from_u32(CONNECTION_WINDOW))
+        .max_idle_timeout(Some(
+            IdleTimeout::try_from(PEER_SILENCE).expect("a 30 s idle timeout fits"),
+        ))
+        .keep_alive_interval(Some(KEEP_ALIVE_PING));
+    server.transport_config(Arc::new(transport));
+    Ok(server)
+}
+
+/// The `Alt-Svc` field value that tells a client HTTP/3 is on `port` (for a day), as a
+/// `'static` slice the answers' heads borrow: each port's is made once per process (a process
+/// that starts and stops servers reuses it).
+pub fn alt_svc_static(port: u16) -> &'static [u8] {
+    static MADE: std::sync::Mutex<Vec<(u16, &'static [u8])>> = std::sync::Mutex::new(Vec::new());
+    let mut made = MADE.lock().unwrap();
+    if let Some(&(_, known)) = made.iter().find(|(p, _)| *p == port) {
+        return known;
+    }
+    let value = format!("h3=\":{port}\"; ma=86400").into_bytes();
+    let leaked: &'static [u8] = Box::leak(value.into_boxed_slice());
+    made.push((port, leaked));
+    leaked
+}

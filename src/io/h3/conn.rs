@@ -1,0 +1,344 @@
+//! An endpoint's accept loop ([`accept_loop`]) and one HTTP/3 connection's task, both polled
+//! by the event loop: the QUIC handshake within `--header-timeout`, the `h3` connection
+//! (SETTINGS, the control streams), then each request stream's head read by a task of its own
+//! and made into a `RequestHead` by proto, its call dispatched to the pool as a
+//! [`StreamCall`].
+//!
+//! Limits, each quinn's or `h3`'s own defence set here or in `config.rs`: concurrent request
+//! streams (`--http2-max-streams`, as QUIC stream credit), the decoded header section
+//! (`--limit-header-bytes`: `h3` answers 431 past it), the windows, handshakes and request
+//! heads within `--header-timeout`, the idle connection closed after `--keep-alive`, and
+//! address validation: past [`RETRY_ABOVE`] handshakes at once, a client whose address is not
+//! validated yet is sent a Retry first, so a flood of spoofed Initials costs no handshakes.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use quinn::VarInt;
+use sluicegate_proto::forwarded::PeerOrigin;
+use sluicegate_proto::h2::StreamRequest;
+use sluicegate_proto::BodyFraming;
+use tokio::sync::watch;
+
+use super::stream::{H3Body, H3Reply, RecvHalf};
+use crate::clock::now_ns;
+use crate::config::Config;
+use crate::io::call_io::{CallBody, CallReply};
+use crate::io::h2::tasks;
+use crate::io::h2::timer;
+use crate::io::h2::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+use crate::io::out_queue::OutQueue;
+use crate::peer::Peer;
+
+/// Handshakes in progress past which an unvalidated client address gets a Retry first.
+const RETRY_ABOVE: usize = 64;
+
+/// `H3_NO_ERROR`: the application close code of a connection ended on purpose.
+const H3_NO_ERROR: u32 = 0x100;
+
+/// What the endpoints' tasks work with.
+pub(super) struct Share {
+    pub config: Arc<Config>,
+    pub ctx: Arc<dyn LoopView>,
+    pub runner: Arc<dyn StreamRunner>,
+    pub open: Arc<AtomicUsize>,
+    pub handshaking: AtomicUsize,
+}
+
+/// Accept connections on `endpoint` (listener `listener`'s address) until a stop, when it
+/// refuses new ones; the connections finish on their own tasks.
+pub(super) async fn accept_loop(
+    endpoint: quinn::Endpoint,
+    share: Arc<Share>,
+    listener: usize,
+    mut stop: watch::Receiver<Stop>,
+) {
+    loop {
+        tokio::select! {
+            incoming = endpoint.accept() => {
+                let Some(mut incoming) = incoming else { break };
+                if share.handshaking.load(Ordering::Relaxed) >= RETRY_ABOVE
+                    && !incoming.remote_address_validated()
+                {
+                    match incoming.retry() {
+                        Ok(()) => continue,
+                        Err(e) => incoming = e.into_incoming(),
+                    }
+                }
+                let task = serve_one(Arc::clone(&share), incoming, listener, stop.clone());
+                tasks::current().spawn(task);
+            }
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() >= Stop::Graceful {
+                    endpoint.set_server_config(None);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// One connection, from the handshake to its close.
+async fn serve_one(
+    share: Arc<Share>,
+    incoming: quinn::Incoming,
+    listener: usize,
+    mut stop: watch::Receiver<Stop>,
+) {
+    let counters = share.ctx.counters();
+    share.open.fetch_add(1, Ordering::SeqCst);
+    counters
+        .by_request
+        .open_connections
+        .fetch_add(1, Ordering::Relaxed);
+    share.handshaking.fetch_add(1, Ordering::Relaxed);
+    let handshake = match incoming.accept() {
+        Ok(connecting) => timer::timeout(share.config.header_timeout, connecting)
+            .await
+            .ok()
+            .and_then(Result::ok),
+        Err(_) => None,
+    };
+    share.handshaking.fetch_sub(1, Ordering::Relaxed);
+    if let Some(conn) = handshake {
+        serve_conn(&share, conn, listener, &mut stop).await;
+    }
+    counters
+        .by_request
+        .open_connections
+        .fetch_sub(1, Ordering::Relaxed);
+    share.open.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// What a connection's streams share.
+struct PerConn {
+    live: Arc<AtomicUsize>,
+    upper: Upper,
+    peer: Peer,
+    listener: usize,
+}
+
+/// Serve requests until the connection ends: the client's close or GOAWAY, an error, the
+/// idle timeout (`--keepalive-timeout` without a request in flight: GOAWAY, then the close),
+/// or a stop (GOAWAY, in-flight requests finish; an immediate stop, or the end of the graceful
+/// time, closes the connection and counts its requests as cut). After a GOAWAY the connection
+/// closes once its last call is over and what it sent is acknowledged ([`until_quiet`]).
+async fn serve_conn(
+    share: &Arc<Share>,
+    conn: quinn::Connection,
+    listener: usize,
+    stop: &mut watch::Receiver<Stop>,
+) {
+    let cfg = &share.config;
+    let built = timer::timeout(
+        cfg.header_timeout,
+        h3::server::builder()
+            .max_field_section_size(cfg.limits.max_header_bytes as u64)
+            .build::<_, Bytes>(h3_quinn::Connection::new(conn.clone())),
+    )
+    .await;
+    let Ok(Ok(mut h3c)) = built else {
+        conn.close(VarInt::from_u32(H3_NO_ERROR), b"");
+        return;
+    };
+    let per = Arc::new(PerConn {
+        live: Arc::new(AtomicUsize::new(0)),
+        upper: Arc::new(Mutex::new(None)),
+        peer: Peer::Ip(conn.remote_address()),
+        listener,
+    });
+    let mut going_away = false;
+    // How long the close waits for the last bytes' acknowledgement.
+    let mut linger = cfg.keepalive_timeout;
+    let mut idle = timer::sleep(cfg.keepalive_timeout);
+    if *stop.borrow() >= Stop::Graceful {
+        let _ = h3c.shutdown(0).await;
+        going_away = true;
+    }
+    loop {
+        tokio::select! {
+            next = h3c.accept() => match next {
+                Ok(Some(resolver)) => {
+                    let (share, per) = (Arc::clone(share), Arc::clone(&per));
+                    tasks::current().spawn(take_stream(share, per, resolver));
+                    idle.reset(cfg.keepalive_timeout);
+                }
+                Ok(None) | Err(_) => break,
+            },
+            // After our GOAWAY, `h3` ends `accept` only once the client sent its own: the
+            // connection is done here when its last call is.
+            _ = timer::sleep(QUIET_MIN), if going_away => {
+                if per.live.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+            }
+            _ = &mut idle, if !going_away => {
+                idle.reset(cfg.keepalive_timeout);
+                if per.live.load(Ordering::SeqCst) == 0 {
+                    let _ = h3c.shutdown(0).await;
+                    going_away = true;
+                }
+            }
+            changed = stop.changed() => {
+                let state = *stop.borrow();
+                if changed.is_err() || state == Stop::Immediate {
+                    let cut = per.live.load(Ordering::SeqCst) as u64;
+                    share.ctx.counters().cut.fetch_add(cut, Ordering::Relaxed);
+                    conn.close(VarInt::from_u32(H3_NO_ERROR), b"");
+                    return;
+                }
+                linger = share.ctx.graceful_left();
+                if !going_away {
+                    let _ = h3c.shutdown(0).await;
+                    going_away = true;
+                }
+            }
+        }
+    }
+    // Every request is answered: let the last bytes be acknowledged before the close (a close
+    // drops what is unacknowledged), within `linger`.
+    tokio::select! {
+        _ = conn.closed() => {}
+        _ = until_quiet(&conn, linger) => {}
+        _ = stop.wait_for(|s| *s == Stop::Immediate) => {}
+    }
+    conn.close(VarInt::from_u32(H3_NO_ERROR), b"");
+    drop(h3c);
+}
+
+/// The shortest look for a quiet connection in [`until_quiet`].
+const QUIET_MIN: Duration = Duration::from_millis(50);
+
+/// Wait until the connection sends nothing for four round trips (what was sent is
+/// acknowledged: nothing is retransmitted), or `limit` passes. quinn has no event for "every
+/// stream's data acknowledged" that the `h3` layer exposes; a connection still sending (data,
+/// retransmissions) keeps counting datagrams.
+async fn until_quiet(conn: &quinn::Connection, limit: Duration) {
+    let until = std::time::Instant::now() + limit;
+    let mut sent = conn.stats().udp_tx.datagrams;
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        timer::sleep((conn.rtt() * 4).max(QUIET_MIN).min(left)).await;
+        let now = conn.stats().udp_tx.datagrams;
+        if now == sent {
+            return;
+        }
+        sent = now;
+    }
+}
+
+type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
+
+/// A request stream: its head read (within `--header-timeout`) and decoded by proto (refused
+/// on its stream if bad), answered here (`--static`, `--health-path`), or its call
+/// dispatched.
+async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
+    // In flight from here: a stop's GOAWAY waits for it.
+    let live = LiveStream::new(&per.live);
+    let cfg = &share.config;
+    let resolved = timer::timeout(cfg.header_timeout, resolver.resolve_request()).await;
+    // A header section past the limit was answered 431 by `h3`; a malformed one reset.
+    let Ok(Ok((request, stream))) = resolved else {
+        return;
+    };
+    let (parts, ()) = request.into_parts();
+    let (mut send, mut recv) = stream.split();
+    // A request whose FIN came with its head has no body: known now, without a wait.
+    let first = std::future::poll_fn(|cx| Poll::Ready(peek(&mut recv, cx))).await;
+    let end_of_stream = matches!(first, Peek::End);
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let authority = parts.uri.authority().map(|a| a.as_str().as_bytes());
+    let head = sluicegate_proto::h3::request_head(
+        StreamRequest {
+            method: parts.method.as_str().as_bytes(),
+            path: path.as_bytes(),
+            authority,
+            fields: parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
+            end_of_stream,
+        },
+        &cfg.limits,
+    );
+    let head = match head {
+        Ok(h) => h,
+        Err(e) => {
+            share.ctx.counters().by_request.loop_answer(e.status());
+            let answer = http::Response::builder()
+                .status(e.status())
+                .body(())
+                .expect("a fixed response");
+            if send.send_response(answer).await.is_ok() {
+                let _ = send.finish().await;
+            }
+            return;
+        }
+    };
+    // --static and --health-path: answered here, without the app.
+    let mut out = OutQueue::new();
+    if let Some(status) = share.ctx.own_answer(&head, &mut out) {
+        let sent = super::own_answer::send(send, out, head.is_head).await;
+        share.ctx.account_own(head, per.peer.ip(), status, sent);
+        return;
+    }
+    let reply = H3Reply::new(send, cfg.write_timeout);
+    let unknown_length = head.body == BodyFraming::Chunked;
+    let body = match first {
+        Peek::End => None,
+        other => Some(H3Body::new(
+            recv,
+            &reply,
+            head.expect_continue,
+            unknown_length.then_some(cfg.limits.max_body),
+            other.into_bytes(),
+        )),
+    };
+    let call = StreamCall {
+        head,
+        listener: per.listener,
+        peer: per.peer.clone(),
+        peer_origin: PeerOrigin::Socket,
+        tls_facts: None,
+        scheme_https: true,
+        body: body.map(|b| CallBody::H3(Box::new(b))),
+        reply: CallReply::H3(reply),
+        parsed_at: now_ns(),
+        upper: Arc::clone(&per.upper),
+        _live: live,
+    };
+    share.runner.dispatch(call);
+}
+
+/// What one look at a request stream's body found.
+enum Peek {
+    /// The stream ended: no body.
+    End,
+    /// The first bytes of the body.
+    Data(Bytes),
+    /// Nothing yet, or an error the first read will see again.
+    Later,
+}
+
+impl Peek {
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Peek::Data(b) => b,
+            _ => Bytes::new(),
+        }
+    }
+}
+
+fn peek(recv: &mut RecvHalf, cx: &mut std::task::Context<'_>) -> Peek {
+    match recv.poll_recv_data(cx) {
+        Poll::Ready(Ok(None)) => Peek::End,
+        Poll::Ready(Ok(Some(mut b))) => Peek::Data(b.copy_to_bytes(b.remaining())),
+        _ => Peek::Later,
+    }
+}

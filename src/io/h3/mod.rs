@@ -1,0 +1,179 @@
+//! HTTP/3 (`--http3`): QUIC on a UDP socket beside each TLS listener (same address and port,
+//! same certificate), served by quinn and hyperium's `h3` as tasks of the event loop: quinn's
+//! runtime is the loop's task set, timer heap and epoll (`runtime.rs`), so HTTP/3 has no
+//! runtime and no thread of its own. Each request stream is one [`StreamCall`], run by the same
+//! bridge code as an HTTP/2 stream (`io::call_io`: its body and reply are the HTTP/3 arms).
+//! docs/http3.md says how and why.
+//!
+//! - [`H3Hub`]: what the server and the loop hold of it: the bound sockets and their QUIC
+//!   configuration until [`H3Hub::start`] makes the endpoints on the loop; the sockets' epoll
+//!   events ([`H3Hub::event`]); the stop ([`H3Hub::set_stop`]); the connections open.
+//! - `runtime.rs`: quinn's `Runtime` over the loop, and the loop's UDP socket.
+//! - `conn.rs`: the endpoint's accept loop and one connection's task (handshake, requests,
+//!   idle timeout, GOAWAY at a stop).
+//! - `stream.rs`: one request stream from its app thread: the body in, the response out.
+//! - `own_answer.rs`: `--static` and `--health-path` answered by the stream's task.
+//! - `config.rs`: the QUIC server configuration (TLS 1.3, ALPN `h3`, transport limits).
+
+mod config;
+mod conn;
+mod own_answer;
+pub mod runtime;
+pub mod stream;
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::sync::watch;
+
+use crate::config::Config;
+use crate::io::h2::tasks::TaskShared;
+use crate::io::h2::{LoopView, Stop, StreamRunner};
+use runtime::{LoopRuntime, LoopUdp};
+
+/// A UDP socket bound for a TLS listener, until the loop starts its endpoint.
+struct Bound {
+    listener: usize,
+    /// The `Alt-Svc` value that advertises it.
+    alt_svc: &'static [u8],
+    socket: std::net::UdpSocket,
+    quic: quinn::ServerConfig,
+}
+
+/// What the server and the loop hold of HTTP/3.
+pub struct H3Hub {
+    config: Arc<Config>,
+    bound: Mutex<Vec<Bound>>,
+    /// By listener index: the `Alt-Svc` value of a listener with HTTP/3 beside it.
+    alt_svc: Vec<Option<&'static [u8]>>,
+    /// The endpoints' sockets, by token offset (events from the loop).
+    sockets: OnceLock<Vec<Arc<LoopUdp>>>,
+    stop: watch::Sender<Stop>,
+    /// The endpoints, for a certificate reload ([`H3Hub::replace_tls`]).
+    endpoints: Mutex<Vec<quinn::Endpoint>>,
+    /// Connections being served (handshakes included).
+    pub open: Arc<AtomicUsize>,
+}
+
+impl H3Hub {
+    /// Bind a UDP socket on each TLS listener's address (`(listener, address, its TLS
+    /// configuration)`); `None` when there is none.
+    pub fn bind(
+        config: Arc<Config>,
+        tls_listeners: &[(usize, SocketAddr, Arc<rustls::ServerConfig>)],
+    ) -> std::io::Result<Option<Arc<H3Hub>>> {
+        let mut bound = Vec::new();
+        for (listener, addr, tls) in tls_listeners {
+            bound.push(Bound {
+                listener: *listener,
+                alt_svc: config::alt_svc_static(addr.port()),
+                socket: config::bind_udp(*addr)?,
+                quic: config::server_config(tls, &config)?,
+            });
+        }
+        if bound.is_empty() {
+            return Ok(None);
+        }
+        let mut alt_svc = Vec::new();
+        for b in &bound {
+            if alt_svc.len() <= b.listener {
+                alt_svc.resize(b.listener + 1, None);
+            }
+            alt_svc[b.listener] = Some(b.alt_svc);
+        }
+        Ok(Some(Arc::new(H3Hub {
+            config,
+            alt_svc,
+            bound: Mutex::new(bound),
+            sockets: OnceLock::new(),
+            stop: watch::Sender::new(Stop::Running),
+            endpoints: Mutex::new(Vec::new()),
+            open: Arc::new(AtomicUsize::new(0)),
+        })))
+    }
+
+    /// The `Alt-Svc` field value for answers on `listener` (`None`: no HTTP/3 beside it).
+    #[inline]
+    pub fn alt_svc(&self, listener: usize) -> Option<&'static [u8]> {
+        self.alt_svc.get(listener).copied().flatten()
+    }
+
+    /// How many sockets (token offsets `0..n`) the loop routes events for.
+    pub fn socket_count(&self) -> usize {
+        self.sockets.get().map_or(0, Vec::len)
+    }
+
+    /// Make the endpoints on the loop: each socket registered under `token_base` plus its
+    /// index, each endpoint's driver and accept loop tasks of `tasks`. Once.
+    pub fn start(
+        &self,
+        tasks: &Arc<TaskShared>,
+        registry: &mio::Registry,
+        token_base: usize,
+        ctx: Arc<dyn LoopView>,
+        runner: Arc<dyn StreamRunner>,
+    ) -> std::io::Result<()> {
+        let bound = std::mem::take(&mut *self.bound.lock().unwrap());
+        let runtime = Arc::new(LoopRuntime(Arc::clone(tasks)));
+        let share = Arc::new(conn::Share {
+            config: Arc::clone(&self.config),
+            ctx,
+            runner,
+            open: Arc::clone(&self.open),
+            handshaking: AtomicUsize::new(0),
+        });
+        let mut sockets = Vec::new();
+        for (i, b) in bound.into_iter().enumerate() {
+            let udp = LoopUdp::new(b.socket, registry, mio::Token(token_base + i))?;
+            sockets.push(Arc::clone(&udp));
+            let endpoint = quinn::Endpoint::new_with_abstract_socket(
+                quinn::EndpointConfig::default(),
+                Some(b.quic),
+                udp,
+                Arc::clone(&runtime) as Arc<dyn quinn::Runtime>,
+            )?;
+            self.endpoints.lock().unwrap().push(endpoint.clone());
+            tasks.spawn(conn::accept_loop(
+                endpoint,
+                Arc::clone(&share),
+                b.listener,
+                self.stop.subscribe(),
+            ));
+        }
+        let _ = self.sockets.set(sockets);
+        Ok(())
+    }
+
+    /// A certificate reload: new connections are served with `tls` (the listeners' new
+    /// configuration); those open keep theirs. Not once a stop began (the endpoints refuse
+    /// new connections then).
+    pub fn replace_tls(&self, tls: &rustls::ServerConfig) -> std::io::Result<()> {
+        if *self.stop.borrow() != Stop::Running {
+            return Ok(());
+        }
+        for endpoint in self.endpoints.lock().unwrap().iter() {
+            endpoint.set_server_config(Some(config::server_config(tls, &self.config)?));
+        }
+        Ok(())
+    }
+
+    /// An epoll event for socket `index` (its token minus the base), on the loop's thread.
+    pub fn event(&self, index: usize, readable: bool, writable: bool) {
+        if let Some(udp) = self.sockets.get().and_then(|s| s.get(index)) {
+            udp.event(readable, writable);
+        }
+    }
+
+    /// The stop as the loop sees it now: endpoints stop accepting, connections send GOAWAY
+    /// (graceful) or close (immediate).
+    pub fn set_stop(&self, state: Stop) {
+        self.stop.send_if_modified(|s| {
+            let moved = state > *s;
+            if moved {
+                *s = state;
+            }
+            moved
+        });
+    }
+}
