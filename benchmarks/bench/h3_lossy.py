@@ -11,7 +11,10 @@ user-space forwarder that drops and delays the same way). sluicegate runs in one
 
 Each fetch gets a fresh server; reported per fetch: wall time, whether the body was byte-exact,
 the server's RSS before the fetch and its peak RSS (VmHWM of every process of its session,
-from /proc), QUIC's lost packets as h3load saw them, and what the link dropped. Without
+from /proc), and what the link delivered and dropped during the fetch. h3load's receive window
+per stream is 16 MiB (`--h3-stream-window`): quinn's default, 1.25 MB, would cap a 20 ms link
+near 11 MB/s by itself. The host's TCP congestion control (HTTP/2's sender) is printed: BBR
+does not back off on random loss, CUBIC (quinn's default for QUIC) and Reno do. Without
 `--http3` in the build only the HTTP/2 fetches run (and the report says so).
 
     sudo python3 benchmarks/run.py h3-lossy [--rounds 1] [--loss 1] [--delay-ms 20] [--both-ways]
@@ -49,6 +52,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--link", choices=("auto", "netem", "tun"), default="auto")
     ap.add_argument("--timeout", type=float, default=900, help="limit of one fetch, seconds")
     ap.add_argument("--protocols", default="h3,h2")
+    ap.add_argument("--h3-stream-window", type=int, default=16 << 20,
+                    help="h3load's QUIC receive window per stream (quinn's default, 1.25 MB, caps a "
+                         "20 ms link near 11 MB/s; browsers use several MB)")
     ap.add_argument("--out", default="", help="a directory for lossy.json")
 
 
@@ -81,16 +87,15 @@ def start_server(link: Link, py: str, port: int, cert: Path, key: Path, http3: b
     raise RuntimeError(f"sluicegate did not start in the namespace: {srv.log_tail()}")
 
 
-def fetch_h3(link: Link, h3load: str, url: str, sha: str, timeout: float) -> dict:
+def fetch_h3(link: Link, h3load: str, url: str, sha: str, timeout: float, window: int) -> dict:
     cmd = ["ip", "netns", "exec", link.cli_ns, h3load, "-n", "1", "--timeout", f"{timeout:g}",
-           "--expect-sha256", sha, url]
+           "--stream-window", str(window), "--expect-sha256", sha, url]
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60)
     wall = time.monotonic() - t0
     j = h3_json(r.stdout) or {}
     exact = r.returncode == 0 and j.get("ok") == 1
     return {"cmd": cmd, "seconds": wall, "exact": exact, "bytes": j.get("body_bytes"),
-            "lost_packets": j.get("lost_packets"), "congestion_events": j.get("congestion_events"),
             "why": "" if exact else (j.get("first_problem") or r.stdout[-300:] + r.stderr[-300:])}
 
 
@@ -112,7 +117,7 @@ def fetch_h2(link: Link, url: str, sha: str, timeout: float, tmp: Path) -> dict:
         size = 0
     version = r.stdout.split()[0] if r.stdout.split() else "?"
     exact = r.returncode == 0 and version == "2" and h.hexdigest() == sha
-    return {"cmd": cmd, "seconds": wall, "exact": exact, "bytes": size, "lost_packets": None,
+    return {"cmd": cmd, "seconds": wall, "exact": exact, "bytes": size,
             "why": "" if exact else f"curl exit {r.returncode}, {r.stdout.strip()!r}, sha256 {h.hexdigest()[:16]}…"}
 
 
@@ -121,16 +126,23 @@ def one_fetch(link: Link, args, proto: str, port: int, cert: Path, key: Path, sh
     srv = start_server(link, args.python, port, cert, key, http3)
     try:
         before = srv.sample()
-        link_before = link.counters()
+        link_before = link.snapshot()
         url = f"https://{SRV_ADDR}:{port}{PATH}"
-        m = fetch_h3(link, h3load, url, sha, args.timeout) if proto == "h3" else \
+        m = fetch_h3(link, h3load, url, sha, args.timeout, args.h3_stream_window) if proto == "h3" else \
             fetch_h2(link, url, sha, args.timeout, tmp)
         after = srv.sample()
-        m.update(proto=proto, rss_before=before.rss, peak_rss=after.peak_rss, link_before=link_before,
-                 link_after=link.counters())
+        m.update(proto=proto, rss_before=before.rss, peak_rss=after.peak_rss,
+                 link=Link.describe(link_before, link.snapshot()) or link.counters())
         return m
     finally:
         srv.stop()
+
+
+def tcp_cc() -> str:
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    except OSError as e:
+        return f"unknown ({e})"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -156,6 +168,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"h3-lossy: the link could not be made: {e}\n" + "\n".join(link.log))
             return 1
         print(f"link: {desc}")
+        print(f"TCP congestion control (HTTP/2's sender, the host's): {tcp_cc()}; QUIC's is the server's own")
         if link.netem_error:
             print(f"  (netem refused: {link.netem_error})")
         with tempfile.TemporaryDirectory(prefix="h3-lossy-") as tmp:
@@ -167,15 +180,15 @@ def main(args: argparse.Namespace) -> int:
                     results.append(m)
                     print(f"round {rnd + 1} {'HTTP/3' if proto == 'h3' else 'HTTP/2'}: {m['seconds']:.2f} s, "
                           f"{'byte-exact' if m['exact'] else 'NOT exact: ' + m['why']}, {m['bytes']} bytes, "
-                          f"server RSS {m['rss_before'] / 2**20:.1f} MiB before, peak {m['peak_rss'] / 2**20:.1f} MiB"
-                          + (f", QUIC lost packets {m['lost_packets']}" if m["lost_packets"] is not None else ""),
+                          f"server RSS {m['rss_before'] / 2**20:.1f} MiB before, peak {m['peak_rss'] / 2**20:.1f} MiB",
                           flush=True)
-                    print(f"  link after: {m['link_after']}\n  $ {' '.join(m['cmd'])}", flush=True)
+                    print(f"  link: {m['link']}\n  $ {' '.join(m['cmd'])}", flush=True)
     finally:
         link.teardown()
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "lossy.json").write_text(json.dumps({"link": desc, "netem_error": link.netem_error, "body_bytes": size,
+        (out / "lossy.json").write_text(json.dumps({"link": desc, "netem_error": link.netem_error, "tcp_cc": tcp_cc(),
+                                                    "body_bytes": size,
                                                     "sha256": sha, "fetches": results, "log": link.log}, indent=1))
     return 0 if results and all(m["exact"] for m in results) else 1

@@ -170,6 +170,19 @@ class Link:
                 f"delay {self.delay_ms:g} ms, limit {QUEUE_LIMIT} on the server's packets"
                 + (" and the client's" if self.both_ways else " (the client's pass at once)"))
 
+    def snapshot(self) -> dict[str, list[int]]:
+        """The user-space link's counts so far (empty for netem)."""
+        return {k: list(v) for k, v in self.forwarder.counts.items()} if self.forwarder else {}
+
+    @staticmethod
+    def describe(before: dict[str, list[int]], after: dict[str, list[int]]) -> str:
+        """What the user-space link did between two snapshots, in words."""
+        parts = []
+        for k, v in after.items():
+            d = [a - b for a, b in zip(v, before.get(k, [0, 0, 0, 0]))]
+            parts.append(f"{k}: {d[0]} delivered, {d[1]} lost, {d[2]} over the queue limit, {d[3]} not written")
+        return "; ".join(parts)
+
     def counters(self) -> str:
         """What the link did so far: packets delivered/lost per direction."""
         if self.forwarder:

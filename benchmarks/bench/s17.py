@@ -12,7 +12,8 @@ One sluicegate per run, started fresh from this work tree's `.venv` (or `--pytho
 here as S14 makes it), so both protocols are served by the same command line and only the
 client's protocol differs. Rounds are interleaved (the order rotates), and each row records
 requests/s, the server's CPU per request (user + system of every process in its session, from
-/proc, over the measured run) and its peak RSS. Bytes are checked: h3load checks the SHA-256
+/proc, over the measured run) and its peak RSS, and the load client's own CPU per request
+(from the children's rusage: a client near one core's worth would be the limit, not the server). Bytes are checked: h3load checks the SHA-256
 of every answer's body (a wrong body is a failure, not a fast answer); h2load's DATA byte
 count must be whole bodies for the answers it counted, every status 2xx; and a fetch
 (h3load -n1 for HTTP/3, curl `--http2` over TLS for HTTP/2) must return the exact body before
@@ -32,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -176,10 +178,11 @@ def measure(argv: list[str], proto: str, case: str, cmd: list[str], port: int, h
         why = fetch_check(proto, url, body, h3load)
         if why:
             return {"why": f"before the run: {why}"}
-        before = srv.sample().cpu_s
+        before, kids = srv.sample().cpu_s, resource.getrusage(resource.RUSAGE_CHILDREN)
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600).stdout
-        sample = srv.sample()
+        sample, kids_after = srv.sample(), resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = sample.cpu_s - before
+        client_cpu = kids_after.ru_utime + kids_after.ru_stime - kids.ru_utime - kids.ru_stime
         if proto == "h3":
             j = h3_json(out)
             why = check_h3load(j, out)
@@ -192,7 +195,8 @@ def measure(argv: list[str], proto: str, case: str, cmd: list[str], port: int, h
             rate, done, p99 = (float(m.group(1)) if m else 0.0), (int(d.group(1)) if d else 0), None
         why = why or fetch_check(proto, url, body, h3load)
         return {"why": why, "rate": rate, "done": done, "cpu_us": cpu / done * 1e6 if done else 0.0,
-                "peak_rss": sample.peak_rss, "p99_ms": p99}
+                "client_cpu_us": client_cpu / done * 1e6 if done else 0.0, "peak_rss": sample.peak_rss,
+                "p99_ms": p99}
     finally:
         srv.stop()
 
@@ -202,6 +206,7 @@ def _median_row(vals: list[dict]) -> dict:
     mid = by_rate[len(by_rate) // 2]
     return {"rate": mid["rate"], "rate_lo": by_rate[0]["rate"], "rate_hi": by_rate[-1]["rate"],
             "cpu_us": statistics.median(v["cpu_us"] for v in vals),
+            "client_cpu_us": statistics.median(v.get("client_cpu_us", 0.0) for v in vals),
             "peak_rss": max(v["peak_rss"] for v in vals), "runs": len(vals)}
 
 
@@ -218,7 +223,7 @@ def summary(cases: list[str], rows: dict, cmds: dict) -> list[str]:
                 lines.append(f"  {name:<20} failed in every round   $ {' '.join(cmds[(case, proto)])}")
                 continue
             lines.append(f"  {name:<20} {m['rate']:>9,.0f} req/s ({m['rate_lo']:,.0f}-{m['rate_hi']:,.0f})  "
-                         f"{m['cpu_us']:7.1f} us CPU/req  peak RSS {m['peak_rss'] / 2**20:.1f} MiB  "
+                         f"{m['cpu_us']:7.1f} us CPU/req (client {m['client_cpu_us']:.1f})  peak RSS {m['peak_rss'] / 2**20:.1f} MiB  "
                          f"$ {' '.join(cmds[(case, proto)])}")
         h3, h2 = med.get((case, "h3")), med.get((case, "h2"))
         if h3 and h2 and h2["rate"] and h2["cpu_us"]:
@@ -260,7 +265,8 @@ def main(args: argparse.Namespace) -> int:
                     print(f"round {rnd + 1}: {label}: FAILED: {m['why']}", flush=True)
                     continue
                 rows[(case, proto)].append(m)
-                print(f"round {rnd + 1}: {label}: {m['rate']:,.0f} req/s, {m['cpu_us']:.1f} us CPU/req, "
+                print(f"round {rnd + 1}: {label}: {m['rate']:,.0f} req/s, {m['cpu_us']:.1f} us CPU/req "
+                      f"(client {m['client_cpu_us']:.1f}), "
                       f"peak RSS {m['peak_rss'] / 2**20:.1f} MiB ({m['done']} requests, bytes verified)", flush=True)
     lines = summary(cases, rows, cmds)
     print(f"\nS17, medians of {args.rounds} rounds; sluicegate: {' '.join(sluicegate_argv('PY', 'APP', port, 'CERT', 'KEY')[1:])}")
