@@ -188,15 +188,17 @@ def measure(argv: list[str], proto: str, case: str, cmd: list[str], port: int, h
             why = check_h3load(j, out)
             rate, done = (j["req_per_s"], j["ok"]) if j else (0.0, 0)
             p99 = j["latency_ms"]["p99"] if j else None
+            dgrams = (j["udp_tx_datagrams"], j["udp_rx_datagrams"]) if j else (0, 0)
         else:
             why = check_h2load(out, body)
             m = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out)
             d = re.search(r"requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded", out)
             rate, done, p99 = (float(m.group(1)) if m else 0.0), (int(d.group(1)) if d else 0), None
+            dgrams = None
         why = why or fetch_check(proto, url, body, h3load)
         return {"why": why, "rate": rate, "done": done, "cpu_us": cpu / done * 1e6 if done else 0.0,
                 "client_cpu_us": client_cpu / done * 1e6 if done else 0.0, "peak_rss": sample.peak_rss,
-                "p99_ms": p99}
+                "p99_ms": p99, "datagrams_per_req": [round(x / done, 3) for x in dgrams] if dgrams and done else None}
     finally:
         srv.stop()
 
