@@ -33,6 +33,12 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
             "S16: behind nginx as deployed: proxy_pass defaults (new connection each), keepalive, uwsgi_pass"),
     "s15": ("bench.s15", "", "scenarios",
             "S15: HTTP/2, 100 streams of S5's app on one connection (h2load), hello world over h2c"),
+    "s17": ("bench.s17", "", "scenarios",
+            "S17: HTTP/3 (h3load) beside HTTP/2 over TLS (h2load): 100 streams of S5's app on one "
+            "connection, hello world -c16 -m10; needs a build with --http3"),
+    "h3-lossy": ("bench.h3_lossy", "", "scenarios",
+                 "S17c: a 64 MiB answer over an emulated lossy link (1% loss, 20 ms) in network "
+                 "namespaces, HTTP/3 and HTTP/2: time, sha256, server peak RSS (root)"),
     "s14": ("bench.s14", "", "scenarios",
             "S14: HTTPS direct beside nginx-TLS-in-front, granian TLS, gunicorn --certfile; handshake CPU"),
     "tls-load": ("bench.tls_load", "", "scenarios",
@@ -88,6 +94,8 @@ SCENARIO_MAP = """scenarios and the command that measures each:
   S14 (TLS)                  run.py s14 (run.py tls-load: handshake flood, slow reader)
   S15 (HTTP/2)               run.py s15 [--granian PATH] [--gunicorn-python PY]
   S16 (behind nginx)         run.py s16 [--modes proxy,keepalive,uwsgi-tcp,uwsgi-unix]
+  S17 (HTTP/3)               run.py s17 [--rounds 3] (a, b); run.py h3-lossy (c: lossy link, root)
+                             h3load, the HTTP/3 load client: benchmarks/h3load/README.md
 before/after of two builds:  SLUICEGATE_BASE_PY=/base/.venv/bin/python run.py --servers sluicegate,sluicegate-base ...
                              run.py callgrind OUT; run.py callgrind OUT --python /base/.venv/bin/python"""
 

@@ -22,7 +22,7 @@ mkdir -p "$WORK/install-logs"
 
 # ---- Debian packages --------------------------------------------------------------------
 DEB_PKGS=(wrk apache2-utils httperf nginx tcpdump apache2-bin apache2-dev libev-dev python3-venv python3-dev curl
-          postgresql-15 nghttp2-client)  # nghttp2-client: h2load for S15 (run.py s15)
+          postgresql-15 nghttp2-client iproute2)  # nghttp2-client: h2load for S15/S17; iproute2: ip, tc for S17c
 missing=()
 for p in "${DEB_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -60,6 +60,13 @@ if [ -x "$BENCH/../.venv/bin/python" ]; then
   "$BENCH/../.venv/bin/python" -c "import django, psycopg, flask, sqlalchemy" 2>/dev/null \
     || "$BENCH/../.venv/bin/pip" install --quiet "django>=5.2,<6" "psycopg[binary]>=3.2" "flask>=3" "sqlalchemy>=2" \
     || echo "setup: django/psycopg did not install into ../.venv (S13 will be n/a)" >&2
+fi
+
+# h3load, the HTTP/3 load client of S17 (run.py s17, run.py h3-lossy): its own Cargo project.
+if command -v cargo >/dev/null && [ ! -x "$BENCH/h3load/target/release/h3load" ]; then
+  echo "setup: cargo build --release --manifest-path h3load/Cargo.toml"
+  cargo build --release --manifest-path "$BENCH/h3load/Cargo.toml" >"$WORK/install-logs/h3load.log" 2>&1 \
+    || echo "setup: h3load did not build, see $WORK/install-logs/h3load.log (S17 needs it)" >&2
 fi
 
 # The peers themselves: `run.py install` (bench/install.py) holds the table (pip arguments,
