@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::net::IpAddr;
 
 use sluicegate_proto::forwarded::PeerOrigin;
+use sluicegate_proto::h2::StreamRequest;
 use sluicegate_proto::RequestHead;
 
 use crate::io::call_io::{CallBody, CallReply};
@@ -98,4 +99,27 @@ pub trait StreamRunner: Send + Sync + 'static {
     fn inline_now(&self) -> bool;
     /// Hand the call to the pool.
     fn dispatch(&self, call: StreamCall);
+}
+
+/// A stream's request fields as proto reads them (`h2::request_head`, `h3::request_head`), from
+/// the `http` parts both protocols' crates decode into: method, path (`/` when absent),
+/// `:authority` and the fields. `end_of_stream`: the head came with the stream's end.
+pub(crate) fn stream_request(
+    parts: &http::request::Parts,
+    end_of_stream: bool,
+) -> StreamRequest<'_, impl Iterator<Item = (&[u8], &[u8])>> {
+    StreamRequest {
+        method: parts.method.as_str().as_bytes(),
+        path: parts
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .as_bytes(),
+        authority: parts.uri.authority().map(|a| a.as_str().as_bytes()),
+        fields: parts
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
+        end_of_stream,
+    }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::Bytes;
-use sluicegate_proto::h2::{request_head, StreamRequest};
+use sluicegate_proto::h2::request_head;
 use sluicegate_proto::BodyFraming;
 use tokio::sync::watch;
 
@@ -193,24 +193,9 @@ fn take_stream(
 ) {
     conn.requests += 1;
     let (parts, body) = request.into_parts();
-    let path = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or("/");
-    let authority = parts.uri.authority().map(|a| a.as_str().as_bytes());
     let end_of_stream = body.is_end_stream();
     let head = request_head(
-        StreamRequest {
-            method: parts.method.as_str().as_bytes(),
-            path: path.as_bytes(),
-            authority,
-            fields: parts
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
-            end_of_stream,
-        },
+        super::call::stream_request(&parts, end_of_stream),
         &hub.config.limits,
     );
     let head = match head {

@@ -39,6 +39,7 @@ use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::io::conn::Conn;
+pub(crate) use call::stream_request;
 pub use call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
 use conn::ThreadShare;
 pub use inline::Inline;

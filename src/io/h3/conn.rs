@@ -19,7 +19,6 @@ use std::time::Duration;
 use bytes::{Buf, Bytes};
 use quinn::VarInt;
 use sluicegate_proto::forwarded::PeerOrigin;
-use sluicegate_proto::h2::StreamRequest;
 use sluicegate_proto::BodyFraming;
 use tokio::sync::watch;
 
@@ -255,19 +254,8 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
     // A request whose FIN came with its head has no body: known now, without a wait.
     let first = std::future::poll_fn(|cx| Poll::Ready(peek(&mut recv, cx))).await;
     let end_of_stream = matches!(first, Peek::End);
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let authority = parts.uri.authority().map(|a| a.as_str().as_bytes());
     let head = sluicegate_proto::h3::request_head(
-        StreamRequest {
-            method: parts.method.as_str().as_bytes(),
-            path: path.as_bytes(),
-            authority,
-            fields: parts
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
-            end_of_stream,
-        },
+        crate::io::h2::stream_request(&parts, end_of_stream),
         &cfg.limits,
     );
     let head = match head {

@@ -279,7 +279,7 @@ impl BytesStr {
     }
 
     pub(crate) fn as_str(&self) -> &str {
-        // Safety: check valid utf-8 in constructor
+        // SAFETY: the constructors check that the bytes are valid UTF-8
         unsafe { std::str::from_utf8_unchecked(self.0.as_ref()) }
     }
 
