@@ -63,6 +63,12 @@ pub struct Config {
     pub http2_max_streams: u32,
     /// `--http3`: QUIC and HTTP/3 on every TLS listener's address (`io::h3`).
     pub http3: bool,
+    /// `--http3-0rtt`: accept 0-RTT; requests that arrive in it are served at once only if
+    /// idempotent (`io::h3::early`).
+    pub http3_0rtt: bool,
+    /// `--http3-retry-above`: QUIC handshakes in progress past which an unvalidated client
+    /// address is sent a Retry first (0: always).
+    pub http3_retry_above: usize,
     /// `--root-path`: SCRIPT_NAME.
     pub root_path: String,
     /// `--forwarded-allow-ips` and `--forwarded-headers`: whose forwarding headers are read,
@@ -375,6 +381,8 @@ impl Config {
             http2: one_of(d, "http2", &Http2Mode::ALL)?,
             http2_max_streams: get(d, "http2_max_streams")?,
             http3: get(d, "http3")?,
+            http3_0rtt: get(d, "http3_0rtt")?,
+            http3_retry_above: get(d, "http3_retry_above")?,
             limit_response_headers: get(d, "limit_response_headers")?,
             write_high_water: get(d, "write_high_water")?,
             root_path: get(d, "root_path")?,

@@ -347,9 +347,25 @@ OPTIONS: Tuple[Option, ...] = (
         "http3", parse_bool, "false",
         "HTTP/3 (QUIC, docs/http3.md) on every TLS listener: a UDP socket on the same address "
         "and port, the same certificate (TLS 1.3, ALPN h3), and an Alt-Svc header on the "
-        "HTTP/1.1 and HTTP/2 answers of TLS listeners so that clients move to it. No 0-RTT. "
-        "--http2-max-streams bounds each connection's concurrent request streams.",
+        "HTTP/1.1 and HTTP/2 answers of TLS listeners so that clients move to it. No 0-RTT "
+        "unless --http3-0rtt. --http2-max-streams bounds each connection's concurrent request "
+        "streams.",
         "", bool, switch=True, core=True,
+    ),
+    Option(
+        "http3_0rtt", parse_bool, "false",
+        "With --http3, accept 0-RTT (TLS early data) from a client resuming a session: GET, "
+        "HEAD and OPTIONS requests that arrive in it are served at once (the environ's "
+        "sluicegate.early_data is True), any other request waits until the handshake "
+        "completes (docs/http3.md). Early data can be replayed by an attacker.",
+        "", bool, switch=True, core=True,
+    ),
+    Option(
+        "http3_retry_above", parse_count_or_zero, "64",
+        "With --http3, QUIC handshakes in progress past which a client whose address is not "
+        "validated yet is sent a Retry first (one more round trip; its token proves the "
+        "address). 0: every new client gets one.",
+        "N", int, core=True,
     ),
     Option(
         "static", parse_static, [],

@@ -68,6 +68,8 @@ class Config:
     http2: str
     http2_max_streams: int
     http3: bool
+    http3_0rtt: bool
+    http3_retry_above: int
     static: Tuple[StaticMount, ...]
     static_fallthrough: bool
     write_high_water: int

@@ -57,7 +57,7 @@ pub struct TlsFacts {
 }
 
 impl TlsFacts {
-    fn of(info: TlsInfo) -> TlsFacts {
+    pub fn of(info: TlsInfo) -> TlsFacts {
         let mut vars = vec![
             ("SSL_PROTOCOL", info.protocol.to_string()),
             ("SSL_CIPHER", info.cipher.to_string()),

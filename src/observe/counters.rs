@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::h3_counters::H3Counters;
 use super::timings::{End, Timings};
 
 /// Histogram bucket bounds, in microseconds (1 ms … 10 s, then +Inf).
@@ -137,6 +138,8 @@ pub struct Counters {
     pub tls_failures: [AtomicU64; TLS_FAILURE_REASONS.len()],
     /// The earliest `notAfter` of the TLS certificates served, unix seconds (0: no TLS).
     pub tls_not_after: AtomicI64,
+    /// HTTP/3's connections and what happened to them (`--http3`).
+    pub h3: H3Counters,
 }
 
 /// Why a TLS connection failed, as the `reason` label of `sluicegate_tls_failures_total` says

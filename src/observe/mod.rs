@@ -3,12 +3,13 @@
 //!
 //! The floor: above plain data (`config`, `http_date`, `clock`) and proto, below `io`. Nothing
 //! here imports `io`, `wsgi`, `server` or `static_files`: what it needs from them comes in as
-//! values (a client address, a [`table::Readings`]). Inside, no cycle: `timings` ← `counters`
+//! values (a client address, a [`table::Readings`]). Inside, no cycle: `timings`, `h3_counters` ← `counters`
 //! ← `table` ← `prometheus`; `timings` ← `entry` ← `gunicorn_format` ← `log_line` ← `access_log`; `request_end` joins the
 //! counters and the log for a finished request.
 //!
 //! - `timings`: how a request ended and where its time went (plain values).
-//! - `counters`: the atomics every request and the loop add to; the duration histograms.
+//! - `counters`: the atomics every request and the loop add to; the duration histograms
+//!   (`h3_counters`: HTTP/3's own, inside them).
 //! - `table`: every number declared once, rendering `stats()`; `prometheus` renders the same
 //!   table as text, with `process` (the `process_*` series) and the build info.
 //! - `log_line`: one access log line in each format (`gunicorn_format`: gunicorn's
@@ -21,6 +22,7 @@ pub mod access_log;
 pub mod counters;
 pub mod entry;
 pub mod gunicorn_format;
+pub mod h3_counters;
 pub mod log_line;
 pub mod metrics_http;
 pub mod process;

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::counters::{
     Counters, Histogram, BYTES_IN, LOOP_STATUSES, REFUSAL_STATUSES, TLS_FAILURE_REASONS,
 };
+use super::h3_counters::H3Event;
 use super::timings::End;
 
 /// What one `stats()` call or one scrape reads: the loop's counters, and the values the
@@ -213,6 +214,30 @@ pub static TABLE: &[Entry] =
                     for (reason, n) in TLS_FAILURE_REASONS.iter().zip(&r.counters.tls_failures) {
                         f(reason, load(n));
                     }
+                }
+            })
+        ),
+        entry!(
+            None,
+            Some("sluicegate_http3_connections"),
+            Gauge,
+            "HTTP/3 connections being served now, by state (handshake, or open with it).",
+            Read::Labelled("state", |r, f| {
+                let h3 = &r.counters.h3;
+                f("handshake", load(&h3.handshaking));
+                f("open", load(&h3.open));
+            })
+        ),
+        entry!(
+            None,
+            Some("sluicegate_http3_events_total"),
+            Counter,
+            "HTTP/3 connections and streams by what happened to them (handshakes completed, \
+         timed out, failed; Retry packets; request streams; 0-RTT requests served at once or \
+         held for the handshake).",
+            Read::Labelled("event", |r, f| {
+                for e in H3Event::ALL {
+                    f(e.as_str(), r.counters.h3.events(e));
                 }
             })
         ),

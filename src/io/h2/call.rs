@@ -28,6 +28,9 @@ pub struct StreamCall {
     pub peer_origin: PeerOrigin,
     /// The environ's TLS facts (`None` for h2c).
     pub tls_facts: Option<Arc<TlsFacts>>,
+    /// HTTP/3: the request came in 0-RTT (early data, replayable) and was served before the
+    /// handshake completed (the environ's `sluicegate.early_data`); always false for HTTP/2.
+    pub early_data: bool,
     /// `:scheme` said `https` (trusted for h2c only as forwarding headers are).
     pub scheme_https: bool,
     /// The request body's DATA frames (`None`: the HEADERS frame ended the stream).

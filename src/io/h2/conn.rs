@@ -233,6 +233,7 @@ fn take_stream(
         peer: conn.peer.clone(),
         peer_origin: conn.peer_origin,
         tls_facts: per_conn.tls_facts.clone(),
+        early_data: false,
         scheme_https: parts.uri.scheme_str() == Some("https"),
         body: (!end_of_stream).then(|| {
             CallBody::H2(StreamBody::new(

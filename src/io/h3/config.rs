@@ -1,8 +1,8 @@
 //! The QUIC side of a TLS listener: its UDP socket ([`bind_udp`]), its QUIC server
 //! configuration ([`server_config`]: the listener's own rustls configuration, so the same
 //! certificate, client-certificate rule, provider and ticket key, with ALPN `h3`; QUIC is TLS
-//! 1.3 only, and 0-RTT stays off: rustls's `max_early_data_size` is left at 0), its transport
-//! limits, and the `Alt-Svc` value HTTP/1.1 and HTTP/2 answers advertise it with ([`alt_svc_static`]).
+//! 1.3 only; 0-RTT only with `--http3-0rtt`: [`early_data`]), its transport limits, and the
+//! `Alt-Svc` value HTTP/1.1 and HTTP/2 answers advertise it with ([`alt_svc_static`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -49,10 +49,11 @@ pub fn server_config(
 ) -> std::io::Result<quinn::ServerConfig> {
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![b"h3".to_vec()];
-    tls.max_early_data_size = 0;
+    early_data(&mut tls, config.http3_0rtt);
     let crypto = QuicServerConfig::try_from(tls)
         .map_err(|e| std::io::Error::other(format!("QUIC needs TLS 1.3: {e}")))?;
-    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut server =
+        quinn::ServerConfig::with_crypto(Arc::new(super::tls_facts::FactsConfig(Arc::new(crypto))));
     let mut transport = TransportConfig::default();
     transport
         .max_concurrent_bidi_streams(VarInt::from_u32(config.http2_max_streams))
@@ -65,6 +66,42 @@ pub fn server_config(
         .keep_alive_interval(Some(KEEP_ALIVE_PING));
     server.transport_config(Arc::new(transport));
     Ok(server)
+}
+
+/// 0-RTT (`--http3-0rtt`) or not. rustls accepts early data only with a ticket that can be
+/// used once: a session kept in the server's memory (its `session_storage`, whose `take` makes
+/// a replay of the same ClientHello resume nothing), never a stateless ticket (which any number
+/// of copies could present). So with 0-RTT the QUIC side issues no stateless tickets, and
+/// QUIC requires the early-data size to be `u32::MAX` or 0 (RFC 9001 §4.6.1).
+fn early_data(tls: &mut rustls::ServerConfig, on: bool) {
+    if on {
+        tls.max_early_data_size = u32::MAX;
+        tls.ticketer = Arc::new(NoTickets);
+    } else {
+        tls.max_early_data_size = 0;
+    }
+}
+
+/// A ticketer that makes no tickets: resumption from the session cache only.
+#[derive(Debug)]
+struct NoTickets;
+
+impl rustls::server::ProducesTickets for NoTickets {
+    fn enabled(&self) -> bool {
+        false
+    }
+
+    fn lifetime(&self) -> u32 {
+        0
+    }
+
+    fn encrypt(&self, _plain: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+
+    fn decrypt(&self, _cipher: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// The `Alt-Svc` field value that tells a client HTTP/3 is on `port` (for a day), as a

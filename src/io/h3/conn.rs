@@ -8,8 +8,9 @@
 //! streams (`--http2-max-streams`, as QUIC stream credit), the decoded header section
 //! (`--limit-header-bytes`: `h3` answers 431 past it), the windows, handshakes and request
 //! heads within `--header-timeout`, the idle connection closed after `--keep-alive`, and
-//! address validation: past [`RETRY_ABOVE`] handshakes at once, a client whose address is not
-//! validated yet is sent a Retry first, so a flood of spoofed Initials costs no handshakes.
+//! address validation: past `--http3-retry-above` handshakes at once, a client whose address
+//! is not validated yet is sent a Retry first, so a flood of spoofed Initials costs no
+//! handshakes. The handshake itself, and 0-RTT, are `early.rs`'s.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,7 @@ use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::BodyFraming;
 use tokio::sync::watch;
 
+use super::early::{self, Handshake};
 use super::stream::{H3Body, H3Reply, RecvHalf};
 use crate::clock::now_ns;
 use crate::config::Config;
@@ -30,10 +32,9 @@ use crate::io::h2::inline::Inline;
 use crate::io::h2::tasks;
 use crate::io::h2::timer;
 use crate::io::h2::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+use crate::io::tls_link::TlsFacts;
+use crate::observe::h3_counters::H3Event;
 use crate::peer::Peer;
-
-/// Handshakes in progress past which an unvalidated client address gets a Retry first.
-const RETRY_ABOVE: usize = 64;
 
 /// `H3_NO_ERROR`: the application close code of a connection ended on purpose.
 const H3_NO_ERROR: u32 = 0x100;
@@ -47,7 +48,6 @@ pub(super) struct Share {
     /// runs there while the scheduler is in inline mode, as an HTTP/2 stream's does.
     pub inline: Option<Arc<Inline>>,
     pub open: Arc<AtomicUsize>,
-    pub handshaking: AtomicUsize,
 }
 
 /// Accept connections on `endpoint` (listener `listener`'s address) until a stop, when it
@@ -62,11 +62,15 @@ pub(super) async fn accept_loop(
         tokio::select! {
             incoming = endpoint.accept() => {
                 let Some(mut incoming) = incoming else { break };
-                if share.handshaking.load(Ordering::Relaxed) >= RETRY_ABOVE
+                let h3 = &share.ctx.counters().h3;
+                if h3.handshaking.load(Ordering::Relaxed) >= share.config.http3_retry_above as u64
                     && !incoming.remote_address_validated()
                 {
                     match incoming.retry() {
-                        Ok(()) => continue,
+                        Ok(()) => {
+                            h3.count(H3Event::Retry);
+                            continue;
+                        }
                         Err(e) => incoming = e.into_incoming(),
                     }
                 }
@@ -96,18 +100,11 @@ async fn serve_one(
         .by_request
         .open_connections
         .fetch_add(1, Ordering::Relaxed);
-    share.handshaking.fetch_add(1, Ordering::Relaxed);
-    let handshake = match incoming.accept() {
-        Ok(connecting) => timer::timeout(share.config.header_timeout, connecting)
-            .await
-            .ok()
-            .and_then(Result::ok),
-        Err(_) => None,
-    };
-    share.handshaking.fetch_sub(1, Ordering::Relaxed);
-    if let Some(conn) = handshake {
-        serve_conn(&share, conn, listener, &mut stop).await;
+    counters.h3.open.fetch_add(1, Ordering::Relaxed);
+    if let Some((conn, handshake)) = early::handshake(&share, incoming).await {
+        serve_conn(&share, (conn, handshake), listener, &mut stop).await;
     }
+    counters.h3.open.fetch_sub(1, Ordering::Relaxed);
     counters
         .by_request
         .open_connections
@@ -121,6 +118,10 @@ struct PerConn {
     upper: Upper,
     peer: Peer,
     listener: usize,
+    /// The environ's `SSL_*` facts (the client certificate once the handshake completed:
+    /// `early.rs` serves no request before it when certificates are asked for).
+    tls: Option<Arc<TlsFacts>>,
+    handshake: Handshake,
 }
 
 /// Serve requests until the connection ends: the client's close or GOAWAY, an error, the
@@ -130,7 +131,7 @@ struct PerConn {
 /// closes once its last call is over and what it sent is acknowledged ([`until_quiet`]).
 async fn serve_conn(
     share: &Arc<Share>,
-    conn: quinn::Connection,
+    (conn, handshake): (quinn::Connection, Handshake),
     listener: usize,
     stop: &mut watch::Receiver<Stop>,
 ) {
@@ -151,6 +152,8 @@ async fn serve_conn(
         upper: Arc::new(Mutex::new(None)),
         peer: Peer::Ip(conn.remote_address()),
         listener,
+        tls: super::tls_facts::facts(&conn),
+        handshake,
     });
     let mut going_away = false;
     // How long the close waits for the last bytes' acknowledgement.
@@ -258,6 +261,7 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
         crate::io::h2::stream_request(&parts, end_of_stream),
         &cfg.limits,
     );
+    share.ctx.counters().h3.count(H3Event::Stream);
     let head = match head {
         Ok(h) => h,
         Err(e) => {
@@ -271,6 +275,11 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
             }
             return;
         }
+    };
+    // 0-RTT: an idempotent request is served now, any other waits for the handshake.
+    let counters = &share.ctx.counters().h3;
+    let Some(early_data) = early::admit(&per.handshake, head.method(), counters).await else {
+        return;
     };
     // --static and --health-path: answered here, without the app.
     let mut framed = None;
@@ -301,7 +310,8 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
         listener: per.listener,
         peer: per.peer.clone(),
         peer_origin: PeerOrigin::Socket,
-        tls_facts: None,
+        tls_facts: per.tls.clone(),
+        early_data,
         scheme_https: true,
         body: body.map(|b| CallBody::H3(Box::new(b))),
         reply: CallReply::H3(reply),

@@ -14,13 +14,20 @@
 //!   idle timeout, GOAWAY at a stop).
 //! - `stream.rs`: one request stream from its app thread: the body in, the response out.
 //! - `own_answer.rs`: `--static` and `--health-path` answered by the stream's task.
-//! - `config.rs`: the QUIC server configuration (TLS 1.3, ALPN `h3`, transport limits).
+//! - `early.rs`: the handshake within `--header-timeout`, and 0-RTT (`--http3-0rtt`): which
+//!   requests that arrive before it completes are served.
+//! - `tls_facts.rs`: the environ's `SSL_*` facts of a connection (quinn's session wrapped to
+//!   read its ServerHello: the cipher suite and resumption).
+//! - `config.rs`: the QUIC server configuration (TLS 1.3, ALPN `h3`, 0-RTT or not, transport
+//!   limits).
 
 mod config;
 mod conn;
+mod early;
 mod own_answer;
 pub mod runtime;
 pub mod stream;
+mod tls_facts;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicUsize;
@@ -124,7 +131,6 @@ impl H3Hub {
             runner,
             inline,
             open: Arc::clone(&self.open),
-            handshaking: AtomicUsize::new(0),
         });
         let mut sockets = Vec::new();
         for (i, b) in bound.into_iter().enumerate() {

@@ -150,6 +150,22 @@ pub struct ClientCert {
     pub pem: String,
 }
 
+impl ClientCert {
+    /// The environ's facts of a client's (verified) certificate.
+    pub fn of(der: &[u8]) -> ClientCert {
+        // webpki verified it; a certificate the strict DER reader cannot print keeps its
+        // PEM and `SSL_CLIENT_VERIFY`, with empty names.
+        let (subject_dn, issuer_dn) = x509::Cert::parse(der)
+            .map(|c| (c.subject_dn(), c.issuer_dn()))
+            .unwrap_or_default();
+        ClientCert {
+            subject_dn,
+            issuer_dn,
+            pem: x509::pem(der),
+        }
+    }
+}
+
 impl TlsInfo {
     /// `SSL_CLIENT_VERIFY`: `SUCCESS` with a verified certificate, `NONE` without one
     /// (mod_ssl's `FAILED:reason` cannot happen: that handshake was refused).
@@ -331,19 +347,10 @@ impl TlsSession {
             _ => "unknown",
         };
         let suite = self.conn.negotiated_cipher_suite()?.suite();
-        let client_cert = self.conn.peer_certificates().and_then(|certs| {
-            let der = certs.first()?;
-            // webpki verified it; a certificate the strict DER reader cannot print keeps its
-            // PEM and `SSL_CLIENT_VERIFY`, with empty names.
-            let (subject_dn, issuer_dn) = x509::Cert::parse(der)
-                .map(|c| (c.subject_dn(), c.issuer_dn()))
-                .unwrap_or_default();
-            Some(ClientCert {
-                subject_dn,
-                issuer_dn,
-                pem: x509::pem(der),
-            })
-        });
+        let client_cert = self
+            .conn
+            .peer_certificates()
+            .and_then(|certs| Some(ClientCert::of(certs.first()?)));
         Some(TlsInfo {
             protocol,
             cipher: openssl_cipher_name(suite),

@@ -48,6 +48,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
         peer,
         peer_origin,
         tls_facts,
+        early_data,
         scheme_https,
         body,
         reply,
@@ -89,6 +90,10 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     let end = match built {
         Ok(env) => {
             let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), protocol);
+            if head.version == Version::Http3 {
+                // RFC 8470's question, for the app: could this request be a replay?
+                let _ = env.set_item(intern!(py, "sluicegate.early_data"), early_data);
+            }
             let trust = bridge.config.forwarding.as_ref().map(|(t, _)| t);
             let trusted = forwarded::trusted(trust, hop);
             if scheme_https && tls_facts.is_none() && trusted {

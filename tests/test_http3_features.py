@@ -1,0 +1,273 @@
+"""HTTP/3 beyond the request path (tests/test_http3.py has that): 0-RTT (`--http3-0rtt`), the
+environ's TLS facts, the metrics, the Retry path (`--http3-retry-above`), the handshake
+timeout, and worker processes each with their own UDP socket.
+
+0-RTT is shown without timing: the step client (tests/h3_step_client.py) holds back its
+datagrams after its first flight, its Finished among them, so the server cannot complete the
+handshake while the test looks; what the server answered then, it answered to early data.
+The server's state is read from its metrics listener, never inferred from a wait.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import signal
+import socket
+import ssl
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.h3_client import H3Client
+from tests.h3_step_client import StepClient, raw_initial, ticket_from
+from tests.helpers import wait_for
+from tests.test_workers import children
+from tests.tls_certs import TlsCerts, tls_certs  # noqa: F401  (the fixture)
+
+MAX_EARLY_DATA = 0xFFFFFFFF
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tls_options(c: TlsCerts):
+    return ["--certfile", str(c.server_chain), "--keyfile", str(c.server_key), "--http3"]
+
+
+def env_lines(body: bytes) -> dict:
+    return dict(line.split("=", 1) for line in body.decode("latin-1").splitlines())
+
+
+class Metered:
+    """A server with a metrics listener, and its HTTP/3 series."""
+
+    def __init__(self, start_server, app, *options):
+        self.mport = free_port()
+        self.srv = start_server(app, *options, "--metrics-bind", f"127.0.0.1:{self.mport}")
+        wait_for(lambda: self._scrape_ok(), "the metrics listener")
+
+    def _scrape_ok(self) -> bool:
+        try:
+            self.samples()
+            return True
+        except OSError:
+            return False
+
+    def samples(self) -> dict:
+        c = http.client.HTTPConnection("127.0.0.1", self.mport, timeout=10)
+        try:
+            c.request("GET", "/metrics")
+            text = c.getresponse().read().decode()
+        finally:
+            c.close()
+        out = {}
+        for fam in text_string_to_metric_families(text):
+            for s in fam.samples:
+                out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+        return out
+
+    def event(self, name: str) -> float:
+        return self.samples()[("sluicegate_http3_events_total", (("event", name),))]
+
+    def connections(self, state: str) -> float:
+        return self.samples()[("sluicegate_http3_connections", (("state", state),))]
+
+
+# -- 0-RTT ----------------------------------------------------------------------------------
+
+def test_a_get_in_0rtt_is_served_before_the_handshake_completes(start_server, tls_certs):
+    m = Metered(start_server, "http3", *tls_options(tls_certs), "--http3-0rtt")
+    ca = str(tls_certs.ca_cert)
+    ticket = ticket_from(m.srv.port, ca)
+    assert ticket.max_early_data_size == MAX_EARLY_DATA
+    with StepClient(m.srv.port, ca, ticket, hold=True) as c:
+        early = c.response(c.request("GET", "/environ"))
+        # Answered while the client's Finished was held back: the server served early data.
+        assert c.handshake is not None and c.handshake.early_data_accepted
+        assert c.handshake.session_resumed
+        assert m.event("early_served") == 1
+        c.release()
+        after = c.response(c.request("GET", "/environ"))
+    assert early.status == 200
+    e = env_lines(bytes(early.body))
+    assert e["sluicegate.early_data"] == "True"
+    assert e["SERVER_PROTOCOL"] == "HTTP/3" and e["SSL_SESSION_RESUMED"] == "Resumed"
+    assert env_lines(bytes(after.body))["sluicegate.early_data"] == "False"
+
+
+def test_a_post_in_0rtt_waits_for_the_handshake_before_the_app(start_server, tls_certs):
+    m = Metered(start_server, "http3", *tls_options(tls_certs), "--http3-0rtt")
+    ca = str(tls_certs.ca_cert)
+    ticket = ticket_from(m.srv.port, ca)
+    with StepClient(m.srv.port, ca, ticket, hold=True) as c:
+        sid = c.request("POST", "/gate?name=post", body=b"not to be replayed")
+        # The server has the request and holds it: the handshake is not complete.
+        c.pump(lambda: m.event("early_waited") == 1)
+        assert c.handshake is not None and c.handshake.early_data_accepted
+        assert m.srv.marks("entered") == []
+        assert c.responses[sid].status == 0
+        c.release()
+        m.srv.wait_marks("entered", 1)
+        m.srv.open_gate("post")
+        r = c.response(sid)
+    assert (r.status, bytes(r.body)) == (200, b"through the gate")
+    assert m.event("early_served") == 0
+
+
+def test_without_the_flag_0rtt_is_refused_and_the_request_served_after_the_handshake(
+        start_server, tls_certs):
+    m = Metered(start_server, "http3", *tls_options(tls_certs))
+    ca = str(tls_certs.ca_cert)
+    ticket = ticket_from(m.srv.port, ca)
+    # The server's tickets offer no early data; a client that sends some anyway...
+    assert ticket.max_early_data_size is None
+    ticket.max_early_data_size = MAX_EARLY_DATA
+    with StepClient(m.srv.port, ca, ticket) as c:
+        r = c.response(c.request("GET", "/environ"))
+        # ...sees it refused, and its request is sent again after the handshake.
+        assert c.handshake is not None and not c.handshake.early_data_accepted
+        assert c.handshake.session_resumed
+    assert r.status == 200
+    assert env_lines(bytes(r.body))["sluicegate.early_data"] == "False"
+    assert m.event("early_served") == 0 and m.event("early_waited") == 0
+
+
+# -- TLS facts ------------------------------------------------------------------------------
+
+def https_environ(port: int, c: TlsCerts, cert: bool = False) -> dict:
+    ctx = ssl.create_default_context(cafile=str(c.ca_cert))
+    if cert:
+        ctx.load_cert_chain(str(c.client_cert), str(c.client_key))
+    conn = http.client.HTTPSConnection("localhost", port, timeout=10, context=ctx)
+    try:
+        conn.request("GET", "/environ")
+        return env_lines(conn.getresponse().read())
+    finally:
+        conn.close()
+
+
+def ssl_keys(env: dict) -> dict:
+    return {k: v for k, v in env.items() if k.startswith("SSL_") or k == "HTTPS"}
+
+
+def test_the_environ_has_the_tls_facts_https_gives(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs))
+    with H3Client(srv.port, str(tls_certs.ca_cert)) as c:
+        r = c.get("/environ")
+        suite = c.proto._quic.tls.key_schedule.cipher_suite
+    h3 = env_lines(bytes(r.body))
+    h1 = https_environ(srv.port, tls_certs)
+    assert h3["wsgi.url_scheme"] == "https"
+    assert ssl_keys(h3).keys() == ssl_keys(h1).keys()
+    assert h3["HTTPS"] == "on" and h3["SSL_PROTOCOL"] == "TLSv1.3"
+    assert h3["SSL_CIPHER"] == "TLS_" + suite.name  # TLS_AES_128_GCM_SHA256, as OpenSSL
+    assert h3["SSL_TLS_SNI"] == h1["SSL_TLS_SNI"] == "localhost"
+    assert h3["SSL_SESSION_RESUMED"] == "Initial"
+    assert h3["SSL_CLIENT_VERIFY"] == "NONE"
+
+
+def test_a_client_certificate_reaches_the_environ(start_server, tls_certs):
+    srv = start_server("http3", *tls_options(tls_certs), "--ca-certs", str(tls_certs.ca_cert),
+                       "--cert-reqs", "required")
+    cert = (str(tls_certs.client_cert), str(tls_certs.client_key))
+    with StepClient(srv.port, str(tls_certs.ca_cert), cert=cert) as c:
+        r = c.response(c.request("GET", "/environ"))
+    h3 = env_lines(bytes(r.body))
+    h1 = https_environ(srv.port, tls_certs, cert=True)
+    assert h3["SSL_CLIENT_VERIFY"] == "SUCCESS"
+    for key in ("SSL_CLIENT_S_DN", "SSL_CLIENT_I_DN", "SSL_CLIENT_CERT"):
+        assert h3[key] == h1[key]
+    assert "CN=sluicegate-test-client" in h3["SSL_CLIENT_S_DN"]
+
+
+# -- metrics, Retry, handshake timeout --------------------------------------------------------
+
+def test_metrics_count_http3_connections_streams_and_the_access_log_says_http3(
+        start_server, tls_certs):
+    m = Metered(start_server, "http3", *tls_options(tls_certs), "--access-log", "-")
+    ca = str(tls_certs.ca_cert)
+    with H3Client(m.srv.port, ca) as a:
+        assert [a.get(f"/q?{i}").status for i in range(3)] == [200] * 3
+        assert m.connections("open") == 1
+        with H3Client(m.srv.port, ca) as b:
+            assert b.get("/").status == 200
+            assert m.connections("open") == 2
+    wait_for(lambda: m.connections("open") == 0, "the connections' close")
+    assert m.event("connection") == 2 and m.event("stream") == 4
+    assert m.connections("handshake") == 0
+    assert m.samples()[("sluicegate_requests_total", (("class", "2xx"),))] == 4
+    m.srv.stop()
+    lines = [x for x in m.srv.stdout_text().splitlines() if '"GET /q?' in x]
+    assert len(lines) == 3 and all("HTTP/3" in x for x in lines)
+
+
+def test_past_the_retry_threshold_a_client_is_sent_a_retry_and_served(start_server, tls_certs):
+    m = Metered(start_server, "http3", *tls_options(tls_certs), "--http3-retry-above", "0")
+    with H3Client(m.srv.port, str(tls_certs.ca_cert)) as c:
+        assert c.get("/").status == 200
+        # aioquic followed the Retry: its connection's ID is the one the Retry gave.
+        assert c.proto._quic._retry_count == 1
+    assert m.event("retry") == 1 and m.event("connection") == 1
+
+
+def test_below_the_retry_threshold_no_retry_is_sent(start_server, tls_certs):
+    m = Metered(start_server, "http3", *tls_options(tls_certs))
+    with H3Client(m.srv.port, str(tls_certs.ca_cert)) as c:
+        assert c.get("/").status == 200
+        assert c.proto._quic._retry_count == 0
+    assert m.event("retry") == 0
+
+
+def test_a_client_silent_after_its_initial_is_dropped_at_the_header_timeout(
+        start_server, tls_certs):
+    m = Metered(start_server, "http3", *tls_options(tls_certs), "--header-timeout", "1")
+    sock, sent = raw_initial(m.srv.port, str(tls_certs.ca_cert))
+    try:
+        assert sent and len(sent[0]) >= 1200  # a padded Initial (RFC 9000 §14.1)
+        wait_for(lambda: m.connections("handshake") == 1, "the handshake under way")
+        # The server answered (its ServerHello and certificate) and waits for the rest.
+        sock.settimeout(10)
+        assert sock.recv(65536)
+        wait_for(lambda: m.event("handshake_timeout") == 1, "the handshake's timeout")
+        assert m.connections("handshake") == 0 and m.connections("open") == 0
+        assert m.event("connection") == 0
+    finally:
+        sock.close()
+    # The server serves on.
+    with H3Client(m.srv.port, str(tls_certs.ca_cert)) as c:
+        assert c.get("/").status == 200
+
+
+# -- worker processes -------------------------------------------------------------------------
+
+def h3_pids(port: int, ca: str, connections: int) -> list:
+    """The pid that answered each of `connections` new connections (each its own UDP port)."""
+    pids = []
+    for _ in range(connections):
+        with H3Client(port, ca) as c:
+            r = c.get("/pid")
+            assert r.status == 200
+            pids.append(int(r.body))
+    return pids
+
+
+def test_workers_each_serve_http3_a_connection_stays_on_one_and_hup_keeps_it(
+        start_server, tls_certs):
+    srv = start_server("workers", "--workers", "2", *tls_options(tls_certs))
+    ca = str(tls_certs.ca_cert)
+    workers = set(children(srv.pid))
+    # The kernel spreads new connections over both workers' sockets (SO_REUSEPORT)...
+    assert set(h3_pids(srv.port, ca, 16)) == workers
+    # ...and every packet of one connection (one address pair) reaches the same worker.
+    with H3Client(srv.port, ca) as c:
+        assert len({int(c.get("/pid").body) for _ in range(20)}) == 1
+    srv.signal(signal.SIGHUP)
+    srv.wait_log(r"Reload done: 2 new worker\(s\) serving", timeout=60)
+    new = set(children(srv.pid))
+    assert not new & workers
+    assert set(h3_pids(srv.port, ca, 16)) == new
+    log = srv.log_text()
+    assert "cannot bind" not in log and len(re.findall(r"Worker \d+ ready", log)) == 4
