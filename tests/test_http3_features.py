@@ -38,7 +38,17 @@ def tls_options(c: TlsCerts):
 
 
 def env_lines(body: bytes) -> dict:
-    return dict(line.split("=", 1) for line in body.decode("latin-1").splitlines())
+    """The /environ answer's `KEY=VALUE` lines; a PEM value (SSL_CLIENT_CERT) spans lines."""
+    env, key = {}, None
+    for line in body.decode("latin-1").splitlines():
+        if key is not None and env[key].startswith("-----BEGIN") and "-----END" not in env[key]:
+            env[key] += "\n" + line
+            continue
+        if not line:  # the PEM's last line break
+            continue
+        key, value = line.split("=", 1)
+        env[key] = value
+    return env
 
 
 class Metered:
@@ -104,9 +114,10 @@ def test_a_post_in_0rtt_waits_for_the_handshake_before_the_app(start_server, tls
     ticket = ticket_from(m.srv.port, ca)
     with StepClient(m.srv.port, ca, ticket, hold=True) as c:
         sid = c.request("POST", "/gate?name=post", body=b"not to be replayed")
-        # The server has the request and holds it: the handshake is not complete.
-        c.pump(lambda: m.event("early_waited") == 1)
-        assert c.handshake is not None and c.handshake.early_data_accepted
+        # The server has the request and holds it: the handshake is not complete (the
+        # client's side of it is: its Finished is held back).
+        c.pump(lambda: c.handshake is not None and m.event("early_waited") == 1)
+        assert c.handshake.early_data_accepted
         assert m.srv.marks("entered") == []
         assert c.responses[sid].status == 0
         c.release()
@@ -266,7 +277,9 @@ def test_workers_each_serve_http3_a_connection_stays_on_one_and_hup_keeps_it(
         assert len({int(c.get("/pid").body) for _ in range(20)}) == 1
     srv.signal(signal.SIGHUP)
     srv.wait_log(r"Reload done: 2 new worker\(s\) serving", timeout=60)
-    new = set(children(srv.pid))
+    # The old workers finish and leave.
+    new = set(wait_for(lambda: (lambda c: len(c) == 2 and c)(children(srv.pid)),
+                       "the old workers' exit", timeout=30))
     assert not new & workers
     assert set(h3_pids(srv.port, ca, 16)) == new
     log = srv.log_text()

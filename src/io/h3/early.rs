@@ -105,7 +105,11 @@ pub(super) async fn handshake(
                 let share = Arc::clone(share);
                 let closing = conn.clone();
                 tasks::current().spawn(async move {
-                    let phase = ended(&share, timer::timeout(limit, accepted).await);
+                    // `accepted` ends with the handshake, saying whether 0-RTT was accepted
+                    // (false, too, for a connection lost first): the close tells them apart.
+                    let outcome = timer::timeout(limit, accepted).await;
+                    let outcome = outcome.map(|_| closing.close_reason().is_none());
+                    let phase = ended(&share, outcome);
                     if phase == Phase::Failed {
                         closing.close(quinn::VarInt::from_u32(0), b"");
                     }
