@@ -101,7 +101,7 @@ async fn serve_one(
         .open_connections
         .fetch_add(1, Ordering::Relaxed);
     counters.h3.open.fetch_add(1, Ordering::Relaxed);
-    if let Some((conn, handshake)) = early::handshake(&share, incoming).await {
+    if let Some((conn, handshake)) = early::handshake(&share.config, &share.ctx, incoming).await {
         serve_conn(&share, (conn, handshake), listener, &mut stop).await;
     }
     counters.h3.open.fetch_sub(1, Ordering::Relaxed);

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::conn::Share;
-use crate::io::h2::{tasks, timer};
+use crate::config::{ClientAuth, Config};
+use crate::io::h2::{tasks, timer, LoopView};
 use crate::observe::h3_counters::{H3Counters, H3Event};
 
 /// Where a connection's handshake is.
@@ -80,10 +80,11 @@ pub(super) async fn admit(
 /// handshake (complete, or still under way with `--http3-0rtt`). `None`: it failed or timed
 /// out, and quinn dropped its state with the handshake's handle.
 pub(super) async fn handshake(
-    share: &Arc<Share>,
+    config: &Config,
+    ctx: &Arc<dyn LoopView>,
     incoming: quinn::Incoming,
 ) -> Option<(quinn::Connection, Handshake)> {
-    let counters = share.ctx.counters();
+    let counters = ctx.counters();
     let h3 = &counters.h3;
     h3.handshaking.fetch_add(1, Ordering::Relaxed);
     let connecting = match incoming.accept() {
@@ -93,23 +94,23 @@ pub(super) async fn handshake(
             return None;
         }
     };
-    let limit = share.config.header_timeout;
+    let limit = config.header_timeout;
     // With client certificates asked for, the identity is known only once the handshake
     // completed: no request is served before it (early data still saves the round trip).
-    let asks_certificates = (share.config.tls.as_ref())
-        .is_some_and(|t| t.client_auth != crate::config::ClientAuth::None);
-    let connecting = if share.config.http3_0rtt && !asks_certificates {
+    let asks_certificates =
+        (config.tls.as_ref()).is_some_and(|t| t.client_auth != ClientAuth::None);
+    let connecting = if config.http3_0rtt && !asks_certificates {
         match connecting.into_0rtt() {
             Ok((conn, accepted)) => {
                 let (tx, rx) = watch::channel(Phase::UnderWay);
-                let share = Arc::clone(share);
+                let ctx = Arc::clone(ctx);
                 let closing = conn.clone();
                 tasks::current().spawn(async move {
                     // `accepted` ends with the handshake, saying whether 0-RTT was accepted
                     // (false, too, for a connection lost first): the close tells them apart.
                     let outcome = timer::timeout(limit, accepted).await;
                     let outcome = outcome.map(|_| closing.close_reason().is_none());
-                    let phase = ended(&share, outcome);
+                    let phase = ended(&*ctx, outcome);
                     if phase == Phase::Failed {
                         closing.close(quinn::VarInt::from_u32(0), b"");
                     }
@@ -124,23 +125,23 @@ pub(super) async fn handshake(
     };
     match timer::timeout(limit, connecting).await {
         Ok(Ok(conn)) => {
-            ended(share, Ok(true));
+            ended(&**ctx, Ok(true));
             Some((conn, Handshake::complete()))
         }
         Ok(Err(_)) => {
-            ended(share, Ok(false));
+            ended(&**ctx, Ok(false));
             None
         }
         Err(e) => {
-            ended(share, Err(e));
+            ended(&**ctx, Err(e));
             None
         }
     }
 }
 
 /// A handshake's end counted: completed (`Ok(true)`), failed, or timed out.
-fn ended(share: &Share, outcome: Result<bool, timer::Elapsed>) -> Phase {
-    let h3 = &share.ctx.counters().h3;
+fn ended(ctx: &dyn LoopView, outcome: Result<bool, timer::Elapsed>) -> Phase {
+    let h3 = &ctx.counters().h3;
     match outcome {
         Ok(true) => {
             end(h3, H3Event::Connection);
@@ -171,7 +172,14 @@ mod tests {
         for m in [&b"GET"[..], b"HEAD", b"OPTIONS"] {
             assert!(idempotent(m));
         }
-        for m in [&b"POST"[..], b"PUT", b"DELETE", b"PATCH", b"get", b"CONNECT"] {
+        for m in [
+            &b"POST"[..],
+            b"PUT",
+            b"DELETE",
+            b"PATCH",
+            b"get",
+            b"CONNECT",
+        ] {
             assert!(!idempotent(m));
         }
     }

@@ -14,7 +14,9 @@ use std::any::Any;
 use std::sync::Arc;
 
 use quinn::crypto::rustls::{HandshakeData, QuicServerConfig};
-use quinn::crypto::{self, ExportKeyingMaterialError, KeyPair, Keys, PacketKey, UnsupportedVersion};
+use quinn::crypto::{
+    self, ExportKeyingMaterialError, KeyPair, Keys, PacketKey, UnsupportedVersion,
+};
 use quinn::ConnectionId;
 use quinn_proto::transport_parameters::TransportParameters;
 use quinn_proto::TransportError;
@@ -29,7 +31,11 @@ use crate::io::tls_link::TlsFacts;
 pub struct FactsConfig(pub Arc<QuicServerConfig>);
 
 impl crypto::ServerConfig for FactsConfig {
-    fn initial_keys(&self, version: u32, dst_cid: &ConnectionId) -> Result<Keys, UnsupportedVersion> {
+    fn initial_keys(
+        &self,
+        version: u32,
+        dst_cid: &ConnectionId,
+    ) -> Result<Keys, UnsupportedVersion> {
         self.0.initial_keys(version, dst_cid)
     }
 
@@ -43,10 +49,7 @@ impl crypto::ServerConfig for FactsConfig {
         params: &TransportParameters,
     ) -> Box<dyn crypto::Session> {
         let inner = Arc::clone(&self.0).start_session(version, params);
-        Box::new(FactsSession {
-            inner,
-            hello: None,
-        })
+        Box::new(FactsSession { inner, hello: None })
     }
 }
 
@@ -75,9 +78,8 @@ struct FactsSession {
 
 /// `HelloRetryRequest`'s fixed random (RFC 8446 §4.1.3): a ServerHello that is not the one.
 const HRR_RANDOM: [u8; 32] = [
-    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8,
-    0x91, 0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8,
-    0x33, 0x9c,
+    0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+    0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
 ];
 /// The handshake message type of a ServerHello.
 const SERVER_HELLO: u8 = 2;
@@ -112,7 +114,11 @@ impl crypto::Session for FactsSession {
     }
 
     fn handshake_data(&self) -> Option<Box<dyn Any>> {
-        let data = self.inner.handshake_data()?.downcast::<HandshakeData>().ok()?;
+        let data = self
+            .inner
+            .handshake_data()?
+            .downcast::<HandshakeData>()
+            .ok()?;
         Some(Box::new(Handshake {
             server_name: data.server_name,
             alpn: data.protocol,

@@ -89,17 +89,9 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     );
     let end = match built {
         Ok(env) => {
-            let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), protocol);
-            if head.version == Version::Http3 {
-                // RFC 8470's question, for the app: could this request be a replay?
-                let _ = env.set_item(intern!(py, "sluicegate.early_data"), early_data);
-            }
             let trust = bridge.config.forwarding.as_ref().map(|(t, _)| t);
-            let trusted = forwarded::trusted(trust, hop);
-            if scheme_https && tls_facts.is_none() && trusted {
-                let _ = env.set_item(intern!(py, "wsgi.url_scheme"), "https");
-                let _ = env.set_item("HTTPS", "on");
-            }
+            let https = scheme_https && tls_facts.is_none() && forwarded::trusted(trust, hop);
+            stream_keys(&env, (head.version, protocol), early_data, https);
             let (start, hints) = (callables.start.bind(py), callables.hints.bind(py));
             let resp = callables.sr.get().response();
             call_and_drive(
@@ -154,6 +146,25 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     callables.discard();
 }
 
+/// The environ's keys a stream's request has beyond the template's: `SERVER_PROTOCOL`; on
+/// HTTP/3 `sluicegate.early_data` (RFC 8470's question, for the app: could this request be a
+/// replay?); an h2c stream whose trusted `:scheme` said `https`, the scheme.
+fn stream_keys(
+    env: &Bound<'_, PyDict>,
+    (version, protocol): (Version, &str),
+    early_data: bool,
+    https: bool,
+) {
+    let py = env.py();
+    let _ = env.set_item(intern!(py, "SERVER_PROTOCOL"), protocol);
+    if version == Version::Http3 {
+        let _ = env.set_item(intern!(py, "sluicegate.early_data"), early_data);
+    }
+    if https {
+        let _ = env.set_item(intern!(py, "wsgi.url_scheme"), "https");
+        let _ = env.set_item("HTTPS", "on");
+    }
+}
 /// The stream's protocol: its label in the access log and `--timeout`'s log, and
 /// `SERVER_PROTOCOL`.
 fn protocol(head: &RequestHead) -> (&'static [u8], &'static str) {
