@@ -46,6 +46,8 @@ class ServerConfig(TypedDict):
     http2: str  # --http2 (docs/options.md)
     http2_max_streams: int  # --http2-max-streams (docs/options.md)
     http3: bool  # --http3 (docs/options.md)
+    http3_0rtt: bool  # --http3-0rtt (docs/options.md)
+    http3_retry_above: int  # --http3-retry-above (docs/options.md)
     static_fallthrough: bool  # --static-fallthrough (docs/options.md)
     write_high_water: int  # --write-high-water (docs/options.md)
     root_path: str  # --root-path (docs/options.md)
