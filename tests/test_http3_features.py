@@ -11,6 +11,7 @@ The server's state is read from its metrics listener, never inferred from a wait
 from __future__ import annotations
 
 import http.client
+import os
 import re
 import signal
 import socket
@@ -21,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.h3_client import H3Client
 from tests.h3_step_client import StepClient, raw_initial, ticket_from
 from tests.helpers import wait_for
-from tests.test_workers import children
+from tests.test_workers import _pid_from, children
 from tests.tls_certs import TlsCerts, tls_certs  # noqa: F401  (the fixture)
 
 MAX_EARLY_DATA = 0xFFFFFFFF
@@ -284,3 +285,34 @@ def test_workers_each_serve_http3_a_connection_stays_on_one_and_hup_keeps_it(
     assert set(h3_pids(srv.port, ca, 16)) == new
     log = srv.log_text()
     assert "cannot bind" not in log and len(re.findall(r"Worker \d+ ready", log)) == 4
+
+
+def test_usr2s_new_master_serves_http3_once_the_old_one_left(start_server, tls_certs, tmp_path):
+    """The new master's workers bind their own UDP sockets beside the old ones (SO_REUSEPORT):
+    HTTP/3 is served during the overlap, and by the new workers alone once the old master
+    stopped."""
+    pid_file = str(tmp_path / "sg.pid")
+    srv = start_server("workers", "--workers", "2", "--pid", pid_file, *tls_options(tls_certs))
+    ca = str(tls_certs.ca_cert)
+    old = set(children(srv.pid))
+    assert set(h3_pids(srv.port, ca, 8)) <= old
+    new_master = None
+    try:
+        srv.signal(signal.SIGUSR2)
+        wait_for(lambda: _pid_from(pid_file) not in (None, srv.pid), "the new master's pid",
+                 timeout=30)
+        new_master = _pid_from(pid_file)
+        wait_for(lambda: len(children(new_master)) == 2, "the new master's workers", timeout=30)
+        srv.wait_log(rf"\[{new_master}\] \[INFO\] Listening at: https://127.0.0.1:{srv.port}")
+        new = set(children(new_master))
+        # Both generations' sockets are bound: every connection is served by one of them.
+        assert set(h3_pids(srv.port, ca, 8)) <= old | new
+        srv.signal(signal.SIGTERM)  # the operator stops the old master
+        assert srv.wait_exit() == 0
+        assert set(h3_pids(srv.port, ca, 16)) == new
+    finally:
+        if new_master:
+            os.kill(new_master, signal.SIGTERM)
+            wait_for(lambda: not os.path.exists(f"/proc/{new_master}") or
+                     open(f"/proc/{new_master}/stat").read().split()[2] == "Z",
+                     "the new master to end", timeout=30)
