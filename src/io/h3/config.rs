@@ -28,6 +28,11 @@ const PEER_SILENCE: Duration = Duration::from_secs(30);
 /// does not reach [`PEER_SILENCE`].
 const KEEP_ALIVE_PING: Duration = Duration::from_secs(10);
 
+/// Sessions kept for resumption (and 0-RTT) with `--http3-0rtt`, per listener and process:
+/// each handshake leaves two tickets, each an entry (a few hundred bytes), so the TLS side's
+/// 256-entry cache (TLS 1.2 session IDs) would be turned over by 128 handshakes.
+const EARLY_SESSIONS: usize = 4096;
+
 /// A UDP socket on `addr` for QUIC. `SO_REUSEPORT`: each worker process binds its own on the
 /// same port, and the kernel spreads clients by address.
 pub fn bind_udp(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
@@ -77,6 +82,7 @@ fn early_data(tls: &mut rustls::ServerConfig, on: bool) {
     if on {
         tls.max_early_data_size = u32::MAX;
         tls.ticketer = Arc::new(NoTickets);
+        tls.session_storage = rustls::server::ServerSessionMemoryCache::new(EARLY_SESSIONS);
     } else {
         tls.max_early_data_size = 0;
     }
