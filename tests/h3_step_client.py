@@ -50,6 +50,8 @@ class StepClient:
         self.hold = hold
         self.held: List[bytes] = []
         self.sent_first_flight = False
+        #: The datagrams of the first flight, as sent (for a replay).
+        self.first_flight: List[bytes] = []
         self.handshake: Optional[HandshakeCompleted] = None
         self.responses: Dict[int, Response] = {}
         self.quic.connect(self.addr, now=time.time())
@@ -62,6 +64,8 @@ class StepClient:
                 self.held.append(data)
             else:
                 self.sock.send(data)
+                if not self.sent_first_flight:
+                    self.first_flight.append(data)
         self.sent_first_flight = True
 
     def release(self) -> None:

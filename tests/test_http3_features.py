@@ -129,6 +129,37 @@ def test_a_post_in_0rtt_waits_for_the_handshake_before_the_app(start_server, tls
     assert m.event("early_served") == 0
 
 
+def test_a_replayed_first_flight_does_not_reach_the_app_again(start_server, tls_certs):
+    """An attacker sends a captured first flight (ClientHello with the ticket, and a GET in
+    0-RTT) again from another address: the ticket was used once, so the copy resumes nothing,
+    its early data is refused, and the app is not called a second time."""
+    m = Metered(start_server, "http3", *tls_options(tls_certs), "--http3-0rtt",
+                "--header-timeout", "1")
+    ca = str(tls_certs.ca_cert)
+    ticket = ticket_from(m.srv.port, ca)
+    with StepClient(m.srv.port, ca, ticket, hold=True) as c:
+        r = c.response(c.request("GET", "/closing?token=replayed"))
+        assert (r.status, bytes(r.body)) == (200, b"closing")
+        c.release()
+        flight = list(c.first_flight)
+    assert len(flight) >= 1 and m.event("early_served") == 1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as attacker:
+        attacker.connect(("127.0.0.1", m.srv.port))
+
+        def replayed() -> bool:
+            # Sent again until the server takes it for a new connection: while quinn still
+            # drains the first one, a packet with its connection ID goes to it.
+            for data in flight:
+                attacker.send(data)
+            return m.connections("handshake") + m.event("handshake_timeout") >= 1
+
+        wait_for(replayed, "the copy's handshake to start")
+        # The attacker cannot finish the handshake: it ends at --header-timeout.
+        wait_for(lambda: m.event("handshake_timeout") == 1, "the copy's handshake to end")
+    assert m.event("early_served") == 1
+    assert m.srv.marks("closed", prefix="replayed") == ["replayed"]
+
+
 def test_without_the_flag_0rtt_is_refused_and_the_request_served_after_the_handshake(
         start_server, tls_certs):
     m = Metered(start_server, "http3", *tls_options(tls_certs))
