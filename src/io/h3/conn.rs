@@ -13,7 +13,7 @@
 //! handshakes. The handshake itself, and 0-RTT, are `early.rs`'s.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -118,10 +118,20 @@ struct PerConn {
     upper: Upper,
     peer: Peer,
     listener: usize,
-    /// The environ's `SSL_*` facts (the client certificate once the handshake completed:
-    /// `early.rs` serves no request before it when certificates are asked for).
-    tls: Option<Arc<TlsFacts>>,
+    conn: quinn::Connection,
+    /// The environ's `SSL_*` facts, made for the first request (its ClientHello was read
+    /// whole by then, which a 0-RTT connection's first moment does not promise; the client
+    /// certificate is known then too: `early.rs` serves no request before the handshake's end
+    /// when certificates are asked for).
+    tls: OnceLock<Option<Arc<TlsFacts>>>,
     handshake: Handshake,
+}
+
+impl PerConn {
+    fn tls_facts(&self) -> Option<Arc<TlsFacts>> {
+        let made = self.tls.get_or_init(|| super::tls_facts::facts(&self.conn));
+        made.clone()
+    }
 }
 
 /// Serve requests until the connection ends: the client's close or GOAWAY, an error, the
@@ -152,7 +162,8 @@ async fn serve_conn(
         upper: Arc::new(Mutex::new(None)),
         peer: Peer::Ip(conn.remote_address()),
         listener,
-        tls: super::tls_facts::facts(&conn),
+        conn: conn.clone(),
+        tls: OnceLock::new(),
         handshake,
     });
     let mut going_away = false;
@@ -310,7 +321,7 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
         listener: per.listener,
         peer: per.peer.clone(),
         peer_origin: PeerOrigin::Socket,
-        tls_facts: per.tls.clone(),
+        tls_facts: per.tls_facts(),
         early_data,
         scheme_https: true,
         body: body.map(|b| CallBody::H3(Box::new(b))),

@@ -19,6 +19,9 @@ use crate::config::{ClientAuth, Config};
 use crate::io::h2::{tasks, timer, LoopView};
 use crate::observe::h3_counters::{H3Counters, H3Event};
 
+/// `H3_NO_ERROR`: the close of a connection whose handshake did not complete in time.
+const H3_NO_ERROR: u32 = 0x100;
+
 /// Where a connection's handshake is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -51,8 +54,9 @@ impl Handshake {
     }
 }
 
-/// RFC 9110 §9.2.2's idempotent methods that are also safe to replay without a body's effect:
-/// the ones served from early data.
+/// The methods served from early data: RFC 9110 §9.2.1's safe ones (TRACE aside, which the
+/// app answers as any other method). PUT and DELETE are idempotent but change state: a replay
+/// that lands between two of the client's own requests undoes the second, so they wait.
 pub(super) fn idempotent(method: &[u8]) -> bool {
     matches!(method, b"GET" | b"HEAD" | b"OPTIONS")
 }
@@ -112,7 +116,7 @@ pub(super) async fn handshake(
                     let outcome = outcome.map(|_| closing.close_reason().is_none());
                     let phase = ended(&*ctx, outcome);
                     if phase == Phase::Failed {
-                        closing.close(quinn::VarInt::from_u32(0), b"");
+                        closing.close(quinn::VarInt::from_u32(H3_NO_ERROR), b"");
                     }
                     let _ = tx.send(phase);
                 });
