@@ -256,6 +256,24 @@ def test_past_the_retry_threshold_a_client_is_sent_a_retry_and_served(start_serv
     assert m.event("retry") == 1 and m.event("connection") == 1
 
 
+def test_with_n_handshakes_under_way_the_next_client_is_sent_a_retry(start_server, tls_certs):
+    """--http3-retry-above counts handshakes in progress: one client stalled after its Initial
+    holds one, and the next client, past the threshold of 1, gets a Retry first."""
+    m = Metered(start_server, "http3", *tls_options(tls_certs), "--http3-retry-above", "1")
+    ca = str(tls_certs.ca_cert)
+    with H3Client(m.srv.port, ca) as c:  # no handshake under way: no Retry
+        assert c.get("/").status == 200 and c.proto._quic._retry_count == 0
+    sock, _ = raw_initial(m.srv.port, ca)
+    try:
+        wait_for(lambda: m.connections("handshake") == 1, "the stalled handshake")
+        with H3Client(m.srv.port, ca) as c:
+            assert c.get("/").status == 200
+            assert c.proto._quic._retry_count == 1
+    finally:
+        sock.close()
+    assert m.event("retry") == 1 and m.event("connection") == 2
+
+
 def test_below_the_retry_threshold_no_retry_is_sent(start_server, tls_certs):
     m = Metered(start_server, "http3", *tls_options(tls_certs))
     with H3Client(m.srv.port, str(tls_certs.ca_cert)) as c:
