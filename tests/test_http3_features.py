@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.h3_client import H3Client
 from tests.h3_step_client import StepClient, raw_initial, ticket_from
 from tests.helpers import wait_for
+from tests.test_tls import start_fails
 from tests.test_workers import _pid_from, children
 from tests.tls_certs import TlsCerts, tls_certs  # noqa: F401  (the fixture)
 
@@ -365,3 +366,9 @@ def test_usr2s_new_master_serves_http3_once_the_old_one_left(start_server, tls_c
             wait_for(lambda: not os.path.exists(f"/proc/{new_master}") or
                      open(f"/proc/{new_master}/stat").read().split()[2] == "Z",
                      "the new master to end", timeout=30)
+
+
+def test_0rtt_without_http3_is_refused_in_one_line(tls_certs):
+    line = start_fails("--certfile", str(tls_certs.server_chain), "--keyfile",
+                       str(tls_certs.server_key), "--http3-0rtt")
+    assert "--http3-0rtt needs --http3" in line
