@@ -119,8 +119,10 @@ class StepClient:
             r.ended = True
 
     # -- requests ---------------------------------------------------------------------------
-    def request(self, method: str, path: str, body: Optional[bytes] = None) -> int:
-        """Open a request stream and send it (in 0-RTT if the handshake is not done yet)."""
+    def request(self, method: str, path: str, body: Optional[bytes] = None,
+                send: bool = True) -> int:
+        """Open a request stream and send it (in 0-RTT if the handshake is not done yet);
+        with `send` False it leaves with the next request's."""
         sid = self.quic.get_next_available_stream_id()
         self.responses[sid] = Response()
         self.h3.send_headers(sid, [(b":method", method.encode()), (b":scheme", b"https"),
@@ -128,7 +130,8 @@ class StepClient:
                              end_stream=body is None)
         if body is not None:
             self.h3.send_data(sid, body, end_stream=True)
-        self.flush()
+        if send:
+            self.flush()
         return sid
 
     def response(self, sid: int, timeout: float = 20.0) -> Response:

@@ -130,6 +130,26 @@ def test_a_post_in_0rtt_waits_for_the_handshake_before_the_app(start_server, tls
     assert m.event("early_served") == 0
 
 
+def test_a_0rtt_client_that_never_finishes_its_handshake_is_dropped_at_the_header_timeout(
+        start_server, tls_certs):
+    """With 0-RTT the connection is served before its handshake completes; the handshake is
+    still bounded by --header-timeout: a client whose Finished never comes is closed, its
+    state dropped, and the POST it sent never reaches the app."""
+    m = Metered(start_server, "http3", *tls_options(tls_certs), "--http3-0rtt",
+                "--header-timeout", "1")
+    ca = str(tls_certs.ca_cert)
+    ticket = ticket_from(m.srv.port, ca)
+    with StepClient(m.srv.port, ca, ticket, hold=True) as c:
+        get = c.request("GET", "/", send=False)
+        c.request("POST", "/gate?name=never", body=b"x")  # both in the first flight
+        assert c.response(get).status == 200
+        wait_for(lambda: m.event("early_waited") == 1, "the POST held")
+        wait_for(lambda: m.event("handshake_timeout") == 1, "the handshake's timeout")
+        wait_for(lambda: m.connections("open") == 0, "the connection's end")
+    assert m.connections("handshake") == 0 and m.event("connection") == 1  # the ticket's
+    assert m.srv.marks("entered") == []
+
+
 def test_a_replayed_first_flight_does_not_reach_the_app_again(start_server, tls_certs):
     """An attacker sends a captured first flight (ClientHello with the ticket, and a GET in
     0-RTT) again from another address: the ticket was used once, so the copy resumes nothing,
