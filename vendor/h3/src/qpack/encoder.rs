@@ -214,6 +214,35 @@ where
     Ok(size)
 }
 
+/// `encode_stateless` for a response's header section, from its status and `HeaderMap`
+/// borrowed: the same bytes, without a `HeaderField` (two owned copies) per field.
+pub fn encode_response<W: BufMut>(
+    block: &mut W,
+    status: &http::StatusCode,
+    fields: &http::HeaderMap,
+) -> Result<u64, EncoderError> {
+    HeaderPrefix::new(0, 0, 0, 0).encode(block);
+    let mut size = encode_borrowed(block, b":status", status.as_str().as_bytes())?;
+    for (name, value) in fields {
+        size += encode_borrowed(block, name.as_str().as_bytes(), value.as_bytes())?;
+    }
+    Ok(size)
+}
+
+/// One field as `encode_stateless` encodes it (static table only); returns its size.
+fn encode_borrowed<W: BufMut>(block: &mut W, name: &[u8], value: &[u8]) -> Result<u64, EncoderError> {
+    if let Some(index) = StaticTable::find_bytes(name, value) {
+        Indexed::Static(index).encode(block);
+    } else if let Some(index) = StaticTable::find_name(name) {
+        super::prefix_int::encode(4, 0b0101, index as u64, block);
+        super::prefix_string::encode(8, 0, value, block)?;
+    } else {
+        super::prefix_string::encode(4, 0b0010, name, block)?;
+        super::prefix_string::encode(8, 0, value, block)?;
+    }
+    Ok((name.len() + value.len() + super::field::ESTIMATED_OVERHEAD_BYTES) as u64)
+}
+
 #[cfg(test)]
 impl From<DynamicTable> for Encoder {
     fn from(table: DynamicTable) -> Encoder {
@@ -295,6 +324,29 @@ impl From<ParseError> for EncoderError {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn encode_response_as_stateless() {
+        let mut fields = http::HeaderMap::new();
+        fields.insert("content-type", "text/plain".parse().unwrap());
+        fields.insert("content-length", "13".parse().unwrap());
+        fields.insert("date", "Thu, 26 Nov 2026 00:55:01 GMT".parse().unwrap());
+        fields.insert("server", "sluicegate".parse().unwrap());
+        fields.append("set-cookie", "a=1".parse().unwrap());
+        fields.append("set-cookie", "b=2".parse().unwrap());
+        fields.insert("x-own", "value".parse().unwrap());
+        fields.insert("age", "0".parse().unwrap());
+        for status in [200u16, 404, 431, 299] {
+            let status = http::StatusCode::from_u16(status).unwrap();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let size_a = encode_response(&mut a, &status, &fields).unwrap();
+            let header = crate::proto::headers::Header::response(status, fields.clone());
+            let size_b = encode_stateless(&mut b, header).unwrap();
+            assert_eq!(a, b);
+            assert_eq!(size_a, size_b);
+        }
+    }
+
     use super::*;
 
     use crate::qpack::tests::helpers::{build_table, TABLE_SIZE};

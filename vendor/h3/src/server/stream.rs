@@ -27,7 +27,7 @@ use http::{response, HeaderMap, Response};
 use quic::StreamId;
 
 use crate::{
-    proto::{frame::Frame, headers::Header},
+    proto::frame::Frame,
     qpack,
     quic::SendStream as _,
     stream::{self},
@@ -121,10 +121,8 @@ where
         let response::Parts {
             status, headers, ..
         } = parts;
-        let headers = Header::response(status, headers);
-
         let mut block = BytesMut::new();
-        let mem_size = qpack::encode_stateless(&mut block, headers).map_err(|_e| {
+        let mem_size = qpack::encode_response(&mut block, &status, &headers).map_err(|_e| {
             self.handle_connection_error_on_stream(InternalConnectionError {
                 code: Code::H3_INTERNAL_ERROR,
                 message: "Failed to encode headers".to_string(),
