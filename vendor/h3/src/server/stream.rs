@@ -121,7 +121,7 @@ where
         let response::Parts {
             status, headers, ..
         } = parts;
-        let mut block = BytesMut::new();
+        let mut block = BytesMut::with_capacity(256);
         let mem_size = qpack::encode_response(&mut block, &status, &headers).map_err(|_e| {
             self.handle_connection_error_on_stream(InternalConnectionError {
                 code: Code::H3_INTERNAL_ERROR,
