@@ -13,7 +13,7 @@
 //! - `conn.rs`: the endpoint's accept loop and one connection's task (handshake, requests,
 //!   idle timeout, GOAWAY at a stop).
 //! - `stream.rs`: one request stream from its app thread: the body in, the response out.
-//! - `own_answer.rs`: `--static` and `--health-path` answered by the stream's task.
+//! - `own_answer.rs`: `--static` and `--health-path` answered by a task of the loop.
 //! - `config.rs`: the QUIC server configuration (TLS 1.3, ALPN `h3`, transport limits).
 
 mod config;
