@@ -403,7 +403,8 @@ pub(crate) fn response_of<'a>(
     *response.status_mut() = http::StatusCode::from_u16(status).map_err(invalid)?;
     let headers = response.headers_mut();
     for (name, value) in fields {
-        let name = http::HeaderName::from_bytes(&name.to_ascii_lowercase()).map_err(invalid)?;
+        // `from_bytes` lowercases the name itself.
+        let name = http::HeaderName::from_bytes(name).map_err(invalid)?;
         // HTTP/1.1 ignores a value's surrounding whitespace, HTTP/2 forbids it (RFC 9113
         // §8.2.1: a client such as the `h2` library refuses the whole response). Django's
         // Set-Cookie values start with a space (`SimpleCookie.output(header="")`).

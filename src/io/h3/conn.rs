@@ -1,8 +1,10 @@
 //! An endpoint's accept loop ([`accept_loop`]) and one HTTP/3 connection's task, both polled
 //! by the event loop: the QUIC handshake within `--header-timeout`, the `h3` connection
-//! (SETTINGS, the control streams), then each request stream's head read by a task of its own
-//! and made into a `RequestHead` by proto, its call (a [`StreamCall`]) queued to run inline on
-//! the loop's thread (HTTP/2's queue, `io::h2::inline`) or dispatched to the pool.
+//! (SETTINGS, the control streams), then each request stream's head read and made into a
+//! `RequestHead` by proto on the connection's task as the stream is accepted (a task of its
+//! own only for a head that did not come with the stream), its call (a [`StreamCall`]) queued
+//! to run inline on the loop's thread (HTTP/2's queue, `io::h2::inline`) or dispatched to the
+//! pool.
 //!
 //! Limits, each quinn's or `h3`'s own defence set here or in `config.rs`: concurrent request
 //! streams (`--http2-max-streams`, as QUIC stream credit), the decoded header section
@@ -12,6 +14,8 @@
 //! is not validated yet is sent a Retry first, so a flood of spoofed Initials costs no
 //! handshakes. The handshake itself, and 0-RTT, are `early.rs`'s.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
@@ -170,23 +174,29 @@ async fn serve_conn(
     // How long the close waits for the last bytes' acknowledgement.
     let mut linger = cfg.keepalive_timeout;
     let mut idle = timer::sleep(cfg.keepalive_timeout);
+    // After a GOAWAY: the next look whether the last call is over (made only then, so a
+    // busy connection's loop makes no timer per pass).
+    let mut quiet_look = None;
     if *stop.borrow() >= Stop::Graceful {
         let _ = h3c.shutdown(0).await;
         going_away = true;
     }
     loop {
+        if going_away && quiet_look.is_none() {
+            quiet_look = Some(timer::sleep(QUIET_MIN));
+        }
         tokio::select! {
             next = h3c.accept() => match next {
                 Ok(Some(resolver)) => {
-                    let (share, per) = (Arc::clone(share), Arc::clone(&per));
-                    tasks::current().spawn(take_stream(share, per, resolver));
+                    take_stream(share, &per, resolver).await;
                     idle.reset(cfg.keepalive_timeout);
                 }
                 Ok(None) | Err(_) => break,
             },
             // After our GOAWAY, `h3` ends `accept` only once the client sent its own: the
             // connection is done here when its last call is.
-            _ = timer::sleep(QUIET_MIN), if going_away => {
+            _ = async { quiet_look.as_mut().expect("made above").await }, if quiet_look.is_some() => {
+                quiet_look = None;
                 if per.live.load(Ordering::SeqCst) == 0 {
                     break;
                 }
@@ -250,19 +260,46 @@ async fn until_quiet(conn: &quinn::Connection, limit: Duration) {
 }
 
 type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
+type Request3 = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+type Resolved = Result<(http::Request<()>, Request3), h3::error::StreamError>;
 
-/// A request stream: its head read (within `--header-timeout`) and decoded by proto (refused
-/// on its stream if bad), answered here (`--static`, `--health-path`), or its call
-/// dispatched.
-async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
+/// A request stream just accepted, on the connection's task. Its HEADERS frame usually came
+/// with the stream: then its head is read and decoded, and its call started, right here
+/// (one look), with no task and no timer of its own; else a task waits for the head within
+/// `--header-timeout`.
+async fn take_stream(share: &Arc<Share>, per: &Arc<PerConn>, resolver: Resolver) {
     // In flight from here: a stop's GOAWAY waits for it.
     let live = LiveStream::new(&per.live);
+    let mut resolving: Pin<Box<dyn Future<Output = Resolved> + Send>> =
+        Box::pin(resolver.resolve_request());
+    let now = std::future::poll_fn(|cx| Poll::Ready(resolving.as_mut().poll(cx))).await;
+    match now {
+        // A header section past the limit was answered 431 by `h3`; a malformed one reset.
+        Poll::Ready(Ok((request, stream))) => start_stream(share, per, request, stream, live).await,
+        Poll::Ready(Err(_)) => {}
+        Poll::Pending => {
+            let (share, per) = (Arc::clone(share), Arc::clone(per));
+            tasks::current().spawn(async move {
+                let resolved = timer::timeout(share.config.header_timeout, resolving).await;
+                if let Ok(Ok((request, stream))) = resolved {
+                    start_stream(&share, &per, request, stream, live).await;
+                }
+            });
+        }
+    }
+}
+
+/// A request stream whose head came: decoded by proto (refused on its stream if bad), answered
+/// here (`--static`, `--health-path`: by a task of the loop), or its call dispatched. Never
+/// waits: the one look at the body (`peek`) is a single poll.
+async fn start_stream(
+    share: &Arc<Share>,
+    per: &Arc<PerConn>,
+    request: http::Request<()>,
+    stream: Request3,
+    live: LiveStream,
+) {
     let cfg = &share.config;
-    let resolved = timer::timeout(cfg.header_timeout, resolver.resolve_request()).await;
-    // A header section past the limit was answered 431 by `h3`; a malformed one reset.
-    let Ok(Ok((request, stream))) = resolved else {
-        return;
-    };
     let (parts, ()) = request.into_parts();
     let (mut send, mut recv) = stream.split();
     // A request whose FIN came with its head has no body: known now, without a wait.
@@ -281,9 +318,12 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
                 .status(e.status())
                 .body(())
                 .expect("a fixed response");
-            if send.send_response(answer).await.is_ok() {
-                let _ = send.finish().await;
-            }
+            tasks::current().spawn(async move {
+                let _live = live;
+                if send.send_response(answer).await.is_ok() {
+                    let _ = send.finish().await;
+                }
+            });
             return;
         }
     };
@@ -299,9 +339,13 @@ async fn take_stream(share: Arc<Share>, per: Arc<PerConn>, resolver: Resolver) {
         framed = Some(crate::io::h2::own_answer::frame(own, server))
     }) {
         let framed = framed.expect("framed by own_answer");
-        let status = framed.status;
-        let sent = super::own_answer::send(send, framed, head.is_head).await;
-        share.ctx.account_own(head, per.peer.ip(), status, sent);
+        let (share, peer_ip) = (Arc::clone(share), per.peer.ip());
+        tasks::current().spawn(async move {
+            let _live = live;
+            let status = framed.status;
+            let sent = super::own_answer::send(send, framed, head.is_head).await;
+            share.ctx.account_own(head, peer_ip, status, sent);
+        });
         return;
     }
     let reply = H3Reply::new(send, cfg.write_timeout);

@@ -13,7 +13,7 @@
 //! - `conn.rs`: the endpoint's accept loop and one connection's task (handshake, requests,
 //!   idle timeout, GOAWAY at a stop).
 //! - `stream.rs`: one request stream from its app thread: the body in, the response out.
-//! - `own_answer.rs`: `--static` and `--health-path` answered by the stream's task.
+//! - `own_answer.rs`: `--static` and `--health-path` answered by a task of the loop.
 //! - `early.rs`: the handshake within `--header-timeout`, and 0-RTT (`--http3-0rtt`): which
 //!   requests that arrive before it completes are served.
 //! - `tls_facts.rs`: the environ's `SSL_*` facts of a connection (quinn's session wrapped to

@@ -1,7 +1,7 @@
 //! The answers the server gives without the app (`--static` files, `--health-path`), over
 //! HTTP/3: the loop's own protocol-neutral answer (`LoopView::own_answer`: proto's `Answer`),
 //! framed as for HTTP/2 (`io::h2::own_answer::frame`: an `http` response and the body queued,
-//! a text or a file range) and sent as HEADERS and DATA by the request stream's task on the
+//! a text or a file range) and sent as HEADERS and DATA by a task of its own on the
 //! loop. No app thread, no Python. Each piece waits for quinn to take it (its send window), so
 //! a large file is read as it is sent.
 

@@ -1,0 +1,2 @@
+mod session_id;
+pub use session_id::SessionId;
