@@ -12,7 +12,11 @@
 //! So calls come in two classes, by what their route (the request path) took recently:
 //! *short* (under `LONG_CALL`, or never seen) and *long*. Each class may have at most `limit`
 //! calls that count as *runnable*; the others wait in their class's FIFO queue, and a thread
-//! that finishes a call takes the next admitted one itself (no wake-up). Short calls go first.
+//! that finishes a call takes the next admitted one itself (no wake-up). Among the queued calls
+//! that have room, the one that came first goes first, whatever its class, except that a short
+//! call goes before an older long one (at most `SHORT_FIRST` times in a row): when threads are
+//! scarcer than room (`--threads` capped), a queue served before the others whenever it is not
+//! empty keeps a call of another class waiting for as long as it refills.
 //! A call stops counting against its class when:
 //! - it is seen *blocked*: over whole look windows its thread used almost no CPU and is
 //!   waiting in a system call other than `futex` (a sleep, a socket, a database), or in `futex`
@@ -43,6 +47,8 @@
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+
+use super::climb::{Climb, Verdict};
 
 /// Default `--max-runnable`: measured on hello world and a 21 KB file app at 4–100 clients, one
 /// admitted call per class costs the least CPU (no GIL contention between admitted calls at
@@ -105,11 +111,16 @@ pub const BLOCKING_UNUSED: Duration = Duration::from_secs(1);
 /// `Pool::size_blocking`).
 pub const BLOCKING_SAMPLE: usize = 16;
 
+/// Short calls admitted in a row before an older long call that has room (see `admit_next`):
+/// a fast call then does not wait behind a long one for a thread, and a long call waits behind
+/// at most this many that came after it.
+pub const SHORT_FIRST: u32 = 8;
+
 /// Routes remembered (a direct-mapped table: a route that collides with another replaces it,
 /// and an unknown route is short, so the table's size bounds memory, not correctness).
 const ROUTES: usize = 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Class {
     Short = 0,
     Long = 1,
@@ -120,18 +131,28 @@ pub enum Class {
     Blocking = 2,
 }
 
+/// A call waiting for admission: the job, its route's hash, and its place in arrival order.
+struct Queued<J> {
+    job: J,
+    route: u64,
+    seq: u64,
+}
+
 /// The counts and the queues behind admission (the pool keeps it under its lock). `J` is the
 /// queued job; each carries its route's hash.
 pub struct Admission<J> {
     /// Most calls per class that count as runnable (0: no limit, every call is admitted).
     limit: usize,
     runnable: [usize; 3],
-    queues: [VecDeque<(J, u64)>; 2],
-    /// Calls admitted in the blocking class (uncounted) that wait for a thread: calls to a
-    /// blocking route when none was free, and calls that were queued in the short or long
-    /// class when their route was seen blocking. They go before the queues, as the route's new
-    /// calls would.
-    released: VecDeque<(J, u64)>,
+    /// The waiting calls of each class, by `Class` (each in arrival order). The blocking
+    /// class's are *released*: calls admitted uncounted that wait for a thread (calls to a
+    /// blocking route when none was free, and calls that were queued in the short or long class
+    /// when their route was seen blocking, which keep their place in arrival order).
+    queues: [VecDeque<Queued<J>>; 3],
+    /// The next call's place in arrival order.
+    next_seq: u64,
+    /// Short calls admitted in a row before an older long call that had room (`SHORT_FIRST`).
+    short_first: u32,
     /// Per route: (hash, recent wall time in µs, smoothed; seen blocked).
     routes: Vec<(u64, u32, bool)>,
     /// Calls classified as blocking (for `PROBATION_EVERY`).
@@ -147,6 +168,8 @@ pub struct Admission<J> {
     blocking_limit: usize,
     /// When the blocking class last used at least half its room, or had calls waiting for it.
     blocking_used: Option<Instant>,
+    /// Whether the blocking class's room may grow: the evidence of its completion rate.
+    pub climb: Climb,
     pub stats: AdmissionStats,
 }
 
@@ -173,12 +196,14 @@ impl<J> Admission<J> {
         Admission {
             limit,
             runnable: [0, 0, 0],
-            queues: [VecDeque::new(), VecDeque::new()],
-            released: VecDeque::new(),
+            queues: [VecDeque::new(), VecDeque::new(), VecDeque::new()],
+            next_seq: 0,
+            short_first: 0,
             routes: vec![(0, 0, false); ROUTES],
             blocking_seen: 0,
             blocking_limit: BLOCKING_FLOOR,
             blocking_used: None,
+            climb: Climb::default(),
             stats: AdmissionStats::default(),
         }
     }
@@ -192,7 +217,7 @@ impl<J> Admission<J> {
     }
 
     pub fn queued_now(&self) -> usize {
-        self.queues[0].len() + self.queues[1].len() + self.released.len()
+        self.queues.iter().map(VecDeque::len).sum()
     }
 
     /// The class of a request to `route`, from what its recent calls took.
@@ -260,7 +285,7 @@ impl<J> Admission<J> {
 
     /// Calls of the blocking class wait for room.
     pub fn blocking_waits(&self) -> bool {
-        !self.released.is_empty() && !self.has_room(Class::Blocking)
+        !self.queues[Class::Blocking as usize].is_empty() && !self.has_room(Class::Blocking)
     }
 
     /// More room for the blocking class: a quarter more up to `BLOCKING_DOUBLE_FROM`, twice as
@@ -268,17 +293,30 @@ impl<J> Admission<J> {
     /// 25 steps, a burst of 1,000 sleeping calls waited up to 90 ms for it). Near the floor
     /// by a quarter: a look that misses a GIL convoy on a busy machine then costs a few threads
     /// (and database connections), not twice as many.
-    pub fn grow_blocking(&mut self) {
-        self.blocking_limit = if self.blocking_limit < BLOCKING_DOUBLE_FROM {
-            self.blocking_limit + (self.blocking_limit / 4).max(1)
-        } else {
-            self.blocking_limit.saturating_mul(2)
+    /// Only as the evidence allows (`Climb`): at once until a blocking call has finished, then
+    /// as a trial against the rate measured at the present room, one at a time, none during a
+    /// hold. Returns whether it grew.
+    pub fn grow_blocking(&mut self, now: Instant) -> bool {
+        let Some(base) = self.climb.may_grow(now) else {
+            return false;
         };
+        let from = self.blocking_limit;
+        self.blocking_limit = if from < BLOCKING_DOUBLE_FROM {
+            from + (from / 4).max(1)
+        } else {
+            from.saturating_mul(2)
+        };
+        self.climb.grown(now, from, self.blocking_limit, base);
+        true
     }
 
     /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`).
     pub fn shrink_blocking(&mut self) {
-        self.blocking_limit = (self.blocking_limit - 1).max(BLOCKING_FLOOR);
+        let was = self.blocking_limit;
+        self.blocking_limit = (was - 1).max(BLOCKING_FLOOR);
+        if self.blocking_limit != was {
+            self.climb.changed();
+        }
     }
 
     /// Count one call of `class` as admitted (the caller checked `has_room` and has a thread).
@@ -295,55 +333,59 @@ impl<J> Admission<J> {
     /// first in first out (a blocking call only waits for a thread).
     pub fn wait(&mut self, job: J, route: u64, class: Class) {
         self.stats.queued += 1;
-        match class {
-            Class::Blocking => self.released.push_back((job, route)),
-            _ => self.queues[class as usize].push_back((job, route)),
-        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queues[class as usize].push_back(Queued { job, route, seq });
     }
 
-    /// The next queued call that has room, admitted: released ones first (blocking), then
-    /// short ones. A queued short call whose route has become long since it was queued moves
-    /// to the long queue.
+    /// The next queued call that has room, admitted: of the heads of the queues whose class has
+    /// room, the one that came first; a short call before an older long one, though, up to
+    /// `SHORT_FIRST` in a row. A queued short call whose route has become long since it was
+    /// queued moves to the long queue (in its place by arrival).
     pub fn admit_next(&mut self) -> Option<(J, u64, Class)> {
-        if self.has_room(Class::Blocking) {
-            if let Some((job, route)) = self.released.pop_front() {
-                self.admit(Class::Blocking);
-                return Some((job, route, Class::Blocking));
-            }
-        }
         while self.has_room(Class::Short) {
-            let Some((job, route)) = self.queues[0].pop_front() else {
+            let Some(head) = self.queues[0].front() else {
                 break;
             };
-            if self.class_of(route) == Class::Long {
-                self.queues[1].push_back((job, route));
-                continue;
+            if self.class_of(head.route) != Class::Long {
+                break;
             }
-            self.admit(Class::Short);
-            return Some((job, route, Class::Short));
+            let moved = self.queues[0].pop_front().expect("a head was seen");
+            insert_in_order(&mut self.queues[1], moved);
         }
-        if self.has_room(Class::Long) {
-            let (job, route) = self.queues[1].pop_front()?;
-            self.admit(Class::Long);
-            return Some((job, route, Class::Long));
+        let head = |c: Class| {
+            self.has_room(c)
+                .then(|| self.queues[c as usize].front().map(|q| (q.seq, c)))
+                .flatten()
+        };
+        let heads = [head(Class::Blocking), head(Class::Short), head(Class::Long)];
+        let oldest = heads.iter().flatten().min()?.1;
+        let pick = if oldest == Class::Long && heads[1].is_some() && self.short_first < SHORT_FIRST
+        {
+            self.short_first += 1;
+            heads[..2].iter().flatten().min()?.1
+        } else {
+            oldest
+        };
+        if pick == Class::Long {
+            self.short_first = 0;
         }
-        None
+        let q = self.queues[pick as usize].pop_front()?;
+        self.admit(pick);
+        Some((q.job, q.route, pick))
     }
 
-    /// The next queued call whatever the room (while the server stops, every call still
-    /// queued runs as soon as a thread is free).
+    /// The next queued call whatever the room, first come first served (while the server
+    /// stops, every call still queued runs as soon as a thread is free).
     pub fn admit_any(&mut self) -> Option<(J, u64, Class)> {
-        if let Some((job, route)) = self.released.pop_front() {
-            self.admit(Class::Blocking);
-            return Some((job, route, Class::Blocking));
-        }
-        for class in [Class::Short, Class::Long] {
-            if let Some((job, route)) = self.queues[class as usize].pop_front() {
-                self.admit(class);
-                return Some((job, route, class));
-            }
-        }
-        None
+        let class = [Class::Blocking, Class::Short, Class::Long]
+            .into_iter()
+            .filter_map(|c| self.queues[c as usize].front().map(|q| (q.seq, c)))
+            .min()?
+            .1;
+        let q = self.queues[class as usize].pop_front()?;
+        self.admit(class);
+        Some((q.job, q.route, class))
     }
 
     /// An admitted call finished; `counted`: it still counted against `class` (not demoted);
@@ -358,23 +400,31 @@ impl<J> Admission<J> {
         }
     }
 
-    /// A call of the blocking class ended at `now`: room left unused (under half of it in
-    /// flight, none waiting) for `BLOCKING_UNUSED` is halved, not below twice what is in flight
-    /// nor the floor. By time, not by calls: room that shrank as each call of a burst ended was
-    /// back at the floor after a pause, and the next burst of sleeping calls waited for it to
-    /// grow again (S5 at 1,000 clients: p99 269 ms against 148 with no room at all).
-    pub fn settle_blocking(&mut self, now: Instant) {
+    /// A call of the blocking class ended at `now` after `took`: the growth under trial is
+    /// judged when its span is long enough (`Climb::finished`), and goes back if it did not
+    /// pay. Room left unused (under half of it in flight, none waiting) for `BLOCKING_UNUSED`
+    /// is halved, not below twice what is in flight nor the floor. By time, not by calls: room
+    /// that shrank as each call of a burst ended was back at the floor after a pause, and the
+    /// next burst of sleeping calls waited for it to grow again (S5 at 1,000 clients: p99 269
+    /// ms against 148 with no room at all).
+    pub fn settle_blocking(&mut self, now: Instant, took: Duration) {
+        if let Some(Verdict::Revert(room)) = self.climb.finished(now, took) {
+            self.blocking_limit = room.max(BLOCKING_FLOOR);
+        }
         let in_flight = self.runnable[Class::Blocking as usize];
-        if 2 * in_flight >= self.blocking_limit || !self.released.is_empty() {
+        if 2 * in_flight >= self.blocking_limit || !self.queues[Class::Blocking as usize].is_empty()
+        {
             self.blocking_used = Some(now);
             return;
         }
         let since = *self.blocking_used.get_or_insert(now);
         if now.saturating_duration_since(since) >= BLOCKING_UNUSED {
-            self.blocking_limit = (self.blocking_limit / 2)
-                .max(2 * in_flight)
-                .max(BLOCKING_FLOOR);
+            let was = self.blocking_limit;
+            self.blocking_limit = (was / 2).max(2 * in_flight).max(BLOCKING_FLOOR);
             self.blocking_used = Some(now);
+            if self.blocking_limit != was {
+                self.climb.changed();
+            }
         }
     }
 
@@ -411,12 +461,15 @@ impl<J> Admission<J> {
         if was_blocking {
             return;
         }
-        for queue in self.queues.iter_mut() {
-            if queue.iter().any(|(_, r)| *r == route) {
+        let [short, long, released] = &mut self.queues;
+        for queue in [short, long] {
+            if queue.iter().any(|q| q.route == route) {
                 let (same, others): (VecDeque<_>, VecDeque<_>) =
-                    queue.drain(..).partition(|(_, r)| *r == route);
+                    queue.drain(..).partition(|q| q.route == route);
                 *queue = others;
-                self.released.extend(same);
+                for q in same {
+                    insert_in_order(released, q);
+                }
             }
         }
     }
@@ -439,6 +492,12 @@ impl<J> Admission<J> {
         }
         entry.1 = entry.1.max(micros).max(LONG_CALL.as_micros() as u32);
     }
+}
+
+/// Put `q` in `queue` at its place by arrival (each queue is kept in arrival order).
+fn insert_in_order<J>(queue: &mut VecDeque<Queued<J>>, q: Queued<J>) {
+    let at = queue.partition_point(|other| other.seq < q.seq);
+    queue.insert(at, q);
 }
 
 /// Where a thread that uses no CPU is waiting (from the kernel: `/proc/.../syscall`).
@@ -566,7 +625,8 @@ mod tests {
         a.wait("fast", FAST, Class::Short);
         a.wait("slow-2", SLOW, Class::Short);
         // The first call is seen sleeping: every queued call of its route goes in the blocking
-        // class's room, in order, before the other route's call, which takes the short room.
+        // class's room, keeping its place by arrival; the other route's call takes the short
+        // room.
         a.demote(Class::Short, SLOW, true);
         let admitted: Vec<(&str, Class)> = std::iter::from_fn(|| a.admit_next())
             .map(|j| (j.0, j.2))
@@ -575,8 +635,8 @@ mod tests {
             admitted,
             [
                 ("slow-1", Class::Blocking),
-                ("slow-2", Class::Blocking),
-                ("fast", Class::Short)
+                ("fast", Class::Short),
+                ("slow-2", Class::Blocking)
             ]
         );
         assert_eq!(a.runnable(Class::Short), 1);
@@ -622,21 +682,21 @@ mod tests {
         a.wait("next", SLOW, Class::Blocking);
         assert!(a.blocking_waits());
         assert!(a.admit_next().is_none(), "no room: it waits");
-        a.grow_blocking();
+        a.grow_blocking(Instant::now());
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR + BLOCKING_FLOOR / 4);
         assert_eq!(a.admit_next().map(|j| j.0), Some("next"));
         assert!(!a.blocking_waits());
         while a.blocking_limit() < BLOCKING_DOUBLE_FROM {
-            a.grow_blocking();
+            a.grow_blocking(Instant::now());
         }
         let from = a.blocking_limit();
-        a.grow_blocking();
+        a.grow_blocking(Instant::now());
         assert_eq!(
             a.blocking_limit(),
             2 * from,
             "doubles once past BLOCKING_DOUBLE_FROM"
         );
-        a.grow_blocking();
+        a.grow_blocking(Instant::now());
         a.shrink_blocking();
         assert_eq!(a.blocking_limit(), 4 * from - 1);
         // Room nobody uses is kept for a while (a pause between bursts), then halved per
@@ -644,16 +704,16 @@ mod tests {
         let t0 = Instant::now();
         for _ in 0..=BLOCKING_FLOOR {
             a.finished(Class::Blocking, false, SLOW, Some(MS));
-            a.settle_blocking(t0);
+            a.settle_blocking(t0, MS);
         }
         assert_eq!(a.runnable(Class::Blocking), 0);
         assert_eq!(a.blocking_limit(), 4 * from - 1, "kept through a pause");
-        a.settle_blocking(t0 + BLOCKING_UNUSED / 2);
+        a.settle_blocking(t0 + BLOCKING_UNUSED / 2, MS);
         assert_eq!(a.blocking_limit(), 4 * from - 1);
-        a.settle_blocking(t0 + BLOCKING_UNUSED);
+        a.settle_blocking(t0 + BLOCKING_UNUSED, MS);
         assert_eq!(a.blocking_limit(), 2 * from - 1);
         for i in 2..12 {
-            a.settle_blocking(t0 + BLOCKING_UNUSED * i);
+            a.settle_blocking(t0 + BLOCKING_UNUSED * i, MS);
         }
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
         for _ in 0..10 {
@@ -787,6 +847,45 @@ mod tests {
         assert_eq!(
             stalled(Duration::ZERO, Duration::ZERO, Duration::ZERO, never),
             None
+        );
+    }
+
+    #[test]
+    fn calls_that_wait_for_a_thread_are_admitted_in_arrival_order_whatever_their_class() {
+        // Every class has room; only threads are scarce (the pool is at its most): each free
+        // thread takes the call that came first. A call judged again (short) among calls of a
+        // blocking route is not passed by the blocking ones that came after it.
+        let mut a = Admission::new(1);
+        a.record(SLOW, 4 * LONG_CALL);
+        a.wait("b1", FAST, Class::Blocking);
+        a.wait("judged", FAST, Class::Short);
+        a.wait("b2", FAST, Class::Blocking);
+        a.wait("long", SLOW, Class::Long);
+        a.wait("b3", FAST, Class::Blocking);
+        let mut order = Vec::new();
+        while let Some((job, route, class)) = a.admit_next() {
+            order.push(job);
+            a.finished(class, true, route, None); // its thread takes the next one
+        }
+        assert_eq!(order, ["b1", "judged", "b2", "long", "b3"]);
+    }
+
+    #[test]
+    fn short_calls_pass_an_older_long_one_only_so_many_times() {
+        let mut a = Admission::new(1);
+        a.record(SLOW, 4 * LONG_CALL);
+        a.wait("long", SLOW, Class::Long);
+        for _ in 0..2 * SHORT_FIRST {
+            a.wait("short", FAST, Class::Short);
+        }
+        let mut order = Vec::new();
+        while let Some((job, route, class)) = a.admit_next() {
+            order.push(job);
+            a.finished(class, true, route, None);
+        }
+        assert_eq!(
+            order.iter().position(|j| *j == "long"),
+            Some(SHORT_FIRST as usize)
         );
     }
 

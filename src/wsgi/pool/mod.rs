@@ -16,6 +16,7 @@
 //! created once), so taking the GIL for a job costs a lock, not a thread-state allocation.
 
 pub mod admission;
+mod climb;
 mod threads;
 mod watch;
 

@@ -118,8 +118,12 @@ impl<J: Send + 'static> Pool<J> {
             _ => streak.min(0) - 1,
         };
         if streak >= BLOCKING_GROW_LOOKS {
-            inner.adm.grow_blocking();
-            0
+            // Held back (a trial under way, a hold, too little evidence): the streak stands.
+            if inner.adm.grow_blocking(Instant::now()) {
+                0
+            } else {
+                streak
+            }
         } else if streak <= -(STALLED_LOOKS as i32) {
             inner.adm.shrink_blocking();
             0
