@@ -81,8 +81,10 @@ pub const LOCK_LOOKS: u32 = 400;
 /// One call in this many to a route seen blocking is admitted like any other (counted, and
 /// watched): if it is watched over `STALLED_LOOKS` windows without being seen blocked and
 /// finishes, the route is no longer blocking. So one call that happened to wait (or a route
-/// that changed) does not exempt a route for ever. Only when its class has room: a call that
-/// is judged again must not wait in a queue for it.
+/// that changed) does not exempt a route for ever. Only when its class has room and a thread is
+/// free: a call that is judged again must not wait in a queue for it. It takes a place in the
+/// blocking class's room as well (`Admission::hold_blocking`), so the calls of a blocking route
+/// in flight stay within that room.
 const PROBATION_EVERY: u32 = 32;
 
 /// The fewest calls to blocking routes that may be in flight at once (the blocking class's
@@ -236,9 +238,10 @@ impl<J> Admission<J> {
 
     /// The class a new request to `route` is admitted in, and whether it is judged again:
     /// `class_of`, except that one in `PROBATION_EVERY` blocking calls is judged again like any
-    /// other when its class has room (`true`: the caller must have it watched, see
-    /// [`Admission::unblocked`]).
-    pub fn classify(&mut self, route: u64) -> (Class, bool) {
+    /// other when its class and the blocking class have room and a `thread` is free (`true`:
+    /// the caller must have it watched, see [`Admission::unblocked`], and hold its place in the
+    /// blocking class's room, [`Admission::hold_blocking`]).
+    pub fn classify(&mut self, route: u64, thread: bool) -> (Class, bool) {
         let class = self.class_of(route);
         if class != Class::Blocking {
             return (class, false);
@@ -251,7 +254,7 @@ impl<J> Admission<J> {
             } else {
                 Class::Short
             };
-            if self.has_room(judged) {
+            if thread && self.has_room(judged) && self.has_room(Class::Blocking) {
                 return (judged, true);
             }
         }
@@ -295,9 +298,9 @@ impl<J> Admission<J> {
     /// (and database connections), not twice as many.
     /// Only as the evidence allows (`Climb`): at once until a blocking call has finished, then
     /// as a trial against the rate measured at the present room, one at a time, none during a
-    /// hold. Returns whether it grew.
-    pub fn grow_blocking(&mut self, now: Instant) -> bool {
-        let Some(base) = self.climb.may_grow(now) else {
+    /// hold nor while the interpreter is `busy`. Returns whether it grew.
+    pub fn grow_blocking(&mut self, now: Instant, busy: bool) -> bool {
+        let Some(base) = self.climb.may_grow(now, busy) else {
             return false;
         };
         let from = self.blocking_limit;
@@ -327,6 +330,17 @@ impl<J> Admission<J> {
         let c = class as usize;
         self.runnable[c] += 1;
         self.stats.runnable_peak[c] = self.stats.runnable_peak[c].max(self.runnable[c]);
+    }
+
+    /// A call to a blocking route judged again (`classify`) takes a place in the blocking
+    /// class's room until it ends (`release_blocking`).
+    pub fn hold_blocking(&mut self) {
+        self.runnable[Class::Blocking as usize] += 1;
+    }
+
+    /// The call of `hold_blocking` ended.
+    pub fn release_blocking(&mut self) {
+        self.runnable[Class::Blocking as usize] -= 1;
     }
 
     /// A call that could not be admitted now (no room, or no thread): it waits in its class,
@@ -595,7 +609,7 @@ mod tests {
         assert!(a.has_room(Class::Blocking));
         // ...except one call in PROBATION_EVERY, judged again; if it is watched and finishes
         // unblocked, the route is no longer blocking.
-        let classes: Vec<(Class, bool)> = (0..PROBATION_EVERY).map(|_| a.classify(SLOW)).collect();
+        let classes: Vec<(Class, bool)> = (0..PROBATION_EVERY).map(|_| a.classify(SLOW, true)).collect();
         assert_eq!(
             classes
                 .iter()
@@ -682,21 +696,21 @@ mod tests {
         a.wait("next", SLOW, Class::Blocking);
         assert!(a.blocking_waits());
         assert!(a.admit_next().is_none(), "no room: it waits");
-        a.grow_blocking(Instant::now());
+        a.grow_blocking(Instant::now(), false);
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR + BLOCKING_FLOOR / 4);
         assert_eq!(a.admit_next().map(|j| j.0), Some("next"));
         assert!(!a.blocking_waits());
         while a.blocking_limit() < BLOCKING_DOUBLE_FROM {
-            a.grow_blocking(Instant::now());
+            a.grow_blocking(Instant::now(), false);
         }
         let from = a.blocking_limit();
-        a.grow_blocking(Instant::now());
+        a.grow_blocking(Instant::now(), false);
         assert_eq!(
             a.blocking_limit(),
             2 * from,
             "doubles once past BLOCKING_DOUBLE_FROM"
         );
-        a.grow_blocking(Instant::now());
+        a.grow_blocking(Instant::now(), false);
         a.shrink_blocking();
         assert_eq!(a.blocking_limit(), 4 * from - 1);
         // Room nobody uses is kept for a while (a pause between bursts), then halved per
@@ -730,11 +744,11 @@ mod tests {
         a.demote(Class::Long, SLOW, true);
         a.admit(Class::Long); // another long call holds the long room
         for _ in 0..2 * PROBATION_EVERY {
-            assert_eq!(a.classify(SLOW), (Class::Blocking, false));
+            assert_eq!(a.classify(SLOW, true), (Class::Blocking, false));
         }
         a.finished(Class::Long, true, FAST, Some(4 * LONG_CALL));
         let judged = (0..PROBATION_EVERY)
-            .filter(|_| a.classify(SLOW) == (Class::Long, true))
+            .filter(|_| a.classify(SLOW, true) == (Class::Long, true))
             .count();
         assert_eq!(judged, 1);
     }

@@ -18,14 +18,14 @@
 use std::time::{Duration, Instant};
 
 /// The shortest span a rate is measured over.
-pub const SPAN_MIN: Duration = Duration::from_millis(50);
+pub const SPAN_MIN: Duration = Duration::from_millis(100);
 
 /// A rate's span is at least this many blocking calls' time (smoothed): the calls admitted by
 /// a growth finish within one, and their successors run in the next ones.
 pub const SPAN_CALLS: u32 = 4;
 
 /// The fewest calls finished over a span for its rate to count.
-pub const SPAN_DONE: u64 = 32;
+pub const SPAN_DONE: u64 = 64;
 
 /// How long the room stays back after a growth that did not pay, the first time; doubled at
 /// each failed trial in a row, up to `HOLD_MOST`.
@@ -104,12 +104,13 @@ impl Climb {
 
     /// May the room grow from `room` now? `Some(None)`: yes, no trial (no blocking call has
     /// finished yet); `Some(Some(base))`: yes, as a trial against the rate `base` measured at
-    /// `room`; `None`: not now (a trial under way, a hold, or too little evidence yet).
-    pub fn may_grow(&self, now: Instant) -> Option<Option<f64>> {
+    /// `room`; `None`: not now (a trial under way, a hold, the interpreter `busy`, or too
+    /// little evidence yet).
+    pub fn may_grow(&self, now: Instant, busy: bool) -> Option<Option<f64>> {
         if self.done == 0 {
             return Some(None);
         }
-        if self.trial.is_some() || self.hold_until.is_some_and(|t| now < t) {
+        if busy || self.trial.is_some() || self.hold_until.is_some_and(|t| now < t) {
             return None;
         }
         self.rate(now).map(Some)
@@ -197,7 +198,7 @@ mod tests {
     #[test]
     fn growth_is_free_until_a_call_has_finished() {
         let c = Climb::default();
-        assert_eq!(c.may_grow(Instant::now()), Some(None));
+        assert_eq!(c.may_grow(Instant::now(), true), Some(None));
     }
 
     #[test]
@@ -206,24 +207,25 @@ mod tests {
         let mut t = Instant::now();
         // 100 calls/s of 10 ms each at room 8: not enough evidence at first.
         run(&mut c, &mut t, 3, 30 * MS, 10 * MS);
-        assert_eq!(c.may_grow(t), None, "too few calls measured yet");
-        run(&mut c, &mut t, 40, 400 * MS, 10 * MS);
-        let base = c.may_grow(t).flatten().expect("a rate to grow against");
+        assert_eq!(c.may_grow(t, false), None, "too few calls measured yet");
+        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        assert_eq!(c.may_grow(t, true), None, "not while the interpreter is busy");
+        let base = c.may_grow(t, false).flatten().expect("a rate to grow against");
         assert!((base - 100.0).abs() < 10.0, "{base}");
         c.grown(t, 8, 10, Some(base));
-        assert_eq!(c.may_grow(t), None, "one trial at a time");
+        assert_eq!(c.may_grow(t, false), None, "one trial at a time");
         // The rate rises as much as the room (calls that only wait): kept.
-        let v = run(&mut c, &mut t, 60, 480 * MS, 10 * MS);
+        let v = run(&mut c, &mut t, 120, 960 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Keep]);
         // The next growth, 10 to 12, gains nothing: back to 10, held.
-        let base = c.may_grow(t).flatten().expect("the span went on");
+        let base = c.may_grow(t, false).flatten().expect("the span went on");
         c.grown(t, 10, 12, Some(base));
-        let v = run(&mut c, &mut t, 60, 480 * MS, 10 * MS);
+        let v = run(&mut c, &mut t, 120, 960 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Revert(10)]);
         run(&mut c, &mut t, 70, 560 * MS, 10 * MS);
-        assert_eq!(c.may_grow(t), None, "held for HOLD_FIRST");
-        run(&mut c, &mut t, 40, 400 * MS, 10 * MS);
-        assert!(c.may_grow(t).flatten().is_some(), "free again after the hold");
+        assert_eq!(c.may_grow(t, false), None, "held for HOLD_FIRST");
+        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        assert!(c.may_grow(t, false).flatten().is_some(), "free again after the hold");
         assert_eq!((c.kept, c.reverted), (1, 1));
     }
 
@@ -231,12 +233,12 @@ mod tests {
     fn another_rule_changing_the_room_ends_the_trial() {
         let mut c = Climb::default();
         let mut t = Instant::now();
-        run(&mut c, &mut t, 50, 500 * MS, 10 * MS);
-        let base = c.may_grow(t).flatten().unwrap();
+        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        let base = c.may_grow(t, false).flatten().unwrap();
         c.grown(t, 8, 10, Some(base));
         c.changed();
-        let v = run(&mut c, &mut t, 60, 600 * MS, 10 * MS);
+        let v = run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
         assert!(v.is_empty());
-        assert!(c.may_grow(t).flatten().is_some());
+        assert!(c.may_grow(t, false).flatten().is_some());
     }
 }

@@ -173,6 +173,9 @@ impl<J: Send + 'static> Pool<J> {
         inner
             .adm
             .finished(class, held.is_some(), ticket.route, took);
+        if ticket.judged {
+            inner.adm.release_blocking();
+        }
         if ticket.class == Class::Blocking {
             inner.adm.settle_blocking(Instant::now(), took.unwrap_or_default());
         }

@@ -17,6 +17,14 @@ use super::{
     Holder, Inner, Length, Pool, Ticket, BLOCKING_LOOK_EVERY, EVIDENCE, LOOK_EVERY, WAITED_SHARE,
 };
 
+/// The share of one core the app threads use (smoothed over `APP_SHARE_LOOKS` looks) from
+/// which the interpreter counts as busy: one thread runs Python at a time, so past three
+/// quarters of a core more threads mostly add waiters for the GIL. Measured (S13, Django with
+/// a database connection kept per thread, 2 cores shared with PostgreSQL): 0.85-0.9 of a core
+/// at 8 threads, and no more requests per second at 11.
+const INTERPRETER_BUSY: f64 = 0.75;
+const APP_SHARE_LOOKS: f64 = 16.0;
+
 impl<J: Send + 'static> Pool<J> {
     /// The watcher's body (its own thread, until `stop`): while calls wait for admission, look
     /// at the admitted ones every `LOOK_EVERY`, demote those seen blocked, and admit queued
@@ -27,6 +35,9 @@ impl<J: Send + 'static> Pool<J> {
         let mut prev: Option<(Instant, Duration)> = None;
         // Looks in a row that found the blocking class's room too small (> 0) or too large.
         let mut blocking_streak = 0i32;
+        // The share of a core the app threads used, smoothed over the looks (see
+        // `INTERPRETER_BUSY`).
+        let mut app_share = 0.0f64;
         let mut inner = self.inner.lock().unwrap();
         loop {
             if inner.stopping {
@@ -34,6 +45,7 @@ impl<J: Send + 'static> Pool<J> {
             }
             if inner.adm.queued_now() == 0 && !inner.holders.iter().any(|h| h.ticket.judged) {
                 prev = None;
+                app_share = 0.0;
                 for h in inner.holders.iter_mut() {
                     h.cpu_seen = None;
                     h.stalled_looks = 0;
@@ -59,6 +71,10 @@ impl<J: Send + 'static> Pool<J> {
             inner = self.inner.lock().unwrap();
             let window = prev.map(|(t, cpu)| (now.duration_since(t), app_cpu.saturating_sub(cpu)));
             prev = Some((now, app_cpu));
+            if let Some((wall, app)) = window.filter(|(wall, _)| !wall.is_zero()) {
+                let share = (app.as_secs_f64() / wall.as_secs_f64()).min(2.0);
+                app_share += (share - app_share) / APP_SHARE_LOOKS;
+            }
             let mut demoted = Vec::new();
             let mut lengthened = 0;
             let mut long_routes = Vec::new();
@@ -84,7 +100,8 @@ impl<J: Send + 'static> Pool<J> {
             for (ticket, io) in demoted {
                 inner.adm.demote(ticket.class, ticket.route, io);
             }
-            blocking_streak = Self::size_blocking(&mut inner, blocking_streak);
+            let busy = app_share >= INTERPRETER_BUSY;
+            blocking_streak = Self::size_blocking(&mut inner, blocking_streak, busy);
             inner = self.admit_queued(inner);
         }
     }
@@ -93,7 +110,10 @@ impl<J: Send + 'static> Pool<J> {
     /// in flight wait: none in `futex` (the interpreter is free whenever the one running
     /// Python lets it go) over `BLOCKING_GROW_LOOKS` looks, twice the room; two or more
     /// (a convoy for the GIL) over `STALLED_LOOKS` looks, one less. Returns the new streak.
-    fn size_blocking(inner: &mut Inner<J>, streak: i32) -> i32 {
+    /// `busy`: the app threads keep the interpreter busy (`INTERPRETER_BUSY`), so more threads
+    /// would only wait for it; once a blocking call has finished, the room then does not grow
+    /// (see `Admission::grow_blocking`).
+    fn size_blocking(inner: &mut Inner<J>, streak: i32, busy: bool) -> i32 {
         if !inner.adm.blocking_waits() {
             return 0;
         }
@@ -119,7 +139,7 @@ impl<J: Send + 'static> Pool<J> {
         };
         if streak >= BLOCKING_GROW_LOOKS {
             // Held back (a trial under way, a hold, too little evidence): the streak stands.
-            if inner.adm.grow_blocking(Instant::now()) {
+            if inner.adm.grow_blocking(Instant::now(), busy) {
                 0
             } else {
                 streak
