@@ -296,11 +296,12 @@ impl<J> Admission<J> {
     /// 25 steps, a burst of 1,000 sleeping calls waited up to 90 ms for it). Near the floor
     /// by a quarter: a look that misses a GIL convoy on a busy machine then costs a few threads
     /// (and database connections), not twice as many.
-    /// Only as the evidence allows (`Climb`): at once until a blocking call has finished, then
-    /// as a trial against the rate measured at the present room, one at a time, none during a
-    /// hold nor while the interpreter is `busy`. Returns whether it grew.
-    pub fn grow_blocking(&mut self, now: Instant, busy: bool) -> bool {
-        let Some(base) = self.climb.may_grow(now, busy) else {
+    /// Only as the evidence allows (`Climb`): at once until a blocking call has finished or
+    /// while the app threads' `share` of a core is small, not while it is large, and as a
+    /// trial against the rate measured at the present room in between; one trial at a time,
+    /// none during a hold. Returns whether it grew.
+    pub fn grow_blocking(&mut self, now: Instant, share: f64) -> bool {
+        let Some(base) = self.climb.may_grow(now, share) else {
             return false;
         };
         let from = self.blocking_limit;
@@ -309,7 +310,10 @@ impl<J> Admission<J> {
         } else {
             from.saturating_mul(2)
         };
-        self.climb.grown(now, from, self.blocking_limit, base);
+        let demand =
+            self.runnable[Class::Blocking as usize] + self.queues[Class::Blocking as usize].len();
+        self.climb
+            .grown(now, from, self.blocking_limit, demand, base);
         true
     }
 
@@ -609,7 +613,9 @@ mod tests {
         assert!(a.has_room(Class::Blocking));
         // ...except one call in PROBATION_EVERY, judged again; if it is watched and finishes
         // unblocked, the route is no longer blocking.
-        let classes: Vec<(Class, bool)> = (0..PROBATION_EVERY).map(|_| a.classify(SLOW, true)).collect();
+        let classes: Vec<(Class, bool)> = (0..PROBATION_EVERY)
+            .map(|_| a.classify(SLOW, true))
+            .collect();
         assert_eq!(
             classes
                 .iter()
@@ -696,21 +702,21 @@ mod tests {
         a.wait("next", SLOW, Class::Blocking);
         assert!(a.blocking_waits());
         assert!(a.admit_next().is_none(), "no room: it waits");
-        a.grow_blocking(Instant::now(), false);
+        a.grow_blocking(Instant::now(), 0.0);
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR + BLOCKING_FLOOR / 4);
         assert_eq!(a.admit_next().map(|j| j.0), Some("next"));
         assert!(!a.blocking_waits());
         while a.blocking_limit() < BLOCKING_DOUBLE_FROM {
-            a.grow_blocking(Instant::now(), false);
+            a.grow_blocking(Instant::now(), 0.0);
         }
         let from = a.blocking_limit();
-        a.grow_blocking(Instant::now(), false);
+        a.grow_blocking(Instant::now(), 0.0);
         assert_eq!(
             a.blocking_limit(),
             2 * from,
             "doubles once past BLOCKING_DOUBLE_FROM"
         );
-        a.grow_blocking(Instant::now(), false);
+        a.grow_blocking(Instant::now(), 0.0);
         a.shrink_blocking();
         assert_eq!(a.blocking_limit(), 4 * from - 1);
         // Room nobody uses is kept for a while (a pause between bursts), then halved per

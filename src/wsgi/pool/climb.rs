@@ -7,15 +7,28 @@
 //! on 2 cores shared with PostgreSQL, Django with a connection per request grew to 16-21
 //! threads and as many database connections without more requests per second than at 8.
 //! Only the rate tells. So once a blocking call has finished (before that, nothing can be
-//! measured, and a burst of sleeping calls must get its threads at once), a growth needs the
-//! rate at the present room measured first; the rate after it is measured once the calls
-//! admitted by it have had time to finish; if it did not rise by at least half as much as the
-//! room did (calls that only wait would rise as much), the room goes back and stays there for
-//! a while (`HOLD_FIRST`, doubling per failed trial up to `HOLD_MOST`).
+//! measured, and a burst of sleeping calls must get its threads at once), the room grows freely
+//! only while the app threads leave the interpreter mostly idle (`INTERPRETER_IDLE`: calls that
+//! sleep), and not at all while they keep it busy (`INTERPRETER_BUSY`: more threads would only
+//! wait for the GIL). In between, a growth needs the rate measured first (`SPAN_*`); the rate
+//! after it is measured once the calls it admitted have had time to finish; if it did not rise
+//! by at least half as much as the calls in flight could (calls that only wait would rise as
+//! much), the room goes back and stays there for a while (`HOLD_FIRST`, doubling per failed
+//! trial up to `HOLD_MOST`).
 //!
 //! Plain data and functions (the caller passes the clock), unit-tested below.
 
 use std::time::{Duration, Instant};
+
+/// The share of one core the app threads use (smoothed by the watcher) below which the room
+/// grows freely: the interpreter is idle most of the time, the calls mostly wait.
+pub const INTERPRETER_IDLE: f64 = 0.25;
+
+/// The share from which the room does not grow: one thread runs Python at a time, so past
+/// three quarters of a core more threads mostly add waiters for the GIL. Measured (S13, Django
+/// with a database connection kept per thread, 2 cores shared with PostgreSQL): 0.85-0.9 of a
+/// core at 8 threads, and no more requests per second at 11.
+pub const INTERPRETER_BUSY: f64 = 0.75;
 
 /// The shortest span a rate is measured over.
 pub const SPAN_MIN: Duration = Duration::from_millis(100);
@@ -35,9 +48,11 @@ pub const HOLD_MOST: Duration = Duration::from_secs(16);
 /// A growth under trial.
 #[derive(Clone, Copy, Debug)]
 struct Trial {
-    /// The room before it, and after it.
+    /// The room before it.
     from: usize,
-    to: usize,
+    /// The share of rate it could add at most (calls that only wait): the calls it let in
+    /// over those in flight before.
+    gain: f64,
     /// The completion rate (calls per second) measured at `from`.
     base: f64,
     /// Its span starts at the first call finished after this (the calls it admitted then run).
@@ -102,35 +117,47 @@ impl Climb {
         (took >= self.span_needed() && n >= SPAN_DONE).then(|| n as f64 / took.as_secs_f64())
     }
 
-    /// May the room grow from `room` now? `Some(None)`: yes, no trial (no blocking call has
-    /// finished yet); `Some(Some(base))`: yes, as a trial against the rate `base` measured at
-    /// `room`; `None`: not now (a trial under way, a hold, the interpreter `busy`, or too
-    /// little evidence yet).
-    pub fn may_grow(&self, now: Instant, busy: bool) -> Option<Option<f64>> {
-        if self.done == 0 {
+    /// May the room grow now? `share`: the app threads' share of a core. `Some(None)`: yes, no
+    /// trial (no blocking call has finished yet, or the interpreter is mostly idle);
+    /// `Some(Some(base))`: yes, as a trial against the rate `base` measured at the present
+    /// room; `None`: not now (the interpreter busy, a trial under way, a hold, or too little
+    /// evidence yet).
+    pub fn may_grow(&self, now: Instant, share: f64) -> Option<Option<f64>> {
+        if self.done == 0 || share < INTERPRETER_IDLE {
             return Some(None);
         }
-        if busy || self.trial.is_some() || self.hold_until.is_some_and(|t| now < t) {
+        if share >= INTERPRETER_BUSY
+            || self.trial.is_some()
+            || self.hold_until.is_some_and(|t| now < t)
+        {
             return None;
         }
         self.rate(now).map(Some)
     }
 
-    /// The room grew from `from` to `to` at `now`, as `may_grow` allowed (`base`: its rate).
-    pub fn grown(&mut self, now: Instant, from: usize, to: usize, base: Option<f64>) {
-        self.span = None;
+    /// The room grew from `from` to `to` at `now`, as `may_grow` allowed (`base`: its rate),
+    /// with `demand` calls in flight or waiting for it.
+    pub fn grown(
+        &mut self,
+        now: Instant,
+        from: usize,
+        to: usize,
+        demand: usize,
+        base: Option<f64>,
+    ) {
         self.trial = base.map(|base| Trial {
             from,
-            to,
+            gain: to.min(demand) as f64 / from.max(1) as f64 - 1.0,
             base,
             settle_until: now + self.call,
         });
+        if self.trial.is_some() {
+            self.span = None;
+        }
     }
 
-    /// The room changed by another rule (less of it): a trial under way ends without a verdict,
-    /// and the rate is measured anew.
+    /// The room changed by another rule (less of it): a trial under way ends without a verdict.
     pub fn changed(&mut self) {
-        self.span = None;
         self.trial = None;
     }
 
@@ -156,9 +183,8 @@ impl Climb {
         }
         let rate = self.rate(now)?;
         self.trial = None;
-        // Calls that only wait gain as much rate as room: ask for half of that.
-        let grew = trial.to as f64 / trial.from.max(1) as f64 - 1.0;
-        if rate >= trial.base * (1.0 + grew / 2.0) {
+        // Calls that only wait gain as much rate as the calls let in: ask for half of that.
+        if rate >= trial.base * (1.0 + trial.gain / 2.0) {
             self.kept += 1;
             self.hold = HOLD_FIRST;
             // The span goes on: its rate is the next trial's base.
@@ -178,15 +204,11 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+    /// An interpreter half busy: growth is a trial.
+    const HALF: f64 = 0.5;
 
     /// Finish `n` calls of `took` each, evenly over `over` from `t`; the verdicts given.
-    fn run(
-        c: &mut Climb,
-        t: &mut Instant,
-        n: u32,
-        over: Duration,
-        took: Duration,
-    ) -> Vec<Verdict> {
+    fn run(c: &mut Climb, t: &mut Instant, n: u32, over: Duration, took: Duration) -> Vec<Verdict> {
         let mut out = Vec::new();
         for _ in 0..n {
             *t += over / n;
@@ -198,7 +220,7 @@ mod tests {
     #[test]
     fn growth_is_free_until_a_call_has_finished() {
         let c = Climb::default();
-        assert_eq!(c.may_grow(Instant::now(), true), Some(None));
+        assert_eq!(c.may_grow(Instant::now(), 1.0), Some(None));
     }
 
     #[test]
@@ -207,25 +229,40 @@ mod tests {
         let mut t = Instant::now();
         // 100 calls/s of 10 ms each at room 8: not enough evidence at first.
         run(&mut c, &mut t, 3, 30 * MS, 10 * MS);
-        assert_eq!(c.may_grow(t, false), None, "too few calls measured yet");
+        assert_eq!(c.may_grow(t, HALF), None, "too few calls measured yet");
         run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
-        assert_eq!(c.may_grow(t, true), None, "not while the interpreter is busy");
-        let base = c.may_grow(t, false).flatten().expect("a rate to grow against");
+        assert_eq!(
+            c.may_grow(t, 0.9),
+            None,
+            "not while the interpreter is busy"
+        );
+        assert_eq!(
+            c.may_grow(t, 0.1),
+            Some(None),
+            "freely while it is mostly idle"
+        );
+        let base = c
+            .may_grow(t, HALF)
+            .flatten()
+            .expect("a rate to grow against");
         assert!((base - 100.0).abs() < 10.0, "{base}");
-        c.grown(t, 8, 10, Some(base));
-        assert_eq!(c.may_grow(t, false), None, "one trial at a time");
+        c.grown(t, 8, 10, 16, Some(base));
+        assert_eq!(c.may_grow(t, HALF), None, "one trial at a time");
         // The rate rises as much as the room (calls that only wait): kept.
         let v = run(&mut c, &mut t, 120, 960 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Keep]);
         // The next growth, 10 to 12, gains nothing: back to 10, held.
-        let base = c.may_grow(t, false).flatten().expect("the span went on");
-        c.grown(t, 10, 12, Some(base));
+        let base = c.may_grow(t, HALF).flatten().expect("the span went on");
+        c.grown(t, 10, 12, 16, Some(base));
         let v = run(&mut c, &mut t, 120, 960 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Revert(10)]);
         run(&mut c, &mut t, 70, 560 * MS, 10 * MS);
-        assert_eq!(c.may_grow(t, false), None, "held for HOLD_FIRST");
+        assert_eq!(c.may_grow(t, HALF), None, "held for HOLD_FIRST");
         run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
-        assert!(c.may_grow(t, false).flatten().is_some(), "free again after the hold");
+        assert!(
+            c.may_grow(t, HALF).flatten().is_some(),
+            "free again after the hold"
+        );
         assert_eq!((c.kept, c.reverted), (1, 1));
     }
 
@@ -234,11 +271,23 @@ mod tests {
         let mut c = Climb::default();
         let mut t = Instant::now();
         run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
-        let base = c.may_grow(t, false).flatten().unwrap();
-        c.grown(t, 8, 10, Some(base));
+        let base = c.may_grow(t, HALF).flatten().unwrap();
+        c.grown(t, 8, 10, 16, Some(base));
         c.changed();
         let v = run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
         assert!(v.is_empty());
-        assert!(c.may_grow(t, false).flatten().is_some());
+        assert!(c.may_grow(t, HALF).flatten().is_some());
+    }
+
+    #[test]
+    fn a_growth_is_judged_by_the_calls_it_could_let_in() {
+        // Room 9 for 10 clients of sleeping calls: growing to 11 lets one more in, +11% rate.
+        let mut c = Climb::default();
+        let mut t = Instant::now();
+        run(&mut c, &mut t, 90, 1000 * MS, 100 * MS);
+        let base = c.may_grow(t, HALF).flatten().unwrap();
+        c.grown(t, 9, 11, 10, Some(base));
+        let v = run(&mut c, &mut t, 100, 1000 * MS, 100 * MS);
+        assert_eq!(v, [Verdict::Keep]);
     }
 }

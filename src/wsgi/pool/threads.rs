@@ -177,7 +177,9 @@ impl<J: Send + 'static> Pool<J> {
             inner.adm.release_blocking();
         }
         if ticket.class == Class::Blocking {
-            inner.adm.settle_blocking(Instant::now(), took.unwrap_or_default());
+            inner
+                .adm
+                .settle_blocking(Instant::now(), took.unwrap_or_default());
         }
         if fast {
             self.fast_done.notify_all();

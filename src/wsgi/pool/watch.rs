@@ -17,12 +17,7 @@ use super::{
     Holder, Inner, Length, Pool, Ticket, BLOCKING_LOOK_EVERY, EVIDENCE, LOOK_EVERY, WAITED_SHARE,
 };
 
-/// The share of one core the app threads use (smoothed over `APP_SHARE_LOOKS` looks) from
-/// which the interpreter counts as busy: one thread runs Python at a time, so past three
-/// quarters of a core more threads mostly add waiters for the GIL. Measured (S13, Django with
-/// a database connection kept per thread, 2 cores shared with PostgreSQL): 0.85-0.9 of a core
-/// at 8 threads, and no more requests per second at 11.
-const INTERPRETER_BUSY: f64 = 0.75;
+/// The looks the app threads' share of a core is smoothed over (see `climb`).
 const APP_SHARE_LOOKS: f64 = 16.0;
 
 impl<J: Send + 'static> Pool<J> {
@@ -35,8 +30,7 @@ impl<J: Send + 'static> Pool<J> {
         let mut prev: Option<(Instant, Duration)> = None;
         // Looks in a row that found the blocking class's room too small (> 0) or too large.
         let mut blocking_streak = 0i32;
-        // The share of a core the app threads used, smoothed over the looks (see
-        // `INTERPRETER_BUSY`).
+        // The share of a core the app threads used, smoothed over the looks (see `climb`).
         let mut app_share = 0.0f64;
         let mut inner = self.inner.lock().unwrap();
         loop {
@@ -71,7 +65,8 @@ impl<J: Send + 'static> Pool<J> {
             inner = self.inner.lock().unwrap();
             let window = prev.map(|(t, cpu)| (now.duration_since(t), app_cpu.saturating_sub(cpu)));
             prev = Some((now, app_cpu));
-            if let Some((wall, app)) = window.filter(|(wall, _)| !wall.is_zero()) {
+            let known = app_cpu != Duration::MAX;
+            if let Some((wall, app)) = window.filter(|(wall, _)| known && !wall.is_zero()) {
                 let share = (app.as_secs_f64() / wall.as_secs_f64()).min(2.0);
                 app_share += (share - app_share) / APP_SHARE_LOOKS;
             }
@@ -100,8 +95,7 @@ impl<J: Send + 'static> Pool<J> {
             for (ticket, io) in demoted {
                 inner.adm.demote(ticket.class, ticket.route, io);
             }
-            let busy = app_share >= INTERPRETER_BUSY;
-            blocking_streak = Self::size_blocking(&mut inner, blocking_streak, busy);
+            blocking_streak = Self::size_blocking(&mut inner, blocking_streak, app_share);
             inner = self.admit_queued(inner);
         }
     }
@@ -110,10 +104,9 @@ impl<J: Send + 'static> Pool<J> {
     /// in flight wait: none in `futex` (the interpreter is free whenever the one running
     /// Python lets it go) over `BLOCKING_GROW_LOOKS` looks, twice the room; two or more
     /// (a convoy for the GIL) over `STALLED_LOOKS` looks, one less. Returns the new streak.
-    /// `busy`: the app threads keep the interpreter busy (`INTERPRETER_BUSY`), so more threads
-    /// would only wait for it; once a blocking call has finished, the room then does not grow
-    /// (see `Admission::grow_blocking`).
-    fn size_blocking(inner: &mut Inner<J>, streak: i32, busy: bool) -> i32 {
+    /// `share`: the app threads' share of a core, smoothed: once a blocking call has finished,
+    /// growth depends on it too (`Admission::grow_blocking`, `climb`).
+    fn size_blocking(inner: &mut Inner<J>, streak: i32, share: f64) -> i32 {
         if !inner.adm.blocking_waits() {
             return 0;
         }
@@ -139,7 +132,7 @@ impl<J: Send + 'static> Pool<J> {
         };
         if streak >= BLOCKING_GROW_LOOKS {
             // Held back (a trial under way, a hold, too little evidence): the streak stands.
-            if inner.adm.grow_blocking(Instant::now(), busy) {
+            if inner.adm.grow_blocking(Instant::now(), share) {
                 0
             } else {
                 streak
