@@ -19,6 +19,9 @@ use super::{
 
 /// The looks the app threads' share of a core is smoothed over (see `climb`).
 const APP_SHARE_LOOKS: f64 = 16.0;
+/// The share passed on before any was measured: between `climb::INTERPRETER_IDLE` and
+/// `climb::INTERPRETER_BUSY`, so a growth is a trial.
+const UNKNOWN_SHARE: f64 = 0.5;
 
 impl<J: Send + 'static> Pool<J> {
     /// The watcher's body (its own thread, until `stop`): while calls wait for admission, look
@@ -30,8 +33,9 @@ impl<J: Send + 'static> Pool<J> {
         let mut prev: Option<(Instant, Duration)> = None;
         // Looks in a row that found the blocking class's room too small (> 0) or too large.
         let mut blocking_streak = 0i32;
-        // The share of a core the app threads used, smoothed over the looks (see `climb`).
-        let mut app_share = 0.0f64;
+        // The share of a core the app threads used, smoothed over the looks (see `climb`);
+        // kept while the watcher sleeps (what they did last), `None` until a first window.
+        let mut app_share: Option<f64> = None;
         let mut inner = self.inner.lock().unwrap();
         loop {
             if inner.stopping {
@@ -39,7 +43,6 @@ impl<J: Send + 'static> Pool<J> {
             }
             if inner.adm.queued_now() == 0 && !inner.holders.iter().any(|h| h.ticket.judged) {
                 prev = None;
-                app_share = 0.0;
                 for h in inner.holders.iter_mut() {
                     h.cpu_seen = None;
                     h.stalled_looks = 0;
@@ -68,7 +71,7 @@ impl<J: Send + 'static> Pool<J> {
             let known = app_cpu != Duration::MAX;
             if let Some((wall, app)) = window.filter(|(wall, _)| known && !wall.is_zero()) {
                 let share = (app.as_secs_f64() / wall.as_secs_f64()).min(2.0);
-                app_share += (share - app_share) / APP_SHARE_LOOKS;
+                app_share = Some(app_share.map_or(share, |s| s + (share - s) / APP_SHARE_LOOKS));
             }
             let mut demoted = Vec::new();
             let mut lengthened = 0;
@@ -95,7 +98,9 @@ impl<J: Send + 'static> Pool<J> {
             for (ticket, io) in demoted {
                 inner.adm.demote(ticket.class, ticket.route, io);
             }
-            blocking_streak = Self::size_blocking(&mut inner, blocking_streak, app_share);
+            // Not known yet: neither idle nor busy, the rate judges.
+            let share = app_share.unwrap_or(UNKNOWN_SHARE);
+            blocking_streak = Self::size_blocking(&mut inner, blocking_streak, share);
             inner = self.admit_queued(inner);
         }
     }
