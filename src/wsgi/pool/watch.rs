@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use crate::clock::clock_time;
 
 use super::admission::{
-    stalled, Class, Waiting, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE, COMPUTING_CPU, LOCK_LOOKS,
-    LONG_CALL, STALLED_LOOKS,
+    stalled, Class, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE, COMPUTING_CPU,
+    LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
 };
 
 use super::{
@@ -113,6 +113,14 @@ impl<J: Send + 'static> Pool<J> {
     /// growth depends on it too (`Admission::grow_blocking`, `climb`).
     fn size_blocking(inner: &mut Inner<J>, streak: i32, share: f64) -> i32 {
         if !inner.adm.blocking_waits() {
+            return 0;
+        }
+        // At the floor, with no growth allowed now (the interpreter busy, a hold, a trial, too
+        // little evidence), nothing a look could find would change the room: no /proc reads
+        // (up to `BLOCKING_SAMPLE` per look, a look a millisecond for as long as calls wait).
+        if inner.adm.blocking_limit() <= BLOCKING_FLOOR
+            && inner.adm.climb.may_grow(Instant::now(), share).is_none()
+        {
             return 0;
         }
         // Threads in `futex` (waiting for the GIL, or a lock), and in no system call at all
