@@ -12,7 +12,11 @@
 //! So calls come in two classes, by what their route (the request path) took recently:
 //! *short* (under `LONG_CALL`, or never seen) and *long*. Each class may have at most `limit`
 //! calls that count as *runnable*; the others wait in their class's FIFO queue, and a thread
-//! that finishes a call takes the next admitted one itself (no wake-up). Short calls go first.
+//! that finishes a call takes the next admitted one itself (no wake-up). Among the queued calls
+//! that have room, the one that came first goes first, whatever its class, except that a short
+//! call goes before an older long one (at most `SHORT_FIRST` times in a row): when threads are
+//! scarcer than room (`--threads` capped), a queue served before the others whenever it is not
+//! empty keeps a call of another class waiting for as long as it refills.
 //! A call stops counting against its class when:
 //! - it is seen *blocked*: over whole look windows its thread used almost no CPU and is
 //!   waiting in a system call other than `futex` (a sleep, a socket, a database), or in `futex`
@@ -38,11 +42,13 @@
 //! 1,000 threads (each demoted within a few looks).
 //!
 //! This module holds the bookkeeping and the judgements as plain data and functions (no
-//! threads, no clocks: unit-tested below); `wsgi::pool` applies them under its lock, and its
-//! watcher thread reads the clocks.
+//! threads, no clocks: unit-tested in `admission/tests.rs`); `wsgi::pool` applies them under
+//! its lock, and its watcher thread reads the clocks.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+
+use super::climb::{Climb, Verdict};
 
 /// Default `--max-runnable`: measured on hello world and a 21 KB file app at 4–100 clients, one
 /// admitted call per class costs the least CPU (no GIL contention between admitted calls at
@@ -75,8 +81,10 @@ pub const LOCK_LOOKS: u32 = 400;
 /// One call in this many to a route seen blocking is admitted like any other (counted, and
 /// watched): if it is watched over `STALLED_LOOKS` windows without being seen blocked and
 /// finishes, the route is no longer blocking. So one call that happened to wait (or a route
-/// that changed) does not exempt a route for ever. Only when its class has room: a call that
-/// is judged again must not wait in a queue for it.
+/// that changed) does not exempt a route for ever. Only when its class has room and a thread is
+/// free: a call that is judged again must not wait in a queue for it. It takes a place in the
+/// blocking class's room as well (`Admission::hold_blocking`), so the calls of a blocking route
+/// in flight stay within that room.
 const PROBATION_EVERY: u32 = 32;
 
 /// The fewest calls to blocking routes that may be in flight at once (the blocking class's
@@ -105,11 +113,16 @@ pub const BLOCKING_UNUSED: Duration = Duration::from_secs(1);
 /// `Pool::size_blocking`).
 pub const BLOCKING_SAMPLE: usize = 16;
 
+/// Short calls admitted in a row before an older long call that has room (see `admit_next`):
+/// a fast call then does not wait behind a long one for a thread, and a long call waits behind
+/// at most this many that came after it.
+pub const SHORT_FIRST: u32 = 8;
+
 /// Routes remembered (a direct-mapped table: a route that collides with another replaces it,
 /// and an unknown route is short, so the table's size bounds memory, not correctness).
 const ROUTES: usize = 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Class {
     Short = 0,
     Long = 1,
@@ -120,18 +133,28 @@ pub enum Class {
     Blocking = 2,
 }
 
+/// A call waiting for admission: the job, its route's hash, and its place in arrival order.
+struct Queued<J> {
+    job: J,
+    route: u64,
+    seq: u64,
+}
+
 /// The counts and the queues behind admission (the pool keeps it under its lock). `J` is the
 /// queued job; each carries its route's hash.
 pub struct Admission<J> {
     /// Most calls per class that count as runnable (0: no limit, every call is admitted).
     limit: usize,
     runnable: [usize; 3],
-    queues: [VecDeque<(J, u64)>; 2],
-    /// Calls admitted in the blocking class (uncounted) that wait for a thread: calls to a
-    /// blocking route when none was free, and calls that were queued in the short or long
-    /// class when their route was seen blocking. They go before the queues, as the route's new
-    /// calls would.
-    released: VecDeque<(J, u64)>,
+    /// The waiting calls of each class, by `Class` (each in arrival order). The blocking
+    /// class's are *released*: calls admitted uncounted that wait for a thread (calls to a
+    /// blocking route when none was free, and calls that were queued in the short or long class
+    /// when their route was seen blocking, which keep their place in arrival order).
+    queues: [VecDeque<Queued<J>>; 3],
+    /// The next call's place in arrival order.
+    next_seq: u64,
+    /// Short calls admitted in a row before an older long call that had room (`SHORT_FIRST`).
+    short_first: u32,
     /// Per route: (hash, recent wall time in µs, smoothed; seen blocked).
     routes: Vec<(u64, u32, bool)>,
     /// Calls classified as blocking (for `PROBATION_EVERY`).
@@ -147,6 +170,8 @@ pub struct Admission<J> {
     blocking_limit: usize,
     /// When the blocking class last used at least half its room, or had calls waiting for it.
     blocking_used: Option<Instant>,
+    /// Whether the blocking class's room may grow: the evidence of its completion rate.
+    pub climb: Climb,
     pub stats: AdmissionStats,
 }
 
@@ -173,12 +198,14 @@ impl<J> Admission<J> {
         Admission {
             limit,
             runnable: [0, 0, 0],
-            queues: [VecDeque::new(), VecDeque::new()],
-            released: VecDeque::new(),
+            queues: [VecDeque::new(), VecDeque::new(), VecDeque::new()],
+            next_seq: 0,
+            short_first: 0,
             routes: vec![(0, 0, false); ROUTES],
             blocking_seen: 0,
             blocking_limit: BLOCKING_FLOOR,
             blocking_used: None,
+            climb: Climb::default(),
             stats: AdmissionStats::default(),
         }
     }
@@ -192,7 +219,7 @@ impl<J> Admission<J> {
     }
 
     pub fn queued_now(&self) -> usize {
-        self.queues[0].len() + self.queues[1].len() + self.released.len()
+        self.queues.iter().map(VecDeque::len).sum()
     }
 
     /// The class of a request to `route`, from what its recent calls took.
@@ -211,9 +238,10 @@ impl<J> Admission<J> {
 
     /// The class a new request to `route` is admitted in, and whether it is judged again:
     /// `class_of`, except that one in `PROBATION_EVERY` blocking calls is judged again like any
-    /// other when its class has room (`true`: the caller must have it watched, see
-    /// [`Admission::unblocked`]).
-    pub fn classify(&mut self, route: u64) -> (Class, bool) {
+    /// other when its class and the blocking class have room and a `thread` is free (`true`:
+    /// the caller must have it watched, see [`Admission::unblocked`], and hold its place in the
+    /// blocking class's room, [`Admission::hold_blocking`]).
+    pub fn classify(&mut self, route: u64, thread: bool) -> (Class, bool) {
         let class = self.class_of(route);
         if class != Class::Blocking {
             return (class, false);
@@ -226,7 +254,7 @@ impl<J> Admission<J> {
             } else {
                 Class::Short
             };
-            if self.has_room(judged) {
+            if thread && self.has_room(judged) && self.has_room(Class::Blocking) {
                 return (judged, true);
             }
         }
@@ -260,7 +288,7 @@ impl<J> Admission<J> {
 
     /// Calls of the blocking class wait for room.
     pub fn blocking_waits(&self) -> bool {
-        !self.released.is_empty() && !self.has_room(Class::Blocking)
+        !self.queues[Class::Blocking as usize].is_empty() && !self.has_room(Class::Blocking)
     }
 
     /// More room for the blocking class: a quarter more up to `BLOCKING_DOUBLE_FROM`, twice as
@@ -268,17 +296,34 @@ impl<J> Admission<J> {
     /// 25 steps, a burst of 1,000 sleeping calls waited up to 90 ms for it). Near the floor
     /// by a quarter: a look that misses a GIL convoy on a busy machine then costs a few threads
     /// (and database connections), not twice as many.
-    pub fn grow_blocking(&mut self) {
-        self.blocking_limit = if self.blocking_limit < BLOCKING_DOUBLE_FROM {
-            self.blocking_limit + (self.blocking_limit / 4).max(1)
-        } else {
-            self.blocking_limit.saturating_mul(2)
+    /// Only as the evidence allows (`Climb`): at once until a blocking call has finished or
+    /// while the app threads' `share` of a core is small, not while it is large, and as a
+    /// trial against the rate measured at the present room in between; one trial at a time,
+    /// none during a hold. Returns whether it grew.
+    pub fn grow_blocking(&mut self, now: Instant, share: f64) -> bool {
+        let Some(base) = self.climb.may_grow(now, share) else {
+            return false;
         };
+        let from = self.blocking_limit;
+        self.blocking_limit = if from < BLOCKING_DOUBLE_FROM {
+            from + (from / 4).max(1)
+        } else {
+            from.saturating_mul(2)
+        };
+        let demand =
+            self.runnable[Class::Blocking as usize] + self.queues[Class::Blocking as usize].len();
+        self.climb
+            .grown(now, from, self.blocking_limit, demand, base);
+        true
     }
 
     /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`).
     pub fn shrink_blocking(&mut self) {
-        self.blocking_limit = (self.blocking_limit - 1).max(BLOCKING_FLOOR);
+        let was = self.blocking_limit;
+        self.blocking_limit = (was - 1).max(BLOCKING_FLOOR);
+        if self.blocking_limit != was {
+            self.climb.changed();
+        }
     }
 
     /// Count one call of `class` as admitted (the caller checked `has_room` and has a thread).
@@ -291,59 +336,74 @@ impl<J> Admission<J> {
         self.stats.runnable_peak[c] = self.stats.runnable_peak[c].max(self.runnable[c]);
     }
 
+    /// A call to a blocking route judged again (`classify`) takes a place in the blocking
+    /// class's room until it ends (`release_blocking`).
+    pub fn hold_blocking(&mut self) {
+        self.runnable[Class::Blocking as usize] += 1;
+    }
+
+    /// The call of `hold_blocking` ended.
+    pub fn release_blocking(&mut self) {
+        self.runnable[Class::Blocking as usize] -= 1;
+    }
+
     /// A call that could not be admitted now (no room, or no thread): it waits in its class,
     /// first in first out (a blocking call only waits for a thread).
     pub fn wait(&mut self, job: J, route: u64, class: Class) {
         self.stats.queued += 1;
-        match class {
-            Class::Blocking => self.released.push_back((job, route)),
-            _ => self.queues[class as usize].push_back((job, route)),
-        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queues[class as usize].push_back(Queued { job, route, seq });
     }
 
-    /// The next queued call that has room, admitted: released ones first (blocking), then
-    /// short ones. A queued short call whose route has become long since it was queued moves
-    /// to the long queue.
+    /// The next queued call that has room, admitted: of the heads of the queues whose class has
+    /// room, the one that came first; a short call before an older long one, though, up to
+    /// `SHORT_FIRST` in a row. A queued short call whose route has become long since it was
+    /// queued moves to the long queue (in its place by arrival).
     pub fn admit_next(&mut self) -> Option<(J, u64, Class)> {
-        if self.has_room(Class::Blocking) {
-            if let Some((job, route)) = self.released.pop_front() {
-                self.admit(Class::Blocking);
-                return Some((job, route, Class::Blocking));
-            }
-        }
         while self.has_room(Class::Short) {
-            let Some((job, route)) = self.queues[0].pop_front() else {
+            let Some(head) = self.queues[0].front() else {
                 break;
             };
-            if self.class_of(route) == Class::Long {
-                self.queues[1].push_back((job, route));
-                continue;
+            if self.class_of(head.route) != Class::Long {
+                break;
             }
-            self.admit(Class::Short);
-            return Some((job, route, Class::Short));
+            let moved = self.queues[0].pop_front().expect("a head was seen");
+            insert_in_order(&mut self.queues[1], moved);
         }
-        if self.has_room(Class::Long) {
-            let (job, route) = self.queues[1].pop_front()?;
-            self.admit(Class::Long);
-            return Some((job, route, Class::Long));
+        let head = |c: Class| {
+            self.has_room(c)
+                .then(|| self.queues[c as usize].front().map(|q| (q.seq, c)))
+                .flatten()
+        };
+        let heads = [head(Class::Blocking), head(Class::Short), head(Class::Long)];
+        let oldest = heads.iter().flatten().min()?.1;
+        let pick = if oldest == Class::Long && heads[1].is_some() && self.short_first < SHORT_FIRST
+        {
+            self.short_first += 1;
+            heads[..2].iter().flatten().min()?.1
+        } else {
+            oldest
+        };
+        if pick == Class::Long {
+            self.short_first = 0;
         }
-        None
+        let q = self.queues[pick as usize].pop_front()?;
+        self.admit(pick);
+        Some((q.job, q.route, pick))
     }
 
-    /// The next queued call whatever the room (while the server stops, every call still
-    /// queued runs as soon as a thread is free).
+    /// The next queued call whatever the room, first come first served (while the server
+    /// stops, every call still queued runs as soon as a thread is free).
     pub fn admit_any(&mut self) -> Option<(J, u64, Class)> {
-        if let Some((job, route)) = self.released.pop_front() {
-            self.admit(Class::Blocking);
-            return Some((job, route, Class::Blocking));
-        }
-        for class in [Class::Short, Class::Long] {
-            if let Some((job, route)) = self.queues[class as usize].pop_front() {
-                self.admit(class);
-                return Some((job, route, class));
-            }
-        }
-        None
+        let class = [Class::Blocking, Class::Short, Class::Long]
+            .into_iter()
+            .filter_map(|c| self.queues[c as usize].front().map(|q| (q.seq, c)))
+            .min()?
+            .1;
+        let q = self.queues[class as usize].pop_front()?;
+        self.admit(class);
+        Some((q.job, q.route, class))
     }
 
     /// An admitted call finished; `counted`: it still counted against `class` (not demoted);
@@ -358,23 +418,31 @@ impl<J> Admission<J> {
         }
     }
 
-    /// A call of the blocking class ended at `now`: room left unused (under half of it in
-    /// flight, none waiting) for `BLOCKING_UNUSED` is halved, not below twice what is in flight
-    /// nor the floor. By time, not by calls: room that shrank as each call of a burst ended was
-    /// back at the floor after a pause, and the next burst of sleeping calls waited for it to
-    /// grow again (S5 at 1,000 clients: p99 269 ms against 148 with no room at all).
-    pub fn settle_blocking(&mut self, now: Instant) {
+    /// A call of the blocking class ended at `now` after `took`: the growth under trial is
+    /// judged when its span is long enough (`Climb::finished`), and goes back if it did not
+    /// pay. Room left unused (under half of it in flight, none waiting) for `BLOCKING_UNUSED`
+    /// is halved, not below twice what is in flight nor the floor. By time, not by calls: room
+    /// that shrank as each call of a burst ended was back at the floor after a pause, and the
+    /// next burst of sleeping calls waited for it to grow again (S5 at 1,000 clients: p99 269
+    /// ms against 148 with no room at all).
+    pub fn settle_blocking(&mut self, now: Instant, took: Duration) {
+        if let Some(Verdict::Revert(room)) = self.climb.finished(now, took) {
+            self.blocking_limit = room.max(BLOCKING_FLOOR);
+        }
         let in_flight = self.runnable[Class::Blocking as usize];
-        if 2 * in_flight >= self.blocking_limit || !self.released.is_empty() {
+        if 2 * in_flight >= self.blocking_limit || !self.queues[Class::Blocking as usize].is_empty()
+        {
             self.blocking_used = Some(now);
             return;
         }
         let since = *self.blocking_used.get_or_insert(now);
         if now.saturating_duration_since(since) >= BLOCKING_UNUSED {
-            self.blocking_limit = (self.blocking_limit / 2)
-                .max(2 * in_flight)
-                .max(BLOCKING_FLOOR);
+            let was = self.blocking_limit;
+            self.blocking_limit = (was / 2).max(2 * in_flight).max(BLOCKING_FLOOR);
             self.blocking_used = Some(now);
+            if self.blocking_limit != was {
+                self.climb.changed();
+            }
         }
     }
 
@@ -411,12 +479,15 @@ impl<J> Admission<J> {
         if was_blocking {
             return;
         }
-        for queue in self.queues.iter_mut() {
-            if queue.iter().any(|(_, r)| *r == route) {
+        let [short, long, released] = &mut self.queues;
+        for queue in [short, long] {
+            if queue.iter().any(|q| q.route == route) {
                 let (same, others): (VecDeque<_>, VecDeque<_>) =
-                    queue.drain(..).partition(|(_, r)| *r == route);
+                    queue.drain(..).partition(|q| q.route == route);
                 *queue = others;
-                self.released.extend(same);
+                for q in same {
+                    insert_in_order(released, q);
+                }
             }
         }
     }
@@ -439,6 +510,12 @@ impl<J> Admission<J> {
         }
         entry.1 = entry.1.max(micros).max(LONG_CALL.as_micros() as u32);
     }
+}
+
+/// Put `q` in `queue` at its place by arrival (each queue is kept in arrival order).
+fn insert_in_order<J>(queue: &mut VecDeque<Queued<J>>, q: Queued<J>) {
+    let at = queue.partition_point(|other| other.seq < q.seq);
+    queue.insert(at, q);
 }
 
 /// Where a thread that uses no CPU is waiting (from the kernel: `/proc/.../syscall`).
@@ -487,312 +564,4 @@ pub fn route_hash(path: &[u8]) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MS: Duration = Duration::from_millis(1);
-    const FAST: u64 = 1;
-    const SLOW: u64 = 2;
-
-    #[test]
-    fn calls_are_admitted_up_to_the_limit_then_wait_in_order() {
-        let mut a = Admission::new(2);
-        for _ in 0..2 {
-            assert!(a.has_room(Class::Short));
-            a.admit(Class::Short);
-        }
-        assert!(!a.has_room(Class::Short));
-        a.wait("c", FAST, Class::Short);
-        a.wait("d", FAST, Class::Short);
-        assert!(a.admit_next().is_none(), "no room: nothing is admitted");
-        a.finished(Class::Short, true, FAST, Some(MS));
-        assert_eq!(
-            a.admit_next().map(|j| j.0),
-            Some("c"),
-            "first in, first out"
-        );
-        assert!(a.admit_next().is_none());
-        assert_eq!(a.runnable(Class::Short), 2);
-        assert_eq!(a.stats.runnable_peak, [2, 0, 0]);
-        assert_eq!(a.stats.queued, 2);
-    }
-
-    #[test]
-    fn a_demoted_call_frees_its_room_once() {
-        let mut a = Admission::new(1);
-        a.admit(Class::Short);
-        a.wait("b", FAST, Class::Short);
-        a.demote(Class::Short, SLOW, true);
-        assert_eq!(a.admit_next().map(|j| j.0), Some("b"));
-        // The demoted call finishing does not free a second room.
-        a.finished(Class::Short, false, FAST, Some(MS));
-        assert!(!a.has_room(Class::Short));
-        a.finished(Class::Short, true, FAST, Some(MS));
-        assert!(a.has_room(Class::Short));
-        assert_eq!(a.stats.demoted, 1);
-        assert_eq!(a.stats.runnable_peak[0], 1);
-        // The demoted call's route is now admitted without counting...
-        assert_eq!(a.class_of(SLOW), Class::Blocking);
-        assert!(a.has_room(Class::Blocking));
-        // ...except one call in PROBATION_EVERY, judged again; if it is watched and finishes
-        // unblocked, the route is no longer blocking.
-        let classes: Vec<(Class, bool)> = (0..PROBATION_EVERY).map(|_| a.classify(SLOW)).collect();
-        assert_eq!(
-            classes
-                .iter()
-                .filter(|c| **c == (Class::Blocking, false))
-                .count(),
-            PROBATION_EVERY as usize - 1
-        );
-        assert!(classes.contains(&(Class::Short, true)));
-        a.admit(Class::Short);
-        a.finished(Class::Short, true, SLOW, Some(MS));
-        assert_eq!(
-            a.class_of(SLOW),
-            Class::Blocking,
-            "finishing counted says nothing unless it was watched"
-        );
-        a.unblocked(SLOW);
-        assert_eq!(a.class_of(SLOW), Class::Short);
-    }
-
-    #[test]
-    fn queued_calls_of_a_route_seen_blocking_are_admitted_at_once() {
-        // A fresh server: the route is unknown (short), its first call is admitted, the next
-        // ones queue behind it with a call of another route.
-        let mut a = Admission::new(1);
-        a.admit(Class::Short);
-        a.wait("slow-1", SLOW, Class::Short);
-        a.wait("fast", FAST, Class::Short);
-        a.wait("slow-2", SLOW, Class::Short);
-        // The first call is seen sleeping: every queued call of its route goes in the blocking
-        // class's room, in order, before the other route's call, which takes the short room.
-        a.demote(Class::Short, SLOW, true);
-        let admitted: Vec<(&str, Class)> = std::iter::from_fn(|| a.admit_next())
-            .map(|j| (j.0, j.2))
-            .collect();
-        assert_eq!(
-            admitted,
-            [
-                ("slow-1", Class::Blocking),
-                ("slow-2", Class::Blocking),
-                ("fast", Class::Short)
-            ]
-        );
-        assert_eq!(a.runnable(Class::Short), 1);
-        assert_eq!(a.queued_now(), 0);
-    }
-
-    #[test]
-    fn a_lock_wait_releases_nothing() {
-        let mut a = Admission::new(1);
-        a.admit(Class::Short);
-        a.wait("slow-1", SLOW, Class::Short);
-        a.demote(Class::Short, SLOW, false);
-        assert_eq!(
-            a.admit_next().map(|j| (j.0, j.2)),
-            Some(("slow-1", Class::Short)),
-            "admitted in its room, counted"
-        );
-        assert_eq!(a.class_of(SLOW), Class::Short);
-    }
-
-    #[test]
-    fn a_blocking_call_needs_no_room_of_the_other_classes() {
-        let mut a = Admission::new(1);
-        a.admit(Class::Short);
-        a.admit(Class::Long);
-        a.wait("blocking", SLOW, Class::Blocking);
-        assert_eq!(a.queued_now(), 1);
-        assert_eq!(
-            a.admit_next().map(|j| (j.0, j.2)),
-            Some(("blocking", Class::Blocking)),
-            "both classes are full; it has room of its own"
-        );
-    }
-
-    #[test]
-    fn the_blocking_room_grows_shrinks_and_follows_what_is_in_flight() {
-        let mut a = Admission::new(1);
-        for _ in 0..BLOCKING_FLOOR {
-            assert!(a.has_room(Class::Blocking));
-            a.admit(Class::Blocking);
-        }
-        assert!(!a.has_room(Class::Blocking), "the floor is full");
-        a.wait("next", SLOW, Class::Blocking);
-        assert!(a.blocking_waits());
-        assert!(a.admit_next().is_none(), "no room: it waits");
-        a.grow_blocking();
-        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR + BLOCKING_FLOOR / 4);
-        assert_eq!(a.admit_next().map(|j| j.0), Some("next"));
-        assert!(!a.blocking_waits());
-        while a.blocking_limit() < BLOCKING_DOUBLE_FROM {
-            a.grow_blocking();
-        }
-        let from = a.blocking_limit();
-        a.grow_blocking();
-        assert_eq!(
-            a.blocking_limit(),
-            2 * from,
-            "doubles once past BLOCKING_DOUBLE_FROM"
-        );
-        a.grow_blocking();
-        a.shrink_blocking();
-        assert_eq!(a.blocking_limit(), 4 * from - 1);
-        // Room nobody uses is kept for a while (a pause between bursts), then halved per
-        // `BLOCKING_UNUSED`, never below the floor.
-        let t0 = Instant::now();
-        for _ in 0..=BLOCKING_FLOOR {
-            a.finished(Class::Blocking, false, SLOW, Some(MS));
-            a.settle_blocking(t0);
-        }
-        assert_eq!(a.runnable(Class::Blocking), 0);
-        assert_eq!(a.blocking_limit(), 4 * from - 1, "kept through a pause");
-        a.settle_blocking(t0 + BLOCKING_UNUSED / 2);
-        assert_eq!(a.blocking_limit(), 4 * from - 1);
-        a.settle_blocking(t0 + BLOCKING_UNUSED);
-        assert_eq!(a.blocking_limit(), 2 * from - 1);
-        for i in 2..12 {
-            a.settle_blocking(t0 + BLOCKING_UNUSED * i);
-        }
-        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
-        for _ in 0..10 {
-            a.shrink_blocking();
-        }
-        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
-    }
-
-    #[test]
-    fn a_call_is_judged_again_only_when_its_class_has_room() {
-        let mut a: Admission<&str> = Admission::new(1);
-        a.admit(Class::Long);
-        a.record(SLOW, 4 * LONG_CALL);
-        a.demote(Class::Long, SLOW, true);
-        a.admit(Class::Long); // another long call holds the long room
-        for _ in 0..2 * PROBATION_EVERY {
-            assert_eq!(a.classify(SLOW), (Class::Blocking, false));
-        }
-        a.finished(Class::Long, true, FAST, Some(4 * LONG_CALL));
-        let judged = (0..PROBATION_EVERY)
-            .filter(|_| a.classify(SLOW) == (Class::Long, true))
-            .count();
-        assert_eq!(judged, 1);
-    }
-
-    #[test]
-    fn a_route_that_took_long_queues_in_the_long_class() {
-        let mut a: Admission<&str> = Admission::new(1);
-        assert_eq!(a.class_of(SLOW), Class::Short, "never seen: short");
-        a.record(SLOW, 4 * LONG_CALL);
-        assert_eq!(a.class_of(SLOW), Class::Long);
-        // Smoothed: one fast call does not make it short again, several do.
-        a.record(SLOW, Duration::ZERO);
-        assert_eq!(a.class_of(SLOW), Class::Long);
-        for _ in 0..8 {
-            a.record(SLOW, Duration::ZERO);
-        }
-        assert_eq!(a.class_of(SLOW), Class::Short);
-    }
-
-    #[test]
-    fn short_calls_pass_long_ones_that_have_no_room() {
-        let mut a = Admission::new(1);
-        a.record(SLOW, 4 * LONG_CALL);
-        a.admit(Class::Long);
-        a.admit(Class::Short);
-        a.wait("slow", SLOW, Class::Long);
-        a.wait("fast", FAST, Class::Short);
-        assert!(a.admit_next().is_none(), "both classes full");
-        a.finished(Class::Short, true, FAST, Some(MS));
-        assert_eq!(
-            a.admit_next().map(|j| j.0),
-            Some("fast"),
-            "the short one passes"
-        );
-        a.finished(Class::Long, true, SLOW, Some(4 * LONG_CALL));
-        assert_eq!(
-            a.admit_next().map(|j| (j.0, j.2)),
-            Some(("slow", Class::Long))
-        );
-    }
-
-    #[test]
-    fn a_short_call_that_runs_long_frees_the_short_room_and_marks_its_route() {
-        let mut a = Admission::new(1);
-        a.admit(Class::Short);
-        a.wait("same-route", SLOW, Class::Short);
-        a.wait("fast", FAST, Class::Short);
-        a.lengthen();
-        a.mark_long(SLOW, LONG_CALL);
-        assert_eq!(a.runnable(Class::Short), 0);
-        assert_eq!(a.runnable(Class::Long), 1);
-        // The queued call to the same route now belongs to the long class (full): the fast
-        // one behind it is admitted.
-        assert_eq!(a.admit_next().map(|j| j.0), Some("fast"));
-        assert!(a.admit_next().is_none());
-        assert_eq!(a.queued_now(), 1);
-        assert_eq!(a.stats.lengthened, 1);
-    }
-
-    #[test]
-    fn a_call_that_only_waited_past_long_call_leaves_its_route_short() {
-        let mut a = Admission::new(1);
-        a.admit(Class::Short);
-        // Waited for the interpreter past LONG_CALL: moved to the long class, route unmarked,
-        // and its wall time is not recorded when it finishes.
-        a.lengthen();
-        assert_eq!(a.runnable(Class::Short), 0);
-        a.finished(Class::Long, true, FAST, None);
-        assert_eq!(a.class_of(FAST), Class::Short);
-        a.wait("next", FAST, Class::Short);
-        assert_eq!(a.admit_next().map(|j| j.2), Some(Class::Short));
-    }
-
-    #[test]
-    fn no_limit_admits_everything() {
-        let mut a: Admission<()> = Admission::new(0);
-        for _ in 0..1000 {
-            assert!(a.has_room(Class::Short));
-            a.admit(Class::Short);
-        }
-        assert_eq!(a.stats.runnable_peak[0], 1000);
-    }
-
-    #[test]
-    fn a_call_is_blocked_when_it_waits_on_io_or_on_a_lock_while_the_interpreter_is_idle() {
-        let w = MS;
-        let idle = Duration::from_micros(100);
-        let busy = Duration::from_micros(900);
-        let never = || -> Waiting { panic!("not asked when the call used CPU") };
-        // Sleeping, socket, database: blocked whatever the others do.
-        assert_eq!(
-            stalled(w, Duration::ZERO, idle, || Waiting::Io),
-            Some(Waiting::Io)
-        );
-        assert_eq!(
-            stalled(w, Duration::ZERO, busy, || Waiting::Io),
-            Some(Waiting::Io)
-        );
-        // In futex while another app thread ran Python: waiting for the GIL.
-        assert_eq!(stalled(w, Duration::ZERO, busy, || Waiting::Lock), None);
-        // In futex while nobody ran Python: a Python lock.
-        assert_eq!(
-            stalled(w, Duration::ZERO, idle, || Waiting::Lock),
-            Some(Waiting::Lock)
-        );
-        // Not in a system call: runnable on a busy machine, never demoted for that.
-        assert_eq!(stalled(w, Duration::ZERO, idle, || Waiting::Unknown), None);
-        // Computing.
-        assert_eq!(stalled(w, Duration::from_micros(800), busy, never), None);
-        assert_eq!(
-            stalled(Duration::ZERO, Duration::ZERO, Duration::ZERO, never),
-            None
-        );
-    }
-
-    #[test]
-    fn routes_hash_by_path() {
-        assert_eq!(route_hash(b"/a"), route_hash(b"/a"));
-        assert_ne!(route_hash(b"/a"), route_hash(b"/b"));
-    }
-}
+mod tests;

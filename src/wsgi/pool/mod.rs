@@ -16,6 +16,7 @@
 //! created once), so taking the GIL for a job costs a lock, not a thread-state allocation.
 
 pub mod admission;
+mod climb;
 mod threads;
 mod watch;
 
@@ -347,10 +348,14 @@ impl<J: Send + 'static> Pool<J> {
     /// `route`: see `admission::route_hash`.
     pub fn submit(self: &Arc<Self>, job: J, route: u64) {
         let mut inner = self.inner.lock().unwrap();
-        let (class, judged) = inner.adm.classify(route);
+        let thread = !inner.idle.is_empty() || inner.total < self.max;
+        let (class, judged) = inner.adm.classify(route, thread);
         let room = inner.adm.has_room(class) || inner.stopping;
-        if room && (!inner.idle.is_empty() || inner.total < self.max) {
+        if room && thread {
             inner.adm.admit(class);
+            if judged {
+                inner.adm.hold_blocking();
+            }
             self.start(
                 inner,
                 job,

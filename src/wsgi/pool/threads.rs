@@ -173,8 +173,13 @@ impl<J: Send + 'static> Pool<J> {
         inner
             .adm
             .finished(class, held.is_some(), ticket.route, took);
+        if ticket.judged {
+            inner.adm.release_blocking();
+        }
         if ticket.class == Class::Blocking {
-            inner.adm.settle_blocking(Instant::now());
+            inner
+                .adm
+                .settle_blocking(Instant::now(), took.unwrap_or_default());
         }
         if fast {
             self.fast_done.notify_all();

@@ -9,13 +9,19 @@ use std::time::{Duration, Instant};
 use crate::clock::clock_time;
 
 use super::admission::{
-    stalled, Class, Waiting, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE, COMPUTING_CPU, LOCK_LOOKS,
-    LONG_CALL, STALLED_LOOKS,
+    stalled, Class, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE, COMPUTING_CPU,
+    LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
 };
 
 use super::{
     Holder, Inner, Length, Pool, Ticket, BLOCKING_LOOK_EVERY, EVIDENCE, LOOK_EVERY, WAITED_SHARE,
 };
+
+/// The looks the app threads' share of a core is smoothed over (see `climb`).
+const APP_SHARE_LOOKS: f64 = 16.0;
+/// The share passed on before any was measured: between `climb::INTERPRETER_IDLE` and
+/// `climb::INTERPRETER_BUSY`, so a growth is a trial.
+const UNKNOWN_SHARE: f64 = 0.5;
 
 impl<J: Send + 'static> Pool<J> {
     /// The watcher's body (its own thread, until `stop`): while calls wait for admission, look
@@ -27,6 +33,9 @@ impl<J: Send + 'static> Pool<J> {
         let mut prev: Option<(Instant, Duration)> = None;
         // Looks in a row that found the blocking class's room too small (> 0) or too large.
         let mut blocking_streak = 0i32;
+        // The share of a core the app threads used, smoothed over the looks (see `climb`);
+        // kept while the watcher sleeps (what they did last), `None` until a first window.
+        let mut app_share: Option<f64> = None;
         let mut inner = self.inner.lock().unwrap();
         loop {
             if inner.stopping {
@@ -59,6 +68,11 @@ impl<J: Send + 'static> Pool<J> {
             inner = self.inner.lock().unwrap();
             let window = prev.map(|(t, cpu)| (now.duration_since(t), app_cpu.saturating_sub(cpu)));
             prev = Some((now, app_cpu));
+            let known = app_cpu != Duration::MAX;
+            if let Some((wall, app)) = window.filter(|(wall, _)| known && !wall.is_zero()) {
+                let share = (app.as_secs_f64() / wall.as_secs_f64()).min(2.0);
+                app_share = Some(app_share.map_or(share, |s| s + (share - s) / APP_SHARE_LOOKS));
+            }
             let mut demoted = Vec::new();
             let mut lengthened = 0;
             let mut long_routes = Vec::new();
@@ -84,7 +98,9 @@ impl<J: Send + 'static> Pool<J> {
             for (ticket, io) in demoted {
                 inner.adm.demote(ticket.class, ticket.route, io);
             }
-            blocking_streak = Self::size_blocking(&mut inner, blocking_streak);
+            // Not known yet: neither idle nor busy, the rate judges.
+            let share = app_share.unwrap_or(UNKNOWN_SHARE);
+            blocking_streak = Self::size_blocking(&mut inner, blocking_streak, share);
             inner = self.admit_queued(inner);
         }
     }
@@ -93,8 +109,18 @@ impl<J: Send + 'static> Pool<J> {
     /// in flight wait: none in `futex` (the interpreter is free whenever the one running
     /// Python lets it go) over `BLOCKING_GROW_LOOKS` looks, twice the room; two or more
     /// (a convoy for the GIL) over `STALLED_LOOKS` looks, one less. Returns the new streak.
-    fn size_blocking(inner: &mut Inner<J>, streak: i32) -> i32 {
+    /// `share`: the app threads' share of a core, smoothed: once a blocking call has finished,
+    /// growth depends on it too (`Admission::grow_blocking`, `climb`).
+    fn size_blocking(inner: &mut Inner<J>, streak: i32, share: f64) -> i32 {
         if !inner.adm.blocking_waits() {
+            return 0;
+        }
+        // At the floor, with no growth allowed now (the interpreter busy, a hold, a trial, too
+        // little evidence), nothing a look could find would change the room: no /proc reads
+        // (up to `BLOCKING_SAMPLE` per look, a look a millisecond for as long as calls wait).
+        if inner.adm.blocking_limit() <= BLOCKING_FLOOR
+            && inner.adm.climb.may_grow(Instant::now(), share).is_none()
+        {
             return 0;
         }
         // Threads in `futex` (waiting for the GIL, or a lock), and in no system call at all
@@ -118,8 +144,12 @@ impl<J: Send + 'static> Pool<J> {
             _ => streak.min(0) - 1,
         };
         if streak >= BLOCKING_GROW_LOOKS {
-            inner.adm.grow_blocking();
-            0
+            // Held back (a trial under way, a hold, too little evidence): the streak stands.
+            if inner.adm.grow_blocking(Instant::now(), share) {
+                0
+            } else {
+                streak
+            }
         } else if streak <= -(STALLED_LOOKS as i32) {
             inner.adm.shrink_blocking();
             0

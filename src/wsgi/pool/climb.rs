@@ -1,0 +1,297 @@
+//! Whether the blocking class's room may grow: each growth is a trial, kept only if the
+//! blocking calls' completion rate rose with it (a hill-climb on throughput).
+//!
+//! Why: the watcher grows the room while no thread of the class waits for the GIL and at most
+//! one runs (`Pool::size_blocking`). That tells calls that sleep (a thread each pays) from a
+//! convoy for the interpreter, but not from calls waiting on a database that waits for the CPU:
+//! on 2 cores shared with PostgreSQL, Django with a connection per request grew to 16-21
+//! threads and as many database connections without more requests per second than at 8.
+//! Only the rate tells. So until a blocking call has finished (nothing can be measured before,
+//! and a burst of sleeping calls must get its threads at once, even right after a call that
+//! computed) the room grows freely; after, never while the app threads keep the interpreter
+//! busy (`INTERPRETER_BUSY`: more threads would only wait for the GIL), freely while they leave
+//! it mostly idle (`INTERPRETER_IDLE`: calls that sleep), and in between only as a trial: a
+//! growth needs the rate measured first (`SPAN_*`); the rate
+//! after it is measured once the calls it admitted have had time to finish; if it did not rise
+//! by at least half as much as the calls in flight could (calls that only wait would rise as
+//! much), the room goes back and stays there for a while (`HOLD_FIRST`, doubling per failed
+//! trial up to `HOLD_MOST`).
+//!
+//! Plain data and functions (the caller passes the clock), unit-tested below.
+
+use std::time::{Duration, Instant};
+
+/// The share of one core the app threads use (smoothed by the watcher) below which the room
+/// grows freely: the interpreter is idle most of the time, the calls mostly wait.
+pub const INTERPRETER_IDLE: f64 = 0.25;
+
+/// The share from which the room does not grow: one thread runs Python at a time, so past
+/// three quarters of a core more threads mostly add waiters for the GIL. Measured (S13, Django
+/// with a database connection kept per thread, 2 cores shared with PostgreSQL): 0.85-0.9 of a
+/// core at 8 threads, and no more requests per second at 11.
+pub const INTERPRETER_BUSY: f64 = 0.75;
+
+/// The shortest span a rate is measured over.
+pub const SPAN_MIN: Duration = Duration::from_millis(100);
+
+/// A rate's span is at least this many blocking calls' time (smoothed): the calls admitted by
+/// a growth finish within one, and their successors run in the next ones.
+pub const SPAN_CALLS: u32 = 4;
+
+/// The fewest calls finished over a span for its rate to count.
+pub const SPAN_DONE: u64 = 64;
+
+/// How long the room stays back after a growth that did not pay, the first time; doubled at
+/// each failed trial in a row, up to `HOLD_MOST`.
+pub const HOLD_FIRST: Duration = Duration::from_secs(1);
+pub const HOLD_MOST: Duration = Duration::from_secs(16);
+
+/// A growth under trial.
+#[derive(Clone, Copy, Debug)]
+struct Trial {
+    /// The room before it.
+    from: usize,
+    /// The share of rate it could add at most (calls that only wait): the calls it let in
+    /// over those in flight before.
+    gain: f64,
+    /// The completion rate (calls per second) measured at `from`.
+    base: f64,
+    /// Its span starts at the first call finished after this (the calls it admitted then run).
+    settle_until: Instant,
+}
+
+/// What a finished call's bookkeeping concluded about the trial under way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The growth paid: the room stays.
+    Keep,
+    /// It did not: the room goes back to this.
+    Revert(usize),
+}
+
+/// Evidence for the blocking class's room (see the module doc).
+#[derive(Debug)]
+pub struct Climb {
+    /// Blocking calls finished so far.
+    done: u64,
+    /// Where the span the rate at the present room is measured over began (when, and `done`
+    /// then); `None` until the first call finished since the room last changed.
+    span: Option<(Instant, u64)>,
+    trial: Option<Trial>,
+    /// No trial before this.
+    hold_until: Option<Instant>,
+    /// The next hold.
+    hold: Duration,
+    /// A blocking call's wall time, smoothed (1/8 of the new).
+    call: Duration,
+    /// Trials kept and reverted (for `stats`).
+    pub kept: u64,
+    pub reverted: u64,
+}
+
+impl Default for Climb {
+    fn default() -> Climb {
+        Climb {
+            done: 0,
+            span: None,
+            trial: None,
+            hold_until: None,
+            hold: HOLD_FIRST,
+            call: Duration::ZERO,
+            kept: 0,
+            reverted: 0,
+        }
+    }
+}
+
+impl Climb {
+    /// How long the span must last for its rate to count.
+    fn span_needed(&self) -> Duration {
+        SPAN_MIN.max(self.call * SPAN_CALLS)
+    }
+
+    /// The rate over the span so far at `now`, if the span is long enough to say.
+    fn rate(&self, now: Instant) -> Option<f64> {
+        let (since, done) = self.span?;
+        let took = now.saturating_duration_since(since);
+        let n = self.done - done;
+        (took >= self.span_needed() && n >= SPAN_DONE).then(|| n as f64 / took.as_secs_f64())
+    }
+
+    /// May the room grow now? `share`: the app threads' share of a core. `Some(None)`: yes, no
+    /// trial (no blocking call has finished yet, or the interpreter is mostly idle);
+    /// `Some(Some(base))`: yes, as a trial against the rate `base` measured at the present
+    /// room; `None`: not now (the interpreter busy, a trial under way, a hold, or too little
+    /// evidence yet).
+    pub fn may_grow(&self, now: Instant, share: f64) -> Option<Option<f64>> {
+        if self.done == 0 {
+            return Some(None);
+        }
+        if share >= INTERPRETER_BUSY {
+            return None;
+        }
+        if share < INTERPRETER_IDLE {
+            return Some(None);
+        }
+        if self.trial.is_some() || self.hold_until.is_some_and(|t| now < t) {
+            return None;
+        }
+        self.rate(now).map(Some)
+    }
+
+    /// The room grew from `from` to `to` at `now`, as `may_grow` allowed (`base`: its rate),
+    /// with `demand` calls in flight or waiting for it.
+    pub fn grown(
+        &mut self,
+        now: Instant,
+        from: usize,
+        to: usize,
+        demand: usize,
+        base: Option<f64>,
+    ) {
+        self.trial = base.map(|base| Trial {
+            from,
+            gain: to.min(demand) as f64 / from.max(1) as f64 - 1.0,
+            base,
+            settle_until: now + self.call,
+        });
+        if self.trial.is_some() {
+            self.span = None;
+        }
+    }
+
+    /// The room changed by another rule (less of it): a trial under way ends without a verdict.
+    pub fn changed(&mut self) {
+        self.trial = None;
+    }
+
+    /// A blocking call finished at `now` after `took`: count it, and judge the trial under way
+    /// if its span is long enough.
+    pub fn finished(&mut self, now: Instant, took: Duration) -> Option<Verdict> {
+        self.done += 1;
+        self.call = if self.call.is_zero() {
+            took
+        } else {
+            (self.call * 7 + took) / 8
+        };
+        let Some(trial) = self.trial else {
+            self.span.get_or_insert((now, self.done));
+            return None;
+        };
+        if now < trial.settle_until {
+            return None;
+        }
+        if self.span.is_none() {
+            self.span = Some((now, self.done));
+            return None;
+        }
+        let rate = self.rate(now)?;
+        self.trial = None;
+        // Calls that only wait gain as much rate as the calls let in: ask for half of that.
+        if rate >= trial.base * (1.0 + trial.gain / 2.0) {
+            self.kept += 1;
+            self.hold = HOLD_FIRST;
+            // The span goes on: its rate is the next trial's base.
+            Some(Verdict::Keep)
+        } else {
+            self.reverted += 1;
+            self.hold_until = Some(now + self.hold);
+            self.hold = (self.hold * 2).min(HOLD_MOST);
+            self.span = None;
+            Some(Verdict::Revert(trial.from))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+    /// An interpreter half busy: growth is a trial.
+    const HALF: f64 = 0.5;
+
+    /// Finish `n` calls of `took` each, evenly over `over` from `t`; the verdicts given.
+    fn run(c: &mut Climb, t: &mut Instant, n: u32, over: Duration, took: Duration) -> Vec<Verdict> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            *t += over / n;
+            out.extend(c.finished(*t, took));
+        }
+        out
+    }
+
+    #[test]
+    fn growth_is_free_until_a_call_has_finished() {
+        let c = Climb::default();
+        assert_eq!(c.may_grow(Instant::now(), 1.0), Some(None));
+    }
+
+    #[test]
+    fn a_growth_that_raises_the_rate_is_kept_one_that_does_not_goes_back_and_holds() {
+        let mut c = Climb::default();
+        let mut t = Instant::now();
+        // 100 calls/s of 10 ms each at room 8: not enough evidence at first.
+        run(&mut c, &mut t, 3, 30 * MS, 10 * MS);
+        assert_eq!(c.may_grow(t, HALF), None, "too few calls measured yet");
+        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        assert_eq!(
+            c.may_grow(t, 0.9),
+            None,
+            "not while the interpreter is busy"
+        );
+        assert_eq!(
+            c.may_grow(t, 0.1),
+            Some(None),
+            "freely while it is mostly idle"
+        );
+        let base = c
+            .may_grow(t, HALF)
+            .flatten()
+            .expect("a rate to grow against");
+        assert!((base - 100.0).abs() < 10.0, "{base}");
+        c.grown(t, 8, 10, 16, Some(base));
+        assert_eq!(c.may_grow(t, HALF), None, "one trial at a time");
+        // The rate rises as much as the room (calls that only wait): kept.
+        let v = run(&mut c, &mut t, 120, 960 * MS, 10 * MS);
+        assert_eq!(v, [Verdict::Keep]);
+        // The next growth, 10 to 12, gains nothing: back to 10, held.
+        let base = c.may_grow(t, HALF).flatten().expect("the span went on");
+        c.grown(t, 10, 12, 16, Some(base));
+        let v = run(&mut c, &mut t, 120, 960 * MS, 10 * MS);
+        assert_eq!(v, [Verdict::Revert(10)]);
+        run(&mut c, &mut t, 70, 560 * MS, 10 * MS);
+        assert_eq!(c.may_grow(t, HALF), None, "held for HOLD_FIRST");
+        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        assert!(
+            c.may_grow(t, HALF).flatten().is_some(),
+            "free again after the hold"
+        );
+        assert_eq!((c.kept, c.reverted), (1, 1));
+    }
+
+    #[test]
+    fn another_rule_changing_the_room_ends_the_trial() {
+        let mut c = Climb::default();
+        let mut t = Instant::now();
+        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        let base = c.may_grow(t, HALF).flatten().unwrap();
+        c.grown(t, 8, 10, 16, Some(base));
+        c.changed();
+        let v = run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        assert!(v.is_empty());
+        assert!(c.may_grow(t, HALF).flatten().is_some());
+    }
+
+    #[test]
+    fn a_growth_is_judged_by_the_calls_it_could_let_in() {
+        // Room 9 for 10 clients of sleeping calls: growing to 11 lets one more in, +11% rate.
+        let mut c = Climb::default();
+        let mut t = Instant::now();
+        run(&mut c, &mut t, 90, 1000 * MS, 100 * MS);
+        let base = c.may_grow(t, HALF).flatten().unwrap();
+        c.grown(t, 9, 11, 10, Some(base));
+        let v = run(&mut c, &mut t, 100, 1000 * MS, 100 * MS);
+        assert_eq!(v, [Verdict::Keep]);
+    }
+}
