@@ -117,6 +117,7 @@ class ServerProcess:
         def limit_fds() -> None:  # in the child, before exec: a small descriptor limit
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
+        self.left_behind = False  # set when a process it left behind holds its output
         self.proc = subprocess.Popen(cmd, cwd=str(cwd or ROOT), env=penv, stdin=subprocess.DEVNULL,
                                      preexec_fn=limit_fds if nofile else None,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -241,6 +242,12 @@ class ServerProcess:
     def _finish(self) -> None:
         for t in self._threads:
             t.join(STOP_TIMEOUT)
+        if any(t.is_alive() for t in self._threads):
+            # A process the server left behind (an orphaned worker) still holds the pipes: a
+            # reader thread is inside read(), and closing its file would wait for it forever.
+            self.left_behind = True
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+            return
         for p in (self.proc.stdout, self.proc.stderr):
             try:
                 p.close()
@@ -410,5 +417,8 @@ def start_server():
         srv.stop()
         if PANIC_RE.search(srv.log_text()):
             panics.append(f"private server {srv.cmd} logged a panic:\n{srv.log_text()[-4000:]}")
+        if srv.left_behind:
+            panics.append(f"private server {srv.cmd} left a process behind that holds its "
+                          f"output after it ended:\n{srv.log_text()[-4000:]}")
     if panics:
         pytest.fail("\n\n".join(panics), pytrace=False)

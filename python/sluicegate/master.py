@@ -56,7 +56,7 @@ from .errors import SluicegateError
 from .listeners import BoundSocket
 from .logs import log
 from .messages import Message
-from .reading import Reading
+from .reading import Reading, wait_ended_threads
 from .signals import Op
 from .upgrade import start_new_master
 from .validated import Config
@@ -523,6 +523,7 @@ class Master:
             jitter = random.randint(0, self.cfg.max_requests_jitter)
         master = os.getpid()
         pair = self.control.pair() if self.control is not None else None
+        wait_ended_threads()  # no TLS library lock held by a thread on its way out (reading.py)
         pid = os.fork()
         if pid == 0:
             hook_objects.note_own_age(age)
