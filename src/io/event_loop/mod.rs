@@ -20,8 +20,10 @@
 //! - `accept`: accepting from the listening sockets (`io::listen`), TCP_NODELAY inheritance;
 //! - `ctx`: what the loop shares with app threads ([`LoopCtx`]: settings, counters, the return
 //!   and flush queues, shutdown requests) and the [`Call`]s it hands out;
-//! - `driver`: one connection's turn: finishing output, reading, parsing, answering static
-//!   files, handing a request out, and taking the connection back after it;
+//! - `driver`: one connection's turn: finishing output, reading, parsing, handing a request
+//!   out, and taking the connection back after it; `before_head`: what comes before a
+//!   connection's first head (a metrics scrape, a PROXY header, the HTTP/2 preface);
+//!   `own_answers`: the health path and static files, answered by the loop itself;
 //! - `closing`: protocol errors, closing and lingering, timeouts (the sweep), shutdown;
 //! - `metrics`: the `--metrics-bind` listener, a listener of the loop's own whose pages the
 //!   server hands down ([`MetricsPages`]).
@@ -62,12 +64,14 @@ use super::stream::Stream;
 use crate::peer::Peer;
 
 mod accept;
+mod before_head;
 mod closing;
 mod ctx;
 mod driver;
 mod h2_view;
 mod listener_tls;
 mod metrics;
+mod own_answers;
 mod pages;
 
 pub use crate::io::listen::{ListenSocket, Nodelay};
