@@ -1,6 +1,7 @@
 """The master's record of its workers: each `Child` and its `Life` (the legal moves in one
-table), and the small facts about a process the master reads (alive, resident memory, how it
-ended). Plain data and /proc reads, no policy: the decisions stay in `master.py`."""
+table), the master's own `State` (its moves in `STATE_MOVES`), and the small facts about a
+process the master reads (alive, resident memory, how it ended). Plain data and /proc reads, no
+policy: the decisions stay in `master.py` (and `master_reload.py`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,24 @@ import enum
 import os
 import signal
 from typing import Dict, FrozenSet, Optional
+
+
+class State(enum.Enum):
+    """The master's life."""
+
+    STARTING = "starting"  # the first workers boot; nothing announced yet
+    SERVING = "serving"  # keeping `target` workers
+    RELOADING = "reloading"  # the newest generation boots beside the serving one
+    STOPPING = "stopping"  # every worker was told to stop; the master ends when they are gone
+
+
+STATE_MOVES: Dict[State, FrozenSet[State]] = {
+    State.STARTING: frozenset({State.SERVING, State.STOPPING}),
+    State.SERVING: frozenset({State.RELOADING, State.STOPPING}),
+    State.RELOADING: frozenset({State.RELOADING, State.SERVING, State.STOPPING}),
+    State.STOPPING: frozenset(),
+}
+
 
 
 class Life(enum.Enum):

@@ -10,7 +10,8 @@ to one of the workers waiting in accept; see docs/architecture.md, "Worker proce
 the two say to each other is in messages.py; what each signal means, in signals.py.
 
 The master's life is `State` and each worker's, as the master sees it, is `Life`; the legal
-moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`).
+moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`; children.py). A reload
+and an upgrade are carried out by `Reloads` (master_reload.py), a part of `Master`.
 
 - STOP (TERM, INT): workers get TERM and finish their in-flight requests (up to
   `--graceful-timeout`); a second INT stops them at once (QUIT). STOP_NOW (QUIT): at once.
@@ -38,18 +39,16 @@ is otherwise retried from `RETRY_FIRST_S` up to `RETRY_MAX_S` (docs/operations.m
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import os
 import random
 import select
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import (control, hook_objects, hooks, logs, messages, metrics_total, pidfile,
-               privileges, sd_notify, signals, statsd, tls)
+from . import (control, hook_objects, hooks, logs, messages, metrics_total, privileges,
+               sd_notify, signals, statsd)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -58,9 +57,10 @@ from .logs import log
 from .messages import Message
 from .reading import Reading, wait_ended_threads
 from .signals import Op
-from .upgrade import start_new_master
 from .validated import Config
-from .children import Child, Life, alive as _alive, describe_exit, worker_rss
+from .children import (STATE_MOVES, Child, Life, State, alive as _alive, describe_exit,
+                       worker_rss)
+from .master_reload import Reloads
 
 #: The exit status of a server whose workers could not boot (gunicorn's too).
 BOOT_FAILED = 3
@@ -82,35 +82,13 @@ RETRY_MAX_S = 30.0
 #: How long workers that were told to stop at once (or killed) may take to be gone.
 KILL_GRACE_S = 5
 
-#: Options a reload cannot change: the sockets are the master's, bound once, and the master's
-#: own process settings are set once (a USR2 upgrade applies them).
-RESTART_ONLY = ("bind", "backlog", "user", "group", "umask", "pid", "preload", "config",
-                "metrics_bind")
-
 #: `boot_worker(cfg, events_fd, max_requests, balance, workers, metrics_fd)`: run in each
 #: forked child, returns its exit status (supervisor.py builds it: load the app, run a
 #: WorkerServer). `metrics_fd`: where it leaves its last metrics reading, or -1.
 BootWorker = Callable[[Config, int, int, Tuple[int, int, int], int, int], int]
 
 
-class State(enum.Enum):
-    """The master's life."""
-
-    STARTING = "starting"  # the first workers boot; nothing announced yet
-    SERVING = "serving"  # keeping `target` workers
-    RELOADING = "reloading"  # the newest generation boots beside the serving one
-    STOPPING = "stopping"  # every worker was told to stop; the master ends when they are gone
-
-
-STATE_MOVES: Dict[State, FrozenSet[State]] = {
-    State.STARTING: frozenset({State.SERVING, State.STOPPING}),
-    State.SERVING: frozenset({State.RELOADING, State.STOPPING}),
-    State.RELOADING: frozenset({State.RELOADING, State.SERVING, State.STOPPING}),
-    State.STOPPING: frozenset(),
-}
-
-
-class Master:
+class Master(Reloads):
     """Forks and supervises the workers of one server; `run()` returns the exit status."""
 
     def __init__(
@@ -329,129 +307,6 @@ class Master:
         for s in self.sockets:  # refused once the workers stop accepting (listeners.py)
             s.stop_listening()
 
-    def _reload(self, why: str) -> None:
-        """A reload: the options resolved again and the TLS files read (on a thread of their
-        own, reading.py: the loop reaps and handles signals meanwhile), then `_new_generation`.
-        A reload asked while the files are read reads them again; the older read is dropped."""
-        if self.reread is None:
-            self._new_generation(why, None)
-            return
-        if self.reading is not None:
-            log.info("%s: the files of the reload before are still being read: read again", why)
-        self.reading = (why, Reading(self._read_files, self.pipe.wake).start())
-
-    def _read_files(self) -> Tuple[Config, Any]:
-        """On the reading thread: the options resolved again, the TLS files read and checked
-        (certificate rotation: the new workers serve the files as they are now)."""
-        assert self.reread is not None
-        cfg = self.reread()
-        if cfg.workers is None:  # `--reload` without --workers: the one worker it runs
-            cfg = dataclasses.replace(cfg, workers=self.cfg.workers)
-        return cfg, tls.read(cfg)
-
-    def _check_reading(self) -> None:
-        """The files of a reload read: its new generation; read with an error, or still being
-        read past the timeout: the workers serve on with what they have."""
-        if self.reading is None:
-            return
-        why, reading = self.reading
-        if self.state is State.STOPPING:
-            self.reading = None
-        elif reading.overdue():
-            self.reading = None
-            log.error("%s: the configuration and TLS files could not be read within %gs (a "
-                      "hung network mount? a FIFO?); the workers keep serving with the "
-                      "previous configuration", why, reading.timeout)
-        elif reading.done():
-            self.reading = None
-            try:
-                read = reading.result()
-            except SluicegateError as e:
-                log.error("%s: the configuration is not valid (%s); the "
-                          "workers keep serving with the previous one", why, e)
-                return
-            self._new_generation(why, read)
-
-    def _new_generation(self, why: str, read: Optional[Tuple[Config, Any]]) -> None:
-        """A new generation with what `_read_files` read (None: the options as they are).
-        Reloads never overlap: one asked while a generation boots supersedes it (its workers
-        are stopped, the newest configuration wins), and the configuration to go back to
-        stays the one that served before the first of them."""
-        before = self.before_reload or (self.cfg, self.target)
-        if read is not None:
-            cfg, credentials = read
-            tls.adopt(credentials)
-            changed = [f.name for f in dataclasses.fields(cfg)
-                       if getattr(cfg, f.name) != getattr(self.cfg, f.name)]
-            kept = [n for n in changed if n in RESTART_ONLY]
-            if kept:
-                log.warning("%s: %s changed but only take effect on a restart", why,
-                            ", ".join(kept))
-                # The workers boot with the master's own settings (--user among them).
-                cfg = dataclasses.replace(cfg, **{n: getattr(self.cfg, n) for n in kept})
-            self.cfg = cfg
-            if cfg.workers:
-                self._set_target(cfg.workers)
-            if changed:
-                log.info("%s: configuration re-read (changed: %s)", why, ", ".join(changed))
-        if self.state is State.RELOADING:
-            superseded = [w for w in self.workers.values()
-                          if w.generation == self.generation and not w.leaving]
-            log.info("%s: supersedes the reload in progress (%d of its worker(s) stopped)",
-                     why, len(superseded))
-            for w in superseded:
-                self._retire(w, messages.STOP if w.ready else messages.CANCEL)
-        if not self._hook("on_reload"):
-            return
-        log.info("%s: starting %d new worker(s), then stopping the old ones", why, self.target)
-        sd_notify.notify("RELOADING=1", sd_notify.monotonic_usec(), "STATUS=reloading")
-        self.generation += 1
-        if self.state is State.STARTING:  # nothing serves yet: boot again with the new config
-            for w in list(self.workers.values()):
-                if not w.leaving:
-                    self._retire(w, messages.STOP if w.ready else messages.CANCEL)
-        else:
-            self._become(State.RELOADING)
-            self.before_reload = before
-        for _ in range(self.target):
-            self._spawn()
-
-    def _upgrade(self) -> None:
-        """USR2: start a new master on the same sockets (see the module doc)."""
-        if self.restart is None:
-            log.info("Received SIGUSR2: ignored (an upgrade needs the sluicegate command)")
-            return
-        if self.new_master is not None and _alive(self.new_master):
-            log.info("Received SIGUSR2: ignored (new master %d already started)",
-                     self.new_master)
-            return
-        if self.cfg.pid:
-            try:
-                pidfile.set_aside(self.cfg.pid)
-            except OSError as e:
-                log.error("Received SIGUSR2: cannot rename the pid file: %s", e.strerror)
-        argv, cwd = self.restart
-        try:
-            hooks.call(self.cfg.hooks, "pre_exec", self._hook_server())
-        except hooks.HookExit:
-            log.error("Received SIGUSR2: no new master (pre_exec called sys.exit())")
-            return
-        self.new_master = start_new_master(self.sockets, argv, cwd)
-        for s in self.sockets:
-            s.forget_unix_file()  # the new master removes them when it ends
-        log.info("Received SIGUSR2: started new master %d on the same sockets; send TERM to "
-                 "this one (%d) once it serves", self.new_master, os.getpid())
-
-    def _upgrade_failed(self, status: int) -> None:
-        """The new master of an upgrade ended while this one runs: this one stays in charge."""
-        if self.cfg.pid:
-            pidfile.take_back(self.cfg.pid)
-        for s in self.sockets:
-            s.reclaim_unix_file()
-        log.error("New master %d exited (%s): this master keeps serving",
-                  self.new_master, describe_exit(status))
-        self.new_master = None
-
     def _announce(self) -> None:
         """The first workers all serve: the readiness lines and READY=1, once. The metrics
         line first: whoever waits for `Listening at:` finds it already written."""
@@ -646,17 +501,6 @@ class Master:
         if self.failed_boots:
             line += f"; {self.failed_boots} replacement(s) failed to boot since the start"
         return line
-
-    def _abandon_reload(self) -> None:
-        log.error("Reload abandoned: the old workers keep serving")
-        sd_notify.notify("READY=1", "STATUS=reload failed; the old workers keep serving")
-        self._become(State.SERVING)
-        if self.before_reload is not None:  # later replacements boot with what serves now
-            self.cfg, self.target = self.before_reload
-            self.before_reload = None
-        for w in self.workers.values():
-            if w.generation == self.generation:
-                self._retire(w, messages.STOP_NOW)
 
     def _check_memory(self) -> None:
         """--max-rss: a ready worker over the limit is replaced like one at --max-requests."""

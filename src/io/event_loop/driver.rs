@@ -7,20 +7,12 @@ use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use std::net::SocketAddr;
-
 use mio::unix::SourceFd;
-use sluicegate_proto::forwarded::{self, Hop, PeerOrigin};
-use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
-use sluicegate_proto::proxy_protocol::{self, ProxiedAddr, ProxyError};
 use sluicegate_proto::uwsgi;
 
+use super::own_answers::{answered_here, own_answer};
 use super::*;
-use crate::http_date::http_date;
 use crate::io::conn::Wire;
-use crate::io::static_files::Own;
-use crate::observe::request_end::PendingLog;
-use crate::observe::timings::End;
 
 impl LoopState {
     /// A connection is back from the app (returned, or after an inline call): decide its next
@@ -446,51 +438,6 @@ impl LoopState {
         Ok(Next::Work(work))
     }
 
-    /// What comes before a connection's first HTTP head: a metrics scrape, a PROXY protocol
-    /// header, the HTTP/2 preface. `Some`: the turn's outcome without parsing a head (more
-    /// bytes needed, HTTP/2, or the connection closed); `None`: parse the head.
-    #[inline(always)]
-    fn before_head(&mut self, token: usize, ctx: &LoopCtx) -> Option<Next> {
-        let Some(Slot::Here(conn)) = self.conns.get_mut(token) else {
-            return Some(Next::NeedMore);
-        };
-        if conn.wire == Wire::Metrics {
-            return Some(self.metrics_request(token, ctx));
-        }
-        if conn.wire == Wire::ProxyThenHttp {
-            match read_proxy_header(conn, ctx) {
-                Ok(true) => {}
-                Ok(false) => {
-                    reading_head(conn, ctx);
-                    return Some(Next::NeedMore);
-                }
-                Err(why) => {
-                    ctx.counters.proxy_refused.fetch_add(1, Ordering::Relaxed);
-                    if ctx.settings.config.debug {
-                        eprintln!("sluicegate: PROXY header refused: {why}");
-                    }
-                    self.close(token);
-                    return Some(Next::NeedMore);
-                }
-            }
-        }
-        if conn.requests == 0
-            && conn.wire == Wire::Http
-            && ctx.settings.h2.is_some()
-            && ctx.settings.config.http2.allows(conn.tls.is_some())
-        {
-            match crate::io::h2::starts_with_preface(conn.buffered()) {
-                Some(true) => return Some(Next::Http2),
-                Some(false) => {}
-                None => {
-                    reading_head(conn, ctx);
-                    return Some(Next::NeedMore);
-                }
-            }
-        }
-        None
-    }
-
     /// Mark the connection away and hand it out with its request.
     pub(super) fn take_work(
         &mut self,
@@ -524,133 +471,11 @@ impl LoopState {
 
 /// A head has begun to come: the header timeout runs (from the first bytes of an idle
 /// connection, not from each new read).
-fn reading_head(conn: &mut Conn, ctx: &LoopCtx) {
+pub(super) fn reading_head(conn: &mut Conn, ctx: &LoopCtx) {
     if matches!(conn.phase, Phase::Idle) {
         conn.phase = Phase::ReadingHead;
         conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
     }
-}
-
-/// The loop answered a request itself (`own_answer`): count and log it, and decide whether
-/// the connection closes after the answer.
-fn answered_here(conn: &mut Conn, head: RequestHead, answer: OwnAnswer, ctx: &LoopCtx) {
-    conn.requests += 1;
-    ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
-    let has_body = head.body != BodyFraming::None;
-    let client_closes = !head.keep_alive;
-    ctx.counters.by_request.loop_answer(answer.status);
-    let end = if answer.status >= 400 {
-        End::Error
-    } else {
-        End::Ok
-    };
-    if ctx.settings.access_log.is_none() {
-        // No line to write: counted now (a loop answer spends nothing in the app; its send
-        // time is measured only when the access log asks for it, which saves a record per
-        // static file).
-        let t = crate::observe::timings::Timings::default();
-        ctx.counters
-            .by_request
-            .record(answer.status, answer.body_bytes, &t, end, false);
-    } else {
-        let pending =
-            PendingLog::answered_now(head, conn.peer.ip(), answer.status, answer.body_bytes, end);
-        if let Some(old) = conn.pending_log.replace(Box::new(pending)) {
-            old.finish(
-                ctx.settings.access_log.as_deref(),
-                &ctx.counters.by_request,
-                false,
-            );
-        }
-    }
-    // The loop reads no request body: a request with one cannot be followed by another on
-    // this connection (the answer said Connection: close). The answer's head decided
-    // (`own_answer`): closing after a head that promised keep-alive would lose the client's
-    // next request.
-    if !answer.keep_alive {
-        conn.after_output = if has_body {
-            AfterOutput::CloseLingering
-        } else if client_closes {
-            AfterOutput::CloseAsAsked
-        } else {
-            AfterOutput::Close
-        };
-    }
-    // Idle once the answer is written (if the socket is full, writing it switches to the
-    // write timeout).
-    conn.phase = Phase::Idle;
-    conn.deadline = Some(Instant::now() + ctx.settings.config.keepalive_timeout);
-}
-
-/// The PROXY protocol header before a connection's first request: Ok(true) once it is read
-/// (the connection's peer is then the client it names), Ok(false) while incomplete, Err with
-/// the reason when the connection must close without an answer (no HTTP answer can be right:
-/// the peer is a proxy that did not speak the protocol it was configured for).
-fn read_proxy_header(conn: &mut Conn, ctx: &LoopCtx) -> Result<bool, &'static str> {
-    let hop = Hop::of(conn.peer.ip(), conn.peer_origin);
-    if !forwarded::trusted(ctx.settings.proxy_trust(), hop) {
-        return Err("the peer is not in --forwarded-allow-ips");
-    }
-    match proxy_protocol::parse(conn.buffered()) {
-        Ok(None) => Ok(false),
-        Ok(Some((addr, used))) => {
-            conn.rbuf.as_mut().unwrap().consume(used);
-            if let ProxiedAddr::Proxied { source, .. } = addr {
-                conn.peer = Peer::Ip(SocketAddr::new(source.ip().to_canonical(), source.port()));
-                conn.upper = None; // the REMOTE_ADDR strings cached for the old peer
-                conn.peer_origin = PeerOrigin::ProxyNamed;
-            } else {
-                conn.peer_origin = PeerOrigin::ProxyUnnamed;
-            }
-            conn.wire = Wire::Http;
-            if let Some(link) = &conn.tls {
-                // TLS starts after the header: what was read past it is ciphertext.
-                let buf = conn.rbuf.as_mut().unwrap();
-                let n = buf.len();
-                link.start_tls(&buf.filled()[..n]);
-                buf.consume(n);
-            }
-            Ok(true)
-        }
-        Err(ProxyError::Missing) => Err("no PROXY header"),
-        Err(ProxyError::Malformed(why)) => Err(why),
-    }
-}
-
-/// The answers the loop gives itself, without the app, on any protocol: the health path
-/// (`--health-path`; it comes first, so a check is answered within the loop's round even while
-/// every app thread computes) and static files (`--static`), each handed to `frame`, which
-/// frames it for its protocol. `None`: the request is the app's. A stop or a retiring
-/// worker's hand-over asks to close the connection after it.
-#[inline]
-pub(crate) fn own_answer<R>(
-    head: &RequestHead,
-    ctx: &LoopCtx,
-    frame: impl FnOnce(Own<'_>) -> R,
-) -> Option<R> {
-    let config = &ctx.settings.config;
-    // Compared first: the answer is made only for the health path itself.
-    if !config.health_path.is_empty() && head.path() == config.health_path.as_slice() {
-        if let Some(mut answer) = health_answer(head, &config.health_path, !ctx.health_failing()) {
-            answer.closes |= ctx.keep_alive_ending();
-            return Some(frame(Own {
-                answer: &answer,
-                date: &http_date(),
-                file: None,
-            }));
-        }
-    }
-    ctx.settings.statics.as_ref()?.serve(head, |own| {
-        if !ctx.keep_alive_ending() {
-            return frame(own);
-        }
-        let mut answer = *own.answer;
-        answer.closes = true;
-        frame(Own {
-            answer: &answer,
-            ..own
-        })
-    })
 }
 
 /// The metric's reason for a handshake cut by `--header-timeout` (the sweep's, not rustls's).

@@ -30,7 +30,7 @@ impl crate::io::h2::LoopView for LoopCtx {
     }
 
     fn own_answer(&self, head: &RequestHead, frame: &mut dyn FnMut(Own<'_>)) -> bool {
-        super::driver::own_answer(head, self, frame).is_some()
+        super::own_answers::own_answer(head, self, frame).is_some()
     }
 
     fn server_header(&self) -> &[u8] {

@@ -20,8 +20,12 @@
 //! - `accept`: accepting from the listening sockets (`io::listen`), TCP_NODELAY inheritance;
 //! - `ctx`: what the loop shares with app threads ([`LoopCtx`]: settings, counters, the return
 //!   and flush queues, shutdown requests) and the [`Call`]s it hands out;
-//! - `driver`: one connection's turn: finishing output, reading, parsing, answering static
-//!   files, handing a request out, and taking the connection back after it;
+//! - `driver`: one connection's turn: finishing output, reading, parsing, handing a request
+//!   out, and taking the connection back after it; `before_head`: what comes before a
+//!   connection's first head (a metrics scrape, a PROXY header, the HTTP/2 preface);
+//!   `own_answers`: the health path and static files, answered by the loop itself;
+//! - `events`: the kernel's events of one wait sorted by token, and the HTTP/2 and HTTP/3
+//!   tasks polled;
 //! - `closing`: protocol errors, closing and lingering, timeouts (the sweep), shutdown;
 //! - `metrics`: the `--metrics-bind` listener, a listener of the loop's own whose pages the
 //!   server hands down ([`MetricsPages`]).
@@ -62,12 +66,15 @@ use super::stream::Stream;
 use crate::peer::Peer;
 
 mod accept;
+mod before_head;
 mod closing;
 mod ctx;
 mod driver;
+mod events;
 mod h2_view;
 mod listener_tls;
 mod metrics;
+mod own_answers;
 mod pages;
 
 pub use crate::io::listen::{ListenSocket, Nodelay};
@@ -396,115 +403,6 @@ impl LoopState {
             }
             self.take_events(ctx);
         }
-    }
-
-    /// After the wait: the events the kernel reported (listeners to accept from, connections
-    /// and HTTP/2 tasks to look at), then the connections that gave up their turn.
-    fn take_events(&mut self, ctx: &LoopCtx) {
-        self.handshake_budget = HANDSHAKES_PER_TURN;
-        let mut accept_from = std::mem::take(&mut self.spare);
-        let mut accept_metrics = false;
-        for ev in self.events.iter() {
-            let t = ev.token();
-            if t == WAKER {
-                continue;
-            }
-            if t == pages::METRICS_LISTENER_TOKEN {
-                accept_metrics = true;
-                continue;
-            }
-            if t.0 > LISTENER_BASE - self.listeners.len() && t.0 <= LISTENER_BASE {
-                accept_from.push(LISTENER_BASE - t.0);
-                continue;
-            }
-            if (H3_BASE..H3_BASE + H2_BASE).contains(&t.0) {
-                if let Some(hub) = &ctx.settings.h3 {
-                    let readable = ev.is_readable() || ev.is_error();
-                    let writable = ev.is_writable() || ev.is_error();
-                    hub.event(t.0 - H3_BASE, readable, writable);
-                }
-                continue;
-            }
-            if (H2_BASE..2 * H2_BASE).contains(&t.0) {
-                if let Some(tasks) = &self.tasks {
-                    let mut bits = 0;
-                    if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                        bits |= crate::io::h2::READ;
-                    }
-                    if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
-                        bits |= crate::io::h2::WRITE;
-                    }
-                    tasks.wake(t.0 - H2_BASE, bits);
-                }
-                continue;
-            }
-            let hint = if ev.is_read_closed() || ev.is_error() {
-                ReadHint::Drain
-            } else if ev.is_readable() {
-                ReadHint::Readable
-            } else {
-                ReadHint::None
-            };
-            self.ready.push_back((t.0, hint));
-        }
-        for &i in &accept_from {
-            self.accept(i, ctx);
-        }
-        self.give_back(accept_from);
-        if accept_metrics {
-            self.accept_metrics(ctx);
-        }
-        // Connections that gave up their turn go on after what has just arrived.
-        if !self.gave_turn.is_empty() {
-            self.ready
-                .extend(self.gave_turn.drain(..).map(|t| (t, ReadHint::None)));
-        }
-        if !self.handshakes_waiting.is_empty() {
-            let waiting = self.handshakes_waiting.drain(..);
-            self.ready.extend(waiting.map(|t| (t, ReadHint::Readable)));
-        }
-    }
-
-    /// Poll the HTTP/2 and HTTP/3 tasks that were woken, after telling them of a stop. `true`:
-    /// some are woken still (the loop must not sleep).
-    fn run_tasks(&mut self, ctx: &LoopCtx) -> bool {
-        let Some(tasks) = self.tasks.as_mut() else {
-            return false;
-        };
-        if ctx.shutting_down() {
-            let stop = crate::io::h2::LoopView::stop(ctx);
-            if let Some(hub) = &ctx.settings.h2 {
-                hub.set_stop(stop);
-            }
-            if let Some(hub) = &ctx.settings.h3 {
-                hub.set_stop(stop);
-            }
-        }
-        tasks.run(Instant::now())
-    }
-
-    /// Start HTTP/3's endpoints on this loop (`--http3`): their sockets join the epoll set,
-    /// their tasks the task set; `runner` runs each request stream's call.
-    pub fn start_http3(&mut self, runner: Arc<dyn crate::io::h2::StreamRunner>) -> io::Result<()> {
-        let (Some(hub), Some(tasks)) = (self.shared.settings.h3.as_ref(), self.tasks.as_ref())
-        else {
-            return Ok(());
-        };
-        let view = Arc::clone(&self.shared) as Arc<dyn crate::io::h2::LoopView>;
-        let inline = self
-            .shared
-            .settings
-            .h2
-            .as_ref()
-            .map(|h| Arc::clone(&h.inline));
-        hub.start(
-            tasks.shared(),
-            self.poll.registry(),
-            H3_BASE,
-            view,
-            runner,
-            inline,
-        )
     }
 
     /// Accepts again on the listeners a turn left with connections waiting (`accept_again`).

@@ -17,7 +17,8 @@
 //! - `own_answer.rs`: `--static` and `--health-path` answered by a task of the loop.
 //! - `parked.rs`: answers waiting for the client's window, held here, not by an app thread.
 //! - `socket_io.rs`: the socket (plain or TLS) as tokio's `AsyncRead`/`AsyncWrite`.
-//! - `stream.rs`: one stream seen from its app thread: the body in, the response out.
+//! - `stream.rs`: one stream seen from its app thread: the body in (`stream/body.rs`), the
+//!   response out.
 //!
 //! Nothing here knows Python: a stream leaves as a [`StreamCall`], a plain value.
 
