@@ -61,7 +61,7 @@ pub fn server_config(
         quinn::ServerConfig::with_crypto(Arc::new(super::tls_facts::FactsConfig(Arc::new(crypto))));
     let mut transport = TransportConfig::default();
     transport
-        .max_concurrent_bidi_streams(VarInt::from_u32(config.http2_max_streams))
+        .max_concurrent_bidi_streams(VarInt::from_u32(stream_credit(config.http2_max_streams)))
         .max_concurrent_uni_streams(VarInt::from_u32(UNI_STREAMS))
         .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         .receive_window(VarInt::from_u32(CONNECTION_WINDOW))
@@ -123,4 +123,14 @@ pub fn alt_svc_static(port: u16) -> &'static [u8] {
     let leaked: &'static [u8] = Box::leak(value.into_boxed_slice());
     made.push((port, leaked));
     leaked
+}
+
+/// The QUIC stream credit for `--http2-max-streams` N: N and a quarter more (at least one).
+/// HTTP/2 lets a client open a new stream as soon as an answer's END_STREAM arrives; QUIC gives
+/// a stream's credit back only once the client has acknowledged the answer's end and the
+/// server's MAX_STREAMS has reached it, a round trip and the client's ACK delay later. Without
+/// the slack a client that keeps N streams busy waits that long for each new one (S17a: 894
+/// req/s at credit N, 966 with room, HTTP/2's figure).
+pub fn stream_credit(max_streams: u32) -> u32 {
+    max_streams.saturating_add((max_streams / 4).max(1))
 }
