@@ -17,11 +17,7 @@ import socket
 import threading
 import time
 
-import pytest
 
-from sluicegate.listeners import bind_all
-from sluicegate.resolution import resolve
-from sluicegate.single import SingleServer as Supervisor
 from tests.helpers import wait_for
 
 # More calls than `admission::PROBATION_EVERY` (32): one to the blocking route is judged again.
@@ -46,30 +42,6 @@ class Gated:
         return [b"ok"]
 
 
-@pytest.fixture
-def server():
-    started = []
-
-    def start(app, **options):
-        cfg = resolve({"app": app, "bind": "127.0.0.1:0", "scheduler": "pool", **options})
-        sockets = bind_all(cfg.bind, cfg.backlog)
-        sup = Supervisor(app, cfg, sockets, app_name="admission-order-test")
-        t = threading.Thread(target=sup.run, daemon=True)
-        t.start()
-        started.append((sup, t))
-        wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
-                 interval=0.01)
-        wait_for(lambda: "max_runnable" in sup._server.stats, "the server to run (its pool)",
-                 timeout=10, interval=0.01)
-        return sup, sockets[0].port
-
-    yield start
-    for sup, t in started:
-        sup.shutdown()
-        t.join(15)
-        assert not t.is_alive()
-
-
 def send(port, i):
     path = "/fast" if i in FAST else "/wait"
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
@@ -85,9 +57,9 @@ def answer(s):
     return data
 
 
-def test_calls_waiting_for_a_thread_start_in_the_order_they_came(server):
+def test_calls_waiting_for_a_thread_start_in_the_order_they_came(pool_server):
     app = Gated()
-    sup, port = server(app, threads=(1, 1))
+    sup, port = pool_server(app, threads=(1, 1))
     socks = [send(port, 0)]
     wait_for(lambda: app.started == [0], "the first call to hold the thread", timeout=10,
              interval=0.005)

@@ -17,11 +17,7 @@ import sys
 import threading
 import time
 
-import pytest
 
-from sluicegate.listeners import bind_all
-from sluicegate.resolution import resolve
-from sluicegate.single import SingleServer as Supervisor
 from tests.helpers import wait_for
 
 CLIENTS = 40
@@ -112,38 +108,14 @@ def sleeps(environ, start_response):
     return [b"ok"]
 
 
-@pytest.fixture
-def server():
-    started = []
-
-    def start(app, **options):
-        cfg = resolve({"app": app, "bind": "127.0.0.1:0", "scheduler": "pool", **options})
-        sockets = bind_all(cfg.bind, cfg.backlog)
-        sup = Supervisor(app, cfg, sockets, app_name="blocking-room-test")
-        t = threading.Thread(target=sup.run, daemon=True)
-        t.start()
-        started.append((sup, t))
-        wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
-                 interval=0.01)
-        wait_for(lambda: "max_runnable" in sup._server.stats, "the server to run (its pool)",
-                 timeout=10, interval=0.01)
-        return sup, sockets[0].port
-
-    yield start
-    for sup, t in started:
-        sup.shutdown()
-        t.join(15)
-        assert not t.is_alive()
-
-
-def test_calls_that_block_briefly_then_compute_run_few_at_once(server):
+def test_calls_that_block_briefly_then_compute_run_few_at_once(pool_server):
     """40 clients of an app that waits 1 ms on a socket, then computes 10 ms: once its route is
     seen blocking, its calls are admitted uncounted, but the threads of those in flight keep
     the GIL's queue short, so the pool stays near the blocking class's floor, far from a thread
     per client."""
     peer = Peer(delay=0.001)
     try:
-        sup, port = server(ConnectsThenComputes(peer, cpu_s=0.010), threads=(1, 200))
+        sup, port = pool_server(ConnectsThenComputes(peer, cpu_s=0.010), threads=(1, 200))
         statuses = clients(port, "/db", CLIENTS, 5)
     finally:
         peer.stop()
@@ -155,11 +127,11 @@ def test_calls_that_block_briefly_then_compute_run_few_at_once(server):
     assert stats["threads"] <= BLOCKING_FLOOR + 6, {k: stats[k] for k in ("threads", "demotions", "admitted_blocking", "admission_waits", "runnable_short_peak", "runnable_long_peak", "lengthened", "handoffs", "takeovers")}
 
 
-def test_calls_that_only_sleep_still_get_a_thread_each(server):
+def test_calls_that_only_sleep_still_get_a_thread_each(pool_server):
     """40 clients of an app that sleeps: nobody waits for the GIL, so the blocking class's
     room grows until every call sleeps at once, one thread each."""
     app = sleeps
-    sup, port = server(app, threads=(1, 200))
+    sup, port = pool_server(app, threads=(1, 200))
     statuses = clients(port, "/sleep", CLIENTS, 4)
     assert statuses == [200] * (CLIENTS * 4)
     stats = sup._server.stats
