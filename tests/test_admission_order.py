@@ -17,7 +17,6 @@ import socket
 import threading
 import time
 
-
 from tests.helpers import wait_for
 
 # More calls than `admission::PROBATION_EVERY` (32): one to the blocking route is judged again.

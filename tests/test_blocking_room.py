@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 
-
 from tests.helpers import wait_for
 
 CLIENTS = 40
