@@ -21,18 +21,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.h3_client import H3Client
 from tests.h3_step_client import StepClient, raw_initial, ticket_from
-from tests.helpers import wait_for
+from tests.helpers import free_ports, wait_for
 from tests.test_tls import start_fails
 from tests.test_workers import _pid_from, children
 from tests.tls_certs import TlsCerts, tls_certs  # noqa: F401  (the fixture)
 
 MAX_EARLY_DATA = 0xFFFFFFFF
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tls_options(c: TlsCerts):
@@ -57,7 +51,7 @@ class Metered:
     """A server with a metrics listener, and its HTTP/3 series."""
 
     def __init__(self, start_server, app, *options):
-        self.mport = free_port()
+        self.mport = free_ports(1)
         self.srv = start_server(app, *options, "--metrics-bind", f"127.0.0.1:{self.mport}")
         wait_for(lambda: self._scrape_ok(), "the metrics listener")
 
