@@ -199,9 +199,23 @@ struct Inner<J> {
     /// The threads of the calls of the blocking class in flight (see `watch`).
     blocking: Vec<Arc<Slot<J>>>,
     total: usize,
+    /// Of `total`, the threads running a job that is not an app call (the event loop, handed
+    /// to an idle pool thread, or started past `max` for it): they run no call meanwhile, so
+    /// they do not count against `max`. Counted as one of `--threads`, a pool thread driving
+    /// the loop left one thread fewer for calls than the rest of the server assumes: HTTP/2
+    /// answers waiting for a client's window may take every thread but one (`io::h2::parked`),
+    /// and with the loop on that one, dispatched calls waited for the write timeout.
+    lent: usize,
     stopping: bool,
     /// The `MANY_THREADS` warning was given.
     warned: bool,
+}
+
+impl<J> Inner<J> {
+    /// Threads that run app calls or wait for one: those `max` bounds.
+    fn app_threads(&self) -> usize {
+        self.total - self.lent
+    }
 }
 
 pub struct Pool<J: Send + 'static> {
@@ -281,6 +295,7 @@ impl<J: Send + 'static> Pool<J> {
                 holders: Vec::new(),
                 blocking: Vec::new(),
                 total: 0,
+                lent: 0,
                 stopping: false,
                 warned: false,
             }),
@@ -306,9 +321,9 @@ impl<J: Send + 'static> Pool<J> {
         Arc::clone(&self.lives)
     }
 
-    /// Threads alive.
+    /// App threads alive (not those lent to the event loop).
     pub fn threads(&self) -> usize {
-        self.inner.lock().unwrap().total
+        self.inner.lock().unwrap().app_threads()
     }
 
     /// Threads running a job now.
@@ -348,7 +363,7 @@ impl<J: Send + 'static> Pool<J> {
     /// `route`: see `admission::route_hash`.
     pub fn submit(self: &Arc<Self>, job: J, route: u64) {
         let mut inner = self.inner.lock().unwrap();
-        let thread = !inner.idle.is_empty() || inner.total < self.max;
+        let thread = !inner.idle.is_empty() || inner.app_threads() < self.max;
         let (class, judged) = inner.adm.classify(route, thread);
         let room = inner.adm.has_room(class) || inner.stopping;
         if room && thread {

@@ -199,9 +199,26 @@ impl<J: Send + 'static> Pool<J> {
             let mut finished: Option<(Ticket, Duration)> = None;
             if let Some((job, ticket)) = next.take() {
                 let start = Instant::now();
+                // A job without a ticket is the event loop's: lent out of `max` while it runs
+                // (`Inner::lent`).
+                let lent = ticket.is_none();
+                if lent {
+                    self.inner.lock().unwrap().lent += 1;
+                }
                 self.busy.fetch_add(1, Ordering::Relaxed);
                 let own = (self.run)(job);
                 self.busy.fetch_sub(1, Ordering::Relaxed);
+                if lent {
+                    let mut inner = self.inner.lock().unwrap();
+                    inner.lent -= 1;
+                    // Calls got a thread in its place meanwhile: one too many now.
+                    if inner.app_threads() > self.max && !inner.stopping {
+                        inner.total -= 1;
+                        drop(inner);
+                        self.exited.notify_all();
+                        return;
+                    }
+                }
                 // The call's own time, not the wait for the interpreter before it: a fast
                 // call that waited for the GIL behind long ones while the watcher was not
                 // looking (no call queued, so nobody judged it `Waited`) would otherwise
