@@ -60,6 +60,7 @@ class Child:
     metrics_fd: int = -1  # the memfd it leaves its last metrics reading in (metrics_total.py)
     age: int = 0  # gunicorn's worker age: how many workers this master had started with it
     life: Life = Life.BOOTING
+    kill_at: float = 0.0  # told to stop: when it gets SIGKILL if still there (0: not told)
 
     def become(self, life: Life) -> None:
         if life not in LIFE_MOVES[self.life]:

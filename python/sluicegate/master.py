@@ -168,6 +168,7 @@ class Master(Reloads):
                         self._reload(f"Code changed ({shown}{more})")
                 self._check_reading()
                 self._maintain()
+                self._kill_overdue()
                 statsd.workers(len(self.workers))
                 if self.state is State.STOPPING and time.monotonic() > self.deadline:
                     for w in self.workers.values():
@@ -558,9 +559,28 @@ class Master(Reloads):
             self._retire(w, messages.STOP)
 
     def _retire(self, w: Child, signum: int) -> None:
-        """Tell `w` to stop with `signum` (messages.py) and remember it was told."""
+        """Tell `w` to stop with `signum` (messages.py) and remember it was told, and until
+        when it may take: past that, `_kill_overdue` kills it."""
         w.become(Life.STOPPING if w.ready else Life.CANCELLED)
+        wait = self.cfg.drain_delay + self.cfg.graceful_timeout + KILL_GRACE_S \
+            if signum == messages.STOP else KILL_GRACE_S
+        until = time.monotonic() + wait
+        w.kill_at = min(w.kill_at, until) if w.kill_at else until
         self._kill(w, signum)
+
+    def _kill_overdue(self) -> None:
+        """A worker told to stop that is still there past its time (a thread of it stuck where
+        the stop cannot reach it) is killed, as gunicorn's master kills a worker past
+        `graceful_timeout`: a retired worker that never ends would keep its memory, its
+        database connections and its place in the connection table for good."""
+        now = time.monotonic()
+        for w in self.workers.values():
+            if w.kill_at and now > w.kill_at:
+                log.warning("Worker %d still running after it was told to stop "
+                            "(--graceful-timeout %gs): killed (SIGKILL)",
+                            w.pid, self.cfg.graceful_timeout)
+                w.kill_at = 0.0
+                self._kill(w, signal.SIGKILL)
 
     def _kill(self, w: Child, signum: int) -> None:
         try:
