@@ -348,8 +348,9 @@ OPTIONS: Tuple[Option, ...] = (
         "HTTP/3 (QUIC, docs/http3.md) on every TLS listener: a UDP socket on the same address "
         "and port, the same certificate (TLS 1.3, ALPN h3), and an Alt-Svc header on the "
         "HTTP/1.1 and HTTP/2 answers of TLS listeners so that clients move to it. No 0-RTT "
-        "unless --http3-0rtt. --http2-max-streams bounds each connection's concurrent request "
-        "streams.",
+        "unless --http3-0rtt. Each connection's concurrent request streams: --http2-max-streams "
+        "and a quarter more (a finished stream's credit comes back once the client "
+        "acknowledged its end).",
         "", bool, switch=True, core=True,
     ),
     Option(
