@@ -199,12 +199,8 @@ struct Inner<J> {
     /// The threads of the calls of the blocking class in flight (see `watch`).
     blocking: Vec<Arc<Slot<J>>>,
     total: usize,
-    /// Of `total`, the threads running a job that is not an app call (the event loop, handed
-    /// to an idle pool thread, or started past `max` for it): they run no call meanwhile, so
-    /// they do not count against `max`. Counted as one of `--threads`, a pool thread driving
-    /// the loop left one thread fewer for calls than the rest of the server assumes: HTTP/2
-    /// answers waiting for a client's window may take every thread but one (`io::h2::parked`),
-    /// and with the loop on that one, dispatched calls waited for the write timeout.
+    /// Of `total`, the threads lent to the event loop ([`Pool::lend`]): while one drives the
+    /// loop it runs no call of the pool's, so it does not count against `max`.
     lent: usize,
     stopping: bool,
     /// The `MANY_THREADS` warning was given.
@@ -324,6 +320,23 @@ impl<J: Send + 'static> Pool<J> {
     /// App threads alive (not those lent to the event loop).
     pub fn threads(&self) -> usize {
         self.inner.lock().unwrap().app_threads()
+    }
+
+    /// The calling pool thread now drives the event loop: until [`Pool::unlend`], it does not
+    /// count against `max`. Counted, a pool thread driving the loop left one thread fewer for
+    /// calls than the rest of the server assumes: HTTP/2 answers waiting for a client's window
+    /// may take every thread but one (`io::h2::parked`), and with the loop on that one,
+    /// dispatched calls waited for the write timeout. The thread counts again from the moment
+    /// the loop leaves it (its inline call goes on as an app call); once its job is over, it
+    /// leaves if calls got a thread in its place meanwhile (`worker_loop`).
+    pub fn lend(&self) {
+        self.inner.lock().unwrap().lent += 1;
+    }
+
+    /// The lent thread no longer drives the loop ([`Pool::lend`]).
+    pub fn unlend(&self) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.lent = inner.lent.saturating_sub(1);
     }
 
     /// Threads running a job now.

@@ -199,19 +199,13 @@ impl<J: Send + 'static> Pool<J> {
             let mut finished: Option<(Ticket, Duration)> = None;
             if let Some((job, ticket)) = next.take() {
                 let start = Instant::now();
-                // A job without a ticket is the event loop's: lent out of `max` while it runs
-                // (`Inner::lent`).
-                let lent = ticket.is_none();
-                if lent {
-                    self.inner.lock().unwrap().lent += 1;
-                }
                 self.busy.fetch_add(1, Ordering::Relaxed);
                 let own = (self.run)(job);
                 self.busy.fetch_sub(1, Ordering::Relaxed);
-                if lent {
+                if ticket.is_none() {
+                    // The event loop's job: calls may have got a thread in this one's place
+                    // while it was lent (`Pool::lend`), one too many now.
                     let mut inner = self.inner.lock().unwrap();
-                    inner.lent -= 1;
-                    // Calls got a thread in its place meanwhile: one too many now.
                     if inner.app_threads() > self.max && !inner.stopping {
                         inner.total -= 1;
                         drop(inner);
