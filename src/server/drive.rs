@@ -7,7 +7,7 @@
 
 use std::cell::Cell;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -44,19 +44,6 @@ pub struct Shared {
     /// Inline calls that gave the loop away to wait for their connection and still wait
     /// (`LoopHolder::before_wait`): with the pool's threads, within `--threads`.
     pub(super) left_behind: AtomicUsize,
-    /// The loop runs on a pool thread lent out of `--threads` (`Pool::lend`, [`run_job`]):
-    /// whoever moves the loop away from it, or ends it there, gives the thread back.
-    pub(super) loop_lent: AtomicBool,
-}
-
-impl Shared {
-    /// The loop leaves the thread it was on (handed over, or shut down): a pool thread lent to
-    /// it counts among `--threads` again.
-    fn loop_leaves(&self, pool: &Pool<Job>) {
-        if self.loop_lent.swap(false, Ordering::SeqCst) {
-            pool.unlend();
-        }
-    }
 }
 
 impl Shared {
@@ -161,7 +148,6 @@ pub(super) fn hand_loop_over(
     st: Box<LoopState>,
     settle: Option<Arc<dyn Settle>>,
 ) {
-    shared.loop_leaves(pool);
     let Err(job) = pool.submit_to_idle(Job::RunLoop(st, settle)) else {
         return;
     };
@@ -434,14 +420,7 @@ pub(super) fn run_job(shared: &Arc<Shared>, job: Job) -> Option<Duration> {
         }
         // Taken over or shut down, this pool thread goes back to its worker loop.
         Job::RunLoop(st, settle) => {
-            let pool = shared.pool();
-            pool.lend();
-            shared.loop_lent.store(true, Ordering::SeqCst);
-            // Taken over, the loop left this thread already (`hand_loop_over`): only an end
-            // here gives the thread back.
-            if drive_loop(shared, st, settle) == LoopEnd::ShutDown {
-                shared.loop_leaves(&pool);
-            }
+            drive_loop(shared, st, settle);
             None
         }
     }

@@ -182,7 +182,6 @@ impl Server {
             pool: Mutex::new(None),
             done_fd,
             left_behind: Default::default(),
-            loop_lent: Default::default(),
         });
         if let Some(socket) = metrics {
             let pages = Pages::new(&shared, shared.bridge.config.debug_requests);

@@ -11,10 +11,12 @@
 //! Bounded twice ([`Parking::room_for`]): per connection by `--write-high-water` (what an
 //! HTTP/1.1 answer may queue before its thread waits), and per server by
 //! [`PARKED_PER_SERVER`]. Past the connection's bound, the app thread waits for room (for the
-//! window, when it parks nothing itself), but never the last thread of `--threads`: once all
-//! the others wait so, the bytes park past the connection's bound, within the server's; past
-//! that too, the stream is reset (`CANCEL`, with a log line). So clients that never open their
-//! window cannot hold every thread, and a request of another client always finds one. A pump
+//! window, when it parks nothing itself), but never the last two threads of `--threads` (one
+//! may be driving the event loop: a pool thread takes the loop when an inline call hands it
+//! over): once all the others wait so, the bytes park past the connection's bound, within the
+//! server's; past that too, the stream is reset (`CANCEL`, with a log line). So clients that
+//! never open their window cannot hold every thread, and a request of another client always
+//! finds one. A pump
 //! that gets no window for `--write-timeout` resets its stream (`CANCEL`); if no parked answer
 //! of the connection moved for that long either, the connection is closed (`conn.rs`): a
 //! client that never opens its window keeps nothing for longer.
@@ -79,7 +81,10 @@ pub struct Parking {
     conn_bytes: AtomicUsize,
     /// Across the server (`ThreadShare::parked`).
     server: Arc<ServerParking>,
-    /// The most app threads that wait for room at once: all of `--threads` but one.
+    /// The most app threads that wait for room at once: all of `--threads` but two (at least
+    /// one). With all but one, the pool thread left could be the one driving the event loop
+    /// (an inline call that streams or waits hands the loop to an idle pool thread), and a
+    /// dispatched call then found no thread until the write timeout.
     max_waiting: usize,
     /// When a pump of this connection last sent a piece (`clock::now_ns`; 0: never).
     last_progress: AtomicU64,
@@ -103,7 +108,7 @@ impl Parking {
             conn_max,
             conn_bytes: AtomicUsize::new(0),
             server,
-            max_waiting: threads_max.saturating_sub(1).max(1),
+            max_waiting: threads_max.saturating_sub(2).max(1),
             last_progress: AtomicU64::new(0),
             stalled: AtomicBool::new(false),
             stall_waker: AtomicWaker::new(),

@@ -199,19 +199,9 @@ struct Inner<J> {
     /// The threads of the calls of the blocking class in flight (see `watch`).
     blocking: Vec<Arc<Slot<J>>>,
     total: usize,
-    /// Of `total`, the threads lent to the event loop ([`Pool::lend`]): while one drives the
-    /// loop it runs no call of the pool's, so it does not count against `max`.
-    lent: usize,
     stopping: bool,
     /// The `MANY_THREADS` warning was given.
     warned: bool,
-}
-
-impl<J> Inner<J> {
-    /// Threads that run app calls or wait for one: those `max` bounds.
-    fn app_threads(&self) -> usize {
-        self.total - self.lent
-    }
 }
 
 pub struct Pool<J: Send + 'static> {
@@ -291,7 +281,6 @@ impl<J: Send + 'static> Pool<J> {
                 holders: Vec::new(),
                 blocking: Vec::new(),
                 total: 0,
-                lent: 0,
                 stopping: false,
                 warned: false,
             }),
@@ -317,26 +306,9 @@ impl<J: Send + 'static> Pool<J> {
         Arc::clone(&self.lives)
     }
 
-    /// App threads alive (not those lent to the event loop).
+    /// Threads alive.
     pub fn threads(&self) -> usize {
-        self.inner.lock().unwrap().app_threads()
-    }
-
-    /// The calling pool thread now drives the event loop: until [`Pool::unlend`], it does not
-    /// count against `max`. Counted, a pool thread driving the loop left one thread fewer for
-    /// calls than the rest of the server assumes: HTTP/2 answers waiting for a client's window
-    /// may take every thread but one (`io::h2::parked`), and with the loop on that one,
-    /// dispatched calls waited for the write timeout. The thread counts again from the moment
-    /// the loop leaves it (its inline call goes on as an app call); once its job is over, it
-    /// leaves if calls got a thread in its place meanwhile (`worker_loop`).
-    pub fn lend(&self) {
-        self.inner.lock().unwrap().lent += 1;
-    }
-
-    /// The lent thread no longer drives the loop ([`Pool::lend`]).
-    pub fn unlend(&self) {
-        let mut inner = self.inner.lock().unwrap();
-        inner.lent = inner.lent.saturating_sub(1);
+        self.inner.lock().unwrap().total
     }
 
     /// Threads running a job now.
@@ -376,7 +348,7 @@ impl<J: Send + 'static> Pool<J> {
     /// `route`: see `admission::route_hash`.
     pub fn submit(self: &Arc<Self>, job: J, route: u64) {
         let mut inner = self.inner.lock().unwrap();
-        let thread = !inner.idle.is_empty() || inner.app_threads() < self.max;
+        let thread = !inner.idle.is_empty() || inner.total < self.max;
         let (class, judged) = inner.adm.classify(route, thread);
         let room = inner.adm.has_room(class) || inner.stopping;
         if room && thread {

@@ -202,17 +202,6 @@ impl<J: Send + 'static> Pool<J> {
                 self.busy.fetch_add(1, Ordering::Relaxed);
                 let own = (self.run)(job);
                 self.busy.fetch_sub(1, Ordering::Relaxed);
-                if ticket.is_none() {
-                    // The event loop's job: calls may have got a thread in this one's place
-                    // while it was lent (`Pool::lend`), one too many now.
-                    let mut inner = self.inner.lock().unwrap();
-                    if inner.app_threads() > self.max && !inner.stopping {
-                        inner.total -= 1;
-                        drop(inner);
-                        self.exited.notify_all();
-                        return;
-                    }
-                }
                 // The call's own time, not the wait for the interpreter before it: a fast
                 // call that waited for the GIL behind long ones while the watcher was not
                 // looking (no call queued, so nobody judged it `Waited`) would otherwise

@@ -164,7 +164,7 @@ impl<J: Send + 'static> Pool<J> {
         self: &'a Arc<Self>,
         mut inner: MutexGuard<'a, Inner<J>>,
     ) -> MutexGuard<'a, Inner<J>> {
-        while !inner.idle.is_empty() || inner.app_threads() < self.max {
+        while !inner.idle.is_empty() || inner.total < self.max {
             let Some((job, route, class)) = inner.adm.admit_next() else {
                 break;
             };
