@@ -14,7 +14,8 @@ use super::admission::{
 };
 
 use super::{
-    Holder, Inner, Length, Pool, Ticket, BLOCKING_LOOK_EVERY, EVIDENCE, LOOK_EVERY, WAITED_SHARE,
+    Holder, Inner, Length, Pool, Ticket, BLOCKING_LOOK_EVERY, BLOCKING_QUIET_LOOK, EVIDENCE,
+    LOOK_EVERY, WAITED_SHARE,
 };
 
 /// The looks the app threads' share of a core is smoothed over (see `climb`).
@@ -51,13 +52,27 @@ impl<J: Send + 'static> Pool<J> {
                 inner = self.queued.wait(inner).unwrap();
                 continue;
             }
-            let every = if inner.holders.is_empty() {
-                BLOCKING_LOOK_EVERY
+            if inner.quiet && inner.holders.is_empty() {
+                // Nothing to look at until a call is admitted that must be judged
+                // (`Pool::hold` wakes this) or the next quiet look.
+                let until = Instant::now() + BLOCKING_QUIET_LOOK;
+                while inner.holders.is_empty() && !inner.stopping {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    inner = self.queued.wait_timeout(inner, left).unwrap().0;
+                }
+                drop(inner);
             } else {
-                LOOK_EVERY
-            };
-            drop(inner);
-            std::thread::sleep(every);
+                let every = if inner.holders.is_empty() {
+                    BLOCKING_LOOK_EVERY
+                } else {
+                    LOOK_EVERY
+                };
+                drop(inner);
+                std::thread::sleep(every);
+            }
             let now = Instant::now();
             let app_cpu = match (clock_time(libc::CLOCK_PROCESS_CPUTIME_ID), non_app_cpu()) {
                 (Some(all), Some(other)) => all
@@ -112,15 +127,22 @@ impl<J: Send + 'static> Pool<J> {
     /// `share`: the app threads' share of a core, smoothed: once a blocking call has finished,
     /// growth depends on it too (`Admission::grow_blocking`, `climb`).
     fn size_blocking(inner: &mut Inner<J>, streak: i32, share: f64) -> i32 {
+        inner.quiet = false;
         if !inner.adm.blocking_waits() {
             return 0;
         }
-        // At the floor, with no growth allowed now (the interpreter busy, a hold, a trial, too
-        // little evidence), nothing a look could find would change the room: no /proc reads
-        // (up to `BLOCKING_SAMPLE` per look, a look a millisecond for as long as calls wait).
+        let now = Instant::now();
+        if inner.adm.descend_blocking(now, share) {
+            return 0;
+        }
+        // At the floor or below, with no growth allowed now (the interpreter busy, a hold, a
+        // trial, too little evidence), nothing a look could find would change the room: no
+        // /proc reads (up to `BLOCKING_SAMPLE` per look), and the next look in
+        // `BLOCKING_QUIET_LOOK` (a trial is judged by the calls that finish, not by looks).
         if inner.adm.blocking_limit() <= BLOCKING_FLOOR
-            && inner.adm.climb.may_grow(Instant::now(), share).is_none()
+            && inner.adm.climb.may_grow(now, share).is_none()
         {
+            inner.quiet = true;
             return 0;
         }
         // Threads in `futex` (waiting for the GIL, or a lock), and in no system call at all
