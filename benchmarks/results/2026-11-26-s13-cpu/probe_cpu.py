@@ -60,10 +60,19 @@ def wrk(port, clients, seconds):
 
 
 def one(name, clients, seconds, warm, extra_env):
-    server = servers.SERVERS[name]
+    # NAME@MIN:MAX: sluicegate (or sluicegate-base) with SLUICEGATE_THREADS=MIN:MAX
+    name, _, cap = name.partition("@")
+    if cap:
+        extra_env = {**extra_env, "SLUICEGATE_THREADS": cap}
+    stats = name == "sluicegate-stats"  # in-process, printing its readings (serve_stats.py)
+    server = servers.SERVERS["sluicegate" if stats else name]
     target = servers.Target("s13_django", "/hello", b"hello", pool=None if server.kind == "ours" else 8)
     port = procs.free_port()
     launch = server.launch(target, port)
+    if stats:
+        here = os.path.dirname(os.path.abspath(__file__))
+        launch = servers.Launch([str(servers.SLUICEGATE_PY), os.path.join(here, "serve_stats.py"), str(port)],
+                                launch.env, "in-process", launch.cwd)
     env = dict(launch.env)
     if name.startswith("sluicegate"):
         env.update(extra_env)
@@ -85,9 +94,24 @@ def one(name, clients, seconds, warm, extra_env):
         pgb = pg_backends()
         a, pa = tasks(p.pids()), tasks(pgb)
         t.start()
+        perf = subprocess.Popen(["perf", "stat", "-x,", "-e", "instructions:u,instructions:k,context-switches",
+                                 "-p", ",".join(str(x) for x in p.pids()), "--", "sleep", str(seconds)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        rec = None
+        if os.environ.get("PROBE_PERF"):  # a cpu-clock profile of the measured seconds into PROBE_PERF.NAME
+            rec = subprocess.Popen(["perf", "record", "-F", "2000", "-g", "-o", f"{os.environ['PROBE_PERF']}.{name}",
+                                    "-p", ",".join(str(x) for x in p.pids()), "--", "sleep", str(seconds)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         t0 = time.monotonic()
         n, p99 = wrk(port, clients, seconds)
+        if rec:
+            rec.wait()
         wall = time.monotonic() - t0
+        counts = {}
+        for ln in perf.communicate()[1].splitlines():
+            f = ln.split(",")
+            if len(f) > 2 and f[0].replace(".", "").isdigit():
+                counts[f[2]] = float(f[0])
         b, pb = tasks(p.pids()), tasks(pg_backends())
         stop.set(); t.join()
         by = collections.defaultdict(lambda: [0.0, 0, 0, 0])
@@ -97,13 +121,18 @@ def one(name, clients, seconds, warm, extra_env):
             e[0] += cpu - c0; e[1] += v - v0; e[2] += nv - nv0; e[3] += 1
         pgcpu = sum(cpu - (pa[k][1] if k in pa else 0.0) for k, (_, cpu, _, _) in pb.items())
         total = sum(e[0] for e in by.values())
-        print(f"{name:16s} c{clients} {n / wall:7.1f} req/s p99 {p99:>9s} cpu {total * 1e3 / n:5.2f} ms/req "
-              f"pg {pgcpu * 1e3 / n:5.2f} ms/req conns {peak[0]:3d} threads {sum(e[3] for e in by.values())}")
+        print(f"{name + ('@' + cap if cap else ''):16s} c{clients} {n / wall:7.1f} req/s p99 {p99:>9s} cpu {total * 1e3 / n:5.2f} ms/req "
+              f"pg {pgcpu * 1e3 / n:5.2f} ms/req conns {peak[0]:3d} threads {sum(e[3] for e in by.values())} "
+              + " ".join(f"{k.split(':')[0][:5]}{k[-2:] if ':' in k else ''} {v / n / (1e3 if 'instr' in k else 1):.1f}"
+                         + ("k" if "instr" in k else "") for k, v in counts.items()) + "/req")
         for comm, (cpu, v, nv, cnt) in sorted(by.items(), key=lambda kv: -kv[1][0]):
             print(f"    {comm:18s} x{cnt:<4d} {cpu * 1e6 / n:7.0f} us/req  vol {v / n:6.2f}/req  invol {nv / n:5.2f}/req")
         sys.stdout.flush()
     finally:
         p.stop()
+        if stats:
+            lines = p.log.read_text().splitlines()
+            print("    readings:", *lines[-(seconds + warm + 2):], sep="\n      ")
 
 
 def main():
