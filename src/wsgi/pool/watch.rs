@@ -135,15 +135,15 @@ impl<J: Send + 'static> Pool<J> {
         if inner.adm.descend_blocking(now, share) {
             return 0;
         }
-        // At the floor or below, with no growth allowed now (the interpreter busy, a hold, a
-        // trial, too little evidence), nothing a look could find would change the room: no
-        // /proc reads (up to `BLOCKING_SAMPLE` per look), and the next look in
-        // `BLOCKING_QUIET_LOOK` (a trial is judged by the calls that finish, not by looks).
-        if inner.adm.blocking_limit() <= BLOCKING_FLOOR
-            && inner.adm.climb.may_grow(now, share).is_none()
-        {
+        // With no growth allowed now (the interpreter busy, a hold, a trial, too little
+        // evidence), a look can only find a convoy for the GIL, and only above the floor: the
+        // next look in `BLOCKING_QUIET_LOOK` (a trial is judged by the calls that finish, not by
+        // looks), and at the floor or below no /proc reads (up to `BLOCKING_SAMPLE` per look).
+        if inner.adm.climb.may_grow(now, share).is_none() {
             inner.quiet = true;
-            return 0;
+            if inner.adm.blocking_limit() <= BLOCKING_FLOOR {
+                return 0;
+            }
         }
         // Threads in `futex` (waiting for the GIL, or a lock), and in no system call at all
         // (running, or runnable on a busy machine: about to want the GIL).
