@@ -92,7 +92,7 @@ const PROBATION_EVERY: u32 = 32;
 /// of 8 connections shared by its threads (SQLAlchemy's QueuePool) has its calls wait for one
 /// in `futex`, which the watcher cannot tell from a wait for the GIL; with a smaller floor
 /// they ran fewer calls than connections (measured, S13's Flask variant).
-pub const BLOCKING_FLOOR: usize = 8;
+pub const BLOCKING_FLOOR: usize = 6;
 
 /// Looks in a row (1 ms apart) that must find no thread of the blocking class waiting for the
 /// GIL, and at most one running, before its room doubles: a moment when every call in flight
