@@ -251,7 +251,12 @@ impl Climb {
             self.span = Some((now, self.done));
             return None;
         }
-        let rate = self.rate_over(now, if trial.down { DOWN_SPAN_DONE } else { SPAN_DONE })?;
+        let fewest = if trial.down {
+            DOWN_SPAN_DONE
+        } else {
+            SPAN_DONE
+        };
+        let rate = self.rate_over(now, fewest)?;
         self.trial = None;
         // Growing: calls that only wait gain as much rate as the calls let in, ask for half of
         // that. Coming down: the rate must hold.
@@ -363,10 +368,22 @@ mod tests {
         let mut t = Instant::now();
         const BUSY: f64 = 0.9;
         run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
-        assert_eq!(c.may_shrink(t, BUSY, 8), None, "too few calls measured for a descent");
+        assert_eq!(
+            c.may_shrink(t, BUSY, 8),
+            None,
+            "too few calls measured for a descent"
+        );
         run(&mut c, &mut t, 200, 2000 * MS, 10 * MS);
-        assert_eq!(c.may_shrink(t, HALF, 8), None, "not while the interpreter has room");
-        assert_eq!(c.may_shrink(t, BUSY, DOWN_FLOOR), None, "not below the floor");
+        assert_eq!(
+            c.may_shrink(t, HALF, 8),
+            None,
+            "not while the interpreter has room"
+        );
+        assert_eq!(
+            c.may_shrink(t, BUSY, DOWN_FLOOR),
+            None,
+            "not below the floor"
+        );
         // 8 to 7 at the same rate (the interpreter was the limit): kept.
         let base = c.may_shrink(t, BUSY, 8).expect("a rate to hold");
         c.shrunk(t, 8, base);
@@ -381,7 +398,10 @@ mod tests {
         // 6 to 5 loses as little again, but against the best rate of the descent (100/s)
         // that is 4%: back to 6, held.
         let base = c.may_shrink(t, BUSY, 6).unwrap();
-        assert!(base >= 99.0, "the best rate of the descent, not the last: {base}");
+        assert!(
+            base >= 99.0,
+            "the best rate of the descent, not the last: {base}"
+        );
         c.shrunk(t, 6, base);
         let v = run(&mut c, &mut t, 288, 3000 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Revert(6)]);
