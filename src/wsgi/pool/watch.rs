@@ -1,7 +1,9 @@
 //! The pool's watcher: while calls wait for admission, it looks at the admitted calls every
 //! `LOOK_EVERY` and judges each (`admission`): blocked in a system call (demoted, its route
 //! marked blocking), computing or waiting for the GIL (its length), so that a queued call
-//! waits at most a few looks behind calls that sleep.
+//! waits at most a few looks behind calls that sleep. Each look also sizes the blocking
+//! class's room (`size_blocking`); with no admitted call to judge, the looks come every
+//! `BLOCKING_LOOK_EVERY` while that room may grow and every `BLOCKING_QUIET_LOOK` while not.
 
 use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
