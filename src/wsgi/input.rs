@@ -214,6 +214,9 @@ impl Input {
         let Some(size) = size else {
             return read_unknown_length(py, st, limit);
         };
+        if let Some(bytes) = st.take_whole(py, size).map_err(|e| st.to_pyerr(e))? {
+            return Ok(bytes);
+        }
         let (bytes, got) = new_bytes_filled(py, size, |buf| st.read_into(py, buf))
             .map_err(|e| e.into_pyerr(st))?;
         if got == size {
