@@ -17,10 +17,11 @@
 //! request) are given back to the connection's read buffer by `wsgi::body`.
 //!
 //! The reader reads into buffers of its own ([`BLOCK`] bytes each), or into buffers the app's
-//! side lends it ([`ReadAhead::next_block`]'s `lend`, for a Content-Length body only): those are
-//! the `bytes` objects the app's next `read(n)`s return, filled in order, each whole before the
-//! next, by one vectored read across several, so that the kernel's copy is the only one. What
-//! a buffer is, the reader does not know ([`AheadBuf`]).
+//! side lends it ([`Lend`], for a Content-Length body only): those are the `bytes` objects the
+//! app's next `read(n)`s return, filled in order, each whole before the next, by one vectored
+//! read across several, so that the kernel's copy is the only one. The first is filled from
+//! where one of those reads will start (a block of its own of the right size first, when
+//! needed). What a buffer is, the reader does not know ([`AheadBuf`]).
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -100,6 +101,19 @@ impl AheadBuf for Vec<u8> {
     }
 }
 
+/// Buffers the app's side lends the reader ([`ReadAhead::next_block`]).
+#[derive(Default)]
+pub struct Lend {
+    /// To be filled in this order, each from its start (all of one size).
+    pub bufs: Vec<Box<dyn AheadBuf>>,
+    /// The body's bytes still to come where the app's next read starts: the reader starts
+    /// filling lent buffers a whole number of their size after that point, so that each holds
+    /// exactly what one read of that size returns.
+    pub app_left: u64,
+    /// The app reads another size now: the lent buffers not yet used are let go first.
+    pub replace: bool,
+}
+
 /// A buffer and how much of it, from its start, holds body bytes.
 pub struct Block {
     pub buf: Box<dyn AheadBuf>,
@@ -142,8 +156,10 @@ struct State {
     /// Blocks the app's side is done with, to read into again (no allocation, no fresh pages
     /// to fault in, per block).
     spare: Vec<Vec<u8>>,
-    /// Buffers the app's side lent, to be filled in this order before any of the reader's own.
+    /// Buffers the app's side lent, to be filled in this order before any of the reader's own,
+    /// and [`Lend::app_left`] of the latest lending.
     lent: VecDeque<Box<dyn AheadBuf>>,
+    align_left: u64,
     /// Each side says when it waits, and the other signals only then, once: a signal is a
     /// system call whether anybody waits or not, so the side that signals clears the flag (a
     /// woken side that is not yet running would otherwise be signalled again for every block
@@ -247,16 +263,22 @@ impl ReadAhead {
 
     /// The next block read, or why there is none. `used` is a buffer of the reader's own whose
     /// bytes the app's side has all taken: the reader reads into it again (no allocation, no
-    /// fresh pages to fault in, per block). `lend`: buffers to read into next, in this order
-    /// (Content-Length only). One lock for all.
-    pub fn next_block(&self, used: Option<Vec<u8>>, lend: Vec<Box<dyn AheadBuf>>) -> Next {
+    /// fresh pages to fault in, per block). `lend`: buffers to read into next (Content-Length
+    /// only). One lock for all.
+    pub fn next_block(&self, used: Option<Vec<u8>>, lend: Lend) -> Next {
         let mut st = self.shared.state.lock().unwrap();
         if let Some(used) = used.filter(|u| u.capacity() > 0) {
             if st.spare.len() < SPARE_MAX {
                 st.spare.push(used);
             }
         }
-        st.lent.extend(lend);
+        if lend.replace {
+            st.lent.clear();
+        }
+        if lend.replace || !lend.bufs.is_empty() {
+            st.align_left = lend.app_left;
+            st.lent.extend(lend.bufs);
+        }
         if let Some(block) = st.blocks.pop_front() {
             st.buffered -= block.len;
             if st.reader_waits && st.buffered <= RESUME_AT {
@@ -330,6 +352,7 @@ fn read_body(
     let mut last_progress = Instant::now();
     let mut own = Vec::new();
     let mut targets: Vec<Block> = Vec::new();
+    let mut own_first;
     while left > 0 {
         {
             // Bytes read and not taken: handed over, and in the lent buffer being filled.
@@ -355,7 +378,17 @@ fn read_body(
                 room += b.room();
                 targets.push(b);
             }
-            if shadow.is_none() {
+            // Bytes of the reader's own to read first, so that the next lent buffer starts
+            // where one of the app's reads of its size will.
+            own_first = match st.lent.front() {
+                Some(b) if shadow.is_none() => {
+                    let size = b.as_slice().len() as i128;
+                    let at = i128::from(left) - room as i128;
+                    (at - i128::from(st.align_left)).rem_euclid(size) as usize
+                }
+                _ => 0,
+            };
+            if own_first == 0 && shadow.is_none() {
                 while room < cap {
                     let Some(buf) = st.lent.pop_front() else {
                         break;
@@ -368,7 +401,10 @@ fn read_body(
                 own = st.spare.pop().unwrap_or_default();
             }
         }
-        let want = usize::try_from(left).unwrap_or(usize::MAX).min(BLOCK);
+        let mut want = usize::try_from(left).unwrap_or(usize::MAX).min(BLOCK);
+        if own_first > 0 {
+            want = want.min(own_first);
+        }
         let got = if targets.is_empty() {
             own.resize(want, 0);
             transport.read_some(&mut own)

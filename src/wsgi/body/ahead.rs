@@ -15,7 +15,7 @@ use sluicegate_proto::ProtoError;
 
 use super::{BodyState, LARGE_UPLOAD};
 use crate::io::read_ahead::{
-    AheadBuf, Block, BodyFailure, Next, Pacing, ReadAhead, Until, AHEAD_MAX,
+    AheadBuf, Block, BodyFailure, Lend, Next, Pacing, ReadAhead, Until, AHEAD_MAX,
 };
 
 /// A Content-Length body with at least this much still to come, once it has brought
@@ -207,12 +207,17 @@ impl BodyState {
                 }
                 return Ok(n);
             }
+            if self.ahead.is_none() {
+                return Ok(0);
+            }
+            // The current block is all taken: it goes back to the reader with the asking.
+            self.ahead_pos = 0;
+            let (used, lent) = recycle(std::mem::take(&mut self.ahead_block), self.lend_size);
+            self.to_lend.extend(lent);
+            let lend = self.take_lend();
             let Some(ahead) = self.ahead.as_ref() else {
                 return Ok(0);
             };
-            // The current block is all taken: it goes back to the reader with the asking.
-            self.ahead_pos = 0;
-            let (used, lend) = recycle(std::mem::take(&mut self.ahead_block), self.lend_size);
             match ahead.next_block(used, lend) {
                 Next::Block(block) => self.ahead_block = block,
                 Next::Done => {
@@ -229,43 +234,38 @@ impl BodyState {
     }
 
     /// `read(n)` of a Content-Length body that the reader thread reads ahead: the next lent
-    /// `bytes`, when it holds the next `n` bytes of the body, as it is (no copy). Keeps
-    /// enough `bytes` of `n` lent to cover what can be ahead. None when that does not apply
-    /// (other sizes, bytes taken from a block already, the reader's own block next, the
-    /// body's end): the read then copies, as any other.
+    /// `bytes`, when it holds the next `n` bytes of the body, as it is (no copy). Keeps enough
+    /// `bytes` of `n` lent to cover what can be ahead. None when that does not apply (other
+    /// sizes, bytes taken from a block already, the reader's own block next, the body's end):
+    /// the read then copies, as any other.
     pub(super) fn take_whole<'py>(
         &mut self,
         py: Python<'py>,
         n: usize,
     ) -> Result<Option<Bound<'py, PyBytes>>, BodyFailure> {
+        let Some(app_left) = self.known_left() else {
+            return Ok(None);
+        };
         if !(LEND_MIN..=LEND_MAX).contains(&n)
             || self.ahead.is_none()
-            || self.ahead_pos < self.ahead_block.len
-            || self.pending_len() > 0
-            || !self.raw.is_empty()
             || self.failure.is_some()
-            || self.decoder.remaining().is_none_or(|left| left < n as u64)
+            || app_left < n as u64
         {
             return Ok(None);
         }
-        if n != self.lend_size {
-            self.lend_size = n;
-            self.lent_out = 0;
+        self.lend(py, n, app_left);
+        if self.ahead_pos < self.ahead_block.len || self.pending_len() > 0 || !self.raw.is_empty() {
+            return Ok(None);
         }
-        let (mut used, mut lend) = recycle(std::mem::take(&mut self.ahead_block), self.lend_size);
+        let (mut used, lent) = recycle(std::mem::take(&mut self.ahead_block), self.lend_size);
+        self.to_lend.extend(lent);
         self.ahead_pos = 0;
-        while self.lent_out < AHEAD_MAX / n + 2 {
-            let Some(b) = LentBytes::new(py, n) else {
-                break;
-            };
-            lend.push(Box::new(b));
-            self.lent_out += 1;
-        }
         loop {
+            let lend = self.take_lend();
             let Some(ahead) = self.ahead.as_ref() else {
                 return Ok(None);
             };
-            match ahead.next_block(used.take(), std::mem::take(&mut lend)) {
+            match ahead.next_block(used.take(), lend) {
                 Next::Block(block) => {
                     let whole = block.len == n
                         && block.buf.as_slice().len() == n
@@ -296,6 +296,35 @@ impl BodyState {
                 }
                 Next::Empty => py.detach(|| ahead.wait()),
             }
+        }
+    }
+
+    /// Keep `bytes` of `n` lent (to go with the next block asked), enough to cover what can
+    /// be ahead; `app_left`: the body's bytes still to come where this read starts.
+    fn lend(&mut self, py: Python<'_>, n: usize, app_left: u64) {
+        if n != self.lend_size {
+            self.lend_size = n;
+            self.lent_out = 0;
+            self.to_lend.clear();
+            self.lend_replace = true;
+        }
+        self.lend_left = app_left;
+        while self.lent_out < AHEAD_MAX / n + 2 {
+            let Some(b) = LentBytes::new(py, n) else {
+                break;
+            };
+            self.to_lend.push(Box::new(b));
+            self.lent_out += 1;
+        }
+    }
+
+    /// What goes to the reader with the next block asked of it.
+    fn take_lend(&mut self) -> Lend {
+        let replace = std::mem::take(&mut self.lend_replace);
+        Lend {
+            bufs: std::mem::take(&mut self.to_lend),
+            app_left: self.lend_left,
+            replace,
         }
     }
 }

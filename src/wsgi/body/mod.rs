@@ -24,7 +24,7 @@ use sluicegate_proto::ProtoError;
 use super::body_source::{BodyEnd, BodySource};
 use super::errors::{BodyError, ClientDisconnected};
 use crate::config::BodyPace;
-use crate::io::read_ahead::{Block, BodyFailure, LoopEntry, ReadAhead};
+use crate::io::read_ahead::{AheadBuf, Block, BodyFailure, LoopEntry, ReadAhead};
 use crate::io::read_buf::ReadBuf;
 use crate::io::transport::Transport;
 
@@ -74,9 +74,13 @@ pub struct BodyState {
     ahead_pos: usize,
     ahead_started: bool,
     /// The `bytes` lent to the reader thread (`ahead.rs`): their size (the app's `read(n)`),
-    /// and how many of that size are lent and not yet returned to the app.
+    /// how many of that size are lent and not yet returned to the app, and what goes to the
+    /// reader with the next block asked of it (`io::read_ahead::Lend`).
     lend_size: usize,
     lent_out: usize,
+    to_lend: Vec<Box<dyn AheadBuf>>,
+    lend_left: u64,
+    lend_replace: bool,
     /// The connection's entry in the loop's epoll set, if it has one (for the reader thread).
     loop_entry: Option<LoopEntry>,
 }
@@ -109,6 +113,9 @@ impl BodyState {
             ahead_pos: 0,
             lend_size: 0,
             lent_out: 0,
+            to_lend: Vec::new(),
+            lend_left: 0,
+            lend_replace: false,
             ahead_started: false,
             loop_entry,
         }
