@@ -150,8 +150,8 @@ def test_large_bodies_read_ahead_are_byte_exact(reader, mode, n, framing):
 def test_read_ahead_hand_overs_are_byte_exact(reader, mode, size, n, framing):
     """Bodies of several sizes, read in pieces smaller and larger than the reader's blocks, by
     an app faster than the upload (it waits for the reader, and is woken once enough is
-    buffered or the socket has nothing more) and by one slower (the reader runs a MiB ahead,
-    stops, and is woken again once the app has taken half of it): every byte arrives once, in
+    buffered or the socket has nothing more) and by one slower (the reader runs 2 MiB ahead,
+    stops, and is woken again once the app has taken most of it): every byte arrives once, in
     order, and a wake-up lost between the two threads would leave the request hanging."""
     rnd = random.Random(size)
     body = rnd.randbytes(size)
