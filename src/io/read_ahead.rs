@@ -355,55 +355,17 @@ fn read_body(
     let mut last_progress = Instant::now();
     let mut own = Vec::new();
     let mut targets: Vec<Block> = Vec::new();
-    let mut own_first;
     while left > 0 {
-        {
-            // Bytes read and not taken: handed over, and in the lent buffer being filled.
-            let part = partial.as_ref().map_or(0, |b| b.len);
-            let mut st = shared.state.lock().unwrap();
-            if st.buffered + part >= AHEAD_MAX {
-                while st.buffered + part > RESUME_AT && !st.stop {
-                    st.reader_waits = true;
-                    st = shared.changed.wait(st).unwrap();
-                }
-                st.reader_waits = false;
-            }
-            if st.stop {
-                return None;
-            }
-            // What to read into: the lent buffer being filled, then more lent ones, as many as
-            // the body still owes and the room ahead allows.
-            let cap = usize::try_from(left)
-                .unwrap_or(usize::MAX)
-                .min(AHEAD_MAX - (st.buffered + part).min(AHEAD_MAX));
-            let mut room = 0;
-            if let Some(b) = partial.take() {
-                room += b.room();
-                targets.push(b);
-            }
-            // Bytes of the reader's own to read first, so that the next lent buffer starts
-            // where one of the app's reads of its size will.
-            own_first = match st.lent.front() {
-                Some(b) if shadow.is_none() => {
-                    let size = b.as_slice().len() as i128;
-                    let at = i128::from(left) - room as i128;
-                    (at - i128::from(st.align_left)).rem_euclid(size) as usize
-                }
-                _ => 0,
-            };
-            if own_first == 0 && shadow.is_none() {
-                while room < cap {
-                    let Some(buf) = st.lent.pop_front() else {
-                        break;
-                    };
-                    room += buf.as_slice().len();
-                    targets.push(Block { buf, len: 0 });
-                }
-            }
-            if targets.is_empty() && own.capacity() == 0 {
-                own = st.spare.pop().unwrap_or_default();
-            }
-        }
+        let Some(own_first) = plan_read(
+            shared,
+            partial,
+            &mut targets,
+            &mut own,
+            left,
+            shadow.is_none(),
+        ) else {
+            return None;
+        };
         let mut want = usize::try_from(left).unwrap_or(usize::MAX).min(BLOCK);
         if own_first > 0 {
             want = want.min(own_first);
@@ -419,8 +381,14 @@ fn read_body(
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 give_back(shared, &mut targets, partial, false);
-                let waited =
-                    wait_for_bytes(transport, pacing, shared, partial, read_total, last_progress);
+                let waited = wait_for_bytes(
+                    transport,
+                    pacing,
+                    shared,
+                    partial,
+                    read_total,
+                    last_progress,
+                );
                 if let Err(end) = waited {
                     return end;
                 }
@@ -450,6 +418,68 @@ fn read_body(
         }
     }
     Some(Ok(()))
+}
+
+/// Before each read: wait while [`AHEAD_MAX`] is ahead (until the app is down to
+/// [`RESUME_AT`]), then choose what to read into: the lent buffer being filled, then more lent
+/// ones (`lend_ok`: a Content-Length body), as many as the body still owes and the room ahead
+/// allows, into `targets`; else a block of its own (`own`). Returns how many bytes of its own
+/// to read first, so that the next lent buffer starts where one of the app's reads of its size
+/// will; None when stopped.
+fn plan_read(
+    shared: &Shared,
+    partial: &mut Option<Block>,
+    targets: &mut Vec<Block>,
+    own: &mut Vec<u8>,
+    left: u64,
+    lend_ok: bool,
+) -> Option<usize> {
+    // Bytes read and not taken: handed over, and in the lent buffer being filled.
+    let part = partial.as_ref().map_or(0, |b| b.len);
+    let mut st = shared.state.lock().unwrap();
+    if st.buffered + part >= AHEAD_MAX {
+        while st.buffered + part > RESUME_AT && !st.stop {
+            st.reader_waits = true;
+            st = shared.changed.wait(st).unwrap();
+        }
+        st.reader_waits = false;
+    }
+    if st.stop {
+        return None;
+    }
+    // What to read into: the lent buffer being filled, then more lent ones, as many as
+    // the body still owes and the room ahead allows.
+    let cap = usize::try_from(left)
+        .unwrap_or(usize::MAX)
+        .min(AHEAD_MAX - (st.buffered + part).min(AHEAD_MAX));
+    let mut room = 0;
+    if let Some(b) = partial.take() {
+        room += b.room();
+        targets.push(b);
+    }
+    // Bytes of the reader's own to read first, so that the next lent buffer starts
+    // where one of the app's reads of its size will.
+    let own_first = match st.lent.front() {
+        Some(b) if lend_ok => {
+            let size = b.as_slice().len() as i128;
+            let at = i128::from(left) - room as i128;
+            (at - i128::from(st.align_left)).rem_euclid(size) as usize
+        }
+        _ => 0,
+    };
+    if own_first == 0 && lend_ok {
+        while room < cap {
+            let Some(buf) = st.lent.pop_front() else {
+                break;
+            };
+            room += buf.as_slice().len();
+            targets.push(Block { buf, len: 0 });
+        }
+    }
+    if targets.is_empty() && own.capacity() == 0 {
+        *own = st.spare.pop().unwrap_or_default();
+    }
+    Some(own_first)
 }
 
 /// One vectored read into the rooms of `targets`, in order, at most `left` bytes in all.

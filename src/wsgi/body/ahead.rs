@@ -194,7 +194,9 @@ impl BodyState {
                 // No more input than `dst` has room: the data a step returns is a slice of its
                 // input, so it always fits (a Content-Length step returns its input as it is).
                 let end = (self.ahead_pos + dst.len()).min(self.ahead_block.len);
-                let step = match self.decoder.decode(&self.ahead_block.data()[self.ahead_pos..end])
+                let step = match self
+                    .decoder
+                    .decode(&self.ahead_block.data()[self.ahead_pos..end])
                 {
                     Ok(step) => step,
                     Err(e) => return Err(self.fail(BodyFailure::Protocol(e))),
