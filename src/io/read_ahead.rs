@@ -377,8 +377,7 @@ fn read_body(
             read_into_targets(transport, &mut targets, left)
         };
         let n = match got {
-            Ok(0) => return Some(Err(BodyFailure::Disconnected)),
-            Ok(n) => n,
+            Ok(n) if n > 0 => n,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 give_back(shared, &mut targets, partial, false);
                 let waited = wait_for_bytes(
@@ -394,7 +393,12 @@ fn read_body(
                 }
                 continue;
             }
-            Err(_) => return Some(Err(BodyFailure::Disconnected)),
+            _ => {
+                // The end of the stream, or an error: what the lent buffer being filled holds
+                // was read all the same (`partial`, handed over as the reader ends).
+                give_back(shared, &mut targets, partial, false);
+                return Some(Err(BodyFailure::Disconnected));
+            }
         };
         read_total += n as u64;
         left -= n as u64;
