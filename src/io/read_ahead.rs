@@ -356,16 +356,15 @@ fn read_body(
     let mut own = Vec::new();
     let mut targets: Vec<Block> = Vec::new();
     while left > 0 {
-        let Some(own_first) = plan_read(
+        // None: stopped.
+        let own_first = plan_read(
             shared,
             partial,
             &mut targets,
             &mut own,
             left,
             shadow.is_none(),
-        ) else {
-            return None;
-        };
+        )?;
         let mut want = usize::try_from(left).unwrap_or(usize::MAX).min(BLOCK);
         if own_first > 0 {
             want = want.min(own_first);
