@@ -167,6 +167,10 @@ SIZE_SCHEDULES = {
     "one size": "65536",
     "sizes in turn": "65536,65536,16384,16383,524288,524289,1,100000,65536,65536,65536",
     "changing": "20000,20000,20000,20000,300000,300000,300000,8192",
+    # The largest lent sizes: a lent `bytes` partly filled may hold more than the reader
+    # resumes at.
+    "large": "1048576",
+    "large, odd": "600001",
 }
 
 

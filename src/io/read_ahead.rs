@@ -437,11 +437,13 @@ fn plan_read(
     left: u64,
     lend_ok: bool,
 ) -> Option<usize> {
-    // Bytes read and not taken: handed over, and in the lent buffer being filled.
+    // Bytes read and not taken: handed over, and in the lent buffer being filled. Only the
+    // first go down as the app reads (the lent buffer, up to `LEND_MAX` of `wsgi::body`, may
+    // hold more than `RESUME_AT` by itself).
     let part = partial.as_ref().map_or(0, |b| b.len);
     let mut st = shared.state.lock().unwrap();
     if st.buffered + part >= AHEAD_MAX {
-        while st.buffered + part > RESUME_AT && !st.stop {
+        while st.buffered > RESUME_AT && !st.stop {
             st.reader_waits = true;
             st = shared.changed.wait(st).unwrap();
         }
