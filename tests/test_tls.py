@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import random
 import shutil
 import socket
 import ssl
@@ -141,6 +142,23 @@ def test_chunked_upload_and_100_continue(start_server, tls_certs, tmp_path):
     assert r.returncode == 0, r.stderr
     assert b"HTTP/1.1 100 Continue" in r.stderr
     assert json.loads(r.stdout)["len"] == len(body)
+
+
+def test_large_upload_read_in_sized_pieces(start_server, tls_certs, tmp_path):
+    """A 5 MiB Content-Length upload over TLS read by read(65536) (the reader thread fills the
+    `bytes` those reads return) and by read(20000) then read(300000): every byte once, in
+    order, and no read(n) short before the end."""
+    srv = start_server("body_reader", *tls_options(tls_certs))
+    body = random.Random(7).randbytes(5 * 2**20 + 999)
+    f = tmp_path / "body.bin"
+    f.write_bytes(body)
+    for sizes in ("65536", "20000,300000"):
+        url = f"https://{srv.host}:{srv.port}/sizes?sizes={sizes}"
+        r = curl(tls_certs, "--http1.1", "-H", "Expect:", "--data-binary", f"@{f}", url)
+        assert r.returncode == 0, r.stderr
+        got = json.loads(r.stdout)
+        assert (got["len"], got["sha256"]) == (len(body), hashlib.sha256(body).hexdigest())
+        assert got["short"] == 0
 
 
 def test_streamed_response(start_server, tls_certs):

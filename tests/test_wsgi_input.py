@@ -13,6 +13,7 @@ import io
 import json
 import random
 import socket
+import time
 import uuid
 
 import pytest
@@ -149,8 +150,8 @@ def test_large_bodies_read_ahead_are_byte_exact(reader, mode, n, framing):
 def test_read_ahead_hand_overs_are_byte_exact(reader, mode, size, n, framing):
     """Bodies of several sizes, read in pieces smaller and larger than the reader's blocks, by
     an app faster than the upload (it waits for the reader, and is woken once enough is
-    buffered or the socket has nothing more) and by one slower (the reader runs a MiB ahead,
-    stops, and is woken again once the app has taken half of it): every byte arrives once, in
+    buffered or the socket has nothing more) and by one slower (the reader runs 2 MiB ahead,
+    stops, and is woken again once the app has taken most of it): every byte arrives once, in
     order, and a wake-up lost between the two threads would leave the request hanging."""
     rnd = random.Random(size)
     body = rnd.randbytes(size)
@@ -159,6 +160,56 @@ def test_read_ahead_hand_overs_are_byte_exact(reader, mode, size, n, framing):
     assert got["after_end"] == ["b''", "b''", "b''"]
     if mode != "read":
         assert got["count"] == -(-len(body) // n)
+
+
+SIZE_SCHEDULES = {
+    # The lent-bytes sizes (16 KiB to 512 KiB) read over and over, as S8's app reads.
+    "one size": "65536",
+    "sizes in turn": "65536,65536,16384,16383,524288,524289,1,100000,65536,65536,65536",
+    "changing": "20000,20000,20000,20000,300000,300000,300000,8192",
+    # The largest lent sizes: a lent `bytes` partly filled may hold more than the reader
+    # resumes at.
+    "large": "1048576",
+    "large, odd": "600001",
+}
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+@pytest.mark.parametrize("schedule", list(SIZE_SCHEDULES))
+@pytest.mark.parametrize("client", ["at once", "in pieces"])
+@pytest.mark.parametrize("app", ["fast", "slow", "line"])
+def test_read_n_of_every_size_is_byte_exact_read_ahead(reader, framing, schedule, client, app):
+    """A large body read by read(n) of sizes in and out of the range served by the `bytes`
+    lent to the reader thread (Content-Length; chunked bodies go the copying way), the size
+    changing or not, by an app faster or slower than the upload, with a readline() between
+    sized reads, and a client that sends the body at once or in pieces with pauses (the reader
+    then hands a partly filled `bytes` over to an app that waits): every byte arrives once, in
+    order, and every read(n) but the last returns n bytes."""
+    size = 5 * 2**20 + 12345
+    body = random.Random(size).randbytes(size)
+    query = f"sizes={SIZE_SCHEDULES[schedule]}"
+    query += {"fast": "", "slow": "&slow=3", "line": "&line_at=40"}[app]
+    if framing == "chunked":
+        head = request_bytes("POST", f"/sizes?{query}", headers=[("Transfer-Encoding", "chunked")])
+        wire = chunked(body, 100_003)
+    else:
+        head = request_bytes("POST", f"/sizes?{query}", headers=[("Content-Length", str(size))])
+        wire = body
+    with Conn.open(reader.port) as c:
+        c.send(head)
+        if client == "at once":
+            c.send(wire)
+        else:
+            for i, at in enumerate(range(0, len(wire), 50_001)):
+                c.send(wire[at:at + 50_001])
+                if i % 8 == 0:
+                    time.sleep(0.002)
+        resp = c.read_response()
+    assert resp.status == 200, resp.body[:1000]
+    got = json.loads(resp.body)
+    assert (got["len"], got["sha256"]) == (len(body), hashlib.sha256(body).hexdigest())
+    assert got["short"] == 0
+    assert got["after_end"] == ["b''", "b''", "b''"]
 
 
 def outcome_of(reader, mode: str, headers, after_head: bytes, shut_write: bool) -> str:

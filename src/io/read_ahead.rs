@@ -15,8 +15,17 @@
 //! decoding it: the reader runs a copy of the body's decoder over what it reads, and stops at
 //! the block in which the body ends; the bytes after the end in that block (a pipelined
 //! request) are given back to the connection's read buffer by `wsgi::body`.
+//!
+//! The reader reads into buffers of its own ([`BLOCK`] bytes each), or into buffers the app's
+//! side lends it ([`Lend`], for a Content-Length body only): those are the `bytes` objects the
+//! app's next `read(n)`s return, filled in order, each whole before the next, by one vectored
+//! read across several, so that the kernel's copy is the only one. The first is filled from
+//! where one of those reads will start (a block of its own of the right size first, when
+//! needed). What a buffer is, the reader does not know ([`AheadBuf`]).
 
+use std::any::Any;
 use std::collections::VecDeque;
+use std::io::IoSliceMut;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -44,16 +53,19 @@ pub enum BodyFailure {
 }
 
 /// Bytes read ahead of the app at most.
-pub const AHEAD_MAX: usize = 1024 * 1024;
+pub const AHEAD_MAX: usize = 2 * 1024 * 1024;
 /// A waiting app is woken once this much is buffered (or the socket has nothing more for now,
 /// or the body ended). An app faster than the upload (or than the reader, on a busy machine)
 /// otherwise waits and is woken for every block or two: each hand-off is a condvar wake, a
-/// mutex and the GIL taken back, and two context switches. Half of [`AHEAD_MAX`]: the app then
-/// has that much to work through while the reader goes on, and waits about once per 512 KiB.
-const WAKE_APP_AT: usize = AHEAD_MAX / 2;
+/// mutex and the GIL taken back, and two context switches. The app then has that much to work
+/// through while the reader goes on, and waits about once per 512 KiB.
+const WAKE_APP_AT: usize = 512 * 1024;
 /// A reader that stopped at [`AHEAD_MAX`] goes on once the app has taken the buffered bytes
-/// down to this: it then reads several blocks per wake-up instead of one per block taken.
-const RESUME_AT: usize = AHEAD_MAX / 2;
+/// down to this: it then reads 1.5 MiB (a few vectored reads) per wake-up. An app slower than
+/// the upload (S8's, which hashes what it reads) otherwise wakes the reader, and the reader
+/// sleeps again, once per hysteresis: 1 MiB ahead resumed at 512 KiB measured 68.8 ms of
+/// server CPU per 64 MiB upload, 2 MiB resumed at 512 KiB 63.8 ms, 4 MiB at 1 MiB 65.0.
+const RESUME_AT: usize = 512 * 1024;
 /// One read's block. Over loopback (a proxy or client on the same host), a read from a full
 /// receive buffer opens the window, and the kernel sends the sender's waiting frames in the
 /// reader's context: fewer, larger reads cost less per byte, and make fewer hand-offs to the
@@ -67,9 +79,78 @@ const SPARE_MAX: usize = AHEAD_MAX / BLOCK + 1;
 /// The reader looks at its stop flag at least this often while it waits for the socket.
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
+/// A buffer the reader fills from its start: its own (`Vec<u8>`), or one the app's side lent.
+pub trait AheadBuf: Send + 'static {
+    /// The whole buffer.
+    fn as_slice(&self) -> &[u8];
+    fn as_mut_slice(&mut self) -> &mut [u8];
+    /// For the app's side to know its own buffers when they come back.
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl AheadBuf for Vec<u8> {
+    fn as_slice(&self) -> &[u8] {
+        self
+    }
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Buffers the app's side lends the reader ([`ReadAhead::next_block`]).
+#[derive(Default)]
+pub struct Lend {
+    /// To be filled in this order, each from its start (all of one size).
+    pub bufs: Vec<Box<dyn AheadBuf>>,
+    /// The body's bytes still to come where the app's next read starts: the reader starts
+    /// filling lent buffers a whole number of their size after that point, so that each holds
+    /// exactly what one read of that size returns.
+    pub app_left: u64,
+    /// The app reads another size now: the lent buffers not yet used are let go first.
+    pub replace: bool,
+}
+
+/// A buffer and how much of it, from its start, holds body bytes.
+pub struct Block {
+    pub buf: Box<dyn AheadBuf>,
+    pub len: usize,
+}
+
+impl Default for Block {
+    fn default() -> Block {
+        Block {
+            buf: Box::new(Vec::new()),
+            len: 0,
+        }
+    }
+}
+
+impl Block {
+    /// The bytes read into it.
+    pub fn data(&self) -> &[u8] {
+        &self.buf.as_slice()[..self.len]
+    }
+
+    fn room(&self) -> usize {
+        self.buf.as_slice().len() - self.len
+    }
+
+    /// One of the reader's own buffers (the app's side gives those back to be read into again).
+    pub fn is_own(&self) -> bool {
+        self.buf.as_any().is::<Vec<u8>>()
+    }
+}
+
 #[derive(Default)]
 struct State {
-    blocks: VecDeque<Vec<u8>>,
+    blocks: VecDeque<Block>,
     /// Bytes in `blocks`.
     buffered: usize,
     /// How the reader ended: every byte of the body read, or the failure.
@@ -78,6 +159,10 @@ struct State {
     /// Blocks the app's side is done with, to read into again (no allocation, no fresh pages
     /// to fault in, per block).
     spare: Vec<Vec<u8>>,
+    /// Buffers the app's side lent, to be filled in this order before any of the reader's own,
+    /// and [`Lend::app_left`] of the latest lending.
+    lent: VecDeque<Box<dyn AheadBuf>>,
+    align_left: u64,
     /// Each side says when it waits, and the other signals only then, once: a signal is a
     /// system call whether anybody waits or not, so the side that signals clears the flag (a
     /// woken side that is not yet running would otherwise be signalled again for every block
@@ -128,7 +213,7 @@ pub struct ReadAhead {
 
 /// What the app's side gets from [`ReadAhead::next_block`].
 pub enum Next {
-    Block(Vec<u8>),
+    Block(Block),
     /// Every byte of the body was handed over.
     Done,
     Failed(BodyFailure),
@@ -154,8 +239,14 @@ impl ReadAhead {
         let thread = std::thread::Builder::new()
             .name("sg-readahead".into())
             .spawn(move || {
-                let end = read_body(&reader, until, &pacing, &s);
+                let mut partial = None;
+                let end = read_body(&reader, until, &pacing, &s, &mut partial);
                 let mut st = s.state.lock().unwrap();
+                // A lent buffer partly filled is read bytes like any other.
+                if let Some(block) = partial.filter(|b| b.len > 0) {
+                    st.buffered += block.len;
+                    st.blocks.push_back(block);
+                }
                 if let Some(end) = end {
                     st.end = Some(end);
                 }
@@ -173,16 +264,26 @@ impl ReadAhead {
         })
     }
 
-    /// The next block read, or why there is none. `used` is the block whose bytes the app's
-    /// side has all taken (empty if none): the reader reads into it again (no allocation, no
-    /// fresh pages to fault in, per block). One lock for both.
-    pub fn next_block(&self, used: Vec<u8>) -> Next {
+    /// The next block read, or why there is none. `used` is a buffer of the reader's own whose
+    /// bytes the app's side has all taken: the reader reads into it again (no allocation, no
+    /// fresh pages to fault in, per block). `lend`: buffers to read into next (Content-Length
+    /// only). One lock for all.
+    pub fn next_block(&self, used: Option<Vec<u8>>, lend: Lend) -> Next {
         let mut st = self.shared.state.lock().unwrap();
-        if used.capacity() > 0 && st.spare.len() < SPARE_MAX {
-            st.spare.push(used);
+        if let Some(used) = used.filter(|u| u.capacity() > 0) {
+            if st.spare.len() < SPARE_MAX {
+                st.spare.push(used);
+            }
+        }
+        if lend.replace {
+            st.lent.clear();
+        }
+        if lend.replace || !lend.bufs.is_empty() {
+            st.align_left = lend.app_left;
+            st.lent.extend(lend.bufs);
         }
         if let Some(block) = st.blocks.pop_front() {
-            st.buffered -= block.len();
+            st.buffered -= block.len;
             if st.reader_waits && st.buffered <= RESUME_AT {
                 st.reader_waits = false;
                 // Signalled unlocked: the woken side takes the lock without waiting for it.
@@ -210,7 +311,7 @@ impl ReadAhead {
 
     /// Stop the reader and take what it read and nobody took yet, with how it ended (None:
     /// stopped before the end, without a failure).
-    pub fn finish(mut self) -> (Vec<Vec<u8>>, Option<Result<(), BodyFailure>>) {
+    pub fn finish(mut self) -> (Vec<Block>, Option<Result<(), BodyFailure>>) {
         self.stop_and_join();
         let mut st = self.shared.state.lock().unwrap();
         let blocks = st.blocks.drain(..).collect();
@@ -235,13 +336,16 @@ impl Drop for ReadAhead {
     }
 }
 
-/// The reader's loop: blocks of up to [`BLOCK`] bytes, until `until`, at most [`AHEAD_MAX`]
-/// ahead. Returns how it ended, or None when it was stopped.
+/// The reader's loop: reads until `until`, at most [`AHEAD_MAX`] ahead, into the lent buffers
+/// when there are any (each handed over once full; `partial` holds the one being filled), else
+/// into blocks of its own of up to [`BLOCK`] bytes (each handed over as read). Returns how it
+/// ended, or None when it was stopped.
 fn read_body(
     transport: &Transport,
     until: Until,
     pacing: &Pacing,
     shared: &Shared,
+    partial: &mut Option<Block>,
 ) -> Option<Result<(), BodyFailure>> {
     let (mut left, mut shadow) = match until {
         Until::Bytes(n) => (n, None),
@@ -249,80 +353,255 @@ fn read_body(
     };
     let mut read_total = pacing.read_before;
     let mut last_progress = Instant::now();
-    let mut block = Vec::new();
+    let mut own = Vec::new();
+    let mut targets: Vec<Block> = Vec::new();
     while left > 0 {
-        {
-            let mut st = shared.state.lock().unwrap();
-            if st.buffered >= AHEAD_MAX {
-                while st.buffered > RESUME_AT && !st.stop {
-                    st.reader_waits = true;
-                    st = shared.changed.wait(st).unwrap();
-                }
-                st.reader_waits = false;
-            }
-            if st.stop {
-                return None;
-            }
+        // None: stopped.
+        let own_first = plan_read(
+            shared,
+            partial,
+            &mut targets,
+            &mut own,
+            left,
+            shadow.is_none(),
+        )?;
+        let mut want = usize::try_from(left).unwrap_or(usize::MAX).min(BLOCK);
+        if own_first > 0 {
+            want = want.min(own_first);
         }
-        let want = usize::try_from(left).unwrap_or(usize::MAX).min(BLOCK);
-        block.resize(want, 0);
-        let n = loop {
-            match transport.read_some(&mut block) {
-                Ok(0) => return Some(Err(BodyFailure::Disconnected)),
-                Ok(n) => break n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(_) => return Some(Err(BodyFailure::Disconnected)),
-            }
-            // Nothing there: wait, in slices short enough to notice a stop, and judge the
-            // wait as `wsgi::body` does (read timeout, and the body's pace).
-            let now = Instant::now();
-            let by_timeout = last_progress + pacing.read_timeout;
-            let (deadline, failure) = match pacing.pace.deadline(pacing.started, read_total) {
-                Some(d) if d < by_timeout => (d, BodyFailure::TooSlow),
-                _ => (by_timeout, BodyFailure::TimedOut),
-            };
-            if now >= deadline {
-                return Some(Err(failure));
-            }
-            {
-                let mut st = shared.state.lock().unwrap();
-                if st.stop {
-                    return None;
+        let got = if targets.is_empty() {
+            own.resize(want, 0);
+            transport.read_some(&mut own)
+        } else {
+            read_into_targets(transport, &mut targets, left)
+        };
+        let n = match got {
+            Ok(n) if n > 0 => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                give_back(shared, &mut targets, partial, false);
+                let waited = wait_for_bytes(
+                    transport,
+                    pacing,
+                    shared,
+                    partial,
+                    read_total,
+                    last_progress,
+                );
+                if let Err(end) = waited {
+                    return end;
                 }
-                if st.app_waits && st.buffered > 0 {
-                    // Nothing more for now: the app takes what there is meanwhile.
-                    st.app_waits = false;
-                    drop(st);
-                    shared.changed.notify_all();
-                }
+                continue;
             }
-            match transport.wait_readable((deadline - now).min(STOP_CHECK)) {
-                Ok(_) => {}
-                Err(_) => return Some(Err(BodyFailure::Disconnected)),
+            _ => {
+                // The end of the stream, or an error: what the lent buffer being filled holds
+                // was read all the same (`partial`, handed over as the reader ends).
+                give_back(shared, &mut targets, partial, false);
+                return Some(Err(BodyFailure::Disconnected));
             }
         };
-        block.truncate(n);
         read_total += n as u64;
         left -= n as u64;
-        if let Some(d) = shadow.as_mut() {
-            if body_ends_in(d, &block) {
-                left = 0;
-            }
-        }
         last_progress = Instant::now();
         crate::observe::counters::BYTES_IN.fetch_add(n as u64, Ordering::Relaxed);
-        // One lock per block: hand this one over and take a spare to read the next into.
-        let mut st = shared.state.lock().unwrap();
-        st.buffered += n;
-        st.blocks.push_back(block);
-        block = st.spare.pop().unwrap_or_default();
-        if st.app_waits && (st.buffered >= WAKE_APP_AT || left == 0) {
-            st.app_waits = false;
-            drop(st);
-            shared.changed.notify_all();
+        if targets.is_empty() {
+            own.truncate(n);
+            if let Some(d) = shadow.as_mut() {
+                if body_ends_in(d, &own) {
+                    left = 0;
+                }
+            }
+            let block = Block {
+                buf: Box::new(std::mem::take(&mut own)),
+                len: n,
+            };
+            hand_over(shared, block, left == 0, &mut own);
+        } else {
+            spread(&mut targets, n);
+            give_back(shared, &mut targets, partial, left == 0);
         }
     }
     Some(Ok(()))
+}
+
+/// Before each read: wait while [`AHEAD_MAX`] is ahead (until the app is down to
+/// [`RESUME_AT`]), then choose what to read into: the lent buffer being filled, then more lent
+/// ones (`lend_ok`: a Content-Length body), as many as the body still owes and the room ahead
+/// allows, into `targets`; else a block of its own (`own`). Returns how many bytes of its own
+/// to read first, so that the next lent buffer starts where one of the app's reads of its size
+/// will; None when stopped.
+fn plan_read(
+    shared: &Shared,
+    partial: &mut Option<Block>,
+    targets: &mut Vec<Block>,
+    own: &mut Vec<u8>,
+    left: u64,
+    lend_ok: bool,
+) -> Option<usize> {
+    // Bytes read and not taken: handed over, and in the lent buffer being filled. Only the
+    // first go down as the app reads (the lent buffer, up to `LEND_MAX` of `wsgi::body`, may
+    // hold more than `RESUME_AT` by itself).
+    let part = partial.as_ref().map_or(0, |b| b.len);
+    let mut st = shared.state.lock().unwrap();
+    if st.buffered + part >= AHEAD_MAX {
+        while st.buffered > RESUME_AT && !st.stop {
+            st.reader_waits = true;
+            st = shared.changed.wait(st).unwrap();
+        }
+        st.reader_waits = false;
+    }
+    if st.stop {
+        return None;
+    }
+    // What to read into: the lent buffer being filled, then more lent ones, as many as
+    // the body still owes and the room ahead allows.
+    let cap = usize::try_from(left)
+        .unwrap_or(usize::MAX)
+        .min(AHEAD_MAX - (st.buffered + part).min(AHEAD_MAX));
+    let mut room = 0;
+    if let Some(b) = partial.take() {
+        room += b.room();
+        targets.push(b);
+    }
+    // Bytes of the reader's own to read first, so that the next lent buffer starts
+    // where one of the app's reads of its size will.
+    let own_first = match st.lent.front() {
+        Some(b) if lend_ok => {
+            let size = b.as_slice().len() as i128;
+            let at = i128::from(left) - room as i128;
+            (at - i128::from(st.align_left)).rem_euclid(size) as usize
+        }
+        _ => 0,
+    };
+    if own_first == 0 && lend_ok {
+        while room < cap {
+            let Some(buf) = st.lent.pop_front() else {
+                break;
+            };
+            room += buf.as_slice().len();
+            targets.push(Block { buf, len: 0 });
+        }
+    }
+    if targets.is_empty() && own.capacity() == 0 {
+        *own = st.spare.pop().unwrap_or_default();
+    }
+    Some(own_first)
+}
+
+/// One vectored read into the rooms of `targets`, in order, at most `left` bytes in all.
+fn read_into_targets(
+    transport: &Transport,
+    targets: &mut [Block],
+    left: u64,
+) -> std::io::Result<usize> {
+    let mut cap = usize::try_from(left).unwrap_or(usize::MAX);
+    let mut slices: Vec<IoSliceMut<'_>> = Vec::with_capacity(targets.len());
+    for t in targets.iter_mut() {
+        if cap == 0 {
+            break;
+        }
+        let len = t.len;
+        let room = &mut t.buf.as_mut_slice()[len..];
+        let take = room.len().min(cap);
+        cap -= take;
+        slices.push(IoSliceMut::new(&mut room[..take]));
+    }
+    transport.read_vectored(&mut slices)
+}
+
+/// Count `n` bytes read into `targets`, in order.
+fn spread(targets: &mut [Block], mut n: usize) {
+    for t in targets.iter_mut() {
+        let take = t.room().min(n);
+        t.len += take;
+        n -= take;
+    }
+}
+
+/// Settle the lent buffers a read used: the full ones (and at the body's end the partly
+/// filled one) go to the app, the partly filled one stays the reader's (`partial`), the
+/// untouched ones go back to the front of the lent queue. Wakes a waiting app as
+/// [`hand_over`] does.
+fn give_back(shared: &Shared, targets: &mut Vec<Block>, partial: &mut Option<Block>, at_end: bool) {
+    let mut st = shared.state.lock().unwrap();
+    let mut untouched = Vec::new();
+    for t in targets.drain(..) {
+        if t.len > 0 && (t.room() == 0 || at_end) {
+            st.buffered += t.len;
+            st.blocks.push_back(t);
+        } else if t.len > 0 {
+            *partial = Some(t);
+        } else {
+            untouched.push(t.buf);
+        }
+    }
+    for buf in untouched.into_iter().rev() {
+        st.lent.push_front(buf);
+    }
+    if st.app_waits && (st.buffered >= WAKE_APP_AT || (at_end && st.buffered > 0)) {
+        st.app_waits = false;
+        // Signalled unlocked: the woken side takes the lock without waiting for it.
+        drop(st);
+        shared.changed.notify_all();
+    }
+}
+
+/// Hand a block of the reader's own over, and take a spare into `own` to read the next into
+/// (one lock per block); a waiting app is woken once [`WAKE_APP_AT`] is buffered, or at the
+/// body's end.
+fn hand_over(shared: &Shared, block: Block, at_end: bool, own: &mut Vec<u8>) {
+    let mut st = shared.state.lock().unwrap();
+    st.buffered += block.len;
+    st.blocks.push_back(block);
+    *own = st.spare.pop().unwrap_or_default();
+    if st.app_waits && (st.buffered >= WAKE_APP_AT || at_end) {
+        st.app_waits = false;
+        drop(st);
+        shared.changed.notify_all();
+    }
+}
+
+/// The socket has nothing for now: a waiting app takes what there is meanwhile (the lent
+/// buffer partly filled too), then wait for bytes, in slices short enough to notice a stop,
+/// judging the wait as `wsgi::body` does (read timeout, and the body's pace). Err: the
+/// reader's end (None: stopped).
+fn wait_for_bytes(
+    transport: &Transport,
+    pacing: &Pacing,
+    shared: &Shared,
+    partial: &mut Option<Block>,
+    read_total: u64,
+    last_progress: Instant,
+) -> Result<(), Option<Result<(), BodyFailure>>> {
+    let now = Instant::now();
+    let by_timeout = last_progress + pacing.read_timeout;
+    let (deadline, failure) = match pacing.pace.deadline(pacing.started, read_total) {
+        Some(d) if d < by_timeout => (d, BodyFailure::TooSlow),
+        _ => (by_timeout, BodyFailure::TimedOut),
+    };
+    if now >= deadline {
+        return Err(Some(Err(failure)));
+    }
+    {
+        let mut st = shared.state.lock().unwrap();
+        if st.stop {
+            return Err(None);
+        }
+        if st.app_waits {
+            if let Some(block) = partial.take() {
+                st.buffered += block.len;
+                st.blocks.push_back(block);
+            }
+            if st.buffered > 0 {
+                st.app_waits = false;
+                drop(st);
+                shared.changed.notify_all();
+            }
+        }
+    }
+    match transport.wait_readable((deadline - now).min(STOP_CHECK)) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(Some(Err(BodyFailure::Disconnected))),
+    }
 }
 
 /// Run `decoder` over `block`: true if the body ends in it (or its framing is wrong there).

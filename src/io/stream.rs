@@ -105,6 +105,23 @@ pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     }
 }
 
+/// One readv(2) into `bufs` in order, retrying on EINTR.
+pub fn readv_fd(fd: RawFd, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+    let count = bufs.len().min(libc::UIO_MAXIOV as usize) as libc::c_int;
+    loop {
+        // SAFETY: `IoSliceMut` is ABI-compatible with `iovec`; each one is valid writable
+        // memory for the duration of the call, and readv(2) writes at most their lengths.
+        let n = unsafe { libc::readv(fd, bufs.as_mut_ptr() as *const libc::iovec, count) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// One read(2) into memory not initialized yet (an HTTP/2 connection's frame buffer: no
 /// zeroing before each read), retrying on EINTR. Returns how many bytes it wrote.
 pub fn read_fd_uninit(fd: RawFd, buf: &mut [std::mem::MaybeUninit<u8>]) -> io::Result<usize> {

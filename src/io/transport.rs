@@ -37,7 +37,7 @@ use std::sync::Arc;
 use super::h2::stream::StreamCut;
 use super::h3::stream::H3Cut;
 use super::out_queue::OutQueue;
-use super::stream::{read_fd, send_all_fd, set_receive_buffer, wait_fd};
+use super::stream::{read_fd, readv_fd, send_all_fd, set_receive_buffer, wait_fd};
 use super::tls_link::{TlsFacts, TlsLink};
 
 /// A request's connection, lent to the thread that runs the app (see the module doc).
@@ -104,6 +104,18 @@ impl Transport {
         match self {
             Transport::Plain(fd) => read_fd(*fd, buf),
             Transport::Tls(link) => link.read_some(buf),
+        }
+    }
+
+    /// One non-blocking read into `bufs` in order (`readv`; a TLS link fills the first only),
+    /// as [`Transport::read_some`].
+    pub fn read_vectored(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(fd) => readv_fd(*fd, bufs),
+            Transport::Tls(link) => match bufs.iter_mut().find(|b| !b.is_empty()) {
+                Some(first) => link.read_some(first),
+                None => Ok(0),
+            },
         }
     }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyTimeoutError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use super::errors::{BodyError, ClientDisconnected};
 use crate::io::call_io::CallBody;
@@ -24,6 +25,17 @@ pub trait BodySource: Send {
     /// Fill `dst` with the body's next bytes; returns how many (fewer only where the body
     /// ends). A failure stays: later reads fail the same way.
     fn read_into(&mut self, py: Python<'_>, dst: &mut [u8]) -> Result<usize, BodyFailure>;
+
+    /// The body's next `n` bytes as one `bytes` made already, when the source has one (the
+    /// `bytes` an HTTP/1.1 body's reader thread filled, `wsgi::body`); None: fill one with
+    /// [`BodySource::read_into`].
+    fn take_whole<'py>(
+        &mut self,
+        _py: Python<'py>,
+        _n: usize,
+    ) -> Result<Option<Bound<'py, PyBytes>>, BodyFailure> {
+        Ok(None)
+    }
 
     /// One line including its '\n' (or up to `limit` bytes, or to the end of the body).
     fn readline(&mut self, py: Python<'_>, limit: Option<usize>) -> Result<Vec<u8>, BodyFailure>;

@@ -7,7 +7,8 @@
 //! `read(n)` fills one `bytes` of its final size in place, and `readinto` the caller's buffer;
 //! a Content-Length body is read from the connection straight into them, and a large one ahead
 //! of the app by a thread of its own (`io::read_ahead`), so the client keeps sending while the
-//! app works.
+//! app works: into the very `bytes` the app's `read(n)`s return when they are of one size
+//! ([`BodySource::take_whole`]).
 
 use std::sync::Mutex;
 
@@ -214,6 +215,9 @@ impl Input {
         let Some(size) = size else {
             return read_unknown_length(py, st, limit);
         };
+        if let Some(bytes) = st.take_whole(py, size).map_err(|e| st.to_pyerr(e))? {
+            return Ok(bytes);
+        }
         let (bytes, got) = new_bytes_filled(py, size, |buf| st.read_into(py, buf))
             .map_err(|e| e.into_pyerr(st))?;
         if got == size {

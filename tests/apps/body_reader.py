@@ -11,6 +11,9 @@ readinto() of N in turn; ``/read_sized?n=N`` a single read(N) (N may exceed the 
 ``/stream_first?n=N`` read(N), record ``<token> <len>`` under mark ``first-piece``, then read()
 the rest (the test sends the rest only after the mark: a server that buffered the whole body
 before calling the app would never get there).
+``/sizes?sizes=A,B,...&slow=K&line_at=I`` read(A), read(B), ... (the list over again) until b'',
+with a millisecond's pause after every K-th piece (0: none) and a readline() as piece I (-1:
+none); the answer's ``short`` counts the read(N)s that returned fewer than N before the end.
 
 Every request also logs one line to stderr (the server's error log)::
 
@@ -29,8 +32,27 @@ import time
 from tests.apps._state import mark, query
 
 
-def _pieces(environ, mode, n, token):
+def _sized_pieces(inp, q, short):
+    sizes = [int(x) for x in q["sizes"].split(",")]
+    slow, line_at = int(q.get("slow", "0")), int(q.get("line_at", "-1"))
+    pieces = []
+    while True:
+        i = len(pieces)
+        want = sizes[i % len(sizes)]
+        piece = inp.readline() if i == line_at else inp.read(want)
+        if not piece:
+            return pieces
+        if pieces and i - 1 != line_at and len(pieces[-1]) < sizes[(i - 1) % len(sizes)]:
+            short.append(i - 1)  # a short read(N) that was not the body's last
+        pieces.append(piece)
+        if slow and i % slow == 0:
+            time.sleep(0.001)
+
+
+def _pieces(environ, mode, n, token, short=None):
     inp = environ["wsgi.input"]
+    if mode == "sizes":
+        return _sized_pieces(inp, query(environ), short)
     if mode == "stream_first":
         first = inp.read(n)
         mark("first-piece", f"{token} {len(first)}")
@@ -93,7 +115,8 @@ def app(environ, start_response):
     n = int(query(environ).get("n", "8192"))
     token = environ.get("HTTP_X_TOKEN", "-")
     try:
-        pieces = _pieces(environ, mode, n, token)
+        short = []
+        pieces = _pieces(environ, mode, n, token, short)
         inp = environ["wsgi.input"]
         after = [inp.read(), inp.read(10), inp.readline()] if mode not in ("read_sized",) else []
     except Exception as e:
@@ -109,6 +132,7 @@ def app(environ, start_response):
         "sha256": digest,
         "types": sorted({type(p).__name__ for p in pieces}),
         "count": len(pieces),
+        "short": len(short),
         "after_end": [repr(a) for a in after],
     }
     if len(data) <= 65536:

@@ -1,26 +1,97 @@
 //! The read-ahead hand-over of a large body: when to start a reader thread
 //! (`io::read_ahead`), taking its blocks into the app's reads, and settling what it read when
 //! the body is read otherwise or ends (what it read past a chunked body's end goes back to the
-//! read buffer). An `impl BodyState` block of its own, so that `mod.rs` keeps the decoding and
+//! read buffer). For a Content-Length body read in `read(n)`s of one size, the reader is lent
+//! the `bytes` objects those reads return ([`LentBytes`]), and a `read(n)` that finds the next
+//! one full returns it as it is ([`BodyState::take_whole`]): the kernel's copy into it is the
+//! body's only copy. An `impl BodyState` block of its own, so that `mod.rs` keeps the decoding and
 //! the reads the app makes.
 
+use std::any::Any;
+
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use sluicegate_proto::ProtoError;
 
 use super::{BodyState, LARGE_UPLOAD};
-use crate::io::read_ahead::{BodyFailure, Next, Pacing, ReadAhead, Until};
+use crate::io::read_ahead::{
+    AheadBuf, Block, BodyFailure, Lend, Next, Pacing, ReadAhead, Until, AHEAD_MAX,
+};
 
 /// A Content-Length body with at least this much still to come, once it has brought
 /// [`LARGE_UPLOAD`], is read ahead of the app on a thread of its own (`io::read_ahead`); so is any
 /// chunked body that has brought [`LARGE_UPLOAD`] (its length is unknown).
 const READ_AHEAD_FROM: u64 = 1024 * 1024;
 
+/// `read(n)`s of this size or more are served by lent `bytes`. Smaller ones go through the
+/// reader's blocks and a copy: many small buffers per MiB would cost more in hand-overs than
+/// the copy they save.
+const LEND_MIN: usize = 16 * 1024;
+/// ... and of this size or less: the lent buffers cover what can be ahead, and a few larger
+/// ones would leave the reader waiting for the app to take a whole one.
+const LEND_MAX: usize = AHEAD_MAX / 2;
+
+/// A `bytes` object lent to the reader thread, made here with the GIL held and returned
+/// whole to the app by a `read(n)` once filled.
+struct LentBytes {
+    obj: Py<PyBytes>,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the object is referenced only by this value until a `read(n)` returns it (it was
+// made here and no Python code has seen it), so its buffer is written by one thread at a
+// time, whichever holds the value; `Py` itself may be sent, and dropped, anywhere.
+unsafe impl Send for LentBytes {}
+
+impl LentBytes {
+    /// An uninitialised `bytes` of `size` (the reader writes it before anyone reads it); None
+    /// when out of memory (the read then goes the usual way).
+    fn new(py: Python<'_>, size: usize) -> Option<LentBytes> {
+        let len = pyo3::ffi::Py_ssize_t::try_from(size).ok()?;
+        // SAFETY: a null source asks CPython for an uninitialised bytes object of `len` bytes;
+        // the result is a new reference, or null with an exception set (cleared below).
+        let raw = unsafe { pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len) };
+        if raw.is_null() {
+            drop(PyErr::fetch(py));
+            return None;
+        }
+        // SAFETY: `raw` is a new, owned, non-null reference to a bytes object.
+        let obj = unsafe { Bound::from_owned_ptr(py, raw).cast_into_unchecked::<PyBytes>() };
+        // SAFETY: `raw` is a bytes object; its buffer lives as long as the object.
+        let ptr = unsafe { pyo3::ffi::PyBytes_AsString(raw) } as *mut u8;
+        Some(LentBytes {
+            obj: obj.unbind(),
+            ptr,
+            len: size,
+        })
+    }
+}
+
+impl AheadBuf for LentBytes {
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` is the object's buffer of `len` bytes, alive as long as `obj`, and
+        // only this value reaches it (see the `Send` impl).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`; `&mut self` makes this the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 impl BodyState {
     /// Stop the reader thread, if one runs, and keep what it read as decoded bytes waiting
     /// (`pending`): the ways of reading other than `read_into` (lines, draining) go on from
     /// there, through the read buffer.
     pub(super) fn settle_ahead(&mut self) {
-        if self.ahead.is_none() && self.ahead_pos == self.ahead_block.len() {
+        if self.ahead.is_none() && self.ahead_pos == self.ahead_block.len {
             return;
         }
         let (blocks, end) = match self.ahead.take() {
@@ -28,14 +99,15 @@ impl BodyState {
             None => (Vec::new(), None),
         };
         let current = std::mem::take(&mut self.ahead_block);
-        let rest = current[self.ahead_pos..].to_vec();
+        let rest = current.data()[self.ahead_pos..].to_vec();
         self.ahead_pos = 0;
         if self.pending_pos == self.pending.len() {
             self.pending.clear();
             self.pending_pos = 0;
         }
-        for block in std::iter::once(rest).chain(blocks) {
-            if let Err(e) = self.decode_block(&block) {
+        let blocks = blocks.iter().map(Block::data);
+        for block in std::iter::once(&rest[..]).chain(blocks) {
+            if let Err(e) = self.decode_block(block) {
                 self.failure = Some(BodyFailure::Protocol(e));
                 return;
             }
@@ -66,14 +138,14 @@ impl BodyState {
     /// read past the body's end (a pipelined request after a chunked body) to the read buffer.
     pub(super) fn end_ahead(&mut self) {
         let rest = std::mem::take(&mut self.ahead_block);
-        if self.ahead_pos < rest.len() {
-            self.raw.append(&rest[self.ahead_pos..]);
+        if self.ahead_pos < rest.len {
+            self.raw.append(&rest.data()[self.ahead_pos..]);
         }
         self.ahead_pos = 0;
         if let Some(ahead) = self.ahead.take() {
             let (blocks, _) = ahead.finish();
             for block in blocks {
-                self.raw.append(&block);
+                self.raw.append(block.data());
             }
         }
     }
@@ -118,11 +190,14 @@ impl BodyState {
         dst: &mut [u8],
     ) -> Result<usize, BodyFailure> {
         loop {
-            if self.ahead_pos < self.ahead_block.len() {
+            if self.ahead_pos < self.ahead_block.len {
                 // No more input than `dst` has room: the data a step returns is a slice of its
                 // input, so it always fits (a Content-Length step returns its input as it is).
-                let end = (self.ahead_pos + dst.len()).min(self.ahead_block.len());
-                let step = match self.decoder.decode(&self.ahead_block[self.ahead_pos..end]) {
+                let end = (self.ahead_pos + dst.len()).min(self.ahead_block.len);
+                let step = match self
+                    .decoder
+                    .decode(&self.ahead_block.data()[self.ahead_pos..end])
+                {
                     Ok(step) => step,
                     Err(e) => return Err(self.fail(BodyFailure::Protocol(e))),
                 };
@@ -134,12 +209,18 @@ impl BodyState {
                 }
                 return Ok(n);
             }
+            if self.ahead.is_none() {
+                return Ok(0);
+            }
+            // The current block is all taken: it goes back to the reader with the asking.
+            self.ahead_pos = 0;
+            let (used, lent) = recycle(std::mem::take(&mut self.ahead_block), self.lend_size);
+            self.to_lend.extend(lent);
+            let lend = self.take_lend();
             let Some(ahead) = self.ahead.as_ref() else {
                 return Ok(0);
             };
-            // The current block is all taken: it goes back to the reader with the asking.
-            self.ahead_pos = 0;
-            match ahead.next_block(std::mem::take(&mut self.ahead_block)) {
+            match ahead.next_block(used, lend) {
                 Next::Block(block) => self.ahead_block = block,
                 Next::Done => {
                     self.ahead = None;
@@ -153,4 +234,113 @@ impl BodyState {
             }
         }
     }
+
+    /// `read(n)` of a Content-Length body that the reader thread reads ahead: the next lent
+    /// `bytes`, when it holds the next `n` bytes of the body, as it is (no copy). Keeps enough
+    /// `bytes` of `n` lent to cover what can be ahead. None when that does not apply (other
+    /// sizes, bytes taken from a block already, the reader's own block next, the body's end):
+    /// the read then copies, as any other.
+    pub(super) fn take_whole<'py>(
+        &mut self,
+        py: Python<'py>,
+        n: usize,
+    ) -> Result<Option<Bound<'py, PyBytes>>, BodyFailure> {
+        let Some(app_left) = self.known_left() else {
+            return Ok(None);
+        };
+        if !(LEND_MIN..=LEND_MAX).contains(&n)
+            || self.ahead.is_none()
+            || self.failure.is_some()
+            || app_left < n as u64
+        {
+            return Ok(None);
+        }
+        self.lend(py, n, app_left);
+        if self.ahead_pos < self.ahead_block.len || self.pending_len() > 0 || !self.raw.is_empty() {
+            return Ok(None);
+        }
+        let (mut used, lent) = recycle(std::mem::take(&mut self.ahead_block), self.lend_size);
+        self.to_lend.extend(lent);
+        self.ahead_pos = 0;
+        loop {
+            let lend = self.take_lend();
+            let Some(ahead) = self.ahead.as_ref() else {
+                return Ok(None);
+            };
+            match ahead.next_block(used.take(), lend) {
+                Next::Block(block) => {
+                    let whole = block.len == n
+                        && block.buf.as_slice().len() == n
+                        && block.buf.as_any().is::<LentBytes>();
+                    if !whole {
+                        self.ahead_block = block;
+                        return Ok(None);
+                    }
+                    if let Err(e) = self.decoder.decode(block.data()) {
+                        return Err(self.fail(BodyFailure::Protocol(e)));
+                    }
+                    let Ok(lent) = block.buf.into_any().downcast::<LentBytes>() else {
+                        return Ok(None);
+                    };
+                    self.lent_out -= 1;
+                    if self.decoder.is_done() {
+                        self.end_ahead();
+                    }
+                    return Ok(Some(lent.obj.into_bound(py)));
+                }
+                Next::Done => {
+                    self.ahead = None;
+                    return Ok(None);
+                }
+                Next::Failed(f) => {
+                    self.ahead = None;
+                    return Err(self.fail(f));
+                }
+                Next::Empty => py.detach(|| ahead.wait()),
+            }
+        }
+    }
+
+    /// Keep `bytes` of `n` lent (to go with the next block asked), enough to cover what can
+    /// be ahead; `app_left`: the body's bytes still to come where this read starts.
+    fn lend(&mut self, py: Python<'_>, n: usize, app_left: u64) {
+        if n != self.lend_size {
+            self.lend_size = n;
+            self.lent_out = 0;
+            self.to_lend.clear();
+            self.lend_replace = true;
+        }
+        self.lend_left = app_left;
+        while self.lent_out < AHEAD_MAX / n + 2 {
+            let Some(b) = LentBytes::new(py, n) else {
+                break;
+            };
+            self.to_lend.push(Box::new(b));
+            self.lent_out += 1;
+        }
+    }
+
+    /// What goes to the reader with the next block asked of it.
+    fn take_lend(&mut self) -> Lend {
+        let replace = std::mem::take(&mut self.lend_replace);
+        Lend {
+            bufs: std::mem::take(&mut self.to_lend),
+            app_left: self.lend_left,
+            replace,
+        }
+    }
+}
+
+/// A block whose bytes are all taken, as the reader gets it back: one of its own to read
+/// into again, or a lent `bytes` of the size now lent, to be lent again (others are let
+/// go).
+fn recycle(block: Block, lend_size: usize) -> (Option<Vec<u8>>, Vec<Box<dyn AheadBuf>>) {
+    if block.is_own() {
+        let own = block.buf.into_any().downcast::<Vec<u8>>().ok().map(|v| *v);
+        return (own, Vec::new());
+    }
+    if block.buf.as_slice().len() == lend_size {
+        return (None, vec![block.buf]);
+    }
+    (None, Vec::new())
 }

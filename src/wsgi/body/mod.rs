@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyTimeoutError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use sluicegate_proto::h1::response::CONTINUE_100;
 use sluicegate_proto::h1::BodyDecoder;
 use sluicegate_proto::ProtoError;
@@ -23,7 +24,7 @@ use sluicegate_proto::ProtoError;
 use super::body_source::{BodyEnd, BodySource};
 use super::errors::{BodyError, ClientDisconnected};
 use crate::config::BodyPace;
-use crate::io::read_ahead::{BodyFailure, LoopEntry, ReadAhead};
+use crate::io::read_ahead::{AheadBuf, Block, BodyFailure, LoopEntry, ReadAhead};
 use crate::io::read_buf::ReadBuf;
 use crate::io::transport::Transport;
 
@@ -67,11 +68,19 @@ pub struct BodyState {
     read_bytes: u64,
     pub failure: Option<BodyFailure>,
     /// The reader thread of a large Content-Length body (`io::read_ahead`), once started, and the
-    /// block taken from it that the app is reading (`ahead_block[ahead_pos..]`).
+    /// block taken from it that the app is reading (`ahead_block.data()[ahead_pos..]`).
     ahead: Option<ReadAhead>,
-    ahead_block: Vec<u8>,
+    ahead_block: Block,
     ahead_pos: usize,
     ahead_started: bool,
+    /// The `bytes` lent to the reader thread (`ahead.rs`): their size (the app's `read(n)`),
+    /// how many of that size are lent and not yet returned to the app, and what goes to the
+    /// reader with the next block asked of it (`io::read_ahead::Lend`).
+    lend_size: usize,
+    lent_out: usize,
+    to_lend: Vec<Box<dyn AheadBuf>>,
+    lend_left: u64,
+    lend_replace: bool,
     /// The connection's entry in the loop's epoll set, if it has one (for the reader thread).
     loop_entry: Option<LoopEntry>,
 }
@@ -100,8 +109,13 @@ impl BodyState {
             read_bytes: 0,
             failure: None,
             ahead: None,
-            ahead_block: Vec::new(),
+            ahead_block: Block::default(),
             ahead_pos: 0,
+            lend_size: 0,
+            lent_out: 0,
+            to_lend: Vec::new(),
+            lend_left: 0,
+            lend_replace: false,
             ahead_started: false,
             loop_entry,
         }
@@ -301,7 +315,7 @@ impl BodyState {
                     continue;
                 }
             }
-            if self.ahead.is_some() || self.ahead_pos < self.ahead_block.len() {
+            if self.ahead.is_some() || self.ahead_pos < self.ahead_block.len {
                 // Each call makes progress: decoded bytes, framing consumed, the next block,
                 // or the reader's end (the decoder is done then, or the socket is read again).
                 at += self.take_ahead(py, &mut dst[at..])?;
@@ -429,6 +443,14 @@ fn memchr_nl(b: &[u8]) -> Option<usize> {
 impl BodySource for BodyState {
     fn read_into(&mut self, py: Python<'_>, dst: &mut [u8]) -> Result<usize, BodyFailure> {
         BodyState::read_into(self, py, dst)
+    }
+
+    fn take_whole<'py>(
+        &mut self,
+        py: Python<'py>,
+        n: usize,
+    ) -> Result<Option<Bound<'py, PyBytes>>, BodyFailure> {
+        BodyState::take_whole(self, py, n)
     }
 
     fn readline(&mut self, py: Python<'_>, limit: Option<usize>) -> Result<Vec<u8>, BodyFailure> {
