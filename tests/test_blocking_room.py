@@ -7,7 +7,8 @@ path, and real clients in another process send it concurrent requests over socke
 one whose calls wait briefly on a socket and then compute (a database connection per request,
 then Python: a convoy for the GIL if every call got its own thread), and one whose calls only
 sleep. The assertions are thread counts, with wide margins between the bound and what an
-unbounded pool would take (a thread per client).
+unbounded pool would take (a thread per client), and the room's least (`blocking_room_least`):
+it comes down below the floor only while the interpreter is the limit.
 """
 
 import json
@@ -21,7 +22,7 @@ from tests.helpers import wait_for
 
 CLIENTS = 40
 # The blocking class's fewest calls in flight (`admission::BLOCKING_FLOOR`).
-BLOCKING_FLOOR = 8
+BLOCKING_FLOOR = 6
 
 # Run in another process: N client threads, each sending `rounds` requests to `path` on its own
 # connection; prints the statuses seen.
@@ -126,6 +127,24 @@ def test_calls_that_block_briefly_then_compute_run_few_at_once(pool_server):
     assert stats["threads"] <= BLOCKING_FLOOR + 6, {k: stats[k] for k in ("threads", "demotions", "admitted_blocking", "admission_waits", "runnable_short_peak", "runnable_long_peak", "lengthened", "handoffs", "takeovers")}
 
 
+def test_the_room_comes_down_while_the_interpreter_is_the_limit(pool_server):
+    """40 clients of an app that waits 1 ms on a socket, then computes 5 ms: the interpreter is
+    busy all the time, so fewer calls in flight finish as many per second. The room comes down
+    below the floor, one call at a time while the completion rate holds (each call in flight
+    beyond what keeps the GIL busy costs hand-offs, and a database connection)."""
+    peer = Peer(delay=0.001)
+    try:
+        sup, port = pool_server(ConnectsThenComputes(peer, cpu_s=0.005), threads=(1, 200))
+        statuses = clients(port, "/db", CLIENTS, 20)
+    finally:
+        peer.stop()
+    assert statuses == [200] * (CLIENTS * 20)
+    stats = sup._server.stats
+    keys = ("threads", "admitted_blocking", "blocking_room", "blocking_room_least", "demotions")
+    assert stats["admitted_blocking"] > 0, {k: stats[k] for k in keys}
+    assert stats["blocking_room_least"] < BLOCKING_FLOOR, {k: stats[k] for k in keys}
+
+
 def test_calls_that_only_sleep_still_get_a_thread_each(pool_server):
     """40 clients of an app that sleeps: nobody waits for the GIL, so the blocking class's
     room grows until every call sleeps at once, one thread each."""
@@ -136,3 +155,5 @@ def test_calls_that_only_sleep_still_get_a_thread_each(pool_server):
     stats = sup._server.stats
     assert stats["admitted_blocking"] > 0, stats
     assert stats["threads"] >= CLIENTS * 3 // 4, stats
+    # The interpreter stayed idle: the room never came down.
+    assert stats["blocking_room_least"] == BLOCKING_FLOOR, stats

@@ -57,6 +57,8 @@ pub struct AdmissionReadings {
     pub lengthened: u64,
     pub admitted_blocking: u64,
     pub fast_first: u64,
+    pub blocking_room: u64,
+    pub blocking_room_least: u64,
 }
 
 /// Static files kept in memory (`io::static_cache`): how many, their bytes, and the answers
@@ -492,6 +494,20 @@ pub static TABLE: &[Entry] =
             Counter,
             "Long calls that waited for admitted fast calls to go first.",
             Read::Num(|r| r.admission.map(|a| a.fast_first))
+        ),
+        entry!(
+            Some("blocking_room"),
+            None,
+            Gauge,
+            "Calls to routes seen blocking that may be in flight at once now.",
+            Read::Num(|r| r.admission.map(|a| a.blocking_room))
+        ),
+        entry!(
+            Some("blocking_room_least"),
+            None,
+            Gauge,
+            "The least room the calls to routes seen blocking have had.",
+            Read::Num(|r| r.admission.map(|a| a.blocking_room_least))
         ),
         entry!(
             None,

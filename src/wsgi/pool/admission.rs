@@ -87,12 +87,16 @@ pub const LOCK_LOOKS: u32 = 400;
 /// in flight stay within that room.
 const PROBATION_EVERY: u32 = 32;
 
-/// The fewest calls to blocking routes that may be in flight at once (the blocking class's
-/// room never shrinks below it). See `Admission::blocking_limit`. Eight: an app with a pool
-/// of 8 connections shared by its threads (SQLAlchemy's QueuePool) has its calls wait for one
-/// in `futex`, which the watcher cannot tell from a wait for the GIL; with a smaller floor
-/// they ran fewer calls than connections (measured, S13's Flask variant).
-pub const BLOCKING_FLOOR: usize = 8;
+/// The room the blocking class starts with, and below which it shrinks only by a descent that
+/// held the completion rate (`Admission::descend_blocking`). See `Admission::blocking_limit`.
+/// Six: a route is marked blocking while its calls queue, and the room fills at once, each call
+/// on a thread of its own; with a database connection per thread, the room plus the threads
+/// that served the route's first calls is what the database sees (S13, Django: 9-13
+/// connections at a start of 8, 5-10 at 6). An app whose threads share a pool of 8 connections
+/// (SQLAlchemy's QueuePool, S13's Flask variant) waits for one in `futex`, which the watcher
+/// cannot tell from a wait for the GIL; at 6 it ran as many requests per second as at 8 (413
+/// and 411 at 16 clients, 412 and 385 at 100).
+pub const BLOCKING_FLOOR: usize = 6;
 
 /// Looks in a row (1 ms apart) that must find no thread of the blocking class waiting for the
 /// GIL, and at most one running, before its room doubles: a moment when every call in flight
@@ -159,7 +163,8 @@ pub struct Admission<J> {
     routes: Vec<(u64, u32, bool)>,
     /// Calls classified as blocking (for `PROBATION_EVERY`).
     blocking_seen: u32,
-    /// Most calls of the blocking class in flight at once (never below `BLOCKING_FLOOR`).
+    /// Most calls of the blocking class in flight at once (below `BLOCKING_FLOOR` only by a
+    /// descent that held the completion rate, `descend_blocking`).
     /// The watcher raises it while calls wait for it and no call in flight waits for the
     /// interpreter, and lowers it while several do (`Pool::size_blocking`); room left unused
     /// for a while is halved (`settle_blocking`). So calls that sleep (1,000
@@ -191,6 +196,9 @@ pub struct AdmissionStats {
     pub lengthened: u64,
     /// Long calls that waited for admitted fast calls to go first (`wsgi::pool`).
     pub fast_first: u64,
+    /// The blocking class's room now (`blocking_limit`), and the least it has been.
+    pub blocking_room: usize,
+    pub blocking_room_least: usize,
 }
 
 impl<J> Admission<J> {
@@ -206,7 +214,11 @@ impl<J> Admission<J> {
             blocking_limit: BLOCKING_FLOOR,
             blocking_used: None,
             climb: Climb::default(),
-            stats: AdmissionStats::default(),
+            stats: AdmissionStats {
+                blocking_room: BLOCKING_FLOOR,
+                blocking_room_least: BLOCKING_FLOOR,
+                ..AdmissionStats::default()
+            },
         }
     }
 
@@ -286,6 +298,13 @@ impl<J> Admission<J> {
         self.blocking_limit
     }
 
+    /// The blocking class's room is `room` now (and its readings say so).
+    fn set_room(&mut self, room: usize) {
+        self.blocking_limit = room;
+        self.stats.blocking_room = room;
+        self.stats.blocking_room_least = self.stats.blocking_room_least.min(room);
+    }
+
     /// Calls of the blocking class wait for room.
     pub fn blocking_waits(&self) -> bool {
         !self.queues[Class::Blocking as usize].is_empty() && !self.has_room(Class::Blocking)
@@ -305,11 +324,11 @@ impl<J> Admission<J> {
             return false;
         };
         let from = self.blocking_limit;
-        self.blocking_limit = if from < BLOCKING_DOUBLE_FROM {
+        self.set_room(if from < BLOCKING_DOUBLE_FROM {
             from + (from / 4).max(1)
         } else {
             from.saturating_mul(2)
-        };
+        });
         let demand =
             self.runnable[Class::Blocking as usize] + self.queues[Class::Blocking as usize].len();
         self.climb
@@ -317,13 +336,28 @@ impl<J> Admission<J> {
         true
     }
 
-    /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`).
+    /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`, nor below where
+    /// a descent took it).
     pub fn shrink_blocking(&mut self) {
         let was = self.blocking_limit;
-        self.blocking_limit = (was - 1).max(BLOCKING_FLOOR);
+        self.set_room((was - 1).max(BLOCKING_FLOOR.min(was)));
         if self.blocking_limit != was {
             self.climb.changed();
         }
+    }
+
+    /// One less room for the blocking class, as a trial (`Climb::may_shrink`): while the app
+    /// threads' `share` of a core says the interpreter is busy, a room that holds the
+    /// completion rate with fewer calls in flight runs them with fewer GIL hand-offs and
+    /// database connections. Below `BLOCKING_FLOOR` only this way. Returns whether it shrank.
+    pub fn descend_blocking(&mut self, now: Instant, share: f64) -> bool {
+        let from = self.blocking_limit;
+        let Some(base) = self.climb.may_shrink(now, share, from) else {
+            return false;
+        };
+        self.set_room(from - 1);
+        self.climb.shrunk(now, from, base);
+        true
     }
 
     /// Count one call of `class` as admitted (the caller checked `has_room` and has a thread).
@@ -427,7 +461,7 @@ impl<J> Admission<J> {
     /// ms against 148 with no room at all).
     pub fn settle_blocking(&mut self, now: Instant, took: Duration) {
         if let Some(Verdict::Revert(room)) = self.climb.finished(now, took) {
-            self.blocking_limit = room.max(BLOCKING_FLOOR);
+            self.set_room(room);
         }
         let in_flight = self.runnable[Class::Blocking as usize];
         if 2 * in_flight >= self.blocking_limit || !self.queues[Class::Blocking as usize].is_empty()
@@ -438,7 +472,7 @@ impl<J> Admission<J> {
         let since = *self.blocking_used.get_or_insert(now);
         if now.saturating_duration_since(since) >= BLOCKING_UNUSED {
             let was = self.blocking_limit;
-            self.blocking_limit = (was / 2).max(2 * in_flight).max(BLOCKING_FLOOR);
+            self.set_room((was / 2).max(2 * in_flight).max(BLOCKING_FLOOR));
             self.blocking_used = Some(now);
             if self.blocking_limit != was {
                 self.climb.changed();

@@ -33,7 +33,7 @@ impl<J: Send + 'static> Pool<J> {
         inner.warned |= warn;
         match ticket {
             Some(t) if t.class == Class::Blocking => inner.blocking.push(Arc::clone(&slot)),
-            Some(t) => inner.holders.push(Holder::new(&slot, t)),
+            Some(t) => self.hold(&mut inner, &slot, t),
             None => {}
         }
         drop(inner);
@@ -144,6 +144,15 @@ impl<J: Send + 'static> Pool<J> {
         }
     }
 
+    /// An admitted call starts on `slot`'s thread and counts as runnable: the watcher judges
+    /// it, and looks at once if it was waiting quietly (`BLOCKING_QUIET_LOOK`).
+    fn hold(&self, inner: &mut Inner<J>, slot: &Arc<Slot<J>>, ticket: Ticket) {
+        inner.holders.push(Holder::new(slot, ticket));
+        if inner.quiet {
+            self.queued.notify_one();
+        }
+    }
+
     /// A call ended on `slot`'s thread: it stops counting (as a holder or in the blocking
     /// class), and its time is remembered for its route.
     fn ended(&self, inner: &mut Inner<J>, slot: &Arc<Slot<J>>, ticket: Ticket, took: Duration) {
@@ -233,7 +242,7 @@ impl<J: Send + 'static> Pool<J> {
                 if class == Class::Blocking {
                     inner.blocking.push(Arc::clone(&slot));
                 } else {
-                    inner.holders.push(Holder::new(&slot, ticket));
+                    self.hold(&mut inner, &slot, ticket);
                 }
                 next = Some((job, Some(ticket)));
                 continue;

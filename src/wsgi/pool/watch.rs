@@ -1,7 +1,9 @@
 //! The pool's watcher: while calls wait for admission, it looks at the admitted calls every
 //! `LOOK_EVERY` and judges each (`admission`): blocked in a system call (demoted, its route
 //! marked blocking), computing or waiting for the GIL (its length), so that a queued call
-//! waits at most a few looks behind calls that sleep.
+//! waits at most a few looks behind calls that sleep. Each look also sizes the blocking
+//! class's room (`size_blocking`); with no admitted call to judge, the looks come every
+//! `BLOCKING_LOOK_EVERY` while that room may grow and every `BLOCKING_QUIET_LOOK` while not.
 
 use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
@@ -14,7 +16,8 @@ use super::admission::{
 };
 
 use super::{
-    Holder, Inner, Length, Pool, Ticket, BLOCKING_LOOK_EVERY, EVIDENCE, LOOK_EVERY, WAITED_SHARE,
+    Holder, Inner, Length, Pool, Ticket, BLOCKING_LOOK_EVERY, BLOCKING_QUIET_LOOK, EVIDENCE,
+    LOOK_EVERY, WAITED_SHARE,
 };
 
 /// The looks the app threads' share of a core is smoothed over (see `climb`).
@@ -51,13 +54,27 @@ impl<J: Send + 'static> Pool<J> {
                 inner = self.queued.wait(inner).unwrap();
                 continue;
             }
-            let every = if inner.holders.is_empty() {
-                BLOCKING_LOOK_EVERY
+            if inner.quiet && inner.holders.is_empty() {
+                // Nothing to look at until a call is admitted that must be judged
+                // (`Pool::hold` wakes this) or the next quiet look.
+                let until = Instant::now() + BLOCKING_QUIET_LOOK;
+                while inner.holders.is_empty() && !inner.stopping {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    inner = self.queued.wait_timeout(inner, left).unwrap().0;
+                }
+                drop(inner);
             } else {
-                LOOK_EVERY
-            };
-            drop(inner);
-            std::thread::sleep(every);
+                let every = if inner.holders.is_empty() {
+                    BLOCKING_LOOK_EVERY
+                } else {
+                    LOOK_EVERY
+                };
+                drop(inner);
+                std::thread::sleep(every);
+            }
             let now = Instant::now();
             let app_cpu = match (clock_time(libc::CLOCK_PROCESS_CPUTIME_ID), non_app_cpu()) {
                 (Some(all), Some(other)) => all
@@ -112,16 +129,23 @@ impl<J: Send + 'static> Pool<J> {
     /// `share`: the app threads' share of a core, smoothed: once a blocking call has finished,
     /// growth depends on it too (`Admission::grow_blocking`, `climb`).
     fn size_blocking(inner: &mut Inner<J>, streak: i32, share: f64) -> i32 {
+        inner.quiet = false;
         if !inner.adm.blocking_waits() {
             return 0;
         }
-        // At the floor, with no growth allowed now (the interpreter busy, a hold, a trial, too
-        // little evidence), nothing a look could find would change the room: no /proc reads
-        // (up to `BLOCKING_SAMPLE` per look, a look a millisecond for as long as calls wait).
-        if inner.adm.blocking_limit() <= BLOCKING_FLOOR
-            && inner.adm.climb.may_grow(Instant::now(), share).is_none()
-        {
+        let now = Instant::now();
+        if inner.adm.descend_blocking(now, share) {
             return 0;
+        }
+        // With no growth allowed now (the interpreter busy, a hold, a trial, too little
+        // evidence), a look can only find a convoy for the GIL, and only above the floor: the
+        // next look in `BLOCKING_QUIET_LOOK` (a trial is judged by the calls that finish, not by
+        // looks), and at the floor or below no /proc reads (up to `BLOCKING_SAMPLE` per look).
+        if inner.adm.climb.may_grow(now, share).is_none() {
+            inner.quiet = true;
+            if inner.adm.blocking_limit() <= BLOCKING_FLOOR {
+                return 0;
+            }
         }
         // Threads in `futex` (waiting for the GIL, or a lock), and in no system call at all
         // (running, or runnable on a busy machine: about to want the GIL).
