@@ -174,19 +174,6 @@ impl Climb {
         self.rate(now).map(Some)
     }
 
-    /// Is growth barred for a while, whatever the next looks find? While the interpreter is
-    /// busy (once a call has finished) or a hold is under way. Not while it waits for a first
-    /// rate or a trial's verdict, nor while the share sits near `INTERPRETER_IDLE`: each may
-    /// end at any call's finish or look, and a burst of sleeping calls then waits for the next
-    /// look. Measured (S5, 1,000 clients, 3 rounds against the base build's 1 ms looks): with
-    /// looks 8 ms apart then, 8,584-9,283 req/s against 9,111-9,292; without, 9,158-9,316
-    /// against 9,224-9,260.
-    pub fn barred(&self, now: Instant, share: f64) -> bool {
-        self.done > 0
-            && (share >= INTERPRETER_BUSY
-                || self.trial.is_none() && self.hold_until.is_some_and(|t| now < t))
-    }
-
     /// May the room come down by one now? Only while the app threads keep the interpreter
     /// busy (`share`, as in `may_grow`), with no trial nor hold under way, above `DOWN_FLOOR`:
     /// `Some(base)`, the rate to hold (the best of the descent so far).
@@ -326,8 +313,6 @@ mod tests {
         // 100 calls/s of 10 ms each at room 8: not enough evidence at first.
         run(&mut c, &mut t, 3, 30 * MS, 10 * MS);
         assert_eq!(c.may_grow(t, HALF), None, "too few calls measured yet");
-        assert!(!c.barred(t, HALF), "a rate may come with the next call");
-        assert!(c.barred(t, 0.9), "the interpreter busy");
         run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
         assert_eq!(
             c.may_grow(t, 0.9),
@@ -346,7 +331,6 @@ mod tests {
         assert!((base - 100.0).abs() < 10.0, "{base}");
         c.grown(t, 8, 10, 16, Some(base));
         assert_eq!(c.may_grow(t, HALF), None, "one trial at a time");
-        assert!(!c.barred(t, HALF), "a verdict may come with the next call");
         // The rate rises as much as the room (calls that only wait): kept.
         let v = run(&mut c, &mut t, 120, 960 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Keep]);
@@ -357,7 +341,6 @@ mod tests {
         assert_eq!(v, [Verdict::Revert(10)]);
         run(&mut c, &mut t, 70, 560 * MS, 10 * MS);
         assert_eq!(c.may_grow(t, HALF), None, "held for HOLD_FIRST");
-        assert!(c.barred(t, HALF), "held");
         run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
         assert!(
             c.may_grow(t, HALF).flatten().is_some(),

@@ -3,8 +3,7 @@
 //! marked blocking), computing or waiting for the GIL (its length), so that a queued call
 //! waits at most a few looks behind calls that sleep. Each look also sizes the blocking
 //! class's room (`size_blocking`); with no admitted call to judge, the looks come every
-//! `BLOCKING_LOOK_EVERY` while that room may grow (or soon may) and every `BLOCKING_QUIET_LOOK`
-//! while growth is barred for a while (`Climb::barred`).
+//! `BLOCKING_LOOK_EVERY` while that room may grow and every `BLOCKING_QUIET_LOOK` while not.
 
 use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
@@ -139,12 +138,11 @@ impl<J: Send + 'static> Pool<J> {
             return 0;
         }
         // With no growth allowed now (the interpreter busy, a hold, a trial, too little
-        // evidence), a look can only find a convoy for the GIL, and only above the floor: at
-        // the floor or below no /proc reads (up to `BLOCKING_SAMPLE` per look). While the bar
-        // lasts (`Climb::barred`: the interpreter busy, a hold), the next look in
-        // `BLOCKING_QUIET_LOOK`; else in `BLOCKING_LOOK_EVERY`, to grow as soon as allowed.
+        // evidence), a look can only find a convoy for the GIL, and only above the floor: the
+        // next look in `BLOCKING_QUIET_LOOK` (a trial is judged by the calls that finish, not by
+        // looks), and at the floor or below no /proc reads (up to `BLOCKING_SAMPLE` per look).
         if inner.adm.climb.may_grow(now, share).is_none() {
-            inner.quiet = inner.adm.climb.barred(now, share);
+            inner.quiet = true;
             if inner.adm.blocking_limit() <= BLOCKING_FLOOR {
                 return 0;
             }
