@@ -22,7 +22,7 @@ from tests.helpers import wait_for
 
 CLIENTS = 40
 # The blocking class's fewest calls in flight (`admission::BLOCKING_FLOOR`).
-BLOCKING_FLOOR = 6
+BLOCKING_FLOOR = 8
 
 # Run in another process: N client threads, each sending `rounds` requests to `path` on its own
 # connection; prints the statuses seen.

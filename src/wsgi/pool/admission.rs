@@ -89,14 +89,13 @@ const PROBATION_EVERY: u32 = 32;
 
 /// The room the blocking class starts with, and below which it shrinks only by a descent that
 /// held the completion rate (`Admission::descend_blocking`). See `Admission::blocking_limit`.
-/// Six: a route is marked blocking while its calls queue, and the room fills at once, each call
-/// on a thread of its own; with a database connection per thread, the room plus the threads
-/// that served the route's first calls is what the database sees (S13, Django: 9-13
-/// connections at a start of 8, 5-10 at 6). An app whose threads share a pool of 8 connections
-/// (SQLAlchemy's QueuePool, S13's Flask variant) waits for one in `futex`, which the watcher
-/// cannot tell from a wait for the GIL; at 6 it ran as many requests per second as at 8 (413
-/// and 411 at 16 clients, 412 and 385 at 100).
-pub const BLOCKING_FLOOR: usize = 6;
+/// Eight: an app whose threads share a pool of 8 connections (SQLAlchemy's QueuePool, S13's
+/// Flask variant) waits for one in `futex`, which the watcher cannot tell from a wait for the
+/// GIL. And a burst of sleeping calls waits for the room's first growths (four looks each):
+/// measured (S5, `--threads 16:1000`, 10 clients), a start of 6 left four of the first ten
+/// calls waiting about 5 ms, a p99 of 106-107 ms against 102-104 at 8. An app that keeps the
+/// interpreter busy gets its room lowered by the descent instead.
+pub const BLOCKING_FLOOR: usize = 8;
 
 /// Looks in a row (1 ms apart) that must find no thread of the blocking class waiting for the
 /// GIL, and at most one running, before its room doubles: a moment when every call in flight

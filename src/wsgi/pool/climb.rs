@@ -113,6 +113,8 @@ pub struct Climb {
     /// The best rate since a descent began (each smaller room is judged against it, so that
     /// small losses, each within `DOWN_GIVE`, do not add up); `None` outside a descent.
     best: Option<f64>,
+    /// A rate has been measured once (see `rated`).
+    rated: bool,
     /// Trials kept and reverted (for `stats`).
     pub kept: u64,
     pub reverted: u64,
@@ -128,6 +130,7 @@ impl Default for Climb {
             hold: HOLD_FIRST,
             call: Duration::ZERO,
             best: None,
+            rated: false,
             kept: 0,
             reverted: 0,
         }
@@ -172,6 +175,13 @@ impl Climb {
             return None;
         }
         self.rate(now).map(Some)
+    }
+
+    /// Has a rate been measured at all? Until then, from a route's first blocking calls on,
+    /// the room grows as soon as a look finds the interpreter idle enough; after, growth waits
+    /// mostly on trials and holds, which a look 8 ms late costs nothing (`BLOCKING_QUIET_LOOK`).
+    pub fn rated(&self) -> bool {
+        self.rated
     }
 
     /// May the room come down by one now? Only while the app threads keep the interpreter
@@ -240,6 +250,7 @@ impl Climb {
         } else {
             (self.call * 7 + took) / 8
         };
+        self.rated = self.rated || self.rate(now).is_some();
         let Some(trial) = self.trial else {
             self.span.get_or_insert((now, self.done));
             return None;
@@ -313,7 +324,9 @@ mod tests {
         // 100 calls/s of 10 ms each at room 8: not enough evidence at first.
         run(&mut c, &mut t, 3, 30 * MS, 10 * MS);
         assert_eq!(c.may_grow(t, HALF), None, "too few calls measured yet");
+        assert!(!c.rated());
         run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        assert!(c.rated());
         assert_eq!(
             c.may_grow(t, 0.9),
             None,

@@ -139,10 +139,12 @@ impl<J: Send + 'static> Pool<J> {
         }
         // With no growth allowed now (the interpreter busy, a hold, a trial, too little
         // evidence), a look can only find a convoy for the GIL, and only above the floor: the
-        // next look in `BLOCKING_QUIET_LOOK` (a trial is judged by the calls that finish, not by
-        // looks), and at the floor or below no /proc reads (up to `BLOCKING_SAMPLE` per look).
+        // next look in `BLOCKING_QUIET_LOOK` once a rate was measured (a trial is judged by the
+        // calls that finish, not by looks; before, a burst of sleeping calls waits for the look
+        // that sees the interpreter idle enough), and at the floor or below no /proc reads (up
+        // to `BLOCKING_SAMPLE` per look).
         if inner.adm.climb.may_grow(now, share).is_none() {
-            inner.quiet = true;
+            inner.quiet = inner.adm.climb.rated();
             if inner.adm.blocking_limit() <= BLOCKING_FLOOR {
                 return 0;
             }
