@@ -170,6 +170,10 @@ def _notes(s: dict) -> str:
         bits.append(f"p50 {fmt_latency(ex['p50_us'])}, p99 {fmt_latency(ex['p99_us'])}")
     if ex.get("nginx_us_per_req") is not None:
         bits.append(f"nginx {fmt_cpu(ex['nginx_us_per_req'])} / request")
+    if ex.get("client_us_per_req") is not None:
+        bits.append(f"wrk {fmt_cpu(ex['client_us_per_req'])} / request")
+    if ex.get("ceiling_rps"):
+        bits.append(f"a server costing nothing: {ex['ceiling_rps']:,.0f} req/s")
     if ex.get("reply_ms") is not None:
         bits.append(f"reply {ex['reply_ms']:.1f} ms")
     if "framing" in ex and s["metric"] == "s":

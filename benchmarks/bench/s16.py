@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -161,6 +162,14 @@ def start_all(case: str, names: list[str], modes: tuple[str, ...], d: str):
     return started, nginx, blocks, settings
 
 
+def children_cpu() -> float:
+    """User + system seconds of this process's finished children (wrk's, once it has been
+    waited for): the load generator's CPU per request beside nginx's and the server's, so that
+    the report can say what rate a server that cost nothing would reach."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, seconds: float,
              conns: int, first: int = 0, warmup_s: float = 0.0) -> dict:
     """{"name | mode": medians and every round's figures}; `first` rotates the first round's
@@ -171,7 +180,7 @@ def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, s
     started, nginx, blocks, settings = start_all(case, names, modes, d)
     try:
         res = {f"{n} | {m}": {"rps": [], "p50_ms": [], "p99_ms": [], "server_us": [], "nginx_us": [],
-                              "requests": [], "errors": []}
+                              "client_us": [], "requests": [], "errors": []}
                for n, m in blocks}
         notes: dict[str, list[str]] = {key: [] for key in res}
         wrong: set[str] = set()  # answered wrong bytes: failed, no figure
@@ -195,9 +204,9 @@ def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, s
                 for name in order[k:] + order[:k]:
                     port, _ = blocks[(name, mode)]
                     pids, npids = started[name].pids(), nginx.pids()
-                    b, nb = procs.cpu_seconds(pids), procs.cpu_seconds(npids)
+                    b, nb, cb = procs.cpu_seconds(pids), procs.cpu_seconds(npids), children_cpu()
                     out = wrk(f"http://127.0.0.1:{port}{path}", conns, seconds, sizes[(name, mode)])
-                    a, na = procs.cpu_seconds(pids), procs.cpu_seconds(npids)
+                    a, na, ca = procs.cpu_seconds(pids), procs.cpu_seconds(npids), children_cpu()
                     key = f"{name} | {mode}"
                     if not out.verified and out.rps is not None:
                         wrong.add(key)
@@ -218,6 +227,7 @@ def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, s
                     m["p99_ms"].append(out.detail["p99_us"] / 1000)
                     m["server_us"].append((a - b) * 1e6 / out.requests)
                     m["nginx_us"].append((na - nb) * 1e6 / out.requests)
+                    m["client_us"].append((ca - cb) * 1e6 / out.requests)
                     print(f"  S16 {case} {mode} round {r + 1} {name}: {out.rps:,.0f} req/s, "
                           f"server {m['server_us'][-1]:.1f} µs/req", flush=True)
         return {key: {"settings": settings[key.split(" | ")[0]], "notes": notes[key],
@@ -267,7 +277,12 @@ def suite_round(h, rnd: int, names: list[str]) -> dict[str, tuple[str, str]]:
             else:
                 rec.value, rec.requests, rec.errors = r["rps"][0], r["requests"][0], r["errors"][0]
                 rec.cpu_us_per_req, rec.verified = r["server_us"][0], True
-                rec.extra = {"nginx_us_per_req": r["nginx_us"][0], "p50_us": r["p50_ms"][0] * 1000,
+                front = r["nginx_us"][0] + r["client_us"][0]
+                # A server that cost nothing would leave every core to nginx and wrk: the
+                # ceiling of any server behind this nginx on this machine.
+                rec.extra = {"nginx_us_per_req": r["nginx_us"][0], "client_us_per_req": r["client_us"][0],
+                             "ceiling_rps": (os.cpu_count() or 1) * 1e6 / front if front else None,
+                             "p50_us": r["p50_ms"][0] * 1000,
                              "p99_us": r["p99_ms"][0] * 1000}
             h.add(rec)
     return {}
