@@ -14,7 +14,9 @@ Two answers: hello world (S6's app) and the 21,324-byte file read and returned b
 TCP; the uwsgi protocol on TCP and on a unix socket where it speaks it); one nginx holds a server
 block per (server, mode). Rounds are interleaved: in each round the order of the servers
 rotates. Per run: req/s, p99, the server's CPU time per request (user + system of its process
-tree, from /proc) and nginx's. Bytes are verified: every (server, mode) answers one full fetch
+tree, from /proc), nginx's, and wrk's own (its rusage as a finished child); from the last two,
+the ceiling: the rate a server that cost nothing would reach, nginx's one worker on one core at
+most and nginx and wrk on every core (`ceiling`). Bytes are verified: every (server, mode) answers one full fetch
 through nginx compared with the expected body before the runs, and wrk's byte count must match
 the verified response size during them (bench/loadgen.py). Socket errors and timeouts do not stop
 the run: they are counted beside the figure (uWSGI with one thread serves one kept connection at a
@@ -170,6 +172,15 @@ def children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def ceiling(nginx_us: float, client_us: float) -> float | None:
+    """The rate a server that cost nothing would reach behind this nginx on this machine, at
+    the CPU per request nginx and wrk spent: nginx's one worker can use one core at most, and
+    nginx and wrk together every core."""
+    if nginx_us <= 0:
+        return None
+    return min(1e6 / nginx_us, (os.cpu_count() or 1) * 1e6 / (nginx_us + client_us))
+
+
 def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, seconds: float,
              conns: int, first: int = 0, warmup_s: float = 0.0) -> dict:
     """{"name | mode": medians and every round's figures}; `first` rotates the first round's
@@ -277,11 +288,8 @@ def suite_round(h, rnd: int, names: list[str]) -> dict[str, tuple[str, str]]:
             else:
                 rec.value, rec.requests, rec.errors = r["rps"][0], r["requests"][0], r["errors"][0]
                 rec.cpu_us_per_req, rec.verified = r["server_us"][0], True
-                front = r["nginx_us"][0] + r["client_us"][0]
-                # A server that cost nothing would leave every core to nginx and wrk: the
-                # ceiling of any server behind this nginx on this machine.
                 rec.extra = {"nginx_us_per_req": r["nginx_us"][0], "client_us_per_req": r["client_us"][0],
-                             "ceiling_rps": (os.cpu_count() or 1) * 1e6 / front if front else None,
+                             "ceiling_rps": ceiling(r["nginx_us"][0], r["client_us"][0]),
                              "p50_us": r["p50_ms"][0] * 1000,
                              "p99_us": r["p99_ms"][0] * 1000}
             h.add(rec)
