@@ -428,24 +428,14 @@ def start_server():
 def pool_server():
     """An in-process server with the pool scheduler, for tests that read its pool's stats:
     ``sup, port = pool_server(app, threads=(1, 4))``; stopped at teardown."""
-    from sluicegate.listeners import bind_all
-    from sluicegate.resolution import resolve
-    from sluicegate.single import SingleServer
+    from tests.inprocess import start_pool_server
 
     started = []
 
     def start(app, **options):
-        cfg = resolve({"app": app, "bind": "127.0.0.1:0", "scheduler": "pool", **options})
-        sockets = bind_all(cfg.bind, cfg.backlog)
-        sup = SingleServer(app, cfg, sockets, app_name="pool-test")
-        t = threading.Thread(target=sup.run, daemon=True)
-        t.start()
+        sup, port, t = start_pool_server(app, **options)
         started.append((sup, t))
-        wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
-                 interval=0.01)
-        wait_for(lambda: "max_runnable" in sup._server.stats, "the server to run (its pool)",
-                 timeout=10, interval=0.01)
-        return sup, sockets[0].port
+        return sup, port
 
     yield start
     for sup, t in started:

@@ -19,10 +19,6 @@ import urllib.parse
 
 import pytest
 
-from sluicegate.listeners import bind_all
-from sluicegate.resolution import resolve
-from sluicegate.single import SingleServer as Supervisor
-from tests.helpers import wait_for
 
 
 class Gauge:
@@ -68,34 +64,10 @@ class App:
         return [body]
 
 
-def serve(app, **options):
-    """Start a server in this process; returns (supervisor, port, thread)."""
-    cfg = resolve({"app": app, "bind": "127.0.0.1:0", "scheduler": "pool", **options})
-    sockets = bind_all(cfg.bind, cfg.backlog)
-    sup = Supervisor(app, cfg, sockets, app_name="admission-test")
-    t = threading.Thread(target=sup.run, daemon=True)
-    t.start()
-    wait_for(lambda: sup._server is not None, "the server to be created", timeout=10,
-             interval=0.01)
-    wait_for(lambda: "max_runnable" in sup._server.stats, "the server to run (its pool)",
-             timeout=10, interval=0.01)
-    return sup, sockets[0].port, t
-
-
 @pytest.fixture
-def server():
-    started = []
-
-    def start(app, **options):
-        s = serve(app, **options)
-        started.append(s)
-        return s[0], s[1]
-
-    yield start
-    for sup, _, t in started:
-        sup.shutdown()
-        t.join(15)
-        assert not t.is_alive()
+def server(pool_server):
+    """``sup, port = server(app, **options)``: conftest's ``pool_server``."""
+    return pool_server
 
 
 def fetch_all(port, paths):

@@ -144,11 +144,11 @@ def _serve_once():
     import http.client
     import weakref
 
-    from tests.test_admission import serve
+    from tests.inprocess import start_pool_server
 
     app = _CountedApp()
     ref = weakref.ref(app)
-    sup, port, t = serve(app)
+    sup, port, t = start_pool_server(app)
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
     c.request("GET", "/")
     assert c.getresponse().read() == b"ok"
