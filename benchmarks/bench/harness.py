@@ -316,10 +316,27 @@ def fill_load(rec: Record, res: loadgen.LoadResult, m: dict) -> None:
     rec.peak_rss = m["peak_rss"]
     rec.verified = res.verified
     rec.note = res.note
+    client_bound(rec, res)
     if res.rps is None:
         fail(rec, "the load generator did not run")
     elif not res.verified:
         fail(rec, "wrong bytes")
+
+
+# The share of its cores from which a load generator is taken to set the rate itself.
+CLIENT_BOUND_SHARE = 0.9
+
+
+def client_bound(rec: Record, res: loadgen.LoadResult) -> None:
+    """The load generator's own CPU per request, and, when it used (nearly) all of its threads'
+    cores, the rate it allows at most: what a server that cost nothing would reach here."""
+    cpu, threads = res.detail.get("client_cpu_s"), res.detail.get("client_threads") or 1
+    if not cpu or not res.requests or not res.seconds:
+        return
+    us = cpu * 1e6 / res.requests
+    rec.extra["client_us_per_req"] = us
+    if cpu / res.seconds >= CLIENT_BOUND_SHARE * threads:
+        rec.extra["ceiling_rps"] = threads * 1e6 / us
 
 
 def recheck(proc: procs.ServerProcess, rec: Record, path: str, expect: bytes) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,13 +37,21 @@ class LoadResult:
     note: str = ""
 
 
-def _run(argv: list[str], timeout: float) -> tuple[int, str]:
+def _run(argv: list[str], timeout: float) -> tuple[int, str, float]:
+    """(exit code, output, the load generator's own CPU seconds: user + system from its rusage
+    as a finished child)."""
+    before = _children_cpu()
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        return p.returncode, p.stdout + p.stderr
+        return p.returncode, p.stdout + p.stderr, _children_cpu() - before
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        return -9, out + f"\n(killed after {timeout:.0f} s)"
+        return -9, out + f"\n(killed after {timeout:.0f} s)", _children_cpu() - before
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def wrk(url: str, connections: int, seconds: float, response_size: int | None, threads: int = 1,
@@ -52,12 +61,13 @@ def wrk(url: str, connections: int, seconds: float, response_size: int | None, t
     seconds = max(1, round(seconds))
     argv = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", f"--timeout={timeout_s:g}s",
             "--latency", "-s", str(LUA), url]
-    rc, out = _run(argv, seconds + 30)
+    rc, out, cpu = _run(argv, seconds + 30)
     m = re.search(r"^WRKJSON (\{.*\})$", out, re.M)
     if not m:
         return LoadResult("wrk", None, 0, 0, seconds, {"rc": rc}, False,
                           "wrk failed: " + " | ".join(out.strip().splitlines()[-3:])[:300])
     d = json.loads(m.group(1))
+    d.update(client_cpu_s=cpu, client_threads=threads)
     dur = d["duration_us"] / 1e6
     good = d["requests"] - d["status"]  # wrk counts non-2xx/3xx answers as requests too
     errors = d["connect"] + d["read"] + d["write"] + d["status"] + d["timeout"]
@@ -86,7 +96,7 @@ def wrk(url: str, connections: int, seconds: float, response_size: int | None, t
 def ab(url: str, concurrency: int, requests: int, body_len: int, time_limit: float = 60) -> LoadResult:
     """ab -c concurrency -n requests (HTTP/1.0, a new connection per request)."""
     argv = ["ab", "-q", "-r", "-s", "10", "-c", str(concurrency), "-n", str(requests), url]
-    rc, out = _run(argv, time_limit)
+    rc, out, cpu = _run(argv, time_limit)
 
     def num(pattern: str, cast=float, default=None):
         m = re.search(pattern, out, re.M)
@@ -101,7 +111,8 @@ def ab(url: str, concurrency: int, requests: int, body_len: int, time_limit: flo
     secs = num(r"^Time taken for tests:\s+([\d.]+)", float, 0.0)
     doc_len = num(r"^Document Length:\s+(\d+)", int)
     detail = {"complete": complete, "failed": failed, "wrong_length": wrong_length, "non2xx": non2xx,
-              "document_length": doc_len, "rc": rc, "ab_rps": rps}
+              "document_length": doc_len, "rc": rc, "ab_rps": rps,
+              "client_cpu_s": cpu, "client_threads": 1}
     good = max(0, complete - failed - non2xx)
     res = LoadResult("ab", good / secs if secs and complete else None, good, failed + non2xx, secs, detail)
     notes = []
@@ -124,7 +135,7 @@ def httperf(port: int, uri: str, conns: int, rate: int, body_len: int, timeout_s
     """httperf --num-conns conns --rate rate: replies and errors of an open-loop load."""
     argv = ["httperf", "--hog", "--server", "127.0.0.1", "--port", str(port), "--uri", uri,
             "--num-conns", str(conns), "--rate", str(rate), "--timeout", f"{timeout_s:g}"]
-    rc, out = _run(argv, conns / rate + timeout_s + 60)
+    rc, out, _ = _run(argv, conns / rate + timeout_s + 60)
 
     def grab(pattern: str) -> list[str] | None:
         m = re.search(pattern, out, re.M)

@@ -171,7 +171,7 @@ def _notes(s: dict) -> str:
     if ex.get("nginx_us_per_req") is not None:
         bits.append(f"nginx {fmt_cpu(ex['nginx_us_per_req'])} / request")
     if ex.get("client_us_per_req") is not None:
-        bits.append(f"wrk {fmt_cpu(ex['client_us_per_req'])} / request")
+        bits.append(f"client {fmt_cpu(ex['client_us_per_req'])} / request")
     if ex.get("ceiling_rps"):
         bits.append(f"a server costing nothing: {ex['ceiling_rps']:,.0f} req/s")
     if ex.get("reply_ms") is not None:
