@@ -108,19 +108,25 @@ def sleeps(environ, start_response):
     return [b"ok"]
 
 
+def db_clients(pool_server, cpu_s, rounds):
+    """CLIENTS clients, `rounds` requests each, of an app that waits 1 ms on a socket, then
+    computes `cpu_s`; every answer must be a 200. Returns the pool's stats after."""
+    peer = Peer(delay=0.001)
+    try:
+        sup, port = pool_server(ConnectsThenComputes(peer, cpu_s=cpu_s), threads=(1, 200))
+        statuses = clients(port, "/db", CLIENTS, rounds)
+    finally:
+        peer.stop()
+    assert statuses == [200] * (CLIENTS * rounds)
+    return sup._server.stats
+
+
 def test_calls_that_block_briefly_then_compute_run_few_at_once(pool_server):
     """40 clients of an app that waits 1 ms on a socket, then computes 10 ms: once its route is
     seen blocking, its calls are admitted uncounted, but the threads of those in flight keep
     the GIL's queue short, so the pool stays near the blocking class's floor, far from a thread
     per client."""
-    peer = Peer(delay=0.001)
-    try:
-        sup, port = pool_server(ConnectsThenComputes(peer, cpu_s=0.010), threads=(1, 200))
-        statuses = clients(port, "/db", CLIENTS, 5)
-    finally:
-        peer.stop()
-    assert statuses == [200] * (CLIENTS * 5)
-    stats = sup._server.stats
+    stats = db_clients(pool_server, cpu_s=0.010, rounds=5)
     assert stats["admitted_blocking"] > 0, f"the route was never seen blocking: {stats}"
     # The blocking class's room, the short and long classes' one call each, a thread that
     # came and went as a call was demoted: a few over the floor, never a thread per client.
@@ -132,14 +138,7 @@ def test_the_room_comes_down_while_the_interpreter_is_the_limit(pool_server):
     busy all the time, so fewer calls in flight finish as many per second. The room comes down
     below the floor, one call at a time while the completion rate holds (each call in flight
     beyond what keeps the GIL busy costs hand-offs, and a database connection)."""
-    peer = Peer(delay=0.001)
-    try:
-        sup, port = pool_server(ConnectsThenComputes(peer, cpu_s=0.005), threads=(1, 200))
-        statuses = clients(port, "/db", CLIENTS, 20)
-    finally:
-        peer.stop()
-    assert statuses == [200] * (CLIENTS * 20)
-    stats = sup._server.stats
+    stats = db_clients(pool_server, cpu_s=0.005, rounds=20)
     keys = ("threads", "admitted_blocking", "blocking_room", "blocking_room_least", "demotions")
     assert stats["admitted_blocking"] > 0, {k: stats[k] for k in keys}
     assert stats["blocking_room_least"] < BLOCKING_FLOOR, {k: stats[k] for k in keys}
