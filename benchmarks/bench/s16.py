@@ -14,13 +14,13 @@ Two answers: hello world (S6's app) and the 21,324-byte file read and returned b
 TCP; the uwsgi protocol on TCP and on a unix socket where it speaks it); one nginx holds a server
 block per (server, mode). Rounds are interleaved: in each round the order of the servers
 rotates. Per run: req/s, p99, the server's CPU time per request (user + system of its process
-tree, from /proc), nginx's, and wrk's own (its rusage as a finished child); from the last two,
-the ceiling: the rate a server that cost nothing would reach, nginx's one worker on one core at
-most and nginx and wrk on every core (`ceiling`). Bytes are verified: every (server, mode) answers one full fetch
-through nginx compared with the expected body before the runs, and wrk's byte count must match
-the verified response size during them (bench/loadgen.py). Socket errors and timeouts do not stop
-the run: they are counted beside the figure (uWSGI with one thread serves one kept connection at a
-time, so in mode (b) nginx's other pooled connections wait on it).
+tree, from /proc), nginx's, and wrk's own (bench/loadgen.py reads it); from the last two, the
+ceiling: the rate a server that cost nothing would reach, nginx's one worker on one core at most
+and nginx and wrk on every core (`ceiling`). Bytes are verified: every (server, mode) answers
+one full fetch through nginx compared with the expected body before the runs, and wrk's byte
+count must match the verified response size during them (bench/loadgen.py). Socket errors and
+timeouts do not stop the run: they are counted beside the figure (uWSGI with one thread serves
+one kept connection at a time, so in mode (b) nginx's other pooled connections wait on it).
 
     python3 benchmarks/run.py s16 [--rounds 3] [--seconds 5] [--conns 64] \
         [--modes proxy,keepalive,uwsgi-tcp,uwsgi-unix] [--cases hello,21k] \
@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -164,14 +163,6 @@ def start_all(case: str, names: list[str], modes: tuple[str, ...], d: str):
     return started, nginx, blocks, settings
 
 
-def children_cpu() -> float:
-    """User + system seconds of this process's finished children (wrk's, once it has been
-    waited for): the load generator's CPU per request beside nginx's and the server's, so that
-    the report can say what rate a server that cost nothing would reach."""
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def ceiling(nginx_us: float, client_us: float) -> float | None:
     """The rate a server that cost nothing would reach behind this nginx on this machine, at
     the CPU per request nginx and wrk spent: nginx's one worker can use one core at most, and
@@ -215,9 +206,9 @@ def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, s
                 for name in order[k:] + order[:k]:
                     port, _ = blocks[(name, mode)]
                     pids, npids = started[name].pids(), nginx.pids()
-                    b, nb, cb = procs.cpu_seconds(pids), procs.cpu_seconds(npids), children_cpu()
+                    b, nb = procs.cpu_seconds(pids), procs.cpu_seconds(npids)
                     out = wrk(f"http://127.0.0.1:{port}{path}", conns, seconds, sizes[(name, mode)])
-                    a, na, ca = procs.cpu_seconds(pids), procs.cpu_seconds(npids), children_cpu()
+                    a, na = procs.cpu_seconds(pids), procs.cpu_seconds(npids)
                     key = f"{name} | {mode}"
                     if not out.verified and out.rps is not None:
                         wrong.add(key)
@@ -238,7 +229,7 @@ def run_case(case: str, names: list[str], modes: tuple[str, ...], rounds: int, s
                     m["p99_ms"].append(out.detail["p99_us"] / 1000)
                     m["server_us"].append((a - b) * 1e6 / out.requests)
                     m["nginx_us"].append((na - nb) * 1e6 / out.requests)
-                    m["client_us"].append((ca - cb) * 1e6 / out.requests)
+                    m["client_us"].append(out.detail["client_cpu_s"] * 1e6 / out.requests)
                     print(f"  S16 {case} {mode} round {r + 1} {name}: {out.rps:,.0f} req/s, "
                           f"server {m['server_us'][-1]:.1f} µs/req", flush=True)
         return {key: {"settings": settings[key.split(" | ")[0]], "notes": notes[key],

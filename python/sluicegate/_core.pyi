@@ -143,9 +143,9 @@ class Server:
         long and moved to the long class), admitted_blocking (calls admitted at once because
         their route was seen blocked), fast_first (long calls that waited for admitted fast
         calls to run first), blocking_room and blocking_room_least (how many calls to routes
-        seen blocked may be in flight at once, now and at the least so far); with --static, static_cache_files and static_cache_bytes (small
-        files kept in memory, and the memory they take) and static_cache_hits (answers sent
-        from that memory)."""
+        seen blocked may be in flight at once, now and at the least so far); with --static,
+        static_cache_files and static_cache_bytes (small files kept in memory, and the memory
+        they take) and static_cache_hits (answers sent from that memory)."""
 
 class ClientDisconnected(OSError):
     """Raised by wsgi.input when the client went away before the body was complete, and by

@@ -16,10 +16,9 @@
 //! over): once all the others wait so, the bytes park past the connection's bound, within the
 //! server's; past that too, the stream is reset (`CANCEL`, with a log line). So clients that
 //! never open their window cannot hold every thread, and a request of another client always
-//! finds one. A pump
-//! that gets no window for `--write-timeout` resets its stream (`CANCEL`); if no parked answer
-//! of the connection moved for that long either, the connection is closed (`conn.rs`): a
-//! client that never opens its window keeps nothing for longer.
+//! finds one. A pump that gets no window for `--write-timeout` resets its stream (`CANCEL`);
+//! if no parked answer of the connection moved for that long either, the connection is closed
+//! (`conn.rs`): a client that never opens its window keeps nothing for longer.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

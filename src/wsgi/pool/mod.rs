@@ -52,9 +52,10 @@ const BLOCKING_LOOK_EVERY: Duration = Duration::from_millis(1);
 
 /// The watcher's interval between looks while only calls of the blocking class wait and their
 /// room may not grow now (`Pool::size_blocking`): a look then can only find a GIL convoy (two
-/// looks in a row shrink the room by one), or nothing at all at the floor or below. A look costs the watcher a wake-up and the pool's lock: at 1 ms
-/// while Django waited for room, 130 µs of CPU per request (S13). A call admitted that must be
-/// judged ends the wait at once (`Pool::hold`).
+/// looks in a row shrink the room by one), or nothing at all at the floor or below. A look
+/// costs the watcher a wake-up and the pool's lock: at 1 ms while Django waited for room,
+/// 130 µs of CPU per request (S13). A call admitted that must be judged ends the wait at once
+/// (`Pool::hold`).
 const BLOCKING_QUIET_LOOK: Duration = Duration::from_millis(8);
 
 /// Past this many app threads the pool logs one warning: it is PostgreSQL's default
