@@ -374,12 +374,10 @@ fn run_inline_batch(
                 }
             }
             away => {
-                if let Unparked::TakenOver { adopted } = away {
+                if let Unparked::TakenOver { blocked } = away {
                     // The watchdog gave the loop to another thread while the app ran.
                     shared.sched.taken_over_call_ended();
-                    if adopted {
-                        shared.pool().adopted_finished(parked.route);
-                    }
+                    shared.pool().adopted_finished(parked.route, blocked);
                 }
                 // Else the loop was handed off: the response streamed, or the call waited
                 // for its connection.

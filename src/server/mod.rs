@@ -369,7 +369,13 @@ fn spawn_watchers(
             let pool = s.pool();
             s.sched.watchdog(
                 |st| hand_loop_over(&s, &pool, st, None),
-                |route, ran| pool.adopt_long(route, ran),
+                |route, ran, blocked| {
+                    if blocked {
+                        pool.adopt_blocked();
+                    } else {
+                        pool.adopt_long(route, ran);
+                    }
+                },
             );
         })
         .map_err(|e| PyOSError::new_err(format!("cannot start the watchdog: {e}")))?;

@@ -102,8 +102,10 @@ const WATCHDOG_IDLE_AFTER: Duration = Duration::from_secs(1);
 pub enum Unparked {
     /// Nobody took it: the call's thread drives the loop on.
     Back(Box<LoopState>),
-    /// The watchdog took it over (`adopted`: and the pool counted the call as its own).
-    TakenOver { adopted: bool },
+    /// The watchdog took it over, and the pool counted the call as its own: in the blocking
+    /// class's room if it was taken over while it waited in the kernel (`blocked`), else as a
+    /// long call.
+    TakenOver { blocked: bool },
     /// The call's response streamed and its thread gave the loop away (`release_parked`).
     HandedOff,
 }
@@ -130,8 +132,9 @@ pub struct Scheduler {
     /// The route (`admission::route_hash`) of the inline call that parked it.
     inline_route: AtomicU64,
     /// Inline calls whose loop state the watchdog took, by sequence number (`inline_seq` while
-    /// parked), until their threads learn it (`unpark`); `true`: taken over for computing and
-    /// counted by the pool (`Pool::adopt_long`), a count the call's thread ends.
+    /// parked), until their threads learn it (`unpark`); `true`: taken over while it waited in
+    /// the kernel (`Pool::adopt_blocked`), else for computing (`Pool::adopt_long`). The call's
+    /// thread ends the pool's count.
     taken: Mutex<Vec<(u64, bool)>>,
     /// Inline calls taken over that are still running. Dispatch mode lasts while there is one:
     /// such a call may hold the GIL inside one C call for as long as it likes, and a loop
@@ -298,7 +301,7 @@ impl Scheduler {
         let mut taken = self.taken.lock().unwrap();
         match taken.iter().position(|&(s, _)| s == seq) {
             Some(i) => Unparked::TakenOver {
-                adopted: taken.swap_remove(i).1,
+                blocked: taken.swap_remove(i).1,
             },
             None => Unparked::HandedOff,
         }
@@ -323,8 +326,13 @@ impl Scheduler {
 
     /// The watchdog's body: sleep a tick, look (`Watch::look`), act on what it says.
     /// `hand_over` runs the taken loop state on another thread; `adopt` counts a call taken
-    /// over for computing (its route, how long it had run) as the pool's (`Pool::adopt_long`).
-    pub fn watchdog(&self, hand_over: impl Fn(Box<LoopState>), adopt: impl Fn(u64, Duration)) {
+    /// over as the pool's: its route, how long it had run, and whether it was waiting in the
+    /// kernel (`Pool::adopt_blocked`) or computing (`Pool::adopt_long`).
+    pub fn watchdog(
+        &self,
+        hand_over: impl Fn(Box<LoopState>),
+        adopt: impl Fn(u64, Duration, bool),
+    ) {
         let mut watch = Watch::new(Instant::now());
         // The loop thread's CPU time when the current call was first seen running.
         let mut call_cpu_start: Option<Duration> = None;
@@ -372,15 +380,10 @@ impl Scheduler {
                         && matches!((call_cpu_start, cpu_now), (Some(a), Some(b)) if b.saturating_sub(a) >= PREEMPT_CPU)
                         && self.work_waiting();
                     if blocked || cpu_bound || hogging {
-                        // A computing call goes on holding the interpreter: the pool counts it.
+                        // The call goes on outside the loop: the pool counts it, a computing call
+                        // as one holding the interpreter, a blocked one as one waiting.
                         let ran = now.saturating_duration_since(watch.running_since);
-                        let adopt = |route: u64| {
-                            if !blocked {
-                                adopt(route, ran);
-                            }
-                            !blocked
-                        };
-                        let taken = self.take_parked(adopt);
+                        let taken = self.take_parked(blocked, |route| adopt(route, ran, blocked));
                         watch.judged(taken.is_some());
                         if let Some(st) = taken {
                             self.takeovers.fetch_add(1, Ordering::Relaxed);
@@ -427,17 +430,17 @@ impl Scheduler {
             .is_some_and(|st| st.has_waiting_work())
     }
 
-    /// Take the parked loop state away from the inline call that holds it. `adopt` runs
-    /// under the same lock, with the call's route (so the pool counts the call before its
-    /// thread, which learns it was taken over under this lock, can end the count); `true`:
-    /// the call was counted.
-    fn take_parked(&self, adopt: impl FnOnce(u64) -> bool) -> Option<Box<LoopState>> {
+    /// Take the parked loop state away from the inline call that holds it (`blocked`: it waits
+    /// in the kernel). `adopt` runs under the same lock, with the call's route, so the pool
+    /// counts the call before its thread, which learns it was taken over under this lock, can
+    /// end the count.
+    fn take_parked(&self, blocked: bool, adopt: impl FnOnce(u64)) -> Option<Box<LoopState>> {
         let mut parked = self.parked.lock().unwrap();
         let st = parked.take();
         if st.is_some() {
-            let adopted = adopt(self.inline_route.load(Ordering::Relaxed));
+            adopt(self.inline_route.load(Ordering::Relaxed));
             let seq = self.inline_seq.load(Ordering::SeqCst);
-            self.taken.lock().unwrap().push((seq, adopted));
+            self.taken.lock().unwrap().push((seq, blocked));
             self.taken_running.fetch_add(1, Ordering::Relaxed);
             // The stuck call no longer holds the loop: the number is even again and the next
             // inline call (on the new loop thread) makes it odd.

@@ -206,6 +206,9 @@ struct Inner<J> {
     holders: Vec<Holder<J>>,
     /// The threads of the calls of the blocking class in flight (see `watch`).
     blocking: Vec<Arc<Slot<J>>>,
+    /// The threads of calls demoted for waiting on I/O, each holding a place in the blocking
+    /// class's room until its call ends (see `watch`).
+    held: Vec<Arc<Slot<J>>>,
     total: usize,
     stopping: bool,
     /// The `MANY_THREADS` warning was given.
@@ -290,6 +293,7 @@ impl<J: Send + 'static> Pool<J> {
                 adm: Admission::new(max_runnable),
                 holders: Vec::new(),
                 blocking: Vec::new(),
+                held: Vec::new(),
                 total: 0,
                 stopping: false,
                 warned: false,
@@ -419,13 +423,27 @@ impl<J: Send + 'static> Pool<J> {
         let mut inner = self.inner.lock().unwrap();
         inner.adm.mark_long(route, ran);
         inner.adm.admit(Class::Long);
+        inner.adm.hold_blocking();
     }
 
-    /// The call counted by [`Pool::adopt_long`] finished (its route was marked long then). The
-    /// calling thread goes on to its worker loop, which admits what was queued behind it.
-    pub fn adopted_finished(&self, route: u64) {
+    /// An inline call was taken over from the event loop's thread while it waited in the
+    /// kernel: it takes a place in the blocking class's room until it ends, as a demoted call
+    /// does (see `watch`), so the calls that wait in flight stay within that room. Its route
+    /// is not marked: the wait may have been one for the interpreter. [`Pool::adopted_finished`]
+    /// ends it.
+    pub fn adopt_blocked(&self) {
+        self.inner.lock().unwrap().adm.hold_blocking();
+    }
+
+    /// The call counted by [`Pool::adopt_long`] (`blocked`: by [`Pool::adopt_blocked`])
+    /// finished. The calling thread goes on to its worker loop, which admits what was queued
+    /// behind it.
+    pub fn adopted_finished(&self, route: u64, blocked: bool) {
         let mut inner = self.inner.lock().unwrap();
-        inner.adm.finished(Class::Long, true, route, None);
+        inner.adm.release_blocking();
+        if !blocked {
+            inner.adm.finished(Class::Long, true, route, None);
+        }
     }
 
     /// Stop: idle threads exit now, busy ones after their job (queued calls are still run,

@@ -153,8 +153,8 @@ impl<J: Send + 'static> Pool<J> {
         }
     }
 
-    /// A call ended on `slot`'s thread: it stops counting (as a holder or in the blocking
-    /// class), and its time is remembered for its route.
+    /// A call ended on `slot`'s thread: it stops counting (as a holder, in the blocking
+    /// class, or as a place it held there), and its time is remembered for its route.
     fn ended(&self, inner: &mut Inner<J>, slot: &Arc<Slot<J>>, ticket: Ticket, took: Duration) {
         if ticket.class == Class::Blocking {
             if let Some(i) = inner.blocking.iter().position(|s| Arc::ptr_eq(s, slot)) {
@@ -185,6 +185,10 @@ impl<J: Send + 'static> Pool<J> {
         if ticket.judged {
             inner.adm.release_blocking();
         }
+        if let Some(i) = inner.held.iter().position(|s| Arc::ptr_eq(s, slot)) {
+            inner.held.swap_remove(i);
+            inner.adm.release_blocking();
+        }
         if ticket.class == Class::Blocking {
             inner
                 .adm
@@ -193,7 +197,7 @@ impl<J: Send + 'static> Pool<J> {
         if fast {
             self.fast_done.notify_all();
         }
-        if unblocked {
+        if unblocked && ticket.judged {
             inner.adm.unblocked(ticket.route);
         }
     }
