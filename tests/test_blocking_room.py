@@ -102,6 +102,18 @@ class ConnectsThenComputes:
         return [b"ok"]
 
 
+class Threads:
+    """Wraps an app and records which threads ran its calls."""
+
+    def __init__(self, app):
+        self.app, self.idents, self.lock = app, set(), threading.Lock()
+
+    def __call__(self, environ, start_response):
+        with self.lock:
+            self.idents.add(threading.get_ident())
+        return self.app(environ, start_response)
+
+
 def sleeps(environ, start_response):
     time.sleep(0.5)
     start_response("200 OK", [("Content-Length", "2")])
@@ -131,6 +143,27 @@ def test_calls_that_block_briefly_then_compute_run_few_at_once(pool_server):
     # The blocking class's room, the short and long classes' one call each, a thread that
     # came and went as a call was demoted: a few over the floor, never a thread per client.
     assert stats["threads"] <= BLOCKING_FLOOR + 6, {k: stats[k] for k in ("threads", "demotions", "admitted_blocking", "admission_waits", "runnable_short_peak", "runnable_long_peak", "lengthened", "handoffs", "takeovers")}
+
+
+def test_a_burst_on_a_fresh_server_runs_on_no_more_threads_than_the_room(pool_server):
+    """16 clients' first requests arrive at once at a fresh server, to a route not yet known to
+    block (an app that waits on a socket, then computes: a database connection per thread, as
+    Django keeps them). The first call runs inline and is taken over, one is admitted, seen
+    blocked and demoted, and the others are released into the blocking class: every one of
+    them holds a place in its room, so no more threads run the app than the room allows, and
+    an app that keeps one database connection per thread opens no more than that."""
+    peer = Peer(delay=0.002)
+    try:
+        app = Threads(ConnectsThenComputes(peer, cpu_s=0.004))
+        sup, port = pool_server(app, threads=(1, 200))
+        statuses = clients(port, "/db", 16, 10)
+    finally:
+        peer.stop()
+    assert statuses == [200] * 160
+    stats = sup._server.stats
+    keys = ("threads", "admitted_blocking", "blocking_room_least", "demotions", "takeovers")
+    assert stats["admitted_blocking"] > 0, {k: stats[k] for k in keys}
+    assert len(app.idents) <= BLOCKING_FLOOR, (len(app.idents), {k: stats[k] for k in keys})
 
 
 def test_the_room_comes_down_while_the_interpreter_is_the_limit(pool_server):
