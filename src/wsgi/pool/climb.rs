@@ -1,21 +1,20 @@
 //! Whether the blocking class's room may grow: each growth is a trial, kept only if the
 //! blocking calls' completion rate rose with it (a hill-climb on throughput).
 //!
-//! Why: the watcher grows the room while no thread of the class waits for the GIL and at most
-//! one runs (`Pool::size_blocking`). That tells calls that sleep (a thread each pays) from a
-//! convoy for the interpreter, but not from calls waiting on a database that waits for the CPU:
-//! on 2 cores shared with PostgreSQL, Django with a connection per request grew to 16-21
-//! threads and as many database connections without more requests per second than at 8.
-//! Only the rate tells. So until a blocking call has finished (nothing can be measured before,
-//! and a burst of sleeping calls must get its threads at once, even right after a call that
-//! computed) the room grows freely; after, never while the app threads keep the interpreter
-//! busy (`INTERPRETER_BUSY`: more threads would only wait for the GIL), freely while they leave
-//! it mostly idle (`INTERPRETER_IDLE`: calls that sleep), and in between only as a trial: a
-//! growth needs the rate measured first (`SPAN_*`); the rate
-//! after it is measured once the calls it admitted have had time to finish; if it did not rise
-//! by at least half as much as the calls in flight could (calls that only wait would rise as
-//! much), the room goes back and stays there for a while (`HOLD_FIRST`, doubling per failed
-//! trial up to `HOLD_MOST`).
+//! Why: the watcher grows the room while no thread of the class waits for the GIL and at most one
+//! runs (`Pool::size_blocking`). That tells calls that sleep (a thread each pays) from a convoy for
+//! the interpreter, but not from calls waiting on a database that waits for the CPU: on 2 cores
+//! shared with PostgreSQL, Django with a connection per request grew to 16-21 threads and as many
+//! database connections without more requests per second than at 8. Only the rate tells. So until a
+//! blocking call has finished (nothing can be measured before, and a burst of sleeping calls must
+//! get its threads at once, even right after a call that computed) the room grows freely; after,
+//! never while the app threads keep the interpreter busy (`INTERPRETER_BUSY`: more threads would
+//! only wait for the GIL), freely while they leave it mostly idle (`INTERPRETER_IDLE`: calls that
+//! sleep), and in between only as a trial, and only while the machine has idle CPU
+//! (`MACHINE_IDLE_LEAST`): a growth needs the rate measured first (`SPAN_*`); the rate after it is
+//! measured once the calls it admitted have had time to finish; if it did not rise by at least half
+//! as much as the calls in flight could (calls that only wait would rise as much), the room goes
+//! back and stays there for a while (`HOLD_FIRST`, doubling per failed trial up to `HOLD_MOST`).
 //!
 //! The room also comes down, the same way: while the app threads keep the interpreter busy and
 //! calls wait for room, one less as a trial (`may_shrink`), kept if the completion rate held
@@ -38,6 +37,15 @@ pub const INTERPRETER_IDLE: f64 = 0.25;
 /// with a database connection kept per thread, 2 cores shared with PostgreSQL): 0.85-0.9 of a
 /// core at 8 threads, and no more requests per second at 11.
 pub const INTERPRETER_BUSY: f64 = 0.75;
+
+/// The idle share of the machine's CPUs below which the room does not grow as a trial: with
+/// every core busy, what the calls wait on (a database on the same machine, or the CPU itself)
+/// cannot go faster with more of them in flight, and a trial only adds threads and database
+/// connections for the time it lasts. Measured (S13, Django with a database connection per
+/// request, PostgreSQL and the load generator on the same 2 cores): 1-6% idle, interpreter
+/// share 0.5-0.6, and every growth trial (8 to 10) raised the connections to 10 without a
+/// verdict that it paid.
+pub const MACHINE_IDLE_LEAST: f64 = 0.10;
 
 /// The shortest span a rate is measured over.
 pub const SPAN_MIN: Duration = Duration::from_millis(100);
@@ -65,10 +73,14 @@ pub const DOWN_GIVE: f64 = 0.03;
 /// that small leaves a fast call behind two slow ones.
 pub const DOWN_FLOOR: usize = 4;
 
-/// The fewest calls a descent's rates are measured over (`SPAN_DONE` for a growth): the rate a
-/// smaller room may lose is small, and a short span's rate on a busy machine moves by more
-/// than that (with 64, a descent went down to a room of 2, 10% under the rate at 4).
-pub const DOWN_SPAN_DONE: u64 = 4 * SPAN_DONE;
+/// The fewest calls the rate after a change under trial is measured over (`SPAN_DONE` for the
+/// rate before it, which is measured over the whole span at the present room): the rate a
+/// change is judged by moves, over a short span on a busy machine, by more than what a trial
+/// asks. Measured with 64: a descent went down to a room of 2, 10% under the rate at 4; and
+/// (S13, Django with a database connection per request, 16 clients) rates at the same room of
+/// 8 measured 249-305 calls/s within one run, and a growth to 10 was kept on such a difference,
+/// with 10-11 database connections for no more requests per second.
+pub const TRIAL_SPAN_DONE: u64 = 4 * SPAN_DONE;
 
 /// A change of room under trial.
 #[derive(Clone, Copy, Debug)]
@@ -115,6 +127,8 @@ pub struct Climb {
     best: Option<f64>,
     /// A rate has been measured once (see `rated`).
     rated: bool,
+    /// The idle share of the machine's CPUs lately (1.0 until known): see `machine`.
+    machine_idle: f64,
     /// Trials kept and reverted (for `stats`).
     pub kept: u64,
     pub reverted: u64,
@@ -131,6 +145,7 @@ impl Default for Climb {
             call: Duration::ZERO,
             best: None,
             rated: false,
+            machine_idle: 1.0,
             kept: 0,
             reverted: 0,
         }
@@ -159,8 +174,8 @@ impl Climb {
     /// May the room grow now? `share`: the app threads' share of a core. `Some(None)`: yes, no
     /// trial (no blocking call has finished yet, or the interpreter is mostly idle);
     /// `Some(Some(base))`: yes, as a trial against the rate `base` measured at the present
-    /// room; `None`: not now (the interpreter busy, a trial under way, a hold, or too little
-    /// evidence yet).
+    /// room; `None`: not now (the interpreter busy, a trial under way, a hold, the machine's
+    /// CPUs all busy, or too little evidence yet).
     pub fn may_grow(&self, now: Instant, share: f64) -> Option<Option<f64>> {
         if self.done == 0 {
             return Some(None);
@@ -171,10 +186,19 @@ impl Climb {
         if share < INTERPRETER_IDLE {
             return Some(None);
         }
-        if self.trial.is_some() || self.hold_until.is_some_and(|t| now < t) {
+        if self.trial.is_some()
+            || self.hold_until.is_some_and(|t| now < t)
+            || self.machine_idle < MACHINE_IDLE_LEAST
+        {
             return None;
         }
         self.rate(now).map(Some)
+    }
+
+    /// The machine's CPUs were `idle` (a share of their time) lately: below
+    /// `MACHINE_IDLE_LEAST`, no growth as a trial.
+    pub fn machine(&mut self, idle: f64) {
+        self.machine_idle = idle;
     }
 
     /// Has a rate been measured at all? Until then, from a route's first blocking calls on,
@@ -194,7 +218,7 @@ impl Climb {
         if self.trial.is_some() || self.hold_until.is_some_and(|t| now < t) {
             return None;
         }
-        let rate = self.rate_over(now, DOWN_SPAN_DONE)?;
+        let rate = self.rate_over(now, TRIAL_SPAN_DONE)?;
         Some(self.best.map_or(rate, |best| best.max(rate)))
     }
 
@@ -234,6 +258,37 @@ impl Climb {
         self.span = None;
     }
 
+    /// The room's calls were seen convoying for the interpreter at `now`. A growth under trial
+    /// ends as one that did not pay (its calls only queue for the GIL): held as such, and
+    /// `Some(from)`, the room to go back to. Anything else: `None`, and the room comes down by
+    /// another rule (`changed`). Without it, a convoy seen during a growth took the room one
+    /// down from the grown room, and the next growth started from there: measured (S13, Django
+    /// with a database connection per request), trials of 8 to 10 interrupted so left rooms of
+    /// 9 to 11, with as many database connections, and not one verdict.
+    pub fn convoy(&mut self, now: Instant) -> Option<usize> {
+        match self.trial {
+            Some(trial) if !trial.down => {
+                self.reverted += 1;
+                self.held_back(now);
+                self.trial = None;
+                Some(trial.from)
+            }
+            _ => {
+                self.changed();
+                None
+            }
+        }
+    }
+
+    /// A trial that did not pay ended at `now`: no trial for a while (doubling per trial in a
+    /// row that did not), and the next rate is measured afresh.
+    fn held_back(&mut self, now: Instant) {
+        self.hold_until = Some(now + self.hold);
+        self.hold = (self.hold * 2).min(HOLD_MOST);
+        self.span = None;
+        self.best = None;
+    }
+
     /// The room changed by another rule: a trial under way ends without a verdict, and a
     /// descent starts again from the rate measured next.
     pub fn changed(&mut self) {
@@ -262,12 +317,7 @@ impl Climb {
             self.span = Some((now, self.done));
             return None;
         }
-        let fewest = if trial.down {
-            DOWN_SPAN_DONE
-        } else {
-            SPAN_DONE
-        };
-        let rate = self.rate_over(now, fewest)?;
+        let rate = self.rate_over(now, TRIAL_SPAN_DONE)?;
         self.trial = None;
         // Growing: calls that only wait gain as much rate as the calls let in, ask for half of
         // that. Coming down: the rate must hold.
@@ -284,10 +334,7 @@ impl Climb {
             Some(Verdict::Keep)
         } else {
             self.reverted += 1;
-            self.hold_until = Some(now + self.hold);
-            self.hold = (self.hold * 2).min(HOLD_MOST);
-            self.span = None;
-            self.best = None;
+            self.held_back(now);
             Some(Verdict::Revert(trial.from))
         }
     }
@@ -345,12 +392,12 @@ mod tests {
         c.grown(t, 8, 10, 16, Some(base));
         assert_eq!(c.may_grow(t, HALF), None, "one trial at a time");
         // The rate rises as much as the room (calls that only wait): kept.
-        let v = run(&mut c, &mut t, 120, 960 * MS, 10 * MS);
+        let v = run(&mut c, &mut t, 300, 2400 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Keep]);
         // The next growth, 10 to 12, gains nothing: back to 10, held.
         let base = c.may_grow(t, HALF).flatten().expect("the span went on");
         c.grown(t, 10, 12, 16, Some(base));
-        let v = run(&mut c, &mut t, 120, 960 * MS, 10 * MS);
+        let v = run(&mut c, &mut t, 300, 2400 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Revert(10)]);
         run(&mut c, &mut t, 70, 560 * MS, 10 * MS);
         assert_eq!(c.may_grow(t, HALF), None, "held for HOLD_FIRST");
@@ -360,6 +407,39 @@ mod tests {
             "free again after the hold"
         );
         assert_eq!((c.kept, c.reverted), (1, 1));
+    }
+
+    #[test]
+    fn a_convoy_during_a_growth_ends_it_as_one_that_did_not_pay() {
+        let mut c = Climb::default();
+        let mut t = Instant::now();
+        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        let base = c.may_grow(t, HALF).flatten().unwrap();
+        c.grown(t, 8, 10, 16, Some(base));
+        assert_eq!(c.convoy(t), Some(8), "back to where it started");
+        assert_eq!(c.reverted, 1);
+        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        assert_eq!(c.may_grow(t, HALF), None, "held");
+        // Outside a growth, a convoy only ends what was under way.
+        run(&mut c, &mut t, 400, 4000 * MS, 10 * MS);
+        assert!(c.may_grow(t, HALF).flatten().is_some());
+        assert_eq!(c.convoy(t), None);
+    }
+
+    #[test]
+    fn no_trial_while_the_machine_is_busy() {
+        let mut c = Climb::default();
+        let mut t = Instant::now();
+        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
+        c.machine(0.05);
+        assert_eq!(c.may_grow(t, HALF), None);
+        assert_eq!(
+            c.may_grow(t, 0.1),
+            Some(None),
+            "sleeping calls grow all the same"
+        );
+        c.machine(0.5);
+        assert!(c.may_grow(t, HALF).flatten().is_some());
     }
 
     #[test]
@@ -430,7 +510,7 @@ mod tests {
         run(&mut c, &mut t, 90, 1000 * MS, 100 * MS);
         let base = c.may_grow(t, HALF).flatten().unwrap();
         c.grown(t, 9, 11, 10, Some(base));
-        let v = run(&mut c, &mut t, 100, 1000 * MS, 100 * MS);
+        let v = run(&mut c, &mut t, 300, 3000 * MS, 100 * MS);
         assert_eq!(v, [Verdict::Keep]);
     }
 }

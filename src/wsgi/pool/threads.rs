@@ -235,18 +235,20 @@ impl<J: Send + 'static> Pool<J> {
                 inner.adm.admit_next()
             };
             if let Some((job, route, class)) = queued {
-                if class == Class::Long && !inner.stopping {
-                    inner = self.let_fast_calls_go_first(inner);
-                }
                 let ticket = Ticket {
                     route,
                     class,
                     judged: false,
                 };
+                // A holder from now on, so that a demotion of its route while it lets fast
+                // calls go first counts it in the blocking room (`Pool::hold_route`).
                 if class == Class::Blocking {
                     inner.blocking.push(Arc::clone(&slot));
                 } else {
                     self.hold(&mut inner, &slot, ticket);
+                }
+                if class == Class::Long && !inner.stopping {
+                    inner = self.let_fast_calls_go_first(inner);
                 }
                 next = Some((job, Some(ticket)));
                 continue;

@@ -39,6 +39,7 @@ impl<J: Send + 'static> Pool<J> {
         // The share of a core the app threads used, smoothed over the looks (see `climb`);
         // kept while the watcher sleeps (what they did last), `None` until a first window.
         let mut app_share: Option<f64> = None;
+        let mut machine = MachineIdle::default();
         let mut inner = self.inner.lock().unwrap();
         loop {
             if inner.stopping {
@@ -120,6 +121,9 @@ impl<J: Send + 'static> Pool<J> {
             }
             // Not known yet: neither idle nor busy, the rate judges.
             let share = app_share.unwrap_or(UNKNOWN_SHARE);
+            if inner.adm.blocking_waits() {
+                inner.adm.climb.machine(machine.idle(now));
+            }
             blocking_streak = Self::size_blocking(&mut inner, blocking_streak, share);
             inner = self.admit_queued(inner);
         }
@@ -205,7 +209,7 @@ impl<J: Send + 'static> Pool<J> {
                 streak
             }
         } else if streak <= -(STALLED_LOOKS as i32) {
-            inner.adm.shrink_blocking();
+            inner.adm.shrink_blocking(Instant::now());
             0
         } else {
             streak
@@ -313,5 +317,76 @@ impl<J> Holder<J> {
         let needed = if self.io { STALLED_LOOKS } else { LOCK_LOOKS };
         seen.demote = self.stalled_looks >= needed;
         seen
+    }
+}
+
+/// The shortest span the machine's idle share is read over: /proc/stat counts in ticks of
+/// 10 ms.
+const MACHINE_SPAN: Duration = Duration::from_millis(100);
+
+/// The idle share of the machine's CPUs over the last `MACHINE_SPAN` or more (for
+/// `Climb::machine`), from the first line of /proc/stat: idle and iowait over all.
+struct MachineIdle {
+    /// The last reading: when, and the idle and total ticks then.
+    last: Option<(Instant, u64, u64)>,
+    idle: f64,
+}
+
+impl Default for MachineIdle {
+    fn default() -> MachineIdle {
+        MachineIdle {
+            last: None,
+            idle: 1.0,
+        }
+    }
+}
+
+impl MachineIdle {
+    /// The share as of `now` (read again once `MACHINE_SPAN` has passed; 1.0 until known).
+    fn idle(&mut self, now: Instant) -> f64 {
+        if self
+            .last
+            .is_some_and(|(t, ..)| now.saturating_duration_since(t) < MACHINE_SPAN)
+        {
+            return self.idle;
+        }
+        let Some((idle, total)) = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|text| cpu_ticks(&text))
+        else {
+            return self.idle;
+        };
+        if let Some((_, idle0, total0)) = self.last {
+            if total > total0 {
+                self.idle = idle.saturating_sub(idle0) as f64 / (total - total0) as f64;
+            }
+        }
+        self.last = Some((now, idle, total));
+        self.idle
+    }
+}
+
+/// Idle (idle + iowait) and total ticks of all CPUs, from /proc/stat's `cpu` line.
+fn cpu_ticks(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+    // Guest time is counted in user time already.
+    let total = ticks.iter().take(8).sum();
+    Some((idle, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_ticks;
+
+    #[test]
+    fn the_cpu_line_of_proc_stat_gives_idle_and_total_ticks() {
+        let stat = "cpu  100 5 50 800 20 3 2 1 7 0\ncpu0 50 2 25 400 10 1 1 0 3 0\n";
+        assert_eq!(cpu_ticks(stat), Some((820, 981)));
+        assert_eq!(cpu_ticks("intr 1 2 3"), None);
     }
 }
