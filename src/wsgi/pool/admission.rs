@@ -335,15 +335,10 @@ impl<J> Admission<J> {
         true
     }
 
-    /// Its calls convoy for the interpreter: less room for the blocking class, by one (not
-    /// below `BLOCKING_FLOOR`, nor below where a descent took it), or, during a growth under
-    /// trial, back to where the growth started (`Climb::convoy`).
-    pub fn shrink_blocking(&mut self, now: Instant) {
+    /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`, nor below where
+    /// a descent took it).
+    pub fn shrink_blocking(&mut self) {
         let was = self.blocking_limit;
-        if let Some(from) = self.climb.convoy(now) {
-            self.set_room(from.min(was));
-            return;
-        }
         self.set_room((was - 1).max(BLOCKING_FLOOR.min(was)));
         if self.blocking_limit != was {
             self.climb.changed();

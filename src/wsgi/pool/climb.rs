@@ -258,28 +258,6 @@ impl Climb {
         self.span = None;
     }
 
-    /// The room's calls were seen convoying for the interpreter at `now`. A growth under trial
-    /// ends as one that did not pay (its calls only queue for the GIL): held as such, and
-    /// `Some(from)`, the room to go back to. Anything else: `None`, and the room comes down by
-    /// another rule (`changed`). Without it, a convoy seen during a growth took the room one
-    /// down from the grown room, and the next growth started from there: measured (S13, Django
-    /// with a database connection per request), trials of 8 to 10 interrupted so left rooms of
-    /// 9 to 11, with as many database connections, and not one verdict.
-    pub fn convoy(&mut self, now: Instant) -> Option<usize> {
-        match self.trial {
-            Some(trial) if !trial.down => {
-                self.reverted += 1;
-                self.held_back(now);
-                self.trial = None;
-                Some(trial.from)
-            }
-            _ => {
-                self.changed();
-                None
-            }
-        }
-    }
-
     /// A trial that did not pay ended at `now`: no trial for a while (doubling per trial in a
     /// row that did not), and the next rate is measured afresh.
     fn held_back(&mut self, now: Instant) {
@@ -407,23 +385,6 @@ mod tests {
             "free again after the hold"
         );
         assert_eq!((c.kept, c.reverted), (1, 1));
-    }
-
-    #[test]
-    fn a_convoy_during_a_growth_ends_it_as_one_that_did_not_pay() {
-        let mut c = Climb::default();
-        let mut t = Instant::now();
-        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
-        let base = c.may_grow(t, HALF).flatten().unwrap();
-        c.grown(t, 8, 10, 16, Some(base));
-        assert_eq!(c.convoy(t), Some(8), "back to where it started");
-        assert_eq!(c.reverted, 1);
-        run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
-        assert_eq!(c.may_grow(t, HALF), None, "held");
-        // Outside a growth, a convoy only ends what was under way.
-        run(&mut c, &mut t, 400, 4000 * MS, 10 * MS);
-        assert!(c.may_grow(t, HALF).flatten().is_some());
-        assert_eq!(c.convoy(t), None);
     }
 
     #[test]

@@ -209,7 +209,7 @@ impl<J: Send + 'static> Pool<J> {
                 streak
             }
         } else if streak <= -(STALLED_LOOKS as i32) {
-            inner.adm.shrink_blocking(Instant::now());
+            inner.adm.shrink_blocking();
             0
         } else {
             streak
@@ -325,7 +325,8 @@ impl<J> Holder<J> {
 const MACHINE_SPAN: Duration = Duration::from_millis(100);
 
 /// The idle share of the machine's CPUs over the last `MACHINE_SPAN` or more (for
-/// `Climb::machine`), from the first line of /proc/stat: idle and iowait over all.
+/// `Climb::machine`), from the first line of /proc/stat: idle, iowait and niced time over all
+/// (a process at a high nice value yields its CPU to ours).
 struct MachineIdle {
     /// The last reading: when, and the idle and total ticks then.
     last: Option<(Instant, u64, u64)>,
@@ -366,14 +367,14 @@ impl MachineIdle {
     }
 }
 
-/// Idle (idle + iowait) and total ticks of all CPUs, from /proc/stat's `cpu` line.
+/// Idle (nice + idle + iowait) and total ticks of all CPUs, from /proc/stat's `cpu` line.
 fn cpu_ticks(stat: &str) -> Option<(u64, u64)> {
     let line = stat.lines().next()?.strip_prefix("cpu ")?;
     let ticks: Vec<u64> = line
         .split_whitespace()
         .map(|f| f.parse().unwrap_or(0))
         .collect();
-    let idle = ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
+    let idle = ticks.get(1)? + ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
     // Guest time is counted in user time already.
     let total = ticks.iter().take(8).sum();
     Some((idle, total))
@@ -386,7 +387,7 @@ mod tests {
     #[test]
     fn the_cpu_line_of_proc_stat_gives_idle_and_total_ticks() {
         let stat = "cpu  100 5 50 800 20 3 2 1 7 0\ncpu0 50 2 25 400 10 1 1 0 3 0\n";
-        assert_eq!(cpu_ticks(stat), Some((820, 981)));
+        assert_eq!(cpu_ticks(stat), Some((825, 981)));
         assert_eq!(cpu_ticks("intr 1 2 3"), None);
     }
 }

@@ -152,7 +152,7 @@ fn the_blocking_room_grows_shrinks_and_follows_what_is_in_flight() {
         "doubles once past BLOCKING_DOUBLE_FROM"
     );
     a.grow_blocking(Instant::now(), 0.0);
-    a.shrink_blocking(Instant::now());
+    a.shrink_blocking();
     assert_eq!(a.blocking_limit(), 4 * from - 1);
     // Room nobody uses is kept for a while (a pause between bursts), then halved per
     // `BLOCKING_UNUSED`, never below the floor.
@@ -172,7 +172,7 @@ fn the_blocking_room_grows_shrinks_and_follows_what_is_in_flight() {
     }
     assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
     for _ in 0..10 {
-        a.shrink_blocking(Instant::now());
+        a.shrink_blocking();
     }
     assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
 }
