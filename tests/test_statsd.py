@@ -122,7 +122,11 @@ def test_statsd_metrics_reach_a_real_statsd_server_beside_prometheus(start_serve
                  == 13, "13 duration samples at collectd",
                  context=lambda: str(collectd.values("gauge",
                                                      "shop.gunicorn.request.duration-count")))
-        assert collectd.values("latency", "shop.gunicorn.request.duration-average")
+        # collectd writes each of a timer's values to its own file, not all at once: the
+        # average may land after the count was read.
+        wait_for(lambda: collectd.values("latency", "shop.gunicorn.request.duration-average"),
+                 "the durations' average at collectd", timeout=20,
+                 context=lambda: str(collectd.names()))
         # The Prometheus endpoint counts the same requests.
         c = http.client.HTTPConnection("127.0.0.1", mport, timeout=10)
         c.request("GET", "/metrics")

@@ -6,16 +6,25 @@ and the server's readings where threads or the blocking room change.
 argv: CONN_MAX_AGE, clients."""
 import json, os, subprocess, sys, threading, time, urllib.request
 from pathlib import Path
+
 BENCH = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(BENCH)); os.chdir(BENCH)
-from bench import s13, procs
-import servers
-age = int(sys.argv[1]); clients = int(sys.argv[2])
-s13._configure(age)
-pg = s13._postgres()
-port = procs.free_port()
-srv = subprocess.Popen([str(servers.SLUICEGATE_PY), str(BENCH / "results" / "2026-11-26-s13-cpu" / "serve_stats.py"), str(port)],
-                       cwd=servers.APPS, env=servers._env(None), stdout=subprocess.PIPE, text=True)
+
+
+def start(age):
+    """PostgreSQL (the suite's cluster) and the server with `CONN_MAX_AGE=age`: (pg, server, port)."""
+    sys.path.insert(0, str(BENCH))
+    os.chdir(BENCH)
+    from bench import s13, procs
+    import servers
+    s13._configure(age)
+    port = procs.free_port()
+    serve = BENCH / "results" / "2026-11-26-s13-cpu" / "serve_stats.py"
+    return s13._postgres(), subprocess.Popen([str(servers.SLUICEGATE_PY), str(serve), str(port)], cwd=servers.APPS,
+                                             env=servers._env(None), stdout=subprocess.PIPE, text=True), port
+
+
+age, clients = int(sys.argv[1]), int(sys.argv[2])
+pg, srv, port = start(age)
 time.sleep(3)
 conns, stop = [], threading.Event()
 t0 = time.monotonic()
