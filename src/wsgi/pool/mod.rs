@@ -206,8 +206,9 @@ struct Inner<J> {
     holders: Vec<Holder<J>>,
     /// The threads of the calls of the blocking class in flight (see `watch`).
     blocking: Vec<Arc<Slot<J>>>,
-    /// The threads of calls demoted for waiting on I/O, each holding a place in the blocking
-    /// class's room until its call ends (see `watch`).
+    /// The threads of calls that wait outside the blocking class (demoted for waiting on I/O,
+    /// or in flight on a route found blocking), each holding a place in the blocking class's
+    /// room until its call ends (`Pool::hold_route`).
     held: Vec<Arc<Slot<J>>>,
     total: usize,
     stopping: bool,
