@@ -43,8 +43,8 @@ pub const INTERPRETER_BUSY: f64 = 0.75;
 /// cannot go faster with more of them in flight, and a trial only adds threads and database
 /// connections for the time it lasts. Measured (S13, Django with a database connection per
 /// request, PostgreSQL and the load generator on the same 2 cores): 1-6% idle, interpreter
-/// share 0.5-0.6, and every growth trial (8 to 10) raised the connections to 10 without a
-/// verdict that it paid.
+/// share 0.5-0.6, and growth trials (8 to 10) took the connections to 9-10 without a verdict
+/// that they paid.
 pub const MACHINE_IDLE_LEAST: f64 = 0.10;
 
 /// The shortest span a rate is measured over.
@@ -258,15 +258,6 @@ impl Climb {
         self.span = None;
     }
 
-    /// A trial that did not pay ended at `now`: no trial for a while (doubling per trial in a
-    /// row that did not), and the next rate is measured afresh.
-    fn held_back(&mut self, now: Instant) {
-        self.hold_until = Some(now + self.hold);
-        self.hold = (self.hold * 2).min(HOLD_MOST);
-        self.span = None;
-        self.best = None;
-    }
-
     /// The room changed by another rule: a trial under way ends without a verdict, and a
     /// descent starts again from the rate measured next.
     pub fn changed(&mut self) {
@@ -312,7 +303,10 @@ impl Climb {
             Some(Verdict::Keep)
         } else {
             self.reverted += 1;
-            self.held_back(now);
+            self.hold_until = Some(now + self.hold);
+            self.hold = (self.hold * 2).min(HOLD_MOST);
+            self.span = None;
+            self.best = None;
             Some(Verdict::Revert(trial.from))
         }
     }
