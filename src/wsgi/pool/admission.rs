@@ -112,8 +112,7 @@ pub const BLOCKING_DOUBLE_FROM: usize = 4 * BLOCKING_FLOOR;
 /// by a burst long past does not let a later convoy run a thread per client.
 pub const BLOCKING_UNUSED: Duration = Duration::from_secs(1);
 
-/// The most threads of the blocking class the watcher looks at per look (see
-/// `Pool::size_blocking`).
+/// The most threads of the blocking class the watcher looks at per look (`Pool::size_blocking`).
 pub const BLOCKING_SAMPLE: usize = 16;
 
 /// Short calls admitted in a row before an older long call that has room (see `admit_next`):
@@ -335,26 +334,27 @@ impl<J> Admission<J> {
         true
     }
 
-    /// Less room for the blocking class, by one (not below `BLOCKING_FLOOR`, nor below where
-    /// a descent took it).
-    pub fn shrink_blocking(&mut self) {
+    /// The blocking class's room by one: less (not below `BLOCKING_FLOOR`, nor below where a
+    /// descent took it), or more (`up`: only back up to the floor, from below it).
+    pub fn step_blocking(&mut self, up: bool) {
         let was = self.blocking_limit;
-        self.set_room((was - 1).max(BLOCKING_FLOOR.min(was)));
+        let to = if up { was + 1 } else { was.saturating_sub(1) };
+        self.set_room(to.clamp(BLOCKING_FLOOR.min(was), BLOCKING_FLOOR.max(was)));
         if self.blocking_limit != was {
             self.climb.changed();
         }
     }
 
-    /// One less room for the blocking class, as a trial (`Climb::may_shrink`): while the app
+    /// Less room for the blocking class, as a trial (`Climb::may_shrink`): while the app
     /// threads' `share` of a core says the interpreter is busy, a room that holds the
     /// completion rate with fewer calls in flight runs them with fewer GIL hand-offs and
     /// database connections. Below `BLOCKING_FLOOR` only this way. Returns whether it shrank.
     pub fn descend_blocking(&mut self, now: Instant, share: f64) -> bool {
         let from = self.blocking_limit;
-        let Some(base) = self.climb.may_shrink(now, share, from) else {
+        let Some((base, to)) = self.climb.may_shrink(now, share, from) else {
             return false;
         };
-        self.set_room(from - 1);
+        self.set_room(to);
         self.climb.shrunk(now, from, base);
         true
     }

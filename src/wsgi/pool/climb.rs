@@ -17,12 +17,16 @@
 //! back and stays there for a while (`HOLD_FIRST`, doubling per failed trial up to `HOLD_MOST`).
 //!
 //! The room also comes down, the same way: while the app threads keep the interpreter busy and
-//! calls wait for room, one less as a trial (`may_shrink`), kept if the completion rate held
-//! (within `DOWN_GIVE` of the best rate of the descent so far), else undone and held like a
-//! growth that did not pay. A thread in the room beyond what keeps the interpreter busy only
-//! adds GIL hand-offs and a database connection: measured (S13, Django with kept connections
-//! on 2 cores shared with PostgreSQL), 4 threads ran 574 requests/s at 1.70 ms of server CPU
-//! each, 8 ran 525 at 1.88 ms. Not below `DOWN_FLOOR`.
+//! calls wait for room, to half as a trial (`may_shrink`; by one once a halving did not pay),
+//! kept if the completion rate held (within `DOWN_GIVE` of the best rate of the descent so
+//! far), else undone and held like a growth that did not pay. A thread in the room beyond what
+//! keeps the interpreter busy only adds GIL hand-offs and a database connection, and one thread
+//! alone hands the GIL to nobody: measured (S13, Django with kept connections on 2 cores shared
+//! with PostgreSQL, 16 clients), a room of 1 ran 459-476 requests/s at 1.88-1.95 ms of server
+//! CPU each, a room of 2 442-465 at 2.15-2.26 ms, a room of 8 417-448 at 2.21-2.38 ms. Halving
+//! reaches 1 from 8 in three trials, within the first seconds of a load. Not below
+//! `DOWN_FLOOR`. (With a connection per request the interpreter is not the limit, 0.5-0.6 of
+//! a core: the room stays.)
 //!
 //! Plain data and functions (the caller passes the clock), unit-tested below.
 
@@ -67,11 +71,10 @@ pub const HOLD_MOST: Duration = Duration::from_secs(16);
 /// differ by a little.
 pub const DOWN_GIVE: f64 = 0.03;
 
-/// The smallest room a descent reaches. Measured (S13, Django with kept connections, the
-/// threads capped to hold the room): rooms of 4 and 8 ran as many requests per second at the
-/// same CPU per request (558 and 550, 540 and 580), a room of 2 fewer (495, 481); and a room
-/// that small leaves a fast call behind two slow ones.
-pub const DOWN_FLOOR: usize = 4;
+/// The smallest room a descent reaches: one call in flight, so nobody waits for the GIL. A
+/// call that then waits long (a slow query) leaves the interpreter idle, and the watcher gives
+/// the room back one at a time (`watch`: `Pool::size_blocking`).
+pub const DOWN_FLOOR: usize = 1;
 
 /// The fewest calls the rate after a change under trial is measured over (`SPAN_DONE` for the
 /// rate before it, which is measured over the whole span at the present room): the rate a
@@ -125,6 +128,8 @@ pub struct Climb {
     /// The best rate since a descent began (each smaller room is judged against it, so that
     /// small losses, each within `DOWN_GIVE`, do not add up); `None` outside a descent.
     best: Option<f64>,
+    /// The next descent halves the room (until a descent did not pay; see `may_shrink`).
+    halve: bool,
     /// A rate has been measured once (see `rated`).
     rated: bool,
     /// The idle share of the machine's CPUs lately (1.0 until known): see `machine`.
@@ -144,6 +149,7 @@ impl Default for Climb {
             hold: HOLD_FIRST,
             call: Duration::ZERO,
             best: None,
+            halve: true,
             rated: false,
             machine_idle: 1.0,
             kept: 0,
@@ -201,6 +207,11 @@ impl Climb {
         self.machine_idle = idle;
     }
 
+    /// Blocking calls finished so far.
+    pub fn done(&self) -> u64 {
+        self.done
+    }
+
     /// Has a rate been measured at all? Until then, from a route's first blocking calls on,
     /// the room grows as soon as a look finds the interpreter idle enough; after, growth waits
     /// mostly on trials and holds, which a look 8 ms late costs nothing (`BLOCKING_QUIET_LOOK`).
@@ -208,10 +219,12 @@ impl Climb {
         self.rated
     }
 
-    /// May the room come down by one now? Only while the app threads keep the interpreter
-    /// busy (`share`, as in `may_grow`), with no trial nor hold under way, above `DOWN_FLOOR`:
-    /// `Some(base)`, the rate to hold (the best of the descent so far).
-    pub fn may_shrink(&self, now: Instant, share: f64, room: usize) -> Option<f64> {
+    /// May the room come down now? Only while the app threads keep the interpreter busy
+    /// (`share`, as in `may_grow`), with no trial nor hold under way, above `DOWN_FLOOR`:
+    /// `Some((base, to))`, the rate to hold (the best of the descent so far) and the smaller
+    /// room: half of `room`, or one less once a smaller room did not pay (until another rule
+    /// changes the room).
+    pub fn may_shrink(&self, now: Instant, share: f64, room: usize) -> Option<(f64, usize)> {
         if self.done == 0 || share < INTERPRETER_BUSY || room <= DOWN_FLOOR {
             return None;
         }
@@ -219,7 +232,11 @@ impl Climb {
             return None;
         }
         let rate = self.rate_over(now, TRIAL_SPAN_DONE)?;
-        Some(self.best.map_or(rate, |best| best.max(rate)))
+        let to = if self.halve { room / 2 } else { room - 1 };
+        Some((
+            self.best.map_or(rate, |best| best.max(rate)),
+            to.max(DOWN_FLOOR),
+        ))
     }
 
     /// The room grew from `from` to `to` at `now`, as `may_grow` allowed (`base`: its rate),
@@ -259,10 +276,12 @@ impl Climb {
     }
 
     /// The room changed by another rule: a trial under way ends without a verdict, and a
-    /// descent starts again from the rate measured next.
+    /// descent starts again, halving, from the rate measured next at the new room.
     pub fn changed(&mut self) {
         self.trial = None;
+        self.span = None;
         self.best = None;
+        self.halve = true;
     }
 
     /// A blocking call finished at `now` after `took`: count it, and judge the trial under way
@@ -303,6 +322,7 @@ impl Climb {
             Some(Verdict::Keep)
         } else {
             self.reverted += 1;
+            self.halve &= !trial.down;
             self.hold_until = Some(now + self.hold);
             self.hold = (self.hold * 2).min(HOLD_MOST);
             self.span = None;
@@ -411,19 +431,19 @@ mod tests {
     }
 
     #[test]
-    fn the_room_comes_down_while_the_rate_holds_and_goes_back_when_it_falls() {
+    fn the_room_comes_down_by_halves_while_the_rate_holds_then_by_one() {
         let mut c = Climb::default();
         let mut t = Instant::now();
         const BUSY: f64 = 0.9;
         run(&mut c, &mut t, 80, 800 * MS, 10 * MS);
         assert_eq!(
-            c.may_shrink(t, BUSY, 8),
+            c.may_shrink(t, BUSY, 16),
             None,
             "too few calls measured for a descent"
         );
         run(&mut c, &mut t, 200, 2000 * MS, 10 * MS);
         assert_eq!(
-            c.may_shrink(t, HALF, 8),
+            c.may_shrink(t, HALF, 16),
             None,
             "not while the interpreter has room"
         );
@@ -432,29 +452,45 @@ mod tests {
             None,
             "not below the floor"
         );
-        // 8 to 7 at the same rate (the interpreter was the limit): kept.
-        let base = c.may_shrink(t, BUSY, 8).expect("a rate to hold");
-        c.shrunk(t, 8, base);
-        assert_eq!(c.may_shrink(t, BUSY, 7), None, "one trial at a time");
+        // 16 to 8 at the same rate (the interpreter was the limit): kept.
+        let (base, to) = c.may_shrink(t, BUSY, 16).expect("a rate to hold");
+        assert_eq!(to, 8);
+        c.shrunk(t, 16, base);
+        assert_eq!(c.may_shrink(t, BUSY, 8), None, "one trial at a time");
         let v = run(&mut c, &mut t, 300, 3000 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Keep]);
-        // 7 to 6 loses a little, within `DOWN_GIVE`: kept.
-        let base = c.may_shrink(t, BUSY, 7).unwrap();
-        c.shrunk(t, 7, base);
+        // 8 to 4 loses a little, within `DOWN_GIVE`: kept.
+        let (base, to) = c.may_shrink(t, BUSY, 8).unwrap();
+        assert_eq!(to, 4);
+        c.shrunk(t, 8, base);
         let v = run(&mut c, &mut t, 294, 3000 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Keep]);
-        // 6 to 5 loses as little again, but against the best rate of the descent (100/s)
-        // that is 4%: back to 6, held.
-        let base = c.may_shrink(t, BUSY, 6).unwrap();
+        // 4 to 2 loses as little again, but against the best rate of the descent (100/s)
+        // that is 4%: back to 4, held.
+        let (base, to) = c.may_shrink(t, BUSY, 4).unwrap();
+        assert_eq!(to, 2);
         assert!(
             base >= 99.0,
             "the best rate of the descent, not the last: {base}"
         );
-        c.shrunk(t, 6, base);
+        c.shrunk(t, 4, base);
         let v = run(&mut c, &mut t, 288, 3000 * MS, 10 * MS);
-        assert_eq!(v, [Verdict::Revert(6)]);
-        assert_eq!(c.may_shrink(t, BUSY, 6), None, "held");
+        assert_eq!(v, [Verdict::Revert(4)]);
+        assert_eq!(c.may_shrink(t, BUSY, 4), None, "held");
         assert_eq!((c.kept, c.reverted), (2, 1));
+        // After the hold, by one: 4 to 3.
+        run(&mut c, &mut t, 300, 3000 * MS, 10 * MS);
+        assert_eq!(c.may_shrink(t, BUSY, 4).map(|(_, to)| to), Some(3));
+        // Another rule changing the room halves again, from a rate measured at the new room.
+        c.changed();
+        assert_eq!(
+            c.may_shrink(t, BUSY, 5),
+            None,
+            "no rate at the new room yet"
+        );
+        run(&mut c, &mut t, 300, 3000 * MS, 10 * MS);
+        assert_eq!(c.may_shrink(t, BUSY, 5).map(|(_, to)| to), Some(2));
+        assert_eq!(c.may_shrink(t, BUSY, 2).map(|(_, to)| to), Some(1));
     }
 
     #[test]

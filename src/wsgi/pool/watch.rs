@@ -36,6 +36,9 @@ impl<J: Send + 'static> Pool<J> {
         let mut prev: Option<(Instant, Duration)> = None;
         // Looks in a row that found the blocking class's room too small (> 0) or too large.
         let mut blocking_streak = 0i32;
+        // Looks in a row, below the floor, that found the blocking calls in flight all waiting
+        // on I/O with none finished (the count of finished calls then): see `give_back`.
+        let mut stalled = (0u32, 0u64);
         // The share of a core the app threads used, smoothed over the looks (see `climb`);
         // kept while the watcher sleeps (what they did last), `None` until a first window.
         let mut app_share: Option<f64> = None;
@@ -124,6 +127,9 @@ impl<J: Send + 'static> Pool<J> {
             if inner.adm.blocking_waits() {
                 inner.adm.climb.machine(machine.idle(now));
             }
+            if Self::give_back(&mut inner, &mut stalled) {
+                blocking_streak = 0;
+            }
             blocking_streak = Self::size_blocking(&mut inner, blocking_streak, share);
             inner = self.admit_queued(inner);
         }
@@ -152,6 +158,31 @@ impl<J: Send + 'static> Pool<J> {
             inner.adm.hold_blocking();
             inner.held.push(h.slot);
         }
+    }
+
+    /// Below `BLOCKING_FLOOR` (where only a descent takes the room, while the interpreter was
+    /// the limit), calls waiting for room, and the calls in flight all waiting on I/O with none
+    /// finished for `BLOCKING_GROW_LOOKS` looks: a slow wait (a query that takes its time)
+    /// holds the room while the interpreter idles, so one more, at once (the interpreter's
+    /// smoothed share would take a tenth of a second or more to say so). Returns whether it
+    /// grew. At a room of 1, one read of /proc per look.
+    fn give_back(inner: &mut Inner<J>, stalled: &mut (u32, u64)) -> bool {
+        let done = inner.adm.climb.done();
+        let in_flight = || inner.blocking.iter().chain(inner.held.iter());
+        let waits = inner.adm.blocking_limit() < BLOCKING_FLOOR
+            && inner.adm.blocking_waits()
+            && in_flight().next().is_some()
+            && in_flight().all(|slot| slot.waiting() == Waiting::Io);
+        if !waits || stalled.1 != done {
+            *stalled = (0, done);
+        }
+        stalled.0 += u32::from(waits);
+        if stalled.0 < BLOCKING_GROW_LOOKS as u32 {
+            return false;
+        }
+        *stalled = (0, done);
+        inner.adm.step_blocking(true);
+        true
     }
 
     /// While calls of the blocking class wait for room, size it by where the threads of those
@@ -209,7 +240,7 @@ impl<J: Send + 'static> Pool<J> {
                 streak
             }
         } else if streak <= -(STALLED_LOOKS as i32) {
-            inner.adm.shrink_blocking();
+            inner.adm.step_blocking(false);
             0
         } else {
             streak

@@ -152,7 +152,7 @@ fn the_blocking_room_grows_shrinks_and_follows_what_is_in_flight() {
         "doubles once past BLOCKING_DOUBLE_FROM"
     );
     a.grow_blocking(Instant::now(), 0.0);
-    a.shrink_blocking();
+    a.step_blocking(false);
     assert_eq!(a.blocking_limit(), 4 * from - 1);
     // Room nobody uses is kept for a while (a pause between bursts), then halved per
     // `BLOCKING_UNUSED`, never below the floor.
@@ -172,7 +172,38 @@ fn the_blocking_room_grows_shrinks_and_follows_what_is_in_flight() {
     }
     assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
     for _ in 0..10 {
-        a.shrink_blocking();
+        a.step_blocking(false);
+    }
+    assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
+    a.step_blocking(true);
+    assert_eq!(
+        a.blocking_limit(),
+        BLOCKING_FLOOR,
+        "given back only up to the floor"
+    );
+}
+
+#[test]
+fn a_descent_goes_below_the_floor_and_is_given_back_up_to_it() {
+    let mut a: Admission<&str> = Admission::new(1);
+    let mut t = Instant::now();
+    // A blocking route's calls finish at a steady rate while the interpreter is busy.
+    for _ in 0..400 {
+        t += MS;
+        a.admit(Class::Blocking);
+        a.finished(Class::Blocking, false, SLOW, Some(MS));
+        a.settle_blocking(t, MS);
+    }
+    assert!(a.descend_blocking(t, 0.9));
+    assert_eq!(a.blocking_limit(), BLOCKING_FLOOR / 2, "halved");
+    a.step_blocking(false);
+    assert_eq!(
+        a.blocking_limit(),
+        BLOCKING_FLOOR / 2,
+        "no convoy rule below the floor"
+    );
+    for _ in 0..BLOCKING_FLOOR {
+        a.step_blocking(true);
     }
     assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
 }
