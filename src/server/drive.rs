@@ -377,7 +377,11 @@ fn run_inline_batch(
                 if let Unparked::TakenOver { blocked } = away {
                     // The watchdog gave the loop to another thread while the app ran.
                     shared.sched.taken_over_call_ended();
-                    shared.pool().adopted_finished(parked.route, blocked);
+                    // A call that outlived the stop finds the pool let go (it ran on the
+                    // loop's old thread, which the stop does not wait for): nothing to count.
+                    if let Some(pool) = shared.try_pool() {
+                        pool.adopted_finished(parked.route, blocked);
+                    }
                 }
                 // Else the loop was handed off: the response streamed, or the call waited
                 // for its connection.
