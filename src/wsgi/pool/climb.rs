@@ -73,7 +73,7 @@ pub const DOWN_GIVE: f64 = 0.03;
 
 /// The smallest room a descent reaches: one call in flight, so nobody waits for the GIL. A
 /// call that then waits long (a slow query) leaves the interpreter idle, and the watcher gives
-/// the room back one at a time (`watch`: `Pool::size_blocking`).
+/// the room back one at a time (`watch`: `Pool::give_back`).
 pub const DOWN_FLOOR: usize = 1;
 
 /// The fewest calls the rate after a change under trial is measured over (`SPAN_DONE` for the
