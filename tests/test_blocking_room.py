@@ -169,14 +169,15 @@ def test_a_burst_on_a_fresh_server_runs_on_no_more_threads_than_the_room(pool_se
 def test_the_room_comes_down_while_the_interpreter_is_the_limit(pool_server):
     """40 clients of an app that waits 1 ms on a socket, then computes 5 ms: the interpreter is
     busy all the time, so fewer calls in flight finish as many per second. The room comes down
-    below the floor, by half while the completion rate holds (each call in flight beyond what
-    keeps the GIL busy costs hand-offs, and a database connection): from 8 to 4 at the first
-    trial, where one call less at a time would take four trials (of 256 calls each, more than
-    the 800 calls here)."""
+    below the floor while the completion rate holds (each call in flight beyond what keeps the
+    GIL busy costs hand-offs, and a database connection): the first trial goes straight to one
+    call in flight, where halving (trials of 256 calls each) reached no lower than 4 within the
+    800 calls here. Whether one is kept depends on the rate it holds, so
+    the test asserts the least room reached, not the room at the end."""
     stats = db_clients(pool_server, cpu_s=0.005, rounds=20)
     keys = ("threads", "admitted_blocking", "blocking_room", "blocking_room_least", "demotions")
     assert stats["admitted_blocking"] > 0, {k: stats[k] for k in keys}
-    assert stats["blocking_room_least"] <= BLOCKING_FLOOR // 2, {k: stats[k] for k in keys}
+    assert stats["blocking_room_least"] == 1, {k: stats[k] for k in keys}
 
 
 def test_calls_that_only_sleep_still_get_a_thread_each(pool_server):

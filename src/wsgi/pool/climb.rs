@@ -17,15 +17,16 @@
 //! back and stays there for a while (`HOLD_FIRST`, doubling per failed trial up to `HOLD_MOST`).
 //!
 //! The room also comes down, the same way: while the app threads keep the interpreter busy and
-//! calls wait for room, to half as a trial (`may_shrink`; by one once a halving did not pay),
-//! kept if the completion rate held (within `DOWN_GIVE` of the best rate of the descent so
+//! calls wait for room, as a trial (`may_shrink`): first straight to `DOWN_FLOOR`, then, once
+//! that did not pay, to half, then by one once a halving did not pay (`Stride`); kept if the
+//! completion rate held (within `DOWN_GIVE` of the best rate of the descent so
 //! far), else undone and held like a growth that did not pay. A thread in the room beyond what
 //! keeps the interpreter busy only adds GIL hand-offs and a database connection, and one thread
 //! alone hands the GIL to nobody: measured (S13, Django with kept connections on 2 cores shared
 //! with PostgreSQL, 16 clients), a room of 1 ran 459-476 requests/s at 1.88-1.95 ms of server
-//! CPU each, a room of 2 442-465 at 2.15-2.26 ms, a room of 8 417-448 at 2.21-2.38 ms. Halving
-//! reaches 1 from 8 in three trials, within the first seconds of a load. Not below
-//! `DOWN_FLOOR`. (With a connection per request the interpreter is not the limit, 0.5-0.6 of
+//! CPU each, a room of 2 442-465 at 2.15-2.26 ms, a room of 8 417-448 at 2.21-2.38 ms. The
+//! first trial reaches 1 from 8 in one step, about 500 calls into a load (halving took three
+//! trials, about 1,100 calls, most of a short run). Not below `DOWN_FLOOR`. (With a connection per request the interpreter is not the limit, 0.5-0.6 of
 //! a core: the room stays.)
 //!
 //! Plain data and functions (the caller passes the clock), unit-tested below.
@@ -85,6 +86,38 @@ pub const DOWN_FLOOR: usize = 1;
 /// with 10-11 database connections for no more requests per second.
 pub const TRIAL_SPAN_DONE: u64 = 4 * SPAN_DONE;
 
+/// How far the next descent goes (see `may_shrink`): the widest stride that has not failed
+/// since another rule last changed the room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stride {
+    /// Straight to `DOWN_FLOOR`: where a busy interpreter's room usually ends.
+    Floor,
+    /// To half of the room.
+    Half,
+    /// One less.
+    One,
+}
+
+impl Stride {
+    /// The room a descent from `room` tries.
+    fn to(self, room: usize) -> usize {
+        match self {
+            Stride::Floor => DOWN_FLOOR,
+            Stride::Half => room / 2,
+            Stride::One => room - 1,
+        }
+        .max(DOWN_FLOOR)
+    }
+
+    /// The next narrower stride, after a descent of this one did not pay.
+    fn narrower(self) -> Stride {
+        match self {
+            Stride::Floor => Stride::Half,
+            Stride::Half | Stride::One => Stride::One,
+        }
+    }
+}
+
 /// A change of room under trial.
 #[derive(Clone, Copy, Debug)]
 struct Trial {
@@ -128,8 +161,8 @@ pub struct Climb {
     /// The best rate since a descent began (each smaller room is judged against it, so that
     /// small losses, each within `DOWN_GIVE`, do not add up); `None` outside a descent.
     best: Option<f64>,
-    /// The next descent halves the room (until a descent did not pay; see `may_shrink`).
-    halve: bool,
+    /// How far the next descent goes.
+    stride: Stride,
     /// A rate has been measured once (see `rated`).
     rated: bool,
     /// The idle share of the machine's CPUs lately (1.0 until known): see `machine`.
@@ -149,7 +182,7 @@ impl Default for Climb {
             hold: HOLD_FIRST,
             call: Duration::ZERO,
             best: None,
-            halve: true,
+            stride: Stride::Floor,
             rated: false,
             machine_idle: 1.0,
             kept: 0,
@@ -222,8 +255,8 @@ impl Climb {
     /// May the room come down now? Only while the app threads keep the interpreter busy
     /// (`share`, as in `may_grow`), with no trial nor hold under way, above `DOWN_FLOOR`:
     /// `Some((base, to))`, the rate to hold (the best of the descent so far) and the smaller
-    /// room: half of `room`, or one less once a smaller room did not pay (until another rule
-    /// changes the room).
+    /// room: `DOWN_FLOOR`, or half of `room` once that did not pay, or one less once a halving
+    /// did not pay (until another rule changes the room).
     pub fn may_shrink(&self, now: Instant, share: f64, room: usize) -> Option<(f64, usize)> {
         if self.done == 0 || share < INTERPRETER_BUSY || room <= DOWN_FLOOR {
             return None;
@@ -232,10 +265,9 @@ impl Climb {
             return None;
         }
         let rate = self.rate_over(now, TRIAL_SPAN_DONE)?;
-        let to = if self.halve { room / 2 } else { room - 1 };
         Some((
             self.best.map_or(rate, |best| best.max(rate)),
-            to.max(DOWN_FLOOR),
+            self.stride.to(room),
         ))
     }
 
@@ -276,12 +308,12 @@ impl Climb {
     }
 
     /// The room changed by another rule: a trial under way ends without a verdict, and a
-    /// descent starts again, halving, from the rate measured next at the new room.
+    /// descent starts again, straight to the floor, from the rate measured next at the new room.
     pub fn changed(&mut self) {
         self.trial = None;
         self.span = None;
         self.best = None;
-        self.halve = true;
+        self.stride = Stride::Floor;
     }
 
     /// A blocking call finished at `now` after `took`: count it, and judge the trial under way
@@ -322,7 +354,9 @@ impl Climb {
             Some(Verdict::Keep)
         } else {
             self.reverted += 1;
-            self.halve &= !trial.down;
+            if trial.down {
+                self.stride = self.stride.narrower();
+            }
             self.hold_until = Some(now + self.hold);
             self.hold = (self.hold * 2).min(HOLD_MOST);
             self.span = None;
@@ -431,7 +465,7 @@ mod tests {
     }
 
     #[test]
-    fn the_room_comes_down_by_halves_while_the_rate_holds_then_by_one() {
+    fn the_room_comes_down_straight_to_the_floor_and_else_by_halves_then_by_one() {
         let mut c = Climb::default();
         let mut t = Instant::now();
         const BUSY: f64 = 0.9;
@@ -452,11 +486,19 @@ mod tests {
             None,
             "not below the floor"
         );
-        // 16 to 8 at the same rate (the interpreter was the limit): kept.
+        // 16 straight to the floor loses a quarter of the rate: back to 16, held.
+        let (base, to) = c.may_shrink(t, BUSY, 16).expect("a rate to hold");
+        assert_eq!(to, DOWN_FLOOR);
+        c.shrunk(t, 16, base);
+        assert_eq!(c.may_shrink(t, BUSY, 1), None, "one trial at a time");
+        let v = run(&mut c, &mut t, 300, 4000 * MS, 10 * MS);
+        assert_eq!(v, [Verdict::Revert(16)]);
+        assert_eq!(c.may_shrink(t, BUSY, 16), None, "held");
+        run(&mut c, &mut t, 300, 3000 * MS, 10 * MS);
+        // Then by halves: 16 to 8 at the same rate (the interpreter was the limit): kept.
         let (base, to) = c.may_shrink(t, BUSY, 16).expect("a rate to hold");
         assert_eq!(to, 8);
         c.shrunk(t, 16, base);
-        assert_eq!(c.may_shrink(t, BUSY, 8), None, "one trial at a time");
         let v = run(&mut c, &mut t, 300, 3000 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Keep]);
         // 8 to 4 loses a little, within `DOWN_GIVE`: kept.
@@ -477,11 +519,12 @@ mod tests {
         let v = run(&mut c, &mut t, 288, 3000 * MS, 10 * MS);
         assert_eq!(v, [Verdict::Revert(4)]);
         assert_eq!(c.may_shrink(t, BUSY, 4), None, "held");
-        assert_eq!((c.kept, c.reverted), (2, 1));
+        assert_eq!((c.kept, c.reverted), (2, 2));
         // After the hold, by one: 4 to 3.
         run(&mut c, &mut t, 300, 3000 * MS, 10 * MS);
         assert_eq!(c.may_shrink(t, BUSY, 4).map(|(_, to)| to), Some(3));
-        // Another rule changing the room halves again, from a rate measured at the new room.
+        // Another rule changing the room sends the next descent straight to the floor again,
+        // from a rate measured at the new room; kept there, the descent is over.
         c.changed();
         assert_eq!(
             c.may_shrink(t, BUSY, 5),
@@ -489,8 +532,12 @@ mod tests {
             "no rate at the new room yet"
         );
         run(&mut c, &mut t, 300, 3000 * MS, 10 * MS);
-        assert_eq!(c.may_shrink(t, BUSY, 5).map(|(_, to)| to), Some(2));
-        assert_eq!(c.may_shrink(t, BUSY, 2).map(|(_, to)| to), Some(1));
+        let (base, to) = c.may_shrink(t, BUSY, 5).unwrap();
+        assert_eq!(to, DOWN_FLOOR);
+        c.shrunk(t, 5, base);
+        let v = run(&mut c, &mut t, 300, 3000 * MS, 10 * MS);
+        assert_eq!(v, [Verdict::Keep]);
+        assert_eq!(c.may_shrink(t, BUSY, DOWN_FLOOR), None);
     }
 
     #[test]

@@ -195,13 +195,9 @@ fn a_descent_goes_below_the_floor_and_is_given_back_up_to_it() {
         a.settle_blocking(t, MS);
     }
     assert!(a.descend_blocking(t, 0.9));
-    assert_eq!(a.blocking_limit(), BLOCKING_FLOOR / 2, "halved");
+    assert_eq!(a.blocking_limit(), 1, "straight to one call in flight");
     a.step_blocking(false);
-    assert_eq!(
-        a.blocking_limit(),
-        BLOCKING_FLOOR / 2,
-        "no convoy rule below the floor"
-    );
+    assert_eq!(a.blocking_limit(), 1, "no convoy rule below the floor");
     for _ in 0..BLOCKING_FLOOR {
         a.step_blocking(true);
     }
