@@ -168,6 +168,10 @@ def _notes(s: dict) -> str:
     bits = []
     if ex.get("p50_us") is not None and s["metric"] == "req/s" and s["status"] == "ok":
         bits.append(f"p50 {fmt_latency(ex['p50_us'])}, p99 {fmt_latency(ex['p99_us'])}")
+    if ex.get("every_p99_us") is not None:
+        bits.append(f"every request's p99 {fmt_latency(ex['every_p99_us'])}, max {fmt_latency(ex['every_max_us'])}, "
+                    f"answers per client {ex['every_fewest']}-{ex['every_most']}"
+                    + (f", {ex['every_unanswered']} unanswered" if ex["every_unanswered"] else ""))
     if ex.get("nginx_us_per_req") is not None:
         bits.append(f"nginx {fmt_cpu(ex['nginx_us_per_req'])} / request")
     if ex.get("client_us_per_req") is not None:

@@ -11,8 +11,10 @@ Cases, each on a freshly started server:
    request) and 60 (one per thread, kept), the peers' thread pools at 8 (granian's
    `--blocking-threads 8`, uWSGI's `--threads 8`, gunicorn gthread's `--threads 8`), then at 4
    and at 32. Sluicegate runs its defaults in every group. Recorded: requests/s, p99, server CPU per
-   request, the most PostgreSQL connections seen at once (`pg_stat_activity`, every 0.1 s),
-   errors (non-2xx: Django's 500 when PostgreSQL refuses a connection).
+   request, the most PostgreSQL connections seen at once (the postmaster's children, every 0.1 s),
+   errors (non-2xx: Django's 500 when PostgreSQL refuses a connection). Then as many keep-alive
+   clients again for as long (`every_request.py`): the p99 of every request sent, the ones a
+   server left waiting past the run included, which wrk's p99 leaves out.
 2. The variant with a connection pool: Flask and SQLAlchemy (`apps/s13_flask.py`, QueuePool of
    8 shared by the process's threads) at 16 and 100 clients, the peers at 8 threads.
 3. The burst: 300 clients on a slow view (`?sleep=0.1`: `pg_sleep(0.1)`),
@@ -35,8 +37,8 @@ import threading
 from pathlib import Path
 
 import servers
-from bench import procs
-from bench.harness import Harness, Record, run_case, wrk_body
+from bench import every_request, procs
+from bench.harness import Harness, Record, fail, run_case, wrk_body
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 DB = "s13"
@@ -222,6 +224,12 @@ def _one(h: Harness, server: servers.Server, rnd: int, case: str, target: server
         finally:
             rec.extra["pg_connections"] = counter.finish()
         rec.note = (rec.note + "; " if rec.note else "") + f"{rec.extra['pg_connections']} PostgreSQL connections"
+        if rec.status == "ok":
+            every = every_request.run(proc.port, path, expect, clients, h.mode.wrk_s)
+            rec.extra.update(every_p50_us=every.p50_us, every_p99_us=every.p99_us, every_max_us=every.max_us,
+                             every_unanswered=every.unanswered, every_fewest=every.fewest, every_most=every.most)
+            if every.wrong:
+                fail(rec, f"{every.wrong} wrong answers to the every-request clients")
         if rec.errors:
             rec.note = (rec.note + "; " if rec.note else "") + f"{rec.errors} errors"
 
