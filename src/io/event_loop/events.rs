@@ -1,11 +1,45 @@
-//! The loop's looks at the kernel: the events of one wait sorted by token (`take_events`:
-//! listeners to accept from, connections to look at, HTTP/2 tasks and HTTP/3 sockets to wake),
-//! the HTTP/2 and HTTP/3 tasks polled (`run_tasks`), and HTTP/3's sockets joining the epoll set
-//! (`start_http3`).
+//! The loop's looks at the kernel: the wait for events (`wait_for_events`: a spin of zero-timeout
+//! looks first, as long as `spin` says, then a sleep), the events of one wait sorted by token
+//! (`take_events`: listeners to accept from, connections to look at, HTTP/2 tasks and HTTP/3
+//! sockets to wake), the HTTP/2 and HTTP/3 tasks polled (`run_tasks`), and HTTP/3's sockets
+//! joining the epoll set (`start_http3`).
 
 use super::*;
 
 impl LoopState {
+    /// Wait up to `timeout` for the kernel's events, into `self.events`. A wait that may sleep
+    /// first looks without sleeping for as long as the spin's limit (`spin`), and tells the
+    /// spin what happened.
+    pub(super) fn wait_for_events(&mut self, timeout: Duration) -> io::Result<()> {
+        if timeout.is_zero() {
+            return self.poll.poll(&mut self.events, Some(timeout));
+        }
+        let start = Instant::now();
+        let limit = self.spin.limit();
+        if !limit.is_zero() {
+            let preempted_before = spin::preemptions();
+            let found = loop {
+                self.poll.poll(&mut self.events, Some(Duration::ZERO))?;
+                if !self.events.is_empty() {
+                    break true;
+                }
+                if start.elapsed() >= limit {
+                    break false;
+                }
+                std::hint::spin_loop();
+            };
+            let preempted = spin::preemptions() > preempted_before;
+            self.spin.spun(preempted);
+            if found {
+                return Ok(());
+            }
+        }
+        let asleep = Instant::now();
+        let polled = self.poll.poll(&mut self.events, Some(timeout));
+        self.spin.woke(asleep.elapsed(), !self.events.is_empty());
+        polled
+    }
+
     /// After the wait: the events the kernel reported (listeners to accept from, connections
     /// and HTTP/2 tasks to look at), then the connections that gave up their turn.
     pub(super) fn take_events(&mut self, ctx: &LoopCtx) {

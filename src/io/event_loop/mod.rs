@@ -24,8 +24,8 @@
 //!   out, and taking the connection back after it; `before_head`: what comes before a
 //!   connection's first head (a metrics scrape, a PROXY header, the HTTP/2 preface);
 //!   `own_answers`: the health path and static files, answered by the loop itself;
-//! - `events`: the kernel's events of one wait sorted by token, and the HTTP/2 and HTTP/3
-//!   tasks polled;
+//! - `events`: the wait for the kernel's events (a short spin first, `spin`), the events sorted
+//!   by token, and the HTTP/2 and HTTP/3 tasks polled;
 //! - `closing`: protocol errors, closing and lingering, timeouts (the sweep), shutdown;
 //! - `metrics`: the `--metrics-bind` listener, a listener of the loop's own whose pages the
 //!   server hands down ([`MetricsPages`]).
@@ -76,6 +76,7 @@ mod listener_tls;
 mod metrics;
 mod own_answers;
 mod pages;
+mod spin;
 
 pub use crate::io::listen::{ListenSocket, Nodelay};
 pub use ctx::{Call, Counters, LoopCtx, LoopSettings, Shutdown, Work};
@@ -225,6 +226,8 @@ pub struct LoopState {
     pages_away: Vec<usize>,
     /// HTTP/2 connections' tasks, polled by the loop (`io::h2::tasks`).
     tasks: Option<crate::io::h2::Tasks>,
+    /// How long to look for events before sleeping (`spin`).
+    spin: spin::Spin,
 }
 
 impl LoopState {
@@ -297,6 +300,7 @@ impl LoopState {
             metrics: None,
             pages_away: Vec::new(),
             tasks,
+            spin: spin::Spin::default(),
         });
         if let Some(b) = &ctx.balance {
             b.publish(0);
@@ -391,7 +395,7 @@ impl LoopState {
                 } else {
                     Duration::ZERO
                 };
-            let polled = self.poll.poll(&mut self.events, Some(timeout));
+            let polled = self.wait_for_events(timeout);
             if let Some(t) = &self.tasks {
                 t.after_wait();
             }
