@@ -26,7 +26,7 @@ VENV_PY = BENCH / ".venv" / "bin" / "python"
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "suite": ("bench.suite", "", "scenarios",
               "S1-S16 beside the peers in interleaved rounds: results.json, report.md, standing.md, charts "
-              "(the default; --standing: every scenario and peer, ~55 min)"),
+              "(the default; --standing: every scenario and peer, ~70 min)"),
     "s11": ("bench.s11", "", "scenarios",
             "S11: S6 and S3 through nginx (proxy_pass over unix and TCP, uwsgi_pass)"),
     "s16": ("bench.s16", "", "scenarios",

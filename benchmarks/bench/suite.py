@@ -12,7 +12,7 @@ Quick: one round, a few seconds per case, sluicegate + bjoern + gunicorn-gthread
 anchor) by default.
 Full: every server and the nginx anchor, S1–S10, S12, S13, three rounds, medians (about 3 h).
 Standing: every server and the anchor, every scenario S1–S16, three rounds of short runs; the
-scenarios in `Mode.once` in the first round only (about 55 minutes on 2 cores): the run
+scenarios in `Mode.once` in the first round only (about 70 minutes on 2 cores): the run
 BENCHMARKS.md's standing table and charts come from.
 S11, S14, S15 and S16 start their own set of servers (nginx in front, TLS, HTTP/2): once per
 round, they measure every server of the run that they can serve in a rotated order (GROUPED);
@@ -52,7 +52,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     mode.add_argument("--quick", action="store_true", help="one short round (default)")
     mode.add_argument("--full", action="store_true", help="every server, S1-S10, S12, S13, 3 rounds (~3 h)")
     mode.add_argument("--standing", action="store_true",
-                      help="every server, every scenario S1-S16, 3 rounds of short runs (~55 min)")
+                      help="every server, every scenario S1-S16, 3 rounds of short runs (~70 min)")
     ap.add_argument("--servers", default="", help="comma-separated; default: quick trio or all. "
                     f"Known: {','.join(servers.SERVERS)}")
     ap.add_argument("--scenarios", default="", help="comma-separated, e.g. S1,S6 (default: S1-S10, S12, "
