@@ -1,22 +1,14 @@
 """S4's pong under ab -c1 -nN, one server at a time: req/s, server CPU/request, context switches
 and migrations per request (perf stat on the server's process), where threads ran. argv: N ROUNDS SERVER..."""
-import os, re, subprocess, sys, time
+import re, subprocess, sys, time
 from pathlib import Path
-BENCH = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(BENCH)); os.chdir(BENCH)
-import servers
+sys.path.insert(0, str(Path(__file__).parent))
+from pong import start
 from bench import procs
 n, rounds = int(sys.argv[1]), int(sys.argv[2])
 for rnd in range(rounds):
     for name in sys.argv[3:]:
-        srv = servers.SERVERS[name]
-        t = servers.Target("s4_pong", "/pong", b"")
-        port = procs.free_port()
-        l = srv.launch(t, port)
-        p = procs.start(name, l.argv, l.cwd, l.env, port, Path(f"/tmp/s4-{name}.log"))
-        assert procs.wait_port(port, time.monotonic() + 30, p)
-        url = f"http://127.0.0.1:{port}/pong"
-        subprocess.run(["ab", "-q", "-c1", "-n2000", url], capture_output=True)
+        p, url = start(name)
         pids = p.pids()
         c0 = procs.cpu_seconds(pids)
         ps = subprocess.Popen(["perf", "stat", "-e", "context-switches,cpu-migrations", "-x,", "-o", f"/tmp/s4stat-{name}.txt", "-p", ",".join(map(str, pids))])
