@@ -14,9 +14,9 @@ impl LoopState {
         if timeout.is_zero() {
             return self.poll.poll(&mut self.events, Some(timeout));
         }
-        let start = Instant::now();
         let limit = self.spin.limit();
         if !limit.is_zero() {
+            let start = Instant::now();
             let preempted_before = spin::preemptions();
             let found = loop {
                 self.poll.poll(&mut self.events, Some(Duration::ZERO))?;
