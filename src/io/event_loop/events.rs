@@ -29,7 +29,7 @@ impl LoopState {
                 std::hint::spin_loop();
             };
             let preempted = spin::preemptions() > preempted_before;
-            self.spin.spun(preempted);
+            self.spin.spun(found, preempted);
             if found {
                 return Ok(());
             }

@@ -20,6 +20,14 @@
 //! else needs, and where others keep wanting it the spin stays at none. (Turning it off for a
 //! second at the first preemption, the first version, never let it start under `ab -c1`: the
 //! client, woken on the loop's CPU by the answer, preempts the spin now and then.)
+//!
+//! A spin that found nothing and was followed by a long sleep was wasted: the limit drops to
+//! none, and the next short sleeps are not believed for a while (`held`: 2, 4, … up to
+//! `HOLD_MOST` of them, doubled by each waste in a row, forgotten at a spin that finds its
+//! event). Where short sleeps come between long ones (an app taking milliseconds: the answer's
+//! wake-up is short, the wait for the next is not) the spin otherwise grew at every short sleep
+//! and was wasted on the long one after (S13: 1-2% of spins found their event); where the
+//! client answers within the spin (S4), the spins keep finding theirs and nothing is held.
 
 use std::time::Duration;
 
@@ -33,10 +41,19 @@ pub const GROW_FROM: Duration = Duration::from_micros(10);
 /// spin of `SPIN_MOST`.
 pub const SHORT_SLEEP: Duration = Duration::from_micros(100);
 
+/// The most short sleeps not believed after wasted spins.
+pub const HOLD_MOST: u32 = 64;
+
 /// The loop's spin limit and what it learned (see the module doc).
 #[derive(Debug, Default)]
 pub struct Spin {
     limit: Duration,
+    /// The last spin ended without its event (the sleep after it tells whether it was close).
+    missed: bool,
+    /// Wasted spins in a row (a miss, then a long sleep).
+    wasted: u32,
+    /// Short sleeps still not to be believed.
+    held: u32,
 }
 
 impl Spin {
@@ -45,9 +62,15 @@ impl Spin {
         self.limit
     }
 
-    /// A spin ended; the thread was `preempted` during it or not. (One that found an event
-    /// without it changes nothing: the limit was long enough.)
-    pub fn spun(&mut self, preempted: bool) {
+    /// A spin ended, having `found` an event or not; the thread was `preempted` during it or
+    /// not. (One that found its event without being preempted keeps the limit: it was long
+    /// enough.)
+    pub fn spun(&mut self, found: bool, preempted: bool) {
+        self.missed = !found;
+        if found {
+            self.wasted = 0;
+            self.held = 0;
+        }
         if preempted {
             self.halve();
         }
@@ -56,8 +79,17 @@ impl Spin {
     /// A sleep (after the spin, if any) lasted `slept` and ended with events (`woken`) or on
     /// its timeout.
     pub fn woke(&mut self, slept: Duration, woken: bool) {
+        let missed = std::mem::take(&mut self.missed);
         if woken && slept <= SHORT_SLEEP {
-            self.limit = (self.limit * 2).clamp(GROW_FROM, SPIN_MOST);
+            if self.held > 0 && !missed {
+                self.held -= 1;
+            } else {
+                self.limit = (self.limit * 2).clamp(GROW_FROM, SPIN_MOST);
+            }
+        } else if missed {
+            self.limit = Duration::ZERO;
+            self.wasted = (self.wasted + 1).min(HOLD_MOST.trailing_zeros());
+            self.held = 1 << self.wasted;
         } else {
             self.halve();
         }
@@ -100,6 +132,16 @@ mod tests {
         s
     }
 
+    /// Short sleeps until the limit is back above none.
+    fn short_sleeps_to_grow(s: &mut Spin) -> u32 {
+        let mut n = 0;
+        while s.limit().is_zero() {
+            s.woke(40 * US, true);
+            n += 1;
+        }
+        n
+    }
+
     #[test]
     fn no_spin_until_sleeps_are_short_then_it_grows_to_the_most() {
         let mut s = Spin::default();
@@ -125,12 +167,60 @@ mod tests {
     #[test]
     fn a_preempted_spin_halves_it() {
         let mut s = grown();
-        s.spun(false);
-        assert_eq!(s.limit(), SPIN_MOST, "a spin not preempted changes nothing");
-        s.spun(true);
+        s.spun(true, false);
+        assert_eq!(
+            s.limit(),
+            SPIN_MOST,
+            "a spin that found its event changes nothing"
+        );
+        s.spun(true, true);
         assert_eq!(s.limit(), SPIN_MOST / 2);
-        s.spun(true);
-        s.spun(true);
+        s.spun(true, true);
+        s.spun(true, true);
         assert_eq!(s.limit(), Duration::ZERO, "preempted again and again: none");
+    }
+
+    #[test]
+    fn a_miss_followed_by_a_short_sleep_grows_it() {
+        let mut s = Spin::default();
+        s.woke(40 * US, true);
+        s.spun(false, false);
+        s.woke(30 * US, true);
+        assert_eq!(
+            s.limit(),
+            2 * GROW_FROM,
+            "the event came just after the spin"
+        );
+    }
+
+    #[test]
+    fn wasted_spins_stop_it_and_hold_off_the_short_sleeps_longer_each_time() {
+        let mut s = grown();
+        let mut holds = Vec::new();
+        for _ in 0..8 {
+            s.spun(false, false);
+            s.woke(Duration::from_millis(2), true);
+            assert_eq!(s.limit(), Duration::ZERO, "a wasted spin: none at once");
+            holds.push(short_sleeps_to_grow(&mut s));
+        }
+        assert_eq!(
+            holds,
+            [3, 5, 9, 17, 33, 65, 65, 65],
+            "held 2, 4, ... HOLD_MOST sleeps, then grown"
+        );
+    }
+
+    #[test]
+    fn a_spin_that_finds_its_event_forgets_the_waste() {
+        let mut s = grown();
+        for _ in 0..3 {
+            s.spun(false, false);
+            s.woke(Duration::from_millis(2), true);
+            short_sleeps_to_grow(&mut s);
+        }
+        s.spun(true, false);
+        s.spun(false, false);
+        s.woke(Duration::from_millis(2), true);
+        assert_eq!(short_sleeps_to_grow(&mut s), 3, "held 2 again, not 16");
     }
 }
