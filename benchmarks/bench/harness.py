@@ -53,6 +53,7 @@ class Mode:
     once: tuple[str, ...] = ()  # scenarios measured in the first round only (the others every round)
     s5_clients: tuple[int, ...] = (10, 100, 1000)
     s10_s: float = 10.0  # one S10 wrk run (reloads every 3 s, kills every 5 s)
+    upload_min_s: float = 0.0  # S8: its uploads add up to at least this long (else fetch_min_s)
     s12_busy: tuple[int, ...] = (2, 16)  # S12's probe cases: CPU-bound clients beside the probes
     s13_short: bool = False  # S13: c16 and c100 at CONN_MAX_AGE 0 and 60, peers 8 threads, no bursts
     s13_flask: bool = False  # S13: the Flask + SQLAlchemy cases only
@@ -80,7 +81,7 @@ FULL = Mode("full", rounds=3, wrk_s=10, warmup_s=2, s6_ab_requests=20000, s4_ab_
 # so beside them.
 STANDING = Mode("standing", rounds=3, wrk_s=2, warmup_s=1, s6_ab_requests=5000, s4_ab_requests=5000,
                 fetch_repeats=5, fetch_min_s=0.5, upload_repeats=2, httperf_conns=0, huge_file=False,
-                idle_connections=10_000, segment_requests=20,
+                idle_connections=10_000, segment_requests=20, upload_min_s=1.5,
                 once=("S1", "S7", "S9", "S10", "S11", "S12"),
                 s5_clients=(1000,), s10_s=9.0, s12_busy=(16,), s13_short=True, s14_ab_requests=1000,
                 s14_big_s=4.0, s15a_requests=2000,
@@ -88,7 +89,7 @@ STANDING = Mode("standing", rounds=3, wrk_s=2, warmup_s=1, s6_ab_requests=5000, 
 
 # `run.py --tiny`: a mode's plan with every run cut to a minimum (a smoke test of the run itself).
 TINY = dict(rounds=1, wrk_s=1, warmup_s=0, s6_ab_requests=500, s4_ab_requests=300, fetch_repeats=2,
-            fetch_min_s=0.05, upload_repeats=1, huge_file=False, idle_connections=1000,
+            fetch_min_s=0.05, upload_repeats=1, upload_min_s=0.0, huge_file=False, idle_connections=1000,
             segment_requests=5, s10_s=4.0, s14_ab_requests=200, s14_big_s=3.0, s15a_requests=300)
 
 

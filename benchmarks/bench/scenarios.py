@@ -368,7 +368,8 @@ def s8(h: Harness, server: servers.Server, rnd: int) -> None:
     for chunked in (False, True):
         how = "chunked" if chunked else "Content-Length"
         run_case(h, "S8", f"64 MiB upload, {how}", server, rnd, "s", "lower", target,
-              _fetch_series(h, "POST", "/", check, h.mode.upload_repeats, payload=data, chunked=chunked))
+              _fetch_series(h, "POST", "/", check, h.mode.upload_repeats, payload=data, chunked=chunked,
+                            min_seconds=max(h.mode.fetch_min_s, h.mode.upload_min_s)))
 
 
 SCENARIOS: dict[str, Callable[[Harness, servers.Server, int], None]] = {
