@@ -24,14 +24,12 @@ bounded. Large bodies are checked as they arrive (``Conn.read_exact_into``), nev
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
 import os
 import re
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -45,6 +43,7 @@ import pytest
 from tests.apps.response_path import (MIXED_SIZES, PONG_HEADERS, SSE_FIRST, SSE_REST,
                                       SSE_SECOND, flood_block, pattern, stream_blocks)
 from tests.helpers import wait_for
+from tests.strace_util import straced
 from tests.http_util import TIMEOUT, Conn, Truncated, WaitTimeout, assert_still_serving, request_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -256,66 +255,13 @@ def test_close_of_a_list_subclass_is_called(srv):
     assert srv.wait_marks("closed", prefix=t, timeout=5) == [f"{t} closed"]
 
 
-WRITE_CALLS = "sendmsg,sendmmsg,sendto,write,writev,pwrite64,pwritev,pwritev2,sendfile"
-
-
-@contextlib.contextmanager
-def _straced(pid: int, out: str, calls: str = WRITE_CALLS):
-    """strace `pid` into `out` (see `_strace_attach`) for the body of the `with`, then detach."""
-    tracer = _strace_attach(pid, out, calls)
-    try:
-        yield
-    finally:
-        tracer.send_signal(signal.SIGINT)  # detaches from the server
-        try:
-            tracer.wait(TIMEOUT)
-        except subprocess.TimeoutExpired:
-            tracer.kill()
-            tracer.wait()
-
-
-def _strace_attach(pid: int, out: str, calls: str = WRITE_CALLS) -> subprocess.Popen:
-    """strace every thread of `pid` (and threads started later), writes only unless `calls`
-    says otherwise; returns once attached, or skips the test when strace is missing or ptrace
-    is not permitted."""
-    if not shutil.which("strace"):
-        pytest.skip("strace is not installed (the one-syscall check needs it; ./dev test "
-                    "installs it as root)")
-    proc = subprocess.Popen(["strace", "-f", "-qq", "-s", "65536", "-e", f"trace={calls}",
-                             "-o", out, "-p", str(pid)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    # strace prints "Process N attached" when ptrace worked; with -qq it prints nothing then,
-    # so wait for the output file to appear instead (strace opens it before attaching) and for
-    # the attach to be visible in /proc (TracerPid of every thread).
-    def attached() -> bool:
-        if proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace")
-            pytest.skip(f"strace cannot attach (ptrace not permitted?): {err.strip()}")
-        tracers = []
-        for task in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{task}/status") as f:
-                    tracers.append(int(re.search(r"TracerPid:\s+(\d+)", f.read()).group(1)))
-            except FileNotFoundError:
-                continue
-        return bool(tracers) and all(t == proc.pid for t in tracers)
-
-    try:
-        wait_for(attached, "strace to attach to every thread", TIMEOUT)
-    except WaitTimeout:
-        proc.kill()
-        pytest.skip("strace did not attach within the deadline")
-    return proc
-
-
 def test_pong_head_and_body_leave_in_one_send_syscall(start_server, tmp_path):
     """Status line, 15 headers and body in ONE send-family syscall: written separately, the
     head and `pong` would be two syscalls (and, with TCP_NODELAY, two TCP segments)."""
     server = start_server(APP)
     assert_still_serving(server.port, "/pong", b"pong")  # warm up: threads and buffers exist before tracing starts
     out = str(tmp_path / "strace.out")
-    with _straced(server.pid, out):
+    with straced(server.pid, out):
         with Conn.open(server.port) as c:
             c.send(request_bytes("GET", "/pong"))
             resp = c.read_response()
@@ -408,7 +354,7 @@ def test_a_client_that_asked_to_close_is_closed_without_a_half_close(start_serve
     server = start_server(APP)
     assert_still_serving(server.port, "/pong", b"pong")
     out = str(tmp_path / "strace.out")
-    with _straced(server.pid, out, "sendmsg,writev,write,shutdown,close"):
+    with straced(server.pid, out, "sendmsg,writev,write,shutdown,close"):
         with Conn.open(server.port) as c:
             c.send(request_bytes("GET", "/pong", headers=[("Connection", "close")]))
             resp = c.read_response()

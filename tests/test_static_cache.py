@@ -4,7 +4,8 @@ on disk is seen on the very next request: a file replaced by a rename (new bytes
 written in place, deleted, given a precompressed sibling, or a directory on its path renamed.
 Range and conditional requests are answered from the kept copy, over HTTP/2 as well; files
 over 64 KiB are not kept; many distinct files never take the cache past its bounds (bytes,
-files).
+files). A kept file of 16 KiB or more goes out with `sendfile` from the descriptor the cache
+keeps (strace: no open, one sendfile of the range), and a change to it is seen at once too.
 """
 
 from __future__ import annotations
@@ -12,17 +13,20 @@ from __future__ import annotations
 import hashlib
 import http.client
 import os
+import re
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.h2_client import H2Client
 from tests.helpers import free_ports
+from tests.strace_util import straced
 from tests.http_util import Conn, request_bytes, wait_for
 
 FILE_MAX = 64 * 1024  # io/static_cache.rs FILE_MAX
 TOTAL_MAX = 4 * 1024 * 1024  # io/static_cache.rs TOTAL_MAX
 FILES_MAX = 4096  # io/static_cache.rs FILES_MAX
+SENDFILE_FROM = 16 * 1024  # io/static_cache.rs SENDFILE_FROM
 
 
 def scrape(port: int) -> dict:
@@ -184,6 +188,50 @@ def test_a_kept_file_is_answered_from_memory_over_http2(served):
     assert again.header(b"content-length") == b"30000"
     assert ranged.status == 206 and bytes(ranged.body) == body[10:20]
     assert kept(mport)[1] == hits + 2
+
+
+def test_a_kept_file_of_16_kib_or_more_is_sent_from_its_kept_descriptor(served, tmp_path):
+    """From memory (one more hit each) yet with `sendfile`: the second GET, a range and a
+    range below `SENDFILE_FROM` make no open and send exactly the bytes asked (strace)."""
+    srv, mport, root = served
+    body = bytes(i % 253 for i in range(21_324))
+    (root / "page.bin").write_bytes(body)
+    out = str(tmp_path / "strace.txt")
+    with Conn.open(srv.port) as c:
+        assert fetch(c, "/s/page.bin").body == body
+        hits = kept(mport)[1]
+        with straced(srv.pid, out, "sendfile,writev,sendmsg,openat,openat2,open"):
+            r = fetch(c, "/s/page.bin")
+            ranged = fetch(c, "/s/page.bin", headers=[("Range", "bytes=100-20099")])
+            small = fetch(c, "/s/page.bin", headers=[("Range", "bytes=0-999")])
+        assert kept(mport)[1] == hits + 3
+    assert r.status == 200 and r.body == body
+    assert ranged.status == 206 and ranged.body == body[100:20100]
+    assert small.status == 206 and small.body == body[:1000]
+    text = open(out).read()
+    assert not re.search(r"\bopen(at2?)?\(", text), text[-2000:]
+    sent = [(int(off), int(n)) for off, n in re.findall(r"sendfile\(\d+, \d+, \[(\d+)\] => \[\d+\], (\d+)\)", text)]
+    assert sent == [(0, len(body)), (100, 20_000)], text[-2000:]
+
+
+def test_a_kept_file_sent_with_sendfile_is_served_new_after_any_change(served):
+    """The kept descriptor is the file that was read: written in place (same inode), replaced
+    by a rename (a new inode), the next answer has the new bytes."""
+    srv, mport, root = served
+    path = root / "big.js"
+    first = b"a" * 20_000
+    path.write_bytes(first)
+    with Conn.open(srv.port) as c:
+        serve_from_memory(c, mport, "/s/big.js", first)
+        with open(path, "r+b") as f:  # same size, same inode
+            f.write(b"b" * 20_000)
+        assert fetch(c, "/s/big.js").body == b"b" * 20_000
+        serve_from_memory(c, mport, "/s/big.js", b"b" * 20_000)
+        tmp = root / "big.js.tmp"
+        tmp.write_bytes(b"c" * 30_000)
+        os.replace(tmp, path)
+        r = fetch(c, "/s/big.js")
+        assert r.body == b"c" * 30_000 and r.header("Content-Length") == "30000"
 
 
 def test_a_file_over_64_kib_is_not_kept(served):

@@ -2,8 +2,9 @@
 //! bodies copied together so that a small response is one write and one TCP segment), borrowed
 //! from an object that keeps its memory alive (a large Python `bytes` body, written from its own
 //! buffer without a copy), or a range of a file (sent with `sendfile(2)`, never read into
-//! memory). Memory segments pending together leave in one `writev`; when a file range follows,
-//! that writev carries MSG_MORE so the head and the file's first bytes share a TCP segment.
+//! memory; the descriptor is the queue's own, or one the static file cache keeps open). Memory
+//! segments pending together leave in one `writev`; when a file range follows, that writev
+//! carries MSG_MORE so the head and the file's first bytes share a TCP segment.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -13,6 +14,7 @@ use std::ops::{Deref, DerefMut};
 
 use std::fs::File;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 
 use super::stream::{sendfile_fd, set_cork, writev_fd_flags, Stream};
 use sluicegate_proto::h1::encode::{write_fixed_chunk_size, CHUNK_END, OPEN_CHUNK_HEADER};
@@ -88,10 +90,10 @@ enum Segment {
     Owned(Vec<u8>),
     Static(&'static [u8]),
     Shared(Box<dyn SharedBytes>),
-    /// `len` bytes of `file` from `offset` (the descriptor is our own, so the app closing its
-    /// file object does not cut the transfer short).
+    /// `len` bytes of `file` from `offset` (the descriptor is our own, or the static file
+    /// cache's, so the app closing its file object does not cut the transfer short).
     File {
-        file: File,
+        file: Arc<File>,
         offset: u64,
         len: u64,
     },
@@ -339,6 +341,11 @@ impl OutQueue {
 
     /// Queue `len` bytes of `file` from `offset`, to be sent with sendfile(2).
     pub fn push_file(&mut self, file: File, offset: u64, len: u64) {
+        self.push_shared_file(Arc::new(file), offset, len);
+    }
+
+    /// As `push_file`, with a descriptor shared with others (a kept static file's).
+    pub fn push_shared_file(&mut self, file: Arc<File>, offset: u64, len: u64) {
         self.push(Segment::File { file, offset, len });
     }
 

@@ -11,7 +11,8 @@
 //! unless the mount has `follow-symlinks`.
 //!
 //! A small file without precompressed siblings is kept in memory after its first answer
-//! (`static_cache`) and answered from there, head and bytes in one `writev`, until inotify
+//! (`static_cache`) and answered from there, head and bytes in one `writev` (from 16 KiB, over
+//! plain HTTP/1.1: the head, then `sendfile` from the descriptor kept with it), until inotify
 //! reports a change on its path. Other files are opened per request, as nginx does without
 //! `open_file_cache`, so a change on disk is seen at once either way. Only the absence of
 //! precompressed siblings is remembered for them, checked against the directory's change time
@@ -74,14 +75,20 @@ pub enum FileBytes {
 }
 
 impl Own<'_> {
-    /// Queue the file body's range in `out` (a slice of the kept copy, or a `sendfile` range);
-    /// `false`: the answer has none.
-    pub fn queue_file(self, out: &mut OutQueue) -> bool {
+    /// Queue the file body's range in `out` (a slice of the kept copy, or a `sendfile` range:
+    /// of a kept file too, when it kept its descriptor and the caller writes to a plain socket,
+    /// `sendfile_ok`); `false`: the answer has none.
+    pub fn queue_file(self, out: &mut OutQueue, sendfile_ok: bool) -> bool {
         let (AnswerBody::File { range, .. }, Some(file)) = (self.answer.body, self.file) else {
             return false;
         };
         let BodyRange { offset, len } = range;
         match file {
+            FileBytes::Memory(Cached { file: Some(f), .. })
+                if sendfile_ok && len >= static_cache::SENDFILE_FROM =>
+            {
+                out.push_shared_file(f, offset, len)
+            }
             FileBytes::Memory(cached) => out.push_shared(cached.slice(offset, len)),
             FileBytes::Disk(f) => out.push_file(f, offset, len),
         }
@@ -90,8 +97,15 @@ impl Own<'_> {
 
     /// Frame the answer as HTTP/1.1 to `head` and queue it in `out`: the head (and a text
     /// body) in one buffer, then the file range; a large file's head and first bytes corked
-    /// into full segments. `server`: the Server header's value.
-    pub fn queue_h1(self, head: &RequestHead, server: &[u8], out: &mut OutQueue) -> OwnAnswer {
+    /// into full segments. `server`: the Server header's value; `plain`: the connection is
+    /// not TLS (a kept file may go out with `sendfile`).
+    pub fn queue_h1(
+        self,
+        head: &RequestHead,
+        server: &[u8],
+        plain: bool,
+        out: &mut OutQueue,
+    ) -> OwnAnswer {
         let mut buf = Vec::with_capacity(512);
         let fields = ServerFields {
             date: self.date,
@@ -104,7 +118,7 @@ impl Own<'_> {
             out.push_cork(true);
         }
         out.push_owned(buf);
-        if matches!(self.answer.body, AnswerBody::File { .. }) && !self.queue_file(out) {
+        if matches!(self.answer.body, AnswerBody::File { .. }) && !self.queue_file(out, plain) {
             answer.body_bytes = 0;
         }
         if cork {

@@ -412,8 +412,10 @@ impl LoopState {
         conn.rbuf.as_mut().unwrap().consume(used);
         conn.parser.reset();
         let server = &ctx.settings.config.server_header;
+        let plain = conn.tls.is_none();
         let out = &mut conn.out;
-        if let Some(answer) = own_answer(&head, ctx, |own| own.queue_h1(&head, server, out)) {
+        if let Some(answer) = own_answer(&head, ctx, |own| own.queue_h1(&head, server, plain, out))
+        {
             answered_here(conn, head, answer, ctx);
             return Ok(Next::Answered);
         }

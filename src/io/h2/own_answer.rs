@@ -52,7 +52,7 @@ pub(crate) fn frame(own: Own<'_>, server: &[u8]) -> Framed {
     if let Some(t) = text {
         body.push_owned(t.to_vec());
     } else {
-        own.queue_file(&mut body);
+        own.queue_file(&mut body, false);
     }
     Framed {
         status,
