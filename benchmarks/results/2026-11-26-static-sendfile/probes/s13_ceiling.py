@@ -25,6 +25,16 @@ def alone(seconds):
     n, cpu, wall = r.stdout.partition(b"\n")[0].split()
     return int(n) / float(wall), float(cpu) / int(n)
 
+def start(name):
+    """`name` (server[@threads]) serving S13's Django app, the peers with 8 threads; and the URL."""
+    server, _, threads = name.partition("@")
+    srv, port = servers.SERVERS[server], procs.free_port()
+    pool = None if srv.kind == "ours" else 8
+    launch = srv.launch(servers.Target("s13_django", "/hello", b"hello", pool=pool, ours_threads=threads or None), port)
+    proc = procs.start(name, launch.argv, launch.cwd, launch.env, port, Path(f"/tmp/probe-{server}.log"))
+    assert procs.wait_port(port, time.monotonic() + 30, proc), proc.log_tail()
+    return proc, f"http://127.0.0.1:{port}{s13.PATH}"
+
 age, clients, rounds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 names = sys.argv[4:]
 secs = int(os.environ.get("SECS", 6))
@@ -36,15 +46,7 @@ for rnd in range(rounds):
     rows.setdefault("alone", []).append((ra, fa * 1e3, 0, 0))
     print(f"r{rnd} app alone {ra:7.1f} calls/s  cpu {fa*1e3:5.2f} ms/call", flush=True)
     for name in (names if rnd % 2 == 0 else names[::-1]):
-        base, _, th = name.partition("@")
-        srv = servers.SERVERS[base]
-        ours = srv.kind == "ours"
-        target = servers.Target("s13_django", "/hello", b"hello", pool=None if ours else 8, ours_threads=th or None)
-        port = procs.free_port()
-        l = srv.launch(target, port)
-        p = procs.start(name, l.argv, l.cwd, l.env, port, Path(f"/tmp/probe-{base}.log"))
-        assert procs.wait_port(port, time.monotonic() + 30, p), p.log_tail()
-        url = f"http://127.0.0.1:{port}{s13.PATH}"
+        p, url = start(name)
         subprocess.run(["wrk", "-t1", f"-c{clients}", "-d2s", url], capture_output=True)
         pids = p.pids()
         c0, (t0, i0) = procs.cpu_seconds(pids), machine()
