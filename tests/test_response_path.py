@@ -43,8 +43,8 @@ import pytest
 from tests.apps.response_path import (MIXED_SIZES, PONG_HEADERS, SSE_FIRST, SSE_REST,
                                       SSE_SECOND, flood_block, pattern, stream_blocks)
 from tests.helpers import wait_for
-from tests.strace_util import straced
 from tests.http_util import TIMEOUT, Conn, Truncated, WaitTimeout, assert_still_serving, request_bytes
+from tests.strace_util import straced
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = "response_path"
