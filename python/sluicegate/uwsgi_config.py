@@ -1,0 +1,511 @@
+"""uWSGI 2.0's configuration resolution: a uWSGI command line and environment -> the options.
+
+`resolve(argv, environ)` gives the ordered (option, value) pairs uWSGI 2.0 would apply for the
+same command line, `UWSGI_*` environment and config files, following uWSGI's own code step by
+step (core/uwsgi.c `uwsgi_setup`, core/config.c, core/init.c, core/utils.c):
+1. `UWSGI_*` variables in environment order (`UWSGI_CHMOD_SOCKET` -> `chmod-socket`);
+2. the command line as glibc's getopt_long reads uWSGI's option table (long options, unique
+   prefixes, uWSGI's short letters, switches without a value), then bare config files by their
+   extension; config files (uwsgi_config_files.py) are read when their option is met, so
+   `ini`, `include`, `set-placeholder`, `if-*`/`for*` ... take effect in order ("immediate");
+3. the `$(ENV)`, then `@(file)`, then `%(placeholder)` passes over every value not consumed by an
+   immediate option, the placeholder pass with uWSGI's `%(a b + 1)` arithmetic;
+4. `inherit` files, read after the passes as uWSGI does, and `strict`'s refusal of any key that
+   is not a uWSGI option.
+The option names, their short letters and argument kinds come from uwsgi_option_table.py.
+`resolve_all` gives the whole list as `uwsgi --show-config` prints it; tests/test_uwsgi_differential.py
+compares both with the real uWSGI.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import socket
+import sys
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .uwsgi_config_files import (
+    Entry,
+    UwsgiConfigError,
+    fill_magic_table,
+    initial_magic_table,
+    magic_sub,
+    parse_ini,
+    parse_json,
+    parse_xml,
+    parse_yaml,
+    read_text,
+    split_section,
+)
+from .uwsgi_option_table import IMMEDIATE, OPTIONS, parse_command_line
+
+__all__ = ["UwsgiConfigError", "ResolvedOption", "resolve", "resolve_all", "resolve_detailed", "uwsgi_bool"]
+
+#: Environment variables uWSGI keeps for itself rather than reading as options.
+_ENV_RESERVED = (
+    "UWSGI_RELOADS=",
+    "UWSGI_VASSALS_DIR=",
+    "UWSGI_EMPEROR_FD=",
+    "UWSGI_BROODLORD_NUM=",
+    "UWSGI_EMPEROR_FD_CONFIG=",
+    "UWSGI_EMPEROR_PROXY=",
+    "UWSGI_JAIL_PID=",
+    "UWSGI_ORIGINAL_PROC_NAME=",
+)
+
+#: The plugins a pip-built uWSGI 2.0 has embedded (buildconf/base.ini + the python plugin), for
+#: `if-plugin`.
+_EMBEDDED_PLUGINS = frozenset(
+    "python ping cache nagios rrdtool carbon rpc corerouter fastrouter http ugreen signal syslog "
+    "rsyslog logsocket router_uwsgi router_redirect router_basicauth zergpool redislog "
+    "mongodblog router_rewrite router_http logfile router_cache rawrouter router_static "
+    "sslrouter spooler cheaper_busyness symcall transformation_tofile transformation_gzip "
+    "transformation_chunked transformation_offload router_memcached router_redis router_hash "
+    "router_expires router_metrics transformation_template stats_pusher_socket".split()
+)
+
+#: Keys that end an if/for block.
+_END_KEYS = frozenset({"end", "endfor", "endif", "end-if", "end-for"})
+
+#: The keys that drive the resolution itself (config files, placeholders, logic): `resolve()`
+#: leaves them out, `resolve_detailed()` marks them "language".
+LANGUAGE_KEYS = frozenset(
+    {
+        "ini", "yaml", "yml", "json", "js", "xml", "xmlconfig", "include", "inherit", "config",
+        "set", "set-placeholder", "set-ph", "strict", "declare-option", "resolve",
+        "inject-before", "inject-after", "for", "for-glob", "for-times", "for-readline",
+        "endfor", "end-for", "if-opt", "if-not-opt", "if-env", "if-not-env", "ifenv",
+        "if-reload", "if-not-reload", "if-hostname", "if-not-hostname", "if-hostname-match",
+        "if-not-hostname-match", "if-exists", "if-not-exists", "ifexists", "if-plugin",
+        "if-not-plugin", "ifplugin", "if-file", "if-not-file", "if-dir", "if-not-dir", "ifdir",
+        "if-directory", "endif", "end-if",
+    }
+)  # fmt: skip
+
+
+def uwsgi_bool(value: Optional[str]) -> bool:
+    """uWSGI's reading of a switch's value (core/uwsgi.c `uwsgi_opt_true`): false only for
+    "false", "off", "no" (any case) and "0"; anything else, the empty value included, is true."""
+    if value is None:
+        return True
+    return not (value.lower() in ("false", "off", "no") or value == "0")
+
+
+@dataclass
+class ResolvedOption:
+    """One entry of uWSGI's option list. `value` is None for a switch given without a value;
+    `kind` is "option" (a uWSGI option), "placeholder" (a key that is not a uWSGI option, or one
+    set by set-placeholder) or "language" (LANGUAGE_KEYS); `where` says where it came from."""
+
+    key: str
+    value: Optional[str]
+    kind: str
+    where: str
+    configured: bool = False
+
+
+_Logic = Callable[["_Resolver", str, Optional[str], str, str], None]
+
+
+def _sub(value: Optional[str], repl: Optional[str]) -> Optional[str]:
+    """uwsgi_substitute(value, "%(_)", repl): unchanged when there is nothing to put."""
+    if value is None or repl is None:
+        return value
+    return value.replace("%(_)", repl)
+
+
+def _split_eq(data: str) -> Tuple[str, Optional[str]]:
+    name, eq, expected = data.partition("=")
+    return name, (expected if eq else None)
+
+
+def _if_found(found: Optional[str], expected: Optional[str], negate: bool) -> Tuple[bool, Optional[str]]:
+    """The if-env/if-opt family: (condition holds, what %(_) becomes)."""
+    if not negate:
+        ok = found is not None and (expected is None or expected == found)
+    else:
+        ok = found is None or (expected is not None and expected != found)
+    return ok, found
+
+
+def _logic_if(test: Callable[["_Resolver", str], Tuple[bool, Optional[str]]]) -> _Logic:
+    def run(res: "_Resolver", key: str, value: Optional[str], data: str, where: str) -> None:
+        ok, repl = test(res, data)
+        if ok:
+            res.add(key, _sub(value, repl), where)
+
+    return run
+
+
+def _env_test(negate: bool) -> Callable[["_Resolver", str], Tuple[bool, Optional[str]]]:
+    def test(res: "_Resolver", data: str) -> Tuple[bool, Optional[str]]:
+        name, expected = _split_eq(data)
+        return _if_found(res.environ.get(name), expected, negate)
+
+    return test
+
+
+def _opt_test(negate: bool) -> Callable[["_Resolver", str], Tuple[bool, Optional[str]]]:
+    def test(res: "_Resolver", data: str) -> Tuple[bool, Optional[str]]:
+        name, expected = _split_eq(data)
+        return _if_found(res.exported(name), expected, negate)
+
+    return test
+
+
+def _path_test(check: Callable[[str], bool], negate: bool) -> Callable[["_Resolver", str], Tuple[bool, Optional[str]]]:
+    return lambda res, data: (check(data) != negate, data)
+
+
+def _for_each(items: Callable[["_Resolver", str, str], List[str]]) -> _Logic:
+    def run(res: "_Resolver", key: str, value: Optional[str], data: str, where: str) -> None:
+        for item in items(res, data, where):
+            res.add(key, _sub(value, item), where)
+
+    return run
+
+
+def _readlines(res: "_Resolver", data: str, where: str) -> List[str]:
+    text = read_text(data, where)
+    return [line.rstrip("\r\n") for line in text.splitlines(keepends=True)]
+
+
+def _glob(res: "_Resolver", data: str, where: str) -> List[str]:
+    found = sorted(glob.glob(data))
+    if not found:
+        return [data]
+    return [path + "/" if os.path.isdir(path) else path for path in found]
+
+
+def _times(res: "_Resolver", data: str, where: str) -> List[str]:
+    match = re.match(r"\s*([+-]?\d+)", data)
+    return [str(i) for i in range(1, (int(match.group(1)) if match else 0) + 1)]
+
+
+def _not_reload(res: "_Resolver", key: str, value: Optional[str], data: str, where: str) -> None:
+    res.add(key, value, where)
+
+
+def _hostname_match(negate: bool) -> Callable[["_Resolver", str], Tuple[bool, Optional[str]]]:
+    return lambda res, data: (bool(re.search(data, socket.gethostname())) != negate, data)
+
+
+_LOGIC: Dict[str, _Logic] = {
+    "if-env": _logic_if(_env_test(False)),
+    "ifenv": _logic_if(_env_test(False)),
+    "if-not-env": _logic_if(_env_test(True)),
+    "if-opt": _logic_if(_opt_test(False)),
+    "if-not-opt": _logic_if(_opt_test(True)),
+    "if-exists": _logic_if(_path_test(lambda p: os.access(p, os.R_OK), False)),
+    "ifexists": _logic_if(_path_test(lambda p: os.access(p, os.R_OK), False)),
+    "if-not-exists": _logic_if(_path_test(lambda p: os.access(p, os.R_OK), True)),
+    "if-file": _logic_if(_path_test(os.path.isfile, False)),
+    "if-not-file": _logic_if(_path_test(os.path.isfile, True)),
+    "if-dir": _logic_if(_path_test(os.path.isdir, False)),
+    "ifdir": _logic_if(_path_test(os.path.isdir, False)),
+    "if-directory": _logic_if(_path_test(os.path.isdir, False)),
+    "if-not-dir": _logic_if(_path_test(os.path.isdir, True)),
+    "if-plugin": _logic_if(_path_test(lambda p: p in _EMBEDDED_PLUGINS, False)),
+    "ifplugin": _logic_if(_path_test(lambda p: p in _EMBEDDED_PLUGINS, False)),
+    "if-not-plugin": _logic_if(_path_test(lambda p: p in _EMBEDDED_PLUGINS, True)),
+    "if-hostname": _logic_if(_path_test(lambda p: p == socket.gethostname(), False)),
+    "if-not-hostname": _logic_if(_path_test(lambda p: p == socket.gethostname(), True)),
+    "if-hostname-match": _logic_if(_hostname_match(False)),
+    "if-not-hostname-match": _logic_if(_hostname_match(True)),
+    "if-reload": lambda res, key, value, data, where: None,
+    "if-not-reload": _not_reload,
+    "for": _for_each(lambda res, data, where: data.split()),
+    "for-glob": _for_each(_glob),
+    "for-readline": _for_each(_readlines),
+    "for-times": _for_each(_times),
+}
+
+#: How many files may be nested (uWSGI itself recurses until it crashes).
+_MAX_DEPTH = 64
+
+
+class _Resolver:
+    """uWSGI's option list being built (uwsgi.exported_opts) and the state around it."""
+
+    def __init__(self, environ: Mapping[str, str], binary_path: str) -> None:
+        self.environ = environ
+        self.cwd = os.getcwd()
+        self.opts: List[ResolvedOption] = []
+        self.logic: Optional[Tuple[_Logic, str]] = None
+        self.logic_running = False
+        self.strict = False
+        self.magic = initial_magic_table(self.cwd, binary_path)
+        self.magic_first_round = False
+        self.last_ini: Optional[str] = None
+        self.inject_before: List[str] = []
+        self.inject_after: List[str] = []
+        self.depth = 0
+
+    def exported(self, key: str) -> Optional[str]:
+        """uwsgi_get_exported_opt: the first entry named `key`'s value."""
+        for opt in self.opts:
+            if opt.key == key:
+                return opt.value
+        return None
+
+    def add(self, key: str, value: Optional[str], where: str, placeholder_only: bool = False) -> None:
+        """add_exported_option_do: through the running if/for block, then onto the list, then
+        an immediate option's effect."""
+        if not self.logic_running:
+            if key in _END_KEYS:
+                self.logic = None
+            if self.logic is not None:
+                func, data = self.logic
+                self.logic_running = True
+                try:
+                    func(self, key, value, data, where)
+                finally:
+                    self.logic_running = False
+                return
+        known = key in OPTIONS
+        kind = "language" if key in LANGUAGE_KEYS else "option" if known else "placeholder"
+        opt = ResolvedOption(key, value, kind, where)
+        self.opts.append(opt)
+        if placeholder_only:
+            if known:
+                raise UwsgiConfigError(f"{where}: you cannot use {key} as a placeholder, it is already an option")
+            opt.kind = "placeholder"
+            opt.configured = True
+            return
+        if not known:
+            if self.strict:
+                raise UwsgiConfigError(f"{where}: unknown config directive {key!r} (strict mode)")
+            return
+        if key in IMMEDIATE:
+            opt.configured = True
+            self.immediate(key, value, where)
+
+    def immediate(self, key: str, value: Optional[str], where: str) -> None:
+        """The effect of an option uWSGI applies the moment it is met."""
+        if key == "strict":
+            self.strict = uwsgi_bool(value)
+            return
+        if key in _LOGIC:
+            if self.logic is not None:
+                raise UwsgiConfigError(f"{where}: recursive logic in options is not supported (option = {key})")
+            self.logic = (_LOGIC[key], value or "")
+            return
+        if value is None:
+            return
+        if key in ("set", "set-placeholder", "set-ph"):
+            name, eq, rest = value.partition("=")
+            if not eq:
+                raise UwsgiConfigError(f"{where}: invalid placeholder/--set value {value!r} (NAME=VALUE)")
+            self.add(name, rest, where, placeholder_only=key != "set")
+        elif key in ("ini", "yaml", "yml", "json", "js", "xml", "xmlconfig"):
+            self.load(key.replace("yml", "yaml").replace("js", "json").replace("xmlconfig", "xml"), value, where)
+        elif key in ("include", "inherit"):
+            self.load_by_extension(value, where)
+        elif key == "inject-before":
+            self.inject_before.append(value)
+        elif key == "inject-after":
+            self.inject_after.append(value)
+        elif key in ("config", "declare-option", "resolve"):
+            raise UwsgiConfigError(f"{where}: {key} is not supported by sluicegate's uWSGI configuration reader")
+
+    def load_by_extension(self, name: str, where: str) -> None:
+        """uwsgi_opt_load (include, inherit, a bare argument): the format by the name's ending,
+        without setting the upper-case magic variables."""
+        kind = None
+        for ending, fmt in ((".ini", "ini"), (".xml", "xml"), (".yaml", "yaml"), (".yml", "yaml"), (".json", "json"), (".js", "json")):
+            if name.endswith(ending):
+                kind = fmt
+                break
+        if kind is None:
+            raise UwsgiConfigError(f"{where}: unable to load configuration from {name} (not .ini, .xml, .yaml, .yml, .json or .js)")
+        first = self.magic_first_round
+        self.magic_first_round = True
+        try:
+            self.load(kind, name, where)
+        finally:
+            self.magic_first_round = first
+
+    def _read(self, path: str, where: str) -> str:
+        parts = [read_text(p, where) for p in self.inject_before]
+        parts.append(read_text(path, where))
+        parts.extend(read_text(p, where) for p in self.inject_after)
+        return magic_sub("".join(parts), self.magic)
+
+    def load(self, kind: str, name: str, where: str) -> None:
+        """Read one config file (maybe `file:section`) and add its entries in order."""
+        if self.depth >= _MAX_DEPTH:
+            raise UwsgiConfigError(f"{where}: config files include each other more than {_MAX_DEPTH} deep")
+        path, section = split_section(name)
+        if kind == "ini" and path == "" and section is not None:
+            if self.last_ini is None:
+                raise UwsgiConfigError(f"{where}: {name}: no ini file read yet to take the section from")
+            path = self.last_ini
+        elif kind == "ini":
+            self.last_ini = path
+        self.magic_first_round = fill_magic_table(self.magic, name, self.cwd, self.magic_first_round)
+        text = self._read(path, where)
+        if kind == "ini":
+            entries: List[Entry] = parse_ini(text, section or "uwsgi")
+        elif kind == "yaml":
+            entries = parse_yaml(text, section or "uwsgi")
+        elif kind == "json":
+            entries = parse_json(text, section or "uwsgi", path)
+        else:
+            if section == "":
+                raise UwsgiConfigError(f"{where}: {name}: invalid xml id")
+            entries = parse_xml(text, section, path)
+        self.depth += 1
+        try:
+            for key, value, line in entries:
+                self.add(key, value, f"{path}:{line}" if line else path)
+        finally:
+            self.depth -= 1
+
+    def apply_pass(self, symbol: str, hook: Callable[[str, str], Optional[str]]) -> None:
+        """uwsgi_apply_config_pass: expand `<symbol>(key)` in every value not consumed by an
+        immediate option, scanning as uWSGI's loop does (nested parentheses kept in the key; an
+        unknown key left as written; after a replacement the scan restarts at index 1)."""
+        for opt in self.opts:
+            if opt.value is None or opt.configured:
+                continue
+            value = opt.value
+            has, depth, start = 0, 0, 0
+            j = 0
+            while j < len(value):
+                char = value[j]
+                if char == symbol:
+                    has = 1
+                elif char == "(" and has == 1:
+                    has, depth, start = 2, 0, j + 1
+                elif has > 1:
+                    if char == "(":
+                        has += 1
+                        depth += 1
+                    elif char == ")":
+                        if depth > 0:
+                            has += 1
+                            depth -= 1
+                        elif has <= 2:
+                            has = 0
+                        else:
+                            found = hook(value[start : start + has - 2], opt.where)
+                            if found is not None:
+                                value = value[: start - 2] + found + value[start + has - 1 :]
+                                opt.value = value
+                                j = 0
+                            has = 0
+                    else:
+                        has += 1
+                else:
+                    has = 0
+                j += 1
+
+    def read_at_file(self, name: str, where: str) -> str:
+        """`@(file)`: the file's content, one trailing newline or CR dropped."""
+        text = read_text(name, where)
+        return text[:-1] if text[-1:] in ("\n", "\r") else text
+
+    def placeholder(self, key: str, where: str) -> Optional[str]:
+        """uwsgi_manage_placeholder: `%(name)` is the first entry named `name`; with spaces it
+        is uWSGI's little pipeline (concatenation, + - * / on 64-bit integers, ++ and --)."""
+        if " " not in key:
+            return self.exported(key)
+        current: Optional[str] = None
+        state = "concat"
+        for token in key.split():
+            if token in ("+", "-", "*", "/"):
+                state = token
+                continue
+            if token in ("++", "--"):
+                if current is not None:
+                    current = str(_strtoll(current) + (1 if token == "++" else -1))
+                state = "concat"
+                continue
+            value = token if re.fullmatch("[0-9]+", token) else (self.exported(token) or "")
+            if state == "concat":
+                current = (current or "") + value
+            else:
+                left, right = _strtoll(current or ""), _strtoll(value)
+                if state == "+":
+                    current = str(left + right)
+                elif state == "-":
+                    current = str(left - right)
+                elif state == "*":
+                    current = str(left * right)
+                else:
+                    current = str(0 if right == 0 else _c_div(left, right))
+            state = "concat"
+        return current
+
+    def configure(self) -> None:
+        """uwsgi_configure: every entry not yet applied, in order; `inherit` files are read now
+        (their entries added after the passes), and `strict` refuses unknown keys."""
+        index = 0
+        while index < len(self.opts):
+            opt = self.opts[index]
+            index += 1
+            if opt.configured:
+                continue
+            if opt.key not in OPTIONS:
+                if self.strict:
+                    raise UwsgiConfigError(f"{opt.where}: unknown config directive {opt.key!r} (strict mode)")
+                continue
+            opt.configured = True
+            if opt.key == "inherit" and opt.value is not None:
+                self.load_by_extension(opt.value, opt.where)
+                index = 0
+
+
+def _c_div(left: int, right: int) -> int:
+    """C's integer division (truncating toward zero)."""
+    quotient = abs(left) // abs(right)
+    return quotient if (left < 0) == (right < 0) else -quotient
+
+
+def _strtoll(text: str) -> int:
+    match = re.match(r"\s*([+-]?\d+)", text)
+    return int(match.group(1)) if match else 0
+
+
+def resolve_detailed(argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None) -> List[ResolvedOption]:
+    """Every entry of uWSGI's option list, in order, with its kind and origin (see the module
+    doc for the steps). Raises UwsgiConfigError where uWSGI would stop."""
+    res = _Resolver(environ, binary_path or os.path.realpath(sys.argv[0] if sys.argv and sys.argv[0] else "uwsgi"))
+    for name, value in environ.items():
+        entry = f"{name}={value}"
+        if name.startswith("UWSGI_") and not entry.startswith(_ENV_RESERVED):
+            key = name[len("UWSGI_") :].lower().replace("_", "-")
+            res.add(key, value, f"environment variable {name}")
+    options, files = parse_command_line(argv)
+    for key, value in options:
+        res.add(key, value, "command line")
+    for name in files:
+        if not name.startswith("["):
+            res.load_by_extension(name, "command line")
+    res.apply_pass("$", lambda key, where: res.environ.get(key))
+    res.apply_pass("@", res.read_at_file)
+    res.apply_pass("%", res.placeholder)
+    res.configure()
+    return res.opts
+
+
+def resolve_all(argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None) -> List[Tuple[str, Optional[str]]]:
+    """The list `uwsgi --show-config` prints: every key, placeholders and language keys
+    included, a switch without a value as None (uWSGI prints it as `true`)."""
+    return [(opt.key, opt.value) for opt in resolve_detailed(argv, environ, binary_path)]
+
+
+def resolve(argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None) -> List[Tuple[str, str]]:
+    """The ordered (long option name, value) pairs uWSGI would apply: every uWSGI option met,
+    repeated keys repeated, placeholders and magic variables expanded, if/for blocks applied; a
+    switch given without a value is "1", an empty ini value stays "" (both true for
+    uwsgi_bool). Placeholders (keys that are not uWSGI options, and set-placeholder's) and the
+    LANGUAGE_KEYS are left out: resolve_detailed() has them."""
+    return [
+        (opt.key, "1" if opt.value is None else opt.value)
+        for opt in resolve_detailed(argv, environ, binary_path)
+        if opt.kind == "option"
+    ]
