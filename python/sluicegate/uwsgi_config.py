@@ -223,6 +223,9 @@ _LOGIC: Dict[str, _Logic] = {
     "for-times": _for_each(_times),
 }
 
+#: The options that read a config file, and its format.
+_FORMATS = {"ini": "ini", "yaml": "yaml", "yml": "yaml", "json": "json", "js": "json", "xml": "xml", "xmlconfig": "xml"}
+
 #: How many files may be nested (uWSGI itself recurses until it crashes).
 _MAX_DEPTH = 64
 
@@ -281,37 +284,39 @@ class _Resolver:
             return
         if key in IMMEDIATE:
             opt.configured = True
-            self.immediate(key, value, where)
+            opt.value = self.immediate(key, value, where) or value
 
-    def immediate(self, key: str, value: Optional[str], where: str) -> None:
-        """The effect of an option uWSGI applies the moment it is met."""
+    def immediate(self, key: str, value: Optional[str], where: str) -> Optional[str]:
+        """The effect of an option uWSGI applies the moment it is met; returns the value uWSGI
+        leaves in its list when reading the file changed it (see load)."""
         if key == "strict":
             self.strict = uwsgi_bool(value)
-            return
+            return None
         if key in _LOGIC:
             if self.logic is not None:
                 raise UwsgiConfigError(f"{where}: recursive logic in options is not supported (option = {key})")
             self.logic = (_LOGIC[key], value or "")
-            return
+            return None
         if value is None:
-            return
+            return None
         if key in ("set", "set-placeholder", "set-ph"):
             name, eq, rest = value.partition("=")
             if not eq:
                 raise UwsgiConfigError(f"{where}: invalid placeholder/--set value {value!r} (NAME=VALUE)")
             self.add(name, rest, where, placeholder_only=key != "set")
-        elif key in ("ini", "yaml", "yml", "json", "js", "xml", "xmlconfig"):
-            self.load(key.replace("yml", "yaml").replace("js", "json").replace("xmlconfig", "xml"), value, where)
+        elif key in _FORMATS:
+            return self.load(_FORMATS[key], value, where)
         elif key in ("include", "inherit"):
-            self.load_by_extension(value, where)
+            return self.load_by_extension(value, where)
         elif key == "inject-before":
             self.inject_before.append(value)
         elif key == "inject-after":
             self.inject_after.append(value)
         elif key in ("config", "declare-option", "resolve"):
             raise UwsgiConfigError(f"{where}: {key} is not supported by sluicegate's uWSGI configuration reader")
+        return None
 
-    def load_by_extension(self, name: str, where: str) -> None:
+    def load_by_extension(self, name: str, where: str) -> Optional[str]:
         """uwsgi_opt_load (include, inherit, a bare argument): the format by the name's ending,
         without setting the upper-case magic variables."""
         kind = None
@@ -324,7 +329,7 @@ class _Resolver:
         first = self.magic_first_round
         self.magic_first_round = True
         try:
-            self.load(kind, name, where)
+            return self.load(kind, name, where)
         finally:
             self.magic_first_round = first
 
@@ -334,8 +339,10 @@ class _Resolver:
         parts.extend(read_text(p, where) for p in self.inject_after)
         return magic_sub("".join(parts), self.magic)
 
-    def load(self, kind: str, name: str, where: str) -> None:
-        """Read one config file (maybe `file:section`) and add its entries in order."""
+    def load(self, kind: str, name: str, where: str) -> Optional[str]:
+        """Read one config file (maybe `file:section`) and add its entries in order. Returns
+        the name cut at its `:section` when uWSGI's YAML reader leaves it so (its block ended
+        before the file), else None."""
         if self.depth >= _MAX_DEPTH:
             raise UwsgiConfigError(f"{where}: config files include each other more than {_MAX_DEPTH} deep")
         path, section = split_section(name)
@@ -347,10 +354,12 @@ class _Resolver:
             self.last_ini = path
         self.magic_first_round = fill_magic_table(self.magic, name, self.cwd, self.magic_first_round)
         text = self._read(path, where)
+        renamed = None
         if kind == "ini":
             entries: List[Entry] = parse_ini(text, section or "uwsgi")
         elif kind == "yaml":
-            entries = parse_yaml(text, section or "uwsgi")
+            entries, cut = parse_yaml(text, section or "uwsgi")
+            renamed = path if cut and section is not None else None
         elif kind == "json":
             entries = parse_json(text, section or "uwsgi", path)
         else:
@@ -363,6 +372,7 @@ class _Resolver:
                 self.add(key, value, f"{path}:{line}" if line else path)
         finally:
             self.depth -= 1
+        return renamed
 
     def apply_pass(self, symbol: str, hook: Callable[[str, str], Optional[str]]) -> None:
         """uwsgi_apply_config_pass: expand `<symbol>(key)` in every value not consumed by an

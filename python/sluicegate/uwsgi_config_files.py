@@ -183,11 +183,12 @@ def _yaml_depth(line: str) -> int:
     return depth
 
 
-def parse_yaml(text: str, section: str) -> List[Entry]:
+def parse_yaml(text: str, section: str) -> Tuple[List[Entry], bool]:
     """core/yaml.c's embedded reader: `#` starts a comment anywhere, the top-level `section:`
     key opens the block, each deeper `key: value` line is an entry (the value kept verbatim but
     for surrounding blanks), and the first line back at the top level, a list item, a flow
-    collection or a line without `: ` ends it."""
+    collection or a line without `: ` ends it. The flag says whether the block ended before
+    the file did (uWSGI then leaves the `:section` cut off the file name it was given)."""
     entries: List[Entry] = []
     in_section = False
     current_depth = 0
@@ -199,7 +200,7 @@ def parse_yaml(text: str, section: str) -> List[Entry]:
         if depth <= current_depth:
             current_depth = depth
             if in_section:
-                break
+                return entries, True
         elif not in_section:
             continue
         key = line.lstrip(" \t\r")
@@ -207,7 +208,7 @@ def parse_yaml(text: str, section: str) -> List[Entry]:
             continue
         if key[0] in "-[{":
             if in_section:
-                break
+                return entries, True
             continue
         if not in_section:
             if ":" in key and key.split(":", 1)[0] == section:
@@ -217,9 +218,9 @@ def parse_yaml(text: str, section: str) -> List[Entry]:
         if cut < 0:
             cut = key.find(":\t")
         if cut < 0:
-            break
+            return entries, True
         entries.append((key[:cut].rstrip(" \t"), key[cut + 2 :].lstrip(" \t\r").rstrip(" \t"), number))
-    return entries
+    return entries, False
 
 
 def _json_scalar(value: object) -> Optional[str]:
