@@ -33,7 +33,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import pytest
 
-from sluicegate.uwsgi_config import resolve_all
+from sluicegate.uwsgi_config import UwsgiConfigError, resolve_all
 
 CORPUS = Path(__file__).parent / "corpus" / "uwsgi"
 UWSGI = shutil.which("uwsgi", path=os.path.dirname(sys.executable)) or shutil.which("uwsgi")
@@ -50,7 +50,8 @@ def real_uwsgi(argv: Sequence[str], env: Dict[str, str], cwd: Path) -> List[Tupl
     """What real uWSGI resolves for this command line, environment and directory."""
     extra = ["--show-config", "--logto", "/dev/stderr", "--exec-pre-jail", "false"]
     done = subprocess.run(
-        [str(UWSGI), *argv, *extra], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+        [str(UWSGI), *argv, *extra], env=env, cwd=cwd, capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     match = _SHOWN.search(_LOG_DATE.sub("", done.stderr))
     assert match, f"uwsgi printed no configuration (exit {done.returncode}):\n{done.stderr[-3000:]}"
@@ -166,3 +167,123 @@ def test_the_language_corner_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "weird key = spaced value  \n\tprocesses=3\t\n"
     )
     check(["--ini", str(config)], base_env(tmp_path), tmp_path, monkeypatch)
+
+
+def test_magic_variables_of_included_and_bare_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """%p %s %d %c %e %n %x %j %i %0..%9 per file, and the upper-case copies (%O %D %N ...) set
+    by the first file read through an option, not through include or a bare argument."""
+    sub = tmp_path / "etc" / "site"
+    sub.mkdir(parents=True)
+    magic = "p=%p s=%s d=%d c=%c e=%e n=%n x=%x o=%o j=%j i=%i 0=%0 1=%1 2=%2 9=%9 O=%O D=%D N=%N X=%X C=%C J=%J"
+    (sub / "inc.ini").write_text(f"[uwsgi]\ninc = {magic}\n[extra]\nextra = {magic}\n")
+    (sub / "main.ini").write_text(f"[uwsgi]\ninclude = %dinc.ini\nmain = {magic}\nini = %dinc.ini:extra\n")
+    (sub / "bare.ini").write_text(f"[uwsgi]\nbare = {magic}\n")
+    env = base_env(tmp_path)
+    check(["etc/site/bare.ini", "--ini", "etc/site/main.ini"], env, tmp_path, monkeypatch)
+    check(["etc/site/bare.ini"], env, tmp_path, monkeypatch)
+
+
+def test_logic_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """if-opt, if-not-env without the variable, if-exists/if-not-exists/if-dir/if-not-dir,
+    for-glob (directories marked with /, no match kept), for-readline, for-times, a block opened
+    in an included file and closed in the including one, set = option=value, and %(_)
+    everywhere in the value. (A block left open around an `include` line crashes uWSGI 2.0.31
+    itself, so it is not compared.)"""
+    (tmp_path / "static").mkdir()
+    (tmp_path / "a.css").write_text("")
+    (tmp_path / "sites.txt").write_text("one.example\r\ntwo.example\n")
+    (tmp_path / "tail.ini").write_text("[uwsgi]\nprocesses = 9\nif-env = SGTEST_DIR\nthreads = 3\n")
+    (tmp_path / "logic.ini").write_text(
+        "[uwsgi]\nmaster = true\nif-opt = master\nenv = MASTER=%(_)\nendif =\n"
+        "if-opt = master=false\nenv = NEVER=1\nendif =\nif-not-opt = workers\nworkers = 2\nendif =\n"
+        "if-not-env = SGTEST_ABSENT\nenv = ABSENT=%(_)\nendif =\nif-env = SGTEST_DIR\nenv = D=%(_)/%(_)\nendif =\n"
+        "if-exists = %da.css\nstatic-map = /a.css=%(_)\nendif =\nif-not-exists = %dnone\nenv = NONE=%(_)\nendif =\n"
+        "if-dir = %dstatic\nstatic-map = /s=%(_)\nendif =\nif-not-dir = %da.css\nenv = NOTDIR=%(_)\nendif =\n"
+        "for-glob = %d*.css\nstatic-map = /g=%(_)\nendfor =\nfor-glob = %d*.nothing\nenv = G=%(_)\nendfor =\n"
+        "for-glob = %dstat*\nenv = GD=%(_)\nendfor =\n"
+        "for-readline = %dsites.txt\nroute-host = ^%(_)$ log:%(_)\nendfor =\nfor-times = 3\nenv = T%(_)=%(_)\nendfor =\n"
+        "set = harakiri=12\nset-ph = ph=value\nenv = PH=%(ph)\n"
+        "include = %dtail.ini\nenv = AFTER=%(_)\nendif =\nenv = LAST=%(_)\n"
+    )
+    check(["--ini", str(tmp_path / "logic.ini")], base_env(tmp_path), tmp_path, monkeypatch)
+
+
+def test_inherit_and_sections_of_other_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """inherit (read after the placeholder passes, its values left unexpanded) and `ini = :x`
+    taking the section from the last ini file read, not the one being read."""
+    (tmp_path / "base.ini").write_text("[uwsgi]\nharakiri = %(h)\n[x]\nfrom = base-x\n")
+    (tmp_path / "other.ini").write_text("[uwsgi]\nother = 1\n[x]\nfrom = other-x\n")
+    (tmp_path / "main.ini").write_text(
+        "[uwsgi]\nh = 30\ninherit = %dbase.ini\nini = %dother.ini\nini = :x\nprocesses = %(h)\n[x]\nfrom = main-x\n"
+    )
+    check(["--ini", str(tmp_path / "main.ini")], base_env(tmp_path), tmp_path, monkeypatch)
+
+
+def test_json_xml_yaml_details(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JSON's false/null/numbers/arrays/nested objects, XML's id selection, empty elements,
+    verbatim text, CDATA (eval) and <app mountpoint>, YAML's quotes, tabs, comments and list end."""
+    (tmp_path / "c.json").write_text(
+        '{"other": {"x": 1}, "uwsgi": {"a": false, "b": null, "c": 12, "d": 1.5, "e": [1, "two", true, [3], {"f": 1}],'
+        ' "g": {"h": 1}, "i": "", "j": "%(a)"}}'
+    )
+    (tmp_path / "c.xml").write_text(
+        '<all><uwsgi id="one"><socket>:1</socket></uwsgi><uwsgi id="two"><socket> :2 </socket><master/>'
+        "<![CDATA[print(1)]]><app mountpoint=\"/m\">tests/apps/hello.py</app><env>A=&amp;b</env></uwsgi></all>"
+    )
+    (tmp_path / "c.yml").write_text(
+        "# top\nuwsgi:\n  socket: ':3'   # quoted\n\tprocesses: 2\n  env: A=B # c\n  master: true\n"
+        "  - item\n  threads: 4\n"
+    )
+    env = base_env(tmp_path)
+    check(["--json", str(tmp_path / "c.json")], env, tmp_path, monkeypatch)
+    check(["--xml", str(tmp_path / "c.xml") + ":two", "--yaml", str(tmp_path / "c.yml")], env, tmp_path, monkeypatch)
+
+
+def test_reserved_environment_and_command_line_switches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """UWSGI_RELOADS and UWSGI_ORIGINAL_PROC_NAME are not options; `--chmod-socket` and `-C`
+    without a value; `--name=` with an empty value; values starting with a dash."""
+    env = base_env(tmp_path, UWSGI_RELOADS="3", UWSGI_ORIGINAL_PROC_NAME="x", UWSGI_HTTP_SOCKET=":9", UWSGI_ENV="A=b=c")
+    check(["--chmod-socket", "-C", "--env=", "--env", "-x=1", "--mount", "-5"], env, tmp_path, monkeypatch)
+
+
+def refused_by_uwsgi(argv: Sequence[str], env: Dict[str, str], cwd: Path) -> str:
+    done = subprocess.run([str(UWSGI), *argv, "--exec-pre-jail", "false"], env=env, cwd=cwd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert ";uWSGI instance configuration" not in done.stderr and done.returncode == 1, done.stderr[-2000:]
+    return done.stderr
+
+
+@pytest.mark.parametrize(
+    "text,why",
+    [
+        ("[uwsgi]\nstrict = true\nmyvar = 1\n", "unknown config directive"),
+        ("[uwsgi]\nmyvar = 1\nstrict = true\n", "unknown config directive"),
+        ("[uwsgi]\nset-placeholder = processes=2\n", "cannot use processes as a placeholder"),
+        ("[uwsgi]\nif-env = PATH\nif-env = HOME\nendif =\n", "recursive logic"),
+        ("[uwsgi]\ninclude = %dmissing.ini\n", "missing.ini"),
+        ("[uwsgi]\ninclude = %dconfig.txt\n", "unable to load configuration"),
+        ("[uwsgi]\nset = nothing\n", "invalid placeholder"),
+        ("[uwsgi]\nenv = X=@(%dmissing.txt)\n", "missing.txt"),
+    ],
+)
+def test_refused_configurations(text: str, why: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What real uWSGI refuses (exit 1 before printing its configuration) resolve refuses too,
+    with a one-line UwsgiConfigError naming the file."""
+    (tmp_path / "config.txt").write_text("")
+    config = tmp_path / "bad.ini"
+    config.write_text(text)
+    env = base_env(tmp_path)
+    refused_by_uwsgi(["--ini", str(config)], env, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UwsgiConfigError) as info:
+        resolve_all(["--ini", str(config)], env)
+    message = str(info.value)
+    assert why in message and str(tmp_path) in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize("argv", [["--no-such-option"], ["-Z"], ["--socket"], ["-s"], ["--master=1"], ["--pro", "1"]])
+def test_refused_command_lines(argv: List[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """getopt_long's refusals: unknown options, a missing argument, an argument to a switch,
+    an ambiguous prefix."""
+    refused_by_uwsgi(argv, base_env(tmp_path), tmp_path)
+    with pytest.raises(UwsgiConfigError):
+        resolve_all(argv, base_env(tmp_path))

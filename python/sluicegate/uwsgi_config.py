@@ -224,6 +224,7 @@ class _Resolver:
             path = self.last_ini
         elif kind == "ini":
             self.last_ini = path
+        first_file = not self.magic_first_round
         self.magic_first_round = fill_magic_table(self.magic, name, self.cwd, self.magic_first_round)
         text = self._read(path, where)
         renamed = None
@@ -238,12 +239,16 @@ class _Resolver:
             if section == "":
                 raise UwsgiConfigError(f"{where}: {name}: invalid xml id")
             entries = parse_xml(text, section, path)
+            renamed = path if section is not None else None
         self.depth += 1
         try:
             for key, value, line in entries:
                 self.add(key, value, f"{path}:{line}" if line else path)
         finally:
             self.depth -= 1
+        if first_file and renamed is None:
+            # %O shares the first file's name string, whole again once the reader is done.
+            self.magic["O"] = name
         return renamed
 
     def apply_pass(self, symbol: str, hook: Callable[[str, str], Optional[str]]) -> None:

@@ -52,7 +52,7 @@ def _djb33x_hex(text: str) -> str:
     for byte in text.encode("utf-8", "surrogateescape"):
         signed = byte - 256 if byte >= 128 else byte
         value = (((value << 5) + value) ^ (signed & 0xFFFFFFFF)) & 0xFFFFFFFF
-    return struct.pack("<I", value).hex()
+    return struct.pack("<I", value).hex().upper()
 
 
 def initial_magic_table(cwd: str, binary_path: str) -> Dict[str, str]:
@@ -90,8 +90,9 @@ def fill_magic_table(table: Dict[str, str], filename: str, cwd: str, first_round
     """Set the per-file variables for `filename` (maybe `file:section`) as uWSGI's
     `config_magic_table_fill` does; returns whether the upper-case copies (`%O`, `%D`...) are
     now set (they are set once, by the first file not loaded through `include`/a bare argument)."""
-    table["o"] = filename
     path, section = split_section(filename)
+    # uWSGI's readers cut the name at its `:section` before reading, through the same string.
+    table["o"] = path
     if path or section is None:
         if os.path.islink(path):
             full = path if path.startswith("/") else cwd + "/" + path
