@@ -225,7 +225,7 @@ class _Resolver:
         elif kind == "ini":
             self.last_ini = path
         first_file = not self.magic_first_round
-        self.magic_first_round = fill_magic_table(self.magic, name, self.cwd, self.magic_first_round)
+        self.magic_first_round = fill_magic_table(self.magic, name, self.cwd, self.magic_first_round, where)
         text = self._read(path, where)
         renamed = None
         if kind == "ini":

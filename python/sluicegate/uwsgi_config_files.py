@@ -86,7 +86,7 @@ def initial_magic_table(cwd: str, binary_path: str) -> Dict[str, str]:
     }
 
 
-def fill_magic_table(table: Dict[str, str], filename: str, cwd: str, first_round: bool) -> bool:
+def fill_magic_table(table: Dict[str, str], filename: str, cwd: str, first_round: bool, where: str) -> bool:
     """Set the per-file variables for `filename` (maybe `file:section`) as uWSGI's
     `config_magic_table_fill` does; returns whether the upper-case copies (`%O`, `%D`...) are
     now set (they are set once, by the first file not loaded through `include`/a bare argument)."""
@@ -99,7 +99,7 @@ def fill_magic_table(table: Dict[str, str], filename: str, cwd: str, first_round
         else:
             full = os.path.realpath(os.path.join(cwd, path))
             if not os.path.exists(full):
-                raise UwsgiConfigError(f"{path}: cannot read the config file (no such file)")
+                raise UwsgiConfigError(f"{where}: cannot read {path}: No such file or directory")
         table["p"] = full
         table["j"] = _djb33x_hex(full)
         try:
