@@ -68,7 +68,13 @@ def ours(argv: Sequence[str], env: Dict[str, str], cwd: Path, monkeypatch: pytes
 
 def base_env(tmp_path: Path, **extra: str) -> Dict[str, str]:
     """A clean environment (no stray UWSGI_* variables), with the corpus' variables."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "SGTEST_DIR": str(tmp_path)}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "SGTEST_DIR": str(tmp_path),
+        "SGTEST_PORT": "18081",
+        "SGTEST_PORT2": "18082",
+    }
     env.update(extra)
     return env
 
@@ -92,7 +98,7 @@ def _file_cases() -> List[Tuple[str, List[str], Dict[str, str]]]:
     return cases
 
 
-PAAS = {"SGTEST_HOST": "127.0.0.1", "SGTEST_PORT": "0", "SGTEST_WORKERS": "3"}
+PAAS = {"SGTEST_WORKERS": "3"}
 CASES = _file_cases() + [
     ("env_and_files.ini+env", ["--ini", str(CORPUS / "env_and_files.ini")], PAAS),
     ("if_env.ini+env", ["--ini", str(CORPUS / "if_env.ini")], {"SGTEST_PROCESSES": "5", "SGTEST_MODE": "debug", "VIRTUAL_ENV": "/opt/venv"}),
