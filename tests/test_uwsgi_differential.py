@@ -293,3 +293,14 @@ def test_refused_command_lines(argv: List[str], tmp_path: Path, monkeypatch: pyt
     refused_by_uwsgi(argv, base_env(tmp_path), tmp_path)
     with pytest.raises(UwsgiConfigError):
         resolve_all(argv, base_env(tmp_path))
+
+
+def test_exec_scheme_and_paste_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`@(exec://command)` (a command's output, one trailing newline dropped), a config read
+    from `exec://`, and `--ini-paste` reading a PasteDeploy file's [uwsgi] section."""
+    (tmp_path / "gen.ini").write_text("[uwsgi]\nthreads = 3\n[extra]\nthreads = 5\n")
+    (tmp_path / "paste.ini").write_text("[app:main]\nuse = egg:site\n[uwsgi]\nsocket = :%(p)\nmaster = true\n")
+    (tmp_path / "main.ini").write_text("[uwsgi]\np = 9000\nprocesses = @(exec://echo 4)\nenv = OUT=@(exec://printf 'a b\\r')\n")
+    env = base_env(tmp_path)
+    argv = ["--ini", str(tmp_path / "main.ini"), "--ini", f"exec://cat {tmp_path}/gen.ini:extra", "--ini-paste", "paste.ini"]
+    check(argv, env, tmp_path, monkeypatch)

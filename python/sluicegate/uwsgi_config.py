@@ -184,6 +184,8 @@ class _Resolver:
             self.inject_before.append(value)
         elif key == "inject-after":
             self.inject_after.append(value)
+        elif key in ("ini-paste", "ini-paste-logged"):
+            return self.load("ini", value, where)
         elif key in ("config", "declare-option", "resolve"):
             raise UwsgiConfigError(f"{where}: {key} is not supported by sluicegate's uWSGI configuration reader")
         return None

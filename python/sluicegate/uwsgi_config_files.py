@@ -17,6 +17,8 @@ import pwd
 import grp
 import socket
 import struct
+import subprocess
+import sys
 import time
 import xml.dom.minidom
 from typing import Dict, List, Optional, Tuple
@@ -36,10 +38,23 @@ class UwsgiConfigError(OptionError):
     why (an option error, exit status 2)."""
 
 
+#: uWSGI's "schemes" (core/io.c): a config or `@(...)` named `scheme://...` is not a file.
+SCHEMES = ("emperor", "http", "data", "sym", "section", "fd", "exec", "call", "callint")
+
+
+def scheme_of(name: str) -> Optional[str]:
+    for scheme in SCHEMES:
+        if name.startswith(scheme + "://"):
+            return scheme
+    return None
+
+
 def split_section(name: str) -> Tuple[str, Optional[str]]:
     """`file.ini:section` -> ("file.ini", "section"); the section is what follows the last `:`
-    (None when there is no colon, "" when the colon ends the name)."""
-    colon = name.rfind(":")
+    (after the last `/` for a `scheme://` name); None when there is no colon, "" when the colon
+    ends the name."""
+    start = name.rfind("/") if scheme_of(name) else 0
+    colon = name.rfind(":", max(start, 0))
     if colon < 0:
         return name, None
     return name[:colon], name[colon + 1 :]
@@ -93,6 +108,8 @@ def fill_magic_table(table: Dict[str, str], filename: str, cwd: str, first_round
     path, section = split_section(filename)
     # uWSGI's readers cut the name at its `:section` before reading, through the same string.
     table["o"] = path
+    if scheme_of(filename) or filename == "-":
+        return first_round
     if path or section is None:
         if os.path.islink(path):
             full = path if path.startswith("/") else cwd + "/" + path
@@ -144,8 +161,18 @@ def magic_sub(text: str, table: Dict[str, str]) -> str:
 
 def read_text(path: str, where: str) -> str:
     """A file's whole text (bytes beyond UTF-8 kept as surrogates), or the one-line error uWSGI
-    stops with."""
+    stops with; `-` is standard input and `exec://COMMAND` the command's output, as in uWSGI."""
     try:
+        if path == "-":
+            return sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+        scheme = scheme_of(path)
+        if scheme == "exec":
+            done = subprocess.run(
+                ["/bin/sh", "-c", path[len("exec://") :]], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, check=False
+            )
+            return done.stdout.decode("utf-8", "surrogateescape")
+        if scheme is not None:
+            raise UwsgiConfigError(f"{where}: reading {scheme}:// is not supported (only files, - and exec://)")
         with open(path, "rb") as handle:
             return handle.read().decode("utf-8", "surrogateescape")
     except OSError as err:
