@@ -4,7 +4,9 @@ The names and their order come from a real uWSGI binary (`uwsgi --help`, which l
 options and those of every embedded plugin, each with its short letter); the argument kind
 (required / none / optional) and the "immediate" flag, which `--help` does not print, come from
 the option tables in the same version's source (core/uwsgi.c and plugins/*/*.c of the sdist:
-`pip download --no-binary :all: --no-deps uwsgi`, then unpack it).
+`pip download --no-binary :all: --no-deps uwsgi`, then unpack it). The options of the sdist's
+other plugins (gevent, asyncio, rack, php ...), which the pip build does not embed, follow with
+the flag `p`: a uWSGI built with them knows them.
 
     python3 scripts/gen_uwsgi_option_names.py .venv/bin/uwsgi /tmp/uwsgi-2.0.31 \
         > python/sluicegate/uwsgi_option_names.txt
@@ -26,16 +28,18 @@ _HELP = re.compile(r"^\s+(?:-(.)\|)?--(\S+)")
 _KIND = {"required_argument": "r", "no_argument": "n", "optional_argument": "o"}
 
 
-def source_specs(sdist: str) -> Dict[str, Tuple[str, bool]]:
-    """name -> (argument kind letter, immediate), the core's table first."""
-    specs: Dict[str, Tuple[str, bool]] = {}
+def source_specs(sdist: str) -> Dict[str, Tuple[str, bool, str]]:
+    """name -> (argument kind letter, immediate, the plugin directory or "core"), the core's
+    table first."""
+    specs: Dict[str, Tuple[str, bool, str]] = {}
     files = [os.path.join(sdist, "core", "uwsgi.c")] + sorted(glob.glob(os.path.join(sdist, "plugins", "*", "*.c")))
     for path in files:
         with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read()
+        owner = os.path.basename(os.path.dirname(path)) if "plugins" in path else "core"
         for match in _ENTRY.finditer(text):
             name, kind, _short, rest = match.groups()
-            specs.setdefault(name, (_KIND[kind], "UWSGI_OPT_IMMEDIATE" in rest))
+            specs.setdefault(name, (_KIND[kind], "UWSGI_OPT_IMMEDIATE" in rest, owner))
     return specs
 
 
@@ -62,10 +66,16 @@ def main() -> None:
     print("# names and short letters of a pip-built uWSGI's `uwsgi --help` (core + embedded plugins,")
     print("# in uWSGI's order) and the argument kinds and immediate flags of the same version's")
     print("# source tables (core/uwsgi.c, plugins/*/*.c). Columns: name, argument (r required,")
-    print("# n none, o optional), short letter (- none), flags (i: applied the moment it is read).")
+    print("# n none, o optional), short letter (- none), flags (i: applied the moment it is read;")
+    print("# p: an option of a plugin the pip build does not embed, listed after the build's own,")
+    print("# known by its exact name only).")
     for name, short in names:
-        kind, immediate = specs[name]
+        kind, immediate, _owner = specs[name]
         print(f"{name} {kind} {short} {'i' if immediate else '-'}")
+    known = {name for name, _ in names}
+    for name, (kind, immediate, owner) in specs.items():
+        if name not in known and owner != "core":
+            print(f"{name} {kind} - {'i' if immediate else ''}p")
 
 
 if __name__ == "__main__":

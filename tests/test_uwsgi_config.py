@@ -247,3 +247,15 @@ def test_bad_json_and_xml_name_the_file(tmp_path: Path) -> None:
     for name, why in (("bad.json", "bad.json:1: error parsing JSON"), ("bad.xml", "bad.xml:1: could not parse"), ("none.json", "object named uwsgi")):
         with pytest.raises(UwsgiConfigError, match=why):
             run([str(tmp_path / name)])
+
+
+def test_options_of_plugins_a_pip_build_lacks(tmp_path: Path) -> None:
+    """An option of a plugin the pip build does not embed (asyncio, rack ...) is an option, not a
+    placeholder, so the entry point can answer it; strict accepts it; on the command line it is
+    known by its exact name, not by a prefix."""
+    path = ini(tmp_path, "[uwsgi]\nstrict = true\nasyncio = 100\ngreenlet =\n")
+    assert run(["--ini", path]) == [("asyncio", "100"), ("greenlet", "")]
+    assert OPTIONS["asyncio"].other_plugin and not OPTIONS["gevent"].other_plugin
+    assert run(["--asyncio", "10"]) == [("asyncio", "10")]
+    with pytest.raises(UwsgiConfigError, match="unrecognized option '--asynci'"):
+        run(["--asynci", "10"])

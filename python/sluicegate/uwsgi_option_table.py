@@ -2,7 +2,8 @@
 
 The names, short letters, argument kinds and "immediate" flags come from
 uwsgi_option_names.txt, generated from a real uWSGI build (its header says how), in uWSGI's own
-order: a short letter names the first option that declares it (`-s` socket, `-p` processes,
+order, followed by the options of the plugins that build does not embed (gevent's, rack's ...,
+known by their exact names, as in a uWSGI built with them): a short letter names the first option that declares it (`-s` socket, `-p` processes,
 `-x` xmlconfig, `-i` single-interpreter ...). `parse_command_line` follows getopt_long as uWSGI
 calls it (core/init.c `uwsgi_commandline_config`): options anywhere (arguments permuted), `--`
 ends them, `--name=value`/`--name value`, unique prefixes of long names, clustered short
@@ -21,11 +22,13 @@ _DATA = os.path.join(os.path.dirname(__file__), "uwsgi_option_names.txt")
 
 class OptionSpec(NamedTuple):
     """One uWSGI option: its argument kind ("required", "none", "optional"), its short letter
-    ("" when none) and whether uWSGI applies it the moment it is read."""
+    ("" when none), whether uWSGI applies it the moment it is read, and whether it belongs to a
+    plugin a pip-built uWSGI does not embed (such options are known by their exact name only)."""
 
     arg: str
     short: str
     immediate: bool
+    other_plugin: bool
 
 
 _KINDS = {"r": "required", "n": "none", "o": "optional"}
@@ -40,7 +43,7 @@ def _load() -> Tuple[Dict[str, OptionSpec], Dict[str, str]]:
             if not fields or fields[0].startswith("#"):
                 continue
             name, kind, short, flags = fields
-            spec = OptionSpec(_KINDS[kind], "" if short == "-" else short, "i" in flags)
+            spec = OptionSpec(_KINDS[kind], "" if short == "-" else short, "i" in flags, "p" in flags)
             options.setdefault(name, spec)
             if spec.short and spec.short not in shorts:
                 shorts[spec.short] = name
@@ -60,7 +63,7 @@ def _long_name(name: str) -> str:
     """The option `--name` means: the exact name, else the only one it is a prefix of."""
     if name in OPTIONS:
         return name
-    matches = [option for option in OPTIONS if option.startswith(name)]
+    matches = [option for option, spec in OPTIONS.items() if option.startswith(name) and not spec.other_plugin]
     if len(matches) == 1:
         return matches[0]
     if not matches:
