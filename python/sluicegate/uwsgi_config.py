@@ -13,8 +13,8 @@ step (core/uwsgi.c `uwsgi_setup`, core/config.c, core/init.c, core/utils.c):
 4. `inherit` files, read after the passes as uWSGI does, and `strict`'s refusal of any key that
    is not a uWSGI option.
 The option names, their short letters and argument kinds come from uwsgi_option_table.py.
-`resolve_all` gives the whole list as `uwsgi --show-config` prints it; tests/test_uwsgi_differential.py
-compares both with the real uWSGI.
+`resolve_all` gives the whole list as `uwsgi --show-config` prints it, and
+tests/test_uwsgi_differential.py compares it with the real uWSGI's.
 """
 
 from __future__ import annotations
@@ -41,7 +41,15 @@ from .uwsgi_config_files import (
 from .uwsgi_config_logic import LOGIC, Logic
 from .uwsgi_option_table import IMMEDIATE, OPTIONS, parse_command_line
 
-__all__ = ["UwsgiConfigError", "ResolvedOption", "resolve", "resolve_all", "resolve_detailed", "uwsgi_bool"]
+__all__ = [
+    "LANGUAGE_KEYS",
+    "ResolvedOption",
+    "UwsgiConfigError",
+    "resolve",
+    "resolve_all",
+    "resolve_detailed",
+    "uwsgi_bool",
+]
 
 #: Environment variables uWSGI keeps for itself rather than reading as options.
 _ENV_RESERVED = (
@@ -215,8 +223,8 @@ class _Resolver:
 
     def load(self, kind: str, name: str, where: str) -> Optional[str]:
         """Read one config file (maybe `file:section`) and add its entries in order. Returns
-        the name cut at its `:section` when uWSGI's YAML reader leaves it so (its block ended
-        before the file), else None."""
+        the name cut at its `:section` when uWSGI's reader leaves it so (always for XML, for
+        YAML when the block ended before the file), else None."""
         if self.depth >= _MAX_DEPTH:
             raise UwsgiConfigError(f"{where}: config files include each other more than {_MAX_DEPTH} deep")
         path, section = split_section(name)
@@ -226,8 +234,9 @@ class _Resolver:
             path = self.last_ini
         elif kind == "ini":
             self.last_ini = path
-        first_file = not self.magic_first_round
-        self.magic_first_round = fill_magic_table(self.magic, name, self.cwd, self.magic_first_round, where)
+        before = self.magic_first_round
+        self.magic_first_round = fill_magic_table(self.magic, name, self.cwd, before, where)
+        first_file = self.magic_first_round and not before
         text = self._read(path, where)
         renamed = None
         if kind == "ini":
