@@ -227,7 +227,6 @@ def test_resolve_all_keeps_everything_as_show_config_does(tmp_path: Path) -> Non
         ("[uwsgi]\nif-not-env = A\nif-env = B\nendif\n", "app.ini:3: recursive logic"),
         ("[uwsgi]\n\nset = novalue\n", "app.ini:3: invalid placeholder/--set value"),
         ("[uwsgi]\ninclude = %dapp.ini\n", "include each other more than"),
-        ("[uwsgi]\ndeclare-option = a=b\n", "app.ini:2: declare-option is not supported"),
     ],
 )
 def test_errors_are_one_line_with_file_and_line(tmp_path: Path, text: str, message: str) -> None:
@@ -259,3 +258,17 @@ def test_options_of_plugins_a_pip_build_lacks(tmp_path: Path) -> None:
     assert run(["--asyncio", "10"]) == [("asyncio", "10")]
     with pytest.raises(UwsgiConfigError, match="unrecognized option '--asynci'"):
         run(["--asynci", "10"])
+
+
+def test_declare_option(tmp_path: Path) -> None:
+    """A declare-option option applies its template's options with $1, $2 ... replaced by its
+    words (a custom option may use another)."""
+    path = ini(
+        tmp_path,
+        "[uwsgi]\ndeclare-option = site=socket=/tmp/$1.sock;chdir=/srv/$1;env=SITE=$1-$2\n"
+        "declare-option = two=site=$1 x\nsite = blog news\ntwo = shop\nprocesses = 2\n",
+    )
+    assert run(["--ini", path]) == [
+        ("socket", "/tmp/blog.sock"), ("chdir", "/srv/blog"), ("env", "SITE=blog-news"),
+        ("socket", "/tmp/shop.sock"), ("chdir", "/srv/shop"), ("env", "SITE=shop-x"), ("processes", "2"),
+    ]  # fmt: skip

@@ -23,7 +23,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from typing import Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .uwsgi_config_files import (
     Entry,
@@ -94,13 +94,16 @@ def uwsgi_bool(value: Optional[str]) -> bool:
 class ResolvedOption:
     """One entry of uWSGI's option list. `value` is None for a switch given without a value;
     `kind` is "option" (a uWSGI option), "placeholder" (a key that is not a uWSGI option, or one
-    set by set-placeholder) or "language" (LANGUAGE_KEYS); `where` says where it came from."""
+    set by set-placeholder) or "language" (LANGUAGE_KEYS, and options made by declare-option,
+    whose expansions follow them as unlisted options); `where` says where it came from."""
 
     key: str
     value: Optional[str]
     kind: str
     where: str
     configured: bool = False
+    #: False for what a declare-option option expands to: uWSGI applies it without listing it.
+    listed: bool = True
 
 
 #: The options that read a config file, and its format.
@@ -126,11 +129,12 @@ class _Resolver:
         self.inject_before: List[str] = []
         self.inject_after: List[str] = []
         self.depth = 0
+        self.custom: Dict[str, str] = {}
 
     def exported(self, key: str) -> Optional[str]:
         """uwsgi_get_exported_opt: the first entry named `key`'s value."""
         for opt in self.opts:
-            if opt.key == key:
+            if opt.key == key and opt.listed:
                 return opt.value
         return None
 
@@ -148,8 +152,8 @@ class _Resolver:
                 finally:
                     self.logic_running = False
                 return
-        known = key in OPTIONS
-        kind = "language" if key in LANGUAGE_KEYS else "option" if known else "placeholder"
+        known = key in OPTIONS or key in self.custom
+        kind = "language" if key in LANGUAGE_KEYS or key in self.custom else "option" if known else "placeholder"
         opt = ResolvedOption(key, value, kind, where)
         self.opts.append(opt)
         if placeholder_only:
@@ -162,9 +166,36 @@ class _Resolver:
             if self.strict:
                 raise UwsgiConfigError(f"{where}: unknown config directive {key!r} (strict mode)")
             return
-        if key in IMMEDIATE:
+        if key in self.custom:
+            opt.configured = True
+            self.expand_custom(key, value, where)
+        elif key in IMMEDIATE:
             opt.configured = True
             opt.value = self.immediate(key, value, where) or value
+
+    def expand_custom(self, key: str, value: Optional[str], where: str) -> None:
+        """A declare-option option (core/config.c `uwsgi_opt_custom`): its template's
+        `option=value` items, `$1` `$2`... replaced by the value's space-separated words, each
+        applied at once as uWSGI does (unlisted, unexpanded, an unknown name ignored)."""
+        words = (value or "").split(" ")
+        args = [w for w in words if w] if value else [""]
+        for item in [i for i in self.custom[key].split(";") if i]:
+            name, eq, template = item.partition("=")
+            if not eq:
+                return
+            for index in range(len(words)):
+                if index < len(args):
+                    name = name.replace(f"${index + 1}", args[index])
+                    template = template.replace(f"${index + 1}", args[index])
+            if name in self.custom:
+                self.expand_custom(name, template, where)
+            elif name in OPTIONS:
+                kind = "language" if name in LANGUAGE_KEYS else "option"
+                self.opts.append(ResolvedOption(name, template, kind, where, configured=True, listed=False))
+                if name in IMMEDIATE:
+                    self.immediate(name, template, where)
+            elif self.strict:
+                raise UwsgiConfigError(f"{where}: unknown config directive {name!r} (strict mode)")
 
     def immediate(self, key: str, value: Optional[str], where: str) -> Optional[str]:
         """The effect of an option uWSGI applies the moment it is met; returns the value uWSGI
@@ -194,7 +225,12 @@ class _Resolver:
             self.inject_after.append(value)
         elif key in ("ini-paste", "ini-paste-logged"):
             return self.load("ini", value, where)
-        elif key in ("config", "declare-option", "resolve"):
+        elif key == "declare-option":
+            name, eq, template = value.partition("=")
+            if not eq:
+                raise UwsgiConfigError(f"{where}: invalid declare-option {value!r}, must be newoption=template")
+            self.custom[name] = template
+        elif key in ("config", "resolve"):
             raise UwsgiConfigError(f"{where}: {key} is not supported by sluicegate's uWSGI configuration reader")
         return None
 
@@ -393,7 +429,7 @@ def resolve_detailed(argv: Sequence[str], environ: Mapping[str, str], binary_pat
 def resolve_all(argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None) -> List[Tuple[str, Optional[str]]]:
     """The list `uwsgi --show-config` prints: every key, placeholders and language keys
     included, a switch without a value as None (uWSGI prints it as `true`)."""
-    return [(opt.key, opt.value) for opt in resolve_detailed(argv, environ, binary_path)]
+    return [(opt.key, opt.value) for opt in resolve_detailed(argv, environ, binary_path) if opt.listed]
 
 
 def resolve(argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None) -> List[Tuple[str, str]]:
