@@ -272,3 +272,9 @@ def test_declare_option(tmp_path: Path) -> None:
         ("socket", "/tmp/blog.sock"), ("chdir", "/srv/blog"), ("env", "SITE=blog-news"),
         ("socket", "/tmp/shop.sock"), ("chdir", "/srv/shop"), ("env", "SITE=shop-x"), ("processes", "2"),
     ]  # fmt: skip
+
+
+def test_resolve_sets_a_placeholder_from_dns(tmp_path: Path) -> None:
+    """`resolve = name=host` puts the host's IPv4 address in a placeholder."""
+    path = ini(tmp_path, "[uwsgi]\nresolve = backend=localhost\nsocket = %(backend):3031\n")
+    assert run(["--ini", path]) == [("socket", "127.0.0.1:3031")]

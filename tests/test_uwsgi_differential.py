@@ -306,11 +306,12 @@ def test_exec_scheme_and_paste_files(tmp_path: Path, monkeypatch: pytest.MonkeyP
     check(argv, env, tmp_path, monkeypatch)
 
 
-def test_declare_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """declare-option's own lines are listed as uWSGI lists them (what they expand to is applied
+def test_declare_option_and_resolve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`resolve = name=host` as a placeholder; declare-option's own lines are listed as uWSGI lists them (what they expand to is applied
     unlisted: tests/test_uwsgi_config.py checks resolve's view of it)."""
     (tmp_path / "c.ini").write_text(
         "[uwsgi]\ndeclare-option = site=socket=/tmp/$1.sock;chdir=/srv/$1;env=SITE=$1-$2\n"
         "declare-option = two=site=$1 x\nsite = blog news\ntwo = shop\nprocesses = 2\n"
+        "resolve = backend=localhost\nsocket = %(backend):3031\n"
     )
     check(["--ini", str(tmp_path / "c.ini")], base_env(tmp_path), tmp_path, monkeypatch)

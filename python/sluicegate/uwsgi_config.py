@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import sys
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -230,7 +231,16 @@ class _Resolver:
             if not eq:
                 raise UwsgiConfigError(f"{where}: invalid declare-option {value!r}, must be newoption=template")
             self.custom[name] = template
-        elif key in ("config", "resolve"):
+        elif key == "resolve":
+            name, eq, host = value.partition("=")
+            if not eq:
+                raise UwsgiConfigError(f"{where}: invalid resolve syntax {value!r}, must be placeholder=domain")
+            try:
+                address = socket.gethostbyname(host)
+            except OSError:
+                raise UwsgiConfigError(f"{where}: unable to resolve name {host}") from None
+            self.add(name, address, where, placeholder_only=True)
+        elif key == "config":
             raise UwsgiConfigError(f"{where}: {key} is not supported by sluicegate's uWSGI configuration reader")
         return None
 
