@@ -92,7 +92,11 @@ def test_environment_variables() -> None:
     """UWSGI_PROCESSES=4 is processes = 4 (lower case, `_` -> `-`), before the command line;
     UWSGI_RELOADS is uWSGI's own."""
     env = {"UWSGI_PROCESSES": "4", "UWSGI_CHMOD_SOCKET": "660", "UWSGI_RELOADS": "2", "OTHER": "x"}
-    assert run(["-p", "2"], env) == [("processes", "4"), ("chmod-socket", "660"), ("processes", "2")]
+    assert run(["-p", "2"], env) == [
+        ("processes", "4"),
+        ("chmod-socket", "660"),
+        ("processes", "2"),
+    ]
 
 
 def test_ini_sections_comments_and_repeated_keys(tmp_path: Path) -> None:
@@ -115,8 +119,16 @@ def test_ini_colon_section_and_include(tmp_path: Path) -> None:
     """`ini = :section` reads another section of the last ini file read (after an include of
     an ini file, that file's); `include` reads a file by its extension at that point."""
     ini(tmp_path, "[uwsgi]\nharakiri = 20\n[common]\nthreads = 4\n", "base.ini")
-    path = ini(tmp_path, "[uwsgi]\nini = :common\ninclude = %dbase.ini\nini = :common\nprocesses = 2\n[common]\nmaster = true\n")
-    assert run(["--ini", path]) == [("master", "true"), ("harakiri", "20"), ("threads", "4"), ("processes", "2")]
+    path = ini(
+        tmp_path,
+        "[uwsgi]\nini = :common\ninclude = %dbase.ini\nini = :common\nprocesses = 2\n[common]\nmaster = true\n",
+    )
+    assert run(["--ini", path]) == [
+        ("master", "true"),
+        ("harakiri", "20"),
+        ("threads", "4"),
+        ("processes", "2"),
+    ]
 
 
 def test_placeholders_and_magic_variables(tmp_path: Path) -> None:
@@ -172,7 +184,10 @@ def test_if_blocks(tmp_path: Path) -> None:
 
 def test_for_blocks(tmp_path: Path) -> None:
     """for (space-separated items) and for-times, closed by endfor."""
-    path = ini(tmp_path, "[uwsgi]\nfor = a b\nstatic-map = /%(_)=/srv/%(_)\nendfor =\nfor-times = 2\nenv = N%(_)=1\nendfor =\n")
+    path = ini(
+        tmp_path,
+        "[uwsgi]\nfor = a b\nstatic-map = /%(_)=/srv/%(_)\nendfor =\nfor-times = 2\nenv = N%(_)=1\nendfor =\n",
+    )
     assert run(["--ini", path]) == [
         ("static-map", "/a=/srv/a"), ("static-map", "/b=/srv/b"), ("env", "N1=1"), ("env", "N2=1"),
     ]  # fmt: skip
@@ -181,28 +196,49 @@ def test_for_blocks(tmp_path: Path) -> None:
 def test_set_placeholder_and_strict(tmp_path: Path) -> None:
     """Unknown keys are placeholders (left out of resolve, in resolve_detailed); strict refuses
     them wherever they are, but not set-placeholder's; `set` sets an option."""
-    path = ini(tmp_path, "[uwsgi]\nroot = /srv\nset-ph = name=site\nset = processes=3\nchdir = %(root)/%(name)\n")
+    path = ini(
+        tmp_path,
+        "[uwsgi]\nroot = /srv\nset-ph = name=site\nset = processes=3\nchdir = %(root)/%(name)\n",
+    )
     assert run(["--ini", path]) == [("processes", "3"), ("chdir", "/srv/site")]
     kinds = [(opt.key, opt.kind) for opt in resolve_detailed(["--ini", path], {})]
     assert kinds == [
         ("ini", "language"), ("root", "placeholder"), ("set-ph", "language"), ("name", "placeholder"),
         ("set", "language"), ("processes", "option"), ("chdir", "option"),
     ]  # fmt: skip
-    strict_ok = ini(tmp_path, "[uwsgi]\nstrict = true\nset-placeholder = name=site\nchdir = /srv/%(name)\n", "ok.ini")
+    strict_ok = ini(
+        tmp_path,
+        "[uwsgi]\nstrict = true\nset-placeholder = name=site\nchdir = /srv/%(name)\n",
+        "ok.ini",
+    )
     assert run(["--ini", strict_ok]) == [("chdir", "/srv/site")]
     strict_bad = ini(tmp_path, "[uwsgi]\nroot = /srv\nchdir = %(root)\nstrict = true\n", "bad.ini")
-    with pytest.raises(UwsgiConfigError, match=r"bad.ini:2: unknown config directive 'root' \(strict mode\)"):
+    with pytest.raises(
+        UwsgiConfigError, match=r"bad.ini:2: unknown config directive 'root' \(strict mode\)"
+    ):
         run(["--ini", strict_bad])
 
 
 def test_yaml_json_xml(tmp_path: Path) -> None:
     """uWSGI's line-based YAML reader, JSON (true "1", arrays repeated) and XML (empty
     elements "1"), each by option and as a bare argument by extension."""
-    (tmp_path / "a.yaml").write_text("uwsgi:\n  socket: /tmp/y.sock  # comment\n  master: true\nother:\n  processes: 9\n")
-    (tmp_path / "a.json").write_text('{"uwsgi": {"master": true, "processes": 2, "env": ["A=1", "B=2"]}}')
+    (tmp_path / "a.yaml").write_text(
+        "uwsgi:\n  socket: /tmp/y.sock  # comment\n  master: true\nother:\n  processes: 9\n"
+    )
+    (tmp_path / "a.json").write_text(
+        '{"uwsgi": {"master": true, "processes": 2, "env": ["A=1", "B=2"]}}'
+    )
     (tmp_path / "a.xml").write_text("<uwsgi><socket>/tmp/x.sock</socket><master/></uwsgi>")
-    assert run(["--yaml", str(tmp_path / "a.yaml")]) == [("socket", "/tmp/y.sock"), ("master", "true")]
-    assert run(["-j", str(tmp_path / "a.json")]) == [("master", "1"), ("processes", "2"), ("env", "A=1"), ("env", "B=2")]
+    assert run(["--yaml", str(tmp_path / "a.yaml")]) == [
+        ("socket", "/tmp/y.sock"),
+        ("master", "true"),
+    ]
+    assert run(["-j", str(tmp_path / "a.json")]) == [
+        ("master", "1"),
+        ("processes", "2"),
+        ("env", "A=1"),
+        ("env", "B=2"),
+    ]
     assert run([str(tmp_path / "a.xml")]) == [("socket", "/tmp/x.sock"), ("master", "1")]
     assert run(["-y", str(tmp_path / "a.yaml") + ":other"]) == [("processes", "9")]
 
@@ -243,7 +279,11 @@ def test_bad_json_and_xml_name_the_file(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{"uwsgi": {"master": tru}}')
     (tmp_path / "bad.xml").write_text("<uwsgi><master></uwsgi>")
     (tmp_path / "none.json").write_text('{"other": {}}')
-    for name, why in (("bad.json", "bad.json:1: error parsing JSON"), ("bad.xml", "bad.xml:1: could not parse"), ("none.json", "object named uwsgi")):
+    for name, why in (
+        ("bad.json", "bad.json:1: error parsing JSON"),
+        ("bad.xml", "bad.xml:1: could not parse"),
+        ("none.json", "object named uwsgi"),
+    ):
         with pytest.raises(UwsgiConfigError, match=why):
             run([str(tmp_path / name)])
 

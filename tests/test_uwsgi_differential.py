@@ -43,14 +43,21 @@ _SHOWN = re.compile(r";uWSGI instance configuration\n\[uwsgi\]\n(.*?);end of con
 # `log-date` prefixes uWSGI's log lines with the date: not part of the print.
 _LOG_DATE = re.compile(r"^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4} - ", re.M)
 
-pytestmark = pytest.mark.skipif(UWSGI is None, reason="uwsgi is not installed (requirements-dev.txt)")
+pytestmark = pytest.mark.skipif(
+    UWSGI is None, reason="uwsgi is not installed (requirements-dev.txt)"
+)
 
 
 def real_uwsgi(argv: Sequence[str], env: Dict[str, str], cwd: Path) -> List[Tuple[str, str]]:
     """What real uWSGI resolves for this command line, environment and directory."""
     extra = ["--show-config", "--logto", "/dev/stderr", "--exec-pre-jail", "false"]
     done = subprocess.run(
-        [str(UWSGI), *argv, *extra], env=env, cwd=cwd, capture_output=True, text=True, timeout=60,
+        [str(UWSGI), *argv, *extra],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
         stdin=subprocess.DEVNULL,
     )
     match = _SHOWN.search(_LOG_DATE.sub("", done.stderr))
@@ -61,7 +68,9 @@ def real_uwsgi(argv: Sequence[str], env: Dict[str, str], cwd: Path) -> List[Tupl
     return pairs  # type: ignore[return-value]
 
 
-def ours(argv: Sequence[str], env: Dict[str, str], cwd: Path, monkeypatch: pytest.MonkeyPatch) -> List[Tuple[str, str]]:
+def ours(
+    argv: Sequence[str], env: Dict[str, str], cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> List[Tuple[str, str]]:
     monkeypatch.chdir(cwd)
     return [(key, "true" if value is None else value) for key, value in resolve_all(argv, env)]
 
@@ -79,7 +88,9 @@ def base_env(tmp_path: Path, **extra: str) -> Dict[str, str]:
     return env
 
 
-def check(argv: Sequence[str], env: Dict[str, str], cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def check(
+    argv: Sequence[str], env: Dict[str, str], cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     expected = real_uwsgi(argv, env, cwd)
     got = ours(argv, env, cwd, monkeypatch)
     assert got == expected, "\n".join(
@@ -92,7 +103,13 @@ def check(argv: Sequence[str], env: Dict[str, str], cwd: Path, monkeypatch: pyte
 def _file_cases() -> List[Tuple[str, List[str], Dict[str, str]]]:
     cases: List[Tuple[str, List[str], Dict[str, str]]] = []
     for path in sorted(CORPUS.iterdir()):
-        option = {".ini": "--ini", ".yaml": "--yaml", ".yml": "--yaml", ".json": "--json", ".xml": "--xml"}.get(path.suffix)
+        option = {
+            ".ini": "--ini",
+            ".yaml": "--yaml",
+            ".yml": "--yaml",
+            ".json": "--json",
+            ".xml": "--xml",
+        }.get(path.suffix)
         if option:
             cases.append((path.name, [option, str(path)], {}))
     return cases
@@ -101,29 +118,90 @@ def _file_cases() -> List[Tuple[str, List[str], Dict[str, str]]]:
 PAAS = {"SGTEST_WORKERS": "3"}
 CASES = _file_cases() + [
     ("env_and_files.ini+env", ["--ini", str(CORPUS / "env_and_files.ini")], PAAS),
-    ("if_env.ini+env", ["--ini", str(CORPUS / "if_env.ini")], {"SGTEST_PROCESSES": "5", "SGTEST_MODE": "debug", "VIRTUAL_ENV": "/opt/venv"}),
+    (
+        "if_env.ini+env",
+        ["--ini", str(CORPUS / "if_env.ini")],
+        {"SGTEST_PROCESSES": "5", "SGTEST_MODE": "debug", "VIRTUAL_ENV": "/opt/venv"},
+    ),
     ("if_env.ini+other-mode", ["--ini", str(CORPUS / "if_env.ini")], {"SGTEST_MODE": "release"}),
     ("sections.ini:production", ["--ini", str(CORPUS / "sections.ini") + ":production"], {}),
     ("multi.yml:staging", ["--yaml", str(CORPUS / "multi.yml") + ":staging"], {}),
     ("multi.yml:production by -y", ["-y", str(CORPUS / "multi.yml") + ":production"], {}),
     ("bare ini argument", [str(CORPUS / "django_nginx.ini")], {}),
-    ("bare xml and yaml arguments", [str(CORPUS / "app.xml"), "--master", str(CORPUS / "app.yaml")], {}),
+    (
+        "bare xml and yaml arguments",
+        [str(CORPUS / "app.xml"), "--master", str(CORPUS / "app.yaml")],
+        {},
+    ),
     ("-x and -j", ["-x", str(CORPUS / "app.xml"), "-j", str(CORPUS / "app.json")], {}),
-    ("ini then overrides", ["--ini", str(CORPUS / "django_nginx.ini"), "-p", "8", "--set", "harakiri=5", "--max-requests=9", "-MT"], {}),
-    ("prefixes and clusters", ["--proces", "3", "--chmod-sock=600", "-Ls", "/tmp/x.sock", "-C", "-b8192", "--vacuum", str(CORPUS / "app.json")], {}),
-    ("placeholders on the command line", ["--set-ph", "port=9000", "--http-socket", ":%(port)", "--env", "HOME_DIR=$(HOME)", "-w", "tests.apps.hello:app"], {}),
+    (
+        "ini then overrides",
+        [
+            "--ini",
+            str(CORPUS / "django_nginx.ini"),
+            "-p",
+            "8",
+            "--set",
+            "harakiri=5",
+            "--max-requests=9",
+            "-MT",
+        ],
+        {},
+    ),
+    (
+        "prefixes and clusters",
+        [
+            "--proces",
+            "3",
+            "--chmod-sock=600",
+            "-Ls",
+            "/tmp/x.sock",
+            "-C",
+            "-b8192",
+            "--vacuum",
+            str(CORPUS / "app.json"),
+        ],
+        {},
+    ),
+    (
+        "placeholders on the command line",
+        [
+            "--set-ph",
+            "port=9000",
+            "--http-socket",
+            ":%(port)",
+            "--env",
+            "HOME_DIR=$(HOME)",
+            "-w",
+            "tests.apps.hello:app",
+        ],
+        {},
+    ),
 ]
 
 
 @pytest.mark.parametrize("name,argv,extra", CASES, ids=[case[0] for case in CASES])
-def test_corpus_file(name: str, argv: List[str], extra: Dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_corpus_file(
+    name: str,
+    argv: List[str],
+    extra: Dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Each corpus configuration (and command line) resolves to uWSGI's own option list."""
     check(argv, base_env(tmp_path, **extra), CORPUS.parent.parent.parent, monkeypatch)
 
 
-def test_relative_paths_from_the_config_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_relative_paths_from_the_config_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A config named relative to the working directory: %p, %d, %o, %O as uWSGI makes them."""
-    check(["--ini", "placeholders.ini", "--ini", "sections.ini:production", "multi.yml"], base_env(tmp_path), CORPUS, monkeypatch)
+    check(
+        ["--ini", "placeholders.ini", "--ini", "sections.ini:production", "multi.yml"],
+        base_env(tmp_path),
+        CORPUS,
+        monkeypatch,
+    )
 
 
 def _args_file(name: str) -> List[str]:
@@ -155,7 +233,12 @@ def test_environment_only(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_environment_then_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The environment's options come first, the command line's after them."""
     env = base_env(tmp_path, UWSGI_PROCESSES="4", UWSGI_MASTER="", UWSGI_ENABLE_THREADS="1")
-    check(["--ini", str(CORPUS / "flask_wsgi_file.ini"), "-p", "2"], env, CORPUS.parent.parent.parent, monkeypatch)
+    check(
+        ["--ini", str(CORPUS / "flask_wsgi_file.ini"), "-p", "2"],
+        env,
+        CORPUS.parent.parent.parent,
+        monkeypatch,
+    )
 
 
 def test_the_language_corner_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -175,14 +258,18 @@ def test_the_language_corner_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     check(["--ini", str(config)], base_env(tmp_path), tmp_path, monkeypatch)
 
 
-def test_magic_variables_of_included_and_bare_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_magic_variables_of_included_and_bare_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """%p %s %d %c %e %n %x %j %i %0..%9 per file, and the upper-case copies (%O %D %N ...) set
     by the first file read through an option, not through include or a bare argument."""
     sub = tmp_path / "etc" / "site"
     sub.mkdir(parents=True)
     magic = "p=%p s=%s d=%d c=%c e=%e n=%n x=%x o=%o j=%j i=%i 0=%0 1=%1 2=%2 9=%9 O=%O D=%D N=%N X=%X C=%C J=%J"
     (sub / "inc.ini").write_text(f"[uwsgi]\ninc = {magic}\n[extra]\nextra = {magic}\n")
-    (sub / "main.ini").write_text(f"[uwsgi]\ninclude = %dinc.ini\nmain = {magic}\nini = %dinc.ini:extra\n")
+    (sub / "main.ini").write_text(
+        f"[uwsgi]\ninclude = %dinc.ini\nmain = {magic}\nini = %dinc.ini:extra\n"
+    )
     (sub / "bare.ini").write_text(f"[uwsgi]\nbare = {magic}\n")
     env = base_env(tmp_path)
     check(["etc/site/bare.ini", "--ini", "etc/site/main.ini"], env, tmp_path, monkeypatch)
@@ -214,7 +301,9 @@ def test_logic_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     check(["--ini", str(tmp_path / "logic.ini")], base_env(tmp_path), tmp_path, monkeypatch)
 
 
-def test_inherit_and_sections_of_other_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inherit_and_sections_of_other_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """inherit (read after the placeholder passes, its values left unexpanded) and `ini = :x`
     taking the section from the last ini file read, not the one being read."""
     (tmp_path / "base.ini").write_text("[uwsgi]\nharakiri = %(h)\n[x]\nfrom = base-x\n")
@@ -234,7 +323,7 @@ def test_json_xml_yaml_details(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     )
     (tmp_path / "c.xml").write_text(
         '<all><uwsgi id="one"><socket>:1</socket></uwsgi><uwsgi id="two"><socket> :2 </socket><master/>'
-        "<![CDATA[print(1)]]><app mountpoint=\"/m\">tests/apps/hello.py</app><env>A=&amp;b</env></uwsgi></all>"
+        '<![CDATA[print(1)]]><app mountpoint="/m">tests/apps/hello.py</app><env>A=&amp;b</env></uwsgi></all>'
     )
     (tmp_path / "c.yml").write_text(
         "# top\nuwsgi:\n  socket: ':3'   # quoted\n\tprocesses: 2\n  env: A=B # c\n  master: true\n"
@@ -242,19 +331,47 @@ def test_json_xml_yaml_details(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     )
     env = base_env(tmp_path)
     check(["--json", str(tmp_path / "c.json")], env, tmp_path, monkeypatch)
-    check(["--xml", str(tmp_path / "c.xml") + ":two", "--yaml", str(tmp_path / "c.yml")], env, tmp_path, monkeypatch)
+    check(
+        ["--xml", str(tmp_path / "c.xml") + ":two", "--yaml", str(tmp_path / "c.yml")],
+        env,
+        tmp_path,
+        monkeypatch,
+    )
 
 
-def test_reserved_environment_and_command_line_switches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reserved_environment_and_command_line_switches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """UWSGI_RELOADS and UWSGI_ORIGINAL_PROC_NAME are not options; `--chmod-socket` and `-C`
     without a value; `--name=` with an empty value; values starting with a dash."""
-    env = base_env(tmp_path, UWSGI_RELOADS="3", UWSGI_ORIGINAL_PROC_NAME="x", UWSGI_HTTP_SOCKET=":9", UWSGI_ENV="A=b=c")
-    check(["--chmod-socket", "-C", "--env=", "--env", "-x=1", "--mount", "-5"], env, tmp_path, monkeypatch)
+    env = base_env(
+        tmp_path,
+        UWSGI_RELOADS="3",
+        UWSGI_ORIGINAL_PROC_NAME="x",
+        UWSGI_HTTP_SOCKET=":9",
+        UWSGI_ENV="A=b=c",
+    )
+    check(
+        ["--chmod-socket", "-C", "--env=", "--env", "-x=1", "--mount", "-5"],
+        env,
+        tmp_path,
+        monkeypatch,
+    )
 
 
 def refused_by_uwsgi(argv: Sequence[str], env: Dict[str, str], cwd: Path) -> str:
-    done = subprocess.run([str(UWSGI), *argv, "--exec-pre-jail", "false"], env=env, cwd=cwd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert ";uWSGI instance configuration" not in done.stderr and done.returncode == 1, done.stderr[-2000:]
+    done = subprocess.run(
+        [str(UWSGI), *argv, "--exec-pre-jail", "false"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert ";uWSGI instance configuration" not in done.stderr and done.returncode == 1, done.stderr[
+        -2000:
+    ]
     return done.stderr
 
 
@@ -271,7 +388,9 @@ def refused_by_uwsgi(argv: Sequence[str], env: Dict[str, str], cwd: Path) -> str
         ("[uwsgi]\nenv = X=@(%dmissing.txt)\n", "missing.txt"),
     ],
 )
-def test_refused_configurations(text: str, why: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refused_configurations(
+    text: str, why: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What real uWSGI refuses (exit 1 before printing its configuration) resolve refuses too,
     with a one-line UwsgiConfigError naming the file."""
     (tmp_path / "config.txt").write_text("")
@@ -286,8 +405,12 @@ def test_refused_configurations(text: str, why: str, tmp_path: Path, monkeypatch
     assert why in message and str(tmp_path) in message and "\n" not in message, message
 
 
-@pytest.mark.parametrize("argv", [["--no-such-option"], ["-Z"], ["--socket"], ["-s"], ["--master=1"], ["--pro", "1"]])
-def test_refused_command_lines(argv: List[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "argv", [["--no-such-option"], ["-Z"], ["--socket"], ["-s"], ["--master=1"], ["--pro", "1"]]
+)
+def test_refused_command_lines(
+    argv: List[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """getopt_long's refusals: unknown options, a missing argument, an argument to a switch,
     an ambiguous prefix."""
     refused_by_uwsgi(argv, base_env(tmp_path), tmp_path)
@@ -299,10 +422,21 @@ def test_exec_scheme_and_paste_files(tmp_path: Path, monkeypatch: pytest.MonkeyP
     """`@(exec://command)` (a command's output, one trailing newline dropped), a config read
     from `exec://`, and `--ini-paste` reading a PasteDeploy file's [uwsgi] section."""
     (tmp_path / "gen.ini").write_text("[uwsgi]\nthreads = 3\n[extra]\nthreads = 5\n")
-    (tmp_path / "paste.ini").write_text("[app:main]\nuse = egg:site\n[uwsgi]\nsocket = :%(p)\nmaster = true\n")
-    (tmp_path / "main.ini").write_text("[uwsgi]\np = 9000\nprocesses = @(exec://echo 4)\nenv = OUT=@(exec://printf 'a b\\r')\n")
+    (tmp_path / "paste.ini").write_text(
+        "[app:main]\nuse = egg:site\n[uwsgi]\nsocket = :%(p)\nmaster = true\n"
+    )
+    (tmp_path / "main.ini").write_text(
+        "[uwsgi]\np = 9000\nprocesses = @(exec://echo 4)\nenv = OUT=@(exec://printf 'a b\\r')\n"
+    )
     env = base_env(tmp_path)
-    argv = ["--ini", str(tmp_path / "main.ini"), "--ini", f"exec://cat {tmp_path}/gen.ini:extra", "--ini-paste", "paste.ini"]
+    argv = [
+        "--ini",
+        str(tmp_path / "main.ini"),
+        "--ini",
+        f"exec://cat {tmp_path}/gen.ini:extra",
+        "--ini-paste",
+        "paste.ini",
+    ]
     check(argv, env, tmp_path, monkeypatch)
 
 

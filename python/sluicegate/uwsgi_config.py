@@ -108,7 +108,15 @@ class ResolvedOption:
 
 
 #: The options that read a config file, and its format.
-_FORMATS = {"ini": "ini", "yaml": "yaml", "yml": "yaml", "json": "json", "js": "json", "xml": "xml", "xmlconfig": "xml"}
+_FORMATS = {
+    "ini": "ini",
+    "yaml": "yaml",
+    "yml": "yaml",
+    "json": "json",
+    "js": "json",
+    "xml": "xml",
+    "xmlconfig": "xml",
+}
 
 #: How many files may be nested (uWSGI itself recurses until it crashes).
 _MAX_DEPTH = 64
@@ -139,7 +147,9 @@ class _Resolver:
                 return opt.value
         return None
 
-    def add(self, key: str, value: Optional[str], where: str, placeholder_only: bool = False) -> None:
+    def add(
+        self, key: str, value: Optional[str], where: str, placeholder_only: bool = False
+    ) -> None:
         """add_exported_option_do: through the running if/for block, then onto the list, then
         an immediate option's effect."""
         if not self.logic_running:
@@ -154,12 +164,18 @@ class _Resolver:
                     self.logic_running = False
                 return
         known = key in OPTIONS or key in self.custom
-        kind = "language" if key in LANGUAGE_KEYS or key in self.custom else "option" if known else "placeholder"
+        kind = (
+            "language"
+            if key in LANGUAGE_KEYS or key in self.custom
+            else "option" if known else "placeholder"
+        )
         opt = ResolvedOption(key, value, kind, where)
         self.opts.append(opt)
         if placeholder_only:
             if known:
-                raise UwsgiConfigError(f"{where}: you cannot use {key} as a placeholder, it is already an option")
+                raise UwsgiConfigError(
+                    f"{where}: you cannot use {key} as a placeholder, it is already an option"
+                )
             opt.kind = "placeholder"
             opt.configured = True
             return
@@ -192,7 +208,9 @@ class _Resolver:
                 self.expand_custom(name, template, where)
             elif name in OPTIONS:
                 kind = "language" if name in LANGUAGE_KEYS else "option"
-                self.opts.append(ResolvedOption(name, template, kind, where, configured=True, listed=False))
+                self.opts.append(
+                    ResolvedOption(name, template, kind, where, configured=True, listed=False)
+                )
                 if name in IMMEDIATE:
                     self.immediate(name, template, where)
             elif self.strict:
@@ -206,7 +224,9 @@ class _Resolver:
             return None
         if key in LOGIC:
             if self.logic is not None:
-                raise UwsgiConfigError(f"{where}: recursive logic in options is not supported (option = {key})")
+                raise UwsgiConfigError(
+                    f"{where}: recursive logic in options is not supported (option = {key})"
+                )
             self.logic = (LOGIC[key], value or "")
             return None
         if value is None:
@@ -214,7 +234,9 @@ class _Resolver:
         if key in ("set", "set-placeholder", "set-ph"):
             name, eq, rest = value.partition("=")
             if not eq:
-                raise UwsgiConfigError(f"{where}: invalid placeholder/--set value {value!r} (NAME=VALUE)")
+                raise UwsgiConfigError(
+                    f"{where}: invalid placeholder/--set value {value!r} (NAME=VALUE)"
+                )
             self.add(name, rest, where, placeholder_only=key != "set")
         elif key in _FORMATS:
             return self.load(_FORMATS[key], value, where)
@@ -229,31 +251,47 @@ class _Resolver:
         elif key == "declare-option":
             name, eq, template = value.partition("=")
             if not eq:
-                raise UwsgiConfigError(f"{where}: invalid declare-option {value!r}, must be newoption=template")
+                raise UwsgiConfigError(
+                    f"{where}: invalid declare-option {value!r}, must be newoption=template"
+                )
             self.custom[name] = template
         elif key == "resolve":
             name, eq, host = value.partition("=")
             if not eq:
-                raise UwsgiConfigError(f"{where}: invalid resolve syntax {value!r}, must be placeholder=domain")
+                raise UwsgiConfigError(
+                    f"{where}: invalid resolve syntax {value!r}, must be placeholder=domain"
+                )
             try:
                 address = socket.gethostbyname(host)
             except OSError:
                 raise UwsgiConfigError(f"{where}: unable to resolve name {host}") from None
             self.add(name, address, where, placeholder_only=True)
         elif key == "config":
-            raise UwsgiConfigError(f"{where}: {key} is not supported by sluicegate's uWSGI configuration reader")
+            raise UwsgiConfigError(
+                f"{where}: {key} is not supported by sluicegate's uWSGI configuration reader"
+            )
         return None
 
     def load_by_extension(self, name: str, where: str) -> Optional[str]:
         """uwsgi_opt_load (include, inherit, a bare argument): the format by the name's ending,
         without setting the upper-case magic variables."""
         kind = None
-        for ending, fmt in ((".ini", "ini"), (".xml", "xml"), (".yaml", "yaml"), (".yml", "yaml"), (".json", "json"), (".js", "json")):
+        for ending, fmt in (
+            (".ini", "ini"),
+            (".xml", "xml"),
+            (".yaml", "yaml"),
+            (".yml", "yaml"),
+            (".json", "json"),
+            (".js", "json"),
+        ):
             if name.endswith(ending):
                 kind = fmt
                 break
         if kind is None:
-            raise UwsgiConfigError(f"{where}: unable to load configuration from {name} (not .ini, .xml, .yaml, .yml, .json or .js)")
+            raise UwsgiConfigError(
+                f"{where}: unable to load configuration from {name}"
+                " (not .ini, .xml, .yaml, .yml, .json or .js)"
+            )
         first = self.magic_first_round
         self.magic_first_round = True
         try:
@@ -272,11 +310,15 @@ class _Resolver:
         the name cut at its `:section` when uWSGI's reader leaves it so (always for XML, for
         YAML when the block ended before the file), else None."""
         if self.depth >= _MAX_DEPTH:
-            raise UwsgiConfigError(f"{where}: config files include each other more than {_MAX_DEPTH} deep")
+            raise UwsgiConfigError(
+                f"{where}: config files include each other more than {_MAX_DEPTH} deep"
+            )
         path, section = split_section(name)
         if kind == "ini" and path == "" and section is not None:
             if self.last_ini is None:
-                raise UwsgiConfigError(f"{where}: {name}: no ini file read yet to take the section from")
+                raise UwsgiConfigError(
+                    f"{where}: {name}: no ini file read yet to take the section from"
+                )
             path = self.last_ini
         elif kind == "ini":
             self.last_ini = path
@@ -395,7 +437,9 @@ class _Resolver:
                 continue
             if opt.key not in OPTIONS:
                 if self.strict:
-                    raise UwsgiConfigError(f"{opt.where}: unknown config directive {opt.key!r} (strict mode)")
+                    raise UwsgiConfigError(
+                        f"{opt.where}: unknown config directive {opt.key!r} (strict mode)"
+                    )
                 continue
             opt.configured = True
             if opt.key == "inherit" and opt.value is not None:
@@ -414,10 +458,15 @@ def _strtoll(text: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def resolve_detailed(argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None) -> List[ResolvedOption]:
+def resolve_detailed(
+    argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None
+) -> List[ResolvedOption]:
     """Every entry of uWSGI's option list, in order, with its kind and origin (see the module
     doc for the steps). Raises UwsgiConfigError where uWSGI would stop."""
-    res = _Resolver(environ, binary_path or os.path.realpath(sys.argv[0] if sys.argv and sys.argv[0] else "uwsgi"))
+    res = _Resolver(
+        environ,
+        binary_path or os.path.realpath(sys.argv[0] if sys.argv and sys.argv[0] else "uwsgi"),
+    )
     for name, value in environ.items():
         entry = f"{name}={value}"
         if name.startswith("UWSGI_") and not entry.startswith(_ENV_RESERVED):
@@ -436,13 +485,19 @@ def resolve_detailed(argv: Sequence[str], environ: Mapping[str, str], binary_pat
     return res.opts
 
 
-def resolve_all(argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None) -> List[Tuple[str, Optional[str]]]:
+def resolve_all(
+    argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None
+) -> List[Tuple[str, Optional[str]]]:
     """The list `uwsgi --show-config` prints: every key, placeholders and language keys
     included, a switch without a value as None (uWSGI prints it as `true`)."""
-    return [(opt.key, opt.value) for opt in resolve_detailed(argv, environ, binary_path) if opt.listed]
+    return [
+        (opt.key, opt.value) for opt in resolve_detailed(argv, environ, binary_path) if opt.listed
+    ]
 
 
-def resolve(argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None) -> List[Tuple[str, str]]:
+def resolve(
+    argv: Sequence[str], environ: Mapping[str, str], binary_path: Optional[str] = None
+) -> List[Tuple[str, str]]:
     """The ordered (long option name, value) pairs uWSGI would apply: every uWSGI option met,
     repeated keys repeated, placeholders and magic variables expanded, if/for blocks applied; a
     switch given without a value is "1", an empty ini value stays "" (both true for

@@ -101,7 +101,9 @@ def initial_magic_table(cwd: str, binary_path: str) -> Dict[str, str]:
     }
 
 
-def fill_magic_table(table: Dict[str, str], filename: str, cwd: str, first_round: bool, where: str) -> bool:
+def fill_magic_table(
+    table: Dict[str, str], filename: str, cwd: str, first_round: bool, where: str
+) -> bool:
     """Set the per-file variables for `filename` (maybe `file:section`) as uWSGI's
     `config_magic_table_fill` does; returns whether the upper-case copies (`%O`, `%D`...) are
     now set (they are set once, by the first file not loaded through `include`/a bare argument)."""
@@ -168,11 +170,16 @@ def read_text(path: str, where: str) -> str:
         scheme = scheme_of(path)
         if scheme == "exec":
             done = subprocess.run(
-                ["/bin/sh", "-c", path[len("exec://") :]], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, check=False
+                ["/bin/sh", "-c", path[len("exec://") :]],
+                stdout=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                check=False,
             )
             return done.stdout.decode("utf-8", "surrogateescape")
         if scheme is not None:
-            raise UwsgiConfigError(f"{where}: reading {scheme}:// is not supported (only files, - and exec://)")
+            raise UwsgiConfigError(
+                f"{where}: reading {scheme}:// is not supported (only files, - and exec://)"
+            )
         with open(path, "rb") as handle:
             return handle.read().decode("utf-8", "surrogateescape")
     except OSError as err:
@@ -247,7 +254,9 @@ def parse_yaml(text: str, section: str) -> Tuple[List[Entry], bool]:
             cut = key.find(":\t")
         if cut < 0:
             return entries, True
-        entries.append((key[:cut].rstrip(" \t"), key[cut + 2 :].lstrip(" \t\r").rstrip(" \t"), number))
+        entries.append(
+            (key[:cut].rstrip(" \t"), key[cut + 2 :].lstrip(" \t\r").rstrip(" \t"), number)
+        )
     return entries, False
 
 
@@ -275,7 +284,9 @@ def parse_json(text: str, section: str, where: str) -> List[Entry]:
         raise UwsgiConfigError(f"{where}:{line}: error parsing JSON data: {err}") from None
     config = root.get(section) if isinstance(root, dict) else None
     if not isinstance(config, dict):
-        raise UwsgiConfigError(f"{where}: you must define an object named {section} in your JSON data")
+        raise UwsgiConfigError(
+            f"{where}: you must define an object named {section} in your JSON data"
+        )
     entries: List[Entry] = []
     for key, value in config.items():
         items = value if isinstance(value, list) else [value]
@@ -287,7 +298,9 @@ def parse_json(text: str, section: str, where: str) -> List[Entry]:
 
 
 def _xml_attr(node: xml.dom.minidom.Node, name: str) -> Optional[str]:
-    if node.nodeType != node.ELEMENT_NODE or not node.hasAttribute(name):  # type: ignore[attr-defined]
+    if node.nodeType != node.ELEMENT_NODE:
+        return None
+    if not node.hasAttribute(name):  # type: ignore[attr-defined]
         return None
     return str(node.getAttribute(name))  # type: ignore[attr-defined]
 
@@ -324,7 +337,9 @@ def parse_xml(text: str, xml_id: Optional[str], where: str) -> List[Entry]:
     try:
         document = xml.dom.minidom.parseString(text.encode("utf-8", "surrogateescape"))
     except ExpatError as err:
-        raise UwsgiConfigError(f"{where}:{err.lineno}: could not parse the XML file ({err})") from None
+        raise UwsgiConfigError(
+            f"{where}:{err.lineno}: could not parse the XML file ({err})"
+        ) from None
     element: Optional[xml.dom.minidom.Node] = document.documentElement
     if element is None:
         raise UwsgiConfigError(f"{where}: invalid xml config file")

@@ -25,7 +25,9 @@ class Resolving(Protocol):
 
     def exported(self, key: str) -> Optional[str]: ...
 
-    def add(self, key: str, value: Optional[str], where: str, placeholder_only: bool = False) -> None: ...
+    def add(
+        self, key: str, value: Optional[str], where: str, placeholder_only: bool = False
+    ) -> None: ...
 
 
 #: The plugins a pip-built uWSGI 2.0 has embedded (buildconf/base.ini + the python plugin), for
@@ -54,7 +56,9 @@ def _split_eq(data: str) -> Tuple[str, Optional[str]]:
     return name, (expected if eq else None)
 
 
-def _if_found(found: Optional[str], expected: Optional[str], negate: bool) -> Tuple[bool, Optional[str]]:
+def _if_found(
+    found: Optional[str], expected: Optional[str], negate: bool
+) -> Tuple[bool, Optional[str]]:
     """The if-env/if-opt family: (condition holds, what %(_) becomes)."""
     if not negate:
         ok = found is not None and (expected is None or expected == found)
@@ -88,7 +92,9 @@ def _opt_test(negate: bool) -> Callable[[Resolving, str], Tuple[bool, Optional[s
     return test
 
 
-def _path_test(check: Callable[[str], bool], negate: bool) -> Callable[[Resolving, str], Tuple[bool, Optional[str]]]:
+def _path_test(
+    check: Callable[[str], bool], negate: bool
+) -> Callable[[Resolving, str], Tuple[bool, Optional[str]]]:
     return lambda res, data: (check(data) != negate, data)
 
 
@@ -154,4 +160,3 @@ LOGIC: Dict[str, Logic] = {
     "for-readline": _for_each(_readlines),
     "for-times": _for_each(_times),
 }
-

@@ -2,9 +2,9 @@
 
 The names, short letters, argument kinds and "immediate" flags come from
 uwsgi_option_names.txt, generated from a real uWSGI build (its header says how), in uWSGI's own
-order, followed by the options of the plugins that build does not embed (gevent's, rack's ...,
-known by their exact names, as in a uWSGI built with them): a short letter names the first option that declares it (`-s` socket, `-p` processes,
-`-x` xmlconfig, `-i` single-interpreter ...). `parse_command_line` follows getopt_long as uWSGI
+order, followed by the options of the plugins that build does not embed (asyncio's, rack's ...,
+known by their exact names, as in a uWSGI built with them). A short letter names the first
+option that declares it (`-s` socket, `-p` processes, `-x` xmlconfig, `-i` single-interpreter). `parse_command_line` follows getopt_long as uWSGI
 calls it (core/init.c `uwsgi_commandline_config`): options anywhere (arguments permuted), `--`
 ends them, `--name=value`/`--name value`, unique prefixes of long names, clustered short
 switches, `-p4`/`-p 4`, optional arguments only when attached; the rest are config files.
@@ -43,7 +43,9 @@ def _load() -> Tuple[Dict[str, OptionSpec], Dict[str, str]]:
             if not fields or fields[0].startswith("#"):
                 continue
             name, kind, short, flags = fields
-            spec = OptionSpec(_KINDS[kind], "" if short == "-" else short, "i" in flags, "p" in flags)
+            spec = OptionSpec(
+                _KINDS[kind], "" if short == "-" else short, "i" in flags, "p" in flags
+            )
             options.setdefault(name, spec)
             if spec.short and spec.short not in shorts:
                 shorts[spec.short] = name
@@ -63,7 +65,11 @@ def _long_name(name: str) -> str:
     """The option `--name` means: the exact name, else the only one it is a prefix of."""
     if name in OPTIONS:
         return name
-    matches = [option for option, spec in OPTIONS.items() if option.startswith(name) and not spec.other_plugin]
+    matches = [
+        option
+        for option, spec in OPTIONS.items()
+        if option.startswith(name) and not spec.other_plugin
+    ]
     if len(matches) == 1:
         return matches[0]
     if not matches:
