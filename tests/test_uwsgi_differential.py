@@ -449,3 +449,19 @@ def test_declare_option_and_resolve(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         "resolve = backend=localhost\nsocket = %(backend):3031\n"
     )
     check(["--ini", str(tmp_path / "c.ini")], base_env(tmp_path), tmp_path, monkeypatch)
+
+
+def test_show_config_prints_what_uwsgi_prints(tmp_path: Path) -> None:
+    """`python -m sluicegate.uwsgi_config ARGS` prints uWSGI's --show-config block, byte for
+    byte (uWSGI's own print taken from its stderr without the options appended to stop it)."""
+    argv = ["--ini", str(CORPUS / "sections.ini"), "-M", "--show-config"]
+    env = base_env(tmp_path, PYTHONPATH=os.pathsep.join(sys.path))
+    mine = subprocess.run(
+        [sys.executable, "-m", "sluicegate.uwsgi_config", *argv], env=env, capture_output=True,
+        text=True, check=True, cwd=CORPUS,
+    ).stdout  # fmt: skip
+    real = subprocess.run(
+        [str(UWSGI), *argv, "--exec-pre-jail", "false"], env=env, capture_output=True, text=True,
+        timeout=60, stdin=subprocess.DEVNULL, cwd=CORPUS,
+    ).stderr.replace("exec-pre-jail = false\n", "")  # fmt: skip
+    assert mine.strip("\n") in real and mine.startswith("\n;uWSGI instance configuration\n"), (mine, real)

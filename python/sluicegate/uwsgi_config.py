@@ -49,6 +49,7 @@ __all__ = [
     "resolve",
     "resolve_all",
     "resolve_detailed",
+    "show_config",
     "uwsgi_bool",
 ]
 
@@ -508,3 +509,20 @@ def resolve(
         for opt in resolve_detailed(argv, environ, binary_path)
         if opt.kind == "option"
     ]
+
+
+def show_config(pairs: Sequence[Tuple[str, Optional[str]]]) -> str:
+    """resolve_all's list as `uwsgi --show-config` prints it (core/uwsgi.c `show_config`)."""
+    lines = ["", ";uWSGI instance configuration", "[uwsgi]"]
+    lines.extend(f"{key} = {'true' if value is None else value}" for key, value in pairs)
+    lines.extend([";end of configuration", "", ""])
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    # `python -m sluicegate.uwsgi_config ARGS...`: what uWSGI would resolve from ARGS and the
+    # environment, printed as `uwsgi --show-config` prints it.
+    try:
+        sys.stdout.write(show_config(resolve_all(sys.argv[1:], os.environ)))
+    except UwsgiConfigError as err:
+        sys.exit(f"sluicegate-uwsgi: error: {err}")
