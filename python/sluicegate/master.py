@@ -48,7 +48,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import (control, hook_objects, hooks, logs, messages, metrics_total, privileges,
-               sd_notify, signals, statsd)
+               sd_notify, signals, statsd, uwsgi_stats)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -131,6 +131,8 @@ class Master(Reloads):
         # --metrics-bind is the master's: the sum over the workers (metrics_total.py).
         self.metrics: Optional[metrics_total.Aggregate] = None
         self.control: Optional[control.MasterControl] = None  # `sluicegate ctl` (control.py)
+        self.stats: Optional[uwsgi_stats.StatsServer] = None  # --stats (uwsgi_stats.py)
+        self.spawns: Dict[int, int] = {}  # worker number -> starts of its slot (--stats)
 
     def _become(self, state: State) -> None:
         if state not in STATE_MOVES[self.state]:
@@ -152,6 +154,8 @@ class Master(Reloads):
             self.control = control.start_master(
                 control.path_for(self.cfg.control_socket, self.cfg.no_control_socket),
                 self._control_view())
+            if self.cfg.stats:
+                self._start_stats()
             log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
             self._hook("nworkers_changed", self.target, None)  # as gunicorn's start does
             for _ in range(self.target):
@@ -187,6 +191,8 @@ class Master(Reloads):
                 self.metrics.close()
             if self.control is not None:
                 self.control.close()
+            if self.stats is not None:
+                self.stats.close()
 
     def _control_view(self) -> control.MasterView:
         """What the control socket reads (on its own thread) and how it asks for an
@@ -201,6 +207,16 @@ class Master(Reloads):
             workers=lambda: [(w.pid, w.slot + 1, w.life.value)
                              for w in list(self.workers.values())],
             signal=queue)
+
+    def _start_stats(self) -> None:
+        """uWSGI's stats server, made from the control socket's status answer (asked of the
+        workers without a control socket too)."""
+        if self.control is None:
+            self.control = control.MasterControl(None, self._control_view())
+        ctl = self.control
+        self.stats = uwsgi_stats.start(
+            self.cfg.stats, self.cfg.stats_http, lambda: ctl.handle({"command": "status"}),
+            uwsgi_stats.socket_infos(self.sockets, self.cfg.backlog), lambda: dict(self.spawns))
 
     def _wait_for_events(self) -> None:
         fds = [self.pipe.read_fd] + [w.pipe for w in self.workers.values()]
@@ -367,6 +383,7 @@ class Master(Reloads):
             return
         self.worker_age += 1
         age = self.worker_age
+        self.spawns[slot + 1] = self.spawns.get(slot + 1, 0) + 1
         booting = hook_objects.worker(self.cfg, age, "[booting]", os.getpid())
         if self.state is State.STOPPING or not self._hook("pre_fork", booting):
             return
@@ -412,6 +429,8 @@ class Master(Reloads):
                     os.close(other.metrics_fd)
             if self.metrics is not None:
                 self.metrics.forget_in_child()
+            if self.stats is not None:
+                self.stats.forget_in_child()
             signals.reset_in_child()
             os.environ.pop("NOTIFY_SOCKET", None)  # only the master speaks to systemd
             for s in self.sockets:

@@ -112,3 +112,6 @@ class Config:
     chdir: Optional[str]
     pythonpath: Optional[str]
     env: Tuple[str, ...]
+    uwsgi_module: bool
+    stats: Optional[str]
+    stats_http: bool
