@@ -66,6 +66,17 @@ def parse_stats(value: object) -> Optional[str]:
     return text
 
 
+def parse_uwsgi_log_format(value: object) -> Optional[str]:
+    """A uWSGI log-format string (any text: uWSGI reads what is not `%(name)` as text)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, not {type(value).__name__}")
+    if "\n" in value or "\0" in value:
+        raise ValueError("a log format is one line")
+    return value
+
+
 def _is_unix(address: str) -> bool:
     return address.startswith(("@", "/", "./", "unix:")) or ":" not in address
 
@@ -266,7 +277,8 @@ def start(address: Optional[str], http: bool, status: Status, sockets: List[Sock
 
 def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
                 ) -> Tuple[Any, ...]:
-    """The rows of options.py's table for uWSGI's runtime: its module and its stats server."""
+    """The rows of options.py's table for uWSGI's runtime: its module, its request log
+    format and its stats server."""
     return (
         Option(
             "uwsgi_module", parse_bool, "false",
@@ -275,6 +287,14 @@ def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
             "every other name fails at its first call, naming the uWSGI feature "
             "(sluicegate-uwsgi always sets it; docs/operations.md).",
             "", bool, switch=True,
+        ),
+        Option(
+            "uwsgi_log_format", parse_uwsgi_log_format, None,
+            "Write the access log lines in this uWSGI log-format (uWSGI's `log-format`): "
+            "%(addr), %(method), %(uri), %(status), %(msecs), %(ltime), %(var.NAME), a "
+            "uwsgi.set_logvar key, ... (docs/operations.md); it replaces --access-log-format. "
+            "`--access-log-format uwsgi` is uWSGI's default line.",
+            "FORMAT", Optional[str],
         ),
         Option(
             "stats", parse_stats, None,

@@ -113,5 +113,6 @@ class Config:
     pythonpath: Optional[str]
     env: Tuple[str, ...]
     uwsgi_module: bool
+    uwsgi_log_format: Optional[str]
     stats: Optional[str]
     stats_http: bool

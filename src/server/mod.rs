@@ -133,6 +133,11 @@ impl Server {
         )
         .map_err(PyOSError::new_err)?;
         let balance = balance_table(&config)?;
+        crate::observe::uwsgi_format::set_worker_id(if config.balance_fd >= 0 {
+            config.balance_slot as u32 + 1
+        } else {
+            1
+        });
         let (mut st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
