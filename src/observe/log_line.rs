@@ -17,8 +17,8 @@ use sluicegate_proto::RequestHead;
 use super::entry::push_client;
 pub use super::entry::Entry;
 use super::gunicorn_format::{is_gunicorn_format, GunicornFormat};
-use super::uwsgi_format::UwsgiFormat;
 use super::timings::micros;
+use super::uwsgi_format::UwsgiFormat;
 use crate::config::allowed_values;
 use crate::http_date::http_date;
 

@@ -45,8 +45,9 @@ static WORKER_ID: AtomicU32 = AtomicU32::new(1);
 /// Lines made in this process: the `req:` figures.
 static REQUESTS: AtomicU64 = AtomicU64::new(0);
 
-/// Set the worker number `%(wid)` writes (the server does, from its slot).
-pub fn set_worker_id(wid: u32) {
+/// Set the worker number `%(wid)` writes: `slot` + 1 in a worker process (`worker`), else 1.
+pub fn set_worker_slot(worker: bool, slot: usize) {
+    let wid = if worker { slot as u32 + 1 } else { 1 };
     WORKER_ID.store(wid, Ordering::Relaxed);
 }
 

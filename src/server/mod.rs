@@ -133,11 +133,7 @@ impl Server {
         )
         .map_err(PyOSError::new_err)?;
         let balance = balance_table(&config)?;
-        crate::observe::uwsgi_format::set_worker_id(if config.balance_fd >= 0 {
-            config.balance_slot as u32 + 1
-        } else {
-            1
-        });
+        crate::observe::uwsgi_format::set_worker_slot(config.balance_fd >= 0, config.balance_slot);
         let (mut st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
