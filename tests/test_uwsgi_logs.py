@@ -130,3 +130,69 @@ def test_a_log_format_is_uwsgis(start_server):
         shape = re.compile(r"^\d+ \d+ \d+ \d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4} "
                            r"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4} \d+$")
         assert shape.match(t_times) and shape.match(o_times), (t_times, o_times)
+
+
+def get(port, target, headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", target, headers=headers or {})
+    c.getresponse().read()
+    c.close()
+
+
+def lines_of(path, count):
+    return wait_for(lambda: (lambda ls: ls if len(ls) >= count else None)(
+        open(path).read().splitlines() if os.path.exists(path) else []),
+        f"{count} line(s) in {path}")
+
+
+def test_access_log_when_logs_only_the_listed_requests(start_server):
+    """--access-log-when 4xx (uWSGI's disable-logging + log-4xx): the 200 sent first has no
+    line, the 404 after it has one (one worker writes its lines in order)."""
+    log = os.path.join(tempfile.mkdtemp(prefix="sguwsgilog-"), "access.log")
+    srv = start_server("uwsgi_logged", "--workers", "1", "--uwsgi-module", "--access-log", log,
+                       "--access-log-format", "uwsgi", "--access-log-when", "4xx")
+    get(srv.port, "/first")
+    get(srv.port, "/missing")
+    lines = lines_of(log, 1)
+    assert len(lines) == 1 and "GET /missing =>" in lines[0] and "(HTTP/1.1 404)" in lines[0]
+
+
+def test_access_log_forwarded_for_gives_the_forwarded_address(start_server):
+    """--access-log-forwarded-for (uWSGI's log-x-forwarded-for): the address of uWSGI's line is
+    the request's X-Forwarded-For; a request without one keeps the peer's."""
+    log = os.path.join(tempfile.mkdtemp(prefix="sguwsgilog-"), "access.log")
+    srv = start_server("uwsgi_logged", "--workers", "1", "--uwsgi-module", "--access-log", log,
+                       "--uwsgi-log-format", "%(addr) %(uri)", "--access-log-forwarded-for")
+    get(srv.port, "/a", {"X-Forwarded-For": "203.0.113.7"})
+    get(srv.port, "/b")
+    assert lines_of(log, 2) == ["203.0.113.7 /a", "127.0.0.1 /b"]
+
+
+def test_touch_logreopen_reopens_the_access_log(start_server):
+    """--touch-logreopen FILE: touching FILE has the workers reopen their logs, so that after a
+    rotation (the file moved away) the next line goes to a new file at the path."""
+    tmp = tempfile.mkdtemp(prefix="sguwsgilog-")
+    log, touch = os.path.join(tmp, "access.log"), os.path.join(tmp, "reopen")
+    open(touch, "w").close()
+    srv = start_server("uwsgi_logged", "--workers", "1", "--access-log", log, "--uwsgi-module",
+                       "--access-log-format", "uwsgi", "--touch-logreopen", touch)
+    get(srv.port, "/before")
+    lines_of(log, 1)
+    os.rename(log, log + ".1")
+    mark = srv.log_mark()
+    st = os.stat(touch)
+    os.utime(touch, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    srv.wait_log(r"touch-logreopen\): workers reopen their log files", since=mark)
+    wait_for(lambda: os.path.exists(log), "the access log opened again at its path")
+    get(srv.port, "/after")
+    assert "GET /after =>" in lines_of(log, 1)[0]
+    assert "GET /before =>" in open(log + ".1").read()
+
+
+def test_log_reopen_reopens_the_logs_on_a_reload(start_server):
+    """--log-reopen (uWSGI's log-reopen): a reload (HUP) reopens the log files too."""
+    log = os.path.join(tempfile.mkdtemp(prefix="sguwsgilog-"), "access.log")
+    srv = start_server("uwsgi_logged", "--workers", "1", "--access-log", log, "--log-reopen")
+    mark = srv.log_mark()
+    srv.signal(signal.SIGHUP)
+    srv.wait_log(r"SIGHUP with --log-reopen: workers reopen their log files", since=mark)

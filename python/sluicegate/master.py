@@ -47,8 +47,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import (control, hook_objects, hooks, logs, messages, metrics_total, privileges,
-               sd_notify, signals, statsd, uwsgi_stats)
+from . import (control, hook_objects, hooks, log_touch, logs, messages, metrics_total,
+               privileges, sd_notify, signals, statsd, uwsgi_stats)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -133,6 +133,7 @@ class Master(Reloads):
         self.control: Optional[control.MasterControl] = None  # `sluicegate ctl` (control.py)
         self.stats: Optional[uwsgi_stats.StatsServer] = None  # --stats (uwsgi_stats.py)
         self.spawns: Dict[int, int] = {}  # worker number -> starts of its slot (--stats)
+        self.touched = log_touch.Touched(cfg.touch_logreopen)  # --touch-logreopen
 
     def _become(self, state: State) -> None:
         if state not in STATE_MOVES[self.state]:
@@ -171,6 +172,8 @@ class Master(Reloads):
                         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
                         self._reload(f"Code changed ({shown}{more})")
                 self._check_reading()
+                for path in self.touched.changed():  # --touch-logreopen
+                    self._reopen_logs(f"a touch of {path} (--touch-logreopen)")
                 self._maintain()
                 self._kill_overdue()
                 statsd.workers(len(self.workers))
@@ -288,6 +291,8 @@ class Master(Reloads):
             return
         elif op is Op.RELOAD:
             self._reload("Received SIGHUP")
+            if self.cfg.log_reopen:  # uWSGI's log-reopen
+                self._reopen_logs(f"{name} with --log-reopen")
         elif op is Op.MORE_WORKERS:
             log.info("Received %s: %d worker(s)", name, self.target + 1)
             self._set_target(self.target + 1)
@@ -297,12 +302,15 @@ class Master(Reloads):
         elif op is Op.UPGRADE:
             self._upgrade()
         elif op is Op.REOPEN_LOGS:
-            logs.reopen_error_log(name)
-            log.info("Received %s: workers reopen their log files", name)
-            for w in self.workers.values():
-                self._kill(w, messages.REOPEN_LOGS)
+            self._reopen_logs(name)
         else:
             log.info("Received %s: ignored", name)
+
+    def _reopen_logs(self, why: str) -> None:
+        logs.reopen_error_log(why)
+        log.info("Received %s: workers reopen their log files", why)
+        for w in self.workers.values():
+            self._kill(w, messages.REOPEN_LOGS)
 
     def _stop(self, graceful: bool) -> None:
         if self.new_master is not None and _alive(self.new_master):

@@ -66,17 +66,6 @@ def parse_stats(value: object) -> Optional[str]:
     return text
 
 
-def parse_uwsgi_log_format(value: object) -> Optional[str]:
-    """A uWSGI log-format string (any text: uWSGI reads what is not `%(name)` as text)."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"expected a string, not {type(value).__name__}")
-    if "\n" in value or "\0" in value:
-        raise ValueError("a log format is one line")
-    return value
-
-
 def _is_unix(address: str) -> bool:
     return address.startswith(("@", "/", "./", "unix:")) or ":" not in address
 
@@ -273,40 +262,3 @@ def start(address: Optional[str], http: bool, status: Status, sockets: List[Sock
         return None
     log.info("stats server (uWSGI's JSON%s) at %s", " over HTTP" if http else "", address)
     return StatsServer(sock, Document(status, sockets, respawns), http)
-
-
-def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
-                ) -> Tuple[Any, ...]:
-    """The rows of options.py's table for uWSGI's runtime: its module, its request log
-    format and its stats server."""
-    return (
-        Option(
-            "uwsgi_module", parse_bool, "false",
-            "Make `import uwsgi` and `import uwsgidecorators` work in the app, as under uWSGI: "
-            "worker_id(), numproc, opt, masterpid(), reload(), set_logvar(), @postfork, ...; "
-            "every other name fails at its first call, naming the uWSGI feature "
-            "(sluicegate-uwsgi always sets it; docs/operations.md).",
-            "", bool, switch=True,
-        ),
-        Option(
-            "uwsgi_log_format", parse_uwsgi_log_format, None,
-            "Write the access log lines in this uWSGI log-format (uWSGI's `log-format`): "
-            "%(addr), %(method), %(uri), %(status), %(msecs), %(ltime), %(var.NAME), a "
-            "uwsgi.set_logvar key, ... (docs/operations.md); it replaces --access-log-format. "
-            "`--access-log-format uwsgi` is uWSGI's default line.",
-            "FORMAT", Optional[str],
-        ),
-        Option(
-            "stats", parse_stats, None,
-            "Serve uWSGI's stats JSON document (what uwsgitop and uWSGI exporters read) on "
-            "HOST:PORT, :PORT, a unix socket path or @NAME (abstract): one document per "
-            "connection, as uWSGI's `stats` option.",
-            "ADDRESS", Optional[str],
-        ),
-        Option(
-            "stats_http", parse_bool, "false",
-            "Answer the --stats socket over HTTP (uWSGI's `stats-http`): a client's request gets "
-            "the document as application/json.",
-            "", bool, switch=True,
-        ),
-    )

@@ -114,5 +114,9 @@ class Config:
     env: Tuple[str, ...]
     uwsgi_module: bool
     uwsgi_log_format: Optional[str]
+    access_log_when: str
+    access_log_forwarded_for: bool
+    log_reopen: bool
+    touch_logreopen: Tuple[str, ...]
     stats: Optional[str]
     stats_http: bool

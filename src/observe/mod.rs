@@ -14,6 +14,7 @@
 //!   table as text, with `process` (the `process_*` series) and the build info.
 //! - `log_line`: one access log line in each format (`gunicorn_format`: gunicorn's
 //!   `%(atom)s` templates; `uwsgi_format`: uWSGI's lines); `access_log`: the writer.
+//! - `log_when`: which requests get a line (`--access-log-when`).
 //! - `request_end`: a finished request counted and logged, once.
 //! - `statsd`: gunicorn's statsd metrics of a request, written beside the access log's line.
 //! - `metrics_http`: the `--metrics-bind` listener's answers (proto's parser and encoder).
@@ -24,6 +25,7 @@ pub mod entry;
 pub mod gunicorn_format;
 pub mod h3_counters;
 pub mod log_line;
+pub mod log_when;
 pub mod metrics_http;
 pub mod process;
 pub mod prometheus;

@@ -158,12 +158,18 @@ enum Part {
 pub struct UwsgiFormat {
     /// None: uWSGI's default line.
     parts: Option<Vec<Part>>,
+    /// The address is the request's X-Forwarded-For, when it has one (uWSGI's
+    /// `log-x-forwarded-for`; its packet's REMOTE_ADDR too).
+    pub forwarded_for: bool,
 }
 
 impl UwsgiFormat {
     /// uWSGI's default request line.
     pub fn default_line() -> UwsgiFormat {
-        UwsgiFormat { parts: None }
+        UwsgiFormat {
+            parts: None,
+            forwarded_for: false,
+        }
     }
 
     /// A `log-format` string, read as uWSGI's `uwsgi_build_log_format` reads it: `%(name)`
@@ -193,7 +199,10 @@ impl UwsgiFormat {
         if !text.is_empty() {
             parts.push(Part::Text(text));
         }
-        UwsgiFormat { parts: Some(parts) }
+        UwsgiFormat {
+            parts: Some(parts),
+            forwarded_for: false,
+        }
     }
 
     /// The format needs the response's headers and the environ (every uWSGI line does: its
@@ -219,14 +228,14 @@ impl UwsgiFormat {
     pub fn make_line(&self, line: &mut Vec<u8>, e: &Entry<'_>, pid: u32) {
         let n = REQUESTS.fetch_add(1, Ordering::Relaxed) + 1;
         let Some(parts) = &self.parts else {
-            return default_line(line, e, pid, n);
+            return default_line(line, e, pid, n, self.forwarded_for);
         };
         for p in parts {
             match p {
                 Part::Text(t) => line.extend_from_slice(t),
                 Part::Var(v) => {
                     let start = line.len();
-                    push_var(line, v, e, pid);
+                    push_var(line, v, e, pid, self.forwarded_for);
                     if line.len() == start {
                         line.push(b'-');
                     }
@@ -237,12 +246,12 @@ impl UwsgiFormat {
 }
 
 /// uWSGI's `uwsgi_logit_simple` line.
-fn default_line(line: &mut Vec<u8>, e: &Entry<'_>, pid: u32, n: u64) {
+fn default_line(line: &mut Vec<u8>, e: &Entry<'_>, pid: u32, n: u64, fwd: bool) {
     use std::io::Write;
-    let (vars, pktsize) = packet(e);
+    let (vars, pktsize) = packet(e, fwd);
     let (headers, hsize) = head_size(e);
     let _ = write!(line, "[pid: {pid}|app: 0|req: {n}/{n}] ");
-    push_client(line, e.client);
+    push_safe(line, &addr(e, fwd));
     line.extend_from_slice(b" (");
     push_safe(line, environ(e, "remote_user").unwrap_or(b""));
     let _ = write!(line, ") {{{vars} vars in {pktsize} bytes}} [");
@@ -262,7 +271,7 @@ fn default_line(line: &mut Vec<u8>, e: &Entry<'_>, pid: u32, n: u64) {
     );
 }
 
-fn push_var(line: &mut Vec<u8>, v: &Var, e: &Entry<'_>, pid: u32) {
+fn push_var(line: &mut Vec<u8>, v: &Var, e: &Entry<'_>, pid: u32, fwd: bool) {
     use std::io::Write;
     let total = micros(e.timings.total);
     let num = |line: &mut Vec<u8>, n: u64| {
@@ -272,7 +281,7 @@ fn push_var(line: &mut Vec<u8>, v: &Var, e: &Entry<'_>, pid: u32) {
         Var::Uri => push_safe(line, e.head.target()),
         Var::Method => push_safe(line, e.head.method()),
         Var::User => push_safe(line, environ(e, "remote_user").unwrap_or(b"")),
-        Var::Addr => push_client(line, e.client),
+        Var::Addr => push_safe(line, &addr(e, fwd)),
         Var::Host => push_safe(line, &joined(e, b"host")),
         Var::Proto => line.extend_from_slice(e.head.version.as_str().as_bytes()),
         Var::Uagent => push_safe(line, &joined(e, b"user-agent")),
@@ -296,19 +305,35 @@ fn push_var(line: &mut Vec<u8>, v: &Var, e: &Entry<'_>, pid: u32) {
         Var::Pid => num(line, u64::from(pid)),
         Var::Wid => num(line, u64::from(WORKER_ID.load(Ordering::Relaxed))),
         Var::Switches => num(line, 1),
-        Var::Vars => num(line, packet(e).0),
+        Var::Vars => num(line, packet(e, fwd).0),
         Var::Core | Var::Zero | Var::Rerr => num(line, 0),
         Var::Vsz => num(line, memory().0),
         Var::Rss => num(line, memory().1),
         Var::VszM => num(line, memory().0 / 1024 / 1024),
         Var::RssM => num(line, memory().1 / 1024 / 1024),
-        Var::Pktsize => num(line, packet(e).1),
+        Var::Pktsize => num(line, packet(e, fwd).1),
         Var::Headers => num(line, head_size(e).0),
         Var::Werr | Var::Ioerr => num(line, u64::from(e.end == End::ClientGone)),
         Var::Request(name) => push_safe(line, &request_var(e, name)),
         Var::Metric => {}
         Var::LogVar(key) => push_safe(line, environ(e, key).unwrap_or(b"")),
     }
+}
+
+/// The client's address as uWSGI's REMOTE_ADDR: the peer, or with `fwd` the request's
+/// X-Forwarded-For when it has one (its whole value, as uWSGI takes it).
+fn addr(e: &Entry<'_>, fwd: bool) -> Vec<u8> {
+    let forwarded = if fwd {
+        joined(e, b"x-forwarded-for")
+    } else {
+        Vec::new()
+    };
+    if !forwarded.is_empty() {
+        return forwarded;
+    }
+    let mut client = Vec::new();
+    push_client(&mut client, e.client);
+    client
 }
 
 /// An environ variable as the app left it (`key` in any case).
@@ -351,11 +376,10 @@ fn content_length(e: &Entry<'_>) -> u64 {
 }
 
 /// (variables counted as keys and values, bytes) of the packet uWSGI's http-socket builds.
-fn packet(e: &Entry<'_>) -> (u64, u64) {
+fn packet(e: &Entry<'_>, fwd: bool) -> (u64, u64) {
     let head = e.head;
     let var = |k: usize, v: usize| (2 + k + 2 + v) as u64;
-    let mut client = Vec::new();
-    push_client(&mut client, e.client);
+    let client = addr(e, fwd);
     let port = environ(e, "server_port").map_or(2, <[u8]>::len);
     let mut count = 9u64;
     let mut bytes = var(14, head.method().len())

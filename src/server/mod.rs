@@ -140,8 +140,7 @@ impl Server {
                 config: Arc::clone(&config),
                 statics,
                 access_log: crate::observe::access_log::AccessLog::new(
-                    config.access_log_fd,
-                    &config.access_log_format,
+                    &config,
                     access_sink,
                     statsd,
                 )
