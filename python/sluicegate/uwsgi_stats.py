@@ -10,18 +10,17 @@ server closes (with `--stats-http`: it sends an HTTP request first and gets a `H
 OK` answer with `Content-Type: application/json`, as uWSGI's `stats-http`).
 
 The document (`Document`): the top-level keys of uWSGI's (`version`, `listen_queue`,
-`listen_queue_errors`, `signal_queue`, `load`, `pid`, `uid`, `gid`, `cwd`, `locks`,
-`sockets`, `workers`), and per worker `id`, `pid`, `accepting`, `requests`,
-`delta_requests` (since the previous document), `exceptions` (requests that ended with an
-error: the app failed, or the request was refused), `harakiri_count` (calls ended by
---timeout), `signals`, `signal_queue` (0: no signal framework), `status` (`idle`, `busy`,
-or `cheap` for a worker not serving yet), `rss`, `vsz` (bytes), `running_time` (µs spent in requests), `last_spawn` (epoch seconds),
+`listen_queue_errors`, `signal_queue`, `load`, `pid`, `uid`, `gid`, `cwd`, `locks`, `sockets`,
+`workers`), and per worker `id`, `pid`, `accepting`, `requests`, `delta_requests` (since the
+previous document), `exceptions` (requests that ended with an error: the app failed, or the
+request was refused), `harakiri_count` (calls ended by --timeout), `signals`, `signal_queue`
+(0: no signal framework), `status` (`idle`, `busy`, or `cheap` for a worker not serving yet),
+`rss`, `vsz` (bytes), `running_time` (µs spent in requests), `last_spawn` (epoch seconds),
 `respawn_count` (starts of the worker's slot), `tx` (response body bytes), `avg_rt` (µs per
 request), `apps` (the one app), `cores` (one per pool thread; `in_request` set on as many as
-are busy; per-core request counts are not kept, so they read 0). Left out: `daemons`,
-`caches`, `metrics`, `spoolers`, `crons`, `legions`, which uWSGI writes only when such a
-subsystem is configured, and sluicegate has none of them.
-"""
+are busy; per-core request counts are not kept, so they read 0). Left out: `daemons`, `caches`,
+`metrics`, `spoolers`, `crons`, `legions`, which uWSGI writes only when such a subsystem is
+configured, and sluicegate has none of them. """
 
 from __future__ import annotations
 
