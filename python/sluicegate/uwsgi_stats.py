@@ -20,7 +20,8 @@ request was refused), `harakiri_count` (calls ended by --timeout), `signals`, `s
 request), `apps` (the one app), `cores` (one per pool thread; `in_request` set on as many as
 are busy; per-core request counts are not kept, so they read 0). Left out: `daemons`, `caches`,
 `metrics`, `spoolers`, `crons`, `legions`, which uWSGI writes only when such a subsystem is
-configured, and sluicegate has none of them. """
+configured, and sluicegate has none of them.
+"""
 
 from __future__ import annotations
 
