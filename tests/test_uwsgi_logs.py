@@ -196,3 +196,15 @@ def test_log_reopen_reopens_the_logs_on_a_reload(start_server):
     mark = srv.log_mark()
     srv.signal(signal.SIGHUP)
     srv.wait_log(r"SIGHUP with --log-reopen: workers reopen their log files", since=mark)
+
+
+@pytest.mark.parametrize("value, shape", [
+    ("on", r"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}"),
+    ("%Y/%m/%d", r"\d{4}/\d\d/\d\d"),
+])
+def test_log_date_starts_each_error_log_line_with_the_date(start_server, value, shape):
+    """--log-date (uWSGI's log-date): `DATE - ` before each error log line, in C's ctime form
+    for `on`, else in the strftime format given."""
+    srv = start_server("hello", "--log-date", value)
+    line = next(ln for ln in srv.log_text().splitlines() if "Listening at:" in ln)
+    assert re.match(shape + r" - \[\d+\] \[INFO\] Listening at: http://", line), line

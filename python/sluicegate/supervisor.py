@@ -129,7 +129,7 @@ def _serve(
 
 def _settle(cfg: Config) -> Config:
     """The process settings that come first: the error log, the umask, the directory."""
-    logs.configure(cfg.log_level, gunicorn_logging.setup_of(cfg))
+    logs.configure(cfg.log_level, gunicorn_logging.setup_of(cfg), cfg.log_date)
     statsd.install(cfg, log)
     if cfg.umask is not None:
         os.umask(cfg.umask)

@@ -28,6 +28,22 @@ def parse_uwsgi_log_format(value: object) -> Optional[str]:
 
 
 
+def parse_log_date(value: object) -> Optional[str]:
+    """'on' (C's ctime form), a strftime format, or off ('', 'off', None)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, not {type(value).__name__}")
+    text = value.strip()
+    if text.lower() in ("", "off", "false", "0", "no"):
+        return None
+    if text.lower() in ("on", "true", "1", "yes"):
+        return "on"
+    if "\n" in text:
+        raise ValueError("a date format is one line")
+    return value
+
+
 def parse_access_log_when(value: object) -> str:
     """all, none, or a comma list of 4xx, 5xx, zero, slow=MS, big=BYTES."""
     if not isinstance(value, str):
@@ -77,6 +93,13 @@ def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
             "address is the request's X-Forwarded-For when it has one (uWSGI's "
             "log-x-forwarded-for).",
             "", bool, switch=True, core=True,
+        ),
+        Option(
+            "log_date", parse_log_date, None,
+            "Start each error log line with the date, as uWSGI's log-date: 'on' for C's ctime "
+            "form (Fri Nov 27 02:18:11 2026), or a strftime format (%Y-%m-%d %H:%M:%S), then "
+            "' - '.",
+            "FORMAT|on", Optional[str],
         ),
         Option(
             "log_reopen", parse_bool, "false",

@@ -116,6 +116,7 @@ class Config:
     uwsgi_log_format: Optional[str]
     access_log_when: str
     access_log_forwarded_for: bool
+    log_date: Optional[str]
     log_reopen: bool
     touch_logreopen: Tuple[str, ...]
     stats: Optional[str]
