@@ -96,6 +96,10 @@ pub struct Config {
     pub access_log_fd: i32,
     /// `--access-log-format`: combined, common, json or a template (`access_log`).
     pub access_log_format: String,
+    /// `--access-log-when`: all, none, or a list of 4xx, 5xx, slow=MS, zero, big=BYTES.
+    pub access_log_when: String,
+    /// `--access-log-forwarded-for`: uWSGI's lines give X-Forwarded-For as the address.
+    pub access_log_forwarded_for: bool,
     /// `--server-timing`: a `Server-Timing` header with the queue and app times.
     pub server_timing: bool,
     /// `--early-hints`: `wsgi.early_hints` sends (else the environ's callable does nothing).
@@ -401,6 +405,8 @@ impl Config {
             server_header: server_header.into_bytes(),
             access_log_fd: get(d, "access_log_fd")?,
             access_log_format: get(d, "access_log_format")?,
+            access_log_when: get(d, "access_log_when")?,
+            access_log_forwarded_for: get(d, "access_log_forwarded_for")?,
             server_timing: get(d, "server_timing")?,
             early_hints: get(d, "early_hints")?,
             metrics_bind: get(d, "metrics_bind")?,

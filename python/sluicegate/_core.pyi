@@ -68,6 +68,8 @@ class ServerConfig(TypedDict):
     no_control_socket: bool  # --no-control-socket (docs/options.md)
     log_level: str  # --log-level (docs/options.md)
     server_header: str  # --server-header (docs/options.md)
+    access_log_when: str  # --access-log-when (docs/options.md)
+    access_log_forwarded_for: bool  # --access-log-forwarded-for (docs/options.md)
     threads_min: int  # --threads MIN: app threads kept warm (thread_bounds.py resolves auto)
     threads_max: int  # --threads MAX: the most app threads at once
     static: List[Dict[str, Any]]  # --static mounts: dicts of parsers.StaticMount's fields

@@ -25,7 +25,7 @@ import sys
 import typing
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
-from . import control, log_options, options_doc
+from . import control, log_options, options_doc, uwsgi_rows
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress
 from .option_row import ENV_PREFIX, Option
@@ -580,6 +580,7 @@ OPTIONS: Tuple[Option, ...] = (
         "serve() leaves os.environ alone. Set once at start. Give it several times for several.",
         "KEY=VALUE", Tuple[str, ...], short="-e", repeatable=True,
     ),
+    *uwsgi_rows.option_rows(Option, parse_bool),
 )
 
 BY_NAME: Dict[str, Option] = {o.name: o for o in OPTIONS}

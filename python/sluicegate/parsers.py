@@ -245,12 +245,16 @@ ACCESS_LOG_FIELDS = (
 )
 
 
+#: A uWSGI log-format string in --access-log-format (src/observe/log_line.rs, UWSGI_PREFIX).
+UWSGI_FORMAT_PREFIX = "uwsgi:"
+
+
 def parse_access_log_format(value: object) -> str:
     """combined, common, json, a template of {field} names, or gunicorn's %(atom)s format
     (written as gunicorn writes it: log_options.parse_gunicorn_log_format)."""
     text = _str(value)
-    if text in ALLOWED["access_log_format"]:
-        return text
+    if text in ALLOWED["access_log_format"] or text.startswith(UWSGI_FORMAT_PREFIX):
+        return text  # uwsgi:FORMAT: a uWSGI log-format string (--uwsgi-log-format)
     if "%(" in text:
         return parse_gunicorn_log_format(text)
     names = re.findall(r"\{([^{}]*)\}", text)

@@ -112,3 +112,12 @@ class Config:
     chdir: Optional[str]
     pythonpath: Optional[str]
     env: Tuple[str, ...]
+    uwsgi_module: bool
+    uwsgi_log_format: Optional[str]
+    access_log_when: str
+    access_log_forwarded_for: bool
+    log_date: Optional[str]
+    log_reopen: bool
+    touch_logreopen: Tuple[str, ...]
+    stats: Optional[str]
+    stats_http: bool

@@ -133,14 +133,14 @@ impl Server {
         )
         .map_err(PyOSError::new_err)?;
         let balance = balance_table(&config)?;
+        crate::observe::uwsgi_format::set_worker_slot(config.balance_fd >= 0, config.balance_slot);
         let (mut st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
                 config: Arc::clone(&config),
                 statics,
                 access_log: crate::observe::access_log::AccessLog::new(
-                    config.access_log_fd,
-                    &config.access_log_format,
+                    &config,
                     access_sink,
                     statsd,
                 )
