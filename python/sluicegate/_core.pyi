@@ -181,6 +181,13 @@ class TlsCredentials:
     def not_after(self) -> int: ...
 
 
+def cpu_allowance() -> Dict[str, Any]:
+    """The CPU this process may use, read now: cpus (affinity), quota (CPUs of the cgroup's
+    quota, or None), period_s, cores, workers (what --workers auto starts), online (the
+    machine's CPUs), nr_periods, nr_throttled, throttled_s (None without cpu.stat)."""
+    ...
+
+
 def load_tls(
     certfile: str,
     keyfile: Optional[str] = None,
