@@ -82,7 +82,11 @@ impl Allowance {
             .into_iter()
             .filter_map(|version| {
                 let (mount, own) = cgroup_dir(src, version)?;
-                Some((smallest_quota(&mount, &own, version), own.join("cpu.stat"), version))
+                Some((
+                    smallest_quota(&mount, &own, version),
+                    own.join("cpu.stat"),
+                    version,
+                ))
             })
             .collect();
         let counts = |stat: &Path, version| {
@@ -113,7 +117,9 @@ impl Allowance {
     /// rounds it; a worker uses one core at most while its app holds the GIL), at most the
     /// CPUs, at least one.
     pub fn workers(&self) -> usize {
-        let by_quota = self.quota.map_or(self.cpus, |q| (q - 1e-9).ceil().max(1.0) as usize);
+        let by_quota = self
+            .quota
+            .map_or(self.cpus, |q| (q - 1e-9).ceil().max(1.0) as usize);
         by_quota.min(self.cpus).max(1)
     }
 
@@ -210,8 +216,12 @@ fn read_quota(dir: &Path, version: Version) -> Option<(f64, Duration)> {
             (quota, u64::try_from(read("cpu.cfs_period_us")?).ok()?)
         }
     };
-    (quota_us > 0 && period_us > 0)
-        .then(|| (quota_us as f64 / period_us as f64, Duration::from_micros(period_us)))
+    (quota_us > 0 && period_us > 0).then(|| {
+        (
+            quota_us as f64 / period_us as f64,
+            Duration::from_micros(period_us),
+        )
+    })
 }
 
 fn parse_stat(text: &str, version: Version) -> Option<Throttling> {

@@ -104,7 +104,10 @@ fn the_smallest_quota_on_the_path_applies() {
             ("cg/app.slice/cpu.max", "200000 100000\n"),
             ("cg/app.slice/web/cpu.max", "max 100000\n"),
             ("cg/app.slice/web/worker/cpu.max", "400000 100000\n"),
-            ("cg/app.slice/web/worker/cpu.stat", "usage_usec 5\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n"),
+            (
+                "cg/app.slice/web/worker/cpu.stat",
+                "usage_usec 5\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
+            ),
         ],
     );
     let mountinfo = "29 23 0:27 / /cg rw,nosuid - cgroup2 cgroup2 rw\n";
@@ -118,11 +121,9 @@ fn the_smallest_quota_on_the_path_applies() {
 /// /proc/self/cgroup is relative to the hierarchy, so the mount's root is taken off it.
 #[test]
 fn a_mount_of_a_subtree_is_followed() {
-    let root = tree(
-        "subtree",
-        &[("sys/fs/cgroup/cpu.max", "25000 50000\n")],
-    );
-    let mountinfo = "40 30 0:26 /system.slice/docker-ab12.scope /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+    let root = tree("subtree", &[("sys/fs/cgroup/cpu.max", "25000 50000\n")]);
+    let mountinfo =
+        "40 30 0:26 /system.slice/docker-ab12.scope /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
     let a = read(&root, "0::/system.slice/docker-ab12.scope\n", mountinfo, 2);
     assert_eq!(a.quota, Some(0.5));
     assert_eq!(a.period, Some(Duration::from_millis(50)));
@@ -135,10 +136,16 @@ fn no_quota_on_a_hybrid_host() {
     let root = tree(
         "hybrid",
         &[
-            ("sys/fs/cgroup/unified/cpu.stat", "usage_usec 1\nuser_usec 1\nsystem_usec 0\n"),
+            (
+                "sys/fs/cgroup/unified/cpu.stat",
+                "usage_usec 1\nuser_usec 1\nsystem_usec 0\n",
+            ),
             ("sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1\n"),
             ("sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n"),
-            ("sys/fs/cgroup/cpu/cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"),
+            (
+                "sys/fs/cgroup/cpu/cpu.stat",
+                "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n",
+            ),
         ],
     );
     let mountinfo = "\
@@ -158,15 +165,27 @@ fn no_quota_on_a_hybrid_host() {
 /// workers, whatever the quota; a quota above the cpuset is bounded by it.
 #[test]
 fn sixty_four_cpus_with_and_without_a_cpuset() {
-    let root = tree("many", &[("cg/cpu.max", "max 100000\n"), ("cg/small/cpu.max", "800000 100000\n")]);
+    let root = tree(
+        "many",
+        &[
+            ("cg/cpu.max", "max 100000\n"),
+            ("cg/small/cpu.max", "800000 100000\n"),
+        ],
+    );
     let mountinfo = "29 23 0:27 / /cg rw - cgroup2 cgroup2 rw\n";
     let whole = read(&root, "0::/\n", mountinfo, 64);
-    assert_eq!((whole.quota, whole.workers(), whole.cores()), (None, 64, 64.0));
+    assert_eq!(
+        (whole.quota, whole.workers(), whole.cores()),
+        (None, 64, 64.0)
+    );
     let pinned = read(&root, "0::/\n", mountinfo, 4);
     assert_eq!((pinned.workers(), pinned.cores()), (4, 4.0));
     let quota_above_cpuset = read(&root, "0::/small\n", mountinfo, 4);
     assert_eq!(quota_above_cpuset.quota, Some(8.0));
-    assert_eq!((quota_above_cpuset.workers(), quota_above_cpuset.cores()), (4, 4.0));
+    assert_eq!(
+        (quota_above_cpuset.workers(), quota_above_cpuset.cores()),
+        (4, 4.0)
+    );
 }
 
 /// Nothing readable (no /proc, no cgroup files): the CPUs alone, at least one.

@@ -28,6 +28,9 @@ pub fn cpu_allowance(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("online", online_cpus())?;
     d.set_item("nr_periods", throttling.map(|t| t.periods))?;
     d.set_item("nr_throttled", throttling.map(|t| t.throttled))?;
-    d.set_item("throttled_s", throttling.map(|t| t.throttled_time.as_secs_f64()))?;
+    d.set_item(
+        "throttled_s",
+        throttling.map(|t| t.throttled_time.as_secs_f64()),
+    )?;
     Ok(d)
 }

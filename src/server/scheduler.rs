@@ -51,8 +51,8 @@ use std::time::{Duration, Instant};
 use super::thread_state::{run_delay, thread_is_sleeping};
 use crate::clock::clock_time;
 use crate::config::Policy;
-use crate::observe::allowance::Allowance;
 use crate::io::event_loop::LoopState;
+use crate::observe::allowance::Allowance;
 
 mod watch;
 use watch::{Look, Watch};

@@ -409,8 +409,7 @@ impl MachineIdle {
             self.last = Some((now, cpu, 0));
             return self.idle;
         }
-        let Some((idle, total)) = first_line("/proc/stat").and_then(|line| cpu_ticks(&line))
-        else {
+        let Some((idle, total)) = first_line("/proc/stat").and_then(|line| cpu_ticks(&line)) else {
             return self.idle;
         };
         if let Some((_, idle0, total0)) = self.last {

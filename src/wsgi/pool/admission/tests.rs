@@ -381,7 +381,10 @@ fn routes_hash_by_path() {
 #[test]
 fn paths_that_differ_only_in_ids_are_one_route() {
     assert_eq!(route_hash(b"/users/42"), route_hash(b"/users/7"));
-    assert_eq!(route_hash(b"/users/42/orders/9001"), route_hash(b"/users/1/orders/2"));
+    assert_eq!(
+        route_hash(b"/users/42/orders/9001"),
+        route_hash(b"/users/1/orders/2")
+    );
     assert_eq!(
         route_hash(b"/items/3f2b8c1e-9a4d-4e6f-8b2a-1c3d5e7f9a0b"),
         route_hash(b"/items/00000000-0000-4000-8000-000000000000")
