@@ -38,6 +38,13 @@ enum Version {
     V2,
 }
 
+/// One hierarchy's reading: the smallest quota on the path (CPUs, period), and its `cpu.stat`.
+struct Found {
+    quota: Option<(f64, Duration)>,
+    stat: PathBuf,
+    version: Version,
+}
+
 /// How often the quota stopped the cgroup, since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Throttling {
@@ -78,32 +85,32 @@ impl Allowance {
     /// controller) with a quota on the path; without one, the first whose `cpu.stat` counts
     /// throttling (a hybrid system mounts v2 without its `cpu` controller).
     pub fn from_sources(src: &Sources) -> Allowance {
-        let found: Vec<(Option<(f64, Duration)>, PathBuf, Version)> = [Version::V2, Version::V1]
+        let found: Vec<Found> = [Version::V2, Version::V1]
             .into_iter()
             .filter_map(|version| {
                 let (mount, own) = cgroup_dir(src, version)?;
-                Some((
-                    smallest_quota(&mount, &own, version),
-                    own.join("cpu.stat"),
+                Some(Found {
+                    quota: smallest_quota(&mount, &own, version),
+                    stat: own.join("cpu.stat"),
                     version,
-                ))
+                })
             })
             .collect();
-        let counts = |stat: &Path, version| {
-            std::fs::read_to_string(stat)
+        let counts = |f: &Found| {
+            std::fs::read_to_string(&f.stat)
                 .ok()
-                .and_then(|text| parse_stat(&text, version))
+                .and_then(|text| parse_stat(&text, f.version))
                 .is_some()
         };
         let pick = found
             .iter()
-            .find(|f| f.0.is_some())
-            .or_else(|| found.iter().find(|f| counts(&f.1, f.2)));
+            .find(|f| f.quota.is_some())
+            .or_else(|| found.iter().find(|f| counts(f)));
         Allowance {
             cpus: src.cpus.max(1),
-            quota: pick.and_then(|f| f.0.map(|(q, _)| q)),
-            period: pick.and_then(|f| f.0.map(|(_, p)| p)),
-            stat: pick.map(|f| (f.1.clone(), f.2)),
+            quota: pick.and_then(|f| f.quota.map(|(q, _)| q)),
+            period: pick.and_then(|f| f.quota.map(|(_, p)| p)),
+            stat: pick.map(|f| (f.stat.clone(), f.version)),
         }
     }
 
