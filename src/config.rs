@@ -31,6 +31,8 @@ pub struct Config {
     pub max_runnable: usize,
     /// `--scheduler` ([`Policy`], see `server::scheduler`).
     pub scheduler: Policy,
+    /// `--spin` ([`SpinPolicy`], see `io::event_loop::spin`).
+    pub spin: SpinPolicy,
     /// `--header-timeout`: a request head must arrive whole within this (408).
     pub header_timeout: Duration,
     /// `--keepalive-timeout`: an idle connection between requests is closed after this.
@@ -207,6 +209,20 @@ impl Policy {
     }
 }
 
+/// `--spin`: whether the event loop spins before it sleeps (`io::event_loop::spin`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinPolicy {
+    /// Only while the process may use every CPU of the machine (`observe::allowance`).
+    Auto,
+    On,
+    Off,
+}
+
+impl SpinPolicy {
+    /// The variants in `allowed_values.txt`'s order for `spin`.
+    pub const ALL: [SpinPolicy; 3] = [SpinPolicy::Auto, SpinPolicy::On, SpinPolicy::Off];
+}
+
 /// How fast a body must come (`--min-body-rate`, `--body-timeout`), as Kestrel's
 /// `MinRequestBodyDataRate`: after `GRACE`, the bytes received must average at least
 /// `min_rate` per second since the body began, and the whole body must be in within `total`.
@@ -352,6 +368,7 @@ impl Config {
             threads_max,
             max_runnable: get(d, "max_runnable")?,
             scheduler: one_of(d, "scheduler", &Policy::ALL)?,
+            spin: one_of(d, "spin", &SpinPolicy::ALL)?,
             header_timeout: secs(d, "header_timeout")?,
             keepalive_timeout: secs(d, "keepalive_timeout")?,
             read_timeout: secs(d, "read_timeout")?,
@@ -506,6 +523,7 @@ mod tests {
     #[test]
     fn each_enum_has_one_variant_per_allowed_value() {
         agrees("scheduler", &Policy::ALL);
+        agrees("spin", &SpinPolicy::ALL);
         agrees("http2", &Http2Mode::ALL);
         agrees("cert_reqs", &ClientAuth::ALL);
         agrees("tls_min_version", &MinVersion::ALL);

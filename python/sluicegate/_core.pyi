@@ -28,6 +28,7 @@ class ServerConfig(TypedDict):
 
     max_runnable: int  # --max-runnable (docs/options.md)
     scheduler: str  # --scheduler (docs/options.md)
+    spin: str  # --spin (docs/options.md)
     header_timeout: float  # --header-timeout (docs/options.md)
     keepalive_timeout: float  # --keepalive-timeout (docs/options.md)
     read_timeout: float  # --read-timeout (docs/options.md)
@@ -181,6 +182,13 @@ class TlsCredentials:
     def subject(self) -> str: ...
     @property
     def not_after(self) -> int: ...
+
+
+def cpu_allowance() -> Dict[str, Any]:
+    """The CPU this process may use, read now: cpus (affinity), quota (CPUs of the cgroup's
+    quota, or None), period_s, cores, workers (what --workers auto starts), online (the
+    machine's CPUs), nr_periods, nr_throttled, throttled_s (None without cpu.stat)."""
+    ...
 
 
 def load_tls(

@@ -377,6 +377,13 @@ def parse_scheduler(value: object) -> str:
     return text
 
 
+def parse_spin(value: object) -> str:
+    text = _str(value).strip().lower()
+    if text not in ALLOWED["spin"]:
+        raise ValueError(f"expected one of {', '.join(ALLOWED['spin'])}")
+    return text
+
+
 def parse_http2(value: object) -> str:
     """on, tls or off (and the switch spellings: true means on, false off)."""
     text = _str(value).strip().lower()
@@ -508,12 +515,14 @@ def parse_server_header(value: object) -> str:
 
 
 def parse_workers(value: object) -> Optional[int]:
-    """N >= 1 worker processes under a master, `auto` for one per CPU this process may use;
-    None (unset): one process, no master."""
+    """N >= 1 worker processes under a master, `auto` for the CPUs this process may use: its
+    cgroup's CPU quota rounded up, at most the CPUs of its affinity (a cpuset), at least one
+    (`_core.cpu_allowance`); None (unset): one process, no master."""
     if value is None:
         return None
     if isinstance(value, str) and value.strip().lower() == "auto":
-        return max(1, len(os.sched_getaffinity(0)))
+        from . import _core  # the allowance is read in one place, the Rust core
+        return int(_core.cpu_allowance()["workers"])
     n = _int(value, "N or auto")
     if not 1 <= n <= 1024:
         raise ValueError("must be between 1 and 1024")

@@ -47,6 +47,7 @@ class Config:
     threads: Optional[Tuple[int, int]]
     max_runnable: int
     scheduler: str
+    spin: str
     backlog: int
     reuse_port: bool
     header_timeout: float

@@ -18,8 +18,10 @@
 //! - `request_end`: a finished request counted and logged, once.
 //! - `statsd`: gunicorn's statsd metrics of a request, written beside the access log's line.
 //! - `metrics_http`: the `--metrics-bind` listener's answers (proto's parser and encoder).
+//! - `allowance`: the CPU the process may use (cgroup quota, affinity) and its throttling.
 
 pub mod access_log;
+pub mod allowance;
 pub mod counters;
 pub mod entry;
 pub mod gunicorn_format;

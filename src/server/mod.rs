@@ -9,6 +9,7 @@
 //! loop (inline or on the pool), `scheduler.rs` decides which (`thread_state.rs`: is a thread asleep), `report.rs` gathers the readings of `stats()`
 //! and `/metrics`, renders `/debug/requests` and logs the `--timeout` lines.
 
+pub mod allowance;
 mod drive;
 mod report;
 pub mod scheduler;
