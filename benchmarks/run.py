@@ -31,6 +31,9 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
             "S11: S6 and S3 through nginx (proxy_pass over unix and TCP, uwsgi_pass)"),
     "s16": ("bench.s16", "", "scenarios",
             "S16: behind nginx as deployed: proxy_pass defaults (new connection each), keepalive, uwsgi_pass"),
+    "s18": ("bench.s18", "", "scenarios",
+            "S18: each server in a cgroup with a CPU quota (0.5, 1, 1.5 CPUs): hello world, S5, paced, "
+            "idle; --workers auto inside each limit (root)"),
     "s19": ("bench.s19", "", "scenarios",
             "S19: one uwsgi.ini run by uWSGI and by sluicegate-uwsgi behind nginx (uwsgi_pass, unix): "
             "hello world, 128-byte blocks, static-map; RSS of master + 2 workers"),
@@ -97,6 +100,7 @@ SCENARIO_MAP = """scenarios and the command that measures each:
   S14 (TLS)                  run.py s14 (run.py tls-load: handshake flood, slow reader)
   S15 (HTTP/2)               run.py s15 [--granian PATH] [--gunicorn-python PY]
   S16 (behind nginx)         run.py s16 [--modes proxy,keepalive,uwsgi-tcp,uwsgi-unix]
+  S18 (a CPU quota)          run.py s18 [--cpus 0.5,1,1.5] [--cases hello,s5,paced,idle]
   S19 (a uwsgi.ini, both)    run.py s19 [--cases hello,stream128,static]
   S17 (HTTP/3)               run.py s17 [--rounds 3] (a, b); run.py h3-lossy (c: lossy link, root)
                              h3load, the HTTP/3 load client: benchmarks/h3load/README.md

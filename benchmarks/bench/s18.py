@@ -1,0 +1,248 @@
+"""S18: each server in a container with a CPU limit, as the kernel enforces one (a CFS quota in
+a cgroup: v1's `cpu` controller here, v2's `cpu.max` where the machine has it), one worker
+process each, beside the same server without a limit:
+
+- `hello`: S6's hello world, `wrk -t1 -c16` (5 s);
+- `s5`: S5's sleeping app (yields, sleeps 0.1 s, yields) at 1,000 clients;
+- `paced`: 100 requests a second on one keep-alive connection for 5 s (a light load: p50/p99
+  and the server's CPU per request);
+- `idle`: the server's CPU over 5 s with no request.
+
+Each server starts unconstrained, answers one verified request, then is moved (every thread)
+into a cgroup limited to each of `--cpus` in turn, and once more with no limit for the
+reference. Per run: req/s, p50/p99, the server's CPU per request (its process tree, /proc),
+and the cgroup's throttled periods over the run (`cpu.stat`). For hello world the share of
+the unconstrained rate a quota should give is min(1, quota / the cores the server used
+unconstrained): `× share` is the rate over that. Then `--workers auto` started inside each
+limit (sluicegate only): the workers it started. Rounds interleave the servers.
+
+    python3 benchmarks/run.py s18 [--cpus 0.5,1,1.5] [--cases hello,s5,paced,idle]
+        [--servers sluicegate,gunicorn-gthread,granian,uwsgi] [--rounds 3] [--out results/DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BENCH / "apps"))
+sys.path.insert(0, str(BENCH))
+import payloads  # noqa: E402
+import servers  # noqa: E402
+from bench import procs  # noqa: E402
+from bench.harness import SG, fetch_wire, wait_ready  # noqa: E402
+from bench.loadgen import wrk  # noqa: E402
+
+V1 = Path("/sys/fs/cgroup/cpu")
+V2 = Path("/sys/fs/cgroup")
+ALL_SERVERS = ("sluicegate", "gunicorn-gthread", "granian", "uwsgi")
+CASES = ("hello", "s5", "paced", "idle")
+APPS = {"hello": ("s6_hello", payloads.HELLO, False), "s5": ("s5_sleepy", b"HelloWorld", True),
+        "paced": ("s6_hello", payloads.HELLO, False), "idle": ("s6_hello", payloads.HELLO, False)}
+PACED_RATE, PACED_S, IDLE_S = 100, 5.0, 5.0
+
+
+class Cgroup:
+    """One cgroup with a CPU quota (None: none), made under v1's `cpu` or v2's root."""
+
+    def __init__(self, name: str, cpus: float | None):
+        if (V1 / "cpu.cfs_quota_us").exists():
+            self.dir, self.v2 = V1 / name, False
+        else:
+            self.dir, self.v2 = V2 / name, True
+        self.dir.mkdir(exist_ok=True)
+        quota = -1 if cpus is None else int(cpus * 100_000)
+        if self.v2:
+            (self.dir / "cpu.max").write_text(f"{'max' if quota < 0 else quota} 100000")
+        else:
+            (self.dir / "cpu.cfs_period_us").write_text("100000")
+            (self.dir / "cpu.cfs_quota_us").write_text(str(quota))
+
+    def add(self, pids: list[int]) -> None:
+        for pid in pids:
+            try:
+                (self.dir / "cgroup.procs").write_text(str(pid))
+            except OSError:
+                pass  # a process that ended meanwhile
+
+    def throttled(self) -> int:
+        for line in (self.dir / "cpu.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "nr_throttled":
+                return int(value)
+        return 0
+
+    def remove(self) -> None:
+        try:
+            self.dir.rmdir()
+        except OSError:
+            pass
+
+
+def start(name: str, case: str, d: Path):
+    module, expect, blocking = APPS[case]
+    target = servers.Target(module, "/", expect, blocking=blocking)
+    port = procs.free_port()
+    spec = servers.SERVERS[name].launch(target, port)
+    proc = procs.start(name, spec.argv, spec.cwd, spec.env, port, d / f"{name}-{case}.log")
+    wait_ready(f"127.0.0.1:{port}", time.monotonic() + 40)
+    size, body = fetch_wire(port, "/")
+    if body != expect:
+        proc.stop()
+        raise SystemExit(f"S18: {name} answered {body[:40]!r}")
+    return proc, spec.settings, size
+
+
+def paced(port: int) -> tuple[int, float, float]:
+    """PACED_RATE requests a second on one connection for PACED_S: (requests, p50 ms, p99 ms)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    lat, t0, n = [], time.monotonic(), int(PACED_RATE * PACED_S)
+    for i in range(n):
+        due = t0 + i / PACED_RATE
+        time.sleep(max(0.0, due - time.monotonic()))
+        a = time.perf_counter()
+        c.request("GET", "/")
+        c.getresponse().read()
+        lat.append((time.perf_counter() - a) * 1000)
+    c.close()
+    lat.sort()
+    return n, lat[len(lat) // 2], lat[int(len(lat) * 0.99) - 1]
+
+
+def one(proc, case: str, cg: Cgroup, size: int) -> dict:
+    pids = proc.pids()
+    cg.add(pids)
+    thr0, cpu0 = cg.throttled(), procs.cpu_seconds(pids)
+    t0 = time.monotonic()
+    out: dict = {}
+    if case in ("hello", "s5"):
+        conns = 16 if case == "hello" else 1000
+        r = wrk(f"http://127.0.0.1:{proc.port}/", conns, 5, size, timeout_s=5.0)
+        out = {"rps": r.rps or 0.0, "requests": r.requests, "errors": r.errors,
+               "p50_ms": r.detail.get("p50_us", 0) / 1000, "p99_ms": r.detail.get("p99_us", 0) / 1000}
+    elif case == "paced":
+        n, p50, p99 = paced(proc.port)
+        out = {"rps": PACED_RATE, "requests": n, "errors": 0, "p50_ms": p50, "p99_ms": p99}
+    else:
+        time.sleep(IDLE_S)
+        out = {"rps": 0.0, "requests": 0, "errors": 0, "p50_ms": 0.0, "p99_ms": 0.0}
+    wall = time.monotonic() - t0
+    cpu = procs.cpu_seconds(proc.pids()) - cpu0
+    out.update(cpu_s=cpu, cores_used=cpu / wall, throttled=cg.throttled() - thr0,
+               cpu_us_per_req=cpu * 1e6 / out["requests"] if out["requests"] else None)
+    return out
+
+
+def workers_auto(cpus: float, d: Path) -> int:
+    """Workers `sluicegate --workers auto` starts inside a cgroup of `cpus`."""
+    cg = Cgroup(f"sg-s18-auto-{os.getpid()}", cpus)
+    port = procs.free_port()
+    argv = ["/bin/sh", "-c", f'echo $$ > {cg.dir}/cgroup.procs && exec "$@"', "sh", str(SG), "-m",
+            "sluicegate", "--bind", f"127.0.0.1:{port}", "--workers", "auto", "s6_hello:app"]
+    env = {**os.environ, "PYTHONPATH": str(servers.APPS)}
+    proc = procs.start("auto", argv, servers.APPS, env, port, d / "auto.log")
+    try:
+        wait_ready(f"127.0.0.1:{port}", time.monotonic() + 60)
+        time.sleep(1.0)
+        with open(f"/proc/{proc.popen.pid}/task/{proc.popen.pid}/children") as f:
+            return len(f.read().split())
+    finally:
+        proc.stop()
+        time.sleep(0.5)
+        cg.remove()
+
+
+def run(args) -> dict:
+    limits: list[float | None] = [None] + [float(c) for c in args.cpus.split(",") if c]
+    names = [n for n in args.servers.split(",") if n]
+    d = Path(args.out or "/tmp") / "s18-logs"
+    d.mkdir(parents=True, exist_ok=True)
+    res: dict = {}
+    for case in [c for c in args.cases.split(",") if c]:
+        for r in range(args.rounds):
+            order = names[r % len(names):] + names[:r % len(names)]
+            for name in order:
+                proc, settings, size = start(name, case, d)
+                try:
+                    for cpus in limits:
+                        cg = Cgroup(f"sg-s18-{os.getpid()}-{'none' if cpus is None else cpus}", cpus)
+                        m = one(proc, case, cg, size)
+                        key = f"{case} | {name} | {'none' if cpus is None else cpus}"
+                        res.setdefault(key, {"settings": settings, "rounds": []})["rounds"].append(m)
+                        print(f"  S18 {key} round {r + 1}: {m['rps']:,.0f} req/s, p99 {m['p99_ms']:.2f} ms, "
+                              f"{m['cpu_us_per_req'] or 0:.1f} µs/req, throttled {m['throttled']}", flush=True)
+                finally:
+                    proc.stop()
+                    time.sleep(0.3)
+                    for cpus in limits:
+                        Cgroup(f"sg-s18-{os.getpid()}-{'none' if cpus is None else cpus}", None).remove()
+    for key, v in res.items():
+        v.update({k: statistics.median([m[k] or 0.0 for m in v["rounds"]])
+                  for k in ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "throttled", "cores_used", "errors")})
+    auto = {str(c): workers_auto(c, d) for c in limits if c is not None} if "sluicegate" in names else {}
+    return {"results": res, "workers_auto": auto}
+
+
+def table(out: dict, cases: list[str], names: list[str], limits: list[str]) -> list[str]:
+    res = out["results"]
+    lines = ["| case | CPUs | server | req/s | × share | × best peer | p50 ms | p99 ms | µs/req | throttled |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for case in cases:
+        for lim in ["none"] + limits:
+            peers = [res[f"{case} | {n} | {lim}"]["rps"] for n in names
+                     if n != "sluicegate" and f"{case} | {n} | {lim}" in res]
+            for name in names:
+                v = res.get(f"{case} | {name} | {lim}")
+                if v is None:
+                    continue
+                share = ""
+                base = res.get(f"{case} | {name} | none")
+                if case == "hello" and lim != "none" and base and base["rps"] and base["cores_used"]:
+                    expected = base["rps"] * min(1.0, float(lim) / base["cores_used"])
+                    share = f"{v['rps'] / expected:.2f}"
+                best = f"{v['rps'] / max(peers):.2f}" if name == "sluicegate" and peers and max(peers) else ""
+                lines.append(f"| {case} | {lim} | {name} | {v['rps']:,.0f} | {share} | {best} | "
+                             f"{v['p50_ms']:.2f} | {v['p99_ms']:.2f} | {v['cpu_us_per_req'] or 0:.1f} | "
+                             f"{v['throttled']:.0f} |")
+    if out["workers_auto"]:
+        lines += ["", "`--workers auto` inside the limit: " + ", ".join(
+            f"{c} CPUs: {n} workers" for c, n in out["workers_auto"].items())]
+    return lines
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--cpus", default="0.5,1,1.5")
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--servers", default=",".join(ALL_SERVERS))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", type=Path)
+
+
+def main(args: argparse.Namespace) -> int | None:
+    if os.geteuid() != 0:
+        raise SystemExit("S18 makes cgroups: run it as root")
+    procs.raise_fd_limit()
+    out = run(args)
+    cases = [c for c in args.cases.split(",") if c]
+    names = [n for n in args.servers.split(",") if n]
+    limits = [c for c in args.cpus.split(",") if c]
+    command = (f"python3 benchmarks/run.py s18 --cpus {args.cpus} --cases {args.cases} "
+               f"--servers {args.servers} --rounds {args.rounds}")
+    head = ["S18: each server (one worker process) in a cgroup with a CPU quota, medians of "
+            f"{args.rounds} interleaved rounds; × share: req/s over the unconstrained rate × "
+            "min(1, quota / the cores used unconstrained); × best peer: over the best peer in the "
+            "same limit", ""]
+    report = "\n".join(head + table(out, cases, names, limits) + ["", f"command: {command}"])
+    print(report)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "s18.json").write_text(json.dumps(out, indent=1, default=str))
+        (args.out / "s18.md").write_text(report + "\n")
+    return None
