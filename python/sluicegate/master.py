@@ -48,7 +48,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import (control, hook_objects, hooks, logs, messages, metrics_total, privileges,
-               sd_notify, signals, statsd)
+               sd_notify, side_commands, signals, statsd)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -61,6 +61,7 @@ from .validated import Config
 from .children import (STATE_MOVES, Child, Life, State, alive as _alive, describe_exit,
                        worker_rss)
 from .master_reload import Reloads
+from .touch import TouchWatch
 
 #: The exit status of a server whose workers could not boot (gunicorn's too).
 BOOT_FAILED = 3
@@ -131,6 +132,10 @@ class Master(Reloads):
         # --metrics-bind is the master's: the sum over the workers (metrics_total.py).
         self.metrics: Optional[metrics_total.Aggregate] = None
         self.control: Optional[control.MasterControl] = None  # `sluicegate ctl` (control.py)
+        # --attach-daemon, --smart-attach-daemon (side_commands.py).
+        self.side = side_commands.SideCommands(cfg.attach_daemon, cfg.smart_attach_daemon,
+                                               signals.MASTER_SIGNALS)
+        self.touched = TouchWatch(cfg.touch_reload)  # --touch-reload
 
     def _become(self, state: State) -> None:
         if state not in STATE_MOVES[self.state]:
@@ -153,6 +158,7 @@ class Master(Reloads):
                 control.path_for(self.cfg.control_socket, self.cfg.no_control_socket),
                 self._control_view())
             log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
+            self.side.start()
             self._hook("nworkers_changed", self.target, None)  # as gunicorn's start does
             for _ in range(self.target):
                 self._spawn()
@@ -167,6 +173,8 @@ class Master(Reloads):
                         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
                         self._reload(f"Code changed ({shown}{more})")
                 self._check_reading()
+                self._check_touched()
+                self.side.tick()
                 self._maintain()
                 self._kill_overdue()
                 statsd.workers(len(self.workers))
@@ -174,6 +182,7 @@ class Master(Reloads):
                     for w in self.workers.values():
                         self._kill(w, signal.SIGKILL)
                     self.deadline = time.monotonic() + KILL_GRACE_S
+            self.side.stop(self._reap)
             log.info("Shutdown complete")
             return self.exit_status
         finally:
@@ -218,6 +227,7 @@ class Master(Reloads):
         for message in messages.receive(w.pipe):
             if message is Message.READY and w.life in (Life.BOOTING, Life.CANCELLED):
                 w.become(Life.SERVING if w.life is Life.BOOTING else Life.STOPPING)
+                w.serving_since = time.monotonic()
                 log.info("Worker %d ready", w.pid)
                 if self.metrics is not None:
                     self.metrics.totals.started(
@@ -257,6 +267,8 @@ class Master(Reloads):
             return  # SIGCHLD: reaped above
         name = signal.Signals(signum).name
         stopping = self.state is State.STOPPING
+        if signum == signal.SIGTERM and self.cfg.on_term == "reload":
+            op = Op.RELOAD  # uWSGI 2.0's TERM (docs/operations.md, "Signals")
         if op is Op.STOP:
             if stopping and signum == signal.SIGINT:
                 log.info("Received %s again: stopping now", name)
@@ -271,7 +283,8 @@ class Master(Reloads):
         elif stopping:
             return
         elif op is Op.RELOAD:
-            self._reload("Received SIGHUP")
+            self._reload(f"Received {name}" + (" (--on-term reload)" if signum ==
+                                               signal.SIGTERM else ""))
         elif op is Op.MORE_WORKERS:
             log.info("Received %s: %d worker(s)", name, self.target + 1)
             self._set_target(self.target + 1)
@@ -448,6 +461,7 @@ class Master(Reloads):
                 continue
             w = self.workers.pop(pid, None)
             if w is None:
+                self.side.exited(pid, describe_exit(status))
                 continue
             self._hook("child_exit", hook_objects.worker(self.cfg, w.age, pid, os.getpid()))
             self._read_messages(w)
@@ -504,17 +518,32 @@ class Master(Reloads):
         return line
 
     def _check_memory(self) -> None:
-        """--max-rss: a ready worker over the limit is replaced like one at --max-requests."""
-        if not self.cfg.max_rss:
+        """--max-rss: a ready worker over the limit is replaced like one at --max-requests;
+        --max-worker-lifetime: so is one that has served for longer than that."""
+        lifetime, delta = self.cfg.max_worker_lifetime, self.cfg.max_worker_lifetime_delta
+        if not self.cfg.max_rss and not lifetime:
             return
+        now = time.monotonic()
         for w in self.workers.values():
             if w.life is not Life.SERVING:
                 continue
-            rss = worker_rss(w.pid)
+            if lifetime and w.serving_since and \
+                    now - w.serving_since >= lifetime + (w.slot + 1) * delta:
+                w.become(Life.OUTGOING)
+                log.info("Worker %d served for %gs (--max-worker-lifetime): starting its "
+                         "replacement", w.pid, round(now - w.serving_since, 1))
+                continue
+            rss = worker_rss(w.pid) if self.cfg.max_rss else None
             if rss is not None and rss > self.cfg.max_rss:
                 w.become(Life.OUTGOING)
                 log.info("Worker %d uses %d MiB (over --max-rss): starting its replacement",
                          w.pid, rss // (1024 * 1024))
+
+    def _check_touched(self) -> None:
+        """--touch-reload: a graceful reload (as HUP) when one of the files was touched."""
+        touched = self.touched.changed()
+        if touched and self.state is not State.STOPPING:
+            self._reload(f"{touched} was touched (--touch-reload)")
 
     def _maintain(self) -> None:
         """Keep `target` live workers; retire what a reload or a replacement made redundant."""

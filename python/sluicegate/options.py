@@ -25,7 +25,7 @@ import sys
 import typing
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
-from . import control, log_options, options_doc
+from . import control, listeners, log_options, options_doc, process_options
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress
 from .option_row import ENV_PREFIX, Option
@@ -159,6 +159,7 @@ OPTIONS: Tuple[Option, ...] = (
         "finishes its in-flight requests. The master looks every 0.5 s. 0: never.",
         "BYTES", int,
     ),
+    *process_options.option_rows(Option, parse_path, parse_seconds_or_off),
     Option(
         "user", parse_path, None,
         "Run as this user (name or uid) after binding the sockets and before importing the app; "
@@ -231,6 +232,7 @@ OPTIONS: Tuple[Option, ...] = (
         "the same address and port; the kernel then spreads new connections over them.",
         "", bool, switch=True,
     ),
+    *listeners.option_rows(Option, parse_bool),
     Option(
         "header_timeout", parse_seconds, "10",
         "Seconds a client has to send a whole request head; slower gets 408 Request Timeout "

@@ -39,6 +39,13 @@ class Config:
     warmup: str
     django_checks: bool
     max_rss: int
+    attach_daemon: Tuple[str, ...]
+    smart_attach_daemon: Tuple[str, ...]
+    exec_pre_app: Tuple[str, ...]
+    touch_reload: Tuple[str, ...]
+    max_worker_lifetime: float
+    max_worker_lifetime_delta: float
+    on_term: str
     user: Optional[str]
     group: Optional[str]
     umask: Optional[int]
@@ -49,6 +56,9 @@ class Config:
     scheduler: str
     backlog: int
     reuse_port: bool
+    socket_mode: Optional[int]
+    socket_owner: Optional[str]
+    vacuum: bool
     header_timeout: float
     keepalive_timeout: float
     read_timeout: float
