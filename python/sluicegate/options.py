@@ -25,7 +25,7 @@ import sys
 import typing
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
-from . import control, listeners, log_options, options_doc, process_options
+from . import answer_options, control, listeners, log_options, options_doc, process_options
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress
 from .option_row import ENV_PREFIX, Option
@@ -376,7 +376,9 @@ OPTIONS: Tuple[Option, ...] = (
         "Rust core, without calling the app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
         "siblings, files up to 64 KiB kept in memory (4 MiB per process) until inotify reports a change. Settings after ';': "
         "max-age=N and immutable (Cache-Control), index=NAME|none (default index.html), dotfiles (serve names starting with "
-        "'.'), follow-symlinks (allow symlinks that leave the directory). Give it several times for several mounts.",
+        "'.'), follow-symlinks (allow symlinks that leave the directory), fallthrough (no file: the app answers, "
+        "as --static-fallthrough for this mount alone; uWSGI's check-static is /=DIR;fallthrough). Give it several "
+        "times for several mounts.",
         "URL_PREFIX=DIRECTORY[;SETTING...]", Tuple[StaticMount, ...], repeatable=True,
     ),
     Option(
@@ -385,6 +387,7 @@ OPTIONS: Tuple[Option, ...] = (
         "app instead of answering 404.",
         "", bool, switch=True, core=True,
     ),
+    *answer_options.static_rows(Option),
     Option(
         "write_high_water", parse_positive_size, "1M",
         "Backpressure for streaming responses: when more than this many bytes are queued for a "
@@ -562,6 +565,7 @@ OPTIONS: Tuple[Option, ...] = (
         "Value of the Server response header (ASCII, at most 256 bytes); empty sends none.",
         "TEXT", str, core=True,
     ),
+    *answer_options.header_rows(Option),
     Option(
         "chdir", parse_chdir, None,
         "Change to this directory before loading the app; relative --access-log and unix: "

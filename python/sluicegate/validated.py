@@ -82,6 +82,8 @@ class Config:
     http3_retry_above: int
     static: Tuple[StaticMount, ...]
     static_fallthrough: bool
+    static_expires: Tuple[str, ...]
+    static_expires_uri: Tuple[str, ...]
     write_high_water: int
     root_path: str
     forwarded_allow_ips: str
@@ -119,6 +121,7 @@ class Config:
     dogstatsd_tags: str
     hooks: Optional[Hooks]
     server_header: str
+    add_header: Tuple[str, ...]
     chdir: Optional[str]
     pythonpath: Optional[str]
     env: Tuple[str, ...]
