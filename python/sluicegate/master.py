@@ -32,6 +32,11 @@ and an upgrade are carried out by `Reloads` (master_reload.py), a part of `Maste
 - UPGRADE (USR2): a new master on the same sockets (upgrade.py); the pid file becomes
   `FILE.oldbin` (pidfile.py). Both serve until the operator sends TERM to the old one.
 
+Beside the workers: the side commands of --attach-daemon and --smart-attach-daemon
+(side_commands.py: started before the first workers, reaped here, stopped at the end, untouched
+by a reload); --touch-reload's files, looked at on every pass of the loop (touch.py); workers
+older than --max-worker-lifetime replaced as --max-rss replaces one (`_check_memory`).
+
 Workers that die or cannot boot (`_reap`): a worker that dies after it was ready is replaced
 at once; one that fails to boot stops the server only among the first workers (status 3), and
 is otherwise retried from `RETRY_FIRST_S` up to `RETRY_MAX_S` (docs/operations.md).
@@ -186,6 +191,7 @@ class Master(Reloads):
             log.info("Shutdown complete")
             return self.exit_status
         finally:
+            self.side.stop(self._reap)  # (nothing left to stop after a clean end)
             if self.reloader is not None:
                 self.reloader.stop()
             self.pipe.uninstall("master")
