@@ -13,7 +13,7 @@
 //! valid HTTP). The date is formatted once per answer that matches, nothing is done for one
 //! that does not, and nothing at all without these options.
 
-use regex::bytes::Regex;
+use regex::bytes::{Regex, RegexBuilder};
 
 use crate::config::ExpiresConfig;
 
@@ -35,17 +35,22 @@ impl StaticExpires {
         let mut out = Vec::with_capacity(rules.len());
         for on_uri in [false, true] {
             for r in rules.iter().filter(|r| r.on_uri == on_uri) {
-                let pattern = Regex::new(&r.pattern).map_err(|e| {
-                    let flag = if r.on_uri {
-                        "--static-expires-uri"
-                    } else {
-                        "--static-expires"
-                    };
-                    format!(
-                        "{flag} {:?}: not a pattern sluicegate can match: {e}",
-                        r.pattern
-                    )
-                })?;
+                // Byte by byte, as PCRE without its UTF mode: `.` is one byte (a file name
+                // need not be UTF-8), `\w` and `\d` are ASCII.
+                let pattern = RegexBuilder::new(&r.pattern)
+                    .unicode(false)
+                    .build()
+                    .map_err(|e| {
+                        let flag = if r.on_uri {
+                            "--static-expires-uri"
+                        } else {
+                            "--static-expires"
+                        };
+                        format!(
+                            "{flag} {:?}: not a pattern sluicegate can match: {e}",
+                            r.pattern
+                        )
+                    })?;
                 out.push(Rule {
                     pattern,
                     seconds: r.seconds,
@@ -121,6 +126,15 @@ mod tests {
     fn a_path_that_is_not_utf8_is_matched_byte_by_byte() {
         let r = rules(&[("caf.\\.css$", 5, false)]);
         assert_eq!(r.seconds(|| b"/srv/caf\xe9.css".to_vec(), b"/"), Some(5));
+    }
+
+    #[test]
+    fn a_non_ascii_letter_in_a_pattern_matches_its_utf8_bytes() {
+        let r = rules(&[("café\\.css$", 5, false), ("^/\\w+$", 6, true)]);
+        assert_eq!(r.seconds(|| "/srv/café.css".into(), b"/"), Some(5));
+        // `\w` is ASCII, as in PCRE without its UTF mode.
+        assert_eq!(r.seconds(|| b"/x".to_vec(), "/é".as_bytes()), None);
+        assert_eq!(r.seconds(|| b"/x".to_vec(), b"/e"), Some(6));
     }
 
     #[test]
