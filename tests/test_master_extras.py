@@ -60,6 +60,16 @@ def test_attach_daemon_is_started_restarted_kept_on_reload_and_stopped(start_ser
     assert len(_lines(pids)) == 2
 
 
+def test_an_attach_daemon_command_dies_with_a_master_killed_with_sigkill(start_server,
+                                                                         tmp_path):
+    pids = tmp_path / "pids"
+    srv = start_server("workers", "--attach-daemon", f"echo $$ >> {pids}; exec sleep 1000")
+    wait_for(lambda: len(_lines(pids)) == 1, "the side command started")
+    command = int(_lines(pids)[0])
+    srv.kill()  # SIGKILL: the master stops nothing
+    wait_for(lambda: not _alive(command), "the side command gone with the master")
+
+
 def test_a_side_command_that_dies_at_once_is_throttled(start_server, tmp_path):
     """A command that exits at once is started again after a wait, not in a loop."""
     runs = tmp_path / "runs"

@@ -21,13 +21,15 @@ As uWSGI 2.0 runs them (its core/daemons.c):
     and a command that never wrote a live pid is started again after `SMART_FREQ` checks (ten
     seconds, uWSGI's default `freq`);
   - at the server's stop each attach-daemon command's process group gets SIGTERM, then SIGKILL
-    after `STOP_GRACE_S`; smart-attach-daemon commands are left running, as uWSGI leaves them
+    after `STOP_GRACE_S`; a master that dies without stopping them (kill -9) takes them along
+    (the kernel sends SIGKILL: PR_SET_PDEATHSIG, as uWSGI sets it); smart-attach-daemon commands are left running, as uWSGI leaves them
     (they are not the master's children, and their own service may outlive the server);
   - a graceful reload (HUP) replaces the workers only: the commands run on untouched.
 """
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import os
 import signal
@@ -37,6 +39,7 @@ from typing import Callable, List, Optional, Sequence
 
 from .errors import SluicegateError
 from .logs import log
+from .messages import PR_SET_PDEATHSIG
 
 #: A command that ran less than this many seconds is throttled before it starts again.
 THROTTLE_WINDOW_S = 3
@@ -91,13 +94,45 @@ def read_pidfile(path: str) -> int:
     return pid
 
 
-def _spawn(command: str, signums: Sequence[int]) -> int:
+def _spawn(command: str, signums: Sequence[int], dies_with_master: bool) -> int:
     """Start `sh -c command` in a session of its own, stdin from /dev/null, the signals the
-    master handles back to their defaults; its pid."""
-    return os.posix_spawn(
-        "/bin/sh", ["/bin/sh", "-c", command], dict(os.environ),
-        file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)],
-        setsid=True, setsigdef=list(signums), setsigmask=[])
+    master handles back to their defaults; its pid. `dies_with_master` (attach-daemon): the
+    kernel kills it (SIGKILL) if the master dies without stopping it, as uWSGI has it
+    (PR_SET_PDEATHSIG), so a master killed with -9 leaves no command behind."""
+    if not dies_with_master:
+        return os.posix_spawn(
+            "/bin/sh", ["/bin/sh", "-c", command], dict(os.environ),
+            file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)],
+            setsid=True, setsigdef=list(signums), setsigmask=[])
+    master = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # in the child: only what exec needs, then exec
+        os.setsid()
+        if _PRCTL is not None:
+            _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != master:  # the master died before the prctl
+            os._exit(1)
+        for signum in signums:
+            signal.signal(signum, signal.SIG_DFL)
+        fd = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(fd, 0)
+        os.execv("/bin/sh", ["/bin/sh", "-c", command])
+    finally:
+        os._exit(127)
+
+
+def _prctl() -> Optional[Callable[..., int]]:
+    """libc's prctl, looked up once in the master (never in a child just forked, where the
+    loader's lock may be held by a thread that did not come along)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # not Linux: no guard
+        return None
+
+
+_PRCTL = _prctl()
 
 
 class SideCommands:
@@ -131,7 +166,7 @@ class SideCommands:
 
     def _start(self, c: SideCommand) -> None:
         try:
-            pid = _spawn(c.command, self.signums)
+            pid = _spawn(c.command, self.signums, dies_with_master=c.pidfile is None)
         except OSError as e:
             log.error("Side command %r could not start: %s", c.command, e)
             c.due = self.now() + 1.0

@@ -143,7 +143,8 @@ def _settle(cfg: Config) -> Config:
 def _early_app(cfg: Config) -> Tuple[Optional[App], str]:
     """The app if it is to be imported before the sockets exist (None if later), and the name
     the log lines give it."""
-    if callable(cfg.app):
+    if callable(cfg.app):  # serve(app): loaded already, but the commands still run first
+        side_commands.run_before_app(cfg.exec_pre_app)
         return cfg.app, getattr(cfg.app, "__qualname__", repr(cfg.app))
     here = cfg.workers is None or cfg.preload
     if here and not (cfg.user or cfg.group):
