@@ -94,6 +94,11 @@ pub struct Config {
     pub static_mounts: Vec<MountConfig>,
     /// `--static-fallthrough`: a request under a mount that matches no file goes to the app.
     pub static_fallthrough: bool,
+    /// `--static-expires`, `--static-expires-uri`: the `Expires` rules of static answers.
+    pub static_expires: Vec<ExpiresConfig>,
+    /// `--add-header`: `Name: value\r\n` lines added to every HTTP/1.1 answer (validated by
+    /// the Python front: a token, a value without control bytes).
+    pub add_headers: Vec<u8>,
     /// `--access-log`: file descriptor to append access log lines to, or -1.
     pub access_log_fd: i32,
     /// `--access-log-format`: combined, common, json or a template (`access_log`).
@@ -301,6 +306,14 @@ fn secs(d: &Bound<'_, PyDict>, key: &str) -> PyResult<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
+/// One `--static-expires` (or, `on_uri`, `--static-expires-uri`) rule: a pattern and seconds.
+#[derive(Debug, Clone)]
+pub struct ExpiresConfig {
+    pub pattern: String,
+    pub seconds: u64,
+    pub on_uri: bool,
+}
+
 /// One `--static` mount, as the Python front validated it.
 #[derive(Debug, Clone)]
 pub struct MountConfig {
@@ -311,6 +324,20 @@ pub struct MountConfig {
     pub index: Option<String>,
     pub dotfiles: bool,
     pub follow_symlinks: bool,
+    /// `;fallthrough`: a request under this mount that matches no file goes to the app.
+    pub fallthrough: bool,
+}
+
+fn expires_rules(d: &Bound<'_, PyDict>) -> PyResult<Vec<ExpiresConfig>> {
+    let rules: Vec<(String, u64, bool)> = get(d, "static_expires")?;
+    Ok(rules
+        .into_iter()
+        .map(|(pattern, seconds, on_uri)| ExpiresConfig {
+            pattern,
+            seconds,
+            on_uri,
+        })
+        .collect())
 }
 
 fn mounts(d: &Bound<'_, PyDict>) -> PyResult<Vec<MountConfig>> {
@@ -329,6 +356,7 @@ fn mounts(d: &Bound<'_, PyDict>) -> PyResult<Vec<MountConfig>> {
             index: get(m, "index")?,
             dotfiles: get(m, "dotfiles")?,
             follow_symlinks: get(m, "follow_symlinks")?,
+            fallthrough: get(m, "fallthrough")?,
         });
     }
     Ok(out)
@@ -432,6 +460,8 @@ impl Config {
             tls: tls_settings(d)?,
             static_mounts: mounts(d)?,
             static_fallthrough: get(d, "static_fallthrough")?,
+            static_expires: expires_rules(d)?,
+            add_headers: get(d, "add_headers")?,
             signal_fd: get(d, "signal_fd")?,
             app_name: get(d, "app_name")?,
             balance_fd: get(d, "balance_fd")?,

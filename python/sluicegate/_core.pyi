@@ -74,6 +74,8 @@ class ServerConfig(TypedDict):
     threads_min: int  # --threads MIN: app threads kept warm (thread_bounds.py resolves auto)
     threads_max: int  # --threads MAX: the most app threads at once
     static: List[Dict[str, Any]]  # --static mounts: dicts of parsers.StaticMount's fields
+    static_expires: List[Tuple[str, int, bool]]  # --static-expires, --static-expires-uri: (pattern, seconds, on the URI) per rule
+    add_headers: bytes  # --add-header: the 'Name: value\r\n' lines, encoded
     metrics_bind: str  # --metrics-bind for this process (a worker's offset added) or ""
     url_scheme: str  # wsgi.url_scheme ("http")
     access_log_fd: int  # -1: no access log; else the fd lines are appended to (the caller's)

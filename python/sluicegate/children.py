@@ -61,6 +61,7 @@ class Child:
     age: int = 0  # gunicorn's worker age: how many workers this master had started with it
     life: Life = Life.BOOTING
     kill_at: float = 0.0  # told to stop: when it gets SIGKILL if still there (0: not told)
+    serving_since: float = 0.0  # time.monotonic() when it said READY (--max-worker-lifetime)
 
     def become(self, life: Life) -> None:
         if life not in LIFE_MOVES[self.life]:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import tls
+from . import answer_options, tls
 from .options import OPTIONS
 from .parsers import UWSGI_FORMAT_PREFIX
 from .validated import Config
@@ -33,6 +33,9 @@ DERIVED_KEYS: Tuple[Tuple[str, str, str], ...] = (
     ("threads_min", "int", "--threads MIN: app threads kept warm (thread_bounds.py resolves auto)"),
     ("threads_max", "int", "--threads MAX: the most app threads at once"),
     ("static", "List[Dict[str, Any]]", "--static mounts: dicts of parsers.StaticMount's fields"),
+    ("static_expires", "List[Tuple[str, int, bool]]",
+     "--static-expires, --static-expires-uri: (pattern, seconds, on the URI) per rule"),
+    ("add_headers", "bytes", "--add-header: the 'Name: value\\r\\n' lines, encoded"),
     ("metrics_bind", "str", "--metrics-bind for this process (a worker's offset added) or \"\""),
     ("url_scheme", "str", "wsgi.url_scheme (\"http\")"),
     ("access_log_fd", "int", "-1: no access log; else the fd lines are appended to (the caller's)"),
@@ -62,6 +65,9 @@ def core_config(
     if cfg.uwsgi_log_format is not None:  # --uwsgi-log-format wins over --access-log-format
         out["access_log_format"] = UWSGI_FORMAT_PREFIX + cfg.uwsgi_log_format
     out["static"] = [m.to_core() for m in cfg.static]
+    out["static_expires"] = answer_options.expires_rules(cfg.static_expires,
+                                                         cfg.static_expires_uri)
+    out["add_headers"] = answer_options.encoded_headers(cfg.add_header)
     out["metrics_bind"] = metrics_address(cfg.metrics_bind, balance[2] if balance[0] >= 0 else None)
     out["url_scheme"] = URL_SCHEME
     out["access_log_fd"] = access_log_fd

@@ -9,8 +9,9 @@ sluicegate binds its sockets here rather than in the Rust core for two reasons:
 
 Address syntax (the `--bind` option): `HOST:PORT`, `[IPV6]:PORT` or `unix:PATH`, where a unix
 path may be followed by settings for the socket file: `unix:PATH;mode=660;owner=USER;group=GROUP`
-(so that a proxy running as another user, nginx as `www-data`, may connect). Port 0 asks the
-kernel for a free port; the real one is read back after bind and is what gets reported (the
+(so that a proxy running as another user, nginx as `www-data`, may connect). A unix path that starts with `@` names an abstract
+socket (Linux: no file, gone with the last descriptor; uWSGI's `@name`): `unix:@NAME`. Port 0
+asks the kernel for a free port; the real one is read back after bind and is what gets reported (the
 `Listening at:` log line, SERVER_PORT), so tests can bind port 0 and never race for a port.
 
 Sockets can also come ready-made from systemd's socket activation (`LISTEN_FDS`): see
@@ -25,14 +26,14 @@ import os
 import socket
 import stat
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from .errors import BindError
 
 #: What `_core.Server` takes per listener: (fd, kind, server_name, server_port, wire, tls).
 Listener = Tuple[int, str, str, str, str, bool]
 
-_SYNTAX = ("expected HOST:PORT, [IPV6]:PORT or unix:PATH[;mode=660;owner=USER;group=GROUP], "
+_SYNTAX = ("expected HOST:PORT, [IPV6]:PORT, unix:PATH[;mode=660;owner=USER;group=GROUP] or unix:@NAME, "
            "each optionally after uwsgi: or proxy:, and that after https: or http:")
 
 #: What a listener speaks: HTTP; HTTP after a PROXY protocol header (HAProxy's send-proxy);
@@ -97,6 +98,8 @@ def _parse_address(text: str) -> BindAddress:
             raise ValueError("unix: needs a path, e.g. unix:/run/sluicegate.sock")
         if "\0" in path:
             raise ValueError("a unix socket path cannot contain NUL")
+        if path == "@":
+            raise ValueError("unix:@ needs a name, e.g. unix:@sluicegate")
         mode: Optional[int] = None
         owner: Optional[str] = None
         group: Optional[str] = None
@@ -152,7 +155,7 @@ class BoundSocket:
         # The identity of the socket file we created, so cleanup never removes a file that
         # someone else put at the same path after us.
         self._unix_inode: Optional[Tuple[int, int]] = None
-        if address.kind == "unix" and created:
+        if address.kind == "unix" and created and not is_abstract(address):
             st = os.stat(address.host)
             self._unix_inode = (st.st_dev, st.st_ino)
 
@@ -251,7 +254,8 @@ def inherited_sockets(env: Optional[dict] = None) -> List[BoundSocket]:
         sock.setblocking(False)
         name = sock.getsockname()
         if sock.family == socket.AF_UNIX:
-            path = name.decode() if isinstance(name, bytes) else name
+            path = name.decode(errors="replace") if isinstance(name, bytes) else name
+            path = "@" + path[1:] if path.startswith("\0") else path
             address = BindAddress("unix", path)
         else:
             address = BindAddress("tcp", name[0], name[1])
@@ -315,6 +319,8 @@ def _bind_tcp(address: BindAddress, backlog: int, reuse_port: bool = False) -> s
 
 def _bind_unix(address: BindAddress, backlog: int) -> socket.socket:
     path = address.host
+    if is_abstract(address):
+        return _bind_abstract(address, backlog)
     _remove_stale_unix_socket(address)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -350,6 +356,91 @@ def _bind_unix(address: BindAddress, backlog: int) -> socket.socket:
             raise BindError(f"cannot listen on {address}: cannot {step} on the socket file: {why}")
         raise BindError(f"cannot listen on {address}: {why}")
     return sock
+
+
+def is_abstract(address: BindAddress) -> bool:
+    """`unix:@NAME`: a socket in Linux's abstract namespace, with no file."""
+    return address.kind == "unix" and address.host.startswith("@")
+
+
+def address_has_file(address: BindAddress) -> bool:
+    return address.kind == "unix" and not address.host.startswith("@")
+
+
+def _bind_abstract(address: BindAddress, backlog: int) -> socket.socket:
+    """An abstract socket: no file, so no stale file to remove, no mode nor owner (anyone
+    who may connect to unix sockets in this network namespace may connect), and nothing to
+    remove at exit; a name in use is "address already in use"."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind("\0" + address.host[1:])
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError as e:
+        sock.close()
+        raise BindError(f"cannot listen on {address}: {_reason(e)}")
+    return sock
+
+
+def with_socket_defaults(address: BindAddress, mode: Optional[int],
+                         owner: Optional[str]) -> BindAddress:
+    """A unix socket file's address with --socket-mode and --socket-owner USER[:GROUP] where
+    its own `;mode=`, `;owner=`, `;group=` settings say nothing (abstract sockets have no file:
+    left alone)."""
+    if not address_has_file(address) or (mode is None and owner is None):
+        return address
+    user, _, group = (owner or "").partition(":")
+    return dataclasses.replace(
+        address, mode=address.mode if address.mode is not None else mode,
+        owner=address.owner or user or None, group=address.group or group or None)
+
+
+def parse_socket_mode(value: object) -> Optional[int]:
+    """Octal permission bits (660), or '' / None: off."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    try:
+        mode = int(text, 8)
+    except ValueError:
+        raise ValueError("expected octal permission bits, e.g. 660") from None
+    if not 0 <= mode <= 0o777:
+        raise ValueError("expected octal permission bits, e.g. 660")
+    return mode
+
+
+def parse_socket_owner(value: object) -> Optional[str]:
+    """USER, USER:GROUP or :GROUP (names or numbers), or '' / None: off."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"expected USER[:GROUP], not {type(value).__name__}")
+    user, colon, group = value.strip().partition(":")
+    if not user and not group:
+        raise ValueError("expected USER[:GROUP], e.g. www-data or www-data:www-data")
+    return value.strip()
+
+
+def option_rows(Option: Any, parse_bool: Any) -> Tuple[Any, ...]:
+    """The rows of the options table (options.py) for unix socket files, after --reuse-port."""
+    return (
+        Option("socket_mode", parse_socket_mode, None,
+               "The permission bits (octal) of every unix socket file bound from --bind, unless "
+               "its own ;mode= says otherwise (uWSGI's chmod-socket, e.g. 660 so that nginx's "
+               "group may connect). Set before the socket listens. Unset: as the umask makes it.",
+               "MODE", Optional[int]),
+        Option("socket_owner", parse_socket_owner, None,
+               "The owner of every unix socket file bound from --bind, USER[:GROUP] (uWSGI's "
+               "chown-socket), unless its own ;owner= and ;group= say otherwise. Needs root to "
+               "give a file away. Unset: the starting user.",
+               "USER[:GROUP]", Optional[str]),
+        Option("vacuum", parse_bool, "false",
+               "uWSGI's vacuum: remove the unix socket files and the --pid file at exit. "
+               "sluicegate always does (listeners.py, pidfile.py: each only while it is still "
+               "the one this server made), with or without this switch, which is accepted so "
+               "that uWSGI's configurations read the same.",
+               "", bool, switch=True),
+    )
 
 
 def _owner_text(address: BindAddress) -> str:

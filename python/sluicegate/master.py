@@ -32,6 +32,11 @@ and an upgrade are carried out by `Reloads` (master_reload.py), a part of `Maste
 - UPGRADE (USR2): a new master on the same sockets (upgrade.py); the pid file becomes
   `FILE.oldbin` (pidfile.py). Both serve until the operator sends TERM to the old one.
 
+Beside the workers: the side commands of --attach-daemon and --smart-attach-daemon
+(side_commands.py: started before the first workers, reaped here, stopped at the end, untouched
+by a reload); --touch-reload's files, looked at on every pass of the loop (touch.py); workers
+older than --max-worker-lifetime replaced as --max-rss replaces one (`_check_memory`).
+
 Workers that die or cannot boot (`_reap`): a worker that dies after it was ready is replaced
 at once; one that fails to boot stops the server only among the first workers (status 3), and
 is otherwise retried from `RETRY_FIRST_S` up to `RETRY_MAX_S` (docs/operations.md).
@@ -48,7 +53,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import (control, hook_objects, hooks, log_touch, logs, messages, metrics_total,
-               privileges, sd_notify, signals, statsd, uwsgi_stats)
+               privileges, sd_notify, side_commands, signals, statsd, uwsgi_stats)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -61,6 +66,7 @@ from .validated import Config
 from .children import (STATE_MOVES, Child, Life, State, alive as _alive, describe_exit,
                        worker_rss)
 from .master_reload import Reloads
+from .touch import TouchWatch
 
 #: The exit status of a server whose workers could not boot (gunicorn's too).
 BOOT_FAILED = 3
@@ -134,6 +140,10 @@ class Master(Reloads):
         self.stats: Optional[uwsgi_stats.StatsServer] = None  # --stats (uwsgi_stats.py)
         self.spawns: Dict[int, int] = {}  # worker number -> starts of its slot (--stats)
         self.touched = log_touch.Touched(cfg.touch_logreopen)  # --touch-logreopen
+        # --attach-daemon, --smart-attach-daemon (side_commands.py).
+        self.side = side_commands.SideCommands(cfg.attach_daemon, cfg.smart_attach_daemon,
+                                               signals.MASTER_SIGNALS)
+        self.touch_reload = TouchWatch(cfg.touch_reload)  # --touch-reload
 
     def _become(self, state: State) -> None:
         if state not in STATE_MOVES[self.state]:
@@ -158,6 +168,7 @@ class Master(Reloads):
             if self.cfg.stats:
                 self._start_stats()
             log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
+            self.side.start()
             self._hook("nworkers_changed", self.target, None)  # as gunicorn's start does
             for _ in range(self.target):
                 self._spawn()
@@ -174,6 +185,8 @@ class Master(Reloads):
                 self._check_reading()
                 for path in self.touched.changed():  # --touch-logreopen
                     self._reopen_logs(f"a touch of {path} (--touch-logreopen)")
+                self._check_touched()
+                self.side.tick()
                 self._maintain()
                 self._kill_overdue()
                 statsd.workers(len(self.workers))
@@ -181,9 +194,11 @@ class Master(Reloads):
                     for w in self.workers.values():
                         self._kill(w, signal.SIGKILL)
                     self.deadline = time.monotonic() + KILL_GRACE_S
+            self.side.stop(self._reap)
             log.info("Shutdown complete")
             return self.exit_status
         finally:
+            self.side.stop(self._reap)  # (nothing left to stop after a clean end)
             if self.reloader is not None:
                 self.reloader.stop()
             self.pipe.uninstall("master")
@@ -237,6 +252,7 @@ class Master(Reloads):
         for message in messages.receive(w.pipe):
             if message is Message.READY and w.life in (Life.BOOTING, Life.CANCELLED):
                 w.become(Life.SERVING if w.life is Life.BOOTING else Life.STOPPING)
+                w.serving_since = time.monotonic()
                 log.info("Worker %d ready", w.pid)
                 if self.metrics is not None:
                     self.metrics.totals.started(
@@ -276,6 +292,8 @@ class Master(Reloads):
             return  # SIGCHLD: reaped above
         name = signal.Signals(signum).name
         stopping = self.state is State.STOPPING
+        if signum == signal.SIGTERM and self.cfg.on_term == "reload":
+            op = Op.RELOAD  # uWSGI 2.0's TERM (docs/operations.md, "Signals")
         if op is Op.STOP:
             if stopping and signum == signal.SIGINT:
                 log.info("Received %s again: stopping now", name)
@@ -290,7 +308,8 @@ class Master(Reloads):
         elif stopping:
             return
         elif op is Op.RELOAD:
-            self._reload("Received SIGHUP")
+            self._reload(f"Received {name}" + (" (--on-term reload)" if signum ==
+                                               signal.SIGTERM else ""))
             if self.cfg.log_reopen:  # uWSGI's log-reopen
                 self._reopen_logs(f"{name} with --log-reopen")
         elif op is Op.MORE_WORKERS:
@@ -475,6 +494,7 @@ class Master(Reloads):
                 continue
             w = self.workers.pop(pid, None)
             if w is None:
+                self.side.exited(pid, describe_exit(status))
                 continue
             self._hook("child_exit", hook_objects.worker(self.cfg, w.age, pid, os.getpid()))
             self._read_messages(w)
@@ -531,17 +551,32 @@ class Master(Reloads):
         return line
 
     def _check_memory(self) -> None:
-        """--max-rss: a ready worker over the limit is replaced like one at --max-requests."""
-        if not self.cfg.max_rss:
+        """--max-rss: a ready worker over the limit is replaced like one at --max-requests;
+        --max-worker-lifetime: so is one that has served for longer than that."""
+        lifetime, delta = self.cfg.max_worker_lifetime, self.cfg.max_worker_lifetime_delta
+        if not self.cfg.max_rss and not lifetime:
             return
+        now = time.monotonic()
         for w in self.workers.values():
             if w.life is not Life.SERVING:
                 continue
-            rss = worker_rss(w.pid)
+            if lifetime and w.serving_since and \
+                    now - w.serving_since >= lifetime + (w.slot + 1) * delta:
+                w.become(Life.OUTGOING)
+                log.info("Worker %d served for %gs (--max-worker-lifetime): starting its "
+                         "replacement", w.pid, round(now - w.serving_since, 1))
+                continue
+            rss = worker_rss(w.pid) if self.cfg.max_rss else None
             if rss is not None and rss > self.cfg.max_rss:
                 w.become(Life.OUTGOING)
                 log.info("Worker %d uses %d MiB (over --max-rss): starting its replacement",
                          w.pid, rss // (1024 * 1024))
+
+    def _check_touched(self) -> None:
+        """--touch-reload: a graceful reload (as HUP) when one of the files was touched."""
+        touched = self.touch_reload.changed()
+        if touched and self.state is not State.STOPPING:
+            self._reload(f"{touched} was touched (--touch-reload)")
 
     def _maintain(self) -> None:
         """Keep `target` live workers; retire what a reload or a replacement made redundant."""

@@ -25,7 +25,8 @@ import sys
 import typing
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
-from . import control, log_options, options_doc, uwsgi_rows
+from . import (answer_options, control, listeners, log_options, options_doc, process_options,
+               uwsgi_rows)
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress
 from .option_row import ENV_PREFIX, Option
@@ -159,6 +160,7 @@ OPTIONS: Tuple[Option, ...] = (
         "finishes its in-flight requests. The master looks every 0.5 s. 0: never.",
         "BYTES", int,
     ),
+    *process_options.option_rows(Option, parse_path, parse_seconds_or_off),
     Option(
         "user", parse_path, None,
         "Run as this user (name or uid) after binding the sockets and before importing the app; "
@@ -240,6 +242,7 @@ OPTIONS: Tuple[Option, ...] = (
         "the same address and port; the kernel then spreads new connections over them.",
         "", bool, switch=True,
     ),
+    *listeners.option_rows(Option, parse_bool),
     Option(
         "header_timeout", parse_seconds, "10",
         "Seconds a client has to send a whole request head; slower gets 408 Request Timeout "
@@ -383,7 +386,9 @@ OPTIONS: Tuple[Option, ...] = (
         "Rust core, without calling the app: GET and HEAD with sendfile, Range, conditional requests, precompressed .br/.gz "
         "siblings, files up to 64 KiB kept in memory (4 MiB per process) until inotify reports a change. Settings after ';': "
         "max-age=N and immutable (Cache-Control), index=NAME|none (default index.html), dotfiles (serve names starting with "
-        "'.'), follow-symlinks (allow symlinks that leave the directory). Give it several times for several mounts.",
+        "'.'), follow-symlinks (allow symlinks that leave the directory), fallthrough (no file: the app answers, "
+        "as --static-fallthrough for this mount alone; uWSGI's check-static is /=DIR;fallthrough). Give it several "
+        "times for several mounts.",
         "URL_PREFIX=DIRECTORY[;SETTING...]", Tuple[StaticMount, ...], repeatable=True,
     ),
     Option(
@@ -392,6 +397,7 @@ OPTIONS: Tuple[Option, ...] = (
         "app instead of answering 404.",
         "", bool, switch=True, core=True,
     ),
+    *answer_options.static_rows(Option),
     Option(
         "write_high_water", parse_positive_size, "1M",
         "Backpressure for streaming responses: when more than this many bytes are queued for a "
@@ -569,6 +575,7 @@ OPTIONS: Tuple[Option, ...] = (
         "Value of the Server response header (ASCII, at most 256 bytes); empty sends none.",
         "TEXT", str, core=True,
     ),
+    *answer_options.header_rows(Option),
     Option(
         "chdir", parse_chdir, None,
         "Change to this directory before loading the app; relative --access-log and unix: "

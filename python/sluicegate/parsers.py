@@ -448,6 +448,7 @@ class StaticMount:
     index: Optional[str] = "index.html"
     dotfiles: bool = False
     follow_symlinks: bool = False
+    fallthrough: bool = False
 
     def to_core(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
@@ -484,10 +485,12 @@ def parse_static(value: object) -> StaticMount:
             mount["dotfiles"] = True
         elif key == "follow-symlinks" and not arg:
             mount["follow_symlinks"] = True
+        elif key == "fallthrough" and not arg:
+            mount["fallthrough"] = True
         elif item:
             raise ValueError(
                 f"unknown setting {item!r} (max-age=N, immutable, index=NAME|none, dotfiles, "
-                "follow-symlinks)"
+                "follow-symlinks, fallthrough)"
             )
     if mount.get("index") and ("/" in mount["index"] or mount["index"].startswith(".")):
         raise ValueError("index must be a plain file name")

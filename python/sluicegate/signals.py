@@ -11,7 +11,8 @@ signals into a process whose main thread waits outside Python.
 | TTIN / TTOU | `MORE_WORKERS` / `FEWER_WORKERS` | logged, ignored | one worker more / fewer |
 | WINCH | `IGNORE` | logged, ignored | logged, ignored |
 
-A worker process handles the table like a single server, except that it leaves the master's
+`--on-term reload` makes TERM a master's RELOAD (uWSGI 2.0's TERM; master.py reads it, and
+implies a master). A worker process handles the table like a single server, except that it leaves the master's
 operations (HUP, USR2, TTIN, TTOU, WINCH) to the master without a word. None of these signals
 is ever fatal (docs/operations.md is the operator's version of this table).
 

@@ -35,8 +35,8 @@ import os
 from typing import Any, Callable, List, Optional, Tuple
 
 from . import (gunicorn_logging, hook_objects, hooks, logs, pidfile, preflight, privileges,
-               proctitle, statsd, syspath, tls, uwsgi_module)
-from .listeners import BoundSocket, bind_all, inherited_sockets
+               proctitle, side_commands, statsd, syspath, tls, uwsgi_module)
+from .listeners import BoundSocket, bind_all, inherited_sockets, with_socket_defaults
 from .loader import load_app
 from .logs import log
 from .master import Master
@@ -90,7 +90,7 @@ def _serve(
             log.info("Workers run as user %s group %s; the master keeps its own (for USR2)",
                      cfg.user or "-", cfg.group or "-")
         if app is None and (cfg.workers is None or cfg.preload):
-            app = load_app(str(cfg.app))
+            app = _load_app(cfg)
         if cfg.workers is None:
             assert app is not None
             statsd.workers(1)  # gunicorn's gauge: its arbiter always has workers
@@ -138,20 +138,29 @@ def _settle(cfg: Config) -> Config:
         cfg = dataclasses.replace(cfg, chdir=os.path.abspath(cfg.chdir))
         os.chdir(cfg.chdir)
     syspath.settle(cfg.chdir, cfg.pythonpath)  # before on_starting, as gunicorn does
-    if cfg.reload and cfg.workers is None:
-        cfg = dataclasses.replace(cfg, workers=1)  # reloading replaces workers: it needs a master
+    if cfg.workers is None and (cfg.reload or cfg.touch_reload or cfg.on_term == "reload"
+                                or cfg.attach_daemon or cfg.smart_attach_daemon):
+        # Reloading replaces workers, and side commands are a master's: they need a master.
+        cfg = dataclasses.replace(cfg, workers=1)
     return cfg
 
 
 def _early_app(cfg: Config) -> Tuple[Optional[App], str]:
     """The app if it is to be imported before the sockets exist (None if later), and the name
     the log lines give it."""
-    if callable(cfg.app):
+    if callable(cfg.app):  # serve(app): loaded already, but the commands still run first
+        side_commands.run_before_app(cfg.exec_pre_app)
         return cfg.app, getattr(cfg.app, "__qualname__", repr(cfg.app))
     here = cfg.workers is None or cfg.preload
     if here and not (cfg.user or cfg.group):
-        return load_app(cfg.app), cfg.app
+        return _load_app(cfg), cfg.app
     return None, cfg.app
+
+
+def _load_app(cfg: Config) -> App:
+    """The app imported, after the --exec-pre-app commands (a failing one stops the start)."""
+    side_commands.run_before_app(cfg.exec_pre_app)
+    return load_app(str(cfg.app))
 
 
 def _sockets(cfg: Config, upgraded_from: Optional[str]) -> List[BoundSocket]:
@@ -164,7 +173,9 @@ def _sockets(cfg: Config, upgraded_from: Optional[str]) -> List[BoundSocket]:
         log.info("Using %d socket(s) passed by systemd (LISTEN_FDS); --bind is ignored",
                  len(sockets))
     else:
-        sockets = bind_all(cfg.bind, cfg.backlog, cfg.reuse_port)
+        addresses = [with_socket_defaults(a, cfg.socket_mode, cfg.socket_owner)
+                     for a in cfg.bind]
+        sockets = bind_all(addresses, cfg.backlog, cfg.reuse_port)
     return sockets
 
 
@@ -183,7 +194,7 @@ def _boot_worker(
     me = hook_objects.worker(cfg, sockets=sockets)
     master.WORKERS[me.pid] = me
     hooks.call(cfg.hooks, "post_fork", master, me)  # raises HookFailed: the boot fails
-    worker_app = app if app is not None else load_app(str(cfg.app))
+    worker_app = app if app is not None else _load_app(cfg)
     preflight.check(worker_app, cfg.warmup, cfg.django_checks)  # LoadError: the boot fails
     name = app_name if app is not None else str(cfg.app)
     me.wsgi = me.app.callable = worker_app

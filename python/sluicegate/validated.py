@@ -39,6 +39,13 @@ class Config:
     warmup: str
     django_checks: bool
     max_rss: int
+    attach_daemon: Tuple[str, ...]
+    smart_attach_daemon: Tuple[str, ...]
+    exec_pre_app: Tuple[str, ...]
+    touch_reload: Tuple[str, ...]
+    max_worker_lifetime: float
+    max_worker_lifetime_delta: float
+    on_term: str
     user: Optional[str]
     group: Optional[str]
     umask: Optional[int]
@@ -50,6 +57,9 @@ class Config:
     spin: str
     backlog: int
     reuse_port: bool
+    socket_mode: Optional[int]
+    socket_owner: Optional[str]
+    vacuum: bool
     header_timeout: float
     keepalive_timeout: float
     read_timeout: float
@@ -73,6 +83,8 @@ class Config:
     http3_retry_above: int
     static: Tuple[StaticMount, ...]
     static_fallthrough: bool
+    static_expires: Tuple[str, ...]
+    static_expires_uri: Tuple[str, ...]
     write_high_water: int
     root_path: str
     forwarded_allow_ips: str
@@ -110,6 +122,7 @@ class Config:
     dogstatsd_tags: str
     hooks: Optional[Hooks]
     server_header: str
+    add_header: Tuple[str, ...]
     chdir: Optional[str]
     pythonpath: Optional[str]
     env: Tuple[str, ...]

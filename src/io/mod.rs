@@ -44,6 +44,7 @@ pub mod read_ahead;
 pub mod read_buf;
 pub mod shared_out;
 pub mod static_cache;
+mod static_expires;
 pub mod static_files;
 mod static_open;
 mod static_siblings;

@@ -31,12 +31,13 @@ use sluicegate_proto::RequestHead;
 
 use super::out_queue::{OutQueue, CORK_MIN};
 use super::static_cache::{self, Cached, FileCache};
+use super::static_expires::StaticExpires;
 use super::static_open::{open_beneath, open_dir};
 use super::static_siblings::SiblingCache;
-use crate::config::MountConfig;
-use crate::http_date::http_date;
+use crate::config::{ExpiresConfig, MountConfig};
+use crate::http_date::{http_date, unix_now};
 use crate::observe::table::StaticCacheReadings;
-use sluicegate_proto::date::HTTP_DATE_LEN;
+use sluicegate_proto::date::{format_http_date, HTTP_DATE_LEN};
 
 /// One mount, ready to serve.
 struct Mount {
@@ -45,13 +46,18 @@ struct Mount {
     opts: MountOptions,
     follow_symlinks: bool,
     siblings: SiblingCache,
+    /// The directory as configured (absolute): `--static-expires` matches under it.
+    directory: Vec<u8>,
+    /// `;fallthrough` (or `--static-fallthrough`): no file here -> the app.
+    fallthrough: bool,
 }
 
 /// All static mounts of a server.
 pub struct StaticFiles {
     /// Longest prefix first, so `/static/img` wins over `/static`.
     mounts: Vec<Mount>,
-    fallthrough: bool,
+    /// `--static-expires`, `--static-expires-uri`.
+    expires: StaticExpires,
     /// Small files kept in memory, for all mounts (by their index in `mounts`).
     cache: FileCache,
 }
@@ -64,6 +70,8 @@ pub struct Own<'a> {
     pub date: &'a [u8; HTTP_DATE_LEN],
     /// The file an `AnswerBody::File` range is read from (`None`: no file body).
     pub file: Option<FileBytes>,
+    /// `--static-expires`: the `Expires` date of this answer (HTTP/1.1 writes it).
+    pub expires: Option<[u8; HTTP_DATE_LEN]>,
 }
 
 /// A static file's bytes, as the loop holds them.
@@ -98,18 +106,27 @@ impl Own<'_> {
     /// Frame the answer as HTTP/1.1 to `head` and queue it in `out`: the head (and a text
     /// body) in one buffer, then the file range; a large file's head and first bytes corked
     /// into full segments. `server`: the Server header's value; `plain`: the connection is
-    /// not TLS (a kept file may go out with `sendfile`).
+    /// not TLS (a kept file may go out with `sendfile`); `extra`: `--add-header`'s lines.
     pub fn queue_h1(
         self,
         head: &RequestHead,
-        server: &[u8],
+        (server, extra): (&[u8], &[u8]),
         plain: bool,
         out: &mut OutQueue,
     ) -> OwnAnswer {
         let mut buf = Vec::with_capacity(512);
+        let with_expires;
+        let extra = match &self.expires {
+            None => extra,
+            Some(date) => {
+                with_expires = [extra, b"Expires: ", date, b"\r\n"].concat();
+                &with_expires
+            }
+        };
         let fields = ServerFields {
             date: self.date,
             server,
+            extra,
         };
         let mut answer = encode_answer(head, self.answer, &fields, &mut buf);
         let cork =
@@ -177,7 +194,11 @@ enum Bodies {
 
 impl StaticFiles {
     /// Open every mount's directory. An unreadable directory is a startup error.
-    pub fn new(mounts: &[MountConfig], fallthrough: bool) -> Result<Option<StaticFiles>, String> {
+    pub fn new(
+        mounts: &[MountConfig],
+        fallthrough: bool,
+        expires: &[ExpiresConfig],
+    ) -> Result<Option<StaticFiles>, String> {
         if mounts.is_empty() {
             return Ok(None);
         }
@@ -205,13 +226,15 @@ impl StaticFiles {
                 opts,
                 follow_symlinks: m.follow_symlinks,
                 siblings: SiblingCache::default(),
+                directory: m.directory.as_bytes().to_vec(),
+                fallthrough: fallthrough || m.fallthrough,
             });
         }
         out.sort_by_key(|m| std::cmp::Reverse(m.prefix.len()));
         Ok(Some(StaticFiles {
             cache: FileCache::new(out.len()),
             mounts: out,
-            fallthrough,
+            expires: StaticExpires::new(expires)?,
         }))
     }
 
@@ -231,10 +254,10 @@ impl StaticFiles {
                 Resolved::Refused(_) => Lookup::NotFound,
                 Resolved::File(rp) => {
                     let found = self.find(i, rp.as_bytes());
-                    return self.answer(head, found, (rp.file_name(), &m.opts), frame);
+                    return self.answer(head, found, (rp.file_name(), m, rp.as_bytes()), frame);
                 }
             };
-            return self.answer(head, found, (b"", &m.opts), frame);
+            return self.answer(head, found, (b"", m, b""), frame);
         }
         None
     }
@@ -245,14 +268,15 @@ impl StaticFiles {
         &self,
         head: &RequestHead,
         found: Lookup,
-        (file_name, opts): (&[u8], &MountOptions),
+        (file_name, m, rel): (&[u8], &Mount, &[u8]),
         frame: impl FnOnce(Own<'_>) -> R,
     ) -> Option<R> {
+        let opts = &m.opts;
         let date = http_date();
         let mut scratch = PlanScratch::default();
         let mut file = None;
         let p = match found {
-            Lookup::NotFound if self.fallthrough => return None,
+            Lookup::NotFound if m.fallthrough => return None,
             Lookup::NotFound => plan_not_found(head),
             Lookup::Redirect => plan_redirect_to_slash(head, &mut scratch),
             Lookup::File(reps, bodies) => {
@@ -261,10 +285,19 @@ impl StaticFiles {
                 p
             }
         };
+        let expires = if self.expires.is_empty() || !matches!(p.answer.status, 200 | 206) {
+            None
+        } else {
+            let path = || [&m.directory[..], b"/", rel].concat();
+            self.expires
+                .seconds(path, head.target())
+                .map(|s| format_http_date(unix_now().saturating_add(s)))
+        };
         Some(frame(Own {
             answer: &p.answer,
             date: &date,
             file,
+            expires,
         }))
     }
 

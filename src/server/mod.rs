@@ -131,6 +131,7 @@ impl Server {
         let statics = crate::io::static_files::StaticFiles::new(
             &config.static_mounts,
             config.static_fallthrough,
+            &config.static_expires,
         )
         .map_err(PyOSError::new_err)?;
         let balance = balance_table(&config)?;

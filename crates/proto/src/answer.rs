@@ -15,6 +15,9 @@ pub struct ServerFields<'a> {
     pub date: &'a [u8],
     /// The Server header value; empty: none.
     pub server: &'a [u8],
+    /// Encoded header lines added to the answer (`h1::encode::ResponseHead::extra`): HTTP/1.1
+    /// only; empty: none.
+    pub extra: &'a [u8],
 }
 
 /// The most fields an answer carries (a static file's 200 or 206: eight).

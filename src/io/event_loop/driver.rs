@@ -411,7 +411,8 @@ impl LoopState {
         };
         conn.rbuf.as_mut().unwrap().consume(used);
         conn.parser.reset();
-        let server = &ctx.settings.config.server_header;
+        let config = &ctx.settings.config;
+        let server = (&config.server_header[..], &config.add_headers[..]);
         let plain = conn.tls.is_none();
         let out = &mut conn.out;
         if let Some(answer) = own_answer(&head, ctx, |own| own.queue_h1(&head, server, plain, out))

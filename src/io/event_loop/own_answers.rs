@@ -32,6 +32,7 @@ pub(crate) fn own_answer<R>(
                 answer: &answer,
                 date: &http_date(),
                 file: None,
+                expires: None,
             }));
         }
     }

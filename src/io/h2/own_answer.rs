@@ -38,6 +38,9 @@ pub(crate) fn frame(own: Own<'_>, server: &[u8]) -> Framed {
     if !server.is_empty() {
         builder = builder.header(http::header::SERVER, server);
     }
+    if let Some(expires) = &own.expires {
+        builder = builder.header(http::header::EXPIRES, &expires[..]);
+    }
     if let Some(n) = a.length {
         let mut digits = [0; DECIMAL_LEN];
         builder = builder.header(http::header::CONTENT_LENGTH, decimal(n, &mut digits));
@@ -132,6 +135,7 @@ mod tests {
             answer: &answer,
             date: b"Tue, 14 Nov 2023 22:15:00 GMT",
             file: None,
+            expires: None,
         };
         let framed = frame(own, b"sluicegate");
         let r = framed.response.unwrap();
@@ -163,6 +167,7 @@ mod tests {
             answer,
             date: b"Tue, 14 Nov 2023 22:15:00 GMT",
             file: None,
+            expires: None,
         }
     }
 }

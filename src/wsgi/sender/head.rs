@@ -111,6 +111,7 @@ impl Sender {
                 keep_alive: self.keeps_alive(),
                 date: &date,
                 server: self.server_header,
+                extra: &self.ctx.settings.config.add_headers,
             },
         );
         self.stage = Stage::Direct;

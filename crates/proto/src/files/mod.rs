@@ -252,6 +252,7 @@ mod tests {
         let server = ServerFields {
             date: &date,
             server: b"s",
+            extra: b"",
         };
         let meta = |size| FileMeta {
             size,

@@ -36,6 +36,10 @@ pub struct ResponseHead<'a> {
     pub date: &'a [u8],
     /// Value of the `Server` header, added unless the app set one; empty = do not add.
     pub server: &'a [u8],
+    /// Header lines the server adds to every answer, already encoded and validated
+    /// (`Name: value\r\n` each: `--add-header`, a static file's `Expires`); written after
+    /// Server, whatever the app set (as uWSGI's add-header appends). Usually empty.
+    pub extra: &'a [u8],
 }
 
 /// Append the encoded head (through the blank line) to `out`.
@@ -55,7 +59,9 @@ pub fn encode_response_head(out: &mut Vec<u8>, head: &ResponseHead<'_>) {
         .iter()
         .map(|(n, v)| n.len() + v.len() + 4)
         .sum();
-    out.reserve(128 + head.status.len() + app_len + head.date.len() + head.server.len());
+    out.reserve(
+        128 + head.status.len() + app_len + head.date.len() + head.server.len() + head.extra.len(),
+    );
 
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(head.status);
@@ -85,6 +91,7 @@ pub fn encode_response_head(out: &mut Vec<u8>, head: &ResponseHead<'_>) {
         out.extend_from_slice(head.server);
         out.extend_from_slice(b"\r\n");
     }
+    out.extend_from_slice(head.extra);
     match head.framing {
         ResponseFraming::Length(n) if !has_length => {
             out.extend_from_slice(b"Content-Length: ");
@@ -252,6 +259,7 @@ mod tests {
             keep_alive,
             date: DATE,
             server: b"sluicegate",
+            extra: b"",
         }
     }
 
@@ -260,6 +268,24 @@ mod tests {
         encode_response_head(&mut out, h);
         let s = String::from_utf8(out).unwrap();
         s.strip_prefix("prefix|").expect("appends").to_string()
+    }
+
+    #[test]
+    fn extra_lines_follow_server_even_when_the_app_set_the_same_name() {
+        let mut h = head(
+            Version::Http11,
+            &[(b"X-Frame-Options", b"SAMEORIGIN")],
+            ResponseFraming::Length(0),
+            true,
+        );
+        h.extra = b"X-Frame-Options: DENY\r\nExpires: Sun, 06 Nov 1994 09:49:37 GMT\r\n";
+        assert_eq!(
+            encode(&h),
+            "HTTP/1.1 200 OK\r\nX-Frame-Options: SAMEORIGIN\r\n\
+             Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nServer: sluicegate\r\n\
+             X-Frame-Options: DENY\r\nExpires: Sun, 06 Nov 1994 09:49:37 GMT\r\n\
+             Content-Length: 0\r\n\r\n"
+        );
     }
 
     #[test]

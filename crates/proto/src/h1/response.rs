@@ -146,6 +146,7 @@ pub fn simple_response(
             keep_alive,
             date,
             server,
+            extra: b"",
         },
     );
 }
@@ -208,6 +209,7 @@ pub fn encode_answer(
             keep_alive,
             date: server.date,
             server: server.server,
+            extra: server.extra,
         },
     );
     if let AnswerBody::Text(text) = answer.body {
@@ -481,6 +483,7 @@ mod tests {
         let fields = ServerFields {
             date: b"",
             server: b"",
+            extra: b"",
         };
         Some((encode_answer(req, &answer, &fields, &mut out), out))
     }

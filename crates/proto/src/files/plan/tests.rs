@@ -76,6 +76,7 @@ fn run_with(raw: &str, reps: &Representations, opts: &MountOptions, name: &str) 
     let server = ServerFields {
         date: &date,
         server: b"sluicegate",
+        extra: b"",
     };
     let mut out = b"prefix|".to_vec();
     let mut scratch = PlanScratch::default();
@@ -593,6 +594,7 @@ fn resolve_then_plan() {
     let server = ServerFields {
         date: &date,
         server: b"sluicegate",
+        extra: b"",
     };
     let mut out = Vec::new();
     let mut scratch = PlanScratch::default();

@@ -8,6 +8,7 @@ fn not_found() {
     let server = ServerFields {
         date: &date,
         server: b"",
+        extra: b"",
     };
     let mut out = Vec::new();
     let req = request("GET /static/.env HTTP/1.1\r\nHost: h\r\n\r\n");
@@ -34,6 +35,7 @@ fn redirect_to_slash_keeps_the_query() {
     let server = ServerFields {
         date: &date,
         server: b"",
+        extra: b"",
     };
     let mut out = Vec::new();
     let req = request("GET /static/docs?x=1 HTTP/1.1\r\nHost: h\r\n\r\n");
