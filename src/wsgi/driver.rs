@@ -9,6 +9,7 @@ use crate::clock::{now_ns, since};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use sluicegate_proto::forwarded::{Hop, Resolved};
 use sluicegate_proto::h1::decode::BodyDecoder;
 use sluicegate_proto::{BodyFraming, RequestHead};
@@ -102,7 +103,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
 
     let (body_ok, body_answer) = take_body_back(bridge, py, &mut conn, input_obj);
 
-    let mut sender = callables.sr.get().sender().lock().unwrap();
+    let mut sender = callables.sr.get().sender().lock_py_attached(py).unwrap();
     answer_app_end(bridge, py, &mut sender, &end, body_answer);
     // Leaving the deadline's registry before the socket can be closed (see `wsgi::deadline`).
     let (timed_out, answered_504) = watched.leave(bridge, py);

@@ -16,6 +16,7 @@
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3::{ffi, intern};
 use sluicegate_proto::forwarded::{Resolved, Scheme};
@@ -210,7 +211,10 @@ impl EnvironBuilder {
                 path_info = rest;
             }
         }
-        let mut kept = self.kept.lock().unwrap();
+        // Waited for with the GIL let go (`lock_py_attached`): whoever holds the lock may let
+        // the GIL go inside it (an `intern!` key's first use does), and a thread that waited
+        // for the lock holding the GIL hung the whole process with it.
+        let mut kept = self.kept.lock_py_attached(py).unwrap();
         env.set_item(intern!(py, "PATH_INFO"), kept.values.get(py, path_info))?;
         let query = head.query();
         let uri = if query.is_empty() {

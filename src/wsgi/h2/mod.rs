@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::PyDict;
 use sluicegate_proto::forwarded::{self, Hop, Resolved};
 use sluicegate_proto::{RequestHead, Version};
@@ -115,7 +116,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
         .as_ref()
         .and_then(|i| i.get().detach(py, 0))
         .and_then(|end| end.failure);
-    let mut r = callables.sr.get().response().lock().unwrap();
+    let mut r = callables.sr.get().response().lock_py_attached(py).unwrap();
     if matches!(end, AppEnd::Failed) {
         r.fail(py, failure_answer(body_failure));
     }
