@@ -53,6 +53,9 @@ const PER_REQUEST_KEYS: [&str; 10] = [
     "wsgi.early_hints",
 ];
 
+/// SERVER_SOFTWARE of every environ: this server's name and version.
+pub const SERVER_SOFTWARE: &str = concat!("sluicegate/", env!("CARGO_PKG_VERSION"));
+
 /// Templates per listener: REQUEST_METHOD (GET, POST, or set per request) times
 /// SERVER_PROTOCOL (HTTP/1.0, HTTP/1.1), each with the empty wsgi.input: a GET or POST without
 /// a body and without a query sets none of those four entries.
@@ -122,6 +125,9 @@ impl EnvironBuilder {
         file_wrapper: &Bound<'_, PyAny>,
     ) -> PyResult<EnvironBuilder> {
         let empty_input = Py::new(py, Input::new(None))?;
+        // PEP 3333's CGI variables include it (gunicorn sets `gunicorn/VERSION`): made once, in
+        // every template, so every protocol's environ has it.
+        let software = PyString::new(py, SERVER_SOFTWARE);
         let mut templates = Vec::new();
         for l in listeners {
             let mut variants = Vec::with_capacity(TEMPLATE_VARIANTS);
@@ -141,6 +147,7 @@ impl EnvironBuilder {
                 d.set_item("SERVER_NAME", &l.server_name)?;
                 d.set_item("SERVER_PORT", &l.server_port)?;
                 d.set_item("SCRIPT_NAME", root_path)?;
+                d.set_item("SERVER_SOFTWARE", &software)?;
                 for key in PER_REQUEST_KEYS {
                     d.set_item(PyString::intern(py, key), "")?;
                 }
