@@ -23,7 +23,9 @@ use super::iterable::{call_and_drive, AppEnd};
 use super::sender::{Sender, SenderSettings};
 use super::start_response::Callables;
 use crate::io::conn::{AfterOutput, Conn};
-use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT};
+use crate::io::error_answer::{
+    error_answer, error_body_len, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT,
+};
 use crate::io::event_loop::Work;
 use crate::io::read_ahead::{BodyFailure, LoopEntry};
 use crate::io::transport::Transport;
@@ -110,7 +112,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let keeps = sender.keeps_alive() && body_ok && matches!(end, AppEnd::Done) && !timed_out;
     // A 504 answered by the watch: the app's status and bytes never left.
     let (status, sent) = match answered_504 {
-        true => (GATEWAY_TIMEOUT.0, 0),
+        true => (GATEWAY_TIMEOUT.0, error_body_len(GATEWAY_TIMEOUT)),
         false => (sender.status_code(), sender.body_bytes()),
     };
     let gone = sender.client_gone || timed_out;

@@ -122,7 +122,9 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     }
     let (timed_out, answered_504) = watched.leave(bridge, py);
     if answered_504 {
+        // The watcher's 504 (`io::h2::stream`) has no body: none of the app's was sent.
         r.status = 504;
+        r.body_bytes = 0;
     }
     let log_end = log_end(timed_out, r.gone, &end);
     let client = watched.client_ip(&peer);
