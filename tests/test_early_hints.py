@@ -202,3 +202,35 @@ def test_behind_nginx_before_129_with_early_hints_false_answers_stay_whole(start
         s.close()
         proxy.stop()
     assert answers == [(b"HTTP/1.1 200 OK", b"page")] * 2
+
+
+def test_a_timeout_during_a_half_sent_103_never_writes_the_504_into_it(start_server):
+    """The 103 of a client that does not read is half sent when `--timeout` passes: the watcher
+    wrote its 504 into the free room of the socket, in the middle of the 103's header block
+    (the client read `HTTP/1.1 504` as part of a Link value). Now the connection is closed
+    after the 103's partial bytes; a 504, if any, only ever follows a whole 103."""
+    srv = start_server("early_hints", "--timeout", "2", "--limit-response-headers", "16777216")
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(20)
+    s.connect((srv.host, srv.port))
+    try:
+        s.sendall(b"GET /big-hints?name=g HTTP/1.1\r\nHost: t\r\n\r\n")
+        # Take a little of the 103: room in the socket, not enough to wake its writer.
+        got = s.recv(2048)
+        assert got.startswith(b"HTTP/1.1 103"), got[:300]
+        while len(got) < 2048:
+            got += s.recv(2048 - len(got))
+        srv.wait_log("still in the app after", timeout=20)
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    finally:
+        s.close()
+        srv.open_gate("g")
+    at = got.find(b"HTTP/1.1 504")
+    if at >= 0:
+        end_of_103 = got.find(b"\r\n\r\n")
+        assert 0 <= end_of_103 < at, f"the 504 began inside the 103, at byte {at}"

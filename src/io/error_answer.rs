@@ -20,6 +20,12 @@ pub fn error_answer((status, reason): (u16, &str), server: &[u8]) -> Vec<u8> {
     response::error_answer(status, reason, &http_date(), server)
 }
 
+/// The length of [`error_answer`]'s body (its reason and a newline: proto's
+/// `encode_error_response`), for the access log's byte count.
+pub fn error_body_len((_, reason): (u16, &str)) -> u64 {
+    reason.len() as u64 + 1
+}
+
 /// The answer a protocol error knows it needs (see `ProtoError::status`).
 pub fn protocol_error_answer(e: &ProtoError, server: &[u8]) -> Vec<u8> {
     error_answer((e.status(), e.reason()), server)

@@ -394,6 +394,14 @@ impl OutQueue {
         }
         if let Some(Segment::File { file, offset, len }) = self.segs.front() {
             let n = sendfile(fd, file, offset + self.front_pos, len - self.front_pos)?;
+            if n == 0 {
+                // The file is shorter than the head announced (truncated since): the
+                // connection ends short of its Content-Length, never padded or kept alive.
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "file shorter than announced",
+                ));
+            }
             self.advance(n as u64);
             self.apply_corks(fd);
             return Ok(n);

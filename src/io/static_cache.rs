@@ -3,11 +3,15 @@
 //! (`static_watch`) says when a kept file or a directory on its path changes, and the one
 //! system call a request adds is the read that finds the event queue empty.
 //!
-//! A kept file of `SENDFILE_FROM` bytes or more also keeps its descriptor open, and a
-//! plaintext HTTP/1.1 answer sends it with `sendfile` after the head (MSG_MORE: one segment
-//! still): copying 21 KB into the socket was 40% of the server's CPU per answer (`perf`),
-//! and `sendfile` hands the kernel the page cache's pages instead. TLS and HTTP/2 answers
-//! take the kept bytes.
+//! A kept file of `SENDFILE_FROM` bytes or more also gets a sealed copy in memory (`memfd`,
+//! [`sealed_copy`]), and a plaintext HTTP/1.1 answer sends that with `sendfile` after the head
+//! (MSG_MORE: one segment still): copying 21 KB into the socket was 40% of the server's CPU per
+//! answer (`perf`), and `sendfile` hands the kernel the copy's pages instead. Not the file's
+//! own descriptor: `sendfile` leaves references to the page cache's pages in the socket until
+//! the client reads them, so a file rewritten or truncated on disk while a slow client read it
+//! went out torn under the head's ETag and length (new bytes mixed with the old, or zeros). The
+//! copy's seals forbid any write, shrink or growth: what goes out is the bytes the head
+//! describes. TLS and HTTP/2 answers take the kept bytes.
 //!
 //! What is kept: a regular file of at most `FILE_MAX` bytes without precompressed siblings,
 //! reached from its mount's directory with no symlink on the way, per mount and relative path;
@@ -35,7 +39,7 @@
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -69,9 +73,9 @@ const AFTER_EVICTION_QUARTERS: usize = 3;
 /// A file's watch that depends on the file itself, not on one of its names.
 const WHOLE_FILE: u16 = u16::MAX;
 
-/// A kept file: its metadata for the head (ETag, Last-Modified, size), its bytes, and its
-/// open descriptor from `SENDFILE_FROM` bytes (the file that was read: the watches drop it at
-/// any change, as they drop the bytes).
+/// A kept file: its metadata for the head (ETag, Last-Modified, size), its bytes, and from
+/// `SENDFILE_FROM` bytes a sealed copy of them for `sendfile` ([`sealed_copy`]; the watches
+/// drop both at any change of the file).
 #[derive(Clone)]
 pub struct Cached {
     pub meta: FileMeta,
@@ -386,7 +390,11 @@ fn read_whole(dir: RawFd, rel: &[u8]) -> Option<Cached> {
     }
     let mut body = vec![0u8; st.st_size as usize];
     file.read_exact_at(&mut body, 0).ok()?;
-    let keep_open = st.st_size as u64 >= SENDFILE_FROM;
+    let copy = if st.st_size as u64 >= SENDFILE_FROM {
+        Some(Arc::new(sealed_copy(&body)?))
+    } else {
+        None
+    };
     Some(Cached {
         meta: FileMeta {
             size: st.st_size as u64,
@@ -395,8 +403,31 @@ fn read_whole(dir: RawFd, rel: &[u8]) -> Option<Cached> {
             inode: st.st_ino,
         },
         body: body.into(),
-        file: keep_open.then(|| Arc::new(file)),
+        file: copy,
     })
+}
+
+/// `body` in a sealed memory file (`memfd_create`, then seals against any write, shrink or
+/// growth, and against new seals): bytes nobody can change, that `sendfile` can send from.
+/// None if the kernel refuses (then the file is not kept).
+fn sealed_copy(body: &[u8]) -> Option<File> {
+    let name = b"sluicegate-static\0";
+    // SAFETY: `name` is NUL-terminated; the flags are valid for memfd_create.
+    let fd = unsafe {
+        libc::memfd_create(
+            name.as_ptr() as *const libc::c_char,
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    let copy = unsafe { File::from_raw_fd(fd) };
+    copy.write_all_at(body, 0).ok()?;
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE | libc::F_SEAL_SEAL;
+    // SAFETY: fcntl on a descriptor we own, with valid seal flags.
+    (unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, seals) } == 0).then_some(copy)
 }
 
 /// Is there a name `rel` + `suffix` (a file, or anything: a copy is then not made)?

@@ -12,7 +12,7 @@
 //!
 //! A small file without precompressed siblings is kept in memory after its first answer
 //! (`static_cache`) and answered from there, head and bytes in one `writev` (from 16 KiB, over
-//! plain HTTP/1.1: the head, then `sendfile` from the descriptor kept with it), until inotify
+//! plain HTTP/1.1: the head, then `sendfile` from a sealed memory copy kept with it), until inotify
 //! reports a change on its path. Other files are opened per request, as nginx does without
 //! `open_file_cache`, so a change on disk is seen at once either way. Only the absence of
 //! precompressed siblings is remembered for them, checked against the directory's change time

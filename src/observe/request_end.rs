@@ -36,25 +36,27 @@ pub struct PendingLog {
 }
 
 impl PendingLog {
-    /// A request the loop (or the loop) answered itself, without an app call (a
-    /// static file, the health path): parsed, answered and ready to send now.
-    pub fn answered_now(
+    /// A request the loop answered itself, without an app call (a static file, the health
+    /// path).
+    /// `parsed_at`: when its head was parsed (a `clock::now_ns` reading), from which its
+    /// request time runs (`%(L)s`) until its last byte is taken.
+    pub fn answered_since(
         head: RequestHead,
         client: Option<IpAddr>,
         status: u16,
         body_bytes: u64,
         end: End,
+        parsed_at: u64,
     ) -> PendingLog {
-        let now = now_ns();
         PendingLog {
             head,
             client,
             status,
             body_bytes,
-            parsed_at: now,
+            parsed_at,
             queue: Duration::ZERO,
             app: Duration::ZERO,
-            send_from: now,
+            send_from: parsed_at,
             end,
             inline: None,
             extras: None,

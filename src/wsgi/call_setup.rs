@@ -54,7 +54,7 @@ impl Watched {
     pub fn leave(&mut self, bridge: &Bridge, py: Python<'_>) -> (bool, bool) {
         match (self.ticket.take(), &bridge.deadlines) {
             (Some(t), Some(d)) => {
-                let answered = t.gate.timed_out();
+                let answered = t.gate.answered();
                 (d.leave(py, t), answered)
             }
             _ => (false, false),

@@ -43,10 +43,15 @@ pub const NO_DEADLINE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// unwinds within a few switch intervals of the interpreter (5 ms each) once it gets the GIL.
 pub const UNWIND_GRACE: Duration = Duration::from_secs(1);
 
-/// The gate's states: nothing sent, head claimed by the app's response, claimed by the watcher.
+/// The gate's states: nothing sent, head claimed by the app's response, claimed by the watcher;
+/// an interim answer (`103 Early Hints`) being written, and the same cut by the watcher, which
+/// then closes the connection without its 504 (written into the middle of a 103 the client had
+/// not yet taken whole, its bytes became part of the 103's header block).
 const UNSENT: u8 = 0;
 const APP_HEAD: u8 = 1;
 const TIMED_OUT: u8 = 2;
+const INTERIM: u8 = 3;
+const INTERIM_CUT: u8 = 4;
 
 /// Who sends the response's head: the app's response or the watcher's 504. Claimed once.
 #[derive(Default)]
@@ -64,14 +69,47 @@ impl HeadGate {
         }
     }
 
-    fn claim_for_watcher(&self) -> bool {
+    /// An interim answer is about to be written; false if the watcher answered or cut the
+    /// request already (then nothing more is written). [`HeadGate::end_interim`] after it.
+    pub fn begin_interim(&self) -> bool {
         self.0
-            .compare_exchange(UNSENT, TIMED_OUT, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(UNSENT, INTERIM, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
     }
 
-    /// The watcher answered 504 for this call.
+    /// The interim answer was written whole (or failed): the head is unsent again, unless the
+    /// watcher cut the request meanwhile.
+    pub fn end_interim(&self) {
+        let _ = self
+            .0
+            .compare_exchange(INTERIM, UNSENT, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The watcher's claim: true if it may write its 504 (nothing was sent). An interim answer
+    /// on its way is cut instead (the connection closes after its partial bytes).
+    fn claim_for_watcher(&self) -> bool {
+        let cas = |from, to| {
+            self.0
+                .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+        };
+        loop {
+            match cas(UNSENT, TIMED_OUT) {
+                Ok(_) => return true,
+                // Unless it was written whole just now: then the head is unsent again.
+                Err(INTERIM) if cas(INTERIM, INTERIM_CUT).is_ok() => return false,
+                Err(INTERIM) => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// The watcher answered 504 for this call, or cut it while an interim answer was written.
     pub fn timed_out(&self) -> bool {
+        matches!(self.0.load(Ordering::Acquire), TIMED_OUT | INTERIM_CUT)
+    }
+
+    /// The watcher answered 504 for this call (its bytes were sent).
+    pub fn answered(&self) -> bool {
         self.0.load(Ordering::Acquire) == TIMED_OUT
     }
 }

@@ -9,6 +9,7 @@ use crate::clock::{now_ns, since};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use sluicegate_proto::forwarded::{Hop, Resolved};
 use sluicegate_proto::h1::decode::BodyDecoder;
 use sluicegate_proto::{BodyFraming, RequestHead};
@@ -22,7 +23,9 @@ use super::iterable::{call_and_drive, AppEnd};
 use super::sender::{Sender, SenderSettings};
 use super::start_response::Callables;
 use crate::io::conn::{AfterOutput, Conn};
-use crate::io::error_answer::{error_answer, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT};
+use crate::io::error_answer::{
+    error_answer, error_body_len, GATEWAY_TIMEOUT, INTERNAL_ERROR, REQUEST_TIMEOUT,
+};
 use crate::io::event_loop::Work;
 use crate::io::read_ahead::{BodyFailure, LoopEntry};
 use crate::io::transport::Transport;
@@ -102,14 +105,14 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
 
     let (body_ok, body_answer) = take_body_back(bridge, py, &mut conn, input_obj);
 
-    let mut sender = callables.sr.get().sender().lock().unwrap();
+    let mut sender = callables.sr.get().sender().lock_py_attached(py).unwrap();
     answer_app_end(bridge, py, &mut sender, &end, body_answer);
     // Leaving the deadline's registry before the socket can be closed (see `wsgi::deadline`).
     let (timed_out, answered_504) = watched.leave(bridge, py);
     let keeps = sender.keeps_alive() && body_ok && matches!(end, AppEnd::Done) && !timed_out;
     // A 504 answered by the watch: the app's status and bytes never left.
     let (status, sent) = match answered_504 {
-        true => (GATEWAY_TIMEOUT.0, 0),
+        true => (GATEWAY_TIMEOUT.0, error_body_len(GATEWAY_TIMEOUT)),
         false => (sender.status_code(), sender.body_bytes()),
     };
     let gone = sender.client_gone || timed_out;

@@ -16,6 +16,7 @@
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3::{ffi, intern};
 use sluicegate_proto::forwarded::{Resolved, Scheme};
@@ -51,6 +52,9 @@ const PER_REQUEST_KEYS: [&str; 10] = [
     "wsgi.input",
     "wsgi.early_hints",
 ];
+
+/// SERVER_SOFTWARE of every environ: this server's name and version.
+pub const SERVER_SOFTWARE: &str = concat!("sluicegate/", env!("CARGO_PKG_VERSION"));
 
 /// Templates per listener: REQUEST_METHOD (GET, POST, or set per request) times
 /// SERVER_PROTOCOL (HTTP/1.0, HTTP/1.1), each with the empty wsgi.input: a GET or POST without
@@ -121,6 +125,9 @@ impl EnvironBuilder {
         file_wrapper: &Bound<'_, PyAny>,
     ) -> PyResult<EnvironBuilder> {
         let empty_input = Py::new(py, Input::new(None))?;
+        // PEP 3333's CGI variables include it (gunicorn sets `gunicorn/VERSION`): made once, in
+        // every template, so every protocol's environ has it.
+        let software = PyString::new(py, SERVER_SOFTWARE);
         let mut templates = Vec::new();
         for l in listeners {
             let mut variants = Vec::with_capacity(TEMPLATE_VARIANTS);
@@ -140,6 +147,7 @@ impl EnvironBuilder {
                 d.set_item("SERVER_NAME", &l.server_name)?;
                 d.set_item("SERVER_PORT", &l.server_port)?;
                 d.set_item("SCRIPT_NAME", root_path)?;
+                d.set_item("SERVER_SOFTWARE", &software)?;
                 for key in PER_REQUEST_KEYS {
                     d.set_item(PyString::intern(py, key), "")?;
                 }
@@ -210,7 +218,10 @@ impl EnvironBuilder {
                 path_info = rest;
             }
         }
-        let mut kept = self.kept.lock().unwrap();
+        // Waited for with the GIL let go (`lock_py_attached`): whoever holds the lock may let
+        // the GIL go inside it (an `intern!` key's first use does), and a thread that waited
+        // for the lock holding the GIL hung the whole process with it.
+        let mut kept = self.kept.lock_py_attached(py).unwrap();
         env.set_item(intern!(py, "PATH_INFO"), kept.values.get(py, path_info))?;
         let query = head.query();
         let uri = if query.is_empty() {

@@ -5,6 +5,7 @@
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::PyBytes;
 
 #[pyclass(module = "sluicegate._core", name = "FileWrapper", frozen)]
@@ -43,7 +44,7 @@ impl FileWrapper {
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let mut closed = self.closed.lock().unwrap();
+        let mut closed = self.closed.lock_py_attached(py).unwrap();
         if !*closed {
             *closed = true;
             let f = self.filelike.bind(py);

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PyTuple};
 use sluicegate_proto::RequestHead;
 
@@ -103,7 +104,7 @@ fn drive_readinto<R: Reply>(
                 return Some(AppEnd::Failed);
             }
         };
-        let mut s = reply.lock().unwrap();
+        let mut s = reply.lock_py_attached(py).unwrap();
         let res = if n == 0 {
             s.finish(py)
         } else {
@@ -207,7 +208,7 @@ pub(crate) fn drive<R: Reply>(
     let fail_send = |e: SendError, what: &str| send_failed(bridge, py, head, e, what);
 
     if let Some(blocks) = known_blocks(bridge, py, result) {
-        let mut s = reply.lock().unwrap();
+        let mut s = reply.lock_py_attached(py).unwrap();
         return match s.send_all(py, blocks.as_slice()).and_then(|_| s.finish(py)) {
             Ok(()) => AppEnd::Done,
             Err(e) => {
@@ -220,7 +221,7 @@ pub(crate) fn drive<R: Reply>(
     // wsgi.file_wrapper over a regular file: sendfile(2), no Python iteration at all.
     if let Ok(fw) = result.cast::<FileWrapper>() {
         if let Some((file, offset, len)) = regular_file_range(py, fw.get()) {
-            let mut s = reply.lock().unwrap();
+            let mut s = reply.lock_py_attached(py).unwrap();
             return match s
                 .send_file(py, file, offset, len)
                 .and_then(|_| s.finish(py))
@@ -265,13 +266,13 @@ pub(crate) fn drive<R: Reply>(
                 return AppEnd::Failed;
             }
         };
-        let mut s = reply.lock().unwrap();
+        let mut s = reply.lock_py_attached(py).unwrap();
         if let Err(e) = s.send_block(py, &item) {
             drop(s);
             return fail_send(e, "yielded");
         }
     }
-    let mut s = reply.lock().unwrap();
+    let mut s = reply.lock_py_attached(py).unwrap();
     match s.finish(py) {
         Ok(()) => AppEnd::Done,
         Err(e) => {

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyAssertionError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::{ffi, intern};
 
 use sluicegate_proto::RequestHead;
@@ -85,7 +86,7 @@ impl StartResponse {
             Sink::H1(s) => record_head(s, status, headers, exc_info)?,
             Sink::H2(r) => record_head(r, status, headers, exc_info)?,
         }
-        match &*self.write.lock().unwrap() {
+        match &*self.write.lock_py_attached(py).unwrap() {
             Some(w) => Ok(w.clone_ref(py)),
             None => Err(PyValueError::new_err(
                 "start_response called after the response was complete",
@@ -114,8 +115,8 @@ impl StartResponse {
 
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let sent = match &self.sink {
-            Sink::H1(s) => s.lock().unwrap().send_block(py, data),
-            Sink::H2(r) => Reply::send_block(&mut *r.lock().unwrap(), py, data),
+            Sink::H1(s) => s.lock_py_attached(py).unwrap().send_block(py, data),
+            Sink::H2(r) => Reply::send_block(&mut *r.lock_py_attached(py).unwrap(), py, data),
         };
         sent.map_err(write_error)
     }
@@ -128,7 +129,7 @@ fn record_head<R: Reply>(
     headers: &Bound<'_, PyAny>,
     exc_info: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
-    let mut reply = reply.lock().unwrap();
+    let mut reply = reply.lock_py_attached(status.py()).unwrap();
     match exc_info {
         Some(info) if reply.head_sent() => {
             // PEP 3333: too late to change the answer; re-raise the app's error.
@@ -156,7 +157,7 @@ fn send_hints<R: Reply>(
     reply: &Mutex<R>,
     headers: &Bound<'_, PyAny>,
 ) -> PyResult<Result<(), HintsRefused>> {
-    let mut reply = reply.lock().unwrap();
+    let mut reply = reply.lock_py_attached(py).unwrap();
     let hints = parse_hints(headers, reply.max_app_headers())?;
     Ok(reply.send_early_hints(py, &hints))
 }
@@ -205,7 +206,7 @@ impl Callables {
         if let Some(c) = KEPT.with(|k| k.borrow_mut().take()) {
             c.sr.get()
                 .sender()
-                .lock()
+                .lock_py_attached(py)
                 .unwrap()
                 .renew(conn, out, head, ctx, settings);
             return c;
@@ -233,7 +234,7 @@ impl Callables {
         let hints = sr
             .getattr(intern!(py, "early_hints"))
             .expect("StartResponse.early_hints");
-        *sr.get().write.lock().unwrap() = Some(write.unbind());
+        *sr.get().write.lock_py_attached(py).unwrap() = Some(write.unbind());
         Callables {
             sr: sr.unbind(),
             start: start.unbind(),
@@ -254,9 +255,9 @@ impl Callables {
     /// each method only here (`write` from inside the object). Otherwise the app kept one of
     /// them (a kept `wsgi.early_hints` must never reach a later request's connection): the
     /// cycle through `write` is broken, and the app's reference keeps what it needs.
-    pub fn finish(self, _py: Python<'_>) {
+    pub fn finish(self, py: Python<'_>) {
         let unshared = {
-            let write = self.sr.get().write.lock().unwrap();
+            let write = self.sr.get().write.lock_py_attached(py).unwrap();
             // SAFETY: reading the reference counts of live objects we hold, with the GIL.
             unsafe {
                 ffi::Py_REFCNT(self.sr.as_ptr()) == 4

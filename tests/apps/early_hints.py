@@ -6,7 +6,9 @@
   see the 103 arrive while the app still works);
 - ``/after``: calls ``wsgi.early_hints`` after start_response: the body names the error it got;
 - ``/bad``: a hint whose value holds CR LF: the body names the error it got;
-- ``/has``: whether the environ has the key at all (``yes``/``no``).
+- ``/has``: whether the environ has the key at all (``yes``/``no``);
+- ``/big-hints?name=G``: one hint of 256 Link fields of 32 KiB each (8 MiB: more than a client
+  that does not read can take), then waits for the test's gate G (past ``--timeout``).
 """
 
 from tests.apps._state import mark, query, wait_gate
@@ -27,6 +29,12 @@ def app(environ, start_response):
         name = query(environ)["name"]
         hints([("Link", STYLE)])
         mark("hinted", name)
+        wait_gate(name)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"after the gate"]
+    if path == "/big-hints":
+        name = query(environ)["name"]
+        hints([("Link", f"</{i}-{'x' * 32768}>; rel=preload") for i in range(256)])
         wait_gate(name)
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [b"after the gate"]

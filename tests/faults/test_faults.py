@@ -15,6 +15,7 @@ sockets; the load and the table are `conftest.py`'s (`pytest -q tests/faults` pr
 | TERM with `--workers`, a request in flight | one per client (its keep-alive connection ends); none hung: new connections refused |
 | a GIL-holding C call (inline, or streaming after the loop's hand-off) | none of the health checks |
 | EMFILE (descriptors exhausted) | none on open connections; new ones served once some close |
+| the first requests of fresh servers, many clients and kinds at once (`--scheduler pool`) | none; each server stops on TERM |
 """
 
 from __future__ import annotations
@@ -325,3 +326,23 @@ def test_descriptors_exhausted(start_server):
     record("EMFILE (80 idle connections, 64 descriptors)", load, "0", ok)
     assert load.failed == [], load.failed
     assert ok
+
+
+def test_first_requests_of_fresh_servers_under_load(start_server):
+    """Fresh servers whose first requests (with a query string) come from many clients at once,
+    then the rounds of tests/test_first_requests.py (first requests of several kinds taken by
+    threads together): a lock held across a GIL release hung the whole process on a key's
+    first use, SIGTERM ignored."""
+    from tests.test_first_requests import ROUNDS, THREADS, one_round
+
+    load = None
+    for _ in range(5):
+        srv = start_server("first_requests", "--scheduler", "pool", *THREADS)
+        with Load(srv.port, 8, path="/a?x=1", timeout=10) as load:
+            load.wait_for(200)
+        srv.signal(signal.SIGTERM)
+        srv.wait_exit()
+        assert load.failed == [], load.failed
+    for _ in range(ROUNDS):
+        one_round(start_server, ("--scheduler", "pool") + THREADS)
+    record(f"first requests of {5 + ROUNDS} fresh servers (--scheduler pool)", load, "0", True)

@@ -23,6 +23,7 @@ use crate::forwarded::{Resolved, Scheme};
 use std::ops::Range;
 
 use crate::h1::parse::parse_content_length;
+use crate::host::valid_host;
 use crate::token::{is_field_value_byte, is_token, trim_ows};
 use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
 
@@ -329,6 +330,12 @@ fn build(
             return Err(bad(
                 "uwsgi: CR, LF, NUL or another control byte in a header value",
             ));
+        }
+        // The same Host check as HTTP/1.1's and HTTP/2's: nginx passes the client's Host on.
+        if matches!(name, FieldName::Http(s) if s.eq_ignore_ascii_case(b"HOST"))
+            && !valid_host(value)
+        {
+            return Err(bad("uwsgi: invalid HTTP_HOST"));
         }
         let n0 = buf.len();
         match name {

@@ -10,7 +10,7 @@ use std::time::Instant;
 use mio::unix::SourceFd;
 use sluicegate_proto::uwsgi;
 
-use super::own_answers::{answered_here, own_answer};
+use super::own_answers::{answer_client, answered_here, own_answer};
 use super::*;
 use crate::io::conn::Wire;
 
@@ -409,6 +409,7 @@ impl LoopState {
             reading_head(conn, ctx);
             return Ok(Next::NeedMore);
         };
+        let parsed_at = crate::clock::now_ns();
         conn.rbuf.as_mut().unwrap().consume(used);
         conn.parser.reset();
         let config = &ctx.settings.config;
@@ -417,7 +418,8 @@ impl LoopState {
         let out = &mut conn.out;
         if let Some(answer) = own_answer(&head, ctx, |own| own.queue_h1(&head, server, plain, out))
         {
-            answered_here(conn, head, answer, ctx);
+            let client = answer_client(conn, uwsgi_facts.as_deref(), ctx);
+            answered_here(conn, head, answer, ctx, client, parsed_at);
             return Ok(Next::Answered);
         }
         let buffered = conn.buffered().len() as u64;

@@ -43,9 +43,10 @@ impl crate::io::h2::LoopView for LoopCtx {
         client: Option<std::net::IpAddr>,
         status: u16,
         sent: u64,
+        parsed_at: u64,
     ) {
         let end = if status >= 400 { End::Error } else { End::Ok };
-        PendingLog::answered_now(head, client, status, sent, end).finish(
+        PendingLog::answered_since(head, client, status, sent, end, parsed_at).finish(
             self.settings.access_log.as_deref(),
             &self.counters.by_request,
             false,

@@ -4,7 +4,9 @@
 
 use std::sync::atomic::Ordering;
 
+use sluicegate_proto::forwarded::{self, Hop};
 use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
+use sluicegate_proto::uwsgi::UwsgiFacts;
 
 use super::*;
 use crate::http_date::http_date;
@@ -49,9 +51,32 @@ pub(crate) fn own_answer<R>(
     })
 }
 
-/// The loop answered a request itself (`own_answer`): count and log it, and decide whether
-/// the connection closes after the answer.
-pub(super) fn answered_here(conn: &mut Conn, head: RequestHead, answer: OwnAnswer, ctx: &LoopCtx) {
+/// The client a loop answer is logged for: on a uwsgi listener, the REMOTE_ADDR nginx passed
+/// (when the hop is trusted, as for the app's requests, `wsgi::call_setup`), else the peer's
+/// address (none for a unix-socket client).
+pub(super) fn answer_client(
+    conn: &Conn,
+    uwsgi: Option<&UwsgiFacts>,
+    ctx: &LoopCtx,
+) -> Option<std::net::IpAddr> {
+    let trust = ctx.settings.config.forwarding.as_ref().map(|(t, _)| t);
+    uwsgi
+        .filter(|_| forwarded::trusted(trust, Hop::of(conn.peer.ip(), conn.peer_origin)))
+        .and_then(|facts| facts.resolved().client)
+        .map(|(ip, _)| ip)
+        .or_else(|| conn.peer.ip())
+}
+
+/// The loop answered a request itself (`own_answer`): count and log it (for `client`, its
+/// request time from `parsed_at`), and decide whether the connection closes after the answer.
+pub(super) fn answered_here(
+    conn: &mut Conn,
+    head: RequestHead,
+    answer: OwnAnswer,
+    ctx: &LoopCtx,
+    client: Option<std::net::IpAddr>,
+    parsed_at: u64,
+) {
     conn.requests += 1;
     ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
     let has_body = head.body != BodyFraming::None;
@@ -71,8 +96,14 @@ pub(super) fn answered_here(conn: &mut Conn, head: RequestHead, answer: OwnAnswe
             .by_request
             .record(answer.status, answer.body_bytes, &t, end, false);
     } else {
-        let pending =
-            PendingLog::answered_now(head, conn.peer.ip(), answer.status, answer.body_bytes, end);
+        let pending = PendingLog::answered_since(
+            head,
+            client,
+            answer.status,
+            answer.body_bytes,
+            end,
+            parsed_at,
+        );
         if let Some(old) = conn.pending_log.replace(Box::new(pending)) {
             old.finish(
                 ctx.settings.access_log.as_deref(),

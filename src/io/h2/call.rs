@@ -90,8 +90,16 @@ pub trait LoopView: Send + Sync + 'static {
     fn own_answer(&self, head: &RequestHead, frame: &mut dyn FnMut(Own<'_>)) -> bool;
     /// The Server header's value (`--server-header`; empty: none).
     fn server_header(&self) -> &[u8];
-    /// Count and log an own answer once sent (`sent` body bytes).
-    fn account_own(&self, head: RequestHead, client: Option<IpAddr>, status: u16, sent: u64);
+    /// Count and log an own answer once sent (`sent` body bytes; its request time from
+    /// `parsed_at`, a `clock::now_ns` reading).
+    fn account_own(
+        &self,
+        head: RequestHead,
+        client: Option<IpAddr>,
+        status: u16,
+        sent: u64,
+        parsed_at: u64,
+    );
 }
 
 /// Where a stream's app call runs, as the server decides (given down by the server floor,

@@ -208,6 +208,7 @@ fn take_stream(
         }
     };
     // --static and --health-path: answered here, without the app.
+    let parsed_at = now_ns();
     let mut framed = None;
     let server = ctx.server_header();
     if ctx.own_answer(&head, &mut |own| {
@@ -218,7 +219,7 @@ fn take_stream(
         tasks::current().spawn(async move {
             let status = framed.status;
             let sent = own_answer::send(respond, framed).await;
-            view.account_own(head, client, status, sent);
+            view.account_own(head, client, status, sent, parsed_at);
         });
         return;
     }

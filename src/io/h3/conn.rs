@@ -333,6 +333,7 @@ async fn start_stream(
         return;
     };
     // --static and --health-path: answered here, without the app.
+    let parsed_at = now_ns();
     let mut framed = None;
     let server = share.ctx.server_header();
     if share.ctx.own_answer(&head, &mut |own| {
@@ -344,7 +345,9 @@ async fn start_stream(
             let _live = live;
             let status = framed.status;
             let sent = super::own_answer::send(send, framed, head.is_head).await;
-            share.ctx.account_own(head, peer_ip, status, sent);
+            share
+                .ctx
+                .account_own(head, peer_ip, status, sent, parsed_at);
         });
         return;
     }

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::PyDict;
 use sluicegate_proto::forwarded::{self, Hop, Resolved};
 use sluicegate_proto::{RequestHead, Version};
@@ -115,13 +116,15 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
         .as_ref()
         .and_then(|i| i.get().detach(py, 0))
         .and_then(|end| end.failure);
-    let mut r = callables.sr.get().response().lock().unwrap();
+    let mut r = callables.sr.get().response().lock_py_attached(py).unwrap();
     if matches!(end, AppEnd::Failed) {
         r.fail(py, failure_answer(body_failure));
     }
     let (timed_out, answered_504) = watched.leave(bridge, py);
     if answered_504 {
+        // The watcher's 504 (`io::h2::stream`) has no body: none of the app's was sent.
         r.status = 504;
+        r.body_bytes = 0;
     }
     let log_end = log_end(timed_out, r.gone, &end);
     let client = watched.client_ip(&peer);

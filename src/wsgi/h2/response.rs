@@ -143,10 +143,11 @@ impl Response {
             let length = (end && !self.is_head).then_some(data.len() as u64);
             self.send_head(self.is_head || (end && data.is_empty()), length)?;
         }
-        self.body_bytes += data.len() as u64;
         if self.is_head {
+            // Nothing of it is sent: the log counts none (as HTTP/1.1's).
             return Ok(());
         }
+        self.body_bytes += data.len() as u64;
         if end && self.app.content_length.is_some_and(|n| n > self.body_bytes) {
             // Short of the declared length: the client must not take it for the whole body.
             let t = self.write_timeout;

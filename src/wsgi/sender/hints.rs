@@ -31,8 +31,12 @@ impl Sender {
             // The head goes out only after start_response.
             Stage::Direct | Stage::Streaming(_) => return Err(HintsRefused::AfterStart),
         }
-        let timed_out = self.gate.as_ref().is_some_and(|g| g.timed_out());
-        if !sends_interim(self.version) || timed_out || self.client_gone {
+        if !sends_interim(self.version) || self.client_gone {
+            return Ok(());
+        }
+        // With --timeout, the 103 holds the gate while it is written: the watcher's 504 never
+        // lands inside it (past the deadline then, the connection is closed instead).
+        if !self.gate.as_ref().is_none_or(|g| g.begin_interim()) {
             return Ok(());
         }
         let mut bytes = Vec::with_capacity(128);
@@ -41,6 +45,9 @@ impl Sender {
         if py.detach(|| transport.send_all(&bytes, timeout)).is_err() {
             // The final answer's write will find the client gone too.
             self.client_gone = true;
+        }
+        if let Some(g) = &self.gate {
+            g.end_interim();
         }
         Ok(())
     }

@@ -537,3 +537,17 @@ fn uwsgi_arbitrary_bytes_never_panic() {
         }
     }
 }
+
+/// nginx passes the client's Host on as HTTP_HOST: a malformed IP-literal is refused as on
+/// HTTP/1.1 and HTTP/2 (it reached the app as HTTP_HOST).
+#[test]
+fn uwsgi_malformed_host_is_refused() {
+    for bad in ["[::1", "[::1]x", "a]b", "[zz]"] {
+        let input = nginx_get_with(&[("HTTP_HOST", bad)]);
+        assert!(matches!(parse(&input), Err(BadRequest(_))), "{bad}");
+    }
+    for ok in ["[::1]", "[::1]:8000", "example.com"] {
+        let input = nginx_get_with(&[("HTTP_HOST", ok)]);
+        assert!(parse(&input).unwrap().is_some(), "{ok}");
+    }
+}
