@@ -8,7 +8,7 @@ Each answer is one of three, as for gunicorn's settings (gunicorn_settings.py):
   - refused: the start stops with one line saying why (ignoring it would change what is
     served) and what to do instead. A switch given as off, or an empty value, asks for
     nothing and is taken silently.
-A name that is not a uWSGI option (uwsgi_option_names.txt, from uWSGI's source) is a
+A name that is not a uWSGI option (uwsgi_option_names.txt, from uWSGI 2.0's) is a
 placeholder, as uWSGI takes it (refused under `strict`); a uWSGI option this table does not
 list is refused, naming docs/uwsgi.md.
 
@@ -243,7 +243,7 @@ TABLE: Tuple[UwsgiOption, ...] = (
     ignored("http-processes http-workers", _ROUTER),
     ignored("http-headers-timeout http-connect-timeout",
             "the HTTP router's timeouts; sluicegate's are socket-timeout's"),
-    ignored("cheaper cheaper-initial cheaper-step cheaper-algo cheaper-overload cheaper-idle "
+    ignored("cheaper cheaper-initial cheaper-step cheaper-algo cheaper-overload "
             "cheap idle die-on-idle", _CHEAPER),
     ignored("py-call-osafterfork", "signals reach sluicegate's workers as it handles them"),
     ignored("wsgi-env-behavior", "how uWSGI allocates the environ; the app sees the same keys"),
@@ -308,9 +308,19 @@ TABLE: Tuple[UwsgiOption, ...] = (
 
 BY_NAME: Dict[str, UwsgiOption] = {n: o for o in TABLE for n in o.names}
 
-#: uWSGI's own option names (the rest are placeholders): uwsgi_option_names.txt.
-UWSGI_NAMES = frozenset(
-    line.strip() for line in Path(__file__).with_name("uwsgi_option_names.txt")
+#: The options of a uWSGI built with PCRE (Debian's, most distributions'), which the pip-built
+#: uWSGI that uwsgi_option_names.txt comes from lacks: its regular-expression options.
+PCRE_NAMES = frozenset("""
+static-expires static-expires-uri static-expires-mtime static-expires-uri-mtime
+static-expires-path-info static-expires-path-info-mtime static-gzip route route-if
+route-if-not route-uri route-host route-qs route-run route-label route-remote-addr
+route-user-agent route-referer response-route final-route error-route log-route
+log-req-route""".split())
+
+#: uWSGI's own option names (the rest are placeholders): the first column of
+#: uwsgi_option_names.txt, and PCRE_NAMES.
+UWSGI_NAMES = PCRE_NAMES | frozenset(
+    line.split()[0] for line in Path(__file__).with_name("uwsgi_option_names.txt")
     .read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#"))
 
 
