@@ -317,19 +317,25 @@ route-if-not route-uri route-host route-qs route-run route-label route-remote-ad
 route-user-agent route-referer response-route final-route error-route log-route
 log-req-route""".split())
 
-#: uWSGI's own option names (the rest are placeholders): the first column of
-#: uwsgi_option_names.txt, and PCRE_NAMES.
-UWSGI_NAMES = PCRE_NAMES | frozenset(
-    line.split()[0] for line in Path(__file__).with_name("uwsgi_option_names.txt")
-    .read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#"))
+#: uWSGI's own options (the other names are placeholders) and what each takes: r (a value),
+#: n (nothing: a switch) or o (an optional value), from uwsgi_option_names.txt's first two
+#: columns, and PCRE_NAMES.
+ARGUMENT: Dict[str, str] = {
+    **{name: "r" for name in PCRE_NAMES},
+    **{line.split()[0]: line.split()[1] for line in Path(__file__).with_name(
+        "uwsgi_option_names.txt").read_text(encoding="utf-8").splitlines()
+       if line.strip() and not line.startswith("#")},
+}
+UWSGI_NAMES = frozenset(ARGUMENT)
 
 
-def plan_of(pairs: Sequence[Tuple[str, str]]) -> c.Plan:
+def plan_of(pairs: Sequence[Tuple[str, Optional[str]]]) -> c.Plan:
     """The pairs uWSGI would apply, in order, through the table: a Plan, after one warning
     line per ignored option. Raises OptionError on a refused one."""
     plan = c.Plan()
     strict = any(n == "strict" and c.uwsgi_on(v) for n, v in pairs)
     for name, value in pairs:
+        value = "1" if value is None else value  # a switch given alone
         where = f"uWSGI {name}"
         option = BY_NAME.get(name)
         if option is None:
@@ -359,7 +365,10 @@ def plan_of(pairs: Sequence[Tuple[str, str]]) -> c.Plan:
 
 
 def _asks_for_something(name: str, value: str) -> bool:
-    """An ignored or refused option given as off (or empty) asks for nothing."""
+    """An ignored or refused switch given as off asks for nothing (an empty value is on, as
+    uWSGI reads it); so does an option with an empty value, or 0 (no mules, no threads)."""
+    if ARGUMENT.get(name, "r") == "n":
+        return c.uwsgi_on(value)
     return value.strip() != "" and c.uwsgi_on(value)
 
 
