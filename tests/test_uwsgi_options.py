@@ -141,12 +141,12 @@ def test_no_socket_or_no_app_or_two_apps_is_refused():
 
 def test_master_processes_threads_and_preload():
     got = given(("master", "true"), ("processes", "4"), ("threads", "8"))
-    assert (got["workers"].value, got["threads"].value, got["preload"].value) == ("4", "8", "true")
+    assert (got["workers"].value, got["threads"].value, got["preload"].value) == ("4", "8:8", "true")
     assert got["on_term"].value == "reload", "uWSGI 2.0: TERM reloads"
     assert "preload" not in given(("master", "1"), ("lazy-apps", "true"))
     assert value(("master", "true"), option="workers") == "1"
     one = given()
-    assert "workers" not in one and one["threads"].value == "1", "uWSGI's default: one thread"
+    assert "workers" not in one and one["threads"].value == "1:1", "uWSGI's default: one thread"
     assert value(("workers", "3"), option="workers") == "3", "workers is processes"
 
 
@@ -227,8 +227,14 @@ def test_static_maps_fall_through_and_have_no_index(tmp_path):
     assert value(("static-map", f"/s={tmp_path}"), ("static-index", "index.html"),
                  option="static") == [f"/s={tmp_path};index=index.html"]
     (tmp_path / "favicon.ico").write_bytes(b"x")
-    with pytest.raises(OptionError, match="one file"):
-        u.given_of(u.plan_of(BASE + [("static-map", f"/favicon.ico={tmp_path}/favicon.ico")]))
+    (tmp_path / "secret.txt").write_bytes(b"y")
+    mount = value(("static-map", f"/favicon.ico={tmp_path}/favicon.ico"), option="static")[0]
+    directory = mount.split("=", 1)[1].split(";")[0]
+    assert mount == f"/favicon.ico={directory};index=favicon.ico;follow-symlinks"
+    assert os.listdir(directory) == ["favicon.ico"], "the file alone, not its neighbours"
+    assert os.path.realpath(os.path.join(directory, "favicon.ico")) == str(tmp_path / "favicon.ico")
+    assert "static" not in given(("static-map", f"/gone={tmp_path}/gone")), \
+        "no such directory: uWSGI finds no file there at each request, the app answers"
     assert value(("static-expires-type", "text/css 3600"), option="static_expires") == [
         r"\.(css)$ 3600"]
 

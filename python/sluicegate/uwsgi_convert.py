@@ -20,7 +20,7 @@ import re
 import sys
 from typing import Callable, Dict, List, Optional, Tuple
 
-from .gunicorn_settings import Refused
+from .gunicorn_settings import Refused, warn
 from .resolution import Raw
 
 #: A converter: (plan, value as resolved, where: "uWSGI NAME") -> None; raises Refused.
@@ -170,8 +170,10 @@ class Plan:
                 stop = self.on("die-on-term") or "on-term" in self.kept
                 out["on_term"] = Raw("stop" if stop else "reload",
                                      "uWSGI die-on-term" if stop else "uWSGI's default")
+        # uWSGI prethreads: N threads per worker, started with it.
         threads = self.kept.get("threads", ("1", "uWSGI's default (one thread)"))
-        out["threads"] = Raw(str(max(1, _number(threads[0]))), threads[1])
+        count_threads = max(1, _number(threads[0]))
+        out["threads"] = Raw(f"{count_threads}:{count_threads}", threads[1])
         if "harakiri" in self.kept:
             value, where = self.kept["harakiri"]
             if _number(value) > 0:
@@ -200,11 +202,21 @@ class Plan:
             if chdir and not os.path.isabs(directory):
                 directory = os.path.join(chdir, directory)
             if os.path.isfile(directory):
-                raise Refused(f"{where} {prefix}={directory}: a mount of one file; sluicegate "
-                              "maps directories: map the file's directory, or serve the file "
-                              "from the app")
+                # One file (favicon.ico, robots.txt): a directory holding only a link to it,
+                # served as that directory's index at the mount's own path.
+                name = os.path.basename(directory)
+                mounts.append(f"{prefix}={_one_file(directory, where)};index={name};"
+                              "follow-symlinks")
+                continue
+            if not os.path.isdir(directory):
+                # uWSGI looks for files at each request: there are none, the app answers.
+                warn(f"{where} {prefix}={directory}: no such directory; its requests go to "
+                     "the app, as in uWSGI")
+                continue
             # uWSGI serves no index file unless static-index names one.
             mounts.append(f"{prefix}={directory};index={index or 'none'}")
+        if not mounts:
+            return
         out["static"] = Raw(mounts, self.statics[0][2])
         # uWSGI passes a request for a file that is not there on to the app.
         out["static_fallthrough"] = Raw("true", self.statics[0][2])
@@ -221,6 +233,31 @@ class Plan:
         if self.on("disable-logging"):
             when = ",".join(self.log_when) or "none"
             out["access_log_when"] = Raw(when, "uWSGI disable-logging")
+
+
+def _one_file(path: str, where: str) -> str:
+    """A directory of this user's (under $XDG_RUNTIME_DIR, else the temporary directory)
+    holding only a link to `path`, named as it is: what a static-map of one file serves, and
+    nothing beside it."""
+    import hashlib
+    import tempfile
+
+    path = os.path.abspath(path)
+    base = os.path.join(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir(),
+                        f"sluicegate-uwsgi-{os.getuid()}")
+    os.makedirs(base, mode=0o755, exist_ok=True)
+    st = os.lstat(base)
+    if st.st_uid != os.getuid() or st.st_mode & 0o022 or not os.path.isdir(base):
+        raise Refused(f"{where}: {base} is not a directory of this user's alone, where "
+                      "sluicegate-uwsgi keeps its links to single files")
+    directory = os.path.join(base, hashlib.sha256(path.encode()).hexdigest()[:16])
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    link = os.path.join(directory, os.path.basename(path))
+    if not (os.path.islink(link) and os.readlink(link) == path):
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(path, link)
+    return directory
 
 
 def _app_spec(value: str, is_file: bool, callable_name: str) -> str:

@@ -117,8 +117,8 @@ TABLE: Tuple[UwsgiOption, ...] = (
          "die-on-term (--on-term)", c.keep("master")),
     done("processes workers", "--workers N (with no master, N > 1 still gets one)",
          c.keep("processes")),
-    done("threads", "--threads N (at most N concurrent calls per worker; uWSGI's default, one, "
-         "when not given)", c.keep("threads")),
+    done("threads", "--threads N:N (N threads per worker, started with it, as uWSGI's "
+         "prethreaded workers; uWSGI's default, one, when not given)", c.keep("threads")),
     done("lazy-apps lazy", "no --preload: each worker imports the app (without it the master "
          "imports it and forks the workers, --preload, as uWSGI does)", c.keep("lazy-apps")),
     done("harakiri", "--timeout N (504 and RequestTimeout raised in the call) and --max-stuck 1 "
@@ -170,8 +170,8 @@ TABLE: Tuple[UwsgiOption, ...] = (
     done("procname", "--proc-name", c.to("proc_name")),
     # Static files
     done("static-map", "--static /URL=DIR;index=none with --static-fallthrough (a missing "
-         "file goes to the app, as in uWSGI); a mount of one file is refused",
-         c.static_map(False)),
+         "file goes to the app, as in uWSGI); a mount of one file (/favicon.ico=FILE) serves "
+         "that file alone, through a directory holding only a link to it", c.static_map(False)),
     done("static-map2", "--static /URL=DIR/URL (the whole path under DIR)", c.static_map(True)),
     done("check-static static-check", "--static /=DIR with --static-fallthrough",
          c.check_static),
