@@ -23,6 +23,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from . import __version__, syspath
 from .cli import run
 from .errors import OptionError, SluicegateError
+from .gunicorn_settings import Refused
 from .resolution import Raw
 from .uwsgi_options import given_of, plan_of
 
@@ -86,8 +87,12 @@ def resolved(args: List[str], environ: Mapping[str, str]) -> List[Tuple[str, str
 def given_from(pairs: Sequence[Tuple[str, str]]) -> Given:
     """The table applied to the resolved pairs."""
     plan = plan_of(pairs)
-    given = given_of(plan)
-    return Given(given, plan.reexec)
+    try:
+        if plan.settle_virtualenv():  # that environment's own program reads the rest
+            return Given({}, plan.reexec)
+    except Refused as e:
+        raise OptionError(f"uWSGI virtualenv: {e}") from None
+    return Given(given_of(plan), None)
 
 
 if __name__ == "__main__":

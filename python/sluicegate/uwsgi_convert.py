@@ -79,12 +79,7 @@ class Plan:
         them. Raises Refused for what only the whole configuration shows (no app, no socket,
         two apps)."""
         out = dict(self.values)
-        if "virtualenv" in self.kept:
-            action = virtualenv_action(self.kept["virtualenv"][0])
-            if action and action[0] == "exec":
-                self.reexec = action[1]
-            elif action:
-                self.pythonpath.insert(0, action[1])
+        self.settle_virtualenv()
         self._app(out)
         self._sockets(out)
         self._processes(out)
@@ -97,6 +92,17 @@ class Plan:
         # `import uwsgi` and uwsgidecorators, as under uWSGI.
         out["uwsgi_module"] = Raw("true", "sluicegate-uwsgi")
         return out
+
+    def settle_virtualenv(self) -> Optional[str]:
+        """virtualenv (home): the program to run instead (`reexec`), or its packages first on
+        sys.path; once."""
+        if "virtualenv" in self.kept:
+            action = virtualenv_action(self.kept.pop("virtualenv")[0])
+            if action and action[0] == "exec":
+                self.reexec = action[1]
+            elif action:
+                self.pythonpath.insert(0, action[1])
+        return self.reexec
 
     # --- the parts of `given`
 
