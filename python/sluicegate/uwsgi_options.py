@@ -223,15 +223,16 @@ TABLE: Tuple[UwsgiOption, ...] = (
     ignored("offload-threads", "file answers are sent by the Rust core (sendfile), beside the "
             "app's threads"),
     ignored("need-app", "sluicegate never starts without its app: it stops with one line"),
-    ignored("no-orphans", "sluicegate's workers stop when their master is gone"),
+    ignored("no-orphans", "sluicegate's workers stop when their master is gone, always "
+            "(PR_SET_PDEATHSIG, messages.py)"),
     ignored("post-buffering post-buffering-bufsize", "the body reaches the app the same; an "
             "unread body is drained (--max-drain) or the connection closed"),
     ignored("memory-report", "the memory is in the stats (--stats) and --metrics-bind"),
     ignored("harakiri-verbose", "a call past --timeout is always logged with its stack"),
     ignored("harakiri-graceful-timeout", "a stuck call gets RequestTimeout at harakiri and its "
             "worker is replaced gracefully (--graceful-timeout bounds it)"),
-    ignored("log-master", "each line is written whole, in one write, by the process it is "
-            "about"),
+    ignored("log-master", "which process writes the log lines; the master and the workers "
+            "write to the same log, and what is served is the same"),
     ignored("log-maxsize log-backupname", "sluicegate does not rotate its logs: use logrotate "
             "with log-reopen or touch-logreopen (or USR1)"),
     ignored("log-zero log-big log-sendfile log-ioerror", _LOGLINES),
@@ -308,24 +309,13 @@ TABLE: Tuple[UwsgiOption, ...] = (
 
 BY_NAME: Dict[str, UwsgiOption] = {n: o for o in TABLE for n in o.names}
 
-#: The options of a uWSGI built with PCRE (Debian's, most distributions'), which the pip-built
-#: uWSGI that uwsgi_option_names.txt comes from lacks: its regular-expression options.
-PCRE_NAMES = frozenset("""
-static-expires static-expires-uri static-expires-mtime static-expires-uri-mtime
-static-expires-path-info static-expires-path-info-mtime static-gzip route route-if
-route-if-not route-uri route-host route-qs route-run route-label route-remote-addr
-route-user-agent route-referer response-route final-route error-route log-route
-log-req-route""".split())
-
 #: uWSGI's own options (the other names are placeholders) and what each takes: r (a value),
 #: n (nothing: a switch) or o (an optional value), from uwsgi_option_names.txt's first two
-#: columns, and PCRE_NAMES.
+#: columns (uwsgi_config.py reads the same file).
 ARGUMENT: Dict[str, str] = {
-    **{name: "r" for name in PCRE_NAMES},
-    **{line.split()[0]: line.split()[1] for line in Path(__file__).with_name(
+    line.split()[0]: line.split()[1] for line in Path(__file__).with_name(
         "uwsgi_option_names.txt").read_text(encoding="utf-8").splitlines()
-       if line.strip() and not line.startswith("#")},
-}
+    if line.strip() and not line.startswith("#")}
 UWSGI_NAMES = frozenset(ARGUMENT)
 
 
