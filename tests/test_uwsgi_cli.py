@@ -116,3 +116,24 @@ def test_a_virtualenv_with_its_own_sluicegate_uwsgi_takes_the_start_over(tmp_pat
     path = ini(tmp_path / "a.ini", virtualenv=str(tmp_path / "venv"))
     done = run("--ini", str(path))
     assert done.stdout == f"venv's own: --ini {path}\n", done.stderr
+
+
+@serving
+def test_the_app_reads_the_resolved_options_in_uwsgi_opt_and_hup_renews_them(tmp_path):
+    """uwsgi.opt is what the configuration resolved (uwsgi_cli.publish), in every worker, and
+    a HUP's new workers see the files as they are then."""
+    app = tmp_path / "opt_app.py"
+    app.write_text("import uwsgi\n\ndef application(environ, start_response):\n"
+                   "    start_response('200 OK', [])\n"
+                   "    return [uwsgi.opt['harakiri']]\n")
+    path = tmp_path / "a.ini"
+    lines = "[uwsgi]\nwsgi-file = {}\nhttp-socket = 127.0.0.1:0\nmaster = true\nharakiri = {}\n"
+    path.write_text(lines.format(app, 77))
+    server = ServerProcess(None, command=[*COMMAND, "--ini", str(path)])
+    try:
+        assert server.request().body == b"77"
+        path.write_text(lines.format(app, 78))
+        server.signal(signal.SIGHUP)
+        wait_for(lambda: server.request().body == b"78" or None, "uwsgi.opt after HUP")
+    finally:
+        server.stop(signal.SIGINT)

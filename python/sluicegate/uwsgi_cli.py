@@ -47,19 +47,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     syspath.at_start()
     try:
-        first = given_from(resolved(args, os.environ))
+        pairs = resolved(args, os.environ)
+        first = given_from(pairs)
     except SluicegateError as e:
         print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
         return e.exit_code
     if first.reexec:
         # The virtualenv (home) has sluicegate-uwsgi of its own: the start goes on there.
         os.execv(first.reexec, [first.reexec, *args])
+    publish(pairs)
     state = {"given": first.given}
 
     def read_given() -> Dict[str, Raw]:
-        """The first resolution at the start; the files as they are now on every HUP."""
+        """The first resolution at the start; the files as they are now on every HUP (and
+        uwsgi.opt with them, for the new workers)."""
         given = state.pop("given", None)
-        return given if given is not None else given_from(resolved(args, os.environ)).given
+        if given is not None:
+            return given
+        again = resolved(args, os.environ)
+        given = given_from(again).given
+        publish(again)
+        return given
 
     return run(read_given, [sys.executable, "-m", "sluicegate.uwsgi_cli", *args])
 
@@ -82,6 +90,14 @@ def resolved(args: List[str], environ: Mapping[str, str]) -> List[Tuple[str, str
             raise
         raise OptionError("this build cannot read uWSGI configurations (no uwsgi_config)")
     return list(uwsgi_config.resolve(args, environ))
+
+
+def publish(pairs: Sequence[Tuple[str, str]]) -> None:
+    """`uwsgi.opt` in the app: the resolved options (uwsgi_module.py keeps them in the
+    environment, so the workers forked later have them)."""
+    from . import uwsgi_module
+
+    uwsgi_module.set_options(pairs)
 
 
 def given_from(pairs: Sequence[Tuple[str, str]]) -> Given:
