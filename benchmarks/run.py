@@ -31,6 +31,9 @@ COMMANDS: dict[str, tuple[str, str, str, str]] = {
             "S11: S6 and S3 through nginx (proxy_pass over unix and TCP, uwsgi_pass)"),
     "s16": ("bench.s16", "", "scenarios",
             "S16: behind nginx as deployed: proxy_pass defaults (new connection each), keepalive, uwsgi_pass"),
+    "s19": ("bench.s19", "", "scenarios",
+            "S19: one uwsgi.ini run by uWSGI and by sluicegate-uwsgi behind nginx (uwsgi_pass, unix): "
+            "hello world, 128-byte blocks, static-map; RSS of master + 2 workers"),
     "s15": ("bench.s15", "", "scenarios",
             "S15: HTTP/2, 100 streams of S5's app on one connection (h2load), hello world over h2c"),
     "s17": ("bench.s17", "", "scenarios",
@@ -94,6 +97,7 @@ SCENARIO_MAP = """scenarios and the command that measures each:
   S14 (TLS)                  run.py s14 (run.py tls-load: handshake flood, slow reader)
   S15 (HTTP/2)               run.py s15 [--granian PATH] [--gunicorn-python PY]
   S16 (behind nginx)         run.py s16 [--modes proxy,keepalive,uwsgi-tcp,uwsgi-unix]
+  S19 (a uwsgi.ini, both)    run.py s19 [--cases hello,stream128,static]
   S17 (HTTP/3)               run.py s17 [--rounds 3] (a, b); run.py h3-lossy (c: lossy link, root)
                              h3load, the HTTP/3 load client: benchmarks/h3load/README.md
 before/after of two builds:  SLUICEGATE_BASE_PY=/base/.venv/bin/python run.py --servers sluicegate,sluicegate-base ...

@@ -31,6 +31,8 @@ pub struct Config {
     pub max_runnable: usize,
     /// `--scheduler` ([`Policy`], see `server::scheduler`).
     pub scheduler: Policy,
+    /// `--spin` ([`SpinPolicy`], see `io::event_loop::spin`).
+    pub spin: SpinPolicy,
     /// `--header-timeout`: a request head must arrive whole within this (408).
     pub header_timeout: Duration,
     /// `--keepalive-timeout`: an idle connection between requests is closed after this.
@@ -96,6 +98,10 @@ pub struct Config {
     pub access_log_fd: i32,
     /// `--access-log-format`: combined, common, json or a template (`access_log`).
     pub access_log_format: String,
+    /// `--access-log-when`: all, none, or a list of 4xx, 5xx, slow=MS, zero, big=BYTES.
+    pub access_log_when: String,
+    /// `--access-log-forwarded-for`: uWSGI's lines give X-Forwarded-For as the address.
+    pub access_log_forwarded_for: bool,
     /// `--server-timing`: a `Server-Timing` header with the queue and app times.
     pub server_timing: bool,
     /// `--early-hints`: `wsgi.early_hints` sends (else the environ's callable does nothing).
@@ -201,6 +207,20 @@ impl Policy {
     pub fn parse(s: &str) -> Option<Policy> {
         by_name("scheduler", &Self::ALL, s)
     }
+}
+
+/// `--spin`: whether the event loop spins before it sleeps (`io::event_loop::spin`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinPolicy {
+    /// Only while the process may use every CPU of the machine (`observe::allowance`).
+    Auto,
+    On,
+    Off,
+}
+
+impl SpinPolicy {
+    /// The variants in `allowed_values.txt`'s order for `spin`.
+    pub const ALL: [SpinPolicy; 3] = [SpinPolicy::Auto, SpinPolicy::On, SpinPolicy::Off];
 }
 
 /// How fast a body must come (`--min-body-rate`, `--body-timeout`), as Kestrel's
@@ -348,6 +368,7 @@ impl Config {
             threads_max,
             max_runnable: get(d, "max_runnable")?,
             scheduler: one_of(d, "scheduler", &Policy::ALL)?,
+            spin: one_of(d, "spin", &SpinPolicy::ALL)?,
             header_timeout: secs(d, "header_timeout")?,
             keepalive_timeout: secs(d, "keepalive_timeout")?,
             read_timeout: secs(d, "read_timeout")?,
@@ -401,6 +422,8 @@ impl Config {
             server_header: server_header.into_bytes(),
             access_log_fd: get(d, "access_log_fd")?,
             access_log_format: get(d, "access_log_format")?,
+            access_log_when: get(d, "access_log_when")?,
+            access_log_forwarded_for: get(d, "access_log_forwarded_for")?,
             server_timing: get(d, "server_timing")?,
             early_hints: get(d, "early_hints")?,
             metrics_bind: get(d, "metrics_bind")?,
@@ -500,6 +523,7 @@ mod tests {
     #[test]
     fn each_enum_has_one_variant_per_allowed_value() {
         agrees("scheduler", &Policy::ALL);
+        agrees("spin", &SpinPolicy::ALL);
         agrees("http2", &Http2Mode::ALL);
         agrees("cert_reqs", &ClientAuth::ALL);
         agrees("tls_min_version", &MinVersion::ALL);

@@ -37,6 +37,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::Server>()?;
     m.add_class::<server::tls::TlsCredentials>()?;
     m.add_function(wrap_pyfunction!(server::tls::load_tls, m)?)?;
+    m.add_function(wrap_pyfunction!(server::allowance::cpu_allowance, m)?)?;
     m.add_class::<wsgi::file_wrapper::FileWrapper>()?;
     m.add_class::<wsgi::input::Input>()?;
     m.add("ClientDisconnected", py.get_type::<ClientDisconnected>())?;

@@ -60,10 +60,48 @@ def test_publish_replaces_only_the_marked_block(standing, tmp_path):
     out = tmp_path / "2026-01-01-standing"
     out.mkdir()
     (out / "standing.md").write_text("NEW TABLE\n")
+    (out / "lost.md").write_text("NEW LOST\n")
     page = tmp_path / "BENCHMARKS.md"
-    page.write_text(f"intro\n{standing.BEGIN}\nold table\n{standing.END}\nrest\n")
+    page.write_text(f"intro\n{standing.BEGIN}\nold table\n{standing.END}\nmiddle\n"
+                    f"{standing.LOST_BEGIN}\nold lost\n{standing.LOST_END}\nrest\n")
     standing.publish(out, page)
-    assert page.read_text() == f"intro\n{standing.BEGIN}\nNEW TABLE\n{standing.END}\nrest\n"
+    assert page.read_text() == (f"intro\n{standing.BEGIN}\nNEW TABLE\n{standing.END}\nmiddle\n"
+                                f"{standing.LOST_BEGIN}\nNEW LOST\n{standing.LOST_END}\nrest\n")
+
+
+def test_what_is_lost_lists_every_row_below_one_with_its_best_peer_and_no_other(standing):
+    res = results([
+        record("S6", "wrk -t1 -c64 (keep-alive)", "sluicegate", 150.0),
+        record("S6", "wrk -t1 -c64 (keep-alive)", "bjoern", 100.0),
+        record("S6", "ab -c64 -n5000 (new connection each)", "sluicegate", 90.0),
+        record("S6", "ab -c64 -n5000 (new connection each)", "uwsgi", 100.0),
+        record("S6", "ab -c64 -n5000 (new connection each)", "sluicegate-base", 500.0),
+        record("S1", "64MiB [bytes]", "sluicegate", 0.02, metric="s", better="lower"),
+        record("S1", "64MiB [bytes]", "uwsgi", 0.01, metric="s", better="lower"),
+    ])
+    lost = standing.lost_markdown(res)
+    listed = [line for line in lost.splitlines() if line.startswith("- ")]
+    assert len(listed) == 2
+    assert "S1 64MiB [bytes]" in listed[0] and "uwsgi" in listed[0] and "0.50×" in listed[0]
+    assert "S6 ab -c64" in listed[1] and "uwsgi" in listed[1] and "0.90×" in listed[1]
+    assert "ab's one thread" in listed[1]  # the measured cause of that case
+    assert "wrk -t1 -c64" not in lost
+    ahead = results([record("S6", "wrk -t1 -c64 (keep-alive)", "sluicegate", 150.0),
+                     record("S6", "wrk -t1 -c64 (keep-alive)", "bjoern", 100.0)])
+    assert not [line for line in standing.lost_markdown(ahead).splitlines() if line.startswith("- ")]
+
+
+def test_benchmarks_md_lists_as_lost_exactly_the_standing_rows_below_one(standing):
+    """The "What is lost" block is the one generated from the run the standing table names."""
+    import json
+    import re
+    text = (BENCH.parent / "BENCHMARKS.md").read_text()
+    assert text.count(standing.LOST_BEGIN) == 1 and text.count(standing.LOST_END) == 1
+    folder = re.search(r"Run \[`([^`]+)`\]", text.split(standing.BEGIN, 1)[1]).group(1)
+    res = json.loads((BENCH / "results" / folder / "results.json").read_text())
+    block = text.split(standing.LOST_BEGIN, 1)[1].split(standing.LOST_END, 1)[0].strip()
+    expected = standing.lost_markdown({**res, "meta": {**res["meta"], "folder": folder}}).strip()
+    assert block == expected
 
 
 def test_benchmarks_md_has_the_block_publish_replaces(standing):

@@ -6,7 +6,9 @@ correctly; other builds of sluicegate, the nginx anchor and the app alone are no
 ratio (above 1: sluicegate ahead; for figures where lower is better the ratio is inverted, so
 it reads the same way), and `standing.md`: a header naming the run's folder, build and exact
 command, the table, and the chart embeds, which `run.py report DIR --publish` puts into
-BENCHMARKS.md between its markers (links relative to the repository's root). Works from
+BENCHMARKS.md between its markers (links relative to the repository's root). The same publish
+writes BENCHMARKS.md's "What is lost" list from the same rows (`lost_markdown`: every row below
+1.0× with its best peer), so that the prose cannot disagree with the table. Works from
 results.json alone: `run.py report DIR` rebuilds it.
 """
 
@@ -53,6 +55,51 @@ def _ratio(ours: dict, best: dict) -> str:
     if a == 0 or b == 0:
         return "level" if a == b else ("ahead" if a == 0 else "behind")
     return f"{b / a:.2f}×"
+
+
+def _below_one(ours: dict, best: dict) -> bool:
+    """Whether sluicegate's figure is behind the best peer's (a ratio under 1.00x, or behind)."""
+    text = _ratio(ours, best)
+    if text == "behind":
+        return True
+    return text.endswith("×") and float(text[:-1]) < 1.0
+
+
+# What bounds a case where a cause outside the server under test was measured: shown beside the
+# row in "What is lost" when it falls below 1.0×. Each names the results folder that shows it.
+CAUSES: dict[tuple[str, str], str] = {
+    ("S6", "ab -c64"): "ab's one thread is the limit: it spends 1/rate of CPU per request against every "
+                       "server (`2026-11-26-wasted-spin`)",
+    ("S13", "c16, CONN_MAX_AGE=0"): "the machine: a server costing nothing beyond the app reaches 1.02× the "
+                                    "best peer (`2026-11-26-static-sendfile`)",
+    ("S13", "c100, CONN_MAX_AGE=0"): "the machine: a server costing nothing beyond the app reaches 1.02× the "
+                                     "best peer (`2026-11-26-static-sendfile`)",
+    ("S16", "hello world, (a)"): "nginx's one worker caps every server near 34,000 req/s (the S16 report's "
+                                 "ceiling)",
+    ("S10", "wrk -c64, 2 workers, kill"): "each kill drops the requests in flight on the killed worker's "
+                                          "connections",
+}
+
+
+def _cause(sid: str, case: str) -> str:
+    return next((why for (s, prefix), why in CAUSES.items() if s == sid and case.startswith(prefix)), "")
+
+
+def lost_markdown(results: dict) -> str:
+    """Every standing row where sluicegate is behind the best peer of the run, with that peer, both
+    figures, the ratio and, where one was measured, what bounds the case."""
+    lines = []
+    for sid, case, ours, best_name, best in rows(results):
+        if ours is None or best is None or not _below_one(ours, best):
+            continue
+        cause = _cause(sid, case)
+        lines.append(f"- **{sid} {case}**: {_figure(ours)} against {best_name}'s {_figure(best)} "
+                     f"({_ratio(ours, best)})" + (f"; {cause}." if cause else "."))
+    if not lines:
+        return "Every row of the standing run is at or above 1.0× its best peer.\n"
+    folder = results["meta"].get("folder", "")
+    head = f"Every row of the standing run{f' `{folder}`' if folder else ''} below 1.0× its best peer:"
+    return "\n".join([head, "", *lines]) + "\n"
 
 
 def _figure(s: dict | None) -> str:
@@ -110,15 +157,24 @@ def markdown(results: dict, out_dir: Path) -> str:
 BEGIN, END = "<!-- standing table: begin -->", "<!-- standing table: end -->"
 
 
+LOST_BEGIN, LOST_END = "<!-- what is lost: begin -->", "<!-- what is lost: end -->"
+
+
 def write(results: dict, out_dir: Path) -> None:
     (out_dir / "standing.md").write_text(markdown(results, out_dir))
+    (out_dir / "lost.md").write_text(lost_markdown({**results, "meta": {**results["meta"], "folder": out_dir.name}}))
+
+
+def _replace_block(text: str, begin: str, end: str, body: str, page: Path) -> str:
+    if begin not in text or end not in text:
+        raise SystemExit(f"{page}: no {begin} ... {end} block")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}{end}{tail}"
 
 
 def publish(out_dir: Path, page: Path) -> None:
-    """Put out_dir's standing.md between the markers of `page` (BENCHMARKS.md)."""
-    text = page.read_text()
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{page}: no {BEGIN} ... {END} block")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    page.write_text(f"{head}{BEGIN}\n{(out_dir / 'standing.md').read_text()}{END}{tail}")
+    """Put out_dir's standing.md and lost.md between their markers of `page` (BENCHMARKS.md)."""
+    text = _replace_block(page.read_text(), BEGIN, END, (out_dir / "standing.md").read_text(), page)
+    text = _replace_block(text, LOST_BEGIN, LOST_END, (out_dir / "lost.md").read_text(), page)
+    page.write_text(text)

@@ -28,6 +28,7 @@ class ServerConfig(TypedDict):
 
     max_runnable: int  # --max-runnable (docs/options.md)
     scheduler: str  # --scheduler (docs/options.md)
+    spin: str  # --spin (docs/options.md)
     header_timeout: float  # --header-timeout (docs/options.md)
     keepalive_timeout: float  # --keepalive-timeout (docs/options.md)
     read_timeout: float  # --read-timeout (docs/options.md)
@@ -68,6 +69,8 @@ class ServerConfig(TypedDict):
     no_control_socket: bool  # --no-control-socket (docs/options.md)
     log_level: str  # --log-level (docs/options.md)
     server_header: str  # --server-header (docs/options.md)
+    access_log_when: str  # --access-log-when (docs/options.md)
+    access_log_forwarded_for: bool  # --access-log-forwarded-for (docs/options.md)
     threads_min: int  # --threads MIN: app threads kept warm (thread_bounds.py resolves auto)
     threads_max: int  # --threads MAX: the most app threads at once
     static: List[Dict[str, Any]]  # --static mounts: dicts of parsers.StaticMount's fields
@@ -179,6 +182,13 @@ class TlsCredentials:
     def subject(self) -> str: ...
     @property
     def not_after(self) -> int: ...
+
+
+def cpu_allowance() -> Dict[str, Any]:
+    """The CPU this process may use, read now: cpus (affinity), quota (CPUs of the cgroup's
+    quota, or None), period_s, cores, workers (what --workers auto starts), online (the
+    machine's CPUs), nr_periods, nr_throttled, throttled_s (None without cpu.stat)."""
+    ...
 
 
 def load_tls(

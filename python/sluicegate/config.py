@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import tls
 from .options import OPTIONS
+from .parsers import UWSGI_FORMAT_PREFIX
 from .validated import Config
 
 #: wsgi.url_scheme of a plain listener (a TLS listener's environ template says "https").
@@ -58,6 +59,8 @@ def core_config(
     table for a worker process (master.py), fd -1 in a single process."""
     out: Dict[str, Any] = {o.name: getattr(cfg, o.name) for o in OPTIONS if o.core}
     out["threads_min"], out["threads_max"] = threads
+    if cfg.uwsgi_log_format is not None:  # --uwsgi-log-format wins over --access-log-format
+        out["access_log_format"] = UWSGI_FORMAT_PREFIX + cfg.uwsgi_log_format
     out["static"] = [m.to_core() for m in cfg.static]
     out["metrics_bind"] = metrics_address(cfg.metrics_bind, balance[2] if balance[0] >= 0 else None)
     out["url_scheme"] = URL_SCHEME

@@ -254,6 +254,13 @@ def process_age(pid: int) -> Optional[float]:
 GAUGES = {"sluicegate_app_calls_in_flight": "in_flight",
           "sluicegate_connections_open": "connections"}
 
+#: Counters a status gives too (summed over their labels), for uWSGI's stats document
+#: (uwsgi_stats.py); `errors` is the requests that ended with `end="error"`.
+COUNTERS = {"sluicegate_response_body_bytes_total": "tx",
+            "sluicegate_app_timeouts_total": "app_timeouts",
+            "sluicegate_request_duration_seconds_sum": "duration_sum",
+            "sluicegate_request_duration_seconds_count": "duration_count"}
+
 
 def calls_listed(cfg: Any) -> bool:
     """Whether a server process lists its app calls for `requests`: the core keeps that
@@ -280,9 +287,13 @@ class Agent:
             "threads": stats["threads"], "busy_threads": stats["busy_threads"],
             "rss": children.worker_rss(pid),
         }
-        for family, _, _, value in Reading(self.server.metrics_text()).samples:
+        for family, key, _, value in Reading(self.server.metrics_text()).samples:
             if family in GAUGES:
                 facts[GAUGES[family]] = int(value)
+            elif key[0] in COUNTERS:
+                facts[COUNTERS[key[0]]] = facts.get(COUNTERS[key[0]], 0) + value
+            elif key[0] == "sluicegate_request_ends_total" and ("end", "error") in key[1]:
+                facts["errors"] = facts.get("errors", 0) + value
         return facts
 
     def requests(self, stacks: bool) -> List[Dict[str, Any]]:

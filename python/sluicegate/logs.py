@@ -25,6 +25,10 @@ from .errors import OptionError
 LOGGER_NAME = "sluicegate"
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
 LOG_DATE_FORMAT = "%Y-%m-%d %H:%M:%S %z"
+#: The line with --log-date (uWSGI's log-date: `DATE - ` before each line).
+DATED_FORMAT = "%(asctime)s - [%(process)d] [%(levelname)s] %(message)s"
+#: C's ctime form, uWSGI's log-date without a format: `Fri Nov 27 02:18:11 2026`.
+CTIME_FORMAT = "%a %b %e %H:%M:%S %Y"
 
 log = logging.getLogger(LOGGER_NAME)
 
@@ -71,12 +75,15 @@ def reopen_error_log(signame: str) -> None:
     log.info("Received %s: error log %s reopened", signame, path)
 
 
-def configure(level: str, setup: Optional[gunicorn_logging.Setup] = None) -> None:
+def configure(level: str, setup: Optional[gunicorn_logging.Setup] = None,
+              date: Optional[str] = None) -> None:
     """The error log: the `sluicegate` logger, to standard error, then gunicorn's logging
     options if any (StartError if logging refuses them). Idempotent (serve() may be called
-    more than once in a process)."""
+    more than once in a process). `date` (--log-date, uWSGI's log-date): each line starts
+    with the time in this strftime format and ` - `, or in C's ctime form for `on`."""
     handler = next((h for h in log.handlers if getattr(h, "_sluicegate", False)), None)
-    formatter = logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT)
+    formatter = logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT) if date is None else \
+        logging.Formatter(DATED_FORMAT, CTIME_FORMAT if date == "on" else date)
     if handler is None or isinstance(handler, gunicorn_logging.ToLogger):
         if handler is not None:
             log.removeHandler(handler)

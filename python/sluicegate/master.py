@@ -47,8 +47,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import (control, hook_objects, hooks, logs, messages, metrics_total, privileges,
-               sd_notify, signals, statsd)
+from . import (control, hook_objects, hooks, log_touch, logs, messages, metrics_total,
+               privileges, sd_notify, signals, statsd, uwsgi_stats)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -131,6 +131,9 @@ class Master(Reloads):
         # --metrics-bind is the master's: the sum over the workers (metrics_total.py).
         self.metrics: Optional[metrics_total.Aggregate] = None
         self.control: Optional[control.MasterControl] = None  # `sluicegate ctl` (control.py)
+        self.stats: Optional[uwsgi_stats.StatsServer] = None  # --stats (uwsgi_stats.py)
+        self.spawns: Dict[int, int] = {}  # worker number -> starts of its slot (--stats)
+        self.touched = log_touch.Touched(cfg.touch_logreopen)  # --touch-logreopen
 
     def _become(self, state: State) -> None:
         if state not in STATE_MOVES[self.state]:
@@ -152,6 +155,8 @@ class Master(Reloads):
             self.control = control.start_master(
                 control.path_for(self.cfg.control_socket, self.cfg.no_control_socket),
                 self._control_view())
+            if self.cfg.stats:
+                self._start_stats()
             log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
             self._hook("nworkers_changed", self.target, None)  # as gunicorn's start does
             for _ in range(self.target):
@@ -167,6 +172,8 @@ class Master(Reloads):
                         more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
                         self._reload(f"Code changed ({shown}{more})")
                 self._check_reading()
+                for path in self.touched.changed():  # --touch-logreopen
+                    self._reopen_logs(f"a touch of {path} (--touch-logreopen)")
                 self._maintain()
                 self._kill_overdue()
                 statsd.workers(len(self.workers))
@@ -187,6 +194,8 @@ class Master(Reloads):
                 self.metrics.close()
             if self.control is not None:
                 self.control.close()
+            if self.stats is not None:
+                self.stats.close()
 
     def _control_view(self) -> control.MasterView:
         """What the control socket reads (on its own thread) and how it asks for an
@@ -201,6 +210,16 @@ class Master(Reloads):
             workers=lambda: [(w.pid, w.slot + 1, w.life.value)
                              for w in list(self.workers.values())],
             signal=queue)
+
+    def _start_stats(self) -> None:
+        """uWSGI's stats server, made from the control socket's status answer (asked of the
+        workers without a control socket too)."""
+        if self.control is None:
+            self.control = control.MasterControl(None, self._control_view())
+        ctl = self.control
+        self.stats = uwsgi_stats.start(
+            self.cfg.stats, self.cfg.stats_http, lambda: ctl.handle({"command": "status"}),
+            uwsgi_stats.socket_infos(self.sockets, self.cfg.backlog), lambda: dict(self.spawns))
 
     def _wait_for_events(self) -> None:
         fds = [self.pipe.read_fd] + [w.pipe for w in self.workers.values()]
@@ -272,6 +291,8 @@ class Master(Reloads):
             return
         elif op is Op.RELOAD:
             self._reload("Received SIGHUP")
+            if self.cfg.log_reopen:  # uWSGI's log-reopen
+                self._reopen_logs(f"{name} with --log-reopen")
         elif op is Op.MORE_WORKERS:
             log.info("Received %s: %d worker(s)", name, self.target + 1)
             self._set_target(self.target + 1)
@@ -281,12 +302,15 @@ class Master(Reloads):
         elif op is Op.UPGRADE:
             self._upgrade()
         elif op is Op.REOPEN_LOGS:
-            logs.reopen_error_log(name)
-            log.info("Received %s: workers reopen their log files", name)
-            for w in self.workers.values():
-                self._kill(w, messages.REOPEN_LOGS)
+            self._reopen_logs(name)
         else:
             log.info("Received %s: ignored", name)
+
+    def _reopen_logs(self, why: str) -> None:
+        logs.reopen_error_log(why)
+        log.info("Received %s: workers reopen their log files", why)
+        for w in self.workers.values():
+            self._kill(w, messages.REOPEN_LOGS)
 
     def _stop(self, graceful: bool) -> None:
         if self.new_master is not None and _alive(self.new_master):
@@ -367,6 +391,7 @@ class Master(Reloads):
             return
         self.worker_age += 1
         age = self.worker_age
+        self.spawns[slot + 1] = self.spawns.get(slot + 1, 0) + 1
         booting = hook_objects.worker(self.cfg, age, "[booting]", os.getpid())
         if self.state is State.STOPPING or not self._hook("pre_fork", booting):
             return
@@ -412,6 +437,8 @@ class Master(Reloads):
                     os.close(other.metrics_fd)
             if self.metrics is not None:
                 self.metrics.forget_in_child()
+            if self.stats is not None:
+                self.stats.forget_in_child()
             signals.reset_in_child()
             os.environ.pop("NOTIFY_SOCKET", None)  # only the master speaks to systemd
             for s in self.sockets:

@@ -25,7 +25,7 @@ import sys
 import typing
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
-from . import control, log_options, options_doc
+from . import control, log_options, options_doc, uwsgi_rows
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress
 from .option_row import ENV_PREFIX, Option
@@ -38,7 +38,7 @@ from .parsers import (
     parse_forwarded_allow_ips, parse_forwarded_headers, parse_health_path, parse_http2,
     parse_log_config_dict, parse_log_level, parse_metrics_bind, parse_path, parse_path_or_off,
     parse_positive_size, parse_proc_name, parse_proxy_protocol, parse_root_path,
-    parse_scheduler, parse_seconds, parse_seconds_or_off, parse_server_header, parse_size,
+    parse_scheduler, parse_seconds, parse_spin, parse_seconds_or_off, parse_server_header, parse_size,
     parse_static, parse_threads, parse_tls_min_version, parse_warmup, parse_worker_class,
     parse_workers,
 )
@@ -216,6 +216,15 @@ OPTIONS: Tuple[Option, ...] = (
         "quickly, on the pool as soon as one blocks (see docs/architecture.md). inline: always "
         "inline (a blocked call is still taken over). pool: always on the pool (for apps known "
         "to block on every request).",
+        "MODE", str, core=True,
+    ),
+    Option(
+        "spin", parse_spin, "auto",
+        "Whether the event loop looks for events for up to 50 µs before it sleeps, when its "
+        "sleeps have been short (a client that answers at once gets its next answer sooner, "
+        "for CPU spent looking). auto: only when the process may use every CPU of the machine "
+        "(no cgroup CPU quota or cpuset below them: in a container with a CPU limit the spin "
+        "would spend the quota the app needs). on: whatever the allowance. off: never.",
         "MODE", str, core=True,
     ),
     Option(
@@ -580,6 +589,7 @@ OPTIONS: Tuple[Option, ...] = (
         "serve() leaves os.environ alone. Set once at start. Give it several times for several.",
         "KEY=VALUE", Tuple[str, ...], short="-e", repeatable=True,
     ),
+    *uwsgi_rows.option_rows(Option, parse_bool),
 )
 
 BY_NAME: Dict[str, Option] = {o.name: o for o in OPTIONS}

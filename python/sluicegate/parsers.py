@@ -245,12 +245,16 @@ ACCESS_LOG_FIELDS = (
 )
 
 
+#: A uWSGI log-format string in --access-log-format (src/observe/log_line.rs, UWSGI_PREFIX).
+UWSGI_FORMAT_PREFIX = "uwsgi:"
+
+
 def parse_access_log_format(value: object) -> str:
     """combined, common, json, a template of {field} names, or gunicorn's %(atom)s format
     (written as gunicorn writes it: log_options.parse_gunicorn_log_format)."""
     text = _str(value)
-    if text in ALLOWED["access_log_format"]:
-        return text
+    if text in ALLOWED["access_log_format"] or text.startswith(UWSGI_FORMAT_PREFIX):
+        return text  # uwsgi:FORMAT: a uWSGI log-format string (--uwsgi-log-format)
     if "%(" in text:
         return parse_gunicorn_log_format(text)
     names = re.findall(r"\{([^{}]*)\}", text)
@@ -370,6 +374,13 @@ def parse_scheduler(value: object) -> str:
     text = _str(value).strip().lower()
     if text not in ALLOWED["scheduler"]:
         raise ValueError(f"expected one of {', '.join(ALLOWED['scheduler'])}")
+    return text
+
+
+def parse_spin(value: object) -> str:
+    text = _str(value).strip().lower()
+    if text not in ALLOWED["spin"]:
+        raise ValueError(f"expected one of {', '.join(ALLOWED['spin'])}")
     return text
 
 
@@ -504,12 +515,14 @@ def parse_server_header(value: object) -> str:
 
 
 def parse_workers(value: object) -> Optional[int]:
-    """N >= 1 worker processes under a master, `auto` for one per CPU this process may use;
-    None (unset): one process, no master."""
+    """N >= 1 worker processes under a master, `auto` for the CPUs this process may use: its
+    cgroup's CPU quota rounded up, at most the CPUs of its affinity (a cpuset), at least one
+    (`_core.cpu_allowance`); None (unset): one process, no master."""
     if value is None:
         return None
     if isinstance(value, str) and value.strip().lower() == "auto":
-        return max(1, len(os.sched_getaffinity(0)))
+        from . import _core  # the allowance is read in one place, the Rust core
+        return int(_core.cpu_allowance()["workers"])
     n = _int(value, "N or auto")
     if not 1 <= n <= 1024:
         raise ValueError("must be between 1 and 1024")

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Dict, Optional, Tuple
 
-from . import control, hook_objects, hooks, sd_notify, tls
+from . import control, hook_objects, hooks, sd_notify, tls, uwsgi_stats
 from .core_server import ServerProcess
 from .errors import SluicegateError
 from .logs import log
@@ -60,17 +60,25 @@ class SingleServer(ServerProcess):
 
     #: The control socket `sluicegate ctl` talks to, while serving.
     _control: Optional[control.ControlServer] = None
+    #: The --stats server (uwsgi_stats.py), while serving.
+    _stats: Optional[uwsgi_stats.StatsServer] = None
 
     def start_control(self, server: Any) -> None:
         agent = control.Agent(server, lambda: self.phase.value, control.calls_listed(self.cfg))
+        handle = control.single_handler(agent, time.monotonic())
         self._control = control.start(
-            control.path_for(self.cfg.control_socket, self.cfg.no_control_socket),
-            control.single_handler(agent, time.monotonic()))
+            control.path_for(self.cfg.control_socket, self.cfg.no_control_socket), handle)
+        self._stats = uwsgi_stats.start(  # uWSGI's stats document, this process its one worker
+            self.cfg.stats, self.cfg.stats_http, lambda: handle({"command": "status"}),
+            uwsgi_stats.socket_infos(self.sockets, self.cfg.backlog))
 
     def stop_control(self) -> None:
         if self._control is not None:
             self._control.close()
             self._control = None
+        if self._stats is not None:
+            self._stats.close()
+            self._stats = None
 
     def on_stopping(self) -> None:
         sd_notify.notify("STOPPING=1", "STATUS=finishing in-flight requests")

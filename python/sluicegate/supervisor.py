@@ -35,7 +35,7 @@ import os
 from typing import Any, Callable, List, Optional, Tuple
 
 from . import (gunicorn_logging, hook_objects, hooks, logs, pidfile, preflight, privileges,
-               proctitle, statsd, syspath, tls)
+               proctitle, statsd, syspath, tls, uwsgi_module)
 from .listeners import BoundSocket, bind_all, inherited_sockets
 from .loader import load_app
 from .logs import log
@@ -74,6 +74,8 @@ def _serve(
     cfg: Config, version: str, owns_process: bool,
     restart: Optional[Tuple[List[str], str]], reread: Optional[Callable[[], Config]],
 ) -> int:
+    if cfg.uwsgi_module:  # before any import of the app: `import uwsgi` works from here on
+        uwsgi_module.install(cfg.workers or 1, cfg.workers is not None)
     app, app_name = _early_app(cfg)
     upgraded_from = os.environ.pop(UPGRADE_ENV, None)
     sockets = _sockets(cfg, upgraded_from)
@@ -96,6 +98,9 @@ def _serve(
             me = hook_objects.worker(cfg, sockets=sockets, app=app)
             proctitle.set_title("server", cfg.proc_name)
             hooks.call(cfg.hooks, "post_worker_init", me)
+            if cfg.uwsgi_module:
+                uwsgi_module.after_worker_start()
+                app = uwsgi_module.wrap_app(app)
             try:
                 single = SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
                                       app_name=app_name, version=version,
@@ -124,7 +129,7 @@ def _serve(
 
 def _settle(cfg: Config) -> Config:
     """The process settings that come first: the error log, the umask, the directory."""
-    logs.configure(cfg.log_level, gunicorn_logging.setup_of(cfg))
+    logs.configure(cfg.log_level, gunicorn_logging.setup_of(cfg), cfg.log_date)
     statsd.install(cfg, log)
     if cfg.umask is not None:
         os.umask(cfg.umask)
@@ -172,6 +177,8 @@ def _boot_worker(
     if cfg.chdir:
         os.chdir(cfg.chdir)
     proctitle.set_title("worker", cfg.proc_name)
+    if cfg.uwsgi_module:
+        uwsgi_module.in_worker(balance[2] + 1, os.getppid())
     master = hook_objects.server(cfg, workers, os.getppid(), sockets, app=app)
     me = hook_objects.worker(cfg, sockets=sockets)
     master.WORKERS[me.pid] = me
@@ -182,6 +189,9 @@ def _boot_worker(
     me.wsgi = me.app.callable = worker_app
     me.booted = True
     hooks.call(cfg.hooks, "post_worker_init", me)
+    if cfg.uwsgi_module:  # uwsgidecorators' @postfork, before the first request
+        uwsgi_module.after_worker_start()
+        worker_app = uwsgi_module.wrap_app(worker_app)
     try:
         server = WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
                               events_fd=events_fd, max_requests=max_requests, workers=workers,

@@ -47,6 +47,7 @@ class Config:
     threads: Optional[Tuple[int, int]]
     max_runnable: int
     scheduler: str
+    spin: str
     backlog: int
     reuse_port: bool
     header_timeout: float
@@ -112,3 +113,12 @@ class Config:
     chdir: Optional[str]
     pythonpath: Optional[str]
     env: Tuple[str, ...]
+    uwsgi_module: bool
+    uwsgi_log_format: Optional[str]
+    access_log_when: str
+    access_log_forwarded_for: bool
+    log_date: Optional[str]
+    log_reopen: bool
+    touch_logreopen: Tuple[str, ...]
+    stats: Optional[str]
+    stats_http: bool

@@ -32,7 +32,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use super::log_line::{parse_format, Entry, Format, LINE_KEEP};
+use super::log_when::When;
 use super::statsd::StatsdLines;
+use crate::config::Config;
 
 /// Bytes of lines waiting for the writer thread at most; more are dropped (and counted).
 pub const BUFFER_MAX: usize = 4 * 1024 * 1024;
@@ -51,6 +53,8 @@ pub type LineSink = Box<dyn Fn(&[u8]) -> Result<(), String> + Send + Sync>;
 
 pub struct AccessLog {
     format: Format,
+    /// `--access-log-when`: which requests get a line.
+    when: When,
     /// The environ variables the format names (lowercased), read after the app's call.
     environ_names: Vec<String>,
     /// The access log's writer; None: the log is off (only statsd is on).
@@ -226,13 +230,19 @@ impl Pending {
 impl AccessLog {
     /// `None` when the log is off (fd < 0 and no `sink`) and no `statsd`. Starts the writer
     /// threads.
+    /// The config's `access_log_fd`, `access_log_format`, `access_log_when` and
+    /// `access_log_forwarded_for` say where and what.
     pub fn new(
-        fd: i32,
-        format: &str,
+        config: &Config,
         sink: Option<LineSink>,
         statsd: Option<(StatsdLines, LineSink)>,
     ) -> Result<Option<AccessLog>, String> {
-        let format = parse_format(format)?;
+        let fd = config.access_log_fd;
+        let mut format = parse_format(&config.access_log_format)?;
+        if let Format::Uwsgi(u) = &mut format {
+            u.forwarded_for = config.access_log_forwarded_for;
+        }
+        let when = When::parse(&config.access_log_when)?;
         let pending = if fd >= 0 || sink.is_some() {
             let thread = std::thread::Builder::new().name("sg-accesslog".into());
             Some(Pending::start(fd, sink, thread)?)
@@ -250,6 +260,7 @@ impl AccessLog {
             return Ok(None);
         }
         Ok(Some(AccessLog {
+            when,
             environ_names: format.environ_names(),
             pending,
             statsd,
@@ -289,7 +300,7 @@ impl AccessLog {
         }
         LINE.with(|cell| {
             let mut line = cell.borrow_mut();
-            if let Some(pending) = &self.pending {
+            if let Some(pending) = self.pending.as_ref().filter(|_| self.when.logs(e)) {
                 line.clear();
                 if pending.to_pipe.load(Ordering::Relaxed) {
                     self.format

@@ -71,6 +71,13 @@ impl LogExtras {
             .map(|(_, v)| v.as_slice())
     }
 
+    /// The response's headers as the app gave them (hop-by-hop ones dropped).
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.headers
+            .iter()
+            .map(|(n, v)| (n.as_slice(), v.as_slice()))
+    }
+
     /// Environ variable `key` (any case), and whether it was a `str`.
     pub fn environ_value(&self, key: &[u8]) -> Option<(&str, bool)> {
         self.environ

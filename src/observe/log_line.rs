@@ -1,6 +1,7 @@
 //! One access log line: the formats `--access-log-format` names (`combined`, Apache's and
 //! nginx's; `common`; `json`, one object per line; a template of named `{fields}`; or
-//! gunicorn's `%(atom)s` format, made by `observe::gunicorn_format`), and the escaping that
+//! gunicorn's `%(atom)s` format, made by `observe::gunicorn_format`; uWSGI's default line and
+//! `log-format` strings, made by `observe::uwsgi_format`), and the escaping that
 //! keeps every line one line of valid text (or valid JSON) whatever bytes the client sent.
 //! Times are UTC (but in gunicorn's format, which has gunicorn's local time): the
 //! CLF time (`06/Nov/1994:08:49:37 +0000`) in `combined`, `common` and a template's `{time}`,
@@ -17,6 +18,7 @@ use super::entry::push_client;
 pub use super::entry::Entry;
 use super::gunicorn_format::{is_gunicorn_format, GunicornFormat};
 use super::timings::micros;
+use super::uwsgi_format::UwsgiFormat;
 use crate::config::allowed_values;
 use crate::http_date::http_date;
 
@@ -85,13 +87,25 @@ pub enum Format {
     Template(Vec<Piece>),
     /// gunicorn's `%(atom)s` templates (`observe::gunicorn_format`).
     Gunicorn(GunicornFormat),
+    /// uWSGI's default line (`uwsgi`) and `log-format` strings (`uwsgi:FORMAT`)
+    /// (`observe::uwsgi_format`).
+    Uwsgi(UwsgiFormat),
 }
 
 /// The named formats, in `allowed_values.txt`'s order for `access_log_format`
 /// (`config::allowed_values`): the name in the same place means the format here.
-fn named_formats() -> [Format; 3] {
-    [Format::Combined, Format::Common, Format::Json]
+fn named_formats() -> [Format; 4] {
+    [
+        Format::Combined,
+        Format::Common,
+        Format::Json,
+        Format::Uwsgi(UwsgiFormat::default_line()),
+    ]
 }
+
+/// The prefix of a uWSGI `log-format` string in `--access-log-format` (what
+/// `--uwsgi-log-format` passes).
+pub const UWSGI_PREFIX: &str = "uwsgi:";
 
 pub fn parse_format(spec: &str) -> Result<Format, String> {
     let names = allowed_values("access_log_format");
@@ -99,6 +113,9 @@ pub fn parse_format(spec: &str) -> Result<Format, String> {
         if let Some(format) = named_formats().into_iter().nth(place) {
             return Ok(format);
         }
+    }
+    if let Some(uwsgi) = spec.strip_prefix(UWSGI_PREFIX) {
+        return Ok(Format::Uwsgi(UwsgiFormat::parse(uwsgi)));
     }
     if is_gunicorn_format(spec) {
         return GunicornFormat::parse(spec).map(Format::Gunicorn);
@@ -136,7 +153,7 @@ impl Format {
     /// The format names Referer, User-Agent or X-Request-ID (looked up once per line).
     pub fn names_headers(&self) -> bool {
         match self {
-            Format::Common | Format::Gunicorn(_) => false,
+            Format::Common | Format::Gunicorn(_) | Format::Uwsgi(_) => false,
             Format::Combined | Format::Json => true,
             Format::Template(pieces) => pieces.iter().any(|p| {
                 matches!(
@@ -149,13 +166,18 @@ impl Format {
 
     /// The format names a response header: the requests' ends keep their headers for it.
     pub fn names_extras(&self) -> bool {
-        matches!(self, Format::Gunicorn(g) if g.names_extras())
+        match self {
+            Format::Gunicorn(g) => g.names_extras(),
+            Format::Uwsgi(u) => u.names_extras(),
+            _ => false,
+        }
     }
 
     /// The environ variables the format names (lowercased), read after the app's call.
     pub fn environ_names(&self) -> Vec<String> {
         match self {
             Format::Gunicorn(g) => g.environ_names(),
+            Format::Uwsgi(u) => u.environ_names(),
             _ => Vec::new(),
         }
     }
@@ -199,6 +221,7 @@ impl Format {
             }
             Format::Json => push_json(line, e, &named, pid),
             Format::Gunicorn(g) => g.make_line(line, e, pid),
+            Format::Uwsgi(u) => u.make_line(line, e, pid),
             Format::Template(pieces) => {
                 for p in pieces {
                     match p {

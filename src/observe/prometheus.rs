@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use super::allowance::Allowance;
 use super::counters::{Histogram, BUCKETS_US};
 use super::process::{self, ProcessReadings};
 use super::table::{Read, Readings, TABLE};
@@ -54,7 +55,38 @@ pub fn render(r: &Readings<'_>) -> String {
     if let Some(p) = process::read() {
         process_series(&mut out, &base, &p);
     }
+    allowance_series(&mut out, &base, &Allowance::read());
     out
+}
+
+/// The CPU the process may use and how often its cgroup's quota stopped it: the cgroup's
+/// figures, the same in every process of a server (read them from one, not summed).
+fn allowance_series(out: &mut String, base: &str, a: &Allowance) {
+    let name = "process_cpu_allowance_cores";
+    header(
+        out,
+        name,
+        "CPUs this process may use: its cgroup's CPU quota, at most the CPUs of its affinity.",
+        "gauge",
+    );
+    sample(out, name, base, None, a.cores());
+    let Some(t) = a.throttling() else { return };
+    let series: [(&str, &str, f64); 2] = [
+        (
+            "process_cpu_throttled_periods_total",
+            "Periods in which the cgroup's CPU quota stopped it (cpu.stat nr_throttled).",
+            t.throttled as f64,
+        ),
+        (
+            "process_cpu_throttled_seconds_total",
+            "Time the cgroup's CPU quota kept it stopped (cpu.stat).",
+            t.throttled_time.as_secs_f64(),
+        ),
+    ];
+    for (name, help, v) in series {
+        header(out, name, help, "counter");
+        sample(out, name, base, None, v);
+    }
 }
 
 fn process_series(out: &mut String, base: &str, p: &ProcessReadings) {

@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pyo3::prelude::*;
 
@@ -69,9 +69,9 @@ impl Shared {
     pub(super) fn run_on_pool(&self, call: Call) -> (Option<Box<Conn>>, Duration) {
         let _attached = crate::wsgi::release::Attached::enter();
         Python::attach(|py| {
-            let start = Instant::now();
+            let clock = self.sched.call_clock();
             let conn = crate::wsgi::run_call(&self.bridge, py, call);
-            let took = start.elapsed();
+            let took = clock.took();
             // A slow call keeps dispatch mode.
             self.sched.note_call(took);
             (conn, took)

@@ -9,6 +9,7 @@
 //! loop (inline or on the pool), `scheduler.rs` decides which (`thread_state.rs`: is a thread asleep), `report.rs` gathers the readings of `stats()`
 //! and `/metrics`, renders `/debug/requests` and logs the `--timeout` lines.
 
+pub mod allowance;
 mod drive;
 mod report;
 pub mod scheduler;
@@ -133,14 +134,14 @@ impl Server {
         )
         .map_err(PyOSError::new_err)?;
         let balance = balance_table(&config)?;
+        crate::observe::uwsgi_format::set_worker_slot(config.balance_fd >= 0, config.balance_slot);
         let (mut st, ctx) = LoopState::new(
             sockets,
             LoopSettings {
                 config: Arc::clone(&config),
                 statics,
                 access_log: crate::observe::access_log::AccessLog::new(
-                    config.access_log_fd,
-                    &config.access_log_format,
+                    &config,
                     access_sink,
                     statsd,
                 )

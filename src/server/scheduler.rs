@@ -48,10 +48,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, O
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::thread_state::thread_is_sleeping;
+use super::thread_state::{run_delay, thread_is_sleeping};
 use crate::clock::clock_time;
 use crate::config::Policy;
 use crate::io::event_loop::LoopState;
+use crate::observe::allowance::Allowance;
 
 mod watch;
 use watch::{Look, Watch};
@@ -98,6 +99,24 @@ const SPARSE_GAP: Duration = Duration::from_millis(8);
 /// The watchdog sleeps (instead of ticking) after this long without an inline call.
 const WATCHDOG_IDLE_AFTER: Duration = Duration::from_secs(1);
 
+/// A pool call's clock (`Scheduler::call_clock`).
+pub struct CallClock {
+    start: Instant,
+    /// The thread's run delay at the start, under a quota.
+    delay: Option<Duration>,
+}
+
+impl CallClock {
+    /// The call's time so far, less the time its thread waited to run under a quota.
+    pub fn took(&self) -> Duration {
+        let wall = self.start.elapsed();
+        match (self.delay, self.delay.and(run_delay())) {
+            (Some(before), Some(after)) => wall.saturating_sub(after.saturating_sub(before)),
+            _ => wall,
+        }
+    }
+}
+
 /// What became of the loop state an inline call parked (`Scheduler::unpark`).
 pub enum Unparked {
     /// Nobody took it: the call's thread drives the loop on.
@@ -123,6 +142,9 @@ enum Mode {
 
 pub struct Scheduler {
     policy: Policy,
+    /// The process's cgroup has a CPU quota (`observe::allowance`): a call's time on the wall
+    /// then includes the periods the quota stopped it, which `call_time` takes off.
+    under_quota: bool,
     mode: AtomicU8,
     /// Incremented when a loop state is parked for an inline call and when it leaves the slot
     /// (taken back, or taken over): odd exactly while a state is parked.
@@ -164,6 +186,7 @@ impl Scheduler {
     pub fn new(policy: Policy) -> Scheduler {
         Scheduler {
             policy,
+            under_quota: Allowance::read().quota.is_some(),
             mode: AtomicU8::new(if policy == Policy::Pool {
                 Mode::Dispatch as u8
             } else {
@@ -224,6 +247,19 @@ impl Scheduler {
             return true;
         }
         false
+    }
+
+    /// Time a pool call from the moment it holds the GIL: `start` is taken before the call and
+    /// `finish` after it. Under a CPU quota the time the thread waited to run (the cgroup's
+    /// throttled periods, `thread_state::run_delay`) is taken off: a throttled call did not
+    /// block, and judged by the wall it would keep the server in dispatch mode and mark its
+    /// route long. Without a quota nothing is read (the wall, as measured for every figure of
+    /// the unconstrained scenarios).
+    pub fn call_clock(&self) -> CallClock {
+        CallClock {
+            start: Instant::now(),
+            delay: if self.under_quota { run_delay() } else { None },
+        }
     }
 
     /// Record a dispatched call's duration (from taking the GIL); slow calls keep dispatch
@@ -369,6 +405,13 @@ impl Scheduler {
                     last_sample = cpu_now.map(|c| (now, c));
                     computing = ran;
                     state_pending |= read_state;
+                    // Computed for `CPU_BOUND_TAKEOVER`: by the thread's CPU clock, so that a
+                    // call stopped by a CPU quota (runnable, not running) is not taken for
+                    // one that computes; by the wall only where that clock cannot be read.
+                    let cpu_bound = match (call_cpu_start, cpu_now) {
+                        (Some(a), Some(b)) => b.saturating_sub(a) >= CPU_BOUND_TAKEOVER,
+                        _ => cpu_bound,
+                    };
                     let blocked = state_pending
                         && !ran
                         && thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed));

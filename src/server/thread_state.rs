@@ -1,6 +1,35 @@
 //! The kernel's view of a server thread: whether it is asleep (a sleep, a socket or database
 //! wait, a lock) or running, read from /proc. The watchdog of inline calls (`scheduler.rs`)
-//! asks it before taking a call's loop away.
+//! asks it before taking a call's loop away. And how long the calling thread has waited to run
+//! (`run_delay`): under a CPU quota, the time the cgroup was throttled, which the clock on the
+//! wall counts as if the call had taken it.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::time::Duration;
+
+thread_local! {
+    /// This thread's `/proc/thread-self/schedstat`, opened at its first use.
+    static SCHEDSTAT: RefCell<Option<File>> = const { RefCell::new(None) };
+}
+
+/// The time the calling thread has spent runnable but not running, so far (`schedstat`'s
+/// second field: the run queue's wait, which includes the periods its cgroup was throttled by
+/// a CPU quota). One `pread` of a file kept open per thread; None where /proc does not say.
+pub(super) fn run_delay() -> Option<Duration> {
+    SCHEDSTAT.with(|cell| {
+        let mut file = cell.borrow_mut();
+        if file.is_none() {
+            *file = File::open("/proc/thread-self/schedstat").ok();
+        }
+        let mut buf = [0u8; 64];
+        let n = file.as_ref()?.read_at(&mut buf, 0).ok()?;
+        let text = std::str::from_utf8(&buf[..n]).ok()?;
+        let ns: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+        Some(Duration::from_nanos(ns))
+    })
+}
 
 /// Is the thread asleep in the kernel (state S or D in /proc), rather than running or waiting
 /// for a CPU (R)? Read only when an inline call outlasts a tick, so its cost (one small file
@@ -25,4 +54,20 @@ pub(super) fn thread_is_sleeping(tid: i32) -> bool {
         return false;
     };
     matches!(stat.get(close + 2), Some(b'S') | Some(b'D'))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The calling thread's run delay is read, and never goes down.
+    #[test]
+    fn the_run_delay_is_read_and_never_goes_down() {
+        let a = super::run_delay().expect("/proc/thread-self/schedstat");
+        let mut x = 0u64;
+        for i in 0..1_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let b = super::run_delay().unwrap();
+        assert!(b >= a);
+    }
 }

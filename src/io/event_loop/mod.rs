@@ -260,6 +260,7 @@ impl LoopState {
         // Sweep often enough that a timeout fires within a quarter of its length (bounded to
         // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
         let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let spin = spin::Spin::new(settings.config.spin);
         let tasks = (settings.h2.is_some() || settings.h3.is_some())
             .then(|| crate::io::h2::Tasks::new(Arc::clone(&waker)));
         let ctx = Arc::new(LoopCtx {
@@ -300,7 +301,7 @@ impl LoopState {
             metrics: None,
             pages_away: Vec::new(),
             tasks,
-            spin: spin::Spin::default(),
+            spin,
         });
         if let Some(b) = &ctx.balance {
             b.publish(0);

@@ -31,6 +31,9 @@
 
 use std::time::Duration;
 
+use crate::config::SpinPolicy;
+use crate::observe::allowance::Allowance;
+
 /// The longest look for events before sleeping.
 pub const SPIN_MOST: Duration = Duration::from_micros(50);
 
@@ -47,6 +50,9 @@ pub const HOLD_MOST: u32 = 64;
 /// The loop's spin limit and what it learned (see the module doc).
 #[derive(Debug, Default)]
 pub struct Spin {
+    /// `--spin off`, or `auto` where the process may not use every CPU of the machine
+    /// (`observe::allowance`: a CPU quota or cpuset below them): the limit stays at none.
+    off: bool,
     limit: Duration,
     /// The last spin ended without its event (the sleep after it tells whether it was close).
     missed: bool,
@@ -57,9 +63,28 @@ pub struct Spin {
 }
 
 impl Spin {
+    /// The spin `--spin` asks for: `auto` spins only where the process may use every CPU of
+    /// the machine (in a container with a CPU quota, a spin spends the quota the app threads
+    /// need, and a throttled loop serves nobody until the next period).
+    pub fn new(policy: SpinPolicy) -> Spin {
+        let off = match policy {
+            SpinPolicy::On => false,
+            SpinPolicy::Off => true,
+            SpinPolicy::Auto => Allowance::read().below_machine(),
+        };
+        Spin {
+            off,
+            ..Spin::default()
+        }
+    }
+
     /// How long to look for events before sleeping.
     pub fn limit(&self) -> Duration {
-        self.limit
+        if self.off {
+            Duration::ZERO
+        } else {
+            self.limit
+        }
     }
 
     /// A spin ended, having `found` an event or not; the thread was `preempted` during it or
@@ -140,6 +165,18 @@ mod tests {
             n += 1;
         }
         n
+    }
+
+    #[test]
+    fn off_never_spins_and_on_grows_as_ever() {
+        let mut off = Spin::new(SpinPolicy::Off);
+        let mut on = Spin::new(SpinPolicy::On);
+        for _ in 0..8 {
+            off.woke(40 * US, true);
+            on.woke(40 * US, true);
+        }
+        assert_eq!(off.limit(), Duration::ZERO);
+        assert_eq!(on.limit(), SPIN_MOST);
     }
 
     #[test]

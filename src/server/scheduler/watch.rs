@@ -17,7 +17,8 @@ pub(super) enum Look {
     /// to see it so, which starts its CPU count). `read_state`: read the
     /// loop thread's kernel state now (looks 1, 2, 4, 8... of a call: each read is a small
     /// file read, not repeated at every look of a call seen computing). `cpu_bound`: it has
-    /// run for `CPU_BOUND_TAKEOVER`: take it over whatever its state.
+    /// run for `CPU_BOUND_TAKEOVER` on the wall: take it over whatever its state (the watchdog
+    /// judges by the loop thread's CPU clock instead wherever it can read it).
     Running {
         first: bool,
         read_state: bool,

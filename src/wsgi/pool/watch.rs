@@ -9,6 +9,7 @@ use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::clock::clock_time;
+use crate::observe::allowance::Allowance;
 
 use super::admission::{
     stalled, Class, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE, COMPUTING_CPU,
@@ -42,7 +43,11 @@ impl<J: Send + 'static> Pool<J> {
         // The share of a core the app threads used, smoothed over the looks (see `climb`);
         // kept while the watcher sleeps (what they did last), `None` until a first window.
         let mut app_share: Option<f64> = None;
-        let mut machine = MachineIdle::default();
+        let allowance = Allowance::read();
+        let mut machine = MachineIdle::new(allowance.quota);
+        // The app threads' share is of the CPU the process may have: under a quota of half a
+        // CPU, half a core is an interpreter kept busy (`climb::INTERPRETER_BUSY`).
+        let one_core = allowance.cores().min(1.0);
         let mut inner = self.inner.lock().unwrap();
         loop {
             if inner.stopping {
@@ -86,12 +91,13 @@ impl<J: Send + 'static> Pool<J> {
                     .saturating_sub(clock_time(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or_default()),
                 _ => Duration::MAX,
             };
+            let machine_idle = machine.idle(now);
             inner = self.inner.lock().unwrap();
             let window = prev.map(|(t, cpu)| (now.duration_since(t), app_cpu.saturating_sub(cpu)));
             prev = Some((now, app_cpu));
             let known = app_cpu != Duration::MAX;
             if let Some((wall, app)) = window.filter(|(wall, _)| known && !wall.is_zero()) {
-                let share = (app.as_secs_f64() / wall.as_secs_f64()).min(2.0);
+                let share = (app.as_secs_f64() / wall.as_secs_f64() / one_core).min(2.0);
                 app_share = Some(app_share.map_or(share, |s| s + (share - s) / APP_SHARE_LOOKS));
             }
             let mut demoted = Vec::new();
@@ -125,7 +131,7 @@ impl<J: Send + 'static> Pool<J> {
             // Not known yet: neither idle nor busy, the rate judges.
             let share = app_share.unwrap_or(UNKNOWN_SHARE);
             if inner.adm.blocking_waits() {
-                inner.adm.climb.machine(machine.idle(now));
+                inner.adm.climb.machine(machine_idle);
             }
             if Self::give_back(&mut inner, &mut stalled) {
                 blocking_streak = 0;
@@ -355,25 +361,31 @@ impl<J> Holder<J> {
 /// 10 ms.
 const MACHINE_SPAN: Duration = Duration::from_millis(100);
 
-/// The idle share of the machine's CPUs over the last `MACHINE_SPAN` or more (for
-/// `Climb::machine`), from the first line of /proc/stat: idle, iowait and niced time over all
-/// (a process at a high nice value yields its CPU to ours).
+/// The idle share of the CPU the process may use over the last `MACHINE_SPAN` or more (for
+/// `Climb::machine`). Under a cgroup CPU quota (`observe::allowance`): the quota's share the
+/// process did not use (its own CPU clock against quota × time; a container's other
+/// processes are assumed to use little). Without one: the machine's, from the first line of
+/// /proc/stat (idle, iowait and niced time over all: a process at a high nice value yields its
+/// CPU to ours), read alone (the whole file is thousands of lines on a large machine).
+/// Read by the watcher before it takes the pool's lock.
 struct MachineIdle {
-    /// The last reading: when, and the idle and total ticks then.
+    /// The quota, in CPUs.
+    quota: Option<f64>,
+    /// The last reading: when, and the idle and total ticks then (under a quota: the
+    /// process's CPU nanoseconds and 0).
     last: Option<(Instant, u64, u64)>,
     idle: f64,
 }
 
-impl Default for MachineIdle {
-    fn default() -> MachineIdle {
+impl MachineIdle {
+    fn new(quota: Option<f64>) -> MachineIdle {
         MachineIdle {
+            quota,
             last: None,
             idle: 1.0,
         }
     }
-}
 
-impl MachineIdle {
     /// The share as of `now` (read again once `MACHINE_SPAN` has passed; 1.0 until known).
     fn idle(&mut self, now: Instant) -> f64 {
         if self
@@ -382,10 +394,22 @@ impl MachineIdle {
         {
             return self.idle;
         }
-        let Some((idle, total)) = std::fs::read_to_string("/proc/stat")
-            .ok()
-            .and_then(|text| cpu_ticks(&text))
-        else {
+        if let Some(quota) = self.quota {
+            let Some(cpu) = clock_time(libc::CLOCK_PROCESS_CPUTIME_ID) else {
+                return self.idle;
+            };
+            let cpu = cpu.as_nanos() as u64;
+            if let Some((t0, cpu0, _)) = self.last {
+                let wall = now.saturating_duration_since(t0).as_nanos() as f64;
+                if wall > 0.0 {
+                    let used = cpu.saturating_sub(cpu0) as f64 / (wall * quota);
+                    self.idle = (1.0 - used).clamp(0.0, 1.0);
+                }
+            }
+            self.last = Some((now, cpu, 0));
+            return self.idle;
+        }
+        let Some((idle, total)) = first_line("/proc/stat").and_then(|line| cpu_ticks(&line)) else {
             return self.idle;
         };
         if let Some((_, idle0, total0)) = self.last {
@@ -396,6 +420,15 @@ impl MachineIdle {
         self.last = Some((now, idle, total));
         self.idle
     }
+}
+
+/// The first line of a file (one read of a few hundred bytes).
+fn first_line(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut buf = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
+    Some(text.lines().next()?.to_string())
 }
 
 /// Idle (nice + idle + iowait) and total ticks of all CPUs, from /proc/stat's `cpu` line.

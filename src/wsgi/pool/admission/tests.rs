@@ -375,4 +375,28 @@ fn short_calls_pass_an_older_long_one_only_so_many_times() {
 fn routes_hash_by_path() {
     assert_eq!(route_hash(b"/a"), route_hash(b"/a"));
     assert_ne!(route_hash(b"/a"), route_hash(b"/b"));
+    assert_ne!(route_hash(b"/a/b"), route_hash(b"/ab"));
+}
+
+#[test]
+fn paths_that_differ_only_in_ids_are_one_route() {
+    assert_eq!(route_hash(b"/users/42"), route_hash(b"/users/7"));
+    assert_eq!(
+        route_hash(b"/users/42/orders/9001"),
+        route_hash(b"/users/1/orders/2")
+    );
+    assert_eq!(
+        route_hash(b"/items/3f2b8c1e-9a4d-4e6f-8b2a-1c3d5e7f9a0b"),
+        route_hash(b"/items/00000000-0000-4000-8000-000000000000")
+    );
+    assert_eq!(
+        route_hash(b"/blobs/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
+        route_hash(b"/blobs/507f1f77bcf86cd799439011")
+    );
+    // Names stay names: a short hex word, a version, a digit inside a word.
+    assert_ne!(route_hash(b"/cafe"), route_hash(b"/dead"));
+    assert_ne!(route_hash(b"/v1/users"), route_hash(b"/v2/users"));
+    assert_ne!(route_hash(b"/users/42"), route_hash(b"/users/42/orders"));
+    assert_ne!(route_hash(b"/users/42"), route_hash(b"/accounts/42"));
+    assert_ne!(route_hash(b"/page1"), route_hash(b"/page2"));
 }
