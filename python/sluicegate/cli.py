@@ -14,7 +14,7 @@ import dataclasses
 import os
 import shlex
 import sys
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from . import __version__, hooks, logs, preflight, privileges, syspath, tls
 from .command_line import from_command_line
@@ -32,10 +32,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args[:1] == ["ctl"]:  # `sluicegate ctl ...`: the control socket's client (ctl.py)
         from . import ctl
         return ctl.main(args[1:])
-    debug = False
     syspath.at_start()  # before a gunicorn config file runs, as gunicorn does
+
+    parsed: List[Dict[str, Raw]] = []
+
+    def given() -> Dict[str, Raw]:
+        """The command line, parsed once (HUP reads the environment and the file again)."""
+        if not parsed:
+            parsed.append(with_default_config(
+                with_gunicorn_cmd_args(from_command_line(args, __version__))))
+        return parsed[0]
+
+    return run(given, [sys.executable, "-m", "sluicegate", *args])
+
+
+def run(read_given: Callable[[], Dict[str, Raw]], restart: List[str]) -> int:
+    """The start shared by the `sluicegate` and `sluicegate-uwsgi` commands: `read_given()`
+    gives the options a command line (and its files) set, at the start and again on HUP;
+    then validate, and serve. `restart` is the command line a master re-executes on USR2.
+    Every user error ends as one line (the module's doc)."""
+    debug = False
     try:
-        given = with_default_config(with_gunicorn_cmd_args(from_command_line(args, __version__)))
+        given = read_given()
         raw = raw_values(given)
         cfg = validate(raw)
         debug = cfg.log_level == "debug"
@@ -54,7 +72,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             here = os.getcwd()
             os.chdir(started_in)  # relative paths are read from there, as at the start
             try:
-                again = validate(raw_values(given))
+                again = validate(raw_values(read_given()))
             finally:
                 os.chdir(here)
             set_env(again.env)  # raw_env as it is now, for the new workers (as gunicorn)
@@ -65,8 +83,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         if cfg.error_log:
             logs.redirect_stderr(cfg.error_log, capture_output=cfg.capture_output)
-        # The command line again, for a master that re-executes itself on USR2 (master.py).
-        restart = [sys.executable, "-m", "sluicegate", *args]
         return serve_config(cfg, __version__, owns_process=True, restart=(restart, os.getcwd()),
                             reread=reread)
     except hooks.HookExit as e:  # logged by the hook's runner already

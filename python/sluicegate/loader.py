@@ -7,6 +7,8 @@ Accepted forms (as gunicorn accepts them):
   - factories: `module:create_app()` and with literal arguments
     `module:create_app('prod', debug=True)`. The call is parsed with `ast`, and only literals
     are allowed (`ast.literal_eval`), so the string can never run arbitrary code.
+  - a file, `file:PATH#APP` (uWSGI's wsgi-file: any name, app.wsgi too), run as a module of
+    its own and then read as `MODULE:APP`.
 
 The current directory goes first on sys.path, so `sluicegate myapp:app` finds ./myapp.py whether
 started as `python -m sluicegate` or as the `sluicegate` console script.
@@ -40,11 +42,16 @@ DEFAULT_ATTRIBUTE = "application"
 #: URI form), which gunicorn's --paste FILE becomes (gunicorn_settings.py).
 PASTE_PREFIX = "config:"
 
+#: The start of an app spec that names a Python file (uWSGI's wsgi-file, uwsgi_convert.py).
+FILE_PREFIX = "file:"
+
 
 def load_app(spec: str) -> Callable[..., Any]:
     """Import and return the WSGI callable named by `spec`; raise LoadError on any failure."""
     if spec.startswith(PASTE_PREFIX):
         return _load_paste(spec)
+    if spec.startswith(FILE_PREFIX):
+        return load_app(f"{_load_file(spec)}:{spec.rpartition('#')[2] or DEFAULT_ATTRIBUTE}")
     module_name, names, call = parse_spec(spec)
     _put_cwd_first_on_sys_path()
     obj: Any = _import(module_name)
@@ -241,3 +248,30 @@ def _load_paste(spec: str) -> Callable[..., Any]:
     if not callable(app):
         raise LoadError(f"PasteDeploy app {spec!r} is not callable")
     return app
+
+
+def _load_file(spec: str) -> str:
+    """Run the file of `file:PATH#APP` (relative to the working directory) as a module named
+    after its path, as uWSGI's wsgi-file does (uwsgi_file_PATH), and return that name."""
+    import importlib.machinery
+    import importlib.util
+    import re
+
+    path = spec[len(FILE_PREFIX):].rpartition("#")[0]
+    if not os.path.isfile(path):
+        raise LoadError(f"app file {path!r} not found (in {os.getcwd()})")
+    name = "uwsgi_file_" + re.sub(r"[^A-Za-z0-9_]", "_", path)
+    if name in sys.modules:
+        return name
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    module_spec = importlib.util.spec_from_loader(name, loader)
+    assert module_spec is not None
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    _put_cwd_first_on_sys_path()
+    try:
+        loader.exec_module(module)
+    except (Exception, SystemExit) as e:
+        del sys.modules[name]
+        raise LoadError(f"cannot run app file {path!r}: {_describe(e)}{_where(e)}") from e
+    return name

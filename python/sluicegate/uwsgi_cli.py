@@ -1,0 +1,115 @@
+"""The `sluicegate-uwsgi` command (also `python -m sluicegate.uwsgi_cli`): uWSGI's command line
+and configuration files unchanged, with only the program's name replaced
+(`uwsgi --ini app.ini` -> `sluicegate-uwsgi --ini app.ini`).
+
+A command of its own rather than a subcommand or flags of `sluicegate`: uWSGI's short options
+mean other things on sluicegate's gunicorn-style command line (`-w` is a module in uWSGI and
+the workers in gunicorn, `-p` the processes and the pid file, `-b` the buffer size and the
+bind address, `-s` a socket), so one command line cannot take both.
+
+The path: uwsgi_config.resolve reads the command line, the files it names and the UWSGI_*
+variables into the (option, value) pairs uWSGI would apply; uwsgi_options.py's table turns
+them into sluicegate's options (one warning line per ignored option, one error line for a
+refused one); then the same start as `sluicegate` (cli.run: validate, serve), with the same
+one-line error contract. On HUP the files are read again, as uWSGI's reload reads them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import __version__, syspath
+from .cli import run
+from .errors import OptionError, SluicegateError
+from .gunicorn_settings import Refused
+from .resolution import Raw
+from .uwsgi_options import given_of, plan_of
+
+USAGE = """usage: sluicegate-uwsgi [uWSGI's options and configuration files]
+
+Serve a WSGI app with sluicegate, configured as uWSGI is: --ini FILE[:SECTION], --yaml,
+--json, --xml, a file named by its extension, uWSGI's options and short options, UWSGI_*
+variables. Each uWSGI option is done, ignored with a warning saying why, or refused saying
+why: docs/uwsgi.md lists them. Signals are uWSGI 2.0's: TERM reloads unless die-on-term,
+INT and QUIT stop, HUP reloads gracefully (docs/operations.md, "Coming from uWSGI")."""
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the `sluicegate-uwsgi` console script."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args in (["--help"], ["-h"]):
+        print(USAGE)
+        return 0
+    if args == ["--version"]:
+        print(f"sluicegate {__version__}")
+        return 0
+    syspath.at_start()
+    try:
+        pairs = resolved(args, os.environ)
+        first = given_from(pairs)
+    except SluicegateError as e:
+        print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
+        return e.exit_code
+    if first.reexec:
+        # The virtualenv (home) has sluicegate-uwsgi of its own: the start goes on there.
+        os.execv(first.reexec, [first.reexec, *args])
+    publish(pairs)
+    state = {"given": first.given}
+
+    def read_given() -> Dict[str, Raw]:
+        """The first resolution at the start; the files as they are now on every HUP (and
+        uwsgi.opt with them, for the new workers)."""
+        given = state.pop("given", None)
+        if given is not None:
+            return given
+        again = resolved(args, os.environ)
+        given = given_from(again).given
+        publish(again)
+        return given
+
+    return run(read_given, [sys.executable, "-m", "sluicegate.uwsgi_cli", *args])
+
+
+class Given:
+    """The sluicegate options of a resolved configuration, and the program to run instead
+    when its virtualenv has sluicegate-uwsgi of its own."""
+
+    def __init__(self, given: Dict[str, Raw], reexec: Optional[str]):
+        self.given = given
+        self.reexec = reexec
+
+
+def resolved(args: List[str], environ: Mapping[str, str]) -> List[Tuple[str, str]]:
+    """uWSGI's resolution of the command line, files and UWSGI_* variables (uwsgi_config.py)."""
+    try:
+        from . import uwsgi_config
+    except ModuleNotFoundError as e:  # pragma: no cover - a build without the language
+        if e.name != f"{__package__}.uwsgi_config":
+            raise
+        raise OptionError("this build cannot read uWSGI configurations (no uwsgi_config)")
+    return list(uwsgi_config.resolve(args, environ))
+
+
+def publish(pairs: Sequence[Tuple[str, str]]) -> None:
+    """`uwsgi.opt` in the app: the resolved options (uwsgi_module.py keeps them in the
+    environment, so the workers forked later have them)."""
+    from . import uwsgi_module
+
+    uwsgi_module.set_options(pairs)
+
+
+def given_from(pairs: Sequence[Tuple[str, str]]) -> Given:
+    """The table applied to the resolved pairs."""
+    plan = plan_of(pairs)
+    try:
+        if plan.settle_virtualenv():  # that environment's own program reads the rest
+            return Given({}, plan.reexec)
+    except Refused as e:
+        raise OptionError(f"uWSGI virtualenv: {e}") from None
+    return Given(given_of(plan), None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
