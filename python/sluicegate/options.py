@@ -25,8 +25,8 @@ import sys
 import typing
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
-from . import (answer_options, control, listeners, log_options, options_doc, process_options,
-               uwsgi_rows)
+from . import (answer_options, control, listeners, log_options, options_doc, options_tls,
+               process_options, uwsgi_rows)
 from .hooks import Hooks, parse_hooks
 from .listeners import BindAddress
 from .option_row import ENV_PREFIX, Option
@@ -34,13 +34,13 @@ from .syspath import parse_pythonpath
 from .validated import Config
 from .parsers import (
     StaticMount, _parse_umask, _str, parse_access_log,
-    parse_access_log_format, parse_app, parse_bind_value, parse_bool, parse_cert_reqs,
+    parse_access_log_format, parse_app, parse_bind_value, parse_bool,
     parse_chdir, parse_count, parse_count_or_zero, parse_env_item, parse_error_log,
     parse_forwarded_allow_ips, parse_forwarded_headers, parse_health_path, parse_http2,
     parse_log_config_dict, parse_log_level, parse_metrics_bind, parse_path, parse_path_or_off,
     parse_positive_size, parse_proc_name, parse_proxy_protocol, parse_root_path,
     parse_scheduler, parse_seconds, parse_spin, parse_seconds_or_off, parse_server_header, parse_size,
-    parse_static, parse_threads, parse_tls_min_version, parse_warmup, parse_worker_class,
+    parse_static, parse_threads, parse_warmup, parse_worker_class,
     parse_workers,
 )
 
@@ -440,38 +440,7 @@ OPTIONS: Tuple[Option, ...] = (
         "--forwarded-allow-ips.",
         "LIST", str, core=True, aliases=("--proxy-allow-from",),
     ),
-    Option(
-        "certfile", parse_path, None,
-        "Serve HTTPS: the certificate chain (PEM: the server certificate first, then its "
-        "intermediates). Every listener then speaks TLS, as with gunicorn, except one bound as "
-        "http:HOST:PORT (a plain health port); without it, https:HOST:PORT makes one listener "
-        "TLS. The files are read and checked (key matches, chain order, expiry) before binding "
-        "and before --user. See docs/tls.md.",
-        "FILE", Optional[str], core=True,
-    ),
-    Option(
-        "keyfile", parse_path, None,
-        "The private key of --certfile (PEM, unencrypted: PKCS#8, SEC1 or PKCS#1). Default: "
-        "the key is in the --certfile file.",
-        "FILE", Optional[str], core=True,
-    ),
-    Option(
-        "ca_certs", parse_path, None,
-        "The CAs (PEM) whose client certificates are accepted, for --cert-reqs optional or "
-        "required (mutual TLS).",
-        "FILE", Optional[str], core=True,
-    ),
-    Option(
-        "cert_reqs", parse_cert_reqs, "none",
-        "Client certificates: none (not asked for), optional (asked for; a valid one sets "
-        "SSL_CLIENT_VERIFY=SUCCESS), required (refused without one). gunicorn's 0, 1, 2 too.",
-        "MODE", str, core=True,
-    ),
-    Option(
-        "tls_min_version", parse_tls_min_version, "1.2",
-        "The oldest TLS version served: 1.2 or 1.3 (nothing older exists here).",
-        "VERSION", str, core=True,
-    ),
+    *options_tls.ROWS,
     Option(
         "forwarded_headers", parse_forwarded_headers, "x-forwarded",
         "Which forwarding headers are read from trusted peers: 'x-forwarded' (X-Forwarded-For, "
