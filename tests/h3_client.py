@@ -4,7 +4,8 @@ implementation independent of the server's (quinn and h3), driven from the test'
 One `H3Client` is one QUIC connection, its asyncio loop on a thread of its own: `request`
 opens a request stream and returns its id at once (several may be in flight on the
 connection), `response` waits (bounded) for that stream's whole answer. The connection's end
-(the server's close, with its reason) and a GOAWAY from the server are recorded.
+(the server's close, with its reason) and a GOAWAY from the server (with its stream id) are
+recorded.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, FrameType, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
-from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamReset
+from aioquic.buffer import Buffer, BufferReadError
+from aioquic.quic.events import ConnectionTerminated, QuicEvent, StreamDataReceived, StreamReset
 
 Headers = Sequence[Tuple[str, str]]
 
@@ -62,6 +64,42 @@ class _H3(H3Connection):
         super()._check_control_frame_type(frame_type)
 
 
+class ControlReader:
+    """The server's control stream read beside aioquic (which discards a GOAWAY's payload):
+    the stream id of each GOAWAY, the last in `goaway_id`."""
+
+    def __init__(self) -> None:
+        self.raw: Dict[int, bytes] = {}
+        self.control: Optional[int] = None
+        self.goaway_id: Optional[int] = None
+
+    def feed(self, stream_id: int, data: bytes) -> None:
+        if stream_id % 4 != 3 or (self.control is not None and stream_id != self.control):
+            return
+        raw = self.raw.get(stream_id, b"") + data
+        buf = Buffer(data=raw)
+        try:
+            if buf.pull_uint_var() != 0:  # not the control stream
+                self.raw.pop(stream_id, None)
+                return
+        except BufferReadError:
+            self.raw[stream_id] = raw
+            return
+        self.control = stream_id
+        at = buf.tell()
+        while True:
+            try:
+                ftype, size = buf.pull_uint_var(), buf.pull_uint_var()
+                payload = buf.pull_bytes(size)
+            except BufferReadError:
+                break
+            at = buf.tell()
+            if ftype == FrameType.GOAWAY:
+                self.goaway_id = Buffer(data=payload).pull_uint_var()
+        # Keep the stream-type byte in front of what is not parsed yet.
+        self.raw[stream_id] = b"\x00" + raw[at:]
+
+
 class _Protocol(QuicConnectionProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -70,8 +108,11 @@ class _Protocol(QuicConnectionProtocol):
         self.responses: Dict[int, Response] = {}
         self.done: Dict[int, asyncio.Event] = {}
         self.terminated: Optional[ConnectionTerminated] = None
+        self.control = ControlReader()
 
     def quic_event_received(self, event: QuicEvent) -> None:
+        if isinstance(event, StreamDataReceived):
+            self.control.feed(event.stream_id, event.data)
         if isinstance(event, ConnectionTerminated):
             self.terminated = event
             for ev in self.done.values():
@@ -195,6 +236,11 @@ class H3Client:
     @property
     def goaway(self) -> bool:
         return self.proto.h3.goaway
+
+    @property
+    def goaway_id(self) -> Optional[int]:
+        """The stream id of the server's last GOAWAY: the first request it will not serve."""
+        return self.proto.control.goaway_id
 
     @property
     def terminated(self) -> Optional[ConnectionTerminated]:

@@ -28,7 +28,7 @@ use sluicegate_proto::BodyFraming;
 use tokio::sync::watch;
 
 use super::early::{self, Handshake};
-use super::stream::{H3Body, H3Reply, RecvHalf};
+use super::stream::{H3Body, H3Cut, H3Reply, RecvHalf};
 use crate::clock::now_ns;
 use crate::config::Config;
 use crate::io::call_io::{CallBody, CallReply};
@@ -42,6 +42,10 @@ use crate::peer::Peer;
 
 /// `H3_NO_ERROR`: the application close code of a connection ended on purpose.
 const H3_NO_ERROR: u32 = 0x100;
+/// `H3_REQUEST_CANCELLED` (RFC 9114 §8.1): the close code of a connection whose requests were
+/// cut by a stop (each cut stream is reset with it too: their calls had started, so they are
+/// not `H3_REQUEST_REJECTED`, which says the app never saw the request, §4.1.1).
+const H3_REQUEST_CANCELLED: u32 = 0x10c;
 
 /// What the endpoints' tasks work with.
 pub(super) struct Share {
@@ -54,18 +58,27 @@ pub(super) struct Share {
     pub open: Arc<AtomicUsize>,
 }
 
-/// Accept connections on `endpoint` (listener `listener`'s address) until a stop, when it
-/// refuses new ones; the connections finish on their own tasks.
+/// Accept connections on `endpoint` (listener `listener`'s address) until a stop; from a
+/// graceful stop's start to its end each new connection is refused at once
+/// (`CONNECTION_REFUSED`), so its client goes elsewhere now. An endpoint with no server
+/// configuration (what this did before) drops Initials unanswered: a client that came during
+/// the drain waited its whole handshake timeout, past the server's exit. The connections open
+/// finish on their own tasks.
 pub(super) async fn accept_loop(
     endpoint: quinn::Endpoint,
     share: Arc<Share>,
     listener: usize,
     mut stop: watch::Receiver<Stop>,
 ) {
+    let mut draining = *stop.borrow() >= Stop::Graceful;
     loop {
         tokio::select! {
             incoming = endpoint.accept() => {
                 let Some(mut incoming) = incoming else { break };
+                if draining {
+                    incoming.refuse();
+                    continue;
+                }
                 let h3 = &share.ctx.counters().h3;
                 if h3.handshaking.load(Ordering::Relaxed) >= share.config.http3_retry_above as u64
                     && !incoming.remote_address_validated()
@@ -82,10 +95,12 @@ pub(super) async fn accept_loop(
                 tasks::current().spawn(task);
             }
             changed = stop.changed() => {
-                if changed.is_err() || *stop.borrow() >= Stop::Graceful {
+                let state = *stop.borrow();
+                if changed.is_err() || state == Stop::Immediate {
                     endpoint.set_server_config(None);
                     break;
                 }
+                draining = state >= Stop::Graceful;
             }
         }
     }
@@ -129,13 +144,53 @@ struct PerConn {
     /// when certificates are asked for).
     tls: OnceLock<Option<Arc<TlsFacts>>>,
     handshake: Handshake,
+    /// The answers of the calls dispatched, to reset at a cut ([`PerConn::cut_streams`]);
+    /// those whose call is over are dropped as new ones come.
+    answers: Mutex<Vec<H3Cut>>,
 }
+
+/// Past this many answers kept, the finished ones are dropped from [`PerConn::answers`].
+const ANSWERS_PRUNE: usize = 32;
 
 impl PerConn {
     fn tls_facts(&self) -> Option<Arc<TlsFacts>> {
         let made = self.tls.get_or_init(|| super::tls_facts::facts(&self.conn));
         made.clone()
     }
+
+    fn keep_answer(&self, cut: H3Cut) {
+        let mut answers = self.answers.lock().unwrap();
+        if answers.len() >= ANSWERS_PRUNE {
+            answers.retain(|a| !a.released());
+        }
+        answers.push(cut);
+    }
+
+    /// A stop cuts the calls still running: each one's stream is reset with
+    /// `H3_REQUEST_CANCELLED` (a send under way on its app thread resets it there). Without
+    /// this the connection's close was the only word a client got of its cut requests.
+    fn cut_streams(&self) {
+        for answer in self.answers.lock().unwrap().drain(..) {
+            if !answer.released() {
+                answer.cut(false);
+            }
+        }
+    }
+}
+
+/// One turn of the loop's task set, so the connection's driver (woken by what this task just
+/// did) runs before this task goes on.
+async fn next_turn() {
+    let mut turned = false;
+    std::future::poll_fn(|cx| {
+        if turned {
+            return Poll::Ready(());
+        }
+        turned = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await;
 }
 
 /// Serve requests until the connection ends: the client's close or GOAWAY, an error, the
@@ -169,6 +224,7 @@ async fn serve_conn(
         conn: conn.clone(),
         tls: OnceLock::new(),
         handshake,
+        answers: Mutex::new(Vec::new()),
     });
     let mut going_away = false;
     // How long the close waits for the last bytes' acknowledgement.
@@ -213,7 +269,14 @@ async fn serve_conn(
                 if changed.is_err() || state == Stop::Immediate {
                     let cut = per.live.load(Ordering::SeqCst) as u64;
                     share.ctx.counters().cut.fetch_add(cut, Ordering::Relaxed);
-                    conn.close(VarInt::from_u32(H3_NO_ERROR), b"");
+                    let mut code = H3_NO_ERROR;
+                    if cut > 0 {
+                        // The resets go out before the close, which drops frames not sent.
+                        per.cut_streams();
+                        next_turn().await;
+                        code = H3_REQUEST_CANCELLED;
+                    }
+                    conn.close(VarInt::from_u32(code), b"");
                     return;
                 }
                 linger = share.ctx.graceful_left();
@@ -230,9 +293,19 @@ async fn serve_conn(
         _ = conn.closed() => {}
         _ = until_quiet(&conn, linger) => {}
         _ = stop.wait_for(|s| *s == Stop::Immediate) => {}
+        () = reject_late(&mut h3c) => {}
     }
     conn.close(VarInt::from_u32(H3_NO_ERROR), b"");
     drop(h3c);
+}
+
+/// After the GOAWAY and the last call: a request the client sent before the GOAWAY reached it
+/// is reset with `H3_REQUEST_REJECTED` by `h3`'s accept (so the client sends it again
+/// elsewhere) rather than left unanswered until the close, which said nothing of it. Never
+/// ends.
+async fn reject_late(h3c: &mut h3::server::Connection<h3_quinn::Connection, Bytes>) {
+    while let Ok(Some(_)) = h3c.accept().await {}
+    std::future::pending::<()>().await;
 }
 
 /// The shortest look for a quiet connection in [`until_quiet`].
@@ -352,6 +425,7 @@ async fn start_stream(
         return;
     }
     let reply = H3Reply::new(send, cfg.write_timeout);
+    per.keep_answer(reply.cut_handle());
     let unknown_length = head.body == BodyFraming::Chunked;
     let body = match first {
         Peek::End => None,

@@ -10,6 +10,9 @@
 //!   configuration until [`H3Hub::start`] makes the endpoints on the loop; the sockets' epoll
 //!   events ([`H3Hub::event`]); the stop ([`H3Hub::set_stop`]); the connections open.
 //! - `runtime.rs`: quinn's `Runtime` over the loop, and the loop's UDP socket.
+//! - `route.rs`: datagrams routed by connection ID between the workers sharing a port, so a
+//!   worker's coming or going moves no open connection, and a stopping worker's new
+//!   connections go to the others.
 //! - `conn.rs`: the endpoint's accept loop and one connection's task (handshake, requests,
 //!   idle timeout, GOAWAY at a stop).
 //! - `stream.rs`: one request stream from its app thread: the body in, the response out.
@@ -25,6 +28,7 @@ mod config;
 mod conn;
 mod early;
 mod own_answer;
+mod route;
 pub mod runtime;
 pub mod stream;
 mod tls_facts;
@@ -134,10 +138,15 @@ impl H3Hub {
         });
         let mut sockets = Vec::new();
         for (i, b) in bound.into_iter().enumerate() {
-            let udp = LoopUdp::new(b.socket, registry, mio::Token(token_base + i))?;
+            let route = route::Route::bind(b.socket.local_addr()?.port());
+            let mut endpoint_config = quinn::EndpointConfig::default();
+            if route.is_some() {
+                endpoint_config.cid_generator(|| Box::new(route::TaggedCids::new()));
+            }
+            let udp = LoopUdp::new(b.socket, route, registry, mio::Token(token_base + i))?;
             sockets.push(Arc::clone(&udp));
             let endpoint = quinn::Endpoint::new_with_abstract_socket(
-                quinn::EndpointConfig::default(),
+                endpoint_config,
                 Some(b.quic),
                 udp,
                 Arc::clone(&runtime) as Arc<dyn quinn::Runtime>,
@@ -177,6 +186,11 @@ impl H3Hub {
     /// The stop as the loop sees it now: endpoints stop accepting, connections send GOAWAY
     /// (graceful) or close (immediate).
     pub fn set_stop(&self, state: Stop) {
+        if state >= Stop::Graceful {
+            for udp in self.sockets.get().into_iter().flatten() {
+                udp.drain();
+            }
+        }
         self.stop.send_if_modified(|s| {
             let moved = state > *s;
             if moved {

@@ -9,7 +9,9 @@
 //!   its own; an event sets its readiness and wakes the task that waited for it
 //!   ([`LoopUdp::event`], called by the loop). Sending and receiving go through quinn-udp's
 //!   `UdpSocketState`, which uses GSO and GRO where the kernel has them (many datagrams per
-//!   system call) and the packet-info control messages QUIC needs.
+//!   system call) and the packet-info control messages QUIC needs. Beside it, the endpoint's
+//!   inbox of datagrams other workers route to it, and the datagrams it routes to them
+//!   (`route.rs`), under the same token.
 
 use std::fmt;
 use std::future::Future;
@@ -78,6 +80,8 @@ impl Runtime for LoopRuntime {
 
 const READ: u8 = 1;
 const WRITE: u8 = 2;
+/// The inbox of routed datagrams may be readable (set with `READ` by a readable event).
+const INBOX: u8 = 4;
 
 /// A UDP socket of the loop's epoll (edge-triggered): a readiness bit is set by an event and
 /// cleared by the call that finds the socket empty or full, and the task waiting for it is
@@ -85,6 +89,7 @@ const WRITE: u8 = 2;
 pub struct LoopUdp {
     io: mio::net::UdpSocket,
     state: UdpSocketState,
+    route: Option<super::route::Route>,
     ready: AtomicU8,
     read_waker: Mutex<Option<Waker>>,
     write_waker: Mutex<Option<Waker>>,
@@ -100,9 +105,10 @@ impl fmt::Debug for LoopUdp {
 
 impl LoopUdp {
     /// Wrap a bound socket (made non-blocking here) and register it with the loop under
-    /// `token`.
+    /// `token`, with `route`'s inbox beside it.
     pub fn new(
         socket: std::net::UdpSocket,
+        mut route: Option<super::route::Route>,
         registry: &mio::Registry,
         token: mio::Token,
     ) -> io::Result<Arc<LoopUdp>> {
@@ -114,10 +120,14 @@ impl LoopUdp {
             token,
             mio::Interest::READABLE | mio::Interest::WRITABLE,
         )?;
+        if let Some(r) = route.as_mut() {
+            registry.register(&mut r.inbox, token, mio::Interest::READABLE)?;
+        }
         Ok(Arc::new(LoopUdp {
             io,
             state,
-            ready: AtomicU8::new(READ | WRITE),
+            route,
+            ready: AtomicU8::new(READ | WRITE | INBOX),
             read_waker: Mutex::new(None),
             write_waker: Mutex::new(None),
         }))
@@ -125,7 +135,7 @@ impl LoopUdp {
 
     /// An epoll event for the socket (on the loop's thread).
     pub fn event(&self, readable: bool, writable: bool) {
-        let bits = (u8::from(readable) * READ) | (u8::from(writable) * WRITE);
+        let bits = (u8::from(readable) * (READ | INBOX)) | (u8::from(writable) * WRITE);
         self.ready.fetch_or(bits, Ordering::AcqRel);
         if readable {
             if let Some(w) = self.read_waker.lock().unwrap().take() {
@@ -153,6 +163,35 @@ impl LoopUdp {
     pub fn deregister(&self, registry: &mio::Registry) {
         let mut fd = mio::unix::SourceFd(&std::os::fd::AsRawFd::as_raw_fd(&self.io));
         let _ = registry.deregister(&mut fd);
+        if let Some(r) = &self.route {
+            let mut fd = mio::unix::SourceFd(&std::os::fd::AsRawFd::as_raw_fd(&r.inbox));
+            let _ = registry.deregister(&mut fd);
+        }
+    }
+
+    /// A graceful stop began: new connections' datagrams go to another worker (`route.rs`).
+    pub fn drain(&self) {
+        if let Some(r) = &self.route {
+            r.drain();
+        }
+    }
+
+    /// One datagram from the inbox into `buf`, if one is there.
+    fn read_inbox(&self, buf: &mut [u8], meta: &mut RecvMeta) -> Option<io::Result<usize>> {
+        let route = self.route.as_ref()?;
+        match route.receive(buf) {
+            Ok(Some(m)) => {
+                *meta = m;
+                Some(Ok(1))
+            }
+            // One that did not fit, dropped: look again.
+            Ok(None) => None,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
+            Err(_) => {
+                self.ready.fetch_and(!INBOX, Ordering::AcqRel);
+                None
+            }
+        }
     }
 }
 
@@ -198,15 +237,42 @@ impl AsyncUdpSocket for LoopUdp {
         bufs: &mut [IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> Poll<io::Result<usize>> {
+        let wanted = if self.route.is_some() {
+            READ | INBOX
+        } else {
+            READ
+        };
         loop {
-            if !self.poll_ready(READ, &self.read_waker, cx) {
+            if !self.poll_ready(wanted, &self.read_waker, cx) {
                 return Poll::Pending;
+            }
+            let ready = self.ready.load(Ordering::Acquire);
+            if ready & INBOX != 0 && self.route.is_some() {
+                if let Some(got) = self.read_inbox(&mut bufs[0], &mut meta[0]) {
+                    return Poll::Ready(got);
+                }
+                continue;
+            }
+            if ready & READ == 0 {
+                continue;
             }
             match self.state.recv((&self.io).into(), bufs, meta) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.ready.fetch_and(!READ, Ordering::AcqRel);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(n) => {
+                    // Another worker's connections' datagrams go to it; a datagram sent
+                    // there is left empty here (quinn skips it).
+                    if let Some(route) = &self.route {
+                        for (m, buf) in meta.iter_mut().zip(bufs.iter()).take(n) {
+                            if route.steer(m, &buf[..m.len]) {
+                                m.len = 0;
+                            }
+                        }
+                    }
+                    return Poll::Ready(Ok(n));
+                }
                 other => return Poll::Ready(other),
             }
         }

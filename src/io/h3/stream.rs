@@ -245,6 +245,11 @@ impl PartialEq for H3Cut {
 impl Eq for H3Cut {}
 
 impl H3Cut {
+    /// Only this handle holds the stream still: its call and its answer are over.
+    pub fn released(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
+
     /// `answer`: send `504 Gateway Timeout` if the head was not sent; else reset the stream. A
     /// send in progress on the app thread stops waiting and resets the stream itself.
     pub fn cut(&self, answer: bool) {

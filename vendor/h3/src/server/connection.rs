@@ -158,12 +158,17 @@ where
     /// See [connection shutdown](https://www.rfc-editor.org/rfc/rfc9114.html#connection-shutdown) for more information.
     #[cfg_attr(feature = "tracing", instrument(skip_all, level = "trace"))]
     pub async fn shutdown(&mut self, max_requests: usize) -> Result<(), ConnectionError> {
-        let max_id = self
-            .last_accepted_stream
-            .map(|id| id + max_requests)
-            .unwrap_or(StreamId::FIRST_REQUEST);
+        // RFC 9114 §5.2: the GOAWAY carries the first stream that is not processed ("requests
+        // ... with the indicated identifier or greater are rejected"), never the last one that
+        // is: a client told the last accepted id takes that request for rejected.
+        let first_refused = match self.last_accepted_stream {
+            Some(id) => id + (max_requests + 1),
+            None => StreamId::FIRST_REQUEST + max_requests,
+        };
 
-        self.inner.shutdown(&mut self.sent_closing, max_id).await
+        self.inner
+            .shutdown(&mut self.sent_closing, first_refused)
+            .await
     }
 
     /// Accepts an incoming bidirectional stream.
@@ -199,8 +204,8 @@ where
                     // When the connection is in a graceful shutdown procedure, reject all
                     // incoming requests not belonging to the grace interval. It's possible that
                     // some acceptable request streams arrive after rejected requests.
-                    if let Some(max_id) = self.sent_closing {
-                        if s.send_id() > max_id {
+                    if let Some(first_refused) = self.sent_closing {
+                        if s.send_id() >= first_refused {
                             s.stop_sending(Code::H3_REQUEST_REJECTED.value());
                             s.reset(Code::H3_REQUEST_REJECTED.value());
                             if self.poll_requests_completion(cx).is_ready() {
