@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes};
 use h3::error::Code;
 use h3::server::RequestStream;
+use sluicegate_proto::h3::BodyCount;
 use sluicegate_proto::ProtoError;
 
 use crate::io::h2::stream::response_of;
@@ -137,40 +138,51 @@ pub struct H3Body {
     pending: Bytes,
     ended: bool,
     /// `--limit-body` for a body without a `content-length` (one with it was checked with
-    /// the head).
+    /// the head, and the count holds the DATA to it).
     max_body: Option<u64>,
-    received: u64,
-    /// `Expect: 100-continue`: the response to send the interim 100 on, at the first read.
-    continue_to: Option<Arc<Shared>>,
+    /// The DATA received against the `content-length` (proto decides what is malformed).
+    count: BodyCount,
+    /// Malformed already: every read fails so, and the stream was reset.
+    malformed: Option<ProtoError>,
+    /// Malformed by the bytes that came with the head: refused at the first read.
+    first_fault: Option<ProtoError>,
+    /// `Expect: 100-continue`: the interim 100 is owed at the first read.
+    continue_owed: bool,
+    /// The response's side: the 100, and the reset of a malformed request.
+    reply: Arc<Shared>,
     write_timeout: Duration,
 }
 
 impl H3Body {
     /// The body of the stream `reply` answers: `expect_continue` sends `100 Continue` at the
-    /// first read; `max_body` holds a body of unknown length to the limit; `first`: the body's
-    /// bytes already taken from the stream.
+    /// first read; `max_body` holds a body of unknown length to the limit; `declared`: its
+    /// `content-length`; `first`: the body's bytes already taken from the stream.
     pub fn new(
         recv: RecvHalf,
         reply: &H3Reply,
         expect_continue: bool,
-        max_body: Option<u64>,
+        (max_body, declared): (Option<u64>, Option<u64>),
         first: Bytes,
     ) -> H3Body {
+        let mut count = BodyCount::new(declared);
+        let first_fault = count.data(first.len()).err();
         H3Body {
             recv,
-            received: first.len() as u64,
             pending: first,
             ended: false,
             max_body,
-            continue_to: expect_continue.then(|| Arc::clone(&reply.shared)),
+            count,
+            malformed: None,
+            first_fault,
+            continue_owed: expect_continue,
+            reply: Arc::clone(&reply.shared),
             write_timeout: reply.write_timeout,
         }
     }
 
     fn send_continue(&mut self) {
-        let Some(shared) = self.continue_to.take() else {
-            return;
-        };
+        self.continue_owed = false;
+        let shared = &self.reply;
         let mut side = shared.send.lock().unwrap();
         if side.head_sent || side.ended || shared.cut.load(Ordering::Acquire) {
             return;
@@ -185,14 +197,32 @@ impl H3Body {
         });
     }
 
+    /// The request is malformed (RFC 9114 §4.1.2): the answer's side of the stream is reset
+    /// with H3_MESSAGE_ERROR, so no answer can follow; the app's read fails.
+    fn refuse(&mut self, e: ProtoError) -> io::Error {
+        if self.malformed.is_none() {
+            self.malformed = Some(e);
+            // No STOP_SENDING here: h3-quinn's `stop_sending` panics while a read is under
+            // way; the receiving half's drop at the call's end stops the client.
+            self.reply.send.lock().unwrap().reset(Code::H3_MESSAGE_ERROR);
+        }
+        self.ended = true;
+        self.pending = Bytes::new();
+        io::Error::new(io::ErrorKind::InvalidData, e)
+    }
+
     /// Up to `max` body bytes, waiting up to `timeout` for a DATA frame; empty at the end of
     /// the body. The errors are `io::h2::stream::StreamBody::read`'s: `TimedOut`,
-    /// `ConnectionReset`, or `InvalidData` carrying [`ProtoError::PayloadTooLarge`].
+    /// `ConnectionReset`, or `InvalidData` carrying [`ProtoError::PayloadTooLarge`] or, for a
+    /// malformed body, [`ProtoError::BadRequest`].
     pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
-        if self.continue_to.is_some() {
+        if let Some(e) = self.malformed.or(self.first_fault.take()) {
+            return Err(self.refuse(e));
+        }
+        if self.continue_owed {
             self.send_continue();
         }
-        if self.max_body.is_some_and(|m| self.received > m) {
+        if self.max_body.is_some_and(|m| self.count.received() > m) {
             return Err(too_large());
         }
         while self.pending.is_empty() && !self.ended {
@@ -203,14 +233,21 @@ impl H3Body {
             })?;
             match next {
                 Ok(Some(b)) => {
-                    self.received += b.len() as u64;
-                    if self.max_body.is_some_and(|m| self.received > m) {
+                    if let Err(e) = self.count.data(b.len()) {
+                        return Err(self.refuse(e));
+                    }
+                    if self.max_body.is_some_and(|m| self.count.received() > m) {
                         self.ended = true;
                         return Err(too_large());
                     }
                     self.pending = b;
                 }
-                Ok(None) => self.ended = true,
+                Ok(None) => {
+                    if let Err(e) = self.count.end() {
+                        return Err(self.refuse(e));
+                    }
+                    self.ended = true;
+                }
                 Err(e) => return Err(gone(e)),
             }
         }
