@@ -358,7 +358,7 @@ async fn start_stream(
         });
         return;
     }
-    let reply = H3Reply::new(send, cfg.write_timeout);
+    let reply = H3Reply::new(send, cfg.write_timeout, tasks::current());
     let unknown_length = head.body == BodyFraming::Chunked;
     let declared = match head.body {
         BodyFraming::Length(n) => Some(n),
