@@ -104,11 +104,13 @@ async fn serve_one(
         .by_request
         .open_connections
         .fetch_add(1, Ordering::Relaxed);
-    counters.h3.open.fetch_add(1, Ordering::Relaxed);
     if let Some((conn, handshake)) = early::handshake(&share.config, &share.ctx, incoming).await {
+        // Open once the handshake is done (or 0-RTT serves): a handshake under way is
+        // `handshaking`'s.
+        counters.h3.open.fetch_add(1, Ordering::Relaxed);
         serve_conn(&share, (conn, handshake), listener, &mut stop).await;
+        counters.h3.open.fetch_sub(1, Ordering::Relaxed);
     }
-    counters.h3.open.fetch_sub(1, Ordering::Relaxed);
     counters
         .by_request
         .open_connections
