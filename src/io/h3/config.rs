@@ -18,6 +18,21 @@ use crate::config::Config;
 const STREAM_WINDOW: u32 = 1024 * 1024;
 /// A connection's receive window: several streams' worth (as HTTP/2's).
 const CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
+/// The most one connection keeps unacknowledged (quinn's send window; its default, 10 MiB,
+/// let a client that stops acknowledging pin about 11.7 MiB per connection). 4 MiB is 1.6 s
+/// of a 20 Mbit/s link, several round trips of a lossy one.
+pub const SEND_WINDOW: u64 = 4 * 1024 * 1024;
+/// The most all of a process's connections keep unacknowledged: each connection's window is
+/// its share among those open (`progress.rs` sets it again as they come and go).
+pub const SEND_WINDOW_PER_PROCESS: u64 = 64 * 1024 * 1024;
+/// The least share: past 1,024 connections the process's total grows by this per connection.
+const SEND_WINDOW_FLOOR: u64 = 64 * 1024;
+
+/// A connection's send window with `open` connections open in the process.
+pub fn send_window(open: u64) -> u64 {
+    (SEND_WINDOW_PER_PROCESS / open.max(1)).clamp(SEND_WINDOW_FLOOR, SEND_WINDOW)
+}
+
 /// Unidirectional streams a client may open: HTTP/3 needs three (control, QPACK encoder and
 /// decoder); a few more for the reserved (grease) streams clients send.
 const UNI_STREAMS: u32 = 8;
@@ -65,6 +80,7 @@ pub fn server_config(
         .max_concurrent_uni_streams(VarInt::from_u32(UNI_STREAMS))
         .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         .receive_window(VarInt::from_u32(CONNECTION_WINDOW))
+        .send_window(SEND_WINDOW)
         .max_idle_timeout(Some(
             IdleTimeout::try_from(PEER_SILENCE).expect("a 30 s idle timeout fits"),
         ))

@@ -108,6 +108,12 @@ async fn serve_one(
         // Open once the handshake is done (or 0-RTT serves): a handshake under way is
         // `handshaking`'s.
         counters.h3.open.fetch_add(1, Ordering::Relaxed);
+        let (watched, watch_share) = (conn.clone(), Arc::clone(&share));
+        tasks::current().spawn(async move {
+            let ctx = &watch_share.ctx;
+            let timeout = watch_share.config.write_timeout;
+            super::progress::watch(watched, &ctx.counters().h3, timeout).await;
+        });
         serve_conn(&share, (conn, handshake), listener, &mut stop).await;
         counters.h3.open.fetch_sub(1, Ordering::Relaxed);
     }
