@@ -70,6 +70,7 @@ class Config:
     http3: bool
     http3_0rtt: bool
     http3_retry_above: int
+    http3_congestion: str
     static: Tuple[StaticMount, ...]
     static_fallthrough: bool
     write_high_water: int

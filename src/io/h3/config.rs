@@ -1,7 +1,8 @@
 //! The QUIC side of a TLS listener: its UDP socket ([`bind_udp`]), its QUIC server
 //! configuration ([`server_config`]: the listener's own rustls configuration, so the same
 //! certificate, client-certificate rule, provider and ticket key, with ALPN `h3`; QUIC is TLS
-//! 1.3 only; 0-RTT only with `--http3-0rtt`: [`early_data`]), its transport limits, and the
+//! 1.3 only; 0-RTT only with `--http3-0rtt`: [`early_data`]), its transport limits and
+//! congestion controller (`--http3-congestion`), and the
 //! `Alt-Svc` value HTTP/1.1 and HTTP/2 answers advertise it with ([`alt_svc_static`]).
 
 use std::net::SocketAddr;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use quinn::crypto::rustls::QuicServerConfig;
 use quinn::{IdleTimeout, TransportConfig, VarInt};
 
-use crate::config::Config;
+use crate::config::{Config, Http3Congestion};
 
 /// A stream's receive window: the most request body buffered for one stream the app has not
 /// read yet (as HTTP/2's `STREAM_WINDOW`).
@@ -85,8 +86,25 @@ pub fn server_config(
             IdleTimeout::try_from(PEER_SILENCE).expect("a 30 s idle timeout fits"),
         ))
         .keep_alive_interval(Some(KEEP_ALIVE_PING));
+    congestion(&mut transport, config.http3_congestion);
     server.transport_config(Arc::new(transport));
     Ok(server)
+}
+
+/// `--http3-congestion`: quinn's controller, each with quinn's defaults.
+fn congestion(transport: &mut TransportConfig, which: Http3Congestion) {
+    use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
+    match which {
+        Http3Congestion::Cubic => {
+            transport.congestion_controller_factory(Arc::new(CubicConfig::default()))
+        }
+        Http3Congestion::NewReno => {
+            transport.congestion_controller_factory(Arc::new(NewRenoConfig::default()))
+        }
+        Http3Congestion::Bbr => {
+            transport.congestion_controller_factory(Arc::new(BbrConfig::default()))
+        }
+    };
 }
 
 /// 0-RTT (`--http3-0rtt`) or not. rustls accepts early data only with a ticket that can be
