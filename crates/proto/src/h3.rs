@@ -83,9 +83,9 @@ impl BodyCount {
     /// The stream ended: an error if short of the declared length.
     pub fn end(&self) -> Result<(), ProtoError> {
         match self.declared {
-            Some(d) if self.received < d => {
-                Err(ProtoError::BadRequest("h3: stream ended short of the content-length"))
-            }
+            Some(d) if self.received < d => Err(ProtoError::BadRequest(
+                "h3: stream ended short of the content-length",
+            )),
             _ => Ok(()),
         }
     }
@@ -117,9 +117,8 @@ mod tests {
         assert!(one(b"te", b"trailers").is_none());
         assert!(one(b"x-connection", b"close").is_none());
         assert!(one(b"content-length", b"5").is_none());
-        let ended = |v: &'static [u8]| {
-            malformed_field([(&b"content-length"[..], v)].into_iter(), true)
-        };
+        let ended =
+            |v: &'static [u8]| malformed_field([(&b"content-length"[..], v)].into_iter(), true);
         assert!(ended(b"5").is_some());
         assert!(ended(b"0").is_none());
     }

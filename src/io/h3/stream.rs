@@ -323,7 +323,11 @@ impl H3Body {
             self.malformed = Some(e);
             // No STOP_SENDING here: h3-quinn's `stop_sending` panics while a read is under
             // way; the receiving half's drop at the call's end stops the client.
-            self.reply.send.lock().unwrap().reset(Code::H3_MESSAGE_ERROR);
+            self.reply
+                .send
+                .lock()
+                .unwrap()
+                .reset(Code::H3_MESSAGE_ERROR);
         }
         self.ended = true;
         self.pending = Bytes::new();
@@ -422,7 +426,10 @@ impl H3Cut {
                 side.cut_answered = true;
                 side.head_sent = true;
                 let sent = side.head_or_park(Head::Fields(response), shared);
-                if sent.and_then(|()| side.head_or_park(Head::Fin, shared)).is_ok() {
+                if sent
+                    .and_then(|()| side.head_or_park(Head::Fin, shared))
+                    .is_ok()
+                {
                     return;
                 }
             }
@@ -476,7 +483,11 @@ impl H3Reply {
                 }
             });
             if let Err(e) = pumped {
-                shared.send.lock().unwrap().reset(Code::H3_REQUEST_CANCELLED);
+                shared
+                    .send
+                    .lock()
+                    .unwrap()
+                    .reset(Code::H3_REQUEST_CANCELLED);
                 shared.pump_waker.wake();
                 return Err(e);
             }
