@@ -153,7 +153,7 @@ def test_the_options_of_a_few_names_take_exactly_those_of_allowed_values_txt():
     from sluicegate.allowed_values import ALLOWED
 
     assert set(ALLOWED) == {"scheduler", "http2", "cert_reqs", "tls_min_version",
-                            "forwarded_headers", "access_log_format"}
+                            "forwarded_headers", "access_log_format", "http3_congestion"}
     for name, values in ALLOWED.items():
         o = options.BY_NAME[name]
         assert o.core, f"{name}: the core maps these names, so the option goes to the core"
