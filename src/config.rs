@@ -71,6 +71,8 @@ pub struct Config {
     /// `--http3-retry-above`: QUIC handshakes in progress past which an unvalidated client
     /// address is sent a Retry first (0: always).
     pub http3_retry_above: usize,
+    /// `--http3-congestion`: QUIC's congestion controller ([`Http3Congestion`]).
+    pub http3_congestion: Http3Congestion,
     /// `--root-path`: SCRIPT_NAME.
     pub root_path: String,
     /// `--forwarded-allow-ips` and `--forwarded-headers`: whose forwarding headers are read,
@@ -191,6 +193,24 @@ impl Http2Mode {
             Http2Mode::Off => false,
         }
     }
+}
+
+/// `--http3-congestion`: quinn's congestion controller for every HTTP/3 connection
+/// (`io::h3::config`; docs/http3.md says why BBR is the default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Http3Congestion {
+    Cubic,
+    NewReno,
+    Bbr,
+}
+
+impl Http3Congestion {
+    /// The variants in `allowed_values.txt`'s order for `http3_congestion`.
+    pub const ALL: [Http3Congestion; 3] = [
+        Http3Congestion::Cubic,
+        Http3Congestion::NewReno,
+        Http3Congestion::Bbr,
+    ];
 }
 
 /// `--scheduler`: the adaptive default, or one mode forced (for apps known to block on every
@@ -432,6 +452,7 @@ impl Config {
             http3: get(d, "http3")?,
             http3_0rtt: get(d, "http3_0rtt")?,
             http3_retry_above: get(d, "http3_retry_above")?,
+            http3_congestion: one_of(d, "http3_congestion", &Http3Congestion::ALL)?,
             limit_response_headers: get(d, "limit_response_headers")?,
             write_high_water: get(d, "write_high_water")?,
             root_path: get(d, "root_path")?,

@@ -7,6 +7,9 @@ after its first flight (its ClientHello and the 0-RTT packets) are kept back, it
 among them, so the server cannot complete the handshake; whatever the server answers
 meanwhile, it answered to early data. `release` sends them. `raw_initial` makes a datagram
 that opens a handshake and nothing more (a client that goes silent after its Initial).
+`stream_window` grants the server that many bytes per request stream and no more until `grant`
+(a client that opens no window): `raw` counts the stream bytes that arrived, so the test sees
+the server start an answer it cannot finish.
 """
 
 from __future__ import annotations
@@ -19,15 +22,17 @@ from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import QuicConnection
-from aioquic.quic.events import HandshakeCompleted
+from aioquic.quic.events import HandshakeCompleted, StreamDataReceived, StreamReset
 from aioquic.tls import SessionTicket
 
 from tests.h3_client import Response
 
 
 def config(ca_file: str, ticket: Optional[SessionTicket] = None,
-           cert: Optional[Tuple[str, str]] = None) -> QuicConfiguration:
+           cert: Optional[Tuple[str, str]] = None, max_data: Optional[int] = None) -> QuicConfiguration:
     c = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, server_name="localhost")
+    if max_data is not None:
+        c.max_data = max_data
     c.load_verify_locations(ca_file)
     if cert is not None:
         c.load_cert_chain(*cert)
@@ -39,11 +44,16 @@ class StepClient:
     """One QUIC connection to 127.0.0.1:`port`; `pump` moves it until a condition holds."""
 
     def __init__(self, port: int, ca_file: str, ticket: Optional[SessionTicket] = None,
-                 hold: bool = False, cert: Optional[Tuple[str, str]] = None):
+                 hold: bool = False, cert: Optional[Tuple[str, str]] = None,
+                 stream_window: Optional[int] = None, max_data: Optional[int] = None):
         self.addr = ("127.0.0.1", port)
         self.tickets: List[SessionTicket] = []
-        self.quic = QuicConnection(configuration=config(ca_file, ticket, cert),
+        self.quic = QuicConnection(configuration=config(ca_file, ticket, cert, max_data),
                                    session_ticket_handler=self.tickets.append)
+        #: Stream bytes received, by stream (before HTTP/3 parses them).
+        self.raw: Dict[int, int] = {}
+        if stream_window is not None:
+            self._shut_windows(stream_window)
         self.h3 = H3Connection(self.quic)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.connect(self.addr)
@@ -55,6 +65,34 @@ class StepClient:
         self.handshake: Optional[HandshakeCompleted] = None
         self.responses: Dict[int, Response] = {}
         self.quic.connect(self.addr, now=time.time())
+
+    def _shut_windows(self, window: int) -> None:
+        """Request streams get `window` bytes of credit, raised only for streams `grant`ed."""
+        self.granted: set = set()
+        self.quic._local_max_stream_data_bidi_local = window
+        raise_limits = self.quic._write_stream_limits
+
+        def only_granted(builder, space, stream):
+            if stream.stream_id in self.granted or stream.stream_id % 4 != 0:
+                raise_limits(builder, space, stream)
+        self.quic._write_stream_limits = only_granted
+
+    def grant(self, sid: int, window: int = 16 << 20) -> None:
+        """Open stream `sid`'s window (a MAX_STREAM_DATA frame goes with the next flush)."""
+        self.granted.add(sid)
+        self.quic._streams[sid].max_stream_data_local = window
+        self.flush()
+
+    def drain(self) -> None:
+        """Take in the datagrams that already arrived, without waiting for more."""
+        self.sock.settimeout(0)
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except (BlockingIOError, socket.timeout):
+                break
+            self.quic.receive_datagram(data, self.addr, now=time.time())
+            self._events()
 
     # -- I/O --------------------------------------------------------------------------------
     def flush(self) -> None:
@@ -103,6 +141,11 @@ class StepClient:
         while (ev := self.quic.next_event()) is not None:
             if isinstance(ev, HandshakeCompleted):
                 self.handshake = ev
+            if isinstance(ev, StreamDataReceived):
+                self.raw[ev.stream_id] = self.raw.get(ev.stream_id, 0) + len(ev.data)
+            if isinstance(ev, StreamReset) and ev.stream_id in self.responses:
+                self.responses[ev.stream_id].reset = ev.error_code
+                self.responses[ev.stream_id].ended = True
             for h in self.h3.handle_event(ev):
                 self._h3_event(h)
 

@@ -157,7 +157,7 @@ def test_the_options_of_a_few_names_take_exactly_those_of_allowed_values_txt():
     from sluicegate.allowed_values import ALLOWED
 
     assert set(ALLOWED) == {"scheduler", "spin", "http2", "cert_reqs", "tls_min_version",
-                            "forwarded_headers", "access_log_format"} | FRONT_ONLY
+                            "forwarded_headers", "access_log_format", "http3_congestion"} | FRONT_ONLY
     for name, values in ALLOWED.items():
         o = options.BY_NAME[name]
         assert o.core != (name in FRONT_ONLY), \

@@ -49,6 +49,7 @@ class ServerConfig(TypedDict):
     http3: bool  # --http3 (docs/options.md)
     http3_0rtt: bool  # --http3-0rtt (docs/options.md)
     http3_retry_above: int  # --http3-retry-above (docs/options.md)
+    http3_congestion: str  # --http3-congestion (docs/options.md)
     static_fallthrough: bool  # --static-fallthrough (docs/options.md)
     write_high_water: int  # --write-high-water (docs/options.md)
     root_path: str  # --root-path (docs/options.md)

@@ -37,6 +37,7 @@ from .parsers import (
     parse_access_log_format, parse_app, parse_bind_value, parse_bool,
     parse_chdir, parse_count, parse_count_or_zero, parse_env_item, parse_error_log,
     parse_forwarded_allow_ips, parse_forwarded_headers, parse_health_path, parse_http2,
+    parse_http3_congestion,
     parse_log_config_dict, parse_log_level, parse_metrics_bind, parse_path, parse_path_or_off,
     parse_positive_size, parse_proc_name, parse_proxy_protocol, parse_root_path,
     parse_scheduler, parse_seconds, parse_spin, parse_seconds_or_off, parse_server_header, parse_size,
@@ -379,6 +380,14 @@ OPTIONS: Tuple[Option, ...] = (
         "validated yet is sent a Retry first (one more round trip; its token proves the "
         "address). 0: every new client gets one.",
         "N", int, core=True,
+    ),
+    Option(
+        "http3_congestion", parse_http3_congestion, "bbr",
+        "With --http3, QUIC's congestion controller: bbr (the default: it keeps its rate "
+        "through random loss), cubic or newreno (each halves or cuts its window at every "
+        "loss, which on a lossy link holds a transfer far below the link's rate; "
+        "docs/http3.md).",
+        "NAME", str, core=True,
     ),
     Option(
         "static", parse_static, [],

@@ -396,6 +396,13 @@ def parse_http2(value: object) -> str:
     return text
 
 
+def parse_http3_congestion(value: object) -> str:
+    text = _str(value).strip().lower()
+    if text not in ALLOWED["http3_congestion"]:
+        raise ValueError(f"expected one of {', '.join(ALLOWED['http3_congestion'])}")
+    return text
+
+
 def _unquote(text: str) -> str:
     """The text without spaces around it and one pair of matching quotes."""
     text = text.strip()

@@ -81,6 +81,7 @@ class Config:
     http3: bool
     http3_0rtt: bool
     http3_retry_above: int
+    http3_congestion: str
     static: Tuple[StaticMount, ...]
     static_fallthrough: bool
     static_expires: Tuple[str, ...]

@@ -57,7 +57,7 @@ impl H3Event {
 /// The counts, in [`crate::observe::counters::Counters`].
 #[derive(Default)]
 pub struct H3Counters {
-    /// Connections being served now, handshakes included.
+    /// Connections being served now whose handshake completed (or that serve 0-RTT).
     pub open: AtomicU64,
     /// Handshakes in progress now (what `--http3-retry-above` compares with).
     pub handshaking: AtomicU64,

@@ -1,7 +1,8 @@
 //! The QUIC side of a TLS listener: its UDP socket ([`bind_udp`]), its QUIC server
 //! configuration ([`server_config`]: the listener's own rustls configuration, so the same
 //! certificate, client-certificate rule, provider and ticket key, with ALPN `h3`; QUIC is TLS
-//! 1.3 only; 0-RTT only with `--http3-0rtt`: [`early_data`]), its transport limits, and the
+//! 1.3 only; 0-RTT only with `--http3-0rtt`: [`early_data`]), its transport limits and
+//! congestion controller (`--http3-congestion`), and the
 //! `Alt-Svc` value HTTP/1.1 and HTTP/2 answers advertise it with ([`alt_svc_static`]).
 
 use std::net::SocketAddr;
@@ -11,13 +12,28 @@ use std::time::Duration;
 use quinn::crypto::rustls::QuicServerConfig;
 use quinn::{IdleTimeout, TransportConfig, VarInt};
 
-use crate::config::Config;
+use crate::config::{Config, Http3Congestion};
 
 /// A stream's receive window: the most request body buffered for one stream the app has not
 /// read yet (as HTTP/2's `STREAM_WINDOW`).
 const STREAM_WINDOW: u32 = 1024 * 1024;
 /// A connection's receive window: several streams' worth (as HTTP/2's).
 const CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
+/// The most one connection keeps unacknowledged (quinn's send window; its default, 10 MiB,
+/// let a client that stops acknowledging pin about 11.7 MiB per connection). 4 MiB is 1.6 s
+/// of a 20 Mbit/s link, several round trips of a lossy one.
+pub const SEND_WINDOW: u64 = 4 * 1024 * 1024;
+/// The most all of a process's connections keep unacknowledged: each connection's window is
+/// its share among those open (`progress.rs` sets it again as they come and go).
+pub const SEND_WINDOW_PER_PROCESS: u64 = 64 * 1024 * 1024;
+/// The least share: past 1,024 connections the process's total grows by this per connection.
+const SEND_WINDOW_FLOOR: u64 = 64 * 1024;
+
+/// A connection's send window with `open` connections open in the process.
+pub fn send_window(open: u64) -> u64 {
+    (SEND_WINDOW_PER_PROCESS / open.max(1)).clamp(SEND_WINDOW_FLOOR, SEND_WINDOW)
+}
+
 /// Unidirectional streams a client may open: HTTP/3 needs three (control, QPACK encoder and
 /// decoder); a few more for the reserved (grease) streams clients send.
 const UNI_STREAMS: u32 = 8;
@@ -65,12 +81,30 @@ pub fn server_config(
         .max_concurrent_uni_streams(VarInt::from_u32(UNI_STREAMS))
         .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         .receive_window(VarInt::from_u32(CONNECTION_WINDOW))
+        .send_window(SEND_WINDOW)
         .max_idle_timeout(Some(
             IdleTimeout::try_from(PEER_SILENCE).expect("a 30 s idle timeout fits"),
         ))
         .keep_alive_interval(Some(KEEP_ALIVE_PING));
+    congestion(&mut transport, config.http3_congestion);
     server.transport_config(Arc::new(transport));
     Ok(server)
+}
+
+/// `--http3-congestion`: quinn's controller, each with quinn's defaults.
+fn congestion(transport: &mut TransportConfig, which: Http3Congestion) {
+    use quinn::congestion::{BbrConfig, CubicConfig, NewRenoConfig};
+    match which {
+        Http3Congestion::Cubic => {
+            transport.congestion_controller_factory(Arc::new(CubicConfig::default()))
+        }
+        Http3Congestion::NewReno => {
+            transport.congestion_controller_factory(Arc::new(NewRenoConfig::default()))
+        }
+        Http3Congestion::Bbr => {
+            transport.congestion_controller_factory(Arc::new(BbrConfig::default()))
+        }
+    };
 }
 
 /// 0-RTT (`--http3-0rtt`) or not. rustls accepts early data only with a ticket that can be

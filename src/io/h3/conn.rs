@@ -119,11 +119,19 @@ async fn serve_one(
         .by_request
         .open_connections
         .fetch_add(1, Ordering::Relaxed);
-    counters.h3.open.fetch_add(1, Ordering::Relaxed);
     if let Some((conn, handshake)) = early::handshake(&share.config, &share.ctx, incoming).await {
+        // Open once the handshake is done (or 0-RTT serves): a handshake under way is
+        // `handshaking`'s.
+        counters.h3.open.fetch_add(1, Ordering::Relaxed);
+        let (watched, watch_share) = (conn.clone(), Arc::clone(&share));
+        tasks::current().spawn(async move {
+            let ctx = &watch_share.ctx;
+            let timeout = watch_share.config.write_timeout;
+            super::progress::watch(watched, &ctx.counters().h3, timeout).await;
+        });
         serve_conn(&share, (conn, handshake), listener, &mut stop).await;
+        counters.h3.open.fetch_sub(1, Ordering::Relaxed);
     }
-    counters.h3.open.fetch_sub(1, Ordering::Relaxed);
     counters
         .by_request
         .open_connections
@@ -378,6 +386,16 @@ async fn start_stream(
     // A request whose FIN came with its head has no body: known now, without a wait.
     let first = std::future::poll_fn(|cx| Poll::Ready(peek(&mut recv, cx))).await;
     let end_of_stream = matches!(first, Peek::End);
+    let fields = parts.headers.iter();
+    let fields = fields.map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()));
+    if sluicegate_proto::h3::malformed_field(fields, end_of_stream).is_some() {
+        // RFC 9114 §4.1.2: a stream error, no answer. (The receiving half's drop stops the
+        // client's sending: h3-quinn's `stop_sending` panics while the peek's read is under
+        // way.)
+        share.ctx.counters().h3.count(H3Event::Stream);
+        send.stop_stream(h3::error::Code::H3_MESSAGE_ERROR);
+        return;
+    }
     let head = sluicegate_proto::h3::request_head(
         crate::io::h2::stream_request(&parts, end_of_stream),
         &cfg.limits,
@@ -424,16 +442,20 @@ async fn start_stream(
         });
         return;
     }
-    let reply = H3Reply::new(send, cfg.write_timeout);
+    let reply = H3Reply::new(send, cfg.write_timeout, tasks::current());
     per.keep_answer(reply.cut_handle());
     let unknown_length = head.body == BodyFraming::Chunked;
+    let declared = match head.body {
+        BodyFraming::Length(n) => Some(n),
+        _ => None,
+    };
     let body = match first {
         Peek::End => None,
         other => Some(H3Body::new(
             recv,
             &reply,
             head.expect_continue,
-            unknown_length.then_some(cfg.limits.max_body),
+            (unknown_length.then_some(cfg.limits.max_body), declared),
             other.into_bytes(),
         )),
     };

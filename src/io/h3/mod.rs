@@ -17,6 +17,8 @@
 //!   idle timeout, GOAWAY at a stop).
 //! - `stream.rs`: one request stream from its app thread: the body in, the response out.
 //! - `own_answer.rs`: `--static` and `--health-path` answered by a task of the loop.
+//! - `progress.rs`: a connection's send window (its share of the process's) and the close of
+//!   one that stopped acknowledging.
 //! - `early.rs`: the handshake within `--header-timeout`, and 0-RTT (`--http3-0rtt`): which
 //!   requests that arrive before it completes are served.
 //! - `tls_facts.rs`: the environ's `SSL_*` facts of a connection (quinn's session wrapped to
@@ -28,6 +30,7 @@ mod config;
 mod conn;
 mod early;
 mod own_answer;
+mod progress;
 mod route;
 pub mod runtime;
 pub mod stream;

@@ -107,7 +107,8 @@ impl Response {
             .chain((!date.is_empty()).then_some((&b"date"[..], date)))
             .chain(self.alt_svc.map(|v| (&b"alt-svc"[..], v)));
         let status = app.status_code;
-        // Queued by the `h2` crate, never waited for: no need to release the GIL.
+        // Queued by the `h2` crate, or parked by `io::h3::stream` when the window cannot take
+        // it: never waited for, so no need to release the GIL.
         let sent = reply.send_head(status, fields, end);
         sent.map_err(|_| self.gone())
     }
@@ -326,8 +327,8 @@ impl Reply for Response {
             return Ok(());
         }
         let fields = hints.headers().filter(|(n, _)| interim_header_allowed(n));
-        // Queued by the `h2` crate, as the head is; a stream reset meanwhile shows at the
-        // next send.
+        // Queued (HTTP/2) or parked (HTTP/3), as the head is; a stream reset meanwhile shows
+        // at the next send.
         let _ = self.reply.send_interim(103, fields);
         Ok(())
     }

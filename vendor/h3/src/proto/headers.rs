@@ -209,7 +209,18 @@ impl TryFrom<Vec<HeaderField>> for Header {
 
         for field in headers.into_iter() {
             let (name, value) = field.into_inner();
-            match Field::parse(name, value)? {
+            let parsed = Field::parse(&name, value)?;
+            //= https://www.rfc-editor.org/rfc/rfc9114#section-4.3
+            //# All pseudo-header fields MUST appear in the header section before
+            //# regular header fields.  Any request or response that contains a
+            //# pseudo-header field that appears in a header section after a
+            //# regular header field MUST be treated as malformed.
+            //# The same pseudo-header field name MUST NOT appear more than once in a
+            //# field section.
+            if !matches!(parsed, Field::Header(_)) && (!fields.is_empty() || pseudo.has(&parsed)) {
+                return Err(HeaderError::invalid_name(&name));
+            }
+            match parsed {
                 Field::Method(m) => {
                     pseudo.method = Some(m);
                     pseudo.len += 1;
@@ -350,6 +361,19 @@ struct Pseudo {
 
 #[allow(clippy::len_without_is_empty)]
 impl Pseudo {
+    /// Whether the pseudo-header `field` is set already.
+    fn has(&self, field: &Field) -> bool {
+        match field {
+            Field::Method(_) => self.method.is_some(),
+            Field::Scheme(_) => self.scheme.is_some(),
+            Field::Authority(_) => self.authority.is_some(),
+            Field::Path(_) => self.path.is_some(),
+            Field::Status(_) => self.status.is_some(),
+            Field::Protocol(_) => self.protocol.is_some(),
+            Field::Header(_) => false,
+        }
+    }
+
     fn request(method: Method, uri: Uri, ext: Extensions) -> Self {
         let Parts {
             scheme,
@@ -633,5 +657,20 @@ mod tests {
                 value: std::borrow::Cow::Borrowed(b"other-header-value")
             },]
         );
+    }
+
+    #[test]
+    fn a_pseudo_header_after_a_field_or_twice_is_malformed() {
+        let late = Header::try_from(vec![
+            (b":method", Method::GET.as_str()).into(),
+            (b"x-a", b"1").into(),
+            (b":path", b"/").into(),
+        ]);
+        assert_matches!(late, Err(HeaderError::InvalidHeaderName(_)));
+        let twice = Header::try_from(vec![
+            (b":path", b"/").into(),
+            (b":path", b"/x").into(),
+        ]);
+        assert_matches!(twice, Err(HeaderError::InvalidHeaderName(_)));
     }
 }

@@ -159,6 +159,18 @@ where
         self.inner.send_data(buf).await
     }
 
+    /// Hand the rest of a frame whose send was let go while it waited for the peer's window
+    /// (a `send_response`, `send_data` or `finish` future dropped after it returned
+    /// `Pending`) to the QUIC stream; ready at once when there is none. Until it is ready no
+    /// other send may start.
+    pub fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamError>> {
+        match self.inner.stream.poll_ready(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(self.handle_quic_stream_error(e))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
     /// Stop a stream with an error code
     ///
     /// The code can be [`Code::H3_NO_ERROR`].
