@@ -380,7 +380,8 @@ impl Config {
             max_drain: get(d, "max_drain")?,
             http2: one_of(d, "http2", &Http2Mode::ALL)?,
             http2_max_streams: get(d, "http2_max_streams")?,
-            http3: get(d, "http3")?,
+            // on, off: allowed_values.txt's order.
+            http3: one_of(d, "http3", &[true, false])?,
             http3_0rtt: get(d, "http3_0rtt")?,
             http3_retry_above: get(d, "http3_retry_above")?,
             limit_response_headers: get(d, "limit_response_headers")?,

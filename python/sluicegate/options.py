@@ -36,6 +36,7 @@ from .parsers import (
     parse_access_log_format, parse_app, parse_bind_value, parse_bool, parse_cert_reqs,
     parse_chdir, parse_count, parse_count_or_zero, parse_env_item, parse_error_log,
     parse_forwarded_allow_ips, parse_forwarded_headers, parse_health_path, parse_http2,
+    parse_http3,
     parse_log_config_dict, parse_log_level, parse_metrics_bind, parse_path, parse_path_or_off,
     parse_positive_size, parse_proc_name, parse_proxy_protocol, parse_root_path,
     parse_scheduler, parse_seconds, parse_seconds_or_off, parse_server_header, parse_size,
@@ -344,14 +345,15 @@ OPTIONS: Tuple[Option, ...] = (
         "N", int, core=True,
     ),
     Option(
-        "http3", parse_bool, "false",
-        "HTTP/3 (QUIC, docs/http3.md) on every TLS listener: a UDP socket on the same address "
+        "http3", parse_http3, "off",
+        "HTTP/3 (QUIC, docs/http3.md) on every TLS listener (on or off: `--http3` alone, "
+        "`--http3 on`, `--http3 off`): a UDP socket on the same address "
         "and port, the same certificate (TLS 1.3, ALPN h3), and an Alt-Svc header on the "
         "HTTP/1.1 and HTTP/2 answers of TLS listeners so that clients move to it. No 0-RTT "
         "unless --http3-0rtt. Each connection's concurrent request streams: --http2-max-streams "
         "and a quarter more (a finished stream's credit comes back once the client "
         "acknowledged its end).",
-        "", bool, switch=True, core=True,
+        "", str, switch=True, core=True,
     ),
     Option(
         "http3_0rtt", parse_bool, "false",

@@ -67,7 +67,7 @@ class Config:
     max_drain: int
     http2: str
     http2_max_streams: int
-    http3: bool
+    http3: str
     http3_0rtt: bool
     http3_retry_above: int
     static: Tuple[StaticMount, ...]
