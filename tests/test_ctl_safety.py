@@ -1,20 +1,25 @@
 """`sluicegate ctl` and the control socket against hostile or careless peers: a socket planted
-by another user in the runtime directory, and answers carrying terminal escapes. Real servers, the real
+by another user in the runtime directory, answers carrying terminal escapes, worker changes
+past any sensible bound, and control clients that are slow or silent. Real servers, the real
 client command, and a planted socket served by a real process of another user (`nobody`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 import pytest
 
-from tests.test_ctl import ctl
+from tests.helpers import wait_for
+from tests.test_ctl import ctl, ctl_json
 
 #: A stand-in control server: it answers every command as done, records what it was asked,
 #: and puts terminal escapes in every answer (an OSC title change, a clear screen, a bell).
@@ -132,3 +137,60 @@ def test_ctl_prints_no_terminal_escape_a_server_sent(tmp_path, command):
     for c in shown:
         assert c.isprintable() or c == "\n", (repr(c), shown)
     assert "\\x1b]0;owned\\x07\\x1b[2J\\x9b31m" in shown
+
+
+def test_a_workers_change_past_the_bound_is_refused_in_one_line(start_server, tmp_path):
+    """`ctl workers -100000000000000000000` made the master's control thread queue that many
+    signals (a loop without end, a log line each); a huge +N would fork N workers. Past 1024
+    (the most workers a master runs) it is refused, by the client and by the server."""
+    sock_path = str(tmp_path / "sg.ctl")
+    srv = start_server("workers", "--workers", "2", "--control-socket", sock_path)
+    code, out, err = ctl("--socket", sock_path, "workers", "-100000000000000000000")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "at most 1024" in err
+    for change in (-10**20, 10**20, 1025, 1023):  # what another client may send
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(30)
+            s.connect(sock_path)
+            s.sendall(json.dumps({"command": "workers", "change": change}).encode() + b"\n")
+            answer = json.loads(s.makefile("rb").readline())
+        assert answer["ok"] is False and "1024" in answer["error"], (change, answer)
+    assert ctl_json(sock_path, "status")["master"]["workers"] == 2
+    assert srv.alive() and "SIGTT" not in srv.log_text()  # not one TTIN or TTOU queued
+
+
+def test_a_slow_control_client_holds_only_itself(start_server, tmp_path):
+    """One control client sending a byte now and then held the control socket for everyone
+    (one client at a time, and a timeout per byte rather than per command): now others are
+    answered while it dribbles, and it is cut off at its deadline."""
+    sock_path = str(tmp_path / "sg.ctl")
+    srv = start_server("workers", "--workers", "1", "--control-socket", sock_path)
+    slow = socket.socket(socket.AF_UNIX)
+    slow.connect(sock_path)
+    slow.sendall(b'{"command": "status"')
+    stop = threading.Event()
+
+    def dribble():  # a space a second, never the newline: a client pacing its bytes
+        while not stop.wait(1.0):
+            try:
+                slow.sendall(b" ")
+            except OSError:
+                return
+
+    t = threading.Thread(target=dribble, daemon=True)
+    t.start()
+    try:
+        answer = ctl_json(sock_path, "status")  # answered while the slow one is connected
+        slow.setblocking(False)
+        try:
+            still_open = slow.recv(1) != b""
+        except BlockingIOError:
+            still_open = True
+        assert still_open, "the slow client was closed before another was answered"
+        slow.setblocking(True)
+        slow.settimeout(30)
+        wait_for(lambda: slow.recv(4096) == b"", "the dribbling client to be closed", 30)
+    finally:
+        stop.set()
+        slow.close()
+    assert answer["master"]["pid"] == srv.pid

@@ -23,7 +23,7 @@ import socket
 import stat
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
 from . import children, control
 
@@ -247,14 +247,24 @@ def top(path: str, interval: float, out: Any = None) -> int:
 def _workers_change(text: str) -> int:
     if not re.fullmatch(r"[+-]\d+", text) or int(text) == 0:
         raise argparse.ArgumentTypeError("expected +N or -N, N at least 1 (e.g. +2, -1)")
+    refused = control.workers_change_refused(int(text))
+    if refused:
+        raise argparse.ArgumentTypeError(refused)
     return int(text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (exit status 2), as the server's are."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"sluicegate ctl: {message} (see sluicegate ctl --help)\n")
 
 
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print the server's answer as JSON")
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="sluicegate ctl", parents=[common],
         description="Talk to a running sluicegate's control socket (docs/operations.md).")
     where = p.add_mutually_exclusive_group()
