@@ -174,7 +174,8 @@ OPTIONS: Tuple[Option, ...] = (
     Option(
         "umask", _parse_umask, None,
         "Set the process umask first (octal, e.g. 027): the permissions of unix socket files and "
-        "of files the app creates. Unset: inherited.",
+        "of files the app creates. Unset: inherited, and unix socket files are made under umask "
+        "0 (srwxrwxrwx: gunicorn's default; the directory decides who reaches them).",
         "MASK", Optional[int], short="-m",
     ),
     Option(

@@ -159,7 +159,7 @@ def _sockets(cfg: Config, upgraded_from: Optional[str]) -> List[BoundSocket]:
         log.info("Using %d socket(s) passed by systemd (LISTEN_FDS); --bind is ignored",
                  len(sockets))
     else:
-        sockets = bind_all(cfg.bind, cfg.backlog, cfg.reuse_port)
+        sockets = bind_all(cfg.bind, cfg.backlog, cfg.reuse_port, cfg.umask)
     return sockets
 
 
