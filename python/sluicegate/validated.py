@@ -75,6 +75,7 @@ class Config:
     write_high_water: int
     root_path: str
     forwarded_allow_ips: str
+    forwarded_for_ips: str
     proxy_protocol: bool
     proxy_allow_ips: str
     certfile: Optional[str]

@@ -89,8 +89,13 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     );
     let end = match built {
         Ok(env) => {
+            // The scheme is believed from a hop of either list (--forwarded-allow-ips,
+            // --forwarded-for-ips), as X-Forwarded-Proto is.
             let trust = bridge.config.forwarding.as_ref().map(|(t, _)| t);
-            let https = scheme_https && tls_facts.is_none() && forwarded::trusted(trust, hop);
+            let whole = bridge.config.forwarded_for.as_ref();
+            let https = scheme_https
+                && tls_facts.is_none()
+                && (forwarded::trusted(trust, hop) || forwarded::trusted(whole, hop));
             stream_keys(&env, (head.version, protocol), early_data, https);
             let (start, hints) = (callables.start.bind(py), callables.hints.bind(py));
             let resp = callables.sr.get().response();
