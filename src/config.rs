@@ -75,9 +75,15 @@ pub struct Config {
     pub http3_congestion: Http3Congestion,
     /// `--root-path`: SCRIPT_NAME.
     pub root_path: String,
-    /// `--forwarded-allow-ips` and `--forwarded-headers`: whose forwarding headers are read,
-    /// and which family; None when nobody is trusted.
+    /// `--forwarded-allow-ips` (gunicorn's meaning) and `--forwarded-headers`: whose
+    /// forwarding headers are read for the scheme alone (and uwsgi variables, PROXY headers
+    /// without `--proxy-allow-ips`), and which family; None when nobody is trusted.
     pub forwarding: Option<(TrustList, Family)>,
+    /// `--forwarded-for-ips`: whose forwarding headers are believed whole: the client's
+    /// address, host and port besides the scheme (None: nobody's).
+    pub forwarded_for: Option<TrustList>,
+    /// `--forwarded-headers`: which family of forwarding headers is read, from either list.
+    pub forwarded_family: Family,
     /// `--proxy-allow-ips`: who may send a PROXY protocol header, when it is not the
     /// `--forwarded-allow-ips` list (None: that list decides).
     pub proxy_trust: Option<TrustList>,
@@ -449,7 +455,8 @@ impl Config {
             max_drain: get(d, "max_drain")?,
             http2: one_of(d, "http2", &Http2Mode::ALL)?,
             http2_max_streams: get(d, "http2_max_streams")?,
-            http3: get(d, "http3")?,
+            // on, off: allowed_values.txt's order.
+            http3: one_of(d, "http3", &[true, false])?,
             http3_0rtt: get(d, "http3_0rtt")?,
             http3_retry_above: get(d, "http3_retry_above")?,
             http3_congestion: one_of(d, "http3_congestion", &Http3Congestion::ALL)?,
@@ -464,6 +471,14 @@ impl Config {
                 let family = one_of(d, "forwarded_headers", &FAMILIES)?;
                 (!trust.is_empty()).then_some((trust, family))
             },
+            forwarded_for: {
+                let list: String = get(d, "forwarded_for_ips")?;
+                let trust = TrustList::parse(&list).map_err(|e| {
+                    pyo3::exceptions::PyValueError::new_err(format!("forwarded_for_ips: {e}"))
+                })?;
+                (!trust.is_empty()).then_some(trust)
+            },
+            forwarded_family: one_of(d, "forwarded_headers", &FAMILIES)?,
             proxy_trust: proxy_trust(d)?,
             health_path: get::<String>(d, "health_path")?.into_bytes(),
             debug: get::<String>(d, "log_level")? == "debug",

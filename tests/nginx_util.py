@@ -59,10 +59,11 @@ class Nginx:
     per request, no headers set) or "uwsgi" (same targets). `ports[name]` is the HTTPS port for it (plain HTTP
     with `tls=False`, as the S11 benchmark runs it). `client_http2`: the HTTPS ports speak
     HTTP/2 to clients too (ALPN h2), as a browser-facing nginx does; upstreams stay as they
-    are (proxy_pass speaks HTTP/1.1)."""
+    are (proxy_pass speaks HTTP/1.1). `user`: the user its workers run as (`www-data`, as
+    Debian's nginx runs them), else root's own when root."""
 
     def __init__(self, upstreams: Dict[str, Tuple[str, str]], tls: bool = True,
-                 client_http2: bool = False):
+                 client_http2: bool = False, user: str = ""):
         self.dir = tempfile.mkdtemp(prefix="sg-nginx-")
         os.chmod(self.dir, 0o755)
         cert, key = os.path.join(self.dir, "cert.pem"), os.path.join(self.dir, "key.pem")
@@ -97,7 +98,8 @@ class Nginx:
         {inner}
         }}
     }}""")
-        user = "user root;" if os.getuid() == 0 else ""
+        # `user`: the user nginx's workers run as (needs root), as a packaged nginx's do.
+        user = f"user {user};" if user else "user root;" if os.getuid() == 0 else ""
         temp = "\n".join(f"    {t}_temp_path {self.dir}/{t};"
                          for t in ("client_body", "proxy", "uwsgi", "fastcgi", "scgi"))
         conf = os.path.join(self.dir, "nginx.conf")

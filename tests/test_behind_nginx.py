@@ -31,10 +31,12 @@ def behind(tmp_path_factory, servers):
     d = tmp_path_factory.mktemp("sock")
     os_chmod = __import__("os").chmod
     os_chmod(d, 0o755)
-    http_tcp = servers.get("proxied")
-    http_unix = servers.get("proxied", "--bind", f"unix:{d}/http.sock;mode=666")
-    uwsgi_unix = servers.get("proxied", "--bind", f"uwsgi:unix:{d}/uwsgi.sock;mode=666")
-    uwsgi_tcp = servers.get("proxied", "--bind", "uwsgi:127.0.0.1:0")
+    # nginx on this machine is trusted with the client's address (docs/deploying.md).
+    trust = ("--forwarded-for-ips", "127.0.0.1,::1,unix")
+    http_tcp = servers.get("proxied", *trust)
+    http_unix = servers.get("proxied", *trust, "--bind", f"unix:{d}/http.sock;mode=666")
+    uwsgi_unix = servers.get("proxied", *trust, "--bind", f"uwsgi:unix:{d}/uwsgi.sock;mode=666")
+    uwsgi_tcp = servers.get("proxied", *trust, "--bind", "uwsgi:127.0.0.1:0")
     proxy = nginx_util.Nginx({
         "http-tcp": ("http", f"127.0.0.1:{http_tcp.port}"),
         "http-unix": ("http", f"unix:{d}/http.sock"),

@@ -1,6 +1,7 @@
 """Trusted forwarding: what X-Forwarded-* and RFC 7239 `Forwarded` change
-in the environ and the access log, from trusted peers only. Raw sockets from 127.0.0.1 (trusted
-by default) or, for the untrusted cases, a server that trusts another address. The same
+in the environ and the access log, from trusted peers only (`--forwarded-for-ips`; the scheme
+alone with `--forwarded-allow-ips`: test_forwarded_allow_ips_gunicorn.py). Raw sockets from
+127.0.0.1, trusted here, or, for the untrusted cases, a server that trusts another address. The same
 through a real nginx is in test_behind_nginx.py.
 """
 
@@ -29,7 +30,7 @@ def environ_for(server, extra_headers: str = "", target: str = "/", unix: bool =
 
 @pytest.fixture(scope="module")
 def trusting(servers):
-    return servers.get("echo_environ", "--access-log", "-")
+    return servers.get("echo_environ", "--access-log", "-", "--forwarded-for-ips", "127.0.0.1,::1,unix")
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +88,13 @@ def test_malformed_values_are_ignored_never_an_error(trusting, bad):
 def test_the_other_family_is_not_read(trusting, servers):
     env = environ_for(trusting, "Forwarded: for=198.51.100.7;proto=https\r\n")
     assert (env["REMOTE_ADDR"], env["wsgi.url_scheme"]) == ("127.0.0.1", "http")
-    rfc = servers.get("echo_environ", "--forwarded-headers", "forwarded")
+    rfc = servers.get("echo_environ", "--forwarded-headers", "forwarded", "--forwarded-for-ips", "127.0.0.1,::1,unix")
     env = environ_for(rfc, HEADERS)
     assert (env["REMOTE_ADDR"], env["wsgi.url_scheme"]) == ("127.0.0.1", "http")
 
 
 def test_rfc_7239_forwarded(servers):
-    rfc = servers.get("echo_environ", "--forwarded-headers", "forwarded")
+    rfc = servers.get("echo_environ", "--forwarded-headers", "forwarded", "--forwarded-for-ips", "127.0.0.1,::1,unix")
     env = environ_for(rfc, 'Forwarded: for=6.6.6.6, for="[2001:db8::17]:4711";proto=https;'
                            'host="shop.example:8443", for=127.0.0.1\r\n')
     assert (env["REMOTE_ADDR"], env["REMOTE_PORT"]) == ("2001:db8::17", "4711")
@@ -104,12 +105,16 @@ def test_rfc_7239_forwarded(servers):
 
 def test_a_unix_socket_peer(start_server, tmp_path):
     path = str(tmp_path / "s.sock")
-    srv = start_server("echo_environ", binds=[f"unix:{path}"])
+    srv = start_server("echo_environ", "--forwarded-for-ips", "unix", binds=[f"unix:{path}"])
     env = environ_for(srv, unix=True)
     assert env["REMOTE_ADDR"] == "" and "REMOTE_PORT" not in env, "documented: no address"
     env = environ_for(srv, HEADERS, unix=True)
-    assert env["REMOTE_ADDR"] == "203.0.113.9", "unix peers are trusted by default"
-    strict = start_server("echo_environ", "--forwarded-allow-ips", "127.0.0.1",
+    assert env["REMOTE_ADDR"] == "203.0.113.9", "unix peers are trusted when listed"
+    default = start_server("echo_environ", binds=[f"unix:{tmp_path / 'd.sock'}"])
+    env = environ_for(default, HEADERS, unix=True)
+    assert (env["REMOTE_ADDR"], env["wsgi.url_scheme"]) == ("", "https"), \
+        "by default a unix peer's scheme is believed, not its client address"
+    strict = start_server("echo_environ", "--forwarded-for-ips", "127.0.0.1",
                           binds=[f"unix:{tmp_path / 't.sock'}"])
     env = environ_for(strict, HEADERS, unix=True)
     assert env["REMOTE_ADDR"] == ""

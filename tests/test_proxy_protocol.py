@@ -48,7 +48,8 @@ def environ(raw: bytes) -> dict:
 
 @pytest.fixture(scope="module")
 def proxied(servers):
-    return servers.get("echo_environ", "--access-log", "-", "--bind", "proxy:127.0.0.1:0")
+    return servers.get("echo_environ", "--access-log", "-", "--bind", "proxy:127.0.0.1:0",
+                       "--forwarded-for-ips", "127.0.0.1,::1,unix")
 
 
 def proxied_port(srv):

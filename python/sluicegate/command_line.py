@@ -10,6 +10,7 @@ import difflib
 from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from . import gunicorn_settings
+from .allowed_values import ALLOWED
 from .errors import OptionError
 from .option_row import ENV_PREFIX
 from .options import BY_NAME, OPTIONS
@@ -104,14 +105,14 @@ def from_command_line(argv: Sequence[str], version: str = "", prefix: str = "") 
     from in messages (GUNICORN_CMD_ARGS)."""
     where = (prefix + " ") if prefix else ""
     parser = build_parser(version)
-    argv, proxy_mode = _proxy_protocol_mode(list(argv))
+    argv, valued = _switch_values(list(argv))
     namespace, extra = parser.parse_known_args(argv)
     if extra:
         raise OptionError(where + unknown_argument(extra))
     given = {name: Raw(value, where + BY_NAME[name].flag) for name, value in vars(namespace).items()
              if not name.startswith(_GUNICORN_DEST)}
-    if proxy_mode is not None:
-        given["proxy_protocol"] = Raw(proxy_mode, where + "--proxy-protocol")
+    for flag, value in valued.items():
+        given[_SWITCH_VALUES[flag][0]] = Raw(value, where + flag)
     for dest, value in vars(namespace).items():
         if dest.startswith(_GUNICORN_DEST):
             setting = gunicorn_settings.BY_NAME[dest[len(_GUNICORN_DEST):]]
@@ -123,30 +124,43 @@ def from_command_line(argv: Sequence[str], version: str = "", prefix: str = "") 
     return given
 
 
-#: gunicorn 27's `--proxy-protocol [MODE]`: the modes that may follow the flag.
-_PROXY_MODES = ("off", "v1", "v2", "auto")
+#: Switches that may be followed by a value, each with its option and the words that are
+#: taken as its value when they follow it (any other word is not: `--http3 myapp:app` still
+#: names the app): gunicorn 27's `--proxy-protocol [MODE]`, and `--http3 [on|off]`, which
+#: takes the words `--http2` takes for its two states (allowed_values.txt).
+_SWITCH_VALUES: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "--proxy-protocol": ("proxy_protocol", ("off", "v1", "v2", "auto")),
+    "--http3": ("http3", ALLOWED["http3"]),
+}
 
 
-def _proxy_protocol_mode(argv: List[str]) -> Tuple[List[str], Optional[str]]:
-    """argv without a `--proxy-protocol MODE` (or `=MODE`), and that MODE: the flag alone stays
-    a switch, so that `--proxy-protocol myapp:app` still names the app."""
+def _switch_values(argv: List[str]) -> Tuple[List[str], Dict[str, str]]:
+    """argv without the values given to the switches of `_SWITCH_VALUES` (`--flag VALUE` with
+    one of its words, or `--flag=VALUE`), and those values by flag (the last one given). A
+    flag alone stays a switch for argparse."""
     out: List[str] = []
-    mode = None
+    values: Dict[str, str] = {}
     i = 0
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
             out += argv[i:]
             break
-        if arg.startswith("--proxy-protocol="):
-            mode = arg.partition("=")[2]
-        elif arg == "--proxy-protocol" and i + 1 < len(argv) and argv[i + 1] in _PROXY_MODES:
-            mode = argv[i + 1]
+        flag, eq, value = arg.partition("=")
+        if flag in _SWITCH_VALUES and eq:
+            values.pop(flag, None)
+            values[flag] = value
+        elif (arg in _SWITCH_VALUES and i + 1 < len(argv)
+              and argv[i + 1] in _SWITCH_VALUES[arg][1]):
+            values.pop(arg, None)
+            values[arg] = argv[i + 1]
             i += 1
         else:
+            if arg in _SWITCH_VALUES:
+                values.pop(arg, None)  # the bare switch after a value: the switch wins
             out.append(arg)
         i += 1
-    return out, mode
+    return out, values
 
 
 def all_flags() -> List[str]:

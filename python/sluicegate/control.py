@@ -12,8 +12,10 @@ socket is then off, said in the log); a dead socket there is replaced.
 The protocol: one JSON object per line. A client connects, sends `{"command": ...}`, reads one
 answer (`{"ok": true, ...}` or `{"ok": false, "error": ...}`) and the server closes. Commands:
 `status`, `requests` (`"stacks": true` for Python stacks), `reload`, `workers`
-(`"change": N`), `reopen-logs`, `stop`. The operations are the signal table's (signals.py): a
-master queues the signal as if it had received it (`MasterView.signal`), so `workers` with +3
+(`"change": N`, N from -1024 to +1024 and never past 1024 workers: MAX_WORKERS),
+`reopen-logs`, `stop`. Clients are answered at once, up to MAX_CLIENTS, each on a thread of
+its own and within CLIENT_TIMEOUT_S, so a slow one holds only itself. The operations are the
+signal table's (signals.py): a master queues the signal as if it had received it (`MasterView.signal`), so `workers` with +3
 is three TTIN, never merged into one as three quick signals could be.
 
 What a server process reports (`Agent`) comes from its core, from the same counters as
@@ -38,7 +40,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from . import children, thread_names
 from .logs import log
@@ -47,8 +49,18 @@ from .metrics_total import Reading
 #: How long a master waits for one worker's answer before showing it without one.
 WORKER_TIMEOUT_S = 2.0
 
-#: How long a client may take to send its command (a silent one does not hold the socket).
+#: How long a client may take to send its whole command, and to take its whole answer: a
+#: deadline, not a pause between bytes, so that one sending a byte now and then is cut off too.
 CLIENT_TIMEOUT_S = 5.0
+
+#: Clients answered at once, each on its own thread (`sg-ctl-client`): a slow one holds only
+#: its own. One more is told the server is busy, and closed.
+MAX_CLIENTS = 8
+
+#: The most workers a master runs (master.SLOTS, the entries of the shared connection-count
+#: table; --workers' bound), and so the most a `workers` command may change their number by:
+#: each unit is one queued TTIN or TTOU, and a larger change could only be refused.
+MAX_WORKERS = 1024
 
 #: The longest command line a client may send.
 MAX_COMMAND = 4096
@@ -134,8 +146,9 @@ def _peer_allowed(conn: socket.socket) -> bool:
 
 
 class ControlServer:
-    """The control socket: a thread (`sg-control`) accepts one client at a time and answers
-    its one command with `handle(command) -> answer`."""
+    """The control socket: a thread (`sg-control`) accepts clients and hands each to a thread
+    of its own (`sg-ctl-client`, at most MAX_CLIENTS at once), which reads its one command
+    within CLIENT_TIMEOUT_S and answers it with `handle(command) -> answer`."""
 
     def __init__(self, path: str, handle: Callable[[Dict[str, Any]], Dict[str, Any]]) -> None:
         self.path = path
@@ -145,6 +158,8 @@ class ControlServer:
         self._file = (st.st_dev, st.st_ino)  # removed at the end only if it is still this one
         self.sock.settimeout(ACCEPT_TICK_S)
         self._closed = threading.Event()
+        self._clients: Set[Any] = set()  # the client threads
+        self._clients_lock = threading.Lock()
         self._thread = thread_names.start(self._serve, "sg-control")
 
     def _serve(self) -> None:
@@ -158,17 +173,41 @@ class ControlServer:
                     return
                 time.sleep(ACCEPT_TICK_S)  # out of descriptors: try again later
                 continue
+            with self._clients_lock:
+                room = len(self._clients) < MAX_CLIENTS
+                if room:
+                    thread = thread_names.start(lambda c=conn: self._client(c), "sg-ctl-client")
+                    self._clients.add(thread)
+            if not room:
+                with conn:
+                    conn.settimeout(ACCEPT_TICK_S)
+                    try:
+                        send_line(conn, {"ok": False, "error": f"busy: {MAX_CLIENTS} clients "
+                                                               "are being answered, try again"})
+                    except OSError:
+                        pass
+
+    def _client(self, conn: socket.socket) -> None:
+        try:
             with conn:
                 self._answer(conn)
+        finally:
+            with self._clients_lock:
+                self._clients.discard(threading.current_thread())
 
     def _answer(self, conn: socket.socket) -> None:
-        conn.settimeout(CLIENT_TIMEOUT_S)
+        deadline = time.monotonic() + CLIENT_TIMEOUT_S
         try:
+            conn.settimeout(CLIENT_TIMEOUT_S)
             if not _peer_allowed(conn):
                 send_line(conn, {"ok": False, "error": "not this server's user"})
                 return
             data = b""
             while b"\n" not in data and len(data) < MAX_COMMAND:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return  # too slow: closed without an answer
+                conn.settimeout(left)
                 chunk = conn.recv(MAX_COMMAND)
                 if not chunk:
                     break
@@ -183,9 +222,10 @@ class ControlServer:
             except Exception as e:  # the server goes on; the client hears why
                 log.exception("Control socket: %r failed", data[:200])
                 answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            conn.settimeout(CLIENT_TIMEOUT_S)  # the answer too: a client that takes none goes
             send_line(conn, answer)
         except OSError:
-            pass  # the client went away
+            pass  # the client went away, or was too slow
 
     def close_in_child(self) -> None:
         """In a worker just forked: close the listener's descriptor, nothing else."""
@@ -202,6 +242,11 @@ class ControlServer:
             pass
         if threading.current_thread() is not self._thread:
             self._thread.join(CLIENT_TIMEOUT_S + ACCEPT_TICK_S)
+        with self._clients_lock:
+            clients = list(self._clients)
+        for thread in clients:  # each ends within its deadline (and the handle's own waits)
+            if thread is not threading.current_thread():
+                thread.join(CLIENT_TIMEOUT_S + WORKER_TIMEOUT_S)
         self.handle = _closed_handle
         try:
             st = os.stat(self.path)
@@ -424,6 +469,17 @@ class MasterView:
     signal: Callable[[int], None]
 
 
+def workers_change_refused(change: object) -> Optional[str]:
+    """Why a `workers` change is refused (None: it is an integer of 1 to MAX_WORKERS,
+    either sign)."""
+    if not isinstance(change, int) or isinstance(change, bool) or change == 0:
+        return "workers takes +N or -N (N at least 1)"
+    if abs(change) > MAX_WORKERS:
+        return (f"workers takes +N or -N with N at most {MAX_WORKERS} (the most workers "
+                "a master runs)")
+    return None
+
+
 class MasterControl:
     """A master's control socket and its channels to its workers."""
 
@@ -485,13 +541,17 @@ class MasterControl:
             return {"ok": True, "done": name}
         if name == "workers":
             change = command.get("change")
-            if not isinstance(change, int) or isinstance(change, bool) or change == 0:
-                return {"ok": False, "error": "workers takes +N or -N (N at least 1)"}
+            refused = workers_change_refused(change)
+            if refused:
+                return {"ok": False, "error": refused}
             before = self.view.target()
-            for _ in range(abs(change)):
+            if before + change > MAX_WORKERS:
+                return {"ok": False, "error": f"workers {change:+d}: {before} run, and a master "
+                        f"runs at most {MAX_WORKERS}"}
+            target = max(1, before + change)
+            for _ in range(abs(target - before)):  # TTOU never goes below one: none queued
                 self.view.signal(signal.SIGTTIN if change > 0 else signal.SIGTTOU)
-            return {"ok": True, "done": "workers", "previous": before,
-                    "target": max(1, before + change)}
+            return {"ok": True, "done": "workers", "previous": before, "target": target}
         return {"ok": False, "error": f"unknown command {name!r}"}
 
     def _status(self) -> Dict[str, Any]:

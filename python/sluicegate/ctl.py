@@ -20,9 +20,10 @@ import os
 import re
 import select
 import socket
+import stat
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
 from . import children, control
 
@@ -38,21 +39,60 @@ class CtlError(Exception):
 
 
 def find_socket(path: Optional[str], pid: Optional[int]) -> str:
+    """The socket to talk to: `--socket` as given; else the default one of `--pid`, or the one
+    server's in the runtime directory, only if it is to be trusted (`untrusted`)."""
     if path:
         return path
     if pid is not None:
-        return control.default_path(pid)
-    found = []
+        candidate = control.default_path(pid)
+        why = untrusted(candidate, pid)
+        if why:
+            raise CtlError(f"{candidate}: not used: {why}")
+        return candidate
+    found, skipped = [], []
     for candidate in sorted(glob.glob(os.path.join(control.runtime_dir(), "sluicegate-*.ctl"))):
         m = re.search(r"sluicegate-(\d+)\.ctl$", candidate)
-        if m and children.alive(int(m.group(1))):
+        if not m or not children.alive(int(m.group(1))):
+            continue
+        why = untrusted(candidate, int(m.group(1)))
+        if why:
+            skipped.append(f"{candidate} ({why})")
+        else:
             found.append(candidate)
     if len(found) == 1:
         return found[0]
     if not found:
         raise CtlError(f"no server's control socket in {control.runtime_dir()}: "
-                       "give --socket PATH or --pid PID")
+                       "give --socket PATH or --pid PID"
+                       + ("; not used: " + ", ".join(skipped) if skipped else ""))
     raise CtlError("several servers run: give --socket PATH or --pid PID: " + ", ".join(found))
+
+
+def _trusted_uid(uid: int) -> bool:
+    return uid in (0, os.geteuid())
+
+
+def untrusted(candidate: str, pid: int) -> Optional[str]:
+    """Why a default socket found by its name is not to be talked to (None: it may be): the
+    file must be a socket owned by root or by this user, and its process (the PID of its
+    name) run as one of them. Any user may create a file in /tmp, and one of a runtime
+    directory's names with another's live PID: it would be handed this user's commands and
+    its answers would be printed on this user's terminal."""
+    try:
+        st = os.lstat(candidate)
+    except OSError as e:
+        return e.strerror or str(e)
+    if not stat.S_ISSOCK(st.st_mode):
+        return "not a socket"
+    if not _trusted_uid(st.st_uid):
+        return f"owned by uid {st.st_uid}, neither root nor this user"
+    try:
+        owner = os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return f"process {pid} cannot be looked at"
+    if not _trusted_uid(owner):
+        return f"process {pid} runs as uid {owner}, neither root nor this user"
+    return None
 
 
 def ask(path: str, command: Dict[str, Any]) -> Dict[str, Any]:
@@ -99,11 +139,26 @@ def _size(n: Optional[int]) -> str:
     return "-" if n is None else f"{n / (1024 * 1024):.1f}M"
 
 
+def printable(text: Any) -> str:
+    """`text` with every character a terminal could act on (control characters, escape
+    sequences' ESC, C1 controls, bidirectional overrides: whatever `str.isprintable` refuses
+    but the space) written as a Python escape (`\\x1b`): a server's answer carries what
+    clients sent it (request paths), and printed raw, it could rewrite the screen."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else
+                   (f"\\x{ord(c):02x}" if ord(c) < 0x100 else
+                    f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
+                   for c in text)
+
+
 def _cell(v: Any) -> str:
-    return "-" if v is None else str(v)
+    return "-" if v is None else printable(v)
 
 
 def _table(header: Sequence[str], rows: List[Sequence[str]]) -> List[str]:
+    rows = [[printable(c) for c in r] for r in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     return ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
             for r in [header, *rows]]
@@ -136,7 +191,7 @@ def render_requests(answer: Dict[str, Any], limit: Optional[int] = None) -> List
     for c in shown:
         if "stack" in c:
             lines += ["", f"worker {c['worker']} pid {c['pid']}: {c['method']} {c['path']} "
-                      f"({c['age']:.3f}s)", c["stack"].rstrip("\n")]
+                      f"({c['age']:.3f}s)", *c["stack"].rstrip("\n").split("\n")]
     return lines
 
 
@@ -168,7 +223,8 @@ def top(path: str, interval: float, out: Any = None) -> int:
             except CtlError as e:
                 lines = [f"sluicegate ctl: {e}"]
             head = f"sluicegate top  {path}  {time.strftime('%H:%M:%S')}  (q quits)"
-            out.write("\x1b[H\x1b[2J" + "\r\n".join([head, ""] + lines) + "\r\n")
+            lines = [printable(line) for line in [head, ""] + lines]
+            out.write("\x1b[H\x1b[2J" + "\r\n".join(lines) + "\r\n")
             out.flush()
             readable, _, _ = select.select([stdin], [], [], interval)
             if readable:
@@ -191,14 +247,24 @@ def top(path: str, interval: float, out: Any = None) -> int:
 def _workers_change(text: str) -> int:
     if not re.fullmatch(r"[+-]\d+", text) or int(text) == 0:
         raise argparse.ArgumentTypeError("expected +N or -N, N at least 1 (e.g. +2, -1)")
+    refused = control.workers_change_refused(int(text))
+    if refused:
+        raise argparse.ArgumentTypeError(refused)
     return int(text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (exit status 2), as the server's are."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"sluicegate ctl: {message} (see sluicegate ctl --help)\n")
 
 
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print the server's answer as JSON")
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="sluicegate ctl", parents=[common],
         description="Talk to a running sluicegate's control socket (docs/operations.md).")
     where = p.add_mutually_exclusive_group()
@@ -233,15 +299,21 @@ def main(argv: Sequence[str]) -> int:
             command["change"] = args.change
         answer = ask(path, command)
     except CtlError as e:
-        print(f"sluicegate ctl: {e}", file=sys.stderr)
+        print(f"sluicegate ctl: {printable(e)}", file=sys.stderr)
         return 1
-    if getattr(args, "json", False):
+    if getattr(args, "json", False):  # JSON escapes every control character itself
         print(json.dumps(answer, indent=2))
         return 0 if answer.get("ok") else 1
     if not answer.get("ok"):
-        print(f"sluicegate ctl: {answer.get('error')}", file=sys.stderr)
+        print(f"sluicegate ctl: {printable(answer.get('error'))}", file=sys.stderr)
         return 1
     render = {"status": render_status, "requests": render_requests}.get(args.command,
                                                                          render_done)
-    print("\n".join(render(answer)))
+    try:
+        lines = render(answer)
+    except (KeyError, TypeError, ValueError) as e:
+        print(f"sluicegate ctl: {path}: an answer not understood ({printable(e)})",
+              file=sys.stderr)
+        return 1
+    print("\n".join(printable(line) for line in lines))
     return 0

@@ -256,8 +256,10 @@ SETTINGS: Tuple[Setting, ...] = (
     _setting("secure_scheme_headers", "", FILE_ONLY, DONE,
              "--forwarded-headers x-forwarded, for gunicorn's headers and values (others are "
              "refused)", "forwarded_headers", _secure_scheme_headers),
-    _setting("forwarded_allow_ips", "--forwarded-allow-ips", VALUE, DONE, "--forwarded-allow-ips",
-             "forwarded_allow_ips"),
+    _setting("forwarded_allow_ips", "--forwarded-allow-ips", VALUE, DONE,
+             "--forwarded-allow-ips, with gunicorn's meaning: these peers' scheme is believed, "
+             "REMOTE_ADDR and %(h)s stay the peer's (the client's address from X-Forwarded-For "
+             "is sluicegate's --forwarded-for-ips)", "forwarded_allow_ips"),
     _setting("pythonpath", "--pythonpath", VALUE, DONE, "--pythonpath", "pythonpath"),
     _setting("paste", "--paste --paster", VALUE, DONE,
              "the app, loaded from the PasteDeploy file with paste.deploy (refused when "

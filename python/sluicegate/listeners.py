@@ -264,14 +264,21 @@ def inherited_sockets(env: Optional[dict] = None) -> List[BoundSocket]:
     return sockets
 
 
+#: The umask a unix socket file is made under without --umask: gunicorn's `umask` default, 0,
+#: so `bind = "unix:/run/app/http.sock"` is srwxrwxrwx and a proxy running as another user
+#: (nginx as www-data) may connect; who reaches it is the directory's permissions' decision.
+UNIX_SOCKET_UMASK = 0
+
+
 def bind_all(addresses: Sequence[BindAddress], backlog: int,
-             reuse_port: bool = False) -> List[BoundSocket]:
+             reuse_port: bool = False, umask: Optional[int] = None) -> List[BoundSocket]:
     """Bind and listen on every address, or on none: if one fails, the ones already bound are
-    closed and BindError is raised. `reuse_port`: SO_REUSEPORT on the TCP ones (--reuse-port)."""
+    closed and BindError is raised. `reuse_port`: SO_REUSEPORT on the TCP ones (--reuse-port).
+    `umask`: --umask, which unix socket files are made under (None: UNIX_SOCKET_UMASK)."""
     bound: List[BoundSocket] = []
     try:
         for address in addresses:
-            bound.append(bind(address, backlog, reuse_port))
+            bound.append(bind(address, backlog, reuse_port, umask))
     except BaseException:
         for b in bound:
             b.close()
@@ -279,10 +286,11 @@ def bind_all(addresses: Sequence[BindAddress], backlog: int,
     return bound
 
 
-def bind(address: BindAddress, backlog: int, reuse_port: bool = False) -> BoundSocket:
+def bind(address: BindAddress, backlog: int, reuse_port: bool = False,
+         umask: Optional[int] = None) -> BoundSocket:
     """Bind and listen on one address; raise BindError with a one-line reason on failure."""
     if address.kind == "unix":
-        sock = _bind_unix(address, backlog)
+        sock = _bind_unix(address, backlog, UNIX_SOCKET_UMASK if umask is None else umask)
     else:
         sock = _bind_tcp(address, backlog, reuse_port)
     return BoundSocket(address, sock)
@@ -317,17 +325,22 @@ def _bind_tcp(address: BindAddress, backlog: int, reuse_port: bool = False) -> s
     return sock
 
 
-def _bind_unix(address: BindAddress, backlog: int) -> socket.socket:
+def _bind_unix(address: BindAddress, backlog: int, umask: int) -> socket.socket:
+    """The socket file is made under `umask` (gunicorn's way: its mode is 0777 without it),
+    the process's own umask put back after; `mode=` then sets it exactly."""
     path = address.host
     if is_abstract(address):
         return _bind_abstract(address, backlog)
     _remove_stale_unix_socket(address)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(umask)
     try:
         sock.bind(path)
     except OSError as e:
         sock.close()
         raise BindError(f"cannot listen on {address}: {_reason(e)}")
+    finally:
+        os.umask(old)
     step = "listen"
     try:
         # Permissions before listen(): no client connects through looser ones in between.

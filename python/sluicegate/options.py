@@ -37,6 +37,7 @@ from .parsers import (
     parse_access_log_format, parse_app, parse_bind_value, parse_bool,
     parse_chdir, parse_count, parse_count_or_zero, parse_env_item, parse_error_log,
     parse_forwarded_allow_ips, parse_forwarded_headers, parse_health_path, parse_http2,
+    parse_http3,
     parse_http3_congestion,
     parse_log_config_dict, parse_log_level, parse_metrics_bind, parse_path, parse_path_or_off,
     parse_positive_size, parse_proc_name, parse_proxy_protocol, parse_root_path,
@@ -175,8 +176,9 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "umask", _parse_umask, None,
-        "Set the process umask first (octal, e.g. 027): the permissions of unix socket files and "
-        "of files the app creates. Unset: inherited.",
+        "Set the process umask first (octal, e.g. 027): the permissions of unix socket files and of files "
+        "the app creates. Unset: inherited, and unix socket files are made under umask 0 (srwxrwxrwx: "
+        "gunicorn's default; the directory decides who reaches them).",
         "MASK", Optional[int], short="-m",
     ),
     Option(
@@ -357,14 +359,14 @@ OPTIONS: Tuple[Option, ...] = (
         "N", int, core=True,
     ),
     Option(
-        "http3", parse_bool, "false",
-        "HTTP/3 (QUIC, docs/http3.md) on every TLS listener: a UDP socket on the same address "
-        "and port, the same certificate (TLS 1.3, ALPN h3), and an Alt-Svc header on the "
-        "HTTP/1.1 and HTTP/2 answers of TLS listeners so that clients move to it. No 0-RTT "
-        "unless --http3-0rtt. Each connection's concurrent request streams: --http2-max-streams "
-        "and a quarter more (a finished stream's credit comes back once the client "
-        "acknowledged its end).",
-        "", bool, switch=True, core=True,
+        "http3", parse_http3, "off",
+        "HTTP/3 (QUIC, docs/http3.md) on every TLS listener (`--http3` alone, `--http3 on`, `--http3 off`): "
+        "a UDP socket on the same address and port, the same certificate (TLS 1.3, ALPN h3), and an "
+        "Alt-Svc header on the HTTP/1.1 and HTTP/2 answers of TLS listeners so that clients move to it. "
+        "No 0-RTT unless --http3-0rtt. Each connection's concurrent request streams: "
+        "--http2-max-streams and a quarter more (a finished stream's credit comes back once the "
+        "client acknowledged its end).",
+        "", str, switch=True, core=True,
     ),
     Option(
         "http3_0rtt", parse_bool, "false",
@@ -423,12 +425,19 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "forwarded_allow_ips", parse_forwarded_allow_ips, "127.0.0.1,::1,unix",
-        "Peers (addresses, CIDR networks, 'unix' for unix-socket peers, '*' for all) whose "
-        "forwarding headers are believed: the client's address, scheme, host and port they "
-        "give become REMOTE_ADDR, REMOTE_PORT, wsgi.url_scheme, HTTP_HOST, SERVER_NAME, "
-        "SERVER_PORT and the access log's client. From other peers the headers reach the app "
-        "unchanged and change nothing. Also who may send a PROXY protocol header. Empty: "
-        "nobody.",
+        "Peers (addresses, CIDR networks, 'unix' for unix-socket peers, '*' for all) whose scheme is "
+        "believed, as gunicorn's setting means: X-Forwarded-Proto or X-Forwarded-Ssl (or Forwarded's "
+        "proto) becomes wsgi.url_scheme. REMOTE_ADDR and the access log's client stay the peer's "
+        "(for those, --forwarded-for-ips). Also whose uwsgi variables are believed, and who may "
+        "send a PROXY protocol header (without --proxy-allow-ips). Empty: nobody.",
+        "LIST", str, core=True,
+    ),
+    Option(
+        "forwarded_for_ips", parse_forwarded_allow_ips, "",
+        "Peers (as --forwarded-allow-ips lists them) whose forwarding headers are believed whole: the "
+        "client's address, scheme, host and port they give become REMOTE_ADDR, REMOTE_PORT, wsgi.url_scheme, "
+        "HTTP_HOST, SERVER_NAME, SERVER_PORT and the access log's client (X-Forwarded-For read from the "
+        "right, past these peers). Empty: nobody (REMOTE_ADDR is the peer's, as in gunicorn).",
         "LIST", str, core=True,
     ),
     Option(

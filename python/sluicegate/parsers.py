@@ -396,6 +396,21 @@ def parse_http2(value: object) -> str:
     return text
 
 
+def parse_http3(value: object) -> str:
+    """on or off, as `--http2` names its states (and the switch spellings: true means on,
+    false off; a Python bool for serve())."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    text = _str(value).strip().lower()
+    if text in ("1", "true", "yes"):
+        text = "on"
+    elif text in ("0", "false", "no", ""):
+        text = "off"
+    if text not in ALLOWED["http3"]:
+        raise ValueError(f"expected one of {', '.join(ALLOWED['http3'])}")
+    return text
+
+
 def parse_http3_congestion(value: object) -> str:
     text = _str(value).strip().lower()
     if text not in ALLOWED["http3_congestion"]:

@@ -6,7 +6,12 @@ in gunicorn's names and spelling (`instrument/statsd.py`), with `--statsd-prefix
 a socket of each worker's own.
 
 A datagram that cannot be sent (no receiver) is lost, as in gunicorn; nothing is logged
-for it, so a missing receiver cannot make the error log count itself.
+for it, so a missing receiver cannot make the error log count itself. Nor does a receiver that
+cannot be reached stop the start, as in gunicorn: a name that does not resolve or a unix path
+where nothing listens yet is said once (a warning of this process, the master or the single
+server; a worker's core says nothing more), the metrics are dropped, and the connection is
+tried again at most every RETRY_S (the core's writer thread does the same for its own).
+Names, prefixes and tags beyond ASCII go out as UTF-8, as the core sends them.
 """
 
 from __future__ import annotations
@@ -14,17 +19,34 @@ from __future__ import annotations
 import logging
 import re
 import socket
+import time
 from typing import Any, Optional
+
+#: How long metrics are dropped after a failed connection before the next one is tried (a
+#: name is resolved anew: a DNS query, not for every metric). The core's `io::statsd::RETRY`.
+RETRY_S = 5.0
 
 
 class Client:
     """A connected datagram socket to `address` (HOST:PORT or unix:PATH, as options.py
     returns it) and the prefix and tags every metric gets."""
 
-    def __init__(self, address: str, prefix: str, tags: str):
+    def __init__(self, address: str, prefix: str, tags: str,
+                 logger: Optional[logging.Logger] = None):
+        self.address = address
         self.prefix = re.sub(r"^(.+[^.]+)\.*$", "\\g<1>.", prefix)
-        self.tags = tags
+        self.tags = tags.encode("utf-8")
         self.sock: Optional[socket.socket] = None
+        self.retry_at = 0.0
+        error = self._connect()
+        if error is not None and logger is not None:
+            logger.warning("statsd at %s cannot be reached (%s): its metrics are dropped, and "
+                           "it is tried again every %gs", address, error, RETRY_S)
+
+    def _connect(self) -> Optional[str]:
+        """Connect (None), or why not (and when to try again)."""
+        address = self.address
+        sock = None
         try:
             if address.startswith("unix:"):
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -36,14 +58,21 @@ class Client:
                 sock = socket.socket(family, socket.SOCK_DGRAM)
                 target = (host, int(port))
             sock.connect(target)
-            self.sock = sock
-        except OSError:
-            self.sock = None
+        except OSError as e:
+            if sock is not None:
+                sock.close()
+            self.retry_at = time.monotonic() + RETRY_S
+            return str(e.strerror or e)
+        self.sock = sock
+        return None
 
     def send(self, line: str) -> None:
-        data = (self.prefix + line).encode("ascii")
+        if self.sock is None:
+            if time.monotonic() < self.retry_at or self._connect() is not None:
+                return
+        data = (self.prefix + line).encode("utf-8")
         if self.tags:
-            data += b"|#" + self.tags.encode("ascii")
+            data += b"|#" + self.tags
         try:
             if self.sock is not None:
                 self.sock.send(data)
@@ -79,7 +108,7 @@ def install(cfg: Any, logger: logging.Logger) -> None:
     global _client
     if not cfg.statsd_host or _client is not None:
         return
-    _client = Client(cfg.statsd_host, cfg.statsd_prefix, cfg.dogstatsd_tags)
+    _client = Client(cfg.statsd_host, cfg.statsd_prefix, cfg.dogstatsd_tags, logger)
     logger.addHandler(LogCounter(_client))
 
 

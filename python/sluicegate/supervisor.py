@@ -175,7 +175,7 @@ def _sockets(cfg: Config, upgraded_from: Optional[str]) -> List[BoundSocket]:
     else:
         addresses = [with_socket_defaults(a, cfg.socket_mode, cfg.socket_owner)
                      for a in cfg.bind]
-        sockets = bind_all(addresses, cfg.backlog, cfg.reuse_port)
+        sockets = bind_all(addresses, cfg.backlog, cfg.reuse_port, cfg.umask)
     return sockets
 
 

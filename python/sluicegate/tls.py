@@ -36,7 +36,7 @@ def check_options(cfg: Config) -> None:
     if cfg.cert_reqs != "none" and not cfg.ca_certs:
         raise OptionError(f"--cert-reqs {cfg.cert_reqs} needs --ca-certs (the CAs of the "
                           "client certificates)")
-    if cfg.http3_0rtt and not cfg.http3:
+    if cfg.http3_0rtt and cfg.http3 != "on":
         raise OptionError("--http3-0rtt needs --http3 (0-RTT is HTTP/3's)")
     if cfg.ca_certs and cfg.cert_reqs == "none":
         raise OptionError("--ca-certs without --cert-reqs optional or required asks no "

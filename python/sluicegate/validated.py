@@ -78,7 +78,7 @@ class Config:
     max_drain: int
     http2: str
     http2_max_streams: int
-    http3: bool
+    http3: str
     http3_0rtt: bool
     http3_retry_above: int
     http3_congestion: str
@@ -89,6 +89,7 @@ class Config:
     write_high_water: int
     root_path: str
     forwarded_allow_ips: str
+    forwarded_for_ips: str
     proxy_protocol: bool
     proxy_allow_ips: str
     certfile: Optional[str]

@@ -1,19 +1,31 @@
 //! The statsd datagram socket (`--statsd-host`): a UDP socket (IPv4 or IPv6) or a unix
-//! datagram socket, connected once at start as gunicorn's does, and the sender the access
-//! log's writer thread hands each batch of metric lines (`observe::statsd`) to. A batch goes
-//! out in datagrams of at most [`DATAGRAM_MAX`] bytes, each cut at a line's end. A send that
-//! fails (no receiver yet: ECONNREFUSED) loses its metrics, as gunicorn's does, and is told
-//! once on stderr until a send succeeds again.
+//! datagram socket, connected at start as gunicorn's does, and the sender the access log's
+//! writer thread hands each batch of metric lines (`observe::statsd`) to. A batch goes out in
+//! datagrams of at most [`DATAGRAM_MAX`] bytes, each cut at a line's end.
+//!
+//! Nothing here stops a start: as in gunicorn, a host name that does not resolve or a unix
+//! path where nothing listens yet leaves the metrics dropped (the Python front says so once,
+//! `statsd.py`), and the writer thread connects again, off the requests' way, at most every
+//! [`RETRY`]. A send that fails (no receiver: ECONNREFUSED) loses its metrics, as gunicorn's
+//! does, and is told once on stderr until a send succeeds again; a unix socket is then
+//! connected anew (a receiver that restarted binds a new socket at the same path).
 
 use std::net::{ToSocketAddrs, UdpSocket};
 use std::os::unix::net::UnixDatagram;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::observe::access_log::LineSink;
 
 /// The most one datagram carries: what fits one Ethernet frame's payload (statsd's own
 /// advice for a fast network), so no datagram is fragmented.
 pub const DATAGRAM_MAX: usize = 1432;
+
+/// How long after a failed connection (or a failed send on a unix socket) the metrics are
+/// dropped before the next batch connects again: a name is resolved anew then (a DNS query,
+/// on the statsd writer thread), which is not worth doing for every batch.
+pub const RETRY: Duration = Duration::from_secs(5);
 
 enum Socket {
     Udp(UdpSocket),
@@ -29,24 +41,60 @@ impl Socket {
     }
 }
 
+/// The socket, or when the next connection is tried.
+enum Link {
+    Up(Socket),
+    Down { retry_at: Instant },
+}
+
+impl Link {
+    fn connect(address: &str) -> Link {
+        match connect(address) {
+            Ok(s) => Link::Up(s),
+            Err(_) => Link::Down {
+                retry_at: Instant::now() + RETRY,
+            },
+        }
+    }
+}
+
 /// The sender for `address` (`HOST:PORT`, `[V6]:PORT` or `unix:PATH`, as the Python front
-/// checked it), connected now.
-pub fn sender(address: &str) -> Result<LineSink, String> {
-    let socket =
-        connect(address).map_err(|e| format!("--statsd-host {address}: cannot reach it: {e}"))?;
+/// checked it), connected now if it can be.
+pub fn sender(address: &str) -> LineSink {
+    let address = address.to_owned();
+    let link = Mutex::new(Link::connect(&address));
     let failing = AtomicBool::new(false);
-    Ok(Box::new(move |batch: &[u8]| {
+    Box::new(move |batch: &[u8]| {
+        let mut link = link.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Link::Down { retry_at } = *link {
+            if Instant::now() < retry_at {
+                return Ok(()); // dropped, as gunicorn drops what it cannot send
+            }
+            *link = Link::connect(&address);
+        }
+        let Link::Up(socket) = &*link else {
+            return Ok(());
+        };
+        let mut reconnect = false;
         for datagram in datagrams(batch, DATAGRAM_MAX) {
             match socket.send(datagram) {
                 Ok(_) => failing.store(false, Ordering::Relaxed),
-                Err(e) if !failing.swap(true, Ordering::Relaxed) => {
-                    eprintln!("sluicegate: statsd metrics cannot be sent ({e}): they are lost until a send succeeds");
+                Err(e) => {
+                    if !failing.swap(true, Ordering::Relaxed) {
+                        eprintln!("sluicegate: statsd metrics cannot be sent ({e}): they are lost until a send succeeds");
+                    }
+                    reconnect = matches!(socket, Socket::Unix(_));
+                    break;
                 }
-                Err(_) => {}
             }
         }
+        if reconnect {
+            *link = Link::Down {
+                retry_at: Instant::now() + RETRY,
+            };
+        }
         Ok(())
-    }))
+    })
 }
 
 fn connect(address: &str) -> std::io::Result<Socket> {

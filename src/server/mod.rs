@@ -85,10 +85,9 @@ fn statsd_output(
         return Ok(None);
     };
     let (address, prefix, tags): (String, String, String) = given.extract()?;
-    let sender = crate::io::statsd::sender(&address).map_err(PyOSError::new_err)?;
     Ok(Some((
         crate::observe::statsd::StatsdLines::new(&prefix, &tags),
-        sender,
+        crate::io::statsd::sender(&address),
     )))
 }
 

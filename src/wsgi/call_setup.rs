@@ -83,20 +83,39 @@ pub(crate) fn log_end(timed_out: bool, gone: bool, end: &AppEnd) -> LogEnd {
 }
 
 /// What this request's forwarding facts are: a uwsgi request's from nginx's own variables,
-/// never the forwarding headers it passes through unchanged; an HTTP request's from its
-/// forwarding headers. None: the hop is not trusted, or said nothing. Values that do not
-/// parse are counted.
+/// never the forwarding headers it passes through unchanged (from a hop of either list); an
+/// HTTP request's from its forwarding headers: all they say from a `--forwarded-for-ips`
+/// hop, the scheme alone from a `--forwarded-allow-ips` one (gunicorn's meaning: REMOTE_ADDR
+/// and the host stay the connection's). None: the hop is not trusted, or said nothing.
+/// Values that do not parse are counted.
 fn forwarded_facts(
     bridge: &Bridge,
     hop: Hop,
     head: &RequestHead,
     uwsgi: Option<&UwsgiFacts>,
 ) -> Option<Box<Resolved>> {
-    let (trust, family) = bridge.config.forwarding.as_ref()?;
+    let config = &bridge.config;
+    let whole = config.forwarded_for.as_ref();
+    let scheme_only = config.forwarding.as_ref().map(|(t, _)| t);
     if let Some(facts) = uwsgi {
-        return forwarded::trusted(Some(trust), hop).then(|| Box::new(facts.resolved()));
+        let trusted = forwarded::trusted(whole, hop) || forwarded::trusted(scheme_only, hop);
+        return trusted.then(|| Box::new(facts.resolved()));
     }
-    let r = forwarded::forwarded(head, hop, Some(trust), *family)?;
+    let family = config.forwarded_family;
+    let r = if forwarded::trusted(whole, hop) {
+        forwarded::forwarded(head, hop, whole, family)?
+    } else {
+        let r = forwarded::forwarded(head, hop, scheme_only, family)?;
+        let r = Resolved {
+            scheme: r.scheme,
+            malformed: r.malformed,
+            ..Resolved::default()
+        };
+        if r == Resolved::default() {
+            return None;
+        }
+        r
+    };
     if r.malformed > 0 {
         bridge
             .counters()

@@ -1,7 +1,9 @@
 //! Trusted forwarding: who the client really is, and which scheme and host it used, when a
-//! proxy stands between it and the server. Owns the trust list (`--forwarded-allow-ips`) and
-//! the reading of `X-Forwarded-For`/`-Proto`/`-Ssl`/`-Host`/`-Port` and of RFC 7239
-//! `Forwarded`.
+//! proxy stands between it and the server. Owns the trust lists (`--forwarded-allow-ips`,
+//! whose peers' scheme alone is believed, as gunicorn's setting means, and
+//! `--forwarded-for-ips`, whose peers are believed whole: the caller, `wsgi::call_setup`,
+//! picks the list and keeps what it allows) and the reading of
+//! `X-Forwarded-For`/`-Proto`/`-Ssl`/`-Host`/`-Port` and of RFC 7239 `Forwarded`.
 //!
 //! Only one family of headers is read (`--forwarded-headers`): a proxy that sets one family
 //! usually passes the other through from the client untouched, so reading both would let a
@@ -23,7 +25,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::RequestHead;
 
-/// The addresses whose forwarding headers are believed (`--forwarded-allow-ips`).
+/// The addresses whose forwarding headers are believed (`--forwarded-allow-ips`,
+/// `--forwarded-for-ips`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TrustList {
     /// `*`: every peer.

@@ -41,6 +41,14 @@ use crate::wsgi::input::Input;
 use crate::wsgi::iterable::{call_and_drive, AppEnd};
 use crate::wsgi::start_response::{Callables, Sink};
 
+/// Whether a stream's `:scheme` https is believed: on a plain connection, from a hop of either
+/// list (--forwarded-allow-ips, --forwarded-for-ips), as X-Forwarded-Proto is.
+fn believed_https(bridge: &Bridge, hop: Hop, scheme_https: bool, tls: bool) -> bool {
+    let trust = bridge.config.forwarding.as_ref().map(|(t, _)| t);
+    let whole = bridge.config.forwarded_for.as_ref();
+    scheme_https && !tls && (forwarded::trusted(trust, hop) || forwarded::trusted(whole, hop))
+}
+
 /// Run one stream's app call on this thread (the GIL held).
 pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     let StreamCall {
@@ -90,8 +98,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     );
     let end = match built {
         Ok(env) => {
-            let trust = bridge.config.forwarding.as_ref().map(|(t, _)| t);
-            let https = scheme_https && tls_facts.is_none() && forwarded::trusted(trust, hop);
+            let https = believed_https(bridge, hop, scheme_https, tls_facts.is_some());
             stream_keys(&env, (head.version, protocol), early_data, https);
             let (start, hints) = (callables.start.bind(py), callables.hints.bind(py));
             let resp = callables.sr.get().response();
