@@ -39,7 +39,7 @@ NAMES = {
     "sg-accesslog", "sg-statsd", "sg-debug", "sg-tls-writer", "sg-readahead",
     # The Python front (thread_names.py: prctl(PR_SET_NAME) from inside the thread).
     "sg-metrics", "sg-scrape", "sg-recycling", "sg-reloader", "sg-reload-read", "sg-control",
-    "sg-ctl-agent", "sg-ctl-client",
+    "sg-ctl-agent", "sg-ctl-client", "sg-uwsgi-stats", "sg-uwsgi-thread",
 }
 
 #: The kinds a serving process has while a call blocks, with the options below.

@@ -12,9 +12,10 @@ module is imported: an app that needs one fails at its start, not at a later req
 
 from __future__ import annotations
 
-import threading
 import types
 from typing import Any, Callable, Dict, List
+
+from . import thread_names
 
 #: uwsgidecorators' names sluicegate does not provide, and the feature each belongs to.
 REFUSED: Dict[str, str] = {
@@ -67,8 +68,7 @@ def build_module(uwsgi: types.ModuleType) -> types.ModuleType:
             self.f = f
 
         def __call__(self, *args: Any) -> Any:
-            t = threading.Thread(target=self.f, args=args, daemon=True)
-            t.start()
+            thread_names.start(lambda: self.f(*args), "sg-uwsgi-thread")
             return self.f
 
     uwsgi.post_fork_hook = postfork_chain_hook

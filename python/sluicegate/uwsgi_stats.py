@@ -33,6 +33,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import thread_names
 from .logs import log
 
 #: The uWSGI release whose document this follows (uwsgi_module's version too).
@@ -208,8 +209,7 @@ class StatsServer:
         self.document = document
         self.http = http
         self.closed = False
-        self.thread = threading.Thread(target=self._serve, name="sg-uwsgi-stats", daemon=True)
-        self.thread.start()
+        self.thread = thread_names.start(self._serve, "sg-uwsgi-stats")
 
     def _serve(self) -> None:
         while not self.closed:
@@ -219,8 +219,7 @@ class StatsServer:
                 if self.closed:
                     return
                 continue
-            threading.Thread(target=self._answer, args=(conn,), name="sg-uwsgi-stats",
-                             daemon=True).start()
+            thread_names.start(lambda conn=conn: self._answer(conn), "sg-uwsgi-stats")
 
     def _answer(self, conn: socket.socket) -> None:
         try:
