@@ -26,6 +26,7 @@
 //! - `config.rs`: the QUIC server configuration (TLS 1.3, ALPN `h3`, 0-RTT or not, transport
 //!   limits).
 
+mod amplification;
 mod config;
 mod conn;
 mod early;

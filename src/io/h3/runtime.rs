@@ -26,6 +26,7 @@ use std::time::Instant;
 use quinn::udp::{RecvMeta, Transmit, UdpSocketState};
 use quinn::{AsyncTimer, AsyncUdpSocket, Runtime, UdpPoller};
 
+use super::amplification::Budgets;
 use crate::io::h2::tasks::TaskShared;
 use crate::io::h2::timer::{self, Sleep};
 
@@ -89,6 +90,8 @@ const INBOX: u8 = 4;
 pub struct LoopUdp {
     io: mio::net::UdpSocket,
     state: UdpSocketState,
+    /// What may go to addresses not validated yet (RFC 9000 §8.1, `amplification.rs`).
+    budgets: Budgets,
     route: Option<super::route::Route>,
     ready: AtomicU8,
     read_waker: Mutex<Option<Waker>>,
@@ -126,6 +129,7 @@ impl LoopUdp {
         Ok(Arc::new(LoopUdp {
             io,
             state,
+            budgets: Budgets::default(),
             route,
             ready: AtomicU8::new(READ | WRITE | INBOX),
             read_waker: Mutex::new(None),
@@ -177,11 +181,23 @@ impl LoopUdp {
     }
 
     /// One datagram from the inbox into `buf`, if one is there.
+    /// The datagrams of one receive (several of `stride` bytes each under GRO), for the
+    /// budgets of addresses not validated yet.
+    fn count_received(&self, m: &RecvMeta, buf: &[u8]) {
+        if m.len == 0 {
+            return;
+        }
+        for datagram in buf[..m.len].chunks(m.stride.max(1)) {
+            self.budgets.received(m.addr, datagram);
+        }
+    }
+
     fn read_inbox(&self, buf: &mut [u8], meta: &mut RecvMeta) -> Option<io::Result<usize>> {
         let route = self.route.as_ref()?;
         match route.receive(buf) {
             Ok(Some(m)) => {
                 *meta = m;
+                self.count_received(meta, buf);
                 Some(Ok(1))
             }
             // One that did not fit, dropped: look again.
@@ -221,6 +237,13 @@ impl AsyncUdpSocket for LoopUdp {
     }
 
     fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
+        if !self
+            .budgets
+            .may_send(transmit.destination, transmit.contents.len())
+        {
+            return Ok(()); // past the unvalidated address's budget: lost, sent again later
+        }
+
         let sent = self.state.send((&self.io).into(), transmit);
         if sent
             .as_ref()
@@ -270,6 +293,9 @@ impl AsyncUdpSocket for LoopUdp {
                                 m.len = 0;
                             }
                         }
+                    }
+                    for (m, buf) in meta.iter().zip(bufs.iter()).take(n) {
+                        self.count_received(m, buf);
                     }
                     return Poll::Ready(Ok(n));
                 }
