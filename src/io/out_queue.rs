@@ -252,6 +252,11 @@ impl OutQueue {
         self.pending
     }
 
+    /// A file range (sendfile) is queued.
+    pub fn has_file(&self) -> bool {
+        self.segs.iter().any(|s| matches!(s, Segment::File { .. }))
+    }
+
     fn push(&mut self, seg: Segment) {
         self.close_chunk();
         let n = seg.len();

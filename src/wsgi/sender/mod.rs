@@ -530,9 +530,12 @@ impl Sender {
     fn flush_pending(&mut self, py: Python<'_>) -> Result<(), SendError> {
         let pending = self.out.pending();
         let tls = matches!(self.transport, Transport::Tls(_));
-        if (pending >= DETACH_WRITE_MIN || (tls && pending >= TLS_WRITER_MIN)) && holds_the_loop() {
-            // (TLS: from `TLS_WRITER_MIN` on, the TLS writer thread writes it once the call
-            // returns, and the loop's thread goes on with the next request: `io::tls_writer`.)
+        let to_writer = pending >= TLS_WRITER_MIN && (tls || !self.out.has_file());
+        if (pending >= DETACH_WRITE_MIN || to_writer) && holds_the_loop() {
+            // (From `TLS_WRITER_MIN` on, a TLS answer or one from memory is written by the
+            // writer thread once the call returns, while the loop's thread goes on with the next
+            // request (`io::tls_writer`): a 21 KB `[bytes]` answer's `writev` leaves the loop's
+            // thread for the second core, benchmarks/results/2026-11-27-app-path/.)
             // An inline call on the loop's thread: the loop writes this as soon as the call
             // returns, which is just as soon. Written here, the copy would run inside the
             // call, and the watchdog, seeing a call outlast its tick, would go back to looking
