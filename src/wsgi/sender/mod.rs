@@ -26,7 +26,9 @@ use crate::io::shared_out::SharedOut;
 use crate::io::tls_writer::TLS_WRITER_MIN;
 use crate::io::transport::Transport;
 use crate::wsgi::app_head::AppHead;
-use crate::wsgi::body_block::{as_block, framed_chunk, queue_body, Block, SendError, COPY_MAX};
+use crate::wsgi::body_block::{
+    as_block, framed_chunk, queue_body, Block, SendError, COPY_MAX, STREAM_COPY_MAX,
+};
 use crate::wsgi::deadline::HeadGate;
 use crate::wsgi::input::Input;
 
@@ -272,7 +274,7 @@ impl Sender {
     }
     /// Queue body bytes into `out` with the framing in force.
     fn queue_body(&mut self, out: &mut OutQueue, block: Block<'_>) {
-        queue_body(self.framing, &mut self.body_bytes, out, block);
+        queue_body(self.framing, &mut self.body_bytes, out, block, COPY_MAX);
     }
 
     /// Head (if not sent yet) and one block into a fresh queue.
@@ -339,8 +341,15 @@ impl Sender {
                 drop(st);
                 return self.gone();
             }
-            // Framing and (small) data are copied onto the queue's tail: no allocation per block.
-            queue_body(self.framing, &mut self.body_bytes, &mut st.queue, block);
+            // Framing and small data are copied onto the queue's tail (no allocation per block);
+            // a `bytes` block of more than 4 KiB is referenced, not copied.
+            queue_body(
+                self.framing,
+                &mut self.body_bytes,
+                &mut st.queue,
+                block,
+                STREAM_COPY_MAX,
+            );
             let wake = st.hand_to_loop();
             over = SharedOut::backlog(&st) > self.high_water;
             drop(st);
