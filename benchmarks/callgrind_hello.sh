@@ -2,8 +2,10 @@
 # benchmarks/callgrind_hello.sh — user-space instructions per hello-world request (S6's app),
 # counted by valgrind's callgrind: repeatable whatever the machine's noise. Starts sluicegate
 # under callgrind, warms it with 2,000 requests (ab -k -c8), zeroes the counters, sends 20,000
-# more, dumps, and prints the total per request and the top functions by their own cost (all
-# threads; PYTHONHASHSEED=0 so dict layouts repeat; Python's own allocator, as in production).
+# more (WARM and REQUESTS change the two), dumps, and prints the total per request and the top
+# functions by their own cost (all threads; PYTHONHASHSEED=0 so dict layouts repeat; Python's own
+# allocator, as in production). The server may take minutes to start under valgrind on a busy
+# machine: it is waited for up to 10.
 #
 # Usage: python3 benchmarks/run.py callgrind OUT_DIR [--python PY] [--concurrency N] [--app APP --path P] [--tls]
 #        (run.py sets the variables below and calls this script; it stays a shell script), or:
@@ -18,6 +20,10 @@
 #          made in OUT_DIR, `--bind https:`, ab over TLS on kept connections; the handshakes of
 #          ab's 8 connections fall inside the counted window, about 1,600 instructions a request
 #          at N=5000)
+#        FETCH=1 REQUESTS=200 WARM=20 APP=s3_stream:app URL_PATH=/8192 benchmarks/callgrind_hello.sh OUT_DIR
+#          (one keep-alive HTTP/1.1 connection fetching one request after the other with the
+#          suite's client, bench/rawhttp.py, as S1 and S3 fetch: chunked bodies, which ab's
+#          HTTP/1.0 requests never get)
 #        PYTHONPATH=/copy/of/python benchmarks/callgrind_hello.sh OUT_DIR   (another build's
 #          `sluicegate` package first on the path: a before/after with one venv)
 # Under valgrind the server runs ~50x slower than ab, so with -c8 all eight connections have a
@@ -45,12 +51,24 @@ PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.
   --compress-strings=no --compress-pos=no \
   "$PY" -m sluicegate "${BIND[@]}" "$@" "$APP" > "$OUT/server.log" 2>&1 &
 VP=$!
-for _ in $(seq 1 240); do curl -sk -o /dev/null "$URL" && break; sleep 0.5; done
+for _ in $(seq 1 1200); do curl -sk -o /dev/null "$URL" && break; sleep 0.5; done
 KEEP=(-k)
 [ "${NEW_CONNECTIONS:-0}" = 1 ] && KEEP=()
-ab -q "${KEEP[@]}" -c"$C" -n 2000 "$URL" > /dev/null
-callgrind_control -z "$VP" > /dev/null 2>&1
-ab -q "${KEEP[@]}" -c"$C" -n $N "$URL" | grep -E "^(Complete|Failed) requests"
+fetch() {  # N requests on one keep-alive connection (FETCH=1), every answer checked for its status
+  (cd "$BENCH" && python3 -c 'import sys; from bench import rawhttp
+c = rawhttp.Connection(int(sys.argv[1])); n = int(sys.argv[3])
+bad = sum(c.request("GET", sys.argv[2], keep_body=False).status != 200 for _ in range(n))
+print(f"Complete requests: {n}"); print(f"Failed requests: {bad}")' "$PORT" "${URL_PATH:-/}" "$1")
+}
+if [ "${FETCH:-0}" = 1 ]; then
+  fetch "${WARM:-200}" > /dev/null
+  callgrind_control -z "$VP" > /dev/null 2>&1
+  fetch "$N"
+else
+  ab -q "${KEEP[@]}" -c"$C" -n "${WARM:-2000}" "$URL" > /dev/null
+  callgrind_control -z "$VP" > /dev/null 2>&1
+  ab -q "${KEEP[@]}" -c"$C" -n $N "$URL" | grep -E "^(Complete|Failed) requests"
+fi
 callgrind_control -d "$VP" > /dev/null 2>&1
 sleep 1
 kill -INT "$VP"; wait "$VP" || true

@@ -503,6 +503,9 @@ STREAMS = [
     ("1,100,16384,1048576", 3),       # varied sizes, both sides of the copy/no-copy threshold
     ("128", 20000),                   # many small blocks (scenario S3): coalesced chunks
     ("7,16385,3,65536,1", 40),        # odd sizes around the thresholds
+    # Around the streamed blocks' own threshold (4 KiB: larger ones referenced in the queue
+    # shared with the loop, their chunk framing in small segments that small blocks then extend).
+    ("4096,4097,8192,100,8192,5", 200),
 ]
 
 

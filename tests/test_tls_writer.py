@@ -1,6 +1,7 @@
-"""Large TLS answers of inline calls written by the TLS writer thread (`io/tls_writer.rs`):
-the connection is away from the loop while its answer is written, so what could
-break is the order of pipelined answers, keep-alive after the hand-off, and other clients
+"""Large answers of inline calls written by the writer thread (`io/tls_writer.rs`): TLS
+answers, and plaintext answers from memory (a `[bytes]` body; a file range stays with the
+loop's `sendfile`). The connection is away from the loop while its answer is written, so what
+could break is the order of pipelined answers, keep-alive after the hand-off, and other clients
 while one reads slowly.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import List, Tuple
 
 from tests.apps.file_wrapper import file_bytes
+from tests.apps.response_path import pattern
 from tests.test_tls import tls_options, tls_socket
 from tests.tls_certs import tls_certs  # noqa: F401  (the fixture)
 
@@ -56,7 +58,7 @@ def request(path: str, close: bool = False) -> bytes:
 
 
 def writer_started(srv) -> bool:
-    """The server has started its TLS writer thread (named `sg-tls-writer`)."""
+    """The server has started its writer thread (named `sg-tls-writer`)."""
     tasks = Path(f"/proc/{srv.proc.pid}/task")
     return any((t / "comm").read_text().startswith("sg-tls-writer") for t in tasks.iterdir())
 
@@ -134,3 +136,61 @@ def test_a_slow_reader_does_not_stop_another_client(start_server, tls_certs):
         answers.buf = bytearray(b"H")
         status, body = answers.next()
         assert status == 200 and body == file_bytes(big)
+
+
+def test_plaintext_bytes_answers_go_to_the_writer_in_order(start_server):
+    """Plaintext `[bytes]` answers of 16 KiB and more are written by the writer thread while
+    the loop's thread runs the next calls: pipelined on several connections at once, each
+    answer arrives whole and in order, small ones (written on the loop) between them. (Before,
+    plaintext answers never left the loop's thread: the writer thread was never started.)"""
+    srv = start_server("response_path")
+    sizes: List[int] = [FILE + i if i % 3 else 100 + i for i in range(40)]
+    socks = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(8)]
+    try:
+        for s in socks:
+            s.settimeout(30)
+        # A hand-off needs other connections ready when a call ends, which depends on how the
+        # loop's polls fall: rounds until the writer has taken answers (at most 10), every
+        # answer of every round checked.
+        for _ in range(10):
+            for s in socks:
+                s.sendall(b"".join(request(f"/list?size={n}&parts=1") for n in sizes))
+            for s in socks:
+                answers = Answers(s)
+                for n in sizes:
+                    status, body = answers.next()
+                    assert status == 200
+                    assert len(body) == n and body == pattern(n)
+                assert not answers.buf
+            if writer_started(srv):
+                break
+        # Keep-alive after the hand-off, then a close asked for.
+        s = socks[0]
+        s.sendall(request(f"/list?size={FILE}&parts=1", close=True))
+        status, body = Answers(s).next()
+        assert status == 200 and body == pattern(FILE)
+        assert s.recv(1) == b""
+    finally:
+        for s in socks:
+            s.close()
+    assert writer_started(srv)
+
+
+def test_plaintext_file_answers_stay_with_the_loop(start_server):
+    """A plaintext file range (`sendfile`) is not handed to the writer: `sendfile` on the loop
+    costs less than the hand-off."""
+    srv = start_server("file_wrapper")
+    socks = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(6)]
+    try:
+        for s in socks:
+            s.settimeout(30)
+            s.sendall(b"".join(request(f"/file?size={FILE}") for _ in range(20)))
+        for s in socks:
+            answers = Answers(s)
+            for _ in range(20):
+                status, body = answers.next()
+                assert status == 200 and body == file_bytes(FILE)
+    finally:
+        for s in socks:
+            s.close()
+    assert not writer_started(srv)

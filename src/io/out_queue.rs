@@ -134,6 +134,10 @@ pub const CORK_MIN: u64 = 4 * 1024 * 1024;
 /// Capacity of a fresh segment that small blocks are copied into.
 const COALESCE_CAPACITY: usize = 16 * 1024;
 
+/// Capacity of a fresh segment for a chunk's framing alone (`push_framing`): the CRLF that ends
+/// a referenced block and the next block's size line share it.
+const FRAMING_CAPACITY: usize = 32;
+
 /// Most data in one coalesced chunk (its size field has 8 hex digits).
 const CHUNK_COALESCE_MAX: usize = 1 << 20;
 
@@ -252,6 +256,11 @@ impl OutQueue {
         self.pending
     }
 
+    /// A file range (sendfile) is queued.
+    pub fn has_file(&self) -> bool {
+        self.segs.iter().any(|s| matches!(s, Segment::File { .. }))
+    }
+
     fn push(&mut self, seg: Segment) {
         self.close_chunk();
         let n = seg.len();
@@ -276,14 +285,27 @@ impl OutQueue {
     }
 
     fn append_tail(&mut self, data: &[u8]) {
+        self.append_tail_or_new(data, COALESCE_CAPACITY);
+    }
+
+    /// Append onto the last owned segment, else into a new one of at least `capacity` bytes.
+    fn append_tail_or_new(&mut self, data: &[u8], capacity: usize) {
         self.pending += data.len() as u64;
         if let Some(Segment::Owned(v)) = self.segs.back_mut() {
             v.extend_from_slice(data);
             return;
         }
-        let mut v = Vec::with_capacity(data.len().max(COALESCE_CAPACITY));
+        let mut v = Vec::with_capacity(data.len().max(capacity));
         v.extend_from_slice(data);
         self.segs.push_back(Segment::Owned(v));
+    }
+
+    /// Append a chunk's framing (a size line, a CRLF) around data queued without a copy: as
+    /// `push_copy`, but a new segment is a small one, not the 16 KiB a run of small blocks gets
+    /// (per referenced 8 KiB block that allocation cost more than the copy it replaced).
+    pub fn push_framing(&mut self, data: &[u8]) {
+        self.close_chunk();
+        self.append_tail_or_new(data, FRAMING_CAPACITY);
     }
 
     /// Append small data as chunked body data. Consecutive calls extend one chunk: the size field

@@ -1,13 +1,18 @@
-//! The TLS writer: a thread that finishes large TLS answers of inline calls, so
-//! that the loop's thread goes on parsing and running the next requests meanwhile.
+//! The writer: a thread that finishes large answers of inline calls (TLS ones, and plaintext
+//! ones from memory), so that the loop's thread goes on parsing and running the next requests
+//! meanwhile.
 //!
 //! Why: a TLS answer cannot leave with `sendfile`; its file range is read, encrypted and
 //! written with `sendmsg` (`TlsLink::write_some`). For S14's 21 KB file that was about 35 % of
 //! the loop thread's time (benchmarks/results/2026-11-25-tls-measurements/), and the loop's
-//! one thread was the bound in req/s. An inline call whose TLS answer has at least
-//! [`TLS_WRITER_MIN`] bytes left leaves them in the connection's queue (`Sender::flush_pending`),
-//! and the connection, still away from the loop's table, is handed here instead of back to the
-//! loop. Plaintext answers never come here: `sendfile` on the loop costs less than a hand-off.
+//! one thread was the bound in req/s. A plaintext `[bytes]` answer is copied into the socket
+//! by its `writev` (S2's 21 KB app answer: one `sendmsg` per request on the loop's thread,
+//! benchmarks/results/2026-11-27-app-path/). An inline call whose answer (TLS, or plaintext
+//! without a file range) has at least [`TLS_WRITER_MIN`] bytes left leaves them in the
+//! connection's queue (`Sender::flush_pending`), and the connection, still away from the loop's
+//! table, is handed here instead of back to the loop when other connections are ready
+//! (`LoopCtx::write_away`). A plaintext file range never comes here: `sendfile` on the loop
+//! costs less than a hand-off.
 //!
 //! The writer only makes non-blocking writes, as the loop would, up to `FAIR_SHARE` bytes;
 //! then the connection goes back to the loop (`LoopCtx::return_conn`), all written or not. On

@@ -24,6 +24,12 @@ pub enum SendError {
 /// larger `bytes` blocks are sent from the Python object's buffer (no copy).
 pub const COPY_MAX: usize = 16 * 1024;
 
+/// A streamed block (a generator's second and later, queued for the event loop) up to this size
+/// is copied onto the queue's tail, where small blocks pile up into one chunk; a larger `bytes`
+/// block is referenced. S3's 8 KiB blocks: the copy was 805 of the 1,743 instructions each
+/// block cost (benchmarks/results/2026-11-27-app-path/).
+pub const STREAM_COPY_MAX: usize = 4 * 1024;
+
 /// A Python `bytes` object queued for writing. It is immutable and kept alive by `owner`, so
 /// its buffer stays valid and unchanged until the segment is dropped.
 struct PyBytesChunk {
@@ -89,9 +95,9 @@ pub fn as_block<'py>(o: &Bound<'py, PyAny>) -> Result<Block<'py>, SendError> {
     Err(SendError::NotBytes(type_name(o)))
 }
 
-/// Where a block's bytes go: copied (small) or referenced (large, no copy).
-fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize) {
-    let small = take <= COPY_MAX;
+/// Where a block's bytes go: copied (up to `copy_max`) or referenced (larger, no copy).
+fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize, copy_max: usize) {
+    let small = take <= copy_max;
     match block {
         Block::Bytes(b) if !small => {
             let ptr = b.as_bytes().as_ptr();
@@ -106,13 +112,16 @@ fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize) {
 }
 
 /// Queue body bytes into `out` with the framing in force, respecting a declared Content-Length
-/// (bytes beyond it are dropped, as the client would misread them). A free function so the
-/// streaming path can fill the shared queue while it holds the queue's lock.
+/// (bytes beyond it are dropped, as the client would misread them); a block of up to `copy_max`
+/// bytes is copied ([`COPY_MAX`] for the sender's own queue, [`STREAM_COPY_MAX`] for the queue
+/// shared with the loop). A free function so the streaming path can fill the shared queue while
+/// it holds the queue's lock.
 pub fn queue_body(
     framing: ResponseFraming,
     body_bytes: &mut u64,
     out: &mut OutQueue,
     block: Block<'_>,
+    copy_max: usize,
 ) {
     let mut take = block.as_slice().len();
     match framing {
@@ -127,15 +136,17 @@ pub fn queue_body(
     }
     *body_bytes += take as u64;
     let chunked = framing == ResponseFraming::Chunked;
-    if chunked && take <= COPY_MAX {
+    if chunked && take <= copy_max {
         // Small blocks extend the open chunk (one chunk per batch the socket takes).
         out.push_chunk_data(&block.as_slice()[..take]);
         return;
     }
     if chunked {
-        framed_chunk(out, take as u64, |out| queue_block(out, block, take));
+        framed_chunk(out, take as u64, |out| {
+            queue_block(out, block, take, copy_max)
+        });
     } else {
-        queue_block(out, block, take);
+        queue_block(out, block, take, copy_max);
     }
 }
 
@@ -144,7 +155,7 @@ pub fn queue_body(
 /// `OutQueue::push_chunk_data`, which coalesces them.)
 pub fn framed_chunk(out: &mut OutQueue, len: u64, push_data: impl FnOnce(&mut OutQueue)) {
     let mut hdr = [0u8; 18];
-    out.push_copy(chunk_header(len as usize, &mut hdr));
+    out.push_framing(chunk_header(len as usize, &mut hdr));
     push_data(out);
-    out.push_copy(CHUNK_END);
+    out.push_framing(CHUNK_END);
 }

@@ -156,12 +156,16 @@ impl LoopCtx {
         }
     }
 
-    /// After an inline call (the connection still away from the loop's table): a TLS answer
-    /// with at least `TLS_WRITER_MIN` bytes left goes to the TLS writer thread, which gives
+    /// After an inline call (the connection still away from the loop's table): an answer with
+    /// at least `TLS_WRITER_MIN` bytes left, over TLS or from memory (no file range, which
+    /// `sendfile` sends for less than a hand-off costs), goes to the writer thread, which gives
     /// the connection back once written (`io::tls_writer`); `Some(conn)`: the loop takes it
     /// back now, as before.
     pub fn write_away(self: &Arc<Self>, conn: Box<Conn>) -> Option<Box<Conn>> {
-        if conn.tls.is_none() || conn.out.pending() < TLS_WRITER_MIN || self.shutting_down() {
+        if conn.out.pending() < TLS_WRITER_MIN
+            || (conn.tls.is_none() && conn.out.has_file())
+            || self.shutting_down()
+        {
             return Some(conn);
         }
         self.tls_writer.hand(conn, self);

@@ -26,7 +26,9 @@ use crate::io::shared_out::SharedOut;
 use crate::io::tls_writer::TLS_WRITER_MIN;
 use crate::io::transport::Transport;
 use crate::wsgi::app_head::AppHead;
-use crate::wsgi::body_block::{as_block, framed_chunk, queue_body, Block, SendError, COPY_MAX};
+use crate::wsgi::body_block::{
+    as_block, framed_chunk, queue_body, Block, SendError, COPY_MAX, STREAM_COPY_MAX,
+};
 use crate::wsgi::deadline::HeadGate;
 use crate::wsgi::input::Input;
 
@@ -272,7 +274,7 @@ impl Sender {
     }
     /// Queue body bytes into `out` with the framing in force.
     fn queue_body(&mut self, out: &mut OutQueue, block: Block<'_>) {
-        queue_body(self.framing, &mut self.body_bytes, out, block);
+        queue_body(self.framing, &mut self.body_bytes, out, block, COPY_MAX);
     }
 
     /// Head (if not sent yet) and one block into a fresh queue.
@@ -339,8 +341,15 @@ impl Sender {
                 drop(st);
                 return self.gone();
             }
-            // Framing and (small) data are copied onto the queue's tail: no allocation per block.
-            queue_body(self.framing, &mut self.body_bytes, &mut st.queue, block);
+            // Framing and small data are copied onto the queue's tail (no allocation per block);
+            // a `bytes` block of more than 4 KiB is referenced, not copied.
+            queue_body(
+                self.framing,
+                &mut self.body_bytes,
+                &mut st.queue,
+                block,
+                STREAM_COPY_MAX,
+            );
             let wake = st.hand_to_loop();
             over = SharedOut::backlog(&st) > self.high_water;
             drop(st);
@@ -530,9 +539,12 @@ impl Sender {
     fn flush_pending(&mut self, py: Python<'_>) -> Result<(), SendError> {
         let pending = self.out.pending();
         let tls = matches!(self.transport, Transport::Tls(_));
-        if (pending >= DETACH_WRITE_MIN || (tls && pending >= TLS_WRITER_MIN)) && holds_the_loop() {
-            // (TLS: from `TLS_WRITER_MIN` on, the TLS writer thread writes it once the call
-            // returns, and the loop's thread goes on with the next request: `io::tls_writer`.)
+        let to_writer = pending >= TLS_WRITER_MIN && (tls || !self.out.has_file());
+        if (pending >= DETACH_WRITE_MIN || to_writer) && holds_the_loop() {
+            // (From `TLS_WRITER_MIN` on, a TLS answer or one from memory is written by the
+            // writer thread once the call returns, while the loop's thread goes on with the next
+            // request (`io::tls_writer`): a 21 KB `[bytes]` answer's `writev` leaves the loop's
+            // thread for the second core, benchmarks/results/2026-11-27-app-path/.)
             // An inline call on the loop's thread: the loop writes this as soon as the call
             // returns, which is just as soon. Written here, the copy would run inside the
             // call, and the watchdog, seeing a call outlast its tick, would go back to looking
