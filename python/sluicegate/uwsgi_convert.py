@@ -233,6 +233,8 @@ class Plan:
         logto = self.kept.get("logto")
         if logto:
             out["error_log"] = Raw(logto[0], logto[1])
+        if self.on("disable-logging") and not self.log_when and "access_log" not in out:
+            return  # no request line at all: no access log, so nothing is made per request
         if "access_log" not in out:
             out["access_log"] = Raw(logto[0], logto[1]) if logto else Raw("-", "uWSGI's default")
         out.setdefault("access_log_format", Raw("uwsgi", "uWSGI's request-log line"))
