@@ -187,13 +187,14 @@ def run(args) -> dict:
         v.update({k: statistics.median([m[k] or 0.0 for m in v["rounds"]])
                   for k in ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "throttled", "cores_used", "errors")})
     auto = {str(c): workers_auto(c, d) for c in limits if c is not None} if "sluicegate" in names else {}
+    print(f"  S18 --workers auto: {auto}", flush=True)
     return {"results": res, "workers_auto": auto}
 
 
 def table(out: dict, cases: list[str], names: list[str], limits: list[str]) -> list[str]:
     res = out["results"]
-    lines = ["| case | CPUs | server | req/s | × share | × best peer | p50 ms | p99 ms | µs/req | throttled |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| case | CPUs | server | req/s | × share | × best peer | p50 ms | p99 ms | µs/req "
+             "(idle: CPU %) | throttled |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for case in cases:
         for lim in ["none"] + limits:
             peers = [res[f"{case} | {n} | {lim}"]["rps"] for n in names
@@ -208,9 +209,10 @@ def table(out: dict, cases: list[str], names: list[str], limits: list[str]) -> l
                     expected = base["rps"] * min(1.0, float(lim) / base["cores_used"])
                     share = f"{v['rps'] / expected:.2f}"
                 best = f"{v['rps'] / max(peers):.2f}" if name == "sluicegate" and peers and max(peers) else ""
+                cost = (f"{v['cores_used'] * 100:.2f} %" if case == "idle"
+                        else f"{v['cpu_us_per_req'] or 0:.1f}")
                 lines.append(f"| {case} | {lim} | {name} | {v['rps']:,.0f} | {share} | {best} | "
-                             f"{v['p50_ms']:.2f} | {v['p99_ms']:.2f} | {v['cpu_us_per_req'] or 0:.1f} | "
-                             f"{v['throttled']:.0f} |")
+                             f"{v['p50_ms']:.2f} | {v['p99_ms']:.2f} | {cost} | {v['throttled']:.0f} |")
     if out["workers_auto"]:
         lines += ["", "`--workers auto` inside the limit: " + ", ".join(
             f"{c} CPUs: {n} workers" for c, n in out["workers_auto"].items())]
@@ -223,16 +225,23 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--servers", default=",".join(ALL_SERVERS))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--report", type=Path, help="print the table of a run's s18.json again")
 
 
 def main(args: argparse.Namespace) -> int | None:
+    if args.report:
+        out = json.loads((args.report / "s18.json").read_text())
+        cases = [c for c in args.cases.split(",") if c]
+        names = [n for n in args.servers.split(",") if n]
+        print("\n".join(table(out, cases, names, [str(float(c)) for c in args.cpus.split(",") if c])))
+        return None
     if os.geteuid() != 0:
         raise SystemExit("S18 makes cgroups: run it as root")
     procs.raise_fd_limit()
     out = run(args)
     cases = [c for c in args.cases.split(",") if c]
     names = [n for n in args.servers.split(",") if n]
-    limits = [c for c in args.cpus.split(",") if c]
+    limits = [str(float(c)) for c in args.cpus.split(",") if c]
     command = (f"python3 benchmarks/run.py s18 --cpus {args.cpus} --cases {args.cases} "
                f"--servers {args.servers} --rounds {args.rounds}")
     head = ["S18: each server (one worker process) in a cgroup with a CPU quota, medians of "
