@@ -17,6 +17,7 @@
 
 pub mod admission;
 mod climb;
+mod route;
 mod threads;
 mod watch;
 
