@@ -52,9 +52,10 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import (control, hook_objects, hooks, log_touch, logs, messages, metrics_total,
+from . import (control_master, hook_objects, hooks, log_touch, logs, messages, metrics_total,
                privileges, sd_notify, side_commands, signals, statsd, uwsgi_stats)
 from .config import metrics_address
+from .control_protocol import path_for
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
 from .listeners import BoundSocket
@@ -136,7 +137,7 @@ class Master(Reloads):
         os.pwrite(self.table, VACANT * SLOTS, 0)
         # --metrics-bind is the master's: the sum over the workers (metrics_total.py).
         self.metrics: Optional[metrics_total.Aggregate] = None
-        self.control: Optional[control.MasterControl] = None  # `sluicegate ctl` (control.py)
+        self.control: Optional[control_master.MasterControl] = None  # `sluicegate ctl` (control_master.py)
         self.stats: Optional[uwsgi_stats.StatsServer] = None  # --stats (uwsgi_stats.py)
         self.spawns: Dict[int, int] = {}  # worker number -> starts of its slot (--stats)
         self.touched = log_touch.Touched(cfg.touch_logreopen)  # --touch-logreopen
@@ -162,8 +163,8 @@ class Master(Reloads):
             if self.cfg.metrics_bind:  # StartError (one line) if it cannot be listened on
                 self.metrics = metrics_total.master_listener(
                     self.cfg.metrics_bind, probe_metrics_bind, upgraded=self.upgraded)
-            self.control = control.start_master(
-                control.path_for(self.cfg.control_socket, self.cfg.no_control_socket),
+            self.control = control_master.start_master(
+                path_for(self.cfg.control_socket, self.cfg.no_control_socket),
                 self._control_view())
             if self.cfg.stats:
                 self._start_stats()
@@ -212,7 +213,7 @@ class Master(Reloads):
             if self.stats is not None:
                 self.stats.close()
 
-    def _control_view(self) -> control.MasterView:
+    def _control_view(self) -> control_master.MasterView:
         """What the control socket reads (on its own thread) and how it asks for an
         operation: the signal queued as if received, and the loop woken."""
 
@@ -220,7 +221,7 @@ class Master(Reloads):
             self.signals.append(signum)
             self.pipe.wake()
 
-        return control.MasterView(
+        return control_master.MasterView(
             state=lambda: self.state.value, target=lambda: self.target,
             workers=lambda: [(w.pid, w.slot + 1, w.life.value)
                              for w in list(self.workers.values())],
@@ -230,7 +231,7 @@ class Master(Reloads):
         """uWSGI's stats server, made from the control socket's status answer (asked of the
         workers without a control socket too)."""
         if self.control is None:
-            self.control = control.MasterControl(None, self._control_view())
+            self.control = control_master.MasterControl(None, self._control_view())
         ctl = self.control
         self.stats = uwsgi_stats.start(
             self.cfg.stats, self.cfg.stats_http, lambda: ctl.handle({"command": "status"}),

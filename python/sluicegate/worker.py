@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Dict, List, Tuple
 
-from . import control, messages
+from . import control_agent, control_channel, messages
 from .config import metrics_address
 from .core_server import ServerProcess
 from .listeners import BoundSocket
@@ -66,10 +66,11 @@ class WorkerServer(ServerProcess):
 
     def start_control(self, server: Any) -> None:
         """Answer the master's control questions on the socket pair it left us."""
-        channel = control.take_channel()
+        channel = control_channel.take_channel()
         if channel is not None:
-            agent = control.Agent(server, lambda: self.phase.value, control.calls_listed(self.cfg))
-            control.serve_channel(channel, agent)
+            agent = control_agent.Agent(server, lambda: self.phase.value,
+                                        control_agent.calls_listed(self.cfg))
+            control_channel.serve_channel(channel, agent)
 
     def after_run(self) -> None:
         log.info("Worker %d served %d requests", os.getpid(), self._server.stats["requests"])
