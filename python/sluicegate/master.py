@@ -35,11 +35,13 @@ and an upgrade are carried out by `Reloads` (master_reload.py), a part of `Maste
 Beside the workers: the side commands of --attach-daemon and --smart-attach-daemon
 (side_commands.py: started before the first workers, reaped here, stopped at the end, untouched
 by a reload); --touch-reload's files, looked at on every pass of the loop (touch.py); workers
-older than --max-worker-lifetime replaced as --max-rss replaces one (`_check_memory`).
+older than --max-worker-lifetime replaced as --max-rss replaces one (master_upkeep.py, `_check_memory`).
 
 Workers that die or cannot boot (`_reap`): a worker that dies after it was ready is replaced
 at once; one that fails to boot stops the server only among the first workers (status 3), and
-is otherwise retried from `RETRY_FIRST_S` up to `RETRY_MAX_S` (docs/operations.md).
+is otherwise retried from `RETRY_FIRST_S` up to `RETRY_MAX_S` (docs/operations.md). Keeping the
+number of workers, and retiring and killing them, is `Upkeep` (master_upkeep.py), a part of
+`Master` too.
 """
 
 from __future__ import annotations
@@ -64,9 +66,9 @@ from .messages import Message
 from .reading import Reading, wait_ended_threads
 from .signals import Op
 from .validated import Config
-from .children import (STATE_MOVES, Child, Life, State, alive as _alive, describe_exit,
-                       worker_rss)
+from .children import STATE_MOVES, Child, Life, State, alive as _alive, describe_exit
 from .master_reload import Reloads
+from .master_upkeep import KILL_GRACE_S, Upkeep
 from .touch import TouchWatch
 
 #: The exit status of a server whose workers could not boot (gunicorn's too).
@@ -81,21 +83,13 @@ SLOTS = 1024
 #: An entry no live worker owns (u32::MAX in the core).
 VACANT = b"\xff\xff\xff\xff"
 
-#: A replacement that failed to boot is tried again after this, then twice as long each time
-#: up to RETRY_MAX_S (an app that cannot import now may after a deploy finishes).
-RETRY_FIRST_S = 1.0
-RETRY_MAX_S = 30.0
-
-#: How long workers that were told to stop at once (or killed) may take to be gone.
-KILL_GRACE_S = 5
-
 #: `boot_worker(cfg, events_fd, max_requests, balance, workers, metrics_fd)`: run in each
 #: forked child, returns its exit status (supervisor.py builds it: load the app, run a
 #: WorkerServer). `metrics_fd`: where it leaves its last metrics reading, or -1.
 BootWorker = Callable[[Config, int, int, Tuple[int, int, int], int, int], int]
 
 
-class Master(Reloads):
+class Master(Reloads, Upkeep):
     """Forks and supervises the workers of one server; `run()` returns the exit status."""
 
     def __init__(
@@ -530,123 +524,3 @@ class Master(Reloads):
                     self._retry_later()
             else:
                 log.error("Worker %d died (%s): starting a replacement", pid, how)
-
-    def _retry_later(self) -> None:
-        """A replacement failed to boot: the others keep serving; try again after a while."""
-        self.retry_delay = min(max(self.retry_delay * 2, RETRY_FIRST_S), RETRY_MAX_S)
-        self.retry_at = time.monotonic() + self.retry_delay
-        self.failed_boots += 1
-        serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
-        log.error("%d of %d worker(s) serving; starting a replacement again in %gs (%d "
-                  "failed boot(s) since the start)", serving, self.target, self.retry_delay,
-                  self.failed_boots)
-        sd_notify.notify(f"STATUS={self._status()}")
-
-    def _status(self) -> str:
-        """systemd's STATUS= line while serving: the workers, and the failed replacements."""
-        serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
-        line = f"serving with {serving} of {self.target} worker(s)" if serving < self.target \
-            else f"serving with {serving} worker(s)"
-        if self.failed_boots:
-            line += f"; {self.failed_boots} replacement(s) failed to boot since the start"
-        return line
-
-    def _check_memory(self) -> None:
-        """--max-rss: a ready worker over the limit is replaced like one at --max-requests;
-        --max-worker-lifetime: so is one that has served for longer than that."""
-        lifetime, delta = self.cfg.max_worker_lifetime, self.cfg.max_worker_lifetime_delta
-        if not self.cfg.max_rss and not lifetime:
-            return
-        now = time.monotonic()
-        for w in self.workers.values():
-            if w.life is not Life.SERVING:
-                continue
-            if lifetime and w.serving_since and \
-                    now - w.serving_since >= lifetime + (w.slot + 1) * delta:
-                w.become(Life.OUTGOING)
-                log.info("Worker %d served for %gs (--max-worker-lifetime): starting its "
-                         "replacement", w.pid, round(now - w.serving_since, 1))
-                continue
-            rss = worker_rss(w.pid) if self.cfg.max_rss else None
-            if rss is not None and rss > self.cfg.max_rss:
-                w.become(Life.OUTGOING)
-                log.info("Worker %d uses %d MiB (over --max-rss): starting its replacement",
-                         w.pid, rss // (1024 * 1024))
-
-    def _check_touched(self) -> None:
-        """--touch-reload: a graceful reload (as HUP) when one of the files was touched."""
-        touched = self.touch_reload.changed()
-        if touched and self.state is not State.STOPPING:
-            self._reload(f"{touched} was touched (--touch-reload)")
-
-    def _maintain(self) -> None:
-        """Keep `target` live workers; retire what a reload or a replacement made redundant."""
-        if self.state is State.STOPPING:
-            return
-        self._check_memory()
-        if self.state is State.STARTING and \
-                sum(1 for w in self.workers.values() if w.ready) >= self.target:
-            self._become(State.SERVING)
-            self._announce()
-            if self.state is State.STOPPING:  # when_ready called sys.exit()
-                return
-        if self.state is State.RELOADING:
-            new = [w for w in self.workers.values() if w.generation == self.generation]
-            if len(new) >= self.target and all(w.ready for w in new):
-                for w in self.workers.values():
-                    if w.generation < self.generation and not w.leaving:
-                        self._retire(w, messages.STOP)
-                log.info("Reload done: %d new worker(s) serving", len(new))
-                sd_notify.notify("READY=1", f"STATUS={self._status()}")
-                self._become(State.SERVING)
-                self.before_reload = None
-            return
-        staying = [w for w in self.workers.values() if w.life in (Life.BOOTING, Life.SERVING)]
-        self._retire_outgoing(sum(1 for w in staying if w.ready))
-        if time.monotonic() >= self.retry_at:  # else a replacement failed lately: wait
-            for _ in range(self.target - len(staying)):
-                self._spawn()
-        extra = len(staying) - self.target
-        for w in sorted(staying, key=lambda w: w.pid)[:max(0, extra)]:
-            self._retire(w, messages.STOP)
-
-    def _retire_outgoing(self, serving: int) -> None:
-        """Workers that asked out (--max-requests, --max-stuck, --max-rss) serve on only while
-        `serving` others fall short of `target`, the oldest leaving first: so the workers that
-        serve never outnumber `target`, even when each replacement that boots asks out before
-        the one that failed to boot (a busy metrics port) is replaced (they used to pile up,
-        one more per replacement)."""
-        outgoing = [w for w in self.workers.values() if w.life is Life.OUTGOING]  # oldest first
-        keep = max(0, self.target - serving)
-        for w in outgoing[:max(0, len(outgoing) - keep)]:
-            self._retire(w, messages.STOP)
-
-    def _retire(self, w: Child, signum: int) -> None:
-        """Tell `w` to stop with `signum` (messages.py) and remember it was told, and until
-        when it may take: past that, `_kill_overdue` kills it."""
-        w.become(Life.STOPPING if w.ready else Life.CANCELLED)
-        wait = self.cfg.drain_delay + self.cfg.graceful_timeout + KILL_GRACE_S \
-            if signum == messages.STOP else KILL_GRACE_S
-        until = time.monotonic() + wait
-        w.kill_at = min(w.kill_at, until) if w.kill_at else until
-        self._kill(w, signum)
-
-    def _kill_overdue(self) -> None:
-        """A worker told to stop that is still there past its time (a thread of it stuck where
-        the stop cannot reach it) is killed, as gunicorn's master kills a worker past
-        `graceful_timeout`: a retired worker that never ends would keep its memory, its
-        database connections and its place in the connection table for good."""
-        now = time.monotonic()
-        for w in self.workers.values():
-            if w.kill_at and now > w.kill_at:
-                log.warning("Worker %d still running after it was told to stop "
-                            "(--graceful-timeout %gs): killed (SIGKILL)",
-                            w.pid, self.cfg.graceful_timeout)
-                w.kill_at = 0.0
-                self._kill(w, signal.SIGKILL)
-
-    def _kill(self, w: Child, signum: int) -> None:
-        try:
-            os.kill(w.pid, signum)
-        except ProcessLookupError:
-            pass
