@@ -19,6 +19,7 @@ import typing
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Set
 
+
 #: The generated module, beside this one.
 TARGET = Path(__file__).with_name("validated.py")
 

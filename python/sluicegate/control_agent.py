@@ -20,6 +20,7 @@ from . import children
 from .control_protocol import NEEDS_A_MASTER, OPERATIONS
 from .metrics_total import Reading
 
+
 def process_age(pid: int) -> Optional[float]:
     """Seconds since process `pid` started (None if it is gone)."""
     try:

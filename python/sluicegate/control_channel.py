@@ -17,6 +17,7 @@ from . import thread_names
 from .control_agent import Agent
 from .control_protocol import WORKER_TIMEOUT_S, send_line
 
+
 class Channel:
     """The master's end of the socket pair it shares with one worker: `ask` sends a command and
     waits for the answer that carries the same number (a late answer to an earlier question

@@ -20,6 +20,7 @@ from .control_channel import Channel, keep_channel
 from .control_protocol import MAX_WORKERS, NOT_SERVING, OPERATIONS, workers_change_refused
 from .control_server import ControlServer, start
 
+
 @dataclasses.dataclass
 class MasterView:
     """What the master shows its control server: callables read on the control thread."""

@@ -22,6 +22,7 @@ import signal
 import socket
 from typing import Any, Dict, Optional
 
+
 #: How long a master waits for one worker's answer before showing it without one.
 WORKER_TIMEOUT_S = 2.0
 

@@ -26,6 +26,7 @@ from . import thread_names
 from .control_protocol import WORKER_TIMEOUT_S, send_line
 from .logs import log
 
+
 #: How long a client may take to send its whole command, and to take its whole answer: a
 #: deadline, not a pause between bytes, so that one sending a byte now and then is cut off too.
 CLIENT_TIMEOUT_S = 5.0

@@ -16,6 +16,7 @@ from . import messages, sd_notify
 from .children import Child, Life, State, worker_rss
 from .logs import log
 
+
 #: A replacement that failed to boot is tried again after this, then twice as long each time
 #: up to RETRY_MAX_S (an app that cannot import now may after a deploy finishes).
 RETRY_FIRST_S = 1.0

@@ -80,6 +80,7 @@ def config_class_fields() -> str:
     """Config's field lines, as validated.py writes them."""
     return config_class.fields(OPTIONS)
 
+
 USAGE = ("usage: python -m sluicegate.options --markdown > docs/options.md | --config-class "
          "| --write-config-class")
 

@@ -13,6 +13,7 @@ from typing import Any, Dict, Optional
 from ..allowed_values import ALLOWED
 from .values import parse_str
 
+
 def parse_root_path(value: object) -> str:
     """'' or a path that starts with '/' and does not end with '/'."""
     text = parse_str(value)

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Optional
 from ..allowed_values import ALLOWED
 from .values import _unquote, parse_path, parse_str
 
+
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 

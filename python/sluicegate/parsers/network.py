@@ -12,6 +12,7 @@ from ..allowed_values import ALLOWED, spelled
 from ..listeners import BindAddress, parse_bind
 from .values import parse_bool, parse_str
 
+
 #: The host of a `--bind :PORT` (gunicorn's form): every IPv4 interface, as gunicorn binds it.
 ALL_INTERFACES = "0.0.0.0"
 

@@ -5,7 +5,7 @@ and the Python path.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple, Union, Mapping
+from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from ..allowed_values import ALLOWED, spelled
 from ..asgi import refuse_asgi_worker_class
@@ -14,6 +14,7 @@ from ..hooks import Hooks, from_mapping
 from ..side_commands import parse_smart
 from ..syspath import directories
 from .values import _MAX_COUNT, _int, parse_str
+
 
 def parse_app(value: object) -> Union[str, Callable[..., Any]]:
     """`MODULE:APP` (checked by the loader), or, through serve(), the WSGI callable itself."""

@@ -12,14 +12,11 @@ import os
 import re
 from typing import Optional
 
-#: Upper bounds that keep a value inside the Rust core's integer and Duration types (a u64 byte
+
+# Upper bounds that keep a value inside the Rust core's integer and Duration types (a u64 byte
 # count; Duration::from_secs_f64 panics on overflow). Far beyond any sensible setting.
 _MAX_BYTES = 2**63 - 1
-
-
 _MAX_COUNT = 2**31 - 1
-
-
 _MAX_SECONDS = 1e9
 
 
