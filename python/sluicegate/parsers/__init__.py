@@ -20,10 +20,10 @@ from .http import (MAX_SERVER_HEADER, StaticMount, parse_add_header, parse_expir
 from .log import (ACCESS_LOG_FIELDS, GUNICORN_NUMERIC_ATOMS, LOG_LEVELS, SYSLOG_FACILITIES,
                   UWSGI_FORMAT_PREFIX, parse_access_log, parse_access_log_format,
                   parse_error_log, parse_gunicorn_log_format, parse_log_config_dict,
-                  parse_log_level, parse_statsd_host, parse_syslog_addr,
+                  parse_log_level, parse_metrics_bind, parse_statsd_host, parse_syslog_addr,
                   parse_syslog_facility)
 from .network import (ALL_INTERFACES, parse_bind_value, parse_cert_reqs, parse_control_socket,
-                      parse_forwarded_allow_ips, parse_forwarded_headers, parse_metrics_bind,
+                      parse_forwarded_allow_ips, parse_forwarded_headers,
                       parse_proxy_protocol, parse_socket_mode, parse_socket_owner,
                       parse_tls_min_version)
 from .processes import (parse_app, parse_command, parse_hooks, parse_on_term,

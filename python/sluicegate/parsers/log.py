@@ -1,6 +1,7 @@
 """Parsers of the logs and metrics' settings: the access log and its formats (sluicegate's,
 gunicorn's %(atom)s, uWSGI's), the error log and its level, Python logging's
-configuration, syslog's address and facility (gunicorn's), statsd's host.
+configuration, syslog's address and facility (gunicorn's), the metrics port's address and
+statsd's host.
 """
 
 from __future__ import annotations
@@ -150,6 +151,17 @@ def parse_syslog_facility(value: object) -> str:
     text = parse_str(value).strip().lower()
     if text not in SYSLOG_FACILITIES:
         raise ValueError(f"unknown facility (known: {', '.join(SYSLOG_FACILITIES)})")
+    return text
+
+
+def parse_metrics_bind(value: object) -> str:
+    """'' (off), HOST:PORT or unix:PATH."""
+    text = parse_str(value).strip()
+    if not text or text.startswith("unix:") and len(text) > 5:
+        return text
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("expected HOST:PORT or unix:PATH, e.g. 127.0.0.1:9100")
     return text
 
 

@@ -1,6 +1,6 @@
 """Parsers of addresses and of whom to trust: --bind's addresses (listeners.parse_bind, plus
 gunicorn's spellings), unix socket files' mode and owner, TLS's client certificates and
-oldest version, the proxies believed, the metrics and control sockets' addresses.
+oldest version, the proxies believed, the control socket's path.
 """
 
 from __future__ import annotations
@@ -127,17 +127,6 @@ def parse_proxy_protocol(value: object) -> bool:
         return parse_bool(value)
     except ValueError:
         raise ValueError("expected true or false (gunicorn's off, v1, v2 or auto too)") from None
-
-
-def parse_metrics_bind(value: object) -> str:
-    """'' (off), HOST:PORT or unix:PATH."""
-    text = parse_str(value).strip()
-    if not text or text.startswith("unix:") and len(text) > 5:
-        return text
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("expected HOST:PORT or unix:PATH, e.g. 127.0.0.1:9100")
-    return text
 
 
 def parse_control_socket(value: object) -> str:
