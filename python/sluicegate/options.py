@@ -62,6 +62,8 @@ OPTIONS: Tuple[Option, ...] = (
     *options_start.HOOKS,
     *options_http.HEADERS,
     *options_start.APP_ENVIRONMENT,
+    # uWSGI's runtime: its module builds its rows from the row class and the switch parser it
+    # is handed, and keeps its three uWSGI-only parsers beside them.
     *options_uwsgi.option_rows(Option, parse_bool),
 )
 
