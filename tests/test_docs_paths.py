@@ -1,0 +1,287 @@
+"""The docs name files that exist, and no doc or code carries an issue, session or stop number.
+
+Pure file checks, no server: they read text, not behaviour. The docs (README.md,
+CONTRIBUTING.md, BENCHMARKS.md, CHANGELOG.md, docs/*.md, benchmarks/*.md) say which file makes
+each claim true; files get moved and split, and a doc naming a file that is gone has drifted.
+
+What counts as a name of ours (in `backticks`, outside ``` fences, and in relative Markdown
+links `[text](path)`, which resolve from the doc's own folder):
+
+- A path with a `/`, one word, whose last part has a known extension (`.py`, `.rs`, ...), or
+  which ends in `/`, or whose first part is a folder of the repository (`src`, `tests`, `io`,
+  `proto`, ...). It must exist relative to the repository root or to one of the well-known
+  prefixes, tried in order: `src/`, `crates/proto/src/` (for `proto/...` as written, which
+  means that crate's source), `python/`, `python/sluicegate/`, `benchmarks/`,
+  `benchmarks/results/`, `tests/`. A trailing `/` must be a folder. `tests/x.py::name` also
+  needs `def name` in that file. Inside a longer command (`python3 scripts/check_sizes.py`), only
+  the words that start with a folder of the repository root are checked.
+- A bare file name ending in `.py`, `.rs`, `.md`, `.toml`, `.sh` or `.pyi` must exist somewhere
+  in the tree (a `*` matches as in a shell). The tree leaves out target/, .venv/, .git/ and
+  caches; vendor/ counts only for a name on a line that says "vendor".
+- A Rust path whose first part is a module at the top of `src/` (`io::h2::conn`) or `proto::`
+  (crates/proto/src): each module part must be a file `a/b.rs` or `a/b/mod.rs`; the first
+  part that is not a module must be declared in the last module's file (`fn`, `struct`,
+  `enum`, `const`, `static`, `type`, `trait`, `mod`, or named in a `use`).
+- Skipped: absolute and home paths (`/proc/...`, `~/...`, `$VAR/...`), `./x` (the reader's
+  folder), URLs, and paths with a placeholder part in capitals (`DATE-NAME`, `FOLDER`).
+
+Names that are not ours (a file of nginx, of the app being served, of a peer server) are in
+NOT_OURS, each with the reason it is not a file of this repository.
+
+The second test keeps narratives out: no `issue 12`, `#12`-style issue numbers, `session 3`,
+`session3` or `stop 4` in the docs or in src/, python/, crates/, benchmarks/*.py and
+benchmarks/bench/ (benchmarks/results/ and vendor/ are records and other people's code).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+
+DOCS = sorted(
+    [ROOT / n for n in ("README.md", "CONTRIBUTING.md", "BENCHMARKS.md", "CHANGELOG.md")]
+    + list((ROOT / "docs").glob("*.md"))
+    + list((ROOT / "benchmarks").glob("*.md"))
+)
+
+# Folders of the tree that are not the project's own files.
+SKIP_DIRS = {".git", "target", ".venv", "__pycache__", ".pytest_cache", ".work", "node_modules", "dist"}
+
+PREFIXES = ("", "src/", "python/", "python/sluicegate/", "benchmarks/", "benchmarks/results/", "tests/")
+PATH_EXTS = {
+    "py", "pyi", "rs", "md", "toml", "sh", "txt", "json", "cfg", "ini", "lock", "yml", "yaml",
+    "c", "h", "dict", "pem", "csv", "html",
+}
+BARE_EXTS = {"py", "pyi", "rs", "md", "toml", "sh"}
+
+# Names written in the docs that are not files of this repository, and why. An entry ending
+# in `/` also covers every path under it.
+NOT_OURS: Dict[str, str] = {
+    "gunicorn.conf.py": "gunicorn's config file in the user's project (the corpus's copies aside)",
+    "manage.py": "a Django project's script, in the user's project",
+    "sites-enabled/": "nginx's folder of site files on Debian, in /etc/nginx",
+    "target/": "cargo's output, made by a build (ignored by git)",
+    "dist/": "the wheels ./dev wheels makes (ignored by git)",
+    "benchmarks/.work/": "the benchmark runner's installs and logs, made by a run (ignored by git)",
+    "benchmarks/.venv/": "the benchmark runner's virtualenv, made by a run (ignored by git)",
+}
+
+# A code span: one backtick to the next, within a paragraph (no blank line between).
+TOKEN = re.compile(r"`((?:[^`\n]|\n(?![ \t]*\n))+)`")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+PATH_WORD = re.compile(r"^[A-Za-z0-9_.*-]+(/[A-Za-z0-9_.*-]+)*/?$")
+RUST_PATH = re.compile(r"^(?:crate::)?([a-z_][a-z0-9_]*)((?:::[A-Za-z_][A-Za-z0-9_]*)+)(?:\(\))?$")
+PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_-]*$")
+
+
+def _tree() -> Tuple[Set[str], Dict[str, List[str]]]:
+    """Every file and folder of the tree (relative, `/`-separated), and file names to paths."""
+    paths: Set[str] = set()
+    names: Dict[str, List[str]] = {}
+    for top, dirs, files in os.walk(ROOT):
+        rel_top = os.path.relpath(top, ROOT).replace(os.sep, "/")
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+        for d in dirs:
+            paths.add(d if rel_top == "." else f"{rel_top}/{d}")
+        for f in files:
+            rel = f if rel_top == "." else f"{rel_top}/{f}"
+            paths.add(rel)
+            names.setdefault(f, []).append(rel)
+    return paths, names
+
+
+PATHS, NAMES = _tree()
+TOP_DIRS = {p for p in PATHS if "/" not in p and (ROOT / p).is_dir()}
+SRC_MODULES = {
+    p.split("/")[1].removesuffix(".rs") for p in PATHS if p.count("/") == 1 and p.startswith("src/")
+} - {"lib"}
+FIRST_PARTS = TOP_DIRS | {m for m in SRC_MODULES if (ROOT / "src" / m).is_dir()} | {"proto"}
+
+
+def _blank_fences(text: str) -> str:
+    """The text with ``` fenced blocks emptied (their lines kept, so line numbers hold)."""
+    out: List[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            out.append("")
+        else:
+            out.append("" if fenced else line)
+    return "\n".join(out)
+
+
+def _doc_tokens(doc: Path) -> Iterator[Tuple[int, str, str, str]]:
+    """(line, kind, token, that line's text) for each backticked token and relative link."""
+    # `` (an empty table cell in docs/options.md) is no code span: blanked so it pairs nothing.
+    text = re.sub(r"(?<!`)``(?!`)", "  ", _blank_fences(doc.read_text(encoding="utf-8")))
+    lines = text.split("\n")
+    for rx, kind in ((TOKEN, "code"), (LINK, "link")):
+        for m in rx.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            yield line, kind, " ".join(m.group(1).split()), lines[line - 1]
+
+
+def _exists(rel: str, want_dir: bool) -> bool:
+    if "*" in rel:
+        return any(fnmatch.fnmatchcase(p, rel) for p in PATHS)
+    if rel not in PATHS and not (ROOT / rel).exists():
+        return False
+    return (ROOT / rel).is_dir() if want_dir else True
+
+
+def _resolve(word: str) -> Optional[str]:
+    """The repository path a path-like word names, or None when none of the prefixes fits."""
+    want_dir = word.endswith("/")
+    word = word.rstrip("/")
+    if word.startswith("proto/"):
+        candidates = [f"crates/proto/src/{word[len('proto/'):]}"]
+    else:
+        candidates = [p + word for p in PREFIXES]
+    for c in candidates:
+        if _exists(c, want_dir):
+            return c
+    return None
+
+
+def _not_ours(word: str) -> bool:
+    bare = word.rstrip("/")
+    return any(bare == n.rstrip("/") or (n.endswith("/") and word.startswith(n)) for n in NOT_OURS)
+
+
+def _is_placeholder(word: str) -> bool:
+    return any(PLACEHOLDER.match(part) for part in word.strip("/").split("/"))
+
+
+def _check_pytest_name(rel: str, name: str) -> Optional[str]:
+    body = (ROOT / rel).read_text(encoding="utf-8")
+    if re.search(rf"\bdef {re.escape(name)}\b", body):
+        return None
+    return f"{rel} has no test {name}"
+
+
+def _check_path(word: str, line_text: str, whole: bool) -> Optional[str]:
+    """Why a path-like word names nothing (None when it is fine or not a name of ours)."""
+    test_name = None
+    if "::" in word and word.split("::")[0].endswith(".py"):
+        word, test_name = word.split("::", 1)
+    if not PATH_WORD.match(word) or _not_ours(word) or _is_placeholder(word):
+        return None
+    last = word.rstrip("/").rsplit("/", 1)[-1]
+    ext = last.rsplit(".", 1)[-1] if "." in last.lstrip(".") else ""
+    if "/" in word.rstrip("/"):
+        first = word.split("/", 1)[0]
+        if whole:
+            if not (ext in PATH_EXTS or word.endswith("/") or first in FIRST_PARTS):
+                return None
+        elif first not in TOP_DIRS:
+            return None
+        rel = _resolve(word)
+        if rel is None:
+            return f"no such path: {word}"
+    elif word.endswith("/") and whole:
+        rel = _resolve(word)
+        if rel is None:
+            return f"no such folder: {word}"
+    elif whole and ext in BARE_EXTS:
+        rel = _find_bare(last, "vendor" in line_text.lower())
+        if rel is None:
+            return f"no file named {word} in the tree"
+    else:
+        return None
+    if test_name is not None:
+        return _check_pytest_name(rel, test_name)
+    return None
+
+
+def _find_bare(name: str, vendor_too: bool) -> Optional[str]:
+    for path_name, rels in NAMES.items():
+        if fnmatch.fnmatchcase(path_name, name):
+            for rel in rels:
+                if vendor_too or not rel.startswith("vendor/"):
+                    return rel
+    return None
+
+
+def _module_file(parts: List[str]) -> Optional[Path]:
+    base = ROOT / "crates/proto/src" if parts[0] == "proto" else ROOT / "src"
+    rest = parts[1:] if parts[0] == "proto" else parts
+    if not rest:
+        return base / "lib.rs"
+    stem = base.joinpath(*rest)
+    for f in (stem.with_suffix(".rs"), stem / "mod.rs"):
+        if f.is_file():
+            return f
+    return None
+
+
+def _declared(name: str, source: str) -> bool:
+    decl = rf"\b(fn|struct|enum|const|static|type|trait|mod|union)\s+{re.escape(name)}\b"
+    if re.search(decl, source) or re.search(rf"macro_rules!\s*{re.escape(name)}\b", source):
+        return True
+    return any(re.search(rf"\b{re.escape(name)}\b", u) for u in re.findall(r"\buse\s[^;]+;", source))
+
+
+def _check_rust_path(token: str) -> Optional[str]:
+    m = RUST_PATH.match(token)
+    if not m or not (m.group(1) in SRC_MODULES or m.group(1) == "proto"):
+        return None
+    parts = [m.group(1)] + m.group(2).split("::")[1:]
+    last_file = _module_file(parts[:1])
+    if last_file is None:
+        return f"no module file for {parts[0]}"
+    for i in range(1, len(parts)):
+        f = _module_file(parts[: i + 1])
+        if f is not None:
+            last_file = f
+            continue
+        if _declared(parts[i], last_file.read_text(encoding="utf-8")):
+            return None
+        where = last_file.relative_to(ROOT)
+        return f"{'::'.join(parts[: i + 1])}: no module file and nothing named {parts[i]} in {where}"
+    return None
+
+
+def _check_token(kind: str, token: str, line_text: str, doc: Path) -> List[str]:
+    if kind == "link":
+        target = token.split("#", 1)[0]
+        if not target or re.match(r"^[a-z]+:", target) or target.startswith("/"):
+            return []
+        rel = os.path.normpath(os.path.relpath(doc.parent / target, ROOT)).replace(os.sep, "/")
+        return [] if (ROOT / rel).exists() else [f"link to a missing path: {token}"]
+    if token.startswith(("/", "~", "$", "./", "http://", "https://")):
+        return []
+    rust = _check_rust_path(token)
+    if rust is not None or RUST_PATH.match(token):
+        return [rust] if rust else []
+    if " " not in token:
+        why = _check_path(token, line_text, whole=True)
+        return [why] if why else []
+    problems = []
+    for word in token.split(" "):
+        why = _check_path(word.strip("\"'(),;"), line_text, whole=False)
+        if why:
+            problems.append(why)
+    return problems
+
+
+def test_docs_name_files_that_exist() -> None:
+    """Every file, folder and Rust module a doc names exists today."""
+    missing = []
+    for doc in DOCS:
+        for line, kind, token, line_text in _doc_tokens(doc):
+            for why in _check_token(kind, token, line_text, doc):
+                missing.append(f"{doc.relative_to(ROOT)}:{line}: `{token}`: {why}")
+    assert not missing, "the docs name files that are not there:\n" + "\n".join(missing)
+
+
+def test_not_ours_entries_are_still_used() -> None:
+    """Each allow-list entry is still named by some doc (a stale entry would hide a drift)."""
+    text = "\n".join(d.read_text(encoding="utf-8") for d in DOCS)
+    unused = [n for n in NOT_OURS if f"`{n.rstrip('/')}" not in text]
+    assert not unused, f"NOT_OURS entries no doc names any more: {unused}"
