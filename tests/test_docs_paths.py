@@ -25,12 +25,14 @@ links `[text](path)`, which resolve from the doc's own folder):
 - Skipped: absolute and home paths (`/proc/...`, `~/...`, `$VAR/...`), `./x` (the reader's
   folder), URLs, and paths with a placeholder part in capitals (`DATE-NAME`, `FOLDER`).
 
-Names that are not ours (a file of nginx, of the app being served, of a peer server) are in
-NOT_OURS, each with the reason it is not a file of this repository.
+Names that are not ours (a file of nginx or of the user's project, a folder a build or a
+benchmark run makes) are in NOT_OURS, each with the reason it is not a file of this repository.
 
 The second test keeps narratives out: no `issue 12`, `#12`-style issue numbers, `session 3`,
-`session3` or `stop 4` in the docs or in src/, python/, crates/, benchmarks/*.py and
-benchmarks/bench/ (benchmarks/results/ and vendor/ are records and other people's code).
+`session3`, `stop 4`, a branch named as where work happened, or a helper's work tree path, in
+the docs or in src/, python/, crates/, tests/ (this file aside: it spells the patterns),
+benchmarks/*.py and benchmarks/bench/ (benchmarks/results/ and vendor/ are records and other
+people's code). The whole text of each file is read, code and comments alike.
 """
 
 from __future__ import annotations
@@ -50,9 +52,13 @@ DOCS = sorted(
 )
 
 # Folders of the tree that are not the project's own files.
-SKIP_DIRS = {".git", "target", ".venv", "__pycache__", ".pytest_cache", ".work", "node_modules", "dist"}
+SKIP_DIRS = {
+    ".git", "target", ".venv", "__pycache__", ".pytest_cache", ".work", "node_modules", "dist",
+}
 
-PREFIXES = ("", "src/", "python/", "python/sluicegate/", "benchmarks/", "benchmarks/results/", "tests/")
+PREFIXES = (
+    "", "src/", "python/", "python/sluicegate/", "benchmarks/", "benchmarks/results/", "tests/",
+)
 PATH_EXTS = {
     "py", "pyi", "rs", "md", "toml", "sh", "txt", "json", "cfg", "ini", "lock", "yml", "yaml",
     "c", "h", "dict", "pem", "csv", "html",
@@ -224,7 +230,8 @@ def _declared(name: str, source: str) -> bool:
     decl = rf"\b(fn|struct|enum|const|static|type|trait|mod|union)\s+{re.escape(name)}\b"
     if re.search(decl, source) or re.search(rf"macro_rules!\s*{re.escape(name)}\b", source):
         return True
-    return any(re.search(rf"\b{re.escape(name)}\b", u) for u in re.findall(r"\buse\s[^;]+;", source))
+    uses = re.findall(r"\buse\s[^;]+;", source)
+    return any(re.search(rf"\b{re.escape(name)}\b", u) for u in uses)
 
 
 def _check_rust_path(token: str) -> Optional[str]:
@@ -243,7 +250,8 @@ def _check_rust_path(token: str) -> Optional[str]:
         if _declared(parts[i], last_file.read_text(encoding="utf-8")):
             return None
         where = last_file.relative_to(ROOT)
-        return f"{'::'.join(parts[: i + 1])}: no module file and nothing named {parts[i]} in {where}"
+        named = "::".join(parts[: i + 1])
+        return f"{named}: no module file and nothing named {parts[i]} in {where}"
     return None
 
 
@@ -285,3 +293,52 @@ def test_not_ours_entries_are_still_used() -> None:
     text = "\n".join(d.read_text(encoding="utf-8") for d in DOCS)
     unused = [n for n in NOT_OURS if f"`{n.rstrip('/')}" not in text]
     assert not unused, f"NOT_OURS entries no doc names any more: {unused}"
+
+
+# What a narrative leaves behind: an issue, pull request or session's number, a helper's
+# stop, a branch or work tree named as where something happened. Real prose has none of these
+# ("QUIC issues at most 8 IDs", "a TLS session ticket", "PKCS#8" and "§13.2.2 step 2" pass).
+# Each pattern is read on the lowered text, and only in a file holding its key word (fast).
+NARRATIVE: List[Tuple[str, "re.Pattern[str]"]] = [
+    (k, re.compile(rx, re.M))
+    for k, rx in [
+        ("#", r"\b(?:issue|ticket|bug|pr|pull request)\s*#\s*\d+"),  # issue #12, PR #3
+        ("issue", r"\bissue\s+\d+\b"),  # issue 12
+        ("pr", r"\bpr\s+\d+\b"),  # PR 3
+        ("issue", r"\bissue\d+\b"),  # issue12 (a file or branch name)
+        ("#", r"(?:^|(?<=[\s(\[]))#\d+\b"),  # (#12)
+        ("session", r"\bsessions?\s*#?\s*\d+\b"),  # session 3, session3, sessions 2
+        ("stop", r"\bstop\s*#?\s*\d+\b"),  # stop 4
+        ("branch", r"\bbranch\s+[`'\"][\w./-]+[`'\"]"),  # branch `name`
+        # on the `name` branch (not "on which branch", "in this branch")
+        ("branch", r"\b(?:on|from|in)\s+(?:the\s+)?(?!(?:which|this|that|each|its|a|one|another)\b)"
+         r"[`'\"]?[\w-]+[`'\"]?\s+branch\b"),
+        ("/work/wt/", r"/work/wt/"),  # a helper's work tree
+    ]
+]
+NARRATIVE_EXTS = {".rs", ".py", ".pyi", ".md", ".toml", ".sh", ".txt"}
+
+
+def _narrative_files() -> Iterator[Path]:
+    yield from DOCS
+    for top in ("src", "python", "crates", "benchmarks/bench", "tests"):
+        for rel in sorted(p for p in PATHS if p.startswith(top + "/")):
+            if Path(rel).suffix in NARRATIVE_EXTS and ROOT / rel != Path(__file__).resolve():
+                yield ROOT / rel
+    yield from sorted((ROOT / "benchmarks").glob("*.py"))
+
+
+def test_no_issue_session_or_branch_narratives() -> None:
+    """Docs and code say what is, not which issue, session, stop or branch it came from."""
+    found = []
+    for path in _narrative_files():
+        text = path.read_text(encoding="utf-8")
+        low = text.lower()
+        for key, rx in NARRATIVE:
+            if key not in low:
+                continue
+            for m in rx.finditer(low):
+                n = low.count("\n", 0, m.start()) + 1
+                line = text.split("\n")[n - 1].strip()
+                found.append(f"{path.relative_to(ROOT)}:{n}: {m.group(0)!r} in: {line}")
+    assert not found, "narratives in docs or code (say what is instead):\n" + "\n".join(found)
