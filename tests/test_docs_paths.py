@@ -330,7 +330,7 @@ def _narrative_files() -> Iterator[Path]:
 
 def test_no_issue_session_or_branch_narratives() -> None:
     """Docs and code say what is, not which issue, session, stop or branch it came from."""
-    found = []
+    found: Dict[Tuple[Path, int], str] = {}
     for path in _narrative_files():
         text = path.read_text(encoding="utf-8")
         low = text.lower()
@@ -340,5 +340,7 @@ def test_no_issue_session_or_branch_narratives() -> None:
             for m in rx.finditer(low):
                 n = low.count("\n", 0, m.start()) + 1
                 line = text.split("\n")[n - 1].strip()
-                found.append(f"{path.relative_to(ROOT)}:{n}: {m.group(0)!r} in: {line}")
-    assert not found, "narratives in docs or code (say what is instead):\n" + "\n".join(found)
+                where = f"{path.relative_to(ROOT)}:{n}"
+                found.setdefault((path, n), f"{where}: {m.group(0)!r} in: {line}")
+    lines = [found[k] for k in sorted(found)]
+    assert not lines, "narratives in docs or code (say what is instead):\n" + "\n".join(lines)
