@@ -22,6 +22,11 @@ links `[text](path)`, which resolve from the doc's own folder):
   (crates/proto/src): each module part must be a file `a/b.rs` or `a/b/mod.rs`; the first
   part that is not a module must be declared in the last module's file (`fn`, `struct`,
   `enum`, `const`, `static`, `type`, `trait`, `mod`, or named in a `use`).
+- A type and one of its members, `Type::member` (Rust) or `Class.member` (Python), the type
+  in CamelCase: some file of src/, crates/ or python/ declares the type (`struct`, `enum`,
+  `trait`, `type`, `class`, or `#[pyclass(name = "Type")]`), and `member` is a word of a file
+  that declares or `impl`s it (a method, field or variant moved to another type drifts).
+  Types of other crates written the same way (`PyString::to_str`) are in NOT_OURS.
 - Skipped: absolute and home paths (`/proc/...`, `~/...`, `$VAR/...`), `./x` (the reader's
   folder), URLs, and paths with a placeholder part in capitals (`DATE-NAME`, `FOLDER`).
 
@@ -38,6 +43,7 @@ people's code). The whole text of each file is read, code and comments alike.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 from pathlib import Path
@@ -68,6 +74,7 @@ BARE_EXTS = {"py", "pyi", "rs", "md", "toml", "sh"}
 # Names written in the docs that are not files of this repository, and why. An entry ending
 # in `/` also covers every path under it.
 NOT_OURS: Dict[str, str] = {
+    "PyString::to_str": "pyo3's method, named for what the extension calls",
     "gunicorn.conf.py": "gunicorn's config file in the user's project (the corpus's copies aside)",
     "manage.py": "a Django project's script, in the user's project",
     "sites-enabled/": "nginx's folder of site files on Debian, in /etc/nginx",
@@ -82,6 +89,9 @@ TOKEN = re.compile(r"`((?:[^`\n]|\n(?![ \t]*\n))+)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 PATH_WORD = re.compile(r"^[A-Za-z0-9_.*-]+(/[A-Za-z0-9_.*-]+)*/?$")
 RUST_PATH = re.compile(r"^(?:crate::)?([a-z_][a-z0-9_]*)((?:::[A-Za-z_][A-Za-z0-9_]*)+)(?:\(\))?$")
+TYPE_MEMBER = re.compile(
+    r"^([A-Z][A-Z0-9]*[a-z][A-Za-z0-9]*)(::|\.)([A-Za-z_][A-Za-z0-9_]*)(?:\(\))?$"
+)
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_-]*$")
 
 
@@ -255,6 +265,44 @@ def _check_rust_path(token: str) -> Optional[str]:
     return None
 
 
+_SOURCES: Dict[str, str] = {}
+
+
+def _sources() -> Dict[str, str]:
+    """The text of every .rs of src/ and crates/ and every .py of python/, by path (read once)."""
+    if not _SOURCES:
+        for p in sorted(PATHS):
+            if p.startswith(("src/", "crates/")) and p.endswith(".rs") or (
+                p.startswith("python/") and p.endswith(".py")
+            ):
+                _SOURCES[p] = (ROOT / p).read_text(encoding="utf-8")
+    return _SOURCES
+
+
+@functools.lru_cache(maxsize=None)
+def _homes(ty: str) -> List[str]:
+    """The files that declare type `ty` or implement something for it."""
+    decl = re.compile(
+        rf"\b(?:struct|enum|trait|type|class)\s+{ty}\b|name\s*=\s*\"{ty}\""
+        rf"|\bimpl(?:<[^>]*>)?\s+(?:[\w:<>]+\s+for\s+)?{ty}\b"
+    )
+    return [p for p, text in _sources().items() if ty in text and decl.search(text)]
+
+
+def _check_type_member(token: str) -> Optional[str]:
+    m = TYPE_MEMBER.match(token)
+    if not m or token in NOT_OURS or m.group(3) in BARE_EXTS | PATH_EXTS:
+        return None
+    ty, member = m.group(1), m.group(3)
+    homes = _homes(ty)
+    if not homes:
+        return f"no type {ty} in src/, crates/ or python/"
+    word = re.compile(rf"\b{re.escape(member)}\b")
+    if any(word.search(_sources()[p]) for p in homes):
+        return None
+    return f"nothing named {member} where {ty} is declared or implemented ({', '.join(homes)})"
+
+
 def _check_token(kind: str, token: str, line_text: str, doc: Path) -> List[str]:
     if kind == "link":
         target = token.split("#", 1)[0]
@@ -267,6 +315,9 @@ def _check_token(kind: str, token: str, line_text: str, doc: Path) -> List[str]:
     rust = _check_rust_path(token)
     if rust is not None or RUST_PATH.match(token):
         return [rust] if rust else []
+    if TYPE_MEMBER.match(token):
+        why = _check_type_member(token)
+        return [why] if why else []
     if " " not in token:
         why = _check_path(token, line_text, whole=True)
         return [why] if why else []
