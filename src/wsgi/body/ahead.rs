@@ -7,15 +7,13 @@
 //! body's only copy. An `impl BodyState` block of its own, so that `mod.rs` keeps the decoding and
 //! the reads the app makes.
 
-use std::any::Any;
-
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sluicegate_proto::ProtoError;
 
 use super::{BodyState, LARGE_UPLOAD};
 use crate::io::read_ahead::{
-    AheadBuf, Block, BodyFailure, Lend, Next, Pacing, ReadAhead, Until, AHEAD_MAX,
+    AheadBuf, Block, BodyFailure, Lend, LentBuf, Next, Pacing, ReadAhead, Until, AHEAD_MAX,
 };
 
 /// A Content-Length body with at least this much still to come, once it has brought
@@ -33,7 +31,7 @@ const LEND_MAX: usize = AHEAD_MAX / 2;
 
 /// A `bytes` object lent to the reader thread, made here with the GIL held and returned
 /// whole to the app by a `read(n)` once filled.
-struct LentBytes {
+pub(super) struct LentBytes {
     obj: Py<PyBytes>,
     ptr: *mut u8,
     len: usize,
@@ -68,7 +66,7 @@ impl LentBytes {
     }
 }
 
-impl AheadBuf for LentBytes {
+impl LentBuf for LentBytes {
     fn as_slice(&self) -> &[u8] {
         // SAFETY: `ptr` is the object's buffer of `len` bytes, alive as long as `obj`, and
         // only this value reaches it (see the `Send` impl).
@@ -77,12 +75,6 @@ impl AheadBuf for LentBytes {
     fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as in `as_slice`; `&mut self` makes this the only access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -268,25 +260,23 @@ impl BodyState {
                 return Ok(None);
             };
             match ahead.next_block(used.take(), lend) {
-                Next::Block(block) => {
-                    let whole = block.len == n
-                        && block.buf.as_slice().len() == n
-                        && block.buf.as_any().is::<LentBytes>();
-                    if !whole {
-                        self.ahead_block = block;
-                        return Ok(None);
-                    }
-                    if let Err(e) = self.decoder.decode(block.data()) {
+                // The next lent `bytes`, full with the next `n` bytes of the body.
+                Next::Block(Block {
+                    buf: AheadBuf::Lent(lent),
+                    len,
+                }) if len == n && lent.len == n => {
+                    if let Err(e) = self.decoder.decode(lent.as_slice()) {
                         return Err(self.fail(BodyFailure::Protocol(e)));
                     }
-                    let Ok(lent) = block.buf.into_any().downcast::<LentBytes>() else {
-                        return Ok(None);
-                    };
                     self.lent_out -= 1;
                     if self.decoder.is_done() {
                         self.end_ahead();
                     }
                     return Ok(Some(lent.obj.into_bound(py)));
+                }
+                Next::Block(block) => {
+                    self.ahead_block = block;
+                    return Ok(None);
                 }
                 Next::Done => {
                     self.ahead = None;
@@ -315,13 +305,13 @@ impl BodyState {
             let Some(b) = LentBytes::new(py, n) else {
                 break;
             };
-            self.to_lend.push(Box::new(b));
+            self.to_lend.push(b);
             self.lent_out += 1;
         }
     }
 
     /// What goes to the reader with the next block asked of it.
-    fn take_lend(&mut self) -> Lend {
+    fn take_lend(&mut self) -> Lend<LentBytes> {
         let replace = std::mem::take(&mut self.lend_replace);
         Lend {
             bufs: std::mem::take(&mut self.to_lend),
@@ -334,13 +324,10 @@ impl BodyState {
 /// A block whose bytes are all taken, as the reader gets it back: one of its own to read
 /// into again, or a lent `bytes` of the size now lent, to be lent again (others are let
 /// go).
-fn recycle(block: Block, lend_size: usize) -> (Option<Vec<u8>>, Vec<Box<dyn AheadBuf>>) {
-    if block.is_own() {
-        let own = block.buf.into_any().downcast::<Vec<u8>>().ok().map(|v| *v);
-        return (own, Vec::new());
+fn recycle(block: Block<LentBytes>, lend_size: usize) -> (Option<Vec<u8>>, Vec<LentBytes>) {
+    match block.buf {
+        AheadBuf::Own(own) => (Some(own), Vec::new()),
+        AheadBuf::Lent(lent) if lent.len == lend_size => (None, vec![lent]),
+        AheadBuf::Lent(_) => (None, Vec::new()),
     }
-    if block.buf.as_slice().len() == lend_size {
-        return (None, vec![block.buf]);
-    }
-    (None, Vec::new())
 }
