@@ -5,9 +5,8 @@ use super::*;
 
 #[test]
 fn gunicorns_default_format_compiles_to_nine_atoms() {
-    let f =
-        GunicornFormat::parse(r#"%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s""#)
-            .unwrap();
+    let f = GunicornFormat::parse(r#"%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s""#)
+        .unwrap();
     let atoms = f
         .parts
         .iter()

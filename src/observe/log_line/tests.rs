@@ -88,9 +88,7 @@ fn a_json_line_has_every_field_in_order() {
         at += found + key.len();
     }
     assert!(text.starts_with("{\"client\":\"10.100.255.0\",") && text.ends_with("\"inline\"}"));
-    assert!(
-        text.contains("\"user_agent\":\"\\\"x\\\"\"") && text.contains("\"query\":\"b=1\"")
-    );
+    assert!(text.contains("\"user_agent\":\"\\\"x\\\"\"") && text.contains("\"query\":\"b=1\""));
 }
 
 #[test]
