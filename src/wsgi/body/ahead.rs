@@ -2,7 +2,7 @@
 //! (`io::read_ahead`), taking its blocks into the app's reads, and settling what it read when
 //! the body is read otherwise or ends (what it read past a chunked body's end goes back to the
 //! read buffer). For a Content-Length body read in `read(n)`s of one size, the reader is lent
-//! the `bytes` objects those reads return ([`LentBytes`]), and a `read(n)` that finds the next
+//! the `bytes` objects those reads return (`lent.rs`), and a `read(n)` that finds the next
 //! one full returns it as it is ([`BodyState::take_whole`]): the kernel's copy into it is the
 //! body's only copy. An `impl BodyState` block of its own, so that `mod.rs` keeps the decoding and
 //! the reads the app makes.
@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sluicegate_proto::ProtoError;
 
+use super::lent::LentBytes;
 use super::{BodyState, LARGE_UPLOAD};
 use crate::io::read_ahead::{
     AheadBuf, Block, BodyFailure, Lend, LentBuf, Next, Pacing, ReadAhead, Until, AHEAD_MAX,
@@ -28,55 +29,6 @@ const LEND_MIN: usize = 16 * 1024;
 /// ... and of this size or less: the lent buffers cover what can be ahead, and a few larger
 /// ones would leave the reader waiting for the app to take a whole one.
 const LEND_MAX: usize = AHEAD_MAX / 2;
-
-/// A `bytes` object lent to the reader thread, made here with the GIL held and returned
-/// whole to the app by a `read(n)` once filled.
-pub(super) struct LentBytes {
-    obj: Py<PyBytes>,
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the object is referenced only by this value until a `read(n)` returns it (it was
-// made here and no Python code has seen it), so its buffer is written by one thread at a
-// time, whichever holds the value; `Py` itself may be sent, and dropped, anywhere.
-unsafe impl Send for LentBytes {}
-
-impl LentBytes {
-    /// An uninitialised `bytes` of `size` (the reader writes it before anyone reads it); None
-    /// when out of memory (the read then goes the usual way).
-    fn new(py: Python<'_>, size: usize) -> Option<LentBytes> {
-        let len = pyo3::ffi::Py_ssize_t::try_from(size).ok()?;
-        // SAFETY: a null source asks CPython for an uninitialised bytes object of `len` bytes;
-        // the result is a new reference, or null with an exception set (cleared below).
-        let raw = unsafe { pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len) };
-        if raw.is_null() {
-            drop(PyErr::fetch(py));
-            return None;
-        }
-        // SAFETY: `raw` is a new, owned, non-null reference to a bytes object.
-        let obj = unsafe { Bound::from_owned_ptr(py, raw).cast_into_unchecked::<PyBytes>() };
-        // SAFETY: `raw` is a bytes object; its buffer lives as long as the object.
-        let ptr = unsafe { pyo3::ffi::PyBytes_AsString(raw) } as *mut u8;
-        Some(LentBytes {
-            obj: obj.unbind(),
-            ptr,
-            len: size,
-        })
-    }
-}
-
-impl LentBuf for LentBytes {
-    fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` is the object's buffer of `len` bytes, alive as long as `obj`, and
-        // only this value reaches it (see the `Send` impl).
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-    fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as in `as_slice`; `&mut self` makes this the only access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-}
 
 impl BodyState {
     /// Stop the reader thread, if one runs, and keep what it read as decoded bytes waiting

@@ -6,11 +6,13 @@
 //! bounded by the read timeout and the body's pace ([`BodyPace`]: `--min-body-rate` on average
 //! after a grace period, `--body-timeout`). `Expect: 100-continue` is answered on the first
 //! read, not before. Every byte comes through the I/O layer (`io::transport`, and
-//! `io::read_ahead` for a large body: the read-ahead hand-over is `ahead.rs`).
+//! `io::read_ahead` for a large body: the read-ahead hand-over is `ahead.rs`, the `bytes` it
+//! lends the reader `lent.rs`).
 //!
 //! The Python object over it, `wsgi.input`, is `wsgi::input`.
 
 mod ahead;
+mod lent;
 
 use std::time::{Duration, Instant};
 
@@ -27,7 +29,7 @@ use crate::config::BodyPace;
 use crate::io::read_ahead::{Block, BodyFailure, LoopEntry, ReadAhead};
 use crate::io::read_buf::ReadBuf;
 use crate::io::transport::Transport;
-use ahead::LentBytes;
+use lent::LentBytes;
 
 /// The largest the read buffer grows to while a body streams in (fewer syscalls for uploads).
 const BODY_READ_BUF_MAX: usize = 256 * 1024;
