@@ -38,9 +38,6 @@ MAX_FUNCTION = 100
 # Today's offenders, raw lines as counted above. Lower an entry when it shrinks; remove it
 # when it fits. Never raise one.
 KNOWN_DEBT: dict[str, int] = {
-    "python/sluicegate/control.py": 617,
-    "python/sluicegate/master.py": 651,
-    "python/sluicegate/options.py": 630,
     "src/io/event_loop/accept.rs::LoopState::accept": 102,
     "src/io/h3/conn.rs::start_stream": 105,
     "src/io/h3/stream.rs": 620,
