@@ -27,6 +27,9 @@ links `[text](path)`, which resolve from the doc's own folder):
   `trait`, `type`, `class`, or `#[pyclass(name = "Type")]`), and `member` is a word of a file
   that declares or `impl`s it (a method, field or variant moved to another type drifts).
   Types of other crates written the same way (`PyString::to_str`) are in NOT_OURS.
+- A Python module's name, `module.name` or `sluicegate.module.name`, where
+  python/sluicegate/module.py exists: the module defines `name` (`def`, `class`, an assignment,
+  or `self.name =`).
 - Skipped: absolute and home paths (`/proc/...`, `~/...`, `$VAR/...`), `./x` (the reader's
   folder), URLs, and paths with a placeholder part in capitals (`DATE-NAME`, `FOLDER`).
 
@@ -75,6 +78,8 @@ BARE_EXTS = {"py", "pyi", "rs", "md", "toml", "sh"}
 # in `/` also covers every path under it.
 NOT_OURS: Dict[str, str] = {
     "PyString::to_str": "pyo3's method, named for what the extension calls",
+    "worker.age": "an attribute of the worker object the hooks get (hook_objects.py)",
+    "worker.pid": "an attribute of the worker object the hooks get (hook_objects.py)",
     "gunicorn.conf.py": "gunicorn's config file in the user's project (the corpus's copies aside)",
     "manage.py": "a Django project's script, in the user's project",
     "sites-enabled/": "nginx's folder of site files on Debian, in /etc/nginx",
@@ -92,6 +97,7 @@ RUST_PATH = re.compile(r"^(?:crate::)?([a-z_][a-z0-9_]*)((?:::[A-Za-z_][A-Za-z0-
 TYPE_MEMBER = re.compile(
     r"^([A-Z][A-Z0-9]*[a-z][A-Za-z0-9]*)(::|\.)([A-Za-z_][A-Za-z0-9_]*)(?:\(\))?$"
 )
+PY_NAME = re.compile(r"^(?:sluicegate\.)?([a-z_][a-z0-9_]*)\.([A-Za-z_]\w*)(?:\(\))?$")
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_-]*$")
 
 
@@ -303,6 +309,20 @@ def _check_type_member(token: str) -> Optional[str]:
     return f"nothing named {member} where {ty} is declared or implemented ({', '.join(homes)})"
 
 
+def _check_python_name(token: str) -> Optional[str]:
+    m = PY_NAME.match(token)
+    if not m or token in NOT_OURS or m.group(2) in BARE_EXTS | PATH_EXTS:
+        return None
+    module = ROOT / "python" / "sluicegate" / f"{m.group(1)}.py"
+    if not module.is_file():
+        return None
+    name = re.escape(m.group(2))
+    defined = rf"^\s*(?:async\s+)?(?:def|class)\s+{name}\b|^\s*{name}\s*[:=]|\bself\.{name}\s*[:=]"
+    if re.search(defined, module.read_text(encoding="utf-8"), re.M):
+        return None
+    return f"{module.relative_to(ROOT)} defines no {m.group(2)}"
+
+
 def _check_token(kind: str, token: str, line_text: str, doc: Path) -> List[str]:
     if kind == "link":
         target = token.split("#", 1)[0]
@@ -317,6 +337,9 @@ def _check_token(kind: str, token: str, line_text: str, doc: Path) -> List[str]:
         return [rust] if rust else []
     if TYPE_MEMBER.match(token):
         why = _check_type_member(token)
+        return [why] if why else []
+    if PY_NAME.match(token) and not token.endswith(tuple("." + e for e in PATH_EXTS)):
+        why = _check_python_name(token)
         return [why] if why else []
     if " " not in token:
         why = _check_path(token, line_text, whole=True)
