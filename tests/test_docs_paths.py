@@ -10,9 +10,9 @@ links `[text](path)`, which resolve from the doc's own folder):
 - A path with a `/`, one word, whose last part has a known extension (`.py`, `.rs`, ...), or
   which ends in `/`, or whose first part is a folder of the repository (`src`, `tests`, `io`,
   `proto`, ...). It must exist relative to the repository root or to one of the well-known
-  prefixes, tried in order: `src/`, `crates/proto/src/` (for `proto/...` as written, which
-  means that crate's source), `python/`, `python/sluicegate/`, `benchmarks/`,
-  `benchmarks/results/`, `tests/`. A trailing `/` must be a folder. `tests/x.py::name` also
+  prefixes, tried in order: `src/`, `python/`, `python/sluicegate/`, `benchmarks/`,
+  `benchmarks/results/`, `tests/`; a path written `proto/...` means `crates/proto/src/...`
+  (that crate's source, as `io/...` means `src/io/...`). A trailing `/` must be a folder. `tests/x.py::name` also
   needs `def name` in that file. Inside a longer command (`python3 scripts/check_sizes.py`), only
   the words that start with a folder of the repository root are checked.
 - A bare file name ending in `.py`, `.rs`, `.md`, `.toml`, `.sh` or `.pyi` must exist somewhere
