@@ -51,6 +51,9 @@ pub struct Config {
     pub drain_delay: Duration,
     /// `--limit-*`: request size limits (414, 431, 413).
     pub limits: Limits,
+    /// `--uwsgi-compat buffer-size`: a request head over `--limit-header-bytes` gets no 431:
+    /// uWSGI's log line, then the connection closes (`io::event_loop::closing`).
+    pub head_overflow_closes: bool,
     /// `--write-high-water`: a streaming response with more than this queued for a slow client
     /// makes the app's thread wait until half of it is sent (backpressure).
     pub write_high_water: u64,
@@ -452,6 +455,7 @@ impl Config {
                 max_body: get(d, "limit_body")?,
                 max_field_bytes: or_unlimited(get(d, "limit_field_bytes")?),
             },
+            head_overflow_closes: get(d, "head_overflow_closes")?,
             max_drain: get(d, "max_drain")?,
             http2: one_of(d, "http2", &Http2Mode::ALL)?,
             http2_max_streams: get(d, "http2_max_streams")?,

@@ -45,7 +45,6 @@ is otherwise retried from `RETRY_FIRST_S` up to `RETRY_MAX_S` (docs/operations.m
 from __future__ import annotations
 
 import os
-import random
 import select
 import signal
 import sys
@@ -53,7 +52,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import (control, hook_objects, hooks, log_touch, logs, messages, metrics_total,
-               privileges, sd_notify, side_commands, signals, statsd, uwsgi_stats)
+               privileges, sd_notify, side_commands, signals, statsd, uwsgi_rows, uwsgi_stats)
 from .config import metrics_address
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
@@ -418,9 +417,8 @@ class Master(Reloads):
         r, w = os.pipe()
         metrics_fd = os.memfd_create("sluicegate-last-metrics", os.MFD_CLOEXEC) \
             if self.metrics is not None else -1
-        jitter = 0
-        if self.cfg.max_requests and self.cfg.max_requests_jitter:
-            jitter = random.randint(0, self.cfg.max_requests_jitter)
+        wid = Child.free_wid(self.workers.values(), self.generation)
+        jitter = uwsgi_rows.requests_beyond(self.cfg, wid)  # --max-requests-jitter, or delta
         master = os.getpid()
         pair = self.control.pair() if self.control is not None else None
         wait_ended_threads()  # no TLS library lock held by a thread on its way out (reading.py)
@@ -433,7 +431,7 @@ class Master(Reloads):
                                 metrics_fd)  # no return
         os.close(w)
         os.set_inheritable(r, False)
-        self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd, age)
+        self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd, age, wid=wid)
         if self.control is not None and pair is not None:
             self.control.add(pid, pair)
         log.info("Booting worker with pid %d", pid)

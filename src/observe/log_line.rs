@@ -94,12 +94,13 @@ pub enum Format {
 
 /// The named formats, in `allowed_values.txt`'s order for `access_log_format`
 /// (`config::allowed_values`): the name in the same place means the format here.
-fn named_formats() -> [Format; 4] {
+fn named_formats() -> [Format; 5] {
     [
         Format::Combined,
         Format::Common,
         Format::Json,
-        Format::Uwsgi(UwsgiFormat::default_line()),
+        Format::Uwsgi(UwsgiFormat::default_line(false)),
+        Format::Uwsgi(UwsgiFormat::default_line(true)),
     ]
 }
 
