@@ -249,6 +249,11 @@ def test_static_maps_fall_through_and_have_no_index(tmp_path):
         r"\.(css)$ 3600"]
 
 
+def test_log_micros_is_the_default_line_in_microseconds():
+    assert given()["access_log_format"].value == "uwsgi"
+    assert given(("log-micros", "true"))["access_log_format"].value == "uwsgi-micros"
+
+
 def test_limits():
     got = given()
     assert got["limit_header_bytes"].value == "4096", "uWSGI's default buffer-size"
