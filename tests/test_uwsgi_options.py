@@ -166,7 +166,8 @@ def test_recycling_and_timeouts():
                 ("reload-mercy", "10"), ("max-worker-lifetime", "3600"))
     assert (got["timeout"].value, got["max_stuck"].value) == ("30", "1")
     assert got["max_requests"].value == "1000" and "max_requests_jitter" not in got
-    assert got["uwsgi_compat"].value == ["buffer-size", "max-requests-delta=50"], \
+    assert got["uwsgi_compat"].value == ["buffer-size", "min-worker-lifetime=10",
+                                         "max-requests-delta=50"], \
         "uWSGI's delta is (worker id - 1) * delta, not a random jitter"
     assert got["max_rss"].value == "150M", "megabytes; the smaller of the two"
     assert got["graceful_timeout"].value == "60", "the larger mercy"

@@ -5,7 +5,7 @@ checked over real sockets and, where practical, against real uWSGI for the same 
     src/io/event_loop/closing.rs); the gunicorn-style front keeps its 431;
   - `max-requests-delta`: worker K (from 1) is replaced after max-requests + (K-1)*delta
     requests (`--uwsgi-compat max-requests-delta=N`, uwsgi_rows.requests_beyond), its id kept
-    by its replacement;
+    by its replacement; and not before it lived `min-worker-lifetime` seconds (worker.py);
   - several `mount`s with `manage-script-name`: each request goes to its mountpoint's app with
     uWSGI's SCRIPT_NAME and PATH_INFO, else to the first app (uwsgi_mounts.py).
 """
@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 from typing import Callable, List, Tuple
 
 import pytest
@@ -178,7 +179,8 @@ def test_max_requests_delta_gives_worker_k_its_own_count():
     tmp = tempfile.mkdtemp(prefix="sgcompat-")
     srv = sluicegate_uwsgi("http-socket = 127.0.0.1:0\nmodule = tests.apps.hello:app\n"
                            f"chdir = {ROOT}\nmaster = true\nprocesses = 2\n"
-                           "max-requests = 2\nmax-requests-delta = 1000\n", tmp)
+                           "max-requests = 2\nmax-requests-delta = 1000\n"
+                           "min-worker-lifetime = 0\n", tmp)
     ended = re.compile(r"Worker \d+ served (\d+) requests")
     try:
         sent = 0
@@ -192,9 +194,34 @@ def test_max_requests_delta_gives_worker_k_its_own_count():
             srv.request("GET", "/")
             return None
 
-        served = wait_for(three_ended, "three workers replaced", context=srv.log_text)
+        served = wait_for(three_ended, "three workers replaced", timeout=60,
+                          context=srv.log_text)
         assert len(served) >= 3, f"{len(served)} replaced after {sent} requests"
         assert set(served) == {"2"}, served
+    finally:
+        srv.stop(signal.SIGINT)
+
+
+def test_min_worker_lifetime_holds_max_requests_back():
+    """uWSGI replaces no worker for max-requests before it lived min-worker-lifetime seconds
+    (10 by default): with max-requests 1 and min-worker-lifetime 3, the first worker, sent
+    requests one after the other, is replaced no sooner than 3 s after it was started (it was
+    replaced after its first request)."""
+    tmp = tempfile.mkdtemp(prefix="sgcompat-")
+    started = time.monotonic()  # before the worker was: its age is at most this much
+    srv = sluicegate_uwsgi("http-socket = 127.0.0.1:0\nmodule = tests.apps.hello:app\n"
+                           f"chdir = {ROOT}\nmaster = true\nprocesses = 1\n"
+                           "max-requests = 1\nmin-worker-lifetime = 3\n", tmp)
+    try:
+        def first_ended():
+            if "reached --max-requests" in srv.log_text():
+                return time.monotonic()
+            srv.request("GET", "/")
+            return None
+
+        ended = wait_for(first_ended, "the first worker replaced", timeout=60,
+                         context=srv.log_text)
+        assert ended - started >= 3, srv.log_text()
     finally:
         srv.stop(signal.SIGINT)
 

@@ -211,9 +211,14 @@ class Plan:
         # uWSGI bounds the whole head by its buffer alone, and closes past it (no 431).
         out["limit_request_line"] = out["limit_headers"] = Raw("0", size[1])
         compat = [("buffer-size", size[1])]
-        if "max-requests-delta" in self.kept:
-            value, where = self.kept["max-requests-delta"]
-            compat.append((f"max-requests-delta={_number(value)}", where))
+        # uWSGI replaces no worker younger than min-worker-lifetime (10 s by default) for
+        # max-requests; worker K's count is max-requests + (K-1) * max-requests-delta.
+        lifetime = self.kept.get("min-worker-lifetime", ("10", "uWSGI's default"))
+        for name, value, where in (("min-worker-lifetime", *lifetime),
+                                   ("max-requests-delta", *self.kept.get(
+                                       "max-requests-delta", ("", "")))):
+            if value.strip():
+                compat.append((f"{name}={_number(value)}", where))
         out["uwsgi_compat"] = Raw([v for v, _ in compat], compat[-1][1])
 
     def _statics(self, out: Dict[str, Raw]) -> None:

@@ -127,6 +127,9 @@ TABLE: Tuple[UwsgiOption, ...] = (
     done("max-requests-delta", "--uwsgi-compat max-requests-delta=N: worker K (from 1) is "
          "replaced after max-requests + (K-1)*N requests, as in uWSGI",
          c.keep("max-requests-delta")),
+    done("min-worker-lifetime", "--uwsgi-compat min-worker-lifetime=N: max-requests replaces "
+         "no worker younger than N seconds (10 when not given, as in uWSGI)",
+         c.keep("min-worker-lifetime")),
     done("max-worker-lifetime", "--max-worker-lifetime", c.to("max_worker_lifetime")),
     done("max-worker-lifetime-delta", "--max-worker-lifetime-delta",
          c.to("max_worker_lifetime_delta")),

@@ -64,17 +64,29 @@ def parse_access_log_when(value: object) -> str:
 #: --uwsgi-compat's items (uWSGI's ways where they differ from sluicegate's own).
 COMPAT_BUFFER_SIZE = "buffer-size"
 COMPAT_DELTA = "max-requests-delta"
+COMPAT_MIN_LIFETIME = "min-worker-lifetime"
 
 
 def parse_uwsgi_compat(value: object) -> str:
-    """One item of --uwsgi-compat: buffer-size, or max-requests-delta=N."""
+    """One item of --uwsgi-compat: buffer-size, max-requests-delta=N, min-worker-lifetime=N."""
     if not isinstance(value, str):
         raise ValueError(f"expected a string, not {type(value).__name__}")
     text = value.strip()
     name, eq, number = text.partition("=")
-    if text == COMPAT_BUFFER_SIZE or (name == COMPAT_DELTA and eq and number.isdigit()):
+    if text == COMPAT_BUFFER_SIZE or (name in (COMPAT_DELTA, COMPAT_MIN_LIFETIME) and eq
+                                      and number.isdigit()):
         return text
-    raise ValueError(f"{text!r}: expected {COMPAT_BUFFER_SIZE} or {COMPAT_DELTA}=N")
+    raise ValueError(f"{text!r}: expected {COMPAT_BUFFER_SIZE}, {COMPAT_DELTA}=N or "
+                     f"{COMPAT_MIN_LIFETIME}=N")
+
+
+def compat_number(items: Tuple[str, ...], name: str) -> Optional[int]:
+    """The N of --uwsgi-compat NAME=N, or None."""
+    for item in items:
+        key, _, number = item.partition("=")
+        if key == name:
+            return int(number)
+    return None
 
 
 def requests_beyond(cfg: Any, wid: int) -> int:
@@ -84,10 +96,9 @@ def requests_beyond(cfg: Any, wid: int) -> int:
     replacement as uWSGI's is); else a random count up to --max-requests-jitter."""
     if not cfg.max_requests:
         return 0
-    for item in cfg.uwsgi_compat:
-        name, _, number = item.partition("=")
-        if name == COMPAT_DELTA:
-            return wid * int(number)
+    delta = compat_number(cfg.uwsgi_compat, COMPAT_DELTA)
+    if delta is not None:
+        return wid * delta
     return random.randint(0, cfg.max_requests_jitter) if cfg.max_requests_jitter else 0
 
 
@@ -151,7 +162,8 @@ def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
             "--limit-header-bytes gets no 431: the connection is closed after uWSGI's log line "
             "(nginx in front answers 502); `max-requests-delta=N`: worker K (from 1) is "
             "replaced after --max-requests + (K-1)*N requests, in place of "
-            "--max-requests-jitter's random count. Give it several times for several.",
+            "--max-requests-jitter's random count; `min-worker-lifetime=N`: --max-requests "
+            "replaces no worker younger than N seconds. Give it several times for several.",
             "ITEM", Tuple[str, ...], repeatable=True,
         ),
         Option(
