@@ -51,8 +51,7 @@ pub struct Config {
     pub drain_delay: Duration,
     /// `--limit-*`: request size limits (414, 431, 413).
     pub limits: Limits,
-    /// `--uwsgi-compat buffer-size`: a request head over `--limit-header-bytes` gets no 431:
-    /// uWSGI's log line, then the connection closes (`io::event_loop::closing`).
+    /// `--uwsgi-compat buffer-size`: a head over the limit closes with uWSGI's line, no 431.
     pub head_overflow_closes: bool,
     /// `--write-high-water`: a streaming response with more than this queued for a slow client
     /// makes the app's thread wait until half of it is sent (backpressure).
@@ -550,8 +549,7 @@ impl MinVersion {
 }
 
 /// What TLS listeners are configured with (`--certfile`, `--keyfile`, `--ca-certs`,
-/// `--cert-reqs`, `--tls-min-version`): plain values; `io::tls::load` reads and checks the
-/// files.
+/// `--cert-reqs`, `--tls-min-version`): plain values; `io::tls::load` reads and checks files.
 #[derive(Debug, Clone)]
 pub struct TlsSettings {
     /// PEM: the server certificate first, then its intermediates.

@@ -92,8 +92,7 @@ pub enum Format {
     Uwsgi(UwsgiFormat),
 }
 
-/// The named formats, in `allowed_values.txt`'s order for `access_log_format`
-/// (`config::allowed_values`): the name in the same place means the format here.
+/// The named formats in `allowed_values.txt`'s order for `access_log_format`: a name, its place.
 fn named_formats() -> [Format; 5] {
     [
         Format::Combined,
