@@ -226,6 +226,25 @@ def test_min_worker_lifetime_holds_max_requests_back():
         srv.stop(signal.SIGINT)
 
 
+def test_max_worker_lifetime_delta_is_uwsgis():
+    """max-worker-lifetime 1, delta 1000, two workers: uWSGI gives worker K (from 1) (K-1)*1000
+    seconds more, so worker 1 is replaced after one second, again and again (its replacement
+    is worker 1), and worker 2 not in the test's time. (Worker K got K*1000 more, so that no
+    worker was replaced.)"""
+    tmp = tempfile.mkdtemp(prefix="sgcompat-")
+    srv = sluicegate_uwsgi("http-socket = 127.0.0.1:0\nmodule = tests.apps.hello:app\n"
+                           f"chdir = {ROOT}\nmaster = true\nprocesses = 2\n"
+                           "max-worker-lifetime = 1\nmax-worker-lifetime-delta = 1000\n", tmp)
+    try:
+        replaced = wait_for(lambda: (lambda found: found if len(found) >= 2 else None)(
+            re.findall(r"Worker (\d+) served for [\d.]+s \(--max-worker-lifetime\)",
+                       srv.log_text())), "worker 1 replaced twice", timeout=60,
+            context=srv.log_text)
+        assert len(set(replaced)) == len(replaced), "each time another process: worker 1's"
+    finally:
+        srv.stop(signal.SIGINT)
+
+
 # --- several mounts
 
 
