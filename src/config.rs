@@ -51,6 +51,8 @@ pub struct Config {
     pub drain_delay: Duration,
     /// `--limit-*`: request size limits (414, 431, 413).
     pub limits: Limits,
+    /// `--uwsgi-compat buffer-size`: a head over the limit closes with uWSGI's line, no 431.
+    pub head_overflow_closes: bool,
     /// `--write-high-water`: a streaming response with more than this queued for a slow client
     /// makes the app's thread wait until half of it is sent (backpressure).
     pub write_high_water: u64,
@@ -452,6 +454,7 @@ impl Config {
                 max_body: get(d, "limit_body")?,
                 max_field_bytes: or_unlimited(get(d, "limit_field_bytes")?),
             },
+            head_overflow_closes: get(d, "head_overflow_closes")?,
             max_drain: get(d, "max_drain")?,
             http2: one_of(d, "http2", &Http2Mode::ALL)?,
             http2_max_streams: get(d, "http2_max_streams")?,
@@ -546,8 +549,7 @@ impl MinVersion {
 }
 
 /// What TLS listeners are configured with (`--certfile`, `--keyfile`, `--ca-certs`,
-/// `--cert-reqs`, `--tls-min-version`): plain values; `io::tls::load` reads and checks the
-/// files.
+/// `--cert-reqs`, `--tls-min-version`): plain values; `io::tls::load` reads and checks files.
 #[derive(Debug, Clone)]
 pub struct TlsSettings {
     /// PEM: the server certificate first, then its intermediates.

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import tls
+from . import options_uwsgi, tls
 from .options import OPTIONS
 from .parsers import UWSGI_FORMAT_PREFIX
 from .validated import Config
@@ -49,6 +49,8 @@ DERIVED_KEYS: Tuple[Tuple[str, str, str], ...] = (
     ("balance_fd", "int", "with worker processes: the memfd of connection counts, or -1"),
     ("balance_slots", "int", "entries in that table (4 bytes each)"),
     ("balance_slot", "int", "this worker's entry"),
+    ("head_overflow_closes", "bool",
+     "--uwsgi-compat buffer-size: a head over --limit-header-bytes closes, with uWSGI's line"),
 )
 
 
@@ -79,6 +81,7 @@ def core_config(
     out["signal_fd"] = signal_fd
     out["app_name"] = app_name
     out["balance_fd"], out["balance_slots"], out["balance_slot"] = balance
+    out["head_overflow_closes"] = options_uwsgi.COMPAT_BUFFER_SIZE in cfg.uwsgi_compat
     return out
 
 

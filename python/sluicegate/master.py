@@ -47,7 +47,6 @@ number of workers, and retiring and killing them, is `Upkeep` (master_upkeep.py)
 from __future__ import annotations
 
 import os
-import random
 import select
 import signal
 import sys
@@ -55,7 +54,8 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import (control_master, hook_objects, hooks, log_touch, logs, messages, metrics_total,
-               privileges, sd_notify, side_commands, signals, statsd, uwsgi_stats)
+               options_uwsgi, privileges, sd_notify, side_commands, signals, statsd,
+               uwsgi_stats)
 from .config import metrics_address
 from .control_protocol import path_for
 from .core_server import probe_metrics_bind
@@ -413,9 +413,8 @@ class Master(Reloads, Upkeep):
         r, w = os.pipe()
         metrics_fd = os.memfd_create("sluicegate-last-metrics", os.MFD_CLOEXEC) \
             if self.metrics is not None else -1
-        jitter = 0
-        if self.cfg.max_requests and self.cfg.max_requests_jitter:
-            jitter = random.randint(0, self.cfg.max_requests_jitter)
+        wid = Child.free_wid(self.workers.values(), self.generation)
+        jitter = options_uwsgi.requests_beyond(self.cfg, wid)  # --max-requests-jitter, or delta
         master = os.getpid()
         pair = self.control.pair() if self.control is not None else None
         wait_ended_threads()  # no TLS library lock held by a thread on its way out (reading.py)
@@ -428,7 +427,7 @@ class Master(Reloads, Upkeep):
                                 metrics_fd)  # no return
         os.close(w)
         os.set_inheritable(r, False)
-        self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd, age)
+        self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd, age, wid=wid)
         if self.control is not None and pair is not None:
             self.control.add(pid, pair)
         log.info("Booting worker with pid %d", pid)

@@ -60,7 +60,7 @@ class Upkeep:
             if w.life is not Life.SERVING:
                 continue
             if lifetime and w.serving_since and \
-                    now - w.serving_since >= lifetime + (w.slot + 1) * delta:
+                    now - w.serving_since >= lifetime + w.wid * delta:  # uWSGI: (id-1)*delta
                 w.become(Life.OUTGOING)
                 log.info("Worker %d served for %gs (--max-worker-lifetime): starting its "
                          "replacement", w.pid, round(now - w.serving_since, 1))

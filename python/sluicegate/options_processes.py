@@ -132,9 +132,9 @@ MASTER_DUTIES: Tuple[Option, ...] = (
            "ready before it stops, and it finishes its in-flight requests. 0: never.",
            "SECONDS", float),
     Option("max_worker_lifetime_delta", parse_seconds_or_off, "0",
-           "With --max-worker-lifetime: worker N (its slot, from 1) lives N times this many "
-           "seconds longer, so workers are not all replaced at once (uWSGI's "
-           "max-worker-lifetime-delta).",
+           "With --max-worker-lifetime: worker N (from 1; its replacement takes over its "
+           "number) lives N-1 times this many seconds longer, so workers are not all "
+           "replaced at once (uWSGI's max-worker-lifetime-delta).",
            "SECONDS", float),
     Option("on_term", parse_on_term, "stop",
            "What SIGTERM does: stop (finish in-flight requests, then exit) or reload (a "

@@ -133,5 +133,6 @@ class Config:
     log_date: Optional[str]
     log_reopen: bool
     touch_logreopen: Tuple[str, ...]
+    uwsgi_compat: Tuple[str, ...]
     stats: Optional[str]
     stats_http: bool

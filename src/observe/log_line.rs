@@ -92,14 +92,14 @@ pub enum Format {
     Uwsgi(UwsgiFormat),
 }
 
-/// The named formats, in `allowed_values.txt`'s order for `access_log_format`
-/// (`config::allowed_values`): the name in the same place means the format here.
-fn named_formats() -> [Format; 4] {
+/// The named formats in `allowed_values.txt`'s order for `access_log_format`: a name, its place.
+fn named_formats() -> [Format; 5] {
     [
         Format::Combined,
         Format::Common,
         Format::Json,
-        Format::Uwsgi(UwsgiFormat::default_line()),
+        Format::Uwsgi(UwsgiFormat::default_line(false)),
+        Format::Uwsgi(UwsgiFormat::default_line(true)),
     ]
 }
 
