@@ -78,6 +78,7 @@ BARE_EXTS = {"py", "pyi", "rs", "md", "toml", "sh"}
 # in `/` also covers every path under it.
 NOT_OURS: Dict[str, str] = {
     "PyString::to_str": "pyo3's method, named for what the extension calls",
+    "RequestStream::poll_ready": "the vendored h3 crate's method (vendor/patches/h3/0005)",
     "worker.age": "an attribute of the worker object the hooks get (hook_objects.py)",
     "worker.pid": "an attribute of the worker object the hooks get (hook_objects.py)",
     "gunicorn.conf.py": "gunicorn's config file in the user's project (the corpus's copies aside)",
