@@ -272,10 +272,10 @@ impl LoopState {
             // HTTP/2: every stream still open is reset (and counted) by its connection's task.
             if let Some(tasks) = self.tasks.as_mut() {
                 if let Some(hub) = ctx.settings.h2.as_ref() {
-                    hub.set_stop(crate::io::h2::Stop::Immediate);
+                    hub.set_stop(crate::io::streams::Stop::Immediate);
                 }
                 if let Some(hub) = ctx.settings.h3.as_ref() {
-                    hub.set_stop(crate::io::h2::Stop::Immediate);
+                    hub.set_stop(crate::io::streams::Stop::Immediate);
                 }
                 tasks.run(now);
                 tasks.clear();

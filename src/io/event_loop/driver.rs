@@ -361,7 +361,7 @@ impl LoopState {
             return;
         }
         conn.registered = true;
-        let ready = crate::io::h2::Readiness::new();
+        let ready = crate::io::streams::Readiness::new();
         if let Some(task) = hub.serve(conn, Arc::clone(&ready)) {
             tasks.insert_io(task, Some(ready));
         }

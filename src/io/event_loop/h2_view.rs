@@ -11,9 +11,9 @@ use crate::observe::request_end::PendingLog;
 use crate::observe::timings::End;
 
 /// The loop's view of the loop (`io::h2` does not import the loop: the floors).
-impl crate::io::h2::LoopView for LoopCtx {
-    fn stop(&self) -> crate::io::h2::Stop {
-        use crate::io::h2::Stop;
+impl crate::io::streams::LoopView for LoopCtx {
+    fn stop(&self) -> crate::io::streams::Stop {
+        use crate::io::streams::Stop;
         match self.shutdown_state() {
             Shutdown::Running | Shutdown::Draining => Stop::Running,
             Shutdown::Graceful => Stop::Graceful,

@@ -18,17 +18,17 @@ use sluicegate_proto::h2::request_head;
 use sluicegate_proto::BodyFraming;
 use tokio::sync::watch;
 
-use super::call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
-use super::inline::Inline;
 use super::open_streams::OpenStreams;
 use super::own_answer;
 use super::parked::{Parking, ServerParking};
 use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
-use super::{tasks, timer};
 use crate::clock::now_ns;
 use crate::io::call_io::{CallBody, CallReply};
 use crate::io::conn::Conn;
+use crate::io::streams::Inline;
+use crate::io::streams::{tasks, timer};
+use crate::io::streams::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
 
 /// What the connections' tasks work with.
 pub(super) struct ThreadShare {
@@ -56,7 +56,7 @@ pub(super) async fn serve_one(
     hub: Arc<ThreadShare>,
     ctx: Arc<dyn LoopView>,
     mut conn: Box<Conn>,
-    ready: Arc<super::tasks::Readiness>,
+    ready: Arc<crate::io::streams::tasks::Readiness>,
     mut stop: watch::Receiver<Stop>,
 ) {
     let cfg = Arc::clone(&hub.config);
@@ -195,7 +195,7 @@ fn take_stream(
     let (parts, body) = request.into_parts();
     let end_of_stream = body.is_end_stream();
     let head = request_head(
-        super::call::stream_request(&parts, end_of_stream),
+        crate::io::streams::stream_request(&parts, end_of_stream),
         &hub.config.limits,
     );
     let head = match head {

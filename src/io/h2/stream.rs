@@ -184,7 +184,7 @@ impl ReplyState {
 async fn pump(state: Arc<Mutex<ReplyState>>) {
     let park = Arc::clone(&state.lock().unwrap().park);
     loop {
-        let step = super::timer::timeout(
+        let step = crate::io::streams::timer::timeout(
             park.write_timeout,
             std::future::poll_fn(|cx| state.lock().unwrap().poll_pump(cx)),
         )

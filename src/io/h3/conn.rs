@@ -3,7 +3,7 @@
 //! (SETTINGS, the control streams), then each request stream's head read and made into a
 //! `RequestHead` by proto on the connection's task as the stream is accepted (a task of its
 //! own only for a head that did not come with the stream), its call (a [`StreamCall`]) queued
-//! to run inline on the loop's thread (HTTP/2's queue, `io::h2::inline`) or dispatched to the
+//! to run inline on the loop's thread (the streams' queue, `io::streams::inline`) or dispatched to the
 //! pool.
 //!
 //! Limits, each quinn's or `h3`'s own defence set here or in `config.rs`: concurrent request
@@ -32,10 +32,10 @@ use super::stream::{H3Body, H3Cut, H3Reply, RecvHalf};
 use crate::clock::now_ns;
 use crate::config::Config;
 use crate::io::call_io::{CallBody, CallReply};
-use crate::io::h2::inline::Inline;
-use crate::io::h2::tasks;
-use crate::io::h2::timer;
-use crate::io::h2::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+use crate::io::streams::inline::Inline;
+use crate::io::streams::tasks;
+use crate::io::streams::timer;
+use crate::io::streams::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
 use crate::io::tls_link::TlsFacts;
 use crate::observe::h3_counters::H3Event;
 use crate::peer::Peer;
@@ -397,7 +397,7 @@ async fn start_stream(
         return;
     }
     let head = sluicegate_proto::h3::request_head(
-        crate::io::h2::stream_request(&parts, end_of_stream),
+        crate::io::streams::stream_request(&parts, end_of_stream),
         &cfg.limits,
     );
     share.ctx.counters().h3.count(H3Event::Stream);

@@ -44,8 +44,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::watch;
 
 use crate::config::Config;
-use crate::io::h2::tasks::TaskShared;
-use crate::io::h2::{LoopView, Stop, StreamRunner};
+use crate::io::streams::tasks::TaskShared;
+use crate::io::streams::{LoopView, Stop, StreamRunner};
 use runtime::{LoopRuntime, LoopUdp};
 
 /// A UDP socket bound for a TLS listener, until the loop starts its endpoint.
@@ -129,7 +129,7 @@ impl H3Hub {
         token_base: usize,
         ctx: Arc<dyn LoopView>,
         runner: Arc<dyn StreamRunner>,
-        inline: Option<Arc<crate::io::h2::Inline>>,
+        inline: Option<Arc<crate::io::streams::Inline>>,
     ) -> std::io::Result<()> {
         let bound = std::mem::take(&mut *self.bound.lock().unwrap());
         let runtime = Arc::new(LoopRuntime(Arc::clone(tasks)));

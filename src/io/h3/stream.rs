@@ -36,9 +36,9 @@ use sluicegate_proto::h3::BodyCount;
 use sluicegate_proto::ProtoError;
 
 use crate::io::h2::stream::response_of;
-use crate::io::h2::tasks::TaskShared;
-use crate::io::h2::timer;
 use crate::io::inline_call::may_wait;
+use crate::io::streams::tasks::TaskShared;
+use crate::io::streams::timer;
 
 /// The response half of a request stream.
 pub type SendHalf = RequestStream<h3_quinn::SendStream<Bytes>, Bytes>;

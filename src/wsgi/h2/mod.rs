@@ -29,8 +29,8 @@ use response::Response;
 
 use crate::clock::{now_ns, since};
 use crate::io::error_answer::{INTERNAL_ERROR, REQUEST_TIMEOUT};
-use crate::io::h2::{StreamCall, Upper};
 use crate::io::read_ahead::BodyFailure;
+use crate::io::streams::{StreamCall, Upper};
 use crate::io::tls_link::TlsFacts;
 use crate::observe::request_end::Finished;
 use crate::peer::Peer;

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::call::StreamCall;
+use super::StreamCall;
 
 /// The queue of streams to run inline.
 pub struct Inline {
@@ -22,7 +22,7 @@ pub struct Inline {
 }
 
 impl Inline {
-    pub(super) fn new() -> Inline {
+    pub(crate) fn new() -> Inline {
         Inline {
             calls: Mutex::new(VecDeque::new()),
             queued: AtomicUsize::new(0),

@@ -1,0 +1,19 @@
+//! The stream layer HTTP/2 (`io::h2`) and HTTP/3 (`io::h3`) share: the loop's executor for
+//! their connections' tasks and the values a stream's call is made of. Nothing here knows a
+//! wire protocol: `io::h2` and `io::h3` build on it, never on each other.
+//!
+//! - `tasks.rs`: the loop's task set: wakers, the woken list, the sockets' readiness.
+//! - `timer.rs`: the tasks' timers, one heap per task set that the loop's wait ends at.
+//! - `inline.rs`: the queue of whole streams the loop's thread runs itself.
+//! - `call.rs`: a stream's call ([`StreamCall`], for the pool or the inline queue), the loop as
+//!   its tasks see it ([`LoopView`], [`Stop`]), and who runs a stream ([`StreamRunner`]).
+
+mod call;
+pub mod inline;
+pub mod tasks;
+pub mod timer;
+
+pub(crate) use call::stream_request;
+pub use call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+pub use inline::Inline;
+pub use tasks::{Readiness, Task, TaskShared, Tasks, READ, WRITE};
