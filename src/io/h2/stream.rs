@@ -16,57 +16,21 @@
 use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, SendStream};
 
 use super::parked::{Parking, Room};
+use crate::io::streams::wait::{block_on, cut_error};
 
 mod body;
 pub use body::{body_protocol_error, StreamBody};
 
 fn gone(e: h2::Error) -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionReset, e.to_string())
-}
-
-/// Wakes the app thread parked on a stream.
-struct Unpark(Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-fn thread_waker() -> Waker {
-    Waker::from(Arc::new(Unpark(std::thread::current())))
-}
-
-/// Poll `f` on this thread until it is ready or `timeout` passes without it (`TimedOut`).
-fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>) -> io::Result<T> {
-    let waker = thread_waker();
-    let mut cx = Context::from_waker(&waker);
-    let until = Instant::now() + timeout;
-    loop {
-        if let Poll::Ready(v) = f(&mut cx) {
-            return Ok(v);
-        }
-        if !crate::io::inline_call::may_wait() {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        let now = Instant::now();
-        if now >= until {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        std::thread::park_timeout(until - now);
-    }
 }
 
 /// A response's state, shared by the app thread that sends it and the `--timeout` watcher
@@ -294,10 +258,6 @@ impl StreamWatch {
 /// buffers what it was handed until it is written, so this bounds the memory of one stream.
 const SEND_PIECE: usize = 256 * 1024;
 
-fn cut_error() -> io::Error {
-    io::Error::new(io::ErrorKind::TimedOut, "the stream was cut (--timeout)")
-}
-
 /// A response head (or an interim one) for `h2` from the app's status and fields. Built in
 /// place, not with `http::response::Builder`, which moves the whole response through a `Result`
 /// at every field (a third of the head's instructions).
@@ -516,7 +476,7 @@ impl StreamReply {
     /// `want` more, or (none parked) until its window opens. A wait past `timeout` resets the
     /// stream: the client opened no window for `--write-timeout`.
     fn wait_for_room(&self, want: usize, timeout: Duration) -> io::Result<()> {
-        let waited = block_on(timeout, |cx| {
+        let waited = block_on(timeout, None, |cx| {
             let mut st = self.state.lock().unwrap();
             if st.cut {
                 return Poll::Ready(());

@@ -6,7 +6,7 @@
 //! Both are driven from the app thread, never from the loop: quinn's stream handles are
 //! thread-safe (each call locks the connection's state and wakes its driver task on the loop),
 //! so the app thread polls the `h3` crate's futures itself with a waker that unparks it
-//! ([`block_on`]), while the connection's driver task on the loop does the UDP I/O. Flow
+//! (`io::streams::wait::block_on`), while the connection's driver task on the loop does the UDP I/O. Flow
 //! control is quinn's: the client's credit is given back as the app reads, and a send waits
 //! while quinn's send buffer for the stream is full, so neither side buffers more than a
 //! window.
@@ -24,9 +24,9 @@ use std::future::Future;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::thread::Thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use atomic_waker::AtomicWaker;
 use bytes::{Buf, Bytes};
@@ -36,9 +36,9 @@ use sluicegate_proto::h3::BodyCount;
 use sluicegate_proto::ProtoError;
 
 use crate::io::h2::stream::response_of;
-use crate::io::inline_call::may_wait;
 use crate::io::streams::tasks::TaskShared;
 use crate::io::streams::timer;
+use crate::io::streams::wait::{block_on, cut_error};
 
 /// The response half of a request stream.
 pub type SendHalf = RequestStream<h3_quinn::SendStream<Bytes>, Bytes>;
@@ -48,57 +48,6 @@ pub type RecvHalf = RequestStream<h3_quinn::RecvStream, Bytes>;
 /// DATA is handed to quinn in pieces of at most this: each piece's wait is bounded by the
 /// write timeout on its own, so a large answer to a slow client is not cut while it moves.
 const SEND_PIECE: usize = 256 * 1024;
-
-/// Wakes the app thread parked on a stream.
-struct Unpark(Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// Poll `f` on this thread until it is ready, `timeout` passes (`TimedOut`), or `cut` is set
-/// (the `--timeout` watcher: `TimedOut` too).
-fn block_on<T>(
-    timeout: Duration,
-    cut: Option<&AtomicBool>,
-    mut f: impl FnMut(&mut Context<'_>) -> Poll<T>,
-) -> io::Result<T> {
-    // Most polls are ready at once (quinn takes the bytes into its send buffer): the first
-    // one needs no waker, no clock reading and no allocation.
-    if let Poll::Ready(v) = f(&mut Context::from_waker(Waker::noop())) {
-        return Ok(v);
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let until = Instant::now() + timeout;
-    loop {
-        if let Poll::Ready(v) = f(&mut cx) {
-            return Ok(v);
-        }
-        if cut.is_some_and(|c| c.load(Ordering::Acquire)) {
-            return Err(cut_error());
-        }
-        // A call run inline on the loop's thread gives the loop to another thread first: the
-        // loop's tasks are what will move this stream.
-        if !may_wait() {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        let now = Instant::now();
-        if now >= until {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        std::thread::park_timeout(until - now);
-    }
-}
-
-fn cut_error() -> io::Error {
-    io::Error::new(io::ErrorKind::TimedOut, "the stream was cut (--timeout)")
-}
 
 fn too_large() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, ProtoError::PayloadTooLarge)

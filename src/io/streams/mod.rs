@@ -4,6 +4,7 @@
 //!
 //! - `tasks.rs`: the loop's task set: wakers, the woken list, the sockets' readiness.
 //! - `timer.rs`: the tasks' timers, one heap per task set that the loop's wait ends at.
+//! - `wait.rs`: an app thread's wait on its stream ([`wait::block_on`]), either protocol's.
 //! - `inline.rs`: the queue of whole streams the loop's thread runs itself.
 //! - `call.rs`: a stream's call ([`StreamCall`], for the pool or the inline queue), the loop as
 //!   its tasks see it ([`LoopView`], [`Stop`]), and who runs a stream ([`StreamRunner`]).
@@ -12,6 +13,7 @@ mod call;
 pub mod inline;
 pub mod tasks;
 pub mod timer;
+pub mod wait;
 
 pub(crate) use call::stream_request;
 pub use call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};

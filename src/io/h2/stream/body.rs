@@ -1,5 +1,5 @@
 //! The request body of one HTTP/2 stream as its app thread reads it ([`StreamBody`]): DATA
-//! frames waited for on the app thread (`block_on`), their bytes given back to the client's
+//! frames waited for on the app thread (`io::streams::wait::block_on`), their bytes given back to the client's
 //! window as the app reads them, the `100 Continue` sent at the first read, and
 //! `--limit-body` held for a body of unknown length.
 
@@ -11,7 +11,8 @@ use bytes::Bytes;
 use h2::RecvStream;
 use sluicegate_proto::ProtoError;
 
-use super::{block_on, gone, Interim, ReplyState};
+use super::{gone, Interim, ReplyState};
+use crate::io::streams::wait::block_on;
 
 fn too_large() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, ProtoError::PayloadTooLarge)
@@ -86,7 +87,7 @@ impl StreamBody {
             self.send_continue();
         }
         while self.pending.is_empty() && !self.ended {
-            let next = block_on(timeout, |cx| self.recv.poll_data(cx))?;
+            let next = block_on(timeout, None, |cx| self.recv.poll_data(cx))?;
             match next {
                 Some(Ok(b)) => {
                     self.received += b.len() as u64;
