@@ -362,7 +362,8 @@ impl LoopState {
         }
         conn.registered = true;
         let ready = crate::io::streams::Readiness::new();
-        if let Some(task) = hub.serve(conn, Arc::clone(&ready)) {
+        let stop = tasks.shared().stop().subscribe();
+        if let Some(task) = hub.serve(conn, Arc::clone(&ready), stop) {
             tasks.insert_io(task, Some(ready));
         }
         if let Some(b) = &ctx.balance {

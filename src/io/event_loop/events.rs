@@ -115,12 +115,10 @@ impl LoopState {
         };
         if ctx.shutting_down() {
             let stop = crate::io::streams::LoopView::stop(ctx);
-            if let Some(hub) = &ctx.settings.h2 {
-                hub.set_stop(stop);
-            }
             if let Some(hub) = &ctx.settings.h3 {
-                hub.set_stop(stop);
+                hub.drain_at(stop);
             }
+            tasks.set_stop(stop);
         }
         tasks.run(Instant::now())
     }

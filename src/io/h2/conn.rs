@@ -16,7 +16,6 @@ use std::task::Poll;
 use bytes::Bytes;
 use sluicegate_proto::h2::request_head;
 use sluicegate_proto::BodyFraming;
-use tokio::sync::watch;
 
 use super::open_streams::OpenStreams;
 use super::own_answer;
@@ -28,7 +27,7 @@ use crate::io::call_io::{CallBody, CallReply};
 use crate::io::conn::Conn;
 use crate::io::streams::Inline;
 use crate::io::streams::{tasks, timer};
-use crate::io::streams::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+use crate::io::streams::{LiveStream, LoopView, Stop, StopWatch, StreamCall, StreamRunner, Upper};
 
 /// What the connections' tasks work with.
 pub(super) struct ThreadShare {
@@ -57,7 +56,7 @@ pub(super) async fn serve_one(
     ctx: Arc<dyn LoopView>,
     mut conn: Box<Conn>,
     ready: Arc<crate::io::streams::tasks::Readiness>,
-    mut stop: watch::Receiver<Stop>,
+    mut stop: StopWatch,
 ) {
     let cfg = Arc::clone(&hub.config);
     let prefix = conn
@@ -95,7 +94,7 @@ async fn streams(
     ctx: &Arc<dyn LoopView>,
     conn: &mut Conn,
     mut h2c: h2::server::Connection<SocketIo, Bytes>,
-    stop: &mut watch::Receiver<Stop>,
+    stop: &mut StopWatch,
 ) {
     let cfg = &hub.config;
     let per_conn = PerConn {

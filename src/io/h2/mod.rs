@@ -7,7 +7,8 @@
 //! - [`H2Hub`]: what the loop and the server know of it: `serve` makes a connection's task
 //!   (the loop registers its socket under the task's token; the bytes read so far come
 //!   along), `start` readies it with the server's [`StreamRunner`] (inline now, or to the
-//!   pool?), `set_stop` tells the connections of a stop (the loop, at each turn of a stop).
+//!   pool?). A stop reaches the connections through the loop's task set
+//!   (`io::streams::stop`), as HTTP/3's.
 //! - `conn.rs`: one connection's task: the handshake, accepting streams, the idle timer, the
 //!   GOAWAY at a stop, the resets at its deadline.
 //! - `open_streams.rs`: a connection's open streams, reset at the end of a stop's graceful time.
@@ -29,11 +30,9 @@ pub mod stream;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock, Weak};
 
-use tokio::sync::watch;
-
 use crate::config::Config;
 use crate::io::conn::Conn;
-use crate::io::streams::{Inline, LoopView, Readiness, Stop, StreamRunner, Task};
+use crate::io::streams::{Inline, LoopView, Readiness, StopWatch, StreamRunner, Task};
 use conn::ThreadShare;
 pub use stream::{StreamBody, StreamCut, StreamReply};
 
@@ -50,8 +49,6 @@ pub struct H2Hub {
     share: OnceLock<(Arc<ThreadShare>, Weak<dyn LoopView>)>,
     /// The streams to run inline on the loop's thread.
     pub inline: Arc<Inline>,
-    /// The stop as the connections see it (set by the loop, on its thread).
-    stop: watch::Sender<Stop>,
     /// Connections being served.
     pub open: Arc<AtomicUsize>,
 }
@@ -62,7 +59,6 @@ impl H2Hub {
             config,
             share: OnceLock::new(),
             inline: Arc::new(Inline::new()),
-            stop: watch::Sender::new(Stop::Running),
             open: Arc::new(AtomicUsize::new(0)),
         })
     }
@@ -85,24 +81,13 @@ impl H2Hub {
     }
 
     /// The task that serves a connection taken from the loop's table (its socket registered
-    /// under the task's token by the loop), or `None` before `start`.
-    pub fn serve(&self, conn: Box<Conn>, ready: Arc<Readiness>) -> Option<Task> {
+    /// under the task's token by the loop; `stop`: the task set's stop), or `None` before
+    /// `start`.
+    pub fn serve(&self, conn: Box<Conn>, ready: Arc<Readiness>, stop: StopWatch) -> Option<Task> {
         let (share, ctx) = self.share.get()?;
         let ctx = ctx.upgrade()?;
         self.open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let task = conn::serve_one(Arc::clone(share), ctx, conn, ready, self.stop.subscribe());
+        let task = conn::serve_one(Arc::clone(share), ctx, conn, ready, stop);
         Some(Box::pin(task))
-    }
-
-    /// The stop state as the loop sees it now: the connections hear of a move at once
-    /// (GOAWAY, or the resets of an immediate stop).
-    pub fn set_stop(&self, state: Stop) {
-        self.stop.send_if_modified(|s| {
-            let moved = state > *s;
-            if moved {
-                *s = state;
-            }
-            moved
-        });
     }
 }

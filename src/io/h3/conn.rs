@@ -25,7 +25,6 @@ use bytes::{Buf, Bytes};
 use quinn::VarInt;
 use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::BodyFraming;
-use tokio::sync::watch;
 
 use super::early::{self, Handshake};
 use super::stream::{H3Body, H3Cut, H3Reply, RecvHalf};
@@ -35,7 +34,7 @@ use crate::io::call_io::{CallBody, CallReply};
 use crate::io::streams::inline::Inline;
 use crate::io::streams::tasks;
 use crate::io::streams::timer;
-use crate::io::streams::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+use crate::io::streams::{LiveStream, LoopView, Stop, StopWatch, StreamCall, StreamRunner, Upper};
 use crate::io::tls_link::TlsFacts;
 use crate::observe::h3_counters::H3Event;
 use crate::peer::Peer;
@@ -68,7 +67,7 @@ pub(super) async fn accept_loop(
     endpoint: quinn::Endpoint,
     share: Arc<Share>,
     listener: usize,
-    mut stop: watch::Receiver<Stop>,
+    mut stop: StopWatch,
 ) {
     let mut draining = *stop.borrow() >= Stop::Graceful;
     loop {
@@ -111,7 +110,7 @@ async fn serve_one(
     share: Arc<Share>,
     incoming: quinn::Incoming,
     listener: usize,
-    mut stop: watch::Receiver<Stop>,
+    mut stop: StopWatch,
 ) {
     let counters = share.ctx.counters();
     share.open.fetch_add(1, Ordering::SeqCst);
@@ -210,7 +209,7 @@ async fn serve_conn(
     share: &Arc<Share>,
     (conn, handshake): (quinn::Connection, Handshake),
     listener: usize,
-    stop: &mut watch::Receiver<Stop>,
+    stop: &mut StopWatch,
 ) {
     let cfg = &share.config;
     let built = timer::timeout(

@@ -6,16 +6,20 @@
 //! - `timer.rs`: the tasks' timers, one heap per task set that the loop's wait ends at.
 //! - `wait.rs`: an app thread's wait on its stream ([`wait::block_on`]), either protocol's.
 //! - `inline.rs`: the queue of whole streams the loop's thread runs itself.
+//! - `stop.rs`: the stop, one channel per task set that every connection task of either
+//!   protocol hears ([`StopSignal`]).
 //! - `call.rs`: a stream's call ([`StreamCall`], for the pool or the inline queue), the loop as
-//!   its tasks see it ([`LoopView`], [`Stop`]), and who runs a stream ([`StreamRunner`]).
+//!   its tasks see it ([`LoopView`]), and who runs a stream ([`StreamRunner`]).
 
 mod call;
 pub mod inline;
+pub mod stop;
 pub mod tasks;
 pub mod timer;
 pub mod wait;
 
 pub(crate) use call::stream_request;
-pub use call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+pub use call::{LiveStream, LoopView, StreamCall, StreamRunner, Upper};
 pub use inline::Inline;
+pub use stop::{Stop, StopSignal, StopWatch};
 pub use tasks::{Readiness, Task, TaskShared, Tasks, READ, WRITE};
