@@ -43,7 +43,7 @@ impl CallReply {
     pub fn cut(&self) -> Cut {
         match self {
             CallReply::H2(r) => Cut::Stream(r.cut_handle()),
-            CallReply::H3(r) => Cut::Stream3(r.cut_handle()),
+            CallReply::H3(r) => Cut::Stream(r.cut_handle()),
         }
     }
 

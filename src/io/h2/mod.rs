@@ -34,7 +34,7 @@ use crate::config::Config;
 use crate::io::conn::Conn;
 use crate::io::streams::{Inline, LoopView, Readiness, StopWatch, StreamRunner, Task};
 use conn::ThreadShare;
-pub use stream::{StreamBody, StreamCut, StreamReply};
+pub use stream::{StreamBody, StreamReply};
 
 /// The HTTP/2 preface's first line: a plain listener's connection that opens with it speaks
 /// HTTP/2 (h2c with prior knowledge, RFC 9113 §3.3).

@@ -25,6 +25,7 @@ use h2::{Reason, SendStream};
 
 use super::parked::{Parking, Room};
 use crate::io::streams::wait::{block_on, cut_error};
+use crate::io::streams::{CutTarget, StreamCut};
 
 mod body;
 pub use body::{body_protocol_error, StreamBody};
@@ -34,7 +35,7 @@ fn gone(e: h2::Error) -> io::Error {
 }
 
 /// A response's state, shared by the app thread that sends it and the `--timeout` watcher
-/// that may cut it ([`StreamCut`]). The lock is held for one `h2` call at a time, never while
+/// that may cut it (`io::streams::StreamCut`). The lock is held for one `h2` call at a time, never while
 /// the app thread waits for window.
 struct ReplyState {
     respond: SendResponse<Bytes>,
@@ -185,29 +186,10 @@ pub struct StreamReply {
     state: Arc<Mutex<ReplyState>>,
 }
 
-/// The `--timeout` watcher's hold on a stream (`io::transport::Cut::Stream`): answer it 504
-/// if nothing was sent, else reset it, from a thread that does not run the call.
-#[derive(Clone)]
-pub struct StreamCut(Arc<Mutex<ReplyState>>);
-
-impl std::fmt::Debug for StreamCut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StreamCut")
-    }
-}
-
-impl PartialEq for StreamCut {
-    fn eq(&self, other: &StreamCut) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for StreamCut {}
-
-impl StreamCut {
-    /// `answer`: send `504 Gateway Timeout` (the head was not sent); else reset the stream.
-    pub fn cut(&self, answer: bool) {
-        let mut st = self.0.lock().unwrap();
+/// The `--timeout` watcher's cut (`io::streams::cut`): the lock is taken for one `h2` call.
+impl CutTarget for Mutex<ReplyState> {
+    fn cut(self: Arc<Self>, answer: bool) {
+        let mut st = self.lock().unwrap();
         if st.ended || st.cut {
             st.cut = true;
             return;
@@ -311,7 +293,7 @@ impl StreamReply {
 
     /// The watcher's hold on this stream (`--timeout`).
     pub fn cut_handle(&self) -> StreamCut {
-        StreamCut(Arc::clone(&self.state))
+        StreamCut::new(Arc::clone(&self.state) as Arc<dyn CutTarget>)
     }
 
     /// Send the head: `status` and the fields (names lower-cased here, values without the

@@ -27,14 +27,16 @@ use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::BodyFraming;
 
 use super::early::{self, Handshake};
-use super::stream::{H3Body, H3Cut, H3Reply, RecvHalf};
+use super::stream::{H3Body, H3Reply, RecvHalf};
 use crate::clock::now_ns;
 use crate::config::Config;
 use crate::io::call_io::{CallBody, CallReply};
 use crate::io::streams::inline::Inline;
 use crate::io::streams::tasks;
 use crate::io::streams::timer;
-use crate::io::streams::{LiveStream, LoopView, Stop, StopWatch, StreamCall, StreamRunner, Upper};
+use crate::io::streams::{
+    LiveStream, LoopView, Stop, StopWatch, StreamCall, StreamCut, StreamRunner, Upper,
+};
 use crate::io::tls_link::TlsFacts;
 use crate::observe::h3_counters::H3Event;
 use crate::peer::Peer;
@@ -153,7 +155,7 @@ struct PerConn {
     handshake: Handshake,
     /// The answers of the calls dispatched, to reset at a cut ([`PerConn::cut_streams`]);
     /// those whose call is over are dropped as new ones come.
-    answers: Mutex<Vec<H3Cut>>,
+    answers: Mutex<Vec<StreamCut>>,
 }
 
 /// Past this many answers kept, the finished ones are dropped from [`PerConn::answers`].
@@ -165,7 +167,7 @@ impl PerConn {
         made.clone()
     }
 
-    fn keep_answer(&self, cut: H3Cut) {
+    fn keep_answer(&self, cut: StreamCut) {
         let mut answers = self.answers.lock().unwrap();
         if answers.len() >= ANSWERS_PRUNE {
             answers.retain(|a| !a.released());

@@ -39,6 +39,7 @@ use crate::io::h2::stream::response_of;
 use crate::io::streams::tasks::TaskShared;
 use crate::io::streams::timer;
 use crate::io::streams::wait::{block_on, cut_error};
+use crate::io::streams::{CutTarget, StreamCut};
 
 /// The response half of a request stream.
 pub type SendHalf = RequestStream<h3_quinn::SendStream<Bytes>, Bytes>;
@@ -333,35 +334,11 @@ pub struct H3Reply {
     shared: Arc<Shared>,
 }
 
-/// The `--timeout` watcher's hold on a stream: answer it 504 if nothing was sent, else reset
-/// it, from a thread that does not run the call.
-#[derive(Clone)]
-pub struct H3Cut(Arc<Shared>);
-
-impl std::fmt::Debug for H3Cut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("H3Cut")
-    }
-}
-
-impl PartialEq for H3Cut {
-    fn eq(&self, other: &H3Cut) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for H3Cut {}
-
-impl H3Cut {
-    /// Only this handle holds the stream still: its call and its answer are over.
-    pub fn released(&self) -> bool {
-        Arc::strong_count(&self.0) == 1
-    }
-
-    /// `answer`: send `504 Gateway Timeout` if the head was not sent; else reset the stream. A
-    /// send in progress on the app thread stops waiting and resets the stream itself.
-    pub fn cut(&self, answer: bool) {
-        let shared = &self.0;
+/// The `--timeout` watcher's cut (`io::streams::cut`). A send in progress on the app thread
+/// stops waiting and resets the stream itself.
+impl CutTarget for Shared {
+    fn cut(self: Arc<Self>, answer: bool) {
+        let shared = &self;
         shared.cut.store(true, Ordering::Release);
         let Ok(mut side) = shared.send.try_lock() else {
             if let Some(t) = shared.waiting.lock().unwrap().as_ref() {
@@ -449,8 +426,8 @@ impl H3Reply {
     }
 
     /// The watcher's hold on this stream (`--timeout`).
-    pub fn cut_handle(&self) -> H3Cut {
-        H3Cut(Arc::clone(&self.shared))
+    pub fn cut_handle(&self) -> StreamCut {
+        StreamCut::new(Arc::clone(&self.shared) as Arc<dyn CutTarget>)
     }
 
     /// Run `f` on the send side, waiting at most `timeout` per wait; a cut meanwhile resets

@@ -8,10 +8,12 @@
 //! - `inline.rs`: the queue of whole streams the loop's thread runs itself.
 //! - `stop.rs`: the stop, one channel per task set that every connection task of either
 //!   protocol hears ([`StopSignal`]).
+//! - `cut.rs`: the `--timeout` watcher's hold on a stream of either protocol ([`StreamCut`]).
 //! - `call.rs`: a stream's call ([`StreamCall`], for the pool or the inline queue), the loop as
 //!   its tasks see it ([`LoopView`]), and who runs a stream ([`StreamRunner`]).
 
 mod call;
+pub mod cut;
 pub mod inline;
 pub mod stop;
 pub mod tasks;
@@ -20,6 +22,7 @@ pub mod wait;
 
 pub(crate) use call::stream_request;
 pub use call::{LiveStream, LoopView, StreamCall, StreamRunner, Upper};
+pub use cut::{CutTarget, StreamCut};
 pub use inline::Inline;
 pub use stop::{Stop, StopSignal, StopWatch};
 pub use tasks::{Readiness, Task, TaskShared, Tasks, READ, WRITE};
