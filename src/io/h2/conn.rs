@@ -211,7 +211,7 @@ fn take_stream(
     let mut framed = None;
     let server = ctx.server_header();
     if ctx.own_answer(&head, &mut |own| {
-        framed = Some(own_answer::frame(own, server))
+        framed = Some(crate::io::streams::own_answer::frame(own, server))
     }) {
         let framed = framed.expect("framed by own_answer");
         let (view, client) = (Arc::clone(ctx), conn.peer.ip());

@@ -22,7 +22,7 @@
 
 mod conn;
 mod open_streams;
-pub mod own_answer;
+mod own_answer;
 mod parked;
 mod socket_io;
 pub mod stream;

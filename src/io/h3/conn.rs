@@ -429,7 +429,7 @@ async fn start_stream(
     let mut framed = None;
     let server = share.ctx.server_header();
     if share.ctx.own_answer(&head, &mut |own| {
-        framed = Some(crate::io::h2::own_answer::frame(own, server))
+        framed = Some(crate::io::streams::own_answer::frame(own, server))
     }) {
         let framed = framed.expect("framed by own_answer");
         let (share, peer_ip) = (Arc::clone(share), per.peer.ip());

@@ -1,7 +1,7 @@
 //! One HTTP/3 request stream as the thread that runs its app call sees it: [`H3Body`] (the
 //! request's DATA frames) and [`H3Reply`] (the response's HEADERS and DATA), the HTTP/3
-//! counterparts of `io::h2::stream`'s `StreamBody` and `StreamReply`, behind the same
-//! protocol-neutral `io::call_io`.
+//! counterparts of HTTP/2's `StreamBody` and `StreamReply`, behind the same protocol-neutral
+//! `io::call_io`.
 //!
 //! Both are driven from the app thread, never from the loop: quinn's stream handles are
 //! thread-safe (each call locks the connection's state and wakes its driver task on the loop),
@@ -14,7 +14,7 @@
 //! A head (the answer's HEADERS, an interim 103 or 100, a head-only answer's FIN) is never
 //! waited for: the app thread sends it holding the GIL, and a client that grants the stream no
 //! credit would hold every thread of the process behind it. A head the window cannot take at
-//! once is *parked* (as HTTP/2's blocks are, `io::h2::parked`): the part-written frame stays
+//! once is *parked* (as HTTP/2's blocks are): the part-written frame stays
 //! with the stream and a pump task of the loop ([`pump`]) finishes it, and what was parked
 //! after it, as the client opens the window, or resets the stream after `--write-timeout`.
 //! Body DATA, sent with the GIL released, goes after the parked heads.
@@ -35,7 +35,7 @@ use h3::server::RequestStream;
 use sluicegate_proto::h3::BodyCount;
 use sluicegate_proto::ProtoError;
 
-use crate::io::h2::stream::response_of;
+use crate::io::streams::head::response_of;
 use crate::io::streams::tasks::TaskShared;
 use crate::io::streams::timer;
 use crate::io::streams::wait::{block_on, cut_error};
@@ -285,7 +285,7 @@ impl H3Body {
     }
 
     /// Up to `max` body bytes, waiting up to `timeout` for a DATA frame; empty at the end of
-    /// the body. The errors are `io::h2::stream::StreamBody::read`'s: `TimedOut`,
+    /// the body. The errors are HTTP/2's `StreamBody::read`'s: `TimedOut`,
     /// `ConnectionReset`, or `InvalidData` carrying [`ProtoError::PayloadTooLarge`] or, for a
     /// malformed body, [`ProtoError::BadRequest`].
     pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
@@ -473,7 +473,7 @@ impl H3Reply {
         out
     }
 
-    /// Send the head (`status`, the fields as `io::h2`'s `StreamReply::send_head` takes them);
+    /// Send the head (`status`, the fields as `io::streams::head::response_of` takes them);
     /// `end`: no body follows. Never waits (the caller holds the GIL): parked if the window
     /// cannot take it now.
     pub fn send_head<'a>(

@@ -9,12 +9,16 @@
 //! - `stop.rs`: the stop, one channel per task set that every connection task of either
 //!   protocol hears ([`StopSignal`]).
 //! - `cut.rs`: the `--timeout` watcher's hold on a stream of either protocol ([`StreamCut`]).
+//! - `head.rs`: a response head as both protocols' crates take it (an `http::Response`).
+//! - `own_answer.rs`: `--static` and `--health-path` answers framed for either protocol.
 //! - `call.rs`: a stream's call ([`StreamCall`], for the pool or the inline queue), the loop as
 //!   its tasks see it ([`LoopView`]), and who runs a stream ([`StreamRunner`]).
 
 mod call;
 pub mod cut;
+pub mod head;
 pub mod inline;
+pub mod own_answer;
 pub mod stop;
 pub mod tasks;
 pub mod timer;
