@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use super::out_queue::OutQueue;
 use super::stream::{read_fd, readv_fd, send_all_fd, set_receive_buffer, wait_fd};
-use super::streams::StreamCut;
+use super::streams::cut::StreamCut;
 use super::tls_link::{TlsFacts, TlsLink};
 
 /// A request's connection, lent to the thread that runs the app (see the module doc).

@@ -24,9 +24,9 @@ use h2::server::SendResponse;
 use h2::{Reason, SendStream};
 
 use super::parked::{Parking, Room};
+use crate::io::streams::cut::{CutTarget, StreamCut};
 use crate::io::streams::head::response_of;
 use crate::io::streams::wait::{block_on, cut_error};
-use crate::io::streams::{CutTarget, StreamCut};
 
 mod body;
 pub use body::{body_protocol_error, StreamBody};

@@ -35,11 +35,11 @@ use h3::server::RequestStream;
 use sluicegate_proto::h3::BodyCount;
 use sluicegate_proto::ProtoError;
 
+use crate::io::streams::cut::{CutTarget, StreamCut};
 use crate::io::streams::head::response_of;
 use crate::io::streams::tasks::TaskShared;
 use crate::io::streams::timer;
 use crate::io::streams::wait::{block_on, cut_error};
-use crate::io::streams::{CutTarget, StreamCut};
 
 /// The response half of a request stream.
 pub type SendHalf = RequestStream<h3_quinn::SendStream<Bytes>, Bytes>;

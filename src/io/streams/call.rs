@@ -17,7 +17,7 @@ use crate::io::tls_link::TlsFacts;
 use crate::observe::counters::Counters;
 use crate::peer::Peer;
 
-use super::Stop;
+use super::stop::Stop;
 
 /// One stream's request, ready for the app (the HTTP/2 and HTTP/3 counterpart of the loop's
 /// `Work`).

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::StreamCall;
+use super::call::StreamCall;
 
 /// The queue of streams to run inline.
 pub struct Inline {
