@@ -25,6 +25,7 @@ use super::stream::{StreamBody, StreamReply};
 use crate::clock::now_ns;
 use crate::io::call_io::{CallBody, CallReply};
 use crate::io::conn::Conn;
+use crate::io::streams::reply::StreamOut;
 use crate::io::streams::Inline;
 use crate::io::streams::{tasks, timer};
 use crate::io::streams::{LiveStream, LoopView, Stop, StopWatch, StreamCall, StreamRunner, Upper};

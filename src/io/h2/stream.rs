@@ -26,10 +26,11 @@ use h2::{Reason, SendStream};
 use super::parked::{Parking, Room};
 use crate::io::streams::cut::{CutTarget, StreamCut};
 use crate::io::streams::head::response_of;
+use crate::io::streams::reply::StreamOut;
 use crate::io::streams::wait::{block_on, cut_error};
 
 mod body;
-pub use body::{body_protocol_error, StreamBody};
+pub use body::StreamBody;
 
 fn gone(e: h2::Error) -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionReset, e.to_string())
@@ -266,15 +267,50 @@ impl StreamReply {
         StreamWatch(Arc::downgrade(&self.state))
     }
 
+    /// Past the parking bounds: wait until this stream's parked bytes drained enough to park
+    /// `want` more, or (none parked) until its window opens. A wait past `timeout` resets the
+    /// stream: the client opened no window for `--write-timeout`.
+    fn wait_for_room(&self, want: usize, timeout: Duration) -> io::Result<()> {
+        let waited = block_on(timeout, None, |cx| {
+            let mut st = self.state.lock().unwrap();
+            if st.cut {
+                return Poll::Ready(());
+            }
+            let st = &mut *st;
+            if let Some(p) = st.parked.as_mut() {
+                if st.park.has_room(want) {
+                    return Poll::Ready(());
+                }
+                p.drain_waker = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            let Some(send) = st.send.as_mut() else {
+                return Poll::Ready(());
+            };
+            send.reserve_capacity(want.min(SEND_PIECE));
+            match send.poll_capacity(cx) {
+                Poll::Ready(Some(Ok(0))) | Poll::Pending => Poll::Pending,
+                Poll::Ready(_) => Poll::Ready(()),
+            }
+        });
+        if let Err(e) = waited {
+            self.state.lock().unwrap().reset(Reason::CANCEL);
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+impl StreamOut for StreamReply {
     /// The watcher's hold on this stream (`--timeout`).
-    pub fn cut_handle(&self) -> StreamCut {
+    fn cut_handle(&self) -> StreamCut {
         StreamCut::new(Arc::clone(&self.state) as Arc<dyn CutTarget>)
     }
 
     /// Send the head: `status` and the fields (names lower-cased here, values without the
     /// spaces around them, connection-specific ones already dropped by the caller). `end`: no
     /// body follows (HEAD, an empty body).
-    pub fn send_head<'a>(
+    fn send_head<'a>(
         &mut self,
         status: u16,
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
@@ -299,7 +335,7 @@ impl StreamReply {
     /// head. An error once the head went, or the stream was cut or ended.
     ///
     /// [`send_head`]: StreamReply::send_head
-    pub fn send_interim<'a>(
+    fn send_interim<'a>(
         &mut self,
         status: u16,
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
@@ -317,7 +353,7 @@ impl StreamReply {
     /// tenth of a hello world's instructions). `Ok(false)`: nothing sent, [`send_data`] waits.
     ///
     /// [`send_data`]: StreamReply::send_data
-    pub fn send_data_now(&mut self, data: &Bytes, end: bool) -> io::Result<bool> {
+    fn send_data_now(&mut self, data: &Bytes, end: bool) -> io::Result<bool> {
         let mut st = self.state.lock().unwrap();
         if st.cut {
             return Err(cut_error());
@@ -351,7 +387,7 @@ impl StreamReply {
     /// step (the lock is not held while waiting), unless every other thread already waits so:
     /// then the bytes park within the server's bound only, or the stream is reset
     /// ([`Parking::room_for`]). `end`: the last of the body.
-    pub fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
+    fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
         loop {
             let mut guard = self.state.lock().unwrap();
             if guard.cut {
@@ -429,42 +465,9 @@ impl StreamReply {
         }
     }
 
-    /// Past the parking bounds: wait until this stream's parked bytes drained enough to park
-    /// `want` more, or (none parked) until its window opens. A wait past `timeout` resets the
-    /// stream: the client opened no window for `--write-timeout`.
-    fn wait_for_room(&self, want: usize, timeout: Duration) -> io::Result<()> {
-        let waited = block_on(timeout, None, |cx| {
-            let mut st = self.state.lock().unwrap();
-            if st.cut {
-                return Poll::Ready(());
-            }
-            let st = &mut *st;
-            if let Some(p) = st.parked.as_mut() {
-                if st.park.has_room(want) {
-                    return Poll::Ready(());
-                }
-                p.drain_waker = Some(cx.waker().clone());
-                return Poll::Pending;
-            }
-            let Some(send) = st.send.as_mut() else {
-                return Poll::Ready(());
-            };
-            send.reserve_capacity(want.min(SEND_PIECE));
-            match send.poll_capacity(cx) {
-                Poll::Ready(Some(Ok(0))) | Poll::Pending => Poll::Pending,
-                Poll::Ready(_) => Poll::Ready(()),
-            }
-        });
-        if let Err(e) = waited {
-            self.state.lock().unwrap().reset(Reason::CANCEL);
-            return Err(e);
-        }
-        Ok(())
-    }
-
     /// Cut the stream (RST_STREAM): the app failed after the head, or the body fell short of
     /// its Content-Length.
-    pub fn reset(&mut self) {
+    fn reset(&mut self) {
         self.state.lock().unwrap().reset(Reason::INTERNAL_ERROR);
     }
 }

@@ -32,6 +32,7 @@ use crate::clock::now_ns;
 use crate::config::Config;
 use crate::io::call_io::{CallBody, CallReply};
 use crate::io::streams::inline::Inline;
+use crate::io::streams::reply::StreamOut;
 use crate::io::streams::tasks;
 use crate::io::streams::timer;
 use crate::io::streams::{

@@ -37,6 +37,7 @@ use sluicegate_proto::ProtoError;
 
 use crate::io::streams::cut::{CutTarget, StreamCut};
 use crate::io::streams::head::response_of;
+use crate::io::streams::reply::{StreamIn, StreamOut};
 use crate::io::streams::tasks::TaskShared;
 use crate::io::streams::timer;
 use crate::io::streams::wait::{block_on, cut_error};
@@ -283,12 +284,14 @@ impl H3Body {
         self.pending = Bytes::new();
         io::Error::new(io::ErrorKind::InvalidData, e)
     }
+}
 
+impl StreamIn for H3Body {
     /// Up to `max` body bytes, waiting up to `timeout` for a DATA frame; empty at the end of
     /// the body. The errors are HTTP/2's `StreamBody::read`'s: `TimedOut`,
     /// `ConnectionReset`, or `InvalidData` carrying [`ProtoError::PayloadTooLarge`] or, for a
     /// malformed body, [`ProtoError::BadRequest`].
-    pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
+    fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
         if let Some(e) = self.malformed.or(self.first_fault.take()) {
             return Err(self.refuse(e));
         }
@@ -425,11 +428,6 @@ impl H3Reply {
         }
     }
 
-    /// The watcher's hold on this stream (`--timeout`).
-    pub fn cut_handle(&self) -> StreamCut {
-        StreamCut::new(Arc::clone(&self.shared) as Arc<dyn CutTarget>)
-    }
-
     /// Run `f` on the send side, waiting at most `timeout` per wait; a cut meanwhile resets
     /// the stream.
     fn with_side<T>(
@@ -472,11 +470,18 @@ impl H3Reply {
         *shared.waiting.lock().unwrap() = None;
         out
     }
+}
+
+impl StreamOut for H3Reply {
+    /// The watcher's hold on this stream (`--timeout`).
+    fn cut_handle(&self) -> StreamCut {
+        StreamCut::new(Arc::clone(&self.shared) as Arc<dyn CutTarget>)
+    }
 
     /// Send the head (`status`, the fields as `io::streams::head::response_of` takes them);
     /// `end`: no body follows. Never waits (the caller holds the GIL): parked if the window
     /// cannot take it now.
-    pub fn send_head<'a>(
+    fn send_head<'a>(
         &mut self,
         status: u16,
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
@@ -497,7 +502,7 @@ impl H3Reply {
     }
 
     /// An interim answer (`103 Early Hints`) before the head; never waits, as the head.
-    pub fn send_interim<'a>(
+    fn send_interim<'a>(
         &mut self,
         status: u16,
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
@@ -513,7 +518,7 @@ impl H3Reply {
 
     /// Send body bytes as DATA frames, waiting for the client's window up to `timeout` per
     /// piece; `end`: the last of the body (the stream is finished).
-    pub fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
+    fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
         self.with_side(timeout, |side, wait| {
             while !data.is_empty() {
                 let piece = data.split_to(data.len().min(SEND_PIECE));
@@ -529,7 +534,7 @@ impl H3Reply {
 
     /// Cut the stream: the app failed after the head, or the body fell short of its
     /// Content-Length.
-    pub fn reset(&mut self) {
+    fn reset(&mut self) {
         self.shared
             .send
             .lock()

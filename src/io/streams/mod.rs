@@ -11,6 +11,8 @@
 //! - `cut.rs`: the `--timeout` watcher's hold on a stream of either protocol ([`StreamCut`]).
 //! - `head.rs`: a response head as both protocols' crates take it (an `http::Response`).
 //! - `own_answer.rs`: `--static` and `--health-path` answers framed for either protocol.
+//! - `reply.rs`: a stream's body and response as its app thread uses them ([`reply::StreamIn`],
+//!   [`reply::StreamOut`]), implemented by each protocol's stream.
 //! - `call.rs`: a stream's call ([`StreamCall`], for the pool or the inline queue), the loop as
 //!   its tasks see it ([`LoopView`]), and who runs a stream ([`StreamRunner`]).
 
@@ -19,6 +21,7 @@ pub mod cut;
 pub mod head;
 pub mod inline;
 pub mod own_answer;
+pub mod reply;
 pub mod stop;
 pub mod tasks;
 pub mod timer;

@@ -12,15 +12,11 @@ use h2::RecvStream;
 use sluicegate_proto::ProtoError;
 
 use super::{gone, Interim, ReplyState};
+use crate::io::streams::reply::StreamIn;
 use crate::io::streams::wait::block_on;
 
 fn too_large() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, ProtoError::PayloadTooLarge)
-}
-
-/// The protocol error a failed [`StreamBody::read`] carries, if any (a body past the limit).
-pub fn body_protocol_error(e: &io::Error) -> Option<ProtoError> {
-    e.get_ref()?.downcast_ref::<ProtoError>().copied()
 }
 
 /// The request body of one stream.
@@ -75,14 +71,16 @@ impl StreamBody {
         // A failure here (the stream reset meanwhile) shows at the read that follows.
         let _ = st.respond.send_informational(interim);
     }
+}
 
+impl StreamIn for StreamBody {
     /// Up to `max` body bytes, waiting up to `timeout` (`--read-timeout`) for a DATA frame;
     /// an empty result is the end of the body. The bytes are given back to the client's send
     /// window here. A wait that times out is `TimedOut` (the bridge makes it the HTTP/1.1
     /// body's failure: the same exception in the app, the same 408); a stream the client
     /// reset, or a connection gone, is `ConnectionReset`; a body past `--limit-body` is
     /// `InvalidData` carrying [`ProtoError::PayloadTooLarge`] (the answer is 413).
-    pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
+    fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
         if self.continue_to.is_some() {
             self.send_continue();
         }

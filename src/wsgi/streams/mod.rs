@@ -2,12 +2,12 @@
 //! `RequestHead` (made by proto from its HPACK or QPACK fields) builds the environ the HTTP/1.1
 //! way (`EnvironBuilder::build`: headers, forwarding, TLS facts), then the stream differences:
 //! `SERVER_PROTOCOL` `HTTP/2` or `HTTP/3` (the head's version), `wsgi.input` (the one
-//! `Input`) over the stream's DATA frames (`body_source::StreamInput` over `io::call_io`'s
-//! `CallBody`), and `:scheme` `https` on h2c honoured only from a peer trusted as forwarding
-//! headers are. The app is called with the one `start_response`
+//! `Input`) over the stream's DATA frames (`body_source::StreamInput` over
+//! `io::streams::reply::StreamIn`), and `:scheme` `https` on h2c honoured only from a peer
+//! trusted as forwarding headers are. The app is called with the one `start_response`
 //! (`start_response::StartResponse`) and its iterable driven by the bridge's one driver
 //! (`iterable::call_and_drive`), both over the stream's `Response` (`response.rs`, a `Reply`
-//! over `io::call_io`'s `CallReply`); the request is counted and logged as any other (the
+//! over `io::streams::reply::StreamOut`); the request is counted and logged as any other (the
 //! access log says `HTTP/2` or `HTTP/3`).
 //!
 //! A stream runs on the loop's thread when the scheduler is in inline mode and its request is
@@ -87,7 +87,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     resp.alt_svc = (head.version == Version::Http2)
         .then(|| bridge.alt_svc(listener))
         .flatten();
-    let callables = Callables::new(py, Sink::H2(Mutex::new(resp)));
+    let callables = Callables::new(py, Sink::Stream(Mutex::new(resp)));
     let built = build_environ(
         bridge,
         py,
@@ -129,7 +129,7 @@ pub fn run_stream(bridge: &Bridge, py: Python<'_>, call: StreamCall) {
     }
     let (timed_out, answered_504) = watched.leave(bridge, py);
     if answered_504 {
-        // The watcher's 504 (`io::h2::stream`) has no body: none of the app's was sent.
+        // The watcher's 504 (`io::streams::cut`) has no body: none of the app's was sent.
         r.status = 504;
         r.body_bytes = 0;
     }
