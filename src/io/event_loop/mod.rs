@@ -143,8 +143,8 @@ enum ReadHint {
 enum Next {
     /// A request for the app.
     Work(Work),
-    /// The connection opened with the HTTP/2 preface: it leaves the loop for the HTTP/2
-    /// thread (`io::h2`).
+    /// The connection opened with the HTTP/2 preface: it leaves the loop's table for a task
+    /// of the loop (`io::h2`).
     Http2,
     /// Not a whole request yet.
     NeedMore,
@@ -224,7 +224,7 @@ pub struct LoopState {
     /// Metrics connections away while their page is rendered elsewhere: not requests, so a
     /// stop that ends with them away does not count them as cut.
     pages_away: Vec<usize>,
-    /// HTTP/2 connections' tasks, polled by the loop (`io::streams::tasks`).
+    /// HTTP/2 and HTTP/3 connections' tasks, polled by the loop (`io::streams::tasks`).
     tasks: Option<crate::io::streams::Tasks>,
     /// How long to look for events before sleeping (`spin`).
     spin: spin::Spin,

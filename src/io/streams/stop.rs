@@ -50,3 +50,25 @@ impl Default for StopSignal {
         StopSignal::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stop_only_moves_forward_and_wakes_only_on_a_move() {
+        let signal = StopSignal::new();
+        let mut early = signal.subscribe();
+        signal.set(Stop::Graceful);
+        assert!(early.has_changed().unwrap());
+        assert_eq!(*early.borrow_and_update(), Stop::Graceful);
+        // Back to running, or the same state again: no move, no wake.
+        signal.set(Stop::Running);
+        signal.set(Stop::Graceful);
+        assert!(!early.has_changed().unwrap());
+        // A connection that subscribes late sees where the stop is.
+        assert_eq!(*signal.subscribe().borrow(), Stop::Graceful);
+        signal.set(Stop::Immediate);
+        assert_eq!(*early.borrow_and_update(), Stop::Immediate);
+    }
+}
