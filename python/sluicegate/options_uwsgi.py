@@ -6,6 +6,7 @@ parsers. Kept apart so that the table stays one screen per subject.
 
 from __future__ import annotations
 
+import random
 from typing import Any, Callable, Optional, Tuple
 
 from . import uwsgi_stats
@@ -60,6 +61,47 @@ def parse_access_log_when(value: object) -> str:
     return text
 
 
+#: --uwsgi-compat's items (uWSGI's ways where they differ from sluicegate's own).
+COMPAT_BUFFER_SIZE = "buffer-size"
+COMPAT_DELTA = "max-requests-delta"
+COMPAT_MIN_LIFETIME = "min-worker-lifetime"
+
+
+def parse_uwsgi_compat(value: object) -> str:
+    """One item of --uwsgi-compat: buffer-size, max-requests-delta=N, min-worker-lifetime=N."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, not {type(value).__name__}")
+    text = value.strip()
+    name, eq, number = text.partition("=")
+    if text == COMPAT_BUFFER_SIZE or (name in (COMPAT_DELTA, COMPAT_MIN_LIFETIME) and eq
+                                      and number.isdigit()):
+        return text
+    raise ValueError(f"{text!r}: expected {COMPAT_BUFFER_SIZE}, {COMPAT_DELTA}=N or "
+                     f"{COMPAT_MIN_LIFETIME}=N")
+
+
+def compat_number(items: Tuple[str, ...], name: str) -> Optional[int]:
+    """The N of --uwsgi-compat NAME=N, or None."""
+    for item in items:
+        key, _, number = item.partition("=")
+        if key == name:
+            return int(number)
+    return None
+
+
+def requests_beyond(cfg: Any, wid: int) -> int:
+    """What a new worker serves beyond --max-requests (none without it): under --uwsgi-compat
+    max-requests-delta=N, uWSGI 2.0's `(worker_id - 1) * delta` (core/utils.c,
+    uwsgi_close_request), `wid` its worker id from 0 (children.Child.free_wid, kept by a
+    replacement as uWSGI's is); else a random count up to --max-requests-jitter."""
+    if not cfg.max_requests:
+        return 0
+    delta = compat_number(cfg.uwsgi_compat, COMPAT_DELTA)
+    if delta is not None:
+        return wid * delta
+    return random.randint(0, cfg.max_requests_jitter) if cfg.max_requests_jitter else 0
+
+
 def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
                 ) -> Tuple[Any, ...]:
     """The rows of options.py's table for uWSGI's runtime, in its order (at its end)."""
@@ -112,6 +154,17 @@ def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
             "(uWSGI's touch-logreopen; the master looks once a second). Give it several times "
             "for several files.",
             "PATH", Tuple[str, ...], repeatable=True,
+        ),
+        Option(
+            "uwsgi_compat", parse_uwsgi_compat, [],
+            "uWSGI 2.0's way where it differs from sluicegate's (sluicegate-uwsgi sets them "
+            "from the uWSGI configuration): `buffer-size`: a request head larger than "
+            "--limit-header-bytes gets no 431: the connection is closed after uWSGI's log line "
+            "(nginx in front answers 502); `max-requests-delta=N`: worker K (from 1) is "
+            "replaced after --max-requests + (K-1)*N requests, in place of "
+            "--max-requests-jitter's random count; `min-worker-lifetime=N`: --max-requests "
+            "replaces no worker younger than N seconds. Give it several times for several.",
+            "ITEM", Tuple[str, ...], repeatable=True,
         ),
         Option(
             "stats", uwsgi_stats.parse_stats, None,
