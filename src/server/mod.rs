@@ -184,7 +184,7 @@ impl Server {
         if let Some(hub) = &shared.ctx().settings.h2 {
             let runner = Arc::new(drive::Runner(Arc::downgrade(&shared)));
             hub.start(
-                Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::h2::LoopView>,
+                Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::streams::LoopView>,
                 runner,
             )
             .map_err(|e| PyOSError::new_err(format!("cannot start HTTP/2: {e}")))?;

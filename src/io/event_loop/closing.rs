@@ -293,12 +293,10 @@ impl LoopState {
             ctx.counters.cut.fetch_add(cut as u64, Ordering::Relaxed);
             // HTTP/2: every stream still open is reset (and counted) by its connection's task.
             if let Some(tasks) = self.tasks.as_mut() {
-                if let Some(hub) = ctx.settings.h2.as_ref() {
-                    hub.set_stop(crate::io::h2::Stop::Immediate);
-                }
                 if let Some(hub) = ctx.settings.h3.as_ref() {
-                    hub.set_stop(crate::io::h2::Stop::Immediate);
+                    hub.drain_at(crate::io::streams::Stop::Immediate);
                 }
+                tasks.set_stop(crate::io::streams::Stop::Immediate);
                 tasks.run(now);
                 tasks.clear();
             }

@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use slab::Slab;
 
+use super::stop::{Stop, StopSignal};
 use super::timer::{self, Timers};
 
 /// A task: a future the loop polls until it ends.
@@ -39,6 +40,8 @@ pub struct TaskShared {
     sleeping: AtomicBool,
     ring: Arc<mio::Waker>,
     timers: Arc<Timers>,
+    /// The stop every connection task of the set hears (`stop.rs`).
+    stop: StopSignal,
 }
 
 impl TaskShared {
@@ -52,6 +55,11 @@ impl TaskShared {
     /// The task set's timers (`timer.rs`).
     pub fn timers(&self) -> &Arc<Timers> {
         &self.timers
+    }
+
+    /// The stop as this set's connection tasks hear it (a new connection subscribes).
+    pub fn stop(&self) -> &StopSignal {
+        &self.stop
     }
 
     /// Start a task on the loop (from any thread).
@@ -141,6 +149,7 @@ impl Tasks {
                 sleeping: AtomicBool::new(false),
                 ring,
                 timers: Arc::new(Timers::default()),
+                stop: StopSignal::new(),
             }),
             batch: Vec::new(),
         }
@@ -148,6 +157,12 @@ impl Tasks {
 
     pub fn shared(&self) -> &Arc<TaskShared> {
         &self.shared
+    }
+
+    /// The stop as the loop sees it now (it only moves forward): the connections of both
+    /// protocols hear of a move at once (GOAWAY, or the resets of an immediate stop).
+    pub fn set_stop(&self, state: Stop) {
+        self.shared.stop.set(state);
     }
 
     /// The key the next [`insert`](Tasks::insert) gets (for the socket's epoll token).

@@ -1,9 +1,12 @@
-//! One HTTP/2 stream's response as the app produces it: the head is sent with the first
+//! One stream's response (HTTP/2 or HTTP/3) as the app produces it: the head is sent with the first
 //! non-empty block (or at the end), each block leaves as DATA at once (never held back, never
 //! chunked: HTTP/2 frames it), the app's Content-Length is honoured (bytes past it are not
 //! sent; a body that falls short resets the stream instead of ending it), HEAD sends the head
 //! alone. Sends wait for the client's window with the GIL released. It is the stream's
-//! `Reply` (`wsgi::reply`), which the bridge's driver of the app's iterable writes.
+//! `Reply` (`wsgi::reply`), which the bridge's driver of the app's iterable writes, over the
+//! protocol's reply (`io::streams::reply::StreamOut`). Generic over it, not `dyn`: each
+//! block's send is then a direct call (the `StreamOut` of a `StreamCall` is `io::call_io`'s
+//! enum over the two protocols, one match per send).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +19,7 @@ use sluicegate_proto::h1::interim::interim_header_allowed;
 use crate::clock::now_ns;
 use crate::http_date::http_date;
 use crate::io::call_io::CallReply;
+use crate::io::streams::reply::StreamOut;
 use crate::wsgi::app_head::AppHead;
 use crate::wsgi::body_block::SendError;
 use crate::wsgi::bridge::type_name;
@@ -28,8 +32,8 @@ const FILE_BLOCK: usize = 256 * 1024;
 /// The client went away (or reset the stream, or kept its window shut past the timeout).
 pub struct Gone;
 
-pub struct Response {
-    pub reply: CallReply,
+pub struct Response<R = CallReply> {
+    pub reply: R,
     /// With `--timeout`: claimed before the head is sent; lost if the watcher answered 504.
     pub gate: Option<Arc<HeadGate>>,
     pub app: AppHead,
@@ -50,14 +54,14 @@ pub struct Response {
     pub status: u16,
 }
 
-impl Response {
+impl<R: StreamOut> Response<R> {
     /// A stream's response before the app starts it.
     pub fn new(
         bridge: &crate::wsgi::bridge::Bridge,
-        reply: CallReply,
+        reply: R,
         gate: Option<Arc<HeadGate>>,
         is_head: bool,
-    ) -> Response {
+    ) -> Response<R> {
         Response {
             gate,
             reply,
@@ -107,7 +111,7 @@ impl Response {
             .chain((!date.is_empty()).then_some((&b"date"[..], date)))
             .chain(self.alt_svc.map(|v| (&b"alt-svc"[..], v)));
         let status = app.status_code;
-        // Queued by the `h2` crate, or parked by `io::h3::stream` when the window cannot take
+        // Queued by the `h2` crate, or parked by HTTP/3's reply when the window cannot take
         // it: never waited for, so no need to release the GIL.
         let sent = reply.send_head(status, fields, end);
         sent.map_err(|_| self.gone())
@@ -202,7 +206,7 @@ pub(super) fn block_bytes(item: &Bound<'_, PyAny>) -> Result<Bytes, SendError> {
     Err(SendError::NotBytes(type_name(item)))
 }
 
-impl Response {
+impl<R: StreamOut> Response<R> {
     /// A block after the start, and not after the end.
     fn may_send(&self) -> Result<(), SendError> {
         match () {
@@ -219,7 +223,7 @@ impl From<Gone> for SendError {
     }
 }
 
-impl Reply for Response {
+impl<R: StreamOut> Reply for Response<R> {
     /// The blocks' total is the content-length unless the app gave one; the last block
     /// carries END_STREAM.
     fn send_all(&mut self, py: Python<'_>, blocks: &[Bound<'_, PyAny>]) -> Result<(), SendError> {

@@ -22,7 +22,7 @@ pub struct Inline {
 }
 
 impl Inline {
-    pub(super) fn new() -> Inline {
+    pub(crate) fn new() -> Inline {
         Inline {
             calls: Mutex::new(VecDeque::new()),
             queued: AtomicUsize::new(0),

@@ -1,7 +1,6 @@
 //! The values that cross between the loop and the rest of the server: a stream's
 //! call ([`StreamCall`], for the pool), the loop's state as that thread reads it
-//! ([`LoopView`], [`Stop`]), and who runs a stream ([`StreamRunner`]). Below `conn.rs`,
-//! `inline.rs` and `mod.rs`, which use them.
+//! ([`LoopView`]), and who runs a stream ([`StreamRunner`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,6 +16,8 @@ use crate::io::static_files::Own;
 use crate::io::tls_link::TlsFacts;
 use crate::observe::counters::Counters;
 use crate::peer::Peer;
+
+use super::stop::Stop;
 
 /// One stream's request, ready for the app (the HTTP/2 and HTTP/3 counterpart of the loop's
 /// `Work`).
@@ -64,16 +65,6 @@ impl Drop for LiveStream {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
-}
-
-/// How far the server is in stopping, as the loop needs it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Stop {
-    Running,
-    /// GOAWAY: in-flight streams finish, no new ones.
-    Graceful,
-    /// Connections are cut.
-    Immediate,
 }
 
 /// What the loop reads of the event loop's shared state, passed down as a value (the
