@@ -40,9 +40,7 @@ MAX_FUNCTION = 100
 KNOWN_DEBT: dict[str, int] = {
     "src/io/event_loop/accept.rs::LoopState::accept": 102,
     "src/io/h3/conn.rs::start_stream": 105,
-    "src/io/h3/stream.rs": 620,
     "src/wsgi/driver.rs::run_request": 110,
-    "src/wsgi/h2/mod.rs::run_stream": 105,
     "src/wsgi/pool/watch.rs::Pool::watch": 108,
 }
 
