@@ -27,7 +27,7 @@ use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::BodyFraming;
 
 use super::early::{self, Handshake};
-use super::stream::{H3Body, H3Reply, RecvHalf};
+use super::stream::{H3Body, H3Reply, RecvHalf, SendHalf};
 use crate::clock::now_ns;
 use crate::config::Config;
 use crate::io::call_io::{CallBody, CallReply};
@@ -405,20 +405,7 @@ async fn start_stream(
     share.ctx.counters().h3.count(H3Event::Stream);
     let head = match head {
         Ok(h) => h,
-        Err(e) => {
-            share.ctx.counters().by_request.loop_answer(e.status());
-            let answer = http::Response::builder()
-                .status(e.status())
-                .body(())
-                .expect("a fixed response");
-            tasks::current().spawn(async move {
-                let _live = live;
-                if send.send_response(answer).await.is_ok() {
-                    let _ = send.finish().await;
-                }
-            });
-            return;
-        }
+        Err(e) => return refuse_head(share, send, e.status(), live),
     };
     // 0-RTT: an idempotent request is served now, any other waits for the handshake.
     let counters = &share.ctx.counters().h3;
@@ -479,6 +466,22 @@ async fn start_stream(
         Some(inline) if call.body.is_none() && share.runner.inline_now() => inline.offer(call),
         _ => share.runner.dispatch(call),
     }
+}
+
+/// A head the parser refused: its status answered on a task of its own, the stream's
+/// receiving half dropped by the caller.
+fn refuse_head(share: &Share, mut send: SendHalf, status: u16, live: LiveStream) {
+    share.ctx.counters().by_request.loop_answer(status);
+    let answer = http::Response::builder()
+        .status(status)
+        .body(())
+        .expect("a fixed response");
+    tasks::current().spawn(async move {
+        let _live = live;
+        if send.send_response(answer).await.is_ok() {
+            let _ = send.finish().await;
+        }
+    });
 }
 
 /// What one look at a request stream's body found.
