@@ -373,8 +373,8 @@ impl EnvironBuilder {
 /// Behind a proxy (a uwsgi packet from nginx, a new connection per request) the address, the
 /// port the client connected to and the server's name repeat from request to request: they
 /// come from the repeated values, and the address and the ports are written without `fmt`
-/// (made with `to_string()` and a new string each, the three were about 3,000 of the 39,000
-/// instructions of a hello world over uwsgi behind nginx: callgrind).
+/// (made with `to_string()` and a new string each, this function took 5,300 instructions of a
+/// hello world's 36,000 over uwsgi behind nginx, and takes 3,500: callgrind).
 fn apply_forwarded(
     py: Python<'_>,
     env: &Bound<'_, PyDict>,
