@@ -1,5 +1,6 @@
 """S19 probes (text copy of the helper used for this folder): `mem` (RSS/PSS per process, -v: by mapping), `cpu`, `perf` (syscalls per request from perf tracepoints, user/sys µs and minor faults per request from /proc), `strace` (strace -c -f), `hold` (start both behind nginx, print pids and ports, wait HOLD seconds). XENV="K=V ..." adds variables to the servers environment. Usage: WT=WORKTREE python3 probe_s19.py MODE [sluicegate,uwsgi]"""
 import os, sys, time, subprocess, tempfile, json, shutil, signal
+os.makedirs("/tmp/s19", exist_ok=True)  # where strace/perf outputs go
 from pathlib import Path
 WT = Path(os.environ.get("WT", "/work/wt/s19perf"))
 BENCH = WT / "benchmarks"
