@@ -6,6 +6,7 @@ the options a command line gives (`from_command_line`, phase 1 of resolution.py 
 from __future__ import annotations
 
 import argparse
+import difflib
 from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from . import gunicorn_settings
@@ -175,7 +176,6 @@ def unknown_argument(extra: Sequence[str]) -> str:
             name = arg.split("=", 1)[0]
             # Compared without the dashes, which every flag shares.
             bare = {f.lstrip("-"): f for f in flags}
-            import difflib  # only for an unknown option's suggestion
             close = difflib.get_close_matches(name.lstrip("-"), bare, n=1, cutoff=0.6)
             hint = f"did you mean {bare[close[0]]}?" if close else "see sluicegate --help"
             return f"unknown option {name} ({hint})"
