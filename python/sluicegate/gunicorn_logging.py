@@ -28,7 +28,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import logging.config
 import logging.handlers
 import os
 import socket
@@ -202,6 +201,7 @@ def _configure(setup: Setup) -> None:
             defaults = copy.deepcopy(CONFIG_DEFAULTS)
             defaults["__file__"] = path
             defaults["here"] = os.path.dirname(path)
+            import logging.config  # only with a configuration to apply (module doc of logs.py)
             logging.config.fileConfig(path, defaults=defaults, disable_existing_loggers=False)
         except OSError as e:
             raise StartError(f"--log-config {path!r}: cannot read it: {e.strerror}") from e
@@ -218,6 +218,7 @@ def merged(given: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def _dict_config(given: Mapping[str, Any], source: str) -> None:
+    import logging.config  # only with a configuration to apply
     try:
         logging.config.dictConfig(merged(given))
     except Exception as e:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -161,6 +160,7 @@ class WorkerTmp:
 
     def _f(self) -> Any:
         if self._file is None:
+            import tempfile  # only when a hook uses worker.tmp: not in every process
             self._file = tempfile.TemporaryFile(prefix="sluicegate-wtmp-")
         return self._file
 

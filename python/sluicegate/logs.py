@@ -14,7 +14,6 @@ configuration names `sluicegate` itself, which then keeps the handlers it was gi
 from __future__ import annotations
 
 import logging
-import logging.config
 import os
 import sys
 from typing import Optional, Tuple

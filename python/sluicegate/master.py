@@ -127,7 +127,7 @@ class Master(Reloads, Upkeep):
         self.code_changed: List[List[str]] = []  # batches from the reloader thread
         # Shared with every worker (inherited over fork): how many connections each holds.
         self.table = os.memfd_create("sluicegate-balance", os.MFD_CLOEXEC)
-        os.ftruncate(self.table, SLOTS * 4)
+        os.ftruncate(self.table, (SLOTS + 1) * 4)  # and the high-water mark (balance.rs)
         os.pwrite(self.table, VACANT * SLOTS, 0)
         # --metrics-bind is the master's: the sum over the workers (metrics_total.py).
         self.metrics: Optional[metrics_total.Aggregate] = None

@@ -28,23 +28,20 @@ totals counts nothing twice); its histograms stay on its own listener.
 
 from __future__ import annotations
 
-import http.client
-import http.server
 import os
 import re
 import socket
 import threading
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 from . import thread_names
 from .errors import StartError
 
+if TYPE_CHECKING:
+    from .metrics_http import ScrapeServer
+
 #: A series: its sample name and its labels (without `worker`).
 Key = Tuple[str, Tuple[Tuple[str, str], ...]]
-
-#: How long a scrape waits for one worker's answer before leaving it out of the gauges (its
-#: counters keep their last reading).
-WORKER_TIMEOUT_S = 2.0
 
 #: The most bytes of a worker's last reading the master reads at its end.
 FINAL_MAX = 1 << 20
@@ -240,74 +237,6 @@ def own_process_text() -> str:
     ]) + "\n"
 
 
-# -- reading a worker, answering the scraper ------------------------------------------------
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self.path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.path)
-
-
-def fetch(address: str) -> Optional[str]:
-    """GET /metrics from a worker's listener (`HOST:PORT` or `unix:PATH`); None if it does not
-    answer 200 in time. A wildcard host is reached over loopback."""
-    if address.startswith("unix:"):
-        conn: http.client.HTTPConnection = _UnixConnection(address[5:], WORKER_TIMEOUT_S)
-    else:
-        host, _, port = address.rpartition(":")
-        host = host.strip("[]")
-        host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
-        conn = http.client.HTTPConnection(host, int(port), timeout=WORKER_TIMEOUT_S)
-    try:
-        conn.request("GET", "/metrics")
-        r = conn.getresponse()
-        body = r.read()
-        return body.decode("utf-8", "replace") if r.status == 200 else None
-    except (OSError, http.client.HTTPException):
-        return None
-    finally:
-        conn.close()
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    timeout = 10  # a scraper that sends nothing does not hold a thread
-    server: "_HttpServer"
-
-    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
-        if self.path.split("?", 1)[0] != "/metrics":
-            self.send_error(404, "only /metrics here; each worker's own listener has the rest")
-            return
-        body = self.server.page().encode()
-        self.send_response(200)
-        self.send_header("Content-Type", CONTENT_TYPE)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass  # scrapes are not logged
-
-
-class _HttpServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def process_request_thread(self, request: object, client_address: object) -> None:
-        thread_names.name_this_thread("sg-scrape")  # a thread per scrape, named for the kernel
-        super().process_request_thread(request, client_address)
-
-    def __init__(self, sock: socket.socket, page: Callable[[], str]) -> None:
-        super().__init__(("", 0), _Handler, bind_and_activate=False)
-        self.socket.close()
-        self.socket = sock
-        self.page = page
-
-
 class Aggregate:
     """The master's metrics listener on `address` (as --metrics-bind takes it): `listen()`
     binds it and answers on a thread of its own; the totals are kept from the start."""
@@ -316,7 +245,7 @@ class Aggregate:
         self.address = address
         self.totals = Totals()
         self._unix = address[5:] if address.startswith("unix:") else None
-        self._http: Optional[_HttpServer] = None
+        self._http: Optional[ScrapeServer] = None
         self._closed = False
         self._lock = threading.Lock()
 
@@ -343,7 +272,12 @@ class Aggregate:
         except OSError:
             sock.close()
             raise
-        http = _HttpServer(sock, lambda: self.totals.render(fetch, own_process_text()))
+        # The standard library's HTTP client and server (and the email, ssl, ... modules they
+        # import: 5 MB of a process's memory, in the master and every worker forked from it)
+        # are imported only where --metrics-bind is given.
+        from .metrics_http import ScrapeServer, fetch
+        http = ScrapeServer(sock, CONTENT_TYPE,
+                            lambda: self.totals.render(fetch, own_process_text()))
         with self._lock:
             if self._closed:
                 http.server_close()

@@ -11,7 +11,6 @@ never fatal.
 
 from __future__ import annotations
 
-import datetime
 import threading
 import time
 from typing import Any, Dict, Optional, Tuple
@@ -109,6 +108,7 @@ class SingleServer(ServerProcess):
                 return
             if self._server is not None and self._server.set_tls(credentials):
                 tls.adopt(credentials)
+                import datetime  # only with a certificate to report
                 until = datetime.datetime.fromtimestamp(credentials.not_after,
                                                         datetime.timezone.utc)
                 log.info("Received %s: certificate re-read (%s, valid until %s); new connections "

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import mimetypes
 import os
 import re
 import sys
@@ -473,6 +472,7 @@ def static_expires_type(plan: Plan, value: str, where: str) -> None:
     """`TYPE SECONDS` (uWSGI also takes TYPE=SECONDS): Expires on the files of that content
     type, as --static-expires on their extensions."""
     kind, _, seconds = value.strip().replace("=", " ", 1).partition(" ")
+    import mimetypes  # only with static-expires-type: not in every process
     extensions = sorted({e.lstrip(".") for e in mimetypes.guess_all_extensions(kind.strip())})
     if not extensions:
         raise Refused(f"unknown content type {kind!r}")

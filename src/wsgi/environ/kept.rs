@@ -56,7 +56,7 @@ impl PeerStrings {
 }
 
 /// An IPv4 address in dotted decimal into `out` (at most 15 bytes); returns its length.
-fn ipv4_text(octets: [u8; 4], out: &mut [u8; 15]) -> usize {
+pub(super) fn ipv4_text(octets: [u8; 4], out: &mut [u8; 15]) -> usize {
     let mut n = 0;
     for (i, o) in octets.into_iter().enumerate() {
         if i > 0 {
