@@ -82,7 +82,7 @@ impl LoopState {
 
     /// With a balance between workers, whether this connection is left to a less loaded one
     /// for now (module doc of `io::balance`): the listener is looked at again after `DEFER`.
-    #[inline]
+    #[inline(always)]
     fn defers(&mut self, index: usize, ctx: &LoopCtx) -> bool {
         let Some(b) = &ctx.balance else {
             return false;
@@ -101,7 +101,7 @@ impl LoopState {
     /// A connection accepted from listener `index`: its state made (a TLS session on a TLS
     /// listener), counted, and queued for a look at once. False when its TLS session could not
     /// be made (the connection is dropped, which closes it).
-    #[inline]
+    #[inline(always)]
     fn take_in(&mut self, index: usize, stream: Stream, peer: Peer, ctx: &LoopCtx) -> bool {
         if let Some(refused) = self.fd_exhausted.take() {
             eprintln!(
