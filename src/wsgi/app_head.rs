@@ -425,7 +425,12 @@ impl Seen {
 
 /// Keep what `status` and `list` became (see [`Seen`]), unless misses in a row say the app
 /// makes a new list each time.
-fn remember(status: &Bound<'_, PyAny>, list: &Bound<'_, PyList>, max_headers: usize, head: &AppHead) {
+fn remember(
+    status: &Bound<'_, PyAny>,
+    list: &Bound<'_, PyList>,
+    max_headers: usize,
+    head: &AppHead,
+) {
     let misses = MISSES.with(|m| {
         let n = m.get().saturating_add(1);
         m.set(n);
