@@ -436,7 +436,7 @@ fn remember(
         m.set(n);
         n
     });
-    if misses > MISSES_KEPT && misses % KEEP_EVERY != 0 {
+    if misses > MISSES_KEPT && !misses.is_multiple_of(KEEP_EVERY) {
         return;
     }
     if !status.is_exact_instance_of::<PyString>() {
