@@ -6,7 +6,7 @@
 //! Each thread keeps the last status and header list it converted (`Seen`): the same objects
 //! passed again (a module-level header list) give the same head without converting it again.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -220,19 +220,30 @@ pub fn parse_head(
     mut hbuf: Vec<u8>,
 ) -> PyResult<AppHead> {
     let list = headers.cast::<PyList>().ok();
+    let mut keep = false;
     if let Some(list) = list {
-        let seen = SEEN.with(|s| {
-            let s = s.borrow();
-            let head = (**s).as_ref()?.same(status, list, max_headers)?;
-            Some(head.copy_into(std::mem::take(&mut hbuf)))
+        // One look at the thread's kept head: the same objects, or a miss counted.
+        let seen = KEPT_HEAD.with(|k| {
+            let mut k = k.borrow_mut();
+            if let Some(head) = k
+                .seen
+                .as_ref()
+                .and_then(|s| s.same(status, list, max_headers))
+            {
+                let head = head.copy_into(std::mem::take(&mut hbuf));
+                k.misses = 0;
+                return Some(head);
+            }
+            k.misses = k.misses.saturating_add(1);
+            keep = k.misses <= MISSES_KEPT || k.misses.is_multiple_of(KEEP_EVERY);
+            None
         });
         if let Some(head) = seen {
-            MISSES.with(|m| m.set(0));
             return Ok(head);
         }
     }
     let head = parse_new(status, headers, max_headers, hbuf)?;
-    if let Some(list) = list {
+    if let (true, Some(list)) = (keep, list) {
         remember(status, list, max_headers, &head);
     }
     Ok(head)
@@ -384,11 +395,18 @@ struct Seen {
     head: AppHead,
 }
 
+/// A thread's kept head, and the lists converted in a row that were not it: an app that builds
+/// its headers anew for every answer stops paying for keeping them (kept again every
+/// `KEEP_EVERY`). One thread-local for both: one look per response.
+#[derive(Default)]
+struct KeptHead {
+    seen: Option<Seen>,
+    misses: u32,
+}
+
 thread_local! {
-    static SEEN: RefCell<ManuallyDrop<Option<Seen>>> = const { RefCell::new(ManuallyDrop::new(None)) };
-    /// Lists converted in a row that were not the one kept: an app that builds its headers
-    /// anew for every answer stops paying for keeping them (kept again every `KEEP_EVERY`).
-    static MISSES: Cell<u32> = const { Cell::new(0) };
+    static KEPT_HEAD: RefCell<ManuallyDrop<KeptHead>> =
+        const { RefCell::new(ManuallyDrop::new(KeptHead { seen: None, misses: 0 })) };
 }
 
 /// After this many misses in a row, a new list is kept only every `KEEP_EVERY`.
@@ -423,22 +441,13 @@ impl Seen {
     }
 }
 
-/// Keep what `status` and `list` became (see [`Seen`]), unless misses in a row say the app
-/// makes a new list each time.
+/// Keep what `status` and `list` became (see [`Seen`]), if they are exact str and tuples.
 fn remember(
     status: &Bound<'_, PyAny>,
     list: &Bound<'_, PyList>,
     max_headers: usize,
     head: &AppHead,
 ) {
-    let misses = MISSES.with(|m| {
-        let n = m.get().saturating_add(1);
-        m.set(n);
-        n
-    });
-    if misses > MISSES_KEPT && !misses.is_multiple_of(KEEP_EVERY) {
-        return;
-    }
     if !status.is_exact_instance_of::<PyString>() {
         return;
     }
@@ -459,14 +468,14 @@ fn remember(
         max_headers,
         head: kept,
     };
-    SEEN.with(|s| **s.borrow_mut() = Some(seen));
+    KEPT_HEAD.with(|k| k.borrow_mut().seen = Some(seen));
 }
 
 /// Drop the kept head's references (a server thread about to end; see [`Seen`]).
 pub fn drop_seen(_py: Python<'_>) {
-    SEEN.with(|s| {
-        if let Ok(mut s) = s.try_borrow_mut() {
-            ManuallyDrop::into_inner(std::mem::take(&mut *s));
+    KEPT_HEAD.with(|k| {
+        if let Ok(mut k) = k.try_borrow_mut() {
+            k.seen = None;
         }
     });
 }
