@@ -3,7 +3,11 @@
 //! and proto (`h1::response::classify_app_header`) decides what each header means: ordinary,
 //! the body's Content-Length, or hop-by-hop (the server's business, not sent). This module only
 //! converts Python objects and raises the app's errors; it decides nothing about HTTP itself.
+//! Each thread keeps the last status and header list it converted (`Seen`): the same objects
+//! passed again (a module-level header list) give the same head without converting it again.
 
+use std::cell::RefCell;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -36,7 +40,7 @@ pub struct AppHead {
 
 /// The offsets of the app's headers in `AppHead::hbuf`: the first [`INLINE_HEADERS`] in place
 /// (most apps set fewer), the rest in a vector.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct HeaderOffsets {
     inline: [(u32, u32, u32); INLINE_HEADERS],
     len: usize,
@@ -95,6 +99,17 @@ impl AppHead {
         }
         b.clear();
         b
+    }
+
+    /// A copy of this head, built in `hbuf` (emptied first).
+    fn copy_into(&self, mut hbuf: Vec<u8>) -> AppHead {
+        hbuf.clear();
+        hbuf.extend_from_slice(&self.hbuf);
+        AppHead {
+            hbuf,
+            hidx: self.hidx.clone(),
+            ..*self
+        }
     }
 
     /// The head of an answer the server sends instead of the app's (an error answer).
@@ -199,6 +214,43 @@ fn warn_hop_by_hop_once(py: Python<'_>, name: &[u8]) {
 /// `max_headers`: the largest header section (names and values, bytes) the app may give
 /// (`--limit-response-headers`): a 1 MiB header would otherwise go on the wire as given.
 pub fn parse_head(
+    status: &Bound<'_, PyAny>,
+    headers: &Bound<'_, PyAny>,
+    max_headers: usize,
+    mut hbuf: Vec<u8>,
+) -> PyResult<AppHead> {
+    let list = headers.cast::<PyList>().ok();
+    let mut keep = false;
+    if let Some(list) = list {
+        // One look at the thread's kept head: the same objects, or a miss counted.
+        let seen = KEPT_HEAD.with(|k| {
+            let mut k = k.borrow_mut();
+            if let Some(head) = k
+                .seen
+                .as_ref()
+                .and_then(|s| s.same(status, list, max_headers))
+            {
+                let head = head.copy_into(std::mem::take(&mut hbuf));
+                k.misses = 0;
+                return Some(head);
+            }
+            k.misses = k.misses.saturating_add(1);
+            keep = k.misses <= MISSES_KEPT || k.misses.is_multiple_of(KEEP_EVERY);
+            None
+        });
+        if let Some(head) = seen {
+            return Ok(head);
+        }
+    }
+    let head = parse_new(status, headers, max_headers, hbuf)?;
+    if let (true, Some(list)) = (keep, list) {
+        remember(status, list, max_headers, &head);
+    }
+    Ok(head)
+}
+
+/// [`parse_head`]'s conversion and validation, for a status and headers not seen just before.
+fn parse_new(
     status: &Bound<'_, PyAny>,
     headers: &Bound<'_, PyAny>,
     max_headers: usize,
@@ -324,4 +376,106 @@ fn add_header(head: &mut AppHead, item: &Bound<'_, PyAny>, max_headers: usize) -
         head.hbuf.truncate(start);
     }
     Ok(())
+}
+
+/// The status and header list this thread converted last, and what they became: an app that
+/// passes the same objects again (a module-level list of constant tuples, as health checks and
+/// hello worlds do) gets the same head without converting and validating each header again
+/// (S4's 15 headers: about a fifth of the request's instructions). "The same" is identity: the
+/// status object and each tuple of the list are the very objects seen last time, which this
+/// thread holds references to (so no other object can take their addresses); tuples and str are
+/// immutable, so their contents are the same too. Only exact tuples of exact str are kept (a
+/// subclass could convert otherwise). Like the kept callables (`start_response::Callables`), the
+/// references are dropped by the server's threads before they end ([`drop_seen`]); a thread
+/// that ends otherwise leaves them, as Python may be gone by then.
+struct Seen {
+    status: Py<PyAny>,
+    items: Vec<Py<PyAny>>,
+    max_headers: usize,
+    head: AppHead,
+}
+
+/// A thread's kept head, and the lists converted in a row that were not it: an app that builds
+/// its headers anew for every answer stops paying for keeping them (kept again every
+/// `KEEP_EVERY`). One thread-local for both: one look per response.
+#[derive(Default)]
+struct KeptHead {
+    seen: Option<Seen>,
+    misses: u32,
+}
+
+thread_local! {
+    static KEPT_HEAD: RefCell<ManuallyDrop<KeptHead>> =
+        const { RefCell::new(ManuallyDrop::new(KeptHead { seen: None, misses: 0 })) };
+}
+
+/// After this many misses in a row, a new list is kept only every `KEEP_EVERY`.
+const MISSES_KEPT: u32 = 4;
+const KEEP_EVERY: u32 = 64;
+
+impl Seen {
+    /// The kept head, if `status` and `list` are the objects it was made from.
+    fn same(
+        &self,
+        status: &Bound<'_, PyAny>,
+        list: &Bound<'_, PyList>,
+        max_headers: usize,
+    ) -> Option<&AppHead> {
+        if !status.is(&self.status) || max_headers != self.max_headers {
+            return None;
+        }
+        if list.len() != self.items.len() {
+            return None;
+        }
+        for (i, item) in self.items.iter().enumerate() {
+            // SAFETY: `list` is a live list and `i` is below its length (checked above, and
+            // nothing runs in between that could shrink it: no Python code, the GIL or the
+            // list's critical section held by the caller's attached thread); the borrowed
+            // pointer is only compared, never used.
+            let p = unsafe { pyo3::ffi::PyList_GetItem(list.as_ptr(), i as pyo3::ffi::Py_ssize_t) };
+            if p != item.as_ptr() {
+                return None;
+            }
+        }
+        Some(&self.head)
+    }
+}
+
+/// Keep what `status` and `list` became (see [`Seen`]), if they are exact str and tuples.
+fn remember(
+    status: &Bound<'_, PyAny>,
+    list: &Bound<'_, PyList>,
+    max_headers: usize,
+    head: &AppHead,
+) {
+    if !status.is_exact_instance_of::<PyString>() {
+        return;
+    }
+    let mut items = Vec::with_capacity(list.len());
+    for item in list.iter() {
+        let Ok(pair) = item.cast_exact::<PyTuple>() else {
+            return;
+        };
+        if !pair.iter().all(|x| x.is_exact_instance_of::<PyString>()) {
+            return;
+        }
+        items.push(item.unbind());
+    }
+    let kept = head.copy_into(Vec::new());
+    let seen = Seen {
+        status: status.clone().unbind(),
+        items,
+        max_headers,
+        head: kept,
+    };
+    KEPT_HEAD.with(|k| k.borrow_mut().seen = Some(seen));
+}
+
+/// Drop the kept head's references (a server thread about to end; see [`Seen`]).
+pub fn drop_seen(_py: Python<'_>) {
+    KEPT_HEAD.with(|k| {
+        if let Ok(mut k) = k.try_borrow_mut() {
+            k.seen = None;
+        }
+    });
 }

@@ -17,7 +17,7 @@ use sluicegate_proto::{BodyFraming, RequestHead};
 use super::app_head::AppHead;
 use super::body::BodyState;
 use super::bridge::Bridge;
-use super::call_setup::{begin, log_end};
+use super::call_setup::{begin, log_end, Watched};
 use super::input::Input;
 use super::iterable::{call_and_drive, AppEnd};
 use super::sender::{Sender, SenderSettings};
@@ -66,29 +66,10 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         transport,
         version(&head),
     );
-    let out = conn.out.spare();
-    let settings = SenderSettings {
-        keep_alive,
-        gate: watched.ticket.as_ref().map(|t| Arc::clone(&t.gate)),
-        body: input_obj
-            .as_ref()
-            .map(|i| (i.clone_ref(py), bridge.config.max_drain)),
-        // uwsgi: nginx reads the answer until the connection closes (no chunked coding).
-        close_delimited: uwsgi.is_some(),
-        server_timing: bridge
-            .config
-            .server_timing
-            .then_some((parsed_at, app_started)),
-        alt_svc: bridge.alt_svc(conn.listener),
-        ..base_settings(bridge)
-    };
-    let callables = Callables::take(
-        py,
-        &conn,
-        out,
-        &head,
-        Arc::clone(&bridge.loop_ctx),
-        settings,
+    let times = (parsed_at, app_started);
+    let framing = (keep_alive, uwsgi.is_some());
+    let callables = take_callables(
+        bridge, py, &mut conn, &head, &watched, &input_obj, framing, times,
     );
 
     let (end, logged_environ) = build_and_call(
@@ -104,46 +85,93 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let app_done = now_ns();
 
     let (body_ok, body_answer) = take_body_back(bridge, py, &mut conn, input_obj);
-
-    let mut sender = callables.sr.get().sender().lock_py_attached(py).unwrap();
-    answer_app_end(bridge, py, &mut sender, &end, body_answer);
-    // Leaving the deadline's registry before the socket can be closed (see `wsgi::deadline`).
-    let (timed_out, answered_504) = watched.leave(bridge, py);
-    let keeps = sender.keeps_alive() && body_ok && matches!(end, AppEnd::Done) && !timed_out;
-    // A 504 answered by the watch: the app's status and bytes never left.
-    let (status, sent) = match answered_504 {
-        true => (GATEWAY_TIMEOUT.0, error_body_len(GATEWAY_TIMEOUT)),
-        false => (sender.status_code(), sender.body_bytes()),
-    };
-    let gone = sender.client_gone || timed_out;
-    let send_from = sender.head_at().unwrap_or(app_done);
-    let extras = log_extras(bridge, sender.app_head(), logged_environ);
-    conn.out = sender.end();
-    // Written already (the usual small answer): the queue's storage stays with this thread.
-    conn.out.release();
-    sender.release_request();
-    drop(sender);
+    let called = (&end, logged_environ);
+    let answered = end_answer(
+        bridge,
+        py,
+        &mut conn,
+        &callables,
+        &mut watched,
+        called,
+        body_answer,
+    );
     // Kept for this thread's next request unless the app kept a reference.
     callables.finish(py);
+    let keeps = answered.keeps && body_ok;
     conn.after_output = after_output(keeps, body_ok, client_closes);
-    if gone {
+    if answered.gone {
         conn.out.clear();
     }
     let ended = PendingLog {
         client: watched.client_ip(&conn.peer),
         head,
-        status,
-        body_bytes: sent,
+        status: answered.status,
+        body_bytes: answered.sent,
         parsed_at,
         queue: since(parsed_at, app_started),
         app: since(app_started, app_done),
-        send_from,
-        end: log_end(timed_out, gone, &end),
+        send_from: answered.send_from.unwrap_or(app_done),
+        end: log_end(answered.timed_out, answered.gone, &end),
         inline: Some(inline),
-        extras,
+        extras: answered.extras,
     };
     account(bridge, &mut conn, ended, app_done);
     conn
+}
+
+/// What the sender says of an answer once the app is done with it (`end_answer`).
+struct Answered {
+    /// The answer allows another request on the connection (as far as the sender and the app
+    /// call know: the body's state is the caller's).
+    keeps: bool,
+    timed_out: bool,
+    /// The client went away, or `--timeout` answered: what is queued is dropped.
+    gone: bool,
+    status: u16,
+    sent: u64,
+    /// When the answer's head was queued, if it was.
+    send_from: Option<u64>,
+    /// What the access log's format names beyond the request ([`log_extras`]).
+    extras: Option<Box<LogExtras>>,
+}
+
+/// The sender's part once the app is done: the end answered (`answer_app_end`), the
+/// `--timeout` watch left, the output given back to the connection (`conn.out`), and what the
+/// access log and the connection's next step need.
+#[inline(always)]
+fn end_answer(
+    bridge: &Bridge,
+    py: Python<'_>,
+    conn: &mut Conn,
+    callables: &Callables,
+    watched: &mut Watched,
+    (end, logged_environ): (&AppEnd, Option<KeptEnviron>),
+    body_answer: Option<(u16, &'static str)>,
+) -> Answered {
+    let mut sender = callables.sr.get().sender().lock_py_attached(py).unwrap();
+    answer_app_end(bridge, py, &mut sender, end, body_answer);
+    // Leaving the deadline's registry before the socket can be closed (see `wsgi::deadline`).
+    let (timed_out, answered_504) = watched.leave(bridge, py);
+    let keeps = sender.keeps_alive() && matches!(end, AppEnd::Done) && !timed_out;
+    // A 504 answered by the watch: the app's status and bytes never left.
+    let (status, sent) = match answered_504 {
+        true => (GATEWAY_TIMEOUT.0, error_body_len(GATEWAY_TIMEOUT)),
+        false => (sender.status_code(), sender.body_bytes()),
+    };
+    let answered = Answered {
+        keeps,
+        timed_out,
+        gone: sender.client_gone || timed_out,
+        status,
+        sent,
+        send_from: sender.head_at(),
+        extras: log_extras(bridge, sender.app_head(), logged_environ),
+    };
+    conn.out = sender.end();
+    // Written already (the usual small answer): the queue's storage stays with this thread.
+    conn.out.release();
+    sender.release_request();
+    answered
 }
 
 /// Build the environ, then [`call_and_keep`].
@@ -175,6 +203,42 @@ fn build_and_call(
             (AppEnd::Failed, None)
         }
     }
+}
+
+/// The request's `start_response` and its sender, with the configuration's settings
+/// ([`base_settings`]) and the request's own: keep-alive and `close_delimited` (`framing`),
+/// the `--timeout` gate, the body to drain, the `Server-Timing` times.
+// Inlined into `run_request`, where these steps were written before they were split out.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn take_callables(
+    bridge: &Bridge,
+    py: Python<'_>,
+    conn: &mut Conn,
+    head: &RequestHead,
+    watched: &Watched,
+    input_obj: &Option<Py<Input>>,
+    (keep_alive, close_delimited): (bool, bool),
+    (parsed_at, app_started): (u64, u64),
+) -> Callables {
+    let out = conn.out.spare();
+    let settings = SenderSettings {
+        keep_alive,
+        gate: watched.ticket.as_ref().map(|t| Arc::clone(&t.gate)),
+        body: input_obj
+            .as_ref()
+            .map(|i| (i.clone_ref(py), bridge.config.max_drain)),
+        // uwsgi: nginx reads the answer until the connection closes (no chunked coding).
+        close_delimited,
+        server_timing: bridge
+            .config
+            .server_timing
+            .then_some((parsed_at, app_started)),
+        alt_svc: bridge.alt_svc(conn.listener),
+        ..base_settings(bridge)
+    };
+    let loop_ctx = Arc::clone(&bridge.loop_ctx);
+    Callables::take(py, conn, out, head, loop_ctx, settings)
 }
 
 /// The sender's settings that come from the server's configuration alone.

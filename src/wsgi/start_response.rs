@@ -242,12 +242,14 @@ impl Callables {
         }
     }
 
-    /// Drop this thread's kept callables: for a thread about to end, while it is attached
-    /// (after its thread state is gone, a kept object could not be freed).
-    pub fn drop_kept(_py: Python<'_>) {
+    /// Drop this thread's kept callables (and the head it kept, `app_head::drop_seen`): for a
+    /// thread about to end, while it is attached (after its thread state is gone, a kept object
+    /// could not be freed).
+    pub fn drop_kept(py: Python<'_>) {
         if let Some(c) = KEPT.with(|k| k.borrow_mut().take()) {
             c.discard();
         }
+        crate::wsgi::app_head::drop_seen(py);
     }
 
     /// The request is over (its sender ended). Kept for the next request on this thread if

@@ -44,17 +44,8 @@ impl LoopState {
     /// Accept one connection from a listener and look at it at once (its request is usually
     /// there already); if one came, the listener is tried again once the ready queue is empty.
     pub(super) fn accept(&mut self, index: usize, ctx: &LoopCtx) {
-        if let Some(b) = &ctx.balance {
-            if self.deferred_looks < DEFER_LIMIT && !b.may_accept(self.held()) {
-                // Leave it to a less loaded worker; look again shortly (module doc of
-                // `io::balance`).
-                if !self.deferred.contains(&index) {
-                    self.deferred.push(index);
-                }
-                self.deferred_until
-                    .get_or_insert_with(|| Instant::now() + DEFER);
-                return;
-            }
+        if self.defers(index, ctx) {
+            return;
         }
         loop {
             if ctx.shutting_down() {
@@ -62,20 +53,7 @@ impl LoopState {
             }
             let res = match &mut self.listeners[index] {
                 Some(ListenSocket::Tcp(l, nodelay)) => l.accept().map(|(s, a)| {
-                    match *nodelay {
-                        Nodelay::Inherited => {}
-                        Nodelay::Unchecked => {
-                            *nodelay = if s.nodelay().unwrap_or(false) {
-                                Nodelay::Inherited
-                            } else {
-                                let _ = s.set_nodelay(true);
-                                Nodelay::PerConnection
-                            };
-                        }
-                        Nodelay::PerConnection => {
-                            let _ = s.set_nodelay(true);
-                        }
-                    }
+                    set_nodelay(&s, nodelay);
                     (Stream::Tcp(s), Peer::Ip(a))
                 }),
                 Some(ListenSocket::Unix(l)) => {
@@ -85,64 +63,121 @@ impl LoopState {
             };
             match res {
                 Ok((stream, peer)) => {
-                    if let Some(refused) = self.fd_exhausted.take() {
-                        eprintln!(
-                            "sluicegate: accepting again after {refused} attempt(s) refused for lack of file descriptors"
-                        );
+                    if self.take_in(index, stream, peer, ctx) {
+                        return;
                     }
-                    let entry = self.conns.vacant_entry();
-                    let token = entry.key();
-                    let mut conn = Box::new(Conn::new(stream, token, index, peer));
-                    conn.wire = ctx.settings.wires[index];
-                    if let Some(tls) = ctx.settings.tls.get(index) {
-                        let proxy_first = conn.wire == Wire::ProxyThenHttp;
-                        match TlsLink::new(conn.stream.fd(), tls, proxy_first) {
-                            Ok(link) => conn.tls = Some(Arc::new(link)),
-                            Err(e) => {
-                                log_io_error("TLS session", &e);
-                                continue; // dropping the connection closes it
-                            }
-                        }
-                    }
-                    conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
-                    entry.insert(Slot::Here(conn));
-                    if let Some(b) = &ctx.balance {
-                        b.publish(self.held());
-                    }
-                    ctx.counters.accepted.fetch_add(1, Ordering::Relaxed);
-                    ctx.counters
-                        .by_request
-                        .open_connections
-                        .fetch_add(1, Ordering::Relaxed);
-                    self.unregistered.push(token);
-                    self.ready.push_back((token, ReadHint::Readable));
-                    self.accept_again.push(index);
-                    return;
+                    // Its TLS session could not be set up: dropped (closed), the next one.
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
-                        // Out of descriptors: stop accepting until the next sweep instead of
-                        // spinning; queued clients wait in the backlog.
-                        self.accept_paused = true;
-                        ctx.counters.fd_exhausted.fetch_add(1, Ordering::Relaxed);
-                        match &mut self.fd_exhausted {
-                            Some(n) => *n += 1,
-                            None => {
-                                self.fd_exhausted = Some(1);
-                                log_io_error(
-                                    "accept (out of file descriptors; paused, retried at each sweep, logged once until accepting works again)",
-                                    &e,
-                                );
-                            }
-                        }
+                    if self.accept_failed(&e, ctx) {
                         return;
                     }
                     // ECONNABORTED and friends concern one client only.
-                    continue;
                 }
             }
+        }
+    }
+
+    /// With a balance between workers, whether this connection is left to a less loaded one
+    /// for now (module doc of `io::balance`): the listener is looked at again after `DEFER`.
+    #[inline(always)]
+    fn defers(&mut self, index: usize, ctx: &LoopCtx) -> bool {
+        let Some(b) = &ctx.balance else {
+            return false;
+        };
+        if self.deferred_looks >= DEFER_LIMIT || b.may_accept(self.held()) {
+            return false;
+        }
+        if !self.deferred.contains(&index) {
+            self.deferred.push(index);
+        }
+        self.deferred_until
+            .get_or_insert_with(|| Instant::now() + DEFER);
+        true
+    }
+
+    /// A connection accepted from listener `index`: its state made (a TLS session on a TLS
+    /// listener), counted, and queued for a look at once. False when its TLS session could not
+    /// be made (the connection is dropped, which closes it).
+    #[inline(always)]
+    fn take_in(&mut self, index: usize, stream: Stream, peer: Peer, ctx: &LoopCtx) -> bool {
+        if let Some(refused) = self.fd_exhausted.take() {
+            eprintln!(
+                "sluicegate: accepting again after {refused} attempt(s) refused for lack of file descriptors"
+            );
+        }
+        let entry = self.conns.vacant_entry();
+        let token = entry.key();
+        let mut conn = Box::new(Conn::new(stream, token, index, peer));
+        conn.wire = ctx.settings.wires[index];
+        if let Some(tls) = ctx.settings.tls.get(index) {
+            let proxy_first = conn.wire == Wire::ProxyThenHttp;
+            match TlsLink::new(conn.stream.fd(), tls, proxy_first) {
+                Ok(link) => conn.tls = Some(Arc::new(link)),
+                Err(e) => {
+                    log_io_error("TLS session", &e);
+                    return false;
+                }
+            }
+        }
+        conn.deadline = Some(Instant::now() + ctx.settings.config.header_timeout);
+        entry.insert(Slot::Here(conn));
+        if let Some(b) = &ctx.balance {
+            b.publish(self.held());
+        }
+        ctx.counters.accepted.fetch_add(1, Ordering::Relaxed);
+        ctx.counters
+            .by_request
+            .open_connections
+            .fetch_add(1, Ordering::Relaxed);
+        self.unregistered.push(token);
+        self.ready.push_back((token, ReadHint::Readable));
+        self.accept_again.push(index);
+        true
+    }
+
+    /// An `accept` that failed for another reason than an empty backlog. True when accepting
+    /// stops here: out of descriptors, accepting pauses until the next sweep instead of
+    /// spinning (queued clients wait in the backlog); false for an error of one client only.
+    #[cold]
+    fn accept_failed(&mut self, e: &std::io::Error, ctx: &LoopCtx) -> bool {
+        if !matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
+            return false;
+        }
+        self.accept_paused = true;
+        ctx.counters.fd_exhausted.fetch_add(1, Ordering::Relaxed);
+        match &mut self.fd_exhausted {
+            Some(n) => *n += 1,
+            None => {
+                self.fd_exhausted = Some(1);
+                log_io_error(
+                    "accept (out of file descriptors; paused, retried at each sweep, logged once until accepting works again)",
+                    e,
+                );
+            }
+        }
+        true
+    }
+}
+
+/// TCP_NODELAY on an accepted connection: checked on a listener's first connection (inherited
+/// from the listening socket on Linux, `io::listen`), set on each only where it was not.
+#[inline]
+fn set_nodelay(s: &mio::net::TcpStream, nodelay: &mut Nodelay) {
+    match *nodelay {
+        Nodelay::Inherited => {}
+        Nodelay::Unchecked => {
+            *nodelay = if s.nodelay().unwrap_or(false) {
+                Nodelay::Inherited
+            } else {
+                let _ = s.set_nodelay(true);
+                Nodelay::PerConnection
+            };
+        }
+        Nodelay::PerConnection => {
+            let _ = s.set_nodelay(true);
         }
     }
 }
