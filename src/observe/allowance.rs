@@ -132,7 +132,12 @@ impl Allowance {
 
     /// Whether the process has less than every online CPU of the machine to itself.
     pub fn below_machine(&self) -> bool {
-        self.cores() < online_cpus() as f64
+        self.below(online_cpus())
+    }
+
+    /// Whether the process has less than `online` CPUs (a machine's) to itself.
+    pub fn below(&self, online: usize) -> bool {
+        self.cores() < online as f64
     }
 
     /// The cgroup's throttling now; None without a `cpu.stat` that counts it.
