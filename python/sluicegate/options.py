@@ -41,7 +41,7 @@ from .parsers import (
     parse_http3_congestion,
     parse_log_config_dict, parse_log_level, parse_metrics_bind, parse_path, parse_path_or_off,
     parse_positive_size, parse_proc_name, parse_proxy_protocol, parse_root_path,
-    parse_scheduler, parse_seconds, parse_spin, parse_seconds_or_off, parse_server_header, parse_size,
+    parse_scheduler, parse_seconds, parse_spin, parse_pace, parse_seconds_or_off, parse_server_header, parse_size,
     parse_static, parse_threads, parse_warmup, parse_worker_class,
     parse_workers,
 )
@@ -230,6 +230,16 @@ OPTIONS: Tuple[Option, ...] = (
         "for CPU spent looking). auto: only when the process may use every CPU of the machine "
         "(no cgroup CPU quota or cpuset below them: in a container with a CPU limit the spin "
         "would spend the quota the app needs). on: whatever the allowance. off: never.",
+        "MODE", str, core=True,
+    ),
+    Option(
+        "pace", parse_pace, "off",
+        "Whether the event loop keeps the process's CPU below its cgroup CPU quota (docker "
+        "--cpus, Kubernetes limits.cpu) in slices of a millisecond, sleeping the difference, "
+        "so that the kernel does not stop the process for the rest of a 100 ms period once the "
+        "quota is spent. auto: under a quota (read again every second), at 90% of it, for one "
+        "process per cgroup (an experiment: measured, it cut the throttled periods but not the "
+        "p99, and cost throughput; docs/deploying.md). off: never.",
         "MODE", str, core=True,
     ),
     Option(

@@ -384,6 +384,13 @@ def parse_spin(value: object) -> str:
     return text
 
 
+def parse_pace(value: object) -> str:
+    text = _str(value).strip().lower()
+    if text not in ALLOWED["pace"]:
+        raise ValueError(f"expected one of {', '.join(ALLOWED['pace'])}")
+    return text
+
+
 def parse_http2(value: object) -> str:
     """on, tls or off (and the switch spellings: true means on, false off)."""
     text = _str(value).strip().lower()
