@@ -234,12 +234,7 @@ OPTIONS: Tuple[Option, ...] = (
     ),
     Option(
         "pace", parse_pace, "off",
-        "Whether the event loop keeps the process's CPU below its cgroup CPU quota (docker "
-        "--cpus, Kubernetes limits.cpu) in slices of a millisecond, sleeping the difference, "
-        "so that the kernel does not stop the process for the rest of a 100 ms period once the "
-        "quota is spent. auto: under a quota (read again every second), at 90% of it, for one "
-        "process per cgroup (an experiment: measured, it cut the throttled periods but not the "
-        "p99, and cost throughput; docs/deploying.md). off: never.",
+        "auto: pace the CPU under 90% of the cgroup's quota (docs/deploying.md). off: never.",
         "MODE", str, core=True,
     ),
     Option(

@@ -100,6 +100,8 @@ pub const REVERT_AFTER: Duration = Duration::from_secs(1);
 /// CPU per response (15.4–16.3 ms against 14.1–14.5 ms with no watchdog), far more than
 /// their own CPU time (a wake-up on a busy core disturbs the copying threads).
 const SPARSE_GAP: Duration = Duration::from_millis(8);
+/// How often a pool call's clock reads the allowance again (`Scheduler::under_quota`).
+const QUOTA_READ_EVERY: Duration = Duration::from_secs(1);
 /// The watchdog sleeps (instead of ticking) after this long without an inline call.
 const WATCHDOG_IDLE_AFTER: Duration = Duration::from_secs(1);
 
@@ -157,7 +159,10 @@ pub struct Scheduler {
     policy: Policy,
     /// The process's cgroup has a CPU quota (`observe::allowance`): a call's time on the wall
     /// then includes the periods the quota stopped it, which `call_time` takes off.
-    under_quota: bool,
+    under_quota: AtomicBool,
+    /// When the allowance was last read (ns since `epoch`): again every `QUOTA_READ_EVERY`, at
+    /// a pool call's start (a process moved into a cgroup, or a quota set, after it started).
+    quota_read: AtomicU64,
     mode: AtomicU8,
     /// Incremented when a loop state is parked for an inline call and when it leaves the slot
     /// (taken back, or taken over): odd exactly while a state is parked.
@@ -199,7 +204,8 @@ impl Scheduler {
     pub fn new(policy: Policy) -> Scheduler {
         Scheduler {
             policy,
-            under_quota: Allowance::read().quota.is_some(),
+            under_quota: AtomicBool::new(Allowance::read().quota.is_some()),
+            quota_read: AtomicU64::new(0),
             mode: AtomicU8::new(if policy == Policy::Pool {
                 Mode::Dispatch as u8
             } else {
@@ -271,8 +277,29 @@ impl Scheduler {
     pub fn call_clock(&self) -> CallClock {
         CallClock {
             start: Instant::now(),
-            delay: if self.under_quota { run_delay() } else { None },
+            delay: if self.under_quota() {
+                run_delay()
+            } else {
+                None
+            },
         }
+    }
+
+    /// Whether the process's cgroup has a CPU quota, read again once `QUOTA_READ_EVERY` has
+    /// passed (by the one pool thread that claims the read).
+    fn under_quota(&self) -> bool {
+        let now = self.now_ns();
+        let last = self.quota_read.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= QUOTA_READ_EVERY.as_nanos() as u64
+            && self
+                .quota_read
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let quota = Allowance::read().quota.is_some();
+            self.under_quota.store(quota, Ordering::Relaxed);
+        }
+        self.under_quota.load(Ordering::Relaxed)
     }
 
     /// Record a dispatched call's duration (from taking the GIL); slow calls keep dispatch

@@ -9,10 +9,15 @@
 use std::time::{Duration, Instant};
 
 use crate::clock::clock_time;
-use crate::observe::allowance::Allowance;
+use crate::observe::allowance::{online_cpus, Allowance};
 
 /// The shortest span the idle share is read over: /proc/stat counts in ticks of 10 ms.
 const MACHINE_SPAN: Duration = Duration::from_millis(100);
+
+/// How often the allowance is read again: a process can be moved into a cgroup, or its quota
+/// changed, while it runs (read once at start, a server moved into a container's cgroup after
+/// it started judged the machine by the host's /proc/stat for its whole life).
+const ALLOWANCE_EVERY: Duration = Duration::from_secs(1);
 
 /// The idle share of the CPU the process may use over the last `MACHINE_SPAN` or more. Under a
 /// quota or a cpuset, its own CPU clock against those cores × time (a container's other
@@ -23,6 +28,10 @@ const MACHINE_SPAN: Duration = Duration::from_millis(100);
 pub(super) struct MachineIdle {
     /// The CPUs the process may use, where below the machine's (`own_cores`).
     quota: Option<f64>,
+    /// One core of the allowance: min(1, its cores) (what the app threads' share is of).
+    one_core: f64,
+    /// When the allowance was read.
+    read_at: Instant,
     /// The last reading: when, and the idle and total ticks then (under a quota: the
     /// process's CPU nanoseconds and 0).
     last: Option<(Instant, u64, u64)>,
@@ -53,16 +62,42 @@ pub(crate) fn ticks_idle(idle: u64, total: u64) -> f64 {
 }
 
 impl MachineIdle {
-    pub(super) fn new(quota: Option<f64>) -> MachineIdle {
-        MachineIdle {
-            quota,
+    /// The reading of this process's allowance, read now.
+    pub(super) fn read(now: Instant) -> MachineIdle {
+        let mut m = MachineIdle {
+            quota: None,
+            one_core: 1.0,
+            read_at: now,
             last: None,
             idle: 1.0,
-        }
+        };
+        m.read_allowance(now);
+        m
     }
 
-    /// The share as of `now` (read again once `MACHINE_SPAN` has passed; 1.0 until known).
+    fn read_allowance(&mut self, now: Instant) {
+        let a = Allowance::read();
+        let quota = own_cores(&a, online_cpus());
+        if quota != self.quota {
+            self.quota = quota;
+            self.last = None;
+        }
+        self.one_core = a.cores().min(1.0);
+        self.read_at = now;
+    }
+
+    /// One core of the CPU the process may use: under a quota of half a CPU, half a core is an
+    /// interpreter kept busy (`climb::INTERPRETER_BUSY`).
+    pub(super) fn one_core(&self) -> f64 {
+        self.one_core
+    }
+
+    /// The share as of `now` (read again once `MACHINE_SPAN` has passed; 1.0 until known; the
+    /// allowance read again once `ALLOWANCE_EVERY` has).
     pub(super) fn idle(&mut self, now: Instant) -> f64 {
+        if now.saturating_duration_since(self.read_at) >= ALLOWANCE_EVERY {
+            self.read_allowance(now);
+        }
         if self
             .last
             .is_some_and(|(t, ..)| now.saturating_duration_since(t) < MACHINE_SPAN)

@@ -9,14 +9,13 @@ use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::clock::clock_time;
-use crate::observe::allowance::{online_cpus, Allowance};
 
 use super::admission::{
     stalled, Class, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE, COMPUTING_CPU,
     LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
 };
 
-use super::machine::{own_cores, MachineIdle};
+use super::machine::MachineIdle;
 use super::{
     Holder, Inner, Length, Pool, Slot, Ticket, BLOCKING_LOOK_EVERY, BLOCKING_QUIET_LOOK, EVIDENCE,
     LOOK_EVERY, WAITED_SHARE,
@@ -44,11 +43,9 @@ impl<J: Send + 'static> Pool<J> {
         // The share of a core the app threads used, smoothed over the looks (see `climb`);
         // kept while the watcher sleeps (what they did last), `None` until a first window.
         let mut app_share: Option<f64> = None;
-        let allowance = Allowance::read();
-        let mut machine = MachineIdle::new(own_cores(&allowance, online_cpus()));
-        // The app threads' share is of the CPU the process may have: under a quota of half a
-        // CPU, half a core is an interpreter kept busy (`climb::INTERPRETER_BUSY`).
-        let one_core = allowance.cores().min(1.0);
+        // The idle CPU of the allowance, and the app threads' share is of one core of it
+        // (`MachineIdle::one_core`); the allowance is read again every second.
+        let mut machine = MachineIdle::read(Instant::now());
         let mut inner = self.inner.lock().unwrap();
         loop {
             if inner.stopping {
@@ -98,7 +95,7 @@ impl<J: Send + 'static> Pool<J> {
             prev = Some((now, app_cpu));
             let known = app_cpu != Duration::MAX;
             if let Some((wall, app)) = window.filter(|(wall, _)| known && !wall.is_zero()) {
-                let share = (app.as_secs_f64() / wall.as_secs_f64() / one_core).min(2.0);
+                let share = (app.as_secs_f64() / wall.as_secs_f64() / machine.one_core()).min(2.0);
                 app_share = Some(app_share.map_or(share, |s| s + (share - s) / APP_SHARE_LOOKS));
             }
             Self::judge_holders(&mut inner, now, app_cpu, window);
