@@ -1,37 +1,31 @@
 #!/usr/bin/env python3
-"""The size check: no file over 600 lines of code, no function over 100, in `src/`, `crates/`
-and `python/` (CONTRIBUTING.md, "Size").
+"""The size check: no file over 600 lines, no function over 100, in `src/`, `crates/` and
+`python/` (CONTRIBUTING.md, "Size").
 
 Run by `./dev test` (after the floor check); `python3 scripts/check_sizes.py` alone prints the
 known debt and exits 1 on any offence.
 
-A line of code is a line that is neither blank nor only comment:
+Lines are raw lines: every line counts, blank lines, comments, doc comments and docstrings
+included, and code under `#[cfg(test)]` too (a file's tests make it long as well). A file's
+size is its number of lines (what `wc -l` says); a function's runs from the line of its `fn` or
+`def` to its end (its closing brace, or the last line of its body), every line between,
+nested functions and closures included; the doc comments, attributes and decorators above it
+do not count. Rust comments and string literals are blanked only to find where a function
+ends (a brace in a comment or a string counts for nothing).
 
-- Rust: `//`, `///`, `//!` and `/* ... */` comments are blanked first (string literals are
-  kept, so the lines of a multi-line string count); a line with anything left counts. Code under
-  `#[cfg(test)]` counts like any other: a file's tests make it long too.
-- Python: a line counts when it holds a token other than a comment, an indent or a line end
-  (`tokenize`); the lines of a docstring (a string that is the first statement of a module,
-  class or function) do not count, as they are the Python form of a doc comment.
-
-A function's lines run from the line of its `fn` or `def` to its end (its closing brace, or the
-last line of its body), nested functions and closures included. A Rust function is named
-`path::Type::name` inside an `impl` or `trait` block, `path::name` outside; a Python one by its
-qualified name (`path::Class.method`, `path::outer.inner`). Two functions of one name in one
-file are told apart by `#2`, `#3` in the order they appear.
+A Rust function is named `path::Type::name` inside an `impl` or `trait` block, `path::name`
+outside; a Python one by its qualified name (`path::Class.method`, `path::outer.inner`). Two
+functions of one name in one file are told apart by `#2`, `#3` in the order they appear.
 
 The ratchet: `KNOWN_DEBT` lists today's offenders with their size. Such an entry may shrink
 (the check says so, and the entry should then be lowered or removed), never grow; any offender
 not listed fails the check.
 """
-
 from __future__ import annotations
 
 import ast
-import io
 import re
 import sys
-import tokenize
 from pathlib import Path
 
 from rust_text import blank_rust, matching_close
@@ -41,9 +35,12 @@ TREES = ["src", "crates", "python"]
 MAX_FILE = 600
 MAX_FUNCTION = 100
 
-# Today's offenders, lines of code as counted above. Lower an entry when it shrinks; remove it
+# Today's offenders, raw lines as counted above. Lower an entry when it shrinks; remove it
 # when it fits. Never raise one.
 KNOWN_DEBT: dict[str, int] = {
+    "src/io/event_loop/accept.rs::LoopState::accept": 102,
+    "src/io/h3/conn.rs::start_stream": 105,
+    "src/wsgi/driver.rs::run_request": 110,
 }
 
 
@@ -103,8 +100,6 @@ def block_name(header: str, kind: str) -> str:
 def rust_sizes(path: Path) -> tuple[int, list[tuple[str, int]]]:
     text = path.read_text()
     code = blank_rust_comments(text)
-    lines = code.split("\n")
-    is_code = [bool(line.strip()) for line in lines]
     line_at = [0] * (len(code) + 1)
     row = 0
     for k, c in enumerate(code):
@@ -136,38 +131,27 @@ def rust_sizes(path: Path) -> tuple[int, list[tuple[str, int]]]:
         first, last = line_at[m.start()], line_at[close]
         owner = [name for start, end, name in blocks if start < m.start() < end]
         name = f"{owner[-1]}::{m.group(1)}" if owner else m.group(1)
-        functions.append((name, sum(is_code[first:last + 1])))
-    return sum(is_code), functions
+        functions.append((name, last - first + 1))
+    return raw_lines(text), functions
 
 
 # --- Python -------------------------------------------------------------------------------
 
-IGNORED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-           tokenize.ENCODING, tokenize.ENDMARKER}
+def raw_lines(text: str) -> int:
+    """The number of lines, as `wc -l` counts them (a last line without its newline too)."""
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
 
 def python_sizes(path: Path) -> tuple[int, list[tuple[str, int]]]:
     text = path.read_text()
-    code_lines: set[int] = set()
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type not in IGNORED:
-            code_lines.update(range(tok.start[0], tok.end[0] + 1))
     tree = ast.parse(text)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)):
-                code_lines.difference_update(range(body[0].lineno, body[0].end_lineno + 1))
-
     functions = []
 
     def visit(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 name = prefix + child.name
-                size = len([n for n in code_lines if child.lineno <= n <= child.end_lineno])
-                functions.append((name, size))
+                functions.append((name, child.end_lineno - child.lineno + 1))
                 visit(child, name + ".")
             elif isinstance(child, ast.ClassDef):
                 visit(child, prefix + child.name + ".")
@@ -175,7 +159,7 @@ def python_sizes(path: Path) -> tuple[int, list[tuple[str, int]]]:
                 visit(child, prefix)
 
     visit(tree, "")
-    return len(code_lines), functions
+    return raw_lines(text), functions
 
 
 # --- the check ----------------------------------------------------------------------------
@@ -213,9 +197,9 @@ def main() -> int:
         known = KNOWN_DEBT.get(key)
         if known is None:
             if size > limit:
-                bad.append(f"  {key}: {size} lines of code (limit {limit})")
+                bad.append(f"  {key}: {size} lines (limit {limit})")
         elif size > known:
-            bad.append(f"  {key}: {size} lines of code, grew from the {known} listed (limit {limit})")
+            bad.append(f"  {key}: {size} lines, grew from the {known} listed (limit {limit})")
         else:
             debt.append(f"  {key}: {size} (limit {limit})")
             if size < known:
@@ -229,8 +213,8 @@ def main() -> int:
             if size > limit_of(key):
                 print(f'    "{key}": {size},')
         return 0
-    print(f"check_sizes: known debt, {len(debt)} over the limits (files {MAX_FILE} lines of "
-          f"code, functions {MAX_FUNCTION}):")
+    print(f"check_sizes: known debt, {len(debt)} over the limits (files {MAX_FILE} raw lines, "
+          f"functions {MAX_FUNCTION}):")
     print("\n".join(debt))
     if shrunk:
         print("check_sizes: KNOWN_DEBT entries to lower or remove:")

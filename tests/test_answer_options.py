@@ -1,5 +1,5 @@
 """What the server adds to its answers, and how static mounts fall through, as uWSGI configures
-them (answer_options.py, src/io/static_expires.rs, src/io/static_files.rs): --add-header,
+them (parsers/http.py, config.py, src/io/static_expires.rs, src/io/static_files.rs): --add-header,
 --static-expires / --static-expires-uri, a mount's `;fallthrough` (uWSGI's check-static), and
 uWSGI's buffer-size as --limit-header-bytes on uwsgi packets. Real servers, real sockets.
 """

@@ -331,7 +331,7 @@ def test_static_files_and_the_health_path_are_answered_without_the_app(start_ser
 
 def test_fast_requests_run_inline_and_the_access_log_says_http3(start_server, tls_certs):
     """A whole request (no body) runs on the loop's thread while the scheduler is inline, as an
-    HTTP/2 stream's does (server/h2_inline.rs): no hand-off to the pool."""
+    HTTP/2 stream's does (io/h2/inline.rs, server/drive.rs): no hand-off to the pool."""
     srv = start_server("http3", *tls_options(tls_certs), "--access-log", "-",
                        "--access-log-format", "json")
     with client(srv, tls_certs) as c:

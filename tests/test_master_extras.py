@@ -1,4 +1,4 @@
-"""What a master does beside serving, with uWSGI 2.0's meanings (process_options.py): side
+"""What a master does beside serving, with uWSGI 2.0's meanings (options_processes.py): side
 commands (--attach-daemon, --smart-attach-daemon), --exec-pre-app, --touch-reload,
 --max-worker-lifetime and --on-term. Each test runs a real server and watches real processes.
 """

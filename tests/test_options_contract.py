@@ -2,8 +2,9 @@
 options.py or checked against it here, so that adding a core option is one table entry plus the
 code that uses it, and any drift fails a test naming the file to regenerate or fix.
 
-  - `Config` (validated.py): written out for type checkers, checked field by field (names,
-    order, types) when options.py is imported and below;
+  - `Config` (validated.py): generated from the table for type checkers
+    (`python -m sluicegate.options --write-config-class`, config_class.py), checked field by
+    field (names, order, types) when resolution.py is imported and below;
   - `ServerConfig` in _core.pyi: generated (`python -m sluicegate.config --write-stub`);
   - `core_config()`: gives exactly ServerConfig's keys;
   - src/config.rs: `Config::from_dict` reads exactly ServerConfig's keys (its source, parsed
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
-from sluicegate import command_line, config, options  # noqa: E402
+from sluicegate import command_line, config, config_class, options  # noqa: E402
 from sluicegate.options import OPTIONS  # noqa: E402
 from sluicegate.parsers import StaticMount  # noqa: E402
 from sluicegate.resolution import resolve  # noqa: E402
@@ -71,6 +72,24 @@ def test_config_class_is_the_table():
         [(o.name, o.type) for o in OPTIONS]
     source = (ROOT / "python" / "sluicegate" / "validated.py").read_text()
     assert options.config_class_fields() in source, "--config-class prints what Config says"
+
+
+def test_validated_py_is_generated_from_the_table():
+    """validated.py is config_class.source(OPTIONS), whole: its imports and fields included."""
+    text = (ROOT / "python" / "sluicegate" / "validated.py").read_text()
+    assert text == config_class.source(OPTIONS), (
+        "validated.py is stale: run `PYTHONPATH=python python -m sluicegate.options "
+        "--write-config-class`")
+
+
+def test_a_new_row_is_a_new_config_field():
+    """A row added to the table makes its field in the generated class, of its type, and the
+    class as it was is then refused (resolution.py's import-time check)."""
+    row = dataclasses.replace(OPTIONS[0], name="new_setting", type=typing.Optional[int])
+    table = OPTIONS + (row,)
+    assert "\n    new_setting: Optional[int]\n" in config_class.source(table)
+    assert config_class.mismatch(table, Config) is not None
+    assert config_class.mismatch(OPTIONS, Config) is None
 
 
 def test_stub_server_config_is_generated_from_the_table():

@@ -18,7 +18,13 @@ uwsgi_options.py), so that each file gets the checks its options ask for:
     directory byte for byte, and a missing file goes on to the app, as in uWSGI;
   - its log file (`logto`) gets the start's lines, and the request lines go where the
     configuration sends them (logto's file, req-logger's, or standard output), unless
-    `disable-logging` keeps them out.
+    `disable-logging` keeps them out;
+  - several apps (`mount`): each mountpoint answers with its app;
+  - hooks and side commands ran: each command of `hook-pre-app = exec:`, `exec-pre-app`,
+    `attach-daemon` and `smart-attach-daemon` writes a file under `$(SGTEST_DIR)` (the
+    corpus' rule), which must be there once the server serves; an attach-daemon command is
+    stopped when the server stops, and a smart-attach-daemon one is left running, as uWSGI
+    leaves it (the test ends it).
 `test_what_each_configuration_checks` prints that list per file (pytest -s). A configuration
 whose options need a sluicegate option this build lacks (built elsewhere, CONTRACT) is
 skipped, naming it.
@@ -26,9 +32,11 @@ skipped, naming it.
 
 from __future__ import annotations
 
+import ast
 import http.client
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -76,8 +84,8 @@ def command_of(path: Path, sgdir: str) -> Tuple[List[str], Dict[str, str]]:
 
 
 def plan(path: Path, sgdir: str):
-    """(argv, env, the sluicegate options the configuration sets); skips a configuration
-    needing an option this build lacks."""
+    """(argv, env, the sluicegate options the configuration sets, and under `uwsgi:NAME` its
+    SIDE_COMMANDS as given); skips a configuration needing an option this build lacks."""
     argv, env = command_of(path, sgdir)
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("UWSGI_", "SLUICEGATE_"))}
     here = os.getcwd()
@@ -95,7 +103,10 @@ def plan(path: Path, sgdir: str):
     if given.get("access_log_format") and given["access_log_format"].value == "uwsgi" \
             and "uwsgi" not in ALLOWED["access_log_format"]:
         pytest.skip("needs --access-log-format uwsgi, which this build lacks")
-    return argv, env, {k: r.value for k, r in given.items()}
+    out: Dict[str, object] = {k: r.value for k, r in given.items()}
+    for name in SIDE_COMMANDS:  # as the configuration gives them, whatever they became
+        out[UWSGI + name] = [v for n, v in pairs if n == name]
+    return argv, env, out
 
 
 def checks_of(given: Dict[str, object]) -> List[str]:
@@ -113,7 +124,58 @@ def checks_of(given: Dict[str, object]) -> List[str]:
     when = given.get("access_log_when", "all")
     if when != "none" and given.get("access_log"):
         out.append(f"request lines in {given['access_log']} (when: {when})")
+    for mountpoint in mountpoints(given):
+        out.append(f"mount {mountpoint}: its app answers")
+    for name in SIDE_COMMANDS:
+        out += [f"{name} {command!r}: its file written" for command in given[UWSGI + name]]
+    if given.get(UWSGI + "attach-daemon"):
+        out.append("attach-daemon commands stopped with the server")
     return out
+
+
+#: The uWSGI options of hooks and side commands (each writes a file under $(SGTEST_DIR)).
+SIDE_COMMANDS = ("hook-pre-app", "exec-pre-app", "attach-daemon", "smart-attach-daemon")
+#: The prefix of the keys that hold a configuration's uWSGI options themselves (`plan`).
+UWSGI = "uwsgi:"
+
+
+def mountpoints(given: Dict[str, object]) -> List[str]:
+    """The mountpoints of a configuration with `mount`s (uwsgi_mounts.py's app spec)."""
+    app = str(given.get("app", ""))
+    if not app.startswith("sluicegate.uwsgi_mounts:"):
+        return []
+    call = ast.parse(app.partition(":")[2], mode="eval").body
+    assert isinstance(call, ast.Call)
+    return [m for m in (ast.literal_eval(a).partition("=")[0] for a in call.args) if m]
+
+
+def markers(command: str, sgdir: str) -> List[str]:
+    """The files a corpus command writes: its paths under the test's directory."""
+    return sorted(set(re.findall(re.escape(sgdir) + r"/[\w.\-]+", command)))
+
+
+def side_processes(pid: int) -> List[int]:
+    """The children of `pid` that are not the same program (side commands, not workers)."""
+    exe = os.readlink(f"/proc/{pid}/exe")
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid == pid and os.readlink(f"/proc/{entry}/exe") != exe:
+                out.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def gone(pid: int) -> bool:
+    """Not running (no such process, or a zombie left to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 @pytest.mark.parametrize("path", configurations(), ids=lambda p: p.name)
@@ -235,6 +297,9 @@ def test_the_configuration_serves_as_it_asks(path, tmp_path):
                                       .encode()), "a missing file goes to the app"
         if log_file:
             assert "Listening at:" in Path(log_file).read_text(errors="replace")
+        for mountpoint in mountpoints(given):
+            assert get(urls[0], mountpoint.rstrip("/") + "/x", proxy)[0] == 200, mountpoint
+        daemons = check_side_commands(given, str(tmp_path), server)
         access, when = given.get("access_log"), given.get("access_log_when", "all")
         if access and when == "all":
             get(urls[0], "/logged-request", proxy)
@@ -243,7 +308,48 @@ def test_the_configuration_serves_as_it_asks(path, tmp_path):
             else:
                 wait_for(lambda: "/logged-request" in Path(str(access)).read_text(
                     errors="replace") or None, f"the request line in {access}")
+        server.stop(signal.SIGINT)
+        for pid in daemons["attach"]:
+            wait_for(lambda: gone(pid), f"the attach-daemon command {pid} stopped with the server")
+        if daemons["attach"]:  # the stop's own SIGTERM is no death to start again from
+            text = Path(log_file).read_text() if log_file else server.log_text()
+            assert "starting it again" not in text, text
+        for pid in daemons["smart"]:
+            assert not gone(pid), "a smart-attach-daemon command is left running, as in uWSGI"
     finally:
         if proxy is not None:
             proxy.stop()
         server.stop(signal.SIGINT)
+        for command in given[UWSGI + "smart-attach-daemon"]:  # left running, as in uWSGI
+            pidfile = Path(markers(str(command), str(tmp_path))[0])
+            try:
+                os.kill(int(pidfile.read_text().split()[0]), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                pass
+
+
+def check_side_commands(given: Dict[str, object], sgdir: str, server: ServerProcess
+                        ) -> Dict[str, List[int]]:
+    """Every hook and side command wrote its files; the pids of the running commands:
+    "attach" (the server's children that are not workers) and "smart" (their pid files')."""
+    for name in SIDE_COMMANDS:
+        for command in given[UWSGI + name]:
+            for path in markers(str(command), sgdir):
+                wait_for(lambda: os.path.exists(path) or None, f"{path}, from {command!r}",
+                         context=server.log_text)
+    smart = [int(Path(markers(str(c), sgdir)[0]).read_text().split()[0])
+             for c in given[UWSGI + "smart-attach-daemon"]]
+    def running(command: str) -> List[int]:
+        return [p for p in side_processes(server.pid) if command in command_line(p)]
+
+    attach = [wait_for(lambda: running(str(c)) or None, f"{c!r} running")[0]
+              for c in given[UWSGI + "attach-daemon"]]
+    return {"attach": attach, "smart": smart}
+
+
+def command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

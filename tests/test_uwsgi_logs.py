@@ -40,7 +40,8 @@ FORMAT = ("REQ %(addr) (%(user)) %(method) %(uri) %(proto) %(status) rsize=%(rsi
 DEFAULT_LINE = re.compile(
     r"\[pid: (?P<pid>\d+)\|app: (?P<app>-?\d+)\|req: (?P<req>-?\d+/\d+)\] (?P<addr>\S*) "
     r"\((?P<user>[^)]*)\) \{(?P<vars>\d+) vars in (?P<pkt>\d+) bytes\} \[(?P<date>[^\]]+)\] "
-    r"(?P<method>\S+) (?P<uri>\S+) => generated (?P<size>\d+) bytes in (?P<msecs>\d+) msecs "
+    r"(?P<method>\S+) (?P<uri>\S+) => generated (?P<size>\d+) bytes in (?P<msecs>\d+) "
+    r"(?P<unit>msecs|micros) "
     r"\((?P<proto>\S+) (?P<status>\d+)\) (?P<headers>\d+) headers in (?P<hsize>\d+) bytes "
     r"\((?P<switches>\d+) switches on core (?P<core>\d+)\)$")
 
@@ -119,6 +120,23 @@ def test_the_default_line_is_uwsgis(start_server):
                     if k not in ("pid", "date", "msecs", "switches")}
         assert o_fields == t_fields, f"\nuWSGI:      {t}\nsluicegate: {o}"
         assert len(mo["date"]) == len(mt["date"]) == 24
+
+
+@pytest.mark.skipif(UWSGI is None, reason="uwsgi is not installed (requirements-dev.txt)")
+def test_the_default_line_with_log_micros_is_uwsgis(start_server):
+    """uWSGI's log-micros: the default line's time in microseconds, `in T micros`
+    (`--access-log-format uwsgi-micros`), the same fields for the same requests."""
+    theirs = uwsgi_lines(["--log-micros"], "[pid:")
+    ours = sluicegate_lines(start_server, ["--access-log-format", "uwsgi-micros"], "[pid:")
+    for t, o in zip(theirs, ours):
+        mt, mo = DEFAULT_LINE.match(t), DEFAULT_LINE.match(o)
+        assert mt and mo, (t, o)
+        assert mt["unit"] == "micros", t
+        t_fields = {k: v for k, v in mt.groupdict().items()
+                    if k not in ("pid", "date", "msecs", "switches")}
+        o_fields = {k: v for k, v in mo.groupdict().items()
+                    if k not in ("pid", "date", "msecs", "switches")}
+        assert o_fields == t_fields, f"\nuWSGI:      {t}\nsluicegate: {o}"
 
 
 @pytest.mark.skipif(UWSGI is None, reason="uwsgi is not installed (requirements-dev.txt)")

@@ -130,7 +130,7 @@ def test_socket_options():
 
 def test_no_socket_or_no_app_or_two_apps_is_refused():
     for pairs, why in ([[("module", "m")], "no socket"], [[("socket", ":1")], "no app"],
-                      [BASE + [("wsgi-file", "a.py")], "several apps"],
+                      [BASE + [("wsgi-file", "a.py")], "two apps without a mountpoint"],
                       [[("socket", ":1"), ("module", "m"), ("protocol", "fastcgi")], "fastcgi"]):
         with pytest.raises(OptionError, match=why):
             u.given_of(u.plan_of(pairs))
@@ -165,7 +165,10 @@ def test_recycling_and_timeouts():
                 ("evil-reload-on-rss", "150"), ("worker-reload-mercy", "60"),
                 ("reload-mercy", "10"), ("max-worker-lifetime", "3600"))
     assert (got["timeout"].value, got["max_stuck"].value) == ("30", "1")
-    assert (got["max_requests"].value, got["max_requests_jitter"].value) == ("1000", "50")
+    assert got["max_requests"].value == "1000" and "max_requests_jitter" not in got
+    assert got["uwsgi_compat"].value == ["buffer-size", "min-worker-lifetime=10",
+                                         "max-requests-delta=50"], \
+        "uWSGI's delta is (worker id - 1) * delta, not a random jitter"
     assert got["max_rss"].value == "150M", "megabytes; the smaller of the two"
     assert got["graceful_timeout"].value == "60", "the larger mercy"
     assert got["max_worker_lifetime"].value == "3600"
@@ -198,11 +201,19 @@ def test_process_settings():
     ([("module", "app:create_app()")], "app:create_app()", None),
     ([("wsgi-file", "app.wsgi")], "file:app.wsgi#application", None),
     ([("wsgi-file", "run.py"), ("callable", "app")], "file:run.py#app", None),
-    ([("mount", "/=run.py")], "file:run.py#application", None),
+    ([("mount", "/=run.py")],
+     "sluicegate.uwsgi_mounts:mounted('/=file:run.py#application', manage_script_name=False)",
+     None),
     ([("mount", "/kc=kc/wsgi.py"), ("manage-script-name", "true")],
-     "file:kc/wsgi.py#application", "/kc"),
+     "sluicegate.uwsgi_mounts:mounted('/kc=file:kc/wsgi.py#application', "
+     "manage_script_name=True)", None),
+    ([("mount", "/b=b:app"), ("mount", "/a=a.py"), ("module", "m"), ("callable", "app")],
+     "sluicegate.uwsgi_mounts:mounted('=m:app', '/b=b:app', '/a=file:a.py#app', "
+     "manage_script_name=False)", None),
 ])
 def test_the_app(pairs, app, root):
+    """A mount, one or several, is served by uwsgi_mounts.py's app, in uWSGI's loading order:
+    module first, then the mounts as given."""
     got = given(("socket", ":1"), *pairs, base=False)
     assert got["app"].value == app
     assert got.get("root_path", None) is None if root is None else got["root_path"].value == root
@@ -239,9 +250,17 @@ def test_static_maps_fall_through_and_have_no_index(tmp_path):
         r"\.(css)$ 3600"]
 
 
+def test_log_micros_is_the_default_line_in_microseconds():
+    assert given()["access_log_format"].value == "uwsgi"
+    assert given(("log-micros", "true"))["access_log_format"].value == "uwsgi-micros"
+
+
 def test_limits():
     got = given()
     assert got["limit_header_bytes"].value == "4096", "uWSGI's default buffer-size"
+    assert "buffer-size" in got["uwsgi_compat"].value, "past it, uWSGI closes: no 431"
+    assert got["limit_request_line"].value == got["limit_headers"].value == "0", \
+        "uWSGI bounds the head by its buffer alone"
     got = given(("buffer-size", "32768"), ("limit-post", "1048576"), ("socket-timeout", "60"))
     assert (got["limit_header_bytes"].value, got["limit_body"].value) == ("32768", "1048576")
     assert {got[k].value for k in ("header_timeout", "read_timeout", "write_timeout")} == {"60"}

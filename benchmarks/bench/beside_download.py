@@ -1,7 +1,7 @@
 """Latency of small requests beside a large download, against servers already running.
 
-Owns the check behind "one large download cannot starve the others" (BENCHMARKS.md, session
-10): for each server, a separate client process fetches a large body (default `/list/64MiB` of
+Owns the check behind "one large download cannot starve the others" (BENCHMARKS.md, the
+`beside-download` mode): for each server, a separate client process fetches a large body (default `/list/64MiB` of
 `benchmarks/apps/s1_bodies.py`) over and over on one keep-alive connection, reading as fast as
 it can; meanwhile this process sends a small request (`/x`, the app's 9-byte 404) on another
 keep-alive connection every 2 ms and records how long each answer takes. Prints the median,

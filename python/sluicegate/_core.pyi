@@ -91,6 +91,7 @@ class ServerConfig(TypedDict):
     balance_fd: int  # with worker processes: the memfd of connection counts, or -1
     balance_slots: int  # entries in that table (4 bytes each)
     balance_slot: int  # this worker's entry
+    head_overflow_closes: bool  # --uwsgi-compat buffer-size: a head over --limit-header-bytes closes, with uWSGI's line
 # --- end of generated ServerConfig
 
 class Server:

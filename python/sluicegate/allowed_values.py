@@ -1,7 +1,7 @@
 """The allowed values of the options that take one of a few names (--scheduler, --http2, --http3,
 --cert-reqs, --tls-min-version, --forwarded-headers, and the named formats of
 --access-log-format), read from allowed_values.txt beside this module: the one place they are
-declared. The parsers (parsers.py) accept exactly these; the Rust core compiles the same file in
+declared. The parsers (the parsers package) accept exactly these; the Rust core compiles the same file in
 (src/config.rs, `allowed_values`) and maps each name, by its place, to its enum variant.
 """
 

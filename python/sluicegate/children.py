@@ -9,7 +9,7 @@ import dataclasses
 import enum
 import os
 import signal
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, Iterable, Optional
 
 
 class State(enum.Enum):
@@ -62,6 +62,16 @@ class Child:
     life: Life = Life.BOOTING
     kill_at: float = 0.0  # told to stop: when it gets SIGKILL if still there (0: not told)
     serving_since: float = 0.0  # time.monotonic() when it said READY (--max-worker-lifetime)
+    wid: int = 0  # uWSGI's worker id, from 0 (free_wid): its replacement takes it over
+
+    @staticmethod
+    def free_wid(workers: Iterable["Child"], generation: int) -> int:
+        """The id of a new worker of `generation`: the lowest its booting and serving workers
+        do not hold. So a worker replaced (its predecessor still draining) takes over the
+        predecessor's id, as in uWSGI, where a respawned worker keeps its id."""
+        held = {w.wid for w in workers if w.generation == generation
+                and w.life in (Life.BOOTING, Life.SERVING)}
+        return next(i for i in range(len(held) + 1) if i not in held)
 
     def become(self, life: Life) -> None:
         if life not in LIFE_MOVES[self.life]:

@@ -5,7 +5,8 @@ Its keys are of two kinds, each declared once:
   - every option marked `core=True` in the table (options.py), passed through unchanged under
     its own name: adding such an option needs no change here, nor in _core.pyi (regenerated);
   - `DERIVED_KEYS`, below: the keys that are not one option each: the thread pool bounds (one
-    `--threads MIN:MAX` option, two keys), the static mounts as plain dicts, and what the
+    `--threads MIN:MAX` option, two keys), the static mounts as plain dicts, the Expires rules
+    and added headers in the core's form (`expires_rules`, `encoded_headers`), and what the
     supervisor opens at start (the access log fd, wsgi.errors, the signal pipe) or knows (how
     the app was named, a worker's slot, its metrics address).
 
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import answer_options, tls
+from . import options_uwsgi, tls
 from .options import OPTIONS
 from .parsers import UWSGI_FORMAT_PREFIX
 from .validated import Config
@@ -48,6 +49,8 @@ DERIVED_KEYS: Tuple[Tuple[str, str, str], ...] = (
     ("balance_fd", "int", "with worker processes: the memfd of connection counts, or -1"),
     ("balance_slots", "int", "entries in that table (4 bytes each)"),
     ("balance_slot", "int", "this worker's entry"),
+    ("head_overflow_closes", "bool",
+     "--uwsgi-compat buffer-size: a head over --limit-header-bytes closes, with uWSGI's line"),
 )
 
 
@@ -65,9 +68,8 @@ def core_config(
     if cfg.uwsgi_log_format is not None:  # --uwsgi-log-format wins over --access-log-format
         out["access_log_format"] = UWSGI_FORMAT_PREFIX + cfg.uwsgi_log_format
     out["static"] = [m.to_core() for m in cfg.static]
-    out["static_expires"] = answer_options.expires_rules(cfg.static_expires,
-                                                         cfg.static_expires_uri)
-    out["add_headers"] = answer_options.encoded_headers(cfg.add_header)
+    out["static_expires"] = expires_rules(cfg.static_expires, cfg.static_expires_uri)
+    out["add_headers"] = encoded_headers(cfg.add_header)
     out["metrics_bind"] = metrics_address(cfg.metrics_bind, balance[2] if balance[0] >= 0 else None)
     out["url_scheme"] = URL_SCHEME
     out["access_log_fd"] = access_log_fd
@@ -79,7 +81,25 @@ def core_config(
     out["signal_fd"] = signal_fd
     out["app_name"] = app_name
     out["balance_fd"], out["balance_slots"], out["balance_slot"] = balance
+    out["head_overflow_closes"] = options_uwsgi.COMPAT_BUFFER_SIZE in cfg.uwsgi_compat
     return out
+
+
+def encoded_headers(headers: Sequence[str]) -> bytes:
+    """The core's `add_headers` (--add-header): the `Name: value\\r\\n` lines it writes into every
+    HTTP/1.1 answer's head."""
+    return b"".join(h.encode("latin-1") + b"\r\n" for h in headers)
+
+
+def expires_rules(paths: Sequence[str], uris: Sequence[str]) -> List[Tuple[str, int, bool]]:
+    """The core's `static_expires` (--static-expires, --static-expires-uri): (pattern, seconds,
+    on the URI) per rule, in order."""
+    rules = []
+    for values, on_uri in ((paths, False), (uris, True)):
+        for v in values:
+            pattern, _, seconds = v.rpartition(" ")
+            rules.append((pattern, int(seconds), on_uri))
+    return rules
 
 
 def metrics_address(address: str, slot: "int | None") -> str:

@@ -115,7 +115,7 @@ class ServerProcess:
         """`Server.run()` returned (the server stopped)."""
 
     def start_control(self, server: Any) -> None:
-        """The core `server` is built: answer `sluicegate ctl` (control.py) from it."""
+        """The core `server` is built: answer `sluicegate ctl` (control_agent.py) from it."""
 
     def stop_control(self) -> None:
         """The server is ending: stop answering `sluicegate ctl`."""

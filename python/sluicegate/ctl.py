@@ -1,4 +1,5 @@
-"""`sluicegate ctl`: the client of the control socket (control.py is the server side).
+"""`sluicegate ctl`: the client of the control socket (control_server.py is the server side,
+control_protocol.py what both agree on).
 
     sluicegate ctl [--socket PATH | --pid PID] [--json] COMMAND
 
@@ -25,7 +26,7 @@ import sys
 import time
 from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
-from . import children, control
+from . import children, control_protocol as protocol
 
 #: How long the client waits for an answer (a master asks each worker in turn).
 ANSWER_TIMEOUT_S = 30.0
@@ -44,13 +45,13 @@ def find_socket(path: Optional[str], pid: Optional[int]) -> str:
     if path:
         return path
     if pid is not None:
-        candidate = control.default_path(pid)
+        candidate = protocol.default_path(pid)
         why = untrusted(candidate, pid)
         if why:
             raise CtlError(f"{candidate}: not used: {why}")
         return candidate
     found, skipped = [], []
-    for candidate in sorted(glob.glob(os.path.join(control.runtime_dir(), "sluicegate-*.ctl"))):
+    for candidate in sorted(glob.glob(os.path.join(protocol.runtime_dir(), "sluicegate-*.ctl"))):
         m = re.search(r"sluicegate-(\d+)\.ctl$", candidate)
         if not m or not children.alive(int(m.group(1))):
             continue
@@ -62,7 +63,7 @@ def find_socket(path: Optional[str], pid: Optional[int]) -> str:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise CtlError(f"no server's control socket in {control.runtime_dir()}: "
+        raise CtlError(f"no server's control socket in {protocol.runtime_dir()}: "
                        "give --socket PATH or --pid PID"
                        + ("; not used: " + ", ".join(skipped) if skipped else ""))
     raise CtlError("several servers run: give --socket PATH or --pid PID: " + ", ".join(found))
@@ -101,7 +102,7 @@ def ask(path: str, command: Dict[str, Any]) -> Dict[str, Any]:
     sock.settimeout(ANSWER_TIMEOUT_S)
     try:
         sock.connect(path)
-        control.send_line(sock, command)
+        protocol.send_line(sock, command)
         data = b""
         while not data.endswith(b"\n"):
             chunk = sock.recv(1 << 16)
@@ -187,7 +188,7 @@ def render_status(answer: Dict[str, Any]) -> List[str]:
         lines.append(render_allowance(m["allowance"]))
     rows = [[str(w["worker"]), str(w["pid"]), _duration(w.get("age")), _cell(w.get("requests")),
              _cell(w.get("in_flight")), _cell(w.get("connections")), _size(w.get("rss")),
-             w["state"] + ("" if w.get("answered", True) or w["state"] in control.NOT_SERVING
+             w["state"] + ("" if w.get("answered", True) or w["state"] in protocol.NOT_SERVING
                            else " (no answer)")]
             for w in answer["workers"]]
     return lines + [""] + _table(
@@ -264,7 +265,7 @@ def top(path: str, interval: float, out: Any = None) -> int:
 def _workers_change(text: str) -> int:
     if not re.fullmatch(r"[+-]\d+", text) or int(text) == 0:
         raise argparse.ArgumentTypeError("expected +N or -N, N at least 1 (e.g. +2, -1)")
-    refused = control.workers_change_refused(int(text))
+    refused = protocol.workers_change_refused(int(text))
     if refused:
         raise argparse.ArgumentTypeError(refused)
     return int(text)

@@ -121,21 +121,6 @@ class Hooks:
         return hash((self.source, self.is_module, tuple(n for n, _ in self.functions)))
 
 
-def parse_hooks(value: object) -> Optional[Hooks]:
-    """The `hooks` option: a module name or .py path, a mapping of name -> function, or a
-    Hooks; '' or None: none. Raises ValueError with a one-line reason."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, Hooks):
-        return value
-    if isinstance(value, str):
-        return Hooks(value.strip())
-    if isinstance(value, Mapping):
-        return from_mapping(value, "hooks=")
-    raise ValueError(f"expected a module name or a mapping of hook functions, not "
-                     f"{type(value).__name__}")
-
-
 def from_mapping(functions: Mapping[str, Any], source: str) -> Hooks:
     """Hooks from name -> function (a gunicorn file's namespace, or serve()'s mapping)."""
     for name, f in functions.items():
@@ -356,5 +341,5 @@ def request_of(environ: Mapping[str, Any]) -> HookRequest:
                        path + ("?" + query if query else ""), version, headers)
 
 
-__all__ = ["Hooks", "HookFailed", "HookExit", "HookRequest", "HookResponse", "parse_hooks",
+__all__ = ["Hooks", "HookFailed", "HookExit", "HookRequest", "HookResponse",
            "from_mapping", "check_signature", "resolve", "call", "wrap_app"]

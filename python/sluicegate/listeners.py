@@ -26,7 +26,7 @@ import os
 import socket
 import stat
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from .errors import BindError
 
@@ -406,54 +406,6 @@ def with_socket_defaults(address: BindAddress, mode: Optional[int],
     return dataclasses.replace(
         address, mode=address.mode if address.mode is not None else mode,
         owner=address.owner or user or None, group=address.group or group or None)
-
-
-def parse_socket_mode(value: object) -> Optional[int]:
-    """Octal permission bits (660), or '' / None: off."""
-    if value is None or value == "":
-        return None
-    text = str(value).strip()
-    try:
-        mode = int(text, 8)
-    except ValueError:
-        raise ValueError("expected octal permission bits, e.g. 660") from None
-    if not 0 <= mode <= 0o777:
-        raise ValueError("expected octal permission bits, e.g. 660")
-    return mode
-
-
-def parse_socket_owner(value: object) -> Optional[str]:
-    """USER, USER:GROUP or :GROUP (names or numbers), or '' / None: off."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"expected USER[:GROUP], not {type(value).__name__}")
-    user, colon, group = value.strip().partition(":")
-    if not user and not group:
-        raise ValueError("expected USER[:GROUP], e.g. www-data or www-data:www-data")
-    return value.strip()
-
-
-def option_rows(Option: Any, parse_bool: Any) -> Tuple[Any, ...]:
-    """The rows of the options table (options.py) for unix socket files, after --reuse-port."""
-    return (
-        Option("socket_mode", parse_socket_mode, None,
-               "The permission bits (octal) of every unix socket file bound from --bind, unless "
-               "its own ;mode= says otherwise (uWSGI's chmod-socket, e.g. 660 so that nginx's "
-               "group may connect). Set before the socket listens. Unset: as the umask makes it.",
-               "MODE", Optional[int]),
-        Option("socket_owner", parse_socket_owner, None,
-               "The owner of every unix socket file bound from --bind, USER[:GROUP] (uWSGI's "
-               "chown-socket), unless its own ;owner= and ;group= say otherwise. Needs root to "
-               "give a file away. Unset: the starting user.",
-               "USER[:GROUP]", Optional[str]),
-        Option("vacuum", parse_bool, "false",
-               "uWSGI's vacuum: remove the unix socket files and the --pid file at exit. "
-               "sluicegate always does (listeners.py, pidfile.py: each only while it is still "
-               "the one this server made), with or without this switch, which is accepted so "
-               "that uWSGI's configurations read the same.",
-               "", bool, switch=True),
-    )
 
 
 def _owner_text(address: BindAddress) -> str:

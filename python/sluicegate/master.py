@@ -35,26 +35,29 @@ and an upgrade are carried out by `Reloads` (master_reload.py), a part of `Maste
 Beside the workers: the side commands of --attach-daemon and --smart-attach-daemon
 (side_commands.py: started before the first workers, reaped here, stopped at the end, untouched
 by a reload); --touch-reload's files, looked at on every pass of the loop (touch.py); workers
-older than --max-worker-lifetime replaced as --max-rss replaces one (`_check_memory`).
+older than --max-worker-lifetime replaced as --max-rss replaces one (master_upkeep.py, `_check_memory`).
 
 Workers that die or cannot boot (`_reap`): a worker that dies after it was ready is replaced
 at once; one that fails to boot stops the server only among the first workers (status 3), and
-is otherwise retried from `RETRY_FIRST_S` up to `RETRY_MAX_S` (docs/operations.md).
+is otherwise retried from `RETRY_FIRST_S` up to `RETRY_MAX_S` (docs/operations.md). Keeping the
+number of workers, and retiring and killing them, is `Upkeep` (master_upkeep.py), a part of
+`Master` too.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import select
 import signal
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import (control, hook_objects, hooks, log_touch, logs, messages, metrics_total,
-               privileges, sd_notify, side_commands, signals, statsd, uwsgi_stats)
+from . import (control_master, hook_objects, hooks, log_touch, logs, messages, metrics_total,
+               options_uwsgi, privileges, sd_notify, side_commands, signals, statsd,
+               uwsgi_stats)
 from .config import metrics_address
+from .control_protocol import path_for
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
 from .listeners import BoundSocket
@@ -63,9 +66,9 @@ from .messages import Message
 from .reading import Reading, wait_ended_threads
 from .signals import Op
 from .validated import Config
-from .children import (STATE_MOVES, Child, Life, State, alive as _alive, describe_exit,
-                       worker_rss)
+from .children import STATE_MOVES, Child, Life, State, alive as _alive, describe_exit
 from .master_reload import Reloads
+from .master_upkeep import KILL_GRACE_S, Upkeep
 from .touch import TouchWatch
 
 #: The exit status of a server whose workers could not boot (gunicorn's too).
@@ -80,21 +83,13 @@ SLOTS = 1024
 #: An entry no live worker owns (u32::MAX in the core).
 VACANT = b"\xff\xff\xff\xff"
 
-#: A replacement that failed to boot is tried again after this, then twice as long each time
-#: up to RETRY_MAX_S (an app that cannot import now may after a deploy finishes).
-RETRY_FIRST_S = 1.0
-RETRY_MAX_S = 30.0
-
-#: How long workers that were told to stop at once (or killed) may take to be gone.
-KILL_GRACE_S = 5
-
 #: `boot_worker(cfg, events_fd, max_requests, balance, workers, metrics_fd)`: run in each
 #: forked child, returns its exit status (supervisor.py builds it: load the app, run a
 #: WorkerServer). `metrics_fd`: where it leaves its last metrics reading, or -1.
 BootWorker = Callable[[Config, int, int, Tuple[int, int, int], int, int], int]
 
 
-class Master(Reloads):
+class Master(Reloads, Upkeep):
     """Forks and supervises the workers of one server; `run()` returns the exit status."""
 
     def __init__(
@@ -136,7 +131,7 @@ class Master(Reloads):
         os.pwrite(self.table, VACANT * SLOTS, 0)
         # --metrics-bind is the master's: the sum over the workers (metrics_total.py).
         self.metrics: Optional[metrics_total.Aggregate] = None
-        self.control: Optional[control.MasterControl] = None  # `sluicegate ctl` (control.py)
+        self.control: Optional[control_master.MasterControl] = None  # `sluicegate ctl` (control_master.py)
         self.stats: Optional[uwsgi_stats.StatsServer] = None  # --stats (uwsgi_stats.py)
         self.spawns: Dict[int, int] = {}  # worker number -> starts of its slot (--stats)
         self.touched = log_touch.Touched(cfg.touch_logreopen)  # --touch-logreopen
@@ -162,8 +157,8 @@ class Master(Reloads):
             if self.cfg.metrics_bind:  # StartError (one line) if it cannot be listened on
                 self.metrics = metrics_total.master_listener(
                     self.cfg.metrics_bind, probe_metrics_bind, upgraded=self.upgraded)
-            self.control = control.start_master(
-                control.path_for(self.cfg.control_socket, self.cfg.no_control_socket),
+            self.control = control_master.start_master(
+                path_for(self.cfg.control_socket, self.cfg.no_control_socket),
                 self._control_view())
             if self.cfg.stats:
                 self._start_stats()
@@ -212,7 +207,7 @@ class Master(Reloads):
             if self.stats is not None:
                 self.stats.close()
 
-    def _control_view(self) -> control.MasterView:
+    def _control_view(self) -> control_master.MasterView:
         """What the control socket reads (on its own thread) and how it asks for an
         operation: the signal queued as if received, and the loop woken."""
 
@@ -220,7 +215,7 @@ class Master(Reloads):
             self.signals.append(signum)
             self.pipe.wake()
 
-        return control.MasterView(
+        return control_master.MasterView(
             state=lambda: self.state.value, target=lambda: self.target,
             workers=lambda: [(w.pid, w.slot + 1, w.life.value)
                              for w in list(self.workers.values())],
@@ -230,7 +225,7 @@ class Master(Reloads):
         """uWSGI's stats server, made from the control socket's status answer (asked of the
         workers without a control socket too)."""
         if self.control is None:
-            self.control = control.MasterControl(None, self._control_view())
+            self.control = control_master.MasterControl(None, self._control_view())
         ctl = self.control
         self.stats = uwsgi_stats.start(
             self.cfg.stats, self.cfg.stats_http, lambda: ctl.handle({"command": "status"}),
@@ -418,9 +413,8 @@ class Master(Reloads):
         r, w = os.pipe()
         metrics_fd = os.memfd_create("sluicegate-last-metrics", os.MFD_CLOEXEC) \
             if self.metrics is not None else -1
-        jitter = 0
-        if self.cfg.max_requests and self.cfg.max_requests_jitter:
-            jitter = random.randint(0, self.cfg.max_requests_jitter)
+        wid = Child.free_wid(self.workers.values(), self.generation)
+        jitter = options_uwsgi.requests_beyond(self.cfg, wid)  # --max-requests-jitter, or delta
         master = os.getpid()
         pair = self.control.pair() if self.control is not None else None
         wait_ended_threads()  # no TLS library lock held by a thread on its way out (reading.py)
@@ -433,7 +427,7 @@ class Master(Reloads):
                                 metrics_fd)  # no return
         os.close(w)
         os.set_inheritable(r, False)
-        self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd, age)
+        self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd, age, wid=wid)
         if self.control is not None and pair is not None:
             self.control.add(pid, pair)
         log.info("Booting worker with pid %d", pid)
@@ -529,123 +523,3 @@ class Master(Reloads):
                     self._retry_later()
             else:
                 log.error("Worker %d died (%s): starting a replacement", pid, how)
-
-    def _retry_later(self) -> None:
-        """A replacement failed to boot: the others keep serving; try again after a while."""
-        self.retry_delay = min(max(self.retry_delay * 2, RETRY_FIRST_S), RETRY_MAX_S)
-        self.retry_at = time.monotonic() + self.retry_delay
-        self.failed_boots += 1
-        serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
-        log.error("%d of %d worker(s) serving; starting a replacement again in %gs (%d "
-                  "failed boot(s) since the start)", serving, self.target, self.retry_delay,
-                  self.failed_boots)
-        sd_notify.notify(f"STATUS={self._status()}")
-
-    def _status(self) -> str:
-        """systemd's STATUS= line while serving: the workers, and the failed replacements."""
-        serving = sum(1 for w in self.workers.values() if w.ready and not w.leaving)
-        line = f"serving with {serving} of {self.target} worker(s)" if serving < self.target \
-            else f"serving with {serving} worker(s)"
-        if self.failed_boots:
-            line += f"; {self.failed_boots} replacement(s) failed to boot since the start"
-        return line
-
-    def _check_memory(self) -> None:
-        """--max-rss: a ready worker over the limit is replaced like one at --max-requests;
-        --max-worker-lifetime: so is one that has served for longer than that."""
-        lifetime, delta = self.cfg.max_worker_lifetime, self.cfg.max_worker_lifetime_delta
-        if not self.cfg.max_rss and not lifetime:
-            return
-        now = time.monotonic()
-        for w in self.workers.values():
-            if w.life is not Life.SERVING:
-                continue
-            if lifetime and w.serving_since and \
-                    now - w.serving_since >= lifetime + (w.slot + 1) * delta:
-                w.become(Life.OUTGOING)
-                log.info("Worker %d served for %gs (--max-worker-lifetime): starting its "
-                         "replacement", w.pid, round(now - w.serving_since, 1))
-                continue
-            rss = worker_rss(w.pid) if self.cfg.max_rss else None
-            if rss is not None and rss > self.cfg.max_rss:
-                w.become(Life.OUTGOING)
-                log.info("Worker %d uses %d MiB (over --max-rss): starting its replacement",
-                         w.pid, rss // (1024 * 1024))
-
-    def _check_touched(self) -> None:
-        """--touch-reload: a graceful reload (as HUP) when one of the files was touched."""
-        touched = self.touch_reload.changed()
-        if touched and self.state is not State.STOPPING:
-            self._reload(f"{touched} was touched (--touch-reload)")
-
-    def _maintain(self) -> None:
-        """Keep `target` live workers; retire what a reload or a replacement made redundant."""
-        if self.state is State.STOPPING:
-            return
-        self._check_memory()
-        if self.state is State.STARTING and \
-                sum(1 for w in self.workers.values() if w.ready) >= self.target:
-            self._become(State.SERVING)
-            self._announce()
-            if self.state is State.STOPPING:  # when_ready called sys.exit()
-                return
-        if self.state is State.RELOADING:
-            new = [w for w in self.workers.values() if w.generation == self.generation]
-            if len(new) >= self.target and all(w.ready for w in new):
-                for w in self.workers.values():
-                    if w.generation < self.generation and not w.leaving:
-                        self._retire(w, messages.STOP)
-                log.info("Reload done: %d new worker(s) serving", len(new))
-                sd_notify.notify("READY=1", f"STATUS={self._status()}")
-                self._become(State.SERVING)
-                self.before_reload = None
-            return
-        staying = [w for w in self.workers.values() if w.life in (Life.BOOTING, Life.SERVING)]
-        self._retire_outgoing(sum(1 for w in staying if w.ready))
-        if time.monotonic() >= self.retry_at:  # else a replacement failed lately: wait
-            for _ in range(self.target - len(staying)):
-                self._spawn()
-        extra = len(staying) - self.target
-        for w in sorted(staying, key=lambda w: w.pid)[:max(0, extra)]:
-            self._retire(w, messages.STOP)
-
-    def _retire_outgoing(self, serving: int) -> None:
-        """Workers that asked out (--max-requests, --max-stuck, --max-rss) serve on only while
-        `serving` others fall short of `target`, the oldest leaving first: so the workers that
-        serve never outnumber `target`, even when each replacement that boots asks out before
-        the one that failed to boot (a busy metrics port) is replaced (they used to pile up,
-        one more per replacement)."""
-        outgoing = [w for w in self.workers.values() if w.life is Life.OUTGOING]  # oldest first
-        keep = max(0, self.target - serving)
-        for w in outgoing[:max(0, len(outgoing) - keep)]:
-            self._retire(w, messages.STOP)
-
-    def _retire(self, w: Child, signum: int) -> None:
-        """Tell `w` to stop with `signum` (messages.py) and remember it was told, and until
-        when it may take: past that, `_kill_overdue` kills it."""
-        w.become(Life.STOPPING if w.ready else Life.CANCELLED)
-        wait = self.cfg.drain_delay + self.cfg.graceful_timeout + KILL_GRACE_S \
-            if signum == messages.STOP else KILL_GRACE_S
-        until = time.monotonic() + wait
-        w.kill_at = min(w.kill_at, until) if w.kill_at else until
-        self._kill(w, signum)
-
-    def _kill_overdue(self) -> None:
-        """A worker told to stop that is still there past its time (a thread of it stuck where
-        the stop cannot reach it) is killed, as gunicorn's master kills a worker past
-        `graceful_timeout`: a retired worker that never ends would keep its memory, its
-        database connections and its place in the connection table for good."""
-        now = time.monotonic()
-        for w in self.workers.values():
-            if w.kill_at and now > w.kill_at:
-                log.warning("Worker %d still running after it was told to stop "
-                            "(--graceful-timeout %gs): killed (SIGKILL)",
-                            w.pid, self.cfg.graceful_timeout)
-                w.kill_at = 0.0
-                self._kill(w, signal.SIGKILL)
-
-    def _kill(self, w: Child, signum: int) -> None:
-        try:
-            os.kill(w.pid, signum)
-        except ProcessLookupError:
-            pass

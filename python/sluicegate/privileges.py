@@ -43,23 +43,6 @@ def group_id(name: str) -> int:
         raise ValueError(f"no such group {name!r}") from None
 
 
-def parse_umask(value: object) -> Optional[int]:
-    """Octal permission bits to mask, like the shell's umask (`022`, `0o027`); None: unchanged."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        mask = value
-    else:
-        text = str(value).strip().lower().removeprefix("0o")
-        try:
-            mask = int(text, 8)
-        except ValueError:
-            raise ValueError("expected octal permission bits, e.g. 022") from None
-    if not 0 <= mask <= 0o777:
-        raise ValueError("expected octal permission bits from 000 to 777")
-    return mask
-
-
 def _interpreter_dirs() -> List[Tuple[str, str]]:
     paths = sysconfig.get_paths()
     stdlib = paths.get("stdlib", "")

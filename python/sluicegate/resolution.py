@@ -21,9 +21,15 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 from .errors import OptionError
 from .hooks import Hooks
 from .option_row import ENV_PREFIX, Option
-from .options import BY_NAME, OPTIONS
+from .options import BY_NAME, OPTIONS, config_matches_options
 from .parsers import parse_bool, parse_path_or_off
 from .validated import Config
+
+#: Checked once, at import: validated.py is generated from the table (config_class.py).
+_mismatch = config_matches_options()
+if _mismatch:  # a programming error: the table edited, validated.py not regenerated
+    raise AssertionError(_mismatch)
+
 
 # --- Phase 1: raw values, with where each came from.
 

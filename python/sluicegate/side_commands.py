@@ -148,6 +148,7 @@ class SideCommands:
         self.signums = tuple(signums)
         self.now = now
         self.last_check = 0.0
+        self.stopping = False  # stop() began: a command that ends is not started again
 
     def __bool__(self) -> bool:
         return bool(self.commands)
@@ -187,6 +188,9 @@ class SideCommands:
         for c in self.commands:
             if c.pidfile is None and c.pid == pid:
                 c.pid = 0
+                if self.stopping:
+                    log.info("Side command %r (pid %d) stopped (%s)", c.command, pid, how)
+                    return True
                 lived = self.now() - c.last_spawn
                 wait = 0
                 if lived <= THROTTLE_WINDOW_S:  # whole seconds, as uWSGI counts them
@@ -235,6 +239,7 @@ class SideCommands:
         to what is left after STOP_GRACE_S. `reap()` reaps the master's exited children (and
         calls `exited`), so that a command that ended is seen as ended."""
         dumb = [c for c in self.commands if c.pidfile is None and c.pid]
+        self.stopping = True
         for c in self.commands:
             c.due = 0.0  # nothing starts again from here
         if not dumb:

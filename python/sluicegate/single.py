@@ -16,7 +16,8 @@ import threading
 import time
 from typing import Any, Dict, Optional, Tuple
 
-from . import control, hook_objects, hooks, sd_notify, tls, uwsgi_stats
+from . import control_agent, control_server, hook_objects, hooks, sd_notify, tls, uwsgi_stats
+from .control_protocol import path_for
 from .core_server import ServerProcess
 from .errors import SluicegateError
 from .logs import log
@@ -59,15 +60,16 @@ class SingleServer(ServerProcess):
         return self.hook_exit if self.hook_exit is not None else status
 
     #: The control socket `sluicegate ctl` talks to, while serving.
-    _control: Optional[control.ControlServer] = None
+    _control: Optional[control_server.ControlServer] = None
     #: The --stats server (uwsgi_stats.py), while serving.
     _stats: Optional[uwsgi_stats.StatsServer] = None
 
     def start_control(self, server: Any) -> None:
-        agent = control.Agent(server, lambda: self.phase.value, control.calls_listed(self.cfg))
-        handle = control.single_handler(agent, time.monotonic())
-        self._control = control.start(
-            control.path_for(self.cfg.control_socket, self.cfg.no_control_socket), handle)
+        agent = control_agent.Agent(server, lambda: self.phase.value,
+                                    control_agent.calls_listed(self.cfg))
+        handle = control_agent.single_handler(agent, time.monotonic())
+        self._control = control_server.start(
+            path_for(self.cfg.control_socket, self.cfg.no_control_socket), handle)
         self._stats = uwsgi_stats.start(  # uWSGI's stats document, this process its one worker
             self.cfg.stats, self.cfg.stats_http, lambda: handle({"command": "status"}),
             uwsgi_stats.socket_infos(self.sockets, self.cfg.backlog))

@@ -35,18 +35,6 @@ def directories(pythonpath: Optional[str]) -> List[str]:
     return [p.strip() for p in (pythonpath or "").split(",") if p.strip()]
 
 
-def parse_pythonpath(value: object) -> Optional[str]:
-    """The `pythonpath` option: directories separated by commas (a list is joined); '' or None:
-    none."""
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        value = ",".join(str(v) for v in value)
-    if not isinstance(value, str):
-        raise ValueError(f"expected directories separated by commas, not {type(value).__name__}")
-    return ",".join(directories(value)) or None
-
-
 def settle(chdir: Optional[str], pythonpath: Optional[str]) -> None:
     """Once in the `--chdir` directory, before any hook: that directory (if given: the working
     directory is the command's `at_start`; serve() leaves sys.path alone without one), then
@@ -57,4 +45,4 @@ def settle(chdir: Optional[str], pythonpath: Optional[str]) -> None:
         add_first(directory)
 
 
-__all__ = ["add_first", "at_start", "directories", "parse_pythonpath", "settle"]
+__all__ = ["add_first", "at_start", "directories", "settle"]

@@ -110,19 +110,30 @@ class Plan:
         if not self.apps:
             raise Refused("no app: give module, wsgi-file or mount (uWSGI would start without "
                           "one and answer every request with an error)")
-        if len(self.apps) > 1:
-            names = ", ".join(where for _, _, where in self.apps)
-            raise Refused(f"several apps ({names}): sluicegate serves one app per server; "
-                          "run one sluicegate-uwsgi per app")
-        kind, value, where = self.apps[0]
         callable_name = self.kept.get("callable", ("application", ""))[0].strip() or "application"
-        if kind == "mount":
-            prefix, sep, value = value.partition("=")
-            if not sep or not prefix.startswith("/"):
-                raise Refused(f"{where} {value!r}: expected MOUNTPOINT=APP, e.g. /=app.py")
-            if self.on("manage-script-name") and prefix.rstrip("/"):
-                out["root_path"] = Raw(prefix.rstrip("/"), f"{where} with manage-script-name")
-        out["app"] = Raw(_app_spec(value.strip(), kind == "file", callable_name), where)
+        # uWSGI's loading order: module, then wsgi-file, then the mounts as given.
+        apps = sorted(self.apps, key=lambda a: ("module", "file", "mount").index(a[0]))
+        if [kind for kind, _, _ in apps[:2]] in (["module", "module"], ["file", "file"],
+                                                 ["module", "file"]):
+            names = ", ".join(where for _, _, where in apps[:2])
+            raise Refused(f"two apps without a mountpoint ({names}): uWSGI serves the first "
+                          "alone; give one")
+        if not any(kind == "mount" for kind, _, _ in apps):
+            kind, value, where = apps[0]
+            out["app"] = Raw(_app_spec(value.strip(), kind == "file", callable_name), where)
+            return
+        mounts = []
+        for kind, value, where in apps:
+            prefix, value = ("", value) if kind != "mount" else value.partition("=")[::2]
+            if kind == "mount" and not (prefix.startswith("/") and value.strip()):
+                raise Refused(f"{where} {prefix}={value}: expected MOUNTPOINT=APP, e.g. /=app.py")
+            is_file = kind == "file" or (kind == "mount" and value.strip().endswith(".wsgi"))
+            mounts.append(f"{prefix}={_app_spec(value.strip(), is_file, callable_name)}")
+        # uwsgi_mounts.py: each request to its mount's app, as uWSGI chooses it.
+        spec = ", ".join(repr(m) for m in mounts)
+        manage = self.on("manage-script-name")
+        out["app"] = Raw(f"sluicegate.uwsgi_mounts:mounted({spec}, manage_script_name={manage})",
+                         apps[-1][2])
 
     def _address(self, text: str, where: str) -> str:
         """uWSGI's address syntax as a --bind address (without the wire prefix)."""
@@ -197,6 +208,18 @@ class Plan:
             out["graceful_timeout"] = Raw(str(seconds), where)
         size = self.kept.get("buffer-size", ("4096", "uWSGI's default buffer-size"))
         out["limit_header_bytes"] = Raw(size[0].strip(), size[1])
+        # uWSGI bounds the whole head by its buffer alone, and closes past it (no 431).
+        out["limit_request_line"] = out["limit_headers"] = Raw("0", size[1])
+        compat = [("buffer-size", size[1])]
+        # uWSGI replaces no worker younger than min-worker-lifetime (10 s by default) for
+        # max-requests; worker K's count is max-requests + (K-1) * max-requests-delta.
+        lifetime = self.kept.get("min-worker-lifetime", ("10", "uWSGI's default"))
+        for name, value, where in (("min-worker-lifetime", *lifetime),
+                                   ("max-requests-delta", *self.kept.get(
+                                       "max-requests-delta", ("", "")))):
+            if value.strip():
+                compat.append((f"{name}={_number(value)}", where))
+        out["uwsgi_compat"] = Raw([v for v, _ in compat], compat[-1][1])
 
     def _statics(self, out: Dict[str, Raw]) -> None:
         if not self.statics:
@@ -237,7 +260,9 @@ class Plan:
             return  # no request line at all: no access log, so nothing is made per request
         if "access_log" not in out:
             out["access_log"] = Raw(logto[0], logto[1]) if logto else Raw("-", "uWSGI's default")
-        out.setdefault("access_log_format", Raw("uwsgi", "uWSGI's request-log line"))
+        micros = self.on("log-micros")
+        out.setdefault("access_log_format", Raw("uwsgi-micros" if micros else "uwsgi",
+                                                "uWSGI's request-log line"))
         if self.on("disable-logging"):
             when = ",".join(self.log_when) or "none"
             out["access_log_when"] = Raw(when, "uWSGI disable-logging")

@@ -124,7 +124,12 @@ TABLE: Tuple[UwsgiOption, ...] = (
     done("harakiri", "--timeout N (504 and RequestTimeout raised in the call) and --max-stuck 1 "
          "(its worker is replaced, gracefully)", c.keep("harakiri")),
     done("max-requests", "--max-requests", c.to("max_requests")),
-    done("max-requests-delta", "--max-requests-jitter", c.to("max_requests_jitter")),
+    done("max-requests-delta", "--uwsgi-compat max-requests-delta=N: worker K (from 1) is "
+         "replaced after max-requests + (K-1)*N requests, as in uWSGI",
+         c.keep("max-requests-delta")),
+    done("min-worker-lifetime", "--uwsgi-compat min-worker-lifetime=N: max-requests replaces "
+         "no worker younger than N seconds (10 when not given, as in uWSGI)",
+         c.keep("min-worker-lifetime")),
     done("max-worker-lifetime", "--max-worker-lifetime", c.to("max_worker_lifetime")),
     done("max-worker-lifetime-delta", "--max-worker-lifetime-delta",
          c.to("max_worker_lifetime_delta")),
@@ -155,8 +160,11 @@ TABLE: Tuple[UwsgiOption, ...] = (
     done("wsgi-file file", "the app: that file's callable (file:PATH#CALLABLE)", c.app("file")),
     done("callable", "the name of module's or wsgi-file's app (default application)",
          c.keep("callable")),
-    done("mount", "the app of MOUNTPOINT=APP (one mount: one app per server)", c.app("mount")),
-    done("manage-script-name", "--root-path MOUNTPOINT: the mount's path becomes SCRIPT_NAME",
+    done("mount", "MOUNTPOINT=APP, several times for several apps (module or wsgi-file "
+         "beside them has the mountpoint \"\"): each request goes to its mountpoint's app, "
+         "else to the first one loaded, as uWSGI chooses (uwsgi_mounts.py)", c.app("mount")),
+    done("manage-script-name", "a request under a mountpoint gets it as SCRIPT_NAME and the "
+         "rest as PATH_INFO, the longest mountpoint winning, as in uWSGI (uwsgi_mounts.py)",
          c.keep("manage-script-name")),
     done("touch-reload touch-chain-reload touch-workers-reload", "--touch-reload (a graceful "
          "reload, new workers ready before the old ones stop)", c.each("touch_reload")),
@@ -185,8 +193,10 @@ TABLE: Tuple[UwsgiOption, ...] = (
          "static-gzip-suffix", "what --static does always: a FILE.gz beside FILE is sent to "
          "clients that accept gzip (and FILE.br to those that take brotli)", _nothing),
     # Limits
-    done("buffer-size", "--limit-header-bytes (uWSGI's default 4096 when not given); a larger "
-         "head is answered 431", c.keep("buffer-size")),
+    done("buffer-size", "--limit-header-bytes (uWSGI's default 4096 when not given) with "
+         "--uwsgi-compat buffer-size: a larger head gets uWSGI's log line (invalid request "
+         "block size, invalid HTTP request size) and the connection is closed (nginx answers "
+         "502)", c.keep("buffer-size")),
     done("limit-post", "--limit-body (0: sluicegate's default); a larger body is answered 413",
          c.limit_post),
     done("http-timeout socket-timeout", "--header-timeout, --read-timeout and --write-timeout "
@@ -201,6 +211,8 @@ TABLE: Tuple[UwsgiOption, ...] = (
          c.to("uwsgi_log_format", str)),
     done("log-date logdate", "--log-date FORMAT (on when given alone)",
          c.to("log_date", c.log_date)),
+    done("log-micros", "--access-log-format uwsgi-micros: the request line's time in "
+         "microseconds", c.keep("log-micros")),
     done("log-x-forwarded-for", "--access-log-forwarded-for",
          c.switch("access_log_forwarded_for")),
     done("log-reopen", "--log-reopen", c.switch("log_reopen")),

@@ -1,6 +1,6 @@
 """uWSGI's stats server (`--stats ADDRESS`, `--stats-http`): the JSON document uWSGI 2.0's
 master writes (core/master_utils.c, `uwsgi_master_generate_stats`) to each client of its stats
-socket, made from what the server already knows of its workers (control.py's `status`
+socket, made from what the server already knows of its workers (control_master.py's `status`
 answer: each worker's counters as its core counts them), so that `uwsgitop` and the
 exporters that read uWSGI's stats work unchanged.
 
@@ -45,7 +45,7 @@ CLIENT_TIMEOUT_S = 5.0
 #: One listener as the document shows it: (name, protocol, backlog, listening socket or None).
 SocketInfo = Tuple[str, str, int, Optional[socket.socket]]
 
-#: What the server knows now: control.py's `status` answer.
+#: What the server knows now: control_master.py's `status` answer.
 Status = Callable[[], Dict[str, Any]]
 
 

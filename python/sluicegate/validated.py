@@ -1,11 +1,11 @@
 """`Config`: the validated options as one frozen record, the value resolution.py gives and the
-rest of the front and the core's config read.
+rest of the front and the core's config read: one field per row of the options table
+(options.py), in its order and with its type.
 
-One field per row of the options table (options.py), in its order and with its type, written
-out by hand so that type checkers and editors see every field (a class made from the table at
-import time would be typed as Any). It cannot drift: importing options.py fails if these fields
-differ from the table in name, order or type, and `python -m sluicegate.options --config-class`
-prints the lines to paste here.
+Generated from the table by `python -m sluicegate.options --write-config-class`
+(config_class.py): do not edit; change the table's row and run that. Written out so that type
+checkers and editors see every field; resolution.py fails to import, and
+tests/test_options_contract.py fails, when this file and the table differ.
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from .hooks import Hooks
 from .listeners import BindAddress
-from .parsers import StaticMount
+from .parsers.http import StaticMount
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """The validated options, one field per entry of OPTIONS, in its order and with its type
-    (checked when this module is imported, and by a contract test): written out so that type
-    checkers see every field, while OPTIONS stays the one place an option is declared."""
+    """The validated options, one field per entry of OPTIONS, in its order and with its type."""
 
     app: Union[str, Callable[..., Any]]
     bind: Tuple[BindAddress, ...]
@@ -136,5 +134,6 @@ class Config:
     log_date: Optional[str]
     log_reopen: bool
     touch_logreopen: Tuple[str, ...]
+    uwsgi_compat: Tuple[str, ...]
     stats: Optional[str]
     stats_http: bool

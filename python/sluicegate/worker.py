@@ -11,9 +11,10 @@ TTIN, TTOU, WINCH) reach the worker with the process group and are left to it.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Callable, Dict, List, Tuple
 
-from . import control, messages
+from . import control_agent, control_channel, messages, options_uwsgi
 from .config import metrics_address
 from .core_server import ServerProcess
 from .listeners import BoundSocket
@@ -39,6 +40,10 @@ class WorkerServer(ServerProcess):
         self.metrics_fd = metrics_fd
         self.max_requests = max_requests
         self.max_stuck = cfg.max_stuck if cfg.timeout else 0
+        # uWSGI's min-worker-lifetime: --max-requests replaces no worker younger than this.
+        self.min_lifetime = options_uwsgi.compat_number(cfg.uwsgi_compat,
+                                                        options_uwsgi.COMPAT_MIN_LIFETIME) or 0
+        self.born = time.monotonic()
 
     def announce(self, threads: Tuple[int, int], why: str) -> None:
         metrics = metrics_address(self.cfg.metrics_bind, self.balance[2])
@@ -51,7 +56,8 @@ class WorkerServer(ServerProcess):
 
     def watch(self, stats: Dict[str, Any]) -> bool:
         """Ask the master for a replacement once, when a limit is reached."""
-        if self.max_requests and stats["requests"] >= self.max_requests:
+        if self.max_requests and stats["requests"] >= self.max_requests \
+                and time.monotonic() - self.born >= self.min_lifetime:
             self._server.retire()  # its clients move to the others while its successor boots
             messages.send(self.events_fd, Message.MAX_REQUESTS)
             return True
@@ -66,10 +72,11 @@ class WorkerServer(ServerProcess):
 
     def start_control(self, server: Any) -> None:
         """Answer the master's control questions on the socket pair it left us."""
-        channel = control.take_channel()
+        channel = control_channel.take_channel()
         if channel is not None:
-            agent = control.Agent(server, lambda: self.phase.value, control.calls_listed(self.cfg))
-            control.serve_channel(channel, agent)
+            agent = control_agent.Agent(server, lambda: self.phase.value,
+                                        control_agent.calls_listed(self.cfg))
+            control_channel.serve_channel(channel, agent)
 
     def after_run(self) -> None:
         log.info("Worker %d served %d requests", os.getpid(), self._server.stats["requests"])

@@ -20,6 +20,8 @@
 //! - [`metrics_socket`]: the `--metrics-bind` socket, which the core binds itself.
 //! - [`file_body`]: a file the app hands over as its body, made ready for `sendfile`.
 //! - [`read_ahead`]: a thread that drains a large request body ahead of the app.
+//! - [`streams`]: what HTTP/2 and HTTP/3 share: the loop's task set and timer heap, the stop
+//!   their connections hear, the inline queue, a stream's call and its app thread's waits.
 //! - [`h2`]: HTTP/2 connections, served by the `h2` crate as tasks of the loop.
 //! - [`h3`]: HTTP/3 over QUIC (quinn and `h3`), its endpoints and connections tasks of the loop.
 //! - [`call_io`]: a stream call's body and reply, whichever of the two protocols carries it.
@@ -52,6 +54,7 @@ mod static_siblings;
 mod static_watch;
 pub mod statsd;
 pub mod stream;
+pub mod streams;
 pub mod tls;
 pub mod tls_link;
 pub mod tls_writer;

@@ -21,9 +21,8 @@
 //! app's next `read(n)`s return, filled in order, each whole before the next, by one vectored
 //! read across several, so that the kernel's copy is the only one. The first is filled from
 //! where one of those reads will start (a block of its own of the right size first, when
-//! needed). What a buffer is, the reader does not know ([`AheadBuf`]).
+//! needed). What a lent buffer is, the reader does not know ([`LentBuf`]).
 
-use std::any::Any;
 use std::collections::VecDeque;
 use std::io::IoSliceMut;
 use std::sync::atomic::Ordering;
@@ -79,36 +78,41 @@ const SPARE_MAX: usize = AHEAD_MAX / BLOCK + 1;
 /// The reader looks at its stop flag at least this often while it waits for the socket.
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
-/// A buffer the reader fills from its start: its own (`Vec<u8>`), or one the app's side lent.
-pub trait AheadBuf: Send + 'static {
+/// A buffer the app's side lends the reader: the reader fills it from its start, and what it
+/// is (a `bytes` object of `wsgi::body`'s) the reader does not know.
+pub trait LentBuf: Send + 'static {
     /// The whole buffer.
     fn as_slice(&self) -> &[u8];
     fn as_mut_slice(&mut self) -> &mut [u8];
-    /// For the app's side to know its own buffers when they come back.
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
-    fn as_any(&self) -> &dyn Any;
 }
 
-impl AheadBuf for Vec<u8> {
-    fn as_slice(&self) -> &[u8] {
-        self
+/// A buffer the reader fills from its start: one of its own, or one the app's side lent (`L`).
+pub enum AheadBuf<L> {
+    Own(Vec<u8>),
+    Lent(L),
+}
+
+impl<L: LentBuf> AheadBuf<L> {
+    /// The whole buffer.
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            AheadBuf::Own(v) => v,
+            AheadBuf::Lent(l) => l.as_slice(),
+        }
     }
+
     fn as_mut_slice(&mut self) -> &mut [u8] {
-        self
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
+        match self {
+            AheadBuf::Own(v) => v,
+            AheadBuf::Lent(l) => l.as_mut_slice(),
+        }
     }
 }
 
 /// Buffers the app's side lends the reader ([`ReadAhead::next_block`]).
-#[derive(Default)]
-pub struct Lend {
+pub struct Lend<L> {
     /// To be filled in this order, each from its start (all of one size).
-    pub bufs: Vec<Box<dyn AheadBuf>>,
+    pub bufs: Vec<L>,
     /// The body's bytes still to come where the app's next read starts: the reader starts
     /// filling lent buffers a whole number of their size after that point, so that each holds
     /// exactly what one read of that size returns.
@@ -118,21 +122,21 @@ pub struct Lend {
 }
 
 /// A buffer and how much of it, from its start, holds body bytes.
-pub struct Block {
-    pub buf: Box<dyn AheadBuf>,
+pub struct Block<L> {
+    pub buf: AheadBuf<L>,
     pub len: usize,
 }
 
-impl Default for Block {
-    fn default() -> Block {
+impl<L> Default for Block<L> {
+    fn default() -> Block<L> {
         Block {
-            buf: Box::new(Vec::new()),
+            buf: AheadBuf::Own(Vec::new()),
             len: 0,
         }
     }
 }
 
-impl Block {
+impl<L: LentBuf> Block<L> {
     /// The bytes read into it.
     pub fn data(&self) -> &[u8] {
         &self.buf.as_slice()[..self.len]
@@ -141,16 +145,10 @@ impl Block {
     fn room(&self) -> usize {
         self.buf.as_slice().len() - self.len
     }
-
-    /// One of the reader's own buffers (the app's side gives those back to be read into again).
-    pub fn is_own(&self) -> bool {
-        self.buf.as_any().is::<Vec<u8>>()
-    }
 }
 
-#[derive(Default)]
-struct State {
-    blocks: VecDeque<Block>,
+struct State<L> {
+    blocks: VecDeque<Block<L>>,
     /// Bytes in `blocks`.
     buffered: usize,
     /// How the reader ended: every byte of the body read, or the failure.
@@ -161,7 +159,7 @@ struct State {
     spare: Vec<Vec<u8>>,
     /// Buffers the app's side lent, to be filled in this order before any of the reader's own,
     /// and [`Lend::app_left`] of the latest lending.
-    lent: VecDeque<Box<dyn AheadBuf>>,
+    lent: VecDeque<L>,
     align_left: u64,
     /// Each side says when it waits, and the other signals only then, once: a signal is a
     /// system call whether anybody waits or not, so the side that signals clears the flag (a
@@ -171,8 +169,24 @@ struct State {
     reader_waits: bool,
 }
 
-struct Shared {
-    state: Mutex<State>,
+impl<L> State<L> {
+    fn new() -> State<L> {
+        State {
+            blocks: VecDeque::new(),
+            buffered: 0,
+            end: None,
+            stop: false,
+            spare: Vec::new(),
+            lent: VecDeque::new(),
+            align_left: 0,
+            app_waits: false,
+            reader_waits: false,
+        }
+    }
+}
+
+struct Shared<L> {
+    state: Mutex<State<L>>,
     /// Signalled when a block is added, the reader ends, room is made, or stop is asked.
     changed: Condvar,
 }
@@ -204,16 +218,16 @@ pub struct LoopEntry {
 }
 
 /// A running reader. Dropping it stops the reader and waits for it.
-pub struct ReadAhead {
-    shared: Arc<Shared>,
+pub struct ReadAhead<L> {
+    shared: Arc<Shared<L>>,
     thread: Option<JoinHandle<()>>,
     transport: Transport,
     entry: Option<LoopEntry>,
 }
 
 /// What the app's side gets from [`ReadAhead::next_block`].
-pub enum Next {
-    Block(Block),
+pub enum Next<L> {
+    Block(Block<L>),
     /// Every byte of the body was handed over.
     Done,
     Failed(BodyFailure),
@@ -221,7 +235,7 @@ pub enum Next {
     Empty,
 }
 
-impl ReadAhead {
+impl<L: LentBuf> ReadAhead<L> {
     /// Start reading the rest of the body from `transport`. None if no thread could be started
     /// (the caller reads as before).
     pub fn start(
@@ -229,9 +243,9 @@ impl ReadAhead {
         until: Until,
         pacing: Pacing,
         entry: Option<LoopEntry>,
-    ) -> Option<ReadAhead> {
+    ) -> Option<ReadAhead<L>> {
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State::new()),
             changed: Condvar::new(),
         });
         let s = Arc::clone(&shared);
@@ -268,7 +282,7 @@ impl ReadAhead {
     /// bytes the app's side has all taken: the reader reads into it again (no allocation, no
     /// fresh pages to fault in, per block). `lend`: buffers to read into next (Content-Length
     /// only). One lock for all.
-    pub fn next_block(&self, used: Option<Vec<u8>>, lend: Lend) -> Next {
+    pub fn next_block(&self, used: Option<Vec<u8>>, lend: Lend<L>) -> Next<L> {
         let mut st = self.shared.state.lock().unwrap();
         if let Some(used) = used.filter(|u| u.capacity() > 0) {
             if st.spare.len() < SPARE_MAX {
@@ -311,13 +325,16 @@ impl ReadAhead {
 
     /// Stop the reader and take what it read and nobody took yet, with how it ended (None:
     /// stopped before the end, without a failure).
-    pub fn finish(mut self) -> (Vec<Block>, Option<Result<(), BodyFailure>>) {
+    pub fn finish(mut self) -> (Vec<Block<L>>, Option<Result<(), BodyFailure>>) {
         self.stop_and_join();
         let mut st = self.shared.state.lock().unwrap();
         let blocks = st.blocks.drain(..).collect();
         (blocks, st.end)
     }
+}
 
+impl<L> ReadAhead<L> {
+    /// Stop the reader, wait for it, and give the connection back to the loop's reading.
     fn stop_and_join(&mut self) {
         if let Some(thread) = self.thread.take() {
             self.shared.state.lock().unwrap().stop = true;
@@ -330,7 +347,7 @@ impl ReadAhead {
     }
 }
 
-impl Drop for ReadAhead {
+impl<L> Drop for ReadAhead<L> {
     fn drop(&mut self) {
         self.stop_and_join();
     }

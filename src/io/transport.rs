@@ -23,7 +23,8 @@
 //!   `answer_and_close` sends a close_notify after the answer.
 //!
 //! An HTTP/2 stream is no `Transport`: its body and response are frames on a connection the
-//! loop drives (`io::h2::stream`), and the `--timeout` watcher ends it through [`Cut::Stream`].
+//! loop drives (`io::h2::stream`, `io::h3::stream`), and the `--timeout` watcher ends it through
+//! [`Cut::Stream`].
 //!
 //! A `Transport` is `Clone`, not `Copy`, so that a variant holding a shared session can be
 //! added without touching its users.
@@ -34,10 +35,9 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use super::h2::stream::StreamCut;
-use super::h3::stream::H3Cut;
 use super::out_queue::OutQueue;
 use super::stream::{read_fd, readv_fd, send_all_fd, set_receive_buffer, wait_fd};
+use super::streams::cut::StreamCut;
 use super::tls_link::{TlsFacts, TlsLink};
 
 /// A request's connection, lent to the thread that runs the app (see the module doc).
@@ -53,10 +53,9 @@ pub enum Transport {
 pub enum Cut {
     /// The request's connection (HTTP/1.1, uwsgi): answered, then shut down.
     Conn(Transport),
-    /// An HTTP/2 stream: answered 504 (or reset); the connection and its other streams go on.
+    /// An HTTP/2 or HTTP/3 stream: answered 504 (or reset); the connection and its other
+    /// streams go on.
     Stream(StreamCut),
-    /// An HTTP/3 stream: the same, on its QUIC connection.
-    Stream3(H3Cut),
 }
 
 impl From<Transport> for Cut {
@@ -72,7 +71,6 @@ impl Cut {
         match self {
             Cut::Conn(t) => t.answer_and_close(answer),
             Cut::Stream(stream) => stream.cut(answer.is_some()),
-            Cut::Stream3(stream) => stream.cut(answer.is_some()),
         }
     }
 }

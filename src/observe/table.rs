@@ -43,7 +43,7 @@ pub struct Readings<'a> {
     pub worker: Option<u32>,
 }
 
-/// The pool's admission control (`server::admission`), copied.
+/// The pool's admission control (`wsgi::pool::admission`), copied.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AdmissionReadings {
     pub max_runnable: u64,

@@ -6,7 +6,9 @@
 //!
 //! The default line:
 //! `[pid: P|app: 0|req: N/N] ADDR (USER) {V vars in B bytes} [CTIME] METHOD URI => generated
-//! S bytes in T msecs (PROTO STATUS) H headers in HB bytes (1 switches on core 0)`.
+//! S bytes in T msecs (PROTO STATUS) H headers in HB bytes (1 switches on core 0)`; with
+//! uWSGI's `log-micros` (`--access-log-format uwsgi-micros`) `T micros`, the time in
+//! microseconds.
 //!
 //! The variables (uWSGI's `uwsgi_register_logchunks`): `uri`, `method`, `user`, `addr`,
 //! `host`, `proto`, `uagent`, `referer`, `status`, `rsize` (body bytes), `hsize` (the
@@ -158,16 +160,19 @@ enum Part {
 pub struct UwsgiFormat {
     /// None: uWSGI's default line.
     parts: Option<Vec<Part>>,
+    /// The default line's time in microseconds (uWSGI's `log-micros`), else milliseconds.
+    micros: bool,
     /// The address is the request's X-Forwarded-For, when it has one (uWSGI's
     /// `log-x-forwarded-for`; its packet's REMOTE_ADDR too).
     pub forwarded_for: bool,
 }
 
 impl UwsgiFormat {
-    /// uWSGI's default request line.
-    pub fn default_line() -> UwsgiFormat {
+    /// uWSGI's default request line; `micros`: its time in microseconds (`log-micros`).
+    pub fn default_line(micros: bool) -> UwsgiFormat {
         UwsgiFormat {
             parts: None,
+            micros,
             forwarded_for: false,
         }
     }
@@ -201,6 +206,7 @@ impl UwsgiFormat {
         }
         UwsgiFormat {
             parts: Some(parts),
+            micros: false,
             forwarded_for: false,
         }
     }
@@ -228,7 +234,7 @@ impl UwsgiFormat {
     pub fn make_line(&self, line: &mut Vec<u8>, e: &Entry<'_>, pid: u32) {
         let n = REQUESTS.fetch_add(1, Ordering::Relaxed) + 1;
         let Some(parts) = &self.parts else {
-            return default_line(line, e, pid, n, self.forwarded_for);
+            return default_line(line, e, pid, n, self.forwarded_for, self.micros);
         };
         for p in parts {
             match p {
@@ -246,7 +252,7 @@ impl UwsgiFormat {
 }
 
 /// uWSGI's `uwsgi_logit_simple` line.
-fn default_line(line: &mut Vec<u8>, e: &Entry<'_>, pid: u32, n: u64, fwd: bool) {
+fn default_line(line: &mut Vec<u8>, e: &Entry<'_>, pid: u32, n: u64, fwd: bool, us: bool) {
     use std::io::Write;
     let (vars, pktsize) = packet(e, fwd);
     let (headers, hsize) = head_size(e);
@@ -260,12 +266,15 @@ fn default_line(line: &mut Vec<u8>, e: &Entry<'_>, pid: u32, n: u64, fwd: bool) 
     push_safe(line, e.head.method());
     line.push(b' ');
     push_safe(line, e.head.target());
+    let (time, unit) = match us {
+        true => (micros(e.timings.total), "micros"),
+        false => (micros(e.timings.total) / 1000, "msecs"),
+    };
     let _ = write!(
         line,
-        " => generated {} bytes in {} msecs ({} {}) {headers} headers in {hsize} bytes \
+        " => generated {} bytes in {time} {unit} ({} {}) {headers} headers in {hsize} bytes \
          (1 switches on core 0)",
         e.body_bytes,
-        micros(e.timings.total) / 1000,
         e.head.version.as_str(),
         e.status
     );

@@ -5,9 +5,11 @@
 //! thread drives the event loop at a time (it may change on a takeover, see `scheduler`); app
 //! threads come and go in the pool; one watchdog thread looks after inline calls.
 //!
-//! This file is the wiring and the pyclass; `drive.rs` runs calls of either protocol and the
-//! loop (inline or on the pool), `scheduler.rs` decides which (`thread_state.rs`: is a thread asleep), `report.rs` gathers the readings of `stats()`
-//! and `/metrics`, renders `/debug/requests` and logs the `--timeout` lines.
+//! This file is the pyclass and the order `Server::new` builds things in; `wiring.rs` makes the
+//! listeners, their TLS and the event loop's settings of the front's arguments; `drive.rs` runs
+//! calls of either protocol and the loop (inline or on the pool), `scheduler.rs` decides which
+//! (`thread_state.rs`: is a thread asleep), `report.rs` gathers the readings of `stats()` and
+//! `/metrics`, renders `/debug/requests` and logs the `--timeout` lines.
 
 pub mod allowance;
 mod drive;
@@ -26,18 +28,18 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::config::Config;
-use crate::io::event_loop::{LoopSettings, LoopState, Shutdown};
+use crate::io::event_loop::{LoopCtx, LoopState, Shutdown};
 use crate::io::metrics_socket::MetricsSocket;
 use crate::io::wakeup;
 use crate::observe::table::Stat;
 use crate::wsgi::bridge::Bridge;
-use crate::wsgi::environ::EnvironBuilder;
+use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
 use crate::wsgi::pool::Pool;
 use drive::{drive_loop, hand_loop_over, run_job, LoopEnd, Shared, STOP_TAIL};
 use report::{readings, watch_deadlines, Pages};
 use scheduler::Scheduler;
-use wiring::{balance_table, http3_hub, listener_tls, Listeners};
+use wiring::{listener_tls, loop_settings, python_line_sink, statsd_output, Listeners};
 
 /// The least a stop gives the access log's writer for its last lines, even with nothing left of
 /// the graceful timeout (an immediate stop): a file or a pipe that is read takes them in far
@@ -54,41 +56,39 @@ pub struct Server {
     bell_fd: RawFd,
 }
 
-/// The access log's lines handed to a Python callable (`config["access_log_sink"]`, None:
-/// none), a batch of whole lines at a time, from the log's writer thread: the Python front
-/// passes Python logging's `gunicorn.access` logger this way (see `observe::access_log`).
-fn python_line_sink(
-    callable: Option<Bound<'_, PyAny>>,
-) -> Option<crate::observe::access_log::LineSink> {
-    let callable = callable.filter(|c| !c.is_none())?.unbind();
-    Some(Box::new(move |batch: &[u8]| {
-        Python::attach(|py| {
-            callable
-                .call1(py, (pyo3::types::PyBytes::new(py, batch),))
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
+/// The state the loop's thread, the pool's threads and the Python object share: the WSGI
+/// bridge (the app, its environ's constants, the frozen config, the loop's context), the
+/// scheduler, and the eventfd that says the loop has finished.
+fn shared_state(
+    py: Python<'_>,
+    app: Py<PyAny>,
+    infos: &[ListenerInfo],
+    errors: &Bound<'_, PyAny>,
+    config: Arc<Config>,
+    ctx: Arc<LoopCtx>,
+) -> PyResult<Arc<Shared>> {
+    let file_wrapper = py.get_type::<FileWrapper>().into_any();
+    let environ = EnvironBuilder::new(
+        py,
+        infos,
+        &config.root_path,
+        &config.url_scheme,
+        errors,
+        &file_wrapper,
+    )?;
+    let policy = config.scheduler;
+    let bridge = Bridge::new(py, app, environ, config, ctx)?;
+    let done_fd = wakeup::eventfd(false);
+    if done_fd < 0 {
+        return Err(PyOSError::new_err("eventfd failed"));
+    }
+    Ok(Arc::new(Shared {
+        bridge,
+        sched: Scheduler::new(policy),
+        pool: Mutex::new(None),
+        done_fd,
+        left_behind: Default::default(),
     }))
-}
-
-/// `config["statsd"]`: None, or (address, prefix, tags) of `--statsd-host`,
-/// `--statsd-prefix` and `--dogstatsd-tags`: the request metrics and their socket.
-fn statsd_output(
-    given: Option<Bound<'_, PyAny>>,
-) -> PyResult<
-    Option<(
-        crate::observe::statsd::StatsdLines,
-        crate::observe::access_log::LineSink,
-    )>,
-> {
-    let Some(given) = given.filter(|g| !g.is_none()) else {
-        return Ok(None);
-    };
-    let (address, prefix, tags): (String, String, String) = given.extract()?;
-    Ok(Some((
-        crate::observe::statsd::StatsdLines::new(&prefix, &tags),
-        crate::io::statsd::sender(&address),
-    )))
 }
 
 #[pymethods]
@@ -124,66 +124,21 @@ impl Server {
             tls_flags,
         } = Listeners::of(listeners)?;
         let (tls, not_after) = listener_tls(&tls_flags, tls_given.as_ref(), &config)?;
-        let h2 = (config.http2 != crate::config::Http2Mode::Off)
-            .then(|| crate::io::h2::H2Hub::new(Arc::clone(&config)));
-        let h3 = http3_hub(&config, &sockets, &tls)?;
-        let statics = crate::io::static_files::StaticFiles::new(
-            &config.static_mounts,
-            config.static_fallthrough,
-            &config.static_expires,
-        )
-        .map_err(PyOSError::new_err)?;
-        let balance = balance_table(&config)?;
-        crate::observe::uwsgi_format::set_worker_slot(config.balance_fd >= 0, config.balance_slot);
-        let (mut st, ctx) = LoopState::new(
-            sockets,
-            LoopSettings {
-                config: Arc::clone(&config),
-                statics,
-                access_log: crate::observe::access_log::AccessLog::new(
-                    &config,
-                    access_sink,
-                    statsd,
-                )
-                .map_err(pyo3::exceptions::PyValueError::new_err)?
-                .map(Arc::new),
-                wires,
-                tls: crate::io::event_loop::ListenerTls::new(tls),
-                h2,
-                h3,
-            },
-            balance,
-        )
-        .map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
+        let (settings, balance) =
+            loop_settings(&config, &sockets, wires, tls, access_sink, statsd)?;
+        let (mut st, ctx) = LoopState::new(sockets, settings, balance)
+            .map_err(|e| PyOSError::new_err(format!("cannot start the event loop: {e}")))?;
         if let Some(not_after) = not_after {
             ctx.counters
                 .tls_not_after
                 .store(not_after.max(1), Ordering::Relaxed);
         }
-        let file_wrapper = py.get_type::<FileWrapper>().into_any();
-        let environ = EnvironBuilder::new(
-            py,
-            &infos,
-            &config.root_path,
-            &config.url_scheme,
-            &errors,
-            &file_wrapper,
-        )?;
-        let policy = config.scheduler;
         let signal_fd = config.signal_fd;
-        let bridge = Bridge::new(py, app, environ, config, ctx)?;
-        let done_fd = wakeup::eventfd(false);
+        let shared = shared_state(py, app, &infos, &errors, config, ctx)?;
         let bell_fd = wakeup::eventfd(true);
-        if done_fd < 0 || bell_fd < 0 {
+        if bell_fd < 0 {
             return Err(PyOSError::new_err("eventfd failed"));
         }
-        let shared = Arc::new(Shared {
-            bridge,
-            sched: Scheduler::new(policy),
-            pool: Mutex::new(None),
-            done_fd,
-            left_behind: Default::default(),
-        });
         if let Some(socket) = metrics {
             let pages = Pages::new(&shared, shared.bridge.config.debug_requests);
             st.serve_metrics(socket, Arc::new(pages))
@@ -229,7 +184,7 @@ impl Server {
         if let Some(hub) = &shared.ctx().settings.h2 {
             let runner = Arc::new(drive::Runner(Arc::downgrade(&shared)));
             hub.start(
-                Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::h2::LoopView>,
+                Arc::clone(&shared.bridge.loop_ctx) as Arc<dyn crate::io::streams::LoopView>,
                 runner,
             )
             .map_err(|e| PyOSError::new_err(format!("cannot start HTTP/2: {e}")))?;

@@ -240,7 +240,7 @@ pub(super) fn calls_in_flight(s: &Shared) -> Vec<(String, String, f64, u64, bool
     calls
         .into_iter()
         .map(|(label, thread, age, stuck)| {
-            // The label is "METHOD TARGET VERSION" (wsgi/driver.rs, wsgi/h2).
+            // The label is "METHOD TARGET VERSION" (wsgi/driver.rs, wsgi/streams).
             let mut parts = label.splitn(3, ' ');
             let method = parts.next().unwrap_or_default().to_string();
             let target = parts.next().unwrap_or_default();

@@ -1,5 +1,6 @@
 //! What `Server::new` makes of the front's arguments before it wires the loop: the listeners
-//! (socket, wire, names, TLS or not), each listener's TLS configuration, and the balance table.
+//! (socket, wire, names, TLS or not), each listener's TLS configuration, the balance table,
+//! the access log's Python sink and statsd output, and the event loop's settings.
 
 use std::sync::Arc;
 
@@ -10,7 +11,9 @@ use super::tls;
 use crate::config::Config;
 use crate::io::balance::Balance;
 use crate::io::conn::Wire;
-use crate::io::event_loop::ListenSocket;
+use crate::io::event_loop::{ListenSocket, ListenerTls, LoopSettings};
+use crate::observe::access_log::{AccessLog, LineSink};
+use crate::observe::statsd::StatsdLines;
 use crate::wsgi::environ::ListenerInfo;
 
 /// The listeners the front bound, in its order.
@@ -120,4 +123,71 @@ pub(super) fn http3_hub(
     }
     crate::io::h3::H3Hub::bind(Arc::clone(config), &on)
         .map_err(|e| PyOSError::new_err(format!("--http3: cannot bind its UDP socket: {e}")))
+}
+
+/// The event loop's settings, in the order they are made: HTTP/2's hub, HTTP/3's (its UDP
+/// sockets bound here), the `--static` mounts opened, the balance table mapped (with this
+/// worker's slot for uWSGI's `%(wid)`), and the access log started.
+pub(super) fn loop_settings(
+    config: &Arc<Config>,
+    sockets: &[ListenSocket],
+    wires: Vec<Wire>,
+    tls: Vec<Option<Arc<rustls::ServerConfig>>>,
+    access_sink: Option<LineSink>,
+    statsd: Option<(StatsdLines, LineSink)>,
+) -> PyResult<(LoopSettings, Option<Balance>)> {
+    let h2 = (config.http2 != crate::config::Http2Mode::Off)
+        .then(|| crate::io::h2::H2Hub::new(Arc::clone(config)));
+    let h3 = http3_hub(config, sockets, &tls)?;
+    let statics = crate::io::static_files::StaticFiles::new(
+        &config.static_mounts,
+        config.static_fallthrough,
+        &config.static_expires,
+    )
+    .map_err(PyOSError::new_err)?;
+    let balance = balance_table(config)?;
+    crate::observe::uwsgi_format::set_worker_slot(config.balance_fd >= 0, config.balance_slot);
+    let access_log = AccessLog::new(config, access_sink, statsd)
+        .map_err(PyValueError::new_err)?
+        .map(Arc::new);
+    let settings = LoopSettings {
+        config: Arc::clone(config),
+        statics,
+        access_log,
+        wires,
+        tls: ListenerTls::new(tls),
+        h2,
+        h3,
+    };
+    Ok((settings, balance))
+}
+
+/// The access log's lines handed to a Python callable (`config["access_log_sink"]`, None:
+/// none), a batch of whole lines at a time, from the log's writer thread: the Python front
+/// passes Python logging's `gunicorn.access` logger this way (see `observe::access_log`).
+pub(super) fn python_line_sink(callable: Option<Bound<'_, PyAny>>) -> Option<LineSink> {
+    let callable = callable.filter(|c| !c.is_none())?.unbind();
+    Some(Box::new(move |batch: &[u8]| {
+        Python::attach(|py| {
+            callable
+                .call1(py, (pyo3::types::PyBytes::new(py, batch),))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }))
+}
+
+/// `config["statsd"]`: None, or (address, prefix, tags) of `--statsd-host`,
+/// `--statsd-prefix` and `--dogstatsd-tags`: the request metrics and their socket.
+pub(super) fn statsd_output(
+    given: Option<Bound<'_, PyAny>>,
+) -> PyResult<Option<(StatsdLines, LineSink)>> {
+    let Some(given) = given.filter(|g| !g.is_none()) else {
+        return Ok(None);
+    };
+    let (address, prefix, tags): (String, String, String) = given.extract()?;
+    Ok(Some((
+        StatsdLines::new(&prefix, &tags),
+        crate::io::statsd::sender(&address),
+    )))
 }

@@ -1,8 +1,8 @@
 //! What `wsgi.input` reads from, whatever the protocol: the [`BodySource`] trait, and
 //! [`BodyEnd`], what a body says when its call is over. One `wsgi.input` type
 //! (`wsgi::input::Input`) serves every protocol over it: HTTP/1.1's body reader
-//! (`wsgi::body::BodyState`, over the connection's transport) and an HTTP/2 stream's
-//! ([`StreamInput`], over `io::h2::StreamBody`) implement it; a protocol more is one
+//! (`wsgi::body::BodyState`, over the connection's transport) and an HTTP/2 or HTTP/3
+//! stream's ([`StreamInput`], over `io::streams::reply::StreamIn`) implement it; a protocol more is one
 //! implementation more. Each implementation keeps its protocol's rules (`Expect:
 //! 100-continue` answered at the first read, `--limit-body`, `--read-timeout`) and waits for
 //! bytes with the GIL released.
@@ -16,9 +16,9 @@ use pyo3::types::PyBytes;
 
 use super::errors::{BodyError, ClientDisconnected};
 use crate::io::call_io::CallBody;
-use crate::io::h2::stream::body_protocol_error;
 use crate::io::read_ahead::BodyFailure;
 use crate::io::read_buf::ReadBuf;
+use crate::io::streams::reply::{body_protocol_error, StreamIn};
 
 /// The request body of one call, as `wsgi.input` reads it.
 pub trait BodySource: Send {

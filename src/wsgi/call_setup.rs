@@ -1,5 +1,5 @@
 //! What every app call does around the app, whatever the protocol (HTTP/1.1's
-//! `driver::run_request`, an HTTP/2 stream's `h2::run_stream`, both entered through
+//! `driver::run_request`, an HTTP/2 or HTTP/3 stream's `streams::run_stream`, both entered through
 //! `call::run_call`): it is counted, its forwarding facts are resolved
 //! (`--forwarded-allow-ips`, the decision proto's), `--timeout` watches it from the start
 //! ([`begin`]) until it is over ([`Watched::leave`], before the socket can be closed: see

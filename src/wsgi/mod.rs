@@ -16,7 +16,6 @@ pub mod driver;
 pub mod environ;
 pub mod errors;
 pub mod file_wrapper;
-pub mod h2;
 pub mod input;
 pub mod interrupt;
 pub mod iterable;
@@ -26,5 +25,6 @@ pub mod reply;
 pub mod sender;
 pub mod short_table;
 pub mod start_response;
+pub mod streams;
 
 pub use call::run_call;

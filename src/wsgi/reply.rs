@@ -1,7 +1,7 @@
 //! The response of one call as the driver of the app's iterable (`iterable::drive`) writes
 //! it, whatever the protocol: the [`Reply`] trait. HTTP/1.1's `Sender` (`wsgi/sender/`)
-//! implements it over the connection's output queue, an HTTP/2 stream's `Response`
-//! (`wsgi/h2/response.rs`) over the stream's `StreamReply`; a protocol more is one
+//! implements it over the connection's output queue, an HTTP/2 or HTTP/3 stream's `Response`
+//! (`wsgi/streams/response.rs`) over the stream's `io::streams::reply::StreamOut`; a protocol more is one
 //! implementation more. The driver is generic over it, so each protocol's calls are its own
 //! code, with no dispatch per block.
 //!

@@ -3,7 +3,7 @@
 //! start_response converts and validates the app's status and headers at once (`app_head`: CR,
 //! LF, NUL or other control bytes raise, so the app fails before anything is sent and the
 //! client gets a 500) and applies the exc_info rules. The response itself is written by the
-//! call's [`Reply`] (HTTP/1.1's `Sender`, an HTTP/2 stream's `Response`), which both the
+//! call's [`Reply`] (HTTP/1.1's `Sender`, a stream's `Response`), which both the
 //! iterable driver and `write()` use: the rules here are written once, generic over it, and
 //! the object holds one of the two ([`Sink`], matched once per call).
 //!
@@ -13,7 +13,7 @@
 //! ([`Callables`]) and gives them to the next request only if nothing else holds any of the
 //! four: an app that kept `start_response`, `write` or `wsgi.early_hints` keeps its own, and
 //! the next request gets new ones. Making and freeing the objects cost about 1,000
-//! instructions of a hello world. An HTTP/2 stream's are made for it and let go after it.
+//! instructions of a hello world. A stream's (HTTP/2, HTTP/3) are made for it and let go after it.
 
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
@@ -28,9 +28,9 @@ use sluicegate_proto::RequestHead;
 
 use super::app_head::{parse_head, parse_hints};
 use super::body_block::SendError;
-use super::h2::response::Response;
 use super::reply::{HintsRefused, Reply};
 use super::sender::{Sender, SenderSettings};
+use super::streams::response::Response;
 use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
 use crate::io::out_queue::OutQueue;
@@ -39,8 +39,8 @@ use crate::io::out_queue::OutQueue;
 pub enum Sink {
     /// An HTTP/1.1 request's sender.
     H1(Mutex<Sender>),
-    /// An HTTP/2 stream's response.
-    H2(Mutex<Response>),
+    /// An HTTP/2 or HTTP/3 stream's response.
+    Stream(Mutex<Response>),
 }
 
 /// The state behind `start_response`, `write` and `wsgi.early_hints` for one call: its
@@ -58,14 +58,14 @@ impl StartResponse {
     pub fn sender(&self) -> &Mutex<Sender> {
         match &self.sink {
             Sink::H1(s) => s,
-            Sink::H2(_) => unreachable!("an HTTP/2 stream's start_response has no Sender"),
+            Sink::Stream(_) => unreachable!("a stream's start_response has no Sender"),
         }
     }
 
-    /// An HTTP/2 stream's response. Only the stream's call asks, of the callables it made.
+    /// A stream's response (HTTP/2, HTTP/3). Only the stream's call asks, of the callables it made.
     pub fn response(&self) -> &Mutex<Response> {
         match &self.sink {
-            Sink::H2(r) => r,
+            Sink::Stream(r) => r,
             Sink::H1(_) => unreachable!("an HTTP/1.1 start_response has no stream"),
         }
     }
@@ -84,7 +84,7 @@ impl StartResponse {
         let exc_info = exc_info.filter(|e| !e.is_none());
         match &self.sink {
             Sink::H1(s) => record_head(s, status, headers, exc_info)?,
-            Sink::H2(r) => record_head(r, status, headers, exc_info)?,
+            Sink::Stream(r) => record_head(r, status, headers, exc_info)?,
         }
         match &*self.write.lock_py_attached(py).unwrap() {
             Some(w) => Ok(w.clone_ref(py)),
@@ -100,7 +100,7 @@ impl StartResponse {
     fn early_hints(&self, py: Python<'_>, headers: &Bound<'_, PyAny>) -> PyResult<()> {
         let sent = match &self.sink {
             Sink::H1(s) => send_hints(py, s, headers)?,
-            Sink::H2(r) => send_hints(py, r, headers)?,
+            Sink::Stream(r) => send_hints(py, r, headers)?,
         };
         match sent {
             Ok(()) => Ok(()),
@@ -116,7 +116,7 @@ impl StartResponse {
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let sent = match &self.sink {
             Sink::H1(s) => s.lock_py_attached(py).unwrap().send_block(py, data),
-            Sink::H2(r) => Reply::send_block(&mut *r.lock_py_attached(py).unwrap(), py, data),
+            Sink::Stream(r) => Reply::send_block(&mut *r.lock_py_attached(py).unwrap(), py, data),
         };
         sent.map_err(write_error)
     }

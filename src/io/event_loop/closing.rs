@@ -26,6 +26,9 @@ impl LoopState {
     pub(super) fn protocol_error(&mut self, token: usize, e: ProtoError, ctx: &LoopCtx) {
         ctx.counters.protocol_errors.fetch_add(1, Ordering::Relaxed);
         ctx.counters.by_request.refused(e.status());
+        if e == ProtoError::HeadersTooLarge && ctx.settings.config.head_overflow_closes {
+            return self.head_overflow(token, ctx);
+        }
         if let Some(Slot::Here(conn)) = self.conns.get_mut(token) {
             let answer = protocol_error_answer(&e, &ctx.settings.config.server_header);
             if let Some(log) = ctx.settings.access_log.as_deref() {
@@ -50,6 +53,25 @@ impl LoopState {
             conn.phase = Phase::Idle;
             self.ready.push_back((token, ReadHint::None));
         }
+    }
+
+    /// uWSGI's answer to a head larger than its buffer (`--uwsgi-compat buffer-size`): no
+    /// answer and no request line, its own log line (proto/uwsgi.c and proto/http.c), and the
+    /// connection closed at once, so that nginx in front answers 502.
+    fn head_overflow(&mut self, token: usize, ctx: &LoopCtx) {
+        let Some(Slot::Here(conn)) = self.conns.get(token) else {
+            return;
+        };
+        let max = ctx.settings.config.limits.max_header_bytes;
+        match (conn.wire, conn.buffered()) {
+            (Wire::Uwsgi, &[_, lo, hi, ..]) => eprintln!(
+                "invalid request block size: {} (max {max})...skip",
+                u16::from_le_bytes([lo, hi])
+            ),
+            _ if conn.tls.is_some() => eprintln!("invalid HTTPS request size (max {max})...skip"),
+            _ => eprintln!("invalid HTTP request size (max {max})...skip"),
+        }
+        self.close(token);
     }
 
     /// Output is written and the connection must close: close now if nothing more can come
@@ -271,12 +293,10 @@ impl LoopState {
             ctx.counters.cut.fetch_add(cut as u64, Ordering::Relaxed);
             // HTTP/2: every stream still open is reset (and counted) by its connection's task.
             if let Some(tasks) = self.tasks.as_mut() {
-                if let Some(hub) = ctx.settings.h2.as_ref() {
-                    hub.set_stop(crate::io::h2::Stop::Immediate);
-                }
                 if let Some(hub) = ctx.settings.h3.as_ref() {
-                    hub.set_stop(crate::io::h2::Stop::Immediate);
+                    hub.drain_at(crate::io::streams::Stop::Immediate);
                 }
+                tasks.set_stop(crate::io::streams::Stop::Immediate);
                 tasks.run(now);
                 tasks.clear();
             }

@@ -18,9 +18,9 @@ use sluicegate_proto::RequestHead;
 use crate::config::Config;
 use crate::io::balance::Balance;
 use crate::io::conn::{AfterOutput, Conn, Wire};
-use crate::io::h2::StreamCall;
 use crate::io::shared_out::SharedOut;
 use crate::io::static_files::StaticFiles;
+use crate::io::streams::StreamCall;
 use crate::io::tls_writer::{self, TlsWriter, TLS_WRITER_MIN};
 use crate::observe::access_log::AccessLog;
 
@@ -61,7 +61,7 @@ impl Call {
 
     /// The request is whole: the app can be called without waiting for the client (a call
     /// that would wait for its body never runs inline). A stream is queued for the loop only
-    /// when whole (`io::h2::Inline::offer`).
+    /// when whole (`io::streams::Inline::offer`).
     pub fn whole(&self) -> bool {
         match self {
             Call::Request(w) => w.body_buffered,

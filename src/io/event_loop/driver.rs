@@ -361,8 +361,9 @@ impl LoopState {
             return;
         }
         conn.registered = true;
-        let ready = crate::io::h2::Readiness::new();
-        if let Some(task) = hub.serve(conn, Arc::clone(&ready)) {
+        let ready = crate::io::streams::Readiness::new();
+        let stop = tasks.shared().stop().subscribe();
+        if let Some(task) = hub.serve(conn, Arc::clone(&ready), stop) {
             tasks.insert_io(task, Some(ready));
         }
         if let Some(b) = &ctx.balance {

@@ -72,10 +72,10 @@ impl LoopState {
                 if let Some(tasks) = &self.tasks {
                     let mut bits = 0;
                     if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                        bits |= crate::io::h2::READ;
+                        bits |= crate::io::streams::READ;
                     }
                     if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
-                        bits |= crate::io::h2::WRITE;
+                        bits |= crate::io::streams::WRITE;
                     }
                     tasks.wake(t.0 - H2_BASE, bits);
                 }
@@ -115,25 +115,26 @@ impl LoopState {
             return false;
         };
         if ctx.shutting_down() {
-            let stop = crate::io::h2::LoopView::stop(ctx);
-            if let Some(hub) = &ctx.settings.h2 {
-                hub.set_stop(stop);
-            }
+            let stop = crate::io::streams::LoopView::stop(ctx);
             if let Some(hub) = &ctx.settings.h3 {
-                hub.set_stop(stop);
+                hub.drain_at(stop);
             }
+            tasks.set_stop(stop);
         }
         tasks.run(Instant::now())
     }
 
     /// Start HTTP/3's endpoints on this loop (`--http3`): their sockets join the epoll set,
     /// their tasks the task set; `runner` runs each request stream's call.
-    pub fn start_http3(&mut self, runner: Arc<dyn crate::io::h2::StreamRunner>) -> io::Result<()> {
+    pub fn start_http3(
+        &mut self,
+        runner: Arc<dyn crate::io::streams::StreamRunner>,
+    ) -> io::Result<()> {
         let (Some(hub), Some(tasks)) = (self.shared.settings.h3.as_ref(), self.tasks.as_ref())
         else {
             return Ok(());
         };
-        let view = Arc::clone(&self.shared) as Arc<dyn crate::io::h2::LoopView>;
+        let view = Arc::clone(&self.shared) as Arc<dyn crate::io::streams::LoopView>;
         let inline = self
             .shared
             .settings

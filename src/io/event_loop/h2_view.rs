@@ -1,5 +1,6 @@
-//! What the loop (`io::h2`) reads of the loop, through its `LoopView` trait: the
-//! loop implements it here, so `io::h2` never imports the loop (the floors): the shutdown
+//! What the streams' connection tasks (`io::h2`, `io::h3`) read of the loop, through
+//! `io::streams`' `LoopView` trait: the loop implements it here, so neither imports the loop
+//! (no import cycle: `scripts/check_floors.py`): the shutdown
 //! state, the counters, and the loop's own answers (`--static`, `--health-path`) with their
 //! accounting, the same decisions as for an HTTP/1.1 request.
 
@@ -10,10 +11,10 @@ use crate::io::static_files::Own;
 use crate::observe::request_end::PendingLog;
 use crate::observe::timings::End;
 
-/// The loop's view of the loop (`io::h2` does not import the loop: the floors).
-impl crate::io::h2::LoopView for LoopCtx {
-    fn stop(&self) -> crate::io::h2::Stop {
-        use crate::io::h2::Stop;
+/// The loop as the streams' connection tasks see it (they do not import the loop).
+impl crate::io::streams::LoopView for LoopCtx {
+    fn stop(&self) -> crate::io::streams::Stop {
+        use crate::io::streams::Stop;
         match self.shutdown_state() {
             Shutdown::Running | Shutdown::Draining => Stop::Running,
             Shutdown::Graceful => Stop::Graceful,

@@ -99,7 +99,7 @@ fn readable_now(fd: std::os::fd::RawFd) -> bool {
 /// Token of the waker (returned connections, shutdown).
 const WAKER: Token = Token(usize::MAX);
 /// HTTP/2 connections' sockets are registered under this plus their task's key
-/// (`io::h2::tasks`), far above the connections' slab keys and below the listeners'.
+/// (`io::streams::tasks`), far above the connections' slab keys and below the listeners'.
 const H2_BASE: usize = 1 << 40;
 /// HTTP/3's UDP sockets are registered under this plus their index (`io::h3`).
 const H3_BASE: usize = 2 * H2_BASE;
@@ -144,8 +144,8 @@ enum ReadHint {
 enum Next {
     /// A request for the app.
     Work(Work),
-    /// The connection opened with the HTTP/2 preface: it leaves the loop for the HTTP/2
-    /// thread (`io::h2`).
+    /// The connection opened with the HTTP/2 preface: it leaves the loop's table for a task
+    /// of the loop (`io::h2`).
     Http2,
     /// Not a whole request yet.
     NeedMore,
@@ -225,8 +225,8 @@ pub struct LoopState {
     /// Metrics connections away while their page is rendered elsewhere: not requests, so a
     /// stop that ends with them away does not count them as cut.
     pages_away: Vec<usize>,
-    /// HTTP/2 connections' tasks, polled by the loop (`io::h2::tasks`).
-    tasks: Option<crate::io::h2::Tasks>,
+    /// HTTP/2 and HTTP/3 connections' tasks, polled by the loop (`io::streams::tasks`).
+    tasks: Option<crate::io::streams::Tasks>,
     /// How long to look for events before sleeping (`spin`).
     spin: spin::Spin,
     /// Sleeps that keep the process's CPU below a CPU quota (`pace`).
@@ -266,7 +266,7 @@ impl LoopState {
         let spin = spin::Spin::new(settings.config.spin);
         let pace = pace::Pace::new(settings.config.pace);
         let tasks = (settings.h2.is_some() || settings.h3.is_some())
-            .then(|| crate::io::h2::Tasks::new(Arc::clone(&waker)));
+            .then(|| crate::io::streams::Tasks::new(Arc::clone(&waker)));
         let ctx = Arc::new(LoopCtx {
             settings,
             waker,
@@ -561,8 +561,8 @@ fn log_io_error(what: &str, e: &io::Error) {
     eprintln!("sluicegate: {what}: {e}");
 }
 
-/// The next stream a connection's task queued to run (`io::h2::Inline`), if any.
+/// The next stream a connection's task queued to run (`io::streams::Inline`), if any.
 #[inline]
-fn queued_stream(ctx: &LoopCtx) -> Option<Box<crate::io::h2::StreamCall>> {
+fn queued_stream(ctx: &LoopCtx) -> Option<Box<crate::io::streams::StreamCall>> {
     ctx.settings.h2.as_ref()?.inline.pop()
 }

@@ -16,19 +16,19 @@ use std::task::Poll;
 use bytes::Bytes;
 use sluicegate_proto::h2::request_head;
 use sluicegate_proto::BodyFraming;
-use tokio::sync::watch;
 
-use super::call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
-use super::inline::Inline;
 use super::open_streams::OpenStreams;
 use super::own_answer;
 use super::parked::{Parking, ServerParking};
 use super::socket_io::SocketIo;
 use super::stream::{StreamBody, StreamReply};
-use super::{tasks, timer};
 use crate::clock::now_ns;
 use crate::io::call_io::{CallBody, CallReply};
 use crate::io::conn::Conn;
+use crate::io::streams::reply::StreamOut;
+use crate::io::streams::Inline;
+use crate::io::streams::{tasks, timer};
+use crate::io::streams::{LiveStream, LoopView, Stop, StopWatch, StreamCall, StreamRunner, Upper};
 
 /// What the connections' tasks work with.
 pub(super) struct ThreadShare {
@@ -56,8 +56,8 @@ pub(super) async fn serve_one(
     hub: Arc<ThreadShare>,
     ctx: Arc<dyn LoopView>,
     mut conn: Box<Conn>,
-    ready: Arc<super::tasks::Readiness>,
-    mut stop: watch::Receiver<Stop>,
+    ready: Arc<crate::io::streams::tasks::Readiness>,
+    mut stop: StopWatch,
 ) {
     let cfg = Arc::clone(&hub.config);
     let prefix = conn
@@ -95,7 +95,7 @@ async fn streams(
     ctx: &Arc<dyn LoopView>,
     conn: &mut Conn,
     mut h2c: h2::server::Connection<SocketIo, Bytes>,
-    stop: &mut watch::Receiver<Stop>,
+    stop: &mut StopWatch,
 ) {
     let cfg = &hub.config;
     let per_conn = PerConn {
@@ -195,7 +195,7 @@ fn take_stream(
     let (parts, body) = request.into_parts();
     let end_of_stream = body.is_end_stream();
     let head = request_head(
-        super::call::stream_request(&parts, end_of_stream),
+        crate::io::streams::stream_request(&parts, end_of_stream),
         &hub.config.limits,
     );
     let head = match head {
@@ -212,7 +212,7 @@ fn take_stream(
     let mut framed = None;
     let server = ctx.server_header();
     if ctx.own_answer(&head, &mut |own| {
-        framed = Some(own_answer::frame(own, server))
+        framed = Some(crate::io::streams::own_answer::frame(own, server))
     }) {
         let framed = framed.expect("framed by own_answer");
         let (view, client) = (Arc::clone(ctx), conn.peer.ip());

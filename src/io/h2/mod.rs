@@ -1,18 +1,16 @@
 //! HTTP/2: connections that spoke the client preface (h2c with prior knowledge on a plain
 //! listener) or agreed on `h2` by ALPN (a TLS listener) leave the loop's table and are served
-//! by hyperium's `h2` crate, each as a task the event loop polls itself (`tasks.rs`): no
-//! runtime and no thread of their own. Fast streams' calls run on the loop's thread
-//! (`inline.rs`). docs/architecture.md, "HTTP/2", says why.
+//! by hyperium's `h2` crate, each as a task the event loop polls itself (`io::streams::tasks`):
+//! no runtime and no thread of their own. Fast streams' calls run on the loop's thread
+//! (`io::streams::inline`). docs/architecture.md, "HTTP/2", says why.
 //!
 //! - [`H2Hub`]: what the loop and the server know of it: `serve` makes a connection's task
 //!   (the loop registers its socket under the task's token; the bytes read so far come
 //!   along), `start` readies it with the server's [`StreamRunner`] (inline now, or to the
-//!   pool?), `set_stop` tells the connections of a stop (the loop, at each turn of a stop).
-//! - `tasks.rs`: the loop's task set: wakers, the woken list, the sockets' readiness.
-//! - `timer.rs`: the tasks' timers, one heap the loop's wait ends at.
+//!   pool?). A stop reaches the connections through the loop's task set
+//!   (`io::streams::stop`), as HTTP/3's.
 //! - `conn.rs`: one connection's task: the handshake, accepting streams, the idle timer, the
 //!   GOAWAY at a stop, the resets at its deadline.
-//! - `inline.rs`: the queue of fast streams the loop's thread runs.
 //! - `open_streams.rs`: a connection's open streams, reset at the end of a stop's graceful time.
 //! - `own_answer.rs`: `--static` and `--health-path` answered by a task of the loop.
 //! - `parked.rs`: answers waiting for the client's window, held here, not by an app thread.
@@ -20,32 +18,23 @@
 //! - `stream.rs`: one stream seen from its app thread: the body in (`stream/body.rs`), the
 //!   response out.
 //!
-//! Nothing here knows Python: a stream leaves as a [`StreamCall`], a plain value.
+//! Nothing here knows Python: a stream leaves as a `StreamCall` (`io::streams`), a plain value.
 
-mod call;
 mod conn;
-pub mod inline;
 mod open_streams;
-pub mod own_answer;
+mod own_answer;
 mod parked;
 mod socket_io;
 pub mod stream;
-pub mod tasks;
-pub mod timer;
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, OnceLock, Weak};
 
-use tokio::sync::watch;
-
 use crate::config::Config;
 use crate::io::conn::Conn;
-pub(crate) use call::stream_request;
-pub use call::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+use crate::io::streams::{Inline, LoopView, Readiness, StopWatch, StreamRunner, Task};
 use conn::ThreadShare;
-pub use inline::Inline;
-pub use stream::{StreamBody, StreamCut, StreamReply};
-pub use tasks::{Readiness, Task, Tasks, READ, WRITE};
+pub use stream::{StreamBody, StreamReply};
 
 /// The HTTP/2 preface's first line: a plain listener's connection that opens with it speaks
 /// HTTP/2 (h2c with prior knowledge, RFC 9113 §3.3).
@@ -60,8 +49,6 @@ pub struct H2Hub {
     share: OnceLock<(Arc<ThreadShare>, Weak<dyn LoopView>)>,
     /// The streams to run inline on the loop's thread.
     pub inline: Arc<Inline>,
-    /// The stop as the connections see it (set by the loop, on its thread).
-    stop: watch::Sender<Stop>,
     /// Connections being served.
     pub open: Arc<AtomicUsize>,
 }
@@ -72,7 +59,6 @@ impl H2Hub {
             config,
             share: OnceLock::new(),
             inline: Arc::new(Inline::new()),
-            stop: watch::Sender::new(Stop::Running),
             open: Arc::new(AtomicUsize::new(0)),
         })
     }
@@ -95,24 +81,13 @@ impl H2Hub {
     }
 
     /// The task that serves a connection taken from the loop's table (its socket registered
-    /// under the task's token by the loop), or `None` before `start`.
-    pub fn serve(&self, conn: Box<Conn>, ready: Arc<Readiness>) -> Option<Task> {
+    /// under the task's token by the loop; `stop`: the task set's stop), or `None` before
+    /// `start`.
+    pub fn serve(&self, conn: Box<Conn>, ready: Arc<Readiness>, stop: StopWatch) -> Option<Task> {
         let (share, ctx) = self.share.get()?;
         let ctx = ctx.upgrade()?;
         self.open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let task = conn::serve_one(Arc::clone(share), ctx, conn, ready, self.stop.subscribe());
+        let task = conn::serve_one(Arc::clone(share), ctx, conn, ready, stop);
         Some(Box::pin(task))
-    }
-
-    /// The stop state as the loop sees it now: the connections hear of a move at once
-    /// (GOAWAY, or the resets of an immediate stop).
-    pub fn set_stop(&self, state: Stop) {
-        self.stop.send_if_modified(|s| {
-            let moved = state > *s;
-            if moved {
-                *s = state;
-            }
-            moved
-        });
     }
 }

@@ -73,7 +73,7 @@ impl Drop for WaitSeat {
 /// One connection's share of parking: the runtime the pumps run on, the bounds, and the stall
 /// watch.
 pub struct Parking {
-    tasks: Arc<super::tasks::TaskShared>,
+    tasks: Arc<crate::io::streams::tasks::TaskShared>,
     pub(super) write_timeout: Duration,
     /// `--write-high-water`: the most bytes this connection parks.
     conn_max: usize,
@@ -102,7 +102,7 @@ impl Parking {
         threads_max: usize,
     ) -> Parking {
         Parking {
-            tasks: super::tasks::current(),
+            tasks: crate::io::streams::tasks::current(),
             write_timeout,
             conn_max,
             conn_bytes: AtomicUsize::new(0),

@@ -14,9 +14,9 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::tasks::{Readiness, READ, WRITE};
 use crate::io::out_queue::OutQueue;
 use crate::io::stream::{read_fd_uninit, writev_fd_flags};
+use crate::io::streams::tasks::{Readiness, READ, WRITE};
 use crate::io::tls_link::TlsLink;
 
 /// One HTTP/2 connection's byte stream.

@@ -16,61 +16,28 @@
 use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, SendStream};
 
 use super::parked::{Parking, Room};
+use crate::io::streams::cut::{CutTarget, StreamCut};
+use crate::io::streams::head::response_of;
+use crate::io::streams::reply::StreamOut;
+use crate::io::streams::wait::{block_on, cut_error};
 
 mod body;
-pub use body::{body_protocol_error, StreamBody};
+pub use body::StreamBody;
 
 fn gone(e: h2::Error) -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionReset, e.to_string())
 }
 
-/// Wakes the app thread parked on a stream.
-struct Unpark(Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-fn thread_waker() -> Waker {
-    Waker::from(Arc::new(Unpark(std::thread::current())))
-}
-
-/// Poll `f` on this thread until it is ready or `timeout` passes without it (`TimedOut`).
-fn block_on<T>(timeout: Duration, mut f: impl FnMut(&mut Context<'_>) -> Poll<T>) -> io::Result<T> {
-    let waker = thread_waker();
-    let mut cx = Context::from_waker(&waker);
-    let until = Instant::now() + timeout;
-    loop {
-        if let Poll::Ready(v) = f(&mut cx) {
-            return Ok(v);
-        }
-        if !crate::io::inline_call::may_wait() {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        let now = Instant::now();
-        if now >= until {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        std::thread::park_timeout(until - now);
-    }
-}
-
 /// A response's state, shared by the app thread that sends it and the `--timeout` watcher
-/// that may cut it ([`StreamCut`]). The lock is held for one `h2` call at a time, never while
+/// that may cut it (`io::streams::StreamCut`). The lock is held for one `h2` call at a time, never while
 /// the app thread waits for window.
 struct ReplyState {
     respond: SendResponse<Bytes>,
@@ -184,7 +151,7 @@ impl ReplyState {
 async fn pump(state: Arc<Mutex<ReplyState>>) {
     let park = Arc::clone(&state.lock().unwrap().park);
     loop {
-        let step = super::timer::timeout(
+        let step = crate::io::streams::timer::timeout(
             park.write_timeout,
             std::future::poll_fn(|cx| state.lock().unwrap().poll_pump(cx)),
         )
@@ -221,29 +188,10 @@ pub struct StreamReply {
     state: Arc<Mutex<ReplyState>>,
 }
 
-/// The `--timeout` watcher's hold on a stream (`io::transport::Cut::Stream`): answer it 504
-/// if nothing was sent, else reset it, from a thread that does not run the call.
-#[derive(Clone)]
-pub struct StreamCut(Arc<Mutex<ReplyState>>);
-
-impl std::fmt::Debug for StreamCut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StreamCut")
-    }
-}
-
-impl PartialEq for StreamCut {
-    fn eq(&self, other: &StreamCut) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for StreamCut {}
-
-impl StreamCut {
-    /// `answer`: send `504 Gateway Timeout` (the head was not sent); else reset the stream.
-    pub fn cut(&self, answer: bool) {
-        let mut st = self.0.lock().unwrap();
+/// The `--timeout` watcher's cut (`io::streams::cut`): the lock is taken for one `h2` call.
+impl CutTarget for Mutex<ReplyState> {
+    fn cut(self: Arc<Self>, answer: bool) {
+        let mut st = self.lock().unwrap();
         if st.ended || st.cut {
             st.cut = true;
             return;
@@ -294,36 +242,6 @@ impl StreamWatch {
 /// buffers what it was handed until it is written, so this bounds the memory of one stream.
 const SEND_PIECE: usize = 256 * 1024;
 
-fn cut_error() -> io::Error {
-    io::Error::new(io::ErrorKind::TimedOut, "the stream was cut (--timeout)")
-}
-
-/// A response head (or an interim one) for `h2` from the app's status and fields. Built in
-/// place, not with `http::response::Builder`, which moves the whole response through a `Result`
-/// at every field (a third of the head's instructions).
-pub(crate) fn response_of<'a>(
-    status: u16,
-    fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
-) -> io::Result<http::Response<()>> {
-    let mut response = http::Response::new(());
-    *response.status_mut() = http::StatusCode::from_u16(status).map_err(invalid)?;
-    let headers = response.headers_mut();
-    for (name, value) in fields {
-        // `from_bytes` lowercases the name itself.
-        let name = http::HeaderName::from_bytes(name).map_err(invalid)?;
-        // HTTP/1.1 ignores a value's surrounding whitespace, HTTP/2 forbids it (RFC 9113
-        // §8.2.1: a client such as the `h2` library refuses the whole response). Django's
-        // Set-Cookie values start with a space (`SimpleCookie.output(header="")`).
-        let value = http::HeaderValue::from_bytes(value.trim_ascii()).map_err(invalid)?;
-        headers.try_append(name, value).map_err(invalid)?;
-    }
-    Ok(response)
-}
-
-fn invalid(e: impl std::fmt::Display) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, e.to_string())
-}
-
 impl StreamReply {
     /// `park`: the connection's parking, where bytes the window cannot take wait.
     pub(super) fn new(respond: SendResponse<Bytes>, park: &Arc<Parking>) -> StreamReply {
@@ -349,15 +267,50 @@ impl StreamReply {
         StreamWatch(Arc::downgrade(&self.state))
     }
 
+    /// Past the parking bounds: wait until this stream's parked bytes drained enough to park
+    /// `want` more, or (none parked) until its window opens. A wait past `timeout` resets the
+    /// stream: the client opened no window for `--write-timeout`.
+    fn wait_for_room(&self, want: usize, timeout: Duration) -> io::Result<()> {
+        let waited = block_on(timeout, None, |cx| {
+            let mut st = self.state.lock().unwrap();
+            if st.cut {
+                return Poll::Ready(());
+            }
+            let st = &mut *st;
+            if let Some(p) = st.parked.as_mut() {
+                if st.park.has_room(want) {
+                    return Poll::Ready(());
+                }
+                p.drain_waker = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            let Some(send) = st.send.as_mut() else {
+                return Poll::Ready(());
+            };
+            send.reserve_capacity(want.min(SEND_PIECE));
+            match send.poll_capacity(cx) {
+                Poll::Ready(Some(Ok(0))) | Poll::Pending => Poll::Pending,
+                Poll::Ready(_) => Poll::Ready(()),
+            }
+        });
+        if let Err(e) = waited {
+            self.state.lock().unwrap().reset(Reason::CANCEL);
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+impl StreamOut for StreamReply {
     /// The watcher's hold on this stream (`--timeout`).
-    pub fn cut_handle(&self) -> StreamCut {
-        StreamCut(Arc::clone(&self.state))
+    fn cut_handle(&self) -> StreamCut {
+        StreamCut::new(Arc::clone(&self.state) as Arc<dyn CutTarget>)
     }
 
     /// Send the head: `status` and the fields (names lower-cased here, values without the
     /// spaces around them, connection-specific ones already dropped by the caller). `end`: no
     /// body follows (HEAD, an empty body).
-    pub fn send_head<'a>(
+    fn send_head<'a>(
         &mut self,
         status: u16,
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
@@ -382,7 +335,7 @@ impl StreamReply {
     /// head. An error once the head went, or the stream was cut or ended.
     ///
     /// [`send_head`]: StreamReply::send_head
-    pub fn send_interim<'a>(
+    fn send_interim<'a>(
         &mut self,
         status: u16,
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
@@ -400,7 +353,7 @@ impl StreamReply {
     /// tenth of a hello world's instructions). `Ok(false)`: nothing sent, [`send_data`] waits.
     ///
     /// [`send_data`]: StreamReply::send_data
-    pub fn send_data_now(&mut self, data: &Bytes, end: bool) -> io::Result<bool> {
+    fn send_data_now(&mut self, data: &Bytes, end: bool) -> io::Result<bool> {
         let mut st = self.state.lock().unwrap();
         if st.cut {
             return Err(cut_error());
@@ -434,7 +387,7 @@ impl StreamReply {
     /// step (the lock is not held while waiting), unless every other thread already waits so:
     /// then the bytes park within the server's bound only, or the stream is reset
     /// ([`Parking::room_for`]). `end`: the last of the body.
-    pub fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
+    fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
         loop {
             let mut guard = self.state.lock().unwrap();
             if guard.cut {
@@ -512,42 +465,9 @@ impl StreamReply {
         }
     }
 
-    /// Past the parking bounds: wait until this stream's parked bytes drained enough to park
-    /// `want` more, or (none parked) until its window opens. A wait past `timeout` resets the
-    /// stream: the client opened no window for `--write-timeout`.
-    fn wait_for_room(&self, want: usize, timeout: Duration) -> io::Result<()> {
-        let waited = block_on(timeout, |cx| {
-            let mut st = self.state.lock().unwrap();
-            if st.cut {
-                return Poll::Ready(());
-            }
-            let st = &mut *st;
-            if let Some(p) = st.parked.as_mut() {
-                if st.park.has_room(want) {
-                    return Poll::Ready(());
-                }
-                p.drain_waker = Some(cx.waker().clone());
-                return Poll::Pending;
-            }
-            let Some(send) = st.send.as_mut() else {
-                return Poll::Ready(());
-            };
-            send.reserve_capacity(want.min(SEND_PIECE));
-            match send.poll_capacity(cx) {
-                Poll::Ready(Some(Ok(0))) | Poll::Pending => Poll::Pending,
-                Poll::Ready(_) => Poll::Ready(()),
-            }
-        });
-        if let Err(e) = waited {
-            self.state.lock().unwrap().reset(Reason::CANCEL);
-            return Err(e);
-        }
-        Ok(())
-    }
-
     /// Cut the stream (RST_STREAM): the app failed after the head, or the body fell short of
     /// its Content-Length.
-    pub fn reset(&mut self) {
+    fn reset(&mut self) {
         self.state.lock().unwrap().reset(Reason::INTERNAL_ERROR);
     }
 }

@@ -3,7 +3,7 @@
 //! (SETTINGS, the control streams), then each request stream's head read and made into a
 //! `RequestHead` by proto on the connection's task as the stream is accepted (a task of its
 //! own only for a head that did not come with the stream), its call (a [`StreamCall`]) queued
-//! to run inline on the loop's thread (HTTP/2's queue, `io::h2::inline`) or dispatched to the
+//! to run inline on the loop's thread (the streams' queue, `io::streams::inline`) or dispatched to the
 //! pool.
 //!
 //! Limits, each quinn's or `h3`'s own defence set here or in `config.rs`: concurrent request
@@ -25,17 +25,19 @@ use bytes::{Buf, Bytes};
 use quinn::VarInt;
 use sluicegate_proto::forwarded::PeerOrigin;
 use sluicegate_proto::BodyFraming;
-use tokio::sync::watch;
 
 use super::early::{self, Handshake};
-use super::stream::{H3Body, H3Cut, H3Reply, RecvHalf};
+use super::stream::{H3Body, H3Reply, RecvHalf};
 use crate::clock::now_ns;
 use crate::config::Config;
 use crate::io::call_io::{CallBody, CallReply};
-use crate::io::h2::inline::Inline;
-use crate::io::h2::tasks;
-use crate::io::h2::timer;
-use crate::io::h2::{LiveStream, LoopView, Stop, StreamCall, StreamRunner, Upper};
+use crate::io::streams::inline::Inline;
+use crate::io::streams::reply::StreamOut;
+use crate::io::streams::tasks;
+use crate::io::streams::timer;
+use crate::io::streams::{
+    LiveStream, LoopView, Stop, StopWatch, StreamCall, StreamCut, StreamRunner, Upper,
+};
 use crate::io::tls_link::TlsFacts;
 use crate::observe::h3_counters::H3Event;
 use crate::peer::Peer;
@@ -68,7 +70,7 @@ pub(super) async fn accept_loop(
     endpoint: quinn::Endpoint,
     share: Arc<Share>,
     listener: usize,
-    mut stop: watch::Receiver<Stop>,
+    mut stop: StopWatch,
 ) {
     let mut draining = *stop.borrow() >= Stop::Graceful;
     loop {
@@ -111,7 +113,7 @@ async fn serve_one(
     share: Arc<Share>,
     incoming: quinn::Incoming,
     listener: usize,
-    mut stop: watch::Receiver<Stop>,
+    mut stop: StopWatch,
 ) {
     let counters = share.ctx.counters();
     share.open.fetch_add(1, Ordering::SeqCst);
@@ -154,7 +156,7 @@ struct PerConn {
     handshake: Handshake,
     /// The answers of the calls dispatched, to reset at a cut ([`PerConn::cut_streams`]);
     /// those whose call is over are dropped as new ones come.
-    answers: Mutex<Vec<H3Cut>>,
+    answers: Mutex<Vec<StreamCut>>,
 }
 
 /// Past this many answers kept, the finished ones are dropped from [`PerConn::answers`].
@@ -166,7 +168,7 @@ impl PerConn {
         made.clone()
     }
 
-    fn keep_answer(&self, cut: H3Cut) {
+    fn keep_answer(&self, cut: StreamCut) {
         let mut answers = self.answers.lock().unwrap();
         if answers.len() >= ANSWERS_PRUNE {
             answers.retain(|a| !a.released());
@@ -210,7 +212,7 @@ async fn serve_conn(
     share: &Arc<Share>,
     (conn, handshake): (quinn::Connection, Handshake),
     listener: usize,
-    stop: &mut watch::Receiver<Stop>,
+    stop: &mut StopWatch,
 ) {
     let cfg = &share.config;
     let built = timer::timeout(
@@ -397,7 +399,7 @@ async fn start_stream(
         return;
     }
     let head = sluicegate_proto::h3::request_head(
-        crate::io::h2::stream_request(&parts, end_of_stream),
+        crate::io::streams::stream_request(&parts, end_of_stream),
         &cfg.limits,
     );
     share.ctx.counters().h3.count(H3Event::Stream);
@@ -428,7 +430,7 @@ async fn start_stream(
     let mut framed = None;
     let server = share.ctx.server_header();
     if share.ctx.own_answer(&head, &mut |own| {
-        framed = Some(crate::io::h2::own_answer::frame(own, server))
+        framed = Some(crate::io::streams::own_answer::frame(own, server))
     }) {
         let framed = framed.expect("framed by own_answer");
         let (share, peer_ip) = (Arc::clone(share), per.peer.ip());

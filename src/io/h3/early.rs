@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::config::{ClientAuth, Config};
-use crate::io::h2::{tasks, timer, LoopView};
+use crate::io::streams::{tasks, timer, LoopView};
 use crate::observe::h3_counters::{H3Counters, H3Event};
 
 /// `H3_NO_ERROR`: the close of a connection whose handshake did not complete in time.

@@ -8,7 +8,9 @@
 //!
 //! - [`H3Hub`]: what the server and the loop hold of it: the bound sockets and their QUIC
 //!   configuration until [`H3Hub::start`] makes the endpoints on the loop; the sockets' epoll
-//!   events ([`H3Hub::event`]); the stop ([`H3Hub::set_stop`]); the connections open.
+//!   events ([`H3Hub::event`]); the sockets' drain at a stop ([`H3Hub::drain_at`], the
+//!   connections hear the stop itself from the task set: `io::streams::stop`); the connections
+//!   open.
 //! - `runtime.rs`: quinn's `Runtime` over the loop, and the loop's UDP socket.
 //! - `route.rs`: datagrams routed by connection ID between the workers sharing a port, so a
 //!   worker's coming or going moves no open connection, and a stopping worker's new
@@ -41,11 +43,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tokio::sync::watch;
-
 use crate::config::Config;
-use crate::io::h2::tasks::TaskShared;
-use crate::io::h2::{LoopView, Stop, StreamRunner};
+use crate::io::streams::tasks::TaskShared;
+use crate::io::streams::{LoopView, Stop, StopWatch, StreamRunner};
 use runtime::{LoopRuntime, LoopUdp};
 
 /// A UDP socket bound for a TLS listener, until the loop starts its endpoint.
@@ -65,7 +65,8 @@ pub struct H3Hub {
     alt_svc: Vec<Option<&'static [u8]>>,
     /// The endpoints' sockets, by token offset (events from the loop).
     sockets: OnceLock<Vec<Arc<LoopUdp>>>,
-    stop: watch::Sender<Stop>,
+    /// The task set's stop, once started (a certificate reload is not applied once it moved).
+    stop: OnceLock<StopWatch>,
     /// The endpoints, for a certificate reload ([`H3Hub::replace_tls`]).
     endpoints: Mutex<Vec<quinn::Endpoint>>,
     /// Connections being served (handshakes included).
@@ -103,7 +104,7 @@ impl H3Hub {
             alt_svc,
             bound: Mutex::new(bound),
             sockets: OnceLock::new(),
-            stop: watch::Sender::new(Stop::Running),
+            stop: OnceLock::new(),
             endpoints: Mutex::new(Vec::new()),
             open: Arc::new(AtomicUsize::new(0)),
         })))
@@ -121,7 +122,8 @@ impl H3Hub {
     }
 
     /// Make the endpoints on the loop: each socket registered under `token_base` plus its
-    /// index, each endpoint's driver and accept loop tasks of `tasks`. Once.
+    /// index, each endpoint's driver and accept loop tasks of `tasks` (whose stop they hear).
+    /// Once.
     pub fn start(
         &self,
         tasks: &Arc<TaskShared>,
@@ -129,9 +131,10 @@ impl H3Hub {
         token_base: usize,
         ctx: Arc<dyn LoopView>,
         runner: Arc<dyn StreamRunner>,
-        inline: Option<Arc<crate::io::h2::Inline>>,
+        inline: Option<Arc<crate::io::streams::Inline>>,
     ) -> std::io::Result<()> {
         let bound = std::mem::take(&mut *self.bound.lock().unwrap());
+        let _ = self.stop.set(tasks.stop().subscribe());
         let runtime = Arc::new(LoopRuntime(Arc::clone(tasks)));
         let share = Arc::new(conn::Share {
             config: Arc::clone(&self.config),
@@ -160,7 +163,7 @@ impl H3Hub {
                 endpoint,
                 Arc::clone(&share),
                 b.listener,
-                self.stop.subscribe(),
+                tasks.stop().subscribe(),
             ));
         }
         let _ = self.sockets.set(sockets);
@@ -171,7 +174,11 @@ impl H3Hub {
     /// configuration); those open keep theirs. Not once a stop began (the endpoints refuse
     /// new connections then).
     pub fn replace_tls(&self, tls: &rustls::ServerConfig) -> std::io::Result<()> {
-        if *self.stop.borrow() != Stop::Running {
+        if self
+            .stop
+            .get()
+            .is_some_and(|s| *s.borrow() != Stop::Running)
+        {
             return Ok(());
         }
         for endpoint in self.endpoints.lock().unwrap().iter() {
@@ -187,20 +194,14 @@ impl H3Hub {
         }
     }
 
-    /// The stop as the loop sees it now: endpoints stop accepting, connections send GOAWAY
-    /// (graceful) or close (immediate).
-    pub fn set_stop(&self, state: Stop) {
+    /// The stop as the loop sees it now, before the task set's signal moves: from a graceful
+    /// stop on, the sockets' routes drain (a stopping worker's new connections go to the
+    /// others, `route.rs`); the endpoints and connections hear the signal itself.
+    pub fn drain_at(&self, state: Stop) {
         if state >= Stop::Graceful {
             for udp in self.sockets.get().into_iter().flatten() {
                 udp.drain();
             }
         }
-        self.stop.send_if_modified(|s| {
-            let moved = state > *s;
-            if moved {
-                *s = state;
-            }
-            moved
-        });
     }
 }

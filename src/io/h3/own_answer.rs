@@ -1,6 +1,6 @@
 //! The answers the server gives without the app (`--static` files, `--health-path`), over
 //! HTTP/3: the loop's own protocol-neutral answer (`LoopView::own_answer`: proto's `Answer`),
-//! framed as for HTTP/2 (`io::h2::own_answer::frame`: an `http` response and the body queued,
+//! framed as for HTTP/2 (`io::streams::own_answer::frame`: an `http` response and the body queued,
 //! a text or a file range) and sent as HEADERS and DATA by a task of its own on the
 //! loop. No app thread, no Python. Each piece waits for quinn to take it (its send window), so
 //! a large file is read as it is sent.
@@ -9,7 +9,7 @@ use bytes::Bytes;
 use h3::error::Code;
 
 use super::stream::SendHalf;
-use crate::io::h2::own_answer::{pull, Framed};
+use crate::io::streams::own_answer::{pull, Framed};
 
 /// Send the framed answer on the stream. Returns the body bytes sent.
 pub(super) async fn send(mut send: SendHalf, framed: Framed, is_head: bool) -> u64 {

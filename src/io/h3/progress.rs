@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use quinn::VarInt;
 
 use super::config;
-use crate::io::h2::timer;
+use crate::io::streams::timer;
 use crate::observe::h3_counters::H3Counters;
 
 /// How often the watch looks: the window follows the number of connections this closely.

@@ -1,10 +1,10 @@
 //! quinn's `Runtime` over the event loop: QUIC brings no runtime and no thread. quinn asks its
 //! runtime for three things, each the loop's own here:
 //! - tasks ([`LoopRuntime::spawn`]): the endpoint's driver, each connection's driver, and the
-//!   HTTP/3 connection tasks all go into the loop's task set (`io::h2::tasks`), polled on the
+//!   HTTP/3 connection tasks all go into the loop's task set (`io::streams::tasks`), polled on the
 //!   loop's thread when woken;
 //! - timers ([`LoopRuntime::new_timer`]): entries of the task set's one timer heap
-//!   (`io::h2::timer`), which the loop's wait ends at;
+//!   (`io::streams::timer`), which the loop's wait ends at;
 //! - a UDP socket ([`LoopUdp`]): non-blocking, registered with the loop's epoll under a token of
 //!   its own; an event sets its readiness and wakes the task that waited for it
 //!   ([`LoopUdp::event`], called by the loop). Sending and receiving go through quinn-udp's
@@ -27,8 +27,8 @@ use quinn::udp::{RecvMeta, Transmit, UdpSocketState};
 use quinn::{AsyncTimer, AsyncUdpSocket, Runtime, UdpPoller};
 
 use super::amplification::Budgets;
-use crate::io::h2::tasks::TaskShared;
-use crate::io::h2::timer::{self, Sleep};
+use crate::io::streams::tasks::TaskShared;
+use crate::io::streams::timer::{self, Sleep};
 
 /// The loop as quinn's runtime.
 pub struct LoopRuntime(pub Arc<TaskShared>);

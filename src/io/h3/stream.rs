@@ -1,12 +1,12 @@
 //! One HTTP/3 request stream as the thread that runs its app call sees it: [`H3Body`] (the
 //! request's DATA frames) and [`H3Reply`] (the response's HEADERS and DATA), the HTTP/3
-//! counterparts of `io::h2::stream`'s `StreamBody` and `StreamReply`, behind the same
-//! protocol-neutral `io::call_io`.
+//! counterparts of HTTP/2's `StreamBody` and `StreamReply`, behind the same protocol-neutral
+//! `io::call_io`.
 //!
 //! Both are driven from the app thread, never from the loop: quinn's stream handles are
 //! thread-safe (each call locks the connection's state and wakes its driver task on the loop),
 //! so the app thread polls the `h3` crate's futures itself with a waker that unparks it
-//! ([`block_on`]), while the connection's driver task on the loop does the UDP I/O. Flow
+//! (`io::streams::wait::block_on`), while the connection's driver task on the loop does the UDP I/O. Flow
 //! control is quinn's: the client's credit is given back as the app reads, and a send waits
 //! while quinn's send buffer for the stream is full, so neither side buffers more than a
 //! window.
@@ -14,7 +14,7 @@
 //! A head (the answer's HEADERS, an interim 103 or 100, a head-only answer's FIN) is never
 //! waited for: the app thread sends it holding the GIL, and a client that grants the stream no
 //! credit would hold every thread of the process behind it. A head the window cannot take at
-//! once is *parked* (as HTTP/2's blocks are, `io::h2::parked`): the part-written frame stays
+//! once is *parked* (as HTTP/2's blocks are): the part-written frame stays
 //! with the stream and a pump task of the loop ([`pump`]) finishes it, and what was parked
 //! after it, as the client opens the window, or resets the stream after `--write-timeout`.
 //! Body DATA, sent with the GIL released, goes after the parked heads.
@@ -24,9 +24,9 @@ use std::future::Future;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::thread::Thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use atomic_waker::AtomicWaker;
 use bytes::{Buf, Bytes};
@@ -35,10 +35,12 @@ use h3::server::RequestStream;
 use sluicegate_proto::h3::BodyCount;
 use sluicegate_proto::ProtoError;
 
-use crate::io::h2::stream::response_of;
-use crate::io::h2::tasks::TaskShared;
-use crate::io::h2::timer;
-use crate::io::inline_call::may_wait;
+use crate::io::streams::cut::{CutTarget, StreamCut};
+use crate::io::streams::head::response_of;
+use crate::io::streams::reply::{StreamIn, StreamOut};
+use crate::io::streams::tasks::TaskShared;
+use crate::io::streams::timer;
+use crate::io::streams::wait::{block_on, cut_error};
 
 /// The response half of a request stream.
 pub type SendHalf = RequestStream<h3_quinn::SendStream<Bytes>, Bytes>;
@@ -48,57 +50,6 @@ pub type RecvHalf = RequestStream<h3_quinn::RecvStream, Bytes>;
 /// DATA is handed to quinn in pieces of at most this: each piece's wait is bounded by the
 /// write timeout on its own, so a large answer to a slow client is not cut while it moves.
 const SEND_PIECE: usize = 256 * 1024;
-
-/// Wakes the app thread parked on a stream.
-struct Unpark(Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// Poll `f` on this thread until it is ready, `timeout` passes (`TimedOut`), or `cut` is set
-/// (the `--timeout` watcher: `TimedOut` too).
-fn block_on<T>(
-    timeout: Duration,
-    cut: Option<&AtomicBool>,
-    mut f: impl FnMut(&mut Context<'_>) -> Poll<T>,
-) -> io::Result<T> {
-    // Most polls are ready at once (quinn takes the bytes into its send buffer): the first
-    // one needs no waker, no clock reading and no allocation.
-    if let Poll::Ready(v) = f(&mut Context::from_waker(Waker::noop())) {
-        return Ok(v);
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let until = Instant::now() + timeout;
-    loop {
-        if let Poll::Ready(v) = f(&mut cx) {
-            return Ok(v);
-        }
-        if cut.is_some_and(|c| c.load(Ordering::Acquire)) {
-            return Err(cut_error());
-        }
-        // A call run inline on the loop's thread gives the loop to another thread first: the
-        // loop's tasks are what will move this stream.
-        if !may_wait() {
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        let now = Instant::now();
-        if now >= until {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        std::thread::park_timeout(until - now);
-    }
-}
-
-fn cut_error() -> io::Error {
-    io::Error::new(io::ErrorKind::TimedOut, "the stream was cut (--timeout)")
-}
 
 fn too_large() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, ProtoError::PayloadTooLarge)
@@ -333,12 +284,14 @@ impl H3Body {
         self.pending = Bytes::new();
         io::Error::new(io::ErrorKind::InvalidData, e)
     }
+}
 
+impl StreamIn for H3Body {
     /// Up to `max` body bytes, waiting up to `timeout` for a DATA frame; empty at the end of
-    /// the body. The errors are `io::h2::stream::StreamBody::read`'s: `TimedOut`,
+    /// the body. The errors are HTTP/2's `StreamBody::read`'s: `TimedOut`,
     /// `ConnectionReset`, or `InvalidData` carrying [`ProtoError::PayloadTooLarge`] or, for a
     /// malformed body, [`ProtoError::BadRequest`].
-    pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
+    fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
         if let Some(e) = self.malformed.or(self.first_fault.take()) {
             return Err(self.refuse(e));
         }
@@ -384,35 +337,11 @@ pub struct H3Reply {
     shared: Arc<Shared>,
 }
 
-/// The `--timeout` watcher's hold on a stream: answer it 504 if nothing was sent, else reset
-/// it, from a thread that does not run the call.
-#[derive(Clone)]
-pub struct H3Cut(Arc<Shared>);
-
-impl std::fmt::Debug for H3Cut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("H3Cut")
-    }
-}
-
-impl PartialEq for H3Cut {
-    fn eq(&self, other: &H3Cut) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for H3Cut {}
-
-impl H3Cut {
-    /// Only this handle holds the stream still: its call and its answer are over.
-    pub fn released(&self) -> bool {
-        Arc::strong_count(&self.0) == 1
-    }
-
-    /// `answer`: send `504 Gateway Timeout` if the head was not sent; else reset the stream. A
-    /// send in progress on the app thread stops waiting and resets the stream itself.
-    pub fn cut(&self, answer: bool) {
-        let shared = &self.0;
+/// The `--timeout` watcher's cut (`io::streams::cut`). A send in progress on the app thread
+/// stops waiting and resets the stream itself.
+impl CutTarget for Shared {
+    fn cut(self: Arc<Self>, answer: bool) {
+        let shared = &self;
         shared.cut.store(true, Ordering::Release);
         let Ok(mut side) = shared.send.try_lock() else {
             if let Some(t) = shared.waiting.lock().unwrap().as_ref() {
@@ -499,11 +428,6 @@ impl H3Reply {
         }
     }
 
-    /// The watcher's hold on this stream (`--timeout`).
-    pub fn cut_handle(&self) -> H3Cut {
-        H3Cut(Arc::clone(&self.shared))
-    }
-
     /// Run `f` on the send side, waiting at most `timeout` per wait; a cut meanwhile resets
     /// the stream.
     fn with_side<T>(
@@ -546,11 +470,18 @@ impl H3Reply {
         *shared.waiting.lock().unwrap() = None;
         out
     }
+}
 
-    /// Send the head (`status`, the fields as `io::h2`'s `StreamReply::send_head` takes them);
+impl StreamOut for H3Reply {
+    /// The watcher's hold on this stream (`--timeout`).
+    fn cut_handle(&self) -> StreamCut {
+        StreamCut::new(Arc::clone(&self.shared) as Arc<dyn CutTarget>)
+    }
+
+    /// Send the head (`status`, the fields as `io::streams::head::response_of` takes them);
     /// `end`: no body follows. Never waits (the caller holds the GIL): parked if the window
     /// cannot take it now.
-    pub fn send_head<'a>(
+    fn send_head<'a>(
         &mut self,
         status: u16,
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
@@ -571,7 +502,7 @@ impl H3Reply {
     }
 
     /// An interim answer (`103 Early Hints`) before the head; never waits, as the head.
-    pub fn send_interim<'a>(
+    fn send_interim<'a>(
         &mut self,
         status: u16,
         fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
@@ -587,7 +518,7 @@ impl H3Reply {
 
     /// Send body bytes as DATA frames, waiting for the client's window up to `timeout` per
     /// piece; `end`: the last of the body (the stream is finished).
-    pub fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
+    fn send_data(&mut self, mut data: Bytes, end: bool, timeout: Duration) -> io::Result<()> {
         self.with_side(timeout, |side, wait| {
             while !data.is_empty() {
                 let piece = data.split_to(data.len().min(SEND_PIECE));
@@ -603,7 +534,7 @@ impl H3Reply {
 
     /// Cut the stream: the app failed after the head, or the body fell short of its
     /// Content-Length.
-    pub fn reset(&mut self) {
+    fn reset(&mut self) {
         self.shared
             .send
             .lock()

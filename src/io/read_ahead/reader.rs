@@ -8,12 +8,12 @@ use super::*;
 /// when there are any (each handed over once full; `partial` holds the one being filled), else
 /// into blocks of its own of up to [`BLOCK`] bytes (each handed over as read). Returns how it
 /// ended, or None when it was stopped.
-pub(super) fn read_body(
+pub(super) fn read_body<L: LentBuf>(
     transport: &Transport,
     until: Until,
     pacing: &Pacing,
-    shared: &Shared,
-    partial: &mut Option<Block>,
+    shared: &Shared<L>,
+    partial: &mut Option<Block<L>>,
 ) -> Option<Result<(), BodyFailure>> {
     let (mut left, mut shadow) = match until {
         Until::Bytes(n) => (n, None),
@@ -22,7 +22,7 @@ pub(super) fn read_body(
     let mut read_total = pacing.read_before;
     let mut last_progress = Instant::now();
     let mut own = Vec::new();
-    let mut targets: Vec<Block> = Vec::new();
+    let mut targets: Vec<Block<L>> = Vec::new();
     while left > 0 {
         // None: stopped.
         let own_first = plan_read(
@@ -79,7 +79,7 @@ pub(super) fn read_body(
                 }
             }
             let block = Block {
-                buf: Box::new(std::mem::take(&mut own)),
+                buf: AheadBuf::Own(std::mem::take(&mut own)),
                 len: n,
             };
             hand_over(shared, block, left == 0, &mut own);
@@ -97,10 +97,10 @@ pub(super) fn read_body(
 /// allows, into `targets`; else a block of its own (`own`). Returns how many bytes of its own
 /// to read first, so that the next lent buffer starts where one of the app's reads of its size
 /// will; None when stopped.
-fn plan_read(
-    shared: &Shared,
-    partial: &mut Option<Block>,
-    targets: &mut Vec<Block>,
+fn plan_read<L: LentBuf>(
+    shared: &Shared<L>,
+    partial: &mut Option<Block<L>>,
+    targets: &mut Vec<Block<L>>,
     own: &mut Vec<u8>,
     left: u64,
     lend_ok: bool,
@@ -146,7 +146,10 @@ fn plan_read(
                 break;
             };
             room += buf.as_slice().len();
-            targets.push(Block { buf, len: 0 });
+            targets.push(Block {
+                buf: AheadBuf::Lent(buf),
+                len: 0,
+            });
         }
     }
     if targets.is_empty() && own.capacity() == 0 {
@@ -156,9 +159,9 @@ fn plan_read(
 }
 
 /// One vectored read into the rooms of `targets`, in order, at most `left` bytes in all.
-fn read_into_targets(
+fn read_into_targets<L: LentBuf>(
     transport: &Transport,
-    targets: &mut [Block],
+    targets: &mut [Block<L>],
     left: u64,
 ) -> std::io::Result<usize> {
     let mut cap = usize::try_from(left).unwrap_or(usize::MAX);
@@ -177,7 +180,7 @@ fn read_into_targets(
 }
 
 /// Count `n` bytes read into `targets`, in order.
-fn spread(targets: &mut [Block], mut n: usize) {
+fn spread<L: LentBuf>(targets: &mut [Block<L>], mut n: usize) {
     for t in targets.iter_mut() {
         let take = t.room().min(n);
         t.len += take;
@@ -189,7 +192,12 @@ fn spread(targets: &mut [Block], mut n: usize) {
 /// filled one) go to the app, the partly filled one stays the reader's (`partial`), the
 /// untouched ones go back to the front of the lent queue. Wakes a waiting app as
 /// [`hand_over`] does.
-fn give_back(shared: &Shared, targets: &mut Vec<Block>, partial: &mut Option<Block>, at_end: bool) {
+fn give_back<L: LentBuf>(
+    shared: &Shared<L>,
+    targets: &mut Vec<Block<L>>,
+    partial: &mut Option<Block<L>>,
+    at_end: bool,
+) {
     let mut st = shared.state.lock().unwrap();
     let mut untouched = Vec::new();
     for t in targets.drain(..) {
@@ -198,8 +206,9 @@ fn give_back(shared: &Shared, targets: &mut Vec<Block>, partial: &mut Option<Blo
             st.blocks.push_back(t);
         } else if t.len > 0 {
             *partial = Some(t);
-        } else {
-            untouched.push(t.buf);
+        } else if let AheadBuf::Lent(buf) = t.buf {
+            // Targets are all lent buffers (`plan_read`).
+            untouched.push(buf);
         }
     }
     for buf in untouched.into_iter().rev() {
@@ -216,7 +225,7 @@ fn give_back(shared: &Shared, targets: &mut Vec<Block>, partial: &mut Option<Blo
 /// Hand a block of the reader's own over, and take a spare into `own` to read the next into
 /// (one lock per block); a waiting app is woken once [`WAKE_APP_AT`] is buffered, or at the
 /// body's end.
-fn hand_over(shared: &Shared, block: Block, at_end: bool, own: &mut Vec<u8>) {
+fn hand_over<L: LentBuf>(shared: &Shared<L>, block: Block<L>, at_end: bool, own: &mut Vec<u8>) {
     let mut st = shared.state.lock().unwrap();
     st.buffered += block.len;
     st.blocks.push_back(block);
@@ -232,11 +241,11 @@ fn hand_over(shared: &Shared, block: Block, at_end: bool, own: &mut Vec<u8>) {
 /// buffer partly filled too), then wait for bytes, in slices short enough to notice a stop,
 /// judging the wait as `wsgi::body` does (read timeout, and the body's pace). Err: the
 /// reader's end (None: stopped).
-fn wait_for_bytes(
+fn wait_for_bytes<L: LentBuf>(
     transport: &Transport,
     pacing: &Pacing,
-    shared: &Shared,
-    partial: &mut Option<Block>,
+    shared: &Shared<L>,
+    partial: &mut Option<Block<L>>,
     read_total: u64,
     last_progress: Instant,
 ) -> Result<(), Option<Result<(), BodyFailure>>> {

@@ -2,20 +2,19 @@
 //! (`io::read_ahead`), taking its blocks into the app's reads, and settling what it read when
 //! the body is read otherwise or ends (what it read past a chunked body's end goes back to the
 //! read buffer). For a Content-Length body read in `read(n)`s of one size, the reader is lent
-//! the `bytes` objects those reads return ([`LentBytes`]), and a `read(n)` that finds the next
+//! the `bytes` objects those reads return (`lent.rs`), and a `read(n)` that finds the next
 //! one full returns it as it is ([`BodyState::take_whole`]): the kernel's copy into it is the
 //! body's only copy. An `impl BodyState` block of its own, so that `mod.rs` keeps the decoding and
 //! the reads the app makes.
-
-use std::any::Any;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sluicegate_proto::ProtoError;
 
+use super::lent::LentBytes;
 use super::{BodyState, LARGE_UPLOAD};
 use crate::io::read_ahead::{
-    AheadBuf, Block, BodyFailure, Lend, Next, Pacing, ReadAhead, Until, AHEAD_MAX,
+    AheadBuf, Block, BodyFailure, Lend, LentBuf, Next, Pacing, ReadAhead, Until, AHEAD_MAX,
 };
 
 /// A Content-Length body with at least this much still to come, once it has brought
@@ -30,61 +29,6 @@ const LEND_MIN: usize = 16 * 1024;
 /// ... and of this size or less: the lent buffers cover what can be ahead, and a few larger
 /// ones would leave the reader waiting for the app to take a whole one.
 const LEND_MAX: usize = AHEAD_MAX / 2;
-
-/// A `bytes` object lent to the reader thread, made here with the GIL held and returned
-/// whole to the app by a `read(n)` once filled.
-struct LentBytes {
-    obj: Py<PyBytes>,
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the object is referenced only by this value until a `read(n)` returns it (it was
-// made here and no Python code has seen it), so its buffer is written by one thread at a
-// time, whichever holds the value; `Py` itself may be sent, and dropped, anywhere.
-unsafe impl Send for LentBytes {}
-
-impl LentBytes {
-    /// An uninitialised `bytes` of `size` (the reader writes it before anyone reads it); None
-    /// when out of memory (the read then goes the usual way).
-    fn new(py: Python<'_>, size: usize) -> Option<LentBytes> {
-        let len = pyo3::ffi::Py_ssize_t::try_from(size).ok()?;
-        // SAFETY: a null source asks CPython for an uninitialised bytes object of `len` bytes;
-        // the result is a new reference, or null with an exception set (cleared below).
-        let raw = unsafe { pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len) };
-        if raw.is_null() {
-            drop(PyErr::fetch(py));
-            return None;
-        }
-        // SAFETY: `raw` is a new, owned, non-null reference to a bytes object.
-        let obj = unsafe { Bound::from_owned_ptr(py, raw).cast_into_unchecked::<PyBytes>() };
-        // SAFETY: `raw` is a bytes object; its buffer lives as long as the object.
-        let ptr = unsafe { pyo3::ffi::PyBytes_AsString(raw) } as *mut u8;
-        Some(LentBytes {
-            obj: obj.unbind(),
-            ptr,
-            len: size,
-        })
-    }
-}
-
-impl AheadBuf for LentBytes {
-    fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` is the object's buffer of `len` bytes, alive as long as `obj`, and
-        // only this value reaches it (see the `Send` impl).
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-    fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as in `as_slice`; `&mut self` makes this the only access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
 
 impl BodyState {
     /// Stop the reader thread, if one runs, and keep what it read as decoded bytes waiting
@@ -268,25 +212,23 @@ impl BodyState {
                 return Ok(None);
             };
             match ahead.next_block(used.take(), lend) {
-                Next::Block(block) => {
-                    let whole = block.len == n
-                        && block.buf.as_slice().len() == n
-                        && block.buf.as_any().is::<LentBytes>();
-                    if !whole {
-                        self.ahead_block = block;
-                        return Ok(None);
-                    }
-                    if let Err(e) = self.decoder.decode(block.data()) {
+                // The next lent `bytes`, full with the next `n` bytes of the body.
+                Next::Block(Block {
+                    buf: AheadBuf::Lent(lent),
+                    len,
+                }) if len == n && lent.len == n => {
+                    if let Err(e) = self.decoder.decode(lent.as_slice()) {
                         return Err(self.fail(BodyFailure::Protocol(e)));
                     }
-                    let Ok(lent) = block.buf.into_any().downcast::<LentBytes>() else {
-                        return Ok(None);
-                    };
                     self.lent_out -= 1;
                     if self.decoder.is_done() {
                         self.end_ahead();
                     }
                     return Ok(Some(lent.obj.into_bound(py)));
+                }
+                Next::Block(block) => {
+                    self.ahead_block = block;
+                    return Ok(None);
                 }
                 Next::Done => {
                     self.ahead = None;
@@ -315,13 +257,13 @@ impl BodyState {
             let Some(b) = LentBytes::new(py, n) else {
                 break;
             };
-            self.to_lend.push(Box::new(b));
+            self.to_lend.push(b);
             self.lent_out += 1;
         }
     }
 
     /// What goes to the reader with the next block asked of it.
-    fn take_lend(&mut self) -> Lend {
+    fn take_lend(&mut self) -> Lend<LentBytes> {
         let replace = std::mem::take(&mut self.lend_replace);
         Lend {
             bufs: std::mem::take(&mut self.to_lend),
@@ -334,13 +276,10 @@ impl BodyState {
 /// A block whose bytes are all taken, as the reader gets it back: one of its own to read
 /// into again, or a lent `bytes` of the size now lent, to be lent again (others are let
 /// go).
-fn recycle(block: Block, lend_size: usize) -> (Option<Vec<u8>>, Vec<Box<dyn AheadBuf>>) {
-    if block.is_own() {
-        let own = block.buf.into_any().downcast::<Vec<u8>>().ok().map(|v| *v);
-        return (own, Vec::new());
+fn recycle(block: Block<LentBytes>, lend_size: usize) -> (Option<Vec<u8>>, Vec<LentBytes>) {
+    match block.buf {
+        AheadBuf::Own(own) => (Some(own), Vec::new()),
+        AheadBuf::Lent(lent) if lent.len == lend_size => (None, vec![lent]),
+        AheadBuf::Lent(_) => (None, Vec::new()),
     }
-    if block.buf.as_slice().len() == lend_size {
-        return (None, vec![block.buf]);
-    }
-    (None, Vec::new())
 }

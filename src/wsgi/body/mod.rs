@@ -6,11 +6,13 @@
 //! bounded by the read timeout and the body's pace ([`BodyPace`]: `--min-body-rate` on average
 //! after a grace period, `--body-timeout`). `Expect: 100-continue` is answered on the first
 //! read, not before. Every byte comes through the I/O layer (`io::transport`, and
-//! `io::read_ahead` for a large body: the read-ahead hand-over is `ahead.rs`).
+//! `io::read_ahead` for a large body: the read-ahead hand-over is `ahead.rs`, the `bytes` it
+//! lends the reader `lent.rs`).
 //!
 //! The Python object over it, `wsgi.input`, is `wsgi::input`.
 
 mod ahead;
+mod lent;
 
 use std::time::{Duration, Instant};
 
@@ -24,9 +26,10 @@ use sluicegate_proto::ProtoError;
 use super::body_source::{BodyEnd, BodySource};
 use super::errors::{BodyError, ClientDisconnected};
 use crate::config::BodyPace;
-use crate::io::read_ahead::{AheadBuf, Block, BodyFailure, LoopEntry, ReadAhead};
+use crate::io::read_ahead::{Block, BodyFailure, LoopEntry, ReadAhead};
 use crate::io::read_buf::ReadBuf;
 use crate::io::transport::Transport;
+use lent::LentBytes;
 
 /// The largest the read buffer grows to while a body streams in (fewer syscalls for uploads).
 const BODY_READ_BUF_MAX: usize = 256 * 1024;
@@ -69,8 +72,8 @@ pub struct BodyState {
     pub failure: Option<BodyFailure>,
     /// The reader thread of a large Content-Length body (`io::read_ahead`), once started, and the
     /// block taken from it that the app is reading (`ahead_block.data()[ahead_pos..]`).
-    ahead: Option<ReadAhead>,
-    ahead_block: Block,
+    ahead: Option<ReadAhead<LentBytes>>,
+    ahead_block: Block<LentBytes>,
     ahead_pos: usize,
     ahead_started: bool,
     /// The `bytes` lent to the reader thread (`ahead.rs`): their size (the app's `read(n)`),
@@ -78,7 +81,7 @@ pub struct BodyState {
     /// reader with the next block asked of it (`io::read_ahead::Lend`).
     lend_size: usize,
     lent_out: usize,
-    to_lend: Vec<Box<dyn AheadBuf>>,
+    to_lend: Vec<LentBytes>,
     lend_left: u64,
     lend_replace: bool,
     /// The connection's entry in the loop's epoll set, if it has one (for the reader thread).

@@ -1,5 +1,5 @@
 //! The request body of one HTTP/2 stream as its app thread reads it ([`StreamBody`]): DATA
-//! frames waited for on the app thread (`block_on`), their bytes given back to the client's
+//! frames waited for on the app thread (`io::streams::wait::block_on`), their bytes given back to the client's
 //! window as the app reads them, the `100 Continue` sent at the first read, and
 //! `--limit-body` held for a body of unknown length.
 
@@ -11,15 +11,12 @@ use bytes::Bytes;
 use h2::RecvStream;
 use sluicegate_proto::ProtoError;
 
-use super::{block_on, gone, Interim, ReplyState};
+use super::{gone, Interim, ReplyState};
+use crate::io::streams::reply::StreamIn;
+use crate::io::streams::wait::block_on;
 
 fn too_large() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, ProtoError::PayloadTooLarge)
-}
-
-/// The protocol error a failed [`StreamBody::read`] carries, if any (a body past the limit).
-pub fn body_protocol_error(e: &io::Error) -> Option<ProtoError> {
-    e.get_ref()?.downcast_ref::<ProtoError>().copied()
 }
 
 /// The request body of one stream.
@@ -74,19 +71,21 @@ impl StreamBody {
         // A failure here (the stream reset meanwhile) shows at the read that follows.
         let _ = st.respond.send_informational(interim);
     }
+}
 
+impl StreamIn for StreamBody {
     /// Up to `max` body bytes, waiting up to `timeout` (`--read-timeout`) for a DATA frame;
     /// an empty result is the end of the body. The bytes are given back to the client's send
     /// window here. A wait that times out is `TimedOut` (the bridge makes it the HTTP/1.1
     /// body's failure: the same exception in the app, the same 408); a stream the client
     /// reset, or a connection gone, is `ConnectionReset`; a body past `--limit-body` is
     /// `InvalidData` carrying [`ProtoError::PayloadTooLarge`] (the answer is 413).
-    pub fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
+    fn read(&mut self, max: usize, timeout: Duration) -> io::Result<Bytes> {
         if self.continue_to.is_some() {
             self.send_continue();
         }
         while self.pending.is_empty() && !self.ended {
-            let next = block_on(timeout, |cx| self.recv.poll_data(cx))?;
+            let next = block_on(timeout, None, |cx| self.recv.poll_data(cx))?;
             match next {
                 Some(Ok(b)) => {
                     self.received += b.len() as u64;

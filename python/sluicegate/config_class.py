@@ -1,0 +1,106 @@
+"""validated.py, generated from the options table: `source(OPTIONS)` is the text of the module
+that holds `Config`, one field per row in the table's order and with its type, and `write`
+puts it in place (`python -m sluicegate.options --write-config-class`; `--config-class`
+prints it). `mismatch` says how a `Config` class differs from the table (resolution.py
+refuses to import on any difference, and tests/test_options_contract.py checks the file is
+what `source` makes).
+
+Why a generated file rather than a class made from the table at import time: type checkers
+and editors then see every field and its type (a class made by dataclasses.make_dataclass is
+Any to them), and a reader finds the record's fields in one short file; the table stays the
+one place an option is declared, as the file is never edited by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import typing
+from pathlib import Path
+from typing import Any, List, Optional, Sequence, Set
+
+
+#: The generated module, beside this one.
+TARGET = Path(__file__).with_name("validated.py")
+
+HEADER = '''"""`Config`: the validated options as one frozen record, the value resolution.py gives and the
+rest of the front and the core's config read: one field per row of the options table
+(options.py), in its order and with its type.
+
+Generated from the table by `python -m sluicegate.options --write-config-class`
+(config_class.py): do not edit; change the table's row and run that. Written out so that type
+checkers and editors see every field; resolution.py fails to import, and
+tests/test_options_contract.py fails, when this file and the table differ.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+'''
+
+CLASS_HEAD = '''
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The validated options, one field per entry of OPTIONS, in its order and with its type."""
+
+'''
+
+
+def spell(t: Any) -> str:
+    """A field's annotation as written in the file: `Optional[str]`, `Tuple[BindAddress, ...]`."""
+    text = t.__name__ if isinstance(t, type) else repr(t)
+    return re.sub(r"\b(?:[a-z_]+\.)+([A-Za-z_]\w*)", r"\1", text)
+
+
+def _classes(t: Any, found: Set[type]) -> None:
+    """The classes of this package named in annotation `t` (they must be imported)."""
+    if isinstance(t, type) and t.__module__.startswith("sluicegate."):
+        found.add(t)
+    for arg in typing.get_args(t):
+        if isinstance(arg, list):  # Callable's argument list
+            for a in arg:
+                _classes(a, found)
+        else:
+            _classes(arg, found)
+
+
+def _imports(options: Sequence[Any]) -> List[str]:
+    names: Set[str] = set()
+    classes: Set[type] = set()
+    for o in options:
+        if not isinstance(o.type, type):
+            names.update(re.findall(r"\btyping\.(\w+)", repr(o.type)))
+        _classes(o.type, classes)
+    lines = [f"from typing import {', '.join(sorted(names))}", ""] if names else []
+    for cls in sorted(classes, key=lambda c: (c.__module__, c.__name__)):
+        module = cls.__module__[len("sluicegate"):]
+        lines.append(f"from {module} import {cls.__name__}")
+    return lines
+
+
+def fields(options: Sequence[Any]) -> str:
+    """Config's field lines, as they are written."""
+    return "".join(f"    {o.name}: {spell(o.type)}\n" for o in options)
+
+
+def source(options: Sequence[Any]) -> str:
+    """The whole text of validated.py for the table `options`."""
+    return HEADER + "".join(f"{line}\n" for line in _imports(options)) + CLASS_HEAD + \
+        fields(options)
+
+
+def write(options: Sequence[Any]) -> None:
+    TARGET.write_text(source(options))
+
+
+def mismatch(options: Sequence[Any], config: type) -> Optional[str]:
+    """None when `config`'s fields are exactly the table's (names, order, types), else what
+    differs."""
+    hints = typing.get_type_hints(config)
+    have = [(f.name, hints[f.name]) for f in dataclasses.fields(config)]
+    table = [(o.name, o.type) for o in options]
+    if have == table:
+        return None
+    return (f"Config fields {have} differ from OPTIONS {table}: run "
+            "`python -m sluicegate.options --write-config-class` (validated.py is generated)")

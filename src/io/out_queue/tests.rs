@@ -1,0 +1,92 @@
+//! Unit tests of the output queue: chunk framing merged and closed, cork markers and the
+//! closing mark kept through `append` and `clear`, and the framing bytes counted as pending.
+
+use super::*;
+
+fn drain(q: &mut OutQueue) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(seg) = q.segs.pop_front() {
+        out.extend_from_slice(&seg.bytes()[q.front_pos as usize..]);
+        q.front_pos = 0;
+    }
+    out
+}
+
+#[test]
+fn consecutive_chunk_data_becomes_one_chunk() {
+    let mut q = OutQueue::new();
+    q.push_copy(b"HEAD\r\n\r\n");
+    q.push_chunk_data(b"hello ");
+    q.push_chunk_data(b"world");
+    q.close_chunk();
+    q.push_static(b"0\r\n\r\n");
+    assert_eq!(
+        drain(&mut q),
+        b"HEAD\r\n\r\n0000000b\r\nhello world\r\n0\r\n\r\n".to_vec()
+    );
+}
+
+#[test]
+fn anything_else_queued_closes_the_chunk() {
+    let mut q = OutQueue::new();
+    q.push_chunk_data(b"ab");
+    q.push_owned(b"X".to_vec());
+    q.push_chunk_data(b"c");
+    let mut other = OutQueue::new();
+    other.append(&mut q);
+    assert_eq!(
+        drain(&mut other),
+        b"00000002\r\nab\r\nX00000001\r\nc\r\n".to_vec()
+    );
+}
+
+#[test]
+fn cork_markers_survive_append_and_count_no_bytes() {
+    let mut a = OutQueue::new();
+    a.push_cork(true);
+    a.push_owned(b"head".to_vec());
+    a.push_cork(false);
+    let mut b = OutQueue::new();
+    b.append(&mut a);
+    assert_eq!(b.pending(), 4);
+    assert_eq!(b.segs.len(), 3);
+    assert!(matches!(b.segs.back(), Some(Segment::Cork(false))));
+}
+
+#[test]
+fn closing_survives_append_and_clear() {
+    // Into an empty queue (swapped in) and into a non-empty one.
+    let mut a = OutQueue::new();
+    let mut q = OutQueue::new();
+    q.push_owned(b"answer".to_vec());
+    q.closing = true;
+    a.append(&mut q);
+    assert!(a.closing);
+    let mut b = OutQueue::new();
+    b.push_owned(b"head".to_vec());
+    let mut q = OutQueue::new();
+    q.push_owned(b"body".to_vec());
+    q.closing = true;
+    b.append(&mut q);
+    assert!(b.closing);
+    // The queue given back to the connection keeps saying so once written (cleared), so
+    // the close half-closes first.
+    b.clear();
+    assert!(b.closing);
+    // A closing queue appended to nothing closing still closes; nothing closing into a
+    // closing queue does not undo it.
+    let mut c = OutQueue::new();
+    c.closing = true;
+    let mut d = OutQueue::new();
+    d.push_owned(b"x".to_vec());
+    c.append(&mut d);
+    assert!(c.closing);
+}
+
+#[test]
+fn pending_counts_framing() {
+    let mut q = OutQueue::new();
+    q.push_chunk_data(b"abc");
+    q.close_chunk();
+    assert_eq!(q.pending(), 10 + 3 + 2);
+}
