@@ -38,7 +38,6 @@ MAX_FUNCTION = 100
 # Today's offenders, raw lines as counted above. Lower an entry when it shrinks; remove it
 # when it fits. Never raise one.
 KNOWN_DEBT: dict[str, int] = {
-    "src/wsgi/pool/watch.rs::Pool::watch": 108,
 }
 
 

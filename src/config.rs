@@ -33,6 +33,8 @@ pub struct Config {
     pub scheduler: Policy,
     /// `--spin` ([`SpinPolicy`], see `io::event_loop::spin`).
     pub spin: SpinPolicy,
+    /// `--pace` ([`PacePolicy`], see `io::event_loop::pace`).
+    pub pace: PacePolicy,
     /// `--header-timeout`: a request head must arrive whole within this (408).
     pub header_timeout: Duration,
     /// `--keepalive-timeout`: an idle connection between requests is closed after this.
@@ -256,6 +258,20 @@ impl SpinPolicy {
     pub const ALL: [SpinPolicy; 3] = [SpinPolicy::Auto, SpinPolicy::On, SpinPolicy::Off];
 }
 
+/// `--pace`: whether the event loop paces its process's CPU below a cgroup CPU quota
+/// (`io::event_loop::pace`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacePolicy {
+    /// Under a quota (`observe::allowance`), read again every second.
+    Auto,
+    Off,
+}
+
+impl PacePolicy {
+    /// The variants in `allowed_values.txt`'s order for `pace`.
+    pub const ALL: [PacePolicy; 2] = [PacePolicy::Auto, PacePolicy::Off];
+}
+
 /// How fast a body must come (`--min-body-rate`, `--body-timeout`), as Kestrel's
 /// `MinRequestBodyDataRate`: after `GRACE`, the bytes received must average at least
 /// `min_rate` per second since the body began, and the whole body must be in within `total`.
@@ -425,6 +441,7 @@ impl Config {
             max_runnable: get(d, "max_runnable")?,
             scheduler: one_of(d, "scheduler", &Policy::ALL)?,
             spin: one_of(d, "spin", &SpinPolicy::ALL)?,
+            pace: one_of(d, "pace", &PacePolicy::ALL)?,
             header_timeout: secs(d, "header_timeout")?,
             keepalive_timeout: secs(d, "keepalive_timeout")?,
             read_timeout: secs(d, "read_timeout")?,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import shutil
 import socket
 from pathlib import Path
@@ -143,3 +144,27 @@ def test_a_throttled_inline_call_is_not_taken_for_a_blocking_one(cgroup, start_s
     assert m["sluicegate_takeovers_total"] == 0
     assert m["sluicegate_pool_calls_total"] == 0
     assert m["sluicegate_inline_calls_total"] >= 400
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "1"]], ids=["single", "master"])
+def test_ctl_status_shows_the_allowance_and_the_throttling(cgroup, start_server, tmp_path,
+                                                           workers):
+    """`ctl status` showed no CPU figure at all: under a container's limit an operator could
+    not see the quota the server was given, nor that the kernel was throttling it."""
+    from tests.test_ctl import ctl, ctl_json
+
+    d = cgroup(0.5)
+    sock = str(tmp_path / "sg.ctl")
+    start_server(None, command=in_cgroup(
+        d, PYTHON, "-m", "sluicegate", "--bind", "127.0.0.1:0", "--control-socket", sock,
+        *workers, "tests.apps.hello:app"))
+    a = ctl_json(sock, "status")["master"]["allowance"]
+    code, text, _ = ctl("--socket", sock, "status")
+    stat = dict(line.split() for line in (d / "cpu.stat").read_text().splitlines())
+    assert a["quota"] == pytest.approx(0.5) and a["period_s"] == pytest.approx(0.1)
+    assert a["cpus"] == len(os.sched_getaffinity(0))
+    assert 0 <= a["nr_throttled"] <= int(stat["nr_throttled"])
+    assert 0 <= a["nr_periods"] <= int(stat["nr_periods"])
+    assert code == 0 and "cpu  quota 0.5 of" in text and "(50 ms of every 100 ms)" in text
+    assert re.search(r"throttled \d+ of \d+ periods, \d+\.\d{3}s", text)
+

@@ -4,19 +4,22 @@ process each, beside the same server without a limit:
 
 - `hello`: S6's hello world, `wrk -t1 -c16` (5 s);
 - `s5`: S5's sleeping app (yields, sleeps 0.1 s, yields) at 1,000 clients;
+- `django`: S13's Django view on PostgreSQL (`/item/4242`, `CONN_MAX_AGE` 60: a connection per
+  thread, kept), `wrk -c16`, the peers at 8 threads as in S13 (PostgreSQL outside the cgroup);
 - `paced`: 100 requests a second on one keep-alive connection for 5 s (a light load: p50/p99
   and the server's CPU per request);
 - `idle`: the server's CPU over 5 s with no request.
 
 Each server starts unconstrained, answers one verified request, then is moved (every thread)
 into a cgroup limited to each of `--cpus` in turn, and once more with no limit for the
-reference. Per run: req/s, p50/p99, the server's CPU per request (its process tree, /proc),
+reference; what a server reads of its allowance at start then sees no quota. With `--inside`,
+a fresh server is started inside each limit's cgroup instead, as in a container. Per run: req/s, p50/p99, the server's CPU per request (its process tree, /proc),
 and the cgroup's throttled periods over the run (`cpu.stat`). For hello world the share of
 the unconstrained rate a quota should give is min(1, quota / the cores the server used
 unconstrained): `× share` is the rate over that. Then `--workers auto` started inside each
 limit (sluicegate only): the workers it started. Rounds interleave the servers.
 
-    python3 benchmarks/run.py s18 [--cpus 0.5,1,1.5] [--cases hello,s5,paced,idle]
+    python3 benchmarks/run.py s18 [--cpus 0.5,1,1.5] [--cases hello,s5,django,paced,idle]
         [--servers sluicegate,gunicorn-gthread,granian,uwsgi] [--rounds 3] [--out results/DIR]
 """
 
@@ -37,16 +40,20 @@ sys.path.insert(0, str(BENCH))
 import payloads  # noqa: E402
 import servers  # noqa: E402
 from bench import procs  # noqa: E402
+from bench import s13  # noqa: E402
 from bench.harness import SG, fetch_wire, wait_ready  # noqa: E402
 from bench.loadgen import wrk  # noqa: E402
 
 V1 = Path("/sys/fs/cgroup/cpu")
 V2 = Path("/sys/fs/cgroup")
 ALL_SERVERS = ("sluicegate", "gunicorn-gthread", "granian", "uwsgi")
-CASES = ("hello", "s5", "paced", "idle")
+CASES = ("hello", "s5", "django", "paced", "idle")
 APPS = {"hello": ("s6_hello", payloads.HELLO, False), "s5": ("s5_sleepy", b"HelloWorld", True),
+        "django": ("s13_django", b"hello", False),
         "paced": ("s6_hello", payloads.HELLO, False), "idle": ("s6_hello", payloads.HELLO, False)}
 PACED_RATE, PACED_S, IDLE_S = 100, 5.0, 5.0
+CLIENTS = {"hello": 16, "s5": 1000, "django": 16}
+DJANGO_CONN_MAX_AGE, DJANGO_PEER_THREADS = 60, 8  # S13's first group
 
 
 class Cgroup:
@@ -86,18 +93,28 @@ class Cgroup:
             pass
 
 
-def start(name: str, case: str, d: Path):
+def start(name: str, case: str, d: Path, cg: Cgroup | None = None):
+    """The server `name` started unconstrained for `case`: (process, settings, the response's
+    size on the wire, the path loaded)."""
     module, expect, blocking = APPS[case]
-    target = servers.Target(module, "/", expect, blocking=blocking)
+    probe, path, pool = "/", "/", None
+    if case == "django":  # S13's app and database: PostgreSQL runs outside the cgroup
+        s13._configure(DJANGO_CONN_MAX_AGE)
+        probe, path = "/hello", s13.PATH
+        pool = None if name.startswith("sluicegate") else DJANGO_PEER_THREADS
+    target = servers.Target(module, probe, expect, blocking=blocking, pool=pool)
     port = procs.free_port()
     spec = servers.SERVERS[name].launch(target, port)
-    proc = procs.start(name, spec.argv, spec.cwd, spec.env, port, d / f"{name}-{case}.log")
+    argv = spec.argv if cg is None else [
+        "/bin/sh", "-c", f'echo $$ > {cg.dir}/cgroup.procs && exec "$@"', "sh", *spec.argv]
+    proc = procs.start(name, argv, spec.cwd, spec.env, port, d / f"{name}-{case}.log")
     wait_ready(f"127.0.0.1:{port}", time.monotonic() + 40)
-    size, body = fetch_wire(port, "/")
-    if body != expect:
+    want = s13._expected(path) if case == "django" else expect
+    size, body = fetch_wire(port, path)
+    if body != want:
         proc.stop()
         raise SystemExit(f"S18: {name} answered {body[:40]!r}")
-    return proc, spec.settings, size
+    return proc, spec.settings, size, path
 
 
 def paced(port: int) -> tuple[int, float, float]:
@@ -116,15 +133,14 @@ def paced(port: int) -> tuple[int, float, float]:
     return n, lat[len(lat) // 2], lat[int(len(lat) * 0.99) - 1]
 
 
-def one(proc, case: str, cg: Cgroup, size: int) -> dict:
+def one(proc, case: str, cg: Cgroup, size: int, path: str = "/") -> dict:
     pids = proc.pids()
     cg.add(pids)
     thr0, cpu0 = cg.throttled(), procs.cpu_seconds(pids)
     t0 = time.monotonic()
     out: dict = {}
-    if case in ("hello", "s5"):
-        conns = 16 if case == "hello" else 1000
-        r = wrk(f"http://127.0.0.1:{proc.port}/", conns, 5, size, timeout_s=5.0)
+    if case in CLIENTS:
+        r = wrk(f"http://127.0.0.1:{proc.port}{path}", CLIENTS[case], 5, size, timeout_s=5.0)
         out = {"rps": r.rps or 0.0, "requests": r.requests, "errors": r.errors,
                "p50_ms": r.detail.get("p50_us", 0) / 1000, "p99_ms": r.detail.get("p99_us", 0) / 1000}
     elif case == "paced":
@@ -159,6 +175,27 @@ def workers_auto(cpus: float, d: Path) -> int:
         cg.remove()
 
 
+def _keep(res: dict, case: str, name: str, cpus: float | None, r: int, settings, m: dict) -> None:
+    key = f"{case} | {name} | {'none' if cpus is None else cpus}"
+    res.setdefault(key, {"settings": settings, "rounds": []})["rounds"].append(m)
+    print(f"  S18 {key} round {r + 1}: {m['rps']:,.0f} req/s, p99 {m['p99_ms']:.2f} ms, "
+          f"{m['cpu_us_per_req'] or 0:.1f} µs/req, throttled {m['throttled']}", flush=True)
+
+
+def _inside(res: dict, case: str, name: str, r: int, limits: list, d: Path) -> None:
+    """`--inside`: a fresh server per limit, started inside its cgroup (as in a container,
+    where whatever the server reads of its allowance at start sees the quota)."""
+    for cpus in limits:
+        cg = Cgroup(f"sg-s18-{os.getpid()}-{'none' if cpus is None else cpus}", cpus)
+        proc, settings, size, path = start(name, case, d, cg)
+        try:
+            _keep(res, case, name, cpus, r, settings, one(proc, case, cg, size, path))
+        finally:
+            proc.stop()
+            time.sleep(0.3)
+            cg.remove()
+
+
 def run(args) -> dict:
     limits: list[float | None] = [None] + [float(c) for c in args.cpus.split(",") if c]
     names = [n for n in args.servers.split(",") if n]
@@ -166,18 +203,20 @@ def run(args) -> dict:
     d.mkdir(parents=True, exist_ok=True)
     res: dict = {}
     for case in [c for c in args.cases.split(",") if c]:
+        if case == "django" and not s13.available()[0]:
+            print(f"  S18 django: not run ({s13.available()[1]})", flush=True)
+            continue
         for r in range(args.rounds):
             order = names[r % len(names):] + names[:r % len(names)]
             for name in order:
-                proc, settings, size = start(name, case, d)
+                if args.inside:
+                    _inside(res, case, name, r, limits, d)
+                    continue
+                proc, settings, size, path = start(name, case, d)
                 try:
                     for cpus in limits:
                         cg = Cgroup(f"sg-s18-{os.getpid()}-{'none' if cpus is None else cpus}", cpus)
-                        m = one(proc, case, cg, size)
-                        key = f"{case} | {name} | {'none' if cpus is None else cpus}"
-                        res.setdefault(key, {"settings": settings, "rounds": []})["rounds"].append(m)
-                        print(f"  S18 {key} round {r + 1}: {m['rps']:,.0f} req/s, p99 {m['p99_ms']:.2f} ms, "
-                              f"{m['cpu_us_per_req'] or 0:.1f} µs/req, throttled {m['throttled']}", flush=True)
+                        _keep(res, case, name, cpus, r, settings, one(proc, case, cg, size, path))
                 finally:
                     proc.stop()
                     time.sleep(0.3)
@@ -195,7 +234,7 @@ def table(out: dict, cases: list[str], names: list[str], limits: list[str]) -> l
     res = out["results"]
     lines = ["| case | CPUs | server | req/s | × share | × best peer | p50 ms | p99 ms | µs/req "
              "(idle: CPU %) | throttled |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for case in cases:
+    for case in [c for c in cases if any(k.startswith(f"{c} | ") for k in res)]:
         for lim in ["none"] + limits:
             peers = [res[f"{case} | {n} | {lim}"]["rps"] for n in names
                      if n != "sluicegate" and f"{case} | {n} | {lim}" in res]
@@ -224,6 +263,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--servers", default=",".join(ALL_SERVERS))
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--inside", action="store_true",
+                    help="start a fresh server inside each limit's cgroup (else one server, moved in)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--report", type=Path, help="print the table of a run's s18.json again")
 
@@ -243,7 +284,7 @@ def main(args: argparse.Namespace) -> int | None:
     names = [n for n in args.servers.split(",") if n]
     limits = [str(float(c)) for c in args.cpus.split(",") if c]
     command = (f"python3 benchmarks/run.py s18 --cpus {args.cpus} --cases {args.cases} "
-               f"--servers {args.servers} --rounds {args.rounds}")
+               f"--servers {args.servers} --rounds {args.rounds}" + (" --inside" if args.inside else ""))
     head = ["S18: each server (one worker process) in a cgroup with a CPU quota, medians of "
             f"{args.rounds} interleaved rounds; × share: req/s over the unconstrained rate × "
             "min(1, quota / the cores used unconstrained); × best peer: over the best peer in the "

@@ -29,6 +29,7 @@ class ServerConfig(TypedDict):
     max_runnable: int  # --max-runnable (docs/options.md)
     scheduler: str  # --scheduler (docs/options.md)
     spin: str  # --spin (docs/options.md)
+    pace: str  # --pace (docs/options.md)
     header_timeout: float  # --header-timeout (docs/options.md)
     keepalive_timeout: float  # --keepalive-timeout (docs/options.md)
     read_timeout: float  # --read-timeout (docs/options.md)

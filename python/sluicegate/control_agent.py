@@ -100,6 +100,14 @@ class Agent:
         return {"ok": True, "status": self.status()}
 
 
+def allowance() -> Dict[str, Any]:
+    """The CPU the server's cgroup allows and how often its quota stopped it, read now
+    (`_core.cpu_allowance`): `ctl status` shows it beside the master (the workers share its
+    cgroup)."""
+    from . import _core
+    return dict(_core.cpu_allowance())
+
+
 def single_handler(agent: Agent, started: float) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
     """The commands of a server without workers: it reports itself as its one worker."""
 
@@ -108,7 +116,7 @@ def single_handler(agent: Agent, started: float) -> Callable[[Dict[str, Any]], D
         if name == "status":
             me = agent.status()
             master = {"pid": me["pid"], "role": "single", "uptime": time.monotonic() - started,
-                      "state": me["state"], "workers": 1}
+                      "state": me["state"], "workers": 1, "allowance": allowance()}
             return {"ok": True, "master": master, "workers": [dict(me, worker=1)]}
         if name == "requests":
             calls = agent.requests(bool(command.get("stacks")))

@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import children
-from .control_agent import process_age
+from .control_agent import allowance, process_age
 from .control_channel import Channel, keep_channel
 from .control_protocol import MAX_WORKERS, NOT_SERVING, OPERATIONS, workers_change_refused
 from .control_server import ControlServer, start
@@ -122,7 +122,7 @@ class MasterControl:
         workers.sort(key=lambda w: w["worker"])
         master = {"pid": os.getpid(), "role": "master", "state": self.view.state(),
                   "uptime": time.monotonic() - self.started, "workers": self.view.target(),
-                  "rss": children.worker_rss(os.getpid())}
+                  "rss": children.worker_rss(os.getpid()), "allowance": allowance()}
         return {"ok": True, "master": master, "workers": workers}
 
 

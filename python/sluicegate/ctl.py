@@ -165,10 +165,27 @@ def _table(header: Sequence[str], rows: List[Sequence[str]]) -> List[str]:
             for r in [header, *rows]]
 
 
+def render_allowance(a: Dict[str, Any]) -> str:
+    """The CPU line: the cgroup's quota against the CPUs, and how often the quota stopped it."""
+    cpus = f"{a['cpus']} CPU" + ("s" if a["cpus"] != 1 else "")
+    if a.get("quota") is None:
+        text = f"cpu  {cpus}, no quota"
+    else:
+        period_ms = a["period_s"] * 1000
+        text = (f"cpu  quota {a['quota']:g} of {cpus} ({a['quota'] * period_ms:g} ms of every "
+                f"{period_ms:g} ms)")
+    if a.get("nr_periods") is not None:
+        text += (f"  throttled {a['nr_throttled']} of {a['nr_periods']} periods, "
+                 f"{a['throttled_s']:.3f}s")
+    return text
+
+
 def render_status(answer: Dict[str, Any]) -> List[str]:
     m = answer["master"]
     lines = [f"{m['role']} {m['pid']}  {m['state']}  up {_duration(m.get('uptime'))}  "
              f"workers {m['workers']}" + (f"  rss {_size(m.get('rss'))}" if 'rss' in m else "")]
+    if m.get("allowance"):
+        lines.append(render_allowance(m["allowance"]))
     rows = [[str(w["worker"]), str(w["pid"]), _duration(w.get("age")), _cell(w.get("requests")),
              _cell(w.get("in_flight")), _cell(w.get("connections")), _size(w.get("rss")),
              w["state"] + ("" if w.get("answered", True) or w["state"] in protocol.NOT_SERVING

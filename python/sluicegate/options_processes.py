@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 from .option_row import Option
 from .parsers import (parse_bool, parse_command, parse_count_or_zero, parse_on_term, parse_path,
                       parse_path_or_off, parse_proc_name, parse_scheduler, parse_seconds_or_off,
-                      parse_size, parse_smart_command, parse_spin, parse_threads, parse_umask,
+                      parse_size, parse_smart_command, parse_spin, parse_pace, parse_threads, parse_umask,
                       parse_warmup, parse_worker_class, parse_workers)
 
 
@@ -218,6 +218,11 @@ THREADS: Tuple[Option, ...] = (
         "for CPU spent looking). auto: only when the process may use every CPU of the machine "
         "(no cgroup CPU quota or cpuset below them: in a container with a CPU limit the spin "
         "would spend the quota the app needs). on: whatever the allowance. off: never.",
+        "MODE", str, core=True,
+    ),
+    Option(
+        "pace", parse_pace, "off",
+        "auto: pace the CPU under 90% of the cgroup's quota (docs/deploying.md). off: never.",
         "MODE", str, core=True,
     ),
 )

@@ -53,6 +53,7 @@ class Config:
     max_runnable: int
     scheduler: str
     spin: str
+    pace: str
     backlog: int
     reuse_port: bool
     socket_mode: Optional[int]

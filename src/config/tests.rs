@@ -27,6 +27,7 @@ fn agrees<T: Copy + PartialEq + std::fmt::Debug>(option: &str, variants: &[T]) {
 fn each_enum_has_one_variant_per_allowed_value() {
     agrees("scheduler", &Policy::ALL);
     agrees("spin", &SpinPolicy::ALL);
+    agrees("pace", &PacePolicy::ALL);
     agrees("http2", &Http2Mode::ALL);
     agrees("cert_reqs", &ClientAuth::ALL);
     agrees("tls_min_version", &MinVersion::ALL);

@@ -10,9 +10,11 @@
 //! from that path up to the mount's root may hold a quota; the smallest applies (a nested
 //! cgroup cannot use more than its parent).
 //!
-//! Read at start (`Allowance::read`) by `--workers auto` (through `_core.cpu_allowance`), the
-//! scheduler (the spin's `auto`, the slow-call rule) and the metrics; `throttling()` re-reads
-//! `cpu.stat` (one small file) each time it is called.
+//! Read (`Allowance::read`) at start by `--workers auto` (through `_core.cpu_allowance`) and the
+//! spin's `auto`; every second by the slow-call rule (`Scheduler::under_quota`), the pool's
+//! machine-idle rule (`wsgi::pool::machine`) and `--pace auto`, so that a process moved into a
+//! cgroup after it started, or given a quota, follows it; at each scrape by the metrics.
+//! `throttling()` re-reads `cpu.stat` (one small file) each time it is called.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -132,7 +134,12 @@ impl Allowance {
 
     /// Whether the process has less than every online CPU of the machine to itself.
     pub fn below_machine(&self) -> bool {
-        self.cores() < online_cpus() as f64
+        self.below(online_cpus())
+    }
+
+    /// Whether the process has less than `online` CPUs (a machine's) to itself.
+    pub fn below(&self, online: usize) -> bool {
+        self.cores() < online as f64
     }
 
     /// The cgroup's throttling now; None without a `cpu.stat` that counts it.

@@ -54,7 +54,11 @@ use crate::config::Policy;
 use crate::io::event_loop::LoopState;
 use crate::observe::allowance::Allowance;
 
+mod judge;
+#[cfg(test)]
+mod replay;
 mod watch;
+use judge::{Judge, Verdict};
 use watch::{Look, Watch};
 
 /// The watchdog's shortest interval between looks: a call blocked for two ticks (0.25–0.5 ms)
@@ -96,6 +100,8 @@ pub const REVERT_AFTER: Duration = Duration::from_secs(1);
 /// CPU per response (15.4–16.3 ms against 14.1–14.5 ms with no watchdog), far more than
 /// their own CPU time (a wake-up on a busy core disturbs the copying threads).
 const SPARSE_GAP: Duration = Duration::from_millis(8);
+/// How often a pool call's clock reads the allowance again (`Scheduler::under_quota`).
+const QUOTA_READ_EVERY: Duration = Duration::from_secs(1);
 /// The watchdog sleeps (instead of ticking) after this long without an inline call.
 const WATCHDOG_IDLE_AFTER: Duration = Duration::from_secs(1);
 
@@ -109,11 +115,20 @@ pub struct CallClock {
 impl CallClock {
     /// The call's time so far, less the time its thread waited to run under a quota.
     pub fn took(&self) -> Duration {
-        let wall = self.start.elapsed();
-        match (self.delay, self.delay.and(run_delay())) {
-            (Some(before), Some(after)) => wall.saturating_sub(after.saturating_sub(before)),
-            _ => wall,
-        }
+        less_delay(
+            self.start.elapsed(),
+            self.delay,
+            self.delay.and(run_delay()),
+        )
+    }
+}
+
+/// A call's `wall` time less what its thread waited to run between the run delays `before` and
+/// `after` it (the wall alone where either is unknown).
+fn less_delay(wall: Duration, before: Option<Duration>, after: Option<Duration>) -> Duration {
+    match (before, after) {
+        (Some(before), Some(after)) => wall.saturating_sub(after.saturating_sub(before)),
+        _ => wall,
     }
 }
 
@@ -144,7 +159,10 @@ pub struct Scheduler {
     policy: Policy,
     /// The process's cgroup has a CPU quota (`observe::allowance`): a call's time on the wall
     /// then includes the periods the quota stopped it, which `call_time` takes off.
-    under_quota: bool,
+    under_quota: AtomicBool,
+    /// When the allowance was last read (ns since `epoch`): again every `QUOTA_READ_EVERY`, at
+    /// a pool call's start (a process moved into a cgroup, or a quota set, after it started).
+    quota_read: AtomicU64,
     mode: AtomicU8,
     /// Incremented when a loop state is parked for an inline call and when it leaves the slot
     /// (taken back, or taken over): odd exactly while a state is parked.
@@ -186,7 +204,8 @@ impl Scheduler {
     pub fn new(policy: Policy) -> Scheduler {
         Scheduler {
             policy,
-            under_quota: Allowance::read().quota.is_some(),
+            under_quota: AtomicBool::new(Allowance::read().quota.is_some()),
+            quota_read: AtomicU64::new(0),
             mode: AtomicU8::new(if policy == Policy::Pool {
                 Mode::Dispatch as u8
             } else {
@@ -258,8 +277,29 @@ impl Scheduler {
     pub fn call_clock(&self) -> CallClock {
         CallClock {
             start: Instant::now(),
-            delay: if self.under_quota { run_delay() } else { None },
+            delay: if self.under_quota() {
+                run_delay()
+            } else {
+                None
+            },
         }
+    }
+
+    /// Whether the process's cgroup has a CPU quota, read again once `QUOTA_READ_EVERY` has
+    /// passed (by the one pool thread that claims the read).
+    fn under_quota(&self) -> bool {
+        let now = self.now_ns();
+        let last = self.quota_read.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= QUOTA_READ_EVERY.as_nanos() as u64
+            && self
+                .quota_read
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            let quota = Allowance::read().quota.is_some();
+            self.under_quota.store(quota, Ordering::Relaxed);
+        }
+        self.under_quota.load(Ordering::Relaxed)
     }
 
     /// Record a dispatched call's duration (from taking the GIL); slow calls keep dispatch
@@ -370,15 +410,7 @@ impl Scheduler {
         adopt: impl Fn(u64, Duration, bool),
     ) {
         let mut watch = Watch::new(Instant::now());
-        // The loop thread's CPU time when the current call was first seen running.
-        let mut call_cpu_start: Option<Duration> = None;
-        // The loop thread's CPU clock at the previous look, and when: a thread whose clock
-        // advanced by half the time since was running, and asking /proc where it waits (an
-        // open, a read and a close) is skipped; the question stays pending for the next look.
-        // Measured on a CPU-bound app (1 ms of Python per request): the watchdog's own CPU
-        // fell from 8% of a core to under 1%.
-        let mut last_sample: Option<(Instant, Duration)> = None;
-        let mut state_pending = false;
+        let mut judge = Judge::default();
         let mut computing = false;
         while !self.stopping.load(Ordering::Relaxed) {
             std::thread::sleep(watch.next_sleep(computing));
@@ -391,46 +423,26 @@ impl Scheduler {
                     cpu_bound,
                 } => {
                     let now = Instant::now();
-                    let cpu_now = self.loop_cpu_time();
-                    if first {
-                        call_cpu_start = cpu_now;
-                        state_pending = false;
-                    }
-                    let ran = match (last_sample, cpu_now) {
-                        (Some((t0, c0)), Some(c1)) => {
-                            c1.saturating_sub(c0) * 2 >= now.saturating_duration_since(t0)
-                        }
-                        _ => false,
-                    };
-                    last_sample = cpu_now.map(|c| (now, c));
-                    computing = ran;
-                    state_pending |= read_state;
-                    // Computed for `CPU_BOUND_TAKEOVER`: by the thread's CPU clock, so that a
-                    // call stopped by a CPU quota (runnable, not running) is not taken for
-                    // one that computes; by the wall only where that clock cannot be read.
-                    let cpu_bound = match (call_cpu_start, cpu_now) {
-                        (Some(a), Some(b)) => b.saturating_sub(a) >= CPU_BOUND_TAKEOVER,
-                        _ => cpu_bound,
-                    };
-                    let blocked = state_pending
-                        && !ran
-                        && thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed));
-                    if !ran {
-                        state_pending = false;
-                    }
-                    let hogging = !blocked
-                        && !cpu_bound
-                        && matches!((call_cpu_start, cpu_now), (Some(a), Some(b)) if b.saturating_sub(a) >= PREEMPT_CPU)
-                        && self.work_waiting();
-                    if blocked || cpu_bound || hogging {
+                    let verdict = judge.look(
+                        first,
+                        read_state,
+                        cpu_bound,
+                        now,
+                        self.loop_cpu_time(),
+                        || thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed)),
+                        || self.work_waiting(),
+                    );
+                    computing = judge.ran;
+                    if verdict != Verdict::Leave {
                         // The call goes on outside the loop: the pool counts it, a computing call
                         // as one holding the interpreter, a blocked one as one waiting.
+                        let blocked = verdict == Verdict::Blocked;
                         let ran = now.saturating_duration_since(watch.running_since);
                         let taken = self.take_parked(blocked, |route| adopt(route, ran, blocked));
                         watch.judged(taken.is_some());
                         if let Some(st) = taken {
                             self.takeovers.fetch_add(1, Ordering::Relaxed);
-                            if hogging {
+                            if verdict == Verdict::Hogging {
                                 self.preemptions.fetch_add(1, Ordering::Relaxed);
                             }
                             self.note_slow();

@@ -92,6 +92,13 @@ def parse_spin(value: object) -> str:
     return text
 
 
+def parse_pace(value: object) -> str:
+    text = parse_str(value).strip().lower()
+    if text not in ALLOWED["pace"]:
+        raise ValueError(f"expected one of {', '.join(ALLOWED['pace'])}")
+    return text
+
+
 def parse_warmup(value: object) -> str:
     """'' (off), an absolute path (/healthz, a query allowed), or http://HOST/PATH to give the
     request a Host the app accepts (Django's ALLOWED_HOSTS)."""

@@ -11,6 +11,7 @@ impl LoopState {
     /// first looks without sleeping for as long as the spin's limit (`spin`), and tells the
     /// spin what happened.
     pub(super) fn wait_for_events(&mut self, timeout: Duration) -> io::Result<()> {
+        self.pace.turn();
         if timeout.is_zero() {
             return self.poll.poll(&mut self.events, Some(timeout));
         }

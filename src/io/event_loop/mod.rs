@@ -75,6 +75,7 @@ mod h2_view;
 mod listener_tls;
 mod metrics;
 mod own_answers;
+mod pace;
 mod pages;
 mod spin;
 
@@ -228,6 +229,8 @@ pub struct LoopState {
     tasks: Option<crate::io::streams::Tasks>,
     /// How long to look for events before sleeping (`spin`).
     spin: spin::Spin,
+    /// Sleeps that keep the process's CPU below a CPU quota (`pace`).
+    pace: pace::Pace,
 }
 
 impl LoopState {
@@ -261,6 +264,7 @@ impl LoopState {
         // [50 ms, 1 s]); a sweep over 10,000 connections costs tens of microseconds.
         let sweep_every = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         let spin = spin::Spin::new(settings.config.spin);
+        let pace = pace::Pace::new(settings.config.pace);
         let tasks = (settings.h2.is_some() || settings.h3.is_some())
             .then(|| crate::io::streams::Tasks::new(Arc::clone(&waker)));
         let ctx = Arc::new(LoopCtx {
@@ -302,6 +306,7 @@ impl LoopState {
             pages_away: Vec::new(),
             tasks,
             spin,
+            pace,
         });
         if let Some(b) = &ctx.balance {
             b.publish(0);

@@ -17,6 +17,7 @@
 
 pub mod admission;
 mod climb;
+pub(crate) mod machine;
 mod route;
 mod threads;
 mod watch;
@@ -28,6 +29,8 @@ use std::time::{Duration, Instant};
 use crate::clock::clock_time;
 
 use admission::{Admission, AdmissionStats, Class, Waiting};
+#[cfg(test)]
+pub(crate) use climb::MACHINE_IDLE_LEAST;
 
 /// An idle thread with no work for this long exits (while more than `min` threads exist).
 const IDLE_EXIT: Duration = Duration::from_secs(30);

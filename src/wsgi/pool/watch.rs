@@ -9,13 +9,13 @@ use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::clock::clock_time;
-use crate::observe::allowance::Allowance;
 
 use super::admission::{
     stalled, Class, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE, COMPUTING_CPU,
     LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
 };
 
+use super::machine::MachineIdle;
 use super::{
     Holder, Inner, Length, Pool, Slot, Ticket, BLOCKING_LOOK_EVERY, BLOCKING_QUIET_LOOK, EVIDENCE,
     LOOK_EVERY, WAITED_SHARE,
@@ -43,11 +43,9 @@ impl<J: Send + 'static> Pool<J> {
         // The share of a core the app threads used, smoothed over the looks (see `climb`);
         // kept while the watcher sleeps (what they did last), `None` until a first window.
         let mut app_share: Option<f64> = None;
-        let allowance = Allowance::read();
-        let mut machine = MachineIdle::new(allowance.quota);
-        // The app threads' share is of the CPU the process may have: under a quota of half a
-        // CPU, half a core is an interpreter kept busy (`climb::INTERPRETER_BUSY`).
-        let one_core = allowance.cores().min(1.0);
+        // The idle CPU of the allowance, and the app threads' share is of one core of it
+        // (`MachineIdle::one_core`); the allowance is read again every second.
+        let mut machine = MachineIdle::read(Instant::now());
         let mut inner = self.inner.lock().unwrap();
         loop {
             if inner.stopping {
@@ -97,37 +95,10 @@ impl<J: Send + 'static> Pool<J> {
             prev = Some((now, app_cpu));
             let known = app_cpu != Duration::MAX;
             if let Some((wall, app)) = window.filter(|(wall, _)| known && !wall.is_zero()) {
-                let share = (app.as_secs_f64() / wall.as_secs_f64() / one_core).min(2.0);
+                let share = (app.as_secs_f64() / wall.as_secs_f64() / machine.one_core()).min(2.0);
                 app_share = Some(app_share.map_or(share, |s| s + (share - s) / APP_SHARE_LOOKS));
             }
-            let mut demoted = Vec::new();
-            let mut lengthened = 0;
-            let mut long_routes = Vec::new();
-            let mut i = 0;
-            while i < inner.holders.len() {
-                let h = &mut inner.holders[i];
-                let seen = h.look(now, app_cpu, window);
-                lengthened += usize::from(seen.lengthened);
-                long_routes.extend(seen.long.map(|ran| (h.ticket.route, ran)));
-                if seen.demote {
-                    let h = inner.holders.swap_remove(i);
-                    demoted.push((h.ticket, h.io, h.slot));
-                } else {
-                    i += 1;
-                }
-            }
-            for _ in 0..lengthened {
-                inner.adm.lengthen();
-            }
-            for (route, ran) in long_routes {
-                inner.adm.mark_long(route, ran);
-            }
-            for (ticket, io, slot) in demoted {
-                inner.adm.demote(ticket.class, ticket.route, io);
-                if io && !ticket.judged {
-                    Self::hold_route(&mut inner, ticket.route, slot);
-                }
-            }
+            Self::judge_holders(&mut inner, now, app_cpu, window);
             // Not known yet: neither idle nor busy, the rate judges.
             let share = app_share.unwrap_or(UNKNOWN_SHARE);
             if inner.adm.blocking_waits() {
@@ -138,6 +109,46 @@ impl<J: Send + 'static> Pool<J> {
             }
             blocking_streak = Self::size_blocking(&mut inner, blocking_streak, share);
             inner = self.admit_queued(inner);
+        }
+    }
+
+    /// Judge each admitted call at a look at `now` (`Holder::look`: `app_cpu`, the app threads'
+    /// CPU time now; `window`, the look window's wall time and app threads' CPU): calls past
+    /// `LONG_CALL` move to the long class, routes seen computing are marked long, and calls seen
+    /// blocked are demoted (those waiting on I/O hold their route's place: `hold_route`).
+    fn judge_holders(
+        inner: &mut Inner<J>,
+        now: Instant,
+        app_cpu: Duration,
+        window: Option<(Duration, Duration)>,
+    ) {
+        let mut demoted = Vec::new();
+        let mut lengthened = 0;
+        let mut long_routes = Vec::new();
+        let mut i = 0;
+        while i < inner.holders.len() {
+            let h = &mut inner.holders[i];
+            let seen = h.look(now, app_cpu, window);
+            lengthened += usize::from(seen.lengthened);
+            long_routes.extend(seen.long.map(|ran| (h.ticket.route, ran)));
+            if seen.demote {
+                let h = inner.holders.swap_remove(i);
+                demoted.push((h.ticket, h.io, h.slot));
+            } else {
+                i += 1;
+            }
+        }
+        for _ in 0..lengthened {
+            inner.adm.lengthen();
+        }
+        for (route, ran) in long_routes {
+            inner.adm.mark_long(route, ran);
+        }
+        for (ticket, io, slot) in demoted {
+            inner.adm.demote(ticket.class, ticket.route, io);
+            if io && !ticket.judged {
+                Self::hold_route(inner, ticket.route, slot);
+            }
         }
     }
 
@@ -354,104 +365,5 @@ impl<J> Holder<J> {
         let needed = if self.io { STALLED_LOOKS } else { LOCK_LOOKS };
         seen.demote = self.stalled_looks >= needed;
         seen
-    }
-}
-
-/// The shortest span the machine's idle share is read over: /proc/stat counts in ticks of
-/// 10 ms.
-const MACHINE_SPAN: Duration = Duration::from_millis(100);
-
-/// The idle share of the CPU the process may use over the last `MACHINE_SPAN` or more (for
-/// `Climb::machine`). Under a cgroup CPU quota (`observe::allowance`): the quota's share the
-/// process did not use (its own CPU clock against quota × time; a container's other
-/// processes are assumed to use little). Without one: the machine's, from the first line of
-/// /proc/stat (idle, iowait and niced time over all: a process at a high nice value yields its
-/// CPU to ours), read alone (the whole file is thousands of lines on a large machine).
-/// Read by the watcher before it takes the pool's lock.
-struct MachineIdle {
-    /// The quota, in CPUs.
-    quota: Option<f64>,
-    /// The last reading: when, and the idle and total ticks then (under a quota: the
-    /// process's CPU nanoseconds and 0).
-    last: Option<(Instant, u64, u64)>,
-    idle: f64,
-}
-
-impl MachineIdle {
-    fn new(quota: Option<f64>) -> MachineIdle {
-        MachineIdle {
-            quota,
-            last: None,
-            idle: 1.0,
-        }
-    }
-
-    /// The share as of `now` (read again once `MACHINE_SPAN` has passed; 1.0 until known).
-    fn idle(&mut self, now: Instant) -> f64 {
-        if self
-            .last
-            .is_some_and(|(t, ..)| now.saturating_duration_since(t) < MACHINE_SPAN)
-        {
-            return self.idle;
-        }
-        if let Some(quota) = self.quota {
-            let Some(cpu) = clock_time(libc::CLOCK_PROCESS_CPUTIME_ID) else {
-                return self.idle;
-            };
-            let cpu = cpu.as_nanos() as u64;
-            if let Some((t0, cpu0, _)) = self.last {
-                let wall = now.saturating_duration_since(t0).as_nanos() as f64;
-                if wall > 0.0 {
-                    let used = cpu.saturating_sub(cpu0) as f64 / (wall * quota);
-                    self.idle = (1.0 - used).clamp(0.0, 1.0);
-                }
-            }
-            self.last = Some((now, cpu, 0));
-            return self.idle;
-        }
-        let Some((idle, total)) = first_line("/proc/stat").and_then(|line| cpu_ticks(&line)) else {
-            return self.idle;
-        };
-        if let Some((_, idle0, total0)) = self.last {
-            if total > total0 {
-                self.idle = idle.saturating_sub(idle0) as f64 / (total - total0) as f64;
-            }
-        }
-        self.last = Some((now, idle, total));
-        self.idle
-    }
-}
-
-/// The first line of a file (one read of a few hundred bytes).
-fn first_line(path: &str) -> Option<String> {
-    use std::io::Read;
-    let mut buf = [0u8; 256];
-    let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
-    let text = std::str::from_utf8(&buf[..n]).ok()?;
-    Some(text.lines().next()?.to_string())
-}
-
-/// Idle (nice + idle + iowait) and total ticks of all CPUs, from /proc/stat's `cpu` line.
-fn cpu_ticks(stat: &str) -> Option<(u64, u64)> {
-    let line = stat.lines().next()?.strip_prefix("cpu ")?;
-    let ticks: Vec<u64> = line
-        .split_whitespace()
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    let idle = ticks.get(1)? + ticks.get(3)? + ticks.get(4).copied().unwrap_or(0);
-    // Guest time is counted in user time already.
-    let total = ticks.iter().take(8).sum();
-    Some((idle, total))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::cpu_ticks;
-
-    #[test]
-    fn the_cpu_line_of_proc_stat_gives_idle_and_total_ticks() {
-        let stat = "cpu  100 5 50 800 20 3 2 1 7 0\ncpu0 50 2 25 400 10 1 1 0 3 0\n";
-        assert_eq!(cpu_ticks(stat), Some((825, 981)));
-        assert_eq!(cpu_ticks("intr 1 2 3"), None);
     }
 }
