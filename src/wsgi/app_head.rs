@@ -428,10 +428,10 @@ impl Seen {
             return None;
         }
         for (i, item) in self.items.iter().enumerate() {
-            // SAFETY: `list` is a live list and `i` is below its length (checked above, and
-            // nothing runs in between that could shrink it: no Python code, the GIL or the
-            // list's critical section held by the caller's attached thread); the borrowed
-            // pointer is only compared, never used.
+            // `list` is a live list and `i` is below its length (checked above, and nothing runs
+            // in between that could shrink it: no Python code, the GIL or the list's critical
+            // section held by the caller's attached thread).
+            // SAFETY: an in-bounds read of a live list; the borrowed pointer is only compared.
             let p = unsafe { pyo3::ffi::PyList_GetItem(list.as_ptr(), i as pyo3::ffi::Py_ssize_t) };
             if p != item.as_ptr() {
                 return None;
