@@ -107,6 +107,31 @@ def test_uwsgi_reload_reloads_the_workers_gracefully(start_server):
     assert srv.alive()
 
 
+def test_a_worker_recycled_by_max_requests_keeps_its_id(start_server):
+    """uWSGI's worker ids are 1..N and a replacement keeps its predecessor's, in
+    `uwsgi.worker_id()` and in the stats document's `id` (whose `respawn_count` counts that
+    id's starts). Failed before: both gave the worker's slot in the connection-count table, and
+    a replacement, booting while its predecessor still drained, took the next slot: worker 2 of
+    a server with one worker."""
+    stats = f"127.0.0.1:{free_port()}"
+    srv = start_server("uwsgi_api", "--workers", "1", "--uwsgi-module", "--max-requests", "4",
+                       "--stats", stats)
+    first = get_json(srv.port)
+    assert first["worker_id"] == 1
+    for _ in range(3):  # up to its fourth request: the master starts its replacement
+        get_json(srv.port)
+    wait_for(lambda: get_json(srv.port)["pid"] != first["pid"], "the replacement answering")
+    seen = get_json(srv.port)
+    assert seen["worker_id"] == 1 and seen["postfork"] == [1]
+
+    def only_the_replacement():
+        workers = read_stats(stats)["workers"]
+        return workers if [w["pid"] for w in workers] == [seen["pid"]] else None
+
+    workers = wait_for(only_the_replacement, "the stats listing the replacement alone")
+    assert workers[0]["id"] == 1 and workers[0]["respawn_count"] == 2
+
+
 def test_the_uwsgi_module_without_a_master(start_server):
     """One process, no master: worker 1, masterpid() 0 (uWSGI's values without `master`)."""
     srv = start_server("uwsgi_api", "--uwsgi-module")

@@ -83,10 +83,11 @@ SLOTS = 1024
 #: An entry no live worker owns (u32::MAX in the core).
 VACANT = b"\xff\xff\xff\xff"
 
-#: `boot_worker(cfg, events_fd, max_requests, balance, workers, metrics_fd)`: run in each
-#: forked child, returns its exit status (supervisor.py builds it: load the app, run a
-#: WorkerServer). `metrics_fd`: where it leaves its last metrics reading, or -1.
-BootWorker = Callable[[Config, int, int, Tuple[int, int, int], int, int], int]
+#: `boot_worker(cfg, events_fd, max_requests, balance, workers, metrics_fd, worker_id)`: run
+#: in each forked child, returns its exit status (supervisor.py builds it: load the app, run a
+#: WorkerServer). `metrics_fd`: where it leaves its last metrics reading, or -1. `worker_id`:
+#: uWSGI's worker id, from 1 (`Child.wid` + 1: a replacement keeps its predecessor's).
+BootWorker = Callable[[Config, int, int, Tuple[int, int, int], int, int, int], int]
 
 
 class Master(Reloads, Upkeep):
@@ -133,7 +134,7 @@ class Master(Reloads, Upkeep):
         self.metrics: Optional[metrics_total.Aggregate] = None
         self.control: Optional[control_master.MasterControl] = None  # `sluicegate ctl` (control_master.py)
         self.stats: Optional[uwsgi_stats.StatsServer] = None  # --stats (uwsgi_stats.py)
-        self.spawns: Dict[int, int] = {}  # worker number -> starts of its slot (--stats)
+        self.spawns: Dict[int, int] = {}  # uWSGI's worker id -> starts of that id (--stats)
         self.touched = log_touch.Touched(cfg.touch_logreopen)  # --touch-logreopen
         # --attach-daemon, --smart-attach-daemon (side_commands.py).
         self.side = side_commands.SideCommands(cfg.attach_daemon, cfg.smart_attach_daemon,
@@ -229,7 +230,8 @@ class Master(Reloads, Upkeep):
         ctl = self.control
         self.stats = uwsgi_stats.start(
             self.cfg.stats, self.cfg.stats_http, lambda: ctl.handle({"command": "status"}),
-            uwsgi_stats.socket_infos(self.sockets, self.cfg.backlog), lambda: dict(self.spawns))
+            uwsgi_stats.socket_infos(self.sockets, self.cfg.backlog), lambda: dict(self.spawns),
+            lambda: {pid: w.wid + 1 for pid, w in list(self.workers.items())})
 
     def _wait_for_events(self) -> None:
         fds = [self.pipe.read_fd] + [w.pipe for w in self.workers.values()]
@@ -405,7 +407,6 @@ class Master(Reloads, Upkeep):
             return
         self.worker_age += 1
         age = self.worker_age
-        self.spawns[slot + 1] = self.spawns.get(slot + 1, 0) + 1
         booting = hook_objects.worker(self.cfg, age, "[booting]", os.getpid())
         if self.state is State.STOPPING or not self._hook("pre_fork", booting):
             return
@@ -414,6 +415,7 @@ class Master(Reloads, Upkeep):
         metrics_fd = os.memfd_create("sluicegate-last-metrics", os.MFD_CLOEXEC) \
             if self.metrics is not None else -1
         wid = Child.free_wid(self.workers.values(), self.generation)
+        self.spawns[wid + 1] = self.spawns.get(wid + 1, 0) + 1
         jitter = options_uwsgi.requests_beyond(self.cfg, wid)  # --max-requests-jitter, or delta
         master = os.getpid()
         pair = self.control.pair() if self.control is not None else None
@@ -424,7 +426,7 @@ class Master(Reloads, Upkeep):
             if self.control is not None and pair is not None:
                 self.control.in_child(pair)
             self._become_worker(r, w, self.cfg.max_requests + jitter, slot, master,
-                                metrics_fd)  # no return
+                                metrics_fd, wid + 1)  # no return
         os.close(w)
         os.set_inheritable(r, False)
         self.workers[pid] = Child(pid, r, self.generation, slot, metrics_fd, age, wid=wid)
@@ -434,6 +436,7 @@ class Master(Reloads, Upkeep):
 
     def _become_worker(
         self, r: int, w: int, max_requests: int, slot: int, master: int, metrics_fd: int,
+        worker_id: int,
     ) -> None:
         """In the child just forked: leave the master's part behind, run the worker, exit."""
         status = 1
@@ -457,7 +460,7 @@ class Master(Reloads, Upkeep):
             for s in self.sockets:
                 s.forget_unix_file()  # the master removes it, once, at the end
             status = self.boot_worker(self.cfg, w, max_requests, (self.table, SLOTS, slot),
-                                      self.target, metrics_fd)
+                                      self.target, metrics_fd, worker_id)
         except SluicegateError as e:
             # One write: print() writes the line and its newline apart, and another worker's
             # log line could land between them on the shared standard error.

@@ -181,7 +181,7 @@ def _sockets(cfg: Config, upgraded_from: Optional[str]) -> List[BoundSocket]:
 
 def _boot_worker(
     cfg: Config, events_fd: int, max_requests: int, balance: Tuple[int, int, int], workers: int,
-    metrics_fd: int, *, sockets: List[BoundSocket], app: Optional[App], app_name: str, version: str,
+    metrics_fd: int, worker_id: int, *, sockets: List[BoundSocket], app: Optional[App], app_name: str, version: str,
 ) -> int:
     """In a worker just forked by the master: the app (the preloaded one, else imported now
     with the configuration of this worker's generation), then its server."""
@@ -189,7 +189,7 @@ def _boot_worker(
         os.chdir(cfg.chdir)
     proctitle.set_title("worker", cfg.proc_name)
     if cfg.uwsgi_module:
-        uwsgi_module.in_worker(balance[2] + 1, os.getppid())
+        uwsgi_module.in_worker(worker_id, os.getppid())
     master = hook_objects.server(cfg, workers, os.getppid(), sockets, app=app)
     me = hook_objects.worker(cfg, sockets=sockets)
     master.WORKERS[me.pid] = me

@@ -174,7 +174,8 @@ def install(numproc: int, has_master: bool) -> None:
 
 
 def in_worker(worker_id: int, masterpid: int) -> None:
-    """In a worker just forked: its number (1-based) and its master."""
+    """In a worker just forked: its uWSGI id (from 1; a replacement keeps its predecessor's,
+    children.Child.wid) and its master."""
     _state.worker_id = worker_id
     _state.masterpid = masterpid
     _state.requests = 0

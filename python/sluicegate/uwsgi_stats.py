@@ -11,12 +11,12 @@ OK` answer with `Content-Type: application/json`, as uWSGI's `stats-http`).
 
 The document (`Document`): the top-level keys of uWSGI's (`version`, `listen_queue`,
 `listen_queue_errors`, `signal_queue`, `load`, `pid`, `uid`, `gid`, `cwd`, `locks`, `sockets`,
-`workers`), and per worker `id`, `pid`, `accepting`, `requests`, `delta_requests` (since the
+`workers`), and per worker `id` (uWSGI's worker id, from 1: a replacement keeps its predecessor's), `pid`, `accepting`, `requests`, `delta_requests` (since the
 previous document), `exceptions` (requests that ended with an error: the app failed, or the
 request was refused), `harakiri_count` (calls ended by --timeout), `signals`, `signal_queue`
 (0: no signal framework), `status` (`idle`, `busy`, or `cheap` for a worker not serving yet),
 `rss`, `vsz` (bytes), `running_time` (µs spent in requests), `last_spawn` (epoch seconds),
-`respawn_count` (starts of the worker's slot), `tx` (response body bytes), `avg_rt` (µs per
+`respawn_count` (starts of the worker id), `tx` (response body bytes), `avg_rt` (µs per
 request), `apps` (the one app), `cores` (one per pool thread; `in_request` set on as many as
 are busy; per-core request counts are not kept, so they read 0). Left out: `daemons`, `caches`,
 `metrics`, `spoolers`, `crons`, `legions`, which uWSGI writes only when such a subsystem is
@@ -132,10 +132,12 @@ class Document:
     count for `delta_requests`."""
 
     def __init__(self, status: Status, sockets: List[SocketInfo],
-                 respawns: Callable[[], Dict[int, int]]) -> None:
+                 respawns: Callable[[], Dict[int, int]],
+                 ids: Callable[[], Dict[int, int]] = dict) -> None:
         self.status = status
         self.sockets = sockets
         self.respawns = respawns
+        self.ids = ids
         self.last: Dict[int, int] = {}
         self.lock = threading.Lock()
 
@@ -144,6 +146,7 @@ class Document:
         workers = [w for w in answer.get("workers", [])]
         queues = [_accept_queue(s) for _, _, _, s in self.sockets]
         respawns = self.respawns()
+        ids = self.ids()
         cwd = os.getcwd()
         doc: Dict[str, Any] = {
             "version": UWSGI_VERSION,
@@ -160,13 +163,14 @@ class Document:
                 {"name": name, "proto": proto, "queue": q, "max_queue": backlog, "shared": 0,
                  "can_offload": 0}
                 for (name, proto, backlog, _), q in zip(self.sockets, queues)],
-            "workers": [self._worker(w, respawns, cwd) for w in workers],
+            "workers": [self._worker(w, respawns, ids, cwd) for w in workers],
         }
         return doc
 
-    def _worker(self, w: Dict[str, Any], respawns: Dict[int, int], cwd: str) -> Dict[str, Any]:
-        number = int(w.get("worker") or 1)
+    def _worker(self, w: Dict[str, Any], respawns: Dict[int, int], ids: Dict[int, int],
+                cwd: str) -> Dict[str, Any]:
         pid = int(w.get("pid") or 0)
+        number = ids.get(pid) or int(w.get("worker") or 1)  # uWSGI's id, else the slot's
         requests = int(w.get("requests") or 0)
         with self.lock:
             delta = max(0, requests - self.last.get(pid, 0))
@@ -249,9 +253,11 @@ class StatsServer:
 
 
 def start(address: Optional[str], http: bool, status: Status, sockets: List[SocketInfo],
-          respawns: Callable[[], Dict[int, int]] = dict) -> Optional[StatsServer]:
+          respawns: Callable[[], Dict[int, int]] = dict,
+          ids: Callable[[], Dict[int, int]] = dict) -> Optional[StatsServer]:
     """The stats server on `address` (None: off); a socket that cannot be listened on is said
-    in the log and the server runs without it."""
+    in the log and the server runs without it. `respawns()`: starts per uWSGI worker id;
+    `ids()`: each worker's uWSGI id by pid (a replacement keeps its predecessor's)."""
     if not address:
         return None
     try:
@@ -260,4 +266,4 @@ def start(address: Optional[str], http: bool, status: Status, sockets: List[Sock
         log.error("stats: cannot listen on %s: %s", address, e)
         return None
     log.info("stats server (uWSGI's JSON%s) at %s", " over HTTP" if http else "", address)
-    return StatsServer(sock, Document(status, sockets, respawns), http)
+    return StatsServer(sock, Document(status, sockets, respawns, ids), http)
