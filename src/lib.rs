@@ -38,6 +38,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::tls::TlsCredentials>()?;
     m.add_function(wrap_pyfunction!(server::tls::load_tls, m)?)?;
     m.add_function(wrap_pyfunction!(server::allowance::cpu_allowance, m)?)?;
+    m.add_function(wrap_pyfunction!(server::prctl::parent_death_signal, m)?)?;
+    m.add_function(wrap_pyfunction!(server::prctl::name_thread, m)?)?;
     m.add_class::<wsgi::file_wrapper::FileWrapper>()?;
     m.add_class::<wsgi::input::Input>()?;
     m.add("ClientDisconnected", py.get_type::<ClientDisconnected>())?;

@@ -7,11 +7,11 @@ declared. The parsers (the parsers package) accept exactly these; the Rust core 
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Dict, Sequence, Tuple
 
 #: The file, shipped in the package (and so in the wheel) beside this module.
-PATH = Path(__file__).with_name("allowed_values.txt")
+PATH = os.path.join(os.path.dirname(__file__), "allowed_values.txt")
 
 
 def read(text: str) -> Dict[str, Tuple[str, ...]]:
@@ -27,7 +27,8 @@ def read(text: str) -> Dict[str, Tuple[str, ...]]:
     return table
 
 
-ALLOWED: Dict[str, Tuple[str, ...]] = read(PATH.read_text(encoding="utf-8"))
+with open(PATH, encoding="utf-8") as _f:
+    ALLOWED: Dict[str, Tuple[str, ...]] = read(_f.read())
 
 
 def spelled(names: Sequence[str], last: str = "or") -> str:

@@ -17,7 +17,6 @@ import sys
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from . import __version__, hooks, logs, preflight, privileges, syspath, tls
-from .command_line import from_command_line
 from .errors import OptionError, SluicegateError
 from .loader import load_app
 from .options import BY_NAME
@@ -33,6 +32,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from . import ctl
         return ctl.main(args[1:])
     syspath.at_start()  # before a gunicorn config file runs, as gunicorn does
+    # Here, not at the top: argparse and difflib stay out of `sluicegate-uwsgi`'s processes.
+    from .command_line import from_command_line
 
     parsed: List[Dict[str, Raw]] = []
 
@@ -170,6 +171,7 @@ def with_gunicorn_cmd_args(given: Dict[str, Raw], env: Optional[Mapping[str, str
     text = env.get(GUNICORN_CMD_ARGS, "")
     if not text.strip():
         return given
+    from .command_line import from_command_line
     try:
         words = shlex.split(text)
     except ValueError as e:

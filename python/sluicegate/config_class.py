@@ -14,14 +14,14 @@ one place an option is declared, as the file is never edited by hand.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import typing
-from pathlib import Path
 from typing import Any, List, Optional, Sequence, Set
 
 
 #: The generated module, beside this one.
-TARGET = Path(__file__).with_name("validated.py")
+TARGET = os.path.join(os.path.dirname(__file__), "validated.py")
 
 HEADER = '''"""`Config`: the validated options as one frozen record, the value resolution.py gives and the
 rest of the front and the core's config read: one field per row of the options table
@@ -91,7 +91,8 @@ def source(options: Sequence[Any]) -> str:
 
 
 def write(options: Sequence[Any]) -> None:
-    TARGET.write_text(source(options))
+    with open(TARGET, "w", encoding="utf-8") as f:
+        f.write(source(options))
 
 
 def mismatch(options: Sequence[Any], config: type) -> Optional[str]:

@@ -10,7 +10,7 @@ What gunicorn does, done here the same way (its `glogging.Logger.setup`):
   `gunicorn.access` one for `--access-log` (`-`: standard output) writing the bare line;
 - `--log-syslog` adds a `SysLogHandler` to both (not to the access logger with
   `--disable-redirect-access-to-syslog`), its lines `gunicorn.PREFIX.error: [PID] MESSAGE`;
-  a syslog it cannot write to is said once and tried again later (`SysLogHandler`), where
+  a syslog it cannot write to is said once and tried again later (gunicorn_syslog.py), where
   logging's own would print a traceback for every record;
 - then only one of the logging configurations, in gunicorn's order: the dict (a shallow
   `CONFIG_DEFAULTS.copy().update(dict)`, so "version" may be left out and a top-level key
@@ -26,13 +26,10 @@ handed a batch at a time to `gunicorn.access` (`access_sink`) instead of a descr
 from __future__ import annotations
 
 import copy
-import json
 import logging
-import logging.handlers
 import os
 import socket
 import sys
-import time
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from .errors import StartError
@@ -80,10 +77,6 @@ CONFIG_DEFAULTS: Dict[str, Any] = {
         }
     },
 }
-
-#: syslog facilities by name (gunicorn's SYSLOG_FACILITIES).
-FACILITIES = logging.handlers.SysLogHandler.facility_names
-
 
 class Setup:
     """What the options ask of gunicorn-style logging (None/False: not asked)."""
@@ -181,6 +174,8 @@ def _configure(setup: Setup) -> None:
     if setup.dict_config:
         _dict_config(setup.dict_config, "--log-config-dict")
     elif setup.json_config:
+        import json  # only for --log-config-json
+
         try:
             with open(setup.json_config, encoding="utf-8") as f:
                 given = json.load(f)
@@ -280,88 +275,16 @@ def syslog_formatter(setup: Setup, name: str) -> logging.Formatter:
                              "%(message)s")
 
 
-#: How long records are dropped after a syslog socket could not be written to, before the
-#: next record tries it again (connecting anew).
-SYSLOG_RETRY_S = 5.0
-
-
-class _Unreachable:
-    """Whether the syslog at one address is being reached, shared by its handlers (the error
-    and the access logger's), so that its failure is said once and not once per logger."""
-
-    def __init__(self) -> None:
-        self.down = False
-        self.retry_at = 0.0
-
-
-_unreachable: Dict[str, _Unreachable] = {}
-
-
-class SysLogHandler(logging.handlers.SysLogHandler):
-    """gunicorn's SysLogHandler, but a syslog it cannot write to (a missing socket, a daemon
-    restarting) is said once, in one line of the error log, and not with logging's
-    `--- Logging error ---` traceback for every record: its records are dropped, and it is
-    tried again, a new connection, with a record every SYSLOG_RETRY_S; its return is said too."""
-
-    def __init__(self, shown: str, **kwargs: Any) -> None:
-        self.shown = shown
-        self.state = _unreachable.setdefault(shown, _Unreachable())
-        self._failed = False
-        super().__init__(**kwargs)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        state = self.state
-        if state.down:
-            if time.monotonic() < state.retry_at:
-                return
-            self._reconnect()
-        self._failed = False
-        super().emit(record)  # calls handleError on failure
-        if state.down and not self._failed:
-            state.down = False
-            _say(logging.INFO, "syslog at %s reached again", self.shown)
-
-    def handleError(self, record: logging.LogRecord) -> None:
-        error = sys.exc_info()[1]
-        if not isinstance(error, OSError):
-            super().handleError(record)
-            return
-        self._failed = True
-        state = self.state
-        state.retry_at = time.monotonic() + SYSLOG_RETRY_S
-        if not state.down:
-            state.down = True
-            _say(logging.WARNING, "syslog at %s cannot be written to (%s): its records are "
-                 "dropped, and it is tried again every %gs", self.shown,
-                 error.strerror or error, SYSLOG_RETRY_S)
-
-    def _reconnect(self) -> None:
-        try:
-            if self.socket is not None:
-                self.socket.close()
-            if self.unixsocket:  # the method's name in every Python this runs on
-                connect = getattr(self, "_connect_unixsocket", None) or self._connect_unix
-                connect(self.address)
-            elif hasattr(self, "createSocket"):  # Python 3.11 and later
-                self.socket = None
-                self.createSocket()
-        except OSError:
-            pass  # the send that follows fails again, and says nothing more
-
-
-def _say(level: int, message: str, *args: Any) -> None:
-    """One line of the error log about syslog, through `gunicorn.error` (whose syslog handler
-    is down, or just back: it drops or sends it like any other)."""
-    logging.getLogger(ERROR_LOGGER).log(level, message, *args)
-
-
 def syslog_handler(setup: Setup) -> logging.Handler:
-    """A SysLogHandler for `--syslog-addr` and `--syslog-facility` (gunicorn's)."""
+    """A SysLogHandler for `--syslog-addr` and `--syslog-facility` (gunicorn's), from
+    gunicorn_syslog.py: imported only then (logging.handlers brings socket, pickle and queue)."""
+    from .gunicorn_syslog import SysLogHandler
+
     socktype, address = parse_syslog_address(setup.syslog_addr)
     try:
         return SysLogHandler(
             setup.syslog_addr if isinstance(address, tuple) else address,
-            address=address, facility=FACILITIES[setup.syslog_facility],
+            address=address, facility=SysLogHandler.facility_names[setup.syslog_facility],
             socktype=socktype)
     except OSError as e:
         raise StartError(f"--syslog-addr {setup.syslog_addr}: cannot reach it: "

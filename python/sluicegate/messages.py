@@ -24,7 +24,6 @@ Master -> worker: signals, which a worker's server handles like a single server'
 
 from __future__ import annotations
 
-import ctypes
 import enum
 import os
 import signal
@@ -44,9 +43,6 @@ STOP_NOW = signal.SIGQUIT
 CANCEL = signal.SIGKILL
 REOPEN_LOGS = signal.SIGUSR1
 MASTER_GONE = signal.SIGTERM
-
-#: prctl(2): the signal the kernel sends this process when its parent dies.
-PR_SET_PDEATHSIG = 1
 
 
 def send(fd: Optional[int], message: Message) -> None:
@@ -73,10 +69,11 @@ def receive(fd: int) -> List[Message]:
 def stop_with_master(master_pid: int) -> None:
     """In a worker right after fork: have the kernel send `MASTER_GONE` when the master dies.
     If it died already (between the fork and here), the worker leaves at once."""
+    from ._core import parent_death_signal  # loaded already: the package's __init__ has it
+
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(MASTER_GONE), 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: no orphan guard
+        parent_death_signal(int(MASTER_GONE))
+    except OSError:  # not Linux: no orphan guard
         return
     if os.getppid() != master_pid:
         os._exit(1)

@@ -6,7 +6,6 @@ parsers. Kept apart so that the table stays one screen per subject.
 
 from __future__ import annotations
 
-import random
 from typing import Any, Callable, Optional, Tuple
 
 from . import uwsgi_stats
@@ -99,7 +98,11 @@ def requests_beyond(cfg: Any, wid: int) -> int:
     delta = compat_number(cfg.uwsgi_compat, COMPAT_DELTA)
     if delta is not None:
         return wid * delta
-    return random.randint(0, cfg.max_requests_jitter) if cfg.max_requests_jitter else 0
+    if not cfg.max_requests_jitter:
+        return 0
+    import random  # only for --max-requests-jitter
+
+    return random.randint(0, cfg.max_requests_jitter)
 
 
 def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]

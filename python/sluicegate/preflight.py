@@ -23,7 +23,6 @@ import io
 import os
 import sys
 from typing import Any, Callable, List, Optional, Tuple
-from urllib.parse import unquote
 
 from .errors import LoadError, one_line
 
@@ -105,6 +104,8 @@ def _where(e: BaseException) -> str:
 
 
 def _warm_up(app: Callable[..., Any], target: str) -> None:
+    from urllib.parse import unquote  # only with --warmup
+
     host = "localhost"
     if "://" in target:
         scheme, rest = target.split("://", 1)

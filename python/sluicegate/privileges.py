@@ -16,7 +16,6 @@ import grp
 import os
 import pwd
 import sys
-import sysconfig
 from typing import List, Optional, Tuple
 
 from .errors import StartError
@@ -43,16 +42,24 @@ def group_id(name: str) -> int:
         raise ValueError(f"no such group {name!r}") from None
 
 
+#: The interpreter's directories, once read (`_interpreter_dirs`).
+_INTERPRETER_DIRS: List[Tuple[str, str]] = []
+
+
 def _interpreter_dirs() -> List[Tuple[str, str]]:
-    paths = sysconfig.get_paths()
-    stdlib = paths.get("stdlib", "")
-    return [("the interpreter's standard library", stdlib),
+    """Read once, as the starting user (`drop` reads them before it switches: after a switch,
+    sysconfig may no longer be able to say); sysconfig is imported only then, not by every
+    process that never switches nor fails an import."""
+    if not _INTERPRETER_DIRS:
+        import sysconfig
+
+        paths = sysconfig.get_paths()
+        stdlib = paths.get("stdlib", "")
+        _INTERPRETER_DIRS[:] = [
+            ("the interpreter's standard library", stdlib),
             ("the interpreter's compiled modules", os.path.join(stdlib, "lib-dynload")),
             ("the installed packages", paths.get("purelib", ""))]
-
-
-#: Read as the starting user: after a switch, sysconfig may no longer be able to say.
-_INTERPRETER_DIRS = _interpreter_dirs()
+    return _INTERPRETER_DIRS
 
 
 def drop(user: Optional[str], group: Optional[str]) -> None:
@@ -71,6 +78,7 @@ def drop(user: Optional[str], group: Optional[str]) -> None:
         raise StartError(f"cannot switch user: {e}") from None
     if is_already(uid, gid):
         return
+    _interpreter_dirs()
     try:
         if gid is not None:
             if uid is not None:
@@ -100,12 +108,12 @@ def unreadable() -> List[Tuple[str, str]]:
     interpreter's standard library and compiled modules, the installed packages, and every
     other sys.path directory (the working directory, where the app is imported from, among
     them). After a user switch these make an import say "not found" and hide the cause."""
-    known = {os.path.abspath(p): what for what, p in _INTERPRETER_DIRS if p}
+    known = {os.path.abspath(p): what for what, p in _interpreter_dirs() if p}
     cwd = os.getcwd()
     dirs = [(known.get(os.path.abspath(p or "."), "the working directory (where the app is "
              "imported from)" if os.path.abspath(p or ".") == cwd else "a sys.path directory"),
              p) for p in sys.path if not p.endswith(".zip")]
-    dirs += list(_INTERPRETER_DIRS)
+    dirs += list(_interpreter_dirs())
     out: List[Tuple[str, str]] = []
     for what, path in dirs:
         path = os.path.abspath(path or ".")

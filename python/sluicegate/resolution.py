@@ -14,7 +14,6 @@ command_line.py.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 from typing import Any, Dict, Mapping, Optional, Sequence
 
@@ -114,6 +113,8 @@ def from_keywords(keywords: Mapping[str, Any], caller: str = "serve()") -> Dict[
     raw: Dict[str, Raw] = {}
     for name, value in keywords.items():
         if name not in BY_NAME:
+            import difflib  # only for an unknown option's suggestion
+
             close = difflib.get_close_matches(name, BY_NAME, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise TypeError(f"{caller} got an unexpected keyword argument {name!r}{hint}")

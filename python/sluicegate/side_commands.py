@@ -29,17 +29,15 @@ As uWSGI 2.0 runs them (its core/daemons.c):
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import os
 import signal
-import subprocess
 import time
 from typing import Callable, List, Optional, Sequence
 
 from .errors import SluicegateError
 from .logs import log
-from .messages import PR_SET_PDEATHSIG
+from ._core import parent_death_signal
 
 #: A command that ran less than this many seconds is throttled before it starts again.
 THROTTLE_WINDOW_S = 3
@@ -110,8 +108,7 @@ def _spawn(command: str, signums: Sequence[int], dies_with_master: bool) -> int:
         return pid
     try:  # in the child: only what exec needs, then exec
         os.setsid()
-        if _PRCTL is not None:
-            _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        parent_death_signal(int(signal.SIGKILL))  # (no libc lookup in a child just forked)
         if os.getppid() != master:  # the master died before the prctl
             os._exit(1)
         for signum in signums:
@@ -121,18 +118,6 @@ def _spawn(command: str, signums: Sequence[int], dies_with_master: bool) -> int:
         os.execv("/bin/sh", ["/bin/sh", "-c", command])
     finally:
         os._exit(127)
-
-
-def _prctl() -> Optional[Callable[..., int]]:
-    """libc's prctl, looked up once in the master (never in a child just forked, where the
-    loader's lock may be held by a thread that did not come along)."""
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
-    except (OSError, AttributeError):  # not Linux: no guard
-        return None
-
-
-_PRCTL = _prctl()
 
 
 class SideCommands:
@@ -286,6 +271,8 @@ def run_before_app(commands: Sequence[str]) -> None:
     pre-app hooks stop it)."""
     for command in commands:
         log.info("Running %r before the app is loaded (--exec-pre-app)", command)
+        import subprocess  # only --exec-pre-app's commands run through it
+
         status = subprocess.run(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL).returncode
         if status != 0:
             how = f"exit status {status}" if status > 0 else \

@@ -11,18 +11,17 @@ the `%(name)`/`$(ENV)`/`@(file)` passes and the if/for logic live in uwsgi_confi
 
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import grp
 import socket
 import struct
-import subprocess
 import sys
 import time
-import xml.dom.minidom
-from typing import Dict, List, Optional, Tuple
-from xml.parsers.expat import ExpatError
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:  # the modules are imported by the reader that needs them
+    import xml.dom.minidom
 
 from .errors import OptionError
 
@@ -169,6 +168,8 @@ def read_text(path: str, where: str) -> str:
             return sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
         scheme = scheme_of(path)
         if scheme == "exec":
+            import subprocess
+
             done = subprocess.run(
                 ["/bin/sh", "-c", path[len("exec://") :]],
                 stdout=subprocess.PIPE,
@@ -277,6 +278,8 @@ def _json_scalar(value: object) -> Optional[str]:
 def parse_json(text: str, section: str, where: str) -> List[Entry]:
     """core/json.c (jansson): the object named `section` in the top-level object; each key once
     per scalar, an array's scalars each as one entry of that key."""
+    import json
+
     try:
         root = json.loads(text.split("\0", 1)[0])
     except ValueError as err:
@@ -334,6 +337,9 @@ def parse_xml(text: str, xml_id: Optional[str], where: str) -> List[Entry]:
     """core/xmlconf.c (libxml2): the root `<uwsgi>` (or the first `<uwsgi>` child of another
     root, the one whose `id` matches `file.xml:id`); each child element is an entry, its value the
     first child node's text verbatim ("1" when empty); a CDATA child is an `eval` entry."""
+    import xml.dom.minidom
+    from xml.parsers.expat import ExpatError
+
     try:
         document = xml.dom.minidom.parseString(text.encode("utf-8", "surrogateescape"))
     except ExpatError as err:

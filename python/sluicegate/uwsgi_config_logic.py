@@ -9,7 +9,6 @@ uwsgi_config.py runs each line of an open block through the block's function, as
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 import socket
@@ -112,6 +111,8 @@ def _readlines(res: Resolving, data: str, where: str) -> List[str]:
 
 
 def _glob(res: Resolving, data: str, where: str) -> List[str]:
+    import glob  # only for-glob
+
     found = sorted(glob.glob(data))
     if not found:
         return [data]

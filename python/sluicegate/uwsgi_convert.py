@@ -13,7 +13,6 @@ holds the table that says which converter each uWSGI option has.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 import re
 import sys
@@ -371,6 +370,8 @@ def app(kind: str) -> Convert:
 def pythonpath(plan: Plan, value: str, where: str) -> None:
     """A directory or a glob of them, as uWSGI adds it."""
     text = value.strip()
+    import glob
+
     found = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
     plan.pythonpath += [p for p in found if "," not in p]
 

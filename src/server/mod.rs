@@ -13,6 +13,7 @@
 
 pub mod allowance;
 mod drive;
+pub mod prctl;
 mod report;
 pub mod scheduler;
 mod thread_state;
