@@ -2,17 +2,20 @@
 options are imported when those options are used. A master imports them before it forks its
 workers, so each module imported for nothing was paid once per process (http.client and
 http.server, for `--metrics-bind` only, brought email, ssl, socketserver and more: about 5 MB
-of every process's resident memory)."""
+of every process's resident memory). The same for `sluicegate-uwsgi` with the configuration
+benchmark S19 runs (benchmarks/bench/s19.py): its workers carry nothing its options do not
+need, and nothing of sluicegate's own command line either."""
 
 import http.client
 
+from tests.conftest import PYTHON, ROOT
 from tests.helpers import free_ports
 
 
-def loaded(port):
+def loaded(port, path="/"):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        c.request("GET", "/")
+        c.request("GET", path)
         r = c.getresponse()
         assert r.status == 200
         return r.read().decode().split()
@@ -32,3 +35,31 @@ def test_the_metrics_listener_still_imports_what_it_needs(start_server):
     mport = free_ports(2)  # the master's port and the worker's (one further)
     srv = start_server("loaded_modules", "--workers", "1", "--metrics-bind", f"127.0.0.1:{mport}")
     assert "http.server" in loaded(srv.port)
+
+
+def test_a_uwsgi_worker_carries_no_module_its_options_do_not_need(start_server, tmp_path):
+    """S19's uwsgi.ini (master, two processes, a unix socket with chmod-socket and vacuum,
+    static-map, no request log), over HTTP here. Failed before: every process of
+    sluicegate-uwsgi had ctypes (prctl), subprocess (side commands), logging.handlers with
+    pickle and queue (syslog), xml.dom.minidom (XML configurations), argparse and difflib
+    (sluicegate's command line), glob, random, urllib.parse, sysconfig and pathlib: together
+    about 8 MB of resident memory over a master and two workers."""
+    (tmp_path / "static").mkdir()
+    ini = tmp_path / "uwsgi.ini"
+    ini.write_text(f"""[uwsgi]
+chdir = {ROOT}
+module = tests.apps.loaded_modules:app
+master = true
+processes = 2
+http-socket = 127.0.0.1:0
+socket = {tmp_path}/app.sock
+chmod-socket = 666
+vacuum = true
+die-on-term = true
+need-app = true
+disable-logging = true
+static-map = /static={tmp_path}/static
+listen = 1024
+""")
+    srv = start_server(None, command=[PYTHON, "-m", "sluicegate.uwsgi_cli", "--ini", str(ini)])
+    assert loaded(srv.port, "/uwsgi") == []

@@ -194,7 +194,7 @@ def test_rust_reads_the_names_from_allowed_values_txt():
     match arm."""
     from sluicegate.allowed_values import ALLOWED, PATH
 
-    assert f'include_str!("../python/sluicegate/{PATH.name}")' in rust_source()
+    assert f'include_str!("../python/sluicegate/{Path(PATH).name}")' in rust_source()
     sources = [path.read_text() for path in (ROOT / "src").rglob("*.rs")]
     for name in set(ALLOWED) - FRONT_ONLY:
         reads = re.compile(rf'\b(?:one_of\(\s*d\s*,\s*|allowed_values\(\s*)"{name}"')

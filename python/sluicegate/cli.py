@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shlex
 import sys
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
@@ -171,6 +170,8 @@ def with_gunicorn_cmd_args(given: Dict[str, Raw], env: Optional[Mapping[str, str
     text = env.get(GUNICORN_CMD_ARGS, "")
     if not text.strip():
         return given
+    import shlex
+
     from .command_line import from_command_line
     try:
         words = shlex.split(text)

@@ -25,8 +25,8 @@ fails when a listed option has no answer or the page differs.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
-from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 from . import uwsgi_convert as c
@@ -324,10 +324,11 @@ BY_NAME: Dict[str, UwsgiOption] = {n: o for o in TABLE for n in o.names}
 #: uWSGI's own options (the other names are placeholders) and what each takes: r (a value),
 #: n (nothing: a switch) or o (an optional value), from uwsgi_option_names.txt's first two
 #: columns (uwsgi_config.py reads the same file).
-ARGUMENT: Dict[str, str] = {
-    line.split()[0]: line.split()[1] for line in Path(__file__).with_name(
-        "uwsgi_option_names.txt").read_text(encoding="utf-8").splitlines()
-    if line.strip() and not line.startswith("#")}
+with open(os.path.join(os.path.dirname(__file__), "uwsgi_option_names.txt"),
+          encoding="utf-8") as _f:
+    ARGUMENT: Dict[str, str] = {
+        line.split()[0]: line.split()[1] for line in _f.read().splitlines()
+        if line.strip() and not line.startswith("#")}
 UWSGI_NAMES = frozenset(ARGUMENT)
 
 
