@@ -12,20 +12,30 @@ variables into the (option, value) pairs uWSGI would apply; uwsgi_options.py's t
 them into sluicegate's options (one warning line per ignored option, one error line for a
 refused one); then the same start as `sluicegate` (cli.run: validate, serve), with the same
 one-line error contract. On HUP the files are read again, as uWSGI's reload reads them.
+
+The resolution runs in a process of its own (`resolve_apart`: this command again, with
+`RESOLVE_TO_FD`), which writes the result back as Python literals and exits: the modules that
+read uWSGI's configurations (uwsgi_config*.py, uwsgi_options.py, uwsgi_convert.py, the uWSGI
+option table: about 1.2 MB of resident memory) never load in the master, so no worker forked
+from it carries them either. A result that cannot be written so, or a helper process that
+cannot start, falls back to resolving here.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import __version__, syspath
 from .cli import run
 from .errors import OptionError, SluicegateError
-from .gunicorn_settings import Refused
 from .resolution import Raw
-from .uwsgi_options import given_of, plan_of
+
+#: `python -m sluicegate.uwsgi_cli RESOLVE_TO_FD FD ARGS...`: resolve ARGS, write the result to
+#: descriptor FD (`resolve_apart`), and exit.
+RESOLVE_TO_FD = "--sluicegate-resolve-to-fd"
 
 USAGE = """usage: sluicegate-uwsgi [uWSGI's options and configuration files]
 
@@ -39,6 +49,8 @@ INT and QUIT stop, HUP reloads gracefully (docs/operations.md, "Coming from uWSG
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the `sluicegate-uwsgi` console script."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == [RESOLVE_TO_FD] and len(args) >= 2 and args[1].isdigit():
+        return write_resolution(int(args[1]), args[2:])
     if args in (["--help"], ["-h"]):
         print(USAGE)
         return 0
@@ -47,8 +59,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     syspath.at_start()
     try:
-        pairs = resolved(args, os.environ)
-        first = given_from(pairs)
+        pairs, first = resolve_apart(args)
     except SluicegateError as e:
         print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
         return e.exit_code
@@ -64,8 +75,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         given = state.pop("given", None)
         if given is not None:
             return given
-        again = resolved(args, os.environ)
-        given = given_from(again).given
+        again, first = resolve_apart(args)
+        given = first.given
         publish(again)
         return given
 
@@ -102,6 +113,9 @@ def publish(pairs: Sequence[Tuple[str, str]]) -> None:
 
 def given_from(pairs: Sequence[Tuple[str, str]]) -> Given:
     """The table applied to the resolved pairs."""
+    from .gunicorn_settings import Refused
+    from .uwsgi_options import given_of, plan_of
+
     plan = plan_of(pairs)
     try:
         if plan.settle_virtualenv():  # that environment's own program reads the rest
@@ -109,6 +123,68 @@ def given_from(pairs: Sequence[Tuple[str, str]]) -> Given:
     except Refused as e:
         raise OptionError(f"uWSGI virtualenv: {e}") from None
     return Given(given_of(plan), None)
+
+
+class ResolveError(SluicegateError):
+    """An error the resolving process reported: its message and exit status."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def resolve_apart(args: List[str]) -> Tuple[List[Tuple[str, str]], Given]:
+    """uWSGI's resolution and the table (`resolved`, `given_from`), run by a process of its own
+    (the module's doc); here if that process gives no result."""
+    r, w = os.pipe()
+    try:
+        os.set_inheritable(w, True)
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "sluicegate.uwsgi_cli",
+                                              RESOLVE_TO_FD, str(w), *args], dict(os.environ))
+    except OSError:
+        pid = 0
+    finally:
+        os.close(w)
+    chunks = []
+    with os.fdopen(r, "rb") as f:
+        while pid and (chunk := f.read(65536)):
+            chunks.append(chunk)
+    if pid:
+        os.waitpid(pid, 0)
+    try:
+        out: Any = ast.literal_eval(b"".join(chunks).decode("utf-8", "surrogateescape"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        out = None
+    if isinstance(out, tuple) and out[:1] == ("error",):
+        raise ResolveError(out[1], out[2])
+    if not (isinstance(out, tuple) and out[:1] == ("ok",)):
+        pairs = resolved(args, os.environ)
+        return pairs, given_from(pairs)
+    _, pairs, given, reexec = out
+    return pairs, Given({k: Raw(value, source) for k, (value, source) in given.items()}, reexec)
+
+
+def write_resolution(fd: int, args: List[str]) -> int:
+    """In the resolving process: the result as Python literals on `fd` (`("ok", pairs, given,
+    reexec)` or `("error", message, exit status)`); nothing if it has other values (the
+    caller resolves then)."""
+    syspath.at_start()
+    try:
+        pairs = resolved(args, os.environ)
+        first = given_from(pairs)
+        out: Tuple[Any, ...] = ("ok", pairs, {k: (r.value, r.source) for k, r in
+                                                first.given.items()}, first.reexec)
+    except SluicegateError as e:
+        out = ("error", str(e), e.exit_code)
+    text = repr(out)
+    try:
+        if ast.literal_eval(text) != out:
+            text = ""
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        text = ""
+    with os.fdopen(fd, "wb") as f:
+        f.write(text.encode("utf-8", "surrogateescape"))
+    return 0
 
 
 if __name__ == "__main__":

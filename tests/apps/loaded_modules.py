@@ -3,8 +3,9 @@ it, one name a line (empty: none). A worker is a fork of its master, so the answ
 the master imported before forking too.
 
 /         the modules no process needs unless an option asks for them (WATCHED)
-/uwsgi    those and the ones only sluicegate's own command line needs (COMMAND_LINE), which
-          a worker of `sluicegate-uwsgi` has no use for
+/uwsgi    those, the ones only sluicegate's own command line needs (COMMAND_LINE), and the
+          readers of uWSGI's configurations (UWSGI_READERS, run by a process of their own):
+          a worker of `sluicegate-uwsgi` has no use for them
 """
 
 import sys
@@ -23,9 +24,16 @@ WATCHED = ("http.client", "http.server", "email", "ssl", "socketserver", "loggin
 #: $GUNICORN_CMD_ARGS (shlex).
 COMMAND_LINE = ("argparse", "difflib", "gettext", "shlex")
 
+#: What reads uWSGI's command line and files into sluicegate's options (uwsgi_cli.py runs them
+#: in a process of its own).
+UWSGI_READERS = ("sluicegate.uwsgi_config", "sluicegate.uwsgi_config_files",
+                 "sluicegate.uwsgi_config_logic", "sluicegate.uwsgi_option_table",
+                 "sluicegate.uwsgi_options", "sluicegate.uwsgi_convert")
+
 
 def app(environ, start_response):
-    watched = WATCHED + (COMMAND_LINE if environ["PATH_INFO"] == "/uwsgi" else ())
+    uwsgi = environ["PATH_INFO"] == "/uwsgi"
+    watched = WATCHED + (COMMAND_LINE + UWSGI_READERS if uwsgi else ())
     body = "\n".join(m for m in watched if m in sys.modules).encode()
     start_response("200 OK", [("Content-Type", "text/plain"),
                               ("Content-Length", str(len(body)))])
