@@ -26,7 +26,11 @@ pub fn parent_death_signal(signum: i32) -> PyResult<()> {
 pub fn name_thread(name: &str) -> PyResult<()> {
     let mut buf = [0u8; 16];
     let bytes = name.as_bytes();
-    let n = bytes.iter().take(15).position(|&b| b == 0).unwrap_or(bytes.len().min(15));
+    let n = bytes
+        .iter()
+        .take(15)
+        .position(|&b| b == 0)
+        .unwrap_or(bytes.len().min(15));
     buf[..n].copy_from_slice(&bytes[..n]);
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes from the pointer:
     // `buf` is 16 bytes, its last one always 0, and lives across the call.
