@@ -150,7 +150,10 @@ def resolve_apart(args: List[str]) -> Tuple[List[Tuple[str, str]], Given]:
         while pid and (chunk := f.read(65536)):
             chunks.append(chunk)
     if pid:
-        os.waitpid(pid, 0)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:  # on a HUP the master's loop may have reaped it first
+            pass
     try:
         out: Any = ast.literal_eval(b"".join(chunks).decode("utf-8", "surrogateescape"))
     except (ValueError, SyntaxError, MemoryError, RecursionError):
