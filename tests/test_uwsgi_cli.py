@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,31 @@ def test_the_app_reads_the_resolved_options_in_uwsgi_opt_and_hup_renews_them(tmp
         wait_for(lambda: server.request().body == b"78" or None, "uwsgi.opt after HUP")
     finally:
         server.stop(signal.SIGINT)
+
+
+def test_the_resolving_process_gives_what_this_process_would(tmp_path, monkeypatch):
+    """uwsgi_cli.resolve_apart runs uWSGI's resolution in a process of its own (so that its
+    modules never load in the master): its result is the in-process one, value for value; and
+    with no such process (an interpreter that cannot be started) it resolves here instead."""
+    from sluicegate import uwsgi_cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    path = ini(tmp_path / "a.ini", master="true", processes="2", static_map=f"/s={tmp_path}",
+               env="A=1", harakiri="30")
+    args = ["--ini", str(path)]
+    resolved_here = uwsgi_cli.resolved
+    pairs = resolved_here(args, os.environ)
+    here = uwsgi_cli.given_from(pairs)
+
+    def not_here(*_):
+        raise AssertionError("resolved in this process")
+
+    monkeypatch.setattr(uwsgi_cli, "resolved", not_here)
+    apart_pairs, apart = uwsgi_cli.resolve_apart(args)
+    assert [tuple(p) for p in apart_pairs] == [tuple(p) for p in pairs]
+    assert apart.given == here.given and apart.reexec == here.reexec
+    monkeypatch.setattr(uwsgi_cli, "resolved", resolved_here)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    fallback_pairs, fallback = uwsgi_cli.resolve_apart(args)
+    assert fallback.given == here.given and fallback_pairs == pairs
