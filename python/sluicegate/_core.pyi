@@ -197,6 +197,18 @@ def cpu_allowance() -> Dict[str, Any]:
     ...
 
 
+def parent_death_signal(signum: int) -> None:
+    """prctl(PR_SET_PDEATHSIG): the kernel sends `signum` to this process when its parent
+    dies; OSError if it refuses (src/server/prctl.rs)."""
+    ...
+
+
+def name_thread(name: str) -> None:
+    """prctl(PR_SET_NAME): the calling thread's name for the kernel (its first 15 bytes);
+    OSError if it refuses (src/server/prctl.rs)."""
+    ...
+
+
 def load_tls(
     certfile: str,
     keyfile: Optional[str] = None,
