@@ -13,12 +13,12 @@ import sys
 #: Modules the server imports only for the options that need them (`--metrics-bind`, a
 #: logging configuration, `--log-syslog`, `worker.tmp`, `static-expires-type`, side commands,
 #: `--exec-pre-app`, uWSGI's XML, JSON and `exec://` configurations, `for-glob`,
-#: `--max-requests-jitter`, `--warmup`, a `--user` switch), or never (ctypes: prctl is the
-#: core's).
+#: `--max-requests-jitter`, `--warmup`, a `--user` switch, a network in
+#: `--forwarded-allow-ips`), or never (ctypes: prctl is the core's).
 WATCHED = ("http.client", "http.server", "email", "ssl", "socketserver", "logging.config",
            "tempfile", "mimetypes", "logging.handlers", "pickle", "queue", "ctypes",
            "subprocess", "xml.dom.minidom", "pyexpat", "glob", "random", "urllib.parse",
-           "sysconfig", "pathlib")
+           "sysconfig", "pathlib", "ipaddress")
 
 #: What parses sluicegate's own command line (argparse, with difflib's suggestions) and
 #: $GUNICORN_CMD_ARGS (shlex).

@@ -6,6 +6,7 @@ oldest version, the proxies believed, the control socket's path.
 from __future__ import annotations
 
 import os
+import socket
 from typing import Optional
 
 from ..allowed_values import ALLOWED, spelled
@@ -94,20 +95,35 @@ def parse_tls_min_version(value: object) -> str:
 
 def parse_forwarded_allow_ips(value: object) -> str:
     """Comma-separated addresses and CIDR networks, `unix` (unix-socket peers), `*` (all);
-    empty: none. Normalised to the same text without spaces."""
-    import ipaddress
-
+    empty: none. Normalised to the same text without spaces. A plain address is checked with
+    inet_pton; ipaddress (half a megabyte of every process's memory) is imported only for the
+    rest (networks, scoped addresses) and for what inet_pton refuses, whose error it words."""
     if isinstance(value, (list, tuple)):
         value = ",".join(parse_str(v) for v in value)
     items = [i.strip() for i in parse_str(value).split(",")]
     for item in items:
-        if item in ("", "*", "unix"):
+        if item in ("", "*", "unix") or _plain_address(item):
             continue
+        import ipaddress
+
         try:
             ipaddress.ip_network(item, strict=False)
         except ValueError:
             raise ValueError(f"{item!r} is not an address, a network, 'unix' or '*'") from None
     return ",".join(i for i in items if i)
+
+
+def _plain_address(item: str) -> bool:
+    """An IPv4 address in dotted quads or an IPv6 address without scope (what ipaddress takes
+    as a one-address network too)."""
+    family = socket.AF_INET6 if ":" in item else socket.AF_INET
+    if "/" in item or "%" in item or (family == socket.AF_INET and item.count(".") != 3):
+        return False
+    try:
+        socket.inet_pton(family, item)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def parse_forwarded_headers(value: object) -> str:
