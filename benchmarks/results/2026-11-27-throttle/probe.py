@@ -53,15 +53,18 @@ try:
         urllib.request.urlopen(f"http://127.0.0.1:{port}/sleep", timeout=5).read()
     m0, s0 = metrics(), stat()
     other = ["taskset", "-c", "1"] if pin else []
-    w = subprocess.run([*other, "wrk", "-t1", "-c16", f"-d{secs}s", "--latency", f"http://127.0.0.1:{port}/"],
+    w = subprocess.run([*other, "wrk", "-t1", "-c16", f"-d{secs}s", "--latency", "-s", str(Path(__file__).resolve().parent / "over.lua"), f"http://127.0.0.1:{port}/"],
                        capture_output=True, text=True).stdout
     m1, s1 = metrics(), stat()
     rps = float(re.search(r"Requests/sec:\s+(\S+)", w).group(1))
     p99 = re.search(r"^\s*99%\s+(\S+)", w, re.M).group(1)
     d = {k: int(m1[k] - m0[k]) for k in m0}
+    over = re.search(r"over10ms (\S+) over40ms (\S+) requests (\d+)", w)
+    caught = 16 * (s1[1] - s0[1]) / max(1, int(over.group(3))) * 100
     print(f"pin {os.environ.get('PIN', '-')} cpus {cpus} rps {rps:.0f} p99 {p99} periods {s1[0]-s0[0]} throttled {s1[1]-s0[1]} "
           f"throttled_ms {(s1[2]-s0[2])/1e6:.0f} inline {d['inline_calls_total']} pool {d['pool_calls_total']} "
-          f"takeovers {d['takeovers_total']}", flush=True)
+          f"takeovers {d['takeovers_total']} over10ms {over.group(1)} over40ms {over.group(2)} "
+          f"16-per-stop {caught:.2f}%", flush=True)
 finally:
     srv.terminate()
     srv.wait()
