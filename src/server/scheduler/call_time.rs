@@ -6,12 +6,13 @@
 //! runnable, stopped by the quota or preempted, which is no blocking. A call that slept is
 //! judged by the wall less its run delay (`thread_state::run_delay`).
 //!
-//! Why not the run delay alone: on 6.18 it leaves out much of the time a throttled thread
-//! waits (the kernel stops a throttled thread on its way back to user space and takes it off
-//! the run queue, where the run delay does not count). Measured (a thread computing 0.3 ms
-//! calls in a cgroup of 0.1 CPU, `getrusage` and `schedstat` around each): a call of 12.3 ms on
-//! the wall with 0.3 ms of CPU, no sleep and a run delay of 0; and through the server, throttled
-//! pool calls kept it in dispatch mode and marked hello world's route long. The rule is a plain
+//! Why not the run delay alone: on 6.18 it leaves out some of the time a throttled thread
+//! waits, in some calls all of it (the kernel stops a throttled thread on its way back to user
+//! space and takes it off the run queue, where the run delay does not count). Measured (a
+//! thread computing 0.3 ms calls in a cgroup of 0.1 CPU, `getrusage` and `schedstat` around
+//! each, `benchmarks/results/2026-11-27-throttle/`): most stops were in the run delay, but a
+//! call of 12.3 ms on the wall had 0.3 ms of CPU, no sleep and a run delay of 0, a slow call by
+//! the wall less its run delay. A stop never counted a voluntary switch. The rule is a plain
 //! function, so that the replay (`replay.rs`) runs it on throttled timings.
 
 use std::time::{Duration, Instant};
