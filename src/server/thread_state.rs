@@ -35,7 +35,7 @@ pub(super) fn run_delay() -> Option<Duration> {
 /// The times the calling thread went to sleep so far (`getrusage(RUSAGE_THREAD)`'s voluntary
 /// context switches: a sleep, a socket or database wait, a lock, the GIL). A thread stopped by
 /// a CPU quota or preempted stays runnable, and counts an involuntary switch instead (checked
-/// on 6.18: a thread computing in a cgroup of 0.1 CPU, stopped for up to 73 ms, counted none).
+/// on 6.18: a thread computing in a cgroup of 0.1 CPU, stopped for up to 84 ms at a time, counted none).
 /// None where the kernel does not say.
 pub(super) fn sleeps() -> Option<u64> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();

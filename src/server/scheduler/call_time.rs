@@ -7,8 +7,9 @@
 //! judged by the wall less its run delay (`thread_state::run_delay`).
 //!
 //! Why not the run delay alone: on 6.18 it leaves out some of the time a throttled thread
-//! waits, in some calls all of it (the kernel stops a throttled thread on its way back to user
-//! space and takes it off the run queue, where the run delay does not count). Measured (a
+//! waits, in some calls all of it (apparently where the kernel stops a throttled thread on its way
+//! back to user space and takes it off the run queue, where the run delay does not count; not
+//! checked in the kernel's source). Measured (a
 //! thread computing 0.3 ms calls in a cgroup of 0.1 CPU, `getrusage` and `schedstat` around
 //! each, `benchmarks/results/2026-11-27-throttle/`): most stops were in the run delay, but a
 //! call of 12.3 ms on the wall had 0.3 ms of CPU, no sleep and a run delay of 0, a slow call by

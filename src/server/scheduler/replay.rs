@@ -293,8 +293,7 @@ fn inline(call: &Call, a: &Allowance, by_wall: bool) -> (Verdict, f64) {
 }
 
 /// How the kernel's run delay counts the time the quota stops a thread: all of it, or none
-/// (6.18 takes a throttled thread off the run queue on its way back to user space, where the
-/// run delay does not count; `call_time`).
+/// (on 6.18 most stops were counted, and some not at all: `call_time`).
 #[derive(Clone, Copy, Debug)]
 enum Delay {
     Counted,
