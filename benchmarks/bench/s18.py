@@ -133,10 +133,26 @@ def paced(port: int) -> tuple[int, float, float]:
     return n, lat[len(lat) // 2], lat[int(len(lat) * 0.99) - 1]
 
 
+def switches(pids: list[int]) -> tuple[int, int]:
+    """Voluntary and involuntary context switches of every thread of the processes so far."""
+    vol = invol = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                for line in (task / "status").read_text().splitlines():
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        vol += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches:"):
+                        invol += int(line.split()[1])
+            except OSError:
+                pass  # a thread that ended meanwhile
+    return vol, invol
+
+
 def one(proc, case: str, cg: Cgroup, size: int, path: str = "/") -> dict:
     pids = proc.pids()
     cg.add(pids)
-    thr0, cpu0 = cg.throttled(), procs.cpu_seconds(pids)
+    thr0, cpu0, sw0 = cg.throttled(), procs.cpu_seconds(pids), switches(pids)
     t0 = time.monotonic()
     out: dict = {}
     if case in CLIENTS:
@@ -151,7 +167,9 @@ def one(proc, case: str, cg: Cgroup, size: int, path: str = "/") -> dict:
         out = {"rps": 0.0, "requests": 0, "errors": 0, "p50_ms": 0.0, "p99_ms": 0.0}
     wall = time.monotonic() - t0
     cpu = procs.cpu_seconds(proc.pids()) - cpu0
+    sw = switches(proc.pids())
     out.update(cpu_s=cpu, cores_used=cpu / wall, throttled=cg.throttled() - thr0,
+               vcsw=sw[0] - sw0[0], ivcsw=sw[1] - sw0[1],
                cpu_us_per_req=cpu * 1e6 / out["requests"] if out["requests"] else None)
     return out
 
@@ -179,7 +197,8 @@ def _keep(res: dict, case: str, name: str, cpus: float | None, r: int, settings,
     key = f"{case} | {name} | {'none' if cpus is None else cpus}"
     res.setdefault(key, {"settings": settings, "rounds": []})["rounds"].append(m)
     print(f"  S18 {key} round {r + 1}: {m['rps']:,.0f} req/s, p99 {m['p99_ms']:.2f} ms, "
-          f"{m['cpu_us_per_req'] or 0:.1f} µs/req, throttled {m['throttled']}", flush=True)
+          f"{m['cpu_us_per_req'] or 0:.1f} µs/req, throttled {m['throttled']}, "
+          f"switches {m['vcsw']}/{m['ivcsw']} (vol/invol)", flush=True)
 
 
 def _inside(res: dict, case: str, name: str, r: int, limits: list, d: Path) -> None:
@@ -224,7 +243,8 @@ def run(args) -> dict:
                         Cgroup(f"sg-s18-{os.getpid()}-{'none' if cpus is None else cpus}", None).remove()
     for key, v in res.items():
         v.update({k: statistics.median([m[k] or 0.0 for m in v["rounds"]])
-                  for k in ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "throttled", "cores_used", "errors")})
+                  for k in ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "throttled", "cores_used", "errors",
+                            "vcsw", "ivcsw")})
     auto = {str(c): workers_auto(c, d) for c in limits if c is not None} if "sluicegate" in names else {}
     print(f"  S18 --workers auto: {auto}", flush=True)
     return {"results": res, "workers_auto": auto}

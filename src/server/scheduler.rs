@@ -48,16 +48,18 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, O
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::thread_state::{run_delay, thread_is_sleeping};
+use super::thread_state::thread_is_sleeping;
 use crate::clock::clock_time;
 use crate::config::Policy;
 use crate::io::event_loop::LoopState;
 use crate::observe::allowance::Allowance;
 
+mod call_time;
 mod judge;
 #[cfg(test)]
 mod replay;
 mod watch;
+pub use call_time::CallClock;
 use judge::{Judge, Verdict};
 use watch::{Look, Watch};
 
@@ -104,33 +106,6 @@ const SPARSE_GAP: Duration = Duration::from_millis(8);
 const QUOTA_READ_EVERY: Duration = Duration::from_secs(1);
 /// The watchdog sleeps (instead of ticking) after this long without an inline call.
 const WATCHDOG_IDLE_AFTER: Duration = Duration::from_secs(1);
-
-/// A pool call's clock (`Scheduler::call_clock`).
-pub struct CallClock {
-    start: Instant,
-    /// The thread's run delay at the start, under a quota.
-    delay: Option<Duration>,
-}
-
-impl CallClock {
-    /// The call's time so far, less the time its thread waited to run under a quota.
-    pub fn took(&self) -> Duration {
-        less_delay(
-            self.start.elapsed(),
-            self.delay,
-            self.delay.and(run_delay()),
-        )
-    }
-}
-
-/// A call's `wall` time less what its thread waited to run between the run delays `before` and
-/// `after` it (the wall alone where either is unknown).
-fn less_delay(wall: Duration, before: Option<Duration>, after: Option<Duration>) -> Duration {
-    match (before, after) {
-        (Some(before), Some(after)) => wall.saturating_sub(after.saturating_sub(before)),
-        _ => wall,
-    }
-}
 
 /// What became of the loop state an inline call parked (`Scheduler::unpark`).
 pub enum Unparked {
@@ -268,21 +243,13 @@ impl Scheduler {
         false
     }
 
-    /// Time a pool call from the moment it holds the GIL: `start` is taken before the call and
-    /// `finish` after it. Under a CPU quota the time the thread waited to run (the cgroup's
-    /// throttled periods, `thread_state::run_delay`) is taken off: a throttled call did not
-    /// block, and judged by the wall it would keep the server in dispatch mode and mark its
-    /// route long. Without a quota nothing is read (the wall, as measured for every figure of
-    /// the unconstrained scenarios).
+    /// Time a pool call from the moment it holds the GIL: the clock is started before the call
+    /// and read (`CallClock::took`) after it. Under a CPU quota the time the thread waited to
+    /// run (the cgroup's throttled periods) is not counted (`call_time`): a throttled call did
+    /// not block, and judged by the wall it would keep the server in dispatch mode and mark its
+    /// route long.
     pub fn call_clock(&self) -> CallClock {
-        CallClock {
-            start: Instant::now(),
-            delay: if self.under_quota() {
-                run_delay()
-            } else {
-                None
-            },
-        }
+        CallClock::start(self.under_quota())
     }
 
     /// Whether the process's cgroup has a CPU quota, read again once `QUOTA_READ_EVERY` has

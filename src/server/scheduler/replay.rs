@@ -2,7 +2,7 @@
 //! 64-core machine with and without a CPU quota (fixture cgroup trees read by
 //! `observe::allowance`, as a container sees them). For each machine and each call it runs the
 //! watchdog's own rules (`Watch`, `Judge`) look by look against a simulated loop thread, and
-//! the pool's slow-call (`less_delay`, `SLOW_CALL`), machine-idle (`wsgi::pool::machine`,
+//! the pool's slow-call (`call_time::judged`, `SLOW_CALL`), machine-idle (`wsgi::pool::machine`,
 //! `MACHINE_IDLE_LEAST`) and spin (`Allowance::below`) decisions, beside what the wall clock
 //! and the host's /proc/stat alone would have decided. `cargo test --lib replay -- --nocapture`
 //! prints the decisions; the tests assert the ones that matter.
@@ -13,16 +13,18 @@
 //! the period (`stall`). A call starts with 2 µs of its period's budget left: the worst case,
 //! a call the quota stops at once. The calls' CPU and sleep figures are those of the
 //! benchmarks' apps (hello world 5 µs of CPU, S18; `/cpu?ms=N`; S5's sleep; S13's Django view,
-//! CPU around a database wait).
+//! CPU around a database wait). A pool call is judged twice: with a run delay that counts all
+//! the time the quota stopped its thread, and with one that counts none of it (`Delay`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::call_time::{judged, Ends};
 use super::judge::{Judge, Verdict};
 use super::watch::{Look, Watch};
-use super::{less_delay, SLOW_CALL};
+use super::SLOW_CALL;
 use crate::observe::allowance::{Allowance, Sources};
 use crate::wsgi::pool::machine::{own_cores, quota_idle, ticks_idle};
 use crate::wsgi::pool::MACHINE_IDLE_LEAST;
@@ -171,6 +173,8 @@ struct Thread {
     cpu: u64,
     /// µs runnable but stopped by the quota.
     throttled: u64,
+    /// Times it went to sleep (a voluntary context switch each).
+    sleeps: u64,
     /// Under a quota: budget left in this period, when the period ends, budget per period.
     quota: Option<(u64, u64, u64)>,
 }
@@ -194,6 +198,7 @@ impl Thread {
             t: 0,
             cpu: 0,
             throttled: 0,
+            sleeps: 0,
             quota,
         }
     }
@@ -229,7 +234,12 @@ impl Thread {
                         len
                     }
                 },
-                Seg::Sleep(len) => len,
+                Seg::Sleep(len) => {
+                    if self.done == 0 {
+                        self.sleeps += 1;
+                    }
+                    len
+                }
             };
             self.done += 1;
             self.t += 1;
@@ -282,13 +292,40 @@ fn inline(call: &Call, a: &Allowance, by_wall: bool) -> (Verdict, f64) {
     }
 }
 
-/// A dispatched call's wall time, and its time as the slow-call rule judges it.
-fn pool(call: &Call, a: &Allowance) -> (Duration, Duration) {
+/// How the kernel's run delay counts the time the quota stops a thread: all of it, or none
+/// (on 6.18 most stops were counted, and some not at all: `call_time`).
+#[derive(Clone, Copy, Debug)]
+enum Delay {
+    Counted,
+    Missed,
+}
+
+/// A dispatched call as the slow-call rule sees it, the run delay counting the quota's stops as
+/// `delay` says: (its wall time, its time as the rule judges it, the wall less the run delay
+/// alone).
+fn pool(call: &Call, a: &Allowance, delay: Delay) -> (Duration, Duration, Duration) {
     let mut th = Thread::new(call, a);
     th.advance_to(u64::MAX);
     let wall = Duration::from_micros(th.t);
-    let delay = a.quota.map(|_| Duration::from_micros(th.throttled));
-    (wall, less_delay(wall, delay.map(|_| Duration::ZERO), delay))
+    let us = Duration::from_micros;
+    let run_delay = match delay {
+        Delay::Counted => us(th.throttled),
+        Delay::Missed => Duration::ZERO,
+    };
+    let before = Ends {
+        delay: Some(Duration::ZERO),
+        cpu: Some(Duration::ZERO),
+        sleeps: Some(0),
+    };
+    let after = Ends {
+        delay: Some(run_delay),
+        cpu: Some(us(th.cpu)),
+        sleeps: Some(th.sleeps),
+    };
+    let ends = a.quota.map(|_| (before, after));
+    let delay_alone = Ends { cpu: None, ..after };
+    let by_delay = judged(wall, ends.map(|(b, _)| (b, delay_alone)));
+    (wall, judged(wall, ends), by_delay)
 }
 
 /// The machine-idle readings of a process busy at `busy` of its allowance for one second:
@@ -340,9 +377,11 @@ fn report() -> String {
             let name = call.name;
             let (v, at) = inline(call, &a, false);
             let (w, wat) = inline(call, &a, true);
-            let (wall, took) = pool(call, &a);
-            let _ = writeln!(out, "  {name:28} inline: {} (wall clock alone: {}); pool: wall {:.2} ms, judged {:.2} ms, slow {} (wall alone {})",
-                verdict(v, at), verdict(w, wat), wall.as_secs_f64() * 1e3, took.as_secs_f64() * 1e3, yes(took > SLOW_CALL), yes(wall > SLOW_CALL));
+            let (wall, took, _) = pool(call, &a, Delay::Counted);
+            let (_, missed, by_delay) = pool(call, &a, Delay::Missed);
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            let _ = writeln!(out, "  {name:28} inline: {} (wall clock alone: {}); pool: wall {:.2} ms, judged {:.2} ms, slow {} (wall alone {}); run delay missing the stops: judged {:.2} ms, slow {} (run delay alone {})",
+                verdict(v, at), verdict(w, wat), ms(wall), ms(took), yes(took > SLOW_CALL), yes(wall > SLOW_CALL), ms(missed), yes(missed > SLOW_CALL), yes(by_delay > SLOW_CALL));
         }
         let (rule, host) = machine_idle(m, &a, 0.95);
         let _ = writeln!(out, "  process at 95% of its allowance: idle {:.0}% by the rule, {:.0}% by /proc/stat; growth trials {} (by /proc/stat alone {})",
@@ -383,11 +422,13 @@ fn a_throttled_call_is_neither_taken_over_nor_slow() {
                 call.name
             );
         }
-        let (wall, took) = pool(&CALLS[0], &a);
-        assert!(
-            wall > SLOW_CALL && took <= SLOW_CALL,
-            "{name}: {wall:?} {took:?}"
-        );
+        for delay in [Delay::Counted, Delay::Missed] {
+            let (wall, took, _) = pool(&CALLS[0], &a, delay);
+            assert!(
+                wall > SLOW_CALL && took <= SLOW_CALL,
+                "{name} {delay:?}: {wall:?} {took:?}"
+            );
+        }
     }
     let (i, m) = machine("2 cores, quota 0.5");
     assert_eq!(
@@ -449,5 +490,27 @@ fn the_spin_is_on_only_with_the_whole_machine() {
     for (i, m) in MACHINES.iter().enumerate() {
         let whole = m.quota_us.is_none() && m.cpuset == m.online;
         assert_eq!(!allowance(m, i).below(m.online), whole, "{}", m.name);
+    }
+}
+
+/// Where the run delay misses the quota's stops (6.18), a hello-world call the quota stops at
+/// once is judged by its thread's CPU clock (5 µs), not slow; by the run delay alone it was
+/// slow on every quota (the wall: 50 ms at 0.5 CPU), which kept a throttled server in dispatch
+/// mode. Calls that compute past `SLOW_CALL` are slow by their CPU clock, and calls that sleep
+/// (S5, the Django view) are slow whichever way the run delay counts.
+#[test]
+fn a_throttled_call_is_judged_by_its_cpu_clock_where_the_run_delay_misses_the_stops() {
+    for (i, m) in MACHINES.iter().enumerate() {
+        let a = allowance(m, i);
+        let quota = m.quota_us.is_some();
+        let (wall, took, by_delay) = pool(&CALLS[0], &a, Delay::Missed);
+        assert!(took <= SLOW_CALL, "{}: {took:?}", m.name);
+        assert_eq!(by_delay > SLOW_CALL, quota, "{}: {wall:?}", m.name);
+        for delay in [Delay::Counted, Delay::Missed] {
+            for call in [&CALLS[3], &CALLS[4], &CALLS[5], &CALLS[6]] {
+                let (_, took, _) = pool(call, &a, delay);
+                assert!(took > SLOW_CALL, "{} {delay:?} {}", m.name, call.name);
+            }
+        }
     }
 }
