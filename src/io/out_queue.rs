@@ -90,6 +90,11 @@ enum Segment {
     Owned(Vec<u8>),
     Static(&'static [u8]),
     Shared(Box<dyn SharedBytes>),
+    /// A chunk's framing kept in the segment itself (`push_framing`): no allocation per block.
+    Inline {
+        len: u8,
+        buf: [u8; INLINE_MAX],
+    },
     /// `len` bytes of `file` from `offset` (the descriptor is our own, or the static file
     /// cache's, so the app closing its file object does not cut the transfer short).
     File {
@@ -112,6 +117,7 @@ impl Segment {
             Segment::Owned(v) => v,
             Segment::Static(s) => s,
             Segment::Shared(b) => b.bytes(),
+            Segment::Inline { len, buf } => &buf[..*len as usize],
             Segment::File { .. } | Segment::Cork(_) => &[],
         }
     }
@@ -134,9 +140,10 @@ pub const CORK_MIN: u64 = 4 * 1024 * 1024;
 /// Capacity of a fresh segment that small blocks are copied into.
 const COALESCE_CAPACITY: usize = 16 * 1024;
 
-/// Capacity of a fresh segment for a chunk's framing alone (`push_framing`): the CRLF that ends
-/// a referenced block and the next block's size line share it.
-const FRAMING_CAPACITY: usize = 32;
+/// Bytes of framing a segment holds in itself (`Segment::Inline`): the CRLF that ends a
+/// referenced block and the next block's size line (at most 2 + 18) share one. 23 keeps a
+/// segment at 32 bytes, as its largest other variants.
+const INLINE_MAX: usize = 23;
 
 /// Most data in one coalesced chunk (its size field has 8 hex digits).
 const CHUNK_COALESCE_MAX: usize = 1 << 20;
@@ -303,9 +310,29 @@ impl OutQueue {
     /// Append a chunk's framing (a size line, a CRLF) around data queued without a copy: as
     /// `push_copy`, but a new segment is a small one, not the 16 KiB a run of small blocks gets
     /// (per referenced 8 KiB block that allocation cost more than the copy it replaced).
+    /// Framing after a referenced block goes into an inline segment (a 32-byte `Vec` per block
+    /// before: a `malloc` on the app's thread and a `free` on the loop's, which the allocator's
+    /// thread caches do not serve); after copied bytes it extends their segment.
     pub fn push_framing(&mut self, data: &[u8]) {
         self.close_chunk();
-        self.append_tail_or_new(data, FRAMING_CAPACITY);
+        self.pending += data.len() as u64;
+        match self.segs.back_mut() {
+            Some(Segment::Owned(v)) => return v.extend_from_slice(data),
+            Some(Segment::Inline { len, buf }) if *len as usize + data.len() <= INLINE_MAX => {
+                let at = *len as usize;
+                buf[at..at + data.len()].copy_from_slice(data);
+                *len += data.len() as u8;
+                return;
+            }
+            _ => {}
+        }
+        if data.len() <= INLINE_MAX {
+            let mut buf = [0u8; INLINE_MAX];
+            buf[..data.len()].copy_from_slice(data);
+            let len = data.len() as u8;
+            return self.segs.push_back(Segment::Inline { len, buf });
+        }
+        self.segs.push_back(Segment::Owned(data.to_vec()));
     }
 
     /// Append small data as chunked body data. Consecutive calls extend one chunk: the size field

@@ -90,3 +90,31 @@ fn pending_counts_framing() {
     q.close_chunk();
     assert_eq!(q.pending(), 10 + 3 + 2);
 }
+
+#[test]
+fn framing_around_referenced_blocks_needs_no_buffer() {
+    struct Held(&'static [u8]);
+    impl SharedBytes for Held {
+        fn bytes(&self) -> &[u8] {
+            self.0
+        }
+    }
+    let mut q = OutQueue::new();
+    for block in [&b"abcdefgh"[..], b"xyz"] {
+        q.push_framing(format!("{:x}\r\n", block.len()).as_bytes());
+        q.push_shared(Box::new(Held(block)));
+        q.push_framing(b"\r\n");
+    }
+    // The CRLF ending a block and the next block's size line share one inline segment.
+    assert_eq!(q.segs.len(), 5);
+    assert!(!q.segs.iter().any(|s| matches!(s, Segment::Owned(_))));
+    assert_eq!(q.pending, 21);
+    assert_eq!(drain(&mut q), b"8\r\nabcdefgh\r\n3\r\nxyz\r\n".to_vec());
+    // After copied bytes, framing extends their segment; a long one gets a buffer of its own.
+    q.push_copy(b"head");
+    q.push_framing(b"\r\n");
+    q.push_shared(Box::new(Held(b"z")));
+    q.push_framing(&[b'0'; 30]);
+    assert_eq!(q.segs.len(), 3);
+    assert_eq!(drain(&mut q).len(), 4 + 2 + 1 + 30);
+}
