@@ -49,32 +49,88 @@ const FRAMING_HEADER_VARS: &[&[u8]] = &[
     b"HTTP_TRANSFER_ENCODING",
 ];
 
+/// Header fields a packet's variables are read into before the first regrowth.
+const FIELDS_ROOM: usize = 12;
+
 /// What the packet says beyond the HTTP request itself: the proxy's view of the connection.
+///
+/// The four values are kept one after another in one buffer (one allocation a request, not
+/// one each: nginx sends all four on every request).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UwsgiFacts {
-    /// REMOTE_ADDR and REMOTE_PORT as sent (unvalidated bytes; the caller parses them).
-    pub remote_addr: Option<Vec<u8>>,
-    pub remote_port: Option<Vec<u8>>,
+    /// REMOTE_ADDR, REMOTE_PORT, SERVER_NAME and SERVER_PORT as sent, where `spans` says.
+    text: Vec<u8>,
+    /// Where each of them is in `text`, in that order (`None`: not sent).
+    spans: [Option<Range<u32>>; 4],
     /// "https" if HTTPS is "on"/"1" (case-insensitive) or UWSGI_SCHEME / REQUEST_SCHEME is "https"; "http" if one of them says http; None if none is sent.
     pub scheme: Option<&'static str>,
-    /// SERVER_NAME and SERVER_PORT as sent.
-    pub server_name: Option<Vec<u8>>,
-    pub server_port: Option<Vec<u8>>,
+}
+
+/// Bytes as text, if they are UTF-8.
+fn text(v: Option<&[u8]>) -> Option<&str> {
+    v.and_then(|b| std::str::from_utf8(b).ok())
 }
 
 impl UwsgiFacts {
+    /// The facts of these variables' values (`None`: not sent) and scheme.
+    pub fn new(
+        remote_addr: Option<&[u8]>,
+        remote_port: Option<&[u8]>,
+        server_name: Option<&[u8]>,
+        server_port: Option<&[u8]>,
+        scheme: Option<&'static str>,
+    ) -> UwsgiFacts {
+        let values = [remote_addr, remote_port, server_name, server_port];
+        let mut text = Vec::with_capacity(values.iter().flatten().map(|v| v.len()).sum());
+        let spans = values.map(|v| {
+            v.map(|v| {
+                let start = text.len();
+                text.extend_from_slice(v);
+                // A packet is under 64 KiB: its values together fit a u32.
+                start as u32..text.len() as u32
+            })
+        });
+        UwsgiFacts {
+            text,
+            spans,
+            scheme,
+        }
+    }
+
+    fn value(&self, i: usize) -> Option<&[u8]> {
+        let r = self.spans[i].as_ref()?;
+        self.text.get(r.start as usize..r.end as usize)
+    }
+
+    /// REMOTE_ADDR as sent (unvalidated bytes; [`UwsgiFacts::resolved`] parses it).
+    pub fn remote_addr(&self) -> Option<&[u8]> {
+        self.value(0)
+    }
+
+    /// REMOTE_PORT as sent.
+    pub fn remote_port(&self) -> Option<&[u8]> {
+        self.value(1)
+    }
+
+    /// SERVER_NAME as sent.
+    pub fn server_name(&self) -> Option<&[u8]> {
+        self.value(2)
+    }
+
+    /// SERVER_PORT as sent.
+    pub fn server_port(&self) -> Option<&[u8]> {
+        self.value(3)
+    }
+
     /// The facts as the same overrides a trusted proxy's forwarding headers give (REMOTE_ADDR
     /// and REMOTE_PORT, the scheme, SERVER_NAME and SERVER_PORT); values that do not parse
     /// are left out and counted in `malformed`.
     pub fn resolved(&self) -> Resolved {
         let mut r = Resolved::default();
-        fn text(v: &Option<Vec<u8>>) -> Option<&str> {
-            v.as_deref().and_then(|b| std::str::from_utf8(b).ok())
-        }
-        if let Some(addr) = &self.remote_addr {
-            match text(&self.remote_addr).and_then(|s| s.parse::<IpAddr>().ok()) {
+        if let Some(addr) = self.remote_addr() {
+            match text(Some(addr)).and_then(|s| s.parse::<IpAddr>().ok()) {
                 Some(ip) => {
-                    let port = text(&self.remote_port).and_then(|p| p.parse::<u16>().ok());
+                    let port = text(self.remote_port()).and_then(|p| p.parse::<u16>().ok());
                     r.client = Some((ip, port));
                 }
                 None if addr.is_empty() => {}
@@ -86,8 +142,11 @@ impl UwsgiFacts {
             Some("http") => Some(Scheme::Http),
             _ => None,
         };
-        r.server_name = self.server_name.clone().filter(|n| !n.is_empty());
-        match text(&self.server_port).map(|p| p.parse::<u16>()) {
+        r.server_name = self
+            .server_name()
+            .filter(|n| !n.is_empty())
+            .map(<[u8]>::to_vec);
+        match text(self.server_port()).map(|p| p.parse::<u16>()) {
             Some(Ok(p)) => r.port = Some(p),
             Some(Err(_)) => r.malformed += 1,
             None => {}
@@ -161,7 +220,12 @@ struct Vars<'a> {
 impl<'a> Vars<'a> {
     /// Walk the variables of a complete packet body.
     fn read(mut rest: &'a [u8], limits: &Limits) -> Result<Self, ProtoError> {
-        let mut vars = Vars::default();
+        // Room for what nginx passes from a browser (Host, User-Agent, Accept and a few
+        // more): one allocation, not one and then its regrowths.
+        let mut vars = Vars {
+            fields: Vec::with_capacity(FIELDS_ROOM),
+            ..Vars::default()
+        };
         let mut http_vars = 0usize;
         while !rest.is_empty() {
             let key = take_sized(&mut rest)?;
@@ -245,13 +309,13 @@ impl<'a> Vars<'a> {
     }
 
     fn facts(&self) -> UwsgiFacts {
-        UwsgiFacts {
-            remote_addr: self.remote_addr.map(<[u8]>::to_vec),
-            remote_port: self.remote_port.map(<[u8]>::to_vec),
-            scheme: self.scheme(),
-            server_name: self.server_name.map(<[u8]>::to_vec),
-            server_port: self.server_port.map(<[u8]>::to_vec),
-        }
+        UwsgiFacts::new(
+            self.remote_addr,
+            self.remote_port,
+            self.server_name,
+            self.server_port,
+            self.scheme(),
+        )
     }
 }
 

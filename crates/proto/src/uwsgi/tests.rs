@@ -121,13 +121,13 @@ fn uwsgi_typical_nginx_get() {
     assert!(!head.is_head);
     assert_eq!(
         facts,
-        UwsgiFacts {
-            remote_addr: Some(b"203.0.113.7".to_vec()),
-            remote_port: Some(b"51234".to_vec()),
-            scheme: Some("http"),
-            server_name: Some(b"example.com".to_vec()),
-            server_port: Some(b"80".to_vec()),
-        }
+        UwsgiFacts::new(
+            Some(b"203.0.113.7"),
+            Some(b"51234"),
+            Some(b"example.com"),
+            Some(b"80"),
+            Some("http"),
+        )
     );
 }
 
@@ -505,7 +505,7 @@ fn uwsgi_later_variables_override_earlier_ones() {
         ("SERVER_NAME", "second"),
         ("CONTENT_TYPE", "text/html"),
     ]));
-    assert_eq!(facts.server_name, Some(b"second".to_vec()));
+    assert_eq!(facts.server_name(), Some(&b"second"[..]));
     assert_eq!(
         headers(&head),
         [("Content-Type", "text/html"), ("Host", "h")].map(|(n, v)| (n.to_string(), v.to_string()))
@@ -550,4 +550,39 @@ fn uwsgi_malformed_host_is_refused() {
         let input = nginx_get_with(&[("HTTP_HOST", ok)]);
         assert!(parse(&input).unwrap().is_some(), "{ok}");
     }
+}
+
+#[test]
+fn uwsgi_facts_keep_each_value_apart_and_the_ones_not_sent() {
+    let (_, facts) = ok(&packet(&[
+        ("REQUEST_METHOD", "GET"),
+        ("REQUEST_URI", "/"),
+        ("SERVER_PORT", "8443"),
+        ("REMOTE_PORT", "51234"),
+        ("SERVER_NAME", ""),
+    ]));
+    assert_eq!(facts.remote_addr(), None);
+    assert_eq!(facts.remote_port(), Some(&b"51234"[..]));
+    assert_eq!(facts.server_name(), Some(&b""[..]));
+    assert_eq!(facts.server_port(), Some(&b"8443"[..]));
+    let r = facts.resolved();
+    assert_eq!((r.client, r.server_name, r.port, r.malformed), (None, None, Some(8443), 0));
+}
+
+#[test]
+fn uwsgi_facts_resolve_to_the_client_server_name_and_port() {
+    let (_, facts) = ok(&packet(&[
+        ("REQUEST_METHOD", "GET"),
+        ("REQUEST_URI", "/"),
+        ("REMOTE_ADDR", "2001:db8::7"),
+        ("REMOTE_PORT", "51234"),
+        ("SERVER_NAME", "example.com"),
+        ("SERVER_PORT", "80"),
+        ("HTTPS", "on"),
+    ]));
+    let r = facts.resolved();
+    let ip: IpAddr = "2001:db8::7".parse().unwrap();
+    assert_eq!(r.client, Some((ip, Some(51234))));
+    assert_eq!(r.server_name, Some(b"example.com".to_vec()));
+    assert_eq!((r.port, r.scheme, r.malformed), (Some(80), Some(Scheme::Https), 0));
 }
