@@ -33,8 +33,6 @@ const PACKET_HEADER_LEN: usize = 4;
 const MODIFIER1_WSGI: u8 = 0;
 /// modifier2 that goes with it.
 const MODIFIER2_WSGI: u8 = 0;
-/// Prefix of the variables that carry request header fields (CGI, RFC 3875 §4.1.18).
-const HTTP_PREFIX: &[u8] = b"HTTP_";
 /// Digits for percent-encoding PATH_INFO back into a target.
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
@@ -233,7 +231,9 @@ impl<'a> Vars<'a> {
             if key.is_empty() {
                 return Err(bad("uwsgi: empty variable name"));
             }
-            if let Some(suffix) = key.strip_prefix(HTTP_PREFIX) {
+            // HTTP_*: a request header field (CGI, RFC 3875 §4.1.18). (A slice pattern, not
+            // `strip_prefix`, which stayed a call per variable.)
+            if let [b'H', b'T', b'T', b'P', b'_', suffix @ ..] = key {
                 http_vars += 1;
                 if http_vars > limits.max_headers {
                     return Err(ProtoError::HeadersTooLarge);
@@ -519,19 +519,17 @@ fn split_target(target: &[u8], method: &[u8]) -> Result<(Range<usize>, Range<usi
 fn push_header_name(buf: &mut Vec<u8>, suffix: &[u8]) -> Result<(), ProtoError> {
     let n0 = buf.len();
     let mut word_start = true;
-    for &b in suffix {
+    // One `extend` of a mapped slice iterator: room made once, no check per byte.
+    buf.extend(suffix.iter().map(|&b| {
         if b == b'_' {
-            buf.push(b'-');
             word_start = true;
+            b'-'
+        } else if std::mem::replace(&mut word_start, false) {
+            b.to_ascii_uppercase()
         } else {
-            buf.push(if word_start {
-                b.to_ascii_uppercase()
-            } else {
-                b.to_ascii_lowercase()
-            });
-            word_start = false;
+            b.to_ascii_lowercase()
         }
-    }
+    }));
     if !is_token(&buf[n0..]) {
         return Err(bad("uwsgi: invalid header variable name"));
     }
