@@ -243,21 +243,21 @@ impl<'a> Vars<'a> {
                 }
                 continue;
             }
-            match key {
-                b"REQUEST_METHOD" => vars.method = Some(value),
-                b"REQUEST_URI" => vars.request_uri = Some(value),
-                b"PATH_INFO" => vars.path_info = Some(value),
-                b"QUERY_STRING" => vars.query_string = Some(value),
-                b"SERVER_PROTOCOL" => vars.protocol = Some(value),
-                b"HTTPS" => vars.https = Some(value),
-                b"REQUEST_SCHEME" => vars.request_scheme = Some(value),
-                b"UWSGI_SCHEME" => vars.uwsgi_scheme = Some(value),
-                b"REMOTE_ADDR" => vars.remote_addr = Some(value),
-                b"REMOTE_PORT" => vars.remote_port = Some(value),
-                b"SERVER_NAME" => vars.server_name = Some(value),
-                b"SERVER_PORT" => vars.server_port = Some(value),
-                b"CONTENT_TYPE" => vars.set_field(FieldName::ContentType, value),
-                b"CONTENT_LENGTH" => {
+            match known(key) {
+                Some(Known::Method) => vars.method = Some(value),
+                Some(Known::RequestUri) => vars.request_uri = Some(value),
+                Some(Known::PathInfo) => vars.path_info = Some(value),
+                Some(Known::QueryString) => vars.query_string = Some(value),
+                Some(Known::Protocol) => vars.protocol = Some(value),
+                Some(Known::Https) => vars.https = Some(value),
+                Some(Known::RequestScheme) => vars.request_scheme = Some(value),
+                Some(Known::UwsgiScheme) => vars.uwsgi_scheme = Some(value),
+                Some(Known::RemoteAddr) => vars.remote_addr = Some(value),
+                Some(Known::RemotePort) => vars.remote_port = Some(value),
+                Some(Known::ServerName) => vars.server_name = Some(value),
+                Some(Known::ServerPort) => vars.server_port = Some(value),
+                Some(Known::ContentType) => vars.set_field(FieldName::ContentType, value),
+                Some(Known::ContentLength) => {
                     // The one variable that frames the stream: two that disagree are refused,
                     // as conflicting Content-Length fields are in HTTP.
                     if vars.content_length.is_some_and(|prev| prev != value) {
@@ -267,7 +267,7 @@ impl<'a> Vars<'a> {
                     vars.set_field(FieldName::ContentLength, value);
                 }
                 // DOCUMENT_ROOT, SCRIPT_NAME, custom uwsgi_param keys...: not part of the head.
-                _ => {}
+                None => {}
             }
         }
         Ok(vars)
@@ -317,6 +317,49 @@ impl<'a> Vars<'a> {
             self.scheme(),
         )
     }
+}
+
+/// The CGI variables the head and the facts are made of.
+#[derive(Clone, Copy)]
+enum Known {
+    Method,
+    RequestUri,
+    PathInfo,
+    QueryString,
+    Protocol,
+    Https,
+    RequestScheme,
+    UwsgiScheme,
+    RemoteAddr,
+    RemotePort,
+    ServerName,
+    ServerPort,
+    ContentType,
+    ContentLength,
+}
+
+/// Which of [`Known`] `key` is. Its length, first and last bytes leave one candidate, so one
+/// compare decides (a `match` on the names compared up to five of the same length).
+fn known(key: &[u8]) -> Option<Known> {
+    let (&first, &last) = (key.first()?, key.last()?);
+    let (name, which): (&[u8], Known) = match (key.len(), first, last) {
+        (14, b'R', b'D') => (b"REQUEST_METHOD", Known::Method),
+        (11, b'R', b'I') => (b"REQUEST_URI", Known::RequestUri),
+        (9, b'P', b'O') => (b"PATH_INFO", Known::PathInfo),
+        (12, b'Q', b'G') => (b"QUERY_STRING", Known::QueryString),
+        (15, b'S', b'L') => (b"SERVER_PROTOCOL", Known::Protocol),
+        (5, b'H', b'S') => (b"HTTPS", Known::Https),
+        (14, b'R', b'E') => (b"REQUEST_SCHEME", Known::RequestScheme),
+        (12, b'U', b'E') => (b"UWSGI_SCHEME", Known::UwsgiScheme),
+        (11, b'R', b'R') => (b"REMOTE_ADDR", Known::RemoteAddr),
+        (11, b'R', b'T') => (b"REMOTE_PORT", Known::RemotePort),
+        (11, b'S', b'E') => (b"SERVER_NAME", Known::ServerName),
+        (11, b'S', b'T') => (b"SERVER_PORT", Known::ServerPort),
+        (12, b'C', b'E') => (b"CONTENT_TYPE", Known::ContentType),
+        (14, b'C', b'H') => (b"CONTENT_LENGTH", Known::ContentLength),
+        _ => return None,
+    };
+    (key == name).then_some(which)
 }
 
 /// One `size: u16 LE, bytes` string off the front of `rest`.
@@ -536,5 +579,7 @@ fn push_header_name(buf: &mut Vec<u8>, suffix: &[u8]) -> Result<(), ProtoError> 
     Ok(())
 }
 
+#[cfg(test)]
+mod facts_tests;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@ use super::*;
 use crate::ProtoError::*;
 
 /// One uwsgi request packet (modifiers 0) holding `vars` in order.
-fn packet(vars: &[(&str, &str)]) -> Vec<u8> {
+pub(super) fn packet(vars: &[(&str, &str)]) -> Vec<u8> {
     packet_bytes(
         &vars
             .iter()
@@ -36,7 +36,7 @@ fn parse(input: &[u8]) -> Result<Option<Parsed>, ProtoError> {
 }
 
 /// A packet that must parse, using all of `input`.
-fn ok(input: &[u8]) -> (RequestHead, UwsgiFacts) {
+pub(super) fn ok(input: &[u8]) -> (RequestHead, UwsgiFacts) {
     match parse(input) {
         Ok(Some((head, facts, n))) => {
             assert_eq!(n, input.len());
@@ -550,39 +550,4 @@ fn uwsgi_malformed_host_is_refused() {
         let input = nginx_get_with(&[("HTTP_HOST", ok)]);
         assert!(parse(&input).unwrap().is_some(), "{ok}");
     }
-}
-
-#[test]
-fn uwsgi_facts_keep_each_value_apart_and_the_ones_not_sent() {
-    let (_, facts) = ok(&packet(&[
-        ("REQUEST_METHOD", "GET"),
-        ("REQUEST_URI", "/"),
-        ("SERVER_PORT", "8443"),
-        ("REMOTE_PORT", "51234"),
-        ("SERVER_NAME", ""),
-    ]));
-    assert_eq!(facts.remote_addr(), None);
-    assert_eq!(facts.remote_port(), Some(&b"51234"[..]));
-    assert_eq!(facts.server_name(), Some(&b""[..]));
-    assert_eq!(facts.server_port(), Some(&b"8443"[..]));
-    let r = facts.resolved();
-    assert_eq!((r.client, r.server_name, r.port, r.malformed), (None, None, Some(8443), 0));
-}
-
-#[test]
-fn uwsgi_facts_resolve_to_the_client_server_name_and_port() {
-    let (_, facts) = ok(&packet(&[
-        ("REQUEST_METHOD", "GET"),
-        ("REQUEST_URI", "/"),
-        ("REMOTE_ADDR", "2001:db8::7"),
-        ("REMOTE_PORT", "51234"),
-        ("SERVER_NAME", "example.com"),
-        ("SERVER_PORT", "80"),
-        ("HTTPS", "on"),
-    ]));
-    let r = facts.resolved();
-    let ip: IpAddr = "2001:db8::7".parse().unwrap();
-    assert_eq!(r.client, Some((ip, Some(51234))));
-    assert_eq!(r.server_name, Some(b"example.com".to_vec()));
-    assert_eq!((r.port, r.scheme, r.malformed), (Some(80), Some(Scheme::Https), 0));
 }
