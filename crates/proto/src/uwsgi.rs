@@ -339,27 +339,27 @@ enum Known {
 }
 
 /// Which of [`Known`] `key` is. Its length, first and last bytes leave one candidate, so one
-/// compare decides (a `match` on the names compared up to five of the same length).
+/// compare decides (a `match` on the names compared up to five of the same length), and each
+/// compare is against a literal of a known length: inline word compares, no `memcmp` call.
 fn known(key: &[u8]) -> Option<Known> {
     let (&first, &last) = (key.first()?, key.last()?);
-    let (name, which): (&[u8], Known) = match (key.len(), first, last) {
-        (14, b'R', b'D') => (b"REQUEST_METHOD", Known::Method),
-        (11, b'R', b'I') => (b"REQUEST_URI", Known::RequestUri),
-        (9, b'P', b'O') => (b"PATH_INFO", Known::PathInfo),
-        (12, b'Q', b'G') => (b"QUERY_STRING", Known::QueryString),
-        (15, b'S', b'L') => (b"SERVER_PROTOCOL", Known::Protocol),
-        (5, b'H', b'S') => (b"HTTPS", Known::Https),
-        (14, b'R', b'E') => (b"REQUEST_SCHEME", Known::RequestScheme),
-        (12, b'U', b'E') => (b"UWSGI_SCHEME", Known::UwsgiScheme),
-        (11, b'R', b'R') => (b"REMOTE_ADDR", Known::RemoteAddr),
-        (11, b'R', b'T') => (b"REMOTE_PORT", Known::RemotePort),
-        (11, b'S', b'E') => (b"SERVER_NAME", Known::ServerName),
-        (11, b'S', b'T') => (b"SERVER_PORT", Known::ServerPort),
-        (12, b'C', b'E') => (b"CONTENT_TYPE", Known::ContentType),
-        (14, b'C', b'H') => (b"CONTENT_LENGTH", Known::ContentLength),
+    Some(match (key.len(), first, last) {
+        (14, b'R', b'D') if key == b"REQUEST_METHOD" => Known::Method,
+        (11, b'R', b'I') if key == b"REQUEST_URI" => Known::RequestUri,
+        (9, b'P', b'O') if key == b"PATH_INFO" => Known::PathInfo,
+        (12, b'Q', b'G') if key == b"QUERY_STRING" => Known::QueryString,
+        (15, b'S', b'L') if key == b"SERVER_PROTOCOL" => Known::Protocol,
+        (5, b'H', b'S') if key == b"HTTPS" => Known::Https,
+        (14, b'R', b'E') if key == b"REQUEST_SCHEME" => Known::RequestScheme,
+        (12, b'U', b'E') if key == b"UWSGI_SCHEME" => Known::UwsgiScheme,
+        (11, b'R', b'R') if key == b"REMOTE_ADDR" => Known::RemoteAddr,
+        (11, b'R', b'T') if key == b"REMOTE_PORT" => Known::RemotePort,
+        (11, b'S', b'E') if key == b"SERVER_NAME" => Known::ServerName,
+        (11, b'S', b'T') if key == b"SERVER_PORT" => Known::ServerPort,
+        (12, b'C', b'E') if key == b"CONTENT_TYPE" => Known::ContentType,
+        (14, b'C', b'H') if key == b"CONTENT_LENGTH" => Known::ContentLength,
         _ => return None,
-    };
-    (key == name).then_some(which)
+    })
 }
 
 /// One `size: u16 LE, bytes` string off the front of `rest`.
