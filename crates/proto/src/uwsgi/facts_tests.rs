@@ -18,7 +18,10 @@ fn uwsgi_facts_keep_each_value_apart_and_the_ones_not_sent() {
     assert_eq!(facts.server_name(), Some(&b""[..]));
     assert_eq!(facts.server_port(), Some(&b"8443"[..]));
     let r = facts.resolved();
-    assert_eq!((r.client, r.server_name, r.port, r.malformed), (None, None, Some(8443), 0));
+    assert_eq!(
+        (r.client, r.server_name, r.port, r.malformed),
+        (None, None, Some(8443), 0)
+    );
 }
 
 #[test]
@@ -36,7 +39,10 @@ fn uwsgi_facts_resolve_to_the_client_server_name_and_port() {
     let ip: IpAddr = "2001:db8::7".parse().unwrap();
     assert_eq!(r.client, Some((ip, Some(51234))));
     assert_eq!(r.server_name, Some(b"example.com".to_vec()));
-    assert_eq!((r.port, r.scheme, r.malformed), (Some(80), Some(Scheme::Https), 0));
+    assert_eq!(
+        (r.port, r.scheme, r.malformed),
+        (Some(80), Some(Scheme::Https), 0)
+    );
 }
 
 #[test]
