@@ -69,6 +69,18 @@ fn text(v: Option<&[u8]>) -> Option<&str> {
     v.and_then(|b| std::str::from_utf8(b).ok())
 }
 
+/// A port as `str::parse::<u16>` reads it (`None`: not UTF-8, as for [`text`]); the one to
+/// five plain digits nginx sends without the UTF-8 check and the generic parser.
+fn port(v: &[u8]) -> Option<Result<u16, ()>> {
+    if (1..=5).contains(&v.len()) && v.iter().all(u8::is_ascii_digit) {
+        let n = v.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'));
+        if let Ok(p) = u16::try_from(n) {
+            return Some(Ok(p));
+        }
+    }
+    text(Some(v)).map(|s| s.parse::<u16>().map_err(|_| ()))
+}
+
 impl UwsgiFacts {
     /// The facts of these variables' values (`None`: not sent) and scheme.
     pub fn new(
@@ -128,7 +140,7 @@ impl UwsgiFacts {
         if let Some(addr) = self.remote_addr() {
             match text(Some(addr)).and_then(|s| s.parse::<IpAddr>().ok()) {
                 Some(ip) => {
-                    let port = text(self.remote_port()).and_then(|p| p.parse::<u16>().ok());
+                    let port = self.remote_port().and_then(port).and_then(Result::ok);
                     r.client = Some((ip, port));
                 }
                 None if addr.is_empty() => {}
@@ -144,9 +156,9 @@ impl UwsgiFacts {
             .server_name()
             .filter(|n| !n.is_empty())
             .map(<[u8]>::to_vec);
-        match text(self.server_port()).map(|p| p.parse::<u16>()) {
+        match self.server_port().and_then(port) {
             Some(Ok(p)) => r.port = Some(p),
-            Some(Err(_)) => r.malformed += 1,
+            Some(Err(())) => r.malformed += 1,
             None => {}
         }
         r

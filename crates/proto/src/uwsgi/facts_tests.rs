@@ -80,3 +80,27 @@ fn uwsgi_known_variables_are_told_by_their_whole_name() {
     ]));
     assert_eq!(facts.server_name(), Some(&b"a"[..]));
 }
+
+#[test]
+fn uwsgi_ports_read_as_the_generic_parser_reads_them() {
+    for v in [
+        &b"80"[..],
+        b"080",
+        b"+80",
+        b"0",
+        b"65535",
+        b"65536",
+        b"99999",
+        b"123456",
+        b"",
+        b"1a",
+        b"-1",
+        b" 80",
+    ] {
+        let generic = std::str::from_utf8(v)
+            .ok()
+            .map(|s| s.parse::<u16>().map_err(|_| ()));
+        assert_eq!(port(v), generic, "{:?}", String::from_utf8_lossy(v));
+    }
+    assert_eq!(port(b"\xff80"), None);
+}
