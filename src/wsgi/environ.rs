@@ -418,8 +418,11 @@ fn apply_forwarded(
             intern!(py, "SERVER_NAME"),
             latin1(py, split_host_port(host).0),
         )?;
-        env.set_item(intern!(py, "SERVER_PORT"), port_of(host))?;
-    } else if f.scheme.is_some() {
+        if f.port.is_none() {
+            env.set_item(intern!(py, "SERVER_PORT"), port_of(host))?;
+        }
+    } else if f.scheme.is_some() && f.port.is_none() {
+        // (A port said outright, as nginx's SERVER_PORT on every uwsgi request, is set below.)
         let host = head.host().unwrap_or_default();
         env.set_item(intern!(py, "SERVER_PORT"), port_of(host))?;
     }

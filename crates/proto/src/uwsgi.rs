@@ -33,8 +33,6 @@ const PACKET_HEADER_LEN: usize = 4;
 const MODIFIER1_WSGI: u8 = 0;
 /// modifier2 that goes with it.
 const MODIFIER2_WSGI: u8 = 0;
-/// Prefix of the variables that carry request header fields (CGI, RFC 3875 §4.1.18).
-const HTTP_PREFIX: &[u8] = b"HTTP_";
 /// Digits for percent-encoding PATH_INFO back into a target.
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
@@ -49,32 +47,100 @@ const FRAMING_HEADER_VARS: &[&[u8]] = &[
     b"HTTP_TRANSFER_ENCODING",
 ];
 
+/// Header fields a packet's variables are read into before the first regrowth.
+const FIELDS_ROOM: usize = 12;
+
 /// What the packet says beyond the HTTP request itself: the proxy's view of the connection.
+///
+/// The four values are kept one after another in one buffer (one allocation a request, not
+/// one each: nginx sends all four on every request).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UwsgiFacts {
-    /// REMOTE_ADDR and REMOTE_PORT as sent (unvalidated bytes; the caller parses them).
-    pub remote_addr: Option<Vec<u8>>,
-    pub remote_port: Option<Vec<u8>>,
+    /// REMOTE_ADDR, REMOTE_PORT, SERVER_NAME and SERVER_PORT as sent, where `spans` says.
+    text: Vec<u8>,
+    /// Where each of them is in `text`, in that order (`None`: not sent).
+    spans: [Option<Range<u32>>; 4],
     /// "https" if HTTPS is "on"/"1" (case-insensitive) or UWSGI_SCHEME / REQUEST_SCHEME is "https"; "http" if one of them says http; None if none is sent.
     pub scheme: Option<&'static str>,
-    /// SERVER_NAME and SERVER_PORT as sent.
-    pub server_name: Option<Vec<u8>>,
-    pub server_port: Option<Vec<u8>>,
+}
+
+/// Bytes as text, if they are UTF-8.
+fn text(v: Option<&[u8]>) -> Option<&str> {
+    v.and_then(|b| std::str::from_utf8(b).ok())
+}
+
+/// A port as `str::parse::<u16>` reads it (`None`: not UTF-8, as for [`text`]); the one to
+/// five plain digits nginx sends without the UTF-8 check and the generic parser.
+fn port(v: &[u8]) -> Option<Result<u16, ()>> {
+    if (1..=5).contains(&v.len()) && v.iter().all(u8::is_ascii_digit) {
+        let n = v.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'));
+        if let Ok(p) = u16::try_from(n) {
+            return Some(Ok(p));
+        }
+    }
+    text(Some(v)).map(|s| s.parse::<u16>().map_err(|_| ()))
 }
 
 impl UwsgiFacts {
+    /// The facts of these variables' values (`None`: not sent) and scheme.
+    pub fn new(
+        remote_addr: Option<&[u8]>,
+        remote_port: Option<&[u8]>,
+        server_name: Option<&[u8]>,
+        server_port: Option<&[u8]>,
+        scheme: Option<&'static str>,
+    ) -> UwsgiFacts {
+        let values = [remote_addr, remote_port, server_name, server_port];
+        let mut text = Vec::with_capacity(values.iter().flatten().map(|v| v.len()).sum());
+        let spans = values.map(|v| {
+            v.map(|v| {
+                let start = text.len();
+                text.extend_from_slice(v);
+                // A packet is under 64 KiB: its values together fit a u32.
+                start as u32..text.len() as u32
+            })
+        });
+        UwsgiFacts {
+            text,
+            spans,
+            scheme,
+        }
+    }
+
+    fn value(&self, i: usize) -> Option<&[u8]> {
+        let r = self.spans[i].as_ref()?;
+        self.text.get(r.start as usize..r.end as usize)
+    }
+
+    /// REMOTE_ADDR as sent (unvalidated bytes; [`UwsgiFacts::resolved`] parses it).
+    pub fn remote_addr(&self) -> Option<&[u8]> {
+        self.value(0)
+    }
+
+    /// REMOTE_PORT as sent.
+    pub fn remote_port(&self) -> Option<&[u8]> {
+        self.value(1)
+    }
+
+    /// SERVER_NAME as sent.
+    pub fn server_name(&self) -> Option<&[u8]> {
+        self.value(2)
+    }
+
+    /// SERVER_PORT as sent.
+    pub fn server_port(&self) -> Option<&[u8]> {
+        self.value(3)
+    }
+
     /// The facts as the same overrides a trusted proxy's forwarding headers give (REMOTE_ADDR
     /// and REMOTE_PORT, the scheme, SERVER_NAME and SERVER_PORT); values that do not parse
     /// are left out and counted in `malformed`.
     pub fn resolved(&self) -> Resolved {
         let mut r = Resolved::default();
-        fn text(v: &Option<Vec<u8>>) -> Option<&str> {
-            v.as_deref().and_then(|b| std::str::from_utf8(b).ok())
-        }
-        if let Some(addr) = &self.remote_addr {
-            match text(&self.remote_addr).and_then(|s| s.parse::<IpAddr>().ok()) {
+        if let Some(addr) = self.remote_addr() {
+            match text(Some(addr)).and_then(|s| s.parse::<IpAddr>().ok()) {
                 Some(ip) => {
-                    let port = text(&self.remote_port).and_then(|p| p.parse::<u16>().ok());
+                    let port = self.remote_port().and_then(port).and_then(Result::ok);
                     r.client = Some((ip, port));
                 }
                 None if addr.is_empty() => {}
@@ -86,10 +152,13 @@ impl UwsgiFacts {
             Some("http") => Some(Scheme::Http),
             _ => None,
         };
-        r.server_name = self.server_name.clone().filter(|n| !n.is_empty());
-        match text(&self.server_port).map(|p| p.parse::<u16>()) {
+        r.server_name = self
+            .server_name()
+            .filter(|n| !n.is_empty())
+            .map(<[u8]>::to_vec);
+        match self.server_port().and_then(port) {
             Some(Ok(p)) => r.port = Some(p),
-            Some(Err(_)) => r.malformed += 1,
+            Some(Err(())) => r.malformed += 1,
             None => {}
         }
         r
@@ -161,7 +230,12 @@ struct Vars<'a> {
 impl<'a> Vars<'a> {
     /// Walk the variables of a complete packet body.
     fn read(mut rest: &'a [u8], limits: &Limits) -> Result<Self, ProtoError> {
-        let mut vars = Vars::default();
+        // Room for what nginx passes from a browser (Host, User-Agent, Accept and a few
+        // more): one allocation, not one and then its regrowths.
+        let mut vars = Vars {
+            fields: Vec::with_capacity(FIELDS_ROOM),
+            ..Vars::default()
+        };
         let mut http_vars = 0usize;
         while !rest.is_empty() {
             let key = take_sized(&mut rest)?;
@@ -169,7 +243,9 @@ impl<'a> Vars<'a> {
             if key.is_empty() {
                 return Err(bad("uwsgi: empty variable name"));
             }
-            if let Some(suffix) = key.strip_prefix(HTTP_PREFIX) {
+            // HTTP_*: a request header field (CGI, RFC 3875 §4.1.18). (A slice pattern, not
+            // `strip_prefix`, which stayed a call per variable.)
+            if let [b'H', b'T', b'T', b'P', b'_', suffix @ ..] = key {
                 http_vars += 1;
                 if http_vars > limits.max_headers {
                     return Err(ProtoError::HeadersTooLarge);
@@ -179,21 +255,21 @@ impl<'a> Vars<'a> {
                 }
                 continue;
             }
-            match key {
-                b"REQUEST_METHOD" => vars.method = Some(value),
-                b"REQUEST_URI" => vars.request_uri = Some(value),
-                b"PATH_INFO" => vars.path_info = Some(value),
-                b"QUERY_STRING" => vars.query_string = Some(value),
-                b"SERVER_PROTOCOL" => vars.protocol = Some(value),
-                b"HTTPS" => vars.https = Some(value),
-                b"REQUEST_SCHEME" => vars.request_scheme = Some(value),
-                b"UWSGI_SCHEME" => vars.uwsgi_scheme = Some(value),
-                b"REMOTE_ADDR" => vars.remote_addr = Some(value),
-                b"REMOTE_PORT" => vars.remote_port = Some(value),
-                b"SERVER_NAME" => vars.server_name = Some(value),
-                b"SERVER_PORT" => vars.server_port = Some(value),
-                b"CONTENT_TYPE" => vars.set_field(FieldName::ContentType, value),
-                b"CONTENT_LENGTH" => {
+            match known(key) {
+                Some(Known::Method) => vars.method = Some(value),
+                Some(Known::RequestUri) => vars.request_uri = Some(value),
+                Some(Known::PathInfo) => vars.path_info = Some(value),
+                Some(Known::QueryString) => vars.query_string = Some(value),
+                Some(Known::Protocol) => vars.protocol = Some(value),
+                Some(Known::Https) => vars.https = Some(value),
+                Some(Known::RequestScheme) => vars.request_scheme = Some(value),
+                Some(Known::UwsgiScheme) => vars.uwsgi_scheme = Some(value),
+                Some(Known::RemoteAddr) => vars.remote_addr = Some(value),
+                Some(Known::RemotePort) => vars.remote_port = Some(value),
+                Some(Known::ServerName) => vars.server_name = Some(value),
+                Some(Known::ServerPort) => vars.server_port = Some(value),
+                Some(Known::ContentType) => vars.set_field(FieldName::ContentType, value),
+                Some(Known::ContentLength) => {
                     // The one variable that frames the stream: two that disagree are refused,
                     // as conflicting Content-Length fields are in HTTP.
                     if vars.content_length.is_some_and(|prev| prev != value) {
@@ -203,7 +279,7 @@ impl<'a> Vars<'a> {
                     vars.set_field(FieldName::ContentLength, value);
                 }
                 // DOCUMENT_ROOT, SCRIPT_NAME, custom uwsgi_param keys...: not part of the head.
-                _ => {}
+                None => {}
             }
         }
         Ok(vars)
@@ -245,14 +321,57 @@ impl<'a> Vars<'a> {
     }
 
     fn facts(&self) -> UwsgiFacts {
-        UwsgiFacts {
-            remote_addr: self.remote_addr.map(<[u8]>::to_vec),
-            remote_port: self.remote_port.map(<[u8]>::to_vec),
-            scheme: self.scheme(),
-            server_name: self.server_name.map(<[u8]>::to_vec),
-            server_port: self.server_port.map(<[u8]>::to_vec),
-        }
+        UwsgiFacts::new(
+            self.remote_addr,
+            self.remote_port,
+            self.server_name,
+            self.server_port,
+            self.scheme(),
+        )
     }
+}
+
+/// The CGI variables the head and the facts are made of.
+#[derive(Clone, Copy)]
+enum Known {
+    Method,
+    RequestUri,
+    PathInfo,
+    QueryString,
+    Protocol,
+    Https,
+    RequestScheme,
+    UwsgiScheme,
+    RemoteAddr,
+    RemotePort,
+    ServerName,
+    ServerPort,
+    ContentType,
+    ContentLength,
+}
+
+/// Which of [`Known`] `key` is. Its length, first and last bytes leave one candidate, so one
+/// compare decides (a `match` on the names compared up to five of the same length), and each
+/// compare is against a literal of a known length: inline word compares, no `memcmp` call.
+fn known(key: &[u8]) -> Option<Known> {
+    let (&first, &last) = (key.first()?, key.last()?);
+    Some(match (key.len(), first, last) {
+        (14, b'R', b'D') if key == b"REQUEST_METHOD" => Known::Method,
+        (11, b'R', b'I') if key == b"REQUEST_URI" => Known::RequestUri,
+        (9, b'P', b'O') if key == b"PATH_INFO" => Known::PathInfo,
+        (12, b'Q', b'G') if key == b"QUERY_STRING" => Known::QueryString,
+        (15, b'S', b'L') if key == b"SERVER_PROTOCOL" => Known::Protocol,
+        (5, b'H', b'S') if key == b"HTTPS" => Known::Https,
+        (14, b'R', b'E') if key == b"REQUEST_SCHEME" => Known::RequestScheme,
+        (12, b'U', b'E') if key == b"UWSGI_SCHEME" => Known::UwsgiScheme,
+        (11, b'R', b'R') if key == b"REMOTE_ADDR" => Known::RemoteAddr,
+        (11, b'R', b'T') if key == b"REMOTE_PORT" => Known::RemotePort,
+        (11, b'S', b'E') if key == b"SERVER_NAME" => Known::ServerName,
+        (11, b'S', b'T') if key == b"SERVER_PORT" => Known::ServerPort,
+        (12, b'C', b'E') if key == b"CONTENT_TYPE" => Known::ContentType,
+        (14, b'C', b'H') if key == b"CONTENT_LENGTH" => Known::ContentLength,
+        _ => return None,
+    })
 }
 
 /// One `size: u16 LE, bytes` string off the front of `rest`.
@@ -455,24 +574,24 @@ fn split_target(target: &[u8], method: &[u8]) -> Result<(Range<usize>, Range<usi
 fn push_header_name(buf: &mut Vec<u8>, suffix: &[u8]) -> Result<(), ProtoError> {
     let n0 = buf.len();
     let mut word_start = true;
-    for &b in suffix {
+    // One `extend` of a mapped slice iterator: room made once, no check per byte.
+    buf.extend(suffix.iter().map(|&b| {
         if b == b'_' {
-            buf.push(b'-');
             word_start = true;
+            b'-'
+        } else if std::mem::replace(&mut word_start, false) {
+            b.to_ascii_uppercase()
         } else {
-            buf.push(if word_start {
-                b.to_ascii_uppercase()
-            } else {
-                b.to_ascii_lowercase()
-            });
-            word_start = false;
+            b.to_ascii_lowercase()
         }
-    }
+    }));
     if !is_token(&buf[n0..]) {
         return Err(bad("uwsgi: invalid header variable name"));
     }
     Ok(())
 }
 
+#[cfg(test)]
+mod facts_tests;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@ use super::*;
 use crate::ProtoError::*;
 
 /// One uwsgi request packet (modifiers 0) holding `vars` in order.
-fn packet(vars: &[(&str, &str)]) -> Vec<u8> {
+pub(super) fn packet(vars: &[(&str, &str)]) -> Vec<u8> {
     packet_bytes(
         &vars
             .iter()
@@ -36,7 +36,7 @@ fn parse(input: &[u8]) -> Result<Option<Parsed>, ProtoError> {
 }
 
 /// A packet that must parse, using all of `input`.
-fn ok(input: &[u8]) -> (RequestHead, UwsgiFacts) {
+pub(super) fn ok(input: &[u8]) -> (RequestHead, UwsgiFacts) {
     match parse(input) {
         Ok(Some((head, facts, n))) => {
             assert_eq!(n, input.len());
@@ -121,13 +121,13 @@ fn uwsgi_typical_nginx_get() {
     assert!(!head.is_head);
     assert_eq!(
         facts,
-        UwsgiFacts {
-            remote_addr: Some(b"203.0.113.7".to_vec()),
-            remote_port: Some(b"51234".to_vec()),
-            scheme: Some("http"),
-            server_name: Some(b"example.com".to_vec()),
-            server_port: Some(b"80".to_vec()),
-        }
+        UwsgiFacts::new(
+            Some(b"203.0.113.7"),
+            Some(b"51234"),
+            Some(b"example.com"),
+            Some(b"80"),
+            Some("http"),
+        )
     );
 }
 
@@ -505,7 +505,7 @@ fn uwsgi_later_variables_override_earlier_ones() {
         ("SERVER_NAME", "second"),
         ("CONTENT_TYPE", "text/html"),
     ]));
-    assert_eq!(facts.server_name, Some(b"second".to_vec()));
+    assert_eq!(facts.server_name(), Some(&b"second"[..]));
     assert_eq!(
         headers(&head),
         [("Content-Type", "text/html"), ("Host", "h")].map(|(n, v)| (n.to_string(), v.to_string()))
