@@ -7,7 +7,7 @@ one), answers only peers of the same user or root (`SO_PEERCRED`), and is remove
 server stops. A path where a live server answers is left alone (the control socket is then
 off, said in the log); a dead socket there is replaced. Clients are answered at once, up to
 MAX_CLIENTS, each on a thread of its own and within CLIENT_TIMEOUT_S, so a slow one holds
-only itself.
+only itself; each is hung up on without a reset (`_hang_up`).
 """
 
 from __future__ import annotations
