@@ -7,7 +7,7 @@ one), answers only peers of the same user or root (`SO_PEERCRED`), and is remove
 server stops. A path where a live server answers is left alone (the control socket is then
 off, said in the log); a dead socket there is replaced. Clients are answered at once, up to
 MAX_CLIENTS, each on a thread of its own and within CLIENT_TIMEOUT_S, so a slow one holds
-only itself.
+only itself; each is hung up on without a reset (`_hang_up`).
 """
 
 from __future__ import annotations
@@ -87,6 +87,23 @@ def _peer_allowed(conn: socket.socket) -> bool:
     return uid in (0, os.geteuid())
 
 
+def _hang_up(conn: socket.socket) -> None:
+    """Close a client's connection so that it reads the end of the stream after what it was
+    sent: a unix socket closed with bytes it has not read resets its peer (ECONNRESET, where
+    the answer may not be read), as when a command passed MAX_COMMAND or a byte came just
+    before the deadline. So its sending is stopped first (`shutdown`: it gets EPIPE from then
+    on), and what it sent before is read and dropped (a bounded amount: what the socket holds)
+    before the close."""
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+        conn.setblocking(False)
+        while conn.recv(1 << 16):
+            pass
+    except OSError:
+        pass
+    conn.close()
+
+
 class ControlServer:
     """The control socket: a thread (`sg-control`) accepts clients and hands each to a thread
     of its own (`sg-ctl-client`, at most MAX_CLIENTS at once), which reads its one command
@@ -121,18 +138,20 @@ class ControlServer:
                     thread = thread_names.start(lambda c=conn: self._client(c), "sg-ctl-client")
                     self._clients.add(thread)
             if not room:
-                with conn:
-                    conn.settimeout(ACCEPT_TICK_S)
-                    try:
-                        send_line(conn, {"ok": False, "error": f"busy: {MAX_CLIENTS} clients "
-                                                               "are being answered, try again"})
-                    except OSError:
-                        pass
+                conn.settimeout(ACCEPT_TICK_S)
+                try:
+                    send_line(conn, {"ok": False, "error": f"busy: {MAX_CLIENTS} clients "
+                                                           "are being answered, try again"})
+                except OSError:
+                    pass
+                _hang_up(conn)
 
     def _client(self, conn: socket.socket) -> None:
         try:
-            with conn:
+            try:
                 self._answer(conn)
+            finally:
+                _hang_up(conn)
         finally:
             with self._clients_lock:
                 self._clients.discard(threading.current_thread())
