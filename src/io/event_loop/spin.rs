@@ -9,14 +9,15 @@
 //! finds it without that wake-up.
 //!
 //! Where one client sends one request at a time (`wrk -c1` keep-alive, `ab -c1` a new
-//! connection each) the spin buys little and costs much: the client cannot send before it has
-//! read the answer, so a spin looks through the client's whole round trip, and the loop's CPU
-//! per request becomes the round trip (S4 on a quiet machine: 30.9 µs against uWSGI's 12.2 at
-//! `wrk -c1`, 54 µs per `ab -c1` connection against bjoern's 20 and uWSGI's 22), for a p50 of
-//! 31 µs against uWSGI's 13 (the woken client still pays its own wake-up). So the spin runs
-//! only while the loop serves several clients at once: a turn (the work between two waits)
-//! that read `SEVERAL` requests shows requests that overlapped, and lets the spin run for the
-//! next `SEVERAL_TURNS` waits; turns of one request each use them up
+//! connection each) the client cannot send before it has read the answer, so a spin looks
+//! through the client's whole round trip: it spares the loop's own wake-up (S4 `wrk -c1` on a
+//! quiet machine: 29,600 requests/s against 13,400 without it) but the loop's CPU per request
+//! becomes the round trip (30.9 µs against uWSGI's 12.2; 54 µs per `ab -c1` connection against
+//! bjoern's 20 and uWSGI's 22), for a p50 of 31 µs against uWSGI's 13 (the woken client still
+//! pays its own wake-up). So the spin runs only while the loop serves several clients at once,
+//! giving up that one client's rate for the CPU: a turn (the work between two waits) that read
+//! `SEVERAL` requests shows requests that overlapped, and lets the spin run for the next
+//! `SEVERAL_TURNS` waits; turns of one request each use them up
 //! (`benchmarks/results/2026-11-27-spin-c1/`).
 //!
 //! The limit (plain data, the caller passes what happened): no spin at first. A sleep that was
