@@ -358,7 +358,7 @@ impl LoopState {
             }
             let tasks_woken = self.run_tasks(ctx);
             if let Some(call) = queued_stream(ctx) {
-                self.spin.request();
+                self.spin.request(spin::STREAMS);
                 return Some(Call::Stream(call));
             }
             if !self.accept_again.is_empty() {
@@ -448,7 +448,7 @@ impl LoopState {
             }
         }
         let call = queued_stream(ctx)?;
-        self.spin.request();
+        self.spin.request(spin::STREAMS);
         Some(Call::Stream(call))
     }
 

@@ -16,9 +16,12 @@
 //! bjoern's 20 and uWSGI's 22), for a p50 of 31 µs against uWSGI's 13 (the woken client still
 //! pays its own wake-up). So the spin runs only while the loop serves several clients at once,
 //! giving up that one client's rate for the CPU: a turn (the work between two waits) that read
-//! `SEVERAL` requests shows requests that overlapped, and lets the spin run for the next
-//! `SEVERAL_TURNS` waits; turns of one request each use them up
-//! (`benchmarks/results/2026-11-27-spin-c1/`).
+//! `SEVERAL` requests, or one from another connection than the last request's, shows clients
+//! that overlap, and lets the spin run for the next `SEVERAL_TURNS` waits; turns of one request
+//! from the connection of the one before (a client's round trip) use them up. (Counting
+//! requests per turn alone stopped the spin under many clients too: a spin ends at its first
+//! event, so its turns mostly read one request; S6 `wrk -t2 -c16` lost 20% of its rate.)
+//! (`benchmarks/results/2026-11-27-spin-c1/`.)
 //!
 //! The limit (plain data, the caller passes what happened): no spin at first. A sleep that was
 //! woken within `SHORT_SLEEP` says a longer look would have found the event: the limit grows
@@ -64,7 +67,13 @@ pub const HOLD_MOST: u32 = 64;
 /// but for a rare turn whose look at the listener finds its next connection already there
 /// (`ab -c1`: 23 spins over 5,000 connections, `SEVERAL_TURNS` waits after each such turn at
 /// most); a pipelining client sends again without waiting, so a spin finds its next request.
+/// (`ab -c1`'s connections, each closed before the next is accepted, take the same slot of the
+/// loop's table, so they count as one connection.)
 pub const SEVERAL: u32 = 2;
+
+/// The connection `Spin::request` is told for an HTTP/2 or HTTP/3 stream's call (they come
+/// from the connections' tasks, one queue for all).
+pub const STREAMS: usize = usize::MAX - 1;
 
 /// Waits the spin may run after a turn of `SEVERAL` requests. Assumes that clients found
 /// overlapping keep doing so for a while: with many clients most turns read several requests
@@ -124,6 +133,10 @@ pub struct Spin {
     limit: Duration,
     /// Requests read since the last wait (`request`).
     requests: u32,
+    /// One of them came from another connection than the request before it.
+    other: bool,
+    /// The connection (the loop's token) of the last request.
+    last_conn: usize,
     /// Waits left for which the spin may run (`SEVERAL_TURNS` after a turn of `SEVERAL`).
     several: u32,
     /// The last spin ended without its event (the sleep after it tells whether it was close).
@@ -170,19 +183,26 @@ impl Spin {
         }
     }
 
-    /// A request was read (or an HTTP/2 or HTTP/3 stream's call taken) in this turn.
+    /// A request was read on connection `conn` (the loop's token; `STREAMS` for an HTTP/2 or
+    /// HTTP/3 stream's call) in this turn.
     #[inline(always)]
-    pub fn request(&mut self) {
+    pub fn request(&mut self, conn: usize) {
         self.requests = self.requests.saturating_add(1);
+        if conn != self.last_conn {
+            self.other = true;
+            self.last_conn = conn;
+        }
     }
 
-    /// A turn ended: the loop is about to wait for events. A turn that read `SEVERAL` requests
-    /// lets the spin run for `SEVERAL_TURNS` waits; one of one request uses one up; one of
+    /// A turn ended: the loop is about to wait for events. A turn that read `SEVERAL` requests,
+    /// or one from another connection than the request before, lets the spin run for
+    /// `SEVERAL_TURNS` waits; one of one request from the same connection uses one up; one of
     /// none (a write finished, a timer) says nothing.
     pub fn turn(&mut self) {
+        let other = std::mem::take(&mut self.other);
         match std::mem::take(&mut self.requests) {
             0 => {}
-            n if n >= SEVERAL => self.several = SEVERAL_TURNS,
+            n if n >= SEVERAL || other => self.several = SEVERAL_TURNS,
             _ => self.several = self.several.saturating_sub(1),
         }
     }
@@ -261,8 +281,8 @@ mod tests {
     /// `--spin on` after a turn of two requests: the spin may run.
     fn busy() -> Spin {
         let mut s = Spin::new(SpinPolicy::On);
-        s.request();
-        s.request();
+        s.request(1);
+        s.request(1);
         s.turn();
         s
     }
@@ -289,8 +309,8 @@ mod tests {
     fn off_never_spins_and_on_grows_as_ever() {
         let mut off = Spin::new(SpinPolicy::Off);
         let mut on = busy();
-        off.request();
-        off.request();
+        off.request(1);
+        off.request(1);
         off.turn();
         for _ in 0..8 {
             off.woke(40 * US, true);
@@ -382,40 +402,61 @@ mod tests {
         assert_eq!(short_sleeps_to_grow(&mut s), 3, "held 2 again, not 16");
     }
 
-    /// One client at a time: every turn reads one request. However short its round trips
-    /// (the limit grown to the most), the spin does not run: it would look through each of
-    /// them.
+    /// One client at a time: every turn reads one request, from the same connection (a
+    /// keep-alive client, or `ab -c1`'s connections in the same slot). However short its round
+    /// trips (the limit grown to the most), the spin stops within `SEVERAL_TURNS`: it would
+    /// look through each of them.
     #[test]
-    fn one_request_per_turn_never_spins() {
+    fn one_client_at_a_time_stops_the_spin() {
         let mut s = Spin::new(SpinPolicy::On);
-        for _ in 0..100 {
-            s.request();
+        for n in 0..100 {
+            s.request(7);
             s.turn();
-            assert_eq!(s.limit(), Duration::ZERO);
+            if n >= SEVERAL_TURNS {
+                assert_eq!(s.limit(), Duration::ZERO, "turn {n}");
+            }
             s.woke(30 * US, true);
         }
     }
 
-    /// A turn of two requests lets it run for `SEVERAL_TURNS` waits; turns of one use them
-    /// up, turns of none (a write finished, a timer) leave them; another overlap refills them.
+    /// A turn of two requests lets it run for `SEVERAL_TURNS` waits; turns of one from the
+    /// same connection use them up, turns of none (a write finished, a timer) leave them;
+    /// another overlap refills them.
     #[test]
     fn overlapping_requests_let_it_spin_for_a_while() {
         let mut s = grown();
         for n in 1..SEVERAL_TURNS {
-            s.request();
+            s.request(1);
             s.turn();
             assert_eq!(s.limit(), SPIN_MOST, "turn {n} of one request");
             s.turn();
             assert_eq!(s.limit(), SPIN_MOST, "a turn of none");
         }
-        s.request();
+        s.request(1);
         s.turn();
         assert_eq!(s.limit(), Duration::ZERO, "one client left: stopped");
         for _ in 0..SEVERAL {
-            s.request();
+            s.request(1);
         }
         s.turn();
         assert_eq!(s.limit(), SPIN_MOST, "overlapping again");
+    }
+
+    /// Under many clients a spin ends at its first event, so most turns read one request, but
+    /// each from another connection than the last: the spin keeps running.
+    #[test]
+    fn single_requests_from_changing_connections_keep_it_spinning() {
+        let mut s = grown();
+        for n in 0..10 * SEVERAL_TURNS as usize {
+            s.request(n % 16);
+            s.turn();
+            assert_eq!(s.limit(), SPIN_MOST, "turn {n}");
+        }
+        s.request(STREAMS);
+        s.turn();
+        s.request(STREAMS);
+        s.turn();
+        assert_eq!(s.limit(), SPIN_MOST, "a stream's call after them");
     }
 
     fn reading() -> AutoReading {
