@@ -18,9 +18,9 @@
 //! giving up that one client's rate for the CPU: a turn (the work between two waits) that read
 //! `SEVERAL` requests, or one from another connection than the last request's, shows clients
 //! that overlap, and lets the spin run for the next `SEVERAL_TURNS` waits; turns of one request
-//! from the connection of the one before (a client's round trip) use them up. (Counting
-//! requests per turn alone stopped the spin under many clients too: a spin ends at its first
-//! event, so its turns mostly read one request; S6 `wrk -t2 -c16` lost 20% of its rate.)
+//! from the connection of the one before (a client's round trip) use them up. (Requests per
+//! turn alone are not enough: a spin ends at its first event, so under many clients its turns
+//! mostly read one request, each from another connection.)
 //! (`benchmarks/results/2026-11-27-spin-c1/`.)
 //!
 //! The limit (plain data, the caller passes what happened): no spin at first. A sleep that was
