@@ -3,6 +3,8 @@
 # into a fresh venv of its CPython, with cargo off PATH, and the HTTP/WSGI conformance subset
 # plus Flask and Django (and h2, the HTTP/2 client of the input tests) run against the installed package (tests/conftest.py starts servers
 # with $SLUICEGATE_TEST_PYTHON; python/ is not on sys.path, so the wheel is what is imported).
+# The subset has no test of tests/serial.py: it runs in parallel (pytest-xdist, PYTEST_WORKERS
+# processes, default 4), its tests spread one by one over them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -29,12 +31,12 @@ for v in $VERSIONS; do
   [ -n "$whl" ] || { echo "test-all: no $tag wheel in $DIST" >&2; summary+=("$v NO WHEEL"); status=1; continue; }
   venv=$(mktemp -d /tmp/sg-test-$tag-XXXX)
   env PATH="$NORUST" "$py" -m venv "$venv"
-  env PATH="$NORUST" "$venv/bin/pip" install --quiet --only-binary sluicegate "$whl" pytest "flask>=3" "django>=4.2" "h2>=4.1"
+  env PATH="$NORUST" "$venv/bin/pip" install --quiet --only-binary sluicegate "$whl" pytest pytest-xdist "flask>=3" "django>=4.2" "h2>=4.1"
   ! env PATH="$venv/bin:$NORUST" sh -c 'command -v cargo' >/dev/null || { echo "cargo still on PATH" >&2; exit 1; }
   log=$venv/pytest.log
   if (cd "$venv" && "$venv/bin/python" -c "import sluicegate, sys; assert 'site-packages' in sluicegate.__file__, sluicegate.__file__") &&
      env PATH="$venv/bin:$NORUST" SLUICEGATE_TEST_PYTHON="$venv/bin/python" \
-       "$venv/bin/python" -m pytest -q -p no:cacheprovider "${SUBSET[@]}" 2>&1 | tee "$log"; then
+       "$venv/bin/python" -m pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-4}" "${SUBSET[@]}" 2>&1 | tee "$log"; then
     summary+=("$v $(tail -1 "$log")")
   else
     summary+=("$v FAILED: $(tail -1 "$log" 2>/dev/null)"); status=1

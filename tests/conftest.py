@@ -56,6 +56,9 @@ import pytest
 
 from tests.helpers import STARTUP_TIMEOUT, listening_addresses, wait_for
 
+# The `serial` marker: the tests ./dev test runs alone after the parallel part (tests/serial.py).
+pytest_plugins = ["tests.serial"]
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
