@@ -11,6 +11,7 @@ mkdir -p "$out"
 cd "$repo"
 start() {  # APP SERVERS...: start them, wait for their NAME=PORT,PATH,PID lines
     list=$out/$1.targets
+    : > "$list"
     nice -n -10 python3 "$here/start.py" "$@" > "$list" &
     echo $! > "$out/$1.pid"
     n=$(($# - 1))
