@@ -9,6 +9,8 @@ around the run. Prints the median req/s, CPU per request and wake-ups per reques
 comparing builds or settings side by side, which needs them running at once.
 
     python3 benchmarks/run.py ab-interleaved NAME=PORT,PATH,PID ... [--requests N] [--rounds R] [--concurrency C]
+
+PID may be several, joined by `+` (a master and its workers).
 """
 
 import argparse
@@ -33,7 +35,7 @@ def wakeups(pid: int) -> int:
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("targets", nargs="+", help="NAME=PORT,PATH,PID")
+    ap.add_argument("targets", nargs="+", help="NAME=PORT,PATH,PID[+PID...]")
     ap.add_argument("--requests", type=int, default=10000)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--concurrency", type=int, default=1, help="ab -c (S6: 64)")
@@ -44,17 +46,17 @@ def main(args: argparse.Namespace) -> int | None:
     for t in args.targets:
         name, rest = t.split("=", 1)
         port, path, pid = rest.split(",")
-        targets.append((name, int(port), path, int(pid)))
+        targets.append((name, int(port), path, [int(p) for p in pid.split("+")]))
     rps = {t[0]: [] for t in targets}
     cpu = {t[0]: [] for t in targets}
     wake = {t[0]: [] for t in targets}
     for r in range(args.rounds):
         k = r % len(targets)
-        for name, port, path, pid in targets[k:] + targets[:k]:
-            before, w0 = cpu_seconds([pid]), wakeups(pid)
+        for name, port, path, pids in targets[k:] + targets[:k]:
+            before, w0 = cpu_seconds(pids), sum(wakeups(p) for p in pids)
             out = subprocess.run(["ab", "-q", f"-c{args.concurrency}", f"-n{args.requests}", f"http://127.0.0.1:{port}{path}"],
                                  capture_output=True, text=True, check=True).stdout
-            after, w1 = cpu_seconds([pid]), wakeups(pid)
+            after, w1 = cpu_seconds(pids), sum(wakeups(p) for p in pids)
             failed = int(re.search(r"Failed requests:\s+(\d+)", out).group(1))
             if failed:
                 raise SystemExit(f"{name}: {failed} failed requests")

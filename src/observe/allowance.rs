@@ -10,9 +10,9 @@
 //! from that path up to the mount's root may hold a quota; the smallest applies (a nested
 //! cgroup cannot use more than its parent).
 //!
-//! Read (`Allowance::read`) at start by `--workers auto` (through `_core.cpu_allowance`) and the
-//! spin's `auto`; every second by the slow-call rule (`Scheduler::refresh_quota`), the pool's
-//! machine-idle rule (`wsgi::pool::machine`) and `--pace auto`, so that a process moved into a
+//! Read (`Allowance::read`) at start by `--workers auto` (through `_core.cpu_allowance`); every
+//! second by the slow-call rule (`Scheduler::refresh_quota`), the pool's machine-idle rule
+//! (`wsgi::pool::machine`), `--pace auto` and the spin's `auto`, so that a process moved into a
 //! cgroup after it started, or given a quota, follows it; at each scrape by the metrics.
 //! `throttling()` re-reads `cpu.stat` (one small file) each time it is called.
 

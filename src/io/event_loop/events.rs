@@ -12,12 +12,14 @@ impl LoopState {
     /// spin what happened.
     pub(super) fn wait_for_events(&mut self, timeout: Duration) -> io::Result<()> {
         self.pace.turn();
+        self.spin.turn();
         if timeout.is_zero() {
             return self.poll.poll(&mut self.events, Some(timeout));
         }
         let limit = self.spin.limit();
         if !limit.is_zero() {
             let start = Instant::now();
+            self.spin.look_at_allowance(start);
             let preempted_before = spin::preemptions();
             let found = loop {
                 self.poll.poll(&mut self.events, Some(Duration::ZERO))?;
@@ -36,6 +38,7 @@ impl LoopState {
             }
         }
         let asleep = Instant::now();
+        self.spin.look_at_allowance(asleep);
         let polled = self.poll.poll(&mut self.events, Some(timeout));
         self.spin.woke(asleep.elapsed(), !self.events.is_empty());
         polled

@@ -4,32 +4,47 @@
 //! Why: a thread that sleeps in `epoll_wait` is woken by the kernel when an event comes, and
 //! the wake-up costs the event's latency more than the loop's own work when the CPU it runs on
 //! went idle meanwhile (on a virtual machine whose idle CPUs halt at once, a wake-up of one
-//! costs 20-24 µs: `perf sched timehist`, S4's `ab -c1`). A client that sends one request at a
-//! time (a new connection each, or keep-alive) sends the next one 30-40 µs after the answer, so
-//! every request paid that wake-up: S4 `ab -c1` ran 10,800-12,000 requests/s against uWSGI's
-//! 15,400-16,500 (whose four threads, all woken for each connection, keep both CPUs awake), and
-//! `wrk -c1` 12,800. Looking for events for up to 50 µs before sleeping took them to
-//! 15,600-16,000 and 29,300.
+//! costs 20-24 µs: `perf sched timehist`, S4's `ab -c1`). Where several clients keep the loop
+//! busy, the next request often comes within microseconds of the loop running dry, and a look
+//! finds it without that wake-up.
 //!
-//! The rule (plain data, the caller passes what happened): no spin at first. A sleep that was
+//! Where one client sends one request at a time (`wrk -c1` keep-alive, `ab -c1` a new
+//! connection each) the client cannot send before it has read the answer, so a spin looks
+//! through the client's whole round trip: it spares the loop's own wake-up (S4 `wrk -c1` on a
+//! quiet machine: 29,600 requests/s against 13,400 without it) but the loop's CPU per request
+//! becomes the round trip (30.9 µs against uWSGI's 12.2; 54 µs per `ab -c1` connection against
+//! bjoern's 20 and uWSGI's 22), for a p50 of 31 µs against uWSGI's 13 (the woken client still
+//! pays its own wake-up). So the spin runs only while the loop serves several clients at once,
+//! giving up that one client's rate for the CPU: a turn (the work between two waits) that read
+//! `SEVERAL` requests, or one from another connection than the last request's, shows clients
+//! that overlap, and lets the spin run for the next `SEVERAL_TURNS` waits; turns of one request
+//! from the connection of the one before (a client's round trip) use them up. (Requests per
+//! turn alone are not enough: a spin ends at its first event, so under many clients its turns
+//! mostly read one request, each from another connection.)
+//! (`benchmarks/results/2026-11-27-spin-c1/`.)
+//!
+//! The limit (plain data, the caller passes what happened): no spin at first. A sleep that was
 //! woken within `SHORT_SLEEP` says a longer look would have found the event: the limit grows
 //! (`GROW_FROM`, then doubled, up to `SPIN_MOST`). A longer sleep halves it (to none under
 //! `GROW_FROM`): an idle or lightly loaded server does not spin. So does a spin during which
 //! the thread was preempted (another thread wanted its CPU: the client woken on it, app
 //! threads, a database, a proxy on the same machine): the CPU a spin burns must be one nobody
-//! else needs, and where others keep wanting it the spin stays at none. (Turning it off for a
-//! second at the first preemption, the first version, never let it start under `ab -c1`: the
-//! client, woken on the loop's CPU by the answer, preempts the spin now and then.)
+//! else needs, and where others keep wanting it the spin stays at none.
 //!
 //! A spin that found nothing and was followed by a long sleep was wasted: the limit drops to
 //! none, and the next short sleeps are not believed for a while (`held`: 2, 4, … up to
 //! `HOLD_MOST` of them, doubled by each waste in a row, forgotten at a spin that finds its
 //! event). Where short sleeps come between long ones (an app taking milliseconds: the answer's
 //! wake-up is short, the wait for the next is not) the spin otherwise grew at every short sleep
-//! and was wasted on the long one after (S13: 1-2% of spins found their event); where the
-//! client answers within the spin (S4), the spins keep finding theirs and nothing is held.
+//! and was wasted on the long one after (S13: 1-2% of spins found their event).
+//!
+//! `--spin auto` spins only while the process may use every CPU of the machine and its cgroup
+//! is not throttled: in a container with a CPU quota a spin spends the quota the app threads
+//! need, and a throttled loop serves nobody until the next period. The allowance
+//! (`observe::allowance`) is read again every `READ_EVERY`, as the scheduler and the pool read
+//! it, so that a process given a quota, or moved into a cgroup, while it runs follows it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::SpinPolicy;
 use crate::observe::allowance::Allowance;
@@ -47,13 +62,83 @@ pub const SHORT_SLEEP: Duration = Duration::from_micros(100);
 /// The most short sleeps not believed after wasted spins.
 pub const HOLD_MOST: u32 = 64;
 
+/// Requests read in one turn that show clients overlapping: two (a request read while another
+/// was being answered, or two found by one wait). One client at a time reads one per turn,
+/// but for a rare turn whose look at the listener finds its next connection already there
+/// (`ab -c1`: 23 spins over 5,000 connections, `SEVERAL_TURNS` waits after each such turn at
+/// most); a pipelining client sends again without waiting, so a spin finds its next request.
+/// (`ab -c1`'s connections, each closed before the next is accepted, take the same slot of the
+/// loop's table, so they count as one connection.)
+pub const SEVERAL: u32 = 2;
+
+/// The connection `Spin::request` is told for an HTTP/2 or HTTP/3 stream's call (they come
+/// from the connections' tasks, one queue for all).
+pub const STREAMS: usize = usize::MAX - 1;
+
+/// Waits the spin may run after a turn of `SEVERAL` requests. Assumes that clients found
+/// overlapping keep doing so for a while: with many clients most turns read several requests
+/// and a run of single ones is short, so the spin keeps running; after the last overlap, with
+/// one client left, it stops within this many of its round trips (32 of S4's: about 1 ms).
+pub const SEVERAL_TURNS: u32 = 32;
+
+/// How often `--spin auto` reads the allowance again (as `server::scheduler` and
+/// `wsgi::pool::machine` do): a few small files, off the path of a request that is waiting.
+pub const READ_EVERY: Duration = Duration::from_secs(1);
+
+/// Readings for which `--spin auto` stays off after one saw the cgroup throttled. Assumes the
+/// spin may have been the cause: on again at the next reading it would be throttled again
+/// every other second, so it waits for ten quiet ones.
+pub const THROTTLED_HOLD: u32 = 10;
+
+/// Whether the cgroup was throttled between two readings of its `nr_throttled` (None where
+/// `cpu.stat` does not count it).
+pub fn throttled_between(before: Option<u64>, now: Option<u64>) -> bool {
+    matches!((before, now), (Some(b), Some(n)) if n > b)
+}
+
+/// `--spin auto`'s readings of the allowance.
+#[derive(Debug)]
+struct AutoReading {
+    next: Instant,
+    /// The cgroup's `nr_throttled` at the last reading.
+    throttled: Option<u64>,
+    /// Readings still to stay off for after throttling was seen.
+    hold: u32,
+}
+
+impl AutoReading {
+    /// A reading at `now`: whether the spin may run until the next. Only with every CPU of
+    /// the machine (not `below`: a quota or cpuset gives the process fewer), and not for
+    /// `THROTTLED_HOLD` readings after one that saw the cgroup throttled.
+    fn judge(&mut self, below: bool, throttled: Option<u64>, now: Instant) -> bool {
+        let before = std::mem::replace(&mut self.throttled, throttled);
+        self.next = now + READ_EVERY;
+        if throttled_between(before, throttled) {
+            self.hold = THROTTLED_HOLD;
+        } else {
+            self.hold = self.hold.saturating_sub(1);
+        }
+        !below && self.hold == 0
+    }
+}
+
 /// The loop's spin limit and what it learned (see the module doc).
 #[derive(Debug, Default)]
 pub struct Spin {
-    /// `--spin off`, or `auto` where the process may not use every CPU of the machine
-    /// (`observe::allowance`: a CPU quota or cpuset below them): the limit stays at none.
-    off: bool,
+    /// Whether the policy lets it spin now: false for `--spin off`; for `auto`, as the last
+    /// reading of the allowance said (`AutoReading::judge`).
+    allowed: bool,
+    /// `--spin auto`: when to read the allowance again, and what the last reading saw.
+    auto: Option<AutoReading>,
     limit: Duration,
+    /// Requests read since the last wait (`request`).
+    requests: u32,
+    /// One of them came from another connection than the request before it.
+    other: bool,
+    /// The connection (the loop's token) of the last request.
+    last_conn: usize,
+    /// Waits left for which the spin may run (`SEVERAL_TURNS` after a turn of `SEVERAL`).
+    several: u32,
     /// The last spin ended without its event (the sleep after it tells whether it was close).
     missed: bool,
     /// Wasted spins in a row (a miss, then a long sleep).
@@ -63,27 +148,71 @@ pub struct Spin {
 }
 
 impl Spin {
-    /// The spin `--spin` asks for: `auto` spins only where the process may use every CPU of
-    /// the machine (in a container with a CPU quota, a spin spends the quota the app threads
-    /// need, and a throttled loop serves nobody until the next period).
+    /// The spin `--spin` asks for (`auto`: see the module doc).
     pub fn new(policy: SpinPolicy) -> Spin {
-        let off = match policy {
-            SpinPolicy::On => false,
-            SpinPolicy::Off => true,
-            SpinPolicy::Auto => Allowance::read().below_machine(),
-        };
-        Spin {
-            off,
+        let mut spin = Spin {
+            allowed: policy == SpinPolicy::On,
             ..Spin::default()
+        };
+        if policy == SpinPolicy::Auto {
+            let now = Instant::now();
+            spin.auto = Some(AutoReading {
+                next: now,
+                throttled: None,
+                hold: 0,
+            });
+            spin.read_allowance(now);
+        }
+        spin
+    }
+
+    /// `--spin auto`: read the allowance again if `READ_EVERY` has passed since the last
+    /// reading (`now`: a clock the caller read anyway).
+    pub fn look_at_allowance(&mut self, now: Instant) {
+        if self.auto.as_ref().is_some_and(|a| now >= a.next) {
+            self.read_allowance(now);
+        }
+    }
+
+    fn read_allowance(&mut self, now: Instant) {
+        let a = Allowance::read();
+        let throttled = a.throttling().map(|t| t.throttled);
+        let below = a.below_machine();
+        if let Some(auto) = self.auto.as_mut() {
+            self.allowed = auto.judge(below, throttled, now);
+        }
+    }
+
+    /// A request was read on connection `conn` (the loop's token; `STREAMS` for an HTTP/2 or
+    /// HTTP/3 stream's call) in this turn.
+    #[inline(always)]
+    pub fn request(&mut self, conn: usize) {
+        self.requests = self.requests.saturating_add(1);
+        if conn != self.last_conn {
+            self.other = true;
+            self.last_conn = conn;
+        }
+    }
+
+    /// A turn ended: the loop is about to wait for events. A turn that read `SEVERAL` requests,
+    /// or one from another connection than the request before, lets the spin run for
+    /// `SEVERAL_TURNS` waits; one of one request from the same connection uses one up; one of
+    /// none (a write finished, a timer) says nothing.
+    pub fn turn(&mut self) {
+        let other = std::mem::take(&mut self.other);
+        match std::mem::take(&mut self.requests) {
+            0 => {}
+            n if n >= SEVERAL || other => self.several = SEVERAL_TURNS,
+            _ => self.several = self.several.saturating_sub(1),
         }
     }
 
     /// How long to look for events before sleeping.
     pub fn limit(&self) -> Duration {
-        if self.off {
-            Duration::ZERO
-        } else {
+        if self.allowed && self.several > 0 {
             self.limit
+        } else {
+            Duration::ZERO
         }
     }
 
@@ -149,8 +278,17 @@ mod tests {
 
     const US: Duration = Duration::from_micros(1);
 
+    /// `--spin on` after a turn of two requests: the spin may run.
+    fn busy() -> Spin {
+        let mut s = Spin::new(SpinPolicy::On);
+        s.request(1);
+        s.request(1);
+        s.turn();
+        s
+    }
+
     fn grown() -> Spin {
-        let mut s = Spin::default();
+        let mut s = busy();
         for _ in 0..8 {
             s.woke(40 * US, true);
         }
@@ -170,7 +308,10 @@ mod tests {
     #[test]
     fn off_never_spins_and_on_grows_as_ever() {
         let mut off = Spin::new(SpinPolicy::Off);
-        let mut on = Spin::new(SpinPolicy::On);
+        let mut on = busy();
+        off.request(1);
+        off.request(1);
+        off.turn();
         for _ in 0..8 {
             off.woke(40 * US, true);
             on.woke(40 * US, true);
@@ -181,7 +322,7 @@ mod tests {
 
     #[test]
     fn no_spin_until_sleeps_are_short_then_it_grows_to_the_most() {
-        let mut s = Spin::default();
+        let mut s = busy();
         assert_eq!(s.limit(), Duration::ZERO);
         s.woke(40 * US, true);
         assert_eq!(s.limit(), GROW_FROM);
@@ -219,7 +360,7 @@ mod tests {
 
     #[test]
     fn a_miss_followed_by_a_short_sleep_grows_it() {
-        let mut s = Spin::default();
+        let mut s = busy();
         s.woke(40 * US, true);
         s.spun(false, false);
         s.woke(30 * US, true);
@@ -259,5 +400,129 @@ mod tests {
         s.spun(false, false);
         s.woke(Duration::from_millis(2), true);
         assert_eq!(short_sleeps_to_grow(&mut s), 3, "held 2 again, not 16");
+    }
+
+    /// One client at a time: every turn reads one request, from the same connection (a
+    /// keep-alive client, or `ab -c1`'s connections in the same slot). However short its round
+    /// trips (the limit grown to the most), the spin stops within `SEVERAL_TURNS`: it would
+    /// look through each of them.
+    #[test]
+    fn one_client_at_a_time_stops_the_spin() {
+        let mut s = Spin::new(SpinPolicy::On);
+        for n in 0..100 {
+            s.request(7);
+            s.turn();
+            if n >= SEVERAL_TURNS {
+                assert_eq!(s.limit(), Duration::ZERO, "turn {n}");
+            }
+            s.woke(30 * US, true);
+        }
+    }
+
+    /// A turn of two requests lets it run for `SEVERAL_TURNS` waits; turns of one from the
+    /// same connection use them up, turns of none (a write finished, a timer) leave them;
+    /// another overlap refills them.
+    #[test]
+    fn overlapping_requests_let_it_spin_for_a_while() {
+        let mut s = grown();
+        for n in 1..SEVERAL_TURNS {
+            s.request(1);
+            s.turn();
+            assert_eq!(s.limit(), SPIN_MOST, "turn {n} of one request");
+            s.turn();
+            assert_eq!(s.limit(), SPIN_MOST, "a turn of none");
+        }
+        s.request(1);
+        s.turn();
+        assert_eq!(s.limit(), Duration::ZERO, "one client left: stopped");
+        for _ in 0..SEVERAL {
+            s.request(1);
+        }
+        s.turn();
+        assert_eq!(s.limit(), SPIN_MOST, "overlapping again");
+    }
+
+    /// Under many clients a spin ends at its first event, so most turns read one request, but
+    /// each from another connection than the last: the spin keeps running.
+    #[test]
+    fn single_requests_from_changing_connections_keep_it_spinning() {
+        let mut s = grown();
+        for n in 0..10 * SEVERAL_TURNS as usize {
+            s.request(n % 16);
+            s.turn();
+            assert_eq!(s.limit(), SPIN_MOST, "turn {n}");
+        }
+        s.request(STREAMS);
+        s.turn();
+        s.request(STREAMS);
+        s.turn();
+        assert_eq!(s.limit(), SPIN_MOST, "a stream's call after them");
+    }
+
+    fn reading() -> AutoReading {
+        AutoReading {
+            next: Instant::now(),
+            throttled: None,
+            hold: 0,
+        }
+    }
+
+    /// `--spin auto` follows each reading of the allowance: off while the process has fewer
+    /// CPUs than the machine, on again when it has them all.
+    #[test]
+    fn auto_follows_the_allowance_read_again() {
+        let mut r = reading();
+        let now = Instant::now();
+        assert!(r.judge(false, None, now));
+        assert_eq!(r.next, now + READ_EVERY);
+        assert!(
+            !r.judge(true, None, now),
+            "a quota or cpuset below the machine"
+        );
+        assert!(r.judge(false, None, now), "the whole machine again");
+    }
+
+    /// Throttling seen between two readings turns it off for `THROTTLED_HOLD` readings.
+    #[test]
+    fn throttling_turns_auto_off_for_a_while() {
+        let mut r = reading();
+        let now = Instant::now();
+        assert!(
+            r.judge(false, Some(5), now),
+            "no reading before: nothing seen"
+        );
+        assert!(r.judge(false, Some(5), now), "not throttled since");
+        assert!(
+            !r.judge(false, Some(6), now),
+            "throttled since the last reading"
+        );
+        for n in 1..THROTTLED_HOLD {
+            assert!(
+                !r.judge(false, Some(6), now),
+                "quiet reading {n}: still held"
+            );
+        }
+        assert!(r.judge(false, Some(6), now), "ten quiet readings: on again");
+        assert!(!throttled_between(None, Some(3)));
+        assert!(!throttled_between(Some(3), None));
+    }
+
+    /// A `Spin` of `--spin auto` takes the reading's answer, and reads again only once
+    /// `READ_EVERY` has passed.
+    #[test]
+    fn auto_reads_again_only_once_a_second() {
+        let mut s = Spin::new(SpinPolicy::Auto);
+        let next = s.auto.as_ref().unwrap().next;
+        s.auto.as_mut().unwrap().throttled = Some(u64::MAX);
+        s.look_at_allowance(next - READ_EVERY / 2);
+        assert_eq!(s.auto.as_ref().unwrap().next, next, "not yet");
+        assert_eq!(s.auto.as_ref().unwrap().throttled, Some(u64::MAX));
+        s.look_at_allowance(next);
+        assert!(
+            s.auto.as_ref().unwrap().next >= next + READ_EVERY,
+            "read again"
+        );
+        let on = Spin::new(SpinPolicy::On);
+        assert!(on.auto.is_none() && on.allowed, "on: never read");
     }
 }
