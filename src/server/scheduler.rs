@@ -484,7 +484,10 @@ impl Scheduler {
         while self.watchdog_sleeping.load(Ordering::Relaxed)
             && !self.stopping.load(Ordering::Relaxed)
         {
-            let (guard, waited) = self.watchdog_cond.wait_timeout(g, QUOTA_READ_EVERY).unwrap();
+            let (guard, waited) = self
+                .watchdog_cond
+                .wait_timeout(g, QUOTA_READ_EVERY)
+                .unwrap();
             g = guard;
             if waited.timed_out() {
                 // Not under the lock: an inline call's `park` takes it to wake us.

@@ -426,12 +426,10 @@ impl<J> Admission<J> {
             let moved = self.queues[0].pop_front().expect("a head was seen");
             insert_in_order(&mut self.queues[1], moved);
         }
-        let short_at = if self.overflowed.is_empty() {
-            0
-        } else {
-            let refused = |q: &Queued<J>| self.short_refused(q.route);
-            self.queues[0].iter().position(|q| !refused(q)).unwrap_or(usize::MAX)
-        };
+        let short_at = self.queues[0]
+            .iter()
+            .position(|q| !self.short_refused(q.route))
+            .unwrap_or(usize::MAX);
         let head = |c: Class| {
             let at = if c == Class::Short { short_at } else { 0 };
             self.has_room(c)
@@ -592,8 +590,8 @@ fn insert_in_order<J>(queue: &mut VecDeque<Queued<J>>, q: Queued<J>) {
     queue.insert(at, q);
 }
 
-pub use stall::{stalled, Waiting};
 pub use super::route::route_hash;
+pub use stall::{stalled, Waiting};
 
 mod stall;
 #[cfg(test)]

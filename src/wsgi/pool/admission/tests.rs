@@ -307,11 +307,17 @@ fn a_call_run_long_into_a_full_long_class_keeps_its_route_out_of_the_short_room(
         a.admit_next().is_none(),
         "its route's queued call must not take the short room it left"
     );
-    assert!(!a.may_admit(SLOW, Class::Short), "nor a new call of its route");
+    assert!(
+        !a.may_admit(SLOW, Class::Short),
+        "nor a new call of its route"
+    );
     // Another route's calls pass it (a health check behind a long call).
     assert!(a.may_admit(FAST, Class::Short));
     a.wait("fast", FAST, Class::Short);
-    assert_eq!(a.admit_next().map(|j| (j.0, j.2)), Some(("fast", Class::Short)));
+    assert_eq!(
+        a.admit_next().map(|j| (j.0, j.2)),
+        Some(("fast", Class::Short))
+    );
     a.finished(Class::Short, true, FAST, Some(MS));
     // Once the long class is within its room, the route is short again.
     a.finished(Class::Long, true, other, Some(4 * LONG_CALL));
