@@ -11,7 +11,7 @@
 //! cgroup cannot use more than its parent).
 //!
 //! Read (`Allowance::read`) at start by `--workers auto` (through `_core.cpu_allowance`); every
-//! second by the slow-call rule (`Scheduler::under_quota`), the pool's machine-idle rule
+//! second by the slow-call rule (`Scheduler::refresh_quota`), the pool's machine-idle rule
 //! (`wsgi::pool::machine`), `--pace auto` and the spin's `auto`, so that a process moved into a
 //! cgroup after it started, or given a quota, follows it; at each scrape by the metrics.
 //! `throttling()` re-reads `cpu.stat` (one small file) each time it is called.

@@ -102,7 +102,7 @@ pub const REVERT_AFTER: Duration = Duration::from_secs(1);
 /// CPU per response (15.4–16.3 ms against 14.1–14.5 ms with no watchdog), far more than
 /// their own CPU time (a wake-up on a busy core disturbs the copying threads).
 const SPARSE_GAP: Duration = Duration::from_millis(8);
-/// How often a pool call's clock reads the allowance again (`Scheduler::under_quota`).
+/// How often the watchdog reads the allowance again (`Scheduler::refresh_quota`).
 const QUOTA_READ_EVERY: Duration = Duration::from_secs(1);
 /// The watchdog sleeps (instead of ticking) after this long without an inline call.
 const WATCHDOG_IDLE_AFTER: Duration = Duration::from_secs(1);
@@ -135,8 +135,8 @@ pub struct Scheduler {
     /// The process's cgroup has a CPU quota (`observe::allowance`): a call's time on the wall
     /// then includes the periods the quota stopped it, which `call_time` takes off.
     under_quota: AtomicBool,
-    /// When the allowance was last read (ns since `epoch`): again every `QUOTA_READ_EVERY`, at
-    /// a pool call's start (a process moved into a cgroup, or a quota set, after it started).
+    /// When the allowance was last read (ns since `epoch`): again every `QUOTA_READ_EVERY`, by
+    /// the watchdog (a process moved into a cgroup, or a quota set, after it started).
     quota_read: AtomicU64,
     mode: AtomicU8,
     /// Incremented when a loop state is parked for an inline call and when it leaves the slot
@@ -248,25 +248,26 @@ impl Scheduler {
     /// run (the cgroup's throttled periods) is not counted (`call_time`): a throttled call did
     /// not block, and judged by the wall it would keep the server in dispatch mode and mark its
     /// route long.
+    /// Whether the process is under a quota is the watchdog's last reading (`refresh_quota`):
+    /// one atomic load here, where the call holds the GIL and its admission.
     pub fn call_clock(&self) -> CallClock {
-        CallClock::start(self.under_quota())
+        CallClock::start(self.under_quota.load(Ordering::Relaxed))
     }
 
-    /// Whether the process's cgroup has a CPU quota, read again once `QUOTA_READ_EVERY` has
-    /// passed (by the one pool thread that claims the read).
-    fn under_quota(&self) -> bool {
+    /// Read again whether the process's cgroup has a CPU quota, once `QUOTA_READ_EVERY` has
+    /// passed since the last reading. On the watchdog's thread (each look, and each
+    /// `QUOTA_READ_EVERY` while it dozes), never an app call's: read at a pool call's start,
+    /// the cgroup files took 0.2 ms (median) to 39 ms on a loaded 2-core machine, with the GIL
+    /// held (every other Python thread waited) and counted in the call's wall time (a 3 ms
+    /// call ran past `admission::LONG_CALL`).
+    fn refresh_quota(&self) {
         let now = self.now_ns();
         let last = self.quota_read.load(Ordering::Relaxed);
-        if now.saturating_sub(last) >= QUOTA_READ_EVERY.as_nanos() as u64
-            && self
-                .quota_read
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
+        if now.saturating_sub(last) >= QUOTA_READ_EVERY.as_nanos() as u64 {
+            self.quota_read.store(now, Ordering::Relaxed);
             let quota = Allowance::read().quota.is_some();
             self.under_quota.store(quota, Ordering::Relaxed);
         }
-        self.under_quota.load(Ordering::Relaxed)
     }
 
     /// Record a dispatched call's duration (from taking the GIL); slow calls keep dispatch
@@ -382,6 +383,7 @@ impl Scheduler {
         while !self.stopping.load(Ordering::Relaxed) {
             std::thread::sleep(watch.next_sleep(computing));
             computing = false;
+            self.refresh_quota();
             let seq = self.inline_seq.load(Ordering::Acquire);
             match watch.look(seq, Instant::now()) {
                 Look::Running {
@@ -471,7 +473,8 @@ impl Scheduler {
         st
     }
 
-    /// Nothing runs inline: sleep until the next inline call (`park`) wakes us.
+    /// Nothing runs inline: sleep until the next inline call (`park`) wakes us, waking every
+    /// `QUOTA_READ_EVERY` to read the allowance again (`refresh_quota`: pool calls use it).
     fn doze(&self, seq: u64) {
         let mut g = self.watchdog_lock.lock().unwrap();
         self.watchdog_sleeping.store(true, Ordering::SeqCst);
@@ -481,7 +484,17 @@ impl Scheduler {
         while self.watchdog_sleeping.load(Ordering::Relaxed)
             && !self.stopping.load(Ordering::Relaxed)
         {
-            g = self.watchdog_cond.wait(g).unwrap();
+            let (guard, waited) = self
+                .watchdog_cond
+                .wait_timeout(g, QUOTA_READ_EVERY)
+                .unwrap();
+            g = guard;
+            if waited.timed_out() {
+                // Not under the lock: an inline call's `park` takes it to wake us.
+                drop(g);
+                self.refresh_quota();
+                g = self.watchdog_lock.lock().unwrap();
+            }
         }
     }
 

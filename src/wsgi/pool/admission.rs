@@ -25,7 +25,8 @@
 //!   in `futex` while someone else runs Python: admitting more then would only lengthen the
 //!   convoy. A thread in no system call is runnable (the machine was busy): never demoted.
 //! - a short call runs past `LONG_CALL`: it moves to the long class, so the short class's room
-//!   is back within `LONG_CALL` whatever the app does.
+//!   is back within `LONG_CALL` whatever the app does. Into a full long class, its route's
+//!   calls are then not admitted short until that class is within its room (`lengthen`).
 //!
 //! A route is marked long by CPU, not by wall time alone: a call seen using `COMPUTING_CPU` of
 //! its thread's CPU holds the interpreter for whole switch intervals. A short call that passes
@@ -63,11 +64,6 @@ pub const LONG_CALL: Duration = Duration::from_millis(10);
 /// (5 ms). A call that used less while its wall time passed `LONG_CALL` was mostly waiting.
 pub const COMPUTING_CPU: Duration = Duration::from_millis(5);
 
-/// A look window's share of CPU below which an admitted call counts as not running (1/10).
-const STALLED_CPU_SHARE: u32 = 10;
-/// App threads' CPU over a window below this share of it (1/2) means the interpreter was
-/// mostly idle: the calls that did not run were waiting for something else than the GIL.
-const IDLE_APP_SHARE: u32 = 2;
 /// Looks in a row that must find a call stalled before it is demoted: one window could be a
 /// moment when the OS ran other processes on every core.
 pub const STALLED_LOOKS: u32 = 2;
@@ -159,6 +155,9 @@ pub struct Admission<J> {
     short_first: u32,
     /// Per route: (hash, recent wall time in µs, smoothed; seen blocked).
     routes: Vec<(u64, u32, bool)>,
+    /// Routes with a call that ran past `LONG_CALL` while the long class was full: not
+    /// admitted short while the long class holds more than its room (`lengthen`).
+    overflowed: Vec<u64>,
     /// Calls classified as blocking (for `PROBATION_EVERY`).
     blocking_seen: u32,
     /// Most calls of the blocking class in flight at once (below `BLOCKING_FLOOR` only by a
@@ -208,6 +207,7 @@ impl<J> Admission<J> {
             next_seq: 0,
             short_first: 0,
             routes: vec![(0, 0, false); ROUTES],
+            overflowed: Vec::new(),
             blocking_seen: 0,
             blocking_limit: BLOCKING_FLOOR,
             blocking_used: None,
@@ -289,6 +289,26 @@ impl<J> Admission<J> {
             _ => self.limit,
         };
         self.limit == 0 || self.runnable[class as usize] < limit
+    }
+
+    /// May a call of `class` to `route` be admitted now: room (`has_room`), and not a short
+    /// call of a route refused short admission (`lengthen`).
+    pub fn may_admit(&self, route: u64, class: Class) -> bool {
+        self.has_room(class) && !(class == Class::Short && self.short_refused(route))
+    }
+
+    /// A call of `route` ran long into a full long class, still over its room (`lengthen`).
+    fn short_refused(&self, route: u64) -> bool {
+        !self.overflowed.is_empty()
+            && self.runnable[Class::Long as usize] > self.limit
+            && self.overflowed.contains(&route)
+    }
+
+    /// The long class is back within its room: no route is refused short admission.
+    fn settle_long(&mut self) {
+        if self.runnable[Class::Long as usize] <= self.limit {
+            self.overflowed.clear();
+        }
     }
 
     /// The blocking class's room now (see `blocking_limit`).
@@ -392,7 +412,9 @@ impl<J> Admission<J> {
     /// The next queued call that has room, admitted: of the heads of the queues whose class has
     /// room, the one that came first; a short call before an older long one, though, up to
     /// `SHORT_FIRST` in a row. A queued short call whose route has become long since it was
-    /// queued moves to the long queue (in its place by arrival).
+    /// queued moves to the long queue (in its place by arrival). The short queue's head is its
+    /// first call of a route not refused short admission (`lengthen`): a fast route's call
+    /// passes those.
     pub fn admit_next(&mut self) -> Option<(J, u64, Class)> {
         while self.has_room(Class::Short) {
             let Some(head) = self.queues[0].front() else {
@@ -404,9 +426,14 @@ impl<J> Admission<J> {
             let moved = self.queues[0].pop_front().expect("a head was seen");
             insert_in_order(&mut self.queues[1], moved);
         }
+        let short_at = self.queues[0]
+            .iter()
+            .position(|q| !self.short_refused(q.route))
+            .unwrap_or(usize::MAX);
         let head = |c: Class| {
+            let at = if c == Class::Short { short_at } else { 0 };
             self.has_room(c)
-                .then(|| self.queues[c as usize].front().map(|q| (q.seq, c)))
+                .then(|| self.queues[c as usize].get(at).map(|q| (q.seq, c)))
                 .flatten()
         };
         let heads = [head(Class::Blocking), head(Class::Short), head(Class::Long)];
@@ -421,7 +448,8 @@ impl<J> Admission<J> {
         if pick == Class::Long {
             self.short_first = 0;
         }
-        let q = self.queues[pick as usize].pop_front()?;
+        let at = if pick == Class::Short { short_at } else { 0 };
+        let q = self.queues[pick as usize].remove(at)?;
         self.admit(pick);
         Some((q.job, q.route, pick))
     }
@@ -446,6 +474,7 @@ impl<J> Admission<J> {
         if counted || class == Class::Blocking {
             self.runnable[class as usize] -= 1;
         }
+        self.settle_long();
         if let Some(took) = took {
             self.record(route, took);
         }
@@ -500,6 +529,7 @@ impl<J> Admission<J> {
     pub fn demote(&mut self, class: Class, route: u64, io: bool) {
         self.runnable[class as usize] -= 1;
         self.stats.demoted += 1;
+        self.settle_long();
         if !io {
             return;
         }
@@ -525,12 +555,21 @@ impl<J> Admission<J> {
         }
     }
 
-    /// A short call ran past `LONG_CALL` (wall time): it counts as long from now on (the short
-    /// room is free again). Its route is not changed: see `mark_long`.
-    pub fn lengthen(&mut self) {
+    /// A short call to `route` ran past `LONG_CALL` (wall time): it counts as long from now on
+    /// (the short room is free again). Its route is not marked long (`mark_long`). If the long
+    /// class was full, the route's calls are not admitted short until the class is back within
+    /// its room: each took the short room the one before left and, on a loaded machine, ran
+    /// past `LONG_CALL` in turn (2 to 5 calls of a 3 ms route counted long in a room of 1).
+    /// Other routes' calls still take it: a fast call that waited for the interpreter behind a
+    /// long one (S12's health check) holds back only its own route's, and only for that while.
+    pub fn lengthen(&mut self, route: u64) {
+        let full = !self.has_room(Class::Long);
         self.runnable[Class::Short as usize] -= 1;
         self.admit(Class::Long);
         self.stats.lengthened += 1;
+        if full && !self.overflowed.contains(&route) {
+            self.overflowed.push(route);
+        }
     }
 
     /// A call to `route` was seen using `COMPUTING_CPU` or more, after `ran` of wall time: the
@@ -551,41 +590,9 @@ fn insert_in_order<J>(queue: &mut VecDeque<Queued<J>>, q: Queued<J>) {
     queue.insert(at, q);
 }
 
-/// Where a thread that uses no CPU is waiting (from the kernel: `/proc/.../syscall`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Waiting {
-    /// In `futex`: the GIL, or a lock.
-    Lock,
-    /// In another system call: a sleep, a socket, a file, a database.
-    Io,
-    /// Not known (running, or the file cannot be read).
-    Unknown,
-}
-
-/// One look window at one admitted call: is it blocked, and where? `call_cpu`: CPU its thread
-/// used over the window; `app_cpu`: CPU every app thread used over it (the process minus the
-/// event loop's and the watcher's threads); `waiting`: where the thread waits (asked only when
-/// it used no CPU: it costs a file read). Blocked means waiting in a system call other than
-/// `futex`, or in `futex` while the interpreter was idle (a Python lock, not the GIL). A thread
-/// that is not in a system call at all is runnable: it used no CPU because the machine was
-/// busy, and is never demoted for that.
-pub fn stalled(
-    window: Duration,
-    call_cpu: Duration,
-    app_cpu: Duration,
-    waiting: impl FnOnce() -> Waiting,
-) -> Option<Waiting> {
-    if window.is_zero() || call_cpu >= window / STALLED_CPU_SHARE {
-        return None;
-    }
-    match waiting() {
-        Waiting::Io => Some(Waiting::Io),
-        Waiting::Lock if app_cpu < window / IDLE_APP_SHARE => Some(Waiting::Lock),
-        _ => None,
-    }
-}
-
 pub use super::route::route_hash;
+pub use stall::{stalled, Waiting};
 
+mod stall;
 #[cfg(test)]
 mod tests;

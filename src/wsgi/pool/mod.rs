@@ -370,7 +370,7 @@ impl<J: Send + 'static> Pool<J> {
         let mut inner = self.inner.lock().unwrap();
         let thread = !inner.idle.is_empty() || inner.total < self.max;
         let (class, judged) = inner.adm.classify(route, thread);
-        let room = inner.adm.has_room(class) || inner.stopping;
+        let room = inner.adm.may_admit(route, class) || inner.stopping;
         if room && thread {
             inner.adm.admit(class);
             if judged {

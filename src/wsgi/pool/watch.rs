@@ -123,13 +123,15 @@ impl<J: Send + 'static> Pool<J> {
         window: Option<(Duration, Duration)>,
     ) {
         let mut demoted = Vec::new();
-        let mut lengthened = 0;
+        let mut lengthened = Vec::new();
         let mut long_routes = Vec::new();
         let mut i = 0;
         while i < inner.holders.len() {
             let h = &mut inner.holders[i];
             let seen = h.look(now, app_cpu, window);
-            lengthened += usize::from(seen.lengthened);
+            if seen.lengthened {
+                lengthened.push(h.ticket.route);
+            }
             long_routes.extend(seen.long.map(|ran| (h.ticket.route, ran)));
             if seen.demote {
                 let h = inner.holders.swap_remove(i);
@@ -138,8 +140,8 @@ impl<J: Send + 'static> Pool<J> {
                 i += 1;
             }
         }
-        for _ in 0..lengthened {
-            inner.adm.lengthen();
+        for route in lengthened {
+            inner.adm.lengthen(route);
         }
         for (route, ran) in long_routes {
             inner.adm.mark_long(route, ran);

@@ -264,7 +264,7 @@ fn a_short_call_that_runs_long_frees_the_short_room_and_marks_its_route() {
     a.admit(Class::Short);
     a.wait("same-route", SLOW, Class::Short);
     a.wait("fast", FAST, Class::Short);
-    a.lengthen();
+    a.lengthen(SLOW);
     a.mark_long(SLOW, LONG_CALL);
     assert_eq!(a.runnable(Class::Short), 0);
     assert_eq!(a.runnable(Class::Long), 1);
@@ -282,12 +282,64 @@ fn a_call_that_only_waited_past_long_call_leaves_its_route_short() {
     a.admit(Class::Short);
     // Waited for the interpreter past LONG_CALL: moved to the long class, route unmarked,
     // and its wall time is not recorded when it finishes.
-    a.lengthen();
+    a.lengthen(FAST);
     assert_eq!(a.runnable(Class::Short), 0);
     a.finished(Class::Long, true, FAST, None);
     assert_eq!(a.class_of(FAST), Class::Short);
     a.wait("next", FAST, Class::Short);
     assert_eq!(a.admit_next().map(|j| j.2), Some(Class::Short));
+}
+
+/// A short call that ran past `LONG_CALL` while the long class was full moved into it all the
+/// same and freed the short room, which the next queued call of its route took, short: on a
+/// loaded machine each was lengthened in turn, and a 3 ms CPU-bound route had 2 to 5 calls
+/// counted long at once in a room of 1 (`test_admission.py`'s burst ran 3 at once).
+#[test]
+fn a_call_run_long_into_a_full_long_class_keeps_its_route_out_of_the_short_room() {
+    let other = 3;
+    let mut a = Admission::new(1);
+    a.admit(Class::Long); // a long call of another route fills the long class
+    a.admit(Class::Short);
+    a.wait("same-route", SLOW, Class::Short);
+    a.lengthen(SLOW);
+    assert_eq!(a.runnable(Class::Long), 2, "it moved all the same");
+    assert!(
+        a.admit_next().is_none(),
+        "its route's queued call must not take the short room it left"
+    );
+    assert!(
+        !a.may_admit(SLOW, Class::Short),
+        "nor a new call of its route"
+    );
+    // Another route's calls pass it (a health check behind a long call).
+    assert!(a.may_admit(FAST, Class::Short));
+    a.wait("fast", FAST, Class::Short);
+    assert_eq!(
+        a.admit_next().map(|j| (j.0, j.2)),
+        Some(("fast", Class::Short))
+    );
+    a.finished(Class::Short, true, FAST, Some(MS));
+    // Once the long class is within its room, the route is short again.
+    a.finished(Class::Long, true, other, Some(4 * LONG_CALL));
+    assert!(a.may_admit(SLOW, Class::Short));
+    assert_eq!(
+        a.admit_next().map(|j| (j.0, j.2)),
+        Some(("same-route", Class::Short))
+    );
+}
+
+/// Into a long class with room, a lengthened call leaves its route short (one short and one
+/// long call of a route run at once, as the limit of each class allows).
+#[test]
+fn a_call_run_long_into_room_leaves_its_route_short() {
+    let mut a = Admission::new(1);
+    a.admit(Class::Short);
+    a.wait("same-route", SLOW, Class::Short);
+    a.lengthen(SLOW);
+    assert_eq!(
+        a.admit_next().map(|j| (j.0, j.2)),
+        Some(("same-route", Class::Short))
+    );
 }
 
 #[test]
