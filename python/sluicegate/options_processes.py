@@ -213,10 +213,9 @@ THREADS: Tuple[Option, ...] = (
     ),
     Option(
         "spin", parse_spin, "auto",
-        "Whether the event loop looks for events for up to 50 µs before it sleeps, while it "
-        "serves several clients at once and its sleeps have been short (the next request is "
-        "read without a wake-up, for CPU spent looking; one client at a time never makes it "
-        "spin). auto: only while the process may use every CPU of the machine and its cgroup "
+        "Whether the event loop looks for events for up to 50 µs before it sleeps, while its "
+        "sleeps have been short (the next request is read without a wake-up, for CPU spent "
+        "looking). auto: only while the process may use every CPU of the machine and its cgroup "
         "is not throttled (no CPU quota or cpuset below them, read again every second: in a "
         "container with a CPU limit the spin would spend the quota the app needs). on: "
         "whatever the allowance. off: never.",

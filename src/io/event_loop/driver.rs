@@ -421,7 +421,6 @@ impl LoopState {
         {
             let client = answer_client(conn, uwsgi_facts.as_deref(), ctx);
             answered_here(conn, head, answer, ctx, client, parsed_at);
-            self.spin.request(token);
             return Ok(Next::Answered);
         }
         let buffered = conn.buffered().len() as u64;
@@ -464,7 +463,6 @@ impl LoopState {
         else {
             unreachable!()
         };
-        self.spin.request(token);
         conn.deadline = None;
         conn.phase = Phase::Idle;
         Work {

@@ -12,7 +12,6 @@ impl LoopState {
     /// spin what happened.
     pub(super) fn wait_for_events(&mut self, timeout: Duration) -> io::Result<()> {
         self.pace.turn();
-        self.spin.turn();
         if timeout.is_zero() {
             return self.poll.poll(&mut self.events, Some(timeout));
         }

@@ -358,7 +358,6 @@ impl LoopState {
             }
             let tasks_woken = self.run_tasks(ctx);
             if let Some(call) = queued_stream(ctx) {
-                self.spin.request(spin::STREAMS);
                 return Some(Call::Stream(call));
             }
             if !self.accept_again.is_empty() {
@@ -447,9 +446,7 @@ impl LoopState {
                 return Some(Call::Request(work));
             }
         }
-        let call = queued_stream(ctx)?;
-        self.spin.request(spin::STREAMS);
-        Some(Call::Stream(call))
+        queued_stream(ctx).map(Call::Stream)
     }
 
     /// Streaming responses handed over because their socket is full: try at once (it may have

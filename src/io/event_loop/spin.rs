@@ -8,20 +8,14 @@
 //! busy, the next request often comes within microseconds of the loop running dry, and a look
 //! finds it without that wake-up.
 //!
-//! Where one client sends one request at a time (`wrk -c1` keep-alive, `ab -c1` a new
-//! connection each) the client cannot send before it has read the answer, so a spin looks
-//! through the client's whole round trip: it spares the loop's own wake-up (S4 `wrk -c1` on a
-//! quiet machine: 29,600 requests/s against 13,400 without it) but the loop's CPU per request
-//! becomes the round trip (30.9 µs against uWSGI's 12.2; 54 µs per `ab -c1` connection against
-//! bjoern's 20 and uWSGI's 22), for a p50 of 31 µs against uWSGI's 13 (the woken client still
-//! pays its own wake-up). So the spin runs only while the loop serves several clients at once,
-//! giving up that one client's rate for the CPU: a turn (the work between two waits) that read
-//! `SEVERAL` requests, or one from another connection than the last request's, shows clients
-//! that overlap, and lets the spin run for the next `SEVERAL_TURNS` waits; turns of one request
-//! from the connection of the one before (a client's round trip) use them up. (Requests per
-//! turn alone are not enough: a spin ends at its first event, so under many clients its turns
-//! mostly read one request, each from another connection.)
-//! (`benchmarks/results/2026-11-27-spin-c1/`.)
+//! One client at a time (`wrk -c1` keep-alive, `ab -c1` a new connection each) is served with
+//! the spin too. The client cannot send before it has read the answer, so the spin looks
+//! through its whole round trip, and the loop's CPU per request is that round trip; but
+//! without it each request pays the halted CPU's wake-up: on this machine kind, S4 `wrk -c1`
+//! ran 12,569 requests/s (p50 68 µs, 67.1 µs of CPU per request) with the spin against 6,583
+//! (p50 138 µs, 71.1 µs) with a rule that stopped it for one client, and uWSGI's 6,264 (p50
+//! 150 µs, 87.3 µs) (`benchmarks/results/2026-11-27-spin-c1/`): the wake-up costs the CPU the
+//! spin would have spent. `--spin off` gives that rate up where the CPU is wanted elsewhere.
 //!
 //! The limit (plain data, the caller passes what happened): no spin at first. A sleep that was
 //! woken within `SHORT_SLEEP` says a longer look would have found the event: the limit grows
@@ -61,25 +55,6 @@ pub const SHORT_SLEEP: Duration = Duration::from_micros(100);
 
 /// The most short sleeps not believed after wasted spins.
 pub const HOLD_MOST: u32 = 64;
-
-/// Requests read in one turn that show clients overlapping: two (a request read while another
-/// was being answered, or two found by one wait). One client at a time reads one per turn,
-/// but for a rare turn whose look at the listener finds its next connection already there
-/// (`ab -c1`: 23 spins over 5,000 connections, `SEVERAL_TURNS` waits after each such turn at
-/// most); a pipelining client sends again without waiting, so a spin finds its next request.
-/// (`ab -c1`'s connections, each closed before the next is accepted, take the same slot of the
-/// loop's table, so they count as one connection.)
-pub const SEVERAL: u32 = 2;
-
-/// The connection `Spin::request` is told for an HTTP/2 or HTTP/3 stream's call (they come
-/// from the connections' tasks, one queue for all).
-pub const STREAMS: usize = usize::MAX - 1;
-
-/// Waits the spin may run after a turn of `SEVERAL` requests. Assumes that clients found
-/// overlapping keep doing so for a while: with many clients most turns read several requests
-/// and a run of single ones is short, so the spin keeps running; after the last overlap, with
-/// one client left, it stops within this many of its round trips (32 of S4's: about 1 ms).
-pub const SEVERAL_TURNS: u32 = 32;
 
 /// How often `--spin auto` reads the allowance again (as `server::scheduler` and
 /// `wsgi::pool::machine` do): a few small files, off the path of a request that is waiting.
@@ -131,14 +106,6 @@ pub struct Spin {
     /// `--spin auto`: when to read the allowance again, and what the last reading saw.
     auto: Option<AutoReading>,
     limit: Duration,
-    /// Requests read since the last wait (`request`).
-    requests: u32,
-    /// One of them came from another connection than the request before it.
-    other: bool,
-    /// The connection (the loop's token) of the last request.
-    last_conn: usize,
-    /// Waits left for which the spin may run (`SEVERAL_TURNS` after a turn of `SEVERAL`).
-    several: u32,
     /// The last spin ended without its event (the sleep after it tells whether it was close).
     missed: bool,
     /// Wasted spins in a row (a miss, then a long sleep).
@@ -183,33 +150,9 @@ impl Spin {
         }
     }
 
-    /// A request was read on connection `conn` (the loop's token; `STREAMS` for an HTTP/2 or
-    /// HTTP/3 stream's call) in this turn.
-    #[inline(always)]
-    pub fn request(&mut self, conn: usize) {
-        self.requests = self.requests.saturating_add(1);
-        if conn != self.last_conn {
-            self.other = true;
-            self.last_conn = conn;
-        }
-    }
-
-    /// A turn ended: the loop is about to wait for events. A turn that read `SEVERAL` requests,
-    /// or one from another connection than the request before, lets the spin run for
-    /// `SEVERAL_TURNS` waits; one of one request from the same connection uses one up; one of
-    /// none (a write finished, a timer) says nothing.
-    pub fn turn(&mut self) {
-        let other = std::mem::take(&mut self.other);
-        match std::mem::take(&mut self.requests) {
-            0 => {}
-            n if n >= SEVERAL || other => self.several = SEVERAL_TURNS,
-            _ => self.several = self.several.saturating_sub(1),
-        }
-    }
-
     /// How long to look for events before sleeping.
     pub fn limit(&self) -> Duration {
-        if self.allowed && self.several > 0 {
+        if self.allowed {
             self.limit
         } else {
             Duration::ZERO
@@ -278,13 +221,9 @@ mod tests {
 
     const US: Duration = Duration::from_micros(1);
 
-    /// `--spin on` after a turn of two requests: the spin may run.
+    /// `--spin on`: the spin may run.
     fn busy() -> Spin {
-        let mut s = Spin::new(SpinPolicy::On);
-        s.request(1);
-        s.request(1);
-        s.turn();
-        s
+        Spin::new(SpinPolicy::On)
     }
 
     fn grown() -> Spin {
@@ -309,9 +248,6 @@ mod tests {
     fn off_never_spins_and_on_grows_as_ever() {
         let mut off = Spin::new(SpinPolicy::Off);
         let mut on = busy();
-        off.request(1);
-        off.request(1);
-        off.turn();
         for _ in 0..8 {
             off.woke(40 * US, true);
             on.woke(40 * US, true);
@@ -400,63 +336,6 @@ mod tests {
         s.spun(false, false);
         s.woke(Duration::from_millis(2), true);
         assert_eq!(short_sleeps_to_grow(&mut s), 3, "held 2 again, not 16");
-    }
-
-    /// One client at a time: every turn reads one request, from the same connection (a
-    /// keep-alive client, or `ab -c1`'s connections in the same slot). However short its round
-    /// trips (the limit grown to the most), the spin stops within `SEVERAL_TURNS`: it would
-    /// look through each of them.
-    #[test]
-    fn one_client_at_a_time_stops_the_spin() {
-        let mut s = Spin::new(SpinPolicy::On);
-        for n in 0..100 {
-            s.request(7);
-            s.turn();
-            if n >= SEVERAL_TURNS {
-                assert_eq!(s.limit(), Duration::ZERO, "turn {n}");
-            }
-            s.woke(30 * US, true);
-        }
-    }
-
-    /// A turn of two requests lets it run for `SEVERAL_TURNS` waits; turns of one from the
-    /// same connection use them up, turns of none (a write finished, a timer) leave them;
-    /// another overlap refills them.
-    #[test]
-    fn overlapping_requests_let_it_spin_for_a_while() {
-        let mut s = grown();
-        for n in 1..SEVERAL_TURNS {
-            s.request(1);
-            s.turn();
-            assert_eq!(s.limit(), SPIN_MOST, "turn {n} of one request");
-            s.turn();
-            assert_eq!(s.limit(), SPIN_MOST, "a turn of none");
-        }
-        s.request(1);
-        s.turn();
-        assert_eq!(s.limit(), Duration::ZERO, "one client left: stopped");
-        for _ in 0..SEVERAL {
-            s.request(1);
-        }
-        s.turn();
-        assert_eq!(s.limit(), SPIN_MOST, "overlapping again");
-    }
-
-    /// Under many clients a spin ends at its first event, so most turns read one request, but
-    /// each from another connection than the last: the spin keeps running.
-    #[test]
-    fn single_requests_from_changing_connections_keep_it_spinning() {
-        let mut s = grown();
-        for n in 0..10 * SEVERAL_TURNS as usize {
-            s.request(n % 16);
-            s.turn();
-            assert_eq!(s.limit(), SPIN_MOST, "turn {n}");
-        }
-        s.request(STREAMS);
-        s.turn();
-        s.request(STREAMS);
-        s.turn();
-        assert_eq!(s.limit(), SPIN_MOST, "a stream's call after them");
     }
 
     fn reading() -> AutoReading {
