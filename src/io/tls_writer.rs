@@ -81,7 +81,6 @@ impl TlsWriter {
 }
 
 fn run(rx: Receiver<Box<Conn>>, owner: Weak<dyn Owner>) {
-    batch_policy();
     while let Ok(mut conn) = rx.recv() {
         let Some(owner) = owner.upgrade() else { return };
         if write(&mut conn) {
@@ -113,19 +112,4 @@ fn write(conn: &mut Conn) -> bool {
     }
     conn.out.release();
     true
-}
-
-/// Put the calling thread (the writer) under `SCHED_BATCH`: woken by a hand-off, it does not
-/// preempt the thread that woke it. Under `SCHED_OTHER` the loop's thread, handing over an
-/// answer per request, was preempted by the writer it had just woken (on a busy machine, on
-/// the same core): the switch there and back cost about as much as the write it handed off,
-/// and the next app call waited behind it (S2's 21 KB `[bytes]` answers at `wrk -c100`,
-/// benchmarks/results/2026-11-27-bigbody/). Under `SCHED_BATCH` the writer runs on an idle
-/// core at once, else when the running thread blocks or its slice ends, and then writes every
-/// answer handed meanwhile in one go; later hand-offs find it runnable and need no wake-up.
-/// Unprivileged; if refused, the writer keeps the default policy.
-fn batch_policy() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `param` is a valid sched_param for the call's duration; pid 0 is this thread.
-    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
 }
