@@ -44,6 +44,8 @@ def test_a_missing_syslog_socket_is_said_once_and_reached_when_it_appears(start_
                  interval=0.2)
     finally:
         receiver.close()
+    # The "reached again" line is written to standard error after the record it announces.
+    wait_for(lambda: "reached again" in server.log_text(), "the line saying syslog is back")
     log = server.log_text()
     assert "Logging error" not in log and "Traceback" not in log, log[-3000:]
     said = [line for line in log.splitlines() if path in line]

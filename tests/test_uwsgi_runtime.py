@@ -225,8 +225,14 @@ def test_stats_keys_are_real_uwsgis(start_server):
         start_new_session=True)
     try:
         wait_for(lambda: os.path.exists(theirs_at), "uWSGI's stats socket")
-        theirs = wait_for(lambda: (lambda d: d if all(w["pid"] for w in d["workers"])
-                                   else None)(read_stats(theirs_at)), "uWSGI's workers")
+
+        def uwsgi_stats():
+            try:  # the socket's file exists from its bind, before uWSGI listens on it
+                doc = read_stats(theirs_at)
+            except ConnectionRefusedError:
+                return None
+            return doc if all(w["pid"] for w in doc["workers"]) else None
+        theirs = wait_for(uwsgi_stats, "uWSGI's workers")
     finally:
         os.killpg(uwsgi.pid, signal.SIGKILL)  # its master and workers: nothing to finish
         uwsgi.wait(30)
