@@ -281,21 +281,28 @@ impl SharedOut {
         let end = Instant::now() + most;
         let mut st = self.state.lock().unwrap();
         let mut seen = Self::backlog(&st);
+        let mut grew = Instant::now();
         st.settling = true;
         loop {
             if st.fate != Fate::Open || Self::backlog(&st) > self.high_water {
                 break;
             }
             let now = Instant::now();
-            if now >= end {
+            let quiet_until = grew + gap;
+            if now >= end || now >= quiet_until {
                 break;
             }
-            st = self.drained.wait_timeout(st, gap.min(end - now)).unwrap().0;
+            // A wake-up with the backlog unchanged (a spurious one) waits out the rest of `gap`.
+            st = self
+                .drained
+                .wait_timeout(st, (quiet_until - now).min(end - now))
+                .unwrap()
+                .0;
             let backlog = Self::backlog(&st);
-            if backlog == seen {
-                break;
+            if backlog != seen {
+                seen = backlog;
+                grew = Instant::now();
             }
-            seen = backlog;
         }
         st.settling = false;
     }
