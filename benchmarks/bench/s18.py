@@ -2,7 +2,9 @@
 a cgroup: v1's `cpu` controller here, v2's `cpu.max` where the machine has it), one worker
 process each, beside the same server without a limit:
 
-- `hello`: S6's hello world, `wrk -t1 -c16` (5 s);
+- `hello`: S6's hello world, `wrk -t1 -c16` (5 s), then `h2load --h1 -c16` (5 s) for the
+  latency each request saw ("as sent"; wrk's percentiles count coordinated-omission samples:
+  `as_sent`);
 - `s5`: S5's sleeping app (yields, sleeps 0.1 s, yields) at 1,000 clients;
 - `django`: S13's Django view on PostgreSQL (`/item/4242`, `CONN_MAX_AGE` 60: a connection per
   thread, kept), `wrk -c16`, the peers at 8 threads as in S13 (PostgreSQL outside the cgroup);
@@ -29,7 +31,9 @@ import argparse
 import http.client
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -133,6 +137,35 @@ def paced(port: int) -> tuple[int, float, float]:
     return n, lat[len(lat) // 2], lat[int(len(lat) * 0.99) - 1]
 
 
+def as_sent(port: int, connections: int, seconds: float, body: bytes, cg: "Cgroup") -> dict:
+    """The latency each request saw, uncorrected: `h2load --h1` (closed loop, `connections`
+    keep-alive connections, one thread) with its per-request log. wrk's percentiles add
+    coordinated-omission samples (`stats_correct`: each response slower than the mean interval
+    of a connection is counted again at every interval below it, as if requests had kept
+    arriving meanwhile), so under a quota its p99 is the stop for any server; this is what the
+    requests themselves waited. Every answer is checked: status 200 and the body's length."""
+    log = Path(f"/tmp/s18-h2load-{os.getpid()}.log")
+    log.unlink(missing_ok=True)
+    thr0 = cg.throttled()
+    out = subprocess.run(["h2load", "--h1", f"-c{connections}", "-t1", f"-D{seconds:g}",
+                          f"--log-file={log}", f"http://127.0.0.1:{port}/"],
+                         capture_output=True, text=True, timeout=seconds + 60).stdout
+    thr = cg.throttled() - thr0
+    rows = [line.split("\t") for line in log.read_text().splitlines()] if log.exists() else []
+    log.unlink(missing_ok=True)
+    lat = sorted(int(r[2]) for r in rows if r[1] == "200")
+    data = re.search(r"\((\d+)\) data", out)
+    done = re.search(r"requests: \d+ total, (\d+) started, (\d+) done, (\d+) succeeded", out)
+    # h2load's data count includes the answers to the requests in flight when it stopped
+    ok = bool(lat) and done is not None and int(done.group(2)) == int(done.group(3)) == len(lat) \
+        and data is not None and len(lat) * len(body) <= int(data.group(1)) <= int(done.group(1)) * len(body)
+    if not lat:
+        return {"sent_p99_ms": None, "sent_p50_ms": None, "sent_throttled": thr, "sent_verified": False}
+    return {"sent_p50_ms": lat[len(lat) // 2] / 1000, "sent_p99_ms": lat[int(len(lat) * 0.99)] / 1000,
+            "sent_over_10ms": sum(x > 10_000 for x in lat) / len(lat), "sent_rps": len(lat) / seconds,
+            "sent_throttled": thr, "sent_verified": ok}
+
+
 def switches(pids: list[int]) -> tuple[int, int]:
     """Voluntary and involuntary context switches of every thread of the processes so far."""
     vol = invol = 0
@@ -171,6 +204,8 @@ def one(proc, case: str, cg: Cgroup, size: int, path: str = "/") -> dict:
     out.update(cpu_s=cpu, cores_used=cpu / wall, throttled=cg.throttled() - thr0,
                vcsw=sw[0] - sw0[0], ivcsw=sw[1] - sw0[1],
                cpu_us_per_req=cpu * 1e6 / out["requests"] if out["requests"] else None)
+    if case == "hello":
+        out.update(as_sent(proc.port, CLIENTS[case], 5, APPS[case][1], cg))
     return out
 
 
@@ -245,6 +280,10 @@ def run(args) -> dict:
         v.update({k: statistics.median([m[k] or 0.0 for m in v["rounds"]])
                   for k in ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "throttled", "cores_used", "errors",
                             "vcsw", "ivcsw")})
+        if "sent_p99_ms" in v["rounds"][0]:
+            v.update({k: statistics.median([m[k] or 0.0 for m in v["rounds"]])
+                      for k in ("sent_p50_ms", "sent_p99_ms", "sent_over_10ms", "sent_throttled")})
+            v["sent_verified"] = all(m["sent_verified"] for m in v["rounds"])
     auto = {str(c): workers_auto(c, d) for c in limits if c is not None} if "sluicegate" in names else {}
     print(f"  S18 --workers auto: {auto}", flush=True)
     return {"results": res, "workers_auto": auto}
@@ -253,7 +292,8 @@ def run(args) -> dict:
 def table(out: dict, cases: list[str], names: list[str], limits: list[str]) -> list[str]:
     res = out["results"]
     lines = ["| case | CPUs | server | req/s | × share | × best peer | p50 ms | p99 ms | µs/req "
-             "(idle: CPU %) | throttled |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "(idle: CPU %) | throttled | p99 as sent ms (over 10 ms; throttled) |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for case in [c for c in cases if any(k.startswith(f"{c} | ") for k in res)]:
         for lim in ["none"] + limits:
             peers = [res[f"{case} | {n} | {lim}"]["rps"] for n in names
@@ -271,11 +311,21 @@ def table(out: dict, cases: list[str], names: list[str], limits: list[str]) -> l
                 cost = (f"{v['cores_used'] * 100:.2f} %" if case == "idle"
                         else f"{v['cpu_us_per_req'] or 0:.1f}")
                 lines.append(f"| {case} | {lim} | {name} | {v['rps']:,.0f} | {share} | {best} | "
-                             f"{v['p50_ms']:.2f} | {v['p99_ms']:.2f} | {cost} | {v['throttled']:.0f} |")
+                             f"{v['p50_ms']:.2f} | {v['p99_ms']:.2f} | {cost} | {v['throttled']:.0f} | "
+                             f"{_sent(v)} |")
     if out["workers_auto"]:
         lines += ["", "`--workers auto` inside the limit: " + ", ".join(
             f"{c} CPUs: {n} workers" for c, n in out["workers_auto"].items())]
     return lines
+
+
+def _sent(v: dict) -> str:
+    """The as-sent column: p99 (share over 10 ms; throttled periods in that run), or why not."""
+    if v.get("sent_p99_ms") is None:
+        return ""
+    if not v.get("sent_verified"):
+        return "unverified"
+    return f"{v['sent_p99_ms']:.2f} ({v['sent_over_10ms'] * 100:.2f} %; {v['sent_throttled']:.0f})"
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
