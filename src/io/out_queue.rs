@@ -14,8 +14,8 @@ use std::fs::File;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use segments::Segments;
 use super::stream::{sendfile_fd, set_cork, writev_fd_flags, Stream};
+use segments::Segments;
 use sluicegate_proto::h1::encode::{write_fixed_chunk_size, CHUNK_END, OPEN_CHUNK_HEADER};
 
 /// Most bytes one write or sendfile call may carry. On loopback a single huge sendmsg keeps
