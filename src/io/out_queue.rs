@@ -9,14 +9,13 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::mem::ManuallyDrop;
-use std::ops::{Deref, DerefMut};
 
 use std::fs::File;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
 use super::stream::{sendfile_fd, set_cork, writev_fd_flags, Stream};
+use segments::Segments;
 use sluicegate_proto::h1::encode::{write_fixed_chunk_size, CHUNK_END, OPEN_CHUNK_HEADER};
 
 /// Most bytes one write or sendfile call may carry. On loopback a single huge sendmsg keeps
@@ -148,9 +147,20 @@ const INLINE_MAX: usize = 23;
 /// Most data in one coalesced chunk (its size field has 8 hex digits).
 const CHUNK_COALESCE_MAX: usize = 1 << 20;
 
-/// Most iovecs passed to one writev (Linux's IOV_MAX is 1024; 64 covers every realistic case
-/// and keeps the slice array on the stack).
+/// Most iovecs passed to one writev from the slice array on the stack: a response head and its
+/// body, a run of coalesced small blocks.
 const MAX_IOV: usize = 64;
+
+/// Most iovecs passed to one writev of a queue with more segments than [`MAX_IOV`] (Linux's
+/// IOV_MAX), from an array allocated for that write: a streamed response's referenced blocks
+/// take two segments each (the block, and the framing shared with the next one), so 64 iovecs
+/// carried 32 blocks (256 KiB of S3's 8 KiB blocks) and a 1 MiB batch left in four writes and a
+/// fifth for its last CRLF (benchmarks/results/2026-11-27-s3blocks/).
+const MAX_IOV_LARGE: usize = 1024;
+
+/// A segment that overshoots a write's [`WRITE_CHUNK`] by at most this much goes whole instead
+/// of being cut (its rest would be a write of its own), and so does the framing after it.
+const WRITE_SLACK: usize = 64 * 1024;
 
 /// A FIFO of byte segments with the offset already written in the first one.
 #[derive(Default)]
@@ -169,43 +179,6 @@ pub struct OutQueue {
     /// wake-up. Whoever closes must half-close first (`Stream::shutdown_write`), which sends
     /// that segment at once, even where unread input would make `close` reset the connection.
     pub closing: bool,
-}
-
-/// The queue's segments. A deque that never held storage (capacity 0, as most of the queues
-/// made and dropped per request) is dropped without the generic deque drop, which walks both
-/// of its (empty) halves: about 40 instructions, three times per hello-world request.
-#[derive(Default)]
-struct Segments(ManuallyDrop<VecDeque<Segment>>);
-
-impl From<VecDeque<Segment>> for Segments {
-    fn from(d: VecDeque<Segment>) -> Segments {
-        Segments(ManuallyDrop::new(d))
-    }
-}
-
-impl Deref for Segments {
-    type Target = VecDeque<Segment>;
-    #[inline]
-    fn deref(&self) -> &VecDeque<Segment> {
-        &self.0
-    }
-}
-
-impl DerefMut for Segments {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut VecDeque<Segment> {
-        &mut self.0
-    }
-}
-
-impl Drop for Segments {
-    #[inline]
-    fn drop(&mut self) {
-        // With capacity 0 the deque holds no segment and no memory: nothing to drop.
-        if self.0.capacity() != 0 {
-            drop(std::mem::take(&mut *self.0));
-        }
-    }
 }
 
 impl OutQueue {
@@ -455,44 +428,62 @@ impl OutQueue {
             self.apply_corks(fd);
             return Ok(n);
         }
-        let n = {
+        let n = if self.segs.len() <= MAX_IOV {
             let mut iov: [IoSlice<'_>; MAX_IOV] = [IoSlice::new(&[]); MAX_IOV];
-            let mut count = 0;
-            let mut file_follows = false;
-            let mut budget = WRITE_CHUNK as usize;
-            for (i, seg) in self.segs.iter().enumerate().take(MAX_IOV) {
-                match seg {
-                    Segment::File { .. } => {
-                        file_follows = true;
-                        break;
-                    }
-                    Segment::Cork(_) => break,
-                    _ => {}
-                }
-                let b = seg.bytes();
-                let b = if i == 0 {
-                    &b[self.front_pos as usize..]
-                } else {
-                    b
-                };
-                let b = &b[..b.len().min(budget)];
-                budget -= b.len();
-                iov[i] = IoSlice::new(b);
-                count += 1;
-                if budget == 0 {
-                    break;
-                }
-            }
-            let flags = if file_follows || self.closing {
-                libc::MSG_MORE
-            } else {
-                0
-            };
+            let (count, flags) = self.fill_iov(&mut iov);
+            writev_fd_flags(fd, &iov[..count], flags)?
+        } else {
+            let mut iov = vec![IoSlice::new(&[]); self.segs.len().min(MAX_IOV_LARGE)];
+            let (count, flags) = self.fill_iov(&mut iov);
             writev_fd_flags(fd, &iov[..count], flags)?
         };
         self.advance(n as u64);
         self.apply_corks(fd);
         Ok(n)
+    }
+
+    /// The iovecs of one writev: the memory segments from the front, up to the first file range
+    /// or cork, at most `iov.len()` of them and about [`WRITE_CHUNK`] bytes (a segment that
+    /// overshoots it by at most [`WRITE_SLACK`] goes whole, with the inline framing after it).
+    /// Returns how many were filled and the flags of the write.
+    fn fill_iov<'a>(&'a self, iov: &mut [IoSlice<'a>]) -> (usize, libc::c_int) {
+        let mut count = 0;
+        let mut file_follows = false;
+        let mut budget = WRITE_CHUNK as usize;
+        for (i, seg) in self.segs.iter().enumerate().take(iov.len()) {
+            match seg {
+                Segment::File { .. } => {
+                    file_follows = true;
+                    break;
+                }
+                Segment::Cork(_) => break,
+                // The budget is spent: only framing still rides along.
+                Segment::Inline { .. } => {}
+                _ if budget == 0 => break,
+                _ => {}
+            }
+            let b = seg.bytes();
+            let b = if i == 0 {
+                &b[self.front_pos as usize..]
+            } else {
+                b
+            };
+            if b.len() > budget + WRITE_SLACK {
+                // A large segment: cut at the budget, and nothing after it in this write.
+                iov[i] = IoSlice::new(&b[..budget]);
+                count += 1;
+                break;
+            }
+            budget = budget.saturating_sub(b.len());
+            iov[i] = IoSlice::new(b);
+            count += 1;
+        }
+        let flags = if file_follows || self.closing {
+            libc::MSG_MORE
+        } else {
+            0
+        };
+        (count, flags)
     }
 
     /// The TLS form of `write_fd` (`io::tls_link`): hand the front's bytes to `take` (a
@@ -594,5 +585,6 @@ impl OutQueue {
     }
 }
 
+mod segments;
 #[cfg(test)]
 mod tests;

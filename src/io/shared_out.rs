@@ -60,6 +60,10 @@ pub struct SharedState {
     /// thread wakes it when it reaches the high-water mark or ends (else it need not: a
     /// condition variable's wake is a system call whether anyone waits or not).
     settling: bool,
+    /// The app thread waits on this queue (`wait_drained`, `detach`): the loop's progress must
+    /// wake it. Else the loop does not signal (a wake nobody waits for is still a `futex`
+    /// call: half of the loop's on S3, one per batch written).
+    app_waiting: bool,
 }
 
 impl SharedState {
@@ -122,6 +126,7 @@ impl SharedOut {
                 in_flight: 0,
                 last_progress: Instant::now(),
                 settling: false,
+                app_waiting: false,
             }),
             drained: Condvar::new(),
             low_water: high_water / 2,
@@ -159,7 +164,7 @@ impl SharedOut {
                 }
                 if st.queue.is_empty() {
                     st.writer = Writer::Nobody;
-                    self.drained.notify_all();
+                    self.wake_app(&st);
                     return FlushResult::Empty;
                 }
                 st.queue.close_chunk();
@@ -191,25 +196,31 @@ impl SharedOut {
             match res {
                 Ok(()) => st.last_progress = Instant::now(),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if st.queue.pending() <= self.low_water {
-                        self.drained.notify_all();
-                    } else {
+                    if st.queue.pending() > self.low_water {
                         // Something was written before the socket filled up.
                         st.last_progress = Instant::now();
                     }
-                    self.drained.notify_all();
+                    // (`detach` waits for the end of the write whatever the backlog.)
+                    self.wake_app(&st);
                     return FlushResult::Blocked;
                 }
                 Err(_) => {
                     st.fail();
                     st.writer = Writer::Nobody;
-                    self.drained.notify_all();
+                    self.wake_app(&st);
                     return FlushResult::Done;
                 }
             }
             if st.queue.pending() <= self.low_water {
-                self.drained.notify_all();
+                self.wake_app(&st);
             }
+        }
+    }
+
+    /// Wake the app thread if it waits on this queue (`app_waiting`), under the lock.
+    fn wake_app(&self, st: &SharedState) {
+        if st.app_waiting {
+            self.drained.notify_all();
         }
     }
 
@@ -223,8 +234,10 @@ impl SharedOut {
     pub fn detach(&self) -> (OutQueue, bool) {
         let mut st = self.state.lock().unwrap();
         while st.writer == Writer::LoopWriting {
+            st.app_waiting = true;
             st = self.drained.wait(st).unwrap();
         }
+        st.app_waiting = false;
         let failed = st.failed();
         st.fate = Fate::Detached { failed };
         if st.settling {
@@ -254,12 +267,14 @@ impl SharedOut {
             self.drained.notify_all();
         }
         while !st.failed() && Self::backlog(&st) > self.low_water {
+            st.app_waiting = true;
             let (g, res) = self.drained.wait_timeout(st, timeout).unwrap();
             st = g;
             if res.timed_out() && st.last_progress.elapsed() >= timeout {
                 st.fail();
             }
         }
+        st.app_waiting = false;
         !st.failed()
     }
 

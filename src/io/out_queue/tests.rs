@@ -1,5 +1,6 @@
 //! Unit tests of the output queue: chunk framing merged and closed, cork markers and the
-//! closing mark kept through `append` and `clear`, and the framing bytes counted as pending.
+//! closing mark kept through `append` and `clear`, the framing bytes counted as pending, and
+//! how much of a queue one write takes.
 
 use super::*;
 
@@ -117,4 +118,54 @@ fn framing_around_referenced_blocks_needs_no_buffer() {
     q.push_framing(&[b'0'; 30]);
     assert_eq!(q.segs.len(), 3);
     assert_eq!(drain(&mut q).len(), 4 + 2 + 1 + 30);
+}
+
+/// A streamed response's referenced blocks as the sender queues them: size line, block, CRLF
+/// (the CRLF sharing an inline segment with the next size line).
+fn referenced_blocks(q: &mut OutQueue, blocks: usize, size: usize) {
+    struct Held(Vec<u8>);
+    impl SharedBytes for Held {
+        fn bytes(&self) -> &[u8] {
+            &self.0
+        }
+    }
+    for _ in 0..blocks {
+        q.push_framing(format!("{size:x}\r\n").as_bytes());
+        q.push_shared(Box::new(Held(vec![b'x'; size])));
+        q.push_framing(b"\r\n");
+    }
+}
+
+/// The iovecs `write_fd` would pass: (count, bytes).
+fn one_write(q: &OutQueue) -> (usize, usize) {
+    let mut iov = vec![IoSlice::new(&[]); q.segs.len().clamp(1, MAX_IOV_LARGE)];
+    let (count, _) = q.fill_iov(&mut iov);
+    (count, iov[..count].iter().map(|s| s.len()).sum())
+}
+
+#[test]
+fn a_megabyte_of_streamed_blocks_leaves_in_one_write() {
+    // 128 blocks of 8 KiB (the high-water mark's worth of S3's): 257 segments. With 64 iovecs
+    // a write carried 32 blocks, and the last CRLF took a write of its own.
+    let mut q = OutQueue::new();
+    referenced_blocks(&mut q, 128, 8192);
+    assert_eq!(q.segs.len(), 257);
+    assert_eq!(one_write(&q), (257, q.pending() as usize));
+}
+
+#[test]
+fn a_write_stops_near_its_budget_with_the_framing_that_follows() {
+    // 200 blocks: the write ends with the first block past WRITE_CHUNK, whole, and the inline
+    // segment after it (its CRLF and the next block's size line); the rest starts with data.
+    let mut q = OutQueue::new();
+    referenced_blocks(&mut q, 200, 8192);
+    let (count, bytes) = one_write(&q);
+    let block = 8192 + 4 + 2 + 2; // size line, data, CRLF
+    let blocks = (WRITE_CHUNK as usize).div_ceil(block);
+    assert_eq!(count, 2 * blocks + 1);
+    assert!(bytes > WRITE_CHUNK as usize && bytes < WRITE_CHUNK as usize + block + 8);
+    // A large segment is cut at the budget, and nothing follows it in the same write.
+    let mut q = OutQueue::new();
+    referenced_blocks(&mut q, 1, 3 << 20);
+    assert_eq!(one_write(&q), (2, WRITE_CHUNK as usize));
 }
