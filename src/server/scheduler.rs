@@ -11,7 +11,8 @@
 //! - **Watchdog**: a thread that looks every tick (`TICK_MIN` to `TICK_MAX`, see below). If the
 //!   same inline call is still running
 //!   at two looks in a row *and the loop thread is asleep in the kernel* (state `S` or `D` in
-//!   /proc: a sleep, a socket or database wait, a lock — what blocking means), it takes the
+//!   /proc: a sleep, a socket or database wait, a lock — what blocking means; a wait for the
+//!   GIL only while no other thread can run, `thread_state::thread_wait`), it takes the
 //!   parked loop state and hands it to another thread,
 //!   which carries on serving; the stuck thread finishes its request and becomes a pool thread
 //!   (as the Go runtime hands a processor away from a thread blocked in a system call). The

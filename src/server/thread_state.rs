@@ -229,7 +229,10 @@ mod tests {
         let lock = format!("{nr} 0x55f0cb5e1ff0 0x89 0x0 0x7f041f7d9490 0x0 0xffffffff 0x7f 0x7f");
         assert_eq!(super::waits_on_gil(gil.as_bytes(), runtime), Some(true));
         assert_eq!(super::waits_on_gil(lock.as_bytes(), runtime), Some(false));
-        let other = format!("{} 0x7ff75314e748 0x189 0x0 0x0 0x0 0xffffffff 0x7f 0x7f", nr + 1);
+        let other = format!(
+            "{} 0x7ff75314e748 0x189 0x0 0x0 0x0 0xffffffff 0x7f 0x7f",
+            nr + 1
+        );
         assert_eq!(super::waits_on_gil(other.as_bytes(), runtime), Some(false));
         assert_eq!(super::waits_on_gil(b"running\n", runtime), None);
     }

@@ -560,6 +560,10 @@ fn a_call_waiting_for_the_gil_is_judged_by_its_holder() {
         let a = allowance(m, i);
         assert_eq!(inline(&CALLS[7], &a, false).0, Verdict::Leave, "{}", m.name);
         let (v, at) = inline(&CALLS[8], &a, false);
-        assert!(v == Verdict::CpuBound && at >= 50.0, "{}: {v:?} at {at} ms", m.name);
+        assert!(
+            v == Verdict::CpuBound && at >= 50.0,
+            "{}: {v:?} at {at} ms",
+            m.name
+        );
     }
 }

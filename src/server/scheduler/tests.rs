@@ -280,7 +280,10 @@ fn a_call_waiting_for_the_gil_behind_a_runnable_thread_is_not_blocked() {
         assert_eq!(judge_waiting(&mut j, t0, n, stopped), Verdict::Leave, "{n}");
     }
     let mut j = Judge::default();
-    assert_eq!(judge_waiting(&mut j, t0, 1, Found::Asleep), Verdict::Blocked);
+    assert_eq!(
+        judge_waiting(&mut j, t0, 1, Found::Asleep),
+        Verdict::Blocked
+    );
     let mut j = Judge::default();
     let mut taken = None;
     for n in 1..=64 {
@@ -294,6 +297,9 @@ fn a_call_waiting_for_the_gil_behind_a_runnable_thread_is_not_blocked() {
         }
     }
     let (v, charged) = taken.expect("taken over");
-    assert!(v == Verdict::Hogging && charged >= PREEMPT_CPU, "{v:?} {charged:?}");
+    assert!(
+        v == Verdict::Hogging && charged >= PREEMPT_CPU,
+        "{v:?} {charged:?}"
+    );
     assert!(charged < PREEMPT_CPU + TICK_MIN, "{charged:?}");
 }
