@@ -11,7 +11,8 @@
 //! - **Watchdog**: a thread that looks every tick (`TICK_MIN` to `TICK_MAX`, see below). If the
 //!   same inline call is still running
 //!   at two looks in a row *and the loop thread is asleep in the kernel* (state `S` or `D` in
-//!   /proc: a sleep, a socket or database wait, a lock — what blocking means), it takes the
+//!   /proc: a sleep, a socket or database wait, a lock — what blocking means; a wait for the
+//!   GIL only while no other thread can run, `thread_state::thread_wait`), it takes the
 //!   parked loop state and hands it to another thread,
 //!   which carries on serving; the stuck thread finishes its request and becomes a pool thread
 //!   (as the Go runtime hands a processor away from a thread blocked in a system call). The
@@ -48,7 +49,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, O
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::thread_state::thread_is_sleeping;
+use super::thread_state::{thread_wait, Wait};
 use crate::clock::clock_time;
 use crate::config::Policy;
 use crate::io::event_loop::LoopState;
@@ -60,7 +61,7 @@ mod judge;
 mod replay;
 mod watch;
 pub use call_time::CallClock;
-use judge::{Judge, Verdict};
+use judge::{Found, Judge, Verdict};
 use watch::{Look, Watch};
 
 /// The watchdog's shortest interval between looks: a call blocked for two ticks (0.25–0.5 ms)
@@ -398,7 +399,7 @@ impl Scheduler {
                         cpu_bound,
                         now,
                         self.loop_cpu_time(),
-                        || thread_is_sleeping(self.loop_tid.load(Ordering::Relaxed)),
+                        || self.loop_found(),
                         || self.work_waiting(),
                     );
                     computing = judge.ran;
@@ -443,6 +444,18 @@ impl Scheduler {
             return None;
         }
         clock_time(clock)
+    }
+
+    /// Where the loop thread is (`thread_wait`), for the judge; for a wait for the GIL, with the
+    /// process's CPU clock (charged to the call: `judge.rs`).
+    fn loop_found(&self) -> Found {
+        match thread_wait(self.loop_tid.load(Ordering::Relaxed)) {
+            Wait::Runnable => Found::Runnable,
+            Wait::Asleep => Found::Asleep,
+            Wait::ForGil => Found::ForGil {
+                process_cpu: clock_time(libc::CLOCK_PROCESS_CPUTIME_ID),
+            },
+        }
     }
 
     /// Is other work waiting behind the inline call that holds the parked loop state?

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::call_time::{judged, Ends};
-use super::judge::{Judge, Verdict};
+use super::judge::{Found, Judge, Verdict};
 use super::watch::{Look, Watch};
 use super::SLOW_CALL;
 use crate::observe::allowance::{Allowance, Sources};
@@ -77,11 +77,13 @@ const MACHINES: [Machine; 6] = [
     },
 ];
 
-/// A stretch of a call: computing, or asleep in the kernel (µs).
+/// A stretch of a call: computing, asleep in the kernel, or asleep waiting for the GIL while
+/// another thread holds it and computes this long, under the same quota (µs of its CPU).
 #[derive(Clone, Copy)]
 enum Seg {
     Cpu(u64),
     Sleep(u64),
+    Gil(u64),
 }
 
 /// A call replayed: its stretches, whether other work waits behind it (a loaded server:
@@ -94,7 +96,7 @@ struct Call {
     edge: bool,
 }
 
-const CALLS: [Call; 7] = [
+const CALLS: [Call; 9] = [
     Call {
         name: "hello world (5 us CPU)",
         segs: &[Seg::Cpu(5)],
@@ -137,6 +139,18 @@ const CALLS: [Call; 7] = [
         waiting: true,
         edge: false,
     },
+    Call {
+        name: "1 ms after the GIL, held across a stop",
+        segs: &[Seg::Gil(100), Seg::Cpu(1_000)],
+        waiting: true,
+        edge: true,
+    },
+    Call {
+        name: "the GIL held by an 80 ms C call",
+        segs: &[Seg::Cpu(30), Seg::Gil(80_000), Seg::Cpu(20)],
+        waiting: false,
+        edge: false,
+    },
 ];
 
 /// The allowance `observe::allowance` reads from a cgroup v2 fixture tree of `m`.
@@ -171,6 +185,8 @@ struct Thread {
     done: u64,
     t: u64,
     cpu: u64,
+    /// µs of CPU of the thread holding the GIL it waits for (`Seg::Gil`).
+    holder_cpu: u64,
     /// µs runnable but stopped by the quota.
     throttled: u64,
     /// Times it went to sleep (a voluntary context switch each).
@@ -197,6 +213,7 @@ impl Thread {
             done: 0,
             t: 0,
             cpu: 0,
+            holder_cpu: 0,
             throttled: 0,
             sleeps: 0,
             quota,
@@ -207,8 +224,15 @@ impl Thread {
         self.i == self.segs.len()
     }
 
-    fn asleep(&self) -> bool {
-        matches!(self.segs.get(self.i), Some(Seg::Sleep(_)))
+    /// What a read of its kernel state finds (the GIL's holder computes: it can run).
+    fn found(&self) -> Found {
+        match self.segs.get(self.i) {
+            Some(Seg::Sleep(_)) => Found::Asleep,
+            Some(Seg::Gil(_)) => Found::ForGil {
+                process_cpu: Some(Duration::from_micros(self.cpu + self.holder_cpu)),
+            },
+            _ => Found::Runnable,
+        }
     }
 
     fn advance_to(&mut self, t: u64) {
@@ -220,9 +244,13 @@ impl Thread {
                 }
             }
             let len = match self.segs[self.i] {
-                Seg::Cpu(len) => match &mut self.quota {
+                Seg::Cpu(len) | Seg::Gil(len) => match &mut self.quota {
                     Some((0, ..)) => {
-                        self.throttled += 1;
+                        // Stopped with the process: the GIL's holder too, while this waits
+                        // asleep (not runnable: no run delay).
+                        if matches!(self.segs[self.i], Seg::Cpu(_)) {
+                            self.throttled += 1;
+                        }
                         self.t += 1;
                         continue;
                     }
@@ -230,7 +258,13 @@ impl Thread {
                         if let Some((left, ..)) = budget {
                             *left -= 1;
                         }
-                        self.cpu += 1;
+                        match self.segs[self.i] {
+                            Seg::Cpu(_) => self.cpu += 1,
+                            _ => {
+                                self.sleeps += u64::from(self.done == 0);
+                                self.holder_cpu += 1;
+                            }
+                        }
                         len
                     }
                 },
@@ -281,7 +315,7 @@ fn inline(call: &Call, a: &Allowance, by_wall: bool) -> (Verdict, f64) {
                 cpu_bound,
                 base + now,
                 cpu,
-                || th.asleep(),
+                || th.found(),
                 || call.waiting,
             );
             computing = judge.ran;
@@ -512,5 +546,24 @@ fn a_throttled_call_is_judged_by_its_cpu_clock_where_the_run_delay_misses_the_st
                 assert!(took > SLOW_CALL, "{} {delay:?} {}", m.name, call.name);
             }
         }
+    }
+}
+
+/// A call whose thread waits for the GIL is not blocked while the GIL's holder can run: across
+/// a stop of the quota (the holder stopped with the process) it stays inline on every quota,
+/// where read as asleep it was taken over as blocked at the first look after the stop; behind
+/// a C call that computes 80 ms holding the GIL it is charged that CPU and taken over as a long
+/// call on every machine.
+#[test]
+fn a_call_waiting_for_the_gil_is_judged_by_its_holder() {
+    for (i, m) in MACHINES.iter().enumerate() {
+        let a = allowance(m, i);
+        assert_eq!(inline(&CALLS[7], &a, false).0, Verdict::Leave, "{}", m.name);
+        let (v, at) = inline(&CALLS[8], &a, false);
+        assert!(
+            v == Verdict::CpuBound && at >= 50.0,
+            "{}: {v:?} at {at} ms",
+            m.name
+        );
     }
 }

@@ -253,3 +253,53 @@ fn a_pool_call_that_slept_is_judged_by_the_wall_less_its_run_delay() {
     let unknown = call_time::judged(ms(50.0), Some((before, after)));
     assert!(unknown.abs_diff(ms(10.0)) < Duration::from_micros(1));
 }
+
+/// The judge at look `n` (a read of the thread's state at each, 250 µs apart) of a call whose
+/// thread's CPU clock stands still (it waits), found `found`, with other work waiting.
+fn judge_waiting(j: &mut Judge, t0: Instant, n: u32, found: Found) -> Verdict {
+    let cpu = Some(ms(3.0));
+    let now = t0 + TICK_MIN * n;
+    j.look(n == 1, true, false, now, cpu, || found, || true)
+}
+
+/// Under a CPU quota a loop thread waited for the GIL that a thread the quota had stopped held
+/// (measured: `sg-control`, a Python thread that polls its socket every 500 ms): read asleep,
+/// the call was taken over as a blocking one at the first read, and the server went to
+/// dispatch mode. A wait for the GIL behind a runnable thread whose CPU does not move stays;
+/// the same wait read as asleep (the GIL's holder asleep holding it) is taken over as blocked;
+/// behind a holder that computes, the call is charged the process's CPU and taken over as
+/// hogging once that passes `PREEMPT_CPU`.
+#[test]
+fn a_call_waiting_for_the_gil_behind_a_runnable_thread_is_not_blocked() {
+    let t0 = Instant::now();
+    let stopped = Found::ForGil {
+        process_cpu: Some(ms(40.0)),
+    };
+    let mut j = Judge::default();
+    for n in 1..=64 {
+        assert_eq!(judge_waiting(&mut j, t0, n, stopped), Verdict::Leave, "{n}");
+    }
+    let mut j = Judge::default();
+    assert_eq!(
+        judge_waiting(&mut j, t0, 1, Found::Asleep),
+        Verdict::Blocked
+    );
+    let mut j = Judge::default();
+    let mut taken = None;
+    for n in 1..=64 {
+        let computing = Found::ForGil {
+            process_cpu: Some(ms(40.0) + TICK_MIN * n),
+        };
+        let v = judge_waiting(&mut j, t0, n, computing);
+        if v != Verdict::Leave {
+            taken = Some((v, TICK_MIN * (n - 1)));
+            break;
+        }
+    }
+    let (v, charged) = taken.expect("taken over");
+    assert!(
+        v == Verdict::Hogging && charged >= PREEMPT_CPU,
+        "{v:?} {charged:?}"
+    );
+    assert!(charged < PREEMPT_CPU + TICK_MIN, "{charged:?}");
+}
