@@ -13,11 +13,12 @@ one place an option is declared, as the file is never edited by hand.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import typing
 from typing import Any, List, Optional, Sequence, Set
+
+from . import records
 
 
 #: The generated module, beside this one.
@@ -35,12 +36,11 @@ tests/test_options_contract.py fails, when this file and the table differ.
 
 from __future__ import annotations
 
-import dataclasses
 '''
 
 CLASS_HEAD = '''
 
-@dataclasses.dataclass(frozen=True)
+@records.record(frozen=True)
 class Config:
     """The validated options, one field per entry of OPTIONS, in its order and with its type."""
 
@@ -73,6 +73,7 @@ def _imports(options: Sequence[Any]) -> List[str]:
             names.update(re.findall(r"\btyping\.(\w+)", repr(o.type)))
         _classes(o.type, classes)
     lines = [f"from typing import {', '.join(sorted(names))}", ""] if names else []
+    lines.append("from . import records")
     for cls in sorted(classes, key=lambda c: (c.__module__, c.__name__)):
         module = cls.__module__[len("sluicegate"):]
         lines.append(f"from {module} import {cls.__name__}")
@@ -99,7 +100,7 @@ def mismatch(options: Sequence[Any], config: type) -> Optional[str]:
     """None when `config`'s fields are exactly the table's (names, order, types), else what
     differs."""
     hints = typing.get_type_hints(config)
-    have = [(f.name, hints[f.name]) for f in dataclasses.fields(config)]
+    have = [(f.name, hints[f.name]) for f in records.fields(config)]
     table = [(o.name, o.type) for o in options]
     if have == table:
         return None

@@ -28,14 +28,13 @@ server without them calls the app directly.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import importlib.util
-import inspect
 import os
 import sys
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
+from . import records
 from .errors import StartError
 from .logs import log
 
@@ -99,7 +98,7 @@ def exit_status(code: object) -> int:
     return 1
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@records.record(frozen=True, eq=False)
 class Hooks:
     """The hooks' source as given (a module name or .py path, or where a mapping came from),
     and the functions once known (a mapping's, at once; a module's, by `resolve`)."""
@@ -135,6 +134,8 @@ def from_mapping(functions: Mapping[str, Any], source: str) -> Hooks:
 def check_signature(name: str, f: Callable[..., Any]) -> None:
     """ValueError, one line, if gunicorn's call of hook `name` cannot call `f` (gunicorn
     refuses such a hook when it reads its configuration: "Value must have an arity of")."""
+    import inspect  # here: a server without hooks has no use for it (call_shape.py)
+
     wanted = ARGUMENTS[name]
     try:
         inspect.signature(f).bind(*wanted)
@@ -163,7 +164,7 @@ def _defined_at(f: Callable[..., Any]) -> str:
 # -- the objects hooks receive ---------------------------------------------------------------
 
 
-@dataclasses.dataclass
+@records.record
 class HookRequest:
     """gunicorn's `req`, from the WSGI environ: headers as (NAME, value) pairs, names upper-case
     like gunicorn's."""
@@ -176,13 +177,13 @@ class HookRequest:
     headers: List[Tuple[str, str]]
 
 
-@dataclasses.dataclass
+@records.record
 class HookResponse:
     """gunicorn's `resp`, as far as the app's start_response told it (status None if the app
     raised before calling it)."""
 
     status: Optional[str] = None
-    headers: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
+    headers: List[Tuple[str, str]] = records.field(default_factory=list)
 
     @property
     def status_code(self) -> Optional[int]:

@@ -5,13 +5,14 @@ environment variable `SLUICEGATE_<NAME>`, its default as shown in --help and the
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Callable, List, Optional, Tuple
+
+from . import records
 
 ENV_PREFIX = "SLUICEGATE_"
 
 
-@dataclasses.dataclass(frozen=True)
+@records.record(frozen=True)
 class Option:
     """One option, declared once. `name` is the Python identifier (the Config field, the
     serve() keyword, the core's config key); the flag and the env var are derived from it."""

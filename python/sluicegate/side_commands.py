@@ -29,12 +29,12 @@ As uWSGI 2.0 runs them (its core/daemons.c):
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import time
 from typing import Callable, List, Optional, Sequence
 
+from . import records
 from .errors import SluicegateError
 from .logs import log
 from ._core import parent_death_signal
@@ -59,7 +59,7 @@ def parse_smart(value: str) -> tuple:
     return pidfile, command.strip()
 
 
-@dataclasses.dataclass
+@records.record
 class SideCommand:
     """One command and what the master knows of it."""
 

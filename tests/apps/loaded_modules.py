@@ -14,11 +14,13 @@ import sys
 #: logging configuration, `--log-syslog`, `worker.tmp`, `static-expires-type`, side commands,
 #: `--exec-pre-app`, uWSGI's XML, JSON and `exec://` configurations, `for-glob`,
 #: `--max-requests-jitter`, `--warmup`, a `--user` switch, a network in
-#: `--forwarded-allow-ips`), or never (ctypes: prctl is the core's).
+#: `--forwarded-allow-ips`, gunicorn hooks, an app that is not a plain function or is a
+#: factory's call), or never (ctypes: prctl is the core's; dataclasses: the front's records
+#: are records.py's).
 WATCHED = ("http.client", "http.server", "email", "ssl", "socketserver", "logging.config",
            "tempfile", "mimetypes", "logging.handlers", "pickle", "queue", "ctypes",
            "subprocess", "xml.dom.minidom", "pyexpat", "glob", "random", "urllib.parse",
-           "sysconfig", "pathlib", "ipaddress")
+           "sysconfig", "pathlib", "ipaddress", "dataclasses", "inspect", "ast", "dis")
 
 #: What parses sluicegate's own command line (argparse, with difflib's suggestions) and
 #: $GUNICORN_CMD_ARGS (shlex).
