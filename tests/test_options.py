@@ -77,8 +77,9 @@ def test_config_class_types_are_the_tables():
     from sluicegate.options import config_matches_options
 
     assert config_matches_options() is None
-    hints = typing.get_type_hints(Config)
-    assert all(hints[o.name] == o.type for o in OPTIONS)
+    hints = typing.get_type_hints(Config, localns=vars(typing))  # typing: annotations only
+    namespace = {**vars(typing), **vars(sys.modules[Config.__module__])}
+    assert all(hints[o.name] == eval(o.type, namespace) for o in OPTIONS)
 
 
 # --- value parsers

@@ -66,9 +66,10 @@ def rust_source() -> str:
 
 def test_config_class_is_the_table():
     assert options.config_matches_options() is None
-    hints = typing.get_type_hints(Config)
+    hints = typing.get_type_hints(Config, localns=vars(typing))  # typing: annotations only
+    namespace = {**vars(typing), **vars(sys.modules[Config.__module__])}
     assert [(f.name, hints[f.name]) for f in records.fields(Config)] == \
-        [(o.name, o.type) for o in OPTIONS]
+        [(o.name, eval(o.type, namespace)) for o in OPTIONS]
     source = (ROOT / "python" / "sluicegate" / "validated.py").read_text()
     assert options.config_class_fields() in source, "--config-class prints what Config says"
 
@@ -84,7 +85,7 @@ def test_validated_py_is_generated_from_the_table():
 def test_a_new_row_is_a_new_config_field():
     """A row added to the table makes its field in the generated class, of its type, and the
     class as it was is then refused (resolution.py's import-time check)."""
-    row = records.replace(OPTIONS[0], name="new_setting", type=typing.Optional[int])
+    row = records.replace(OPTIONS[0], name="new_setting", type="Optional[int]")
     table = OPTIONS + (row,)
     assert "\n    new_setting: Optional[int]\n" in config_class.source(table)
     assert config_class.mismatch(table, Config) is not None

@@ -11,7 +11,10 @@ receive, send)`, which called as `app(environ, start_response)` returns a corout
 from __future__ import annotations
 
 import importlib
-from typing import Any, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 from . import call_shape
 

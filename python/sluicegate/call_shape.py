@@ -12,7 +12,10 @@ partialmethod) and every other callable get None here: the caller asks inspect t
 from __future__ import annotations
 
 import types
-from typing import Any, List, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, List, Optional
 
 #: Code flags (the `inspect` module's CO_VARARGS, CO_VARKEYWORDS, CO_COROUTINE).
 VARARGS, VARKEYWORDS, COROUTINE = 0x04, 0x08, 0x80

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from . import records
 from . import __version__, hooks, logs, preflight, privileges, syspath, tls

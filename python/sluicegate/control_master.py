@@ -11,7 +11,10 @@ import os
 import signal
 import socket
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import records
 from . import children

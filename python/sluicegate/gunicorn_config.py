@@ -20,7 +20,10 @@ import importlib.util
 import os
 import re
 import traceback
-from typing import Any, Dict, Mapping
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Mapping
 
 from . import gunicorn_settings
 from .errors import OptionError, one_line

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import records
 from .errors import OptionError, one_line

@@ -16,7 +16,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .gunicorn_settings import DONE, SETTINGS
 
@@ -37,7 +40,8 @@ _GUNICORN_DEFAULTS: Dict[str, Any] = {
     "limit_request_field_size": 8190, "initgroups": False, "paste": None,
 }
 
-Address = Union[Tuple[str, int], str]
+if TYPE_CHECKING:
+    Address = Union[Tuple[str, int], str]
 
 
 class GunicornLog:

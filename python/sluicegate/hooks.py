@@ -32,7 +32,10 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from . import records
 from .errors import StartError

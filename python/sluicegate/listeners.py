@@ -24,13 +24,17 @@ import errno
 import os
 import socket
 import stat
-from typing import List, Optional, Sequence, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import List, Optional, Sequence, Tuple
 
 from . import records
 from .errors import BindError
 
-#: What `_core.Server` takes per listener: (fd, kind, server_name, server_port, wire, tls).
-Listener = Tuple[int, str, str, str, str, bool]
+if TYPE_CHECKING:
+    #: What `_core.Server` takes per listener: (fd, kind, server_name, server_port, wire, tls).
+    Listener = Tuple[int, str, str, str, str, bool]
 
 _SYNTAX = ("expected HOST:PORT, [IPV6]:PORT, unix:PATH[;mode=660;owner=USER;group=GROUP] or unix:@NAME, "
            "each optionally after uwsgi: or proxy:, and that after https: or http:")

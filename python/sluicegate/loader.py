@@ -26,7 +26,10 @@ import keyword
 import os
 import sys
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import call_shape
 from .asgi import app_refusal

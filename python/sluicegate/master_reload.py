@@ -8,7 +8,10 @@ state these methods read and change is `Master`'s, and so are the methods they c
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Optional, Tuple
 
 from . import records
 from . import hooks, messages, pidfile, sd_notify, tls

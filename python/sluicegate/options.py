@@ -29,7 +29,10 @@ tests/test_options_contract.py fails on any drift between the table and these.
 from __future__ import annotations
 
 import sys
-from typing import Dict, Optional, Sequence, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Dict, Optional, Sequence, Tuple
 
 from . import (config_class, options_doc, options_http, options_logging, options_monitoring,
                options_processes, options_proxies, options_sockets, options_start,

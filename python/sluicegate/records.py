@@ -12,7 +12,9 @@ the front uses is here: no inheritance between records, no `__post_init__`, no `
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Tuple
 
 _MISSING: Any = object()
 

@@ -14,7 +14,11 @@ command_line.py.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Mapping, Optional, Sequence
 
 from . import records
 from .errors import OptionError

@@ -32,7 +32,10 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Callable, List, Optional, Sequence
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Callable, List, Optional, Sequence
 
 from . import records
 from .errors import SluicegateError

@@ -31,7 +31,10 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable, List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, List, Optional, Tuple
 
 from . import records
 from . import (gunicorn_logging, hook_objects, hooks, logs, pidfile, preflight, privileges,
@@ -47,7 +50,8 @@ from .worker import WorkerServer
 
 __all__ = ["serve_config", "log"]
 
-App = Callable[..., Any]
+if TYPE_CHECKING:
+    App = Callable[..., Any]
 
 
 def serve_config(

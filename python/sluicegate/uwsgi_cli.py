@@ -26,7 +26,10 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import __version__, syspath
 from .cli import run

@@ -10,7 +10,9 @@ tests/test_options_contract.py fails, when this file and the table differ.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Tuple, Union
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from . import records
 from .hooks import Hooks

@@ -16,11 +16,11 @@ import sys
 #: `--max-requests-jitter`, `--warmup`, a `--user` switch, a network in
 #: `--forwarded-allow-ips`, gunicorn hooks, an app that is not a plain function or is a
 #: factory's call), or never (ctypes: prctl is the core's; dataclasses: the front's records
-#: are records.py's).
+#: are records.py's; typing: the front imports its names for annotations only).
 WATCHED = ("http.client", "http.server", "email", "ssl", "socketserver", "logging.config",
            "tempfile", "mimetypes", "logging.handlers", "pickle", "queue", "ctypes",
            "subprocess", "xml.dom.minidom", "pyexpat", "glob", "random", "urllib.parse",
-           "sysconfig", "pathlib", "ipaddress", "dataclasses", "inspect", "ast", "dis")
+           "sysconfig", "pathlib", "ipaddress", "dataclasses", "inspect", "ast", "dis", "typing")
 
 #: What parses sluicegate's own command line (argparse, with difflib's suggestions) and
 #: $GUNICORN_CMD_ARGS (shlex).

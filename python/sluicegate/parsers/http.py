@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional
 
 from .. import records
 from ..allowed_values import ALLOWED

@@ -5,7 +5,11 @@ and the Python path.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Tuple, Union
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from ..allowed_values import ALLOWED, spelled
 from ..asgi import refuse_asgi_worker_class
