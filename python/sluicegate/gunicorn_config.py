@@ -30,10 +30,6 @@ from .errors import OptionError, one_line
 from .gunicorn_settings import DIRTY_HOOKS, warn
 from .hooks import SUPPORTED as SUPPORTED_HOOKS, UNSUPPORTED as UNSUPPORTED_HOOKS, from_mapping
 
-#: gunicorn worker classes that mean what every sluicegate process does.
-THREADED_WORKER_CLASSES = ("sync", "gthread", "gunicorn.workers.sync.SyncWorker",
-                           "gunicorn.workers.gthread.ThreadWorker")
-
 #: gunicorn's server hooks: functions in the file (hooks.py says which sluicegate runs).
 HOOKS = SUPPORTED_HOOKS + tuple(UNSUPPORTED_HOOKS) + tuple(DIRTY_HOOKS)
 

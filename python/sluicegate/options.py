@@ -34,7 +34,7 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Dict, Optional, Sequence, Tuple
 
-from . import (config_class, options_doc, options_http, options_logging, options_monitoring,
+from . import (config_class, options_http, options_logging, options_monitoring,
                options_processes, options_proxies, options_sockets, options_start,
                options_static, options_tls, options_uwsgi)
 from .option_row import ENV_PREFIX, Option
@@ -101,6 +101,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args != ["--markdown"]:
         print(USAGE, file=sys.stderr)
         return 2
+    from . import options_doc  # here: the table's readers never need it
+
     sys.stdout.write(options_doc.markdown(OPTIONS, ENV_PREFIX))
     return 0
 

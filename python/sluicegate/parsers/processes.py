@@ -13,7 +13,6 @@ if TYPE_CHECKING:
 
 from ..allowed_values import ALLOWED, spelled
 from ..asgi import refuse_asgi_worker_class
-from ..gunicorn_config import THREADED_WORKER_CLASSES
 from ..hooks import Hooks, from_mapping
 from ..side_commands import parse_smart
 from ..syspath import directories
@@ -43,6 +42,11 @@ def parse_workers(value: object) -> Optional[int]:
     if not 1 <= n <= 1024:
         raise ValueError("must be between 1 and 1024")
     return n
+
+
+#: gunicorn worker classes that mean what every sluicegate process does.
+THREADED_WORKER_CLASSES = ("sync", "gthread", "gunicorn.workers.sync.SyncWorker",
+                           "gunicorn.workers.gthread.ThreadWorker")
 
 
 def parse_worker_class(value: object) -> str:
