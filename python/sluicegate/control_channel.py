@@ -7,6 +7,7 @@ each question numbered.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -33,7 +34,6 @@ class Channel:
 
     def ask(self, command: Dict[str, Any], timeout: float = WORKER_TIMEOUT_S
             ) -> Optional[Dict[str, Any]]:
-        import json  # here: a process that is never asked over its control socket has no use for it
         with self._lock:
             self._seq += 1
             deadline = time.monotonic() + timeout
@@ -67,8 +67,6 @@ def serve_channel(sock: socket.socket, agent: Agent) -> None:
     def serve() -> None:
         with sock, sock.makefile("rb") as lines:
             for line in lines:
-                import json  # here: a worker never asked by its master has no use for it
-
                 try:
                     command = json.loads(line)
                     answer = agent.answer(command)

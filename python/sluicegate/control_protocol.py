@@ -16,6 +16,7 @@ MAX_WORKERS), `reopen-logs`, `stop`. The operations are the signal table's (sign
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -69,7 +70,6 @@ def path_for(control_socket: str, no_control_socket: bool) -> Optional[str]:
 
 
 def send_line(sock: socket.socket, message: Dict[str, Any]) -> None:
-    import json  # here: a process that is never asked over its control socket has no use for it
     sock.sendall(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
 

@@ -13,6 +13,7 @@ only itself; each is hung up on without a reset (`_hang_up`).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 import stat
@@ -159,7 +160,6 @@ class ControlServer:
                 self._clients.discard(threading.current_thread())
 
     def _answer(self, conn: socket.socket) -> None:
-        import json  # here: a process that is never asked over its control socket has no use for it
         deadline = time.monotonic() + CLIENT_TIMEOUT_S
         try:
             conn.settimeout(CLIENT_TIMEOUT_S)

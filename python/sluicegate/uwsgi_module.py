@@ -19,12 +19,13 @@ websockets...) is a function that raises `UwsgiUnsupported` naming the feature a
 call (`UNSUPPORTED`), and a name uWSGI does not have either is an AttributeError.
 
 How values reach the workers: the entry point calls `set_options(pairs)` in the main process;
-the pairs are kept here and in the environment (`OPTIONS_ENV`), which forked workers and
+the pairs are kept here and in the environment (`OPTIONS_ENV`, JSON), which forked workers and
 a USR2 upgrade's new master inherit. `in_worker()` is called in each worker just forked.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -145,40 +146,21 @@ def options_dict(pairs: Iterable[Tuple[str, Optional[str]]]) -> Dict[str, OptVal
     return opt
 
 
-#: How `OPTIONS_ENV` holds the pairs: one record per pair (NAME, or NAME=VALUE; None has no
-#: `=`), records apart by RS; `%` and RS in a value written `%25` and `%1E`. Not JSON: the json
-#: module would then be in the master, and in every worker forked from it, for this one value.
-RECORD_SEPARATOR = "\x1e"
-
-
-def encode_options(pairs: Sequence[Tuple[str, Optional[str]]]) -> str:
-    """The pairs as `OPTIONS_ENV` holds them."""
-    return RECORD_SEPARATOR.join(
-        n if v is None else f"{n}={v.replace('%', '%25').replace(RECORD_SEPARATOR, '%1E')}"
-        for n, v in pairs)
-
-
-def decode_options(text: str) -> List[Tuple[str, Optional[str]]]:
-    """`encode_options`' pairs, from its text."""
-    pairs: List[Tuple[str, Optional[str]]] = []
-    for record in text.split(RECORD_SEPARATOR) if text else ():
-        name, eq, value = record.partition("=")
-        pairs.append((name, value.replace("%1E", RECORD_SEPARATOR).replace("%25", "%")
-                      if eq else None))
-    return pairs
-
-
 def set_options(pairs: Sequence[Tuple[str, Optional[str]]]) -> None:
     """The entry point's resolved uWSGI options, for `uwsgi.opt`: kept in the environment
     (processes forked or executed later inherit it) and in the module if it is installed."""
-    os.environ[OPTIONS_ENV] = encode_options(pairs)
+    os.environ[OPTIONS_ENV] = json.dumps([[n, v] for n, v in pairs])
     module = sys.modules.get("uwsgi")
     if isinstance(module, types.ModuleType) and getattr(module, "_sluicegate", False):
         module.opt = options_dict(pairs)
 
 
 def _options_from_env() -> Dict[str, OptValue]:
-    return options_dict(decode_options(os.environ.get(OPTIONS_ENV, "")))
+    try:
+        pairs = json.loads(os.environ.get(OPTIONS_ENV, "[]"))
+    except ValueError:
+        pairs = []
+    return options_dict((str(n), None if v is None else str(v)) for n, v in pairs)
 
 
 def install(numproc: int, has_master: bool) -> None:

@@ -25,6 +25,7 @@ configured, and sluicegate has none of them.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
@@ -230,7 +231,6 @@ class StatsServer:
             thread_names.start(lambda conn=conn: self._answer(conn), "sg-uwsgi-stats")
 
     def _answer(self, conn: socket.socket) -> None:
-        import json  # here: only a --stats server needs it
         try:
             with conn:
                 conn.settimeout(CLIENT_TIMEOUT_S)

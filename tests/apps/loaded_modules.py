@@ -17,13 +17,12 @@ import sys
 #: `--forwarded-allow-ips`, gunicorn hooks, an app that is not a plain function or is a
 #: factory's call), or never (ctypes: prctl is the core's; dataclasses: the front's records
 #: are records.py's; typing: the front imports its names for annotations only; the
-#: options' docs: `python -m sluicegate.options --markdown` only; json: a control socket's
-#: question, a --stats server, a TOML or JSON configuration).
+#: options' docs: `python -m sluicegate.options --markdown` only).
 WATCHED = ("http.client", "http.server", "email", "ssl", "socketserver", "logging.config",
            "tempfile", "mimetypes", "logging.handlers", "pickle", "queue", "ctypes",
            "subprocess", "xml.dom.minidom", "pyexpat", "glob", "random", "urllib.parse",
            "sysconfig", "pathlib", "ipaddress", "dataclasses", "inspect", "ast", "dis", "typing",
-           "sluicegate.options_doc", "json")
+           "sluicegate.options_doc")
 
 #: What parses sluicegate's own command line (argparse, with difflib's suggestions),
 #: $GUNICORN_CMD_ARGS (shlex), gunicorn's flags and configuration files (gunicorn's settings).
