@@ -11,9 +11,8 @@
 //! without a file range) has at least [`TLS_WRITER_MIN`] bytes left leaves them in the
 //! connection's queue (`Sender::flush_pending`), and the connection, still away from the loop's
 //! table, is handed here instead of back to the loop when other connections are ready
-//! (`LoopCtx::writes_away`), with the other such answers of its inline batch at the batch's
-//! end (`LoopCtx::write_all_away`: one wake-up per batch). A plaintext file range never comes
-//! here: `sendfile` on the loop costs less than a hand-off.
+//! (`LoopCtx::write_all_away`). A plaintext file range never comes here: `sendfile` on the loop
+//! costs less than a hand-off.
 //!
 //! The writer only makes non-blocking writes, as the loop would, up to `FAIR_SHARE` bytes;
 //! then the connection goes back to the loop (`LoopCtx::return_conn`), all written or not. On

@@ -361,9 +361,7 @@ fn run_inline_batch(
 }
 
 /// [`run_inline_batch`]'s calls; a connection whose large answer the writer thread is to
-/// write is left in `away`. (Boxes: a connection moves between the loop's table, the app
-/// thread and the writer as a `Box<Conn>`; unboxed here it would be moved out and in again.)
-#[allow(clippy::vec_box)]
+/// write is left in `away`.
 fn run_batch_calls(
     shared: &Arc<Shared>,
     py: Python<'_>,
