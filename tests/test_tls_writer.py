@@ -176,61 +176,6 @@ def test_plaintext_bytes_answers_go_to_the_writer_in_order(start_server):
     assert writer_started(srv)
 
 
-def read_to_close(sock: socket.socket) -> bytes:
-    data = bytearray()
-    while piece := sock.recv(65536):
-        data += piece
-    return bytes(data)
-
-
-def test_a_batch_s_large_answers_arrive_when_the_loop_moves_mid_batch(start_server):
-    """The large answers of one batch of inline calls are handed to the writer together at the
-    batch's end (`server/drive.rs`, `run_inline_batch`): also when a later call of the batch
-    streams and the loop moves to another thread before the batch ends. Requests for `[bytes]`
-    answers above the writer's threshold and streaming requests, sent at once on many
-    connections so that they fall into the same batches: every answer must arrive whole (an
-    answer left behind by a batch would never come: the read times out)."""
-    srv = start_server("response_path")
-    large = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(8)]
-    try:
-        for s in large:
-            s.settimeout(30)
-        # As above, rounds until the writer has taken answers, then five more (at most 15),
-        # every answer checked.
-        started_at = None
-        for n in range(15):
-            streams = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(4)]
-            try:
-                for s in streams:
-                    s.settimeout(30)
-                for i, s in enumerate(large):
-                    s.sendall(b"".join(request(f"/list?size={FILE + i + k}&parts=1")
-                                       for k in range(12)))
-                    if i % 2:
-                        streams[i // 2].sendall(request("/stream?sizes=1000,2000,3000", close=True))
-                for i, s in enumerate(large):
-                    answers = Answers(s)
-                    for k in range(12):
-                        status, body = answers.next()
-                        assert status == 200 and body == pattern(FILE + i + k)
-                    assert not answers.buf
-                for s in streams:
-                    answer = read_to_close(s)
-                    assert answer.startswith(b"HTTP/1.1 200 ")
-                    assert answer.endswith(b"\r\n0\r\n\r\n")
-            finally:
-                for s in streams:
-                    s.close()
-            if started_at is None and writer_started(srv):
-                started_at = n
-            if started_at is not None and n >= started_at + 5:
-                break
-    finally:
-        for s in large:
-            s.close()
-    assert writer_started(srv)
-
-
 def test_plaintext_file_answers_stay_with_the_loop(start_server):
     """A plaintext file range (`sendfile`) is not handed to the writer: `sendfile` on the loop
     costs less than the hand-off."""

@@ -11,7 +11,7 @@
 //! without a file range) has at least [`TLS_WRITER_MIN`] bytes left leaves them in the
 //! connection's queue (`Sender::flush_pending`), and the connection, still away from the loop's
 //! table, is handed here instead of back to the loop when other connections are ready
-//! (`LoopCtx::write_all_away`). A plaintext file range never comes here: `sendfile` on the loop
+//! (`LoopCtx::write_away`). A plaintext file range never comes here: `sendfile` on the loop
 //! costs less than a hand-off.
 //!
 //! The writer only makes non-blocking writes, as the loop would, up to `FAIR_SHARE` bytes;
@@ -51,12 +51,9 @@ pub struct TlsWriter {
 }
 
 impl TlsWriter {
-    /// Give `conns` (away from the loop, their answers queued) to the writer thread, in
-    /// order. The thread holds the loop's context weakly: it ends when the context goes (its
-    /// channel closes). Only a send that finds the thread asleep wakes it, so a batch handed
-    /// at once costs at most one wake-up.
-    pub fn hand<O: Owner>(&self, conns: impl IntoIterator<Item = Box<Conn>>, owner: &Arc<O>) {
-        let mut conns = conns.into_iter();
+    /// Give `conn` (away from the loop, its answer queued) to the writer thread. The thread
+    /// holds the loop's context weakly: it ends when the context goes (its channel closes).
+    pub fn hand<O: Owner>(&self, conn: Box<Conn>, owner: &Arc<O>) {
         let mut tx = self.tx.lock().unwrap();
         if tx.is_none() {
             let (new_tx, rx) = channel();
@@ -65,24 +62,20 @@ impl TlsWriter {
                 .name("sg-tls-writer".into())
                 .spawn(move || run(rx, weak));
             if let Err(e) = spawned {
-                // No thread (a process at its limit): the loop writes the answers, as below.
+                // No thread (a process at its limit): the loop writes the answer, as below.
                 eprintln!("sluicegate: cannot start the TLS writer thread: {e}; the loop writes");
                 drop(tx);
-                conns.for_each(|conn| owner.give_back(conn));
+                owner.give_back(conn);
                 return;
             }
             *tx = Some(new_tx);
         }
         let sender = tx.as_ref().expect("set above");
-        for conn in conns.by_ref() {
-            if let Err(back) = sender.send(conn) {
-                // The thread is gone (it ends only with the context): the loop writes them.
-                *tx = None;
-                drop(tx);
-                owner.give_back(back.0);
-                conns.for_each(|conn| owner.give_back(conn));
-                return;
-            }
+        if let Err(back) = sender.send(conn) {
+            // The thread is gone (it ends only with the context): the loop writes the answer.
+            *tx = None;
+            drop(tx);
+            owner.give_back(back.0);
         }
     }
 }

@@ -350,24 +350,7 @@ fn run_inline_batch(
     shared: &Arc<Shared>,
     py: Python<'_>,
     st: &mut Option<Box<LoopState>>,
-    parked: ParkedCall,
-) -> Option<LoopEnd> {
-    // The connections whose large answers the writer thread writes, handed over together at
-    // the batch's end (`LoopCtx::write_all_away`): one wake-up of the writer per batch.
-    let mut away = Vec::new();
-    let end = run_batch_calls(shared, py, st, parked, &mut away);
-    shared.bridge.loop_ctx.write_all_away(&mut away);
-    end
-}
-
-/// [`run_inline_batch`]'s calls; a connection whose large answer the writer thread is to
-/// write is left in `away`.
-fn run_batch_calls(
-    shared: &Arc<Shared>,
-    py: Python<'_>,
-    st: &mut Option<Box<LoopState>>,
     mut parked: ParkedCall,
-    away: &mut Vec<Box<Conn>>,
 ) -> Option<LoopEnd> {
     let mut ran = 0;
     loop {
@@ -376,13 +359,16 @@ fn run_batch_calls(
             Unparked::Back(back) => {
                 let here = st.insert(back);
                 if let Some(conn) = conn {
-                    // A large answer (TLS, or from memory) is written by the writer thread
-                    // (`io/tls_writer.rs`) while the loop goes on with the other connections
-                    // ready; with none, the loop would only wait for events meanwhile, and
-                    // writes it itself (no hand-off to pay for).
-                    if here.has_ready() && shared.ctx().writes_away(&conn) {
-                        away.push(conn);
+                    // A large TLS answer is written by the TLS writer (`io/tls_writer.rs`)
+                    // while the loop goes on with the other connections ready; with none, the
+                    // loop would only wait for events meanwhile, and writes it itself (no
+                    // hand-off to pay for).
+                    let conn = if here.has_ready() {
+                        shared.bridge.loop_ctx.write_away(conn)
                     } else {
+                        Some(conn)
+                    };
+                    if let Some(conn) = conn {
                         here.put_back(conn, shared.ctx());
                     }
                 }

@@ -156,31 +156,20 @@ impl LoopCtx {
         }
     }
 
-    /// After an inline call (the connection still away from the loop's table): does its answer
-    /// go to the writer thread (`io::tls_writer`)? One with at least `TLS_WRITER_MIN` bytes
-    /// left, over TLS or from memory (a file range is sent by `sendfile` for less than a
-    /// hand-off costs), while no stop has begun.
-    pub fn writes_away(&self, conn: &Conn) -> bool {
-        conn.out.pending() >= TLS_WRITER_MIN
-            && (conn.tls.is_some() || !conn.out.has_file())
-            && !self.shutting_down()
-    }
-
-    /// Hand the connections an inline batch left for the writer ([`LoopCtx::writes_away`])
-    /// to it, all at once at the batch's end: the writer, asleep between batches, is woken
-    /// once per batch rather than once per answer. It gives each connection back once written;
-    /// after a stop has begun they go back to the loop unwritten instead.
-    pub fn write_all_away(self: &Arc<Self>, conns: &mut Vec<Box<Conn>>) {
-        if conns.is_empty() {
-            return;
+    /// After an inline call (the connection still away from the loop's table): an answer with
+    /// at least `TLS_WRITER_MIN` bytes left, over TLS or from memory (no file range, which
+    /// `sendfile` sends for less than a hand-off costs), goes to the writer thread, which gives
+    /// the connection back once written (`io::tls_writer`); `Some(conn)`: the loop takes it
+    /// back now, as before.
+    pub fn write_away(self: &Arc<Self>, conn: Box<Conn>) -> Option<Box<Conn>> {
+        if conn.out.pending() < TLS_WRITER_MIN
+            || (conn.tls.is_none() && conn.out.has_file())
+            || self.shutting_down()
+        {
+            return Some(conn);
         }
-        if self.shutting_down() {
-            for conn in conns.drain(..) {
-                self.return_conn(conn);
-            }
-            return;
-        }
-        self.tls_writer.hand(conns.drain(..), self);
+        self.tls_writer.hand(conn, self);
+        None
     }
 
     /// Ask the loop to keep writing a streaming response whose socket is full (the connection
