@@ -90,7 +90,11 @@ impl<J: Send + 'static> Pool<J> {
                 _ => Duration::MAX,
             };
             let machine_idle = machine.idle(now);
+            let quota_used = machine.take_quota_used();
             inner = self.inner.lock().unwrap();
+            if let Some(used) = quota_used {
+                inner.adm.fit_quota(used);
+            }
             let window = prev.map(|(t, cpu)| (now.duration_since(t), app_cpu.saturating_sub(cpu)));
             prev = Some((now, app_cpu));
             let known = app_cpu != Duration::MAX;

@@ -1,0 +1,114 @@
+//! The blocking class's room under a CPU quota (`Admission::fit_quota`, `Admission::quota_cap`):
+//! no more calls in flight than the quota can run.
+//!
+//! Why: a call that blocks (a sleep, a database wait) comes back wanting the GIL, and CPython's
+//! waiters for it each wake every switch interval (5 ms) to ask for it again. While the calls
+//! in flight need less CPU than the process may use, the GIL changes hands quickly and few
+//! wait. Past it, they pile up: each waiter's wake-ups cost CPU, the quota's CPU goes to them,
+//! the GIL's holder runs less, and more wait. Measured (S18's `s5`: 1,000 clients of an app
+//! that sleeps 0.1 s, the server moved into a cgroup of 1 CPU): the room doubled from 459 to
+//! 918 calls as a trial while the process used 57% of its quota, 800 threads then waited in
+//! `futex`, and the rate fell from 4,000-6,000 requests/s at 230-300 µs of CPU each to 30-300
+//! at 5-50 ms each (200-2,000 voluntary context switches per request), for seconds, since
+//! the calls already in flight had to get through the convoy first. Calls left in the
+//! admission queue cost nothing while they wait. So, under a quota only (without one, the
+//! machine's other processes make the CPU the process may use unknowable; the room's other
+//! rules judge): the room does not grow while the process used `QUOTA_FULL` of its quota or
+//! more over the last reading (`climb::Climb::quota`), a growth goes no further than the room
+//! at which the calls in flight would use `QUOTA_FULL` (`quota_room`), and a reading at or past
+//! it scales the room down to that (not below `BLOCKING_FLOOR`). The readings come from the
+//! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait).
+
+use super::{Admission, Class, BLOCKING_FLOOR};
+
+/// The share of its CPU quota the process keeps its blocking calls to: the rest is the margin
+/// for what a reading 0.1 s late sees (calls admitted meanwhile), and keeps the quota from
+/// stopping the GIL's holder (a throttled period stops every thread of the cgroup).
+pub const QUOTA_FULL: f64 = 0.9;
+
+/// The room at which `in_flight` calls, which used `used` of the quota (a share; more than 1
+/// over a burst), would use `QUOTA_FULL` of it: the calls' CPU scales with their count.
+pub fn quota_room(in_flight: usize, used: f64) -> usize {
+    if used <= 0.0 {
+        return usize::MAX;
+    }
+    (in_flight as f64 * QUOTA_FULL / used).floor() as usize
+}
+
+impl<J> Admission<J> {
+    /// A reading of the process's quota (`used`: the share of it used over the last span;
+    /// None: no quota): remembered for growth (`quota_cap`, `Climb::may_grow`), and at or past
+    /// `QUOTA_FULL` the room comes down to what the calls in flight may use. Ends a trial under
+    /// way without a verdict (the rate it would be judged by was not the room's doing).
+    pub fn fit_quota(&mut self, used: Option<f64>) {
+        self.climb.quota(used);
+        let Some(used) = used.filter(|u| *u >= QUOTA_FULL) else {
+            return;
+        };
+        let in_flight = self.runnable[Class::Blocking as usize].min(self.blocking_limit);
+        let to = quota_room(in_flight, used).max(BLOCKING_FLOOR);
+        if to < self.blocking_limit {
+            self.set_room(to);
+            self.climb.capped();
+        }
+    }
+
+    /// The room a growth to `to` may reach: under a quota, no further than what the calls in
+    /// flight may use (`quota_room`), and at least one more than now.
+    pub(super) fn quota_cap(&self, to: usize) -> usize {
+        let Some(used) = self.climb.quota_used() else {
+            return to;
+        };
+        let in_flight = self.runnable[Class::Blocking as usize].max(1);
+        to.min(quota_room(in_flight, used).max(self.blocking_limit + 1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_room_scales_with_the_share_of_the_quota_used() {
+        assert_eq!(quota_room(500, 0.45), 1000, "half the quota's margin used: twice");
+        assert_eq!(quota_room(918, 1.0), 826, "a throttled process: a tenth less");
+        assert_eq!(quota_room(400, 1.2), 300);
+        assert_eq!(quota_room(10, 0.0), usize::MAX, "no CPU used says nothing");
+    }
+
+    /// 1,000 calls admitted at once under a quota the process then used in full: each
+    /// reading at or past `QUOTA_FULL` takes the room down by what it was over, to the floor
+    /// at most; a reading below it keeps the room.
+    #[test]
+    fn a_full_quota_takes_the_room_down_a_lower_use_keeps_it() {
+        let mut a: Admission<u32> = Admission::new(0);
+        a.set_room(1000);
+        a.runnable[Class::Blocking as usize] = 1000;
+        a.fit_quota(Some(1.0));
+        assert_eq!(a.blocking_limit(), 900);
+        a.fit_quota(Some(0.5));
+        assert_eq!(a.blocking_limit(), 900);
+        a.runnable[Class::Blocking as usize] = 5;
+        a.fit_quota(Some(1.0));
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
+        a.fit_quota(None);
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR, "no quota: the room stays");
+    }
+
+    /// A growth under a quota stops where the calls in flight would use `QUOTA_FULL` of it,
+    /// and does not happen at all once they used that much (after a first call finished);
+    /// without a quota, the room doubles.
+    #[test]
+    fn growth_under_a_quota_stops_at_what_it_may_use() {
+        let mut a: Admission<u32> = Admission::new(0);
+        a.set_room(459);
+        a.runnable[Class::Blocking as usize] = 459;
+        a.fit_quota(Some(0.57));
+        assert_eq!(a.quota_cap(918), 724);
+        assert_eq!(a.quota_cap(600), 600);
+        a.fit_quota(Some(0.89));
+        assert_eq!(a.quota_cap(918), 464);
+        a.fit_quota(None);
+        assert_eq!(a.quota_cap(918), 918);
+    }
+}
