@@ -592,7 +592,6 @@ fn insert_in_order<J>(queue: &mut VecDeque<Queued<J>>, q: Queued<J>) {
 }
 
 pub use super::route::route_hash;
-pub use quota::QUOTA_FULL;
 pub use stall::{stalled, Waiting};
 
 mod quota;

@@ -33,8 +33,6 @@
 
 use std::time::{Duration, Instant};
 
-use super::admission::QUOTA_FULL;
-
 /// The share of one core the app threads use (smoothed by the watcher) below which the room
 /// grows freely: the interpreter is idle most of the time, the calls mostly wait.
 pub const INTERPRETER_IDLE: f64 = 0.25;
@@ -53,6 +51,12 @@ pub const INTERPRETER_BUSY: f64 = 0.75;
 /// share 0.5-0.6, and growth trials (8 to 10) took the connections to 9-10 without a verdict
 /// that they paid.
 pub const MACHINE_IDLE_LEAST: f64 = 0.10;
+
+/// The share of its CPU quota the process keeps its blocking calls to (`admission::quota`): the
+/// rest is the margin for what a reading 0.1 s late sees (calls admitted meanwhile), and keeps
+/// the quota from stopping the GIL's holder (a throttled period stops every thread of the
+/// cgroup).
+pub const QUOTA_FULL: f64 = 0.9;
 
 /// The shortest span a rate is measured over.
 pub const SPAN_MIN: Duration = Duration::from_millis(100);

@@ -19,12 +19,8 @@
 //! it scales the room down to that (not below `BLOCKING_FLOOR`). The readings come from the
 //! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait).
 
+use super::super::climb::QUOTA_FULL;
 use super::{Admission, Class, BLOCKING_FLOOR};
-
-/// The share of its CPU quota the process keeps its blocking calls to: the rest is the margin
-/// for what a reading 0.1 s late sees (calls admitted meanwhile), and keeps the quota from
-/// stopping the GIL's holder (a throttled period stops every thread of the cgroup).
-pub const QUOTA_FULL: f64 = 0.9;
 
 /// The room at which `in_flight` calls, which used `used` of the quota (a share; more than 1
 /// over a burst), would use `QUOTA_FULL` of it: the calls' CPU scales with their count.
@@ -70,8 +66,16 @@ mod tests {
 
     #[test]
     fn the_room_scales_with_the_share_of_the_quota_used() {
-        assert_eq!(quota_room(500, 0.45), 1000, "half the quota's margin used: twice");
-        assert_eq!(quota_room(918, 1.0), 826, "a throttled process: a tenth less");
+        assert_eq!(
+            quota_room(500, 0.45),
+            1000,
+            "half the quota's margin used: twice"
+        );
+        assert_eq!(
+            quota_room(918, 1.0),
+            826,
+            "a throttled process: a tenth less"
+        );
         assert_eq!(quota_room(400, 1.2), 300);
         assert_eq!(quota_room(10, 0.0), usize::MAX, "no CPU used says nothing");
     }
@@ -92,7 +96,11 @@ mod tests {
         a.fit_quota(Some(1.0));
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
         a.fit_quota(None);
-        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR, "no quota: the room stays");
+        assert_eq!(
+            a.blocking_limit(),
+            BLOCKING_FLOOR,
+            "no quota: the room stays"
+        );
     }
 
     /// A growth under a quota stops where the calls in flight would use `QUOTA_FULL` of it,
@@ -110,5 +118,27 @@ mod tests {
         assert_eq!(a.quota_cap(918), 464);
         a.fit_quota(None);
         assert_eq!(a.quota_cap(918), 918);
+    }
+
+    /// Once a call has finished, a quota used at `QUOTA_FULL` or more stops every growth, even
+    /// while the app threads' share of a core says the interpreter idles (the event loop's
+    /// CPU is not theirs); below it, the room grows again.
+    #[test]
+    fn no_growth_while_the_quota_is_used_up() {
+        let now = std::time::Instant::now();
+        let mut a: Admission<u32> = Admission::new(0);
+        a.runnable[Class::Blocking as usize] = BLOCKING_FLOOR;
+        assert!(
+            a.grow_blocking(now, 0.1),
+            "before any call finished: at once"
+        );
+        a.climb.finished(now, std::time::Duration::from_millis(100));
+        a.fit_quota(Some(0.95));
+        let room = a.blocking_limit();
+        assert!(!a.grow_blocking(now, 0.1));
+        assert_eq!(a.blocking_limit(), room);
+        a.fit_quota(Some(0.5));
+        assert!(a.grow_blocking(now, 0.1));
+        assert!(a.blocking_limit() > room);
     }
 }
