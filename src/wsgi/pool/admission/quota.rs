@@ -19,8 +19,16 @@
 //! it scales the room down to that (not below `BLOCKING_FLOOR`). The readings come from the
 //! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait).
 
-use super::super::climb::QUOTA_FULL;
+use super::super::climb::{INTERPRETER_BUSY, QUOTA_FULL};
 use super::{Admission, Class, BLOCKING_FLOOR};
+
+/// The share of the quota below which a reading grows the room towards it, while calls wait
+/// for room and the interpreter is not the limit (see `Admission::fit_quota`).
+pub const QUOTA_SPARE: f64 = 0.75;
+
+/// The most a reading grows the room by (half again): the calls it admits show in the next
+/// reading's CPU only once they run, a call's time later.
+const SPARE_STEP: f64 = 1.5;
 
 /// The room at which `in_flight` calls, which used `used` of the quota (a share; more than 1
 /// over a burst), would use `QUOTA_FULL` of it: the calls' CPU scales with their count.
@@ -33,17 +41,34 @@ pub fn quota_room(in_flight: usize, used: f64) -> usize {
 
 impl<J> Admission<J> {
     /// A reading of the process's quota (`used`: the share of it used over the last span;
-    /// None: no quota): remembered for growth (`quota_cap`, `Climb::may_grow`), and at or past
-    /// `QUOTA_FULL` the room comes down to what the calls in flight may use. Ends a trial under
-    /// way without a verdict (the rate it would be judged by was not the room's doing).
-    pub fn fit_quota(&mut self, used: Option<f64>) {
+    /// None: no quota): remembered for growth (`quota_cap`, `Climb::may_grow`). At or past
+    /// `QUOTA_FULL` the room comes down to what the calls in flight may use. Below
+    /// `QUOTA_SPARE`, while calls wait for room that the calls in flight use (half of it or
+    /// more) and the app threads' `share` of a core is below `climb::INTERPRETER_BUSY` (calls
+    /// that wait, not a busy interpreter, whose room the descent judges), it grows towards it,
+    /// by `SPARE_STEP` at most: the GIL convoy rule and the trials keep a room of sleeping calls
+    /// far below what the quota can run (S18's `s5` at 1.5 CPUs: 0.86 CPU used). A change ends
+    /// a trial under way without a verdict (the rate it would be judged by was not its doing).
+    pub fn fit_quota(&mut self, used: Option<f64>, share: f64) {
         self.climb.quota(used);
-        let Some(used) = used.filter(|u| *u >= QUOTA_FULL) else {
+        let Some(used) = used else {
             return;
         };
-        let in_flight = self.runnable[Class::Blocking as usize].min(self.blocking_limit);
-        let to = quota_room(in_flight, used).max(BLOCKING_FLOOR);
-        if to < self.blocking_limit {
+        let room = self.blocking_limit;
+        let in_flight = self.runnable[Class::Blocking as usize].min(room);
+        let to = if used >= QUOTA_FULL {
+            quota_room(in_flight, used).max(BLOCKING_FLOOR).min(room)
+        } else if used < QUOTA_SPARE
+            && share < INTERPRETER_BUSY
+            && self.blocking_waits()
+            && 2 * in_flight >= room
+        {
+            let most = (room as f64 * SPARE_STEP) as usize;
+            quota_room(in_flight, used).min(most).max(room)
+        } else {
+            room
+        };
+        if to != room {
             self.set_room(to);
             self.climb.capped();
         }
@@ -63,6 +88,13 @@ impl<J> Admission<J> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Admission<u32> {
+        /// A reading while the interpreter is the limit: the room never grows by it.
+        fn fit_quota_busy(&mut self, used: Option<f64>) {
+            self.fit_quota(used, INTERPRETER_BUSY);
+        }
+    }
 
     #[test]
     fn the_room_scales_with_the_share_of_the_quota_used() {
@@ -88,14 +120,14 @@ mod tests {
         let mut a: Admission<u32> = Admission::new(0);
         a.set_room(1000);
         a.runnable[Class::Blocking as usize] = 1000;
-        a.fit_quota(Some(1.0));
+        a.fit_quota_busy(Some(1.0));
         assert_eq!(a.blocking_limit(), 900);
-        a.fit_quota(Some(0.5));
+        a.fit_quota_busy(Some(0.5));
         assert_eq!(a.blocking_limit(), 900);
         a.runnable[Class::Blocking as usize] = 5;
-        a.fit_quota(Some(1.0));
+        a.fit_quota_busy(Some(1.0));
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
-        a.fit_quota(None);
+        a.fit_quota_busy(None);
         assert_eq!(
             a.blocking_limit(),
             BLOCKING_FLOOR,
@@ -111,13 +143,51 @@ mod tests {
         let mut a: Admission<u32> = Admission::new(0);
         a.set_room(459);
         a.runnable[Class::Blocking as usize] = 459;
-        a.fit_quota(Some(0.57));
+        a.fit_quota_busy(Some(0.57));
         assert_eq!(a.quota_cap(918), 724);
         assert_eq!(a.quota_cap(600), 600);
-        a.fit_quota(Some(0.89));
+        a.fit_quota_busy(Some(0.89));
         assert_eq!(a.quota_cap(918), 464);
-        a.fit_quota(None);
+        a.fit_quota_busy(None);
         assert_eq!(a.quota_cap(918), 918);
+    }
+
+    /// A reading well below the quota, with calls waiting for a room their calls in flight
+    /// fill, grows it towards what the quota can run, by half again at most, and only while the
+    /// interpreter is not the limit.
+    #[test]
+    fn a_quota_left_unused_grows_the_room_towards_it() {
+        let mut a: Admission<u32> = Admission::new(4);
+        a.set_room(300);
+        a.runnable[Class::Blocking as usize] = 300;
+        a.wait(1, 7, Class::Blocking);
+        a.fit_quota(Some(0.57), INTERPRETER_BUSY);
+        assert_eq!(
+            a.blocking_limit(),
+            300,
+            "a busy interpreter: the descent's room"
+        );
+        a.fit_quota(Some(0.57), 0.5);
+        assert_eq!(a.blocking_limit(), 450, "half again at most");
+        a.runnable[Class::Blocking as usize] = 450;
+        a.fit_quota(Some(0.5), 0.5);
+        assert_eq!(a.blocking_limit(), 675);
+        a.runnable[Class::Blocking as usize] = 675;
+        a.fit_quota(Some(0.7), 0.5);
+        assert_eq!(a.blocking_limit(), 867, "up to what the quota can run");
+        a.fit_quota(Some(0.8), 0.5);
+        assert_eq!(
+            a.blocking_limit(),
+            867,
+            "between QUOTA_SPARE and QUOTA_FULL: it stays"
+        );
+        a.runnable[Class::Blocking as usize] = 100;
+        a.fit_quota(Some(0.3), 0.5);
+        assert_eq!(
+            a.blocking_limit(),
+            867,
+            "a room the calls in flight do not fill: it stays"
+        );
     }
 
     /// Once a call has finished, a quota used at `QUOTA_FULL` or more stops every growth, even
@@ -133,11 +203,11 @@ mod tests {
             "before any call finished: at once"
         );
         a.climb.finished(now, std::time::Duration::from_millis(100));
-        a.fit_quota(Some(0.95));
+        a.fit_quota_busy(Some(0.95));
         let room = a.blocking_limit();
         assert!(!a.grow_blocking(now, 0.1));
         assert_eq!(a.blocking_limit(), room);
-        a.fit_quota(Some(0.5));
+        a.fit_quota_busy(Some(0.8));
         assert!(a.grow_blocking(now, 0.1));
         assert!(a.blocking_limit() > room);
     }
