@@ -31,7 +31,6 @@ import resource
 import signal
 import socket
 import sys
-import threading
 import time
 import types
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -116,7 +115,6 @@ class _State:
         self.numproc = 1
         self.masterpid = 0
         self.requests = 0
-        self.local = threading.local()  # .environ: the request the thread is running
 
 
 _state = _State()
@@ -191,12 +189,12 @@ def after_worker_start() -> None:
 
 
 def wrap_app(app: Callable[..., Any]) -> Callable[..., Any]:
-    """The app with the request it runs made known to `set_logvar` and counted for
-    `request_id`/`total_requests`."""
-    local = _state.local
+    """The app with the requests it runs counted for `request_id`/`total_requests`. (The
+    request a thread runs is known to `set_logvar` from the core, `_core.current_environ`,
+    only while it runs: an environ kept here after its request held that request's
+    `start_response` objects, which the server then made anew for each request.)"""
 
     def uwsgi_request(environ: Dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        local.environ = environ
         _state.requests += 1
         return app(environ, start_response)
 
@@ -228,7 +226,9 @@ def _stop() -> bool:
 
 
 def _current_environ(what: str) -> Dict[str, Any]:
-    environ = getattr(_state.local, "environ", None)
+    from . import _core
+
+    environ: Optional[Dict[str, Any]] = _core.current_environ()
     if environ is None:
         raise RuntimeError(f"uwsgi.{what}() is called outside a request")
     return environ
