@@ -209,6 +209,11 @@ def current_environ() -> Optional[Dict[str, Any]]:
     ...
 
 
+def app_calls() -> int:
+    """App calls begun in this process so far (src/wsgi/current.rs)."""
+    ...
+
+
 def name_thread(name: str) -> None:
     """prctl(PR_SET_NAME): the calling thread's name for the kernel (its first 15 bytes);
     OSError if it refuses (src/server/prctl.rs)."""
