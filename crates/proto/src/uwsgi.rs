@@ -36,16 +36,15 @@ const MODIFIER2_WSGI: u8 = 0;
 /// Digits for percent-encoding PATH_INFO back into a target.
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
-/// Header variables dropped because the packet itself decides what they would say: nginx also
-/// sends CONTENT_TYPE / CONTENT_LENGTH (which become those headers, so these would duplicate
-/// them), and it has already removed any chunked coding (it buffers chunked uploads and sends
-/// CONTENT_LENGTH), so a Transfer-Encoding passed on would describe a body that is not there.
-/// Behind `proxy_pass` nginx does not forward the client's Transfer-Encoding either.
-const FRAMING_HEADER_VARS: &[&[u8]] = &[
-    b"HTTP_CONTENT_TYPE",
-    b"HTTP_CONTENT_LENGTH",
-    b"HTTP_TRANSFER_ENCODING",
-];
+/// Header variables (`suffix`: after `HTTP_`) dropped because the packet itself decides what
+/// they would say: nginx also sends CONTENT_TYPE / CONTENT_LENGTH (which become those headers),
+/// and it has already removed any chunked coding (it buffers chunked uploads and sends
+/// CONTENT_LENGTH), so a Transfer-Encoding passed on would describe a body that is not there
+/// (behind `proxy_pass` nginx does not forward it either). A `match`, told by length first.
+#[inline]
+fn is_framing_header(suffix: &[u8]) -> bool {
+    matches!(suffix, b"CONTENT_TYPE" | b"CONTENT_LENGTH" | b"TRANSFER_ENCODING")
+}
 
 /// Header fields a packet's variables are read into before the first regrowth.
 const FIELDS_ROOM: usize = 12;
@@ -250,7 +249,7 @@ impl<'a> Vars<'a> {
                 if http_vars > limits.max_headers {
                     return Err(ProtoError::HeadersTooLarge);
                 }
-                if !FRAMING_HEADER_VARS.contains(&key) {
+                if !is_framing_header(suffix) {
                     vars.fields.push((FieldName::Http(suffix), value));
                 }
                 continue;
@@ -451,7 +450,7 @@ fn build(
             ));
         }
         // The same Host check as HTTP/1.1's and HTTP/2's: nginx passes the client's Host on.
-        if matches!(name, FieldName::Http(s) if s.eq_ignore_ascii_case(b"HOST"))
+        if matches!(name, FieldName::Http(s) if s.len() == 4 && s.eq_ignore_ascii_case(b"HOST"))
             && !valid_host(value)
         {
             return Err(bad("uwsgi: invalid HTTP_HOST"));
@@ -573,19 +572,21 @@ fn split_target(target: &[u8], method: &[u8]) -> Result<(Range<usize>, Range<usi
 /// (`X_FORWARDED_FOR` → `X-Forwarded-For`), as a client would most likely have written it.
 fn push_header_name(buf: &mut Vec<u8>, suffix: &[u8]) -> Result<(), ProtoError> {
     let n0 = buf.len();
+    // Copied, then changed in place (a mapped iterator's steps stayed calls without LTO).
+    buf.extend_from_slice(suffix);
+    let name = &mut buf[n0..];
     let mut word_start = true;
-    // One `extend` of a mapped slice iterator: room made once, no check per byte.
-    buf.extend(suffix.iter().map(|&b| {
-        if b == b'_' {
+    for b in name.iter_mut() {
+        *b = if *b == b'_' {
             word_start = true;
             b'-'
         } else if std::mem::replace(&mut word_start, false) {
             b.to_ascii_uppercase()
         } else {
             b.to_ascii_lowercase()
-        }
-    }));
-    if !is_token(&buf[n0..]) {
+        };
+    }
+    if !is_token(name) {
         return Err(bad("uwsgi: invalid header variable name"));
     }
     Ok(())
