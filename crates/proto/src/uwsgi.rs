@@ -24,7 +24,7 @@ use std::ops::Range;
 
 use crate::h1::parse::parse_content_length;
 use crate::host::valid_host;
-use crate::token::{is_field_value_byte, is_token, trim_ows};
+use crate::token::{is_field_value_byte, is_tchar, is_token, trim_ows};
 use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
 
 /// Packet header: modifier1, datasize (u16 little-endian), modifier2.
@@ -36,14 +36,15 @@ const MODIFIER2_WSGI: u8 = 0;
 /// Digits for percent-encoding PATH_INFO back into a target.
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
-/// Header variables (`suffix`: after `HTTP_`) dropped because the packet itself decides what
-/// they would say: nginx also sends CONTENT_TYPE / CONTENT_LENGTH (which become those headers),
-/// and it has already removed any chunked coding (it buffers chunked uploads and sends
-/// CONTENT_LENGTH), so a Transfer-Encoding passed on would describe a body that is not there
-/// (behind `proxy_pass` nginx does not forward it either). A `match`, told by length first.
+/// Header variables (`suffix`: after `HTTP_`) the packet itself decides: nginx sends
+/// CONTENT_TYPE / CONTENT_LENGTH, and has removed any chunked coding (it sends CONTENT_LENGTH;
+/// behind `proxy_pass` it does not forward Transfer-Encoding either). Told by length first.
 #[inline]
 fn is_framing_header(suffix: &[u8]) -> bool {
-    matches!(suffix, b"CONTENT_TYPE" | b"CONTENT_LENGTH" | b"TRANSFER_ENCODING")
+    matches!(
+        suffix,
+        b"CONTENT_TYPE" | b"CONTENT_LENGTH" | b"TRANSFER_ENCODING"
+    )
 }
 
 /// Header fields a packet's variables are read into before the first regrowth.
@@ -90,15 +91,16 @@ impl UwsgiFacts {
         scheme: Option<&'static str>,
     ) -> UwsgiFacts {
         let values = [remote_addr, remote_port, server_name, server_port];
-        let mut text = Vec::with_capacity(values.iter().flatten().map(|v| v.len()).sum());
-        let spans = values.map(|v| {
-            v.map(|v| {
+        let mut text = Vec::with_capacity(values.iter().map(|v| v.map_or(0, <[u8]>::len)).sum());
+        let mut spans: [Option<Range<u32>>; 4] = Default::default(); // (`array::map`: a call)
+        for (i, v) in values.into_iter().enumerate() {
+            if let Some(v) = v {
                 let start = text.len();
                 text.extend_from_slice(v);
                 // A packet is under 64 KiB: its values together fit a u32.
-                start as u32..text.len() as u32
-            })
-        });
+                spans[i] = Some(start as u32..text.len() as u32);
+            }
+        }
         UwsgiFacts {
             text,
             spans,
@@ -572,21 +574,21 @@ fn split_target(target: &[u8], method: &[u8]) -> Result<(Range<usize>, Range<usi
 /// (`X_FORWARDED_FOR` → `X-Forwarded-For`), as a client would most likely have written it.
 fn push_header_name(buf: &mut Vec<u8>, suffix: &[u8]) -> Result<(), ProtoError> {
     let n0 = buf.len();
-    // Copied, then changed in place (a mapped iterator's steps stayed calls without LTO).
+    // Copied, then changed in place, the token check in the same pass (a tchar stays one when
+    // its case changes, as '_' and '-' both are): a mapped iterator's steps stayed calls.
     buf.extend_from_slice(suffix);
-    let name = &mut buf[n0..];
-    let mut word_start = true;
-    for b in name.iter_mut() {
-        *b = if *b == b'_' {
-            word_start = true;
-            b'-'
-        } else if std::mem::replace(&mut word_start, false) {
-            b.to_ascii_uppercase()
-        } else {
-            b.to_ascii_lowercase()
+    let (mut ok, mut word_start) = (!suffix.is_empty(), true);
+    for b in &mut buf[n0..] {
+        let c = *b;
+        ok &= is_tchar(c);
+        *b = match c {
+            b'_' => b'-',
+            _ if word_start => c.to_ascii_uppercase(),
+            _ => c.to_ascii_lowercase(),
         };
+        word_start = c == b'_';
     }
-    if !is_token(name) {
+    if !ok {
         return Err(bad("uwsgi: invalid header variable name"));
     }
     Ok(())
