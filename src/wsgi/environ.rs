@@ -250,7 +250,15 @@ impl EnvironBuilder {
         // (Nor are the peer's strings made then: behind a proxy each request may be a new
         // connection, whose cache would serve no other request.)
         if !client_forwarded || tls.is_some() {
-            self.peer_entries(py, &env, peer, cache, &mut kept.values, client_forwarded, tls)?;
+            self.peer_entries(
+                py,
+                &env,
+                peer,
+                cache,
+                &mut kept.values,
+                client_forwarded,
+                tls,
+            )?;
         }
         if !input.is(&self.empty_input) {
             env.set_item(intern!(py, "wsgi.input"), input)?;
