@@ -40,6 +40,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(server::allowance::cpu_allowance, m)?)?;
     m.add_function(wrap_pyfunction!(server::prctl::parent_death_signal, m)?)?;
     m.add_function(wrap_pyfunction!(server::prctl::name_thread, m)?)?;
+    m.add_function(wrap_pyfunction!(wsgi::current::current_environ, m)?)?;
+    m.add_function(wrap_pyfunction!(wsgi::current::app_calls, m)?)?;
     m.add_class::<wsgi::file_wrapper::FileWrapper>()?;
     m.add_class::<wsgi::input::Input>()?;
     m.add("ClientDisconnected", py.get_type::<ClientDisconnected>())?;

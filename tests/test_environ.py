@@ -153,6 +153,19 @@ def test_repeated_headers_are_joined_with_comma_space(env_server):
     assert env["HTTP_ACCEPT"] == "text/html"
 
 
+def test_long_header_names_are_mapped_every_time(env_server):
+    # Names longer than the name table keeps (47 bytes) are mapped anew on each request; a
+    # short one is kept after its first request: both give their key on every request.
+    long_name = "X-" + "Long-Name-" * 6
+    key = "HTTP_" + long_name.upper().replace("-", "_")
+    for i in range(2):
+        env, _ = environ_for(env_server, request_bytes(
+            "GET", "/", headers=[(long_name, f"a{i}"), ("X-Short", f"s{i}"),
+                                 (long_name.lower(), "b")]))
+        assert env[key] == f"a{i}, b"
+        assert env["HTTP_X_SHORT"] == f"s{i}"
+
+
 def test_repeats_past_the_first_32_header_names_are_joined_too(env_server):
     # The first 32 names are tracked without asking the dict; later ones ask it.
     headers = [(f"X-H{i}", str(i)) for i in range(40)] + [("X-H35", "again"), ("X-H2", "again")]

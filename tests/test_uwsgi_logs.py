@@ -195,6 +195,18 @@ def test_access_log_forwarded_for_gives_the_forwarded_address(start_server):
     assert lines_of(log, 2) == ["203.0.113.7 /a", "127.0.0.1 /b"]
 
 
+def test_set_logvar_works_while_the_body_is_iterated_and_closed(start_server):
+    """uwsgi.set_logvar from the response iterable, after the app returned (while the body is
+    iterated and in its close()): the request is still the thread's (`_core.current_environ`),
+    and the line has both values."""
+    log = os.path.join(tempfile.mkdtemp(prefix="sguwsgilog-"), "access.log")
+    srv = start_server("uwsgi_logged", "--workers", "1", "--uwsgi-module", "--access-log", log,
+                       "--uwsgi-log-format", "%(uri) %(userid) %(late)")
+    get(srv.port, "/late?u=bob")
+    get(srv.port, "/plain")
+    assert lines_of(log, 2) == ["/late?u=bob bob closed", "/plain - -"]
+
+
 def test_touch_logreopen_reopens_the_access_log(start_server):
     """--touch-logreopen FILE: touching FILE has the workers reopen their logs, so that after a
     rotation (the file moved away) the next line goes to a new file at the path."""

@@ -132,6 +132,18 @@ def test_a_worker_recycled_by_max_requests_keeps_its_id(start_server):
     assert workers[0]["id"] == 1 and workers[0]["respawn_count"] == 2
 
 
+def test_request_counts_are_the_workers_own(start_server):
+    """uwsgi.request_id() and total_requests() (counted by the core, `_core.app_calls`): the
+    worker's requests so far, this one included; a replacement counts its own from 1."""
+    srv = start_server("uwsgi_api", "--workers", "1", "--uwsgi-module", "--max-requests", "3")
+    seen = [get_json(srv.port) for _ in range(3)]
+    first = seen[0]["requests"][0]
+    assert [s["requests"] for s in seen] == [[first + i, first + i] for i in range(3)]
+    replaced = wait_for(lambda: (lambda s: s if s["pid"] != seen[0]["pid"] else None)(
+        get_json(srv.port)), "the replacement answering")
+    assert replaced["requests"] == [1, 1]
+
+
 def test_the_uwsgi_module_without_a_master(start_server):
     """One process, no master: worker 1, masterpid() 0 (uWSGI's values without `master`)."""
     srv = start_server("uwsgi_api", "--uwsgi-module")

@@ -203,6 +203,17 @@ def parent_death_signal(signum: int) -> None:
     ...
 
 
+def current_environ() -> Optional[Dict[str, Any]]:
+    """The environ of the app call this thread is running (the app, its iterable and its
+    close()), or None outside one (src/wsgi/current.rs)."""
+    ...
+
+
+def app_calls() -> int:
+    """App calls begun in this process so far (src/wsgi/current.rs)."""
+    ...
+
+
 def name_thread(name: str) -> None:
     """prctl(PR_SET_NAME): the calling thread's name for the kernel (its first 15 bytes);
     OSError if it refuses (src/server/prctl.rs)."""

@@ -104,7 +104,6 @@ def _serve(
             hooks.call(cfg.hooks, "post_worker_init", me)
             if cfg.uwsgi_module:
                 uwsgi_module.after_worker_start()
-                app = uwsgi_module.wrap_app(app)
             try:
                 single = SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
                                       app_name=app_name, version=version,
@@ -206,7 +205,6 @@ def _boot_worker(
     hooks.call(cfg.hooks, "post_worker_init", me)
     if cfg.uwsgi_module:  # uwsgidecorators' @postfork, before the first request
         uwsgi_module.after_worker_start()
-        worker_app = uwsgi_module.wrap_app(worker_app)
     try:
         server = WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
                               events_fd=events_fd, max_requests=max_requests, workers=workers,

@@ -31,7 +31,6 @@ import resource
 import signal
 import socket
 import sys
-import threading
 import time
 import types
 
@@ -119,8 +118,8 @@ class _State:
         self.worker_id = 0
         self.numproc = 1
         self.masterpid = 0
-        self.requests = 0
-        self.local = threading.local()  # .environ: the request the thread is running
+        # `_core.app_calls()` when this worker started: its own requests are the calls since.
+        self.calls_before = 0
 
 
 _state = _State()
@@ -182,7 +181,9 @@ def in_worker(worker_id: int, masterpid: int) -> None:
     children.Child.wid) and its master."""
     _state.worker_id = worker_id
     _state.masterpid = masterpid
-    _state.requests = 0
+    from . import _core
+
+    _state.calls_before = _core.app_calls()
 
 
 def after_worker_start() -> None:
@@ -192,20 +193,6 @@ def after_worker_start() -> None:
     hook = getattr(module, "post_fork_hook", None)
     if callable(hook):
         hook()
-
-
-def wrap_app(app: Callable[..., Any]) -> Callable[..., Any]:
-    """The app with the request it runs made known to `set_logvar` and counted for
-    `request_id`/`total_requests`."""
-    local = _state.local
-
-    def uwsgi_request(environ: Dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        local.environ = environ
-        _state.requests += 1
-        return app(environ, start_response)
-
-    uwsgi_request.__wrapped__ = app  # type: ignore[attr-defined]
-    return uwsgi_request
 
 
 # -- the module's functions ------------------------------------------------------------------
@@ -232,7 +219,9 @@ def _stop() -> bool:
 
 
 def _current_environ(what: str) -> Dict[str, Any]:
-    environ = getattr(_state.local, "environ", None)
+    from . import _core
+
+    environ: Optional[Dict[str, Any]] = _core.current_environ()
     if environ is None:
         raise RuntimeError(f"uwsgi.{what}() is called outside a request")
     return environ
@@ -264,11 +253,15 @@ def _log(message: Any) -> bool:
 
 
 def _total_requests() -> int:
-    return _state.requests
+    # Counted by the core as each app call begins (src/wsgi/current.rs): no wrapper around
+    # the app, whose Python frame cost every request about 1,000 instructions.
+    from . import _core
+
+    return _core.app_calls() - _state.calls_before
 
 
 def _request_id() -> int:
-    return _state.requests
+    return _total_requests()
 
 
 def _mem() -> Tuple[int, int]:

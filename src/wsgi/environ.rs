@@ -83,6 +83,8 @@ const TEMPLATE_GROWN_AT: usize = 22;
 pub struct EnvironBuilder {
     /// Per listener, the templates by `template_variant`.
     templates: Vec<Vec<Py<PyDict>>>,
+    /// Per listener, the scheme its templates' wsgi.url_scheme says (None: another word).
+    schemes: Vec<Option<Scheme>>,
     /// wsgi.input of every request without a body (already in the templates).
     pub empty_input: Py<Input>,
     root_path: Vec<u8>,
@@ -129,7 +131,13 @@ impl EnvironBuilder {
         // every template, so every protocol's environ has it.
         let software = PyString::new(py, SERVER_SOFTWARE);
         let mut templates = Vec::new();
+        let mut schemes = Vec::new();
         for l in listeners {
+            schemes.push(match if l.tls { "https" } else { url_scheme } {
+                "http" => Some(Scheme::Http),
+                "https" => Some(Scheme::Https),
+                _ => None,
+            });
             let mut variants = Vec::with_capacity(TEMPLATE_VARIANTS);
             for variant in 0..TEMPLATE_VARIANTS {
                 let d = PyDict::new(py);
@@ -179,6 +187,7 @@ impl EnvironBuilder {
         }
         Ok(EnvironBuilder {
             templates,
+            schemes,
             empty_input,
             root_path: root_path.as_bytes().to_vec(),
             kept: Mutex::new(Kept {
@@ -235,36 +244,21 @@ impl EnvironBuilder {
         };
         env.set_item(intern!(py, "REQUEST_URI"), &uri)?;
         env.set_item(intern!(py, "RAW_URI"), uri)?;
-        // The peer's strings are made once per connection and cached on it.
-        let peer_strs = cache
-            .get_or_insert_with(|| {
-                Box::new(PeerStrings::new(
-                    py,
-                    peer,
-                    self.empty.bind(py),
-                    &mut kept.values,
-                ))
-            })
-            .strings();
-        env.set_item(intern!(py, "REMOTE_ADDR"), peer_strs.addr.bind(py))?;
-        match &peer_strs.port {
-            Some(port) => env.set_item(intern!(py, "REMOTE_PORT"), port.bind(py))?,
-            // The template's placeholder goes: a unix-socket client has no port.
-            None => env.del_item(intern!(py, "REMOTE_PORT"))?,
-        }
-        if let Some(facts) = tls {
-            let vars = peer_strs.tls.get_or_insert_with(|| {
-                let string = |v: &str| PyString::new(py, v).unbind();
-                let key = |k: &str| PyString::intern(py, k).unbind();
-                facts
-                    .vars
-                    .iter()
-                    .map(|(k, v)| (key(k), string(v)))
-                    .collect()
-            });
-            for (name, value) in vars.iter() {
-                env.set_item(name.bind(py), value.bind(py))?;
-            }
+        // The client a trusted proxy names replaces the peer's address and port
+        // (`apply_forwarded`): they are not set first only to be replaced.
+        let client_forwarded = forwarded.is_some_and(|f| f.client.is_some());
+        // (Nor are the peer's strings made then: behind a proxy each request may be a new
+        // connection, whose cache would serve no other request.)
+        if !client_forwarded || tls.is_some() {
+            self.peer_entries(
+                py,
+                &env,
+                peer,
+                cache,
+                &mut kept.values,
+                client_forwarded,
+                tls,
+            )?;
         }
         if !input.is(&self.empty_input) {
             env.set_item(intern!(py, "wsgi.input"), input)?;
@@ -287,10 +281,55 @@ impl EnvironBuilder {
             )?;
         }
         if let Some(f) = forwarded {
-            apply_forwarded(py, &env, head, f, &mut kept.values)?;
+            let template_scheme = self.schemes[listener];
+            apply_forwarded(py, &env, head, f, &mut kept.values, template_scheme)?;
         }
         drop(kept);
         Ok(env)
+    }
+
+    /// REMOTE_ADDR and REMOTE_PORT from the connection's peer (unless a trusted proxy names
+    /// the client: `forwarded`), and a TLS connection's SSL_* variables; the peer's strings are
+    /// made once per connection and cached on it.
+    #[allow(clippy::too_many_arguments)]
+    fn peer_entries(
+        &self,
+        py: Python<'_>,
+        env: &Bound<'_, PyDict>,
+        peer: &Peer,
+        cache: &mut Option<Box<dyn PeerCache>>,
+        values: &mut RepeatedValues,
+        forwarded: bool,
+        tls: Option<&TlsFacts>,
+    ) -> PyResult<()> {
+        let peer_strs = cache
+            .get_or_insert_with(|| {
+                Box::new(PeerStrings::new(py, peer, self.empty.bind(py), values))
+            })
+            .strings();
+        if !forwarded {
+            env.set_item(intern!(py, "REMOTE_ADDR"), peer_strs.addr.bind(py))?;
+            match &peer_strs.port {
+                Some(port) => env.set_item(intern!(py, "REMOTE_PORT"), port.bind(py))?,
+                // The template's placeholder goes: a unix-socket client has no port.
+                None => env.del_item(intern!(py, "REMOTE_PORT"))?,
+            }
+        }
+        if let Some(facts) = tls {
+            let vars = peer_strs.tls.get_or_insert_with(|| {
+                let string = |v: &str| PyString::new(py, v).unbind();
+                let key = |k: &str| PyString::intern(py, k).unbind();
+                facts
+                    .vars
+                    .iter()
+                    .map(|(k, v)| (key(k), string(v)))
+                    .collect()
+            });
+            for (name, value) in vars.iter() {
+                env.set_item(name.bind(py), value.bind(py))?;
+            }
+        }
+        Ok(())
     }
 
     fn add_headers(
@@ -381,6 +420,7 @@ fn apply_forwarded(
     head: &RequestHead,
     f: &Resolved,
     values: &mut RepeatedValues,
+    template_scheme: Option<Scheme>,
 ) -> PyResult<()> {
     let mut digits = itoa::Buffer::new();
     if let Some((ip, port)) = f.client {
@@ -403,8 +443,14 @@ fn apply_forwarded(
         }
     }
     let scheme = f.scheme.unwrap_or(Scheme::Http);
-    if let Some(s) = f.scheme {
-        env.set_item(intern!(py, "wsgi.url_scheme"), s.as_str())?;
+    // Set only when it differs from the template's (nginx says `http` on every request);
+    // interned: a str made from `as_str()` was a new string each request.
+    if let Some(s) = f.scheme.filter(|&s| Some(s) != template_scheme) {
+        let s = match s {
+            Scheme::Http => intern!(py, "http"),
+            Scheme::Https => intern!(py, "https"),
+        };
+        env.set_item(intern!(py, "wsgi.url_scheme"), s)?;
     }
     let port_of = |authority: &[u8]| -> String {
         match split_host_port(authority).1 {

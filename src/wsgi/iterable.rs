@@ -15,6 +15,7 @@ use sluicegate_proto::RequestHead;
 
 use super::body_block::SendError;
 use super::bridge::{type_name, Bridge};
+use super::current::Running;
 use super::file_wrapper::FileWrapper;
 use super::reply::Reply;
 use crate::io::file_body::RegularFile;
@@ -300,6 +301,8 @@ pub(crate) fn call_and_drive<R: Reply>(
         // (No error to expect: the environ is a dict the builder just made.)
         let _ = environ.set_item(pyo3::intern!(py, "wsgi.early_hints"), hints);
     }
+    // The environ stays known to this thread until the iterable is closed.
+    let _running = Running::mark(&environ);
     let result = match bridge.app.bind(py).call1((environ, start)) {
         Ok(r) => r,
         Err(e) => {

@@ -11,6 +11,7 @@ pub mod body_source;
 pub mod bridge;
 pub mod call;
 pub mod call_setup;
+pub mod current;
 pub mod deadline;
 pub mod driver;
 pub mod environ;

@@ -1,8 +1,9 @@
 """An app written for uWSGI: it imports `uwsgi` and `uwsgidecorators` at import time (so it
 loads only under --uwsgi-module) and answers what the module tells it.
 
-/        JSON: worker_id(), numproc, masterpid(), opt, version, hostname, this pid, and the
-         worker ids @postfork functions saw run in this process before the first request
+/        JSON: worker_id(), numproc, masterpid(), opt, version, hostname, this pid, the
+         worker ids @postfork functions saw run in this process before the first request, and
+         [request_id(), total_requests()]
 /logvar  sets the log variables `user` (from ?u=) and `route` with uwsgi.set_logvar
 /cache   calls uwsgi.cache_get (not supported): the error's text
 /reload  calls uwsgi.reload()
@@ -48,6 +49,7 @@ def app(environ, start_response):
             "masterpid": uwsgi.masterpid(), "opt": {k: _text(v) for k, v in uwsgi.opt.items()},
             "version": uwsgi.version.decode(), "hostname": uwsgi.hostname.decode(),
             "pid": os.getpid(), "postfork": POSTFORK,
+            "requests": [uwsgi.request_id(), uwsgi.total_requests()],
         }).encode()
     start_response("200 OK", [("Content-Type", "text/plain"),
                               ("Content-Length", str(len(body)))])

@@ -3,6 +3,8 @@ runs under both: `uwsgi` is uWSGI's own there, sluicegate's under --uwsgi-module
 
 /missing  404 with a short body
 /post     reads the request body, answers its length
+/late     a generator body that sets the log variable `userid` from ?u= while it is iterated,
+          and `late` in its close()
 other     200 with two headers; sets the log variable `userid` from ?u=
 """
 
@@ -12,6 +14,9 @@ def app(environ, start_response):
 
     path = environ["PATH_INFO"]
     query = environ.get("QUERY_STRING", "")
+    if path == "/late":
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return _late(query[2:])
     if query.startswith("u="):
         uwsgi.set_logvar("userid", query[2:])
     if path == "/missing":
@@ -27,3 +32,22 @@ def app(environ, start_response):
     start_response("200 OK", [("Content-Type", "text/plain"), ("X-Served-By", "test"),
                               ("Content-Length", str(len(body)))])
     return [body]
+
+
+class _late:
+    """A body whose iteration and close() run after the app returned."""
+
+    def __init__(self, user):
+        self.user = user
+
+    def __iter__(self):
+        import uwsgi
+
+        yield b"late "
+        uwsgi.set_logvar("userid", self.user)
+        yield b"body\n"
+
+    def close(self):
+        import uwsgi
+
+        uwsgi.set_logvar("late", "closed")

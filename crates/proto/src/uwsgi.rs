@@ -24,7 +24,7 @@ use std::ops::Range;
 
 use crate::h1::parse::parse_content_length;
 use crate::host::valid_host;
-use crate::token::{is_field_value_byte, is_token, trim_ows};
+use crate::token::{is_field_value_byte, is_tchar, is_token, trim_ows};
 use crate::{BodyFraming, Limits, ProtoError, RequestHead, Version};
 
 /// Packet header: modifier1, datasize (u16 little-endian), modifier2.
@@ -36,16 +36,16 @@ const MODIFIER2_WSGI: u8 = 0;
 /// Digits for percent-encoding PATH_INFO back into a target.
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
-/// Header variables dropped because the packet itself decides what they would say: nginx also
-/// sends CONTENT_TYPE / CONTENT_LENGTH (which become those headers, so these would duplicate
-/// them), and it has already removed any chunked coding (it buffers chunked uploads and sends
-/// CONTENT_LENGTH), so a Transfer-Encoding passed on would describe a body that is not there.
-/// Behind `proxy_pass` nginx does not forward the client's Transfer-Encoding either.
-const FRAMING_HEADER_VARS: &[&[u8]] = &[
-    b"HTTP_CONTENT_TYPE",
-    b"HTTP_CONTENT_LENGTH",
-    b"HTTP_TRANSFER_ENCODING",
-];
+/// Header variables (`suffix`: after `HTTP_`) the packet itself decides: nginx sends
+/// CONTENT_TYPE / CONTENT_LENGTH, and has removed any chunked coding (it sends CONTENT_LENGTH;
+/// behind `proxy_pass` it does not forward Transfer-Encoding either). Told by length first.
+#[inline]
+fn is_framing_header(suffix: &[u8]) -> bool {
+    matches!(
+        suffix,
+        b"CONTENT_TYPE" | b"CONTENT_LENGTH" | b"TRANSFER_ENCODING"
+    )
+}
 
 /// Header fields a packet's variables are read into before the first regrowth.
 const FIELDS_ROOM: usize = 12;
@@ -91,15 +91,16 @@ impl UwsgiFacts {
         scheme: Option<&'static str>,
     ) -> UwsgiFacts {
         let values = [remote_addr, remote_port, server_name, server_port];
-        let mut text = Vec::with_capacity(values.iter().flatten().map(|v| v.len()).sum());
-        let spans = values.map(|v| {
-            v.map(|v| {
+        let mut text = Vec::with_capacity(values.iter().map(|v| v.map_or(0, <[u8]>::len)).sum());
+        let mut spans: [Option<Range<u32>>; 4] = Default::default(); // (`array::map`: a call)
+        for (i, v) in values.into_iter().enumerate() {
+            if let Some(v) = v {
                 let start = text.len();
                 text.extend_from_slice(v);
                 // A packet is under 64 KiB: its values together fit a u32.
-                start as u32..text.len() as u32
-            })
-        });
+                spans[i] = Some(start as u32..text.len() as u32);
+            }
+        }
         UwsgiFacts {
             text,
             spans,
@@ -250,7 +251,7 @@ impl<'a> Vars<'a> {
                 if http_vars > limits.max_headers {
                     return Err(ProtoError::HeadersTooLarge);
                 }
-                if !FRAMING_HEADER_VARS.contains(&key) {
+                if !is_framing_header(suffix) {
                     vars.fields.push((FieldName::Http(suffix), value));
                 }
                 continue;
@@ -451,7 +452,7 @@ fn build(
             ));
         }
         // The same Host check as HTTP/1.1's and HTTP/2's: nginx passes the client's Host on.
-        if matches!(name, FieldName::Http(s) if s.eq_ignore_ascii_case(b"HOST"))
+        if matches!(name, FieldName::Http(s) if s.len() == 4 && s.eq_ignore_ascii_case(b"HOST"))
             && !valid_host(value)
         {
             return Err(bad("uwsgi: invalid HTTP_HOST"));
@@ -573,19 +574,21 @@ fn split_target(target: &[u8], method: &[u8]) -> Result<(Range<usize>, Range<usi
 /// (`X_FORWARDED_FOR` → `X-Forwarded-For`), as a client would most likely have written it.
 fn push_header_name(buf: &mut Vec<u8>, suffix: &[u8]) -> Result<(), ProtoError> {
     let n0 = buf.len();
-    let mut word_start = true;
-    // One `extend` of a mapped slice iterator: room made once, no check per byte.
-    buf.extend(suffix.iter().map(|&b| {
-        if b == b'_' {
-            word_start = true;
-            b'-'
-        } else if std::mem::replace(&mut word_start, false) {
-            b.to_ascii_uppercase()
-        } else {
-            b.to_ascii_lowercase()
-        }
-    }));
-    if !is_token(&buf[n0..]) {
+    // Copied, then changed in place, the token check in the same pass (a tchar stays one when
+    // its case changes, as '_' and '-' both are): a mapped iterator's steps stayed calls.
+    buf.extend_from_slice(suffix);
+    let (mut ok, mut word_start) = (!suffix.is_empty(), true);
+    for b in &mut buf[n0..] {
+        let c = *b;
+        ok &= is_tchar(c);
+        *b = match c {
+            b'_' => b'-',
+            _ if word_start => c.to_ascii_uppercase(),
+            _ => c.to_ascii_lowercase(),
+        };
+        word_start = c == b'_';
+    }
+    if !ok {
         return Err(bad("uwsgi: invalid header variable name"));
     }
     Ok(())
