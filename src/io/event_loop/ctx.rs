@@ -17,8 +17,8 @@ use sluicegate_proto::RequestHead;
 
 use crate::config::Config;
 use crate::io::balance::Balance;
-use crate::io::request_limit::RequestLimit;
 use crate::io::conn::{AfterOutput, Conn, Wire};
+use crate::io::request_limit::RequestLimit;
 use crate::io::shared_out::SharedOut;
 use crate::io::static_files::StaticFiles;
 use crate::io::streams::StreamCall;

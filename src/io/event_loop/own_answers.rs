@@ -2,7 +2,6 @@
 //! static files, framed by the caller for its protocol), and how an HTTP/1.1 connection goes on
 //! after one (`answered_here`: counted, logged, kept alive or closed).
 
-
 use sluicegate_proto::forwarded::{self, Hop};
 use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
 use sluicegate_proto::uwsgi::UwsgiFacts;
