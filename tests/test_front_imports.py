@@ -44,7 +44,9 @@ def test_a_uwsgi_worker_carries_no_module_its_options_do_not_need(start_server, 
     pickle and queue (syslog), xml.dom.minidom (XML configurations), argparse and difflib
     (sluicegate's command line), glob, random, urllib.parse, sysconfig and pathlib, and the
     readers of uWSGI's configurations (resolved in the master): together about 12 MB of
-    resident memory over a master and two workers."""
+    resident memory over a master and two workers. Failed too, later: dataclasses (with
+    inspect, ast and dis), typing, gunicorn's settings table and the options' docs were in
+    every process (about 5.5 MB over the three: benchmarks/results/2026-11-27-rss)."""
     (tmp_path / "static").mkdir()
     ini = tmp_path / "uwsgi.ini"
     ini.write_text(f"""[uwsgi]

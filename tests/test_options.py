@@ -5,7 +5,6 @@ handed to the Rust core, and docs/options.md being in sync. No server, no socket
 from __future__ import annotations
 
 import ast
-import dataclasses
 import typing
 import os
 import re
@@ -19,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
-from sluicegate import command_line  # noqa: E402
+from sluicegate import command_line, records  # noqa: E402
 from sluicegate.config import core_config  # noqa: E402
 from sluicegate.errors import OptionError  # noqa: E402
 from sluicegate.listeners import BindAddress  # noqa: E402
@@ -67,8 +66,8 @@ def test_every_default_parses_and_every_option_has_help():
 
 def test_config_is_frozen_and_has_one_field_per_option():
     cfg = resolve({}, env={})
-    assert [f.name for f in dataclasses.fields(Config)] == [o.name for o in OPTIONS]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    assert [f.name for f in records.fields(Config)] == [o.name for o in OPTIONS]
+    with pytest.raises(records.FrozenInstanceError):
         cfg.threads = (1, 2)
 
 
@@ -78,8 +77,9 @@ def test_config_class_types_are_the_tables():
     from sluicegate.options import config_matches_options
 
     assert config_matches_options() is None
-    hints = typing.get_type_hints(Config)
-    assert all(hints[o.name] == o.type for o in OPTIONS)
+    hints = typing.get_type_hints(Config, localns=vars(typing))  # typing: annotations only
+    namespace = {**vars(typing), **vars(sys.modules[Config.__module__])}
+    assert all(hints[o.name] == eval(o.type, namespace) for o in OPTIONS)
 
 
 # --- value parsers

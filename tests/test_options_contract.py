@@ -22,7 +22,6 @@ No server, no sockets, no core.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 import sys
 import typing
@@ -34,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
-from sluicegate import command_line, config, config_class, options  # noqa: E402
+from sluicegate import command_line, config, config_class, options, records  # noqa: E402
 from sluicegate.options import OPTIONS  # noqa: E402
 from sluicegate.parsers import StaticMount  # noqa: E402
 from sluicegate.resolution import resolve  # noqa: E402
@@ -67,9 +66,10 @@ def rust_source() -> str:
 
 def test_config_class_is_the_table():
     assert options.config_matches_options() is None
-    hints = typing.get_type_hints(Config)
-    assert [(f.name, hints[f.name]) for f in dataclasses.fields(Config)] == \
-        [(o.name, o.type) for o in OPTIONS]
+    hints = typing.get_type_hints(Config, localns=vars(typing))  # typing: annotations only
+    namespace = {**vars(typing), **vars(sys.modules[Config.__module__])}
+    assert [(f.name, hints[f.name]) for f in records.fields(Config)] == \
+        [(o.name, eval(o.type, namespace)) for o in OPTIONS]
     source = (ROOT / "python" / "sluicegate" / "validated.py").read_text()
     assert options.config_class_fields() in source, "--config-class prints what Config says"
 
@@ -85,7 +85,7 @@ def test_validated_py_is_generated_from_the_table():
 def test_a_new_row_is_a_new_config_field():
     """A row added to the table makes its field in the generated class, of its type, and the
     class as it was is then refused (resolution.py's import-time check)."""
-    row = dataclasses.replace(OPTIONS[0], name="new_setting", type=typing.Optional[int])
+    row = records.replace(OPTIONS[0], name="new_setting", type="Optional[int]")
     table = OPTIONS + (row,)
     assert "\n    new_setting: Optional[int]\n" in config_class.source(table)
     assert config_class.mismatch(table, Config) is not None
@@ -122,7 +122,7 @@ def test_rust_reads_exactly_the_stub_keys():
 
 def test_rust_mount_keys_are_static_mount_fields():
     rust = set(RUST_MOUNT_KEY.findall(rust_source()))
-    assert rust == {f.name for f in dataclasses.fields(StaticMount)}
+    assert rust == {f.name for f in records.fields(StaticMount)}
 
 
 def test_rust_config_struct_names_the_option_behind_each_core_key():

@@ -12,7 +12,9 @@ exception `--timeout` raises inside an app call it ends: docs/operations.md):
 
 from __future__ import annotations
 
-from typing import Any, Callable, Union
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Union
 
 try:
     from ._core import RequestTimeout, __version__

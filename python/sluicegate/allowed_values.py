@@ -8,7 +8,10 @@ declared. The parsers (the parsers package) accept exactly these; the Rust core 
 from __future__ import annotations
 
 import os
-from typing import Dict, Sequence, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Dict, Sequence, Tuple
 
 #: The file, shipped in the package (and so in the wheel) beside this module.
 PATH = os.path.join(os.path.dirname(__file__), "allowed_values.txt")

@@ -11,8 +11,12 @@ receive, send)`, which called as `app(environ, start_response)` returns a corout
 from __future__ import annotations
 
 import importlib
-import inspect
-from typing import Any, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+from . import call_shape
 
 #: Worker classes that run ASGI apps, by the names gunicorn configurations give them.
 ASGI_WORKER_CLASSES = (
@@ -73,7 +77,13 @@ def refuse_asgi_worker_class(name: str) -> None:
 
 def is_asgi_app(obj: Any) -> bool:
     """`obj` is called as an ASGI app: a coroutine function, or an object whose __call__ is
-    one or takes (scope, receive, send)."""
+    one or takes (scope, receive, send). A plain function is read from its code
+    (call_shape.py), anything else by inspect."""
+    plain = call_shape.asgi_names(obj)
+    if plain is not None:
+        return plain
+    import inspect
+
     if inspect.iscoroutinefunction(obj):
         return True
     call = getattr(type(obj), "__call__", None) if not inspect.isroutine(obj) else None

@@ -5,11 +5,15 @@ policy: the decisions stay in `master.py` (and `master_reload.py`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import os
 import signal
-from typing import Dict, FrozenSet, Iterable, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Dict, FrozenSet, Iterable, Optional
+
+from . import records
 
 
 class State(enum.Enum):
@@ -49,7 +53,7 @@ LIFE_MOVES: Dict[Life, FrozenSet[Life]] = {
 }
 
 
-@dataclasses.dataclass
+@records.record
 class Child:
     """A worker process, as its master keeps it."""
 

@@ -10,11 +10,14 @@ with exit status 2 for usage errors and 1 for the rest; never a traceback. With
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Callable, Dict, List, Mapping, Optional, Sequence
+
+from . import records
 from . import __version__, hooks, logs, preflight, privileges, syspath, tls
 from .errors import OptionError, SluicegateError
 from .loader import load_app
@@ -77,7 +80,7 @@ def run(read_given: Callable[[], Dict[str, Raw]], restart: List[str]) -> int:
                 os.chdir(here)
             set_env(again.env)  # raw_env as it is now, for the new workers (as gunicorn)
             if again.chdir:
-                again = dataclasses.replace(
+                again = records.replace(
                     again, chdir=os.path.abspath(os.path.join(started_in, again.chdir)))
             return again
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from . import gunicorn_settings
 from .allowed_values import ALLOWED

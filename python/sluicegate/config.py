@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import options_uwsgi, tls
 from .options import OPTIONS
@@ -127,7 +130,7 @@ def core_keys() -> List[Tuple[str, str, str]]:
     keys = []
     for o in OPTIONS:
         if o.core:
-            name = "Optional[str]" if o.type == Optional[str] else getattr(o.type, "__name__", None)
+            name = o.type
             if name not in ("int", "float", "str", "bool", "Optional[str]"):  # pragma: no cover - table error
                 raise TypeError(f"core option {o.name}: type {o.type!r} has no stub spelling")
             keys.append((o.name, name, f"{o.flag} (docs/options.md)"))

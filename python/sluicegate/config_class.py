@@ -13,11 +13,14 @@ one place an option is declared, as the file is never edited by hand.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
-import typing
-from typing import Any, List, Optional, Sequence, Set
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, List, Optional, Sequence, Set
+
+from . import records
 
 
 #: The generated module, beside this one.
@@ -35,47 +38,53 @@ tests/test_options_contract.py fails, when this file and the table differ.
 
 from __future__ import annotations
 
-import dataclasses
 '''
 
 CLASS_HEAD = '''
 
-@dataclasses.dataclass(frozen=True)
+@records.record(frozen=True)
 class Config:
     """The validated options, one field per entry of OPTIONS, in its order and with its type."""
 
 '''
 
 
-def spell(t: Any) -> str:
-    """A field's annotation as written in the file: `Optional[str]`, `Tuple[BindAddress, ...]`."""
-    text = t.__name__ if isinstance(t, type) else repr(t)
-    return re.sub(r"\b(?:[a-z_]+\.)+([A-Za-z_]\w*)", r"\1", text)
+#: How a module of the front imports typing's names: for annotations only (validated.py too).
+TYPE_CHECKING_LINE = ("TYPE_CHECKING = False  # typing's names for annotations only "
+                      "(tests/test_front_imports.py)")
+
+#: The classes of this package an option's type may name, and the modules that hold them.
+CLASSES = {"BindAddress": ".listeners", "Hooks": ".hooks", "StaticMount": ".parsers.http"}
 
 
-def _classes(t: Any, found: Set[type]) -> None:
-    """The classes of this package named in annotation `t` (they must be imported)."""
-    if isinstance(t, type) and t.__module__.startswith("sluicegate."):
-        found.add(t)
-    for arg in typing.get_args(t):
-        if isinstance(arg, list):  # Callable's argument list
-            for a in arg:
-                _classes(a, found)
-        else:
-            _classes(arg, found)
+def spell(t: str) -> str:
+    """A field's annotation as written in the file (`Optional[str]`, `Tuple[BindAddress, ...]`):
+    the row's type, which is written so (option_row.py)."""
+    return t
 
 
 def _imports(options: Sequence[Any]) -> List[str]:
+    """validated.py's imports: the names of `typing` and the classes the types name (a name
+    neither is, nor a builtin, is a table error)."""
+    import builtins
+    import typing
+
     names: Set[str] = set()
-    classes: Set[type] = set()
+    classes: Set[str] = set()
     for o in options:
-        if not isinstance(o.type, type):
-            names.update(re.findall(r"\btyping\.(\w+)", repr(o.type)))
-        _classes(o.type, classes)
-    lines = [f"from typing import {', '.join(sorted(names))}", ""] if names else []
-    for cls in sorted(classes, key=lambda c: (c.__module__, c.__name__)):
-        module = cls.__module__[len("sluicegate"):]
-        lines.append(f"from {module} import {cls.__name__}")
+        for word in re.findall(r"[A-Za-z_]\w*", o.type):
+            if word in CLASSES:
+                classes.add(word)
+            elif hasattr(typing, word) and not hasattr(builtins, word):
+                names.add(word)
+            elif not hasattr(builtins, word):  # pragma: no cover - a table error
+                raise ValueError(f"option {o.name}: type {o.type!r} names {word!r}, which is "
+                                 "neither typing's nor in config_class.CLASSES")
+    lines = [TYPE_CHECKING_LINE, "if TYPE_CHECKING:",
+             f"    from typing import {', '.join(sorted(names))}", ""] if names else []
+    lines.append("from . import records")
+    for name in sorted(classes, key=lambda c: (CLASSES[c], c)):
+        lines.append(f"from {CLASSES[name]} import {name}")
     return lines
 
 
@@ -96,11 +105,12 @@ def write(options: Sequence[Any]) -> None:
 
 
 def mismatch(options: Sequence[Any], config: type) -> Optional[str]:
-    """None when `config`'s fields are exactly the table's (names, order, types), else what
-    differs."""
-    hints = typing.get_type_hints(config)
-    have = [(f.name, hints[f.name]) for f in dataclasses.fields(config)]
-    table = [(o.name, o.type) for o in options]
+    """None when `config`'s fields are exactly the table's (names, order, types as this module
+    writes them), else what differs. The annotations are compared as written, not evaluated
+    (`typing.get_type_hints` compiled each of them: 0.2 MB of resident memory in the master,
+    and in every worker forked from it, for a check made at each start)."""
+    have = [(f.name, f.type) for f in records.fields(config)]
+    table = [(o.name, spell(o.type)) for o in options]
     if have == table:
         return None
     return (f"Config fields {have} differ from OPTIONS {table}: run "

@@ -18,7 +18,10 @@ import difflib
 import json
 import re
 import sys
-from typing import Any, Dict, Mapping
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Mapping
 
 from . import gunicorn_settings
 from .errors import OptionError

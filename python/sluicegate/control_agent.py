@@ -14,7 +14,10 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional
 
 from . import children
 from .control_protocol import NEEDS_A_MASTER, OPERATIONS

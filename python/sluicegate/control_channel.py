@@ -11,7 +11,10 @@ import json
 import socket
 import threading
 import time
-from typing import Any, Dict, List, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional
 
 from . import thread_names
 from .control_agent import Agent

@@ -7,13 +7,16 @@ it (pid, age, memory, state); workers still booting are not asked (NOT_SERVING).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import socket
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import records
 from . import children
 from .control_agent import allowance, process_age
 from .control_channel import Channel, keep_channel
@@ -21,7 +24,7 @@ from .control_protocol import MAX_WORKERS, NOT_SERVING, OPERATIONS, workers_chan
 from .control_server import ControlServer, start
 
 
-@dataclasses.dataclass
+@records.record
 class MasterView:
     """What the master shows its control server: callables read on the control thread."""
 

@@ -20,7 +20,10 @@ import json
 import os
 import signal
 import socket
-from typing import Any, Dict, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional
 
 
 #: How long a master waits for one worker's answer before showing it without one.

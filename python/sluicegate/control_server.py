@@ -20,7 +20,10 @@ import stat
 import struct
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Set
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Optional, Set
 
 from . import thread_names
 from .control_protocol import WORKER_TIMEOUT_S, send_line

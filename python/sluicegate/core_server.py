@@ -21,7 +21,10 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from . import gunicorn_logging, logs, signals, thread_bounds, thread_names
 from .config import core_config, metrics_address

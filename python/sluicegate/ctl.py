@@ -24,7 +24,10 @@ import socket
 import stat
 import sys
 import time
-from typing import Any, Dict, List, NoReturn, Optional, Sequence
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
 from . import children, control_protocol as protocol
 

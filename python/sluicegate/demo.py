@@ -8,9 +8,13 @@ it received and how to serve your own app; `/echo` sends back a POSTed body; any
 from __future__ import annotations
 
 import html
-from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
 
-StartResponse = Callable[..., Any]
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
+
+if TYPE_CHECKING:
+    StartResponse = Callable[..., Any]
 
 _PAGE = """<!doctype html>
 <html lang="en">

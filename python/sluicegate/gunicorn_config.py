@@ -20,16 +20,15 @@ import importlib.util
 import os
 import re
 import traceback
-from typing import Any, Dict, Mapping
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Mapping
 
 from . import gunicorn_settings
 from .errors import OptionError, one_line
 from .gunicorn_settings import DIRTY_HOOKS, warn
 from .hooks import SUPPORTED as SUPPORTED_HOOKS, UNSUPPORTED as UNSUPPORTED_HOOKS, from_mapping
-
-#: gunicorn worker classes that mean what every sluicegate process does.
-THREADED_WORKER_CLASSES = ("sync", "gthread", "gunicorn.workers.sync.SyncWorker",
-                           "gunicorn.workers.gthread.ThreadWorker")
 
 #: gunicorn's server hooks: functions in the file (hooks.py says which sluicegate runs).
 HOOKS = SUPPORTED_HOOKS + tuple(UNSUPPORTED_HOOKS) + tuple(DIRTY_HOOKS)

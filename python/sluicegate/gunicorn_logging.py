@@ -30,7 +30,10 @@ import logging
 import os
 import socket
 import sys
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from .errors import StartError
 

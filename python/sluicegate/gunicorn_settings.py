@@ -19,11 +19,14 @@ the installed gunicorn has a setting or a flag this table does not answer.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import records
 from .errors import OptionError, one_line
 from .hooks import SUPPORTED as SUPPORTED_HOOKS, UNSUPPORTED as UNSUPPORTED_HOOKS
 
@@ -51,7 +54,7 @@ def _same(value: Any) -> Any:
     return value
 
 
-@dataclasses.dataclass(frozen=True)
+@records.record(frozen=True)
 class Setting:
     """One gunicorn setting: its name (in gunicorn.conf.py and here in TOML), its flags, and
     sluicegate's answer (`text`: for done, how; else the one-line reason)."""

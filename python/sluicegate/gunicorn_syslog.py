@@ -11,7 +11,10 @@ import logging
 import logging.handlers
 import sys
 import time
-from typing import Any, Dict
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict
 
 #: The logger that says a syslog is down or back (gunicorn_logging.ERROR_LOGGER).
 ERROR_LOGGER = "gunicorn.error"

@@ -16,17 +16,30 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from .gunicorn_settings import DONE, SETTINGS
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-#: gunicorn settings whose value `cfg` gives as ours (the option a done setting maps to), but
-#: for those whose value sluicegate's option holds in another form than gunicorn's.
-_SAME_VALUE = {s.name: str(s.option) for s in SETTINGS if s.answer == DONE and s.name not in (
-    "http_protocols", "http2_cleartext", "secure_scheme_headers", "paste", "access_log_format")}
-#: gunicorn settings sluicegate ignores or refuses: `cfg` gives None for them.
-_NOT_OURS = {s.name for s in SETTINGS if s.answer != DONE}
 from .logs import log as sluicegate_log
+
+#: gunicorn's settings as `cfg` reads them (`_settings`), from gunicorn_settings.py when a hook
+#: first reads one: a server without hooks never imports that table.
+_SETTINGS: Dict[str, Any] = {}
+
+
+def _settings() -> Dict[str, Any]:
+    """"same": gunicorn settings whose value `cfg` gives as ours (the option a done setting maps
+    to), but for those whose value sluicegate's option holds in another form than gunicorn's;
+    "not ours": those sluicegate ignores or refuses (`cfg` gives None for them)."""
+    if not _SETTINGS:
+        from .gunicorn_settings import DONE, SETTINGS
+
+        _SETTINGS["same"] = {s.name: str(s.option) for s in SETTINGS if s.answer == DONE and
+                             s.name not in ("http_protocols", "http2_cleartext",
+                                            "secure_scheme_headers", "paste", "access_log_format")}
+        _SETTINGS["not ours"] = {s.name for s in SETTINGS if s.answer != DONE}
+    return _SETTINGS
 
 #: gunicorn settings with no sluicegate option whose value a hook may read: what gunicorn's
 #: default is, which is what sluicegate does (or the nearest thing).
@@ -37,7 +50,8 @@ _GUNICORN_DEFAULTS: Dict[str, Any] = {
     "limit_request_field_size": 8190, "initgroups": False, "paste": None,
 }
 
-Address = Union[Tuple[str, int], str]
+if TYPE_CHECKING:
+    Address = Union[Tuple[str, int], str]
 
 
 class GunicornLog:
@@ -70,19 +84,19 @@ class GunicornCfg:
 
     def __init__(self, cfg: Any) -> None:
         self._cfg = cfg
-        self._ours = _SAME_VALUE
 
     def __getattr__(self, name: str) -> Any:
         cfg = self._cfg
         if name in _DERIVED:
             return _DERIVED[name](cfg)
-        if name in self._ours:
-            return _gunicorn_value(name, getattr(cfg, self._ours[name], None))
+        ours = _settings()["same"]
+        if name in ours:
+            return _gunicorn_value(name, getattr(cfg, ours[name], None))
         if hasattr(cfg, name):
             return getattr(cfg, name)
         if name in _GUNICORN_DEFAULTS:
             return _GUNICORN_DEFAULTS[name]
-        if name in _NOT_OURS:
+        if name in _settings()["not ours"]:
             return None
         raise AttributeError(f"cfg has no setting {name!r}")
 

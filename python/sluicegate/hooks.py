@@ -28,14 +28,16 @@ server without them calls the app directly.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import importlib.util
-import inspect
 import os
 import sys
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from . import call_shape, records
 from .errors import StartError
 from .logs import log
 
@@ -99,7 +101,7 @@ def exit_status(code: object) -> int:
     return 1
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@records.record(frozen=True, eq=False)
 class Hooks:
     """The hooks' source as given (a module name or .py path, or where a mapping came from),
     and the functions once known (a mapping's, at once; a module's, by `resolve`)."""
@@ -136,6 +138,10 @@ def check_signature(name: str, f: Callable[..., Any]) -> None:
     """ValueError, one line, if gunicorn's call of hook `name` cannot call `f` (gunicorn
     refuses such a hook when it reads its configuration: "Value must have an arity of")."""
     wanted = ARGUMENTS[name]
+    if call_shape.plain(f) and call_shape.binds_positional(f, len(wanted)):
+        return  # read from its code (call_shape.py): inspect only for anything else
+    import inspect
+
     try:
         inspect.signature(f).bind(*wanted)
     except TypeError:
@@ -163,7 +169,7 @@ def _defined_at(f: Callable[..., Any]) -> str:
 # -- the objects hooks receive ---------------------------------------------------------------
 
 
-@dataclasses.dataclass
+@records.record
 class HookRequest:
     """gunicorn's `req`, from the WSGI environ: headers as (NAME, value) pairs, names upper-case
     like gunicorn's."""
@@ -176,13 +182,13 @@ class HookRequest:
     headers: List[Tuple[str, str]]
 
 
-@dataclasses.dataclass
+@records.record
 class HookResponse:
     """gunicorn's `resp`, as far as the app's start_response told it (status None if the app
     raised before calling it)."""
 
     status: Optional[str] = None
-    headers: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
+    headers: List[Tuple[str, str]] = records.field(default_factory=list)
 
     @property
     def status_code(self) -> Optional[int]:

@@ -20,18 +20,21 @@ Sockets can also come ready-made from systemd's socket activation (`LISTEN_FDS`)
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import socket
 import stat
-from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import List, Optional, Sequence, Tuple
+
+from . import records
 from .errors import BindError
 
-#: What `_core.Server` takes per listener: (fd, kind, server_name, server_port, wire, tls).
-Listener = Tuple[int, str, str, str, str, bool]
+if TYPE_CHECKING:
+    #: What `_core.Server` takes per listener: (fd, kind, server_name, server_port, wire, tls).
+    Listener = Tuple[int, str, str, str, str, bool]
 
 _SYNTAX = ("expected HOST:PORT, [IPV6]:PORT, unix:PATH[;mode=660;owner=USER;group=GROUP] or unix:@NAME, "
            "each optionally after uwsgi: or proxy:, and that after https: or http:")
@@ -44,7 +47,7 @@ WIRES = ("http", "proxy", "uwsgi")
 LISTEN_FDS_START = 3
 
 
-@dataclass(frozen=True)
+@records.record(frozen=True)
 class BindAddress:
     """One parsed `--bind` value. `host` is the host as written (IPv6 without brackets), or the
     socket's path for kind "unix"; `port` is the requested port (0 = any free port)."""
@@ -84,8 +87,8 @@ def parse_bind(text: str) -> BindAddress:
             break
     for wire in ("uwsgi", "proxy"):
         if text.startswith(wire + ":"):
-            return dataclasses.replace(_parse_address(text[len(wire) + 1:]), wire=wire, tls=tls)
-    return dataclasses.replace(_parse_address(text), tls=tls)
+            return records.replace(_parse_address(text[len(wire) + 1:]), wire=wire, tls=tls)
+    return records.replace(_parse_address(text), tls=tls)
 
 
 def _parse_address(text: str) -> BindAddress:
@@ -403,7 +406,7 @@ def with_socket_defaults(address: BindAddress, mode: Optional[int],
     if not address_has_file(address) or (mode is None and owner is None):
         return address
     user, _, group = (owner or "").partition(":")
-    return dataclasses.replace(
+    return records.replace(
         address, mode=address.mode if address.mode is not None else mode,
         owner=address.owner or user or None, group=address.group or group or None)
 

@@ -21,14 +21,17 @@ it was raised. The original exception is kept as `__cause__`, for `--log-level d
 
 from __future__ import annotations
 
-import ast
 import importlib
-import inspect
+import keyword
 import os
 import sys
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import call_shape
 from .asgi import app_refusal
 from .errors import LoadError, one_line
 
@@ -103,6 +106,11 @@ def parse_spec(spec: str) -> Tuple[str, List[str], Optional[Tuple[tuple, Dict[st
         )
     if not all(part.isidentifier() for part in module_name.split(".")):
         raise LoadError(f"app path {spec!r}: {module_name!r} is not a module name ({_EXAMPLE})")
+    names = _plain_names(target)
+    if names is not None:
+        return module_name, names, None
+    import ast
+
     try:
         expr = ast.parse(target.strip(), mode="eval").body
     except SyntaxError:
@@ -117,7 +125,19 @@ def parse_spec(spec: str) -> Tuple[str, List[str], Optional[Tuple[tuple, Dict[st
     return module_name, names, call
 
 
+def _plain_names(target: str) -> Optional[List[str]]:
+    """`obj` or `obj.attr` read without ast (it would import ast in every process forked from
+    this one for a name): the names, or None for anything else (a call, spaces), which ast
+    reads. ASCII only: ast normalizes other identifiers (NFKC)."""
+    names = target.split(".")
+    if target.isascii() and all(n.isidentifier() and not keyword.iskeyword(n) for n in names):
+        return names
+    return None
+
+
 def _dotted_names(node: ast.expr) -> Optional[List[str]]:
+    import ast
+
     if isinstance(node, ast.Name):
         return [node.id]
     if isinstance(node, ast.Attribute):
@@ -127,6 +147,8 @@ def _dotted_names(node: ast.expr) -> Optional[List[str]]:
 
 
 def _literal_arguments(call: ast.Call, spec: str) -> Tuple[tuple, Dict[str, Any]]:
+    import ast
+
     try:
         args = tuple(ast.literal_eval(a) for a in call.args)
         kwargs = {}
@@ -221,6 +243,13 @@ def _where(e: BaseException) -> str:
 def _check_wsgi_signature(obj: Any, spec: str, called: bool) -> None:
     """Catch `module:create_app` given without its `()`: a plain function that cannot take
     (environ, start_response) would otherwise fail only at the first request."""
+    if call_shape.plain(obj):
+        if not call_shape.binds_positional(obj, 2):
+            hint = "" if called else f"; if it is an app factory, call it: '{spec}()'"
+            raise LoadError(f"{spec!r} cannot be called as app(environ, start_response){hint}")
+        return
+    import inspect
+
     if not (inspect.isfunction(obj) or inspect.ismethod(obj)):
         return
     try:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Dict, List, Optional, Sequence
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Dict, List, Optional, Sequence
 
 #: The least time between two looks at the files.
 EVERY_S = 1.0

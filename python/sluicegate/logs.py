@@ -16,7 +16,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Optional, Tuple
 
 from . import gunicorn_logging
 from .errors import OptionError

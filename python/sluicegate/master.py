@@ -51,7 +51,10 @@ import select
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import (control_master, hook_objects, hooks, log_touch, logs, messages, metrics_total,
                options_uwsgi, privileges, sd_notify, side_commands, signals, statsd,
@@ -83,11 +86,12 @@ SLOTS = 1024
 #: An entry no live worker owns (u32::MAX in the core).
 VACANT = b"\xff\xff\xff\xff"
 
-#: `boot_worker(cfg, events_fd, max_requests, balance, workers, metrics_fd, worker_id)`: run
-#: in each forked child, returns its exit status (supervisor.py builds it: load the app, run a
-#: WorkerServer). `metrics_fd`: where it leaves its last metrics reading, or -1. `worker_id`:
-#: uWSGI's worker id, from 1 (`Child.wid` + 1: a replacement keeps its predecessor's).
-BootWorker = Callable[[Config, int, int, Tuple[int, int, int], int, int, int], int]
+if TYPE_CHECKING:
+    #: `boot_worker(cfg, events_fd, max_requests, balance, workers, metrics_fd, worker_id)`: run
+    #: in each forked child, returns its exit status (supervisor.py builds it: load the app, run a
+    #: WorkerServer). `metrics_fd`: where it leaves its last metrics reading, or -1. `worker_id`:
+    #: uWSGI's worker id, from 1 (`Child.wid` + 1: a replacement keeps its predecessor's).
+    BootWorker = Callable[[Config, int, int, Tuple[int, int, int], int, int, int], int]
 
 
 class Master(Reloads, Upkeep):

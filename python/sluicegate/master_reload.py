@@ -7,10 +7,13 @@ state these methods read and change is `Master`'s, and so are the methods they c
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from typing import Any, Optional, Tuple
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Optional, Tuple
+
+from . import records
 from . import hooks, messages, pidfile, sd_notify, tls
 from .children import State, alive as _alive, describe_exit
 from .errors import SluicegateError
@@ -45,7 +48,7 @@ class Reloads:
         assert self.reread is not None
         cfg = self.reread()
         if cfg.workers is None:  # `--reload` without --workers: the one worker it runs
-            cfg = dataclasses.replace(cfg, workers=self.cfg.workers)
+            cfg = records.replace(cfg, workers=self.cfg.workers)
         return cfg, tls.read(cfg)
 
     def _check_reading(self) -> None:
@@ -80,14 +83,14 @@ class Reloads:
         if read is not None:
             cfg, credentials = read
             tls.adopt(credentials)
-            changed = [f.name for f in dataclasses.fields(cfg)
+            changed = [f.name for f in records.fields(cfg)
                        if getattr(cfg, f.name) != getattr(self.cfg, f.name)]
             kept = [n for n in changed if n in RESTART_ONLY]
             if kept:
                 log.warning("%s: %s changed but only take effect on a restart", why,
                             ", ".join(kept))
                 # The workers boot with the master's own settings (--user among them).
-                cfg = dataclasses.replace(cfg, **{n: getattr(self.cfg, n) for n in kept})
+                cfg = records.replace(cfg, **{n: getattr(self.cfg, n) for n in kept})
             self.cfg = cfg
             if cfg.workers:
                 self._set_target(cfg.workers)

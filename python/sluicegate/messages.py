@@ -27,7 +27,10 @@ from __future__ import annotations
 import enum
 import os
 import signal
-from typing import List, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import List, Optional
 
 
 class Message(bytes, enum.Enum):

@@ -13,7 +13,10 @@ from __future__ import annotations
 import http.client
 import http.server
 import socket
-from typing import Callable, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 from . import thread_names
 

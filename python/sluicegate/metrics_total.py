@@ -32,7 +32,10 @@ import os
 import re
 import socket
 import threading
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Callable, Dict, List, Optional, Tuple
 
 from . import thread_names
 from .errors import StartError
@@ -40,8 +43,9 @@ from .errors import StartError
 if TYPE_CHECKING:
     from .metrics_http import ScrapeServer
 
-#: A series: its sample name and its labels (without `worker`).
-Key = Tuple[str, Tuple[Tuple[str, str], ...]]
+if TYPE_CHECKING:
+    #: A series: its sample name and its labels (without `worker`).
+    Key = Tuple[str, Tuple[Tuple[str, str], ...]]
 
 #: The most bytes of a worker's last reading the master reads at its end.
 FINAL_MAX = 1 << 20

@@ -5,13 +5,16 @@ environment variable `SLUICEGATE_<NAME>`, its default as shown in --help and the
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Callable, List, Optional, Tuple
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, List, Optional, Tuple
+
+from . import records
 
 ENV_PREFIX = "SLUICEGATE_"
 
 
-@dataclasses.dataclass(frozen=True)
+@records.record(frozen=True)
 class Option:
     """One option, declared once. `name` is the Python identifier (the Config field, the
     serve() keyword, the core's config key); the flag and the env var are derived from it."""
@@ -22,8 +25,10 @@ class Option:
     default: Any
     help: str
     metavar: str
-    #: The type of the validated value (the Config field's annotation).
-    type: Any
+    #: The type of the validated value, as the Config field's annotation is written
+    #: (`"Optional[int]"`, `"Tuple[BindAddress, ...]"`; config_class.py). Text, not typing's
+    #: objects: the table is read in the master, and typing would then be in every process.
+    type: str
     short: Optional[str] = None
     #: Other spellings on the command line: gunicorn's flags (`-w`, `--keep-alive`, ...), so that
     #: a gunicorn command line works by changing only the program's name.

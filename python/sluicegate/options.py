@@ -29,9 +29,12 @@ tests/test_options_contract.py fails on any drift between the table and these.
 from __future__ import annotations
 
 import sys
-from typing import Dict, Optional, Sequence, Tuple
 
-from . import (config_class, options_doc, options_http, options_logging, options_monitoring,
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Dict, Optional, Sequence, Tuple
+
+from . import (config_class, options_http, options_logging, options_monitoring,
                options_processes, options_proxies, options_sockets, options_start,
                options_static, options_tls, options_uwsgi)
 from .option_row import ENV_PREFIX, Option
@@ -98,6 +101,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args != ["--markdown"]:
         print(USAGE, file=sys.stderr)
         return 2
+    from . import options_doc  # here: the table's readers never need it
+
     sys.stdout.write(options_doc.markdown(OPTIONS, ENV_PREFIX))
     return 0
 

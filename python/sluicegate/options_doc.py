@@ -5,7 +5,9 @@ passes it down, being the floor above, and runs this as `python -m sluicegate.op
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 from . import gunicorn_settings
 

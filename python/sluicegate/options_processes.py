@@ -8,7 +8,9 @@ Rows only: options.py puts them in the one table, in its order.
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Optional, Tuple
 
 from .option_row import Option
 from .parsers import (parse_bool, parse_command, parse_count_or_zero, parse_on_term, parse_path,
@@ -25,21 +27,21 @@ WORKERS: Tuple[Option, ...] = (
         "app threads, all serving the same sockets (auto: one per CPU available). The master "
         "replaces a worker that dies and handles reloads (HUP) and the other operations "
         "signals (docs/operations.md). Unset: one process serves, without a master.",
-        "N", Optional[int], short="-w",
+        "N", "Optional[int]", short="-w",
     ),
     Option(
         "worker_class", parse_worker_class, "gthread",
         "gunicorn's worker type, accepted so that its command lines work: sync and gthread "
         "name what every sluicegate process does (an event loop, and an elastic pool of "
         "threads for the app: --threads); any other (gevent, eventlet, uvicorn's) is refused.",
-        "CLASS", str, short="-k",
+        "CLASS", "str", short="-k",
     ),
     Option(
         "preload", parse_bool, "false",
         "With --workers: import the app in the master before forking the workers (memory "
         "shared copy-on-write, an import error found before any worker starts). A reload (HUP) "
         "then restarts the workers with the master's copy of the app.",
-        "", bool, switch=True,
+        "", "bool", switch=True,
     ),
     Option(
         "max_requests", parse_count_or_zero, "0",
@@ -47,13 +49,13 @@ WORKERS: Tuple[Option, ...] = (
         "0..--max-requests-jitter): with the request that makes the count it stops accepting "
         "and that answer ends keep-alive, so it serves no other new request; it finishes its "
         "in-flight requests, and stops once its replacement is ready. 0: never.",
-        "N", int,
+        "N", "int",
     ),
     Option(
         "max_requests_jitter", parse_count_or_zero, "0",
         "A random 0..N added to --max-requests per worker, so workers are not all replaced at "
         "once.",
-        "N", int,
+        "N", "int",
     ),
     Option(
         "reload", parse_bool, "false",
@@ -61,13 +63,13 @@ WORKERS: Tuple[Option, ...] = (
         "replace the workers when one changes; code that does not import leaves the old "
         "workers serving. Runs a master with one worker unless --workers says more. Needs "
         "the watchfiles package (pip install 'sluicegate[reload]').",
-        "", bool, switch=True,
+        "", "bool", switch=True,
     ),
     Option(
         "reload_extra", parse_path, [],
         "With --reload: also replace the workers when this file (or anything under this "
         "directory) changes: templates, configuration. Give it several times for several.",
-        "PATH", Tuple[str, ...], repeatable=True, aliases=("--reload-extra-file",),
+        "PATH", "Tuple[str, ...]", repeatable=True, aliases=("--reload-extra-file",),
     ),
     Option(
         "warmup", parse_warmup, "",
@@ -76,21 +78,21 @@ WORKERS: Tuple[Option, ...] = (
         "header): an answer of 500 or more, or an exception, fails the boot, so a reload "
         "(HUP, --reload) whose code errors on this path is abandoned and the old workers keep "
         "serving. Name a path that touches what a deploy can break. Empty: off.",
-        "PATH", str,
+        "PATH", "str",
     ),
     Option(
         "django_checks", parse_bool, "false",
         "For a Django app: run Django's system checks (manage.py check) before a worker says "
         "ready; an error fails its boot (a reload is abandoned). Without it a Django app's "
         "URLconf, and every view module it imports, is still imported before ready.",
-        "", bool, switch=True,
+        "", "bool", switch=True,
     ),
     Option(
         "max_rss", parse_size, "0",
         "With --workers: replace a worker whose resident memory passes this size (e.g. 512M), "
         "the same way as --max-requests: its replacement is ready before it stops, and it "
         "finishes its in-flight requests. The master looks every 0.5 s. 0: never.",
-        "BYTES", int,
+        "BYTES", "int",
     ),
 )
 
@@ -105,42 +107,42 @@ MASTER_DUTIES: Tuple[Option, ...] = (
            "process group, SIGKILL 5 s later). A reload (HUP) leaves it running. Implies a "
            "master (one worker unless --workers says more). Give it several times for "
            "several commands (docs/operations.md, \"Side commands\").",
-           "COMMAND", Tuple[str, ...], repeatable=True),
+           "COMMAND", "Tuple[str, ...]", repeatable=True),
     Option("smart_attach_daemon", parse_smart_command, [],
            "Run a command that daemonizes itself and writes its pid to PIDFILE (uWSGI's "
            "smart-attach-daemon): started unless PIDFILE already names a live process, "
            "started again when the process PIDFILE names is gone (checked every second), "
            "and left running when the server stops, as uWSGI leaves it. Implies a master. "
            "Give it several times for several.",
-           "\"PIDFILE COMMAND\"", Tuple[str, ...], repeatable=True),
+           "\"PIDFILE COMMAND\"", "Tuple[str, ...]", repeatable=True),
     Option("exec_pre_app", parse_command, [],
            "Run this shell command before the app is loaded (uWSGI's exec-pre-app and "
            "hook-pre-app = exec:...): in each worker before it imports the app, or once in "
            "the master with --preload (or in a single server). A command that fails (exit "
            "status other than 0) stops the start, as in uWSGI. Give it several times for "
            "several, run in order.",
-           "COMMAND", Tuple[str, ...], repeatable=True),
+           "COMMAND", "Tuple[str, ...]", repeatable=True),
     Option("touch_reload", parse_path, [],
            "Reload gracefully (as HUP: new workers, then the old ones drain) when this "
            "file's modification time changes, or when it appears (uWSGI's touch-reload): "
            "the master looks at it every 0.5 s. Implies a master. Give it several times for "
            "several files.",
-           "PATH", Tuple[str, ...], repeatable=True),
+           "PATH", "Tuple[str, ...]", repeatable=True),
     Option("max_worker_lifetime", parse_seconds_or_off, "0",
            "With --workers: replace a worker once it has served this many seconds (uWSGI's "
            "max-worker-lifetime), the way --max-requests replaces one: its replacement is "
            "ready before it stops, and it finishes its in-flight requests. 0: never.",
-           "SECONDS", float),
+           "SECONDS", "float"),
     Option("max_worker_lifetime_delta", parse_seconds_or_off, "0",
            "With --max-worker-lifetime: worker N (from 1; its replacement takes over its "
            "number) lives N-1 times this many seconds longer, so workers are not all "
            "replaced at once (uWSGI's max-worker-lifetime-delta).",
-           "SECONDS", float),
+           "SECONDS", "float"),
     Option("on_term", parse_on_term, "stop",
            "What SIGTERM does: stop (finish in-flight requests, then exit) or reload (a "
            "graceful reload, as HUP: uWSGI 2.0's meaning of TERM without die-on-term). "
            "SIGINT and SIGQUIT still stop. reload implies a master.",
-           "ACTION", str),
+           "ACTION", "str"),
 )
 
 
@@ -150,24 +152,24 @@ IDENTITY: Tuple[Option, ...] = (
         "user", parse_path, None,
         "Run as this user (name or uid) after binding the sockets and before importing the app; "
         "its primary group too unless --group is given. Needs root at start.",
-        "USER", Optional[str], short="-u",
+        "USER", "Optional[str]", short="-u",
     ),
     Option(
         "group", parse_path, None,
         "Run as this group (name or gid), dropped to with --user.",
-        "GROUP", Optional[str], short="-g",
+        "GROUP", "Optional[str]", short="-g",
     ),
     Option(
         "umask", parse_umask, None,
         "Set the process umask first (octal, e.g. 027): the permissions of unix socket files and of files "
         "the app creates. Unset: inherited, and unix socket files are made under umask 0 (srwxrwxrwx: "
         "gunicorn's default; the directory decides who reaches them).",
-        "MASK", Optional[int], short="-m",
+        "MASK", "Optional[int]", short="-m",
     ),
     Option(
         "pid", parse_path_or_off, None,
         "Write the server's (the master's) process id to this file at start; removed at exit.",
-        "FILE", Optional[str], short="-p",
+        "FILE", "Optional[str]", short="-p",
     ),
     Option(
         "proc_name", parse_proc_name, None,
@@ -177,7 +179,7 @@ IDENTITY: Tuple[Option, ...] = (
         "'sluicegate[setproctitle]'); without it, the short process name (/proc/PID/comm, "
         "15 bytes, what top shows) becomes master:NAME, worker:NAME or server:NAME. Unset: "
         "titles are left alone.",
-        "NAME", Optional[str], short="-n", aliases=("--name",),
+        "NAME", "Optional[str]", short="-n", aliases=("--name",),
     ),
 )
 
@@ -191,7 +193,7 @@ THREADS: Tuple[Option, ...] = (
         "app that holds a database connection per thread (Django with a database other than "
         "SQLite and no connection pool), so that a burst stays within PostgreSQL's default "
         "connection limit (see docs/deploying.md).",
-        "MIN:MAX", Optional[Tuple[int, int]],
+        "MIN:MAX", "Optional[Tuple[int, int]]",
     ),
     Option(
         "max_runnable", parse_count_or_zero, "1",
@@ -201,7 +203,7 @@ THREADS: Tuple[Option, ...] = (
         "counting, so blocking apps still get up to MAX threads. Keeps a burst of requests from "
         "becoming a convoy of threads fighting for the GIL (see docs/architecture.md). 0: no "
         "limit.",
-        "N", int, core=True,
+        "N", "int", core=True,
     ),
     Option(
         "scheduler", parse_scheduler, "adaptive",
@@ -209,7 +211,7 @@ THREADS: Tuple[Option, ...] = (
         "quickly, on the pool as soon as one blocks (see docs/architecture.md). inline: always "
         "inline (a blocked call is still taken over). pool: always on the pool (for apps known "
         "to block on every request).",
-        "MODE", str, core=True,
+        "MODE", "str", core=True,
     ),
     Option(
         "spin", parse_spin, "auto",
@@ -219,11 +221,11 @@ THREADS: Tuple[Option, ...] = (
         "is not throttled (no CPU quota or cpuset below them, read again every second: in a "
         "container with a CPU limit the spin would spend the quota the app needs). on: "
         "whatever the allowance. off: never.",
-        "MODE", str, core=True,
+        "MODE", "str", core=True,
     ),
     Option(
         "pace", parse_pace, "off",
         "auto: pace the CPU under 90% of the cgroup's quota (docs/deploying.md). off: never.",
-        "MODE", str, core=True,
+        "MODE", "str", core=True,
     ),
 )

@@ -5,7 +5,9 @@ Rows only: options.py puts them in the one table, in its order.
 
 from __future__ import annotations
 
-from typing import Tuple
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Tuple
 
 from .option_row import Option
 from .parsers import parse_forwarded_allow_ips, parse_forwarded_headers, parse_proxy_protocol
@@ -20,7 +22,7 @@ TRUST: Tuple[Option, ...] = (
         "proto) becomes wsgi.url_scheme. REMOTE_ADDR and the access log's client stay the peer's "
         "(for those, --forwarded-for-ips). Also whose uwsgi variables are believed, and who may "
         "send a PROXY protocol header (without --proxy-allow-ips). Empty: nobody.",
-        "LIST", str, core=True,
+        "LIST", "str", core=True,
     ),
     Option(
         "forwarded_for_ips", parse_forwarded_allow_ips, "",
@@ -28,7 +30,7 @@ TRUST: Tuple[Option, ...] = (
         "client's address, scheme, host and port they give become REMOTE_ADDR, REMOTE_PORT, wsgi.url_scheme, "
         "HTTP_HOST, SERVER_NAME, SERVER_PORT and the access log's client (X-Forwarded-For read from the "
         "right, past these peers). Empty: nobody (REMOTE_ADDR is the peer's, as in gunicorn).",
-        "LIST", str, core=True,
+        "LIST", "str", core=True,
     ),
     Option(
         "proxy_protocol", parse_proxy_protocol, "false",
@@ -37,7 +39,7 @@ TRUST: Tuple[Option, ...] = (
         "only; its client address becomes the connection's. One listener only: bind it as "
         "proxy:HOST:PORT. A missing or malformed header closes the connection. gunicorn's "
         "modes are taken too: --proxy-protocol v1, v2 or auto is on, off is off.",
-        "", bool, switch=True,
+        "", "bool", switch=True,
     ),
     Option(
         "proxy_allow_ips", parse_forwarded_allow_ips, "",
@@ -46,7 +48,7 @@ TRUST: Tuple[Option, ...] = (
         "The headers of the requests that follow are then believed or not by "
         "--forwarded-allow-ips, for the client the PROXY header names. Empty: the peers of "
         "--forwarded-allow-ips.",
-        "LIST", str, core=True, aliases=("--proxy-allow-from",),
+        "LIST", "str", core=True, aliases=("--proxy-allow-from",),
     ),
 )
 
@@ -58,6 +60,6 @@ FAMILY: Tuple[Option, ...] = (
         "Which forwarding headers are read from trusted peers: 'x-forwarded' (X-Forwarded-For, "
         "-Proto, -Ssl, -Host, -Port) or 'forwarded' (RFC 7239). Only one family: a proxy that "
         "sets one passes the other through from the client, who could then spoof it.",
-        "FAMILY", str, core=True,
+        "FAMILY", "str", core=True,
     ),
 )

@@ -6,7 +6,9 @@ Rows only: options.py puts them in the one table, in its order.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple, Union
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional, Tuple, Union
 
 from .hooks import Hooks
 from .listeners import BindAddress
@@ -24,7 +26,7 @@ SERVE: Tuple[Option, ...] = (
         "(pkg.mod:obj.app) or a factory call with literal arguments (mod:create_app() or "
         "mod:create_app('prod', debug=False)). The current directory is searched first. "
         "Without it, sluicegate serves its built-in demo app.",
-        "MODULE:APP", Union[str, Callable[..., Any]], positional=True,
+        "MODULE:APP", "Union[str, Callable[..., Any]]", positional=True,
     ),
     Option(
         "bind", parse_bind_value, ["127.0.0.1:8000"],
@@ -32,7 +34,7 @@ SERVE: Tuple[Option, ...] = (
         "gunicorn), [IPV6]:PORT or unix:PATH. Port 0 picks a free port "
         "(the 'Listening at:' log line shows it). Give it several times to listen on several "
         "addresses.",
-        "ADDRESS", Tuple[BindAddress, ...], short="-b", repeatable=True,
+        "ADDRESS", "Tuple[BindAddress, ...]", short="-b", repeatable=True,
     ),
     Option(
         "config", parse_path_or_off, None,
@@ -44,20 +46,20 @@ SERVE: Tuple[Option, ...] = (
         "The command line and the environment override it. Re-read on HUP (with --workers). "
         "When no file is named (here or in the environment), the sluicegate command reads "
         "./gunicorn.conf.py if there is one, as gunicorn does; 'off' reads none.",
-        "FILE", Optional[str], short="-c",
+        "FILE", "Optional[str]", short="-c",
     ),
     Option(
         "check_config", parse_bool, "false",
         "Validate every option, check that --user and --group exist and that the directories "
         "of --access-log, --error-log and --pid do, and import the app, then exit: 0 if all "
         "is well, else 2 with one line saying what is wrong.",
-        "", bool, switch=True,
+        "", "bool", switch=True,
     ),
     Option(
         "print_config", parse_bool, "false",
         "Print the resolved options as TOML, each with where its value came from (command line, "
         "environment, config file or default), then exit.",
-        "", bool, switch=True,
+        "", "bool", switch=True,
     ),
 )
 
@@ -72,7 +74,7 @@ HOOKS: Tuple[Option, ...] = (
         "(docs/operations.md, \"Hooks\"). A "
         "gunicorn.conf.py given to --config sets this from its own functions. Set once at "
         "start.",
-        "MODULE", Optional[Hooks],
+        "MODULE", "Optional[Hooks]",
     ),
 )
 
@@ -83,13 +85,13 @@ APP_ENVIRONMENT: Tuple[Option, ...] = (
         "chdir", parse_chdir, None,
         "Change to this directory before loading the app; relative --access-log and unix: "
         "paths are then relative to it too.",
-        "DIR", Optional[str],
+        "DIR", "Optional[str]",
     ),
     Option(
         "pythonpath", parse_pythonpath, None,
         "Directories put first on sys.path (comma-separated, relative to --chdir) before the "
         "hooks and the app: gunicorn's --pythonpath (docs/operations.md).",
-        "DIRS", Optional[str],
+        "DIRS", "Optional[str]",
     ),
     Option(
         "env", parse_env_item, [],
@@ -97,6 +99,6 @@ APP_ENVIRONMENT: Tuple[Option, ...] = (
         "DJANGO_SETTINGS_MODULE=mysite.settings.prod), as gunicorn's -e does: the sluicegate "
         "command sets it before loading the app, in the master and so in every worker; "
         "serve() leaves os.environ alone. Set once at start. Give it several times for several.",
-        "KEY=VALUE", Tuple[str, ...], short="-e", repeatable=True,
+        "KEY=VALUE", "Tuple[str, ...]", short="-e", repeatable=True,
     ),
 )

@@ -6,7 +6,9 @@ parsers. Kept apart so that the table stays one screen per subject.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional, Tuple
 
 from . import uwsgi_stats
 from .parsers import parse_path
@@ -115,7 +117,7 @@ def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
             "worker_id(), numproc, opt, masterpid(), reload(), set_logvar(), @postfork, ...; "
             "every other name fails at its first call, naming the uWSGI feature "
             "(sluicegate-uwsgi always sets it; docs/operations.md).",
-            "", bool, switch=True,
+            "", "bool", switch=True,
         ),
         Option(
             "uwsgi_log_format", parse_uwsgi_log_format, None,
@@ -123,40 +125,40 @@ def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
             "%(addr), %(method), %(uri), %(status), %(msecs), %(ltime), %(var.NAME), a "
             "uwsgi.set_logvar key, ... (docs/operations.md); it replaces --access-log-format. "
             "`--access-log-format uwsgi` is uWSGI's default line.",
-            "FORMAT", Optional[str],
+            "FORMAT", "Optional[str]",
         ),
         Option(
             "access_log_when", parse_access_log_when, "all",
             "Which requests get an access log line, as uWSGI's disable-logging with log-4xx, "
             "log-5xx, log-slow, log-zero, log-big: all, none, or a comma list of 4xx, 5xx, "
             "slow=MS (took at least MS milliseconds), zero (an empty body), big=BYTES.",
-            "LIST", str, core=True,
+            "LIST", "str", core=True,
         ),
         Option(
             "access_log_forwarded_for", parse_bool, "false",
             "In uWSGI's request lines (--access-log-format uwsgi, --uwsgi-log-format), the "
             "address is the request's X-Forwarded-For when it has one (uWSGI's "
             "log-x-forwarded-for).",
-            "", bool, switch=True, core=True,
+            "", "bool", switch=True, core=True,
         ),
         Option(
             "log_date", parse_log_date, None,
             "Start each error log line with the date, as uWSGI's log-date: 'on' for C's ctime "
             "form (Fri Nov 27 02:18:11 2026), or a strftime format (%Y-%m-%d %H:%M:%S), then "
             "' - '.",
-            "FORMAT|on", Optional[str],
+            "FORMAT|on", "Optional[str]",
         ),
         Option(
             "log_reopen", parse_bool, "false",
             "Reopen the log files on each reload (uWSGI's log-reopen), as USR1 does.",
-            "", bool, switch=True,
+            "", "bool", switch=True,
         ),
         Option(
             "touch_logreopen", parse_path, [],
             "Reopen the log files (as USR1 does) when this file's modification time changes "
             "(uWSGI's touch-logreopen; the master looks once a second). Give it several times "
             "for several files.",
-            "PATH", Tuple[str, ...], repeatable=True,
+            "PATH", "Tuple[str, ...]", repeatable=True,
         ),
         Option(
             "uwsgi_compat", parse_uwsgi_compat, [],
@@ -167,19 +169,19 @@ def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
             "replaced after --max-requests + (K-1)*N requests, in place of "
             "--max-requests-jitter's random count; `min-worker-lifetime=N`: --max-requests "
             "replaces no worker younger than N seconds. Give it several times for several.",
-            "ITEM", Tuple[str, ...], repeatable=True,
+            "ITEM", "Tuple[str, ...]", repeatable=True,
         ),
         Option(
             "stats", uwsgi_stats.parse_stats, None,
             "Serve uWSGI's stats JSON document (what uwsgitop and uWSGI exporters read) on "
             "HOST:PORT, :PORT, a unix socket path or @NAME (abstract): one document per "
             "connection, as uWSGI's `stats` option.",
-            "ADDRESS", Optional[str],
+            "ADDRESS", "Optional[str]",
         ),
         Option(
             "stats_http", parse_bool, "false",
             "Answer the --stats socket over HTTP (uWSGI's `stats-http`): a client's request gets "
             "the document as application/json.",
-            "", bool, switch=True,
+            "", "bool", switch=True,
         ),
     )

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Optional
 
 from .errors import SluicegateError
 

@@ -22,7 +22,10 @@ from __future__ import annotations
 import io
 import os
 import sys
-from typing import Any, Callable, List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, List, Optional, Tuple
 
 from .errors import LoadError, one_line
 

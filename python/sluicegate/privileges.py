@@ -16,7 +16,10 @@ import grp
 import os
 import pwd
 import sys
-from typing import List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import List, Optional, Tuple
 
 from .errors import StartError
 from .logs import log

@@ -11,7 +11,9 @@ main thread, with no C call of our own.
 
 from __future__ import annotations
 
-from typing import Optional
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Optional
 
 #: The longest name the kernel keeps for a process (TASK_COMM_LEN, 16, less the NUL).
 COMM_LEN = 15

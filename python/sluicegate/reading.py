@@ -19,7 +19,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 from . import thread_names
 

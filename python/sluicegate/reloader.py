@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable, List, Sequence
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Callable, List, Sequence
 
 from .errors import StartError
 from .thread_names import name_this_thread

@@ -13,10 +13,14 @@ command_line.py.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Mapping, Optional, Sequence
+
+from . import records
 from .errors import OptionError
 from .hooks import Hooks
 from .option_row import ENV_PREFIX, Option
@@ -33,7 +37,7 @@ if _mismatch:  # a programming error: the table edited, validated.py not regener
 # --- Phase 1: raw values, with where each came from.
 
 
-@dataclasses.dataclass(frozen=True)
+@records.record(frozen=True)
 class Raw:
     """A value as written, and where: '--threads', 'SLUICEGATE_THREADS', 'threads=' (a serve()
     keyword) or 'default'. The source is part of every error message."""

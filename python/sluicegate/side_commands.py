@@ -29,12 +29,15 @@ As uWSGI 2.0 runs them (its core/daemons.c):
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import time
-from typing import Callable, List, Optional, Sequence
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Callable, List, Optional, Sequence
+
+from . import records
 from .errors import SluicegateError
 from .logs import log
 from ._core import parent_death_signal
@@ -59,7 +62,7 @@ def parse_smart(value: str) -> tuple:
     return pidfile, command.strip()
 
 
-@dataclasses.dataclass
+@records.record
 class SideCommand:
     """One command and what the master knows of it."""
 

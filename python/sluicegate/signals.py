@@ -27,7 +27,10 @@ from __future__ import annotations
 import enum
 import os
 import signal
-from typing import Any, Callable, Dict, Optional, Sequence
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Optional, Sequence
 
 
 class Op(enum.Enum):
@@ -64,7 +67,8 @@ SERVER_SIGNALS = tuple(TABLE)
 #: Signals a master handles: the table, and SIGCHLD to wake it when a child exits.
 MASTER_SIGNALS = (*TABLE, signal.SIGCHLD)
 
-Handler = Callable[[int, Any], None]
+if TYPE_CHECKING:
+    Handler = Callable[[int, Any], None]
 
 
 def op(signum: int) -> Optional[Op]:

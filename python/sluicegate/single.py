@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Tuple
 
 from . import control_agent, control_server, hook_objects, hooks, sd_notify, tls, uwsgi_stats
 from .control_protocol import path_for

@@ -20,7 +20,10 @@ import logging
 import re
 import socket
 import time
-from typing import Any, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 #: How long metrics are dropped after a failed connection before the next one is tried (a
 #: name is resolved anew: a DNS query, not for every metric). The core's `io::statsd::RETRY`.

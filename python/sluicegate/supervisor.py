@@ -29,11 +29,14 @@ below this module imports it: the master gets the worker's start as a value (`bo
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
-from typing import Any, Callable, List, Optional, Tuple
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, List, Optional, Tuple
+
+from . import records
 from . import (gunicorn_logging, hook_objects, hooks, logs, pidfile, preflight, privileges,
                proctitle, side_commands, statsd, syspath, tls, uwsgi_module)
 from .listeners import BoundSocket, bind_all, inherited_sockets, with_socket_defaults
@@ -47,7 +50,8 @@ from .worker import WorkerServer
 
 __all__ = ["serve_config", "log"]
 
-App = Callable[..., Any]
+if TYPE_CHECKING:
+    App = Callable[..., Any]
 
 
 def serve_config(
@@ -135,13 +139,13 @@ def _settle(cfg: Config) -> Config:
         os.umask(cfg.umask)
     if cfg.chdir:
         # Absolute: each worker goes there again once forked, from the directory it is in.
-        cfg = dataclasses.replace(cfg, chdir=os.path.abspath(cfg.chdir))
+        cfg = records.replace(cfg, chdir=os.path.abspath(cfg.chdir))
         os.chdir(cfg.chdir)
     syspath.settle(cfg.chdir, cfg.pythonpath)  # before on_starting, as gunicorn does
     if cfg.workers is None and (cfg.reload or cfg.touch_reload or cfg.on_term == "reload"
                                 or cfg.attach_daemon or cfg.smart_attach_daemon):
         # Reloading replaces workers, and side commands are a master's: they need a master.
-        cfg = dataclasses.replace(cfg, workers=1)
+        cfg = records.replace(cfg, workers=1)
     return cfg
 
 

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import List, Optional
 
 
 def add_first(directory: str) -> None:

@@ -19,7 +19,10 @@ Detection reads only what the app already imported: nothing is imported on its b
 from __future__ import annotations
 
 import sys
-from typing import Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Optional, Tuple
 
 #: `auto` for most apps.
 GENERAL = (1, 1024)

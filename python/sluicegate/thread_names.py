@@ -12,7 +12,10 @@ thread of the server, the Rust core's included, is named `sg-` and a word that f
 from __future__ import annotations
 
 import threading
-from typing import Callable
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Callable
 
 #: The bytes of a name the kernel keeps (TASK_COMM_LEN less the NUL).
 NAME_BYTES = 15

@@ -14,7 +14,9 @@ them with `Server.set_tls`.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Optional, Sequence
 
 from .errors import OptionError
 from .validated import Config

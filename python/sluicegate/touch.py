@@ -14,7 +14,10 @@ a file that disappears is not a touch, as in uWSGI.
 from __future__ import annotations
 
 import os
-from typing import Dict, Optional, Sequence
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Dict, Optional, Sequence
 
 
 def _mtime(path: str) -> Optional[int]:

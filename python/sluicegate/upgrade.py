@@ -11,7 +11,10 @@ from __future__ import annotations
 import fcntl
 import os
 import sys
-from typing import List, Sequence
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import List, Sequence
 
 from .listeners import LISTEN_FDS_START, BoundSocket
 

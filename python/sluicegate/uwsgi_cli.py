@@ -14,7 +14,7 @@ refused one); then the same start as `sluicegate` (cli.run: validate, serve), wi
 one-line error contract. On HUP the files are read again, as uWSGI's reload reads them.
 
 The resolution runs in a process of its own (`resolve_apart`: this command again, with
-`RESOLVE_TO_FD`), which writes the result back as Python literals and exits: the modules that
+`RESOLVE_TO_FD`), which writes the result back in `marshal`'s format and exits: the modules that
 read uWSGI's configurations (uwsgi_config*.py, uwsgi_options.py, uwsgi_convert.py, the uWSGI
 option table: about 1.2 MB of resident memory) never load in the master, so no worker forked
 from it carries them either. A result that cannot be written so, or a helper process that
@@ -23,10 +23,13 @@ cannot start, falls back to resolving here.
 
 from __future__ import annotations
 
-import ast
+import marshal
 import os
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import __version__, syspath
 from .cli import run
@@ -155,8 +158,8 @@ def resolve_apart(args: List[str]) -> Tuple[List[Tuple[str, str]], Given]:
         except ChildProcessError:  # on a HUP the master's loop may have reaped it first
             pass
     try:
-        out: Any = ast.literal_eval(b"".join(chunks).decode("utf-8", "surrogateescape"))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        out: Any = marshal.loads(b"".join(chunks))
+    except (ValueError, EOFError, TypeError, MemoryError, RecursionError):
         out = None
     if isinstance(out, tuple) and out[:1] == ("error",):
         raise ResolveError(out[1], out[2])
@@ -168,9 +171,12 @@ def resolve_apart(args: List[str]) -> Tuple[List[Tuple[str, str]], Given]:
 
 
 def write_resolution(fd: int, args: List[str]) -> int:
-    """In the resolving process: the result as Python literals on `fd` (`("ok", pairs, given,
-    reexec)` or `("error", message, exit status)`); nothing if it has other values (the
-    caller resolves then)."""
+    """In the resolving process: the result on `fd` in `marshal`'s format (`("ok", pairs,
+    given, reexec)` or `("error", message, exit status)`), which holds literals only (str, int,
+    tuples, lists, dicts ...: an object of any other class, a subclass of str too, cannot be
+    written); nothing if it has other values (the caller resolves then). marshal rather than
+    `repr` and `ast.literal_eval`: ast would stay imported in the master, and in every worker
+    forked from it (about 0.5 MB of resident memory each)."""
     syspath.at_start()
     try:
         pairs = resolved(args, os.environ)
@@ -179,14 +185,14 @@ def write_resolution(fd: int, args: List[str]) -> int:
                                                 first.given.items()}, first.reexec)
     except SluicegateError as e:
         out = ("error", str(e), e.exit_code)
-    text = repr(out)
     try:
-        if ast.literal_eval(text) != out:
-            text = ""
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        text = ""
+        data = marshal.dumps(out)
+        if marshal.loads(data) != out:
+            data = b""
+    except (ValueError, MemoryError, RecursionError):
+        data = b""
     with os.fdopen(fd, "wb") as f:
-        f.write(text.encode("utf-8", "surrogateescape"))
+        f.write(data)
     return 0
 
 

@@ -13,7 +13,10 @@ module is imported: an app that needs one fails at its start, not at a later req
 from __future__ import annotations
 
 import types
-from typing import Any, Callable, Dict, List
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List
 
 from . import thread_names
 

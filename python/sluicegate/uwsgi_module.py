@@ -34,7 +34,10 @@ import sys
 import threading
 import time
 import types
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 #: The uWSGI release whose module this one follows.
 UWSGI_VERSION = "2.0.31"
@@ -43,7 +46,8 @@ OPTIONS_ENV = "SLUICEGATE_UWSGI_OPTIONS"
 #: The environ key prefix of `set_logvar`'s values (the access log reads them from there).
 LOGVAR_PREFIX = "uwsgi.logvar."
 
-OptValue = Union[bytes, bool, List[Union[bytes, bool]]]
+if TYPE_CHECKING:
+    OptValue = Union[bytes, bool, List[Union[bytes, bool]]]
 
 
 class UwsgiUnsupported(RuntimeError):

@@ -17,11 +17,14 @@ As uWSGI 2.0 does it:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .loader import LoadError, load_app
 
-App = Callable[..., Iterable[bytes]]
+if TYPE_CHECKING:
+    App = Callable[..., Iterable[bytes]]
 
 
 def mounted(*mounts: str, manage_script_name: bool = False) -> App:

@@ -31,7 +31,10 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import thread_names
 from .logs import log
@@ -42,11 +45,13 @@ UWSGI_VERSION = "2.0.31"
 #: The most a client may take to send its HTTP request (--stats-http).
 CLIENT_TIMEOUT_S = 5.0
 
-#: One listener as the document shows it: (name, protocol, backlog, listening socket or None).
-SocketInfo = Tuple[str, str, int, Optional[socket.socket]]
+if TYPE_CHECKING:
+    #: One listener as the document shows it: (name, protocol, backlog, listening socket or None).
+    SocketInfo = Tuple[str, str, int, Optional[socket.socket]]
 
-#: What the server knows now: control_master.py's `status` answer.
-Status = Callable[[], Dict[str, Any]]
+if TYPE_CHECKING:
+    #: What the server knows now: control_master.py's `status` answer.
+    Status = Callable[[], Dict[str, Any]]
 
 
 def parse_stats(value: object) -> Optional[str]:

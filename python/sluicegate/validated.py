@@ -10,15 +10,17 @@ tests/test_options_contract.py fails, when this file and the table differ.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Callable, Mapping, Optional, Tuple, Union
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
+from . import records
 from .hooks import Hooks
 from .listeners import BindAddress
 from .parsers.http import StaticMount
 
 
-@dataclasses.dataclass(frozen=True)
+@records.record(frozen=True)
 class Config:
     """The validated options, one field per entry of OPTIONS, in its order and with its type."""
 

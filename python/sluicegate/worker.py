@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Dict, List, Tuple
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Tuple
 
 from . import control_agent, control_channel, messages, options_uwsgi
 from .config import metrics_address

@@ -14,15 +14,20 @@ import sys
 #: logging configuration, `--log-syslog`, `worker.tmp`, `static-expires-type`, side commands,
 #: `--exec-pre-app`, uWSGI's XML, JSON and `exec://` configurations, `for-glob`,
 #: `--max-requests-jitter`, `--warmup`, a `--user` switch, a network in
-#: `--forwarded-allow-ips`), or never (ctypes: prctl is the core's).
+#: `--forwarded-allow-ips`, gunicorn hooks, an app that is not a plain function or is a
+#: factory's call), or never (ctypes: prctl is the core's; dataclasses: the front's records
+#: are records.py's; typing: the front imports its names for annotations only; the
+#: options' docs: `python -m sluicegate.options --markdown` only).
 WATCHED = ("http.client", "http.server", "email", "ssl", "socketserver", "logging.config",
            "tempfile", "mimetypes", "logging.handlers", "pickle", "queue", "ctypes",
            "subprocess", "xml.dom.minidom", "pyexpat", "glob", "random", "urllib.parse",
-           "sysconfig", "pathlib", "ipaddress")
+           "sysconfig", "pathlib", "ipaddress", "dataclasses", "inspect", "ast", "dis", "typing",
+           "sluicegate.options_doc")
 
-#: What parses sluicegate's own command line (argparse, with difflib's suggestions) and
-#: $GUNICORN_CMD_ARGS (shlex).
-COMMAND_LINE = ("argparse", "difflib", "gettext", "shlex")
+#: What parses sluicegate's own command line (argparse, with difflib's suggestions),
+#: $GUNICORN_CMD_ARGS (shlex), gunicorn's flags and configuration files (gunicorn's settings).
+COMMAND_LINE = ("argparse", "difflib", "gettext", "shlex", "sluicegate.gunicorn_settings",
+                "sluicegate.gunicorn_config")
 
 #: What reads uWSGI's command line and files into sluicegate's options (uwsgi_cli.py runs them
 #: in a process of its own).

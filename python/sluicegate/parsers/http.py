@@ -5,11 +5,14 @@ and the headers and Expires rules added to answers.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
-from typing import Any, Dict, Optional
 
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional
+
+from .. import records
 from ..allowed_values import ALLOWED
 from .values import parse_str
 
@@ -68,7 +71,7 @@ def parse_http3_congestion(value: object) -> str:
     return text
 
 
-@dataclasses.dataclass(frozen=True)
+@records.record(frozen=True)
 class StaticMount:
     """One `--static` mount: URL prefix, directory, and its per-mount settings."""
 
@@ -82,7 +85,7 @@ class StaticMount:
     fallthrough: bool = False
 
     def to_core(self) -> Dict[str, Any]:
-        return dataclasses.asdict(self)
+        return records.asdict(self)
 
 
 def parse_static(value: object) -> StaticMount:

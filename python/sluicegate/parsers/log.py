@@ -7,7 +7,11 @@ statsd's host.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Optional
 
 from ..allowed_values import ALLOWED
 from .values import _unquote, parse_path, parse_str

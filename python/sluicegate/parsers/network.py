@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Optional
 
 from ..allowed_values import ALLOWED, spelled
 from ..listeners import BindAddress, parse_bind

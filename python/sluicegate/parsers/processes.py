@@ -5,11 +5,14 @@ and the Python path.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Tuple, Union
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from ..allowed_values import ALLOWED, spelled
 from ..asgi import refuse_asgi_worker_class
-from ..gunicorn_config import THREADED_WORKER_CLASSES
 from ..hooks import Hooks, from_mapping
 from ..side_commands import parse_smart
 from ..syspath import directories
@@ -39,6 +42,11 @@ def parse_workers(value: object) -> Optional[int]:
     if not 1 <= n <= 1024:
         raise ValueError("must be between 1 and 1024")
     return n
+
+
+#: gunicorn worker classes that mean what every sluicegate process does.
+THREADED_WORKER_CLASSES = ("sync", "gthread", "gunicorn.workers.sync.SyncWorker",
+                           "gunicorn.workers.gthread.ThreadWorker")
 
 
 def parse_worker_class(value: object) -> str:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Optional
+
+TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 # Upper bounds that keep a value inside the Rust core's integer and Duration types (a u64 byte

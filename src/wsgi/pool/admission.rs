@@ -336,17 +336,18 @@ impl<J> Admission<J> {
     /// Only as the evidence allows (`Climb`): at once until a blocking call has finished or
     /// while the app threads' `share` of a core is small, not while it is large, and as a
     /// trial against the rate measured at the present room in between; one trial at a time,
-    /// none during a hold. Returns whether it grew.
+    /// none during a hold; under a quota, within what it can run (`quota`). Returns whether it
+    /// grew.
     pub fn grow_blocking(&mut self, now: Instant, share: f64) -> bool {
         let Some(base) = self.climb.may_grow(now, share) else {
             return false;
         };
         let from = self.blocking_limit;
-        self.set_room(if from < BLOCKING_DOUBLE_FROM {
+        self.set_room(self.quota_cap(if from < BLOCKING_DOUBLE_FROM {
             from + (from / 4).max(1)
         } else {
             from.saturating_mul(2)
-        });
+        }));
         let demand =
             self.runnable[Class::Blocking as usize] + self.queues[Class::Blocking as usize].len();
         self.climb
@@ -593,6 +594,7 @@ fn insert_in_order<J>(queue: &mut VecDeque<Queued<J>>, q: Queued<J>) {
 pub use super::route::route_hash;
 pub use stall::{stalled, Waiting};
 
+mod quota;
 mod stall;
 #[cfg(test)]
 mod tests;

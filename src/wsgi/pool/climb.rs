@@ -52,6 +52,12 @@ pub const INTERPRETER_BUSY: f64 = 0.75;
 /// that they paid.
 pub const MACHINE_IDLE_LEAST: f64 = 0.10;
 
+/// The share of its CPU quota the process keeps its blocking calls to (`admission::quota`): the
+/// rest is the margin for what a reading 0.1 s late sees (calls admitted meanwhile), and keeps
+/// the quota from stopping the GIL's holder (a throttled period stops every thread of the
+/// cgroup).
+pub const QUOTA_FULL: f64 = 0.9;
+
 /// The shortest span a rate is measured over.
 pub const SPAN_MIN: Duration = Duration::from_millis(100);
 
@@ -167,6 +173,8 @@ pub struct Climb {
     rated: bool,
     /// The idle share of the machine's CPUs lately (1.0 until known): see `machine`.
     machine_idle: f64,
+    /// Under a CPU quota, the share of it the process used lately (`quota`).
+    quota_used: Option<f64>,
     /// Trials kept and reverted (for `stats`).
     pub kept: u64,
     pub reverted: u64,
@@ -185,6 +193,7 @@ impl Default for Climb {
             stride: Stride::Floor,
             rated: false,
             machine_idle: 1.0,
+            quota_used: None,
             kept: 0,
             reverted: 0,
         }
@@ -219,7 +228,7 @@ impl Climb {
         if self.done == 0 {
             return Some(None);
         }
-        if share >= INTERPRETER_BUSY {
+        if share >= INTERPRETER_BUSY || self.quota_used.is_some_and(|u| u >= QUOTA_FULL) {
             return None;
         }
         if share < INTERPRETER_IDLE {
@@ -238,6 +247,25 @@ impl Climb {
     /// `MACHINE_IDLE_LEAST`, no growth as a trial.
     pub fn machine(&mut self, idle: f64) {
         self.machine_idle = idle;
+    }
+
+    /// The share of its CPU quota the process used lately (None: no quota): at `QUOTA_FULL`
+    /// or more, no growth (`admission::quota`).
+    pub fn quota(&mut self, used: Option<f64>) {
+        self.quota_used = used;
+    }
+
+    pub fn quota_used(&self) -> Option<f64> {
+        self.quota_used
+    }
+
+    /// The room was fitted to the quota (`Admission::fit_quota`): a trial under way ends
+    /// without a verdict, and the rate is measured again from the new room (the next descent
+    /// keeps its stride: the quota, not the rate, took the room down).
+    pub fn capped(&mut self) {
+        self.trial = None;
+        self.span = None;
+        self.best = None;
     }
 
     /// Blocking calls finished so far.

@@ -36,6 +36,9 @@ pub(super) struct MachineIdle {
     /// process's CPU nanoseconds and 0).
     last: Option<(Instant, u64, u64)>,
     idle: f64,
+    /// The share of the quota used over the last span, once read and not yet taken
+    /// (`take_quota_used`); `Some(None)`: a reading without a quota.
+    quota_used: Option<Option<f64>>,
 }
 
 /// The CPUs whose idle share the rule reads for a process allowed `a` on a machine of `online`
@@ -47,10 +50,15 @@ pub(crate) fn own_cores(a: &Allowance, online: usize) -> Option<f64> {
 /// The share of a quota of `quota` CPUs left unused by a process that used `used` of CPU over
 /// `wall`.
 pub(crate) fn quota_idle(used: Duration, wall: Duration, quota: f64) -> f64 {
+    quota_idle_unclamped(used, wall, quota).clamp(0.0, 1.0)
+}
+
+/// `quota_idle`, negative for a burst past the quota.
+fn quota_idle_unclamped(used: Duration, wall: Duration, quota: f64) -> f64 {
     if wall.is_zero() || quota <= 0.0 {
         return 1.0;
     }
-    (1.0 - used.as_secs_f64() / (wall.as_secs_f64() * quota)).clamp(0.0, 1.0)
+    1.0 - used.as_secs_f64() / (wall.as_secs_f64() * quota)
 }
 
 /// The idle share of a machine whose CPUs counted `idle` idle ticks of `total` (all CPUs).
@@ -70,6 +78,7 @@ impl MachineIdle {
             read_at: now,
             last: None,
             idle: 1.0,
+            quota_used: None,
         };
         m.read_allowance(now);
         m
@@ -111,7 +120,9 @@ impl MachineIdle {
             let cpu = cpu.as_nanos() as u64;
             if let Some((t0, cpu0, _)) = self.last {
                 let used = Duration::from_nanos(cpu.saturating_sub(cpu0));
-                self.idle = quota_idle(used, now.saturating_duration_since(t0), quota);
+                let wall = now.saturating_duration_since(t0);
+                self.idle = quota_idle(used, wall, quota);
+                self.quota_used = Some(Some(1.0 - quota_idle_unclamped(used, wall, quota)));
             }
             self.last = Some((now, cpu, 0));
             return self.idle;
@@ -124,8 +135,17 @@ impl MachineIdle {
                 self.idle = ticks_idle(idle.saturating_sub(idle0), total - total0);
             }
         }
+        self.quota_used = Some(None);
         self.last = Some((now, idle, total));
         self.idle
+    }
+}
+
+impl MachineIdle {
+    /// The share of the quota the process used over the span last read (`Some(None)`: read
+    /// without a quota), once per reading: None until the next one.
+    pub(super) fn take_quota_used(&mut self) -> Option<Option<f64>> {
+        self.quota_used.take()
     }
 }
 

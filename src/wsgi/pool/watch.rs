@@ -90,6 +90,7 @@ impl<J: Send + 'static> Pool<J> {
                 _ => Duration::MAX,
             };
             let machine_idle = machine.idle(now);
+            let quota_used = machine.take_quota_used();
             inner = self.inner.lock().unwrap();
             let window = prev.map(|(t, cpu)| (now.duration_since(t), app_cpu.saturating_sub(cpu)));
             prev = Some((now, app_cpu));
@@ -101,6 +102,9 @@ impl<J: Send + 'static> Pool<J> {
             Self::judge_holders(&mut inner, now, app_cpu, window);
             // Not known yet: neither idle nor busy, the rate judges.
             let share = app_share.unwrap_or(UNKNOWN_SHARE);
+            if let Some(used) = quota_used {
+                inner.adm.fit_quota(used, share);
+            }
             if inner.adm.blocking_waits() {
                 inner.adm.climb.machine(machine_idle);
             }
