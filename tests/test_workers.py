@@ -9,6 +9,7 @@ failures is asserted to be 0; where a worker is killed, only requests in flight 
 
 import http.client
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -137,10 +138,27 @@ def test_max_requests_replaces_workers_without_failing_a_request(start_server):
     assert len(load.pids) >= 3, "a replacement served"
 
 
+def test_max_requests_is_exact_for_requests_one_after_another(start_server):
+    """With --max-requests 2 a worker served 3 or more requests: the limit was compared every
+    20 ms by the worker's Python side, and in between the worker went on accepting. Now the
+    request that reaches the limit retires the worker at once: sent one after another, each on
+    a new connection, every replaced worker served exactly 2."""
+    srv = start_server("workers", "--workers", "2", "--max-requests", "2")
+    ended = re.compile(r"Worker \d+ served (\d+) requests")
+    served = []
+    for sent in range(1, 401):  # back to back: no pause for a late look at the count to use
+        assert get(srv.port)[0] == 200
+        served = ended.findall(srv.log_text())
+        if len(served) >= 4:
+            break
+    assert len(served) >= 4, f"{len(served)} replaced after {sent} requests"
+    assert set(served) == {"2"}, served
+
+
 def test_a_worker_past_max_requests_hands_its_clients_over_while_another_serves(start_server):
     """A worker that reached --max-requests kept taking its share while its replacement
-    booted (6,707-8,630 requests served with --max-requests 5000). Now it answers with
-    `Connection: close` while another worker serves, and leaves new connections to that one:
+    booted (6,707-8,630 requests served with --max-requests 5000). Now its last answer says
+    `Connection: close`, and it leaves new connections to the other worker:
     a keep-alive client's next request, on its new connection, is another worker's, and no
     request fails on the way."""
     srv = start_server("workers", "--workers", "2", "--max-requests", "20")

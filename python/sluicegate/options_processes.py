@@ -46,9 +46,9 @@ WORKERS: Tuple[Option, ...] = (
     Option(
         "max_requests", parse_count_or_zero, "0",
         "With --workers: replace a worker after it has served this many requests (plus a random "
-        "0..--max-requests-jitter); its replacement is ready before it stops accepting, and it "
-        "finishes its in-flight requests. Meanwhile, while another worker serves, it ends "
-        "keep-alive after each answer and leaves new connections to the others. 0: never.",
+        "0..--max-requests-jitter): with the request that makes the count it stops accepting "
+        "and that answer ends keep-alive, so it serves no other new request; it finishes its "
+        "in-flight requests, and stops once its replacement is ready. 0: never.",
         "N", "int",
     ),
     Option(

@@ -3,7 +3,7 @@ world.
 
 Forked by the master (master.py) on the master's listening sockets, it serves until the master
 signals it, and reports on its pipe (messages.py): `READY` once serving, `MAX_REQUESTS` after
-`--max-requests` requests, `STUCK` with `--max-stuck` stuck app calls. Only the master logs the
+`--max-requests` requests (the core retired it with the last of them), `STUCK` with `--max-stuck` stuck app calls. Only the master logs the
 `Listening at:` lines and speaks to systemd; the operations that are the master's (HUP, USR2,
 TTIN, TTOU, WINCH) reach the worker with the process group and are left to it.
 """
@@ -58,10 +58,12 @@ class WorkerServer(ServerProcess):
         return bool(self.max_requests or self.max_stuck)
 
     def watch(self, stats: Dict[str, Any]) -> bool:
-        """Ask the master for a replacement once, when a limit is reached."""
+        """Ask the master for a replacement once, when a limit is reached. The core retired
+        the worker already with the request that reached --max-requests (`retire_after`);
+        `retire()` covers a limit reached before min-worker-lifetime passed."""
         if self.max_requests and stats["requests"] >= self.max_requests \
                 and time.monotonic() - self.born >= self.min_lifetime:
-            self._server.retire()  # its clients move to the others while its successor boots
+            self._server.retire()  # it accepts no more; the others serve while its successor boots
             messages.send(self.events_fd, Message.MAX_REQUESTS)
             return True
         if self.max_stuck and stats["stuck_calls"] >= self.max_stuck:
@@ -74,7 +76,11 @@ class WorkerServer(ServerProcess):
         return False
 
     def start_control(self, server: Any) -> None:
-        """Answer the master's control questions on the socket pair it left us."""
+        """Tell the core the request limit (it retires the worker with the request that reaches
+        it, io/request_limit.rs), and answer the master's control questions on the socket
+        pair it left us."""
+        server.retire_after(self.max_requests,
+                            max(0.0, self.min_lifetime - (time.monotonic() - self.born)))
         channel = control_channel.take_channel()
         if channel is not None:
             agent = control_agent.Agent(server, lambda: self.phase.value,

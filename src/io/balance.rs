@@ -29,10 +29,9 @@ use std::time::Duration;
 /// A slot no live worker owns.
 pub const VACANT: u32 = u32::MAX;
 
-/// The flag a retiring worker (past `--max-requests`, its replacement booting) sets on its
-/// entry: the others count it out, and it leaves new connections to them while any of them
-/// serves. Without it a retiring worker kept taking its share, and served 6,707–8,630
-/// requests with `--max-requests 5000` while a Django replacement booted.
+/// The flag a retired worker (past `--max-requests`, its replacement booting) sets on its
+/// entry: the others count it out (it accepts no connection more, `io::request_limit`), so
+/// they do not leave connections to it.
 pub const RETIRING: u32 = 1 << 31;
 
 /// A worker may hold this many connections more than the least loaded one and still accept.
@@ -133,21 +132,12 @@ impl Balance {
             .min()
     }
 
-    /// Whether a worker holding `open` connections should take the next one now. A retiring
-    /// worker leaves every connection to the others while one of them serves (and takes it
-    /// after `DEFER_LIMIT` looks if none did, as any worker does).
+    /// Whether a worker holding `open` connections should take the next one now.
     pub fn may_accept(&self, open: usize) -> bool {
         match self.least_serving_other() {
-            Some(_) if self.retiring.load(Ordering::Relaxed) => false,
             Some(least) => (open as u64) <= u64::from(least) + u64::from(SLACK),
             None => true,
         }
-    }
-
-    /// This worker retires and another serves: keep-alive ends after each answer, so its
-    /// clients reconnect to the others.
-    pub fn hands_over(&self) -> bool {
-        self.retiring.load(Ordering::Relaxed) && self.least_serving_other().is_some()
     }
 }
 
@@ -195,24 +185,19 @@ mod tests {
     }
 
     #[test]
-    fn a_retiring_worker_leaves_connections_to_a_serving_one_and_is_counted_out() {
+    fn a_retired_worker_is_counted_out() {
         let fd = table(4);
         let old = Balance::open(fd, 4, 0).unwrap();
         let other = Balance::open(fd, 4, 1).unwrap();
         vacate_all(&old);
         old.publish(0);
         other.publish(50);
-        assert!(old.may_accept(0) && !old.hands_over());
+        assert!(!other.may_accept(50), "the idle one is there to take it");
         old.retire(0);
-        assert!(!old.may_accept(0), "the other serves: leave it to it");
-        assert!(old.hands_over());
         // The other does not compare itself with a worker that takes nothing.
         assert!(other.may_accept(50));
-        other.retire(50);
-        assert!(
-            old.may_accept(0) && !old.hands_over(),
-            "nobody else serves: keep serving"
-        );
+        old.publish(0);
+        assert!(other.may_accept(50), "publishing keeps the flag");
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! - [`error_answer`]: the server's own error answers, built in one place.
 //! - [`event_loop`]: the epoll loop (mio) that accepts, reads heads and finishes writes.
 //! - [`balance`]: how worker processes sharing a listening socket spread its connections.
+//! - [`request_limit`]: when a worker retires (its request limit), checked as requests are counted.
 //! - [`listen`]: the listening sockets the Python front hands over.
 //! - [`metrics_socket`]: the `--metrics-bind` socket, which the core binds itself.
 //! - [`file_body`]: a file the app hands over as its body, made ready for `sendfile`.
@@ -45,6 +46,7 @@ pub mod metrics_socket;
 pub mod out_queue;
 pub mod read_ahead;
 pub mod read_buf;
+pub mod request_limit;
 pub mod shared_out;
 pub mod static_cache;
 mod static_expires;

@@ -277,16 +277,17 @@ impl Server {
     }
 
     /// This worker retires (`--max-requests`, `--max-stuck` reached; its replacement boots):
-    /// it leaves new connections to the workers that serve and ends keep-alive after each
-    /// answer while one does (`io::balance`). Nothing in a single process.
+    /// it accepts no connection more and ends keep-alive after each answer
+    /// (`io::request_limit`). Nothing in a single process.
     fn retire(&self) {
-        let ctx = self.shared.ctx();
-        let open = ctx
-            .counters
-            .by_request
-            .open_connections
-            .load(Ordering::Relaxed);
-        ctx.retire(open as usize);
+        self.shared.ctx().retire();
+    }
+
+    /// Retire by itself with the request that makes `requests` (0: never), if `min_age_s`
+    /// seconds have passed by then (`io::request_limit`). Called before `run`.
+    fn retire_after(&self, requests: u64, min_age_s: f64) {
+        let min_age = std::time::Duration::from_secs_f64(min_age_s.max(0.0));
+        self.shared.ctx().retire_after(requests, min_age);
     }
 
     /// The app calls in flight, oldest first: `(method, path, age_s, thread, stuck)`, the path

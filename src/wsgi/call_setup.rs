@@ -37,7 +37,7 @@ pub fn begin(
     cut: impl Into<Cut>,
     version: &[u8],
 ) -> Watched {
-    bridge.counters().requests.fetch_add(1, Ordering::Relaxed);
+    bridge.loop_ctx.count_request();
     let ticket = bridge
         .deadlines
         .as_ref()

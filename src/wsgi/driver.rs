@@ -49,7 +49,6 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
     let transport = conn.transport();
     // TLS: the environ's SSL_* facts, plain values made once per connection by `io`.
     let tls_facts = transport.tls_facts();
-    let keep_alive = head.keep_alive && !bridge.loop_ctx.keep_alive_ending();
     let client_closes = !head.keep_alive;
 
     let input_obj = request_input(bridge, py, &mut conn, &head, &transport);
@@ -66,6 +65,8 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         transport,
         version(&head),
     );
+    // After the count: the request that retires the worker ends keep-alive too.
+    let keep_alive = head.keep_alive && !bridge.loop_ctx.keep_alive_ending();
     let times = (parsed_at, app_started);
     let framing = (keep_alive, uwsgi.is_some());
     let callables = take_callables(

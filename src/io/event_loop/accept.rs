@@ -44,7 +44,8 @@ impl LoopState {
     /// Accept one connection from a listener and look at it at once (its request is usually
     /// there already); if one came, the listener is tried again once the ready queue is empty.
     pub(super) fn accept(&mut self, index: usize, ctx: &LoopCtx) {
-        if self.defers(index, ctx) {
+        // A retired worker leaves every connection to the others (`io::request_limit`).
+        if ctx.retired() || self.defers(index, ctx) {
             return;
         }
         loop {

@@ -18,6 +18,7 @@ use sluicegate_proto::RequestHead;
 use crate::config::Config;
 use crate::io::balance::Balance;
 use crate::io::conn::{AfterOutput, Conn, Wire};
+use crate::io::request_limit::RequestLimit;
 use crate::io::shared_out::SharedOut;
 use crate::io::static_files::StaticFiles;
 use crate::io::streams::StreamCall;
@@ -120,6 +121,8 @@ pub struct LoopCtx {
     pub counters: Counters,
     /// With worker processes: the shared connection counts (see `io::balance`).
     pub(super) balance: Option<Balance>,
+    /// A worker's request limit, and whether it retired (`io::request_limit`).
+    pub(super) limit: RequestLimit,
     /// Large TLS answers of inline calls are written there (`io::tls_writer`).
     pub(super) tls_writer: TlsWriter,
 }
@@ -248,19 +251,57 @@ impl LoopCtx {
         self.shutdown_state() >= Shutdown::Graceful
     }
 
-    /// Whether keep-alive ends after the answer being made: a stop, or a worker that retires
-    /// while another serves (its clients reconnect to the others, `io::balance`).
+    /// Whether keep-alive ends after the answer being made: a stop, or a worker that retired
+    /// (`io::request_limit`).
+    #[inline]
     pub fn keep_alive_ending(&self) -> bool {
-        self.shutting_down() || self.balance.as_ref().is_some_and(|b| b.hands_over())
+        self.shutting_down() || self.limit.retired()
     }
 
-    /// This worker retires (`--max-requests` reached, its replacement booting): it leaves new
-    /// connections to the workers that serve and ends keep-alive after each answer, so that it
-    /// serves few requests past its limit. Nothing without worker processes.
-    pub fn retire(&self, open: usize) {
-        if let Some(b) = &self.balance {
-            b.retire(open);
+    /// Whether the next request counted retires the worker (its answer then ends keep-alive).
+    pub fn next_request_retires(&self) -> bool {
+        self.limit
+            .reached_by(self.counters.requests.load(Ordering::Relaxed) + 1)
+    }
+
+    /// Count a request (an app call, or an answer the loop makes itself); the one that reaches
+    /// the worker's request limit retires it at once, before another is accepted or read.
+    #[inline]
+    pub fn count_request(&self) {
+        let n = self.counters.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.limit.reached_by(n) {
+            self.retire();
         }
+    }
+
+    /// Retire after `requests` requests (0: never), not before `min_age` from now (uWSGI's
+    /// `min-worker-lifetime`). Nothing in a single process.
+    pub fn retire_after(&self, requests: u64, min_age: Duration) {
+        if self.balance.is_some() {
+            self.limit.set(requests, min_age);
+        }
+    }
+
+    /// This worker retires (its request limit reached, `--max-stuck`; its replacement booting):
+    /// it accepts no connection more, its entry in the balance counts it out, and keep-alive
+    /// ends after each answer (`io::request_limit`). Nothing in a single process.
+    pub fn retire(&self) {
+        if let Some(b) = &self.balance {
+            if self.limit.retire() {
+                let open = self
+                    .counters
+                    .by_request
+                    .open_connections
+                    .load(Ordering::Relaxed);
+                b.retire(open as usize);
+            }
+        }
+    }
+
+    /// Whether the worker retired: it accepts no connection more.
+    #[inline]
+    pub fn retired(&self) -> bool {
+        self.limit.retired()
     }
 
     /// The health path fails (503) from the moment a stop is asked for, drain included.

@@ -277,6 +277,7 @@ impl LoopState {
             shutdown_at: Mutex::new(None),
             counters: Counters::default(),
             balance,
+            limit: Default::default(),
             tls_writer: Default::default(),
         });
         let st = Box::new(LoopState {

@@ -2,8 +2,6 @@
 //! static files, framed by the caller for its protocol), and how an HTTP/1.1 connection goes on
 //! after one (`answered_here`: counted, logged, kept alive or closed).
 
-use std::sync::atomic::Ordering;
-
 use sluicegate_proto::forwarded::{self, Hop};
 use sluicegate_proto::h1::response::{health_answer, OwnAnswer};
 use sluicegate_proto::uwsgi::UwsgiFacts;
@@ -17,8 +15,8 @@ use crate::observe::timings::End;
 /// The answers the loop gives itself, without the app, on any protocol: the health path
 /// (`--health-path`; it comes first, so a check is answered within the loop's round even while
 /// every app thread computes) and static files (`--static`), each handed to `frame`, which
-/// frames it for its protocol. `None`: the request is the app's. A stop or a retiring
-/// worker's hand-over asks to close the connection after it.
+/// frames it for its protocol. `None`: the request is the app's. A stop, a retired worker
+/// or the request that retires it (`io::request_limit`) closes the connection after it.
 #[inline]
 pub(crate) fn own_answer<R>(
     head: &RequestHead,
@@ -29,7 +27,7 @@ pub(crate) fn own_answer<R>(
     // Compared first: the answer is made only for the health path itself.
     if !config.health_path.is_empty() && head.path() == config.health_path.as_slice() {
         if let Some(mut answer) = health_answer(head, &config.health_path, !ctx.health_failing()) {
-            answer.closes |= ctx.keep_alive_ending();
+            answer.closes |= ctx.keep_alive_ending() || ctx.next_request_retires();
             return Some(frame(Own {
                 answer: &answer,
                 date: &http_date(),
@@ -39,7 +37,7 @@ pub(crate) fn own_answer<R>(
         }
     }
     ctx.settings.statics.as_ref()?.serve(head, |own| {
-        if !ctx.keep_alive_ending() {
+        if !ctx.keep_alive_ending() && !ctx.next_request_retires() {
             return frame(own);
         }
         let mut answer = *own.answer;
@@ -78,7 +76,7 @@ pub(super) fn answered_here(
     parsed_at: u64,
 ) {
     conn.requests += 1;
-    ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
+    ctx.count_request();
     let has_body = head.body != BodyFraming::None;
     let client_closes = !head.keep_alive;
     ctx.counters.by_request.loop_answer(answer.status);

@@ -23,7 +23,7 @@ fn body_drainable(input: &Py<Input>, max: u64) -> bool {
 
 impl Sender {
     /// The connection may carry another request after this response (proto's rule).
-    /// A stop (or a retiring worker's hand-over, `io::balance`) that began while the app ran
+    /// A stop (or a retired worker, `io::request_limit`) that began while the app ran
     /// closes the connection too, and the head says so (RFC 9112 §9.6), instead of promising a
     /// keep-alive the server will not keep. Once the head is encoded its word stands: a stop
     /// that begins after it leaves the connection to the loop's graceful close, since closing
