@@ -241,8 +241,16 @@ fn woken_by_close_calls(now: &mut Instant) -> (Watch, u64) {
 fn a_quick_call_after_a_doze_brings_the_longest_tick_back() {
     let mut now = Instant::now();
     let (mut w, mut seq) = woken_by_close_calls(&mut now);
-    assert_eq!(w.next_sleep(false), TICK_MIN, "the waking call is looked at soon");
-    assert_eq!(after_sleep(&mut w, &mut now, seq), Look::Calm, "first sight");
+    assert_eq!(
+        w.next_sleep(false),
+        TICK_MIN,
+        "the waking call is looked at soon"
+    );
+    assert_eq!(
+        after_sleep(&mut w, &mut now, seq),
+        Look::Calm,
+        "first sight"
+    );
     assert_eq!(w.next_sleep(false), TICK_MIN, "and looked at again soon");
     // It left the loop (it ended, or its response streams and was handed off).
     seq += 1;
