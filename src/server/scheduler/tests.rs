@@ -209,6 +209,82 @@ fn no_calls_for_a_second_dozes_but_never_while_a_call_runs() {
     }
 }
 
+/// Look after the sleep the watchdog chose (`next_sleep`), at `seq`.
+fn after_sleep(w: &mut Watch, now: &mut Instant, seq: u64) -> Look {
+    *now += w.next_sleep(false);
+    w.look(seq, *now)
+}
+
+/// Calls stop at the longest tick: the watchdog dozes (sparse mode) at `seq`; a call wakes it
+/// and ends, it dozes again, and a second call soon after wakes it for good (`woken`, sparse
+/// mode over). Returns the number at that second wake (odd: the call is in flight).
+fn woken_by_close_calls(now: &mut Instant) -> (Watch, u64) {
+    let (mut w, seq) = backed_off(now);
+    while step(&mut w, now, seq) != Look::Doze {}
+    assert_eq!(w.tick, TICK_MAX);
+    *now += SPARSE_GAP * 2;
+    w.woken(*now);
+    assert_eq!(after_sleep(&mut w, now, seq + 1), Look::Calm);
+    assert_eq!(after_sleep(&mut w, now, seq + 2), Look::Doze);
+    *now += SPARSE_GAP / 4;
+    w.woken(*now);
+    assert!(!w.sparse);
+    (w, seq + 3)
+}
+
+/// The call that wakes the watchdog from a doze is watched from `TICK_MIN`, then the tick goes
+/// back to the longest. What went wrong: every wake-up ramped the tick up again from `TICK_MIN`
+/// (64 looks at each of 250 µs, 500 µs, 1 ms, 2 ms), so each run of streamed responses after a
+/// pause paid 256 looks, about 1.5 wake-ups per S3 fetch over 200 fetches, though every call
+/// left the loop at its second block.
+#[test]
+fn a_quick_call_after_a_doze_brings_the_longest_tick_back() {
+    let mut now = Instant::now();
+    let (mut w, mut seq) = woken_by_close_calls(&mut now);
+    assert_eq!(
+        w.next_sleep(false),
+        TICK_MIN,
+        "the waking call is looked at soon"
+    );
+    assert_eq!(
+        after_sleep(&mut w, &mut now, seq),
+        Look::Calm,
+        "first sight"
+    );
+    assert_eq!(w.next_sleep(false), TICK_MIN, "and looked at again soon");
+    // It left the loop (it ended, or its response streams and was handed off).
+    seq += 1;
+    assert_eq!(after_sleep(&mut w, &mut now, seq), Look::Calm);
+    assert_eq!(w.next_sleep(false), TICK_MAX, "no ramp up from TICK_MIN");
+    for _ in 0..CALM_LOOKS * 4 {
+        seq += 2; // a quick call between every two looks
+        assert_eq!(after_sleep(&mut w, &mut now, seq), Look::Calm);
+        assert_eq!(w.next_sleep(false), TICK_MAX);
+    }
+}
+
+/// A call that wakes the watchdog and blocks is judged as soon as before (at its second look,
+/// `2 × TICK_MIN` after the wake), and after its takeover the tick ramps up from `TICK_MIN`.
+#[test]
+fn a_call_after_a_doze_is_judged_at_the_short_tick_and_a_takeover_ramps_up() {
+    let mut now = Instant::now();
+    let (mut w, seq) = woken_by_close_calls(&mut now);
+    let woke = now;
+    assert_eq!(after_sleep(&mut w, &mut now, seq), Look::Calm);
+    assert!(matches!(
+        after_sleep(&mut w, &mut now, seq),
+        Look::Running {
+            first: true,
+            read_state: true,
+            ..
+        }
+    ));
+    assert_eq!(now - woke, TICK_MIN * 2);
+    w.judged(true);
+    assert_eq!(after_sleep(&mut w, &mut now, seq + 1), Look::Calm);
+    assert_eq!(w.next_sleep(false), TICK_MIN);
+}
+
 /// The counters of a pool call's thread at its start and end (ms of run delay and CPU, sleeps).
 fn ends(
     before: (f64, f64, u64),
