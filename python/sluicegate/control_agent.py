@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 from . import children
 from .control_protocol import NEEDS_A_MASTER, OPERATIONS
-from .metrics_total import Reading
 
 
 def process_age(pid: int) -> Optional[float]:
@@ -73,6 +72,10 @@ class Agent:
             "threads": stats["threads"], "busy_threads": stats["busy_threads"],
             "rss": children.worker_rss(pid),
         }
+        # Here: its parser is all a worker needs of metrics_total.py, whose aggregation and
+        # listener are the master's with --metrics-bind only.
+        from .metrics_total import Reading
+
         for family, key, _, value in Reading(self.server.metrics_text()).samples:
             if family in GAUGES:
                 facts[GAUGES[family]] = int(value)

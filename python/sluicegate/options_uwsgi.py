@@ -10,7 +10,6 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional, Tuple
 
-from . import uwsgi_stats
 from .parsers import parse_path
 
 #: The items of --access-log-when's list (src/observe/log_when.rs reads the same).
@@ -28,6 +27,15 @@ def parse_uwsgi_log_format(value: object) -> Optional[str]:
         raise ValueError("a log format is one line")
     return value
 
+
+def parse_stats(value: object) -> Optional[str]:
+    """--stats: uwsgi_stats.parse_stats's address, that module imported only for a value (it
+    serves the stats, which no process needs without one)."""
+    if value is None:
+        return None
+    from .uwsgi_stats import parse_stats as parse
+
+    return parse(value)
 
 
 def parse_log_date(value: object) -> Optional[str]:
@@ -172,7 +180,7 @@ def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
             "ITEM", "Tuple[str, ...]", repeatable=True,
         ),
         Option(
-            "stats", uwsgi_stats.parse_stats, None,
+            "stats", parse_stats, None,
             "Serve uWSGI's stats JSON document (what uwsgitop and uWSGI exporters read) on "
             "HOST:PORT, :PORT, a unix socket path or @NAME (abstract): one document per "
             "connection, as uWSGI's `stats` option.",

@@ -43,7 +43,6 @@ from .listeners import BoundSocket, bind_all, inherited_sockets, with_socket_def
 from .loader import load_app
 from .logs import log
 from .master import Master
-from .single import SingleServer
 from .upgrade import UPGRADE_ENV
 from .validated import Config
 from .worker import WorkerServer
@@ -104,6 +103,9 @@ def _serve(
             hooks.call(cfg.hooks, "post_worker_init", me)
             if cfg.uwsgi_module:
                 uwsgi_module.after_worker_start()
+            # Here: a master's processes have no use for the single server's role.
+            from .single import SingleServer
+
             try:
                 single = SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
                                       app_name=app_name, version=version,

@@ -15,14 +15,17 @@ import sys
 #: `--exec-pre-app`, uWSGI's XML, JSON and `exec://` configurations, `for-glob`,
 #: `--max-requests-jitter`, `--warmup`, a `--user` switch, a network in
 #: `--forwarded-allow-ips`, gunicorn hooks, an app that is not a plain function or is a
-#: factory's call), or never (ctypes: prctl is the core's; dataclasses: the front's records
-#: are records.py's; typing: the front imports its names for annotations only; the
-#: options' docs: `python -m sluicegate.options --markdown` only).
+#: factory's call, `--stats`, a logging configuration's defaults (copy), a server without
+#: --workers (single.py), a worker's first `ctl` status (metrics_total.py's parser)), or
+#: never (ctypes: prctl is the core's; dataclasses: the front's records are records.py's;
+#: typing: the front imports its names for annotations only; the options' docs:
+#: `python -m sluicegate.options --markdown` only).
 WATCHED = ("http.client", "http.server", "email", "ssl", "socketserver", "logging.config",
            "tempfile", "mimetypes", "logging.handlers", "pickle", "queue", "ctypes",
            "subprocess", "xml.dom.minidom", "pyexpat", "glob", "random", "urllib.parse",
            "sysconfig", "pathlib", "ipaddress", "dataclasses", "inspect", "ast", "dis", "typing",
-           "sluicegate.options_doc")
+           "sluicegate.options_doc", "copy", "sluicegate.uwsgi_stats", "sluicegate.single",
+           "sluicegate.metrics_total")
 
 #: What parses sluicegate's own command line (argparse, with difflib's suggestions),
 #: $GUNICORN_CMD_ARGS (shlex), gunicorn's flags and configuration files (gunicorn's settings).
