@@ -59,8 +59,8 @@ if TYPE_CHECKING:
     from .metrics_total import Aggregate
     from .uwsgi_stats import StatsServer
 
-from . import (control_master, hook_objects, hooks, log_touch, logs, messages, options_uwsgi,
-               privileges, sd_notify, side_commands, signals, statsd)
+from . import (control_master, hook_objects, hooks, log_touch, logs, messages, privileges,
+               sd_notify, side_commands, signals, statsd)
 from .config import metrics_address
 from .control_protocol import path_for
 from .core_server import probe_metrics_bind
@@ -70,6 +70,7 @@ from .logs import log
 from .messages import Message
 from .reading import Reading, wait_ended_threads
 from .signals import Op
+from .uwsgi_compat import requests_beyond
 from .validated import Config
 from .children import STATE_MOVES, Child, Life, State, alive as _alive, describe_exit
 from .master_reload import Reloads
@@ -426,7 +427,7 @@ class Master(Reloads, Upkeep):
             if self.metrics is not None else -1
         wid = Child.free_wid(self.workers.values(), self.generation)
         self.spawns[wid + 1] = self.spawns.get(wid + 1, 0) + 1
-        jitter = options_uwsgi.requests_beyond(self.cfg, wid)  # --max-requests-jitter, or delta
+        jitter = requests_beyond(self.cfg, wid)  # --max-requests-jitter, or delta
         master = os.getpid()
         pair = self.control.pair() if self.control is not None else None
         wait_ended_threads()  # no TLS library lock held by a thread on its way out (reading.py)
