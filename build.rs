@@ -38,7 +38,10 @@ fn text_order() {
         .join("scripts")
         .join("text_order.txt");
     if file.is_file() {
-        println!("cargo:rustc-cdylib-link-arg=-Wl,--symbol-ordering-file={}", file.display());
+        println!(
+            "cargo:rustc-cdylib-link-arg=-Wl,--symbol-ordering-file={}",
+            file.display()
+        );
         println!("cargo:rustc-cdylib-link-arg=-Wl,--no-warn-symbol-ordering");
     }
 }
@@ -53,7 +56,9 @@ fn rustc_links_with_lld() -> bool {
     let Some(release) = text.lines().find_map(|l| l.strip_prefix("release: ")) else {
         return false;
     };
-    let mut parts = release.split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
+    let mut parts = release
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
     let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     (major, minor) >= (1, 90)
 }
