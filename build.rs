@@ -22,7 +22,6 @@ fn main() {
 /// `linker` or `-fuse-ld` in the flags, an older rustc's `cc`) gets nothing, and a name the
 /// file has that the build does not (another version of a dependency) is passed over.
 fn text_order() {
-    println!("cargo:rerun-if-changed=scripts/text_order.txt");
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
     let target = env::var("TARGET").unwrap_or_default();
     let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
@@ -38,6 +37,9 @@ fn text_order() {
         .join("scripts")
         .join("text_order.txt");
     if file.is_file() {
+        // Only for a file that is there (an sdist without scripts/ has none): cargo reruns a
+        // build script at every build for a path that does not exist.
+        println!("cargo:rerun-if-changed={}", file.display());
         println!(
             "cargo:rustc-cdylib-link-arg=-Wl,--symbol-ordering-file={}",
             file.display()
