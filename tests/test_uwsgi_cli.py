@@ -170,3 +170,22 @@ def test_the_resolving_process_gives_what_this_process_would(tmp_path, monkeypat
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
     fallback_pairs, fallback = uwsgi_cli.resolve_apart(args)
     assert fallback.given == here.given and fallback_pairs == pairs
+
+
+def test_a_gunicorn_config_file_runs_in_the_master_as_before(tmp_path):
+    """A --config file named beside a uWSGI configuration (SLUICEGATE_CONFIG) is Python run for
+    its effects too: it runs in the master, which the workers are forked from, and not only in
+    the process that resolves and validates the options apart (uwsgi_cli.fields_of). Without
+    that exception, what the file set in os.environ reached no worker."""
+    conf = tmp_path / "gunicorn.conf.py"
+    conf.write_text("import os\nos.environ['FROM_CONFIG_FILE'] = 'ran'\n")
+    path = tmp_path / "a.ini"
+    path.write_text(f"[uwsgi]\nchdir = {ROOT}\nmodule = tests.apps.os_env:app\n"
+                    "http-socket = 127.0.0.1:0\nmaster = true\nprocesses = 1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UWSGI_", "SLUICEGATE_"))}
+    env.update(PYTHONPATH=str(ROOT), SLUICEGATE_CONFIG=str(conf))
+    server = ServerProcess(None, command=[*COMMAND, "--ini", str(path)], env=env)
+    try:
+        assert server.request(path="/?FROM_CONFIG_FILE").body == b'{"FROM_CONFIG_FILE": "ran"}'
+    finally:
+        server.stop(signal.SIGINT)

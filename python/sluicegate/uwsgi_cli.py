@@ -250,9 +250,14 @@ _RECORDS = {"BindAddress": BindAddress, "StaticMount": StaticMount}
 def fields_of(given: Dict[str, Raw]) -> Optional[Dict[str, Any]]:
     """In the resolving process: the options validated (resolution.py), as plain values that
     `marshal` writes and `config_from` makes the same Config of again; None when the start is
-    --print-config or --check-config (cli.run does those) or a value is not plain data."""
+    --print-config or --check-config (cli.run does those), when a --config file is named (a
+    gunicorn config file is Python, run where it was run before: in the master), or a value
+    is not plain data."""
+    from .options import BY_NAME
     from .resolution import raw_values, validate
 
+    if "config" in given or os.environ.get(BY_NAME["config"].env):
+        return None
     cfg = validate(raw_values(given))
     if cfg.print_config or cfg.check_config:
         return None
