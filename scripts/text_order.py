@@ -24,6 +24,10 @@ import sys
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "text_order.txt"
+#: The file's first lines (LLD skips lines that start with '#').
+HEADER = ("# The functions of the _core extension a server runs from start to serving, in the\n"
+          "# order first run: the link order build.rs gives LLD. Written by scripts/text_order.py\n"
+          "# (its doc says how); do not edit.\n")
 NAME = re.compile(r"c?(ob|fn)=\((\d+)\)(?: (.*))?")
 
 
@@ -57,7 +61,7 @@ def main(dumps: list[str]) -> int:
         return 2
     seen: set[str] = set()
     order = [fn for d in dumps for fn in functions(Path(d), seen)]
-    OUT.write_text("".join(f"{fn}\n" for fn in order))
+    OUT.write_text(HEADER + "".join(f"{fn}\n" for fn in order))
     print(f"{OUT}: {len(order)} functions", file=sys.stderr)
     return 0
 
