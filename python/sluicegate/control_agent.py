@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 from . import children
 from .control_protocol import NEEDS_A_MASTER, OPERATIONS
-from .metrics_total import Reading
 
 
 def process_age(pid: int) -> Optional[float]:
@@ -80,6 +79,10 @@ class Agent:
             "threads": stats["threads"], "busy_threads": stats["busy_threads"],
             "rss": children.worker_rss(pid),
         }
+        # Here: its parser is all a worker needs of metrics_total.py, whose aggregation and
+        # listener are the master's with --metrics-bind only.
+        from .metrics_total import Reading
+
         text = "\n".join(line for line in self.server.metrics_text().splitlines()
                          if line.startswith(WANTED))
         for _, key, _, value in Reading(text).samples:
