@@ -16,25 +16,10 @@
 //! rules judge): the room does not grow while the process used `QUOTA_FULL` of its quota or
 //! more over the last reading (`climb::Climb::quota`), a growth goes no further than the room
 //! at which the calls in flight would use `QUOTA_FULL` (`quota_room`), and a reading at or past
-//! it scales the room down to that: not below `BLOCKING_FLOOR` while the app threads leave the
-//! interpreter idle part of the time, down to `climb::DOWN_FLOOR` while they keep it busy
-//! (`climb::INTERPRETER_BUSY`). The readings come from the watcher's `wsgi::pool::machine`
-//! (every `MACHINE_SPAN`, 0.1 s or more, while calls wait).
-//!
-//! Why below the floor: a process that uses its whole quota while its app threads keep the
-//! interpreter busy is limited by the quota, and its rate is the quota over the CPU of a call.
-//! More calls in flight cannot raise that rate; each one more adds GIL hand-offs, a thread and
-//! (Django) a database connection, so the CPU of a call. The descent (`climb::Climb::may_shrink`)
-//! finds the same room, but by trials over `climb::TRIAL_SPAN_DONE` calls each, and the quota
-//! slows the calls: measured (S18's `django`, 16 clients, the server moved into a cgroup of 0.5
-//! CPU, 120-150 calls/s), a room of 8 most of a 5 s run, against 4-5 voluntary context switches
-//! per request at a room of 1 and 12-28 at 8 (`benchmarks/results/2026-11-27-dj05/`). Fitted to
-//! the quota each reading, the room comes down by a tenth or more per reading while the quota
-//! stays used; once it is not (the calls left in flight wait, on a database, more than they
-//! compute), the rules that grow a room take it back up (`QUOTA_SPARE`, and below the floor
-//! the watcher's `give_back`).
+//! it scales the room down to that (not below `BLOCKING_FLOOR`). The readings come from the
+//! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait).
 
-use super::super::climb::{DOWN_FLOOR, INTERPRETER_BUSY, QUOTA_FULL};
+use super::super::climb::{INTERPRETER_BUSY, QUOTA_FULL};
 use super::{Admission, Class, BLOCKING_FLOOR};
 
 /// The share of the quota below which a reading grows the room towards it, while calls wait
@@ -54,23 +39,10 @@ pub fn quota_room(in_flight: usize, used: f64) -> usize {
     (in_flight as f64 * QUOTA_FULL / used).floor() as usize
 }
 
-/// The least room a reading at or past `QUOTA_FULL` takes the blocking class's room down to,
-/// the app threads having used `share` of a core (see the module doc): `DOWN_FLOOR` while they
-/// keep the interpreter busy (the quota is the limit, the interpreter serves one call at a
-/// time), else `BLOCKING_FLOOR` (calls that wait: see its doc).
-pub fn quota_least(share: f64) -> usize {
-    if share >= INTERPRETER_BUSY {
-        DOWN_FLOOR
-    } else {
-        BLOCKING_FLOOR
-    }
-}
-
 impl<J> Admission<J> {
     /// A reading of the process's quota (`used`: the share of it used over the last span;
     /// None: no quota): remembered for growth (`quota_cap`, `Climb::may_grow`). At or past
-    /// `QUOTA_FULL` the room comes down to what the calls in flight may use (`quota_least`).
-    /// Below
+    /// `QUOTA_FULL` the room comes down to what the calls in flight may use. Below
     /// `QUOTA_SPARE`, while calls wait for room that the calls in flight use (half of it or
     /// more) and the app threads' `share` of a core is below `climb::INTERPRETER_BUSY` (calls
     /// that wait, not a busy interpreter, whose room the descent judges), it grows towards it,
@@ -85,15 +57,13 @@ impl<J> Admission<J> {
         let room = self.blocking_limit;
         let in_flight = self.runnable[Class::Blocking as usize].min(room);
         let to = if used >= QUOTA_FULL {
-            quota_room(in_flight, used)
-                .max(quota_least(share))
-                .min(room)
+            quota_room(in_flight, used).max(BLOCKING_FLOOR).min(room)
         } else if used < QUOTA_SPARE
             && share < INTERPRETER_BUSY
             && self.blocking_waits()
             && 2 * in_flight >= room
         {
-            let most = ((room as f64 * SPARE_STEP) as usize).max(room + 1);
+            let most = (room as f64 * SPARE_STEP) as usize;
             quota_room(in_flight, used).min(most).max(room)
         } else {
             room
@@ -155,53 +125,14 @@ mod tests {
         a.fit_quota_busy(Some(0.5));
         assert_eq!(a.blocking_limit(), 900);
         a.runnable[Class::Blocking as usize] = 5;
-        a.fit_quota(Some(1.0), 0.5);
-        assert_eq!(
-            a.blocking_limit(),
-            BLOCKING_FLOOR,
-            "calls that leave the interpreter idle: not below the floor"
-        );
+        a.fit_quota_busy(Some(1.0));
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
         a.fit_quota_busy(None);
         assert_eq!(
             a.blocking_limit(),
             BLOCKING_FLOOR,
             "no quota: the room stays"
         );
-    }
-
-    /// S18's `django` at 0.5 CPU: 16 clients, a room of 8 (the floor) full, the quota used up
-    /// while the app threads keep the interpreter busy. Each reading takes the room down by
-    /// what the calls in flight used over `QUOTA_FULL`, past the floor, to one call; there it
-    /// stays while the quota is used up. Once less than a call more would use is, with calls
-    /// waiting for room, it grows again, by one at least (half again of 1 is 1). The same
-    /// readings while the
-    /// interpreter idles part of the time stop at the floor.
-    #[test]
-    fn a_busy_interpreter_at_its_quota_goes_below_the_floor() {
-        let mut a: Admission<u32> = Admission::new(4);
-        a.set_room(BLOCKING_FLOOR);
-        a.wait(1, 7, Class::Blocking);
-        let mut rooms = Vec::new();
-        for _ in 0..9 {
-            a.runnable[Class::Blocking as usize] = a.blocking_limit();
-            a.fit_quota_busy(Some(1.0));
-            rooms.push(a.blocking_limit());
-        }
-        assert_eq!(rooms, [7, 6, 5, 4, 3, 2, 1, 1, 1]);
-        a.fit_quota(Some(0.6), 0.5);
-        assert_eq!(a.blocking_limit(), 1, "a second call would use 1.2 of it");
-        a.fit_quota(Some(0.4), 0.5);
-        assert_eq!(a.blocking_limit(), 2, "the quota left unused: one more");
-
-        let mut b: Admission<u32> = Admission::new(0);
-        b.set_room(12);
-        b.runnable[Class::Blocking as usize] = 12;
-        for _ in 0..5 {
-            b.fit_quota(Some(1.0), INTERPRETER_BUSY - 0.01);
-            b.runnable[Class::Blocking as usize] = b.blocking_limit();
-        }
-        assert_eq!(b.blocking_limit(), BLOCKING_FLOOR);
-        assert_eq!(quota_least(INTERPRETER_BUSY), 1);
     }
 
     /// A growth under a quota stops where the calls in flight would use `QUOTA_FULL` of it,
