@@ -103,7 +103,7 @@ impl<J: Send + 'static> Pool<J> {
             // Not known yet: neither idle nor busy, the rate judges.
             let share = app_share.unwrap_or(UNKNOWN_SHARE);
             if let Some(used) = quota_used {
-                inner.adm.fit_quota(used, share, machine.one_core() < 1.0);
+                inner.adm.fit_quota(used, share);
             }
             if inner.adm.blocking_waits() {
                 inner.adm.climb.machine(machine_idle);

@@ -18,20 +18,6 @@
 //! at which the calls in flight would use `QUOTA_FULL` (`quota_room`), and a reading at or past
 //! it scales the room down to that (not below `BLOCKING_FLOOR`). The readings come from the
 //! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait).
-//!
-//! Below the floor (where only the descent of `climb` takes the room, while the interpreter was
-//! the limit), under a quota of less than one core, a reading below `QUOTA_FULL` while calls
-//! wait for room gives one call back. Why: under such a quota the interpreter cannot be busier
-//! than the quota lets the process be, and a quota left unused is time the calls in flight
-//! spent waiting (on a database) that a call waiting for room could have computed in. Measured
-//! (S18's `django`, 16 clients, 0.5 CPU, the cgroup weighted so that the quota binds on the
-//! shared machine, `benchmarks/results/2026-11-27-dj05/`): at the rooms of 1-4 the descent
-//! left, the process used 0.44-0.49 of its 0.5 cores in some runs, granian with 8 threads
-//! 0.50-0.51. The proportional rule (`QUOTA_SPARE`) does not do it: one call more than one
-//! is twice the CPU by its model, and a Django call's CPU does not double with a second call in
-//! flight, it fills the first one's waits. Not at a quota of a core or more: there a GIL-bound
-//! app is limited by the interpreter (Django at 1.5 CPUs: about 0.67 of the quota) and the
-//! descent's room is what serves it.
 
 use super::super::climb::{INTERPRETER_BUSY, QUOTA_FULL};
 use super::{Admission, Class, BLOCKING_FLOOR};
@@ -63,9 +49,7 @@ impl<J> Admission<J> {
     /// by `SPARE_STEP` at most: the GIL convoy rule and the trials keep a room of sleeping calls
     /// far below what the quota can run (S18's `s5` at 1.5 CPUs: 0.86 CPU used). A change ends
     /// a trial under way without a verdict (the rate it would be judged by was not its doing).
-    /// Below `BLOCKING_FLOOR`, with the quota under one core (`part_core`) and used below
-    /// `QUOTA_FULL`, while calls wait for room: one more (see the module doc).
-    pub fn fit_quota(&mut self, used: Option<f64>, share: f64, part_core: bool) {
+    pub fn fit_quota(&mut self, used: Option<f64>, share: f64) {
         self.climb.quota(used);
         let Some(used) = used else {
             return;
@@ -74,8 +58,6 @@ impl<J> Admission<J> {
         let in_flight = self.runnable[Class::Blocking as usize].min(room);
         let to = if used >= QUOTA_FULL {
             quota_room(in_flight, used).max(BLOCKING_FLOOR).min(room)
-        } else if part_core && room < BLOCKING_FLOOR && self.blocking_waits() {
-            room + 1
         } else if used < QUOTA_SPARE
             && share < INTERPRETER_BUSY
             && self.blocking_waits()
@@ -110,7 +92,7 @@ mod tests {
     impl Admission<u32> {
         /// A reading while the interpreter is the limit: the room never grows by it.
         fn fit_quota_busy(&mut self, used: Option<f64>) {
-            self.fit_quota(used, INTERPRETER_BUSY, false);
+            self.fit_quota(used, INTERPRETER_BUSY);
         }
     }
 
@@ -153,31 +135,6 @@ mod tests {
         );
     }
 
-    /// S18's `django` at 0.5 CPU after the descent took the room to 1: calls wait for room and
-    /// the quota is left unused (0.85 of it: the call in flight waits on the database). Each
-    /// reading gives one call back, up to the floor; at `QUOTA_FULL` or more the room stays.
-    /// Under a quota of a core or more, or at the floor, or with no call waiting, nothing.
-    #[test]
-    fn a_quota_below_a_core_left_unused_grows_a_room_below_the_floor() {
-        let mut a: Admission<u32> = Admission::new(4);
-        a.set_room(1);
-        a.runnable[Class::Blocking as usize] = 1;
-        a.wait(1, 7, Class::Blocking);
-        a.fit_quota(Some(0.85), INTERPRETER_BUSY, false);
-        assert_eq!(a.blocking_limit(), 1, "a quota of a core or more: the descent's room");
-        let mut rooms = Vec::new();
-        for used in [0.85, 0.8, 0.95, 0.85, 0.85, 0.85, 0.85, 0.85, 0.85, 0.85] {
-            a.fit_quota(Some(used), INTERPRETER_BUSY, true);
-            a.runnable[Class::Blocking as usize] = a.blocking_limit();
-            rooms.push(a.blocking_limit());
-        }
-        assert_eq!(rooms, [2, 3, 3, 4, 5, 6, 7, 8, 8, 8]);
-        a.set_room(3);
-        a.runnable[Class::Blocking as usize] = 1;
-        a.fit_quota(Some(0.5), 0.5, true);
-        assert_eq!(a.blocking_limit(), 3, "room left: no call waits for it");
-    }
-
     /// A growth under a quota stops where the calls in flight would use `QUOTA_FULL` of it,
     /// and does not happen at all once they used that much (after a first call finished);
     /// without a quota, the room doubles.
@@ -204,28 +161,28 @@ mod tests {
         a.set_room(300);
         a.runnable[Class::Blocking as usize] = 300;
         a.wait(1, 7, Class::Blocking);
-        a.fit_quota(Some(0.57), INTERPRETER_BUSY, false);
+        a.fit_quota(Some(0.57), INTERPRETER_BUSY);
         assert_eq!(
             a.blocking_limit(),
             300,
             "a busy interpreter: the descent's room"
         );
-        a.fit_quota(Some(0.57), 0.5, false);
+        a.fit_quota(Some(0.57), 0.5);
         assert_eq!(a.blocking_limit(), 450, "half again at most");
         a.runnable[Class::Blocking as usize] = 450;
-        a.fit_quota(Some(0.5), 0.5, false);
+        a.fit_quota(Some(0.5), 0.5);
         assert_eq!(a.blocking_limit(), 675);
         a.runnable[Class::Blocking as usize] = 675;
-        a.fit_quota(Some(0.7), 0.5, false);
+        a.fit_quota(Some(0.7), 0.5);
         assert_eq!(a.blocking_limit(), 867, "up to what the quota can run");
-        a.fit_quota(Some(0.8), 0.5, false);
+        a.fit_quota(Some(0.8), 0.5);
         assert_eq!(
             a.blocking_limit(),
             867,
             "between QUOTA_SPARE and QUOTA_FULL: it stays"
         );
         a.runnable[Class::Blocking as usize] = 100;
-        a.fit_quota(Some(0.3), 0.5, false);
+        a.fit_quota(Some(0.3), 0.5);
         assert_eq!(
             a.blocking_limit(),
             867,
