@@ -178,6 +178,20 @@ pub(super) struct Kept {
     /// mapped anew each time).
     pub(super) header_keys: ShortTable<HeaderKey>,
     pub(super) values: RepeatedValues,
+    /// Per template (listener × variant), the copy last made for a proxy's server name and
+    /// port ([`Proxied`]).
+    pub(super) proxied: Vec<Option<Proxied>>,
+}
+
+/// A template with SERVER_NAME and SERVER_PORT set to what a proxy said (nginx's uwsgi
+/// variables, the same on every request of its server block), so that each request's copy
+/// carries them instead of having the two entries set again (two lookups in the repeated
+/// values and two dict stores a request). One per template: another name or port makes a new
+/// one in its place (a copy more than setting the two, for the request that changes it).
+pub(super) struct Proxied {
+    pub(super) name: Vec<u8>,
+    pub(super) port: u16,
+    pub(super) template: Py<pyo3::types::PyDict>,
 }
 
 /// `Content-Type` → CONTENT_TYPE, `Content-Length` → CONTENT_LENGTH, `X-Foo` → HTTP_X_FOO;
