@@ -17,10 +17,11 @@ def environ_of(srv, variables):
 
 
 def with_names(name, port, method=b"GET", protocol=b"HTTP/1.1", client_port=b"50123"):
-    """nginx's variables for a request to server `name` on `port` (None: neither sent)."""
+    """nginx's variables for a request to server `name` on `port` (None: not sent; b"": sent
+    empty, as nginx does for a server block without `server_name`)."""
     out = []
     for k, v in nginx_vars():
-        if k in (b"SERVER_NAME", b"SERVER_PORT") and name is None:
+        if (k == b"SERVER_NAME" and name is None) or (k == b"SERVER_PORT" and port is None):
             continue
         v = {b"SERVER_NAME": name, b"SERVER_PORT": port, b"REQUEST_METHOD": method,
              b"SERVER_PROTOCOL": protocol, b"REMOTE_PORT": client_port}.get(k, v)
@@ -42,6 +43,12 @@ def test_uwsgi_server_name_and_port_are_each_requests_own(start_server):
     for name, port in [(b"b.example", b"8080"), (b"a.example", b"8081"), (b"a.example", b"8080")]:
         env = environ_of(srv, with_names(name, port))
         assert (env["SERVER_NAME"], env["SERVER_PORT"]) == (name.decode(), port.decode())
+    # An empty name (nginx's without `server_name`) names no server: the listener's stays,
+    # with the port sent; and a name without a port.
+    for name, port in [(b"", b"8082"), (b"", b"8083"), (b"d.example", None), (b"", b"8082")]:
+        env = environ_of(srv, with_names(name, port))
+        assert env["SERVER_NAME"] == (name.decode() or own["SERVER_NAME"])
+        assert env["SERVER_PORT"] == (port.decode() if port else own["SERVER_PORT"])
     # Without the two variables: the listener's own, not the last ones kept.
     none = environ_of(srv, with_names(None, None))
     assert (none["SERVER_NAME"], none["SERVER_PORT"]) == (own["SERVER_NAME"], own["SERVER_PORT"])

@@ -300,9 +300,10 @@ impl EnvironBuilder {
         Ok(env)
     }
 
-    /// A request's environ: a copy of its template, or, behind a proxy that names the server
-    /// and its port (uwsgi's SERVER_NAME and SERVER_PORT; no host of its own, which would
-    /// decide them instead), of a template that has them (`proxied_template`; then true).
+    /// A request's environ: a copy of its template, or, behind a proxy that names the port
+    /// the client connected to and maybe the server (uwsgi's SERVER_PORT and SERVER_NAME, an
+    /// X-Forwarded-Port; no host of its own, which would decide them instead), of a template
+    /// that has them (`proxied_template`; then true).
     fn copy_template<'py>(
         &self,
         py: Python<'py>,
@@ -315,7 +316,7 @@ impl EnvironBuilder {
         let template = self.templates[listener][variant].bind(py);
         let named = match forwarded {
             Some(f) if f.host.is_none() && !head.has_absolute_target() => {
-                f.server_name.as_deref().zip(f.port)
+                f.port.map(|port| (f.server_name.as_deref(), port))
             }
             _ => None,
         };
@@ -446,18 +447,19 @@ impl EnvironBuilder {
     }
 }
 
-/// The template `slot` of a proxy's server `name` and `port` ([`Proxied`]): the one kept, or
-/// a copy of `base` with the two set, kept in its place.
+/// The template `slot` of a proxy's `port` and server `name` (None: not named, the
+/// template's stays) ([`Proxied`]): the one kept, or a copy of `base` with them set, kept in
+/// its place.
 fn proxied_template<'py>(
     py: Python<'py>,
     kept: &mut Kept,
     slot: usize,
     base: &Bound<'py, PyDict>,
-    name: &[u8],
+    name: Option<&[u8]>,
     port: u16,
 ) -> PyResult<Bound<'py, PyDict>> {
     if let Some(p) = &kept.proxied[slot] {
-        if p.port == port && p.name == name {
+        if p.port == port && p.name.as_deref() == name {
             return Ok(p.template.bind(py).clone());
         }
     }
@@ -466,9 +468,11 @@ fn proxied_template<'py>(
     let mut digits = itoa::Buffer::new();
     let port_str = kept.values.get(py, digits.format(port).as_bytes());
     template.set_item(intern!(py, "SERVER_PORT"), port_str)?;
-    template.set_item(intern!(py, "SERVER_NAME"), kept.values.get(py, name))?;
+    if let Some(name) = name {
+        template.set_item(intern!(py, "SERVER_NAME"), kept.values.get(py, name))?;
+    }
     kept.proxied[slot] = Some(Proxied {
-        name: name.to_vec(),
+        name: name.map(<[u8]>::to_vec),
         port,
         template: template.clone().unbind(),
     });

@@ -183,13 +183,14 @@ pub(super) struct Kept {
     pub(super) proxied: Vec<Option<Proxied>>,
 }
 
-/// A template with SERVER_NAME and SERVER_PORT set to what a proxy said (nginx's uwsgi
-/// variables, the same on every request of its server block), so that each request's copy
-/// carries them instead of having the two entries set again (two lookups in the repeated
-/// values and two dict stores a request). One per template: another name or port makes a new
-/// one in its place (a copy more than setting the two, for the request that changes it).
+/// A template with SERVER_PORT, and SERVER_NAME when named, set to what a proxy said (nginx's
+/// uwsgi variables, the same on every request of its server block), so that each request's
+/// copy carries them instead of having the entries set again (a lookup in the repeated values
+/// and a dict store each, a request). One per template: another name or port makes a new one
+/// in its place (a copy more than setting the two, for the request that changes it).
 pub(super) struct Proxied {
-    pub(super) name: Vec<u8>,
+    /// The server's name (None: not named; the template's SERVER_NAME stays).
+    pub(super) name: Option<Vec<u8>>,
     pub(super) port: u16,
     pub(super) template: Py<pyo3::types::PyDict>,
 }
