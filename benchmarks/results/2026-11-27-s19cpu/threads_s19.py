@@ -39,7 +39,7 @@ def start_with_env(name, argv, cwd, env, *rest):
 
 
 def command(name, ini):
-    if name == "sg-base":
+    if name == "sg-base" and os.environ.get("S19_BASE_PY"):
         return [str(Path(os.environ["S19_BASE_PY"]).parent / "sluicegate-uwsgi"), "--ini", str(ini)]
     return _command(name if name == "uwsgi" else "sluicegate", ini)
 
