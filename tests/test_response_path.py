@@ -541,10 +541,10 @@ def test_generator_body_on_http10_is_close_delimited_and_exact(srv, sizes, repea
 def test_sse_blocks_arrive_while_the_app_waits(srv, version, pad):
     """PEP 3333 streaming: each block is transmitted without waiting for the next. The app
     yields two events then blocks on a gate; both must reach the client BEFORE the test opens
-    the gate (no timer, no holding back), then the rest follows. A small second block goes
-    through the queue the event loop writes; a 16 KiB one is written by the app's thread from
-    the block's own buffer (`body_block::write_block_now`), whose rest, had the socket not taken
-    it all, the loop must write while the app waits."""
+    the gate (no timer, no holding back), then the rest follows. A small second block is copied
+    onto the queue the event loop writes; a 16 KiB one is queued as the app's own `bytes`
+    (`body_block::queue_block`, a lent segment of `io::out_queue`), which the loop writes from
+    that object's buffer while the app waits."""
     t = token()
     second = sse_second(pad)
     with Conn.open(srv.port) as c:

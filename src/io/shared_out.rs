@@ -3,8 +3,7 @@
 //!
 //! A streaming app's blocks are written straight to the socket by the app thread as long as the
 //! socket takes them (no hand-off at all). The first time the socket is full, the queue becomes
-//! shared (and once the loop has written all of it, the app thread may take the socket back:
-//! `reclaim`): the app thread keeps adding blocks, and the event loop writes them whenever the socket
+//! shared: the app thread keeps adding blocks, and the event loop writes them whenever the socket
 //! becomes writable, so a block is never held back waiting for the next one (PEP 3333,
 //! "Buffering and Streaming") even if the app then sleeps, and every block that piled up while
 //! the socket was busy leaves in the same `writev`. When more than the high-water mark is queued,
@@ -23,8 +22,7 @@ use super::transport::Transport;
 /// The rule for the socket: from the moment the queue is shared until `detach`, only the event
 /// loop writes the fd (in `flush`, in states `Loop`/`LoopWriting`); the app thread only adds
 /// to the queue. Before sharing, the app thread writes it itself (the sender's direct stage);
-/// after `detach`, the connection and whoever owns it do; after `reclaim` (taken only in state
-/// `Nobody` with nothing queued), the app thread again.
+/// after `detach`, the connection and whoever owns it do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Writer {
     /// Nobody has the queue in hand: whoever adds to it must ask the loop
@@ -247,23 +245,6 @@ impl SharedOut {
             self.drained.notify_all();
         }
         (std::mem::take(&mut st.queue), failed)
-    }
-
-    /// Called by the app thread before it adds a block: if the loop has written everything
-    /// and let the queue go (nobody has it in hand, nothing queued or being written), the
-    /// response leaves the loop (as at `detach`) and the app thread writes on the socket itself
-    /// again. False while the loop still has output in hand, or once the output failed.
-    pub fn reclaim(&self) -> bool {
-        let mut st = self.state.lock().unwrap();
-        if st.fate != Fate::Open || st.writer != Writer::Nobody || !st.queue.is_empty() {
-            return false;
-        }
-        st.fate = Fate::Detached { failed: false };
-        if st.settling {
-            // A loop thread settling on this queue (`settle`) stops waiting.
-            self.drained.notify_all();
-        }
-        true
     }
 
     /// Called by the event loop when the write timeout passed without progress.

@@ -8,8 +8,7 @@
 //!   into the `bytes` it returns), [`Transport::wait_readable`] (with the GIL released by the
 //!   caller), and [`Transport::send_all`] for `100 Continue`;
 //! - [`Transport::write_some`]: one write of an output queue, the same zero-copy paths as the
-//!   loop's (a `writev` from the app's buffers, `sendfile` of a file range), and
-//!   [`Transport::write_slices`], one `writev` of borrowed bytes (a streamed block in place);
+//!   loop's (a `writev` from the app's buffers, `sendfile` of a file range);
 //! - [`Transport::answer_and_close`]: the `--timeout` watcher's 504 and the end of the
 //!   connection, from a thread that does not own it ([`Cut`]: a connection's, or an HTTP/2
 //!   stream's, which ends the stream alone).
@@ -37,9 +36,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use super::out_queue::OutQueue;
-use super::stream::{
-    read_fd, readv_fd, send_all_fd, set_receive_buffer, wait_fd, writev_fd_flags,
-};
+use super::stream::{read_fd, readv_fd, send_all_fd, set_receive_buffer, wait_fd};
 use super::streams::cut::StreamCut;
 use super::tls_link::{TlsFacts, TlsLink};
 
@@ -148,19 +145,6 @@ impl Transport {
         match self {
             Transport::Plain(fd) => out.write_fd(*fd),
             Transport::Tls(link) => link.write_some(out),
-        }
-    }
-
-    /// One non-blocking gathering write of borrowed bytes: a streamed block and its chunk
-    /// framing, written in place by the app's thread while nothing waits before them (the
-    /// sender's direct stage), so the block needs no queue segment of its own. `None` on a TLS
-    /// connection, whose session takes whole queues (the caller queues the block and calls
-    /// [`Transport::write_some`]).
-    #[inline]
-    pub fn write_slices(&self, parts: &[io::IoSlice<'_>]) -> Option<io::Result<usize>> {
-        match self {
-            Transport::Plain(fd) => Some(writev_fd_flags(*fd, parts, 0)),
-            Transport::Tls(_) => None,
         }
     }
 

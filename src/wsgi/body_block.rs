@@ -1,11 +1,8 @@
 //! The app's body blocks on their way to an output queue: which Python objects are body bytes
 //! (`bytes` referenced without a copy; `bytearray` and `memoryview` copied once), how many of
 //! a block's bytes the framing lets through (a declared Content-Length is never exceeded), and
-//! the chunk framing around them. Used by the sender for its own queue, under the lock for the
-//! queue it shares with the event loop, and to write a streamed block in place
-//! ([`write_block_now`]).
-
-use std::io::IoSlice;
+//! the chunk framing around them. Used by the sender for its own queue and, under the lock,
+//! for the queue it shares with the event loop.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView};
@@ -13,7 +10,6 @@ use sluicegate_proto::h1::encode::{chunk_header, ResponseFraming, CHUNK_END};
 
 use super::bridge::type_name;
 use crate::io::out_queue::{OutQueue, SharedBytes};
-use crate::io::transport::Transport;
 
 /// Why a block could not be sent.
 #[derive(Debug)]
@@ -115,91 +111,6 @@ fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize, copy_max: usiz
     }
 }
 
-/// How many of a block's `len` bytes the framing lets through (none for a body-less response;
-/// never past a declared Content-Length), counted into `body_bytes`.
-fn take_of(framing: ResponseFraming, body_bytes: &mut u64, len: usize) -> usize {
-    let take = match framing {
-        ResponseFraming::NoBody => 0,
-        ResponseFraming::Length(n) => len.min(n.saturating_sub(*body_bytes) as usize),
-        _ => len,
-    };
-    *body_bytes += take as u64;
-    take
-}
-
-/// Write one block (and its chunk framing) from where it lies, in one non-blocking `writev`
-/// (`Transport::write_slices`), while nothing waits before it: no queue segment, no `Box` per
-/// block. What the socket did not take goes into `out` (the framing inline, the rest of a
-/// large `bytes` block referenced, a small rest copied), for the loop to write. Returns
-/// `Ok(None)` on a TLS connection without touching anything (the caller queues the block);
-/// `Err` when the client is gone. `detach_min`: from this many bytes the write releases the
-/// GIL (the copy into the socket takes a while).
-pub fn write_block_now(
-    py: Python<'_>,
-    transport: &Transport,
-    framing: ResponseFraming,
-    body_bytes: &mut u64,
-    out: &mut OutQueue,
-    block: &Block<'_>,
-    detach_min: usize,
-) -> Result<Option<()>, ()> {
-    if matches!(transport, Transport::Tls(_)) {
-        return Ok(None);
-    }
-    let data = block.as_slice();
-    let take = take_of(framing, body_bytes, data.len());
-    if take == 0 {
-        return Ok(Some(()));
-    }
-    let data = &data[..take];
-    let mut hdr_buf = [0u8; 18];
-    let (hdr, end): (&[u8], &[u8]) = if framing == ResponseFraming::Chunked {
-        (chunk_header(take, &mut hdr_buf), CHUNK_END)
-    } else {
-        (&[], &[])
-    };
-    let parts = [IoSlice::new(hdr), IoSlice::new(data), IoSlice::new(end)];
-    let total = hdr.len() + take + end.len();
-    let write = || transport.write_slices(&parts).expect("a plaintext socket");
-    let res = if total >= detach_min {
-        py.detach(write)
-    } else {
-        write()
-    };
-    let n = match res {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
-        Err(_) => return Err(()),
-    };
-    if n < total {
-        queue_rest(out, block, [hdr, data, end], n);
-    }
-    Ok(Some(()))
-}
-
-/// Queue what a write of `parts` (size line, data, CRLF) left after its first `written` bytes.
-fn queue_rest(out: &mut OutQueue, block: &Block<'_>, parts: [&[u8]; 3], mut written: usize) {
-    for (i, part) in parts.into_iter().enumerate() {
-        let skip = written.min(part.len());
-        written -= skip;
-        let rest = &part[skip..];
-        if rest.is_empty() {
-            continue;
-        }
-        match block {
-            Block::Bytes(b) if i == 1 && rest.len() > STREAM_COPY_MAX => {
-                out.push_shared(Box::new(PyBytesChunk {
-                    owner: Some(b.clone().unbind()),
-                    ptr: rest.as_ptr(),
-                    len: rest.len(),
-                }));
-            }
-            _ if i == 1 => out.push_copy(rest),
-            _ => out.push_framing(rest),
-        }
-    }
-}
-
 /// Queue body bytes into `out` with the framing in force, respecting a declared Content-Length
 /// (bytes beyond it are dropped, as the client would misread them); a block of up to `copy_max`
 /// bytes is copied ([`COPY_MAX`] for the sender's own queue, [`STREAM_COPY_MAX`] for the queue
@@ -212,10 +123,18 @@ pub fn queue_body(
     block: Block<'_>,
     copy_max: usize,
 ) {
-    let take = take_of(framing, body_bytes, block.as_slice().len());
+    let mut take = block.as_slice().len();
+    match framing {
+        ResponseFraming::NoBody => return,
+        ResponseFraming::Length(n) => {
+            take = take.min(n.saturating_sub(*body_bytes) as usize);
+        }
+        _ => {}
+    }
     if take == 0 {
         return;
     }
+    *body_bytes += take as u64;
     let chunked = framing == ResponseFraming::Chunked;
     if chunked && take <= copy_max {
         // Small blocks extend the open chunk (one chunk per batch the socket takes).

@@ -26,8 +26,8 @@ Streaming:
 - ``/stream?sizes=S1,S2,...&repeat=R``: a generator of the blocks ``piece(k, S)`` (block k of
   the pattern, see ``stream_body``), no Content-Length.
 - ``/sse?token=T&pad=P``: yields ``SSE_FIRST`` and ``sse_second(P)`` (``SSE_SECOND`` and, with
-  P > 0, a comment line of P bytes: a small second block goes through the queue the event loop
-  drains, a large one is written by the app's thread from where it lies), records ``T waiting`` under ``sse``, waits on the gate ``sse-T``,
+  P > 0, a comment line of P bytes; both go through the queue the event loop drains, a small
+  block copied, a large one referenced), records ``T waiting`` under ``sse``, waits on the gate ``sse-T``,
   records ``T resumed``, yields ``SSE_REST``.
 - ``/flood?token=T&n=N&size=S``: Content-Length N*S; block i is S copies of ``i % 251``; records
   ``T i`` under mark ``flood`` just before yielding block i.

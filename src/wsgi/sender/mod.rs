@@ -4,9 +4,8 @@
 //! Content-Length, a computed one for lists and tuples, chunked on HTTP/1.1, close-delimited on
 //! HTTP/1.0); a known-length response leaves in one `writev` with small bodies copied next to
 //! the head (one TCP segment) and large `bytes` bodies written from the Python object's own
-//! buffer, without a copy and without the GIL. A streaming response's large blocks are
-//! written in place while the socket takes them; otherwise it moves to a queue shared with
-//! the event loop (`io::shared_out`), with backpressure.
+//! buffer, without a copy and without the GIL. A streaming response moves to a queue shared
+//! with the event loop (`io::shared_out`), with backpressure.
 //!
 //! Its lifecycle is [`Stage`]: one enum, its transitions in the methods below. The head
 //! (keep-alive, encoding, the `--timeout` gate) is `head.rs`; a `103 Early Hints` before it,
@@ -28,9 +27,7 @@ use crate::io::shared_out::SharedOut;
 use crate::io::tls_writer::TLS_WRITER_MIN;
 use crate::io::transport::Transport;
 use crate::wsgi::app_head::AppHead;
-use crate::wsgi::body_block::{
-    as_block, queue_body, write_block_now, Block, SendError, COPY_MAX, STREAM_COPY_MAX,
-};
+use crate::wsgi::body_block::{as_block, queue_body, Block, SendError, COPY_MAX, STREAM_COPY_MAX};
 use crate::wsgi::deadline::HeadGate;
 use crate::wsgi::input::Input;
 
@@ -44,13 +41,9 @@ const DETACH_WRITE_MIN: u64 = 64 * 1024;
 /// Sends one response on a socket borrowed from the connection for the request.
 ///
 /// The first block and whole known-length bodies are written by the app thread itself (one
-/// writev, no hand-off), and so are a generator's later blocks larger than `STREAM_COPY_MAX`
-/// as long as the socket takes each whole (`body_block::write_block_now`: from the block's own
-/// buffer). From the first block the socket does not take whole, or the first small later one
-/// (small blocks must pile up to leave together), blocks go to a queue shared with the event
-/// loop, which writes whatever has piled up whenever the socket is writable, while the app
-/// thread goes on producing; past the high-water mark the app thread waits. Once the loop has
-/// written everything, a large block takes the socket back (`take_back`).
+/// writev, no hand-off). From a generator's second block on, blocks go to a queue shared with
+/// the event loop, which writes whatever has piled up whenever the socket is writable, while
+/// the app thread goes on producing; past the high-water mark the app thread waits.
 pub struct Sender {
     /// The request's connection, written through the I/O layer.
     transport: Transport,
@@ -90,18 +83,16 @@ pub struct Sender {
     pub client_gone: bool,
 }
 
-/// Where a response is in its life: `Unsent -> Direct -> Streaming -> Ended`, skipping any of
-/// the middle ones, and back from `Streaming` to `Direct` when the loop let go of a queue it
-/// wrote whole (`take_back`).
+/// Where a response is in its life. Moves only forward:
+/// `Unsent -> Direct -> Streaming -> Ended`, skipping any of the middle ones.
 enum Stage {
     /// Nothing encoded yet: start_response may still change the head (exc_info).
     Unsent,
-    /// The head is encoded; the app thread writes on the socket itself, from `Sender::out` (or
-    /// a large streamed block from where it lies).
+    /// The head is encoded; the app thread writes on the socket itself, from `Sender::out`.
     /// Only it writes the fd in this stage: the connection is away from the loop.
     Direct,
     /// The response streams: blocks go to a queue shared with the event loop, which writes
-    /// the fd (see `SharedOut` for who may write it until `detach` or `reclaim`).
+    /// the fd (see `SharedOut` for who may write it until `detach`).
     Streaming(Arc<SharedOut>),
     /// The request is over: `write()` refuses, the socket belongs to the connection again.
     Ended,
@@ -324,10 +315,6 @@ impl Sender {
             return Err(SendError::ClientGone);
         }
         self.blocks += 1;
-        let in_place = self.blocks > 1 && block.as_slice().len() > STREAM_COPY_MAX;
-        if in_place {
-            self.take_back();
-        }
         let over;
         if self.blocks == 1 && self.shared().is_none() {
             // The first block: written here, at once, usually in one writev with the head.
@@ -338,34 +325,6 @@ impl Sender {
                 return Ok(());
             }
             // The socket did not take it all: the loop sends the rest (the thread moves on).
-            self.start_sharing();
-            over = self.out_backlog() > self.high_water;
-        } else if in_place && self.shared().is_none() && self.out.is_empty() {
-            // A large block while the socket takes everything: written from where it lies by
-            // this thread, as the first one was (no hand-off to the loop, no queue segment).
-            let written = write_block_now(
-                py,
-                &self.transport,
-                self.framing,
-                &mut self.body_bytes,
-                &mut self.out,
-                &block,
-                DETACH_WRITE_MIN as usize,
-            );
-            match written {
-                Err(()) => return self.gone(),
-                Ok(Some(())) => {}
-                Ok(None) => {
-                    // TLS: through the queue and the session, by this thread all the same.
-                    self.queue_body_streamed(block);
-                    self.flush_local(py)?;
-                }
-            }
-            if self.out.is_empty() {
-                return Ok(());
-            }
-            // The socket is full: the loop writes the rest when it can, and what follows
-            // piles up behind it (one writev for all of it) while this thread goes on.
             self.start_sharing();
             over = self.out_backlog() > self.high_water;
         } else {
@@ -409,28 +368,6 @@ impl Sender {
             }
         }
         Ok(())
-    }
-
-    /// Copy or reference a streamed block onto the sender's own queue (`STREAM_COPY_MAX`).
-    fn queue_body_streamed(&mut self, block: Block<'_>) {
-        queue_body(
-            self.framing,
-            &mut self.body_bytes,
-            &mut self.out,
-            block,
-            STREAM_COPY_MAX,
-        );
-    }
-
-    /// While the response streams through the loop: if the loop has written all of it and let
-    /// the queue go (`SharedOut::reclaim`), this thread writes the socket itself again (stage
-    /// `Direct`); the next time the socket is full, a new shared queue takes over.
-    fn take_back(&mut self) {
-        if let Stage::Streaming(shared) = &self.stage {
-            if shared.reclaim() {
-                self.stage = Stage::Direct;
-            }
-        }
     }
 
     /// From now on the event loop writes this response: hand it what is queued, and (in an
