@@ -8,9 +8,7 @@
 //! "Buffering and Streaming") even if the app then sleeps, and every block that piled up while
 //! the socket was busy leaves in the same `writev`. When more than the high-water mark is queued,
 //! the app thread waits (with the GIL released) until the loop has drained it below the
-//! low-water mark: memory stays bounded for a slow client. (While the thread the loop was just
-//! handed to still lets the first blocks pile up, `settle`, the app thread writes the batch
-//! itself at the mark instead, `write_ahead`, and waits only if the socket is full.)
+//! low-water mark: memory stays bounded for a slow client.
 
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -22,10 +20,8 @@ use super::transport::Transport;
 /// Who writes the queue next.
 ///
 /// The rule for the socket: from the moment the queue is shared until `detach`, only the event
-/// loop writes the fd (in `flush`, in states `Loop`/`LoopWriting`), except for the app thread's
-/// batch at the high-water mark while the loop's new thread settles (`write_ahead`, state
-/// `AppWriting`, during which `flush` writes nothing); otherwise the app thread only adds to
-/// the queue. Before sharing, the app thread writes it itself (the sender's direct stage);
+/// loop writes the fd (in `flush`, in states `Loop`/`LoopWriting`); the app thread only adds
+/// to the queue. Before sharing, the app thread writes it itself (the sender's direct stage);
 /// after `detach`, the connection and whoever owns it do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Writer {
@@ -37,9 +33,6 @@ enum Writer {
     /// The loop is writing a batch it took out of the queue, without the lock held (`detach`
     /// waits for it to end).
     LoopWriting,
-    /// The app thread is writing a batch it took out of the queue while the loop's new thread
-    /// settled (`write_ahead`); a `flush` meanwhile writes nothing and is asked again after.
-    AppWriting,
 }
 
 /// Whether the output can still reach the client.
@@ -71,21 +64,6 @@ pub struct SharedState {
     /// wake it. Else the loop does not signal (a wake nobody waits for is still a `futex`
     /// call: half of the loop's on S3, one per batch written).
     app_waiting: bool,
-    /// A `flush` found the app thread writing (`Writer::AppWriting`): the loop must be asked
-    /// again when it is done.
-    flush_missed: bool,
-}
-
-/// What the app thread's own write at the high-water mark did (`SharedOut::write_ahead`).
-#[derive(Debug, PartialEq, Eq)]
-pub enum Ahead {
-    /// Not tried (the loop's thread is not settling, or the output failed): wait as usual.
-    NotMine,
-    /// Written (all, or until the socket was full). `ask_loop`: a `flush` came meanwhile and
-    /// must be asked again (`LoopCtx::request_flush`); `over`: still past the high-water mark.
-    Wrote { ask_loop: bool, over: bool },
-    /// The socket failed: the client is gone.
-    Failed,
 }
 
 impl SharedState {
@@ -149,7 +127,6 @@ impl SharedOut {
                 last_progress: Instant::now(),
                 settling: false,
                 app_waiting: false,
-                flush_missed: false,
             }),
             drained: Condvar::new(),
             low_water: high_water / 2,
@@ -184,10 +161,6 @@ impl SharedOut {
                 if st.fate != Fate::Open {
                     st.writer = Writer::Nobody;
                     return FlushResult::Done;
-                }
-                if st.writer == Writer::AppWriting {
-                    st.flush_missed = true;
-                    return FlushResult::Blocked;
                 }
                 if st.queue.is_empty() {
                     st.writer = Writer::Nobody;
@@ -272,51 +245,6 @@ impl SharedOut {
             self.drained.notify_all();
         }
         (std::mem::take(&mut st.queue), failed)
-    }
-
-    /// Called by the app thread (without the GIL) at the high-water mark, while the thread just
-    /// handed the loop still settles on this queue (`settle`, so the loop has not begun to
-    /// write it): write the batch itself instead of waking that thread and waiting for it,
-    /// two context switches per batch (S3: a megabyte of 8 KiB blocks). Non-blocking writes
-    /// until the queue is empty or the socket full; the loop writes the rest as before.
-    pub fn write_ahead(&self) -> Ahead {
-        let mut batch = {
-            let mut st = self.state.lock().unwrap();
-            if st.fate != Fate::Open || !st.settling || st.writer != Writer::Loop {
-                return Ahead::NotMine;
-            }
-            st.queue.close_chunk();
-            st.writer = Writer::AppWriting;
-            st.in_flight = st.queue.pending();
-            std::mem::take(&mut st.queue)
-        };
-        let mut res = Ok(());
-        while !batch.is_empty() {
-            if let Err(e) = self.transport.write_some(&mut batch) {
-                res = Err(e);
-                break;
-            }
-        }
-        let mut st = self.state.lock().unwrap();
-        st.writer = Writer::Loop;
-        st.in_flight = 0;
-        if !batch.is_empty() {
-            batch.append(&mut st.queue);
-            st.queue = batch;
-        }
-        match res {
-            Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => {
-                st.fail();
-                st.flush_missed = false;
-                return Ahead::Failed;
-            }
-            _ => st.last_progress = Instant::now(),
-        }
-        let ask_loop = std::mem::take(&mut st.flush_missed);
-        Ahead::Wrote {
-            ask_loop,
-            over: Self::backlog(&st) > self.high_water,
-        }
     }
 
     /// Called by the event loop when the write timeout passed without progress.
@@ -411,7 +339,7 @@ mod tests {
     use std::thread;
     use std::time::Duration;
 
-    use super::{Ahead, FlushResult, OutQueue, SharedOut, Transport, Writer};
+    use super::{OutQueue, SharedOut, Transport};
 
     const FOREVER: Duration = Duration::from_secs(3600);
     const HIGH: u64 = 64 * 1024;
@@ -466,62 +394,6 @@ mod tests {
         add(&out, 100);
         out.settle(FOREVER, Duration::from_millis(1));
         assert_eq!(SharedOut::backlog(&out.state.lock().unwrap()), 100);
-    }
-
-    /// A queue over one end of a non-blocking socket pair, with `n` bytes queued.
-    fn over_a_socket(n: usize) -> (Arc<SharedOut>, std::os::unix::net::UnixStream) {
-        use std::os::fd::IntoRawFd;
-        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        ours.set_nonblocking(true).unwrap();
-        let out = Arc::new(SharedOut::new(
-            &Transport::Plain(ours.into_raw_fd()),
-            OutQueue::new(),
-            HIGH,
-        ));
-        add(&out, n);
-        (out, theirs)
-    }
-
-    #[test]
-    fn the_app_thread_writes_the_batch_only_while_the_loop_settles() {
-        use std::io::Read;
-        let (out, mut theirs) = over_a_socket(10_000);
-        // The loop's thread is not settling: it writes (or will), the app thread waits.
-        assert_eq!(out.write_ahead(), Ahead::NotMine);
-        out.state.lock().unwrap().settling = true;
-        assert_eq!(
-            out.write_ahead(),
-            Ahead::Wrote {
-                ask_loop: false,
-                over: false
-            }
-        );
-        let mut got = vec![0u8; 10_000];
-        theirs.read_exact(&mut got).unwrap();
-        assert!(got.iter().all(|&b| b == b'x'));
-        assert_eq!(SharedOut::backlog(&out.state.lock().unwrap()), 0);
-    }
-
-    #[test]
-    fn a_flush_while_the_app_thread_writes_is_asked_again() {
-        let (out, _theirs) = over_a_socket(100);
-        out.state.lock().unwrap().writer = Writer::AppWriting;
-        // The loop writes nothing meanwhile (the batch is the app thread's) ...
-        assert_eq!(out.flush(), FlushResult::Blocked);
-        assert_eq!(out.state.lock().unwrap().queue.pending(), 100);
-        // ... and the app thread, once done, asks the loop again.
-        {
-            let mut st = out.state.lock().unwrap();
-            st.writer = Writer::Loop;
-            st.settling = true;
-        }
-        assert_eq!(
-            out.write_ahead(),
-            Ahead::Wrote {
-                ask_loop: true,
-                over: false
-            }
-        );
     }
 
     #[test]

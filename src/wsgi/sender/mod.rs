@@ -23,7 +23,7 @@ use crate::io::conn::Conn;
 use crate::io::event_loop::LoopCtx;
 use crate::io::inline_call::{fire_stream_hook, holds_the_loop, Settle};
 use crate::io::out_queue::OutQueue;
-use crate::io::shared_out::{Ahead, SharedOut};
+use crate::io::shared_out::SharedOut;
 use crate::io::tls_writer::TLS_WRITER_MIN;
 use crate::io::transport::Transport;
 use crate::wsgi::app_head::AppHead;
@@ -360,30 +360,10 @@ impl Sender {
         let Stage::Streaming(shared) = &self.stage else {
             unreachable!("both branches above leave the response Streaming")
         };
-        // Backpressure: past the high-water mark, wait (GIL released) for the loop to drain;
-        // while the loop's new thread still settles, write the batch here first (plaintext).
+        // Backpressure: past the high-water mark, wait (GIL released) for the loop to drain.
         if over {
             let (shared, t) = (Arc::clone(shared), self.write_timeout);
-            let plain = matches!(self.transport, Transport::Plain(_));
-            let (ctx, token) = (Arc::clone(&self.ctx), self.token);
-            let ok = py.detach(move || {
-                if plain {
-                    match shared.write_ahead() {
-                        Ahead::Failed => return false,
-                        Ahead::Wrote { ask_loop, over } => {
-                            if ask_loop {
-                                ctx.request_flush(token, Arc::clone(&shared));
-                            }
-                            if !over {
-                                return true;
-                            }
-                        }
-                        Ahead::NotMine => {}
-                    }
-                }
-                shared.wait_drained(t)
-            });
-            if !ok {
+            if !py.detach(move || shared.wait_drained(t)) {
                 return self.gone();
             }
         }
