@@ -57,10 +57,10 @@ def test_small_file_is_sent_without_a_descriptor_of_the_servers_own(start_server
 
 
 def test_small_files_the_socket_cannot_take_at_once_arrive_whole(srv):
-    """Answers pipelined to a client that reads nothing yet fill the socket: one of them is
-    sent in part from the app's descriptor, and its rest goes later, from the server's own
-    descriptor, after the app closed its file. Every body must still be exact, from the
-    position the app left its (buffered) file at."""
+    """Answers pipelined to a client that reads nothing yet fill the socket: from then on an
+    answer's head (or part of its body) does not leave during the call, and its body goes
+    later, from the server's own descriptor, after the app closed its file. Every body must
+    still be exact, from the position the app left its (buffered) file at."""
     t = token()
     count, size, skip = 200, 50_000, 1000
     target = f"/fw?size={size}&cl=auto&skip={skip}&how=read&buffered=1&token={t}"

@@ -586,6 +586,6 @@ impl OutQueue {
 }
 
 mod segments;
-mod with_file;
 #[cfg(test)]
 mod tests;
+mod with_file;

@@ -59,10 +59,7 @@ impl<'py> Blocks<'py> {
 
 /// For a file wrapper over a regular file: the file (by the app's descriptor) and the position
 /// the app left it at (its `tell()`, which accounts for Python's buffering). `None` means "iterate it in Python instead" (pipes, sockets, BytesIO, errors).
-pub(crate) fn regular_file_range(
-    py: Python<'_>,
-    fw: &FileWrapper,
-) -> Option<(RegularFile, u64)> {
+pub(crate) fn regular_file_range(py: Python<'_>, fw: &FileWrapper) -> Option<(RegularFile, u64)> {
     let f = fw.filelike.bind(py);
     let fd: i32 = f
         .call_method0(pyo3::intern!(py, "fileno"))
@@ -222,10 +219,7 @@ pub(crate) fn drive<R: Reply>(
     if let Ok(fw) = result.cast::<FileWrapper>() {
         if let Some((file, pos)) = regular_file_range(py, fw.get()) {
             let mut s = reply.lock_py_attached(py).unwrap();
-            return match s
-                .send_file(py, &file, pos)
-                .and_then(|_| s.finish(py))
-            {
+            return match s.send_file(py, &file, pos).and_then(|_| s.finish(py)) {
                 Ok(()) => AppEnd::Done,
                 Err(e) => {
                     drop(s);

@@ -40,12 +40,7 @@ pub trait Reply {
     /// A regular file from `pos` to its end (a file wrapper; the descriptor is still the app's
     /// and must not be kept past the call: `RegularFile::range_from` makes one that may); the
     /// file's length is the body's unless the app declared one.
-    fn send_file(
-        &mut self,
-        py: Python<'_>,
-        file: &RegularFile,
-        pos: u64,
-    ) -> Result<(), SendError>;
+    fn send_file(&mut self, py: Python<'_>, file: &RegularFile, pos: u64) -> Result<(), SendError>;
 
     /// The body is over (the head goes now if nothing was sent). After `send_all` or
     /// `send_file` it adds nothing.
@@ -91,12 +86,7 @@ impl Reply for super::sender::Sender {
     }
 
     #[inline]
-    fn send_file(
-        &mut self,
-        py: Python<'_>,
-        file: &RegularFile,
-        pos: u64,
-    ) -> Result<(), SendError> {
+    fn send_file(&mut self, py: Python<'_>, file: &RegularFile, pos: u64) -> Result<(), SendError> {
         Self::send_file(self, py, file, pos)
     }
 

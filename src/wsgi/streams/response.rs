@@ -266,12 +266,7 @@ impl<R: StreamOut> Reply for Response<R> {
     }
 
     /// Read in [`FILE_BLOCK`]s without the GIL; a read that fails ends the call as failed.
-    fn send_file(
-        &mut self,
-        py: Python<'_>,
-        file: &RegularFile,
-        pos: u64,
-    ) -> Result<(), SendError> {
+    fn send_file(&mut self, py: Python<'_>, file: &RegularFile, pos: u64) -> Result<(), SendError> {
         self.may_send()?;
         let Some((file, offset, len)) = file.range_from(pos) else {
             return Err(SendError::Finished);
