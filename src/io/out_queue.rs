@@ -597,3 +597,4 @@ mod lent;
 mod segments;
 #[cfg(test)]
 mod tests;
+mod with_file;
