@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use crate::clock::clock_time;
 
 use super::admission::{
-    stalled, Class, Cores, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE, COMPUTING_CPU,
-    LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
+    stalled, Class, Cores, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE,
+    COMPUTING_CPU, LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
 };
 
 use super::machine::MachineIdle;

@@ -151,10 +151,16 @@ mod tests {
         let mut a = full(1000);
         let mut c = Cores::default();
         let mut cpu = Duration::ZERO;
-        assert!(!a.fit_cores(&mut c, cpu, 0.0), "the first reading only remembers");
+        assert!(
+            !a.fit_cores(&mut c, cpu, 0.0),
+            "the first reading only remembers"
+        );
         finish(&mut a, 300);
         cpu += 100 * MS;
-        assert!(!a.fit_cores(&mut c, cpu, 0.0), "3,000 a CPU second: the best");
+        assert!(
+            !a.fit_cores(&mut c, cpu, 0.0),
+            "3,000 a CPU second: the best"
+        );
         assert_eq!(a.blocking_limit(), 1000);
         finish(&mut a, 12);
         cpu += 200 * MS;
@@ -177,7 +183,7 @@ mod tests {
     /// the CPU), a steady rate on a busy machine (Django with its database), or few calls in
     /// flight: the room stays.
     #[test]
-    fn idle_cpu_a_steady_cost_or_no_call_waiting_keeps_the_room() {
+    fn idle_cpu_a_steady_cost_or_few_calls_in_flight_keep_the_room() {
         let mut a = full(1000);
         let mut c = Cores::default();
         let mut cpu = Duration::ZERO;
@@ -191,7 +197,10 @@ mod tests {
         for _ in 0..5 {
             finish(&mut a, 200);
             cpu += 100 * MS;
-            assert!(!a.fit_cores(&mut c, cpu, 0.0), "a third less: a heavier mix");
+            assert!(
+                !a.fit_cores(&mut c, cpu, 0.0),
+                "a third less: a heavier mix"
+            );
         }
         assert_eq!(a.blocking_limit(), 1000);
         let mut quiet = full(1000);
