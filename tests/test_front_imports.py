@@ -46,7 +46,9 @@ def test_a_uwsgi_worker_carries_no_module_its_options_do_not_need(start_server, 
     readers of uWSGI's configurations (resolved in the master): together about 12 MB of
     resident memory over a master and two workers. Failed too, later: dataclasses (with
     inspect, ast and dis), typing, gunicorn's settings table and the options' docs were in
-    every process (about 5.5 MB over the three: benchmarks/results/2026-11-27-rss)."""
+    every process (about 5.5 MB over the three: benchmarks/results/2026-11-27-rss). Failed
+    too, later: the options table, its parsers and the validation were in every process (the
+    master validated the resolved options itself: benchmarks/results/2026-11-27-rss2)."""
     (tmp_path / "static").mkdir()
     ini = tmp_path / "uwsgi.ini"
     ini.write_text(f"""[uwsgi]

@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 
 from tests.apps.response_path import (MIXED_SIZES, PONG_HEADERS, SSE_FIRST, SSE_REST,
-                                      SSE_SECOND, flood_block, pattern, stream_blocks)
+                                      flood_block, pattern, sse_second, stream_blocks)
 from tests.helpers import wait_for
 from tests.http_util import TIMEOUT, Conn, Truncated, WaitTimeout, assert_still_serving, request_bytes
 from tests.strace_util import straced
@@ -536,18 +536,23 @@ def test_generator_body_on_http10_is_close_delimited_and_exact(srv, sizes, repea
     assert resp.body == expected
 
 
+@pytest.mark.parametrize("pad", [0, 16384], ids=["queued", "in-place"])
 @pytest.mark.parametrize("version", ["HTTP/1.1", "HTTP/1.0"])
-def test_sse_blocks_arrive_while_the_app_waits(srv, version):
+def test_sse_blocks_arrive_while_the_app_waits(srv, version, pad):
     """PEP 3333 streaming: each block is transmitted without waiting for the next. The app
     yields two events then blocks on a gate; both must reach the client BEFORE the test opens
-    the gate (no timer, no holding back), then the rest follows."""
+    the gate (no timer, no holding back), then the rest follows. A small second block is copied
+    onto the queue the event loop writes; a 16 KiB one is queued as the app's own `bytes`
+    (`body_block::queue_block`, a lent segment of `io::out_queue`), which the loop writes from
+    that object's buffer while the app waits."""
     t = token()
+    second = sse_second(pad)
     with Conn.open(srv.port) as c:
-        c.send(request_bytes("GET", f"/sse?token={t}", version=version))
+        c.send(request_bytes("GET", f"/sse?token={t}&pad={pad}", version=version))
         head = c.read_head()
         assert head.status == 200
         deadline = time.monotonic() + TIMEOUT
-        while SSE_SECOND not in c.buf:
+        while second not in c.buf:
             try:
                 c._fill(deadline, "the first two events while the app waits on its gate")
             except WaitTimeout as e:
@@ -562,7 +567,7 @@ def test_sse_blocks_arrive_while_the_app_waits(srv, version):
         srv.open_gate("sse-" + t)
         resp = c.read_body(head)
     assert resp.framing == ("chunked" if version == "HTTP/1.1" else "close")
-    assert resp.body == SSE_FIRST + SSE_SECOND + SSE_REST
+    assert resp.body == SSE_FIRST + second + SSE_REST
     assert srv.marks("sse", t) == [f"{t} waiting", f"{t} resumed"]
 
 

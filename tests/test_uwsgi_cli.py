@@ -142,10 +142,12 @@ def test_the_app_reads_the_resolved_options_in_uwsgi_opt_and_hup_renews_them(tmp
 
 
 def test_the_resolving_process_gives_what_this_process_would(tmp_path, monkeypatch):
-    """uwsgi_cli.resolve_apart runs uWSGI's resolution in a process of its own (so that its
-    modules never load in the master): its result is the in-process one, value for value; and
-    with no such process (an interpreter that cannot be started) it resolves here instead."""
+    """uwsgi_cli.resolve_apart runs uWSGI's resolution and the validation in a process of its
+    own (so that their modules never load in the master): its result, the validated Config
+    included, is the in-process one, value for value; and with no such process (an
+    interpreter that cannot be started) it resolves here instead."""
     from sluicegate import uwsgi_cli
+    from sluicegate.resolution import raw_values, validate
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
@@ -162,8 +164,28 @@ def test_the_resolving_process_gives_what_this_process_would(tmp_path, monkeypat
     monkeypatch.setattr(uwsgi_cli, "resolved", not_here)
     apart_pairs, apart = uwsgi_cli.resolve_apart(args)
     assert [tuple(p) for p in apart_pairs] == [tuple(p) for p in pairs]
-    assert apart.given == here.given and apart.reexec == here.reexec
+    assert apart.config == validate(raw_values(here.given)) and apart.reexec == here.reexec
+    assert apart.config.static and apart.config.bind  # records made again from plain values
     monkeypatch.setattr(uwsgi_cli, "resolved", resolved_here)
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
     fallback_pairs, fallback = uwsgi_cli.resolve_apart(args)
     assert fallback.given == here.given and fallback_pairs == pairs
+
+
+def test_a_gunicorn_config_file_runs_in_the_master_as_before(tmp_path):
+    """A --config file named beside a uWSGI configuration (SLUICEGATE_CONFIG) is Python run for
+    its effects too: it runs in the master, which the workers are forked from, and not only in
+    the process that resolves and validates the options apart (uwsgi_cli.fields_of). Without
+    that exception, what the file set in os.environ reached no worker."""
+    conf = tmp_path / "gunicorn.conf.py"
+    conf.write_text("import os\nos.environ['FROM_CONFIG_FILE'] = 'ran'\n")
+    path = tmp_path / "a.ini"
+    path.write_text(f"[uwsgi]\nchdir = {ROOT}\nmodule = tests.apps.os_env:app\n"
+                    "http-socket = 127.0.0.1:0\nmaster = true\nprocesses = 1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UWSGI_", "SLUICEGATE_"))}
+    env.update(PYTHONPATH=str(ROOT), SLUICEGATE_CONFIG=str(conf))
+    server = ServerProcess(None, command=[*COMMAND, "--ini", str(path)], env=env)
+    try:
+        assert server.request(path="/?FROM_CONFIG_FILE").body == b'{"FROM_CONFIG_FILE": "ran"}'
+    finally:
+        server.stop(signal.SIGINT)

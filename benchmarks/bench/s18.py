@@ -19,10 +19,16 @@ a fresh server is started inside each limit's cgroup instead, as in a container.
 and the cgroup's throttled periods over the run (`cpu.stat`). For hello world the share of
 the unconstrained rate a quota should give is min(1, quota / the cores the server used
 unconstrained): `× share` is the rate over that. Then `--workers auto` started inside each
-limit (sluicegate only): the workers it started. Rounds interleave the servers.
+limit (sluicegate only; `--no-auto`: not): the workers it started. Rounds interleave the
+servers. `--shares N`: the server's cgroup, and one made for this process (so PostgreSQL, the
+load generator and a server before its move), are weighted like N/1024 tasks each (v1's
+`cpu.shares`, v2's `cpu.weight`): on a machine other work loads, a quota then binds as on a
+quiet one (`cpu.stat`'s throttled periods say whether it did); without it, a server starved
+by the machine never reaches its quota, and the run measures the machine.
 
     python3 benchmarks/run.py s18 [--cpus 0.5,1,1.5] [--cases hello,s5,django,paced,idle]
         [--servers sluicegate,gunicorn-gthread,granian,uwsgi] [--rounds 3] [--out results/DIR]
+        [--shares 8192] [--no-auto]
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ DJANGO_CONN_MAX_AGE, DJANGO_PEER_THREADS = 60, 8  # S13's first group
 class Cgroup:
     """One cgroup with a CPU quota (None: none), made under v1's `cpu` or v2's root."""
 
-    def __init__(self, name: str, cpus: float | None):
+    def __init__(self, name: str, cpus: float | None, shares: int | None = None):
         if (V1 / "cpu.cfs_quota_us").exists():
             self.dir, self.v2 = V1 / name, False
         else:
@@ -75,6 +81,10 @@ class Cgroup:
         else:
             (self.dir / "cpu.cfs_period_us").write_text("100000")
             (self.dir / "cpu.cfs_quota_us").write_text(str(quota))
+        if shares:  # v2's weight is v1's shares scaled: 1024 shares = weight 100
+            weight = ("cpu.weight", max(1, min(10_000, shares * 100 // 1024))) if self.v2 \
+                else ("cpu.shares", shares)
+            (self.dir / weight[0]).write_text(str(weight[1]))
 
     def add(self, pids: list[int]) -> None:
         for pid in pids:
@@ -236,11 +246,11 @@ def _keep(res: dict, case: str, name: str, cpus: float | None, r: int, settings,
           f"switches {m['vcsw']}/{m['ivcsw']} (vol/invol)", flush=True)
 
 
-def _inside(res: dict, case: str, name: str, r: int, limits: list, d: Path) -> None:
+def _inside(res: dict, case: str, name: str, r: int, limits: list, d: Path, shares: int | None) -> None:
     """`--inside`: a fresh server per limit, started inside its cgroup (as in a container,
     where whatever the server reads of its allowance at start sees the quota)."""
     for cpus in limits:
-        cg = Cgroup(f"sg-s18-{os.getpid()}-{'none' if cpus is None else cpus}", cpus)
+        cg = Cgroup(f"sg-s18-{os.getpid()}-{'none' if cpus is None else cpus}", cpus, shares)
         proc, settings, size, path = start(name, case, d, cg)
         try:
             _keep(res, case, name, cpus, r, settings, one(proc, case, cg, size, path))
@@ -250,7 +260,31 @@ def _inside(res: dict, case: str, name: str, r: int, limits: list, d: Path) -> N
             cg.remove()
 
 
+def _weigh_self(shares: int | None) -> Cgroup | None:
+    """`--shares`: this process (and so what it starts from now on) into a cgroup of that
+    weight, without a quota (`_unweigh_self` takes it out again)."""
+    if not shares:
+        return None
+    cg = Cgroup(f"sg-s18-load-{os.getpid()}", None, shares)
+    cg.add([os.getpid()])
+    return cg
+
+
+def _unweigh_self(cg: Cgroup | None) -> None:
+    if cg is not None:
+        (cg.dir.parent / "cgroup.procs").write_text(str(os.getpid()))
+        cg.remove()  # not while a PostgreSQL started in it runs (left empty once it stops)
+
+
 def run(args) -> dict:
+    load = _weigh_self(args.shares)
+    try:
+        return _run(args)
+    finally:
+        _unweigh_self(load)
+
+
+def _run(args) -> dict:
     limits: list[float | None] = [None] + [float(c) for c in args.cpus.split(",") if c]
     names = [n for n in args.servers.split(",") if n]
     d = Path(args.out or "/tmp") / "s18-logs"
@@ -264,12 +298,12 @@ def run(args) -> dict:
             order = names[r % len(names):] + names[:r % len(names)]
             for name in order:
                 if args.inside:
-                    _inside(res, case, name, r, limits, d)
+                    _inside(res, case, name, r, limits, d, args.shares)
                     continue
                 proc, settings, size, path = start(name, case, d)
                 try:
                     for cpus in limits:
-                        cg = Cgroup(f"sg-s18-{os.getpid()}-{'none' if cpus is None else cpus}", cpus)
+                        cg = Cgroup(f"sg-s18-{os.getpid()}-{'none' if cpus is None else cpus}", cpus, args.shares)
                         _keep(res, case, name, cpus, r, settings, one(proc, case, cg, size, path))
                 finally:
                     proc.stop()
@@ -284,7 +318,8 @@ def run(args) -> dict:
             v.update({k: statistics.median([m[k] or 0.0 for m in v["rounds"]])
                       for k in ("sent_p50_ms", "sent_p99_ms", "sent_over_10ms", "sent_throttled")})
             v["sent_verified"] = all(m["sent_verified"] for m in v["rounds"])
-    auto = {str(c): workers_auto(c, d) for c in limits if c is not None} if "sluicegate" in names else {}
+    auto = {str(c): workers_auto(c, d) for c in limits if c is not None} \
+        if "sluicegate" in names and not args.no_auto else {}
     print(f"  S18 --workers auto: {auto}", flush=True)
     return {"results": res, "workers_auto": auto}
 
@@ -335,6 +370,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--inside", action="store_true",
                     help="start a fresh server inside each limit's cgroup (else one server, moved in)")
+    ap.add_argument("--shares", type=int, help="cpu.shares of the servers' cgroups and of the load's "
+                    "(PostgreSQL, wrk): a quota binds on a machine others load (see the module doc)")
+    ap.add_argument("--no-auto", action="store_true", help="skip `--workers auto` inside each limit")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--report", type=Path, help="print the table of a run's s18.json again")
 
@@ -354,7 +392,8 @@ def main(args: argparse.Namespace) -> int | None:
     names = [n for n in args.servers.split(",") if n]
     limits = [str(float(c)) for c in args.cpus.split(",") if c]
     command = (f"python3 benchmarks/run.py s18 --cpus {args.cpus} --cases {args.cases} "
-               f"--servers {args.servers} --rounds {args.rounds}" + (" --inside" if args.inside else ""))
+               f"--servers {args.servers} --rounds {args.rounds}" + (" --inside" if args.inside else "")
+               + (f" --shares {args.shares}" if args.shares else "") + (" --no-auto" if args.no_auto else ""))
     head = ["S18: each server (one worker process) in a cgroup with a CPU quota, medians of "
             f"{args.rounds} interleaved rounds; × share: req/s over the unconstrained rate × "
             "min(1, quota / the cores used unconstrained); × best peer: over the best peer in the "

@@ -17,13 +17,12 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from . import records
-from . import __version__, hooks, logs, preflight, privileges, syspath, tls
+from . import __version__, hooks, preflight, privileges, syspath, tls
 from .errors import OptionError, SluicegateError
 from .loader import load_app
 from .options import BY_NAME
 from .resolution import Raw, describe, raw_values, validate
-from .supervisor import log, serve_config
+from .supervisor import start
 from .validated import Config
 
 
@@ -50,54 +49,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def run(read_given: Callable[[], Dict[str, Raw]], restart: List[str]) -> int:
-    """The start shared by the `sluicegate` and `sluicegate-uwsgi` commands: `read_given()`
-    gives the options a command line (and its files) set, at the start and again on HUP;
-    then validate, and serve. `restart` is the command line a master re-executes on USR2.
-    Every user error ends as one line (the module's doc)."""
-    debug = False
-    try:
-        given = read_given()
-        raw = raw_values(given)
+    """The start of the `sluicegate` command (and of `sluicegate-uwsgi` when its options are
+    not validated apart, uwsgi_cli.py): `read_given()` gives the options a command line (and
+    its files) set, at the start and again on HUP; each time they are validated here; then
+    supervisor.start (--print-config and --check-config end before serving)."""
+    raws: List[Dict[str, Raw]] = []
+
+    def read_config() -> Config:
+        raw = raw_values(read_given())
         cfg = validate(raw)
-        debug = cfg.log_level == "debug"
-        set_env(cfg.env)  # -e KEY=VALUE: before the app is imported, here or in a worker
+        raws[:] = [raw]
+        return cfg
+
+    def one_shot(cfg: Config) -> Optional[int]:
         if cfg.print_config:
-            print(describe(raw))
+            print(describe(raws[0]))
             return 0
         if cfg.check_config:
             return check(cfg)
+        return None
 
-        started_in = os.getcwd()
-
-        def reread() -> Config:
-            """HUP: the same command line over the environment and config file as they are now
-            (a relative --chdir is from where sluicegate started, not from where it went)."""
-            here = os.getcwd()
-            os.chdir(started_in)  # relative paths are read from there, as at the start
-            try:
-                again = validate(raw_values(read_given()))
-            finally:
-                os.chdir(here)
-            set_env(again.env)  # raw_env as it is now, for the new workers (as gunicorn)
-            if again.chdir:
-                again = records.replace(
-                    again, chdir=os.path.abspath(os.path.join(started_in, again.chdir)))
-            return again
-
-        if cfg.error_log:
-            logs.redirect_stderr(cfg.error_log, capture_output=cfg.capture_output)
-        return serve_config(cfg, __version__, owns_process=True, restart=(restart, os.getcwd()),
-                            reread=reread)
-    except hooks.HookExit as e:  # logged by the hook's runner already
-        return e.exit_code
-    except SluicegateError as e:
-        if debug and e.__cause__ is not None:
-            log.debug("Traceback of the error below:", exc_info=e.__cause__)
-        print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
-        return e.exit_code
-    except KeyboardInterrupt:
-        # Ctrl-C while the app was still loading, before the server's own handler was installed.
-        return 130
+    return start(read_config, __version__, restart, one_shot)
 
 
 def check(cfg: Config) -> int:
@@ -117,26 +89,6 @@ def check(cfg: Config) -> int:
         return 2
     print(f"sluicegate: configuration OK (app {cfg.app})", flush=True)
     return 0
-
-
-#: The variables set_env set, with the value each had before (None: it was not set).
-_env_before: Dict[str, Optional[str]] = {}
-
-
-def set_env(items: Sequence[str]) -> None:
-    """-e / raw_env: set each KEY=VALUE in os.environ (the master's, so every worker's); a
-    variable an earlier call set that `items` no longer has gets its first value back, as
-    gunicorn's reload does."""
-    wanted = dict(item.partition("=")[::2] for item in items)
-    for key in [k for k in _env_before if k not in wanted]:
-        before = _env_before.pop(key)
-        if before is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = before
-    for key, value in wanted.items():
-        _env_before.setdefault(key, os.environ.get(key))
-        os.environ[key] = value
 
 
 def _check_system(cfg: Config) -> None:

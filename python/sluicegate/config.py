@@ -24,10 +24,9 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import options_uwsgi, tls
-from .options import OPTIONS
-from .parsers import UWSGI_FORMAT_PREFIX
-from .validated import Config
+from . import tls
+from .uwsgi_compat import COMPAT_BUFFER_SIZE, UWSGI_FORMAT_PREFIX
+from .validated import CORE_FIELDS, Config
 
 #: wsgi.url_scheme of a plain listener (a TLS listener's environ template says "https").
 URL_SCHEME = "http"
@@ -66,7 +65,7 @@ def core_config(
     opened or chose (`threads`: the pool bounds, see thread_bounds.py). `access_log_fd` and
     `signal_fd` are -1 when off. `balance`: (fd, slots, slot) of the master's connection-count
     table for a worker process (master.py), fd -1 in a single process."""
-    out: Dict[str, Any] = {o.name: getattr(cfg, o.name) for o in OPTIONS if o.core}
+    out: Dict[str, Any] = {name: getattr(cfg, name) for name in CORE_FIELDS}
     out["threads_min"], out["threads_max"] = threads
     if cfg.uwsgi_log_format is not None:  # --uwsgi-log-format wins over --access-log-format
         out["access_log_format"] = UWSGI_FORMAT_PREFIX + cfg.uwsgi_log_format
@@ -84,7 +83,7 @@ def core_config(
     out["signal_fd"] = signal_fd
     out["app_name"] = app_name
     out["balance_fd"], out["balance_slots"], out["balance_slot"] = balance
-    out["head_overflow_closes"] = options_uwsgi.COMPAT_BUFFER_SIZE in cfg.uwsgi_compat
+    out["head_overflow_closes"] = COMPAT_BUFFER_SIZE in cfg.uwsgi_compat
     return out
 
 
@@ -127,6 +126,8 @@ STUB_END = "# --- end of generated ServerConfig"
 
 def core_keys() -> List[Tuple[str, str, str]]:
     """(key, stub type, meaning) of every key of the core's config, in order."""
+    from .options import OPTIONS  # the stub's writer only: a server process never needs it
+
     keys = []
     for o in OPTIONS:
         if o.core:

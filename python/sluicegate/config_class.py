@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
 if TYPE_CHECKING:
-    from typing import Any, List, Optional, Sequence, Set
+    from typing import Any, List, Optional, Sequence, Set, Tuple
 
 from . import records
 
@@ -54,7 +55,7 @@ TYPE_CHECKING_LINE = ("TYPE_CHECKING = False  # typing's names for annotations o
                       "(tests/test_front_imports.py)")
 
 #: The classes of this package an option's type may name, and the modules that hold them.
-CLASSES = {"BindAddress": ".listeners", "Hooks": ".hooks", "StaticMount": ".parsers.http"}
+CLASSES = {"BindAddress": ".listeners", "Hooks": ".hooks", "StaticMount": ".static_mount"}
 
 
 def spell(t: str) -> str:
@@ -93,10 +94,23 @@ def fields(options: Sequence[Any]) -> str:
     return "".join(f"    {o.name}: {spell(o.type)}\n" for o in options)
 
 
+def core_fields(options: Sequence[Any]) -> Tuple[str, ...]:
+    """The options the core's config takes under their own names (`core=True`), in order."""
+    return tuple(o.name for o in options if o.core)
+
+
+def core_lines(options: Sequence[Any]) -> str:
+    """validated.py's CORE_FIELDS: config.py reads it, so that a process holding a Config
+    builds the core's config without the table."""
+    names = "".join(f"    {name!r},\n" for name in core_fields(options))
+    return ("\n\n#: The fields the core's config takes under their own names (core=True in the "
+            "table;\n#: config.py).\nCORE_FIELDS = (\n" + names + ")\n")
+
+
 def source(options: Sequence[Any]) -> str:
     """The whole text of validated.py for the table `options`."""
     return HEADER + "".join(f"{line}\n" for line in _imports(options)) + CLASS_HEAD + \
-        fields(options)
+        fields(options) + core_lines(options)
 
 
 def write(options: Sequence[Any]) -> None:
@@ -111,7 +125,8 @@ def mismatch(options: Sequence[Any], config: type) -> Optional[str]:
     and in every worker forked from it, for a check made at each start)."""
     have = [(f.name, f.type) for f in records.fields(config)]
     table = [(o.name, spell(o.type)) for o in options]
-    if have == table:
+    core = getattr(sys.modules[config.__module__], "CORE_FIELDS", None)
+    if have == table and core == core_fields(options):
         return None
     return (f"Config fields {have} differ from OPTIONS {table}: run "
             "`python -m sluicegate.options --write-config-class` (validated.py is generated)")

@@ -25,7 +25,6 @@ handed a batch at a time to `gunicorn.access` (`access_sink`) instead of a descr
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import socket
@@ -196,7 +195,9 @@ def _configure(setup: Setup) -> None:
         try:
             with open(path, encoding="utf-8"):  # fileConfig's own error hides ENOENT
                 pass
-            defaults = copy.deepcopy(CONFIG_DEFAULTS)
+            from copy import deepcopy  # only with a configuration to apply, as below
+
+            defaults = deepcopy(CONFIG_DEFAULTS)
             defaults["__file__"] = path
             defaults["here"] = os.path.dirname(path)
             import logging.config  # only with a configuration to apply (module doc of logs.py)
@@ -210,7 +211,9 @@ def _configure(setup: Setup) -> None:
 
 def merged(given: Mapping[str, Any]) -> Dict[str, Any]:
     """`given` over gunicorn's defaults, as gunicorn merges them: a shallow update."""
-    config = copy.deepcopy(CONFIG_DEFAULTS)
+    from copy import deepcopy  # only with a logging configuration: no process needs it else
+
+    config = deepcopy(CONFIG_DEFAULTS)
     config.update(given)
     return config
 

@@ -56,9 +56,11 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import (control_master, hook_objects, hooks, log_touch, logs, messages, metrics_total,
-               options_uwsgi, privileges, sd_notify, side_commands, signals, statsd,
-               uwsgi_stats)
+    from .metrics_total import Aggregate
+    from .uwsgi_stats import StatsServer
+
+from . import (control_master, hook_objects, hooks, log_touch, logs, messages, privileges,
+               sd_notify, side_commands, signals, statsd)
 from .config import metrics_address
 from .control_protocol import path_for
 from .core_server import probe_metrics_bind
@@ -68,6 +70,7 @@ from .logs import log
 from .messages import Message
 from .reading import Reading, wait_ended_threads
 from .signals import Op
+from .uwsgi_compat import requests_beyond
 from .validated import Config
 from .children import STATE_MOVES, Child, Life, State, alive as _alive, describe_exit
 from .master_reload import Reloads
@@ -135,9 +138,9 @@ class Master(Reloads, Upkeep):
         os.ftruncate(self.table, (SLOTS + 1) * 4)  # and the high-water mark (balance.rs)
         os.pwrite(self.table, VACANT * SLOTS, 0)
         # --metrics-bind is the master's: the sum over the workers (metrics_total.py).
-        self.metrics: Optional[metrics_total.Aggregate] = None
+        self.metrics: Optional[Aggregate] = None
         self.control: Optional[control_master.MasterControl] = None  # `sluicegate ctl` (control_master.py)
-        self.stats: Optional[uwsgi_stats.StatsServer] = None  # --stats (uwsgi_stats.py)
+        self.stats: Optional[StatsServer] = None  # --stats (uwsgi_stats.py)
         self.spawns: Dict[int, int] = {}  # uWSGI's worker id -> starts of that id (--stats)
         self.touched = log_touch.Touched(cfg.touch_logreopen)  # --touch-logreopen
         # --attach-daemon, --smart-attach-daemon (side_commands.py).
@@ -160,6 +163,8 @@ class Master(Reloads, Upkeep):
             self.reloader.start()
         try:
             if self.cfg.metrics_bind:  # StartError (one line) if it cannot be listened on
+                from . import metrics_total  # here: the master's sum, with --metrics-bind only
+
                 self.metrics = metrics_total.master_listener(
                     self.cfg.metrics_bind, probe_metrics_bind, upgraded=self.upgraded)
             self.control = control_master.start_master(
@@ -232,6 +237,8 @@ class Master(Reloads, Upkeep):
         if self.control is None:
             self.control = control_master.MasterControl(None, self._control_view())
         ctl = self.control
+        from . import uwsgi_stats  # here: without --stats no process of the server needs it
+
         self.stats = uwsgi_stats.start(
             self.cfg.stats, self.cfg.stats_http, lambda: ctl.handle({"command": "status"}),
             uwsgi_stats.socket_infos(self.sockets, self.cfg.backlog), lambda: dict(self.spawns),
@@ -420,7 +427,7 @@ class Master(Reloads, Upkeep):
             if self.metrics is not None else -1
         wid = Child.free_wid(self.workers.values(), self.generation)
         self.spawns[wid + 1] = self.spawns.get(wid + 1, 0) + 1
-        jitter = options_uwsgi.requests_beyond(self.cfg, wid)  # --max-requests-jitter, or delta
+        jitter = requests_beyond(self.cfg, wid)  # --max-requests-jitter, or delta
         master = os.getpid()
         pair = self.control.pair() if self.control is not None else None
         wait_ended_threads()  # no TLS library lock held by a thread on its way out (reading.py)
@@ -504,7 +511,9 @@ class Master(Reloads, Upkeep):
                 self.control.forget(pid)
             if w.metrics_fd >= 0:
                 if self.metrics is not None:
-                    last = os.pread(w.metrics_fd, metrics_total.FINAL_MAX, 0)
+                    from .metrics_total import FINAL_MAX  # imported with self.metrics
+
+                    last = os.pread(w.metrics_fd, FINAL_MAX, 0)
                     self.metrics.totals.ended(pid, last.decode("utf-8", "replace"))
                 os.close(w.metrics_fd)
             os.pwrite(self.table, VACANT, w.slot * 4)

@@ -10,8 +10,8 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional, Tuple
 
-from . import uwsgi_stats
 from .parsers import parse_path
+from .uwsgi_compat import COMPAT_BUFFER_SIZE, COMPAT_DELTA, COMPAT_MIN_LIFETIME
 
 #: The items of --access-log-when's list (src/observe/log_when.rs reads the same).
 WHEN_ITEMS = ("4xx", "5xx", "zero")
@@ -28,6 +28,15 @@ def parse_uwsgi_log_format(value: object) -> Optional[str]:
         raise ValueError("a log format is one line")
     return value
 
+
+def parse_stats(value: object) -> Optional[str]:
+    """--stats: uwsgi_stats.parse_stats's address, that module imported only for a value (it
+    serves the stats, which no process needs without one)."""
+    if value is None:
+        return None
+    from .uwsgi_stats import parse_stats as parse
+
+    return parse(value)
 
 
 def parse_log_date(value: object) -> Optional[str]:
@@ -62,12 +71,6 @@ def parse_access_log_when(value: object) -> str:
     return text
 
 
-#: --uwsgi-compat's items (uWSGI's ways where they differ from sluicegate's own).
-COMPAT_BUFFER_SIZE = "buffer-size"
-COMPAT_DELTA = "max-requests-delta"
-COMPAT_MIN_LIFETIME = "min-worker-lifetime"
-
-
 def parse_uwsgi_compat(value: object) -> str:
     """One item of --uwsgi-compat: buffer-size, max-requests-delta=N, min-worker-lifetime=N."""
     if not isinstance(value, str):
@@ -79,32 +82,6 @@ def parse_uwsgi_compat(value: object) -> str:
         return text
     raise ValueError(f"{text!r}: expected {COMPAT_BUFFER_SIZE}, {COMPAT_DELTA}=N or "
                      f"{COMPAT_MIN_LIFETIME}=N")
-
-
-def compat_number(items: Tuple[str, ...], name: str) -> Optional[int]:
-    """The N of --uwsgi-compat NAME=N, or None."""
-    for item in items:
-        key, _, number = item.partition("=")
-        if key == name:
-            return int(number)
-    return None
-
-
-def requests_beyond(cfg: Any, wid: int) -> int:
-    """What a new worker serves beyond --max-requests (none without it): under --uwsgi-compat
-    max-requests-delta=N, uWSGI 2.0's `(worker_id - 1) * delta` (core/utils.c,
-    uwsgi_close_request), `wid` its worker id from 0 (children.Child.free_wid, kept by a
-    replacement as uWSGI's is); else a random count up to --max-requests-jitter."""
-    if not cfg.max_requests:
-        return 0
-    delta = compat_number(cfg.uwsgi_compat, COMPAT_DELTA)
-    if delta is not None:
-        return wid * delta
-    if not cfg.max_requests_jitter:
-        return 0
-    import random  # only for --max-requests-jitter
-
-    return random.randint(0, cfg.max_requests_jitter)
 
 
 def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
@@ -172,7 +149,7 @@ def option_rows(Option: Callable[..., Any], parse_bool: Callable[[object], bool]
             "ITEM", "Tuple[str, ...]", repeatable=True,
         ),
         Option(
-            "stats", uwsgi_stats.parse_stats, None,
+            "stats", parse_stats, None,
             "Serve uWSGI's stats JSON document (what uwsgitop and uWSGI exporters read) on "
             "HOST:PORT, :PORT, a unix socket path or @NAME (abstract): one document per "
             "connection, as uWSGI's `stats` option.",

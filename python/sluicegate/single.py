@@ -18,7 +18,9 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Tuple
 
-from . import control_agent, control_server, hook_objects, hooks, sd_notify, tls, uwsgi_stats
+    from .uwsgi_stats import StatsServer
+
+from . import control_agent, control_server, hook_objects, hooks, sd_notify, tls
 from .control_protocol import path_for
 from .core_server import ServerProcess
 from .errors import SluicegateError
@@ -64,7 +66,7 @@ class SingleServer(ServerProcess):
     #: The control socket `sluicegate ctl` talks to, while serving.
     _control: Optional[control_server.ControlServer] = None
     #: The --stats server (uwsgi_stats.py), while serving.
-    _stats: Optional[uwsgi_stats.StatsServer] = None
+    _stats: Optional[StatsServer] = None
 
     def start_control(self, server: Any) -> None:
         agent = control_agent.Agent(server, lambda: self.phase.value,
@@ -72,6 +74,10 @@ class SingleServer(ServerProcess):
         handle = control_agent.single_handler(agent, time.monotonic())
         self._control = control_server.start(
             path_for(self.cfg.control_socket, self.cfg.no_control_socket), handle)
+        if not self.cfg.stats:
+            return
+        from . import uwsgi_stats  # here: without --stats no process needs it
+
         self._stats = uwsgi_stats.start(  # uWSGI's stats document, this process its one worker
             self.cfg.stats, self.cfg.stats_http, lambda: handle({"command": "status"}),
             uwsgi_stats.socket_infos(self.sockets, self.cfg.backlog))

@@ -31,27 +31,96 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 
 TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
 if TYPE_CHECKING:
-    from typing import Any, Callable, List, Optional, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import records
 from . import (gunicorn_logging, hook_objects, hooks, logs, pidfile, preflight, privileges,
                proctitle, side_commands, statsd, syspath, tls, uwsgi_module)
 from .listeners import BoundSocket, bind_all, inherited_sockets, with_socket_defaults
 from .loader import load_app
+from .errors import SluicegateError
 from .logs import log
 from .master import Master
-from .single import SingleServer
 from .upgrade import UPGRADE_ENV
 from .validated import Config
 from .worker import WorkerServer
 
-__all__ = ["serve_config", "log"]
+__all__ = ["start", "serve_config", "set_env", "log"]
 
 if TYPE_CHECKING:
     App = Callable[..., Any]
+
+
+def start(read_config: Callable[[], Config], version: str, restart: List[str],
+          one_shot: Optional[Callable[[Config], Optional[int]]] = None) -> int:
+    """The start shared by the `sluicegate` and `sluicegate-uwsgi` commands (cli.py,
+    uwsgi_cli.py): `read_config()` gives the validated Config, at the start and again on HUP;
+    `one_shot(cfg)` an exit status instead of serving (--print-config, --check-config), or
+    None; then serve. `restart` is the command line a master re-executes on USR2. Every user
+    error ends as one line on standard error (cli.py's doc)."""
+    debug = False
+    try:
+        cfg = read_config()
+        debug = cfg.log_level == "debug"
+        set_env(cfg.env)  # -e KEY=VALUE: before the app is imported, here or in a worker
+        status = one_shot(cfg) if one_shot is not None else None
+        if status is not None:
+            return status
+        started_in = os.getcwd()
+
+        def reread() -> Config:
+            """HUP: the options read again, over the environment and config files as they are
+            now (a relative --chdir is from where sluicegate started, not from where it went)."""
+            here = os.getcwd()
+            os.chdir(started_in)  # relative paths are read from there, as at the start
+            try:
+                again = read_config()
+            finally:
+                os.chdir(here)
+            set_env(again.env)  # raw_env as it is now, for the new workers (as gunicorn)
+            if again.chdir:
+                again = records.replace(
+                    again, chdir=os.path.abspath(os.path.join(started_in, again.chdir)))
+            return again
+
+        if cfg.error_log:
+            logs.redirect_stderr(cfg.error_log, capture_output=cfg.capture_output)
+        return serve_config(cfg, version, owns_process=True, restart=(restart, os.getcwd()),
+                            reread=reread)
+    except hooks.HookExit as e:  # logged by the hook's runner already
+        return e.exit_code
+    except SluicegateError as e:
+        if debug and e.__cause__ is not None:
+            log.debug("Traceback of the error below:", exc_info=e.__cause__)
+        print(f"sluicegate: error: {e}", file=sys.stderr, flush=True)
+        return e.exit_code
+    except KeyboardInterrupt:
+        # Ctrl-C while the app was still loading, before the server's own handler was installed.
+        return 130
+
+
+#: The variables set_env set, with the value each had before (None: it was not set).
+_env_before: Dict[str, Optional[str]] = {}
+
+
+def set_env(items: Sequence[str]) -> None:
+    """-e / raw_env: set each KEY=VALUE in os.environ (the master's, so every worker's); a
+    variable an earlier call set that `items` no longer has gets its first value back, as
+    gunicorn's reload does."""
+    wanted = dict(item.partition("=")[::2] for item in items)
+    for key in [k for k in _env_before if k not in wanted]:
+        before = _env_before.pop(key)
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+    for key, value in wanted.items():
+        _env_before.setdefault(key, os.environ.get(key))
+        os.environ[key] = value
 
 
 def serve_config(
@@ -104,6 +173,9 @@ def _serve(
             hooks.call(cfg.hooks, "post_worker_init", me)
             if cfg.uwsgi_module:
                 uwsgi_module.after_worker_start()
+            # Here: a master's processes have no use for the single server's role.
+            from .single import SingleServer
+
             try:
                 single = SingleServer(hooks.wrap_app(cfg.hooks, app, me), cfg, sockets,
                                       app_name=app_name, version=version,

@@ -10,15 +10,19 @@ bind address, `-s` a socket), so one command line cannot take both.
 The path: uwsgi_config.resolve reads the command line, the files it names and the UWSGI_*
 variables into the (option, value) pairs uWSGI would apply; uwsgi_options.py's table turns
 them into sluicegate's options (one warning line per ignored option, one error line for a
-refused one); then the same start as `sluicegate` (cli.run: validate, serve), with the same
-one-line error contract. On HUP the files are read again, as uWSGI's reload reads them.
+refused one); resolution.py validates them into a Config; then the same start as `sluicegate`
+(supervisor.start: serve), with the same one-line error contract. On HUP the files are read
+again, as uWSGI's reload reads them.
 
-The resolution runs in a process of its own (`resolve_apart`: this command again, with
-`RESOLVE_TO_FD`), which writes the result back in `marshal`'s format and exits: the modules that
-read uWSGI's configurations (uwsgi_config*.py, uwsgi_options.py, uwsgi_convert.py, the uWSGI
-option table: about 1.2 MB of resident memory) never load in the master, so no worker forked
-from it carries them either. A result that cannot be written so, or a helper process that
-cannot start, falls back to resolving here.
+The resolution and the validation run in a process of their own (`resolve_apart`: this
+command again, with `RESOLVE_TO_FD`), which writes the result back in `marshal`'s format and
+exits: the modules that read uWSGI's configurations (uwsgi_config*.py, uwsgi_options.py,
+uwsgi_convert.py, the uWSGI option table) and the options table with its parsers
+(options*.py, parsers/, resolution.py, cli.py) never load in the master, so no worker forked
+from it carries them either (about 0.5 MB of resident memory per process for the table). A
+result that cannot be written so, or a helper process that cannot start, falls back to
+resolving here; --print-config, --check-config and a Config holding functions (gunicorn
+hooks) are validated here (cli.run).
 """
 
 from __future__ import annotations
@@ -31,10 +35,15 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from . import __version__, syspath
-from .cli import run
+from . import __version__, records, syspath
 from .errors import OptionError, SluicegateError
-from .resolution import Raw
+from .listeners import BindAddress
+from .static_mount import StaticMount
+from .supervisor import start
+from .validated import Config
+
+if TYPE_CHECKING:
+    from .resolution import Raw
 
 #: `python -m sluicegate.uwsgi_cli RESOLVE_TO_FD FD ARGS...`: resolve ARGS, write the result to
 #: descriptor FD (`resolve_apart`), and exit.
@@ -70,6 +79,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # The virtualenv (home) has sluicegate-uwsgi of its own: the start goes on there.
         os.execv(first.reexec, [first.reexec, *args])
     publish(pairs)
+    restart = [sys.executable, "-m", "sluicegate.uwsgi_cli", *args]
+    if first.config is None:  # not validated apart: validated here (cli.py), at HUP too
+        return _run_validating_here(args, first, restart)
+    state = {"config": first.config}
+
+    def read_config() -> Config:
+        """The first validated Config at the start; on every HUP the files as they are now,
+        validated apart again (and uwsgi.opt with them, for the new workers)."""
+        config = state.pop("config", None)
+        if config is not None:
+            return config
+        again, given = resolve_apart(args)
+        publish(again)
+        if given.config is not None:
+            return given.config
+        from .resolution import raw_values, validate  # a Config that could not be sent
+
+        return validate(raw_values(given.given))
+
+    return start(read_config, __version__, restart)
+
+
+def _run_validating_here(args: List[str], first: "Given", restart: List[str]) -> int:
+    """cli.run over the resolved options: --print-config, --check-config, and a Config whose
+    values cannot be sent (a hook's functions) are validated in this process."""
+    from .cli import run
+
     state = {"given": first.given}
 
     def read_given() -> Dict[str, Raw]:
@@ -83,16 +119,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         publish(again)
         return given
 
-    return run(read_given, [sys.executable, "-m", "sluicegate.uwsgi_cli", *args])
+    return run(read_given, restart)
 
 
 class Given:
-    """The sluicegate options of a resolved configuration, and the program to run instead
-    when its virtualenv has sluicegate-uwsgi of its own."""
+    """The sluicegate options of a resolved configuration, the program to run instead when its
+    virtualenv has sluicegate-uwsgi of its own, and the options validated (by the resolving
+    process: `config_of`), or None."""
 
-    def __init__(self, given: Dict[str, Raw], reexec: Optional[str]):
+    def __init__(self, given: Dict[str, Raw], reexec: Optional[str],
+                 config: Optional[Config] = None):
         self.given = given
         self.reexec = reexec
+        self.config = config
 
 
 def resolved(args: List[str], environ: Mapping[str, str]) -> List[Tuple[str, str]]:
@@ -166,7 +205,12 @@ def resolve_apart(args: List[str]) -> Tuple[List[Tuple[str, str]], Given]:
     if not (isinstance(out, tuple) and out[:1] == ("ok",)):
         pairs = resolved(args, os.environ)
         return pairs, given_from(pairs)
-    _, pairs, given, reexec = out
+    _, pairs, given, reexec, fields = out
+    config = config_from(fields) if fields is not None else None
+    if config is not None:
+        return pairs, Given({}, reexec, config)
+    from .resolution import Raw
+
     return pairs, Given({k: Raw(value, source) for k, (value, source) in given.items()}, reexec)
 
 
@@ -182,7 +226,8 @@ def write_resolution(fd: int, args: List[str]) -> int:
         pairs = resolved(args, os.environ)
         first = given_from(pairs)
         out: Tuple[Any, ...] = ("ok", pairs, {k: (r.value, r.source) for k, r in
-                                                first.given.items()}, first.reexec)
+                                                first.given.items()}, first.reexec,
+                                None if first.reexec else fields_of(first.given))
     except SluicegateError as e:
         out = ("error", str(e), e.exit_code)
     try:
@@ -194,6 +239,68 @@ def write_resolution(fd: int, args: List[str]) -> int:
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     return 0
+
+
+#: The records a validated Config's values may be, by name (config_class.CLASSES): each is
+#: sent as (RECORD, name, {field: value}). Hooks are not sent (their values are functions).
+RECORD = "\0record"
+_RECORDS = {"BindAddress": BindAddress, "StaticMount": StaticMount}
+
+
+def fields_of(given: Dict[str, Raw]) -> Optional[Dict[str, Any]]:
+    """In the resolving process: the options validated (resolution.py), as plain values that
+    `marshal` writes and `config_from` makes the same Config of again; None when the start is
+    --print-config or --check-config (cli.run does those), when a --config file is named (a
+    gunicorn config file is Python, run where it was run before: in the master), or a value
+    is not plain data."""
+    from .options import BY_NAME
+    from .resolution import raw_values, validate
+
+    if "config" in given or os.environ.get(BY_NAME["config"].env):
+        return None
+    cfg = validate(raw_values(given))
+    if cfg.print_config or cfg.check_config:
+        return None
+    try:
+        fields = {f.name: _plain(getattr(cfg, f.name)) for f in records.fields(cfg)}
+        if config_from(marshal.loads(marshal.dumps(fields))) != cfg:
+            return None
+    except (TypeError, ValueError):
+        return None
+    return fields
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if type(value).__name__ in _RECORDS and isinstance(value, _RECORDS[type(value).__name__]):
+        return (RECORD, type(value).__name__,
+                {f.name: _plain(getattr(value, f.name)) for f in records.fields(value)})
+    if value is None or type(value) in (str, int, float, bool, bytes):
+        return value
+    raise TypeError(f"{type(value).__name__} is not sent")  # a Hooks record, a callable ...
+
+
+def config_from(fields: Any) -> Optional[Config]:
+    """The Config `fields_of` wrote (None if `fields` is not such a mapping)."""
+    if not isinstance(fields, dict):
+        return None
+    try:
+        return Config(**{name: _value(v) for name, v in fields.items()})
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, tuple) and len(value) == 3 and value[0] == RECORD:
+        return _RECORDS[value[1]](**{k: _value(v) for k, v in value[2].items()})
+    if isinstance(value, (tuple, list)):
+        return type(value)(_value(v) for v in value)
+    if isinstance(value, dict):
+        return {_value(k): _value(v) for k, v in value.items()}
+    return value
 
 
 if __name__ == "__main__":

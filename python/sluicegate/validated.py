@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 from . import records
 from .hooks import Hooks
 from .listeners import BindAddress
-from .parsers.http import StaticMount
+from .static_mount import StaticMount
 
 
 @records.record(frozen=True)
@@ -139,3 +139,57 @@ class Config:
     uwsgi_compat: Tuple[str, ...]
     stats: Optional[str]
     stats_http: bool
+
+
+#: The fields the core's config takes under their own names (core=True in the table;
+#: config.py).
+CORE_FIELDS = (
+    'max_runnable',
+    'scheduler',
+    'spin',
+    'pace',
+    'header_timeout',
+    'keepalive_timeout',
+    'read_timeout',
+    'min_body_rate',
+    'body_timeout',
+    'write_timeout',
+    'timeout',
+    'graceful_timeout',
+    'limit_request_line',
+    'limit_header_bytes',
+    'limit_headers',
+    'limit_field_bytes',
+    'limit_body',
+    'limit_response_headers',
+    'max_drain',
+    'http2',
+    'http2_max_streams',
+    'http3',
+    'http3_0rtt',
+    'http3_retry_above',
+    'http3_congestion',
+    'static_fallthrough',
+    'write_high_water',
+    'root_path',
+    'forwarded_allow_ips',
+    'forwarded_for_ips',
+    'proxy_allow_ips',
+    'certfile',
+    'keyfile',
+    'ca_certs',
+    'cert_reqs',
+    'tls_min_version',
+    'forwarded_headers',
+    'health_path',
+    'drain_delay',
+    'access_log_format',
+    'server_timing',
+    'early_hints',
+    'debug_requests',
+    'no_control_socket',
+    'log_level',
+    'server_header',
+    'access_log_when',
+    'access_log_forwarded_for',
+)

@@ -17,12 +17,13 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Tuple
 
-from . import control_agent, control_channel, messages, options_uwsgi
+from . import control_agent, control_channel, messages
 from .config import metrics_address
 from .core_server import ServerProcess
 from .listeners import BoundSocket
 from .logs import log
 from .messages import Message
+from .uwsgi_compat import COMPAT_MIN_LIFETIME, compat_number
 from .validated import Config
 
 
@@ -44,8 +45,7 @@ class WorkerServer(ServerProcess):
         self.max_requests = max_requests
         self.max_stuck = cfg.max_stuck if cfg.timeout else 0
         # uWSGI's min-worker-lifetime: --max-requests replaces no worker younger than this.
-        self.min_lifetime = options_uwsgi.compat_number(cfg.uwsgi_compat,
-                                                        options_uwsgi.COMPAT_MIN_LIFETIME) or 0
+        self.min_lifetime = compat_number(cfg.uwsgi_compat, COMPAT_MIN_LIFETIME) or 0
         self.born = time.monotonic()
 
     def announce(self, threads: Tuple[int, int], why: str) -> None:

@@ -1,7 +1,10 @@
 //! A response body that is a file the app handed over (`wsgi.file_wrapper` over a regular
 //! file): the system calls that make it ready for `sendfile(2)` (is it a regular file, where
 //! does it stand, our own descriptor for it). The bridge asks the app's file object for its
-//! `fileno()` and `tell()` (Python); the descriptor work is here, in the I/O layer.
+//! `fileno()` and `tell()` (Python); the descriptor work is here, in the I/O layer. A small
+//! body is sent from the app's own descriptor while the call runs (`OutQueue::write_with_file`),
+//! with no descriptor of our own: [`RegularFile::range_from`]'s `dup` (and its `close`) is made
+//! only for what the socket did not take then, which must outlive the app's `close()`.
 
 use std::fs::File;
 use std::os::fd::{FromRawFd, RawFd};
@@ -29,6 +32,16 @@ impl RegularFile {
         })
     }
 
+    /// The app's descriptor (valid until the app's file object is closed).
+    pub fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// The position `pos` clamped to the file's size, and the bytes from there to the end.
+    pub fn span_from(&self, pos: u64) -> (u64, u64) {
+        (pos.min(self.size), self.size.saturating_sub(pos))
+    }
+
     /// The descriptor's own position (when the file object cannot say, with no `tell()`).
     pub fn position(&self) -> Option<u64> {
         // SAFETY: lseek on a descriptor, no memory involved.
@@ -45,6 +58,7 @@ impl RegularFile {
         }
         // SAFETY: `dup` is a fresh descriptor that nothing else owns.
         let file = unsafe { File::from_raw_fd(dup) };
-        Some((file, pos.min(self.size), self.size.saturating_sub(pos)))
+        let (offset, len) = self.span_from(pos);
+        Some((file, offset, len))
     }
 }

@@ -15,6 +15,7 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 
 use super::stream::{sendfile_fd, set_cork, writev_fd_flags, Stream};
+pub use lent::{set_lent_release, Lent};
 use segments::Segments;
 use sluicegate_proto::h1::encode::{write_fixed_chunk_size, CHUNK_END, OPEN_CHUNK_HEADER};
 
@@ -89,6 +90,8 @@ enum Segment {
     Owned(Vec<u8>),
     Static(&'static [u8]),
     Shared(Box<dyn SharedBytes>),
+    /// A Python `bytes` block, without a box (`lent.rs`).
+    Lent(Lent),
     /// A chunk's framing kept in the segment itself (`push_framing`): no allocation per block.
     Inline {
         len: u8,
@@ -116,6 +119,7 @@ impl Segment {
             Segment::Owned(v) => v,
             Segment::Static(s) => s,
             Segment::Shared(b) => b.bytes(),
+            Segment::Lent(b) => b.bytes(),
             Segment::Inline { len, buf } => &buf[..*len as usize],
             Segment::File { .. } | Segment::Cork(_) => &[],
         }
@@ -355,6 +359,10 @@ impl OutQueue {
         self.push(Segment::Shared(b));
     }
 
+    pub fn push_lent(&mut self, b: Lent) {
+        self.push(Segment::Lent(b));
+    }
+
     /// Queue a TCP_CORK change (see `Segment::Cork`).
     pub fn push_cork(&mut self, on: bool) {
         self.close_chunk();
@@ -585,6 +593,8 @@ impl OutQueue {
     }
 }
 
+mod lent;
 mod segments;
 #[cfg(test)]
 mod tests;
+mod with_file;

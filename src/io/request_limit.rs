@@ -7,8 +7,11 @@
 //! Retired (at the limit, or when `Server.retire` is called), the worker accepts no connection
 //! (`event_loop::accept`) and ends keep-alive after every answer (`LoopCtx::keep_alive_ending`):
 //! the answer that reaches the limit carries `Connection: close`, and the next client waits in
-//! the shared backlog for a worker that serves. Requests already read when it retires (other
-//! connections, other threads) are still answered.
+//! the shared backlog for a worker that serves. Its HTTP/2 and HTTP/3 connections are told as
+//! at a graceful stop (`event_loop::h2_view`): a GOAWAY naming the streams accepted, the
+//! streams in flight finished, then the close; its HTTP/3 endpoints refuse new connections or
+//! route them to a worker that serves (`io::h3::route`). Requests already read when it
+//! retires (other connections, other threads) are still answered.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;

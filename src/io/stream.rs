@@ -173,11 +173,16 @@ pub fn send_all_fd(fd: RawFd, mut data: &[u8], timeout: Duration) -> io::Result<
 /// One sendfile(2) of `count` bytes of `file` at `offset` to the socket `fd`, retrying on
 /// EINTR. A file shorter than announced (truncated while being sent) is an error.
 pub fn sendfile_fd(fd: RawFd, file: &File, offset: u64, count: usize) -> io::Result<usize> {
+    sendfile_raw(fd, file.as_raw_fd(), offset, count)
+}
+
+/// `sendfile_fd` from a descriptor the caller keeps open for the call (the app's own file).
+pub fn sendfile_raw(fd: RawFd, file_fd: RawFd, offset: u64, count: usize) -> io::Result<usize> {
     let mut off = offset as libc::off_t;
     loop {
-        // SAFETY: both descriptors are open for the duration of the call; `off` is a valid
-        // off_t the kernel updates.
-        let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, count) };
+        // SAFETY: both descriptors are open for the duration of the call (the caller's
+        // guarantee); `off` is a valid off_t the kernel updates.
+        let n = unsafe { libc::sendfile(fd, file_fd, &mut off, count) };
         if n > 0 {
             return Ok(n as usize);
         }

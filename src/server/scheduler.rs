@@ -43,9 +43,11 @@
 //! When calls are rare even at `TICK_MAX` (large responses over keep-alive connections: one
 //! call per many ticks), the watchdog stops ticking and sleeps between calls; each call wakes
 //! it (one futex wake in `park`) and it watches that call from `TICK_MIN` until it ends
-//! (`SPARSE_GAP`). It sleeps so too after `WATCHDOG_IDLE_AFTER` without a call. Woken while calls
-//! come close together again, it looks at the waking call from `TICK_MIN` and then takes up the
-//! tick it slept at (`Watch::woken`): no ramp from `TICK_MIN` each time calls resume.
+//! (`SPARSE_GAP`). It sleeps so too after `WATCHDOG_IDLE_AFTER` without a call, and in dispatch
+//! mode, where no call runs inline to be judged (after a takeover, until the mode ends and an
+//! inline call wakes it: `Watch::look`). Woken while calls come close together again, it looks
+//! at the waking call from `TICK_MIN` and then takes up the tick it slept at (`Watch::woken`):
+//! no ramp from `TICK_MIN` each time calls resume.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -388,7 +390,8 @@ impl Scheduler {
             computing = false;
             self.refresh_quota();
             let seq = self.inline_seq.load(Ordering::Acquire);
-            match watch.look(seq, Instant::now()) {
+            let dispatching = self.mode.load(Ordering::Relaxed) == Mode::Dispatch as u8;
+            match watch.look(seq, Instant::now(), dispatching) {
                 Look::Running {
                     first,
                     read_state,

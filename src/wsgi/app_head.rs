@@ -3,6 +3,7 @@
 //! and proto (`h1::response::classify_app_header`) decides what each header means: ordinary,
 //! the body's Content-Length, or hop-by-hop (the server's business, not sent). This module only
 //! converts Python objects and raises the app's errors; it decides nothing about HTTP itself.
+//! The headers are kept as the wire's lines, so that the HTTP/1.1 head takes them in one copy.
 //! Each thread keeps the last status and header list it converted (`Seen`): the same objects
 //! passed again (a module-level header list) give the same head without converting it again.
 
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
+use sluicegate_proto::h1::encode::{names_added_header, EncodedLines};
 use sluicegate_proto::h1::response::{
     app_status_code, classify_app_header, AppHeadError, AppHeader,
 };
@@ -25,13 +27,18 @@ pub struct AppHead {
     /// start_response was called.
     pub started: bool,
     pub status_code: u16,
-    /// The status line's text (e.g. b"200 OK", `hbuf[..status_len]`), then the header names
-    /// and values, latin-1 bytes, in the app's order (hop-by-hop removed), all in one buffer
-    /// with (name start, name end = value start, value end) offsets in `hidx`: one allocation
-    /// per response instead of two per header and one for the status.
+    /// The status line's text (e.g. b"200 OK", `hbuf[..status_len]`), then the headers,
+    /// latin-1 bytes, in the app's order (hop-by-hop removed), as they go on the wire
+    /// (`Name: value\r\n` each), all in one buffer with (name start, name end, value end)
+    /// offsets in `hidx` (the value starts 2 bytes after the name's end): one allocation per
+    /// response instead of two per header and one for the status, and the HTTP/1.1 head copies
+    /// the lines at once (`lines`) instead of four pieces per header.
     hbuf: Vec<u8>,
     status_len: usize,
     hidx: HeaderOffsets,
+    /// The app set Date, or Server (the server adds neither then).
+    has_date: bool,
+    has_server: bool,
     /// The app's Content-Length, if it set one.
     pub content_length: Option<u64>,
     /// The app set `Connection: close`.
@@ -48,6 +55,10 @@ struct HeaderOffsets {
 }
 
 const INLINE_HEADERS: usize = 8;
+
+/// Between a header's name and value in `AppHead::hbuf`, and after its value: the wire's.
+const SEPARATOR: &[u8] = b": ";
+const LINE_END: &[u8] = b"\r\n";
 
 /// A head buffer up to this size goes on to the next response (`AppHead::take_buffer`).
 const HEAD_BUFFER_KEPT_MAX: usize = 4096;
@@ -82,12 +93,23 @@ impl AppHead {
 
     /// (name, value) pairs in the app's order.
     pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        self.hidx.iter().map(move |&(n, v, e)| {
+        self.hidx.iter().map(move |&(n, m, e)| {
             (
-                &self.hbuf[n as usize..v as usize],
-                &self.hbuf[v as usize..e as usize],
+                &self.hbuf[n as usize..m as usize],
+                &self.hbuf[m as usize + SEPARATOR.len()..e as usize],
             )
         })
+    }
+
+    /// The headers as encoded lines (`Name: value\r\n` each), and which of Date, Server and
+    /// Content-Length they hold.
+    pub fn lines(&self) -> EncodedLines<'_> {
+        EncodedLines {
+            bytes: &self.hbuf[self.status_len..],
+            has_date: self.has_date,
+            has_server: self.has_server,
+            has_length: self.content_length.is_some(),
+        }
     }
 
     /// This head's buffer, emptied, for the next response's (`parse_head`), if it is of a size
@@ -325,10 +347,14 @@ fn add_header(head: &mut AppHead, item: &Bound<'_, PyAny>, max_headers: usize) -
     let start = head.hbuf.len();
     push_latin1(&mut head.hbuf, &*pair.get_borrowed_item(0)?, "header name")?;
     let mid = head.hbuf.len();
+    head.hbuf.extend_from_slice(SEPARATOR);
     push_latin1(&mut head.hbuf, &*pair.get_borrowed_item(1)?, "header value")?;
     let end = head.hbuf.len();
-    let (name, value) = head.hbuf[start..].split_at(mid - start);
-    if end - head.status_len > max_headers {
+    let name = &head.hbuf[start..mid];
+    let value = &head.hbuf[mid + SEPARATOR.len()..end];
+    // The limit counts names and values, not the separators and line ends between them.
+    let line_ends = SEPARATOR.len() + (SEPARATOR.len() + LINE_END.len()) * head.hidx.len;
+    if end - head.status_len - line_ends > max_headers {
         return Err(PyValueError::new_err(format!(
             "the response headers pass --limit-response-headers ({max_headers} bytes) at header {:?} ({} bytes)",
             String::from_utf8_lossy(name),
@@ -371,7 +397,11 @@ fn add_header(head: &mut AppHead, item: &Bound<'_, PyAny>, max_headers: usize) -
         }
     };
     if keep {
+        let (date, server, _) = names_added_header(name);
+        head.has_date |= date;
+        head.has_server |= server;
         head.hidx.push((start as u32, mid as u32, end as u32));
+        head.hbuf.extend_from_slice(LINE_END);
     } else {
         head.hbuf.truncate(start);
     }

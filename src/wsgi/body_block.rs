@@ -4,12 +4,15 @@
 //! the chunk framing around them. Used by the sender for its own queue and, under the lock,
 //! for the queue it shares with the event loop.
 
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView};
 use sluicegate_proto::h1::encode::{chunk_header, ResponseFraming, CHUNK_END};
 
 use super::bridge::type_name;
-use crate::io::out_queue::{OutQueue, SharedBytes};
+use crate::io::out_queue::{set_lent_release, Lent, OutQueue};
 
 /// Why a block could not be sent.
 #[derive(Debug)]
@@ -30,33 +33,29 @@ pub const COPY_MAX: usize = 16 * 1024;
 /// block cost (benchmarks/results/2026-11-27-app-path/).
 pub const STREAM_COPY_MAX: usize = 4 * 1024;
 
-/// A Python `bytes` object queued for writing. It is immutable and kept alive by `owner`, so
-/// its buffer stays valid and unchanged until the segment is dropped.
-struct PyBytesChunk {
-    /// Always Some until dropped (taken in `drop` so the decref comes before the bell).
-    owner: Option<Py<PyBytes>>,
-    ptr: *const u8,
-    len: usize,
+/// Give back the reference a lent segment held (`io::out_queue::Lent`): registered by
+/// [`lend_bytes`]. Dropped by the event loop (a written block, or a client gone mid-response),
+/// PyO3 defers the decref, and the bell has it applied now.
+fn release_bytes(owner: NonNull<c_void>) {
+    // SAFETY: `owner` is the strong reference `lend_bytes` took out of a `Py<PyBytes>`
+    // (`into_ptr`), given back exactly once (the segment's drop); `Py` is `repr(transparent)`
+    // over that pointer, and dropping it without the GIL is PyO3's deferred decref.
+    let obj: Py<PyAny> = unsafe { std::mem::transmute::<NonNull<c_void>, Py<PyAny>>(owner) };
+    drop(obj);
+    super::release::after_drop();
 }
 
-impl Drop for PyBytesChunk {
-    fn drop(&mut self) {
-        drop(self.owner.take());
-        // Dropped by the event loop (a client gone mid-response): have the decref applied now.
-        super::release::after_drop();
-    }
-}
-
-// SAFETY: the pointed-to memory belongs to an immutable bytes object that `owner` keeps alive;
-// reading it from another thread without the GIL is sound because nothing can mutate it, and
-// PyO3 defers the decref of a Py dropped without the GIL.
-unsafe impl Send for PyBytesChunk {}
-
-impl SharedBytes for PyBytesChunk {
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: see the type's comment: ptr/len describe the live, immutable bytes buffer.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
+/// A Python `bytes` object's first `len` bytes as a queue segment, without a copy and without
+/// a box: the segment holds a reference to the object, which is immutable, so its buffer stays
+/// valid and unchanged until the segment is dropped.
+fn lend_bytes(b: Bound<'_, PyBytes>, len: usize) -> Lent {
+    set_lent_release(release_bytes);
+    let ptr = b.as_bytes().as_ptr();
+    let owner = NonNull::new(b.into_ptr().cast::<c_void>()).expect("a live object");
+    // SAFETY: the buffer of a `bytes` object never changes and lives as long as the object,
+    // which the reference handed to the segment keeps alive; `release_bytes` gives that
+    // reference back from any thread (PyO3 defers it when the GIL is not held).
+    unsafe { Lent::new(ptr, len, owner) }
 }
 
 /// A body block the app produced, seen as bytes. Only `bytes` is referenced without a copy:
@@ -99,14 +98,7 @@ pub fn as_block<'py>(o: &Bound<'py, PyAny>) -> Result<Block<'py>, SendError> {
 fn queue_block(out: &mut OutQueue, block: Block<'_>, take: usize, copy_max: usize) {
     let small = take <= copy_max;
     match block {
-        Block::Bytes(b) if !small => {
-            let ptr = b.as_bytes().as_ptr();
-            out.push_shared(Box::new(PyBytesChunk {
-                owner: Some(b.unbind()),
-                ptr,
-                len: take,
-            }));
-        }
+        Block::Bytes(b) if !small => out.push_lent(lend_bytes(b, take)),
         b => out.push_copy(&b.as_slice()[..take]),
     }
 }

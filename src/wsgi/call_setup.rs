@@ -20,9 +20,11 @@ use crate::io::transport::Cut;
 use crate::observe::timings::End as LogEnd;
 use crate::peer::Peer;
 
-/// An app call begun: its forwarding facts and its `--timeout` ticket.
+/// An app call begun: its forwarding facts and its `--timeout` ticket. (The facts are held
+/// here, not boxed: behind a proxy every request has them, and a box was an allocation and a
+/// free each.)
 pub struct Watched {
-    pub forwarded: Option<Box<Resolved>>,
+    pub forwarded: Option<Resolved>,
     pub ticket: Option<Ticket>,
 }
 
@@ -64,7 +66,7 @@ impl Watched {
     /// The client's address for the log: what a trusted proxy said, else the peer's.
     pub fn client_ip(&self, peer: &Peer) -> Option<IpAddr> {
         self.forwarded
-            .as_deref()
+            .as_ref()
             .and_then(|f| f.client)
             .map(|(ip, _)| ip)
             .or_else(|| peer.ip())
@@ -93,13 +95,13 @@ fn forwarded_facts(
     hop: Hop,
     head: &RequestHead,
     uwsgi: Option<&UwsgiFacts>,
-) -> Option<Box<Resolved>> {
+) -> Option<Resolved> {
     let config = &bridge.config;
     let whole = config.forwarded_for.as_ref();
     let scheme_only = config.forwarding.as_ref().map(|(t, _)| t);
     if let Some(facts) = uwsgi {
         let trusted = forwarded::trusted(whole, hop) || forwarded::trusted(scheme_only, hop);
-        return trusted.then(|| Box::new(facts.resolved()));
+        return trusted.then(|| facts.resolved());
     }
     let family = config.forwarded_family;
     let r = if forwarded::trusted(whole, hop) {
@@ -122,7 +124,7 @@ fn forwarded_facts(
             .forwarded_malformed
             .fetch_add(u64::from(r.malformed), Ordering::Relaxed);
     }
-    Some(Box::new(r))
+    Some(r)
 }
 
 /// "METHOD TARGET" and `version`, as the client sent it (lossy for non-UTF-8 bytes). Built

@@ -79,7 +79,7 @@ pub fn run_request(bridge: &Bridge, py: Python<'_>, work: Work) -> Box<crate::io
         &mut conn,
         &head,
         &input_any,
-        watched.forwarded.as_deref(),
+        watched.forwarded.as_ref(),
         tls_facts.as_deref(),
         &callables,
     );

@@ -30,7 +30,7 @@ use crate::io::tls_link::TlsFacts;
 use crate::peer::{Peer, PeerCache, PeerStrings};
 
 mod kept;
-use kept::{cgi_key, HeaderKey, Kept, RepeatedValues, NAME_SLOTS};
+use kept::{cgi_key, HeaderKey, Kept, Proxied, RepeatedValues, NAME_SLOTS};
 
 /// `wsgi.early_hints` with `--early-hints false`, the templates' value: takes the hints and sends
 /// nothing. A request's own (`StartResponse::early_hints`) replaces it when the option is on.
@@ -193,6 +193,9 @@ impl EnvironBuilder {
             kept: Mutex::new(Kept {
                 header_keys: ShortTable::new(NAME_SLOTS),
                 values: RepeatedValues::new(),
+                proxied: (0..listeners.len() * TEMPLATE_VARIANTS)
+                    .map(|_| None)
+                    .collect(),
             }),
             empty: PyString::intern(py, "").unbind(),
         })
@@ -214,7 +217,12 @@ impl EnvironBuilder {
     ) -> PyResult<Bound<'py, PyDict>> {
         let method = head.method();
         let (variant, method_known) = template_variant(method, head.version);
-        let env = self.templates[listener][variant].bind(py).copy()?;
+        // Waited for with the GIL let go (`lock_py_attached`): whoever holds the lock may let
+        // the GIL go inside it (an `intern!` key's first use does), and a thread that waited
+        // for the lock holding the GIL hung the whole process with it.
+        let mut kept = self.kept.lock_py_attached(py).unwrap();
+        let (env, names_set) =
+            self.copy_template(py, &mut kept, listener, variant, head, forwarded)?;
         if !method_known {
             env.set_item(intern!(py, "REQUEST_METHOD"), latin1(py, method))?;
         }
@@ -227,10 +235,6 @@ impl EnvironBuilder {
                 path_info = rest;
             }
         }
-        // Waited for with the GIL let go (`lock_py_attached`): whoever holds the lock may let
-        // the GIL go inside it (an `intern!` key's first use does), and a thread that waited
-        // for the lock holding the GIL hung the whole process with it.
-        let mut kept = self.kept.lock_py_attached(py).unwrap();
         env.set_item(intern!(py, "PATH_INFO"), kept.values.get(py, path_info))?;
         let query = head.query();
         let uri = if query.is_empty() {
@@ -282,10 +286,48 @@ impl EnvironBuilder {
         }
         if let Some(f) = forwarded {
             let template_scheme = self.schemes[listener];
-            apply_forwarded(py, &env, head, f, &mut kept.values, template_scheme)?;
+            apply_forwarded(
+                py,
+                &env,
+                head,
+                f,
+                &mut kept.values,
+                template_scheme,
+                names_set,
+            )?;
         }
         drop(kept);
         Ok(env)
+    }
+
+    /// A request's environ: a copy of its template, or, behind a proxy that names the port
+    /// the client connected to and maybe the server (uwsgi's SERVER_PORT and SERVER_NAME, an
+    /// X-Forwarded-Port; no host of its own, which would decide them instead), of a template
+    /// that has them (`proxied_template`; then true).
+    fn copy_template<'py>(
+        &self,
+        py: Python<'py>,
+        kept: &mut Kept,
+        listener: usize,
+        variant: usize,
+        head: &RequestHead,
+        forwarded: Option<&Resolved>,
+    ) -> PyResult<(Bound<'py, PyDict>, bool)> {
+        let template = self.templates[listener][variant].bind(py);
+        let named = match forwarded {
+            Some(f) if f.host.is_none() && !head.has_absolute_target() => {
+                f.port.map(|port| (f.server_name.as_deref(), port))
+            }
+            _ => None,
+        };
+        Ok(match named {
+            Some((name, port)) => {
+                let slot = listener * TEMPLATE_VARIANTS + variant;
+                let named = proxied_template(py, kept, slot, template, name, port)?;
+                (named.copy()?, true)
+            }
+            None => (template.copy()?, false),
+        })
     }
 
     /// REMOTE_ADDR and REMOTE_PORT from the connection's peer (unless a trusted proxy names
@@ -341,6 +383,7 @@ impl EnvironBuilder {
         let Kept {
             header_keys: cache,
             values,
+            ..
         } = kept;
         // The interned keys set so far, to see a repeated header without asking the dict (one
         // key, one pointer). Past this many headers, the dict is asked.
@@ -404,10 +447,44 @@ impl EnvironBuilder {
     }
 }
 
+/// The template `slot` of a proxy's `port` and server `name` (None: not named, the
+/// template's stays) ([`Proxied`]): the one kept, or a copy of `base` with them set, kept in
+/// its place.
+fn proxied_template<'py>(
+    py: Python<'py>,
+    kept: &mut Kept,
+    slot: usize,
+    base: &Bound<'py, PyDict>,
+    name: Option<&[u8]>,
+    port: u16,
+) -> PyResult<Bound<'py, PyDict>> {
+    if let Some(p) = &kept.proxied[slot] {
+        if p.port == port && p.name.as_deref() == name {
+            return Ok(p.template.bind(py).clone());
+        }
+    }
+    // The same values `apply_forwarded` sets, in the entries the template has already.
+    let template = base.copy()?;
+    let mut digits = itoa::Buffer::new();
+    let port_str = kept.values.get(py, digits.format(port).as_bytes());
+    template.set_item(intern!(py, "SERVER_PORT"), port_str)?;
+    if let Some(name) = name {
+        template.set_item(intern!(py, "SERVER_NAME"), kept.values.get(py, name))?;
+    }
+    kept.proxied[slot] = Some(Proxied {
+        name: name.map(<[u8]>::to_vec),
+        port,
+        template: template.clone().unbind(),
+    });
+    Ok(template)
+}
+
 /// What a trusted proxy said, over what the connection said: the client's address and port
 /// (REMOTE_PORT is removed when the proxy gave no port: the proxy's own would be wrong), the
 /// scheme, the host (HTTP_HOST, SERVER_NAME, and SERVER_PORT from its port or the scheme's
-/// default), and the port the client connected to (SERVER_PORT, over all else).
+/// default), and the port the client connected to (SERVER_PORT, over all else). `names_set`:
+/// the environ was copied from a template that has the proxy's server name and port already
+/// (`proxied_template`).
 ///
 /// Behind a proxy (a uwsgi packet from nginx, a new connection per request) the address, the
 /// port the client connected to and the server's name repeat from request to request: they
@@ -421,6 +498,7 @@ fn apply_forwarded(
     f: &Resolved,
     values: &mut RepeatedValues,
     template_scheme: Option<Scheme>,
+    names_set: bool,
 ) -> PyResult<()> {
     let mut digits = itoa::Buffer::new();
     if let Some((ip, port)) = f.client {
@@ -434,7 +512,11 @@ fn apply_forwarded(
         };
         env.set_item(intern!(py, "REMOTE_ADDR"), addr)?;
         match port {
-            Some(p) => env.set_item(intern!(py, "REMOTE_PORT"), digits.format(p))?,
+            // (Its digits as latin-1: a `&str` became a `str` through a UTF-8 decode.)
+            Some(p) => env.set_item(
+                intern!(py, "REMOTE_PORT"),
+                latin1(py, digits.format(p).as_bytes()),
+            )?,
             None => {
                 if env.contains(intern!(py, "REMOTE_PORT"))? {
                     env.del_item(intern!(py, "REMOTE_PORT"))?;
@@ -471,6 +553,9 @@ fn apply_forwarded(
         // (A port said outright, as nginx's SERVER_PORT on every uwsgi request, is set below.)
         let host = head.host().unwrap_or_default();
         env.set_item(intern!(py, "SERVER_PORT"), port_of(host))?;
+    }
+    if names_set {
+        return Ok(());
     }
     if let Some(p) = f.port {
         let port = values.get(py, digits.format(p).as_bytes());

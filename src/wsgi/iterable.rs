@@ -57,13 +57,9 @@ impl<'py> Blocks<'py> {
     }
 }
 
-/// For a file wrapper over a regular file: our own descriptor for it, the position the app left
-/// it at (its `tell()`, which accounts for Python's buffering), and the bytes from there to the
-/// end. `None` means "iterate it in Python instead" (pipes, sockets, BytesIO, errors).
-pub(crate) fn regular_file_range(
-    py: Python<'_>,
-    fw: &FileWrapper,
-) -> Option<(std::fs::File, u64, u64)> {
+/// For a file wrapper over a regular file: the file (by the app's descriptor) and the position
+/// the app left it at (its `tell()`, which accounts for Python's buffering). `None` means "iterate it in Python instead" (pipes, sockets, BytesIO, errors).
+pub(crate) fn regular_file_range(py: Python<'_>, fw: &FileWrapper) -> Option<(RegularFile, u64)> {
     let f = fw.filelike.bind(py);
     let fd: i32 = f
         .call_method0(pyo3::intern!(py, "fileno"))
@@ -75,7 +71,7 @@ pub(crate) fn regular_file_range(
         Ok(p) => p.extract().ok()?,
         Err(_) => file.position()?,
     };
-    file.range_from(pos)
+    Some((file, pos))
 }
 
 /// Size of the buffer `drive_readinto` reads into (at least the app's blksize).
@@ -221,12 +217,9 @@ pub(crate) fn drive<R: Reply>(
 
     // wsgi.file_wrapper over a regular file: sendfile(2), no Python iteration at all.
     if let Ok(fw) = result.cast::<FileWrapper>() {
-        if let Some((file, offset, len)) = regular_file_range(py, fw.get()) {
+        if let Some((file, pos)) = regular_file_range(py, fw.get()) {
             let mut s = reply.lock_py_attached(py).unwrap();
-            return match s
-                .send_file(py, file, offset, len)
-                .and_then(|_| s.finish(py))
-            {
+            return match s.send_file(py, &file, pos).and_then(|_| s.finish(py)) {
                 Ok(()) => AppEnd::Done,
                 Err(e) => {
                     drop(s);

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 
 use super::app_head::AppHead;
 use super::body_block::SendError;
+use crate::io::file_body::RegularFile;
 
 /// Why early hints were refused: the app must hear of it.
 pub enum HintsRefused {
@@ -36,15 +37,10 @@ pub trait Reply {
     /// Bytes the server read itself (a file wrapper over something not a regular file).
     fn send_copy(&mut self, py: Python<'_>, data: &[u8]) -> Result<(), SendError>;
 
-    /// `len` bytes of a regular file from `offset` (a file wrapper); the file's length is
-    /// the body's unless the app declared one.
-    fn send_file(
-        &mut self,
-        py: Python<'_>,
-        file: std::fs::File,
-        offset: u64,
-        len: u64,
-    ) -> Result<(), SendError>;
+    /// A regular file from `pos` to its end (a file wrapper; the descriptor is still the app's
+    /// and must not be kept past the call: `RegularFile::range_from` makes one that may); the
+    /// file's length is the body's unless the app declared one.
+    fn send_file(&mut self, py: Python<'_>, file: &RegularFile, pos: u64) -> Result<(), SendError>;
 
     /// The body is over (the head goes now if nothing was sent). After `send_all` or
     /// `send_file` it adds nothing.
@@ -90,14 +86,8 @@ impl Reply for super::sender::Sender {
     }
 
     #[inline]
-    fn send_file(
-        &mut self,
-        py: Python<'_>,
-        file: std::fs::File,
-        offset: u64,
-        len: u64,
-    ) -> Result<(), SendError> {
-        Self::send_file(self, py, file, offset, len)
+    fn send_file(&mut self, py: Python<'_>, file: &RegularFile, pos: u64) -> Result<(), SendError> {
+        Self::send_file(self, py, file, pos)
     }
 
     #[inline]

@@ -3,9 +3,10 @@ it, one name a line (empty: none). A worker is a fork of its master, so the answ
 the master imported before forking too.
 
 /         the modules no process needs unless an option asks for them (WATCHED)
-/uwsgi    those, the ones only sluicegate's own command line needs (COMMAND_LINE), and the
-          readers of uWSGI's configurations (UWSGI_READERS, run by a process of their own):
-          a worker of `sluicegate-uwsgi` has no use for them
+/uwsgi    those, the ones only sluicegate's own command line needs (COMMAND_LINE), the
+          readers of uWSGI's configurations (UWSGI_READERS) and the options table that
+          validates them (OPTIONS_TABLE), both run by a process of their own: a worker of
+          `sluicegate-uwsgi` has no use for them
 """
 
 import sys
@@ -15,14 +16,17 @@ import sys
 #: `--exec-pre-app`, uWSGI's XML, JSON and `exec://` configurations, `for-glob`,
 #: `--max-requests-jitter`, `--warmup`, a `--user` switch, a network in
 #: `--forwarded-allow-ips`, gunicorn hooks, an app that is not a plain function or is a
-#: factory's call), or never (ctypes: prctl is the core's; dataclasses: the front's records
-#: are records.py's; typing: the front imports its names for annotations only; the
-#: options' docs: `python -m sluicegate.options --markdown` only).
+#: factory's call, `--stats`, a logging configuration's defaults (copy), a server without
+#: --workers (single.py), a worker's first `ctl` status (metrics_total.py's parser)), or
+#: never (ctypes: prctl is the core's; dataclasses: the front's records are records.py's;
+#: typing: the front imports its names for annotations only; the options' docs:
+#: `python -m sluicegate.options --markdown` only).
 WATCHED = ("http.client", "http.server", "email", "ssl", "socketserver", "logging.config",
            "tempfile", "mimetypes", "logging.handlers", "pickle", "queue", "ctypes",
            "subprocess", "xml.dom.minidom", "pyexpat", "glob", "random", "urllib.parse",
            "sysconfig", "pathlib", "ipaddress", "dataclasses", "inspect", "ast", "dis", "typing",
-           "sluicegate.options_doc")
+           "sluicegate.options_doc", "copy", "sluicegate.uwsgi_stats", "sluicegate.single",
+           "sluicegate.metrics_total")
 
 #: What parses sluicegate's own command line (argparse, with difflib's suggestions),
 #: $GUNICORN_CMD_ARGS (shlex), gunicorn's flags and configuration files (gunicorn's settings).
@@ -36,9 +40,15 @@ UWSGI_READERS = ("sluicegate.uwsgi_config", "sluicegate.uwsgi_config_files",
                  "sluicegate.uwsgi_options", "sluicegate.uwsgi_convert")
 
 
+#: The options table, its parsers and the validation (uwsgi_cli.py validates apart too).
+OPTIONS_TABLE = ("sluicegate.options", "sluicegate.option_row", "sluicegate.parsers",
+                 "sluicegate.resolution", "sluicegate.cli", "sluicegate.options_uwsgi",
+                 "sluicegate.allowed_values", "sluicegate.config_class")
+
+
 def app(environ, start_response):
     uwsgi = environ["PATH_INFO"] == "/uwsgi"
-    watched = WATCHED + (COMMAND_LINE + UWSGI_READERS if uwsgi else ())
+    watched = WATCHED + (COMMAND_LINE + UWSGI_READERS + OPTIONS_TABLE if uwsgi else ())
     body = "\n".join(m for m in watched if m in sys.modules).encode()
     start_response("200 OK", [("Content-Type", "text/plain"),
                               ("Content-Length", str(len(body)))])

@@ -25,8 +25,9 @@ Not bytes:
 Streaming:
 - ``/stream?sizes=S1,S2,...&repeat=R``: a generator of the blocks ``piece(k, S)`` (block k of
   the pattern, see ``stream_body``), no Content-Length.
-- ``/sse?token=T``: yields ``SSE_FIRST`` and ``SSE_SECOND`` (the second goes through the queue
-  the event loop drains), records ``T waiting`` under ``sse``, waits on the gate ``sse-T``,
+- ``/sse?token=T&pad=P``: yields ``SSE_FIRST`` and ``sse_second(P)`` (``SSE_SECOND`` and, with
+  P > 0, a comment line of P bytes; both go through the queue the event loop drains, a small
+  block copied, a large one referenced), records ``T waiting`` under ``sse``, waits on the gate ``sse-T``,
   records ``T resumed``, yields ``SSE_REST``.
 - ``/flood?token=T&n=N&size=S``: Content-Length N*S; block i is S copies of ``i % 251``; records
   ``T i`` under mark ``flood`` just before yielding block i.
@@ -60,6 +61,11 @@ PERIOD = bytes(range(251))
 SSE_FIRST = b"data: first\n\n"
 SSE_SECOND = b"data: second\n\n"
 SSE_REST = b"data: rest\n\n"
+
+
+def sse_second(pad: int) -> bytes:
+    """The second event of ``/sse``: with ``pad``, followed by a comment line that long."""
+    return SSE_SECOND + (b":" + b"p" * (pad - 3) + b"\n\n" if pad else b"")
 
 PONG_HEADERS = [
     ("Content-Type", "text/plain"),
@@ -245,9 +251,11 @@ def app(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/event-stream"),
                                   ("Cache-Control", "no-cache")])
 
+        second = sse_second(int(q.get("pad", "0")))
+
         def events():
             yield SSE_FIRST
-            yield SSE_SECOND
+            yield second
             mark("sse", f"{token} waiting")
             wait_gate("sse-" + token)
             mark("sse", f"{token} resumed")

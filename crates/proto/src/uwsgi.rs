@@ -17,9 +17,6 @@
 //! repaired. Like the HTTP parser, the answer depends only on the bytes given, so a packet fed
 //! whole or in pieces parses the same.
 
-use std::net::IpAddr;
-
-use crate::forwarded::{Resolved, Scheme};
 use std::ops::Range;
 
 use crate::h1::parse::parse_content_length;
@@ -49,122 +46,6 @@ fn is_framing_header(suffix: &[u8]) -> bool {
 
 /// Header fields a packet's variables are read into before the first regrowth.
 const FIELDS_ROOM: usize = 12;
-
-/// What the packet says beyond the HTTP request itself: the proxy's view of the connection.
-///
-/// The four values are kept one after another in one buffer (one allocation a request, not
-/// one each: nginx sends all four on every request).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UwsgiFacts {
-    /// REMOTE_ADDR, REMOTE_PORT, SERVER_NAME and SERVER_PORT as sent, where `spans` says.
-    text: Vec<u8>,
-    /// Where each of them is in `text`, in that order (`None`: not sent).
-    spans: [Option<Range<u32>>; 4],
-    /// "https" if HTTPS is "on"/"1" (case-insensitive) or UWSGI_SCHEME / REQUEST_SCHEME is "https"; "http" if one of them says http; None if none is sent.
-    pub scheme: Option<&'static str>,
-}
-
-/// Bytes as text, if they are UTF-8.
-fn text(v: Option<&[u8]>) -> Option<&str> {
-    v.and_then(|b| std::str::from_utf8(b).ok())
-}
-
-/// A port as `str::parse::<u16>` reads it (`None`: not UTF-8, as for [`text`]); the one to
-/// five plain digits nginx sends without the UTF-8 check and the generic parser.
-fn port(v: &[u8]) -> Option<Result<u16, ()>> {
-    if (1..=5).contains(&v.len()) && v.iter().all(u8::is_ascii_digit) {
-        let n = v.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'));
-        if let Ok(p) = u16::try_from(n) {
-            return Some(Ok(p));
-        }
-    }
-    text(Some(v)).map(|s| s.parse::<u16>().map_err(|_| ()))
-}
-
-impl UwsgiFacts {
-    /// The facts of these variables' values (`None`: not sent) and scheme.
-    pub fn new(
-        remote_addr: Option<&[u8]>,
-        remote_port: Option<&[u8]>,
-        server_name: Option<&[u8]>,
-        server_port: Option<&[u8]>,
-        scheme: Option<&'static str>,
-    ) -> UwsgiFacts {
-        let values = [remote_addr, remote_port, server_name, server_port];
-        let mut text = Vec::with_capacity(values.iter().map(|v| v.map_or(0, <[u8]>::len)).sum());
-        let mut spans: [Option<Range<u32>>; 4] = Default::default(); // (`array::map`: a call)
-        for (i, v) in values.into_iter().enumerate() {
-            if let Some(v) = v {
-                let start = text.len();
-                text.extend_from_slice(v);
-                // A packet is under 64 KiB: its values together fit a u32.
-                spans[i] = Some(start as u32..text.len() as u32);
-            }
-        }
-        UwsgiFacts {
-            text,
-            spans,
-            scheme,
-        }
-    }
-
-    fn value(&self, i: usize) -> Option<&[u8]> {
-        let r = self.spans[i].as_ref()?;
-        self.text.get(r.start as usize..r.end as usize)
-    }
-
-    /// REMOTE_ADDR as sent (unvalidated bytes; [`UwsgiFacts::resolved`] parses it).
-    pub fn remote_addr(&self) -> Option<&[u8]> {
-        self.value(0)
-    }
-
-    /// REMOTE_PORT as sent.
-    pub fn remote_port(&self) -> Option<&[u8]> {
-        self.value(1)
-    }
-
-    /// SERVER_NAME as sent.
-    pub fn server_name(&self) -> Option<&[u8]> {
-        self.value(2)
-    }
-
-    /// SERVER_PORT as sent.
-    pub fn server_port(&self) -> Option<&[u8]> {
-        self.value(3)
-    }
-
-    /// The facts as the same overrides a trusted proxy's forwarding headers give (REMOTE_ADDR
-    /// and REMOTE_PORT, the scheme, SERVER_NAME and SERVER_PORT); values that do not parse
-    /// are left out and counted in `malformed`.
-    pub fn resolved(&self) -> Resolved {
-        let mut r = Resolved::default();
-        if let Some(addr) = self.remote_addr() {
-            match text(Some(addr)).and_then(|s| s.parse::<IpAddr>().ok()) {
-                Some(ip) => {
-                    let port = self.remote_port().and_then(port).and_then(Result::ok);
-                    r.client = Some((ip, port));
-                }
-                None if addr.is_empty() => {}
-                None => r.malformed += 1,
-            }
-        }
-        r.scheme = match self.scheme {
-            Some("https") => Some(Scheme::Https),
-            Some("http") => Some(Scheme::Http),
-            _ => None,
-        };
-        r.server_name = self
-            .server_name()
-            .filter(|n| !n.is_empty())
-            .map(<[u8]>::to_vec);
-        match self.server_port().and_then(port) {
-            Some(Ok(p)) => r.port = Some(p),
-            Some(Err(())) => r.malformed += 1,
-            None => {}
-        }
-        r
-    }
-}
 
 /// Parse one uwsgi request packet at the start of `buf`.
 /// Ok(None): more bytes needed. Ok(Some((head, facts, n))): the packet was n bytes (4 + datasize); the body starts at buf[n..].
@@ -593,6 +474,11 @@ fn push_header_name(buf: &mut Vec<u8>, suffix: &[u8]) -> Result<(), ProtoError> 
     }
     Ok(())
 }
+
+mod facts;
+pub use facts::UwsgiFacts;
+#[cfg(test)]
+use facts::{ipv4, port};
 
 #[cfg(test)]
 mod facts_tests;

@@ -12,8 +12,8 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional
 
-from .. import records
 from ..allowed_values import ALLOWED
+from ..static_mount import StaticMount
 from .values import parse_str
 
 
@@ -69,23 +69,6 @@ def parse_http3_congestion(value: object) -> str:
     if text not in ALLOWED["http3_congestion"]:
         raise ValueError(f"expected one of {', '.join(ALLOWED['http3_congestion'])}")
     return text
-
-
-@records.record(frozen=True)
-class StaticMount:
-    """One `--static` mount: URL prefix, directory, and its per-mount settings."""
-
-    prefix: str
-    directory: str
-    max_age: Optional[int] = None
-    immutable: bool = False
-    index: Optional[str] = "index.html"
-    dotfiles: bool = False
-    follow_symlinks: bool = False
-    fallthrough: bool = False
-
-    def to_core(self) -> Dict[str, Any]:
-        return records.asdict(self)
 
 
 def parse_static(value: object) -> StaticMount:

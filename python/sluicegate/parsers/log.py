@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from typing import Any, Mapping, Optional
 
 from ..allowed_values import ALLOWED
+from ..uwsgi_compat import UWSGI_FORMAT_PREFIX
 from .values import _unquote, parse_path, parse_str
 
 
@@ -27,10 +28,6 @@ ACCESS_LOG_FIELDS = (
     "referer", "user_agent", "request_id", "queue_us", "app_us", "send_us", "total_us", "end",
     "pid", "scheduler",
 )
-
-
-#: A uWSGI log-format string in --access-log-format (src/observe/log_line.rs, UWSGI_PREFIX).
-UWSGI_FORMAT_PREFIX = "uwsgi:"
 
 
 def parse_access_log_format(value: object) -> str:

@@ -283,8 +283,9 @@ impl LoopCtx {
     }
 
     /// This worker retires (its request limit reached, `--max-stuck`; its replacement booting):
-    /// it accepts no connection more, its entry in the balance counts it out, and keep-alive
-    /// ends after each answer (`io::request_limit`). Nothing in a single process.
+    /// it accepts no connection more, its entry in the balance counts it out, keep-alive
+    /// ends after each answer (`io::request_limit`), and its HTTP/2 and HTTP/3 connections
+    /// hear a GOAWAY (`h2_view`). Nothing in a single process.
     pub fn retire(&self) {
         if let Some(b) = &self.balance {
             if self.limit.retire() {
@@ -294,6 +295,9 @@ impl LoopCtx {
                     .open_connections
                     .load(Ordering::Relaxed);
                 b.retire(open as usize);
+                // The loop tells the streams' connections (`LoopState::run_tasks`) at its next
+                // turn: now, though the call that retired it runs on a pool thread.
+                let _ = self.waker.wake();
             }
         }
     }

@@ -110,13 +110,14 @@ impl LoopState {
         }
     }
 
-    /// Poll the HTTP/2 and HTTP/3 tasks that were woken, after telling them of a stop. `true`:
-    /// some are woken still (the loop must not sleep).
+    /// Poll the HTTP/2 and HTTP/3 tasks that were woken, after telling them of a stop or of
+    /// the worker's retirement (`h2_view`: a graceful stop for them). `true`: some are woken
+    /// still (the loop must not sleep).
     pub(super) fn run_tasks(&mut self, ctx: &LoopCtx) -> bool {
         let Some(tasks) = self.tasks.as_mut() else {
             return false;
         };
-        if ctx.shutting_down() {
+        if ctx.shutting_down() || ctx.retired() {
             let stop = crate::io::streams::LoopView::stop(ctx);
             if let Some(hub) = &ctx.settings.h3 {
                 hub.drain_at(stop);

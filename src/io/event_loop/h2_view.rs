@@ -1,8 +1,8 @@
 //! What the streams' connection tasks (`io::h2`, `io::h3`) read of the loop, through
 //! `io::streams`' `LoopView` trait: the loop implements it here, so neither imports the loop
-//! (no import cycle: `scripts/check_floors.py`): the shutdown
-//! state, the counters, and the loop's own answers (`--static`, `--health-path`) with their
-//! accounting, the same decisions as for an HTTP/1.1 request.
+//! (no import cycle: `scripts/check_floors.py`): the shutdown state (a retired worker's
+//! included), the counters, and the loop's own answers (`--static`, `--health-path`) with
+//! their accounting, the same decisions as for an HTTP/1.1 request.
 
 use sluicegate_proto::RequestHead;
 
@@ -13,9 +13,13 @@ use crate::observe::timings::End;
 
 /// The loop as the streams' connection tasks see it (they do not import the loop).
 impl crate::io::streams::LoopView for LoopCtx {
+    /// A retired worker (`io::request_limit`) is stopping for its connections: each hears a
+    /// GOAWAY, its streams in flight finish and it closes, as keep-alive ends after each
+    /// HTTP/1.1 answer; the process itself serves on until the master stops it.
     fn stop(&self) -> crate::io::streams::Stop {
         use crate::io::streams::Stop;
         match self.shutdown_state() {
+            Shutdown::Running | Shutdown::Draining if self.retired() => Stop::Graceful,
             Shutdown::Running | Shutdown::Draining => Stop::Running,
             Shutdown::Graceful => Stop::Graceful,
             Shutdown::Immediate => Stop::Immediate,

@@ -169,3 +169,33 @@ fn a_write_stops_near_its_budget_with_the_framing_that_follows() {
     referenced_blocks(&mut q, 1, 3 << 20);
     assert_eq!(one_write(&q), (2, WRITE_CHUNK as usize));
 }
+
+/// The owners given back to `note_release` (the release function of the lent-segment test).
+static RELEASED: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+fn note_release(owner: std::ptr::NonNull<std::ffi::c_void>) {
+    RELEASED.lock().unwrap().push(owner.as_ptr() as usize);
+}
+
+#[test]
+fn a_lent_segment_gives_its_owner_back_once_and_takes_no_more_room() {
+    // A segment is as large as before lent ones (the queue moves them around by value).
+    assert!(std::mem::size_of::<Segment>() <= 32);
+    set_lent_release(note_release);
+    static DATA: [u8; 10] = *b"0123456789";
+    let mut q = OutQueue::new();
+    for owner in [0x1000usize, 0x2000] {
+        let owner = std::ptr::NonNull::new(owner as *mut std::ffi::c_void).unwrap();
+        // SAFETY: DATA is static and immutable; `note_release` only records the owner.
+        q.push_lent(unsafe { Lent::new(DATA.as_ptr(), DATA.len(), owner) });
+        q.push_framing(b"\r\n");
+    }
+    // Partly written, then appended elsewhere: the written part is gone, the rest copied
+    // (and its owner given back then).
+    q.advance(4);
+    let mut other = OutQueue::new();
+    other.push_copy(b"head ");
+    other.append(&mut q);
+    assert_eq!(drain(&mut other), b"head 456789\r\n0123456789\r\n".to_vec());
+    assert_eq!(*RELEASED.lock().unwrap(), vec![0x1000, 0x2000]);
+}

@@ -293,7 +293,7 @@ fn inline(call: &Call, a: &Allowance, by_wall: bool) -> (Verdict, f64) {
     let mut judge = Judge::default();
     let mut th = Thread::new(call, a);
     let (mut now, mut computing) = (Duration::ZERO, false);
-    watch.look(2, base); // the loop has served calls before this one
+    watch.look(2, base, false); // the loop has served calls before this one
     loop {
         now += watch.next_sleep(computing);
         th.advance_to(now.as_micros() as u64);
@@ -306,7 +306,7 @@ fn inline(call: &Call, a: &Allowance, by_wall: bool) -> (Verdict, f64) {
             first,
             read_state,
             cpu_bound,
-        } = watch.look(seq, base + now)
+        } = watch.look(seq, base + now, false)
         {
             let cpu = (!by_wall).then(|| Duration::from_micros(th.cpu));
             let v = judge.look(

@@ -6,7 +6,7 @@ use super::*;
 /// Look at `seq` after one tick has passed.
 fn step(w: &mut Watch, now: &mut Instant, seq: u64) -> Look {
     *now += w.tick;
-    w.look(seq, *now)
+    w.look(seq, *now, false)
 }
 
 #[test]
@@ -106,7 +106,7 @@ fn a_call_first_seen_at_a_long_tick_is_looked_at_again_one_short_tick_later() {
     assert_eq!(w.next_sleep(false), TICK_MIN);
     now += TICK_MIN;
     assert!(matches!(
-        w.look(seq + 1, now),
+        w.look(seq + 1, now, false),
         Look::Running {
             first: true,
             read_state: true,
@@ -117,7 +117,7 @@ fn a_call_first_seen_at_a_long_tick_is_looked_at_again_one_short_tick_later() {
     assert_eq!(step(&mut w, &mut now, seq + 3), Look::Calm);
     assert_eq!(w.next_sleep(false), TICK_MIN);
     now += TICK_MIN;
-    assert_eq!(w.look(seq + 4, now), Look::Calm);
+    assert_eq!(w.look(seq + 4, now, false), Look::Calm);
     assert_eq!(w.next_sleep(false), TICK_MAX);
 }
 
@@ -212,7 +212,7 @@ fn no_calls_for_a_second_dozes_but_never_while_a_call_runs() {
 /// Look after the sleep the watchdog chose (`next_sleep`), at `seq`.
 fn after_sleep(w: &mut Watch, now: &mut Instant, seq: u64) -> Look {
     *now += w.next_sleep(false);
-    w.look(seq, *now)
+    w.look(seq, *now, false)
 }
 
 /// Calls stop at the longest tick: the watchdog dozes (sparse mode) at `seq`; a call wakes it
@@ -283,6 +283,50 @@ fn a_call_after_a_doze_is_judged_at_the_short_tick_and_a_takeover_ramps_up() {
     w.judged(true);
     assert_eq!(after_sleep(&mut w, &mut now, seq + 1), Look::Calm);
     assert_eq!(w.next_sleep(false), TICK_MIN);
+}
+
+/// After a takeover the server is in dispatch mode, where no call runs inline: the watchdog's
+/// next look dozes. What went wrong: it ramped its tick up from `TICK_MIN` with nothing to
+/// judge, 319 looks here before it dozed (64 at each of 250 µs, 500 µs, 1 ms and 2 ms, then
+/// 4 ms ones until the sequence number had stood still for a second), each a wake-up taking a
+/// core from a busy pool. A call that runs inline again (the mode over) wakes it and is
+/// watched from `TICK_MIN`.
+#[test]
+fn after_a_takeover_dispatch_mode_leaves_the_watchdog_dozing() {
+    let mut now = Instant::now();
+    let (mut w, seq) = backed_off(&mut now);
+    step(&mut w, &mut now, seq + 1);
+    assert!(matches!(
+        step(&mut w, &mut now, seq + 1),
+        Look::Running { .. }
+    ));
+    w.judged(true);
+    // `take_parked` moved the number on: even, nothing parked, the mode dispatch.
+    let mut ticking = 0;
+    loop {
+        now += w.next_sleep(false);
+        if w.look(seq + 2, now, true) == Look::Doze {
+            break;
+        }
+        ticking += 1;
+        assert!(ticking < 1000, "still ticking at {:?}", w.tick);
+    }
+    assert_eq!(ticking, 0, "looks with nothing to judge before dozing");
+    // A call that parks wakes it (`park`), whatever the mode says (it may have parked just
+    // before a pool call switched it): watched from the short tick, never left to a doze.
+    now += REVERT_AFTER;
+    w.woken(now);
+    assert_eq!(w.next_sleep(false), TICK_MIN);
+    now += TICK_MIN;
+    assert_eq!(w.look(seq + 3, now, true), Look::Calm, "first sight");
+    now += TICK_MIN;
+    assert!(matches!(
+        w.look(seq + 3, now, true),
+        Look::Running { first: true, .. }
+    ));
+    w.judged(true);
+    now += TICK_MIN;
+    assert_eq!(w.look(seq + 4, now, true), Look::Doze);
 }
 
 /// The counters of a pool call's thread at its start and end (ms of run delay and CPU, sleeps).

@@ -26,7 +26,8 @@ pub(super) enum Look {
     },
     /// No call outlasted the tick.
     Calm,
-    /// Nothing runs inline and ticking costs more than being woken: sleep until a call comes.
+    /// Nothing runs inline, and ticking costs more than being woken or the server is in
+    /// dispatch mode (no call runs inline there): sleep until a call comes.
     Doze,
 }
 
@@ -90,8 +91,10 @@ impl Watch {
         }
     }
 
-    /// One look at `seq`, the inline-call sequence number, at `now`.
-    pub(super) fn look(&mut self, seq: u64, now: Instant) -> Look {
+    /// One look at `seq`, the inline-call sequence number, at `now`; `dispatching`: the server
+    /// is in dispatch mode, where every call goes to the pool and none is left to judge until
+    /// the mode ends and an inline call parks, which wakes the watchdog (`Scheduler::park`).
+    pub(super) fn look(&mut self, seq: u64, now: Instant, dispatching: bool) -> Look {
         let odd = !seq.is_multiple_of(2);
         let new_call = odd && seq != self.last;
         let verdict = if odd && seq == self.last {
@@ -136,14 +139,17 @@ impl Watch {
         }
         self.last = seq;
         self.recheck = new_call && self.tick > TICK_MIN;
-        if (self.quiet >= WATCHDOG_IDLE_AFTER || self.sparse) && seq.is_multiple_of(2) {
+        if (self.quiet >= WATCHDOG_IDLE_AFTER || self.sparse || dispatching)
+            && seq.is_multiple_of(2)
+        {
             return Look::Doze;
         }
         verdict
     }
 
     /// The running call was judged (`taken_over`, or found computing): the next looks count
-    /// afresh; after a takeover the tick ramps up from `TICK_MIN`.
+    /// afresh; after a takeover the tick ramps up from `TICK_MIN` once calls run inline again
+    /// (until then dispatch mode leaves the watchdog dozing: `look`).
     pub(super) fn judged(&mut self, taken_over: bool) {
         self.running_looks = 0;
         if taken_over {

@@ -178,6 +178,21 @@ pub(super) struct Kept {
     /// mapped anew each time).
     pub(super) header_keys: ShortTable<HeaderKey>,
     pub(super) values: RepeatedValues,
+    /// Per template (listener × variant), the copy last made for a proxy's server name and
+    /// port ([`Proxied`]).
+    pub(super) proxied: Vec<Option<Proxied>>,
+}
+
+/// A template with SERVER_PORT, and SERVER_NAME when named, set to what a proxy said (nginx's
+/// uwsgi variables, the same on every request of its server block), so that each request's
+/// copy carries them instead of having the entries set again (a lookup in the repeated values
+/// and a dict store each, a request). One per template: another name or port makes a new one
+/// in its place (a copy more than setting the two, for the request that changes it).
+pub(super) struct Proxied {
+    /// The server's name (None: not named; the template's SERVER_NAME stays).
+    pub(super) name: Option<Vec<u8>>,
+    pub(super) port: u16,
+    pub(super) template: Py<pyo3::types::PyDict>,
 }
 
 /// `Content-Type` → CONTENT_TYPE, `Content-Length` → CONTENT_LENGTH, `X-Foo` → HTTP_X_FOO;

@@ -60,23 +60,11 @@ impl Sender {
             },
         );
         self.framing = decided.framing;
-        // The headers as (name, value) pairs: on the stack for up to `STACK_PAIRS` of them
-        // (the app's, Content-Length, Server-Timing, Alt-Svc), no allocation per response.
-        const STACK_PAIRS: usize = 16;
+        // The app's headers go as encoded lines (`AppHead::lines`); the server's own few as
+        // (name, value) pairs after them: Content-Length, Server-Timing, Alt-Svc.
         let empty: (&[u8], &[u8]) = (b"", b"");
-        let mut stack = [empty; STACK_PAIRS];
-        let mut heap = Vec::new();
-        let pairs: &mut [(&[u8], &[u8])] = if self.app.header_count() + 3 <= STACK_PAIRS {
-            &mut stack
-        } else {
-            heap.resize(self.app.header_count() + 3, empty);
-            &mut heap
-        };
+        let mut pairs = [empty; 3];
         let mut count = 0;
-        for pair in self.app.headers() {
-            pairs[count] = pair;
-            count += 1;
-        }
         let mut len_buf = [0u8; DECIMAL_LEN];
         if let Some(n) = decided.head_length {
             pairs[count] = (b"Content-Length", decimal(n, &mut len_buf));
@@ -106,6 +94,7 @@ impl Sender {
             &ResponseHead {
                 version: self.version,
                 status: self.app.status(),
+                lines: self.app.lines(),
                 headers: &pairs[..count],
                 framing: self.framing,
                 keep_alive: self.keeps_alive(),

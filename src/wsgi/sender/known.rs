@@ -7,6 +7,8 @@ use pyo3::prelude::*;
 use sluicegate_proto::h1::encode::ResponseFraming;
 
 use super::Sender;
+use super::{Transport, DETACH_WRITE_MIN};
+use crate::io::file_body::RegularFile;
 use crate::io::out_queue::{OutQueue, CORK_MIN};
 use crate::wsgi::body_block::{as_block, framed_chunk, Block, SendError, COPY_MAX};
 
@@ -62,18 +64,18 @@ impl Sender {
         self.push_final(py, q)
     }
 
-    /// Send `len` bytes of a regular file from `offset` with sendfile(2) (wsgi.file_wrapper).
-    /// The file's length is the body's unless the app set a Content-Length.
+    /// Send a regular file from `pos` to its end with sendfile(2) (wsgi.file_wrapper). The
+    /// file's length is the body's unless the app set a Content-Length.
     pub fn send_file(
         &mut self,
         py: Python<'_>,
-        file: std::fs::File,
-        offset: u64,
-        len: u64,
+        file: &RegularFile,
+        pos: u64,
     ) -> Result<(), SendError> {
         if !self.app.started {
             return Err(SendError::NotStarted);
         }
+        let (offset, len) = file.span_from(pos);
         let mut q = self.out.spare();
         self.queue_head(&mut q, Some(len), 0)?;
         let take = match self.framing {
@@ -81,13 +83,28 @@ impl Sender {
             ResponseFraming::Length(n) => len.min(n.saturating_sub(self.body_bytes)),
             _ => len,
         };
+        // A small body leaves now, from the app's descriptor: no descriptor of our own unless
+        // the socket leaves some of it (`OutQueue::write_with_file`).
+        let sent = match self.direct_file_fd(take) {
+            Some(fd) => match q.write_with_file(fd, file.fd(), offset, take) {
+                Ok(n) => n,
+                Err(_) => return self.gone(),
+            },
+            None => 0,
+        };
+        self.body_bytes += take;
+        let (offset, take) = (offset + sent, take - sent);
         if take > 0 {
+            let Some((own, _, _)) = file.range_from(offset) else {
+                // No descriptor to be had (EMFILE): the response cannot be completed.
+                self.abort();
+                return Err(SendError::Finished);
+            };
             if self.framing == ResponseFraming::Chunked {
-                framed_chunk(&mut q, take, |q| q.push_file(file, offset, take));
+                framed_chunk(&mut q, take, |q| q.push_file(own, offset, take));
             } else {
-                q.push_file(file, offset, take);
+                q.push_file(own, offset, take);
             }
-            self.body_bytes += take;
             if take >= CORK_MIN {
                 // Head and file leave corked, in full segments (the head waits for the file's
                 // first bytes anyway: it carries MSG_MORE).
@@ -100,5 +117,20 @@ impl Sender {
         }
         self.blocks += 1;
         self.push_final(py, q)
+    }
+
+    /// The socket, if a file body of `take` bytes may be written from the app's descriptor
+    /// now: plaintext, nothing queued before it, written by this thread (not the loop, not a
+    /// shared queue: `flush_pending` writes an answer under `DETACH_WRITE_MIN` in the call), a
+    /// length-framed body on a connection that stays open (a closing one's writes carry
+    /// MSG_MORE for its FIN, which `push_final` arranges).
+    fn direct_file_fd(&self, take: u64) -> Option<std::os::fd::RawFd> {
+        let Transport::Plain(fd) = self.transport else {
+            return None;
+        };
+        let small = take > 0 && take < DETACH_WRITE_MIN;
+        let framed = matches!(self.framing, ResponseFraming::Length(_));
+        (small && framed && self.out.is_empty() && self.shared().is_none() && self.keeps_alive())
+            .then_some(fd)
     }
 }

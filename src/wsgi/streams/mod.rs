@@ -159,7 +159,7 @@ fn call_app(
         py,
         (facts.listener, facts.head, facts.peer, facts.upper),
         input,
-        watched.forwarded.as_deref(),
+        watched.forwarded.as_ref(),
         facts.tls_facts,
     );
     match built {

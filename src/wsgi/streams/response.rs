@@ -19,6 +19,7 @@ use sluicegate_proto::h1::interim::interim_header_allowed;
 use crate::clock::now_ns;
 use crate::http_date::http_date;
 use crate::io::call_io::CallReply;
+use crate::io::file_body::RegularFile;
 use crate::io::streams::reply::StreamOut;
 use crate::wsgi::app_head::AppHead;
 use crate::wsgi::body_block::SendError;
@@ -265,14 +266,11 @@ impl<R: StreamOut> Reply for Response<R> {
     }
 
     /// Read in [`FILE_BLOCK`]s without the GIL; a read that fails ends the call as failed.
-    fn send_file(
-        &mut self,
-        py: Python<'_>,
-        file: std::fs::File,
-        offset: u64,
-        len: u64,
-    ) -> Result<(), SendError> {
+    fn send_file(&mut self, py: Python<'_>, file: &RegularFile, pos: u64) -> Result<(), SendError> {
         self.may_send()?;
+        let Some((file, offset, len)) = file.range_from(pos) else {
+            return Err(SendError::Finished);
+        };
         let want = *self.app.content_length.get_or_insert(len);
         let want = want.min(len);
         let mut at = 0u64;

@@ -26,8 +26,12 @@ pub struct ResponseHead<'a> {
     pub version: Version,
     /// e.g. b"200 OK" (already validated with `validate_status`).
     pub status: &'a [u8],
-    /// App headers except the hop-by-hop ones the bridge removed (Connection, Transfer-Encoding,
-    /// Keep-Alive...). Content-Length, if the app set it, is included here and not added again.
+    /// The app's headers already encoded (`Name: value\r\n` each, validated, hop-by-hop ones
+    /// removed) and which of Date, Server and Content-Length they hold: written first, as one
+    /// copy. Content-Length, if the app set it, is here and not added again.
+    pub lines: EncodedLines<'a>,
+    /// Further headers as (name, value) pairs, after `lines` (the server's Content-Length,
+    /// Server-Timing, Alt-Svc; or an app's headers not encoded ahead).
     pub headers: &'a [(&'a [u8], &'a [u8])],
     pub framing: ResponseFraming,
     /// Whether the connection stays open after this response.
@@ -40,6 +44,29 @@ pub struct ResponseHead<'a> {
     /// (`Name: value\r\n` each: `--add-header`, a static file's `Expires`); written after
     /// Server, whatever the app set (as uWSGI's add-header appends). Usually empty.
     pub extra: &'a [u8],
+}
+
+/// Header lines encoded ahead (`Name: value\r\n` each), and which of the three headers the
+/// server would otherwise add they hold.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EncodedLines<'a> {
+    pub bytes: &'a [u8],
+    pub has_date: bool,
+    pub has_server: bool,
+    pub has_length: bool,
+}
+
+/// Which of Date, Server and Content-Length a header name is, for [`EncodedLines`]' flags:
+/// (date, server, length).
+#[inline]
+pub fn names_added_header(name: &[u8]) -> (bool, bool, bool) {
+    // Length first: most names match none of the three and leave after one compare.
+    match name.len() {
+        4 => (name.eq_ignore_ascii_case(b"date"), false, false),
+        6 => (false, name.eq_ignore_ascii_case(b"server"), false),
+        14 => (false, false, name.eq_ignore_ascii_case(b"content-length")),
+        _ => (false, false, false),
+    }
 }
 
 /// Append the encoded head (through the blank line) to `out`.
@@ -59,27 +86,32 @@ pub fn encode_response_head(out: &mut Vec<u8>, head: &ResponseHead<'_>) {
         .iter()
         .map(|(n, v)| n.len() + v.len() + 4)
         .sum();
+    let lines = &head.lines;
     out.reserve(
-        128 + head.status.len() + app_len + head.date.len() + head.server.len() + head.extra.len(),
+        128 + head.status.len()
+            + lines.bytes.len()
+            + app_len
+            + head.date.len()
+            + head.server.len()
+            + head.extra.len(),
     );
 
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(head.status);
     out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(lines.bytes);
 
-    let (mut has_date, mut has_server, mut has_length) = (false, false, false);
+    let (mut has_date, mut has_server, mut has_length) =
+        (lines.has_date, lines.has_server, lines.has_length);
     for (name, value) in head.headers {
         out.extend_from_slice(name);
         out.extend_from_slice(b": ");
         out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
-        // Length first: most names match none of the three and leave after one compare.
-        match name.len() {
-            4 => has_date |= name.eq_ignore_ascii_case(b"date"),
-            6 => has_server |= name.eq_ignore_ascii_case(b"server"),
-            14 => has_length |= name.eq_ignore_ascii_case(b"content-length"),
-            _ => {}
-        }
+        let (d, s, l) = names_added_header(name);
+        has_date |= d;
+        has_server |= s;
+        has_length |= l;
     }
     if !has_date && !head.date.is_empty() {
         out.extend_from_slice(b"Date: ");
@@ -254,6 +286,7 @@ mod tests {
         ResponseHead {
             version,
             status: b"200 OK",
+            lines: EncodedLines::default(),
             headers,
             framing,
             keep_alive,
@@ -286,6 +319,46 @@ mod tests {
              X-Frame-Options: DENY\r\nExpires: Sun, 06 Nov 1994 09:49:37 GMT\r\n\
              Content-Length: 0\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn lines_encoded_ahead_come_first_and_their_date_server_length_are_not_added_again() {
+        let pairs: &[(&[u8], &[u8])] = &[(b"X-After", b"1")];
+        let mut h = head(Version::Http11, pairs, ResponseFraming::Length(4), true);
+        h.lines = EncodedLines {
+            bytes: b"Date: app\r\nServer: app\r\nContent-Length: 4\r\n",
+            has_date: true,
+            has_server: true,
+            has_length: true,
+        };
+        assert_eq!(
+            encode(&h),
+            "HTTP/1.1 200 OK\r\nDate: app\r\nServer: app\r\nContent-Length: 4\r\n\
+             X-After: 1\r\n\r\n"
+        );
+        // The same lines without their flags: the server adds its own (the flags are the
+        // caller's word, not read from the bytes).
+        h.lines = EncodedLines {
+            bytes: b"X-Before: 0\r\n",
+            ..EncodedLines::default()
+        };
+        assert_eq!(
+            encode(&h),
+            format!(
+                "HTTP/1.1 200 OK\r\nX-Before: 0\r\nX-After: 1\r\nDate: {}\r\n\
+                 Server: sluicegate\r\nContent-Length: 4\r\n\r\n",
+                std::str::from_utf8(DATE).unwrap()
+            )
+        );
+    }
+
+    #[test]
+    fn names_of_added_headers_are_told_apart_whatever_their_case() {
+        assert_eq!(names_added_header(b"DATE"), (true, false, false));
+        assert_eq!(names_added_header(b"server"), (false, true, false));
+        assert_eq!(names_added_header(b"Content-length"), (false, false, true));
+        assert_eq!(names_added_header(b"Dat"), (false, false, false));
+        assert_eq!(names_added_header(b"X-Serve"), (false, false, false));
     }
 
     #[test]

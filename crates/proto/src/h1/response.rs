@@ -9,7 +9,9 @@
 
 use crate::answer::{Answer, AnswerBody, ServerFields};
 use crate::h1::encode::{encode_error_response, validate_header_name, validate_header_value};
-use crate::h1::encode::{encode_response_head, validate_status, ResponseFraming, ResponseHead};
+use crate::h1::encode::{
+    encode_response_head, validate_status, EncodedLines, ResponseFraming, ResponseHead,
+};
 use crate::h1::parse::parse_content_length;
 use crate::token::list_elements;
 use crate::{BodyFraming, RequestHead, Version};
@@ -141,6 +143,7 @@ pub fn simple_response(
         &ResponseHead {
             version,
             status: status_line(status),
+            lines: EncodedLines::default(),
             headers: &[(b"Content-Type", content_type)],
             framing: ResponseFraming::Length(content_length),
             keep_alive,
@@ -201,6 +204,7 @@ pub fn encode_answer(
         &ResponseHead {
             version: req.version,
             status: status_line(answer.status),
+            lines: EncodedLines::default(),
             headers: answer.fields(),
             framing: match answer.length {
                 Some(n) => ResponseFraming::Length(n),

@@ -1,0 +1,63 @@
+//! Bytes lent by an object whose references someone else counts (a Python `bytes` body block),
+//! queued without a box: the segment ([`Lent`]) holds the buffer's address and length and one
+//! reference to its owner, which it gives back through the function registered once
+//! ([`set_lent_release`]) when it is dropped. A `Box<dyn SharedBytes>` per streamed block cost
+//! a `malloc` on the app's thread and a `free` on the loop's, which the allocator's per-thread
+//! caches do not serve (about 300 instructions per 8 KiB block of S3,
+//! benchmarks/results/2026-11-27-s3k8/).
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+/// Gives back one reference to an owner; called from any thread, with or without the
+/// interpreter attached.
+pub type Release = fn(NonNull<c_void>);
+
+static RELEASE: OnceLock<Release> = OnceLock::new();
+
+/// Register how owners are given back (the layer that makes lent segments, once; later calls
+/// change nothing).
+pub fn set_lent_release(release: Release) {
+    let _ = RELEASE.set(release);
+}
+
+/// `len` bytes at `ptr`, kept alive and unchanged by the reference to `owner` this holds.
+pub struct Lent {
+    ptr: NonNull<u8>,
+    len: usize,
+    owner: NonNull<c_void>,
+}
+
+// SAFETY: the bytes are immutable while the owner lives (`Lent::new`'s contract), so reading
+// them from another thread is sound, and the registered release may be called from any thread.
+unsafe impl Send for Lent {}
+
+impl Lent {
+    /// # Safety
+    /// `ptr` must point at `len` bytes that stay valid and unchanged for as long as the
+    /// reference to `owner` (which the caller hands over) is held, and the function given to
+    /// [`set_lent_release`] must give that reference back, from any thread.
+    pub unsafe fn new(ptr: *const u8, len: usize, owner: NonNull<c_void>) -> Lent {
+        Lent {
+            ptr: NonNull::new(ptr as *mut u8).unwrap_or(NonNull::dangling()),
+            len,
+            owner,
+        }
+    }
+
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `new`'s contract: the bytes live and stay unchanged while `owner` is held.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        // Never unset where lent segments are made (the maker registers first).
+        if let Some(release) = RELEASE.get() {
+            release(self.owner);
+        }
+    }
+}
