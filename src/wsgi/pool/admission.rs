@@ -138,8 +138,7 @@ struct Queued<J> {
     seq: u64,
 }
 
-/// The counts and the queues behind admission (the pool keeps it under its lock). `J` is the
-/// queued job; each carries its route's hash.
+/// The counts and the queues behind admission (under the pool's lock); `J`: a queued job.
 pub struct Admission<J> {
     /// Most calls per class that count as runnable (0: no limit, every call is admitted).
     limit: usize,
@@ -592,8 +591,9 @@ fn insert_in_order<J>(queue: &mut VecDeque<Queued<J>>, q: Queued<J>) {
 }
 
 pub use super::route::route_hash;
+pub use cores::Cores;
 pub use stall::{stalled, Waiting};
-
+mod cores;
 mod quota;
 mod stall;
 #[cfg(test)]

@@ -173,7 +173,7 @@ pub struct Climb {
     rated: bool,
     /// The idle share of the machine's CPUs lately (1.0 until known): see `machine`.
     machine_idle: f64,
-    /// Under a CPU quota, the share of it the process used lately (`quota`).
+    /// The share of its CPU quota the process used lately, or 1.0 (`quota`).
     quota_used: Option<f64>,
     /// Trials kept and reverted (for `stats`).
     pub kept: u64,
@@ -249,8 +249,8 @@ impl Climb {
         self.machine_idle = idle;
     }
 
-    /// The share of its CPU quota the process used lately (None: no quota): at `QUOTA_FULL`
-    /// or more, no growth (`admission::quota`).
+    /// The share of its CPU quota the process used lately (None: no quota; 1.0 without one:
+    /// the CPU it can get is used up, `admission::cores`): at `QUOTA_FULL` or more, no growth.
     pub fn quota(&mut self, used: Option<f64>) {
         self.quota_used = used;
     }

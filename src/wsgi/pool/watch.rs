@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use crate::clock::clock_time;
 
 use super::admission::{
-    stalled, Class, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE, COMPUTING_CPU,
-    LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
+    stalled, Class, Cores, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE,
+    COMPUTING_CPU, LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
 };
 
 use super::machine::MachineIdle;
@@ -26,6 +26,21 @@ const APP_SHARE_LOOKS: f64 = 16.0;
 /// The share passed on before any was measured: between `climb::INTERPRETER_IDLE` and
 /// `climb::INTERPRETER_BUSY`, so a growth is a trial.
 const UNKNOWN_SHARE: f64 = 0.5;
+
+/// How often the watcher reads the CPU while no call waits and the blocking class fills its
+/// room (`Pool::idle_wait`): the span of one reading of the machine (`machine::MACHINE_SPAN`).
+const CORES_EVERY: Duration = Duration::from_millis(100);
+
+/// The CPU time the app threads used so far: the process's less the threads that never run
+/// Python (`non_app_cpu`) and the watcher's own; `Duration::MAX` where a clock cannot be read.
+fn app_cpu_now(non_app_cpu: &impl Fn() -> Option<Duration>) -> Duration {
+    match (clock_time(libc::CLOCK_PROCESS_CPUTIME_ID), non_app_cpu()) {
+        (Some(all), Some(other)) => all
+            .saturating_sub(other)
+            .saturating_sub(clock_time(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or_default()),
+        _ => Duration::MAX,
+    }
+}
 
 impl<J: Send + 'static> Pool<J> {
     /// The watcher's body (its own thread, until `stop`): while calls wait for admission, look
@@ -46,6 +61,8 @@ impl<J: Send + 'static> Pool<J> {
         // The idle CPU of the allowance, and the app threads' share is of one core of it
         // (`MachineIdle::one_core`); the allowance is read again every second.
         let mut machine = MachineIdle::read(Instant::now());
+        // Without a quota: the blocking calls' rate per CPU second lately (`Admission::fit_cores`).
+        let mut cores = Cores::default();
         let mut inner = self.inner.lock().unwrap();
         loop {
             if inner.stopping {
@@ -58,7 +75,7 @@ impl<J: Send + 'static> Pool<J> {
                     h.stalled_looks = 0;
                     h.clean_looks = 0;
                 }
-                inner = self.queued.wait(inner).unwrap();
+                inner = self.idle_wait(inner, &mut machine, &mut cores, &non_app_cpu);
                 continue;
             }
             if inner.quiet && inner.holders.is_empty() {
@@ -83,12 +100,7 @@ impl<J: Send + 'static> Pool<J> {
                 std::thread::sleep(every);
             }
             let now = Instant::now();
-            let app_cpu = match (clock_time(libc::CLOCK_PROCESS_CPUTIME_ID), non_app_cpu()) {
-                (Some(all), Some(other)) => all
-                    .saturating_sub(other)
-                    .saturating_sub(clock_time(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or_default()),
-                _ => Duration::MAX,
-            };
+            let app_cpu = app_cpu_now(&non_app_cpu);
             let machine_idle = machine.idle(now);
             let quota_used = machine.take_quota_used();
             inner = self.inner.lock().unwrap();
@@ -105,6 +117,9 @@ impl<J: Send + 'static> Pool<J> {
             if let Some(used) = quota_used {
                 inner.adm.fit_quota(used, share);
             }
+            if quota_used == Some(None) && known {
+                inner.adm.fit_cores(&mut cores, app_cpu, machine_idle);
+            }
             if inner.adm.blocking_waits() {
                 inner.adm.climb.machine(machine_idle);
             }
@@ -114,6 +129,38 @@ impl<J: Send + 'static> Pool<J> {
             blocking_streak = Self::size_blocking(&mut inner, blocking_streak, share);
             inner = self.admit_queued(inner);
         }
+    }
+
+    /// No call waits: sleep until one does. While the blocking class fills its room (1,000
+    /// sleeping clients in a room past 1,000 queue nothing), wake every `CORES_EVERY` for a
+    /// reading of `Admission::fit_cores` alone (without a quota; a quota's reading waits for
+    /// the looks).
+    fn idle_wait<'a>(
+        self: &'a Arc<Self>,
+        inner: MutexGuard<'a, Inner<J>>,
+        machine: &mut MachineIdle,
+        cores: &mut Cores,
+        non_app_cpu: &impl Fn() -> Option<Duration>,
+    ) -> MutexGuard<'a, Inner<J>> {
+        if !inner.adm.blocking_full() {
+            cores.forget();
+            return self.queued.wait(inner).unwrap();
+        }
+        let inner = self.queued.wait_timeout(inner, CORES_EVERY).unwrap().0;
+        if inner.adm.queued_now() > 0 || inner.stopping {
+            return inner;
+        }
+        drop(inner);
+        let now = Instant::now();
+        let app_cpu = app_cpu_now(non_app_cpu);
+        let machine_idle = machine.idle(now);
+        let used = machine.take_quota_used();
+        let mut inner = self.inner.lock().unwrap();
+        if used == Some(None) && app_cpu != Duration::MAX {
+            inner.adm.climb.quota(None);
+            inner.adm.fit_cores(cores, app_cpu, machine_idle);
+        }
+        inner
     }
 
     /// Judge each admitted call at a look at `now` (`Holder::look`: `app_cpu`, the app threads'
