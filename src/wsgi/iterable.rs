@@ -58,7 +58,8 @@ impl<'py> Blocks<'py> {
 }
 
 /// For a file wrapper over a regular file: the file (by the app's descriptor) and the position
-/// the app left it at (its `tell()`, which accounts for Python's buffering). `None` means "iterate it in Python instead" (pipes, sockets, BytesIO, errors).
+/// the app left it at (its `tell()`, which accounts for Python's buffering). `None` means
+/// "iterate it in Python instead" (pipes, sockets, BytesIO, errors).
 pub(crate) fn regular_file_range(py: Python<'_>, fw: &FileWrapper) -> Option<(RegularFile, u64)> {
     let f = fw.filelike.bind(py);
     let fd: i32 = f
