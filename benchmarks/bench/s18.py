@@ -271,9 +271,16 @@ def _weigh_self(shares: int | None) -> Cgroup | None:
 
 
 def _unweigh_self(cg: Cgroup | None) -> None:
-    if cg is not None:
-        (cg.dir.parent / "cgroup.procs").write_text(str(os.getpid()))
-        cg.remove()  # not while a PostgreSQL started in it runs (left empty once it stops)
+    """This process and what it started (a PostgreSQL that keeps running) back to the parent,
+    then the weighted cgroup removed (a cgroup with processes in it cannot be)."""
+    if cg is None:
+        return
+    for pid in [os.getpid()] + [int(p) for p in (cg.dir / "cgroup.procs").read_text().split()]:
+        try:
+            (cg.dir.parent / "cgroup.procs").write_text(str(pid))
+        except OSError:
+            pass  # a process that ended meanwhile
+    cg.remove()
 
 
 def run(args) -> dict:
