@@ -4,9 +4,11 @@ workers, so each module imported for nothing was paid once per process (http.cli
 http.server, for `--metrics-bind` only, brought email, ssl, socketserver and more: about 5 MB
 of every process's resident memory). The same for `sluicegate-uwsgi` with the configuration
 benchmark S19 runs (benchmarks/bench/s19.py): its workers carry nothing its options do not
-need, and nothing of sluicegate's own command line either."""
+need, and nothing of sluicegate's own command line either. A master never loads the Rust
+extension: its workers do, after the fork (master.py)."""
 
 import http.client
+import re
 
 from tests.conftest import PYTHON, ROOT
 from tests.helpers import free_ports
@@ -28,6 +30,36 @@ def test_a_worker_carries_no_module_its_options_do_not_need(start_server):
     logging.config, tempfile and mimetypes at its start, and every worker inherited them."""
     srv = start_server("loaded_modules", "--workers", "1")
     assert loaded(srv.port) == []
+
+
+def test_a_master_does_not_load_the_extension(start_server):
+    """Failed before: the package's __init__ imported `_core` (for RequestTimeout and the
+    version), so every master mapped the extension and each worker inherited its pages: about
+    1.1 MiB over a master and two workers (benchmarks/results/2026-11-27-rss3-master). Its
+    workers load it, and serve."""
+    srv = start_server("loaded_modules", "--workers", "1")
+    assert loaded(srv.port, "/master") == []
+
+
+def test_the_version_written_in_the_package_is_the_extensions():
+    """The package's `__version__` is written out (a master has no extension to ask): it must
+    stay the one Cargo.toml, pyproject.toml and the built extension carry."""
+    import sluicegate
+    from sluicegate import _core
+
+    assert sluicegate.__version__ == _core.__version__
+    for name in ("Cargo.toml", "pyproject.toml"):
+        text = (ROOT / name).read_text()
+        assert re.search(r'^version = "([^"]+)"', text, re.M).group(1) == sluicegate.__version__
+
+
+def test_request_timeout_is_the_extensions_class():
+    """`sluicegate.RequestTimeout`, looked up at its first use, is the class the core raises."""
+    import sluicegate
+    from sluicegate import _core
+
+    assert sluicegate.RequestTimeout is _core.RequestTimeout
+    assert "RequestTimeout" in sluicegate.__all__
 
 
 def test_the_metrics_listener_still_imports_what_it_needs(start_server):
@@ -68,3 +100,4 @@ listen = 1024
 """)
     srv = start_server(None, command=[PYTHON, "-m", "sluicegate.uwsgi_cli", "--ini", str(ini)])
     assert loaded(srv.port, "/uwsgi") == []
+    assert loaded(srv.port, "/master") == []  # the master without the extension (above)

@@ -162,6 +162,21 @@ def test_every_thread_of_a_master_and_its_workers_is_named(start_server, tls_cer
         sock.close()
 
 
+def test_a_master_without_the_extension_names_its_threads(start_server, tmp_path):
+    """A master without TLS never loads the extension (master.py): its threads name
+    themselves through /proc/self/task/TID/comm instead of the extension's prctl. Failed
+    with that path broken: the master's control and metrics threads showed as `python`."""
+    mport = free_ports(2)
+    srv = start_server("hello", "--workers", "1", "--metrics-bind", f"127.0.0.1:{mport}")
+    wait_for(lambda: len(children(srv.pid)) == 1, "one worker", 10)
+    for port in (mport, mport + 1):
+        wait_for(lambda: _answers(port), f"the metrics listener on {port}", 10)
+    with open(f"/proc/{srv.pid}/maps") as f:
+        assert "/_core." not in f.read()
+    assert {"sg-metrics", "sg-control"} <= kinds(srv.pid)
+    assert unnamed(srv.pid) == [], threads_of(srv.pid)
+
+
 def _answers(port: int) -> bool:
     try:
         scrape(port)

@@ -16,18 +16,27 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Callable, Union
 
-try:
-    from ._core import RequestTimeout, __version__
-except ImportError:  # the extension is not built: still report the package's version
+#: The package's version: Cargo.toml's and pyproject.toml's, also the extension's
+#: `_core.__version__` (tests/test_front_imports.py checks all four agree). Written out so that
+#: a process that never loads the extension (a master: master.py) still knows it.
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """`RequestTimeout`, the extension's class, looked up at its first use (PEP 562): a
+    `--workers` master never loads the extension (master.py), its workers do."""
+    if name != "RequestTimeout":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:
-        from importlib.metadata import version as _version
+        from ._core import RequestTimeout
+    except ImportError:  # the extension is not built: a class of the same name
 
-        __version__ = _version("sluicegate")
-    except Exception:
-        __version__ = "0+unknown"
+        class RequestTimeout(BaseException):  # type: ignore[no-redef]
+            """Raised in an app call past --timeout (the extension's own class when built)."""
 
-    class RequestTimeout(BaseException):  # type: ignore[no-redef]
-        """Raised in an app call past --timeout (the extension's own class when it is built)."""
+    globals()["RequestTimeout"] = RequestTimeout
+    return RequestTimeout
+
 
 __all__ = ["serve", "RequestTimeout", "__version__"]
 

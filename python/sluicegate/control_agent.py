@@ -112,13 +112,16 @@ class Agent:
         if command.get("command") == "requests":
             return {"ok": True, "requests": self.requests(bool(command.get("stacks"))),
                     "listed": self.listed}
-        return {"ok": True, "status": self.status()}
+        answer = {"ok": True, "status": self.status()}
+        if command.get("allowance"):  # the one worker its master asks (control_master.py)
+            answer["allowance"] = allowance()
+        return answer
 
 
 def allowance() -> Dict[str, Any]:
     """The CPU the server's cgroup allows and how often its quota stopped it, read now
     (`_core.cpu_allowance`): `ctl status` shows it beside the master (the workers share its
-    cgroup)."""
+    cgroup: a master, which does not load the extension, asks one of them)."""
     from . import _core
     return dict(_core.cpu_allowance())
 

@@ -112,9 +112,17 @@ class MasterControl:
 
     def _status(self) -> Dict[str, Any]:
         workers = []
+        # The cgroup's CPU allowance is read by the extension, which the master does not load
+        # (master.py): the first worker that answers reads it (they share the master's
+        # cgroup); only when none does is the extension loaded here (on this thread: its
+        # dlopen holds the GIL, so no fork of the main thread happens during it).
+        cpu: Optional[Dict[str, Any]] = None
         for pid, number, life in self.view.workers():
             ch = self.channels.get(pid) if life not in NOT_SERVING else None
-            answer = ch.ask({"command": "status"}) if ch is not None else None
+            answer = ch.ask({"command": "status", "allowance": cpu is None}) \
+                if ch is not None else None
+            if answer and cpu is None:
+                cpu = answer.get("allowance")
             row: Dict[str, Any] = {"pid": pid, "age": process_age(pid), "requests": None,
                                    "in_flight": None, "connections": None,
                                    "rss": children.worker_rss(pid)}
@@ -125,7 +133,8 @@ class MasterControl:
         workers.sort(key=lambda w: w["worker"])
         master = {"pid": os.getpid(), "role": "master", "state": self.view.state(),
                   "uptime": time.monotonic() - self.started, "workers": self.view.target(),
-                  "rss": children.worker_rss(os.getpid()), "allowance": allowance()}
+                  "rss": children.worker_rss(os.getpid()),
+                  "allowance": cpu if cpu is not None else allowance()}
         return {"ok": True, "master": master, "workers": workers}
 
 

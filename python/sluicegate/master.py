@@ -7,7 +7,10 @@ to `--user`/`--group` once forked (privileges.py), so that a USR2 upgrade can st
 Each worker is a child with its own Rust event loop and thread pool (worker.py), serving the
 master's listening sockets (one shared socket per address: the kernel gives each new connection
 to one of the workers waiting in accept; see docs/architecture.md, "Worker processes"). What
-the two say to each other is in messages.py; what each signal means, in signals.py.
+the two say to each other is in messages.py; what each signal means, in signals.py. The master
+does not load the Rust extension (each worker does, after its fork: messages.py,
+`stop_with_master`), unless TLS, --attach-daemon or a --preload app needs it there
+(docs/architecture.md, "Worker processes").
 
 The master's life is `State` and each worker's, as the master sees it, is `Life`; the legal
 moves of each are in one table beside it (`STATE_MOVES`, `LIFE_MOVES`; children.py). A reload

@@ -72,7 +72,23 @@ def receive(fd: int) -> List[Message]:
 def stop_with_master(master_pid: int) -> None:
     """In a worker right after fork: have the kernel send `MASTER_GONE` when the master dies.
     If it died already (between the fork and here), the worker leaves at once."""
-    from ._core import parent_death_signal  # loaded already: the package's __init__ has it
+    # The worker's first use of the extension: a master never loads it (master.py's doc), so
+    # its dlopen happens here, in a process forked from a master that has threads. Only the
+    # thread that forked goes on in the child: a dynamic loader's lock another thread held at
+    # the fork would stay held (glibc's fork re-initialises that lock in the child, not the
+    # lists a dlopen in flight was changing). The master's threads at a fork are Python
+    # threads only: its control socket's and their clients' (control_server.py), a reload's
+    # reading thread (reading.py), --metrics-bind's listener and scrapes (metrics_total.py,
+    # metrics_http.py), --stats' (uwsgi_stats.py), the --py-autoreload watcher (reloader.py);
+    # no module the master loads starts a thread of its own. A Python thread enters the loader
+    # through an import, whose dlopen runs holding the GIL, and os.fork() holds the GIL while
+    # it forks. The other door, the C library loading its NSS modules for a name lookup (the
+    # GIL released), is the main thread's (listeners, --metrics-bind), which is the one that
+    # forks; the one exception is a statsd client reconnecting to a host name from a log line
+    # of another thread (statsd.py), a risk only where no lookup of the main thread loaded
+    # those modules before. This is the case of every worker that imports its app
+    # after the fork (no --preload): the app's C extensions are dlopened here too.
+    from ._core import parent_death_signal
 
     try:
         parent_death_signal(int(MASTER_GONE))

@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 from . import records
 from .errors import SluicegateError
 from .logs import log
-from ._core import parent_death_signal
 
 #: A command that ran less than this many seconds is throttled before it starts again.
 THROTTLE_WINDOW_S = 3
@@ -105,6 +104,10 @@ def _spawn(command: str, signums: Sequence[int], dies_with_master: bool) -> int:
             "/bin/sh", ["/bin/sh", "-c", command], dict(os.environ),
             file_actions=[(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)],
             setsid=True, setsigdef=list(signums), setsigmask=[])
+    # The extension's prctl, loaded here in the master (with --attach-daemon only: a master
+    # does not load the extension otherwise, master.py), on the thread that forks.
+    from ._core import parent_death_signal
+
     master = os.getpid()
     pid = os.fork()
     if pid:

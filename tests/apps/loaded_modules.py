@@ -7,8 +7,11 @@ the master imported before forking too.
           readers of uWSGI's configurations (UWSGI_READERS) and the options table that
           validates them (OPTIONS_TABLE), both run by a process of their own: a worker of
           `sluicegate-uwsgi` has no use for them
+/master   `_core` if the process's parent (a worker's master) has the extension mapped: a
+          master never loads it, its workers do after the fork (master.py)
 """
 
+import os
 import sys
 
 #: Modules the server imports only for the options that need them (`--metrics-bind`, a
@@ -46,10 +49,19 @@ OPTIONS_TABLE = ("sluicegate.options", "sluicegate.option_row", "sluicegate.pars
                  "sluicegate.allowed_values", "sluicegate.config_class")
 
 
+def master_maps_core():
+    """Whether the parent process maps the extension (`_core.*.so`)."""
+    with open(f"/proc/{os.getppid()}/maps") as f:
+        return any("/_core." in line for line in f)
+
+
 def app(environ, start_response):
-    uwsgi = environ["PATH_INFO"] == "/uwsgi"
-    watched = WATCHED + (COMMAND_LINE + UWSGI_READERS + OPTIONS_TABLE if uwsgi else ())
-    body = "\n".join(m for m in watched if m in sys.modules).encode()
+    if environ["PATH_INFO"] == "/master":
+        body = b"_core" if master_maps_core() else b""
+    else:
+        uwsgi = environ["PATH_INFO"] == "/uwsgi"
+        watched = WATCHED + (COMMAND_LINE + UWSGI_READERS + OPTIONS_TABLE if uwsgi else ())
+        body = "\n".join(m for m in watched if m in sys.modules).encode()
     start_response("200 OK", [("Content-Type", "text/plain"),
                               ("Content-Length", str(len(body)))])
     return [body]
