@@ -60,12 +60,13 @@ if TYPE_CHECKING:
     from .metrics_total import Aggregate
     from .uwsgi_stats import StatsServer
 
-from . import (control_master, hooks, log_touch, logs, messages, privileges, sd_notify,
-               side_commands, signals)
+from . import (control_master, log_touch, logs, messages, privileges, sd_notify, side_commands,
+               signals)
 from .config import metrics_address
 from .control_protocol import path_for
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
+from .hook_types import HookExit, exit_status
 from .listeners import BoundSocket
 from .logs import log
 from .messages import Message
@@ -391,10 +392,12 @@ class Master(Reloads, Upkeep):
         status is the one the hook gave."""
         if self.cfg.hooks is None:
             return True
+        from . import hooks  # only where hooks are set
+
         try:
             hooks.call(self.cfg.hooks, name, self._hook_server(), *args)
             return True
-        except hooks.HookExit as e:
+        except HookExit as e:
             if self.state is not State.STOPPING:
                 self._stop(graceful=True)
             self.exit_status = e.exit_code
@@ -495,7 +498,7 @@ class Master(Reloads, Upkeep):
             sys.stderr.flush()
             status = BOOT_FAILED
         except SystemExit as e:  # a hook's sys.exit() (logged by hooks.py): its status
-            status = hooks.exit_status(e.code)
+            status = exit_status(e.code)
         except BaseException:  # never return into the master's code in a child
             import traceback
             traceback.print_exc()

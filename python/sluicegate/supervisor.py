@@ -41,8 +41,9 @@ if TYPE_CHECKING:
     from .hook_objects import HookServer, HookWorker
 
 from . import records
-from . import (gunicorn_logging, hooks, logs, pidfile, privileges, proctitle, side_commands,
-               syspath, tls, uwsgi_module)
+from . import (gunicorn_logging, logs, pidfile, privileges, proctitle, side_commands, syspath,
+               tls, uwsgi_module)
+from .hook_types import HookExit
 from .listeners import BoundSocket, bind_all, inherited_sockets, with_socket_defaults
 from .loader import load_app
 from .errors import SluicegateError
@@ -94,7 +95,7 @@ def start(read_config: Callable[[], Config], version: str, restart: List[str],
             logs.redirect_stderr(cfg.error_log, capture_output=cfg.capture_output)
         return serve_config(cfg, version, owns_process=True, restart=(restart, os.getcwd()),
                             reread=reread)
-    except hooks.HookExit as e:  # logged by the hook's runner already
+    except HookExit as e:  # logged by the hook's runner already
         return e.exit_code
     except SluicegateError as e:
         if debug and e.__cause__ is not None:
@@ -138,14 +139,14 @@ def serve_config(
     and config file as they are now), for a master's reload on HUP."""
     cfg = _settle(cfg)
     tls.load(cfg)  # the key is read as the starting user, before any socket exists
-    hooks.resolve(cfg.hooks)  # a --hooks module that does not import stops the start here
     if cfg.hooks is not None:
-        hooks.call(cfg.hooks, "on_starting", _hook_objects().server(cfg))
+        _hooks().resolve(cfg.hooks)  # a --hooks module that does not import stops the start here
+        _hooks().call(cfg.hooks, "on_starting", _hook_objects().server(cfg))
     try:
         return _serve(cfg, version, owns_process, restart, reread)
     finally:
         if cfg.hooks is not None:
-            hooks.call(cfg.hooks, "on_exit", _hook_objects().server(cfg))
+            _hooks().call(cfg.hooks, "on_exit", _hook_objects().server(cfg))
 
 
 def _serve(
@@ -176,6 +177,7 @@ def _serve(
 
                 statsd.workers(1)  # gunicorn's gauge: its arbiter always has workers
             _preflight(app, cfg)
+            hooks = _hooks()  # a single server imports them (single.py too)
             me = _hook_objects().worker(cfg, sockets=sockets, app=app)
             proctitle.set_title("server", cfg.proc_name)
             hooks.call(cfg.hooks, "post_worker_init", me)
@@ -280,6 +282,7 @@ def _boot_worker(
     master: Optional[HookServer] = None
     me: Optional[HookWorker] = None
     if cfg.hooks is not None:
+        hooks = _hooks()
         master = _hook_objects().server(cfg, workers, os.getppid(), sockets, app=app)
         me = _hook_objects().worker(cfg, sockets=sockets)
         master.WORKERS[me.pid] = me
@@ -294,7 +297,8 @@ def _boot_worker(
     if cfg.uwsgi_module:  # uwsgidecorators' @postfork, before the first request
         uwsgi_module.after_worker_start()
     try:
-        server = WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
+        served = worker_app if me is None else hooks.wrap_app(cfg.hooks, worker_app, me)
+        server = WorkerServer(served, cfg, sockets,
                               events_fd=events_fd, max_requests=max_requests, workers=workers,
                               balance=balance, metrics_fd=metrics_fd, app_name=name,
                               version=version)
@@ -305,6 +309,14 @@ def _boot_worker(
         if me is not None:
             me.alive = False
             hooks.call(cfg.hooks, "worker_exit", master, me)
+
+
+def _hooks() -> ModuleType:
+    """hooks.py, which runs gunicorn's hooks: imported where hooks are set, or in a single
+    server (single.py imports it too); a worker without hooks never loads it."""
+    from . import hooks
+
+    return hooks
 
 
 def _hook_objects() -> ModuleType:
