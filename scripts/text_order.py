@@ -15,6 +15,11 @@ A name the build no longer has is passed over, so a stale file costs memory, nev
         .venv/bin/sluicegate-uwsgi --ini S19's uwsgi.ini (processes = 2, module = s6_hello:app)
     (a few hundred requests through its socket, then SIGINT to the master)
     python3 scripts/text_order.py /tmp/cg/callgrind.out.MASTER /tmp/cg/callgrind.out.WORKER...
+
+With `--add` first, the file's names stay, in their order, and those the dumps add go after
+them: for a path another run takes (a worker's paths under concurrent requests, `conc.py` in
+benchmarks/results/2026-11-27-rss3-workers: a connection arriving while one is served, which
+a run of one request at a time does not take).
 """
 
 from __future__ import annotations
@@ -59,8 +64,12 @@ def main(dumps: list[str]) -> int:
     if not dumps:
         print(__doc__, file=sys.stderr)
         return 2
-    seen: set[str] = set()
-    order = [fn for d in dumps for fn in functions(Path(d), seen)]
+    kept: list[str] = []
+    if dumps[0] == "--add":
+        dumps = dumps[1:]
+        kept = [n for n in OUT.read_text().split("\n") if n and not n.startswith("#")]
+    seen: set[str] = set(kept)
+    order = kept + [fn for d in dumps for fn in functions(Path(d), seen)]
     OUT.write_text(HEADER + "".join(f"{fn}\n" for fn in order))
     print(f"{OUT}: {len(order)} functions", file=sys.stderr)
     return 0

@@ -27,7 +27,10 @@ def loaded(port, path="/"):
 
 def test_a_worker_carries_no_module_its_options_do_not_need(start_server):
     """Failed before: the master imported http.client and http.server (metrics_total.py),
-    logging.config, tempfile and mimetypes at its start, and every worker inherited them."""
+    logging.config, tempfile and mimetypes at its start, and every worker inherited them.
+    Failed too, later: gunicorn's hooks' runner and objects (hooks.py, hook_objects.py),
+    preflight.py and statsd.py were in every process, with no hooks, no --warmup, no Django and
+    no --statsd-host."""
     srv = start_server("loaded_modules", "--workers", "1")
     assert loaded(srv.port) == []
 
@@ -80,7 +83,9 @@ def test_a_uwsgi_worker_carries_no_module_its_options_do_not_need(start_server, 
     inspect, ast and dis), typing, gunicorn's settings table and the options' docs were in
     every process (about 5.5 MB over the three: benchmarks/results/2026-11-27-rss). Failed
     too, later: the options table, its parsers and the validation were in every process (the
-    master validated the resolved options itself: benchmarks/results/2026-11-27-rss2)."""
+    master validated the resolved options itself: benchmarks/results/2026-11-27-rss2). Failed
+    too, later: hooks.py, hook_objects.py, preflight.py and statsd.py were in every process
+    (benchmarks/results/2026-11-27-rss3-workers)."""
     (tmp_path / "static").mkdir()
     ini = tmp_path / "uwsgi.ini"
     ini.write_text(f"""[uwsgi]

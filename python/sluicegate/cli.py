@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from . import __version__, hooks, preflight, privileges, syspath, tls
+from . import __version__, privileges, syspath, tls
 from .errors import OptionError, SluicegateError
 from .loader import load_app
 from .options import BY_NAME
@@ -80,9 +80,14 @@ def check(cfg: Config) -> int:
     syspath.settle(cfg.chdir, cfg.pythonpath)
     try:
         _check_system(cfg)
-        hooks.resolve(cfg.hooks)  # a --hooks module that does not import, or a wrong signature
+        if cfg.hooks is not None:  # a --hooks module that does not import, or a wrong signature
+            from . import hooks
+
+            hooks.resolve(cfg.hooks)
         tls.load(cfg)
         if not callable(cfg.app):
+            from . import preflight  # --check-config's: a server imports it for its checks only
+
             preflight.check(load_app(cfg.app), cfg.warmup, cfg.django_checks)
     except SluicegateError as e:
         sys.stderr.write(f"sluicegate: error: {e}\n")

@@ -55,7 +55,7 @@ TYPE_CHECKING_LINE = ("TYPE_CHECKING = False  # typing's names for annotations o
                       "(tests/test_front_imports.py)")
 
 #: The classes of this package an option's type may name, and the modules that hold them.
-CLASSES = {"BindAddress": ".listeners", "Hooks": ".hooks", "StaticMount": ".static_mount"}
+CLASSES = {"BindAddress": ".listeners", "Hooks": ".hook_types", "StaticMount": ".static_mount"}
 
 
 def spell(t: str) -> str:

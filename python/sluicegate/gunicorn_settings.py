@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 from . import records
 from .errors import OptionError, one_line
-from .hooks import SUPPORTED as SUPPORTED_HOOKS, UNSUPPORTED as UNSUPPORTED_HOOKS
+from .hook_types import SUPPORTED as SUPPORTED_HOOKS, UNSUPPORTED as UNSUPPORTED_HOOKS
 
 log = logging.getLogger("sluicegate")
 

@@ -59,15 +59,17 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Tuple
 
+    from .hook_objects import HookServer, HookWorker
     from .metrics_total import Aggregate
     from .uwsgi_stats import StatsServer
 
-from . import (control_master, hook_objects, hooks, log_touch, logs, messages, privileges,
-               sd_notify, side_commands, signals, statsd)
+from . import (control_master, log_touch, logs, messages, privileges, sd_notify, side_commands,
+               signals)
 from .config import metrics_address
 from .control_protocol import path_for
 from .core_server import probe_metrics_bind
 from .errors import SluicegateError
+from .hook_types import HookExit, exit_status
 from .listeners import BoundSocket
 from .logs import log
 from .messages import Message
@@ -197,7 +199,10 @@ class Master(Reloads, Upkeep):
                 self.side.tick()
                 self._maintain()
                 self._kill_overdue()
-                statsd.workers(len(self.workers))
+                if self.cfg.statsd_host:  # statsd.py: imported with the option only
+                    from . import statsd
+
+                    statsd.workers(len(self.workers))
                 if self.state is State.STOPPING and time.monotonic() > self.deadline:
                     for w in self.workers.values():
                         self._kill(w, signal.SIGKILL)
@@ -390,20 +395,32 @@ class Master(Reloads, Upkeep):
         status is the one the hook gave."""
         if self.cfg.hooks is None:
             return True
+        from . import hooks  # only where hooks are set
+
         try:
             hooks.call(self.cfg.hooks, name, self._hook_server(), *args)
             return True
-        except hooks.HookExit as e:
+        except HookExit as e:
             if self.state is not State.STOPPING:
                 self._stop(graceful=True)
             self.exit_status = e.exit_code
             return False
 
-    def _hook_server(self) -> hook_objects.HookServer:
+    def _hook_server(self) -> HookServer:
+        from . import hook_objects  # only where hooks are set
+
         me = os.getpid()
         workers = {pid: hook_objects.worker(self.cfg, w.age, pid, me)
                    for pid, w in self.workers.items()}
         return hook_objects.server(self.cfg, self.target, me, self.sockets, workers)
+
+    def _hook_worker(self, age: int, pid: Any = "[booting]") -> Optional[HookWorker]:
+        """The `worker` a master's hook receives, built only where hooks are set."""
+        if self.cfg.hooks is None:
+            return None
+        from . import hook_objects
+
+        return hook_objects.worker(self.cfg, age, pid, os.getpid())
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -421,8 +438,7 @@ class Master(Reloads, Upkeep):
             return
         self.worker_age += 1
         age = self.worker_age
-        booting = hook_objects.worker(self.cfg, age, "[booting]", os.getpid())
-        if self.state is State.STOPPING or not self._hook("pre_fork", booting):
+        if self.state is State.STOPPING or not self._hook("pre_fork", self._hook_worker(age)):
             return
         os.pwrite(self.table, b"\0\0\0\0", slot * 4)
         r, w = os.pipe()
@@ -436,7 +452,10 @@ class Master(Reloads, Upkeep):
         wait_ended_threads()  # no TLS library lock held by a thread on its way out (reading.py)
         pid = os.fork()
         if pid == 0:
-            hook_objects.note_own_age(age)
+            if self.cfg.hooks is not None:
+                from . import hook_objects
+
+                hook_objects.note_own_age(age)
             if self.control is not None and pair is not None:
                 self.control.in_child(pair)
             self._become_worker(r, w, self.cfg.max_requests + jitter, slot, master,
@@ -482,7 +501,7 @@ class Master(Reloads, Upkeep):
             sys.stderr.flush()
             status = BOOT_FAILED
         except SystemExit as e:  # a hook's sys.exit() (logged by hooks.py): its status
-            status = hooks.exit_status(e.code)
+            status = exit_status(e.code)
         except BaseException:  # never return into the master's code in a child
             import traceback
             traceback.print_exc()
@@ -507,7 +526,7 @@ class Master(Reloads, Upkeep):
             if w is None:
                 self.side.exited(pid, describe_exit(status))
                 continue
-            self._hook("child_exit", hook_objects.worker(self.cfg, w.age, pid, os.getpid()))
+            self._hook("child_exit", self._hook_worker(w.age, pid))
             self._read_messages(w)
             os.close(w.pipe)
             if self.control is not None:

@@ -14,9 +14,10 @@ if TYPE_CHECKING:
     from typing import Any, Optional, Tuple
 
 from . import records
-from . import hooks, messages, pidfile, sd_notify, tls
+from . import messages, pidfile, sd_notify, tls
 from .children import State, alive as _alive, describe_exit
 from .errors import SluicegateError
+from .hook_types import HookExit
 from .logs import log
 from .reading import Reading
 from .upgrade import start_new_master
@@ -145,8 +146,11 @@ class Reloads:
                 log.error("Received SIGUSR2: cannot rename the pid file: %s", e.strerror)
         argv, cwd = self.restart
         try:
-            hooks.call(self.cfg.hooks, "pre_exec", self._hook_server())
-        except hooks.HookExit:
+            if self.cfg.hooks is not None:
+                from . import hooks  # only where hooks are set
+
+                hooks.call(self.cfg.hooks, "pre_exec", self._hook_server())
+        except HookExit:
             log.error("Received SIGUSR2: no new master (pre_exec called sys.exit())")
             return
         self.new_master = start_new_master(self.sockets, argv, cwd)

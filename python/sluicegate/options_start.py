@@ -10,7 +10,7 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional, Tuple, Union
 
-from .hooks import Hooks
+from .hook_types import Hooks
 from .listeners import BindAddress
 from .option_row import Option
 from .parsers import (parse_app, parse_bind_value, parse_bool, parse_chdir, parse_env_item,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from . import records
 from .errors import OptionError
-from .hooks import Hooks
+from .hook_types import Hooks
 from .option_row import ENV_PREFIX, Option
 from .options import BY_NAME, OPTIONS, config_matches_options
 from .parsers import parse_bool, parse_path_or_off

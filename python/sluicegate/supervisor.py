@@ -35,11 +35,15 @@ import sys
 
 TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+    from .hook_objects import HookServer, HookWorker
+
 from . import records
-from . import (gunicorn_logging, hook_objects, hooks, logs, pidfile, preflight, privileges,
-               proctitle, side_commands, statsd, syspath, tls, uwsgi_module)
+from . import (gunicorn_logging, logs, pidfile, privileges, proctitle, side_commands, syspath,
+               tls, uwsgi_module)
+from .hook_types import HookExit
 from .listeners import BoundSocket, bind_all, inherited_sockets, with_socket_defaults
 from .loader import load_app
 from .errors import SluicegateError
@@ -91,7 +95,7 @@ def start(read_config: Callable[[], Config], version: str, restart: List[str],
             logs.redirect_stderr(cfg.error_log, capture_output=cfg.capture_output)
         return serve_config(cfg, version, owns_process=True, restart=(restart, os.getcwd()),
                             reread=reread)
-    except hooks.HookExit as e:  # logged by the hook's runner already
+    except HookExit as e:  # logged by the hook's runner already
         return e.exit_code
     except SluicegateError as e:
         if debug and e.__cause__ is not None:
@@ -135,12 +139,14 @@ def serve_config(
     and config file as they are now), for a master's reload on HUP."""
     cfg = _settle(cfg)
     tls.load(cfg)  # the key is read as the starting user, before any socket exists
-    hooks.resolve(cfg.hooks)  # a --hooks module that does not import stops the start here
-    hooks.call(cfg.hooks, "on_starting", hook_objects.server(cfg))
+    if cfg.hooks is not None:
+        _hooks().resolve(cfg.hooks)  # a --hooks module that does not import stops the start here
+        _hooks().call(cfg.hooks, "on_starting", _hook_objects().server(cfg))
     try:
         return _serve(cfg, version, owns_process, restart, reread)
     finally:
-        hooks.call(cfg.hooks, "on_exit", hook_objects.server(cfg))
+        if cfg.hooks is not None:
+            _hooks().call(cfg.hooks, "on_exit", _hook_objects().server(cfg))
 
 
 def _serve(
@@ -166,9 +172,13 @@ def _serve(
             app = _load_app(cfg)
         if cfg.workers is None:
             assert app is not None
-            statsd.workers(1)  # gunicorn's gauge: its arbiter always has workers
-            preflight.check(app, cfg.warmup, cfg.django_checks)
-            me = hook_objects.worker(cfg, sockets=sockets, app=app)
+            if cfg.statsd_host:
+                from . import statsd
+
+                statsd.workers(1)  # gunicorn's gauge: its arbiter always has workers
+            _preflight(app, cfg)
+            hooks = _hooks()  # a single server imports them (single.py too)
+            me = _hook_objects().worker(cfg, sockets=sockets, app=app)
             proctitle.set_title("server", cfg.proc_name)
             hooks.call(cfg.hooks, "post_worker_init", me)
             if cfg.uwsgi_module:
@@ -185,7 +195,7 @@ def _serve(
             finally:
                 me.alive = False
                 hooks.call(cfg.hooks, "worker_exit",
-                           hook_objects.server(cfg, 1, sockets=sockets, app=app), me)
+                           _hook_objects().server(cfg, 1, sockets=sockets, app=app), me)
         workers = cfg.workers or 1
         logs.reclaim()
         log.info("Starting sluicegate %s: app %s, %d worker(s)%s", version, app_name, workers,
@@ -205,7 +215,10 @@ def _serve(
 def _settle(cfg: Config) -> Config:
     """The process settings that come first: the error log, the umask, the directory."""
     logs.configure(cfg.log_level, gunicorn_logging.setup_of(cfg), cfg.log_date)
-    statsd.install(cfg, log)
+    if cfg.statsd_host:  # statsd.py: imported with the option only
+        from . import statsd
+
+        statsd.install(cfg, log)
     if cfg.umask is not None:
         os.umask(cfg.umask)
     if cfg.chdir:
@@ -265,25 +278,59 @@ def _boot_worker(
     proctitle.set_title("worker", cfg.proc_name)
     if cfg.uwsgi_module:
         uwsgi_module.in_worker(worker_id, os.getppid())
-    master = hook_objects.server(cfg, workers, os.getppid(), sockets, app=app)
-    me = hook_objects.worker(cfg, sockets=sockets)
-    master.WORKERS[me.pid] = me
-    hooks.call(cfg.hooks, "post_fork", master, me)  # raises HookFailed: the boot fails
+    # gunicorn's `server` and `worker`, built only where hooks are set
+    master: Optional[HookServer] = None
+    me: Optional[HookWorker] = None
+    if cfg.hooks is not None:
+        hooks = _hooks()
+        master = _hook_objects().server(cfg, workers, os.getppid(), sockets, app=app)
+        me = _hook_objects().worker(cfg, sockets=sockets)
+        master.WORKERS[me.pid] = me
+        hooks.call(cfg.hooks, "post_fork", master, me)  # raises HookFailed: the boot fails
     worker_app = app if app is not None else _load_app(cfg)
-    preflight.check(worker_app, cfg.warmup, cfg.django_checks)  # LoadError: the boot fails
+    _preflight(worker_app, cfg)  # LoadError: the boot fails
     name = app_name if app is not None else str(cfg.app)
-    me.wsgi = me.app.callable = worker_app
-    me.booted = True
-    hooks.call(cfg.hooks, "post_worker_init", me)
+    if me is not None:
+        me.wsgi = me.app.callable = worker_app
+        me.booted = True
+        hooks.call(cfg.hooks, "post_worker_init", me)
     if cfg.uwsgi_module:  # uwsgidecorators' @postfork, before the first request
         uwsgi_module.after_worker_start()
     try:
-        server = WorkerServer(hooks.wrap_app(cfg.hooks, worker_app, me), cfg, sockets,
+        served = worker_app if me is None else hooks.wrap_app(cfg.hooks, worker_app, me)
+        server = WorkerServer(served, cfg, sockets,
                               events_fd=events_fd, max_requests=max_requests, workers=workers,
                               balance=balance, metrics_fd=metrics_fd, app_name=name,
                               version=version)
-        server.on_interrupt = functools.partial(hooks.call, cfg.hooks, "worker_int", me)
+        if me is not None:
+            server.on_interrupt = functools.partial(hooks.call, cfg.hooks, "worker_int", me)
         return server.run()
     finally:
-        me.alive = False
-        hooks.call(cfg.hooks, "worker_exit", master, me)
+        if me is not None:
+            me.alive = False
+            hooks.call(cfg.hooks, "worker_exit", master, me)
+
+
+def _hooks() -> ModuleType:
+    """hooks.py, which runs gunicorn's hooks: imported where hooks are set, or in a single
+    server (single.py imports it too); a worker without hooks never loads it."""
+    from . import hooks
+
+    return hooks
+
+
+def _hook_objects() -> ModuleType:
+    """hook_objects.py (gunicorn's `server` and `worker` for hooks), imported where hooks are
+    set, or in a single server (single.py imports it too)."""
+    from . import hook_objects
+
+    return hook_objects
+
+
+def _preflight(app: App, cfg: Config) -> None:
+    """preflight.py's checks, imported only where one applies: `--warmup`, or Django set up in
+    this process (its URLconf is checked then, with or without --django-checks)."""
+    if cfg.warmup or "django.apps" in sys.modules:
+        from . import preflight
+
+        preflight.check(app, cfg.warmup, cfg.django_checks)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from . import records
-from .hooks import Hooks
+from .hook_types import Hooks
 from .listeners import BindAddress
 from .static_mount import StaticMount
 

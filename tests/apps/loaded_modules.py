@@ -20,7 +20,9 @@ import sys
 #: `--max-requests-jitter`, `--warmup`, a `--user` switch, a network in
 #: `--forwarded-allow-ips`, gunicorn hooks, an app that is not a plain function or is a
 #: factory's call, `--stats`, a logging configuration's defaults (copy), a server without
-#: --workers (single.py), a worker's first `ctl` status (metrics_total.py's parser)), or
+#: --workers (single.py), a worker's first `ctl` status (metrics_total.py's parser), gunicorn's
+#: hooks' runner and their `server` and `worker` objects (hooks set), `--warmup` or Django's
+#: checks (preflight.py), `--statsd-host` (statsd.py)), or
 #: never (ctypes: prctl is the core's; dataclasses: the front's records are records.py's;
 #: typing: the front imports its names for annotations only; the options' docs:
 #: `python -m sluicegate.options --markdown` only).
@@ -29,7 +31,8 @@ WATCHED = ("http.client", "http.server", "email", "ssl", "socketserver", "loggin
            "subprocess", "xml.dom.minidom", "pyexpat", "glob", "random", "urllib.parse",
            "sysconfig", "pathlib", "ipaddress", "dataclasses", "inspect", "ast", "dis", "typing",
            "sluicegate.options_doc", "copy", "sluicegate.uwsgi_stats", "sluicegate.single",
-           "sluicegate.metrics_total")
+           "sluicegate.metrics_total", "sluicegate.hook_objects", "sluicegate.hooks",
+           "sluicegate.preflight", "sluicegate.statsd")
 
 #: What parses sluicegate's own command line (argparse, with difflib's suggestions),
 #: $GUNICORN_CMD_ARGS (shlex), gunicorn's flags and configuration files (gunicorn's settings).

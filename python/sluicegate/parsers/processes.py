@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from ..allowed_values import ALLOWED, spelled
 from ..asgi import refuse_asgi_worker_class
-from ..hooks import Hooks, from_mapping
+from ..hook_types import Hooks
 from ..side_commands import parse_smart
 from ..syspath import directories
 from .values import _MAX_COUNT, _int, parse_str
@@ -156,6 +156,8 @@ def parse_hooks(value: object) -> Optional[Hooks]:
     if isinstance(value, str):
         return Hooks(value.strip())
     if isinstance(value, Mapping):
+        from ..hooks import from_mapping  # a mapping's functions are checked by hooks.py
+
         return from_mapping(value, "hooks=")
     raise ValueError(f"expected a module name or a mapping of hook functions, not "
                      f"{type(value).__name__}")
