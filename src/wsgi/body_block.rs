@@ -45,9 +45,8 @@ fn release_bytes(owner: NonNull<c_void>) {
     super::release::after_drop();
 }
 
-/// Make lent segments give their `bytes` objects back through [`release_bytes`]: called once
-/// where the server's bridge is built (`Bridge::new`), before any block is lent (it was called
-/// for every lent block before: an atomic look per block).
+/// Make lent segments give their `bytes` objects back through [`release_bytes`]: called once,
+/// where the server builds its bridge (`server/mod.rs`), before any block is lent.
 pub fn register_release() {
     set_lent_release(release_bytes);
 }

@@ -74,8 +74,6 @@ impl Bridge {
         config: Arc<Config>,
         loop_ctx: Arc<LoopCtx>,
     ) -> PyResult<Bridge> {
-        // Before any response lends a `bytes` block to an output queue.
-        super::body_block::register_release();
         let logging = py.import("logging")?;
         let logger = logging.call_method1("getLogger", ("sluicegate.error",))?;
         // Log lines name the app as the user gave it ("pkg.wsgi:app"), else by its repr.

@@ -81,8 +81,8 @@ const CHUNK_END_SEGMENT: Segment = Segment::Inline {
 impl OutQueue {
     /// A lent block as one chunk: its size line (joining the CRLF that ends the chunk before,
     /// in that inline segment), the block, and its own CRLF (a constant inline segment), in one
-    /// call. Pushing the three pieces one by one (`push_framing` twice, `push_lent`) cost about
-    /// 350 instructions per 8 KiB block of S3 (benchmarks/results/2026-11-27-k8b/). An empty
+    /// call. Pushed piece by piece (`push_framing` twice, `push_lent`), a block's framing cost
+    /// about 350 instructions in S3, this about 160 (benchmarks/results/2026-11-27-k8b/). An empty
     /// block queues nothing (a chunk of size 0 would end the body).
     pub fn push_lent_chunk(&mut self, b: Lent) {
         let n = b.len;
