@@ -79,6 +79,8 @@ fn shared_state(
     )?;
     let policy = config.scheduler;
     let bridge = Bridge::new(py, app, environ, config, ctx)?;
+    // Before any response lends a `bytes` block to an output queue.
+    crate::wsgi::body_block::register_release();
     let done_fd = wakeup::eventfd(false);
     if done_fd < 0 {
         return Err(PyOSError::new_err("eventfd failed"));

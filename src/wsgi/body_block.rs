@@ -33,8 +33,8 @@ pub const COPY_MAX: usize = 16 * 1024;
 /// block cost (benchmarks/results/2026-11-27-app-path/).
 pub const STREAM_COPY_MAX: usize = 4 * 1024;
 
-/// Give back the reference a lent segment held (`io::out_queue::Lent`): registered by
-/// [`lend_bytes`]. Dropped by the event loop (a written block, or a client gone mid-response),
+/// Give back the reference a lent segment held (`io::out_queue::Lent`): registered once, by
+/// [`register_release`]. Dropped by the event loop (a written block, or a client gone mid-response),
 /// PyO3 defers the decref, and the bell has it applied now.
 fn release_bytes(owner: NonNull<c_void>) {
     // SAFETY: `owner` is the strong reference `lend_bytes` took out of a `Py<PyBytes>`
@@ -45,11 +45,16 @@ fn release_bytes(owner: NonNull<c_void>) {
     super::release::after_drop();
 }
 
+/// Make lent segments give their `bytes` objects back through [`release_bytes`]: called once,
+/// where the server builds its bridge (`server/mod.rs`), before any block is lent.
+pub fn register_release() {
+    set_lent_release(release_bytes);
+}
+
 /// A Python `bytes` object's first `len` bytes as a queue segment, without a copy and without
 /// a box: the segment holds a reference to the object, which is immutable, so its buffer stays
-/// valid and unchanged until the segment is dropped.
+/// valid and unchanged until the segment is dropped. ([`register_release`] ran first.)
 fn lend_bytes(b: Bound<'_, PyBytes>, len: usize) -> Lent {
-    set_lent_release(release_bytes);
     let ptr = b.as_bytes().as_ptr();
     let owner = NonNull::new(b.into_ptr().cast::<c_void>()).expect("a live object");
     // SAFETY: the buffer of a `bytes` object never changes and lives as long as the object,
@@ -134,9 +139,13 @@ pub fn queue_body(
         return;
     }
     if chunked {
-        framed_chunk(out, take as u64, |out| {
-            queue_block(out, block, take, copy_max)
-        });
+        match block {
+            // The common large block: one push for the chunk (`OutQueue::push_lent_chunk`).
+            Block::Bytes(b) => out.push_lent_chunk(lend_bytes(b, take)),
+            block => framed_chunk(out, take as u64, |out| {
+                queue_block(out, block, take, copy_max)
+            }),
+        }
     } else {
         queue_block(out, block, take, copy_max);
     }

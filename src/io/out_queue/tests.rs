@@ -197,5 +197,62 @@ fn a_lent_segment_gives_its_owner_back_once_and_takes_no_more_room() {
     other.push_copy(b"head ");
     other.append(&mut q);
     assert_eq!(drain(&mut other), b"head 456789\r\n0123456789\r\n".to_vec());
-    assert_eq!(*RELEASED.lock().unwrap(), vec![0x1000, 0x2000]);
+    // (Other tests lend owners from 0x10_0000 on.)
+    let mine: Vec<usize> = RELEASED
+        .lock()
+        .unwrap()
+        .iter()
+        .copied()
+        .filter(|&o| o < 0x10_0000)
+        .collect();
+    assert_eq!(mine, vec![0x1000, 0x2000]);
+}
+
+#[test]
+fn lent_chunks_share_their_framing_and_pile_up_into_one_write() {
+    set_lent_release(note_release);
+    static DATA: [u8; 8192] = [b'x'; 8192];
+    let lend = |i: usize, n: usize| {
+        let owner = std::ptr::NonNull::new((0x10_0000 + 16 * i) as *mut std::ffi::c_void).unwrap();
+        // SAFETY: DATA is static and immutable; `note_release` only records the owner.
+        unsafe { Lent::new(DATA.as_ptr(), n, owner) }
+    };
+    let mut q = OutQueue::new();
+    q.push_copy(b"HEAD\r\n\r\n");
+    q.push_lent_chunk(lend(0, 10)); // the size line extends the head's segment
+    q.push_lent_chunk(lend(1, 0)); // nothing: a chunk of size 0 would end the body
+    q.push_lent_chunk(lend(2, 300)); // its size line joins the CRLF before it
+    q.push_chunk_data(b"ab"); // small data: a chunk of its own, closed by the next block
+    q.push_lent_chunk(lend(3, 3));
+    let want = [
+        &b"HEAD\r\n\r\na\r\n"[..],
+        &DATA[..10],
+        b"\r\n12c\r\n",
+        &DATA[..300],
+        b"\r\n00000002\r\nab\r\n3\r\n",
+        &DATA[..3],
+        b"\r\n",
+    ]
+    .concat();
+    assert_eq!(q.segs.len(), 8);
+    assert_eq!(q.pending() as usize, want.len());
+    assert_eq!(drain(&mut q), want);
+    // 128 blocks of 8 KiB piled up (the high-water mark's worth): one write takes them all.
+    let mut q = OutQueue::new();
+    for i in 0..128 {
+        q.push_lent_chunk(lend(10 + i, 8192));
+    }
+    assert_eq!(q.segs.len(), 257);
+    assert_eq!(one_write(&q), (257, q.pending() as usize));
+    drop(q);
+    let released = RELEASED.lock().unwrap();
+    for i in [0, 1, 2, 3, 10, 137] {
+        assert_eq!(
+            released
+                .iter()
+                .filter(|&&o| o == 0x10_0000 + 16 * i)
+                .count(),
+            1
+        );
+    }
 }
