@@ -62,14 +62,18 @@ print(f"Complete requests: {n}"); print(f"Failed requests: {bad}")' "$PORT" "${U
 }
 if [ "${FETCH:-0}" = 1 ]; then
   fetch "${WARM:-200}" > /dev/null
-  callgrind_control -z "$VP" > /dev/null 2>&1
+  callgrind_control -z "$VP" > "$OUT/zero.log" 2>&1 || { cat "$OUT/zero.log" >&2; exit 1; }
   fetch "$N"
 else
   ab -q "${KEEP[@]}" -c"$C" -n "${WARM:-2000}" "$URL" > /dev/null
-  callgrind_control -z "$VP" > /dev/null 2>&1
+  callgrind_control -z "$VP" > "$OUT/zero.log" 2>&1 || { cat "$OUT/zero.log" >&2; exit 1; }
   ab -q "${KEEP[@]}" -c"$C" -n $N "$URL" | grep -E "^(Complete|Failed) requests"
 fi
-callgrind_control -d "$VP" > /dev/null 2>&1
+# The dump of the counted requests is the file `-d` adds (the one written at exit is not it).
+BEFORE=$(ls "$OUT"/callgrind.out.* 2> /dev/null)
+callgrind_control -d "$VP" > "$OUT/dump.log" 2>&1 || { cat "$OUT/dump.log" >&2; exit 1; }
+DUMP=$(comm -13 <(echo "$BEFORE") <(ls "$OUT"/callgrind.out.*) | head -1)
+[ -n "$DUMP" ] || { echo "callgrind_hello.sh: no dump after callgrind_control -d" >&2; exit 1; }
 sleep 1
 kill -INT "$VP"; wait "$VP" || true
-python3 "$BENCH/run.py" callgrind-top "$(ls -t "$OUT"/callgrind.out.* | head -1)" $N | tee "$OUT/top.txt" | head -25
+python3 "$BENCH/run.py" callgrind-top "$DUMP" $N | tee "$OUT/top.txt" | head -25
