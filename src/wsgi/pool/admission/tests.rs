@@ -452,3 +452,25 @@ fn paths_that_differ_only_in_ids_are_one_route() {
     assert_ne!(route_hash(b"/users/42"), route_hash(b"/accounts/42"));
     assert_ne!(route_hash(b"/page1"), route_hash(b"/page2"));
 }
+
+/// A room of hundreds of calls in flight, each using a thousandth of a core (calls that sleep),
+/// does not descend however busy the app threads' share reads: those calls wait on something
+/// other than the interpreter, and a room of one would run one at a time while the rest queue.
+/// A room of a few calls at the same share (a busy interpreter's) still does.
+#[test]
+fn calls_that_each_use_little_of_a_busy_share_do_not_descend() {
+    let mut a: Admission<&str> = Admission::new(1);
+    let mut t = Instant::now();
+    for _ in 0..400 {
+        t += MS;
+        a.admit(Class::Blocking);
+        a.finished(Class::Blocking, false, SLOW, Some(MS));
+        a.settle_blocking(t, MS);
+    }
+    a.set_room(500);
+    assert!(!a.descend_blocking(t, 1.2), "1.2 of a core over 500 calls");
+    assert_eq!(a.blocking_limit(), 500);
+    a.set_room(8);
+    assert!(a.descend_blocking(t, 0.9), "0.9 of a core over 8 calls");
+    assert_eq!(a.blocking_limit(), 1);
+}
