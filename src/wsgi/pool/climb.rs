@@ -284,11 +284,9 @@ impl Climb {
     /// (`share`, as in `may_grow`), with no trial nor hold under way, above `DOWN_FLOOR`:
     /// `Some((base, to))`, the rate to hold (the best of the descent so far) and the smaller
     /// room: `DOWN_FLOOR`, or half of `room` once that did not pay, or one less once a halving
-    /// did not pay (until another rule changes the room). Under a quota, only while it binds
-    /// (`QUOTA_FULL` of it used): else the CPU is not what fewer calls save (`admission::quota`).
+    /// did not pay (until another rule changes the room).
     pub fn may_shrink(&self, now: Instant, share: f64, room: usize) -> Option<(f64, usize)> {
-        let quota_spare = self.quota_used.is_some_and(|u| u < QUOTA_FULL);
-        if self.done == 0 || share < INTERPRETER_BUSY || room <= DOWN_FLOOR || quota_spare {
+        if self.done == 0 || share < INTERPRETER_BUSY || room <= DOWN_FLOOR {
             return None;
         }
         if self.trial.is_some() || self.hold_until.is_some_and(|t| now < t) {

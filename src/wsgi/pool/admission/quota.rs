@@ -20,6 +20,8 @@
 //! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait).
 
 use super::super::climb::{INTERPRETER_BUSY, QUOTA_FULL};
+use std::time::Instant;
+
 use super::{Admission, Class, BLOCKING_FLOOR};
 
 /// The share of the quota below which a reading grows the room towards it, while calls wait
@@ -27,7 +29,8 @@ use super::{Admission, Class, BLOCKING_FLOOR};
 pub const QUOTA_SPARE: f64 = 0.75;
 
 /// The share of the quota below which a room under `BLOCKING_FLOOR` goes back to it while calls
-/// wait for room (see `Admission::fit_quota`). The descent below the floor (`climb::may_shrink`)
+/// wait for room (see `Admission::fit_quota`); and under `QUOTA_FULL`, the descent
+/// (`Admission::shrink_within_quota`) goes no lower than the floor. The descent below the floor
 /// saves CPU (fewer GIL hand-offs) and is kept when the rate held; that pays while the CPU is
 /// what limits the rate, not when the quota leaves CPU unused, where a call waiting on a
 /// database leaves the interpreter idle. Two thirds: an interpreter-bound app (S13's Django on
@@ -88,6 +91,21 @@ impl<J> Admission<J> {
             self.set_room(to);
             self.climb.capped();
         }
+    }
+
+    /// `Climb::may_shrink`'s descent, under a quota used under `QUOTA_FULL` (it does not bind)
+    /// no lower than `BLOCKING_FLOOR` (see `QUOTA_ROOMY`): `Some((base, to))` only to a smaller
+    /// room.
+    pub(super) fn shrink_within_quota(
+        &self,
+        now: Instant,
+        share: f64,
+        from: usize,
+    ) -> Option<(f64, usize)> {
+        let (base, to) = self.climb.may_shrink(now, share, from)?;
+        let spare = self.climb.quota_used().is_some_and(|u| u < QUOTA_FULL);
+        let to = if spare { to.max(BLOCKING_FLOOR) } else { to };
+        (to < from).then_some((base, to))
     }
 
     /// The room a growth to `to` may reach: under a quota, no further than what the calls in
@@ -231,8 +249,8 @@ mod tests {
     /// An interpreter-bound app under a quota it cannot use (S18's Django at 1.5 CPUs: about
     /// one core used): a room below the floor, left by a descent before the quota, goes back
     /// to the floor once a reading finds the quota used under `QUOTA_ROOMY` with calls waiting,
-    /// and no descent starts while the quota is used under `QUOTA_FULL`; once it binds, the
-    /// descent runs as without a quota.
+    /// and while the quota is used under `QUOTA_FULL` a descent stops at the floor; once it
+    /// binds, the descent runs as without a quota.
     #[test]
     fn a_quota_left_unused_ends_the_descent_below_the_floor() {
         let ms = std::time::Duration::from_millis(1);
@@ -261,9 +279,25 @@ mod tests {
         a.fit_quota_busy(Some(0.7));
         assert!(
             !a.descend_blocking(now, 0.9),
-            "a quota left unused: no descent"
+            "a quota left unused: not below the floor"
         );
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
+        a.set_room(3 * BLOCKING_FLOOR);
+        a.climb.capped();
+        for _ in 0..400 {
+            now += 3 * ms;
+            a.climb.finished(now, 3 * ms);
+        }
+        assert!(
+            a.descend_blocking(now, 0.9),
+            "above the floor: the descent runs"
+        );
+        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR, "to the floor");
+        a.climb.capped();
+        for _ in 0..400 {
+            now += 3 * ms;
+            a.climb.finished(now, 3 * ms);
+        }
         a.fit_quota_busy(Some(0.95));
         assert!(
             a.descend_blocking(now, 0.9),
