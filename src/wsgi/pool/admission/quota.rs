@@ -41,6 +41,16 @@ pub const QUOTA_SPARE: f64 = 0.75;
 /// 0.58 of the quota used; a room of 8, 314-316 at 3.3-3.4 ms (granian's 8 threads: 337-385).
 pub const QUOTA_ROOMY: f64 = 2.0 / 3.0;
 
+/// The quota is more than the interpreter can use: the app threads' `share` of one core of the
+/// allowance (`wsgi::pool::machine`: of the quota where it is under one CPU) above the share of
+/// the quota the process `used`. Under a quota of one CPU or less both count against the same
+/// CPU and the app threads' CPU is part of the process's, so never there: a quota left unused
+/// there is a machine that did not give the CPU (measured at 0.5 CPUs on a loaded machine: 27
+/// throttled periods of 50, and a room back at the floor cost more per request).
+fn above_one_core(used: f64, share: f64) -> bool {
+    share > used
+}
+
 /// The most a reading grows the room by (half again): the calls it admits show in the next
 /// reading's CPU only once they run, a call's time later.
 const SPARE_STEP: f64 = 1.5;
@@ -63,8 +73,8 @@ impl<J> Admission<J> {
     /// that wait, not a busy interpreter, whose room the descent judges), it grows towards it,
     /// by `SPARE_STEP` at most: the GIL convoy rule and the trials keep a room of sleeping calls
     /// far below what the quota can run (S18's `s5` at 1.5 CPUs: 0.86 CPU used). Below
-    /// `QUOTA_ROOMY`, a room under `BLOCKING_FLOOR` with calls waiting for it goes back to the
-    /// floor. A change ends a trial under way without a verdict (the rate it would be judged by
+    /// `QUOTA_ROOMY`, under a quota above one core (`above_one_core`), a room under
+    /// `BLOCKING_FLOOR` with calls waiting for it goes back to the floor. A change ends a trial under way without a verdict (the rate it would be judged by
     /// was not its doing).
     pub fn fit_quota(&mut self, used: Option<f64>, share: f64) {
         self.climb.quota(used);
@@ -75,7 +85,11 @@ impl<J> Admission<J> {
         let in_flight = self.runnable[Class::Blocking as usize].min(room);
         let to = if used >= QUOTA_FULL {
             quota_room(in_flight, used).max(BLOCKING_FLOOR).min(room)
-        } else if used < QUOTA_ROOMY && room < BLOCKING_FLOOR && self.blocking_waits() {
+        } else if used < QUOTA_ROOMY
+            && above_one_core(used, share)
+            && room < BLOCKING_FLOOR
+            && self.blocking_waits()
+        {
             BLOCKING_FLOOR
         } else if used < QUOTA_SPARE
             && share < INTERPRETER_BUSY
@@ -93,8 +107,8 @@ impl<J> Admission<J> {
         }
     }
 
-    /// `Climb::may_shrink`'s descent, under a quota used under `QUOTA_FULL` (it does not bind)
-    /// no lower than `BLOCKING_FLOOR` (see `QUOTA_ROOMY`): `Some((base, to))` only to a smaller
+    /// `Climb::may_shrink`'s descent, under a quota above one core used under `QUOTA_FULL` (it
+    /// does not bind) no lower than `BLOCKING_FLOOR` (see `QUOTA_ROOMY`): `Some((base, to))` only to a smaller
     /// room.
     pub(super) fn shrink_within_quota(
         &self,
@@ -103,7 +117,8 @@ impl<J> Admission<J> {
         from: usize,
     ) -> Option<(f64, usize)> {
         let (base, to) = self.climb.may_shrink(now, share, from)?;
-        let spare = self.climb.quota_used().is_some_and(|u| u < QUOTA_FULL);
+        let spare =
+            (self.climb.quota_used()).is_some_and(|u| u < QUOTA_FULL && above_one_core(u, share));
         let to = if spare { to.max(BLOCKING_FLOOR) } else { to };
         (to < from).then_some((base, to))
     }
@@ -270,6 +285,12 @@ mod tests {
         a.wait(1, 7, Class::Blocking);
         a.fit_quota_busy(Some(0.7));
         assert_eq!(a.blocking_limit(), low, "at two thirds or more: it stays");
+        a.fit_quota(Some(0.58), 0.5);
+        assert_eq!(
+            a.blocking_limit(),
+            low,
+            "a quota of one CPU or less: it stays"
+        );
         a.fit_quota_busy(Some(0.58));
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR, "back to the floor");
         for _ in 0..400 {
@@ -293,6 +314,18 @@ mod tests {
             "above the floor: the descent runs"
         );
         assert_eq!(a.blocking_limit(), BLOCKING_FLOOR, "to the floor");
+        a.climb.capped();
+        for _ in 0..400 {
+            now += 3 * ms;
+            a.climb.finished(now, 3 * ms);
+        }
+        a.fit_quota(Some(0.85), 0.8);
+        assert!(
+            a.descend_blocking(now, 0.8),
+            "a quota of one CPU or less: as before"
+        );
+        assert!(a.blocking_limit() < BLOCKING_FLOOR);
+        a.set_room(BLOCKING_FLOOR);
         a.climb.capped();
         for _ in 0..400 {
             now += 3 * ms;
