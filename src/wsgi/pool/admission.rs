@@ -371,7 +371,7 @@ impl<J> Admission<J> {
     /// database connections. Below `BLOCKING_FLOOR` only this way. Returns whether it shrank.
     pub fn descend_blocking(&mut self, now: Instant, share: f64) -> bool {
         let from = self.blocking_limit;
-        let Some((base, to)) = self.shrink_within_quota(now, share, from) else {
+        let Some((base, to)) = self.climb.may_shrink(now, share, from) else {
             return false;
         };
         self.set_room(to);

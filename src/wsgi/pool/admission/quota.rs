@@ -20,36 +20,11 @@
 //! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait).
 
 use super::super::climb::{INTERPRETER_BUSY, QUOTA_FULL};
-use std::time::Instant;
-
 use super::{Admission, Class, BLOCKING_FLOOR};
 
 /// The share of the quota below which a reading grows the room towards it, while calls wait
 /// for room and the interpreter is not the limit (see `Admission::fit_quota`).
 pub const QUOTA_SPARE: f64 = 0.75;
-
-/// The share of the quota below which a room under `BLOCKING_FLOOR` goes back to it while calls
-/// wait for room (see `Admission::fit_quota`); and under `QUOTA_FULL`, the descent
-/// (`Admission::shrink_within_quota`) goes no lower than the floor. The descent below the floor
-/// saves CPU (fewer GIL hand-offs) and is kept when the rate held; that pays while the CPU is
-/// what limits the rate, not when the quota leaves CPU unused, where a call waiting on a
-/// database leaves the interpreter idle. Two thirds: an interpreter-bound app (S13's Django on
-/// PostgreSQL) uses about one core, so under a quota of 1.5 CPUs or more its readings stay under
-/// it at any room, and under one of 1 CPU or less above it (it uses its quota). Measured (S18's
-/// Django at 1.5 CPUs, 16 clients, PostgreSQL outside the cgroup): rooms of 1-3, left by a
-/// descent during the unconstrained warm-up, ran 206-277 requests/s at 3.2-4.1 ms of CPU each,
-/// 0.58 of the quota used; a room of 8, 314-316 at 3.3-3.4 ms (granian's 8 threads: 337-385).
-pub const QUOTA_ROOMY: f64 = 2.0 / 3.0;
-
-/// The quota is more than the interpreter can use: the app threads' `share` of one core of the
-/// allowance (`wsgi::pool::machine`: of the quota where it is under one CPU) above the share of
-/// the quota the process `used`. Under a quota of one CPU or less both count against the same
-/// CPU and the app threads' CPU is part of the process's, so never there: a quota left unused
-/// there is a machine that did not give the CPU (measured at 0.5 CPUs on a loaded machine: 27
-/// throttled periods of 50, and a room back at the floor cost more per request).
-fn above_one_core(used: f64, share: f64) -> bool {
-    share > used
-}
 
 /// The most a reading grows the room by (half again): the calls it admits show in the next
 /// reading's CPU only once they run, a call's time later.
@@ -72,10 +47,8 @@ impl<J> Admission<J> {
     /// more) and the app threads' `share` of a core is below `climb::INTERPRETER_BUSY` (calls
     /// that wait, not a busy interpreter, whose room the descent judges), it grows towards it,
     /// by `SPARE_STEP` at most: the GIL convoy rule and the trials keep a room of sleeping calls
-    /// far below what the quota can run (S18's `s5` at 1.5 CPUs: 0.86 CPU used). Below
-    /// `QUOTA_ROOMY`, under a quota above one core (`above_one_core`), a room under
-    /// `BLOCKING_FLOOR` with calls waiting for it goes back to the floor. A change ends a trial under way without a verdict (the rate it would be judged by
-    /// was not its doing).
+    /// far below what the quota can run (S18's `s5` at 1.5 CPUs: 0.86 CPU used). A change ends
+    /// a trial under way without a verdict (the rate it would be judged by was not its doing).
     pub fn fit_quota(&mut self, used: Option<f64>, share: f64) {
         self.climb.quota(used);
         let Some(used) = used else {
@@ -85,12 +58,6 @@ impl<J> Admission<J> {
         let in_flight = self.runnable[Class::Blocking as usize].min(room);
         let to = if used >= QUOTA_FULL {
             quota_room(in_flight, used).max(BLOCKING_FLOOR).min(room)
-        } else if used < QUOTA_ROOMY
-            && above_one_core(used, share)
-            && room < BLOCKING_FLOOR
-            && self.blocking_waits()
-        {
-            BLOCKING_FLOOR
         } else if used < QUOTA_SPARE
             && share < INTERPRETER_BUSY
             && self.blocking_waits()
@@ -105,22 +72,6 @@ impl<J> Admission<J> {
             self.set_room(to);
             self.climb.capped();
         }
-    }
-
-    /// `Climb::may_shrink`'s descent, under a quota above one core used under `QUOTA_FULL` (it
-    /// does not bind) no lower than `BLOCKING_FLOOR` (see `QUOTA_ROOMY`): `Some((base, to))` only to a smaller
-    /// room.
-    pub(super) fn shrink_within_quota(
-        &self,
-        now: Instant,
-        share: f64,
-        from: usize,
-    ) -> Option<(f64, usize)> {
-        let (base, to) = self.climb.may_shrink(now, share, from)?;
-        let spare =
-            (self.climb.quota_used()).is_some_and(|u| u < QUOTA_FULL && above_one_core(u, share));
-        let to = if spare { to.max(BLOCKING_FLOOR) } else { to };
-        (to < from).then_some((base, to))
     }
 
     /// The room a growth to `to` may reach: under a quota, no further than what the calls in
@@ -259,83 +210,5 @@ mod tests {
         a.fit_quota_busy(Some(0.8));
         assert!(a.grow_blocking(now, 0.1));
         assert!(a.blocking_limit() > room);
-    }
-
-    /// An interpreter-bound app under a quota it cannot use (S18's Django at 1.5 CPUs: about
-    /// one core used): a room below the floor, left by a descent before the quota, goes back
-    /// to the floor once a reading finds the quota used under `QUOTA_ROOMY` with calls waiting,
-    /// and while the quota is used under `QUOTA_FULL` a descent stops at the floor; once it
-    /// binds, the descent runs as without a quota.
-    #[test]
-    fn a_quota_left_unused_ends_the_descent_below_the_floor() {
-        let ms = std::time::Duration::from_millis(1);
-        let mut now = std::time::Instant::now();
-        let mut a: Admission<u32> = Admission::new(1);
-        for _ in 0..400 {
-            now += 3 * ms;
-            a.climb.finished(now, 3 * ms);
-        }
-        a.fit_quota_busy(None);
-        assert!(a.descend_blocking(now, 0.9), "no quota: the descent runs");
-        let low = a.blocking_limit();
-        assert!(low < BLOCKING_FLOOR);
-        a.runnable[Class::Blocking as usize] = low;
-        a.fit_quota_busy(Some(0.58));
-        assert_eq!(a.blocking_limit(), low, "no call waits: the room stays");
-        a.wait(1, 7, Class::Blocking);
-        a.fit_quota_busy(Some(0.7));
-        assert_eq!(a.blocking_limit(), low, "at two thirds or more: it stays");
-        a.fit_quota(Some(0.58), 0.5);
-        assert_eq!(
-            a.blocking_limit(),
-            low,
-            "a quota of one CPU or less: it stays"
-        );
-        a.fit_quota_busy(Some(0.58));
-        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR, "back to the floor");
-        for _ in 0..400 {
-            now += 3 * ms;
-            a.climb.finished(now, 3 * ms);
-        }
-        a.fit_quota_busy(Some(0.7));
-        assert!(
-            !a.descend_blocking(now, 0.9),
-            "a quota left unused: not below the floor"
-        );
-        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR);
-        a.set_room(3 * BLOCKING_FLOOR);
-        a.climb.capped();
-        for _ in 0..400 {
-            now += 3 * ms;
-            a.climb.finished(now, 3 * ms);
-        }
-        assert!(
-            a.descend_blocking(now, 0.9),
-            "above the floor: the descent runs"
-        );
-        assert_eq!(a.blocking_limit(), BLOCKING_FLOOR, "to the floor");
-        a.climb.capped();
-        for _ in 0..400 {
-            now += 3 * ms;
-            a.climb.finished(now, 3 * ms);
-        }
-        a.fit_quota(Some(0.85), 0.8);
-        assert!(
-            a.descend_blocking(now, 0.8),
-            "a quota of one CPU or less: as before"
-        );
-        assert!(a.blocking_limit() < BLOCKING_FLOOR);
-        a.set_room(BLOCKING_FLOOR);
-        a.climb.capped();
-        for _ in 0..400 {
-            now += 3 * ms;
-            a.climb.finished(now, 3 * ms);
-        }
-        a.fit_quota_busy(Some(0.95));
-        assert!(
-            a.descend_blocking(now, 0.9),
-            "the quota binds: the descent runs"
-        );
-        assert!(a.blocking_limit() < BLOCKING_FLOOR);
     }
 }
