@@ -40,7 +40,7 @@ def read_response(s: socket.socket) -> tuple[bytes, bytes]:
 def test_file_body_is_complete_when_no_descriptor_can_be_had(start_server):
     """A 4 MB file answer given while every descriptor was taken: the server could not `dup`
     the file's descriptor for what the socket had not taken, and closed the connection
-    after the head with none of the body sent (a truncated response)."""
+    without sending the answer (not even its head: a cut response)."""
     srv = start_server(APP, nofile=128)
     with socket.socket() as s:
         # A small receive buffer: the socket takes little of the body during the call.
