@@ -4,6 +4,10 @@ the server's own (``RegularFile::range_from``, ``src/io/file_body.rs``); when no
 the rest is read from the app's descriptor in blocks and streamed with backpressure
 (``Sender::send_file_read``, ``src/wsgi/sender/known.rs``), and stderr says so once.
 
+Over HTTP/2 (and HTTP/3) the file is read in blocks anyway (``src/wsgi/streams/response.rs``):
+from a descriptor of the server's own without the GIL, or, when none can be had, from the app's
+with the GIL held.
+
 The fixture app is ``tests/apps/file_wrapper_emfile.py``.
 """
 
@@ -12,6 +16,7 @@ from __future__ import annotations
 import socket
 
 from tests.apps.file_wrapper import file_bytes
+from tests.h2_client import H2Client
 from tests.helpers import wait_for
 
 APP = "file_wrapper_emfile"
@@ -58,3 +63,19 @@ def test_file_body_is_complete_when_no_descriptor_can_be_had(start_server):
     wait_for(lambda: any("EMFILE" in line for line in srv.stderr_lines), "the EMFILE warning")
     told = [line for line in srv.stderr_lines if "EMFILE" in line]
     assert len(told) == 1, told
+
+
+def test_file_body_over_h2c_is_complete_when_no_descriptor_can_be_had(start_server):
+    """The same answer over HTTP/2 (prior knowledge, plaintext): its reader
+    (`src/wsgi/streams/response.rs`) could not `dup` the file's descriptor and ended the
+    call as failed before the head: a 500 answer instead of the file."""
+    srv = start_server(APP, nofile=128)
+    c = H2Client(srv.port, timeout=30)
+    try:
+        r = c.get(f"/file?size={SIZE}")
+        assert r.reset is None and r.ended, (r.reset, len(r.body))
+        assert r.status == 200
+        assert len(r.body) == SIZE, f"body cut at {len(r.body)} of {SIZE} bytes"
+        assert bytes(r.body) == file_bytes(SIZE)
+    finally:
+        c.close()
