@@ -66,7 +66,10 @@ impl RegularFile {
         // SAFETY: dup of a descriptor; the result is checked and owned by the File below.
         let dup = unsafe { libc::fcntl(self.fd, libc::F_DUPFD_CLOEXEC, 0) };
         if dup < 0 {
-            descriptors_ran_out();
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            if matches!(errno, Some(libc::EMFILE) | Some(libc::ENFILE)) {
+                descriptors_ran_out();
+            }
             return None;
         }
         // SAFETY: `dup` is a fresh descriptor that nothing else owns.
