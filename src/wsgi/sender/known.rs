@@ -12,6 +12,10 @@ use crate::io::file_body::RegularFile;
 use crate::io::out_queue::{OutQueue, CORK_MIN};
 use crate::wsgi::body_block::{as_block, framed_chunk, Block, SendError, COPY_MAX};
 
+/// The blocks a file body is read in when it cannot be sent with `sendfile(2)` from a
+/// descriptor of our own (`Sender::send_file_read`).
+const FILE_READ_BLOCK: usize = 256 * 1024;
+
 impl Sender {
     /// Send a whole body known up front (list/tuple/bare bytes): head, then every block, in one
     /// writev. Nothing waits: what the socket does not take now is left for the event loop.
@@ -96,9 +100,11 @@ impl Sender {
         let (offset, take) = (offset + sent, take - sent);
         if take > 0 {
             let Some((own, _, _)) = file.range_from(offset) else {
-                // No descriptor to be had (EMFILE): the response cannot be completed.
-                self.abort();
-                return Err(SendError::Finished);
+                // No descriptor to be had (EMFILE): the rest is read now, while the app's
+                // descriptor is open, and streamed.
+                self.body_bytes -= take;
+                self.out.append(&mut q);
+                return self.send_file_read(py, file, offset, take);
             };
             if self.framing == ResponseFraming::Chunked {
                 framed_chunk(&mut q, take, |q| q.push_file(own, offset, take));
@@ -117,6 +123,34 @@ impl Sender {
         }
         self.blocks += 1;
         self.push_final(py, q)
+    }
+
+    /// The rest of a file body, `take` bytes from `offset`, when no descriptor of our own can
+    /// be had for it (`RegularFile::range_from` met EMFILE/ENFILE): read from the app's
+    /// descriptor with `pread` in blocks of [`FILE_READ_BLOCK`] and sent as streamed blocks are
+    /// (`send_parsed`), whose backpressure bounds the memory. The GIL is held across each read,
+    /// so no other thread of the app can close its file object while it is read.
+    fn send_file_read(
+        &mut self,
+        py: Python<'_>,
+        file: &RegularFile,
+        offset: u64,
+        take: u64,
+    ) -> Result<(), SendError> {
+        let mut at = 0u64;
+        while at < take {
+            let n = (take - at).min(FILE_READ_BLOCK as u64) as usize;
+            let Ok(buf) = file.read_at(offset + at, n) else {
+                // The file went short or unreadable: the response cannot look complete.
+                self.abort();
+                return Err(SendError::Finished);
+            };
+            at += n as u64;
+            self.send_parsed(py, Block::Other(buf))?;
+        }
+        // What is left to write (and the last chunk, if chunked) is `finish`'s, as for a
+        // streamed body.
+        Ok(())
     }
 
     /// The socket, if a file body of `take` bytes may be written from the app's descriptor

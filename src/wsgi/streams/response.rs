@@ -265,23 +265,34 @@ impl<R: StreamOut> Reply for Response<R> {
         Ok(self.send(py, Bytes::copy_from_slice(data), false)?)
     }
 
-    /// Read in [`FILE_BLOCK`]s without the GIL; a read that fails ends the call as failed.
-    fn send_file(&mut self, py: Python<'_>, file: &RegularFile, pos: u64) -> Result<(), SendError> {
+    /// Read in [`FILE_BLOCK`]s without the GIL, from a descriptor of our own; a read that fails
+    /// ends the call as failed. With no descriptor to be had (EMFILE/ENFILE), from the app's,
+    /// with the GIL held so that no other thread of the app can close it meanwhile.
+    fn send_file(
+        &mut self,
+        py: Python<'_>,
+        app_file: &RegularFile,
+        pos: u64,
+    ) -> Result<(), SendError> {
         self.may_send()?;
-        let Some((file, offset, len)) = file.range_from(pos) else {
-            return Err(SendError::Finished);
-        };
+        let own = app_file.range_from(pos);
+        let (offset, len) = app_file.span_from(pos);
         let want = *self.app.content_length.get_or_insert(len);
         let want = want.min(len);
         let mut at = 0u64;
         while at < want {
             let n = (want - at).min(FILE_BLOCK as u64) as usize;
-            let mut buf = vec![0u8; n];
-            let read = py
-                .detach(|| std::os::unix::fs::FileExt::read_exact_at(&file, &mut buf, offset + at));
-            if read.is_err() {
+            let read = match &own {
+                Some((file, _, _)) => py.detach(|| {
+                    let mut buf = vec![0u8; n];
+                    std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, offset + at)
+                        .map(|_| buf)
+                }),
+                None => app_file.read_at(offset + at, n),
+            };
+            let Ok(buf) = read else {
                 return Err(SendError::Finished);
-            }
+            };
             at += n as u64;
             self.send(py, Bytes::from(buf), at == want)?;
         }
