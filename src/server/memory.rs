@@ -14,21 +14,31 @@
 //! benchmarks/results/2026-11-27-rsst has the figures, and why `malloc_trim` is not called here
 //! (it moved nothing).
 
-use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-static ONCE: Once = Once::new();
+static DONE: AtomicBool = AtomicBool::new(false);
 
 /// Give back, once per process, the start-up pages this module owns (see the module doc).
+/// Inlined into its caller, `Server.run`, whose code pages are resident anyway (no `Once`: its
+/// slow path is a function of its own, elsewhere in the code).
+#[inline(always)]
 pub fn give_back_startup_memory() {
-    ONCE.call_once(|| {
-        #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-        relocations::give_back();
-    });
+    if DONE.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    relocations::give_back();
 }
 
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 mod relocations {
-    use libc::{c_int, c_void, dl_phdr_info, size_t, Elf64_Phdr, PF_W, PT_DYNAMIC, PT_LOAD};
+    //! Everything here is inlined into its one caller and reads only this library's own pages
+    //! (its ELF and program headers, its dynamic section): a cold function of its own, or a
+    //! walk over every loaded object's headers (`dl_iterate_phdr`), would fault in more pages
+    //! (the kernel maps up to 16 neighbours of each faulted file page) than the tables give back:
+    //! measured, benchmarks/results/2026-11-27-rsst.
+
+    use libc::{c_void, Dl_info, Elf64_Ehdr, Elf64_Phdr, PF_W, PT_DYNAMIC, PT_LOAD};
 
     /// One entry of an ELF dynamic section (`Elf64_Dyn`; the libc crate has no type for it).
     #[repr(C)]
@@ -46,80 +56,68 @@ mod relocations {
     const DT_FLAGS: i64 = 30;
     const DF_TEXTREL: u64 = 0x4;
 
-    /// What the walk over the loaded objects found for this library.
-    struct Found {
-        /// An address inside this library, to recognise it by.
-        probe: usize,
-        /// The byte ranges (absolute addresses) that may be dropped, page-aligned inward.
-        ranges: Vec<(usize, usize)>,
-    }
-
     /// Drop the resident pages of this library's relocation tables (module doc).
+    #[inline(always)]
     pub(super) fn give_back() {
-        let mut found = Found {
-            probe: give_back as *const () as usize,
-            ranges: Vec::new(),
-        };
-        // SAFETY: dl_iterate_phdr calls `visit` for each loaded object, with the loader's lock
-        // held, and passes back the pointer it was given: `found`, which outlives the call and
-        // is used by nothing else meanwhile.
-        unsafe { libc::dl_iterate_phdr(Some(visit), &mut found as *mut Found as *mut c_void) };
-        for (start, len) in found.ranges {
-            // SAFETY: [start, start + len) is made of whole pages of a read-only PT_LOAD segment
-            // of this library, inside its file-backed part (`visit` checked it), and the library
-            // stays loaded while this code runs. Those pages were never written (the segment is
-            // not writable and the library has no text relocations), so MADV_DONTNEED only drops
-            // their page-table entries: a later read faults the same bytes back in from the file.
-            unsafe { libc::madvise(start as *mut c_void, len, libc::MADV_DONTNEED) };
+        // SAFETY: Dl_info is plain pointers, for which all zeroes is a valid value.
+        let mut info: Dl_info = unsafe { std::mem::zeroed() };
+        let probe = give_back as *const () as *const c_void;
+        // SAFETY: dladdr only reads the loader's list and fills `info`, which lives across it.
+        if unsafe { libc::dladdr(probe, &mut info) } == 0 || info.dli_fbase.is_null() {
+            return;
         }
-    }
-
-    /// dl_iterate_phdr's callback: on this library's entry, fill `data` (a `Found`) and stop.
-    unsafe extern "C" fn visit(info: *mut dl_phdr_info, _size: size_t, data: *mut c_void) -> c_int {
-        // SAFETY: `data` is the `Found` given to dl_iterate_phdr by give_back, alone in use.
-        let found = unsafe { &mut *(data as *mut Found) };
-        // SAFETY: the loader passes a valid entry whose `dlpi_phdr` points at `dlpi_phnum`
-        // program headers of a loaded object, valid during the call.
-        let (base, phdrs) = unsafe {
-            let info = &*info;
-            let n = usize::from(info.dlpi_phnum);
-            (
-                info.dlpi_addr as usize,
-                std::slice::from_raw_parts(info.dlpi_phdr, n),
+        let start = info.dli_fbase as usize;
+        // SAFETY: dli_fbase is where this library's first segment is mapped; it is mapped while
+        // this code runs, and an ELF header (64 bytes) is read only after its magic is checked.
+        let ehdr = unsafe {
+            if *(start as *const [u8; 4]) != *b"\x7fELF" {
+                return;
+            }
+            &*(start as *const Elf64_Ehdr)
+        };
+        // SAFETY: the program headers lie inside the first segment at e_phoff (the first
+        // PT_LOAD maps the file from offset 0, checked below before any other use), mapped.
+        let phdrs = unsafe {
+            std::slice::from_raw_parts(
+                (start + ehdr.e_phoff as usize) as *const Elf64_Phdr,
+                usize::from(ehdr.e_phnum),
             )
         };
-        let holds = |p: &Elf64_Phdr, at: usize, len: usize| {
-            p.p_type == PT_LOAD
-                && at >= base + p.p_vaddr as usize
-                && at + len <= base + (p.p_vaddr + p.p_memsz) as usize
+        let page = page_size();
+        let Some(first) = phdrs.iter().find(|p| p.p_type == PT_LOAD) else {
+            return;
         };
-        if !phdrs.iter().any(|p| holds(p, found.probe, 1)) {
-            return 0; // another object: go on
+        if first.p_offset != 0 {
+            return;
         }
+        let base = start - (first.p_vaddr as usize & !(page - 1));
         let Some(dynamic) = phdrs.iter().find(|p| p.p_type == PT_DYNAMIC) else {
-            return 1;
+            return;
         };
-        // SAFETY: PT_DYNAMIC's address, relocated by the object's base, is its dynamic section
-        // in memory, an array of entries ended by DT_NULL (the ELF format), mapped while loaded.
+        // SAFETY: PT_DYNAMIC's address, relocated by the base, is this library's dynamic
+        // section, an array of entries ended by DT_NULL (the ELF format), mapped while loaded.
         let tables = unsafe { read_dynamic((base + dynamic.p_vaddr as usize) as *const Dyn, base) };
         let Some(tables) = tables else {
-            return 1; // text relocations: its read-only pages may have been written
+            return; // text relocations: its read-only pages may have been written
         };
-        let page = page_size();
-        for (at, len) in merge(tables) {
-            let start = (at + page - 1) & !(page - 1);
-            let end = (at + len) & !(page - 1);
-            let read_only_file = |p: &&Elf64_Phdr| {
+        for (at, len) in merge(tables).into_iter().flatten() {
+            let from = (at + page - 1) & !(page - 1);
+            let to = (at + len) & !(page - 1);
+            let read_only_file = |p: &Elf64_Phdr| {
                 p.p_type == PT_LOAD
                     && p.p_flags & PF_W == 0
-                    && start >= base + p.p_vaddr as usize
-                    && end <= base + (p.p_vaddr + p.p_filesz) as usize
+                    && from >= base + p.p_vaddr as usize
+                    && to <= base + (p.p_vaddr + p.p_filesz) as usize
             };
-            if end > start && phdrs.iter().find(read_only_file).is_some() {
-                found.ranges.push((start, end - start));
+            if to > from && phdrs.iter().any(read_only_file) {
+                // SAFETY: [from, to) is made of whole pages of a read-only PT_LOAD segment of
+                // this library, inside its file-backed part, and the library stays loaded while
+                // this code runs. Those pages were never written (the segment is not writable
+                // and the library has no text relocations), so MADV_DONTNEED only drops their
+                // page-table entries: a later read faults the same bytes back in from the file.
+                unsafe { libc::madvise(from as *mut c_void, to - from, libc::MADV_DONTNEED) };
             }
         }
-        1
     }
 
     /// The relocation tables named in a dynamic section, as (absolute address, length); None if
@@ -128,6 +126,7 @@ mod relocations {
     ///
     /// # Safety
     /// `dynamic` points at a mapped dynamic section ended by a DT_NULL entry.
+    #[inline(always)]
     unsafe fn read_dynamic(dynamic: *const Dyn, base: usize) -> Option<[(usize, usize); 2]> {
         let absolute = |v: u64| {
             if (v as usize) < base {
@@ -159,16 +158,16 @@ mod relocations {
 
     /// The two tables as ranges, one if they touch (`.rela.plt` follows `.rela.dyn` in the
     /// usual layout, and their shared page is then whole); empty ones left out.
-    fn merge([a, b]: [(usize, usize); 2]) -> Vec<(usize, usize)> {
-        match (a.1, b.1) {
-            (0, 0) => vec![],
-            (_, 0) => vec![a],
-            (0, _) => vec![b],
-            _ if a.0 + a.1 == b.0 => vec![(a.0, a.1 + b.1)],
-            _ => vec![a, b],
+    #[inline(always)]
+    fn merge([a, b]: [(usize, usize); 2]) -> [Option<(usize, usize)>; 2] {
+        let keep = |r: (usize, usize)| (r.1 > 0).then_some(r);
+        if a.1 > 0 && b.1 > 0 && a.0 + a.1 == b.0 {
+            return [Some((a.0, a.1 + b.1)), None];
         }
+        [keep(a), keep(b)]
     }
 
+    #[inline(always)]
     fn page_size() -> usize {
         // SAFETY: sysconf reads a system constant and touches no memory of ours.
         let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
