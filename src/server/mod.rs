@@ -9,10 +9,12 @@
 //! listeners, their TLS and the event loop's settings of the front's arguments; `drive.rs` runs
 //! calls of either protocol and the loop (inline or on the pool), `scheduler.rs` decides which
 //! (`thread_state.rs`: is a thread asleep), `report.rs` gathers the readings of `stats()` and
-//! `/metrics`, renders `/debug/requests` and logs the `--timeout` lines.
+//! `/metrics`, renders `/debug/requests` and logs the `--timeout` lines; `memory.rs` gives back
+//! the pages the start read and will not read again, when `run()` begins.
 
 pub mod allowance;
 mod drive;
+pub mod memory;
 pub mod prctl;
 mod report;
 pub mod scheduler;
@@ -161,6 +163,8 @@ impl Server {
             self.loop_state.lock().unwrap().take().ok_or_else(|| {
                 pyo3::exceptions::PyRuntimeError::new_err("run() was already called")
             })?;
+        // The app is imported and the extension loaded: give back what the start left behind.
+        memory::give_back_startup_memory();
         let shared = Arc::clone(&self.shared);
         let cfg = &shared.bridge.config;
         let pool = {
