@@ -70,9 +70,9 @@ else
   ab -q "${KEEP[@]}" -c"$C" -n $N "$URL" | grep -E "^(Complete|Failed) requests"
 fi
 # The dump of the counted requests is the file `-d` adds (the one written at exit is not it).
-BEFORE=$(ls "$OUT"/callgrind.out.* 2> /dev/null)
+BEFORE=$(LC_ALL=C ls "$OUT"/callgrind.out.* 2> /dev/null || true)
 callgrind_control -d "$VP" > "$OUT/dump.log" 2>&1 || { cat "$OUT/dump.log" >&2; exit 1; }
-DUMP=$(comm -13 <(echo "$BEFORE") <(ls "$OUT"/callgrind.out.*) | head -1)
+DUMP=$(LC_ALL=C comm -13 <(echo "$BEFORE") <(LC_ALL=C ls "$OUT"/callgrind.out.*) | head -1)
 [ -n "$DUMP" ] || { echo "callgrind_hello.sh: no dump after callgrind_control -d" >&2; exit 1; }
 sleep 1
 kill -INT "$VP"; wait "$VP" || true
