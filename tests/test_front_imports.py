@@ -85,7 +85,10 @@ def test_a_uwsgi_worker_carries_no_module_its_options_do_not_need(start_server, 
     too, later: the options table, its parsers and the validation were in every process (the
     master validated the resolved options itself: benchmarks/results/2026-11-27-rss2). Failed
     too, later: hooks.py, hook_objects.py, preflight.py and statsd.py were in every process
-    (benchmarks/results/2026-11-27-rss3-workers)."""
+    (benchmarks/results/2026-11-27-rss3-workers). Failed too, later: json (imported by the
+    control protocol at its import, and by the master for `uwsgi.opt`'s environment text) and
+    side_commands.py (with no side command) were in every process
+    (benchmarks/results/2026-11-27-rssp)."""
     (tmp_path / "static").mkdir()
     ini = tmp_path / "uwsgi.ini"
     ini.write_text(f"""[uwsgi]

@@ -16,7 +16,6 @@ MAX_WORKERS), `reopen-logs`, `stop`. The operations are the signal table's (sign
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -70,7 +69,16 @@ def path_for(control_socket: str, no_control_socket: bool) -> Optional[str]:
 
 
 def send_line(sock: socket.socket, message: Dict[str, Any]) -> None:
+    import json  # at the first message: a process no one asks carries no json
+
     sock.sendall(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+
+def loads(line: bytes) -> Any:
+    """One message read (ValueError if it is not JSON)."""
+    import json
+
+    return json.loads(line)
 
 
 def workers_change_refused(change: object) -> Optional[str]:

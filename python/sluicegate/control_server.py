@@ -13,7 +13,6 @@ only itself; each is hung up on without a reset (`_hang_up`).
 from __future__ import annotations
 
 import errno
-import json
 import os
 import socket
 import stat
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional, Set
 
 from . import thread_names
-from .control_protocol import WORKER_TIMEOUT_S, send_line
+from .control_protocol import WORKER_TIMEOUT_S, loads, send_line
 from .logs import log
 
 
@@ -177,7 +176,7 @@ class ControlServer:
                     break
                 data += chunk
             try:
-                command = json.loads(data.split(b"\n", 1)[0] or b"null")
+                command = loads(data.split(b"\n", 1)[0] or b"null")
                 if not isinstance(command, dict):
                     raise ValueError("a command is a JSON object")
                 answer = self.handle(command)

@@ -5,8 +5,9 @@ the master imported before forking too.
 /         the modules no process needs unless an option asks for them (WATCHED)
 /uwsgi    those, the ones only sluicegate's own command line needs (COMMAND_LINE), the
           readers of uWSGI's configurations (UWSGI_READERS) and the options table that
-          validates them (OPTIONS_TABLE), both run by a process of their own: a worker of
-          `sluicegate-uwsgi` has no use for them
+          validates them (OPTIONS_TABLE), both run by a process of their own, and what
+          sluicegate's command line imports anyway but `sluicegate-uwsgi` imports only for
+          options or messages (UWSGI_LAZY): a worker of `sluicegate-uwsgi` has no use for them
 /master   `_core` if the process's parent (a worker's master) has the extension mapped: a
           master never loads it, its workers do after the fork (master.py)
 """
@@ -51,6 +52,13 @@ OPTIONS_TABLE = ("sluicegate.options", "sluicegate.option_row", "sluicegate.pars
                  "sluicegate.resolution", "sluicegate.cli", "sluicegate.options_uwsgi",
                  "sluicegate.allowed_values", "sluicegate.config_class")
 
+#: json (the control protocol's messages: imported at the first one; `uwsgi.opt`'s environment
+#: text, written by the resolving process), side commands (`attach-daemon`,
+#: `smart-attach-daemon`, `exec-pre-app` only) and the resolving process's half of
+#: uwsgi_cli.py (uwsgi_resolve.py). sluicegate's command line imports the first two for its
+#: configuration files and its options' parsers.
+UWSGI_LAZY = ("json", "_json", "sluicegate.side_commands", "sluicegate.uwsgi_resolve")
+
 
 def master_maps_core():
     """Whether the parent process maps the extension (`_core.*.so`)."""
@@ -63,7 +71,8 @@ def app(environ, start_response):
         body = b"_core" if master_maps_core() else b""
     else:
         uwsgi = environ["PATH_INFO"] == "/uwsgi"
-        watched = WATCHED + (COMMAND_LINE + UWSGI_READERS + OPTIONS_TABLE if uwsgi else ())
+        watched = WATCHED + (COMMAND_LINE + UWSGI_READERS + OPTIONS_TABLE + UWSGI_LAZY
+                             if uwsgi else ())
         body = "\n".join(m for m in watched if m in sys.modules).encode()
     start_response("200 OK", [("Content-Type", "text/plain"),
                               ("Content-Length", str(len(body)))])
