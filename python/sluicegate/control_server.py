@@ -16,7 +16,6 @@ import errno
 import os
 import socket
 import stat
-import struct
 import threading
 import time
 
@@ -81,6 +80,8 @@ def _bind(path: str) -> socket.socket:
 
 def _peer_allowed(conn: socket.socket) -> bool:
     """The peer runs as this process's user, or as root."""
+    import struct  # at the first client: a server no one asks carries no struct
+
     try:
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     except (OSError, AttributeError):

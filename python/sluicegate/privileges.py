@@ -12,9 +12,7 @@ permissions of the unix socket files and of every file the app creates.
 
 from __future__ import annotations
 
-import grp
 import os
-import pwd
 import sys
 
 TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
@@ -29,6 +27,8 @@ def user_id(name: str) -> int:
     """A user name or a numeric uid, to a uid (ValueError naming it if unknown)."""
     if name.isdigit():
         return int(name)
+    import pwd  # (here: a process that switches no user has no use for it)
+
     try:
         return pwd.getpwnam(name).pw_uid
     except KeyError:
@@ -39,6 +39,8 @@ def group_id(name: str) -> int:
     """A group name or a numeric gid, to a gid (ValueError naming it if unknown)."""
     if name.isdigit():
         return int(name)
+    import grp
+
     try:
         return grp.getgrnam(name).gr_gid
     except KeyError:
@@ -72,6 +74,8 @@ def drop(user: Optional[str], group: Optional[str]) -> None:
     the groups again."""
     if user is None and group is None:
         return
+    import pwd
+
     try:
         uid = user_id(user) if user else None
         gid = group_id(group) if group else None

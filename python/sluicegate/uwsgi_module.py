@@ -27,7 +27,6 @@ process reads its own pairs back without json. `in_worker()` is called in each w
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import socket
 import sys
@@ -288,6 +287,8 @@ def _request_id() -> int:
 
 def _mem() -> Tuple[int, int]:
     """(rss, vsz) of this process in bytes."""
+    import resource  # at the first call: a worker whose app never asks carries no resource
+
     try:
         with open("/proc/self/statm") as f:
             vsz_pages, rss_pages = (int(x) for x in f.read().split()[:2])
