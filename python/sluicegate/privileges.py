@@ -12,7 +12,9 @@ permissions of the unix socket files and of every file the app creates.
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import sys
 
 TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_imports.py)
@@ -27,8 +29,6 @@ def user_id(name: str) -> int:
     """A user name or a numeric uid, to a uid (ValueError naming it if unknown)."""
     if name.isdigit():
         return int(name)
-    import pwd  # (here: a process that switches no user has no use for it)
-
     try:
         return pwd.getpwnam(name).pw_uid
     except KeyError:
@@ -39,8 +39,6 @@ def group_id(name: str) -> int:
     """A group name or a numeric gid, to a gid (ValueError naming it if unknown)."""
     if name.isdigit():
         return int(name)
-    import grp
-
     try:
         return grp.getgrnam(name).gr_gid
     except KeyError:
@@ -67,6 +65,16 @@ def _interpreter_dirs() -> List[Tuple[str, str]]:
     return _INTERPRETER_DIRS
 
 
+def _import_before_switching() -> None:
+    """What a process imports at its first need rather than at its start, and may need once
+    switched (where the interpreter's directories may no longer be readable: `unreadable`):
+    json and struct (the control socket's first message, control_protocol.py and
+    control_server.py), fcntl (a USR2 upgrade, upgrade.py)."""
+    import fcntl  # noqa: F401
+    import json  # noqa: F401
+    import struct  # noqa: F401
+
+
 def drop(user: Optional[str], group: Optional[str]) -> None:
     """Become `user` (with its primary group unless `group` is given) and/or `group`. A process
     that is that user and group already has nothing to do: the new master of a USR2 upgrade
@@ -74,8 +82,6 @@ def drop(user: Optional[str], group: Optional[str]) -> None:
     the groups again."""
     if user is None and group is None:
         return
-    import pwd
-
     try:
         uid = user_id(user) if user else None
         gid = group_id(group) if group else None
@@ -86,6 +92,7 @@ def drop(user: Optional[str], group: Optional[str]) -> None:
     if is_already(uid, gid):
         return
     _interpreter_dirs()
+    _import_before_switching()
     try:
         if gid is not None:
             if uid is not None:

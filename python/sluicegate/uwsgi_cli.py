@@ -19,10 +19,10 @@ uwsgi_resolve.py, which only that process imports), which writes the result back
 `marshal`'s format and exits: the modules that read uWSGI's configurations
 (uwsgi_config*.py, uwsgi_options.py, uwsgi_convert.py, the uWSGI option table) and the options
 table with its parsers (options*.py, parsers/, resolution.py, cli.py) never load in the
-master, so no worker forked from it carries them either (about 0.5 MB of resident memory per process for the table). A
-result that cannot be written so, or a helper process that cannot start, falls back to
-resolving here; --print-config, --check-config and a Config holding functions (gunicorn
-hooks) are validated here (cli.run).
+master, so no worker forked from it carries them either (about 0.5 MB of resident memory per
+process for the table). A result that cannot be written so, or a helper process that cannot
+start, falls back to resolving here; --print-config, --check-config and a Config holding
+functions (gunicorn hooks) are validated here (cli.run).
 """
 
 from __future__ import annotations

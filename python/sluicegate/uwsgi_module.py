@@ -287,12 +287,10 @@ def _request_id() -> int:
 
 def _mem() -> Tuple[int, int]:
     """(rss, vsz) of this process in bytes."""
-    import resource  # at the first call: a worker whose app never asks carries no resource
-
     try:
         with open("/proc/self/statm") as f:
             vsz_pages, rss_pages = (int(x) for x in f.read().split()[:2])
-        page = resource.getpagesize()
+        page = os.sysconf("SC_PAGE_SIZE")  # (resource.getpagesize's: no module to import)
         return rss_pages * page, vsz_pages * page
     except OSError:
         return 0, 0

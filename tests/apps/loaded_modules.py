@@ -24,19 +24,18 @@ import sys
 #: --workers (single.py), a worker's first `ctl` status (metrics_total.py's parser), gunicorn's
 #: hooks' runner and their `server` and `worker` objects (hooks set), `--warmup` or Django's
 #: checks (preflight.py), `--statsd-host` (statsd.py), the control socket's first client
-#: (struct: its peer's credentials), a `--user`/`--group` switch (grp, pwd), a USR2 upgrade's
-#: new master (fcntl), the app's first `uwsgi.mem()` (resource)), or
-#: never (ctypes: prctl is the core's; dataclasses: the front's records are records.py's;
-#: typing: the front imports its names for annotations only; the options' docs:
-#: `python -m sluicegate.options --markdown` only).
+#: (struct: its peer's credentials), a USR2 upgrade's new master (fcntl), or a user switch
+#: (privileges.py imports json, struct and fcntl before it)), or
+#: never (ctypes: prctl is the core's; resource: uwsgi.mem() reads the page size from os;
+#: dataclasses: the front's records are records.py's; typing: the front imports its names for
+#: annotations only; the options' docs: `python -m sluicegate.options --markdown` only).
 WATCHED = ("http.client", "http.server", "email", "ssl", "socketserver", "logging.config",
            "tempfile", "mimetypes", "logging.handlers", "pickle", "queue", "ctypes",
            "subprocess", "xml.dom.minidom", "pyexpat", "glob", "random", "urllib.parse",
            "sysconfig", "pathlib", "ipaddress", "dataclasses", "inspect", "ast", "dis", "typing",
            "sluicegate.options_doc", "copy", "sluicegate.uwsgi_stats", "sluicegate.single",
            "sluicegate.metrics_total", "sluicegate.hook_objects", "sluicegate.hooks",
-           "sluicegate.preflight", "sluicegate.statsd", "struct", "grp", "pwd", "fcntl",
-           "resource")
+           "sluicegate.preflight", "sluicegate.statsd", "struct", "fcntl", "resource")
 
 #: What parses sluicegate's own command line (argparse, with difflib's suggestions),
 #: $GUNICORN_CMD_ARGS (shlex), gunicorn's flags and configuration files (gunicorn's settings).
