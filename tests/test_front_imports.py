@@ -30,7 +30,8 @@ def test_a_worker_carries_no_module_its_options_do_not_need(start_server):
     logging.config, tempfile and mimetypes at its start, and every worker inherited them.
     Failed too, later: gunicorn's hooks' runner and objects (hooks.py, hook_objects.py),
     preflight.py and statsd.py were in every process, with no hooks, no --warmup, no Django and
-    no --statsd-host."""
+    no --statsd-host. Failed too, later: struct (the control socket's peer check), fcntl
+    (USR2) and resource (`uwsgi.mem()`) were imported at the start."""
     srv = start_server("loaded_modules", "--workers", "1")
     assert loaded(srv.port) == []
 
@@ -85,7 +86,11 @@ def test_a_uwsgi_worker_carries_no_module_its_options_do_not_need(start_server, 
     too, later: the options table, its parsers and the validation were in every process (the
     master validated the resolved options itself: benchmarks/results/2026-11-27-rss2). Failed
     too, later: hooks.py, hook_objects.py, preflight.py and statsd.py were in every process
-    (benchmarks/results/2026-11-27-rss3-workers)."""
+    (benchmarks/results/2026-11-27-rss3-workers). Failed too, later: json (imported by the
+    control protocol at its import, and by the master for `uwsgi.opt`'s environment text) and
+    side_commands.py (with no side command) were in every process, and struct, fcntl and
+    resource, each for a message, a signal or a call this start has not (benchmarks/results/
+    2026-11-27-rssp)."""
     (tmp_path / "static").mkdir()
     ini = tmp_path / "uwsgi.ini"
     ini.write_text(f"""[uwsgi]

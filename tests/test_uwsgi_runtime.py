@@ -161,6 +161,24 @@ def test_set_options_reaches_the_module_and_the_environment(monkeypatch):
         "module": b"app:app", "env": [b"A=1", b"B=2"], "master": True}
 
 
+
+def test_uwsgi_opt_from_the_kept_pairs_is_the_one_the_environment_text_gives(monkeypatch):
+    """A process that published the options reads `uwsgi.opt` from the pairs it kept (no
+    json: the text comes from the resolving process, uwsgi_module.options_text); the result
+    must be what decoding the environment's JSON gives, as before, and a text this process did
+    not write is decoded."""
+    pairs = [("module", "app:app"), ("env", "A=1"), ("env", "B=\udcff"), ("master", None),
+             ("é", "ü")]
+    monkeypatch.delenv(uwsgi_module.OPTIONS_ENV, raising=False)
+    uwsgi_module.set_options(pairs, uwsgi_module.options_text(pairs))
+    assert os.environ[uwsgi_module.OPTIONS_ENV] == json.dumps([[n, v] for n, v in pairs])
+    kept = uwsgi_module._options_from_env()
+    monkeypatch.setattr(uwsgi_module, "_published", [])
+    assert kept == uwsgi_module._options_from_env() == uwsgi_module.options_dict(pairs)
+    uwsgi_module.set_options(pairs)  # kept again, the text made here
+    monkeypatch.setenv(uwsgi_module.OPTIONS_ENV, json.dumps([["harakiri", "9"]]))
+    assert uwsgi_module._options_from_env() == {"harakiri": b"9"}
+
 @pytest.mark.parametrize("kind", ["tcp", "unix", "abstract", "http"])
 def test_stats_document_with_real_figures(start_server, kind):
     """The document on each kind of stats socket: both workers with their pids, the requests

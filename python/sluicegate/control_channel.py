@@ -7,7 +7,6 @@ each question numbered.
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
 
 from . import thread_names
 from .control_agent import Agent
-from .control_protocol import WORKER_TIMEOUT_S, send_line
+from .control_protocol import WORKER_TIMEOUT_S, loads, send_line
 
 
 class Channel:
@@ -50,7 +49,7 @@ class Channel:
                             return None
                         self._buf += data
                     line, self._buf = self._buf.split(b"\n", 1)
-                    answer = json.loads(line)
+                    answer = loads(line)
                     if answer.get("id") == self._seq:
                         return answer
             except (OSError, ValueError):
@@ -68,7 +67,7 @@ def serve_channel(sock: socket.socket, agent: Agent) -> None:
         with sock, sock.makefile("rb") as lines:
             for line in lines:
                 try:
-                    command = json.loads(line)
+                    command = loads(line)
                     answer = agent.answer(command)
                     answer["id"] = command.get("id")
                     send_line(sock, answer)

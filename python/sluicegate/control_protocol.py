@@ -5,9 +5,10 @@ Where: `--control-socket PATH`, else `$XDG_RUNTIME_DIR/sluicegate-PID.ctl` (`/tm
 that variable), PID being the master's or the single process's (`default_path`); none with
 `--no-control-socket` (`path_for`).
 
-The protocol: one JSON object per line (`send_line`). A client connects, sends
-`{"command": ...}`, reads one answer (`{"ok": true, ...}` or `{"ok": false, "error": ...}`) and
-the server closes. Commands: `status`, `requests` (`"stacks": true` for Python stacks),
+The protocol: one JSON object per line (`send_line`, `loads`: json is imported at the first
+message, so a server no one asks carries none; privileges.py imports it before a user switch).
+A client connects, sends `{"command": ...}`, reads one answer (`{"ok": true, ...}` or
+`{"ok": false, "error": ...}`) and the server closes. Commands: `status`, `requests` (`"stacks": true` for Python stacks),
 `reload`, `workers` (`"change": N`, N from -1024 to +1024 and never past 1024 workers:
 MAX_WORKERS), `reopen-logs`, `stop`. The operations are the signal table's (signals.py,
 `OPERATIONS`): a master queues the signal as if it had received it (control_master.py), so
@@ -16,7 +17,6 @@ MAX_WORKERS), `reopen-logs`, `stop`. The operations are the signal table's (sign
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -70,7 +70,16 @@ def path_for(control_socket: str, no_control_socket: bool) -> Optional[str]:
 
 
 def send_line(sock: socket.socket, message: Dict[str, Any]) -> None:
+    import json  # at the first message: a process no one asks carries no json
+
     sock.sendall(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+
+def loads(line: bytes) -> Any:
+    """One message read (ValueError if it is not JSON)."""
+    import json
+
+    return json.loads(line)
 
 
 def workers_change_refused(change: object) -> Optional[str]:

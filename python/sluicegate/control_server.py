@@ -13,11 +13,9 @@ only itself; each is hung up on without a reset (`_hang_up`).
 from __future__ import annotations
 
 import errno
-import json
 import os
 import socket
 import stat
-import struct
 import threading
 import time
 
@@ -26,7 +24,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional, Set
 
 from . import thread_names
-from .control_protocol import WORKER_TIMEOUT_S, send_line
+from .control_protocol import WORKER_TIMEOUT_S, loads, send_line
 from .logs import log
 
 
@@ -82,6 +80,8 @@ def _bind(path: str) -> socket.socket:
 
 def _peer_allowed(conn: socket.socket) -> bool:
     """The peer runs as this process's user, or as root."""
+    import struct  # at the first client: a server no one asks carries no struct
+
     try:
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     except (OSError, AttributeError):
@@ -177,7 +177,7 @@ class ControlServer:
                     break
                 data += chunk
             try:
-                command = json.loads(data.split(b"\n", 1)[0] or b"null")
+                command = loads(data.split(b"\n", 1)[0] or b"null")
                 if not isinstance(command, dict):
                     raise ValueError("a command is a JSON object")
                 answer = self.handle(command)

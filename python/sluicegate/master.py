@@ -61,10 +61,10 @@ if TYPE_CHECKING:
 
     from .hook_objects import HookServer, HookWorker
     from .metrics_total import Aggregate
+    from .side_commands import SideCommands
     from .uwsgi_stats import StatsServer
 
-from . import (control_master, log_touch, logs, messages, privileges, sd_notify, side_commands,
-               signals)
+from . import control_master, log_touch, logs, messages, privileges, sd_notify, signals
 from .config import metrics_address
 from .control_protocol import path_for
 from .core_server import probe_metrics_bind
@@ -148,9 +148,13 @@ class Master(Reloads, Upkeep):
         self.stats: Optional[StatsServer] = None  # --stats (uwsgi_stats.py)
         self.spawns: Dict[int, int] = {}  # uWSGI's worker id -> starts of that id (--stats)
         self.touched = log_touch.Touched(cfg.touch_logreopen)  # --touch-logreopen
-        # --attach-daemon, --smart-attach-daemon (side_commands.py).
-        self.side = side_commands.SideCommands(cfg.attach_daemon, cfg.smart_attach_daemon,
-                                               signals.MASTER_SIGNALS)
+        # --attach-daemon, --smart-attach-daemon (side_commands.py, imported with them only).
+        self.side: Optional[SideCommands] = None
+        if cfg.attach_daemon or cfg.smart_attach_daemon:
+            from .side_commands import SideCommands
+
+            self.side = SideCommands(cfg.attach_daemon, cfg.smart_attach_daemon,
+                                     signals.MASTER_SIGNALS)
         self.touch_reload = TouchWatch(cfg.touch_reload)  # --touch-reload
 
     def _become(self, state: State) -> None:
@@ -178,7 +182,8 @@ class Master(Reloads, Upkeep):
             if self.cfg.stats:
                 self._start_stats()
             log.info("Master %d starting %d worker(s)", os.getpid(), self.target)
-            self.side.start()
+            if self.side:
+                self.side.start()
             self._hook("nworkers_changed", self.target, None)  # as gunicorn's start does
             for _ in range(self.target):
                 self._spawn()
@@ -196,7 +201,8 @@ class Master(Reloads, Upkeep):
                 for path in self.touched.changed():  # --touch-logreopen
                     self._reopen_logs(f"a touch of {path} (--touch-logreopen)")
                 self._check_touched()
-                self.side.tick()
+                if self.side:
+                    self.side.tick()
                 self._maintain()
                 self._kill_overdue()
                 if self.cfg.statsd_host:  # statsd.py: imported with the option only
@@ -207,11 +213,13 @@ class Master(Reloads, Upkeep):
                     for w in self.workers.values():
                         self._kill(w, signal.SIGKILL)
                     self.deadline = time.monotonic() + KILL_GRACE_S
-            self.side.stop(self._reap)
+            if self.side:
+                self.side.stop(self._reap)
             log.info("Shutdown complete")
             return self.exit_status
         finally:
-            self.side.stop(self._reap)  # (nothing left to stop after a clean end)
+            if self.side:
+                self.side.stop(self._reap)  # (nothing left to stop after a clean end)
             if self.reloader is not None:
                 self.reloader.stop()
             self.pipe.uninstall("master")
@@ -524,7 +532,8 @@ class Master(Reloads, Upkeep):
                 continue
             w = self.workers.pop(pid, None)
             if w is None:
-                self.side.exited(pid, describe_exit(status))
+                if self.side:
+                    self.side.exited(pid, describe_exit(status))
                 continue
             self._hook("child_exit", self._hook_worker(w.age, pid))
             self._read_messages(w)

@@ -65,6 +65,16 @@ def _interpreter_dirs() -> List[Tuple[str, str]]:
     return _INTERPRETER_DIRS
 
 
+def _import_before_switching() -> None:
+    """What a process imports at its first need rather than at its start, and may need once
+    switched (where the interpreter's directories may no longer be readable: `unreadable`):
+    json and struct (the control socket's first message, control_protocol.py and
+    control_server.py), fcntl (a USR2 upgrade, upgrade.py)."""
+    import fcntl  # noqa: F401
+    import json  # noqa: F401
+    import struct  # noqa: F401
+
+
 def drop(user: Optional[str], group: Optional[str]) -> None:
     """Become `user` (with its primary group unless `group` is given) and/or `group`. A process
     that is that user and group already has nothing to do: the new master of a USR2 upgrade
@@ -82,6 +92,7 @@ def drop(user: Optional[str], group: Optional[str]) -> None:
     if is_already(uid, gid):
         return
     _interpreter_dirs()
+    _import_before_switching()
     try:
         if gid is not None:
             if uid is not None:

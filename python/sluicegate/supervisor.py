@@ -41,8 +41,7 @@ if TYPE_CHECKING:
     from .hook_objects import HookServer, HookWorker
 
 from . import records
-from . import (gunicorn_logging, logs, pidfile, privileges, proctitle, side_commands, syspath,
-               tls, uwsgi_module)
+from . import gunicorn_logging, logs, pidfile, privileges, proctitle, syspath, tls, uwsgi_module
 from .hook_types import HookExit
 from .listeners import BoundSocket, bind_all, inherited_sockets, with_socket_defaults
 from .loader import load_app
@@ -237,7 +236,7 @@ def _early_app(cfg: Config) -> Tuple[Optional[App], str]:
     """The app if it is to be imported before the sockets exist (None if later), and the name
     the log lines give it."""
     if callable(cfg.app):  # serve(app): loaded already, but the commands still run first
-        side_commands.run_before_app(cfg.exec_pre_app)
+        _run_before_app(cfg)
         return cfg.app, getattr(cfg.app, "__qualname__", repr(cfg.app))
     here = cfg.workers is None or cfg.preload
     if here and not (cfg.user or cfg.group):
@@ -247,8 +246,16 @@ def _early_app(cfg: Config) -> Tuple[Optional[App], str]:
 
 def _load_app(cfg: Config) -> App:
     """The app imported, after the --exec-pre-app commands (a failing one stops the start)."""
-    side_commands.run_before_app(cfg.exec_pre_app)
+    _run_before_app(cfg)
     return load_app(str(cfg.app))
+
+
+def _run_before_app(cfg: Config) -> None:
+    """The --exec-pre-app commands (side_commands.py, imported with them only)."""
+    if cfg.exec_pre_app:
+        from .side_commands import run_before_app
+
+        run_before_app(cfg.exec_pre_app)
 
 
 def _sockets(cfg: Config, upgraded_from: Optional[str]) -> List[BoundSocket]:

@@ -8,7 +8,6 @@ no connection is refused at any point. The pid file's part is in pidfile.py.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 
@@ -27,6 +26,8 @@ HIGH_FD = 1000
 
 def start_new_master(sockets: Sequence[BoundSocket], argv: List[str], cwd: str) -> int:
     """Fork and exec `argv` in `cwd` with `sockets` as its LISTEN_FDS; the child's pid."""
+    import fcntl  # before the fork (no dlopen in the child): a master never upgraded has none
+
     pid = os.fork()
     if pid:
         return pid

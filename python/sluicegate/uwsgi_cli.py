@@ -14,15 +14,15 @@ refused one); resolution.py validates them into a Config; then the same start as
 (supervisor.start: serve), with the same one-line error contract. On HUP the files are read
 again, as uWSGI's reload reads them.
 
-The resolution and the validation run in a process of their own (`resolve_apart`: this
-command again, with `RESOLVE_TO_FD`), which writes the result back in `marshal`'s format and
-exits: the modules that read uWSGI's configurations (uwsgi_config*.py, uwsgi_options.py,
-uwsgi_convert.py, the uWSGI option table) and the options table with its parsers
-(options*.py, parsers/, resolution.py, cli.py) never load in the master, so no worker forked
-from it carries them either (about 0.5 MB of resident memory per process for the table). A
-result that cannot be written so, or a helper process that cannot start, falls back to
-resolving here; --print-config, --check-config and a Config holding functions (gunicorn
-hooks) are validated here (cli.run).
+The resolution and the validation run in a process of their own (`resolve_apart`:
+uwsgi_resolve.py, which only that process imports), which writes the result back in
+`marshal`'s format and exits: the modules that read uWSGI's configurations
+(uwsgi_config*.py, uwsgi_options.py, uwsgi_convert.py, the uWSGI option table) and the options
+table with its parsers (options*.py, parsers/, resolution.py, cli.py) never load in the
+master, so no worker forked from it carries them either (about 0.5 MB of resident memory per
+process for the table). A result that cannot be written so, or a helper process that cannot
+start, falls back to resolving here; --print-config, --check-config and a Config holding
+functions (gunicorn hooks) are validated here (cli.run).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ TYPE_CHECKING = False  # typing's names for annotations only (tests/test_front_i
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from . import __version__, records, syspath
+from . import __version__, syspath
 from .errors import OptionError, SluicegateError
 from .listeners import BindAddress
 from .static_mount import StaticMount
@@ -44,10 +44,6 @@ from .validated import Config
 
 if TYPE_CHECKING:
     from .resolution import Raw
-
-#: `python -m sluicegate.uwsgi_cli RESOLVE_TO_FD FD ARGS...`: resolve ARGS, write the result to
-#: descriptor FD (`resolve_apart`), and exit.
-RESOLVE_TO_FD = "--sluicegate-resolve-to-fd"
 
 USAGE = """usage: sluicegate-uwsgi [uWSGI's options and configuration files]
 
@@ -61,8 +57,6 @@ INT and QUIT stop, HUP reloads gracefully (docs/operations.md, "Coming from uWSG
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the `sluicegate-uwsgi` console script."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] == [RESOLVE_TO_FD] and len(args) >= 2 and args[1].isdigit():
-        return write_resolution(int(args[1]), args[2:])
     if args in (["--help"], ["-h"]):
         print(USAGE)
         return 0
@@ -78,7 +72,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if first.reexec:
         # The virtualenv (home) has sluicegate-uwsgi of its own: the start goes on there.
         os.execv(first.reexec, [first.reexec, *args])
-    publish(pairs)
+    publish(pairs, first.options_text)
     restart = [sys.executable, "-m", "sluicegate.uwsgi_cli", *args]
     if first.config is None:  # not validated apart: validated here (cli.py), at HUP too
         return _run_validating_here(args, first, restart)
@@ -91,7 +85,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if config is not None:
             return config
         again, given = resolve_apart(args)
-        publish(again)
+        publish(again, given.options_text)
         if given.config is not None:
             return given.config
         from .resolution import raw_values, validate  # a Config that could not be sent
@@ -116,7 +110,7 @@ def _run_validating_here(args: List[str], first: "Given", restart: List[str]) ->
             return given
         again, first = resolve_apart(args)
         given = first.given
-        publish(again)
+        publish(again, first.options_text)
         return given
 
     return run(read_given, restart)
@@ -125,13 +119,15 @@ def _run_validating_here(args: List[str], first: "Given", restart: List[str]) ->
 class Given:
     """The sluicegate options of a resolved configuration, the program to run instead when its
     virtualenv has sluicegate-uwsgi of its own, and the options validated (by the resolving
-    process: `config_of`), or None."""
+    process: `config_of`), or None; and `uwsgi.opt`'s environment text if that process wrote it
+    (uwsgi_module.options_text)."""
 
     def __init__(self, given: Dict[str, Raw], reexec: Optional[str],
-                 config: Optional[Config] = None):
+                 config: Optional[Config] = None, options_text: Optional[str] = None):
         self.given = given
         self.reexec = reexec
         self.config = config
+        self.options_text = options_text
 
 
 def resolved(args: List[str], environ: Mapping[str, str]) -> List[Tuple[str, str]]:
@@ -145,12 +141,13 @@ def resolved(args: List[str], environ: Mapping[str, str]) -> List[Tuple[str, str
     return list(uwsgi_config.resolve(args, environ))
 
 
-def publish(pairs: Sequence[Tuple[str, str]]) -> None:
+def publish(pairs: Sequence[Tuple[str, str]], text: Optional[str] = None) -> None:
     """`uwsgi.opt` in the app: the resolved options (uwsgi_module.py keeps them in the
-    environment, so the workers forked later have them)."""
+    environment, so the workers forked later have them); `text`, the environment's text the
+    resolving process wrote (None: made here)."""
     from . import uwsgi_module
 
-    uwsgi_module.set_options(pairs)
+    uwsgi_module.set_options(pairs, text)
 
 
 def given_from(pairs: Sequence[Tuple[str, str]]) -> Given:
@@ -181,8 +178,8 @@ def resolve_apart(args: List[str]) -> Tuple[List[Tuple[str, str]], Given]:
     r, w = os.pipe()
     try:
         os.set_inheritable(w, True)
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "sluicegate.uwsgi_cli",
-                                              RESOLVE_TO_FD, str(w), *args], dict(os.environ))
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-m", "sluicegate.uwsgi_resolve",
+                                              str(w), *args], dict(os.environ))
     except OSError:
         pid = 0
     finally:
@@ -205,86 +202,25 @@ def resolve_apart(args: List[str]) -> Tuple[List[Tuple[str, str]], Given]:
     if not (isinstance(out, tuple) and out[:1] == ("ok",)):
         pairs = resolved(args, os.environ)
         return pairs, given_from(pairs)
-    _, pairs, given, reexec, fields = out
+    _, pairs, given, reexec, fields, text = out
     config = config_from(fields) if fields is not None else None
     if config is not None:
-        return pairs, Given({}, reexec, config)
+        return pairs, Given({}, reexec, config, text)
     from .resolution import Raw
 
-    return pairs, Given({k: Raw(value, source) for k, (value, source) in given.items()}, reexec)
-
-
-def write_resolution(fd: int, args: List[str]) -> int:
-    """In the resolving process: the result on `fd` in `marshal`'s format (`("ok", pairs,
-    given, reexec)` or `("error", message, exit status)`), which holds literals only (str, int,
-    tuples, lists, dicts ...: an object of any other class, a subclass of str too, cannot be
-    written); nothing if it has other values (the caller resolves then). marshal rather than
-    `repr` and `ast.literal_eval`: ast would stay imported in the master, and in every worker
-    forked from it (about 0.5 MB of resident memory each)."""
-    syspath.at_start()
-    try:
-        pairs = resolved(args, os.environ)
-        first = given_from(pairs)
-        out: Tuple[Any, ...] = ("ok", pairs, {k: (r.value, r.source) for k, r in
-                                                first.given.items()}, first.reexec,
-                                None if first.reexec else fields_of(first.given))
-    except SluicegateError as e:
-        out = ("error", str(e), e.exit_code)
-    try:
-        data = marshal.dumps(out)
-        if marshal.loads(data) != out:
-            data = b""
-    except (ValueError, MemoryError, RecursionError):
-        data = b""
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return 0
+    return pairs, Given({k: Raw(value, source) for k, (value, source) in given.items()}, reexec,
+                        options_text=text)
 
 
 #: The records a validated Config's values may be, by name (config_class.CLASSES): each is
-#: sent as (RECORD, name, {field: value}). Hooks are not sent (their values are functions).
+#: sent as (RECORD, name, {field: value}) (uwsgi_resolve.fields_of). Hooks are not sent (their
+#: values are functions).
 RECORD = "\0record"
-_RECORDS = {"BindAddress": BindAddress, "StaticMount": StaticMount}
-
-
-def fields_of(given: Dict[str, Raw]) -> Optional[Dict[str, Any]]:
-    """In the resolving process: the options validated (resolution.py), as plain values that
-    `marshal` writes and `config_from` makes the same Config of again; None when the start is
-    --print-config or --check-config (cli.run does those), when a --config file is named (a
-    gunicorn config file is Python, run where it was run before: in the master), or a value
-    is not plain data."""
-    from .options import BY_NAME
-    from .resolution import raw_values, validate
-
-    if "config" in given or os.environ.get(BY_NAME["config"].env):
-        return None
-    cfg = validate(raw_values(given))
-    if cfg.print_config or cfg.check_config:
-        return None
-    try:
-        fields = {f.name: _plain(getattr(cfg, f.name)) for f in records.fields(cfg)}
-        if config_from(marshal.loads(marshal.dumps(fields))) != cfg:
-            return None
-    except (TypeError, ValueError):
-        return None
-    return fields
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (tuple, list)):
-        return type(value)(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if type(value).__name__ in _RECORDS and isinstance(value, _RECORDS[type(value).__name__]):
-        return (RECORD, type(value).__name__,
-                {f.name: _plain(getattr(value, f.name)) for f in records.fields(value)})
-    if value is None or type(value) in (str, int, float, bool, bytes):
-        return value
-    raise TypeError(f"{type(value).__name__} is not sent")  # a Hooks record, a callable ...
+RECORDS = {"BindAddress": BindAddress, "StaticMount": StaticMount}
 
 
 def config_from(fields: Any) -> Optional[Config]:
-    """The Config `fields_of` wrote (None if `fields` is not such a mapping)."""
+    """The Config `uwsgi_resolve.fields_of` wrote (None if `fields` is not such a mapping)."""
     if not isinstance(fields, dict):
         return None
     try:
@@ -295,7 +231,7 @@ def config_from(fields: Any) -> Optional[Config]:
 
 def _value(value: Any) -> Any:
     if isinstance(value, tuple) and len(value) == 3 and value[0] == RECORD:
-        return _RECORDS[value[1]](**{k: _value(v) for k, v in value[2].items()})
+        return RECORDS[value[1]](**{k: _value(v) for k, v in value[2].items()})
     if isinstance(value, (tuple, list)):
         return type(value)(_value(v) for v in value)
     if isinstance(value, dict):

@@ -19,15 +19,14 @@ websockets...) is a function that raises `UwsgiUnsupported` naming the feature a
 call (`UNSUPPORTED`), and a name uWSGI does not have either is an AttributeError.
 
 How values reach the workers: the entry point calls `set_options(pairs)` in the main process;
-the pairs are kept here and in the environment (`OPTIONS_ENV`, JSON), which forked workers and
-a USR2 upgrade's new master inherit. `in_worker()` is called in each worker just forked.
+the pairs are kept here and in the environment (`OPTIONS_ENV`, JSON, written by the resolving
+process: `options_text`), which forked workers and a USR2 upgrade's new master inherit; a
+process reads its own pairs back without json. `in_worker()` is called in each worker just forked.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import resource
 import signal
 import socket
 import sys
@@ -145,18 +144,40 @@ def options_dict(pairs: Iterable[Tuple[str, Optional[str]]]) -> Dict[str, OptVal
     return opt
 
 
-def set_options(pairs: Sequence[Tuple[str, Optional[str]]]) -> None:
+def options_text(pairs: Sequence[Tuple[str, Optional[str]]]) -> str:
+    """The pairs as `OPTIONS_ENV` holds them (JSON): written by the resolving process too
+    (uwsgi_cli.py), so that a master given the text imports no json."""
+    import json
+
+    return json.dumps([[n, v] for n, v in pairs])
+
+
+#: The last pairs `set_options` kept, with their text: the same pairs the text decodes to,
+#: read without json while the environment still holds that text.
+_published: List[Any] = []
+
+
+def set_options(pairs: Sequence[Tuple[str, Optional[str]]], text: Optional[str] = None) -> None:
     """The entry point's resolved uWSGI options, for `uwsgi.opt`: kept in the environment
-    (processes forked or executed later inherit it) and in the module if it is installed."""
-    os.environ[OPTIONS_ENV] = json.dumps([[n, v] for n, v in pairs])
+    (processes forked or executed later inherit it) and in the module if it is installed.
+    `text`: `options_text(pairs)`, if the caller has it."""
+    if text is None:
+        text = options_text(pairs)
+    os.environ[OPTIONS_ENV] = text
+    _published[:] = [text, [(n, v) for n, v in pairs]]
     module = sys.modules.get("uwsgi")
     if isinstance(module, types.ModuleType) and getattr(module, "_sluicegate", False):
         module.opt = options_dict(pairs)
 
 
 def _options_from_env() -> Dict[str, OptValue]:
+    text = os.environ.get(OPTIONS_ENV, "[]")
+    if _published and _published[0] == text:
+        return options_dict(_published[1])
+    import json  # a text this process did not write (a test's, an embedding program's)
+
     try:
-        pairs = json.loads(os.environ.get(OPTIONS_ENV, "[]"))
+        pairs = json.loads(text)
     except ValueError:
         pairs = []
     return options_dict((str(n), None if v is None else str(v)) for n, v in pairs)
@@ -269,7 +290,7 @@ def _mem() -> Tuple[int, int]:
     try:
         with open("/proc/self/statm") as f:
             vsz_pages, rss_pages = (int(x) for x in f.read().split()[:2])
-        page = resource.getpagesize()
+        page = os.sysconf("SC_PAGE_SIZE")  # (resource.getpagesize's: no module to import)
         return rss_pages * page, vsz_pages * page
     except OSError:
         return 0, 0
