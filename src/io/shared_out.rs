@@ -361,13 +361,19 @@ mod tests {
         let producer = {
             let out = Arc::clone(&out);
             thread::spawn(move || {
-                // 8 KiB blocks up to past the mark, then the wait a producer makes there.
+                // Once the loop thread settles: 8 KiB blocks up to past the mark, then the wait
+                // a producer makes there (ended below by the test; a short timeout of its own
+                // could fail and clear the queue before the test reads it).
+                while !out.state.lock().unwrap().settling {
+                    thread::yield_now();
+                }
                 while add(&out, 8192) <= HIGH {}
-                out.wait_drained(Duration::from_millis(1));
+                out.wait_drained(FOREVER);
             })
         };
         out.settle(FOREVER, FOREVER);
         assert!(SharedOut::backlog(&out.state.lock().unwrap()) > HIGH);
+        assert!(out.expire(Duration::ZERO), "the producer's wait ends");
         producer.join().unwrap();
     }
 
