@@ -55,9 +55,7 @@ impl RegularFile {
     pub fn read_at(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
         // SAFETY: the descriptor stays the app's: ManuallyDrop never closes it.
         let file = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(self.fd) });
-        let mut buf = vec![0u8; len];
-        std::os::unix::fs::FileExt::read_exact_at(&*file, &mut buf, offset)?;
-        Ok(buf)
+        read_block(&file, offset, len)
     }
 
     /// Our own descriptor for the file (close-on-exec), the position `pos` clamped to its size,
@@ -91,4 +89,12 @@ fn descriptors_ran_out() {
              are read from the app's descriptor in blocks meanwhile (raise the descriptor limit)"
         );
     });
+}
+
+/// `len` bytes of `file` from `offset` (`pread`); a file shorter than that is an error
+/// (`UnexpectedEof`).
+pub fn read_block(file: &File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, offset)?;
+    Ok(buf)
 }

@@ -110,11 +110,11 @@ mod relocations {
                     && to <= base + (p.p_vaddr + p.p_filesz) as usize
             };
             if to > from && phdrs.iter().any(read_only_file) {
-                // SAFETY: [from, to) is made of whole pages of a read-only PT_LOAD segment of
-                // this library, inside its file-backed part, and the library stays loaded while
-                // this code runs. Those pages were never written (the segment is not writable
-                // and the library has no text relocations), so MADV_DONTNEED only drops their
-                // page-table entries: a later read faults the same bytes back in from the file.
+                // Why no bytes change: those pages were never written (the segment is not
+                // writable and the library has no text relocations), so MADV_DONTNEED only drops
+                // their page-table entries; a later read faults the same bytes back in.
+                // SAFETY: [from, to) is whole pages of a read-only, file-backed PT_LOAD segment
+                // of this library, which stays loaded while this code runs; see above.
                 unsafe { libc::madvise(from as *mut c_void, to - from, libc::MADV_DONTNEED) };
             }
         }

@@ -19,7 +19,7 @@ use sluicegate_proto::h1::interim::interim_header_allowed;
 use crate::clock::now_ns;
 use crate::http_date::http_date;
 use crate::io::call_io::CallReply;
-use crate::io::file_body::RegularFile;
+use crate::io::file_body::{read_block, RegularFile};
 use crate::io::streams::reply::StreamOut;
 use crate::wsgi::app_head::AppHead;
 use crate::wsgi::body_block::SendError;
@@ -283,11 +283,7 @@ impl<R: StreamOut> Reply for Response<R> {
         while at < want {
             let n = (want - at).min(FILE_BLOCK as u64) as usize;
             let read = match &own {
-                Some((file, _, _)) => py.detach(|| {
-                    let mut buf = vec![0u8; n];
-                    std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, offset + at)
-                        .map(|_| buf)
-                }),
+                Some((file, _, _)) => py.detach(|| read_block(file, offset + at, n)),
                 None => app_file.read_at(offset + at, n),
             };
             let Ok(buf) = read else {
