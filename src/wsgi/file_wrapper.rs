@@ -2,17 +2,18 @@
 //! closing the file. Iterating it in Python (as middleware may) reads `blksize` blocks.
 //! (The zero-copy `sendfile(2)` path for regular files is added by the response path.)
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use pyo3::exceptions::PyAttributeError;
 use pyo3::prelude::*;
-use pyo3::sync::MutexExt;
 use pyo3::types::PyBytes;
 
 #[pyclass(module = "sluicegate._core", name = "FileWrapper", frozen)]
 pub struct FileWrapper {
     pub filelike: Py<PyAny>,
     pub blksize: usize,
-    closed: Mutex<bool>,
+    /// `close()` was called: the file object's own `close()` is called once.
+    closed: AtomicBool,
 }
 
 #[pymethods]
@@ -23,7 +24,7 @@ impl FileWrapper {
         FileWrapper {
             filelike,
             blksize: if blksize > 0 { blksize as usize } else { 8192 },
-            closed: Mutex::new(false),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -43,15 +44,20 @@ impl FileWrapper {
         Ok(if empty { None } else { Some(data) })
     }
 
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let mut closed = self.closed.lock_py_attached(py).unwrap();
-        if !*closed {
-            *closed = true;
-            let f = self.filelike.bind(py);
-            if f.hasattr("close")? {
-                f.call_method0("close")?;
-            }
+    /// Close the file object (once); a file-like without `close` is left as it is. One method
+    /// call, no bound method made (an AttributeError is told apart from a missing `close`
+    /// only when it happens). The server calls it directly for its own wrappers
+    /// (`call_and_drive`).
+    pub(crate) fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
         }
-        Ok(())
+        let f = self.filelike.bind(py);
+        let name = pyo3::intern!(py, "close");
+        match f.call_method0(name) {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_instance_of::<PyAttributeError>(py) && !f.hasattr(name)? => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 }

@@ -307,14 +307,22 @@ pub(crate) fn call_and_drive<R: Reply>(
     let end = drive(bridge, py, head, &result, reply);
     // PEP 3333: close() is called whatever happened. (Only exact lists and tuples are known
     // to have none; a subclass may define one. Asking a list raised and formatted an
-    // AttributeError per request, a tenth of a hello world's instructions.)
-    if !result.is_exact_instance_of::<PyList>() && !result.is_exact_instance_of::<PyTuple>() {
-        if let Ok(close) = result.getattr(pyo3::intern!(py, "close")) {
-            if let Err(e) = close.call0() {
-                bridge.log_exception(py, &e, "calling the response iterable's close()");
-                return AppEnd::Failed;
-            }
+    // AttributeError per request, a tenth of a hello world's instructions.) Our own file
+    // wrapper, which Python cannot subclass, is closed without making a bound method.
+    let closed = if let Ok(fw) = result.cast::<FileWrapper>() {
+        fw.get().close(py)
+    } else if !result.is_exact_instance_of::<PyList>() && !result.is_exact_instance_of::<PyTuple>()
+    {
+        match result.getattr(pyo3::intern!(py, "close")) {
+            Ok(close) => close.call0().map(drop),
+            Err(_) => Ok(()),
         }
+    } else {
+        Ok(())
+    };
+    if let Err(e) = closed {
+        bridge.log_exception(py, &e, "calling the response iterable's close()");
+        return AppEnd::Failed;
     }
     end
 }

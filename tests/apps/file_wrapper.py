@@ -5,6 +5,9 @@
   with Content-Length (the server may send it with sendfile(2)).
 - ``/file_nolength?size=N``: the same file without Content-Length (chunked on HTTP/1.1).
 - ``/bytesio?size=N``: an ``io.BytesIO`` (no fileno): the wrapper must iterate it.
+- ``/noclose?size=N``: a file-like with ``read`` only (no ``close``), with Content-Length.
+- ``/close_raises?size=N&token=T``: the ``/file`` file, whose ``close()`` records ``T`` under
+  ``file-closed`` and then raises ``AttributeError`` (an error of the app's, to be logged).
 """
 
 import io
@@ -27,6 +30,22 @@ class TrackedFile(io.FileIO):
         super().close()
 
 
+class CloseRaises(TrackedFile):
+    def close(self):
+        super().close()
+        raise AttributeError("close_raises: an AttributeError from inside close()")
+
+
+class ReadOnly:
+    """A file-like with nothing but ``read``: no ``close`` to call."""
+
+    def __init__(self, data: bytes):
+        self._src = io.BytesIO(data)
+
+    def read(self, n: int = -1) -> bytes:
+        return self._src.read(n)
+
+
 def _path(n: int) -> str:
     path = os.path.join(STATE_DIR, f"file-{n}.bin")
     if not os.path.exists(path):
@@ -42,14 +61,18 @@ def app(environ, start_response):
     q = query(environ)
     n = int(q.get("size", "100000"))
     wrapper = environ["wsgi.file_wrapper"]
-    if path in ("/file", "/file_nolength"):
-        f = TrackedFile(_path(n), "r")
+    if path in ("/file", "/file_nolength", "/close_raises"):
+        f = (CloseRaises if path == "/close_raises" else TrackedFile)(_path(n), "r")
         f.token = q.get("token", "-")
         headers = [("Content-Type", "application/octet-stream")]
-        if path == "/file":
+        if path != "/file_nolength":
             headers.append(("Content-Length", str(n)))
         start_response("200 OK", headers)
         return wrapper(f, 8192)
+    if path == "/noclose":
+        start_response("200 OK", [("Content-Type", "application/octet-stream"),
+                                  ("Content-Length", str(n))])
+        return wrapper(ReadOnly(file_bytes(n)), 8192)
     if path == "/bytesio":
         start_response("200 OK", [("Content-Type", "application/octet-stream")])
         return wrapper(io.BytesIO(file_bytes(n)), 1000)
