@@ -53,6 +53,42 @@ pub(crate) fn zero_bytes(y: u64) -> u64 {
     !(((y & LOW7) + LOW7) | y) & !LOW7
 }
 
+/// `s` equals `lower`, a lowercase ASCII word, ignoring ASCII case: what
+/// `s.eq_ignore_ascii_case(lower)` says, eight bytes at a time (a word's capitals made small by
+/// their bits, no per-byte branch). The framing fields' names and tokens are matched with it on
+/// every request (`h1::parse::framing`): the byte-by-byte compare cost about 19 instructions a
+/// byte there (callgrind, `Connection: Keep-Alive`: 190 of a hello world's 19,100).
+#[inline]
+pub(crate) fn eq_lowercase(s: &[u8], lower: &[u8]) -> bool {
+    debug_assert!(!lower.iter().any(u8::is_ascii_uppercase));
+    if s.len() != lower.len() {
+        return false;
+    }
+    let mut words = s.chunks_exact(8).zip(lower.chunks_exact(8));
+    let whole = words.all(|(a, b)| {
+        let a = u64::from_le_bytes(a.try_into().unwrap());
+        to_lower_word(a) == u64::from_le_bytes(b.try_into().unwrap())
+    });
+    let rest = s.len() % 8;
+    let tail = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..rest].copy_from_slice(&b[b.len() - rest..]);
+        u64::from_le_bytes(w)
+    };
+    whole && to_lower_word(tail(s)) == tail(lower)
+}
+
+/// `w` (eight bytes, little-endian) with its ASCII capitals made small; every other byte, one
+/// with the high bit set included, as it was. Exact, with no carry between bytes.
+#[inline]
+fn to_lower_word(w: u64) -> u64 {
+    let low = w & LOW7;
+    // Of (b & 0x7f): at least 'A' (0x41) when + 0x3f sets the high bit; above 'Z' (0x5a) when
+    // + 0x25 does. A capital is at least 'A', not above 'Z', and has its own high bit clear.
+    let capital = (low + ONES * 0x3f) & !(low + ONES * 0x25) & !w & !LOW7;
+    w | (capital >> 2)
+}
+
 /// Every byte of `v` is allowed in a field value (`is_field_value_byte`), eight bytes at a
 /// time: only the bytes below 0x20 and DEL are looked at one by one (to let HTAB through).
 #[inline]
@@ -156,6 +192,32 @@ mod tests {
             }
         }
         assert!(all_field_value_bytes(b""));
+    }
+
+    /// The word-at-a-time compare says what `eq_ignore_ascii_case` says, for every byte in
+    /// every place of names of 1 to 20 bytes (the bytes next to the letters' cases, '@' '['
+    /// '`' '{', and those with the high bit set, included).
+    #[test]
+    fn eq_lowercase_is_eq_ignore_ascii_case() {
+        for len in 1..=20usize {
+            let lower: Vec<u8> = (0..len).map(|i| b"keep-alive-100chunked"[i]).collect();
+            assert!(eq_lowercase(&lower, &lower));
+            let upper = lower.to_ascii_uppercase();
+            assert!(eq_lowercase(&upper, &lower));
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut s = lower.clone();
+                    s[at] = b;
+                    assert_eq!(
+                        eq_lowercase(&s, &lower),
+                        s.eq_ignore_ascii_case(&lower),
+                        "len {len} at {at} byte {b:#x}"
+                    );
+                }
+            }
+            assert!(!eq_lowercase(&lower[..len - 1], &lower));
+        }
+        assert!(eq_lowercase(b"", b""));
     }
 
     #[test]
