@@ -61,21 +61,34 @@ pub(crate) fn zero_bytes(y: u64) -> u64 {
 #[inline]
 pub(crate) fn eq_lowercase(s: &[u8], lower: &[u8]) -> bool {
     debug_assert!(!lower.iter().any(u8::is_ascii_uppercase));
-    if s.len() != lower.len() {
+    let n = s.len();
+    if n != lower.len() {
         return false;
     }
-    let mut words = s.chunks_exact(8).zip(lower.chunks_exact(8));
-    let whole = words.all(|(a, b)| {
-        let a = u64::from_le_bytes(a.try_into().unwrap());
-        to_lower_word(a) == u64::from_le_bytes(b.try_into().unwrap())
-    });
-    let rest = s.len() % 8;
-    let tail = |b: &[u8]| {
-        let mut w = [0u8; 8];
-        w[..rest].copy_from_slice(&b[b.len() - rest..]);
-        u64::from_le_bytes(w)
-    };
-    whole && to_lower_word(tail(s)) == tail(lower)
+    let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 <= n {
+            if to_lower_word(word(s, i)) != word(lower, i) {
+                return false;
+            }
+            i += 8;
+        }
+        // The last eight bytes, overlapping the words compared already.
+        n.is_multiple_of(8) || to_lower_word(word(s, n - 8)) == word(lower, n - 8)
+    } else if n >= 4 {
+        // The first four and the last four, which overlap for fewer than eight.
+        let half = |b: &[u8]| {
+            let first = u32::from_le_bytes(b[..4].try_into().unwrap());
+            let last = u32::from_le_bytes(b[n - 4..].try_into().unwrap());
+            u64::from(first) | u64::from(last) << 32
+        };
+        to_lower_word(half(s)) == half(lower)
+    } else {
+        s.iter()
+            .zip(lower)
+            .all(|(a, b)| a.to_ascii_lowercase() == *b)
+    }
 }
 
 /// `w` (eight bytes, little-endian) with its ASCII capitals made small; every other byte, one

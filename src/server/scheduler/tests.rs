@@ -147,7 +147,11 @@ fn under_steady_calls_a_re_look_is_not_followed_by_another() {
     assert_eq!(w.look(seq + 3, now, false), Look::Calm);
     assert_eq!(w.next_sleep(false), TICK_MIN, "first sight at a long tick");
     now += TICK_MIN;
-    assert_eq!(w.look(seq + 5, now, false), Look::Calm, "first sight at the re-look");
+    assert_eq!(
+        w.look(seq + 5, now, false),
+        Look::Calm,
+        "first sight at the re-look"
+    );
     assert_eq!(w.next_sleep(false), TICK_MAX);
     now += TICK_MAX;
     assert!(matches!(
