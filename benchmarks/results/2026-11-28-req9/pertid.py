@@ -1,4 +1,4 @@
-"""pertid.py PID PORT SECONDS: one wrk -t1 -c100 run; CPU µs per request and switches per request
+"""pertid.py PID PORT SECONDS: one wrk -t1 -c100 run (URL_PATH, default S2's /read/file_21324.bin); CPU µs per request and switches per request
 for every thread of PID (by TID, with its name), and the number of threads busy over 10% of it."""
 import os, re, subprocess, sys
 def snap(pid):
@@ -15,7 +15,7 @@ def snap(pid):
     return d
 pid, port, secs = sys.argv[1], sys.argv[2], sys.argv[3]
 a = snap(pid)
-out = subprocess.run(["wrk", "-t1", "-c100", f"-d{secs}s", f"http://127.0.0.1:{port}/read/file_21324.bin"], capture_output=True, text=True).stdout
+out = subprocess.run(["wrk", "-t1", "-c100", f"-d{secs}s", f"http://127.0.0.1:{port}" + os.environ.get("URL_PATH", "/read/file_21324.bin")], capture_output=True, text=True).stdout
 b = snap(pid)
 n = int(re.search(r"(\d+) requests in", out).group(1))
 print(f"{n / float(secs):.0f} req/s")
