@@ -32,8 +32,10 @@
 //! The watchdog's own cost is its wake-ups. It starts at `TICK_MIN`; each `CALM_LOOKS` looks in a
 //! row that find no call outlasting a tick double the tick, up to `TICK_MAX`; a call seen across
 //! two looks brings it back to `TICK_MIN` while it runs. A look that finds a call it has not seen
-//! before looks again one `TICK_MIN` later, so a call that blocks is taken over within one tick
-//! plus `TICK_MIN` (after a calm spell: 4–4.25 ms once, then dispatch mode takes over). A call
+//! before looks again one `TICK_MIN` later (not after such a re-look itself: under steady load
+//! the looks come in pairs, a tick apart, `Watch::look`), so a call that blocks is taken over
+//! within one tick plus `TICK_MIN` (after a calm spell: 4–4.25 ms once, then dispatch mode
+//! takes over). A call
 //! that ends by itself (one the OS preempted on a busy machine, or one that computed) puts the
 //! tick back where it was; after a takeover it ramps up again from `TICK_MIN`. (Measured with
 //! `ab -c1`, one new connection per request: a steady 250 µs tick cost 3 µs of the 35 µs of

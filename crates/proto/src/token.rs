@@ -53,6 +53,55 @@ pub(crate) fn zero_bytes(y: u64) -> u64 {
     !(((y & LOW7) + LOW7) | y) & !LOW7
 }
 
+/// `s` equals `lower`, a lowercase ASCII word, ignoring ASCII case: what
+/// `s.eq_ignore_ascii_case(lower)` says, eight bytes at a time (a word's capitals made small by
+/// their bits, no per-byte branch). The framing fields' names and tokens are matched with it on
+/// every request (`h1::parse::framing`): the byte-by-byte compare cost about 19 instructions a
+/// byte there (callgrind, `Connection: Keep-Alive`: 190 of a hello world's 19,100).
+#[inline]
+pub(crate) fn eq_lowercase(s: &[u8], lower: &[u8]) -> bool {
+    debug_assert!(!lower.iter().any(u8::is_ascii_uppercase));
+    let n = s.len();
+    if n != lower.len() {
+        return false;
+    }
+    let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 <= n {
+            if to_lower_word(word(s, i)) != word(lower, i) {
+                return false;
+            }
+            i += 8;
+        }
+        // The last eight bytes, overlapping the words compared already.
+        n.is_multiple_of(8) || to_lower_word(word(s, n - 8)) == word(lower, n - 8)
+    } else if n >= 4 {
+        // The first four and the last four, which overlap for fewer than eight.
+        let half = |b: &[u8]| {
+            let first = u32::from_le_bytes(b[..4].try_into().unwrap());
+            let last = u32::from_le_bytes(b[n - 4..].try_into().unwrap());
+            u64::from(first) | u64::from(last) << 32
+        };
+        to_lower_word(half(s)) == half(lower)
+    } else {
+        s.iter()
+            .zip(lower)
+            .all(|(a, b)| a.to_ascii_lowercase() == *b)
+    }
+}
+
+/// `w` (eight bytes, little-endian) with its ASCII capitals made small; every other byte, one
+/// with the high bit set included, as it was. Exact, with no carry between bytes.
+#[inline]
+fn to_lower_word(w: u64) -> u64 {
+    let low = w & LOW7;
+    // Of (b & 0x7f): at least 'A' (0x41) when + 0x3f sets the high bit; above 'Z' (0x5a) when
+    // + 0x25 does. A capital is at least 'A', not above 'Z', and has its own high bit clear.
+    let capital = (low + ONES * 0x3f) & !(low + ONES * 0x25) & !w & !LOW7;
+    w | (capital >> 2)
+}
+
 /// Every byte of `v` is allowed in a field value (`is_field_value_byte`), eight bytes at a
 /// time: only the bytes below 0x20 and DEL are looked at one by one (to let HTAB through).
 #[inline]
@@ -156,6 +205,32 @@ mod tests {
             }
         }
         assert!(all_field_value_bytes(b""));
+    }
+
+    /// The word-at-a-time compare says what `eq_ignore_ascii_case` says, for every byte in
+    /// every place of names of 1 to 20 bytes (the bytes next to the letters' cases, '@' '['
+    /// '`' '{', and those with the high bit set, included).
+    #[test]
+    fn eq_lowercase_is_eq_ignore_ascii_case() {
+        for len in 1..=20usize {
+            let lower: Vec<u8> = (0..len).map(|i| b"keep-alive-100chunked"[i]).collect();
+            assert!(eq_lowercase(&lower, &lower));
+            let upper = lower.to_ascii_uppercase();
+            assert!(eq_lowercase(&upper, &lower));
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut s = lower.clone();
+                    s[at] = b;
+                    assert_eq!(
+                        eq_lowercase(&s, &lower),
+                        s.eq_ignore_ascii_case(&lower),
+                        "len {len} at {at} byte {b:#x}"
+                    );
+                }
+            }
+            assert!(!eq_lowercase(&lower[..len - 1], &lower));
+        }
+        assert!(eq_lowercase(b"", b""));
     }
 
     #[test]

@@ -121,6 +121,49 @@ fn a_call_first_seen_at_a_long_tick_is_looked_at_again_one_short_tick_later() {
     assert_eq!(w.next_sleep(false), TICK_MAX);
 }
 
+/// Under steady load nearly every look finds a call it has not seen before: the watchdog
+/// looks again one `TICK_MIN` after such a look, but not again after that re-look, so it keeps
+/// the long tick between pairs of looks; a call first seen at the re-look that blocks is still
+/// judged one tick later (within `TICK_MIN` plus a tick of its start). What went wrong: each
+/// re-look that found yet another call asked for another re-look, and the watchdog woke every
+/// `TICK_MIN` for as long as the load lasted.
+#[test]
+fn under_steady_calls_a_re_look_is_not_followed_by_another() {
+    let mut now = Instant::now();
+    let (mut w, mut seq) = backed_off(&mut now);
+    let mut sleeps = Vec::new();
+    for _ in 0..8 {
+        seq += 2; // a new call in flight at every look (odd numbers)
+        assert_eq!(w.look(seq + 1, now, false), Look::Calm);
+        let sleep = w.next_sleep(false);
+        sleeps.push(sleep);
+        now += sleep;
+    }
+    assert_eq!(
+        sleeps,
+        [TICK_MIN, TICK_MAX, TICK_MIN, TICK_MAX, TICK_MIN, TICK_MAX, TICK_MIN, TICK_MAX]
+    );
+    // The call first seen at a re-look blocks: the next look, one tick later, judges it.
+    assert_eq!(w.look(seq + 3, now, false), Look::Calm);
+    assert_eq!(w.next_sleep(false), TICK_MIN, "first sight at a long tick");
+    now += TICK_MIN;
+    assert_eq!(
+        w.look(seq + 5, now, false),
+        Look::Calm,
+        "first sight at the re-look"
+    );
+    assert_eq!(w.next_sleep(false), TICK_MAX);
+    now += TICK_MAX;
+    assert!(matches!(
+        w.look(seq + 5, now, false),
+        Look::Running {
+            first: true,
+            read_state: true,
+            ..
+        }
+    ));
+}
+
 #[test]
 fn a_call_that_ends_by_itself_restores_the_tick_and_a_takeover_does_not() {
     let mut now = Instant::now();

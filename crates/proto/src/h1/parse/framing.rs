@@ -3,7 +3,7 @@
 //! rules of RFC 9112 §6 applied to them.
 
 use crate::host::valid_host;
-use crate::token::{is_token, list_elements, trim_ows};
+use crate::token::{eq_lowercase, is_token, list_elements, trim_ows};
 use crate::{BodyFraming, Limits, ProtoError, Version};
 
 use super::bad;
@@ -29,26 +29,26 @@ pub(super) struct Framing {
 impl Framing {
     pub(super) fn field(&mut self, name: &[u8], value: &[u8]) -> Result<(), ProtoError> {
         match name.len() {
-            4 if name.eq_ignore_ascii_case(b"host") => {
+            4 if eq_lowercase(name, b"host") => {
                 self.hosts += 1;
                 if !valid_host(value) {
                     return Err(bad("invalid Host header field"));
                 }
             }
-            6 if name.eq_ignore_ascii_case(b"expect") => {
+            6 if eq_lowercase(name, b"expect") => {
                 self.expect_continue |=
-                    list_elements(value).any(|e| e.eq_ignore_ascii_case(b"100-continue"));
+                    list_elements(value).any(|e| eq_lowercase(e, b"100-continue"));
             }
-            10 if name.eq_ignore_ascii_case(b"connection") => {
+            10 if eq_lowercase(name, b"connection") => {
                 for token in list_elements(value) {
-                    if token.eq_ignore_ascii_case(b"close") {
+                    if eq_lowercase(token, b"close") {
                         self.close = true;
-                    } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                    } else if eq_lowercase(token, b"keep-alive") {
                         self.keep_alive = true;
                     }
                 }
             }
-            14 if name.eq_ignore_ascii_case(b"content-length") => {
+            14 if eq_lowercase(name, b"content-length") => {
                 // `1*DIGIT`; a list only arises from duplicated fields, and then every member
                 // must be the same number (RFC 9110 §8.6, RFC 9112 §6.3).
                 for element in value.split(|&b| b == b',') {
@@ -59,7 +59,7 @@ impl Framing {
                     self.content_length = Some(n);
                 }
             }
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+            17 if eq_lowercase(name, b"transfer-encoding") => {
                 self.transfer_encoding = true;
                 for coding in list_elements(value) {
                     if self.chunked {
@@ -69,7 +69,7 @@ impl Framing {
                     if !is_token(coding_name) {
                         return Err(bad("invalid transfer coding"));
                     }
-                    if coding.eq_ignore_ascii_case(b"chunked") {
+                    if eq_lowercase(coding, b"chunked") {
                         self.chunked = true;
                     } else if !self.chunked {
                         self.other_coding = true;
