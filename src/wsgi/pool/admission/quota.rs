@@ -17,7 +17,10 @@
 //! more over the last reading (`climb::Climb::quota`), a growth goes no further than the room
 //! at which the calls in flight would use `QUOTA_FULL` (`quota_room`), and a reading at or past
 //! it scales the room down to that (not below `BLOCKING_FLOOR`). The readings come from the
-//! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait).
+//! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait),
+//! and the rules judge by the mean of the last `QUOTA_READINGS` of them (`QuotaMean`). Under a
+//! quota left mostly unused (`QUOTA_UNUSED`), the descent keeps two calls in flight
+//! (`QUOTA_DOWN_FLOOR`).
 
 use super::super::climb::{DOWN_FLOOR, INTERPRETER_BUSY, QUOTA_FULL};
 use super::{Admission, Class, BLOCKING_FLOOR};
@@ -105,14 +108,16 @@ pub fn quota_room(in_flight: usize, used: f64) -> usize {
 }
 
 impl<J> Admission<J> {
-    /// A reading of the process's quota (`used`: the share of it used over the last span;
-    /// None: no quota): remembered for growth (`quota_cap`, `Climb::may_grow`). At or past
+    /// A reading of the process's quota (`used`: the share of it used, the mean of the last
+    /// readings, `QuotaMean`; None: no quota): remembered for growth (`quota_cap`, `Climb::may_grow`). At or past
     /// `QUOTA_FULL` the room comes down to what the calls in flight may use. Below
     /// `QUOTA_SPARE`, while calls wait for room that the calls in flight use (half of it or
     /// more) and the app threads' `share` of a core is below `climb::INTERPRETER_BUSY` (calls
     /// that wait, not a busy interpreter, whose room the descent judges), it grows towards it,
     /// by `SPARE_STEP` at most: the GIL convoy rule and the trials keep a room of sleeping calls
-    /// far below what the quota can run (S18's `s5` at 1.5 CPUs: 0.86 CPU used). A change ends
+    /// far below what the quota can run (S18's `s5` at 1.5 CPUs: 0.86 CPU used). Below
+    /// `QUOTA_UNUSED`, a room below `QUOTA_DOWN_FLOOR` comes back to it while calls wait (a
+    /// descent took it there before the quota, or while it was used). A change ends
     /// a trial under way without a verdict (the rate it would be judged by was not its doing).
     pub fn fit_quota(&mut self, used: Option<f64>, share: f64) {
         self.climb.quota(used);
