@@ -591,10 +591,10 @@ fn insert_in_order<J>(queue: &mut VecDeque<Queued<J>>, q: Queued<J>) {
 }
 
 pub use super::route::route_hash;
+pub use cores::Cores;
 pub use stall::{stalled, Waiting};
-pub use {cores::Cores, quota::QuotaMean};
 mod cores;
-pub(super) mod quota;
+mod quota;
 mod stall;
 #[cfg(test)]
 mod tests;

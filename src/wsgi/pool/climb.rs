@@ -33,8 +33,6 @@
 
 use std::time::{Duration, Instant};
 
-use super::admission::quota::quota_floor;
-
 /// The share of one core the app threads use (smoothed by the watcher) below which the room
 /// grows freely: the interpreter is idle most of the time, the calls mostly wait.
 pub const INTERPRETER_IDLE: f64 = 0.25;
@@ -294,14 +292,12 @@ impl Climb {
 
     /// May the room come down now? Only while the app threads keep the interpreter busy
     /// (`share`, as in `may_grow`) and each call in the `room` takes `WAITING_PER_CALL` of it
-    /// or more, with no trial nor hold under way, above `DOWN_FLOOR` (`QUOTA_DOWN_FLOOR` under
-    /// a quota left unused, `admission::quota::quota_floor`):
+    /// or more, with no trial nor hold under way, above `DOWN_FLOOR`:
     /// `Some((base, to))`, the rate to hold (the best of the descent so far) and the smaller
     /// room: `DOWN_FLOOR`, or half of `room` once that did not pay, or one less once a halving
     /// did not pay (until another rule changes the room).
     pub fn may_shrink(&self, now: Instant, share: f64, room: usize) -> Option<(f64, usize)> {
-        let floor = quota_floor(self.quota_used);
-        if self.done == 0 || share < INTERPRETER_BUSY || room <= floor {
+        if self.done == 0 || share < INTERPRETER_BUSY || room <= DOWN_FLOOR {
             return None;
         }
         if share < WAITING_PER_CALL * room as f64 {
@@ -313,7 +309,7 @@ impl Climb {
         let rate = self.rate_over(now, TRIAL_SPAN_DONE)?;
         Some((
             self.best.map_or(rate, |best| best.max(rate)),
-            self.stride.to(room).max(floor),
+            self.stride.to(room),
         ))
     }
 

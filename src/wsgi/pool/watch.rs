@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use crate::clock::clock_time;
 
 use super::admission::{
-    stalled, Class, Cores, QuotaMean, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS,
-    BLOCKING_SAMPLE, COMPUTING_CPU, LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
+    stalled, Class, Cores, Waiting, BLOCKING_FLOOR, BLOCKING_GROW_LOOKS, BLOCKING_SAMPLE,
+    COMPUTING_CPU, LOCK_LOOKS, LONG_CALL, STALLED_LOOKS,
 };
 
 use super::machine::MachineIdle;
@@ -63,8 +63,6 @@ impl<J: Send + 'static> Pool<J> {
         let mut machine = MachineIdle::read(Instant::now());
         // Without a quota: the blocking calls' rate per CPU second lately (`Admission::fit_cores`).
         let mut cores = Cores::default();
-        // Under a quota: its last readings, whose mean the quota rules judge by (`QuotaMean`).
-        let mut quota_mean = QuotaMean::default();
         let mut inner = self.inner.lock().unwrap();
         loop {
             if inner.stopping {
@@ -72,7 +70,6 @@ impl<J: Send + 'static> Pool<J> {
             }
             if inner.adm.queued_now() == 0 && !inner.holders.iter().any(|h| h.ticket.judged) {
                 prev = None;
-                quota_mean.forget();
                 for h in inner.holders.iter_mut() {
                     h.cpu_seen = None;
                     h.stalled_looks = 0;
@@ -118,7 +115,7 @@ impl<J: Send + 'static> Pool<J> {
             // Not known yet: neither idle nor busy, the rate judges.
             let share = app_share.unwrap_or(UNKNOWN_SHARE);
             if let Some(used) = quota_used {
-                inner.adm.fit_quota(quota_mean.push(used), share);
+                inner.adm.fit_quota(used, share);
             }
             if quota_used == Some(None) && known {
                 inner.adm.fit_cores(&mut cores, app_cpu, machine_idle);

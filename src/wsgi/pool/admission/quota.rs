@@ -17,86 +17,18 @@
 //! more over the last reading (`climb::Climb::quota`), a growth goes no further than the room
 //! at which the calls in flight would use `QUOTA_FULL` (`quota_room`), and a reading at or past
 //! it scales the room down to that (not below `BLOCKING_FLOOR`). The readings come from the
-//! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait),
-//! and the rules judge by the mean of the last `QUOTA_READINGS` of them (`QuotaMean`). Under a
-//! quota left mostly unused (`QUOTA_UNUSED`), the descent keeps two calls in flight
-//! (`QUOTA_DOWN_FLOOR`).
+//! watcher's `wsgi::pool::machine` (every `MACHINE_SPAN`, 0.1 s or more, while calls wait).
 
-use super::super::climb::{DOWN_FLOOR, INTERPRETER_BUSY, QUOTA_FULL};
+use super::super::climb::{INTERPRETER_BUSY, QUOTA_FULL};
 use super::{Admission, Class, BLOCKING_FLOOR};
 
 /// The share of the quota below which a reading grows the room towards it, while calls wait
 /// for room and the interpreter is not the limit (see `Admission::fit_quota`).
 pub const QUOTA_SPARE: f64 = 0.75;
 
-/// The share of the quota (the mean of the last readings) below which the process leaves it
-/// unused: a descent then stops at `QUOTA_DOWN_FLOOR` (`quota_floor`), and a room below it
-/// comes back to it while calls wait (`Admission::fit_quota`). Under it the quota does not
-/// bind (0 throttled periods over S18's runs whose readings stayed under it), so the CPU a
-/// second call in flight costs in GIL hand-offs is there to take.
-pub const QUOTA_UNUSED: f64 = 0.7;
-
-/// The smallest room a descent reaches under a quota the process leaves unused: two calls in
-/// flight, so that while one waits on I/O (a database's answer) the other runs Python. One
-/// waiter for the GIL at most, so none of the hand-off storm of a room of 8 (23-31 voluntary
-/// switches per request against 5-8). Measured (S18's Django view, PostgreSQL outside the
-/// cgroup, 16 clients, 1.5 CPUs): a descent to one call left the process at 0.55-0.60 of
-/// its quota, the interpreter idle through each query, and nothing grew the room again.
-pub const QUOTA_DOWN_FLOOR: usize = 2;
-
-/// The smallest room a descent reaches (`Climb::may_shrink`), by the quota's last readings
-/// (`used`, their mean; None: no quota): `QUOTA_DOWN_FLOOR` under `QUOTA_UNUSED`, else
-/// `climb::DOWN_FLOOR`.
-pub fn quota_floor(used: Option<f64>) -> usize {
-    if used.is_some_and(|u| u < QUOTA_UNUSED) {
-        QUOTA_DOWN_FLOOR
-    } else {
-        DOWN_FLOOR
-    }
-}
-
 /// The most a reading grows the room by (half again): the calls it admits show in the next
 /// reading's CPU only once they run, a call's time later.
 const SPARE_STEP: f64 = 1.5;
-
-/// The readings of the quota used that the rules above judge by, as a mean
-/// (`QuotaMean::push`). A reading spans one CFS period (0.1 s) or little more, and over one
-/// period a process's use swings with where its bursts fall: measured (S18's `s5`, 1,000
-/// clients of a 0.1 s sleep, 1.5 CPUs), consecutive readings of 0.5-1.18 around a mean of 0.8,
-/// so that readings of 0.9 or more cut the room by up to a fifth and the room wandered between
-/// 300 and 1,100 calls. Three periods: a quota used in full still reads so within 0.3 s.
-pub const QUOTA_READINGS: usize = 3;
-
-/// The last `QUOTA_READINGS` readings of the quota used (the pool's watcher keeps them).
-#[derive(Debug, Default)]
-pub struct QuotaMean {
-    last: [f64; QUOTA_READINGS],
-    /// Readings kept (the first `n` of `last` until it is full), and where the next goes.
-    n: usize,
-    next: usize,
-}
-
-impl QuotaMean {
-    /// Forget the readings (the watcher slept: no call waited, and what the quota's use was
-    /// before says little of the next calls').
-    pub fn forget(&mut self) {
-        self.n = 0;
-        self.next = 0;
-    }
-
-    /// A reading (`None`: no quota): the mean of it and the readings before it, up to
-    /// `QUOTA_READINGS` of them.
-    pub fn push(&mut self, used: Option<f64>) -> Option<f64> {
-        let Some(used) = used else {
-            self.forget();
-            return None;
-        };
-        self.last[self.next] = used;
-        self.next = (self.next + 1) % QUOTA_READINGS;
-        self.n = (self.n + 1).min(QUOTA_READINGS);
-        Some(self.last[..self.n].iter().sum::<f64>() / self.n as f64)
-    }
-}
 
 /// The room at which `in_flight` calls, which used `used` of the quota (a share; more than 1
 /// over a burst), would use `QUOTA_FULL` of it: the calls' CPU scales with their count.
@@ -108,16 +40,14 @@ pub fn quota_room(in_flight: usize, used: f64) -> usize {
 }
 
 impl<J> Admission<J> {
-    /// A reading of the process's quota (`used`: the share of it used, the mean of the last
-    /// readings, `QuotaMean`; None: no quota): remembered for growth (`quota_cap`, `Climb::may_grow`). At or past
+    /// A reading of the process's quota (`used`: the share of it used over the last span;
+    /// None: no quota): remembered for growth (`quota_cap`, `Climb::may_grow`). At or past
     /// `QUOTA_FULL` the room comes down to what the calls in flight may use. Below
     /// `QUOTA_SPARE`, while calls wait for room that the calls in flight use (half of it or
     /// more) and the app threads' `share` of a core is below `climb::INTERPRETER_BUSY` (calls
     /// that wait, not a busy interpreter, whose room the descent judges), it grows towards it,
     /// by `SPARE_STEP` at most: the GIL convoy rule and the trials keep a room of sleeping calls
-    /// far below what the quota can run (S18's `s5` at 1.5 CPUs: 0.86 CPU used). Below
-    /// `QUOTA_UNUSED`, a room below `QUOTA_DOWN_FLOOR` comes back to it while calls wait (a
-    /// descent took it there before the quota, or while it was used). A change ends
+    /// far below what the quota can run (S18's `s5` at 1.5 CPUs: 0.86 CPU used). A change ends
     /// a trial under way without a verdict (the rate it would be judged by was not its doing).
     pub fn fit_quota(&mut self, used: Option<f64>, share: f64) {
         self.climb.quota(used);
@@ -128,8 +58,6 @@ impl<J> Admission<J> {
         let in_flight = self.runnable[Class::Blocking as usize].min(room);
         let to = if used >= QUOTA_FULL {
             quota_room(in_flight, used).max(BLOCKING_FLOOR).min(room)
-        } else if room < quota_floor(Some(used)) && self.blocking_waits() {
-            QUOTA_DOWN_FLOOR
         } else if used < QUOTA_SPARE
             && share < INTERPRETER_BUSY
             && self.blocking_waits()
@@ -182,34 +110,6 @@ mod tests {
         );
         assert_eq!(quota_room(400, 1.2), 300);
         assert_eq!(quota_room(10, 0.0), usize::MAX, "no CPU used says nothing");
-    }
-
-    /// Readings that swing around a mean under `QUOTA_FULL` (S18's `s5` at 1.5 CPUs: 0.5-1.18
-    /// around 0.8) leave the room where it is; taken one by one, each reading of 0.9 or more
-    /// cut it. A quota used in full still cuts it once the mean says so.
-    #[test]
-    fn the_room_follows_the_mean_of_the_last_readings_not_each_one() {
-        let swings = [0.8, 0.5, 1.18, 0.62, 0.85, 0.75];
-        let mut a: Admission<u32> = Admission::new(0);
-        a.set_room(800);
-        a.runnable[Class::Blocking as usize] = 800;
-        let mut mean = QuotaMean::default();
-        for used in swings {
-            a.fit_quota_busy(mean.push(Some(used)));
-        }
-        assert_eq!(
-            a.blocking_limit(),
-            800,
-            "1.18 alone would have cut it to 610"
-        );
-        a.fit_quota_busy(mean.push(Some(1.0)));
-        assert_eq!(a.blocking_limit(), 800, "the mean is not at QUOTA_FULL yet");
-        a.fit_quota_busy(mean.push(Some(1.25)));
-        assert_eq!(a.blocking_limit(), 720, "a mean of the whole quota");
-        assert_eq!(mean.push(None), None, "no quota: no reading, and none kept");
-        assert_eq!(mean.push(Some(0.5)), Some(0.5));
-        mean.forget();
-        assert_eq!(mean.push(Some(0.7)), Some(0.7));
     }
 
     /// 1,000 calls admitted at once under a quota the process then used in full: each

@@ -474,38 +474,3 @@ fn calls_that_each_use_little_of_a_busy_share_do_not_descend() {
     assert!(a.descend_blocking(t, 0.9), "0.9 of a core over 8 calls");
     assert_eq!(a.blocking_limit(), 1);
 }
-
-/// Under a quota the process leaves unused (`quota::QUOTA_UNUSED`, S18's Django view at 1.5
-/// CPUs: 0.55-0.60 of it), a busy interpreter's room descends to two calls, not one, and a room
-/// of one (a descent before the quota, or while it was used) comes back to two while calls
-/// wait; with the quota used, the descent goes to one.
-#[test]
-fn a_quota_left_unused_keeps_two_calls_in_flight() {
-    let steady = |a: &mut Admission<&str>, t: &mut Instant| {
-        for _ in 0..400 {
-            *t += MS;
-            a.admit(Class::Blocking);
-            a.finished(Class::Blocking, false, SLOW, Some(MS));
-            a.settle_blocking(*t, MS);
-        }
-    };
-    let mut t = Instant::now();
-    let mut a: Admission<&str> = Admission::new(1);
-    steady(&mut a, &mut t);
-    a.fit_quota(Some(0.6), 0.9);
-    assert!(a.descend_blocking(t, 0.9));
-    assert_eq!(a.blocking_limit(), quota::QUOTA_DOWN_FLOOR);
-    let mut b: Admission<&str> = Admission::new(1);
-    steady(&mut b, &mut t);
-    b.fit_quota(Some(0.8), 0.9);
-    assert!(b.descend_blocking(t, 0.9));
-    assert_eq!(b.blocking_limit(), 1, "a quota in use: one call");
-    b.admit(Class::Blocking);
-    b.wait("queued", SLOW, Class::Blocking);
-    b.fit_quota(Some(0.8), 0.9);
-    assert_eq!(b.blocking_limit(), 1);
-    b.fit_quota(Some(0.6), 0.9);
-    assert_eq!(b.blocking_limit(), 2, "back to two while calls wait");
-    steady(&mut b, &mut t);
-    assert!(!b.descend_blocking(t, 0.9), "and no descent below it");
-}
