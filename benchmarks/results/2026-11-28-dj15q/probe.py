@@ -71,7 +71,7 @@ def metrics(port):
     return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(sluicegate_[a-z_]+(?:\{[^}]*\})?) ([0-9.e+-]+)$", text, re.M)}
 
 
-WARM_NONE, TRACE, SHARES, STRACE = 5.0, False, 0, False
+WARM_NONE, TRACE, SHARES, STRACE, CASE = 5.0, False, 0, False, "django"
 KEYS = ("sluicegate_inline_calls_total", "sluicegate_pool_calls_total", "sluicegate_takeovers_total",
         "sluicegate_pool_threads", "sluicegate_admission_waits_total", "sluicegate_admission_queue")
 
@@ -88,10 +88,11 @@ def one(spec_name, cpus, seconds, extra):
             spec.argv[-1:-1] = ["--metrics-bind", f"127.0.0.1:{mport}", *extra.split()]
             spec.argv[-1] = "probe_app:app"
             spec.env["PYTHONPATH"] = f"{Path(__file__).parent}:{spec.env['PYTHONPATH']}"
+            spec.env["PROBE_APP"] = s18.APPS[CASE][0]
         return spec
     servers._LAUNCHERS[name] = launch
     d = Path("/tmp/dj15q-logs"); d.mkdir(exist_ok=True)
-    proc, settings, size, path = s18.start(name, "django", d)
+    proc, settings, size, path = s18.start(name, CASE, d)
     servers._LAUNCHERS[name] = orig
     cg = s18.Cgroup(f"dj15q-{os.getpid()}", cpus or None)  # 0: no quota
     if SHARES:
@@ -99,9 +100,9 @@ def one(spec_name, cpus, seconds, extra):
     try:
         pids = proc.pids()
         if WARM_NONE:  # as S18 runs it: 5 s unconstrained first, then moved into the cgroup
-            wrk(f"http://127.0.0.1:{proc.port}{path}", 16, WARM_NONE, size, timeout_s=5.0)
+            wrk(f"http://127.0.0.1:{proc.port}{path}", s18.CLIENTS[CASE], WARM_NONE, size, timeout_s=5.0)
         cg.add(pids)
-        wrk(f"http://127.0.0.1:{proc.port}{path}", 16, 1, size, timeout_s=5.0)
+        wrk(f"http://127.0.0.1:{proc.port}{path}", s18.CLIENTS[CASE], 1, size, timeout_s=5.0)
         m0 = metrics(mport)
         st0 = stats(proc.port) if mport else {}
         pt0 = per_thread(pids)
@@ -117,7 +118,7 @@ def one(spec_name, cpus, seconds, extra):
         if STRACE:
             import subprocess
             st_proc = subprocess.Popen(["strace", "-c", "-f", "-o", f"/tmp/dj15q-strace-{name}.txt", "-p", str(proc.popen.pid)])
-        r = wrk(f"http://127.0.0.1:{proc.port}{path}", 16, seconds, size, timeout_s=5.0)
+        r = wrk(f"http://127.0.0.1:{proc.port}{path}", s18.CLIENTS[CASE], seconds, size, timeout_s=5.0)
         if st_proc:
             import signal
             st_proc.send_signal(signal.SIGINT); st_proc.wait()
@@ -159,9 +160,11 @@ if __name__ == "__main__":
                          "wrk): on a machine others load, the quota then binds as on a quiet one")
     ap.add_argument("--strace", action="store_true", help="strace -c -f the server over the run")
     ap.add_argument("--trace", action="store_true", help="sluicegate's blocking room every 0.5 s")
+    ap.add_argument("--case", default="django", help="S18's case: django or s5")
     a = ap.parse_args()
     WARM_NONE = a.warm_none
     TRACE = a.trace
+    CASE = a.case
     STRACE = a.strace
     procs.raise_fd_limit()
     SHARES = a.shares

@@ -1,8 +1,11 @@
-"""S13's Django app, and GET /__stats: sluicegate's `Server.stats` (found through gc), as JSON."""
+"""S13's Django app (or the module named by $PROBE_APP, e.g. s5_sleepy), and GET /__stats:
+sluicegate's `Server.stats` (found through gc), as JSON."""
 import gc
+import importlib
 import json
+import os
 
-from s13_django import app as _app
+_app = importlib.import_module(os.environ.get("PROBE_APP", "s13_django")).app
 
 
 def app(environ, start_response):
