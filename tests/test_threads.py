@@ -233,3 +233,33 @@ def test_a_python_thread_names_itself_for_the_kernel():
     thread_names.start(body, "sg-test-thread-long-name")
     assert done.wait(10)
     assert seen == ["sg-test-thread-\n"]
+
+
+def loop_threads(pid: int) -> List[int]:
+    return sorted(tid for tid, name in threads_of(pid).items() if name == "sg-loop")
+
+
+def test_the_name_sg_loop_follows_the_loop_after_a_takeover(start_server):
+    """The thread named `sg-loop` is the one driving the loop, also after the watchdog took
+    the loop from an inline call that blocked: the thread taken over serves as a pool thread
+    and is named `sg-app` from then on. Failed before: names were given once at a thread's
+    start, so the loop's first thread kept `sg-loop` while it ran app calls in the pool (S18's
+    Django, where the warm-up's first calls run inline: up to 3.4 s of Django's CPU per 5 s
+    counted as the loop's), and the loop went on under an `sg-app` name."""
+    srv = start_server("blocking", "--threads", "2:8")
+    assert srv.request(path="/fast").status == 200
+    [first] = loop_threads(srv.pid)
+    sock = socket.create_connection((srv.host, srv.port), timeout=10)
+    try:
+        sock.sendall(b"GET /slow?token=n&gate=names HTTP/1.1\r\nHost: x\r\n\r\n")
+        srv.wait_marks("started", 1, prefix="n")
+        # Served while the first call blocks: the loop runs on another thread.
+        assert srv.request(path="/fast").status == 200
+        srv.open_gate("names")
+        assert b"slow n gate=open" in sock.recv(4096)
+    finally:
+        sock.close()
+    wait_for(lambda: threads_of(srv.pid).get(first) == "sg-app",
+             f"the thread taken over ({first}) named sg-app ({threads_of(srv.pid)})", 10)
+    wait_for(lambda: len(loop_threads(srv.pid)) == 1 and loop_threads(srv.pid) != [first],
+             f"one sg-loop thread, not {first} ({threads_of(srv.pid)})", 10)

@@ -270,6 +270,13 @@ pub(super) fn drive_loop(
         out.settle(SETTLE_MOST, SETTLE_GAP);
     }
     shared.sched.set_loop_thread();
+    // The thread's name says its role: a pool thread handed the loop is `sg-loop` while it
+    // drives it, and a thread whose loop was taken over is `sg-app` from its return on (it
+    // serves as a pool thread). Named once at the spawn, a loop's first thread that joined the
+    // pool kept `sg-loop`: its app calls' CPU showed as the loop's (`top -H`, per-thread CPU),
+    // while the loop ran on a thread named `sg-app`. (A thread taken over keeps the name until
+    // its inline call returns.)
+    let _ = super::prctl::name_this_thread("sg-loop");
     let mut st = Some(st);
     // Serve detached until the first call to run inline, and take the GIL only then: a
     // thread that takes the loop over from an inline call that holds the GIL inside one C call
@@ -298,6 +305,8 @@ pub(super) fn drive_loop(
     };
     if end == LoopEnd::ShutDown {
         wakeup::ring(shared.done_fd);
+    } else {
+        let _ = super::prctl::name_this_thread("sg-app");
     }
     end
 }

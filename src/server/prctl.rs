@@ -1,6 +1,7 @@
 //! prctl(2) for the Python front: `_core.parent_death_signal(signum)` (PR_SET_PDEATHSIG), set in
 //! each worker just forked (messages.py) and in each side command (side_commands.py), and
-//! `_core.name_thread(name)` (PR_SET_NAME), each Python thread's name (thread_names.py).
+//! `_core.name_thread(name)` (PR_SET_NAME), each Python thread's name (thread_names.py); and
+//! [`name_this_thread`], the name of a server thread whose role changes (`server/drive.rs`).
 //! Here rather than through ctypes: importing ctypes cost every process of a master and its
 //! workers about 0.6 MB of resident memory for these two calls.
 
@@ -24,6 +25,12 @@ pub fn parent_death_signal(signum: i32) -> PyResult<()> {
 /// a NUL). Raises OSError if the kernel refuses it.
 #[pyfunction]
 pub fn name_thread(name: &str) -> PyResult<()> {
+    Ok(name_this_thread(name)?)
+}
+
+/// Give the calling thread `name` (PR_SET_NAME: the first 15 bytes, up to a NUL), where `top
+/// -H`, `ps -L`, a profiler and `/proc/PID/task/TID/comm` read it.
+pub fn name_this_thread(name: &str) -> std::io::Result<()> {
     let mut buf = [0u8; 16];
     let bytes = name.as_bytes();
     let n = bytes
@@ -36,7 +43,7 @@ pub fn name_thread(name: &str) -> PyResult<()> {
     // `buf` is 16 bytes, its last one always 0, and lives across the call.
     let rc = unsafe { libc::prctl(libc::PR_SET_NAME, buf.as_ptr() as libc::c_ulong, 0, 0, 0) };
     if rc != 0 {
-        return Err(std::io::Error::last_os_error().into());
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }
