@@ -48,6 +48,8 @@ impl<J: Send + 'static> Pool<J> {
     /// calls in their place. Sleeps while no call waits. `non_app_cpu`: CPU time used so far
     /// by the server's threads that never run Python (the event loop's).
     pub fn watch(self: &Arc<Self>, non_app_cpu: impl Fn() -> Option<Duration>) {
+        // Every look reads the process's CPU clock (as do the watchdog and the loop's pacing).
+        crate::clock::cheap_process_cpu_clock();
         // The previous look: when, and the app threads' CPU time then.
         let mut prev: Option<(Instant, Duration)> = None;
         // Looks in a row that found the blocking class's room too small (> 0) or too large.

@@ -395,6 +395,12 @@ impl Sender {
             drop(st);
             return self.gone();
         }
+        if q.is_empty() {
+            // Nothing to add (the end of a Content-Length body that streamed): asked anyway, a
+            // loop that had written everything (nobody holding the queue) got an `eventfd`
+            // write and a wake-up for nothing, once per such response (S5's app).
+            return Ok(());
+        }
         st.queue.append(q);
         let wake = st.hand_to_loop();
         drop(st);
