@@ -151,7 +151,10 @@ def test_a_burst_on_a_fresh_server_runs_on_no_more_threads_than_the_room(pool_se
     Django keeps them). The first call runs inline and is taken over, one is admitted, seen
     blocked and demoted, and the others are released into the blocking class: every one of
     them holds a place in its room, so no more threads run the app than the room allows, and
-    an app that keeps one database connection per thread opens no more than that."""
+    an app that keeps one database connection per thread opens no more than that. The two
+    threads that carried the first calls (the loop's, taken over, and the demoted call's) are
+    reused for the room when they are free by then; on a loaded machine they may still be in
+    those calls, so the bound is the room plus those two (a thread per client would be 16)."""
     peer = Peer(delay=0.002)
     try:
         app = Threads(ConnectsThenComputes(peer, cpu_s=0.004))
@@ -163,7 +166,7 @@ def test_a_burst_on_a_fresh_server_runs_on_no_more_threads_than_the_room(pool_se
     stats = sup._server.stats
     keys = ("threads", "admitted_blocking", "blocking_room_least", "demotions", "takeovers")
     assert stats["admitted_blocking"] > 0, {k: stats[k] for k in keys}
-    assert len(app.idents) <= BLOCKING_FLOOR, (len(app.idents), {k: stats[k] for k in keys})
+    assert len(app.idents) <= BLOCKING_FLOOR + 2, (len(app.idents), {k: stats[k] for k in keys})
 
 
 def test_the_room_comes_down_while_the_interpreter_is_the_limit(pool_server):
