@@ -309,17 +309,17 @@ pub(crate) fn call_and_drive<R: Reply>(
     // to have none; a subclass may define one. Asking a list raised and formatted an
     // AttributeError per request, a tenth of a hello world's instructions.) Our own file
     // wrapper, which Python cannot subclass, is closed without making a bound method.
-    let closed = if let Ok(fw) = result.cast::<FileWrapper>() {
-        fw.get().close(py)
-    } else if !result.is_exact_instance_of::<PyList>() && !result.is_exact_instance_of::<PyTuple>()
-    {
-        match result.getattr(pyo3::intern!(py, "close")) {
-            Ok(close) => close.call0().map(drop),
-            Err(_) => Ok(()),
-        }
-    } else {
-        Ok(())
-    };
+    let closed =
+        if result.is_exact_instance_of::<PyList>() || result.is_exact_instance_of::<PyTuple>() {
+            Ok(())
+        } else if let Ok(fw) = result.cast::<FileWrapper>() {
+            fw.get().close(py)
+        } else {
+            match result.getattr(pyo3::intern!(py, "close")) {
+                Ok(close) => close.call0().map(drop),
+                Err(_) => Ok(()),
+            }
+        };
     if let Err(e) = closed {
         bridge.log_exception(py, &e, "calling the response iterable's close()");
         return AppEnd::Failed;
