@@ -18,6 +18,7 @@ pub mod memory;
 pub mod prctl;
 mod report;
 pub mod scheduler;
+mod start_gate;
 mod thread_state;
 pub mod tls;
 mod wiring;
@@ -93,6 +94,7 @@ fn shared_state(
         pool: Mutex::new(None),
         done_fd,
         left_behind: Default::default(),
+        start_gate: Default::default(),
     }))
 }
 
