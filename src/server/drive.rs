@@ -14,7 +14,6 @@ use std::time::Duration;
 use pyo3::prelude::*;
 
 use super::scheduler::{Scheduler, Unparked};
-use super::start_gate::StartGate;
 use crate::io::conn::Conn;
 use crate::io::event_loop::{Call, LoopCtx, LoopState};
 use crate::io::inline_call::{set_inline_hook, InlineHook, LoopHolder, Settle};
@@ -45,8 +44,6 @@ pub struct Shared {
     /// Inline calls that gave the loop away to wait for their connection and still wait
     /// (`LoopHolder::before_wait`): with the pool's threads, within `--threads`.
     pub(super) left_behind: AtomicUsize,
-    /// Pool calls waiting for the GIL to start (`start_gate.rs`).
-    pub(super) start_gate: StartGate,
 }
 
 impl Shared {
@@ -65,15 +62,13 @@ impl Shared {
         &self.bridge.loop_ctx
     }
 
-    /// Run one call on a pool thread (GIL taken here). Dispatched calls are timed for the
+    /// Run one call on a pool thread (GIL taken here, past the start gate). Dispatched calls are timed for the
     /// scheduler from the moment the GIL is held.
     /// Returns an HTTP/1.1 request's connection and the call's time from that moment
     /// (admission remembers it for the route: a wait for the GIL says nothing of the route).
     pub(super) fn run_on_pool(&self, call: Call) -> (Option<Box<Conn>>, Duration) {
         let _attached = crate::wsgi::release::Attached::enter();
-        let place = self.start_gate.enter();
-        Python::attach(|py| {
-            drop(place);
+        crate::wsgi::pool::attach_to_start(|py| {
             let clock = self.sched.call_clock();
             let conn = crate::wsgi::run_call(&self.bridge, py, call);
             let took = clock.took();

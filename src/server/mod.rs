@@ -18,7 +18,6 @@ pub mod memory;
 pub mod prctl;
 mod report;
 pub mod scheduler;
-mod start_gate;
 mod thread_state;
 pub mod tls;
 mod wiring;
@@ -94,7 +93,6 @@ fn shared_state(
         pool: Mutex::new(None),
         done_fd,
         left_behind: Default::default(),
-        start_gate: Default::default(),
     }))
 }
 

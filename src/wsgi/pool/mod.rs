@@ -19,6 +19,7 @@ pub mod admission;
 mod climb;
 pub(crate) mod machine;
 mod route;
+mod start_gate;
 mod threads;
 mod watch;
 
@@ -31,6 +32,7 @@ use crate::clock::clock_time;
 use admission::{Admission, AdmissionStats, Class, Waiting};
 #[cfg(test)]
 pub(crate) use climb::MACHINE_IDLE_LEAST;
+pub use start_gate::attach_to_start;
 
 /// An idle thread with no work for this long exits (while more than `min` threads exist).
 const IDLE_EXIT: Duration = Duration::from_secs(30);

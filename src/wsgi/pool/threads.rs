@@ -113,8 +113,9 @@ impl<J: Send + 'static> Pool<J> {
         first: Option<(J, Option<Ticket>)>,
         warn: bool,
     ) {
-        // Attach once for the thread's life; jobs re-attach cheaply inside.
-        Python::attach(|py| {
+        // Attach once for the thread's life (past the start gate: a burst of new threads would
+        // otherwise all wait for the GIL here); jobs re-attach cheaply inside.
+        super::attach_to_start(|py| {
             if warn {
                 self.warn_many_threads(py);
             }

@@ -1,0 +1,107 @@
+"""Pool calls wait to start on the server's gate, not in CPython's GIL wait.
+
+CPython's GIL waiters wake every switch interval (5 ms) to ask again; with hundreds of calls
+starting at once (a sleeping app's clients after a CPU quota's pause) their wake-ups were most
+of the server's context switches. So at most two calls wait for the GIL to start
+(`wsgi/pool/start_gate.rs`, `START_WAITERS`); the others sleep on the gate's own condition
+variable until a place frees.
+
+The fixture (`tests/apps/gil_held.py`) holds the GIL inside one C call until the test writes
+to a FIFO, so every call sent meanwhile is stopped where it waits to start, with no timing
+involved. Where each server thread waits is read from `/proc/PID/task/TID/syscall`: a thread in
+`futex` shows the futex's address, and the GIL's lives in the interpreter's memory (a mapping of
+the python executable or of libpython), the gate's in the server's extension module.
+"""
+
+import os
+import threading
+from collections import Counter
+from pathlib import Path
+
+from tests.helpers import wait_for
+from tests.http_util import Conn, request_bytes
+
+WAITING = 8  # calls sent while the GIL is held
+START_WAITERS = 2  # `wsgi::pool::start_gate::START_WAITERS`
+SYS_FUTEX = "202"  # x86_64
+
+
+def interpreter_ranges(pid: int):
+    """The address ranges of the interpreter's own mappings: the python executable, or
+    libpython (not the server's extension module, where the gate lives)."""
+    exe = os.path.realpath(f"/proc/{pid}/exe")
+    out = []
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 6 and (parts[5] == exe or os.path.basename(parts[5]).startswith("libpython")):
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            out.append((lo, hi))
+    return out
+
+
+def futex_waiters(pid: int) -> Counter:
+    """The pool's threads (`sg-app`) asleep in `futex`, counted by the futex's address. (The
+    server's other threads attach at times of their own: the main thread to run signal
+    handlers, for one.)"""
+    seen: Counter = Counter()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "syscall").read_text().split()
+        except OSError:
+            continue
+        if name == "sg-app" and fields and fields[0] == SYS_FUTEX:
+            seen[int(fields[1], 16)] += 1
+    return seen
+
+
+def test_calls_that_cannot_start_wait_on_the_gate_not_on_the_gil(start_server):
+    """With the GIL held, eight calls dispatched to the pool at once (no admission limit): two
+    wait for the GIL, the other six on one other futex (the gate). Without the gate all eight
+    waited on the GIL's condition variable. When the GIL is let go, every call is answered."""
+    srv = start_server("gil_held", "--scheduler", "pool", "--max-runnable", "0",
+                       "--threads", "16:16")
+    fifo = srv.state_path("hold-fifo")
+    os.mkfifo(fifo)
+    answers: dict = {}
+
+    def call(key: str, path: str) -> None:
+        with Conn.open(srv.port) as c:
+            c.send(request_bytes("GET", path))
+            answers[key] = c.read_response(timeout=60)
+
+    holder = threading.Thread(target=call, args=("hold", "/hold"))
+    holder.start()
+    others = [threading.Thread(target=call, args=(f"c{i}", "/hello")) for i in range(WAITING)]
+    try:
+        srv.wait_marks("hold-started", 1)
+        for t in others:
+            t.start()
+        ranges = interpreter_ranges(srv.pid)
+        assert ranges, "no mapping of the interpreter found in /proc/PID/maps"
+
+        def in_interpreter(addr: int) -> bool:
+            return any(lo <= addr < hi for lo, hi in ranges)
+
+        def stopped():
+            # Every call is asleep somewhere: on the GIL, or on one shared address outside
+            # the interpreter (idle pool threads each wait on their own slot, one apiece).
+            seen = futex_waiters(srv.pid)
+            on_gil = sum(n for a, n in seen.items() if in_interpreter(a))
+            elsewhere = max((n for a, n in seen.items() if not in_interpreter(a)), default=0)
+            return (on_gil, elsewhere) if on_gil + (elsewhere if elsewhere > 1 else 0) >= WAITING else None
+
+        on_gil, on_gate = wait_for(stopped, f"{WAITING} calls asleep before they start",
+                                   context=lambda: repr(futex_waiters(srv.pid)))
+        assert on_gil <= START_WAITERS, f"{on_gil} threads wait on the GIL to start"
+        assert on_gate >= WAITING - START_WAITERS
+    finally:
+        with open(fifo, "wb") as f:  # the app's own read end is open: this does not block
+            f.write(b"x")
+        holder.join(30)
+        for t in others:
+            if t.is_alive() or t.ident is not None:
+                t.join(30)
+    assert answers["hold"].status == 200 and answers["hold"].body == b"released"
+    for i in range(WAITING):
+        assert answers[f"c{i}"].status == 200 and answers[f"c{i}"].body == b"hello"
