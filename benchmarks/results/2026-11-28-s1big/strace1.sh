@@ -4,8 +4,8 @@
 N=$1; PID=$2; PORT=$3; P=$4; K=$5
 TAG=$N$(echo $P | tr / _)
 TIDS=$(for p in $PID $(pgrep -P $PID); do ls /proc/$p/task; done | tr '\n' ',' | sed 's/,$//')
-python3 fetchn.py $PORT $P 2 >/dev/null
+python3 "$(dirname "$0")/../2026-11-27-bigfile/fetchn.py" $PORT $P 2 >/dev/null
 strace -f -c -o counts/strace-c-$TAG.txt -p $TIDS 2>/dev/null & S=$!
-sleep 1; python3 fetchn.py $PORT $P $K; kill -INT $S; wait $S 2>/dev/null
+sleep 1; python3 "$(dirname "$0")/../2026-11-27-bigfile/fetchn.py" $PORT $P $K; kill -INT $S; wait $S 2>/dev/null
 strace -f -tt -e trace='!futex,clock_nanosleep,clock_gettime,openat,read,statx,close' -o counts/strace-log-$TAG.txt -p $TIDS 2>/dev/null & S=$!
-sleep 1; python3 fetchn.py $PORT $P 2; kill -INT $S; wait $S 2>/dev/null
+sleep 1; python3 "$(dirname "$0")/../2026-11-27-bigfile/fetchn.py" $PORT $P 2; kill -INT $S; wait $S 2>/dev/null
