@@ -62,8 +62,8 @@ impl Shared {
         &self.bridge.loop_ctx
     }
 
-    /// Run one call on a pool thread (GIL taken here, past the start gate). Dispatched calls are timed for the
-    /// scheduler from the moment the GIL is held.
+    /// Run one call on a pool thread (GIL taken here, past the start gate). Dispatched calls are
+    /// timed for the scheduler from the moment the GIL is held.
     /// Returns an HTTP/1.1 request's connection and the call's time from that moment
     /// (admission remembers it for the route: a wait for the GIL says nothing of the route).
     pub(super) fn run_on_pool(&self, call: Call) -> (Option<Box<Conn>>, Duration) {

@@ -1,6 +1,6 @@
-//! The gate a pool thread passes before it asks for the GIL to start a call (or, new, to
-//! attach at all): at most `START_WAITERS` threads wait for the interpreter to start; the others
-//! wait here, asleep until a place frees ([`attach_to_start`]).
+//! The gate a pool thread passes before it asks for the GIL to start a call (and a new pool
+//! thread before it first attaches): at most `START_WAITERS` threads wait for the interpreter to
+//! start; the others wait here, asleep until a place frees ([`attach_to_start`]).
 //!
 //! Why: CPython's GIL waiters (3.11, `take_gil`) do not sleep until woken. Each wakes every
 //! switch interval (5 ms) to look again, and a waiter that saw no hand-off in its interval asks
