@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # benchmarks/setup.sh — installs everything the benchmark suite needs, idempotently.
 #
-# Owns: Debian's load tools (wrk, ab, httperf, h2load, nginx, tcpdump) and build deps (apache2-dev for
+# Owns: Debian's load tools (wrk, ab, httperf, h2load, nginx, haproxy, tcpdump) and build deps (apache2-dev for
 # mod_wsgi, libev-dev for bjoern); benchmarks/.venv with every peer server and matplotlib; and
 # benchmarks/.venv-modwsgi, a venv of Debian's own /usr/bin/python3 for mod_wsgi-express, which
 # must serve as www-data and www-data cannot read a Python installed under /root.
@@ -22,7 +22,8 @@ mkdir -p "$WORK/install-logs"
 
 # ---- Debian packages --------------------------------------------------------------------
 DEB_PKGS=(wrk apache2-utils httperf nginx tcpdump apache2-bin apache2-dev libev-dev python3-venv python3-dev curl
-          postgresql-15 nghttp2-client iproute2)  # nghttp2-client: h2load for S15/S17; iproute2: ip, tc for S17c
+          postgresql-15 nghttp2-client iproute2 haproxy)  # nghttp2-client: h2load for S15/S17; iproute2: ip, tc for
+                                                         # S17c; haproxy: S12's health checks
 missing=()
 for p in "${DEB_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
