@@ -77,10 +77,10 @@ FULL = Mode("full", rounds=3, wrk_s=10, warmup_s=2, s6_ab_requests=20000, s4_ab_
 # about 75 minutes on 2 cores. The scenarios BENCHMARKS.md charts, and those whose ratios to the
 # peers are targets within 5-10% (S1's large bodies, S4's new connection per request, S8's
 # upload, S13's Django), run in every one of the 3 rounds; the others in the first only (`once`).
-# (S1 once: its 688,128-byte `[bytes]` row read 0.91 ms in one standing run and 0.27 ms in the
-# next minute's, against a peer's 0.28-0.38.) Runs are short (2 s
-# of wrk after 1 s of warm-up), so the figures are medians of 3 short runs: BENCHMARKS.md says
-# so beside them.
+# S1 is not once: a single fetch loop of its 688,128-byte `[bytes]` case read 0.91 ms in one run
+# and 0.27 ms a minute later (benchmarks/results/2026-11-28-standing/README.md). Runs are short
+# (2 s of wrk after 1 s of warm-up), so the figures are medians of 3 short runs: BENCHMARKS.md
+# says so beside them.
 STANDING = Mode("standing", rounds=3, wrk_s=2, warmup_s=1, s6_ab_requests=5000, s4_ab_requests=5000,
                 fetch_repeats=5, fetch_min_s=0.5, upload_repeats=2, httperf_conns=0, huge_file=False,
                 idle_connections=10_000, segment_requests=20, upload_min_s=1.5,
