@@ -35,6 +35,8 @@ pub struct Config {
     pub spin: SpinPolicy,
     /// `--pace` ([`PacePolicy`], see `io::event_loop::pace`).
     pub pace: PacePolicy,
+    /// `--start-gate` ([`GatePolicy`], see `wsgi::pool::start_gate`).
+    pub start_gate: GatePolicy,
     /// `--header-timeout`: a request head must arrive whole within this (408).
     pub header_timeout: Duration,
     /// `--keepalive-timeout`: an idle connection between requests is closed after this.
@@ -258,6 +260,22 @@ impl SpinPolicy {
     pub const ALL: [SpinPolicy; 3] = [SpinPolicy::Auto, SpinPolicy::On, SpinPolicy::Off];
 }
 
+/// `--start-gate`: whether pool calls wait to start on the server's gate instead of in
+/// CPython's timed GIL wait (`wsgi::pool::start_gate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GatePolicy {
+    /// Only while the process has fewer CPUs than the machine (a CPU quota or a cpuset,
+    /// `observe::allowance`), read again every second.
+    Auto,
+    On,
+    Off,
+}
+
+impl GatePolicy {
+    /// The variants in `allowed_values.txt`'s order for `start_gate`.
+    pub const ALL: [GatePolicy; 3] = [GatePolicy::Auto, GatePolicy::On, GatePolicy::Off];
+}
+
 /// `--pace`: whether the event loop paces its process's CPU below a cgroup CPU quota
 /// (`io::event_loop::pace`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -442,6 +460,7 @@ impl Config {
             scheduler: one_of(d, "scheduler", &Policy::ALL)?,
             spin: one_of(d, "spin", &SpinPolicy::ALL)?,
             pace: one_of(d, "pace", &PacePolicy::ALL)?,
+            start_gate: one_of(d, "start_gate", &GatePolicy::ALL)?,
             header_timeout: secs(d, "header_timeout")?,
             keepalive_timeout: secs(d, "keepalive_timeout")?,
             read_timeout: secs(d, "read_timeout")?,

@@ -175,7 +175,7 @@ def test_the_options_of_a_few_names_take_exactly_those_of_allowed_values_txt():
     name as it is and refuses any other, and its default is one of them."""
     from sluicegate.allowed_values import ALLOWED
 
-    assert set(ALLOWED) == {"scheduler", "spin", "pace", "http2", "http3", "cert_reqs", "tls_min_version",
+    assert set(ALLOWED) == {"scheduler", "spin", "pace", "start_gate", "http2", "http3", "cert_reqs", "tls_min_version",
                             "forwarded_headers", "access_log_format", "http3_congestion"} | FRONT_ONLY
     for name, values in ALLOWED.items():
         o = options.BY_NAME[name]

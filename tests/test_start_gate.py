@@ -4,7 +4,8 @@ CPython's GIL waiters wake every switch interval (5 ms) to ask again; with hundr
 starting at once (a sleeping app's clients after a CPU quota's pause) their wake-ups were most
 of the server's context switches. So at most two calls wait for the GIL to start
 (`wsgi/pool/start_gate.rs`, `START_WAITERS`); the others sleep on the gate's own condition
-variable until a place frees.
+variable until a place frees. `--start-gate` sets where: `on`, `off`, or `auto` (the default:
+only while the process has fewer CPUs than the machine, a quota or a cpuset).
 
 The fixture (`tests/apps/gil_held.py`) holds the GIL inside one C call until the test writes
 to a FIFO, so every call sent meanwhile is stopped where it waits to start, with no timing
@@ -15,12 +16,14 @@ the python executable or of libpython), the gate's in the server's extension mod
 
 import os
 import platform
+import shutil
 import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import PYTHON
 from tests.helpers import wait_for
 from tests.http_util import Conn, request_bytes
 
@@ -59,13 +62,10 @@ def futex_waiters(pid: int) -> Counter:
     return seen
 
 
-@pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")
-def test_calls_that_cannot_start_wait_on_the_gate_not_on_the_gil(start_server):
-    """With the GIL held, eight calls dispatched to the pool at once (no admission limit): two
-    wait for the GIL, the other six on one other futex (the gate). Without the gate all eight
-    waited on the GIL's condition variable. When the GIL is let go, every call is answered."""
-    srv = start_server("gil_held", "--scheduler", "pool", "--max-runnable", "0",
-                       "--threads", "16:16")
+def stop_calls_and_count(srv) -> tuple:
+    """Hold the GIL with one call, send `WAITING` more, and count where they sleep before they
+    start: (on the GIL, on the most shared other futex). Then let the GIL go and check that
+    every call is answered."""
     fifo = srv.state_path("hold-fifo")
     os.mkfifo(fifo)
     answers: dict = {}
@@ -96,10 +96,8 @@ def test_calls_that_cannot_start_wait_on_the_gate_not_on_the_gil(start_server):
             elsewhere = max((n for a, n in seen.items() if not in_interpreter(a)), default=0)
             return (on_gil, elsewhere) if on_gil + (elsewhere if elsewhere > 1 else 0) >= WAITING else None
 
-        on_gil, on_gate = wait_for(stopped, f"{WAITING} calls asleep before they start",
-                                   context=lambda: repr(futex_waiters(srv.pid)))
-        assert on_gil <= START_WAITERS, f"{on_gil} threads wait on the GIL to start"
-        assert on_gate >= WAITING - START_WAITERS
+        counts = wait_for(stopped, f"{WAITING} calls asleep before they start",
+                          context=lambda: repr(futex_waiters(srv.pid)))
     finally:
         with open(fifo, "wb") as f:  # the app's own read end is open: this does not block
             f.write(b"x")
@@ -110,3 +108,41 @@ def test_calls_that_cannot_start_wait_on_the_gate_not_on_the_gil(start_server):
     assert answers["hold"].status == 200 and answers["hold"].body == b"released"
     for i in range(WAITING):
         assert answers[f"c{i}"].status == 200 and answers[f"c{i}"].body == b"hello"
+    return counts
+
+
+# The pool, every call dispatched at once, and no admission limit.
+POOL = ("--scheduler", "pool", "--max-runnable", "0", "--threads", "16:16")
+
+
+@pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")
+def test_calls_that_cannot_start_wait_on_the_gate_not_on_the_gil(start_server):
+    """`--start-gate on`, the GIL held, eight calls dispatched to the pool at once: two wait
+    for the GIL, the other six on one other futex (the gate). When the GIL is let go, every
+    call is answered."""
+    srv = start_server("gil_held", *POOL, "--start-gate", "on")
+    on_gil, on_gate = stop_calls_and_count(srv)
+    assert on_gil <= START_WAITERS, f"{on_gil} threads wait on the GIL to start"
+    assert on_gate >= WAITING - START_WAITERS
+
+
+@pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")
+def test_without_the_gate_every_call_waits_on_the_gil(start_server):
+    """`--start-gate off`: all eight calls wait in CPython's own GIL wait, none on a gate."""
+    srv = start_server("gil_held", *POOL, "--start-gate", "off")
+    on_gil, _ = stop_calls_and_count(srv)
+    assert on_gil == WAITING, f"{on_gil} of {WAITING} threads wait on the GIL"
+
+
+@pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or shutil.which("taskset") is None,
+                    reason="needs two CPUs to give the server fewer, and taskset")
+def test_auto_engages_the_gate_on_fewer_cpus_than_the_machine(start_server):
+    """`--start-gate auto` (the default) with the server on one CPU of the machine (a cpuset
+    below it, as a container's): the gate is in force, as with `on`."""
+    srv = start_server(None, command=["taskset", "-c", str(min(os.sched_getaffinity(0))),
+                                      PYTHON, "-m", "sluicegate", "--bind", "127.0.0.1:0", *POOL,
+                                      "tests.apps.gil_held:app"])
+    on_gil, on_gate = stop_calls_and_count(srv)
+    assert on_gil <= START_WAITERS, f"{on_gil} threads wait on the GIL to start"
+    assert on_gate >= WAITING - START_WAITERS

@@ -30,6 +30,7 @@ class ServerConfig(TypedDict):
     scheduler: str  # --scheduler (docs/options.md)
     spin: str  # --spin (docs/options.md)
     pace: str  # --pace (docs/options.md)
+    start_gate: str  # --start-gate (docs/options.md)
     header_timeout: float  # --header-timeout (docs/options.md)
     keepalive_timeout: float  # --keepalive-timeout (docs/options.md)
     read_timeout: float  # --read-timeout (docs/options.md)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 from .option_row import Option
 from .parsers import (parse_bool, parse_command, parse_count_or_zero, parse_on_term, parse_path,
                       parse_path_or_off, parse_proc_name, parse_scheduler, parse_seconds_or_off,
-                      parse_size, parse_smart_command, parse_spin, parse_pace, parse_threads, parse_umask,
+                      parse_size, parse_smart_command, parse_spin, parse_pace, parse_start_gate, parse_threads, parse_umask,
                       parse_warmup, parse_worker_class, parse_workers)
 
 
@@ -226,6 +226,15 @@ THREADS: Tuple[Option, ...] = (
     Option(
         "pace", parse_pace, "off",
         "auto: pace the CPU under 90% of the cgroup's quota (docs/deploying.md). off: never.",
+        "MODE", "str", core=True,
+    ),
+    Option(
+        "start_gate", parse_start_gate, "auto",
+        "Whether pool calls wait to start on the server's own gate (at most two wait for the "
+        "GIL, the others sleep until woken once) instead of all in CPython's GIL wait, which "
+        "wakes every 5 ms. auto: only while the process has fewer CPUs than the machine (a CPU "
+        "quota or a cpuset, read again every second), where many calls become runnable at once "
+        "after a throttled period. on: always. off: never.",
         "MODE", "str", core=True,
     ),
 )

@@ -56,6 +56,7 @@ class Config:
     scheduler: str
     spin: str
     pace: str
+    start_gate: str
     backlog: int
     reuse_port: bool
     socket_mode: Optional[int]
@@ -148,6 +149,7 @@ CORE_FIELDS = (
     'scheduler',
     'spin',
     'pace',
+    'start_gate',
     'header_timeout',
     'keepalive_timeout',
     'read_timeout',

@@ -28,6 +28,7 @@ fn each_enum_has_one_variant_per_allowed_value() {
     agrees("scheduler", &Policy::ALL);
     agrees("spin", &SpinPolicy::ALL);
     agrees("pace", &PacePolicy::ALL);
+    agrees("start_gate", &GatePolicy::ALL);
     agrees("http2", &Http2Mode::ALL);
     agrees("cert_reqs", &ClientAuth::ALL);
     agrees("tls_min_version", &MinVersion::ALL);

@@ -38,7 +38,7 @@ use crate::observe::table::Stat;
 use crate::wsgi::bridge::Bridge;
 use crate::wsgi::environ::{EnvironBuilder, ListenerInfo};
 use crate::wsgi::file_wrapper::FileWrapper;
-use crate::wsgi::pool::Pool;
+use crate::wsgi::pool::{set_start_gate, Pool};
 use drive::{drive_loop, hand_loop_over, run_job, LoopEnd, Shared, STOP_TAIL};
 use report::{readings, watch_deadlines, Pages};
 use scheduler::Scheduler;
@@ -167,6 +167,7 @@ impl Server {
         memory::give_back_startup_memory();
         let shared = Arc::clone(&self.shared);
         let cfg = &shared.bridge.config;
+        set_start_gate(cfg.start_gate);
         let pool = {
             let s = Arc::clone(&shared);
             Pool::new(

@@ -27,7 +27,7 @@ from .network import (ALL_INTERFACES, parse_bind_value, parse_cert_reqs, parse_c
                       parse_proxy_protocol, parse_socket_mode, parse_socket_owner,
                       parse_tls_min_version)
 from .processes import (parse_app, parse_command, parse_hooks, parse_on_term,
-                        parse_pythonpath, parse_scheduler, parse_smart_command, parse_spin, parse_pace,
+                        parse_pythonpath, parse_scheduler, parse_smart_command, parse_spin, parse_pace, parse_start_gate,
                         parse_threads, parse_warmup, parse_worker_class, parse_workers)
 from .values import (parse_bool, parse_chdir, parse_count, parse_count_or_zero,
                      parse_env_item, parse_path, parse_path_or_off, parse_positive_size,
@@ -46,7 +46,7 @@ __all__ = [
     "parse_forwarded_allow_ips", "parse_forwarded_headers", "parse_metrics_bind",
     "parse_proxy_protocol", "parse_socket_mode", "parse_socket_owner", "parse_tls_min_version",
     "parse_app", "parse_command", "parse_hooks", "parse_on_term", "parse_pythonpath",
-    "parse_scheduler", "parse_smart_command", "parse_spin", "parse_pace", "parse_threads", "parse_warmup",
+    "parse_scheduler", "parse_smart_command", "parse_spin", "parse_pace", "parse_start_gate", "parse_threads", "parse_warmup",
     "parse_worker_class", "parse_workers",
     "parse_bool", "parse_chdir", "parse_count", "parse_count_or_zero", "parse_env_item",
     "parse_path", "parse_path_or_off", "parse_positive_size", "parse_proc_name",

@@ -107,6 +107,13 @@ def parse_pace(value: object) -> str:
     return text
 
 
+def parse_start_gate(value: object) -> str:
+    text = parse_str(value).strip().lower()
+    if text not in ALLOWED["start_gate"]:
+        raise ValueError(f"expected one of {', '.join(ALLOWED['start_gate'])}")
+    return text
+
+
 def parse_warmup(value: object) -> str:
     """'' (off), an absolute path (/healthz, a query allowed), or http://HOST/PATH to give the
     request a Host the app accepts (Django's ALLOWED_HOSTS)."""

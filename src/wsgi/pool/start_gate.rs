@@ -14,9 +14,24 @@
 //!
 //! One gate per process, as there is one GIL. Uncontended (fewer than `START_WAITERS` waiting),
 //! passing costs one lock and unlock each way and no system call.
+//!
+//! Where it is in force (`--start-gate`, [`set_policy`]): `auto` engages it only while the
+//! process has fewer CPUs than the machine (a CPU quota or a cpuset, `observe::allowance`, read
+//! again every `READ_EVERY` by the first call past that time). That is where its premise was
+//! measured: the calls a throttled period left runnable pile up on the GIL at once. Without a
+//! quota the measurements split by host: on an Intel Xeon host S5 (1,000 sleeping clients)
+//! lost 10% of its rate with the gate (a bisect over 552 commits put the loss on it alone), on
+//! an AMD EPYC host that was slow at the time it gained 24-38% (docs/architecture.md). `on`
+//! gives it whatever the allowance, `off` never.
 
 use pyo3::prelude::*;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use crate::clock::now_ns;
+use crate::config::GatePolicy;
+use crate::observe::allowance::Allowance;
 
 /// Threads that may wait for the GIL to start a call at once. Two: one per core of the machine
 /// this was measured on (2 vCPUs), so that a start never waits for the gate while a core could
@@ -40,8 +55,69 @@ struct StartGate {
 /// The process's gate (the GIL is the process's).
 static GATE: StartGate = StartGate::new();
 
+/// How often `--start-gate auto` reads the allowance again (as the spin and the pool do).
+const READ_EVERY: Duration = Duration::from_secs(1);
+
+/// `--start-gate` as the server set it (a [`GatePolicy`] as its place in `GatePolicy::ALL`).
+static POLICY: AtomicU8 = AtomicU8::new(0);
+/// Under `auto`: whether the last reading of the allowance engaged the gate.
+static ENGAGED: AtomicBool = AtomicBool::new(false);
+/// Under `auto`: when to read the allowance again (`clock::now_ns`; 0: at the next call).
+static NEXT_READ: AtomicU64 = AtomicU64::new(0);
+
+/// Set `--start-gate` (once, when the server starts; `auto` reads the allowance at once).
+pub fn set_policy(policy: GatePolicy) {
+    let place = GatePolicy::ALL
+        .iter()
+        .position(|p| *p == policy)
+        .unwrap_or(0);
+    POLICY.store(place as u8, Ordering::Relaxed);
+    if policy == GatePolicy::Auto {
+        NEXT_READ.store(0, Ordering::Relaxed);
+        read_allowance_if_due();
+    }
+}
+
+/// Whether a call starting now passes the gate.
+fn in_force() -> bool {
+    match GatePolicy::ALL[POLICY.load(Ordering::Relaxed) as usize] {
+        GatePolicy::On => true,
+        GatePolicy::Off => false,
+        GatePolicy::Auto => {
+            read_allowance_if_due();
+            ENGAGED.load(Ordering::Relaxed)
+        }
+    }
+}
+
+/// `auto`: read the allowance if `READ_EVERY` has passed since the last reading (a few small
+/// files, read detached). The thread that moves `NEXT_READ` on reads; the others pass with the
+/// last answer.
+fn read_allowance_if_due() {
+    let now = now_ns();
+    let next = NEXT_READ.load(Ordering::Relaxed);
+    if now < next {
+        return;
+    }
+    let later = now + READ_EVERY.as_nanos() as u64;
+    if NEXT_READ
+        .compare_exchange(next, later, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        ENGAGED.store(engages(&Allowance::read()), Ordering::Relaxed);
+    }
+}
+
+/// `auto`'s rule: the gate is in force while the process has fewer CPUs than the machine.
+fn engages(a: &Allowance) -> bool {
+    a.below_machine()
+}
+
 /// Attach to the interpreter (take the GIL) past the gate, and run `f`. Call detached.
 pub fn attach_to_start<R>(f: impl FnOnce(Python<'_>) -> R) -> R {
+    if !in_force() {
+        return Python::attach(f);
+    }
     let place = GATE.enter();
     Python::attach(|py| {
         drop(place);
