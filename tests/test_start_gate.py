@@ -128,10 +128,13 @@ def test_calls_that_cannot_start_wait_on_the_gate_not_on_the_gil(start_server):
 
 @pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")
 def test_without_the_gate_every_call_waits_on_the_gil(start_server):
-    """`--start-gate off`: all eight calls wait in CPython's own GIL wait, none on a gate."""
+    """`--start-gate off`: all eight calls wait in CPython's own GIL wait (with any pool thread
+    still making its first attach), none on a gate: no futex outside the interpreter has more
+    than one thread asleep on it."""
     srv = start_server("gil_held", *POOL, "--start-gate", "off")
-    on_gil, _ = stop_calls_and_count(srv)
-    assert on_gil == WAITING, f"{on_gil} of {WAITING} threads wait on the GIL"
+    on_gil, elsewhere = stop_calls_and_count(srv)
+    assert on_gil >= WAITING, f"{on_gil} of {WAITING} threads wait on the GIL"
+    assert elsewhere <= 1, f"{elsewhere} threads asleep on one futex outside the interpreter"
 
 
 @pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")

@@ -230,11 +230,11 @@ THREADS: Tuple[Option, ...] = (
     ),
     Option(
         "start_gate", parse_start_gate, "auto",
-        "Whether pool calls wait to start on the server's own gate (at most two wait for the "
-        "GIL, the others sleep until woken once) instead of all in CPython's GIL wait, which "
-        "wakes every 5 ms. auto: only while the process has fewer CPUs than the machine (a CPU "
-        "quota or a cpuset, read again every second), where many calls become runnable at once "
-        "after a throttled period. on: always. off: never.",
+        "How many pool calls may wait for the GIL to start at once; the others sleep on the "
+        "server's own gate until woken once, where CPython's GIL waiters each wake every 5 ms. "
+        "auto: 2 while the process has fewer CPUs than the machine (a CPU quota or a cpuset, "
+        "read again every second), where a throttled period leaves many calls runnable at "
+        "once; 16 on the whole machine. on: 2 always. off: no gate.",
         "MODE", "str", core=True,
     ),
 )

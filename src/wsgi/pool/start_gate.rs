@@ -1,6 +1,6 @@
 //! The gate a pool thread passes before it asks for the GIL to start a call (and a new pool
-//! thread before it first attaches): at most `START_WAITERS` threads wait for the interpreter to
-//! start; the others wait here, asleep until a place frees ([`attach_to_start`]).
+//! thread before it first attaches): at most a few threads (its places, below) wait for the
+//! interpreter to start; the others wait here, asleep until a place frees ([`attach_to_start`]).
 //!
 //! Why: CPython's GIL waiters (3.11, `take_gil`) do not sleep until woken. Each wakes every
 //! switch interval (5 ms) to look again, and a waiter that saw no hand-off in its interval asks
@@ -12,20 +12,19 @@
 //! asleep on this gate's condition variable is woken once, when its turn comes. Calls that
 //! already run (back from the app's own sleep or I/O) are not gated: they ask the GIL as before.
 //!
-//! One gate per process, as there is one GIL. Uncontended (fewer than `START_WAITERS` waiting),
+//! One gate per process, as there is one GIL. Uncontended (fewer waiting than it has places),
 //! passing costs one lock and unlock each way and no system call.
 //!
-//! Where it is in force (`--start-gate`, [`set_policy`]): `auto` engages it only while the
-//! process has fewer CPUs than the machine (a CPU quota or a cpuset, `observe::allowance`, read
-//! again every `READ_EVERY` by the first call past that time). That is where its premise was
-//! measured: the calls a throttled period left runnable pile up on the GIL at once. Without a
-//! quota the measurements split by host: on an Intel Xeon host S5 (1,000 sleeping clients)
-//! lost 10% of its rate with the gate (a bisect over 552 commits put the loss on it alone), on
-//! an AMD EPYC host that was slow at the time it gained 24-38% (docs/architecture.md). `on`
-//! gives it whatever the allowance, `off` never.
+//! How many places (`--start-gate`, [`set_policy`]): `START_WAITERS` under `on`, none (no
+//! gate) under `off`, and under `auto` (the default) `START_WAITERS` while the process has fewer
+//! CPUs than the machine (a CPU quota or a cpuset, `observe::allowance`, read again every
+//! `READ_EVERY` by the first call past that time), else `WHOLE_MACHINE_WAITERS`.
+//! (benchmarks/results/2026-11-28-gate-auto/: on the whole machine two places cost S5 8-12% of
+//! its rate in steady state, no gate at all let a burst of new threads pile up on the GIL, and
+//! sixteen did neither; under a quota of 0.5 CPU two kept the p99 lower.)
 
 use pyo3::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -38,6 +37,13 @@ use crate::observe::allowance::Allowance;
 /// take the GIL next; on more cores the GIL still lets one thread run Python at a time, so more
 /// waiters would only wait in CPython's timed loop instead of here.
 const START_WAITERS: usize = 2;
+
+/// The places under `--start-gate auto` while the process may use every CPU of the machine.
+/// Assumes what S5 showed on 2 vCPUs: a steady load of calls that sleep (9,000 a second) seldom
+/// has more than this many waiting to start, so the gate costs it nothing, while a burst (a
+/// thousand new threads at once) leaves at most this many in CPython's timed wait, not all.
+/// The GIL is one whatever the cores, so more cores do not call for more.
+const WHOLE_MACHINE_WAITERS: usize = 16;
 
 struct State {
     /// Threads past the gate that have not yet been given the GIL.
@@ -60,8 +66,8 @@ const READ_EVERY: Duration = Duration::from_secs(1);
 
 /// `--start-gate` as the server set it (a [`GatePolicy`] as its place in `GatePolicy::ALL`).
 static POLICY: AtomicU8 = AtomicU8::new(0);
-/// Under `auto`: whether the last reading of the allowance engaged the gate.
-static ENGAGED: AtomicBool = AtomicBool::new(false);
+/// Under `auto`: the places the last reading of the allowance gave.
+static AUTO_PLACES: AtomicUsize = AtomicUsize::new(START_WAITERS);
 /// Under `auto`: when to read the allowance again (`clock::now_ns`; 0: at the next call).
 static NEXT_READ: AtomicU64 = AtomicU64::new(0);
 
@@ -78,15 +84,23 @@ pub fn set_policy(policy: GatePolicy) {
     }
 }
 
-/// Whether a call starting now passes the gate.
-fn in_force() -> bool {
-    match GatePolicy::ALL[POLICY.load(Ordering::Relaxed) as usize] {
-        GatePolicy::On => true,
-        GatePolicy::Off => false,
-        GatePolicy::Auto => {
-            read_allowance_if_due();
-            ENGAGED.load(Ordering::Relaxed)
-        }
+/// The places for a call starting now (0: no gate).
+fn places() -> usize {
+    let policy = GatePolicy::ALL[POLICY.load(Ordering::Relaxed) as usize];
+    if policy == GatePolicy::Auto {
+        read_allowance_if_due();
+        return AUTO_PLACES.load(Ordering::Relaxed);
+    }
+    places_for(policy, false)
+}
+
+/// The places `policy` gives a process with fewer CPUs than the machine (`below`) or not.
+fn places_for(policy: GatePolicy, below: bool) -> usize {
+    match policy {
+        GatePolicy::On => START_WAITERS,
+        GatePolicy::Off => 0,
+        GatePolicy::Auto if below => START_WAITERS,
+        GatePolicy::Auto => WHOLE_MACHINE_WAITERS,
     }
 }
 
@@ -104,28 +118,25 @@ fn read_allowance_if_due() {
         .compare_exchange(next, later, Ordering::Relaxed, Ordering::Relaxed)
         .is_ok()
     {
-        ENGAGED.store(engages(&Allowance::read()), Ordering::Relaxed);
+        let below = Allowance::read().below_machine();
+        AUTO_PLACES.store(places_for(GatePolicy::Auto, below), Ordering::Relaxed);
     }
-}
-
-/// `auto`'s rule: the gate is in force while the process has fewer CPUs than the machine.
-fn engages(a: &Allowance) -> bool {
-    a.below_machine()
 }
 
 /// Attach to the interpreter (take the GIL) past the gate, and run `f`. Call detached.
 pub fn attach_to_start<R>(f: impl FnOnce(Python<'_>) -> R) -> R {
-    if !in_force() {
+    let places = places();
+    if places == 0 {
         return Python::attach(f);
     }
-    let place = GATE.enter();
+    let place = GATE.enter(places);
     Python::attach(|py| {
         drop(place);
         f(py)
     })
 }
 
-/// A place among the `START_WAITERS`: give it back (drop it) as soon as the GIL is held.
+/// A place among the gate's: give it back (drop it) as soon as the GIL is held.
 struct Place<'a>(&'a StartGate);
 
 impl StartGate {
@@ -139,11 +150,11 @@ impl StartGate {
         }
     }
 
-    /// Wait (detached: never call this holding the GIL) until fewer than `START_WAITERS`
-    /// threads wait for the GIL to start a call, and take a place among them.
-    fn enter(&self) -> Place<'_> {
+    /// Wait (detached: never call this holding the GIL) until fewer than `places` threads
+    /// wait for the GIL to start a call, and take a place among them.
+    fn enter(&self, places: usize) -> Place<'_> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while st.waiting >= START_WAITERS {
+        while st.waiting >= places {
             st.asleep += 1;
             st = self.turn.wait(st).unwrap_or_else(|e| e.into_inner());
             st.asleep -= 1;
@@ -187,7 +198,7 @@ mod tests {
                 let (gate, most, passed) = (gate.clone(), most.clone(), passed.clone());
                 std::thread::spawn(move || {
                     for _ in 0..200 {
-                        let place = gate.enter();
+                        let place = gate.enter(START_WAITERS);
                         most.fetch_max(gate.waiting(), Ordering::SeqCst);
                         std::thread::yield_now();
                         drop(place);
@@ -207,11 +218,13 @@ mod tests {
     #[test]
     fn a_thread_waits_while_the_places_are_taken_and_passes_when_one_frees() {
         let gate = Arc::new(StartGate::new());
-        let places: Vec<_> = (0..START_WAITERS).map(|_| gate.enter()).collect();
+        let places: Vec<_> = (0..START_WAITERS)
+            .map(|_| gate.enter(START_WAITERS))
+            .collect();
         let (tx, rx) = std::sync::mpsc::channel();
         let g = gate.clone();
         let t = std::thread::spawn(move || {
-            let _p = g.enter();
+            let _p = g.enter(START_WAITERS);
             tx.send(()).unwrap();
         });
         // The gate is full: the thread cannot pass (it would have sent by now if it could;
@@ -221,5 +234,16 @@ mod tests {
         rx.recv().unwrap();
         t.join().unwrap();
         assert_eq!(gate.waiting(), 0);
+    }
+
+    #[test]
+    fn auto_gives_two_places_below_the_machine_and_sixteen_on_all_of_it() {
+        assert_eq!(places_for(GatePolicy::Auto, true), START_WAITERS);
+        assert_eq!(places_for(GatePolicy::Auto, false), WHOLE_MACHINE_WAITERS);
+        assert!(WHOLE_MACHINE_WAITERS > START_WAITERS);
+        for below in [true, false] {
+            assert_eq!(places_for(GatePolicy::On, below), START_WAITERS);
+            assert_eq!(places_for(GatePolicy::Off, below), 0, "off: no gate");
+        }
     }
 }
