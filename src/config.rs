@@ -57,8 +57,7 @@ pub struct Config {
     pub limits: Limits,
     /// `--uwsgi-compat buffer-size`: a head over the limit closes with uWSGI's line, no 431.
     pub head_overflow_closes: bool,
-    /// `--write-high-water`: a streaming response with more than this queued for a slow client
-    /// makes the app's thread wait until half of it is sent (backpressure).
+    /// `--write-high-water`: past this queued for a slow client the app waits (backpressure).
     pub write_high_water: u64,
     /// `--max-drain`: an unread request body up to this size is drained after the response so
     /// the connection can be kept; a larger one closes the connection.
@@ -260,12 +259,10 @@ impl SpinPolicy {
     pub const ALL: [SpinPolicy; 3] = [SpinPolicy::Auto, SpinPolicy::On, SpinPolicy::Off];
 }
 
-/// `--start-gate`: whether pool calls wait to start on the server's gate instead of in
-/// CPython's timed GIL wait (`wsgi::pool::start_gate`).
+/// `--start-gate`: the places of the gate pool calls pass to start (`wsgi::pool::start_gate`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GatePolicy {
-    /// Only while the process has fewer CPUs than the machine (a CPU quota or a cpuset,
-    /// `observe::allowance`), read again every second.
+    /// Two below the machine's CPUs (`observe::allowance`), 16 on all of them.
     Auto,
     On,
     Off,
@@ -276,8 +273,7 @@ impl GatePolicy {
     pub const ALL: [GatePolicy; 3] = [GatePolicy::Auto, GatePolicy::On, GatePolicy::Off];
 }
 
-/// `--pace`: whether the event loop paces its process's CPU below a cgroup CPU quota
-/// (`io::event_loop::pace`).
+/// `--pace`: the event loop keeps the process's CPU below a CPU quota (`io::event_loop::pace`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PacePolicy {
     /// Under a quota (`observe::allowance`), read again every second.

@@ -114,6 +114,7 @@ impl Server {
         let access_sink = python_line_sink(config.get_item("access_log_sink")?);
         let statsd = statsd_output(config.get_item("statsd")?)?;
         let config = Arc::new(Config::from_dict(config)?);
+        set_start_gate(config.start_gate);
         // --metrics-bind is bound here, while the server is built, so that a worker says it is
         // ready only once its metrics port listens (the event loop serves it: `observe`).
         let metrics = match config.metrics_bind.as_str() {
@@ -167,7 +168,6 @@ impl Server {
         memory::give_back_startup_memory();
         let shared = Arc::clone(&self.shared);
         let cfg = &shared.bridge.config;
-        set_start_gate(cfg.start_gate);
         let pool = {
             let s = Arc::clone(&shared);
             Pool::new(
