@@ -19,9 +19,9 @@
 //! gate) under `off`, and under `auto` (the default) `START_WAITERS` while the process has fewer
 //! CPUs than the machine (a CPU quota or a cpuset, `observe::allowance`, read again every
 //! `READ_EVERY` by the first call past that time), else `WHOLE_MACHINE_WAITERS`.
-//! (benchmarks/results/2026-11-28-gate-auto/: on the whole machine two places cost S5 8-12% of
-//! its rate in steady state, no gate at all let a burst of new threads pile up on the GIL, and
-//! sixteen did neither; under a quota of 0.5 CPU two kept the p99 lower.)
+//! (benchmarks/results/2026-11-28-gate-auto/: on the whole machine two places cost S5 8-14% of
+//! its steady rate, no gate at all collapsed some cold starts (a thousand new threads at once),
+//! and sixteen did neither; under a quota of 0.5 CPU two kept the p99 lower.)
 
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
