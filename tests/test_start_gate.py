@@ -4,8 +4,9 @@ CPython's GIL waiters wake every switch interval (5 ms) to ask again; with hundr
 starting at once (a sleeping app's clients after a CPU quota's pause) their wake-ups were most
 of the server's context switches. So at most two calls wait for the GIL to start
 (`wsgi/pool/start_gate.rs`, `START_WAITERS`); the others sleep on the gate's own condition
-variable until a place frees. `--start-gate` sets where: `on`, `off`, or `auto` (the default:
-only while the process has fewer CPUs than the machine, a quota or a cpuset).
+variable until a place frees. `--start-gate` sets the places: `on` two, `off` none, `auto` (the
+default) two while the process has fewer CPUs than the machine (a quota or a cpuset), 16 on all
+of them.
 
 The fixture (`tests/apps/gil_held.py`) holds the GIL inside one C call until the test writes
 to a FIFO, so every call sent meanwhile is stopped where it waits to start, with no timing

@@ -86,32 +86,28 @@ def parse_threads(value: object) -> Optional[Tuple[int, int]]:
     return (low, high)
 
 
-def parse_scheduler(value: object) -> str:
+def _one_of(option: str, value: object) -> str:
+    """One of `option`'s names in allowed_values.txt, any case."""
     text = parse_str(value).strip().lower()
-    if text not in ALLOWED["scheduler"]:
-        raise ValueError(f"expected one of {', '.join(ALLOWED['scheduler'])}")
+    if text not in ALLOWED[option]:
+        raise ValueError(f"expected one of {', '.join(ALLOWED[option])}")
     return text
+
+
+def parse_scheduler(value: object) -> str:
+    return _one_of("scheduler", value)
 
 
 def parse_spin(value: object) -> str:
-    text = parse_str(value).strip().lower()
-    if text not in ALLOWED["spin"]:
-        raise ValueError(f"expected one of {', '.join(ALLOWED['spin'])}")
-    return text
+    return _one_of("spin", value)
 
 
 def parse_pace(value: object) -> str:
-    text = parse_str(value).strip().lower()
-    if text not in ALLOWED["pace"]:
-        raise ValueError(f"expected one of {', '.join(ALLOWED['pace'])}")
-    return text
+    return _one_of("pace", value)
 
 
 def parse_start_gate(value: object) -> str:
-    text = parse_str(value).strip().lower()
-    if text not in ALLOWED["start_gate"]:
-        raise ValueError(f"expected one of {', '.join(ALLOWED['start_gate'])}")
-    return text
+    return _one_of("start_gate", value)
 
 
 def parse_warmup(value: object) -> str:
