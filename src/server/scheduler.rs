@@ -261,8 +261,8 @@ impl Scheduler {
         CallClock::start(self.under_quota.load(Ordering::Relaxed))
     }
 
-    /// Read again whether the process's cgroup has a CPU quota, once `QUOTA_READ_EVERY` has
-    /// passed since the last reading. On the watchdog's thread (each look, and each
+    /// Read again whether the process's cgroup has a CPU quota (and the start gate's places,
+    /// `wsgi::pool::note_allowance`), once `QUOTA_READ_EVERY` has passed since the last reading. On the watchdog's thread (each look, and each
     /// `QUOTA_READ_EVERY` while it dozes), never an app call's: read at a pool call's start,
     /// the cgroup files took 0.2 ms (median) to 39 ms on a loaded 2-core machine, with the GIL
     /// held (every other Python thread waited) and counted in the call's wall time (a 3 ms
@@ -272,8 +272,11 @@ impl Scheduler {
         let last = self.quota_read.load(Ordering::Relaxed);
         if now.saturating_sub(last) >= QUOTA_READ_EVERY.as_nanos() as u64 {
             self.quota_read.store(now, Ordering::Relaxed);
-            let quota = Allowance::read().quota.is_some();
-            self.under_quota.store(quota, Ordering::Relaxed);
+            let allowance = Allowance::read();
+            self.under_quota
+                .store(allowance.quota.is_some(), Ordering::Relaxed);
+            // The start gate's places under `--start-gate auto` follow the same reading.
+            crate::wsgi::pool::note_allowance(allowance.below_machine());
         }
     }
 

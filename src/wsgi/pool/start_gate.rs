@@ -17,18 +17,17 @@
 //!
 //! How many places (`--start-gate`, [`set_policy`]): `START_WAITERS` under `on`, none (no
 //! gate) under `off`, and under `auto` (the default) `START_WAITERS` while the process has fewer
-//! CPUs than the machine (a CPU quota or a cpuset, `observe::allowance`, read again every
-//! `READ_EVERY` by the first call past that time), else `WHOLE_MACHINE_WAITERS`.
+//! CPUs than the machine (a CPU quota or a cpuset, `observe::allowance`: read when the server
+//! starts, then again by the watchdog with the quota, `Scheduler::refresh_quota`, never on a
+//! call's path), else `WHOLE_MACHINE_WAITERS`.
 //! (benchmarks/results/2026-11-28-gate-auto/: on the whole machine two places cost S5 8-14% of
 //! its steady rate, no gate at all collapsed some cold starts (a thousand new threads at once),
 //! and sixteen did neither; under a quota of 0.5 CPU two kept the p99 lower.)
 
 use pyo3::prelude::*;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
-use std::time::Duration;
 
-use crate::clock::now_ns;
 use crate::config::GatePolicy;
 use crate::observe::allowance::Allowance;
 
@@ -61,15 +60,10 @@ struct StartGate {
 /// The process's gate (the GIL is the process's).
 static GATE: StartGate = StartGate::new();
 
-/// How often `--start-gate auto` reads the allowance again (as the spin and the pool do).
-const READ_EVERY: Duration = Duration::from_secs(1);
-
 /// `--start-gate` as the server set it (a [`GatePolicy`] as its place in `GatePolicy::ALL`).
 static POLICY: AtomicU8 = AtomicU8::new(0);
-/// Under `auto`: the places the last reading of the allowance gave.
+/// Under `auto`: the places the last reading of the allowance gave (`note_allowance`).
 static AUTO_PLACES: AtomicUsize = AtomicUsize::new(START_WAITERS);
-/// Under `auto`: when to read the allowance again (`clock::now_ns`; 0: at the next call).
-static NEXT_READ: AtomicU64 = AtomicU64::new(0);
 
 /// Set `--start-gate` (once, when the server starts; `auto` reads the allowance at once).
 pub fn set_policy(policy: GatePolicy) {
@@ -79,16 +73,19 @@ pub fn set_policy(policy: GatePolicy) {
         .unwrap_or(0);
     POLICY.store(place as u8, Ordering::Relaxed);
     if policy == GatePolicy::Auto {
-        NEXT_READ.store(0, Ordering::Relaxed);
-        read_allowance_if_due();
+        note_allowance(Allowance::read().below_machine());
     }
+}
+
+/// `auto`: the allowance was read (`below`: the process has fewer CPUs than the machine).
+pub fn note_allowance(below: bool) {
+    AUTO_PLACES.store(places_for(GatePolicy::Auto, below), Ordering::Relaxed);
 }
 
 /// The places for a call starting now (0: no gate).
 fn places() -> usize {
     let policy = GatePolicy::ALL[POLICY.load(Ordering::Relaxed) as usize];
     if policy == GatePolicy::Auto {
-        read_allowance_if_due();
         return AUTO_PLACES.load(Ordering::Relaxed);
     }
     places_for(policy, false)
@@ -101,25 +98,6 @@ fn places_for(policy: GatePolicy, below: bool) -> usize {
         GatePolicy::Off => 0,
         GatePolicy::Auto if below => START_WAITERS,
         GatePolicy::Auto => WHOLE_MACHINE_WAITERS,
-    }
-}
-
-/// `auto`: read the allowance if `READ_EVERY` has passed since the last reading (a few small
-/// files, read detached). The thread that moves `NEXT_READ` on reads; the others pass with the
-/// last answer.
-fn read_allowance_if_due() {
-    let now = now_ns();
-    let next = NEXT_READ.load(Ordering::Relaxed);
-    if now < next {
-        return;
-    }
-    let later = now + READ_EVERY.as_nanos() as u64;
-    if NEXT_READ
-        .compare_exchange(next, later, Ordering::Relaxed, Ordering::Relaxed)
-        .is_ok()
-    {
-        let below = Allowance::read().below_machine();
-        AUTO_PLACES.store(places_for(GatePolicy::Auto, below), Ordering::Relaxed);
     }
 }
 
