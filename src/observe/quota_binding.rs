@@ -2,16 +2,15 @@
 //! (`QuotaBinding`, judged from `cpu.stat` by the watchdog each second), and the last verdict
 //! for every rule that depends on it ([`quota_binds`]).
 //!
-//! Why: the rules made for a quota (the pool's room kept to what the quota can run and its
-//! machine-idle rule read against the quota, `wsgi::pool::machine`; two places at the start
-//! gate, `wsgi::pool::start_gate`) pay where the quota stops the process: throttled periods leave every call whose sleep ended in
+//! Why: the rules made for a quota (the pool's room kept to what the quota can run, two places
+//! at the start gate, calls judged by their CPU time; `wsgi::pool`, `server::scheduler`) pay
+//! where the quota stops the process: throttled periods leave every call whose sleep ended in
 //! them runnable at once. A quota the process does not reach costs it nothing, and those rules
 //! then only cost: S5's sleeping app at 1,000 clients in a cgroup of 1.5 CPUs on 2 cores (one
 //! throttled period in 60 or fewer) ran 13% faster without them, at a lower p99
 //! (benchmarks/results/2026-11-28-s5-group/). So they apply while the quota binds, judged from
 //! the process's own throttling, and on a cpuset below the machine (no throttling there: the
-//! process has those CPUs and no more). Calls are still timed by their CPU clock under any
-//! quota (`Scheduler::call_clock`): that costs a call nothing the quota would show.
+//! process has those CPUs and no more).
 //!
 //! Until the first reading is judged (a second), and for a quota just set, the quota binds
 //! (the rules as if it did): a server started in a container under load must not meet its

@@ -277,16 +277,14 @@ impl Scheduler {
         if now.saturating_sub(last) >= QUOTA_READ_EVERY.as_nanos() as u64 {
             self.quota_read.store(now, Ordering::Relaxed);
             let allowance = Allowance::read();
-            // Calls are timed by their CPU clock under any quota (a throttled period, however
-            // rare, must not make a call look slow); the start gate's and the pool's rules for
-            // a quota apply while it binds (`observe::quota_binding`).
+            // The quota's rules apply while it binds (`observe::quota_binding`).
             let binds = self
                 .quota_binding
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .observe(allowance.quota.is_some(), allowance.throttling());
             self.under_quota
-                .store(allowance.quota.is_some(), Ordering::Relaxed);
+                .store(allowance.quota.is_some() && binds, Ordering::Relaxed);
             // The start gate's places under `--start-gate auto` follow the same reading.
             crate::wsgi::pool::note_allowance(allowance.as_judged(binds).below_machine());
         }
