@@ -132,17 +132,6 @@ impl Allowance {
         by_quota.min(self.cpus).max(1)
     }
 
-    /// The allowance the rules made for a quota judge by: this one, without its quota where
-    /// that quota does not bind (`binds`, `observe::quota_binding`); a cpuset stays.
-    pub fn as_judged(&self, binds: bool) -> Allowance {
-        let mut a = self.clone();
-        if !binds {
-            a.quota = None;
-            a.period = None;
-        }
-        a
-    }
-
     /// Whether the process has less than every online CPU of the machine to itself.
     pub fn below_machine(&self) -> bool {
         self.below(online_cpus())

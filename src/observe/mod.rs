@@ -19,7 +19,6 @@
 //! - `statsd`: gunicorn's statsd metrics of a request, written beside the access log's line.
 //! - `metrics_http`: the `--metrics-bind` listener's answers (proto's parser and encoder).
 //! - `allowance`: the CPU the process may use (cgroup quota, affinity) and its throttling.
-//! - `quota_binding`: whether that quota binds (stops the process often), for the rules made for it.
 
 pub mod access_log;
 pub mod allowance;
@@ -32,7 +31,6 @@ pub mod log_when;
 pub mod metrics_http;
 pub mod process;
 pub mod prometheus;
-pub mod quota_binding;
 pub mod request_end;
 pub mod statsd;
 pub mod table;

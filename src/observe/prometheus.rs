@@ -70,18 +70,6 @@ fn allowance_series(out: &mut String, base: &str, a: &Allowance) {
         "gauge",
     );
     sample(out, name, base, None, a.cores());
-    if a.quota.is_some() {
-        let name = "process_cpu_quota_binding";
-        header(
-            out,
-            name,
-            "1 while the CPU quota binds (stopped the cgroup in 3 of 10 periods or more lately) \
-             and the server's rules for a quota apply; 0 while it does not.",
-            "gauge",
-        );
-        let binds = super::quota_binding::quota_binds();
-        sample(out, name, base, None, if binds { 1.0 } else { 0.0 });
-    }
     let Some(t) = a.throttling() else { return };
     let series: [(&str, &str, f64); 2] = [
         (

@@ -60,7 +60,6 @@ use crate::clock::clock_time;
 use crate::config::Policy;
 use crate::io::event_loop::LoopState;
 use crate::observe::allowance::Allowance;
-use crate::observe::quota_binding::QuotaBinding;
 
 mod call_time;
 mod judge;
@@ -146,8 +145,6 @@ pub struct Scheduler {
     /// When the allowance was last read (ns since `epoch`): again every `QUOTA_READ_EVERY`, by
     /// the watchdog (a process moved into a cgroup, or a quota set, after it started).
     quota_read: AtomicU64,
-    /// The judge of whether the quota binds, fed each reading (`refresh_quota`).
-    quota_binding: Mutex<QuotaBinding>,
     mode: AtomicU8,
     /// Incremented when a loop state is parked for an inline call and when it leaves the slot
     /// (taken back, or taken over): odd exactly while a state is parked.
@@ -191,7 +188,6 @@ impl Scheduler {
             policy,
             under_quota: AtomicBool::new(Allowance::read().quota.is_some()),
             quota_read: AtomicU64::new(0),
-            quota_binding: Mutex::new(QuotaBinding::default()),
             mode: AtomicU8::new(if policy == Policy::Pool {
                 Mode::Dispatch as u8
             } else {
@@ -277,16 +273,10 @@ impl Scheduler {
         if now.saturating_sub(last) >= QUOTA_READ_EVERY.as_nanos() as u64 {
             self.quota_read.store(now, Ordering::Relaxed);
             let allowance = Allowance::read();
-            // The quota's rules apply while it binds (`observe::quota_binding`).
-            let binds = self
-                .quota_binding
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .observe(allowance.quota.is_some(), allowance.throttling());
             self.under_quota
-                .store(allowance.quota.is_some() && binds, Ordering::Relaxed);
+                .store(allowance.quota.is_some(), Ordering::Relaxed);
             // The start gate's places under `--start-gate auto` follow the same reading.
-            crate::wsgi::pool::note_allowance(allowance.as_judged(binds).below_machine());
+            crate::wsgi::pool::note_allowance(allowance.below_machine());
         }
     }
 

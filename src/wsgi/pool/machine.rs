@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use crate::clock::clock_time;
 use crate::observe::allowance::{online_cpus, Allowance};
-use crate::observe::quota_binding::quota_binds;
 
 /// The shortest span the idle share is read over: /proc/stat counts in ticks of 10 ms.
 const MACHINE_SPAN: Duration = Duration::from_millis(100);
@@ -86,8 +85,7 @@ impl MachineIdle {
     }
 
     fn read_allowance(&mut self, now: Instant) {
-        // A quota that does not bind is judged as none (`observe::quota_binding`).
-        let a = Allowance::read().as_judged(quota_binds());
+        let a = Allowance::read();
         let quota = own_cores(&a, online_cpus());
         if quota != self.quota {
             self.quota = quota;
