@@ -7,6 +7,7 @@ python/sluicegate/control_agent.py) leave the GIL to other threads while they ar
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -67,6 +68,11 @@ def test_the_status_readings_let_other_threads_take_the_gil(pool_server):
     interval = sys.getswitchinterval()
     t = threading.Thread(target=other, daemon=True)
     t.start()
+    # A process spinning meanwhile keeps the machine's other CPU awake: on a VM a woken thread
+    # whose CPU sits halted started 60 µs or more after its wake-up, later than the whole of a
+    # 50 µs reading, and the thread never ran during one. (Whatever the CPUs do, a reading that
+    # holds the GIL lets no thread run: the switch interval below forces no hand-off.)
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     sys.setswitchinterval(100.0)
     try:
         let_go = {}
@@ -83,6 +89,8 @@ def test_the_status_readings_let_other_threads_take_the_gil(pool_server):
                     break
     finally:
         sys.setswitchinterval(interval)
+        spinner.kill()
+        spinner.wait(10)
         stop.set()
         t.join(10)
     assert let_go == {"metrics_text": True, "stats": True}
