@@ -262,8 +262,9 @@ impl Scheduler {
     }
 
     /// Read again whether the process's cgroup has a CPU quota (and the start gate's places,
-    /// `wsgi::pool::note_allowance`), once `QUOTA_READ_EVERY` has passed since the last reading. On the watchdog's thread (each look, and each
-    /// `QUOTA_READ_EVERY` while it dozes), never an app call's: read at a pool call's start,
+    /// `wsgi::pool::note_allowance`), once `QUOTA_READ_EVERY` has passed since the last
+    /// reading. On the watchdog's thread (each look, and each `QUOTA_READ_EVERY` while it
+    /// dozes), never an app call's: read at a pool call's start,
     /// the cgroup files took 0.2 ms (median) to 39 ms on a loaded 2-core machine, with the GIL
     /// held (every other Python thread waited) and counted in the call's wall time (a 3 ms
     /// call ran past `admission::LONG_CALL`).
