@@ -70,6 +70,9 @@ def _below_one(ours: dict, best: dict) -> bool:
 CAUSES: dict[tuple[str, str], str] = {
     ("S6", "ab -c64"): "ab's one thread is the limit: it spends 1/rate of CPU per request against every "
                        "server (`2026-11-26-wasted-spin`)",
+    ("S14", "hello world, ab -c16"): "ab's one thread is the limit: busy 99%, it spends 1/rate of CPU per "
+                                     "handshake, and sluicegate's own CPU per handshake is the lowest "
+                                     "(`2026-11-28-lost-rows`)",
     ("S13", "c16, CONN_MAX_AGE=0"): "the machine: a server costing nothing beyond the app reaches 1.02× the "
                                     "best peer (`2026-11-26-static-sendfile`)",
     ("S13", "c100, CONN_MAX_AGE=0"): "the machine: a server costing nothing beyond the app reaches 1.02× the "
