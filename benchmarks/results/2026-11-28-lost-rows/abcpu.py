@@ -6,19 +6,20 @@ wait4's rusage) per request and as a share of the run's wall time, the server's 
     python3 abcpu.py 5 sg=18901,PID gr=18902,PID
 """
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.procs import cpu_seconds  # noqa: E402
 
 N = 3000
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def server_cpu(pid: int) -> float:
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TICK
+    return cpu_seconds([pid])
 
 
 def one(port: int, pid: int) -> tuple[float, float, float, float]:
