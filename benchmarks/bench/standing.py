@@ -79,6 +79,9 @@ CAUSES: dict[tuple[str, str], str] = {
                                      "best peer (`2026-11-26-static-sendfile`)",
     ("S16", "hello world, (a)"): "nginx's one worker caps every server near 34,000 req/s (the S16 report's "
                                  "ceiling)",
+    ("S1", "64MiB file_wrapper"): "pyruvate's 8 KiB `sendfile` calls without a cork suit one loopback "
+                                  "reader; such calls here gained for that reader and lost with four "
+                                  "readers and behind nginx (`2026-11-28-pyruvate-rows`)",
     ("S3", "2.5 MB in 8192 B"): "pyruvate answers unframed and closes, its connect outside the timed "
                               "fetch; our two threads share the core the client leaves, and the client "
                               "decodes our chunks (`2026-11-28-pyruvate-rows`)",
