@@ -160,13 +160,21 @@ mod tests {
         assert!(now == "cubic" || now == "reno", "listener still on {now}");
         let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (mut s, _) = l.accept().unwrap();
-        assert_eq!(congestion(s.as_raw_fd()).as_deref(), Some(now.as_str()), "accepted connection");
+        assert_eq!(
+            congestion(s.as_raw_fd()).as_deref(),
+            Some(now.as_str()),
+            "accepted connection"
+        );
         c.write_all(b"x").unwrap();
         let mut b = [0u8; 1];
         s.read_exact(&mut b).unwrap();
         assert_eq!(&b, b"x");
         set_congestion(fd, "reno");
         unpaced_on_loopback(fd);
-        assert_eq!(congestion(fd).as_deref(), Some("reno"), "a non-pacing choice is kept");
+        assert_eq!(
+            congestion(fd).as_deref(),
+            Some("reno"),
+            "a non-pacing choice is kept"
+        );
     }
 }
