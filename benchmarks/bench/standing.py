@@ -79,12 +79,11 @@ CAUSES: dict[tuple[str, str], str] = {
                                      "best peer (`2026-11-26-static-sendfile`)",
     ("S16", "hello world, (a)"): "nginx's one worker caps every server near 34,000 req/s (the S16 report's "
                                  "ceiling)",
-    ("S1", "64MiB file_wrapper"): "pyruvate's 8 KiB `sendfile` calls without a cork suit one loopback "
-                                  "reader; such calls here gained for that reader and lost with four "
-                                  "readers and behind nginx (`2026-11-28-pyruvate-rows`)",
-    ("S3", "2.5 MB in 8192 B"): "pyruvate answers unframed and closes, its connect outside the timed "
-                              "fetch; our two threads share the core the client leaves, and the client "
-                              "decodes our chunks (`2026-11-28-pyruvate-rows`)",
+    ("S1", "64MiB"): "BBR, this machine's congestion control, paced the run's build on its kept-alive "
+                     "loopback connections; loopback listeners now leave it (`2026-11-28-unpaced`)",
+    ("S3", "2.5 MB in 8192 B"): "BBR, this machine's congestion control, paced the run's kept-alive "
+                                "loopback connections and not pyruvate's new one per answer; loopback "
+                                "listeners now leave it (`2026-11-28-unpaced`)",
     ("S4", "ab -c1"): "an idle vCPU of this VM halts at once and its wake-up costs 40 µs at the median "
                       "(`2026-11-28-s4-c1`)",
     ("S10", "wrk -c64, 2 workers, kill"): "each kill drops the requests in flight on the killed worker's "

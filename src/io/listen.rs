@@ -87,11 +87,12 @@ const PACING: &str = "bbr";
 ///
 /// Why: BBR sends each connection's data at its estimate of the path's bandwidth, released by
 /// a pacing timer; on loopback there is no path to spare, and a kept-alive connection's large
-/// answers left in timed bursts. S3's 2.5 MB answer in 8 KiB blocks met 12.7 pacing-timer
-/// expiries (`tcp_pace_kick`) per answer against 2.5 for a server that opens a connection per
-/// answer, and its times split into two modes; the same build and client with CUBIC spent
-/// 0.54x the server CPU per answer and 0.70x the time
-/// (`benchmarks/results/2026-11-28-pyruvate-rows/`).
+/// answers left in timed bursts (S3's 2.5 MB answer in 8 KiB blocks met 12.7 pacing-timer
+/// expiries per answer, against 2.5 for a server that opens a connection per answer). Against
+/// the build without this rule, on one kept-alive connection: S3's answer 0.76x the time at
+/// 0.56x the server CPU, a 64 MiB `file_wrapper` answer 0.50x at 0.16x, a 64 MiB body from
+/// memory 0.55x at 0.52x; four `wrk` connections fetching the file twice the rate; hello world
+/// level (`benchmarks/results/2026-11-28-unpaced/`).
 fn unpaced_on_loopback(fd: RawFd) {
     if congestion(fd).is_some_and(|name| name.starts_with(PACING)) {
         let _ = set_congestion(fd, "cubic") || set_congestion(fd, "reno");
