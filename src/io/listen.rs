@@ -100,7 +100,7 @@ fn unpaced_on_loopback(fd: RawFd) {
 }
 
 /// A TCP socket's congestion control algorithm (`TCP_CONGESTION`), if it can be read.
-pub fn congestion(fd: RawFd) -> Option<String> {
+fn congestion(fd: RawFd) -> Option<String> {
     let mut name = [0u8; 16]; // TCP_CA_NAME_MAX
     let mut len = name.len() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into `name`, which is valid for that many,
@@ -124,7 +124,7 @@ pub fn congestion(fd: RawFd) -> Option<String> {
 
 /// Set a TCP socket's congestion control algorithm; false if refused (unknown, or not allowed
 /// to an unprivileged process).
-pub fn set_congestion(fd: RawFd, name: &str) -> bool {
+fn set_congestion(fd: RawFd, name: &str) -> bool {
     // SAFETY: setsockopt reads `name.len()` bytes from a valid slice, for the call only.
     let r = unsafe {
         libc::setsockopt(
