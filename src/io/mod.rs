@@ -5,8 +5,7 @@
 //!   `io/` reads, writes or ends a client connection (where TLS and HTTP/2 streams plug in).
 //! - [`tls`]: TLS sessions over rustls, sans-I/O, and the certificate files' checks.
 //! - [`tls_link`]: a TLS connection's session beside its socket (the transport's `Tls`).
-//! - [`tls_writer`]: a thread that writes large answers of inline calls off the loop (TLS ones, and
-//!   plaintext ones from memory).
+//! - [`tls_writer`]: a thread that writes large TLS answers of inline calls off the loop.
 //! - [`wakeup`]: eventfds and the signal pipe, how threads wake each other.
 //! - [`read_buf`]: a connection's read buffer, held only while bytes are pending.
 //! - [`out_queue`]: bytes waiting to be written, written with one `writev` per readiness.

@@ -1,18 +1,19 @@
-//! The writer: a thread that finishes large answers of inline calls (TLS ones, and plaintext
-//! ones from memory), so that the loop's thread goes on parsing and running the next requests
-//! meanwhile.
+//! The TLS writer: a thread that finishes large TLS answers of inline calls, so that the loop's
+//! thread goes on parsing and running the next requests meanwhile.
 //!
 //! Why: a TLS answer cannot leave with `sendfile`; its file range is read, encrypted and
 //! written with `sendmsg` (`TlsLink::write_some`). For S14's 21 KB file that was about 35 % of
 //! the loop thread's time (benchmarks/results/2026-11-25-tls-measurements/), and the loop's
-//! one thread was the bound in req/s. A plaintext `[bytes]` answer is copied into the socket
-//! by its `writev` (S2's 21 KB app answer: one `sendmsg` per request on the loop's thread,
-//! benchmarks/results/2026-11-27-app-path/). An inline call whose answer (TLS, or plaintext
-//! without a file range) has at least [`TLS_WRITER_MIN`] bytes left leaves them in the
-//! connection's queue (`Sender::flush_pending`), and the connection, still away from the loop's
-//! table, is handed here instead of back to the loop when other connections are ready
-//! (`LoopCtx::write_away`). A plaintext file range never comes here: `sendfile` on the loop
-//! costs less than a hand-off.
+//! one thread was the bound in req/s. An inline call whose TLS answer has at least
+//! [`TLS_WRITER_MIN`] bytes left leaves them in the connection's queue
+//! (`Sender::flush_pending`), and the connection, still away from the loop's table, is handed
+//! here instead of back to the loop when other connections are ready (`LoopCtx::write_away`).
+//!
+//! Plaintext answers never come here. A file range leaves with `sendfile`, and an answer from
+//! memory (S2's 21 KB `[bytes]`) with one `writev` that costs the loop about 9 µs; waking this
+//! thread cost the loop 4-5 µs and the writer 7 more (a futex wake of a thread asleep on
+//! another core), so the hand-off bought 5-15 % more requests per second for a quarter more
+//! CPU per request (benchmarks/results/2026-11-28-plain-on-loop/).
 //!
 //! The writer only makes non-blocking writes, as the loop would, up to `FAIR_SHARE` bytes;
 //! then the connection goes back to the loop (`LoopCtx::return_conn`), all written or not. On
@@ -39,9 +40,10 @@ pub trait Owner: Send + Sync + 'static {
 }
 
 /// TLS answers with at least this many bytes left after an inline call are written by the
-/// writer thread. Below it the hand-off (a futex wake when the writer sleeps, the loop's look
-/// at the returned connection) costs about what the write does; a 21 KB file's write (read,
-/// encrypt, `sendmsg`) is about 35 µs on the loop's thread.
+/// writer thread. Below it the hand-off (a futex wake when the writer sleeps, about 12 µs of
+/// CPU between the two threads on the 2-vCPU VM of the benchmarks; the loop's look at the
+/// returned connection) costs about what the write does; a 21 KB file's write (read, encrypt,
+/// `sendmsg`) is about 35 µs on the loop's thread.
 pub const TLS_WRITER_MIN: u64 = 16 * 1024;
 
 /// The way to the writer thread, started at the first hand-off.

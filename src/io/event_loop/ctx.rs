@@ -159,15 +159,13 @@ impl LoopCtx {
         }
     }
 
-    /// After an inline call (the connection still away from the loop's table): an answer with
-    /// at least `TLS_WRITER_MIN` bytes left, over TLS or from memory (no file range, which
-    /// `sendfile` sends for less than a hand-off costs), goes to the writer thread, which gives
-    /// the connection back once written (`io::tls_writer`); `Some(conn)`: the loop takes it
-    /// back now, as before.
+    /// After an inline call (the connection still away from the loop's table): a TLS answer
+    /// with at least `TLS_WRITER_MIN` bytes left goes to the writer thread, which gives the
+    /// connection back once written (`io::tls_writer`); `Some(conn)`: the loop takes it back
+    /// now and writes it. A plaintext answer always stays: its `writev` or `sendfile` costs the
+    /// loop less than waking the writer does (see `io::tls_writer`).
     pub fn write_away(self: &Arc<Self>, conn: Box<Conn>) -> Option<Box<Conn>> {
-        if conn.out.pending() < TLS_WRITER_MIN
-            || (conn.tls.is_none() && conn.out.has_file())
-            || self.shutting_down()
+        if conn.out.pending() < TLS_WRITER_MIN || conn.tls.is_none() || self.shutting_down()
         {
             return Some(conn);
         }

@@ -454,17 +454,14 @@ impl Sender {
     fn flush_pending(&mut self, py: Python<'_>) -> Result<(), SendError> {
         let pending = self.out.pending();
         let tls = matches!(self.transport, Transport::Tls(_));
-        let to_writer = pending >= TLS_WRITER_MIN && (tls || !self.out.has_file());
-        if (pending >= DETACH_WRITE_MIN || to_writer) && holds_the_loop() {
-            // (From `TLS_WRITER_MIN` on, a TLS answer or one from memory is written by the
-            // writer thread once the call returns, while the loop's thread goes on with the next
-            // request (`io::tls_writer`): a 21 KB `[bytes]` answer's `writev` leaves the loop's
-            // thread for the second core, benchmarks/results/2026-11-27-app-path/.)
+        let after_call = pending >= TLS_WRITER_MIN && (tls || !self.out.has_file());
+        if (pending >= DETACH_WRITE_MIN || after_call) && holds_the_loop() {
             // An inline call on the loop's thread: the loop writes this as soon as the call
-            // returns, which is just as soon. Written here, the copy would run inside the
-            // call, and the watchdog, seeing a call outlast its tick, would go back to looking
-            // every 250 µs all through a stream of large responses (see `SPARSE_GAP` in
-            // `server::scheduler` for what those wake-ups cost).
+            // returns, which is just as soon (from `TLS_WRITER_MIN` on, a TLS answer goes to
+            // the writer thread instead, `io::tls_writer`). Written here, the copy would run
+            // inside the call, and the watchdog, seeing a call outlast its tick, would go back
+            // to looking every 250 µs all through a stream of large responses (see `SPARSE_GAP`
+            // in `server::scheduler` for what those wake-ups cost).
             return Ok(());
         }
         self.flush_local(py)
