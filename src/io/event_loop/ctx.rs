@@ -165,8 +165,7 @@ impl LoopCtx {
     /// now and writes it. A plaintext answer always stays: its `writev` or `sendfile` costs the
     /// loop less than waking the writer does (see `io::tls_writer`).
     pub fn write_away(self: &Arc<Self>, conn: Box<Conn>) -> Option<Box<Conn>> {
-        if conn.out.pending() < TLS_WRITER_MIN || conn.tls.is_none() || self.shutting_down()
-        {
+        if conn.out.pending() < TLS_WRITER_MIN || conn.tls.is_none() || self.shutting_down() {
             return Some(conn);
         }
         self.tls_writer.hand(conn, self);
