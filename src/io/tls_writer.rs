@@ -12,8 +12,9 @@
 //! Plaintext answers never come here. A file range leaves with `sendfile`, and an answer from
 //! memory (S2's 21 KB `[bytes]`) with one `writev` that costs the loop about 9 µs; waking this
 //! thread cost the loop 4-5 µs and the writer 7 more (a futex wake of a thread asleep on
-//! another core), so the hand-off bought 5-15 % more requests per second for a quarter more
-//! CPU per request (benchmarks/results/2026-11-28-plain-on-loop/).
+//! another core). On S2's app answer the hand-off gave 1.05× the requests per second in one
+//! run and 0.92× in another, at 1.3-1.5× the CPU per request
+//! (benchmarks/results/2026-11-28-plain-on-loop/).
 //!
 //! The writer only makes non-blocking writes, as the loop would, up to `FAIR_SHARE` bytes;
 //! then the connection goes back to the loop (`LoopCtx::return_conn`), all written or not. On
