@@ -277,6 +277,8 @@ pub(super) fn drive_loop(
     // while the loop ran on a thread named `sg-app`. (A thread taken over keeps the name until
     // its inline call returns.)
     let _ = super::prctl::name_this_thread("sg-loop");
+    // A pool thread handed the loop is `SCHED_OTHER` while it drives it (`wsgi::pool::batch`).
+    crate::wsgi::pool::batch::batch_this_thread(false);
     let mut st = Some(st);
     // Serve detached until the first call to run inline, and take the GIL only then: a
     // thread that takes the loop over from an inline call that holds the GIL inside one C call
@@ -307,6 +309,7 @@ pub(super) fn drive_loop(
         wakeup::ring(shared.done_fd);
     } else {
         let _ = super::prctl::name_this_thread("sg-app");
+        crate::wsgi::pool::batch::batch_this_thread(true);
     }
     end
 }

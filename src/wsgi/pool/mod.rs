@@ -16,6 +16,7 @@
 //! created once), so taking the GIL for a job costs a lock, not a thread-state allocation.
 
 pub mod admission;
+pub mod batch;
 mod climb;
 pub(crate) mod machine;
 mod route;

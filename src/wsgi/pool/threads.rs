@@ -113,6 +113,7 @@ impl<J: Send + 'static> Pool<J> {
         first: Option<(J, Option<Ticket>)>,
         warn: bool,
     ) {
+        super::batch::batch_this_thread(true);
         // Attach once for the thread's life (past the start gate: a burst of new threads would
         // otherwise all wait for the GIL here); jobs re-attach cheaply inside.
         super::attach_to_start(|py| {
