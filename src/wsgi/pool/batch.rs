@@ -9,8 +9,14 @@
 //! to ask, and each of those wake-ups, preempting the holder, left the holder runnable and the
 //! interpreter stopped until it ran again. Measured (S5's app, 1,000 clients of a 0.1 s sleep,
 //! `wrk -c1000`, three alternations each against the same build without it): in a cgroup of
-//! 1.5 CPUs +9-13% requests/s, without a cgroup +3-9% at a lower p99
-//! (`benchmarks/results/2026-11-29-batch/`).
+//! 1.5 CPUs +9-13% requests/s, without a cgroup +3-9% at a lower p99; in S18, against the build
+//! before in one run, S5 1.08-1.24× and S13's Django view 1.04-1.11× with and without a quota,
+//! at 10-20% less CPU per request (`benchmarks/results/2026-11-29-batch/`).
+//!
+//! What it costs: where other processes keep every CPU busy, a woken thread handed the GIL
+//! waits for a tick instead of preempting. S13's 300-client bursts on a view that opens a
+//! PostgreSQL connection per request, with the thread count raised by hand to 90 or 300, ran
+//! 0.32-0.51× the build before (both bimodal; level with `--threads auto`; same folder).
 //!
 //! Only the pool's threads: the event loop's thread (and a pool thread while it drives the
 //! loop, `server::drive`) stays `SCHED_OTHER`, so a request's arrival still preempts. A thread
