@@ -53,7 +53,7 @@ def threads_of(pid: int) -> Dict[int, str]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             names[int(task.name)] = (task / "comm").read_text().rstrip("\n")
-        except FileNotFoundError:  # the thread ended meanwhile
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended meanwhile
             pass
     return names
 
