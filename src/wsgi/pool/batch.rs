@@ -37,15 +37,15 @@ pub fn batch_this_thread(batch: bool) -> bool {
     unsafe { libc::sched_setscheduler(0, policy, &param) == 0 }
 }
 
-/// The calling thread's policy (`SCHED_BATCH`, `SCHED_OTHER`, …), or -1.
-pub fn policy_of_this_thread() -> i32 {
-    // SAFETY: pid 0 is the calling thread; no memory is passed.
-    unsafe { libc::sched_getscheduler(0) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calling thread's policy (`SCHED_BATCH`, `SCHED_OTHER`, …), or -1.
+    fn policy_of_this_thread() -> i32 {
+        // SAFETY: pid 0 is the calling thread; no memory is passed.
+        unsafe { libc::sched_getscheduler(0) }
+    }
 
     #[test]
     fn a_thread_goes_to_batch_and_back_and_its_children_inherit() {
