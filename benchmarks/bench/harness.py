@@ -57,6 +57,7 @@ class Mode:
     s12_busy: tuple[int, ...] = (2, 16)  # S12's probe cases: CPU-bound clients beside the probes
     s13_short: bool = False  # S13: c16 and c100 at CONN_MAX_AGE 0 and 60, peers 8 threads, no bursts
     s13_flask: bool = False  # S13: the Flask + SQLAlchemy cases only
+    s13_burst: bool = False  # S13: the 300-client bursts only
     s14_ab_requests: int = 4000  # S14 new-conn: requests of each ab run (a full handshake each)
     s14_big_s: float = 10.0  # S14 64 MiB: length of each run
     s15a_requests: int = 3000  # S15a: requests of each h2load run (gunicorn: a fifteenth, its

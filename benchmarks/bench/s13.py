@@ -300,12 +300,20 @@ def _flask(h: Harness, server: servers.Server, rnd: int, ours: bool) -> None:
              target, PATH, clients, 0)
 
 
+# The builds of this project: each runs our settings in every case (its defaults, or the
+# `--threads` a burst case gives it), so that a before/after of two builds compares like with like.
+OUR_BUILDS = ("sluicegate", "sluicegate-base", "sluicegate-w1")
+
+
 def s13(h: Harness, server: servers.Server, rnd: int) -> None:
-    ours = server.kind == "ours"
+    ours = server.name in OUR_BUILDS
     if h.mode.s13_flask:
         _flask(h, server, rnd, ours)
         return
-    if ours:
+    if h.mode.s13_burst:
+        _bursts(h, server, rnd, ours)
+        return
+    if server.kind == "ours":
         for conn_max_age in CONN_AGES:
             _alone(h, rnd, conn_max_age)
     for pool in PEER_POOLS:
@@ -319,6 +327,10 @@ def s13(h: Harness, server: servers.Server, rnd: int) -> None:
     if h.mode.s13_short:
         return
     _flask(h, server, rnd, ours)
+    _bursts(h, server, rnd, ours)
+
+
+def _bursts(h: Harness, server: servers.Server, rnd: int, ours: bool) -> None:
     slow = f"{PATH}?sleep={BURST_SLEEP_S:g}"
     target = servers.Target("s13_django", "/hello", b"hello", pool=None if ours else BURST_POOL)
     _one(h, server, rnd, f"burst c{BURST_CLIENTS} pg_sleep, peers {BURST_POOL} threads, ours defaults", target,

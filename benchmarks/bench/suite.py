@@ -60,9 +60,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--rounds", type=int, default=0, help="override the mode's round count")
     ap.add_argument("--tiny", action="store_true", help="every run of the mode cut to a minimum (with "
                     "--standing: the whole plan in minutes): proves the run works, measures nothing")
-    ap.add_argument("--s13", choices=("all", "short", "flask"), default="",
+    ap.add_argument("--s13", choices=("all", "short", "flask", "burst"), default="",
                     help="S13's cases: all (the mode's default but --standing's), short (the four Django "
-                    "cases, peers 8 threads: --standing's), flask (the Flask + SQLAlchemy cases only)")
+                    "cases, peers 8 threads: --standing's), flask (the Flask + SQLAlchemy cases only), burst (the "
+                    "300-client bursts only)")
     ap.add_argument("--out", type=Path, default=None, help="output directory (default results/<date>-<mode>)")
 
 
@@ -95,7 +96,8 @@ def mode_of(args: argparse.Namespace) -> harness.Mode:
     if args.rounds:
         mode = harness.Mode(**{**mode.__dict__, "rounds": args.rounds})
     if args.s13:
-        mode = harness.Mode(**{**mode.__dict__, "s13_short": args.s13 == "short", "s13_flask": args.s13 == "flask"})
+        mode = harness.Mode(**{**mode.__dict__, "s13_short": args.s13 == "short", "s13_flask": args.s13 == "flask",
+                                         "s13_burst": args.s13 == "burst"})
     return mode
 
 
