@@ -15,8 +15,9 @@
 //!
 //! What it costs: where other processes keep every CPU busy, a woken thread handed the GIL
 //! waits for a tick instead of preempting. S13's 300-client bursts on a view that opens a
-//! PostgreSQL connection per request, with the thread count raised by hand to 90 or 300, ran
-//! 0.32-0.51× the build before (both bimodal; level with `--threads auto`; same folder).
+//! PostgreSQL connection per request (PostgreSQL's forks keep both CPUs busy), with the thread
+//! count raised by hand to 90 or 300, ran 0.85× and 0.93× the build before, each build with
+//! the same `--threads`; 1.09× with `--threads auto` (`benchmarks/results/2026-11-29-bursts/`).
 //!
 //! Only the pool's threads: the event loop's thread (and a pool thread while it drives the
 //! loop, `server::drive`) stays `SCHED_OTHER`, so a request's arrival still preempts. A thread
