@@ -79,8 +79,9 @@ CAUSES: dict[tuple[str, str], str] = {
                                      "best peer (`2026-11-26-static-sendfile`)",
     ("S16", "hello world, (a)"): "nginx's one worker caps every server near 34,000 req/s (the S16 report's "
                                  "ceiling)",
-    ("S1", "64MiB"): "BBR, this machine's congestion control, paced the run's build on its kept-alive "
-                     "loopback connections; loopback listeners now leave it (`2026-11-28-unpaced`)",
+    ("S1", "64MiB file_wrapper"): "to a loopback client, a copy through user space is read faster than "
+                                  "`sendfile`'s pages, at several times the server's CPU; kept "
+                                  "zero-copy (`2026-11-28-s1big`)",
     ("S3", "2.5 MB in 8192 B"): "BBR, this machine's congestion control, paced the run's kept-alive "
                                 "loopback connections and not pyruvate's new one per answer; loopback "
                                 "listeners now leave it (`2026-11-28-unpaced`)",
