@@ -314,6 +314,8 @@ SERVERS: dict[str, Server] = {s.name: s for s in (
 )}
 
 # Servers with a static-file feature of their own (S2's "static" cases).
+# The builds of this project (this tree, another build, one worker): they take sluicegate's options.
+OUR_BUILDS = ("sluicegate", "sluicegate-base", "sluicegate-w1")
 STATIC_FEATURE = frozenset({"sluicegate", "sluicegate-base", "sluicegate-w1", "uwsgi", "mod_wsgi", "granian", "nginx"})
 # Servers that run several worker processes of one app (S9's and S10's 2 workers).
 WORKER_PROCESSES = frozenset({"sluicegate", "sluicegate-base", "sluicegate-w1", "gunicorn-gthread", "gunicorn-sync",
@@ -331,7 +333,7 @@ def _install_record() -> dict:
 
 @functools.cache
 def _available(name: str) -> tuple[bool, str]:
-    if name in ("sluicegate", "sluicegate-base", "sluicegate-w1"):
+    if name in OUR_BUILDS:
         py = _sluicegate_py(name)
         if py is None:
             return False, "SLUICEGATE_BASE_PY is not set (the Python of the other build's venv)"
@@ -355,7 +357,7 @@ def _available(name: str) -> tuple[bool, str]:
 
 @functools.cache
 def _version(name: str) -> str | None:
-    if name in ("sluicegate", "sluicegate-base", "sluicegate-w1"):
+    if name in OUR_BUILDS:
         r = subprocess.run([str(_sluicegate_py(name)), "-c",
                             "import importlib.metadata as m; print(m.version('sluicegate'))"],
                            capture_output=True, text=True, timeout=60)

@@ -300,13 +300,10 @@ def _flask(h: Harness, server: servers.Server, rnd: int, ours: bool) -> None:
              target, PATH, clients, 0)
 
 
-# The builds of this project: each runs our settings in every case (its defaults, or the
-# `--threads` a burst case gives it), so that a before/after of two builds compares like with like.
-OUR_BUILDS = ("sluicegate", "sluicegate-base", "sluicegate-w1")
-
-
 def s13(h: Harness, server: servers.Server, rnd: int) -> None:
-    ours = server.name in OUR_BUILDS
+    # Every build of this project runs our settings in every case (its defaults, or the
+    # `--threads` a burst case gives it), so that a before/after of two builds compares like with like.
+    ours = server.name in servers.OUR_BUILDS
     if h.mode.s13_flask:
         _flask(h, server, rnd, ours)
         return

@@ -97,7 +97,7 @@ def mode_of(args: argparse.Namespace) -> harness.Mode:
         mode = harness.Mode(**{**mode.__dict__, "rounds": args.rounds})
     if args.s13:
         mode = harness.Mode(**{**mode.__dict__, "s13_short": args.s13 == "short", "s13_flask": args.s13 == "flask",
-                                         "s13_burst": args.s13 == "burst"})
+                               "s13_burst": args.s13 == "burst"})
     return mode
 
 
