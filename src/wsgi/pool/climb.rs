@@ -17,17 +17,16 @@
 //! back and stays there for a while (`HOLD_FIRST`, doubling per failed trial up to `HOLD_MOST`).
 //!
 //! The room also comes down, the same way: while the app threads keep the interpreter busy and
-//! calls wait for room, as a trial (`may_shrink`): first straight to `DOWN_FLOOR`, then, once
-//! that did not pay, to half, then by one once a halving did not pay (`Stride`); kept if the
-//! completion rate held (within `DOWN_GIVE` of the best rate of the descent so
-//! far), else undone and held like a growth that did not pay. A thread in the room beyond what
-//! keeps the interpreter busy only adds GIL hand-offs and a database connection, and one thread
-//! alone hands the GIL to nobody: measured (S13, Django with kept connections on 2 cores shared
-//! with PostgreSQL, 16 clients), a room of 1 ran 459-476 requests/s at 1.88-1.95 ms of server
-//! CPU each, a room of 2 442-465 at 2.15-2.26 ms, a room of 8 417-448 at 2.21-2.38 ms. The
-//! first trial reaches 1 from 8 in one step, about 500 calls into a load (halving took three
-//! trials, about 1,100 calls, most of a short run). Not below `DOWN_FLOOR`. (With a connection per request the interpreter is not the limit, 0.5-0.6 of
-//! a core: the room stays.)
+//! calls wait for room, as a trial (`may_shrink`): first straight to `DOWN_FLOOR`, then, once that
+//! did not pay, to half, then by one once a halving did not pay (`Stride`); kept if the completion
+//! rate held (within `DOWN_GIVE` of the descent's best rate so far), else undone and held like a
+//! growth that did not pay. A thread in the room beyond what keeps the interpreter busy only adds
+//! GIL hand-offs and a database connection: measured (S13, Django with kept connections on 2 cores
+//! shared with PostgreSQL, 16 clients, an Intel host), a room of 2 ran 442-465 requests/s at
+//! 2.15-2.26 ms of server CPU each, a room of 8 417-448 at 2.21-2.38 ms. The first trial reaches
+//! `DOWN_FLOOR` from 8 in one step, about 500 calls in (halving took three trials, about 1,100
+//! calls). Not below it. (With a connection per request the interpreter is not the limit, 0.5-0.6
+//! of a core: the room stays.)
 //!
 //! Plain data and functions (the caller passes the clock), unit-tested below.
 
@@ -88,10 +87,15 @@ pub const HOLD_MOST: Duration = Duration::from_secs(16);
 /// differ by a little.
 pub const DOWN_GIVE: f64 = 0.03;
 
-/// The smallest room a descent reaches: one call in flight, so nobody waits for the GIL. A
-/// call that then waits long (a slow query) leaves the interpreter idle, and the watcher gives
-/// the room back one at a time (`watch`: `Pool::give_back`).
-pub const DOWN_FLOOR: usize = 1;
+/// The smallest room a descent reaches: two calls in flight, one running Python while the other
+/// waits on its database. One call alone hands the GIL to nobody but leaves the interpreter idle
+/// for its every wait, and a room of one is never left (it reads as a busy interpreter: no growth).
+/// Measured (S18's `django`, 16 clients, kept connections, an AMD host, 6 interleaved rounds): a
+/// floor of one ran the process at 0.86-0.97 of a core, 301 requests/s in a 1.5-CPU quota (319
+/// without); two at 1.0-1.02, as uWSGI's 8 threads, 352 (346) at the same CPU per request (2,888
+/// against 2,932 µs); an Intel host had read one at 459-476, two at 442-465. A call that waits long
+/// idles the interpreter: the watcher gives room back one at a time (`watch`: `Pool::give_back`).
+pub const DOWN_FLOOR: usize = 2;
 
 /// The fewest calls the rate after a change under trial is measured over (`SPAN_DONE` for the
 /// rate before it, which is measured over the whole span at the present room): the rate a

@@ -1,6 +1,7 @@
 //! Unit tests of admission's bookkeeping and judgements (no threads, no clocks).
 
 use super::*;
+use crate::wsgi::pool::climb::DOWN_FLOOR;
 
 const MS: Duration = Duration::from_millis(1);
 const FAST: u64 = 1;
@@ -195,9 +196,17 @@ fn a_descent_goes_below_the_floor_and_is_given_back_up_to_it() {
         a.settle_blocking(t, MS);
     }
     assert!(a.descend_blocking(t, 0.9));
-    assert_eq!(a.blocking_limit(), 1, "straight to one call in flight");
+    assert_eq!(
+        a.blocking_limit(),
+        DOWN_FLOOR,
+        "straight to the descent's floor"
+    );
     a.step_blocking(false);
-    assert_eq!(a.blocking_limit(), 1, "no convoy rule below the floor");
+    assert_eq!(
+        a.blocking_limit(),
+        DOWN_FLOOR,
+        "no convoy rule below the floor"
+    );
     for _ in 0..BLOCKING_FLOOR {
         a.step_blocking(true);
     }
@@ -455,7 +464,7 @@ fn paths_that_differ_only_in_ids_are_one_route() {
 
 /// A room of hundreds of calls in flight, each using a thousandth of a core (calls that sleep),
 /// does not descend however busy the app threads' share reads: those calls wait on something
-/// other than the interpreter, and a room of one would run one at a time while the rest queue.
+/// other than the interpreter, and a room of two would run two at a time while the rest queue.
 /// A room of a few calls at the same share (a busy interpreter's) still does.
 #[test]
 fn calls_that_each_use_little_of_a_busy_share_do_not_descend() {
@@ -472,5 +481,5 @@ fn calls_that_each_use_little_of_a_busy_share_do_not_descend() {
     assert_eq!(a.blocking_limit(), 500);
     a.set_room(8);
     assert!(a.descend_blocking(t, 0.9), "0.9 of a core over 8 calls");
-    assert_eq!(a.blocking_limit(), 1);
+    assert_eq!(a.blocking_limit(), DOWN_FLOOR);
 }
