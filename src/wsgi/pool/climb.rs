@@ -87,14 +87,14 @@ pub const HOLD_MOST: Duration = Duration::from_secs(16);
 /// differ by a little.
 pub const DOWN_GIVE: f64 = 0.03;
 
-/// The smallest room a descent reaches: two calls in flight, one running Python while the other
-/// waits on its database. One call alone hands the GIL to nobody but leaves the interpreter idle
-/// for its every wait, and a room of one is never left (it reads as a busy interpreter: no growth).
-/// Measured (S18's `django`, 16 clients, kept connections, an AMD host, 6 interleaved rounds): a
-/// floor of one ran the process at 0.86-0.97 of a core, 301 requests/s in a 1.5-CPU quota (319
-/// without); two at 1.0-1.02, as uWSGI's 8 threads, 352 (346) at the same CPU per request (2,888
-/// against 2,932 µs); an Intel host had read one at 459-476, two at 442-465. A call that waits long
-/// idles the interpreter: the watcher gives room back one at a time (`watch`: `Pool::give_back`).
+/// The smallest room a descent reaches: two calls, one running Python while the other waits on its
+/// database. One alone hands the GIL to nobody but idles the interpreter through its every wait,
+/// and a room of one reads as busy, so it never grows again. Measured (S18's `django`, 16 clients,
+/// kept connections, AMD host, 6 rounds): floor 1 ran 0.86-0.97 of a core, 301 req/s at 1.5 CPUs
+/// (319 without a quota); floor 2 1.0-1.02, as uWSGI's 8 threads, 352 (346) at the same CPU per
+/// request (Intel: 459-476 at one, 442-465 at two). The cost, for calls that only compute (S12, 16
+/// clients of 30 ms): the loop's inline call waits behind two GIL askers, p99 10.3 against 7.4 ms.
+/// Calls waiting long get room back one at a time (`watch`: `Pool::give_back`).
 pub const DOWN_FLOOR: usize = 2;
 
 /// The fewest calls the rate after a change under trial is measured over (`SPAN_DONE` for the
