@@ -313,13 +313,13 @@ SERVERS: dict[str, Server] = {s.name: s for s in (
     Server("nginx", "anchor", None, "nginx serving the same bytes (the loopback/load-generator limit)"),
 )}
 
-# Servers with a static-file feature of their own (S2's "static" cases).
 # The builds of this project (this tree, another build, one worker): they take sluicegate's options.
 OUR_BUILDS = ("sluicegate", "sluicegate-base", "sluicegate-w1")
-STATIC_FEATURE = frozenset({"sluicegate", "sluicegate-base", "sluicegate-w1", "uwsgi", "mod_wsgi", "granian", "nginx"})
+# Servers with a static-file feature of their own (S2's "static" cases).
+STATIC_FEATURE = frozenset({*OUR_BUILDS, "uwsgi", "mod_wsgi", "granian", "nginx"})
 # Servers that run several worker processes of one app (S9's and S10's 2 workers).
-WORKER_PROCESSES = frozenset({"sluicegate", "sluicegate-base", "sluicegate-w1", "gunicorn-gthread", "gunicorn-sync",
-                              "gunicorn-gevent", "uwsgi", "mod_wsgi", "granian"})
+WORKER_PROCESSES = frozenset({*OUR_BUILDS, "gunicorn-gthread", "gunicorn-sync", "gunicorn-gevent", "uwsgi",
+                              "mod_wsgi", "granian"})
 QUICK_DEFAULT = ("sluicegate", "bjoern", "gunicorn-gthread", "nginx")  # nginx: the anchor, cheap
 
 
