@@ -92,9 +92,9 @@ pub const DOWN_GIVE: f64 = 0.03;
 /// and a room of one reads as busy, so it never grows again. Measured (S18's `django`, 16 clients,
 /// kept connections, AMD host, 6 rounds): floor 1 ran 0.86-0.97 of a core, 301 req/s at 1.5 CPUs
 /// (319 without a quota); floor 2 1.0-1.02, as uWSGI's 8 threads, 352 (346) at the same CPU per
-/// request (Intel: 459-476 at one, 442-465 at two). The cost, for calls that only compute (S12, 16
-/// clients of 30 ms): the loop's inline call waits behind two GIL askers, p99 10.3 against 7.4 ms.
-/// Calls waiting long get room back one at a time (`watch`: `Pool::give_back`).
+/// request (Intel: 459-476 at one, 442-465 at two). Calls that only compute never meet it: not
+/// blocked in a system call, they run in the long class (S12's 16 clients of 200 ms: none admitted
+/// to this room, 8 throughout). Calls waiting long get room back one by one (`Pool::give_back`).
 pub const DOWN_FLOOR: usize = 2;
 
 /// The fewest calls the rate after a change under trial is measured over (`SPAN_DONE` for the
