@@ -27,6 +27,7 @@ import pytest
 from tests.conftest import PYTHON
 from tests.helpers import wait_for
 from tests.http_util import Conn, request_bytes
+from tests.strace_util import straced
 
 WAITING = 8  # calls sent while the GIL is held
 START_WAITERS = 2  # `wsgi::pool::start_gate::START_WAITERS`
@@ -63,10 +64,10 @@ def futex_waiters(pid: int) -> Counter:
     return seen
 
 
-def stop_calls_and_count(srv) -> tuple:
-    """Hold the GIL with one call, send `WAITING` more, and count where they sleep before they
-    start: (on the GIL, on the most shared other futex). Then let the GIL go and check that
-    every call is answered."""
+def stop_calls_and_count(srv, path: str = "/hello") -> tuple:
+    """Hold the GIL with one call, send `WAITING` more (to `path`), and count where they sleep
+    before they start: (on the GIL, on the most shared other futex). Then let the GIL go and
+    check that every call is answered."""
     fifo = srv.state_path("hold-fifo")
     os.mkfifo(fifo)
     answers: dict = {}
@@ -78,7 +79,7 @@ def stop_calls_and_count(srv) -> tuple:
 
     holder = threading.Thread(target=call, args=("hold", "/hold"))
     holder.start()
-    others = [threading.Thread(target=call, args=(f"c{i}", "/hello")) for i in range(WAITING)]
+    others = [threading.Thread(target=call, args=(f"c{i}", path)) for i in range(WAITING)]
     try:
         srv.wait_marks("hold-started", 1)
         for t in others:
@@ -150,3 +151,48 @@ def test_auto_engages_the_gate_on_fewer_cpus_than_the_machine(start_server):
     on_gil, on_gate = stop_calls_and_count(srv)
     assert on_gil <= START_WAITERS, f"{on_gil} threads wait on the GIL to start"
     assert on_gate >= WAITING - START_WAITERS
+
+
+def first_block_writers(pid: int, trace: str) -> Counter:
+    """Who wrote each `/gen` answer's head and first block, by thread name (`sg-app`: the call's
+    own thread; `sg-loop`: the event loop), from an strace of the server's writes."""
+    names = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            names[task.name] = (task / "comm").read_text().strip()
+        except OSError:
+            continue
+    seen: Counter = Counter()
+    for line in Path(trace).read_text().splitlines():
+        if "HTTP/1.1 200 OK" in line and "Content-Length: 5" in line:
+            seen[names.get(line.split()[0], "?")] += 1
+    return seen
+
+
+@pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")
+def test_while_calls_wait_to_start_the_loop_writes_a_first_block(start_server, tmp_path):
+    """A generator's first block was written by the call's thread with the GIL held; through
+    loopback TCP that send (the receiving side's work included) was 18% of the app threads' CPU
+    with hundreds of sleeping calls waiting for the GIL (S5's app). While calls wait to start,
+    the loop writes it instead: the GIL held, eight calls to a generator sent, then let go; the
+    first ones to start find the others waiting, and their heads and first blocks leave from
+    `sg-loop`. Every answer arrives whole (`stop_calls_and_count`)."""
+    srv = start_server("gil_held", *POOL, "--start-gate", "on")
+    trace = str(tmp_path / "strace.out")
+    with straced(srv.pid, trace):
+        stop_calls_and_count(srv, "/gen")
+    by = first_block_writers(srv.pid, trace)
+    assert sum(by.values()) == WAITING, by
+    assert by["sg-loop"] >= WAITING - 2 * START_WAITERS, by
+
+
+@pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")
+def test_with_no_call_waiting_the_call_writes_its_own_first_block(start_server, tmp_path):
+    """`--start-gate off`: no gate counts who waits, so each call writes its head and first
+    block itself, in one write, as every call does when none waits."""
+    srv = start_server("gil_held", *POOL, "--start-gate", "off")
+    trace = str(tmp_path / "strace.out")
+    with straced(srv.pid, trace):
+        stop_calls_and_count(srv, "/gen")
+    by = first_block_writers(srv.pid, trace)
+    assert by == Counter({"sg-app": WAITING}), by

@@ -11,6 +11,8 @@
   ``hold-started`` before it), then the same read as ``/hold`` between two blocks, then
   ``released``. The loop is handed to another thread at the second block, while the GIL is
   held from there into the read.
+- ``/gen``: ``hello`` from a generator, in two blocks (``hel``, ``lo``): a streaming answer whose
+  first block the server may write itself or hand to the loop.
 - anything else: answers ``hello``.
 """
 
@@ -43,7 +45,15 @@ def _stream(fd: int):
     yield b"released" if got == 1 else b"read failed"
 
 
+def _gen():
+    yield b"hel"
+    yield b"lo"
+
+
 def app(environ, start_response):
+    if environ["PATH_INFO"] == "/gen":
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "5")])
+        return _gen()
     if environ["PATH_INFO"] == "/hold-stream":
         fd = os.open(os.path.join(STATE_DIR, "hold-fifo"), os.O_RDWR)
         start_response("200 OK", [("Content-Type", "text/plain")])

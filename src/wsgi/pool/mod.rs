@@ -33,7 +33,9 @@ use crate::clock::clock_time;
 use admission::{Admission, AdmissionStats, Class, Waiting};
 #[cfg(test)]
 pub(crate) use climb::MACHINE_IDLE_LEAST;
-pub use start_gate::{attach_to_start, note_allowance, set_policy as set_start_gate};
+pub use start_gate::{
+    attach_to_start, crowded as start_crowded, note_allowance, set_policy as set_start_gate,
+};
 
 /// An idle thread with no work for this long exits (while more than `min` threads exist).
 const IDLE_EXIT: Duration = Duration::from_secs(30);

@@ -15,6 +15,10 @@
 //! One gate per process, as there is one GIL. Uncontended (fewer waiting than it has places),
 //! passing costs one lock and unlock each way and no system call.
 //!
+//! Whether calls wait to start (`crowded`: past the gate for the GIL, or asleep on it) also
+//! tells a call's sender to leave its first block to the loop (`wsgi::sender`): a send holds
+//! the GIL they wait for.
+//!
 //! How many places (`--start-gate`, [`set_policy`]): `START_WAITERS` under `on`, none (no
 //! gate) under `off`, and under `auto` (the default) `START_WAITERS` while the process has fewer
 //! CPUs than the machine (a CPU quota or a cpuset, `observe::allowance`: read when the server
@@ -59,6 +63,17 @@ struct StartGate {
 
 /// The process's gate (the GIL is the process's).
 static GATE: StartGate = StartGate::new();
+
+/// Threads past the gate or asleep on it (`State::waiting` + `State::asleep`), kept beside the
+/// state for a read without its lock (`crowded`).
+static CROWD: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether calls wait to start now (at the gate or past it, for the GIL): the GIL is wanted by
+/// more threads than hold it, and what a holder does in the kernel keeps them all waiting.
+/// Always false without a gate (`--start-gate off`).
+pub fn crowded() -> bool {
+    CROWD.load(Ordering::Relaxed) > 0
+}
 
 /// `--start-gate` as the server set it (a [`GatePolicy`] as its place in `GatePolicy::ALL`).
 static POLICY: AtomicU8 = AtomicU8::new(0);
@@ -134,10 +149,12 @@ impl StartGate {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while st.waiting >= places {
             st.asleep += 1;
+            CROWD.store(st.waiting + st.asleep, Ordering::Relaxed);
             st = self.turn.wait(st).unwrap_or_else(|e| e.into_inner());
             st.asleep -= 1;
         }
         st.waiting += 1;
+        CROWD.store(st.waiting + st.asleep, Ordering::Relaxed);
         Place(self)
     }
 
@@ -152,6 +169,7 @@ impl Drop for Place<'_> {
     fn drop(&mut self) {
         let mut st = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
         st.waiting -= 1;
+        CROWD.store(st.waiting + st.asleep, Ordering::Relaxed);
         let wake = st.asleep > 0;
         drop(st);
         if wake {

@@ -317,12 +317,15 @@ impl Sender {
         self.blocks += 1;
         let over;
         if self.blocks == 1 && self.shared().is_none() {
-            // The first block: written here, at once, usually in one writev with the head.
+            // The first block: written here, at once, usually in one writev with the head;
+            // by the loop where calls wait for the GIL this thread holds (`start_crowded`).
             let mut q = self.encode_block(block)?;
             self.out.append(&mut q);
-            self.flush_local(py)?;
-            if self.out.is_empty() {
-                return Ok(());
+            if holds_the_loop() || !crate::wsgi::pool::start_crowded() {
+                self.flush_local(py)?;
+                if self.out.is_empty() {
+                    return Ok(());
+                }
             }
             // The socket did not take it all: the loop sends the rest (the thread moves on).
             self.start_sharing();
