@@ -174,7 +174,8 @@ def test_while_calls_wait_to_start_the_loop_writes_a_first_block(start_server, t
     """A generator's first block was written by the call's thread with the GIL held; through
     loopback TCP that send (the receiving side's work included) was 18% of the app threads' CPU
     with hundreds of sleeping calls waiting for the GIL (S5's app). While calls wait to start,
-    the loop writes it instead: the GIL held, eight calls to a generator sent, then let go; the
+    the loop writes it instead where the response streams anyway (its declared length not all
+    sent): the GIL held, eight calls to a generator sent, then let go; the
     first ones to start find the others waiting, and their heads and first blocks leave from
     `sg-loop`. Every answer arrives whole (`stop_calls_and_count`)."""
     srv = start_server("gil_held", *POOL, "--start-gate", "on")
@@ -184,6 +185,20 @@ def test_while_calls_wait_to_start_the_loop_writes_a_first_block(start_server, t
     by = first_block_writers(srv.pid, trace)
     assert sum(by.values()) == WAITING, by
     assert by["sg-loop"] >= WAITING - 2 * START_WAITERS, by
+
+
+@pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")
+def test_a_body_complete_in_its_first_block_is_written_by_its_call(start_server, tmp_path):
+    """The same crowd, but each generator yields its whole declared body at once (as Django's
+    and Flask's answers do): nothing will stream, so each call writes its own answer in one
+    write; handed to the loop, the shared queue and the loop's wake-up cost more than the
+    send."""
+    srv = start_server("gil_held", *POOL, "--start-gate", "on")
+    trace = str(tmp_path / "strace.out")
+    with straced(srv.pid, trace):
+        stop_calls_and_count(srv, "/gen-whole")
+    by = first_block_writers(srv.pid, trace)
+    assert by == Counter({"sg-app": WAITING}), by
 
 
 @pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")

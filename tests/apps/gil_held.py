@@ -13,6 +13,8 @@
   held from there into the read.
 - ``/gen``: ``hello`` from a generator, in two blocks (``hel``, ``lo``): a streaming answer whose
   first block the server may write itself or hand to the loop.
+- ``/gen-whole``: ``hello`` from a generator in one block, its declared length all sent: a
+  body complete in its first block.
 - anything else: answers ``hello``.
 """
 
@@ -50,10 +52,14 @@ def _gen():
     yield b"lo"
 
 
+def _whole():
+    yield b"hello"
+
+
 def app(environ, start_response):
-    if environ["PATH_INFO"] == "/gen":
+    if environ["PATH_INFO"] in ("/gen", "/gen-whole"):
         start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "5")])
-        return _gen()
+        return _gen() if environ["PATH_INFO"] == "/gen" else _whole()
     if environ["PATH_INFO"] == "/hold-stream":
         fd = os.open(os.path.join(STATE_DIR, "hold-fifo"), os.O_RDWR)
         start_response("200 OK", [("Content-Type", "text/plain")])

@@ -318,10 +318,15 @@ impl Sender {
         let over;
         if self.blocks == 1 && self.shared().is_none() {
             // The first block: written here, at once, usually in one writev with the head;
-            // by the loop where calls wait for the GIL this thread holds (`start_crowded`).
+            // by the loop where the response streams anyway (its declared length is not all
+            // sent) and other calls wait for the GIL this thread holds (`start_crowded`). A
+            // body complete in its first block (Django's and Flask's answers) is written here,
+            // in one write: handed to the loop, the shared queue's setup and the loop's wake-up
+            // would cost it more than the send.
             let mut q = self.encode_block(block)?;
             self.out.append(&mut q);
-            if holds_the_loop() || !crate::wsgi::pool::start_crowded() {
+            let streams = matches!(self.framing, ResponseFraming::Length(n) if self.body_bytes < n);
+            if holds_the_loop() || !streams || !crate::wsgi::pool::start_crowded() {
                 self.flush_local(py)?;
                 if self.out.is_empty() {
                     return Ok(());
