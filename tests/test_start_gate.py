@@ -169,6 +169,16 @@ def first_block_writers(pid: int, trace: str) -> Counter:
     return seen
 
 
+def first_block_writers_of(start_server, tmp_path, gate: str, path: str) -> Counter:
+    """`first_block_writers` of `WAITING` calls to `path`, stopped and let go as in
+    `stop_calls_and_count`, on a pool server with `--start-gate gate`."""
+    srv = start_server("gil_held", *POOL, "--start-gate", gate)
+    trace = str(tmp_path / "strace.out")
+    with straced(srv.pid, trace):
+        stop_calls_and_count(srv, path)
+    return first_block_writers(srv.pid, trace)
+
+
 @pytest.mark.skipif(SYS_FUTEX is None, reason="futex's system call number not known here")
 def test_while_calls_wait_to_start_the_loop_writes_a_first_block(start_server, tmp_path):
     """A generator's first block was written by the call's thread with the GIL held; through
@@ -178,11 +188,7 @@ def test_while_calls_wait_to_start_the_loop_writes_a_first_block(start_server, t
     sent): the GIL held, eight calls to a generator sent, then let go; the
     first ones to start find the others waiting, and their heads and first blocks leave from
     `sg-loop`. Every answer arrives whole (`stop_calls_and_count`)."""
-    srv = start_server("gil_held", *POOL, "--start-gate", "on")
-    trace = str(tmp_path / "strace.out")
-    with straced(srv.pid, trace):
-        stop_calls_and_count(srv, "/gen")
-    by = first_block_writers(srv.pid, trace)
+    by = first_block_writers_of(start_server, tmp_path, "on", "/gen")
     assert sum(by.values()) == WAITING, by
     assert by["sg-loop"] >= WAITING - 2 * START_WAITERS, by
 
@@ -193,11 +199,7 @@ def test_a_body_complete_in_its_first_block_is_written_by_its_call(start_server,
     and Flask's answers do): nothing will stream, so each call writes its own answer in one
     write; handed to the loop, the shared queue and the loop's wake-up cost more than the
     send."""
-    srv = start_server("gil_held", *POOL, "--start-gate", "on")
-    trace = str(tmp_path / "strace.out")
-    with straced(srv.pid, trace):
-        stop_calls_and_count(srv, "/gen-whole")
-    by = first_block_writers(srv.pid, trace)
+    by = first_block_writers_of(start_server, tmp_path, "on", "/gen-whole")
     assert by == Counter({"sg-app": WAITING}), by
 
 
@@ -205,9 +207,5 @@ def test_a_body_complete_in_its_first_block_is_written_by_its_call(start_server,
 def test_with_no_call_waiting_the_call_writes_its_own_first_block(start_server, tmp_path):
     """`--start-gate off`: no gate counts who waits, so each call writes its head and first
     block itself, in one write, as every call does when none waits."""
-    srv = start_server("gil_held", *POOL, "--start-gate", "off")
-    trace = str(tmp_path / "strace.out")
-    with straced(srv.pid, trace):
-        stop_calls_and_count(srv, "/gen")
-    by = first_block_writers(srv.pid, trace)
+    by = first_block_writers_of(start_server, tmp_path, "off", "/gen")
     assert by == Counter({"sg-app": WAITING}), by

@@ -332,7 +332,8 @@ impl Sender {
                     return Ok(());
                 }
             }
-            // The socket did not take it all: the loop sends the rest (the thread moves on).
+            // Left to the loop, or the socket did not take it all: the loop sends the rest
+            // (the thread moves on).
             self.start_sharing();
             over = self.out_backlog() > self.high_water;
         } else {
