@@ -19,6 +19,13 @@ def _lines(path: Path):
         return []
 
 
+def _pid_in(path: Path):
+    """The pid a shell wrote to `path`, or None: one read, since `echo $! > path` truncates
+    the file before it writes, and a second read may find it empty."""
+    lines = _lines(path)
+    return int(lines[0]) if len(lines) == 1 else None
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -87,14 +94,12 @@ def test_smart_attach_daemon_watches_its_pid_file_and_outlives_the_server(start_
     command = (f"echo start >> {starts}; sleep 1000 </dev/null >/dev/null 2>&1 & "
                f"echo $! > {pidfile}")
     srv = start_server("workers", "--smart-attach-daemon", f"{pidfile} {command}")
-    wait_for(lambda: len(_lines(pidfile)) == 1 and _alive(int(_lines(pidfile)[0])),
-             "the smart command's pid file")
-    first = int(_lines(pidfile)[0])
+    first = wait_for(lambda: (pid := _pid_in(pidfile)) and _alive(pid) and pid,
+                     "the smart command's pid file")
     try:
         os.kill(first, signal.SIGKILL)
-        wait_for(lambda: _lines(pidfile) and int(_lines(pidfile)[0]) != first,
-                 "the smart command started again", timeout=30)
-        second = int(_lines(pidfile)[0])
+        second = wait_for(lambda: (pid := _pid_in(pidfile)) not in (None, first) and pid,
+                          "the smart command started again", timeout=30)
         assert len(_lines(starts)) == 2
         assert srv.stop() == 0
         assert _alive(second), "uWSGI leaves a smart-attach-daemon command running"
