@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,31 @@ def test_a_throttled_inline_call_is_not_taken_for_a_blocking_one(cgroup, start_s
     assert m["sluicegate_takeovers_total"] == 0
     assert m["sluicegate_pool_calls_total"] == 0
     assert m["sluicegate_inline_calls_total"] >= 400
+
+
+def test_the_start_gate_narrows_while_the_quota_throttles(cgroup, start_server):
+    """`--start-gate auto` gave two places under any quota below the machine; a quota the
+    process stays under leaves its threads to run as on the whole machine, and there two cost
+    S5's sleeping app 14% of its rate (benchmarks/results/2026-11-29-gate-unbound/). Now: 16
+    while the quota does not throttle, two from the watchdog's first reading that sees the
+    cgroup throttled (a process of the same cgroup spinning past the quota), 16 again once a
+    reading sees no more."""
+    mport = free_port()
+    d = cgroup(0.5)
+    srv = start_server(None, command=in_cgroup(
+        d, PYTHON, "-m", "sluicegate", "--bind", "127.0.0.1:0", "--scheduler", "pool",
+        "--metrics-bind", f"127.0.0.1:{mport}", "tests.apps.hello:app"))
+    wait_for(lambda: _scrapes(mport), "the metrics listener")
+    places = lambda: metrics(mport).get("sluicegate_start_gate_places")  # noqa: E731
+    wait_for(lambda: places() == 16, "16 places under a quota that does not throttle")
+    spinner = subprocess.Popen(in_cgroup(d, PYTHON, "-c", "while True: pass"))
+    try:
+        wait_for(lambda: places() == 2, "two places while the quota throttles", timeout=30)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    wait_for(lambda: places() == 16, "16 again once it no longer throttles", timeout=30)
+    assert srv.pid
 
 
 @pytest.mark.parametrize("workers", [[], ["--workers", "1"]], ids=["single", "master"])

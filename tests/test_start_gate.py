@@ -5,8 +5,8 @@ starting at once (a sleeping app's clients after a CPU quota's pause) their wake
 of the server's context switches. So at most two calls wait for the GIL to start
 (`wsgi/pool/start_gate.rs`, `START_WAITERS`); the others sleep on the gate's own condition
 variable until a place frees. `--start-gate` sets the places: `on` two, `off` none, `auto` (the
-default) two while the process has fewer CPUs than the machine (a quota or a cpuset), 16 on all
-of them.
+default) two while the allowance binds (a cpuset below the machine, or a quota that throttled
+since the last reading: `tests/test_allowance.py`), 16 otherwise.
 
 The fixture (`tests/apps/gil_held.py`) holds the GIL inside one C call until the test writes
 to a FIFO, so every call sent meanwhile is stopped where it waits to start, with no timing

@@ -19,7 +19,7 @@ DOCUMENTED_KEYS = {
     "takeovers", "preemptions", "handoffs", "mode", "threads", "busy_threads", "max_runnable",
     "runnable_short", "runnable_long", "runnable_short_peak", "runnable_long_peak", "admission_queue",
     "admission_waits", "demotions", "lengthened", "admitted_blocking", "fast_first",
-    "blocking_room", "blocking_room_least",
+    "blocking_room", "blocking_room_least", "start_gate_places",
     "static_cache_files", "static_cache_bytes", "static_cache_hits",
 }
 

@@ -153,7 +153,8 @@ class Server:
         long and moved to the long class), admitted_blocking (calls admitted at once because
         their route was seen blocked), fast_first (long calls that waited for admitted fast
         calls to run first), blocking_room and blocking_room_least (how many calls to routes
-        seen blocked may be in flight at once, now and at the least so far); with --static,
+        seen blocked may be in flight at once, now and at the least so far), start_gate_places
+        (pool calls that may wait for the GIL to start at once, --start-gate; 0: no gate); with --static,
         static_cache_files and static_cache_bytes (small files kept in memory, and the memory
         they take) and static_cache_hits (answers sent from that memory)."""
 

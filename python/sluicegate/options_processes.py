@@ -232,9 +232,10 @@ THREADS: Tuple[Option, ...] = (
         "start_gate", parse_start_gate, "auto",
         "How many pool calls may wait for the GIL to start at once; the others sleep on the "
         "server's own gate until woken once, where CPython's GIL waiters each wake every 5 ms. "
-        "auto: 2 while the process has fewer CPUs than the machine (a CPU quota or a cpuset, "
-        "read again every second), where a throttled period leaves many calls runnable at "
-        "once; 16 on the whole machine. on: 2 always. off: no gate.",
+        "auto: 2 while the allowance binds (a cpuset of fewer CPUs than the machine, or a CPU "
+        "quota that throttled the process since the last reading, every second), where a "
+        "throttled period leaves many calls runnable at once; 16 otherwise. on: 2 always. "
+        "off: no gate.",
         "MODE", "str", core=True,
     ),
 )

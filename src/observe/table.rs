@@ -59,6 +59,8 @@ pub struct AdmissionReadings {
     pub fast_first: u64,
     pub blocking_room: u64,
     pub blocking_room_least: u64,
+    /// Pool calls that may wait for the GIL to start at once (`--start-gate`; 0: no gate).
+    pub start_gate_places: u64,
 }
 
 /// Static files kept in memory (`io::static_cache`): how many, their bytes, and the answers
@@ -508,6 +510,13 @@ pub static TABLE: &[Entry] =
             Gauge,
             "The least room the calls to routes seen blocking have had.",
             Read::Num(|r| r.admission.map(|a| a.blocking_room_least))
+        ),
+        entry!(
+            Some("start_gate_places"),
+            Some("sluicegate_start_gate_places"),
+            Gauge,
+            "Pool calls that may wait for the GIL to start at once (0: no gate).",
+            Read::Num(|r| r.admission.map(|a| a.start_gate_places))
         ),
         entry!(
             None,

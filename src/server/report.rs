@@ -118,6 +118,7 @@ pub(super) fn readings(s: &Shared) -> Readings<'_> {
                 fast_first: a.fast_first,
                 blocking_room: a.blocking_room as u64,
                 blocking_room_least: a.blocking_room_least as u64,
+                start_gate_places: crate::wsgi::pool::start_gate_places() as u64,
             }
         }),
         access_log_dropped: s.ctx().settings.access_log.as_ref().map(|l| l.dropped()),

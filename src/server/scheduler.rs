@@ -145,6 +145,9 @@ pub struct Scheduler {
     /// When the allowance was last read (ns since `epoch`): again every `QUOTA_READ_EVERY`, by
     /// the watchdog (a process moved into a cgroup, or a quota set, after it started).
     quota_read: AtomicU64,
+    /// The cgroup's throttled periods at that reading (`u64::MAX`: none read yet), so that the
+    /// next tells whether the quota stopped the process in between (the start gate's places).
+    throttled_seen: AtomicU64,
     mode: AtomicU8,
     /// Incremented when a loop state is parked for an inline call and when it leaves the slot
     /// (taken back, or taken over): odd exactly while a state is parked.
@@ -188,6 +191,7 @@ impl Scheduler {
             policy,
             under_quota: AtomicBool::new(Allowance::read().quota.is_some()),
             quota_read: AtomicU64::new(0),
+            throttled_seen: AtomicU64::new(u64::MAX),
             mode: AtomicU8::new(if policy == Policy::Pool {
                 Mode::Dispatch as u8
             } else {
@@ -262,7 +266,8 @@ impl Scheduler {
     }
 
     /// Read again whether the process's cgroup has a CPU quota (and the start gate's places,
-    /// `wsgi::pool::note_allowance`), once `QUOTA_READ_EVERY` has passed since the last
+    /// `wsgi::pool::note_allowance`: whether the quota stopped the process since the last
+    /// reading), once `QUOTA_READ_EVERY` has passed since the last
     /// reading. On the watchdog's thread (each look, and each `QUOTA_READ_EVERY` while it
     /// dozes), never an app call's: read at a pool call's start,
     /// the cgroup files took 0.2 ms (median) to 39 ms on a loaded 2-core machine, with the GIL
@@ -277,7 +282,15 @@ impl Scheduler {
             self.under_quota
                 .store(allowance.quota.is_some(), Ordering::Relaxed);
             // The start gate's places under `--start-gate auto` follow the same reading.
-            crate::wsgi::pool::note_allowance(allowance.below_machine());
+            let now_throttled = allowance.throttling().map_or(u64::MAX, |t| t.throttled);
+            let before = self.throttled_seen.swap(now_throttled, Ordering::Relaxed);
+            let throttled =
+                before != u64::MAX && now_throttled != u64::MAX && now_throttled > before;
+            crate::wsgi::pool::note_allowance(crate::wsgi::pool::allowance_binds(
+                &allowance,
+                crate::observe::allowance::online_cpus(),
+                throttled,
+            ));
         }
     }
 

@@ -34,7 +34,8 @@ use admission::{Admission, AdmissionStats, Class, Waiting};
 #[cfg(test)]
 pub(crate) use climb::MACHINE_IDLE_LEAST;
 pub use start_gate::{
-    attach_to_start, crowded as start_crowded, note_allowance, set_policy as set_start_gate,
+    allowance_binds, attach_to_start, crowded as start_crowded, note_allowance,
+    places as start_gate_places, set_policy as set_start_gate,
 };
 
 /// An idle thread with no work for this long exits (while more than `min` threads exist).

@@ -20,20 +20,24 @@
 //! the GIL they wait for.
 //!
 //! How many places (`--start-gate`, [`set_policy`]): `START_WAITERS` under `on`, none (no
-//! gate) under `off`, and under `auto` (the default) `START_WAITERS` while the process has fewer
-//! CPUs than the machine (a CPU quota or a cpuset, `observe::allowance`: read when the server
-//! starts, then again by the watchdog with the quota, `Scheduler::refresh_quota`, never on a
-//! call's path), else `WHOLE_MACHINE_WAITERS`.
+//! gate) under `off`, and under `auto` (the default) `START_WAITERS` while the allowance binds
+//! ([`allowance_binds`]: a cpuset of fewer CPUs than the machine, or a CPU quota that stopped the
+//! cgroup since the previous reading; `observe::allowance`, read when the server starts, then
+//! again every second by the watchdog with the quota, `Scheduler::refresh_quota`, never on a
+//! call's path), else `WHOLE_MACHINE_WAITERS`. A quota that does not stop the process leaves
+//! its threads to run as on the whole machine, and no throttled period ends with a crowd.
 //! (benchmarks/results/2026-11-28-gate-auto/: on the whole machine two places cost S5 8-14% of
 //! its steady rate, no gate at all collapsed some cold starts (a thousand new threads at once),
-//! and sixteen did neither; under a quota of 0.5 CPU two kept the p99 lower.)
+//! and sixteen did neither; under a quota of 0.5 CPU, throttled, two kept the p99 lower.
+//! benchmarks/results/2026-11-29-gate-unbound/: S5 at 1.5 CPUs, never throttled, sixteen places
+//! 7,722 requests/s to two's 6,682, ahead in six rounds of six; at 0.5 CPU level.)
 
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use crate::config::GatePolicy;
-use crate::observe::allowance::Allowance;
+use crate::observe::allowance::{online_cpus, Allowance};
 
 /// Threads that may wait for the GIL to start a call at once. Two: one per core of the machine
 /// this was measured on (2 vCPUs), so that a start never waits for the gate while a core could
@@ -88,17 +92,26 @@ pub fn set_policy(policy: GatePolicy) {
         .unwrap_or(0);
     POLICY.store(place as u8, Ordering::Relaxed);
     if policy == GatePolicy::Auto {
-        note_allowance(Allowance::read().below_machine());
+        // No earlier reading of the throttling to compare with: a quota counts as not binding
+        // until the watchdog's first reading a second later.
+        note_allowance(allowance_binds(&Allowance::read(), online_cpus(), false));
     }
 }
 
-/// `auto`: the allowance was read (`below`: the process has fewer CPUs than the machine).
-pub fn note_allowance(below: bool) {
-    AUTO_PLACES.store(places_for(GatePolicy::Auto, below), Ordering::Relaxed);
+/// `auto`: the allowance was read (`binds`: [`allowance_binds`]).
+pub fn note_allowance(binds: bool) {
+    AUTO_PLACES.store(places_for(GatePolicy::Auto, binds), Ordering::Relaxed);
 }
 
-/// The places for a call starting now (0: no gate).
-fn places() -> usize {
+/// Whether the allowance `a` binds the process's threads, on a machine of `online` CPUs: a
+/// cpuset of fewer CPUs does always (they are all its threads have); a CPU quota below the
+/// machine only where it stopped the cgroup since the previous reading (`throttled`).
+pub fn allowance_binds(a: &Allowance, online: usize, throttled: bool) -> bool {
+    a.cpus < online || (a.below(online) && throttled)
+}
+
+/// The places for a call starting now (0: no gate); also the stats' `start_gate_places`.
+pub fn places() -> usize {
     let policy = GatePolicy::ALL[POLICY.load(Ordering::Relaxed) as usize];
     if policy == GatePolicy::Auto {
         return AUTO_PLACES.load(Ordering::Relaxed);
@@ -106,12 +119,12 @@ fn places() -> usize {
     places_for(policy, false)
 }
 
-/// The places `policy` gives a process with fewer CPUs than the machine (`below`) or not.
-fn places_for(policy: GatePolicy, below: bool) -> usize {
+/// The places `policy` gives a process whose allowance binds it (`binds`) or not.
+fn places_for(policy: GatePolicy, binds: bool) -> usize {
     match policy {
         GatePolicy::On => START_WAITERS,
         GatePolicy::Off => 0,
-        GatePolicy::Auto if below => START_WAITERS,
+        GatePolicy::Auto if binds => START_WAITERS,
         GatePolicy::Auto => WHOLE_MACHINE_WAITERS,
     }
 }
@@ -233,12 +246,47 @@ mod tests {
     }
 
     #[test]
-    fn auto_gives_two_places_below_the_machine_and_sixteen_on_all_of_it() {
+    fn auto_gives_two_places_where_the_allowance_binds_and_sixteen_where_not() {
         assert_eq!(places_for(GatePolicy::Auto, true), START_WAITERS);
         assert_eq!(places_for(GatePolicy::Auto, false), WHOLE_MACHINE_WAITERS);
-        for below in [true, false] {
-            assert_eq!(places_for(GatePolicy::On, below), START_WAITERS);
-            assert_eq!(places_for(GatePolicy::Off, below), 0, "off: no gate");
+        for binds in [true, false] {
+            assert_eq!(places_for(GatePolicy::On, binds), START_WAITERS);
+            assert_eq!(places_for(GatePolicy::Off, binds), 0, "off: no gate");
         }
+    }
+
+    #[test]
+    fn a_cpuset_binds_always_a_quota_only_while_it_throttles() {
+        let on = |cpus: usize, quota: Option<f64>| {
+            let mut a = Allowance::default();
+            a.cpus = cpus;
+            a.quota = quota;
+            a
+        };
+        for throttled in [false, true] {
+            assert!(
+                allowance_binds(&on(1, None), 2, throttled),
+                "a cpuset of 1 of 2"
+            );
+            assert!(
+                !allowance_binds(&on(2, None), 2, throttled),
+                "the whole machine"
+            );
+            assert!(
+                !allowance_binds(&on(2, Some(4.0)), 2, throttled),
+                "a quota above it"
+            );
+            assert!(
+                allowance_binds(&on(1, Some(1.5)), 2, throttled),
+                "a cpuset under a quota"
+            );
+        }
+        assert!(
+            !allowance_binds(&on(2, Some(1.5)), 2, false),
+            "a quota that never stops it"
+        );
+        assert!(allowance_binds(&on(2, Some(1.5)), 2, true));
+        assert!(allowance_binds(&on(64, Some(0.5)), 64, true));
+        assert!(!allowance_binds(&on(64, Some(0.5)), 64, false));
     }
 }
