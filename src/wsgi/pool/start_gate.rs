@@ -45,7 +45,8 @@ use crate::observe::allowance::{online_cpus, Allowance};
 /// waiters would only wait in CPython's timed loop instead of here.
 const START_WAITERS: usize = 2;
 
-/// The places under `--start-gate auto` while the process may use every CPU of the machine.
+/// The places under `--start-gate auto` while the allowance does not bind: the whole machine, or
+/// a quota that has not throttled the process since the last reading.
 /// Assumes what S5 showed on 2 vCPUs: a steady load of calls that sleep (9,000 a second) seldom
 /// has more than this many waiting to start, so the gate costs it nothing, while a burst (a
 /// thousand new threads at once) leaves at most this many in CPython's timed wait, not all.
