@@ -276,6 +276,12 @@ fn affinity_cpus() -> usize {
     online_cpus()
 }
 
+/// Whether the cgroup was throttled between two readings of its `nr_throttled` (`Throttling`;
+/// None where `cpu.stat` does not count it): the spin's `auto` and the start gate's places.
+pub fn throttled_between(before: Option<u64>, now: Option<u64>) -> bool {
+    matches!((before, now), (Some(b), Some(n)) if n > b)
+}
+
 /// The machine's online CPUs.
 pub fn online_cpus() -> usize {
     // SAFETY: sysconf has no pointer arguments.

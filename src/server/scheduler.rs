@@ -59,7 +59,7 @@ use super::thread_state::{thread_wait, Wait};
 use crate::clock::clock_time;
 use crate::config::Policy;
 use crate::io::event_loop::LoopState;
-use crate::observe::allowance::Allowance;
+use crate::observe::allowance::{self, Allowance};
 
 mod call_time;
 mod judge;
@@ -278,17 +278,18 @@ impl Scheduler {
         let last = self.quota_read.load(Ordering::Relaxed);
         if now.saturating_sub(last) >= QUOTA_READ_EVERY.as_nanos() as u64 {
             self.quota_read.store(now, Ordering::Relaxed);
-            let allowance = Allowance::read();
-            self.under_quota
-                .store(allowance.quota.is_some(), Ordering::Relaxed);
+            let a = Allowance::read();
+            self.under_quota.store(a.quota.is_some(), Ordering::Relaxed);
             // The start gate's places under `--start-gate auto` follow the same reading.
-            let now_throttled = allowance.throttling().map_or(u64::MAX, |t| t.throttled);
-            let before = self.throttled_seen.swap(now_throttled, Ordering::Relaxed);
+            let now_throttled = a.throttling().map(|t| t.throttled);
+            let before = self
+                .throttled_seen
+                .swap(now_throttled.unwrap_or(u64::MAX), Ordering::Relaxed);
             let throttled =
-                before != u64::MAX && now_throttled != u64::MAX && now_throttled > before;
+                allowance::throttled_between((before != u64::MAX).then_some(before), now_throttled);
             crate::wsgi::pool::note_allowance(crate::wsgi::pool::allowance_binds(
-                &allowance,
-                crate::observe::allowance::online_cpus(),
+                &a,
+                allowance::online_cpus(),
                 throttled,
             ));
         }

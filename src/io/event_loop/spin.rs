@@ -41,7 +41,7 @@
 use std::time::{Duration, Instant};
 
 use crate::config::SpinPolicy;
-use crate::observe::allowance::Allowance;
+use crate::observe::allowance::{throttled_between, Allowance};
 
 /// The longest look for events before sleeping.
 pub const SPIN_MOST: Duration = Duration::from_micros(50);
@@ -64,12 +64,6 @@ pub const READ_EVERY: Duration = Duration::from_secs(1);
 /// spin may have been the cause: on again at the next reading it would be throttled again
 /// every other second, so it waits for ten quiet ones.
 pub const THROTTLED_HOLD: u32 = 10;
-
-/// Whether the cgroup was throttled between two readings of its `nr_throttled` (None where
-/// `cpu.stat` does not count it).
-pub fn throttled_between(before: Option<u64>, now: Option<u64>) -> bool {
-    matches!((before, now), (Some(b), Some(n)) if n > b)
-}
 
 /// `--spin auto`'s readings of the allowance.
 #[derive(Debug)]
