@@ -1,4 +1,4 @@
-"""(Root; cgroup v1.) S5 as S18 runs it (one process: none, then 0.5, 1, 1.5 in turn; wrk 5 s each), sluicegate with
+"""(Root; cgroup v1.) PLACES=N: the start gate's places under `auto`, for a probe build that reads SG_PROBE_PLACES. S5 as S18 runs it (one process: none, then 0.5, 1, 1.5 in turn; wrk 5 s each), sluicegate with
 /__stats (probe_app), the blocking room every 0.5 s. Or ORDER env: e.g. "1.5" alone after none.
     python3 probe.py [ROUNDS]"""
 import os, sys, threading, time, json, urllib.request
@@ -13,6 +13,7 @@ def stats(port):
 orig = servers._LAUNCHERS["sluicegate"]
 def launch(t, port):
     spec = orig(t, port); spec.argv[-1:] = os.environ.get("EXTRA", "").split() + ["probe_app:app"]
+    if os.environ.get("PLACES"): spec.env["SG_PROBE_PLACES"] = os.environ["PLACES"]
     spec.env["PYTHONPATH"] = f"{Path(__file__).resolve().parent}:{spec.env['PYTHONPATH']}"; spec.env["PROBE_APP"] = s18.APPS["s5"][0]
     return spec
 servers._LAUNCHERS["sluicegate"] = launch
