@@ -8,6 +8,10 @@ process each, beside the same server without a limit:
 - `s5`: S5's sleeping app (yields, sleeps 0.1 s, yields) at 1,000 clients;
 - `django`: S13's Django view on PostgreSQL (`/item/4242`, `CONN_MAX_AGE` 60: a connection per
   thread, kept), `wrk -c16`, the peers at 8 threads as in S13 (PostgreSQL outside the cgroup);
+  then 16 clients again for as long with `every_request.py`: the p99 of every request sent,
+  answered in the run or not, and the fewest answers one connection got (wrk counts only the
+  requests answered: a server that serves some connections and leaves the others waiting, as
+  uWSGI's `--http11-socket` does with one connection per thread, shows the p99 of the few);
 - `paced`: 100 requests a second on one keep-alive connection for 5 s (a light load: p50/p99
   and the server's CPU per request);
 - `idle`: the server's CPU over 5 s with no request.
@@ -50,7 +54,7 @@ sys.path.insert(0, str(BENCH))
 import payloads  # noqa: E402
 import servers  # noqa: E402
 from bench import procs  # noqa: E402
-from bench import s13  # noqa: E402
+from bench import every_request, s13  # noqa: E402
 from bench.harness import SG, fetch_wire, wait_ready  # noqa: E402
 from bench.loadgen import wrk  # noqa: E402
 
@@ -176,6 +180,17 @@ def as_sent(port: int, connections: int, seconds: float, body: bytes, cg: "Cgrou
             "sent_throttled": thr, "sent_verified": ok}
 
 
+def every(port: int, path: str, cg: "Cgroup") -> dict:
+    """Django's every-request run (`every_request.run`, the module doc): p50/p99 of every
+    request sent in `CLIENTS['django']` keep-alive connections over 5 s, the unanswered ones
+    counted with their whole wait, and the fewest answers on one connection."""
+    thr0 = cg.throttled()
+    e = every_request.run(port, path, s13._expected(path), CLIENTS["django"], 5)
+    return {"sent_p50_ms": e.p50_us / 1000, "sent_p99_ms": e.p99_us / 1000, "sent_fewest": e.fewest,
+            "sent_unanswered": e.unanswered, "sent_throttled": cg.throttled() - thr0,
+            "sent_verified": e.wrong == 0 and e.requests > 0}
+
+
 def switches(pids: list[int]) -> tuple[int, int]:
     """Voluntary and involuntary context switches of every thread of the processes so far."""
     vol = invol = 0
@@ -216,6 +231,8 @@ def one(proc, case: str, cg: Cgroup, size: int, path: str = "/") -> dict:
                cpu_us_per_req=cpu * 1e6 / out["requests"] if out["requests"] else None)
     if case == "hello":
         out.update(as_sent(proc.port, CLIENTS[case], 5, APPS[case][1], cg))
+    elif case == "django":
+        out.update(every(proc.port, path, cg))
     return out
 
 
@@ -323,7 +340,8 @@ def _run(args) -> dict:
                             "vcsw", "ivcsw")})
         if "sent_p99_ms" in v["rounds"][0]:
             v.update({k: statistics.median([m[k] or 0.0 for m in v["rounds"]])
-                      for k in ("sent_p50_ms", "sent_p99_ms", "sent_over_10ms", "sent_throttled")})
+                      for k in ("sent_p50_ms", "sent_p99_ms", "sent_over_10ms", "sent_fewest", "sent_throttled")
+                      if k in v["rounds"][0]})
             v["sent_verified"] = all(m["sent_verified"] for m in v["rounds"])
     auto = {str(c): workers_auto(c, d) for c in limits if c is not None} \
         if "sluicegate" in names and not args.no_auto else {}
@@ -332,24 +350,34 @@ def _run(args) -> dict:
 
 
 def table(out: dict, cases: list[str], names: list[str], limits: list[str]) -> list[str]:
+    """The run's table. Ratios are medians of each round's ratio (the rates of one round ran
+    minutes apart at most, interleaved; a ratio of two medians would pair rounds the host's
+    drift set apart), with the rounds' range."""
     res = out["results"]
     lines = ["| case | CPUs | server | req/s | × share | × best peer | p50 ms | p99 ms | µs/req "
-             "(idle: CPU %) | throttled | p99 as sent ms (over 10 ms; throttled) |",
+             "(idle: CPU %) | throttled | p99 as sent ms (hello: over 10 ms; throttled · django: every "
+             "request, fewest answers on a connection) |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for case in [c for c in cases if any(k.startswith(f"{c} | ") for k in res)]:
         for lim in ["none"] + limits:
-            peers = [res[f"{case} | {n} | {lim}"]["rps"] for n in names
-                     if n != "sluicegate" and f"{case} | {n} | {lim}" in res]
+            peers = [res[f"{case} | {n} | {lim}"]["rounds"] for n in names
+                     if not n.startswith("sluicegate") and f"{case} | {n} | {lim}" in res]
             for name in names:
                 v = res.get(f"{case} | {name} | {lim}")
                 if v is None:
                     continue
                 share = ""
                 base = res.get(f"{case} | {name} | none")
-                if case == "hello" and lim != "none" and base and base["rps"] and base["cores_used"]:
-                    expected = base["rps"] * min(1.0, float(lim) / base["cores_used"])
-                    share = f"{v['rps'] / expected:.2f}"
-                best = f"{v['rps'] / max(peers):.2f}" if name == "sluicegate" and peers and max(peers) else ""
+                if case == "hello" and lim != "none" and base:
+                    share = _median_range([m["rps"] / (b["rps"] * min(1.0, float(lim) / b["cores_used"]))
+                                           for m, b in zip(v["rounds"], base["rounds"])
+                                           if b["rps"] and b["cores_used"]])
+                best = ""
+                if name == "sluicegate" and peers:
+                    best = _median_range([m["rps"] / top for m, top in
+                                          zip(v["rounds"], [max(r) for r in zip(*[[p["rps"] for p in rounds]
+                                                                                  for rounds in peers])])
+                                          if top])
                 cost = (f"{v['cores_used'] * 100:.2f} %" if case == "idle"
                         else f"{v['cpu_us_per_req'] or 0:.1f}")
                 lines.append(f"| {case} | {lim} | {name} | {v['rps']:,.0f} | {share} | {best} | "
@@ -361,12 +389,23 @@ def table(out: dict, cases: list[str], names: list[str], limits: list[str]) -> l
     return lines
 
 
+def _median_range(ratios: list[float]) -> str:
+    """The median of the rounds' ratios, and their range where there are several."""
+    if not ratios:
+        return ""
+    if len(ratios) == 1:
+        return f"{ratios[0]:.2f}"
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+
+
 def _sent(v: dict) -> str:
     """The as-sent column: p99 (share over 10 ms; throttled periods in that run), or why not."""
     if v.get("sent_p99_ms") is None:
         return ""
     if not v.get("sent_verified"):
         return "unverified"
+    if "sent_fewest" in v:
+        return f"{v['sent_p99_ms']:.2f} ({v['sent_fewest']:.0f} fewest)"
     return f"{v['sent_p99_ms']:.2f} ({v['sent_over_10ms'] * 100:.2f} %; {v['sent_throttled']:.0f})"
 
 
@@ -402,9 +441,9 @@ def main(args: argparse.Namespace) -> int | None:
                f"--servers {args.servers} --rounds {args.rounds}" + (" --inside" if args.inside else "")
                + (f" --shares {args.shares}" if args.shares else "") + (" --no-auto" if args.no_auto else ""))
     head = ["S18: each server (one worker process) in a cgroup with a CPU quota, medians of "
-            f"{args.rounds} interleaved rounds; × share: req/s over the unconstrained rate × "
-            "min(1, quota / the cores used unconstrained); × best peer: over the best peer in the "
-            "same limit", ""]
+            f"{args.rounds} interleaved rounds; × share: req/s over the same round's unconstrained "
+            "rate × min(1, quota / the cores used unconstrained); × best peer: over the best peer in "
+            "the same limit and round; both the median of the rounds' ratios (their range)", ""]
     report = "\n".join(head + table(out, cases, names, limits) + ["", f"command: {command}"])
     print(report)
     if args.out:
