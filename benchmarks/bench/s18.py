@@ -374,10 +374,9 @@ def table(out: dict, cases: list[str], names: list[str], limits: list[str]) -> l
                                            if b["rps"] and b["cores_used"]])
                 best = ""
                 if name == "sluicegate" and peers:
-                    best = _median_range([m["rps"] / top for m, top in
-                                          zip(v["rounds"], [max(r) for r in zip(*[[p["rps"] for p in rounds]
-                                                                                  for rounds in peers])])
-                                          if top])
+                    # Each round's best peer: the highest rate among the peers' runs of that round.
+                    tops = [max(r) for r in zip(*([m["rps"] for m in rounds] for rounds in peers))]
+                    best = _median_range([m["rps"] / top for m, top in zip(v["rounds"], tops) if top])
                 cost = (f"{v['cores_used'] * 100:.2f} %" if case == "idle"
                         else f"{v['cpu_us_per_req'] or 0:.1f}")
                 lines.append(f"| {case} | {lim} | {name} | {v['rps']:,.0f} | {share} | {best} | "
@@ -399,7 +398,8 @@ def _median_range(ratios: list[float]) -> str:
 
 
 def _sent(v: dict) -> str:
-    """The as-sent column: p99 (share over 10 ms; throttled periods in that run), or why not."""
+    """The as-sent column: hello world's p99 (share over 10 ms; throttled periods in that run),
+    Django's every-request p99 (the fewest answers on one connection), or why not."""
     if v.get("sent_p99_ms") is None:
         return ""
     if not v.get("sent_verified"):
