@@ -156,12 +156,11 @@ def test_a_throttled_inline_call_is_not_taken_for_a_blocking_one(cgroup, start_s
 
 
 def test_the_start_gate_narrows_while_the_quota_throttles(cgroup, start_server):
-    """`--start-gate auto` gave two places under any quota below the machine; a quota the
-    process stays under leaves its threads to run as on the whole machine, and there two cost
-    S5's sleeping app 14% of its rate (benchmarks/results/2026-11-29-gate-unbound/). Now: 16
-    while the quota does not throttle, two from the watchdog's first reading that sees the
-    cgroup throttled (a process of the same cgroup spinning past the quota), 16 again once a
-    reading sees no more."""
+    """`--start-gate auto` under a quota: 16 places while the quota does not throttle (the
+    process's threads then run as on the whole machine, where two places cost S5's sleeping app
+    14% of its rate: benchmarks/results/2026-11-29-gate-unbound/), two from the watchdog's first
+    reading that sees the cgroup throttled (a process of the same cgroup spinning past the
+    quota), 16 again once a reading sees no more."""
     mport = free_port()
     d = cgroup(0.5)
     srv = start_server(None, command=in_cgroup(
